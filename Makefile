@@ -1,0 +1,54 @@
+# gradswitch: every command a user or CI runs goes through this file.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+GRADSWITCH := $(VENV)/bin/gradswitch
+PYTEST_ARGS ?=
+# Mininet needs root: commands that bring networks up go through sudo for a normal user.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo -E)
+
+.PHONY: help venv build test test-long lint demo bench doctor clean
+
+help:
+	@echo "make venv       create $(VENV) with every Python dependency"
+	@echo "make build      compile p4src/gradswitch.p4 with p4c-bm2-ss (warnings are errors)"
+	@echo "make test       the test suite (tests needing BMv2/p4c/root skip where those are missing)"
+	@echo "make test-long  the long scenarios"
+	@echo "make lint       ruff and mypy"
+	@echo "make demo       leafspine network, ping all pairs, tear down (needs root and BMv2)"
+	@echo "make bench      benchmarks under bench/"
+	@echo "make doctor     which tools are present and what fails without them"
+
+$(PY): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	@touch $(PY)
+
+venv: $(PY)
+
+build: $(PY)
+	$(GRADSWITCH) build
+
+test: $(PY)
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-long: $(PY)
+	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+
+lint: $(PY)
+	$(PY) -m ruff check controller mininet_topos roce tests bench
+	$(PY) -m mypy
+
+demo: $(PY)
+	$(SUDO) $(GRADSWITCH) net --topo leafspine --leaves 2 --spines 2 --hosts-per-leaf 2 --pingall
+
+bench: $(PY)
+	$(PY) bench/forwarding.py
+
+doctor: $(PY)
+	$(GRADSWITCH) doctor
+
+clean:
+	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -1,0 +1,160 @@
+"""Starting and stopping one simple_switch_grpc process.
+
+Used by the Mininet switch node (mininet_topos/bmv2_switch.py) and by trace replay
+(controller/trace_replay.py), so both start BMv2 the same way: `--no-p4` (the controller
+pushes the pipeline), its own device id, gRPC and Thrift ports on loopback, CPU port,
+`--priority-queues`, a log file and optional pcaps. Readiness is polled with a deadline;
+a switch that does not come up raises `SwitchStartError` with the tail of its log; `stop`
+kills exactly the pid it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from controller.constants import CONFIG
+from controller.polling import wait_until
+
+SIMPLE_SWITCH_GRPC = "simple_switch_grpc"
+LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
+
+
+class SwitchStartError(RuntimeError):
+    """A BMv2 process did not come up; the message carries its command and log tail."""
+
+
+@dataclass(frozen=True)
+class Bmv2Config:
+    name: str
+    device_id: int
+    grpc_port: int
+    thrift_port: int
+    ports: Mapping[int, str]  # port number -> interface name (or, with use_files, a pcap path prefix)
+    run_dir: Path  # logs, pcaps and IPC sockets of this switch go here
+    cpu_port: int = CONFIG.CPU_PORT
+    priority_queues: int = CONFIG.PRIORITY_QUEUES
+    log_level: str = "info"  # BMv2 -L; "debug" or "trace" to see every packet (much slower)
+    pcap: bool = False  # write <iface>_in.pcap / _out.pcap under run_dir/pcap
+    use_files: bool = False  # ports are pcap files (<prefix>_in.pcap, <prefix>_out.pcap), no interfaces
+    executable: str = SIMPLE_SWITCH_GRPC
+    extra_args: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def log_file(self) -> Path:
+        return self.run_dir / f"{self.name}.log"
+
+    @property
+    def console_file(self) -> Path:
+        return self.run_dir / f"{self.name}.out"
+
+    @property
+    def pcap_dir(self) -> Path:
+        return self.run_dir / "pcap"
+
+    def command(self) -> list[str]:
+        if self.log_level not in LOG_LEVELS:
+            raise ValueError(f"BMv2 log level {self.log_level!r} is not one of {LOG_LEVELS}")
+        cmd = [self.executable, "--no-p4", "--device-id", str(self.device_id),
+               "--thrift-port", str(self.thrift_port),
+               "--log-file", str(self.log_file), "--log-flush", "-L", self.log_level,
+               "--notifications-addr", f"ipc://{self.run_dir / (self.name + '-notifications.ipc')}"]
+        for port, iface in sorted(self.ports.items()):
+            if port == self.cpu_port:
+                raise ValueError(f"{self.name}: port {port} is the CPU port")
+            cmd += ["-i", f"{port}@{iface}"]
+        if self.use_files:
+            cmd += ["--use-files", "0"]
+        elif self.pcap:
+            cmd.append(f"--pcap={self.pcap_dir}")
+        cmd += list(self.extra_args)
+        cmd += ["--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}",
+                "--cpu-port", str(self.cpu_port), "--priority-queues", str(self.priority_queues)]
+        return cmd
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return f"({path} does not exist)"
+    return "\n".join(text[-lines:]) if text else f"({path} is empty)"
+
+
+class Bmv2Process:
+    """One simple_switch_grpc process."""
+
+    def __init__(self, config: Bmv2Config) -> None:
+        self.config = config
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def start(self, timeout: float = 30.0) -> None:
+        cfg = self.config
+        if shutil.which(cfg.executable) is None:
+            raise SwitchStartError(f"{cfg.name}: {cfg.executable} is not on PATH (see `gradswitch doctor`)")
+        for port in (cfg.grpc_port, cfg.thrift_port):
+            if port_open(port):
+                raise SwitchStartError(f"{cfg.name}: port {port} is already in use (a switch left running?)")
+        cfg.run_dir.mkdir(parents=True, exist_ok=True)
+        if cfg.pcap:
+            cfg.pcap_dir.mkdir(parents=True, exist_ok=True)
+        cfg.log_file.unlink(missing_ok=True)
+        with cfg.console_file.open("wb") as out:
+            self.proc = subprocess.Popen(cfg.command(), stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            wait_until(self._ready, timeout, interval=0.05,
+                       what=f"{cfg.name} to listen on gRPC {cfg.grpc_port} and Thrift {cfg.thrift_port}")
+        except TimeoutError as e:
+            self.stop()
+            raise SwitchStartError(self._failure(str(e))) from None
+
+    def _ready(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise SwitchStartError(self._failure(f"exited with status {self.proc.returncode}"))
+        return port_open(self.config.grpc_port) and port_open(self.config.thrift_port)
+
+    def _failure(self, what: str) -> str:
+        cfg = self.config
+        return (f"BMv2 switch {cfg.name} did not start: {what}\n  command: {' '.join(cfg.command())}\n"
+                f"  output ({cfg.console_file}):\n{log_tail(cfg.console_file)}\n"
+                f"  log ({cfg.log_file}):\n{log_tail(cfg.log_file)}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop exactly this process: SIGTERM, then SIGKILL after timeout."""
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=timeout)
+
+
+def wait_port_closed(port: int, timeout: float = 5.0) -> None:
+    wait_until(lambda: not port_open(port), timeout, what=f"port {port} to close")

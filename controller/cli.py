@@ -1,0 +1,196 @@
+"""The `gradswitch` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from controller.paths import runtime_dir
+
+
+def _topology_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("topology")
+    g.add_argument("--topo", choices=("rack", "leafspine", "dumbbell"), default="leafspine")
+    g.add_argument("--hosts", type=int, help="rack: number of hosts")
+    g.add_argument("--leaves", type=int, help="leafspine: number of leaves")
+    g.add_argument("--spines", type=int, help="leafspine: number of spines")
+    g.add_argument("--hosts-per-leaf", type=int, help="leafspine: hosts on each leaf")
+    g.add_argument("--hosts-per-side", type=int, help="dumbbell: hosts on each side")
+    g.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate (HTB)")
+
+
+def topology_from_args(args: argparse.Namespace) -> Any:
+    from mininet_topos.topologies import build_topology
+
+    params: dict[str, Any] = {"bw_mbps": args.bw}
+    if args.topo == "rack":
+        params["hosts"] = args.hosts
+    elif args.topo == "leafspine":
+        params.update(leaves=args.leaves, spines=args.spines, hosts_per_leaf=args.hosts_per_leaf)
+    else:
+        params["hosts_per_side"] = args.hosts_per_side
+    return build_topology(args.topo, **params)
+
+
+# ---- commands ----
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from controller.doctor import report, run_checks
+
+    checks = run_checks()
+    print(report(checks))
+    essential = {"simple_switch_grpc", "p4c-bm2-ss", "mnexec", "root"}
+    return 0 if all(c.ok for c in checks if c.name in essential) else 1
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from controller.build import BuildError, compile_program
+
+    try:
+        result = compile_program()
+    except BuildError as e:
+        print(e, file=sys.stderr)
+        return 1
+    print(f"compiled {result.json} and {result.p4info}")
+    return 0
+
+
+def cmd_net(args: argparse.Namespace) -> int:
+    from controller.control_socket import ControlServer
+    from mininet_topos.network import GradNetwork, NetworkError, NetworkOptions
+
+    topo = topology_from_args(args)
+    options = NetworkOptions(log_level=args.log_level, pcap=args.pcap)
+    print(f"bringing up {topo.name}: {len(topo.switches)} BMv2 switches, {len(topo.hosts)} hosts ...", flush=True)
+    try:
+        with GradNetwork(topo, options) as net:
+            assert net.fabric is not None
+            print(f"switches programmed; logs in {net.run_dir}", flush=True)
+            if args.pingall:
+                reach = net.pingall()
+                print(reach.table())
+                return 0 if reach.full else 1
+            with ControlServer(net.fabric, net.run_dir):
+                _mininet_cli(net)
+            return 0
+    except NetworkError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _mininet_cli(net: Any) -> None:
+    from mininet.cli import CLI
+
+    from controller.repl import Repl, run_repl
+
+    class GradCLI(CLI):  # type: ignore[misc]
+        def do_repl(self, line: str) -> None:
+            """repl [COMMAND]: the gradswitch REPL (tables, entries, counters), or one command of it."""
+            if line.strip():
+                Repl(net.fabric).onecmd(line)
+            else:
+                run_repl(net.fabric)
+
+    print("Mininet CLI: `repl` opens the gradswitch REPL; `gradswitch repl` in another terminal attaches too.")
+    GradCLI(net.net)
+
+
+def _find_run_dir(explicit: Path | None) -> Path:
+    from controller.control_socket import SOCKET_NAME, ControlSocketError
+
+    if explicit is not None:
+        return explicit
+    candidates = sorted(p.parent for p in runtime_dir().glob(f"*/{SOCKET_NAME}"))
+    if not candidates:
+        raise ControlSocketError(f"no running network under {runtime_dir()}; start one with `gradswitch net`")
+    if len(candidates) > 1:
+        raise ControlSocketError(f"several running networks ({', '.join(map(str, candidates))}); pick one with --run-dir")
+    return candidates[0]
+
+
+def cmd_repl(args: argparse.Namespace) -> int:
+    from controller.control_socket import ControlSocketError, attach
+    from controller.fabric import Fabric
+    from controller.p4rt import REPL_ELECTION_ID, SwitchError
+    from controller.repl import run_repl
+
+    if args.direct:
+        fabric = Fabric(topology_from_args(args), election_id=REPL_ELECTION_ID)
+        try:
+            fabric.connect()
+        except SwitchError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        with fabric:
+            run_repl(fabric, args.command)
+        return 0
+    try:
+        proxy = attach(_find_run_dir(args.run_dir))
+    except ControlSocketError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    run_repl(proxy, args.command)
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from mininet_topos.network import STATE_FILE, NetworkError, cleanup_run
+
+    status = 0
+    for state in sorted(runtime_dir().glob(f"*/{STATE_FILE}")):
+        try:
+            removed = cleanup_run(state.parent)
+        except NetworkError as e:
+            print(f"skipped: {e}")
+            status = 1
+            continue
+        for item in removed:
+            print(f"removed {item}")
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gradswitch", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command_name", required=True)
+
+    p = sub.add_parser("doctor", help="report the tools gradswitch uses and what fails without them")
+    p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("build", help="compile p4src/gradswitch.p4 (warnings are errors)")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("net", help="bring up a Mininet network of BMv2 switches")
+    _topology_args(p)
+    p.add_argument("--pingall", action="store_true", help="check every host pair, print the table, tear down")
+    p.add_argument("--log-level", default="info", help="BMv2 log level (debug logs every packet)")
+    p.add_argument("--pcap", action="store_true", help="BMv2 writes pcaps of every port")
+    p.set_defaults(func=cmd_net)
+
+    p = sub.add_parser("repl", help="inspect and change the switches of a running network")
+    p.add_argument("--run-dir", type=Path, help="run directory of the network (default: the one running)")
+    p.add_argument("-c", "--command", action="append", help="run this REPL command and exit (repeatable)")
+    p.add_argument("--direct", action="store_true",
+                   help="no controller running: open own P4Runtime sessions (lower election id than a controller)")
+    _topology_args(p)
+    p.set_defaults(func=cmd_repl)
+
+    p = sub.add_parser("clean", help="remove switches, hosts and veths left by a run that was killed")
+    p.set_defaults(func=cmd_clean)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

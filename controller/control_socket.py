@@ -1,0 +1,93 @@
+"""The control socket of a running network: how `gradswitch repl` reaches the controller.
+
+The process that brought the network up holds the only primary P4Runtime session of every
+switch. Rather than opening sessions of its own (and fighting over primary), a REPL in
+another terminal calls that process's `Fabric` through a Unix socket
+(<run dir>/control.sock, mode 0600, with a random key in control.key), using the standard
+library's multiprocessing managers: every REPL write is carried out by the controller's
+primary session, and errors come back as the same exceptions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import threading
+from multiprocessing.managers import BaseManager
+from pathlib import Path
+from typing import Any
+
+from controller.fabric import Fabric
+
+SOCKET_NAME = "control.sock"
+KEY_NAME = "control.key"
+
+
+class ControlSocketError(RuntimeError):
+    """No running controller to attach to, or it refused the connection."""
+
+
+class _ServerManager(BaseManager):
+    pass
+
+
+class _ClientManager(BaseManager):
+    pass
+
+
+_ClientManager.register("fabric")
+
+
+class ControlServer:
+    """Serves one Fabric on <run_dir>/control.sock until closed."""
+
+    def __init__(self, fabric: Fabric, run_dir: Path) -> None:
+        self.socket_path = run_dir / SOCKET_NAME
+        self.key_path = run_dir / KEY_NAME
+        self.socket_path.unlink(missing_ok=True)
+        key = secrets.token_bytes(32)
+        self.key_path.write_bytes(b"")
+        os.chmod(self.key_path, 0o600)
+        self.key_path.write_bytes(key)
+        manager_cls = type("FabricManager", (_ServerManager,), {})
+        manager_cls.register("fabric", callable=lambda: fabric)
+        self._manager = manager_cls(address=str(self.socket_path), authkey=key)
+        self._server = self._manager.get_server()
+        os.chmod(self.socket_path, 0o600)
+        self._thread = threading.Thread(target=self._serve, name="control-socket", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(SystemExit):
+            self._server.serve_forever()
+
+    def close(self) -> None:
+        stop = getattr(self._server, "stop_event", None)
+        if stop is not None:
+            stop.set()
+        with contextlib.suppress(OSError):
+            self._server.listener.close()
+        self._thread.join(timeout=3)
+        self.socket_path.unlink(missing_ok=True)
+        self.key_path.unlink(missing_ok=True)
+
+    def __enter__(self) -> ControlServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def attach(run_dir: Path) -> Any:
+    """A proxy of the running controller's Fabric (same methods, executed there)."""
+    socket_path = run_dir / SOCKET_NAME
+    key_path = run_dir / KEY_NAME
+    if not socket_path.exists() or not key_path.exists():
+        raise ControlSocketError(f"no running network in {run_dir} (no {SOCKET_NAME}); start one with `gradswitch net`")
+    manager = _ClientManager(address=str(socket_path), authkey=key_path.read_bytes())
+    try:
+        manager.connect()
+    except (OSError, EOFError) as e:
+        raise ControlSocketError(f"cannot reach the controller at {socket_path}: {e}") from None
+    return manager.fabric()  # type: ignore[attr-defined]

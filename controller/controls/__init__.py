@@ -1,0 +1,18 @@
+"""One module per control of the switch program: the entries it needs, and its runtime helpers.
+
+`base_entries(topo, switch)` of every module together are what the controller installs
+on a switch when a network comes up (see `all_base_entries`).
+"""
+
+from __future__ import annotations
+
+from controller.controls import acl, arp, l2_forwarding, l3_forwarding, packet_io
+from controller.p4rt import Entity
+from controller.topology import Topology
+
+FEATURES = (packet_io, arp, l2_forwarding, l3_forwarding, acl)
+
+
+def all_base_entries(topo: Topology, switch: str) -> list[Entity]:
+    """Every entry the controller installs on a switch at start-up, in install order."""
+    return [e for feature in FEATURES for e in feature.base_entries(topo, switch)]

@@ -1,0 +1,81 @@
+"""`gradswitch doctor`: every tool the project uses, its version, and what fails without it."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from importlib import metadata
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    version: str
+    needed_for: str
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    version_args: tuple[str, ...]
+    needed_for: str
+
+
+TOOLS = (
+    Tool("p4c-bm2-ss", ("--version",), "compiling p4src/ (`make build`); the committed JSON/P4Info still work"),
+    Tool("simple_switch_grpc", ("--version",), "every BMv2 switch: trace replay, P4Runtime tests, Mininet networks"),
+    Tool("simple_switch", ("--version",), "nothing of ours directly (BMv2 without gRPC); shows BMv2 is installed"),
+    Tool("mnexec", ("-v",), "Mininet networks (`gradswitch net`, experiments, end-to-end tests)"),
+    Tool("tshark", ("--version",), "decoding our RoCE packets independently of scapy (tests skip without it)"),
+    Tool("nft", ("--version",), "loss injection with nftables on hosts (the P4 fault table works without it)"),
+    Tool("tc", ("-V",), "link rate shaping (HTB/TBF) in Mininet"),
+    Tool("ethtool", ("--version",), "turning NIC offloads off in Mininet (TCP through BMv2 fails without it)"),
+    Tool("ip", ("-V",), "Mininet links and namespaces"),
+)
+
+PYTHON_PACKAGES = ("p4runtime-shell", "p4runtime", "protobuf", "grpcio", "mininet", "scapy", "numpy", "matplotlib")
+
+
+def _version(tool: Tool) -> tuple[bool, str]:
+    path = shutil.which(tool.name)
+    if path is None:
+        return False, "not found"
+    try:
+        proc = subprocess.run([path, *tool.version_args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, f"does not run: {e}"
+    text = (proc.stdout + proc.stderr).strip()
+    match = re.search(r"\d+\.\d+[\w.\-+~]*", text)
+    return True, match.group(0) if match else (text.splitlines()[0] if text else "present")
+
+
+def run_checks() -> list[Check]:
+    checks = []
+    for tool in TOOLS:
+        ok, version = _version(tool)
+        checks.append(Check(tool.name, ok, version, tool.needed_for))
+    root = os.geteuid() == 0
+    checks.append(Check("root", root, "uid 0" if root else f"uid {os.geteuid()}",
+                        "Mininet, namespaces, tc and nftables (tests needing them skip)"))
+    for pkg in PYTHON_PACKAGES:
+        try:
+            checks.append(Check(f"python:{pkg}", True, metadata.version(pkg), "the controller and the tests"))
+        except metadata.PackageNotFoundError:
+            checks.append(Check(f"python:{pkg}", False, "not installed", "the controller and the tests (make venv)"))
+    return checks
+
+
+def report(checks: list[Check]) -> str:
+    width = max(len(c.name) for c in checks)
+    lines = []
+    for c in checks:
+        mark = "ok  " if c.ok else "MISS"
+        needed = "" if c.ok else f"  -> without it: {c.needed_for}"
+        lines.append(f"[{mark}] {c.name:<{width}}  {c.version}{needed}")
+    missing = [c.name for c in checks if not c.ok]
+    lines.append("all present" if not missing else f"missing: {', '.join(missing)}")
+    return "\n".join(lines)

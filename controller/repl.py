@@ -1,0 +1,317 @@
+"""`gradswitch repl`: inspect and change the switches of a running network by name.
+
+    switches                                  list switches, their ports and sessions
+    tables [TABLE]                            list tables, or one table's keys and actions
+    entries SWITCH TABLE                      list a table's entries on a switch
+    insert SWITCH TABLE KEY=V ... -> ACTION [ARG=V ...] [priority=N]
+    modify SWITCH TABLE KEY=V ... -> ACTION [ARG=V ...] [priority=N]
+    delete SWITCH TABLE KEY=V ... [priority=N]
+    counter SWITCH COUNTER [INDEX]            read an indexed counter
+    ports SWITCH                              packets and bytes per port
+    drops SWITCH                              dropped packets by reason
+    mcast SWITCH GROUP                        read a multicast group
+    loss SWITCH PORT FRACTION [in|out|both] [roce]
+    packet-out SWITCH PORT HEXBYTES           inject a packet out of a port
+    packet-in SWITCH [SECONDS]                wait for the next packet sent to the controller
+
+Keys and arguments are P4 names (the last component is enough: dst_addr for
+hdr.ipv4.dst_addr); values are numbers, IPv4 or MAC addresses, 10.0.0.0/8 for LPM,
+V&&&MASK for ternary. Tab completes commands, switches, tables, fields and actions.
+
+The REPL works on a `Fabric`: in `gradswitch net` it is the controller itself; in a
+separate terminal it is a proxy to the running controller (controller/control_socket.py),
+so every write is made by the one primary session of each switch.
+"""
+
+from __future__ import annotations
+
+import cmd
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from controller.controls.packet_io import punt_reason
+from controller.p4rt import P4Info, SwitchError, TableEntry, UnknownName
+from controller.p4rt.entities import EntryError, MatchValue, Value, short
+from controller.paths import P4INFO
+
+
+class ReplError(ValueError):
+    """A command line the REPL cannot read."""
+
+
+def parse_entry(p4info: P4Info, table: str, words: list[str], with_action: bool) -> TableEntry:
+    """A TableEntry from `KEY=V ... [-> ACTION ARG=V ...] [priority=N]`."""
+    priority = 0
+    match: dict[str, MatchValue] = {}
+    params: dict[str, Value] = {}
+    action = ""
+    in_action = False
+    for word in words:
+        if word == "->":
+            in_action = True
+            continue
+        if "=" not in word:
+            if in_action and not action:
+                action = word
+                continue
+            raise ReplError(f"expected KEY=VALUE, got {word!r}")
+        key, value = word.split("=", 1)
+        if key == "priority":
+            priority = int(value, 0)
+        elif in_action:
+            params[key] = value
+        else:
+            match[key] = value
+    if with_action and not action:
+        raise ReplError("give the action after '->', e.g. -> set_next_hop port=1 dst_mac=00:00:0a:00:01:01")
+    tname = p4info.table(table).preamble.name
+    return TableEntry(tname, match, action, params, priority)
+
+
+class Repl(cmd.Cmd):
+    intro = "gradswitch REPL: `help` lists commands, Tab completes, Ctrl-D leaves."
+    prompt = "gradswitch> "
+
+    def __init__(self, fabric: Any, p4info: P4Info | None = None, out: Callable[[str], None] = print) -> None:
+        super().__init__()
+        self.fabric = fabric
+        self.p4info = p4info or P4Info.from_file(P4INFO)
+        self.out = out
+        self._switches: list[str] = list(fabric.switch_names())
+
+    # ---- plumbing ----
+
+    def onecmd(self, line: str) -> bool:
+        try:
+            return super().onecmd(line)
+        except (ReplError, EntryError, UnknownName, SwitchError, KeyError, IndexError, ValueError) as e:
+            self.out(f"error: {e}")
+        return False
+
+    def emptyline(self) -> bool:
+        return False
+
+    identchars = cmd.Cmd.identchars + "-"
+
+    def parseline(self, line: str) -> tuple[str | None, str | None, str]:
+        command, arg, line = super().parseline(line)
+        return (command.replace("-", "_") if command else command), arg, line
+
+    def default(self, line: str) -> None:
+        self.out(f"unknown command {line.split()[0]!r}; `help` lists them")
+
+    def _args(self, arg: str, least: int, usage: str) -> list[str]:
+        words = shlex.split(arg)
+        if len(words) < least:
+            raise ReplError(f"usage: {usage}")
+        return words
+
+    def _switch(self, name: str) -> str:
+        if name not in self._switches:
+            raise ReplError(f"no switch {name!r} (switches: {', '.join(self._switches)})")
+        return name
+
+    # ---- commands ----
+
+    def do_switches(self, arg: str) -> None:
+        """switches: list the switches of the network."""
+        for s in self.fabric.describe_switches():
+            role = "primary" if s["primary"] else "not primary"
+            self.out(f"{s['name']:<10} {s['role']:<6} device {s['device_id']:<3} gRPC {s['grpc']:<16} "
+                     f"thrift {s['thrift_port']:<6} ports {s['ports']} ({role})")
+
+    def do_tables(self, arg: str) -> None:
+        """tables [TABLE]: list tables, or the keys and actions of one."""
+        if arg.strip():
+            t = self.p4info.table(arg.strip())
+            name = t.preamble.name
+            keys = ", ".join(f"{short(f.name)}:{f.match_type.lower()}/{f.bitwidth}"
+                             for f in self.p4info.match_fields(name))
+            self.out(f"{name}\n  keys: {keys}\n  size: {t.size}")
+            for a in self.p4info.table_actions(name):
+                params = ", ".join(f"{p.name}/{p.bitwidth}" for p in self.p4info.params(a))
+                self.out(f"  action {short(a)}({params})")
+            return
+        for name in self.p4info.table_names():
+            self.out(f"{short(name):<16} {name}")
+
+    def do_entries(self, arg: str) -> None:
+        """entries SWITCH TABLE: list a table's entries on a switch."""
+        sw, table = self._args(arg, 2, "entries SWITCH TABLE")[:2]
+        views = self.fabric.read_entries(self._switch(sw), table)
+        for v in views:
+            self.out(v.text)
+        self.out(f"({len(views)} entries)")
+
+    def _write(self, op: str, arg: str, with_action: bool) -> None:
+        usage = f"{op} SWITCH TABLE KEY=V ..." + (" -> ACTION [ARG=V ...]" if with_action else "") + " [priority=N]"
+        words = self._args(arg, 3 if with_action else 2, usage)
+        sw, table = self._switch(words[0]), words[1]
+        entry = parse_entry(self.p4info, table, words[2:], with_action)
+        getattr(self.fabric, op)(sw, [entry])
+        done = {"insert": "inserted", "modify": "modified", "delete": "deleted"}[op]
+        self.out(f"{done} on {sw}: {entry.describe()}")
+
+    def do_insert(self, arg: str) -> None:
+        """insert SWITCH TABLE KEY=V ... -> ACTION [ARG=V ...] [priority=N]: add an entry."""
+        self._write("insert", arg, True)
+
+    def do_modify(self, arg: str) -> None:
+        """modify SWITCH TABLE KEY=V ... -> ACTION [ARG=V ...] [priority=N]: change an entry's action."""
+        self._write("modify", arg, True)
+
+    def do_delete(self, arg: str) -> None:
+        """delete SWITCH TABLE KEY=V ... [priority=N]: remove an entry."""
+        self._write("delete", arg, False)
+
+    def do_counter(self, arg: str) -> None:
+        """counter SWITCH COUNTER [INDEX]: read an indexed counter (non-zero cells)."""
+        words = self._args(arg, 2, "counter SWITCH COUNTER [INDEX]")
+        index = int(words[2]) if len(words) > 2 else None
+        cells = self.fabric.read_counter(self._switch(words[0]), words[1], index)
+        shown = {i: c for i, c in sorted(cells.items()) if c.packets or index is not None}
+        for i, c in shown.items():
+            self.out(f"[{i}] {c.packets} packets, {c.bytes} bytes")
+        if not shown:
+            self.out("(all cells zero)")
+
+    def do_ports(self, arg: str) -> None:
+        """ports SWITCH: packets and bytes received and sent per port."""
+        sw = self._switch(self._args(arg, 1, "ports SWITCH")[0])
+        self.out(f"{'port':>5} {'rx pkts':>10} {'rx bytes':>12} {'tx pkts':>10} {'tx bytes':>12}")
+        for p in self.fabric.port_stats(sw):
+            self.out(f"{p.port:>5} {p.rx_packets:>10} {p.rx_bytes:>12} {p.tx_packets:>10} {p.tx_bytes:>12}")
+
+    def do_drops(self, arg: str) -> None:
+        """drops SWITCH: dropped packets by reason."""
+        sw = self._switch(self._args(arg, 1, "drops SWITCH")[0])
+        drops = self.fabric.drops(sw)
+        for reason, n in sorted(drops.items()):
+            self.out(f"{reason:<16} {n}")
+        if not drops:
+            self.out("(no drops)")
+
+    def do_mcast(self, arg: str) -> None:
+        """mcast SWITCH GROUP: read a multicast group."""
+        words = self._args(arg, 2, "mcast SWITCH GROUP")
+        group = self.fabric.read_multicast_group(self._switch(words[0]), int(words[1]))
+        self.out(group.describe() if group else f"no multicast group {words[1]}")
+
+    def do_loss(self, arg: str) -> None:
+        """loss SWITCH PORT FRACTION [in|out|both] [roce]: drop a fraction of a port's packets (0 stops)."""
+        words = self._args(arg, 3, "loss SWITCH PORT FRACTION [in|out|both] [roce]")
+        direction = next((w for w in words[3:] if w in ("in", "out", "both")), "both")
+        roce = "roce" in words[3:]
+        rules = self.fabric.set_port_loss(self._switch(words[0]), int(words[1]), float(words[2]), direction,
+                                          17 if roce else None, 4791 if roce else None)
+        self.out(f"{len(rules)} fault rule(s) on {words[0]} port {words[1]}")
+
+    def do_packet_out(self, arg: str) -> None:
+        """packet-out SWITCH PORT HEXBYTES: send a packet out of a switch port."""
+        words = self._args(arg, 3, "packet-out SWITCH PORT HEXBYTES")
+        payload = bytes.fromhex("".join(words[2:]))
+        self.fabric.packet_out(self._switch(words[0]), payload, int(words[1]))
+        self.out(f"sent {len(payload)} bytes out of {words[0]} port {words[1]}")
+
+    def do_packet_in(self, arg: str) -> None:
+        """packet-in SWITCH [SECONDS]: wait for the next packet the switch sends to the controller."""
+        words = self._args(arg, 1, "packet-in SWITCH [SECONDS]")
+        pin = self.fabric.next_packet_in(self._switch(words[0]), float(words[1]) if len(words) > 1 else 5.0)
+        if pin is None:
+            self.out("(no packet-in)")
+            return
+        reason = punt_reason(pin.metadata.get("reason", 0))
+        self.out(f"from port {pin.metadata.get('ingress_port')} ({reason}), {len(pin.payload)} bytes: "
+                 f"{pin.payload[:64].hex()}")
+
+    def do_exit(self, arg: str) -> bool:
+        """exit: leave the REPL (the network keeps running)."""
+        return True
+
+    do_quit = do_exit
+    do_EOF = do_exit  # noqa: N815 (cmd's name for Ctrl-D)
+
+    # ---- completion ----
+
+    def completenames(self, text: str, *ignored: Any) -> list[str]:
+        names = [n.replace("_", "-") if n.startswith("packet_") else n for n in super().completenames(text, *ignored)]
+        return [n for n in names if n != "EOF"]
+
+    def _complete_entry(self, text: str, line: str, with_action: bool) -> list[str]:
+        words = line.split()
+        if not line.endswith(" "):
+            words = words[:-1]
+        position = len(words)  # index of the word being completed
+        if position == 1:
+            return [s for s in self._switches if s.startswith(text)]
+        if position == 2:
+            return [short(t) for t in self.p4info.table_names() if short(t).startswith(text)]
+        try:
+            table = self.p4info.table(words[2]).preamble.name
+        except UnknownName:
+            return []
+        if "->" in words:
+            after = words[words.index("->") + 1:]
+            if not after:
+                return [short(a) for a in self.p4info.table_actions(table) if short(a).startswith(text)]
+            try:
+                params = self.p4info.params(after[0])
+            except UnknownName:
+                return []
+            return [f"{p.name}=" for p in params if p.name.startswith(text)]
+        keys = [f"{short(f.name)}=" for f in self.p4info.match_fields(table)]
+        if self.p4info.table_is_ternary(table):
+            keys.append("priority=")
+        options = keys + (["->"] if with_action else [])
+        return [k for k in options if k.startswith(text)]
+
+    def complete_insert(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
+        return self._complete_entry(text, line, True)
+
+    complete_modify = complete_insert
+
+    def complete_delete(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
+        return self._complete_entry(text, line, False)
+
+    def _complete_switch_then(self, text: str, line: str, then: list[str]) -> list[str]:
+        words = line.split()
+        position = len(words) - (0 if line.endswith(" ") else 1)
+        if position == 1:
+            return [s for s in self._switches if s.startswith(text)]
+        if position == 2:
+            return [t for t in then if t.startswith(text)]
+        return []
+
+    def complete_entries(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
+        return self._complete_switch_then(text, line, [short(t) for t in self.p4info.table_names()])
+
+    def complete_counter(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
+        return self._complete_switch_then(text, line, self.p4info.counter_names())
+
+    def complete_tables(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
+        return [short(t) for t in self.p4info.table_names() if short(t).startswith(text)]
+
+    def _complete_switch(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
+        return self._complete_switch_then(text, line, [])
+
+    complete_ports = complete_drops = complete_mcast = complete_loss = _complete_switch
+    complete_packet_out = complete_packet_in = _complete_switch
+
+
+def run_repl(fabric: Any, commands: list[str] | None = None) -> None:
+    """Interactive loop, or run the given commands (for scripts: `gradswitch repl -c ...`)."""
+    repl = Repl(fabric)
+    if commands:
+        for line in commands:
+            print(f"{repl.prompt}{line}")
+            repl.onecmd(line)
+        return
+    try:
+        import readline
+
+        readline.set_completer_delims(" \t\n")
+        readline.parse_and_bind("tab: complete")
+    except ImportError:
+        pass
+    repl.cmdloop()

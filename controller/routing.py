@@ -1,0 +1,86 @@
+"""Routes of every switch computed from the topology graph.
+
+Each switch gets a /32 for each host attached to it and, for every other edge switch,
+one route to that switch's subnet (or a /32 per host when it declares none) whose next
+hops are all neighbours on a shortest path: several next hops make an ECMP group. Adding
+a leaf or a spine therefore needs no hand-written entry.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from controller.topology import Topology, TopologyError
+
+
+@dataclass(frozen=True, order=True)
+class NextHop:
+    port: int  # egress port on this switch
+    mac: str  # destination MAC written on the packet (the host, or the neighbour switch's port)
+
+
+@dataclass(frozen=True)
+class Route:
+    prefix: str  # e.g. "10.0.2.0/24" or "10.0.1.3/32"
+    next_hops: tuple[NextHop, ...]  # sorted; more than one means ECMP
+
+    @property
+    def is_ecmp(self) -> bool:
+        return len(self.next_hops) > 1
+
+
+def switch_port_mac(device_id: int, port: int) -> str:
+    """Locally administered MAC of a switch port: 02:00:<device id, 2 bytes>:00:<port>."""
+    if not 0 <= device_id < 1 << 16 or not 0 <= port < 256:
+        raise TopologyError(f"no MAC for device {device_id} port {port}")
+    return f"02:00:{device_id >> 8:02x}:{device_id & 0xFF:02x}:00:{port:02x}"
+
+
+def compute_routes(topo: Topology) -> dict[str, list[Route]]:
+    """The IPv4 routes of every switch, keyed by switch name."""
+    dist_to = {edge.name: topo.distances_to(edge.name) for edge in topo.edge_switches()}
+    routes: dict[str, list[Route]] = {}
+    for sw in topo.switches:
+        out: list[Route] = []
+        for host, port in topo.hosts_of(sw.name):
+            out.append(Route(f"{host.ip}/32", (NextHop(port, host.mac),)))
+        for edge in topo.edge_switches():
+            if edge.name == sw.name:
+                continue
+            dist = dist_to[edge.name]
+            if sw.name not in dist:
+                raise TopologyError(f"{topo.name}: {sw.name} cannot reach {edge.name}")
+            hops = tuple(
+                sorted(
+                    NextHop(port, switch_port_mac(topo.switch(peer).device_id, peer_port))
+                    for port, peer, peer_port in topo.switch_neighbors(sw.name)
+                    if dist.get(peer) == dist[sw.name] - 1
+                )
+            )
+            if edge.subnet is not None:
+                out.append(Route(edge.subnet, hops))
+            else:
+                out.extend(Route(f"{h.ip}/32", hops) for h, _ in topo.hosts_of(edge.name))
+        routes[sw.name] = out
+    return routes
+
+
+def ecmp_groups(routes: list[Route]) -> dict[tuple[NextHop, ...], int]:
+    """Group id (from 1) for each distinct set of next hops of the ECMP routes of one switch."""
+    groups: dict[tuple[NextHop, ...], int] = {}
+    for r in routes:
+        if r.is_ecmp and r.next_hops not in groups:
+            groups[r.next_hops] = len(groups) + 1
+    return groups
+
+
+def route_for(routes: list[Route], ip: str) -> Route | None:
+    """The longest-prefix route of a switch for an address."""
+    addr = ipaddress.IPv4Address(ip)
+    best: Route | None = None
+    for r in routes:
+        net = ipaddress.IPv4Network(r.prefix)
+        if addr in net and (best is None or net.prefixlen > ipaddress.IPv4Network(best.prefix).prefixlen):
+            best = r
+    return best

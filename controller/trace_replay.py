@@ -1,0 +1,175 @@
+"""Trace replay: packets from pcap files through a real simple_switch_grpc, outputs back as pcaps.
+
+The switch runs with `--use-files`: port N reads `pN_in.pcap` and writes `pN_out.pcap`.
+The input files are FIFOs, so the switch blocks on them until this harness has pushed the
+pipeline and installed the entries (over P4Runtime, exactly as the controller does) and
+only then feeds the packets: no timing guess anywhere. Completion is polled: every
+input packet counted by the switch's port_rx counter and the expected number of packets
+written, then the switch is stopped and its output files read whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from controller.bmv2 import Bmv2Config, Bmv2Process
+from controller.controls import port_counters
+from controller.p4rt import Entity, P4Info, SwitchAddress, SwitchSession
+from controller.paths import BMV2_JSON, P4INFO
+from controller.pcap import GLOBAL_HEADER, read_pcap, record
+from controller.polling import wait_until
+
+REPLAY_GRPC_PORT = 50901
+REPLAY_THRIFT_PORT = 9901
+
+
+@dataclass
+class ReplayResult:
+    outputs: dict[int, list[bytes]]  # port -> packets written, in order
+    drops: dict[str, int]  # drop reason -> packets
+    packet_ins: list[tuple[dict[str, int], bytes]] = field(default_factory=list)
+
+    def out(self, port: int) -> list[bytes]:
+        return self.outputs.get(port, [])
+
+
+class _FifoWriter(threading.Thread):
+    """Opens one input FIFO (blocking until the switch opens it), writes the pcap header,
+    then the packets it is handed, then closes it (EOF for the switch)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(name=f"pcap-{path.name}", daemon=True)
+        self.path = path
+        self.packets: queue.Queue[list[tuple[int, bytes]] | None] = queue.Queue()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            with self.path.open("wb", buffering=0) as f:
+                f.write(GLOBAL_HEADER)
+                batch = self.packets.get()
+                for ts, p in batch or []:
+                    f.write(record(p, ts))
+        except BaseException as e:  # reported by TraceSwitch
+            self.error = e
+
+
+class TraceSwitch:
+    """One BMv2 switch fed from pcaps, programmed over P4Runtime."""
+
+    def __init__(self, ports: Sequence[int], run_dir: Path | None = None, log_level: str = "info",
+                 grpc_port: int = REPLAY_GRPC_PORT, thrift_port: int = REPLAY_THRIFT_PORT) -> None:
+        self.ports = sorted(ports)
+        self._tmp = None if run_dir is not None else tempfile.TemporaryDirectory(prefix="gradswitch-trace-")
+        self.run_dir = run_dir if run_dir is not None else Path(self._tmp.name)  # type: ignore[union-attr]
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.address = SwitchAddress("trace", 0, grpc_port, thrift_port)
+        self.process = Bmv2Process(Bmv2Config(
+            name="trace", device_id=0, grpc_port=grpc_port, thrift_port=thrift_port,
+            ports={p: str(self.run_dir / f"p{p}") for p in self.ports}, run_dir=self.run_dir,
+            log_level=log_level, use_files=True))
+        self.session: SwitchSession | None = None
+        self._writers: dict[int, _FifoWriter] = {}
+        self._fed = 0
+        self.packet_ins: list[tuple[dict[str, int], bytes]] = []
+
+    def in_path(self, port: int) -> Path:
+        return self.run_dir / f"p{port}_in.pcap"
+
+    def out_path(self, port: int) -> Path:
+        return self.run_dir / f"p{port}_out.pcap"
+
+    def start(self, entities: Iterable[Entity] = (), p4info: P4Info | None = None,
+              p4info_path: Path = P4INFO, json_path: Path = BMV2_JSON) -> TraceSwitch:
+        for p in self.ports:
+            path = self.in_path(p)
+            path.unlink(missing_ok=True)
+            self.out_path(p).unlink(missing_ok=True)
+            os.mkfifo(path)
+            self._writers[p] = _FifoWriter(path)
+            self._writers[p].start()
+        try:
+            self.process.start()
+            self.session = SwitchSession(self.address, p4info or P4Info.from_file(p4info_path))
+            self.session.on_packet_in(lambda pin: self.packet_ins.append((pin.metadata, pin.payload)))
+            self.session.push_pipeline(p4info_path, json_path, force=True)
+            self.session.insert(list(entities))
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def replay(self, packets: Sequence[tuple[int, bytes]]) -> None:
+        """Feed (ingress port, frame) in this order, then end every input; once per switch."""
+        if self._fed:
+            raise RuntimeError("a TraceSwitch replays one trace; start another for the next")
+        per_port: dict[int, list[tuple[int, bytes]]] = {p: [] for p in self.ports}
+        for i, (port, frame) in enumerate(packets):
+            if port not in per_port:
+                raise ValueError(f"port {port} is not one of the switch's ports {self.ports}")
+            per_port[port].append((1_000_000 + i, frame))  # one µs apart: the reader merges by timestamp
+        self._fed = len(packets)
+        for p, writer in self._writers.items():
+            writer.packets.put(per_port[p])
+
+    def received(self) -> int:
+        assert self.session is not None
+        return sum(c.packets for c in self.session.read_counter(port_counters.PORT_RX).values())
+
+    def wait(self, expected_out: dict[int, int], timeout: float = 30.0) -> None:
+        """Poll until the switch took every input packet and wrote at least the expected counts."""
+        def done() -> bool:
+            for w in self._writers.values():
+                if w.error is not None:
+                    raise RuntimeError(f"feeding {w.path} failed: {w.error}")
+            if self.received() < self._fed:
+                return False
+            return all(len(read_pcap(self.out_path(p))) >= n for p, n in expected_out.items())
+
+        try:
+            wait_until(done, timeout, interval=0.05, what="the switch to process the trace")
+        except TimeoutError as e:
+            got = {p: len(read_pcap(self.out_path(p))) for p in self.ports}
+            raise TimeoutError(f"{e}: received {self.received()}/{self._fed}, wrote {got}, "
+                               f"expected at least {expected_out}; log {self.process.config.log_file}") from None
+
+    def stop(self) -> ReplayResult:
+        drops: dict[str, int] = {}
+        if self.session is not None:
+            with contextlib.suppress(Exception):
+                drops = port_counters.drops(self.session)
+            self.session.close()
+            self.session = None
+        for w in self._writers.values():
+            if w.is_alive():
+                w.packets.put(None)
+                # Unblock a writer still waiting for the switch to open its FIFO.
+                with contextlib.suppress(OSError):
+                    fd = os.open(w.path, os.O_RDONLY | os.O_NONBLOCK)
+                    os.close(fd)
+        self.process.stop()
+        outputs = {p: read_pcap(self.out_path(p)) if self.out_path(p).exists() else [] for p in self.ports}
+        result = ReplayResult(outputs, drops, list(self.packet_ins))
+        if self._tmp is not None and os.environ.get("GRADSWITCH_KEEP_TRACES") != "1":
+            self._tmp.cleanup()
+        return result
+
+
+def run_trace(ports: Sequence[int], entities: Iterable[Entity], packets: Sequence[tuple[int, bytes]],
+              expected_out: dict[int, int], timeout: float = 30.0, run_dir: Path | None = None) -> ReplayResult:
+    """Start a switch, program it, replay the packets, wait for the expected counts, stop."""
+    switch = TraceSwitch(ports, run_dir=run_dir)
+    switch.start(entities)
+    try:
+        switch.replay(packets)
+        switch.wait(expected_out, timeout)
+    finally:
+        result = switch.stop()
+    return result

@@ -1,0 +1,92 @@
+/*
+ * gradswitch: the switch program of the testbed (v1model, BMv2 simple_switch_grpc).
+ *
+ * This file only wires the controls of include/controls/; sizes live in
+ * include/config.p4, headers in include/headers.p4, parsing in include/parser.p4.
+ */
+#include <core.p4>
+#include <v1model.p4>
+
+#include "include/config.p4"
+#include "include/types.p4"
+#include "include/headers.p4"
+#include "include/parser.p4"
+#include "include/actions.p4"
+#include "include/controls/packet_io.p4"
+#include "include/controls/port_counters.p4"
+#include "include/controls/fault_injection.p4"
+#include "include/controls/arp.p4"
+#include "include/controls/l2_forwarding.p4"
+#include "include/controls/l3_forwarding.p4"
+#include "include/controls/acl.p4"
+
+control GradswitchIngress(inout headers_t hdr,
+                          inout local_metadata_t meta,
+                          inout standard_metadata_t std_meta) {
+    PacketIoIngress() packet_io;
+    PortRxCounters() rx_counters;
+    FaultInjection() ingress_faults;
+    ArpResponder() arp;
+    L2Forwarding() l2;
+    Ipv4Routing() l3;
+    Acl() acl;
+    DropCounters() drop_counters;
+
+    apply {
+        if (hdr.packet_out.isValid()) {
+            packet_io.apply(hdr, meta, std_meta);
+        } else {
+            rx_counters.apply(meta, std_meta);
+            if (std_meta.parser_error != error.NoError || std_meta.checksum_error == 1) {
+                drop_with_reason(meta, std_meta, DROP_MALFORMED);
+            } else {
+                ingress_faults.apply(std_meta.ingress_port, hdr, meta, std_meta);
+                if (!meta.dropped) {
+                    if (hdr.arp.isValid()) {
+                        arp.apply(hdr, meta, std_meta);
+                    } else if (hdr.ipv4.isValid()) {
+                        l3.apply(hdr, meta, std_meta);
+                    } else {
+                        l2.apply(hdr, meta, std_meta);
+                    }
+                    acl.apply(hdr, meta, std_meta);
+                }
+            }
+            drop_counters.apply(meta);
+        }
+    }
+}
+
+control GradswitchEgress(inout headers_t hdr,
+                         inout local_metadata_t meta,
+                         inout standard_metadata_t std_meta) {
+    FaultInjection() egress_faults;
+    SourceMacRewrite() source_mac;
+    PacketIoEgress() packet_io;
+    PortTxCounters() tx_counters;
+    DropCounters() drop_counters;
+
+    apply {
+        if (std_meta.egress_port == CPU_PORT) {
+            packet_io.apply(hdr, meta, std_meta);
+        } else if (std_meta.instance_type == PKT_INSTANCE_TYPE_REPLICATION
+                   && std_meta.egress_port == std_meta.ingress_port) {
+            // A flooded copy never goes back where it came from.
+            mark_to_drop(std_meta);
+        } else {
+            egress_faults.apply(std_meta.egress_port, hdr, meta, std_meta);
+            if (!meta.dropped) {
+                source_mac.apply(hdr, meta, std_meta);
+                tx_counters.apply(meta, std_meta);
+            }
+            drop_counters.apply(meta);
+        }
+    }
+}
+
+V1Switch(GradswitchParser(),
+         GradswitchVerifyChecksum(),
+         GradswitchIngress(),
+         GradswitchEgress(),
+         GradswitchComputeChecksum(),
+         GradswitchDeparser()) main;

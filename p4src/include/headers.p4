@@ -1,0 +1,163 @@
+/*
+ * gradswitch headers and metadata.
+ */
+#ifndef _GRADSWITCH_HEADERS_P4_
+#define _GRADSWITCH_HEADERS_P4_
+
+#include "config.p4"
+#include "types.p4"
+
+/* ---- controller headers (packet-in / packet-out through CPU_PORT) ---- */
+
+// Prepended by the switch to every packet it sends to the controller.
+@controller_header("packet_in")
+header packet_in_h {
+    port_t  ingress_port;  // port the packet arrived on
+    bit<7>  _pad;
+    bit<8>  reason;        // PUNT_* in config.p4
+}
+
+// Prepended by the controller to every packet it injects.
+@controller_header("packet_out")
+header packet_out_h {
+    port_t  egress_port;   // port the packet leaves from, as is
+    bit<7>  _pad;
+}
+
+/* ---- L2 / L3 / L4 ---- */
+
+header ethernet_h {
+    mac_addr_t dst_addr;
+    mac_addr_t src_addr;
+    bit<16>    ether_type;
+}
+
+// ARP for IPv4 over Ethernet (htype 1, ptype 0x0800, hlen 6, plen 4).
+header arp_h {
+    bit<16>     htype;
+    bit<16>     ptype;
+    bit<8>      hlen;
+    bit<8>      plen;
+    bit<16>     op;
+    mac_addr_t  sender_mac;
+    ipv4_addr_t sender_ip;
+    mac_addr_t  target_mac;
+    ipv4_addr_t target_ip;
+}
+
+header ipv4_h {
+    bit<4>      version;
+    bit<4>      ihl;
+    bit<6>      dscp;
+    bit<2>      ecn;
+    bit<16>     total_len;
+    bit<16>     identification;
+    bit<3>      flags;
+    bit<13>     frag_offset;
+    bit<8>      ttl;
+    bit<8>      protocol;
+    bit<16>     hdr_checksum;
+    ipv4_addr_t src_addr;
+    ipv4_addr_t dst_addr;
+}
+
+// The fixed 20 bytes of TCP; options, if any, stay in the payload.
+header tcp_h {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<32> seq_no;
+    bit<32> ack_no;
+    bit<4>  data_offset;
+    bit<4>  res;
+    bit<8>  flags;
+    bit<16> window;
+    bit<16> checksum;
+    bit<16> urgent_ptr;
+}
+
+header udp_h {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+/* ---- RoCE v2 (InfiniBand transport over UDP port ROCE_V2_UDP_PORT) ---- */
+
+// Base Transport Header, 12 bytes.
+header bth_h {
+    bit<8>  opcode;      // ROCE_* in types.p4
+    bit<1>  se;          // solicited event
+    bit<1>  mig_req;     // migration state
+    bit<2>  pad_count;   // bytes of padding before the ICRC
+    bit<4>  tver;        // transport header version (0)
+    bit<16> pkey;        // partition key
+    bit<1>  fecn;        // forward congestion notification (masked in the ICRC)
+    bit<1>  becn;        // backward congestion notification (masked in the ICRC)
+    bit<6>  resv6;       // reserved (masked in the ICRC)
+    qpn_t   dest_qp;     // destination queue pair
+    bit<1>  ack_req;     // responder should acknowledge
+    bit<7>  resv7;
+    psn_t   psn;         // packet sequence number
+}
+
+// RDMA Extended Transport Header, 16 bytes: on WRITE First/Only and READ Request.
+header reth_h {
+    bit<64> virtual_addr;
+    bit<32> rkey;
+    bit<32> dma_length;
+}
+
+// ACK Extended Transport Header, 4 bytes: on ACK/NAK and READ responses.
+header aeth_h {
+    bit<8>  syndrome;    // 0x00-0x1f ACK (credit count), 0x60-0x7f NAK (code)
+    bit<24> msn;         // message sequence number
+}
+
+// Immediate data, 4 bytes: on *_IMM opcodes.
+header immdt_h {
+    bit<32> data;
+}
+
+// Invariant CRC trailer of a RoCE packet (least significant byte first on the wire).
+header icrc_h {
+    bit<32> value;
+}
+
+struct headers_t {
+    packet_out_h packet_out;
+    packet_in_h  packet_in;
+    ethernet_h   ethernet;
+    arp_h        arp;
+    ipv4_h       ipv4;
+    tcp_h        tcp;
+    udp_h        udp;
+    bth_h        bth;
+    reth_h       reth;
+    aeth_h       aeth;
+    immdt_h      immdt;
+    icrc_h       icrc;
+}
+
+/* ---- per-packet metadata ---- */
+
+// Field list that survives an ingress-to-egress clone (copy_to_cpu).
+#define CPU_CLONE_FIELD_LIST 1
+
+struct local_metadata_t {
+    bit<16>      l4_src_port;   // TCP/UDP source port, 0 otherwise (ECMP hash input)
+    bit<16>      l4_dst_port;   // TCP/UDP destination port, 0 otherwise (ECMP hash input)
+    ecmp_group_t ecmp_group;    // ECMP group chosen by the IPv4 route (0: none)
+    ecmp_index_t ecmp_index;    // member of ecmp_group chosen by the flow hash
+    bool         routed;        // forwarded at L3: egress rewrites the source MAC
+    bool         dropped;       // a control dropped the packet (counted once, by reason)
+    bit<8>       drop_reason;   // DROP_* in config.p4, valid when dropped
+    bit<32>      fault_ppm;     // drop probability chosen by a fault-injection rule (parts of FAULT_SCALE)
+    bit<32>      fault_draw;    // uniform random draw in [0, FAULT_SCALE) compared with fault_ppm
+    @field_list(CPU_CLONE_FIELD_LIST)
+    bit<8>       punt_reason;   // PUNT_* when the packet goes to the CPU port
+    @field_list(CPU_CLONE_FIELD_LIST)
+    port_t       ingress_port;  // copy of the ingress port that clones keep
+}
+
+#endif

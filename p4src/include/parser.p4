@@ -1,0 +1,155 @@
+/*
+ * gradswitch parser, checksum controls and deparser.
+ *
+ * A packet the parser cannot take (truncated, IPv4 options, ...) reaches
+ * ingress with standard_metadata.parser_error set; ingress drops it and counts it
+ * as DROP_MALFORMED without touching any other state.
+ */
+#ifndef _GRADSWITCH_PARSER_P4_
+#define _GRADSWITCH_PARSER_P4_
+
+#include "headers.p4"
+
+error {
+    IPv4IncorrectVersion,
+    IPv4OptionsNotSupported
+}
+
+parser GradswitchParser(packet_in packet,
+                        out headers_t hdr,
+                        inout local_metadata_t meta,
+                        inout standard_metadata_t std_meta) {
+    state start {
+        meta.ingress_port = std_meta.ingress_port;
+        transition select(std_meta.ingress_port) {
+            CPU_PORT: parse_packet_out;
+            default: parse_ethernet;
+        }
+    }
+
+    state parse_packet_out {
+        packet.extract(hdr.packet_out);
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_ARP: parse_arp;
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    state parse_arp {
+        packet.extract(hdr.arp);
+        transition accept;
+    }
+
+    state parse_ipv4 {
+        packet.extract(hdr.ipv4);
+        verify(hdr.ipv4.version == 4, error.IPv4IncorrectVersion);
+        // IPv4 options are not supported: such packets are dropped as malformed.
+        verify(hdr.ipv4.ihl == 5, error.IPv4OptionsNotSupported);
+        // L4 is parsed only for first fragments; later fragments are routed on
+        // their IPv4 header alone.
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (0, IP_PROTO_TCP): parse_tcp;
+            (0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_tcp {
+        packet.extract(hdr.tcp);
+        meta.l4_src_port = hdr.tcp.src_port;
+        meta.l4_dst_port = hdr.tcp.dst_port;
+        transition accept;
+    }
+
+    state parse_udp {
+        packet.extract(hdr.udp);
+        meta.l4_src_port = hdr.udp.src_port;
+        meta.l4_dst_port = hdr.udp.dst_port;
+        transition select(hdr.udp.dst_port) {
+            ROCE_V2_UDP_PORT: parse_bth;
+            default: accept;
+        }
+    }
+
+    state parse_bth {
+        packet.extract(hdr.bth);
+        transition select(hdr.bth.opcode) {
+            ROCE_WRITE_FIRST: parse_reth;
+            ROCE_WRITE_ONLY: parse_reth;
+            ROCE_WRITE_ONLY_IMM: parse_reth;
+            ROCE_READ_REQUEST: parse_reth;
+            ROCE_SEND_LAST_IMM: parse_immdt;
+            ROCE_SEND_ONLY_IMM: parse_immdt;
+            ROCE_WRITE_LAST_IMM: parse_immdt;
+            ROCE_ACKNOWLEDGE: parse_aeth;
+            ROCE_READ_RESPONSE_FIRST: parse_aeth;
+            ROCE_READ_RESPONSE_LAST: parse_aeth;
+            ROCE_READ_RESPONSE_ONLY: parse_aeth;
+            default: accept;
+        }
+    }
+
+    state parse_reth {
+        packet.extract(hdr.reth);
+        transition select(hdr.bth.opcode) {
+            ROCE_WRITE_ONLY_IMM: parse_immdt;
+            default: accept;
+        }
+    }
+
+    state parse_immdt {
+        packet.extract(hdr.immdt);
+        transition accept;
+    }
+
+    state parse_aeth {
+        packet.extract(hdr.aeth);
+        transition accept;
+    }
+}
+
+control GradswitchVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
+    apply {
+        verify_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+              hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+              hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+              hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
+}
+
+control GradswitchComputeChecksum(inout headers_t hdr, inout local_metadata_t meta) {
+    apply {
+        update_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+              hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
+              hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+              hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
+}
+
+control GradswitchDeparser(packet_out packet, in headers_t hdr) {
+    apply {
+        packet.emit(hdr.packet_in);
+        packet.emit(hdr.ethernet);
+        packet.emit(hdr.arp);
+        packet.emit(hdr.ipv4);
+        packet.emit(hdr.tcp);
+        packet.emit(hdr.udp);
+        packet.emit(hdr.bth);
+        packet.emit(hdr.reth);
+        packet.emit(hdr.aeth);
+        packet.emit(hdr.immdt);
+        packet.emit(hdr.icrc);
+    }
+}
+
+#endif

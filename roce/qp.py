@@ -1,0 +1,437 @@
+"""Reliable Connection queue pairs: the requester and responder state machines.
+
+Pure state machines, no sockets and no clock of their own: packets go in and out as
+`Transport` objects and time is passed in, so tests can script loss, duplication and
+reordering exactly (tests/unit/test_qp.py) and the engine (roce/engine.py) can drive them
+from real sockets.
+
+Two loss-recovery modes:
+- GBN (RoCE): the responder drops out-of-order packets and NAKs the expected PSN once;
+  the requester goes back to the NAKed PSN (or, on timeout, to the oldest unacked one)
+  and resends everything from there.
+- SR (IRN): the responder keeps out-of-order packets inside its window and NAKs the
+  expected PSN with the PSN that arrived (a 4-byte SACK after the AETH); the requester
+  resends only the holes, and caps its in-flight packets at the window (IRN's BDP cap).
+
+ACKs are coalesced: the requester sets AckReq on the last packet of a message, on every
+`ack_every`-th packet and on every retransmission; the responder acknowledges those (and
+nothing else), cumulatively, with its MSN.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum
+
+from roce.headers import Aeth, AckType, Bth, NakCode, Opcode, Reth, Transport
+from roce.psn import psn_add, psn_diff
+
+RETH_OPCODES = {Opcode.WRITE_FIRST, Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM}
+VALID_MTUS = (256, 512, 1024, 2048, 4096)
+
+
+class Mode(str, Enum):
+    GBN = "gbn"  # go-back-N, as RoCE NICs
+    SR = "sr"  # selective repeat with an in-flight cap, as IRN
+
+
+class TransportError(RuntimeError):
+    """A QP failed (retries exhausted, remote access error...): names the peer."""
+
+
+@dataclass(frozen=True)
+class QpConfig:
+    qpn: int  # this QP's number
+    remote_qpn: int  # the peer QP's number
+    mode: Mode = Mode.GBN
+    mtu: int = 1024  # payload bytes per packet
+    window: int = 64  # packets in flight at most; also the responder's out-of-order window
+    ack_every: int = 16  # AckReq at least every this many packets
+    rto: float = 0.05  # first retransmission timeout, seconds
+    rto_max: float = 1.0  # timeouts double up to this
+    retry_limit: int = 7  # timeouts in a row before the QP fails (RoCE retry_cnt)
+    initial_psn: int = 0  # first PSN this QP sends (sq_psn)
+    remote_initial_psn: int = 0  # first PSN this QP expects (rq_psn)
+    peer: str = ""  # who is on the other side, for error messages
+
+    def __post_init__(self) -> None:
+        if self.mtu not in VALID_MTUS:
+            raise ValueError(f"MTU {self.mtu} is not one of {VALID_MTUS}")
+        if not 1 <= self.window < 1 << 22:
+            raise ValueError(f"window {self.window} out of range")
+
+
+@dataclass
+class WorkRequest:
+    wr_id: int
+    opcode_kind: str  # "write" or "send"
+    data: bytes
+    va: int = 0
+    rkey: int = 0
+    imm: int | None = None
+    first_psn: int = 0
+    npackets: int = 0
+    tag: object = None  # the poster's own data (e.g. DLCP class), read back by the engine
+
+    @property
+    def last_psn(self) -> int:
+        return psn_add(self.first_psn, self.npackets - 1)
+
+
+@dataclass(frozen=True)
+class SendCompletion:
+    wr_id: int
+    ok: bool
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class RecvCompletion:
+    opcode_kind: str  # "write" or "send"
+    length: int
+    imm: int | None = None
+    va: int = 0
+    rkey: int = 0
+    data: bytes = b""  # SEND payload (a WRITE's data is in the memory region)
+
+
+@dataclass
+class MemoryRegion:
+    """Registered memory a peer may RDMA WRITE into (addresses are offsets from 0)."""
+
+    rkey: int
+    buffer: bytearray
+
+    @classmethod
+    def allocate(cls, rkey: int, size: int) -> MemoryRegion:
+        return cls(rkey, bytearray(size))
+
+
+def _opcodes(kind: str, first: bool, last: bool, imm: bool) -> Opcode:
+    if kind == "write":
+        if first and last:
+            return Opcode.WRITE_ONLY_IMM if imm else Opcode.WRITE_ONLY
+        if first:
+            return Opcode.WRITE_FIRST
+        if last:
+            return Opcode.WRITE_LAST_IMM if imm else Opcode.WRITE_LAST
+        return Opcode.WRITE_MIDDLE
+    if first and last:
+        return Opcode.SEND_ONLY_IMM if imm else Opcode.SEND_ONLY
+    if first:
+        return Opcode.SEND_FIRST
+    if last:
+        return Opcode.SEND_LAST_IMM if imm else Opcode.SEND_LAST
+    return Opcode.SEND_MIDDLE
+
+
+@dataclass
+class Counters:
+    values: dict[str, int] = field(default_factory=dict)
+
+    def add(self, name: str, n: int = 1) -> None:
+        self.values[name] = self.values.get(name, 0) + n
+
+    def __getitem__(self, name: str) -> int:
+        return self.values.get(name, 0)
+
+
+class Requester:
+    """The sending half of an RC QP."""
+
+    def __init__(self, cfg: QpConfig) -> None:
+        self.cfg = cfg
+        self.next_post = cfg.initial_psn  # PSN the next posted packet gets
+        self.una = cfg.initial_psn  # oldest unacknowledged PSN
+        self.nxt = cfg.initial_psn  # next PSN to (re)transmit in order
+        self.sent_end = cfg.initial_psn  # one past the highest PSN ever sent
+        self.packets: dict[int, tuple[WorkRequest, int]] = {}  # psn -> (request, packet index)
+        self.requests: deque[WorkRequest] = deque()
+        self.sacked: set[int] = set()
+        self.resend: deque[int] = deque()
+        self.resend_pending: set[int] = set()
+        self.nak_resent: set[int] = set()  # SR: holes already resent for a NAK (again only after a timeout)
+        self.timer_start: float | None = None
+        self.rto = cfg.rto
+        self.retries = 0
+        self.error: str | None = None
+        self.completions: deque[SendCompletion] = deque()
+        self.counters = Counters()
+        self._wr_ids = 0
+
+    # ---- posting ----
+
+    def post_write(self, data: bytes, va: int, rkey: int, imm: int | None = None, tag: object = None) -> WorkRequest:
+        return self._post("write", data, va, rkey, imm, tag)
+
+    def post_send(self, data: bytes, imm: int | None = None, tag: object = None) -> WorkRequest:
+        return self._post("send", data, 0, 0, imm, tag)
+
+    def _post(self, kind: str, data: bytes, va: int, rkey: int, imm: int | None, tag: object) -> WorkRequest:
+        if self.error:
+            raise TransportError(self.error)
+        npackets = max(1, -(-len(data) // self.cfg.mtu))
+        self._wr_ids += 1
+        wr = WorkRequest(self._wr_ids, kind, bytes(data), va, rkey, imm, self.next_post, npackets, tag)
+        for i in range(npackets):
+            self.packets[psn_add(self.next_post, i)] = (wr, i)
+        self.next_post = psn_add(self.next_post, npackets)
+        self.requests.append(wr)
+        return wr
+
+    def build(self, psn: int, retransmission: bool = False) -> Transport:
+        wr, i = self.packets[psn]
+        first, last = i == 0, i == wr.npackets - 1
+        op = _opcodes(wr.opcode_kind, first, last, wr.imm is not None)
+        payload = wr.data[i * self.cfg.mtu : (i + 1) * self.cfg.mtu]
+        ack_req = last or retransmission or (psn_diff(psn, self.cfg.initial_psn) + 1) % self.cfg.ack_every == 0
+        bth = Bth(op, self.cfg.remote_qpn, psn, ack_req=ack_req, pad_count=(-len(payload)) % 4)
+        reth = Reth(wr.va, wr.rkey, len(wr.data)) if op in RETH_OPCODES else None
+        imm = wr.imm if last else None
+        return Transport(bth, payload, reth=reth, imm=imm)
+
+    # ---- state ----
+
+    @property
+    def in_flight(self) -> int:
+        return psn_diff(self.sent_end, self.una)
+
+    def idle(self) -> bool:
+        """Nothing posted is unacknowledged."""
+        return self.una == self.next_post
+
+    def transmit(self, now: float) -> list[Transport]:
+        """Packets to put on the wire now: resends first, then new packets within the window."""
+        if self.error:
+            return []
+        out: list[Transport] = []
+        while self.resend:
+            psn = self.resend.popleft()
+            self.resend_pending.discard(psn)
+            if psn_diff(psn, self.una) < 0 or psn in self.sacked or psn not in self.packets:
+                continue
+            out.append(self.build(psn, retransmission=True))
+            self.counters.add("retransmitted")
+        while psn_diff(self.nxt, self.next_post) < 0 and psn_diff(self.nxt, self.una) < self.cfg.window:
+            psn = self.nxt
+            self.nxt = psn_add(psn, 1)
+            if psn in self.sacked:
+                continue
+            again = psn_diff(psn, self.sent_end) < 0
+            out.append(self.build(psn, retransmission=again))
+            self.counters.add("retransmitted" if again else "sent")
+            if not again:
+                self.sent_end = psn_add(psn, 1)
+        if out and self.timer_start is None:
+            self.timer_start = now
+        return out
+
+    def deadline(self) -> float | None:
+        """When the retransmission timer fires, None when nothing is outstanding."""
+        if self.timer_start is None or self.error or self.una == self.sent_end:
+            return None
+        return self.timer_start + self.rto
+
+    # ---- acknowledgements ----
+
+    def on_ack(self, t: Transport, now: float) -> None:
+        aeth = t.aeth
+        if aeth is None or self.error:
+            return
+        psn = t.bth.psn
+        if aeth.kind == AckType.ACK:
+            self._ack_through(psn, now)
+        elif aeth.kind == AckType.NAK and aeth.value == NakCode.PSN_SEQUENCE_ERROR:
+            self.counters.add("naks")
+            self._ack_through(psn_add(psn, -1), now)
+            if self.cfg.mode == Mode.GBN:
+                if psn == self.una:
+                    self.nxt = self.una  # go back
+            else:
+                sack = struct.unpack("!I", t.payload[:4])[0] & 0xFFFFFF if len(t.payload) >= 4 else None
+                if sack is not None and 0 < psn_diff(sack, self.una) and psn_diff(sack, self.sent_end) < 0:
+                    self.sacked.add(sack)
+                    hole = self.una
+                    while psn_diff(hole, sack) < 0:
+                        if hole not in self.sacked:
+                            self._schedule_resend(hole, once=True)
+                        hole = psn_add(hole, 1)
+                else:
+                    self._schedule_resend(self.una, once=True)
+        elif aeth.kind == AckType.RNR_NAK:
+            self.counters.add("rnr_naks")
+        else:
+            self._fail(f"remote error from {self.cfg.peer or 'peer'} (NAK code {aeth.value})")
+
+    def _schedule_resend(self, psn: int, once: bool) -> None:
+        """Queue a retransmission; `once`: at most one per NAK episode (a timeout may resend again)."""
+        if psn in self.resend_pending or (once and psn in self.nak_resent):
+            return
+        self.resend.append(psn)
+        self.resend_pending.add(psn)
+        if once:
+            self.nak_resent.add(psn)
+
+    def _ack_through(self, psn: int, now: float) -> None:
+        """Everything up to and including psn is acknowledged."""
+        if psn_diff(psn, self.una) < 0:
+            self.counters.add("stale_acks")
+            return
+        if psn_diff(psn, self.sent_end) >= 0:
+            self.counters.add("invalid_acks")
+            return
+        new_una = psn_add(psn, 1)
+        p = self.una
+        while p != new_una:
+            self.packets.pop(p, None)
+            self.sacked.discard(p)
+            self.nak_resent.discard(p)
+            p = psn_add(p, 1)
+        self.una = new_una
+        if psn_diff(self.nxt, self.una) < 0:
+            self.nxt = self.una
+        while self.requests and psn_diff(self.requests[0].last_psn, self.una) < 0:
+            self.completions.append(SendCompletion(self.requests.popleft().wr_id, True))
+        self.retries = 0
+        self.rto = self.cfg.rto
+        self.timer_start = now if self.una != self.sent_end else None
+
+    def on_timer(self, now: float) -> None:
+        deadline = self.deadline()
+        if deadline is None or now < deadline:
+            return
+        self.retries += 1
+        self.counters.add("timeouts")
+        if self.retries > self.cfg.retry_limit:
+            self._fail(f"transport retry counter exceeded: no acknowledgement from {self.cfg.peer or 'peer'} "
+                       f"(QP {self.cfg.remote_qpn:#x}) after {self.cfg.retry_limit} retries")
+            return
+        self.rto = min(self.rto * 2, self.cfg.rto_max)
+        self.timer_start = now
+        if self.cfg.mode == Mode.GBN:
+            self.nxt = self.una
+        else:
+            self.nak_resent.clear()
+            p = self.una
+            while psn_diff(p, self.sent_end) < 0:
+                if p not in self.sacked:
+                    self._schedule_resend(p, once=False)
+                p = psn_add(p, 1)
+
+    def _fail(self, reason: str) -> None:
+        self.error = reason
+        while self.requests:
+            self.completions.append(SendCompletion(self.requests.popleft().wr_id, False, reason))
+
+
+class Responder:
+    """The receiving half of an RC QP."""
+
+    def __init__(self, cfg: QpConfig, regions: dict[int, MemoryRegion] | None = None) -> None:
+        self.cfg = cfg
+        self.regions = regions if regions is not None else {}
+        self.epsn = cfg.remote_initial_psn
+        self.msn = 0
+        self.nak_sent = False
+        self.buffered: dict[int, Transport] = {}
+        self.completions: deque[RecvCompletion] = deque()
+        self.counters = Counters()
+        self._kind: str | None = None  # message being received
+        self._reth: Reth | None = None
+        self._offset = 0
+        self._send_data = bytearray()
+
+    def _ack(self) -> Transport:
+        return Transport(Bth(Opcode.ACKNOWLEDGE, self.cfg.remote_qpn, psn_add(self.epsn, -1)), aeth=Aeth.ack(self.msn))
+
+    def _nak(self, code: NakCode = NakCode.PSN_SEQUENCE_ERROR, sack: int | None = None) -> Transport:
+        payload = struct.pack("!I", sack) if sack is not None else b""
+        return Transport(Bth(Opcode.ACKNOWLEDGE, self.cfg.remote_qpn, self.epsn), payload, aeth=Aeth.nak(self.msn, code))
+
+    def on_packet(self, t: Transport) -> list[Transport]:
+        """Take a request packet; returns the ACK/NAK packets to send back."""
+        d = psn_diff(t.bth.psn, self.epsn)
+        if d < 0:
+            if -d > self.cfg.window * 4:
+                self.counters.add("out_of_window")
+                return []
+            self.counters.add("duplicates")
+            return [self._ack()] if t.bth.ack_req else []
+        if d > 0:
+            if d >= self.cfg.window:
+                self.counters.add("out_of_window")
+                return []
+            self.counters.add("out_of_order")
+            if self.cfg.mode == Mode.GBN:
+                if self.nak_sent:
+                    return []
+                self.nak_sent = True
+                return [self._nak()]
+            self.buffered.setdefault(t.bth.psn, t)
+            return [self._nak(sack=t.bth.psn)]
+        responses: list[Transport] = []
+        ack_wanted = False
+        had_holes = bool(self.buffered) or self.nak_sent
+        current: Transport | None = t
+        while current is not None:
+            error = self._execute(current)
+            if error is not None:
+                self.counters.add(error.name.lower())
+                self.buffered.clear()
+                return [self._nak(error)]
+            ack_wanted |= current.bth.ack_req
+            self.epsn = psn_add(self.epsn, 1)
+            self.counters.add("accepted")
+            current = self.buffered.pop(self.epsn, None)
+        self.nak_sent = False
+        if ack_wanted or had_holes:
+            responses.append(self._ack())
+        return responses
+
+    def _execute(self, t: Transport) -> NakCode | None:
+        """Apply one in-order packet; a NakCode when the request is invalid."""
+        op = t.opcode
+        name = op.name
+        if name.startswith("WRITE"):
+            if op in RETH_OPCODES:
+                if self._kind is not None:
+                    return NakCode.INVALID_REQUEST
+                assert t.reth is not None
+                region = self.regions.get(t.reth.rkey)
+                if region is None or t.reth.virtual_addr + t.reth.dma_length > len(region.buffer):
+                    return NakCode.REMOTE_ACCESS_ERROR
+                self._kind, self._reth, self._offset = "write", t.reth, 0
+            elif self._kind != "write":
+                return NakCode.INVALID_REQUEST
+            assert self._reth is not None
+            region = self.regions[self._reth.rkey]
+            start = self._reth.virtual_addr + self._offset
+            if self._offset + len(t.payload) > self._reth.dma_length:
+                return NakCode.INVALID_REQUEST
+            region.buffer[start : start + len(t.payload)] = t.payload
+            self._offset += len(t.payload)
+            if name.endswith(("LAST", "LAST_IMM", "ONLY", "ONLY_IMM")):
+                if self._offset != self._reth.dma_length:
+                    return NakCode.INVALID_REQUEST
+                self.completions.append(RecvCompletion("write", self._offset, t.imm, self._reth.virtual_addr,
+                                                       self._reth.rkey))
+                self._kind, self._reth = None, None
+                self.msn = (self.msn + 1) & 0xFFFFFF
+            return None
+        if name.startswith("SEND"):
+            if name.startswith(("SEND_FIRST", "SEND_ONLY")):
+                if self._kind is not None:
+                    return NakCode.INVALID_REQUEST
+                self._kind, self._send_data = "send", bytearray()
+            elif self._kind != "send":
+                return NakCode.INVALID_REQUEST
+            self._send_data += t.payload
+            if name.startswith(("SEND_LAST", "SEND_ONLY")):
+                data = bytes(self._send_data)
+                self.completions.append(RecvCompletion("send", len(data), t.imm, data=data))
+                self._kind = None
+                self.msn = (self.msn + 1) & 0xFFFFFF
+            return None
+        return NakCode.INVALID_REQUEST

@@ -1,0 +1,143 @@
+"""Whole RoCE v2 packets on the wire: IPv4 / UDP 4791 / BTH ... / payload / ICRC.
+
+The ICRC is a CRC-32 over a pseudo packet: 8 bytes of 0xFF (standing for the LRH), the IPv4
+header with TOS, TTL and checksum set to all ones, the UDP header with its checksum set to
+all ones, the BTH with FECN, BECN and the 6 reserved bits set to ones, the extension
+headers and the payload. It goes on the wire least significant byte first. The switch
+program recomputes it the same way (p4src, NetReduce) and scapy's BTH is the cross-check.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+import zlib
+from dataclasses import dataclass
+
+from controller.constants import CONFIG
+from roce.headers import BTH_LEN, ICRC_LEN, HeaderError, Transport
+
+ROCE_V2_UDP_PORT = CONFIG.ROCE_V2_UDP_PORT
+IPV4_HEADER_LEN = 20
+UDP_HEADER_LEN = 8
+ETH_HEADER_LEN = 14
+IP_PROTO_UDP = 17
+IP_FLAG_DF = 0x4000
+
+
+def ipv4_checksum(header: bytes) -> int:
+    total = 0
+    for (word,) in struct.iter_unpack("!H", header):
+        total += word
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def compute_icrc(ip_header: bytes, udp_header: bytes, transport: bytes) -> int:
+    """The ICRC (as an integer) of a RoCE v2 packet given its IPv4 and UDP headers and transport bytes."""
+    ip = bytearray(ip_header[:IPV4_HEADER_LEN])
+    ip[1] = 0xFF  # TOS (DSCP + ECN)
+    ip[8] = 0xFF  # TTL
+    ip[10:12] = b"\xff\xff"  # header checksum
+    udp = bytearray(udp_header[:UDP_HEADER_LEN])
+    udp[6:8] = b"\xff\xff"  # UDP checksum
+    bth = bytearray(transport)
+    bth[4] = 0xFF  # FECN, BECN, reserved 6 bits (the QPN bytes follow, unmasked)
+    return zlib.crc32(b"\xff" * 8 + bytes(ip) + bytes(udp) + bytes(bth)) & 0xFFFFFFFF
+
+
+def icrc_wire(icrc: int) -> bytes:
+    """The ICRC trailer as it appears on the wire (least significant byte first)."""
+    return struct.pack("<I", icrc)
+
+
+def udp_source_port(qpn: int) -> int:
+    """UDP source port of a QP's packets (entropy for ECMP, in the 0xC000-0xFFFF range like RoCE NICs)."""
+    return 0xC000 | (qpn & 0x3FFF)
+
+
+@dataclass(frozen=True)
+class RoceDatagram:
+    """A parsed IPv4 RoCE v2 datagram."""
+
+    src: str
+    dst: str
+    src_port: int
+    dst_port: int
+    tos: int
+    ttl: int
+    ident: int
+    transport: Transport
+    icrc: int  # as received
+    icrc_ok: bool
+
+
+def build_ipv4(
+    transport: Transport,
+    src: str,
+    dst: str,
+    src_port: int | None = None,
+    tos: int = 0,
+    ttl: int = 64,
+    ident: int = 0,
+    icrc: int | None = None,
+) -> bytes:
+    """A whole IPv4 datagram carrying a RoCE v2 packet, with ICRC computed (or forced to `icrc`)."""
+    body = transport.pack()
+    udp_len = UDP_HEADER_LEN + len(body) + ICRC_LEN
+    total = IPV4_HEADER_LEN + udp_len
+    sport = src_port if src_port is not None else udp_source_port(transport.bth.dest_qp)
+    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, tos, total, ident, IP_FLAG_DF, ttl, IP_PROTO_UDP, 0,
+                               ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed))
+    ip[10:12] = struct.pack("!H", ipv4_checksum(bytes(ip)))
+    udp = struct.pack("!HHHH", sport, ROCE_V2_UDP_PORT, udp_len, 0)
+    crc = compute_icrc(bytes(ip), udp, body) if icrc is None else icrc
+    return bytes(ip) + udp + body + icrc_wire(crc)
+
+
+def mac_bytes(mac: str) -> bytes:
+    return bytes(int(b, 16) for b in mac.split(":"))
+
+
+def build_frame(transport: Transport, src: str, dst: str, src_mac: str, dst_mac: str, **kw: int) -> bytes:
+    """An Ethernet frame carrying build_ipv4(...)."""
+    return mac_bytes(dst_mac) + mac_bytes(src_mac) + b"\x08\x00" + build_ipv4(transport, src, dst, **kw)  # type: ignore[arg-type]
+
+
+def parse_ipv4(data: bytes) -> RoceDatagram:
+    """Parse an IPv4 datagram as RoCE v2; HeaderError.reason names the problem.
+
+    Reasons: "truncated", "not-roce", "unknown-opcode", "malformed". A wrong ICRC is not an
+    error here: the datagram comes back with icrc_ok False for the receiver to count and drop.
+    """
+    if len(data) < IPV4_HEADER_LEN:
+        raise HeaderError("truncated", f"{len(data)} bytes is shorter than an IPv4 header")
+    ver_ihl, tos, total, ident, _, ttl, proto = struct.unpack_from("!BBHHHBB", data)
+    ihl = (ver_ihl & 0xF) * 4
+    if ver_ihl >> 4 != 4 or ihl < IPV4_HEADER_LEN:
+        raise HeaderError("malformed", "not an IPv4 header")
+    if proto != IP_PROTO_UDP:
+        raise HeaderError("not-roce", f"IP protocol {proto}")
+    if total > len(data) or total < ihl + UDP_HEADER_LEN:
+        raise HeaderError("truncated", f"IPv4 total length {total}, {len(data)} bytes present")
+    data = data[:total]
+    udp = data[ihl : ihl + UDP_HEADER_LEN]
+    sport, dport, udp_len, _ = struct.unpack("!HHHH", udp)
+    if dport != ROCE_V2_UDP_PORT:
+        raise HeaderError("not-roce", f"UDP port {dport}")
+    if udp_len != total - ihl or udp_len < UDP_HEADER_LEN + BTH_LEN + ICRC_LEN:
+        raise HeaderError("truncated", f"UDP length {udp_len} does not hold BTH and ICRC")
+    body = data[ihl + UDP_HEADER_LEN : total - ICRC_LEN]
+    (received,) = struct.unpack("<I", data[total - ICRC_LEN : total])
+    transport = Transport.unpack(body)
+    expected = compute_icrc(data[:ihl], udp, body) if ihl == IPV4_HEADER_LEN else -1
+    src = str(ipaddress.IPv4Address(data[12:16]))
+    dst = str(ipaddress.IPv4Address(data[16:20]))
+    return RoceDatagram(src, dst, sport, dport, tos, ttl, ident, transport, received, received == expected)
+
+
+def parse_frame(frame: bytes) -> RoceDatagram:
+    if len(frame) < ETH_HEADER_LEN or frame[12:14] != b"\x08\x00":
+        raise HeaderError("not-roce", "not an IPv4 Ethernet frame")
+    return parse_ipv4(frame[ETH_HEADER_LEN:])
