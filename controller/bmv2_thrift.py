@@ -11,7 +11,6 @@ corrupts the PI server's state (p4lang/tutorials#285).
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -73,7 +72,7 @@ class Bmv2Thrift:
             proto.writeMessageEnd()
             proto.trans.flush()
             return self._reply(proto, method, result_type)
-        except (TTransport.TTransportException, OSError, socket.timeout) as e:
+        except (TimeoutError, TTransport.TTransportException, OSError) as e:
             raise ThriftError(f"thrift port {self.port}: {method}: {e}") from None
 
     def _reply(self, proto: Any, method: str, result_type: int | None) -> Any:

@@ -109,7 +109,8 @@ def _find_run_dir(explicit: Path | None) -> Path:
     if not candidates:
         raise ControlSocketError(f"no running network under {runtime_dir()}; start one with `gradswitch net`")
     if len(candidates) > 1:
-        raise ControlSocketError(f"several running networks ({', '.join(map(str, candidates))}); pick one with --run-dir")
+        listing = ", ".join(map(str, candidates))
+        raise ControlSocketError(f"several running networks ({listing}); pick one with --run-dir")
     return candidates[0]
 
 
@@ -136,6 +137,51 @@ def cmd_repl(args: argparse.Namespace) -> int:
         return 2
     run_repl(proxy, args.command)
     return 0
+
+
+def parse_size(text: str) -> int:
+    """8MiB, 512KiB, 1GiB, 1000 (bytes)."""
+    units = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "b": 1}
+    lowered = text.strip().lower()
+    for unit, factor in units.items():
+        if lowered.endswith(unit):
+            return int(float(lowered[: -len(unit)]) * factor)
+    return int(lowered)
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from controller.experiment import ExperimentError, ExperimentSpec, run_experiment
+    from controller.report import format_table
+    from mininet_topos.network import NetworkError
+
+    spec = ExperimentSpec(algo=args.algo, workers=args.workers, size_bytes=parse_size(args.size),
+                          iterations=args.iterations, topo=args.topo, bw_mbps=args.bw, loss_pct=args.loss,
+                          transport=args.transport, servers=args.servers, workload=args.workload, scale=args.scale,
+                          dtype=args.dtype, mtu=args.mtu, name=args.name or "")
+    out = args.out or Path("runs") / spec.label
+    try:
+        report = run_experiment(spec, out)
+    except (ExperimentError, NetworkError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(format_table(report))
+    print(f"results: {out / 'results.json'}, plots: {out / 'iterations.png'}")
+    return 0 if report["ok"] else 1
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from controller.compare import load_spec, run_compare
+    from controller.experiment import ExperimentError
+
+    try:
+        spec = load_spec(args.spec)
+    except ExperimentError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = args.out or Path("runs") / spec.name
+    summary = run_compare(spec, out)
+    print(f"report: {out / 'report.md'}, summary: {out / 'summary.json'}")
+    return 0 if all(h.get("correct") for h in summary.values()) else 1
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
@@ -179,6 +225,30 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no controller running: open own P4Runtime sessions (lower election id than a controller)")
     _topology_args(p)
     p.set_defaults(func=cmd_repl)
+
+    p = sub.add_parser("experiment", help="run one all-reduce experiment and report it")
+    p.add_argument("--algo", choices=("ring", "ps", "netreduce"), default="ring")
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--servers", type=int, default=1, help="parameter servers (ps)")
+    p.add_argument("--size", default="8MiB", help="synthetic gradient size (e.g. 8MiB)")
+    p.add_argument("--workload", default="synthetic", help="synthetic, resnet50, vgg16, bert-base, small-cnn, *-stanza")
+    p.add_argument("--scale", type=float, default=1.0, help="fraction of a model profile's layer sizes")
+    p.add_argument("--dtype", choices=("int32", "float32"), default="int32")
+    p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--topo", choices=("rack", "leafspine", "dumbbell"), default="rack")
+    p.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate")
+    p.add_argument("--loss", type=float, default=0.0, metavar="PCT", help="drop this percentage on every worker link")
+    p.add_argument("--transport", choices=("gbn", "sr"), default="gbn",
+                   help="go-back-N (RoCE) or selective repeat (IRN)")
+    p.add_argument("--mtu", type=int, default=1024, choices=(256, 1024, 4096))
+    p.add_argument("--name", help="run name (default: algo-nN-topo)")
+    p.add_argument("--out", type=Path, help="output directory (default: runs/NAME)")
+    p.set_defaults(func=cmd_experiment)
+
+    p = sub.add_parser("compare", help="run a matrix of experiments from a spec file (experiments/*.toml)")
+    p.add_argument("spec", type=Path)
+    p.add_argument("--out", type=Path, help="output directory (default: runs/<spec name>)")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("clean", help="remove switches, hosts and veths left by a run that was killed")
     p.set_defaults(func=cmd_clean)

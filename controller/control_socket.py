@@ -50,7 +50,7 @@ class ControlServer:
         self.key_path.write_bytes(b"")
         os.chmod(self.key_path, 0o600)
         self.key_path.write_bytes(key)
-        manager_cls = type("FabricManager", (_ServerManager,), {})
+        manager_cls: type[BaseManager] = type("FabricManager", (_ServerManager,), {})
         manager_cls.register("fabric", callable=lambda: fabric)
         self._manager = manager_cls(address=str(self.socket_path), authkey=key)
         self._server = self._manager.get_server()
@@ -66,8 +66,10 @@ class ControlServer:
         stop = getattr(self._server, "stop_event", None)
         if stop is not None:
             stop.set()
-        with contextlib.suppress(OSError):
-            self._server.listener.close()
+        listener = getattr(self._server, "listener", None)
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.close()
         self._thread.join(timeout=3)
         self.socket_path.unlink(missing_ok=True)
         self.key_path.unlink(missing_ok=True)

@@ -230,7 +230,7 @@ class Repl(cmd.Cmd):
         return True
 
     do_quit = do_exit
-    do_EOF = do_exit  # noqa: N815 (cmd's name for Ctrl-D)
+    do_EOF = do_exit
 
     # ---- completion ----
 

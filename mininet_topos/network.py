@@ -43,6 +43,7 @@ class NetworkOptions:
     grpc_base: int = GRPC_BASE_PORT
     thrift_base: int = THRIFT_BASE_PORT
     start_timeout: float = 30.0
+    mtu: int = 9000  # every link: RoCE MTU 4096 packets need jumbo frames
 
 
 def preflight() -> None:
@@ -121,6 +122,10 @@ class GradNetwork:
             self.net.addLink(lk.a, lk.b, port1=lk.a_port, port2=lk.b_port, **params)
         try:
             self.net.build()
+            for node in self.net.hosts + self.net.switches:
+                for intf in node.intfList():
+                    if intf.name != "lo":
+                        node.cmd(f"ip link set dev {intf.name} mtu {self.options.mtu}")
             self._write_state()
             self.net.start()
             self._write_state()

@@ -57,7 +57,7 @@ class Bmv2Switch(Switch):  # type: ignore[misc]
             ports=ports, run_dir=self.run_dir, log_level=self.log_level, pcap=self.pcap))
         self.bmv2.start()
 
-    def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 (Mininet's name)
+    def stop(self, deleteIntfs: bool = True) -> None:
         if self.bmv2 is not None:
             self.bmv2.stop()
         super().stop(deleteIntfs)

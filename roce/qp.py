@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
 
-from roce.headers import Aeth, AckType, Bth, NakCode, Opcode, Reth, Transport
+from roce.headers import AckType, Aeth, Bth, NakCode, Opcode, Reth, Transport
 from roce.psn import psn_add, psn_diff
 
 RETH_OPCODES = {Opcode.WRITE_FIRST, Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM}
@@ -251,7 +251,7 @@ class Requester:
                     self.nxt = self.una  # go back
             else:
                 sack = struct.unpack("!I", t.payload[:4])[0] & 0xFFFFFF if len(t.payload) >= 4 else None
-                if sack is not None and 0 < psn_diff(sack, self.una) and psn_diff(sack, self.sent_end) < 0:
+                if sack is not None and psn_diff(sack, self.una) > 0 and psn_diff(sack, self.sent_end) < 0:
                     self.sacked.add(sack)
                     hole = self.una
                     while psn_diff(hole, sack) < 0:
@@ -348,7 +348,8 @@ class Responder:
 
     def _nak(self, code: NakCode = NakCode.PSN_SEQUENCE_ERROR, sack: int | None = None) -> Transport:
         payload = struct.pack("!I", sack) if sack is not None else b""
-        return Transport(Bth(Opcode.ACKNOWLEDGE, self.cfg.remote_qpn, self.epsn), payload, aeth=Aeth.nak(self.msn, code))
+        bth = Bth(Opcode.ACKNOWLEDGE, self.cfg.remote_qpn, self.epsn)
+        return Transport(bth, payload, aeth=Aeth.nak(self.msn, code))
 
     def on_packet(self, t: Transport) -> list[Transport]:
         """Take a request packet; returns the ACK/NAK packets to send back."""

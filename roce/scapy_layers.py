@@ -14,7 +14,7 @@ from scapy.packet import Packet, Raw, bind_layers
 from roce.headers import HAS_AETH, HAS_IMM, HAS_RETH, Opcode
 
 
-class RETH(Packet):  # type: ignore[misc]
+class RETH(Packet):
     name = "RETH"
     fields_desc = [
         XLongField("va", 0),
@@ -29,7 +29,7 @@ class RETH(Packet):  # type: ignore[misc]
         return Raw
 
 
-class ImmDt(Packet):  # type: ignore[misc]
+class ImmDt(Packet):
     name = "ImmDt"
     fields_desc = [XIntField("imm", 0)]
 

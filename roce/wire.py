@@ -102,7 +102,7 @@ def mac_bytes(mac: str) -> bytes:
 
 def build_frame(transport: Transport, src: str, dst: str, src_mac: str, dst_mac: str, **kw: int) -> bytes:
     """An Ethernet frame carrying build_ipv4(...)."""
-    return mac_bytes(dst_mac) + mac_bytes(src_mac) + b"\x08\x00" + build_ipv4(transport, src, dst, **kw)  # type: ignore[arg-type]
+    return mac_bytes(dst_mac) + mac_bytes(src_mac) + b"\x08\x00" + build_ipv4(transport, src, dst, **kw)
 
 
 def parse_ipv4(data: bytes) -> RoceDatagram:

@@ -37,7 +37,7 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[misc]
 
     # ---- RPCs ----
 
-    def Write(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def Write(self, request: Any, context: Any) -> Any:
         with self.lock:
             self.writes.append(request)
         if self.write_errors:
@@ -50,28 +50,28 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[misc]
             context.abort_with_status(_rpc_status(status))
         return p4runtime_pb2.WriteResponse()
 
-    def Read(self, request: Any, context: Any) -> Iterator[Any]:  # noqa: N802
+    def Read(self, request: Any, context: Any) -> Iterator[Any]:
         with self.lock:
             self.reads.append(request)
         yield from self.read_responses
 
-    def SetForwardingPipelineConfig(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def SetForwardingPipelineConfig(self, request: Any, context: Any) -> Any:
         with self.lock:
             self.pipelines.append(request)
             self.cookie = request.config.cookie.cookie
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
-    def GetForwardingPipelineConfig(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def GetForwardingPipelineConfig(self, request: Any, context: Any) -> Any:
         if self.cookie is None:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "No forwarding pipeline config set")
         rep = p4runtime_pb2.GetForwardingPipelineConfigResponse()
         rep.config.cookie.cookie = self.cookie
         return rep
 
-    def Capabilities(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def Capabilities(self, request: Any, context: Any) -> Any:
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version="1.4.1")
 
-    def StreamChannel(self, request_iterator: Iterator[Any], context: Any) -> Iterator[Any]:  # noqa: N802
+    def StreamChannel(self, request_iterator: Iterator[Any], context: Any) -> Iterator[Any]:
         def consume() -> None:
             for req in request_iterator:
                 with self.lock:
@@ -116,7 +116,8 @@ class _RpcStatus(grpc.Status):  # type: ignore[misc]
 
 
 def _rpc_status(status: Any) -> Any:
-    return _RpcStatus(grpc.StatusCode.UNKNOWN, status.message, (("grpc-status-details-bin", status.SerializeToString()),))
+    details = (("grpc-status-details-bin", status.SerializeToString()),)
+    return _RpcStatus(grpc.StatusCode.UNKNOWN, status.message, details)
 
 
 class FakeServer:

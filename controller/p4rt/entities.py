@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Union
+from typing import Any
 
 from p4.v1 import p4runtime_pb2
 from p4runtime_sh.bytes_utils import to_canonical_bytes
@@ -44,8 +44,8 @@ class Range:
     high: int
 
 
-Value = Union[int, str, bytes]
-MatchValue = Union[Value, Lpm, Ternary, Range]
+Value = int | str | bytes
+MatchValue = Value | Lpm | Ternary | Range
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class CloneSession:
         return f"clone session {self.session_id}: [{ports}]"
 
 
-Entity = Union[TableEntry, MulticastGroup, CloneSession]
+Entity = TableEntry | MulticastGroup | CloneSession
 
 
 def short(name: str) -> str:
@@ -198,11 +198,11 @@ def _parse_match(value: MatchValue, info: FieldInfo, what: str) -> MatchValue:
         if isinstance(value, Range):
             rng = value
         elif isinstance(value, str) and ".." in value:
-            lo, hi = value.split("..", 1)
-            rng = Range(parse_int(lo, width, what), parse_int(hi, width, what))
+            low, high = value.split("..", 1)
+            rng = Range(parse_int(low, width, what), parse_int(high, width, what))
         else:
-            v = parse_int(_plain(value, what), width, what)
-            rng = Range(v, v)
+            single = parse_int(_plain(value, what), width, what)
+            rng = Range(single, single)
         if rng.low > rng.high:
             raise EntryError(f"{what}: empty range {rng.low}..{rng.high}")
         return rng

@@ -120,7 +120,8 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
             grpc.channel_ready_future(channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
             channel.close()
-            raise SwitchUnavailable(self.name, f"no P4Runtime server at {address.grpc_addr} after {timeout:.0f} s") from None
+            raise SwitchUnavailable(
+                self.name, f"no P4Runtime server at {address.grpc_addr} after {timeout:.0f} s") from None
         channel.close()
         try:
             super().__init__(address.device_id, address.grpc_addr, election_id)
@@ -132,7 +133,7 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
 
     def set_up_stream(self) -> None:
         self.stream_out_q: queue.Queue[Any] = queue.Queue()
-        self.stream_in_q = {
+        self.stream_in_q: dict[str, queue.Queue[Any]] = {
             k: queue.Queue() for k in ("arbitration", "digest", "idle_timeout_notification", "unknown")
         }
         # Packet-ins nobody takes are kept up to a bound, the oldest dropped first.
@@ -333,10 +334,8 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
             if not 0 <= index < info.size:
                 raise IndexError(f"{info.preamble.name} has {info.size} cells, no index {index}")
             entity.counter_entry.index.index = index
-        return {
-            e.counter_entry.index.index: CounterValue(e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
-            for e in self._read(entity)
-        }
+        cells = (e.counter_entry for e in self._read(entity))
+        return {c.index.index: CounterValue(c.data.packet_count, c.data.byte_count) for c in cells}
 
     # ---- packet I/O ----
 

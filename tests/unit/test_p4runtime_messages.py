@@ -154,7 +154,7 @@ def test_packet_out_metadata_is_canonical(fake, session):
 
 
 def test_packet_in_is_decoded_and_dispatched(fake, session):
-    got = []
+    got: list = []
     session.on_packet_in(got.append)
     ids = {m.name: m.id for m in next(c for c in RAW.controller_packet_metadata
                                       if c.preamble.name == "packet_in").metadata}
@@ -254,7 +254,7 @@ def test_lpm_host_bits_are_cleared_and_values_normalised():
 
 def test_cpu_port_constant_matches_packet_io_width():
     widths = {m.name: m.bitwidth for c in RAW.controller_packet_metadata for m in c.metadata}
-    assert CONFIG.CPU_PORT < 1 << widths["egress_port"]
+    assert 1 << widths["egress_port"] > CONFIG.CPU_PORT
 
 
 def _wait_for(fn, timeout=5.0):

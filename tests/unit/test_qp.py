@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roce.headers import Aeth, AckType, Bth, NakCode, Opcode, Transport
+from roce.headers import AckType, Aeth, Bth, NakCode, Opcode, Transport
 from roce.psn import PSN_MASK, psn_add, psn_diff, psn_le, psn_lt
 from roce.qp import MemoryRegion, Mode, QpConfig, Requester, Responder
 

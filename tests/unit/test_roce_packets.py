@@ -10,7 +10,19 @@ from hypothesis import strategies as st
 from scapy.compat import raw
 from scapy.layers.inet import IP, UDP
 
-from roce.headers import HAS_AETH, HAS_IMM, HAS_RETH, Aeth, AckType, Bth, HeaderError, NakCode, Opcode, Reth, Transport
+from roce.headers import (
+    HAS_AETH,
+    HAS_IMM,
+    HAS_RETH,
+    AckType,
+    Aeth,
+    Bth,
+    HeaderError,
+    NakCode,
+    Opcode,
+    Reth,
+    Transport,
+)
 from roce.scapy_layers import AETH, BTH, RETH, ImmDt
 from roce.wire import ROCE_V2_UDP_PORT, build_ipv4, compute_icrc, parse_ipv4
 

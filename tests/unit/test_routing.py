@@ -63,7 +63,7 @@ def _deliver(topo: Topology, src: str, dst: str) -> set[int]:
     target = topo.host(dst)
     lengths: set[int] = set()
     start, _ = topo.attachment(src)
-    stack = [(start, 0, (start,))]
+    stack: list[tuple[str, int, tuple[str, ...]]] = [(start, 0, (start,))]
     while stack:
         sw, hops, path = stack.pop()
         route = route_for(routes[sw], target.ip)
@@ -98,7 +98,8 @@ def test_routes_without_subnets_fall_back_to_host_routes():
     switches = (Switch("x", 0), Switch("y", 1))
     links = (Link("a", 0, "x", 1), Link("b", 0, "y", 1), Link("x", 2, "y", 2))
     topo = Topology("custom", hosts, switches, links)
-    assert route_for(compute_routes(topo)["x"], "172.16.0.9") == Route("172.16.0.9/32", (NextHop(2, switch_port_mac(1, 2)),))
+    expected = Route("172.16.0.9/32", (NextHop(2, switch_port_mac(1, 2)),))
+    assert route_for(compute_routes(topo)["x"], "172.16.0.9") == expected
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,149 @@
+"""Turning worker results into results.json, a one-screen table, a CSV and plots."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ETH_OVERHEAD = 14  # Ethernet header per packet on top of the IP bytes the hosts count
+
+
+def lower_bound_s(algo: str, workers: int, servers: int, step_bytes: int, bw_mbps: float | None) -> float | None:
+    """Link-rate lower bound of one all-reduce (../shared/RESEARCH.md, "Arithmetic")."""
+    if not bw_mbps:
+        return None
+    rate = bw_mbps * 1e6 / 8
+    if algo == "ring":
+        return 2 * (workers - 1) * step_bytes / (workers * rate) if workers > 1 else 0.0
+    if algo == "ps":
+        return workers * step_bytes / (max(1, servers) * rate)
+    return step_bytes / rate  # in-network aggregation: S up and S down
+
+
+def summarize(spec: Any, cfg: Any, results: dict[int, dict[str, Any]], switch_drops: dict[str, dict[str, int]],
+              started: float) -> dict[str, Any]:
+    from controller.experiment import step_bytes
+
+    workers = [r for r in results.values() if r["role"] == "worker"]
+    n_iter = min((len(r["iterations"]) for r in workers), default=0)
+    iterations = []
+    for i in range(n_iter):
+        recs = [r["iterations"][i] for r in workers]
+        iterations.append({
+            "index": i,
+            "time_s": max(x["time_s"] for x in recs),
+            "correct": all(x["correct"] for x in recs),
+            "wrong_elements": sum(x["wrong_elements"] for x in recs),
+            "max_abs_error": max(x["max_abs_error"] for x in recs),
+            "start": min(x["start"] for x in recs),
+            "end": max(x["end"] for x in recs),
+            **{k: max(x.get("extra", {}).get(k, 0) for x in recs) for k in recs[0].get("extra", {})},
+        })
+    stats = [r.get("stats", {}) for r in results.values()]
+    tx_bytes = sum(s.get("tx_bytes", 0) for s in stats)
+    tx_packets = sum(s.get("tx_packets", 0) for s in stats)
+    retrans = sum(s.get("requester", {}).get("retransmitted", 0) for s in stats)
+    host_drops: dict[str, int] = {}
+    for s in stats:
+        for k, v in s.get("drops", {}).items():
+            host_drops[k] = host_drops.get(k, 0) + v
+    times = np.array([it["time_s"] for it in iterations]) if iterations else np.array([])
+    sbytes = step_bytes(spec)
+    bound = lower_bound_s(spec.algo, spec.workers, spec.servers, sbytes, spec.bw_mbps)
+    median = float(np.median(times)) if len(times) else None
+    summary = {
+        "median_s": median,
+        "p99_s": float(np.percentile(times, 99)) if len(times) else None,
+        "mean_s": float(np.mean(times)) if len(times) else None,
+        "algbw_mbps": sbytes * 8 / median / 1e6 if median else None,
+        "lower_bound_s": bound,
+        "ratio_to_bound": median / bound if median and bound else None,
+        "correct": bool(iterations) and all(it["correct"] for it in iterations) and len(iterations) == spec.iterations,
+        "iterations_done": len(iterations),
+    }
+    return {
+        "name": spec.label,
+        "spec": asdict(spec),
+        "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
+        "ok": all(r.get("ok") for r in results.values()) and summary["correct"],
+        "errors": {f"{r['role']} {r['node_id']} ({r['host']})": r["error"] for r in results.values() if r.get("error")},
+        "step_bytes": sbytes,
+        "iterations": iterations,
+        "bytes_on_wire": tx_bytes + ETH_OVERHEAD * tx_packets,
+        "packets_on_wire": tx_packets,
+        "goodput_mbps": summary["algbw_mbps"],
+        "retransmissions": retrans,
+        "host_drops": host_drops,
+        "switch_drops": switch_drops,
+        "summary": summary,
+        "extra": {str(nid): {k: v for k, v in r.items() if k not in {"iterations", "stats", "traceback", "error",
+                                                                         "node_id", "host", "role", "ok"}}
+                  for nid, r in results.items()},
+    }
+
+
+def _fmt(value: float | None, unit: str = "", digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}f}{unit}"
+
+
+def format_table(report: dict[str, Any]) -> str:
+    s = report["summary"]
+    spec = report["spec"]
+    bw = f"{spec['bw_mbps']:g} Mb/s" if spec.get("bw_mbps") else "unshaped"
+    lines = [
+        f"{report['name']}: {spec['algo']} x{spec['workers']} on {spec['topo']} ({bw}), "
+        f"{report['step_bytes'] / 2**20:.2f} MiB per step, {spec['transport']}, loss {spec['loss_pct']:g}%",
+        f"  {'iterations':<22}{s['iterations_done']}/{spec['iterations']}  "
+        f"{'all exact' if s['correct'] else 'NOT CORRECT'}",
+        f"  {'median iteration':<22}{_fmt(s['median_s'], ' s')}",
+        f"  {'p99 iteration':<22}{_fmt(s['p99_s'], ' s')}",
+        f"  {'algorithmic bandwidth':<22}{_fmt(s['algbw_mbps'], ' Mb/s', 1)}",
+        f"  {'link-rate lower bound':<22}{_fmt(s['lower_bound_s'], ' s')}",
+        f"  {'ratio to bound':<22}{_fmt(s['ratio_to_bound'], 'x', 2)}",
+        f"  {'bytes on the wire':<22}{report['bytes_on_wire'] / 2**20:.2f} MiB "
+        f"({report['packets_on_wire']} packets, {report['retransmissions']} retransmitted)",
+    ]
+    if report["errors"]:
+        lines.append("  errors:")
+        lines += [f"    {who}: {err.splitlines()[0]}" for who, err in report["errors"].items()]
+    return "\n".join(lines)
+
+
+def write_report(report: dict[str, Any], out_dir: Path) -> None:
+    (out_dir / "table.txt").write_text(format_table(report) + "\n")
+    with (out_dir / "iterations.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["index", "time_s", "correct", "max_abs_error"])
+        for it in report["iterations"]:
+            w.writerow([it["index"], f"{it['time_s']:.6f}", it["correct"], it["max_abs_error"]])
+    plot_iterations(report, out_dir / "iterations.png")
+
+
+def plot_iterations(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    its = report["iterations"]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    if its:
+        colors = ["tab:blue" if it["correct"] else "tab:red" for it in its]
+        ax.bar([it["index"] for it in its], [it["time_s"] for it in its], color=colors)
+    bound = report["summary"]["lower_bound_s"]
+    if bound:
+        ax.axhline(bound, color="black", linestyle="--", label=f"link-rate bound {bound:.3f} s")
+        ax.legend(loc="upper right")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("time (s)")
+    ax.set_title(f"{report['name']}: iteration time (red = wrong result)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

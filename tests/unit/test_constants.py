@@ -1,0 +1,81 @@
+"""Constants shared by the switch program and Python come from config.p4; these fail on drift."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+from scapy.contrib.roce import BTH
+from scapy.layers.inet import UDP
+
+from controller.bmv2 import Bmv2Config
+from controller.constants import CONFIG, ConfigError, parse_config
+from controller.paths import BMV2_JSON, P4INFO
+from roce import wire
+
+P4INFO_MSG = p4info_pb2.P4Info()
+text_format.Merge(P4INFO.read_text(), P4INFO_MSG)
+BMV2 = json.loads(BMV2_JSON.read_text())
+
+
+def table_size(short: str) -> int:
+    (t,) = [t for t in P4INFO_MSG.tables if t.preamble.name.split(".")[-1] == short]
+    return int(t.size)
+
+
+def counter_sizes() -> dict[str, int]:
+    return {c.preamble.name: int(c.size) for c in P4INFO_MSG.counters}
+
+
+@pytest.mark.parametrize(
+    ("table", "constant"),
+    [("ipv4_routes", "IPV4_ROUTES_SIZE"), ("ecmp_members", "ECMP_MEMBERS_SIZE"), ("arp_replies", "ARP_TABLE_SIZE"),
+     ("mac_forwarding", "MAC_TABLE_SIZE"), ("acl_rules", "ACL_TABLE_SIZE"), ("port_macs", "MAX_PORTS")],
+)
+def test_compiled_table_sizes_come_from_config(table, constant):
+    assert table_size(table) == CONFIG.values[constant]
+
+
+def test_compiled_counter_sizes_come_from_config():
+    sizes = counter_sizes()
+    assert sizes["GradswitchIngress.rx_counters.port_rx"] == CONFIG.MAX_PORTS
+    assert sizes["GradswitchEgress.tx_counters.port_tx"] == CONFIG.MAX_PORTS
+    assert sizes["GradswitchIngress.drop_counters.drops"] == CONFIG.DROP_REASONS
+    drop_codes = [v for k, v in CONFIG.values.items() if k.startswith("DROP_") and k != "DROP_REASONS"]
+    assert max(drop_codes) < CONFIG.DROP_REASONS
+
+
+def test_parser_uses_the_roce_port_python_uses():
+    transitions = [t for state in BMV2["parsers"][0]["parse_states"] for t in state["transitions"]]
+    values = {t["value"] for t in transitions if t.get("value")}
+    assert f"0x{CONFIG.ROCE_V2_UDP_PORT:04x}" in values
+    assert wire.ROCE_V2_UDP_PORT == CONFIG.ROCE_V2_UDP_PORT
+    # and scapy, independently, decodes that port as RoCE (IANA 4791)
+    assert BTH in UDP(dport=CONFIG.ROCE_V2_UDP_PORT) / BTH()
+
+
+def test_switches_start_with_the_configured_queues_and_cpu_port(tmp_path):
+    cmd = Bmv2Config("s", 0, 1, 2, {1: "veth1"}, tmp_path).command()
+    assert cmd[cmd.index("--priority-queues") + 1] == str(CONFIG.PRIORITY_QUEUES)
+    assert cmd[cmd.index("--cpu-port") + 1] == str(CONFIG.CPU_PORT)
+    widths = {m.name: m.bitwidth for c in P4INFO_MSG.controller_packet_metadata for m in c.metadata}
+    assert 1 << widths["ingress_port"] > CONFIG.CPU_PORT
+
+
+def test_every_constant_is_documented():
+    undocumented = [name for name in CONFIG.values if not CONFIG.doc(name)]
+    assert undocumented == []
+
+
+def test_parse_errors_name_the_line(tmp_path):
+    bad = tmp_path / "config.p4"
+    bad.write_text("// a\n#define A 1\n// b\n#define A 2\n")
+    with pytest.raises(ConfigError, match=r"config.p4:4: A is defined twice"):
+        parse_config(bad)
+    bad.write_text("#define B (1 << 4)\n")
+    with pytest.raises(ConfigError, match="cannot read constant"):
+        parse_config(bad)
+    with pytest.raises(ConfigError, match="defines no constant 'NOPE'"):
+        _ = CONFIG.NOPE

@@ -1,0 +1,161 @@
+"""What every algorithm shares: QPs by peer, waiting for tagged writes, the iteration loop.
+
+Conventions (so no connection set-up exchange is needed, every process derives them):
+- QP numbers: qpn(local, remote) = 0x10000 | local << 8 | remote, node ids < 256.
+- Every WRITE that completes a step carries immediate data naming it; the receiver waits
+  for that exact tag (`Comm.wait_tag`), whatever the arrival order of other tags.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from roce.engine import Engine, QueuePair
+from roce.qp import MemoryRegion, Mode, QpConfig, RecvCompletion
+from workers.config import JobConfig, Node
+from workers.tensors import FixedPoint, Int32Array, Profile, check, expected_sum, gradient_ints, workload
+
+
+def qpn(local: int, remote: int) -> int:
+    if not (0 <= local < 256 and 0 <= remote < 256):
+        raise ValueError("node ids must be below 256")
+    return 0x10000 | local << 8 | remote
+
+
+@dataclass
+class IterationRecord:
+    index: int
+    start: float  # CLOCK_MONOTONIC, comparable across Mininet hosts (one kernel)
+    end: float
+    correct: bool
+    wrong_elements: int
+    max_abs_error: float
+    saturated: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def time_s(self) -> float:
+        return self.end - self.start
+
+    def to_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        d["time_s"] = self.time_s
+        return d
+
+
+class Comm:
+    """One process's engine plus its QPs to the other nodes of the job."""
+
+    def __init__(self, cfg: JobConfig, me: Node, engine: Engine) -> None:
+        self.cfg = cfg
+        self.me = me
+        self.engine = engine
+        self.qps: dict[int, QueuePair] = {}
+        self.tags: dict[int, dict[int, RecvCompletion]] = {}  # qpn -> imm -> completion
+
+    def qp(self, peer: int) -> QueuePair:
+        if peer not in self.qps:
+            node = self.cfg.node(peer)
+            cfg = QpConfig(qpn=qpn(self.me.node_id, peer), remote_qpn=qpn(peer, self.me.node_id),
+                           mode=Mode(self.cfg.transport), mtu=self.cfg.mtu, window=self.cfg.window,
+                           rto=self.cfg.rto, retry_limit=self.cfg.retry_limit, peer=f"{node.host} ({node.ip})")
+            self.qps[peer] = self.engine.connect(cfg, node.ip)
+            self.tags[self.qps[peer].cfg.qpn] = {}
+        return self.qps[peer]
+
+    def register(self, rkey: int, size: int) -> MemoryRegion:
+        return self.engine.register(rkey, size)
+
+    def _collect(self) -> None:
+        for qp in self.qps.values():
+            for c in self.engine.recv_completions(qp):
+                if c.imm is not None:
+                    self.tags[qp.cfg.qpn][c.imm] = c
+            self.engine.send_completions(qp)
+
+    def has_tag(self, peer: int, imm: int) -> bool:
+        self._collect()
+        return imm in self.tags[self.qp(peer).cfg.qpn]
+
+    def wait_tag(self, peer: int, imm: int, what: str) -> RecvCompletion:
+        qp = self.qp(peer)
+        self.engine.run_until(lambda: self.has_tag(peer, imm), self.cfg.iteration_timeout,
+                              f"{what} from {self.cfg.node(peer).host}")
+        return self.tags[qp.cfg.qpn].pop(imm)
+
+    def wait_any(self, done: Callable[[], bool], what: str) -> None:
+        def collected() -> bool:
+            self._collect()
+            return done()
+
+        self.engine.run_until(collected, self.cfg.iteration_timeout, what)
+
+    def drain(self) -> None:
+        """Wait until every write this process posted is acknowledged."""
+        self.engine.run_until(lambda: all(q.requester.idle() for q in self.qps.values()),
+                              self.cfg.iteration_timeout, "the last acknowledgements")
+
+    def stats(self) -> dict[str, object]:
+        req = [q.requester.counters.values for q in self.qps.values()]
+        resp = [q.responder.counters.values for q in self.qps.values()]
+
+        def total(counters: list[dict[str, int]]) -> dict[str, int]:
+            out: dict[str, int] = {}
+            for c in counters:
+                for k, v in c.items():
+                    out[k] = out.get(k, 0) + v
+            return out
+
+        s = self.engine.stats
+        return {"tx_packets": s.tx_packets, "tx_bytes": s.tx_bytes, "rx_packets": s.rx_packets,
+                "rx_bytes": s.rx_bytes, "drops": dict(s.drops), "requester": total(req), "responder": total(resp)}
+
+
+class WorkerLoop:
+    """The training-step loop of a worker: gradients in, all-reduce, exact check, records out."""
+
+    def __init__(self, comm: Comm, allreduce: Callable[[int, int, Int32Array], Int32Array]) -> None:
+        self.comm = comm
+        self.cfg = comm.cfg
+        self.rank = comm.me.node_id
+        self.allreduce = allreduce  # (iteration, tensor index, int32 data) -> int32 sum
+        self.profile: Profile = workload(self.cfg.workload, self.cfg.size_bytes, self.cfg.scale)
+        self.fp = FixedPoint(self.cfg.fixed_point_bits, len(self.cfg.workers))
+
+    def inputs(self, iteration: int) -> tuple[list[Int32Array], int]:
+        out, saturated = [], 0
+        for i, t in enumerate(self.profile.tensors):
+            ints, sat = gradient_ints(self.cfg.dtype, self.fp, t.elements, self.cfg.seed, self.rank, iteration, i)
+            out.append(ints)
+            saturated += sat
+        return out, saturated
+
+    def run(self, progress: Callable[[int], None] = lambda i: None) -> list[IterationRecord]:
+        records = []
+        ranks = [w.node_id for w in self.cfg.workers]
+        for it in range(self.cfg.iterations):
+            data, saturated = self.inputs(it)
+            start = time.monotonic()
+            results = [self.allreduce(it, i, d) for i, d in enumerate(data)]
+            self.comm.drain()
+            end = time.monotonic()
+            wrong, err, ok = 0, 0.0, True
+            for i, (t, r) in enumerate(zip(self.profile.tensors, results, strict=True)):
+                exact, ref = expected_sum(self.cfg.dtype, self.fp, t.elements, self.cfg.seed, ranks, it, i)
+                c = check(r, exact, ref, self.fp)
+                wrong += c.wrong_elements
+                err = max(err, c.max_abs_error)
+                ok &= c.correct
+            records.append(IterationRecord(it, start, end, ok, wrong, err, saturated))
+            if not ok:
+                raise WrongResult(f"{self.comm.me.host}: iteration {it}: {wrong} wrong elements", records)
+            progress(it)
+        return records
+
+
+class WrongResult(RuntimeError):
+    def __init__(self, message: str, records: list[IterationRecord]) -> None:
+        super().__init__(message)
+        self.records = records

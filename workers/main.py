@@ -1,0 +1,114 @@
+"""Entry point of a worker or server process: `python -m workers.main CONFIG RUN_DIR NODE_ID`.
+
+The process opens its RoCE engine, says it is ready (RUN_DIR/ready-<id>), waits for the
+runner's go (RUN_DIR/go, polled with a deadline), runs the job, reports progress after every
+iteration (RUN_DIR/progress-<id>) and writes RUN_DIR/result-<id>.json: the iteration
+records, the transport's counters, and the error if it failed. It never waits forever:
+every wait has the job's deadline and a dead peer fails the QP after its retries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from roce.engine import Engine, Link, RawSocketLink
+from roce.qp import TransportError
+from workers.comm import Comm, IterationRecord, WrongResult
+from workers.config import JobConfig
+
+
+def make_algorithm(comm: Comm) -> Callable[[Callable[[int], None]], tuple[list[IterationRecord], dict[str, object]]]:
+    """The function that runs this node's part of the job."""
+    cfg, me = comm.cfg, comm.me
+    if cfg.algo == "ring":
+        from workers.ring import Ring
+
+        ring = Ring(comm)
+        return lambda progress: (ring.loop.run(progress), {})
+    if cfg.algo == "ps":
+        from workers.ps import PsServer, PsWorker
+
+        if me.role == "server":
+            server = PsServer(comm)
+            return lambda progress: ([], {"keys_served": server.serve()})
+        worker = PsWorker(comm)
+        return lambda progress: (worker.loop.run(progress), {})
+    if cfg.algo == "netreduce":
+        from workers.netreduce import NetReduceWorker
+
+        nr = NetReduceWorker(comm)
+        return lambda progress: (nr.loop.run(progress), nr.report())
+    raise ValueError(f"unknown algorithm {cfg.algo}")
+
+
+def wait_for_file(path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no {path.name} from the runner after {timeout:.0f} s")
+        time.sleep(0.02)
+
+
+def linger(cfg: JobConfig, engine: Engine, run_dir: Path, node_id: int) -> None:
+    """Keep answering until every node is done: a peer whose last ACK from us was lost
+    retransmits, and must find us there. Bounded: a dead peer never says done."""
+    (run_dir / f"done-{node_id}").write_text(str(time.monotonic()))
+    everyone = [run_dir / f"done-{n.node_id}" for n in cfg.nodes]
+    # Our own work is complete; a peer that is gone is reported by its own result.
+    with contextlib.suppress(TimeoutError, TransportError):
+        engine.run_until(lambda: all(p.exists() for p in everyone), cfg.linger_timeout, "the other nodes to finish")
+
+
+def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = None) -> dict[str, object]:
+    me = cfg.node(node_id)
+    result: dict[str, object] = {"node_id": node_id, "host": me.host, "role": me.role, "ok": False}
+    engine = Engine(link if link is not None else RawSocketLink(me.ifname, me.ip), me.ip)
+    comm = Comm(cfg, me, engine)
+    records: list[IterationRecord] = []
+    try:
+        run = make_algorithm(comm)
+        (run_dir / f"ready-{node_id}").write_text(str(time.monotonic()))
+        wait_for_file(run_dir / "go", cfg.start_timeout)
+        progress_file = run_dir / f"progress-{node_id}"
+
+        def progress(iteration: int) -> None:
+            progress_file.write_text(str(iteration + 1))
+
+        records, extra = run(progress)
+        result.update(extra)
+        result["ok"] = True
+        linger(cfg, engine, run_dir, node_id)
+    except WrongResult as e:
+        records = e.records
+        result["error"] = str(e)
+    except Exception as e:  # reported to the runner, which names the node
+        result["error"] = f"{type(e).__name__}: {e}"
+        result["traceback"] = traceback.format_exc()
+    finally:
+        result["iterations"] = [r.to_dict() for r in records]
+        result["stats"] = comm.stats()
+        engine.close()
+    (run_dir / f"result-{node_id}.json").write_text(json.dumps(result, indent=1))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 3:
+        print("usage: python -m workers.main CONFIG RUN_DIR NODE_ID", file=sys.stderr)
+        return 2
+    cfg = JobConfig.load(Path(args[0]))
+    result = run_node(cfg, int(args[2]), Path(args[1]))
+    if not result["ok"]:
+        print(result.get("error"), file=sys.stderr)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

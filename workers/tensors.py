@@ -1,0 +1,160 @@
+"""Gradient workloads, their deterministic contents, the fixed-point scheme and the exact check.
+
+Every worker's gradient of every iteration is generated from (seed, rank, iteration,
+tensor index), so any worker can regenerate all of them and compute the exact sum locally:
+a result element that differs fails the run.
+
+Fixed point for float32 (documented in README, "Floats"): x -> round(x * 2**bits) as int32,
+saturated to +-(2**31 - 1) // N so a sum of N values cannot overflow; the sum s -> s / 2**bits.
+The error against the float64 sum is at most N * 2**-(bits+1) per element (plus the clipped
+part for saturated values, which is counted).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+MODELS_DIR = Path(__file__).parent / "models"
+INT_RANGE = 1 << 20  # synthetic int32 gradients are uniform in [-2**20, 2**20): no overflow for N <= 1024
+FLOAT_STD = 0.01
+
+Int32Array = npt.NDArray[np.int32]
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    elements: int
+    kind: str = "synthetic"  # conv | fc | norm | embedding | synthetic
+
+
+@dataclass(frozen=True)
+class Profile:
+    model: str
+    source: str
+    tensors: tuple[Tensor, ...]
+
+    @property
+    def elements(self) -> int:
+        return sum(t.elements for t in self.tensors)
+
+
+def model_names() -> list[str]:
+    return sorted(p.stem for p in MODELS_DIR.glob("*.json"))
+
+
+@cache
+def load_model(name: str) -> Profile:
+    path = MODELS_DIR / f"{name.removesuffix('-stanza')}.json"
+    if not path.exists():
+        known = ", ".join(model_names() + [m + "-stanza" for m in model_names()])
+        raise ValueError(f"unknown model profile {name!r} (known: synthetic, {known})")
+    raw = json.loads(path.read_text())
+    tensors = tuple(Tensor(t["name"], t["elements"], t["kind"]) for t in raw["layers"])
+    if name.endswith("-stanza"):
+        # Stanza-style layer separation: the workers exchange only the convolutional (and their
+        # normalisation) gradients; the fully connected layers live on a few separate nodes.
+        tensors = tuple(t for t in tensors if t.kind in ("conv", "norm"))
+        if not tensors:
+            raise ValueError(f"{name}: the model has no convolutional layers to separate")
+    return Profile(name, raw["source"], tensors)
+
+
+def workload(name: str, size_bytes: int, scale: float) -> Profile:
+    """The tensors of one training step in back-propagation order (last layer first)."""
+    if name == "synthetic":
+        return Profile("synthetic", "uniform synthetic tensor", (Tensor("gradient", max(1, size_bytes // 4)),))
+    model = load_model(name)
+    scaled = tuple(Tensor(t.name, max(1, round(t.elements * scale)), t.kind) for t in reversed(model.tensors))
+    return Profile(model.model, model.source, scaled)
+
+
+def _rng(seed: int, rank: int, iteration: int, index: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, rank, iteration, index])))
+
+
+def int_gradient(elements: int, seed: int, rank: int, iteration: int, index: int) -> Int32Array:
+    """Worker `rank`'s int32 gradient for one tensor of one iteration."""
+    return _rng(seed, rank, iteration, index).integers(-INT_RANGE, INT_RANGE, size=elements, dtype=np.int32)
+
+
+def float_gradient(elements: int, seed: int, rank: int, iteration: int, index: int) -> FloatArray:
+    """Worker `rank`'s float32 gradient (held as float64) for one tensor of one iteration."""
+    rng = _rng(seed, rank, iteration, index)
+    return rng.normal(0.0, FLOAT_STD, size=elements).astype(np.float32).astype(np.float64)
+
+
+def gradient_ints(dtype: str, fp: FixedPoint, elements: int, seed: int, rank: int, iteration: int,
+                  index: int) -> tuple[Int32Array, int]:
+    """What a worker sends for one tensor: int32 values (fixed point for float32) and the saturated count."""
+    if dtype == "int32":
+        return int_gradient(elements, seed, rank, iteration, index), 0
+    return fp.encode(float_gradient(elements, seed, rank, iteration, index))
+
+
+@dataclass(frozen=True)
+class FixedPoint:
+    bits: int
+    workers: int
+
+    @property
+    def limit(self) -> int:
+        return (2**31 - 1) // self.workers
+
+    def encode(self, x: FloatArray) -> tuple[Int32Array, int]:
+        """int32 fixed-point values and how many were saturated."""
+        scaled = np.rint(x * float(2**self.bits))
+        clipped = np.clip(scaled, -self.limit, self.limit)
+        return clipped.astype(np.int32), int(np.count_nonzero(clipped != scaled))
+
+    def decode(self, s: Int32Array) -> FloatArray:
+        return s.astype(np.float64) / float(2**self.bits)
+
+    @property
+    def error_bound(self) -> float:
+        """Largest error per element of an unsaturated sum of `workers` values."""
+        return self.workers * 2.0 ** -(self.bits + 1)
+
+
+def to_wire(values: Int32Array) -> bytes:
+    """int32 in network byte order (the switch adds big-endian 32-bit fields)."""
+    return values.astype(">i4").tobytes()
+
+
+def from_wire(data: bytes | bytearray | memoryview, elements: int) -> Int32Array:
+    return np.frombuffer(data, dtype=">i4", count=elements).astype(np.int32)
+
+
+@dataclass
+class Check:
+    correct: bool
+    wrong_elements: int
+    max_abs_error: float  # float32 only: against the float64 sum
+    saturated: int = 0
+
+
+def expected_sum(dtype: str, fp: FixedPoint, elements: int, seed: int, ranks: list[int], iteration: int,
+                 index: int) -> tuple[Int32Array, FloatArray | None]:
+    """The exact int32 sum the network must deliver, and (float32) the float64 reference."""
+    total = np.zeros(elements, dtype=np.int64)
+    for r in ranks:
+        total += gradient_ints(dtype, fp, elements, seed, r, iteration, index)[0]
+    if dtype == "int32":
+        return total.astype(np.int32), None
+    reference = np.zeros(elements, dtype=np.float64)
+    for r in ranks:
+        reference += float_gradient(elements, seed, r, iteration, index)
+    return total.astype(np.int32), reference
+
+
+def check(result: Int32Array, exact: Int32Array, reference: FloatArray | None, fp: FixedPoint) -> Check:
+    wrong = int(np.count_nonzero(result != exact))
+    err = float(np.max(np.abs(fp.decode(result) - reference))) if reference is not None and len(result) else 0.0
+    return Check(wrong == 0, wrong, err)
