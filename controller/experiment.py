@@ -147,11 +147,12 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = 
                 switch, port = topo.attachment(node.host)
                 net.fabric.set_port_loss(switch, port, spec.loss_pct / 100.0, "both", 17, ROCE_UDP)
         prepare = _prepare_hook(spec)
-        if prepare is not None:
-            prepare(net, cfg, out_dir)
+        after = prepare(net, cfg, out_dir) if prepare is not None else None
         results = _run_job(net, cfg, run_dir, Progress(spec.iterations, spec.label, progress))
         switch_drops = {name: net.fabric.drops(name) for name in net.fabric.switch_names()}
+        switch_extra = after() if after is not None else {}
     report = summarize(spec, cfg, results, switch_drops, started)
+    report["switches"] = switch_extra
     (out_dir / "results.json").write_text(json.dumps(report, indent=1))
     write_report(report, out_dir)
     return report

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from controller.controls import all_base_entries, fault_injection, port_counters
 from controller.controls.port_counters import PortStats
+from controller.netreduce_jobs import JobManager
 from controller.p4rt import (
     CONTROLLER_ELECTION_ID,
     CounterValue,
@@ -73,6 +74,7 @@ class Fabric:
         self.p4info = p4info if p4info is not None else P4Info.from_file(P4INFO)
         self.election_id = election_id
         self.sessions: dict[str, SwitchSession] = {}
+        self._jobs: JobManager | None = None
 
     # ---- life cycle ----
 
@@ -207,3 +209,24 @@ class Fabric:
             return []
         sess.insert(rules)
         return rules
+
+    # ---- NetReduce jobs (controller/netreduce_jobs.py) ----
+
+    @property
+    def netreduce(self) -> JobManager:
+        if self._jobs is None:
+            self._jobs = JobManager(self)
+        return self._jobs
+
+    def netreduce_create(self, job: int, workers: list[str], credits: int = 4, spine: str | None = None
+                         ) -> dict[str, object]:
+        return self.netreduce.create(job, workers, credits, spine)
+
+    def netreduce_status(self, job: int) -> dict[str, object]:
+        return self.netreduce.status(job)
+
+    def netreduce_teardown(self, job: int) -> None:
+        self.netreduce.teardown(job)
+
+    def netreduce_jobs(self) -> list[dict[str, object]]:
+        return [self.netreduce.describe(j) for j in sorted(self.netreduce.jobs)]

@@ -19,6 +19,7 @@
 #include "include/controls/l2_forwarding.p4"
 #include "include/controls/l3_forwarding.p4"
 #include "include/controls/acl.p4"
+#include "include/controls/netreduce.p4"
 
 control GradswitchIngress(inout headers_t hdr,
                           inout local_metadata_t meta,
@@ -30,6 +31,7 @@ control GradswitchIngress(inout headers_t hdr,
     L2Forwarding() l2;
     Ipv4Routing() l3;
     Acl() acl;
+    NetReduce() netreduce;
     DropCounters() drop_counters;
 
     apply {
@@ -42,6 +44,9 @@ control GradswitchIngress(inout headers_t hdr,
             } else {
                 ingress_faults.apply(std_meta.ingress_port, hdr, meta, std_meta);
                 if (!meta.dropped) {
+                    netreduce.apply(hdr, meta, std_meta);
+                }
+                if (!meta.dropped && !meta.nr.consumed) {
                     if (hdr.arp.isValid()) {
                         arp.apply(hdr, meta, std_meta);
                     } else if (hdr.ipv4.isValid()) {
@@ -61,6 +66,7 @@ control GradswitchEgress(inout headers_t hdr,
                          inout local_metadata_t meta,
                          inout standard_metadata_t std_meta) {
     FaultInjection() egress_faults;
+    NetReduceEgress() netreduce_egress;
     SourceMacRewrite() source_mac;
     PacketIoEgress() packet_io;
     PortTxCounters() tx_counters;
@@ -69,12 +75,17 @@ control GradswitchEgress(inout headers_t hdr,
     apply {
         if (std_meta.egress_port == CPU_PORT) {
             packet_io.apply(hdr, meta, std_meta);
-        } else if (std_meta.instance_type == PKT_INSTANCE_TYPE_REPLICATION
+        } else if (!meta.nr.emit && std_meta.instance_type == PKT_INSTANCE_TYPE_REPLICATION
                    && std_meta.egress_port == std_meta.ingress_port) {
             // A flooded copy never goes back where it came from.
             mark_to_drop(std_meta);
         } else {
-            egress_faults.apply(std_meta.egress_port, hdr, meta, std_meta);
+            if (meta.nr.emit) {
+                netreduce_egress.apply(hdr, meta, std_meta);
+            }
+            if (!meta.dropped) {
+                egress_faults.apply(std_meta.egress_port, hdr, meta, std_meta);
+            }
             if (!meta.dropped) {
                 source_mac.apply(hdr, meta, std_meta);
                 tx_counters.apply(meta, std_meta);

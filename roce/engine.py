@@ -77,6 +77,8 @@ class RawSocketLink:
         self.rx.setblocking(False)
         self.guard = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.guard.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.guard.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.guard.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # several jobs on one host
         self.guard.bind((local_ip, ROCE_V2_UDP_PORT))
 
     def send(self, datagram: bytes, dst_ip: str) -> None:

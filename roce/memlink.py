@@ -16,7 +16,7 @@ class MemoryHub:
         self.loss = loss
         self._rnd = random.Random(seed)
         self._queues: dict[str, queue.Queue[bytes]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self.dropped = 0
         self.delivered = 0
 

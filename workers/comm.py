@@ -1,7 +1,7 @@
 """What every algorithm shares: QPs by peer, waiting for tagged writes, the iteration loop.
 
 Conventions (so no connection set-up exchange is needed, every process derives them):
-- QP numbers: qpn(local, remote) = 0x10000 | local << 8 | remote, node ids < 256.
+- QP numbers: workers.config.qpn(local, remote, job).
 - Every WRITE that completes a step carries immediate data naming it; the receiver waits
   for that exact tag (`Comm.wait_tag`), whatever the arrival order of other tags.
 """
@@ -14,14 +14,8 @@ from dataclasses import asdict, dataclass, field
 
 from roce.engine import Engine, QueuePair
 from roce.qp import MemoryRegion, Mode, QpConfig, RecvCompletion
-from workers.config import JobConfig, Node
+from workers.config import JobConfig, Node, qpn
 from workers.tensors import FixedPoint, Int32Array, Profile, check, expected_sum, gradient_ints, workload
-
-
-def qpn(local: int, remote: int) -> int:
-    if not (0 <= local < 256 and 0 <= remote < 256):
-        raise ValueError("node ids must be below 256")
-    return 0x10000 | local << 8 | remote
 
 
 @dataclass
@@ -54,15 +48,20 @@ class Comm:
         self.engine = engine
         self.qps: dict[int, QueuePair] = {}
         self.tags: dict[int, dict[int, RecvCompletion]] = {}  # qpn -> imm -> completion
+        self.acked: dict[int, set[int]] = {}  # qpn -> ids of work requests fully acknowledged
 
-    def qp(self, peer: int) -> QueuePair:
+    def qp(self, peer: int, initial_psn: int = 0) -> QueuePair:
+        """The QP to a peer node (created on first use; both directions start at initial_psn)."""
         if peer not in self.qps:
             node = self.cfg.node(peer)
-            cfg = QpConfig(qpn=qpn(self.me.node_id, peer), remote_qpn=qpn(peer, self.me.node_id),
+            job = self.cfg.job_id
+            cfg = QpConfig(qpn=qpn(self.me.node_id, peer, job), remote_qpn=qpn(peer, self.me.node_id, job),
                            mode=Mode(self.cfg.transport), mtu=self.cfg.mtu, window=self.cfg.window,
-                           rto=self.cfg.rto, retry_limit=self.cfg.retry_limit, peer=f"{node.host} ({node.ip})")
+                           rto=self.cfg.rto, retry_limit=self.cfg.retry_limit, initial_psn=initial_psn,
+                           remote_initial_psn=initial_psn, peer=f"{node.host} ({node.ip})")
             self.qps[peer] = self.engine.connect(cfg, node.ip)
             self.tags[self.qps[peer].cfg.qpn] = {}
+            self.acked[self.qps[peer].cfg.qpn] = set()
         return self.qps[peer]
 
     def register(self, rkey: int, size: int) -> MemoryRegion:
@@ -73,7 +72,7 @@ class Comm:
             for c in self.engine.recv_completions(qp):
                 if c.imm is not None:
                     self.tags[qp.cfg.qpn][c.imm] = c
-            self.engine.send_completions(qp)
+            self.acked[qp.cfg.qpn].update(s.wr_id for s in self.engine.send_completions(qp) if s.ok)
 
     def has_tag(self, peer: int, imm: int) -> bool:
         self._collect()

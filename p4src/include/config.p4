@@ -55,6 +55,69 @@
 // Drop probabilities are given in parts per this many packets (1000000 = parts per million).
 #define FAULT_SCALE 1000000
 
+/* ---- NetReduce: in-network aggregation (docs/netreduce.md) ---- */
+
+// int32 gradient values in one aggregation packet (64 x 4 B = 256 B payload, RoCE MTU 256).
+#define AGG_ELEMENTS_PER_PACKET 64
+// Packets per NetReduce message; a power of two, and every message starts at a PSN that is a multiple of it.
+#define AGG_PACKETS_PER_MESSAGE 4
+// log2 of AGG_PACKETS_PER_MESSAGE (message number = PSN >> this).
+#define AGG_PACKETS_PER_MESSAGE_LOG2 2
+// log2 of the bytes of one message (RETH.virtual_addr >> this = the message's window index).
+#define AGG_MESSAGE_BYTES_LOG2 10
+// Aggregator cells (one packet's sums each) shared by every job; a job's quota is 2 x credits x packets per message.
+#define AGG_CELLS 2048
+// Credits (messages in flight per worker) a job may have at most: the per-QP context entries per member.
+#define AGG_MAX_CREDITS 8
+// Jobs a switch aggregates at once.
+#define AGG_MAX_JOBS 16
+// Members (workers, or child switches) of one job on one switch: the width of the contribution bitmap.
+#define AGG_MAX_MEMBERS 32
+// Member QPs (contributors and parent links) a switch knows, over all jobs.
+#define AGG_MAX_QPS 256
+// Multicast group of job j's results is NR_GROUP_BASE + j * NR_GROUPS_PER_JOB (+1: up, +8+i: connection/child i).
+#define NR_GROUP_BASE 1024
+// Multicast group ids reserved per job.
+#define NR_GROUPS_PER_JOB 64
+// egress_rid of the copy a leaf sends up to its parent.
+#define NR_RID_UP 1000
+// egress_rid of the copy a spine sends down to child i is NR_RID_CHILD_BASE + i.
+#define NR_RID_CHILD_BASE 512
+// Job role of a switch: aggregates its workers and returns the results itself.
+#define NR_ROLE_FLAT 1
+// Job role of a switch: aggregates its local workers, sends partial sums up, returns its parent's results.
+#define NR_ROLE_LEAF 2
+// Job role of a switch: aggregates its children's partial sums and sends the results down.
+#define NR_ROLE_SPINE 3
+// Member kind: a worker QP or child switch whose packets are contributions.
+#define NR_MEMBER_CONTRIBUTOR 1
+// Member kind: the parent switch, whose packets are results.
+#define NR_MEMBER_PARENT 2
+// Events counted per job and per port (the stride of nr_job_events and nr_port_events).
+#define NR_EVENTS 16
+// Event: a contribution was added to a cell.
+#define NR_EV_CONTRIBUTION 0
+// Event: a cell completed and its result was sent (or its partial sent up).
+#define NR_EV_COMPLETION 1
+// Event: a contribution already counted arrived again (dropped).
+#define NR_EV_DUPLICATE 2
+// Event: a retransmitted contribution of a complete cell was answered with the stored result.
+#define NR_EV_RETRANSMITTED_RESULT 3
+// Event: a contribution for a slot still holding an older message (over-sending, no credit): dropped.
+#define NR_EV_NO_CREDIT 4
+// Event: a packet naming a job it is not a member of: dropped.
+#define NR_EV_NOT_MEMBER 5
+// Event: a member's packet that is not a well-formed aggregation packet: dropped.
+#define NR_EV_MALFORMED 6
+// Event: a middle/last packet whose message the switch has no context for: dropped.
+#define NR_EV_NO_CONTEXT 7
+// Event: a contribution for a message older than the slot's: dropped.
+#define NR_EV_STALE 8
+// Event: a partial sum went up to the parent (leaf).
+#define NR_EV_PARTIAL_UP 9
+// Event: a result came down from the parent (leaf).
+#define NR_EV_RESULT_DOWN 10
+
 /* ---- reasons a packet is sent to the controller (packet_in.reason) ---- */
 
 // ARP request for an address the switch has no entry for.
@@ -76,6 +139,8 @@
 #define DROP_ACL 4
 // ARP that is not a request (replies and gratuitous ARP are not forwarded).
 #define DROP_ARP_OTHER 5
+// NetReduce refused the packet (details in the nr_*_events counters).
+#define DROP_NETREDUCE_REFUSED 6
 // Number of drop reasons (size of the drop_reasons counter).
 #define DROP_REASONS 16
 

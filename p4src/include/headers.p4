@@ -6,6 +6,7 @@
 
 #include "config.p4"
 #include "types.p4"
+#include "agg_payload.p4"
 
 /* ---- controller headers (packet-in / packet-out through CPU_PORT) ---- */
 
@@ -136,6 +137,7 @@ struct headers_t {
     reth_h       reth;
     aeth_h       aeth;
     immdt_h      immdt;
+    agg_payload_h agg;
     icrc_h       icrc;
 }
 
@@ -143,6 +145,30 @@ struct headers_t {
 
 // Field list that survives an ingress-to-egress clone (copy_to_cpu).
 #define CPU_CLONE_FIELD_LIST 1
+
+// NetReduce state of one packet (controls/netreduce.p4).
+struct netreduce_metadata_t {
+    bit<8>  job;          // job the packet belongs to (member table, or the job it claims)
+    bool    claims;       // the packet names a job (by its RETH rkey or its connection)
+    bit<8>  member_bit;   // bit of the sender in the job's contribution bitmap
+    bit<16> member_id;    // index of the member QP in nr_qp_context
+    bit<8>  peer_index;   // worker index of a contributor's connection, or a child's index (resend group)
+    bit<8>  kind;         // NR_MEMBER_CONTRIBUTOR or NR_MEMBER_PARENT
+    bit<32> base_cell;    // first cell of the job's region
+    bit<8>  credits;      // the job's credits C (its window holds 2C messages)
+    bit<8>  members;      // contributions that complete a cell on this switch
+    bit<8>  role;         // NR_ROLE_*
+    bit<16> group_base;   // the job's first multicast group
+    bit<32> msg;          // message number: PSN >> AGG_PACKETS_PER_MESSAGE_LOG2
+    bit<8>  window;       // the message's place in the job's window (0 .. 2C-1)
+    bool    context_ok;   // the message's window index is known
+    bit<32> cell;         // aggregator cell of this packet
+    bit<32> other_cell;   // the same packet position in the slot's other shadow copy
+    bit<8>  outcome;      // NR_OUT_* of the contribution
+    bool    holds_result; // leaf: the cell holds its parent's result (not the local partial)
+    bool    consumed;     // NetReduce took the packet (not forwarded as is)
+    bool    emit;         // egress must rewrite the copy into a connection and recompute the ICRC
+}
 
 struct local_metadata_t {
     bit<16>      l4_src_port;   // TCP/UDP source port, 0 otherwise (ECMP hash input)
@@ -158,6 +184,7 @@ struct local_metadata_t {
     bit<8>       punt_reason;   // PUNT_* when the packet goes to the CPU port
     @field_list(CPU_CLONE_FIELD_LIST)
     port_t       ingress_port;  // copy of the ingress port that clones keep
+    netreduce_metadata_t nr;    // in-network aggregation (docs/netreduce.md)
 }
 
 #endif

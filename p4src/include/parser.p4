@@ -10,6 +10,12 @@
 
 #include "headers.p4"
 
+// UDP length of aggregation packets: UDP 8 + BTH 12 (+ RETH 16 | ImmDt 4) + payload + ICRC 4.
+#define AGG_PAYLOAD_BYTES (AGG_ELEMENTS_PER_PACKET * 4)
+#define AGG_UDP_LENGTH_MIDDLE (8 + 12 + AGG_PAYLOAD_BYTES + 4)
+#define AGG_UDP_LENGTH_FIRST (8 + 12 + 16 + AGG_PAYLOAD_BYTES + 4)
+#define AGG_UDP_LENGTH_LAST_IMM (8 + 12 + 4 + AGG_PAYLOAD_BYTES + 4)
+
 error {
     IPv4IncorrectVersion,
     IPv4OptionsNotSupported
@@ -87,6 +93,7 @@ parser GradswitchParser(packet_in packet,
             ROCE_SEND_LAST_IMM: parse_immdt;
             ROCE_SEND_ONLY_IMM: parse_immdt;
             ROCE_WRITE_LAST_IMM: parse_immdt;
+            ROCE_WRITE_MIDDLE: check_agg_middle;
             ROCE_ACKNOWLEDGE: parse_aeth;
             ROCE_READ_RESPONSE_FIRST: parse_aeth;
             ROCE_READ_RESPONSE_LAST: parse_aeth;
@@ -97,14 +104,33 @@ parser GradswitchParser(packet_in packet,
 
     state parse_reth {
         packet.extract(hdr.reth);
-        transition select(hdr.bth.opcode) {
-            ROCE_WRITE_ONLY_IMM: parse_immdt;
+        transition select(hdr.bth.opcode, hdr.udp.length) {
+            (ROCE_WRITE_ONLY_IMM, _): parse_immdt;
+            (ROCE_WRITE_FIRST, AGG_UDP_LENGTH_FIRST): parse_agg;
             default: accept;
         }
     }
 
     state parse_immdt {
         packet.extract(hdr.immdt);
+        transition select(hdr.bth.opcode, hdr.udp.length) {
+            (ROCE_WRITE_LAST_IMM, AGG_UDP_LENGTH_LAST_IMM): parse_agg;
+            default: accept;
+        }
+    }
+
+    // RoCE packets are parsed to the payload only when their length is exactly an aggregation
+    // packet's (other RoCE traffic is forwarded on its headers alone).
+    state check_agg_middle {
+        transition select(hdr.udp.length) {
+            AGG_UDP_LENGTH_MIDDLE: parse_agg;
+            default: accept;
+        }
+    }
+
+    state parse_agg {
+        packet.extract(hdr.agg);
+        packet.extract(hdr.icrc);
         transition accept;
     }
 
@@ -148,6 +174,7 @@ control GradswitchDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.reth);
         packet.emit(hdr.aeth);
         packet.emit(hdr.immdt);
+        packet.emit(hdr.agg);
         packet.emit(hdr.icrc);
     }
 }

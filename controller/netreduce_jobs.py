@@ -1,0 +1,207 @@
+"""NetReduce job life cycle in the controller: create, status, teardown.
+
+Each job gets, on every switch it uses, a region of aggregator cells (its quota: 2 x credits
+x packets per message) and one context slot per member QP; `create` resets the region (so a
+job never sees a previous job's sums), installs the plan of controller/controls/netreduce.py
+and rolls everything back if any write fails; `teardown` deletes the entries and resets the
+registers. Registers are not writable over P4Runtime on BMv2, so resets go through Thrift
+(controller/bmv2_thrift.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from controller.bmv2_thrift import Bmv2Thrift
+from controller.constants import CONFIG
+from controller.controls import netreduce as nr
+from controller.p4rt import Entity, SwitchError
+from controller.paths import BMV2_JSON
+from workers.netreduce_layout import JobLayout
+
+if TYPE_CHECKING:
+    from controller.fabric import Fabric
+
+log = logging.getLogger(__name__)
+
+
+class JobError(RuntimeError):
+    """A job that cannot be created or found: says why (quota, ids, topology)."""
+
+
+@cache
+def register_names() -> dict[str, str]:
+    """Short register name -> the full name BMv2's Thrift API wants."""
+    program = json.loads(Path(BMV2_JSON).read_text())
+    return {r["name"].split(".")[-1]: r["name"] for r in program.get("register_arrays", [])}
+
+
+@dataclass
+class SwitchState:
+    base_cell: int
+    cells: int
+    member_ids: dict[str, int]
+    entries: list[Entity]
+    role: str
+
+
+@dataclass
+class ActiveJob:
+    layout: JobLayout
+    workers: tuple[str, ...]
+    aggregation_switch: str
+    switches: dict[str, SwitchState] = field(default_factory=dict)
+
+
+class JobManager:
+    """The NetReduce jobs of one fabric."""
+
+    def __init__(self, fabric: Fabric) -> None:
+        self.fabric = fabric
+        self.jobs: dict[int, ActiveJob] = {}
+
+    # ---- allocation ----
+
+    def _used(self, switch: str) -> list[tuple[int, int]]:
+        return sorted((s.base_cell, s.cells) for j in self.jobs.values() for sw, s in j.switches.items() if sw == switch)
+
+    def _allocate_cells(self, switch: str, cells: int) -> int:
+        start = 0
+        for base, size in self._used(switch):
+            if base - start >= cells:
+                break
+            start = max(start, base + size)
+        if start + cells > CONFIG.AGG_CELLS:
+            raise JobError(f"{switch}: no room for {cells} aggregator cells "
+                           f"({CONFIG.AGG_CELLS} in all, {sum(s for _, s in self._used(switch))} in use)")
+        return start
+
+    def _allocate_members(self, switch: str, keys: list[str]) -> dict[str, int]:
+        used = {i for j in self.jobs.values() for sw, s in j.switches.items() if sw == switch
+                for i in s.member_ids.values()}
+        free = [i for i in range(CONFIG.AGG_MAX_QPS) if i not in used]
+        if len(free) < len(keys):
+            raise JobError(f"{switch}: no room for {len(keys)} more member QPs ({CONFIG.AGG_MAX_QPS} in all)")
+        return dict(zip(keys, free, strict=False))
+
+    # ---- registers ----
+
+    def _reset(self, switch: str, state: SwitchState) -> None:
+        names = register_names()
+        port = self.fabric.addresses[switch].thrift_port
+        e = CONFIG.AGG_ELEMENTS_PER_PACKET
+        with Bmv2Thrift(port) as thrift:
+            first, last = state.base_cell, state.base_cell + state.cells - 1
+            thrift.register_write_range(names[nr.VALUES], first * e, (last + 1) * e - 1, 0)
+            for reg in nr.REGISTERS_PER_CELL:
+                thrift.register_write_range(names[reg], first, last, 0)
+            for mid in state.member_ids.values():
+                start = mid * CONFIG.AGG_MAX_CREDITS
+                thrift.register_write_range(names[nr.QP_CONTEXT], start, start + CONFIG.AGG_MAX_CREDITS - 1, 0)
+
+    # ---- life cycle ----
+
+    def create(self, job: int, workers: list[str] | tuple[str, ...], credits: int = 4,
+               spine: str | None = None) -> dict[str, Any]:
+        if job in self.jobs:
+            raise JobError(f"job {job} exists; tear it down first")
+        layout = JobLayout(job, len(workers), credits)
+        plan = nr.plan_job(self.fabric.topo, layout, tuple(workers), spine)
+        active = ActiveJob(layout, tuple(workers), plan.aggregation_switch)
+        for sw, sp in plan.switches.items():
+            base = self._allocate_cells(sw, layout.cells)
+            members = self._allocate_members(sw, sp.member_keys)
+            active.switches[sw] = SwitchState(base, layout.cells, members, nr.bind(sp, job, credits, base, members),
+                                              sp.role_name)
+        self.jobs[job] = active  # reserve the allocations while installing
+        installed: list[tuple[str, list[Entity]]] = []
+        try:
+            for sw, state in active.switches.items():
+                self._reset(sw, state)
+                self.fabric.insert(sw, state.entries)
+                installed.append((sw, state.entries))
+        except BaseException:
+            for sw, entries in reversed(installed):
+                try:
+                    self.fabric.delete(sw, list(reversed(entries)))
+                except SwitchError:
+                    log.exception("rollback of job %d on %s failed", job, sw)
+            del self.jobs[job]
+            raise
+        log.info("netreduce job %d: %d workers, %d credits, aggregation at %s", job, len(workers), credits,
+                 plan.aggregation_switch)
+        return self.describe(job)
+
+    def teardown(self, job: int) -> None:
+        active = self._job(job)
+        errors = []
+        for sw, state in active.switches.items():
+            try:
+                self.fabric.delete(sw, list(reversed(state.entries)))
+                self._reset(sw, state)
+            except (SwitchError, RuntimeError) as e:
+                errors.append(f"{sw}: {e}")
+        del self.jobs[job]
+        if errors:
+            raise JobError(f"job {job} torn down with errors: " + "; ".join(errors))
+
+    def teardown_all(self) -> None:
+        for job in list(self.jobs):
+            self.teardown(job)
+
+    # ---- looking ----
+
+    def _job(self, job: int) -> ActiveJob:
+        try:
+            return self.jobs[job]
+        except KeyError:
+            raise JobError(f"no NetReduce job {job} (jobs: {sorted(self.jobs) or 'none'})") from None
+
+    def describe(self, job: int) -> dict[str, Any]:
+        a = self._job(job)
+        return {"job": job, "workers": list(a.workers), "credits": a.layout.credits, "rkey": a.layout.rkey,
+                "initial_psn": a.layout.initial_psn, "aggregation_switch": a.aggregation_switch,
+                "switches": {sw: {"role": s.role, "cells": [s.base_cell, s.base_cell + s.cells - 1],
+                                  "member_qps": len(s.member_ids)} for sw, s in a.switches.items()}}
+
+    def events(self, switch: str, job: int) -> dict[str, int]:
+        names = nr.event_names()
+        cells = self.fabric.read_counter(switch, nr.JOB_EVENTS)
+        base = job * CONFIG.NR_EVENTS
+        return {name: cells[base + i].packets for i, name in names.items() if base + i in cells}
+
+    def port_events(self, switch: str) -> dict[int, dict[str, int]]:
+        names = nr.event_names()
+        out: dict[int, dict[str, int]] = {}
+        for index, value in self.fabric.read_counter(switch, nr.PORT_EVENTS).items():
+            port, event = divmod(index, CONFIG.NR_EVENTS)
+            if value.packets and event in names:
+                out.setdefault(port, {})[names[event]] = value.packets
+        return out
+
+    def slots_in_use(self, switch: str, job: int) -> int:
+        state = self._job(job).switches[switch]
+        with Bmv2Thrift(self.fabric.addresses[switch].thrift_port) as thrift:
+            bitmaps = thrift.register_read_all(register_names()["nr_bitmap"])
+        return sum(1 for b in bitmaps[state.base_cell : state.base_cell + state.cells] if b)
+
+    def status(self, job: int) -> dict[str, Any]:
+        info = self.describe(job)
+        for sw in info["switches"]:
+            info["switches"][sw]["events"] = self.events(sw, job)
+            info["switches"][sw]["cells_in_use"] = self.slots_in_use(sw, job)
+        return info
+
+
+def prepare_experiment(net: Any, cfg: Any, out_dir: Path) -> Any:
+    """Experiment hook: create the NetReduce job on the running network; returns the status reader."""
+    fabric = net.fabric
+    workers = [n.host for n in cfg.workers]
+    credits = int(cfg.extra.get("credits", 4))
+    fabric.netreduce_create(cfg.job_id, workers, credits)
+    return lambda: {"netreduce": fabric.netreduce_status(cfg.job_id)}

@@ -1,0 +1,434 @@
+/*
+ * NetReduce: in-network gradient reduction on RoCE v2 Reliable Connections.
+ * The design (packet format, slot life cycle, loss, credits, hierarchy) is docs/netreduce.md.
+ *
+ * NetReduce (ingress) identifies members' packets, places them in aggregator cells (the
+ * first packet of a message carries the place in its RETH; later packets use per-QP
+ * context plus their PSN offset), sums them in registers inside one action, and on
+ * completion multicasts the result. NetReduceEgress rewrites each copy into one worker's
+ * connection and recomputes the ICRC, so unmodified RoCE receivers accept it.
+ */
+#ifndef _GRADSWITCH_NETREDUCE_P4_
+#define _GRADSWITCH_NETREDUCE_P4_
+
+#if (1 << AGG_MESSAGE_BYTES_LOG2) != AGG_PACKETS_PER_MESSAGE * AGG_ELEMENTS_PER_PACKET * 4
+#error "AGG_MESSAGE_BYTES_LOG2 must be log2 of a message's bytes"
+#endif
+#if (1 << AGG_PACKETS_PER_MESSAGE_LOG2) != AGG_PACKETS_PER_MESSAGE
+#error "AGG_PACKETS_PER_MESSAGE_LOG2 must be log2 of AGG_PACKETS_PER_MESSAGE"
+#endif
+
+// The invariant fields of IPv4 / UDP / BTH that start the ICRC (TOS, TTL, checksums, FECN, BECN and
+// the reserved bits are replaced by ones), after 8 bytes of ones standing for the LRH.
+#define ICRC_PREFIX \
+    64w0xFFFFFFFFFFFFFFFF, \
+    hdr.ipv4.version, hdr.ipv4.ihl, 8w0xFF, hdr.ipv4.total_len, hdr.ipv4.identification, \
+    hdr.ipv4.flags, hdr.ipv4.frag_offset, 8w0xFF, hdr.ipv4.protocol, 16w0xFFFF, \
+    hdr.ipv4.src_addr, hdr.ipv4.dst_addr, \
+    hdr.udp.src_port, hdr.udp.dst_port, hdr.udp.length, 16w0xFFFF, \
+    hdr.bth.opcode, hdr.bth.se, hdr.bth.mig_req, hdr.bth.pad_count, hdr.bth.tver, hdr.bth.pkey, \
+    8w0xFF, hdr.bth.dest_qp, hdr.bth.ack_req, hdr.bth.resv7, hdr.bth.psn
+
+// Outcome of a packet at its cell.
+const bit<8> NR_OUT_NONE = 0;
+const bit<8> NR_OUT_ABSORBED = 1;   // added; the cell waits for more members
+const bit<8> NR_OUT_COMPLETE = 2;   // added and complete (or a parent's result stored): emit
+const bit<8> NR_OUT_RESEND = 3;     // retransmission for a complete cell: answer with what the cell holds
+const bit<8> NR_OUT_DUPLICATE = 4;  // retransmission for a cell still waiting: drop
+const bit<8> NR_OUT_NO_CREDIT = 5;  // the slot still holds an older message (over-sending): drop
+const bit<8> NR_OUT_STALE = 6;      // the message is older than the slot's: drop
+
+// Message numbers are PSN >> AGG_PACKETS_PER_MESSAGE_LOG2: 22 bits.
+#define NR_MSG_MASK 0x3FFFFF
+#define NR_MSG_HALF 0x200000
+// Per-QP context entry: valid (bit 31) | window index (bits 22-29) | message number (bits 0-21).
+#define NR_CTX_VALID 0x80000000
+
+// One element of a contribution: fresh -> take the payload, add -> sum, otherwise keep;
+// the packet leaves carrying what the cell now holds.
+#define NR_ADD(i) \
+    bit<32> v##i; \
+    nr_values.read(v##i, vbase + i); \
+    v##i = fresh ? hdr.agg.e##i : (add ? v##i + hdr.agg.e##i : v##i); \
+    nr_values.write(vbase + i, v##i); \
+    hdr.agg.e##i = v##i;
+
+// One element of a parent's result: stored when it is for the cell's current message.
+#define NR_STORE(i) \
+    bit<32> r##i; \
+    nr_values.read(r##i, vbase + i); \
+    r##i = current ? hdr.agg.e##i : r##i; \
+    nr_values.write(vbase + i, r##i);
+
+#define NR_PAYLOAD(i) hdr.agg.e##i
+
+control NetReduce(inout headers_t hdr,
+                  inout local_metadata_t meta,
+                  inout standard_metadata_t std_meta) {
+
+    // Events (NR_EV_*) per job and per ingress port.
+    counter(AGG_MAX_JOBS * NR_EVENTS, CounterType.packets) nr_job_events;
+    counter(MAX_PORTS * NR_EVENTS, CounterType.packets) nr_port_events;
+
+    // The sums: AGG_ELEMENTS_PER_PACKET values per cell.
+    register<bit<32>>(AGG_CELLS * AGG_ELEMENTS_PER_PACKET) nr_values;
+    // Members that contributed to the cell's current message.
+    register<bit<32>>(AGG_CELLS) nr_bitmap;
+    // How many.
+    register<bit<32>>(AGG_CELLS) nr_count;
+    // The cell's current message number.
+    register<bit<32>>(AGG_CELLS) nr_message;
+    // Leaf: the parent's result for the cell's message has arrived (the cell holds the result, not the partial).
+    register<bit<8>>(AGG_CELLS) nr_final;
+    // Per member QP, per message in flight (message mod AGG_MAX_CREDITS): window index learned at the first packet.
+    register<bit<32>>(AGG_MAX_QPS * AGG_MAX_CREDITS) nr_qp_context;
+
+    // ---- who is who ----
+
+    action set_member(bit<8> job, bit<8> member_bit, bit<16> member_id, bit<8> peer_index, bit<8> kind) {
+        meta.nr.job = job;
+        meta.nr.member_bit = member_bit;
+        meta.nr.member_id = member_id;
+        meta.nr.peer_index = peer_index;
+        meta.nr.kind = kind;
+    }
+
+    // A worker's (or child switch's, or the parent's) QP: ingress port, source address, destination QP.
+    table nr_members {
+        key = {
+            std_meta.ingress_port: exact;
+            hdr.ipv4.src_addr: exact;
+            hdr.bth.dest_qp: exact;
+        }
+        actions = {
+            set_member;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = AGG_MAX_QPS;
+    }
+
+    action set_job(bit<32> base_cell, bit<8> credits, bit<8> members, bit<8> role, bit<16> group_base) {
+        meta.nr.base_cell = base_cell;
+        meta.nr.credits = credits;
+        meta.nr.members = members;
+        meta.nr.role = role;
+        meta.nr.group_base = group_base;
+    }
+
+    table nr_jobs {
+        key = {
+            meta.nr.job: exact;
+        }
+        actions = {
+            set_job;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = AGG_MAX_JOBS;
+    }
+
+    action claim(bit<8> job) {
+        meta.nr.claims = true;
+        meta.nr.job = job;
+    }
+
+    // The job a first packet names by its RETH rkey.
+    table nr_job_keys {
+        key = {
+            hdr.reth.rkey: exact;
+        }
+        actions = {
+            claim;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = AGG_MAX_JOBS;
+    }
+
+    // The job a packet names by the connection it is sent on.
+    table nr_job_connections {
+        key = {
+            hdr.ipv4.dst_addr: exact;
+            hdr.bth.dest_qp: exact;
+        }
+        actions = {
+            claim;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = AGG_MAX_QPS;
+    }
+
+    // Host-facing ports: only there may a packet that claims a job be refused for not being a member.
+    table nr_host_ports {
+        key = {
+            std_meta.ingress_port: exact;
+        }
+        actions = {
+            NoAction;
+        }
+        size = MAX_PORTS;
+    }
+
+    // ---- where a packet goes ----
+
+    // First packet: its RETH says where the message sits in the job's window; remember it for the
+    // message's later packets.
+    action learn_context() {
+        meta.nr.msg = (bit<32>)(hdr.bth.psn >> AGG_PACKETS_PER_MESSAGE_LOG2);
+        bit<64> window = hdr.reth.virtual_addr >> AGG_MESSAGE_BYTES_LOG2;
+        bit<64> limit = ((bit<64>)meta.nr.credits) << 1;
+        bool aligned = (hdr.bth.psn & (AGG_PACKETS_PER_MESSAGE - 1)) == 0
+            && (hdr.reth.virtual_addr & ((1 << AGG_MESSAGE_BYTES_LOG2) - 1)) == 0
+            && hdr.reth.dma_length == (1 << AGG_MESSAGE_BYTES_LOG2);
+        meta.nr.context_ok = aligned && window < limit;
+        meta.nr.window = (bit<8>)window;
+        bit<32> index = (bit<32>)meta.nr.member_id * AGG_MAX_CREDITS + (meta.nr.msg & (AGG_MAX_CREDITS - 1));
+        bit<32> old;
+        nr_qp_context.read(old, index);
+        bit<32> entry = NR_CTX_VALID | (((bit<32>)meta.nr.window) << 22) | (meta.nr.msg & NR_MSG_MASK);
+        nr_qp_context.write(index, meta.nr.context_ok ? entry : old);
+    }
+
+    // Middle and last packets: the window index learned at their message's first packet.
+    action recall_context() {
+        meta.nr.msg = (bit<32>)(hdr.bth.psn >> AGG_PACKETS_PER_MESSAGE_LOG2);
+        bit<32> index = (bit<32>)meta.nr.member_id * AGG_MAX_CREDITS + (meta.nr.msg & (AGG_MAX_CREDITS - 1));
+        bit<32> entry;
+        nr_qp_context.read(entry, index);
+        meta.nr.window = (bit<8>)(entry >> 22);
+        meta.nr.context_ok = (entry & NR_CTX_VALID) != 0 && (entry & NR_MSG_MASK) == meta.nr.msg;
+    }
+
+    // The packet's cell, and the same position in the slot's other shadow copy.
+    action locate() {
+        bit<32> offset = (bit<32>)(hdr.bth.psn & (AGG_PACKETS_PER_MESSAGE - 1));
+        bit<32> credits = (bit<32>)meta.nr.credits;
+        bit<32> window = (bit<32>)meta.nr.window;
+        bit<32> other = window >= credits ? window - credits : window + credits;
+        meta.nr.cell = meta.nr.base_cell + (window << AGG_PACKETS_PER_MESSAGE_LOG2) + offset;
+        meta.nr.other_cell = meta.nr.base_cell + (other << AGG_PACKETS_PER_MESSAGE_LOG2) + offset;
+    }
+
+    // ---- the aggregation (one action: the whole read-modify-write is atomic) ----
+
+    action contribute() {
+        bit<32> bitmap;
+        bit<32> other;
+        bit<32> count;
+        bit<32> msg;
+        bit<8> fin;
+        nr_bitmap.read(bitmap, meta.nr.cell);
+        nr_bitmap.read(other, meta.nr.other_cell);
+        nr_count.read(count, meta.nr.cell);
+        nr_message.read(msg, meta.nr.cell);
+        nr_final.read(fin, meta.nr.cell);
+        bit<32> mask = 32w1 << meta.nr.member_bit;
+        bit<32> members = (bit<32>)meta.nr.members;
+        bool mine = (bitmap & mask) != 0;
+        bool same = msg == meta.nr.msg;
+        bool fresh = !mine && bitmap == 0;
+        bool add = !mine && bitmap != 0 && same;
+        bool accept = fresh || add;
+        bool behind = ((meta.nr.msg - msg) & NR_MSG_MASK) >= NR_MSG_HALF;
+        bit<32> new_count = fresh ? 32w1 : (add ? count + 1 : count);
+        meta.nr.outcome = mine
+            ? (same ? (count == members ? NR_OUT_RESEND : NR_OUT_DUPLICATE) : NR_OUT_STALE)
+            : (accept ? (new_count == members ? NR_OUT_COMPLETE : NR_OUT_ABSORBED)
+                      : (behind ? NR_OUT_STALE : NR_OUT_NO_CREDIT));
+        meta.nr.holds_result = fin == 1;
+        nr_count.write(meta.nr.cell, new_count);
+        nr_message.write(meta.nr.cell, fresh ? meta.nr.msg : msg);
+        nr_final.write(meta.nr.cell, fresh ? 8w0 : fin);
+        nr_bitmap.write(meta.nr.cell, accept ? (bitmap | mask) : bitmap);
+        nr_bitmap.write(meta.nr.other_cell, accept ? (other & ~mask) : other);
+        bit<32> vbase = meta.nr.cell * AGG_ELEMENTS_PER_PACKET;
+        AGG_FOR_EACH(NR_ADD)
+    }
+
+    // A parent's result: store it in the cell (if it is for the cell's message) and mark it final.
+    action store_result() {
+        bit<32> msg;
+        bit<8> fin;
+        nr_message.read(msg, meta.nr.cell);
+        nr_final.read(fin, meta.nr.cell);
+        bool current = msg == meta.nr.msg;
+        meta.nr.outcome = current ? NR_OUT_COMPLETE : NR_OUT_STALE;
+        nr_final.write(meta.nr.cell, current ? 8w1 : fin);
+        bit<32> vbase = meta.nr.cell * AGG_ELEMENTS_PER_PACKET;
+        AGG_FOR_EACH(NR_STORE)
+    }
+
+    // ---- bookkeeping ----
+
+    action count_event(bit<32> event) {
+        nr_job_events.count((bit<32>)meta.nr.job * NR_EVENTS + event);
+        nr_port_events.count((bit<32>)std_meta.ingress_port * NR_EVENTS + event);
+    }
+
+    action refuse(bit<32> event) {
+        count_event(event);
+        meta.nr.consumed = true;
+        drop_with_reason(meta, std_meta, DROP_NETREDUCE_REFUSED);
+    }
+
+    action emit(bit<16> group) {
+        std_meta.mcast_grp = group;
+        meta.nr.emit = true;
+        meta.nr.consumed = true;
+    }
+
+    action absorb() {
+        meta.nr.consumed = true;
+        mark_to_drop(std_meta);
+    }
+
+    apply {
+        meta.nr.consumed = false;
+        meta.nr.emit = false;
+        if (!hdr.bth.isValid() || hdr.bth.opcode == ROCE_ACKNOWLEDGE) {
+            return;
+        }
+        if (!nr_members.apply().hit) {
+            // Not a member: refused if it claims a job from a host port, else plain RoCE traffic.
+            if (hdr.reth.isValid()) {
+                nr_job_keys.apply();
+            }
+            if (!meta.nr.claims) {
+                nr_job_connections.apply();
+            }
+            if (meta.nr.claims && nr_host_ports.apply().hit) {
+                refuse(NR_EV_NOT_MEMBER);
+            }
+            return;
+        }
+        if (!nr_jobs.apply().hit) {
+            refuse(NR_EV_NOT_MEMBER);
+            return;
+        }
+        bool first = hdr.bth.opcode == ROCE_WRITE_FIRST;
+        bool later = hdr.bth.opcode == ROCE_WRITE_MIDDLE || hdr.bth.opcode == ROCE_WRITE_LAST_IMM;
+        if (!hdr.agg.isValid() || !(first || later)) {
+            refuse(NR_EV_MALFORMED);
+            return;
+        }
+        if (first) {
+            learn_context();
+            if (!meta.nr.context_ok) {
+                refuse(NR_EV_MALFORMED);
+                return;
+            }
+        } else {
+            recall_context();
+            if (!meta.nr.context_ok) {
+                refuse(NR_EV_NO_CONTEXT);
+                return;
+            }
+        }
+        locate();
+        if (meta.nr.cell >= AGG_CELLS || meta.nr.other_cell >= AGG_CELLS) {
+            refuse(NR_EV_MALFORMED);
+            return;
+        }
+        if (meta.nr.kind == NR_MEMBER_PARENT) {
+            store_result();
+            if (meta.nr.outcome == NR_OUT_COMPLETE) {
+                count_event(NR_EV_RESULT_DOWN);
+                emit(meta.nr.group_base);
+            } else {
+                refuse(NR_EV_STALE);
+            }
+            return;
+        }
+        contribute();
+        if (meta.nr.outcome == NR_OUT_COMPLETE) {
+            count_event(NR_EV_CONTRIBUTION);
+            count_event(NR_EV_COMPLETION);
+            if (meta.nr.role == NR_ROLE_LEAF) {
+                count_event(NR_EV_PARTIAL_UP);
+                emit(meta.nr.group_base + 1);
+            } else {
+                emit(meta.nr.group_base);
+            }
+        } else if (meta.nr.outcome == NR_OUT_ABSORBED) {
+            count_event(NR_EV_CONTRIBUTION);
+            absorb();
+        } else if (meta.nr.outcome == NR_OUT_RESEND) {
+            if (meta.nr.role == NR_ROLE_LEAF && !meta.nr.holds_result) {
+                count_event(NR_EV_PARTIAL_UP);
+                emit(meta.nr.group_base + 1);
+            } else {
+                count_event(NR_EV_RETRANSMITTED_RESULT);
+                emit(meta.nr.group_base + 8 + (bit<16>)meta.nr.peer_index);
+            }
+        } else if (meta.nr.outcome == NR_OUT_DUPLICATE) {
+            refuse(NR_EV_DUPLICATE);
+        } else if (meta.nr.outcome == NR_OUT_NO_CREDIT) {
+            refuse(NR_EV_NO_CREDIT);
+        } else {
+            refuse(NR_EV_STALE);
+        }
+    }
+}
+
+// Egress: rewrite a result (or partial) copy into the connection its egress_rid names, then
+// recompute the ICRC over the invariant fields and the new payload.
+control NetReduceEgress(inout headers_t hdr,
+                        inout local_metadata_t meta,
+                        inout standard_metadata_t std_meta) {
+
+    action rewrite(ipv4_addr_t src_addr, ipv4_addr_t dst_addr, mac_addr_t dst_mac, qpn_t dest_qp, bit<16> src_port) {
+        hdr.ipv4.src_addr = src_addr;
+        hdr.ipv4.dst_addr = dst_addr;
+        hdr.ipv4.ttl = 64;
+        hdr.ethernet.dst_addr = dst_mac;
+        hdr.udp.src_port = src_port;
+        hdr.udp.checksum = 0;
+        hdr.bth.dest_qp = dest_qp;
+        hdr.bth.fecn = 0;
+        hdr.bth.becn = 0;
+        hdr.bth.resv6 = 0;
+        meta.routed = true;
+    }
+
+    action drop_unconfigured() {
+        drop_with_reason(meta, std_meta, DROP_NETREDUCE_REFUSED);
+    }
+
+    table nr_connections {
+        key = {
+            meta.nr.job: exact;
+            std_meta.egress_rid: exact;
+        }
+        actions = {
+            rewrite;
+            drop_unconfigured;
+        }
+        default_action = drop_unconfigured();
+        size = AGG_MAX_QPS;
+    }
+
+    apply {
+        if (nr_connections.apply().hit) {
+            bit<32> crc;
+            if (hdr.reth.isValid()) {
+                hash(crc, HashAlgorithm.crc32, 32w0,
+                     { ICRC_PREFIX, hdr.reth.virtual_addr, hdr.reth.rkey, hdr.reth.dma_length, AGG_LIST(NR_PAYLOAD) },
+                     33w0x100000000);
+            } else if (hdr.immdt.isValid()) {
+                hash(crc, HashAlgorithm.crc32, 32w0,
+                     { ICRC_PREFIX, hdr.immdt.data, AGG_LIST(NR_PAYLOAD) },
+                     33w0x100000000);
+            } else {
+                hash(crc, HashAlgorithm.crc32, 32w0,
+                     { ICRC_PREFIX, AGG_LIST(NR_PAYLOAD) },
+                     33w0x100000000);
+            }
+            // The ICRC goes on the wire least significant byte first.
+            hdr.icrc.value = crc[7:0] ++ crc[15:8] ++ crc[23:16] ++ crc[31:24];
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,115 @@
+"""A Python model of one flat NetReduce switch, for tests of the workers without BMv2.
+
+It follows docs/netreduce.md (the same slot life cycle, credits check and result rewriting as
+p4src/include/controls/netreduce.p4) on an in-memory network: datagrams sent to any address
+pass through `NetReduceHub.deliver`, which aggregates the job's contributions and forwards
+everything else. It is a model for testing the hosts' side; the switch itself is tested on
+BMv2 (tests/bmv2, tests/mininet).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field, replace
+
+from roce.headers import HeaderError, Opcode, Transport
+from roce.memlink import MemoryHub
+from roce.wire import build_ipv4, parse_ipv4, udp_source_port
+from workers.netreduce_layout import ELEMENTS, PACKETS, JobLayout, qpn
+
+
+@dataclass
+class Cell:
+    values: list[int] = field(default_factory=lambda: [0] * ELEMENTS)
+    bitmap: int = 0
+    count: int = 0
+    message: int = -1
+
+
+class NetReduceHub(MemoryHub):
+    """An in-memory network whose one switch aggregates a NetReduce job."""
+
+    def __init__(self, layout: JobLayout, ips: list[str], loss: float = 0.0, seed: int = 0) -> None:
+        super().__init__(loss, seed)
+        self.layout = layout
+        self.ips = ips
+        self.members = {(ip, qpn(layout.peer(r), r, layout.job)): r for r, ip in enumerate(ips)}
+        self.cells = [Cell() for _ in range(layout.cells)]
+        self.context: dict[tuple[int, int], tuple[int, int]] = {}  # (rank, msg mod MAX) -> (msg, window)
+        self.events: dict[str, int] = {}
+
+    def _event(self, name: str) -> None:
+        self.events[name] = self.events.get(name, 0) + 1
+
+    def deliver(self, datagram: bytes, dst_ip: str) -> None:
+        try:
+            d = parse_ipv4(datagram)
+        except HeaderError:
+            super().deliver(datagram, dst_ip)
+            return
+        rank = self.members.get((d.src, d.transport.bth.dest_qp))
+        if rank is None or d.transport.opcode == Opcode.ACKNOWLEDGE:
+            super().deliver(datagram, dst_ip)
+            return
+        with self._lock:
+            if self.loss > 0 and self._rnd.random() < self.loss:  # lost on the way to the switch
+                self.dropped += 1
+                return
+            self._contribution(rank, d.transport)
+
+    def _contribution(self, rank: int, t: Transport) -> None:
+        lay = self.layout
+        if len(t.payload) != ELEMENTS * 4 or t.opcode not in (Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE,
+                                                                Opcode.WRITE_LAST_IMM):
+            self._event("malformed")
+            return
+        msg = t.bth.psn >> 2
+        slot = (rank, msg % 8)
+        if t.opcode == Opcode.WRITE_FIRST:
+            assert t.reth is not None
+            window = t.reth.virtual_addr >> 10
+            if t.bth.psn % PACKETS or window >= 2 * lay.credits:
+                self._event("malformed")
+                return
+            self.context[slot] = (msg, window)
+        elif self.context.get(slot, (None, 0))[0] != msg:
+            self._event("no-context")
+            return
+        window = self.context[slot][1]
+        other = window - lay.credits if window >= lay.credits else window + lay.credits
+        offset = t.bth.psn % PACKETS
+        cell, twin = self.cells[window * PACKETS + offset], self.cells[other * PACKETS + offset]
+        mask = 1 << rank
+        payload = list(struct.unpack(f"!{ELEMENTS}i", t.payload))
+        if cell.bitmap & mask:
+            if cell.message == msg and cell.count == lay.workers:
+                self._event("retransmitted-result")
+                self._emit(t, cell.values, [rank])
+            else:
+                self._event("duplicate")
+            return
+        if cell.bitmap == 0:
+            cell.values, cell.count, cell.message = payload, 1, msg
+        elif cell.message == msg:
+            cell.values = [(a + b + 2**31) % 2**32 - 2**31 for a, b in zip(cell.values, payload, strict=True)]
+            cell.count += 1
+        else:
+            self._event("no-credit")
+            return
+        cell.bitmap |= mask
+        twin.bitmap &= ~mask
+        self._event("contribution")
+        if cell.count == lay.workers:
+            self._event("completion")
+            self._emit(t, cell.values, list(range(lay.workers)))
+
+    def _emit(self, t: Transport, values: list[int], senders: list[int]) -> None:
+        """The completing packet, with the sums, rewritten into each sender's connection."""
+        lay = self.layout
+        payload = struct.pack(f"!{ELEMENTS}i", *values)
+        for j in senders:
+            p = lay.peer(j)
+            bth = replace(t.bth, dest_qp=qpn(p, j, lay.job), fecn=False, becn=False)
+            out = Transport(bth, payload, reth=t.reth, imm=t.imm)
+            datagram = build_ipv4(out, self.ips[j], self.ips[p], src_port=udp_source_port(qpn(j, p, lay.job)))
+            MemoryHub.deliver(self, datagram, self.ips[p])

@@ -1,0 +1,96 @@
+"""NetReduce worker: all-reduce by the switches, over an ordinary RC connection to the next worker.
+
+Worker w writes its gradient, message by message, on its QP to w+1; the switches sum the
+N workers' messages and deliver the sum on every connection, so w receives the result on its
+QP from w-1, in the region that mirrors the job's aggregation window (docs/netreduce.md).
+Credits: message k+C is sent only when the result of message k has arrived and message k
+is fully acknowledged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workers.comm import Comm, WorkerLoop
+from workers.netreduce_layout import MESSAGE_BYTES, MESSAGE_ELEMENTS, JobLayout
+from workers.tensors import Int32Array, from_wire, to_wire
+
+
+def layout_of(comm: Comm) -> JobLayout:
+    cfg = comm.cfg
+    return JobLayout(cfg.job_id, len(cfg.workers), int(cfg.extra.get("credits", 4)))  # type: ignore[call-overload]
+
+
+class NetReduceWorker:
+    def __init__(self, comm: Comm) -> None:
+        self.comm = comm
+        self.layout = layout_of(comm)
+        ranks = [w.node_id for w in comm.cfg.workers]
+        self.rank = ranks.index(comm.me.node_id)
+        self.peer = ranks[self.layout.peer(self.rank)]
+        self.sender = ranks[self.layout.sender_to(self.rank)]
+        if comm.cfg.mtu != 256:
+            raise ValueError("NetReduce packets are 256-byte: the job's MTU must be 256")
+        self.send_qp = comm.qp(self.peer, initial_psn=self.layout.initial_psn)
+        self.recv_qp = comm.qp(self.sender, initial_psn=self.layout.initial_psn)
+        self.region = comm.register(self.layout.rkey, self.layout.window_messages * MESSAGE_BYTES)
+        self.loop = WorkerLoop(comm, self.allreduce)
+        self.k = 0  # next message number (continues over tensors and iterations)
+        self.wr_of: dict[int, int] = {}  # message -> work request id, until acknowledged
+        self.results: set[int] = set()  # messages whose result arrived, until their credit is used
+        self.stats = {"messages": 0, "credit_waits": 0}
+
+    def _credit(self, k: int) -> bool:
+        """May message k be sent? Its slot copy is free once message k - C is done here."""
+        old = k - self.layout.credits
+        if old < 0:
+            return True
+        acked = self.comm.acked[self.send_qp.cfg.qpn]
+        return old in self.results and self.wr_of.get(old) in acked
+
+    def _release(self, k: int) -> None:
+        old = k - self.layout.credits
+        if old >= 0:
+            self.results.discard(old)
+            self.comm.acked[self.send_qp.cfg.qpn].discard(self.wr_of.pop(old, -1))
+
+    def allreduce(self, iteration: int, index: int, data: Int32Array) -> Int32Array:
+        n = len(data)
+        count = max(1, -(-n // MESSAGE_ELEMENTS))
+        padded = np.zeros(count * MESSAGE_ELEMENTS, dtype=np.int32)
+        padded[:n] = data
+        out = np.empty_like(padded)
+        first = self.k
+        sent = 0
+        done = 0
+        tags = self.comm.tags[self.recv_qp.cfg.qpn]
+        view = memoryview(self.region.buffer)
+        while done < count:
+            while sent < count and self._credit(first + sent):
+                k = first + sent
+                self._release(k)
+                chunk = padded[sent * MESSAGE_ELEMENTS : (sent + 1) * MESSAGE_ELEMENTS]
+                wr = self.send_qp.requester.post_write(to_wire(chunk), self.layout.va(k), self.layout.rkey,
+                                                       imm=self.layout.imm(k))
+                self.wr_of[k] = wr.wr_id
+                sent += 1
+                self.stats["messages"] += 1
+            k = first + done
+            if self.layout.imm(k) not in tags:
+                if sent < count and not self._credit(first + sent):
+                    self.stats["credit_waits"] += 1
+                self.comm.wait_any(lambda: self.layout.imm(first + done) in tags or
+                                   (sent < count and self._credit(first + sent)),
+                                   f"the result of message {k} (tensor {index})")
+                continue
+            tags.pop(self.layout.imm(k))
+            va = self.layout.va(k)
+            out[done * MESSAGE_ELEMENTS : (done + 1) * MESSAGE_ELEMENTS] = from_wire(
+                view[va : va + MESSAGE_BYTES], MESSAGE_ELEMENTS)
+            self.results.add(k)
+            done += 1
+        self.k = first + count
+        return out[:n]
+
+    def report(self) -> dict[str, object]:
+        return {"netreduce": dict(self.stats)}

@@ -1,0 +1,76 @@
+"""What NetReduce workers and the switches agree on for a job (docs/netreduce.md).
+
+Both sides derive every number from the job id and the credit count, so nothing is
+exchanged at start-up: the controller programs the switches with these values and the
+workers put them in their packets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.constants import CONFIG
+from workers.config import qpn
+
+__all__ = ["JobLayout", "qpn"]
+
+ELEMENTS = CONFIG.AGG_ELEMENTS_PER_PACKET  # int32 values per packet
+PACKETS = CONFIG.AGG_PACKETS_PER_MESSAGE  # packets per message
+PACKET_BYTES = ELEMENTS * 4
+MESSAGE_ELEMENTS = ELEMENTS * PACKETS
+MESSAGE_BYTES = 1 << CONFIG.AGG_MESSAGE_BYTES_LOG2
+MTU = PACKET_BYTES  # RoCE MTU 256: every packet of a message is full
+
+assert MESSAGE_BYTES == MESSAGE_ELEMENTS * 4, "config.p4: AGG_MESSAGE_BYTES_LOG2 disagrees with the packet sizes"
+
+
+@dataclass(frozen=True)
+class JobLayout:
+    job: int  # job id (index of the job's counters and multicast groups on the switches)
+    workers: int  # N
+    credits: int  # C: messages in flight per worker; the window holds 2C messages
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.job < CONFIG.AGG_MAX_JOBS:
+            raise ValueError(f"job id {self.job} outside 1..{CONFIG.AGG_MAX_JOBS - 1}")
+        if not 1 <= self.credits <= CONFIG.AGG_MAX_CREDITS:
+            raise ValueError(f"credits {self.credits} outside 1..{CONFIG.AGG_MAX_CREDITS}")
+        if not 2 <= self.workers <= CONFIG.AGG_MAX_MEMBERS:
+            raise ValueError(f"{self.workers} workers: a NetReduce job has 2..{CONFIG.AGG_MAX_MEMBERS}")
+
+    @property
+    def rkey(self) -> int:
+        """The job's key: in every first packet's RETH and the receivers' result region."""
+        return 0x4E520000 | self.job  # "NR"
+
+    @property
+    def initial_psn(self) -> int:
+        """Every job QP starts here (a multiple of PACKETS), so a message has the same PSNs on every connection."""
+        return (self.job * 0x10000 + 0x100) & 0xFFFFFF & ~(PACKETS - 1)
+
+    @property
+    def window_messages(self) -> int:
+        return 2 * self.credits
+
+    @property
+    def cells(self) -> int:
+        """Aggregator cells the job needs on each switch (its quota)."""
+        return self.window_messages * PACKETS
+
+    def window(self, k: int) -> int:
+        """Place of message k in the window: slot k mod C, shadow copy (k div C) mod 2."""
+        return k % self.credits + self.credits * ((k // self.credits) % 2)
+
+    def va(self, k: int) -> int:
+        return self.window(k) * MESSAGE_BYTES
+
+    def imm(self, k: int) -> int:
+        return k & 0xFFFFFFFF
+
+    def peer(self, rank: int) -> int:
+        """Worker `rank` sends its gradient on its QP to rank + 1 (mod N)."""
+        return (rank + 1) % self.workers
+
+    def sender_to(self, rank: int) -> int:
+        """The worker whose connection `rank` receives its results on."""
+        return (rank - 1) % self.workers
