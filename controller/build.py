@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.paths import BMV2_JSON, P4_PROGRAM, P4INFO
+from controller.paths import BMV2_JSON, P4_PROGRAM, P4INFO, REPO_ROOT
 
 P4C = "p4c-bm2-ss"
 
@@ -28,9 +28,12 @@ def compile_program(program: Path = P4_PROGRAM, json_out: Path = BMV2_JSON, p4in
     if shutil.which(P4C) is None:
         raise BuildError(f"{P4C} is not on PATH (see `gradswitch doctor`)")
     json_out.parent.mkdir(parents=True, exist_ok=True)
+    # Compiled from the repository root with a relative source path, so the JSON's source
+    # references are the same on every machine (the freshness test compares the files).
+    source = program.resolve().relative_to(REPO_ROOT) if program.resolve().is_relative_to(REPO_ROOT) else program
     cmd = [P4C, "--arch", "v1model", "--std", "p4-16", "--Werror",
-           "--p4runtime-files", str(p4info_out), "-o", str(json_out), str(program)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+           "--p4runtime-files", str(p4info_out.resolve()), "-o", str(json_out.resolve()), str(source)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT)
     output = (proc.stdout + proc.stderr).strip()
     if proc.returncode != 0:
         raise BuildError(f"{P4C} failed ({proc.returncode}):\n{output}")

@@ -123,15 +123,22 @@ class TraceSwitch:
         assert self.session is not None
         return sum(c.packets for c in self.session.read_counter(port_counters.PORT_RX).values())
 
-    def wait(self, expected_out: dict[int, int], timeout: float = 30.0) -> None:
-        """Poll until the switch took every input packet and wrote at least the expected counts."""
+    def drops(self) -> dict[str, int]:
+        assert self.session is not None
+        return port_counters.drops(self.session)
+
+    def wait(self, expected_out: dict[int, int], timeout: float = 30.0, drops: int = 0, packet_ins: int = 0) -> None:
+        """Poll until the switch took every input packet, wrote at least the expected counts,
+        counted at least `drops` dropped packets and sent at least `packet_ins` to the controller."""
         def done() -> bool:
             for w in self._writers.values():
                 if w.error is not None:
                     raise RuntimeError(f"feeding {w.path} failed: {w.error}")
-            if self.received() < self._fed:
+            if self.received() < self._fed or len(self.packet_ins) < packet_ins:
                 return False
-            return all(len(read_pcap(self.out_path(p))) >= n for p, n in expected_out.items())
+            if not all(len(read_pcap(self.out_path(p))) >= n for p, n in expected_out.items()):
+                return False
+            return drops == 0 or sum(self.drops().values()) >= drops
 
         try:
             wait_until(done, timeout, interval=0.05, what="the switch to process the trace")
@@ -163,13 +170,14 @@ class TraceSwitch:
 
 
 def run_trace(ports: Sequence[int], entities: Iterable[Entity], packets: Sequence[tuple[int, bytes]],
-              expected_out: dict[int, int], timeout: float = 30.0, run_dir: Path | None = None) -> ReplayResult:
+              expected_out: dict[int, int], timeout: float = 30.0, run_dir: Path | None = None, drops: int = 0,
+              packet_ins: int = 0) -> ReplayResult:
     """Start a switch, program it, replay the packets, wait for the expected counts, stop."""
     switch = TraceSwitch(ports, run_dir=run_dir)
     switch.start(entities)
     try:
         switch.replay(packets)
-        switch.wait(expected_out, timeout)
+        switch.wait(expected_out, timeout, drops, packet_ins)
     finally:
         result = switch.stop()
     return result

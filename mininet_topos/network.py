@@ -25,6 +25,7 @@ from typing import Any
 from controller.fabric import GRPC_BASE_PORT, THRIFT_BASE_PORT, Fabric, switch_addresses
 from controller.paths import runtime_dir
 from controller.topology import Topology
+from mininet_topos.shaping import shape
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,6 @@ class GradNetwork:
 
     def start(self) -> GradNetwork:
         preflight()
-        from mininet.link import TCLink
         from mininet.log import setLogLevel
         from mininet.net import Mininet
 
@@ -109,7 +109,7 @@ class GradNetwork:
         setLogLevel("warning")
         self._trap_signals()
         self.net = Mininet(topo=None, build=False, controller=None, host=GradHost, switch=Bmv2Switch,
-                           link=TCLink, autoSetMacs=False, waitConnected=False)
+                           autoSetMacs=False, waitConnected=False)
         for h in self.topo.hosts:
             self.net.addHost(h.name, ip=f"{h.ip}/{h.prefix_len}", mac=h.mac)
         for s in self.topo.switches:
@@ -118,14 +118,17 @@ class GradNetwork:
                                thrift_port=addr.thrift_port, run_dir=self.run_dir,
                                log_level=self.options.log_level, pcap=self.options.pcap)
         for lk in self.topo.links:
-            params: dict[str, Any] = {"bw": lk.bw_mbps} if lk.bw_mbps else {}
-            self.net.addLink(lk.a, lk.b, port1=lk.a_port, port2=lk.b_port, **params)
+            self.net.addLink(lk.a, lk.b, port1=lk.a_port, port2=lk.b_port)
         try:
             self.net.build()
             for node in self.net.hosts + self.net.switches:
                 for intf in node.intfList():
                     if intf.name != "lo":
                         node.cmd(f"ip link set dev {intf.name} mtu {self.options.mtu}")
+            for lk in self.topo.links:
+                if lk.bw_mbps:
+                    for name, port in ((lk.a, lk.a_port), (lk.b, lk.b_port)):
+                        shape(self.net.get(name), f"{name}-eth{port}", lk.bw_mbps)
             self._write_state()
             self.net.start()
             self._write_state()

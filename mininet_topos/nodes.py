@@ -39,7 +39,8 @@ class Bmv2Switch(Switch):  # type: ignore[misc]
 
     def __init__(self, name: str, device_id: int, grpc_port: int, thrift_port: int, run_dir: Path,
                  log_level: str = "info", pcap: bool = False, **params: Any) -> None:
-        super().__init__(name, dpid=f"{device_id + 1:x}", inNamespace=False, **params)
+        params["inNamespace"] = False  # BMv2 runs in the root namespace, on loopback ports
+        super().__init__(name, dpid=f"{device_id + 1:x}", **params)
         self.device_id = device_id
         self.grpc_port = grpc_port
         self.thrift_port = thrift_port

@@ -64,7 +64,7 @@ class TableEntry:
         if self.is_default:
             key = "default"
         else:
-            key = " ".join(f"{k}={format_match(v)}" for k, v in self.match.items())
+            key = " ".join(f"{short(k)}={format_match(v)}" for k, v in self.match.items())
             if self.priority:
                 key += f" priority={self.priority}"
         args = ", ".join(f"{k}={format_value(v)}" for k, v in self.params.items())

@@ -1,0 +1,40 @@
+"""Link rate shaping with HTB (this kernel has HTB and TBF, but no netem, prio or red).
+
+Every shaped interface gets `root htb` with one class at the link rate; its leaf queue is a
+plain FIFO (pfifo, `limit` packets). Both ends of a link are shaped, so each direction is
+limited at its sender. Loss is never injected here: that is the switches' fault table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+QUEUE_PACKETS = 1000
+MTU = 9000
+
+
+class ShapingError(RuntimeError):
+    pass
+
+
+def htb_commands(intf: str, rate_mbps: float, limit: int = QUEUE_PACKETS, mtu: int = MTU) -> list[str]:
+    rate = f"{rate_mbps:g}mbit"
+    burst = max(mtu + 14, int(rate_mbps * 1e6 / 8 / 1000))  # about 1 ms of the rate, at least one frame
+    return [
+        f"tc qdisc replace dev {intf} root handle 1: htb default 10",
+        f"tc class replace dev {intf} parent 1: classid 1:10 htb rate {rate} ceil {rate} "
+        f"burst {burst} cburst {burst} quantum {mtu + 14}",
+        f"tc qdisc replace dev {intf} parent 1:10 handle 10: pfifo limit {limit}",
+    ]
+
+
+def shape(node: Any, intf: str, rate_mbps: float, limit: int = QUEUE_PACKETS) -> None:
+    """Limit what `node` sends on `intf` to rate_mbps; raises with tc's message on failure."""
+    for cmd in htb_commands(intf, rate_mbps, limit):
+        out = node.cmd(f"{cmd} 2>&1; echo rc=$?")
+        if not out.rstrip().endswith("rc=0"):
+            raise ShapingError(f"{node.name}: `{cmd}` failed: {out.strip()}")
+
+
+def unshape(node: Any, intf: str) -> None:
+    node.cmd(f"tc qdisc del dev {intf} root 2>/dev/null")

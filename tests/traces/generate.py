@@ -1,0 +1,200 @@
+"""Build the pcap traces of tests/traces/<scenario>/ from scapy descriptions.
+
+Each scenario is one switch of a topology, the packets that enter it (per port, in one global
+order), and the packets that must leave it, computed here with scapy from the expected
+behaviour (TTL decremented, MACs rewritten, checksum recomputed...), independently of the
+switch program. Files per scenario:
+
+    in_p<N>.pcap         packets entering port N (timestamps give the global order)
+    expected_p<N>.pcap   packets that must leave port N, in order
+    scenario.json        topology, switch, expected drops and packet-ins
+
+Run `python -m tests.traces.generate` after changing a scenario; tests/bmv2/test_traces.py
+replays them on BMv2 and tests/unit/test_traces_fresh.py checks the files match this script.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import ARP, Ether
+from scapy.packet import Packet, Raw
+
+from controller.pcap import read_timed, write_stream
+from controller.routing import switch_port_mac
+from mininet_topos.topologies import build_topology
+from roce.headers import Bth, Opcode, Reth, Transport
+from roce.wire import build_ipv4
+
+HERE = Path(__file__).parent
+BROADCAST = "ff:ff:ff:ff:ff:ff"
+
+
+@dataclass
+class Scenario:
+    name: str
+    topology: dict[str, object]  # build_topology arguments
+    switch: str
+    inputs: list[tuple[int, bytes]] = field(default_factory=list)
+    expected: dict[int, list[bytes]] = field(default_factory=dict)
+    drops: dict[str, int] = field(default_factory=dict)
+    packet_ins: list[dict[str, object]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def send(self, port: int, pkt: Packet | bytes, note: str) -> None:
+        self.inputs.append((port, bytes(pkt)))
+        self.notes.append(f"in p{port}: {note}")
+
+    def expect(self, port: int, pkt: Packet | bytes) -> None:
+        self.expected.setdefault(port, []).append(bytes(pkt))
+
+    def drop(self, reason: str) -> None:
+        self.drops[reason] = self.drops.get(reason, 0) + 1
+
+
+def routed(pkt: Packet, src_mac: str, dst_mac: str) -> Packet:
+    """What a router makes of an IPv4 packet: TTL-1, checksum recomputed, MACs rewritten."""
+    out = pkt.copy()
+    out[Ether].src = src_mac
+    out[Ether].dst = dst_mac
+    out[IP].ttl -= 1
+    del out[IP].chksum
+    return Ether(bytes(out))
+
+
+def rack_l3() -> Scenario:
+    topo = build_topology("rack", hosts=3)
+    s = Scenario("rack_l3", {"name": "rack", "hosts": 3}, "s1")
+    h1, h2, h3 = topo.hosts
+    mac = {p: switch_port_mac(0, p) for p in (1, 2, 3)}
+
+    arp = Ether(src=h1.mac, dst=BROADCAST) / ARP(op=1, hwsrc=h1.mac, psrc=h1.ip, hwdst="00:00:00:00:00:00", pdst=h2.ip)
+    s.send(1, arp, "ARP who-has h2 from h1")
+    s.expect(1, Ether(src=h2.mac, dst=h1.mac) / ARP(op=2, hwsrc=h2.mac, psrc=h2.ip, hwdst=h1.mac, pdst=h1.ip))
+
+    udp = Ether(src=h1.mac, dst=h2.mac) / IP(src=h1.ip, dst=h2.ip, ttl=64, id=1) / UDP(sport=5000, dport=6000) / Raw(
+        b"gradient" * 8)
+    s.send(1, udp, "UDP h1 -> h2")
+    s.expect(2, routed(udp, mac[2], h2.mac))
+
+    tcp = Ether(src=h3.mac, dst=h1.mac) / IP(src=h3.ip, dst=h1.ip, ttl=5, id=2) / TCP(sport=40000, dport=80, flags="S")
+    s.send(3, tcp, "TCP SYN h3 -> h1")
+    s.expect(1, routed(tcp, mac[1], h1.mac))
+
+    bad = Ether(bytes(Ether(src=h1.mac, dst=h2.mac) / IP(src=h1.ip, dst=h2.ip, id=3) / UDP(sport=1, dport=2)))
+    bad[IP].chksum ^= 0x1111
+    s.send(1, bad, "IPv4 with a wrong header checksum")
+    s.drop("malformed")
+
+    s.send(2, Ether(src=h2.mac, dst=h3.mac) / IP(src=h2.ip, dst=h3.ip, ttl=1, id=4) / UDP(sport=1, dport=2),
+           "TTL 1")
+    s.drop("ttl-expired")
+
+    s.send(2, bytes(Ether(src=h2.mac, dst=h3.mac) / IP(src=h2.ip, dst=h3.ip) / UDP())[:24], "truncated IPv4 header")
+    s.drop("malformed")
+
+    s.send(3, Ether(src=h3.mac, dst=h1.mac) / IP(src=h3.ip, dst="10.9.9.9", id=5) / UDP(sport=1, dport=2),
+           "no route")
+    s.drop("no-route")
+
+    frame = Ether(src=h2.mac, dst=BROADCAST, type=0x88B5) / Raw(b"hello neighbours" * 3)
+    s.send(2, frame, "non-IP broadcast from h2: flooded to the other host ports")
+    s.expect(1, frame)
+    s.expect(3, frame)
+
+    roce = Transport(Bth(Opcode.WRITE_FIRST, 0x10203, 0x100), bytes(range(64)), reth=Reth(0x2000, 9, 128))
+    wire = Ether(src=h1.mac, dst=h3.mac, type=0x0800) / Raw(build_ipv4(roce, h1.ip, h3.ip, ident=6))
+    s.send(1, Ether(bytes(wire)), "RoCE v2 WRITE First h1 -> h3 (ICRC unchanged by routing: TTL is masked)")
+    s.expect(3, routed(Ether(bytes(wire)), mac[3], h3.mac))
+
+    gratuitous = Ether(src=h1.mac, dst=BROADCAST) / ARP(op=2, hwsrc=h1.mac, psrc=h1.ip, pdst=h1.ip)
+    s.send(1, gratuitous, "gratuitous ARP reply: not forwarded")
+    s.drop("arp-other")
+
+    unknown = Ether(src=h3.mac, dst=BROADCAST) / ARP(op=1, hwsrc=h3.mac, psrc=h3.ip, pdst="10.0.1.77")
+    s.send(3, unknown, "ARP for an unknown address: sent to the controller")
+    s.packet_ins.append({"ingress_port": 3, "reason": "arp-miss", "payload": bytes(unknown).hex()})
+    return s
+
+
+def crc16_arc(data: bytes) -> int:
+    """CRC-16/ARC (poly 0x8005 reflected, init 0): BMv2's crc16."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
+def leaf_ecmp() -> Scenario:
+    topo = build_topology("leafspine", leaves=2, spines=2, hosts_per_leaf=2)
+    s = Scenario("leaf_ecmp", {"name": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2}, "leaf1")
+    h1, h2, h3, h4 = topo.hosts
+    uplinks = {3: switch_port_mac(2, 1), 4: switch_port_mac(3, 1)}  # leaf1 port -> spine port MAC
+    for sport in (1000, 1001, 1002, 1003, 1004, 1005):
+        for dst in (h3, h4):
+            pkt = Ether(src=h1.mac, dst=dst.mac) / IP(src=h1.ip, dst=dst.ip, id=sport) / UDP(sport=sport, dport=9)
+            key = bytes(IP(src=h1.ip, dst=dst.ip).build()[12:20]) + bytes([17]) + sport.to_bytes(2, "big") + \
+                (9).to_bytes(2, "big")
+            port = (3, 4)[crc16_arc(key) % 2]
+            s.send(1, pkt, f"UDP h1 -> {dst.name} sport {sport}: ECMP by 5-tuple hash")
+            s.expect(port, routed(pkt, switch_port_mac(0, port), uplinks[port]))
+    down = Ether(src=uplinks[3], dst=switch_port_mac(0, 3)) / IP(src=h3.ip, dst=h2.ip, id=77) / UDP(sport=5, dport=6)
+    s.send(3, down, "from spine1 to h2: down to the host port")
+    s.expect(2, routed(down, switch_port_mac(0, 2), h2.mac))
+    return s
+
+
+SCENARIOS: dict[str, Callable[[], Scenario]] = {"rack_l3": rack_l3, "leaf_ecmp": leaf_ecmp}
+
+
+def write(s: Scenario, root: Path = HERE) -> Path:
+    d = root / s.name
+    d.mkdir(parents=True, exist_ok=True)
+    for old in d.glob("*.pcap"):
+        old.unlink()
+    ports = sorted({p for p, _ in s.inputs} | set(s.expected))
+    for p in ports:
+        with (d / f"in_p{p}.pcap").open("wb") as f:
+            write_stream(f, [(1_000_000 + i, pkt) for i, (port, pkt) in enumerate(s.inputs) if port == p])
+        with (d / f"expected_p{p}.pcap").open("wb") as f:
+            write_stream(f, [(1_000_000 + i, pkt) for i, pkt in enumerate(s.expected.get(p, []))])
+    meta = {"topology": s.topology, "switch": s.switch, "ports": ports, "drops": s.drops,
+            "packet_ins": s.packet_ins, "inputs": s.notes}
+    (d / "scenario.json").write_text(json.dumps(meta, indent=1) + "\n")
+    return d
+
+
+@dataclass
+class Trace:
+    """A scenario as read back from its files."""
+
+    name: str
+    meta: dict[str, object]
+    inputs: list[tuple[int, bytes]]  # global order
+    expected: dict[int, list[bytes]]
+
+
+def load(name: str, root: Path = HERE) -> Trace:
+    d = root / name
+    meta = json.loads((d / "scenario.json").read_text())
+    timed: list[tuple[int, int, bytes]] = []
+    expected: dict[int, list[bytes]] = {}
+    for p in meta["ports"]:
+        timed += [(ts, p, pkt) for ts, pkt in read_timed(d / f"in_p{p}.pcap")]
+        expected[p] = [pkt for _, pkt in read_timed(d / f"expected_p{p}.pcap")]
+    return Trace(name, meta, [(p, pkt) for _, p, pkt in sorted(timed)], expected)
+
+
+def main() -> None:
+    for name, make in SCENARIOS.items():
+        print(f"{name}: {write(make())}")
+
+
+if __name__ == "__main__":
+    main()
