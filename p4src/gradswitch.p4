@@ -20,6 +20,7 @@
 #include "include/controls/l3_forwarding.p4"
 #include "include/controls/acl.p4"
 #include "include/controls/netreduce.p4"
+#include "include/controls/dlcp.p4"
 
 control GradswitchIngress(inout headers_t hdr,
                           inout local_metadata_t meta,
@@ -32,6 +33,7 @@ control GradswitchIngress(inout headers_t hdr,
     Ipv4Routing() l3;
     Acl() acl;
     NetReduce() netreduce;
+    DlcpClassify() dlcp;
     DropCounters() drop_counters;
 
     apply {
@@ -44,6 +46,7 @@ control GradswitchIngress(inout headers_t hdr,
             } else {
                 ingress_faults.apply(std_meta.ingress_port, hdr, meta, std_meta);
                 if (!meta.dropped) {
+                    dlcp.apply(hdr, meta, std_meta);
                     netreduce.apply(hdr, meta, std_meta);
                 }
                 if (!meta.dropped && !meta.nr.consumed) {
@@ -67,6 +70,7 @@ control GradswitchEgress(inout headers_t hdr,
                          inout standard_metadata_t std_meta) {
     FaultInjection() egress_faults;
     NetReduceEgress() netreduce_egress;
+    DlcpEgress() dlcp_egress;
     SourceMacRewrite() source_mac;
     PacketIoEgress() packet_io;
     PortTxCounters() tx_counters;
@@ -85,6 +89,9 @@ control GradswitchEgress(inout headers_t hdr,
             }
             if (!meta.dropped) {
                 egress_faults.apply(std_meta.egress_port, hdr, meta, std_meta);
+            }
+            if (!meta.dropped) {
+                dlcp_egress.apply(hdr, meta, std_meta);
             }
             if (!meta.dropped) {
                 source_mac.apply(hdr, meta, std_meta);

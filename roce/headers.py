@@ -76,6 +76,7 @@ class Bth:
     pkey: int = DEFAULT_PKEY
     fecn: bool = False
     becn: bool = False
+    resv7: int = 0  # the 7 reserved bits after AckReq: gradswitch puts the DLCP class here (docs/dlcp.md)
 
     def pack(self) -> bytes:
         b1 = (int(self.solicited) << 7) | (int(self.mig_req) << 6) | ((self.pad_count & 3) << 4) | (self.tver & 0xF)
@@ -86,7 +87,7 @@ class Bth:
             b1,
             self.pkey,
             (b4 << 24) | (self.dest_qp & QPN_MASK),
-            (int(self.ack_req) << 31) | (self.psn & PSN_MASK),
+            (int(self.ack_req) << 31) | ((self.resv7 & 0x7F) << 24) | (self.psn & PSN_MASK),
         )
 
     @classmethod
@@ -106,6 +107,7 @@ class Bth:
             pkey=pkey,
             fecn=bool(w1 >> 31),
             becn=bool((w1 >> 30) & 1),
+            resv7=(w2 >> 24) & 0x7F,
         )
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -55,6 +56,7 @@ class QpConfig:
     initial_psn: int = 0  # first PSN this QP sends (sq_psn)
     remote_initial_psn: int = 0  # first PSN this QP expects (rq_psn)
     peer: str = ""  # who is on the other side, for error messages
+    loss_budget: float = 0.0  # SR only: fraction of packets a receiver may zero-fill (DLCP bounded loss)
 
     def __post_init__(self) -> None:
         if self.mtu not in VALID_MTUS:
@@ -95,6 +97,16 @@ class RecvCompletion:
     va: int = 0
     rkey: int = 0
     data: bytes = b""  # SEND payload (a WRITE's data is in the memory region)
+    zero_filled: int = 0  # packets of the message completed as zeros (bounded loss)
+
+
+TRAILER_BYTES = 8  # bounded-loss mode: every WRITE message ends with a 64-bit droppable-packet bitmap
+MAX_LOSSY_PACKETS = 64  # ... so such messages have at most 64 packets
+
+
+def droppable_bitmap(message: bytes | bytearray | memoryview) -> int:
+    """The droppable-packet bitmap a bounded-loss message carries in its last 8 bytes."""
+    return int(struct.unpack("!Q", bytes(message[-TRAILER_BYTES:]))[0])
 
 
 @dataclass
@@ -138,11 +150,15 @@ class Counters:
         return self.values.get(name, 0)
 
 
+Marker = Callable[[WorkRequest, int, bytes], int]
+
+
 class Requester:
     """The sending half of an RC QP."""
 
-    def __init__(self, cfg: QpConfig) -> None:
+    def __init__(self, cfg: QpConfig, marker: Marker | None = None) -> None:
         self.cfg = cfg
+        self.marker = marker  # BTH.resv7 of packet i of a request (DLCP class), or None for 0
         self.next_post = cfg.initial_psn  # PSN the next posted packet gets
         self.una = cfg.initial_psn  # oldest unacknowledged PSN
         self.nxt = cfg.initial_psn  # next PSN to (re)transmit in order
@@ -187,7 +203,8 @@ class Requester:
         op = _opcodes(wr.opcode_kind, first, last, wr.imm is not None)
         payload = wr.data[i * self.cfg.mtu : (i + 1) * self.cfg.mtu]
         ack_req = last or retransmission or (psn_diff(psn, self.cfg.initial_psn) + 1) % self.cfg.ack_every == 0
-        bth = Bth(op, self.cfg.remote_qpn, psn, ack_req=ack_req, pad_count=(-len(payload)) % 4)
+        resv7 = self.marker(wr, i, payload) if self.marker is not None else 0
+        bth = Bth(op, self.cfg.remote_qpn, psn, ack_req=ack_req, pad_count=(-len(payload)) % 4, resv7=resv7)
         reth = Reth(wr.va, wr.rkey, len(wr.data)) if op in RETH_OPCODES else None
         imm = wr.imm if last else None
         return Transport(bth, payload, reth=reth, imm=imm)
@@ -342,6 +359,9 @@ class Responder:
         self._reth: Reth | None = None
         self._offset = 0
         self._send_data = bytearray()
+        self._first_psn = 0  # PSN of the first packet of the message being received
+        self._zero_filled_msg = 0
+        self.zero_filled = 0  # packets completed as zeros so far (bounded loss)
 
     def _ack(self) -> Transport:
         return Transport(Bth(Opcode.ACKNOWLEDGE, self.cfg.remote_qpn, psn_add(self.epsn, -1)), aeth=Aeth.ack(self.msn))
@@ -371,10 +391,44 @@ class Responder:
                 self.nak_sent = True
                 return [self._nak()]
             self.buffered.setdefault(t.bth.psn, t)
+            if self.cfg.loss_budget > 0:
+                # Bounded loss: holes are judged when the message's last packet is here (earlier,
+                # they may be reordering or droppable); until then no NAK triggers a resend.
+                if not t.opcode.name.startswith(("WRITE_LAST", "WRITE_ONLY", "SEND_LAST", "SEND_ONLY")):
+                    return []
+                if t.opcode.name.startswith("WRITE_LAST") and self._skip_droppable(t):
+                    return self._drain(self.buffered.pop(self.epsn), had_holes=True)
             return [self._nak(sack=t.bth.psn)]
+        return self._drain(t, had_holes=bool(self.buffered) or self.nak_sent)
+
+    def _skip_droppable(self, last: Transport) -> bool:
+        """Bounded loss: fill the holes before a message's last packet with zeros, when every
+        missing packet is droppable (per the message's trailer) and the budget allows."""
+        if self._kind != "write":
+            return False  # the message's first packet is missing: not droppable
+        total = psn_diff(last.bth.psn, self._first_psn) + 1
+        if total > MAX_LOSSY_PACKETS or len(last.payload) < TRAILER_BYTES:
+            return False
+        bitmap = droppable_bitmap(last.payload)
+        holes = [p for p in (psn_add(self.epsn, i) for i in range(psn_diff(last.bth.psn, self.epsn)))
+                 if p not in self.buffered]
+        if not holes or not all(bitmap >> psn_diff(p, self._first_psn) & 1 for p in holes):
+            return False
+        budget = self.cfg.loss_budget
+        if len(holes) > budget * total or self.zero_filled + len(holes) > budget * (self.counters["accepted"] + total):
+            self.counters.add("over_loss_budget")
+            return False
+        for p in holes:
+            self.buffered[p] = Transport(Bth(Opcode.WRITE_MIDDLE, self.cfg.qpn, p), bytes(self.cfg.mtu))
+        self.zero_filled += len(holes)
+        self._zero_filled_msg += len(holes)
+        self.counters.add("zero_filled", len(holes))
+        return True
+
+    def _drain(self, t: Transport, had_holes: bool) -> list[Transport]:
+        """Apply t (the expected PSN) and every buffered packet that follows it in order."""
         responses: list[Transport] = []
         ack_wanted = False
-        had_holes = bool(self.buffered) or self.nak_sent
         current: Transport | None = t
         while current is not None:
             error = self._execute(current)
@@ -404,6 +458,7 @@ class Responder:
                 if region is None or t.reth.virtual_addr + t.reth.dma_length > len(region.buffer):
                     return NakCode.REMOTE_ACCESS_ERROR
                 self._kind, self._reth, self._offset = "write", t.reth, 0
+                self._first_psn, self._zero_filled_msg = t.bth.psn, 0
             elif self._kind != "write":
                 return NakCode.INVALID_REQUEST
             assert self._reth is not None
@@ -417,7 +472,7 @@ class Responder:
                 if self._offset != self._reth.dma_length:
                     return NakCode.INVALID_REQUEST
                 self.completions.append(RecvCompletion("write", self._offset, t.imm, self._reth.virtual_addr,
-                                                       self._reth.rkey))
+                                                       self._reth.rkey, zero_filled=self._zero_filled_msg))
                 self._kind, self._reth = None, None
                 self.msn = (self.msn + 1) & 0xFFFFFF
             return None

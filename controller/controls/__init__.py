@@ -6,11 +6,11 @@ on a switch when a network comes up (see `all_base_entries`).
 
 from __future__ import annotations
 
-from controller.controls import acl, arp, l2_forwarding, l3_forwarding, netreduce, packet_io
+from controller.controls import acl, arp, dlcp, l2_forwarding, l3_forwarding, netreduce, packet_io
 from controller.p4rt import Entity
 from controller.topology import Topology
 
-FEATURES = (packet_io, arp, l2_forwarding, l3_forwarding, acl, netreduce)
+FEATURES = (packet_io, arp, l2_forwarding, l3_forwarding, acl, netreduce, dlcp)
 
 
 def all_base_entries(topo: Topology, switch: str) -> list[Entity]:

@@ -118,6 +118,25 @@
 // Event: a result came down from the parent (leaf).
 #define NR_EV_RESULT_DOWN 10
 
+/* ---- DLCP: per-packet priority, bounded-loss dropping, spraying (docs/dlcp.md) ---- */
+
+// Jobs with DLCP settings on a switch (job id = destination QP bits 23..16).
+#define DLCP_MAX_JOBS 64
+// Class -> priority rules (ternary on BTH.resv7) over all jobs.
+#define DLCP_CLASS_RULES 256
+// Priority given to the ACKs of a DLCP job with priority on.
+#define DLCP_ACK_PRIORITY 7
+// Events counted per job (stride of dlcp_events).
+#define DLCP_EVENTS 4
+// Event: a droppable packet was kept (its queue under the threshold).
+#define DLCP_EV_KEPT 0
+// Event: a droppable packet was dropped (its queue over the threshold).
+#define DLCP_EV_DROPPED 1
+// Event: a packet was classified into a priority queue.
+#define DLCP_EV_CLASSIFIED 2
+// Port rates of the virtual queues are in bytes per 1024 microseconds (128 x Mb/s).
+#define DLCP_RATE_SHIFT 10
+
 /* ---- reasons a packet is sent to the controller (packet_in.reason) ---- */
 
 // ARP request for an address the switch has no entry for.
@@ -141,6 +160,8 @@
 #define DROP_ARP_OTHER 5
 // NetReduce refused the packet (details in the nr_*_events counters).
 #define DROP_NETREDUCE_REFUSED 6
+// DLCP dropped a droppable packet over its queue threshold.
+#define DROP_DLCP 7
 // Number of drop reasons (size of the drop_reasons counter).
 #define DROP_REASONS 16
 

@@ -170,6 +170,22 @@ struct netreduce_metadata_t {
     bool    emit;         // egress must rewrite the copy into a connection and recompute the ICRC
 }
 
+// DLCP state of one packet (controls/dlcp.p4).
+struct dlcp_metadata_t {
+    bit<8>  job;          // job of a RoCE packet: destination QP bits 23..16
+    bit<1>  priority_on;  // the job's features, from dlcp_jobs
+    bit<1>  drop_on;
+    bit<1>  spray_on;
+    bit<3>  priority;     // queue chosen for the packet (0 unless classified)
+    bool    classified;   // egress writes the priority into the DSCP
+    bool    droppable;    // marked droppable by the sender and the job allows dropping
+    bit<32> spray_key;    // extra ECMP hash input: the PSN when spraying, else 0
+    bit<32> port_rate;    // egress port's virtual-queue drain rate, bytes per 1024 us
+    bit<32> threshold;    // drop threshold (bytes) of the packet's priority
+    bit<32> queue;        // virtual queue of the egress port when the packet arrived (bytes)
+    bool    drop_now;     // over the threshold: drop
+}
+
 struct local_metadata_t {
     bit<16>      l4_src_port;   // TCP/UDP source port, 0 otherwise (ECMP hash input)
     bit<16>      l4_dst_port;   // TCP/UDP destination port, 0 otherwise (ECMP hash input)
@@ -185,6 +201,7 @@ struct local_metadata_t {
     @field_list(CPU_CLONE_FIELD_LIST)
     port_t       ingress_port;  // copy of the ingress port that clones keep
     netreduce_metadata_t nr;    // in-network aggregation (docs/netreduce.md)
+    dlcp_metadata_t dlcp;       // priority, dropping, spraying (docs/dlcp.md)
 }
 
 #endif

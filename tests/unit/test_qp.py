@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from roce.headers import AckType, Aeth, Bth, NakCode, Opcode, Transport
 from roce.psn import PSN_MASK, psn_add, psn_diff, psn_le, psn_lt
-from roce.qp import MemoryRegion, Mode, QpConfig, Requester, Responder
+from roce.qp import TRAILER_BYTES, MemoryRegion, Mode, QpConfig, Requester, Responder
 
 Fate = Callable[[str, int, Transport], list[float]]  # (direction, sequence no, packet) -> delays of copies
 LINK_DELAY = 0.0001
@@ -41,11 +41,12 @@ class Event:
 
 class Sim:
     def __init__(self, mode: Mode, fate: Fate = deliver, mtu: int = 256, window: int = 16,
-                 initial_psn: int = 0, region_size: int = 1 << 16) -> None:
+                 initial_psn: int = 0, region_size: int = 1 << 16, retry_limit: int = 7,
+                 loss_budget: float = 0.0) -> None:
         self.req_cfg = QpConfig(qpn=0x11, remote_qpn=0x22, mode=mode, mtu=mtu, window=window, ack_every=4,
-                                rto=0.01, rto_max=0.08, initial_psn=initial_psn, peer="B")
+                                rto=0.01, rto_max=0.08, initial_psn=initial_psn, peer="B", retry_limit=retry_limit)
         resp_cfg = QpConfig(qpn=0x22, remote_qpn=0x11, mode=mode, mtu=mtu, window=window,
-                            remote_initial_psn=initial_psn, peer="A")
+                            remote_initial_psn=initial_psn, peer="A", loss_budget=loss_budget)
         self.region = MemoryRegion.allocate(7, region_size)
         self.req = Requester(self.req_cfg)
         self.resp = Responder(resp_cfg, {7: self.region})
@@ -301,8 +302,56 @@ def test_any_script_of_loss_duplication_and_reordering_delivers_exactly_once(mod
         what = script[n % len(script)] if n < 4 * len(script) else "ok"  # the network heals eventually
         return {"ok": [0.0], "drop": [], "dup": [0.0, 0.0005], "late": [0.003]}[what]
 
-    sim = Sim(mode, fate, initial_psn=start)
+    # Enough retries that no script can exhaust them: this property is about recovery, not giving up.
+    sim = Sim(mode, fate, initial_psn=start, retry_limit=40)
     data = messages(sizes, seed=len(script))
     post_all(sim, data)
     sim.run()
     check_delivery(sim, data)
+
+
+# ---- bounded loss (DLCP) ----
+
+
+def lossy_message(packets: int, droppable: set[int], mtu: int = 256) -> bytes:
+    body = bytes((i * 7 + 1) % 251 for i in range(packets * mtu - TRAILER_BYTES))
+    bitmap = sum(1 << i for i in droppable)
+    return body + bitmap.to_bytes(TRAILER_BYTES, "big")
+
+
+def drop_once(psns: set[int]) -> Fate:
+    done: set[int] = set()
+
+    def fate(d: str, n: int, t: Transport) -> list[float]:
+        if d == "A" and t.bth.psn in psns and t.bth.psn not in done:
+            done.add(t.bth.psn)
+            return []
+        return [0.0]
+
+    return fate
+
+
+def test_missing_droppable_packets_within_budget_are_zero_filled_not_resent():
+    sim = Sim(Mode.SR, drop_once({2, 3}), loss_budget=0.25)
+    msg = lossy_message(8, {2, 3, 4})
+    sim.req.post_write(msg, 0, 7, imm=1)
+    sim.run()
+    (c,) = sim.resp.completions
+    assert c.zero_filled == 2 and sim.req.counters["retransmitted"] == 0
+    got = bytes(sim.region.buffer[: len(msg)])
+    assert got[2 * 256 : 4 * 256] == bytes(512)  # the two lost packets read as zeros
+    assert got[:512] == msg[:512] and got[1024:] == msg[1024:]  # the rest is exact
+
+
+def test_past_the_budget_or_non_droppable_normal_retransmission_applies():
+    over = Sim(Mode.SR, drop_once({1, 2, 3}), loss_budget=0.25)  # 3 of 8 > 25 %
+    msg = lossy_message(8, {1, 2, 3})
+    over.req.post_write(msg, 0, 7, imm=1)
+    over.run()
+    assert over.resp.completions[0].zero_filled == 0 and bytes(over.region.buffer[: len(msg)]) == msg
+    assert over.resp.counters["over_loss_budget"] >= 1 and over.req.counters["retransmitted"] >= 3
+    kept = Sim(Mode.SR, drop_once({5}), loss_budget=0.5)  # packet 5 is not droppable
+    msg = lossy_message(8, {1, 2})
+    kept.req.post_write(msg, 0, 7, imm=1)
+    kept.run()
+    assert kept.resp.completions[0].zero_filled == 0 and bytes(kept.region.buffer[: len(msg)]) == msg

@@ -17,12 +17,13 @@ control Ipv4Routing(inout headers_t hdr,
         meta.routed = true;
     }
 
-    // Spread flows over the group's `size` members by a hash of the 5-tuple.
+    // Spread flows over the group's `size` members by a hash of the 5-tuple (plus the PSN
+    // for a DLCP job that sprays its packets).
     action set_ecmp_group(ecmp_group_t group, bit<16> size) {
         meta.ecmp_group = group;
         hash(meta.ecmp_index, HashAlgorithm.crc16, (ecmp_index_t)0,
              { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-               meta.l4_src_port, meta.l4_dst_port },
+               meta.l4_src_port, meta.l4_dst_port, meta.dlcp.spray_key },
              size);
     }
 
