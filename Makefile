@@ -44,7 +44,7 @@ demo: $(PY)
 	$(SUDO) $(GRADSWITCH) net --topo leafspine --leaves 2 --spines 2 --hosts-per-leaf 2 --pingall
 
 bench: $(PY)
-	$(PY) bench/forwarding.py
+	$(PY) -m bench.forwarding
 
 doctor: $(PY)
 	$(GRADSWITCH) doctor

@@ -5,29 +5,26 @@ through `--use-files`; the rate is taken from the output pcap's timestamps (firs
 packet out), so the hosts' kernel plays no part. Prints both rates and their ratio and
 writes bench/results/forwarding.json.
 
-    python bench/forwarding.py [--packets 20000]
+    python -m bench.forwarding [--packets 20000]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import save  # noqa: E402
-from controller.build import compile_program  # noqa: E402
-from controller.controls import all_base_entries  # noqa: E402
-from controller.p4rt import P4Info, TableEntry  # noqa: E402
-from controller.paths import BMV2_JSON, P4INFO  # noqa: E402
-from controller.pcap import read_timed  # noqa: E402
-from controller.trace_replay import TraceSwitch  # noqa: E402
-from mininet_topos.topologies import rack  # noqa: E402
+from bench.common import save
+from controller.build import compile_program
+from controller.controls import all_base_entries
+from controller.p4rt import P4Info, TableEntry
+from controller.paths import BMV2_JSON, P4INFO
+from controller.pcap import read_timed
+from controller.trace_replay import TraceSwitch
+from mininet_topos.topologies import rack
 
 HERE = Path(__file__).parent
 

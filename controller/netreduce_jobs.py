@@ -68,7 +68,8 @@ class JobManager:
     # ---- allocation ----
 
     def _used(self, switch: str) -> list[tuple[int, int]]:
-        return sorted((s.base_cell, s.cells) for j in self.jobs.values() for sw, s in j.switches.items() if sw == switch)
+        return sorted((s.base_cell, s.cells) for j in self.jobs.values()
+                      for sw, s in j.switches.items() if sw == switch)
 
     def _allocate_cells(self, switch: str, cells: int) -> int:
         start = 0

@@ -21,11 +21,9 @@ def diff(got: list[bytes], want: list[bytes], where: str) -> str | None:
             lines.append(f"  first difference at packet {i}:")
             lines.append(f"    got      {describe(g)}")
             lines.append(f"    expected {describe(w)}")
-            gp, wp = Ether(g), Ether(w)
-            for layer in (gp, wp):
-                layer.hide_defaults()
             byte = next((j for j, (a, b) in enumerate(zip(g, w, strict=False)) if a != b), min(len(g), len(w)))
-            lines.append(f"    first differing byte {byte}: got {g[byte:byte + 8].hex()} expected {w[byte:byte + 8].hex()}")
+            lines.append(f"    first differing byte {byte}: got {g[byte:byte + 8].hex()} "
+                         f"expected {w[byte:byte + 8].hex()}")
             break
     else:
         extra = got[len(want):] or want[len(got):]

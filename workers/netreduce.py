@@ -9,6 +9,8 @@ is fully acknowledged.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from workers.comm import Comm, WorkerLoop
@@ -79,9 +81,8 @@ class NetReduceWorker:
             if self.layout.imm(k) not in tags:
                 if sent < count and not self._credit(first + sent):
                     self.stats["credit_waits"] += 1
-                self.comm.wait_any(lambda: self.layout.imm(first + done) in tags or
-                                   (sent < count and self._credit(first + sent)),
-                                   f"the result of message {k} (tensor {index})")
+                next_send = first + sent if sent < count else None
+                self.comm.wait_any(partial(self._progress, k, next_send), f"the result of message {k} (tensor {index})")
                 continue
             tags.pop(self.layout.imm(k))
             va = self.layout.va(k)
@@ -91,6 +92,11 @@ class NetReduceWorker:
             done += 1
         self.k = first + count
         return out[:n]
+
+    def _progress(self, awaited: int, next_send: int | None) -> bool:
+        """The awaited result is here, or the next message may now be sent."""
+        tags = self.comm.tags[self.recv_qp.cfg.qpn]
+        return self.layout.imm(awaited) in tags or (next_send is not None and self._credit(next_send))
 
     def report(self) -> dict[str, object]:
         return {"netreduce": dict(self.stats)}

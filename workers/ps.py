@@ -35,6 +35,10 @@ class Key:
     def nbytes(self) -> int:
         return (self.hi - self.lo) * 4
 
+    def slot(self, comm: Comm) -> int:
+        """Bytes a receiver reserves for this key (more than nbytes when DLCP frames the writes)."""
+        return comm.slot_bytes(self.nbytes)
+
 
 def plan(comm: Comm) -> tuple[list[Key], dict[int, int], int]:
     """Keys of one step, bytes per worker block on each server, bytes of a whole step."""
@@ -52,8 +56,8 @@ def plan(comm: Comm) -> tuple[list[Key], dict[int, int], int]:
             server = servers[len(keys) % len(servers)]
             key = Key(len(keys), t_index, lo, hi, server, server_bytes[server], step_bytes)
             keys.append(key)
-            server_bytes[server] += key.nbytes
-            step_bytes += key.nbytes
+            server_bytes[server] += key.slot(comm)
+            step_bytes += key.slot(comm)
     if len(keys) >= 1 << 24:
         raise ValueError("too many keys for 24-bit tags; raise ps_key_bytes")
     return keys, server_bytes, step_bytes
@@ -71,6 +75,7 @@ class PsWorker:
         self.region = comm.register(RKEY_WORKER, max(4, 2 * step_bytes))
         self.step_bytes = step_bytes
         self.loop = WorkerLoop(comm, self.allreduce)
+        self.tensors = len(self.loop.profile.tensors)
         self.by_tensor: dict[int, list[Key]] = {}
         for k in self.keys:
             self.by_tensor.setdefault(k.tensor, []).append(k)
@@ -80,16 +85,16 @@ class PsWorker:
         seq = iteration
         me = self.workers.index(self.comm.me.node_id)
         keys = self.by_tensor[index]
+        marks = self.comm.tag_for(index, self.tensors, data)
         for k in keys:
             va = (seq % 2) * len(self.workers) * self.server_bytes[k.server] + me * self.server_bytes[k.server] \
                 + k.server_offset
-            self.comm.qp(k.server).requester.post_write(to_wire(data[k.lo : k.hi]), va, RKEY_SERVER,
-                                                        imm=tag(seq, k.key_id))
+            self.comm.write(k.server, to_wire(data[k.lo : k.hi]), va, RKEY_SERVER, tag(seq, k.key_id), marks)
         out = np.empty_like(data)
         for k in keys:
             self.comm.wait_tag(k.server, tag(seq, k.key_id), f"key {k.key_id} (tensor {index})")
             va = (seq % 2) * self.step_bytes + k.step_offset
-            out[k.lo : k.hi] = from_wire(memoryview(self.region.buffer)[va : va + k.nbytes], k.hi - k.lo)
+            out[k.lo : k.hi] = from_wire(self.comm.read(self.region, va, k.nbytes), k.hi - k.lo)
         return out
 
 
@@ -99,6 +104,7 @@ class PsServer:
         self.keys, self.server_bytes, self.step_bytes = plan(comm)
         self.mine = [k for k in self.keys if k.server == comm.me.node_id]
         self.workers = [w.node_id for w in comm.cfg.workers]
+        self.tensors = len(workload(comm.cfg.workload, comm.cfg.size_bytes, comm.cfg.scale).tensors)
         block = self.server_bytes[comm.me.node_id]
         self.block = block
         self.region = comm.register(RKEY_SERVER, max(4, 2 * len(self.workers) * block))
@@ -108,7 +114,6 @@ class PsServer:
     def serve(self) -> int:
         """Aggregate every key of every iteration; returns the number of keys served."""
         served = 0
-        view = memoryview(self.region.buffer)
         for seq in range(self.comm.cfg.iterations):
             pending = list(self.mine)
             while pending:
@@ -120,10 +125,11 @@ class PsServer:
                     for i, w in enumerate(self.workers):
                         self.comm.tags[self.comm.qp(w).cfg.qpn].pop(tag(seq, k.key_id))
                         va = ((seq % 2) * len(self.workers) + i) * self.block + k.server_offset
-                        total += from_wire(view[va : va + k.nbytes], k.hi - k.lo)
+                        total += from_wire(self.comm.read(self.region, va, k.nbytes), k.hi - k.lo)
+                    marks = self.comm.tag_for(k.tensor, self.tensors, total)
                     for w in self.workers:
                         va = (seq % 2) * self.step_bytes + k.step_offset
-                        self.comm.qp(w).requester.post_write(to_wire(total), va, RKEY_WORKER, imm=tag(seq, k.key_id))
+                        self.comm.write(w, to_wire(total), va, RKEY_WORKER, tag(seq, k.key_id), marks)
                     pending.remove(k)
                     served += 1
         self.comm.drain()

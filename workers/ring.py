@@ -28,7 +28,7 @@ def chunk_bounds(elements: int, n: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def tag(seq: int, step: int) -> int:
+def step_tag(seq: int, step: int) -> int:
     return (seq & 0xFFFFFF) << 8 | step
 
 
@@ -44,7 +44,7 @@ class Ring:
         self.prev = workers[(self.rank - 1) % self.n]
         self.loop = WorkerLoop(comm, self.allreduce)
         largest = max(t.elements for t in self.loop.profile.tensors)
-        self.slot_bytes = max(4, -(-largest // self.n) * 4)
+        self.slot_bytes = comm.slot_bytes(max(4, -(-largest // self.n) * 4))
         self.steps = 2 * (self.n - 1)
         self.region = comm.register(RKEY, max(1, 2 * self.steps * self.slot_bytes))
         self.seq = 0
@@ -62,18 +62,17 @@ class Ring:
         seq = self.seq
         self.seq += 1
         bounds = chunk_bounds(len(acc), self.n)
+        tag = self.comm.tag_for(index, len(self.loop.profile.tensors), data)
         for step in range(self.steps):
             reduce = step < self.n - 1
             s = step if reduce else step - (self.n - 1)
             send_chunk = (self.rank - s) % self.n if reduce else (self.rank + 1 - s) % self.n
             recv_chunk = (self.rank - s - 1) % self.n if reduce else (self.rank - s) % self.n
             lo, hi = bounds[send_chunk]
-            self.comm.qp(self.next).requester.post_write(to_wire(acc[lo:hi]), self._va(seq, step), RKEY,
-                                                         imm=tag(seq, step))
-            self.comm.wait_tag(self.prev, tag(seq, step), f"ring step {step} of tensor {index}")
+            self.comm.write(self.next, to_wire(acc[lo:hi]), self._va(seq, step), RKEY, step_tag(seq, step), tag)
+            self.comm.wait_tag(self.prev, step_tag(seq, step), f"ring step {step} of tensor {index}")
             lo, hi = bounds[recv_chunk]
-            va = self._va(seq, step)
-            got = from_wire(memoryview(self.region.buffer)[va : va + (hi - lo) * 4], hi - lo)
+            got = from_wire(self.comm.read(self.region, self._va(seq, step), (hi - lo) * 4), hi - lo)
             if reduce:
                 acc[lo:hi] += got
             else:

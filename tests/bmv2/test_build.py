@@ -33,5 +33,5 @@ control C(inout h_t h, inout m_t m) { apply {} }
 control D(packet_out p, in h_t h) { apply {} }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 """)
-    with pytest.raises(BuildError, match="(?i)warning|uninitialized"):
+    with pytest.raises(BuildError, match=r"(?i)warning|uninitialized"):
         compile_program(bad, tmp_path / "w.json", tmp_path / "w.txtpb")

@@ -26,7 +26,8 @@ from controller.trace_replay import TraceSwitch
 
 pytestmark = pytest.mark.bmv2
 
-ROUTE = TableEntry("ipv4_routes", {"dst_addr": "10.0.2.0/24"}, "set_next_hop", {"port": 2, "dst_mac": "00:00:0a:00:02:01"})
+ROUTE = TableEntry("ipv4_routes", {"dst_addr": "10.0.2.0/24"}, "set_next_hop",
+                   {"port": 2, "dst_mac": "00:00:0a:00:02:01"})
 
 
 @pytest.fixture
