@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from controller.controls import all_base_entries, fault_injection, port_counters
+from controller.constants import CONFIG
+from controller.controls import all_base_entries, dlcp, fault_injection, port_counters
 from controller.controls.port_counters import PortStats
 from controller.netreduce_jobs import JobManager
 from controller.p4rt import (
@@ -209,6 +210,28 @@ class Fabric:
             return []
         sess.insert(rules)
         return rules
+
+    # ---- DLCP (controller/controls/dlcp.py) ----
+
+    def dlcp_set(self, job: int, priority: bool = False, drop: bool = False, spray: bool = False,
+                 switches: list[str] | None = None) -> str:
+        """Switch DLCP's features on or off for a job on every switch (installing its class
+        mapping the first time); returns what is now on."""
+        features = dlcp.Features(priority, drop, spray)
+        entry = dlcp.features_entry(job, features)
+        for name in switches or self.switch_names():
+            sess = self.session(name)
+            existing = [e for e in sess.read_table(dlcp.JOBS) if e.match.get("meta.dlcp.job") == job]
+            if existing:
+                sess.modify([entry])
+            else:
+                sess.insert([entry, *dlcp.default_classes(job)])
+        return features.describe()
+
+    def dlcp_events(self, switch: str, job: int) -> dict[str, int]:
+        cells = self.read_counter(switch, dlcp.EVENTS)
+        base = job * CONFIG.DLCP_EVENTS
+        return {name: cells[base + i].packets for i, name in dlcp.event_names().items() if base + i in cells}
 
     # ---- NetReduce jobs (controller/netreduce_jobs.py) ----
 

@@ -25,7 +25,7 @@ from typing import Any
 from controller.fabric import GRPC_BASE_PORT, THRIFT_BASE_PORT, Fabric, switch_addresses
 from controller.paths import runtime_dir
 from controller.topology import Topology
-from mininet_topos.shaping import shape
+from mininet_topos.shaping import shape, shape_priority
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,9 @@ class GradNetwork:
             for lk in self.topo.links:
                 if lk.bw_mbps:
                     for name, port in ((lk.a, lk.a_port), (lk.b, lk.b_port)):
-                        shape(self.net.get(name), f"{name}-eth{port}", lk.bw_mbps)
+                        # Switch egress: one HTB class per priority the switch writes in the DSCP.
+                        shaper = shape_priority if self.topo.is_switch(name) else shape
+                        shaper(self.net.get(name), f"{name}-eth{port}", lk.bw_mbps)
             self._write_state()
             self.net.start()
             self._write_state()

@@ -38,3 +38,37 @@ def shape(node: Any, intf: str, rate_mbps: float, limit: int = QUEUE_PACKETS) ->
 
 def unshape(node: Any, intf: str) -> None:
     node.cmd(f"tc qdisc del dev {intf} root 2>/dev/null")
+
+
+def priority_commands(intf: str, rate_mbps: float, limit: int = QUEUE_PACKETS, mtu: int = MTU) -> list[str]:
+    """HTB at the link rate with one class per DSCP class selector (the priority the switch chose).
+
+    Each class is guaranteed 1% of the rate and may borrow all of it; HTB lends to the lowest
+    `prio` first, so the class of DSCP CS7 (priority 7) is served before CS6 ... before CS0:
+    strict priority within 1% (docs/dlcp.md). Non-IP traffic goes to priority 0.
+    """
+    rate = f"{rate_mbps:g}mbit"
+    floor = f"{max(rate_mbps / 100, 0.01):g}mbit"
+    burst = max(mtu + 14, int(rate_mbps * 1e6 / 8 / 1000))
+    cmds = [
+        f"tc qdisc replace dev {intf} root handle 1: htb default 10",
+        f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate} ceil {rate} burst {burst} "
+        f"cburst {burst} quantum {mtu + 14}",
+    ]
+    for p in range(8):
+        cmds += [
+            f"tc class replace dev {intf} parent 1:1 classid 1:{10 + p} htb rate {floor} ceil {rate} prio {7 - p} "
+            f"burst {burst} cburst {burst} quantum {mtu + 14}",
+            f"tc qdisc replace dev {intf} parent 1:{10 + p} handle {10 + p}: pfifo limit {limit}",
+        ]
+        if p:
+            cmds.append(f"tc filter replace dev {intf} parent 1: protocol ip prio {p} handle 800::{p:x} "
+                        f"u32 match ip tos {p << 5:#x} 0xe0 flowid 1:{10 + p}")
+    return cmds
+
+
+def shape_priority(node: Any, intf: str, rate_mbps: float, limit: int = QUEUE_PACKETS) -> None:
+    for cmd in priority_commands(intf, rate_mbps, limit):
+        out = node.cmd(f"{cmd} 2>&1; echo rc=$?")
+        if not out.rstrip().endswith("rc=0"):
+            raise ShapingError(f"{node.name}: `{cmd}` failed: {out.strip()}")

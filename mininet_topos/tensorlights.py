@@ -1,9 +1,8 @@
 """TensorLights: priorities among parameter servers colocated on one host, at the host's NIC.
 
 An HTB tree on the host's interface: the link-rate parent, one class per parameter server
-(matched with u32 on the UDP source ports its QPs use: 0xC000 | (QP & 0x3FFF), and a
-server's QP numbers share bits 13..8 = its node id) plus a default class for everything
-else. Classes differ only in HTB priority: each is guaranteed 1% of the rate and may borrow
+(matched with u32 on the UDP source port its QPs use, 0xC000 | job << 8 | node, see
+roce.wire.udp_source_port) plus a default class for everything else. Classes differ only in HTB priority: each is guaranteed 1% of the rate and may borrow
 the rest, lowest prio number first. With `rotate`, the favoured server changes every
 interval (TensorLights-RR). This kernel has HTB and u32 (no prio qdisc, no netem).
 """
@@ -19,13 +18,13 @@ from mininet_topos.shaping import MTU, QUEUE_PACKETS, ShapingError
 
 @dataclass(frozen=True)
 class ServerClass:
-    node_id: int  # the PS's node id in its job (bits 13..8 of its QPs' numbers)
+    node_id: int  # the PS's node id in its job
     job: int
 
 
-def source_port_match(node_id: int) -> tuple[int, int]:
-    """(value, mask) of the UDP source ports of a node's QPs (roce.wire.udp_source_port)."""
-    return 0xC000 | (node_id & 0x3F) << 8, 0xFF00
+def source_port_match(job: int, node_id: int) -> tuple[int, int]:
+    """(value, mask) of the UDP source port of a node's QPs (roce.wire.udp_source_port)."""
+    return 0xC000 | (job & 0x3F) << 8 | (node_id & 0xFF), 0xFFFF
 
 
 class TensorLights:
@@ -67,7 +66,7 @@ class TensorLights:
             self._run(self._class_cmd("replace", i, self.order.index(i)))
             self._run(f"tc qdisc replace dev {self.intf} parent 1:{10 + i} handle {10 + i}: "
                       f"pfifo limit {QUEUE_PACKETS}")
-            value, mask = source_port_match(s.node_id)
+            value, mask = source_port_match(s.job, s.node_id)
             self._run(f"tc filter replace dev {self.intf} parent 1: protocol ip prio {i + 1} handle 800::{i + 1:x} "
                       f"u32 match ip protocol 17 0xff match ip sport {value:#x} {mask:#x} flowid 1:{10 + i}")
 

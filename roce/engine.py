@@ -39,16 +39,30 @@ ETH_P_IP = 0x0800
 SO_ATTACH_FILTER = 26
 PACKET_OUTGOING = 4
 
-# Classic BPF on a cooked IPv4 socket: accept UDP datagrams to port 4791, drop the rest.
-_BPF = [
-    (0x30, 0, 0, 9),  # ldb [9]            IP protocol
-    (0x15, 0, 3, 17),  # jeq #17 ? next : drop
-    (0xB1, 0, 0, 0),  # ldxb 4*([0]&0xf)  IP header length
-    (0x48, 0, 0, 2),  # ldh [x+2]          UDP destination port
-    (0x15, 1, 0, ROCE_V2_UDP_PORT),  # jeq #4791 ? accept : drop
-    (0x06, 0, 0, 0),  # ret #0 (drop)
-    (0x06, 0, 0, 0xFFFF),  # ret #65535 (accept)
-]
+def bpf_program(job: int | None = None) -> list[tuple[int, int, int, int]]:
+    """Classic BPF on a cooked IPv4 socket: accept UDP datagrams to port 4791 (and, given a job,
+    only those whose destination QP's top byte, the job id, matches); drop the rest."""
+    if job is None:
+        return [
+            (0x30, 0, 0, 9),  # ldb [9]            IP protocol
+            (0x15, 0, 3, 17),  # jeq #17 ? next : drop
+            (0xB1, 0, 0, 0),  # ldxb 4*([0]&0xf)  IP header length
+            (0x48, 0, 0, 2),  # ldh [x+2]          UDP destination port
+            (0x15, 1, 0, ROCE_V2_UDP_PORT),  # jeq #4791 ? accept : drop
+            (0x06, 0, 0, 0),  # ret #0 (drop)
+            (0x06, 0, 0, 0xFFFF),  # ret #65535 (accept)
+        ]
+    return [
+        (0x30, 0, 0, 9),  # ldb [9]            IP protocol
+        (0x15, 0, 5, 17),  # jeq #17 ? next : drop
+        (0xB1, 0, 0, 0),  # ldxb 4*([0]&0xf)  IP header length
+        (0x48, 0, 0, 2),  # ldh [x+2]          UDP destination port
+        (0x15, 0, 2, ROCE_V2_UDP_PORT),  # jeq #4791 ? next : drop
+        (0x50, 0, 0, 13),  # ldb [x+13]         BTH destination QP, bits 23..16
+        (0x15, 1, 0, job & 0xFF),  # jeq #job ? accept : drop
+        (0x06, 0, 0, 0),  # ret #0 (drop)
+        (0x06, 0, 0, 0xFFFF),  # ret #65535 (accept)
+    ]
 
 
 class Link(Protocol):
@@ -64,14 +78,15 @@ class Link(Protocol):
 class RawSocketLink:
     """Raw IPv4 out, AF_PACKET in, on one interface of a (Mininet) host."""
 
-    def __init__(self, ifname: str, local_ip: str, rcvbuf: int = 8 << 20) -> None:
+    def __init__(self, ifname: str, local_ip: str, rcvbuf: int = 8 << 20, job: int | None = None) -> None:
         self.tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
         self.tx.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, rcvbuf)
         self.rx = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_IP))
         self.rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-        program = b"".join(struct.pack("HBBI", *ins) for ins in _BPF)
+        bpf = bpf_program(job)
+        program = b"".join(struct.pack("HBBI", *ins) for ins in bpf)
         self._filter = ctypes.create_string_buffer(program)
-        fprog = struct.pack("HL", len(_BPF), ctypes.addressof(self._filter))
+        fprog = struct.pack("HL", len(bpf), ctypes.addressof(self._filter))
         self.rx.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
         self.rx.bind((ifname, ETH_P_IP))
         self.rx.setblocking(False)

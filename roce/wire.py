@@ -53,8 +53,13 @@ def icrc_wire(icrc: int) -> bytes:
 
 
 def udp_source_port(qpn: int) -> int:
-    """UDP source port of a QP's packets (entropy for ECMP, in the 0xC000-0xFFFF range like RoCE NICs)."""
-    return 0xC000 | (qpn & 0x3FFF)
+    """UDP source port of a QP's packets, in the 0xC000-0xFFFF range like RoCE NICs.
+
+    gradswitch QP numbers are job << 16 | node << 8 | peer (workers/config.py), so the port is
+    0xC000 | (job & 0x3F) << 8 | node: one port per (job, node), which TensorLights' filters
+    match to tell colocated parameter servers apart.
+    """
+    return 0xC000 | ((qpn >> 8) & 0x3FFF)
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ def linger(cfg: JobConfig, engine: Engine, run_dir: Path, node_id: int) -> None:
 def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = None) -> dict[str, object]:
     me = cfg.node(node_id)
     result: dict[str, object] = {"node_id": node_id, "host": me.host, "role": me.role, "ok": False}
-    engine = Engine(link if link is not None else RawSocketLink(me.ifname, me.ip), me.ip)
+    engine = Engine(link if link is not None else RawSocketLink(me.ifname, me.ip, job=cfg.job_id), me.ip)
     comm = Comm(cfg, me, engine)
     records: list[IterationRecord] = []
     try:

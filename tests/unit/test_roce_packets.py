@@ -30,15 +30,15 @@ from roce.wire import ROCE_V2_UDP_PORT, build_ipv4, compute_icrc, parse_ipv4
 # 8 bytes of payload, IP id 0x1234. Fields spelled out: IPv4 | UDP | BTH | RETH | payload | ICRC (LSB first).
 GOLDEN_WRITE_FIRST = bytes.fromhex(
     "4500004412344000401112730a0001010a000102"  # IPv4, DF, TTL 64, UDP
-    "c10212b700300000"  # UDP sport 0xc102 (0xc000 | QP), dport 4791, len 48, csum 0
+    "c00112b700300000"  # UDP sport 0xc001 (0xc000 | QP >> 8), dport 4791, len 48, csum 0
     "0640ffff" "00000102" "00fffffe"  # BTH: WRITE_FIRST, MigReq, pkey ffff | dQPN | AckReq 0, PSN
     "1122334455667788" "aabbccdd" "00000040"  # RETH
     "0001020304050607"  # payload
-    "43549c78"  # ICRC
+    "2c77809b"  # ICRC
 )
 # ACK (AETH syndrome 0x1f: ACK, credits invalid) for MSN 5, QP 0x207, PSN 0x10.
 GOLDEN_ACK = bytes.fromhex(
-    "4500003000004000401124bb0a0001020a000101" "c20712b7001c0000" "1140ffff" "00000207" "00000010" "1f000005" "b6031da2"
+    "4500003000004000401124bb0a0001020a000101" "c00212b7001c0000" "1140ffff" "00000207" "00000010" "1f000005" "fe8409e0"
 )
 
 
