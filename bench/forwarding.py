@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from scapy.layers.inet import IP, UDP
@@ -20,7 +21,7 @@ from scapy.layers.l2 import Ether
 from bench.common import save
 from controller.build import compile_program
 from controller.controls import all_base_entries
-from controller.p4rt import P4Info, TableEntry
+from controller.p4rt import Entity, P4Info, TableEntry
 from controller.paths import BMV2_JSON, P4INFO
 from controller.pcap import read_timed
 from controller.trace_replay import TraceSwitch
@@ -29,7 +30,7 @@ from mininet_topos.topologies import rack
 HERE = Path(__file__).parent
 
 
-def rate(p4info: Path, json_path: Path, entries: list, packets: list[bytes], run_dir: Path) -> float:
+def rate(p4info: Path, json_path: Path, entries: Sequence[Entity], packets: list[bytes], run_dir: Path) -> float:
     sw = TraceSwitch([1, 2], run_dir=run_dir)
     sw.start(entries, P4Info.from_file(p4info), p4info, json_path)
     try:

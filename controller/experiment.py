@@ -1,9 +1,12 @@
-"""`gradswitch experiment`: bring a network up, run one job on its hosts, tear down, report.
+"""`gradswitch experiment`: bring a network up, run jobs on its hosts, tear down, report.
 
 Workers and servers are real processes in Mininet hosts (`python -m workers.main`), talking
-RoCE v2 through the BMv2 fabric. Loss is injected by the switches' fault-injection table on
-every worker link (both directions, RoCE packets only). The run directory receives
-job.json, the per-node results and logs, results.json, a table and plots.
+RoCE v2 through the BMv2 fabric. One spec may run several identical jobs at once (each on
+its own hosts, or with their parameter servers colocated on one host), with bulk TCP
+background traffic, DLCP features and TensorLights. Loss is injected by the switches'
+fault-injection table on every worker link (both directions, RoCE packets only), never netem.
+The output directory receives job<N>.json, per-node results and logs, results.json, a table
+and plots; job 1 is the one the headline figures describe.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ class ExperimentSpec:
     bw_mbps: float | None = None
     loss_pct: float = 0.0
     transport: str = "gbn"
-    servers: int = 1  # parameter servers (ps only)
+    servers: int = 1  # parameter servers per job (ps only)
     workload: str = "synthetic"
     scale: float = 1.0
     dtype: str = "int32"
@@ -54,14 +57,35 @@ class ExperimentSpec:
     spines: int = 2
     seed: int = 1
     name: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)  # algorithm-specific (netreduce, dlcp...)
+    jobs: int = 1  # identical jobs run at once, ids 1..jobs, on their own hosts
+    colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
+    background_flows: int = 0  # parallel bulk TCP streams (iperf3) between two extra hosts on different switches
+    credits: int = 4  # NetReduce: messages in flight per worker
+    dlcp: dict[str, Any] = field(default_factory=dict)  # {"priority", "drop", "spray"} + workers.dlcp.DlcpPolicy
+    tensorlights: bool = False  # HTB priorities among the colocated servers at their host's NIC
+    tensorlights_rotate_s: float = 0.0  # rotate the favoured server this often (0: fixed)
+    extra: dict[str, Any] = field(default_factory=dict)  # passed to the workers as JobConfig.extra
 
     @property
     def label(self) -> str:
         return self.name or f"{self.algo}-n{self.workers}-{self.topo}"
 
+    @property
+    def servers_per_job(self) -> int:
+        return self.servers if self.algo == "ps" else 0
+
     def hosts_needed(self) -> int:
-        return self.workers + (self.servers if self.algo == "ps" else 0)
+        server_hosts = (1 if self.colocate_servers else self.jobs * self.servers_per_job) if self.servers_per_job else 0
+        return self.jobs * self.workers + server_hosts + (2 if self.background_flows else 0)
+
+    def validate(self) -> None:
+        if self.dlcp and (self.dlcp.get("drop") or self.dlcp.get("spray")) and self.transport != "sr":
+            raise ExperimentError("DLCP dropping and spraying need packets accepted in any order: use transport sr")
+        if self.tensorlights and not (self.algo == "ps" and self.colocate_servers):
+            raise ExperimentError("TensorLights applies to parameter servers colocated on one host "
+                                  "(algo ps, colocate_servers)")
+        if self.algo == "netreduce" and self.workers < 2:
+            raise ExperimentError("NetReduce needs at least 2 workers")
 
 
 def topology_for(spec: ExperimentSpec) -> Topology:
@@ -69,28 +93,56 @@ def topology_for(spec: ExperimentSpec) -> Topology:
     if spec.topo == "rack":
         return build_topology("rack", hosts=n, bw_mbps=spec.bw_mbps)
     if spec.topo == "leafspine":
-        per_leaf = math.ceil(n / spec.leaves)
-        return build_topology("leafspine", leaves=spec.leaves, spines=spec.spines, hosts_per_leaf=per_leaf,
-                              bw_mbps=spec.bw_mbps)
+        return build_topology("leafspine", leaves=spec.leaves, spines=spec.spines,
+                              hosts_per_leaf=math.ceil(n / spec.leaves), bw_mbps=spec.bw_mbps)
     if spec.topo == "dumbbell":
         return build_topology("dumbbell", hosts_per_side=math.ceil(n / 2), bw_mbps=spec.bw_mbps)
     raise ExperimentError(f"unknown topology {spec.topo!r}")
 
 
-def place(spec: ExperimentSpec, topo: Topology) -> list[Node]:
-    """Workers on the first hosts (leaf by leaf), servers on the hosts after them."""
-    hosts = list(topo.hosts)
-    nodes = [Node(i, "worker", h.name, h.ip) for i, h in enumerate(hosts[: spec.workers])]
-    if spec.algo == "ps":
-        nodes += [Node(spec.workers + j, "server", h.name, h.ip)
-                  for j, h in enumerate(hosts[spec.workers : spec.workers + spec.servers])]
-    return nodes
+@dataclass(frozen=True)
+class Placement:
+    jobs: list[list[Node]]  # per job, its nodes (workers first)
+    server_host: str | None  # the shared host of colocated servers
+    background: tuple[str, str] | None  # (sender, receiver) hosts of the bulk traffic
 
 
-def job_config(spec: ExperimentSpec, nodes: list[Node]) -> JobConfig:
+def place(spec: ExperimentSpec, topo: Topology) -> Placement:
+    """Hosts dealt round-robin over the edge switches, so jobs spread over the fabric."""
+    by_edge = [[h for h, _ in topo.hosts_of(s.name)] for s in topo.edge_switches()]
+    order = [h.name for rnd in range(max(len(e) for e in by_edge)) for e in by_edge if rnd < len(e) for h in [e[rnd]]]
+    free = list(order)
+
+    def take() -> str:
+        return free.pop(0)
+
+    server_host = take() if spec.servers_per_job and spec.colocate_servers else None
+    jobs = []
+    for _ in range(spec.jobs):
+        nodes = [Node(i, "worker", h, topo.host(h).ip) for i, h in enumerate(take() for _ in range(spec.workers))]
+        for j in range(spec.servers_per_job):
+            host = server_host or take()
+            nodes.append(Node(spec.workers + j, "server", host, topo.host(host).ip))
+        jobs.append(nodes)
+    background = None
+    if spec.background_flows:
+        sender = take()
+        edge = topo.attachment(sender)[0]
+        receiver = next((h for h in free if topo.attachment(h)[0] != edge), free[0])
+        background = (sender, receiver)
+    return Placement(jobs, server_host, background)
+
+
+def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfig:
+    extra = dict(spec.extra)
+    if spec.algo == "netreduce":
+        extra.setdefault("credits", spec.credits)
+    if spec.dlcp:
+        extra["dlcp"] = {k: v for k, v in spec.dlcp.items() if k not in ("priority", "spray")}
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype, transport=spec.transport,
-                     mtu=spec.mtu, window=spec.window, seed=spec.seed, extra=dict(spec.extra))
+                     mtu=256 if spec.algo == "netreduce" else spec.mtu, window=spec.window, seed=spec.seed + job_id - 1,
+                     job_id=job_id, extra=extra)
 
 
 class Progress:
@@ -129,79 +181,135 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = 
     """Run one experiment end to end; returns (and writes) results.json's content."""
     from mininet_topos.network import GradNetwork, NetworkOptions
 
+    spec.validate()
     out_dir.mkdir(parents=True, exist_ok=True)
     run_dir = out_dir / "run"
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir()
     topo = topology_for(spec)
-    nodes = place(spec, topo)
-    cfg = job_config(spec, nodes)
-    cfg.save(out_dir / "job.json")
+    placement = place(spec, topo)
+    cfgs = [job_config(spec, j + 1, nodes) for j, nodes in enumerate(placement.jobs)]
+    for cfg in cfgs:
+        cfg.save(out_dir / f"job{cfg.job_id}.json")
     options = network_options or NetworkOptions(run_dir=out_dir / "net")
     started = time.time()
     with GradNetwork(topo, options) as net:
         assert net.fabric is not None
+        fabric = net.fabric
         if spec.loss_pct > 0:
-            for node in nodes:
-                switch, port = topo.attachment(node.host)
-                net.fabric.set_port_loss(switch, port, spec.loss_pct / 100.0, "both", 17, ROCE_UDP)
-        prepare = _prepare_hook(spec)
-        after = prepare(net, cfg, out_dir) if prepare is not None else None
-        results = _run_job(net, cfg, run_dir, Progress(spec.iterations, spec.label, progress))
-        switch_drops = {name: net.fabric.drops(name) for name in net.fabric.switch_names()}
-        switch_extra = after() if after is not None else {}
-    report = summarize(spec, cfg, results, switch_drops, started)
-    report["switches"] = switch_extra
+            for cfg in cfgs:
+                for node in cfg.workers:
+                    switch, port = topo.attachment(node.host)
+                    fabric.set_port_loss(switch, port, spec.loss_pct / 100.0, "both", 17, ROCE_UDP)
+        status_readers = []
+        for cfg in cfgs:
+            if spec.dlcp:
+                fabric.dlcp_set(cfg.job_id, bool(spec.dlcp.get("priority")), bool(spec.dlcp.get("drop")),
+                                bool(spec.dlcp.get("spray")))
+            if spec.algo == "netreduce":
+                fabric.netreduce_create(cfg.job_id, [n.host for n in cfg.workers], spec.credits)
+                status_readers.append((cfg.job_id, fabric.netreduce_status))
+        lights = _start_tensorlights(net, spec, cfgs, placement)
+        background = _start_background(net, spec, placement, run_dir)
+        try:
+            results = _run_jobs(net, cfgs, run_dir, Progress(spec.iterations, spec.label, progress))
+        finally:
+            for proc in background:
+                proc.kill()
+                proc.wait(timeout=10)
+            if lights is not None:
+                lights.remove(spec.bw_mbps)
+        switches: dict[str, Any] = {
+            name: {"drops": fabric.drops(name),
+                   **({"dlcp": {c.job_id: fabric.dlcp_events(name, c.job_id) for c in cfgs}} if spec.dlcp else {})}
+            for name in fabric.switch_names()}
+        if status_readers:
+            switches["netreduce"] = {str(job_id): reader(job_id) for job_id, reader in status_readers}
+    report = summarize(spec, cfgs, results, switches, started)
+    if lights is not None:
+        report["tensorlights"] = {"rotations": lights.rotations, "interval_s": spec.tensorlights_rotate_s}
     (out_dir / "results.json").write_text(json.dumps(report, indent=1))
     write_report(report, out_dir)
     return report
 
 
-def _prepare_hook(spec: ExperimentSpec) -> Any:
-    """Algorithm-specific set-up on the running network (e.g. NetReduce installs its job)."""
-    if spec.algo == "netreduce":
-        from controller.netreduce_jobs import prepare_experiment
+def _start_tensorlights(net: Any, spec: ExperimentSpec, cfgs: list[JobConfig], placement: Placement) -> Any:
+    if not spec.tensorlights or placement.server_host is None:
+        return None
+    from mininet_topos.tensorlights import ServerClass, TensorLights
 
-        return prepare_experiment
-    return None
+    host = net.host(placement.server_host)
+    rate = spec.bw_mbps or 1000.0
+    servers = [ServerClass(s.node_id, cfg.job_id) for cfg in cfgs for s in cfg.servers]
+    lights = TensorLights(host, f"{placement.server_host}-eth0", rate, servers)
+    lights.install()
+    if spec.tensorlights_rotate_s > 0:
+        lights.start_rotation(spec.tensorlights_rotate_s)
+    return lights
 
 
-def _run_job(net: Any, cfg: JobConfig, run_dir: Path, bar: Progress) -> dict[int, dict[str, Any]]:
+def _start_background(net: Any, spec: ExperimentSpec, placement: Placement, run_dir: Path
+                      ) -> list[subprocess.Popen[bytes]]:
+    if placement.background is None:
+        return []
+    sender, receiver = placement.background
+    dst = net.topo.host(receiver).ip
+    server = net.host(receiver).popen(["iperf3", "-s", "-p", "5299"], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+    wait_until(lambda: "5299" in net.host(receiver).cmd("ss -ltn"), 10, what="the background iperf3 server")
+    with (run_dir / "background.log").open("wb") as log:
+        client = net.host(sender).popen(["iperf3", "-c", dst, "-p", "5299", "-t", "86400", "-P",
+                                         str(spec.background_flows)], stdout=log, stderr=subprocess.STDOUT)
+    return [client, server]
+
+
+def _run_jobs(net: Any, cfgs: list[JobConfig], run_dir: Path, bar: Progress) -> dict[int, dict[int, dict[str, Any]]]:
+    """Start every node of every job, release them together, wait; results per job and node."""
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
-    procs: dict[int, subprocess.Popen[bytes]] = {}
-    logs: dict[int, Path] = {}
+    procs: dict[tuple[int, int], subprocess.Popen[bytes]] = {}
+    logs: dict[tuple[int, int], Path] = {}
+    dirs = {cfg.job_id: run_dir / f"job{cfg.job_id}" for cfg in cfgs}
+    by_job = {cfg.job_id: cfg for cfg in cfgs}
     try:
-        for node in cfg.nodes:
-            logs[node.node_id] = run_dir / f"{node.host}-{node.node_id}.log"
-            with logs[node.node_id].open("wb") as log:
-                procs[node.node_id] = net.host(node.host).popen(
-                    [sys.executable, "-m", "workers.main", str(run_dir.parent / "job.json"), str(run_dir),
-                     str(node.node_id)], stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), env=env)
+        for cfg in cfgs:
+            jd = dirs[cfg.job_id]
+            jd.mkdir()
+            for node in cfg.nodes:
+                key = (cfg.job_id, node.node_id)
+                logs[key] = jd / f"{node.host}-{node.node_id}.log"
+                with logs[key].open("wb") as log:
+                    procs[key] = net.host(node.host).popen(
+                        [sys.executable, "-m", "workers.main", str(run_dir.parent / f"job{cfg.job_id}.json"), str(jd),
+                         str(node.node_id)], stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), env=env)
 
         def ready() -> bool:
-            for nid, p in procs.items():
+            for (job, nid), p in procs.items():
                 if p.poll() is not None:
-                    node = cfg.node(nid)
-                    raise ExperimentError(f"{node.role} {nid} on {node.host} exited before starting "
-                                          f"(status {p.returncode}):\n{_tail(logs[nid])}")
-            return all((run_dir / f"ready-{n}").exists() for n in procs)
+                    node = by_job[job].node(nid)
+                    raise ExperimentError(f"job {job}: {node.role} {nid} on {node.host} exited before starting "
+                                          f"(status {p.returncode}):\n{_tail(logs[(job, nid)])}")
+            return all((dirs[job] / f"ready-{nid}").exists() for job, nid in procs)
 
-        wait_until(ready, cfg.start_timeout, interval=0.05, what="every worker to be ready")
-        (run_dir / "go").write_text(str(time.monotonic()))
-        deadline = cfg.iterations * cfg.iteration_timeout + cfg.start_timeout + cfg.linger_timeout
-        workers = [w.node_id for w in cfg.workers]
+        start_timeout = max(c.start_timeout for c in cfgs)
+        wait_until(ready, start_timeout, interval=0.05, what="every worker to be ready")
+        stamp = str(time.monotonic())
+        for jd in dirs.values():
+            (jd / "go").write_text(stamp)
+        first = cfgs[0]
+        deadline = first.iterations * first.iteration_timeout + start_timeout + first.linger_timeout
 
         def finished() -> bool:
-            done = [int(p.read_text() or 0) for w in workers if (p := run_dir / f"progress-{w}").exists()]
-            bar.update(min(done) if len(done) == len(workers) else 0)
+            done = [int(p.read_text() or 0) for w in first.workers
+                    if (p := dirs[first.job_id] / f"progress-{w.node_id}").exists()]
+            bar.update(min(done) if len(done) == len(first.workers) else 0)
             return all(p.poll() is not None for p in procs.values())
 
         try:
-            wait_until(finished, deadline, interval=0.2, what="the job to finish")
+            wait_until(finished, deadline, interval=0.2, what="the jobs to finish")
         except TimeoutError as e:
-            raise ExperimentError(f"{e}; still running: "
-                                  f"{[cfg.node(n).host for n, p in procs.items() if p.poll() is None]}") from None
+            running = [f"job {j} {by_job[j].node(n).host}" for (j, n), p in procs.items() if p.poll() is None]
+            raise ExperimentError(f"{e}; still running: {running}") from None
         finally:
             bar.close()
     finally:
@@ -209,20 +317,20 @@ def _run_job(net: Any, cfg: JobConfig, run_dir: Path, bar: Progress) -> dict[int
             if p.poll() is None:
                 p.kill()
                 p.wait(timeout=10)
-    results: dict[int, dict[str, Any]] = {}
-    for nid in procs:
-        path = run_dir / f"result-{nid}.json"
+    results: dict[int, dict[int, dict[str, Any]]] = {cfg.job_id: {} for cfg in cfgs}
+    for (job, nid), proc in procs.items():
+        path = dirs[job] / f"result-{nid}.json"
         if path.exists():
-            results[nid] = json.loads(path.read_text())
+            results[job][nid] = json.loads(path.read_text())
         else:
-            node = cfg.node(nid)
-            results[nid] = {"node_id": nid, "host": node.host, "role": node.role, "ok": False, "iterations": [],
-                            "error": f"no result (exit status {procs[nid].returncode}):\n{_tail(logs[nid])}"}
+            node = by_job[job].node(nid)
+            results[job][nid] = {"node_id": nid, "host": node.host, "role": node.role, "ok": False, "iterations": [],
+                                 "error": f"no result (exit status {proc.returncode}):\n{_tail(logs[(job, nid)])}"}
     return results
 
 
 def spec_from_dict(raw: dict[str, Any], base: ExperimentSpec | None = None) -> ExperimentSpec:
-    known = {f for f in ExperimentSpec.__dataclass_fields__}
+    known = set(ExperimentSpec.__dataclass_fields__)
     unknown = set(raw) - known
     if unknown:
         raise ExperimentError(f"unknown experiment parameters {sorted(unknown)} (known: {sorted(known)})")

@@ -25,8 +25,8 @@ def lower_bound_s(algo: str, workers: int, servers: int, step_bytes: int, bw_mbp
     return step_bytes / rate  # in-network aggregation: S up and S down
 
 
-def summarize(spec: Any, cfg: Any, results: dict[int, dict[str, Any]], switch_drops: dict[str, dict[str, int]],
-              started: float) -> dict[str, Any]:
+def _job_summary(spec: Any, results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Iterations (slowest worker per iteration), wire totals and headline figures of one job."""
     from controller.experiment import step_bytes
 
     workers = [r for r in results.values() if r["role"] == "worker"]
@@ -34,6 +34,7 @@ def summarize(spec: Any, cfg: Any, results: dict[int, dict[str, Any]], switch_dr
     iterations = []
     for i in range(n_iter):
         recs = [r["iterations"][i] for r in workers]
+        extras = sorted({k for x in recs for k in x.get("extra", {})})
         iterations.append({
             "index": i,
             "time_s": max(x["time_s"] for x in recs),
@@ -42,12 +43,11 @@ def summarize(spec: Any, cfg: Any, results: dict[int, dict[str, Any]], switch_dr
             "max_abs_error": max(x["max_abs_error"] for x in recs),
             "start": min(x["start"] for x in recs),
             "end": max(x["end"] for x in recs),
-            **{k: max(x.get("extra", {}).get(k, 0) for x in recs) for k in recs[0].get("extra", {})},
+            **{k: (sum if k.endswith("packets") else max)(x.get("extra", {}).get(k, 0) for x in recs) for k in extras},
         })
     stats = [r.get("stats", {}) for r in results.values()]
     tx_bytes = sum(s.get("tx_bytes", 0) for s in stats)
     tx_packets = sum(s.get("tx_packets", 0) for s in stats)
-    retrans = sum(s.get("requester", {}).get("retransmitted", 0) for s in stats)
     host_drops: dict[str, int] = {}
     for s in stats:
         for k, v in s.get("drops", {}).items():
@@ -56,34 +56,60 @@ def summarize(spec: Any, cfg: Any, results: dict[int, dict[str, Any]], switch_dr
     sbytes = step_bytes(spec)
     bound = lower_bound_s(spec.algo, spec.workers, spec.servers, sbytes, spec.bw_mbps)
     median = float(np.median(times)) if len(times) else None
-    summary = {
-        "median_s": median,
-        "p99_s": float(np.percentile(times, 99)) if len(times) else None,
-        "mean_s": float(np.mean(times)) if len(times) else None,
-        "algbw_mbps": sbytes * 8 / median / 1e6 if median else None,
-        "lower_bound_s": bound,
-        "ratio_to_bound": median / bound if median and bound else None,
-        "correct": bool(iterations) and all(it["correct"] for it in iterations) and len(iterations) == spec.iterations,
-        "iterations_done": len(iterations),
+    correct = bool(iterations) and all(it["correct"] for it in iterations) and len(iterations) == spec.iterations
+    return {
+        "ok": all(r.get("ok") for r in results.values()) and correct,
+        "errors": {f"{r['role']} {r['node_id']} ({r['host']})": r["error"] for r in results.values() if r.get("error")},
+        "iterations": iterations,
+        "bytes_on_wire": tx_bytes + ETH_OVERHEAD * tx_packets,
+        "packets_on_wire": tx_packets,
+        "retransmissions": sum(s.get("requester", {}).get("retransmitted", 0) for s in stats),
+        "host_drops": host_drops,
+        "jct_s": iterations[-1]["end"] - iterations[0]["start"] if iterations else None,
+        "summary": {
+            "median_s": median,
+            "p99_s": float(np.percentile(times, 99)) if len(times) else None,
+            "mean_s": float(np.mean(times)) if len(times) else None,
+            "algbw_mbps": sbytes * 8 / median / 1e6 if median else None,
+            "lower_bound_s": bound,
+            "ratio_to_bound": median / bound if median and bound else None,
+            "correct": correct,
+            "iterations_done": len(iterations),
+        },
+        "extra": {str(nid): {k: v for k, v in r.items() if k not in {"iterations", "stats", "traceback", "error",
+                                                                         "node_id", "host", "role", "ok"}}
+                  for nid, r in results.items()},
     }
+
+
+def summarize(spec: Any, cfgs: list[Any], results: dict[int, dict[int, dict[str, Any]]],
+              switches: dict[str, Any], started: float) -> dict[str, Any]:
+    """results.json: job 1's figures at the top, every job under "jobs", the switches' counters."""
+    from controller.experiment import step_bytes
+
+    jobs = {cfg.job_id: _job_summary(spec, results[cfg.job_id]) for cfg in cfgs}
+    main = jobs[cfgs[0].job_id]
+    jcts = [j["jct_s"] for j in jobs.values() if j["jct_s"] is not None]
+    headline_extra: dict[str, Any] = {"avg_jct_s": float(np.mean(jcts)) if jcts else None}
+    its = main["iterations"]
+    if its and "zero_filled_packets" in its[0]:
+        headline_extra["zero_filled_packets"] = sum(it["zero_filled_packets"] for it in its)
+        headline_extra["max_relative_error"] = max(it["relative_error"] for it in its)
+    dlcp_drops = sum(ev.get("dropped", 0) for sw in switches.values() if isinstance(sw, dict)
+                     for per_job in sw.get("dlcp", {}).values() for ev in [per_job])
+    if spec.dlcp:
+        headline_extra["dlcp_dropped"] = dlcp_drops
     return {
         "name": spec.label,
         "spec": asdict(spec),
         "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
-        "ok": all(r.get("ok") for r in results.values()) and summary["correct"],
-        "errors": {f"{r['role']} {r['node_id']} ({r['host']})": r["error"] for r in results.values() if r.get("error")},
-        "step_bytes": sbytes,
-        "iterations": iterations,
-        "bytes_on_wire": tx_bytes + ETH_OVERHEAD * tx_packets,
-        "packets_on_wire": tx_packets,
-        "goodput_mbps": summary["algbw_mbps"],
-        "retransmissions": retrans,
-        "host_drops": host_drops,
-        "switch_drops": switch_drops,
-        "summary": summary,
-        "extra": {str(nid): {k: v for k, v in r.items() if k not in {"iterations", "stats", "traceback", "error",
-                                                                         "node_id", "host", "role", "ok"}}
-                  for nid, r in results.items()},
+        "step_bytes": step_bytes(spec),
+        **main,
+        "ok": all(j["ok"] for j in jobs.values()),
+        "goodput_mbps": main["summary"]["algbw_mbps"],
+        "jobs": {str(k): {"ok": v["ok"], "jct_s": v["jct_s"], **v["summary"]} for k, v in jobs.items()},
+        "headline_extra": headline_extra,
+        "switches": switches,
     }
 
 

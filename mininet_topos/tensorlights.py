@@ -2,8 +2,9 @@
 
 An HTB tree on the host's interface: the link-rate parent, one class per parameter server
 (matched with u32 on the UDP source port its QPs use, 0xC000 | job << 8 | node, see
-roce.wire.udp_source_port) plus a default class for everything else. Classes differ only in HTB priority: each is guaranteed 1% of the rate and may borrow
-the rest, lowest prio number first. With `rotate`, the favoured server changes every
+roce.wire.udp_source_port) plus a default class for everything else. Classes differ only
+in HTB priority: each is guaranteed 1% of the rate and may borrow the rest, lowest prio
+number first. With `rotate`, the favoured server changes every
 interval (TensorLights-RR). This kernel has HTB and u32 (no prio qdisc, no netem).
 """
 

@@ -31,7 +31,7 @@ class DlcpPolicy:
         if not isinstance(raw, dict):
             return None
         known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in raw.items() if k in known})  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in raw.items() if k in known})
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import ARP, Ether
@@ -175,7 +176,7 @@ class Trace:
     """A scenario as read back from its files."""
 
     name: str
-    meta: dict[str, object]
+    meta: dict[str, Any]
     inputs: list[tuple[int, bytes]]  # global order
     expected: dict[int, list[bytes]]
 

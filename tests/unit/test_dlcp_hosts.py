@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from controller.controls.dlcp import default_classes, marking, rate_param
+from controller.p4rt import Ternary
 from roce.headers import Transport
 from roce.qp import TRAILER_BYTES, QpConfig, Requester, droppable_bitmap
 from workers.dlcp import DlcpPolicy, Framing, Tag, layer_class, magnitude_class
@@ -26,7 +27,11 @@ def test_front_layers_get_class_zero():
 
 def test_default_mapping_puts_front_layers_and_large_values_higher():
     rules = default_classes(3)
-    by_value = {(r.match["hdr.bth.resv7"].value, r.match["hdr.bth.resv7"].mask): r.params["priority"] for r in rules}
+    by_value = {}
+    for r in rules:
+        key = r.match["hdr.bth.resv7"]
+        assert isinstance(key, Ternary)
+        by_value[(key.value, key.mask)] = r.params["priority"]
     assert by_value[(0 << 3, 0b0111000)] == 6  # front layer
     assert by_value[(7 << 3, 0b0111000)] == 1  # back layer
     assert by_value[(7 << 3 | 3 << 1, 0b0111110)] == 2  # back layer, large values: one higher
