@@ -59,6 +59,8 @@ def _auto_name(spec: ExperimentSpec, varied: list[str]) -> str:
 
 
 def load_spec(path: Path) -> CompareSpec:
+    if not path.exists() and path.with_suffix(".toml").exists():
+        path = path.with_suffix(".toml")  # `gradswitch compare experiments/tensorlights`
     try:
         raw = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:

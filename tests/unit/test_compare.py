@@ -1,0 +1,85 @@
+"""Compare specs load into the runs they describe; the report and summary are assembled from
+the experiments' results (here produced by a stand-in runner: the experiments themselves
+run in tests/mininet)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from controller.compare import load_spec, run_compare
+from controller.experiment import ExperimentError, ExperimentSpec, place, topology_for
+from controller.paths import EXPERIMENTS
+
+
+@pytest.mark.parametrize("path", sorted(EXPERIMENTS.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_committed_spec_loads(path):
+    spec = load_spec(path)
+    assert spec.runs
+    for run in spec.runs:
+        run.validate()
+        topology_for(run)  # enough hosts for the placement
+
+
+def test_matrix_and_named_runs():
+    dlcp = load_spec(EXPERIMENTS / "dlcp-contention")  # without .toml, as the README writes it
+    assert [r.label for r in dlcp.runs] == ["baseline", "priority", "priority+drop", "priority+drop+lb"]
+    assert dlcp.runs[3].dlcp == {"priority": True, "drop": True, "spray": True, "loss_budget": 0.1}
+    base = load_spec(EXPERIMENTS / "baselines.toml")
+    assert [r.label for r in base.runs] == ["ring-n2", "ring-n4", "ps-n2", "ps-n4"]
+    assert {r.size_bytes for r in base.runs} == {1 << 20}
+    tl = load_spec(EXPERIMENTS / "tensorlights.toml")
+    assert {r.label for r in tl.runs} >= {"baseline", "tensorlights"}
+
+
+def test_bad_specs_say_what_is_wrong(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[defaults]\nworkerz = 3\n[[runs]]\nname = "x"\n')
+    with pytest.raises(ExperimentError, match="unknown experiment parameters \\['workerz'\\]"):
+        load_spec(bad)
+    bad.write_text('[[runs]]\nname = "x"\n[[runs]]\nname = "x"\n')
+    with pytest.raises(ExperimentError, match="run names repeat"):
+        load_spec(bad)
+    with pytest.raises(ExperimentError, match="use transport sr"):
+        ExperimentSpec(dlcp={"drop": True}).validate()
+
+
+def test_placement_spreads_jobs_and_colocates_servers():
+    spec = ExperimentSpec(algo="ps", workers=2, jobs=3, colocate_servers=True, topo="leafspine", background_flows=2)
+    topo = topology_for(spec)
+    p = place(spec, topo)
+    servers = {n.host for nodes in p.jobs for n in nodes if n.role == "server"}
+    assert servers == {p.server_host}
+    workers = [n.host for nodes in p.jobs for n in nodes if n.role == "worker"]
+    assert len(set(workers)) == 6 and p.server_host not in workers
+    assert p.background is not None and topo.attachment(p.background[0])[0] != topo.attachment(p.background[1])[0]
+    # each 2-worker job has one worker on each leaf
+    for nodes in p.jobs:
+        leaves = {topo.attachment(n.host)[0] for n in nodes if n.role == "worker"}
+        assert leaves == {"leaf1", "leaf2"}
+
+
+def fake_report(spec: ExperimentSpec, out: Path) -> dict:
+    times = [0.5 + 0.1 * i for i in range(spec.iterations)]
+    return {"name": spec.label, "spec": {"algo": spec.algo, "workers": spec.workers, "topo": spec.topo, "iterations": spec.iterations,
+                                         "bw_mbps": spec.bw_mbps, "loss_pct": 0, "transport": "gbn"},
+            "step_bytes": spec.size_bytes, "ok": True, "retransmissions": 0, "bytes_on_wire": 10, "packets_on_wire": 1,
+            "summary": {"median_s": sorted(times)[len(times) // 2], "p99_s": max(times), "correct": True,
+                        "algbw_mbps": 1.0, "lower_bound_s": 0.4, "ratio_to_bound": 1.5,
+                        "iterations_done": spec.iterations},
+            "iterations": [], "errors": {}, "headline_extra": {"avg_jct_s": sum(times)}}
+
+
+def test_compare_writes_summary_report_and_plot(tmp_path):
+    spec = load_spec(EXPERIMENTS / "baselines.toml")
+    summary = run_compare(spec, tmp_path, runner=fake_report, log=lambda s: None)
+    saved = json.loads((tmp_path / "summary.json").read_text())
+    assert saved == summary
+    assert set(saved) == {"ring-n2", "ring-n4", "ps-n2", "ps-n4"}
+    for headline in saved.values():
+        assert {"median_s", "p99_s", "correct", "avg_jct_s"} <= set(headline)
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("# baselines") and "| ring-n4 |" in report and "compare.png" in report
+    assert (tmp_path / "compare.png").stat().st_size > 1000
