@@ -63,8 +63,9 @@ def test_placement_spreads_jobs_and_colocates_servers():
 
 def fake_report(spec: ExperimentSpec, out: Path) -> dict:
     times = [0.5 + 0.1 * i for i in range(spec.iterations)]
-    return {"name": spec.label, "spec": {"algo": spec.algo, "workers": spec.workers, "topo": spec.topo, "iterations": spec.iterations,
-                                         "bw_mbps": spec.bw_mbps, "loss_pct": 0, "transport": "gbn"},
+    return {"name": spec.label,
+            "spec": {"algo": spec.algo, "workers": spec.workers, "topo": spec.topo, "iterations": spec.iterations,
+                     "bw_mbps": spec.bw_mbps, "loss_pct": 0, "transport": "gbn"},
             "step_bytes": spec.size_bytes, "ok": True, "retransmissions": 0, "bytes_on_wire": 10, "packets_on_wire": 1,
             "summary": {"median_s": sorted(times)[len(times) // 2], "p99_s": max(times), "correct": True,
                         "algbw_mbps": 1.0, "lower_bound_s": 0.4, "ratio_to_bound": 1.5,
