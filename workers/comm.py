@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -195,6 +196,23 @@ class WorkerLoop:
                 raise WrongResult(f"{self.comm.me.host}: iteration {it}: {wrong} wrong elements", records)
             progress(it)
         return records
+
+
+class Loop(Protocol):
+    """What an algorithm drives: a profile of tensors, and iterations that call its all-reduce."""
+
+    profile: Profile
+
+    def run(self, progress: Callable[[int], None] = ...) -> list[IterationRecord]: ...
+
+
+def make_loop(comm: Comm, allreduce: Callable[[int, int, Int32Array], Int32Array]) -> Loop:
+    """The iteration loop of a worker: synthetic or model-profile gradients, or real training."""
+    if comm.cfg.workload == "train-digits":
+        from workers.train import TrainLoop
+
+        return TrainLoop(comm, allreduce)
+    return WorkerLoop(comm, allreduce)
 
 
 class WrongResult(RuntimeError):

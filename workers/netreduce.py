@@ -13,7 +13,7 @@ from functools import partial
 
 import numpy as np
 
-from workers.comm import Comm, WorkerLoop
+from workers.comm import Comm, make_loop
 from workers.netreduce_layout import MESSAGE_BYTES, MESSAGE_ELEMENTS, JobLayout
 from workers.tensors import Int32Array, from_wire, to_wire
 
@@ -36,7 +36,7 @@ class NetReduceWorker:
         self.send_qp = comm.qp(self.peer, initial_psn=self.layout.initial_psn)
         self.recv_qp = comm.qp(self.sender, initial_psn=self.layout.initial_psn)
         self.region = comm.register(self.layout.rkey, self.layout.window_messages * MESSAGE_BYTES)
-        self.loop = WorkerLoop(comm, self.allreduce)
+        self.loop = make_loop(comm, self.allreduce)
         self.k = 0  # next message number (continues over tensors and iterations)
         self.wr_of: dict[int, int] = {}  # message -> work request id, until acknowledged
         self.results: set[int] = set()  # messages whose result arrived, until their credit is used

@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from workers.comm import Comm, WorkerLoop
+from workers.comm import Comm, make_loop
 from workers.tensors import Int32Array, from_wire, to_wire, workload
 
 RKEY_SERVER = 0x50535256  # "PSRV"
@@ -74,7 +74,7 @@ class PsWorker:
         self.workers = [w.node_id for w in comm.cfg.workers]
         self.region = comm.register(RKEY_WORKER, max(4, 2 * step_bytes))
         self.step_bytes = step_bytes
-        self.loop = WorkerLoop(comm, self.allreduce)
+        self.loop = make_loop(comm, self.allreduce)
         self.tensors = len(self.loop.profile.tensors)
         self.by_tensor: dict[int, list[Key]] = {}
         for k in self.keys:

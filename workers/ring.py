@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workers.comm import Comm, WorkerLoop
+from workers.comm import Comm, make_loop
 from workers.tensors import Int32Array, from_wire, to_wire
 
 RKEY = 0x52494E47  # "RING"
@@ -42,7 +42,7 @@ class Ring:
         self.rank = workers.index(comm.me.node_id)
         self.next = workers[(self.rank + 1) % self.n]
         self.prev = workers[(self.rank - 1) % self.n]
-        self.loop = WorkerLoop(comm, self.allreduce)
+        self.loop = make_loop(comm, self.allreduce)
         largest = max(t.elements for t in self.loop.profile.tensors)
         self.slot_bytes = comm.slot_bytes(max(4, -(-largest // self.n) * 4))
         self.steps = 2 * (self.n - 1)

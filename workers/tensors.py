@@ -71,6 +71,10 @@ def workload(name: str, size_bytes: int, scale: float) -> Profile:
     """The tensors of one training step in back-propagation order (last layer first)."""
     if name == "synthetic":
         return Profile("synthetic", "uniform synthetic tensor", (Tensor("gradient", max(1, size_bytes // 4)),))
+    if name == "train-digits":
+        from workers.train import profile
+
+        return profile()
     model = load_model(name)
     scaled = tuple(Tensor(t.name, max(1, round(t.elements * scale)), t.kind) for t in reversed(model.tensors))
     return Profile(model.model, model.source, scaled)
