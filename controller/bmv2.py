@@ -49,7 +49,8 @@ class Bmv2Config:
 
     @property
     def log_file(self) -> Path:
-        return self.run_dir / f"{self.name}.log"
+        """BMv2's log: it appends ".txt" to the --log-file it is given."""
+        return self.run_dir / f"{self.name}.txt"
 
     @property
     def console_file(self) -> Path:
@@ -64,7 +65,7 @@ class Bmv2Config:
             raise ValueError(f"BMv2 log level {self.log_level!r} is not one of {LOG_LEVELS}")
         cmd = [self.executable, "--no-p4", "--device-id", str(self.device_id),
                "--thrift-port", str(self.thrift_port),
-               "--log-file", str(self.log_file), "--log-flush", "-L", self.log_level,
+               "--log-file", str(self.run_dir / self.name), "--log-flush", "-L", self.log_level,
                "--notifications-addr", f"ipc://{self.run_dir / (self.name + '-notifications.ipc')}"]
         for port, iface in sorted(self.ports.items()):
             if port == self.cpu_port:

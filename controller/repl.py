@@ -139,7 +139,8 @@ class Repl(cmd.Cmd):
     def do_entries(self, arg: str) -> None:
         """entries SWITCH TABLE: list a table's entries on a switch."""
         sw, table = self._args(arg, 2, "entries SWITCH TABLE")[:2]
-        views = self.fabric.read_entries(self._switch(sw), table)
+        sw = self._switch(sw)
+        views = self.fabric.read_entries(sw, table)
         for v in views:
             self.out(v.text)
         self.out(f"({len(views)} entries)")
@@ -169,7 +170,8 @@ class Repl(cmd.Cmd):
         """counter SWITCH COUNTER [INDEX]: read an indexed counter (non-zero cells)."""
         words = self._args(arg, 2, "counter SWITCH COUNTER [INDEX]")
         index = int(words[2]) if len(words) > 2 else None
-        cells = self.fabric.read_counter(self._switch(words[0]), words[1], index)
+        sw = self._switch(words[0])
+        cells = self.fabric.read_counter(sw, words[1], index)
         shown = {i: c for i, c in sorted(cells.items()) if c.packets or index is not None}
         for i, c in shown.items():
             self.out(f"[{i}] {c.packets} packets, {c.bytes} bytes")
@@ -195,7 +197,8 @@ class Repl(cmd.Cmd):
     def do_mcast(self, arg: str) -> None:
         """mcast SWITCH GROUP: read a multicast group."""
         words = self._args(arg, 2, "mcast SWITCH GROUP")
-        group = self.fabric.read_multicast_group(self._switch(words[0]), int(words[1]))
+        sw = self._switch(words[0])
+        group = self.fabric.read_multicast_group(sw, int(words[1]))
         self.out(group.describe() if group else f"no multicast group {words[1]}")
 
     def do_loss(self, arg: str) -> None:
@@ -203,7 +206,8 @@ class Repl(cmd.Cmd):
         words = self._args(arg, 3, "loss SWITCH PORT FRACTION [in|out|both] [roce]")
         direction = next((w for w in words[3:] if w in ("in", "out", "both")), "both")
         roce = "roce" in words[3:]
-        rules = self.fabric.set_port_loss(self._switch(words[0]), int(words[1]), float(words[2]), direction,
+        sw = self._switch(words[0])
+        rules = self.fabric.set_port_loss(sw, int(words[1]), float(words[2]), direction,
                                           17 if roce else None, 4791 if roce else None)
         self.out(f"{len(rules)} fault rule(s) on {words[0]} port {words[1]}")
 
@@ -211,13 +215,15 @@ class Repl(cmd.Cmd):
         """packet-out SWITCH PORT HEXBYTES: send a packet out of a switch port."""
         words = self._args(arg, 3, "packet-out SWITCH PORT HEXBYTES")
         payload = bytes.fromhex("".join(words[2:]))
-        self.fabric.packet_out(self._switch(words[0]), payload, int(words[1]))
+        sw = self._switch(words[0])
+        self.fabric.packet_out(sw, payload, int(words[1]))
         self.out(f"sent {len(payload)} bytes out of {words[0]} port {words[1]}")
 
     def do_packet_in(self, arg: str) -> None:
         """packet-in SWITCH [SECONDS]: wait for the next packet the switch sends to the controller."""
         words = self._args(arg, 1, "packet-in SWITCH [SECONDS]")
-        pin = self.fabric.next_packet_in(self._switch(words[0]), float(words[1]) if len(words) > 1 else 5.0)
+        sw = self._switch(words[0])
+        pin = self.fabric.next_packet_in(sw, float(words[1]) if len(words) > 1 else 5.0)
         if pin is None:
             self.out("(no packet-in)")
             return

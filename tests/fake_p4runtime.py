@@ -31,7 +31,7 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[misc]
         self.read_responses: list[Any] = []
         self.write_errors: dict[int, tuple[int, str]] = {}  # update index -> (code, message)
         self.cookie: int | None = None
-        self._outbound: queue.Queue[Any] = queue.Queue()
+        self._streams: list[queue.Queue[Any]] = []  # one outbound queue per open stream
         self._best_election: tuple[int, int] = (0, 0)
         self.lock = threading.Lock()
 
@@ -71,26 +71,38 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def Capabilities(self, request: Any, context: Any) -> Any:
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version="1.4.1")
 
-    def StreamChannel(self, request_iterator: Iterator[Any], context: Any) -> Iterator[Any]:
+    def StreamChannel(self, request_iterator: Iterator[Any], context: Any) -> Iterator[Any]:  # noqa: N802
+        outbound: queue.Queue[Any] = queue.Queue()
+        with self.lock:
+            self._streams.append(outbound)
+
         def consume() -> None:
-            for req in request_iterator:
-                with self.lock:
-                    self.stream_requests.append(req)
-                if req.HasField("arbitration"):
-                    eid = (req.arbitration.election_id.high, req.arbitration.election_id.low)
-                    self._best_election = max(self._best_election, eid)
-                    rep = p4runtime_pb2.StreamMessageResponse()
-                    rep.arbitration.CopyFrom(req.arbitration)
-                    rep.arbitration.status.code = code_pb2.OK if eid >= self._best_election else code_pb2.ALREADY_EXISTS
-                    self._outbound.put(rep)
-            self._outbound.put(None)
+            try:
+                for req in request_iterator:
+                    with self.lock:
+                        self.stream_requests.append(req)
+                    if req.HasField("arbitration"):
+                        eid = (req.arbitration.election_id.high, req.arbitration.election_id.low)
+                        self._best_election = max(self._best_election, eid)
+                        rep = p4runtime_pb2.StreamMessageResponse()
+                        rep.arbitration.CopyFrom(req.arbitration)
+                        primary = eid >= self._best_election
+                        rep.arbitration.status.code = code_pb2.OK if primary else code_pb2.ALREADY_EXISTS
+                        outbound.put(rep)
+            except grpc.RpcError:  # the client went away
+                pass
+            outbound.put(None)
 
         threading.Thread(target=consume, daemon=True).start()
-        while True:
-            item = self._outbound.get()
-            if item is None:
-                return
-            yield item
+        try:
+            while True:
+                item = outbound.get()
+                if item is None:
+                    return
+                yield item
+        finally:
+            with self.lock:
+                self._streams.remove(outbound)
 
     # ---- test helpers ----
 
@@ -101,7 +113,9 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[misc]
             md = rep.packet.metadata.add()
             md.metadata_id = mid
             md.value = value
-        self._outbound.put(rep)
+        with self.lock:
+            for stream in self._streams:
+                stream.put(rep)
 
     def packet_outs(self) -> list[Any]:
         with self.lock:

@@ -72,7 +72,7 @@ class TableEntry:
         return f"{short(self.table)}[{key}] -> {act}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class Replica:
     port: int
     instance: int = 0
@@ -81,7 +81,10 @@ class Replica:
 @dataclass(frozen=True)
 class MulticastGroup:
     group_id: int
-    replicas: tuple[Replica, ...] = ()
+    replicas: tuple[Replica, ...] = ()  # a set: kept sorted, as switches return them in any order
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "replicas", tuple(sorted(self.replicas)))
 
     def describe(self) -> str:
         ports = ", ".join(f"{r.port}/{r.instance}" for r in self.replicas)
@@ -94,6 +97,9 @@ class CloneSession:
     replicas: tuple[Replica, ...] = ()
     class_of_service: int = 0
     packet_length_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "replicas", tuple(sorted(self.replicas)))
 
     def describe(self) -> str:
         ports = ", ".join(f"{r.port}/{r.instance}" for r in self.replicas)

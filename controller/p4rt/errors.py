@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from google.rpc import code_pb2
 
@@ -51,6 +52,28 @@ class WriteError(SwitchError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.switch, self.operation, self.failures))
+
+
+def write_error_details(error: Any) -> list[tuple[int, int, str]]:
+    """(update index, canonical code, message) of every refused update of a failed Write.
+
+    P4Runtime puts one p4.v1.Error per update in the status details (OK for the accepted
+    ones). p4runtime-shell 0.0.6's iterator loops forever on an OK detail, so we read them here.
+    """
+    from google.rpc import status_pb2
+    from p4.v1 import p4runtime_pb2
+
+    status = status_pb2.Status()
+    for key, value in error.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            status.ParseFromString(value)
+            break
+    out = []
+    for index, detail in enumerate(status.details):
+        err = p4runtime_pb2.Error()
+        if detail.Unpack(err) and err.canonical_code != code_pb2.OK:
+            out.append((index, err.canonical_code, err.message))
+    return out
 
 
 def code_name(code: int) -> str:

@@ -145,14 +145,13 @@ class P4Info:
         return [self.name_of(ref.id) for ref in self.table(table).action_refs]
 
     def table_action(self, table: str, action: str) -> Any:
-        """The action, checked to belong to the table."""
-        act = self.action(action)
-        allowed = {ref.id for ref in self.table(table).action_refs}
-        if act.preamble.id not in allowed:
-            raise UnknownName(
-                "action", action, [n.split(".")[-1] for n in self.table_actions(table)], where=f"table {table}"
-            )
-        return act
+        """One of the table's actions, by full name or any suffix unique among the table's actions
+        (so `drop_fraction` works for a table although two controls define one)."""
+        names = self.table_actions(table)
+        matches = [n for n in names if n == action or n.endswith("." + action)]
+        if len(matches) != 1:
+            raise UnknownName("action", action, [n.split(".")[-1] for n in names], where=f"table {table}")
+        return self.action(matches[0])
 
     def table_is_ternary(self, table: str) -> bool:
         """True when entries of the table need a priority (ternary, range or optional keys)."""

@@ -30,7 +30,7 @@ import grpc
 from google.protobuf import text_format
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
-from p4runtime_sh.p4runtime import P4RuntimeClient, P4RuntimeException, P4RuntimeWriteException
+from p4runtime_sh.p4runtime import P4RuntimeClient, P4RuntimeException
 
 from controller.constants import CONFIG
 from controller.p4rt.entities import (
@@ -44,7 +44,14 @@ from controller.p4rt.entities import (
     parse_int,
     to_bytes,
 )
-from controller.p4rt.errors import NotPrimary, SwitchUnavailable, UpdateFailure, WriteError, code_name
+from controller.p4rt.errors import (
+    NotPrimary,
+    SwitchUnavailable,
+    UpdateFailure,
+    WriteError,
+    code_name,
+    write_error_details,
+)
 from controller.p4rt.p4info import P4Info
 from controller.paths import BMV2_JSON, P4INFO
 
@@ -267,21 +274,21 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
             upd.type = op
             upd.entity.CopyFrom(encode_entity(self.p4info, entity))
         operation = "/".join(sorted({_OPERATIONS[op] for op, _ in updates}))
+        req.device_id = self.device_id
+        req.election_id.high = self.election_id[0]
+        req.election_id.low = self.election_id[1]
         try:
-            super().write(req)
-        except P4RuntimeWriteException as e:
-            failures = [
-                UpdateFailure(idx, updates[idx][1].describe(), code_name(err.canonical_code), err.message)
-                for idx, err in e.errors
-            ]
-            raise WriteError(self.name, operation, failures) from None
+            self.stub.Write(req, timeout=self._timeout * 6)
         except grpc.RpcError as e:
             if e.code() == grpc.StatusCode.PERMISSION_DENIED:
                 self.is_primary = False
                 raise NotPrimary(self.name, f"{operation} refused: {e.details()}") from None
-            raise WriteError(
-                self.name, operation, [UpdateFailure(0, f"{len(updates)} update(s)", e.code().name, e.details())]
-            ) from None
+            details = write_error_details(e) if e.code() == grpc.StatusCode.UNKNOWN else []
+            failures = [UpdateFailure(i, updates[i][1].describe(), code_name(code), message)
+                        for i, code, message in details if i < len(updates)]
+            if not failures:
+                failures = [UpdateFailure(0, f"{len(updates)} update(s)", e.code().name, e.details() or "")]
+            raise WriteError(self.name, operation, failures) from None
 
     def insert(self, entities: Iterable[Entity]) -> None:
         self.write([(INSERT, e) for e in entities])

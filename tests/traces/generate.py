@@ -140,8 +140,9 @@ def leaf_ecmp() -> Scenario:
     for sport in (1000, 1001, 1002, 1003, 1004, 1005):
         for dst in (h3, h4):
             pkt = Ether(src=h1.mac, dst=dst.mac) / IP(src=h1.ip, dst=dst.ip, id=sport) / UDP(sport=sport, dport=9)
+            # The ECMP hash input: addresses, protocol, ports, and the spray key (0: not a spraying DLCP job).
             key = bytes(IP(src=h1.ip, dst=dst.ip).build()[12:20]) + bytes([17]) + sport.to_bytes(2, "big") + \
-                (9).to_bytes(2, "big")
+                (9).to_bytes(2, "big") + bytes(4)
             port = (3, 4)[crc16_arc(key) % 2]
             s.send(1, pkt, f"UDP h1 -> {dst.name} sport {sport}: ECMP by 5-tuple hash")
             s.expect(port, routed(pkt, switch_port_mac(0, port), uplinks[port]))

@@ -287,6 +287,8 @@ control NetReduce(inout headers_t hdr,
     apply {
         meta.nr.consumed = false;
         meta.nr.emit = false;
+        bool first = hdr.bth.opcode == ROCE_WRITE_FIRST;
+        bool later = hdr.bth.opcode == ROCE_WRITE_MIDDLE || hdr.bth.opcode == ROCE_WRITE_LAST_IMM;
         if (!hdr.bth.isValid() || hdr.bth.opcode == ROCE_ACKNOWLEDGE) {
             return;
         }
@@ -307,8 +309,6 @@ control NetReduce(inout headers_t hdr,
             refuse(NR_EV_NOT_MEMBER);
             return;
         }
-        bool first = hdr.bth.opcode == ROCE_WRITE_FIRST;
-        bool later = hdr.bth.opcode == ROCE_WRITE_MIDDLE || hdr.bth.opcode == ROCE_WRITE_LAST_IMM;
         if (!hdr.agg.isValid() || !(first || later)) {
             refuse(NR_EV_MALFORMED);
             return;
