@@ -71,7 +71,7 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[misc]
     def Capabilities(self, request: Any, context: Any) -> Any:
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version="1.4.1")
 
-    def StreamChannel(self, request_iterator: Iterator[Any], context: Any) -> Iterator[Any]:  # noqa: N802
+    def StreamChannel(self, request_iterator: Iterator[Any], context: Any) -> Iterator[Any]:
         outbound: queue.Queue[Any] = queue.Queue()
         with self.lock:
             self._streams.append(outbound)
