@@ -35,6 +35,8 @@ TOOLS = (
     Tool("tc", ("-V",), "link rate shaping (HTB/TBF) in Mininet"),
     Tool("ethtool", ("--version",), "turning NIC offloads off in Mininet (TCP through BMv2 fails without it)"),
     Tool("ip", ("-V",), "Mininet links and namespaces"),
+    Tool("ping", ("-V",), "reachability checks (`gradswitch net --pingall`, `make demo`)"),
+    Tool("iperf3", ("--version",), "TCP through the fabric in tests, background traffic in DLCP experiments"),
 )
 
 PYTHON_PACKAGES = ("p4runtime-shell", "p4runtime", "protobuf", "grpcio", "mininet", "scapy", "numpy", "matplotlib")

@@ -52,7 +52,7 @@ def preflight() -> None:
     missing = []
     if os.geteuid() != 0:
         missing.append("root (Mininet creates namespaces and veths)")
-    for tool in ("mnexec", "simple_switch_grpc", "ip", "tc", "ethtool"):
+    for tool in ("mnexec", "simple_switch_grpc", "ip", "tc", "ethtool", "ping"):
         if shutil.which(tool) is None:
             missing.append(tool)
     if missing:
@@ -69,7 +69,7 @@ class Reachability:
         return all(self.ok.get((a, b), False) for a in self.hosts for b in self.hosts if a != b)
 
     def table(self) -> str:
-        width = max(len(h) for h in self.hosts) + 1
+        width = max(4, max(len(h) for h in self.hosts)) + 2
         lines = [" " * width + "".join(f"{h:>{width}}" for h in self.hosts)]
         for a in self.hosts:
             cells = []

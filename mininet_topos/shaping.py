@@ -62,7 +62,7 @@ def priority_commands(intf: str, rate_mbps: float, limit: int = QUEUE_PACKETS, m
             f"tc qdisc replace dev {intf} parent 1:{10 + p} handle {10 + p}: pfifo limit {limit}",
         ]
         if p:
-            cmds.append(f"tc filter replace dev {intf} parent 1: protocol ip prio {p} handle 800::{p:x} "
+            cmds.append(f"tc filter replace dev {intf} parent 1: protocol ip prio 1 handle 800::{p:x} "
                         f"u32 match ip tos {p << 5:#x} 0xe0 flowid 1:{10 + p}")
     return cmds
 

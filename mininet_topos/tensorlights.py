@@ -68,7 +68,7 @@ class TensorLights:
             self._run(f"tc qdisc replace dev {self.intf} parent 1:{10 + i} handle {10 + i}: "
                       f"pfifo limit {QUEUE_PACKETS}")
             value, mask = source_port_match(s.job, s.node_id)
-            self._run(f"tc filter replace dev {self.intf} parent 1: protocol ip prio {i + 1} handle 800::{i + 1:x} "
+            self._run(f"tc filter replace dev {self.intf} parent 1: protocol ip prio 1 handle 800::{i + 1:x} "
                       f"u32 match ip protocol 17 0xff match ip sport {value:#x} {mask:#x} flowid 1:{10 + i}")
 
     def favour(self, first: int) -> None:

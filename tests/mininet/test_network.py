@@ -55,7 +55,7 @@ def test_rack_full_reachability_and_clean_teardown(tmp_path):
     assert not (tmp_path / "net" / STATE_FILE).exists()
 
 
-def sender_script(dst: str, port: int, count: int, size: int = 200) -> str:
+def sender_script(dst: str, port: int, count: int, size: int = 1000) -> str:
     return textwrap.dedent(f"""
         import socket
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -95,7 +95,8 @@ def udp_transfer(net: GradNetwork, src: str, dst: str, count: int, port: int = 5
 
 
 def test_leafspine_udp_tcp_and_fault_injection(tmp_path):
-    topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2, bw_mbps=200)
+    # 20 Mb/s links: the links, not BMv2's packet rate, limit a blast of datagrams (README, Performance).
+    topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2, bw_mbps=20)
     with GradNetwork(topo, options(tmp_path)) as net:
         assert net.fabric is not None
         reach = net.pingall()
@@ -109,7 +110,7 @@ def test_leafspine_udp_tcp_and_fault_injection(tmp_path):
             out = net.host("h2").cmd("iperf3 -c 10.0.2.1 -p 5201 -t 2 -J")
             report = json.loads(out)
             mbps = report["end"]["sum_received"]["bits_per_second"] / 1e6
-            assert 20 < mbps <= 210, mbps
+            assert 10 < mbps <= 21, mbps
         finally:
             server.wait(timeout=10)
         # Fault injection: 20% of UDP leaving leaf2 towards h4 (port 2), nothing else.
@@ -146,21 +147,51 @@ def test_pingall_command_exits_zero_on_full_reachability(tmp_path):
     assert leftovers(tmp_path / "leafspine", ["leaf1", "leaf2", "spine1", "spine2", "h1", "h2", "h3", "h4"]) == []
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_interrupted_run_leaves_nothing_behind(tmp_path, sig):
+def test_ctrl_c_during_bring_up_leaves_nothing_behind(tmp_path):
+    proc = _start_cli(["net", "--topo", "leafspine", "--leaves", "2", "--spines", "2", "--hosts-per-leaf", "2",
+                       "--pingall"], tmp_path)
+    names = ["leaf1", "leaf2", "spine1", "spine2", "h1", "h2", "h3", "h4"]
+    try:
+        # Interrupt as soon as the network exists (the state file is written before the switches start).
+        wait_until(lambda: (tmp_path / "leafspine" / STATE_FILE).exists() or proc.poll() is not None, 120,
+                   what="the network to be built")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out
+    assert "interrupted: everything was torn down" in out
+    assert leftovers(tmp_path / "leafspine", names) == []
+
+
+def test_sigterm_to_the_interactive_network_tears_it_down(tmp_path):
     proc = _start_cli(["net", "--topo", "rack", "--hosts", "3"], tmp_path, stdin=subprocess.PIPE)
-    state = tmp_path / "rack" / STATE_FILE
     try:
         wait_until(lambda: (tmp_path / "rack" / "control.sock").exists() or proc.poll() is not None, 120,
                    what="the network to come up")
         assert proc.poll() is None, proc.communicate()[0]
-        proc.send_signal(sig)
+        proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert leftovers(tmp_path / "rack", ["s1", "h1", "h2", "h3"]) == []
-    assert not state.exists()
+    assert not (tmp_path / "rack" / STATE_FILE).exists()
+
+
+def test_clean_removes_what_a_killed_run_left(tmp_path):
+    proc = _start_cli(["net", "--topo", "rack", "--hosts", "2"], tmp_path, stdin=subprocess.PIPE)
+    wait_until(lambda: (tmp_path / "rack" / "control.sock").exists() or proc.poll() is not None, 120,
+               what="the network to come up")
+    proc.kill()  # no chance to clean up
+    proc.wait(timeout=10)
+    assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) != []
+    clean = _start_cli(["clean"], tmp_path)
+    out, _ = clean.communicate(timeout=60)
+    assert clean.returncode == 0, out
+    assert "removed switch s1" in out
+    assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) == []
 
 
 def test_repl_attaches_to_the_running_controller(tmp_path):
