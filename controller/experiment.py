@@ -31,6 +31,7 @@ from workers.config import JobConfig, Node
 from workers.tensors import workload
 
 ROCE_UDP = 4791
+WORKER_NICE = 10
 
 
 class ExperimentError(RuntimeError):
@@ -52,7 +53,7 @@ class ExperimentSpec:
     scale: float = 1.0
     dtype: str = "int32"
     mtu: int = 1024
-    window: int = 64
+    window: int = 32  # packets in flight per QP
     leaves: int = 2  # leafspine
     spines: int = 2
     seed: int = 1
@@ -139,10 +140,19 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
         extra.setdefault("credits", spec.credits)
     if spec.dlcp:
         extra["dlcp"] = {k: v for k, v in spec.dlcp.items() if k not in ("priority", "spray")}
+    mtu = 256 if spec.algo == "netreduce" else spec.mtu
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype, transport=spec.transport,
-                     mtu=256 if spec.algo == "netreduce" else spec.mtu, window=spec.window, seed=spec.seed + job_id - 1,
-                     job_id=job_id, extra=extra)
+                     mtu=mtu, window=spec.window, rto=min_rto(spec.window, mtu, spec.bw_mbps),
+                     seed=spec.seed + job_id - 1, job_id=job_id, extra=extra)
+
+
+def min_rto(window: int, mtu: int, bw_mbps: float | None) -> float:
+    """The smallest retransmission timeout: 3 times a full window's time on the link (it may sit
+    in one queue), and 50 ms; the RTT estimate raises it further."""
+    if not bw_mbps:
+        return 0.05
+    return max(0.05, 3 * window * (mtu + 80) * 8 / (bw_mbps * 1e6))
 
 
 class Progress:
@@ -222,6 +232,7 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = 
                 lights.remove(spec.bw_mbps)
         switches: dict[str, Any] = {
             name: {"drops": fabric.drops(name),
+                   "ports": {p.port: [p.rx_packets, p.tx_packets] for p in fabric.port_stats(name)},
                    **({"dlcp": {c.job_id: fabric.dlcp_events(name, c.job_id) for c in cfgs}} if spec.dlcp else {})}
             for name in fabric.switch_names()}
         if status_readers:
@@ -242,7 +253,7 @@ def _start_tensorlights(net: Any, spec: ExperimentSpec, cfgs: list[JobConfig], p
     host = net.host(placement.server_host)
     rate = spec.bw_mbps or 1000.0
     servers = [ServerClass(s.node_id, cfg.job_id) for cfg in cfgs for s in cfg.servers]
-    lights = TensorLights(host, f"{placement.server_host}-eth0", rate, servers)
+    lights = TensorLights(host, "eth0", rate, servers)
     lights.install()
     if spec.tensorlights_rotate_s > 0:
         lights.start_rotation(spec.tensorlights_rotate_s)
@@ -279,8 +290,10 @@ def _run_jobs(net: Any, cfgs: list[JobConfig], run_dir: Path, bar: Progress) -> 
                 key = (cfg.job_id, node.node_id)
                 logs[key] = jd / f"{node.host}-{node.node_id}.log"
                 with logs[key].open("wb") as log:
+                    # Workers run niced: on a small machine the BMv2 switches must not be starved by the
+                    # emulated hosts, or they drop packets at their inputs (README, Performance).
                     procs[key] = net.host(node.host).popen(
-                        [sys.executable, "-m", "workers.main", str(run_dir.parent / f"job{cfg.job_id}.json"), str(jd),
+                        ["nice", "-n", str(WORKER_NICE), sys.executable, "-m", "workers.main", str(run_dir.parent / f"job{cfg.job_id}.json"), str(jd),
                          str(node.node_id)], stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), env=env)
 
         def ready() -> bool:

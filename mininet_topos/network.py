@@ -130,7 +130,8 @@ class GradNetwork:
                     for name, port in ((lk.a, lk.a_port), (lk.b, lk.b_port)):
                         # Switch egress: one HTB class per priority the switch writes in the DSCP.
                         shaper = shape_priority if self.topo.is_switch(name) else shape
-                        shaper(self.net.get(name), f"{name}-eth{port}", lk.bw_mbps)
+                        node = self.net.get(name)
+                        shaper(node, node.intfs[port].name, lk.bw_mbps)
             self._write_state()
             self.net.start()
             self._write_state()

@@ -22,15 +22,20 @@ def quiet_interface(node: Any, intf: str) -> None:
 
 
 class GradHost(Host):  # type: ignore[misc]
-    """A host with offloads and IPv6 off."""
+    """A host whose one interface is eth0, with offloads and IPv6 off."""
 
     def config(self, **params: Any) -> Any:
         result = super().config(**params)
         for name in ("all", "default", "lo"):
             self.cmd(f"sysctl -qw net.ipv6.conf.{name}.disable_ipv6=1")
-        for intf in self.intfList():
-            if intf.name != "lo":
-                quiet_interface(self, intf.name)
+        intfs = [i for i in self.intfList() if i.name != "lo"]
+        if len(intfs) == 1 and intfs[0].name != "eth0":
+            intfs[0].rename("eth0")  # workers and tools address the host's NIC as eth0
+        for intf in intfs:
+            quiet_interface(self, intf.name)
+            # A burst to a neighbour not resolved yet waits for the switch's ARP reply: keep it all
+            # (the default queue of ~100 packets silently drops the rest of a window).
+            self.cmd(f"sysctl -qw net.ipv4.neigh.{intf.name}.unres_qlen_bytes=16777216")
         return result
 
 

@@ -17,14 +17,29 @@ class ShapingError(RuntimeError):
     pass
 
 
+# u32 match of a RoCE v2 acknowledgement (IPv4 without options: UDP port at 22, BTH opcode at 28).
+ROCE_ACK_MATCH = "match ip protocol 17 0xff match u16 4791 0xffff at 22 match u8 0x11 0xff at 28"
+
+
 def htb_commands(intf: str, rate_mbps: float, limit: int = QUEUE_PACKETS, mtu: int = MTU) -> list[str]:
+    """A host's shaper: the link rate, with the host's own RoCE ACKs sent ahead of its data.
+
+    A RoCE NIC answers requests from its responder logic, not from the back of its send queue;
+    a single FIFO here would hold every ACK behind a window of data (tens of ms at 20 Mb/s) and
+    make the peers' retransmission timers fire for nothing.
+    """
     rate = f"{rate_mbps:g}mbit"
+    floor = f"{max(rate_mbps / 100, 0.01):g}mbit"
     burst = max(mtu + 14, int(rate_mbps * 1e6 / 8 / 1000))  # about 1 ms of the rate, at least one frame
+    cls = f"burst {burst} cburst {burst} quantum {mtu + 14}"
     return [
         f"tc qdisc replace dev {intf} root handle 1: htb default 10",
-        f"tc class replace dev {intf} parent 1: classid 1:10 htb rate {rate} ceil {rate} "
-        f"burst {burst} cburst {burst} quantum {mtu + 14}",
+        f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate} ceil {rate} {cls}",
+        f"tc class replace dev {intf} parent 1:1 classid 1:10 htb rate {floor} ceil {rate} prio 1 {cls}",
+        f"tc class replace dev {intf} parent 1:1 classid 1:11 htb rate {floor} ceil {rate} prio 0 {cls}",
         f"tc qdisc replace dev {intf} parent 1:10 handle 10: pfifo limit {limit}",
+        f"tc qdisc replace dev {intf} parent 1:11 handle 11: pfifo limit {limit}",
+        f"tc filter replace dev {intf} parent 1: protocol ip prio 1 handle 800::1 u32 {ROCE_ACK_MATCH} flowid 1:11",
     ]
 
 

@@ -37,6 +37,8 @@ from roce.wire import ROCE_V2_UDP_PORT, build_ipv4, parse_ipv4
 
 ETH_P_IP = 0x0800
 SO_ATTACH_FILTER = 26
+SO_SNDBUFFORCE = 32
+SO_RCVBUFFORCE = 33
 PACKET_OUTGOING = 4
 
 def bpf_program(job: int | None = None) -> list[tuple[int, int, int, int]]:
@@ -80,9 +82,15 @@ class RawSocketLink:
 
     def __init__(self, ifname: str, local_ip: str, rcvbuf: int = 8 << 20, job: int | None = None) -> None:
         self.tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-        self.tx.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, rcvbuf)
         self.rx = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_IP))
-        self.rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        # Large buffers: a window arriving while this (single-threaded) process computes must not be
+        # dropped by the socket. The FORCE variants pass net.core.rmem_max (root, as in Mininet hosts).
+        for sock, force, plain in ((self.tx, SO_SNDBUFFORCE, socket.SO_SNDBUF),
+                                   (self.rx, SO_RCVBUFFORCE, socket.SO_RCVBUF)):
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, force, rcvbuf)
+            except PermissionError:
+                sock.setsockopt(socket.SOL_SOCKET, plain, rcvbuf)
         bpf = bpf_program(job)
         program = b"".join(struct.pack("HBBI", *ins) for ins in bpf)
         self._filter = ctypes.create_string_buffer(program)

@@ -50,7 +50,7 @@ class QpConfig:
     mtu: int = 1024  # payload bytes per packet
     window: int = 64  # packets in flight at most; also the responder's out-of-order window
     ack_every: int = 16  # AckReq at least every this many packets
-    rto: float = 0.05  # first retransmission timeout, seconds
+    rto: float = 0.05  # smallest retransmission timeout, seconds (the RTT estimate may raise it)
     rto_max: float = 1.0  # timeouts double up to this
     retry_limit: int = 7  # timeouts in a row before the QP fails (RoCE retry_cnt)
     initial_psn: int = 0  # first PSN this QP sends (sq_psn)
@@ -171,6 +171,9 @@ class Requester:
         self.nak_resent: set[int] = set()  # SR: holes already resent for a NAK (again only after a timeout)
         self.timer_start: float | None = None
         self.rto = cfg.rto
+        self.srtt: float | None = None  # smoothed RTT and its variation (RFC 6298), from ACKed first transmissions
+        self.rttvar = 0.0
+        self.sent_at: dict[int, float] = {}
         self.retries = 0
         self.error: str | None = None
         self.completions: deque[SendCompletion] = deque()
@@ -230,6 +233,7 @@ class Requester:
             if psn_diff(psn, self.una) < 0 or psn in self.sacked or psn not in self.packets:
                 continue
             out.append(self.build(psn, retransmission=True))
+            self.sent_at.pop(psn, None)
             self.counters.add("retransmitted")
         while psn_diff(self.nxt, self.next_post) < 0 and psn_diff(self.nxt, self.una) < self.cfg.window:
             psn = self.nxt
@@ -239,7 +243,10 @@ class Requester:
             again = psn_diff(psn, self.sent_end) < 0
             out.append(self.build(psn, retransmission=again))
             self.counters.add("retransmitted" if again else "sent")
-            if not again:
+            if again:
+                self.sent_at.pop(psn, None)  # Karn: no RTT sample from a retransmitted packet
+            else:
+                self.sent_at[psn] = now
                 self.sent_end = psn_add(psn, 1)
         if out and self.timer_start is None:
             self.timer_start = now
@@ -300,8 +307,12 @@ class Requester:
             self.counters.add("invalid_acks")
             return
         new_una = psn_add(psn, 1)
+        sent = self.sent_at.get(psn)
+        if sent is not None:
+            self._sample_rtt(now - sent)
         p = self.una
         while p != new_una:
+            self.sent_at.pop(p, None)
             self.packets.pop(p, None)
             self.sacked.discard(p)
             self.nak_resent.discard(p)
@@ -312,8 +323,21 @@ class Requester:
         while self.requests and psn_diff(self.requests[0].last_psn, self.una) < 0:
             self.completions.append(SendCompletion(self.requests.popleft().wr_id, True))
         self.retries = 0
-        self.rto = self.cfg.rto
+        self.rto = self._rto()
         self.timer_start = now if self.una != self.sent_end else None
+
+    def _sample_rtt(self, rtt: float) -> None:
+        if self.srtt is None:
+            self.srtt, self.rttvar = rtt, rtt / 2
+        else:
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
+            self.srtt = 0.875 * self.srtt + 0.125 * rtt
+
+    def _rto(self) -> float:
+        """srtt + 4 rttvar (RFC 6298), within the configured bounds."""
+        if self.srtt is None:
+            return self.cfg.rto
+        return min(self.cfg.rto_max, max(self.cfg.rto, self.srtt + 4 * self.rttvar))
 
     def on_timer(self, now: float) -> None:
         deadline = self.deadline()

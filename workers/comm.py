@@ -64,6 +64,7 @@ class Comm:
             job = self.cfg.job_id
             cfg = QpConfig(qpn=qpn(self.me.node_id, peer, job), remote_qpn=qpn(peer, self.me.node_id, job),
                            mode=Mode(self.cfg.transport), mtu=self.cfg.mtu, window=self.cfg.window,
+                           ack_every=max(1, self.cfg.window // 4),
                            rto=self.cfg.rto, retry_limit=self.cfg.retry_limit, initial_psn=initial_psn,
                            remote_initial_psn=initial_psn, peer=f"{node.host} ({node.ip})",
                            loss_budget=self.dlcp.loss_budget if self.dlcp and self.dlcp.drop else 0.0)
@@ -142,8 +143,11 @@ class Comm:
             return out
 
         s = self.engine.stats
+        rtts = {q.cfg.peer: {"srtt_ms": round((q.requester.srtt or 0) * 1000, 2), "rto_ms": round(q.requester.rto * 1000, 2)}
+                for q in self.qps.values() if q.requester.srtt is not None}
         return {"tx_packets": s.tx_packets, "tx_bytes": s.tx_bytes, "rx_packets": s.rx_packets,
-                "rx_bytes": s.rx_bytes, "drops": dict(s.drops), "requester": total(req), "responder": total(resp)}
+                "rx_bytes": s.rx_bytes, "drops": dict(s.drops), "requester": total(req), "responder": total(resp),
+                "rtt": rtts}
 
 
 class WorkerLoop:
