@@ -293,8 +293,9 @@ def _run_jobs(net: Any, cfgs: list[JobConfig], run_dir: Path, bar: Progress) -> 
                     # Workers run niced: on a small machine the BMv2 switches must not be starved by the
                     # emulated hosts, or they drop packets at their inputs (README, Performance).
                     procs[key] = net.host(node.host).popen(
-                        ["nice", "-n", str(WORKER_NICE), sys.executable, "-m", "workers.main", str(run_dir.parent / f"job{cfg.job_id}.json"), str(jd),
-                         str(node.node_id)], stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), env=env)
+                        ["nice", "-n", str(WORKER_NICE), sys.executable, "-m", "workers.main",
+                         str(run_dir.parent / f"job{cfg.job_id}.json"), str(jd), str(node.node_id)],
+                        stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), env=env)
 
         def ready() -> bool:
             for (job, nid), p in procs.items():

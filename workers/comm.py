@@ -143,7 +143,8 @@ class Comm:
             return out
 
         s = self.engine.stats
-        rtts = {q.cfg.peer: {"srtt_ms": round((q.requester.srtt or 0) * 1000, 2), "rto_ms": round(q.requester.rto * 1000, 2)}
+        rtts = {q.cfg.peer: {"srtt_ms": round((q.requester.srtt or 0) * 1000, 2),
+                             "rto_ms": round(q.requester.rto * 1000, 2)}
                 for q in self.qps.values() if q.requester.srtt is not None}
         return {"tx_packets": s.tx_packets, "tx_bytes": s.tx_bytes, "rx_packets": s.rx_packets,
                 "rx_bytes": s.rx_bytes, "drops": dict(s.drops), "requester": total(req), "responder": total(resp),
