@@ -317,6 +317,12 @@ def _run_jobs(net: Any, cfgs: list[JobConfig], run_dir: Path, bar: Progress) -> 
             done = [int(p.read_text() or 0) for w in first.workers
                     if (p := dirs[first.job_id] / f"progress-{w.node_id}").exists()]
             bar.update(min(done) if len(done) == len(first.workers) else 0)
+            for (job, nid), p in procs.items():
+                abort = dirs[job] / "abort"
+                if p.poll() not in (None, 0) and not abort.exists():
+                    node = by_job[job].node(nid)
+                    # A node that died (or failed) stops the rest of its job now, not at their timeouts.
+                    abort.write_text(f"{node.role} {nid} on {node.host} exited with status {p.returncode}")
             return all(p.poll() is not None for p in procs.values())
 
         try:

@@ -67,6 +67,10 @@ def bpf_program(job: int | None = None) -> list[tuple[int, int, int, int]]:
     ]
 
 
+class JobAborted(RuntimeError):
+    """Another node of the job failed: waiting for it any longer is pointless."""
+
+
 class Link(Protocol):
     """How datagrams leave and arrive: raw sockets on a host, or an in-memory pipe in tests."""
 
@@ -244,15 +248,24 @@ class Engine:
             datagram = self.link.recv(0)
         self.flush()
 
-    def run_until(self, done: Callable[[], bool], timeout: float, what: str) -> None:
+    def run_until(self, done: Callable[[], bool], timeout: float, what: str,
+                  abort: Callable[[], str | None] | None = None) -> None:
         """Poll until done() is true; a failed QP raises TransportError naming its peer,
-        the deadline raises TimeoutError naming what was awaited."""
+        the deadline raises TimeoutError naming what was awaited, and `abort` (checked a few
+        times a second) returning a reason raises JobAborted with it."""
         deadline = self.clock() + timeout
+        next_check = self.clock()
         while not done():
             for qp in self.qps.values():
                 qp.check()
-            if self.clock() > deadline:
+            now = self.clock()
+            if now > deadline:
                 raise TimeoutError(f"{self.local_ip}: timed out after {timeout:.1f} s waiting for {what}")
+            if abort is not None and now >= next_check:
+                next_check = now + 0.2
+                reason = abort()
+                if reason:
+                    raise JobAborted(f"{self.local_ip}: stopped waiting for {what}: {reason}")
             self.poll()
         for qp in self.qps.values():
             qp.check()

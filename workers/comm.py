@@ -8,9 +8,11 @@ Conventions (so no connection set-up exchange is needed, every process derives t
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -56,6 +58,7 @@ class Comm:
         self.dlcp = DlcpPolicy.from_extra(cfg.extra)
         self.framing = Framing(cfg.mtu, self.dlcp) if self.dlcp is not None else None
         self.zero_filled = 0  # packets this node received as zeros (bounded loss)
+        self.abort_file: Path | None = None  # written by the runner when a node of the job failed
 
     def qp(self, peer: int, initial_psn: int = 0) -> QueuePair:
         """The QP to a peer node (created on first use; both directions start at initial_psn)."""
@@ -113,10 +116,15 @@ class Comm:
         self._collect()
         return imm in self.tags[self.qp(peer).cfg.qpn]
 
+    def aborted(self) -> str | None:
+        if self.abort_file is not None and self.abort_file.exists():
+            return self.abort_file.read_text().strip() or "the job was aborted"
+        return None
+
     def wait_tag(self, peer: int, imm: int, what: str) -> RecvCompletion:
         qp = self.qp(peer)
         self.engine.run_until(lambda: self.has_tag(peer, imm), self.cfg.iteration_timeout,
-                              f"{what} from {self.cfg.node(peer).host}")
+                              f"{what} from {self.cfg.node(peer).host}", self.aborted)
         return self.tags[qp.cfg.qpn].pop(imm)
 
     def wait_any(self, done: Callable[[], bool], what: str) -> None:
@@ -124,12 +132,12 @@ class Comm:
             self._collect()
             return done()
 
-        self.engine.run_until(collected, self.cfg.iteration_timeout, what)
+        self.engine.run_until(collected, self.cfg.iteration_timeout, what, self.aborted)
 
     def drain(self) -> None:
         """Wait until every write this process posted is acknowledged."""
         self.engine.run_until(lambda: all(q.requester.idle() for q in self.qps.values()),
-                              self.cfg.iteration_timeout, "the last acknowledgements")
+                              self.cfg.iteration_timeout, "the last acknowledgements", self.aborted)
 
     def stats(self) -> dict[str, object]:
         req = [q.requester.counters.values for q in self.qps.values()]
@@ -197,10 +205,19 @@ class WorkerLoop:
                 # Bounded loss: the sum is not exact by design; it is correct within the job's error bound.
                 ok = relative <= self.comm.dlcp.max_relative_error  # type: ignore[union-attr]
             records.append(IterationRecord(it, start, end, ok, wrong, err, saturated, extra))
+            crash_if_asked(self.cfg, self.comm.me.node_id, it)
             if not ok:
                 raise WrongResult(f"{self.comm.me.host}: iteration {it}: {wrong} wrong elements", records)
             progress(it)
         return records
+
+
+def crash_if_asked(cfg: JobConfig, node_id: int, iteration: int) -> None:
+    """Fault injection for experiments and tests: extra["crash"] = {"node": N, "after": K} makes node N
+    die abruptly (no clean-up, no result) after iteration K, like a crashed worker."""
+    crash = cfg.extra.get("crash")
+    if isinstance(crash, dict) and crash.get("node") == node_id and crash.get("after") == iteration:
+        os._exit(3)
 
 
 class Loop(Protocol):

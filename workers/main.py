@@ -70,6 +70,7 @@ def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = No
     result: dict[str, object] = {"node_id": node_id, "host": me.host, "role": me.role, "ok": False}
     engine = Engine(link if link is not None else RawSocketLink(me.ifname, me.ip, job=cfg.job_id), me.ip)
     comm = Comm(cfg, me, engine)
+    comm.abort_file = run_dir / "abort"
     records: list[IterationRecord] = []
     try:
         run = make_algorithm(comm)
@@ -90,6 +91,8 @@ def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = No
     except Exception as e:  # reported to the runner, which names the node
         result["error"] = f"{type(e).__name__}: {e}"
         result["traceback"] = traceback.format_exc()
+        if not (run_dir / "abort").exists():  # tell the others at once (the runner also does on a crash)
+            (run_dir / "abort").write_text(f"{me.role} {node_id} on {me.host} failed: {result['error']}")
     finally:
         result["iterations"] = [r.to_dict() for r in records]
         result["stats"] = comm.stats()
