@@ -314,8 +314,8 @@ def _run_jobs(net: Any, cfgs: list[JobConfig], run_dir: Path, bar: Progress) -> 
         deadline = first.iterations * first.iteration_timeout + start_timeout + first.linger_timeout
 
         def finished() -> bool:
-            done = [int(p.read_text() or 0) for w in first.workers
-                    if (p := dirs[first.job_id] / f"progress-{w.node_id}").exists()]
+            done = [int(f.read_text() or 0) for w in first.workers
+                    if (f := dirs[first.job_id] / f"progress-{w.node_id}").exists()]
             bar.update(min(done) if len(done) == len(first.workers) else 0)
             for (job, nid), p in procs.items():
                 abort = dirs[job] / "abort"

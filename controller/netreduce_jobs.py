@@ -22,6 +22,7 @@ from controller.constants import CONFIG
 from controller.controls import netreduce as nr
 from controller.p4rt import Entity, SwitchError
 from controller.paths import BMV2_JSON
+from controller.topology import Topology
 from workers.netreduce_layout import JobLayout
 
 if TYPE_CHECKING:
@@ -58,37 +59,54 @@ class ActiveJob:
     switches: dict[str, SwitchState] = field(default_factory=dict)
 
 
+def _used_cells(jobs: list[ActiveJob], switch: str) -> list[tuple[int, int]]:
+    return sorted((s.base_cell, s.cells) for j in jobs for sw, s in j.switches.items() if sw == switch)
+
+
+def _allocate_cells(jobs: list[ActiveJob], switch: str, cells: int) -> int:
+    """First fit of a region of `cells` in the switch's aggregator memory."""
+    start = 0
+    for base, size in _used_cells(jobs, switch):
+        if base - start >= cells:
+            break
+        start = max(start, base + size)
+    if start + cells > CONFIG.AGG_CELLS:
+        in_use = sum(s for _, s in _used_cells(jobs, switch))
+        raise JobError(f"{switch}: no room for {cells} aggregator cells ({CONFIG.AGG_CELLS} in all, {in_use} in use)")
+    return start
+
+
+def _allocate_members(jobs: list[ActiveJob], switch: str, keys: list[str]) -> dict[str, int]:
+    used = {i for j in jobs for sw, s in j.switches.items() if sw == switch for i in s.member_ids.values()}
+    free = [i for i in range(CONFIG.AGG_MAX_QPS) if i not in used]
+    if len(free) < len(keys):
+        raise JobError(f"{switch}: no room for {len(keys)} more member QPs ({CONFIG.AGG_MAX_QPS} in all)")
+    return dict(zip(keys, free, strict=False))
+
+
+def place_job(topo: Topology, job: int, workers: list[str] | tuple[str, ...], credits: int,
+              others: list[ActiveJob], spine: str | None = None) -> ActiveJob:
+    """A job planned and given its regions and member slots next to `others`: the entries of
+    every switch, ready to install (what `create` installs, and what trace tests replay)."""
+    if any(o.layout.job == job for o in others):
+        raise JobError(f"job {job} exists; tear it down first")
+    layout = JobLayout(job, len(workers), credits)
+    plan = nr.plan_job(topo, layout, tuple(workers), spine)
+    active = ActiveJob(layout, tuple(workers), plan.aggregation_switch)
+    for sw, sp in plan.switches.items():
+        base = _allocate_cells(others, sw, layout.cells)
+        members = _allocate_members(others, sw, sp.member_keys)
+        active.switches[sw] = SwitchState(base, layout.cells, members, nr.bind(sp, job, credits, base, members),
+                                          sp.role_name)
+    return active
+
+
 class JobManager:
     """The NetReduce jobs of one fabric."""
 
     def __init__(self, fabric: Fabric) -> None:
         self.fabric = fabric
         self.jobs: dict[int, ActiveJob] = {}
-
-    # ---- allocation ----
-
-    def _used(self, switch: str) -> list[tuple[int, int]]:
-        return sorted((s.base_cell, s.cells) for j in self.jobs.values()
-                      for sw, s in j.switches.items() if sw == switch)
-
-    def _allocate_cells(self, switch: str, cells: int) -> int:
-        start = 0
-        for base, size in self._used(switch):
-            if base - start >= cells:
-                break
-            start = max(start, base + size)
-        if start + cells > CONFIG.AGG_CELLS:
-            raise JobError(f"{switch}: no room for {cells} aggregator cells "
-                           f"({CONFIG.AGG_CELLS} in all, {sum(s for _, s in self._used(switch))} in use)")
-        return start
-
-    def _allocate_members(self, switch: str, keys: list[str]) -> dict[str, int]:
-        used = {i for j in self.jobs.values() for sw, s in j.switches.items() if sw == switch
-                for i in s.member_ids.values()}
-        free = [i for i in range(CONFIG.AGG_MAX_QPS) if i not in used]
-        if len(free) < len(keys):
-            raise JobError(f"{switch}: no room for {len(keys)} more member QPs ({CONFIG.AGG_MAX_QPS} in all)")
-        return dict(zip(keys, free, strict=False))
 
     # ---- registers ----
 
@@ -109,16 +127,7 @@ class JobManager:
 
     def create(self, job: int, workers: list[str] | tuple[str, ...], credits: int = 4,
                spine: str | None = None) -> dict[str, Any]:
-        if job in self.jobs:
-            raise JobError(f"job {job} exists; tear it down first")
-        layout = JobLayout(job, len(workers), credits)
-        plan = nr.plan_job(self.fabric.topo, layout, tuple(workers), spine)
-        active = ActiveJob(layout, tuple(workers), plan.aggregation_switch)
-        for sw, sp in plan.switches.items():
-            base = self._allocate_cells(sw, layout.cells)
-            members = self._allocate_members(sw, sp.member_keys)
-            active.switches[sw] = SwitchState(base, layout.cells, members, nr.bind(sp, job, credits, base, members),
-                                              sp.role_name)
+        active = place_job(self.fabric.topo, job, workers, credits, list(self.jobs.values()), spine)
         self.jobs[job] = active  # reserve the allocations while installing
         installed: list[tuple[str, list[Entity]]] = []
         try:
@@ -135,7 +144,7 @@ class JobManager:
             del self.jobs[job]
             raise
         log.info("netreduce job %d: %d workers, %d credits, aggregation at %s", job, len(workers), credits,
-                 plan.aggregation_switch)
+                 active.aggregation_switch)
         return self.describe(job)
 
     def teardown(self, job: int) -> None:
