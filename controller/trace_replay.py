@@ -35,6 +35,7 @@ class ReplayResult:
     outputs: dict[int, list[bytes]]  # port -> packets written, in order
     drops: dict[str, int]  # drop reason -> packets
     packet_ins: list[tuple[dict[str, int], bytes]] = field(default_factory=list)
+    counters: dict[str, dict[int, int]] = field(default_factory=dict)  # counter -> index -> packets
 
     def out(self, port: int) -> list[bytes]:
         return self.outputs.get(port, [])
@@ -151,11 +152,15 @@ class TraceSwitch:
             raise TimeoutError(f"{e}: received {self.received()}/{self._fed}, wrote {got}, "
                                f"expected at least {expected_out}; log {self.process.config.log_file}") from None
 
-    def stop(self) -> ReplayResult:
+    def stop(self, counters: Sequence[str] = ()) -> ReplayResult:
+        """Stop the switch; returns its outputs, drops and the named counters' non-zero cells."""
         drops: dict[str, int] = {}
+        read: dict[str, dict[int, int]] = {}
         if self.session is not None:
             with contextlib.suppress(Exception):
                 drops = port_counters.drops(self.session)
+            for name in counters:
+                read[name] = {i: c.packets for i, c in self.session.read_counter(name).items() if c.packets}
             self.session.close()
             self.session = None
         for w in self._writers.values():
@@ -167,7 +172,7 @@ class TraceSwitch:
                     os.close(fd)
         self.process.stop()
         outputs = {p: read_pcap(self.out_path(p)) if self.out_path(p).exists() else [] for p in self.ports}
-        result = ReplayResult(outputs, drops, list(self.packet_ins))
+        result = ReplayResult(outputs, drops, list(self.packet_ins), read)
         if self._tmp is not None and os.environ.get("GRADSWITCH_KEEP_TRACES") != "1":
             self._tmp.cleanup()
         return result
@@ -175,7 +180,7 @@ class TraceSwitch:
 
 def run_trace(ports: Sequence[int], entities: Iterable[Entity], packets: Sequence[tuple[int, bytes]],
               expected_out: dict[int, int], timeout: float = 30.0, run_dir: Path | None = None, drops: int = 0,
-              packet_ins: int = 0) -> ReplayResult:
+              packet_ins: int = 0, counters: Sequence[str] = ()) -> ReplayResult:
     """Start a switch, program it, replay the packets, wait for the expected counts, stop."""
     switch = TraceSwitch(ports, run_dir=run_dir)
     switch.start(entities)
@@ -183,5 +188,5 @@ def run_trace(ports: Sequence[int], entities: Iterable[Entity], packets: Sequenc
         switch.replay(packets)
         switch.wait(expected_out, timeout, drops, packet_ins)
     finally:
-        result = switch.stop()
+        result = switch.stop(counters)
     return result

@@ -29,7 +29,11 @@ from controller.pcap import read_timed, write_stream
 from controller.routing import switch_port_mac
 from mininet_topos.topologies import build_topology
 from roce.headers import Bth, Opcode, Reth, Transport
-from roce.wire import build_ipv4
+from roce.wire import build_frame, build_ipv4
+from tests.traces.netreduce_scenarios import TOPOLOGY as NR_TOPOLOGY
+from tests.traces.netreduce_scenarios import NrJob, Sent
+from tests.traces.netreduce_scenarios import topology as nr_topology
+from workers.netreduce_layout import PACKETS
 
 HERE = Path(__file__).parent
 BROADCAST = "ff:ff:ff:ff:ff:ff"
@@ -45,6 +49,8 @@ class Scenario:
     drops: dict[str, int] = field(default_factory=dict)
     packet_ins: list[dict[str, object]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    netreduce: list[dict[str, object]] = field(default_factory=list)  # jobs installed before the replay
+    events: dict[str, dict[str, int]] = field(default_factory=dict)  # job -> NetReduce events expected
 
     def send(self, port: int, pkt: Packet | bytes, note: str) -> None:
         self.inputs.append((port, bytes(pkt)))
@@ -152,7 +158,120 @@ def leaf_ecmp() -> Scenario:
     return s
 
 
-SCENARIOS: dict[str, Callable[[], Scenario]] = {"rack_l3": rack_l3, "leaf_ecmp": leaf_ecmp}
+def _nr_scenario(name: str, jobs: list[NrJob]) -> Scenario:
+    s = Scenario(name, dict(NR_TOPOLOGY), "s1")
+    s.netreduce = [{"job": j.job, "workers": j.hosts, "credits": j.credits} for j in jobs]
+    return s
+
+
+def _complete(s: Scenario, j: NrJob, completing: Sent, receivers: list[int] | None = None) -> None:
+    total = j.total(completing.k, completing.i)
+    for r in receivers if receivers is not None else range(len(j.hosts)):
+        s.expect(j.port(r), j.result_for(r, completing, total))
+
+
+def _send(s: Scenario, j: NrJob, sent: Sent, note: str) -> Sent:
+    s.send(j.port(sent.rank), sent.frame, f"job {j.job} worker {sent.rank}: {note}")
+    return sent
+
+
+def netreduce_interleavings() -> Scenario:
+    topo = nr_topology()
+    j = NrJob(topo, 1, ["h1", "h2", "h3"], credits=2)
+    s = _nr_scenario("netreduce_interleavings", [j])
+    ident = iter(range(100, 10000))
+    for i in range(PACKETS):  # message 0, packet by packet across workers (one duplicate)
+        for r in range(3):
+            sent = _send(s, j, j.packet(r, 0, i, next(ident)), f"message 0 packet {i}")
+            if (r, i) == (0, 0):
+                _send(s, j, j.packet(0, 0, 0, next(ident)), "message 0 packet 0 again (duplicate)")
+                s.drop("netreduce-refused")
+        _complete(s, j, sent)
+    for r in (2, 0, 1):  # message 1, worker by worker: worker 1's packets complete the cells
+        for i in range(PACKETS):
+            sent = _send(s, j, j.packet(r, 1, i, next(ident)), f"message 1 packet {i}")
+            if r == 1:
+                _complete(s, j, sent)
+    s.events = {"1": {"contribution": 24, "completion": 8, "duplicate": 1}}
+    return s
+
+
+def netreduce_recovery() -> Scenario:
+    topo = nr_topology()
+    j = NrJob(topo, 1, ["h1", "h2", "h3"], credits=2)
+    s = _nr_scenario("netreduce_recovery", [j])
+    ident = iter(range(200, 10000))
+    for r in (0, 1):
+        for i in range(PACKETS):
+            _send(s, j, j.packet(r, 0, i, next(ident)), f"packet {i}")
+    for i in (0, 2, 3):  # worker 2's packet 1 is lost: cells 0, 2, 3 complete
+        _complete(s, j, _send(s, j, j.packet(2, 0, i, next(ident)), f"packet {i} (packet 1 lost)"))
+    for i in (1, 2, 3):  # go-back-N from the lost packet
+        sent = _send(s, j, j.packet(2, 0, i, next(ident)), f"retransmits packet {i}")
+        # cell 1 completes for everyone; cells 2 and 3 answer the retransmission on worker 2's connection
+        _complete(s, j, sent, None if i == 1 else [j.layout.peer(2)])
+    # Worker 1's peer lost the last result: worker 1 times out and retransmits its last packet.
+    _complete(s, j, _send(s, j, j.packet(1, 0, 3, next(ident)), "retransmits packet 3 (its result was lost)"),
+              [j.layout.peer(1)])
+    s.events = {"1": {"contribution": 12, "completion": 4, "retransmitted-result": 3}}
+    return s
+
+
+def netreduce_refusals() -> Scenario:
+    topo = nr_topology()
+    j = NrJob(topo, 1, ["h1", "h2", "h3"], credits=2)
+    s = _nr_scenario("netreduce_refusals", [j])
+    h4, h2 = topo.host("h4"), topo.host("h2")
+    ident = iter(range(300, 10000))
+    forged = j.transport(0, 0, 0)
+    s.send(4, build_frame(forged, h4.ip, h2.ip, h4.mac, h2.mac, ident=next(ident)),
+           "h4 (not a member) sends a first packet with job 1's rkey")
+    middle = j.transport(0, 0, 1)  # on the connection worker 0 -> h2
+    s.send(4, build_frame(middle, h4.ip, h2.ip, h4.mac, h2.mac, ident=next(ident)),
+           "h4 sends a middle packet on a job 1 connection")
+    s.drops["netreduce-refused"] = 2
+    truncated = j.packet(0, 0, 0, next(ident)).frame[:80]
+    j.sent.pop()
+    s.send(j.port(0), truncated, "worker 0: a first packet cut short (parser error)")
+    s.drop("malformed")
+    send = j.packet(1, 0, 0, next(ident), opcode=Opcode.SEND_ONLY)
+    _send(s, j, send, "a SEND on its job QP (not an aggregation packet)")
+    _send(s, j, j.packet(2, 3, 1, next(ident)), "a middle packet of a message it never started")
+    s.drops["netreduce-refused"] += 2
+    _send(s, j, j.packet(0, 0, 0, next(ident)), "message 0 packet 0")
+    _send(s, j, j.packet(1, 2 * j.credits, 0, next(ident)),
+          "message 2C, which reuses message 0's slot copy, before message 0 is done: no credit")
+    s.drops["netreduce-refused"] += 1
+    _send(s, j, j.packet(1, 0, 0, next(ident)), "message 0 packet 0")
+    _complete(s, j, _send(s, j, j.packet(2, 0, 0, next(ident)), "message 0 packet 0: the sum is unaffected"))
+    s.events = {"1": {"not-member": 2, "malformed": 1, "no-context": 1, "no-credit": 1, "contribution": 3,
+                      "completion": 1}}
+    return s
+
+
+def netreduce_two_jobs() -> Scenario:
+    topo = nr_topology()
+    a = NrJob(topo, 1, ["h1", "h2"], credits=1)
+    b = NrJob(topo, 2, ["h3", "h4"], credits=1)
+    s = _nr_scenario("netreduce_two_jobs", [a, b])
+    ident = iter(range(400, 10000))
+    for i in range(PACKETS):
+        _send(s, a, a.packet(0, 0, i, next(ident)), f"packet {i}")
+        _send(s, b, b.packet(0, 0, i, next(ident)), f"packet {i}")
+        _complete(s, a, _send(s, a, a.packet(1, 0, i, next(ident)), f"packet {i}"))
+        _complete(s, b, _send(s, b, b.packet(1, 0, i, next(ident)), f"packet {i}"))
+    s.events = {"1": {"contribution": 8, "completion": 4}, "2": {"contribution": 8, "completion": 4}}
+    return s
+
+
+SCENARIOS: dict[str, Callable[[], Scenario]] = {
+    "rack_l3": rack_l3,
+    "leaf_ecmp": leaf_ecmp,
+    "netreduce_interleavings": netreduce_interleavings,
+    "netreduce_recovery": netreduce_recovery,
+    "netreduce_refusals": netreduce_refusals,
+    "netreduce_two_jobs": netreduce_two_jobs,
+}
 
 
 def write(s: Scenario, root: Path = HERE) -> Path:
@@ -167,7 +286,7 @@ def write(s: Scenario, root: Path = HERE) -> Path:
         with (d / f"expected_p{p}.pcap").open("wb") as f:
             write_stream(f, [(1_000_000 + i, pkt) for i, pkt in enumerate(s.expected.get(p, []))])
     meta = {"topology": s.topology, "switch": s.switch, "ports": ports, "drops": s.drops,
-            "packet_ins": s.packet_ins, "inputs": s.notes}
+            "packet_ins": s.packet_ins, "netreduce": s.netreduce, "events": s.events, "inputs": s.notes}
     (d / "scenario.json").write_text(json.dumps(meta, indent=1) + "\n")
     return d
 
