@@ -188,55 +188,87 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None,
                    network_options: Any = None) -> dict[str, Any]:
-    """Run one experiment end to end; returns (and writes) results.json's content."""
+    """Run one experiment end to end on a network of its own; returns (and writes) results.json's content."""
     from mininet_topos.network import GradNetwork, NetworkOptions
 
+    spec.validate()
+    topo = topology_for(spec)
+    options = network_options or NetworkOptions(run_dir=out_dir / "net")
+    with GradNetwork(topo, options) as net:
+        return run_on(net, spec, out_dir, progress)
+
+
+def _snapshot(fabric: Any) -> dict[str, Any]:
+    return {name: {"drops": fabric.drops(name),
+                   "ports": {p.port: [p.rx_packets, p.tx_packets] for p in fabric.port_stats(name)}}
+            for name in fabric.switch_names()}
+
+
+def _delta(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    """Switch counters of this run only (the network may have carried earlier runs)."""
+    out: dict[str, Any] = {}
+    for name, a in after.items():
+        b = before.get(name, {"drops": {}, "ports": {}})
+        drops = {k: v - b["drops"].get(k, 0) for k, v in a["drops"].items() if v - b["drops"].get(k, 0)}
+        ports = {p: [x - y for x, y in zip(v, b["ports"].get(p, [0, 0]), strict=True)] for p, v in a["ports"].items()}
+        out[name] = {"drops": drops, "ports": ports}
+    return out
+
+
+def run_on(net: Any, spec: ExperimentSpec, out_dir: Path, progress: bool | None = None) -> dict[str, Any]:
+    """Run the spec's jobs on a running network (whose topology fits the spec), then undo what the
+    run set on the switches (loss rules, DLCP features, NetReduce jobs); returns the report."""
     spec.validate()
     out_dir.mkdir(parents=True, exist_ok=True)
     run_dir = out_dir / "run"
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir()
-    topo = topology_for(spec)
+    topo = net.topo
     placement = place(spec, topo)
     cfgs = [job_config(spec, j + 1, nodes) for j, nodes in enumerate(placement.jobs)]
     for cfg in cfgs:
         cfg.save(out_dir / f"job{cfg.job_id}.json")
-    options = network_options or NetworkOptions(run_dir=out_dir / "net")
+    fabric = net.fabric
+    assert fabric is not None
     started = time.time()
-    with GradNetwork(topo, options) as net:
-        assert net.fabric is not None
-        fabric = net.fabric
-        if spec.loss_pct > 0:
-            for cfg in cfgs:
-                for node in cfg.workers:
-                    switch, port = topo.attachment(node.host)
-                    fabric.set_port_loss(switch, port, spec.loss_pct / 100.0, "both", 17, ROCE_UDP)
-        status_readers = []
+    before = _snapshot(fabric)
+    lossy = [topo.attachment(node.host) for cfg in cfgs for node in cfg.workers] if spec.loss_pct > 0 else []
+    created: list[int] = []
+    lights = None
+    background: list[subprocess.Popen[bytes]] = []
+    try:
+        for switch, port in lossy:
+            fabric.set_port_loss(switch, port, spec.loss_pct / 100.0, "both", 17, ROCE_UDP)
         for cfg in cfgs:
             if spec.dlcp:
                 fabric.dlcp_set(cfg.job_id, bool(spec.dlcp.get("priority")), bool(spec.dlcp.get("drop")),
                                 bool(spec.dlcp.get("spray")))
             if spec.algo == "netreduce":
                 fabric.netreduce_create(cfg.job_id, [n.host for n in cfg.workers], spec.credits)
-                status_readers.append((cfg.job_id, fabric.netreduce_status))
+                created.append(cfg.job_id)
         lights = _start_tensorlights(net, spec, cfgs, placement)
         background = _start_background(net, spec, placement, run_dir)
-        try:
-            results = _run_jobs(net, cfgs, run_dir, Progress(spec.iterations, spec.label, progress))
-        finally:
-            for proc in background:
-                proc.kill()
-                proc.wait(timeout=10)
-            if lights is not None:
-                lights.remove(spec.bw_mbps)
-        switches: dict[str, Any] = {
-            name: {"drops": fabric.drops(name),
-                   "ports": {p.port: [p.rx_packets, p.tx_packets] for p in fabric.port_stats(name)},
-                   **({"dlcp": {c.job_id: fabric.dlcp_events(name, c.job_id) for c in cfgs}} if spec.dlcp else {})}
-            for name in fabric.switch_names()}
-        if status_readers:
-            switches["netreduce"] = {str(job_id): reader(job_id) for job_id, reader in status_readers}
+        results = _run_jobs(net, cfgs, run_dir, Progress(spec.iterations, spec.label, progress))
+        switches = _delta(_snapshot(fabric), before)
+        if spec.dlcp:
+            for name in fabric.switch_names():
+                switches[name]["dlcp"] = {c.job_id: fabric.dlcp_events(name, c.job_id) for c in cfgs}
+        if created:
+            switches["netreduce"] = {str(job): fabric.netreduce_status(job) for job in created}
+    finally:
+        for proc in background:
+            proc.kill()
+            proc.wait(timeout=10)
+        if lights is not None:
+            lights.remove(spec.bw_mbps)
+        for job in created:
+            fabric.netreduce_teardown(job)
+        for switch, port in lossy:
+            fabric.set_port_loss(switch, port, 0.0, "both", 17, ROCE_UDP)
+        if spec.dlcp:
+            for cfg in cfgs:
+                fabric.dlcp_set(cfg.job_id)  # all off
     report = summarize(spec, cfgs, results, switches, started)
     if lights is not None:
         report["tensorlights"] = {"rotations": lights.rotations, "interval_s": spec.tensorlights_rotate_s}

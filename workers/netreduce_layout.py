@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.constants import CONFIG
+from roce.headers import Bth, Opcode, Reth, Transport
 from workers.config import qpn
 
 __all__ = ["JobLayout", "qpn"]
@@ -66,6 +67,16 @@ class JobLayout:
 
     def imm(self, k: int) -> int:
         return k & 0xFFFFFFFF
+
+    def packet(self, rank: int, k: int, i: int, payload: bytes, opcode: Opcode | None = None) -> Transport:
+        """Packet i of worker `rank`'s message k exactly as its QP sends it (for tests and tools;
+        the worker itself posts whole messages to its requester, which cuts them the same way)."""
+        op = opcode or (Opcode.WRITE_FIRST if i == 0 else Opcode.WRITE_LAST_IMM if i == PACKETS - 1
+                        else Opcode.WRITE_MIDDLE)
+        bth = Bth(op, qpn(self.peer(rank), rank, self.job), self.initial_psn + k * PACKETS + i,
+                  ack_req=i == PACKETS - 1)
+        return Transport(bth, payload, reth=Reth(self.va(k), self.rkey, MESSAGE_BYTES) if op == Opcode.WRITE_FIRST
+                         else None, imm=self.imm(k) if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM) else None)
 
     def peer(self, rank: int) -> int:
         """Worker `rank` sends its gradient on its QP to rank + 1 (mod N)."""

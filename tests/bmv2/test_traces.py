@@ -8,8 +8,8 @@ import pytest
 from controller.constants import CONFIG
 from controller.controls import all_base_entries
 from controller.controls import netreduce as nr
-from controller.netreduce_jobs import ActiveJob, place_job
 from controller.controls.packet_io import punt_reason
+from controller.netreduce_jobs import ActiveJob, place_job
 from controller.trace_replay import run_trace
 from mininet_topos.topologies import build_topology
 from tests.packet_diff import diff

@@ -15,9 +15,9 @@ import numpy as np
 from controller.routing import switch_port_mac
 from controller.topology import Topology
 from mininet_topos.topologies import build_topology
-from roce.headers import Bth, Opcode, Reth, Transport
+from roce.headers import Opcode, Transport
 from roce.wire import build_frame, udp_source_port
-from workers.netreduce_layout import ELEMENTS, MESSAGE_BYTES, PACKETS, JobLayout, qpn
+from workers.netreduce_layout import ELEMENTS, JobLayout, qpn
 
 TOPOLOGY = {"name": "rack", "hosts": 4}
 
@@ -55,14 +55,8 @@ class NrJob:
 
     def transport(self, rank: int, k: int, i: int, payload: bytes | None = None, opcode: Opcode | None = None
                   ) -> Transport:
-        lay = self.layout
-        peer = lay.peer(rank)
-        op = opcode or (Opcode.WRITE_FIRST if i == 0 else Opcode.WRITE_LAST_IMM if i == PACKETS - 1
-                        else Opcode.WRITE_MIDDLE)
-        bth = Bth(op, qpn(peer, rank, self.job), lay.initial_psn + k * PACKETS + i, ack_req=i == PACKETS - 1)
         data = payload if payload is not None else values(self.job, rank, k, i).astype(">i4").tobytes()
-        return Transport(bth, data, reth=Reth(lay.va(k), lay.rkey, MESSAGE_BYTES) if op == Opcode.WRITE_FIRST else None,
-                         imm=lay.imm(k) if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM) else None)
+        return self.layout.packet(rank, k, i, data, opcode)
 
     def packet(self, rank: int, k: int, i: int, ident: int, **kw: object) -> Sent:
         """Worker `rank`'s packet i of message k, as its host sends it (to its peer's address)."""
@@ -95,4 +89,4 @@ class NrJob:
 
 def topology() -> Topology:
     args = dict(TOPOLOGY)
-    return build_topology(str(args.pop("name")), **args)  # type: ignore[arg-type]
+    return build_topology(str(args.pop("name")), **args)

@@ -1,0 +1,108 @@
+"""NetReduce end to end: workers in Mininet hosts, sums made by the BMv2 switches.
+
+Flat on a rack and hierarchical on a leaf-spine fabric, two jobs at once, 2% loss on every
+worker link for 50 iterations in both recovery modes, a crashed worker ending the job in
+bounded time (and the next job on the same network running correct), and thousands of
+mutated RoCE packets thrown at the switch while a job runs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from controller.experiment import ExperimentSpec, run_experiment, run_on
+from controller.paths import REPO_ROOT
+from controller.polling import wait_until
+from mininet_topos.network import GradNetwork, NetworkOptions
+from mininet_topos.topologies import rack
+
+pytestmark = pytest.mark.mininet
+
+BASE: dict[str, Any] = {"algo": "netreduce", "workers": 4, "size_bytes": 32 << 10, "iterations": 3, "bw_mbps": 4.0}
+
+
+def exact(report: dict) -> bool:
+    return bool(report["ok"]) and all(it["correct"] and it["wrong_elements"] == 0 for it in report["iterations"])
+
+
+@pytest.mark.parametrize("topo", ["rack", "leafspine"])
+def test_exact_sums_flat_and_hierarchical(tmp_path, topo):
+    report = run_experiment(ExperimentSpec(**{**BASE, "topo": topo}), tmp_path, progress=False)
+    assert exact(report), report["errors"]
+    roles = {sw: s["role"] for sw, s in report["switches"]["netreduce"]["1"]["switches"].items()}
+    if topo == "rack":
+        assert roles == {"s1": "flat"}
+    else:
+        assert sorted(roles.values()) == ["leaf", "leaf", "spine"]
+        spine = next(s for s, r in roles.items() if r == "spine")
+        events = report["switches"]["netreduce"]["1"]["switches"][spine]["events"]
+        assert events["completion"] > 0 and events["contribution"] == 2 * events["completion"]  # two leaves
+
+
+def test_two_jobs_at_once(tmp_path):
+    report = run_experiment(ExperimentSpec(**{**BASE, "workers": 3, "jobs": 2}), tmp_path, progress=False)
+    assert report["ok"], report["errors"]
+    assert set(report["jobs"]) == {"1", "2"} and all(j["correct"] for j in report["jobs"].values())
+    regions = {job: s["switches"]["s1"]["cells"] for job, s in report["switches"]["netreduce"].items()}
+    assert regions["1"][1] < regions["2"][0]  # disjoint regions of aggregator memory
+
+
+@pytest.mark.parametrize("transport", ["gbn", "sr"])
+def test_fifty_iterations_with_two_percent_loss(tmp_path, transport):
+    spec = ExperimentSpec(**{**BASE, "size_bytes": 8 << 10, "iterations": 50, "loss_pct": 2.0,
+                             "transport": transport})
+    started = time.monotonic()
+    report = run_experiment(spec, tmp_path, progress=False)
+    assert exact(report), report["errors"]
+    assert report["summary"]["iterations_done"] == 50
+    drops = sum(s["drops"].get("fault-injected", 0) for n, s in report["switches"].items() if n != "netreduce")
+    assert drops > 0 and report["retransmissions"] > 0
+    events = report["switches"]["netreduce"]["1"]["switches"]["s1"]["events"]
+    assert events["retransmitted-result"] + events["duplicate"] > 0  # the switch's side of the recovery
+    assert time.monotonic() - started < 600
+
+
+def test_crashed_worker_ends_the_job_and_the_next_job_is_correct(tmp_path):
+    with GradNetwork(rack(hosts=4, bw_mbps=4.0), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        started = time.monotonic()
+        crashed = run_on(net, ExperimentSpec(**{**BASE, "iterations": 5, "extra": {"crash": {"node": 1, "after": 0}}}),
+                         tmp_path / "crash")
+        assert time.monotonic() - started < 60
+        assert not crashed["ok"]
+        errors = crashed["errors"]
+        assert any("h2" in who and "exit status 3" in e for who, e in errors.items()), errors
+        assert all("h2" in e for who, e in errors.items() if "h2" not in who), errors
+        again = run_on(net, ExperimentSpec(**BASE), tmp_path / "again")  # same job id, same switch
+        assert exact(again), again["errors"]
+
+
+def test_mutated_packets_do_not_disturb_a_running_job(tmp_path):
+    with GradNetwork(rack(hosts=5, bw_mbps=4.0), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        assert net.fabric is not None
+        sent: dict[str, int] = {}
+        config = tmp_path / "run" / "job1.json"  # written by run_on before the workers start
+
+        def fuzzer() -> None:  # h5 is not a member of the job
+            wait_until(config.exists, 60, what="the job config")
+            proc = net.host("h5").popen([sys.executable, "-m", "workers.fuzz", str(config), "4000", "7"],
+                                        cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True,
+                                        env={"PYTHONPATH": str(REPO_ROOT)})
+            out, _ = proc.communicate(timeout=300)
+            sent["packets"] = int(out.strip() or 0)
+
+        thread = threading.Thread(target=fuzzer, daemon=True)
+        thread.start()
+        report = run_on(net, ExperimentSpec(**{**BASE, "iterations": 8}), tmp_path / "run")
+        thread.join(timeout=300)
+        assert sent.get("packets", 0) >= 3000
+        assert exact(report), report["errors"]
+        events = report["switches"]["netreduce"]["1"]["switches"]["s1"]["events"]
+        assert events["not-member"] > 0  # the mutants were seen and refused
+        assert net.fabric.port_stats("s1")  # the switch still answers
+        assert net.pingall(["h1", "h5"]).full  # and forwards
