@@ -268,7 +268,7 @@ def run_on(net: Any, spec: ExperimentSpec, out_dir: Path, progress: bool | None 
             fabric.set_port_loss(switch, port, 0.0, "both", 17, ROCE_UDP)
         if spec.dlcp:
             for cfg in cfgs:
-                fabric.dlcp_set(cfg.job_id)  # all off
+                fabric.dlcp_set(cfg.job_id)  # nothing given: all off
     report = summarize(spec, cfgs, results, switches, started)
     if lights is not None:
         report["tensorlights"] = {"rotations": lights.rotations, "interval_s": spec.tensorlights_rotate_s}

@@ -213,20 +213,36 @@ class Fabric:
 
     # ---- DLCP (controller/controls/dlcp.py) ----
 
-    def dlcp_set(self, job: int, priority: bool = False, drop: bool = False, spray: bool = False,
+    def dlcp_set(self, job: int, priority: bool | None = None, drop: bool | None = None, spray: bool | None = None,
                  switches: list[str] | None = None) -> str:
-        """Switch DLCP's features on or off for a job on every switch (installing its class
-        mapping the first time); returns what is now on."""
-        features = dlcp.Features(priority, drop, spray)
+        """Switch DLCP's features of a job on or off on every switch (a feature not given keeps its
+        state; all off when nothing is given); installs the job's class mapping the first time.
+        Returns what is now on."""
+        names = switches or self.switch_names()
+        current = self._dlcp_features(self.session(names[0]), job)
+        if priority is None and drop is None and spray is None:
+            features = dlcp.Features()
+        else:
+            features = dlcp.Features(current.priority if priority is None else priority,
+                                     current.drop if drop is None else drop,
+                                     current.spray if spray is None else spray)
         entry = dlcp.features_entry(job, features)
-        for name in switches or self.switch_names():
+        for name in names:
             sess = self.session(name)
-            existing = [e for e in sess.read_table(dlcp.JOBS) if e.match.get("meta.dlcp.job") == job]
-            if existing:
+            if any(e.match.get("meta.dlcp.job") == job for e in sess.read_table(dlcp.JOBS)):
                 sess.modify([entry])
             else:
                 sess.insert([entry, *dlcp.default_classes(job)])
         return features.describe()
+
+    def dlcp_describe(self, job: int) -> str:
+        return self._dlcp_features(self.session(self.switch_names()[0]), job).describe()
+
+    def _dlcp_features(self, sess: SwitchSession, job: int) -> dlcp.Features:
+        for e in sess.read_table(dlcp.JOBS):
+            if e.match.get("meta.dlcp.job") == job:
+                return dlcp.Features(*(bool(e.params[k]) for k in ("priority", "drop", "spray")))
+        return dlcp.Features()
 
     def dlcp_events(self, switch: str, job: int) -> dict[str, int]:
         cells = self.read_counter(switch, dlcp.EVENTS)

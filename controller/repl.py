@@ -13,6 +13,9 @@
     loss SWITCH PORT FRACTION [in|out|both] [roce]
     packet-out SWITCH PORT HEXBYTES           inject a packet out of a port
     packet-in SWITCH [SECONDS]                wait for the next packet sent to the controller
+    job create JOB HOST... [credits=N] [spine=SWITCH]   a NetReduce job on these worker hosts
+    job status JOB | job teardown JOB | jobs  NetReduce jobs: counters, cells in use; reset
+    dlcp JOB [priority=on|off] [drop=on|off] [spray=on|off]   DLCP features of a job
 
 Keys and arguments are P4 names (the last component is enough: dst_addr for
 hdr.ipv4.dst_addr); values are numbers, IPv4 or MAC addresses, 10.0.0.0/8 for LPM,
@@ -230,6 +233,55 @@ class Repl(cmd.Cmd):
         reason = punt_reason(pin.metadata.get("reason", 0))
         self.out(f"from port {pin.metadata.get('ingress_port')} ({reason}), {len(pin.payload)} bytes: "
                  f"{pin.payload[:64].hex()}")
+
+    def do_job(self, arg: str) -> None:
+        """job create JOB HOST... [credits=N] [spine=SW] | job status JOB | job teardown JOB: NetReduce jobs."""
+        words = self._args(arg, 2, "job create|status|teardown JOB ...")
+        verb, job = words[0], int(words[1])
+        if verb == "create":
+            opts = dict(w.split("=", 1) for w in words[2:] if "=" in w)
+            hosts = [w for w in words[2:] if "=" not in w]
+            if len(hosts) < 2:
+                raise ReplError("job create JOB HOST HOST... (at least two workers)")
+            info = self.fabric.netreduce_create(job, hosts, int(opts.get("credits", 4)), opts.get("spine"))
+            self.out(f"job {job}: workers {', '.join(info['workers'])}, rkey {info['rkey']:#x}, "
+                     f"first PSN {info['initial_psn']:#x}, aggregation at {info['aggregation_switch']}")
+            for sw, s in info["switches"].items():
+                cells = f"{s['cells'][0]}..{s['cells'][1]}"
+                self.out(f"  {sw:<8} {s['role']:<6} cells {cells}, {s['member_qps']} member QPs")
+        elif verb == "status":
+            info = self.fabric.netreduce_status(job)
+            for sw, s in info["switches"].items():
+                events = ", ".join(f"{k} {v}" for k, v in s["events"].items() if v)
+                self.out(f"{sw:<8} {s['role']:<6} cells in use {s['cells_in_use']}/{s['cells'][1] - s['cells'][0] + 1}"
+                         f"  {events or 'no events'}")
+        elif verb == "teardown":
+            self.fabric.netreduce_teardown(job)
+            self.out(f"job {job} torn down, its aggregator state reset")
+        else:
+            raise ReplError(f"unknown job command {verb!r}: create, status or teardown")
+
+    def do_jobs(self, arg: str) -> None:
+        """jobs: the NetReduce jobs of the network."""
+        jobs = self.fabric.netreduce_jobs()
+        for j in jobs:
+            self.out(f"job {j['job']}: {len(j['workers'])} workers ({', '.join(j['workers'])}), "
+                     f"credits {j['credits']}, aggregation at {j['aggregation_switch']}")
+        if not jobs:
+            self.out("(no NetReduce jobs)")
+
+    def do_dlcp(self, arg: str) -> None:
+        """dlcp JOB [priority=on|off] [drop=on|off] [spray=on|off]: switch DLCP's features of a job."""
+        words = self._args(arg, 1, "dlcp JOB [priority=on|off] [drop=on|off] [spray=on|off]")
+        opts = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+        bad = set(opts) - {"priority", "drop", "spray"} or {v for v in opts.values() if v not in ("on", "off")}
+        if bad:
+            raise ReplError(f"dlcp takes priority=, drop=, spray= with on or off (got {sorted(bad)})")
+        if not opts:
+            self.out(f"job {words[0]}: {self.fabric.dlcp_describe(int(words[0]))}")
+            return
+        change = {k: v == "on" for k, v in opts.items()}  # what is not named stays as it is
+        self.out(f"job {words[0]}: {self.fabric.dlcp_set(int(words[0]), **change)}")
 
     def do_exit(self, arg: str) -> bool:
         """exit: leave the REPL (the network keeps running)."""

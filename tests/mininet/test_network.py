@@ -200,15 +200,22 @@ def test_repl_attaches_to_the_running_controller(tmp_path):
         wait_until(lambda: (tmp_path / "rack" / "control.sock").exists() or proc.poll() is not None, 120,
                    what="the network to come up")
         assert proc.poll() is None
-        repl = _start_cli(["repl", "-c", "switches", "-c",
-                           "insert s1 acl_rules protocol=17 l4_dst_port=9999 priority=3 -> drop",
-                           "-c", "entries s1 acl_rules", "-c", "ports s1", "-c", "insert s1 nope x=1 -> y"], tmp_path)
+        commands = ["switches", "insert s1 acl_rules protocol=17 l4_dst_port=9999 priority=3 -> drop",
+                    "entries s1 acl_rules", "ports s1", "insert s1 nope x=1 -> y",
+                    "job create 3 h1 h2 credits=2", "jobs", "job status 3", "dlcp 3 priority=on", "dlcp 3 spray=on",
+                    "dlcp 3", "dlcp 3 priority=off", "job teardown 3", "jobs"]
+        repl = _start_cli(["repl", *[a for c in commands for a in ("-c", c)]], tmp_path)
         out, _ = repl.communicate(timeout=60)
         assert repl.returncode == 0, out
         assert "(primary)" in out  # the controller's session, which made the write
         assert "inserted on s1: acl_rules[protocol=17 l4_dst_port=9999 priority=3] -> drop()" in out
         assert "acl_rules[protocol=17&&&0xff l4_dst_port=9999&&&0xffff priority=3] -> drop()" in out
         assert "error: no table 'nope'" in out
+        assert "job 3: workers h1, h2, rkey 0x4e520003" in out and "s1       flat   cells 0..15" in out
+        assert "job 3: 2 workers (h1, h2), credits 2, aggregation at s1" in out
+        assert "cells in use 0/16  no events" in out
+        assert "job 3: priority\n" in out and "job 3: priority+spray\n" in out and "job 3: spray\n" in out
+        assert "job 3 torn down" in out and out.rstrip().endswith("(no NetReduce jobs)")
         assert proc.stdin is not None
         proc.stdin.write("exit\n")
         proc.stdin.flush()
