@@ -1,0 +1,110 @@
+"""DLCP in the switch program on real BMv2: priority overtaking, selective dropping, spraying."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from scapy.layers.inet import IP
+from scapy.layers.l2 import Ether
+
+from controller.bmv2_thrift import Bmv2Thrift
+from controller.constants import CONFIG
+from controller.controls import all_base_entries, dlcp
+from controller.p4rt import TableEntry
+from controller.trace_replay import TraceSwitch
+from mininet_topos.topologies import leafspine, rack
+from roce.headers import Bth, Opcode, Transport
+from roce.scapy_layers import BTH
+from roce.wire import build_frame
+from workers.config import qpn
+
+pytestmark = pytest.mark.bmv2
+JOB = 5
+
+
+def gradient_packet(topo, src: str, dst: str, psn: int, marking: int, size: int = 1000) -> bytes:
+    s, d = topo.host(src), topo.host(dst)
+    t = Transport(Bth(Opcode.WRITE_MIDDLE, qpn(1, 0, JOB), psn, resv7=marking), bytes(size))
+    return build_frame(t, s.ip, d.ip, s.mac, d.mac, ident=psn + 1)
+
+
+def start(ports, entries, tmp_path) -> TraceSwitch:
+    sw = TraceSwitch(ports, run_dir=tmp_path)
+    sw.start(entries)
+    return sw
+
+
+@pytest.mark.parametrize("priority", [True, False], ids=["priority", "fifo"])
+def test_a_high_class_overtakes_queued_low_class_packets(tmp_path, priority):
+    topo = rack(hosts=2)
+    entries = all_base_entries(topo, "s1") + [dlcp.features_entry(JOB, dlcp.Features(priority=priority))] + \
+        dlcp.default_classes(JOB)
+    sw = start([1, 2], entries, tmp_path)
+    try:
+        with Bmv2Thrift(sw.address.thrift_port) as thrift:
+            for prio in range(8):
+                thrift.set_queue_rate(2, 100, priority=prio)  # every queue of port 2: 100 packets/s
+        low = [gradient_packet(topo, "h1", "h2", psn, dlcp.marking(False, 7, 0)) for psn in range(12)]
+        high = gradient_packet(topo, "h1", "h2", 100, dlcp.marking(False, 0, 3))
+        sw.replay([(1, p) for p in low] + [(1, high)])
+        sw.wait({2: 13}, timeout=60)
+    finally:
+        result = sw.stop()
+    out = [Ether(p) for p in result.out(2)]
+    psns = [p[BTH].psn for p in out]
+    assert sorted(psns) == [*range(12), 100]
+    dscp = {p[BTH].psn: p[IP].tos >> 2 for p in out}
+    if priority:
+        assert psns.index(100) <= 3, psns  # sent after at most the low packets already on their way
+        assert dscp[100] == 6 << 3 and dscp[0] == 1 << 3  # the chosen priorities, as class selectors
+    else:
+        assert psns == [*range(12), 100]  # one queue: first in, first out
+        assert set(dscp.values()) == {0}
+
+
+def test_droppable_packets_are_dropped_over_the_threshold_and_the_others_kept(tmp_path):
+    topo = rack(hosts=2, bw_mbps=1.0)  # the virtual queue of port 2 drains at 1 Mb/s
+    entries = all_base_entries(topo, "s1") + [dlcp.features_entry(JOB, dlcp.Features(priority=True, drop=True))] + \
+        dlcp.default_classes(JOB)
+    thresholds = [e for e in entries if isinstance(e, TableEntry) and e.table.endswith(dlcp.THRESHOLDS)]
+    for e in thresholds:
+        entries.remove(e)
+    entries += dlcp.threshold_entries({1: 3000})  # priority 1: drop droppable packets above 3000 bytes
+    sw = start([1, 2], entries, tmp_path)
+    try:
+        packets = [gradient_packet(topo, "h1", "h2", psn, dlcp.marking(psn % 2 == 1, 7, 0)) for psn in range(30)]
+        sw.replay([(1, p) for p in packets])
+        sw.wait({2: 15}, timeout=60, drops=10)
+        events = sw.session.read_counter(dlcp.EVENTS)
+    finally:
+        result = sw.stop()
+    got = {Ether(p)[BTH].psn for p in result.out(2)}
+    kept_droppable = sorted(p for p in got if p % 2)
+    assert {p for p in range(30) if p % 2 == 0} <= got  # no non-droppable packet is ever dropped
+    assert len(kept_droppable) <= 3 and kept_droppable == [p for p in range(1, 30, 2)][: len(kept_droppable)]
+    dropped = 15 - len(kept_droppable)
+    assert result.drops == {"dlcp": dropped}
+    base = JOB * CONFIG.DLCP_EVENTS
+    assert events[base + CONFIG.DLCP_EV_DROPPED].packets == dropped
+    assert events[base + CONFIG.DLCP_EV_KEPT].packets == len(kept_droppable)
+
+
+@pytest.mark.parametrize("spray", [True, False], ids=["spray", "flow-hash"])
+def test_spraying_spreads_one_flow_over_every_uplink(tmp_path, spray):
+    topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2)
+    entries = all_base_entries(topo, "leaf1") + [dlcp.features_entry(JOB, dlcp.Features(spray=spray))]
+    sw = start([1, 2, 3, 4], entries, tmp_path)
+    n = 400
+    try:
+        sw.replay([(1, gradient_packet(topo, "h1", "h3", psn, 0, size=64)) for psn in range(n)])
+        sw.wait({}, timeout=60)
+        tx = sw.session.read_counter("port_tx")
+    finally:
+        sw.stop()
+    per_uplink = Counter({port: tx[port].packets if port in tx else 0 for port in (3, 4)})
+    assert sum(per_uplink.values()) == n
+    if spray:  # each uplink within 10 points of an even share (binomial sd is 2.5 points at n=400)
+        assert all(abs(c / n - 0.5) <= 0.10 for c in per_uplink.values()), per_uplink
+    else:  # one flow, one path
+        assert sorted(per_uplink.values()) == [0, n]
