@@ -51,12 +51,14 @@ class TensorLights:
     def _class_cmd(self, verb: str, index: int, prio: int) -> str:
         rate = f"{self.rate:g}mbit"
         floor = f"{max(self.rate / 100, 0.01):g}mbit"
+        burst = max(MTU + 14, int(self.rate * 1e6 / 8 / 1000))
         return (f"tc class {verb} dev {self.intf} parent 1:1 classid 1:{10 + index} htb rate {floor} ceil {rate} "
-                f"prio {prio} quantum {MTU + 14}")
+                f"prio {prio} burst {burst} cburst {burst} quantum {MTU + 14}")
 
     def install(self) -> None:
         rate = f"{self.rate:g}mbit"
-        self._run(f"tc qdisc replace dev {self.intf} root handle 1: htb default 99")
+        self.host.cmd(f"tc qdisc del dev {self.intf} root 2>/dev/null")  # the link's plain shaper
+        self._run(f"tc qdisc add dev {self.intf} root handle 1: htb default 99")
         self._run(f"tc class replace dev {self.intf} parent 1: classid 1:1 htb rate {rate} ceil {rate} "
                   f"quantum {MTU + 14}")
         floor = f"{max(self.rate / 100, 0.01):g}mbit"
