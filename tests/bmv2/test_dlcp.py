@@ -76,6 +76,7 @@ def test_droppable_packets_are_dropped_over_the_threshold_and_the_others_kept(tm
         packets = [gradient_packet(topo, "h1", "h2", psn, dlcp.marking(psn % 2 == 1, 7, 0)) for psn in range(30)]
         sw.replay([(1, p) for p in packets])
         sw.wait({2: 15}, timeout=60, drops=10)
+        assert sw.session is not None
         events = sw.session.read_counter(dlcp.EVENTS)
     finally:
         result = sw.stop()
@@ -101,6 +102,7 @@ def test_spraying_spreads_one_flow_over_every_uplink(tmp_path, spray):
     try:
         sw.replay([(1, gradient_packet(topo, "h1", "h3", psn, 0, size=64)) for psn in range(n)])
         sw.wait({}, timeout=60)
+        assert sw.session is not None
         tx = sw.session.read_counter("port_tx")
     finally:
         sw.stop()
