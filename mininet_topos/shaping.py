@@ -1,89 +1,106 @@
 """Link rate shaping with HTB (this kernel has HTB and TBF, but no netem, prio or red).
 
-Every shaped interface gets `root htb` with one class at the link rate; its leaf queue is a
-plain FIFO (pfifo, `limit` packets). Both ends of a link are shaped, so each direction is
-limited at its sender. Loss is never injected here: that is the switches' fault table.
+Every shaped interface gets an HTB tree under a parent class at the link rate, whose leaf
+classes each hold a byte FIFO of about 100 ms at the link rate (a switch-like buffer, not
+the thousand jumbo frames a packet limit would allow). Leaf classes differ only in HTB
+`prio`: each is guaranteed 1% of the rate and may borrow all of it, and HTB lends to the
+lowest prio first, so the classes are served in strict priority within 1%.
+
+- hosts (`shape`): their own RoCE ACKs ahead of their data, as a NIC's responder does;
+- switches' egress (`shape_priority`): one class per DSCP class selector, the priority the
+  switch program chose (docs/dlcp.md);
+- TensorLights builds its own tree of the same kind (mininet_topos/tensorlights.py).
+
+Both ends of a link are shaped, so each direction is limited at its sender. Loss is never
+injected here: that is the switches' fault-injection table.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-QUEUE_PACKETS = 1000
 MTU = 9000
+BUFFER_SECONDS = 0.1
+MIN_BUFFER_BYTES = 64 << 10
+# u32 match of a RoCE v2 acknowledgement (IPv4 without options: UDP port at 22, BTH opcode at 28).
+ROCE_ACK_MATCH = "match ip protocol 17 0xff match u16 4791 0xffff at 22 match u8 0x11 0xff at 28"
 
 
 class ShapingError(RuntimeError):
     pass
 
 
-# u32 match of a RoCE v2 acknowledgement (IPv4 without options: UDP port at 22, BTH opcode at 28).
-ROCE_ACK_MATCH = "match ip protocol 17 0xff match u16 4791 0xffff at 22 match u8 0x11 0xff at 28"
+def buffer_bytes(rate_mbps: float) -> int:
+    return max(MIN_BUFFER_BYTES, int(rate_mbps * 1e6 / 8 * BUFFER_SECONDS))
 
 
-def htb_commands(intf: str, rate_mbps: float, limit: int = QUEUE_PACKETS, mtu: int = MTU) -> list[str]:
+def _opts(rate_mbps: float, mtu: int = MTU) -> str:
+    burst = max(mtu + 14, int(rate_mbps * 1e6 / 8 / 1000))  # about 1 ms of the rate, at least one frame
+    return f"burst {burst} cburst {burst} quantum {mtu + 14}"
+
+
+def leaf_class(verb: str, intf: str, rate_mbps: float, minor: int, prio: int) -> str:
+    """`tc class add|change` of a leaf: 1% of the rate guaranteed, all of it borrowable, HTB prio."""
+    floor = f"{max(rate_mbps / 100, 0.01):g}mbit"
+    return (f"tc class {verb} dev {intf} parent 1:1 classid 1:{minor} htb rate {floor} ceil {rate_mbps:g}mbit "
+            f"prio {prio} {_opts(rate_mbps)}")
+
+
+def htb_tree(intf: str, rate_mbps: float, classes: dict[int, int], default: int) -> list[str]:
+    """tc commands of an HTB tree: parent 1:1 at the rate, leaf class 1:<minor> with HTB prio
+    `classes[minor]` and a byte FIFO each, unclassified traffic to 1:<default>."""
+    rate = f"{rate_mbps:g}mbit"
+    cmds = [
+        f"tc qdisc del dev {intf} root",
+        f"tc qdisc add dev {intf} root handle 1: htb default {default}",
+        f"tc class add dev {intf} parent 1: classid 1:1 htb rate {rate} ceil {rate} {_opts(rate_mbps)}",
+    ]
+    for minor, prio in sorted(classes.items()):
+        cmds += [
+            leaf_class("add", intf, rate_mbps, minor, prio),
+            f"tc qdisc add dev {intf} parent 1:{minor} handle {minor}: bfifo limit {buffer_bytes(rate_mbps)}",
+        ]
+    return cmds
+
+
+def u32_filter(intf: str, handle: int, match: str, minor: int) -> str:
+    return f"tc filter add dev {intf} parent 1: protocol ip prio 1 handle 800::{handle:x} u32 {match} flowid 1:{minor}"
+
+
+def htb_commands(intf: str, rate_mbps: float) -> list[str]:
     """A host's shaper: the link rate, with the host's own RoCE ACKs sent ahead of its data.
 
     A RoCE NIC answers requests from its responder logic, not from the back of its send queue;
     a single FIFO here would hold every ACK behind a window of data (tens of ms at 20 Mb/s) and
     make the peers' retransmission timers fire for nothing.
     """
-    rate = f"{rate_mbps:g}mbit"
-    floor = f"{max(rate_mbps / 100, 0.01):g}mbit"
-    burst = max(mtu + 14, int(rate_mbps * 1e6 / 8 / 1000))  # about 1 ms of the rate, at least one frame
-    cls = f"burst {burst} cburst {burst} quantum {mtu + 14}"
-    return [
-        f"tc qdisc replace dev {intf} root handle 1: htb default 10",
-        f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate} ceil {rate} {cls}",
-        f"tc class replace dev {intf} parent 1:1 classid 1:10 htb rate {floor} ceil {rate} prio 1 {cls}",
-        f"tc class replace dev {intf} parent 1:1 classid 1:11 htb rate {floor} ceil {rate} prio 0 {cls}",
-        f"tc qdisc replace dev {intf} parent 1:10 handle 10: pfifo limit {limit}",
-        f"tc qdisc replace dev {intf} parent 1:11 handle 11: pfifo limit {limit}",
-        f"tc filter replace dev {intf} parent 1: protocol ip prio 1 handle 800::1 u32 {ROCE_ACK_MATCH} flowid 1:11",
-    ]
+    return htb_tree(intf, rate_mbps, {10: 1, 11: 0}, default=10) + [u32_filter(intf, 1, ROCE_ACK_MATCH, 11)]
 
 
-def shape(node: Any, intf: str, rate_mbps: float, limit: int = QUEUE_PACKETS) -> None:
-    """Limit what `node` sends on `intf` to rate_mbps; raises with tc's message on failure."""
-    for cmd in htb_commands(intf, rate_mbps, limit):
+def priority_commands(intf: str, rate_mbps: float) -> list[str]:
+    """A switch egress: one class per DSCP class selector (CS p -> class 1:1p, HTB prio 7-p),
+    non-IP traffic and CS0 in priority 0."""
+    cmds = htb_tree(intf, rate_mbps, {10 + p: 7 - p for p in range(8)}, default=10)
+    return cmds + [u32_filter(intf, p, f"match ip tos {p << 5:#x} 0xe0", 10 + p) for p in range(1, 8)]
+
+
+def run(node: Any, cmds: list[str]) -> None:
+    """Run tc commands on a node; the first (deleting an old root) may fail, the others may not."""
+    for i, cmd in enumerate(cmds):
         out = node.cmd(f"{cmd} 2>&1; echo rc=$?")
-        if not out.rstrip().endswith("rc=0"):
+        if i and not out.rstrip().endswith("rc=0"):
             raise ShapingError(f"{node.name}: `{cmd}` failed: {out.strip()}")
+
+
+def shape(node: Any, intf: str, rate_mbps: float) -> None:
+    """Limit what a host sends on `intf` to rate_mbps (its ACKs first)."""
+    run(node, htb_commands(intf, rate_mbps))
+
+
+def shape_priority(node: Any, intf: str, rate_mbps: float) -> None:
+    """Limit what a switch sends on `intf` to rate_mbps, in strict priority of the DSCP it wrote."""
+    run(node, priority_commands(intf, rate_mbps))
 
 
 def unshape(node: Any, intf: str) -> None:
     node.cmd(f"tc qdisc del dev {intf} root 2>/dev/null")
-
-
-def priority_commands(intf: str, rate_mbps: float, limit: int = QUEUE_PACKETS, mtu: int = MTU) -> list[str]:
-    """HTB at the link rate with one class per DSCP class selector (the priority the switch chose).
-
-    Each class is guaranteed 1% of the rate and may borrow all of it; HTB lends to the lowest
-    `prio` first, so the class of DSCP CS7 (priority 7) is served before CS6 ... before CS0:
-    strict priority within 1% (docs/dlcp.md). Non-IP traffic goes to priority 0.
-    """
-    rate = f"{rate_mbps:g}mbit"
-    floor = f"{max(rate_mbps / 100, 0.01):g}mbit"
-    burst = max(mtu + 14, int(rate_mbps * 1e6 / 8 / 1000))
-    cmds = [
-        f"tc qdisc replace dev {intf} root handle 1: htb default 10",
-        f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate} ceil {rate} burst {burst} "
-        f"cburst {burst} quantum {mtu + 14}",
-    ]
-    for p in range(8):
-        cmds += [
-            f"tc class replace dev {intf} parent 1:1 classid 1:{10 + p} htb rate {floor} ceil {rate} prio {7 - p} "
-            f"burst {burst} cburst {burst} quantum {mtu + 14}",
-            f"tc qdisc replace dev {intf} parent 1:{10 + p} handle {10 + p}: pfifo limit {limit}",
-        ]
-        if p:
-            cmds.append(f"tc filter replace dev {intf} parent 1: protocol ip prio 1 handle 800::{p:x} "
-                        f"u32 match ip tos {p << 5:#x} 0xe0 flowid 1:{10 + p}")
-    return cmds
-
-
-def shape_priority(node: Any, intf: str, rate_mbps: float, limit: int = QUEUE_PACKETS) -> None:
-    for cmd in priority_commands(intf, rate_mbps, limit):
-        out = node.cmd(f"{cmd} 2>&1; echo rc=$?")
-        if not out.rstrip().endswith("rc=0"):
-            raise ShapingError(f"{node.name}: `{cmd}` failed: {out.strip()}")

@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from mininet_topos.shaping import MTU, QUEUE_PACKETS, ShapingError
+from mininet_topos.shaping import ShapingError, htb_tree, leaf_class, run, shape, u32_filter, unshape
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,11 @@ def source_port_match(job: int, node_id: int) -> tuple[int, int]:
 class TensorLights:
     """The HTB tree of one host; `install`, `favour`, `start_rotation`, `remove`."""
 
+    DEFAULT = 99  # everything that is not a server's traffic (the workers' own, ACKs...)
+
     def __init__(self, host: Any, intf: str, rate_mbps: float, servers: list[ServerClass]) -> None:
         if len(servers) > 7:
-            raise ShapingError("TensorLights here handles at most 7 colocated servers (HTB prio 0..7)")
+            raise ShapingError("TensorLights here handles at most 7 colocated servers (HTB prio 0..6, 7 is the rest)")
         self.host = host
         self.intf = intf
         self.rate = rate_mbps
@@ -43,42 +45,23 @@ class TensorLights:
         self._thread: threading.Thread | None = None
         self.rotations = 0
 
-    def _run(self, cmd: str) -> None:
-        out = self.host.cmd(f"{cmd} 2>&1; echo rc=$?")
-        if not out.rstrip().endswith("rc=0"):
-            raise ShapingError(f"{self.host.name}: `{cmd}` failed: {out.strip()}")
-
-    def _class_cmd(self, verb: str, index: int, prio: int) -> str:
-        rate = f"{self.rate:g}mbit"
-        floor = f"{max(self.rate / 100, 0.01):g}mbit"
-        burst = max(MTU + 14, int(self.rate * 1e6 / 8 / 1000))
-        return (f"tc class {verb} dev {self.intf} parent 1:1 classid 1:{10 + index} htb rate {floor} ceil {rate} "
-                f"prio {prio} burst {burst} cburst {burst} quantum {MTU + 14}")
+    def _prios(self) -> dict[int, int]:
+        return {10 + i: self.order.index(i) for i in range(len(self.servers))}
 
     def install(self) -> None:
-        rate = f"{self.rate:g}mbit"
-        self.host.cmd(f"tc qdisc del dev {self.intf} root 2>/dev/null")  # the link's plain shaper
-        self._run(f"tc qdisc add dev {self.intf} root handle 1: htb default 99")
-        self._run(f"tc class replace dev {self.intf} parent 1: classid 1:1 htb rate {rate} ceil {rate} "
-                  f"quantum {MTU + 14}")
-        floor = f"{max(self.rate / 100, 0.01):g}mbit"
-        self._run(f"tc class replace dev {self.intf} parent 1:1 classid 1:99 htb rate {floor} ceil {rate} prio 7 "
-                  f"quantum {MTU + 14}")
-        self._run(f"tc qdisc replace dev {self.intf} parent 1:99 handle 99: pfifo limit {QUEUE_PACKETS}")
+        cmds = htb_tree(self.intf, self.rate, {**self._prios(), self.DEFAULT: 7}, default=self.DEFAULT)
         for i, s in enumerate(self.servers):
-            self._run(self._class_cmd("replace", i, self.order.index(i)))
-            self._run(f"tc qdisc replace dev {self.intf} parent 1:{10 + i} handle {10 + i}: "
-                      f"pfifo limit {QUEUE_PACKETS}")
             value, mask = source_port_match(s.job, s.node_id)
-            self._run(f"tc filter replace dev {self.intf} parent 1: protocol ip prio 1 handle 800::{i + 1:x} "
-                      f"u32 match ip protocol 17 0xff match ip sport {value:#x} {mask:#x} flowid 1:{10 + i}")
+            cmds.append(u32_filter(self.intf, i + 1, f"match ip protocol 17 0xff match ip sport {value:#x} {mask:#x}",
+                                   10 + i))
+        run(self.host, cmds)
 
     def favour(self, first: int) -> None:
         """Make server `first` the highest priority, the others after it in turn."""
         n = len(self.servers)
         self.order = [(first + k) % n for k in range(n)]
-        for i in range(n):
-            self._run(self._class_cmd("change", i, self.order.index(i)))
+        run(self.host, ["true", *(leaf_class("change", self.intf, self.rate, minor, prio)
+                                  for minor, prio in self._prios().items())])
 
     def start_rotation(self, interval_s: float) -> None:
         def rotate() -> None:
@@ -93,11 +76,10 @@ class TensorLights:
         return str(self.host.cmd(f"tc -s class show dev {self.intf}"))
 
     def remove(self, restore_rate: float | None = None) -> None:
+        """Stop rotating and remove the tree; with restore_rate, put the host's plain shaper back."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        self.host.cmd(f"tc qdisc del dev {self.intf} root 2>/dev/null")
+        unshape(self.host, self.intf)
         if restore_rate:
-            from mininet_topos.shaping import shape
-
             shape(self.host, self.intf, restore_rate)

@@ -48,8 +48,8 @@ def veth_pair(prefix: str = "gsv", mtu: int = 9000, rate_mbps: float | None = No
             if rate_mbps:
                 from mininet_topos.shaping import htb_commands
 
-                for cmd in htb_commands(side.ifname, rate_mbps):
-                    subprocess.run(side.command(cmd.split()), check=True, capture_output=True)
+                for i, cmd in enumerate(htb_commands(side.ifname, rate_mbps)):
+                    subprocess.run(side.command(cmd.split()), check=i > 0, capture_output=True)
         yield a, b
     finally:
         for side in (a, b):

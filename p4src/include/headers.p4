@@ -182,7 +182,7 @@ struct dlcp_metadata_t {
     bit<32> spray_key;    // extra ECMP hash input: the PSN when spraying, else 0
     bit<32> port_rate;    // egress port's virtual-queue drain rate, bytes per 1024 us
     bit<32> threshold;    // drop threshold (bytes) of the packet's priority
-    bit<32> queue;        // virtual queue of the egress port when the packet arrived (bytes)
+    bit<32> queue;        // virtual queue of the packet's class on its egress port when it arrived (bytes)
     bool    drop_now;     // over the threshold: drop
 }
 

@@ -79,9 +79,11 @@ control DlcpEgress(inout headers_t hdr,
 
     // Events (DLCP_EV_*) per job.
     counter(256 * DLCP_EVENTS, CounterType.packets) dlcp_events;
-    // Virtual queue per egress port: bytes, and when it was last updated (us).
-    register<bit<32>>(MAX_PORTS) dlcp_vq_bytes;
-    register<bit<48>>(MAX_PORTS) dlcp_vq_time;
+    // Virtual queue per (egress port, priority): bytes, and when it was last updated (us). Under
+    // strict priority a packet waits behind its own class (higher ones are short), so each class
+    // of a port keeps its own queue, drained at the port's rate.
+    register<bit<32>>(MAX_PORTS * PRIORITY_QUEUES) dlcp_vq_bytes;
+    register<bit<48>>(MAX_PORTS * PRIORITY_QUEUES) dlcp_vq_time;
 
     action set_rate(bit<32> bytes_per_1024us) {
         meta.dlcp.port_rate = bytes_per_1024us;
@@ -116,9 +118,9 @@ control DlcpEgress(inout headers_t hdr,
         size = 8;
     }
 
-    // Drain the port's virtual queue to now, decide the drop, and add the packet if kept (one action).
+    // Drain the class's virtual queue to now, decide the drop, and add the packet if kept (one action).
     action update_queue() {
-        bit<32> index = (bit<32>)std_meta.egress_port;
+        bit<32> index = (bit<32>)std_meta.egress_port * PRIORITY_QUEUES + (bit<32>)meta.dlcp.priority;
         bit<32> bytes;
         bit<48> last;
         dlcp_vq_bytes.read(bytes, index);
