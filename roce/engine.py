@@ -222,7 +222,7 @@ class Engine:
         if d.transport.opcode == Opcode.ACKNOWLEDGE:
             qp.requester.on_ack(d.transport, now)
         else:
-            for reply in qp.responder.on_packet(d.transport):
+            for reply in qp.responder.on_packet(d.transport, now):
                 self._send(qp, reply)
 
     def flush(self) -> None:
@@ -232,9 +232,12 @@ class Engine:
             qp.requester.on_timer(now)
             for t in qp.requester.transmit(now):
                 self._send(qp, t)
+            for reply in qp.responder.on_timer(now):
+                self._send(qp, reply)
 
     def next_deadline(self) -> float | None:
-        deadlines = [d for qp in self.qps.values() if (d := qp.requester.deadline()) is not None]
+        deadlines = [d for qp in self.qps.values() for d in (qp.requester.deadline(), qp.responder.deadline())
+                     if d is not None]
         return min(deadlines) if deadlines else None
 
     def poll(self, max_wait: float = 0.01) -> None:

@@ -57,6 +57,7 @@ class QpConfig:
     remote_initial_psn: int = 0  # first PSN this QP expects (rq_psn)
     peer: str = ""  # who is on the other side, for error messages
     loss_budget: float = 0.0  # SR only: fraction of packets a receiver may zero-fill (DLCP bounded loss)
+    reorder_delay: float = 0.0  # SR only: how long a hole may be reordering before it is NAKed (or zero-filled)
 
     def __post_init__(self) -> None:
         if self.mtu not in VALID_MTUS:
@@ -387,6 +388,7 @@ class Responder:
         self._offset = 0
         self._send_data = bytearray()
         self._first_psn = 0  # PSN of the first packet of the message being received
+        self.judge_at: float | None = None  # when holes waiting for reordering are judged
         self._zero_filled_msg = 0
         self.zero_filled = 0  # packets completed as zeros so far (bounded loss)
 
@@ -398,7 +400,7 @@ class Responder:
         bth = Bth(Opcode.ACKNOWLEDGE, self.cfg.remote_qpn, self.epsn)
         return Transport(bth, payload, aeth=Aeth.nak(self.msn, code))
 
-    def on_packet(self, t: Transport) -> list[Transport]:
+    def on_packet(self, t: Transport, now: float = 0.0) -> list[Transport]:
         """Take a request packet; returns the ACK/NAK packets to send back."""
         d = psn_diff(t.bth.psn, self.epsn)
         if d < 0:
@@ -418,15 +420,39 @@ class Responder:
                 self.nak_sent = True
                 return [self._nak()]
             self.buffered.setdefault(t.bth.psn, t)
-            if self.cfg.loss_budget > 0:
-                # Bounded loss: holes are judged when the message's last packet is here (earlier,
-                # they may be reordering or droppable); until then no NAK triggers a resend.
-                if not t.opcode.name.startswith(("WRITE_LAST", "WRITE_ONLY", "SEND_LAST", "SEND_ONLY")):
-                    return []
-                if t.opcode.name.startswith("WRITE_LAST") and self._skip_droppable(t):
-                    return self._drain(self.buffered.pop(self.epsn), had_holes=True)
+            if self.cfg.loss_budget > 0 or self.cfg.reorder_delay > 0:
+                # Packets may arrive in any order (DLCP priorities, spraying): a hole is judged only
+                # after reorder_delay, and in bounded-loss mode only once its message's last packet
+                # is here; until then nothing triggers a resend.
+                if self.judge_at is None:
+                    self.judge_at = now + self.cfg.reorder_delay
+                return self.on_timer(now)
             return [self._nak(sack=t.bth.psn)]
         return self._drain(t, had_holes=bool(self.buffered) or self.nak_sent)
+
+    def deadline(self) -> float | None:
+        """When the holes waiting for reordering are judged (None: no such hole)."""
+        return self.judge_at
+
+    def on_timer(self, now: float) -> list[Transport]:
+        """Judge the holes that have waited long enough: zero-fill them (bounded loss) or NAK."""
+        if self.judge_at is None or now < self.judge_at or not self.buffered:
+            return []
+        # Look again later if holes remain (with no delay, the next packet or the sender's timer will).
+        self.judge_at = now + 2 * self.cfg.reorder_delay if self.cfg.reorder_delay > 0 else None
+        last = self._last_buffered()
+        if self.cfg.loss_budget > 0:
+            if last is None:
+                return []  # the message's end is not here yet: its retransmission timer covers it
+            if self._skip_droppable(last):
+                return self._drain(self.buffered.pop(self.epsn), had_holes=True)
+        # NAK the first hole exactly: its SACK is the first packet received after it.
+        return [self._nak(sack=min(self.buffered, key=lambda p: psn_diff(p, self.epsn)))]
+
+    def _last_buffered(self) -> Transport | None:
+        """The first buffered last packet of a WRITE (the message whose holes can be judged)."""
+        lasts = [t for t in self.buffered.values() if t.opcode.name.startswith("WRITE_LAST")]
+        return min(lasts, key=lambda t: psn_diff(t.bth.psn, self.epsn)) if lasts else None
 
     def _skip_droppable(self, last: Transport) -> bool:
         """Bounded loss: fill the holes before a message's last packet with zeros, when every
@@ -468,6 +494,8 @@ class Responder:
             self.counters.add("accepted")
             current = self.buffered.pop(self.epsn, None)
         self.nak_sent = False
+        if not self.buffered:
+            self.judge_at = None
         if ack_wanted or had_holes:
             responses.append(self._ack())
         return responses

@@ -42,11 +42,12 @@ class Event:
 class Sim:
     def __init__(self, mode: Mode, fate: Fate = deliver, mtu: int = 256, window: int = 16,
                  initial_psn: int = 0, region_size: int = 1 << 16, retry_limit: int = 7,
-                 loss_budget: float = 0.0) -> None:
+                 loss_budget: float = 0.0, reorder_delay: float = 0.0) -> None:
         self.req_cfg = QpConfig(qpn=0x11, remote_qpn=0x22, mode=mode, mtu=mtu, window=window, ack_every=4,
                                 rto=0.01, rto_max=0.08, initial_psn=initial_psn, peer="B", retry_limit=retry_limit)
         resp_cfg = QpConfig(qpn=0x22, remote_qpn=0x11, mode=mode, mtu=mtu, window=window,
-                            remote_initial_psn=initial_psn, peer="A", loss_budget=loss_budget)
+                            remote_initial_psn=initial_psn, peer="A", loss_budget=loss_budget,
+                            reorder_delay=reorder_delay)
         self.region = MemoryRegion.allocate(7, region_size)
         self.req = Requester(self.req_cfg)
         self.resp = Responder(resp_cfg, {7: self.region})
@@ -71,17 +72,19 @@ class Sim:
                 return
             if self.req.idle() and not self.events:
                 return
-            deadline = self.req.deadline()
+            deadlines = [d for d in (self.req.deadline(), self.resp.deadline()) if d is not None]
+            deadline = min(deadlines) if deadlines else None
             if self.events and (deadline is None or self.events[0].time <= deadline):
                 ev = heapq.heappop(self.events)
                 self.now = max(self.now, ev.time)
                 if ev.to == "B":
-                    self._send("B", self.resp.on_packet(ev.packet))
+                    self._send("B", self.resp.on_packet(ev.packet, self.now))
                 else:
                     self.req.on_ack(ev.packet, self.now)
             elif deadline is not None:
                 self.now = max(self.now, deadline)
                 self.req.on_timer(self.now)
+                self._send("B", self.resp.on_timer(self.now))
             else:
                 return
         raise AssertionError(f"simulation did not finish by t={limit}")
@@ -355,3 +358,30 @@ def test_past_the_budget_or_non_droppable_normal_retransmission_applies():
     kept.req.post_write(msg, 0, 7, imm=1)
     kept.run()
     assert kept.resp.completions[0].zero_filled == 0 and bytes(kept.region.buffer[: len(msg)]) == msg
+
+
+def test_reordering_within_the_delay_causes_no_retransmission():
+    """Per-packet priorities and spraying reorder packets: a hole that fills within reorder_delay
+    is not NAKed, so nothing is resent (without the delay, selective repeat resends it)."""
+
+    def late_every_fifth(d: str, n: int, t: Transport) -> list[float]:
+        return [0.002] if d == "A" and t.bth.psn % 5 == 2 else [0.0]
+
+    tolerant = Sim(Mode.SR, late_every_fifth, reorder_delay=0.005)
+    eager = Sim(Mode.SR, late_every_fifth)
+    data = messages([256 * 20])
+    for sim in (tolerant, eager):
+        post_all(sim, data)
+        sim.run()
+        check_delivery(sim, data)
+    assert tolerant.req.counters["retransmitted"] == 0 and tolerant.resp.counters["out_of_order"] > 0
+    assert eager.req.counters["retransmitted"] > 0
+
+
+def test_a_real_hole_is_still_naked_after_the_delay():
+    sim = Sim(Mode.SR, drop_once({3}), reorder_delay=0.005)
+    data = messages([256 * 10])
+    post_all(sim, data)
+    sim.run()
+    check_delivery(sim, data)
+    assert sim.req.counters["retransmitted"] == 1 and sim.req.counters["timeouts"] == 0  # by NAK, not timeout
