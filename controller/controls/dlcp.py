@@ -51,16 +51,22 @@ def features_entry(job: int, features: Features) -> TableEntry:
         "priority": int(features.priority), "drop": int(features.drop), "spray": int(features.spray)})
 
 
-def default_classes(job: int) -> list[TableEntry]:
-    """Layer class l -> priority max(1, 6 - l); magnitude class 3 one step higher (at most 6)."""
+def default_classes(job: int, by_magnitude: bool = False) -> list[TableEntry]:
+    """Layer class l -> priority max(1, 6 - l): the front layers first.
+
+    With by_magnitude, packets of magnitude class 3 go one step higher too. That is per-packet
+    priority within a message, which reorders its packets; the default keeps a message in one
+    queue and lets magnitude decide only which packets may be dropped (docs/dlcp.md).
+    """
     rules: list[TableEntry] = []
     for layer in range(LAYER_CLASSES):
         base = max(1, 6 - layer)
         rules.append(TableEntry(CLASSES, {"meta.dlcp.job": job, "hdr.bth.resv7": Ternary(layer << 3, 0b0111000)},
                                 "set_priority", {"priority": base}, priority=10))
-        rules.append(TableEntry(CLASSES, {"meta.dlcp.job": job,
-                                          "hdr.bth.resv7": Ternary(layer << 3 | 3 << 1, 0b0111110)},
-                                "set_priority", {"priority": min(6, base + 1)}, priority=20))
+        if by_magnitude:
+            rules.append(TableEntry(CLASSES, {"meta.dlcp.job": job,
+                                              "hdr.bth.resv7": Ternary(layer << 3 | 3 << 1, 0b0111110)},
+                                    "set_priority", {"priority": min(6, base + 1)}, priority=20))
     return rules
 
 

@@ -26,7 +26,7 @@ def test_front_layers_get_class_zero():
 
 
 def test_default_mapping_puts_front_layers_and_large_values_higher():
-    rules = default_classes(3)
+    rules = default_classes(3, by_magnitude=True)
     by_value = {}
     for r in rules:
         key = r.match["hdr.bth.resv7"]
@@ -35,6 +35,7 @@ def test_default_mapping_puts_front_layers_and_large_values_higher():
     assert by_value[(0 << 3, 0b0111000)] == 6  # front layer
     assert by_value[(7 << 3, 0b0111000)] == 1  # back layer
     assert by_value[(7 << 3 | 3 << 1, 0b0111110)] == 2  # back layer, large values: one higher
+    assert len(default_classes(3)) == 8  # by default, one queue per layer class only
     assert rate_param(100) == 12800  # 100 Mb/s = 12800 bytes per 1024 us
 
 
