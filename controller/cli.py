@@ -157,7 +157,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     spec = ExperimentSpec(algo=args.algo, workers=args.workers, size_bytes=parse_size(args.size),
                           iterations=args.iterations, topo=args.topo, bw_mbps=args.bw, loss_pct=args.loss,
                           transport=args.transport, servers=args.servers, workload=args.workload, scale=args.scale,
-                          dtype=args.dtype, mtu=args.mtu, name=args.name or "")
+                          dtype=args.dtype, float_mode=args.float_mode, mtu=args.mtu, name=args.name or "")
     out = args.out or Path("runs") / spec.label
     try:
         report = run_experiment(spec, out)
@@ -234,6 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workload", default="synthetic", help="synthetic, resnet50, vgg16, bert-base, small-cnn, *-stanza")
     p.add_argument("--scale", type=float, default=1.0, help="fraction of a model profile's layer sizes")
     p.add_argument("--dtype", choices=("int32", "float32"), default="int32")
+    p.add_argument("--float-mode", choices=("fixed", "exponent"), default="fixed",
+                   help="float32 as int32: a fixed scale, or a shared exponent per 64-value block (SwitchML-style)")
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--topo", choices=("rack", "leafspine", "dumbbell"), default="rack")
     p.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate")

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ class ExperimentSpec:
     workload: str = "synthetic"
     scale: float = 1.0
     dtype: str = "int32"
+    float_mode: str = "fixed"  # float32 on the wire: "fixed" scale or shared "exponent" per block
     mtu: int = 1024
     window: int = 32  # packets in flight per QP
     leaves: int = 2  # leafspine
@@ -142,7 +144,8 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
         extra["dlcp"] = {k: v for k, v in spec.dlcp.items() if k not in ("priority", "spray")}
     mtu = 256 if spec.algo == "netreduce" else spec.mtu
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
-                     size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype, transport=spec.transport,
+                     size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
+                     float_mode=spec.float_mode, transport=spec.transport,
                      mtu=mtu, window=spec.window, rto=min_rto(spec.window, mtu, spec.bw_mbps),
                      seed=spec.seed + job_id - 1, job_id=job_id, extra=extra)
 
@@ -199,8 +202,9 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = 
 
 
 def _snapshot(fabric: Any) -> dict[str, Any]:
-    return {name: {"drops": fabric.drops(name),
-                   "ports": {p.port: [p.rx_packets, p.tx_packets] for p in fabric.port_stats(name)}}
+    """Per switch: drops by reason, and per port [rx packets, tx packets, tx bytes], at a time."""
+    return {name: {"drops": fabric.drops(name), "time": time.monotonic(),
+                   "ports": {p.port: [p.rx_packets, p.tx_packets, p.tx_bytes] for p in fabric.port_stats(name)}}
             for name in fabric.switch_names()}
 
 
@@ -208,10 +212,11 @@ def _delta(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
     """Switch counters of this run only (the network may have carried earlier runs)."""
     out: dict[str, Any] = {}
     for name, a in after.items():
-        b = before.get(name, {"drops": {}, "ports": {}})
+        b = before.get(name, {"drops": {}, "ports": {}, "time": a["time"]})
         drops = {k: v - b["drops"].get(k, 0) for k, v in a["drops"].items() if v - b["drops"].get(k, 0)}
-        ports = {p: [x - y for x, y in zip(v, b["ports"].get(p, [0, 0]), strict=True)] for p, v in a["ports"].items()}
-        out[name] = {"drops": drops, "ports": ports}
+        ports = {p: [x - y for x, y in zip(v, b["ports"].get(p, [0] * len(v)), strict=True)]
+                 for p, v in a["ports"].items()}
+        out[name] = {"drops": drops, "ports": ports, "seconds": a["time"] - b["time"]}
     return out
 
 
@@ -232,7 +237,7 @@ def run_on(net: Any, spec: ExperimentSpec, out_dir: Path, progress: bool | None 
     fabric = net.fabric
     assert fabric is not None
     started = time.time()
-    before = _snapshot(fabric)
+    before: dict[str, Any] = {}
     lossy = [topo.attachment(node.host) for cfg in cfgs for node in cfg.workers] if spec.loss_pct > 0 else []
     created: list[int] = []
     lights = None
@@ -249,7 +254,8 @@ def run_on(net: Any, spec: ExperimentSpec, out_dir: Path, progress: bool | None 
                 created.append(cfg.job_id)
         lights = _start_tensorlights(net, spec, cfgs, placement)
         background = _start_background(net, spec, placement, run_dir)
-        results = _run_jobs(net, cfgs, run_dir, Progress(spec.iterations, spec.label, progress))
+        results = _run_jobs(net, cfgs, run_dir, Progress(spec.iterations, spec.label, progress),
+                            on_go=lambda: before.update(_snapshot(fabric)))  # counters from the start on
         switches = _delta(_snapshot(fabric), before)
         if spec.dlcp:
             for name in fabric.switch_names():
@@ -307,8 +313,10 @@ def _start_background(net: Any, spec: ExperimentSpec, placement: Placement, run_
     return [client, server]
 
 
-def _run_jobs(net: Any, cfgs: list[JobConfig], run_dir: Path, bar: Progress) -> dict[int, dict[int, dict[str, Any]]]:
-    """Start every node of every job, release them together, wait; results per job and node."""
+def _run_jobs(net: Any, cfgs: list[JobConfig], run_dir: Path, bar: Progress,
+              on_go: Callable[[], None] = lambda: None) -> dict[int, dict[int, dict[str, Any]]]:
+    """Start every node of every job, release them together (on_go just before), wait; results per
+    job and node."""
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
     procs: dict[tuple[int, int], subprocess.Popen[bytes]] = {}
     logs: dict[tuple[int, int], Path] = {}
@@ -339,6 +347,7 @@ def _run_jobs(net: Any, cfgs: list[JobConfig], run_dir: Path, bar: Progress) -> 
 
         start_timeout = max(c.start_timeout for c in cfgs)
         wait_until(ready, start_timeout, interval=0.05, what="every worker to be ready")
+        on_go()
         stamp = str(time.monotonic())
         for jd in dirs.values():
             (jd / "go").write_text(stamp)

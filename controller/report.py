@@ -82,6 +82,20 @@ def _job_summary(spec: Any, results: dict[int, dict[str, Any]]) -> dict[str, Any
     }
 
 
+def busiest_link_utilization(switches: dict[str, Any], bw_mbps: float) -> float | None:
+    """The largest fraction of the link rate any switch port sent at over the run: near 1 when
+    the links, not the switches' CPU, limit the run."""
+    best = None
+    for sw in switches.values():
+        if not isinstance(sw, dict) or not sw.get("seconds"):
+            continue
+        for counts in sw.get("ports", {}).values():
+            if len(counts) >= 3:
+                util = counts[2] * 8 / (sw["seconds"] * bw_mbps * 1e6)
+                best = util if best is None else max(best, util)
+    return best
+
+
 def summarize(spec: Any, cfgs: list[Any], results: dict[int, dict[int, dict[str, Any]]],
               switches: dict[str, Any], started: float) -> dict[str, Any]:
     """results.json: job 1's figures at the top, every job under "jobs", the switches' counters."""
@@ -95,6 +109,10 @@ def summarize(spec: Any, cfgs: list[Any], results: dict[int, dict[int, dict[str,
     if its and "zero_filled_packets" in its[0]:
         headline_extra["zero_filled_packets"] = sum(it["zero_filled_packets"] for it in its)
         headline_extra["max_relative_error"] = max(it["relative_error"] for it in its)
+    if spec.bw_mbps:
+        headline_extra["busiest_link_utilization"] = busiest_link_utilization(switches, spec.bw_mbps)
+    if its and spec.dtype == "float32":
+        headline_extra["max_abs_error"] = max(it["max_abs_error"] for it in its)
     dlcp_drops = sum(ev.get("dropped", 0) for sw in switches.values() if isinstance(sw, dict)
                      for per_job in sw.get("dlcp", {}).values() for ev in [per_job])
     if spec.dlcp:

@@ -21,7 +21,8 @@ from roce.engine import Engine, QueuePair
 from roce.qp import MemoryRegion, Mode, QpConfig, RecvCompletion
 from workers.config import JobConfig, Node, qpn
 from workers.dlcp import DlcpPolicy, Framing, Tag, layer_class
-from workers.tensors import FixedPoint, Int32Array, Profile, check, expected_sum, gradient_ints, workload
+from workers.encoding import AllReduce, Encoder, job_profile
+from workers.tensors import Int32Array, Profile, workload
 
 
 @dataclass
@@ -93,8 +94,10 @@ class Comm:
 
     # ---- writes that DLCP may frame (messages with droppable-packet trailers) ----
 
-    def tag_for(self, index: int, tensors: int, data: Int32Array) -> Tag:
-        return Tag(layer_class(index, tensors), float(np.mean(np.abs(data.astype(np.int64)))) if len(data) else 0.0)
+    def tag_for(self, index: int, profile: Profile, data: Int32Array) -> Tag:
+        """The DLCP marking of a write of tensor `index` of the job's profile."""
+        mean_abs = float(np.mean(np.abs(data.astype(np.int64)))) if len(data) else 0.0
+        return Tag(layer_class(index, len(profile.tensors)), mean_abs, profile.tensors[index].kind != "exponents")
 
     def slot_bytes(self, nbytes: int) -> int:
         """Bytes a receiver reserves for a write of nbytes."""
@@ -164,42 +167,37 @@ class Comm:
 class WorkerLoop:
     """The training-step loop of a worker: gradients in, all-reduce, exact check, records out."""
 
-    def __init__(self, comm: Comm, allreduce: Callable[[int, int, Int32Array], Int32Array]) -> None:
+    def __init__(self, comm: Comm, allreduce: AllReduce) -> None:
         self.comm = comm
         self.cfg = comm.cfg
         self.rank = comm.me.node_id
-        self.allreduce = allreduce  # (iteration, tensor index, int32 data) -> int32 sum
-        self.profile: Profile = workload(self.cfg.workload, self.cfg.size_bytes, self.cfg.scale)
-        self.fp = FixedPoint(self.cfg.fixed_point_bits, len(self.cfg.workers))
-
-    def inputs(self, iteration: int) -> tuple[list[Int32Array], int]:
-        out, saturated = [], 0
-        for i, t in enumerate(self.profile.tensors):
-            ints, sat = gradient_ints(self.cfg.dtype, self.fp, t.elements, self.cfg.seed, self.rank, iteration, i)
-            out.append(ints)
-            saturated += sat
-        return out, saturated
+        self.allreduce = allreduce  # (iteration, profile index, int32 data) -> int32 sum
+        self.tensors = workload(self.cfg.workload, self.cfg.size_bytes, self.cfg.scale).tensors
+        self.profile: Profile = job_profile(self.cfg)  # what the all-reduce moves (with exponent codes)
+        self.encoder = Encoder(self.cfg)
 
     def run(self, progress: Callable[[int], None] = lambda i: None) -> list[IterationRecord]:
         records = []
         ranks = [w.node_id for w in self.cfg.workers]
         for it in range(self.cfg.iterations):
-            data, saturated = self.inputs(it)
+            data = [self.encoder.gradient(t.elements, self.rank, it, j) for j, t in enumerate(self.tensors)]
             zero_before = self.comm.zero_filled
             start = time.monotonic()
-            results = [self.allreduce(it, i, d) for i, d in enumerate(data)]
+            results = [self.encoder.reduce(self.allreduce, it, j, x) for j, x in enumerate(data)]
             self.comm.drain()
             end = time.monotonic()
-            wrong, err, ok = 0, 0.0, True
+            wrong, err, ok, saturated = 0, 0.0, True, 0
             diff2 = norm2 = 0.0
-            for i, (t, r) in enumerate(zip(self.profile.tensors, results, strict=True)):
-                exact, ref = expected_sum(self.cfg.dtype, self.fp, t.elements, self.cfg.seed, ranks, it, i)
-                c = check(r, exact, ref, self.fp)
+            for j, (t, r) in enumerate(zip(self.tensors, results, strict=True)):
+                want, reference = self.encoder.expected(t.elements, ranks, it, j)
+                c = self.encoder.check(r, want, reference)
                 wrong += c.wrong_elements
                 err = max(err, c.max_abs_error)
                 ok &= c.correct
-                diff2 += float(np.sum((r.astype(np.float64) - exact.astype(np.float64)) ** 2))
-                norm2 += float(np.sum(exact.astype(np.float64) ** 2))
+                saturated += c.saturated
+                got_v, want_v = self.encoder.values(r), self.encoder.values(want)
+                diff2 += float(np.sum((got_v - want_v) ** 2))
+                norm2 += float(np.sum(want_v**2))
             relative = (diff2 / norm2) ** 0.5 if norm2 else 0.0
             extra = {"zero_filled_packets": float(self.comm.zero_filled - zero_before), "relative_error": relative}
             lossy = self.comm.dlcp is not None and self.comm.dlcp.drop
@@ -230,7 +228,7 @@ class Loop(Protocol):
     def run(self, progress: Callable[[int], None] = ...) -> list[IterationRecord]: ...
 
 
-def make_loop(comm: Comm, allreduce: Callable[[int, int, Int32Array], Int32Array]) -> Loop:
+def make_loop(comm: Comm, allreduce: AllReduce) -> Loop:
     """The iteration loop of a worker: synthetic or model-profile gradients, or real training."""
     if comm.cfg.workload == "train-digits":
         from workers.train import TrainLoop

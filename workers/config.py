@@ -39,8 +39,10 @@ class JobConfig:
     workload: str = "synthetic"  # synthetic, or a model profile name (workers/models/*.json)
     size_bytes: int = 8 << 20  # synthetic: bytes of the gradient tensor
     scale: float = 1.0  # model profiles: fraction of every layer's size kept (to fit BMv2's speed)
-    dtype: str = "int32"  # int32 (exact) or float32 (fixed point, see workers/tensors.py)
-    fixed_point_bits: int = 20  # float32 -> int32 scale 2**bits
+    dtype: str = "int32"  # int32 (exact) or float32 (converted to int32, see workers/floats.py)
+    float_mode: str = "fixed"  # float32: "fixed" scale or a shared "exponent" per 64-value block
+    fixed_point_bits: int = 20  # fixed: float32 -> int32 scale 2**bits
+    exponent_floor: int = -24  # exponent: smallest shared block exponent
     transport: str = "gbn"  # gbn (RoCE) or sr (IRN)
     mtu: int = 1024
     window: int = 64  # packets in flight per QP
@@ -59,6 +61,10 @@ class JobConfig:
             raise ValueError(f"algorithm {self.algo!r} is not one of {ALGORITHMS}")
         if self.dtype not in ("int32", "float32"):
             raise ValueError(f"dtype {self.dtype!r} must be int32 or float32")
+        if self.workload == "train-digits" and self.dtype != "float32":
+            raise ValueError("the train-digits workload trains a float model: use dtype float32")
+        if self.float_mode not in ("fixed", "exponent"):
+            raise ValueError(f"float_mode {self.float_mode!r} must be fixed or exponent")
         if self.transport not in ("gbn", "sr"):
             raise ValueError(f"transport {self.transport!r} must be gbn or sr")
 

@@ -40,6 +40,7 @@ class Tag:
 
     layer_class: int
     mean_abs: float
+    droppable: bool = True  # False: no packet of the write may be dropped (e.g. exponent codes)
 
 
 def layer_class(index: int, tensors: int) -> int:
@@ -80,7 +81,7 @@ class Framing:
 
     def _bitmap(self, body: bytes, tag: Tag) -> int:
         p = self.policy
-        if not p.drop or tag.layer_class < p.drop_min_layer_class:
+        if not p.drop or not tag.droppable or tag.layer_class < p.drop_min_layer_class:
             return 0
         total = -(-(len(body) + TRAILER_BYTES) // self.mtu)
         bitmap = 0

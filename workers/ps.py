@@ -15,7 +15,8 @@ from functools import partial
 import numpy as np
 
 from workers.comm import Comm, make_loop
-from workers.tensors import Int32Array, from_wire, to_wire, workload
+from workers.encoding import job_profile
+from workers.tensors import Int32Array, from_wire, to_wire
 
 RKEY_SERVER = 0x50535256  # "PSRV"
 RKEY_WORKER = 0x5053574B  # "PSWK"
@@ -50,7 +51,7 @@ def plan(comm: Comm) -> tuple[list[Key], dict[int, int], int]:
     keys: list[Key] = []
     server_bytes = {s: 0 for s in servers}
     step_bytes = 0
-    for t_index, t in enumerate(workload(cfg.workload, cfg.size_bytes, cfg.scale).tensors):
+    for t_index, t in enumerate(job_profile(cfg).tensors):
         for lo in range(0, t.elements, per_key):
             hi = min(t.elements, lo + per_key)
             server = servers[len(keys) % len(servers)]
@@ -75,7 +76,7 @@ class PsWorker:
         self.region = comm.register(RKEY_WORKER, max(4, 2 * step_bytes))
         self.step_bytes = step_bytes
         self.loop = make_loop(comm, self.allreduce)
-        self.tensors = len(self.loop.profile.tensors)
+        self.profile = self.loop.profile
         self.by_tensor: dict[int, list[Key]] = {}
         for k in self.keys:
             self.by_tensor.setdefault(k.tensor, []).append(k)
@@ -85,7 +86,7 @@ class PsWorker:
         seq = iteration
         me = self.workers.index(self.comm.me.node_id)
         keys = self.by_tensor[index]
-        marks = self.comm.tag_for(index, self.tensors, data)
+        marks = self.comm.tag_for(index, self.profile, data)
         for k in keys:
             va = (seq % 2) * len(self.workers) * self.server_bytes[k.server] + me * self.server_bytes[k.server] \
                 + k.server_offset
@@ -104,7 +105,7 @@ class PsServer:
         self.keys, self.server_bytes, self.step_bytes = plan(comm)
         self.mine = [k for k in self.keys if k.server == comm.me.node_id]
         self.workers = [w.node_id for w in comm.cfg.workers]
-        self.tensors = len(workload(comm.cfg.workload, comm.cfg.size_bytes, comm.cfg.scale).tensors)
+        self.profile = job_profile(comm.cfg)
         block = self.server_bytes[comm.me.node_id]
         self.block = block
         self.region = comm.register(RKEY_SERVER, max(4, 2 * len(self.workers) * block))
@@ -126,7 +127,7 @@ class PsServer:
                         self.comm.tags[self.comm.qp(w).cfg.qpn].pop(tag(seq, k.key_id))
                         va = ((seq % 2) * len(self.workers) + i) * self.block + k.server_offset
                         total += from_wire(self.comm.read(self.region, va, k.nbytes), k.hi - k.lo)
-                    marks = self.comm.tag_for(k.tensor, self.tensors, total)
+                    marks = self.comm.tag_for(k.tensor, self.profile, total)
                     for w in self.workers:
                         va = (seq % 2) * self.step_bytes + k.step_offset
                         self.comm.write(w, to_wire(total), va, RKEY_WORKER, tag(seq, k.key_id), marks)

@@ -62,7 +62,7 @@ class Ring:
         seq = self.seq
         self.seq += 1
         bounds = chunk_bounds(len(acc), self.n)
-        tag = self.comm.tag_for(index, len(self.loop.profile.tensors), data)
+        tag = self.comm.tag_for(index, self.loop.profile, data)
         for step in range(self.steps):
             reduce = step < self.n - 1
             s = step if reduce else step - (self.n - 1)

@@ -1,13 +1,9 @@
-"""Gradient workloads, their deterministic contents, the fixed-point scheme and the exact check.
+"""Gradient workloads, their deterministic contents, and their wire format.
 
 Every worker's gradient of every iteration is generated from (seed, rank, iteration,
-tensor index), so any worker can regenerate all of them and compute the exact sum locally:
-a result element that differs fails the run.
-
-Fixed point for float32 (documented in README, "Floats"): x -> round(x * 2**bits) as int32,
-saturated to +-(2**31 - 1) // N so a sum of N values cannot overflow; the sum s -> s / 2**bits.
-The error against the float64 sum is at most N * 2**-(bits+1) per element (plus the clipped
-part for saturated values, which is counted).
+tensor index), so any worker can regenerate all of them and compute the exact sum locally
+(workers/encoding.py): a result element that differs fails the run. float32 gradients reach
+the wire as int32 (workers/floats.py).
 """
 
 from __future__ import annotations
@@ -95,38 +91,6 @@ def float_gradient(elements: int, seed: int, rank: int, iteration: int, index: i
     return rng.normal(0.0, FLOAT_STD, size=elements).astype(np.float32).astype(np.float64)
 
 
-def gradient_ints(dtype: str, fp: FixedPoint, elements: int, seed: int, rank: int, iteration: int,
-                  index: int) -> tuple[Int32Array, int]:
-    """What a worker sends for one tensor: int32 values (fixed point for float32) and the saturated count."""
-    if dtype == "int32":
-        return int_gradient(elements, seed, rank, iteration, index), 0
-    return fp.encode(float_gradient(elements, seed, rank, iteration, index))
-
-
-@dataclass(frozen=True)
-class FixedPoint:
-    bits: int
-    workers: int
-
-    @property
-    def limit(self) -> int:
-        return (2**31 - 1) // self.workers
-
-    def encode(self, x: FloatArray) -> tuple[Int32Array, int]:
-        """int32 fixed-point values and how many were saturated."""
-        scaled = np.rint(x * float(2**self.bits))
-        clipped = np.clip(scaled, -self.limit, self.limit)
-        return clipped.astype(np.int32), int(np.count_nonzero(clipped != scaled))
-
-    def decode(self, s: Int32Array) -> FloatArray:
-        return s.astype(np.float64) / float(2**self.bits)
-
-    @property
-    def error_bound(self) -> float:
-        """Largest error per element of an unsaturated sum of `workers` values."""
-        return self.workers * 2.0 ** -(self.bits + 1)
-
-
 def to_wire(values: Int32Array) -> bytes:
     """int32 in network byte order (the switch adds big-endian 32-bit fields)."""
     return values.astype(">i4").tobytes()
@@ -134,31 +98,3 @@ def to_wire(values: Int32Array) -> bytes:
 
 def from_wire(data: bytes | bytearray | memoryview, elements: int) -> Int32Array:
     return np.frombuffer(data, dtype=">i4", count=elements).astype(np.int32)
-
-
-@dataclass
-class Check:
-    correct: bool
-    wrong_elements: int
-    max_abs_error: float  # float32 only: against the float64 sum
-    saturated: int = 0
-
-
-def expected_sum(dtype: str, fp: FixedPoint, elements: int, seed: int, ranks: list[int], iteration: int,
-                 index: int) -> tuple[Int32Array, FloatArray | None]:
-    """The exact int32 sum the network must deliver, and (float32) the float64 reference."""
-    total = np.zeros(elements, dtype=np.int64)
-    for r in ranks:
-        total += gradient_ints(dtype, fp, elements, seed, r, iteration, index)[0]
-    if dtype == "int32":
-        return total.astype(np.int32), None
-    reference = np.zeros(elements, dtype=np.float64)
-    for r in ranks:
-        reference += float_gradient(elements, seed, r, iteration, index)
-    return total.astype(np.int32), reference
-
-
-def check(result: Int32Array, exact: Int32Array, reference: FloatArray | None, fp: FixedPoint) -> Check:
-    wrong = int(np.count_nonzero(result != exact))
-    err = float(np.max(np.abs(fp.decode(result) - reference))) if reference is not None and len(result) else 0.0
-    return Check(wrong == 0, wrong, err)

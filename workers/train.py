@@ -19,7 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from workers.comm import Comm, IterationRecord
-from workers.tensors import FixedPoint, Int32Array, Profile, Tensor
+from workers.encoding import AllReduce, Encoder, job_profile
+from workers.tensors import Profile, Tensor
 
 HIDDEN = 128
 BATCH = 32
@@ -86,15 +87,15 @@ def data(seed: int) -> tuple[FloatArray, npt.NDArray[np.int64], FloatArray, npt.
 class TrainLoop:
     """Like WorkerLoop, but the gradients are a model's, and the records carry accuracy and loss."""
 
-    def __init__(self, comm: Comm, allreduce: Callable[[int, int, Int32Array], Int32Array]) -> None:
+    def __init__(self, comm: Comm, allreduce: AllReduce) -> None:
         self.comm = comm
         self.cfg = comm.cfg
         self.allreduce = allreduce
-        self.profile = profile()
+        self.profile = job_profile(self.cfg, profile())  # what the all-reduce moves
+        self.encoder = Encoder(self.cfg)
         ranks = [w.node_id for w in self.cfg.workers]
         self.rank = ranks.index(comm.me.node_id)
         self.n = len(ranks)
-        self.fp = FixedPoint(self.cfg.fixed_point_bits, self.n)
         x, y, self.x_test, self.y_test = data(self.cfg.seed)
         self.x, self.y = x[self.rank :: self.n], y[self.rank :: self.n]
         self.model = Model.initial(self.cfg.seed)
@@ -111,9 +112,9 @@ class TrainLoop:
             summed: dict[int, FloatArray] = {}
             saturated = 0
             for index, g in enumerate(reversed(grads)):
-                ints, sat = self.fp.encode(g.ravel())
-                saturated += sat
-                summed[index] = self.fp.decode(self.allreduce(it, index, ints)).reshape(g.shape) / self.n
+                r = self.encoder.reduce(self.allreduce, it, index, g.ravel())
+                saturated += r.saturated
+                summed[index] = self.encoder.decode(r).reshape(g.shape) / self.n
             self.comm.drain()
             end = time.monotonic()
             for tensor, update in zip(self.model.tensors(), reversed([summed[i] for i in range(len(grads))]),

@@ -45,6 +45,19 @@ def test_exact_sums_flat_and_hierarchical(tmp_path, topo):
         assert events["completion"] > 0 and events["contribution"] == 2 * events["completion"]  # two leaves
 
 
+def test_float32_fixed_scale_and_shared_exponent(tmp_path):
+    """The same float32 gradients summed by the switch in both float modes: both exact on the wire,
+    the per-packet exponent far closer to the float64 sum."""
+    errors = {}
+    with GradNetwork(rack(hosts=4, bw_mbps=4.0), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        for mode in ("fixed", "exponent"):
+            report = run_on(net, ExperimentSpec(**{**BASE, "dtype": "float32", "float_mode": mode}), tmp_path / mode)
+            assert exact(report), report["errors"]
+            errors[mode] = report["headline_extra"]["max_abs_error"]
+    assert 0 < errors["fixed"] <= 4 * 2.0**-21  # N * 2**-(bits+1), bits = 20
+    assert 0 < errors["exponent"] < errors["fixed"] / 100
+
+
 def test_two_jobs_at_once(tmp_path):
     report = run_experiment(ExperimentSpec(**{**BASE, "workers": 3, "jobs": 2}), tmp_path, progress=False)
     assert report["ok"], report["errors"]

@@ -106,3 +106,17 @@ def test_training_through_the_ring_learns(tmp_path):
     # every worker applied the same sums: their accuracies agree at every iteration
     for r in results.values():
         assert [it["extra"]["accuracy"] for it in r["iterations"]] == acc
+
+
+@pytest.mark.parametrize("algo", ["ring", "ps"])
+def test_float32_shared_exponent_is_exact_on_the_wire_and_more_precise(tmp_path, algo):
+    servers = 2 if algo == "ps" else 0
+    errors = {}
+    for mode in ("fixed", "exponent"):
+        (tmp_path / mode).mkdir()
+        results = run_job(job(algo, 3, servers, dtype="float32", float_mode=mode, workload="small-cnn", scale=0.02,
+                              ps_key_bytes=2048), tmp_path / mode)
+        for r in results.values():
+            assert r["ok"], r.get("error")
+        errors[mode] = max(it["max_abs_error"] for it in results[0]["iterations"])
+    assert 0 < errors["exponent"] < errors["fixed"] / 100

@@ -73,3 +73,12 @@ def test_float32_through_netreduce(tmp_path):
     for r in results.values():
         assert r["ok"]
         assert all(0 < it["max_abs_error"] <= 3 * 2.0**-19 for it in r["iterations"])
+
+
+def test_float32_shared_exponent_through_netreduce(tmp_path):
+    results, _ = run(tmp_path, 3, dtype="float32", float_mode="exponent")
+    for r in results.values():
+        assert r["ok"], r.get("error")
+        assert all(0 < it["max_abs_error"] < 1e-8 for it in r["iterations"])
+    # the codes travel as their own messages: 12000 B = 3000 values -> 47 blocks of codes
+    assert results[0]["netreduce"]["messages"] == 3 * (-(-3000 // 256) + 1)
