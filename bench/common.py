@@ -32,3 +32,24 @@ def save(name: str, figures: dict[str, Any]) -> Path:
     path.write_text(json.dumps({"when": time.strftime("%Y-%m-%d %H:%M:%S"), "toolchain": toolchain(), **figures},
                                indent=1) + "\n")
     return path
+
+
+def run_specs(specs: list[Any], out_dir: Path) -> dict[str, dict[str, Any]]:
+    """Run experiment specs that fit one topology on one network, in turn; their reports by name.
+
+    One network for all of them: the same switches, links and hosts, so ratios between the
+    runs compare the algorithms, not two bring-ups.
+    """
+    from controller.experiment import run_on, topology_for
+    from mininet_topos.network import GradNetwork, NetworkOptions
+
+    biggest = max(specs, key=lambda s: s.hosts_needed())
+    reports: dict[str, dict[str, Any]] = {}
+    with GradNetwork(topology_for(biggest), NetworkOptions(run_dir=out_dir / "net")) as net:
+        for i, spec in enumerate(specs, start=1):
+            print(f"  [{i}/{len(specs)}] {spec.label} ...", flush=True)
+            report = run_on(net, spec, out_dir / spec.label, progress=False)
+            if not report["ok"]:
+                raise RuntimeError(f"{spec.label} failed: {report['errors']}")
+            reports[spec.label] = report
+    return reports

@@ -146,6 +146,10 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
                _cell(h.get("retransmissions"))] + [_cell(h.get(k)) for k in extra_keys]
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", "![median and p99 iteration time per run](compare.png)", ""]
+    if plot_figures(summary, [k for k in spec.figures if k not in ("median_s", "p99_s")], out_dir / "figures.png"):
+        lines += ["![the spec's figures per run](figures.png)", ""]
+    if plot_learning(reports, out_dir / "learning.png"):
+        lines += ["![test accuracy against iterations and wall time](learning.png)", ""]
     for name, report in reports.items():
         spec_d = report["spec"]
         lines.append(f"- **{name}**: {spec_d['algo']} x{spec_d['workers']} on {spec_d['topo']}, "
@@ -184,3 +188,54 @@ def plot_compare(summary: dict[str, dict[str, Any]], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_figures(summary: dict[str, dict[str, Any]], keys: list[str], path: Path) -> bool:
+    """One bar chart per figure the spec names (drops, errors, JCT...); False if none has values."""
+    keys = [k for k in keys if any(isinstance(h.get(k), int | float) and not isinstance(h.get(k), bool)
+                                   for h in summary.values())]
+    if not keys:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(summary)
+    fig, axes = plt.subplots(1, len(keys), figsize=(max(5, 3.2 * len(keys)), 3.6), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=True):
+        values = [summary[n].get(key) for n in names]
+        ax.bar(range(len(names)), [v if isinstance(v, int | float) else 0.0 for v in values], color="tab:green")
+        ax.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
+        ax.set_title(key, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def plot_learning(reports: dict[str, dict[str, Any]], path: Path) -> bool:
+    """Training runs: test accuracy against iterations and against wall time, one line per run."""
+    runs = {n: r["iterations"] for n, r in reports.items() if r["iterations"] and "accuracy" in r["iterations"][0]}
+    if not runs:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (by_it, by_time) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for name, its in runs.items():
+        acc = [it["accuracy"] for it in its]
+        t0 = its[0]["start"]
+        by_it.plot([it["index"] + 1 for it in its], acc, label=name)
+        by_time.plot([it["end"] - t0 for it in its], acc, label=name)
+    by_it.set_xlabel("iteration")
+    by_time.set_xlabel("wall time (s)")
+    by_it.set_ylabel("test accuracy")
+    by_it.legend()
+    fig.suptitle("learning: accuracy against iterations and time")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from controller.constants import CONFIG
 from controller.paths import REPO_ROOT
 from controller.polling import wait_until
 from controller.report import summarize, write_report
@@ -62,9 +63,12 @@ class ExperimentSpec:
     name: str = ""
     jobs: int = 1  # identical jobs run at once, ids 1..jobs, on their own hosts
     colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
-    background_flows: int = 0  # parallel bulk TCP streams (iperf3) between two extra hosts on different switches
+    background_flows: int = 0  # bulk TCP streams (iperf3, segments of the MTU) between two extra hosts on two switches
     credits: int = 4  # NetReduce: messages in flight per worker
-    dlcp: dict[str, Any] = field(default_factory=dict)  # {"priority", "drop", "spray"} + workers.dlcp.DlcpPolicy
+    # DLCP: {"priority", "drop", "spray"} switched on for every job, "threshold_bytes" (selective drop
+    # above this virtual-queue depth at every priority; default: per link rate, docs/dlcp.md), and
+    # the hosts' workers.dlcp.DlcpPolicy fields (loss_budget, drop_min_layer_class, ...)
+    dlcp: dict[str, Any] = field(default_factory=dict)
     tensorlights: bool = False  # HTB priorities among the colocated servers at their host's NIC
     tensorlights_rotate_s: float = 0.0  # rotate the favoured server this often (0: fixed)
     extra: dict[str, Any] = field(default_factory=dict)  # passed to the workers as JobConfig.extra
@@ -245,6 +249,8 @@ def run_on(net: Any, spec: ExperimentSpec, out_dir: Path, progress: bool | None 
     try:
         for switch, port in lossy:
             fabric.set_port_loss(switch, port, spec.loss_pct / 100.0, "both", 17, ROCE_UDP)
+        if spec.dlcp.get("threshold_bytes") is not None:
+            fabric.dlcp_thresholds({p: int(spec.dlcp["threshold_bytes"]) for p in range(CONFIG.PRIORITY_QUEUES)})
         for cfg in cfgs:
             if spec.dlcp:
                 fabric.dlcp_set(cfg.job_id, bool(spec.dlcp.get("priority")), bool(spec.dlcp.get("drop")),
@@ -275,6 +281,8 @@ def run_on(net: Any, spec: ExperimentSpec, out_dir: Path, progress: bool | None 
         if spec.dlcp:
             for cfg in cfgs:
                 fabric.dlcp_set(cfg.job_id)  # nothing given: all off
+        if spec.dlcp.get("threshold_bytes") is not None:
+            fabric.dlcp_thresholds()  # the defaults again
     report = summarize(spec, cfgs, results, switches, started)
     if lights is not None:
         report["tensorlights"] = {"rotations": lights.rotations, "interval_s": spec.tensorlights_rotate_s}
@@ -308,7 +316,7 @@ def _start_background(net: Any, spec: ExperimentSpec, placement: Placement, run_
                                       stderr=subprocess.DEVNULL)
     wait_until(lambda: "5299" in net.host(receiver).cmd("ss -ltn"), 10, what="the background iperf3 server")
     with (run_dir / "background.log").open("wb") as log:
-        client = net.host(sender).popen(["iperf3", "-c", dst, "-p", "5299", "-t", "86400", "-P",
+        client = net.host(sender).popen(["iperf3", "-c", dst, "-p", "5299", "-t", "86400", "-M", str(spec.mtu), "-P",
                                          str(spec.background_flows)], stdout=log, stderr=subprocess.STDOUT)
     return [client, server]
 

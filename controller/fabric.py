@@ -235,6 +235,31 @@ class Fabric:
                 sess.insert([entry, *dlcp.default_classes(job)])
         return features.describe()
 
+    def dlcp_thresholds(self, thresholds: dict[int, int] | None = None) -> dict[str, dict[int, int]]:
+        """Set the selective-drop thresholds (priority -> virtual-queue bytes) on every switch with
+        shaped ports; None restores the defaults for each switch's link rate. Returns what is set."""
+        out: dict[str, dict[int, int]] = {}
+        for name in self.switch_names():
+            rate = dlcp.link_rate(self.topo, name)
+            if rate is None:
+                continue
+            wanted = dlcp.default_thresholds(rate) if thresholds is None else thresholds
+            sess = self.session(name)
+            installed = {dlcp.threshold_priority(e): e for e in sess.read_table(dlcp.THRESHOLDS)}
+            entries = dlcp.threshold_entries(wanted)
+            for write, batch in ((sess.modify, [e for e in entries if dlcp.threshold_priority(e) in installed]),
+                                 (sess.insert, [e for e in entries if dlcp.threshold_priority(e) not in installed]),
+                                 (sess.delete, [e for p, e in installed.items() if p not in wanted])):
+                if batch:
+                    write(batch)
+            out[name] = dict(wanted)
+        return out
+
+    def dlcp_thresholds_of(self, switch: str) -> dict[int, int]:
+        """The selective-drop thresholds installed on a switch: priority -> bytes."""
+        return {dlcp.threshold_priority(e): int(e.params["bytes"])
+                for e in self.session(switch).read_table(dlcp.THRESHOLDS)}
+
     def dlcp_describe(self, job: int) -> str:
         return self._dlcp_features(self.session(self.switch_names()[0]), job).describe()
 

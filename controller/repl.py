@@ -16,6 +16,7 @@
     job create JOB HOST... [credits=N] [spine=SWITCH]   a NetReduce job on these worker hosts
     job status JOB | job teardown JOB | jobs  NetReduce jobs: counters, cells in use; reset
     dlcp JOB [priority=on|off] [drop=on|off] [spray=on|off]   DLCP features of a job
+    dlcp thresholds [default | BYTES | PRIORITY=BYTES ...]   DLCP selective-drop thresholds
 
 Keys and arguments are P4 names (the last component is enough: dst_addr for
 hdr.ipv4.dst_addr); values are numbers, IPv4 or MAC addresses, 10.0.0.0/8 for LPM,
@@ -271,8 +272,13 @@ class Repl(cmd.Cmd):
             self.out("(no NetReduce jobs)")
 
     def do_dlcp(self, arg: str) -> None:
-        """dlcp JOB [priority=on|off] [drop=on|off] [spray=on|off]: switch DLCP's features of a job."""
+        """dlcp JOB [priority=on|off] [drop=on|off] [spray=on|off]: switch DLCP's features of a job.
+        dlcp thresholds [default | BYTES | PRIORITY=BYTES ...]: show or set the queue depths above
+        which droppable packets are dropped (every switch with shaped ports)."""
         words = self._args(arg, 1, "dlcp JOB [priority=on|off] [drop=on|off] [spray=on|off]")
+        if words[0] == "thresholds":
+            self._thresholds(words[1:])
+            return
         opts = dict(w.split("=", 1) for w in words[1:] if "=" in w)
         bad = set(opts) - {"priority", "drop", "spray"} or {v for v in opts.values() if v not in ("on", "off")}
         if bad:
@@ -282,6 +288,36 @@ class Repl(cmd.Cmd):
             return
         change = {k: v == "on" for k, v in opts.items()}  # what is not named stays as it is
         self.out(f"job {words[0]}: {self.fabric.dlcp_set(int(words[0]), **change)}")
+
+    def _thresholds(self, words: list[str]) -> None:
+        usage = "dlcp thresholds [default | BYTES | PRIORITY=BYTES ...]"
+        if not words:
+            shown = False
+            for name in self.fabric.switch_names():
+                current = self.fabric.dlcp_thresholds_of(name)
+                if current:
+                    shown = True
+                    self.out(f"{name}: " + " ".join(f"{p}={b}" for p, b in sorted(current.items())))
+            if not shown:
+                self.out("(no shaped ports: no thresholds)")
+            return
+        try:
+            if words == ["default"]:
+                wanted = None
+            elif len(words) == 1 and "=" not in words[0]:
+                wanted = {p: int(words[0], 0) for p in range(8)}
+            else:
+                first = next(iter(self.fabric.switch_names()))
+                wanted = dict(self.fabric.dlcp_thresholds_of(first))
+                for w in words:
+                    p, b = w.split("=", 1)
+                    if not 0 <= int(p) < 8:
+                        raise ValueError(f"priority {p} is not 0..7")
+                    wanted[int(p)] = int(b, 0)
+        except ValueError as e:
+            raise ReplError(f"{usage}: {e}") from None
+        for name, values in self.fabric.dlcp_thresholds(wanted).items():
+            self.out(f"{name}: " + " ".join(f"{p}={b}" for p, b in sorted(values.items())))
 
     def do_exit(self, arg: str) -> bool:
         """exit: leave the REPL (the network keeps running)."""

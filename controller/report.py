@@ -82,9 +82,10 @@ def _job_summary(spec: Any, results: dict[int, dict[str, Any]]) -> dict[str, Any
     }
 
 
-def busiest_link_utilization(switches: dict[str, Any], bw_mbps: float) -> float | None:
-    """The largest fraction of the link rate any switch port sent at over the run: near 1 when
-    the links, not the switches' CPU, limit the run."""
+def busiest_link_load(switches: dict[str, Any], bw_mbps: float) -> float | None:
+    """Bytes the switch program sent to its busiest port from the start of the jobs to their end,
+    as a fraction of what the link carries in that time: about 1 when a link, not the switches'
+    CPU, limits the run; above 1 when the link's queue had to drop the excess (bulk TCP)."""
     best = None
     for sw in switches.values():
         if not isinstance(sw, dict) or not sw.get("seconds"):
@@ -110,7 +111,7 @@ def summarize(spec: Any, cfgs: list[Any], results: dict[int, dict[int, dict[str,
         headline_extra["zero_filled_packets"] = sum(it["zero_filled_packets"] for it in its)
         headline_extra["max_relative_error"] = max(it["relative_error"] for it in its)
     if spec.bw_mbps:
-        headline_extra["busiest_link_utilization"] = busiest_link_utilization(switches, spec.bw_mbps)
+        headline_extra["busiest_link_load"] = busiest_link_load(switches, spec.bw_mbps)
     if its and spec.dtype == "float32":
         headline_extra["max_abs_error"] = max(it["max_abs_error"] for it in its)
     dlcp_drops = sum(ev.get("dropped", 0) for sw in switches.values() if isinstance(sw, dict)

@@ -2,8 +2,8 @@
 
 The packet class is BTH.resv7 = droppable << 6 | layer class << 3 | magnitude class << 1
 (docs/dlcp.md); `marking` builds it for the hosts and `default_classes` maps it to the
-8 strict-priority queues: front layers high, large magnitudes one step higher, ACKs at
-DLCP_ACK_PRIORITY, everything unclassified at 0.
+8 strict-priority queues: front layers high (large magnitudes one step higher on request),
+ACKs at DLCP_ACK_PRIORITY, everything unclassified at 0.
 """
 
 from __future__ import annotations
@@ -81,6 +81,19 @@ def threshold_entries(thresholds: dict[int, int]) -> list[TableEntry]:
             for p, b in sorted(thresholds.items())]
 
 
+def threshold_priority(entry: TableEntry) -> int:
+    value = entry.match["meta.dlcp.priority"]
+    if not isinstance(value, int):
+        raise TypeError(f"{THRESHOLDS}: unexpected match {value!r}")
+    return value
+
+
+def link_rate(topo: Topology, switch: str) -> float | None:
+    """The slowest shaped link of a switch (its virtual queues' thresholds are set for it)."""
+    rates = [lk.bw_mbps for lk in topo.links_of(switch) if lk.bw_mbps]
+    return min(rates) if rates else None
+
+
 def default_thresholds(mbps: float) -> dict[int, int]:
     """Low priorities drop above ~2 ms of queue at the link rate, middle ones above ~5 ms, the top two never."""
     per_ms = mbps * 1e6 / 8 / 1000
@@ -92,6 +105,7 @@ def base_entries(topo: Topology, switch: str) -> list[Entity]:
     rates = {lk.port_of(switch): lk.bw_mbps for lk in topo.links_of(switch) if lk.bw_mbps}
     entries: list[Entity] = [TableEntry(PORT_RATES, {"std_meta.egress_port": port}, "set_rate",
                                         {"bytes_per_1024us": rate_param(mbps)}) for port, mbps in sorted(rates.items())]
-    if rates:
-        entries += threshold_entries(default_thresholds(min(rates.values())))
+    slowest = link_rate(topo, switch)
+    if slowest is not None:
+        entries += threshold_entries(default_thresholds(slowest))
     return entries

@@ -195,7 +195,7 @@ def test_clean_removes_what_a_killed_run_left(tmp_path):
 
 
 def test_repl_attaches_to_the_running_controller(tmp_path):
-    proc = _start_cli(["net", "--topo", "rack", "--hosts", "2"], tmp_path, stdin=subprocess.PIPE)
+    proc = _start_cli(["net", "--topo", "rack", "--hosts", "2", "--bw", "10"], tmp_path, stdin=subprocess.PIPE)
     try:
         wait_until(lambda: (tmp_path / "rack" / "control.sock").exists() or proc.poll() is not None, 120,
                    what="the network to come up")
@@ -203,7 +203,8 @@ def test_repl_attaches_to_the_running_controller(tmp_path):
         commands = ["switches", "insert s1 acl_rules protocol=17 l4_dst_port=9999 priority=3 -> drop",
                     "entries s1 acl_rules", "ports s1", "insert s1 nope x=1 -> y",
                     "job create 3 h1 h2 credits=2", "jobs", "job status 3", "dlcp 3 priority=on", "dlcp 3 spray=on",
-                    "dlcp 3", "dlcp 3 priority=off", "job teardown 3", "jobs"]
+                    "dlcp 3", "dlcp 3 priority=off", "dlcp thresholds", "dlcp thresholds 1=500 6=0",
+                    "dlcp thresholds 1=x", "dlcp thresholds default", "job teardown 3", "jobs"]
         repl = _start_cli(["repl", *[a for c in commands for a in ("-c", c)]], tmp_path)
         out, _ = repl.communicate(timeout=60)
         assert repl.returncode == 0, out
@@ -215,6 +216,11 @@ def test_repl_attaches_to_the_running_controller(tmp_path):
         assert "job 3: 2 workers (h1, h2), credits 2, aggregation at s1" in out
         assert "cells in use 0/16  no events" in out
         assert "job 3: priority\n" in out and "job 3: priority+spray\n" in out and "job 3: spray\n" in out
+        # 10 Mb/s: low priorities drop above 2 ms of queue (2500 B), middle ones above 5 ms (6250 B)
+        defaults = "s1: 0=2500 1=2500 2=2500 3=6250 4=6250 5=6250\n"
+        assert out.count(defaults) == 2  # shown, then restored by `default`
+        assert "s1: 0=2500 1=500 2=2500 3=6250 4=6250 5=6250 6=0\n" in out
+        assert "error: dlcp thresholds [default | BYTES | PRIORITY=BYTES ...]: invalid literal" in out
         assert "job 3 torn down" in out and out.rstrip().endswith("(no NetReduce jobs)")
         assert proc.stdin is not None
         proc.stdin.write("exit\n")

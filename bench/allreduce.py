@@ -1,0 +1,54 @@
+"""Ring all-reduce and the parameter server on rate-limited links, as ratios to their lower bounds.
+
+For each worker count N, both algorithms run the same tensor on the same Mininet `rack`
+(one BMv2 switch, every link shaped to --bw): the median iteration time divided by the
+link-rate lower bound (ring 2(N-1)/N * S / B, PS with one server N * S / B; ../shared/RESEARCH.md).
+Prints the table, writes bench/results/allreduce.json. Needs root, BMv2 and Mininet.
+
+    python -m bench.allreduce [--workers 2,4,8] [--bw 20] [--size 512KiB] [--iterations 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench.common import run_specs, save
+from controller.cli import parse_size
+from controller.experiment import ExperimentSpec
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", default="2,4,8")
+    parser.add_argument("--bw", type=float, default=20.0)
+    parser.add_argument("--size", type=parse_size, default=parse_size("512KiB"))
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--transport", default="gbn")
+    args = parser.parse_args()
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (int(x) for x in args.workers.split(",")):
+            print(f"N = {n}", flush=True)
+            specs = [ExperimentSpec(algo=algo, workers=n, size_bytes=args.size, iterations=args.iterations,
+                                    topo="rack", bw_mbps=args.bw, transport=args.transport, name=f"{algo}-n{n}")
+                     for algo in ("ring", "ps")]
+            reports = run_specs(specs, Path(tmp) / f"n{n}")
+            for spec in specs:
+                s = reports[spec.label]["summary"]
+                rows.append({"algo": spec.algo, "workers": n, "median_s": s["median_s"],
+                             "lower_bound_s": s["lower_bound_s"], "ratio_to_bound": s["ratio_to_bound"],
+                             "retransmissions": reports[spec.label]["retransmissions"]})
+    print(f"\n{'algo':<6}{'N':>3}{'median s':>11}{'bound s':>10}{'ratio':>8}")
+    for r in rows:
+        print(f"{r['algo']:<6}{r['workers']:>3}{r['median_s']:>11.3f}{r['lower_bound_s']:>10.3f}"
+              f"{r['ratio_to_bound']:>7.2f}x")
+    print(f"rack, links {args.bw:g} Mb/s, {args.size / 2**10:.0f} KiB per all-reduce, {args.transport}, "
+          f"{args.iterations} iterations each, one run")
+    print(f"written {save('allreduce', {'bw_mbps': args.bw, 'size_bytes': args.size, 'rows': rows})}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""NetReduce in the switch vs ring all-reduce vs a parameter server: one all-reduce of the same tensor.
+
+For each topology (`rack`: one switch, flat aggregation; `leafspine`: hierarchical) and each
+worker count N, the three algorithms run the same tensor on one network with every link
+shaped to --bw; the ratios ring / NetReduce and PS / NetReduce of their median times are
+printed next to the ideal ones, 2(N-1)/N and N (../shared/RESEARCH.md), and next to the
+ideal corrected for packet headers (NetReduce packets carry 256 bytes, the others 1 KiB).
+The rate must be low enough for the links, not BMv2's aggregation (a few thousand
+contributions per second on this machine), to be the bottleneck. Writes
+bench/results/netreduce.json. Needs root, BMv2 and Mininet.
+
+    python -m bench.netreduce [--workers 4,8] [--topos rack,leafspine] [--bw 1] [--size 64KiB]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench.common import run_specs, save
+from controller.cli import parse_size
+from controller.experiment import ExperimentSpec
+
+WIRE_OVERHEAD = 14 + 20 + 8 + 12 + 4  # Ethernet, IPv4, UDP, BTH, ICRC bytes per RoCE packet
+
+
+def efficiency(payload: int) -> float:
+    return payload / (payload + WIRE_OVERHEAD)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", default="4,8")
+    parser.add_argument("--topos", default="rack,leafspine")
+    parser.add_argument("--bw", type=float, default=1.0)
+    parser.add_argument("--size", type=parse_size, default=parse_size("64KiB"))
+    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--transport", default="gbn")
+    args = parser.parse_args()
+    rows: list[dict[str, Any]] = []
+    header_factor = efficiency(256) / efficiency(1024)  # NetReduce's 256-byte packets vs 1 KiB ones
+    with tempfile.TemporaryDirectory() as tmp:
+        for topo in args.topos.split(","):
+            for n in (int(x) for x in args.workers.split(",")):
+                print(f"{topo}, N = {n}", flush=True)
+                specs = [ExperimentSpec(algo=algo, workers=n, size_bytes=args.size, iterations=args.iterations,
+                                        topo=topo, bw_mbps=args.bw, transport=args.transport, name=f"{algo}-n{n}")
+                         for algo in ("netreduce", "ring", "ps")]
+                reports = run_specs(specs, Path(tmp) / f"{topo}-n{n}")
+                t = {s.algo: reports[s.label]["summary"]["median_s"] for s in specs}
+                ideal_ring, ideal_ps = 2 * (n - 1) / n, float(n)
+                rows.append({"topo": topo, "workers": n, "netreduce_s": t["netreduce"], "ring_s": t["ring"],
+                             "ps_s": t["ps"], "ring_over_netreduce": t["ring"] / t["netreduce"],
+                             "ps_over_netreduce": t["ps"] / t["netreduce"], "ideal_ring": ideal_ring,
+                             "ideal_ps": ideal_ps, "ideal_ring_headers": ideal_ring * header_factor,
+                             "ideal_ps_headers": ideal_ps * header_factor,
+                             "netreduce_ratio_to_bound": reports[f"netreduce-n{n}"]["summary"]["ratio_to_bound"]})
+    print(f"\n{'topology':<10}{'N':>3}{'NetReduce s':>13}{'ring s':>9}{'PS s':>9}"
+          f"{'ring/NR':>9}{'ideal':>7}{'(hdr)':>7}{'PS/NR':>8}{'ideal':>7}{'(hdr)':>7}")
+    for r in rows:
+        print(f"{r['topo']:<10}{r['workers']:>3}{r['netreduce_s']:>13.3f}{r['ring_s']:>9.3f}{r['ps_s']:>9.3f}"
+              f"{r['ring_over_netreduce']:>9.2f}{r['ideal_ring']:>7.2f}{r['ideal_ring_headers']:>7.2f}"
+              f"{r['ps_over_netreduce']:>8.2f}{r['ideal_ps']:>7.2f}{r['ideal_ps_headers']:>7.2f}")
+    print(f"links {args.bw:g} Mb/s, {args.size / 2**10:.0f} KiB per all-reduce, {args.transport}, "
+          f"{args.iterations} iterations each, medians, one run; (hdr): ideal with per-packet headers")
+    print(f"written {save('netreduce', {'bw_mbps': args.bw, 'size_bytes': args.size, 'rows': rows})}")
+
+
+if __name__ == "__main__":
+    main()
