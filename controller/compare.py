@@ -135,7 +135,7 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
     extra_keys = sorted({k for h in summary.values() for k in h} - {
         "median_s", "p99_s", "correct", "ok", "algbw_mbps", "lower_bound_s", "ratio_to_bound", "retransmissions",
         "bytes_on_wire", "error"})
-    header = ["run", "median s", "p99 s", "exact", "Mb/s", "bound s", "x bound", "retrans"] + extra_keys
+    header = ["run", "median s", "p99 s", "correct", "Mb/s", "bound s", "x bound", "retrans"] + extra_keys
     lines = [f"# {spec.name}", ""]
     if spec.notes:
         lines += [spec.notes.strip(), ""]
