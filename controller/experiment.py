@@ -28,6 +28,7 @@ from controller.paths import REPO_ROOT
 from controller.polling import wait_until
 from controller.report import summarize, write_report
 from controller.topology import Topology
+from mininet_topos.shaping import buffer_bytes
 from mininet_topos.topologies import build_topology
 from workers.config import JobConfig, Node
 from workers.tensors import workload
@@ -155,11 +156,14 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
 
 
 def min_rto(window: int, mtu: int, bw_mbps: float | None) -> float:
-    """The smallest retransmission timeout: 3 times a full window's time on the link (it may sit
-    in one queue), and 50 ms; the RTT estimate raises it further."""
+    """The smallest retransmission timeout: at least 50 ms, 3 times a full window's time on the
+    link, and a full shaped queue's time plus a window's (under incast, as at a parameter
+    server, the packet may sit behind the whole buffer); the RTT estimate raises it further."""
     if not bw_mbps:
         return 0.05
-    return max(0.05, 3 * window * (mtu + 80) * 8 / (bw_mbps * 1e6))
+    rate = bw_mbps * 1e6 / 8
+    window_s = window * (mtu + 80) / rate
+    return max(0.05, 3 * window_s, buffer_bytes(bw_mbps) / rate + window_s)
 
 
 class Progress:

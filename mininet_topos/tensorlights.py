@@ -1,11 +1,14 @@
 """TensorLights: priorities among parameter servers colocated on one host, at the host's NIC.
 
-An HTB tree on the host's interface: the link-rate parent, one class per parameter server
-(matched with u32 on the UDP source port its QPs use, 0xC000 | job << 8 | node, see
-roce.wire.udp_source_port) plus a default class for everything else. Classes differ only
+An HTB tree on the host's interface: the link-rate parent, the host's RoCE ACKs first (as in
+the plain host shaper: a server's ACKs of the pushes it receives must not wait behind the
+pulls it sends, or the workers' timers fire), then one class per parameter server (matched
+with u32 on the UDP source port its QPs use, 0xC000 | job << 8 | node, see
+roce.wire.udp_source_port), then a default class for everything else. Classes differ only
 in HTB priority: each is guaranteed 1% of the rate and may borrow the rest, lowest prio
-number first. With `rotate`, the favoured server changes every
-interval (TensorLights-RR). This kernel has HTB and u32 (no prio qdisc, no netem).
+number first. Without rotation the order is fixed (TensorLights-One: one job's pulls at a
+time, in turn); with `rotate`, the favoured server changes every interval
+(TensorLights-RR). This kernel has HTB and u32 (no prio qdisc, no netem).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from mininet_topos.shaping import ShapingError, htb_tree, leaf_class, run, shape, u32_filter, unshape
+from mininet_topos.shaping import ROCE_ACK_MATCH, ShapingError, htb_tree, leaf_class, run, shape, u32_filter, unshape
 
 
 @dataclass(frozen=True)
@@ -31,11 +34,13 @@ def source_port_match(job: int, node_id: int) -> tuple[int, int]:
 class TensorLights:
     """The HTB tree of one host; `install`, `favour`, `start_rotation`, `remove`."""
 
-    DEFAULT = 99  # everything that is not a server's traffic (the workers' own, ACKs...)
+    DEFAULT = 99  # everything that is not a server's traffic (the workers' own...)
+    ACKS = 9  # the host's RoCE acknowledgements, ahead of every server
 
     def __init__(self, host: Any, intf: str, rate_mbps: float, servers: list[ServerClass]) -> None:
-        if len(servers) > 7:
-            raise ShapingError("TensorLights here handles at most 7 colocated servers (HTB prio 0..6, 7 is the rest)")
+        if len(servers) > 6:
+            raise ShapingError("TensorLights here handles at most 6 colocated servers (HTB prio 1..6; 0 is the "
+                               "ACKs, 7 the rest)")
         self.host = host
         self.intf = intf
         self.rate = rate_mbps
@@ -46,13 +51,14 @@ class TensorLights:
         self.rotations = 0
 
     def _prios(self) -> dict[int, int]:
-        return {10 + i: self.order.index(i) for i in range(len(self.servers))}
+        return {10 + i: 1 + self.order.index(i) for i in range(len(self.servers))}
 
     def install(self) -> None:
-        cmds = htb_tree(self.intf, self.rate, {**self._prios(), self.DEFAULT: 7}, default=self.DEFAULT)
+        cmds = htb_tree(self.intf, self.rate, {self.ACKS: 0, **self._prios(), self.DEFAULT: 7}, default=self.DEFAULT)
+        cmds.append(u32_filter(self.intf, 1, ROCE_ACK_MATCH, self.ACKS))  # handle 1: matched before the servers
         for i, s in enumerate(self.servers):
             value, mask = source_port_match(s.job, s.node_id)
-            cmds.append(u32_filter(self.intf, i + 1, f"match ip protocol 17 0xff match ip sport {value:#x} {mask:#x}",
+            cmds.append(u32_filter(self.intf, i + 2, f"match ip protocol 17 0xff match ip sport {value:#x} {mask:#x}",
                                    10 + i))
         run(self.host, cmds)
 

@@ -33,7 +33,7 @@ from roce.qp import (
     SendCompletion,
     TransportError,
 )
-from roce.wire import ROCE_V2_UDP_PORT, build_ipv4, parse_ipv4
+from roce.wire import ROCE_V2_UDP_PORT, build_ipv4, parse_ipv4, udp_source_port
 
 ETH_P_IP = 0x0800
 SO_ATTACH_FILTER = 26
@@ -192,7 +192,8 @@ class Engine:
     def _send(self, qp: QueuePair, t: Transport) -> None:
         self._ident = self._ident % 0xFFFF + 1  # never 0: the kernel would fill it in after our ICRC
         tos = self.tos(qp, t) if self.tos is not None and t.opcode != Opcode.ACKNOWLEDGE else 0
-        datagram = build_ipv4(t, self.local_ip, qp.remote_ip, tos=tos, ident=self._ident)
+        datagram = build_ipv4(t, self.local_ip, qp.remote_ip, tos=tos, ident=self._ident,
+                              src_port=udp_source_port(qp.cfg.qpn))  # the sending QP's port (TensorLights)
         self.link.send(datagram, qp.remote_ip)
         self.stats.tx_packets += 1
         self.stats.tx_bytes += len(datagram)

@@ -88,7 +88,11 @@ def build_ipv4(
     ident: int = 0,
     icrc: int | None = None,
 ) -> bytes:
-    """A whole IPv4 datagram carrying a RoCE v2 packet, with ICRC computed (or forced to `icrc`)."""
+    """A whole IPv4 datagram carrying a RoCE v2 packet, with ICRC computed (or forced to `icrc`).
+
+    src_port: the sending QP's `udp_source_port` (the engine passes it); without it, one derived
+    from the destination QP, for packets built by hand.
+    """
     body = transport.pack()
     udp_len = UDP_HEADER_LEN + len(body) + ICRC_LEN
     total = IPV4_HEADER_LEN + udp_len

@@ -25,6 +25,14 @@ BLAST = textwrap.dedent("""
         s.sendto(b"x" * 1000, (sys.argv[2], 4791))
 """)
 
+ACK = textwrap.dedent("""
+    import socket, sys
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", int(sys.argv[1])))
+    for _ in range(5):
+        s.sendto(bytes([0x11]) + bytes(15), (sys.argv[2], 4791))
+""")
+
 COUNT = textwrap.dedent("""
     import socket, sys
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -50,8 +58,9 @@ def test_tensorlights_classes_favour_one_server_and_go_away(tmp_path):
         lights = TensorLights(h1, "eth0", 10.0, servers)
         lights.install()
         classes = h1.cmd("tc class show dev eth0")
-        assert re.search(r"class htb 1:10 parent 1:1 leaf 10: prio 0 ", classes), classes
-        assert re.search(r"class htb 1:11 parent 1:1 leaf 11: prio 1 ", classes), classes
+        assert re.search(r"class htb 1:9 parent 1:1 leaf 9: prio 0 ", classes), classes  # the host's ACKs
+        assert re.search(r"class htb 1:10 parent 1:1 leaf 10: prio 1 ", classes), classes
+        assert re.search(r"class htb 1:11 parent 1:1 leaf 11: prio 2 ", classes), classes
         filters = h1.cmd("tc filter show dev eth0")
         for s in servers:
             value, mask = source_port_match(s.job, s.node_id)
@@ -69,6 +78,11 @@ def test_tensorlights_classes_favour_one_server_and_go_away(tmp_path):
                 b.wait(timeout=30)
             got = [int(c.communicate(timeout=30)[0].split()[-1]) for c in counters]
             return got[favoured] / sum(got)
+
+        # A server's RoCE ACK (BTH opcode 0x11) from its own source port goes to the ACK class, not the server's.
+        ack = h1.popen([sys.executable, "-c", ACK, str(source_port_match(4, 2)[0]), topo.host("h2").ip])
+        assert ack.wait(timeout=30) == 0
+        assert re.search(r"class htb 1:9 .*\n Sent \d+ bytes 5 pkt", h1.cmd("tc -s class show dev eth0"))
 
         assert share(0) > 0.8  # the favoured server's traffic takes (almost) the whole link
         assert share(1) > 0.8  # and the other way round after a change of favourite

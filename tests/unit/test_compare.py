@@ -84,3 +84,11 @@ def test_compare_writes_summary_report_and_plot(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert report.startswith("# baselines") and "| ring-n4 |" in report and "compare.png" in report
     assert (tmp_path / "compare.png").stat().st_size > 1000
+
+
+def test_min_rto_covers_a_full_shaped_queue():
+    from controller.experiment import min_rto
+
+    assert min_rto(32, 1024, None) == 0.05
+    assert 0.1 < min_rto(32, 1024, 20) < 0.12  # a 250 kB queue at 2.5 MB/s, plus one window
+    assert min_rto(32, 1024, 1) > 0.5  # the 64 KiB minimum buffer at 125 kB/s
