@@ -66,9 +66,11 @@ class ExperimentSpec:
     colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
     background_flows: int = 0  # bulk TCP streams (iperf3, segments of the MTU) between two extra hosts on two switches
     credits: int = 4  # NetReduce: messages in flight per worker
-    # DLCP: {"priority", "drop", "spray"} switched on for every job, "threshold_bytes" (selective drop
-    # above this virtual-queue depth at every priority; default: per link rate, docs/dlcp.md), and
-    # the hosts' workers.dlcp.DlcpPolicy fields (loss_budget, drop_min_layer_class, ...)
+    # DLCP: {"priority", "drop", "spray"} switched on in the switches for every job (drop: selective
+    # dropping, with the hosts marking droppable packets), "bounded_loss" (hosts mark and receivers
+    # zero-fill, the switches do not drop), "threshold_bytes" (selective drop at or above this
+    # virtual-queue depth at every priority; default: per link rate, docs/dlcp.md), and the hosts'
+    # workers.dlcp.DlcpPolicy fields (loss_budget, drop_min_layer_class, ...)
     dlcp: dict[str, Any] = field(default_factory=dict)
     tensorlights: bool = False  # HTB priorities among the colocated servers at their host's NIC
     tensorlights_rotate_s: float = 0.0  # rotate the favoured server this often (0: fixed)
@@ -87,8 +89,10 @@ class ExperimentSpec:
         return self.jobs * self.workers + server_hosts + (2 if self.background_flows else 0)
 
     def validate(self) -> None:
-        if self.dlcp and (self.dlcp.get("drop") or self.dlcp.get("spray")) and self.transport != "sr":
-            raise ExperimentError("DLCP dropping and spraying need packets accepted in any order: use transport sr")
+        reordered_or_lossy = any(self.dlcp.get(k) for k in ("drop", "spray", "bounded_loss"))
+        if reordered_or_lossy and self.transport != "sr":
+            raise ExperimentError("DLCP dropping, bounded loss and spraying need packets accepted in any order: "
+                                  "use transport sr")
         if self.tensorlights and not (self.algo == "ps" and self.colocate_servers):
             raise ExperimentError("TensorLights applies to parameter servers colocated on one host "
                                   "(algo ps, colocate_servers)")
@@ -146,7 +150,12 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
     if spec.algo == "netreduce":
         extra.setdefault("credits", spec.credits)
     if spec.dlcp:
-        extra["dlcp"] = {k: v for k, v in spec.dlcp.items() if k not in ("priority", "spray")}
+        extra["dlcp"] = {k: v for k, v in spec.dlcp.items()
+                         if k not in ("priority", "drop", "spray", "threshold_bytes", "bounded_loss")}
+        # Hosts mark droppable packets and receivers zero-fill them within the budget when the
+        # switches drop selectively, or for bounded loss alone (losses of any other cause).
+        extra["dlcp"]["drop"] = bool(spec.dlcp.get("drop") or spec.dlcp.get("bounded_loss"))
+        extra["dlcp"]["reorder"] = bool(spec.dlcp.get("priority") or spec.dlcp.get("spray"))
     mtu = 256 if spec.algo == "netreduce" else spec.mtu
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,

@@ -171,6 +171,7 @@ class Requester:
         self.resend: deque[int] = deque()
         self.resend_pending: set[int] = set()
         self.nak_resent: set[int] = set()  # SR: holes already resent for a NAK (again only after a timeout)
+        self.recover: int | None = None  # SR: one past what was sent when the timer fired, while recovering
         self.timer_start: float | None = None
         self.rto = cfg.rto
         self.srtt: float | None = None  # smoothed RTT and its variation (RFC 6298), from ACKed first transmissions
@@ -329,6 +330,14 @@ class Requester:
         self.retries = 0
         self.rto = self._rto()
         self.timer_start = now if self.una != self.sent_end else None
+        if self.recover is not None:
+            if psn_diff(self.una, self.recover) < 0:
+                # A partial acknowledgement while recovering from a timeout: the next packet sent
+                # before the timeout is missing too; resend it now rather than at the next timeout.
+                if self.una not in self.sacked:
+                    self._schedule_resend(self.una, once=False)
+            else:
+                self.recover = None
 
     def _sample_rtt(self, rtt: float) -> None:
         if self.srtt is None:
@@ -358,12 +367,12 @@ class Requester:
         if self.cfg.mode == Mode.GBN:
             self.nxt = self.una
         else:
+            # Selective repeat resends only the oldest unacknowledged packet (as TCP and IRN do):
+            # the receiver may hold everything after it. Each partial acknowledgement that follows
+            # resends the next missing one (_ack_through), and NAKs name the other holes.
             self.nak_resent.clear()
-            p = self.una
-            while psn_diff(p, self.sent_end) < 0:
-                if p not in self.sacked:
-                    self._schedule_resend(p, once=False)
-                p = psn_add(p, 1)
+            self.recover = self.sent_end
+            self._schedule_resend(self.una, once=False)
 
     def _fail(self, reason: str) -> None:
         self.error = reason
@@ -440,25 +449,31 @@ class Responder:
             return []
         # Look again later if holes remain (with no delay, the next packet or the sender's timer will).
         self.judge_at = now + 2 * self.cfg.reorder_delay if self.cfg.reorder_delay > 0 else None
-        last = self._last_buffered()
-        if self.cfg.loss_budget > 0:
-            if last is None:
+        end = self._message_end()
+        if self.cfg.loss_budget > 0 and end is not None:
+            # Inside a WRITE: its holes can be judged once its last packet (with the trailer that
+            # says which packets may be missing) is here.
+            last = self.buffered.get(end)
+            if last is None and all(psn_diff(p, end) < 0 for p in self.buffered):
                 return []  # the message's end is not here yet: its retransmission timer covers it
-            if self._skip_droppable(last):
+            if last is not None and self._skip_droppable(last):
                 return self._drain(self.buffered.pop(self.epsn), had_holes=True)
-        # NAK the first hole exactly: its SACK is the first packet received after it.
+        # NAK the first hole exactly: its SACK is the first packet received after it. (Between
+        # messages the hole is a first packet, never droppable: no reason to wait.)
         return [self._nak(sack=min(self.buffered, key=lambda p: psn_diff(p, self.epsn)))]
 
-    def _last_buffered(self) -> Transport | None:
-        """The first buffered last packet of a WRITE (the message whose holes can be judged)."""
-        lasts = [t for t in self.buffered.values() if t.opcode.name.startswith("WRITE_LAST")]
-        return min(lasts, key=lambda t: psn_diff(t.bth.psn, self.epsn)) if lasts else None
+    def _message_end(self) -> int | None:
+        """PSN of the last packet of the WRITE being received, None between messages."""
+        if self._kind != "write" or self._reth is None:
+            return None
+        packets = max(1, -(-self._reth.dma_length // self.cfg.mtu))
+        return psn_add(self._first_psn, packets - 1)
 
     def _skip_droppable(self, last: Transport) -> bool:
-        """Bounded loss: fill the holes before a message's last packet with zeros, when every
-        missing packet is droppable (per the message's trailer) and the budget allows."""
-        if self._kind != "write":
-            return False  # the message's first packet is missing: not droppable
+        """Bounded loss: fill the holes before the current message's last packet with zeros, when
+        every missing packet is droppable (per the message's trailer) and the budget allows."""
+        if not last.opcode.name.startswith("WRITE_LAST"):
+            return False
         total = psn_diff(last.bth.psn, self._first_psn) + 1
         if total > MAX_LOSSY_PACKETS or len(last.payload) < TRAILER_BYTES:
             return False

@@ -72,8 +72,8 @@ class Comm:
                            rto=self.cfg.rto, retry_limit=self.cfg.retry_limit, initial_psn=initial_psn,
                            remote_initial_psn=initial_psn, peer=f"{node.host} ({node.ip})",
                            loss_budget=self.dlcp.loss_budget if self.dlcp and self.dlcp.drop else 0.0,
-                           # DLCP reorders (per-packet priorities, spraying): give a hole time to fill.
-                           reorder_delay=self.cfg.rto / 4 if self.dlcp is not None else 0.0)
+                           # Priorities and spraying reorder packets: give a hole time to fill.
+                           reorder_delay=self.cfg.rto / 4 if self.dlcp is not None and self.dlcp.reorder else 0.0)
             self.qps[peer] = self.engine.connect(cfg, node.ip)
             if self.framing is not None:
                 self.qps[peer].requester.marker = self.framing.marker

@@ -24,6 +24,7 @@ class DlcpPolicy:
     drop_min_layer_class: int = 4  # only the back layers' packets may be dropped...
     drop_max_magnitude_class: int = 1  # ...and only small-valued ones
     max_relative_error: float = 0.2  # an iteration with zero-filled packets is correct below this
+    reorder: bool = False  # the switches may reorder the job's packets (priority queues, spraying)
 
     @classmethod
     def from_extra(cls, extra: dict[str, object]) -> DlcpPolicy | None:

@@ -95,9 +95,12 @@ def link_rate(topo: Topology, switch: str) -> float | None:
 
 
 def default_thresholds(mbps: float) -> dict[int, int]:
-    """Low priorities drop above ~2 ms of queue at the link rate, middle ones above ~5 ms, the top two never."""
+    """Low priorities (0-2) drop at 10 ms of queue at the link rate (at least 16 KiB), middle ones
+    (3-5) at 25 ms (at least 32 KiB), the top two never: well below the ~100 ms (64 KiB at least)
+    byte FIFO of a shaped port, and above the bursts BMv2 itself makes (it forwards in batches,
+    so a few packets arriving together are not yet congestion)."""
     per_ms = mbps * 1e6 / 8 / 1000
-    return {p: int(per_ms * (2 if p < 3 else 5)) for p in range(6)}
+    return {p: max(16 << 10, int(per_ms * 10)) if p < 3 else max(32 << 10, int(per_ms * 25)) for p in range(6)}
 
 
 def base_entries(topo: Topology, switch: str) -> list[Entity]:

@@ -130,7 +130,7 @@
 #define DLCP_EVENTS 4
 // Event: a droppable packet was kept (its queue under the threshold).
 #define DLCP_EV_KEPT 0
-// Event: a droppable packet was dropped (its queue over the threshold).
+// Event: a droppable packet was dropped (its queue at or over the threshold).
 #define DLCP_EV_DROPPED 1
 // Event: a packet was classified into a priority queue.
 #define DLCP_EV_CLASSIFIED 2

@@ -183,7 +183,7 @@ struct dlcp_metadata_t {
     bit<32> port_rate;    // egress port's virtual-queue drain rate, bytes per 1024 us
     bit<32> threshold;    // drop threshold (bytes) of the packet's priority
     bit<32> queue;        // virtual queue of the packet's class on its egress port when it arrived (bytes)
-    bool    drop_now;     // over the threshold: drop
+    bool    drop_now;     // at or over the threshold: drop
 }
 
 struct local_metadata_t {

@@ -216,10 +216,10 @@ def test_repl_attaches_to_the_running_controller(tmp_path):
         assert "job 3: 2 workers (h1, h2), credits 2, aggregation at s1" in out
         assert "cells in use 0/16  no events" in out
         assert "job 3: priority\n" in out and "job 3: priority+spray\n" in out and "job 3: spray\n" in out
-        # 10 Mb/s: low priorities drop above 2 ms of queue (2500 B), middle ones above 5 ms (6250 B)
-        defaults = "s1: 0=2500 1=2500 2=2500 3=6250 4=6250 5=6250\n"
+        # 10 Mb/s: low priorities drop at 16 KiB of queue (more than 10 ms), middle ones at 32 KiB
+        defaults = "s1: 0=16384 1=16384 2=16384 3=32768 4=32768 5=32768\n"
         assert out.count(defaults) == 2  # shown, then restored by `default`
-        assert "s1: 0=2500 1=500 2=2500 3=6250 4=6250 5=6250 6=0\n" in out
+        assert "s1: 0=16384 1=500 2=16384 3=32768 4=32768 5=32768 6=0\n" in out
         assert "error: dlcp thresholds [default | BYTES | PRIORITY=BYTES ...]: invalid literal" in out
         assert "job 3 torn down" in out and out.rstrip().endswith("(no NetReduce jobs)")
         assert proc.stdin is not None

@@ -334,6 +334,19 @@ def drop_once(psns: set[int]) -> Fate:
     return fate
 
 
+def test_selective_repeat_timeout_resends_the_oldest_then_follows_partial_acks():
+    """A lost last packet: the timer resends only the oldest unacknowledged packet (which the
+    receiver already has); its ACK is partial, so the lost one follows at once. Two packets
+    resent and one timeout, not the whole window."""
+    sim = Sim(Mode.SR, drop_once({7}))
+    data = messages([8 * 256])
+    post_all(sim, data)
+    sim.run()
+    check_delivery(sim, data)
+    assert sim.req.counters["timeouts"] == 1
+    assert sim.req.counters["retransmitted"] == 2
+
+
 def test_missing_droppable_packets_within_budget_are_zero_filled_not_resent():
     sim = Sim(Mode.SR, drop_once({2, 3}), loss_budget=0.25)
     msg = lossy_message(8, {2, 3, 4})

@@ -129,7 +129,7 @@ control DlcpEgress(inout headers_t hdr,
         bit<64> drained = ((bit<64>)meta.dlcp.port_rate * (bit<64>)(now - last)) >> DLCP_RATE_SHIFT;
         bit<32> current = (bit<64>)bytes > drained ? (bit<32>)((bit<64>)bytes - drained) : 32w0;
         meta.dlcp.queue = current;
-        meta.dlcp.drop_now = meta.dlcp.droppable && current > meta.dlcp.threshold;
+        meta.dlcp.drop_now = meta.dlcp.droppable && current >= meta.dlcp.threshold;  // threshold 0: always
         dlcp_vq_bytes.write(index, meta.dlcp.drop_now ? current : current + std_meta.packet_length);
         dlcp_vq_time.write(index, now);
     }
