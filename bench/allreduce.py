@@ -47,7 +47,8 @@ def main() -> None:
               f"{r['ratio_to_bound']:>7.2f}x")
     print(f"rack, links {args.bw:g} Mb/s, {args.size / 2**10:.0f} KiB per all-reduce, {args.transport}, "
           f"{args.iterations} iterations each, one run")
-    print(f"written {save('allreduce', {'bw_mbps': args.bw, 'size_bytes': args.size, 'rows': rows})}")
+    figures = {'bw_mbps': args.bw, 'size_bytes': args.size, 'rows': rows}
+    print(f"written {save(f'allreduce-{args.bw:g}mbps', figures)}")
 
 
 if __name__ == "__main__":

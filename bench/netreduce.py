@@ -65,7 +65,8 @@ def main() -> None:
               f"{r['ps_over_netreduce']:>8.2f}{r['ideal_ps']:>7.2f}{r['ideal_ps_headers']:>7.2f}")
     print(f"links {args.bw:g} Mb/s, {args.size / 2**10:.0f} KiB per all-reduce, {args.transport}, "
           f"{args.iterations} iterations each, medians, one run; (hdr): ideal with per-packet headers")
-    print(f"written {save('netreduce', {'bw_mbps': args.bw, 'size_bytes': args.size, 'rows': rows})}")
+    figures = {'bw_mbps': args.bw, 'size_bytes': args.size, 'rows': rows}
+    print(f"written {save(f'netreduce-{args.bw:g}mbps', figures)}")
 
 
 if __name__ == "__main__":

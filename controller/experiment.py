@@ -157,11 +157,30 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
         extra["dlcp"]["drop"] = bool(spec.dlcp.get("drop") or spec.dlcp.get("bounded_loss"))
         extra["dlcp"]["reorder"] = bool(spec.dlcp.get("priority") or spec.dlcp.get("spray"))
     mtu = 256 if spec.algo == "netreduce" else spec.mtu
+    window = incast_window(spec, mtu)
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
                      float_mode=spec.float_mode, transport=spec.transport,
-                     mtu=mtu, window=spec.window, rto=min_rto(spec.window, mtu, spec.bw_mbps),
+                     mtu=mtu, window=window, rto=min_rto(window, mtu, spec.bw_mbps),
                      seed=spec.seed + job_id - 1, job_id=job_id, extra=extra)
+
+
+def fan_in(spec: ExperimentSpec) -> int:
+    """QPs that send into one host at once: a parameter server's workers (every colocated job's),
+    one neighbour for ring, the switch's one result stream for NetReduce."""
+    if spec.algo == "ps":
+        return spec.workers * (spec.jobs if spec.colocate_servers else 1)
+    return 1
+
+
+def incast_window(spec: ExperimentSpec, mtu: int) -> int:
+    """The spec's window per QP, capped so that the windows of an incast fit the shaped queue of
+    the receiving link. RoCE relies on PFC for that and there is none here: without the cap,
+    eight parameter-server pushes into a 5 Mb/s link overflow its queue every round, go-back-N
+    resends whole windows into the same overflow, and a QP exhausts its retries."""
+    if not spec.bw_mbps:
+        return spec.window
+    return max(4, min(spec.window, buffer_bytes(spec.bw_mbps) // (fan_in(spec) * (mtu + 80))))
 
 
 def min_rto(window: int, mtu: int, bw_mbps: float | None) -> float:

@@ -92,3 +92,17 @@ def test_min_rto_covers_a_full_shaped_queue():
     assert min_rto(32, 1024, None) == 0.05
     assert 0.1 < min_rto(32, 1024, 20) < 0.12  # a 250 kB queue at 2.5 MB/s, plus one window
     assert min_rto(32, 1024, 1) > 0.5  # the 64 KiB minimum buffer at 125 kB/s
+
+
+def test_incast_windows_fit_the_shaped_queue():
+    from controller.experiment import ExperimentSpec, fan_in, incast_window
+    from mininet_topos.shaping import buffer_bytes
+
+    ps = ExperimentSpec(algo="ps", workers=8, bw_mbps=5.0)
+    assert fan_in(ps) == 8
+    window = incast_window(ps, 1024)
+    assert window * 8 * (1024 + 80) <= buffer_bytes(5.0) < (window + 1) * 8 * (1024 + 80)
+    colocated = ExperimentSpec(algo="ps", workers=2, jobs=4, colocate_servers=True, bw_mbps=5.0)
+    assert fan_in(colocated) == 8 and incast_window(colocated, 1024) == window
+    assert incast_window(ExperimentSpec(algo="ring", workers=8, bw_mbps=5.0), 1024) == 32  # one sender each
+    assert incast_window(ExperimentSpec(algo="ps", workers=8), 1024) == 32  # unshaped: the spec's window
