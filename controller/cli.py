@@ -185,7 +185,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    from mininet_topos.network import STATE_FILE, NetworkError, cleanup_run
+    from mininet_topos.network import STATE_FILE, NetworkError, cleanup_run, remove_orphan_interfaces
 
     status = 0
     for state in sorted(runtime_dir().glob(f"*/{STATE_FILE}")):
@@ -197,6 +197,10 @@ def cmd_clean(args: argparse.Namespace) -> int:
             continue
         for item in removed:
             print(f"removed {item}")
+    # Runs whose state file is gone (a temporary run directory, a run killed outright
+    # elsewhere) can still leave switch-port veths in the root namespace.
+    for intf in remove_orphan_interfaces():
+        print(f"removed interface {intf} (no running switch uses it)")
     return status
 
 

@@ -9,9 +9,11 @@ pid, and every veth and host namespace is removed. A run that was killed outrigh
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -105,21 +107,25 @@ class GradNetwork:
         from mininet_topos.nodes import Bmv2Switch, GradHost
 
         cleanup_run(self.run_dir)  # leftovers of an earlier run killed outright
+        # Switch ports live in the root namespace: one left by a run killed elsewhere would
+        # make Mininet fail with "File exists"; remove it, or say which network still uses it.
+        for intf in remove_orphan_interfaces(self.switch_interfaces()):
+            log.warning("removed interface %s left behind by an earlier run", intf)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         setLogLevel("warning")
         self._trap_signals()
         self.net = Mininet(topo=None, build=False, controller=None, host=GradHost, switch=Bmv2Switch,
                            autoSetMacs=False, waitConnected=False)
-        for h in self.topo.hosts:
-            self.net.addHost(h.name, ip=f"{h.ip}/{h.prefix_len}", mac=h.mac)
-        for s in self.topo.switches:
-            addr = self.addresses[s.name]
-            self.net.addSwitch(s.name, device_id=s.device_id, grpc_port=addr.grpc_port,
-                               thrift_port=addr.thrift_port, run_dir=self.run_dir,
-                               log_level=self.options.log_level, pcap=self.options.pcap)
-        for lk in self.topo.links:
-            self.net.addLink(lk.a, lk.b, port1=lk.a_port, port2=lk.b_port)
         try:
+            for h in self.topo.hosts:
+                self.net.addHost(h.name, ip=f"{h.ip}/{h.prefix_len}", mac=h.mac)
+            for s in self.topo.switches:
+                addr = self.addresses[s.name]
+                self.net.addSwitch(s.name, device_id=s.device_id, grpc_port=addr.grpc_port,
+                                   thrift_port=addr.thrift_port, run_dir=self.run_dir,
+                                   log_level=self.options.log_level, pcap=self.options.pcap)
+            for lk in self.topo.links:
+                self.net.addLink(lk.a, lk.b, port1=lk.a_port, port2=lk.b_port)
             self.net.build()
             for node in self.net.hosts + self.net.switches:
                 for intf in node.intfList():
@@ -141,6 +147,11 @@ class GradNetwork:
             self.stop()
             raise
         return self
+
+    def switch_interfaces(self) -> list[str]:
+        """Names of the switch-side interfaces (root namespace) this topology creates."""
+        return sorted(f"{node}-eth{port}" for lk in self.topo.links
+                      for node, port in ((lk.a, lk.a_port), (lk.b, lk.b_port)) if self.topo.is_switch(node))
 
     def stop(self) -> None:
         """Tear everything down; safe to call twice and after a failed start."""
@@ -246,6 +257,79 @@ def _pid_cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+SWITCH_BINARIES = ("simple_switch_grpc", "simple_switch")
+PORT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*-eth[0-9]+$")  # Mininet's <node>-eth<port>
+
+
+def live_switch_interfaces() -> dict[str, int]:
+    """Interfaces that running BMv2 processes were given (`-i PORT@INTF`), with their pids."""
+    used: dict[str, int] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if not argv or Path(argv[0]).name not in SWITCH_BINARIES:
+            continue
+        for flag, value in itertools.pairwise(argv):
+            if flag in ("-i", "--interface") and "@" in value:
+                used[value.split("@", 1)[1]] = int(proc.name)
+    return used
+
+
+def _is_veth(intf: str) -> bool:
+    base = Path("/sys/class/net") / intf
+    try:  # a veth's peer index (iflink) differs from its own; physical and loopback ones match
+        return (base / "iflink").read_text().strip() != (base / "ifindex").read_text().strip()
+    except OSError:
+        return False
+
+
+def _veth_peer(intf: str) -> str | None:
+    """The other end of a veth when it is in this namespace too (two switches' ports)."""
+    try:
+        iflink = (Path("/sys/class/net") / intf / "iflink").read_text().strip()
+        for other in Path("/sys/class/net").iterdir():
+            if (other / "ifindex").read_text().strip() == iflink:
+                return other.name
+    except OSError:
+        pass
+    return None
+
+
+def remove_orphan_interfaces(names: Sequence[str] | None = None) -> list[str]:
+    """Delete root-namespace veths named like switch ports that no running BMv2 uses.
+
+    `names` limits the check to those interfaces (a topology about to come up); without it
+    every `<node>-eth<N>` veth is checked (`gradswitch clean`). An interface a running switch
+    uses is never touched: with `names` given, it is an error naming that switch's pid.
+    """
+    candidates = names if names is not None else sorted(
+        p.name for p in Path("/sys/class/net").iterdir() if PORT_NAME.match(p.name))
+    present = [n for n in candidates if (Path("/sys/class/net") / n).exists() and _is_veth(n)]
+    if not present:
+        return []
+    live = live_switch_interfaces()
+    busy: dict[str, int] = {}
+    for n in present:  # deleting either end of a veth deletes both: a pair is busy if one end is
+        peer = _veth_peer(n)
+        for end in (n, peer):
+            if end in live:
+                busy[n] = live[end]
+    if busy and names is not None:
+        owners = ", ".join(f"{n} (simple_switch pid {pid})" for n, pid in sorted(busy.items()))
+        raise NetworkError(f"another network is running on these interfaces: {owners}; "
+                           "stop it first (Ctrl-C in its terminal, or `gradswitch clean` once it is dead)")
+    removed = []
+    for intf in present:
+        if intf not in busy and (Path("/sys/class/net") / intf).exists():  # its peer may have gone with it
+            subprocess.run(["ip", "link", "del", intf], check=False, capture_output=True)
+            removed.append(intf)
+    return removed
 
 
 def cleanup_run(run_dir: Path) -> list[str]:

@@ -1,0 +1,63 @@
+"""Switch-port veths left by a run killed outright are removed; those a live switch uses are not.
+
+A run whose state file is gone (its temporary directory deleted, the machine's session cut)
+used to leave `leaf1-eth4@spine1-eth1` in the root namespace, and the next leaf-spine
+bring-up failed with Mininet's "RTNETLINK answers: File exists".
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mininet_topos.network import NetworkError, live_switch_interfaces, remove_orphan_interfaces
+
+pytestmark = [pytest.mark.root, pytest.mark.bmv2]
+
+A, B = "gsorph9-eth1", "gsorph9-eth2"  # names no topology uses
+
+
+def _exists(name: str) -> bool:
+    return Path(f"/sys/class/net/{name}").exists()
+
+
+@pytest.fixture
+def veth() -> Iterator[None]:
+    subprocess.run(["ip", "link", "add", A, "type", "veth", "peer", "name", B], check=True)
+    yield
+    subprocess.run(["ip", "link", "del", A], check=False, capture_output=True)
+
+
+def test_an_orphan_veth_is_removed(veth: None) -> None:
+    assert remove_orphan_interfaces([A, "gsorph9-eth7"]) == [A]  # the absent one is no error
+    assert not _exists(A) and not _exists(B)
+
+
+def test_clean_finds_orphans_by_name(veth: None) -> None:
+    removed = remove_orphan_interfaces()
+    assert A in removed or B in removed
+    assert not _exists(A) and not _exists(B)
+
+
+def test_an_interface_a_live_switch_uses_is_kept(veth: None, tmp_path: Path) -> None:
+    switch = subprocess.Popen(["simple_switch", "--no-p4", "-i", f"1@{A}", "--thrift-port", "19391",
+                               "--log-file", str(tmp_path / "sw")], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while A not in live_switch_interfaces():
+            assert switch.poll() is None, "simple_switch exited"
+            assert time.monotonic() < deadline, "simple_switch never showed up in /proc"
+            time.sleep(0.05)
+        assert live_switch_interfaces()[A] == switch.pid
+        with pytest.raises(NetworkError, match=rf"{A} \(simple_switch pid {switch.pid}\)"):
+            remove_orphan_interfaces([A])
+        assert A not in remove_orphan_interfaces()  # clean leaves it alone
+        assert _exists(A)
+    finally:
+        switch.kill()
+        switch.wait()
