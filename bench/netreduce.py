@@ -40,13 +40,17 @@ def main() -> None:
     parser.add_argument("--transport", default="gbn")
     args = parser.parse_args()
     rows: list[dict[str, Any]] = []
+    # The PS pipelines over its keys (key k's results go down while key k+1's pushes come
+    # up): with one key per tensor it would take twice its bound, so every tensor has 8 keys.
+    ps_key = max(4096, args.size // 8 // 4 * 4)
     header_factor = efficiency(256) / efficiency(1024)  # NetReduce's 256-byte packets vs 1 KiB ones
     with tempfile.TemporaryDirectory() as tmp:
         for topo in args.topos.split(","):
             for n in (int(x) for x in args.workers.split(",")):
                 print(f"{topo}, N = {n}", flush=True)
                 specs = [ExperimentSpec(algo=algo, workers=n, size_bytes=args.size, iterations=args.iterations,
-                                        topo=topo, bw_mbps=args.bw, transport=args.transport, name=f"{algo}-n{n}")
+                                        topo=topo, bw_mbps=args.bw, transport=args.transport, name=f"{algo}-n{n}",
+                                        ps_key_bytes=ps_key)
                          for algo in ("netreduce", "ring", "ps")]
                 reports = run_specs(specs, Path(tmp) / f"{topo}-n{n}")
                 t = {s.algo: reports[s.label]["summary"]["median_s"] for s in specs}
@@ -64,8 +68,9 @@ def main() -> None:
               f"{r['ring_over_netreduce']:>9.2f}{r['ideal_ring']:>7.2f}{r['ideal_ring_headers']:>7.2f}"
               f"{r['ps_over_netreduce']:>8.2f}{r['ideal_ps']:>7.2f}{r['ideal_ps_headers']:>7.2f}")
     print(f"links {args.bw:g} Mb/s, {args.size / 2**10:.0f} KiB per all-reduce, {args.transport}, "
-          f"{args.iterations} iterations each, medians, one run; (hdr): ideal with per-packet headers")
-    figures = {'bw_mbps': args.bw, 'size_bytes': args.size, 'rows': rows}
+          f"{args.iterations} iterations each, PS keys of {ps_key // 1024} KiB, medians, one run; "
+          "(hdr): ideal with per-packet headers")
+    figures = {'bw_mbps': args.bw, 'size_bytes': args.size, 'ps_key_bytes': ps_key, 'rows': rows}
     print(f"written {save(f'netreduce-{args.bw:g}mbps', figures)}")
 
 

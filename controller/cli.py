@@ -156,7 +156,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
     spec = ExperimentSpec(algo=args.algo, workers=args.workers, size_bytes=parse_size(args.size),
                           iterations=args.iterations, topo=args.topo, bw_mbps=args.bw, loss_pct=args.loss,
-                          transport=args.transport, servers=args.servers, workload=args.workload, scale=args.scale,
+                          transport=args.transport, servers=args.servers, ps_key_bytes=parse_size(args.ps_key),
+                          workload=args.workload, scale=args.scale,
                           dtype=args.dtype, float_mode=args.float_mode, mtu=args.mtu, name=args.name or "")
     out = args.out or Path("runs") / spec.label
     try:
@@ -234,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algo", choices=("ring", "ps", "netreduce"), default="ring")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--servers", type=int, default=1, help="parameter servers (ps)")
+    p.add_argument("--ps-key", default="64KiB", help="parameter server: bytes per key (smaller keys pipeline more)")
     p.add_argument("--size", default="8MiB", help="synthetic gradient size (e.g. 8MiB)")
     p.add_argument("--workload", default="synthetic", help="synthetic, resnet50, vgg16, bert-base, small-cnn, *-stanza")
     p.add_argument("--scale", type=float, default=1.0, help="fraction of a model profile's layer sizes")

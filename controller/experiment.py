@@ -52,6 +52,7 @@ class ExperimentSpec:
     loss_pct: float = 0.0
     transport: str = "gbn"
     servers: int = 1  # parameter servers per job (ps only)
+    ps_key_bytes: int = 64 << 10  # ps: bytes per key; a step of K keys overlaps key k's pull with k+1's push
     workload: str = "synthetic"
     scale: float = 1.0
     dtype: str = "int32"
@@ -96,6 +97,8 @@ class ExperimentSpec:
         if self.tensorlights and not (self.algo == "ps" and self.colocate_servers):
             raise ExperimentError("TensorLights applies to parameter servers colocated on one host "
                                   "(algo ps, colocate_servers)")
+        if self.ps_key_bytes < 4 or self.ps_key_bytes % 4:
+            raise ExperimentError(f"ps_key_bytes {self.ps_key_bytes}: must be a positive multiple of 4 (int32 values)")
         if self.algo == "netreduce" and self.workers < 2:
             raise ExperimentError("NetReduce needs at least 2 workers")
 
@@ -160,7 +163,7 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
     window = incast_window(spec, mtu)
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
-                     float_mode=spec.float_mode, transport=spec.transport,
+                     float_mode=spec.float_mode, transport=spec.transport, ps_key_bytes=spec.ps_key_bytes,
                      mtu=mtu, window=window, rto=min_rto(window, mtu, spec.bw_mbps),
                      seed=spec.seed + job_id - 1, job_id=job_id, extra=extra)
 

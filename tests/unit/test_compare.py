@@ -106,3 +106,14 @@ def test_incast_windows_fit_the_shaped_queue():
     assert fan_in(colocated) == 8 and incast_window(colocated, 1024) == window
     assert incast_window(ExperimentSpec(algo="ring", workers=8, bw_mbps=5.0), 1024) == 32  # one sender each
     assert incast_window(ExperimentSpec(algo="ps", workers=8), 1024) == 32  # unshaped: the spec's window
+
+
+def test_ps_key_size_reaches_the_workers_and_is_checked():
+    from controller.experiment import job_config
+
+    spec = ExperimentSpec(algo="ps", workers=2, size_bytes=64 << 10, ps_key_bytes=8 << 10)
+    nodes = place(spec, topology_for(spec)).jobs[0]
+    cfg = job_config(spec, 1, nodes)
+    assert cfg.ps_key_bytes == 8 << 10
+    with pytest.raises(ExperimentError, match="ps_key_bytes 1002: must be"):
+        ExperimentSpec(algo="ps", ps_key_bytes=1002).validate()
