@@ -60,13 +60,15 @@ def main() -> None:
                              "ps_over_netreduce": t["ps"] / t["netreduce"], "ideal_ring": ideal_ring,
                              "ideal_ps": ideal_ps, "ideal_ring_headers": ideal_ring * header_factor,
                              "ideal_ps_headers": ideal_ps * header_factor,
-                             "netreduce_ratio_to_bound": reports[f"netreduce-n{n}"]["summary"]["ratio_to_bound"]})
+                             "netreduce_ratio_to_bound": reports[f"netreduce-n{n}"]["summary"]["ratio_to_bound"],
+                             "retransmissions": {s.algo: reports[s.label]["retransmissions"] for s in specs}})
     print(f"\n{'topology':<10}{'N':>3}{'NetReduce s':>13}{'ring s':>9}{'PS s':>9}"
-          f"{'ring/NR':>9}{'ideal':>7}{'(hdr)':>7}{'PS/NR':>8}{'ideal':>7}{'(hdr)':>7}")
+          f"{'ring/NR':>9}{'ideal':>7}{'(hdr)':>7}{'PS/NR':>8}{'ideal':>7}{'(hdr)':>7}  resent NR/ring/PS")
     for r in rows:
         print(f"{r['topo']:<10}{r['workers']:>3}{r['netreduce_s']:>13.3f}{r['ring_s']:>9.3f}{r['ps_s']:>9.3f}"
               f"{r['ring_over_netreduce']:>9.2f}{r['ideal_ring']:>7.2f}{r['ideal_ring_headers']:>7.2f}"
-              f"{r['ps_over_netreduce']:>8.2f}{r['ideal_ps']:>7.2f}{r['ideal_ps_headers']:>7.2f}")
+              f"{r['ps_over_netreduce']:>8.2f}{r['ideal_ps']:>7.2f}{r['ideal_ps_headers']:>7.2f}"
+          f"  {'/'.join(str(r['retransmissions'][a]) for a in ('netreduce', 'ring', 'ps'))}")
     print(f"links {args.bw:g} Mb/s, {args.size / 2**10:.0f} KiB per all-reduce, {args.transport}, "
           f"{args.iterations} iterations each, PS keys of {ps_key // 1024} KiB, medians, one run; "
           "(hdr): ideal with per-packet headers")

@@ -123,9 +123,16 @@ class Placement:
 
 
 def place(spec: ExperimentSpec, topo: Topology) -> Placement:
-    """Hosts dealt round-robin over the edge switches, so jobs spread over the fabric."""
+    """Hosts dealt round-robin over the edge switches, so jobs spread over the fabric.
+
+    A ring's ranks then follow the edge switches (topology-aware, as NCCL builds its rings):
+    neighbours share a leaf where they can, so only one ring hop per leaf crosses the
+    fabric. In dealing order every hop would cross it, two flows would share each leaf's
+    uplinks, and ECMP could put both on one spine.
+    """
     by_edge = [[h for h, _ in topo.hosts_of(s.name)] for s in topo.edge_switches()]
     order = [h.name for rnd in range(max(len(e) for e in by_edge)) for e in by_edge if rnd < len(e) for h in [e[rnd]]]
+    edge_of = {h.name: i for i, e in enumerate(by_edge) for h in e}
     free = list(order)
 
     def take() -> str:
@@ -134,7 +141,10 @@ def place(spec: ExperimentSpec, topo: Topology) -> Placement:
     server_host = take() if spec.servers_per_job and spec.colocate_servers else None
     jobs = []
     for _ in range(spec.jobs):
-        nodes = [Node(i, "worker", h, topo.host(h).ip) for i, h in enumerate(take() for _ in range(spec.workers))]
+        hosts = [take() for _ in range(spec.workers)]
+        if spec.algo == "ring":
+            hosts.sort(key=lambda h: (edge_of[h], order.index(h)))
+        nodes = [Node(i, "worker", h, topo.host(h).ip) for i, h in enumerate(hosts)]
         for j in range(spec.servers_per_job):
             host = server_host or take()
             nodes.append(Node(spec.workers + j, "server", host, topo.host(host).ip))

@@ -117,3 +117,13 @@ def test_ps_key_size_reaches_the_workers_and_is_checked():
     assert cfg.ps_key_bytes == 8 << 10
     with pytest.raises(ExperimentError, match="ps_key_bytes 1002: must be"):
         ExperimentSpec(algo="ps", ps_key_bytes=1002).validate()
+
+
+@pytest.mark.parametrize("workers", [4, 8])
+def test_ring_ranks_follow_the_leaves(workers):
+    spec = ExperimentSpec(algo="ring", workers=workers, topo="leafspine")
+    topo = topology_for(spec)
+    leaves = [topo.attachment(n.host)[0] for n in place(spec, topo).jobs[0]]
+    crossing = sum(leaves[i] != leaves[(i + 1) % workers] for i in range(workers))
+    assert crossing == 2, leaves  # one hop up from each leaf, none sharing an uplink
+    assert len(set(leaves)) == 2
