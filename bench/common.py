@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import platform
-import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
+
+from controller.doctor import tool_version
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -17,10 +17,7 @@ def toolchain() -> dict[str, str]:
     """Versions of the BMv2 / p4c builds a figure comes from."""
     info: dict[str, str] = {"machine": f"{platform.node()} {platform.machine()}, {platform.processor() or 'cpu'}"}
     for tool in ("simple_switch_grpc", "p4c-bm2-ss"):
-        path = shutil.which(tool)
-        if path:
-            out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout.strip()
-            info[tool] = out.splitlines()[0] if out else "unknown"
+        info[tool] = tool_version(tool)
     info["bmv2_build"] = ("BMv2 built from source with logging macros enabled (not --disable-logging-macros),"
                           " -O2; switches run with -L info")
     return info

@@ -55,6 +55,11 @@ def _version(tool: Tool) -> tuple[bool, str]:
     return True, match.group(0) if match else (text.splitlines()[0] if text else "present")
 
 
+def tool_version(name: str) -> str:
+    """Version of one of TOOLS as doctor reports it ("not found" when absent)."""
+    return _version(next(t for t in TOOLS if t.name == name))[1]
+
+
 def run_checks() -> list[Check]:
     checks = []
     for tool in TOOLS:
