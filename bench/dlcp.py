@@ -44,7 +44,8 @@ def dlcp(out: Path) -> dict[str, Any]:
 def tensorlights(out: Path) -> dict[str, Any]:
     summary = run_compare(load_spec(SPECS / "tensorlights.toml"), out / "tensorlights", log=_log)
     rows = {}
-    for base_name, lights_name in (("baseline-2jobs", "tensorlights-2jobs"), ("baseline", "tensorlights")):
+    for base_name, lights_name in (("baseline-2jobs", "tensorlights-2jobs"), ("baseline", "tensorlights"),
+                                   ("baseline", "tensorlights-rr")):
         if base_name in summary and lights_name in summary:
             b, t = summary[base_name]["avg_jct_s"], summary[lights_name]["avg_jct_s"]
             rows[lights_name] = {"baseline_avg_jct_s": b, "tensorlights_avg_jct_s": t, "ratio": ratio(t, b)}
