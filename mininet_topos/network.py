@@ -263,9 +263,9 @@ SWITCH_BINARIES = ("simple_switch_grpc", "simple_switch")
 PORT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*-eth[0-9]+$")  # Mininet's <node>-eth<port>
 
 
-def live_switch_interfaces() -> dict[str, int]:
-    """Interfaces that running BMv2 processes were given (`-i PORT@INTF`), with their pids."""
-    used: dict[str, int] = {}
+def switch_processes() -> dict[int, list[str]]:
+    """Running BMv2 processes: pid -> argv."""
+    found: dict[int, list[str]] = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -273,11 +273,18 @@ def live_switch_interfaces() -> dict[str, int]:
             argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if not argv or Path(argv[0]).name not in SWITCH_BINARIES:
-            continue
+        if argv and Path(argv[0]).name in SWITCH_BINARIES:
+            found[int(proc.name)] = argv
+    return found
+
+
+def live_switch_interfaces() -> dict[str, int]:
+    """Interfaces that running BMv2 processes were given (`-i PORT@INTF`), with their pids."""
+    used: dict[str, int] = {}
+    for pid, argv in switch_processes().items():
         for flag, value in itertools.pairwise(argv):
             if flag in ("-i", "--interface") and "@" in value:
-                used[value.split("@", 1)[1]] = int(proc.name)
+                used[value.split("@", 1)[1]] = pid
     return used
 
 
@@ -347,12 +354,22 @@ def cleanup_run(run_dir: Path) -> list[str]:
     if controller and controller != os.getpid() and "python" in _pid_cmdline(controller):
         raise NetworkError(f"a network from {run_dir} is still running (controller pid {controller}); "
                            "stop it first (Ctrl-C in its terminal)")
+    killed: set[int] = set()
     for name, sw in state.get("switches", {}).items():
         pid = sw.get("pid")
         if pid and str(run_dir) in _pid_cmdline(pid):  # exactly the switch this run started
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
             removed.append(f"switch {name} (pid {pid})")
+    # A switch started when Ctrl-C arrived inside Popen has no recorded pid: its log and
+    # socket paths under run_dir still say whose it is.
+    inside = f"{run_dir}/"
+    for pid, argv in switch_processes().items():
+        if pid not in killed and any(arg.startswith(inside) for arg in argv):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            removed.append(f"switch pid {pid} (not recorded)")
     for name, pid in state.get("host_pids", {}).items():
         if pid and "mininet:" in _pid_cmdline(pid):
             with contextlib.suppress(ProcessLookupError):

@@ -61,3 +61,25 @@ def test_an_interface_a_live_switch_uses_is_kept(veth: None, tmp_path: Path) -> 
     finally:
         switch.kill()
         switch.wait()
+
+
+def test_a_switch_started_but_not_recorded_is_stopped_by_cleanup(tmp_path: Path) -> None:
+    """Ctrl-C inside Popen leaves a switch whose pid nobody recorded; its paths name the run."""
+    from mininet_topos.network import STATE_FILE, cleanup_run
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / STATE_FILE).write_text('{"switches": {"s1": {"pid": null}}}')
+    other = subprocess.Popen(["simple_switch", "--no-p4", "--thrift-port", "19393",
+                              "--log-file", str(tmp_path / "run2" / "s1")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ours = subprocess.Popen(["simple_switch", "--no-p4", "--thrift-port", "19392", "--log-file", str(run_dir / "s1")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert "switch pid" in " ".join(cleanup_run(run_dir))
+        assert ours.wait(timeout=10) == -9
+        assert other.poll() is None  # a run directory that only shares a prefix is not ours
+    finally:
+        for p in (ours, other):
+            p.kill()
+            p.wait()
