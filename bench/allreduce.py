@@ -10,24 +10,16 @@ Prints the table, writes bench/results/allreduce.json. Needs root, BMv2 and Mini
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import run_specs, save
-from controller.cli import parse_size
+from bench.common import collective_args, run_specs, save
 from controller.experiment import ExperimentSpec
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", default="2,4,8")
-    parser.add_argument("--bw", type=float, default=20.0)
-    parser.add_argument("--size", type=parse_size, default=parse_size("512KiB"))
-    parser.add_argument("--iterations", type=int, default=5)
-    parser.add_argument("--transport", default="gbn")
-    args = parser.parse_args()
+    args = collective_args(__doc__, workers="2,4,8", bw=20.0, size="512KiB", iterations=5).parse_args()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(x) for x in args.workers.split(",")):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import time
@@ -50,3 +51,16 @@ def run_specs(specs: list[Any], out_dir: Path) -> dict[str, dict[str, Any]]:
                 raise RuntimeError(f"{spec.label} failed: {report['errors']}")
             reports[spec.label] = report
     return reports
+
+
+def collective_args(doc: str, workers: str, bw: float, size: str, iterations: int) -> argparse.ArgumentParser:
+    """The options every all-reduce benchmark takes, with its own defaults; add more, then parse."""
+    from controller.cli import parse_size
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--workers", default=workers, help="worker counts, comma-separated")
+    parser.add_argument("--bw", type=float, default=bw, help="every link's rate, Mb/s")
+    parser.add_argument("--size", type=parse_size, default=parse_size(size), help="bytes per all-reduce")
+    parser.add_argument("--iterations", type=int, default=iterations)
+    parser.add_argument("--transport", default="gbn", choices=("gbn", "sr"))
+    return parser

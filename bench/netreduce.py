@@ -14,13 +14,11 @@ bench/results/netreduce.json. Needs root, BMv2 and Mininet.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import run_specs, save
-from controller.cli import parse_size
+from bench.common import collective_args, run_specs, save
 from controller.experiment import ExperimentSpec
 
 WIRE_OVERHEAD = 14 + 20 + 8 + 12 + 4  # Ethernet, IPv4, UDP, BTH, ICRC bytes per RoCE packet
@@ -31,13 +29,8 @@ def efficiency(payload: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", default="4,8")
+    parser = collective_args(__doc__, workers="4,8", bw=1.0, size="64KiB", iterations=3)
     parser.add_argument("--topos", default="rack,leafspine")
-    parser.add_argument("--bw", type=float, default=1.0)
-    parser.add_argument("--size", type=parse_size, default=parse_size("64KiB"))
-    parser.add_argument("--iterations", type=int, default=3)
-    parser.add_argument("--transport", default="gbn")
     args = parser.parse_args()
     rows: list[dict[str, Any]] = []
     # The PS pipelines over its keys (key k's results go down while key k+1's pushes come

@@ -252,11 +252,15 @@ def running_network(topo: Topology, options: NetworkOptions | None = None) -> It
 # ---- cleanup of leftovers ----
 
 
-def _pid_cmdline(pid: int) -> str:
+def _argv(pid: int | str) -> list[str]:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
     except OSError:
-        return ""
+        return []
+
+
+def _pid_cmdline(pid: int) -> str:
+    return " ".join(_argv(pid))
 
 
 SWITCH_BINARIES = ("simple_switch_grpc", "simple_switch")
@@ -267,13 +271,7 @@ def switch_processes() -> dict[int, list[str]]:
     """Running BMv2 processes: pid -> argv."""
     found: dict[int, list[str]] = {}
     for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if argv and Path(argv[0]).name in SWITCH_BINARIES:
+        if proc.name.isdigit() and (argv := _argv(proc.name)) and Path(argv[0]).name in SWITCH_BINARIES:
             found[int(proc.name)] = argv
     return found
 
@@ -354,22 +352,15 @@ def cleanup_run(run_dir: Path) -> list[str]:
     if controller and controller != os.getpid() and "python" in _pid_cmdline(controller):
         raise NetworkError(f"a network from {run_dir} is still running (controller pid {controller}); "
                            "stop it first (Ctrl-C in its terminal)")
-    killed: set[int] = set()
-    for name, sw in state.get("switches", {}).items():
-        pid = sw.get("pid")
-        if pid and str(run_dir) in _pid_cmdline(pid):  # exactly the switch this run started
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            killed.add(pid)
-            removed.append(f"switch {name} (pid {pid})")
-    # A switch started when Ctrl-C arrived inside Popen has no recorded pid: its log and
-    # socket paths under run_dir still say whose it is.
+    # Exactly this run's switches: their log and socket paths lie under run_dir. That also
+    # finds a switch whose pid was never recorded (Ctrl-C arrived inside Popen).
+    names = {sw.get("pid"): name for name, sw in state.get("switches", {}).items()}
     inside = f"{run_dir}/"
     for pid, argv in switch_processes().items():
-        if pid not in killed and any(arg.startswith(inside) for arg in argv):
+        if any(arg.startswith(inside) for arg in argv):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            removed.append(f"switch pid {pid} (not recorded)")
+            removed.append(f"switch {names[pid]} (pid {pid})" if pid in names else f"switch pid {pid} (not recorded)")
     for name, pid in state.get("host_pids", {}).items():
         if pid and "mininet:" in _pid_cmdline(pid):
             with contextlib.suppress(ProcessLookupError):

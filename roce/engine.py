@@ -44,27 +44,19 @@ PACKET_OUTGOING = 4
 def bpf_program(job: int | None = None) -> list[tuple[int, int, int, int]]:
     """Classic BPF on a cooked IPv4 socket: accept UDP datagrams to port 4791 (and, given a job,
     only those whose destination QP's top byte, the job id, matches); drop the rest."""
-    if job is None:
-        return [
-            (0x30, 0, 0, 9),  # ldb [9]            IP protocol
-            (0x15, 0, 3, 17),  # jeq #17 ? next : drop
-            (0xB1, 0, 0, 0),  # ldxb 4*([0]&0xf)  IP header length
-            (0x48, 0, 0, 2),  # ldh [x+2]          UDP destination port
-            (0x15, 1, 0, ROCE_V2_UDP_PORT),  # jeq #4791 ? accept : drop
-            (0x06, 0, 0, 0),  # ret #0 (drop)
-            (0x06, 0, 0, 0xFFFF),  # ret #65535 (accept)
-        ]
-    return [
-        (0x30, 0, 0, 9),  # ldb [9]            IP protocol
-        (0x15, 0, 5, 17),  # jeq #17 ? next : drop
-        (0xB1, 0, 0, 0),  # ldxb 4*([0]&0xf)  IP header length
-        (0x48, 0, 0, 2),  # ldh [x+2]          UDP destination port
-        (0x15, 0, 2, ROCE_V2_UDP_PORT),  # jeq #4791 ? next : drop
-        (0x50, 0, 0, 13),  # ldb [x+13]         BTH destination QP, bits 23..16
-        (0x15, 1, 0, job & 0xFF),  # jeq #job ? accept : drop
-        (0x06, 0, 0, 0),  # ret #0 (drop)
-        (0x06, 0, 0, 0xFFFF),  # ret #65535 (accept)
+    # (loads, value): the loads leave a byte/halfword in A, then A == value or drop
+    tests: list[tuple[list[tuple[int, int, int, int]], int]] = [
+        ([(0x30, 0, 0, 9)], 17),  # ldb [9]: IP protocol is UDP
+        ([(0xB1, 0, 0, 0), (0x48, 0, 0, 2)], ROCE_V2_UDP_PORT),  # ldxb 4*([0]&0xf); ldh [x+2]: UDP dport
     ]
+    if job is not None:
+        tests.append(([(0x50, 0, 0, 13)], job & 0xFF))  # ldb [x+13]: BTH destination QP, bits 23..16
+    program: list[tuple[int, int, int, int]] = []
+    for i, (loads, value) in enumerate(tests):
+        to_drop = sum(len(later) + 1 for later, _ in tests[i + 1:])  # instructions between this jeq and drop
+        last = i == len(tests) - 1
+        program += [*loads, (0x15, 1 if last else 0, to_drop, value)]  # jeq: next test (or accept) : drop
+    return [*program, (0x06, 0, 0, 0), (0x06, 0, 0, 0xFFFF)]  # ret #0 (drop); ret #65535 (accept)
 
 
 class JobAborted(RuntimeError):

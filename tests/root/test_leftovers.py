@@ -8,12 +8,12 @@ bring-up failed with Mininet's "RTNETLINK answers: File exists".
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from controller.polling import wait_until
 from mininet_topos.network import NetworkError, live_switch_interfaces, remove_orphan_interfaces
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
@@ -48,11 +48,11 @@ def test_an_interface_a_live_switch_uses_is_kept(veth: None, tmp_path: Path) -> 
                                "--log-file", str(tmp_path / "sw")], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 10
-        while A not in live_switch_interfaces():
+        def listed() -> bool:
             assert switch.poll() is None, "simple_switch exited"
-            assert time.monotonic() < deadline, "simple_switch never showed up in /proc"
-            time.sleep(0.05)
+            return A in live_switch_interfaces()
+
+        wait_until(listed, 10, what="simple_switch to show up in /proc")
         assert live_switch_interfaces()[A] == switch.pid
         with pytest.raises(NetworkError, match=rf"{A} \(simple_switch pid {switch.pid}\)"):
             remove_orphan_interfaces([A])

@@ -165,3 +165,14 @@ def test_compute_icrc_masks_only_the_variant_bth_bits():
     assert compute_icrc(ip, udp, bytes(body)) == compute_icrc(ip, udp, wire[28:-4])
     body[7] ^= 1  # a QPN bit: ICRC changes
     assert compute_icrc(ip, udp, bytes(body)) != compute_icrc(ip, udp, wire[28:-4])
+
+
+def test_bpf_programs_are_the_hand_checked_ones():
+    from roce.engine import bpf_program
+
+    assert bpf_program() == [
+        (0x30, 0, 0, 9), (0x15, 0, 3, 17), (0xB1, 0, 0, 0), (0x48, 0, 0, 2), (0x15, 1, 0, 4791),
+        (0x06, 0, 0, 0), (0x06, 0, 0, 0xFFFF)]
+    assert bpf_program(0x107) == [
+        (0x30, 0, 0, 9), (0x15, 0, 5, 17), (0xB1, 0, 0, 0), (0x48, 0, 0, 2), (0x15, 0, 2, 4791),
+        (0x50, 0, 0, 13), (0x15, 1, 0, 0x07), (0x06, 0, 0, 0), (0x06, 0, 0, 0xFFFF)]
