@@ -37,7 +37,7 @@ test-long: $(PY)
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 lint: $(PY)
-	$(PY) -m ruff check controller mininet_topos roce workers tests bench
+	$(PY) -m ruff check protocol controller mininet_topos roce workers tests bench
 	$(PY) -m mypy
 
 demo: $(PY)

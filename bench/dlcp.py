@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.common import save
 from controller.compare import load_spec, run_compare
-from controller.paths import REPO_ROOT
+from protocol.paths import REPO_ROOT
 
 SPECS = REPO_ROOT / "experiments"
 

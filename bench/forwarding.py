@@ -23,11 +23,11 @@ from bench.common import save
 from controller.build import compile_program
 from controller.controls import all_base_entries
 from controller.p4rt import Entity, P4Info, TableEntry
-from controller.paths import BMV2_JSON, P4INFO
 from controller.pcap import read_pcap, read_timed
-from controller.polling import wait_until
 from controller.trace_replay import TraceSwitch
 from mininet_topos.topologies import rack
+from protocol.paths import BMV2_JSON, P4INFO
+from protocol.polling import wait_until
 
 HERE = Path(__file__).parent
 

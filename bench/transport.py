@@ -22,10 +22,10 @@ from typing import Any
 
 from bench.common import save
 from controller.cli import parse_size
-from controller.paths import REPO_ROOT
 from mininet_topos.network import GradNetwork, NetworkOptions
 from mininet_topos.topologies import rack
 from mininet_topos.vethpair import veth_pair
+from protocol.paths import REPO_ROOT
 
 Popen = Callable[[str, list[str]], "subprocess.Popen[str]"]  # (side, argv) -> process
 

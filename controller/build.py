@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.paths import BMV2_JSON, P4_PROGRAM, P4INFO, REPO_ROOT
+from protocol.paths import BMV2_JSON, P4_PROGRAM, P4INFO, REPO_ROOT
 
 P4C = "p4c-bm2-ss"
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from controller.paths import runtime_dir
+from protocol.paths import runtime_dir
 
 
 def _topology_args(p: argparse.ArgumentParser) -> None:

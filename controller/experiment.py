@@ -23,17 +23,17 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from controller.constants import CONFIG
-from controller.paths import REPO_ROOT
-from controller.polling import wait_until
 from controller.report import summarize, write_report
-from controller.topology import Topology
 from mininet_topos.shaping import buffer_bytes
 from mininet_topos.topologies import build_topology
+from mininet_topos.topology import Topology
+from protocol.config import CONFIG
+from protocol.netreduce import DEFAULT_CREDITS
+from protocol.paths import REPO_ROOT
+from protocol.polling import wait_until
 from workers.config import JobConfig, Node
 from workers.tensors import workload
 
-ROCE_UDP = 4791
 WORKER_NICE = 10
 
 
@@ -66,7 +66,7 @@ class ExperimentSpec:
     jobs: int = 1  # identical jobs run at once, ids 1..jobs, on their own hosts
     colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
     background_flows: int = 0  # bulk TCP streams (iperf3, segments of the MTU) between two extra hosts on two switches
-    credits: int = 4  # NetReduce: messages in flight per worker
+    credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
     # DLCP: {"priority", "drop", "spray"} switched on in the switches for every job (drop: selective
     # dropping, with the hosts marking droppable packets), "bounded_loss" (hosts mark and receivers
     # zero-fill, the switches do not drop), "threshold_bytes" (selective drop at or above this
@@ -293,7 +293,8 @@ def run_on(net: Any, spec: ExperimentSpec, out_dir: Path, progress: bool | None 
     background: list[subprocess.Popen[bytes]] = []
     try:
         for switch, port in lossy:
-            fabric.set_port_loss(switch, port, spec.loss_pct / 100.0, "both", 17, ROCE_UDP)
+            fabric.set_port_loss(switch, port, spec.loss_pct / 100.0, "both", CONFIG.IP_PROTO_UDP,
+                                  CONFIG.ROCE_V2_UDP_PORT)
         if spec.dlcp.get("threshold_bytes") is not None:
             fabric.dlcp_thresholds({p: int(spec.dlcp["threshold_bytes"]) for p in range(CONFIG.PRIORITY_QUEUES)})
         for cfg in cfgs:
@@ -322,7 +323,7 @@ def run_on(net: Any, spec: ExperimentSpec, out_dir: Path, progress: bool | None 
         for job in created:
             fabric.netreduce_teardown(job)
         for switch, port in lossy:
-            fabric.set_port_loss(switch, port, 0.0, "both", 17, ROCE_UDP)
+            fabric.set_port_loss(switch, port, 0.0, "both", CONFIG.IP_PROTO_UDP, CONFIG.ROCE_V2_UDP_PORT)
         if spec.dlcp:
             for cfg in cfgs:
                 fabric.dlcp_set(cfg.job_id)  # nothing given: all off

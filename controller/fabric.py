@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from controller.constants import CONFIG
 from controller.controls import all_base_entries, dlcp, fault_injection, port_counters
 from controller.controls.port_counters import PortStats
 from controller.netreduce_jobs import JobManager
@@ -32,8 +31,10 @@ from controller.p4rt import (
 )
 from controller.p4rt.entities import format_entry, normalize
 from controller.p4rt.session import DELETE, INSERT, MODIFY, ElectionId
-from controller.paths import BMV2_JSON, P4INFO
-from controller.topology import Topology
+from mininet_topos.topology import Topology
+from protocol.config import CONFIG
+from protocol.netreduce import DEFAULT_CREDITS
+from protocol.paths import BMV2_JSON, P4INFO
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -282,7 +283,7 @@ class Fabric:
             self._jobs = JobManager(self)
         return self._jobs
 
-    def netreduce_create(self, job: int, workers: list[str], credits: int = 4, spine: str | None = None
+    def netreduce_create(self, job: int, workers: list[str], credits: int = DEFAULT_CREDITS, spine: str | None = None
                          ) -> dict[str, object]:
         return self.netreduce.create(job, workers, credits, spine)
 

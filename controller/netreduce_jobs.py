@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from controller.bmv2_thrift import Bmv2Thrift
-from controller.constants import CONFIG
 from controller.controls import netreduce as nr
 from controller.p4rt import Entity, SwitchError
-from controller.paths import BMV2_JSON
-from controller.topology import Topology
-from workers.netreduce_layout import JobLayout
+from mininet_topos.topology import Topology
+from protocol.config import CONFIG
+from protocol.netreduce import DEFAULT_CREDITS, JobLayout
+from protocol.paths import BMV2_JSON
 
 if TYPE_CHECKING:
     from controller.fabric import Fabric
@@ -125,7 +125,7 @@ class JobManager:
 
     # ---- life cycle ----
 
-    def create(self, job: int, workers: list[str] | tuple[str, ...], credits: int = 4,
+    def create(self, job: int, workers: list[str] | tuple[str, ...], credits: int = DEFAULT_CREDITS,
                spine: str | None = None) -> dict[str, Any]:
         active = place_job(self.fabric.topo, job, workers, credits, list(self.jobs.values()), spine)
         self.jobs[job] = active  # reserve the allocations while installing
@@ -206,12 +206,3 @@ class JobManager:
             info["switches"][sw]["events"] = self.events(sw, job)
             info["switches"][sw]["cells_in_use"] = self.slots_in_use(sw, job)
         return info
-
-
-def prepare_experiment(net: Any, cfg: Any, out_dir: Path) -> Any:
-    """Experiment hook: create the NetReduce job on the running network; returns the status reader."""
-    fabric = net.fabric
-    workers = [n.host for n in cfg.workers]
-    credits = int(cfg.extra.get("credits", 4))
-    fabric.netreduce_create(cfg.job_id, workers, credits)
-    return lambda: {"netreduce": fabric.netreduce_status(cfg.job_id)}

@@ -37,7 +37,9 @@ from typing import Any
 from controller.controls.packet_io import punt_reason
 from controller.p4rt import P4Info, SwitchError, TableEntry, UnknownName
 from controller.p4rt.entities import EntryError, MatchValue, Value, short
-from controller.paths import P4INFO
+from protocol.config import CONFIG
+from protocol.netreduce import DEFAULT_CREDITS
+from protocol.paths import P4INFO
 
 
 class ReplError(ValueError):
@@ -212,7 +214,8 @@ class Repl(cmd.Cmd):
         roce = "roce" in words[3:]
         sw = self._switch(words[0])
         rules = self.fabric.set_port_loss(sw, int(words[1]), float(words[2]), direction,
-                                          17 if roce else None, 4791 if roce else None)
+                                          CONFIG.IP_PROTO_UDP if roce else None,
+                                          CONFIG.ROCE_V2_UDP_PORT if roce else None)
         self.out(f"{len(rules)} fault rule(s) on {words[0]} port {words[1]}")
 
     def do_packet_out(self, arg: str) -> None:
@@ -244,7 +247,8 @@ class Repl(cmd.Cmd):
             hosts = [w for w in words[2:] if "=" not in w]
             if len(hosts) < 2:
                 raise ReplError("job create JOB HOST HOST... (at least two workers)")
-            info = self.fabric.netreduce_create(job, hosts, int(opts.get("credits", 4)), opts.get("spine"))
+            credits = int(opts.get("credits", DEFAULT_CREDITS))
+            info = self.fabric.netreduce_create(job, hosts, credits, opts.get("spine"))
             self.out(f"job {job}: workers {', '.join(info['workers'])}, rkey {info['rkey']:#x}, "
                      f"first PSN {info['initial_psn']:#x}, aggregation at {info['aggregation_switch']}")
             for sw, s in info["switches"].items():
@@ -305,14 +309,14 @@ class Repl(cmd.Cmd):
             if words == ["default"]:
                 wanted = None
             elif len(words) == 1 and "=" not in words[0]:
-                wanted = {p: int(words[0], 0) for p in range(8)}
+                wanted = {p: int(words[0], 0) for p in range(CONFIG.PRIORITY_QUEUES)}
             else:
                 first = next(iter(self.fabric.switch_names()))
                 wanted = dict(self.fabric.dlcp_thresholds_of(first))
                 for w in words:
                     p, b = w.split("=", 1)
-                    if not 0 <= int(p) < 8:
-                        raise ValueError(f"priority {p} is not 0..7")
+                    if not 0 <= int(p) < CONFIG.PRIORITY_QUEUES:
+                        raise ValueError(f"priority {p} is not 0..{CONFIG.PRIORITY_QUEUES - 1}")
                     wanted[int(p)] = int(b, 0)
         except ValueError as e:
             raise ReplError(f"{usage}: {e}") from None

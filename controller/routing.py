@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from controller.topology import Topology, TopologyError
+from mininet_topos.topology import Topology, TopologyError
 
 
 @dataclass(frozen=True, order=True)

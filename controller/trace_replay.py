@@ -19,12 +19,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller.bmv2 import Bmv2Config, Bmv2Process
 from controller.controls import port_counters
 from controller.p4rt import Entity, P4Info, SwitchAddress, SwitchSession
-from controller.paths import BMV2_JSON, P4INFO
 from controller.pcap import GLOBAL_HEADER, read_pcap, record
-from controller.polling import wait_until
+from mininet_topos.bmv2 import Bmv2Config, Bmv2Process
+from protocol.paths import BMV2_JSON, P4INFO
+from protocol.polling import wait_until
 
 REPLAY_GRPC_PORT = 50901
 REPLAY_THRIFT_PORT = 9901

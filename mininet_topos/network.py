@@ -25,9 +25,9 @@ from types import FrameType
 from typing import Any
 
 from controller.fabric import GRPC_BASE_PORT, THRIFT_BASE_PORT, Fabric, switch_addresses
-from controller.paths import runtime_dir
-from controller.topology import Topology
 from mininet_topos.shaping import shape, shape_priority
+from mininet_topos.topology import Topology
+from protocol.paths import runtime_dir
 
 log = logging.getLogger(__name__)
 

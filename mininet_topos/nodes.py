@@ -11,7 +11,7 @@ from typing import Any
 
 from mininet.node import Host, Switch
 
-from controller.bmv2 import Bmv2Config, Bmv2Process
+from mininet_topos.bmv2 import Bmv2Config, Bmv2Process
 
 OFFLOADS = "rx off tx off sg off tso off gso off gro off"
 

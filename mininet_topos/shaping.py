@@ -19,11 +19,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocol.config import CONFIG
+
 MTU = 9000
 BUFFER_SECONDS = 0.1
 MIN_BUFFER_BYTES = 64 << 10
 # u32 match of a RoCE v2 acknowledgement (IPv4 without options: UDP port at 22, BTH opcode at 28).
-ROCE_ACK_MATCH = "match ip protocol 17 0xff match u16 4791 0xffff at 22 match u8 0x11 0xff at 28"
+ROCE_ACK_MATCH = (f"match ip protocol {CONFIG.IP_PROTO_UDP} 0xff match u16 {CONFIG.ROCE_V2_UDP_PORT} 0xffff at 22 "
+                  f"match u8 {CONFIG.ROCE_ACKNOWLEDGE:#x} 0xff at 28")
 
 
 class ShapingError(RuntimeError):

@@ -3,8 +3,8 @@
 An HTB tree on the host's interface: the link-rate parent, the host's RoCE ACKs first (as in
 the plain host shaper: a server's ACKs of the pushes it receives must not wait behind the
 pulls it sends, or the workers' timers fire), then one class per parameter server (matched
-with u32 on the UDP source port its QPs use, 0xC000 | job << 8 | node, see
-roce.wire.udp_source_port), then a default class for everything else. Classes differ only
+with u32 on the UDP source port its QPs use, see
+protocol/qpn.py), then a default class for everything else. Classes differ only
 in HTB priority: each is guaranteed 1% of the rate and may borrow the rest, lowest prio
 number first. Without rotation the order is fixed (TensorLights-One: one job's pulls at a
 time, in turn); with `rotate`, the favoured server changes every interval
@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mininet_topos.shaping import ROCE_ACK_MATCH, ShapingError, htb_tree, leaf_class, run, shape, u32_filter, unshape
+from protocol.config import CONFIG
+from protocol.qpn import qpn, udp_source_port
 
 
 @dataclass(frozen=True)
@@ -27,8 +29,8 @@ class ServerClass:
 
 
 def source_port_match(job: int, node_id: int) -> tuple[int, int]:
-    """(value, mask) of the UDP source port of a node's QPs (roce.wire.udp_source_port)."""
-    return 0xC000 | (job & 0x3F) << 8 | (node_id & 0xFF), 0xFFFF
+    """(value, mask) of the UDP source port of a node's QPs (every QP of a node has the same)."""
+    return udp_source_port(qpn(node_id, 0, job)), 0xFFFF
 
 
 class TensorLights:
@@ -58,8 +60,8 @@ class TensorLights:
         cmds.append(u32_filter(self.intf, 1, ROCE_ACK_MATCH, self.ACKS))  # handle 1: matched before the servers
         for i, s in enumerate(self.servers):
             value, mask = source_port_match(s.job, s.node_id)
-            cmds.append(u32_filter(self.intf, i + 2, f"match ip protocol 17 0xff match ip sport {value:#x} {mask:#x}",
-                                   10 + i))
+            match = f"match ip protocol {CONFIG.IP_PROTO_UDP} 0xff match ip sport {value:#x} {mask:#x}"
+            cmds.append(u32_filter(self.intf, i + 2, match, 10 + i))
         run(self.host, cmds)
 
     def favour(self, first: int) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controller.topology import Host, Link, Switch, Topology, TopologyError
+from mininet_topos.topology import Host, Link, Switch, Topology, TopologyError
 
 
 def host_address(edge_index: int, host_index: int) -> tuple[str, str]:

@@ -32,8 +32,8 @@ control GradswitchIngress(inout headers_t hdr,
     L2Forwarding() l2;
     Ipv4Routing() l3;
     Acl() acl;
-    NetReduce() netreduce;
-    DlcpClassify() dlcp;
+    NetReduceIngress() netreduce;
+    DlcpIngress() dlcp;
     DropCounters() drop_counters;
 
     apply {

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from protocol.qpn import udp_source_port
 from roce.headers import HeaderError, Opcode, Transport
 from roce.qp import (
     MemoryRegion,
@@ -33,7 +34,7 @@ from roce.qp import (
     SendCompletion,
     TransportError,
 )
-from roce.wire import ROCE_V2_UDP_PORT, build_ipv4, parse_ipv4, udp_source_port
+from roce.wire import ROCE_V2_UDP_PORT, build_ipv4, parse_ipv4
 
 ETH_P_IP = 0x0800
 SO_ATTACH_FILTER = 26

@@ -12,10 +12,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field, replace
 
+from protocol.netreduce import ELEMENTS, PACKETS, JobLayout
+from protocol.qpn import qpn, udp_source_port
 from roce.headers import HeaderError, Opcode, Transport
 from roce.memlink import MemoryHub
-from roce.wire import build_ipv4, parse_ipv4, udp_source_port
-from workers.netreduce_layout import ELEMENTS, PACKETS, JobLayout, qpn
+from roce.wire import build_ipv4, parse_ipv4
 
 
 @dataclass

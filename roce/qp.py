@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from protocol.dlcp import DROPPABLE
 from roce.headers import AckType, Aeth, Bth, NakCode, Opcode, Reth, Transport
 from roce.psn import psn_add, psn_diff
 
@@ -101,7 +102,6 @@ class RecvCompletion:
     zero_filled: int = 0  # packets of the message completed as zeros (bounded loss)
 
 
-DROPPABLE_BIT = 0x40  # in BTH.resv7 (docs/dlcp.md)
 TRAILER_BYTES = 8  # bounded-loss mode: every WRITE message ends with a 64-bit droppable-packet bitmap
 MAX_LOSSY_PACKETS = 64  # ... so such messages have at most 64 packets
 
@@ -211,7 +211,7 @@ class Requester:
         ack_req = last or retransmission or (psn_diff(psn, self.cfg.initial_psn) + 1) % self.cfg.ack_every == 0
         resv7 = self.marker(wr, i, payload) if self.marker is not None else 0
         if retransmission:
-            resv7 &= ~DROPPABLE_BIT  # a resent packet must get through: never droppable again
+            resv7 &= ~DROPPABLE  # a resent packet must get through: never droppable again
         bth = Bth(op, self.cfg.remote_qpn, psn, ack_req=ack_req, pad_count=(-len(payload)) % 4, resv7=resv7)
         reth = Reth(wr.va, wr.rkey, len(wr.data)) if op in RETH_OPCODES else None
         imm = wr.imm if last else None

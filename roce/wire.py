@@ -14,14 +14,15 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from controller.constants import CONFIG
+from protocol.config import CONFIG
+from protocol.qpn import udp_source_port
 from roce.headers import BTH_LEN, ICRC_LEN, HeaderError, Transport
 
 ROCE_V2_UDP_PORT = CONFIG.ROCE_V2_UDP_PORT
 IPV4_HEADER_LEN = 20
 UDP_HEADER_LEN = 8
 ETH_HEADER_LEN = 14
-IP_PROTO_UDP = 17
+IP_PROTO_UDP = CONFIG.IP_PROTO_UDP
 IP_FLAG_DF = 0x4000
 
 
@@ -50,16 +51,6 @@ def compute_icrc(ip_header: bytes, udp_header: bytes, transport: bytes) -> int:
 def icrc_wire(icrc: int) -> bytes:
     """The ICRC trailer as it appears on the wire (least significant byte first)."""
     return struct.pack("<I", icrc)
-
-
-def udp_source_port(qpn: int) -> int:
-    """UDP source port of a QP's packets, in the 0xC000-0xFFFF range like RoCE NICs.
-
-    gradswitch QP numbers are job << 16 | node << 8 | peer (workers/config.py), so the port is
-    0xC000 | (job & 0x3F) << 8 | node: one port per (job, node), which TensorLights' filters
-    match to tell colocated parameter servers apart.
-    """
-    return 0xC000 | ((qpn >> 8) & 0x3FFF)
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,10 @@ from typing import Protocol
 
 import numpy as np
 
+from protocol.qpn import qpn
 from roce.engine import Engine, QueuePair
 from roce.qp import MemoryRegion, Mode, QpConfig, RecvCompletion
-from workers.config import JobConfig, Node, qpn
+from workers.config import JobConfig, Node
 from workers.dlcp import DlcpPolicy, Framing, Tag, layer_class
 from workers.encoding import AllReduce, Encoder, job_profile
 from workers.tensors import Int32Array, Profile, workload

@@ -9,17 +9,6 @@ from pathlib import Path
 ALGORITHMS = ("ring", "ps", "netreduce")
 
 
-def qpn(local: int, remote: int, job: int) -> int:
-    """QP number of node `local`'s QP to node `remote` in a job: job << 16 | local << 8 | remote.
-
-    Every process derives its peers' QP numbers from this, so no connection set-up exchange
-    is needed; the job id keeps two jobs on the same hosts apart.
-    """
-    if not (0 <= local < 256 and 0 <= remote < 256 and 0 < job < 256):
-        raise ValueError("node ids must be below 256 and job ids within 1..255")
-    return job << 16 | local << 8 | remote
-
-
 @dataclass(frozen=True)
 class Node:
     """One worker or server process: its id in the job, its host and address."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from controller.controls.dlcp import LAYER_CLASSES, marking
+from protocol.dlcp import LAYER_CLASSES, marking
 from roce.qp import MAX_LOSSY_PACKETS, TRAILER_BYTES, WorkRequest, droppable_bitmap
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from controller.constants import CONFIG
+from protocol.config import CONFIG
 
 Int32Array = npt.NDArray[np.int32]
 FloatArray = npt.NDArray[np.float64]

@@ -16,23 +16,25 @@ import sys
 import time
 from pathlib import Path
 
+from protocol.netreduce import PACKET_BYTES, PACKETS
+from protocol.qpn import qpn, udp_source_port
 from roce.headers import Aeth, Bth, Opcode, Transport
-from roce.wire import build_ipv4, udp_source_port
+from roce.wire import build_ipv4
 from workers.config import JobConfig
-from workers.netreduce_layout import PACKETS, JobLayout, qpn
+from workers.netreduce import layout_of_config, message_packet
 
 
 def templates(cfg: JobConfig) -> list[tuple[bytes, str]]:
     """Valid packets of the job's connections (as the members would send them), with their destination."""
     workers = cfg.workers
-    lay = JobLayout(cfg.job_id, len(workers), int(cfg.extra.get("credits", 4)))  # type: ignore[call-overload]
+    lay = layout_of_config(cfg)
     out = []
     for r, w in enumerate(workers):
         p = lay.peer(r)
         dst = workers[p].ip
         for k in range(3):
             for i in range(PACKETS):
-                t = lay.packet(r, k, i, bytes(256))
+                t = message_packet(lay, r, k, i, bytes(PACKET_BYTES))
                 out.append((build_ipv4(t, w.ip, dst, src_port=udp_source_port(qpn(r, p, cfg.job_id))), dst))
         ack = Transport(Bth(Opcode.ACKNOWLEDGE, qpn(r, p, cfg.job_id), lay.initial_psn), aeth=Aeth.ack(0))
         out.append((build_ipv4(ack, workers[p].ip, w.ip), w.ip))

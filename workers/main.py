@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from protocol.polling import wait_until
 from roce.engine import Engine, Link, RawSocketLink
 from roce.qp import TransportError
 from workers.comm import Comm, IterationRecord, WrongResult
@@ -47,14 +48,6 @@ def make_algorithm(comm: Comm) -> Callable[[Callable[[int], None]], tuple[list[I
     raise ValueError(f"unknown algorithm {cfg.algo}")
 
 
-def wait_for_file(path: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no {path.name} from the runner after {timeout:.0f} s")
-        time.sleep(0.02)
-
-
 def linger(cfg: JobConfig, engine: Engine, run_dir: Path, node_id: int) -> None:
     """Keep answering until every node is done: a peer whose last ACK from us was lost
     retransmits, and must find us there. Bounded: a dead peer never says done."""
@@ -75,7 +68,7 @@ def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = No
     try:
         run = make_algorithm(comm)
         (run_dir / f"ready-{node_id}").write_text(str(time.monotonic()))
-        wait_for_file(run_dir / "go", cfg.start_timeout)
+        wait_until((run_dir / "go").exists, cfg.start_timeout, interval=0.02, what="the runner's go")
         progress_file = run_dir / f"progress-{node_id}"
 
         def progress(iteration: int) -> None:

@@ -13,26 +13,40 @@ from functools import partial
 
 import numpy as np
 
+from protocol.netreduce import DEFAULT_CREDITS, MESSAGE_BYTES, MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
+from protocol.qpn import qpn
+from roce.headers import Bth, Opcode, Reth, Transport
 from workers.comm import Comm, make_loop
-from workers.netreduce_layout import MESSAGE_BYTES, MESSAGE_ELEMENTS, JobLayout
+from workers.config import JobConfig
 from workers.tensors import Int32Array, from_wire, to_wire
 
 
-def layout_of(comm: Comm) -> JobLayout:
-    cfg = comm.cfg
-    return JobLayout(cfg.job_id, len(cfg.workers), int(cfg.extra.get("credits", 4)))  # type: ignore[call-overload]
+def layout_of_config(cfg: JobConfig) -> JobLayout:
+    """The NetReduce layout of a job: its id, its workers and its credits."""
+    return JobLayout(cfg.job_id, len(cfg.workers), int(cfg.extra.get("credits", DEFAULT_CREDITS)))  # type: ignore[call-overload]
+
+
+def message_packet(layout: JobLayout, rank: int, k: int, i: int, payload: bytes, opcode: Opcode | None = None
+                   ) -> Transport:
+    """Packet i of worker `rank`'s message k exactly as its QP sends it (for tests and the fuzzer:
+    the worker itself posts whole messages to its requester, which cuts them the same way)."""
+    op = opcode or (Opcode.WRITE_FIRST if i == 0 else Opcode.WRITE_LAST_IMM if i == PACKETS - 1
+                    else Opcode.WRITE_MIDDLE)
+    bth = Bth(op, qpn(layout.peer(rank), rank, layout.job), layout.psn(k, i), ack_req=i == PACKETS - 1)
+    return Transport(bth, payload, reth=Reth(layout.va(k), layout.rkey, MESSAGE_BYTES) if op == Opcode.WRITE_FIRST
+                     else None, imm=layout.imm(k) if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM) else None)
 
 
 class NetReduceWorker:
     def __init__(self, comm: Comm) -> None:
         self.comm = comm
-        self.layout = layout_of(comm)
+        self.layout = layout_of_config(comm.cfg)
         ranks = [w.node_id for w in comm.cfg.workers]
         self.rank = ranks.index(comm.me.node_id)
         self.peer = ranks[self.layout.peer(self.rank)]
         self.sender = ranks[self.layout.sender_to(self.rank)]
-        if comm.cfg.mtu != 256:
-            raise ValueError("NetReduce packets are 256-byte: the job's MTU must be 256")
+        if comm.cfg.mtu != MTU:
+            raise ValueError(f"NetReduce packets are {MTU}-byte: the job's MTU must be {MTU}")
         self.send_qp = comm.qp(self.peer, initial_psn=self.layout.initial_psn)
         self.recv_qp = comm.qp(self.sender, initial_psn=self.layout.initial_psn)
         self.region = comm.register(self.layout.rkey, self.layout.window_messages * MESSAGE_BYTES)

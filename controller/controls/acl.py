@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from controller.p4rt import Entity, TableEntry
 from controller.p4rt.entities import MatchValue
-from controller.topology import Topology
+from mininet_topos.topology import Topology
 
 ACL_RULES = "acl_rules"
 ACTIONS = ("punt_to_cpu", "copy_to_cpu", "drop")

@@ -1,34 +1,24 @@
-"""Controls DlcpClassify / DlcpEgress: per-job features, class -> queue mapping, thresholds, port rates.
+"""Controls DlcpIngress / DlcpEgress: per-job features, class -> queue mapping, thresholds, port rates.
 
-The packet class is BTH.resv7 = droppable << 6 | layer class << 3 | magnitude class << 1
-(docs/dlcp.md); `marking` builds it for the hosts and `default_classes` maps it to the
-8 strict-priority queues: front layers high (large magnitudes one step higher on request),
-ACKs at DLCP_ACK_PRIORITY, everything unclassified at 0.
+The packet class in BTH.resv7 is protocol/dlcp.py's (docs/dlcp.md): the hosts mark it,
+and `default_classes` maps it to the strict-priority queues: front layers high (large
+magnitudes one step higher on request), ACKs at DLCP_ACK_PRIORITY, the rest at 0.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.constants import CONFIG
 from controller.p4rt import Entity, TableEntry, Ternary
-from controller.topology import Topology
+from mininet_topos.topology import Topology
+from protocol.config import CONFIG
+from protocol.dlcp import LAYER_CLASSES, MAGNITUDE_CLASSES, layer_magnitude_match, layer_match
 
 JOBS = "dlcp_jobs"
 CLASSES = "dlcp_classes"
 PORT_RATES = "dlcp_port_rates"
 THRESHOLDS = "dlcp_drop_thresholds"
 EVENTS = "dlcp_events"
-
-LAYER_CLASSES = 8
-MAGNITUDE_CLASSES = 4
-
-
-def marking(droppable: bool, layer_class: int, magnitude_class: int) -> int:
-    """The 7-bit BTH.resv7 value of a packet's class."""
-    if not (0 <= layer_class < LAYER_CLASSES and 0 <= magnitude_class < MAGNITUDE_CLASSES):
-        raise ValueError(f"class out of range: layer {layer_class}, magnitude {magnitude_class}")
-    return int(droppable) << 6 | layer_class << 3 | magnitude_class << 1
 
 
 def event_names() -> dict[int, str]:
@@ -46,7 +36,15 @@ class Features:
         return "+".join(on) or "off"
 
 
+def check_job(job: int) -> int:
+    """A job id the switch keeps DLCP state for (its counters have DLCP_MAX_JOBS blocks)."""
+    if not 1 <= job < CONFIG.DLCP_MAX_JOBS:
+        raise ValueError(f"DLCP job id {job}: must be 1..{CONFIG.DLCP_MAX_JOBS - 1} (DLCP_MAX_JOBS in config.p4)")
+    return job
+
+
 def features_entry(job: int, features: Features) -> TableEntry:
+    check_job(job)
     return TableEntry(JOBS, {"meta.dlcp.job": job}, "set_features", {
         "priority": int(features.priority), "drop": int(features.drop), "spray": int(features.spray)})
 
@@ -61,11 +59,11 @@ def default_classes(job: int, by_magnitude: bool = False) -> list[TableEntry]:
     rules: list[TableEntry] = []
     for layer in range(LAYER_CLASSES):
         base = max(1, 6 - layer)
-        rules.append(TableEntry(CLASSES, {"meta.dlcp.job": job, "hdr.bth.resv7": Ternary(layer << 3, 0b0111000)},
+        rules.append(TableEntry(CLASSES, {"meta.dlcp.job": job, "hdr.bth.resv7": Ternary(*layer_match(layer))},
                                 "set_priority", {"priority": base}, priority=10))
         if by_magnitude:
-            rules.append(TableEntry(CLASSES, {"meta.dlcp.job": job,
-                                              "hdr.bth.resv7": Ternary(layer << 3 | 3 << 1, 0b0111110)},
+            top = layer_magnitude_match(layer, MAGNITUDE_CLASSES - 1)
+            rules.append(TableEntry(CLASSES, {"meta.dlcp.job": job, "hdr.bth.resv7": Ternary(*top)},
                                     "set_priority", {"priority": min(6, base + 1)}, priority=20))
     return rules
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from controller.constants import CONFIG
 from controller.p4rt import TableEntry, Ternary
 from controller.p4rt.entities import MatchValue
+from protocol.config import CONFIG
 
 INGRESS_FAULTS = "ingress_faults.faults"
 EGRESS_FAULTS = "egress_faults.faults"

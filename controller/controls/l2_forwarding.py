@@ -6,9 +6,9 @@ can form); the egress pipeline prunes the copy for the ingress port.
 
 from __future__ import annotations
 
-from controller.constants import CONFIG
 from controller.p4rt import Entity, MulticastGroup, Replica, TableEntry
-from controller.topology import Topology
+from mininet_topos.topology import Topology
+from protocol.config import CONFIG
 
 MAC_FORWARDING = "mac_forwarding"
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from controller.constants import CONFIG
 from controller.p4rt import Entity, TableEntry
 from controller.routing import compute_routes, ecmp_groups, switch_port_mac
-from controller.topology import Topology, TopologyError
+from mininet_topos.topology import Topology, TopologyError
+from protocol.config import CONFIG
 
 ROUTES = "ipv4_routes"
 ECMP_MEMBERS = "ecmp_members"

@@ -3,19 +3,19 @@
 `plan_job` turns a job (its workers, by host, in rank order, and its credits) into what each
 switch must hold: a flat job on one switch, or a hierarchical one (leaves sum their local
 workers, one aggregation spine sums the leaves). Addresses, QPs and the window come from
-workers/netreduce_layout.py, the same conventions the workers use.
+protocol/netreduce.py, the same conventions the workers use.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller.constants import CONFIG
 from controller.p4rt import Entity, MulticastGroup, Replica, TableEntry
 from controller.routing import switch_port_mac
-from controller.topology import Topology, TopologyError
-from roce.wire import udp_source_port
-from workers.netreduce_layout import JobLayout, qpn
+from mininet_topos.topology import Topology, TopologyError
+from protocol.config import CONFIG
+from protocol.netreduce import JobLayout, group_base, peer_group, up_group
+from protocol.qpn import qpn, udp_source_port
 
 MEMBERS = "nr_members"
 JOBS = "nr_jobs"
@@ -40,10 +40,6 @@ def event_names() -> dict[int, str]:
 def base_entries(topo: Topology, switch: str) -> list[Entity]:
     """Host-facing ports: where a packet claiming a job it is not a member of is refused."""
     return [TableEntry(HOST_PORTS, {"std_meta.ingress_port": port}, "NoAction") for _, port in topo.hosts_of(switch)]
-
-
-def group_base(job: int) -> int:
-    return int(CONFIG.NR_GROUP_BASE + job * CONFIG.NR_GROUPS_PER_JOB)
 
 
 def switch_address(device_id: int, job: int) -> str:
@@ -136,7 +132,7 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
             Replica(edge_of[r][1], layout.sender_to(r)) for r in range(n))))
         for j in range(n):
             p = layout.peer(j)
-            plan.entries.append(MulticastGroup(group_base(job) + 8 + j, (Replica(edge_of[p][1], j),)))
+            plan.entries.append(MulticastGroup(peer_group(job, j), (Replica(edge_of[p][1], j),)))
             plan.entries.append(connection(j, hosts[p].mac))
         plans[sw] = plan
         return JobPlan(layout, workers, plans, sw)
@@ -167,7 +163,7 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
         plan.entries += claims()
         plan.entries.append(MulticastGroup(group_base(job), tuple(
             Replica(edge_of[r][1], layout.sender_to(r)) for r in locals_)))
-        plan.entries.append(MulticastGroup(group_base(job) + 1, (Replica(up_port, CONFIG.NR_RID_UP),)))
+        plan.entries.append(MulticastGroup(up_group(job), (Replica(up_port, CONFIG.NR_RID_UP),)))
         spine_mac = switch_port_mac(agg_dev, spine_port)
         rewrites = set(locals_) | {layout.sender_to(r) for r in locals_}
         for j in sorted(rewrites):
@@ -176,7 +172,7 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
             plan.entries.append(connection(j, hosts[p].mac if local_peer else spine_mac))
             if j in locals_:
                 port = edge_of[p][1] if local_peer else up_port
-                plan.entries.append(MulticastGroup(group_base(job) + 8 + j, (Replica(port, j),)))
+                plan.entries.append(MulticastGroup(peer_group(job, j), (Replica(port, j),)))
         plan.entries.append(TableEntry(CONNECTIONS, {"meta.nr.job": job, "std_meta.egress_rid": CONFIG.NR_RID_UP},
                                        "rewrite", {"src_addr": switch_address(leaf_dev, job),
                                                    "dst_addr": switch_address(agg_dev, job), "dst_mac": spine_mac,
@@ -187,7 +183,7 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
         member(spine_plan, spine_port, switch_address(leaf_dev, job), up_qp(job, leaf_dev), i, i,
                CONFIG.NR_MEMBER_CONTRIBUTOR, f"child{i}")
         rid = CONFIG.NR_RID_CHILD_BASE + i
-        spine_plan.entries.append(MulticastGroup(group_base(job) + 8 + i, (Replica(spine_port, rid),)))
+        spine_plan.entries.append(MulticastGroup(peer_group(job, i), (Replica(spine_port, rid),)))
         spine_plan.entries.append(TableEntry(CONNECTIONS, {"meta.nr.job": job, "std_meta.egress_rid": rid}, "rewrite", {
             "src_addr": switch_address(agg_dev, job), "dst_addr": switch_address(leaf_dev, job),
             "dst_mac": switch_port_mac(leaf_dev, up_port), "dest_qp": down_qp(job, leaf_dev),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from controller.constants import CONFIG
 from controller.p4rt import CloneSession, Entity, Replica
-from controller.topology import Topology
+from mininet_topos.topology import Topology
+from protocol.config import CONFIG
 
 PUNT_REASONS = {
     CONFIG.PUNT_ARP_MISS: "arp-miss",

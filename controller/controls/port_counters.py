@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.constants import CONFIG
 from controller.p4rt import Entity, SwitchSession
-from controller.topology import Topology
+from mininet_topos.topology import Topology
+from protocol.config import CONFIG
 
 PORT_RX = "port_rx"
 PORT_TX = "port_tx"

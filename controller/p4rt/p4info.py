@@ -17,7 +17,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4runtime_sh.context import Context, P4Type
 
-from controller.paths import P4INFO
+from protocol.paths import P4INFO
 
 
 class UnknownName(KeyError):

@@ -32,7 +32,6 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 from p4runtime_sh.p4runtime import P4RuntimeClient, P4RuntimeException
 
-from controller.constants import CONFIG
 from controller.p4rt.entities import (
     CloneSession,
     Entity,
@@ -53,7 +52,8 @@ from controller.p4rt.errors import (
     write_error_details,
 )
 from controller.p4rt.p4info import P4Info
-from controller.paths import BMV2_JSON, P4INFO
+from protocol.config import CONFIG
+from protocol.paths import BMV2_JSON, P4INFO
 
 log = logging.getLogger(__name__)
 

@@ -5,6 +5,9 @@
 #ifndef _GRADSWITCH_ACTIONS_P4_
 #define _GRADSWITCH_ACTIONS_P4_
 
+#include <core.p4>
+#include <v1model.p4>
+
 #include "headers.p4"
 
 // Drop the packet and remember why (DROP_* in config.p4).

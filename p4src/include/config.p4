@@ -19,10 +19,65 @@
 // Strict-priority queues per egress port (simple_switch_grpc -- --priority-queues); priority 7 is served first.
 #define PRIORITY_QUEUES 8
 
-/* ---- protocols ---- */
+/* ---- protocol numbers (fixed by the standards; roce/headers.py and the controller read them here) ---- */
 
+// EtherType of ARP.
+#define ETHERTYPE_ARP 0x0806
+// EtherType of IPv4.
+#define ETHERTYPE_IPV4 0x0800
+// IPv4 protocol number of TCP.
+#define IP_PROTO_TCP 6
+// IPv4 protocol number of UDP.
+#define IP_PROTO_UDP 17
+// ARP operation: request.
+#define ARP_OP_REQUEST 1
+// ARP operation: reply.
+#define ARP_OP_REPLY 2
 // UDP destination port of RoCE v2 (IANA).
 #define ROCE_V2_UDP_PORT 4791
+// InfiniBand BTH opcode (Reliable Connection, IBTA vol. 1, 9.2): SEND First.
+#define ROCE_SEND_FIRST 0x00
+// BTH opcode: SEND Middle.
+#define ROCE_SEND_MIDDLE 0x01
+// BTH opcode: SEND Last.
+#define ROCE_SEND_LAST 0x02
+// BTH opcode: SEND Last with Immediate.
+#define ROCE_SEND_LAST_IMM 0x03
+// BTH opcode: SEND Only.
+#define ROCE_SEND_ONLY 0x04
+// BTH opcode: SEND Only with Immediate.
+#define ROCE_SEND_ONLY_IMM 0x05
+// BTH opcode: RDMA WRITE First (carries a RETH).
+#define ROCE_WRITE_FIRST 0x06
+// BTH opcode: RDMA WRITE Middle.
+#define ROCE_WRITE_MIDDLE 0x07
+// BTH opcode: RDMA WRITE Last.
+#define ROCE_WRITE_LAST 0x08
+// BTH opcode: RDMA WRITE Last with Immediate.
+#define ROCE_WRITE_LAST_IMM 0x09
+// BTH opcode: RDMA WRITE Only (carries a RETH).
+#define ROCE_WRITE_ONLY 0x0A
+// BTH opcode: RDMA WRITE Only with Immediate (RETH and ImmDt).
+#define ROCE_WRITE_ONLY_IMM 0x0B
+// BTH opcode: RDMA READ Request (carries a RETH).
+#define ROCE_READ_REQUEST 0x0C
+// BTH opcode: RDMA READ Response First (carries an AETH).
+#define ROCE_READ_RESPONSE_FIRST 0x0D
+// BTH opcode: RDMA READ Response Middle.
+#define ROCE_READ_RESPONSE_MIDDLE 0x0E
+// BTH opcode: RDMA READ Response Last (carries an AETH).
+#define ROCE_READ_RESPONSE_LAST 0x0F
+// BTH opcode: RDMA READ Response Only (carries an AETH).
+#define ROCE_READ_RESPONSE_ONLY 0x10
+// BTH opcode: Acknowledge (ACK or NAK, carries an AETH).
+#define ROCE_ACKNOWLEDGE 0x11
+
+/* ---- gradswitch QP numbers (protocol/qpn.py) ---- */
+
+// A job's QP number is job << QPN_JOB_SHIFT | local node << QPN_NODE_SHIFT | remote node: the switch reads the job there.
+#define QPN_JOB_SHIFT 16
+// Bit position of the local node's id in a QP number (the remote node's id is the low byte).
+#define QPN_NODE_SHIFT 8
 
 /* ---- table sizes ---- */
 
@@ -75,10 +130,14 @@
 #define AGG_MAX_MEMBERS 32
 // Member QPs (contributors and parent links) a switch knows, over all jobs.
 #define AGG_MAX_QPS 256
-// Multicast group of job j's results is NR_GROUP_BASE + j * NR_GROUPS_PER_JOB (+1: up, +8+i: connection/child i).
+// Multicast group of job j's results (to every local receiver, or every child) is NR_GROUP_BASE + j * NR_GROUPS_PER_JOB.
 #define NR_GROUP_BASE 1024
 // Multicast group ids reserved per job.
 #define NR_GROUPS_PER_JOB 64
+// A leaf's group that sends a partial up to its parent: the job's first group + this.
+#define NR_GROUP_UP 1
+// The group that answers connection (or child) i alone, for a retransmission: the job's first group + this + i.
+#define NR_GROUP_PEER_BASE 8
 // egress_rid of the copy a leaf sends up to its parent.
 #define NR_RID_UP 1000
 // egress_rid of the copy a spine sends down to child i is NR_RID_CHILD_BASE + i.
@@ -120,8 +179,18 @@
 
 /* ---- DLCP: per-packet priority, bounded-loss dropping, spraying (docs/dlcp.md) ---- */
 
-// Jobs with DLCP settings on a switch (job id = destination QP bits 23..16).
+// Jobs with DLCP settings on a switch (job id = destination QP >> QPN_JOB_SHIFT, below this).
 #define DLCP_MAX_JOBS 64
+// A packet's class in BTH.resv7: droppable << DLCP_DROPPABLE_SHIFT | layer << DLCP_LAYER_SHIFT | magnitude << DLCP_MAGNITUDE_SHIFT.
+#define DLCP_DROPPABLE_SHIFT 6
+// Bit position of the layer class in BTH.resv7.
+#define DLCP_LAYER_SHIFT 3
+// Layer classes (3 bits): class 0 holds the front layers.
+#define DLCP_LAYER_CLASSES 8
+// Bit position of the magnitude class in BTH.resv7.
+#define DLCP_MAGNITUDE_SHIFT 1
+// Magnitude classes (2 bits): class 3 holds a tensor's largest values.
+#define DLCP_MAGNITUDE_CLASSES 4
 // Class -> priority rules (ternary on BTH.resv7) over all jobs.
 #define DLCP_CLASS_RULES 256
 // Priority given to the ACKs of a DLCP job with priority on.

@@ -8,6 +8,9 @@
 #ifndef _GRADSWITCH_PARSER_P4_
 #define _GRADSWITCH_PARSER_P4_
 
+#include <core.p4>
+#include <v1model.p4>
+
 #include "headers.p4"
 
 // UDP length of aggregation packets: UDP 8 + BTH 12 (+ RETH 16 | ImmDt 4) + payload + ICRC 4.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.build import BuildError, compile_program
-from controller.paths import BMV2_JSON, P4_PROGRAM, P4INFO
+from protocol.paths import BMV2_JSON, P4_PROGRAM, P4INFO
 
 pytestmark = pytest.mark.p4c
 

@@ -9,15 +9,16 @@ from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
 from controller.bmv2_thrift import Bmv2Thrift
-from controller.constants import CONFIG
 from controller.controls import all_base_entries, dlcp
 from controller.p4rt import TableEntry
 from controller.trace_replay import TraceSwitch
 from mininet_topos.topologies import leafspine, rack
+from protocol.config import CONFIG
+from protocol.dlcp import marking
+from protocol.qpn import qpn
 from roce.headers import Bth, Opcode, Transport
 from roce.scapy_layers import BTH
 from roce.wire import build_frame
-from workers.config import qpn
 
 pytestmark = pytest.mark.bmv2
 JOB = 5
@@ -45,8 +46,8 @@ def test_a_high_class_overtakes_queued_low_class_packets(tmp_path, priority):
         with Bmv2Thrift(sw.address.thrift_port) as thrift:
             for prio in range(8):
                 thrift.set_queue_rate(2, 100, priority=prio)  # every queue of port 2: 100 packets/s
-        low = [gradient_packet(topo, "h1", "h2", psn, dlcp.marking(False, 7, 0)) for psn in range(12)]
-        high = gradient_packet(topo, "h1", "h2", 100, dlcp.marking(False, 0, 3))
+        low = [gradient_packet(topo, "h1", "h2", psn, marking(False, 7, 0)) for psn in range(12)]
+        high = gradient_packet(topo, "h1", "h2", 100, marking(False, 0, 3))
         sw.replay([(1, p) for p in low] + [(1, high)])
         sw.wait({2: 13}, timeout=60)
     finally:
@@ -73,7 +74,7 @@ def test_droppable_packets_are_dropped_over_the_threshold_and_the_others_kept(tm
     entries += dlcp.threshold_entries({1: 3000})  # priority 1: drop droppable packets above 3000 bytes
     sw = start([1, 2], entries, tmp_path)
     try:
-        packets = [gradient_packet(topo, "h1", "h2", psn, dlcp.marking(psn % 2 == 1, 7, 0)) for psn in range(30)]
+        packets = [gradient_packet(topo, "h1", "h2", psn, marking(psn % 2 == 1, 7, 0)) for psn in range(30)]
         sw.replay([(1, p) for p in packets])
         sw.wait({2: 15}, timeout=60, drops=10)
         assert sw.session is not None

@@ -6,7 +6,6 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import ARP, Ether
 
-from controller.constants import CONFIG
 from controller.controls import acl
 from controller.controls.packet_io import punt_reason
 from controller.p4rt import (
@@ -21,8 +20,9 @@ from controller.p4rt import (
 )
 from controller.p4rt.entities import normalize
 from controller.pcap import read_pcap
-from controller.polling import wait_until
 from controller.trace_replay import TraceSwitch
+from protocol.config import CONFIG
+from protocol.polling import wait_until
 
 pytestmark = pytest.mark.bmv2
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from controller.constants import CONFIG
 from controller.controls import all_base_entries
 from controller.controls import netreduce as nr
 from controller.controls.packet_io import punt_reason
 from controller.netreduce_jobs import ActiveJob, place_job
 from controller.trace_replay import run_trace
 from mininet_topos.topologies import build_topology
+from protocol.config import CONFIG
 from tests.packet_diff import diff
 from tests.traces.generate import SCENARIOS, load
 

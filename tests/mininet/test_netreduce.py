@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from controller.experiment import ExperimentSpec, run_experiment, run_on
-from controller.paths import REPO_ROOT
-from controller.polling import wait_until
 from mininet_topos.network import GradNetwork, NetworkOptions
 from mininet_topos.topologies import rack
+from protocol.paths import REPO_ROOT
+from protocol.polling import wait_until
 
 pytestmark = pytest.mark.mininet
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.paths import REPO_ROOT
-from controller.polling import wait_until
 from mininet_topos.network import STATE_FILE, GradNetwork, NetworkOptions
 from mininet_topos.topologies import leafspine, rack
+from protocol.paths import REPO_ROOT
+from protocol.polling import wait_until
 
 pytestmark = pytest.mark.mininet
 

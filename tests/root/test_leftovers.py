@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.polling import wait_until
 from mininet_topos.network import NetworkError, live_switch_interfaces, remove_orphan_interfaces
+from protocol.polling import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
 

@@ -14,8 +14,8 @@ import textwrap
 
 import pytest
 
-from controller.paths import REPO_ROOT
 from mininet_topos.vethpair import veth_pair
+from protocol.paths import REPO_ROOT
 
 pytestmark = pytest.mark.root
 

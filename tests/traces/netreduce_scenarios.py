@@ -13,11 +13,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from controller.routing import switch_port_mac
-from controller.topology import Topology
 from mininet_topos.topologies import build_topology
+from mininet_topos.topology import Topology
+from protocol.netreduce import ELEMENTS, JobLayout
+from protocol.qpn import qpn, udp_source_port
 from roce.headers import Opcode, Transport
-from roce.wire import build_frame, udp_source_port
-from workers.netreduce_layout import ELEMENTS, JobLayout, qpn
+from roce.wire import build_frame
+from workers.netreduce import message_packet
 
 TOPOLOGY = {"name": "rack", "hosts": 4}
 
@@ -56,7 +58,7 @@ class NrJob:
     def transport(self, rank: int, k: int, i: int, payload: bytes | None = None, opcode: Opcode | None = None
                   ) -> Transport:
         data = payload if payload is not None else values(self.job, rank, k, i).astype(">i4").tobytes()
-        return self.layout.packet(rank, k, i, data, opcode)
+        return message_packet(self.layout, rank, k, i, data, opcode)
 
     def packet(self, rank: int, k: int, i: int, ident: int, **kw: object) -> Sent:
         """Worker `rank`'s packet i of message k, as its host sends it (to its peer's address)."""

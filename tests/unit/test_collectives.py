@@ -38,7 +38,7 @@ def run_job(cfg: JobConfig, tmp_path: Path, loss: float = 0.0, absent: tuple[int
                for n in cfg.nodes if n.node_id not in absent]
     for t in threads:
         t.start()
-    from controller.polling import wait_until
+    from protocol.polling import wait_until
 
     present = [n.node_id for n in cfg.nodes if n.node_id not in absent]
     wait_until(lambda: all((tmp_path / f"ready-{i}").exists() for i in present), 20, what="nodes to be ready")

@@ -11,7 +11,7 @@ import pytest
 
 from controller.compare import load_spec, run_compare
 from controller.experiment import ExperimentError, ExperimentSpec, place, topology_for
-from controller.paths import EXPERIMENTS
+from protocol.paths import EXPERIMENTS
 
 
 @pytest.mark.parametrize("path", sorted(EXPERIMENTS.glob("*.toml")), ids=lambda p: p.stem)

@@ -10,10 +10,12 @@ from p4.config.v1 import p4info_pb2
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import UDP
 
-from controller.bmv2 import Bmv2Config
-from controller.constants import CONFIG, ConfigError, parse_config
-from controller.paths import BMV2_JSON, P4INFO
+from mininet_topos.bmv2 import Bmv2Config
+from protocol import dlcp, qpn
+from protocol.config import CONFIG, ConfigError, parse_config
+from protocol.paths import BMV2_JSON, P4INFO
 from roce import wire
+from roce.headers import Opcode
 
 P4INFO_MSG = p4info_pb2.P4Info()
 text_format.Merge(P4INFO.read_text(), P4INFO_MSG)
@@ -79,3 +81,46 @@ def test_parse_errors_name_the_line(tmp_path):
         parse_config(bad)
     with pytest.raises(ConfigError, match="defines no constant 'NOPE'"):
         _ = CONFIG.NOPE
+
+
+def test_rc_opcodes_match_scapy():
+    """config.p4's opcodes (roce.headers.Opcode reads them) against scapy's independent table."""
+    from scapy.contrib import roce as scapy_roce
+
+    scapy_names = {name.replace("RDMA_", "").replace("_WITH_IMMEDIATE", "_IMM"): value
+                   for name, value in scapy_roce._ops.items()}
+    for op in Opcode:
+        assert scapy_names[op.name] == op.value == CONFIG.values[f"ROCE_{op.name}"], op.name
+
+
+def test_dlcp_and_netreduce_sizes_come_from_config():
+    sizes = counter_sizes()
+    assert sizes["GradswitchEgress.dlcp_egress.dlcp_events"] == CONFIG.DLCP_MAX_JOBS * CONFIG.DLCP_EVENTS
+    assert sizes["GradswitchIngress.netreduce.nr_job_events"] == CONFIG.AGG_MAX_JOBS * CONFIG.NR_EVENTS
+    assert table_size("dlcp_drop_thresholds") == CONFIG.PRIORITY_QUEUES
+    assert table_size("dlcp_jobs") == CONFIG.DLCP_MAX_JOBS
+    # a job id the QP number can carry past DLCP_MAX_JOBS is refused by the controller (test_dlcp_hosts.py)
+    assert qpn.MAX_JOBS >= CONFIG.DLCP_MAX_JOBS
+
+
+def test_dlcp_class_layout_fits_the_reserved_bits():
+    bits = {"droppable": 1 << CONFIG.DLCP_DROPPABLE_SHIFT, "layer": dlcp.LAYER_MASK, "magnitude": dlcp.MAGNITUDE_MASK}
+    assert sum(bits.values()) == bits["droppable"] | bits["layer"] | bits["magnitude"]  # no overlap
+    assert max(bits.values()) < 1 << 7  # BTH.resv7
+    assert dlcp.marking(True, dlcp.LAYER_CLASSES - 1, dlcp.MAGNITUDE_CLASSES - 1) < 1 << 7
+
+
+def test_netreduce_groups_stay_inside_the_job_block():
+    from protocol import netreduce
+
+    last_peer = netreduce.peer_group(1, CONFIG.AGG_MAX_MEMBERS - 1)
+    assert netreduce.group_base(1) < netreduce.up_group(1) < netreduce.peer_group(1, 0)
+    assert last_peer < netreduce.group_base(2)
+    assert netreduce.group_base(1) > CONFIG.BROADCAST_GROUP_ID
+
+
+def test_tensorlights_matches_the_source_port_the_engine_sends_from():
+    from mininet_topos.tensorlights import source_port_match
+
+    for job, node, peer in ((1, 2, 0), (3, 0, 5), (63, 7, 1)):
+        assert source_port_match(job, node)[0] == qpn.udp_source_port(qpn.qpn(node, peer, job))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from controller.controls.dlcp import default_classes, marking, rate_param
+from controller.controls.dlcp import default_classes, rate_param
 from controller.p4rt import Ternary
+from protocol.dlcp import marking
 from roce.headers import Transport
 from roce.qp import TRAILER_BYTES, QpConfig, Requester, droppable_bitmap
 from workers.dlcp import DlcpPolicy, Framing, Tag, layer_class, magnitude_class
@@ -73,3 +74,12 @@ def test_requester_marks_exactly_the_packets_the_trailer_calls_droppable():
     assert [p.bth.resv7 >> 6 for p in packets] == [bitmap >> i & 1 for i in range(len(packets))]
     assert all((p.bth.resv7 >> 3) & 7 == 7 for p in packets)
     assert [(p.bth.resv7 >> 1) & 3 for p in packets[1:3]] == [magnitude_class(p.payload, 300.0) for p in packets[1:3]]
+
+
+def test_dlcp_job_ids_beyond_the_switch_counters_are_refused():
+    from controller.controls.dlcp import Features, features_entry
+
+    assert features_entry(63, Features(priority=True)).params["priority"] == 1
+    for job in (0, 64, 200):
+        with pytest.raises(ValueError, match="DLCP_MAX_JOBS"):
+            features_entry(job, Features())

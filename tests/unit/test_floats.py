@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.constants import CONFIG
+from protocol.config import CONFIG
 from workers.config import JobConfig, Node
 from workers.encoding import Encoder, job_profile
 from workers.floats import BLOCK, BlockExponent, FixedPoint

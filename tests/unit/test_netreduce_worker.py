@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from controller.polling import wait_until
+from protocol.netreduce import JobLayout
+from protocol.polling import wait_until
 from roce.netreduce_model import NetReduceHub
 from workers.config import JobConfig, Node
 from workers.main import run_node
-from workers.netreduce_layout import JobLayout
 
 
 def run(tmp_path: Path, workers: int, loss: float = 0.0, credits: int = 2, **kw: object) -> tuple[dict, NetReduceHub]:

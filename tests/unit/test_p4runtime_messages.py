@@ -12,7 +12,6 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller.constants import CONFIG
 from controller.controls.fault_injection import loss_entries
 from controller.p4rt import (
     CloneSession,
@@ -29,7 +28,8 @@ from controller.p4rt import (
 )
 from controller.p4rt.entities import Lpm, Ternary, normalize
 from controller.p4rt.session import pipeline_cookie
-from controller.paths import BMV2_JSON, P4INFO
+from protocol.config import CONFIG
+from protocol.paths import BMV2_JSON, P4INFO
 from tests.fake_p4runtime import FakeServer
 
 RAW = p4info_pb2.P4Info()
@@ -258,6 +258,6 @@ def test_cpu_port_constant_matches_packet_io_width():
 
 
 def _wait_for(fn, timeout=5.0):
-    from controller.polling import wait_until
+    from protocol.polling import wait_until
 
     return wait_until(fn, timeout, what="the fake server to see the request")

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from controller.paths import REPO_ROOT
+from protocol.paths import REPO_ROOT
 
 VAGRANTFILE = REPO_ROOT / "Vagrantfile"
 PROVISION = REPO_ROOT / "vm" / "provision.sh"

@@ -4,6 +4,12 @@
 #ifndef _GRADSWITCH_ARP_P4_
 #define _GRADSWITCH_ARP_P4_
 
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../headers.p4"
+#include "../actions.p4"
+
 control ArpResponder(inout headers_t hdr,
                      inout local_metadata_t meta,
                      inout standard_metadata_t std_meta) {

@@ -6,8 +6,14 @@
 #ifndef _GRADSWITCH_DLCP_P4_
 #define _GRADSWITCH_DLCP_P4_
 
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../headers.p4"
+#include "../actions.p4"
+
 // Ingress: the job's features, the packet's priority queue and droppability, the spray key.
-control DlcpClassify(inout headers_t hdr,
+control DlcpIngress(inout headers_t hdr,
                      inout local_metadata_t meta,
                      inout standard_metadata_t std_meta) {
 
@@ -53,7 +59,7 @@ control DlcpClassify(inout headers_t hdr,
         meta.dlcp.priority = 0;
         meta.dlcp.spray_key = 0;
         if (hdr.bth.isValid()) {
-            meta.dlcp.job = hdr.bth.dest_qp[23:16];
+            meta.dlcp.job = (bit<8>)(hdr.bth.dest_qp >> QPN_JOB_SHIFT);
             if (dlcp_jobs.apply().hit) {
                 bool ack = hdr.bth.opcode == ROCE_ACKNOWLEDGE;
                 if (meta.dlcp.priority_on == 1) {
@@ -63,7 +69,8 @@ control DlcpClassify(inout headers_t hdr,
                         dlcp_classes.apply();
                     }
                 }
-                meta.dlcp.droppable = meta.dlcp.drop_on == 1 && !ack && hdr.bth.resv7[6:6] == 1;
+                meta.dlcp.droppable = meta.dlcp.drop_on == 1 && !ack
+                    && ((hdr.bth.resv7 >> DLCP_DROPPABLE_SHIFT) & 1) == 1;
                 if (meta.dlcp.spray_on == 1) {
                     meta.dlcp.spray_key = (bit<32>)hdr.bth.psn;
                 }
@@ -78,7 +85,7 @@ control DlcpEgress(inout headers_t hdr,
                    inout standard_metadata_t std_meta) {
 
     // Events (DLCP_EV_*) per job.
-    counter(256 * DLCP_EVENTS, CounterType.packets) dlcp_events;
+    counter(DLCP_MAX_JOBS * DLCP_EVENTS, CounterType.packets) dlcp_events;
     // Virtual queue per (egress port, priority): bytes, and when it was last updated (us). Under
     // strict priority a packet waits behind its own class (higher ones are short), so each class
     // of a port keeps its own queue, drained at the port's rate.
@@ -115,7 +122,7 @@ control DlcpEgress(inout headers_t hdr,
             NoAction;
         }
         default_action = NoAction();
-        size = 8;
+        size = PRIORITY_QUEUES;
     }
 
     // Drain the class's virtual queue to now, decide the drop, and add the packet if kept (one action).

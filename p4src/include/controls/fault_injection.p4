@@ -6,6 +6,12 @@
 #ifndef _GRADSWITCH_FAULT_INJECTION_P4_
 #define _GRADSWITCH_FAULT_INJECTION_P4_
 
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../headers.p4"
+#include "../actions.p4"
+
 // One instance matches on the ingress port, the other on the egress port.
 control FaultInjection(in port_t port,
                        in headers_t hdr,

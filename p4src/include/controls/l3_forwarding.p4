@@ -6,6 +6,12 @@
 #ifndef _GRADSWITCH_L3_FORWARDING_P4_
 #define _GRADSWITCH_L3_FORWARDING_P4_
 
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../headers.p4"
+#include "../actions.p4"
+
 control Ipv4Routing(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t std_meta) {

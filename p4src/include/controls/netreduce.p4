@@ -2,7 +2,7 @@
  * NetReduce: in-network gradient reduction on RoCE v2 Reliable Connections.
  * The design (packet format, slot life cycle, loss, credits, hierarchy) is docs/netreduce.md.
  *
- * NetReduce (ingress) identifies members' packets, places them in aggregator cells (the
+ * NetReduceIngress identifies members' packets, places them in aggregator cells (the
  * first packet of a message carries the place in its RETH; later packets use per-QP
  * context plus their PSN offset), sums them in registers inside one action, and on
  * completion multicasts the result. NetReduceEgress rewrites each copy into one worker's
@@ -10,6 +10,12 @@
  */
 #ifndef _GRADSWITCH_NETREDUCE_P4_
 #define _GRADSWITCH_NETREDUCE_P4_
+
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../headers.p4"
+#include "../actions.p4"
 
 #if (1 << AGG_MESSAGE_BYTES_LOG2) != AGG_PACKETS_PER_MESSAGE * AGG_ELEMENTS_PER_PACKET * 4
 #error "AGG_MESSAGE_BYTES_LOG2 must be log2 of a message's bytes"
@@ -38,11 +44,15 @@ const bit<8> NR_OUT_DUPLICATE = 4;  // retransmission for a cell still waiting: 
 const bit<8> NR_OUT_NO_CREDIT = 5;  // the slot still holds an older message (over-sending): drop
 const bit<8> NR_OUT_STALE = 6;      // the message is older than the slot's: drop
 
-// Message numbers are PSN >> AGG_PACKETS_PER_MESSAGE_LOG2: 22 bits.
-#define NR_MSG_MASK 0x3FFFFF
-#define NR_MSG_HALF 0x200000
-// Per-QP context entry: valid (bit 31) | window index (bits 22-29) | message number (bits 0-21).
+// Message numbers are PSN >> AGG_PACKETS_PER_MESSAGE_LOG2: the PSN's 24 bits less the packet offset.
+#define NR_MSG_BITS (24 - AGG_PACKETS_PER_MESSAGE_LOG2)
+#define NR_MSG_MASK ((1 << NR_MSG_BITS) - 1)
+#define NR_MSG_HALF (1 << (NR_MSG_BITS - 1))
+// Per-QP context entry: valid (bit 31) | window index (from bit NR_MSG_BITS) | message number (below it).
 #define NR_CTX_VALID 0x80000000
+#if NR_MSG_BITS + 8 > 31
+#error "a per-QP context entry must hold the message number, an 8-bit window index and the valid bit"
+#endif
 
 // One element of a contribution: fresh -> take the payload, add -> sum, otherwise keep;
 // the packet leaves carrying what the cell now holds.
@@ -62,7 +72,7 @@ const bit<8> NR_OUT_STALE = 6;      // the message is older than the slot's: dro
 
 #define NR_PAYLOAD(i) hdr.agg.e##i
 
-control NetReduce(inout headers_t hdr,
+control NetReduceIngress(inout headers_t hdr,
                   inout local_metadata_t meta,
                   inout standard_metadata_t std_meta) {
 
@@ -187,7 +197,7 @@ control NetReduce(inout headers_t hdr,
         bit<32> index = (bit<32>)meta.nr.member_id * AGG_MAX_CREDITS + (meta.nr.msg & (AGG_MAX_CREDITS - 1));
         bit<32> old;
         nr_qp_context.read(old, index);
-        bit<32> entry = NR_CTX_VALID | (((bit<32>)meta.nr.window) << 22) | (meta.nr.msg & NR_MSG_MASK);
+        bit<32> entry = NR_CTX_VALID | (((bit<32>)meta.nr.window) << NR_MSG_BITS) | (meta.nr.msg & NR_MSG_MASK);
         nr_qp_context.write(index, meta.nr.context_ok ? entry : old);
     }
 
@@ -197,7 +207,7 @@ control NetReduce(inout headers_t hdr,
         bit<32> index = (bit<32>)meta.nr.member_id * AGG_MAX_CREDITS + (meta.nr.msg & (AGG_MAX_CREDITS - 1));
         bit<32> entry;
         nr_qp_context.read(entry, index);
-        meta.nr.window = (bit<8>)(entry >> 22);
+        meta.nr.window = (bit<8>)(entry >> NR_MSG_BITS);
         meta.nr.context_ok = (entry & NR_CTX_VALID) != 0 && (entry & NR_MSG_MASK) == meta.nr.msg;
     }
 
@@ -347,7 +357,7 @@ control NetReduce(inout headers_t hdr,
             count_event(NR_EV_COMPLETION);
             if (meta.nr.role == NR_ROLE_LEAF) {
                 count_event(NR_EV_PARTIAL_UP);
-                emit(meta.nr.group_base + 1);
+                emit(meta.nr.group_base + NR_GROUP_UP);
             } else {
                 emit(meta.nr.group_base);
             }
@@ -357,10 +367,10 @@ control NetReduce(inout headers_t hdr,
         } else if (meta.nr.outcome == NR_OUT_RESEND) {
             if (meta.nr.role == NR_ROLE_LEAF && !meta.nr.holds_result) {
                 count_event(NR_EV_PARTIAL_UP);
-                emit(meta.nr.group_base + 1);
+                emit(meta.nr.group_base + NR_GROUP_UP);
             } else {
                 count_event(NR_EV_RETRANSMITTED_RESULT);
-                emit(meta.nr.group_base + 8 + (bit<16>)meta.nr.peer_index);
+                emit(meta.nr.group_base + NR_GROUP_PEER_BASE + (bit<16>)meta.nr.peer_index);
             }
         } else if (meta.nr.outcome == NR_OUT_DUPLICATE) {
             refuse(NR_EV_DUPLICATE);

@@ -4,6 +4,11 @@
 #ifndef _GRADSWITCH_PACKET_IO_P4_
 #define _GRADSWITCH_PACKET_IO_P4_
 
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../headers.p4"
+
 // A packet-out leaves by the port its header names, untouched otherwise.
 control PacketIoIngress(inout headers_t hdr,
                         inout local_metadata_t meta,

@@ -4,6 +4,11 @@
 #ifndef _GRADSWITCH_PORT_COUNTERS_P4_
 #define _GRADSWITCH_PORT_COUNTERS_P4_
 
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../headers.p4"
+
 control PortRxCounters(in local_metadata_t meta, in standard_metadata_t std_meta) {
     // Packets/bytes received, indexed by ingress port.
     counter(MAX_PORTS, CounterType.packets_and_bytes) port_rx;

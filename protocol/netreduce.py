@@ -9,18 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.constants import CONFIG
-from roce.headers import Bth, Opcode, Reth, Transport
-from workers.config import qpn
-
-__all__ = ["JobLayout", "qpn"]
+from protocol.config import CONFIG
 
 ELEMENTS = CONFIG.AGG_ELEMENTS_PER_PACKET  # int32 values per packet
 PACKETS = CONFIG.AGG_PACKETS_PER_MESSAGE  # packets per message
 PACKET_BYTES = ELEMENTS * 4
 MESSAGE_ELEMENTS = ELEMENTS * PACKETS
 MESSAGE_BYTES = 1 << CONFIG.AGG_MESSAGE_BYTES_LOG2
-MTU = PACKET_BYTES  # RoCE MTU 256: every packet of a message is full
+MTU = PACKET_BYTES  # the job's RoCE MTU: every packet of a message is full
+DEFAULT_CREDITS = 4  # messages in flight per worker when a job does not say
 
 assert MESSAGE_BYTES == MESSAGE_ELEMENTS * 4, "config.p4: AGG_MESSAGE_BYTES_LOG2 disagrees with the packet sizes"
 
@@ -68,16 +65,6 @@ class JobLayout:
     def imm(self, k: int) -> int:
         return k & 0xFFFFFFFF
 
-    def packet(self, rank: int, k: int, i: int, payload: bytes, opcode: Opcode | None = None) -> Transport:
-        """Packet i of worker `rank`'s message k exactly as its QP sends it (for tests and tools;
-        the worker itself posts whole messages to its requester, which cuts them the same way)."""
-        op = opcode or (Opcode.WRITE_FIRST if i == 0 else Opcode.WRITE_LAST_IMM if i == PACKETS - 1
-                        else Opcode.WRITE_MIDDLE)
-        bth = Bth(op, qpn(self.peer(rank), rank, self.job), self.initial_psn + k * PACKETS + i,
-                  ack_req=i == PACKETS - 1)
-        return Transport(bth, payload, reth=Reth(self.va(k), self.rkey, MESSAGE_BYTES) if op == Opcode.WRITE_FIRST
-                         else None, imm=self.imm(k) if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM) else None)
-
     def peer(self, rank: int) -> int:
         """Worker `rank` sends its gradient on its QP to rank + 1 (mod N)."""
         return (rank + 1) % self.workers
@@ -85,3 +72,22 @@ class JobLayout:
     def sender_to(self, rank: int) -> int:
         """The worker whose connection `rank` receives its results on."""
         return (rank - 1) % self.workers
+
+    def psn(self, k: int, i: int) -> int:
+        """PSN of packet i of message k, the same on every connection of the job."""
+        return (self.initial_psn + k * PACKETS + i) & 0xFFFFFF
+
+
+def group_base(job: int) -> int:
+    """The job's first multicast group: its results to every local receiver (or every child)."""
+    return int(CONFIG.NR_GROUP_BASE + job * CONFIG.NR_GROUPS_PER_JOB)
+
+
+def up_group(job: int) -> int:
+    """A leaf's group that sends the job's partial sums up to its parent."""
+    return group_base(job) + CONFIG.NR_GROUP_UP
+
+
+def peer_group(job: int, index: int) -> int:
+    """The group that answers connection (or child) `index` alone, for a retransmission."""
+    return group_base(job) + CONFIG.NR_GROUP_PEER_BASE + index

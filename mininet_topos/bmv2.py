@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller.constants import CONFIG
-from controller.polling import wait_until
+from protocol.config import CONFIG
+from protocol.polling import wait_until
 
 SIMPLE_SWITCH_GRPC = "simple_switch_grpc"
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")

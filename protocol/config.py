@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from controller.paths import P4_CONFIG
+from protocol.paths import P4_CONFIG
 
 _DEFINE = re.compile(r"^#define\s+([A-Z][A-Z0-9_]*)\s+(0x[0-9a-fA-F]+|\d+)\s*$")
 _COMMENT = re.compile(r"^//\s?(.*)$")

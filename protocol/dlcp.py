@@ -1,0 +1,36 @@
+"""The class a DLCP packet carries in BTH.resv7 (docs/dlcp.md).
+
+resv7 = droppable << DLCP_DROPPABLE_SHIFT | layer class << DLCP_LAYER_SHIFT
+        | magnitude class << DLCP_MAGNITUDE_SHIFT
+(config.p4). The hosts mark their packets with `marking`; the switch reads the droppable bit
+itself and matches the classes with the controller's ternary rules (`layer_match`, `magnitude_match`).
+"""
+
+from __future__ import annotations
+
+from protocol.config import CONFIG
+
+LAYER_CLASSES = CONFIG.DLCP_LAYER_CLASSES
+MAGNITUDE_CLASSES = CONFIG.DLCP_MAGNITUDE_CLASSES
+DROPPABLE = 1 << CONFIG.DLCP_DROPPABLE_SHIFT  # the droppable bit of resv7
+LAYER_MASK = (LAYER_CLASSES - 1) << CONFIG.DLCP_LAYER_SHIFT
+MAGNITUDE_MASK = (MAGNITUDE_CLASSES - 1) << CONFIG.DLCP_MAGNITUDE_SHIFT
+
+
+def marking(droppable: bool, layer_class: int, magnitude_class: int) -> int:
+    """The 7-bit BTH.resv7 value of a packet's class."""
+    if not (0 <= layer_class < LAYER_CLASSES and 0 <= magnitude_class < MAGNITUDE_CLASSES):
+        raise ValueError(f"class out of range: layer {layer_class} (0..{LAYER_CLASSES - 1}), "
+                         f"magnitude {magnitude_class} (0..{MAGNITUDE_CLASSES - 1})")
+    return (DROPPABLE if droppable else 0) | layer_class << CONFIG.DLCP_LAYER_SHIFT \
+        | magnitude_class << CONFIG.DLCP_MAGNITUDE_SHIFT
+
+
+def layer_match(layer_class: int) -> tuple[int, int]:
+    """(value, mask) of resv7 for every packet of a layer class."""
+    return marking(False, layer_class, 0), LAYER_MASK
+
+
+def layer_magnitude_match(layer_class: int, magnitude_class: int) -> tuple[int, int]:
+    """(value, mask) of resv7 for the packets of a layer class and a magnitude class."""
+    return marking(False, layer_class, magnitude_class), LAYER_MASK | MAGNITUDE_MASK
