@@ -4,13 +4,18 @@ Markers: p4c, bmv2, root, mininet, tshark. On a machine without the P4 toolchain
 tests that need it skip with the reason. With GRADSWITCH_REQUIRE_TOOLCHAIN=1 (or
 `pytest --require-toolchain`) a missing requirement fails the test instead: `.ci/run`
 sets it when the toolchain is installed, so a broken install cannot pass as skips.
+
+Tests that start BMv2 switches or Mininet networks hold a machine-wide lock while they run:
+switches listen on fixed ports and networks name their interfaces after their nodes, so two
+test sessions on one machine (two checkouts) would otherwise collide.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -59,3 +64,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             if _required(item.config):
                 pytest.fail(f"[{marker.name}] required but missing: {missing}", pytrace=False)
             pytest.skip(f"[{marker.name}] {missing}")
+
+
+MACHINE_LOCK = "/tmp/gradswitch-switches.lock"
+LOCKED_MARKERS = {"bmv2", "mininet", "root"}
+
+
+@pytest.fixture(autouse=True)
+def _one_switch_user_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]:
+    if not any(m.name in LOCKED_MARKERS for m in request.node.iter_markers()):
+        yield
+        return
+    with open(MACHINE_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
