@@ -16,6 +16,7 @@ from typing import Any
 
 from bench.common import collective_args, run_specs, save
 from controller.experiment import ExperimentSpec
+from mininet_topos.bmv2 import one_switch_user_at_a_time
 
 
 def main() -> None:
@@ -44,4 +45,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with one_switch_user_at_a_time():  # no test or other benchmark on the switches meanwhile
+        main()

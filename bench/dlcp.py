@@ -18,6 +18,7 @@ from typing import Any
 
 from bench.common import save
 from controller.compare import load_spec, run_compare
+from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.paths import REPO_ROOT
 
 SPECS = REPO_ROOT / "experiments"
@@ -78,4 +79,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with one_switch_user_at_a_time():  # no test or other benchmark on the switches meanwhile
+        main()

@@ -25,6 +25,7 @@ from controller.controls import all_base_entries
 from controller.p4rt import Entity, P4Info, TableEntry
 from controller.pcap import read_pcap, read_timed
 from controller.trace_replay import TraceSwitch
+from mininet_topos.bmv2 import one_switch_user_at_a_time
 from mininet_topos.topologies import rack
 from protocol.paths import BMV2_JSON, P4INFO
 from protocol.polling import wait_until
@@ -75,4 +76,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with one_switch_user_at_a_time():  # no test or other benchmark on the switches meanwhile
+        main()

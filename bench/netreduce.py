@@ -20,6 +20,7 @@ from typing import Any
 
 from bench.common import collective_args, run_specs, save
 from controller.experiment import ExperimentSpec
+from mininet_topos.bmv2 import one_switch_user_at_a_time
 
 WIRE_OVERHEAD = 14 + 20 + 8 + 12 + 4  # Ethernet, IPv4, UDP, BTH, ICRC bytes per RoCE packet
 
@@ -70,4 +71,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with one_switch_user_at_a_time():  # no test or other benchmark on the switches meanwhile
+        main()

@@ -22,6 +22,7 @@ from typing import Any
 
 from bench.common import save
 from controller.cli import parse_size
+from mininet_topos.bmv2 import one_switch_user_at_a_time
 from mininet_topos.network import GradNetwork, NetworkOptions
 from mininet_topos.topologies import rack
 from mininet_topos.vethpair import veth_pair
@@ -101,4 +102,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with one_switch_user_at_a_time():  # no test or other benchmark on the switches meanwhile
+        main()

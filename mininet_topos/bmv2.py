@@ -11,12 +11,13 @@ kills exactly the pid it started.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
 import socket
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from protocol.config import CONFIG
 from protocol.polling import wait_until
 
 SIMPLE_SWITCH_GRPC = "simple_switch_grpc"
+MACHINE_LOCK = Path("/tmp/gradswitch-switches.lock")
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
 
 
@@ -159,3 +161,15 @@ class Bmv2Process:
 
 def wait_port_closed(port: int, timeout: float = 5.0) -> None:
     wait_until(lambda: not port_open(port), timeout, what=f"port {port} to close")
+
+
+@contextlib.contextmanager
+def one_switch_user_at_a_time() -> Iterator[None]:
+    """Hold the machine-wide lock of BMv2 users (tests, benchmarks) while the block runs.
+
+    Switches listen on fixed ports and networks name their interfaces after their nodes, so
+    two test sessions or benchmarks on one machine would collide; the second waits instead.
+    """
+    with MACHINE_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield

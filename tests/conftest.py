@@ -12,7 +12,6 @@ test sessions on one machine (two checkouts) would otherwise collide.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -66,7 +65,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(f"[{marker.name}] {missing}")
 
 
-MACHINE_LOCK = "/tmp/gradswitch-switches.lock"
 LOCKED_MARKERS = {"bmv2", "mininet", "root"}
 
 
@@ -75,6 +73,7 @@ def _one_switch_user_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]
     if not any(m.name in LOCKED_MARKERS for m in request.node.iter_markers()):
         yield
         return
-    with open(MACHINE_LOCK, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    from mininet_topos.bmv2 import one_switch_user_at_a_time
+
+    with one_switch_user_at_a_time():
         yield
