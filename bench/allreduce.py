@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import collective_args, run_specs, save
-from controller.experiment import ExperimentSpec
+from controller.experiment.spec import ExperimentSpec, Topo
 from mininet_topos.bmv2 import one_switch_user_at_a_time
+from roce.qp import Mode
+from workers.config import Algorithm
 
 
 def main() -> None:
@@ -25,8 +27,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(x) for x in args.workers.split(",")):
             print(f"N = {n}", flush=True)
-            specs = [ExperimentSpec(algo=algo, workers=n, size_bytes=args.size, iterations=args.iterations,
-                                    topo="rack", bw_mbps=args.bw, transport=args.transport, name=f"{algo}-n{n}")
+            specs = [ExperimentSpec(algo=Algorithm(algo), workers=n, size_bytes=args.size, iterations=args.iterations,
+                                    topo=Topo.RACK, bw_mbps=args.bw, transport=Mode(args.transport),
+                                    name=f"{algo}-n{n}")
                      for algo in ("ring", "ps")]
             reports = run_specs(specs, Path(tmp) / f"n{n}")
             for spec in specs:

@@ -38,12 +38,14 @@ def run_specs(specs: list[Any], out_dir: Path) -> dict[str, dict[str, Any]]:
     One network for all of them: the same switches, links and hosts, so ratios between the
     runs compare the algorithms, not two bring-ups.
     """
-    from controller.experiment import run_on, topology_for
-    from mininet_topos.network import GradNetwork, NetworkOptions
+    from controller.experiment.placement import topology_for
+    from controller.experiment.runner import run_on
+    from controller.testbed import Testbed
+    from mininet_topos.network import NetworkOptions
 
     biggest = max(specs, key=lambda s: s.hosts_needed())
     reports: dict[str, dict[str, Any]] = {}
-    with GradNetwork(topology_for(biggest), NetworkOptions(run_dir=out_dir / "net")) as net:
+    with Testbed(topology_for(biggest), NetworkOptions(run_dir=out_dir / "net")) as net:
         for i, spec in enumerate(specs, start=1):
             print(f"  [{i}/{len(specs)}] {spec.label} ...", flush=True)
             report = run_on(net, spec, out_dir / spec.label, progress=False)

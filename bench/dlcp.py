@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import save
-from controller.compare import load_spec, run_compare
+from controller.experiment.compare import load_spec, run_compare
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.paths import REPO_ROOT
 

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import collective_args, run_specs, save
-from controller.experiment import ExperimentSpec
+from controller.experiment.spec import ExperimentSpec, Topo
 from mininet_topos.bmv2 import one_switch_user_at_a_time
+from roce.qp import Mode
+from workers.config import Algorithm
 
 WIRE_OVERHEAD = 14 + 20 + 8 + 12 + 4  # Ethernet, IPv4, UDP, BTH, ICRC bytes per RoCE packet
 
@@ -42,12 +44,12 @@ def main() -> None:
         for topo in args.topos.split(","):
             for n in (int(x) for x in args.workers.split(",")):
                 print(f"{topo}, N = {n}", flush=True)
-                specs = [ExperimentSpec(algo=algo, workers=n, size_bytes=args.size, iterations=args.iterations,
-                                        topo=topo, bw_mbps=args.bw, transport=args.transport, name=f"{algo}-n{n}",
-                                        ps_key_bytes=ps_key)
+                specs = [ExperimentSpec(algo=Algorithm(algo), workers=n, size_bytes=args.size,
+                                        iterations=args.iterations, topo=Topo(topo), bw_mbps=args.bw,
+                                        transport=Mode(args.transport), name=f"{algo}-n{n}", ps_key_bytes=ps_key)
                          for algo in ("netreduce", "ring", "ps")]
                 reports = run_specs(specs, Path(tmp) / f"{topo}-n{n}")
-                t = {s.algo: reports[s.label]["summary"]["median_s"] for s in specs}
+                t = {str(s.algo): reports[s.label]["summary"]["median_s"] for s in specs}
                 ideal_ring, ideal_ps = 2 * (n - 1) / n, float(n)
                 rows.append({"topo": topo, "workers": n, "netreduce_s": t["netreduce"], "ring_s": t["ring"],
                              "ps_s": t["ps"], "ring_over_netreduce": t["ring"] / t["netreduce"],
@@ -55,7 +57,7 @@ def main() -> None:
                              "ideal_ps": ideal_ps, "ideal_ring_headers": ideal_ring * header_factor,
                              "ideal_ps_headers": ideal_ps * header_factor,
                              "netreduce_ratio_to_bound": reports[f"netreduce-n{n}"]["summary"]["ratio_to_bound"],
-                             "retransmissions": {s.algo: reports[s.label]["retransmissions"] for s in specs}})
+                             "retransmissions": {str(s.algo): reports[s.label]["retransmissions"] for s in specs}})
     print(f"\n{'topology':<10}{'N':>3}{'NetReduce s':>13}{'ring s':>9}{'PS s':>9}"
           f"{'ring/NR':>9}{'ideal':>7}{'(hdr)':>7}{'PS/NR':>8}{'ideal':>7}{'(hdr)':>7}  resent NR/ring/PS")
     for r in rows:

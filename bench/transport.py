@@ -22,8 +22,9 @@ from typing import Any
 
 from bench.common import save
 from controller.cli import parse_size
+from controller.testbed import Testbed
 from mininet_topos.bmv2 import one_switch_user_at_a_time
-from mininet_topos.network import GradNetwork, NetworkOptions
+from mininet_topos.network import NetworkOptions
 from mininet_topos.topologies import rack
 from mininet_topos.vethpair import veth_pair
 from protocol.paths import REPO_ROOT
@@ -65,7 +66,7 @@ def run_direct(args: argparse.Namespace, mode: str) -> dict[str, Any]:
         return transfer(popen, (a.ip, b.ip), args, mode)
 
 
-def run_switched(net: GradNetwork, args: argparse.Namespace, mode: str) -> dict[str, Any]:
+def run_switched(net: Testbed, args: argparse.Namespace, mode: str) -> dict[str, Any]:
     hosts = {"a": "h1", "b": "h2"}
 
     def popen(side: str, argv: list[str]) -> subprocess.Popen[str]:
@@ -86,7 +87,7 @@ def main() -> None:
     args = parser.parse_args()
     modes = args.modes.split(",")
     figures: dict[str, Any] = {"bytes": args.bytes, "mtu": args.mtu, "bw_mbps": args.bw, "modes": {}}
-    with GradNetwork(rack(hosts=2, bw_mbps=args.bw), NetworkOptions(run_dir=Path("/tmp/gradswitch-bench-transport"))
+    with Testbed(rack(hosts=2, bw_mbps=args.bw), NetworkOptions(run_dir=Path("/tmp/gradswitch-bench-transport"))
                      ) as net:
         switched = {m: run_switched(net, args, m) for m in modes}
     for mode in modes:

@@ -1,20 +1,67 @@
-"""The `gradswitch` command line."""
+"""The `gradswitch` command line.
+
+A user's mistake (a bad value, a missing tool, no running network) ends in one `error:` line
+per problem, naming the value, what is allowed and what to do, before anything starts; `-v`
+adds the traceback. Anything else is a bug and shows its traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from protocol.paths import runtime_dir
 
+SIZE_UNITS = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "b": 1}
 
-def _topology_args(p: argparse.ArgumentParser) -> None:
+
+class UsageError(Exception):
+    """A user's mistake the command reports in one line per problem (no traceback)."""
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that report a user's mistake or a missing piece, not a bug."""
+    from controller.control_socket import ControlSocketError
+    from controller.experiment.spec import ExperimentError, SpecError
+    from controller.netreduce_jobs import JobError
+    from controller.p4rt import SwitchError
+    from mininet_topos.network import NetworkError
+    from mininet_topos.topology import TopologyError
+
+    return (UsageError, SpecError, ExperimentError, NetworkError, TopologyError, ControlSocketError, SwitchError,
+            JobError)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad option is one line naming it and pointing at --help (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def parse_size(text: str) -> int:
+    """8MiB, 512KiB, 1GiB, 64kB, 1000 (bytes)."""
+    lowered = text.strip().lower()
+    try:
+        for unit, factor in SIZE_UNITS.items():
+            if lowered.endswith(unit):
+                return int(float(lowered[: -len(unit)]) * factor)
+        return int(lowered)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size: give bytes with an optional unit ({', '.join(SIZE_UNITS)}), e.g. 8MiB") from None
+
+
+def _topology_args(p: argparse.ArgumentParser, default: str) -> None:
+    from mininet_topos.topologies import TOPOLOGIES
+
     g = p.add_argument_group("topology")
-    g.add_argument("--topo", choices=("rack", "leafspine", "dumbbell"), default="leafspine")
+    g.add_argument("--topo", choices=list(TOPOLOGIES), default=default)
     g.add_argument("--hosts", type=int, help="rack: number of hosts")
     g.add_argument("--leaves", type=int, help="leafspine: number of leaves")
     g.add_argument("--spines", type=int, help="leafspine: number of spines")
@@ -24,6 +71,7 @@ def _topology_args(p: argparse.ArgumentParser) -> None:
 
 
 def topology_from_args(args: argparse.Namespace) -> Any:
+    """The topology the options describe (TopologyError names a bad value)."""
     from mininet_topos.topologies import build_topology
 
     params: dict[str, Any] = {"bw_mbps": args.bw}
@@ -62,25 +110,23 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_net(args: argparse.Namespace) -> int:
     from controller.control_socket import ControlServer
-    from mininet_topos.network import GradNetwork, NetworkError, NetworkOptions
+    from controller.testbed import Testbed
+    from mininet_topos.network import NetworkOptions, preflight
 
     topo = topology_from_args(args)
+    preflight()
     options = NetworkOptions(log_level=args.log_level, pcap=args.pcap)
     print(f"bringing up {topo.name}: {len(topo.switches)} BMv2 switches, {len(topo.hosts)} hosts ...", flush=True)
-    try:
-        with GradNetwork(topo, options) as net:
-            assert net.fabric is not None
-            print(f"switches programmed; logs in {net.run_dir}", flush=True)
-            if args.pingall:
-                reach = net.pingall()
-                print(reach.table())
-                return 0 if reach.full else 1
-            with ControlServer(net.fabric, net.run_dir):
-                _mininet_cli(net)
-            return 0
-    except NetworkError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    with Testbed(topo, options) as net:
+        assert net.control is not None
+        print(f"switches programmed; logs in {net.run_dir}", flush=True)
+        if args.pingall:
+            reach = net.pingall()
+            print(reach.table())
+            return 0 if reach.full else 1
+        with ControlServer(net.control, net.run_dir):
+            _mininet_cli(net)
+        return 0
 
 
 def _mininet_cli(net: Any) -> None:
@@ -92,9 +138,9 @@ def _mininet_cli(net: Any) -> None:
         def do_repl(self, line: str) -> None:
             """repl [COMMAND]: the gradswitch REPL (tables, entries, counters), or one command of it."""
             if line.strip():
-                Repl(net.fabric).onecmd(line)
+                Repl(net.control).onecmd(line)
             else:
-                run_repl(net.fabric)
+                run_repl(net.control)
 
     print("Mininet CLI: `repl` opens the gradswitch REPL; `gradswitch repl` in another terminal attaches too.")
     GradCLI(net.net)
@@ -104,6 +150,9 @@ def _find_run_dir(explicit: Path | None) -> Path:
     from controller.control_socket import SOCKET_NAME, ControlSocketError
 
     if explicit is not None:
+        if not (explicit / SOCKET_NAME).exists():
+            raise ControlSocketError(f"--run-dir {explicit}: no running network there (no {SOCKET_NAME}); "
+                                     f"leave --run-dir out to find the one running under {runtime_dir()}")
         return explicit
     candidates = sorted(p.parent for p in runtime_dir().glob(f"*/{SOCKET_NAME}"))
     if not candidates:
@@ -115,70 +164,54 @@ def _find_run_dir(explicit: Path | None) -> Path:
 
 
 def cmd_repl(args: argparse.Namespace) -> int:
-    from controller.control_socket import ControlSocketError, attach
+    from controller.control_plane import ControlPlane
+    from controller.control_socket import attach
     from controller.fabric import Fabric
-    from controller.p4rt import REPL_ELECTION_ID, SwitchError
+    from controller.p4rt import REPL_ELECTION_ID
     from controller.repl import run_repl
 
     if args.direct:
         fabric = Fabric(topology_from_args(args), election_id=REPL_ELECTION_ID)
-        try:
-            fabric.connect()
-        except SwitchError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+        fabric.connect()
         with fabric:
-            run_repl(fabric, args.command)
+            run_repl(ControlPlane.over(fabric), args.command)
         return 0
-    try:
-        proxy = attach(_find_run_dir(args.run_dir))
-    except ControlSocketError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    run_repl(proxy, args.command)
+    run_repl(attach(_find_run_dir(args.run_dir)), args.command)
     return 0
 
 
-def parse_size(text: str) -> int:
-    """8MiB, 512KiB, 1GiB, 1000 (bytes)."""
-    units = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "b": 1}
-    lowered = text.strip().lower()
-    for unit, factor in units.items():
-        if lowered.endswith(unit):
-            return int(float(lowered[: -len(unit)]) * factor)
-    return int(lowered)
+EXPERIMENT_OPTIONS = {  # command-line option -> ExperimentSpec field
+    "algo": "algo", "workers": "workers", "size": "size_bytes", "iterations": "iterations", "topo": "topo",
+    "bw": "bw_mbps", "loss": "loss_pct", "transport": "transport", "servers": "servers", "ps_key": "ps_key_bytes",
+    "workload": "workload", "scale": "scale", "dtype": "dtype", "float_mode": "float_mode", "mtu": "mtu",
+    "credits": "credits", "name": "name",
+}
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from controller.experiment import ExperimentError, ExperimentSpec, run_experiment
-    from controller.report import format_table
-    from mininet_topos.network import NetworkError
+    from controller.experiment.report import format_table
+    from controller.experiment.runner import run_experiment
+    from controller.experiment.spec import spec_from_dict
+    from mininet_topos.network import preflight
 
-    spec = ExperimentSpec(algo=args.algo, workers=args.workers, size_bytes=parse_size(args.size),
-                          iterations=args.iterations, topo=args.topo, bw_mbps=args.bw, loss_pct=args.loss,
-                          transport=args.transport, servers=args.servers, ps_key_bytes=parse_size(args.ps_key),
-                          workload=args.workload, scale=args.scale,
-                          dtype=args.dtype, float_mode=args.float_mode, mtu=args.mtu, name=args.name or "")
+    given = {field: getattr(args, option) for option, field in EXPERIMENT_OPTIONS.items()
+             if getattr(args, option) is not None}
+    spec = spec_from_dict(given)
+    spec.validate()
+    preflight()
     out = args.out or Path("runs") / spec.label
-    try:
-        report = run_experiment(spec, out)
-    except (ExperimentError, NetworkError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    report = run_experiment(spec, out)
     print(format_table(report))
     print(f"results: {out / 'results.json'}, plots: {out / 'iterations.png'}")
     return 0 if report["ok"] else 1
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from controller.compare import load_spec, run_compare
-    from controller.experiment import ExperimentError
+    from controller.experiment.compare import load_spec, run_compare
+    from mininet_topos.network import preflight
 
-    try:
-        spec = load_spec(args.spec)
-    except ExperimentError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    spec = load_spec(args.spec)
+    preflight()
     out = args.out or Path("runs") / spec.name
     summary = run_compare(spec, out)
     print(f"report: {out / 'report.md'}, summary: {out / 'summary.json'}")
@@ -206,9 +239,14 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gradswitch", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command_name", required=True)
+    from mininet_topos.bmv2 import LOG_LEVELS
+    from mininet_topos.topologies import TOPOLOGIES
+    from roce.qp import VALID_MTUS, Mode
+    from workers.config import Algorithm, DType, FloatMode
+
+    parser = Parser(prog="gradswitch", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, and tracebacks of errors")
+    sub = parser.add_subparsers(dest="command_name", required=True, parser_class=Parser)
 
     p = sub.add_parser("doctor", help="report the tools gradswitch uses and what fails without them")
     p.set_defaults(func=cmd_doctor)
@@ -217,9 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("net", help="bring up a Mininet network of BMv2 switches")
-    _topology_args(p)
+    _topology_args(p, default="leafspine")
     p.add_argument("--pingall", action="store_true", help="check every host pair, print the table, tear down")
-    p.add_argument("--log-level", default="info", help="BMv2 log level (debug logs every packet)")
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="BMv2 log level (debug logs every packet)")
     p.add_argument("--pcap", action="store_true", help="BMv2 writes pcaps of every port")
     p.set_defaults(func=cmd_net)
 
@@ -228,27 +266,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-c", "--command", action="append", help="run this REPL command and exit (repeatable)")
     p.add_argument("--direct", action="store_true",
                    help="no controller running: open own P4Runtime sessions (lower election id than a controller)")
-    _topology_args(p)
+    _topology_args(p, default="leafspine")
     p.set_defaults(func=cmd_repl)
 
+    # Experiment options default to None: ExperimentSpec's defaults apply to what is not given.
     p = sub.add_parser("experiment", help="run one all-reduce experiment and report it")
-    p.add_argument("--algo", choices=("ring", "ps", "netreduce"), default="ring")
-    p.add_argument("--workers", type=int, default=4)
-    p.add_argument("--servers", type=int, default=1, help="parameter servers (ps)")
-    p.add_argument("--ps-key", default="64KiB", help="parameter server: bytes per key (smaller keys pipeline more)")
-    p.add_argument("--size", default="8MiB", help="synthetic gradient size (e.g. 8MiB)")
-    p.add_argument("--workload", default="synthetic", help="synthetic, resnet50, vgg16, bert-base, small-cnn, *-stanza")
-    p.add_argument("--scale", type=float, default=1.0, help="fraction of a model profile's layer sizes")
-    p.add_argument("--dtype", choices=("int32", "float32"), default="int32")
-    p.add_argument("--float-mode", choices=("fixed", "exponent"), default="fixed",
-                   help="float32 as int32: a fixed scale, or a shared exponent per 64-value block (SwitchML-style)")
-    p.add_argument("--iterations", type=int, default=10)
-    p.add_argument("--topo", choices=("rack", "leafspine", "dumbbell"), default="rack")
+    p.add_argument("--algo", choices=Algorithm.names(), help="ring (default), ps or netreduce")
+    p.add_argument("--workers", type=int, help="workers per job (default 4)")
+    p.add_argument("--servers", type=int, help="parameter servers (ps; default 1)")
+    p.add_argument("--ps-key", type=parse_size, help="parameter server: bytes per key (default 64KiB; smaller "
+                   "keys pipeline more)")
+    p.add_argument("--size", type=parse_size, help="synthetic gradient size (default 8MiB)")
+    p.add_argument("--workload", help="synthetic (default), a model profile (resnet50, vgg16, bert-base, small-cnn, "
+                   "*-stanza) or train-digits")
+    p.add_argument("--scale", type=float, help="fraction of a model profile's layer sizes, 0 < scale <= 1")
+    p.add_argument("--dtype", choices=DType.names())
+    p.add_argument("--float-mode", choices=FloatMode.names(),
+                   help="float32 as int32: a fixed scale, or a shared exponent per block (SwitchML-style)")
+    p.add_argument("--iterations", type=int, help="iterations to run (default 10)")
+    p.add_argument("--topo", choices=list(TOPOLOGIES), help="rack (default), leafspine or dumbbell")
     p.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate")
-    p.add_argument("--loss", type=float, default=0.0, metavar="PCT", help="drop this percentage on every worker link")
-    p.add_argument("--transport", choices=("gbn", "sr"), default="gbn",
-                   help="go-back-N (RoCE) or selective repeat (IRN)")
-    p.add_argument("--mtu", type=int, default=1024, choices=(256, 1024, 4096))
+    p.add_argument("--loss", type=float, metavar="PCT", help="drop this percentage of RoCE packets on every worker "
+                   "link, 0 <= PCT < 100")
+    p.add_argument("--transport", choices=[m.value for m in Mode], help="go-back-N (RoCE, default) or selective "
+                   "repeat (IRN)")
+    p.add_argument("--mtu", type=int, choices=VALID_MTUS, help="RoCE MTU of ring and PS (default 1024)")
+    p.add_argument("--credits", type=int, help="NetReduce: messages in flight per worker")
     p.add_argument("--name", help="run name (default: algo-nN-topo)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/NAME)")
     p.set_defaults(func=cmd_experiment)
@@ -272,6 +315,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: everything was torn down", file=sys.stderr)
         return 130
+    except user_errors() as e:
+        if args.verbose:
+            traceback.print_exc()
+        for line in str(e).splitlines() or [type(e).__name__]:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 The process that brought the network up holds the only primary P4Runtime session of every
 switch. Rather than opening sessions of its own (and fighting over primary), a REPL in
-another terminal calls that process's `Fabric` through a Unix socket
+another terminal calls that process's `ControlPlane` (its fabric, NetReduce jobs and DLCP
+settings) through a Unix socket
 (<run dir>/control.sock, mode 0600, with a random key in control.key), using the standard
 library's multiprocessing managers: every REPL write is carried out by the controller's
 primary session, and errors come back as the same exceptions.
@@ -18,7 +19,7 @@ from multiprocessing.managers import BaseManager
 from pathlib import Path
 from typing import Any
 
-from controller.fabric import Fabric
+from controller.control_plane import ControlPlane
 
 SOCKET_NAME = "control.sock"
 KEY_NAME = "control.key"
@@ -36,13 +37,15 @@ class _ClientManager(BaseManager):
     pass
 
 
-_ClientManager.register("fabric")
+PARTS = ("fabric", "netreduce", "dlcp")  # the fields of ControlPlane, one proxy each
+for _part in PARTS:
+    _ClientManager.register(_part)
 
 
 class ControlServer:
-    """Serves one Fabric on <run_dir>/control.sock until closed."""
+    """Serves one ControlPlane on <run_dir>/control.sock until closed."""
 
-    def __init__(self, fabric: Fabric, run_dir: Path) -> None:
+    def __init__(self, control: ControlPlane, run_dir: Path) -> None:
         self.socket_path = run_dir / SOCKET_NAME
         self.key_path = run_dir / KEY_NAME
         self.socket_path.unlink(missing_ok=True)
@@ -50,8 +53,9 @@ class ControlServer:
         self.key_path.write_bytes(b"")
         os.chmod(self.key_path, 0o600)
         self.key_path.write_bytes(key)
-        manager_cls: type[BaseManager] = type("FabricManager", (_ServerManager,), {})
-        manager_cls.register("fabric", callable=lambda: fabric)
+        manager_cls: type[BaseManager] = type("ControlManager", (_ServerManager,), {})
+        for part in PARTS:
+            manager_cls.register(part, callable=lambda part=part: getattr(control, part))
         self._manager = manager_cls(address=str(self.socket_path), authkey=key)
         self._server = self._manager.get_server()
         os.chmod(self.socket_path, 0o600)
@@ -81,8 +85,8 @@ class ControlServer:
         self.close()
 
 
-def attach(run_dir: Path) -> Any:
-    """A proxy of the running controller's Fabric (same methods, executed there)."""
+def attach(run_dir: Path) -> ControlPlane:
+    """The running controller's ControlPlane, its parts proxies (same methods, executed there)."""
     socket_path = run_dir / SOCKET_NAME
     key_path = run_dir / KEY_NAME
     if not socket_path.exists() or not key_path.exists():
@@ -92,4 +96,5 @@ def attach(run_dir: Path) -> Any:
         manager.connect()
     except (OSError, EOFError) as e:
         raise ControlSocketError(f"cannot reach the controller at {socket_path}: {e}") from None
-    return manager.fabric()  # type: ignore[attr-defined]
+    proxies: dict[str, Any] = {part: getattr(manager, part)() for part in PARTS}
+    return ControlPlane(**proxies)

@@ -1,8 +1,11 @@
 """The controller of a whole topology: one P4Runtime session per switch, all driven at once.
 
-`Fabric` is also the API the REPL uses, in process (inside `gradswitch net`) or through
-the control socket of a running network (`gradswitch repl`, controller/control_socket.py):
-every write to a switch goes through the one primary session this object holds.
+`Fabric` holds the sessions and the generic switch API: entries, counters, ports, drops,
+packet I/O, fault injection. Features with state of their own build on it
+(controller/netreduce_jobs.py, controller/dlcp_settings.py); controller/control_plane.py
+puts them together for the REPL, in process (inside `gradswitch net`) or through the control
+socket of a running network (`gradswitch repl`, controller/control_socket.py): every write to
+a switch goes through the one primary session this object holds.
 """
 
 from __future__ import annotations
@@ -14,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from controller.controls import all_base_entries, dlcp, fault_injection, port_counters
+from controller.controls import all_base_entries, fault_injection, port_counters
 from controller.controls.port_counters import PortStats
-from controller.netreduce_jobs import JobManager
 from controller.p4rt import (
     CONTROLLER_ELECTION_ID,
     CounterValue,
@@ -31,25 +33,21 @@ from controller.p4rt import (
 )
 from controller.p4rt.entities import format_entry, normalize
 from controller.p4rt.session import DELETE, INSERT, MODIFY, ElectionId
+from mininet_topos.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT, switch_ports
 from mininet_topos.topology import Topology
-from protocol.config import CONFIG
-from protocol.netreduce import DEFAULT_CREDITS
 from protocol.paths import BMV2_JSON, P4INFO
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-GRPC_BASE_PORT = 50051
-THRIFT_BASE_PORT = 9090
-
-
 def switch_addresses(topo: Topology, grpc_base: int = GRPC_BASE_PORT, thrift_base: int = THRIFT_BASE_PORT
                      ) -> dict[str, SwitchAddress]:
-    """Loopback gRPC and Thrift ports of every switch, offset by its device id."""
-    return {
-        s.name: SwitchAddress(s.name, s.device_id, grpc_base + s.device_id, thrift_base + s.device_id)
-        for s in topo.switches
-    }
+    """Where every switch of a topology listens (the ports its BMv2 process was given)."""
+    out: dict[str, SwitchAddress] = {}
+    for s in topo.switches:
+        ports = switch_ports(s.device_id, grpc_base, thrift_base)
+        out[s.name] = SwitchAddress(s.name, s.device_id, ports.grpc, ports.thrift)
+    return out
 
 
 @dataclass(frozen=True)
@@ -76,7 +74,6 @@ class Fabric:
         self.p4info = p4info if p4info is not None else P4Info.from_file(P4INFO)
         self.election_id = election_id
         self.sessions: dict[str, SwitchSession] = {}
-        self._jobs: JobManager | None = None
 
     # ---- life cycle ----
 
@@ -211,87 +208,3 @@ class Fabric:
             return []
         sess.insert(rules)
         return rules
-
-    # ---- DLCP (controller/controls/dlcp.py) ----
-
-    def dlcp_set(self, job: int, priority: bool | None = None, drop: bool | None = None, spray: bool | None = None,
-                 switches: list[str] | None = None) -> str:
-        """Switch DLCP's features of a job on or off on every switch (a feature not given keeps its
-        state; all off when nothing is given); installs the job's class mapping the first time.
-        Returns what is now on."""
-        names = switches or self.switch_names()
-        current = self._dlcp_features(self.session(names[0]), job)
-        if priority is None and drop is None and spray is None:
-            features = dlcp.Features()
-        else:
-            features = dlcp.Features(current.priority if priority is None else priority,
-                                     current.drop if drop is None else drop,
-                                     current.spray if spray is None else spray)
-        entry = dlcp.features_entry(job, features)
-        for name in names:
-            sess = self.session(name)
-            if any(e.match.get("meta.dlcp.job") == job for e in sess.read_table(dlcp.JOBS)):
-                sess.modify([entry])
-            else:
-                sess.insert([entry, *dlcp.default_classes(job)])
-        return features.describe()
-
-    def dlcp_thresholds(self, thresholds: dict[int, int] | None = None) -> dict[str, dict[int, int]]:
-        """Set the selective-drop thresholds (priority -> virtual-queue bytes) on every switch with
-        shaped ports; None restores the defaults for each switch's link rate. Returns what is set."""
-        out: dict[str, dict[int, int]] = {}
-        for name in self.switch_names():
-            rate = dlcp.link_rate(self.topo, name)
-            if rate is None:
-                continue
-            wanted = dlcp.default_thresholds(rate) if thresholds is None else thresholds
-            sess = self.session(name)
-            installed = {dlcp.threshold_priority(e): e for e in sess.read_table(dlcp.THRESHOLDS)}
-            entries = dlcp.threshold_entries(wanted)
-            for write, batch in ((sess.modify, [e for e in entries if dlcp.threshold_priority(e) in installed]),
-                                 (sess.insert, [e for e in entries if dlcp.threshold_priority(e) not in installed]),
-                                 (sess.delete, [e for p, e in installed.items() if p not in wanted])):
-                if batch:
-                    write(batch)
-            out[name] = dict(wanted)
-        return out
-
-    def dlcp_thresholds_of(self, switch: str) -> dict[int, int]:
-        """The selective-drop thresholds installed on a switch: priority -> bytes."""
-        return {dlcp.threshold_priority(e): int(e.params["bytes"])
-                for e in self.session(switch).read_table(dlcp.THRESHOLDS)}
-
-    def dlcp_describe(self, job: int) -> str:
-        return self._dlcp_features(self.session(self.switch_names()[0]), job).describe()
-
-    def _dlcp_features(self, sess: SwitchSession, job: int) -> dlcp.Features:
-        for e in sess.read_table(dlcp.JOBS):
-            if e.match.get("meta.dlcp.job") == job:
-                return dlcp.Features(*(bool(e.params[k]) for k in ("priority", "drop", "spray")))
-        return dlcp.Features()
-
-    def dlcp_events(self, switch: str, job: int) -> dict[str, int]:
-        cells = self.read_counter(switch, dlcp.EVENTS)
-        base = job * CONFIG.DLCP_EVENTS
-        return {name: cells[base + i].packets for i, name in dlcp.event_names().items() if base + i in cells}
-
-    # ---- NetReduce jobs (controller/netreduce_jobs.py) ----
-
-    @property
-    def netreduce(self) -> JobManager:
-        if self._jobs is None:
-            self._jobs = JobManager(self)
-        return self._jobs
-
-    def netreduce_create(self, job: int, workers: list[str], credits: int = DEFAULT_CREDITS, spine: str | None = None
-                         ) -> dict[str, object]:
-        return self.netreduce.create(job, workers, credits, spine)
-
-    def netreduce_status(self, job: int) -> dict[str, object]:
-        return self.netreduce.status(job)
-
-    def netreduce_teardown(self, job: int) -> None:
-        self.netreduce.teardown(job)
-
-    def netreduce_jobs(self) -> list[dict[str, object]]:
-        return [self.netreduce.describe(j) for j in sorted(self.netreduce.jobs)]

@@ -15,18 +15,15 @@ import logging
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from controller.bmv2_thrift import Bmv2Thrift
 from controller.controls import netreduce as nr
+from controller.fabric import Fabric
 from controller.p4rt import Entity, SwitchError
 from mininet_topos.topology import Topology
 from protocol.config import CONFIG
 from protocol.netreduce import DEFAULT_CREDITS, JobLayout
 from protocol.paths import BMV2_JSON
-
-if TYPE_CHECKING:
-    from controller.fabric import Fabric
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +98,48 @@ def place_job(topo: Topology, job: int, workers: list[str] | tuple[str, ...], cr
     return active
 
 
-class JobManager:
+@dataclass(frozen=True)
+class SwitchPart:
+    """What one switch holds for a job."""
+
+    role: str  # flat, leaf or spine
+    cells: tuple[int, int]  # first and last aggregator cell of the job's region
+    member_qps: int  # context slots (one per member QP)
+
+    @property
+    def cell_count(self) -> int:
+        return self.cells[1] - self.cells[0] + 1
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """A NetReduce job as the controller placed it."""
+
+    job: int
+    workers: tuple[str, ...]
+    credits: int
+    rkey: int
+    initial_psn: int
+    aggregation_switch: str
+    switches: dict[str, SwitchPart]
+
+
+@dataclass(frozen=True)
+class SwitchActivity:
+    """A job's counters and the cells it uses on one switch, read now."""
+
+    part: SwitchPart
+    cells_in_use: int
+    events: dict[str, int]
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    info: JobInfo
+    switches: dict[str, SwitchActivity]
+
+
+class NetReduceJobs:
     """The NetReduce jobs of one fabric."""
 
     def __init__(self, fabric: Fabric) -> None:
@@ -126,7 +164,7 @@ class JobManager:
     # ---- life cycle ----
 
     def create(self, job: int, workers: list[str] | tuple[str, ...], credits: int = DEFAULT_CREDITS,
-               spine: str | None = None) -> dict[str, Any]:
+               spine: str | None = None) -> JobInfo:
         active = place_job(self.fabric.topo, job, workers, credits, list(self.jobs.values()), spine)
         self.jobs[job] = active  # reserve the allocations while installing
         installed: list[tuple[str, list[Entity]]] = []
@@ -172,12 +210,14 @@ class JobManager:
         except KeyError:
             raise JobError(f"no NetReduce job {job} (jobs: {sorted(self.jobs) or 'none'})") from None
 
-    def describe(self, job: int) -> dict[str, Any]:
+    def describe(self, job: int) -> JobInfo:
         a = self._job(job)
-        return {"job": job, "workers": list(a.workers), "credits": a.layout.credits, "rkey": a.layout.rkey,
-                "initial_psn": a.layout.initial_psn, "aggregation_switch": a.aggregation_switch,
-                "switches": {sw: {"role": s.role, "cells": [s.base_cell, s.base_cell + s.cells - 1],
-                                  "member_qps": len(s.member_ids)} for sw, s in a.switches.items()}}
+        return JobInfo(job, a.workers, a.layout.credits, a.layout.rkey, a.layout.initial_psn, a.aggregation_switch,
+                       {sw: SwitchPart(s.role, (s.base_cell, s.base_cell + s.cells - 1), len(s.member_ids))
+                        for sw, s in a.switches.items()})
+
+    def list(self) -> list[JobInfo]:
+        return [self.describe(j) for j in sorted(self.jobs)]
 
     def events(self, switch: str, job: int) -> dict[str, int]:
         names = nr.event_names()
@@ -200,9 +240,7 @@ class JobManager:
             bitmaps = thrift.register_read_all(register_names()["nr_bitmap"])
         return sum(1 for b in bitmaps[state.base_cell : state.base_cell + state.cells] if b)
 
-    def status(self, job: int) -> dict[str, Any]:
+    def status(self, job: int) -> JobStatus:
         info = self.describe(job)
-        for sw in info["switches"]:
-            info["switches"][sw]["events"] = self.events(sw, job)
-            info["switches"][sw]["cells_in_use"] = self.slots_in_use(sw, job)
-        return info
+        return JobStatus(info, {sw: SwitchActivity(part, self.slots_in_use(sw, job), self.events(sw, job))
+                                for sw, part in info.switches.items()})

@@ -22,9 +22,10 @@ Keys and arguments are P4 names (the last component is enough: dst_addr for
 hdr.ipv4.dst_addr); values are numbers, IPv4 or MAC addresses, 10.0.0.0/8 for LPM,
 V&&&MASK for ternary. Tab completes commands, switches, tables, fields and actions.
 
-The REPL works on a `Fabric`: in `gradswitch net` it is the controller itself; in a
-separate terminal it is a proxy to the running controller (controller/control_socket.py),
-so every write is made by the one primary session of each switch.
+The REPL works on a `ControlPlane`: in `gradswitch net` it is the controller itself; in a
+separate terminal its parts are proxies of the running controller's
+(controller/control_socket.py), so every write is made by the one primary session of each
+switch.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
+from controller.control_plane import ControlPlane
+from controller.controls.fault_injection import Direction
 from controller.controls.packet_io import punt_reason
 from controller.p4rt import P4Info, SwitchError, TableEntry, UnknownName
 from controller.p4rt.entities import EntryError, MatchValue, Value, short
@@ -79,12 +82,14 @@ class Repl(cmd.Cmd):
     intro = "gradswitch REPL: `help` lists commands, Tab completes, Ctrl-D leaves."
     prompt = "gradswitch> "
 
-    def __init__(self, fabric: Any, p4info: P4Info | None = None, out: Callable[[str], None] = print) -> None:
+    def __init__(self, control: ControlPlane, p4info: P4Info | None = None, out: Callable[[str], None] = print
+                 ) -> None:
         super().__init__()
-        self.fabric = fabric
+        self.control = control
+        self.fabric = control.fabric
         self.p4info = p4info or P4Info.from_file(P4INFO)
         self.out = out
-        self._switches: list[str] = list(fabric.switch_names())
+        self._switches: list[str] = list(self.fabric.switch_names())
 
     # ---- plumbing ----
 
@@ -210,7 +215,8 @@ class Repl(cmd.Cmd):
     def do_loss(self, arg: str) -> None:
         """loss SWITCH PORT FRACTION [in|out|both] [roce]: drop a fraction of a port's packets (0 stops)."""
         words = self._args(arg, 3, "loss SWITCH PORT FRACTION [in|out|both] [roce]")
-        direction = next((w for w in words[3:] if w in ("in", "out", "both")), "both")
+        directions: dict[str, Direction] = {"in": "in", "out": "out", "both": "both"}
+        direction: Direction = next((directions[w] for w in words[3:] if w in directions), "both")
         roce = "roce" in words[3:]
         sw = self._switch(words[0])
         rules = self.fabric.set_port_loss(sw, int(words[1]), float(words[2]), direction,
@@ -248,30 +254,30 @@ class Repl(cmd.Cmd):
             if len(hosts) < 2:
                 raise ReplError("job create JOB HOST HOST... (at least two workers)")
             credits = int(opts.get("credits", DEFAULT_CREDITS))
-            info = self.fabric.netreduce_create(job, hosts, credits, opts.get("spine"))
-            self.out(f"job {job}: workers {', '.join(info['workers'])}, rkey {info['rkey']:#x}, "
-                     f"first PSN {info['initial_psn']:#x}, aggregation at {info['aggregation_switch']}")
-            for sw, s in info["switches"].items():
-                cells = f"{s['cells'][0]}..{s['cells'][1]}"
-                self.out(f"  {sw:<8} {s['role']:<6} cells {cells}, {s['member_qps']} member QPs")
+            info = self.control.netreduce.create(job, hosts, credits, opts.get("spine"))
+            self.out(f"job {job}: workers {', '.join(info.workers)}, rkey {info.rkey:#x}, "
+                     f"first PSN {info.initial_psn:#x}, aggregation at {info.aggregation_switch}")
+            for sw, part in info.switches.items():
+                cells = f"{part.cells[0]}..{part.cells[1]}"
+                self.out(f"  {sw:<8} {part.role:<6} cells {cells}, {part.member_qps} member QPs")
         elif verb == "status":
-            info = self.fabric.netreduce_status(job)
-            for sw, s in info["switches"].items():
-                events = ", ".join(f"{k} {v}" for k, v in s["events"].items() if v)
-                self.out(f"{sw:<8} {s['role']:<6} cells in use {s['cells_in_use']}/{s['cells'][1] - s['cells'][0] + 1}"
+            status = self.control.netreduce.status(job)
+            for sw, act in status.switches.items():
+                events = ", ".join(f"{k} {v}" for k, v in act.events.items() if v)
+                self.out(f"{sw:<8} {act.part.role:<6} cells in use {act.cells_in_use}/{act.part.cell_count}"
                          f"  {events or 'no events'}")
         elif verb == "teardown":
-            self.fabric.netreduce_teardown(job)
+            self.control.netreduce.teardown(job)
             self.out(f"job {job} torn down, its aggregator state reset")
         else:
             raise ReplError(f"unknown job command {verb!r}: create, status or teardown")
 
     def do_jobs(self, arg: str) -> None:
         """jobs: the NetReduce jobs of the network."""
-        jobs = self.fabric.netreduce_jobs()
+        jobs = self.control.netreduce.list()
         for j in jobs:
-            self.out(f"job {j['job']}: {len(j['workers'])} workers ({', '.join(j['workers'])}), "
-                     f"credits {j['credits']}, aggregation at {j['aggregation_switch']}")
+            self.out(f"job {j.job}: {len(j.workers)} workers ({', '.join(j.workers)}), "
+                     f"credits {j.credits}, aggregation at {j.aggregation_switch}")
         if not jobs:
             self.out("(no NetReduce jobs)")
 
@@ -288,17 +294,18 @@ class Repl(cmd.Cmd):
         if bad:
             raise ReplError(f"dlcp takes priority=, drop=, spray= with on or off (got {sorted(bad)})")
         if not opts:
-            self.out(f"job {words[0]}: {self.fabric.dlcp_describe(int(words[0]))}")
+            self.out(f"job {words[0]}: {self.control.dlcp.features(int(words[0])).describe()}")
             return
         change = {k: v == "on" for k, v in opts.items()}  # what is not named stays as it is
-        self.out(f"job {words[0]}: {self.fabric.dlcp_set(int(words[0]), **change)}")
+        now = self.control.dlcp.set(int(words[0]), change.get("priority"), change.get("drop"), change.get("spray"))
+        self.out(f"job {words[0]}: {now.describe()}")
 
     def _thresholds(self, words: list[str]) -> None:
         usage = "dlcp thresholds [default | BYTES | PRIORITY=BYTES ...]"
         if not words:
             shown = False
             for name in self.fabric.switch_names():
-                current = self.fabric.dlcp_thresholds_of(name)
+                current = self.control.dlcp.thresholds(name)
                 if current:
                     shown = True
                     self.out(f"{name}: " + " ".join(f"{p}={b}" for p, b in sorted(current.items())))
@@ -312,7 +319,7 @@ class Repl(cmd.Cmd):
                 wanted = {p: int(words[0], 0) for p in range(CONFIG.PRIORITY_QUEUES)}
             else:
                 first = next(iter(self.fabric.switch_names()))
-                wanted = dict(self.fabric.dlcp_thresholds_of(first))
+                wanted = dict(self.control.dlcp.thresholds(first))
                 for w in words:
                     p, b = w.split("=", 1)
                     if not 0 <= int(p) < CONFIG.PRIORITY_QUEUES:
@@ -320,7 +327,7 @@ class Repl(cmd.Cmd):
                     wanted[int(p)] = int(b, 0)
         except ValueError as e:
             raise ReplError(f"{usage}: {e}") from None
-        for name, values in self.fabric.dlcp_thresholds(wanted).items():
+        for name, values in self.control.dlcp.set_thresholds(wanted).items():
             self.out(f"{name}: " + " ".join(f"{p}={b}" for p, b in sorted(values.items())))
 
     def do_exit(self, arg: str) -> bool:
@@ -397,9 +404,9 @@ class Repl(cmd.Cmd):
     complete_packet_out = complete_packet_in = _complete_switch
 
 
-def run_repl(fabric: Any, commands: list[str] | None = None) -> None:
+def run_repl(control: ControlPlane, commands: list[str] | None = None) -> None:
     """Interactive loop, or run the given commands (for scripts: `gradswitch repl -c ...`)."""
-    repl = Repl(fabric)
+    repl = Repl(control)
     if commands:
         for line in commands:
             print(f"{repl.prompt}{line}")

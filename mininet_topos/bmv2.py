@@ -1,6 +1,6 @@
 """Starting and stopping one simple_switch_grpc process.
 
-Used by the Mininet switch node (mininet_topos/bmv2_switch.py) and by trace replay
+Used by the Mininet switch node (mininet_topos/nodes.py) and by trace replay
 (controller/trace_replay.py), so both start BMv2 the same way: `--no-p4` (the controller
 pushes the pipeline), its own device id, gRPC and Thrift ports on loopback, CPU port,
 `--priority-queues`, a log file and optional pcaps. Readiness is polled with a deadline;
@@ -26,6 +26,22 @@ from protocol.polling import wait_until
 
 SIMPLE_SWITCH_GRPC = "simple_switch_grpc"
 MACHINE_LOCK = Path("/tmp/gradswitch-switches.lock")
+GRPC_BASE_PORT = 50051  # switch d listens for P4Runtime on 127.0.0.1:GRPC_BASE_PORT + d
+THRIFT_BASE_PORT = 9090  # ... and for Thrift (registers, queues) on THRIFT_BASE_PORT + d
+
+
+@dataclass(frozen=True)
+class SwitchPorts:
+    """The management ports of one switch (gRPC for P4Runtime, Thrift for registers and queues)."""
+
+    grpc: int
+    thrift: int
+
+
+def switch_ports(device_id: int, grpc_base: int = GRPC_BASE_PORT, thrift_base: int = THRIFT_BASE_PORT
+                 ) -> SwitchPorts:
+    """The ports of switch `device_id`: the bases offset by its device id (one switch per id)."""
+    return SwitchPorts(grpc_base + device_id, thrift_base + device_id)
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
 
 

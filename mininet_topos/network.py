@@ -1,9 +1,11 @@
-"""Bring a topology up in Mininet with BMv2 switches, program it, check it, tear it down.
+"""Bring a topology up in Mininet with BMv2 switches, check it, tear it down.
 
 `GradNetwork` is a context manager: on leaving it (normally, on an exception, on Ctrl-C
-or SIGTERM) the controller sessions close, every BMv2 process it started is stopped by
-pid, and every veth and host namespace is removed. A run that was killed outright (kill
--9) leaves a state file behind that `gradswitch clean` uses to remove what is left.
+or SIGTERM) every BMv2 process it started is stopped by pid, and every veth and host
+namespace is removed. A run that was killed outright (kill -9) leaves a state file behind
+that `gradswitch clean` uses to remove what is left. The switches come up empty (`--no-p4`):
+programming them is the controller's part (controller/testbed.py adds it through the
+`programmed` and `unprogrammed` hooks).
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from controller.fabric import GRPC_BASE_PORT, THRIFT_BASE_PORT, Fabric, switch_addresses
+from mininet_topos.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT, SwitchPorts, switch_ports
 from mininet_topos.shaping import shape, shape_priority
 from mininet_topos.topology import Topology
 from protocol.paths import runtime_dir
@@ -86,16 +88,24 @@ class Reachability:
 
 
 class GradNetwork:
-    """A running Mininet network of BMv2 switches programmed by one Fabric controller."""
+    """A running Mininet network of BMv2 switches (empty until a controller programs them)."""
 
     def __init__(self, topo: Topology, options: NetworkOptions | None = None) -> None:
         self.topo = topo
         self.options = options or NetworkOptions()
         self.run_dir = self.options.run_dir or runtime_dir() / topo.name
-        self.addresses = switch_addresses(topo, self.options.grpc_base, self.options.thrift_base)
+        self.ports: dict[str, SwitchPorts] = {
+            s.name: switch_ports(s.device_id, self.options.grpc_base, self.options.thrift_base) for s in topo.switches}
         self.net: Any = None
-        self.fabric: Fabric | None = None
         self._old_handlers: dict[int, Any] = {}
+
+    # ---- what a controller adds (controller/testbed.py) ----
+
+    def programmed(self) -> None:
+        """Called once the switches run, inside start's clean-up guard: program them here."""
+
+    def unprogrammed(self) -> None:
+        """Called first when stopping: close what `programmed` opened."""
 
     # ---- life cycle ----
 
@@ -120,9 +130,9 @@ class GradNetwork:
             for h in self.topo.hosts:
                 self.net.addHost(h.name, ip=f"{h.ip}/{h.prefix_len}", mac=h.mac)
             for s in self.topo.switches:
-                addr = self.addresses[s.name]
-                self.net.addSwitch(s.name, device_id=s.device_id, grpc_port=addr.grpc_port,
-                                   thrift_port=addr.thrift_port, run_dir=self.run_dir,
+                ports = self.ports[s.name]
+                self.net.addSwitch(s.name, device_id=s.device_id, grpc_port=ports.grpc,
+                                   thrift_port=ports.thrift, run_dir=self.run_dir,
                                    log_level=self.options.log_level, pcap=self.options.pcap)
             for lk in self.topo.links:
                 self.net.addLink(lk.a, lk.b, port1=lk.a_port, port2=lk.b_port)
@@ -141,8 +151,7 @@ class GradNetwork:
             self._write_state()
             self.net.start()
             self._write_state()
-            self.fabric = Fabric(self.topo, self.addresses)
-            self.fabric.start(timeout=self.options.start_timeout)
+            self.programmed()
         except BaseException:
             self.stop()
             raise
@@ -155,9 +164,7 @@ class GradNetwork:
 
     def stop(self) -> None:
         """Tear everything down; safe to call twice and after a failed start."""
-        if self.fabric is not None:
-            self.fabric.close()
-            self.fabric = None
+        self.unprogrammed()
         if self.net is not None:
             net, self.net = self.net, None
             try:
@@ -193,9 +200,9 @@ class GradNetwork:
         switches = {}
         for s in self.topo.switches:
             node = self.net.get(s.name)
-            addr = self.addresses[s.name]
-            switches[s.name] = {"device_id": s.device_id, "grpc_port": addr.grpc_port,
-                                "thrift_port": addr.thrift_port, "pid": node.switch_pid}
+            ports = self.ports[s.name]
+            switches[s.name] = {"device_id": s.device_id, "grpc_port": ports.grpc,
+                                "thrift_port": ports.thrift, "pid": node.switch_pid}
         state = {
             "topology": self.topo.name,
             "params": self.topo.params,
@@ -240,13 +247,6 @@ class GradNetwork:
             if not todo:
                 break
         return result
-
-
-@contextlib.contextmanager
-def running_network(topo: Topology, options: NetworkOptions | None = None) -> Iterator[GradNetwork]:
-    net = GradNetwork(topo, options)
-    with net:
-        yield net
 
 
 # ---- cleanup of leftovers ----

@@ -15,17 +15,35 @@ from collections.abc import Callable
 from typing import Any
 
 from mininet_topos.topology import Host, Link, Switch, Topology, TopologyError
+from protocol.config import CONFIG
+
+MAX_HOSTS_PER_EDGE = 253  # host addresses 10.0.<edge>.<1..253>
 
 
 def host_address(edge_index: int, host_index: int) -> tuple[str, str]:
     """(IP, MAC) of host i (1-based) of edge switch k (1-based)."""
-    if not (1 <= edge_index <= 254 and 1 <= host_index <= 253):
+    if not (1 <= edge_index <= 254 and 1 <= host_index <= MAX_HOSTS_PER_EDGE):
         raise TopologyError(f"no address for host {host_index} of edge switch {edge_index}")
     return f"10.0.{edge_index}.{host_index}", f"00:00:0a:00:{edge_index:02x}:{host_index:02x}"
 
 
+def _rate(what: str, mbps: float | None) -> float | None:
+    if mbps is not None and not 0 < mbps <= 100_000:
+        raise TopologyError(f"{what} = {mbps} Mb/s: a link rate is above 0 and at most 100000 Mb/s "
+                            "(leave it out for unshaped links)")
+    return mbps
+
+
+def _count(what: str, n: int, least: int = 1, most: int = MAX_HOSTS_PER_EDGE) -> int:
+    if not least <= n <= most:
+        raise TopologyError(f"{what} = {n}: give {least}..{most}")
+    return n
+
+
 class _Builder:
     def __init__(self, name: str, bw_mbps: float | None, fabric_bw_mbps: float | None) -> None:
+        _rate("bw", bw_mbps)
+        _rate("fabric bw", fabric_bw_mbps)
         self.name = name
         self.bw = bw_mbps
         self.fabric_bw = fabric_bw_mbps if fabric_bw_mbps is not None else bw_mbps
@@ -36,6 +54,9 @@ class _Builder:
 
     def port(self, node: str) -> int:
         self._next_port[node] = self._next_port.get(node, 0) + 1
+        if self._next_port[node] >= CONFIG.CPU_PORT:
+            raise TopologyError(f"{node} would need port {self._next_port[node]}: a switch has ports "
+                                f"1..{CONFIG.CPU_PORT - 1} (CPU_PORT in config.p4); use fewer hosts or links")
         return self._next_port[node]
 
     def switch(self, name: str, role: str, edge_index: int | None = None) -> str:
@@ -56,8 +77,7 @@ class _Builder:
 
 
 def rack(hosts: int = 4, bw_mbps: float | None = None) -> Topology:
-    if hosts < 1:
-        raise TopologyError("rack needs at least one host")
+    _count("hosts", hosts)
     b = _Builder("rack", bw_mbps, None)
     tor = b.switch("s1", "tor", edge_index=1)
     for i in range(1, hosts + 1):
@@ -72,8 +92,9 @@ def leafspine(
     bw_mbps: float | None = None,
     fabric_bw_mbps: float | None = None,
 ) -> Topology:
-    if leaves < 1 or spines < 1 or hosts_per_leaf < 1:
-        raise TopologyError("leafspine needs at least one leaf, one spine and one host per leaf")
+    _count("leaves", leaves, most=64)
+    _count("spines", spines, most=64)
+    _count("hosts per leaf", hosts_per_leaf)
     b = _Builder("leafspine", bw_mbps, fabric_bw_mbps)
     leaf_names = [b.switch(f"leaf{i}", "leaf", edge_index=i) for i in range(1, leaves + 1)]
     spine_names = [b.switch(f"spine{i}", "spine") for i in range(1, spines + 1)]
@@ -89,8 +110,7 @@ def leafspine(
 
 
 def dumbbell(hosts_per_side: int = 2, bw_mbps: float | None = None, bottleneck_mbps: float | None = None) -> Topology:
-    if hosts_per_side < 1:
-        raise TopologyError("dumbbell needs at least one host per side")
+    _count("hosts per side", hosts_per_side)
     b = _Builder("dumbbell", bw_mbps, bottleneck_mbps)
     left = b.switch("s1", "left", edge_index=1)
     right = b.switch("s2", "right", edge_index=2)

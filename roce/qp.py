@@ -38,6 +38,9 @@ class Mode(str, Enum):
     GBN = "gbn"  # go-back-N, as RoCE NICs
     SR = "sr"  # selective repeat with an in-flight cap, as IRN
 
+    def __str__(self) -> str:
+        return str(self.value)
+
 
 class TransportError(RuntimeError):
     """A QP failed (retries exhausted, remote access error...): names the peer."""

@@ -8,43 +8,17 @@ Conventions (so no connection set-up exchange is needed, every process derives t
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
 from protocol.qpn import qpn
 from roce.engine import Engine, QueuePair
-from roce.qp import MemoryRegion, Mode, QpConfig, RecvCompletion
+from roce.qp import MemoryRegion, QpConfig, RecvCompletion
 from workers.config import JobConfig, Node
-from workers.dlcp import DlcpPolicy, Framing, Tag, layer_class
-from workers.encoding import AllReduce, Encoder, job_profile
-from workers.tensors import Int32Array, Profile, workload
-
-
-@dataclass
-class IterationRecord:
-    index: int
-    start: float  # CLOCK_MONOTONIC, comparable across Mininet hosts (one kernel)
-    end: float
-    correct: bool
-    wrong_elements: int
-    max_abs_error: float
-    saturated: int = 0
-    extra: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def time_s(self) -> float:
-        return self.end - self.start
-
-    def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        d["time_s"] = self.time_s
-        return d
+from workers.dlcp import Framing, Tag, layer_class
+from workers.tensors import Int32Array, Profile
 
 
 class Comm:
@@ -57,7 +31,7 @@ class Comm:
         self.qps: dict[int, QueuePair] = {}
         self.tags: dict[int, dict[int, RecvCompletion]] = {}  # qpn -> imm -> completion
         self.acked: dict[int, set[int]] = {}  # qpn -> ids of work requests fully acknowledged
-        self.dlcp = DlcpPolicy.from_extra(cfg.extra)
+        self.dlcp = cfg.dlcp
         self.framing = Framing(cfg.mtu, self.dlcp) if self.dlcp is not None else None
         self.zero_filled = 0  # packets this node received as zeros (bounded loss)
         self.abort_file: Path | None = None  # written by the runner when a node of the job failed
@@ -68,7 +42,7 @@ class Comm:
             node = self.cfg.node(peer)
             job = self.cfg.job_id
             cfg = QpConfig(qpn=qpn(self.me.node_id, peer, job), remote_qpn=qpn(peer, self.me.node_id, job),
-                           mode=Mode(self.cfg.transport), mtu=self.cfg.mtu, window=self.cfg.window,
+                           mode=self.cfg.transport, mtu=self.cfg.mtu, window=self.cfg.window,
                            ack_every=max(1, self.cfg.window // 4),
                            rto=self.cfg.rto, retry_limit=self.cfg.retry_limit, initial_psn=initial_psn,
                            remote_initial_psn=initial_psn, peer=f"{node.host} ({node.ip})",
@@ -163,82 +137,3 @@ class Comm:
         return {"tx_packets": s.tx_packets, "tx_bytes": s.tx_bytes, "rx_packets": s.rx_packets,
                 "rx_bytes": s.rx_bytes, "drops": dict(s.drops), "requester": total(req), "responder": total(resp),
                 "rtt": rtts}
-
-
-class WorkerLoop:
-    """The training-step loop of a worker: gradients in, all-reduce, exact check, records out."""
-
-    def __init__(self, comm: Comm, allreduce: AllReduce) -> None:
-        self.comm = comm
-        self.cfg = comm.cfg
-        self.rank = comm.me.node_id
-        self.allreduce = allreduce  # (iteration, profile index, int32 data) -> int32 sum
-        self.tensors = workload(self.cfg.workload, self.cfg.size_bytes, self.cfg.scale).tensors
-        self.profile: Profile = job_profile(self.cfg)  # what the all-reduce moves (with exponent codes)
-        self.encoder = Encoder(self.cfg)
-
-    def run(self, progress: Callable[[int], None] = lambda i: None) -> list[IterationRecord]:
-        records = []
-        ranks = [w.node_id for w in self.cfg.workers]
-        for it in range(self.cfg.iterations):
-            data = [self.encoder.gradient(t.elements, self.rank, it, j) for j, t in enumerate(self.tensors)]
-            zero_before = self.comm.zero_filled
-            start = time.monotonic()
-            results = [self.encoder.reduce(self.allreduce, it, j, x) for j, x in enumerate(data)]
-            self.comm.drain()
-            end = time.monotonic()
-            wrong, err, ok, saturated = 0, 0.0, True, 0
-            diff2 = norm2 = 0.0
-            for j, (t, r) in enumerate(zip(self.tensors, results, strict=True)):
-                want, reference = self.encoder.expected(t.elements, ranks, it, j)
-                c = self.encoder.check(r, want, reference)
-                wrong += c.wrong_elements
-                err = max(err, c.max_abs_error)
-                ok &= c.correct
-                saturated += c.saturated
-                got_v, want_v = self.encoder.values(r), self.encoder.values(want)
-                diff2 += float(np.sum((got_v - want_v) ** 2))
-                norm2 += float(np.sum(want_v**2))
-            relative = (diff2 / norm2) ** 0.5 if norm2 else 0.0
-            extra = {"zero_filled_packets": float(self.comm.zero_filled - zero_before), "relative_error": relative}
-            lossy = self.comm.dlcp is not None and self.comm.dlcp.drop
-            if not ok and lossy:
-                # Bounded loss: the sum is not exact by design; it is correct within the job's error bound.
-                ok = relative <= self.comm.dlcp.max_relative_error  # type: ignore[union-attr]
-            records.append(IterationRecord(it, start, end, ok, wrong, err, saturated, extra))
-            crash_if_asked(self.cfg, self.comm.me.node_id, it)
-            if not ok:
-                raise WrongResult(f"{self.comm.me.host}: iteration {it}: {wrong} wrong elements", records)
-            progress(it)
-        return records
-
-
-def crash_if_asked(cfg: JobConfig, node_id: int, iteration: int) -> None:
-    """Fault injection for experiments and tests: extra["crash"] = {"node": N, "after": K} makes node N
-    die abruptly (no clean-up, no result) after iteration K, like a crashed worker."""
-    crash = cfg.extra.get("crash")
-    if isinstance(crash, dict) and crash.get("node") == node_id and crash.get("after") == iteration:
-        os._exit(3)
-
-
-class Loop(Protocol):
-    """What an algorithm drives: a profile of tensors, and iterations that call its all-reduce."""
-
-    profile: Profile
-
-    def run(self, progress: Callable[[int], None] = ...) -> list[IterationRecord]: ...
-
-
-def make_loop(comm: Comm, allreduce: AllReduce) -> Loop:
-    """The iteration loop of a worker: synthetic or model-profile gradients, or real training."""
-    if comm.cfg.workload == "train-digits":
-        from workers.train import TrainLoop
-
-        return TrainLoop(comm, allreduce)
-    return WorkerLoop(comm, allreduce)
-
-
-class WrongResult(RuntimeError):
-    def __init__(self, message: str, records: list[IterationRecord]) -> None:
-        super().__init__(message)
-        self.records = records

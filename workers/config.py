@@ -3,10 +3,46 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from enum import Enum
 from pathlib import Path
+from typing import Any
 
-ALGORITHMS = ("ring", "ps", "netreduce")
+from protocol.netreduce import DEFAULT_CREDITS
+from roce.qp import Mode
+from workers.dlcp import DlcpPolicy
+
+
+class Choice(str, Enum):
+    """A value chosen from a fixed set, spelled as in specs and on the command line."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [str(m.value) for m in cls]
+
+
+class Algorithm(Choice):
+    RING = "ring"  # ring all-reduce between the workers
+    PS = "ps"  # parameter servers (PHub-style keys)
+    NETREDUCE = "netreduce"  # the switches sum the workers' messages
+
+
+class DType(Choice):
+    INT32 = "int32"  # exact
+    FLOAT32 = "float32"  # converted to int32 on the wire (workers/floats.py)
+
+
+class FloatMode(Choice):
+    FIXED = "fixed"  # one fixed-point scale
+    EXPONENT = "exponent"  # a shared exponent per block (SwitchML-style)
+
+
+class Role(Choice):
+    WORKER = "worker"
+    SERVER = "server"
 
 
 @dataclass(frozen=True)
@@ -14,56 +50,59 @@ class Node:
     """One worker or server process: its id in the job, its host and address."""
 
     node_id: int
-    role: str  # "worker" or "server"
+    role: Role
     host: str
     ip: str
     ifname: str = "eth0"
 
 
 @dataclass(frozen=True)
+class Crash:
+    """Fault injection for experiments and tests: node `node` dies abruptly (no clean-up, no
+    result) after iteration `after`, like a crashed worker."""
+
+    node: int
+    after: int
+
+
+@dataclass(frozen=True)
 class JobConfig:
-    algo: str  # ring | ps | netreduce
+    algo: Algorithm
     nodes: tuple[Node, ...]
     iterations: int = 10
     workload: str = "synthetic"  # synthetic, or a model profile name (workers/models/*.json)
     size_bytes: int = 8 << 20  # synthetic: bytes of the gradient tensor
     scale: float = 1.0  # model profiles: fraction of every layer's size kept (to fit BMv2's speed)
-    dtype: str = "int32"  # int32 (exact) or float32 (converted to int32, see workers/floats.py)
-    float_mode: str = "fixed"  # float32: "fixed" scale or a shared "exponent" per 64-value block
+    dtype: DType = DType.INT32
+    float_mode: FloatMode = FloatMode.FIXED
     fixed_point_bits: int = 20  # fixed: float32 -> int32 scale 2**bits
     exponent_floor: int = -24  # exponent: smallest shared block exponent
-    transport: str = "gbn"  # gbn (RoCE) or sr (IRN)
+    transport: Mode = Mode.GBN  # go-back-N (RoCE) or selective repeat (IRN)
     mtu: int = 1024
     window: int = 64  # packets in flight per QP
     rto: float = 0.02  # first retransmission timeout (s)
     retry_limit: int = 7
     ps_key_bytes: int = 64 << 10  # parameter server: bytes per key (PHub-style fine-grained chunks)
+    credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
+    dlcp: DlcpPolicy | None = None  # DLCP marking and bounded loss on the hosts (None: off)
+    crash: Crash | None = None
     seed: int = 1
     iteration_timeout: float = 120.0  # an iteration that takes longer fails the run
     start_timeout: float = 60.0  # all processes must be ready within this
     linger_timeout: float = 10.0  # after finishing, keep answering peers at most this long
     job_id: int = 1
-    extra: dict[str, object] = field(default_factory=dict)  # algorithm-specific (e.g. netreduce)
 
     def __post_init__(self) -> None:
-        if self.algo not in ALGORITHMS:
-            raise ValueError(f"algorithm {self.algo!r} is not one of {ALGORITHMS}")
-        if self.dtype not in ("int32", "float32"):
-            raise ValueError(f"dtype {self.dtype!r} must be int32 or float32")
-        if self.workload == "train-digits" and self.dtype != "float32":
+        if self.workload == "train-digits" and self.dtype != DType.FLOAT32:
             raise ValueError("the train-digits workload trains a float model: use dtype float32")
-        if self.float_mode not in ("fixed", "exponent"):
-            raise ValueError(f"float_mode {self.float_mode!r} must be fixed or exponent")
-        if self.transport not in ("gbn", "sr"):
-            raise ValueError(f"transport {self.transport!r} must be gbn or sr")
 
     @property
     def workers(self) -> list[Node]:
-        return [n for n in self.nodes if n.role == "worker"]
+        return [n for n in self.nodes if n.role == Role.WORKER]
 
     @property
     def servers(self) -> list[Node]:
-        return [n for n in self.nodes if n.role == "server"]
+        return [n for n in self.nodes if n.role == Role.SERVER]
 
     def node(self, node_id: int) -> Node:
         return next(n for n in self.nodes if n.node_id == node_id)
@@ -73,8 +112,15 @@ class JobConfig:
 
     @classmethod
     def from_json(cls, text: str) -> JobConfig:
-        raw = json.loads(text)
-        raw["nodes"] = tuple(Node(**n) for n in raw["nodes"])
+        raw: dict[str, Any] = json.loads(text)
+        raw["nodes"] = tuple(Node(n["node_id"], Role(n["role"]), n["host"], n["ip"], n["ifname"])
+                             for n in raw["nodes"])
+        raw["algo"] = Algorithm(raw["algo"])
+        raw["dtype"] = DType(raw["dtype"])
+        raw["float_mode"] = FloatMode(raw["float_mode"])
+        raw["transport"] = Mode(raw["transport"])
+        raw["dlcp"] = DlcpPolicy(**raw["dlcp"]) if raw["dlcp"] is not None else None
+        raw["crash"] = Crash(**raw["crash"]) if raw["crash"] is not None else None
         return cls(**raw)
 
     def save(self, path: Path) -> None:

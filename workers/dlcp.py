@@ -26,14 +26,6 @@ class DlcpPolicy:
     max_relative_error: float = 0.2  # an iteration with zero-filled packets is correct below this
     reorder: bool = False  # the switches may reorder the job's packets (priority queues, spraying)
 
-    @classmethod
-    def from_extra(cls, extra: dict[str, object]) -> DlcpPolicy | None:
-        raw = extra.get("dlcp")
-        if not isinstance(raw, dict):
-            return None
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in raw.items() if k in known})
-
 
 @dataclass(frozen=True)
 class Tag:

@@ -20,27 +20,28 @@ from pathlib import Path
 from protocol.polling import wait_until
 from roce.engine import Engine, Link, RawSocketLink
 from roce.qp import TransportError
-from workers.comm import Comm, IterationRecord, WrongResult
-from workers.config import JobConfig
+from workers.comm import Comm
+from workers.config import Algorithm, JobConfig, Role
+from workers.records import IterationRecord, WrongResult
 
 
 def make_algorithm(comm: Comm) -> Callable[[Callable[[int], None]], tuple[list[IterationRecord], dict[str, object]]]:
     """The function that runs this node's part of the job."""
     cfg, me = comm.cfg, comm.me
-    if cfg.algo == "ring":
+    if cfg.algo == Algorithm.RING:
         from workers.ring import Ring
 
         ring = Ring(comm)
         return lambda progress: (ring.loop.run(progress), {})
-    if cfg.algo == "ps":
+    if cfg.algo == Algorithm.PS:
         from workers.ps import PsServer, PsWorker
 
-        if me.role == "server":
+        if me.role == Role.SERVER:
             server = PsServer(comm)
             return lambda progress: ([], {"keys_served": server.serve()})
         worker = PsWorker(comm)
         return lambda progress: (worker.loop.run(progress), {})
-    if cfg.algo == "netreduce":
+    if cfg.algo == Algorithm.NETREDUCE:
         from workers.netreduce import NetReduceWorker
 
         nr = NetReduceWorker(comm)

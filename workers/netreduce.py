@@ -13,17 +13,18 @@ from functools import partial
 
 import numpy as np
 
-from protocol.netreduce import DEFAULT_CREDITS, MESSAGE_BYTES, MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
+from protocol.netreduce import MESSAGE_BYTES, MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
 from protocol.qpn import qpn
 from roce.headers import Bth, Opcode, Reth, Transport
-from workers.comm import Comm, make_loop
+from workers.comm import Comm
 from workers.config import JobConfig
+from workers.loops import make_loop
 from workers.tensors import Int32Array, from_wire, to_wire
 
 
 def layout_of_config(cfg: JobConfig) -> JobLayout:
     """The NetReduce layout of a job: its id, its workers and its credits."""
-    return JobLayout(cfg.job_id, len(cfg.workers), int(cfg.extra.get("credits", DEFAULT_CREDITS)))  # type: ignore[call-overload]
+    return JobLayout(cfg.job_id, len(cfg.workers), cfg.credits)
 
 
 def message_packet(layout: JobLayout, rank: int, k: int, i: int, payload: bytes, opcode: Opcode | None = None

@@ -14,8 +14,9 @@ from functools import partial
 
 import numpy as np
 
-from workers.comm import Comm, make_loop
+from workers.comm import Comm
 from workers.encoding import job_profile
+from workers.loops import make_loop
 from workers.tensors import Int32Array, from_wire, to_wire
 
 RKEY_SERVER = 0x50535256  # "PSRV"

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from workers.comm import Comm, make_loop
+from workers.comm import Comm
+from workers.loops import make_loop
 from workers.tensors import Int32Array, from_wire, to_wire
 
 RKEY = 0x52494E47  # "RING"

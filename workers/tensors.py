@@ -42,8 +42,24 @@ class Profile:
         return sum(t.elements for t in self.tensors)
 
 
+DIGITS_MLP = (64, 128, 10)  # train-digits: the widths of the MLP workers/train.py trains
+
+
+def digits_profile() -> Profile:
+    """train-digits' tensors in back-propagation order (output layer first), like every profile."""
+    inputs, hidden, classes = DIGITS_MLP
+    shapes = [("fc1.weight", inputs * hidden, "fc"), ("fc1.bias", hidden, "fc"), ("fc2.weight", hidden * classes, "fc"),
+              ("fc2.bias", classes, "fc")]
+    return Profile("train-digits", "MLP on scikit-learn digits", tuple(Tensor(n, e, k) for n, e, k in reversed(shapes)))
+
+
 def model_names() -> list[str]:
     return sorted(p.stem for p in MODELS_DIR.glob("*.json"))
+
+
+def workload_names() -> list[str]:
+    """Every workload `workload` knows: synthetic, the model profiles (also as <model>-stanza), train-digits."""
+    return ["synthetic", *model_names(), *(m + "-stanza" for m in model_names()), "train-digits"]
 
 
 @cache
@@ -68,9 +84,7 @@ def workload(name: str, size_bytes: int, scale: float) -> Profile:
     if name == "synthetic":
         return Profile("synthetic", "uniform synthetic tensor", (Tensor("gradient", max(1, size_bytes // 4)),))
     if name == "train-digits":
-        from workers.train import profile
-
-        return profile()
+        return digits_profile()
     model = load_model(name)
     scaled = tuple(Tensor(t.name, max(1, round(t.elements * scale)), t.kind) for t in reversed(model.tensors))
     return Profile(model.model, model.source, scaled)

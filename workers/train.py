@@ -18,11 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from workers.comm import Comm, IterationRecord
+from workers.comm import Comm
 from workers.encoding import AllReduce, Encoder, job_profile
-from workers.tensors import Profile, Tensor
+from workers.records import IterationRecord
+from workers.tensors import DIGITS_MLP, digits_profile
 
-HIDDEN = 128
+INPUTS, HIDDEN, CLASSES = DIGITS_MLP
 BATCH = 32
 LEARNING_RATE = 0.5
 TEST_FRACTION = 0.25
@@ -39,7 +40,8 @@ class Model:
     @classmethod
     def initial(cls, seed: int) -> Model:
         rng = np.random.default_rng(seed)
-        return cls(rng.normal(0, 0.1, (64, HIDDEN)), np.zeros(HIDDEN), rng.normal(0, 0.1, (HIDDEN, 10)), np.zeros(10))
+        return cls(rng.normal(0, 0.1, (INPUTS, HIDDEN)), np.zeros(HIDDEN), rng.normal(0, 0.1, (HIDDEN, CLASSES)),
+                   np.zeros(CLASSES))
 
     def tensors(self) -> list[FloatArray]:
         return [self.w1, self.b1, self.w2, self.b2]
@@ -66,13 +68,6 @@ class Model:
         return float(np.mean(self.forward(x)[1].argmax(axis=1) == y))
 
 
-def profile() -> Profile:
-    """The model's tensors in back-propagation order (output layer first), like workers.tensors."""
-    shapes = [("fc1.weight", 64 * HIDDEN, "fc"), ("fc1.bias", HIDDEN, "fc"), ("fc2.weight", HIDDEN * 10, "fc"),
-              ("fc2.bias", 10, "fc")]
-    return Profile("train-digits", "MLP on scikit-learn digits", tuple(Tensor(n, e, k) for n, e, k in reversed(shapes)))
-
-
 def data(seed: int) -> tuple[FloatArray, npt.NDArray[np.int64], FloatArray, npt.NDArray[np.int64]]:
     from sklearn.datasets import load_digits
 
@@ -91,7 +86,7 @@ class TrainLoop:
         self.comm = comm
         self.cfg = comm.cfg
         self.allreduce = allreduce
-        self.profile = job_profile(self.cfg, profile())  # what the all-reduce moves
+        self.profile = job_profile(self.cfg, digits_profile())  # what the all-reduce moves
         self.encoder = Encoder(self.cfg)
         ranks = [w.node_id for w in self.cfg.workers]
         self.rank = ranks.index(comm.me.node_id)

@@ -16,8 +16,11 @@ from typing import Any
 
 import pytest
 
-from controller.experiment import ExperimentSpec, run_on, topology_for
-from mininet_topos.network import GradNetwork, NetworkOptions
+from controller.experiment.placement import topology_for
+from controller.experiment.runner import run_on
+from controller.experiment.spec import spec_from_dict
+from controller.testbed import Testbed
+from mininet_topos.network import NetworkOptions
 
 pytestmark = pytest.mark.mininet
 
@@ -32,14 +35,13 @@ def accuracy(report: dict[str, Any]) -> list[float]:
 
 
 def test_training_learns_with_and_without_bounded_loss(tmp_path):
-    exact_spec = ExperimentSpec(**TRAIN, name="exact")
-    with GradNetwork(topology_for(exact_spec), NetworkOptions(run_dir=tmp_path / "net")) as net:
-        assert net.fabric is not None
+    exact_spec = spec_from_dict({**TRAIN, "name": "exact"})
+    with Testbed(topology_for(exact_spec), NetworkOptions(run_dir=tmp_path / "net")) as net:
         exact = run_on(net, exact_spec, tmp_path / "exact")
-        lossy = run_on(net, ExperimentSpec(**TRAIN, name="bounded-loss", dlcp=BOUNDED), tmp_path / "lossy")
-        dropping = run_on(net, ExperimentSpec(**{**TRAIN, "iterations": 5, "loss_pct": 0.0}, name="threshold-0",
-                                              dlcp={**BOUNDED, "priority": True, "drop": True, "spray": True,
-                                                    "threshold_bytes": 0}),
+        lossy = run_on(net, spec_from_dict({**TRAIN, "name": "bounded-loss", "dlcp": BOUNDED}), tmp_path / "lossy")
+        dropping = run_on(net, spec_from_dict({**TRAIN, "iterations": 5, "loss_pct": 0.0, "name": "threshold-0",
+                                               "dlcp": {**BOUNDED, "priority": True, "drop": True, "spray": True,
+                                                        "threshold_bytes": 0}}),
                           tmp_path / "dropping")
         thresholds = net.fabric.session("leaf1").read_table("dlcp_drop_thresholds")
     for report in (exact, lossy, dropping):

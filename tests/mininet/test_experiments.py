@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from controller.experiment import ExperimentSpec, run_experiment
+from controller.experiment.runner import run_experiment
+from controller.experiment.spec import spec_from_dict
 
 pytestmark = pytest.mark.mininet
 
@@ -19,7 +20,7 @@ SMALL = {"size_bytes": 128 << 10, "iterations": 2, "bw_mbps": 20.0, "workers": 4
 
 
 def run(tmp_path, **kw) -> dict:
-    spec = ExperimentSpec(**{**SMALL, **kw})
+    spec = spec_from_dict({**SMALL, **kw})
     return run_experiment(spec, tmp_path / spec.label, progress=False)
 
 
@@ -49,7 +50,7 @@ def test_exact_sums_with_two_percent_loss(tmp_path, algo, transport):
 
 def test_a_crashed_worker_fails_the_run_quickly_and_is_named(tmp_path):
     started = time.monotonic()
-    report = run(tmp_path, algo="ring", iterations=4, extra={"crash": {"node": 2, "after": 0}})
+    report = run(tmp_path, algo="ring", iterations=4, crash={"node": 2, "after": 0})
     elapsed = time.monotonic() - started
     assert not report["ok"]
     errors = report["errors"]

@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from controller.experiment import ExperimentSpec, run_experiment, run_on
-from mininet_topos.network import GradNetwork, NetworkOptions
+from controller.experiment.runner import run_experiment, run_on
+from controller.experiment.spec import spec_from_dict
+from controller.testbed import Testbed
+from mininet_topos.network import NetworkOptions
 from mininet_topos.topologies import rack
 from protocol.paths import REPO_ROOT
 from protocol.polling import wait_until
@@ -33,9 +35,9 @@ def exact(report: dict) -> bool:
 
 @pytest.mark.parametrize("topo", ["rack", "leafspine"])
 def test_exact_sums_flat_and_hierarchical(tmp_path, topo):
-    report = run_experiment(ExperimentSpec(**{**BASE, "topo": topo}), tmp_path, progress=False)
+    report = run_experiment(spec_from_dict({**BASE, "topo": topo}), tmp_path, progress=False)
     assert exact(report), report["errors"]
-    roles = {sw: s["role"] for sw, s in report["switches"]["netreduce"]["1"]["switches"].items()}
+    roles = {sw: s["part"]["role"] for sw, s in report["switches"]["netreduce"]["1"]["switches"].items()}
     if topo == "rack":
         assert roles == {"s1": "flat"}
     else:
@@ -49,9 +51,9 @@ def test_float32_fixed_scale_and_shared_exponent(tmp_path):
     """The same float32 gradients summed by the switch in both float modes: both exact on the wire,
     the per-packet exponent far closer to the float64 sum."""
     errors = {}
-    with GradNetwork(rack(hosts=4, bw_mbps=4.0), NetworkOptions(run_dir=tmp_path / "net")) as net:
+    with Testbed(rack(hosts=4, bw_mbps=4.0), NetworkOptions(run_dir=tmp_path / "net")) as net:
         for mode in ("fixed", "exponent"):
-            report = run_on(net, ExperimentSpec(**{**BASE, "dtype": "float32", "float_mode": mode}), tmp_path / mode)
+            report = run_on(net, spec_from_dict({**BASE, "dtype": "float32", "float_mode": mode}), tmp_path / mode)
             assert exact(report), report["errors"]
             errors[mode] = report["headline_extra"]["max_abs_error"]
     assert 0 < errors["fixed"] <= 4 * 2.0**-21  # N * 2**-(bits+1), bits = 20
@@ -59,16 +61,16 @@ def test_float32_fixed_scale_and_shared_exponent(tmp_path):
 
 
 def test_two_jobs_at_once(tmp_path):
-    report = run_experiment(ExperimentSpec(**{**BASE, "workers": 3, "jobs": 2}), tmp_path, progress=False)
+    report = run_experiment(spec_from_dict({**BASE, "workers": 3, "jobs": 2}), tmp_path, progress=False)
     assert report["ok"], report["errors"]
     assert set(report["jobs"]) == {"1", "2"} and all(j["correct"] for j in report["jobs"].values())
-    regions = {job: s["switches"]["s1"]["cells"] for job, s in report["switches"]["netreduce"].items()}
+    regions = {job: s["switches"]["s1"]["part"]["cells"] for job, s in report["switches"]["netreduce"].items()}
     assert regions["1"][1] < regions["2"][0]  # disjoint regions of aggregator memory
 
 
 @pytest.mark.parametrize("transport", ["gbn", "sr"])
 def test_fifty_iterations_with_two_percent_loss(tmp_path, transport):
-    spec = ExperimentSpec(**{**BASE, "size_bytes": 8 << 10, "iterations": 50, "loss_pct": 2.0,
+    spec = spec_from_dict({**BASE, "size_bytes": 8 << 10, "iterations": 50, "loss_pct": 2.0,
                              "transport": transport})
     started = time.monotonic()
     report = run_experiment(spec, tmp_path, progress=False)
@@ -82,22 +84,21 @@ def test_fifty_iterations_with_two_percent_loss(tmp_path, transport):
 
 
 def test_crashed_worker_ends_the_job_and_the_next_job_is_correct(tmp_path):
-    with GradNetwork(rack(hosts=4, bw_mbps=4.0), NetworkOptions(run_dir=tmp_path / "net")) as net:
+    with Testbed(rack(hosts=4, bw_mbps=4.0), NetworkOptions(run_dir=tmp_path / "net")) as net:
         started = time.monotonic()
-        crashed = run_on(net, ExperimentSpec(**{**BASE, "iterations": 5, "extra": {"crash": {"node": 1, "after": 0}}}),
+        crashed = run_on(net, spec_from_dict({**BASE, "iterations": 5, "crash": {"node": 1, "after": 0}}),
                          tmp_path / "crash")
         assert time.monotonic() - started < 60
         assert not crashed["ok"]
         errors = crashed["errors"]
         assert any("h2" in who and "exit status 3" in e for who, e in errors.items()), errors
         assert all("h2" in e for who, e in errors.items() if "h2" not in who), errors
-        again = run_on(net, ExperimentSpec(**BASE), tmp_path / "again")  # same job id, same switch
+        again = run_on(net, spec_from_dict(BASE), tmp_path / "again")  # same job id, same switch
         assert exact(again), again["errors"]
 
 
 def test_mutated_packets_do_not_disturb_a_running_job(tmp_path):
-    with GradNetwork(rack(hosts=5, bw_mbps=4.0), NetworkOptions(run_dir=tmp_path / "net")) as net:
-        assert net.fabric is not None
+    with Testbed(rack(hosts=5, bw_mbps=4.0), NetworkOptions(run_dir=tmp_path / "net")) as net:
         sent: dict[str, int] = {}
         config = tmp_path / "run" / "job1.json"  # written by run_on before the workers start
 
@@ -111,7 +112,7 @@ def test_mutated_packets_do_not_disturb_a_running_job(tmp_path):
 
         thread = threading.Thread(target=fuzzer, daemon=True)
         thread.start()
-        report = run_on(net, ExperimentSpec(**{**BASE, "iterations": 8}), tmp_path / "run")
+        report = run_on(net, spec_from_dict({**BASE, "iterations": 8}), tmp_path / "run")
         thread.join(timeout=300)
         assert sent.get("packets", 0) >= 3000
         assert exact(report), report["errors"]

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos.network import STATE_FILE, GradNetwork, NetworkOptions
+from controller.testbed import Testbed
+from mininet_topos.network import STATE_FILE, NetworkOptions
 from mininet_topos.topologies import leafspine, rack
 from protocol.paths import REPO_ROOT
 from protocol.polling import wait_until
@@ -48,7 +49,7 @@ def options(tmp_path: Path) -> NetworkOptions:
 
 def test_rack_full_reachability_and_clean_teardown(tmp_path):
     topo = rack(hosts=4)
-    with GradNetwork(topo, options(tmp_path)) as net:
+    with Testbed(topo, options(tmp_path)) as net:
         reach = net.pingall()
         assert reach.full, reach.table()
     assert leftovers(tmp_path / "net", ["s1", "h1", "h2", "h3", "h4"]) == []
@@ -84,7 +85,7 @@ def receiver_script(port: int, idle: float = 1.5) -> str:
     """)
 
 
-def udp_transfer(net: GradNetwork, src: str, dst: str, count: int, port: int = 5001) -> int:
+def udp_transfer(net: Testbed, src: str, dst: str, count: int, port: int = 5001) -> int:
     """Datagrams that arrived out of `count` sent (the receiver stops after an idle second)."""
     receiver = net.host(dst).popen([sys.executable, "-c", receiver_script(port)], stdout=subprocess.PIPE, text=True)
     assert receiver.stdout is not None
@@ -97,8 +98,7 @@ def udp_transfer(net: GradNetwork, src: str, dst: str, count: int, port: int = 5
 def test_leafspine_udp_tcp_and_fault_injection(tmp_path):
     # 20 Mb/s links: the links, not BMv2's packet rate, limit a blast of datagrams (README, Performance).
     topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2, bw_mbps=20)
-    with GradNetwork(topo, options(tmp_path)) as net:
-        assert net.fabric is not None
+    with Testbed(topo, options(tmp_path)) as net:
         reach = net.pingall()
         assert reach.full, reach.table()
         # UDP across the fabric, no loss configured: everything arrives.

@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from mininet_topos.network import GradNetwork, NetworkOptions
+from controller.testbed import Testbed
+from mininet_topos.network import NetworkOptions
 from mininet_topos.tensorlights import ServerClass, TensorLights, source_port_match
 from mininet_topos.topologies import rack
 
@@ -52,7 +53,7 @@ COUNT = textwrap.dedent("""
 
 def test_tensorlights_classes_favour_one_server_and_go_away(tmp_path):
     topo = rack(hosts=3, bw_mbps=10.0)
-    with GradNetwork(topo, NetworkOptions(run_dir=tmp_path / "net")) as net:
+    with Testbed(topo, NetworkOptions(run_dir=tmp_path / "net")) as net:
         h1 = net.host("h1")
         servers = [ServerClass(4, 1), ServerClass(4, 2)]  # two jobs' parameter servers on h1
         lights = TensorLights(h1, "eth0", 10.0, servers)

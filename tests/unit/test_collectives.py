@@ -12,18 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from roce.memlink import MemoryHub
-from workers.config import JobConfig, Node
+from roce.qp import Mode
+from tests.memlink import MemoryHub
+from workers.config import Algorithm, DType, FloatMode, JobConfig, Node, Role
 from workers.main import run_node
+
+CHOICES = {"dtype": DType, "float_mode": FloatMode, "transport": Mode}
 
 
 def job(algo: str, workers: int, servers: int = 0, **kw: object) -> JobConfig:
-    nodes = [Node(i, "worker", f"h{i + 1}", f"10.0.1.{i + 1}") for i in range(workers)]
-    nodes += [Node(workers + j, "server", f"ps{j + 1}", f"10.0.2.{j + 1}") for j in range(servers)]
+    nodes = [Node(i, Role.WORKER, f"h{i + 1}", f"10.0.1.{i + 1}") for i in range(workers)]
+    nodes += [Node(workers + j, Role.SERVER, f"ps{j + 1}", f"10.0.2.{j + 1}") for j in range(servers)]
     params: dict[str, object] = {"iterations": 2, "size_bytes": 6000, "mtu": 256, "window": 16, "rto": 0.01,
                                  "iteration_timeout": 30.0, "start_timeout": 10.0}
-    params.update(kw)
-    return JobConfig(algo=algo, nodes=tuple(nodes), **params)  # type: ignore[arg-type]
+    params.update({k: CHOICES[k](v) if k in CHOICES else v for k, v in kw.items()})
+    return JobConfig(algo=Algorithm(algo), nodes=tuple(nodes), **params)  # type: ignore[arg-type]
 
 
 def run_job(cfg: JobConfig, tmp_path: Path, loss: float = 0.0, absent: tuple[int, ...] = ()) -> dict[int, dict]:

@@ -9,9 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from controller.compare import load_spec, run_compare
-from controller.experiment import ExperimentError, ExperimentSpec, place, topology_for
+from controller.experiment.compare import load_spec, run_compare
+from controller.experiment.placement import fan_in, incast_window, job_config, min_rto, place, topology_for
+from controller.experiment.spec import DlcpOptions, ExperimentSpec, SpecError, Topo
+from mininet_topos.shaping import buffer_bytes
 from protocol.paths import EXPERIMENTS
+from workers.config import Algorithm, Role
+from workers.dlcp import DlcpPolicy
+
+PS, RING = Algorithm.PS, Algorithm.RING
 
 
 @pytest.mark.parametrize("path", sorted(EXPERIMENTS.glob("*.toml")), ids=lambda p: p.stem)
@@ -26,7 +32,7 @@ def test_every_committed_spec_loads(path):
 def test_matrix_and_named_runs():
     dlcp = load_spec(EXPERIMENTS / "dlcp-contention")  # without .toml, as the README writes it
     assert [r.label for r in dlcp.runs] == ["baseline", "priority", "priority+drop", "priority+drop+lb"]
-    assert dlcp.runs[3].dlcp == {"priority": True, "drop": True, "spray": True, "loss_budget": 0.1}
+    assert dlcp.runs[3].dlcp == DlcpOptions(priority=True, drop=True, spray=True, hosts=DlcpPolicy(loss_budget=0.1))
     base = load_spec(EXPERIMENTS / "baselines.toml")
     assert [r.label for r in base.runs] == ["ring-n2", "ring-n4", "ps-n2", "ps-n4"]
     assert {r.size_bytes for r in base.runs} == {1 << 20}
@@ -37,27 +43,36 @@ def test_matrix_and_named_runs():
 def test_bad_specs_say_what_is_wrong(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('[defaults]\nworkerz = 3\n[[runs]]\nname = "x"\n')
-    with pytest.raises(ExperimentError, match="unknown experiment parameters \\['workerz'\\]"):
+    with pytest.raises(SpecError, match="unknown experiment parameter\\(s\\) workerz"):
         load_spec(bad)
     bad.write_text('[[runs]]\nname = "x"\n[[runs]]\nname = "x"\n')
-    with pytest.raises(ExperimentError, match="run names repeat"):
+    with pytest.raises(SpecError, match="run names repeat"):
         load_spec(bad)
-    with pytest.raises(ExperimentError, match="use transport sr"):
-        ExperimentSpec(dlcp={"drop": True}).validate()
+    bad.write_text('[[runs]]\nname = "x"\nworkers = 0\n[[runs]]\nname = "y"\nalgo = "nccl"\n')
+    with pytest.raises(SpecError, match="algo = 'nccl': one of ring, ps, netreduce"):
+        load_spec(bad)
+    bad.write_text('[[runs]]\nname = "x"\nworkers = 0\nloss_pct = 150\n')
+    with pytest.raises(SpecError, match=r"(?s)run 'x': workers = 0.*run 'x': loss = 150"):
+        load_spec(bad)
+    bad.write_text('figurez = []\n[[runs]]\nname = "x"\n')
+    with pytest.raises(SpecError, match="unknown keys figurez"):
+        load_spec(bad)
+    with pytest.raises(SpecError, match="set transport = sr"):
+        ExperimentSpec(dlcp=DlcpOptions(drop=True)).validate()
 
 
 def test_placement_spreads_jobs_and_colocates_servers():
-    spec = ExperimentSpec(algo="ps", workers=2, jobs=3, colocate_servers=True, topo="leafspine", background_flows=2)
+    spec = ExperimentSpec(algo=PS, workers=2, jobs=3, colocate_servers=True, topo=Topo.LEAFSPINE, background_flows=2)
     topo = topology_for(spec)
     p = place(spec, topo)
-    servers = {n.host for nodes in p.jobs for n in nodes if n.role == "server"}
+    servers = {n.host for nodes in p.jobs for n in nodes if n.role == Role.SERVER}
     assert servers == {p.server_host}
-    workers = [n.host for nodes in p.jobs for n in nodes if n.role == "worker"]
+    workers = [n.host for nodes in p.jobs for n in nodes if n.role == Role.WORKER]
     assert len(set(workers)) == 6 and p.server_host not in workers
     assert p.background is not None and topo.attachment(p.background[0])[0] != topo.attachment(p.background[1])[0]
     # each 2-worker job has one worker on each leaf
     for nodes in p.jobs:
-        leaves = {topo.attachment(n.host)[0] for n in nodes if n.role == "worker"}
+        leaves = {topo.attachment(n.host)[0] for n in nodes if n.role == Role.WORKER}
         assert leaves == {"leaf1", "leaf2"}
 
 
@@ -87,41 +102,34 @@ def test_compare_writes_summary_report_and_plot(tmp_path):
 
 
 def test_min_rto_covers_a_full_shaped_queue():
-    from controller.experiment import min_rto
-
     assert min_rto(32, 1024, None) == 0.05
     assert 0.1 < min_rto(32, 1024, 20) < 0.12  # a 250 kB queue at 2.5 MB/s, plus one window
     assert min_rto(32, 1024, 1) > 0.5  # the 64 KiB minimum buffer at 125 kB/s
 
 
 def test_incast_windows_fit_the_shaped_queue():
-    from controller.experiment import ExperimentSpec, fan_in, incast_window
-    from mininet_topos.shaping import buffer_bytes
-
-    ps = ExperimentSpec(algo="ps", workers=8, bw_mbps=5.0)
+    ps = ExperimentSpec(algo=PS, workers=8, bw_mbps=5.0)
     assert fan_in(ps) == 8
     window = incast_window(ps, 1024)
     assert window * 8 * (1024 + 80) <= buffer_bytes(5.0) < (window + 1) * 8 * (1024 + 80)
-    colocated = ExperimentSpec(algo="ps", workers=2, jobs=4, colocate_servers=True, bw_mbps=5.0)
+    colocated = ExperimentSpec(algo=PS, workers=2, jobs=4, colocate_servers=True, bw_mbps=5.0)
     assert fan_in(colocated) == 8 and incast_window(colocated, 1024) == window
-    assert incast_window(ExperimentSpec(algo="ring", workers=8, bw_mbps=5.0), 1024) == 32  # one sender each
-    assert incast_window(ExperimentSpec(algo="ps", workers=8), 1024) == 32  # unshaped: the spec's window
+    assert incast_window(ExperimentSpec(algo=RING, workers=8, bw_mbps=5.0), 1024) == 32  # one sender each
+    assert incast_window(ExperimentSpec(algo=PS, workers=8), 1024) == 32  # unshaped: the spec's window
 
 
 def test_ps_key_size_reaches_the_workers_and_is_checked():
-    from controller.experiment import job_config
-
-    spec = ExperimentSpec(algo="ps", workers=2, size_bytes=64 << 10, ps_key_bytes=8 << 10)
+    spec = ExperimentSpec(algo=PS, workers=2, size_bytes=64 << 10, ps_key_bytes=8 << 10)
     nodes = place(spec, topology_for(spec)).jobs[0]
     cfg = job_config(spec, 1, nodes)
     assert cfg.ps_key_bytes == 8 << 10
-    with pytest.raises(ExperimentError, match="ps_key_bytes 1002: must be"):
-        ExperimentSpec(algo="ps", ps_key_bytes=1002).validate()
+    with pytest.raises(SpecError, match="ps_key_bytes = 1002: a key is a positive multiple of 4"):
+        ExperimentSpec(algo=PS, ps_key_bytes=1002).validate()
 
 
 @pytest.mark.parametrize("workers", [4, 8])
 def test_ring_ranks_follow_the_leaves(workers):
-    spec = ExperimentSpec(algo="ring", workers=workers, topo="leafspine")
+    spec = ExperimentSpec(algo=RING, workers=workers, topo=Topo.LEAFSPINE)
     topo = topology_for(spec)
     leaves = [topo.attachment(n.host)[0] for n in place(spec, topo).jobs[0]]
     crossing = sum(leaves[i] != leaves[(i + 1) % workers] for i in range(workers))

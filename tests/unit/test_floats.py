@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.config import CONFIG
-from workers.config import JobConfig, Node
+from workers.config import Algorithm, DType, FloatMode, JobConfig, Node, Role
 from workers.encoding import Encoder, job_profile
 from workers.floats import BLOCK, BlockExponent, FixedPoint
 
@@ -68,9 +68,10 @@ def test_a_block_above_the_window_saturates_and_is_counted():
 
 
 def test_exponent_mode_adds_one_code_tensor_per_tensor():
-    nodes = tuple(Node(i, "worker", f"h{i}", f"10.0.0.{i + 1}") for i in range(4))
-    cfg = JobConfig("ring", nodes, workload="small-cnn", scale=0.01, dtype="float32", float_mode="exponent")
-    base = job_profile(JobConfig("ring", nodes, workload="small-cnn", scale=0.01, dtype="float32"))
+    nodes = tuple(Node(i, Role.WORKER, f"h{i}", f"10.0.0.{i + 1}") for i in range(4))
+    cfg = JobConfig(Algorithm.RING, nodes, workload="small-cnn", scale=0.01, dtype=DType.FLOAT32,
+                    float_mode=FloatMode.EXPONENT)
+    base = job_profile(JobConfig(Algorithm.RING, nodes, workload="small-cnn", scale=0.01, dtype=DType.FLOAT32))
     profile = job_profile(cfg)
     assert len(profile.tensors) == 2 * len(base.tensors)
     for j, t in enumerate(base.tensors):
@@ -80,8 +81,8 @@ def test_exponent_mode_adds_one_code_tensor_per_tensor():
 
 
 def test_a_wrong_code_sum_is_a_wrong_result():
-    nodes = tuple(Node(i, "worker", f"h{i}", f"10.0.0.{i + 1}") for i in range(3))
-    enc = Encoder(JobConfig("ring", nodes, dtype="float32", float_mode="exponent"))
+    nodes = tuple(Node(i, Role.WORKER, f"h{i}", f"10.0.0.{i + 1}") for i in range(3))
+    enc = Encoder(JobConfig(Algorithm.RING, nodes, dtype=DType.FLOAT32, float_mode=FloatMode.EXPONENT))
     want, reference = enc.expected(300, [0, 1, 2], 0, 0)
     assert enc.check(want, want, reference).correct
     assert want.codes is not None

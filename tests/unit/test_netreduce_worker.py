@@ -13,18 +13,18 @@ import pytest
 
 from protocol.netreduce import JobLayout
 from protocol.polling import wait_until
-from roce.netreduce_model import NetReduceHub
-from workers.config import JobConfig, Node
+from tests.netreduce_model import NetReduceHub
+from workers.config import Algorithm, JobConfig, Node, Role
 from workers.main import run_node
 
 
 def run(tmp_path: Path, workers: int, loss: float = 0.0, credits: int = 2, **kw: object) -> tuple[dict, NetReduceHub]:
-    nodes = tuple(Node(i, "worker", f"h{i + 1}", f"10.0.1.{i + 1}") for i in range(workers))
+    nodes = tuple(Node(i, Role.WORKER, f"h{i + 1}", f"10.0.1.{i + 1}") for i in range(workers))
     params: dict[str, object] = {"iterations": 3, "size_bytes": 12000, "mtu": 256, "rto": 0.01,
                                  "iteration_timeout": 30.0, "start_timeout": 10.0, "job_id": 3,
-                                 "extra": {"credits": credits}}
+                                 "credits": credits}
     params.update(kw)
-    cfg = JobConfig(algo="netreduce", nodes=nodes, **params)  # type: ignore[arg-type]
+    cfg = JobConfig(algo=Algorithm.NETREDUCE, nodes=nodes, **params)  # type: ignore[arg-type]
     hub = NetReduceHub(JobLayout(3, workers, credits), [n.ip for n in nodes], loss=loss, seed=5)
     links = {n.node_id: hub.link(n.ip) for n in nodes}
     results: dict[int, dict] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.cli import build_parser, parse_size
+from controller.control_plane import ControlPlane
 from controller.p4rt import P4Info, TableEntry
 from controller.p4rt.entities import normalize
 from controller.pcap import read_pcap, read_timed, write_pcap
@@ -62,8 +63,13 @@ class _NoFabric:
         return ["leaf1", "leaf2", "spine1"]
 
 
+def _offline() -> ControlPlane:
+    """A control plane whose fabric only knows its switch names (completion and parsing need no switch)."""
+    return ControlPlane(_NoFabric(), None, None)  # type: ignore[arg-type]
+
+
 def test_repl_completes_switches_tables_fields_and_actions():
-    r = Repl(_NoFabric())
+    r = Repl(_offline())
     assert r.completenames("pac") == ["packet-in", "packet-out"]
     assert r.complete_insert("le", "insert le", 0, 0) == ["leaf1", "leaf2"]
     assert "ipv4_routes" in r.complete_insert("ipv4", "insert leaf1 ipv4", 0, 0)
@@ -76,7 +82,7 @@ def test_repl_completes_switches_tables_fields_and_actions():
 
 def test_repl_reports_errors_without_dying():
     out: list[str] = []
-    r = Repl(_NoFabric(), out=out.append)
+    r = Repl(_offline(), out=out.append)
     r.onecmd("entries nowhere ipv4_routes")
     r.onecmd("frobnicate")
     r.onecmd("insert leaf1 no_such_table x=1 -> y")

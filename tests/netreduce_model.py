@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from protocol.netreduce import ELEMENTS, PACKETS, JobLayout
 from protocol.qpn import qpn, udp_source_port
 from roce.headers import HeaderError, Opcode, Transport
-from roce.memlink import MemoryHub
 from roce.wire import build_ipv4, parse_ipv4
+from tests.memlink import MemoryHub
 
 
 @dataclass

@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.experiment import ExperimentError, ExperimentSpec, run_experiment, spec_from_dict
-from controller.report import format_table
+from controller.experiment.plots import plot_compare, plot_figures, plot_learning
+from controller.experiment.report import format_table
+from controller.experiment.runner import run_experiment
+from controller.experiment.spec import ExperimentError, ExperimentSpec, SpecError, spec_from_dict
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -58,29 +60,43 @@ def _auto_name(spec: ExperimentSpec, varied: list[str]) -> str:
     return "-".join(parts) or spec.algo
 
 
+SPEC_KEYS = ("name", "notes", "figures", "defaults", "matrix", "runs")
+
+
 def load_spec(path: Path) -> CompareSpec:
+    """A compare spec, every run checked (SpecError: one line per problem, naming the run)."""
     if not path.exists() and path.with_suffix(".toml").exists():
         path = path.with_suffix(".toml")  # `gradswitch compare experiments/tensorlights`
     try:
         raw = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ExperimentError(f"{path}: {e}") from None
-    defaults = spec_from_dict(raw.get("defaults", {}))
-    runs: list[ExperimentSpec] = []
-    matrix = raw.get("matrix", {})
-    if matrix:
-        keys = list(matrix)
-        for values in itertools.product(*(matrix[k] if isinstance(matrix[k], list) else [matrix[k]] for k in keys)):
-            spec = spec_from_dict(dict(zip(keys, values, strict=True)), defaults)
-            varied = [k for k in keys if isinstance(matrix[k], list) and len(matrix[k]) > 1]
-            runs.append(spec_from_dict({"name": _auto_name(spec, varied)}, spec))
-    for run in raw.get("runs", []):
-        runs.append(spec_from_dict(run, defaults))
+        raise SpecError(f"{path}: {e}") from None
+    try:
+        unknown = sorted(set(raw) - set(SPEC_KEYS))
+        if unknown:
+            raise SpecError(f"unknown keys {', '.join(unknown)} (known: {', '.join(SPEC_KEYS)})")
+        defaults = spec_from_dict(raw.get("defaults", {}))
+        runs: list[ExperimentSpec] = []
+        matrix = raw.get("matrix", {})
+        if matrix:
+            keys = list(matrix)
+            for values in itertools.product(*(matrix[k] if isinstance(matrix[k], list) else [matrix[k]]
+                                              for k in keys)):
+                spec = spec_from_dict(dict(zip(keys, values, strict=True)), defaults)
+                varied = [k for k in keys if isinstance(matrix[k], list) and len(matrix[k]) > 1]
+                runs.append(spec_from_dict({"name": _auto_name(spec, varied)}, spec))
+        for run in raw.get("runs", []):
+            runs.append(spec_from_dict(run, defaults))
+    except SpecError as e:
+        raise SpecError(f"{path}: {e}") from None
     names = [r.label for r in runs]
+    problems = [f"{path}: run {name!r}: {line}" for r, name in zip(runs, names, strict=True) for line in r.problems()]
     if len(set(names)) != len(names):
-        raise ExperimentError(f"{path}: run names repeat: {sorted(n for n in names if names.count(n) > 1)}")
+        problems.append(f"{path}: run names repeat: {sorted({n for n in names if names.count(n) > 1})}")
     if not runs:
-        raise ExperimentError(f"{path}: no runs (give a [matrix] or [[runs]])")
+        problems.append(f"{path}: no runs (give a [matrix] or [[runs]])")
+    if problems:
+        raise SpecError("\n".join(problems))
     return CompareSpec(raw.get("name", path.stem), runs, raw.get("notes", ""), raw.get("figures", []))
 
 
@@ -159,83 +175,3 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
     if errors:
         lines += ["", "## Failed runs", ""] + [f"- {n}: {e.splitlines()[0]}" for n, e in errors.items()]
     (out_dir / "report.md").write_text("\n".join(lines) + "\n")
-
-
-def plot_compare(summary: dict[str, dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    names = list(summary)
-    med = [summary[n].get("median_s") or 0.0 for n in names]
-    p99 = [summary[n].get("p99_s") or 0.0 for n in names]
-    x = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(names)), 4))
-    ax.bar(x - 0.2, med, 0.4, label="median")
-    ax.bar(x + 0.2, p99, 0.4, label="p99")
-    for i, n in enumerate(names):
-        bound = summary[n].get("lower_bound_s")
-        if bound:
-            ax.hlines(bound, i - 0.4, i + 0.4, colors="black", linestyles="--")
-        if not summary[n].get("correct"):
-            ax.annotate("not exact", (i, max(med[i], p99[i])), ha="center", color="red")
-    ax.set_xticks(x, names, rotation=30, ha="right")
-    ax.set_ylabel("iteration time (s)")
-    ax.set_title("iteration time per run (dashed: link-rate lower bound)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def plot_figures(summary: dict[str, dict[str, Any]], keys: list[str], path: Path) -> bool:
-    """One bar chart per figure the spec names (drops, errors, JCT...); False if none has values."""
-    keys = [k for k in keys if any(isinstance(h.get(k), int | float) and not isinstance(h.get(k), bool)
-                                   for h in summary.values())]
-    if not keys:
-        return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(summary)
-    fig, axes = plt.subplots(1, len(keys), figsize=(max(5, 3.2 * len(keys)), 3.6), squeeze=False)
-    for ax, key in zip(axes[0], keys, strict=True):
-        values = [summary[n].get(key) for n in names]
-        ax.bar(range(len(names)), [v if isinstance(v, int | float) else 0.0 for v in values], color="tab:green")
-        ax.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
-        ax.set_title(key, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
-def plot_learning(reports: dict[str, dict[str, Any]], path: Path) -> bool:
-    """Training runs: test accuracy against iterations and against wall time, one line per run."""
-    runs = {n: r["iterations"] for n, r in reports.items() if r["iterations"] and "accuracy" in r["iterations"][0]}
-    if not runs:
-        return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (by_it, by_time) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    for name, its in runs.items():
-        acc = [it["accuracy"] for it in its]
-        t0 = its[0]["start"]
-        by_it.plot([it["index"] + 1 for it in its], acc, label=name)
-        by_time.plot([it["end"] - t0 for it in its], acc, label=name)
-    by_it.set_xlabel("iteration")
-    by_time.set_xlabel("wall time (s)")
-    by_it.set_ylabel("test accuracy")
-    by_it.legend()
-    fig.suptitle("learning: accuracy against iterations and time")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True

@@ -1,4 +1,4 @@
-"""Turning worker results into results.json, a one-screen table, a CSV and plots."""
+"""Turning worker results into results.json, a one-screen table and a CSV (plots: plots.py)."""
 
 from __future__ import annotations
 
@@ -10,25 +10,29 @@ from typing import Any
 
 import numpy as np
 
+from controller.experiment.plots import plot_iterations
+from controller.experiment.spec import ExperimentSpec, step_bytes
+from workers.config import Algorithm, DType, JobConfig
+
 ETH_OVERHEAD = 14  # Ethernet header per packet on top of the IP bytes the hosts count
 
 
-def lower_bound_s(algo: str, workers: int, servers: int, step_bytes: int, bw_mbps: float | None) -> float | None:
-    """Link-rate lower bound of one all-reduce (../shared/RESEARCH.md, "Arithmetic")."""
+def lower_bound_s(algo: Algorithm, workers: int, servers: int, nbytes: int, bw_mbps: float | None) -> float | None:
+    """Link-rate lower bound of one all-reduce of nbytes (docs/architecture.md, "Link-rate bounds"):
+    ring 2(N-1)S/(N B), a parameter server N S/(P B) with P servers, in-network aggregation S/B
+    (every worker sends S up and receives S down)."""
     if not bw_mbps:
         return None
     rate = bw_mbps * 1e6 / 8
-    if algo == "ring":
-        return 2 * (workers - 1) * step_bytes / (workers * rate) if workers > 1 else 0.0
-    if algo == "ps":
-        return workers * step_bytes / (max(1, servers) * rate)
-    return step_bytes / rate  # in-network aggregation: S up and S down
+    if algo == Algorithm.RING:
+        return 2 * (workers - 1) * nbytes / (workers * rate) if workers > 1 else 0.0
+    if algo == Algorithm.PS:
+        return workers * nbytes / (max(1, servers) * rate)
+    return nbytes / rate
 
 
-def _job_summary(spec: Any, results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+def _job_summary(spec: ExperimentSpec, results: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """Iterations (slowest worker per iteration), wire totals and headline figures of one job."""
-    from controller.experiment import step_bytes
-
     workers = [r for r in results.values() if r["role"] == "worker"]
     n_iter = min((len(r["iterations"]) for r in workers), default=0)
     iterations = []
@@ -97,11 +101,9 @@ def busiest_link_load(switches: dict[str, Any], bw_mbps: float) -> float | None:
     return best
 
 
-def summarize(spec: Any, cfgs: list[Any], results: dict[int, dict[int, dict[str, Any]]],
+def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, dict[int, dict[str, Any]]],
               switches: dict[str, Any], started: float) -> dict[str, Any]:
     """results.json: job 1's figures at the top, every job under "jobs", the switches' counters."""
-    from controller.experiment import step_bytes
-
     jobs = {cfg.job_id: _job_summary(spec, results[cfg.job_id]) for cfg in cfgs}
     main = jobs[cfgs[0].job_id]
     jcts = [j["jct_s"] for j in jobs.values() if j["jct_s"] is not None]
@@ -113,11 +115,11 @@ def summarize(spec: Any, cfgs: list[Any], results: dict[int, dict[int, dict[str,
         headline_extra["max_relative_error"] = max(it["relative_error"] for it in its)
     if spec.bw_mbps:
         headline_extra["busiest_link_load"] = busiest_link_load(switches, spec.bw_mbps)
-    if its and spec.dtype == "float32":
+    if its and spec.dtype == DType.FLOAT32:
         headline_extra["max_abs_error"] = max(it["max_abs_error"] for it in its)
     dlcp_drops = sum(ev.get("dropped", 0) for sw in switches.values() if isinstance(sw, dict)
                      for per_job in sw.get("dlcp", {}).values() for ev in [per_job])
-    if spec.dlcp:
+    if spec.dlcp.enabled:
         headline_extra["dlcp_dropped"] = dlcp_drops
     return {
         "name": spec.label,
@@ -181,26 +183,3 @@ def write_report(report: dict[str, Any], out_dir: Path) -> None:
         for it in report["iterations"]:
             w.writerow([it["index"], f"{it['time_s']:.6f}", it["correct"], it["max_abs_error"]])
     plot_iterations(report, out_dir / "iterations.png")
-
-
-def plot_iterations(report: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    its = report["iterations"]
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    if its:
-        colors = ["tab:blue" if it["correct"] else "tab:red" for it in its]
-        ax.bar([it["index"] for it in its], [it["time_s"] for it in its], color=colors)
-    bound = report["summary"]["lower_bound_s"]
-    if bound:
-        ax.axhline(bound, color="black", linestyle="--", label=f"link-rate bound {bound:.3f} s")
-        ax.legend(loc="upper right")
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("time (s)")
-    ax.set_title(f"{report['name']}: iteration time (red = wrong result)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

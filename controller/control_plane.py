@@ -1,0 +1,28 @@
+"""The controller of a running network as the REPL and the experiment runner use it.
+
+`ControlPlane` puts together the fabric (one primary P4Runtime session per switch, and the
+generic switch API) and the features with state of their own that build on it: NetReduce
+jobs and DLCP settings. Inside `gradswitch net` it is the controller itself; `gradswitch repl`
+in another terminal gets one whose parts are proxies of the controller's
+(controller/control_socket.py), so every write is still made by the one primary session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.dlcp_settings import DlcpSettings
+from controller.fabric import Fabric
+from controller.netreduce_jobs import NetReduceJobs
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    fabric: Fabric
+    netreduce: NetReduceJobs
+    dlcp: DlcpSettings
+
+    @classmethod
+    def over(cls, fabric: Fabric) -> ControlPlane:
+        """The control plane of a fabric (connected or not)."""
+        return cls(fabric, NetReduceJobs(fabric), DlcpSettings(fabric))

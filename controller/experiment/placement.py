@@ -1,0 +1,113 @@
+"""Where an experiment's processes go, and the job configuration each of them reads.
+
+The topology a spec needs, its hosts dealt to jobs and roles (`place`), and every job's
+`workers.config.JobConfig`, with the transport's window and timeout sized for the links.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from controller.experiment.spec import ExperimentSpec, Topo
+from mininet_topos.shaping import buffer_bytes
+from mininet_topos.topologies import build_topology
+from mininet_topos.topology import Topology
+from protocol.netreduce import MTU as NETREDUCE_MTU
+from workers.config import Algorithm, JobConfig, Node, Role
+
+PACKET_OVERHEAD = 80  # bytes on the wire around a RoCE payload (Ethernet, IPv4, UDP, BTH, RETH, ICRC), rounded up
+
+
+def topology_for(spec: ExperimentSpec) -> Topology:
+    """The topology of the spec's kind with enough hosts for everything it runs."""
+    n = spec.hosts_needed()
+    if spec.topo == Topo.RACK:
+        return build_topology("rack", hosts=n, bw_mbps=spec.bw_mbps)
+    if spec.topo == Topo.LEAFSPINE:
+        return build_topology("leafspine", leaves=spec.leaves, spines=spec.spines,
+                              hosts_per_leaf=math.ceil(n / spec.leaves), bw_mbps=spec.bw_mbps)
+    return build_topology("dumbbell", hosts_per_side=math.ceil(n / 2), bw_mbps=spec.bw_mbps)
+
+
+@dataclass(frozen=True)
+class Placement:
+    jobs: list[list[Node]]  # per job, its nodes (workers first)
+    server_host: str | None  # the shared host of colocated servers
+    background: tuple[str, str] | None  # (sender, receiver) hosts of the bulk traffic
+
+
+def place(spec: ExperimentSpec, topo: Topology) -> Placement:
+    """Hosts dealt round-robin over the edge switches, so jobs spread over the fabric.
+
+    A ring's ranks then follow the edge switches (topology-aware, as NCCL builds its rings):
+    neighbours share a leaf where they can, so only one ring hop per leaf crosses the
+    fabric. In dealing order every hop would cross it, two flows would share each leaf's
+    uplinks, and ECMP could put both on one spine.
+    """
+    by_edge = [[h for h, _ in topo.hosts_of(s.name)] for s in topo.edge_switches()]
+    order = [h.name for rnd in range(max(len(e) for e in by_edge)) for e in by_edge if rnd < len(e) for h in [e[rnd]]]
+    edge_of = {h.name: i for i, e in enumerate(by_edge) for h in e}
+    free = list(order)
+
+    def take() -> str:
+        return free.pop(0)
+
+    server_host = take() if spec.servers_per_job and spec.colocate_servers else None
+    jobs = []
+    for _ in range(spec.jobs):
+        hosts = [take() for _ in range(spec.workers)]
+        if spec.algo == Algorithm.RING:
+            hosts.sort(key=lambda h: (edge_of[h], order.index(h)))
+        nodes = [Node(i, Role.WORKER, h, topo.host(h).ip) for i, h in enumerate(hosts)]
+        for j in range(spec.servers_per_job):
+            host = server_host or take()
+            nodes.append(Node(spec.workers + j, Role.SERVER, host, topo.host(host).ip))
+        jobs.append(nodes)
+    background = None
+    if spec.background_flows:
+        sender = take()
+        edge = topo.attachment(sender)[0]
+        receiver = next((h for h in free if topo.attachment(h)[0] != edge), free[0])
+        background = (sender, receiver)
+    return Placement(jobs, server_host, background)
+
+
+def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfig:
+    """What job `job_id`'s processes run."""
+    mtu = NETREDUCE_MTU if spec.algo == Algorithm.NETREDUCE else spec.mtu
+    window = incast_window(spec, mtu)
+    return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
+                     size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
+                     float_mode=spec.float_mode, transport=spec.transport, ps_key_bytes=spec.ps_key_bytes,
+                     mtu=mtu, window=window, rto=min_rto(window, mtu, spec.bw_mbps), credits=spec.credits,
+                     dlcp=spec.dlcp.host_policy(), crash=spec.crash, seed=spec.seed + job_id - 1, job_id=job_id)
+
+
+def fan_in(spec: ExperimentSpec) -> int:
+    """QPs that send into one host at once: a parameter server's workers (every colocated job's),
+    one neighbour for ring, the switch's one result stream for NetReduce."""
+    if spec.algo == Algorithm.PS:
+        return spec.workers * (spec.jobs if spec.colocate_servers else 1)
+    return 1
+
+
+def incast_window(spec: ExperimentSpec, mtu: int) -> int:
+    """The spec's window per QP, capped so that the windows of an incast fit the shaped queue of
+    the receiving link. RoCE relies on PFC for that and there is none here: without the cap,
+    eight parameter-server pushes into a 5 Mb/s link overflow its queue every round, go-back-N
+    resends whole windows into the same overflow, and a QP exhausts its retries."""
+    if not spec.bw_mbps:
+        return spec.window
+    return max(4, min(spec.window, buffer_bytes(spec.bw_mbps) // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
+
+
+def min_rto(window: int, mtu: int, bw_mbps: float | None) -> float:
+    """The smallest retransmission timeout: at least 50 ms, 3 times a full window's time on the
+    link, and a full shaped queue's time plus a window's (under incast, as at a parameter
+    server, the packet may sit behind the whole buffer); the RTT estimate raises it further."""
+    if not bw_mbps:
+        return 0.05
+    rate = bw_mbps * 1e6 / 8
+    window_s = window * (mtu + PACKET_OVERHEAD) / rate
+    return max(0.05, 3 * window_s, buffer_bytes(bw_mbps) / rate + window_s)

@@ -1,0 +1,269 @@
+"""What an experiment runs, as one typed value, checked before anything starts.
+
+`ExperimentSpec` is what `gradswitch experiment` builds from its options and what every run of
+`gradswitch compare` builds from its TOML file (`spec_from_dict`). `problems()` lists every
+value that cannot run, one line each naming the value, what is allowed and what to do; the
+command line and the compare loader stop on them before any switch starts.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
+from typing import Any
+
+from protocol.config import CONFIG
+from protocol.netreduce import DEFAULT_CREDITS
+from protocol.qpn import MAX_NODES
+from roce.qp import VALID_MTUS, Mode
+from workers.config import Algorithm, Choice, Crash, DType, FloatMode
+from workers.dlcp import DlcpPolicy
+from workers.tensors import workload, workload_names
+
+
+class ExperimentError(RuntimeError):
+    """The run failed: names the node and shows the tail of its log."""
+
+
+class SpecError(ValueError):
+    """Values an experiment cannot run with: one line per value, saying what is allowed."""
+
+
+class Topo(Choice):
+    RACK = "rack"  # one switch, every host on it
+    LEAFSPINE = "leafspine"  # leaves and spines, hosts dealt over the leaves
+    DUMBBELL = "dumbbell"  # two switches, one link between them
+
+
+@dataclass(frozen=True)
+class DlcpOptions:
+    """DLCP for every job of a run: the switches' features and the hosts' policy.
+
+    In a TOML spec, `dlcp = { priority = true, drop = true, loss_budget = 0.1 }`: the keys are
+    this class's switch fields and workers.dlcp.DlcpPolicy's host fields, side by side.
+    """
+
+    priority: bool = False  # switches: strict priority by layer class (front layers first)
+    drop: bool = False  # switches drop droppable packets over the threshold; hosts mark them
+    spray: bool = False  # switches spread a job's packets over every equal-cost path
+    bounded_loss: bool = False  # hosts mark and receivers zero-fill lost droppable packets; switches drop nothing
+    threshold_bytes: int | None = None  # selective drop at or over this virtual-queue depth (default: per rate)
+    hosts: DlcpPolicy = field(default_factory=DlcpPolicy)  # loss budget, which layers and magnitudes may go
+
+    @property
+    def enabled(self) -> bool:
+        return self != DlcpOptions()
+
+    @property
+    def reorders(self) -> bool:
+        """Packets of a job may arrive out of order (priority queues, spraying)."""
+        return self.priority or self.spray
+
+    @property
+    def lossy(self) -> bool:
+        """Receivers may zero-fill droppable packets."""
+        return self.drop or self.bounded_loss
+
+    def host_policy(self) -> DlcpPolicy | None:
+        """What the workers do (None: DLCP off)."""
+        if not self.enabled:
+            return None
+        return replace(self.hosts, drop=self.lossy, reorder=self.reorders)
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    algo: Algorithm = Algorithm.RING
+    workers: int = 4
+    size_bytes: int = 8 << 20  # synthetic workload: bytes of the gradient tensor
+    iterations: int = 10
+    topo: Topo = Topo.RACK
+    bw_mbps: float | None = None  # every link shaped to this rate (None: unshaped)
+    loss_pct: float = 0.0  # RoCE packets dropped by the switches on every worker link, both ways
+    transport: Mode = Mode.GBN
+    servers: int = 1  # parameter servers per job (ps only)
+    ps_key_bytes: int = 64 << 10  # ps: bytes per key; a step of K keys overlaps key k's pull with k+1's push
+    workload: str = "synthetic"
+    scale: float = 1.0  # model profiles: fraction of every layer's size kept
+    dtype: DType = DType.INT32
+    float_mode: FloatMode = FloatMode.FIXED  # float32 on the wire: a fixed scale or a shared exponent per block
+    mtu: int = 1024  # RoCE MTU of ring and PS (NetReduce uses its packet size)
+    window: int = 32  # packets in flight per QP
+    leaves: int = 2  # leafspine
+    spines: int = 2
+    seed: int = 1
+    name: str = ""
+    jobs: int = 1  # identical jobs run at once, ids 1..jobs, on their own hosts
+    colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
+    background_flows: int = 0  # bulk TCP streams between two extra hosts on two switches
+    credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
+    dlcp: DlcpOptions = field(default_factory=DlcpOptions)
+    tensorlights: bool = False  # HTB priorities among the colocated servers at their host's NIC
+    tensorlights_rotate_s: float = 0.0  # rotate the favoured server this often (0: fixed)
+    crash: Crash | None = None  # fault injection: a node dies after an iteration
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.algo}-n{self.workers}-{self.topo}"
+
+    @property
+    def servers_per_job(self) -> int:
+        return self.servers if self.algo == Algorithm.PS else 0
+
+    def hosts_needed(self) -> int:
+        server_hosts = (1 if self.colocate_servers else self.jobs * self.servers_per_job) if self.servers_per_job else 0
+        return self.jobs * self.workers + server_hosts + (2 if self.background_flows else 0)
+
+    def problems(self) -> list[str]:
+        """Every value this spec cannot run with, one line each (empty: it can run)."""
+        out: list[str] = []
+
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                out.append(what)
+
+        need(self.workers >= 1, f"workers = {self.workers}: give at least 1 worker")
+        need(self.workers <= MAX_NODES - self.servers_per_job,
+             f"workers = {self.workers}: at most {MAX_NODES - self.servers_per_job} nodes fit a job's QP numbers")
+        need(self.algo != Algorithm.NETREDUCE or 2 <= self.workers <= CONFIG.AGG_MAX_MEMBERS,
+             f"workers = {self.workers}: NetReduce needs 2..{CONFIG.AGG_MAX_MEMBERS} workers (AGG_MAX_MEMBERS)")
+        need(self.size_bytes >= 4, f"size = {self.size_bytes} bytes: give at least 4 bytes (one int32), e.g. 8MiB")
+        need(self.iterations >= 1, f"iterations = {self.iterations}: run at least 1 iteration")
+        need(self.bw_mbps is None or (math.isfinite(self.bw_mbps) and 0 < self.bw_mbps <= 100_000),
+             f"bw = {self.bw_mbps} Mb/s: a link rate is above 0 and at most 100000 Mb/s (leave it out: unshaped)")
+        need(0.0 <= self.loss_pct < 100.0, f"loss = {self.loss_pct}%: a loss rate is 0 <= loss < 100 (percent)")
+        need(self.servers >= 1, f"servers = {self.servers}: a parameter-server job needs at least 1 server")
+        need(self.ps_key_bytes >= 4 and self.ps_key_bytes % 4 == 0,
+             f"ps_key_bytes = {self.ps_key_bytes}: a key is a positive multiple of 4 bytes (int32 values)")
+        need(self.workload in workload_names(),
+             f"workload = {self.workload!r}: not one of {', '.join(workload_names())}")
+        need(0.0 < self.scale <= 1.0, f"scale = {self.scale}: a layer-size fraction is 0 < scale <= 1")
+        need(self.mtu in VALID_MTUS, f"mtu = {self.mtu}: RoCE MTUs are {', '.join(map(str, VALID_MTUS))}")
+        need(self.window >= 1, f"window = {self.window}: at least 1 packet in flight")
+        need(self.leaves >= 1 and self.spines >= 1,
+             f"leaves = {self.leaves}, spines = {self.spines}: a leaf-spine needs at least 1 of each")
+        need(self.name == "" or ("/" not in self.name and self.name not in (".", "..")),
+             f"name = {self.name!r}: a run name is a directory name (no '/')")
+        last_job = CONFIG.AGG_MAX_JOBS - 1 if self.algo == Algorithm.NETREDUCE else CONFIG.DLCP_MAX_JOBS - 1
+        need(1 <= self.jobs <= last_job, f"jobs = {self.jobs}: give 1..{last_job} jobs")
+        need(self.background_flows >= 0, f"background_flows = {self.background_flows}: 0 or more TCP streams")
+        need(1 <= self.credits <= CONFIG.AGG_MAX_CREDITS,
+             f"credits = {self.credits}: NetReduce credits are 1..{CONFIG.AGG_MAX_CREDITS} (AGG_MAX_CREDITS)")
+        need(self.tensorlights_rotate_s >= 0,
+             f"tensorlights_rotate_s = {self.tensorlights_rotate_s}: 0 (fixed) or more seconds")
+        need(not self.tensorlights or (self.algo == Algorithm.PS and self.colocate_servers),
+             "tensorlights = true: TensorLights applies to parameter servers colocated on one host "
+             "(set algo = ps and colocate_servers = true)")
+        need(not (self.workload == "train-digits" and self.dtype != DType.FLOAT32),
+             "workload = 'train-digits' trains a float model: set dtype = float32")
+        need(not (self.dlcp.lossy or self.dlcp.spray) or self.transport == Mode.SR,
+             "dlcp drop, bounded_loss and spray need packets accepted in any order: set transport = sr")
+        policy = self.dlcp.hosts
+        need(0.0 <= policy.loss_budget < 1.0, f"dlcp loss_budget = {policy.loss_budget}: a fraction 0 <= x < 1")
+        need(self.dlcp.threshold_bytes is None or self.dlcp.threshold_bytes >= 0,
+             f"dlcp threshold_bytes = {self.dlcp.threshold_bytes}: 0 or more bytes")
+        need(self.crash is None or self.crash.node < self.workers + self.servers_per_job,
+             f"crash node {self.crash.node if self.crash else ''}: no such node in a job")
+        return out
+
+    def validate(self) -> None:
+        """Raise SpecError listing every problem (see `problems`)."""
+        problems = self.problems()
+        if problems:
+            raise SpecError("\n".join(problems))
+
+
+def step_bytes(spec: ExperimentSpec) -> int:
+    """Bytes of gradients one iteration all-reduces."""
+    return 4 * workload(spec.workload, spec.size_bytes, spec.scale).elements
+
+
+# ---- from TOML / dicts ----
+
+
+def _convert(value: Any, hint: Any, where: str) -> Any:
+    """`value` as the type `hint`, or SpecError naming `where`, the value and what is allowed."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        (inner,) = [o for o in options if o is not type(None)]
+        return _convert(value, inner, where)
+    if isinstance(hint, type) and issubclass(hint, Choice):
+        if isinstance(value, hint):
+            return value
+        if isinstance(value, str) and value in hint.names():
+            return hint(value)
+        raise SpecError(f"{where} = {value!r}: one of {', '.join(hint.names())}")
+    if isinstance(hint, type) and issubclass(hint, Mode):
+        if isinstance(value, str) and value in [m.value for m in Mode]:
+            return Mode(value)
+        raise SpecError(f"{where} = {value!r}: one of {', '.join(m.value for m in Mode)}")
+    if isinstance(hint, type) and is_dataclass(hint):
+        if isinstance(value, hint):
+            return value
+        if not isinstance(value, dict):
+            raise SpecError(f"{where} = {value!r}: a table of {', '.join(f.name for f in fields(hint))}")
+        return dataclass_from_dict(hint, value, where)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise SpecError(f"{where} = {value!r}: true or false")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise SpecError(f"{where} = {value!r}: a whole number")
+    if hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise SpecError(f"{where} = {value!r}: a number")
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise SpecError(f"{where} = {value!r}: a string")
+    raise SpecError(f"{where}: cannot read a value of type {hint}")  # pragma: no cover - a new field type
+
+
+def dataclass_from_dict(cls: Any, raw: dict[str, Any], where: str = "", base: Any = None) -> Any:
+    """An instance of dataclass `cls` from a TOML table, `base`'s values for what it leaves out.
+
+    DlcpOptions takes DlcpPolicy's fields flat beside its own (`dlcp = { drop = true, loss_budget = 0.1 }`).
+    """
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in fields(cls)]
+    raw = dict(raw)
+    if cls is DlcpOptions:
+        host_fields = {f.name for f in fields(DlcpPolicy)} - {"drop", "reorder"}  # those two follow the features
+        flat = {k: raw.pop(k) for k in list(raw) if k in host_fields}
+        if flat:
+            current = base.hosts if base is not None else DlcpPolicy()
+            raw["hosts"] = dataclass_from_dict(DlcpPolicy, flat, f"{where}.", current)
+    unknown = sorted(set(raw) - set(names))
+    if unknown:
+        known = names if cls is not DlcpOptions else [n for n in names if n != "hosts"] + sorted(
+            {f.name for f in fields(DlcpPolicy)} - {"drop", "reorder"})
+        raise SpecError(f"unknown {where.rstrip('.') or 'experiment'} parameter(s) {', '.join(unknown)} "
+                        f"(known: {', '.join(known)})")
+    values = {k: v if k == "hosts" and cls is DlcpOptions else _convert(v, hints[k], f"{where}{k}")
+              for k, v in raw.items()}
+    if base is not None:
+        return replace(base, **values)
+    missing = [f.name for f in fields(cls) if f.name not in values and f.default is MISSING
+               and f.default_factory is MISSING]
+    if missing:
+        raise SpecError(f"{where.rstrip('.')}: give {', '.join(missing)}")
+    return cls(**values)
+
+
+def spec_from_dict(raw: dict[str, Any], base: ExperimentSpec | None = None) -> ExperimentSpec:
+    """A spec from a TOML table (`base`'s values for what it leaves out); SpecError names a bad key or value."""
+    spec: ExperimentSpec = dataclass_from_dict(ExperimentSpec, raw, "", base or ExperimentSpec())
+    return spec
+
+
+def spec_dict(spec: ExperimentSpec) -> dict[str, Any]:
+    """The spec as plain JSON values (results.json)."""
+    return asdict(spec)
