@@ -335,7 +335,11 @@ class Repl(cmd.Cmd):
         return True
 
     do_quit = do_exit
-    do_EOF = do_exit
+
+    def do_EOF(self, arg: str) -> bool:
+        """Ctrl-D: leave the REPL; the next prompt (the shell's, or `mininet>`) starts on its own line."""
+        self.out("")
+        return True
 
     # ---- completion ----
 

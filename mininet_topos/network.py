@@ -34,6 +34,7 @@ from protocol.paths import runtime_dir
 log = logging.getLogger(__name__)
 
 STATE_FILE = "network.json"
+MININET_LOG_LEVEL = "output"  # mininet.log: the CLI's command output and warnings, not bring-up details
 
 
 class NetworkError(RuntimeError):
@@ -122,7 +123,10 @@ class GradNetwork:
         for intf in remove_orphan_interfaces(self.switch_interfaces()):
             log.warning("removed interface %s left behind by an earlier run", intf)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        setLogLevel("warning")
+        # Mininet's "output" level: its bring-up chatter ("*** Adding hosts", at info) stays quiet, while
+        # what its CLI prints for the user (a host command's output, pingall, net) is shown. "warning"
+        # would hide both: the `mininet>` prompt of `gradswitch net` then printed nothing at all.
+        setLogLevel(MININET_LOG_LEVEL)
         self._trap_signals()
         self.net = Mininet(topo=None, build=False, controller=None, host=GradHost, switch=Bmv2Switch,
                            autoSetMacs=False, waitConnected=False)
