@@ -31,7 +31,8 @@ TOOLS = (
     Tool("simple_switch", ("--version",), "nothing of ours directly (BMv2 without gRPC); shows BMv2 is installed"),
     Tool("mnexec", ("-v",), "Mininet networks (`gradswitch net`, experiments, end-to-end tests)"),
     Tool("tshark", ("--version",), "decoding our RoCE packets independently of scapy (tests skip without it)"),
-    Tool("nft", ("--version",), "loss injection with nftables on hosts (the P4 fault table works without it)"),
+    Tool("nft", ("--version",), "Mininet networks: the fence that keeps the switches' Thrift and gRPC ports "
+         "to this machine (mininet_topos/fence.py)"),
     Tool("tc", ("-V",), "link rate shaping (HTB/TBF) in Mininet"),
     Tool("ethtool", ("--version",), "turning NIC offloads off in Mininet (TCP through BMv2 fails without it)"),
     Tool("ip", ("-V",), "Mininet links and namespaces"),

@@ -27,6 +27,7 @@ from types import FrameType
 from typing import Any
 
 from mininet_topos.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT, SwitchPorts, switch_ports
+from mininet_topos.fence import FenceError, ManagementFence, remove_table, table_name
 from mininet_topos.shaping import shape, shape_priority
 from mininet_topos.topology import Topology
 from protocol.paths import runtime_dir
@@ -57,7 +58,7 @@ def preflight() -> None:
     missing = []
     if os.geteuid() != 0:
         missing.append("root (Mininet creates namespaces and veths)")
-    for tool in ("mnexec", "simple_switch_grpc", "ip", "tc", "ethtool", "ping"):
+    for tool in ("mnexec", "simple_switch_grpc", "ip", "tc", "ethtool", "ping", "nft"):
         if shutil.which(tool) is None:
             missing.append(tool)
     if missing:
@@ -99,6 +100,9 @@ class GradNetwork:
             s.name: switch_ports(s.device_id, self.options.grpc_base, self.options.thrift_base) for s in topo.switches}
         self.net: Any = None
         self._old_handlers: dict[int, Any] = {}
+        # The switches' Thrift and gRPC ports accept connections from this machine only (mininet_topos/fence.py).
+        self.fence = ManagementFence.for_run(self.run_dir, [p for ports in self.ports.values()
+                                                            for p in (ports.grpc, ports.thrift)])
 
     # ---- what a controller adds (controller/testbed.py) ----
 
@@ -153,6 +157,10 @@ class GradNetwork:
                         node = self.net.get(name)
                         shaper(node, node.intfs[port].name, lk.bw_mbps)
             self._write_state()
+            try:  # before the switches listen: their Thrift servers take every address
+                self.fence.add()
+            except FenceError as e:
+                raise NetworkError(str(e)) from None
             self.net.start()
             self._write_state()
             self.programmed()
@@ -216,6 +224,7 @@ class GradNetwork:
             "interfaces": sorted({intf.name for node in self.net.switches for intf in node.intfList()
                                   if intf.name != "lo"}),
             "run_dir": str(self.run_dir),
+            "fence": self.fence.table,
             "started": time.time(),
         }
         (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
@@ -351,7 +360,7 @@ def cleanup_run(run_dir: Path) -> list[str]:
         state = json.loads(state_path.read_text())
     except (OSError, json.JSONDecodeError):
         state_path.unlink(missing_ok=True)
-        return removed
+        return _remove_fence(run_dir)
     controller = state.get("controller_pid")
     if controller and controller != os.getpid() and "python" in _pid_cmdline(controller):
         raise NetworkError(f"a network from {run_dir} is still running (controller pid {controller}); "
@@ -374,5 +383,14 @@ def cleanup_run(run_dir: Path) -> list[str]:
         if Path(f"/sys/class/net/{intf}").exists():
             subprocess.run(["ip", "link", "del", intf], check=False, capture_output=True)
             removed.append(f"interface {intf}")
+    removed += _remove_fence(run_dir)
     state_path.unlink(missing_ok=True)
     return removed
+
+
+def _remove_fence(run_dir: Path) -> list[str]:
+    """The run's nftables fence (named after its run directory), once its switches are gone."""
+    if shutil.which("nft") is None:
+        return []
+    table = table_name(run_dir)
+    return [f"nftables table {table} (management-port fence)"] if remove_table(table) else []

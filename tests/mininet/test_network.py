@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from controller.testbed import Testbed
+from mininet_topos.fence import fence_tables, table_name
 from mininet_topos.network import STATE_FILE, NetworkOptions
 from mininet_topos.topologies import leafspine, rack
 from protocol.paths import REPO_ROOT
@@ -187,11 +188,13 @@ def test_clean_removes_what_a_killed_run_left(tmp_path):
     proc.kill()  # no chance to clean up
     proc.wait(timeout=10)
     assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) != []
+    assert table_name(tmp_path / "rack") in fence_tables()  # the management-port fence (mininet_topos/fence.py)
     clean = _start_cli(["clean"], tmp_path)
     out, _ = clean.communicate(timeout=60)
     assert clean.returncode == 0, out
-    assert "removed switch s1" in out
+    assert "removed switch s1" in out and "management-port fence" in out
     assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) == []
+    assert table_name(tmp_path / "rack") not in fence_tables()
 
 
 def test_repl_attaches_to_the_running_controller(tmp_path):
