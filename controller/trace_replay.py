@@ -22,7 +22,7 @@ from pathlib import Path
 from controller.controls import port_counters
 from controller.p4rt import Entity, P4Info, SwitchAddress, SwitchSession
 from controller.pcap import GLOBAL_HEADER, read_pcap, record
-from mininet_topos.bmv2 import Bmv2Config, Bmv2Process
+from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, default_executable
 from protocol.paths import BMV2_JSON, P4INFO
 from protocol.polling import wait_until
 
@@ -66,7 +66,8 @@ class TraceSwitch:
     """One BMv2 switch fed from pcaps, programmed over P4Runtime."""
 
     def __init__(self, ports: Sequence[int], run_dir: Path | None = None, log_level: str = "info",
-                 grpc_port: int = REPLAY_GRPC_PORT, thrift_port: int = REPLAY_THRIFT_PORT) -> None:
+                 grpc_port: int = REPLAY_GRPC_PORT, thrift_port: int = REPLAY_THRIFT_PORT,
+                 executable: str | None = None) -> None:
         self.ports = sorted(ports)
         self._tmp = None if run_dir is not None else tempfile.TemporaryDirectory(prefix="gradswitch-trace-")
         self.run_dir = run_dir if run_dir is not None else Path(self._tmp.name)  # type: ignore[union-attr]
@@ -75,7 +76,7 @@ class TraceSwitch:
         self.process = Bmv2Process(Bmv2Config(
             name="trace", device_id=0, grpc_port=grpc_port, thrift_port=thrift_port,
             ports={p: str(self.run_dir / f"p{p}") for p in self.ports}, run_dir=self.run_dir,
-            log_level=log_level, use_files=True))
+            log_level=log_level, use_files=True, executable=executable or default_executable()))
         self.session: SwitchSession | None = None
         self._writers: dict[int, _FifoWriter] = {}
         self._fed = 0

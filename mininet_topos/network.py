@@ -26,7 +26,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from mininet_topos.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT, SwitchPorts, switch_ports
+from mininet_topos.bmv2 import (
+    BMV2_ENV,
+    GRPC_BASE_PORT,
+    SIMPLE_SWITCH_GRPC,
+    THRIFT_BASE_PORT,
+    SwitchPorts,
+    resolve_bmv2,
+    switch_ports,
+)
 from mininet_topos.fence import FenceError, ManagementFence, remove_table, table_name
 from mininet_topos.shaping import shape, shape_priority
 from mininet_topos.topology import Topology
@@ -58,9 +66,13 @@ def preflight() -> None:
     missing = []
     if os.geteuid() != 0:
         missing.append("root (Mininet creates namespaces and veths)")
-    for tool in ("mnexec", "simple_switch_grpc", "ip", "tc", "ethtool", "ping", "nft"):
+    for tool in ("mnexec", "ip", "tc", "ethtool", "ping", "nft"):
         if shutil.which(tool) is None:
             missing.append(tool)
+    if os.environ.get(BMV2_ENV):
+        resolve_bmv2()  # Bmv2BuildError names the setting and the path
+    elif shutil.which(SIMPLE_SWITCH_GRPC) is None:
+        missing.append(SIMPLE_SWITCH_GRPC)
     if missing:
         raise NetworkError("cannot start a network, missing: " + ", ".join(missing) + " (run `gradswitch doctor`)")
 
