@@ -35,6 +35,7 @@ from mininet_topos.bmv2 import (
     resolve_bmv2,
     switch_ports,
 )
+from mininet_topos.bmv2_build import Bmv2Build
 from mininet_topos.fence import FenceError, ManagementFence, remove_table, table_name
 from mininet_topos.shaping import shape, shape_priority
 from mininet_topos.topology import Topology
@@ -111,6 +112,7 @@ class GradNetwork:
         self.ports: dict[str, SwitchPorts] = {
             s.name: switch_ports(s.device_id, self.options.grpc_base, self.options.thrift_base) for s in topo.switches}
         self.net: Any = None
+        self.bmv2: Bmv2Build | None = None  # the build every switch runs (resolve_bmv2, at start)
         self._old_handlers: dict[int, Any] = {}
         # The switches' Thrift and gRPC ports accept connections from this machine only (mininet_topos/fence.py).
         self.fence = ManagementFence.for_run(self.run_dir, [p for ports in self.ports.values()
@@ -139,6 +141,7 @@ class GradNetwork:
         for intf in remove_orphan_interfaces(self.switch_interfaces()):
             log.warning("removed interface %s left behind by an earlier run", intf)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.bmv2 = resolve_bmv2()
         # Mininet's "output" level: its bring-up chatter ("*** Adding hosts", at info) stays quiet, while
         # what its CLI prints for the user (a host command's output, pingall, net) is shown. "warning"
         # would hide both: the `mininet>` prompt of `gradswitch net` then printed nothing at all.
@@ -153,7 +156,8 @@ class GradNetwork:
                 ports = self.ports[s.name]
                 self.net.addSwitch(s.name, device_id=s.device_id, grpc_port=ports.grpc,
                                    thrift_port=ports.thrift, run_dir=self.run_dir,
-                                   log_level=self.options.log_level, pcap=self.options.pcap)
+                                   log_level=self.options.log_level, pcap=self.options.pcap,
+                                   executable=str(self.bmv2.executable))
             for lk in self.topo.links:
                 self.net.addLink(lk.a, lk.b, port1=lk.a_port, port2=lk.b_port)
             self.net.build()
