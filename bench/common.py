@@ -69,10 +69,10 @@ class Limits:
     def verdict(self) -> str:
         if self.busiest_link_load is not None and self.busiest_link_load >= 0.9:
             return "link-bound"
-        if self.switch_cores is not None and self.switch_cores >= 0.9:
-            return "switch-bound (its one ingress thread was busy all along)"
         if self.cpu_idle is not None and self.cpu_idle < 0.1:
-            return "machine-bound (no CPU left)"
+            return "machine-bound (no CPU left: a figure of this machine's load, not of the links)"
+        if self.switch_cores is not None and self.switch_cores >= 0.9:
+            return "switch-bound (its busiest thread had a core to itself)"
         return "neither the links nor the CPU saturated"
 
     def figures(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from controller.experiment.machine import CpuSample, process_cpu_seconds
 
 def test_the_verdict_names_what_saturated():
     assert Limits(0.97, 0.30).verdict() == "link-bound"
-    assert Limits(0.40, 0.03).verdict() == "machine-bound (no CPU left)"
+    assert Limits(0.40, 0.03).verdict().startswith("machine-bound (no CPU left")
     assert Limits(None, 0.45, "none", switch_cores=0.98).verdict().startswith("switch-bound")
     assert Limits(0.40, 0.45).verdict() == "neither the links nor the CPU saturated"
     assert Limits(0.97, 0.30).line() == "busiest link 97% loaded, CPU 30% idle: link-bound"
