@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -77,7 +78,7 @@ def main() -> None:
         t = Path(tmp)
         minimal = compile_program(HERE / "p4" / "minimal.p4", t / "minimal.json", t / "minimal.p4info.txtpb")
         minimal_entries = [TableEntry("port_map", {"ingress_port": 1}, "forward", {"port": 2})]
-        runs = []
+        runs: list[dict[str, Any]] = []
         for i in range(args.runs):  # the two programs alternate, so that a change in the machine's load hits both
             ours, ours_limits = rate(P4INFO, BMV2_JSON, all_base_entries(topo, "s1"), packets, t / f"ours{i}")
             base, base_limits = rate(minimal.p4info, minimal.json, minimal_entries, packets, t / f"minimal{i}")
@@ -85,7 +86,7 @@ def main() -> None:
             print(f"one-table:      {base:9.0f} packets/s   {base_limits.line()}", flush=True)
             runs.append({"gradswitch_pps": ours, "minimal_pps": base, "ratio": ours / base,
                          "gradswitch_limits": ours_limits.figures(), "minimal_limits": base_limits.figures()})
-    ratio = statistics.median(r["ratio"] for r in runs)
+    ratio = statistics.median(float(r["ratio"]) for r in runs)
     each = ", ".join(f"{r['ratio']:.2f}" for r in runs)
     print(f"ratio:          {ratio:9.2f} (gradswitch / one-table, {args.packets} packets, same build, "
           f"median of {args.runs} run(s): {each})")
