@@ -67,7 +67,7 @@ class TraceSwitch:
 
     def __init__(self, ports: Sequence[int], run_dir: Path | None = None, log_level: str = "info",
                  grpc_port: int = REPLAY_GRPC_PORT, thrift_port: int = REPLAY_THRIFT_PORT,
-                 executable: str | None = None) -> None:
+                 executable: str | None = None, launcher: tuple[str, ...] = (), timeout: float = 30.0) -> None:
         self.ports = sorted(ports)
         self._tmp = None if run_dir is not None else tempfile.TemporaryDirectory(prefix="gradswitch-trace-")
         self.run_dir = run_dir if run_dir is not None else Path(self._tmp.name)  # type: ignore[union-attr]
@@ -76,7 +76,8 @@ class TraceSwitch:
         self.process = Bmv2Process(Bmv2Config(
             name="trace", device_id=0, grpc_port=grpc_port, thrift_port=thrift_port,
             ports={p: str(self.run_dir / f"p{p}") for p in self.ports}, run_dir=self.run_dir,
-            log_level=log_level, use_files=True, executable=executable or default_executable()))
+            log_level=log_level, use_files=True, executable=executable or default_executable(), launcher=launcher))
+        self.timeout = timeout  # to start, and to stop (a switch under valgrind needs minutes)
         self.session: SwitchSession | None = None
         self._writers: dict[int, _FifoWriter] = {}
         self._fed = 0
@@ -98,7 +99,7 @@ class TraceSwitch:
             self._writers[p] = _FifoWriter(path)
             self._writers[p].start()
         try:
-            self.process.start()
+            self.process.start(self.timeout)
             self.session = SwitchSession(self.address, p4info or P4Info.from_file(p4info_path))
             self.session.on_packet_in(lambda pin: self.packet_ins.append((pin.metadata, pin.payload)))
             self.session.push_pipeline(p4info_path, json_path, force=True)
@@ -171,7 +172,7 @@ class TraceSwitch:
                 with contextlib.suppress(OSError):
                     fd = os.open(w.path, os.O_RDONLY | os.O_NONBLOCK)
                     os.close(fd)
-        self.process.stop()
+        self.process.stop(self.timeout)
         outputs = {p: read_pcap(self.out_path(p)) if self.out_path(p).exists() else [] for p in self.ports}
         result = ReplayResult(outputs, drops, list(self.packet_ins), read)
         if self._tmp is not None and os.environ.get("GRADSWITCH_KEEP_TRACES") != "1":

@@ -109,6 +109,7 @@ class Bmv2Config:
     use_files: bool = False  # ports are pcap files (<prefix>_in.pcap, <prefix>_out.pcap), no interfaces
     executable: str = field(default_factory=default_executable)
     extra_args: tuple[str, ...] = field(default_factory=tuple)
+    launcher: tuple[str, ...] = ()  # a command the switch runs under, e.g. valgrind (bench/instructions.py)
 
     @property
     def log_file(self) -> Path:
@@ -126,7 +127,7 @@ class Bmv2Config:
     def command(self) -> list[str]:
         if self.log_level not in LOG_LEVELS:
             raise ValueError(f"BMv2 log level {self.log_level!r} is not one of {LOG_LEVELS}")
-        cmd = [self.executable, "--no-p4", "--device-id", str(self.device_id),
+        cmd = [*self.launcher, self.executable, "--no-p4", "--device-id", str(self.device_id),
                "--thrift-port", str(self.thrift_port),
                "--log-file", str(self.run_dir / self.name), "--log-flush", "-L", self.log_level,
                "--notifications-addr", f"ipc://{self.run_dir / (self.name + '-notifications.ipc')}"]
