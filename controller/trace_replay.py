@@ -15,7 +15,7 @@ import os
 import queue
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,7 +48,7 @@ class _FifoWriter(threading.Thread):
     def __init__(self, path: Path) -> None:
         super().__init__(name=f"pcap-{path.name}", daemon=True)
         self.path = path
-        self.packets: queue.Queue[list[tuple[int, bytes]] | None] = queue.Queue()
+        self.packets: queue.Queue[Iterable[tuple[int, bytes]] | None] = queue.Queue()
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -121,6 +121,29 @@ class TraceSwitch:
         self._fed = len(packets)
         for p, writer in self._writers.items():
             writer.packets.put(per_port[p])
+
+    def replay_paced(self, port: int, frames: Sequence[bytes], out_port: int, ahead: int = 10) -> None:
+        """Feed frames into one port (and end every input), never more than `ahead` beyond what
+        `out_port` has written: a closed loop that keeps few packets in flight, so that BMv2 reuses
+        their packet headers and metadata (PHVs) as in a steady state instead of allocating one
+        per queued packet (bench/instructions.py)."""
+        if self._fed:
+            raise RuntimeError("a TraceSwitch replays one trace; start another for the next")
+        out = self.out_path(out_port)
+
+        def written() -> int:
+            return len(read_pcap(out)) if out.exists() else 0
+
+        def paced() -> Iterator[tuple[int, bytes]]:
+            for i, frame in enumerate(frames):
+                if i >= ahead:
+                    wait_until(lambda i=i: written() >= i - ahead, 600, interval=0.01,  # type: ignore[misc]
+                               what=f"port {out_port} to catch up with packet {i}")
+                yield 1_000_000 + i, frame
+
+        self._fed = len(frames)
+        for p, writer in self._writers.items():
+            writer.packets.put(paced() if p == port else [])
 
     def received(self) -> int | None:
         """Packets the switch has taken in (its port_rx counters); None for a program without them."""
