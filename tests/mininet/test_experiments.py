@@ -40,7 +40,7 @@ def test_exact_sums(tmp_path, algo, topo):
     assert (tmp_path / report["name"] / "iterations.png").exists()
     # What limited it, and which BMv2 ran (the build GradNetwork resolved, as results.json keeps it).
     extra = report["headline_extra"]
-    assert 0.0 < extra["busiest_link_load"] and 0.0 <= extra["cpu_idle"] <= 1.0
+    assert extra["busiest_link_load"] > 0.0 and 0.0 <= extra["cpu_idle"] <= 1.0
     build = resolve_bmv2()
     assert report["bmv2"]["path"] == str(build.executable) and report["bmv2"]["logging_macros"] == build.logging
     assert report["bmv2"]["version"] == build.version
