@@ -13,6 +13,7 @@ packet in flight). Queues are made deep enough (Thrift) that no packet is droppe
 Needs valgrind and BMv2. Writes bench/results/NAME.json.
 
     python -m bench.instructions [--bmv2 PATH] [--programs gradswitch,one-table] [--name instructions]
+                                 [--compiled JSON P4INFO]
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ def main() -> None:
     parser.add_argument("--programs", default="gradswitch,one-table")
     parser.add_argument("--packets", default="200,1000", help="n1,n2 (n2 below BMv2's input buffer of 1024)")
     parser.add_argument("--name", default="instructions", help="bench/results/NAME.json")
+    parser.add_argument("--compiled", nargs=2, metavar=("JSON", "P4INFO"), type=Path, default=(BMV2_JSON, P4INFO),
+                        help="another compile of gradswitch.p4 to measure (default: p4src/build's)")
     bmv2_option(parser)
     args = parser.parse_args()
     use_bmv2(args)
@@ -106,18 +109,19 @@ def main() -> None:
         work = Path(tmp)
         minimal = compile_program(HERE / "p4" / "minimal.p4", work / "minimal.json", work / "minimal.p4info.txtpb")
         programs = {
-            "gradswitch": Program("gradswitch", P4INFO, BMV2_JSON, all_base_entries(rack(hosts=2), "s1")),
+            "gradswitch": Program("gradswitch", args.compiled[1], args.compiled[0], all_base_entries(rack(hosts=2), "s1")),
             "one-table": Program("one-table", minimal.p4info, minimal.json,
                                  [TableEntry("port_map", {"ingress_port": 1}, "forward", {"port": 2})]),
         }
         for name in args.programs.split(","):
             print(f"{name}: {n1} then {n2} packets under callgrind ...", flush=True)
             figures[name] = per_packet(programs[name], n1, n2, work)
-    print(f"\n{'instructions per packet':<24}" + "".join(f"{p:>12}" for p in ("total", *PARTS)))
+    print(f"\n{'instructions per packet':<24}" + "".join(f"{p:>16}" for p in ("total", *PARTS)))
     for name, f in figures.items():
-        print(f"{name:<24}" + "".join(f"{f[p]:>12,.0f}" for p in ("total", *PARTS)))
+        print(f"{name:<24}" + "".join(f"{f[p]:>16,.0f}" for p in ("total", *PARTS)))
     print("receive includes reset_metadata; the switch's rate follows its busiest thread")
-    print(f"written {save(args.name, {'packets': [n1, n2], 'per_packet': figures})}")
+    program = {"json": str(args.compiled[0]), "p4info": str(args.compiled[1])}
+    print(f"written {save(args.name, {'packets': [n1, n2], 'gradswitch': program, 'per_packet': figures})}")
 
 
 if __name__ == "__main__":
