@@ -109,7 +109,8 @@ def main() -> None:
         work = Path(tmp)
         minimal = compile_program(HERE / "p4" / "minimal.p4", work / "minimal.json", work / "minimal.p4info.txtpb")
         programs = {
-            "gradswitch": Program("gradswitch", args.compiled[1], args.compiled[0], all_base_entries(rack(hosts=2), "s1")),
+            "gradswitch": Program("gradswitch", args.compiled[1], args.compiled[0],
+                                  all_base_entries(rack(hosts=2), "s1")),
             "one-table": Program("one-table", minimal.p4info, minimal.json,
                                  [TableEntry("port_map", {"ingress_port": 1}, "forward", {"port": 2})]),
         }
