@@ -3,7 +3,7 @@
 For each topology (`rack`: one switch, flat aggregation; `leafspine`: hierarchical) and each
 worker count N, the three algorithms run the same tensor on one network with every link
 shaped to --bw; the ratios ring / NetReduce and PS / NetReduce of their median times are
-printed next to the ideal ones, 2(N-1)/N and N (../shared/RESEARCH.md), and next to the
+printed next to the ideal ones, 2(N-1)/N and N (docs/architecture.md, "Link-rate bounds"), and next to the
 ideal corrected for packet headers (NetReduce packets carry 256 bytes, the others 1 KiB).
 The rate must be low enough for the links, not BMv2's aggregation (a few thousand
 contributions per second on this machine), to be the bottleneck. Writes

@@ -180,22 +180,16 @@ def cmd_repl(args: argparse.Namespace) -> int:
     return 0
 
 
-EXPERIMENT_OPTIONS = {  # command-line option -> ExperimentSpec field
-    "algo": "algo", "workers": "workers", "size": "size_bytes", "iterations": "iterations", "topo": "topo",
-    "bw": "bw_mbps", "loss": "loss_pct", "transport": "transport", "servers": "servers", "ps_key": "ps_key_bytes",
-    "workload": "workload", "scale": "scale", "dtype": "dtype", "float_mode": "float_mode", "mtu": "mtu",
-    "credits": "credits", "name": "name",
-}
-
-
 def cmd_experiment(args: argparse.Namespace) -> int:
+    from dataclasses import fields
+
     from controller.experiment.report import format_table
     from controller.experiment.runner import run_experiment
-    from controller.experiment.spec import spec_from_dict
+    from controller.experiment.spec import CLI_OPTIONS, ExperimentSpec, spec_from_dict
     from mininet_topos.network import preflight
 
-    given = {field: getattr(args, option) for option, field in EXPERIMENT_OPTIONS.items()
-             if getattr(args, option) is not None}
+    options = {f.name: CLI_OPTIONS.get(f.name, f.name).replace("-", "_") for f in fields(ExperimentSpec)}
+    given = {field: value for field, option in options.items() if (value := getattr(args, option, None)) is not None}
     spec = spec_from_dict(given)
     spec.validate()
     preflight()

@@ -85,8 +85,11 @@ def load_spec(path: Path) -> CompareSpec:
                 spec = spec_from_dict(dict(zip(keys, values, strict=True)), defaults)
                 varied = [k for k in keys if isinstance(matrix[k], list) and len(matrix[k]) > 1]
                 runs.append(spec_from_dict({"name": _auto_name(spec, varied)}, spec))
-        for run in raw.get("runs", []):
-            runs.append(spec_from_dict(run, defaults))
+        for i, run in enumerate(raw.get("runs", []), start=1):
+            try:
+                runs.append(spec_from_dict(run, defaults))
+            except SpecError as e:
+                raise SpecError(f"run {run.get('name', i)!r}: {e}") from None
     except SpecError as e:
         raise SpecError(f"{path}: {e}") from None
     names = [r.label for r in runs]

@@ -31,6 +31,16 @@ class SpecError(ValueError):
     """Values an experiment cannot run with: one line per value, saying what is allowed."""
 
 
+# `gradswitch experiment` options whose name is not the field's (the others are --<field> with '-' for '_').
+CLI_OPTIONS = {"size_bytes": "size", "bw_mbps": "bw", "loss_pct": "loss", "ps_key_bytes": "ps-key"}
+
+
+def named(field_name: str) -> str:
+    """How a message names a spec field: as in a TOML spec, with the command-line option if it differs."""
+    option = CLI_OPTIONS.get(field_name)
+    return f"{field_name} (--{option})" if option else field_name
+
+
 class Topo(Choice):
     RACK = "rack"  # one switch, every host on it
     LEAFSPINE = "leafspine"  # leaves and spines, hosts dealt over the leaves
@@ -129,14 +139,16 @@ class ExperimentSpec:
              f"workers = {self.workers}: at most {MAX_NODES - self.servers_per_job} nodes fit a job's QP numbers")
         need(self.algo != Algorithm.NETREDUCE or 2 <= self.workers <= CONFIG.AGG_MAX_MEMBERS,
              f"workers = {self.workers}: NetReduce needs 2..{CONFIG.AGG_MAX_MEMBERS} workers (AGG_MAX_MEMBERS)")
-        need(self.size_bytes >= 4, f"size = {self.size_bytes} bytes: give at least 4 bytes (one int32), e.g. 8MiB")
+        need(self.size_bytes >= 4,
+             f"{named('size_bytes')} = {self.size_bytes} bytes: give at least 4 bytes (one int32), e.g. 8MiB")
         need(self.iterations >= 1, f"iterations = {self.iterations}: run at least 1 iteration")
         need(self.bw_mbps is None or (math.isfinite(self.bw_mbps) and 0 < self.bw_mbps <= 100_000),
-             f"bw = {self.bw_mbps} Mb/s: a link rate is above 0 and at most 100000 Mb/s (leave it out: unshaped)")
-        need(0.0 <= self.loss_pct < 100.0, f"loss = {self.loss_pct}%: a loss rate is 0 <= loss < 100 (percent)")
+             f"{named('bw_mbps')} = {self.bw_mbps} Mb/s: a link rate is above 0 and at most 100000 Mb/s "
+             "(leave it out: unshaped)")
+        need(0.0 <= self.loss_pct < 100.0, f"{named('loss_pct')} = {self.loss_pct}: a loss rate is 0 <= percent < 100")
         need(self.servers >= 1, f"servers = {self.servers}: a parameter-server job needs at least 1 server")
         need(self.ps_key_bytes >= 4 and self.ps_key_bytes % 4 == 0,
-             f"ps_key_bytes = {self.ps_key_bytes}: a key is a positive multiple of 4 bytes (int32 values)")
+             f"{named('ps_key_bytes')} = {self.ps_key_bytes}: a key is a positive multiple of 4 bytes (int32 values)")
         need(self.workload in workload_names(),
              f"workload = {self.workload!r}: not one of {', '.join(workload_names())}")
         need(0.0 < self.scale <= 1.0, f"scale = {self.scale}: a layer-size fraction is 0 < scale <= 1")
