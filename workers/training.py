@@ -130,6 +130,7 @@ class Scheduler:
     _next: int = 0  # next op of the current iteration to start
     _iteration: int = 0
     _deadline: float = 0.0
+    _gpu_free: float | None = None  # when the emulated GPU finishes what it was given
 
     def __post_init__(self) -> None:
         ops = self.plan.ops
@@ -178,16 +179,19 @@ class Scheduler:
                     self._complete.add(i)
                     self.events.append(Event(self._iteration, "op", f"op {i}", started, rt.now(), lane))
 
-    def _advance(self, done: Callable[[], bool] | None, until: float | None, what: str) -> None:
-        """Keep reductions going until done() holds or the clock reaches `until` (computation)."""
+    def _advance(self, done: Callable[[], bool] | None, until: float | None, what: str) -> bool:
+        """Keep reductions going until done() holds or the clock reaches `until` (computation).
+        True when done() held at once (nothing was waited for)."""
         rt = self.runtime
+        first = True
         while True:
             self._pump()
             now = rt.now()
             if done is not None and done():
-                return
+                return first
+            first = False
             if until is not None and now >= until:
-                return
+                return first
             if now > self._deadline:
                 running = ", ".join(f"op {i}" for i in sorted(self._running)) or "none"
                 raise TimeoutError(f"iteration {self._iteration} took over {self.timeout:.1f} s waiting for {what} "
@@ -202,10 +206,17 @@ class Scheduler:
             return len(self._complete) == len(self.plan.ops)
         return self._layer_ops[layer.index] <= self._complete
 
-    def _compute(self, iteration: int, kind: str, layer: Layer, seconds: float) -> None:
-        start = self.runtime.now()
-        self._advance(None, start + seconds * self._dilation, f"{kind} of {layer.name}")
-        self.events.append(Event(iteration, kind, layer.name, start, self.runtime.now()))
+    def _compute(self, iteration: int, kind: str, layer: Layer, seconds: float, waited: bool) -> float:
+        """The emulated GPU computes `layer`: it starts when the GPU is free (or, if it had to wait for a
+        gradient, now) and ends `seconds` x D later on the clock. The GPU's timeline is what was modelled:
+        this loop noticing an end a little late does not delay the next layer. Returns the start."""
+        now = self.runtime.now()
+        start = now if waited or self._gpu_free is None else min(now, self._gpu_free)
+        end = start + seconds * self._dilation
+        self._advance(None, end, f"{kind} of {layer.name}")
+        self._gpu_free = end
+        self.events.append(Event(iteration, kind, layer.name, start, end))
+        return start
 
     # ---- iterations ----
 
@@ -216,22 +227,25 @@ class Scheduler:
         for it in range(iterations):
             self._deadline = self.runtime.now() + self.timeout
             for layer in layers:
+                waited = False
                 if it > 0:
-                    self._advance(lambda layer=layer: self._may_forward(layer), None,  # type: ignore[misc]
-                                  f"the reduced gradients of {layer.name} (iteration {it - 1})")
+                    waited = not self._advance(lambda layer=layer: self._may_forward(layer), None,  # type: ignore[misc]
+                                               f"the reduced gradients of {layer.name} (iteration {it - 1})")
+                start = self._compute(it, "forward", layer, layer.forward_s, waited)
                 if layer.index == 0:
-                    starts.append(self.runtime.now())
+                    starts.append(start)
                     if it > 0:
                         finished(it - 1)
-                self._compute(it, "forward", layer, layer.forward_s)
             self._new_iteration(it)
             for layer in reversed(layers):
-                self._compute(it, "backward", layer, layer.backward_s)
+                self._compute(it, "backward", layer, layer.backward_s, False)
                 self.runtime.gradients(it, layer)
                 self._produced.add(layer.index)
-        self._advance(lambda: self._may_forward(layers[0]), None, f"the reduced gradients (iteration {iterations - 1})")
+        immediate = self._advance(lambda: self._may_forward(layers[0]), None,
+                                  f"the reduced gradients (iteration {iterations - 1})")
+        last_end = self._gpu_free if immediate and self._gpu_free is not None else self.runtime.now()
         self._advance(lambda: len(self._complete) == len(self.plan.ops), None, "the last reductions")
-        ends = starts[1:] + [self.runtime.now()]
+        ends = [*starts[1:], last_end]
         finished(iterations - 1)
         self.bounds = list(zip(starts, ends, strict=True))
         return timings(self.events, self.bounds)
