@@ -109,6 +109,14 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
            "algbw_mbps": s["algbw_mbps"], "lower_bound_s": s["lower_bound_s"], "ratio_to_bound": s["ratio_to_bound"],
            "retransmissions": report["retransmissions"], "bytes_on_wire": report["bytes_on_wire"]}
     out.update(report.get("headline_extra", {}))
+    training = report.get("training") or {}
+    # Every run has both: a training run its steady-state iteration and real-equivalent throughput,
+    # an all-reduce run its median all-reduce iteration (and no samples).
+    out["iteration_s"] = training.get("iteration_s", s["median_s"])
+    out["samples_per_s_real"] = training.get("samples_per_s_real")
+    for key in ("exposed_comm_s", "compute_s", "overlap", "dilation", "scaling_efficiency"):
+        if key in training:
+            out[key] = training[key]
     return out
 
 
@@ -127,7 +135,8 @@ def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
             report = run(exp, out_dir / exp.label)
         except ExperimentError as e:
             log(f"  failed: {e}")
-            summary[exp.label] = {"median_s": None, "p99_s": None, "correct": False, "ok": False, "error": str(e)}
+            summary[exp.label] = {"median_s": None, "p99_s": None, "correct": False, "ok": False,
+                                  "iteration_s": None, "samples_per_s_real": None, "error": str(e)}
             continue
         reports[exp.label] = report
         summary[exp.label] = headline(report)
