@@ -182,6 +182,7 @@ def _loop(args: argparse.Namespace, pid: int, socks: list[socket.socket], rx: so
             "contributions_per_s": rate, "values_per_s": rate * ELEMENTS,
             "switch_packets_per_s": 2 * rate,  # N contributions in, N result copies out per cell
             "switch_cpu": sum(per_thread), "switch_busiest_thread_cpu": per_thread[0],
+            "switch_threads_cpu": [round(x, 3) for x in per_thread if x >= 0.01],
             "machine_cpu_idle": idle}
 
 
@@ -204,7 +205,7 @@ def main() -> None:
           f"{r['seconds']:.1f} s, {r['cells']} cells, wrong results {r['wrong_results']}")
     print(f"contributions/s {r['contributions_per_s']:10.0f}   values/s {r['values_per_s']:12.0f}   "
           f"switch packets/s {r['switch_packets_per_s']:10.0f}")
-    print(f"switch CPU {r['switch_cpu']:.2f} cores (busiest thread {r['switch_busiest_thread_cpu']:.2f}), "
+    print(f"switch CPU {r['switch_cpu']:.2f} cores (threads {r['switch_threads_cpu']}), "
           f"machine idle {r['machine_cpu_idle']:.0%}")
     figures = {"workers": args.workers, "credits": args.credits, "window": args.window,
                "elements_per_packet": ELEMENTS, "payload_bytes": PACKET_BYTES, "log_level": args.log_level, **r}

@@ -29,6 +29,7 @@ from mininet_topos.topologies import build_topology
 from mininet_topos.topology import Topology
 from protocol.config import CONFIG
 from protocol.netreduce import DEFAULT_CREDITS
+from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.paths import REPO_ROOT
 from protocol.polling import wait_until
 from workers.config import JobConfig, Node
@@ -169,7 +170,7 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
         # switches drop selectively, or for bounded loss alone (losses of any other cause).
         extra["dlcp"]["drop"] = bool(spec.dlcp.get("drop") or spec.dlcp.get("bounded_loss"))
         extra["dlcp"]["reorder"] = bool(spec.dlcp.get("priority") or spec.dlcp.get("spray"))
-    mtu = 256 if spec.algo == "netreduce" else spec.mtu
+    mtu = NETREDUCE_MTU if spec.algo == "netreduce" else spec.mtu
     window = incast_window(spec, mtu)
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
