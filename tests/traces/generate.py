@@ -25,13 +25,13 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Packet, Raw
 
+from controller.netreduce_jobs import place_job
 from controller.pcap import read_timed, write_stream
 from controller.routing import switch_port_mac
 from mininet_topos.topologies import build_topology
 from protocol.netreduce import PACKETS
 from roce.headers import Bth, Opcode, Reth, Transport
 from roce.wire import build_frame, build_ipv4
-from controller.netreduce_jobs import place_job
 from tests.traces.netreduce_scenarios import LEAFSPINE, NrJob, Sent, corrupt, port_between
 from tests.traces.netreduce_scenarios import TOPOLOGY as NR_TOPOLOGY
 from tests.traces.netreduce_scenarios import topology as nr_topology

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from controller.controls.netreduce import down_qp, switch_address, up_qp
 from controller.routing import switch_port_mac
 from mininet_topos.topologies import build_topology
 from mininet_topos.topology import Topology
-from controller.controls.netreduce import down_qp, switch_address, up_qp
 from protocol.netreduce import ELEMENTS, JobLayout
 from protocol.qpn import qpn, udp_source_port
 from roce.headers import RETH_LEN, Opcode, Transport
@@ -142,4 +142,4 @@ def corrupt(frame: bytes, where: str) -> bytes:
 
 def topology(spec: dict[str, object] | None = None) -> Topology:
     args = dict(spec or TOPOLOGY)
-    return build_topology(str(args.pop("name")), **args)  # type: ignore[arg-type]
+    return build_topology(str(args.pop("name")), **args)
