@@ -26,14 +26,16 @@
 
 // The invariant fields of IPv4 / UDP / BTH that start the ICRC.
 #define ICRC_PREFIX(SRC_ADDR, DST_ADDR, SRC_PORT, DEST_QP) \
-    64w0xFFFFFFFFFFFFFFFF, \
-    hdr.ipv4.version, hdr.ipv4.ihl, 8w0xFF, hdr.ipv4.total_len, hdr.ipv4.identification, \
-    hdr.ipv4.flags, hdr.ipv4.frag_offset, 8w0xFF, hdr.ipv4.protocol, 16w0xFFFF, \
-    SRC_ADDR, DST_ADDR, \
-    SRC_PORT, hdr.udp.dst_port, hdr.udp.length, 16w0xFFFF, \
-    hdr.bth.opcode, hdr.bth.se, hdr.bth.mig_req, hdr.bth.pad_count, hdr.bth.tver, hdr.bth.pkey, \
-    8w0xFF, DEST_QP, hdr.bth.ack_req, hdr.bth.resv7, hdr.bth.psn
+    64w0xFFFFFFFFFFFFFFFF \
+    ++ hdr.ipv4.version ++ hdr.ipv4.ihl ++ 8w0xFF ++ hdr.ipv4.total_len ++ hdr.ipv4.identification \
+    ++ hdr.ipv4.flags ++ hdr.ipv4.frag_offset ++ 8w0xFF ++ hdr.ipv4.protocol ++ 16w0xFFFF \
+    ++ SRC_ADDR ++ DST_ADDR \
+    ++ SRC_PORT ++ hdr.udp.dst_port ++ hdr.udp.length ++ 16w0xFFFF \
+    ++ hdr.bth.opcode ++ hdr.bth.se ++ hdr.bth.mig_req ++ hdr.bth.pad_count ++ hdr.bth.tver ++ hdr.bth.pkey \
+    ++ 8w0xFF ++ DEST_QP ++ hdr.bth.ack_req ++ hdr.bth.resv7 ++ hdr.bth.psn
 
+// (One concatenated element, not a list of fields: p4c copies every element of a hash's field
+// list into a temporary first, and BMv2 pays for every copy.)
 #define ICRC_PAYLOAD_WORD(q) hdr.agg.w##q
 
 // WIRE_ICRC = the ICRC trailer the packet would carry (hdr.icrc.value's layout) with the given
@@ -46,7 +48,7 @@
     if (hdr.reth.isValid()) { \
         hash(icrc_crc, HashAlgorithm.crc32, 32w0, \
              { ICRC_PREFIX(SRC_ADDR, DST_ADDR, SRC_PORT, DEST_QP), \
-               hdr.reth.virtual_addr, hdr.reth.rkey, hdr.reth.dma_length, AGG_WORD_LIST(ICRC_PAYLOAD_WORD) }, \
+               hdr.reth.virtual_addr ++ hdr.reth.rkey ++ hdr.reth.dma_length, AGG_WORD_LIST(ICRC_PAYLOAD_WORD) }, \
              33w0x100000000); \
     } else if (hdr.immdt.isValid()) { \
         hash(icrc_crc, HashAlgorithm.crc32, 32w0, \
