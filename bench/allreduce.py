@@ -2,7 +2,7 @@
 
 For each worker count N, both algorithms run the same tensor on the same Mininet `rack`
 (one BMv2 switch, every link shaped to --bw): the median iteration time divided by the
-link-rate lower bound (ring 2(N-1)/N * S / B, PS with one server N * S / B; ../shared/RESEARCH.md).
+link-rate lower bound (ring 2(N-1)/N * S / B, PS with one server N * S / B; docs/architecture.md, "Link-rate bounds").
 Prints the table, writes bench/results/allreduce.json. Needs root, BMv2 and Mininet.
 
     python -m bench.allreduce [--workers 2,4,8] [--bw 20] [--size 512KiB] [--iterations 5] [--bmv2 PATH]

@@ -181,22 +181,20 @@ def cmd_repl(args: argparse.Namespace) -> int:
     return 0
 
 
-EXPERIMENT_OPTIONS = {  # command-line option -> ExperimentSpec field
-    "algo": "algo", "workers": "workers", "size": "size_bytes", "iterations": "iterations", "topo": "topo",
-    "bw": "bw_mbps", "loss": "loss_pct", "transport": "transport", "servers": "servers", "ps_key": "ps_key_bytes",
-    "workload": "workload", "scale": "scale", "dtype": "dtype", "float_mode": "float_mode", "mtu": "mtu",
-    "credits": "credits", "name": "name",
-}
-
-
 def cmd_experiment(args: argparse.Namespace) -> int:
+    from dataclasses import fields
+
     from controller.experiment.report import format_table
     from controller.experiment.runner import run_experiment
-    from controller.experiment.spec import spec_from_dict
+    from controller.experiment.spec import CLI_OPTIONS, EMULATE_OPTIONS, ExperimentSpec, spec_from_dict
     from mininet_topos.network import preflight
 
-    given = {field: getattr(args, option) for option, field in EXPERIMENT_OPTIONS.items()
-             if getattr(args, option) is not None}
+    options = {f.name: CLI_OPTIONS.get(f.name, f.name).replace("-", "_") for f in fields(ExperimentSpec)}
+    given = {field: value for field, option in options.items() if (value := getattr(args, option, None)) is not None}
+    emulate = {field: value for field, option in EMULATE_OPTIONS.items()
+               if (value := getattr(args, option.replace("-", "_"), None)) is not None}
+    if emulate:
+        given["emulate"] = emulate
     spec = spec_from_dict(given)
     spec.validate()
     preflight()
@@ -243,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     from mininet_topos.bmv2 import LOG_LEVELS
     from mininet_topos.topologies import TOPOLOGIES
     from roce.qp import VALID_MTUS, Mode
-    from workers.config import Algorithm, DType, FloatMode
+    from workers.config import Algorithm, Device, DType, FloatMode, Precision, Scheduling, Sync
 
     parser = Parser(prog="gradswitch", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, and tracebacks of errors")
@@ -297,6 +295,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--credits", type=int, help="NetReduce: messages in flight per worker")
     p.add_argument("--name", help="run name (default: algo-nN-topo)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/NAME)")
+    g = p.add_argument_group("training (docs/training.md): emulate a GPU cluster's computation, time-dilated")
+    g.add_argument("--emulate-link", type=float, metavar="GBPS", help="the emulated cluster's link rate (Gb/s); "
+                   "with this (or --device/--batch) workers train instead of all-reducing in a row")
+    g.add_argument("--device", choices=Device.names(), help="emulated GPU (default v100)")
+    g.add_argument("--precision", choices=Precision.names(), help="fp32 (TF32 on A100) or amp (default fp32)")
+    g.add_argument("--batch", type=int, help="samples per GPU per iteration (default 64)")
+    g.add_argument("--compute-scale", type=float, help="fraction of the modelled computation (0: none)")
+    g.add_argument("--sync", choices=Sync.names(), help="next forward after every gradient (iteration, default) "
+                   "or layer by layer (layer)")
+    g.add_argument("--scheduling", choices=Scheduling.names(), help="fifo buckets (default) or priority partitions")
+    g.add_argument("--bucket-mb", type=float, help="fifo: real MiB per bucket (default 25, DDP's)")
+    g.add_argument("--partition-mb", type=float, help="priority: real MiB per partition (default 4)")
+    g.add_argument("--warmup", type=int, help="iterations left out of the steady state (default 1)")
+    g.add_argument("--in-flight", type=int, help="reductions in progress at once, at most (default 4)")
     p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("compare", help="run a matrix of experiments from a spec file (experiments/*.toml)")

@@ -8,17 +8,30 @@ Conventions (so no connection set-up exchange is needed, every process derives t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Generator
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 from protocol.qpn import qpn
-from roce.engine import Engine, QueuePair
+from roce.engine import Engine, JobAborted, QueuePair
 from roce.qp import MemoryRegion, QpConfig, RecvCompletion
 from workers.config import JobConfig, Node
 from workers.dlcp import Framing, Tag, layer_class
 from workers.tensors import Int32Array, Profile
+
+Wait = Callable[[], bool]  # what a reduction in progress waits for (true: resume it)
+OpGen = Generator[Wait, None, Int32Array]  # a non-blocking all-reduce: yields what it waits for, returns the sum
+
+
+class Collective(Protocol):
+    """An all-reduce algorithm of a worker: blocking per tensor, or as a non-blocking reduction."""
+
+    def allreduce(self, iteration: int, index: int, data: Int32Array) -> Int32Array: ...
+
+    def reduce_op(self, iteration: int, unit: int, seq: int, data: Int32Array, mark: int) -> OpGen: ...
 
 
 class Comm:
@@ -35,6 +48,7 @@ class Comm:
         self.framing = Framing(cfg.mtu, self.dlcp) if self.dlcp is not None else None
         self.zero_filled = 0  # packets this node received as zeros (bounded loss)
         self.abort_file: Path | None = None  # written by the runner when a node of the job failed
+        self._next_abort_check = 0.0
 
     def qp(self, peer: int, initial_psn: int = 0) -> QueuePair:
         """The QP to a peer node (created on first use; both directions start at initial_psn)."""
@@ -91,6 +105,39 @@ class Comm:
         if self.framing is None:
             return bytes(memoryview(region.buffer)[va : va + nbytes])
         return self.framing.read(region.buffer, va, nbytes)
+
+    def arrived(self, peer: int, imm: int) -> bool:
+        """Has the write tagged imm from peer completed (as of the last collection)?"""
+        return imm in self.tags[self.qps[peer].cfg.qpn]
+
+    def take(self, peer: int, imm: int) -> RecvCompletion:
+        return self.tags[self.qps[peer].cfg.qpn].pop(imm)
+
+    def step(self, max_wait: float, what: str) -> None:
+        """One turn of a scheduler that runs several reductions at once: transmit, wait for packets
+        (at most max_wait, less when a timer is due), take them all, collect completions; a failed
+        QP raises TransportError, another node's failure JobAborted (checked a few times a second)."""
+        self.engine.poll(max_wait)
+        self._collect()
+        for qp in self.qps.values():
+            qp.check()
+        now = time.monotonic()
+        if now >= self._next_abort_check:
+            self._next_abort_check = now + 0.2
+            reason = self.aborted()
+            if reason:
+                raise JobAborted(f"{self.me.ip}: stopped waiting for {what}: {reason}")
+
+    def drive(self, op: OpGen, what: str) -> Int32Array:
+        """Run one reduction to its end, blocking (the all-reduce loop without computation)."""
+        try:
+            wait = next(op)
+            while True:
+                self.wait_any(wait, what)
+                wait = op.send(None)
+        except StopIteration as done:
+            result: Int32Array = done.value
+            return result
 
     def has_tag(self, peer: int, imm: int) -> bool:
         self._collect()

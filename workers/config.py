@@ -65,6 +65,71 @@ class Crash:
     after: int
 
 
+class Device(Choice):
+    V100 = "v100"  # NVIDIA V100 SXM2
+    A100 = "a100"  # NVIDIA A100 SXM4
+
+
+class Precision(Choice):
+    FP32 = "fp32"  # single precision (TF32 tensor cores on A100, PyTorch's default there)
+    AMP = "amp"  # mixed precision: FP16 tensor cores, FP32 master weights
+
+
+class Sync(Choice):
+    """When the next iteration's forward pass may use a layer's reduced gradient."""
+
+    ITERATION = "iteration"  # after every gradient is back (PyTorch DDP, Horovod)
+    LAYER = "layer"  # layer l as soon as its gradient is back and layer l-1's forward is done (P3, ByteScheduler)
+
+
+class Scheduling(Choice):
+    """Which gradients a worker starts reducing first."""
+
+    FIFO = "fifo"  # in the order backward produces them, in buckets (DDP)
+    PRIORITY = "priority"  # front layers first, tensors partitioned so they overtake (P3, ByteScheduler)
+
+
+@dataclass(frozen=True)
+class Emulation:
+    """The real cluster a run emulates: its link rate, its GPUs and batch per GPU.
+
+    In a TOML spec `emulate = { link_gbps = 25, device = "v100", batch = 64 }`.
+    """
+
+    link_gbps: float = 25.0  # the real cluster's link rate
+    device: Device = Device.V100
+    precision: Precision = Precision.FP32
+    batch: int = 64  # samples per GPU per iteration
+    compute_scale: float = 1.0  # 1: the modelled computation; 0: none (communication only)
+
+
+def dilation(scale: float, link_gbps: float, testbed_mbps: float) -> float:
+    """D = s R / r: how much slower the testbed runs than the emulated cluster, so that computation
+    stretched by D keeps the real ratio of computation to communication (docs/training.md)."""
+    return scale * link_gbps * 1000.0 / testbed_mbps
+
+
+@dataclass(frozen=True)
+class Training:
+    """A job that trains the way frameworks do (workers/training.py), with the emulated cluster's computation."""
+
+    emulate: Emulation
+    dilation: float  # testbed seconds per real second (workers.config.dilation)
+    sync: Sync = Sync.ITERATION
+    scheduling: Scheduling = Scheduling.FIFO
+    bucket_bytes: int = 25 << 20  # testbed bytes per bucket (DDP's 25 MB times the scale)
+    partition_bytes: int = 4 << 20  # priority: testbed bytes per partition
+    warmup: int = 1  # iterations left out of the steady-state figures
+    in_flight: int = 4  # reductions started and not complete, at most
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Training:
+        e = dict(raw["emulate"])
+        e["device"], e["precision"] = Device(e["device"]), Precision(e["precision"])
+        return cls(**{**raw, "emulate": Emulation(**e), "sync": Sync(raw["sync"]),
+                      "scheduling": Scheduling(raw["scheduling"])})
+
+
 @dataclass(frozen=True)
 class JobConfig:
     algo: Algorithm
@@ -86,6 +151,7 @@ class JobConfig:
     credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
     dlcp: DlcpPolicy | None = None  # DLCP marking and bounded loss on the hosts (None: off)
     crash: Crash | None = None
+    training: Training | None = None  # None: all-reduce every tensor in a row, no computation (workers/loops.py)
     seed: int = 1
     iteration_timeout: float = 120.0  # an iteration that takes longer fails the run
     start_timeout: float = 60.0  # all processes must be ready within this
@@ -121,6 +187,7 @@ class JobConfig:
         raw["transport"] = Mode(raw["transport"])
         raw["dlcp"] = DlcpPolicy(**raw["dlcp"]) if raw["dlcp"] is not None else None
         raw["crash"] = Crash(**raw["crash"]) if raw["crash"] is not None else None
+        raw["training"] = Training.from_dict(raw["training"]) if raw.get("training") is not None else None
         return cls(**raw)
 
     def save(self, path: Path) -> None:

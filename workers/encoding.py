@@ -78,16 +78,28 @@ class Encoder:
             return int_gradient(elements, self.cfg.seed, rank, iteration, j)
         return float_gradient(elements, self.cfg.seed, rank, iteration, j)
 
-    def reduce(self, allreduce: AllReduce, iteration: int, j: int, x: Int32Array | FloatArray) -> Reduced:
+    def first_wire(self, x: Int32Array | FloatArray) -> tuple[Int32Array, int]:
+        """What a tensor sends first, and how many values were clipped: int32 as it is, fixed point
+        values, or (exponent mode) the tensor's exponent codes."""
         if self.cfg.dtype == "int32":
-            return Reduced(allreduce(iteration, j, x.astype(np.int32)))
+            return x.astype(np.int32), 0
         xf = np.asarray(x, dtype=np.float64)
         if not self.exponent:
-            ints, saturated = self.fixed.encode(xf)
-            return Reduced(allreduce(iteration, j, ints), saturated=saturated)
-        codes = allreduce(iteration, 2 * j, self.block.codes(xf))
+            return self.fixed.encode(xf)
+        return self.block.codes(xf), 0
+
+    def values_wire(self, x: Int32Array | FloatArray, codes: Int32Array) -> tuple[Int32Array, ExponentArray, int]:
+        """Exponent mode: the values to send once the codes' sum is known, the shared exponents, clipped values."""
         exponents = self.block.exponents(codes)
-        ints, saturated = self.block.encode(xf, exponents)
+        ints, saturated = self.block.encode(np.asarray(x, dtype=np.float64), exponents)
+        return ints, exponents, saturated
+
+    def reduce(self, allreduce: AllReduce, iteration: int, j: int, x: Int32Array | FloatArray) -> Reduced:
+        first, saturated = self.first_wire(x)
+        if not self.exponent:
+            return Reduced(allreduce(iteration, self.index(j), first), saturated=saturated)
+        codes = allreduce(iteration, 2 * j, first)
+        ints, exponents, saturated = self.values_wire(x, codes)
         return Reduced(allreduce(iteration, 2 * j + 1, ints), codes, exponents, saturated)
 
     def values(self, r: Reduced) -> FloatArray:

@@ -12,7 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
-from workers.comm import Comm
+from workers.comm import Collective, Comm
 from workers.encoding import AllReduce, Encoder, job_profile
 from workers.records import IterationRecord, WrongResult, crash_if_asked
 from workers.tensors import Profile, workload
@@ -30,6 +30,9 @@ class WorkerLoop:
         self.tensors = workload(self.cfg.workload, self.cfg.size_bytes, self.cfg.scale).tensors
         self.profile: Profile = job_profile(self.cfg)  # what the all-reduce moves (with exponent codes)
         self.encoder = Encoder(self.cfg)
+        self.largest_op = max(t.elements for t in self.profile.tensors)  # elements of the largest reduction
+        self.in_flight = 1  # reductions at once
+        self.extra = no_extra
 
     def run(self, progress: Callable[[int], None] = lambda i: None) -> list[IterationRecord]:
         records = []
@@ -67,16 +70,29 @@ class WorkerLoop:
         return records
 
 
+def no_extra() -> dict[str, object]:
+    return {}
+
+
 class Loop(Protocol):
     """What an algorithm drives: a profile of tensors, and iterations that call its all-reduce."""
 
     profile: Profile
+    largest_op: int  # elements of the largest single reduction
+    in_flight: int  # reductions that may be in progress at once
 
     def run(self, progress: Callable[[int], None] = ...) -> list[IterationRecord]: ...
 
+    def extra(self) -> dict[str, object]: ...
 
-def make_loop(comm: Comm, allreduce: AllReduce) -> Loop:
-    """The iteration loop of a worker: synthetic or model-profile gradients, or real training."""
+
+def make_loop(comm: Comm, collective: Collective) -> Loop:
+    """The iteration loop of a worker: training with emulated computation (workers/training.py),
+    synthetic or model-profile gradients all-reduced in a row, or real training of a small model."""
+    if comm.cfg.training is not None:
+        from workers.training import TrainingLoop
+
+        return TrainingLoop(comm, collective)
     if comm.cfg.workload == "train-digits":
-        return TrainLoop(comm, allreduce)
-    return WorkerLoop(comm, allreduce)
+        return TrainLoop(comm, collective.allreduce)
+    return WorkerLoop(comm, collective.allreduce)

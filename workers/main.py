@@ -32,7 +32,7 @@ def make_algorithm(comm: Comm) -> Callable[[Callable[[int], None]], tuple[list[I
         from workers.ring import Ring
 
         ring = Ring(comm)
-        return lambda progress: (ring.loop.run(progress), {})
+        return lambda progress: (ring.loop.run(progress), ring.loop.extra())
     if cfg.algo == Algorithm.PS:
         from workers.ps import PsServer, PsWorker
 
@@ -40,12 +40,12 @@ def make_algorithm(comm: Comm) -> Callable[[Callable[[int], None]], tuple[list[I
             server = PsServer(comm)
             return lambda progress: ([], {"keys_served": server.serve()})
         worker = PsWorker(comm)
-        return lambda progress: (worker.loop.run(progress), {})
+        return lambda progress: (worker.loop.run(progress), worker.loop.extra())
     if cfg.algo == Algorithm.NETREDUCE:
         from workers.netreduce import NetReduceWorker
 
         nr = NetReduceWorker(comm)
-        return lambda progress: (nr.loop.run(progress), nr.report())
+        return lambda progress: (nr.loop.run(progress), {**nr.report(), **nr.loop.extra()})
     raise ValueError(f"unknown algorithm {cfg.algo}")
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from protocol.netreduce import MESSAGE_BYTES, MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
 from protocol.qpn import qpn
 from roce.headers import Bth, Opcode, Reth, Transport
-from workers.comm import Comm
+from workers.comm import Comm, OpGen
 from workers.config import JobConfig
 from workers.loops import make_loop
 from workers.tensors import Int32Array, from_wire, to_wire
@@ -51,8 +51,9 @@ class NetReduceWorker:
         self.send_qp = comm.qp(self.peer, initial_psn=self.layout.initial_psn)
         self.recv_qp = comm.qp(self.sender, initial_psn=self.layout.initial_psn)
         self.region = comm.register(self.layout.rkey, self.layout.window_messages * MESSAGE_BYTES)
-        self.loop = make_loop(comm, self.allreduce)
-        self.k = 0  # next message number (continues over tensors and iterations)
+        self.loop = make_loop(comm, self)
+        self.k = 0  # next message number to give a reduction (continues over reductions and iterations)
+        self.posted = 0  # messages posted on the QP so far (they are posted in number order)
         self.wr_of: dict[int, int] = {}  # message -> work request id, until acknowledged
         self.results: set[int] = set()  # messages whose result arrived, until their credit is used
         self.stats = {"messages": 0, "credit_waits": 0}
@@ -72,18 +73,25 @@ class NetReduceWorker:
             self.comm.acked[self.send_qp.cfg.qpn].discard(self.wr_of.pop(old, -1))
 
     def allreduce(self, iteration: int, index: int, data: Int32Array) -> Int32Array:
+        return self.comm.drive(self.reduce_op(iteration, index, 0, data, index), f"tensor {index}")
+
+    def reduce_op(self, iteration: int, unit: int, seq: int, data: Int32Array, mark: int) -> OpGen:
+        """The reduction's messages get the next message numbers when it starts (every worker starts
+        reductions in the same order, so message k carries the same chunk everywhere) and go on the
+        QP in number order: a later reduction posts only after every earlier message is posted."""
         n = len(data)
         count = max(1, -(-n // MESSAGE_ELEMENTS))
         padded = np.zeros(count * MESSAGE_ELEMENTS, dtype=np.int32)
         padded[:n] = data
         out = np.empty_like(padded)
         first = self.k
+        self.k += count
         sent = 0
         done = 0
         tags = self.comm.tags[self.recv_qp.cfg.qpn]
         view = memoryview(self.region.buffer)
         while done < count:
-            while sent < count and self._credit(first + sent):
+            while sent < count and self.posted == first + sent and self._credit(first + sent):
                 k = first + sent
                 self._release(k)
                 chunk = padded[sent * MESSAGE_ELEMENTS : (sent + 1) * MESSAGE_ELEMENTS]
@@ -91,13 +99,13 @@ class NetReduceWorker:
                                                        imm=self.layout.imm(k))
                 self.wr_of[k] = wr.wr_id
                 sent += 1
+                self.posted += 1
                 self.stats["messages"] += 1
             k = first + done
             if self.layout.imm(k) not in tags:
-                if sent < count and not self._credit(first + sent):
+                if sent < count and self.posted == first + sent and not self._credit(first + sent):
                     self.stats["credit_waits"] += 1
-                next_send = first + sent if sent < count else None
-                self.comm.wait_any(partial(self._progress, k, next_send), f"the result of message {k} (tensor {index})")
+                yield partial(self._progress, k, first + sent if sent < count else None)
                 continue
             tags.pop(self.layout.imm(k))
             va = self.layout.va(k)
@@ -105,13 +113,13 @@ class NetReduceWorker:
                 view[va : va + MESSAGE_BYTES], MESSAGE_ELEMENTS)
             self.results.add(k)
             done += 1
-        self.k = first + count
         return out[:n]
 
     def _progress(self, awaited: int, next_send: int | None) -> bool:
-        """The awaited result is here, or the next message may now be sent."""
+        """The awaited result is here, or the next message may now be posted."""
         tags = self.comm.tags[self.recv_qp.cfg.qpn]
-        return self.layout.imm(awaited) in tags or (next_send is not None and self._credit(next_send))
+        return self.layout.imm(awaited) in tags or (
+            next_send is not None and self.posted == next_send and self._credit(next_send))
 
     def report(self) -> dict[str, object]:
         return {"netreduce": dict(self.stats)}

@@ -14,9 +14,12 @@ from functools import partial
 
 import numpy as np
 
-from workers.comm import Comm
+from workers.comm import Comm, OpGen
+from workers.config import JobConfig
 from workers.encoding import job_profile
 from workers.loops import make_loop
+from workers.schedule import op_mark
+from workers.schedule import plan as plan_of
 from workers.tensors import Int32Array, from_wire, to_wire
 
 RKEY_SERVER = 0x50535256  # "PSRV"
@@ -24,9 +27,24 @@ RKEY_WORKER = 0x5053574B  # "PSWK"
 
 
 @dataclass(frozen=True)
+class Unit:
+    """What one reduction of a step moves: a profile tensor (all-reduce loop) or a training op's bucket."""
+
+    elements: int
+    mark: int  # the profile index whose DLCP class its writes carry
+
+
+def units_of(cfg: JobConfig) -> list[Unit]:
+    """The reductions of one step, in order: the profile's tensors, or the training plan's ops."""
+    if cfg.training is None:
+        return [Unit(t.elements, i) for i, t in enumerate(job_profile(cfg).tensors)]
+    return [Unit(op.elements, op_mark(cfg, op)) for op in plan_of(cfg).ops]
+
+
+@dataclass(frozen=True)
 class Key:
     key_id: int  # position in the step, 0..
-    tensor: int
+    tensor: int  # the unit (reduction) it belongs to
     lo: int  # element range within the tensor
     hi: int
     server: int  # node id
@@ -52,7 +70,7 @@ def plan(comm: Comm) -> tuple[list[Key], dict[int, int], int]:
     keys: list[Key] = []
     server_bytes = {s: 0 for s in servers}
     step_bytes = 0
-    for t_index, t in enumerate(job_profile(cfg).tensors):
+    for t_index, t in enumerate(units_of(cfg)):
         for lo in range(0, t.elements, per_key):
             hi = min(t.elements, lo + per_key)
             server = servers[len(keys) % len(servers)]
@@ -76,7 +94,7 @@ class PsWorker:
         self.workers = [w.node_id for w in comm.cfg.workers]
         self.region = comm.register(RKEY_WORKER, max(4, 2 * step_bytes))
         self.step_bytes = step_bytes
-        self.loop = make_loop(comm, self.allreduce)
+        self.loop = make_loop(comm, self)
         self.profile = self.loop.profile
         self.by_tensor: dict[int, list[Key]] = {}
         for k in self.keys:
@@ -84,18 +102,24 @@ class PsWorker:
             comm.qp(k.server)
 
     def allreduce(self, iteration: int, index: int, data: Int32Array) -> Int32Array:
-        seq = iteration
+        return self.comm.drive(self.reduce_op(iteration, index, iteration, data, index), f"tensor {index}")
+
+    def reduce_op(self, iteration: int, unit: int, seq: int, data: Int32Array, mark: int) -> OpGen:
+        """Push every key of reduction `unit` of this iteration, then wait for every pull."""
         me = self.workers.index(self.comm.me.node_id)
-        keys = self.by_tensor[index]
-        marks = self.comm.tag_for(index, self.profile, data)
+        keys = self.by_tensor[unit]
+        marks = self.comm.tag_for(mark, self.profile, data)
         for k in keys:
-            va = (seq % 2) * len(self.workers) * self.server_bytes[k.server] + me * self.server_bytes[k.server] \
-                + k.server_offset
-            self.comm.write(k.server, to_wire(data[k.lo : k.hi]), va, RKEY_SERVER, tag(seq, k.key_id), marks)
+            va = (iteration % 2) * len(self.workers) * self.server_bytes[k.server] \
+                + me * self.server_bytes[k.server] + k.server_offset
+            self.comm.write(k.server, to_wire(data[k.lo : k.hi]), va, RKEY_SERVER, tag(iteration, k.key_id), marks)
         out = np.empty_like(data)
         for k in keys:
-            self.comm.wait_tag(k.server, tag(seq, k.key_id), f"key {k.key_id} (tensor {index})")
-            va = (seq % 2) * self.step_bytes + k.step_offset
+            imm = tag(iteration, k.key_id)
+            if not self.comm.arrived(k.server, imm):
+                yield partial(self.comm.arrived, k.server, imm)
+            self.comm.take(k.server, imm)
+            va = (iteration % 2) * self.step_bytes + k.step_offset
             out[k.lo : k.hi] = from_wire(self.comm.read(self.region, va, k.nbytes), k.hi - k.lo)
         return out
 
@@ -105,6 +129,7 @@ class PsServer:
         self.comm = comm
         self.keys, self.server_bytes, self.step_bytes = plan(comm)
         self.mine = [k for k in self.keys if k.server == comm.me.node_id]
+        self.units = units_of(comm.cfg)
         self.workers = [w.node_id for w in comm.cfg.workers]
         self.profile = job_profile(comm.cfg)
         block = self.server_bytes[comm.me.node_id]
@@ -128,7 +153,7 @@ class PsServer:
                         self.comm.tags[self.comm.qp(w).cfg.qpn].pop(tag(seq, k.key_id))
                         va = ((seq % 2) * len(self.workers) + i) * self.block + k.server_offset
                         total += from_wire(self.comm.read(self.region, va, k.nbytes), k.hi - k.lo)
-                    marks = self.comm.tag_for(k.tensor, self.profile, total)
+                    marks = self.comm.tag_for(self.units[k.tensor].mark, self.profile, total)
                     for w in self.workers:
                         va = (seq % 2) * self.step_bytes + k.step_offset
                         self.comm.write(w, to_wire(total), va, RKEY_WORKER, tag(seq, k.key_id), marks)

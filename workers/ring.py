@@ -10,9 +10,11 @@ slot not yet read) and the immediate data names (sequence, step).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from workers.comm import Comm
+from workers.comm import Comm, OpGen
 from workers.loops import make_loop
 from workers.tensors import Int32Array, from_wire, to_wire
 
@@ -43,35 +45,45 @@ class Ring:
         self.rank = workers.index(comm.me.node_id)
         self.next = workers[(self.rank + 1) % self.n]
         self.prev = workers[(self.rank - 1) % self.n]
-        self.loop = make_loop(comm, self.allreduce)
-        largest = max(t.elements for t in self.loop.profile.tensors)
-        self.slot_bytes = comm.slot_bytes(max(4, -(-largest // self.n) * 4))
+        self.loop = make_loop(comm, self)
+        self.slot_bytes = comm.slot_bytes(max(4, -(-self.loop.largest_op // self.n) * 4))
         self.steps = 2 * (self.n - 1)
-        self.region = comm.register(RKEY, max(1, 2 * self.steps * self.slot_bytes))
+        # Each reduction has its own slots: with W reductions in flight, a neighbour can be at most 2W
+        # reductions ahead of the one this worker still reads (it starts reduction k only when k - W is done).
+        self.copies = 2 * self.loop.in_flight
+        self.region = comm.register(RKEY, max(1, self.copies * self.steps * self.slot_bytes))
         self.seq = 0
         if self.n > 1:
             comm.qp(self.next)
             comm.qp(self.prev)
 
     def _va(self, seq: int, step: int) -> int:
-        return ((seq % 2) * self.steps + step) * self.slot_bytes
+        return ((seq % self.copies) * self.steps + step) * self.slot_bytes
 
     def allreduce(self, iteration: int, index: int, data: Int32Array) -> Int32Array:
+        seq = self.seq
+        self.seq += 1
+        return self.comm.drive(self.reduce_op(iteration, index, seq, data, index), f"tensor {index}")
+
+    def reduce_op(self, iteration: int, unit: int, seq: int, data: Int32Array, mark: int) -> OpGen:
+        """Reduction number `seq` of the job (every worker numbers them alike); `mark`: the profile
+        index whose DLCP class the writes carry."""
         acc = data.astype(np.int32).copy()
         if self.n == 1:
             return acc
-        seq = self.seq
-        self.seq += 1
         bounds = chunk_bounds(len(acc), self.n)
-        tag = self.comm.tag_for(index, self.loop.profile, data)
+        tag = self.comm.tag_for(mark, self.loop.profile, data)
         for step in range(self.steps):
             reduce = step < self.n - 1
             s = step if reduce else step - (self.n - 1)
             send_chunk = (self.rank - s) % self.n if reduce else (self.rank + 1 - s) % self.n
             recv_chunk = (self.rank - s - 1) % self.n if reduce else (self.rank - s) % self.n
             lo, hi = bounds[send_chunk]
-            self.comm.write(self.next, to_wire(acc[lo:hi]), self._va(seq, step), RKEY, step_tag(seq, step), tag)
-            self.comm.wait_tag(self.prev, step_tag(seq, step), f"ring step {step} of tensor {index}")
+            imm = step_tag(seq, step)
+            self.comm.write(self.next, to_wire(acc[lo:hi]), self._va(seq, step), RKEY, imm, tag)
+            if not self.comm.arrived(self.prev, imm):
+                yield partial(self.comm.arrived, self.prev, imm)
+            self.comm.take(self.prev, imm)
             lo, hi = bounds[recv_chunk]
             got = from_wire(self.comm.read(self.region, self._va(seq, step), (hi - lo) * 4), hi - lo)
             if reduce:

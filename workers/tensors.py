@@ -16,6 +16,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from workers.compute import Calibration, ComputeProfile, Module
+from workers.config import Device, Precision
+
 MODELS_DIR = Path(__file__).parent / "models"
 INT_RANGE = 1 << 20  # synthetic int32 gradients are uniform in [-2**20, 2**20): no overflow for N <= 1024
 FLOAT_STD = 0.01
@@ -77,6 +80,24 @@ def load_model(name: str) -> Profile:
         if not tensors:
             raise ValueError(f"{name}: the model has no convolutional layers to separate")
     return Profile(name, raw["source"], tensors)
+
+
+@cache
+def compute_profile(name: str) -> ComputeProfile | None:
+    """A model profile's computation (modules, FLOPs, calibrations); None for synthetic workloads."""
+    if name in ("synthetic", "train-digits"):
+        return None
+    path = MODELS_DIR / f"{name.removesuffix('-stanza')}.json"
+    if not path.exists():
+        return None
+    raw = json.loads(path.read_text()).get("compute")
+    if raw is None:
+        return None
+    modules = tuple(Module(m["name"], float(m["forward_flops"]), tuple(m["tensors"])) for m in raw["modules"])
+    cals = tuple(Calibration(Device(c["device"]), Precision(c["precision"]), int(c["batch"]), float(c["samples_per_s"]),
+                             c["measured_model"], float(c["efficiency"]), c["source"], c.get("note", ""))
+                 for c in raw["calibrations"])
+    return ComputeProfile(name, raw["input"], modules, cals)
 
 
 def workload(name: str, size_bytes: int, scale: float) -> Profile:

@@ -94,6 +94,11 @@ class TrainLoop:
         x, y, self.x_test, self.y_test = data(self.cfg.seed)
         self.x, self.y = x[self.rank :: self.n], y[self.rank :: self.n]
         self.model = Model.initial(self.cfg.seed)
+        self.largest_op = max(t.elements for t in self.profile.tensors)
+        self.in_flight = 1
+
+    def extra(self) -> dict[str, object]:
+        return {}
 
     def run(self, progress: Callable[[int], None] = lambda i: None) -> list[IterationRecord]:
         records = []

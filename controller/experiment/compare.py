@@ -85,8 +85,11 @@ def load_spec(path: Path) -> CompareSpec:
                 spec = spec_from_dict(dict(zip(keys, values, strict=True)), defaults)
                 varied = [k for k in keys if isinstance(matrix[k], list) and len(matrix[k]) > 1]
                 runs.append(spec_from_dict({"name": _auto_name(spec, varied)}, spec))
-        for run in raw.get("runs", []):
-            runs.append(spec_from_dict(run, defaults))
+        for i, run in enumerate(raw.get("runs", []), start=1):
+            try:
+                runs.append(spec_from_dict(run, defaults))
+            except SpecError as e:
+                raise SpecError(f"run {run.get('name', i)!r}: {e}") from None
     except SpecError as e:
         raise SpecError(f"{path}: {e}") from None
     names = [r.label for r in runs]
@@ -106,6 +109,14 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
            "algbw_mbps": s["algbw_mbps"], "lower_bound_s": s["lower_bound_s"], "ratio_to_bound": s["ratio_to_bound"],
            "retransmissions": report["retransmissions"], "bytes_on_wire": report["bytes_on_wire"]}
     out.update(report.get("headline_extra", {}))
+    training = report.get("training") or {}
+    # Every run has both: a training run its steady-state iteration and real-equivalent throughput,
+    # an all-reduce run its median all-reduce iteration (and no samples).
+    out["iteration_s"] = training.get("iteration_s", s["median_s"])
+    out["samples_per_s_real"] = training.get("samples_per_s_real")
+    for key in ("exposed_comm_s", "compute_s", "overlap", "dilation", "scaling_efficiency"):
+        if key in training:
+            out[key] = training[key]
     if report.get("bmv2"):  # which BMv2 build ran: path, version, logging macros or not
         out["bmv2"] = {k: report["bmv2"][k] for k in ("path", "version", "logging_macros")}
     return out
@@ -126,7 +137,8 @@ def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
             report = run(exp, out_dir / exp.label)
         except ExperimentError as e:
             log(f"  failed: {e}")
-            summary[exp.label] = {"median_s": None, "p99_s": None, "correct": False, "ok": False, "error": str(e)}
+            summary[exp.label] = {"median_s": None, "p99_s": None, "correct": False, "ok": False,
+                                  "iteration_s": None, "samples_per_s_real": None, "error": str(e)}
             continue
         reports[exp.label] = report
         summary[exp.label] = headline(report)

@@ -14,7 +14,11 @@ from mininet_topos.shaping import buffer_bytes
 from mininet_topos.topologies import build_topology
 from mininet_topos.topology import Topology
 from protocol.netreduce import MTU as NETREDUCE_MTU
-from workers.config import Algorithm, JobConfig, Node, Role
+from workers.compute import iteration_s
+from workers.config import Algorithm, JobConfig, Node, Role, Training
+from workers.tensors import compute_profile
+
+MIB = 1 << 20
 
 PACKET_OVERHEAD = 80  # bytes on the wire around a RoCE payload (Ethernet, IPv4, UDP, BTH, RETH, ICRC), rounded up
 
@@ -77,11 +81,35 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
     """What job `job_id`'s processes run."""
     mtu = NETREDUCE_MTU if spec.algo == Algorithm.NETREDUCE else spec.mtu
     window = incast_window(spec, mtu)
+    training = training_config(spec)
+    timeout = JobConfig.iteration_timeout
+    if training is not None:  # the emulated computation, stretched, comes on top of the communication
+        timeout += 3 * modelled_compute_s(spec) * training.dilation
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
                      float_mode=spec.float_mode, transport=spec.transport, ps_key_bytes=spec.ps_key_bytes,
                      mtu=mtu, window=window, rto=min_rto(window, mtu, spec.bw_mbps), credits=spec.credits,
-                     dlcp=spec.dlcp.host_policy(), crash=spec.crash, seed=spec.seed + job_id - 1, job_id=job_id)
+                     dlcp=spec.dlcp.host_policy(), crash=spec.crash, training=training, iteration_timeout=timeout,
+                     seed=spec.seed + job_id - 1, job_id=job_id)
+
+
+def training_config(spec: ExperimentSpec) -> Training | None:
+    """What the workers of a training spec run (None: the all-reduce loop)."""
+    if spec.emulate is None or spec.dilation is None:
+        return None
+    return Training(spec.emulate, spec.dilation, spec.sync, spec.scheduling,
+                    bucket_bytes=max(4, round(spec.bucket_mb * MIB * spec.scale)),
+                    partition_bytes=max(4, round(spec.partition_mb * MIB * spec.scale)),
+                    warmup=spec.warmup, in_flight=spec.in_flight)
+
+
+def modelled_compute_s(spec: ExperimentSpec) -> float:
+    """One GPU's modelled iteration (forward and backward), real seconds; 0 without emulation."""
+    compute = compute_profile(spec.workload)
+    if spec.emulate is None or compute is None:
+        return 0.0
+    e = spec.emulate
+    return iteration_s(compute, e.device, e.precision, e.batch) * e.compute_scale
 
 
 def fan_in(spec: ExperimentSpec) -> int:

@@ -10,25 +10,64 @@ from typing import Any
 
 import numpy as np
 
+from controller.experiment.placement import modelled_compute_s
 from controller.experiment.plots import plot_iterations
 from controller.experiment.spec import ExperimentSpec, step_bytes
 from workers.config import Algorithm, DType, JobConfig
+from workers.schedule import allreduce_bound_s
 
 ETH_OVERHEAD = 14  # Ethernet header per packet on top of the IP bytes the hosts count
 
 
 def lower_bound_s(algo: Algorithm, workers: int, servers: int, nbytes: int, bw_mbps: float | None) -> float | None:
-    """Link-rate lower bound of one all-reduce of nbytes (docs/architecture.md, "Link-rate bounds"):
-    ring 2(N-1)S/(N B), a parameter server N S/(P B) with P servers, in-network aggregation S/B
-    (every worker sends S up and receives S down)."""
+    """Link-rate lower bound of one all-reduce of nbytes (docs/architecture.md, "Link-rate bounds";
+    workers.schedule.allreduce_bound_s)."""
     if not bw_mbps:
         return None
-    rate = bw_mbps * 1e6 / 8
-    if algo == Algorithm.RING:
-        return 2 * (workers - 1) * nbytes / (workers * rate) if workers > 1 else 0.0
-    if algo == Algorithm.PS:
-        return workers * nbytes / (max(1, servers) * rate)
-    return nbytes / rate
+    return allreduce_bound_s(algo, workers, servers, nbytes, bw_mbps * 1e6 / 8)
+
+
+def training_summary(spec: ExperimentSpec, iterations: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """results.json's `training` object: steady-state iteration time and its parts (testbed seconds),
+    the dilation, real-equivalent time and samples/s, scaling efficiency against one GPU's modelled
+    iteration. Per iteration the job's figure is its slowest worker's."""
+    if spec.emulate is None or spec.dilation is None:
+        return None
+    d = spec.dilation
+    steady = [it for it in iterations if it["index"] >= spec.warmup]
+    if not steady:
+        return {"dilation": d, "warmup": spec.warmup, "steady_iterations": 0, "iteration_s": None,
+                "compute_s": None, "exposed_comm_s": None, "samples_per_s_real": None}
+
+    def med(key: str) -> float:
+        return float(np.median([it[key] for it in steady]))
+
+    times = np.array([it["time_s"] for it in steady])
+    iteration = float(np.median(times))
+    real = iteration / d
+    e = spec.emulate
+    samples = spec.workers * e.batch / real if real > 0 else None
+    one_gpu = modelled_compute_s(spec)
+    single = e.batch / one_gpu if one_gpu > 0 else None
+    return {
+        "emulate": asdict(e), "sync": str(spec.sync), "scheduling": str(spec.scheduling),
+        "dilation": d, "warmup": spec.warmup, "warmup_iteration_s": [it["time_s"] for it in iterations[: spec.warmup]],
+        "steady_iterations": len(steady),
+        "iteration_s": iteration, "iteration_p99_s": float(np.percentile(times, 99)),
+        "compute_s": med("compute_s"), "comm_s": med("comm_s"), "exposed_comm_s": med("exposed_comm_s"),
+        "overlap": med("overlap"),
+        "iteration_s_real": real, "iteration_p99_s_real": float(np.percentile(times, 99)) / d,
+        "samples_per_s_real": samples,
+        "single_gpu_iteration_s_real": one_gpu or None,
+        "scaling_efficiency": samples / (spec.workers * single) if samples and single else None,
+        "timeline_iteration": median_iteration(steady),
+    }
+
+
+def median_iteration(steady: list[dict[str, Any]]) -> int:
+    """The steady-state iteration whose time is the median (the one the timeline shows)."""
+    ordered = sorted(steady, key=lambda it: it["time_s"])
+    return int(ordered[(len(ordered) - 1) // 2]["index"])
 
 
 def _job_summary(spec: ExperimentSpec, results: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -81,7 +120,7 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, dict[str, Any]]) -> di
             "iterations_done": len(iterations),
         },
         "extra": {str(nid): {k: v for k, v in r.items() if k not in {"iterations", "stats", "traceback", "error",
-                                                                         "node_id", "host", "role", "ok"}}
+                                                                         "node_id", "host", "role", "ok", "timeline"}}
                   for nid, r in results.items()},
     }
 
@@ -131,6 +170,7 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
         "goodput_mbps": main["summary"]["algbw_mbps"],
         "jobs": {str(k): {"ok": v["ok"], "jct_s": v["jct_s"], **v["summary"]} for k, v in jobs.items()},
         "headline_extra": headline_extra,
+        "training": training_summary(spec, main["iterations"]),
         "switches": switches,
     }
 
@@ -169,6 +209,19 @@ def format_table(report: dict[str, Any]) -> str:
         f"  {'bytes on the wire':<22}{report['bytes_on_wire'] / 2**20:.2f} MiB "
         f"({report['packets_on_wire']} packets, {report['retransmissions']} retransmitted)",
     ]
+    t = report.get("training")
+    if t and t.get("iteration_s") is not None:
+        e = t["emulate"]
+        lines += [
+            f"  {'emulated cluster':<22}{e['device']} {e['precision']}, batch {e['batch']}, {e['link_gbps']:g} Gb/s "
+            f"links; dilation D = {t['dilation']:.3g}; {t['sync']} sync, {t['scheduling']}",
+            f"  {'training iteration':<22}{t['iteration_s']:.3f} s testbed = {t['iteration_s_real'] * 1e3:.1f} ms real "
+            f"(p99 {t['iteration_p99_s_real'] * 1e3:.1f} ms; {t['warmup']} warm-up left out)",
+            f"  {'  computation':<22}{t['compute_s']:.3f} s; exposed communication {t['exposed_comm_s']:.3f} s; "
+            f"overlap {t['overlap']:.0%}",
+            f"  {'throughput (real)':<22}{_fmt(t['samples_per_s_real'], ' samples/s', 1)}; scaling efficiency "
+            f"{_fmt(t['scaling_efficiency'], '', 2)}",
+        ]
     if report["errors"]:
         lines.append("  errors:")
         lines += [f"    {who}: {err.splitlines()[0]}" for who, err in report["errors"].items()]

@@ -26,6 +26,7 @@ from controller.experiment.report import summarize, write_report
 from controller.experiment.settings import RunSettings
 from controller.experiment.spec import ExperimentSpec
 from controller.experiment.supervisor import Progress, run_nodes
+from controller.experiment.timeline import write_timeline
 from controller.testbed import Testbed
 from mininet_topos.network import NetworkOptions
 
@@ -77,6 +78,12 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     report["bmv2"] = net.bmv2.describe() if net.bmv2 is not None else None  # the build the switches ran
     if rotations is not None:
         report["tensorlights"] = {"rotations": rotations, "interval_s": spec.tensorlights_rotate_s}
+    training = report.get("training")
+    if training and training.get("timeline_iteration") is not None:
+        training["timeline"] = write_timeline(
+            results[cfgs[0].job_id], training["timeline_iteration"], training["dilation"], out_dir,
+            f"{spec.label}: iteration {training['timeline_iteration']} (testbed time; real = testbed / "
+            f"{training['dilation']:.3g})")
     (out_dir / "results.json").write_text(json.dumps(report, indent=1))
     write_report(report, out_dir)
     return report

@@ -18,9 +18,9 @@ from protocol.config import CONFIG
 from protocol.netreduce import DEFAULT_CREDITS
 from protocol.qpn import MAX_NODES
 from roce.qp import VALID_MTUS, Mode
-from workers.config import Algorithm, Choice, Crash, DType, FloatMode
+from workers.config import Algorithm, Choice, Crash, DType, Emulation, FloatMode, Scheduling, Sync, dilation
 from workers.dlcp import DlcpPolicy
-from workers.tensors import workload, workload_names
+from workers.tensors import compute_profile, workload, workload_names
 
 
 class ExperimentError(RuntimeError):
@@ -29,6 +29,19 @@ class ExperimentError(RuntimeError):
 
 class SpecError(ValueError):
     """Values an experiment cannot run with: one line per value, saying what is allowed."""
+
+
+# `gradswitch experiment` options whose name is not the field's (the others are --<field> with '-' for '_').
+CLI_OPTIONS = {"size_bytes": "size", "bw_mbps": "bw", "loss_pct": "loss", "ps_key_bytes": "ps-key"}
+# `emulate` fields and their options (`--emulate-link 25 --device v100 --batch 64`)
+EMULATE_OPTIONS = {"link_gbps": "emulate-link", "device": "device", "precision": "precision", "batch": "batch",
+                   "compute_scale": "compute-scale"}
+
+
+def named(field_name: str) -> str:
+    """How a message names a spec field: as in a TOML spec, with the command-line option if it differs."""
+    option = CLI_OPTIONS.get(field_name)
+    return f"{field_name} (--{option})" if option else field_name
 
 
 class Topo(Choice):
@@ -103,6 +116,14 @@ class ExperimentSpec:
     tensorlights: bool = False  # HTB priorities among the colocated servers at their host's NIC
     tensorlights_rotate_s: float = 0.0  # rotate the favoured server this often (0: fixed)
     crash: Crash | None = None  # fault injection: a node dies after an iteration
+    # Training (docs/training.md): the emulated cluster (None: all-reduce every tensor in a row, no computation)
+    emulate: Emulation | None = None
+    sync: Sync = Sync.ITERATION  # the next forward waits for every gradient, or layer by layer
+    scheduling: Scheduling = Scheduling.FIFO  # buckets in backward's order, or front layers first
+    bucket_mb: float = 25.0  # fifo: real MiB per bucket (DDP's bucket_cap_mb), times `scale` on the testbed
+    partition_mb: float = 4.0  # priority: real MiB per partition, times `scale` on the testbed
+    warmup: int = 1  # iterations left out of the steady-state figures
+    in_flight: int = 4  # reductions a worker has started and not finished, at most
 
     @property
     def label(self) -> str:
@@ -129,14 +150,16 @@ class ExperimentSpec:
              f"workers = {self.workers}: at most {MAX_NODES - self.servers_per_job} nodes fit a job's QP numbers")
         need(self.algo != Algorithm.NETREDUCE or 2 <= self.workers <= CONFIG.AGG_MAX_MEMBERS,
              f"workers = {self.workers}: NetReduce needs 2..{CONFIG.AGG_MAX_MEMBERS} workers (AGG_MAX_MEMBERS)")
-        need(self.size_bytes >= 4, f"size = {self.size_bytes} bytes: give at least 4 bytes (one int32), e.g. 8MiB")
+        need(self.size_bytes >= 4,
+             f"{named('size_bytes')} = {self.size_bytes} bytes: give at least 4 bytes (one int32), e.g. 8MiB")
         need(self.iterations >= 1, f"iterations = {self.iterations}: run at least 1 iteration")
         need(self.bw_mbps is None or (math.isfinite(self.bw_mbps) and 0 < self.bw_mbps <= 100_000),
-             f"bw = {self.bw_mbps} Mb/s: a link rate is above 0 and at most 100000 Mb/s (leave it out: unshaped)")
-        need(0.0 <= self.loss_pct < 100.0, f"loss = {self.loss_pct}%: a loss rate is 0 <= loss < 100 (percent)")
+             f"{named('bw_mbps')} = {self.bw_mbps} Mb/s: a link rate is above 0 and at most 100000 Mb/s "
+             "(leave it out: unshaped)")
+        need(0.0 <= self.loss_pct < 100.0, f"{named('loss_pct')} = {self.loss_pct}: a loss rate is 0 <= percent < 100")
         need(self.servers >= 1, f"servers = {self.servers}: a parameter-server job needs at least 1 server")
         need(self.ps_key_bytes >= 4 and self.ps_key_bytes % 4 == 0,
-             f"ps_key_bytes = {self.ps_key_bytes}: a key is a positive multiple of 4 bytes (int32 values)")
+             f"{named('ps_key_bytes')} = {self.ps_key_bytes}: a key is a positive multiple of 4 bytes (int32 values)")
         need(self.workload in workload_names(),
              f"workload = {self.workload!r}: not one of {', '.join(workload_names())}")
         need(0.0 < self.scale <= 1.0, f"scale = {self.scale}: a layer-size fraction is 0 < scale <= 1")
@@ -164,9 +187,57 @@ class ExperimentSpec:
         need(0.0 <= policy.loss_budget < 1.0, f"dlcp loss_budget = {policy.loss_budget}: a fraction 0 <= x < 1")
         need(self.dlcp.threshold_bytes is None or self.dlcp.threshold_bytes >= 0,
              f"dlcp threshold_bytes = {self.dlcp.threshold_bytes}: 0 or more bytes")
+        out += self.training_problems()
         need(self.crash is None or self.crash.node < self.workers + self.servers_per_job,
              f"crash node {self.crash.node if self.crash else ''}: no such node in a job")
         return out
+
+    def training_problems(self) -> list[str]:
+        """The training fields' problems, one line each."""
+        out: list[str] = []
+
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                out.append(what)
+
+        e = self.emulate
+        if e is None:
+            need(self.sync == Sync.ITERATION and self.scheduling == Scheduling.FIFO,
+                 f"sync = {self.sync}, scheduling = {self.scheduling}: these shape a training iteration; give "
+                 "emulate = { link_gbps = 25, device = \"v100\", batch = 64 } (--emulate-link 25 ...) as well")
+            return out
+        compute = compute_profile(self.workload)
+        emulated = [m for m in workload_names() if (c := compute_profile(m)) is not None and c.calibrations]
+        need(compute is not None and bool(compute.calibrations),
+             f"workload = {self.workload!r}: no compute model to emulate; use one of {', '.join(emulated)}")
+        if compute is not None and compute.calibrations:
+            have = ", ".join(f"{c.device} {c.precision}" for c in compute.calibrations)
+            need(compute.calibration(e.device, e.precision) is not None,
+                 f"emulate device = {e.device}, precision = {e.precision}: {self.workload} is calibrated for {have}")
+        need(self.bw_mbps is not None, f"{named('bw_mbps')} = unshaped: emulating a cluster needs shaped testbed "
+             "links (the dilation is scale x link_gbps / bw); give bw_mbps")
+        need(math.isfinite(e.link_gbps) and 0 < e.link_gbps <= 10_000,
+             f"emulate link_gbps = {e.link_gbps} (--emulate-link): a link rate in Gb/s, above 0 and at most 10000")
+        need(1 <= e.batch <= 1 << 16, f"emulate batch = {e.batch} (--batch): samples per GPU, 1 to 65536")
+        need(math.isfinite(e.compute_scale) and e.compute_scale >= 0,
+             f"emulate compute_scale = {e.compute_scale}: 0 (communication only) or more, 1 = the model")
+        need(0 <= self.warmup < self.iterations,
+             f"warmup = {self.warmup}: 0 to iterations - 1 = {self.iterations - 1} (some iteration must be measured)")
+        need(math.isfinite(self.bucket_mb) and self.bucket_mb > 0,
+             f"{named('bucket_mb')} = {self.bucket_mb}: a bucket of more than 0 MiB (DDP's default is 25)")
+        need(math.isfinite(self.partition_mb) and self.partition_mb > 0,
+             f"{named('partition_mb')} = {self.partition_mb}: a partition of more than 0 MiB")
+        need(1 <= self.in_flight <= 64, f"{named('in_flight')} = {self.in_flight}: 1 to 64 reductions at once")
+        need(self.workload != "train-digits", "workload = 'train-digits' trains a real model: emulate applies to "
+             "model profiles")
+        return out
+
+    @property
+    def dilation(self) -> float | None:
+        """D of an emulated cluster (workers.config.dilation), None without one."""
+        if self.emulate is None or not self.bw_mbps:
+            return None
+        return dilation(self.scale, self.emulate.link_gbps, self.bw_mbps)
 
     def validate(self) -> None:
         """Raise SpecError listing every problem (see `problems`)."""

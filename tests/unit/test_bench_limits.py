@@ -36,5 +36,7 @@ def test_a_spinning_process_uses_about_one_core():
         meter.mark()  # while the process still exists (its CPU time is read from /proc)
     proc.communicate("end\n", timeout=60)
     assert meter.cpu_idle is not None and 0.0 <= meter.cpu_idle < 1.0
-    assert meter.process_cores is not None and meter.process_cores > 0.3
+    # it spun for 0.4 s of CPU time; its share of the wall time depends on the machine's load
+    assert meter.process_seconds is not None and 0.39 <= meter.process_seconds < 1.0
+    assert meter.process_cores is not None and 0.0 < meter.process_cores <= 1.05
     assert process_cpu_seconds(proc.pid) is None  # gone

@@ -52,7 +52,7 @@ def test_bad_specs_say_what_is_wrong(tmp_path):
     with pytest.raises(SpecError, match="algo = 'nccl': one of ring, ps, netreduce"):
         load_spec(bad)
     bad.write_text('[[runs]]\nname = "x"\nworkers = 0\nloss_pct = 150\n')
-    with pytest.raises(SpecError, match=r"(?s)run 'x': workers = 0.*run 'x': loss = 150"):
+    with pytest.raises(SpecError, match=r"(?s)run 'x': workers = 0.*run 'x': loss_pct \(--loss\) = 150"):
         load_spec(bad)
     bad.write_text('figurez = []\n[[runs]]\nname = "x"\n')
     with pytest.raises(SpecError, match="unknown keys figurez"):
@@ -129,7 +129,7 @@ def test_ps_key_size_reaches_the_workers_and_is_checked():
     nodes = place(spec, topology_for(spec)).jobs[0]
     cfg = job_config(spec, 1, nodes)
     assert cfg.ps_key_bytes == 8 << 10
-    with pytest.raises(SpecError, match="ps_key_bytes = 1002: a key is a positive multiple of 4"):
+    with pytest.raises(SpecError, match=r"ps_key_bytes \(--ps-key\) = 1002: a key is a positive multiple of 4"):
         ExperimentSpec(algo=PS, ps_key_bytes=1002).validate()
 
 

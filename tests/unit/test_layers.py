@@ -59,8 +59,8 @@ def project_imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(parent + ([base] if base else []))
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
             names = [f"{base}.{alias.name}" for alias in node.names] + [base]
         else:
             continue
@@ -129,8 +129,7 @@ def test_no_module_imports_itself_through_others():
 
 
 def test_protocol_imports_nothing_of_the_project_but_itself():
-    edges = graph()
-    outside = {t for m, ts in edges.items() if m.startswith("protocol") for t in ts if not t.startswith("protocol")}
+    outside = {t for m, ts in graph().items() if m.startswith("protocol") for t in ts if not t.startswith("protocol")}
     assert outside == set()
 
 

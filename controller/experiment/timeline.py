@@ -1,0 +1,91 @@
+"""The timeline of one steady-state training iteration per worker: a Chrome trace and a plot.
+
+The trace is the Chrome trace event format (`{"traceEvents": [...]}` with complete events,
+`ph: "X"`, times in microseconds), which the PyTorch profiler and Horovod's timeline write and
+Perfetto (ui.perfetto.dev) and chrome://tracing open: one process per worker, one thread for
+its computation (forward and backward per layer) and one per in-flight slot of its reductions.
+Times are from the earliest worker's start of that iteration, in testbed seconds; `args` give
+the real-equivalent duration (divided by the dilation).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+COMPUTE_TID = 0
+COLORS = {"forward": "tab:blue", "backward": "tab:orange", "op": "tab:green"}
+
+
+def _events(results: dict[int, dict[str, Any]], iteration: int) -> dict[str, list[dict[str, Any]]]:
+    """Per worker host, its timeline events of `iteration` (computation of that iteration's forward and
+    backward, and that iteration's reductions)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(results.values(), key=lambda r: int(r["node_id"])):
+        if r.get("role") != "worker" or "timeline" not in r:
+            continue
+        out[f"{r['host']} (rank {r['node_id']})"] = [e for e in r["timeline"] if e["iteration"] == iteration]
+    return out
+
+
+def chrome_trace(results: dict[int, dict[str, Any]], iteration: int, dilation: float) -> dict[str, Any]:
+    per_worker = _events(results, iteration)
+    starts = [e["start"] for evs in per_worker.values() for e in evs]
+    t0 = min(starts) if starts else 0.0
+    trace: list[dict[str, Any]] = []
+    for pid, (worker, evs) in enumerate(per_worker.items()):
+        trace.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": worker}})
+        trace.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": COMPUTE_TID, "args": {"name": "compute"}})
+        lanes = sorted({e["lane"] for e in evs if e["kind"] == "op"})
+        for lane in lanes:
+            trace.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": 1 + lane,
+                          "args": {"name": f"reduction slot {lane}"}})
+        for e in evs:
+            dur = e["end"] - e["start"]
+            trace.append({"ph": "X", "name": f"{e['kind']} {e['name']}" if e["kind"] != "op" else e["name"],
+                          "cat": e["kind"], "pid": pid, "tid": COMPUTE_TID if e["kind"] != "op" else 1 + e["lane"],
+                          "ts": round((e["start"] - t0) * 1e6, 1), "dur": round(dur * 1e6, 1),
+                          "args": {"testbed_s": round(dur, 6), "real_s": round(dur / dilation, 9)}})
+    return {"traceEvents": trace, "displayTimeUnit": "ms",
+            "otherData": {"iteration": iteration, "dilation": dilation, "clock": "testbed seconds"}}
+
+
+def plot_timeline(trace: dict[str, Any], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    rows: list[tuple[int, int]] = sorted({(e["pid"], e["tid"]) for e in spans})
+    fig, ax = plt.subplots(figsize=(11, 0.45 * max(4, len(rows)) + 1.2))
+    y = {row: len(rows) - 1 - i for i, row in enumerate(rows)}
+    for e in spans:
+        ax.broken_barh([(e["ts"] / 1e6, max(e["dur"] / 1e6, 1e-5))], (y[(e["pid"], e["tid"])] - 0.4, 0.8),
+                       facecolors=COLORS.get(e["cat"], "grey"), edgecolors="white", linewidth=0.3)
+    ax.set_yticks([y[r] for r in rows],
+                  [f"{names.get(p, p)}: {'compute' if t == COMPUTE_TID else f'reduction {t - 1}'}" for p, t in rows],
+                  fontsize=7)
+    ax.set_xlabel("testbed seconds from the iteration's first forward start")
+    labels = ["forward", "backward", "reduction (bucket/partition)"]
+    ax.legend(handles=[Patch(color=c, label=n) for c, n in zip(COLORS.values(), labels, strict=True)],
+              loc="upper right", fontsize=7)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_timeline(results: dict[int, dict[str, Any]], iteration: int, dilation: float, out_dir: Path,
+                   title: str) -> list[str]:
+    """timeline.json and timeline.png of one iteration of every worker; the files written."""
+    trace = chrome_trace(results, iteration, dilation)
+    if not any(e["ph"] == "X" for e in trace["traceEvents"]):
+        return []
+    (out_dir / "timeline.json").write_text(json.dumps(trace))
+    plot_timeline(trace, out_dir / "timeline.png", title)
+    return ["timeline.json", "timeline.png"]

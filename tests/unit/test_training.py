@@ -1,0 +1,286 @@
+"""The training iteration: compute model, plan, the scheduler on a simulated clock, and real workers.
+
+The scheduler tests drive `workers.training.Scheduler` through a runtime whose clock only moves
+when the scheduler waits and whose reductions take a fixed time each, one at a time (a link):
+every time asserted is computed from the test's own layer and op durations.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from protocol.netreduce import MTU as NETREDUCE_MTU
+from protocol.polling import wait_until
+from tests.memlink import MemoryHub
+from tests.netreduce_model import NetReduceHub
+from workers.compute import iteration_s, layer_times
+from workers.config import Algorithm, Emulation, JobConfig, Node, Role, Scheduling, Sync, Training
+from workers.main import run_node
+from workers.schedule import Layer, Op, Piece, Plan, fifo_ops, plan, priority_ops
+from workers.tensors import compute_profile
+from workers.training import Event, Scheduler, timings
+
+# ---- compute model ----
+
+
+@pytest.mark.parametrize("model, gflops", [("resnet50", 4.1), ("vgg16", 15.5), ("bert-base", 11.2)])
+def test_forward_flops_match_the_published_multiply_accumulates(model, gflops):
+    # ResNet-50 4.1 and VGG-16 15.5 GMACs per 224x224 image; BERT-base ~11.2 GMACs per 128 tokens
+    # (85M encoder weights x 128 tokens + attention + the masked-LM head on 20 tokens).
+    compute = compute_profile(model)
+    assert compute is not None
+    assert compute.forward_flops / 2 / 1e9 == pytest.approx(gflops, rel=0.06)
+
+
+def test_calibrated_single_gpu_iteration_is_the_published_measurement():
+    compute = compute_profile("resnet50")
+    assert compute is not None and len(compute.calibrations) == 4
+    for c in compute.calibrations:
+        assert c.source.startswith("https://")
+        assert iteration_s(compute, c.device, c.precision, c.batch) == pytest.approx(c.batch / c.samples_per_s,
+                                                                                     rel=1e-3)
+
+
+def test_backward_is_twice_forward_except_the_first_layer():
+    compute = compute_profile("vgg16")
+    assert compute is not None
+    times = layer_times(compute, compute.calibrations[0].device, compute.calibrations[0].precision, 32)
+    assert times[0].backward_s == pytest.approx(times[0].forward_s)
+    assert all(t.backward_s == pytest.approx(2 * t.forward_s) for t in times[1:])
+
+
+# ---- the plan ----
+
+
+def layers3() -> list[Layer]:
+    # forward order: front (tensor 2), middle (tensor 1), back (tensor 0); backward 1 s each
+    return [Layer(0, "front", 0.5, 1.0, (2,)), Layer(1, "middle", 0.5, 1.0, (1,)), Layer(2, "back", 0.5, 1.0, (0,))]
+
+
+def test_fifo_buckets_follow_backward_and_are_ready_with_their_last_tensor():
+    ops = fifo_ops(layers3(), [100, 100, 100], bucket_elements=150)
+    assert [[p.tensor for p in op.pieces] for op in ops] == [[0, 1], [2]]
+    assert [op.ready_s for op in ops] == [2.0, 3.0]  # back ready at 1 s, middle at 2 s, front at 3 s
+
+
+def test_priority_lets_a_front_layer_overtake_a_back_layer_being_sent():
+    # back layer: 1000 elements ready at 1 s, in partitions of 100 at 0.01 s per element (1 s each);
+    # the middle's 10 are ready at 2 s, the front's 100 at 3 s: each goes as soon as the link is free,
+    # before the back layer's remaining partitions.
+    ops = priority_ops(layers3(), [1000, 10, 100], partition_elements=100, per_element_s=0.01)
+    order = [(op.layer, op.pieces[0].lo) for op in ops]
+    # 1-2 s back[0]; 2-2.1 middle; 2.1-3.1 back[100]; 3.1 front (ready at 3 s), then the back's other 8
+    assert order[:4] == [(2, 0), (1, 0), (2, 100), (0, 0)]
+    assert [o for o in order if o[0] == 2] == [(2, lo) for lo in range(0, 1000, 100)]
+
+
+def test_every_node_derives_the_same_plan():
+    cfgs = [job("ring", 4, rank_host=r) for r in range(2)]
+    a, b = (plan(replace(c, training=training(scheduling=Scheduling.PRIORITY))) for c in cfgs)
+    assert a == b and len(a.ops) > 10
+
+
+# ---- the scheduler on a simulated clock ----
+
+
+class SimRuntime:
+    """A clock that moves only when the scheduler waits; reductions take `op_s` each, one at a time."""
+
+    def __init__(self, op_s: dict[int, float]) -> None:
+        self.t = 0.0
+        self.op_s = op_s
+        self.link_free = 0.0
+        self.produced: list[tuple[int, str, float]] = []
+
+    def now(self) -> float:
+        return self.t
+
+    def wait(self, max_wait: float, what: str) -> None:
+        self.t += max(max_wait, 1e-4)
+
+    def start(self, iteration: int, op: Op) -> Generator[object, None, None]:
+        begin = max(self.t, self.link_free)
+        self.link_free = done = begin + self.op_s[op.index]
+        yield lambda: self.t >= done - 1e-9
+
+    def gradients(self, iteration: int, layer: Layer) -> None:
+        self.produced.append((iteration, layer.name, self.t))
+
+    def background(self) -> bool:
+        return False
+
+
+def sim(ops: list[Op], op_s: dict[int, float], sync: Sync = Sync.ITERATION, iterations: int = 2,
+        in_flight: int = 4) -> tuple[Scheduler, SimRuntime, list]:
+    layers = layers3()
+    p = Plan(tuple(layers), tuple(ops), (2, 1, 0), (100, 100, 100))
+    rt = SimRuntime(op_s)
+    s = Scheduler(p, training(sync=sync, in_flight=in_flight, dilation=1.0), rt, timeout=1000)  # type: ignore[arg-type]
+    return s, rt, s.run(iterations)
+
+
+def one_op_per_layer() -> list[Op]:
+    return [Op(0, (Piece(0, 0, 100),), 2, 1.0), Op(1, (Piece(1, 0, 100),), 1, 2.0), Op(2, (Piece(2, 0, 100),), 0, 3.0)]
+
+
+def test_a_bucket_starts_when_backward_produced_it_while_backward_goes_on():
+    s, rt, _ = sim(one_op_per_layer(), {0: 0.5, 1: 0.5, 2: 0.5})
+    starts = {e.name: e.start for e in s.events if e.kind == "op" and e.iteration == 0}
+    # forward 1.5 s, then backward: back's gradient at 2.5 s, middle's at 3.5 s, front's at 4.5 s
+    assert starts == pytest.approx({"op 0": 2.5, "op 1": 3.5, "op 2": 4.5}, abs=2e-3)
+    assert [(n, round(t, 2)) for i, n, t in rt.produced if i == 0] == [("back", 2.5), ("middle", 3.5), ("front", 4.5)]
+
+
+def test_iteration_sync_waits_for_every_gradient_and_exposed_is_what_computation_did_not_hide():
+    _, _, t = sim(one_op_per_layer(), {0: 0.5, 1: 0.5, 2: 2.0})
+    # the front's op ends at 4.5 + 2.0 = 6.5: the next forward starts then
+    assert t[0].start == pytest.approx(0.0) and t[0].end == pytest.approx(6.5, abs=2e-3)
+    assert t[0].compute_s == pytest.approx(4.5) and t[0].exposed_comm_s == pytest.approx(2.0, abs=2e-3)
+    # communication in progress 2.5-3.0, 3.5-4.0, 4.5-6.5 = 3.0 s, of which 1.0 s under backward
+    assert t[0].comm_s == pytest.approx(3.0, abs=5e-3) and t[0].overlap == pytest.approx(1 / 3, abs=5e-3)
+
+
+def test_layer_sync_starts_a_layer_as_soon_as_its_gradient_is_back():
+    # the back layer's op is slow (4 s from 2.5 s, to 6.5 s); the front's and middle's are quick, behind it
+    # on the link: middle's done 7.0, front's done 7.5 (one link). Under layer sync the front
+    # forward starts at 7.5 and the back layer's forward, last, needs nothing more.
+    ops = one_op_per_layer()
+    s, _, t = sim(ops, {0: 4.0, 1: 0.5, 2: 0.5}, sync=Sync.LAYER)
+    fwd = {e.name: e.start for e in s.events if e.kind == "forward" and e.iteration == 1}
+    assert fwd["front"] == pytest.approx(7.5, abs=2e-3)
+    assert fwd["middle"] == pytest.approx(8.0, abs=2e-3) and fwd["back"] == pytest.approx(8.5, abs=2e-3)
+    # with priority the front's op would go first: here the order is given, and layer sync only follows it
+    _, _, t_iter = sim(ops, {0: 4.0, 1: 0.5, 2: 0.5}, sync=Sync.ITERATION)
+    assert t[0].end == pytest.approx(t_iter[0].end, abs=2e-3)  # the front layer's gradient came last in both
+
+
+def test_priority_order_reduces_exposed_communication_under_layer_sync():
+    # The same gradients, front-first: the front's op goes first once ready, and the next forward
+    # overlaps the back layer's long reduction.
+    fifo = [Op(0, (Piece(0, 0, 100),), 2, 1.0), Op(1, (Piece(2, 0, 100),), 0, 3.0)]
+    prio = [Op(0, (Piece(2, 0, 100),), 0, 3.0), Op(1, (Piece(0, 0, 100),), 2, 1.0)]
+    middle = Op(2, (Piece(1, 0, 100),), 1, 2.0)
+    a = sim([*fifo, replace(middle, index=2)], {0: 4.0, 1: 0.2, 2: 0.2}, sync=Sync.LAYER)[2]
+    b = sim([*prio, replace(middle, index=2)], {0: 0.2, 1: 4.0, 2: 0.2}, sync=Sync.LAYER)[2]
+    assert b[0].exposed_comm_s < a[0].exposed_comm_s - 0.5
+
+
+def test_in_flight_bounds_reductions_started_and_not_done():
+    ops = [Op(i, (Piece(0, 20 * i, 20 * (i + 1)),), 2, 1.0) for i in range(5)] + [
+        Op(5, (Piece(1, 0, 100),), 1, 2.0), Op(6, (Piece(2, 0, 100),), 0, 3.0)]
+    s, _, _ = sim(ops, dict.fromkeys(range(7), 1.0), in_flight=2, iterations=1)
+    spans = sorted((e.start, e.end) for e in s.events if e.kind == "op")
+    for t, _ in spans:
+        assert sum(1 for a, b in spans if a <= t < b - 1e-9) <= 2
+
+
+def test_exposed_communication_arithmetic():
+    events = [Event(0, "forward", "a", 0.0, 1.0), Event(0, "backward", "a", 1.0, 3.0), Event(0, "op", "op 0", 2.0, 5.0),
+              Event(1, "forward", "a", 5.0, 6.0)]
+    (t,) = timings(events, [(0.0, 5.0)])
+    assert (t.compute_s, t.exposed_comm_s, t.comm_s) == (3.0, 2.0, 3.0)
+    assert t.overlap == pytest.approx(1 / 3)
+
+
+# ---- real workers on an in-memory network ----
+
+
+def training(**kw: object) -> Training:
+    base = Training(Emulation(25.0, batch=32), dilation=0.5, bucket_bytes=int(25 * 2**20 * 0.001),
+                    partition_bytes=int(4 * 2**20 * 0.001))
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+def job(algo: str, workers: int, servers: int = 0, rank_host: int = 0, **kw: object) -> JobConfig:
+    nodes = [Node(i, Role.WORKER, f"h{i + 1}", f"10.0.1.{i + 1}") for i in range(workers)]
+    nodes += [Node(workers + j, Role.SERVER, f"ps{j + 1}", f"10.0.2.{j + 1}") for j in range(servers)]
+    mtu = NETREDUCE_MTU if algo == "netreduce" else 256
+    params: dict[str, object] = {"iterations": 4, "workload": "resnet50", "scale": 0.001, "mtu": mtu, "window": 16,
+                                 "rto": 0.01, "iteration_timeout": 30.0, "start_timeout": 10.0, "ps_key_bytes": 2048,
+                                 "job_id": 3, "credits": 2}
+    params.update(kw)
+    return JobConfig(algo=Algorithm(algo), nodes=tuple(nodes), **params)  # type: ignore[arg-type]
+
+
+def run_job(cfg: JobConfig, tmp_path: Path, hub: MemoryHub | NetReduceHub | None = None) -> dict[int, dict]:
+    hub = hub or MemoryHub(seed=7)
+    links = {n.node_id: hub.link(n.ip) for n in cfg.nodes}
+    results: dict[int, dict] = {}
+    threads = [threading.Thread(target=lambda i=n.node_id: results.__setitem__(i, run_node(cfg, i, tmp_path, links[i])),
+                                daemon=True) for n in cfg.nodes]
+    for t in threads:
+        t.start()
+    def ready() -> bool:
+        failed = [r.get("error") for r in results.values() if not r["ok"]]
+        assert not failed, failed  # a node that failed while starting fails the test now, not at the deadline
+        return all((tmp_path / f"ready-{n.node_id}").exists() for n in cfg.nodes)
+
+    wait_until(ready, 20, what="nodes ready")
+    (tmp_path / "go").write_text("go")
+    for t in threads:
+        t.join(timeout=120)
+        assert not t.is_alive(), "a node hung"
+    for r in results.values():
+        assert r["ok"], r.get("error")
+    return results
+
+
+def test_one_worker_iteration_is_the_modelled_computation(tmp_path):
+    tr = training(dilation=2.0)
+    cfg = replace(job("ring", 1, iterations=4), training=tr)
+    compute = compute_profile("resnet50")
+    assert compute is not None
+    modelled = iteration_s(compute, tr.emulate.device, tr.emulate.precision, tr.emulate.batch) * tr.dilation
+    its = run_job(cfg, tmp_path)[0]["iterations"]
+    for it in its[1:]:  # the first includes the process's first gradient generation
+        assert it["time_s"] == pytest.approx(modelled, rel=0.03)
+        assert it["extra"]["compute_s"] == pytest.approx(modelled, rel=1e-6)
+
+
+@pytest.mark.parametrize("scheduling", [Scheduling.FIFO, Scheduling.PRIORITY])
+@pytest.mark.parametrize("algo, servers", [("ring", 0), ("ps", 2)])
+def test_training_reductions_are_exact_with_several_in_flight_and_loss(tmp_path, algo, servers, scheduling):
+    cfg = replace(job(algo, 3, servers, iterations=3, transport="sr"),
+                  training=training(scheduling=scheduling, sync=Sync.LAYER, in_flight=3))
+    results = run_job(cfg, tmp_path, MemoryHub(loss=0.01, seed=3))
+    for r in results.values():
+        if r["role"] == "worker":
+            assert [it["correct"] for it in r["iterations"]] == [True] * 3
+            assert len({e["lane"] for e in r["timeline"] if e["kind"] == "op"}) > 1  # reductions overlapped
+    assert sum(r["stats"]["requester"].get("retransmitted", 0) for r in results.values()) > 0
+
+
+def test_training_through_netreduce_with_exponents(tmp_path):
+    cfg = replace(job("netreduce", 3, iterations=3, dtype="float32", float_mode="exponent", scale=0.002),
+                  training=training(scheduling=Scheduling.PRIORITY, in_flight=3))
+    from protocol.netreduce import JobLayout
+
+    hub = NetReduceHub(JobLayout(3, 3, 2), [n.ip for n in cfg.nodes], seed=5)
+    results = run_job(cfg, tmp_path, hub)
+    for r in results.values():
+        assert all(it["correct"] and 0 < it["max_abs_error"] < 1e-7 for it in r["iterations"])
+    assert hub.events["completion"] == results[0]["netreduce"]["messages"] * 4
+
+
+def test_zero_computation_is_the_all_reduce_loop(tmp_path):
+    """With no computation, one reduction at a time and one tensor per bucket, a training run is
+    today's all-reduce loop: the same reductions in the same order, and the same time. The two
+    run in turn, twice each, and the faster median of each is compared (the machine is shared)."""
+    base = job("ring", 3, iterations=5, scale=0.002, workload="vgg16")
+    train = replace(base, training=training(emulate=Emulation(25.0, compute_scale=0.0), bucket_bytes=4, in_flight=1))
+    med: dict[str, float] = {}
+    for attempt in range(2):
+        for name, cfg in (("plain", base), ("trained", train)):
+            (tmp_path / f"{name}{attempt}").mkdir()
+            res = run_job(cfg, tmp_path / f"{name}{attempt}")
+            times = sorted(it["time_s"] for it in res[0]["iterations"][1:])
+            med[name] = min(med.get(name, float("inf")), times[len(times) // 2])
+            if name == "trained":
+                assert res[0]["plan"]["ops"] == 32  # one reduction per tensor of VGG-16
+                assert all(it["extra"]["compute_s"] == 0 for it in res[0]["iterations"])
+    assert med["trained"] == pytest.approx(med["plain"], rel=0.25)
