@@ -6,7 +6,7 @@ input buffer are dropped), so the rate of its output, taken from the output pcap
 timestamps (first to last packet out), is its forwarding capacity; the hosts' kernel plays
 no part. Prints both rates and their ratio and writes bench/results/forwarding.json.
 
-    python -m bench.forwarding [--packets 20000] [--runs 3] [--bmv2 PATH] [--name forwarding]
+    python -m bench.forwarding [--packets 20000] [--runs 3] [--bmv2 PATH] [--name forwarding] [--compiled JSON P4INFO]
 """
 
 from __future__ import annotations
@@ -67,6 +67,8 @@ def main() -> None:
     parser.add_argument("--packets", type=int, default=20000)
     parser.add_argument("--name", default="forwarding", help="bench/results/NAME.json (default forwarding)")
     parser.add_argument("--runs", type=int, default=3, help="measure both programs this many times; the median ratio")
+    parser.add_argument("--compiled", nargs=2, metavar=("JSON", "P4INFO"), type=Path, default=(BMV2_JSON, P4INFO),
+                        help="another compile of gradswitch.p4 to measure (default: p4src/build's)")
     bmv2_option(parser)
     args = parser.parse_args()
     use_bmv2(args)
@@ -80,7 +82,8 @@ def main() -> None:
         minimal_entries = [TableEntry("port_map", {"ingress_port": 1}, "forward", {"port": 2})]
         runs: list[dict[str, Any]] = []
         for i in range(args.runs):  # the two programs alternate, so that a change in the machine's load hits both
-            ours, ours_limits = rate(P4INFO, BMV2_JSON, all_base_entries(topo, "s1"), packets, t / f"ours{i}")
+            ours, ours_limits = rate(args.compiled[1], args.compiled[0], all_base_entries(topo, "s1"), packets,
+                                     t / f"ours{i}")
             base, base_limits = rate(minimal.p4info, minimal.json, minimal_entries, packets, t / f"minimal{i}")
             print(f"gradswitch.p4:  {ours:9.0f} packets/s   {ours_limits.line()}")
             print(f"one-table:      {base:9.0f} packets/s   {base_limits.line()}", flush=True)
@@ -90,7 +93,8 @@ def main() -> None:
     each = ", ".join(f"{r['ratio']:.2f}" for r in runs)
     print(f"ratio:          {ratio:9.2f} (gradswitch / one-table, {args.packets} packets, same build, "
           f"median of {args.runs} run(s): {each})")
-    path = save(args.name, {"packets": args.packets, "ratio": ratio, "runs": runs})
+    path = save(args.name, {"packets": args.packets, "gradswitch": {"json": str(args.compiled[0])}, "ratio": ratio,
+                            "runs": runs})
     print(f"written {path}")
 
 
