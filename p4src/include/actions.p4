@@ -14,7 +14,7 @@
 //
 // A macro, not an action: p4c inlines a call of an action with an `inout standard_metadata_t`
 // parameter as a copy of all 17 of its fields into a temporary and back, and every such
-// temporary (one per call site: 21 of them) is metadata that BMv2 zeroes for every packet
+// temporary (one per inlined call: 22 of them, 374 fields) is metadata that BMv2 zeroes for every packet
 // it receives, whether the call runs or not. That zeroing, field by field in the packet
 // receiving thread, is most of what a packet costs BMv2 (bench/forwarding.py).
 #define drop_with_reason(META, STD_META, REASON) { \
