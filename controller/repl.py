@@ -118,8 +118,8 @@ class Repl(cmd.Cmd):
             super().do_help(arg.strip().replace("-", "_"))
             return
         for name in sorted(n[3:] for n in self.get_names() if n.startswith("do_") and n not in ("do_EOF", "do_quit")):
-            doc = (getattr(self, f"do_{name}").__doc__ or "").strip().splitlines()[0]
-            self.out(f"  {doc}")
+            paragraph = (getattr(self, f"do_{name}").__doc__ or "").strip().split("\n\n")[0]
+            self.out("  " + " ".join(line.strip() for line in paragraph.splitlines()))
         self.out("Names are P4 names; the last component is enough where it names one thing "
                  "(`tables` shows the shortest name of each table).")
 
