@@ -17,7 +17,7 @@ import numpy as np
 
 from protocol.qpn import qpn
 from roce.engine import Engine, JobAborted, QueuePair
-from roce.qp import MemoryRegion, QpConfig, RecvCompletion
+from roce.qp import MemoryRegion, Mode, QpConfig, RecvCompletion
 from workers.config import JobConfig, Node
 from workers.dlcp import Framing, Tag, layer_class
 from workers.tensors import Int32Array, Profile
@@ -62,7 +62,9 @@ class Comm:
                            remote_initial_psn=initial_psn, peer=f"{node.host} ({node.ip})",
                            loss_budget=self.dlcp.loss_budget if self.dlcp and self.dlcp.drop else 0.0,
                            # Priorities and spraying reorder packets: give a hole time to fill.
-                           reorder_delay=self.cfg.rto / 4 if self.dlcp is not None and self.dlcp.reorder else 0.0)
+                           reorder_delay=self.cfg.rto / 4 if self.dlcp is not None and self.dlcp.reorder else 0.0,
+                           order_tolerant=self.dlcp is not None and self.dlcp.order_tolerant
+                           and self.cfg.transport == Mode.SR)
             self.qps[peer] = self.engine.connect(cfg, node.ip)
             if self.framing is not None:
                 self.qps[peer].requester.marker = self.framing.marker

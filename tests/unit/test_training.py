@@ -78,6 +78,17 @@ def test_priority_lets_a_front_layer_overtake_a_back_layer_being_sent():
     assert [o for o in order if o[0] == 2] == [(2, lo) for lo in range(0, 1000, 100)]
 
 
+def test_priority_packs_small_ready_partitions_into_one_reduction():
+    # the back layer (1000) occupies the link 1-11 s; the middle's 10 (ready 2 s) and the front's 30
+    # (ready 3 s) wait, then leave together as one reduction of 40 <= 1000, front first; without the
+    # link busy (a fast link) each goes alone when it is ready.
+    ops = priority_ops(layers3(), [1000, 10, 30], partition_elements=1000, per_element_s=0.01)
+    assert [[(p.tensor, p.elements) for p in op.pieces] for op in ops] == [[(0, 1000)], [(2, 30), (1, 10)]]
+    assert (ops[1].layer, ops[1].ready_s) == (0, 3.0)
+    alone = priority_ops(layers3(), [1000, 10, 30], partition_elements=1000, per_element_s=1e-6)
+    assert [op.layer for op in alone] == [2, 1, 0]
+
+
 def test_every_node_derives_the_same_plan():
     cfgs = [job("ring", 4, rank_host=r) for r in range(2)]
     a, b = (plan(replace(c, training=training(scheduling=Scheduling.PRIORITY))) for c in cfgs)
