@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from controller.experiment.spec import ExperimentSpec, Topo
+from controller.experiment.spec import ExperimentSpec, RingOrder, Topo
 from mininet_topos.shaping import buffer_bytes
 from mininet_topos.topologies import build_topology
 from mininet_topos.topology import Topology
@@ -46,8 +46,9 @@ def place(spec: ExperimentSpec, topo: Topology) -> Placement:
 
     A ring's ranks then follow the edge switches (topology-aware, as NCCL builds its rings):
     neighbours share a leaf where they can, so only one ring hop per leaf crosses the
-    fabric. In dealing order every hop would cross it, two flows would share each leaf's
-    uplinks, and ECMP could put both on one spine.
+    fabric. With `ring_order = alternate` they stay in dealing order: every hop crosses it,
+    several flows share each leaf's uplinks, and ECMP may put two on one spine (the setting
+    where DLCP's spraying has something to fix).
     """
     by_edge = [[h for h, _ in topo.hosts_of(s.name)] for s in topo.edge_switches()]
     order = [h.name for rnd in range(max(len(e) for e in by_edge)) for e in by_edge if rnd < len(e) for h in [e[rnd]]]
@@ -61,7 +62,7 @@ def place(spec: ExperimentSpec, topo: Topology) -> Placement:
     jobs = []
     for _ in range(spec.jobs):
         hosts = [take() for _ in range(spec.workers)]
-        if spec.algo == Algorithm.RING:
+        if spec.algo == Algorithm.RING and spec.ring_order == RingOrder.LEAVES:
             hosts.sort(key=lambda h: (edge_of[h], order.index(h)))
         nodes = [Node(i, Role.WORKER, h, topo.host(h).ip) for i, h in enumerate(hosts)]
         for j in range(spec.servers_per_job):

@@ -140,6 +140,33 @@ def busiest_link_load(switches: dict[str, Any], bw_mbps: float) -> float | None:
     return best
 
 
+def fabric_link_loads(switches: dict[str, Any], bw_mbps: float) -> dict[str, float]:
+    """Load of every switch-to-switch link direction ("leaf1->spine2"), from the bytes the sending
+    switch put on its port over the run: per-spine loads show where ECMP put the flows."""
+    loads: dict[str, float] = {}
+    for name, sw in switches.items():
+        if not isinstance(sw, dict) or not sw.get("seconds"):
+            continue
+        neighbours = sw.get("neighbours", {})
+        for port, counts in sw.get("ports", {}).items():
+            peer = neighbours.get(str(port))
+            if peer in switches and len(counts) >= 3:
+                loads[f"{name}->{peer}"] = counts[2] * 8 / (sw["seconds"] * bw_mbps * 1e6)
+    return dict(sorted(loads.items()))
+
+
+def uplink_imbalance(loads: dict[str, float], switches: dict[str, Any]) -> float | None:
+    """Busiest over mean load of the links from edge switches (those with hosts) to the others:
+    1 when the fabric's uplinks carry equal shares, up to the number of uplinks when one carries all."""
+    def edge(name: str) -> bool:
+        return any(peer not in switches for peer in switches[name].get("neighbours", {}).values())
+
+    up = [v for link, v in loads.items() if edge(link.split("->")[0]) and not edge(link.split("->")[1])]
+    if len(up) < 2 or not sum(up):
+        return None
+    return max(up) / (sum(up) / len(up))
+
+
 def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, dict[int, dict[str, Any]]],
               switches: dict[str, Any], started: float) -> dict[str, Any]:
     """results.json: job 1's figures at the top, every job under "jobs", the switches' counters."""
@@ -152,8 +179,13 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
         headline_extra["zero_filled_packets"] = sum(it["zero_filled_packets"] for it in its)
     if its and "relative_error" in its[0]:  # training runs have no exact sum to compare with
         headline_extra["max_relative_error"] = max(it["relative_error"] for it in its)
+    link_loads: dict[str, float] = {}
     if spec.bw_mbps:
         headline_extra["busiest_link_load"] = busiest_link_load(switches, spec.bw_mbps)
+        link_loads = fabric_link_loads(switches, spec.bw_mbps)
+        imbalance = uplink_imbalance(link_loads, switches)
+        if imbalance is not None:
+            headline_extra["uplink_imbalance"] = imbalance
     if its and spec.dtype == DType.FLOAT32:
         headline_extra["max_abs_error"] = max(it["max_abs_error"] for it in its)
     dlcp_drops = sum(ev.get("dropped", 0) for sw in switches.values() if isinstance(sw, dict)
@@ -171,6 +203,7 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
         "jobs": {str(k): {"ok": v["ok"], "jct_s": v["jct_s"], **v["summary"]} for k, v in jobs.items()},
         "headline_extra": headline_extra,
         "training": training_summary(spec, main["iterations"]),
+        "link_loads": link_loads,
         "switches": switches,
     }
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from controller.experiment.compare import load_spec, run_compare
+from controller.experiment.counters import label_ports
 from controller.experiment.placement import fan_in, incast_window, job_config, min_rto, place, topology_for
-from controller.experiment.spec import DlcpOptions, ExperimentSpec, SpecError, Topo
+from controller.experiment.report import fabric_link_loads, uplink_imbalance
+from controller.experiment.spec import DlcpOptions, ExperimentSpec, RingOrder, SpecError, Topo
 from mininet_topos.shaping import buffer_bytes
 from protocol.paths import EXPERIMENTS
 from workers.config import Algorithm, Role
@@ -135,3 +138,25 @@ def test_ring_ranks_follow_the_leaves(workers):
     crossing = sum(leaves[i] != leaves[(i + 1) % workers] for i in range(workers))
     assert crossing == 2, leaves  # one hop up from each leaf, none sharing an uplink
     assert len(set(leaves)) == 2
+
+
+def test_alternate_ring_order_crosses_the_fabric_at_every_hop():
+    spec = ExperimentSpec(algo=RING, workers=8, topo=Topo.LEAFSPINE, spines=4, ring_order=RingOrder.ALTERNATE)
+    topo = topology_for(spec)
+    leaves = [topo.attachment(n.host)[0] for n in place(spec, topo).jobs[0]]
+    assert all(leaves[i] != leaves[(i + 1) % 8] for i in range(8)), leaves  # 4 flows up from each leaf
+    assert len(topo.switches) == 6
+
+
+def test_fabric_link_loads_name_each_spine_and_measure_the_uplinks_imbalance():
+    topo = topology_for(ExperimentSpec(topo=Topo.LEAFSPINE, spines=4))
+    switches: dict[str, dict[str, Any]] = {
+        s.name: {"seconds": 2.0, "ports": {str(p): [0, 0, 0] for p in topo.ports_of(s.name)}} for s in topo.switches}
+    label_ports(switches, topo)
+    up = {n: p for p, n in switches["leaf1"]["neighbours"].items() if n.startswith("spine")}
+    switches["leaf1"]["ports"][up["spine1"]] = [0, 0, 1_250_000]  # 10 Mb over 2 s at 5 Mb/s: fully loaded
+    switches["leaf1"]["ports"][up["spine2"]] = [0, 0, 1_250_000]  # two flows on two spines, none on the others
+    loads = fabric_link_loads(switches, 5.0)
+    assert loads["leaf1->spine1"] == pytest.approx(1.0) and loads["leaf1->spine3"] == 0.0
+    assert len(loads) == 16 and "spine1->leaf2" in loads  # every direction of every fabric link
+    assert uplink_imbalance(loads, switches) == pytest.approx(1.0 / (2.0 / 8))  # busiest / mean of 8 uplinks
