@@ -192,9 +192,10 @@ class Fabric:
         direction: fault_injection.Direction = "both",
         ip_protocol: int | None = None,
         l4_dst_port: int | None = None,
+        corrupt: bool = False,
     ) -> list[TableEntry]:
-        """Drop a fraction of a port's packets (0 removes the rule); returns the rules now installed."""
-        rules = fault_injection.loss_entries(port, fraction, direction, ip_protocol, l4_dst_port)
+        """Drop (or corrupt) a fraction of a port's packets (0 removes the rule); returns the rules now installed."""
+        rules = fault_injection.loss_entries(port, fraction, direction, ip_protocol, l4_dst_port, corrupt=corrupt)
         keys = {(n.table, frozenset(n.match.items())) for n in map(self.normalize, rules)}
         sess = self.session(switch)
         stale = [

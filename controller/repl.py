@@ -10,7 +10,7 @@
     ports SWITCH                              packets and bytes per port
     drops SWITCH                              dropped packets by reason
     mcast SWITCH GROUP                        read a multicast group
-    loss SWITCH PORT FRACTION [in|out|both] [roce]
+    loss SWITCH PORT FRACTION [in|out|both] [roce] [corrupt]
     packet-out SWITCH PORT HEXBYTES           inject a packet out of a port
     packet-in SWITCH [SECONDS]                wait for the next packet sent to the controller
     job create JOB HOST... [credits=N] [spine=SWITCH]   a NetReduce job on these worker hosts
@@ -213,16 +213,19 @@ class Repl(cmd.Cmd):
         self.out(group.describe() if group else f"no multicast group {words[1]}")
 
     def do_loss(self, arg: str) -> None:
-        """loss SWITCH PORT FRACTION [in|out|both] [roce]: drop a fraction of a port's packets (0 stops)."""
-        words = self._args(arg, 3, "loss SWITCH PORT FRACTION [in|out|both] [roce]")
+        """loss SWITCH PORT FRACTION [in|out|both] [roce] [corrupt]: drop (or corrupt: flip a bit of) a
+        fraction of a port's packets (0 stops)."""
+        words = self._args(arg, 3, "loss SWITCH PORT FRACTION [in|out|both] [roce] [corrupt]")
         directions: dict[str, Direction] = {"in": "in", "out": "out", "both": "both"}
         direction: Direction = next((directions[w] for w in words[3:] if w in directions), "both")
         roce = "roce" in words[3:]
+        corrupt = "corrupt" in words[3:]
         sw = self._switch(words[0])
         rules = self.fabric.set_port_loss(sw, int(words[1]), float(words[2]), direction,
                                           CONFIG.IP_PROTO_UDP if roce else None,
-                                          CONFIG.ROCE_V2_UDP_PORT if roce else None)
-        self.out(f"{len(rules)} fault rule(s) on {words[0]} port {words[1]}")
+                                          CONFIG.ROCE_V2_UDP_PORT if roce else None, corrupt=corrupt)
+        kind = "corruption" if corrupt else "fault"
+        self.out(f"{len(rules)} {kind} rule(s) on {words[0]} port {words[1]}")
 
     def do_packet_out(self, arg: str) -> None:
         """packet-out SWITCH PORT HEXBYTES: send a packet out of a switch port."""

@@ -25,6 +25,9 @@ from protocol.config import CONFIG
 from protocol.polling import wait_until
 
 SIMPLE_SWITCH_GRPC = "simple_switch_grpc"
+# Which simple_switch_grpc every switch runs: a path to the executable, or a directory holding it
+# (e.g. a BMv2 built without logging macros); unset, the one on PATH.
+BMV2_ENV = "GRADSWITCH_BMV2"
 MACHINE_LOCK = Path("/tmp/gradswitch-switches.lock")
 GRPC_BASE_PORT = 50051  # switch d listens for P4Runtime on 127.0.0.1:GRPC_BASE_PORT + d
 THRIFT_BASE_PORT = 9090  # ... and for Thrift (registers, queues) on THRIFT_BASE_PORT + d
@@ -45,6 +48,15 @@ def switch_ports(device_id: int, grpc_base: int = GRPC_BASE_PORT, thrift_base: i
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
 
 
+def default_executable() -> str:
+    """The simple_switch_grpc named by $GRADSWITCH_BMV2 (a file, or a directory containing it), else PATH's."""
+    chosen = os.environ.get(BMV2_ENV, "")
+    if not chosen:
+        return SIMPLE_SWITCH_GRPC
+    path = Path(chosen)
+    return str(path / SIMPLE_SWITCH_GRPC if path.is_dir() else path)
+
+
 class SwitchStartError(RuntimeError):
     """A BMv2 process did not come up; the message carries its command and log tail."""
 
@@ -62,7 +74,7 @@ class Bmv2Config:
     log_level: str = "info"  # BMv2 -L; "debug" or "trace" to see every packet (much slower)
     pcap: bool = False  # write <iface>_in.pcap / _out.pcap under run_dir/pcap
     use_files: bool = False  # ports are pcap files (<prefix>_in.pcap, <prefix>_out.pcap), no interfaces
-    executable: str = SIMPLE_SWITCH_GRPC
+    executable: str = field(default_factory=default_executable)
     extra_args: tuple[str, ...] = field(default_factory=tuple)
 
     @property

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from protocol.config import CONFIG
 
 ELEMENTS = CONFIG.AGG_ELEMENTS_PER_PACKET  # int32 values per packet
+WORDS = CONFIG.AGG_WORDS_PER_PACKET  # wide fields (register cells) per packet, AGG_WORD_BITS // 32 lanes each
+LANES = CONFIG.AGG_WORD_BITS // 32  # int32 lanes of one wide field
 PACKETS = CONFIG.AGG_PACKETS_PER_MESSAGE  # packets per message
 PACKET_BYTES = ELEMENTS * 4
 MESSAGE_ELEMENTS = ELEMENTS * PACKETS
@@ -20,6 +22,8 @@ MTU = PACKET_BYTES  # the job's RoCE MTU: every packet of a message is full
 DEFAULT_CREDITS = 4  # messages in flight per worker when a job does not say
 
 assert MESSAGE_BYTES == MESSAGE_ELEMENTS * 4, "config.p4: AGG_MESSAGE_BYTES_LOG2 disagrees with the packet sizes"
+assert WORDS * LANES == ELEMENTS, "config.p4: AGG_WORDS_PER_PACKET x AGG_WORD_BITS disagrees with the packet size"
+assert 1 << CONFIG.AGG_PACKETS_PER_MESSAGE_LOG2 == PACKETS, "config.p4: AGG_PACKETS_PER_MESSAGE_LOG2"
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,10 @@ class JobLayout:
     def window(self, k: int) -> int:
         """Place of message k in the window: slot k mod C, shadow copy (k div C) mod 2."""
         return k % self.credits + self.credits * ((k // self.credits) % 2)
+
+    def message_of(self, psn: int) -> int:
+        """The message number the switch reads from a PSN (PSN >> AGG_PACKETS_PER_MESSAGE_LOG2, 24 bits)."""
+        return psn >> CONFIG.AGG_PACKETS_PER_MESSAGE_LOG2
 
     def va(self, k: int) -> int:
         return self.window(k) * MESSAGE_BYTES

@@ -53,6 +53,27 @@ def icrc_wire(icrc: int) -> bytes:
     return struct.pack("<I", icrc)
 
 
+def icrc_connection_delta(src: str, dst: str, src_port: int, dest_qp: int, transport_len: int) -> int:
+    """How a RoCE v2 packet's ICRC changes when its source and destination addresses, UDP source port
+    and destination QP go from zero to these, everything else equal (transport_len: bytes of BTH,
+    extension headers and payload). A CRC is affine in its input's bits, so for two inputs of equal
+    length crc(a) ^ crc(b) = crc(a ^ b) ^ crc(0): this depends on the four fields and the length
+    only, and the switch (NetReduceEgress) makes each copy's ICRC from one canonical ICRC with it.
+    Returned as the trailer's bytes on the wire read big-endian (the switch's hdr.icrc.value)."""
+    total = IPV4_HEADER_LEN + UDP_HEADER_LEN + transport_len + ICRC_LEN
+
+    def icrc(s: str, d: str, sport: int, qp: int) -> int:
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, 0, 0, 0, IP_PROTO_UDP, 0,
+                         ipaddress.IPv4Address(s).packed, ipaddress.IPv4Address(d).packed)
+        udp = struct.pack("!HHHH", sport, ROCE_V2_UDP_PORT, total - IPV4_HEADER_LEN, 0)
+        transport = bytearray(transport_len)
+        transport[5:8] = qp.to_bytes(3, "big")  # BTH destination QP
+        return compute_icrc(ip, udp, bytes(transport))
+
+    delta = icrc(src, dst, src_port, dest_qp) ^ icrc("0.0.0.0", "0.0.0.0", 0, 0)
+    return int.from_bytes(icrc_wire(delta), "big")
+
+
 @dataclass(frozen=True)
 class RoceDatagram:
     """A parsed IPv4 RoCE v2 datagram."""

@@ -12,7 +12,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field, replace
 
-from protocol.netreduce import ELEMENTS, PACKETS, JobLayout
+from protocol.config import CONFIG
+from protocol.netreduce import ELEMENTS, MESSAGE_BYTES, PACKETS, JobLayout
 from protocol.qpn import qpn, udp_source_port
 from roce.headers import HeaderError, Opcode, Transport
 from roce.wire import build_ipv4, parse_ipv4
@@ -56,6 +57,9 @@ class NetReduceHub(MemoryHub):
             if self.loss > 0 and self._rnd.random() < self.loss:  # lost on the way to the switch
                 self.dropped += 1
                 return
+            if not d.icrc_ok:  # corrupted on the way: touches nothing
+                self._event("bad-icrc")
+                return
             self._contribution(rank, d.transport)
 
     def _contribution(self, rank: int, t: Transport) -> None:
@@ -64,11 +68,11 @@ class NetReduceHub(MemoryHub):
                                                                 Opcode.WRITE_LAST_IMM):
             self._event("malformed")
             return
-        msg = t.bth.psn >> 2
-        slot = (rank, msg % 8)
+        msg = lay.message_of(t.bth.psn)
+        slot = (rank, msg % CONFIG.AGG_MAX_CREDITS)
         if t.opcode == Opcode.WRITE_FIRST:
             assert t.reth is not None
-            window = t.reth.virtual_addr >> 10
+            window = t.reth.virtual_addr // MESSAGE_BYTES
             if t.bth.psn % PACKETS or window >= 2 * lay.credits:
                 self._event("malformed")
                 return

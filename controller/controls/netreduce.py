@@ -14,8 +14,10 @@ from controller.p4rt import Entity, MulticastGroup, Replica, TableEntry
 from controller.routing import switch_port_mac
 from mininet_topos.topology import Topology, TopologyError
 from protocol.config import CONFIG
-from protocol.netreduce import JobLayout, group_base, peer_group, up_group
+from protocol.netreduce import PACKET_BYTES, JobLayout, group_base, peer_group, up_group
 from protocol.qpn import qpn, udp_source_port
+from roce.headers import BTH_LEN, IMM_LEN, RETH_LEN
+from roce.wire import icrc_connection_delta
 
 MEMBERS = "nr_members"
 JOBS = "nr_jobs"
@@ -40,6 +42,20 @@ def event_names() -> dict[int, str]:
 def base_entries(topo: Topology, switch: str) -> list[Entity]:
     """Host-facing ports: where a packet claiming a job it is not a member of is refused."""
     return [TableEntry(HOST_PORTS, {"std_meta.ingress_port": port}, "NoAction") for _, port in topo.hosts_of(switch)]
+
+
+# Transport bytes (BTH, extension header, payload) of the three kinds of aggregation packets.
+KIND_LENGTHS = {"icrc_first": BTH_LEN + RETH_LEN + PACKET_BYTES, "icrc_middle": BTH_LEN + PACKET_BYTES,
+                "icrc_last": BTH_LEN + IMM_LEN + PACKET_BYTES}
+
+
+def rewrite(job: int, rid: int, src_addr: str, dst_addr: str, dst_mac: str, dest_qp: int, src_port: int) -> TableEntry:
+    """Egress rewrite of a result (or partial) copy with egress_rid `rid` into one connection, with the
+    connection's ICRC deltas for each kind of packet (controls/icrc.p4)."""
+    deltas = {k: icrc_connection_delta(src_addr, dst_addr, src_port, dest_qp, n) for k, n in KIND_LENGTHS.items()}
+    return TableEntry(CONNECTIONS, {"meta.nr.job": job, "std_meta.egress_rid": rid}, "rewrite", {
+        "src_addr": src_addr, "dst_addr": dst_addr, "dst_mac": dst_mac, "dest_qp": dest_qp, "src_port": src_port,
+        **deltas})
 
 
 def switch_address(device_id: int, job: int) -> str:
@@ -102,9 +118,7 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
     def connection(j: int, dst_mac: str) -> TableEntry:
         """Egress rewrite of a copy into worker j's connection to its peer."""
         p = layout.peer(j)
-        return TableEntry(CONNECTIONS, {"meta.nr.job": job, "std_meta.egress_rid": j}, "rewrite", {
-            "src_addr": hosts[j].ip, "dst_addr": hosts[p].ip, "dst_mac": dst_mac,
-            "dest_qp": qpn(p, j, job), "src_port": udp_source_port(qpn(j, p, job))})
+        return rewrite(job, j, hosts[j].ip, hosts[p].ip, dst_mac, qpn(p, j, job), udp_source_port(qpn(j, p, job)))
 
     def claims() -> list[Entity]:
         out: list[Entity] = [TableEntry(JOB_KEYS, {"hdr.reth.rkey": layout.rkey}, "claim", {"job": job})]
@@ -173,21 +187,17 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
             if j in locals_:
                 port = edge_of[p][1] if local_peer else up_port
                 plan.entries.append(MulticastGroup(peer_group(job, j), (Replica(port, j),)))
-        plan.entries.append(TableEntry(CONNECTIONS, {"meta.nr.job": job, "std_meta.egress_rid": CONFIG.NR_RID_UP},
-                                       "rewrite", {"src_addr": switch_address(leaf_dev, job),
-                                                   "dst_addr": switch_address(agg_dev, job), "dst_mac": spine_mac,
-                                                   "dest_qp": up_qp(job, leaf_dev),
-                                                   "src_port": udp_source_port(up_qp(job, leaf_dev))}))
+        plan.entries.append(rewrite(job, CONFIG.NR_RID_UP, switch_address(leaf_dev, job), switch_address(agg_dev, job),
+                                    spine_mac, up_qp(job, leaf_dev), udp_source_port(up_qp(job, leaf_dev))))
         plans[leaf] = plan
         # The spine's side of this leaf.
         member(spine_plan, spine_port, switch_address(leaf_dev, job), up_qp(job, leaf_dev), i, i,
                CONFIG.NR_MEMBER_CONTRIBUTOR, f"child{i}")
         rid = CONFIG.NR_RID_CHILD_BASE + i
         spine_plan.entries.append(MulticastGroup(peer_group(job, i), (Replica(spine_port, rid),)))
-        spine_plan.entries.append(TableEntry(CONNECTIONS, {"meta.nr.job": job, "std_meta.egress_rid": rid}, "rewrite", {
-            "src_addr": switch_address(agg_dev, job), "dst_addr": switch_address(leaf_dev, job),
-            "dst_mac": switch_port_mac(leaf_dev, up_port), "dest_qp": down_qp(job, leaf_dev),
-            "src_port": udp_source_port(down_qp(job, leaf_dev))}))
+        spine_plan.entries.append(rewrite(job, rid, switch_address(agg_dev, job), switch_address(leaf_dev, job),
+                                          switch_port_mac(leaf_dev, up_port), down_qp(job, leaf_dev),
+                                          udp_source_port(down_qp(job, leaf_dev))))
     spine_plan.entries.append(MulticastGroup(group_base(job), tuple(
         Replica(_port_between(topo, agg, leaf)[0], CONFIG.NR_RID_CHILD_BASE + i) for i, leaf in enumerate(edges))))
     plans[agg] = spine_plan

@@ -95,7 +95,7 @@
 #define MAC_TABLE_SIZE 1024
 // ACL rules (punt/copy to CPU, drop).
 #define ACL_TABLE_SIZE 256
-// Fault-injection rules (drop a fraction of the packets leaving or entering a port).
+// Fault-injection rules (drop or corrupt a fraction of the packets leaving or entering a port).
 #define FAULT_TABLE_SIZE 256
 
 /* ---- packet replication ---- */
@@ -107,19 +107,25 @@
 
 /* ---- fault injection ---- */
 
-// Drop probabilities are given in parts per this many packets (1000000 = parts per million).
+// Drop and corruption probabilities are given in parts per this many packets (1000000 = parts per million).
 #define FAULT_SCALE 1000000
 
 /* ---- NetReduce: in-network aggregation (docs/netreduce.md) ---- */
 
-// int32 gradient values in one aggregation packet (64 x 4 B = 256 B payload, RoCE MTU 256).
-#define AGG_ELEMENTS_PER_PACKET 64
+// int32 gradient values in one aggregation packet (256 x 4 B = 1 KiB payload: the job's RoCE MTU is 1024).
+#define AGG_ELEMENTS_PER_PACKET 256
+// Bits of one wide payload field and of one aggregator register cell: 64 int32 lanes added at once (p4c's widest bit<>).
+#define AGG_WORD_BITS 2048
+// Wide fields per aggregation packet (and register cells per aggregator cell): AGG_ELEMENTS_PER_PACKET * 32 / AGG_WORD_BITS.
+#define AGG_WORDS_PER_PACKET 4
+// log2 of AGG_WORDS_PER_PACKET (a cell's first register cell is cell << this).
+#define AGG_WORDS_PER_PACKET_LOG2 2
 // Packets per NetReduce message; a power of two, and every message starts at a PSN that is a multiple of it.
 #define AGG_PACKETS_PER_MESSAGE 4
 // log2 of AGG_PACKETS_PER_MESSAGE (message number = PSN >> this).
 #define AGG_PACKETS_PER_MESSAGE_LOG2 2
 // log2 of the bytes of one message (RETH.virtual_addr >> this = the message's window index).
-#define AGG_MESSAGE_BYTES_LOG2 10
+#define AGG_MESSAGE_BYTES_LOG2 12
 // Aggregator cells (one packet's sums each) shared by every job; a job's quota is 2 x credits x packets per message.
 #define AGG_CELLS 2048
 // Credits (messages in flight per worker) a job may have at most: the per-QP context entries per member.
@@ -176,6 +182,8 @@
 #define NR_EV_PARTIAL_UP 9
 // Event: a result came down from the parent (leaf).
 #define NR_EV_RESULT_DOWN 10
+// Event: an aggregation packet whose ICRC is wrong (corrupted on the way): dropped before any register is touched.
+#define NR_EV_BAD_ICRC 11
 
 /* ---- DLCP: per-packet priority, bounded-loss dropping, spraying (docs/dlcp.md) ---- */
 
@@ -231,6 +239,8 @@
 #define DROP_NETREDUCE_REFUSED 6
 // DLCP dropped a droppable packet over its queue threshold.
 #define DROP_DLCP 7
+// NetReduce dropped an aggregation packet whose ICRC is wrong (corrupted on the wire; the sender retransmits it).
+#define DROP_BAD_ICRC 8
 // Number of drop reasons (size of the drop_reasons counter).
 #define DROP_REASONS 16
 

@@ -168,6 +168,7 @@ struct netreduce_metadata_t {
     bool    holds_result; // leaf: the cell holds its parent's result (not the local partial)
     bool    consumed;     // NetReduce took the packet (not forwarded as is)
     bool    emit;         // egress must rewrite the copy into a connection and recompute the ICRC
+    bit<32> icrc;         // an emitted packet's ICRC on the canonical connection (RoceIcrc, wire order)
 }
 
 // DLCP state of one packet (controls/dlcp.p4).

@@ -1,9 +1,10 @@
 """NetReduce end to end: workers in Mininet hosts, sums made by the BMv2 switches.
 
 Flat on a rack and hierarchical on a leaf-spine fabric, two jobs at once, 2% loss on every
-worker link for 50 iterations in both recovery modes, a crashed worker ending the job in
-bounded time (and the next job on the same network running correct), and thousands of
-mutated RoCE packets thrown at the switch while a job runs.
+worker link for 50 iterations in both recovery modes, bit errors on one link (contributions
+and results corrupted on the wire), a crashed worker ending the job in bounded time (and the
+next job on the same network running correct), and thousands of mutated RoCE packets thrown at
+the switch while a job runs.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import Any
 
 import pytest
 
+from controller.experiment.placement import topology_for
 from controller.experiment.runner import run_experiment, run_on
 from controller.experiment.spec import spec_from_dict
 from controller.testbed import Testbed
 from mininet_topos.network import NetworkOptions
 from mininet_topos.topologies import rack
+from protocol.config import CONFIG
 from protocol.paths import REPO_ROOT
 from protocol.polling import wait_until
 
@@ -81,6 +84,26 @@ def test_fifty_iterations_with_two_percent_loss(tmp_path, transport):
     events = report["switches"]["netreduce"]["1"]["switches"]["s1"]["events"]
     assert events["retransmitted-result"] + events["duplicate"] > 0  # the switch's side of the recovery
     assert time.monotonic() - started < 600
+
+
+@pytest.mark.parametrize("topo", ["rack", "leafspine"])
+def test_bit_errors_on_a_link_never_reach_a_result(tmp_path, topo):
+    """5% of the RoCE packets crossing one worker's link get a bit flipped (fault injection's
+    corrupt rule, both directions): its corrupted contributions are dropped and counted by the
+    switch's ICRC check, its corrupted results by its own receiver, and the retransmissions keep
+    every iteration exact."""
+    spec = spec_from_dict({**BASE, "topo": topo, "iterations": 6})
+    with Testbed(topology_for(spec), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        switch, port = net.topo.attachment("h1")
+        net.fabric.set_port_loss(switch, port, 0.05, "both", CONFIG.IP_PROTO_UDP, CONFIG.ROCE_V2_UDP_PORT,
+                                 corrupt=True)
+        report = run_on(net, spec, tmp_path / "run")
+    assert exact(report), report["errors"]
+    assert report["switches"][switch]["drops"].get("bad-icrc", 0) > 0  # corrupted on the way in: the switch
+    assert report["host_drops"].get("bad-icrc", 0) > 0  # corrupted on the way out: the receiver
+    events = report["switches"]["netreduce"]["1"]["switches"][switch]["events"]
+    assert events["bad-icrc"] == report["switches"][switch]["drops"]["bad-icrc"]
+    assert report["retransmissions"] > 0
 
 
 def test_crashed_worker_ends_the_job_and_the_next_job_is_correct(tmp_path):

@@ -25,14 +25,15 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Packet, Raw
 
+from controller.netreduce_jobs import place_job
 from controller.pcap import read_timed, write_stream
 from controller.routing import switch_port_mac
 from mininet_topos.topologies import build_topology
 from protocol.netreduce import PACKETS
 from roce.headers import Bth, Opcode, Reth, Transport
 from roce.wire import build_frame, build_ipv4
+from tests.traces.netreduce_scenarios import LEAFSPINE, NrJob, Sent, corrupt, port_between
 from tests.traces.netreduce_scenarios import TOPOLOGY as NR_TOPOLOGY
-from tests.traces.netreduce_scenarios import NrJob, Sent
 from tests.traces.netreduce_scenarios import topology as nr_topology
 
 HERE = Path(__file__).parent
@@ -158,8 +159,9 @@ def leaf_ecmp() -> Scenario:
     return s
 
 
-def _nr_scenario(name: str, jobs: list[NrJob]) -> Scenario:
-    s = Scenario(name, dict(NR_TOPOLOGY), "s1")
+def _nr_scenario(name: str, jobs: list[NrJob], topology: dict[str, object] = NR_TOPOLOGY, switch: str = "s1"
+                 ) -> Scenario:
+    s = Scenario(name, dict(topology), switch)
     s.netreduce = [{"job": j.job, "workers": j.hosts, "credits": j.credits} for j in jobs]
     return s
 
@@ -264,6 +266,94 @@ def netreduce_two_jobs() -> Scenario:
     return s
 
 
+# What a corrupted packet of each kind has flipped (roce: netreduce_scenarios.corrupt): RETH, payload and
+# PSN on first packets, PSN and payload on middle ones, immediate data, payload and PSN on last ones.
+CORRUPTIONS = {0: ("reth", "payload", "psn"), 1: ("psn", "payload"), 2: ("payload",), 3: ("imm", "payload", "psn")}
+
+
+def _send_corrupted(s: Scenario, port: int, frame: bytes, i: int, who: str) -> int:
+    """The corrupted copies of packet i (one per kind of corruption), each to be dropped and counted."""
+    for where in CORRUPTIONS[i]:
+        s.send(port, corrupt(frame, where), f"{who}: packet {i} with its {where} corrupted on the wire")
+        s.drop("bad-icrc")
+    return len(CORRUPTIONS[i])
+
+
+def netreduce_corruption() -> Scenario:
+    """A flat switch: corrupted contributions (first, middle and last packets; payload, RETH, immediate
+    data, PSN) are dropped and counted before they touch any state; the intact retransmissions
+    complete every cell with the exact sum."""
+    topo = nr_topology()
+    j = NrJob(topo, 1, ["h1", "h2", "h3"], credits=2)
+    s = _nr_scenario("netreduce_corruption", [j])
+    ident = iter(range(500, 10000))
+    first = j.packet(0, 0, 1, next(ident))
+    j.sent.pop()
+    bad = _send_corrupted(s, j.port(0), first.frame, 1, "worker 0, into an empty cell")
+    for r in (0, 1):
+        for i in range(PACKETS):
+            _send(s, j, j.packet(r, 0, i, next(ident)), f"message 0 packet {i}")
+    for i in range(PACKETS):
+        good = j.packet(2, 0, i, next(ident))
+        bad += _send_corrupted(s, j.port(2), good.frame, i, "worker 2, the cell's last contribution")
+        _complete(s, j, _send(s, j, good, f"message 0 packet {i} retransmitted intact: the exact sum"))
+    s.events = {"1": {"contribution": 12, "completion": 4, "bad-icrc": bad}}
+    return s
+
+
+def netreduce_leaf_corruption() -> Scenario:
+    """A leaf: corrupted contributions of its local workers and corrupted results from its parent are
+    dropped and counted; the intact ones send the exact partial up and store and return the exact result."""
+    topo = nr_topology(LEAFSPINE)
+    j = NrJob(topo, 1, ["h1", "h2", "h3", "h4"], credits=2)
+    spine = place_job(topo, 1, j.hosts, j.credits, []).aggregation_switch
+    s = _nr_scenario("netreduce_leaf_corruption", [j], LEAFSPINE, "leaf1")
+    up_port = port_between(topo, "leaf1", spine)[0]
+    local = [r for r, h in enumerate(j.hosts) if topo.attachment(h)[0] == "leaf1"]
+    ident = iter(range(600, 10000))
+    bad = 0
+    for i in range(PACKETS):
+        _send(s, j, j.packet(local[0], 0, i, next(ident)), f"message 0 packet {i}")
+        good = j.packet(local[1], 0, i, next(ident))
+        bad += _send_corrupted(s, j.port(local[1]), good.frame, i, f"worker {local[1]}")
+        _send(s, j, good, f"message 0 packet {i} intact: the leaf's partial goes up")
+        s.expect(up_port, j.between_switches(good.transport, j.total(0, i, local), "leaf1", spine, True, good.ident))
+    for i in range(PACKETS):
+        template = j.transport(0, 0, i)
+        result = j.between_switches(template, j.total(0, i), spine, "leaf1", False, 900 + i)
+        bad += _send_corrupted(s, up_port, result, i, f"{spine}, the result")
+        s.send(up_port, result, f"{spine}: the result of packet {i}, intact: stored and sent to the local receivers")
+        _complete(s, j, Sent(-1, 0, i, 900 + i, result, template), local)
+    s.events = {"1": {"contribution": 8, "completion": 4, "partial-up": 4, "result-down": 4, "bad-icrc": bad}}
+    return s
+
+
+def netreduce_spine_corruption() -> Scenario:
+    """The aggregation spine: corrupted partials from the leaves are dropped and counted; the intact
+    ones complete the cells and the exact result goes down to both leaves."""
+    topo = nr_topology(LEAFSPINE)
+    j = NrJob(topo, 1, ["h1", "h2", "h3", "h4"], credits=2)
+    spine = place_job(topo, 1, j.hosts, j.credits, []).aggregation_switch
+    s = _nr_scenario("netreduce_spine_corruption", [j], LEAFSPINE, spine)
+    leaves = {leaf: [r for r, h in enumerate(j.hosts) if topo.attachment(h)[0] == leaf] for leaf in ("leaf1", "leaf2")}
+    ident = iter(range(700, 10000))
+    bad = 0
+    for i in range(PACKETS):
+        template = j.transport(0, 0, i)
+        for n, (leaf, ranks) in enumerate(leaves.items()):
+            partial = j.between_switches(template, j.total(0, i, ranks), leaf, spine, True, next(ident))
+            port = port_between(topo, spine, leaf)[0]
+            if n == 1:
+                bad += _send_corrupted(s, port, partial, i, f"{leaf}'s partial")
+            s.send(port, partial, f"{leaf}: its partial of packet {i}")
+        completing = int.from_bytes(partial[18:20], "big")  # the last partial's IPv4 identification
+        for leaf in leaves:
+            s.expect(port_between(topo, spine, leaf)[0],
+                     j.between_switches(template, j.total(0, i), spine, leaf, False, completing))
+    s.events = {"1": {"contribution": 8, "completion": 4, "bad-icrc": bad}}
+    return s
+
+
 SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "rack_l3": rack_l3,
     "leaf_ecmp": leaf_ecmp,
@@ -271,6 +361,9 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "netreduce_recovery": netreduce_recovery,
     "netreduce_refusals": netreduce_refusals,
     "netreduce_two_jobs": netreduce_two_jobs,
+    "netreduce_corruption": netreduce_corruption,
+    "netreduce_leaf_corruption": netreduce_leaf_corruption,
+    "netreduce_spine_corruption": netreduce_spine_corruption,
 }
 
 

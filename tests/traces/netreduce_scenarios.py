@@ -12,22 +12,31 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from controller.controls.netreduce import down_qp, switch_address, up_qp
 from controller.routing import switch_port_mac
 from mininet_topos.topologies import build_topology
 from mininet_topos.topology import Topology
 from protocol.netreduce import ELEMENTS, JobLayout
 from protocol.qpn import qpn, udp_source_port
-from roce.headers import Opcode, Transport
-from roce.wire import build_frame
+from roce.headers import RETH_LEN, Opcode, Transport
+from roce.wire import ETH_HEADER_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN, build_frame
 from workers.netreduce import message_packet
 
 TOPOLOGY = {"name": "rack", "hosts": 4}
+LEAFSPINE = {"name": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2}
+BTH_AT = ETH_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN  # offset of the BTH in a frame
 
 
 def values(job: int, rank: int, k: int, i: int) -> np.ndarray:
-    """A worker's 64 int32 gradient values for packet i of message k (negative ones included)."""
+    """A worker's int32 gradient values for packet i of message k: negative ones, lanes near INT_MAX
+    whose sums wrap around like int32, and INT_MIN lanes (next to lanes of every other kind, across
+    the wide words' 64-lane boundaries)."""
     base = np.arange(ELEMENTS, dtype=np.int64) - 20
-    return ((base * (rank + 2) + k * 1000 + i * 100 + job * 7) * (1 if rank % 2 else -1)).astype(np.int32)
+    v = (base * (rank + 2) + k * 1000 + i * 100 + job * 7) * (1 if rank % 2 else -1)
+    v[3::7] = 2**31 - 1 - rank - i  # overflows when summed
+    v[5::11] = -(2**31) + (rank % 2)  # INT_MIN (and INT_MIN + 1)
+    v[63::64] = -(2**31)  # the last lane of every wide word
+    return v.astype(np.int32)
 
 
 @dataclass
@@ -82,13 +91,55 @@ class NrJob:
         return build_frame(out, src.ip, dst.ip, switch_port_mac(switch.device_id, self.port(receiver)), dst.mac,
                            ident=completing.ident, ttl=64, src_port=udp_source_port(qpn(sender, receiver, self.job)))
 
-    def total(self, k: int, i: int) -> np.ndarray:
+    def total(self, k: int, i: int, ranks: list[int] | None = None) -> np.ndarray:
+        """The int32 sum (wrapping like int32) of the workers' values, or of some workers' (a leaf's partial)."""
         acc = np.zeros(ELEMENTS, dtype=np.int64)
-        for r in range(len(self.hosts)):
+        for r in ranks if ranks is not None else range(len(self.hosts)):
             acc += values(self.job, r, k, i)
         return ((acc + 2**31) % 2**32 - 2**31).astype(np.int32)
 
+    def between_switches(self, template: Transport, total: np.ndarray, src_switch: str, dst_switch: str,
+                         up: bool, ident: int) -> bytes:
+        """A partial (leaf -> aggregation spine, up) or a result (spine -> leaf) made from a worker's
+        packet: the switches' job connection, the packet's PSN, opcode, RETH and ImmDt, the sum."""
+        leaf = dst_switch if not up else src_switch
+        leaf_dev = self.topo.switch(leaf).device_id
+        qp = up_qp(self.job, leaf_dev) if up else down_qp(self.job, leaf_dev)
+        bth = replace(template.bth, dest_qp=qp, fecn=False, becn=False)
+        out = Transport(bth, total.astype(">i4").tobytes(), reth=template.reth, imm=template.imm)
+        src_dev, dst_dev = self.topo.switch(src_switch).device_id, self.topo.switch(dst_switch).device_id
+        src_port, dst_port = port_between(self.topo, src_switch, dst_switch)
+        return build_frame(out, switch_address(src_dev, self.job), switch_address(dst_dev, self.job),
+                           switch_port_mac(src_dev, src_port), switch_port_mac(dst_dev, dst_port), ident=ident,
+                           ttl=64, src_port=udp_source_port(qp))
 
-def topology() -> Topology:
-    args = dict(TOPOLOGY)
+
+def port_between(topo: Topology, a: str, b: str) -> tuple[int, int]:
+    """(a's port, b's port) of the link between two switches."""
+    for lk in topo.links_of(a):
+        peer, peer_port = lk.other(a)
+        if peer == b:
+            return lk.port_of(a), peer_port
+    raise ValueError(f"{a} and {b} are not linked")
+
+
+# Where a bit is flipped to corrupt a packet on the wire (the ICRC is left as the sender made it).
+def corrupt(frame: bytes, where: str) -> bytes:
+    """The frame with one bit flipped in the payload's first value, the RETH's virtual address, the
+    immediate data, or the BTH's PSN (bit 0: packet i of a message becomes packet i ^ 1)."""
+    opcode = frame[BTH_AT]
+    ext = RETH_LEN if opcode == Opcode.WRITE_FIRST else 4 if opcode == Opcode.WRITE_LAST_IMM else 0
+    offsets = {"payload": BTH_AT + 12 + ext + 3, "psn": BTH_AT + 11}
+    if opcode == Opcode.WRITE_FIRST:
+        offsets["reth"] = BTH_AT + 12 + 6  # virtual address, bit 8 of its second-lowest byte: the window
+    if opcode == Opcode.WRITE_LAST_IMM:
+        offsets["imm"] = BTH_AT + 12 + 3
+    bit = 4 if where == "reth" else 0
+    data = bytearray(frame)
+    data[offsets[where]] ^= 1 << bit
+    return bytes(data)
+
+
+def topology(spec: dict[str, object] | None = None) -> Topology:
+    args = dict(spec or TOPOLOGY)
     return build_topology(str(args.pop("name")), **args)

@@ -124,3 +124,29 @@ def test_tensorlights_matches_the_source_port_the_engine_sends_from():
 
     for job, node, peer in ((1, 2, 0), (3, 0, 5), (63, 7, 1)):
         assert source_port_match(job, node)[0] == qpn.udp_source_port(qpn.qpn(node, peer, job))
+
+
+def test_aggregation_payload_and_registers_come_from_config():
+    """The payload's wide fields, the aggregator's registers and Python's packet layout agree with config.p4."""
+    from protocol import netreduce
+
+    (agg,) = [h for h in BMV2["header_types"] if h["name"] == "agg_payload_h"]
+    assert [f[1] for f in agg["fields"]] == [CONFIG.AGG_WORD_BITS] * CONFIG.AGG_WORDS_PER_PACKET
+    registers = {r["name"].split(".")[-1]: r for r in BMV2["register_arrays"]}
+    assert registers["nr_values"]["bitwidth"] == CONFIG.AGG_WORD_BITS
+    assert registers["nr_values"]["size"] == CONFIG.AGG_CELLS * CONFIG.AGG_WORDS_PER_PACKET
+    assert all(registers[r]["bitwidth"] <= 64 for r in ("nr_bitmap", "nr_count", "nr_message", "nr_final"))
+    assert netreduce.WORDS * netreduce.LANES == netreduce.ELEMENTS == CONFIG.AGG_ELEMENTS_PER_PACKET
+    assert netreduce.MTU == netreduce.PACKET_BYTES == 4 * CONFIG.AGG_ELEMENTS_PER_PACKET
+    assert netreduce.MESSAGE_BYTES == netreduce.PACKETS * netreduce.PACKET_BYTES
+
+
+def test_the_job_mtu_is_what_experiments_give_netreduce_workers():
+    from controller.experiment.placement import job_config
+    from controller.experiment.spec import ExperimentSpec
+    from protocol import netreduce
+    from workers.config import Algorithm, Node, Role
+
+    cfg = job_config(ExperimentSpec(algo=Algorithm.NETREDUCE, workers=2), 1,
+                     [Node(0, Role.WORKER, "h1", "10.0.1.1"), Node(1, Role.WORKER, "h2", "10.0.1.2")])
+    assert cfg.mtu == netreduce.MTU

@@ -11,16 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from protocol.netreduce import JobLayout
+from protocol.netreduce import MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
 from protocol.polling import wait_until
 from tests.netreduce_model import NetReduceHub
 from workers.config import Algorithm, JobConfig, Node, Role
+from workers.floats import BLOCK
 from workers.main import run_node
 
 
 def run(tmp_path: Path, workers: int, loss: float = 0.0, credits: int = 2, **kw: object) -> tuple[dict, NetReduceHub]:
     nodes = tuple(Node(i, Role.WORKER, f"h{i + 1}", f"10.0.1.{i + 1}") for i in range(workers))
-    params: dict[str, object] = {"iterations": 3, "size_bytes": 12000, "mtu": 256, "rto": 0.01,
+    params: dict[str, object] = {"iterations": 3, "size_bytes": 12000, "mtu": MTU, "rto": 0.01,
                                  "iteration_timeout": 30.0, "start_timeout": 10.0, "job_id": 3,
                                  "credits": credits}
     params.update(kw)
@@ -47,8 +48,8 @@ def test_netreduce_sums_exactly(tmp_path, workers):
         assert r["ok"], r.get("error")
         assert all(it["correct"] for it in r["iterations"])
     messages = results[0]["netreduce"]["messages"]
-    assert hub.events["completion"] == messages * 4  # every packet of every message completed once
-    assert hub.events["contribution"] == messages * 4 * workers
+    assert hub.events["completion"] == messages * PACKETS  # every packet of every message completed once
+    assert hub.events["contribution"] == messages * PACKETS * workers
 
 
 @pytest.mark.parametrize("transport", ["gbn", "sr"])
@@ -80,5 +81,6 @@ def test_float32_shared_exponent_through_netreduce(tmp_path):
     for r in results.values():
         assert r["ok"], r.get("error")
         assert all(0 < it["max_abs_error"] < 1e-8 for it in r["iterations"])
-    # the codes travel as their own messages: 12000 B = 3000 values -> 47 blocks of codes
-    assert results[0]["netreduce"]["messages"] == 3 * (-(-3000 // 256) + 1)
+    # the codes travel as their own messages (one code per block of one packet's values)
+    blocks = -(-3000 // BLOCK)  # 12000 B = 3000 values
+    assert results[0]["netreduce"]["messages"] == 3 * (-(-3000 // MESSAGE_ELEMENTS) + -(-blocks // MESSAGE_ELEMENTS))

@@ -176,3 +176,26 @@ def test_bpf_programs_are_the_hand_checked_ones():
     assert bpf_program(0x107) == [
         (0x30, 0, 0, 9), (0x15, 0, 5, 17), (0xB1, 0, 0, 0), (0x48, 0, 0, 2), (0x15, 0, 2, 4791),
         (0x50, 0, 0, 13), (0x15, 1, 0, 0x07), (0x06, 0, 0, 0), (0x06, 0, 0, 0xFFFF)]
+
+
+@pytest.mark.parametrize("opcode", [Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST_IMM])
+def test_icrc_of_a_connection_is_the_canonical_icrc_plus_its_delta(opcode):
+    """What NetReduceEgress relies on: for equal lengths, ICRC(packet) = ICRC(packet with zero addresses,
+    UDP source port and QP) ^ icrc_connection_delta(those four fields, length), for any payload."""
+    import os
+
+    from roce.headers import Reth
+    from roce.wire import build_ipv4, icrc_connection_delta
+
+    payload = os.urandom(1024)
+    reth = Reth(0x3000, 0x4E520001, 4096) if opcode == Opcode.WRITE_FIRST else None
+    imm = 7 if opcode == Opcode.WRITE_LAST_IMM else None
+
+    def trailer(src: str, dst: str, sport: int, qp: int) -> int:
+        t = Transport(Bth(opcode, qp, 0x123456, ack_req=True), payload, reth=reth, imm=imm)
+        return int.from_bytes(build_ipv4(t, src, dst, src_port=sport, ident=99, ttl=17)[-4:], "big")
+
+    canonical = trailer("0.0.0.0", "0.0.0.0", 0, 0)
+    n = len(Transport(Bth(opcode, 0, 0), payload, reth=reth, imm=imm).pack())
+    for src, dst, sport, qp in (("10.0.1.1", "10.0.1.2", 0xC101, 0x10201), ("10.255.2.1", "10.255.0.1", 7, 0xF00100)):
+        assert trailer(src, dst, sport, qp) == canonical ^ icrc_connection_delta(src, dst, sport, qp, n)

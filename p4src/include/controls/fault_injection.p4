@@ -1,7 +1,13 @@
 /*
- * FaultInjection: drop a chosen fraction of the packets entering or leaving a
- * port (for loss experiments on kernels without netem). A rule may be narrowed
- * to one IP protocol and/or L4 destination port, e.g. RoCE v2 only.
+ * FaultInjection: drop, or corrupt, a chosen fraction of the packets entering or
+ * leaving a port (for loss experiments on kernels without netem, and for bit errors
+ * on a link). A rule may be narrowed to one IP protocol and/or L4 destination port,
+ * e.g. RoCE v2 only.
+ *
+ * Corrupting flips one bit of the packet after its checksums were computed by its
+ * sender, as a bit error on the wire would: the lowest bit of an aggregation payload's
+ * first word, else of a RoCE packet's PSN (both covered by the ICRC), else of the TCP or
+ * UDP checksum. The IPv4 header is left alone: its checksum is recomputed on the way out.
  */
 #ifndef _GRADSWITCH_FAULT_INJECTION_P4_
 #define _GRADSWITCH_FAULT_INJECTION_P4_
@@ -14,13 +20,21 @@
 
 // One instance matches on the ingress port, the other on the egress port.
 control FaultInjection(in port_t port,
-                       in headers_t hdr,
+                       inout headers_t hdr,
                        inout local_metadata_t meta,
                        inout standard_metadata_t std_meta) {
+
+    bool corrupt = false;
 
     // Drop with probability ppm / FAULT_SCALE.
     action drop_fraction(bit<32> ppm) {
         meta.fault_ppm = ppm;
+    }
+
+    // Flip a bit with probability ppm / FAULT_SCALE (the packet goes on).
+    action corrupt_fraction(bit<32> ppm) {
+        meta.fault_ppm = ppm;
+        corrupt = true;
     }
 
     table faults {
@@ -31,6 +45,7 @@ control FaultInjection(in port_t port,
         }
         actions = {
             drop_fraction;
+            corrupt_fraction;
             NoAction;
         }
         default_action = NoAction();
@@ -43,7 +58,17 @@ control FaultInjection(in port_t port,
         if (meta.fault_ppm != 0) {
             random(meta.fault_draw, 32w0, (bit<32>)(FAULT_SCALE - 1));
             if (meta.fault_draw < meta.fault_ppm) {
-                drop_with_reason(meta, std_meta, DROP_FAULT_INJECTED);
+                if (!corrupt) {
+                    drop_with_reason(meta, std_meta, DROP_FAULT_INJECTED);
+                } else if (hdr.agg.isValid()) {
+                    hdr.agg.w0 = hdr.agg.w0 ^ 1;
+                } else if (hdr.bth.isValid()) {
+                    hdr.bth.psn = hdr.bth.psn ^ 1;
+                } else if (hdr.tcp.isValid()) {
+                    hdr.tcp.checksum = hdr.tcp.checksum ^ 1;
+                } else if (hdr.udp.isValid()) {
+                    hdr.udp.checksum = hdr.udp.checksum ^ 1;
+                }
             }
         }
     }

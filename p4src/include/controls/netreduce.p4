@@ -2,11 +2,12 @@
  * NetReduce: in-network gradient reduction on RoCE v2 Reliable Connections.
  * The design (packet format, slot life cycle, loss, credits, hierarchy) is docs/netreduce.md.
  *
- * NetReduceIngress identifies members' packets, places them in aggregator cells (the
- * first packet of a message carries the place in its RETH; later packets use per-QP
- * context plus their PSN offset), sums them in registers inside one action, and on
- * completion multicasts the result. NetReduceEgress rewrites each copy into one worker's
- * connection and recomputes the ICRC, so unmodified RoCE receivers accept it.
+ * NetReduceIngress identifies members' packets, checks their ICRC (a corrupted packet is
+ * dropped before it touches any register), places them in aggregator cells (the first packet
+ * of a message carries the place in its RETH; later packets use per-QP context plus their
+ * PSN offset), sums them lane-wise in wide registers inside one action, and on completion
+ * multicasts the result. NetReduceEgress rewrites each copy into one worker's connection and
+ * recomputes the ICRC, so unmodified RoCE receivers accept it.
  */
 #ifndef _GRADSWITCH_NETREDUCE_P4_
 #define _GRADSWITCH_NETREDUCE_P4_
@@ -16,6 +17,8 @@
 
 #include "../headers.p4"
 #include "../actions.p4"
+#include "../agg_payload.p4"
+#include "icrc.p4"
 
 #if (1 << AGG_MESSAGE_BYTES_LOG2) != AGG_PACKETS_PER_MESSAGE * AGG_ELEMENTS_PER_PACKET * 4
 #error "AGG_MESSAGE_BYTES_LOG2 must be log2 of a message's bytes"
@@ -23,17 +26,6 @@
 #if (1 << AGG_PACKETS_PER_MESSAGE_LOG2) != AGG_PACKETS_PER_MESSAGE
 #error "AGG_PACKETS_PER_MESSAGE_LOG2 must be log2 of AGG_PACKETS_PER_MESSAGE"
 #endif
-
-// The invariant fields of IPv4 / UDP / BTH that start the ICRC (TOS, TTL, checksums, FECN, BECN and
-// the reserved bits are replaced by ones), after 8 bytes of ones standing for the LRH.
-#define ICRC_PREFIX \
-    64w0xFFFFFFFFFFFFFFFF, \
-    hdr.ipv4.version, hdr.ipv4.ihl, 8w0xFF, hdr.ipv4.total_len, hdr.ipv4.identification, \
-    hdr.ipv4.flags, hdr.ipv4.frag_offset, 8w0xFF, hdr.ipv4.protocol, 16w0xFFFF, \
-    hdr.ipv4.src_addr, hdr.ipv4.dst_addr, \
-    hdr.udp.src_port, hdr.udp.dst_port, hdr.udp.length, 16w0xFFFF, \
-    hdr.bth.opcode, hdr.bth.se, hdr.bth.mig_req, hdr.bth.pad_count, hdr.bth.tver, hdr.bth.pkey, \
-    8w0xFF, hdr.bth.dest_qp, hdr.bth.ack_req, hdr.bth.resv7, hdr.bth.psn
 
 // Outcome of a packet at its cell.
 const bit<8> NR_OUT_NONE = 0;
@@ -54,34 +46,36 @@ const bit<8> NR_OUT_STALE = 6;      // the message is older than the slot's: dro
 #error "a per-QP context entry must hold the message number, an 8-bit window index and the valid bit"
 #endif
 
-// One element of a contribution: fresh -> take the payload, add -> sum, otherwise keep;
-// the packet leaves carrying what the cell now holds.
-#define NR_ADD(i) \
-    bit<32> v##i; \
-    nr_values.read(v##i, vbase + i); \
-    v##i = fresh ? hdr.agg.e##i : (add ? v##i + hdr.agg.e##i : v##i); \
-    nr_values.write(vbase + i, v##i); \
-    hdr.agg.e##i = v##i;
+// One word (64 int32 lanes) of a contribution: the cell's word masked by `keep` (all ones, or zero
+// for a fresh cell) plus the payload's masked by `take` (all ones when the contribution is
+// accepted, else zero), lane-wise: fresh -> the payload, add -> the sum, refused -> the cell as it
+// was. The packet leaves carrying what the cell now holds. The value goes into the header field
+// and the register is written from that field (p4c would copy-propagate a local holding the sum
+// and evaluate the sum twice); masks instead of ?: keep it to one assignment per word (BMv2
+// pays for every assignment of a wide field).
+#define NR_ADD(q) \
+    bit<AGG_WORD_BITS> v##q; \
+    nr_values.read(v##q, vbase + q); \
+    hdr.agg.w##q = AGG_LANE_ADD(v##q & keep, hdr.agg.w##q & take); \
+    nr_values.write(vbase + q, hdr.agg.w##q);
 
-// One element of a parent's result: stored when it is for the cell's current message.
-#define NR_STORE(i) \
-    bit<32> r##i; \
-    nr_values.read(r##i, vbase + i); \
-    r##i = current ? hdr.agg.e##i : r##i; \
-    nr_values.write(vbase + i, r##i);
-
-#define NR_PAYLOAD(i) hdr.agg.e##i
+// One word of a parent's result: stored when it is for the cell's current message.
+#define NR_STORE(q) \
+    bit<AGG_WORD_BITS> r##q; \
+    nr_values.read(r##q, vbase + q); \
+    nr_values.write(vbase + q, (hdr.agg.w##q & take) | (r##q & keep));
 
 control NetReduceIngress(inout headers_t hdr,
                   inout local_metadata_t meta,
                   inout standard_metadata_t std_meta) {
 
+
     // Events (NR_EV_*) per job and per ingress port.
     counter(AGG_MAX_JOBS * NR_EVENTS, CounterType.packets) nr_job_events;
     counter(MAX_PORTS * NR_EVENTS, CounterType.packets) nr_port_events;
 
-    // The sums: AGG_ELEMENTS_PER_PACKET values per cell.
-    register<bit<32>>(AGG_CELLS * AGG_ELEMENTS_PER_PACKET) nr_values;
+    // The sums: AGG_WORDS_PER_PACKET wide words (AGG_ELEMENTS_PER_PACKET int32 lanes) per cell.
+    register<bit<AGG_WORD_BITS>>(AGG_CELLS * AGG_WORDS_PER_PACKET) nr_values;
     // Members that contributed to the cell's current message.
     register<bit<32>>(AGG_CELLS) nr_bitmap;
     // How many.
@@ -253,8 +247,10 @@ control NetReduceIngress(inout headers_t hdr,
         nr_final.write(meta.nr.cell, fresh ? 8w0 : fin);
         nr_bitmap.write(meta.nr.cell, accept ? (bitmap | mask) : bitmap);
         nr_bitmap.write(meta.nr.other_cell, accept ? (other & ~mask) : other);
-        bit<32> vbase = meta.nr.cell * AGG_ELEMENTS_PER_PACKET;
-        AGG_FOR_EACH(NR_ADD)
+        bit<32> vbase = meta.nr.cell << AGG_WORDS_PER_PACKET_LOG2;
+        bit<AGG_WORD_BITS> keep = -((bit<AGG_WORD_BITS>)(bit<1>)!fresh);
+        bit<AGG_WORD_BITS> take = -((bit<AGG_WORD_BITS>)(bit<1>)accept);
+        AGG_FOR_EACH_WORD(NR_ADD)
     }
 
     // A parent's result: store it in the cell (if it is for the cell's message) and mark it final.
@@ -266,8 +262,10 @@ control NetReduceIngress(inout headers_t hdr,
         bool current = msg == meta.nr.msg;
         meta.nr.outcome = current ? NR_OUT_COMPLETE : NR_OUT_STALE;
         nr_final.write(meta.nr.cell, current ? 8w1 : fin);
-        bit<32> vbase = meta.nr.cell * AGG_ELEMENTS_PER_PACKET;
-        AGG_FOR_EACH(NR_STORE)
+        bit<32> vbase = meta.nr.cell << AGG_WORDS_PER_PACKET_LOG2;
+        bit<AGG_WORD_BITS> keep = -((bit<AGG_WORD_BITS>)(bit<1>)!current);
+        bit<AGG_WORD_BITS> take = -((bit<AGG_WORD_BITS>)(bit<1>)current);
+        AGG_FOR_EACH_WORD(NR_STORE)
     }
 
     // ---- bookkeeping ----
@@ -281,6 +279,13 @@ control NetReduceIngress(inout headers_t hdr,
         count_event(event);
         meta.nr.consumed = true;
         drop_with_reason(meta, std_meta, DROP_NETREDUCE_REFUSED);
+    }
+
+    // Corrupted on the way: nothing of it may be used; its sender's retransmission completes the cell.
+    action refuse_corrupted() {
+        count_event(NR_EV_BAD_ICRC);
+        meta.nr.consumed = true;
+        drop_with_reason(meta, std_meta, DROP_BAD_ICRC);
     }
 
     action emit(bit<16> group) {
@@ -323,6 +328,13 @@ control NetReduceIngress(inout headers_t hdr,
             refuse(NR_EV_MALFORMED);
             return;
         }
+        // Before any register is read or written (learn_context writes the per-QP context).
+        bit<32> wire_icrc;
+        ROCE_ICRC(wire_icrc, hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.udp.src_port, hdr.bth.dest_qp)
+        if (wire_icrc != hdr.icrc.value) {
+            refuse_corrupted();
+            return;
+        }
         if (first) {
             learn_context();
             if (!meta.nr.context_ok) {
@@ -349,46 +361,53 @@ control NetReduceIngress(inout headers_t hdr,
             } else {
                 refuse(NR_EV_STALE);
             }
-            return;
-        }
-        contribute();
-        if (meta.nr.outcome == NR_OUT_COMPLETE) {
-            count_event(NR_EV_CONTRIBUTION);
-            count_event(NR_EV_COMPLETION);
-            if (meta.nr.role == NR_ROLE_LEAF) {
-                count_event(NR_EV_PARTIAL_UP);
-                emit(meta.nr.group_base + NR_GROUP_UP);
-            } else {
-                emit(meta.nr.group_base);
-            }
-        } else if (meta.nr.outcome == NR_OUT_ABSORBED) {
-            count_event(NR_EV_CONTRIBUTION);
-            absorb();
-        } else if (meta.nr.outcome == NR_OUT_RESEND) {
-            if (meta.nr.role == NR_ROLE_LEAF && !meta.nr.holds_result) {
-                count_event(NR_EV_PARTIAL_UP);
-                emit(meta.nr.group_base + NR_GROUP_UP);
-            } else {
-                count_event(NR_EV_RETRANSMITTED_RESULT);
-                emit(meta.nr.group_base + NR_GROUP_PEER_BASE + (bit<16>)meta.nr.peer_index);
-            }
-        } else if (meta.nr.outcome == NR_OUT_DUPLICATE) {
-            refuse(NR_EV_DUPLICATE);
-        } else if (meta.nr.outcome == NR_OUT_NO_CREDIT) {
-            refuse(NR_EV_NO_CREDIT);
         } else {
-            refuse(NR_EV_STALE);
+            contribute();
+            if (meta.nr.outcome == NR_OUT_COMPLETE) {
+                count_event(NR_EV_CONTRIBUTION);
+                count_event(NR_EV_COMPLETION);
+                if (meta.nr.role == NR_ROLE_LEAF) {
+                    count_event(NR_EV_PARTIAL_UP);
+                    emit(meta.nr.group_base + NR_GROUP_UP);
+                } else {
+                    emit(meta.nr.group_base);
+                }
+            } else if (meta.nr.outcome == NR_OUT_ABSORBED) {
+                count_event(NR_EV_CONTRIBUTION);
+                absorb();
+            } else if (meta.nr.outcome == NR_OUT_RESEND) {
+                if (meta.nr.role == NR_ROLE_LEAF && !meta.nr.holds_result) {
+                    count_event(NR_EV_PARTIAL_UP);
+                    emit(meta.nr.group_base + NR_GROUP_UP);
+                } else {
+                    count_event(NR_EV_RETRANSMITTED_RESULT);
+                    emit(meta.nr.group_base + NR_GROUP_PEER_BASE + (bit<16>)meta.nr.peer_index);
+                }
+            } else if (meta.nr.outcome == NR_OUT_DUPLICATE) {
+                refuse(NR_EV_DUPLICATE);
+            } else if (meta.nr.outcome == NR_OUT_NO_CREDIT) {
+                refuse(NR_EV_NO_CREDIT);
+            } else {
+                refuse(NR_EV_STALE);
+            }
+        }
+        if (meta.nr.emit) {
+            // The ICRC of what the packet now carries, once, on the canonical connection (zero addresses,
+            // port and QP): egress makes each copy's from it (controls/icrc.p4).
+            ROCE_ICRC(meta.nr.icrc, 32w0, 32w0, 16w0, 24w0)
         }
     }
 }
 
-// Egress: rewrite a result (or partial) copy into the connection its egress_rid names, then
-// recompute the ICRC over the invariant fields and the new payload.
+// Egress: rewrite a result (or partial) copy into the connection its egress_rid names, and give
+// it that connection's ICRC: the canonical ICRC ingress computed, plus the connection's delta
+// for the packet's kind (first, middle or last: their lengths differ), installed with it.
 control NetReduceEgress(inout headers_t hdr,
                         inout local_metadata_t meta,
                         inout standard_metadata_t std_meta) {
 
-    action rewrite(ipv4_addr_t src_addr, ipv4_addr_t dst_addr, mac_addr_t dst_mac, qpn_t dest_qp, bit<16> src_port) {
+    action rewrite(ipv4_addr_t src_addr, ipv4_addr_t dst_addr, mac_addr_t dst_mac, qpn_t dest_qp, bit<16> src_port,
+                   bit<32> icrc_first, bit<32> icrc_middle, bit<32> icrc_last) {
         hdr.ipv4.src_addr = src_addr;
         hdr.ipv4.dst_addr = dst_addr;
         hdr.ipv4.ttl = 64;
@@ -399,6 +418,7 @@ control NetReduceEgress(inout headers_t hdr,
         hdr.bth.fecn = 0;
         hdr.bth.becn = 0;
         hdr.bth.resv6 = 0;
+        hdr.icrc.value = meta.nr.icrc ^ (hdr.reth.isValid() ? icrc_first : (hdr.immdt.isValid() ? icrc_last : icrc_middle));
         meta.routed = true;
     }
 
@@ -420,24 +440,7 @@ control NetReduceEgress(inout headers_t hdr,
     }
 
     apply {
-        if (nr_connections.apply().hit) {
-            bit<32> crc;
-            if (hdr.reth.isValid()) {
-                hash(crc, HashAlgorithm.crc32, 32w0,
-                     { ICRC_PREFIX, hdr.reth.virtual_addr, hdr.reth.rkey, hdr.reth.dma_length, AGG_LIST(NR_PAYLOAD) },
-                     33w0x100000000);
-            } else if (hdr.immdt.isValid()) {
-                hash(crc, HashAlgorithm.crc32, 32w0,
-                     { ICRC_PREFIX, hdr.immdt.data, AGG_LIST(NR_PAYLOAD) },
-                     33w0x100000000);
-            } else {
-                hash(crc, HashAlgorithm.crc32, 32w0,
-                     { ICRC_PREFIX, AGG_LIST(NR_PAYLOAD) },
-                     33w0x100000000);
-            }
-            // The ICRC goes on the wire least significant byte first.
-            hdr.icrc.value = crc[7:0] ++ crc[15:8] ++ crc[23:16] ++ crc[31:24];
-        }
+        nr_connections.apply();
     }
 }
 
