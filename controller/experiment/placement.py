@@ -89,7 +89,8 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
                      float_mode=spec.float_mode, transport=spec.transport, ps_key_bytes=spec.ps_key_bytes,
-                     mtu=mtu, window=window, rto=min_rto(window, mtu, spec.bw_mbps), credits=spec.credits,
+                     mtu=mtu, window=window, rto=min_rto(window, mtu, spec.bw_mbps),
+                     reorder_window=reorder_window(spec.bw_mbps), credits=spec.credits,
                      dlcp=spec.dlcp.host_policy(), crash=spec.crash, training=training, iteration_timeout=timeout,
                      seed=spec.seed + job_id - 1, job_id=job_id)
 
@@ -129,6 +130,14 @@ def incast_window(spec: ExperimentSpec, mtu: int) -> int:
     if not spec.bw_mbps:
         return spec.window
     return max(4, min(spec.window, buffer_bytes(spec.bw_mbps) // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
+
+
+def reorder_window(bw_mbps: float | None) -> float | None:
+    """How late a packet may arrive behind a later packet of its own message when the switches
+    reorder a job's packets: a full shaped queue's time. A packet of a lower strict-priority class
+    may wait that long behind higher ones at a hop, and a sprayed packet may meet a full queue on
+    its path while the next one meets an empty queue on another. None: unshaped links."""
+    return buffer_bytes(bw_mbps) / (bw_mbps * 1e6 / 8) if bw_mbps else None
 
 
 def min_rto(window: int, mtu: int, bw_mbps: float | None) -> float:
