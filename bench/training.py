@@ -10,8 +10,10 @@ that one run, the ratios of samples_per_s_real (N x batch / real-equivalent iter
 - priority / FIFO per model, topology and algorithm;
 - each DLCP run / its baseline under contention, and spraying / ECMP;
 
-each with what limited the runs it compares: the busiest link's load (near 1: the links) and
-the machine's idle CPU during the iterations (near 0: the machine). Runs of one topology
+each next to the ideal ratio (both runs' iterations with every reduction at its link-rate
+bound on the emulated cluster, workers/ideal.py) and with what limited the runs it compares:
+the busiest link's load (near 1: the links) and the machine's idle CPU during the iterations
+(near 0: the machine). Runs of one topology
 share one network (the same switches and links). Full reports (report.md, summary.json,
 plots) land in --out; the figures in bench/results/training.json. Needs root, BMv2, Mininet.
 
@@ -156,6 +158,14 @@ def limits(*runs: dict[str, Any]) -> dict[str, float | None]:
     return {"busiest_link_load": max(loads) if loads else None, "cpu_idle": min(idle) if idle else None}
 
 
+def compared(what: str, a: dict[str, Any], b: dict[str, Any], **where: str) -> dict[str, Any]:
+    """Run a's training throughput over run b's, measured and ideal (every reduction at its link
+    bound, workers/ideal.py), with what limited the two runs."""
+    return {**where, "what": what, "ratio": ratio(a.get("samples_per_s_real"), b.get("samples_per_s_real")),
+            "ideal": ratio(a.get("ideal_samples_per_s_real"), b.get("ideal_samples_per_s_real")),
+            "of_ideal": [a.get("of_ideal"), b.get("of_ideal")], **limits(a, b)}
+
+
 def speedup(out: Path, cpu: CpuSampler, models: list[str], topos: list[str]) -> dict[str, Any]:
     spec = load_spec(SPECS / "training-speedup.toml")
     spec = replace(spec, runs=[r for r in spec.runs if r.workload in models and str(r.topo) in topos])
@@ -169,22 +179,16 @@ def speedup(out: Path, cpu: CpuSampler, models: list[str], topos: list[str]) -> 
 
             for sched in ("fifo", "priority"):
                 ring, ps, nr = (summary.get(name(a, sched), {}) for a in ("ring", "ps", "netreduce"))
-                rows.append({"model": model, "topo": topo, "what": f"NetReduce / ring ({sched})",
-                             "ratio": ratio(nr.get("samples_per_s_real"), ring.get("samples_per_s_real")),
-                             **limits(nr, ring)})
-                rows.append({"model": model, "topo": topo, "what": f"PS / ring ({sched})",
-                             "ratio": ratio(ps.get("samples_per_s_real"), ring.get("samples_per_s_real")),
-                             **limits(ps, ring)})
+                rows.append(compared(f"NetReduce / ring ({sched})", nr, ring, model=model, topo=topo))
+                rows.append(compared(f"PS / ring ({sched})", ps, ring, model=model, topo=topo))
             for algo in ("ring", "ps", "netreduce"):
                 fifo, prio = summary.get(name(algo, "fifo"), {}), summary.get(name(algo, "priority"), {})
-                rows.append({"model": model, "topo": topo, "what": f"priority / FIFO ({algo})",
-                             "ratio": ratio(prio.get("samples_per_s_real"), fifo.get("samples_per_s_real")),
-                             **limits(prio, fifo)})
-    print(f"\n{'run':<34}{'samples/s':>10}{'iter ms':>9}{'exposed s':>10}{'overlap':>8}{'link':>6}{'idle':>6}"
-          f"{'resent':>7}  (D)")
+                rows.append(compared(f"priority / FIFO ({algo})", prio, fifo, model=model, topo=topo))
+    print(f"\n{'run':<34}{'samples/s':>10}{'ideal':>8}{'iter ms':>9}{'exposed s':>10}{'overlap':>8}{'link':>6}"
+          f"{'idle':>6}{'resent':>7}  (D)")
     for label, s in summary.items():
         d = runs[label].dilation if label in runs else None
-        print(f"{label:<34}{_f(s.get('samples_per_s_real'), 10, 1)}"
+        print(f"{label:<34}{_f(s.get('samples_per_s_real'), 10, 1)}{_f(s.get('ideal_samples_per_s_real'), 8, 0)}"
               f"{_f((s['iteration_s'] / d * 1e3) if s.get('iteration_s') and d else None, 9, 0)}"
               f"{_f(s.get('exposed_comm_s'), 10)}{_pct(s.get('overlap'), 8)}{_pct(s.get('busiest_link_load'), 6)}"
               f"{_pct(s.get('cpu_idle'), 6)}{s.get('retransmissions', '-'):>7}  {d or '-'}")
@@ -197,11 +201,10 @@ def dlcp(out: Path, cpu: CpuSampler) -> dict[str, Any]:
     for spec_name, base_name in (("dlcp-contention", "baseline"), ("dlcp-spray", "ecmp")):
         summary = run(load_spec(SPECS / f"{spec_name}.toml"), out, cpu)
         base = summary.get(base_name, {})
-        rows = [{"what": f"{name} / {base_name} ({spec_name})",
-                 "ratio": ratio(s.get("samples_per_s_real"), base.get("samples_per_s_real")),
+        rows = [{**compared(f"{name} / {base_name} ({spec_name})", s, base),
                  "p99_ratio": ratio(s.get("p99_s"), base.get("p99_s")), "retransmissions": s.get("retransmissions"),
-                 "dlcp_dropped": s.get("dlcp_dropped"), "uplink_imbalance": s.get("uplink_imbalance"),
-                 **limits(s, base)} for name, s in summary.items() if name != base_name]
+                 "dlcp_dropped": s.get("dlcp_dropped"), "uplink_imbalance": s.get("uplink_imbalance")}
+                for name, s in summary.items() if name != base_name]
         print(f"\n{spec_name}: {'run':<28}{'samples/s':>10}{'p99 s':>8}{'resent':>7}{'dropped':>8}"
               f"{'uplinks max/mean':>17}{'link':>6}{'idle':>6}")
         for name, s in summary.items():
@@ -215,10 +218,10 @@ def dlcp(out: Path, cpu: CpuSampler) -> dict[str, Any]:
 
 
 def _print_ratios(rows: list[dict[str, Any]]) -> None:
-    print(f"\n{'ratio of samples/s (real)':<52}{'ratio':>7}  limited by")
+    print(f"\n{'ratio of samples/s (real)':<52}{'ratio':>7}{'ideal':>7}  limited by")
     for r in rows:
         where = f"{r['model']}, {r['topo']}: " if "model" in r else ""
-        print(f"{where + r['what']:<52}{_f(r['ratio'], 7, 2)}  {verdict(r)}")
+        print(f"{where + r['what']:<52}{_f(r['ratio'], 7, 2)}{_f(r.get('ideal'), 7, 2)}  {verdict(r)}")
 
 
 def verdict(row: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ from controller.experiment.placement import modelled_compute_s
 from controller.experiment.plots import plot_iterations
 from controller.experiment.spec import ExperimentSpec, step_bytes
 from workers.config import Algorithm, DType, JobConfig
+from workers.ideal import ideal_iteration_s
 from workers.schedule import allreduce_bound_s
 
 ETH_OVERHEAD = 14  # Ethernet header per packet on top of the IP bytes the hosts count
@@ -27,10 +28,13 @@ def lower_bound_s(algo: Algorithm, workers: int, servers: int, nbytes: int, bw_m
     return allreduce_bound_s(algo, workers, servers, nbytes, bw_mbps * 1e6 / 8)
 
 
-def training_summary(spec: ExperimentSpec, iterations: list[dict[str, Any]]) -> dict[str, Any] | None:
+def training_summary(spec: ExperimentSpec, iterations: list[dict[str, Any]], cfg: JobConfig | None = None
+                     ) -> dict[str, Any] | None:
     """results.json's `training` object: steady-state iteration time and its parts (testbed seconds),
     the dilation, real-equivalent time and samples/s, scaling efficiency against one GPU's modelled
-    iteration. Per iteration the job's figure is its slowest worker's."""
+    iteration, and (given the job's configuration) the ideal: the same iteration with every
+    reduction at its link-rate bound (workers/ideal.py). Per iteration the job's figure is its
+    slowest worker's."""
     if spec.emulate is None or spec.dilation is None:
         return None
     d = spec.dilation
@@ -61,7 +65,18 @@ def training_summary(spec: ExperimentSpec, iterations: list[dict[str, Any]]) -> 
         "single_gpu_iteration_s_real": one_gpu or None,
         "scaling_efficiency": samples / (spec.workers * single) if samples and single else None,
         "timeline_iteration": median_iteration(steady),
+        **ideal_figures(spec, cfg, real),
     }
+
+
+def ideal_figures(spec: ExperimentSpec, cfg: JobConfig | None, real: float) -> dict[str, Any]:
+    """The ideal iteration (every reduction at its link-rate bound on the emulated cluster), its
+    samples/s, and the measured run's share of it (1: the testbed added nothing)."""
+    if cfg is None or cfg.training is None or spec.emulate is None:
+        return {}
+    ideal = ideal_iteration_s(cfg)
+    return {"ideal_iteration_s_real": ideal, "ideal_samples_per_s_real": spec.workers * spec.emulate.batch / ideal,
+            "of_ideal": ideal / real if real > 0 else None}
 
 
 def median_iteration(steady: list[dict[str, Any]]) -> int:
@@ -202,7 +217,7 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
         "goodput_mbps": main["summary"]["algbw_mbps"],
         "jobs": {str(k): {"ok": v["ok"], "jct_s": v["jct_s"], **v["summary"]} for k, v in jobs.items()},
         "headline_extra": headline_extra,
-        "training": training_summary(spec, main["iterations"]),
+        "training": training_summary(spec, main["iterations"], cfgs[0]),
         "link_loads": link_loads,
         "switches": switches,
     }
@@ -255,6 +270,9 @@ def format_table(report: dict[str, Any]) -> str:
             f"  {'throughput (real)':<22}{_fmt(t['samples_per_s_real'], ' samples/s', 1)}; scaling efficiency "
             f"{_fmt(t['scaling_efficiency'], '', 2)}",
         ]
+        if t.get("ideal_samples_per_s_real") is not None:
+            lines.append(f"  {'ideal (link bounds)':<22}{t['ideal_samples_per_s_real']:.1f} samples/s; this run "
+                         f"{_fmt(t.get('of_ideal'), '', 2)} of it")
     if report["errors"]:
         lines.append("  errors:")
         lines += [f"    {who}: {err.splitlines()[0]}" for who, err in report["errors"].items()]

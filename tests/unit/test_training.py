@@ -287,3 +287,31 @@ def test_zero_computation_is_the_all_reduce_loop(tmp_path):
     assert trained[0]["plan"]["ops"] == 32  # one reduction per tensor of VGG-16
     assert all(it["extra"]["compute_s"] == 0 for it in trained[0]["iterations"])
     assert med["trained"] == pytest.approx(med["plain"], rel=0.25)
+
+
+# ---- the ideal iteration (every reduction at its link-rate bound) ----
+
+
+def test_ideal_iteration_is_computation_plus_what_the_link_bounds_leave_exposed():
+    from workers.ideal import ideal_iteration_s
+    from workers.schedule import allreduce_bound_s
+
+    tr = training(emulate=Emulation(10.0, batch=32), bucket_bytes=1 << 30)  # one bucket: nothing overlaps
+    cfgs = {algo: replace(job(algo, 4, 1 if algo == "ps" else 0), training=tr)
+            for algo in ("ring", "ps", "netreduce")}
+    compute = compute_profile("resnet50")
+    assert compute is not None
+    gpu = iteration_s(compute, tr.emulate.device, tr.emulate.precision, 32)
+    step = 4 * sum(plan(cfgs["ring"]).elements) / 0.001  # real bytes of one iteration's gradients
+    rate = 10e9 / 8
+    for algo, cfg in cfgs.items():
+        comm = allreduce_bound_s(cfg.algo, 4, len(cfg.servers), step, rate)
+        assert ideal_iteration_s(cfg) == pytest.approx(gpu + comm, rel=1e-3), algo
+    # communication only: the algorithms' bound ratios (ring / NetReduce = 2(N-1)/N, PS / NetReduce = N)
+    none = replace(tr, emulate=Emulation(10.0, batch=32, compute_scale=0.0))
+    t = {a: ideal_iteration_s(replace(c, training=none)) for a, c in cfgs.items()}
+    assert t["ring"] / t["netreduce"] == pytest.approx(1.5, rel=1e-3)
+    assert t["ps"] / t["netreduce"] == pytest.approx(4.0, rel=1e-3)
+    # priority partitions overlap backward: the ideal iteration is shorter than one bucket after it
+    prio = replace(tr, scheduling=Scheduling.PRIORITY, sync=Sync.LAYER)
+    assert ideal_iteration_s(replace(cfgs["ring"], training=prio)) < ideal_iteration_s(cfgs["ring"])
