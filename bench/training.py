@@ -152,10 +152,16 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 
 def limits(*runs: dict[str, Any]) -> dict[str, float | None]:
-    """The busiest link's load and the idle CPU of the runs a ratio compares (the worst of them)."""
-    loads = [float(r["busiest_link_load"]) for r in runs if r.get("busiest_link_load") is not None]
+    """What limited the runs a ratio compares, the least link-bound of them: the busiest link's load,
+    the load a link-bound run with that computation reaches (the ideal iteration's), and the idle CPU."""
+    def share(r: dict[str, Any]) -> float:
+        return float(r.get("busiest_link_load") or 0.0) / float(r.get("ideal_link_load") or 1.0)
+
+    known = [r for r in runs if r.get("busiest_link_load") is not None]
+    least = min(known, key=share) if known else {}
     idle = [float(r["cpu_idle"]) for r in runs if r.get("cpu_idle") is not None]
-    return {"busiest_link_load": max(loads) if loads else None, "cpu_idle": min(idle) if idle else None}
+    return {"busiest_link_load": least.get("busiest_link_load"), "ideal_link_load": least.get("ideal_link_load"),
+            "cpu_idle": min(idle) if idle else None}
 
 
 def compared(what: str, a: dict[str, Any], b: dict[str, Any], **where: str) -> dict[str, Any]:
@@ -225,10 +231,12 @@ def _print_ratios(rows: list[dict[str, Any]]) -> None:
 
 
 def verdict(row: dict[str, Any]) -> str:
-    """What limited the runs behind a ratio, from the busiest link's load and the idle CPU."""
-    load, idle = row.get("busiest_link_load"), row.get("cpu_idle")
-    text = f"busiest link {_pct(load, 0).strip()}, CPU {_pct(idle, 0).strip()} idle"
-    if load is not None and load >= 0.9:
+    """What limited the runs behind a ratio, from the busiest link's load (against what a link-bound
+    run with the same computation reaches: the links idle while every GPU computes) and the idle CPU."""
+    load, idle, full = row.get("busiest_link_load"), row.get("cpu_idle"), row.get("ideal_link_load")
+    text = (f"busiest link {_pct(load, 0).strip()} (link-bound: {_pct(full, 0).strip()}), "
+            f"CPU {_pct(idle, 0).strip()} idle")
+    if load is not None and load >= 0.9 * (full or 1.0):
         return f"{text}: the links"
     if idle is not None and idle < 0.1:
         return f"{text}: the machine (no CPU left)"

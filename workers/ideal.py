@@ -50,8 +50,26 @@ class LinkModel:
         return False
 
 
+@dataclass(frozen=True)
+class Ideal:
+    """A steady-state iteration at the reductions' link-rate bounds (real seconds)."""
+
+    iteration_s: float
+    link_busy_s: float  # the busiest link's time carrying the iteration's gradients
+
+    @property
+    def link_load(self) -> float:
+        """The busiest link's load over the iteration: what a link-bound run with this computation reaches."""
+        return min(1.0, self.link_busy_s / self.iteration_s) if self.iteration_s > 0 else 0.0
+
+
 def ideal_iteration_s(cfg: JobConfig, iterations: int = 3) -> float:
     """Real seconds of a steady-state iteration of a training job at its reductions' link-rate bounds."""
+    return ideal(cfg, iterations).iteration_s
+
+
+def ideal(cfg: JobConfig, iterations: int = 3) -> Ideal:
+    """A training job's iteration with every reduction at its link-rate bound."""
     tr = cfg.training
     if tr is None:
         raise ValueError("the job does not train (JobConfig.training is None)")
@@ -61,4 +79,4 @@ def ideal_iteration_s(cfg: JobConfig, iterations: int = 3) -> float:
     op_s = {op.index: allreduce_bound_s(cfg.algo, workers, servers, 4 * op.elements / cfg.scale, rate)
             for op in p.ops}
     scheduler = Scheduler(p, replace(tr, dilation=1.0), LinkModel(op_s), timeout=1e9)
-    return scheduler.run(iterations)[-2].time_s
+    return Ideal(scheduler.run(iterations)[-2].time_s, sum(op_s.values()))

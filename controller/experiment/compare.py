@@ -115,7 +115,7 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
     out["iteration_s"] = training.get("iteration_s", s["median_s"])
     out["samples_per_s_real"] = training.get("samples_per_s_real")
     for key in ("exposed_comm_s", "compute_s", "overlap", "dilation", "scaling_efficiency", "ideal_samples_per_s_real",
-                "of_ideal"):
+                "of_ideal", "ideal_link_load"):
         if key in training:
             out[key] = training[key]
     return out

@@ -14,7 +14,7 @@ from controller.experiment.placement import modelled_compute_s
 from controller.experiment.plots import plot_iterations
 from controller.experiment.spec import ExperimentSpec, step_bytes
 from workers.config import Algorithm, DType, JobConfig
-from workers.ideal import ideal_iteration_s
+from workers.ideal import ideal
 from workers.schedule import allreduce_bound_s
 
 ETH_OVERHEAD = 14  # Ethernet header per packet on top of the IP bytes the hosts count
@@ -74,9 +74,10 @@ def ideal_figures(spec: ExperimentSpec, cfg: JobConfig | None, real: float) -> d
     samples/s, and the measured run's share of it (1: the testbed added nothing)."""
     if cfg is None or cfg.training is None or spec.emulate is None:
         return {}
-    ideal = ideal_iteration_s(cfg)
-    return {"ideal_iteration_s_real": ideal, "ideal_samples_per_s_real": spec.workers * spec.emulate.batch / ideal,
-            "of_ideal": ideal / real if real > 0 else None}
+    best = ideal(cfg)
+    return {"ideal_iteration_s_real": best.iteration_s,
+            "ideal_samples_per_s_real": spec.workers * spec.emulate.batch / best.iteration_s,
+            "of_ideal": best.iteration_s / real if real > 0 else None, "ideal_link_load": best.link_load}
 
 
 def median_iteration(steady: list[dict[str, Any]]) -> int:

@@ -293,7 +293,7 @@ def test_zero_computation_is_the_all_reduce_loop(tmp_path):
 
 
 def test_ideal_iteration_is_computation_plus_what_the_link_bounds_leave_exposed():
-    from workers.ideal import ideal_iteration_s
+    from workers.ideal import ideal, ideal_iteration_s
     from workers.schedule import allreduce_bound_s
 
     tr = training(emulate=Emulation(10.0, batch=32), bucket_bytes=1 << 30)  # one bucket: nothing overlaps
@@ -312,6 +312,8 @@ def test_ideal_iteration_is_computation_plus_what_the_link_bounds_leave_exposed(
     t = {a: ideal_iteration_s(replace(c, training=none)) for a, c in cfgs.items()}
     assert t["ring"] / t["netreduce"] == pytest.approx(1.5, rel=1e-3)
     assert t["ps"] / t["netreduce"] == pytest.approx(4.0, rel=1e-3)
+    assert ideal(replace(cfgs["ring"], training=none)).link_load == pytest.approx(1.0)  # nothing but transfers
+    assert ideal(cfgs["ring"]).link_load == pytest.approx(t["ring"] / ideal_iteration_s(cfgs["ring"]), rel=1e-3)
     # priority partitions overlap backward: the ideal iteration is shorter than one bucket after it
     prio = replace(tr, scheduling=Scheduling.PRIORITY, sync=Sync.LAYER)
     assert ideal_iteration_s(replace(cfgs["ring"], training=prio)) < ideal_iteration_s(cfgs["ring"])
