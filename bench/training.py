@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import save
+from bench.common import RESULTS, save
 from controller.experiment.compare import CompareSpec, load_spec, run_compare
 from controller.experiment.spec import ExperimentSpec
 from mininet_topos.bmv2 import one_switch_user_at_a_time
@@ -199,7 +200,45 @@ def speedup(out: Path, cpu: CpuSampler, models: list[str], topos: list[str]) -> 
               f"{_f(s.get('exposed_comm_s'), 10)}{_pct(s.get('overlap'), 8)}{_pct(s.get('busiest_link_load'), 6)}"
               f"{_pct(s.get('cpu_idle'), 6)}{s.get('retransmissions', '-'):>7}  {d or '-'}")
     _print_ratios(rows)
+    plot_speedup(summary, models, topos, RESULTS / "training-speedup.png")
     return {"runs": summary, "ratios": rows}
+
+
+def plot_speedup(summary: dict[str, dict[str, Any]], models: list[str], topos: list[str], path: Path) -> None:
+    """Real-equivalent samples/s per model and topology: ring, PS and NetReduce side by side, FIFO
+    hatched and priority solid, each with its ideal (every reduction at its link-rate bound) as a tick."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"ring": "tab:blue", "ps": "tab:orange", "netreduce": "tab:green"}
+    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 3.8), squeeze=False)
+    for ax, model in zip(axes[0], models, strict=True):
+        x = 0.0
+        ticks, labels = [], []
+        for topo in topos:
+            ticks.append(x + 2.5 * 0.45)
+            labels.append(topo)
+            for algo, color in colors.items():
+                for sched in ("fifo", "priority"):
+                    h = summary.get(f"{model}-{topo}-{algo}-{sched}", {})
+                    ax.bar(x, h.get("samples_per_s_real") or 0.0, 0.42, color=color,
+                           hatch="//" if sched == "fifo" else None, alpha=0.55 if sched == "fifo" else 1.0,
+                           label=f"{algo} {sched}" if topo == topos[0] else None)
+                    if h.get("ideal_samples_per_s_real"):
+                        ax.plot([x - 0.21, x + 0.21], [h["ideal_samples_per_s_real"]] * 2, color="black", lw=1.2)
+                    x += 0.45
+            x += 0.6
+        ax.set_xticks(ticks, labels)
+        ax.set_title(model)
+        ax.set_ylabel("samples/s (real-equivalent)")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=6, fontsize=8)
+    fig.suptitle("training throughput, N = 4 (black ticks: every reduction at its link-rate bound)")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def dlcp(out: Path, cpu: CpuSampler) -> dict[str, Any]:
@@ -219,6 +258,9 @@ def dlcp(out: Path, cpu: CpuSampler) -> dict[str, Any]:
                   f"{_f(s.get('uplink_imbalance'), 17, 2)}{_pct(s.get('busiest_link_load'), 6)}"
                   f"{_pct(s.get('cpu_idle'), 6)}")
         _print_ratios(rows)
+        for plot in ("figures.png", "links.png"):
+            if (out / spec_name / plot).exists():
+                shutil.copy(out / spec_name / plot, RESULTS / f"{spec_name}-{plot}")
         figures[spec_name] = {"runs": summary, "ratios": rows}
     return figures
 
