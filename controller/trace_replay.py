@@ -22,12 +22,10 @@ from pathlib import Path
 from controller.controls import port_counters
 from controller.p4rt import Entity, P4Info, SwitchAddress, SwitchSession
 from controller.pcap import GLOBAL_HEADER, read_pcap, record
-from mininet_topos.bmv2 import Bmv2Config, Bmv2Process
+from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, free_port
 from protocol.paths import BMV2_JSON, P4INFO
 from protocol.polling import wait_until
 
-REPLAY_GRPC_PORT = 50901
-REPLAY_THRIFT_PORT = 9901
 
 
 @dataclass
@@ -66,7 +64,10 @@ class TraceSwitch:
     """One BMv2 switch fed from pcaps, programmed over P4Runtime."""
 
     def __init__(self, ports: Sequence[int], run_dir: Path | None = None, log_level: str = "info",
-                 grpc_port: int = REPLAY_GRPC_PORT, thrift_port: int = REPLAY_THRIFT_PORT) -> None:
+                 grpc_port: int | None = None, thrift_port: int | None = None) -> None:
+        # Free ports by default: a replay needs no known address, and so never meets a network's switches.
+        grpc_port = grpc_port or free_port()
+        thrift_port = thrift_port or free_port()
         self.ports = sorted(ports)
         self._tmp = None if run_dir is not None else tempfile.TemporaryDirectory(prefix="gradswitch-trace-")
         self.run_dir = run_dir if run_dir is not None else Path(self._tmp.name)  # type: ignore[union-attr]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.polling import wait_until
 from tests.memlink import MemoryHub
 from tests.netreduce_model import NetReduceHub
@@ -209,7 +210,8 @@ def training(**kw: object) -> Training:
 def job(algo: str, workers: int, servers: int = 0, rank_host: int = 0, **kw: object) -> JobConfig:
     nodes = [Node(i, Role.WORKER, f"h{i + 1}", f"10.0.1.{i + 1}") for i in range(workers)]
     nodes += [Node(workers + j, Role.SERVER, f"ps{j + 1}", f"10.0.2.{j + 1}") for j in range(servers)]
-    params: dict[str, object] = {"iterations": 4, "workload": "resnet50", "scale": 0.001, "mtu": 256, "window": 16,
+    mtu = NETREDUCE_MTU if algo == "netreduce" else 256
+    params: dict[str, object] = {"iterations": 4, "workload": "resnet50", "scale": 0.001, "mtu": mtu, "window": 16,
                                  "rto": 0.01, "iteration_timeout": 30.0, "start_timeout": 10.0, "ps_key_bytes": 2048,
                                  "job_id": 3, "credits": 2}
     params.update(kw)
@@ -224,7 +226,12 @@ def run_job(cfg: JobConfig, tmp_path: Path, hub: MemoryHub | NetReduceHub | None
                                 daemon=True) for n in cfg.nodes]
     for t in threads:
         t.start()
-    wait_until(lambda: all((tmp_path / f"ready-{n.node_id}").exists() for n in cfg.nodes), 20, what="nodes ready")
+    def ready() -> bool:
+        failed = [r.get("error") for r in results.values() if not r["ok"]]
+        assert not failed, failed  # a node that failed while starting fails the test now, not at the deadline
+        return all((tmp_path / f"ready-{n.node_id}").exists() for n in cfg.nodes)
+
+    wait_until(ready, 20, what="nodes ready")
     (tmp_path / "go").write_text("go")
     for t in threads:
         t.join(timeout=120)
@@ -273,19 +280,20 @@ def test_training_through_netreduce_with_exponents(tmp_path):
 
 def test_zero_computation_is_the_all_reduce_loop(tmp_path):
     """With no computation, one reduction at a time and one tensor per bucket, a training run is
-    today's all-reduce loop: the same reductions in the same order, and the same time."""
-    base = job("ring", 3, iterations=6, scale=0.01, workload="vgg16")
+    today's all-reduce loop: the same reductions in the same order, and the same time. The two
+    run in turn, twice each, and the faster median of each is compared (the machine is shared)."""
+    base = job("ring", 3, iterations=5, scale=0.002, workload="vgg16")
     train = replace(base, training=training(emulate=Emulation(25.0, compute_scale=0.0), bucket_bytes=4, in_flight=1))
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    plain = run_job(base, tmp_path / "a")
-    trained = run_job(train, tmp_path / "b")
-    med = {}
-    for name, res in (("plain", plain), ("trained", trained)):
-        times = sorted(it["time_s"] for it in res[0]["iterations"][1:])
-        med[name] = times[len(times) // 2]
-    assert trained[0]["plan"]["ops"] == 32  # one reduction per tensor of VGG-16
-    assert all(it["extra"]["compute_s"] == 0 for it in trained[0]["iterations"])
+    med: dict[str, float] = {}
+    for attempt in range(2):
+        for name, cfg in (("plain", base), ("trained", train)):
+            (tmp_path / f"{name}{attempt}").mkdir()
+            res = run_job(cfg, tmp_path / f"{name}{attempt}")
+            times = sorted(it["time_s"] for it in res[0]["iterations"][1:])
+            med[name] = min(med.get(name, float("inf")), times[len(times) // 2])
+            if name == "trained":
+                assert res[0]["plan"]["ops"] == 32  # one reduction per tensor of VGG-16
+                assert all(it["extra"]["compute_s"] == 0 for it in res[0]["iterations"])
     assert med["trained"] == pytest.approx(med["plain"], rel=0.25)
 
 
