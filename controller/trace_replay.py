@@ -27,7 +27,6 @@ from protocol.paths import BMV2_JSON, P4INFO
 from protocol.polling import wait_until
 
 
-
 @dataclass
 class ReplayResult:
     outputs: dict[int, list[bytes]]  # port -> packets written, in order

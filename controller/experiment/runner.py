@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from controller.experiment.counters import delta, snapshot
+from controller.experiment.counters import delta, label_ports, snapshot
 from controller.experiment.placement import job_config, place, topology_for
 from controller.experiment.report import summarize, write_report
 from controller.experiment.settings import RunSettings
@@ -59,6 +59,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         results = run_nodes(net, cfgs, out_dir, run_dir, Progress(spec.iterations, spec.label, progress),
                             on_go=lambda: before.update(snapshot(fabric)))  # counters from the start on
         switches = delta(snapshot(fabric), before)
+        label_ports(switches, net.topo)
         if spec.dlcp.enabled:
             for name in fabric.switch_names():
                 switches[name]["dlcp"] = settings.dlcp_events(name)
