@@ -1,11 +1,12 @@
 """DLCP and TensorLights as ratios to their baselines, measured in one run.
 
-Runs the compare specs experiments/dlcp-contention.toml (a training job under contention:
-baseline, priority, priority+drop, priority+drop+lb) and experiments/tensorlights.toml
-(parameter servers colocated on one host, without and with TensorLights), then prints the
-p99 (and median) iteration time of each DLCP run over the baseline's, and the average job
-completion time with TensorLights over without. The full reports land in --out.
-Writes bench/results/dlcp.json. Needs root, BMv2 and Mininet.
+Runs the compare specs experiments/dlcp-contention.toml (training jobs under contention:
+baseline, priority, priority+drop, priority+drop+spray, alone) and experiments/tensorlights.toml
+(training jobs whose parameter servers share one host, without and with TensorLights), then
+prints the p99 (and median) iteration time of each DLCP run over the baseline's, and the
+average job completion time with TensorLights over without. DLCP's training-throughput ratios
+are bench.training's. The full reports land in --out. Writes bench/results/dlcp.json. Needs
+root, BMv2 and Mininet.
 
     python -m bench.dlcp [--out runs/bench-dlcp] [--only dlcp|tensorlights] [--bmv2 PATH]
 """
@@ -53,7 +54,7 @@ def tensorlights(out: Path) -> dict[str, Any]:
     summary = run_compare(load_spec(SPECS / "tensorlights.toml"), out / "tensorlights", log=_log)
     rows = {}
     for base_name, lights_name in (("baseline-2jobs", "tensorlights-2jobs"), ("baseline", "tensorlights"),
-                                   ("baseline", "tensorlights-rr")):
+                                   ("baseline", "tensorlights-rr"), ("baseline-25g", "tensorlights-25g")):
         if base_name in summary and lights_name in summary:
             b, t = summary[base_name]["avg_jct_s"], summary[lights_name]["avg_jct_s"]
             rows[lights_name] = {"baseline_avg_jct_s": b, "tensorlights_avg_jct_s": t, "ratio": ratio(t, b),

@@ -25,6 +25,7 @@ from typing import Protocol
 
 from protocol.qpn import udp_source_port
 from roce.headers import HeaderError, Opcode, Transport
+from roce.order_tolerant import make_responder
 from roce.qp import (
     MemoryRegion,
     QpConfig,
@@ -176,7 +177,7 @@ class Engine:
     def connect(self, cfg: QpConfig, remote_ip: str) -> QueuePair:
         if cfg.qpn in self.qps:
             raise ValueError(f"QP {cfg.qpn:#x} exists")
-        qp = QueuePair(cfg, remote_ip, Requester(cfg), Responder(cfg, self.regions))
+        qp = QueuePair(cfg, remote_ip, Requester(cfg), make_responder(cfg, self.regions))
         self.qps[cfg.qpn] = qp
         return qp
 

@@ -62,12 +62,17 @@ class QpConfig:
     peer: str = ""  # who is on the other side, for error messages
     loss_budget: float = 0.0  # SR only: fraction of packets a receiver may zero-fill (DLCP bounded loss)
     reorder_delay: float = 0.0  # SR only: how long a hole may be reordering before it is NAKed (or zero-filled)
+    # SR only: DLCP's order-tolerant receive (roce/order_tolerant.py): packets placed as they arrive, a hole
+    # judged only once its message's last packet is here and reorder_delay has passed since
+    order_tolerant: bool = False
 
     def __post_init__(self) -> None:
         if self.mtu not in VALID_MTUS:
             raise ValueError(f"MTU {self.mtu} is not one of {VALID_MTUS}")
         if not 1 <= self.window < 1 << 22:
             raise ValueError(f"window {self.window} out of range")
+        if self.order_tolerant and self.mode != Mode.SR:
+            raise ValueError("order-tolerant receive keeps out-of-order packets: it needs selective repeat (sr)")
 
 
 @dataclass
@@ -431,16 +436,20 @@ class Responder:
                     return []
                 self.nak_sent = True
                 return [self._nak()]
-            self.buffered.setdefault(t.bth.psn, t)
-            if self.cfg.loss_budget > 0 or self.cfg.reorder_delay > 0:
-                # Packets may arrive in any order (DLCP priorities, spraying): a hole is judged only
-                # after reorder_delay, and in bounded-loss mode only once its message's last packet
-                # is here; until then nothing triggers a resend.
-                if self.judge_at is None:
-                    self.judge_at = now + self.cfg.reorder_delay
-                return self.on_timer(now)
-            return [self._nak(sack=t.bth.psn)]
-        return self._drain(t, had_holes=bool(self.buffered) or self.nak_sent)
+            return self._out_of_order(t, now)
+        return self._drain(t, had_holes=bool(self.buffered) or self.nak_sent, now=now)
+
+    def _out_of_order(self, t: Transport, now: float) -> list[Transport]:
+        """Selective repeat: keep a packet that arrived ahead of a hole; NAK the hole (or wait)."""
+        self.buffered.setdefault(t.bth.psn, t)
+        if self.cfg.loss_budget > 0 or self.cfg.reorder_delay > 0:
+            # Packets may arrive in any order (DLCP priorities, spraying): a hole is judged only
+            # after reorder_delay, and in bounded-loss mode only once its message's last packet
+            # is here; until then nothing triggers a resend.
+            if self.judge_at is None:
+                self.judge_at = now + self.cfg.reorder_delay
+            return self.on_timer(now)
+        return [self._nak(sack=t.bth.psn)]
 
     def deadline(self) -> float | None:
         """When the holes waiting for reordering are judged (None: no such hole)."""
@@ -460,7 +469,7 @@ class Responder:
             if last is None and all(psn_diff(p, end) < 0 for p in self.buffered):
                 return []  # the message's end is not here yet: its retransmission timer covers it
             if last is not None and self._skip_droppable(last):
-                return self._drain(self.buffered.pop(self.epsn), had_holes=True)
+                return self._drain(self.buffered.pop(self.epsn), had_holes=True, now=now)
         # NAK the first hole exactly: its SACK is the first packet received after it. (Between
         # messages the hole is a first packet, never droppable: no reason to wait.)
         return [self._nak(sack=min(self.buffered, key=lambda p: psn_diff(p, self.epsn)))]
@@ -496,7 +505,7 @@ class Responder:
         self.counters.add("zero_filled", len(holes))
         return True
 
-    def _drain(self, t: Transport, had_holes: bool) -> list[Transport]:
+    def _drain(self, t: Transport, had_holes: bool, now: float) -> list[Transport]:
         """Apply t (the expected PSN) and every buffered packet that follows it in order."""
         responses: list[Transport] = []
         ack_wanted = False
@@ -512,11 +521,19 @@ class Responder:
             self.counters.add("accepted")
             current = self.buffered.pop(self.epsn, None)
         self.nak_sent = False
-        if not self.buffered:
-            self.judge_at = None
+        self._drained(now)
         if ack_wanted or had_holes:
             responses.append(self._ack())
         return responses
+
+    def _drained(self, now: float) -> None:
+        """Every in-order packet is applied: what is still buffered waits behind a hole."""
+        if not self.buffered:
+            self.judge_at = None
+
+    def _place(self, region: MemoryRegion, start: int, t: Transport) -> None:
+        """Write an in-order WRITE packet's payload (a subclass may have placed it already)."""
+        region.buffer[start : start + len(t.payload)] = t.payload
 
     def _execute(self, t: Transport) -> NakCode | None:
         """Apply one in-order packet; a NakCode when the request is invalid."""
@@ -539,7 +556,7 @@ class Responder:
             start = self._reth.virtual_addr + self._offset
             if self._offset + len(t.payload) > self._reth.dma_length:
                 return NakCode.INVALID_REQUEST
-            region.buffer[start : start + len(t.payload)] = t.payload
+            self._place(region, start, t)
             self._offset += len(t.payload)
             if name.endswith(("LAST", "LAST_IMM", "ONLY", "ONLY_IMM")):
                 if self._offset != self._reth.dma_length:

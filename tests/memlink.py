@@ -1,28 +1,41 @@
 """An in-memory network for engines in one process: the hub delivers datagrams by IP address.
 
 For tests and simulation without Mininet: every engine gets a `MemoryLink` on a shared
-`MemoryHub`; the hub can drop a fraction of the datagrams (seeded) to exercise loss recovery.
+`MemoryHub`; the hub can drop a fraction of the datagrams (seeded) to exercise loss recovery,
+and hold datagrams back by a scripted delay (`delay(datagram) -> seconds`) to reorder them the
+way strict priorities or per-packet spraying over paths of different delay would.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import queue
 import random
 import threading
+import time
+from collections.abc import Callable
+
+Delay = Callable[[bytes], float]  # seconds a datagram is held before it is delivered (0: at once)
 
 
 class MemoryHub:
-    def __init__(self, loss: float = 0.0, seed: int = 0) -> None:
+    def __init__(self, loss: float = 0.0, seed: int = 0, delay: Delay | None = None) -> None:
         self.loss = loss
+        self.delay = delay
         self._rnd = random.Random(seed)
         self._queues: dict[str, queue.Queue[bytes]] = {}
+        self._held: dict[str, list[tuple[float, int, bytes]]] = {}  # ip -> heap of (due, seq, datagram)
+        self._seq = itertools.count()
         self._lock = threading.RLock()
         self.dropped = 0
         self.delivered = 0
+        self.delayed = 0
 
     def link(self, ip: str) -> MemoryLink:
         with self._lock:
             self._queues.setdefault(ip, queue.Queue())
+            self._held.setdefault(ip, [])
         return MemoryLink(self, ip)
 
     def deliver(self, datagram: bytes, dst_ip: str) -> None:
@@ -33,7 +46,21 @@ class MemoryHub:
                 self.dropped += 1
                 return
             self.delivered += 1
+            held = self.delay(datagram) if self.delay is not None else 0.0
+            if held > 0:
+                self.delayed += 1
+                heapq.heappush(self._held[dst_ip], (time.monotonic() + held, next(self._seq), datagram))
+                return
         q.put(datagram)
+
+    def release(self, ip: str) -> float | None:
+        """Deliver the held datagrams of `ip` that are due; seconds until the next one (None: none held)."""
+        with self._lock:
+            held = self._held[ip]
+            now = time.monotonic()
+            while held and held[0][0] <= now:
+                self._queues[ip].put(heapq.heappop(held)[2])
+            return held[0][0] - now if held else None
 
     def queue_of(self, ip: str) -> queue.Queue[bytes]:
         return self._queues[ip]
@@ -48,12 +75,18 @@ class MemoryLink:
         self.hub.deliver(datagram, dst_ip)
 
     def recv(self, timeout: float) -> bytes | None:
-        try:
-            if timeout <= 0:
-                return self.hub.queue_of(self.ip).get_nowait()
-            return self.hub.queue_of(self.ip).get(timeout=timeout)
-        except queue.Empty:
-            return None
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            due = self.hub.release(self.ip)
+            left = deadline - time.monotonic()
+            wait = left if due is None else min(left, due)
+            try:
+                if wait <= 0:
+                    return self.hub.queue_of(self.ip).get_nowait()
+                return self.hub.queue_of(self.ip).get(timeout=wait)
+            except queue.Empty:
+                if time.monotonic() >= deadline:
+                    return None
 
     def close(self) -> None:
         pass

@@ -17,7 +17,7 @@ import numpy as np
 
 from protocol.qpn import qpn
 from roce.engine import Engine, JobAborted, QueuePair
-from roce.qp import MemoryRegion, QpConfig, RecvCompletion
+from roce.qp import MemoryRegion, Mode, QpConfig, RecvCompletion
 from workers.config import JobConfig, Node
 from workers.dlcp import Framing, Tag, layer_class
 from workers.tensors import Int32Array, Profile
@@ -61,14 +61,28 @@ class Comm:
                            rto=self.cfg.rto, retry_limit=self.cfg.retry_limit, initial_psn=initial_psn,
                            remote_initial_psn=initial_psn, peer=f"{node.host} ({node.ip})",
                            loss_budget=self.dlcp.loss_budget if self.dlcp and self.dlcp.drop else 0.0,
-                           # Priorities and spraying reorder packets: give a hole time to fill.
-                           reorder_delay=self.cfg.rto / 4 if self.dlcp is not None and self.dlcp.reorder else 0.0)
+                           reorder_delay=self.reorder_delay(), order_tolerant=self.order_tolerant)
             self.qps[peer] = self.engine.connect(cfg, node.ip)
             if self.framing is not None:
                 self.qps[peer].requester.marker = self.framing.marker
             self.tags[self.qps[peer].cfg.qpn] = {}
             self.acked[self.qps[peer].cfg.qpn] = set()
         return self.qps[peer]
+
+    @property
+    def order_tolerant(self) -> bool:
+        """DLCP receivers place packets in any order and judge holes at a message's end (selective repeat)."""
+        return self.dlcp is not None and self.dlcp.order_tolerant and self.cfg.transport == Mode.SR
+
+    def reorder_delay(self) -> float:
+        """How long a hole may be reordering before it is judged: priorities and spraying reorder packets.
+        Order-tolerant receivers wait the network's reordering bound after the message's end (the job's
+        reorder_window); the previous receivers a quarter of the RTO after the first packet past the hole."""
+        if self.dlcp is None or not self.dlcp.reorder:
+            return 0.0
+        if self.order_tolerant and self.cfg.reorder_window is not None:
+            return self.cfg.reorder_window
+        return self.cfg.rto / 4
 
     def register(self, rkey: int, size: int) -> MemoryRegion:
         return self.engine.register(rkey, size)

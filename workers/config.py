@@ -146,6 +146,9 @@ class JobConfig:
     mtu: int = 1024
     window: int = 64  # packets in flight per QP
     rto: float = 0.02  # first retransmission timeout (s)
+    # DLCP with reordering switches: how late a packet may arrive behind a later packet of its message
+    # (a full shaped queue's time, behind higher priorities or on a busier sprayed path); None: rto / 4
+    reorder_window: float | None = None
     retry_limit: int = 7
     ps_key_bytes: int = 64 << 10  # parameter server: bytes per key (PHub-style fine-grained chunks)
     credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker

@@ -25,6 +25,9 @@ class DlcpPolicy:
     drop_max_magnitude_class: int = 1  # ...and only small-valued ones
     max_relative_error: float = 0.2  # an iteration with zero-filled packets is correct below this
     reorder: bool = False  # the switches may reorder the job's packets (priority queues, spraying)
+    # receivers place packets in any order and judge a hole only at its message's end (roce/order_tolerant.py);
+    # False: selective repeat judging a hole a reorder delay after the first packet past it
+    order_tolerant: bool = True
 
 
 @dataclass(frozen=True)

@@ -177,8 +177,14 @@ def priority_ops(layers: list[Layer], elements: list[int], partition_elements: i
             t = arrivals[i][0]
             continue
         layer_index, _, r, pieces = heapq.heappop(queue)
+        size = sum(p.elements for p in pieces)
+        # Pack: the next front-most ready partitions ride along while they fit in one partition
+        # (small layers queued behind a busy link become one reduction, not one each).
+        while queue and size + (more := sum(p.elements for p in queue[0][3])) <= partition_elements:
+            _, _, r_more, more_pieces = heapq.heappop(queue)
+            pieces, size, r = pieces + more_pieces, size + more, max(r, r_more)
         ops.append(Op(len(ops), pieces, layer_index, r))
-        t += per_element_s * sum(p.elements for p in pieces)
+        t += per_element_s * size
     return ops
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.experiment.plots import plot_compare, plot_figures, plot_learning
+from controller.experiment.plots import plot_compare, plot_figures, plot_learning, plot_link_loads
 from controller.experiment.report import format_table
 from controller.experiment.runner import run_experiment
 from controller.experiment.spec import ExperimentError, ExperimentSpec, SpecError, spec_from_dict
@@ -114,7 +114,8 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
     # an all-reduce run its median all-reduce iteration (and no samples).
     out["iteration_s"] = training.get("iteration_s", s["median_s"])
     out["samples_per_s_real"] = training.get("samples_per_s_real")
-    for key in ("exposed_comm_s", "compute_s", "overlap", "dilation", "scaling_efficiency"):
+    for key in ("exposed_comm_s", "compute_s", "overlap", "dilation", "scaling_efficiency", "ideal_samples_per_s_real",
+                "of_ideal", "ideal_link_load"):
         if key in training:
             out[key] = training[key]
     if report.get("bmv2"):  # which BMv2 build ran: path, version, logging macros or not
@@ -184,6 +185,8 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
         lines += ["![the spec's figures per run](figures.png)", ""]
     if plot_learning(reports, out_dir / "learning.png"):
         lines += ["![test accuracy against iterations and wall time](learning.png)", ""]
+    if plot_link_loads(reports, out_dir / "links.png"):
+        lines += ["![load of every fabric link per run](links.png)", ""]
     for name, report in reports.items():
         spec_d = report["spec"]
         lines.append(f"- **{name}**: {spec_d['algo']} x{spec_d['workers']} on {spec_d['topo']}, "

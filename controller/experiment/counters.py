@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from controller.fabric import Fabric
+from mininet_topos.topology import Topology
 
 Snapshot = dict[str, Any]
 
@@ -27,3 +28,11 @@ def delta(after: Snapshot, before: Snapshot) -> dict[str, Any]:
                  for p, v in a["ports"].items()}
         out[name] = {"drops": drops, "ports": ports, "seconds": a["time"] - b["time"]}
     return out
+
+
+def label_ports(switches: dict[str, Any], topo: Topology) -> None:
+    """Name what is at the far end of every port (`neighbours`: port -> node), so that loads can be
+    read per link (which spine a leaf's uplink goes to) and not only per port."""
+    for name, counters in switches.items():
+        if topo.is_switch(name):
+            counters["neighbours"] = {str(lk.port_of(name)): lk.other(name)[0] for lk in topo.links_of(name)}

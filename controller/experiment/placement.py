@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from controller.experiment.spec import ExperimentSpec, Topo
+from controller.experiment.spec import ExperimentSpec, RingOrder, Topo
 from mininet_topos.shaping import buffer_bytes
 from mininet_topos.topologies import build_topology
 from mininet_topos.topology import Topology
@@ -46,8 +46,9 @@ def place(spec: ExperimentSpec, topo: Topology) -> Placement:
 
     A ring's ranks then follow the edge switches (topology-aware, as NCCL builds its rings):
     neighbours share a leaf where they can, so only one ring hop per leaf crosses the
-    fabric. In dealing order every hop would cross it, two flows would share each leaf's
-    uplinks, and ECMP could put both on one spine.
+    fabric. With `ring_order = alternate` they stay in dealing order: every hop crosses it,
+    several flows share each leaf's uplinks, and ECMP may put two on one spine (the setting
+    where DLCP's spraying has something to fix).
     """
     by_edge = [[h for h, _ in topo.hosts_of(s.name)] for s in topo.edge_switches()]
     order = [h.name for rnd in range(max(len(e) for e in by_edge)) for e in by_edge if rnd < len(e) for h in [e[rnd]]]
@@ -61,7 +62,7 @@ def place(spec: ExperimentSpec, topo: Topology) -> Placement:
     jobs = []
     for _ in range(spec.jobs):
         hosts = [take() for _ in range(spec.workers)]
-        if spec.algo == Algorithm.RING:
+        if spec.algo == Algorithm.RING and spec.ring_order == RingOrder.LEAVES:
             hosts.sort(key=lambda h: (edge_of[h], order.index(h)))
         nodes = [Node(i, Role.WORKER, h, topo.host(h).ip) for i, h in enumerate(hosts)]
         for j in range(spec.servers_per_job):
@@ -88,7 +89,8 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
                      float_mode=spec.float_mode, transport=spec.transport, ps_key_bytes=spec.ps_key_bytes,
-                     mtu=mtu, window=window, rto=min_rto(window, mtu, spec.bw_mbps), credits=spec.credits,
+                     mtu=mtu, window=window, rto=min_rto(window, mtu, spec.bw_mbps),
+                     reorder_window=reorder_window(spec.bw_mbps), credits=spec.credits,
                      dlcp=spec.dlcp.host_policy(), crash=spec.crash, training=training, iteration_timeout=timeout,
                      seed=spec.seed + job_id - 1, job_id=job_id)
 
@@ -128,6 +130,14 @@ def incast_window(spec: ExperimentSpec, mtu: int) -> int:
     if not spec.bw_mbps:
         return spec.window
     return max(4, min(spec.window, buffer_bytes(spec.bw_mbps) // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
+
+
+def reorder_window(bw_mbps: float | None) -> float | None:
+    """How late a packet may arrive behind a later packet of its own message when the switches
+    reorder a job's packets: a full shaped queue's time. A packet of a lower strict-priority class
+    may wait that long behind higher ones at a hop, and a sprayed packet may meet a full queue on
+    its path while the next one meets an empty queue on another. None: unshaped links."""
+    return buffer_bytes(bw_mbps) / (bw_mbps * 1e6 / 8) if bw_mbps else None
 
 
 def min_rto(window: int, mtu: int, bw_mbps: float | None) -> float:

@@ -107,3 +107,32 @@ def plot_learning(reports: dict[str, dict[str, Any]], path: Path) -> bool:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+def plot_link_loads(reports: dict[str, dict[str, Any]], path: Path) -> bool:
+    """Load of every fabric link per run (grouped bars): where ECMP put the flows, and what spraying
+    changed. False when no run has switch-to-switch links."""
+    runs = {n: r["link_loads"] for n, r in reports.items() if r.get("link_loads")}
+    if not runs:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    links = sorted({link for loads in runs.values() for link in loads})
+    x = np.arange(len(links))
+    width = 0.8 / len(runs)
+    fig, ax = plt.subplots(figsize=(max(7, 0.55 * len(links) * max(1, len(runs) / 2)), 4))
+    for i, (name, loads) in enumerate(runs.items()):
+        ax.bar(x - 0.4 + width * (i + 0.5), [loads.get(link, 0.0) for link in links], width, label=name)
+    ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8)
+    ax.set_xticks(x, links, rotation=40, ha="right", fontsize=8)
+    ax.set_ylabel("load (bytes sent / link capacity)")
+    ax.set_title("fabric links: load per direction over the run (dashed: the link's rate)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True

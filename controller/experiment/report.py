@@ -14,6 +14,7 @@ from controller.experiment.placement import modelled_compute_s
 from controller.experiment.plots import plot_iterations
 from controller.experiment.spec import ExperimentSpec, step_bytes
 from workers.config import Algorithm, DType, JobConfig
+from workers.ideal import ideal
 from workers.schedule import allreduce_bound_s
 
 ETH_OVERHEAD = 14  # Ethernet header per packet on top of the IP bytes the hosts count
@@ -27,10 +28,13 @@ def lower_bound_s(algo: Algorithm, workers: int, servers: int, nbytes: int, bw_m
     return allreduce_bound_s(algo, workers, servers, nbytes, bw_mbps * 1e6 / 8)
 
 
-def training_summary(spec: ExperimentSpec, iterations: list[dict[str, Any]]) -> dict[str, Any] | None:
+def training_summary(spec: ExperimentSpec, iterations: list[dict[str, Any]], cfg: JobConfig | None = None
+                     ) -> dict[str, Any] | None:
     """results.json's `training` object: steady-state iteration time and its parts (testbed seconds),
     the dilation, real-equivalent time and samples/s, scaling efficiency against one GPU's modelled
-    iteration. Per iteration the job's figure is its slowest worker's."""
+    iteration, and (given the job's configuration) the ideal: the same iteration with every
+    reduction at its link-rate bound (workers/ideal.py). Per iteration the job's figure is its
+    slowest worker's."""
     if spec.emulate is None or spec.dilation is None:
         return None
     d = spec.dilation
@@ -61,7 +65,19 @@ def training_summary(spec: ExperimentSpec, iterations: list[dict[str, Any]]) -> 
         "single_gpu_iteration_s_real": one_gpu or None,
         "scaling_efficiency": samples / (spec.workers * single) if samples and single else None,
         "timeline_iteration": median_iteration(steady),
+        **ideal_figures(spec, cfg, real),
     }
+
+
+def ideal_figures(spec: ExperimentSpec, cfg: JobConfig | None, real: float) -> dict[str, Any]:
+    """The ideal iteration (every reduction at its link-rate bound on the emulated cluster), its
+    samples/s, and the measured run's share of it (1: the testbed added nothing)."""
+    if cfg is None or cfg.training is None or spec.emulate is None:
+        return {}
+    best = ideal(cfg)
+    return {"ideal_iteration_s_real": best.iteration_s,
+            "ideal_samples_per_s_real": spec.workers * spec.emulate.batch / best.iteration_s,
+            "of_ideal": best.iteration_s / real if real > 0 else None, "ideal_link_load": best.link_load}
 
 
 def median_iteration(steady: list[dict[str, Any]]) -> int:
@@ -140,6 +156,33 @@ def busiest_link_load(switches: dict[str, Any], bw_mbps: float) -> float | None:
     return best
 
 
+def fabric_link_loads(switches: dict[str, Any], bw_mbps: float) -> dict[str, float]:
+    """Load of every switch-to-switch link direction ("leaf1->spine2"), from the bytes the sending
+    switch put on its port over the run: per-spine loads show where ECMP put the flows."""
+    loads: dict[str, float] = {}
+    for name, sw in switches.items():
+        if not isinstance(sw, dict) or not sw.get("seconds"):
+            continue
+        neighbours = sw.get("neighbours", {})
+        for port, counts in sw.get("ports", {}).items():
+            peer = neighbours.get(str(port))
+            if peer in switches and len(counts) >= 3:
+                loads[f"{name}->{peer}"] = counts[2] * 8 / (sw["seconds"] * bw_mbps * 1e6)
+    return dict(sorted(loads.items()))
+
+
+def uplink_imbalance(loads: dict[str, float], switches: dict[str, Any]) -> float | None:
+    """Busiest over mean load of the links from edge switches (those with hosts) to the others:
+    1 when the fabric's uplinks carry equal shares, up to the number of uplinks when one carries all."""
+    def edge(name: str) -> bool:
+        return any(peer not in switches for peer in switches[name].get("neighbours", {}).values())
+
+    up = [v for link, v in loads.items() if edge(link.split("->")[0]) and not edge(link.split("->")[1])]
+    if len(up) < 2 or not sum(up):
+        return None
+    return max(up) / (sum(up) / len(up))
+
+
 def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, dict[int, dict[str, Any]]],
               switches: dict[str, Any], started: float) -> dict[str, Any]:
     """results.json: job 1's figures at the top, every job under "jobs", the switches' counters."""
@@ -152,8 +195,13 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
         headline_extra["zero_filled_packets"] = sum(it["zero_filled_packets"] for it in its)
     if its and "relative_error" in its[0]:  # training runs have no exact sum to compare with
         headline_extra["max_relative_error"] = max(it["relative_error"] for it in its)
+    link_loads: dict[str, float] = {}
     if spec.bw_mbps:
         headline_extra["busiest_link_load"] = busiest_link_load(switches, spec.bw_mbps)
+        link_loads = fabric_link_loads(switches, spec.bw_mbps)
+        imbalance = uplink_imbalance(link_loads, switches)
+        if imbalance is not None:
+            headline_extra["uplink_imbalance"] = imbalance
     if its and spec.dtype == DType.FLOAT32:
         headline_extra["max_abs_error"] = max(it["max_abs_error"] for it in its)
     dlcp_drops = sum(ev.get("dropped", 0) for sw in switches.values() if isinstance(sw, dict)
@@ -170,7 +218,8 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
         "goodput_mbps": main["summary"]["algbw_mbps"],
         "jobs": {str(k): {"ok": v["ok"], "jct_s": v["jct_s"], **v["summary"]} for k, v in jobs.items()},
         "headline_extra": headline_extra,
-        "training": training_summary(spec, main["iterations"]),
+        "training": training_summary(spec, main["iterations"], cfgs[0]),
+        "link_loads": link_loads,
         "switches": switches,
     }
 
@@ -222,6 +271,9 @@ def format_table(report: dict[str, Any]) -> str:
             f"  {'throughput (real)':<22}{_fmt(t['samples_per_s_real'], ' samples/s', 1)}; scaling efficiency "
             f"{_fmt(t['scaling_efficiency'], '', 2)}",
         ]
+        if t.get("ideal_samples_per_s_real") is not None:
+            lines.append(f"  {'ideal (link bounds)':<22}{t['ideal_samples_per_s_real']:.1f} samples/s; this run "
+                         f"{_fmt(t.get('of_ideal'), '', 2)} of it")
     if report["errors"]:
         lines.append("  errors:")
         lines += [f"    {who}: {err.splitlines()[0]}" for who, err in report["errors"].items()]

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from controller.experiment.counters import delta, snapshot
+from controller.experiment.counters import delta, label_ports, snapshot
 from controller.experiment.machine import CpuSample, cpu_sample
 from controller.experiment.placement import job_config, place, topology_for
 from controller.experiment.report import summarize, write_report
@@ -66,6 +66,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         results = run_nodes(net, cfgs, out_dir, run_dir, Progress(spec.iterations, spec.label, progress), on_go=go)
         cpu.append(cpu_sample())
         switches = delta(snapshot(fabric), before)
+        label_ports(switches, net.topo)
         if spec.dlcp.enabled:
             for name in fabric.switch_names():
                 switches[name]["dlcp"] = settings.dlcp_events(name)

@@ -50,6 +50,13 @@ class Topo(Choice):
     DUMBBELL = "dumbbell"  # two switches, one link between them
 
 
+class RingOrder(Choice):
+    """Where a ring's neighbours are on a fabric of several edge switches."""
+
+    LEAVES = "leaves"  # neighbours share a leaf where they can: one hop per leaf crosses the fabric (NCCL)
+    ALTERNATE = "alternate"  # consecutive ranks on different leaves: every hop crosses the fabric
+
+
 @dataclass(frozen=True)
 class DlcpOptions:
     """DLCP for every job of a run: the switches' features and the hosts' policy.
@@ -111,6 +118,7 @@ class ExperimentSpec:
     jobs: int = 1  # identical jobs run at once, ids 1..jobs, on their own hosts
     colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
     background_flows: int = 0  # bulk TCP streams between two extra hosts on two switches
+    ring_order: RingOrder = RingOrder.LEAVES  # ring: neighbours on one leaf, or every hop across the fabric
     credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
     dlcp: DlcpOptions = field(default_factory=DlcpOptions)
     tensorlights: bool = False  # HTB priorities among the colocated servers at their host's NIC

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from controller.experiment.compare import load_spec, run_compare
+from controller.experiment.counters import label_ports
 from controller.experiment.placement import fan_in, incast_window, job_config, min_rto, place, topology_for
-from controller.experiment.spec import DlcpOptions, ExperimentSpec, SpecError, Topo
+from controller.experiment.report import fabric_link_loads, uplink_imbalance
+from controller.experiment.spec import DlcpOptions, ExperimentSpec, RingOrder, SpecError, Topo, spec_from_dict
 from mininet_topos.shaping import buffer_bytes
 from protocol.paths import EXPERIMENTS
-from workers.config import Algorithm, Role
+from workers.config import Algorithm, Role, Scheduling, Sync
 from workers.dlcp import DlcpPolicy
 
 PS, RING = Algorithm.PS, Algorithm.RING
@@ -31,8 +34,15 @@ def test_every_committed_spec_loads(path):
 
 def test_matrix_and_named_runs():
     dlcp = load_spec(EXPERIMENTS / "dlcp-contention")  # without .toml, as the README writes it
-    assert [r.label for r in dlcp.runs] == ["baseline", "priority", "priority+drop", "priority+drop+lb"]
-    assert dlcp.runs[3].dlcp == DlcpOptions(priority=True, drop=True, spray=True, hosts=DlcpPolicy(loss_budget=0.1))
+    assert [r.label for r in dlcp.runs] == ["baseline", "priority", "priority+drop", "priority+drop+spray", "alone"]
+    assert dlcp.runs[3].dlcp == DlcpOptions(priority=True, drop=True, spray=True, hosts=DlcpPolicy(loss_budget=0.2))
+    assert all(r.emulate is not None and r.sync == Sync.LAYER and r.scheduling == Scheduling.PRIORITY
+               for r in dlcp.runs)  # training throughput, with the best host-side scheduling in every run
+    spray = load_spec(EXPERIMENTS / "dlcp-spray")
+    assert spray.runs[2].dlcp.host_policy() == DlcpPolicy(reorder=True, order_tolerant=False)
+    speedup = load_spec(EXPERIMENTS / "training-speedup")
+    assert len(speedup.runs) == 36 and "vgg16-leafspine-netreduce-priority" in {r.label for r in speedup.runs}
+    assert {r.dilation for r in speedup.runs} == {4.0}
     base = load_spec(EXPERIMENTS / "baselines.toml")
     assert [r.label for r in base.runs] == ["ring-n2", "ring-n4", "ps-n2", "ps-n4"]
     assert {r.size_bytes for r in base.runs} == {1 << 20}
@@ -141,3 +151,43 @@ def test_ring_ranks_follow_the_leaves(workers):
     crossing = sum(leaves[i] != leaves[(i + 1) % workers] for i in range(workers))
     assert crossing == 2, leaves  # one hop up from each leaf, none sharing an uplink
     assert len(set(leaves)) == 2
+
+
+def test_alternate_ring_order_crosses_the_fabric_at_every_hop():
+    spec = ExperimentSpec(algo=RING, workers=8, topo=Topo.LEAFSPINE, spines=4, ring_order=RingOrder.ALTERNATE)
+    topo = topology_for(spec)
+    leaves = [topo.attachment(n.host)[0] for n in place(spec, topo).jobs[0]]
+    assert all(leaves[i] != leaves[(i + 1) % 8] for i in range(8)), leaves  # 4 flows up from each leaf
+    assert len(topo.switches) == 6
+
+
+def test_fabric_link_loads_name_each_spine_and_measure_the_uplinks_imbalance():
+    topo = topology_for(ExperimentSpec(topo=Topo.LEAFSPINE, spines=4))
+    switches: dict[str, dict[str, Any]] = {
+        s.name: {"seconds": 2.0, "ports": {str(p): [0, 0, 0] for p in topo.ports_of(s.name)}} for s in topo.switches}
+    label_ports(switches, topo)
+    up = {n: p for p, n in switches["leaf1"]["neighbours"].items() if n.startswith("spine")}
+    switches["leaf1"]["ports"][up["spine1"]] = [0, 0, 1_250_000]  # 10 Mb over 2 s at 5 Mb/s: fully loaded
+    switches["leaf1"]["ports"][up["spine2"]] = [0, 0, 1_250_000]  # two flows on two spines, none on the others
+    loads = fabric_link_loads(switches, 5.0)
+    assert loads["leaf1->spine1"] == pytest.approx(1.0) and loads["leaf1->spine3"] == 0.0
+    assert len(loads) == 16 and "spine1->leaf2" in loads  # every direction of every fabric link
+    assert uplink_imbalance(loads, switches) == pytest.approx(1.0 / (2.0 / 8))  # busiest / mean of 8 uplinks
+
+
+def test_order_tolerant_receivers_wait_a_full_queue_after_a_message_end():
+    """A DLCP job whose switches reorder (priorities, spraying): its order-tolerant receivers judge a
+    hole a full shaped queue's time after its message's end (the most a packet can fall behind a
+    later one of its message); the previous receivers a quarter of the RTO; no reordering, no wait."""
+    from workers.comm import Comm
+
+    def comm(dlcp: dict[str, object]) -> Comm:
+        spec = spec_from_dict({"algo": "ring", "workers": 2, "bw_mbps": 5.0, "transport": "sr", "dlcp": dlcp})
+        cfg = job_config(spec, 1, place(spec, topology_for(spec)).jobs[0])
+        return Comm(cfg, cfg.nodes[0], None)  # type: ignore[arg-type]
+
+    full_queue = buffer_bytes(5.0) / (5e6 / 8)
+    assert comm({"spray": True}).reorder_delay() == pytest.approx(full_queue)
+    previous = comm({"spray": True, "order_tolerant": False})
+    assert not previous.order_tolerant and previous.reorder_delay() == pytest.approx(previous.cfg.rto / 4)
+    assert comm({"bounded_loss": True}).reorder_delay() == 0.0 and comm({"bounded_loss": True}).order_tolerant

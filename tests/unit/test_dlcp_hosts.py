@@ -8,8 +8,9 @@ import pytest
 from controller.controls.dlcp import default_classes, rate_param
 from controller.p4rt import Ternary
 from protocol.dlcp import marking
-from roce.headers import Transport
+from roce.headers import Opcode, Transport
 from roce.qp import TRAILER_BYTES, QpConfig, Requester, droppable_bitmap
+from tests.memlink import MemoryHub
 from workers.dlcp import DlcpPolicy, Framing, Tag, layer_class, magnitude_class
 
 
@@ -83,3 +84,48 @@ def test_dlcp_job_ids_beyond_the_switch_counters_are_refused():
     for job in (0, 64, 200):
         with pytest.raises(ValueError, match="DLCP_MAX_JOBS"):
             features_entry(job, Features())
+
+
+# ---- order-tolerant receivers with real workers on a reordering in-memory network ----
+
+
+def reorder_like_dlcp(datagram: bytes) -> float:
+    """The reordering DLCP's switches cause, scripted: back layers' packets (layer class >= 4) wait
+    in a lower strict-priority queue (40 ms), and every odd PSN takes the slower of two sprayed
+    paths (10 ms). Acknowledgements go straight through. Nothing is lost."""
+    opcode, resv7, psn = datagram[28], datagram[36] & 0x7F, int.from_bytes(datagram[37:40], "big")
+    if opcode == Opcode.ACKNOWLEDGE:
+        return 0.0
+    return (0.04 if (resv7 >> 3) & 0b111 >= 4 else 0.0) + (0.01 if psn % 2 else 0.0)
+
+
+@pytest.mark.parametrize("order_tolerant", [False, True])
+def test_reordering_alone_causes_no_retransmission_with_order_tolerant_receivers(tmp_path, order_tolerant):
+    """A DLCP ring job training VGG-16 (priority partitions, layer sync) through a network that only
+    reorders. Order-tolerant receivers judge holes a reorder delay (rto / 4 = 50 ms) after their
+    message's end: they NAK nothing, so nothing is resent for reordering (a resend can only be the
+    sender's own timeout, when this shared machine stalls a thread past the RTO), and every result
+    is exact. Today's receivers (order_tolerant = false) judge a hole 50 ms after the first packet
+    past it, NAK packets that are still queued, and those are resent."""
+    from dataclasses import replace
+
+    from tests.unit.test_training import job, run_job, training
+    from workers.config import Scheduling, Sync
+
+    hub = MemoryHub(seed=1, delay=reorder_like_dlcp)
+    cfg = replace(job("ring", 3, iterations=2, transport="sr", workload="vgg16", scale=0.0005, rto=0.2),
+                  dlcp=DlcpPolicy(reorder=True, order_tolerant=order_tolerant),
+                  training=training(scheduling=Scheduling.PRIORITY, sync=Sync.LAYER, in_flight=3))
+    results = run_job(cfg, tmp_path, hub)
+
+    def total(side: str, name: str) -> int:
+        return sum(r["stats"][side].get(name, 0) for r in results.values())
+
+    assert hub.delayed > 0 and hub.dropped == 0 and total("responder", "out_of_order") > 100
+    for r in results.values():
+        assert [it["correct"] for it in r["iterations"]] == [True] * 2
+    if order_tolerant:
+        assert total("requester", "naks") == 0
+        assert total("requester", "retransmitted") <= total("requester", "timeouts")
+    else:  # what DLCP's receivers must not do: resend for reordering alone
+        assert total("requester", "naks") > 0 and total("requester", "retransmitted") > total("requester", "timeouts")

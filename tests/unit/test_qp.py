@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roce.headers import AckType, Aeth, Bth, NakCode, Opcode, Transport
+from roce.order_tolerant import OrderTolerantResponder, make_responder
 from roce.psn import PSN_MASK, psn_add, psn_diff, psn_le, psn_lt
 from roce.qp import TRAILER_BYTES, MemoryRegion, Mode, QpConfig, Requester, Responder
 
@@ -42,15 +43,15 @@ class Event:
 class Sim:
     def __init__(self, mode: Mode, fate: Fate = deliver, mtu: int = 256, window: int = 16,
                  initial_psn: int = 0, region_size: int = 1 << 16, retry_limit: int = 7,
-                 loss_budget: float = 0.0, reorder_delay: float = 0.0) -> None:
+                 loss_budget: float = 0.0, reorder_delay: float = 0.0, order_tolerant: bool = False) -> None:
         self.req_cfg = QpConfig(qpn=0x11, remote_qpn=0x22, mode=mode, mtu=mtu, window=window, ack_every=4,
                                 rto=0.01, rto_max=0.08, initial_psn=initial_psn, peer="B", retry_limit=retry_limit)
         resp_cfg = QpConfig(qpn=0x22, remote_qpn=0x11, mode=mode, mtu=mtu, window=window,
                             remote_initial_psn=initial_psn, peer="A", loss_budget=loss_budget,
-                            reorder_delay=reorder_delay)
+                            reorder_delay=reorder_delay, order_tolerant=order_tolerant)
         self.region = MemoryRegion.allocate(7, region_size)
         self.req = Requester(self.req_cfg)
-        self.resp = Responder(resp_cfg, {7: self.region})
+        self.resp = make_responder(resp_cfg, {7: self.region})
         self.fate = fate
         self.now = 0.0
         self.events: list[Event] = []
@@ -398,3 +399,143 @@ def test_a_real_hole_is_still_naked_after_the_delay():
     sim.run()
     check_delivery(sim, data)
     assert sim.req.counters["retransmitted"] == 1 and sim.req.counters["timeouts"] == 0  # by NAK, not timeout
+
+
+# ---- order-tolerant receive (DLCP: placed in any order, loss judged at a message's end) ----
+
+
+def both_receivers(fate: Fate, data: list[bytes], **kw: object) -> dict[str, Sim]:
+    """The same script through today's selective-repeat receiver (a hole judged reorder_delay after
+    the first packet past it) and the order-tolerant one; both must deliver exactly."""
+    sims = {"reorder-delay": Sim(Mode.SR, fate, **kw), "order-tolerant": Sim(Mode.SR, fate, order_tolerant=True, **kw)}  # type: ignore[arg-type]
+    for sim in sims.values():
+        post_all(sim, data)
+        sim.run()
+        check_delivery(sim, data)
+    return sims
+
+
+def test_a_message_overtaken_by_a_higher_priority_one_is_not_resent():
+    """Strict priorities: message B (a front layer) overtakes message A (a back layer) queued in a
+    lower class, by three reorder delays. Nothing is lost: the order-tolerant receiver waits for A
+    (its end is not here, so its holes are not judged); today's receiver NAKs A and it is resent."""
+
+    def priority(d: str, n: int, t: Transport) -> list[float]:
+        return [0.006] if d == "A" and t.bth.psn < 8 else [0.0]
+
+    sims = both_receivers(priority, messages([8 * 256, 8 * 256]), reorder_delay=0.002)
+    assert sims["reorder-delay"].req.counters["retransmitted"] >= 8  # fails today: the whole of A resent
+    tolerant = sims["order-tolerant"]
+    assert tolerant.req.counters["retransmitted"] == 0 and tolerant.req.counters["timeouts"] == 0
+    assert tolerant.resp.counters["out_of_order"] == 8 and tolerant.resp.counters["holes_judged"] == 0
+    assert [c.imm for c in tolerant.resp.completions] == [0, 1]  # RC: completions in order
+
+
+def sprayed(extra: float, pace: float = 0.0002) -> Fate:
+    """Per-packet spraying over two paths: odd PSNs take one `extra` seconds slower; the sender's
+    packets leave `pace` apart (a link's serialisation)."""
+
+    def fate(d: str, n: int, t: Transport) -> list[float]:
+        if d != "A":
+            return [0.0]
+        return [n * pace + (extra if t.bth.psn % 2 else 0.0)]
+
+    return fate
+
+
+def test_sprayed_packets_within_the_reordering_bound_are_never_resent():
+    """Two paths 1.5 ms apart, holes judged 2 ms after their message's end: no packet is resent
+    and none waits for a timer. Today's receiver judges every hole 2 ms after the first packet
+    that passed a hole, and after that at once: it NAKs holes that are still on the slow path."""
+    sims = both_receivers(sprayed(0.0015), messages([41 * 256, 41 * 256]), reorder_delay=0.002, window=32)
+    assert sims["reorder-delay"].req.counters["retransmitted"] > 0  # fails today
+    tolerant = sims["order-tolerant"]
+    assert tolerant.req.counters["retransmitted"] == 0 and tolerant.req.counters["timeouts"] == 0
+    assert tolerant.resp.counters["out_of_order"] > 20
+    # placed on arrival (all but those that came before their message's RETH and waited for it)
+    assert tolerant.resp.counters["placed_ahead"] > tolerant.resp.counters["out_of_order"] * 3 // 4
+
+
+def test_packets_are_placed_on_arrival_once_their_message_address_is_known():
+    cfg = QpConfig(qpn=2, remote_qpn=1, mtu=256, mode=Mode.SR, order_tolerant=True, reorder_delay=1.0)
+    region = MemoryRegion.allocate(1, 4096)
+    resp = OrderTolerantResponder(cfg, {1: region})
+    req = Requester(QpConfig(qpn=1, remote_qpn=2, mtu=256, mode=Mode.SR))
+    data = bytes(range(256)) * 4
+    req.post_write(data, 0x100, 1, imm=9)
+    p = req.transmit(0.0)
+    assert resp.on_packet(p[2], 0.0) == [] and resp.counters["placed_ahead"] == 0  # no address yet: kept
+    (ack,) = resp.on_packet(p[0], 0.0)  # the RETH: p[0] applied in order, p[2] placed at 0x100 + 2 x 256
+    assert ack.bth.psn == 0
+    assert bytes(region.buffer[0x300:0x400]) == data[512:768] and resp.counters["placed_ahead"] == 1
+    assert resp.on_packet(p[3], 0.0) == [] and bytes(region.buffer[0x400:0x500]) == data[768:]
+    assert not resp.completions and resp.deadline() == 1.0  # the end is here: its hole judged at 0 + 1 s
+    (ack,) = resp.on_packet(p[1], 0.5)  # the hole fills in time: complete, nothing was judged
+    assert ack.bth.psn == 3 and [c.imm for c in resp.completions] == [9] and resp.deadline() is None
+    assert bytes(region.buffer[0x100:0x500]) == data and resp.counters["holes_judged"] == 0
+
+
+def test_a_lost_packet_is_naked_when_its_message_end_has_waited():
+    sim = Sim(Mode.SR, drop_once({3}), reorder_delay=0.005, order_tolerant=True)
+    data = messages([256 * 10])
+    post_all(sim, data)
+    sim.run()
+    check_delivery(sim, data)
+    assert sim.req.counters["retransmitted"] == 1 and sim.req.counters["timeouts"] == 0  # by NAK, not timeout
+    assert sim.resp.counters["holes_judged"] == 1
+
+
+def test_a_lost_first_packet_is_judged_from_the_run_that_follows_it():
+    """The first packet (with the RETH) is lost: its message's extent is the run of packets after it
+    up to the LAST; the hole is NAKed after the delay, not left to the sender's timer."""
+    sim = Sim(Mode.SR, drop_once({0}), reorder_delay=0.005, order_tolerant=True)
+    data = messages([256 * 6])
+    post_all(sim, data)
+    sim.run()
+    check_delivery(sim, data)
+    assert sim.req.counters["retransmitted"] == 1 and sim.req.counters["timeouts"] == 0
+
+
+def test_order_tolerant_bounded_loss_zero_fills_lost_droppable_packets_only():
+    """Lost droppable packets are zero-filled at the message's end; a droppable packet that is only
+    late (within the bound) arrives in time and is kept, not zeroed."""
+    lost = drop_once({2, 3})
+
+    def fate(d: str, n: int, t: Transport) -> list[float]:
+        delays = lost(d, n, t)
+        return [0.001] if delays and d == "A" and t.bth.psn == 5 else delays
+
+    sim = Sim(Mode.SR, fate, loss_budget=0.25, reorder_delay=0.003, order_tolerant=True)
+    msg = lossy_message(8, {2, 3, 4, 5})
+    sim.req.post_write(msg, 0, 7, imm=1)
+    sim.run()
+    (c,) = sim.resp.completions
+    assert c.zero_filled == 2 and sim.req.counters["retransmitted"] == 0
+    got = bytes(sim.region.buffer[: len(msg)])
+    assert got[2 * 256 : 4 * 256] == bytes(512) and got[:512] == msg[:512] and got[1024:] == msg[1024:]
+
+
+def test_order_tolerant_receive_needs_selective_repeat():
+    with pytest.raises(ValueError, match="selective repeat"):
+        QpConfig(qpn=1, remote_qpn=2, mode=Mode.GBN, order_tolerant=True)
+    assert isinstance(make_responder(QpConfig(qpn=1, remote_qpn=2, mode=Mode.SR, order_tolerant=True), {}),
+                      OrderTolerantResponder)
+    assert type(make_responder(QpConfig(qpn=1, remote_qpn=2, mode=Mode.SR), {})) is Responder
+
+
+@settings(max_examples=60, deadline=None)
+@given(script=st.lists(impairment, min_size=1, max_size=80),
+       sizes=st.lists(st.integers(1, 2000), min_size=1, max_size=5),
+       start=st.sampled_from([0, PSN_MASK - 3, 12345]),
+       delay=st.sampled_from([0.0, 0.001, 0.004]))
+def test_order_tolerant_any_script_of_loss_duplication_and_reordering_delivers_exactly_once(script, sizes, start,
+                                                                                             delay):
+    def fate(d: str, n: int, t: Transport) -> list[float]:
+        what = script[n % len(script)] if n < 4 * len(script) else "ok"
+        return {"ok": [0.0], "drop": [], "dup": [0.0, 0.0005], "late": [0.003]}[what]
+
+    sim = Sim(Mode.SR, fate, initial_psn=start, retry_limit=40, reorder_delay=delay, order_tolerant=True)
+    data = messages(sizes, seed=len(script))
+    post_all(sim, data)
+    sim.run()
+    check_delivery(sim, data)

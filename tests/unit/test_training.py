@@ -79,6 +79,17 @@ def test_priority_lets_a_front_layer_overtake_a_back_layer_being_sent():
     assert [o for o in order if o[0] == 2] == [(2, lo) for lo in range(0, 1000, 100)]
 
 
+def test_priority_packs_small_ready_partitions_into_one_reduction():
+    # the back layer (1000) occupies the link 1-11 s; the middle's 10 (ready 2 s) and the front's 30
+    # (ready 3 s) wait, then leave together as one reduction of 40 <= 1000, front first; without the
+    # link busy (a fast link) each goes alone when it is ready.
+    ops = priority_ops(layers3(), [1000, 10, 30], partition_elements=1000, per_element_s=0.01)
+    assert [[(p.tensor, p.elements) for p in op.pieces] for op in ops] == [[(0, 1000)], [(2, 30), (1, 10)]]
+    assert (ops[1].layer, ops[1].ready_s) == (0, 3.0)
+    alone = priority_ops(layers3(), [1000, 10, 30], partition_elements=1000, per_element_s=1e-6)
+    assert [op.layer for op in alone] == [2, 1, 0]
+
+
 def test_every_node_derives_the_same_plan():
     cfgs = [job("ring", 4, rank_host=r) for r in range(2)]
     a, b = (plan(replace(c, training=training(scheduling=Scheduling.PRIORITY))) for c in cfgs)
@@ -284,3 +295,33 @@ def test_zero_computation_is_the_all_reduce_loop(tmp_path):
                 assert res[0]["plan"]["ops"] == 32  # one reduction per tensor of VGG-16
                 assert all(it["extra"]["compute_s"] == 0 for it in res[0]["iterations"])
     assert med["trained"] == pytest.approx(med["plain"], rel=0.25)
+
+
+# ---- the ideal iteration (every reduction at its link-rate bound) ----
+
+
+def test_ideal_iteration_is_computation_plus_what_the_link_bounds_leave_exposed():
+    from workers.ideal import ideal, ideal_iteration_s
+    from workers.schedule import allreduce_bound_s
+
+    tr = training(emulate=Emulation(10.0, batch=32), bucket_bytes=1 << 30)  # one bucket: nothing overlaps
+    cfgs = {algo: replace(job(algo, 4, 1 if algo == "ps" else 0), training=tr)
+            for algo in ("ring", "ps", "netreduce")}
+    compute = compute_profile("resnet50")
+    assert compute is not None
+    gpu = iteration_s(compute, tr.emulate.device, tr.emulate.precision, 32)
+    step = 4 * sum(plan(cfgs["ring"]).elements) / 0.001  # real bytes of one iteration's gradients
+    rate = 10e9 / 8
+    for algo, cfg in cfgs.items():
+        comm = allreduce_bound_s(cfg.algo, 4, len(cfg.servers), step, rate)
+        assert ideal_iteration_s(cfg) == pytest.approx(gpu + comm, rel=1e-3), algo
+    # communication only: the algorithms' bound ratios (ring / NetReduce = 2(N-1)/N, PS / NetReduce = N)
+    none = replace(tr, emulate=Emulation(10.0, batch=32, compute_scale=0.0))
+    t = {a: ideal_iteration_s(replace(c, training=none)) for a, c in cfgs.items()}
+    assert t["ring"] / t["netreduce"] == pytest.approx(1.5, rel=1e-3)
+    assert t["ps"] / t["netreduce"] == pytest.approx(4.0, rel=1e-3)
+    assert ideal(replace(cfgs["ring"], training=none)).link_load == pytest.approx(1.0)  # nothing but transfers
+    assert ideal(cfgs["ring"]).link_load == pytest.approx(t["ring"] / ideal_iteration_s(cfgs["ring"]), rel=1e-3)
+    # priority partitions overlap backward: the ideal iteration is shorter than one bucket after it
+    prio = replace(tr, scheduling=Scheduling.PRIORITY, sync=Sync.LAYER)
+    assert ideal_iteration_s(replace(cfgs["ring"], training=prio)) < ideal_iteration_s(cfgs["ring"])

@@ -1,0 +1,322 @@
+"""Training speed-ups as ratios of real-equivalent training throughput, measured in one run.
+
+Runs the compare specs experiments/training-speedup.toml (ResNet-50, VGG-16, BERT-base; ring,
+PS and NetReduce; FIFO buckets and priority partitions; rack and 2x2 leaf-spine),
+experiments/dlcp-contention.toml (a training job under contention, DLCP's mechanisms in turn)
+and experiments/dlcp-spray.toml (spraying where ECMP's flow hashing collides), and prints, from
+that one run, the ratios of samples_per_s_real (N x batch / real-equivalent iteration):
+
+- NetReduce / ring and PS / ring, per model and topology, under the same scheduling;
+- priority / FIFO per model, topology and algorithm;
+- each DLCP run / its baseline under contention, and spraying / ECMP;
+
+each next to the ideal ratio (both runs' iterations with every reduction at its link-rate
+bound on the emulated cluster, workers/ideal.py) and with what limited the runs it compares:
+the busiest link's load (near 1: the links) and the machine's idle CPU during the iterations
+(near 0: the machine). Runs of one topology
+share one network (the same switches and links). Full reports (report.md, summary.json,
+plots) land in --out; the figures in bench/results/training.json. Needs root, BMv2, Mininet.
+
+    python -m bench.training [--out runs/bench-training] [--only speedup|dlcp]
+                             [--models resnet50,vgg16,bert-base] [--topos rack,leafspine]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from bench.common import RESULTS, save
+from controller.experiment.compare import CompareSpec, load_spec, run_compare
+from controller.experiment.spec import ExperimentSpec
+from mininet_topos.bmv2 import one_switch_user_at_a_time
+from protocol.paths import REPO_ROOT
+
+SPECS = REPO_ROOT / "experiments"
+
+
+# ---- the machine's idle CPU during a run's iterations ----
+# (bench/common.py's MachineMeter and the runner's cpu_idle, on the usability branch, replace this
+# once they are on main: `report["headline_extra"]["cpu_idle"]`.)
+
+
+def _cpu_jiffies() -> tuple[int, int]:
+    """(idle with iowait, total) jiffies of every core together since boot (/proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return fields[3] + fields[4], sum(fields[:8])
+
+
+@dataclass
+class CpuSampler:
+    """Samples /proc/stat in the background; idle share of the machine between two monotonic times
+    (the workers' iteration timestamps are time.monotonic(), one clock for every process)."""
+
+    interval: float = 0.25
+    samples: list[tuple[float, int, int]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def __enter__(self) -> CpuSampler:
+        def sample() -> None:
+            while not self._stop.is_set():
+                self.samples.append((time.monotonic(), *_cpu_jiffies()))
+                self._stop.wait(self.interval)
+
+        self._thread = threading.Thread(target=sample, name="cpu-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def idle(self, start: float, end: float) -> float | None:
+        inside = [s for s in self.samples if start <= s[0] <= end]
+        if len(inside) < 2:
+            return None
+        (_, i0, t0), (_, i1, t1) = inside[0], inside[-1]
+        return (i1 - i0) / (t1 - t0) if t1 > t0 else None
+
+
+# ---- runs sharing networks ----
+
+
+def _network_key(spec: ExperimentSpec) -> tuple[Any, ...]:
+    return (spec.topo, spec.leaves, spec.spines, spec.bw_mbps)
+
+
+class SharedNetworks:
+    """A compare runner that keeps one network up for consecutive runs of the same topology kind,
+    sized for the largest of them, and records each run's idle CPU."""
+
+    def __init__(self, runs: list[ExperimentSpec], cpu: CpuSampler) -> None:
+        self.runs = runs
+        self.cpu = cpu
+        self._stack = contextlib.ExitStack()
+        self._key: tuple[Any, ...] | None = None
+        self._net: Any = None
+        self._networks = 0
+
+    def __call__(self, spec: ExperimentSpec, out_dir: Path) -> dict[str, Any]:
+        from controller.experiment.placement import topology_for
+        from controller.experiment.runner import run_on
+        from controller.testbed import Testbed
+        from mininet_topos.network import NetworkOptions
+
+        key = _network_key(spec)
+        if key != self._key:
+            self._stack.close()
+            biggest = max((r for r in self.runs if _network_key(r) == key), key=lambda r: r.hosts_needed())
+            self._networks += 1
+            self._net = self._stack.enter_context(Testbed(topology_for(biggest), NetworkOptions(
+                run_dir=out_dir.parent / f"net{self._networks}-{spec.topo}")))
+            self._key = key
+        report: dict[str, Any] = run_on(self._net, spec, out_dir, progress=False)
+        its = report["iterations"]
+        extra = report.setdefault("headline_extra", {})
+        if its and "cpu_idle" not in extra:
+            extra["cpu_idle"] = self.cpu.idle(its[0]["start"], its[-1]["end"])
+        return report
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+@contextlib.contextmanager
+def shared_networks(spec: CompareSpec, cpu: CpuSampler) -> Iterator[tuple[CompareSpec, SharedNetworks]]:
+    """The spec with its runs grouped by network (order kept within a group), and its runner."""
+    keys = list(dict.fromkeys(_network_key(r) for r in spec.runs))
+    ordered = replace(spec, runs=sorted(spec.runs, key=lambda r: keys.index(_network_key(r))))
+    runner = SharedNetworks(ordered.runs, cpu)
+    try:
+        yield ordered, runner
+    finally:
+        runner.close()
+
+
+def run(spec: CompareSpec, out: Path, cpu: CpuSampler) -> dict[str, dict[str, Any]]:
+    with shared_networks(spec, cpu) as (ordered, runner):
+        return run_compare(ordered, out / spec.name, runner, log=_log)
+
+
+# ---- ratios ----
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def limits(*runs: dict[str, Any]) -> dict[str, float | None]:
+    """What limited the runs a ratio compares, the least link-bound of them: the busiest link's load,
+    the load a link-bound run with that computation reaches (the ideal iteration's), and the idle CPU."""
+    def share(r: dict[str, Any]) -> float:
+        return float(r.get("busiest_link_load") or 0.0) / float(r.get("ideal_link_load") or 1.0)
+
+    known = [r for r in runs if r.get("busiest_link_load") is not None]
+    least = min(known, key=share) if known else {}
+    idle = [float(r["cpu_idle"]) for r in runs if r.get("cpu_idle") is not None]
+    return {"busiest_link_load": least.get("busiest_link_load"), "ideal_link_load": least.get("ideal_link_load"),
+            "cpu_idle": min(idle) if idle else None}
+
+
+def compared(what: str, a: dict[str, Any], b: dict[str, Any], **where: str) -> dict[str, Any]:
+    """Run a's training throughput over run b's, measured and ideal (every reduction at its link
+    bound, workers/ideal.py), with what limited the two runs."""
+    return {**where, "what": what, "ratio": ratio(a.get("samples_per_s_real"), b.get("samples_per_s_real")),
+            "ideal": ratio(a.get("ideal_samples_per_s_real"), b.get("ideal_samples_per_s_real")),
+            "of_ideal": [a.get("of_ideal"), b.get("of_ideal")], **limits(a, b)}
+
+
+def speedup(out: Path, cpu: CpuSampler, models: list[str], topos: list[str]) -> dict[str, Any]:
+    spec = load_spec(SPECS / "training-speedup.toml")
+    spec = replace(spec, runs=[r for r in spec.runs if r.workload in models and str(r.topo) in topos])
+    summary = run(spec, out, cpu)
+    runs = {r.label: r for r in spec.runs}
+    rows = []
+    for model in models:
+        for topo in topos:
+            def name(algo: str, sched: str, model: str = model, topo: str = topo) -> str:
+                return f"{model}-{topo}-{algo}-{sched}"
+
+            for sched in ("fifo", "priority"):
+                ring, ps, nr = (summary.get(name(a, sched), {}) for a in ("ring", "ps", "netreduce"))
+                rows.append(compared(f"NetReduce / ring ({sched})", nr, ring, model=model, topo=topo))
+                rows.append(compared(f"PS / ring ({sched})", ps, ring, model=model, topo=topo))
+            for algo in ("ring", "ps", "netreduce"):
+                fifo, prio = summary.get(name(algo, "fifo"), {}), summary.get(name(algo, "priority"), {})
+                rows.append(compared(f"priority / FIFO ({algo})", prio, fifo, model=model, topo=topo))
+    print(f"\n{'run':<34}{'samples/s':>10}{'ideal':>8}{'iter ms':>9}{'exposed s':>10}{'overlap':>8}{'link':>6}"
+          f"{'idle':>6}{'resent':>7}  (D)")
+    for label, s in summary.items():
+        d = runs[label].dilation if label in runs else None
+        print(f"{label:<34}{_f(s.get('samples_per_s_real'), 10, 1)}{_f(s.get('ideal_samples_per_s_real'), 8, 0)}"
+              f"{_f((s['iteration_s'] / d * 1e3) if s.get('iteration_s') and d else None, 9, 0)}"
+              f"{_f(s.get('exposed_comm_s'), 10)}{_pct(s.get('overlap'), 8)}{_pct(s.get('busiest_link_load'), 6)}"
+              f"{_pct(s.get('cpu_idle'), 6)}{s.get('retransmissions', '-'):>7}  {d or '-'}")
+    _print_ratios(rows)
+    plot_speedup(summary, models, topos, RESULTS / "training-speedup.png")
+    return {"runs": summary, "ratios": rows}
+
+
+def plot_speedup(summary: dict[str, dict[str, Any]], models: list[str], topos: list[str], path: Path) -> None:
+    """Real-equivalent samples/s per model and topology: ring, PS and NetReduce side by side, FIFO
+    hatched and priority solid, each with its ideal (every reduction at its link-rate bound) as a tick."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"ring": "tab:blue", "ps": "tab:orange", "netreduce": "tab:green"}
+    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 3.8), squeeze=False)
+    for ax, model in zip(axes[0], models, strict=True):
+        x = 0.0
+        ticks, labels = [], []
+        for topo in topos:
+            ticks.append(x + 2.5 * 0.45)
+            labels.append(topo)
+            for algo, color in colors.items():
+                for sched in ("fifo", "priority"):
+                    h = summary.get(f"{model}-{topo}-{algo}-{sched}", {})
+                    ax.bar(x, h.get("samples_per_s_real") or 0.0, 0.42, color=color,
+                           hatch="//" if sched == "fifo" else None, alpha=0.55 if sched == "fifo" else 1.0,
+                           label=f"{algo} {sched}" if topo == topos[0] else None)
+                    if h.get("ideal_samples_per_s_real"):
+                        ax.plot([x - 0.21, x + 0.21], [h["ideal_samples_per_s_real"]] * 2, color="black", lw=1.2)
+                    x += 0.45
+            x += 0.6
+        ax.set_xticks(ticks, labels)
+        ax.set_title(model)
+        ax.set_ylabel("samples/s (real-equivalent)")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=6, fontsize=8)
+    fig.suptitle("training throughput, N = 4 (black ticks: every reduction at its link-rate bound)")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def dlcp(out: Path, cpu: CpuSampler) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    for spec_name, base_name in (("dlcp-contention", "baseline"), ("dlcp-spray", "ecmp")):
+        summary = run(load_spec(SPECS / f"{spec_name}.toml"), out, cpu)
+        base = summary.get(base_name, {})
+        rows = [{**compared(f"{name} / {base_name} ({spec_name})", s, base),
+                 "p99_ratio": ratio(s.get("p99_s"), base.get("p99_s")), "retransmissions": s.get("retransmissions"),
+                 "dlcp_dropped": s.get("dlcp_dropped"), "uplink_imbalance": s.get("uplink_imbalance")}
+                for name, s in summary.items() if name != base_name]
+        print(f"\n{spec_name}: {'run':<28}{'samples/s':>10}{'p99 s':>8}{'resent':>7}{'dropped':>8}"
+              f"{'uplinks max/mean':>17}{'link':>6}{'idle':>6}")
+        for name, s in summary.items():
+            print(f"{'':<17}{name:<28}{_f(s.get('samples_per_s_real'), 10, 1)}{_f(s.get('p99_s'))}"
+                  f"{s.get('retransmissions', '-'):>7}{s.get('dlcp_dropped') or 0:>8}"
+                  f"{_f(s.get('uplink_imbalance'), 17, 2)}{_pct(s.get('busiest_link_load'), 6)}"
+                  f"{_pct(s.get('cpu_idle'), 6)}")
+        _print_ratios(rows)
+        for plot in ("figures.png", "links.png"):
+            if (out / spec_name / plot).exists():
+                shutil.copy(out / spec_name / plot, RESULTS / f"{spec_name}-{plot}")
+        figures[spec_name] = {"runs": summary, "ratios": rows}
+    return figures
+
+
+def _print_ratios(rows: list[dict[str, Any]]) -> None:
+    print(f"\n{'ratio of samples/s (real)':<52}{'ratio':>7}{'ideal':>7}  limited by")
+    for r in rows:
+        where = f"{r['model']}, {r['topo']}: " if "model" in r else ""
+        print(f"{where + r['what']:<52}{_f(r['ratio'], 7, 2)}{_f(r.get('ideal'), 7, 2)}  {verdict(r)}")
+
+
+def verdict(row: dict[str, Any]) -> str:
+    """What limited the runs behind a ratio, from the busiest link's load (against what a link-bound
+    run with the same computation reaches: the links idle while every GPU computes) and the idle CPU."""
+    load, idle, full = row.get("busiest_link_load"), row.get("cpu_idle"), row.get("ideal_link_load")
+    text = (f"busiest link {_pct(load, 0).strip()} (link-bound: {_pct(full, 0).strip()}), "
+            f"CPU {_pct(idle, 0).strip()} idle")
+    if load is not None and load >= 0.9 * (full or 1.0):
+        return f"{text}: the links"
+    if idle is not None and idle < 0.1:
+        return f"{text}: the machine (no CPU left)"
+    return f"{text}: neither saturated (latency: per-message costs of BMv2 and the Python hosts)"
+
+
+def _f(v: float | None, width: int = 8, digits: int = 3) -> str:
+    return f"{v:>{width}.{digits}f}" if isinstance(v, int | float) else f"{'-':>{width}}"
+
+
+def _pct(v: float | None, width: int) -> str:
+    return f"{v:>{width}.0%}" if isinstance(v, int | float) else f"{'-':>{width}}"
+
+
+def _log(line: str) -> None:
+    if line.startswith("[") or "failed" in line:
+        print(line, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/bench-training"))
+    parser.add_argument("--only", choices=("speedup", "dlcp"))
+    parser.add_argument("--models", default="resnet50,vgg16,bert-base")
+    parser.add_argument("--topos", default="rack,leafspine")
+    args = parser.parse_args()
+    figures: dict[str, Any] = {}
+    started = time.monotonic()
+    with CpuSampler() as cpu:
+        if args.only in (None, "speedup"):
+            figures["speedup"] = speedup(args.out, cpu, args.models.split(","), args.topos.split(","))
+        if args.only in (None, "dlcp"):
+            figures["dlcp"] = dlcp(args.out, cpu)
+    figures["wall_s"] = time.monotonic() - started
+    name = f"training-{args.only}" if args.only else "training"
+    print(f"reports under {args.out}; written {save(name, figures)}")
+
+
+if __name__ == "__main__":
+    with one_switch_user_at_a_time():  # no test or other benchmark on the switches meanwhile
+        main()
