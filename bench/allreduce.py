@@ -5,7 +5,7 @@ For each worker count N, both algorithms run the same tensor on the same Mininet
 link-rate lower bound (ring 2(N-1)/N * S / B, PS with one server N * S / B; docs/architecture.md, "Link-rate bounds").
 Prints the table, writes bench/results/allreduce.json. Needs root, BMv2 and Mininet.
 
-    python -m bench.allreduce [--workers 2,4,8] [--bw 20] [--size 512KiB] [--iterations 5]
+    python -m bench.allreduce [--workers 2,4,8] [--bw 20] [--size 512KiB] [--iterations 5] [--bmv2 PATH]
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import collective_args, run_specs, save
+from bench.common import Limits, bmv2_option, collective_args, run_specs, save, use_bmv2
 from controller.experiment.spec import ExperimentSpec, Topo
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from roce.qp import Mode
@@ -22,7 +22,10 @@ from workers.config import Algorithm
 
 
 def main() -> None:
-    args = collective_args(__doc__, workers="2,4,8", bw=20.0, size="512KiB", iterations=5).parse_args()
+    parser = collective_args(__doc__, workers="2,4,8", bw=20.0, size="512KiB", iterations=5)
+    bmv2_option(parser)
+    args = parser.parse_args()
+    use_bmv2(args)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(x) for x in args.workers.split(",")):
@@ -34,13 +37,15 @@ def main() -> None:
             reports = run_specs(specs, Path(tmp) / f"n{n}")
             for spec in specs:
                 s = reports[spec.label]["summary"]
+                limits = Limits.of_report(reports[spec.label])
                 rows.append({"algo": spec.algo, "workers": n, "median_s": s["median_s"],
                              "lower_bound_s": s["lower_bound_s"], "ratio_to_bound": s["ratio_to_bound"],
-                             "retransmissions": reports[spec.label]["retransmissions"]})
-    print(f"\n{'algo':<6}{'N':>3}{'median s':>11}{'bound s':>10}{'ratio':>8}")
+                             "retransmissions": reports[spec.label]["retransmissions"], **limits.figures()})
+    print(f"\n{'algo':<6}{'N':>3}{'median s':>11}{'bound s':>10}{'ratio':>8}  what limited it")
     for r in rows:
+        limits = Limits(r["busiest_link_load"], r["cpu_idle"])
         print(f"{r['algo']:<6}{r['workers']:>3}{r['median_s']:>11.3f}{r['lower_bound_s']:>10.3f}"
-              f"{r['ratio_to_bound']:>7.2f}x")
+              f"{r['ratio_to_bound']:>7.2f}x  {limits.line()}")
     print(f"rack, links {args.bw:g} Mb/s, {args.size / 2**10:.0f} KiB per all-reduce, {args.transport}, "
           f"{args.iterations} iterations each, one run")
     figures = {'bw_mbps': args.bw, 'size_bytes': args.size, 'rows': rows}

@@ -1,4 +1,9 @@
-"""What every benchmark shares: the build it ran on, and writing its figures."""
+"""What every benchmark shares: the build it ran on, what limited it, and writing its figures.
+
+Every benchmark prints `Limits.line()` for its measurement: the busiest link's load (near 1:
+the links limited it) and the machine's idle CPU (near 0: the machine did), so that a figure
+is read as a property of the links only when the links were the bottleneck.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +11,110 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from controller.doctor import tool_version
+from controller.experiment.machine import CpuSample, cpu_sample, process_cpu_seconds
 
 RESULTS = Path(__file__).parent / "results"
 
 
-def toolchain() -> dict[str, str]:
-    """Versions of the BMv2 / p4c builds a figure comes from."""
-    from mininet_topos.bmv2 import BMV2_ENV, SIMPLE_SWITCH_GRPC, default_executable
+def toolchain() -> dict[str, Any]:
+    """The BMv2 build (path, version, logging macros or not) and p4c a figure comes from."""
+    from mininet_topos.bmv2 import resolve_bmv2
 
-    info: dict[str, str] = {"machine": f"{platform.node()} {platform.machine()}, {platform.processor() or 'cpu'}"}
-    for tool in ("simple_switch_grpc", "p4c-bm2-ss"):
-        info[tool] = tool_version(tool)
-    executable = default_executable()
-    info["bmv2_executable"] = shutil.which(executable) or executable
-    if executable == SIMPLE_SWITCH_GRPC:
-        info["bmv2_build"] = ("BMv2 built from source with logging macros enabled (not --disable-logging-macros),"
-                              " -O2; switches run with -L info")
-    else:
-        info["bmv2_build"] = f"the simple_switch_grpc ${BMV2_ENV} names: {executable}"
-    return info
+    return {"machine": f"{platform.node()} {platform.machine()}, {platform.processor() or 'cpu'}, "
+                       f"{os.cpu_count()} CPUs",
+            "bmv2": resolve_bmv2().describe(), "bmv2_log_level": "info", "p4c-bm2-ss": tool_version("p4c-bm2-ss")}
+
+
+def bmv2_option(parser: argparse.ArgumentParser) -> None:
+    """--bmv2 PATH, as `gradswitch --bmv2`: the simple_switch_grpc every switch of the benchmark runs."""
+    parser.add_argument("--bmv2", metavar="PATH", help="the simple_switch_grpc to run (or a directory holding it), "
+                        "e.g. a build without logging macros; default: $GRADSWITCH_BMV2, else PATH's")
+
+
+def use_bmv2(args: argparse.Namespace) -> None:
+    """Apply --bmv2 (a wrong path ends the benchmark with one line naming it); print the build that runs."""
+    from mininet_topos.bmv2 import resolve_bmv2, use_bmv2
+    from mininet_topos.bmv2_build import Bmv2BuildError
+
+    try:
+        build = use_bmv2(args.bmv2) if args.bmv2 else resolve_bmv2()
+    except Bmv2BuildError as e:
+        raise SystemExit(f"error: {e}") from None
+    print(f"BMv2: {build.summary()}", flush=True)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What limited a measurement: the busiest link's load and the machine's idle CPU share."""
+
+    busiest_link_load: float | None  # bytes sent over what the link carries in the time; None: no shaped link
+    cpu_idle: float | None  # idle share of every core together during the measurement
+    links: str = ""  # what the links were when there is no load to give ("unshaped veths")
+    switch_cores: float | None = None  # CPU the switch process used, in cores (one ingress thread: at most ~1)
+
+    def line(self) -> str:
+        link = (f"busiest link {self.busiest_link_load:.0%} loaded" if self.busiest_link_load is not None
+                else f"links: {self.links or 'not shaped'}")
+        parts = [link, f"CPU {self.cpu_idle:.0%} idle" if self.cpu_idle is not None else "CPU idle unknown"]
+        if self.switch_cores is not None:
+            parts.append(f"switch process {self.switch_cores:.2f} cores")
+        return ", ".join(parts) + f": {self.verdict()}"
+
+    def verdict(self) -> str:
+        if self.busiest_link_load is not None and self.busiest_link_load >= 0.9:
+            return "link-bound"
+        if self.cpu_idle is not None and self.cpu_idle < 0.1:
+            return "machine-bound (no CPU left: a figure of this machine's load, not of the links)"
+        if self.switch_cores is not None and self.switch_cores >= 0.9:
+            return "switch-bound (its busiest thread had a core to itself)"
+        return "neither the links nor the CPU saturated"
+
+    def figures(self) -> dict[str, Any]:
+        return {"busiest_link_load": self.busiest_link_load, "cpu_idle": self.cpu_idle,
+                "switch_cores": self.switch_cores, "limited_by": self.verdict()}
+
+    @classmethod
+    def of_report(cls, report: dict[str, Any]) -> Limits:
+        """An experiment's (controller/experiment/runner.py: headline_extra)."""
+        extra = report.get("headline_extra", report)
+        return cls(extra.get("busiest_link_load"), extra.get("cpu_idle"), "not shaped")
+
+
+class MachineMeter:
+    """The machine's idle CPU, and optionally one process's CPU use, over a with-block."""
+
+    def __init__(self, pid: int | None = None) -> None:
+        self.pid = pid
+        self.cpu_idle: float | None = None
+        self.process_cores: float | None = None  # CPU seconds the process used per second of the measurement
+        self.process_seconds: float | None = None  # CPU seconds it used
+
+    def __enter__(self) -> MachineMeter:
+        self._start = self._now()
+        self._end: tuple[float, CpuSample, float | None] | None = None
+        return self
+
+    def _now(self) -> tuple[float, CpuSample, float | None]:
+        return time.monotonic(), cpu_sample(), process_cpu_seconds(self.pid) if self.pid else None
+
+    def mark(self) -> None:
+        """The measurement ends here unless marked again (e.g. the last time the output grew):
+        what follows, such as waiting to be sure it stopped, is left out."""
+        self._end = self._now()
+
+    def __exit__(self, *exc: object) -> None:
+        (t0, cpu0, proc0), (t1, cpu1, proc1) = self._start, self._end or self._now()
+        self.cpu_idle = cpu0.idle_share_until(cpu1)
+        if proc0 is not None and proc1 is not None and t1 > t0:
+            self.process_seconds = proc1 - proc0
+            self.process_cores = self.process_seconds / (t1 - t0)
 
 
 def cpu_jiffies() -> tuple[int, int]:
@@ -82,13 +165,9 @@ class CpuTrace:
 
 
 def select_bmv2(path: str | None) -> None:
-    """--bmv2 PATH: every switch of this process (and of the Mininet nodes it starts) runs that build."""
-    from mininet_topos.bmv2 import BMV2_ENV, default_executable
-
-    if path:
-        os.environ[BMV2_ENV] = path
-        if shutil.which(default_executable()) is None:
-            raise SystemExit(f"--bmv2 {path}: no simple_switch_grpc there")
+    """--bmv2 PATH: every switch of this process (and of the Mininet nodes it starts) runs that build
+    (as use_bmv2: mininet_topos.bmv2.resolve_bmv2 checks it)."""
+    use_bmv2(argparse.Namespace(bmv2=path))
 
 
 def save(name: str, figures: dict[str, Any]) -> Path:

@@ -8,7 +8,7 @@ average job completion time with TensorLights over without. DLCP's training-thro
 are bench.training's. The full reports land in --out. Writes bench/results/dlcp.json. Needs
 root, BMv2 and Mininet.
 
-    python -m bench.dlcp [--out runs/bench-dlcp] [--only dlcp|tensorlights]
+    python -m bench.dlcp [--out runs/bench-dlcp] [--only dlcp|tensorlights] [--bmv2 PATH]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from bench.common import save
+from bench.common import Limits, bmv2_option, save, use_bmv2
 from controller.experiment.compare import load_spec, run_compare
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.paths import REPO_ROOT
@@ -34,13 +34,20 @@ def dlcp(out: Path) -> dict[str, Any]:
     base = summary["baseline"]
     rows = {name: {"p99_s": s["p99_s"], "median_s": s["median_s"], "p99_ratio": ratio(s["p99_s"], base["p99_s"]),
                    "median_ratio": ratio(s["median_s"], base["median_s"]), "dlcp_dropped": s.get("dlcp_dropped"),
-                   "max_relative_error": s.get("max_relative_error"), "correct": s["correct"]}
+                   "max_relative_error": s.get("max_relative_error"), "correct": s["correct"],
+                   **Limits.of_report(s).figures()}
             for name, s in summary.items()}
     print(f"\n{'run':<18}{'p99 s':>8}{'p99/base':>10}{'median s':>10}{'med/base':>10}{'dropped':>9}{'rel. error':>11}")
     for name, r in rows.items():
         print(f"{name:<18}{_f(r['p99_s'])}{_f(r['p99_ratio'], 10)}{_f(r['median_s'], 10)}{_f(r['median_ratio'], 10)}"
               f"{r['dlcp_dropped'] or 0:>9}{_f(r['max_relative_error'], 11, 4)}")
+    _print_limits(rows)
     return rows
+
+
+def _print_limits(rows: dict[str, dict[str, Any]]) -> None:
+    for name, r in rows.items():
+        print(f"  {name}: {Limits(r['busiest_link_load'], r['cpu_idle']).line()}")
 
 
 def tensorlights(out: Path) -> dict[str, Any]:
@@ -51,10 +58,11 @@ def tensorlights(out: Path) -> dict[str, Any]:
         if base_name in summary and lights_name in summary:
             b, t = summary[base_name]["avg_jct_s"], summary[lights_name]["avg_jct_s"]
             rows[lights_name] = {"baseline_avg_jct_s": b, "tensorlights_avg_jct_s": t, "ratio": ratio(t, b),
-                                 "busiest_link_load": summary[lights_name].get("busiest_link_load")}
+                                 **Limits.of_report(summary[lights_name]).figures()}
     print(f"\n{'run':<20}{'avg JCT base s':>15}{'avg JCT TL s':>14}{'TL/base':>9}")
     for name, r in rows.items():
         print(f"{name:<20}{_f(r['baseline_avg_jct_s'], 15)}{_f(r['tensorlights_avg_jct_s'], 14)}{_f(r['ratio'], 9)}")
+    _print_limits(rows)
     return rows
 
 
@@ -71,7 +79,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/bench-dlcp"))
     parser.add_argument("--only", choices=("dlcp", "tensorlights"))
+    bmv2_option(parser)
     args = parser.parse_args()
+    use_bmv2(args)
     figures: dict[str, Any] = {}
     if args.only in (None, "dlcp"):
         figures["dlcp_contention"] = dlcp(args.out)

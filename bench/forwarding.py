@@ -6,24 +6,28 @@ input buffer are dropped), so the rate of its output, taken from the output pcap
 timestamps (first to last packet out), is its forwarding capacity; the hosts' kernel plays
 no part. Prints both rates and their ratio and writes bench/results/forwarding.json.
 
-    python -m bench.forwarding [--packets 20000]
+    python -m bench.forwarding [--packets 20000] [--runs 3] [--bmv2 PATH] [--name forwarding] [--compiled JSON P4INFO]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from bench.common import save
+from bench.common import Limits, MachineMeter, bmv2_option, save, use_bmv2
 from controller.build import compile_program
 from controller.controls import all_base_entries
 from controller.p4rt import Entity, P4Info, TableEntry
-from controller.pcap import read_pcap, read_timed
+from controller.pcap import read_timed
 from controller.trace_replay import TraceSwitch
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from mininet_topos.topologies import rack
@@ -33,30 +37,41 @@ from protocol.polling import wait_until
 HERE = Path(__file__).parent
 
 
-def rate(p4info: Path, json_path: Path, entries: Sequence[Entity], packets: list[bytes], run_dir: Path) -> float:
+def rate(p4info: Path, json_path: Path, entries: Sequence[Entity], packets: list[bytes], run_dir: Path
+         ) -> tuple[float, Limits]:
+    """Packets per second out of the switch, and what limited it (no links: pcap files in and out)."""
     sw = TraceSwitch([1, 2], run_dir=run_dir)
     sw.start(entries, P4Info.from_file(p4info), p4info, json_path)
     try:
-        sw.replay([(1, p) for p in packets])
-        seen = [-1]
+        with MachineMeter(sw.process.pid) as meter:
+            sw.replay([(1, p) for p in packets])
+            seen = [-1, time.monotonic()]  # output size, when it last grew
 
-        def settled() -> bool:  # the output stopped growing: the switch has drained
-            n = len(read_pcap(sw.out_path(2)))
-            done = n == seen[0] and n > 0
-            seen[0] = n
-            return done
+            def settled() -> bool:  # the output stopped growing for a second: the switch has drained
+                n = os.stat(sw.out_path(2)).st_size if sw.out_path(2).exists() else 0
+                if n != seen[0]:
+                    seen[:] = [n, time.monotonic()]
+                    meter.mark()  # the measurement ends with the last packet out
+                return n > 0 and time.monotonic() - seen[1] >= 1.0
 
-        wait_until(settled, 600, interval=1.0, what="the switch to drain")
+            wait_until(settled, 600, interval=0.05, what="the switch to drain")
     finally:
         sw.stop()
     stamps = [ts for ts, _ in read_timed(sw.out_path(2))]
-    return (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / 1e6)
+    limits = Limits(None, meter.cpu_idle, "none (pcap files in and out)", meter.process_cores)
+    return (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / 1e6), limits
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=20000)
+    parser.add_argument("--name", default="forwarding", help="bench/results/NAME.json (default forwarding)")
+    parser.add_argument("--runs", type=int, default=3, help="measure both programs this many times; the median ratio")
+    parser.add_argument("--compiled", nargs=2, metavar=("JSON", "P4INFO"), type=Path, default=(BMV2_JSON, P4INFO),
+                        help="another compile of gradswitch.p4 to measure (default: p4src/build's)")
+    bmv2_option(parser)
     args = parser.parse_args()
+    use_bmv2(args)
     topo = rack(hosts=2)
     h1, h2 = topo.hosts
     packets = [bytes(Ether(src=h1.mac, dst=h2.mac) / IP(src=h1.ip, dst=h2.ip) / UDP(sport=1000 + i % 100, dport=9)
@@ -65,13 +80,21 @@ def main() -> None:
         t = Path(tmp)
         minimal = compile_program(HERE / "p4" / "minimal.p4", t / "minimal.json", t / "minimal.p4info.txtpb")
         minimal_entries = [TableEntry("port_map", {"ingress_port": 1}, "forward", {"port": 2})]
-        ours = rate(P4INFO, BMV2_JSON, all_base_entries(topo, "s1"), packets, t / "ours")
-        base = rate(minimal.p4info, minimal.json, minimal_entries, packets, t / "minimal")
-    print(f"gradswitch.p4:  {ours:9.0f} packets/s")
-    print(f"one-table:      {base:9.0f} packets/s")
-    print(f"ratio:          {ours / base:9.2f} (gradswitch / one-table, {args.packets} packets, same build, one run)")
-    path = save("forwarding", {"packets": args.packets, "gradswitch_pps": ours, "minimal_pps": base,
-                               "ratio": ours / base})
+        runs: list[dict[str, Any]] = []
+        for i in range(args.runs):  # the two programs alternate, so that a change in the machine's load hits both
+            ours, ours_limits = rate(args.compiled[1], args.compiled[0], all_base_entries(topo, "s1"), packets,
+                                     t / f"ours{i}")
+            base, base_limits = rate(minimal.p4info, minimal.json, minimal_entries, packets, t / f"minimal{i}")
+            print(f"gradswitch.p4:  {ours:9.0f} packets/s   {ours_limits.line()}")
+            print(f"one-table:      {base:9.0f} packets/s   {base_limits.line()}", flush=True)
+            runs.append({"gradswitch_pps": ours, "minimal_pps": base, "ratio": ours / base,
+                         "gradswitch_limits": ours_limits.figures(), "minimal_limits": base_limits.figures()})
+    ratio = statistics.median(float(r["ratio"]) for r in runs)
+    each = ", ".join(f"{r['ratio']:.2f}" for r in runs)
+    print(f"ratio:          {ratio:9.2f} (gradswitch / one-table, {args.packets} packets, same build, "
+          f"median of {args.runs} run(s): {each})")
+    path = save(args.name, {"packets": args.packets, "gradswitch": {"json": str(args.compiled[0])}, "ratio": ratio,
+                            "runs": runs})
     print(f"written {path}")
 
 

@@ -7,7 +7,7 @@ are unshaped unless --bw is given, so the figure is the cost of the switch (and 
 Prints goodput per path and mode and the ratio switch / direct measured in one run; writes
 bench/results/transport.json. Needs root and BMv2.
 
-    python -m bench.transport [--bytes 8MiB] [--mtu 1024] [--modes gbn,sr] [--bw MBPS]
+    python -m bench.transport [--bytes 8MiB] [--mtu 1024] [--modes gbn,sr] [--bw MBPS] [--bmv2 PATH]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import save
+from bench.common import Limits, MachineMeter, bmv2_option, save, use_bmv2
 from controller.cli import parse_size
 from controller.testbed import Testbed
 from mininet_topos.bmv2 import one_switch_user_at_a_time
@@ -32,8 +32,12 @@ from protocol.paths import REPO_ROOT
 Popen = Callable[[str, list[str]], "subprocess.Popen[str]"]  # (side, argv) -> process
 
 
-def transfer(popen: Popen, ips: tuple[str, str], args: argparse.Namespace, mode: str) -> dict[str, Any]:
-    """One transfer a -> b; returns the sender's figures with goodput."""
+ROCE_WIRE_OVERHEAD = 14 + 20 + 8 + 12 + 4  # Ethernet, IPv4, UDP, BTH, ICRC bytes per packet
+
+
+def transfer(popen: Popen, ips: tuple[str, str], args: argparse.Namespace, mode: str,
+             switch_pid: int | None = None) -> dict[str, Any]:
+    """One transfer a -> b; returns the sender's figures with goodput and what limited it."""
     common = ["--bytes", str(args.bytes), "--mtu", str(args.mtu), "--mode", mode]
     peer = [sys.executable, "-m", "bench.transport_peer"]
     receiver = popen("b", [*peer, "recv", ips[1], ips[0], *common])
@@ -42,8 +46,9 @@ def transfer(popen: Popen, ips: tuple[str, str], args: argparse.Namespace, mode:
         line = receiver.stdout.readline().strip()
         if line != "ready":
             raise RuntimeError(f"receiver did not start: {line!r} {receiver.stderr.read() if receiver.stderr else ''}")
-        sender = popen("a", [*peer, "send", ips[0], ips[1], *common])
-        out, err = sender.communicate(timeout=600)
+        with MachineMeter(switch_pid) as meter:
+            sender = popen("a", [*peer, "send", ips[0], ips[1], *common])
+            out, err = sender.communicate(timeout=600)
         if sender.returncode != 0:
             raise RuntimeError(f"sender failed: {err}")
         receiver.communicate(timeout=60)
@@ -52,6 +57,9 @@ def transfer(popen: Popen, ips: tuple[str, str], args: argparse.Namespace, mode:
             receiver.kill()
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     result["goodput_mbps"] = result["bytes"] * 8 / result["seconds"] / 1e6
+    # The data's link (sender to receiver) carries every payload byte plus each packet's headers.
+    load = (result["goodput_mbps"] * (1 + ROCE_WIRE_OVERHEAD / args.mtu) / args.bw) if args.bw else None
+    result["limits"] = Limits(load, meter.cpu_idle, "unshaped veths", meter.process_cores).figures()
     return result
 
 
@@ -75,7 +83,13 @@ def run_switched(net: Testbed, args: argparse.Namespace, mode: str) -> dict[str,
             env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/local/bin:/usr/bin:/bin"})
         return proc
 
-    return transfer(popen, (net.topo.host("h1").ip, net.topo.host("h2").ip), args, mode)
+    return transfer(popen, (net.topo.host("h1").ip, net.topo.host("h2").ip), args, mode,
+                    net.net.get("s1").switch_pid)
+
+
+def _limits(result: dict[str, Any]) -> Limits:
+    lim = result["limits"]
+    return Limits(lim["busiest_link_load"], lim["cpu_idle"], "unshaped veths", lim["switch_cores"])
 
 
 def main() -> None:
@@ -84,7 +98,9 @@ def main() -> None:
     parser.add_argument("--mtu", type=int, default=1024, choices=(256, 1024, 4096))
     parser.add_argument("--modes", default="gbn,sr")
     parser.add_argument("--bw", type=float, help="shape both paths to this rate (Mb/s)")
+    bmv2_option(parser)
     args = parser.parse_args()
+    use_bmv2(args)
     modes = args.modes.split(",")
     figures: dict[str, Any] = {"bytes": args.bytes, "mtu": args.mtu, "bw_mbps": args.bw, "modes": {}}
     with Testbed(rack(hosts=2, bw_mbps=args.bw), NetworkOptions(run_dir=Path("/tmp/gradswitch-bench-transport"))
@@ -97,6 +113,8 @@ def main() -> None:
         print(f"{mode}: through BMv2 {switched[mode]['goodput_mbps']:8.1f} Mb/s "
               f"({switched[mode]['retransmitted']} retransmitted), direct veth {direct['goodput_mbps']:8.1f} Mb/s "
               f"({direct['retransmitted']} retransmitted), ratio {ratio:.2f}")
+        for path, result in (("through BMv2", switched[mode]), ("direct veth", direct)):
+            print(f"  {path}: {_limits(result).line()}")
     links = f"links at {args.bw:g} Mb/s" if args.bw else "unshaped"
     print(f"{args.bytes / 2**20:.0f} MiB per transfer, MTU {args.mtu}, {links}, same machine, one run")
     print(f"written {save('transport', figures)}")

@@ -30,11 +30,12 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from controller.experiment.spec import ExperimentError, SpecError
     from controller.netreduce_jobs import JobError
     from controller.p4rt import SwitchError
+    from mininet_topos.bmv2_build import Bmv2BuildError
     from mininet_topos.network import NetworkError
     from mininet_topos.topology import TopologyError
 
     return (UsageError, SpecError, ExperimentError, NetworkError, TopologyError, ControlSocketError, SwitchError,
-            JobError)
+            JobError, Bmv2BuildError)
 
 
 class Parser(argparse.ArgumentParser):
@@ -244,6 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = Parser(prog="gradswitch", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, and tracebacks of errors")
+    parser.add_argument("--bmv2", metavar="PATH", help="the simple_switch_grpc every switch runs (or a directory "
+                        "holding it), e.g. a BMv2 built without logging macros; default: $GRADSWITCH_BMV2, else PATH's")
     sub = parser.add_subparsers(dest="command_name", required=True, parser_class=Parser)
 
     p = sub.add_parser("doctor", help="report the tools gradswitch uses and what fails without them")
@@ -323,6 +326,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
+        if args.bmv2:
+            from mininet_topos.bmv2 import use_bmv2
+
+            use_bmv2(args.bmv2)
         return int(args.func(args))
     except KeyboardInterrupt:
         print("interrupted: everything was torn down", file=sys.stderr)

@@ -31,7 +31,8 @@ TOOLS = (
     Tool("simple_switch", ("--version",), "nothing of ours directly (BMv2 without gRPC); shows BMv2 is installed"),
     Tool("mnexec", ("-v",), "Mininet networks (`gradswitch net`, experiments, end-to-end tests)"),
     Tool("tshark", ("--version",), "decoding our RoCE packets independently of scapy (tests skip without it)"),
-    Tool("nft", ("--version",), "loss injection with nftables on hosts (the P4 fault table works without it)"),
+    Tool("nft", ("--version",), "Mininet networks: the fence that keeps the switches' Thrift and gRPC ports "
+         "to this machine (mininet_topos/fence.py)"),
     Tool("tc", ("-V",), "link rate shaping (HTB/TBF) in Mininet"),
     Tool("ethtool", ("--version",), "turning NIC offloads off in Mininet (TCP through BMv2 fails without it)"),
     Tool("ip", ("-V",), "Mininet links and namespaces"),
@@ -60,11 +61,30 @@ def tool_version(name: str) -> str:
     return _version(next(t for t in TOOLS if t.name == name))[1]
 
 
+def bmv2_check() -> Check:
+    """The BMv2 build switches will run (--bmv2, $GRADSWITCH_BMV2 or PATH) and whether it logs per packet."""
+    from mininet_topos.bmv2 import resolve_bmv2
+    from mininet_topos.bmv2_build import Bmv2BuildError
+
+    try:
+        build = resolve_bmv2()
+    except Bmv2BuildError as e:
+        return Check("bmv2 build", False, str(e), "every switch")
+    if build.logging:
+        note = ("logging macros compiled in: every packet pays for its log records whatever -L says "
+                "(benchmarks: --bmv2 a build configured with --disable-logging-macros --disable-elogger)")
+    else:
+        note = "no logging macros: per-packet logs compiled out (fast; -L debug shows no packets)"
+    return Check("bmv2 build", True, f"{build.executable} {build.version} (chosen by {build.chosen_by}); {note}",
+                 "every switch")
+
+
 def run_checks() -> list[Check]:
     checks = []
     for tool in TOOLS:
         ok, version = _version(tool)
         checks.append(Check(tool.name, ok, version, tool.needed_for))
+    checks.append(bmv2_check())
     root = os.geteuid() == 0
     checks.append(Check("root", root, "uid 0" if root else f"uid {os.geteuid()}",
                         "Mininet, namespaces, tc and nftables (tests needing them skip)"))

@@ -74,7 +74,7 @@ def parse_entry(p4info: P4Info, table: str, words: list[str], with_action: bool)
             match[key] = value
     if with_action and not action:
         raise ReplError("give the action after '->', e.g. -> set_next_hop port=1 dst_mac=00:00:0a:00:01:01")
-    tname = p4info.table(table).preamble.name
+    tname = p4info.table(table).preamble.name  # AmbiguousName lists the tables a short name could mean
     return TableEntry(tname, match, action, params, priority)
 
 
@@ -112,6 +112,17 @@ class Repl(cmd.Cmd):
     def default(self, line: str) -> None:
         self.out(f"unknown command {line.split()[0]!r}; `help` lists them")
 
+    def do_help(self, arg: str) -> None:
+        """help [COMMAND]: the commands, one line each, or one command's usage."""
+        if arg.strip():
+            super().do_help(arg.strip().replace("-", "_"))
+            return
+        for name in sorted(n[3:] for n in self.get_names() if n.startswith("do_") and n not in ("do_EOF", "do_quit")):
+            paragraph = (getattr(self, f"do_{name}").__doc__ or "").strip().split("\n\n")[0]
+            self.out("  " + " ".join(line.strip() for line in paragraph.splitlines()))
+        self.out("Names are P4 names; the last component is enough where it names one thing "
+                 "(`tables` shows the shortest name of each table).")
+
     def _args(self, arg: str, least: int, usage: str) -> list[str]:
         words = shlex.split(arg)
         if len(words) < least:
@@ -144,8 +155,10 @@ class Repl(cmd.Cmd):
                 params = ", ".join(f"{p.name}/{p.bitwidth}" for p in self.p4info.params(a))
                 self.out(f"  action {short(a)}({params})")
             return
-        for name in self.p4info.table_names():
-            self.out(f"{short(name):<16} {name}")
+        labels = {name: self.p4info.table_label(name) for name in self.p4info.table_names()}
+        width = max(map(len, labels.values()))
+        for name, label in labels.items():
+            self.out(f"{label:<{width}}  {name}")
 
     def do_entries(self, arg: str) -> None:
         """entries SWITCH TABLE: list a table's entries on a switch."""
@@ -163,7 +176,7 @@ class Repl(cmd.Cmd):
         entry = parse_entry(self.p4info, table, words[2:], with_action)
         getattr(self.fabric, op)(sw, [entry])
         done = {"insert": "inserted", "modify": "modified", "delete": "deleted"}[op]
-        self.out(f"{done} on {sw}: {entry.describe()}")
+        self.out(f"{done} on {sw}: {entry.describe(self.p4info.table_label(entry.table))}")
 
     def do_insert(self, arg: str) -> None:
         """insert SWITCH TABLE KEY=V ... -> ACTION [ARG=V ...] [priority=N]: add an entry."""
@@ -174,7 +187,7 @@ class Repl(cmd.Cmd):
         self._write("modify", arg, True)
 
     def do_delete(self, arg: str) -> None:
-        """delete SWITCH TABLE KEY=V ... [priority=N]: remove an entry."""
+        """delete SWITCH TABLE KEY=V ... [priority=N]: remove the entry with this key (no action needed)."""
         self._write("delete", arg, False)
 
     def do_counter(self, arg: str) -> None:
@@ -338,7 +351,11 @@ class Repl(cmd.Cmd):
         return True
 
     do_quit = do_exit
-    do_EOF = do_exit
+
+    def do_EOF(self, arg: str) -> bool:
+        """Ctrl-D: leave the REPL; the next prompt (the shell's, or `mininet>`) starts on its own line."""
+        self.out("")
+        return True
 
     # ---- completion ----
 
@@ -354,7 +371,7 @@ class Repl(cmd.Cmd):
         if position == 1:
             return [s for s in self._switches if s.startswith(text)]
         if position == 2:
-            return [short(t) for t in self.p4info.table_names() if short(t).startswith(text)]
+            return [t for t in self._table_labels() if t.startswith(text)]
         try:
             table = self.p4info.table(words[2]).preamble.name
         except UnknownName:
@@ -392,13 +409,16 @@ class Repl(cmd.Cmd):
         return []
 
     def complete_entries(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
-        return self._complete_switch_then(text, line, [short(t) for t in self.p4info.table_names()])
+        return self._complete_switch_then(text, line, self._table_labels())
 
     def complete_counter(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
-        return self._complete_switch_then(text, line, self.p4info.counter_names())
+        return self._complete_switch_then(text, line, self.p4info.counter_labels())
 
     def complete_tables(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
-        return [short(t) for t in self.p4info.table_names() if short(t).startswith(text)]
+        return [t for t in self._table_labels() if t.startswith(text)]
+
+    def _table_labels(self) -> list[str]:
+        return self.p4info.table_labels()
 
     def _complete_switch(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         return self._complete_switch_then(text, line, [])

@@ -15,14 +15,14 @@ import os
 import queue
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from controller.controls import port_counters
 from controller.p4rt import Entity, P4Info, SwitchAddress, SwitchSession
 from controller.pcap import GLOBAL_HEADER, read_pcap, record
-from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, free_port
+from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, default_executable, free_port
 from protocol.paths import BMV2_JSON, P4INFO
 from protocol.polling import wait_until
 
@@ -45,7 +45,7 @@ class _FifoWriter(threading.Thread):
     def __init__(self, path: Path) -> None:
         super().__init__(name=f"pcap-{path.name}", daemon=True)
         self.path = path
-        self.packets: queue.Queue[list[tuple[int, bytes]] | None] = queue.Queue()
+        self.packets: queue.Queue[Iterable[tuple[int, bytes]] | None] = queue.Queue()
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -63,7 +63,8 @@ class TraceSwitch:
     """One BMv2 switch fed from pcaps, programmed over P4Runtime."""
 
     def __init__(self, ports: Sequence[int], run_dir: Path | None = None, log_level: str = "info",
-                 grpc_port: int | None = None, thrift_port: int | None = None) -> None:
+                 grpc_port: int | None = None, thrift_port: int | None = None,
+                 executable: str | None = None, launcher: tuple[str, ...] = (), timeout: float = 30.0) -> None:
         # Free ports by default: a replay needs no known address, and so never meets a network's switches.
         grpc_port = grpc_port or free_port()
         thrift_port = thrift_port or free_port()
@@ -75,7 +76,8 @@ class TraceSwitch:
         self.process = Bmv2Process(Bmv2Config(
             name="trace", device_id=0, grpc_port=grpc_port, thrift_port=thrift_port,
             ports={p: str(self.run_dir / f"p{p}") for p in self.ports}, run_dir=self.run_dir,
-            log_level=log_level, use_files=True))
+            log_level=log_level, use_files=True, executable=executable or default_executable(), launcher=launcher))
+        self.timeout = timeout  # to start, and to stop (a switch under valgrind needs minutes)
         self.session: SwitchSession | None = None
         self._writers: dict[int, _FifoWriter] = {}
         self._fed = 0
@@ -97,7 +99,7 @@ class TraceSwitch:
             self._writers[p] = _FifoWriter(path)
             self._writers[p].start()
         try:
-            self.process.start()
+            self.process.start(self.timeout)
             self.session = SwitchSession(self.address, p4info or P4Info.from_file(p4info_path))
             self.session.on_packet_in(lambda pin: self.packet_ins.append((pin.metadata, pin.payload)))
             self.session.push_pipeline(p4info_path, json_path, force=True)
@@ -119,6 +121,29 @@ class TraceSwitch:
         self._fed = len(packets)
         for p, writer in self._writers.items():
             writer.packets.put(per_port[p])
+
+    def replay_paced(self, port: int, frames: Sequence[bytes], out_port: int, ahead: int = 10) -> None:
+        """Feed frames into one port (and end every input), never more than `ahead` beyond what
+        `out_port` has written: a closed loop that keeps few packets in flight, so that BMv2 reuses
+        their packet headers and metadata (PHVs) as in a steady state instead of allocating one
+        per queued packet (bench/instructions.py)."""
+        if self._fed:
+            raise RuntimeError("a TraceSwitch replays one trace; start another for the next")
+        out = self.out_path(out_port)
+
+        def written() -> int:
+            return len(read_pcap(out)) if out.exists() else 0
+
+        def paced() -> Iterator[tuple[int, bytes]]:
+            for i, frame in enumerate(frames):
+                if i >= ahead:
+                    wait_until(lambda i=i: written() >= i - ahead, 600, interval=0.01,  # type: ignore[misc]
+                               what=f"port {out_port} to catch up with packet {i}")
+                yield 1_000_000 + i, frame
+
+        self._fed = len(frames)
+        for p, writer in self._writers.items():
+            writer.packets.put(paced() if p == port else [])
 
     def received(self) -> int | None:
         """Packets the switch has taken in (its port_rx counters); None for a program without them."""
@@ -170,7 +195,7 @@ class TraceSwitch:
                 with contextlib.suppress(OSError):
                     fd = os.open(w.path, os.O_RDONLY | os.O_NONBLOCK)
                     os.close(fd)
-        self.process.stop()
+        self.process.stop(self.timeout)
         outputs = {p: read_pcap(self.out_path(p)) if self.out_path(p).exists() else [] for p in self.ports}
         result = ReplayResult(outputs, drops, list(self.packet_ins), read)
         if self._tmp is not None and os.environ.get("GRADSWITCH_KEEP_TRACES") != "1":

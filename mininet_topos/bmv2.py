@@ -21,12 +21,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mininet_topos.bmv2_build import Bmv2Build, Bmv2BuildError, probe
 from protocol.config import CONFIG
 from protocol.polling import wait_until
 
 SIMPLE_SWITCH_GRPC = "simple_switch_grpc"
 # Which simple_switch_grpc every switch runs: a path to the executable, or a directory holding it
-# (e.g. a BMv2 built without logging macros); unset, the one on PATH.
+# (PREFIX or PREFIX/bin of a BMv2 install, e.g. one built without logging macros); unset, PATH's.
+# `gradswitch --bmv2 PATH` sets it for the command and everything it starts.
 BMV2_ENV = "GRADSWITCH_BMV2"
 MACHINE_LOCK = Path("/tmp/gradswitch-switches.lock")
 GRPC_BASE_PORT = 50051  # switch d listens for P4Runtime on 127.0.0.1:GRPC_BASE_PORT + d
@@ -48,13 +50,44 @@ def switch_ports(device_id: int, grpc_base: int = GRPC_BASE_PORT, thrift_base: i
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
 
 
+def resolve_bmv2(chosen: str | None = None) -> Bmv2Build:
+    """The BMv2 build switches run: `chosen` (a path given on the command line), else $GRADSWITCH_BMV2,
+    else the simple_switch_grpc on PATH. A file or a directory holding one (directly or in bin/);
+    Bmv2BuildError, one line naming the setting and the path, when it is not a BMv2 switch."""
+    value = chosen if chosen is not None else os.environ.get(BMV2_ENV, "")
+    if not value:
+        found = shutil.which(SIMPLE_SWITCH_GRPC)
+        if found is None:
+            raise Bmv2BuildError(f"{SIMPLE_SWITCH_GRPC} is not on PATH (see `gradswitch doctor`; or set {BMV2_ENV})")
+        return probe(Path(found), "PATH")
+    setting = f"{BMV2_ENV}={value}" if chosen is None else f"--bmv2 {value}"
+    path = Path(value)
+    if path.is_dir():
+        inside = [p for p in (path / SIMPLE_SWITCH_GRPC, path / "bin" / SIMPLE_SWITCH_GRPC) if p.is_file()]
+        if not inside:
+            raise Bmv2BuildError(f"{setting}: no {SIMPLE_SWITCH_GRPC} in {path} or {path / 'bin'}")
+        path = inside[0]
+    elif not path.exists():
+        raise Bmv2BuildError(f"{setting}: {path} does not exist")
+    try:
+        return probe(path, BMV2_ENV)
+    except Bmv2BuildError as e:
+        raise Bmv2BuildError(f"{setting}: {e}") from None
+
+
+def use_bmv2(chosen: str) -> Bmv2Build:
+    """`--bmv2 PATH`: check it, then set $GRADSWITCH_BMV2 so this process and every switch it starts run it."""
+    build = resolve_bmv2(chosen)
+    os.environ[BMV2_ENV] = str(build.executable)
+    return build
+
+
 def default_executable() -> str:
-    """The simple_switch_grpc named by $GRADSWITCH_BMV2 (a file, or a directory containing it), else PATH's."""
-    chosen = os.environ.get(BMV2_ENV, "")
-    if not chosen:
+    """Bmv2Config's default: the executable resolve_bmv2 chooses (PATH's name when there is none,
+    so that starting a switch says it is missing)."""
+    if not os.environ.get(BMV2_ENV) and shutil.which(SIMPLE_SWITCH_GRPC) is None:
         return SIMPLE_SWITCH_GRPC
-    path = Path(chosen)
-    return str(path / SIMPLE_SWITCH_GRPC if path.is_dir() else path)
+    return str(resolve_bmv2().executable)
 
 
 class SwitchStartError(RuntimeError):
@@ -76,6 +109,7 @@ class Bmv2Config:
     use_files: bool = False  # ports are pcap files (<prefix>_in.pcap, <prefix>_out.pcap), no interfaces
     executable: str = field(default_factory=default_executable)
     extra_args: tuple[str, ...] = field(default_factory=tuple)
+    launcher: tuple[str, ...] = ()  # a command the switch runs under, e.g. valgrind (bench/instructions.py)
 
     @property
     def log_file(self) -> Path:
@@ -93,7 +127,7 @@ class Bmv2Config:
     def command(self) -> list[str]:
         if self.log_level not in LOG_LEVELS:
             raise ValueError(f"BMv2 log level {self.log_level!r} is not one of {LOG_LEVELS}")
-        cmd = [self.executable, "--no-p4", "--device-id", str(self.device_id),
+        cmd = [*self.launcher, self.executable, "--no-p4", "--device-id", str(self.device_id),
                "--thrift-port", str(self.thrift_port),
                "--log-file", str(self.run_dir / self.name), "--log-flush", "-L", self.log_level,
                "--notifications-addr", f"ipc://{self.run_dir / (self.name + '-notifications.ipc')}"]
@@ -154,8 +188,9 @@ class Bmv2Process:
         if cfg.pcap:
             cfg.pcap_dir.mkdir(parents=True, exist_ok=True)
         cfg.log_file.unlink(missing_ok=True)
-        with cfg.console_file.open("wb") as out:
-            self.proc = subprocess.Popen(cfg.command(), stdout=out, stderr=subprocess.STDOUT,
+        build = probe(Path(shutil.which(cfg.executable) or cfg.executable), "PATH")
+        with cfg.console_file.open("wb") as out:  # its own libraries first (bmv2_build.py)
+            self.proc = subprocess.Popen(cfg.command(), stdout=out, stderr=subprocess.STDOUT, env=build.env(),
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             wait_until(self._ready, timeout, interval=0.05,

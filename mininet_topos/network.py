@@ -26,7 +26,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from mininet_topos.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT, SwitchPorts, switch_ports
+from mininet_topos.bmv2 import (
+    BMV2_ENV,
+    GRPC_BASE_PORT,
+    SIMPLE_SWITCH_GRPC,
+    THRIFT_BASE_PORT,
+    SwitchPorts,
+    resolve_bmv2,
+    switch_ports,
+)
+from mininet_topos.bmv2_build import Bmv2Build
+from mininet_topos.fence import FenceError, ManagementFence, remove_table, table_name
 from mininet_topos.shaping import shape, shape_priority
 from mininet_topos.topology import Topology
 from protocol.paths import runtime_dir
@@ -34,6 +44,7 @@ from protocol.paths import runtime_dir
 log = logging.getLogger(__name__)
 
 STATE_FILE = "network.json"
+MININET_LOG_LEVEL = "output"  # mininet.log: the CLI's command output and warnings, not bring-up details
 
 
 class NetworkError(RuntimeError):
@@ -56,9 +67,13 @@ def preflight() -> None:
     missing = []
     if os.geteuid() != 0:
         missing.append("root (Mininet creates namespaces and veths)")
-    for tool in ("mnexec", "simple_switch_grpc", "ip", "tc", "ethtool", "ping"):
+    for tool in ("mnexec", "ip", "tc", "ethtool", "ping", "nft"):
         if shutil.which(tool) is None:
             missing.append(tool)
+    if os.environ.get(BMV2_ENV):
+        resolve_bmv2()  # Bmv2BuildError names the setting and the path
+    elif shutil.which(SIMPLE_SWITCH_GRPC) is None:
+        missing.append(SIMPLE_SWITCH_GRPC)
     if missing:
         raise NetworkError("cannot start a network, missing: " + ", ".join(missing) + " (run `gradswitch doctor`)")
 
@@ -97,7 +112,11 @@ class GradNetwork:
         self.ports: dict[str, SwitchPorts] = {
             s.name: switch_ports(s.device_id, self.options.grpc_base, self.options.thrift_base) for s in topo.switches}
         self.net: Any = None
+        self.bmv2: Bmv2Build | None = None  # the build every switch runs (resolve_bmv2, at start)
         self._old_handlers: dict[int, Any] = {}
+        # The switches' Thrift and gRPC ports accept connections from this machine only (mininet_topos/fence.py).
+        self.fence = ManagementFence.for_run(self.run_dir, [p for ports in self.ports.values()
+                                                            for p in (ports.grpc, ports.thrift)])
 
     # ---- what a controller adds (controller/testbed.py) ----
 
@@ -122,7 +141,11 @@ class GradNetwork:
         for intf in remove_orphan_interfaces(self.switch_interfaces()):
             log.warning("removed interface %s left behind by an earlier run", intf)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        setLogLevel("warning")
+        self.bmv2 = resolve_bmv2()
+        # Mininet's "output" level: its bring-up chatter ("*** Adding hosts", at info) stays quiet, while
+        # what its CLI prints for the user (a host command's output, pingall, net) is shown. "warning"
+        # would hide both: the `mininet>` prompt of `gradswitch net` then printed nothing at all.
+        setLogLevel(MININET_LOG_LEVEL)
         self._trap_signals()
         self.net = Mininet(topo=None, build=False, controller=None, host=GradHost, switch=Bmv2Switch,
                            autoSetMacs=False, waitConnected=False)
@@ -133,7 +156,8 @@ class GradNetwork:
                 ports = self.ports[s.name]
                 self.net.addSwitch(s.name, device_id=s.device_id, grpc_port=ports.grpc,
                                    thrift_port=ports.thrift, run_dir=self.run_dir,
-                                   log_level=self.options.log_level, pcap=self.options.pcap)
+                                   log_level=self.options.log_level, pcap=self.options.pcap,
+                                   executable=str(self.bmv2.executable))
             for lk in self.topo.links:
                 self.net.addLink(lk.a, lk.b, port1=lk.a_port, port2=lk.b_port)
             self.net.build()
@@ -149,6 +173,10 @@ class GradNetwork:
                         node = self.net.get(name)
                         shaper(node, node.intfs[port].name, lk.bw_mbps)
             self._write_state()
+            try:  # before the switches listen: their Thrift servers take every address
+                self.fence.add()
+            except FenceError as e:
+                raise NetworkError(str(e)) from None
             self.net.start()
             self._write_state()
             self.programmed()
@@ -212,6 +240,7 @@ class GradNetwork:
             "interfaces": sorted({intf.name for node in self.net.switches for intf in node.intfList()
                                   if intf.name != "lo"}),
             "run_dir": str(self.run_dir),
+            "fence": self.fence.table,
             "started": time.time(),
         }
         (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
@@ -347,7 +376,7 @@ def cleanup_run(run_dir: Path) -> list[str]:
         state = json.loads(state_path.read_text())
     except (OSError, json.JSONDecodeError):
         state_path.unlink(missing_ok=True)
-        return removed
+        return _remove_fence(run_dir)
     controller = state.get("controller_pid")
     if controller and controller != os.getpid() and "python" in _pid_cmdline(controller):
         raise NetworkError(f"a network from {run_dir} is still running (controller pid {controller}); "
@@ -370,5 +399,14 @@ def cleanup_run(run_dir: Path) -> list[str]:
         if Path(f"/sys/class/net/{intf}").exists():
             subprocess.run(["ip", "link", "del", intf], check=False, capture_output=True)
             removed.append(f"interface {intf}")
+    removed += _remove_fence(run_dir)
     state_path.unlink(missing_ok=True)
     return removed
+
+
+def _remove_fence(run_dir: Path) -> list[str]:
+    """The run's nftables fence (named after its run directory), once its switches are gone."""
+    if shutil.which("nft") is None:
+        return []
+    table = table_name(run_dir)
+    return [f"nftables table {table} (management-port fence)"] if remove_table(table) else []

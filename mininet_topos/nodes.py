@@ -11,7 +11,7 @@ from typing import Any
 
 from mininet.node import Host, Switch
 
-from mininet_topos.bmv2 import Bmv2Config, Bmv2Process
+from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, default_executable
 
 OFFLOADS = "rx off tx off sg off tso off gso off gro off"
 
@@ -43,7 +43,7 @@ class Bmv2Switch(Switch):  # type: ignore[misc]
     """A Mininet switch whose data plane is one simple_switch_grpc process."""
 
     def __init__(self, name: str, device_id: int, grpc_port: int, thrift_port: int, run_dir: Path,
-                 log_level: str = "info", pcap: bool = False, **params: Any) -> None:
+                 log_level: str = "info", pcap: bool = False, executable: str | None = None, **params: Any) -> None:
         params["inNamespace"] = False  # BMv2 runs in the root namespace, on loopback ports
         super().__init__(name, dpid=f"{device_id + 1:x}", **params)
         self.device_id = device_id
@@ -52,6 +52,7 @@ class Bmv2Switch(Switch):  # type: ignore[misc]
         self.run_dir = run_dir
         self.log_level = log_level
         self.pcap = pcap
+        self.executable = executable or default_executable()
         self.bmv2: Bmv2Process | None = None
 
     def start(self, controllers: list[Any]) -> None:
@@ -60,7 +61,7 @@ class Bmv2Switch(Switch):  # type: ignore[misc]
             quiet_interface(self, name)
         self.bmv2 = Bmv2Process(Bmv2Config(
             name=self.name, device_id=self.device_id, grpc_port=self.grpc_port, thrift_port=self.thrift_port,
-            ports=ports, run_dir=self.run_dir, log_level=self.log_level, pcap=self.pcap))
+            ports=ports, run_dir=self.run_dir, log_level=self.log_level, pcap=self.pcap, executable=self.executable))
         self.bmv2.start()
 
     def stop(self, deleteIntfs: bool = True) -> None:

@@ -45,7 +45,11 @@ control GradswitchIngress(inout headers_t hdr,
                 drop_with_reason(meta, std_meta, DROP_MALFORMED);
             } else {
                 ingress_faults.apply(std_meta.ingress_port, hdr, meta, std_meta);
-                if (!meta.dropped) {
+                // DLCP and NetReduce act on RoCE packets only; any other packet skips both (with
+                // BMv2 logging macros every table, action and condition it meets costs a log record).
+                // Their metadata then keeps the zeros BMv2 gives every packet (not consumed, no emit,
+                // priority 0, no spray key).
+                if (!meta.dropped && hdr.bth.isValid()) {
                     dlcp.apply(hdr, meta, std_meta);
                     netreduce.apply(hdr, meta, std_meta);
                 }

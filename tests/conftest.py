@@ -23,6 +23,13 @@ def _which(tool: str) -> Callable[[], str | None]:
     return lambda: None if shutil.which(tool) else f"{tool} is not on PATH"
 
 
+BMV2_NOLOG = "/opt/p4/bmv2-nolog/bin/simple_switch_grpc"
+
+
+def _exists(path: str) -> Callable[[], str | None]:
+    return lambda: None if os.access(path, os.X_OK) else f"{path} is not installed"
+
+
 def _root() -> str | None:
     return None if os.geteuid() == 0 else "needs root"
 
@@ -41,6 +48,8 @@ REQUIREMENTS: dict[str, Callable[[], str | None]] = {
     "root": _root,
     "mininet": _all(_root, _which("mnexec"), _which("simple_switch_grpc")),
     "tshark": _which("tshark"),
+    # BMv2 built without logging macros, as ../shared/toolchain/install.sh installs it beside the other
+    "bmv2_nolog": _all(_which("simple_switch_grpc"), _exists(BMV2_NOLOG)),
 }
 
 
@@ -65,7 +74,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(f"[{marker.name}] {missing}")
 
 
-LOCKED_MARKERS = {"bmv2", "mininet", "root"}
+LOCKED_MARKERS = {"bmv2", "bmv2_nolog", "mininet", "root"}
 
 
 @pytest.fixture(autouse=True)

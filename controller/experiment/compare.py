@@ -118,6 +118,8 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
                 "of_ideal", "ideal_link_load"):
         if key in training:
             out[key] = training[key]
+    if report.get("bmv2"):  # which BMv2 build ran: path, version, logging macros or not
+        out["bmv2"] = {k: report["bmv2"][k] for k in ("path", "version", "logging_macros")}
     return out
 
 
@@ -163,7 +165,7 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
     plot_compare(summary, out_dir / "compare.png")
     extra_keys = sorted({k for h in summary.values() for k in h} - {
         "median_s", "p99_s", "correct", "ok", "algbw_mbps", "lower_bound_s", "ratio_to_bound", "retransmissions",
-        "bytes_on_wire", "error"})
+        "bytes_on_wire", "error", "bmv2"})
     header = ["run", "median s", "p99 s", "correct", "Mb/s", "bound s", "x bound", "retrans"] + extra_keys
     lines = [f"# {spec.name}", ""]
     if spec.notes:
@@ -174,7 +176,11 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
                _cell(h.get("algbw_mbps"), 1), _cell(h.get("lower_bound_s")), _cell(h.get("ratio_to_bound"), 2),
                _cell(h.get("retransmissions"))] + [_cell(h.get(k)) for k in extra_keys]
         lines.append("| " + " | ".join(row) + " |")
-    lines += ["", "![median and p99 iteration time per run](compare.png)", ""]
+    builds = sorted({f"{b['path']} {b['version']}, " + ("with" if b["logging_macros"] else "without")
+                     + " logging macros" for h in summary.values() if (b := h.get("bmv2"))})
+    lines += ["", f"BMv2: {'; '.join(builds) or 'not recorded'}. `cpu_idle`: the machine's idle CPU share during the "
+              "jobs (near 0: the machine, not the links, limited the run).", ""]
+    lines += ["![median and p99 iteration time per run](compare.png)", ""]
     if plot_figures(summary, [k for k in spec.figures if k not in ("median_s", "p99_s")], out_dir / "figures.png"):
         lines += ["![the spec's figures per run](figures.png)", ""]
     if plot_learning(reports, out_dir / "learning.png"):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.experiment.counters import delta, label_ports, snapshot
+from controller.experiment.machine import CpuSample, cpu_sample
 from controller.experiment.placement import job_config, place, topology_for
 from controller.experiment.report import summarize, write_report
 from controller.experiment.settings import RunSettings
@@ -55,9 +56,15 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     fabric = net.fabric
     started = time.time()
     before: dict[str, Any] = {}
+    cpu: list[CpuSample] = []
+
+    def go() -> None:  # counters and the machine's CPU from the start of the jobs on
+        before.update(snapshot(fabric))
+        cpu.append(cpu_sample())
+
     with RunSettings(net, spec, cfgs, placement, run_dir) as settings:
-        results = run_nodes(net, cfgs, out_dir, run_dir, Progress(spec.iterations, spec.label, progress),
-                            on_go=lambda: before.update(snapshot(fabric)))  # counters from the start on
+        results = run_nodes(net, cfgs, out_dir, run_dir, Progress(spec.iterations, spec.label, progress), on_go=go)
+        cpu.append(cpu_sample())
         switches = delta(snapshot(fabric), before)
         label_ports(switches, net.topo)
         if spec.dlcp.enabled:
@@ -67,6 +74,9 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
             switches["netreduce"] = {str(job): asdict(status) for job, status in settings.netreduce_status().items()}
         rotations = settings.tensorlights_rotations()
     report = summarize(spec, cfgs, results, switches, started)
+    # What limited the run: the links (busiest_link_load, when shaped) or the machine (cpu_idle near 0).
+    report["headline_extra"]["cpu_idle"] = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
+    report["bmv2"] = net.bmv2.describe() if net.bmv2 is not None else None  # the build the switches ran
     if rotations is not None:
         report["tensorlights"] = {"rotations": rotations, "interval_s": spec.tensorlights_rotate_s}
     training = report.get("training")

@@ -12,7 +12,7 @@ from controller.p4rt.entities import (
     Ternary,
 )
 from controller.p4rt.errors import NotPrimary, SwitchError, SwitchUnavailable, UpdateFailure, WriteError
-from controller.p4rt.p4info import P4Info, UnknownName
+from controller.p4rt.p4info import AmbiguousName, P4Info, UnknownName
 from controller.p4rt.session import (
     CONTROLLER_ELECTION_ID,
     REPL_ELECTION_ID,
@@ -25,6 +25,7 @@ from controller.p4rt.session import (
 __all__ = [
     "CONTROLLER_ELECTION_ID",
     "REPL_ELECTION_ID",
+    "AmbiguousName",
     "CloneSession",
     "CounterValue",
     "Entity",

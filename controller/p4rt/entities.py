@@ -59,17 +59,20 @@ class TableEntry:
     priority: int = 0
     is_default: bool = False
 
-    def describe(self) -> str:
-        """One line a person can read: table, match, action and parameters."""
+    def describe(self, table_label: str | None = None) -> str:
+        """One line a person can read: table, match, action and parameters (a key alone, for a
+        delete). `table_label` shows the table by that name (P4Info.table_label: unambiguous)."""
         if self.is_default:
             key = "default"
         else:
             key = " ".join(f"{short(k)}={format_match(v)}" for k, v in self.match.items())
             if self.priority:
                 key += f" priority={self.priority}"
+        entry = f"{table_label or short(self.table)}[{key}]"
+        if not self.action:
+            return entry if not self.is_default else f"{entry} -> (no action)"
         args = ", ".join(f"{k}={format_value(v)}" for k, v in self.params.items())
-        act = f"{short(self.action)}({args})" if self.action else "(no action)"
-        return f"{short(self.table)}[{key}] -> {act}"
+        return f"{entry} -> {short(self.action)}({args})"
 
 
 @dataclass(frozen=True, order=True)
@@ -255,8 +258,11 @@ def _encode_field_match(value: MatchValue, info: FieldInfo) -> Any:
 # ---- table entries ----
 
 
-def encode_table_entry(p4info: P4Info, entry: TableEntry) -> Any:
-    """The P4Runtime TableEntry message of an entry; EntryError names what is wrong."""
+def encode_table_entry(p4info: P4Info, entry: TableEntry, key_only: bool = False) -> Any:
+    """The P4Runtime TableEntry message of an entry; EntryError names what is wrong.
+
+    `key_only` is for a DELETE: P4Runtime identifies the entry by its match and priority alone,
+    so no action is needed (one given is encoded and ignored by the switch)."""
     table = p4info.table(entry.table)
     tname = table.preamble.name
     msg = p4runtime_pb2.TableEntry()
@@ -293,8 +299,8 @@ def encode_table_entry(p4info: P4Info, entry: TableEntry) -> Any:
         if given:
             known = [p.name for p in p4info.params(aname)]
             raise EntryError(f"{short(tname)}: action {short(aname)} has no parameter {sorted(given)} (has {known})")
-    elif not entry.is_default:
-        raise EntryError(f"{short(tname)}: an entry needs an action")
+    elif not entry.is_default and not key_only:
+        raise EntryError(f"{short(tname)}: an entry needs an action (only a delete is identified by its key alone)")
     return msg
 
 
@@ -357,7 +363,7 @@ def format_entry(p4info: P4Info, entry: TableEntry) -> str:
         for pinfo in p4info.params(shown.action):
             raw = shown.params[pinfo.name]
             params[pinfo.name] = pretty(int(raw), pinfo.bitwidth, pinfo.name)
-    return replace(shown, match=match, params=params).describe()
+    return replace(shown, match=match, params=params).describe(p4info.table_label(tname))
 
 
 # ---- packet replication engine ----
@@ -404,11 +410,11 @@ def decode_pre_entry(msg: Any) -> MulticastGroup | CloneSession:
     return MulticastGroup(mg.multicast_group_id, tuple(Replica(r.egress_port, r.instance) for r in mg.replicas))
 
 
-def encode_entity(p4info: P4Info, entity: Entity) -> Any:
-    """The p4runtime Entity message of any entry."""
+def encode_entity(p4info: P4Info, entity: Entity, key_only: bool = False) -> Any:
+    """The p4runtime Entity message of any entry (`key_only`: for a DELETE, see encode_table_entry)."""
     msg = p4runtime_pb2.Entity()
     if isinstance(entity, TableEntry):
-        msg.table_entry.CopyFrom(encode_table_entry(p4info, entity))
+        msg.table_entry.CopyFrom(encode_table_entry(p4info, entity, key_only))
     elif isinstance(entity, MulticastGroup):
         msg.packet_replication_engine_entry.CopyFrom(encode_multicast_group(entity))
     else:

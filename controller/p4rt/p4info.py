@@ -32,7 +32,7 @@ class UnknownName(KeyError):
         scope = f" of {where}" if where else ""
         listing = ", ".join(names) if len(names) <= 12 else f"{len(names)} names"
         self.message = f"no {kind} {name!r}{scope}{hint} (known: {listing})"
-        self._args = (kind, name, names, where)
+        self._args: tuple[object, ...] = (kind, name, names, where)
         super().__init__(self.message)
 
     def __reduce__(self) -> tuple[object, ...]:
@@ -40,6 +40,21 @@ class UnknownName(KeyError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class AmbiguousName(UnknownName):
+    """A short name that several objects of one kind end with (`faults`: the ingress and the egress
+    fault-injection tables); the message lists them and the shortest names that tell them apart."""
+
+    def __init__(self, kind: str, name: str, candidates: Iterable[str], unique: Iterable[str] = ()) -> None:
+        self.kind = kind
+        self.name = name
+        self.candidates = sorted(set(candidates))
+        self.unique = list(unique)
+        choose = f"; give one of {', '.join(self.unique)}" if self.unique else ""
+        self.message = (f"{kind} name {name!r} is ambiguous: it names {' and '.join(self.candidates)}{choose}")
+        self._args = (kind, name, self.candidates, self.unique)
+        KeyError.__init__(self, self.message)
 
 
 @dataclass(frozen=True)
@@ -80,8 +95,36 @@ class P4Info:
     def _get(self, p4type: Any, name: str) -> Any:
         obj = self._ctx.get_obj(p4type, name)
         if obj is None:
-            raise UnknownName(p4type.pretty_name, name, self.names(p4type, short=True))
+            # p4runtime-shell drops a suffix several names share: say so, and which they are.
+            matches = [n for n in self.names(p4type) if n == name or n.endswith("." + name)]
+            if len(matches) > 1:
+                raise AmbiguousName(p4type.pretty_name, name, matches,
+                                    [self.unique_name(p4type, n) for n in matches])
+            raise UnknownName(p4type.pretty_name, name, self.unique_names(p4type))
         return obj
+
+    def unique_name(self, p4type: Any, full: str) -> str:
+        """The shortest suffix of a full name that names only it (`ipv4_routes`, `ingress_faults.faults`)."""
+        parts = full.split(".")
+        for i in range(len(parts) - 1, -1, -1):
+            suffix = ".".join(parts[i:])
+            if self._ctx.get_obj(p4type, suffix) is not None:
+                return suffix
+        return full
+
+    def unique_names(self, p4type: Any) -> list[str]:
+        """The shortest unambiguous name of every object of a type."""
+        return [self.unique_name(p4type, n) for n in self.names(p4type)]
+
+    def table_labels(self) -> list[str]:
+        return self.unique_names(P4Type.table)
+
+    def counter_labels(self) -> list[str]:
+        return self.unique_names(P4Type.counter)
+
+    def table_label(self, table: str) -> str:
+        """How a table is shown to a person: its shortest unambiguous name."""
+        return self.unique_name(P4Type.table, self.table(table).preamble.name)
 
     def names(self, p4type: Any, short: bool = False) -> list[str]:
         """Full names of every object of a type (or their last component when short)."""

@@ -272,7 +272,7 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
         for op, entity in updates:
             upd = req.updates.add()
             upd.type = op
-            upd.entity.CopyFrom(encode_entity(self.p4info, entity))
+            upd.entity.CopyFrom(encode_entity(self.p4info, entity, key_only=op == DELETE))
         operation = "/".join(sorted({_OPERATIONS[op] for op, _ in updates}))
         req.device_id = self.device_id
         req.election_id.high = self.election_id[0]

@@ -15,6 +15,7 @@ from controller.trace_replay import TraceSwitch
 from mininet_topos.topologies import leafspine, rack
 from protocol.config import CONFIG
 from protocol.dlcp import marking
+from protocol.polling import wait_until
 from protocol.qpn import qpn
 from roce.headers import Bth, Opcode, Transport
 from roce.scapy_layers import BTH
@@ -101,10 +102,18 @@ def test_spraying_spreads_one_flow_over_every_uplink(tmp_path, spray):
     sw = start([1, 2, 3, 4], entries, tmp_path)
     n = 400
     try:
+        # The trace arrives faster than one egress queue (64 packets) drains: this test is about the
+        # path each packet takes, so the queues hold the whole trace.
+        with Bmv2Thrift(sw.address.thrift_port) as thrift:
+            thrift.set_all_queue_depths(n)
         sw.replay([(1, gradient_packet(topo, "h1", "h3", psn, 0, size=64)) for psn in range(n)])
         sw.wait({}, timeout=60)
-        assert sw.session is not None
-        tx = sw.session.read_counter("port_tx")
+        session = sw.session
+        assert session is not None
+        # Taken in is not yet sent: wait for egress to have counted every packet on an uplink.
+        wait_until(lambda: sum(c.packets for p, c in session.read_counter("port_tx").items() if p in (3, 4)) >= n,
+                   30, what="every packet out of an uplink")
+        tx = session.read_counter("port_tx")
     finally:
         sw.stop()
     per_uplink = Counter({port: tx[port].packets if port in tx else 0 for port in (3, 4)})

@@ -123,3 +123,23 @@ def test_arbitration_backup_is_refused_and_higher_election_takes_over(switch):
         wait_until(lambda: primary.is_primary, 5, what="primary to come back when the usurper leaves")
     finally:
         backup.close()
+
+
+def test_delete_by_key_alone_as_the_repl_types_it(switch):
+    """The README's `delete leaf1 acl_rules protocol=17 l4_dst_port=4791 priority=10`, and a delete
+    in one of the two `faults` tables named by the short name that tells them apart."""
+    from controller.controls.fault_injection import loss_entries
+    from controller.repl import parse_entry
+
+    s = switch.session
+    p4info = s.p4info
+    s.insert([acl.rule("copy_to_cpu", priority=10, protocol="17", l4_dst_port="4791"),
+              acl.rule("drop", priority=11, protocol="17", l4_dst_port="4791"),
+              *loss_entries(port=1, fraction=0.5, direction="both")])
+    s.delete([parse_entry(p4info, "acl_rules", ["protocol=17", "l4_dst_port=4791", "priority=10"], False)])
+    assert [e.priority for e in s.read_table("acl_rules")] == [11]  # the other priority is another entry
+    s.delete([parse_entry(p4info, "ingress_faults.faults", ["port=1", "priority=10"], False)])
+    assert s.read_table("ingress_faults.faults") == []
+    assert len(s.read_table("egress_faults.faults")) == 1
+    with pytest.raises(WriteError, match="NOT_FOUND"):
+        s.delete([parse_entry(p4info, "acl_rules", ["protocol=17", "l4_dst_port=4791", "priority=10"], False)])

@@ -13,6 +13,7 @@ import pytest
 
 from controller.experiment.runner import run_experiment
 from controller.experiment.spec import spec_from_dict
+from mininet_topos.bmv2 import resolve_bmv2
 
 pytestmark = pytest.mark.mininet
 
@@ -37,6 +38,12 @@ def test_exact_sums(tmp_path, algo, topo):
     assert_exact(report)
     assert report["summary"]["ratio_to_bound"] >= 1.0  # nothing beats the link-rate bound
     assert (tmp_path / report["name"] / "iterations.png").exists()
+    # What limited it, and which BMv2 ran (the build GradNetwork resolved, as results.json keeps it).
+    extra = report["headline_extra"]
+    assert extra["busiest_link_load"] > 0.0 and 0.0 <= extra["cpu_idle"] <= 1.0
+    build = resolve_bmv2()
+    assert report["bmv2"]["path"] == str(build.executable) and report["bmv2"]["logging_macros"] == build.logging
+    assert report["bmv2"]["version"] == build.version
 
 
 @pytest.mark.parametrize("transport", ["gbn", "sr"])

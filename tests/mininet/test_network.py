@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from controller.testbed import Testbed
+from mininet_topos.fence import fence_tables, table_name
 from mininet_topos.network import STATE_FILE, NetworkOptions
 from mininet_topos.topologies import leafspine, rack
 from protocol.paths import REPO_ROOT
@@ -187,11 +188,13 @@ def test_clean_removes_what_a_killed_run_left(tmp_path):
     proc.kill()  # no chance to clean up
     proc.wait(timeout=10)
     assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) != []
+    assert table_name(tmp_path / "rack") in fence_tables()  # the management-port fence (mininet_topos/fence.py)
     clean = _start_cli(["clean"], tmp_path)
     out, _ = clean.communicate(timeout=60)
     assert clean.returncode == 0, out
-    assert "removed switch s1" in out
+    assert "removed switch s1" in out and "management-port fence" in out
     assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) == []
+    assert table_name(tmp_path / "rack") not in fence_tables()
 
 
 def test_repl_attaches_to_the_running_controller(tmp_path):
@@ -201,7 +204,8 @@ def test_repl_attaches_to_the_running_controller(tmp_path):
                    what="the network to come up")
         assert proc.poll() is None
         commands = ["switches", "insert s1 acl_rules protocol=17 l4_dst_port=9999 priority=3 -> drop",
-                    "entries s1 acl_rules", "ports s1", "insert s1 nope x=1 -> y",
+                    "entries s1 acl_rules", "ports s1", "insert s1 nope x=1 -> y", "entries s1 faults",
+                    "delete s1 acl_rules protocol=17 l4_dst_port=9999 priority=3", "entries s1 acl_rules",
                     "job create 3 h1 h2 credits=2", "jobs", "job status 3", "dlcp 3 priority=on", "dlcp 3 spray=on",
                     "dlcp 3", "dlcp 3 priority=off", "dlcp thresholds", "dlcp thresholds 1=500 6=0",
                     "dlcp thresholds 1=x", "dlcp thresholds default", "job teardown 3", "jobs"]
@@ -212,6 +216,9 @@ def test_repl_attaches_to_the_running_controller(tmp_path):
         assert "inserted on s1: acl_rules[protocol=17 l4_dst_port=9999 priority=3] -> drop()" in out
         assert "acl_rules[protocol=17&&&0xff l4_dst_port=9999&&&0xffff priority=3] -> drop()" in out
         assert "error: no table 'nope'" in out
+        assert "error: table name 'faults' is ambiguous" in out  # raised in the controller, shown here
+        assert "deleted on s1: acl_rules[protocol=17 l4_dst_port=9999 priority=3]\n" in out
+        assert "(0 entries)" in out
         assert "job 3: workers h1, h2, rkey 0x4e520003" in out and "s1       flat   cells 0..15" in out
         assert "job 3: 2 workers (h1, h2), credits 2, aggregation at s1" in out
         assert "cells in use 0/16  no events" in out

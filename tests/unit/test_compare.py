@@ -95,7 +95,9 @@ def fake_report(spec: ExperimentSpec, out: Path) -> dict:
             "summary": {"median_s": sorted(times)[len(times) // 2], "p99_s": max(times), "correct": True,
                         "algbw_mbps": 1.0, "lower_bound_s": 0.4, "ratio_to_bound": 1.5,
                         "iterations_done": spec.iterations},
-            "iterations": [], "errors": {}, "headline_extra": {"avg_jct_s": sum(times)}}
+            "iterations": [], "errors": {}, "headline_extra": {"avg_jct_s": sum(times), "cpu_idle": 0.25},
+            "bmv2": {"path": "/opt/p4/bmv2-nolog/bin/simple_switch_grpc", "version": "1.15.5-x",
+                     "logging_macros": False, "lib_dir": None, "chosen_by": "GRADSWITCH_BMV2"}}
 
 
 def test_compare_writes_summary_report_and_plot(tmp_path):
@@ -105,9 +107,13 @@ def test_compare_writes_summary_report_and_plot(tmp_path):
     assert saved == summary
     assert set(saved) == {"ring-n2", "ring-n4", "ps-n2", "ps-n4"}
     for headline in saved.values():
-        assert {"median_s", "p99_s", "correct", "avg_jct_s"} <= set(headline)
+        assert {"median_s", "p99_s", "correct", "avg_jct_s", "cpu_idle"} <= set(headline)
+        assert headline["bmv2"] == {"path": "/opt/p4/bmv2-nolog/bin/simple_switch_grpc", "version": "1.15.5-x",
+                                    "logging_macros": False}  # which build ran, per run
     report = (tmp_path / "report.md").read_text()
     assert report.startswith("# baselines") and "| ring-n4 |" in report and "compare.png" in report
+    assert "BMv2: /opt/p4/bmv2-nolog/bin/simple_switch_grpc 1.15.5-x, without logging macros." in report
+    assert "| avg_jct_s | cpu_idle |" in report
     assert (tmp_path / "compare.png").stat().st_size > 1000
 
 

@@ -1,0 +1,130 @@
+"""Instructions per packet BMv2 spends on gradswitch.p4 and on the one-table program, counted by callgrind.
+
+Wall-clock rates on a shared two-core machine move with everyone else's load; instruction
+counts do not. The switch runs under `valgrind --tool=callgrind` fed a pcap of plain UDP
+packets (bench/forwarding.py's), twice (n1 and n2 packets); the difference over n2 - n1 is
+the cost of one packet, start-up and pipeline push cancelled out. The same difference per
+BMv2 thread says which one limits the switch: the one that receives packets (and zeroes their
+metadata: `PHV::reset_metadata`), ingress, egress or transmit. Packets are fed in a closed loop
+(at most 10 beyond the output), as a switch in a steady state sees them: BMv2 then reuses the
+packet headers and metadata (PHVs) of packets it has sent instead of building one per queued
+packet, which for gradswitch.p4 costs about 4 M instructions each (a warm-up, paid once per
+packet in flight). Queues are made deep enough (Thrift) that no packet is dropped.
+Needs valgrind and BMv2. Writes bench/results/NAME.json.
+
+    python -m bench.instructions [--bmv2 PATH] [--programs gradswitch,one-table] [--name instructions]
+                                 [--compiled JSON P4INFO]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from bench.common import bmv2_option, save, use_bmv2
+from controller.bmv2_thrift import Bmv2Thrift
+from controller.build import compile_program
+from controller.controls import all_base_entries
+from controller.p4rt import Entity, P4Info, TableEntry
+from controller.trace_replay import TraceSwitch
+from mininet_topos.bmv2 import one_switch_user_at_a_time
+from mininet_topos.topologies import rack
+from protocol.paths import BMV2_JSON, P4INFO
+
+HERE = Path(__file__).parent
+PARTS = {  # what callgrind_annotate calls each part of a packet's way (inclusive counts)
+    "receive": "SimpleSwitch::receive_(", "reset_metadata": "bm::PHV::reset_metadata()",
+    "ingress": "SimpleSwitch::ingress_thread()", "egress": "SimpleSwitch::egress_thread(",
+    "transmit": "SimpleSwitch::transmit_thread()",
+}
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    p4info: Path
+    json: Path
+    entries: Sequence[Entity]
+
+
+def count(program: Program, packets: list[bytes], work: Path) -> dict[str, int]:
+    """Instructions of one run of the switch over these packets: in total and per part."""
+    out = work / f"callgrind-{program.name}-{len(packets)}.out"
+    sw = TraceSwitch([1, 2], run_dir=work / f"{program.name}-{len(packets)}", timeout=600,
+                     launcher=("valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"))
+    sw.start(program.entries, P4Info.from_file(program.p4info), program.p4info, program.json)
+    try:
+        with Bmv2Thrift(sw.address.thrift_port) as thrift:
+            thrift.set_all_queue_depths(100_000)  # no packet dropped at an egress queue
+        sw.replay_paced(1, packets, out_port=2)  # steady state: few packets in flight, their PHVs reused
+        sw.wait({2: len(packets)}, timeout=1800)
+    finally:
+        sw.stop()
+    annotated = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
+                               capture_output=True, text=True, check=True).stdout
+    total = re.search(r"^([\d,]+) .*PROGRAM TOTALS", annotated, re.M)
+    if total is None:
+        raise RuntimeError(f"no totals in {out}")
+    counts = {"total": int(total.group(1).replace(",", ""))}
+    for part, symbol in PARTS.items():
+        line = next((ln for ln in annotated.splitlines() if symbol in ln), None)
+        counts[part] = int(line.split()[0].replace(",", "")) if line else 0
+    return counts
+
+
+def per_packet(program: Program, n1: int, n2: int, work: Path) -> dict[str, float]:
+    topo = rack(hosts=2)
+    h1, h2 = topo.hosts
+    packets = [bytes(Ether(src=h1.mac, dst=h2.mac) / IP(src=h1.ip, dst=h2.ip) / UDP(sport=1000 + i % 100, dport=9)
+                     / (b"x" * 64)) for i in range(n2)]
+    a, b = count(program, packets[:n1], work), count(program, packets, work)
+    return {part: (b[part] - a[part]) / (n2 - n1) for part in a}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", default="gradswitch,one-table")
+    parser.add_argument("--packets", default="200,1000", help="n1,n2 (n2 below BMv2's input buffer of 1024)")
+    parser.add_argument("--name", default="instructions", help="bench/results/NAME.json")
+    parser.add_argument("--compiled", nargs=2, metavar=("JSON", "P4INFO"), type=Path, default=(BMV2_JSON, P4INFO),
+                        help="another compile of gradswitch.p4 to measure (default: p4src/build's)")
+    bmv2_option(parser)
+    args = parser.parse_args()
+    use_bmv2(args)
+    for tool in ("valgrind", "callgrind_annotate"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"error: {tool} is not on PATH (apt install valgrind)")
+    n1, n2 = (int(x) for x in args.packets.split(","))
+    figures: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        minimal = compile_program(HERE / "p4" / "minimal.p4", work / "minimal.json", work / "minimal.p4info.txtpb")
+        programs = {
+            "gradswitch": Program("gradswitch", args.compiled[1], args.compiled[0],
+                                  all_base_entries(rack(hosts=2), "s1")),
+            "one-table": Program("one-table", minimal.p4info, minimal.json,
+                                 [TableEntry("port_map", {"ingress_port": 1}, "forward", {"port": 2})]),
+        }
+        for name in args.programs.split(","):
+            print(f"{name}: {n1} then {n2} packets under callgrind ...", flush=True)
+            figures[name] = per_packet(programs[name], n1, n2, work)
+    print(f"\n{'instructions per packet':<24}" + "".join(f"{p:>16}" for p in ("total", *PARTS)))
+    for name, f in figures.items():
+        print(f"{name:<24}" + "".join(f"{f[p]:>16,.0f}" for p in ("total", *PARTS)))
+    print("receive includes reset_metadata; the switch's rate follows its busiest thread")
+    program = {"json": str(args.compiled[0]), "p4info": str(args.compiled[1])}
+    print(f"written {save(args.name, {'packets': [n1, n2], 'gradswitch': program, 'per_packet': figures})}")
+
+
+if __name__ == "__main__":
+    with one_switch_user_at_a_time():
+        main()
