@@ -151,12 +151,10 @@ class NetReduceJobs:
     def _reset(self, switch: str, state: SwitchState) -> None:
         names = register_names()
         port = self.fabric.addresses[switch].thrift_port
-        words = CONFIG.AGG_WORDS_PER_PACKET  # wide cells of nr_values per aggregator cell
         with Bmv2Thrift(port) as thrift:
             first, last = state.base_cell, state.base_cell + state.cells - 1
             # 0 is the one value the Thrift API (64-bit) writes whole into a bit<AGG_WORD_BITS> cell.
-            thrift.register_write_range(names[nr.VALUES], first * words, (last + 1) * words - 1, 0)
-            for reg in nr.REGISTERS_PER_CELL:
+            for reg in (*nr.VALUES, *nr.REGISTERS_PER_CELL):
                 thrift.register_write_range(names[reg], first, last, 0)
             for mid in state.member_ids.values():
                 start = mid * CONFIG.AGG_MAX_CREDITS

@@ -28,7 +28,8 @@ CONNECTIONS = "nr_connections"
 JOB_EVENTS = "nr_job_events"
 PORT_EVENTS = "nr_port_events"
 REGISTERS_PER_CELL = ("nr_bitmap", "nr_count", "nr_message", "nr_final")
-VALUES = "nr_values"
+# The sums: word q of every cell in register nr_values<q> (wide; the Thrift API can only clear them).
+VALUES = tuple(f"nr_values{q}" for q in range(CONFIG.AGG_WORDS_PER_PACKET))
 QP_CONTEXT = "nr_qp_context"
 ROLE_NAMES = {CONFIG.NR_ROLE_FLAT: "flat", CONFIG.NR_ROLE_LEAF: "leaf", CONFIG.NR_ROLE_SPINE: "spine"}
 

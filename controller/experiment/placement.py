@@ -14,6 +14,7 @@ from mininet_topos.shaping import buffer_bytes
 from mininet_topos.topologies import build_topology
 from mininet_topos.topology import Topology
 from protocol.netreduce import MTU as NETREDUCE_MTU
+from protocol.netreduce import PACKETS as NETREDUCE_PACKETS
 from workers.compute import iteration_s
 from workers.config import Algorithm, JobConfig, Node, Role, Training
 from workers.tensors import compute_profile
@@ -82,6 +83,14 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
     """What job `job_id`'s processes run."""
     mtu = NETREDUCE_MTU if spec.algo == Algorithm.NETREDUCE else spec.mtu
     window = incast_window(spec, mtu)
+    levels = 0
+    in_flight = window
+    if spec.algo == Algorithm.NETREDUCE:
+        # Credits bound what a worker has in flight; a job whose workers sit on several edge switches
+        # is aggregated in two levels (leaves, then a spine).
+        in_flight = min(window, spec.credits * NETREDUCE_PACKETS)
+        topo = topology_for(spec)
+        levels = 1 if len({topo.attachment(n.host)[0] for n in nodes if n.role == Role.WORKER}) > 1 else 0
     training = training_config(spec)
     timeout = JobConfig.iteration_timeout
     if training is not None:  # the emulated computation, stretched, comes on top of the communication
@@ -89,7 +98,7 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
                      float_mode=spec.float_mode, transport=spec.transport, ps_key_bytes=spec.ps_key_bytes,
-                     mtu=mtu, window=window, rto=min_rto(window, mtu, spec.bw_mbps),
+                     mtu=mtu, window=window, rto=min_rto(in_flight, mtu, spec.bw_mbps, levels),
                      reorder_window=reorder_window(spec.bw_mbps), credits=spec.credits,
                      dlcp=spec.dlcp.host_policy(), crash=spec.crash, training=training, iteration_timeout=timeout,
                      seed=spec.seed + job_id - 1, job_id=job_id)
@@ -140,12 +149,20 @@ def reorder_window(bw_mbps: float | None) -> float | None:
     return buffer_bytes(bw_mbps) / (bw_mbps * 1e6 / 8) if bw_mbps else None
 
 
-def min_rto(window: int, mtu: int, bw_mbps: float | None) -> float:
-    """The smallest retransmission timeout: at least 50 ms, 3 times a full window's time on the
-    link, and a full shaped queue's time plus a window's (under incast, as at a parameter
-    server, the packet may sit behind the whole buffer); the RTT estimate raises it further."""
+def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0) -> float:
+    """The smallest retransmission timeout: at least 50 ms, a full shaped queue's time plus a window's
+    (under incast, as at a parameter server, the packet may sit behind the whole buffer), and
+    (3 + 2 levels) windows' time on the link; the RTT estimate raises it further.
+
+    3 windows: a packet waits behind its own window at the sender's link, and its ACK behind the
+    receiver's own window (they share its link); for NetReduce the third is the wait for the slowest
+    worker, which credits keep at most one window behind (it sends message k + C only after the result
+    of k). `levels`: NetReduce's aggregation levels above the edge switches (1 for a job spread over a
+    leaf-spine fabric): each puts two more shaped links on the result's way, the partial's up and the
+    result's down, each of which may hold a window of the job's cells (docs/netreduce.md, "Loss").
+    `window`: packets in flight per QP (for NetReduce, credits x packets per message at most)."""
     if not bw_mbps:
         return 0.05
     rate = bw_mbps * 1e6 / 8
     window_s = window * (mtu + PACKET_OVERHEAD) / rate
-    return max(0.05, 3 * window_s, buffer_bytes(bw_mbps) / rate + window_s)
+    return max(0.05, (3 + 2 * levels) * window_s, buffer_bytes(bw_mbps) / rate + window_s)

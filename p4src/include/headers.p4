@@ -164,8 +164,7 @@ struct netreduce_metadata_t {
     bool    context_ok;   // the message's window index is known
     bit<32> cell;         // aggregator cell of this packet
     bit<32> other_cell;   // the same packet position in the slot's other shadow copy
-    bit<8>  outcome;      // NR_OUT_* of the contribution
-    bool    holds_result; // leaf: the cell holds its parent's result (not the local partial)
+    bit<8>  outcome;      // a contribution's verdict (NR_V_* bits), or a parent's result's NR_OUT_*
     bool    consumed;     // NetReduce took the packet (not forwarded as is)
     bool    emit;         // egress must rewrite the copy into a connection and recompute the ICRC
     bit<32> icrc;         // an emitted packet's ICRC on the canonical connection (RoceIcrc, wire order)
@@ -197,6 +196,7 @@ struct local_metadata_t {
     bit<8>       drop_reason;   // DROP_* in config.p4, valid when dropped
     bit<32>      fault_ppm;     // drop probability chosen by a fault-injection rule (parts of FAULT_SCALE)
     bit<32>      fault_draw;    // uniform random draw in [0, FAULT_SCALE) compared with fault_ppm
+    bool         fault_corrupt; // the rule corrupts (flips a bit) instead of dropping
     @field_list(CPU_CLONE_FIELD_LIST)
     bit<8>       punt_reason;   // PUNT_* when the packet goes to the CPU port
     @field_list(CPU_CLONE_FIELD_LIST)

@@ -328,6 +328,38 @@ def netreduce_leaf_corruption() -> Scenario:
     return s
 
 
+def netreduce_leaf_duplicate_result() -> Scenario:
+    """A local worker retransmits while its cell's result is on its way down (issue 9: a go-back-N
+    burst). The leaf sends its partial up again; the spine answers it with a second copy of the
+    result. The leaf sends the first copy to its local receivers and drops the second (counted as a
+    duplicate): one retransmission must not put a duplicate on every local receiver's link."""
+    topo = nr_topology(LEAFSPINE)
+    j = NrJob(topo, 1, ["h1", "h2", "h3", "h4"], credits=2)
+    spine = place_job(topo, 1, j.hosts, j.credits, []).aggregation_switch
+    s = _nr_scenario("netreduce_leaf_duplicate_result", [j], LEAFSPINE, "leaf1")
+    up_port = port_between(topo, "leaf1", spine)[0]
+    local = [r for r, h in enumerate(j.hosts) if topo.attachment(h)[0] == "leaf1"]
+    ident = iter(range(700, 10000))
+    for i in range(PACKETS):
+        _send(s, j, j.packet(local[0], 0, i, next(ident)), f"message 0 packet {i}")
+        last = _send(s, j, j.packet(local[1], 0, i, next(ident)), f"message 0 packet {i}: the partial goes up")
+        s.expect(up_port, j.between_switches(last.transport, j.total(0, i, local), "leaf1", spine, True, last.ident))
+    for i in range(PACKETS):
+        again = _send(s, j, j.packet(local[0], 0, i, next(ident)),
+                      f"retransmits packet {i} (timed out): its result is still on its way down")
+        s.expect(up_port, j.between_switches(again.transport, j.total(0, i, local), "leaf1", spine, True, again.ident))
+    for i in range(PACKETS):
+        template = j.transport(0, 0, i)
+        for copy, note in ((900 + i, "the result"), (950 + i, "its answer to the repeated partial (dropped)")):
+            result = j.between_switches(template, j.total(0, i), spine, "leaf1", False, copy)
+            s.send(up_port, result, f"{spine}: {note} of packet {i}")
+            if copy < 950:
+                _complete(s, j, Sent(-1, 0, i, copy, result, template), local)
+    s.drops = {"netreduce-refused": PACKETS}
+    s.events = {"1": {"contribution": 8, "completion": 4, "partial-up": 8, "result-down": 4, "duplicate": PACKETS}}
+    return s
+
+
 def netreduce_spine_corruption() -> Scenario:
     """The aggregation spine: corrupted partials from the leaves are dropped and counted; the intact
     ones complete the cells and the exact result goes down to both leaves."""
@@ -364,6 +396,7 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
     "netreduce_corruption": netreduce_corruption,
     "netreduce_leaf_corruption": netreduce_leaf_corruption,
     "netreduce_spine_corruption": netreduce_spine_corruption,
+    "netreduce_leaf_duplicate_result": netreduce_leaf_duplicate_result,
 }
 
 

@@ -5,6 +5,7 @@ run in tests/mininet)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,15 @@ import pytest
 
 from controller.experiment.compare import load_spec, run_compare
 from controller.experiment.counters import label_ports
-from controller.experiment.placement import fan_in, incast_window, job_config, min_rto, place, topology_for
+from controller.experiment.placement import (
+    PACKET_OVERHEAD,
+    fan_in,
+    incast_window,
+    job_config,
+    min_rto,
+    place,
+    topology_for,
+)
 from controller.experiment.report import fabric_link_loads, uplink_imbalance
 from controller.experiment.spec import DlcpOptions, ExperimentSpec, RingOrder, SpecError, Topo, spec_from_dict
 from mininet_topos.shaping import buffer_bytes
@@ -20,7 +29,7 @@ from protocol.paths import EXPERIMENTS
 from workers.config import Algorithm, Role, Scheduling, Sync
 from workers.dlcp import DlcpPolicy
 
-PS, RING = Algorithm.PS, Algorithm.RING
+PS, RING, NETREDUCE = Algorithm.PS, Algorithm.RING, Algorithm.NETREDUCE
 
 
 @pytest.mark.parametrize("path", sorted(EXPERIMENTS.glob("*.toml")), ids=lambda p: p.stem)
@@ -191,3 +200,26 @@ def test_order_tolerant_receivers_wait_a_full_queue_after_a_message_end():
     previous = comm({"spray": True, "order_tolerant": False})
     assert not previous.order_tolerant and previous.reorder_delay() == pytest.approx(previous.cfg.rto / 4)
     assert comm({"bounded_loss": True}).reorder_delay() == 0.0 and comm({"bounded_loss": True}).order_tolerant
+
+
+def test_netreduce_rto_allows_for_the_slowest_worker_and_the_hierarchy():
+    """NetReduce's ACK comes back once the slowest worker's contribution completed the cell and the
+    result crossed every shaped link of the aggregation tree: 3 windows flat, 5 over a leaf-spine
+    fabric (the partial's link up and the result's down), a window being credits x packets per message
+    (issue 9: 32-packet go-back-N bursts from timeouts on leafspine N=8, credits 8)."""
+    from protocol.netreduce import PACKETS
+
+    def rto_over_window_time(spec: ExperimentSpec) -> float:
+        nodes = place(spec, topology_for(spec)).jobs[0]
+        cfg = job_config(spec, 1, nodes)
+        assert spec.bw_mbps is not None
+        window_s = spec.credits * PACKETS * (cfg.mtu + PACKET_OVERHEAD) / (spec.bw_mbps * 1e6 / 8)
+        return cfg.rto / window_s
+
+    flat = ExperimentSpec(algo=NETREDUCE, workers=4, bw_mbps=5.0, credits=8)
+    fabric = ExperimentSpec(algo=NETREDUCE, workers=8, bw_mbps=5.0, credits=8, topo=Topo.LEAFSPINE)
+    assert rto_over_window_time(flat) == pytest.approx(3)
+    assert rto_over_window_time(fabric) == pytest.approx(5)
+    # Fewer credits, smaller windows: the queue term (a full shaped buffer plus a window) holds the floor.
+    one_credit = job_config(replace(fabric, credits=1), 1, place(fabric, topology_for(fabric)).jobs[0])
+    assert one_credit.rto >= buffer_bytes(5.0) / 625e3

@@ -128,13 +128,15 @@ def test_tensorlights_matches_the_source_port_the_engine_sends_from():
 
 def test_aggregation_payload_and_registers_come_from_config():
     """The payload's wide fields, the aggregator's registers and Python's packet layout agree with config.p4."""
+    from controller.controls import netreduce as nr
     from protocol import netreduce
 
     (agg,) = [h for h in BMV2["header_types"] if h["name"] == "agg_payload_h"]
     assert [f[1] for f in agg["fields"]] == [CONFIG.AGG_WORD_BITS] * CONFIG.AGG_WORDS_PER_PACKET
     registers = {r["name"].split(".")[-1]: r for r in BMV2["register_arrays"]}
-    assert registers["nr_values"]["bitwidth"] == CONFIG.AGG_WORD_BITS
-    assert registers["nr_values"]["size"] == CONFIG.AGG_CELLS * CONFIG.AGG_WORDS_PER_PACKET
+    values = [r for name, r in registers.items() if name.startswith("nr_values")]
+    assert sorted(r["name"].split(".")[-1] for r in values) == sorted(nr.VALUES)
+    assert all(r["bitwidth"] == CONFIG.AGG_WORD_BITS and r["size"] == CONFIG.AGG_CELLS for r in values)
     assert all(registers[r]["bitwidth"] <= 64 for r in ("nr_bitmap", "nr_count", "nr_message", "nr_final"))
     assert netreduce.WORDS * netreduce.LANES == netreduce.ELEMENTS == CONFIG.AGG_ELEMENTS_PER_PACKET
     assert netreduce.MTU == netreduce.PACKET_BYTES == 4 * CONFIG.AGG_ELEMENTS_PER_PACKET

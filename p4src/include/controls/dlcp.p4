@@ -56,24 +56,22 @@ control DlcpIngress(inout headers_t hdr,
     }
 
     apply {
-        meta.dlcp.priority = 0;
-        meta.dlcp.spray_key = 0;
-        if (hdr.bth.isValid()) {
-            meta.dlcp.job = (bit<8>)(hdr.bth.dest_qp >> QPN_JOB_SHIFT);
-            if (dlcp_jobs.apply().hit) {
-                bool ack = hdr.bth.opcode == ROCE_ACKNOWLEDGE;
-                if (meta.dlcp.priority_on == 1) {
-                    if (ack) {
-                        set_priority(DLCP_ACK_PRIORITY);
-                    } else {
-                        dlcp_classes.apply();
-                    }
+        // Applied to RoCE packets only (hdr.bth valid: gradswitch.p4); meta.dlcp starts zeroed
+        // (BMv2 zeroes every packet's metadata): priority 0, no spray key.
+        meta.dlcp.job = (bit<8>)(hdr.bth.dest_qp >> QPN_JOB_SHIFT);
+        if (dlcp_jobs.apply().hit) {
+            bool ack = hdr.bth.opcode == ROCE_ACKNOWLEDGE;
+            if (meta.dlcp.priority_on == 1) {
+                if (ack) {
+                    set_priority(DLCP_ACK_PRIORITY);
+                } else {
+                    dlcp_classes.apply();
                 }
-                meta.dlcp.droppable = meta.dlcp.drop_on == 1 && !ack
-                    && ((hdr.bth.resv7 >> DLCP_DROPPABLE_SHIFT) & 1) == 1;
-                if (meta.dlcp.spray_on == 1) {
-                    meta.dlcp.spray_key = (bit<32>)hdr.bth.psn;
-                }
+            }
+            meta.dlcp.droppable = meta.dlcp.drop_on == 1 && !ack
+                && ((hdr.bth.resv7 >> DLCP_DROPPABLE_SHIFT) & 1) == 1;
+            if (meta.dlcp.spray_on == 1) {
+                meta.dlcp.spray_key = (bit<32>)hdr.bth.psn;
             }
         }
     }

@@ -24,8 +24,6 @@ control FaultInjection(in port_t port,
                        inout local_metadata_t meta,
                        inout standard_metadata_t std_meta) {
 
-    bool corrupt = false;
-
     // Drop with probability ppm / FAULT_SCALE.
     action drop_fraction(bit<32> ppm) {
         meta.fault_ppm = ppm;
@@ -34,7 +32,7 @@ control FaultInjection(in port_t port,
     // Flip a bit with probability ppm / FAULT_SCALE (the packet goes on).
     action corrupt_fraction(bit<32> ppm) {
         meta.fault_ppm = ppm;
-        corrupt = true;
+        meta.fault_corrupt = true;
     }
 
     table faults {
@@ -53,11 +51,17 @@ control FaultInjection(in port_t port,
     }
 
     apply {
-        meta.fault_ppm = 0;
+        // meta.fault_ppm and meta.fault_corrupt start at zero (BMv2 zeroes every packet's metadata),
+        // and are zeroed again once used: the egress instance sees what ingress left.
         faults.apply();
         if (meta.fault_ppm != 0) {
             random(meta.fault_draw, 32w0, (bit<32>)(FAULT_SCALE - 1));
-            if (meta.fault_draw < meta.fault_ppm) {
+            bool corrupt = meta.fault_corrupt;
+            meta.fault_corrupt = false;
+            if (meta.fault_draw >= meta.fault_ppm) {
+                meta.fault_ppm = 0;
+            } else {
+                meta.fault_ppm = 0;
                 if (!corrupt) {
                     drop_with_reason(meta, std_meta, DROP_FAULT_INJECTED);
                 } else if (hdr.agg.isValid()) {

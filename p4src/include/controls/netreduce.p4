@@ -2,7 +2,7 @@
  * NetReduce: in-network gradient reduction on RoCE v2 Reliable Connections.
  * The design (packet format, slot life cycle, loss, credits, hierarchy) is docs/netreduce.md.
  *
- * NetReduceIngress identifies members' packets, checks their ICRC (a corrupted packet is
+ * NetReduceIngress (applied to RoCE packets only: hdr.bth valid) identifies members' packets, checks their ICRC (a corrupted packet is
  * dropped before it touches any register), places them in aggregator cells (the first packet
  * of a message carries the place in its RETH; later packets use per-QP context plus their
  * PSN offset), sums them lane-wise in wide registers inside one action, and on completion
@@ -27,14 +27,20 @@
 #error "AGG_PACKETS_PER_MESSAGE_LOG2 must be log2 of AGG_PACKETS_PER_MESSAGE"
 #endif
 
-// Outcome of a packet at its cell.
+// A parent's result at its cell (store_result sets meta.nr.outcome).
 const bit<8> NR_OUT_NONE = 0;
-const bit<8> NR_OUT_ABSORBED = 1;   // added; the cell waits for more members
-const bit<8> NR_OUT_COMPLETE = 2;   // added and complete (or a parent's result stored): emit
-const bit<8> NR_OUT_RESEND = 3;     // retransmission for a complete cell: answer with what the cell holds
-const bit<8> NR_OUT_DUPLICATE = 4;  // retransmission for a cell still waiting: drop
-const bit<8> NR_OUT_NO_CREDIT = 5;  // the slot still holds an older message (over-sending): drop
-const bit<8> NR_OUT_STALE = 6;      // the message is older than the slot's: drop
+const bit<8> NR_OUT_COMPLETE = 2;   // stored: emit it to the local receivers
+const bit<8> NR_OUT_DUPLICATE = 4;  // the cell already holds it (the parent answered a repeated partial): drop
+const bit<8> NR_OUT_STALE = 6;      // for a message older than the cell's: drop
+
+// A contribution's verdict (contribute sets meta.nr.outcome to these bits; nr_verdicts maps them to
+// what happens, one table instead of a chain of conditions: BMv2 pays for every pipeline node).
+const bit<8> NR_V_MINE = 0x20;      // the member had already contributed to the cell's message
+const bit<8> NR_V_ACCEPT = 0x10;    // added (fresh cell, or another member's partial sum of the same message)
+const bit<8> NR_V_SAME = 0x08;      // the cell holds this message
+const bit<8> NR_V_COMPLETE = 0x04;  // every member has contributed (after this one)
+const bit<8> NR_V_BEHIND = 0x02;    // the message is older than the cell's
+const bit<8> NR_V_FINAL = 0x01;     // leaf: the cell holds its parent's result
 
 // Message numbers are PSN >> AGG_PACKETS_PER_MESSAGE_LOG2: the PSN's 24 bits less the packet offset.
 #define NR_MSG_BITS (24 - AGG_PACKETS_PER_MESSAGE_LOG2)
@@ -46,24 +52,30 @@ const bit<8> NR_OUT_STALE = 6;      // the message is older than the slot's: dro
 #error "a per-QP context entry must hold the message number, an 8-bit window index and the valid bit"
 #endif
 
-// One word (64 int32 lanes) of a contribution: the cell's word masked by `keep` (all ones, or zero
-// for a fresh cell) plus the payload's masked by `take` (all ones when the contribution is
-// accepted, else zero), lane-wise: fresh -> the payload, add -> the sum, refused -> the cell as it
-// was. The packet leaves carrying what the cell now holds. The value goes into the header field
-// and the register is written from that field (p4c would copy-propagate a local holding the sum
-// and evaluate the sum twice); masks instead of ?: keep it to one assignment per word (BMv2
-// pays for every assignment of a wide field).
+// One word (64 int32 lanes) of a contribution, in word q's own register (indexed by the cell, so
+// no index is computed per word): fresh -> the payload, accepted into a partial cell -> the
+// lane-wise sum, refused -> the cell as it was. The packet leaves carrying what the cell now
+// holds. BMv2 evaluates only the branch a ?: takes, and pays per primitive and per wide
+// operation, so each word costs one register read, one assignment (no operation for a fresh
+// cell, six for a sum, none for a refusal) and one register write. The value goes into the
+// header field and the register is written from that field (p4c would copy-propagate a local
+// holding the sum and evaluate the sum twice). `v` is one local for every word: each wide
+// local is a metadata field BMv2 zeroes for every packet.
 #define NR_ADD(q) \
-    bit<AGG_WORD_BITS> v##q; \
-    nr_values.read(v##q, vbase + q); \
-    hdr.agg.w##q = AGG_LANE_ADD(v##q & keep, hdr.agg.w##q & take); \
-    nr_values.write(vbase + q, hdr.agg.w##q);
+    nr_values##q.read(v, meta.nr.cell); \
+    hdr.agg.w##q = add ? AGG_LANE_ADD(v, hdr.agg.w##q) : hdr.agg.w##q; \
+    hdr.agg.w##q = accept ? hdr.agg.w##q : v; \
+    nr_values##q.write(meta.nr.cell, hdr.agg.w##q);
 
-// One word of a parent's result: stored when it is for the cell's current message.
+// One word of a parent's result: stored when it is for the cell's current message (else the packet,
+// refused, carries the cell's word and the cell keeps it).
 #define NR_STORE(q) \
-    bit<AGG_WORD_BITS> r##q; \
-    nr_values.read(r##q, vbase + q); \
-    nr_values.write(vbase + q, (hdr.agg.w##q & take) | (r##q & keep));
+    nr_values##q.read(v, meta.nr.cell); \
+    hdr.agg.w##q = current ? hdr.agg.w##q : v; \
+    nr_values##q.write(meta.nr.cell, hdr.agg.w##q);
+
+// The sums: word q (64 int32 lanes) of every cell in register nr_values<q>.
+#define NR_VALUES_REGISTER(q) register<bit<AGG_WORD_BITS>>(AGG_CELLS) nr_values##q;
 
 control NetReduceIngress(inout headers_t hdr,
                   inout local_metadata_t meta,
@@ -74,8 +86,8 @@ control NetReduceIngress(inout headers_t hdr,
     counter(AGG_MAX_JOBS * NR_EVENTS, CounterType.packets) nr_job_events;
     counter(MAX_PORTS * NR_EVENTS, CounterType.packets) nr_port_events;
 
-    // The sums: AGG_WORDS_PER_PACKET wide words (AGG_ELEMENTS_PER_PACKET int32 lanes) per cell.
-    register<bit<AGG_WORD_BITS>>(AGG_CELLS * AGG_WORDS_PER_PACKET) nr_values;
+    // The sums: AGG_WORDS_PER_PACKET wide words (AGG_ELEMENTS_PER_PACKET int32 lanes) per cell, word q in nr_values<q>.
+    AGG_FOR_EACH_WORD(NR_VALUES_REGISTER)
     // Members that contributed to the cell's current message.
     register<bit<32>>(AGG_CELLS) nr_bitmap;
     // How many.
@@ -229,42 +241,39 @@ control NetReduceIngress(inout headers_t hdr,
         nr_message.read(msg, meta.nr.cell);
         nr_final.read(fin, meta.nr.cell);
         bit<32> mask = 32w1 << meta.nr.member_bit;
-        bit<32> members = (bit<32>)meta.nr.members;
         bool mine = (bitmap & mask) != 0;
+        bool fresh = bitmap == 0;
         bool same = msg == meta.nr.msg;
-        bool fresh = !mine && bitmap == 0;
-        bool add = !mine && bitmap != 0 && same;
+        bool add = !mine && !fresh && same;
         bool accept = fresh || add;
+        bit<32> new_count = (fresh ? 32w0 : count) + (bit<32>)(bit<1>)accept;
         bool behind = ((meta.nr.msg - msg) & NR_MSG_MASK) >= NR_MSG_HALF;
-        bit<32> new_count = fresh ? 32w1 : (add ? count + 1 : count);
-        meta.nr.outcome = mine
-            ? (same ? (count == members ? NR_OUT_RESEND : NR_OUT_DUPLICATE) : NR_OUT_STALE)
-            : (accept ? (new_count == members ? NR_OUT_COMPLETE : NR_OUT_ABSORBED)
-                      : (behind ? NR_OUT_STALE : NR_OUT_NO_CREDIT));
-        meta.nr.holds_result = fin == 1;
+        // One assignment (nested ?: would become a chain of predicated temporaries).
+        meta.nr.outcome = 2w0 ++ (bit<1>)mine ++ (bit<1>)accept ++ (bit<1>)same
+            ++ (bit<1>)(new_count == (bit<32>)meta.nr.members) ++ (bit<1>)behind ++ (bit<1>)(fin == 1);
         nr_count.write(meta.nr.cell, new_count);
         nr_message.write(meta.nr.cell, fresh ? meta.nr.msg : msg);
         nr_final.write(meta.nr.cell, fresh ? 8w0 : fin);
         nr_bitmap.write(meta.nr.cell, accept ? (bitmap | mask) : bitmap);
         nr_bitmap.write(meta.nr.other_cell, accept ? (other & ~mask) : other);
-        bit<32> vbase = meta.nr.cell << AGG_WORDS_PER_PACKET_LOG2;
-        bit<AGG_WORD_BITS> keep = -((bit<AGG_WORD_BITS>)(bit<1>)!fresh);
-        bit<AGG_WORD_BITS> take = -((bit<AGG_WORD_BITS>)(bit<1>)accept);
+        bit<AGG_WORD_BITS> v;
         AGG_FOR_EACH_WORD(NR_ADD)
     }
 
     // A parent's result: store it in the cell (if it is for the cell's message) and mark it final.
+    // Once: a second copy of a result the cell already holds (the parent's answer to a partial that a
+    // local worker's retransmission sent up again while the result was on its way down) is not sent
+    // to the local receivers again. They got the first copy; sent again, it would put a duplicate on
+    // every local receiver's link for one worker's retransmission (docs/netreduce.md, "Loss").
     action store_result() {
         bit<32> msg;
         bit<8> fin;
         nr_message.read(msg, meta.nr.cell);
         nr_final.read(fin, meta.nr.cell);
         bool current = msg == meta.nr.msg;
-        meta.nr.outcome = current ? NR_OUT_COMPLETE : NR_OUT_STALE;
+        meta.nr.outcome = current ? (fin == 0 ? NR_OUT_COMPLETE : NR_OUT_DUPLICATE) : NR_OUT_STALE;
         nr_final.write(meta.nr.cell, current ? 8w1 : fin);
-        bit<32> vbase = meta.nr.cell << AGG_WORDS_PER_PACKET_LOG2;
-        bit<AGG_WORD_BITS> keep = -((bit<AGG_WORD_BITS>)(bit<1>)!current);
-        bit<AGG_WORD_BITS> take = -((bit<AGG_WORD_BITS>)(bit<1>)current);
+        bit<AGG_WORD_BITS> v;
         AGG_FOR_EACH_WORD(NR_STORE)
     }
 
@@ -299,15 +308,72 @@ control NetReduceIngress(inout headers_t hdr,
         mark_to_drop(std_meta);
     }
 
-    apply {
-        meta.nr.consumed = false;
-        meta.nr.emit = false;
-        bool first = hdr.bth.opcode == ROCE_WRITE_FIRST;
-        bool later = hdr.bth.opcode == ROCE_WRITE_MIDDLE || hdr.bth.opcode == ROCE_WRITE_LAST_IMM;
-        if (!hdr.bth.isValid() || hdr.bth.opcode == ROCE_ACKNOWLEDGE) {
-            return;
+    // ---- what a contribution's verdict does ----
+
+    action absorbed() {
+        count_event(NR_EV_CONTRIBUTION);
+        absorb();
+    }
+
+    action completed() {
+        count_event(NR_EV_CONTRIBUTION);
+        count_event(NR_EV_COMPLETION);
+        emit(meta.nr.group_base);
+    }
+
+    // A leaf's local sum is complete: it goes up to the parent.
+    action completed_up() {
+        count_event(NR_EV_CONTRIBUTION);
+        count_event(NR_EV_COMPLETION);
+        count_event(NR_EV_PARTIAL_UP);
+        emit(meta.nr.group_base + NR_GROUP_UP);
+    }
+
+    // A retransmission for a complete cell: answered with the result on that connection only.
+    action answer() {
+        count_event(NR_EV_RETRANSMITTED_RESULT);
+        emit(meta.nr.group_base + NR_GROUP_PEER_BASE + (bit<16>)meta.nr.peer_index);
+    }
+
+    // A retransmission at a leaf whose cell holds the local partial (no result yet): the partial goes up again.
+    action resend_up() {
+        count_event(NR_EV_PARTIAL_UP);
+        emit(meta.nr.group_base + NR_GROUP_UP);
+    }
+
+    table nr_verdicts {
+        key = {
+            meta.nr.outcome: ternary;
+            meta.nr.role: ternary;
         }
-        if (!nr_members.apply().hit) {
+        actions = {
+            absorbed;
+            completed;
+            completed_up;
+            answer;
+            resend_up;
+            refuse;
+        }
+        default_action = refuse(NR_EV_NO_CREDIT);
+        // First match wins (entries are in priority order).
+        const entries = {
+            ((NR_V_MINE | NR_V_SAME | NR_V_COMPLETE) &&& (NR_V_MINE | NR_V_SAME | NR_V_COMPLETE | NR_V_FINAL), NR_ROLE_LEAF &&& 0xFF) : resend_up();
+            ((NR_V_MINE | NR_V_SAME | NR_V_COMPLETE) &&& (NR_V_MINE | NR_V_SAME | NR_V_COMPLETE), _) : answer();
+            ((NR_V_MINE | NR_V_SAME) &&& (NR_V_MINE | NR_V_SAME), _) : refuse(NR_EV_DUPLICATE);
+            (NR_V_MINE &&& NR_V_MINE, _) : refuse(NR_EV_STALE);
+            ((NR_V_ACCEPT | NR_V_COMPLETE) &&& (NR_V_ACCEPT | NR_V_COMPLETE), NR_ROLE_LEAF &&& 0xFF) : completed_up();
+            ((NR_V_ACCEPT | NR_V_COMPLETE) &&& (NR_V_ACCEPT | NR_V_COMPLETE), _) : completed();
+            (NR_V_ACCEPT &&& NR_V_ACCEPT, _) : absorbed();
+            (NR_V_BEHIND &&& NR_V_BEHIND, _) : refuse(NR_EV_STALE);
+        }
+    }
+
+    apply {
+        // (meta.nr starts zeroed, as BMv2 gives every packet its metadata: not consumed, no emit.)
+        // No `return`: p4c makes each one a flag that every later node tests, and BMv2 pays per node.
+        if (hdr.bth.opcode == ROCE_ACKNOWLEDGE) {
+            // ACKs and NAKs are end to end: routed as they are.
+        } else if (!nr_members.apply().hit) {
             // Not a member: refused if it claims a job from a host port, else plain RoCE traffic.
             if (hdr.reth.isValid()) {
                 nr_job_keys.apply();
@@ -318,83 +384,54 @@ control NetReduceIngress(inout headers_t hdr,
             if (meta.nr.claims && nr_host_ports.apply().hit) {
                 refuse(NR_EV_NOT_MEMBER);
             }
-            return;
-        }
-        if (!nr_jobs.apply().hit) {
+        } else if (!nr_jobs.apply().hit) {
             refuse(NR_EV_NOT_MEMBER);
-            return;
-        }
-        if (!hdr.agg.isValid() || !(first || later)) {
+        } else if (!hdr.agg.isValid() || !(hdr.bth.opcode == ROCE_WRITE_FIRST || hdr.bth.opcode == ROCE_WRITE_MIDDLE
+                                           || hdr.bth.opcode == ROCE_WRITE_LAST_IMM)) {
             refuse(NR_EV_MALFORMED);
-            return;
-        }
-        // Before any register is read or written (learn_context writes the per-QP context).
-        bit<32> wire_icrc;
-        ROCE_ICRC(wire_icrc, hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.udp.src_port, hdr.bth.dest_qp)
-        if (wire_icrc != hdr.icrc.value) {
-            refuse_corrupted();
-            return;
-        }
-        if (first) {
-            learn_context();
-            if (!meta.nr.context_ok) {
-                refuse(NR_EV_MALFORMED);
-                return;
-            }
         } else {
-            recall_context();
-            if (!meta.nr.context_ok) {
-                refuse(NR_EV_NO_CONTEXT);
-                return;
-            }
-        }
-        locate();
-        if (meta.nr.cell >= AGG_CELLS || meta.nr.other_cell >= AGG_CELLS) {
-            refuse(NR_EV_MALFORMED);
-            return;
-        }
-        if (meta.nr.kind == NR_MEMBER_PARENT) {
-            store_result();
-            if (meta.nr.outcome == NR_OUT_COMPLETE) {
-                count_event(NR_EV_RESULT_DOWN);
-                emit(meta.nr.group_base);
+            // Before any register is read or written (learn_context writes the per-QP context).
+            bit<32> wire_icrc;
+            ROCE_ICRC(wire_icrc, hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.udp.src_port, hdr.bth.dest_qp)
+            if (wire_icrc != hdr.icrc.value) {
+                refuse_corrupted();
             } else {
-                refuse(NR_EV_STALE);
-            }
-        } else {
-            contribute();
-            if (meta.nr.outcome == NR_OUT_COMPLETE) {
-                count_event(NR_EV_CONTRIBUTION);
-                count_event(NR_EV_COMPLETION);
-                if (meta.nr.role == NR_ROLE_LEAF) {
-                    count_event(NR_EV_PARTIAL_UP);
-                    emit(meta.nr.group_base + NR_GROUP_UP);
+                if (hdr.reth.isValid()) {  // WRITE First (the parser extracts its RETH)
+                    learn_context();
+                    if (!meta.nr.context_ok) {
+                        refuse(NR_EV_MALFORMED);
+                    }
                 } else {
-                    emit(meta.nr.group_base);
+                    recall_context();
+                    if (!meta.nr.context_ok) {
+                        refuse(NR_EV_NO_CONTEXT);
+                    }
                 }
-            } else if (meta.nr.outcome == NR_OUT_ABSORBED) {
-                count_event(NR_EV_CONTRIBUTION);
-                absorb();
-            } else if (meta.nr.outcome == NR_OUT_RESEND) {
-                if (meta.nr.role == NR_ROLE_LEAF && !meta.nr.holds_result) {
-                    count_event(NR_EV_PARTIAL_UP);
-                    emit(meta.nr.group_base + NR_GROUP_UP);
-                } else {
-                    count_event(NR_EV_RETRANSMITTED_RESULT);
-                    emit(meta.nr.group_base + NR_GROUP_PEER_BASE + (bit<16>)meta.nr.peer_index);
+                if (meta.nr.context_ok) {
+                    locate();
+                    if (meta.nr.cell >= AGG_CELLS || meta.nr.other_cell >= AGG_CELLS) {
+                        refuse(NR_EV_MALFORMED);
+                    } else if (meta.nr.kind == NR_MEMBER_PARENT) {
+                        store_result();
+                        if (meta.nr.outcome == NR_OUT_COMPLETE) {
+                            count_event(NR_EV_RESULT_DOWN);
+                            emit(meta.nr.group_base);
+                        } else if (meta.nr.outcome == NR_OUT_DUPLICATE) {
+                            refuse(NR_EV_DUPLICATE);
+                        } else {
+                            refuse(NR_EV_STALE);
+                        }
+                    } else {
+                        contribute();
+                        nr_verdicts.apply();
+                    }
+                    if (meta.nr.emit) {
+                        // The ICRC of what the packet now carries, once, on the canonical connection
+                        // (zero addresses, port and QP): egress makes each copy's from it (controls/icrc.p4).
+                        ROCE_ICRC(meta.nr.icrc, 32w0, 32w0, 16w0, 24w0)
+                    }
                 }
-            } else if (meta.nr.outcome == NR_OUT_DUPLICATE) {
-                refuse(NR_EV_DUPLICATE);
-            } else if (meta.nr.outcome == NR_OUT_NO_CREDIT) {
-                refuse(NR_EV_NO_CREDIT);
-            } else {
-                refuse(NR_EV_STALE);
             }
-        }
-        if (meta.nr.emit) {
-            // The ICRC of what the packet now carries, once, on the canonical connection (zero addresses,
-            // port and QP): egress makes each copy's from it (controls/icrc.p4).
-            ROCE_ICRC(meta.nr.icrc, 32w0, 32w0, 16w0, 24w0)
         }
     }
 }
