@@ -236,8 +236,9 @@ class NetReduceJobs:
     def slots_in_use(self, switch: str, job: int) -> int:
         state = self._job(job).switches[switch]
         with Bmv2Thrift(self.fabric.addresses[switch].thrift_port) as thrift:
-            bitmaps = thrift.register_read_all(register_names()["nr_bitmap"])
-        return sum(1 for b in bitmaps[state.base_cell : state.base_cell + state.cells] if b)
+            cells = thrift.register_read_all(register_names()[nr.CELLS])
+        bitmap = (1 << CONFIG.AGG_MAX_MEMBERS) - 1  # a cell's contribution bitmap: its state's low bits
+        return sum(1 for c in cells[state.base_cell : state.base_cell + state.cells] if c & bitmap)
 
     def status(self, job: int) -> JobStatus:
         info = self.describe(job)

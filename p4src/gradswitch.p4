@@ -53,7 +53,8 @@ control GradswitchIngress(inout headers_t hdr,
                     dlcp.apply(hdr, meta, std_meta);
                     netreduce.apply(hdr, meta, std_meta);
                 }
-                if (!meta.dropped && !meta.nr.consumed) {
+                // (A packet NetReduce consumed may have no valid Ethernet header here: controls/icrc.p4.)
+                if (!meta.dropped && !meta.nr.consumed && hdr.ethernet.isValid()) {
                     if (hdr.arp.isValid()) {
                         arp.apply(hdr, meta, std_meta);
                     } else if (hdr.ipv4.isValid()) {

@@ -27,7 +27,9 @@ HOST_PORTS = "nr_host_ports"
 CONNECTIONS = "nr_connections"
 JOB_EVENTS = "nr_job_events"
 PORT_EVENTS = "nr_port_events"
-REGISTERS_PER_CELL = ("nr_bitmap", "nr_count", "nr_message", "nr_final")
+# A cell's state (bitmap, message number, count, final flag: one 64-bit cell, layout in config.p4).
+CELLS = "nr_cells"
+REGISTERS_PER_CELL = (CELLS,)
 # The sums: word q of every cell in register nr_values<q> (wide; the Thrift API can only clear them).
 VALUES = tuple(f"nr_values{q}" for q in range(CONFIG.AGG_WORDS_PER_PACKET))
 QP_CONTEXT = "nr_qp_context"

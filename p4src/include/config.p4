@@ -130,6 +130,13 @@
 #define AGG_CELLS 2048
 // Credits (messages in flight per worker) a job may have at most: the per-QP context entries per member.
 #define AGG_MAX_CREDITS 8
+// A cell's state is one 64-bit register cell: the contribution bitmap in its low AGG_MAX_MEMBERS bits, then
+// the message number from this bit.
+#define NR_CELL_MSG_SHIFT 32
+// Bit position of a cell's contribution count (8 bits) in its state.
+#define NR_CELL_COUNT_SHIFT 54
+// Bit position of a cell's "final" flag (leaf: it holds its parent's result, not the local partial).
+#define NR_CELL_FINAL_SHIFT 63
 // Jobs a switch aggregates at once.
 #define AGG_MAX_JOBS 16
 // Members (workers, or child switches) of one job on one switch: the width of the contribution bitmap.

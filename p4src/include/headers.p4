@@ -93,9 +93,7 @@ header bth_h {
     bit<2>  pad_count;   // bytes of padding before the ICRC
     bit<4>  tver;        // transport header version (0)
     bit<16> pkey;        // partition key
-    bit<1>  fecn;        // forward congestion notification (masked in the ICRC)
-    bit<1>  becn;        // backward congestion notification (masked in the ICRC)
-    bit<6>  resv6;       // reserved (masked in the ICRC)
+    bit<8>  fecn_becn;   // FECN (bit 7), BECN (bit 6) and 6 reserved bits: all masked in the ICRC
     qpn_t   dest_qp;     // destination queue pair
     bit<1>  ack_req;     // responder should acknowledge
     bit<7>  resv7;
@@ -125,11 +123,18 @@ header icrc_h {
     bit<32> value;
 }
 
+// What the ICRC puts before the IPv4 header on RoCE v2: 8 bytes of ones for the InfiniBand LRH
+// (controls/icrc.p4). Never parsed nor emitted: valid only while the switch computes an ICRC.
+header icrc_lrh_h {
+    bit<64> ones;
+}
+
 struct headers_t {
     packet_out_h packet_out;
     packet_in_h  packet_in;
     ethernet_h   ethernet;
     arp_h        arp;
+    icrc_lrh_h   icrc_lrh;     // (the ICRC hashes the valid headers from here to agg: controls/icrc.p4)
     ipv4_h       ipv4;
     tcp_h        tcp;
     udp_h        udp;
@@ -167,7 +172,8 @@ struct netreduce_metadata_t {
     bit<8>  outcome;      // a contribution's verdict (NR_V_* bits), or a parent's result's NR_OUT_*
     bool    consumed;     // NetReduce took the packet (not forwarded as is)
     bool    emit;         // egress must rewrite the copy into a connection and recompute the ICRC
-    bit<32> icrc;         // an emitted packet's ICRC on the canonical connection (RoceIcrc, wire order)
+    bool    icrc_ok;      // the packet's ICRC is right (checked before anything of it is used)
+    bit<32> icrc;         // an emitted packet's ICRC on the canonical connection (controls/icrc.p4, wire order)
 }
 
 // DLCP state of one packet (controls/dlcp.p4).

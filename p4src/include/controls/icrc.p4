@@ -1,5 +1,5 @@
 /*
- * ROCE_ICRC: the ICRC of a RoCE v2 aggregation packet, as it must appear on the wire.
+ * The ICRC of a RoCE v2 aggregation packet, as it must appear on the wire (ICRC_COVER, ICRC_OF_HEADERS, ICRC_UNCOVER).
  *
  * One definition for both directions. NetReduceIngress compares it with the ICRC a packet
  * arrived with (a corrupted contribution, partial or result is dropped before it touches any
@@ -15,6 +15,15 @@
  * ones, the UDP header with its checksum replaced by ones, the BTH with FECN, BECN and the 6
  * reserved bits replaced by ones, the extension header (RETH or ImmDt), the payload. The ICRC
  * goes on the wire least significant byte first, so the hash's bytes are reversed.
+ *
+ * The hash's input is the headers struct itself: BMv2 serializes its valid headers in order, and
+ * p4c passes them as they are. (A list of fields or of headers is copied into temporaries first,
+ * every payload word included; those temporaries were a fifth of what a contribution cost BMv2, and
+ * each is metadata BMv2 zeroes for every packet.) So the packet's own headers are made what the
+ * ICRC covers: the variant fields set to ones, Ethernet and the ICRC trailer taken out, the LRH's
+ * ones put in (headers.p4 orders icrc_lrh right before IPv4). Only packets NetReduce consumes
+ * go through this: a contribution is dropped or becomes a result, whose egress rewrite sets every
+ * variant field again (controls/netreduce.p4).
  */
 #ifndef _GRADSWITCH_ICRC_P4_
 #define _GRADSWITCH_ICRC_P4_
@@ -24,42 +33,31 @@
 
 #include "../headers.p4"
 
-// The invariant fields of IPv4 / UDP / BTH that start the ICRC.
-#define ICRC_PREFIX(SRC_ADDR, DST_ADDR, SRC_PORT, DEST_QP) \
-    64w0xFFFFFFFFFFFFFFFF \
-    ++ hdr.ipv4.version ++ hdr.ipv4.ihl ++ 8w0xFF ++ hdr.ipv4.total_len ++ hdr.ipv4.identification \
-    ++ hdr.ipv4.flags ++ hdr.ipv4.frag_offset ++ 8w0xFF ++ hdr.ipv4.protocol ++ 16w0xFFFF \
-    ++ SRC_ADDR ++ DST_ADDR \
-    ++ SRC_PORT ++ hdr.udp.dst_port ++ hdr.udp.length ++ 16w0xFFFF \
-    ++ hdr.bth.opcode ++ hdr.bth.se ++ hdr.bth.mig_req ++ hdr.bth.pad_count ++ hdr.bth.tver ++ hdr.bth.pkey \
-    ++ 8w0xFF ++ DEST_QP ++ hdr.bth.ack_req ++ hdr.bth.resv7 ++ hdr.bth.psn
+// Statements for an action of a control with `hdr`: the packet's valid headers become exactly what
+// the ICRC covers (aggregation packets: IPv4, UDP, BTH, RETH or ImmDt, payload).
+#define ICRC_COVER() \
+    hdr.ipv4.dscp = 0x3F; \
+    hdr.ipv4.ecn = 3; \
+    hdr.ipv4.ttl = 0xFF; \
+    hdr.ipv4.hdr_checksum = 0xFFFF; \
+    hdr.udp.checksum = 0xFFFF; \
+    hdr.bth.fecn_becn = 0xFF; \
+    hdr.ethernet.setInvalid(); \
+    hdr.icrc.setInvalid(); \
+    hdr.icrc_lrh.setValid(); \
+    hdr.icrc_lrh.ones = 0xFFFFFFFFFFFFFFFF;
 
-// (One concatenated element, not a list of fields: p4c copies every element of a hash's field
-// list into a temporary first, and BMv2 pays for every copy.)
-#define ICRC_PAYLOAD_WORD(q) hdr.agg.w##q
+// ... and back: Ethernet and the trailer valid again (their fields zero until egress rewrites them).
+#define ICRC_UNCOVER() \
+    hdr.icrc_lrh.setInvalid(); \
+    hdr.ethernet.setValid(); \
+    hdr.icrc.setValid();
 
-// WIRE_ICRC = the ICRC trailer the packet would carry (hdr.icrc.value's layout) with the given
-// source and destination addresses, UDP source port and destination QP (the packet's own to check
-// it). A statement for the apply block of a control with `hdr` (a macro, not a control: applying a
-// control copies the whole headers struct in, four wide payload fields included, on every packet).
-// Aggregation packets only (hdr.agg valid): WRITE First (RETH), Middle, Last with Immediate (ImmDt).
-#define ROCE_ICRC(WIRE_ICRC, SRC_ADDR, DST_ADDR, SRC_PORT, DEST_QP) { \
+// WIRE = the ICRC of the covered headers, as the trailer carries it (hdr.icrc.value's byte order).
+#define ICRC_OF_HEADERS(WIRE) { \
     bit<32> icrc_crc; \
-    if (hdr.reth.isValid()) { \
-        hash(icrc_crc, HashAlgorithm.crc32, 32w0, \
-             { ICRC_PREFIX(SRC_ADDR, DST_ADDR, SRC_PORT, DEST_QP), \
-               hdr.reth.virtual_addr ++ hdr.reth.rkey ++ hdr.reth.dma_length, AGG_WORD_LIST(ICRC_PAYLOAD_WORD) }, \
-             33w0x100000000); \
-    } else if (hdr.immdt.isValid()) { \
-        hash(icrc_crc, HashAlgorithm.crc32, 32w0, \
-             { ICRC_PREFIX(SRC_ADDR, DST_ADDR, SRC_PORT, DEST_QP), hdr.immdt.data, AGG_WORD_LIST(ICRC_PAYLOAD_WORD) }, \
-             33w0x100000000); \
-    } else { \
-        hash(icrc_crc, HashAlgorithm.crc32, 32w0, \
-             { ICRC_PREFIX(SRC_ADDR, DST_ADDR, SRC_PORT, DEST_QP), AGG_WORD_LIST(ICRC_PAYLOAD_WORD) }, \
-             33w0x100000000); \
-    } \
-    WIRE_ICRC = icrc_crc[7:0] ++ icrc_crc[15:8] ++ icrc_crc[23:16] ++ icrc_crc[31:24]; \
+    hash(icrc_crc, HashAlgorithm.crc32, 32w0, hdr, 33w0x100000000); \
+    WIRE = icrc_crc[7:0] ++ icrc_crc[15:8] ++ icrc_crc[23:16] ++ icrc_crc[31:24]; \
 }
 
 #endif

@@ -51,6 +51,9 @@ const bit<8> NR_V_FINAL = 0x01;     // leaf: the cell holds its parent's result
 #if NR_MSG_BITS + 8 > 31
 #error "a per-QP context entry must hold the message number, an 8-bit window index and the valid bit"
 #endif
+#if NR_CELL_MSG_SHIFT < AGG_MAX_MEMBERS || NR_CELL_COUNT_SHIFT < NR_CELL_MSG_SHIFT + NR_MSG_BITS || NR_CELL_FINAL_SHIFT < NR_CELL_COUNT_SHIFT + 8 || NR_CELL_FINAL_SHIFT > 63
+#error "a cell's state must hold the bitmap, the message number, an 8-bit count and the final flag in 64 bits"
+#endif
 
 // One word (64 int32 lanes) of a contribution, in word q's own register (indexed by the cell, so
 // no index is computed per word): fresh -> the payload, accepted into a partial cell -> the
@@ -74,6 +77,17 @@ const bit<8> NR_V_FINAL = 0x01;     // leaf: the cell holds its parent's result
     hdr.agg.w##q = current ? hdr.agg.w##q : v; \
     nr_values##q.write(meta.nr.cell, hdr.agg.w##q);
 
+// The packet's cell, and the same position in the slot's other shadow copy, from the window index
+// and the PSN's offset: the last statements of learn_context and recall_context (in the same action:
+// one pipeline node less per packet).
+#define NR_LOCATE() \
+    bit<32> credits = (bit<32>)meta.nr.credits; \
+    bit<32> at = (bit<32>)meta.nr.window; \
+    bit<32> offset = (bit<32>)(hdr.bth.psn & (AGG_PACKETS_PER_MESSAGE - 1)); \
+    meta.nr.cell = meta.nr.base_cell + (at << AGG_PACKETS_PER_MESSAGE_LOG2) + offset; \
+    meta.nr.other_cell = meta.nr.base_cell + ((at >= credits ? at - credits : at + credits) << AGG_PACKETS_PER_MESSAGE_LOG2) \
+        + offset;
+
 // The sums: word q (64 int32 lanes) of every cell in register nr_values<q>.
 #define NR_VALUES_REGISTER(q) register<bit<AGG_WORD_BITS>>(AGG_CELLS) nr_values##q;
 
@@ -88,14 +102,11 @@ control NetReduceIngress(inout headers_t hdr,
 
     // The sums: AGG_WORDS_PER_PACKET wide words (AGG_ELEMENTS_PER_PACKET int32 lanes) per cell, word q in nr_values<q>.
     AGG_FOR_EACH_WORD(NR_VALUES_REGISTER)
-    // Members that contributed to the cell's current message.
-    register<bit<32>>(AGG_CELLS) nr_bitmap;
-    // How many.
-    register<bit<32>>(AGG_CELLS) nr_count;
-    // The cell's current message number.
-    register<bit<32>>(AGG_CELLS) nr_message;
-    // Leaf: the parent's result for the cell's message has arrived (the cell holds the result, not the partial).
-    register<bit<8>>(AGG_CELLS) nr_final;
+    // A cell's state, one register cell (one read and one write per packet): the members that contributed
+    // to the cell's current message (bitmap, low AGG_MAX_MEMBERS bits), that message's number (from
+    // NR_CELL_MSG_SHIFT), how many contributed (NR_CELL_COUNT_SHIFT), and on a leaf whether the parent's
+    // result has arrived (NR_CELL_FINAL_SHIFT: the cell holds the result, not the local partial).
+    register<bit<64>>(AGG_CELLS) nr_cells;
     // Per member QP, per message in flight (message mod AGG_MAX_CREDITS): window index learned at the first packet.
     register<bit<32>>(AGG_MAX_QPS * AGG_MAX_CREDITS) nr_qp_context;
 
@@ -187,6 +198,28 @@ control NetReduceIngress(inout headers_t hdr,
         size = MAX_PORTS;
     }
 
+    // ---- integrity (controls/icrc.p4) ----
+
+    // Before anything of the packet is used: is its ICRC the one its covered headers give?
+    action check_icrc() {
+        bit<32> wire = hdr.icrc.value;
+        ICRC_COVER()
+        bit<32> computed;
+        ICRC_OF_HEADERS(computed)
+        meta.nr.icrc_ok = computed == wire;
+    }
+
+    // The ICRC of what the packet now carries, once, on the canonical connection (zero addresses,
+    // port and QP): egress makes each copy's from it. Ethernet and the trailer come back for egress.
+    action canonical_icrc() {
+        hdr.ipv4.src_addr = 0;
+        hdr.ipv4.dst_addr = 0;
+        hdr.udp.src_port = 0;
+        hdr.bth.dest_qp = 0;
+        ICRC_OF_HEADERS(meta.nr.icrc)
+        ICRC_UNCOVER()
+    }
+
     // ---- where a packet goes ----
 
     // First packet: its RETH says where the message sits in the job's window; remember it for the
@@ -205,6 +238,7 @@ control NetReduceIngress(inout headers_t hdr,
         nr_qp_context.read(old, index);
         bit<32> entry = NR_CTX_VALID | (((bit<32>)meta.nr.window) << NR_MSG_BITS) | (meta.nr.msg & NR_MSG_MASK);
         nr_qp_context.write(index, meta.nr.context_ok ? entry : old);
+        NR_LOCATE()
     }
 
     // Middle and last packets: the window index learned at their message's first packet.
@@ -215,47 +249,38 @@ control NetReduceIngress(inout headers_t hdr,
         nr_qp_context.read(entry, index);
         meta.nr.window = (bit<8>)(entry >> NR_MSG_BITS);
         meta.nr.context_ok = (entry & NR_CTX_VALID) != 0 && (entry & NR_MSG_MASK) == meta.nr.msg;
-    }
-
-    // The packet's cell, and the same position in the slot's other shadow copy.
-    action locate() {
-        bit<32> offset = (bit<32>)(hdr.bth.psn & (AGG_PACKETS_PER_MESSAGE - 1));
-        bit<32> credits = (bit<32>)meta.nr.credits;
-        bit<32> window = (bit<32>)meta.nr.window;
-        bit<32> other = window >= credits ? window - credits : window + credits;
-        meta.nr.cell = meta.nr.base_cell + (window << AGG_PACKETS_PER_MESSAGE_LOG2) + offset;
-        meta.nr.other_cell = meta.nr.base_cell + (other << AGG_PACKETS_PER_MESSAGE_LOG2) + offset;
+        NR_LOCATE()
     }
 
     // ---- the aggregation (one action: the whole read-modify-write is atomic) ----
 
     action contribute() {
-        bit<32> bitmap;
-        bit<32> other;
-        bit<32> count;
-        bit<32> msg;
-        bit<8> fin;
-        nr_bitmap.read(bitmap, meta.nr.cell);
-        nr_bitmap.read(other, meta.nr.other_cell);
-        nr_count.read(count, meta.nr.cell);
-        nr_message.read(msg, meta.nr.cell);
-        nr_final.read(fin, meta.nr.cell);
+        bit<64> state;
+        bit<64> twin;
+        nr_cells.read(state, meta.nr.cell);
+        nr_cells.read(twin, meta.nr.other_cell);
+        bit<32> bitmap = state[31:0];
+        bit<32> msg = (bit<32>)state[NR_CELL_MSG_SHIFT + NR_MSG_BITS - 1:NR_CELL_MSG_SHIFT];
+        bit<32> count = (bit<32>)state[NR_CELL_COUNT_SHIFT + 7:NR_CELL_COUNT_SHIFT];
         bit<32> mask = 32w1 << meta.nr.member_bit;
         bool mine = (bitmap & mask) != 0;
         bool fresh = bitmap == 0;
         bool same = msg == meta.nr.msg;
         bool add = !mine && !fresh && same;
         bool accept = fresh || add;
+        bit<32> taken = ((bit<32>)(bit<1>)accept) << meta.nr.member_bit;  // the member's bit if accepted, else 0
         bit<32> new_count = (fresh ? 32w0 : count) + (bit<32>)(bit<1>)accept;
         bool behind = ((meta.nr.msg - msg) & NR_MSG_MASK) >= NR_MSG_HALF;
-        // One assignment (nested ?: would become a chain of predicated temporaries).
+        // One assignment (nested ?: would become a chain of predicated temporaries). p4c copies each
+        // local's expression into every place that reads it; BMv2 evaluates narrow expressions far
+        // more cheaply than it assigns a field, so they are not kept in metadata fields.
         meta.nr.outcome = 2w0 ++ (bit<1>)mine ++ (bit<1>)accept ++ (bit<1>)same
-            ++ (bit<1>)(new_count == (bit<32>)meta.nr.members) ++ (bit<1>)behind ++ (bit<1>)(fin == 1);
-        nr_count.write(meta.nr.cell, new_count);
-        nr_message.write(meta.nr.cell, fresh ? meta.nr.msg : msg);
-        nr_final.write(meta.nr.cell, fresh ? 8w0 : fin);
-        nr_bitmap.write(meta.nr.cell, accept ? (bitmap | mask) : bitmap);
-        nr_bitmap.write(meta.nr.other_cell, accept ? (other & ~mask) : other);
+            ++ (bit<1>)(new_count == (bit<32>)meta.nr.members) ++ (bit<1>)behind ++ state[NR_CELL_FINAL_SHIFT:NR_CELL_FINAL_SHIFT];
+        // Fresh: this message, count 0, not final, no member; then the contribution is added (or nothing).
+        nr_cells.write(meta.nr.cell, ((fresh ? ((bit<64>)meta.nr.msg) << NR_CELL_MSG_SHIFT : state)
+                                      + (((bit<64>)(bit<1>)accept) << NR_CELL_COUNT_SHIFT)) | (bit<64>)taken);
+        // The member has moved on from the other copy's older message.
+        nr_cells.write(meta.nr.other_cell, twin & ~((bit<64>)taken));
         bit<AGG_WORD_BITS> v;
         AGG_FOR_EACH_WORD(NR_ADD)
     }
@@ -266,13 +291,12 @@ control NetReduceIngress(inout headers_t hdr,
     // to the local receivers again. They got the first copy; sent again, it would put a duplicate on
     // every local receiver's link for one worker's retransmission (docs/netreduce.md, "Loss").
     action store_result() {
-        bit<32> msg;
-        bit<8> fin;
-        nr_message.read(msg, meta.nr.cell);
-        nr_final.read(fin, meta.nr.cell);
-        bool current = msg == meta.nr.msg;
-        meta.nr.outcome = current ? (fin == 0 ? NR_OUT_COMPLETE : NR_OUT_DUPLICATE) : NR_OUT_STALE;
-        nr_final.write(meta.nr.cell, current ? 8w1 : fin);
+        bit<64> state;
+        nr_cells.read(state, meta.nr.cell);
+        bool current = (bit<32>)state[NR_CELL_MSG_SHIFT + NR_MSG_BITS - 1:NR_CELL_MSG_SHIFT] == meta.nr.msg;
+        bool fin = state[NR_CELL_FINAL_SHIFT:NR_CELL_FINAL_SHIFT] == 1;
+        meta.nr.outcome = current ? (fin ? NR_OUT_DUPLICATE : NR_OUT_COMPLETE) : NR_OUT_STALE;
+        nr_cells.write(meta.nr.cell, state | (((bit<64>)(bit<1>)current) << NR_CELL_FINAL_SHIFT));
         bit<AGG_WORD_BITS> v;
         AGG_FOR_EACH_WORD(NR_STORE)
     }
@@ -391,9 +415,8 @@ control NetReduceIngress(inout headers_t hdr,
             refuse(NR_EV_MALFORMED);
         } else {
             // Before any register is read or written (learn_context writes the per-QP context).
-            bit<32> wire_icrc;
-            ROCE_ICRC(wire_icrc, hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.udp.src_port, hdr.bth.dest_qp)
-            if (wire_icrc != hdr.icrc.value) {
+            check_icrc();
+            if (!meta.nr.icrc_ok) {
                 refuse_corrupted();
             } else {
                 if (hdr.reth.isValid()) {  // WRITE First (the parser extracts its RETH)
@@ -408,7 +431,6 @@ control NetReduceIngress(inout headers_t hdr,
                     }
                 }
                 if (meta.nr.context_ok) {
-                    locate();
                     if (meta.nr.cell >= AGG_CELLS || meta.nr.other_cell >= AGG_CELLS) {
                         refuse(NR_EV_MALFORMED);
                     } else if (meta.nr.kind == NR_MEMBER_PARENT) {
@@ -426,9 +448,7 @@ control NetReduceIngress(inout headers_t hdr,
                         nr_verdicts.apply();
                     }
                     if (meta.nr.emit) {
-                        // The ICRC of what the packet now carries, once, on the canonical connection
-                        // (zero addresses, port and QP): egress makes each copy's from it (controls/icrc.p4).
-                        ROCE_ICRC(meta.nr.icrc, 32w0, 32w0, 16w0, 24w0)
+                        canonical_icrc();
                     }
                 }
             }
@@ -452,9 +472,10 @@ control NetReduceEgress(inout headers_t hdr,
         hdr.udp.src_port = src_port;
         hdr.udp.checksum = 0;
         hdr.bth.dest_qp = dest_qp;
-        hdr.bth.fecn = 0;
-        hdr.bth.becn = 0;
-        hdr.bth.resv6 = 0;
+        hdr.bth.fecn_becn = 0;
+        hdr.ipv4.dscp = 0;
+        hdr.ipv4.ecn = 0;
+        hdr.ethernet.ether_type = ETHERTYPE_IPV4;
         hdr.icrc.value = meta.nr.icrc ^ (hdr.reth.isValid() ? icrc_first : (hdr.immdt.isValid() ? icrc_last : icrc_middle));
         meta.routed = true;
     }
