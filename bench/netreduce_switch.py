@@ -153,7 +153,7 @@ def _loop(args: argparse.Namespace, pid: int, socks: list[socket.socket], rx: so
                 s.send(frames[sent % period][r])
             sent += 1
         try:
-            frame = rx.recv(4096)
+            frame = rx.recv(65536)
         except TimeoutError:
             raise SystemExit(f"no result for cell {done} within 5 s ({sent} sent): the switch lost a packet "
                              "(see its log)") from None

@@ -291,7 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "link, 0 <= PCT < 100")
     p.add_argument("--transport", choices=[m.value for m in Mode], help="go-back-N (RoCE, default) or selective "
                    "repeat (IRN)")
-    p.add_argument("--mtu", type=int, choices=VALID_MTUS, help="RoCE MTU of ring and PS (default 1024)")
+    p.add_argument("--mtu", type=int, choices=VALID_MTUS, help="RoCE MTU of ring and PS "
+                   "(default: NetReduce's packet size, 4096)")
     p.add_argument("--credits", type=int, help="NetReduce: messages in flight per worker")
     p.add_argument("--name", help="run name (default: algo-nN-topo)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/NAME)")

@@ -16,6 +16,7 @@ from typing import Any
 
 from protocol.config import CONFIG
 from protocol.netreduce import DEFAULT_CREDITS
+from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.qpn import MAX_NODES
 from roce.qp import VALID_MTUS, Mode
 from workers.config import Algorithm, Choice, Crash, DType, Emulation, FloatMode, Scheduling, Sync, dilation
@@ -109,7 +110,10 @@ class ExperimentSpec:
     scale: float = 1.0  # model profiles: fraction of every layer's size kept
     dtype: DType = DType.INT32
     float_mode: FloatMode = FloatMode.FIXED  # float32 on the wire: a fixed scale or a shared exponent per block
-    mtu: int = 1024  # RoCE MTU of ring and PS (NetReduce uses its packet size)
+    # RoCE MTU of ring and PS; by default NetReduce's packet size (it uses nothing else), so that the
+    # algorithms are compared on equal terms: the same headers per byte, the same packets per byte for
+    # the switches and the Python hosts to handle.
+    mtu: int = NETREDUCE_MTU
     window: int = 32  # packets in flight per QP
     leaves: int = 2  # leafspine
     spines: int = 2

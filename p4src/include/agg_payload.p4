@@ -4,11 +4,10 @@
  * lane-wise addition that sums two such fields.
  *
  * BMv2 pays per primitive, not per bit: one wide field added, read and written costs what one
- * int32 would, so a packet's 256 values take 4 additions instead of 256 (docs/netreduce.md,
+ * int32 would, so a packet's 1024 values take 16 additions instead of 1024 (docs/netreduce.md,
  * "Lane arithmetic"). P4 has no loops, so the per-word code is written once as a macro and
- * expanded for every word by AGG_FOR_EACH_WORD (statements) and AGG_WORD_LIST (lists, e.g. the
- * ICRC's fields). The expansion below is for 4 words; config.p4 must say the same (checked here
- * and by tests/unit/test_constants.py).
+ * expanded for every word by AGG_FOR_EACH_WORD. The expansion below is for 16 words; config.p4
+ * must say the same (checked here and by tests/unit/test_constants.py).
  */
 #ifndef _GRADSWITCH_AGG_PAYLOAD_P4_
 #define _GRADSWITCH_AGG_PAYLOAD_P4_
@@ -18,15 +17,11 @@
 #if AGG_WORDS_PER_PACKET * AGG_WORD_BITS != AGG_ELEMENTS_PER_PACKET * 32
 #error "config.p4: AGG_WORDS_PER_PACKET x AGG_WORD_BITS must hold AGG_ELEMENTS_PER_PACKET int32 values"
 #endif
-#if (1 << AGG_WORDS_PER_PACKET_LOG2) != AGG_WORDS_PER_PACKET
-#error "config.p4: AGG_WORDS_PER_PACKET_LOG2 must be log2 of AGG_WORDS_PER_PACKET"
-#endif
-#if AGG_WORDS_PER_PACKET != 4 || AGG_WORD_BITS != 2048
-#error "agg_payload.p4 expands 4 words of 2048 bits: extend AGG_FOR_EACH_WORD, AGG_WORD_LIST and the lane masks"
+#if AGG_WORDS_PER_PACKET != 16 || AGG_WORD_BITS != 2048
+#error "agg_payload.p4 expands 16 words of 2048 bits: extend AGG_FOR_EACH_WORD and the lane masks"
 #endif
 
-#define AGG_FOR_EACH_WORD(M) M(0) M(1) M(2) M(3)
-#define AGG_WORD_LIST(M) M(0), M(1), M(2), M(3)
+#define AGG_FOR_EACH_WORD(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
 
 #define AGG_WORD_FIELD(q) bit<AGG_WORD_BITS> w##q;
 

@@ -112,20 +112,19 @@
 
 /* ---- NetReduce: in-network aggregation (docs/netreduce.md) ---- */
 
-// int32 gradient values in one aggregation packet (256 x 4 B = 1 KiB payload: the job's RoCE MTU is 1024).
-#define AGG_ELEMENTS_PER_PACKET 256
+// int32 gradient values in one aggregation packet (1024 x 4 B = 4 KiB payload: the job's RoCE MTU is 4096; per-packet
+// costs of BMv2 and of the Python hosts are amortized over 4x the values of a 1 KiB packet: docs/netreduce.md).
+#define AGG_ELEMENTS_PER_PACKET 1024
 // Bits of one wide payload field and of one aggregator register cell: 64 int32 lanes added at once (p4c's widest bit<>).
 #define AGG_WORD_BITS 2048
 // Wide fields per aggregation packet (and register cells per aggregator cell): AGG_ELEMENTS_PER_PACKET * 32 / AGG_WORD_BITS.
-#define AGG_WORDS_PER_PACKET 4
-// log2 of AGG_WORDS_PER_PACKET (a cell's first register cell is cell << this).
-#define AGG_WORDS_PER_PACKET_LOG2 2
+#define AGG_WORDS_PER_PACKET 16
 // Packets per NetReduce message; a power of two, and every message starts at a PSN that is a multiple of it.
 #define AGG_PACKETS_PER_MESSAGE 4
 // log2 of AGG_PACKETS_PER_MESSAGE (message number = PSN >> this).
 #define AGG_PACKETS_PER_MESSAGE_LOG2 2
 // log2 of the bytes of one message (RETH.virtual_addr >> this = the message's window index).
-#define AGG_MESSAGE_BYTES_LOG2 12
+#define AGG_MESSAGE_BYTES_LOG2 14
 // Aggregator cells (one packet's sums each) shared by every job; a job's quota is 2 x credits x packets per message.
 #define AGG_CELLS 2048
 // Credits (messages in flight per worker) a job may have at most: the per-QP context entries per member.

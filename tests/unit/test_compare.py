@@ -213,13 +213,14 @@ def test_netreduce_rto_allows_for_the_slowest_worker_and_the_hierarchy():
         nodes = place(spec, topology_for(spec)).jobs[0]
         cfg = job_config(spec, 1, nodes)
         assert spec.bw_mbps is not None
-        window_s = spec.credits * PACKETS * (cfg.mtu + PACKET_OVERHEAD) / (spec.bw_mbps * 1e6 / 8)
+        in_flight = min(cfg.window, spec.credits * PACKETS)  # credits, or the shaped queue's room
+        window_s = in_flight * (cfg.mtu + PACKET_OVERHEAD) / (spec.bw_mbps * 1e6 / 8)
         return cfg.rto / window_s
 
-    flat = ExperimentSpec(algo=NETREDUCE, workers=4, bw_mbps=5.0, credits=8)
-    fabric = ExperimentSpec(algo=NETREDUCE, workers=8, bw_mbps=5.0, credits=8, topo=Topo.LEAFSPINE)
+    flat = ExperimentSpec(algo=NETREDUCE, workers=4, bw_mbps=20.0, credits=8)
+    fabric = ExperimentSpec(algo=NETREDUCE, workers=8, bw_mbps=20.0, credits=8, topo=Topo.LEAFSPINE)
     assert rto_over_window_time(flat) == pytest.approx(3)
     assert rto_over_window_time(fabric) == pytest.approx(5)
     # Fewer credits, smaller windows: the queue term (a full shaped buffer plus a window) holds the floor.
     one_credit = job_config(replace(fabric, credits=1), 1, place(fabric, topology_for(fabric)).jobs[0])
-    assert one_credit.rto >= buffer_bytes(5.0) / 625e3
+    assert one_credit.rto >= buffer_bytes(20.0) / 2.5e6

@@ -62,7 +62,7 @@ def test_netreduce_recovers_from_loss(tmp_path, transport):
 
 
 def test_credits_bound_messages_in_flight(tmp_path):
-    results, hub = run(tmp_path, 3, credits=1)
+    results, hub = run(tmp_path, 3, credits=1, size_bytes=3 * MESSAGE_ELEMENTS * 4)  # three messages a tensor
     for r in results.values():
         assert r["ok"], r.get("error")
         assert r["netreduce"]["credit_waits"] > 0
