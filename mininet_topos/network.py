@@ -243,7 +243,9 @@ class GradNetwork:
             "fence": self.fence.table,
             "started": time.time(),
         }
-        (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
+        partial = self.run_dir / f".{STATE_FILE}.partial"  # renamed into place: never read half written
+        partial.write_text(json.dumps(state, indent=2))
+        partial.replace(self.run_dir / STATE_FILE)
 
     # ---- use ----
 
@@ -367,16 +369,14 @@ def remove_orphan_interfaces(names: Sequence[str] | None = None) -> list[str]:
 
 
 def cleanup_run(run_dir: Path) -> list[str]:
-    """Remove what a run recorded in its state file and left behind; returns what was removed."""
+    """Remove what a run left behind: its switches (found by their paths under run_dir, recorded or
+    not), and the hosts, interfaces and fence its state file records; returns what was removed."""
     state_path = run_dir / STATE_FILE
-    if not state_path.exists():
-        return []
     removed: list[str] = []
     try:
         state = json.loads(state_path.read_text())
     except (OSError, json.JSONDecodeError):
-        state_path.unlink(missing_ok=True)
-        return _remove_fence(run_dir)
+        state = {}  # none, or cut short: the switches are still found by their paths below
     controller = state.get("controller_pid")
     if controller and controller != os.getpid() and "python" in _pid_cmdline(controller):
         raise NetworkError(f"a network from {run_dir} is still running (controller pid {controller}); "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -86,3 +87,23 @@ def _one_switch_user_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]
 
     with one_switch_user_at_a_time():
         yield
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_running(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a network test, pass or fail, whatever it started under its tmp_path is gone, so a
+    failure cannot make the next tests fail on busy ports or interface names."""
+    if "tmp_path" not in request.fixturenames or not any(
+            m.name in ("mininet", "root") for m in request.node.iter_markers()):
+        yield
+        return
+    tmp_path = request.getfixturevalue("tmp_path")
+    yield
+    from mininet_topos.network import STATE_FILE, cleanup_run, switch_processes
+
+    for state in tmp_path.rglob(STATE_FILE):  # a network that did not tear down: hosts, veths, fence, switches
+        cleanup_run(state.parent)
+    inside = f"{tmp_path}/"
+    for pid, argv in switch_processes().items():  # a switch started outside a network (trace replay, tests)
+        if any(arg.startswith(inside) for arg in argv):
+            os.kill(pid, signal.SIGKILL)
