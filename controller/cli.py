@@ -30,12 +30,13 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from controller.experiment.spec import ExperimentError, SpecError
     from controller.netreduce_jobs import JobError
     from controller.p4rt import SwitchError
+    from mininet_topos.bmv2 import SwitchStartError
     from mininet_topos.bmv2_build import Bmv2BuildError
     from mininet_topos.network import NetworkError
     from mininet_topos.topology import TopologyError
 
     return (UsageError, SpecError, ExperimentError, NetworkError, TopologyError, ControlSocketError, SwitchError,
-            JobError, Bmv2BuildError)
+            JobError, Bmv2BuildError, SwitchStartError)
 
 
 class Parser(argparse.ArgumentParser):

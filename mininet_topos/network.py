@@ -32,6 +32,8 @@ from mininet_topos.bmv2 import (
     SIMPLE_SWITCH_GRPC,
     THRIFT_BASE_PORT,
     SwitchPorts,
+    SwitchStartError,
+    one_switch_user_at_a_time,
     resolve_bmv2,
     switch_ports,
 )
@@ -114,6 +116,7 @@ class GradNetwork:
         self.net: Any = None
         self.bmv2: Bmv2Build | None = None  # the build every switch runs (resolve_bmv2, at start)
         self._old_handlers: dict[int, Any] = {}
+        self._lock = contextlib.ExitStack()  # the machine lock while the network runs
         # The switches' Thrift and gRPC ports accept connections from this machine only (mininet_topos/fence.py).
         self.fence = ManagementFence.for_run(self.run_dir, [p for ports in self.ports.values()
                                                             for p in (ports.grpc, ports.thrift)])
@@ -135,6 +138,21 @@ class GradNetwork:
 
         from mininet_topos.nodes import Bmv2Switch, GradHost
 
+        # One network per machine (fixed switch ports, interfaces named after nodes): a second one
+        # is refused at once, naming the first, unless this process already holds the machine lock
+        # (a test or benchmark that waited for it).
+        try:
+            self._lock.enter_context(one_switch_user_at_a_time(wait=False))
+        except SwitchStartError as e:
+            raise NetworkError(str(e)) from None
+        try:
+            self._start(Mininet, setLogLevel, Bmv2Switch, GradHost)
+        except BaseException:
+            self._lock.close()
+            raise
+        return self
+
+    def _start(self, Mininet: Any, setLogLevel: Any, Bmv2Switch: Any, GradHost: Any) -> None:
         cleanup_run(self.run_dir)  # leftovers of an earlier run killed outright
         # Switch ports live in the root namespace: one left by a run killed elsewhere would
         # make Mininet fail with "File exists"; remove it, or say which network still uses it.
@@ -183,7 +201,6 @@ class GradNetwork:
         except BaseException:
             self.stop()
             raise
-        return self
 
     def switch_interfaces(self) -> list[str]:
         """Names of the switch-side interfaces (root namespace) this topology creates."""
@@ -201,6 +218,7 @@ class GradNetwork:
                 log.exception("mininet stop failed; cleaning up from the state file")
         cleanup_run(self.run_dir)
         self._restore_signals()
+        self._lock.close()
 
     def __enter__(self) -> GradNetwork:
         return self.start()

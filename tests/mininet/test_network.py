@@ -251,3 +251,20 @@ def test_repl_attaches_to_the_running_controller(tmp_path):
     finally:
         stop_cli(proc, tmp_path)
     assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) == []
+
+
+def test_a_second_network_is_refused_naming_the_first(tmp_path):
+    """The machine's switch ports are held (here by this test session); a network started by
+    someone else says who holds them at once, instead of colliding on ports and interfaces."""
+    from mininet_topos.bmv2 import LOCK_HOLDER_ENV
+
+    env = {k: v for k, v in os.environ.items() if k != LOCK_HOLDER_ENV}  # not a child of the holder
+    env["GRADSWITCH_RUNTIME_DIR"] = str(tmp_path)
+    result = subprocess.run(GRADSWITCH + ["net", "--topo", "rack", "--hosts", "2", "--pingall"], cwd=REPO_ROOT,
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result
+    assert result.stderr.strip().splitlines() == [
+        f"error: this machine's switch ports are in use by pid {os.getpid()} "
+        f"({' '.join(sys.argv)[:160]}); wait for it to finish or stop it "
+        "(gradswitch clean removes what a killed one left)"]
+    assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) == []
