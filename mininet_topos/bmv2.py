@@ -17,7 +17,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,6 +237,21 @@ def wait_port_closed(port: int, timeout: float = 5.0) -> None:
 _held = 0  # how many of this process's blocks hold the machine lock now
 
 
+def lock_holder() -> str | None:
+    """Who holds MACHINE_LOCK now, from the kernel's table of locks: 'pid N (its command)'."""
+    try:
+        inode = MACHINE_LOCK.stat().st_ino
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()  # 1: FLOCK  ADVISORY  WRITE 1234 00:2a:5678 0 EOF
+            if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode):
+                pid = fields[4]
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+                return f"pid {pid} ({' '.join(a for a in argv if a)[:160]})"
+    except OSError:
+        pass
+    return None
+
+
 @contextlib.contextmanager
 def one_switch_user_at_a_time(wait: bool = True) -> Iterator[None]:
     """Hold the machine-wide lock of BMv2 users (networks, tests, benchmarks) while the block runs.
@@ -255,17 +269,13 @@ def one_switch_user_at_a_time(wait: bool = True) -> Iterator[None]:
         finally:
             _held -= 1
         return
-    with MACHINE_LOCK.open("a+") as lock:
+    with MACHINE_LOCK.open("a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
-            lock.seek(0)
-            holder = lock.read().strip() or "another process"
+            holder = lock_holder() or "another process"
             raise SwitchStartError(f"this machine's switch ports are in use by {holder}; wait for it to "
                                    "finish or stop it (gradswitch clean removes what a killed one left)") from None
-        lock.truncate(0)
-        lock.write(f"pid {os.getpid()} ({' '.join(sys.argv)[:160]})")
-        lock.flush()
         _held = 1
         os.environ[LOCK_HOLDER_ENV] = str(os.getpid())  # children (the CLI a test starts) share it
         try:
