@@ -94,14 +94,6 @@ class JobPlan:
     aggregation_switch: str  # the flat switch, or the aggregation spine
 
 
-def _port_between(topo: Topology, a: str, b: str) -> tuple[int, int]:
-    for lk in topo.links_of(a):
-        peer, peer_port = lk.other(a)
-        if peer == b:
-            return lk.port_of(a), peer_port
-    raise TopologyError(f"{a} and {b} are not linked")
-
-
 def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine: str | None = None) -> JobPlan:
     """Entries (without region base or member ids: see `bind`) for every switch of the job."""
     if len(workers) != layout.workers:
@@ -166,7 +158,7 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
     spine_plan = SwitchPlan(agg, CONFIG.NR_ROLE_SPINE, len(edges))
     for i, leaf in enumerate(edges):
         leaf_dev = topo.switch(leaf).device_id
-        up_port, spine_port = _port_between(topo, leaf, agg)
+        up_port, spine_port = topo.ports_between(leaf, agg)
         locals_ = [r for r in range(n) if edge_of[r][0] == leaf]
         plan = SwitchPlan(leaf, CONFIG.NR_ROLE_LEAF, len(locals_))
         for bit, r in enumerate(locals_):
@@ -199,7 +191,7 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
                                           switch_port_mac(leaf_dev, up_port), down_qp(job, leaf_dev),
                                           udp_source_port(down_qp(job, leaf_dev))))
     spine_plan.entries.append(MulticastGroup(group_base(job), tuple(
-        Replica(_port_between(topo, agg, leaf)[0], CONFIG.NR_RID_CHILD_BASE + i) for i, leaf in enumerate(edges))))
+        Replica(topo.ports_between(agg, leaf)[0], CONFIG.NR_RID_CHILD_BASE + i) for i, leaf in enumerate(edges))))
     plans[agg] = spine_plan
     return JobPlan(layout, workers, plans, agg)
 
