@@ -104,7 +104,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     try:
         result = compile_program()
     except BuildError as e:
-        print(e, file=sys.stderr)
+        for line in str(e).splitlines():
+            print(f"error: {line}", file=sys.stderr)
         return 1
     print(f"compiled {result.json} and {result.p4info}")
     return 0
@@ -229,6 +230,9 @@ def cmd_clean(args: argparse.Namespace) -> int:
             print(f"skipped: {e}")
             status = 1
             continue
+        except PermissionError as e:
+            raise UsageError(f"cannot remove what {state.parent} left ({e.strerror}): run `gradswitch clean` as root "
+                             "(sudo), as the network was") from None
         for item in removed:
             print(f"removed {item}")
     # Runs whose state file is gone (a temporary run directory, a run killed outright

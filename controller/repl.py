@@ -121,6 +121,9 @@ class Repl(cmd.Cmd):
             return super().onecmd(line)
         except (ReplError, EntryError, UnknownName, SwitchError, JobError, KeyError, IndexError, ValueError) as e:
             self.out(f"error: {e}")
+        except (EOFError, ConnectionError) as e:  # the controller this REPL is attached to has gone
+            self.out(f"error: the network's controller does not answer ({type(e).__name__}): it has stopped; "
+                     "leave with Ctrl-D and start a network again")
         return False
 
     def emptyline(self) -> bool:

@@ -1,6 +1,6 @@
 """The NetReduce worker (credits, windows, message numbering) against the Python switch model.
 
-The switch program itself is tested on BMv2 (tests/bmv2/test_netreduce_trace.py and the
+The switch program itself is tested on BMv2 (tests/bmv2/test_traces.py and the
 Mininet tests); here the hosts' side is checked quickly, with loss, in both transport modes.
 """
 

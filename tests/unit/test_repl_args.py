@@ -67,3 +67,16 @@ def test_a_bad_argument_is_one_line_and_touches_no_switch(line, says):
     assert r.onecmd(line) is False  # the REPL goes on
     assert len(out) == 1 and out[0].startswith("error: "), out
     assert says in out[0], out[0]
+
+
+def test_a_controller_that_has_gone_is_an_error_line_not_a_crash():
+    class Gone(_Switchless):
+        def drops(self, switch: str) -> dict[str, int]:
+            raise EOFError  # what a multiprocessing proxy raises when the controller process exited
+
+    fabric: Any = Gone()
+    out: list[str] = []
+    r = Repl(ControlPlane(fabric, NetReduceJobs(fabric), DlcpSettings(fabric)), out=out.append)
+    assert r.onecmd("drops s1") is False
+    assert out == ["error: the network's controller does not answer (EOFError): it has stopped; leave with Ctrl-D "
+                   "and start a network again"]
