@@ -37,6 +37,7 @@ from typing import Any
 
 from controller.control_plane import ControlPlane
 from controller.controls.fault_injection import Direction
+from controller.controls.netreduce import REFUSALS
 from controller.controls.packet_io import punt_reason
 from controller.netreduce_jobs import JobError
 from controller.p4rt import P4Info, SwitchError, TableEntry, UnknownName
@@ -236,13 +237,18 @@ class Repl(cmd.Cmd):
             self.out(f"{p.port:>5} {p.rx_packets:>10} {p.rx_bytes:>12} {p.tx_packets:>10} {p.tx_bytes:>12}")
 
     def do_drops(self, arg: str) -> None:
-        """drops SWITCH: dropped packets by reason."""
+        """drops SWITCH: dropped packets by reason, and NetReduce's refusals by the port they came in on."""
         sw = self._switch(self._args(arg, 1, "drops SWITCH")[0])
         drops = self.fabric.drops(sw)
         for reason, n in sorted(drops.items()):
             self.out(f"{reason:<16} {n}")
         if not drops:
             self.out("(no drops)")
+        refusals = {port: {e: n for e, n in events.items() if e in REFUSALS}
+                    for port, events in self.control.netreduce.port_events(sw).items()}
+        for port, events in sorted(refusals.items()):
+            if events:
+                self.out(f"  NetReduce, port {port}: " + ", ".join(f"{e} {n}" for e, n in sorted(events.items())))
 
     def do_mcast(self, arg: str) -> None:
         """mcast SWITCH GROUP: read a multicast group."""

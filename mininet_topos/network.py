@@ -258,7 +258,6 @@ class GradNetwork:
             "interfaces": sorted({intf.name for node in self.net.switches for intf in node.intfList()
                                   if intf.name != "lo"}),
             "run_dir": str(self.run_dir),
-            "fence": self.fence.table,
             "started": time.time(),
         }
         partial = self.run_dir / f".{STATE_FILE}.partial"  # renamed into place: never read half written

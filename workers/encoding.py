@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workers.config import JobConfig
+from workers.dlcp import DlcpPolicy
 from workers.floats import BlockExponent, ExponentArray, FixedPoint, FloatArray, Int32Array
 from workers.tensors import Profile, Tensor, float_gradient, int_gradient, workload
 
@@ -56,6 +57,40 @@ class Check:
     wrong_elements: int
     max_abs_error: float  # float32 only: against the float64 sum
     saturated: int = 0
+
+
+@dataclass
+class IterationCheck:
+    """One iteration's results against the exact sums, tensor by tensor."""
+
+    wrong: int = 0  # wrong elements (and exponent codes)
+    err: float = 0.0  # float32: the largest error against the float64 sum
+    saturated: int = 0  # values this worker had to clip
+    diff2: float = 0.0  # squared error and squared norm of the sums, for the relative error
+    norm2: float = 0.0
+    checked: int = 0  # tensors checked
+
+    def add(self, encoder: Encoder, got: Reduced, want: Reduced, reference: FloatArray | None) -> Check:
+        c = encoder.check(got, want, reference)
+        self.wrong += c.wrong_elements
+        self.err = max(self.err, c.max_abs_error)
+        self.saturated += c.saturated
+        got_v, want_v = encoder.values(got), encoder.values(want)
+        self.diff2 += float(np.sum((got_v - want_v) ** 2))
+        self.norm2 += float(np.sum(want_v**2))
+        self.checked += 1
+        return c
+
+    @property
+    def relative_error(self) -> float:
+        return (self.diff2 / self.norm2) ** 0.5 if self.norm2 else 0.0
+
+    def correct(self, dlcp: DlcpPolicy | None) -> bool:
+        """Exact; or, with DLCP's bounded loss (lost packets read as zeros by design), within the job's
+        error bound."""
+        if self.wrong == 0:
+            return True
+        return dlcp is not None and dlcp.drop and self.relative_error <= dlcp.max_relative_error
 
 
 class Encoder:

@@ -29,7 +29,7 @@ import numpy as np
 
 from workers.comm import Collective, Comm, Wait
 from workers.config import Sync, Training
-from workers.encoding import Encoder, Reduced, job_profile
+from workers.encoding import Encoder, IterationCheck, Reduced, job_profile
 from workers.floats import ExponentArray, FloatArray
 from workers.records import IterationRecord, WrongResult, crash_if_asked
 from workers.schedule import Layer, Op, Plan, op_mark, plan
@@ -277,16 +277,6 @@ class _Tensor:
     left: int = 0  # elements of its values still being reduced
 
 
-@dataclass
-class _Check:
-    wrong: int = 0
-    err: float = 0.0
-    saturated: int = 0
-    diff2: float = 0.0
-    norm2: float = 0.0
-    checked: int = 0
-
-
 def op_data(op: Op, tensors: dict[int, _Tensor]) -> Int32Array:
     parts = []
     for p in op.pieces:
@@ -316,7 +306,7 @@ class TrainingLoop:
         self.scheduler = Scheduler(self.plan, self.training, self, self.cfg.iteration_timeout)
         self.tensors: dict[int, dict[int, _Tensor]] = {}  # iteration -> logical tensor -> state
         self.pending: list[tuple[int, int]] = []  # (iteration, tensor) reduced, not yet checked
-        self.checks: dict[int, _Check] = {}
+        self.checks: dict[int, IterationCheck] = {}
         self.zero_filled: dict[int, int] = {}
         self._zero_at_start = 0
         self.lossy = comm.dlcp is not None and comm.dlcp.drop
@@ -371,15 +361,7 @@ class TrainingLoop:
         assert t.total is not None
         got = Reduced(t.total, t.codes_sum, t.exponents, t.saturated)
         want, reference = self.encoder.expected(self.plan.elements[j], self.ranks, iteration, j)
-        c = self.encoder.check(got, want, reference)
-        s = self.checks.setdefault(iteration, _Check())
-        s.wrong += c.wrong_elements
-        s.err = max(s.err, c.max_abs_error)
-        s.saturated += c.saturated
-        got_v, want_v = self.encoder.values(got), self.encoder.values(want)
-        s.diff2 += float(np.sum((got_v - want_v) ** 2))
-        s.norm2 += float(np.sum(want_v**2))
-        s.checked += 1
+        c = self.checks.setdefault(iteration, IterationCheck()).add(self.encoder, got, want, reference)
         if c.wrong_elements and not self.lossy:
             raise WrongResult(f"{self.comm.me.host}: iteration {iteration}: tensor {j}: {c.wrong_elements} wrong "
                               "elements", self._records(self.scheduler.bounds or []))
@@ -393,7 +375,7 @@ class TrainingLoop:
             progress(i)
             crash_if_asked(self.cfg, self.comm.me.node_id, i)
 
-        self.timings = self.scheduler.run(self.cfg.iterations, finished)
+        self.scheduler.run(self.cfg.iterations, finished)
         while self.pending:  # what the computation did not leave time for
             self.background()
         self.comm.drain()
@@ -407,14 +389,11 @@ class TrainingLoop:
     def _records(self, bounds: list[tuple[float, float]]) -> list[IterationRecord]:
         records = []
         for t in timings(self.scheduler.events, bounds):
-            c = self.checks.get(t.index, _Check())
-            relative = (c.diff2 / c.norm2) ** 0.5 if c.norm2 else 0.0
-            ok = c.wrong == 0 and c.checked == len(self.plan.elements)
-            if c.wrong and self.lossy and self.comm.dlcp is not None:
-                ok = relative <= self.comm.dlcp.max_relative_error
+            c = self.checks.get(t.index, IterationCheck())
+            ok = c.checked == len(self.plan.elements) and c.correct(self.comm.dlcp)
             extra = {"compute_s": t.compute_s, "comm_s": t.comm_s, "exposed_comm_s": t.exposed_comm_s,
                      "overlap": t.overlap, "zero_filled_packets": float(self.zero_filled.get(t.index, 0)),
-                     "relative_error": relative}
+                     "relative_error": c.relative_error}
             records.append(IterationRecord(t.index, t.start, t.end, ok, c.wrong, c.err, c.saturated, extra))
         return records
 

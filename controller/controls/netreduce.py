@@ -33,6 +33,10 @@ QP_CONTEXT = "nr_qp_context"
 ROLE_NAMES = {CONFIG.NR_ROLE_FLAT: "flat", CONFIG.NR_ROLE_LEAF: "leaf", CONFIG.NR_ROLE_SPINE: "spine"}
 
 
+# The events of packets NetReduce drops (the refusals; the others count what it did).
+REFUSALS = frozenset({"duplicate", "no-credit", "not-member", "malformed", "no-context", "stale", "bad-icrc"})
+
+
 def event_names() -> dict[int, str]:
     """Index within a job's (or port's) block of event counters -> event name, from config.p4."""
     return {v: k.removeprefix("NR_EV_").lower().replace("_", "-") for k, v in CONFIG.values.items()
