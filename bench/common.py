@@ -19,6 +19,7 @@ from typing import Any
 
 from controller.doctor import tool_version
 from controller.experiment.machine import CpuSample, cpu_sample, process_cpu_seconds
+from roce.qp import Mode
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -204,5 +205,5 @@ def collective_args(doc: str, workers: str, bw: float, size: str, iterations: in
     parser.add_argument("--bw", type=float, default=bw, help="every link's rate, Mb/s")
     parser.add_argument("--size", type=parse_size, default=parse_size(size), help="bytes per all-reduce")
     parser.add_argument("--iterations", type=int, default=iterations)
-    parser.add_argument("--transport", default="gbn", choices=("gbn", "sr"))
+    parser.add_argument("--transport", default=str(Mode.GBN), choices=Mode.names())
     return parser

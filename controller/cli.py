@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate")
     p.add_argument("--loss", type=float, metavar="PCT", help="drop this percentage of RoCE packets on every worker "
                    "link, 0 <= PCT < 100")
-    p.add_argument("--transport", choices=[m.value for m in Mode], help="go-back-N (RoCE, default) or selective "
+    p.add_argument("--transport", choices=Mode.names(), help="go-back-N (RoCE, default) or selective "
                    "repeat (IRN)")
     p.add_argument("--mtu", type=int, choices=VALID_MTUS, help="RoCE MTU of ring and PS (default 1024)")
     p.add_argument("--credits", type=int, help="NetReduce: messages in flight per worker")

@@ -14,11 +14,12 @@ import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
+from protocol.choice import Choice
 from protocol.config import CONFIG
 from protocol.netreduce import DEFAULT_CREDITS
 from protocol.qpn import MAX_NODES
 from roce.qp import VALID_MTUS, Mode
-from workers.config import Algorithm, Choice, Crash, DType, Emulation, FloatMode, Scheduling, Sync, dilation
+from workers.config import Algorithm, Crash, DType, Emulation, FloatMode, Scheduling, Sync, dilation
 from workers.dlcp import DlcpPolicy
 from workers.tensors import compute_profile, workload, workload_names
 
@@ -277,10 +278,6 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
         if isinstance(value, str) and value in hint.names():
             return hint(value)
         raise SpecError(f"{where} = {value!r}: one of {', '.join(hint.names())}")
-    if isinstance(hint, type) and issubclass(hint, Mode):
-        if isinstance(value, str) and value in [m.value for m in Mode]:
-            return Mode(value)
-        raise SpecError(f"{where} = {value!r}: one of {', '.join(m.value for m in Mode)}")
     if isinstance(hint, type) and is_dataclass(hint):
         if isinstance(value, hint):
             return value
