@@ -12,7 +12,15 @@ import pytest
 
 from controller.experiment.compare import load_spec, run_compare
 from controller.experiment.counters import label_ports
-from controller.experiment.placement import fan_in, incast_window, job_config, min_rto, place, topology_for
+from controller.experiment.placement import (
+    PACKET_OVERHEAD,
+    fan_in,
+    incast_window,
+    job_config,
+    min_rto,
+    place,
+    topology_for,
+)
 from controller.experiment.report import fabric_link_loads, uplink_imbalance
 from controller.experiment.spec import DlcpOptions, ExperimentSpec, RingOrder, SpecError, Topo, spec_from_dict
 from mininet_topos.shaping import buffer_bytes
@@ -127,7 +135,7 @@ def test_incast_windows_fit_the_shaped_queue():
     ps = ExperimentSpec(algo=PS, workers=8, bw_mbps=5.0)
     assert fan_in(ps) == 8
     window = incast_window(ps, 1024)
-    assert window * 8 * (1024 + 80) <= buffer_bytes(5.0) < (window + 1) * 8 * (1024 + 80)
+    assert window * 8 * (1024 + PACKET_OVERHEAD) <= buffer_bytes(5.0) < (window + 1) * 8 * (1024 + PACKET_OVERHEAD)
     colocated = ExperimentSpec(algo=PS, workers=2, jobs=4, colocate_servers=True, bw_mbps=5.0)
     assert fan_in(colocated) == 8 and incast_window(colocated, 1024) == window
     assert incast_window(ExperimentSpec(algo=RING, workers=8, bw_mbps=5.0), 1024) == 32  # one sender each
