@@ -64,18 +64,27 @@ class NetworkOptions:
     mtu: int = 9000  # every link: RoCE MTU 4096 packets need jumbo frames
 
 
-def preflight() -> None:
-    """Raise NetworkError listing what a Mininet run needs and is missing."""
+# The commands a network runs (Mininet's mnexec; ip, tc and ethtool on interfaces; ping; nft for the fence).
+NETWORK_TOOLS = ("mnexec", "ip", "tc", "ethtool", "ping", "nft")
+
+
+def missing_for_networks() -> list[str]:
+    """What a Mininet network needs and this machine lacks (root, NETWORK_TOOLS, a BMv2 switch);
+    the one list that preflight, `gradswitch doctor` and the tests' requirements use."""
     missing = []
     if os.geteuid() != 0:
         missing.append("root (Mininet creates namespaces and veths)")
-    for tool in ("mnexec", "ip", "tc", "ethtool", "ping", "nft"):
-        if shutil.which(tool) is None:
-            missing.append(tool)
+    missing += [tool for tool in NETWORK_TOOLS if shutil.which(tool) is None]
+    if not os.environ.get(BMV2_ENV) and shutil.which(SIMPLE_SWITCH_GRPC) is None:
+        missing.append(SIMPLE_SWITCH_GRPC)
+    return missing
+
+
+def preflight() -> None:
+    """Raise NetworkError listing what a Mininet run needs and is missing."""
     if os.environ.get(BMV2_ENV):
         resolve_bmv2()  # Bmv2BuildError names the setting and the path
-    elif shutil.which(SIMPLE_SWITCH_GRPC) is None:
-        missing.append(SIMPLE_SWITCH_GRPC)
+    missing = missing_for_networks()
     if missing:
         raise NetworkError("cannot start a network, missing: " + ", ".join(missing) + " (run `gradswitch doctor`)")
 
