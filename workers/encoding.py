@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workers.config import JobConfig
+from workers.config import DType, FloatMode, JobConfig
 from workers.dlcp import DlcpPolicy
 from workers.floats import BlockExponent, ExponentArray, FixedPoint, FloatArray, Int32Array
 from workers.tensors import Profile, Tensor, float_gradient, int_gradient, workload
@@ -23,7 +23,7 @@ AllReduce = Callable[[int, int, Int32Array], Int32Array]  # (iteration, profile 
 
 
 def uses_exponents(cfg: JobConfig) -> bool:
-    return cfg.dtype == "float32" and cfg.float_mode == "exponent"
+    return cfg.dtype == DType.FLOAT32 and cfg.float_mode == FloatMode.EXPONENT
 
 
 def with_exponents(profile: Profile, codec: BlockExponent) -> Profile:
@@ -109,14 +109,14 @@ class Encoder:
 
     def gradient(self, elements: int, rank: int, iteration: int, j: int) -> Int32Array | FloatArray:
         """Worker `rank`'s gradient of logical tensor j (int32, or float32 held as float64)."""
-        if self.cfg.dtype == "int32":
+        if self.cfg.dtype == DType.INT32:
             return int_gradient(elements, self.cfg.seed, rank, iteration, j)
         return float_gradient(elements, self.cfg.seed, rank, iteration, j)
 
     def first_wire(self, x: Int32Array | FloatArray) -> tuple[Int32Array, int]:
         """What a tensor sends first, and how many values were clipped: int32 as it is, fixed point
         values, or (exponent mode) the tensor's exponent codes."""
-        if self.cfg.dtype == "int32":
+        if self.cfg.dtype == DType.INT32:
             return x.astype(np.int32), 0
         xf = np.asarray(x, dtype=np.float64)
         if not self.exponent:
@@ -139,7 +139,7 @@ class Encoder:
 
     def values(self, r: Reduced) -> FloatArray:
         """The sum as numbers: int32 as they are, float32 decoded."""
-        return r.total.astype(np.float64) if self.cfg.dtype == "int32" else self.decode(r)
+        return r.total.astype(np.float64) if self.cfg.dtype == DType.INT32 else self.decode(r)
 
     def decode(self, r: Reduced) -> FloatArray:
         if r.exponents is not None:
@@ -150,7 +150,7 @@ class Encoder:
         """What every worker must receive for logical tensor j, computed locally from all workers'
         gradients, and (float32) the float64 reference sum."""
         xs = [self.gradient(elements, r, iteration, j) for r in ranks]
-        if self.cfg.dtype == "int32":
+        if self.cfg.dtype == DType.INT32:
             return Reduced(_sum([x.astype(np.int32) for x in xs])), None
         fs = [np.asarray(x, dtype=np.float64) for x in xs]
         reference: FloatArray = np.sum(np.stack(fs), axis=0)

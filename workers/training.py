@@ -27,6 +27,7 @@ from typing import Protocol
 
 import numpy as np
 
+from protocol.choice import Choice
 from workers.comm import Collective, Comm, Wait
 from workers.config import Sync, Training
 from workers.encoding import Encoder, IterationCheck, Reduced, job_profile
@@ -59,12 +60,18 @@ class Runtime(Protocol):
         """Do one piece of host work (e.g. check a result); False when there is none."""
 
 
+class EventKind(Choice):
+    FORWARD = "forward"  # a layer's forward pass on the emulated GPU
+    BACKWARD = "backward"  # a layer's backward pass
+    OP = "op"  # a reduction (a bucket or a partition) in progress
+
+
 @dataclass(frozen=True)
 class Event:
     """One interval of a worker's timeline."""
 
     iteration: int
-    kind: str  # forward | backward | op
+    kind: EventKind
     name: str
     start: float
     end: float
@@ -106,8 +113,8 @@ def timings(events: list[Event], bounds: list[tuple[float, float]]) -> list[Iter
     out = []
     for i, (start, end) in enumerate(bounds):
         compute = sum(max(0.0, min(e.end, end) - max(e.start, start)) for e in events
-                      if e.kind != "op" and e.end > start and e.start < end)
-        comm = _union([(e.start, e.end) for e in events if e.kind == "op" and e.iteration == i])
+                      if e.kind != EventKind.OP and e.end > start and e.start < end)
+        comm = _union([(e.start, e.end) for e in events if e.kind == EventKind.OP and e.iteration == i])
         exposed = max(0.0, end - start - compute)
         overlap = min(1.0, max(0.0, (comm - exposed) / comm)) if comm > 0 else 0.0
         out.append(IterationTiming(i, start, end, compute, comm, exposed, overlap))
@@ -177,7 +184,7 @@ class Scheduler:
                 except StopIteration:
                     del self._running[i]
                     self._complete.add(i)
-                    self.events.append(Event(self._iteration, "op", f"op {i}", started, rt.now(), lane))
+                    self.events.append(Event(self._iteration, EventKind.OP, f"op {i}", started, rt.now(), lane))
 
     def _advance(self, done: Callable[[], bool] | None, until: float | None, what: str) -> bool:
         """Keep reductions going until done() holds or the clock reaches `until` (computation).
@@ -206,7 +213,7 @@ class Scheduler:
             return len(self._complete) == len(self.plan.ops)
         return self._layer_ops[layer.index] <= self._complete
 
-    def _compute(self, iteration: int, kind: str, layer: Layer, seconds: float, waited: bool) -> float:
+    def _compute(self, iteration: int, kind: EventKind, layer: Layer, seconds: float, waited: bool) -> float:
         """The emulated GPU computes `layer`: it starts when the GPU is free (or, if it had to wait for a
         gradient, now) and ends `seconds` x D later on the clock. The GPU's timeline is what was modelled:
         this loop noticing an end a little late does not delay the next layer. Returns the start."""
@@ -231,14 +238,14 @@ class Scheduler:
                 if it > 0:
                     waited = not self._advance(lambda layer=layer: self._may_forward(layer), None,  # type: ignore[misc]
                                                f"the reduced gradients of {layer.name} (iteration {it - 1})")
-                start = self._compute(it, "forward", layer, layer.forward_s, waited)
+                start = self._compute(it, EventKind.FORWARD, layer, layer.forward_s, waited)
                 if layer.index == 0:
                     starts.append(start)
                     if it > 0:
                         finished(it - 1)
             self._new_iteration(it)
             for layer in reversed(layers):
-                self._compute(it, "backward", layer, layer.backward_s, False)
+                self._compute(it, EventKind.BACKWARD, layer, layer.backward_s, False)
                 self.runtime.gradients(it, layer)
                 self._produced.add(layer.index)
         immediate = self._advance(lambda: self._may_forward(layers[0]), None,

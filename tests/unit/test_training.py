@@ -23,7 +23,7 @@ from workers.config import Algorithm, Emulation, JobConfig, Node, Role, Scheduli
 from workers.main import run_node
 from workers.schedule import Layer, Op, Piece, Plan, fifo_ops, plan, priority_ops
 from workers.tensors import compute_profile
-from workers.training import Event, Scheduler, timings
+from workers.training import Event, EventKind, Scheduler, timings
 
 # ---- compute model ----
 
@@ -144,7 +144,7 @@ def one_op_per_layer() -> list[Op]:
 
 def test_a_bucket_starts_when_backward_produced_it_while_backward_goes_on():
     s, rt, _ = sim(one_op_per_layer(), {0: 0.5, 1: 0.5, 2: 0.5})
-    starts = {e.name: e.start for e in s.events if e.kind == "op" and e.iteration == 0}
+    starts = {e.name: e.start for e in s.events if e.kind == EventKind.OP and e.iteration == 0}
     # forward 1.5 s, then backward: back's gradient at 2.5 s, middle's at 3.5 s, front's at 4.5 s
     assert starts == pytest.approx({"op 0": 2.5, "op 1": 3.5, "op 2": 4.5}, abs=2e-3)
     assert [(n, round(t, 2)) for i, n, t in rt.produced if i == 0] == [("back", 2.5), ("middle", 3.5), ("front", 4.5)]
@@ -165,7 +165,7 @@ def test_layer_sync_starts_a_layer_as_soon_as_its_gradient_is_back():
     # forward starts at 7.5 and the back layer's forward, last, needs nothing more.
     ops = one_op_per_layer()
     s, _, t = sim(ops, {0: 4.0, 1: 0.5, 2: 0.5}, sync=Sync.LAYER)
-    fwd = {e.name: e.start for e in s.events if e.kind == "forward" and e.iteration == 1}
+    fwd = {e.name: e.start for e in s.events if e.kind == EventKind.FORWARD and e.iteration == 1}
     assert fwd["front"] == pytest.approx(7.5, abs=2e-3)
     assert fwd["middle"] == pytest.approx(8.0, abs=2e-3) and fwd["back"] == pytest.approx(8.5, abs=2e-3)
     # with priority the front's op would go first: here the order is given, and layer sync only follows it
@@ -188,14 +188,15 @@ def test_in_flight_bounds_reductions_started_and_not_done():
     ops = [Op(i, (Piece(0, 20 * i, 20 * (i + 1)),), 2, 1.0) for i in range(5)] + [
         Op(5, (Piece(1, 0, 100),), 1, 2.0), Op(6, (Piece(2, 0, 100),), 0, 3.0)]
     s, _, _ = sim(ops, dict.fromkeys(range(7), 1.0), in_flight=2, iterations=1)
-    spans = sorted((e.start, e.end) for e in s.events if e.kind == "op")
+    spans = sorted((e.start, e.end) for e in s.events if e.kind == EventKind.OP)
     for t, _ in spans:
         assert sum(1 for a, b in spans if a <= t < b - 1e-9) <= 2
 
 
 def test_exposed_communication_arithmetic():
-    events = [Event(0, "forward", "a", 0.0, 1.0), Event(0, "backward", "a", 1.0, 3.0), Event(0, "op", "op 0", 2.0, 5.0),
-              Event(1, "forward", "a", 5.0, 6.0)]
+    fwd, bwd, op = EventKind.FORWARD, EventKind.BACKWARD, EventKind.OP
+    events = [Event(0, fwd, "a", 0.0, 1.0), Event(0, bwd, "a", 1.0, 3.0), Event(0, op, "op 0", 2.0, 5.0),
+              Event(1, fwd, "a", 5.0, 6.0)]
     (t,) = timings(events, [(0.0, 5.0)])
     assert (t.compute_s, t.exposed_comm_s, t.comm_s) == (3.0, 2.0, 3.0)
     assert t.overlap == pytest.approx(1 / 3)
