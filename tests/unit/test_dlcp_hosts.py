@@ -109,14 +109,14 @@ def test_reordering_alone_causes_no_retransmission_with_order_tolerant_receivers
     past it, NAK packets that are still queued, and those are resent."""
     from dataclasses import replace
 
-    from tests.unit.test_training import job, run_job, training
+    from tests.inmemory import run_ok, training, training_job
     from workers.config import Scheduling, Sync
 
     hub = MemoryHub(seed=1, delay=reorder_like_dlcp)
-    cfg = replace(job("ring", 3, iterations=2, transport="sr", workload="vgg16", scale=0.0005, rto=0.2),
+    cfg = replace(training_job("ring", 3, iterations=2, transport="sr", workload="vgg16", scale=0.0005, rto=0.2),
                   dlcp=DlcpPolicy(reorder=True, order_tolerant=order_tolerant),
                   training=training(scheduling=Scheduling.PRIORITY, sync=Sync.LAYER, in_flight=3))
-    results = run_job(cfg, tmp_path, hub)
+    results = run_ok(cfg, tmp_path, hub)
 
     def total(side: str, name: str) -> int:
         return sum(r["stats"][side].get(name, 0) for r in results.values())
