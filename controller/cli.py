@@ -46,6 +46,14 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
+def size_text(n: int) -> str:
+    """A byte count as parse_size reads it (8MiB, 64KiB, 1000)."""
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)
+
+
 def parse_size(text: str) -> int:
     """8MiB, 512KiB, 1GiB, 64kB, 1000 (bytes)."""
     lowered = text.strip().lower()
@@ -246,10 +254,12 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from controller.experiment.spec import ExperimentSpec
     from mininet_topos.bmv2 import LOG_LEVELS
     from mininet_topos.topologies import TOPOLOGIES
     from roce.qp import VALID_MTUS, Mode
-    from workers.config import Algorithm, Device, DType, FloatMode, Precision, Scheduling, Sync
+    from workers.config import Algorithm, Device, DType, Emulation, FloatMode, Precision, Scheduling, Sync
+    from workers.tensors import workload_names
 
     parser = Parser(prog="gradswitch", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, and tracebacks of errors")
@@ -279,44 +289,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_repl)
 
     # Experiment options default to None: ExperimentSpec's defaults apply to what is not given.
+    D, E = ExperimentSpec(), Emulation()
     p = sub.add_parser("experiment", help="run one all-reduce experiment and report it")
-    p.add_argument("--algo", choices=Algorithm.names(), help="ring (default), ps or netreduce")
-    p.add_argument("--workers", type=int, help="workers per job (default 4)")
-    p.add_argument("--servers", type=int, help="parameter servers (ps; default 1)")
-    p.add_argument("--ps-key", type=parse_size, help="parameter server: bytes per key (default 64KiB; smaller "
-                   "keys pipeline more)")
-    p.add_argument("--size", type=parse_size, help="synthetic gradient size (default 8MiB)")
-    p.add_argument("--workload", help="synthetic (default), a model profile (resnet50, vgg16, bert-base, small-cnn, "
-                   "*-stanza) or train-digits")
+    p.add_argument("--algo", choices=Algorithm.names(), help=f"{', '.join(Algorithm.names())} (default {D.algo})")
+    p.add_argument("--workers", type=int, help=f"workers per job (default {D.workers})")
+    p.add_argument("--servers", type=int, help=f"parameter servers (ps; default {D.servers})")
+    p.add_argument("--ps-key", type=parse_size, help="parameter server: bytes per key (default "
+                   f"{size_text(D.ps_key_bytes)}; smaller keys pipeline more)")
+    p.add_argument("--size", type=parse_size, help=f"synthetic gradient size (default {size_text(D.size_bytes)})")
+    p.add_argument("--workload", help=f"default {D.workload}; one of {', '.join(workload_names())}")
     p.add_argument("--scale", type=float, help="fraction of a model profile's layer sizes, 0 < scale <= 1")
     p.add_argument("--dtype", choices=DType.names())
     p.add_argument("--float-mode", choices=FloatMode.names(),
                    help="float32 as int32: a fixed scale, or a shared exponent per block (SwitchML-style)")
-    p.add_argument("--iterations", type=int, help="iterations to run (default 10)")
-    p.add_argument("--topo", choices=list(TOPOLOGIES), help="rack (default), leafspine or dumbbell")
+    p.add_argument("--iterations", type=int, help=f"iterations to run (default {D.iterations})")
+    p.add_argument("--topo", choices=list(TOPOLOGIES), help=f"default {D.topo}")
     p.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate")
     p.add_argument("--loss", type=float, metavar="PCT", help="drop this percentage of RoCE packets on every worker "
                    "link, 0 <= PCT < 100")
-    p.add_argument("--transport", choices=Mode.names(), help="go-back-N (RoCE, default) or selective "
-                   "repeat (IRN)")
-    p.add_argument("--mtu", type=int, choices=VALID_MTUS, help="RoCE MTU of ring and PS (default 1024)")
-    p.add_argument("--credits", type=int, help="NetReduce: messages in flight per worker")
+    p.add_argument("--transport", choices=Mode.names(), help=f"go-back-N (RoCE) or selective repeat (IRN); "
+                   f"default {D.transport}")
+    p.add_argument("--mtu", type=int, choices=VALID_MTUS, help=f"RoCE MTU of ring and PS (default {D.mtu})")
+    p.add_argument("--credits", type=int, help=f"NetReduce: messages in flight per worker (default {D.credits})")
     p.add_argument("--name", help="run name (default: algo-nN-topo)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/NAME)")
     g = p.add_argument_group("training (docs/training.md): emulate a GPU cluster's computation, time-dilated")
     g.add_argument("--emulate-link", type=float, metavar="GBPS", help="the emulated cluster's link rate (Gb/s); "
                    "with this (or --device/--batch) workers train instead of all-reducing in a row")
-    g.add_argument("--device", choices=Device.names(), help="emulated GPU (default v100)")
-    g.add_argument("--precision", choices=Precision.names(), help="fp32 (TF32 on A100) or amp (default fp32)")
-    g.add_argument("--batch", type=int, help="samples per GPU per iteration (default 64)")
+    g.add_argument("--device", choices=Device.names(), help=f"emulated GPU (default {E.device})")
+    g.add_argument("--precision", choices=Precision.names(), help=f"fp32 (TF32 on A100) or amp (default {E.precision})")
+    g.add_argument("--batch", type=int, help=f"samples per GPU per iteration (default {E.batch})")
     g.add_argument("--compute-scale", type=float, help="fraction of the modelled computation (0: none)")
-    g.add_argument("--sync", choices=Sync.names(), help="next forward after every gradient (iteration, default) "
-                   "or layer by layer (layer)")
-    g.add_argument("--scheduling", choices=Scheduling.names(), help="fifo buckets (default) or priority partitions")
-    g.add_argument("--bucket-mb", type=float, help="fifo: real MiB per bucket (default 25, DDP's)")
-    g.add_argument("--partition-mb", type=float, help="priority: real MiB per partition (default 4)")
-    g.add_argument("--warmup", type=int, help="iterations left out of the steady state (default 1)")
-    g.add_argument("--in-flight", type=int, help="reductions in progress at once, at most (default 4)")
+    g.add_argument("--sync", choices=Sync.names(), help="next forward after every gradient (iteration) or layer by "
+                   f"layer (layer); default {D.sync}")
+    g.add_argument("--scheduling", choices=Scheduling.names(),
+                   help=f"fifo buckets or priority partitions (default {D.scheduling})")
+    g.add_argument("--bucket-mb", type=float, help=f"fifo: real MiB per bucket (default {D.bucket_mb:g}, DDP's)")
+    g.add_argument("--partition-mb", type=float, help=f"priority: real MiB per partition (default {D.partition_mb:g})")
+    g.add_argument("--warmup", type=int, help=f"iterations left out of the steady state (default {D.warmup})")
+    g.add_argument("--in-flight", type=int, help=f"reductions in progress at once, at most (default {D.in_flight})")
     p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("compare", help="run a matrix of experiments from a spec file (experiments/*.toml)")

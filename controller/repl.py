@@ -375,6 +375,7 @@ class Repl(cmd.Cmd):
                 self.out("(no shaped ports: no thresholds)")
             return
         most = 2**32 - 1
+        keep_others = False
         if words == ["default"]:
             wanted = None
         elif len(words) == 1 and "=" not in words[0]:
@@ -382,11 +383,10 @@ class Repl(cmd.Cmd):
         else:
             if not all("=" in w for w in words):
                 raise ReplError(f"usage: {usage}")
-            given = {whole(p, "PRIORITY", 0, CONFIG.PRIORITY_QUEUES - 1): whole(b, "BYTES", 0, most)
-                     for p, b in (w.split("=", 1) for w in words)}
-            first = next(iter(self.fabric.switch_names()))
-            wanted = {**self.control.dlcp.thresholds(first), **given}
-        for name, values in self.control.dlcp.set_thresholds(wanted).items():
+            wanted = {whole(p, "PRIORITY", 0, CONFIG.PRIORITY_QUEUES - 1): whole(b, "BYTES", 0, most)
+                      for p, b in (w.split("=", 1) for w in words)}
+            keep_others = True  # each switch keeps its own (per link rate) for the priorities not named
+        for name, values in self.control.dlcp.set_thresholds(wanted, keep_others).items():
             self.out(f"{name}: " + " ".join(f"{p}={b}" for p, b in sorted(values.items())))
 
     def do_exit(self, arg: str) -> bool:
