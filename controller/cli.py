@@ -13,9 +13,14 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from protocol.paths import runtime_dir
+
+if TYPE_CHECKING:
+    from controller.control_plane import ControlPlane
+    from controller.testbed import Testbed
+    from mininet_topos.topology import Topology
 
 SIZE_UNITS = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "b": 1}
 
@@ -80,7 +85,7 @@ def _topology_args(p: argparse.ArgumentParser, default: str) -> None:
     g.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate (HTB)")
 
 
-def topology_from_args(args: argparse.Namespace) -> Any:
+def topology_from_args(args: argparse.Namespace) -> Topology:
     """The topology the options describe (TopologyError names a bad value)."""
     from mininet_topos.topologies import build_topology
 
@@ -143,18 +148,21 @@ def cmd_net(args: argparse.Namespace) -> int:
         return 0
 
 
-def _mininet_cli(net: Any) -> None:
+def _mininet_cli(net: Testbed) -> None:
     from mininet.cli import CLI
 
     from controller.repl import Repl, run_repl
+
+    assert net.control is not None, "the network is not running"
+    control: ControlPlane = net.control
 
     class GradCLI(CLI):  # type: ignore[misc]
         def do_repl(self, line: str) -> None:
             """repl [COMMAND]: the gradswitch REPL (tables, entries, counters), or one command of it."""
             if line.strip():
-                Repl(net.control).onecmd(line)
+                Repl(control).onecmd(line)
             else:
-                run_repl(net.control)
+                run_repl(control)
 
     print("Mininet CLI: `repl` opens the gradswitch REPL; `gradswitch repl` in another terminal attaches too.")
     GradCLI(net.net)

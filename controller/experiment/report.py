@@ -203,8 +203,8 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
             headline_extra["uplink_imbalance"] = imbalance
     if its and spec.dtype == DType.FLOAT32:
         headline_extra["max_abs_error"] = max(it["max_abs_error"] for it in its)
-    dlcp_drops = sum(ev.get("dropped", 0) for sw in switches.values() if isinstance(sw, dict)
-                     for per_job in sw.get("dlcp", {}).values() for ev in [per_job])
+    dlcp_drops = sum(events.get("dropped", 0) for sw in switches.values() if isinstance(sw, dict)
+                     for events in sw.get("dlcp", {}).values())
     if spec.dlcp.enabled:
         headline_extra["dlcp_dropped"] = dlcp_drops
     return {
