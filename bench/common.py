@@ -19,6 +19,7 @@ from typing import Any
 
 from controller.doctor import tool_version
 from controller.experiment.machine import CpuSample, cpu_sample, process_cpu_seconds
+from roce.qp import Mode
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -117,12 +118,6 @@ class MachineMeter:
             self.process_cores = self.process_seconds / (t1 - t0)
 
 
-def cpu_jiffies() -> tuple[int, int]:
-    """(idle, total) jiffies of the whole machine so far (/proc/stat's cpu line; idle includes iowait)."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return fields[3] + fields[4], sum(fields[:8])
-
-
 class CpuTrace:
     """The machine's idle CPU over time: /proc/stat sampled by a thread, so that the idle share of any
     interval (the iterations of a run, say) can be read afterwards."""
@@ -134,8 +129,8 @@ class CpuTrace:
         self._thread: threading.Thread | None = None
 
     def _sample(self) -> None:
-        idle, total = cpu_jiffies()
-        self.samples.append((time.monotonic(), idle, total))
+        now = cpu_sample()
+        self.samples.append((time.monotonic(), now.idle, now.total))
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -210,5 +205,5 @@ def collective_args(doc: str, workers: str, bw: float, size: str, iterations: in
     parser.add_argument("--bw", type=float, default=bw, help="every link's rate, Mb/s")
     parser.add_argument("--size", type=parse_size, default=parse_size(size), help="bytes per all-reduce")
     parser.add_argument("--iterations", type=int, default=iterations)
-    parser.add_argument("--transport", default="gbn", choices=("gbn", "sr"))
+    parser.add_argument("--transport", default=str(Mode.GBN), choices=Mode.names())
     return parser

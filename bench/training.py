@@ -26,62 +26,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import shutil
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, save
+from bench.common import RESULTS, bmv2_option, save, use_bmv2
 from controller.experiment.compare import CompareSpec, load_spec, run_compare
 from controller.experiment.spec import ExperimentSpec
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.paths import REPO_ROOT
 
 SPECS = REPO_ROOT / "experiments"
-
-
-# ---- the machine's idle CPU during a run's iterations ----
-# (bench/common.py's MachineMeter and the runner's cpu_idle, on the usability branch, replace this
-# once they are on main: `report["headline_extra"]["cpu_idle"]`.)
-
-
-def _cpu_jiffies() -> tuple[int, int]:
-    """(idle with iowait, total) jiffies of every core together since boot (/proc/stat)."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return fields[3] + fields[4], sum(fields[:8])
-
-
-@dataclass
-class CpuSampler:
-    """Samples /proc/stat in the background; idle share of the machine between two monotonic times
-    (the workers' iteration timestamps are time.monotonic(), one clock for every process)."""
-
-    interval: float = 0.25
-    samples: list[tuple[float, int, int]] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-
-    def __enter__(self) -> CpuSampler:
-        def sample() -> None:
-            while not self._stop.is_set():
-                self.samples.append((time.monotonic(), *_cpu_jiffies()))
-                self._stop.wait(self.interval)
-
-        self._thread = threading.Thread(target=sample, name="cpu-sampler", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def idle(self, start: float, end: float) -> float | None:
-        inside = [s for s in self.samples if start <= s[0] <= end]
-        if len(inside) < 2:
-            return None
-        (_, i0, t0), (_, i1, t1) = inside[0], inside[-1]
-        return (i1 - i0) / (t1 - t0) if t1 > t0 else None
 
 
 # ---- runs sharing networks ----
@@ -93,11 +50,10 @@ def _network_key(spec: ExperimentSpec) -> tuple[Any, ...]:
 
 class SharedNetworks:
     """A compare runner that keeps one network up for consecutive runs of the same topology kind,
-    sized for the largest of them, and records each run's idle CPU."""
+    sized for the largest of them."""
 
-    def __init__(self, runs: list[ExperimentSpec], cpu: CpuSampler) -> None:
+    def __init__(self, runs: list[ExperimentSpec]) -> None:
         self.runs = runs
-        self.cpu = cpu
         self._stack = contextlib.ExitStack()
         self._key: tuple[Any, ...] | None = None
         self._net: Any = None
@@ -118,10 +74,6 @@ class SharedNetworks:
                 run_dir=out_dir.parent / f"net{self._networks}-{spec.topo}")))
             self._key = key
         report: dict[str, Any] = run_on(self._net, spec, out_dir, progress=False)
-        its = report["iterations"]
-        extra = report.setdefault("headline_extra", {})
-        if its and "cpu_idle" not in extra:
-            extra["cpu_idle"] = self.cpu.idle(its[0]["start"], its[-1]["end"])
         return report
 
     def close(self) -> None:
@@ -129,19 +81,19 @@ class SharedNetworks:
 
 
 @contextlib.contextmanager
-def shared_networks(spec: CompareSpec, cpu: CpuSampler) -> Iterator[tuple[CompareSpec, SharedNetworks]]:
+def shared_networks(spec: CompareSpec) -> Iterator[tuple[CompareSpec, SharedNetworks]]:
     """The spec with its runs grouped by network (order kept within a group), and its runner."""
     keys = list(dict.fromkeys(_network_key(r) for r in spec.runs))
     ordered = replace(spec, runs=sorted(spec.runs, key=lambda r: keys.index(_network_key(r))))
-    runner = SharedNetworks(ordered.runs, cpu)
+    runner = SharedNetworks(ordered.runs)
     try:
         yield ordered, runner
     finally:
         runner.close()
 
 
-def run(spec: CompareSpec, out: Path, cpu: CpuSampler) -> dict[str, dict[str, Any]]:
-    with shared_networks(spec, cpu) as (ordered, runner):
+def run(spec: CompareSpec, out: Path) -> dict[str, dict[str, Any]]:
+    with shared_networks(spec) as (ordered, runner):
         return run_compare(ordered, out / spec.name, runner, log=_log)
 
 
@@ -173,10 +125,10 @@ def compared(what: str, a: dict[str, Any], b: dict[str, Any], **where: str) -> d
             "of_ideal": [a.get("of_ideal"), b.get("of_ideal")], **limits(a, b)}
 
 
-def speedup(out: Path, cpu: CpuSampler, models: list[str], topos: list[str]) -> dict[str, Any]:
+def speedup(out: Path, models: list[str], topos: list[str]) -> dict[str, Any]:
     spec = load_spec(SPECS / "training-speedup.toml")
     spec = replace(spec, runs=[r for r in spec.runs if r.workload in models and str(r.topo) in topos])
-    summary = run(spec, out, cpu)
+    summary = run(spec, out)
     runs = {r.label: r for r in spec.runs}
     rows = []
     for model in models:
@@ -241,10 +193,10 @@ def plot_speedup(summary: dict[str, dict[str, Any]], models: list[str], topos: l
     plt.close(fig)
 
 
-def dlcp(out: Path, cpu: CpuSampler) -> dict[str, Any]:
+def dlcp(out: Path) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for spec_name, base_name in (("dlcp-contention", "baseline"), ("dlcp-spray", "ecmp")):
-        summary = run(load_spec(SPECS / f"{spec_name}.toml"), out, cpu)
+        summary = run(load_spec(SPECS / f"{spec_name}.toml"), out)
         base = summary.get(base_name, {})
         rows = [{**compared(f"{name} / {base_name} ({spec_name})", s, base),
                  "p99_ratio": ratio(s.get("p99_s"), base.get("p99_s")), "retransmissions": s.get("retransmissions"),
@@ -304,14 +256,15 @@ def main() -> None:
     parser.add_argument("--only", choices=("speedup", "dlcp"))
     parser.add_argument("--models", default="resnet50,vgg16,bert-base")
     parser.add_argument("--topos", default="rack,leafspine")
+    bmv2_option(parser)
     args = parser.parse_args()
+    use_bmv2(args)
     figures: dict[str, Any] = {}
     started = time.monotonic()
-    with CpuSampler() as cpu:
-        if args.only in (None, "speedup"):
-            figures["speedup"] = speedup(args.out, cpu, args.models.split(","), args.topos.split(","))
-        if args.only in (None, "dlcp"):
-            figures["dlcp"] = dlcp(args.out, cpu)
+    if args.only in (None, "speedup"):
+        figures["speedup"] = speedup(args.out, args.models.split(","), args.topos.split(","))
+    if args.only in (None, "dlcp"):
+        figures["dlcp"] = dlcp(args.out)
     figures["wall_s"] = time.monotonic() - started
     name = f"training-{args.only}" if args.only else "training"
     print(f"reports under {args.out}; written {save(name, figures)}")

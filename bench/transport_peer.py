@@ -30,7 +30,7 @@ def main() -> None:
     p.add_argument("peer_ip")
     p.add_argument("--bytes", type=int, default=16 << 20)
     p.add_argument("--mtu", type=int, default=1024)
-    p.add_argument("--mode", choices=("gbn", "sr"), default="gbn")
+    p.add_argument("--mode", choices=Mode.names(), default=str(Mode.GBN))
     p.add_argument("--window", type=int, default=64)
     p.add_argument("--ifname", default="eth0")
     p.add_argument("--timeout", type=float, default=300.0)
@@ -38,7 +38,7 @@ def main() -> None:
     engine = Engine(RawSocketLink(a.ifname, a.local_ip, job=JOB), a.local_ip)
     sender = a.role == "send"
     cfg = QpConfig(qpn=SENDER_QPN if sender else RECEIVER_QPN, remote_qpn=RECEIVER_QPN if sender else SENDER_QPN,
-                   mode=Mode.GBN if a.mode == "gbn" else Mode.SR, mtu=a.mtu, window=a.window, rto=0.05,
+                   mode=Mode(a.mode), mtu=a.mtu, window=a.window, rto=0.05,
                    peer=a.peer_ip)
     writes = -(-a.bytes // WRITE_BYTES)
     if not sender:

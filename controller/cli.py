@@ -13,9 +13,14 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from protocol.paths import runtime_dir
+
+if TYPE_CHECKING:
+    from controller.control_plane import ControlPlane
+    from controller.testbed import Testbed
+    from mininet_topos.topology import Topology
 
 SIZE_UNITS = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "b": 1}
 
@@ -30,12 +35,13 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from controller.experiment.spec import ExperimentError, SpecError
     from controller.netreduce_jobs import JobError
     from controller.p4rt import SwitchError
+    from mininet_topos.bmv2 import SwitchStartError
     from mininet_topos.bmv2_build import Bmv2BuildError
     from mininet_topos.network import NetworkError
     from mininet_topos.topology import TopologyError
 
     return (UsageError, SpecError, ExperimentError, NetworkError, TopologyError, ControlSocketError, SwitchError,
-            JobError, Bmv2BuildError)
+            JobError, Bmv2BuildError, SwitchStartError)
 
 
 class Parser(argparse.ArgumentParser):
@@ -43,6 +49,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def size_text(n: int) -> str:
+    """A byte count as parse_size reads it (8MiB, 64KiB, 1000)."""
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)
 
 
 def parse_size(text: str) -> int:
@@ -71,7 +85,7 @@ def _topology_args(p: argparse.ArgumentParser, default: str) -> None:
     g.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate (HTB)")
 
 
-def topology_from_args(args: argparse.Namespace) -> Any:
+def topology_from_args(args: argparse.Namespace) -> Topology:
     """The topology the options describe (TopologyError names a bad value)."""
     from mininet_topos.topologies import build_topology
 
@@ -90,11 +104,14 @@ def topology_from_args(args: argparse.Namespace) -> Any:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from controller.doctor import report, run_checks
+    from mininet_topos.network import missing_for_networks
 
     checks = run_checks()
     print(report(checks))
-    essential = {"simple_switch_grpc", "p4c-bm2-ss", "mnexec", "root"}
-    return 0 if all(c.ok for c in checks if c.name in essential) else 1
+    missing = missing_for_networks()
+    if missing:
+        print(f"networks cannot start: missing {', '.join(missing)}")
+    return 0 if not missing and all(c.ok for c in checks if c.name == "p4c-bm2-ss") else 1
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -103,7 +120,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     try:
         result = compile_program()
     except BuildError as e:
-        print(e, file=sys.stderr)
+        for line in str(e).splitlines():
+            print(f"error: {line}", file=sys.stderr)
         return 1
     print(f"compiled {result.json} and {result.p4info}")
     return 0
@@ -130,18 +148,21 @@ def cmd_net(args: argparse.Namespace) -> int:
         return 0
 
 
-def _mininet_cli(net: Any) -> None:
+def _mininet_cli(net: Testbed) -> None:
     from mininet.cli import CLI
 
     from controller.repl import Repl, run_repl
+
+    assert net.control is not None, "the network is not running"
+    control: ControlPlane = net.control
 
     class GradCLI(CLI):  # type: ignore[misc]
         def do_repl(self, line: str) -> None:
             """repl [COMMAND]: the gradswitch REPL (tables, entries, counters), or one command of it."""
             if line.strip():
-                Repl(net.control).onecmd(line)
+                Repl(control).onecmd(line)
             else:
-                run_repl(net.control)
+                run_repl(control)
 
     print("Mininet CLI: `repl` opens the gradswitch REPL; `gradswitch repl` in another terminal attaches too.")
     GradCLI(net.net)
@@ -228,6 +249,9 @@ def cmd_clean(args: argparse.Namespace) -> int:
             print(f"skipped: {e}")
             status = 1
             continue
+        except PermissionError as e:
+            raise UsageError(f"cannot remove what {state.parent} left ({e.strerror}): run `gradswitch clean` as root "
+                             "(sudo), as the network was") from None
         for item in removed:
             print(f"removed {item}")
     # Runs whose state file is gone (a temporary run directory, a run killed outright
@@ -238,10 +262,12 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from controller.experiment.spec import ExperimentSpec
     from mininet_topos.bmv2 import LOG_LEVELS
     from mininet_topos.topologies import TOPOLOGIES
     from roce.qp import VALID_MTUS, Mode
-    from workers.config import Algorithm, Device, DType, FloatMode, Precision, Scheduling, Sync
+    from workers.config import Algorithm, Device, DType, Emulation, FloatMode, Precision, Scheduling, Sync
+    from workers.tensors import workload_names
 
     parser = Parser(prog="gradswitch", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, and tracebacks of errors")
@@ -271,45 +297,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_repl)
 
     # Experiment options default to None: ExperimentSpec's defaults apply to what is not given.
+    D, E = ExperimentSpec(), Emulation()
     p = sub.add_parser("experiment", help="run one all-reduce experiment and report it")
-    p.add_argument("--algo", choices=Algorithm.names(), help="ring (default), ps or netreduce")
-    p.add_argument("--workers", type=int, help="workers per job (default 4)")
-    p.add_argument("--servers", type=int, help="parameter servers (ps; default 1)")
-    p.add_argument("--ps-key", type=parse_size, help="parameter server: bytes per key (default 64KiB; smaller "
-                   "keys pipeline more)")
-    p.add_argument("--size", type=parse_size, help="synthetic gradient size (default 8MiB)")
-    p.add_argument("--workload", help="synthetic (default), a model profile (resnet50, vgg16, bert-base, small-cnn, "
-                   "*-stanza) or train-digits")
+    p.add_argument("--algo", choices=Algorithm.names(), help=f"{', '.join(Algorithm.names())} (default {D.algo})")
+    p.add_argument("--workers", type=int, help=f"workers per job (default {D.workers})")
+    p.add_argument("--servers", type=int, help=f"parameter servers (ps; default {D.servers})")
+    p.add_argument("--ps-key", type=parse_size, help="parameter server: bytes per key (default "
+                   f"{size_text(D.ps_key_bytes)}; smaller keys pipeline more)")
+    p.add_argument("--size", type=parse_size, help=f"synthetic gradient size (default {size_text(D.size_bytes)})")
+    p.add_argument("--workload", help=f"default {D.workload}; one of {', '.join(workload_names())}")
     p.add_argument("--scale", type=float, help="fraction of a model profile's layer sizes, 0 < scale <= 1")
     p.add_argument("--dtype", choices=DType.names())
     p.add_argument("--float-mode", choices=FloatMode.names(),
                    help="float32 as int32: a fixed scale, or a shared exponent per block (SwitchML-style)")
-    p.add_argument("--iterations", type=int, help="iterations to run (default 10)")
-    p.add_argument("--topo", choices=list(TOPOLOGIES), help="rack (default), leafspine or dumbbell")
+    p.add_argument("--iterations", type=int, help=f"iterations to run (default {D.iterations})")
+    p.add_argument("--topo", choices=list(TOPOLOGIES), help=f"default {D.topo}")
     p.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate")
     p.add_argument("--loss", type=float, metavar="PCT", help="drop this percentage of RoCE packets on every worker "
                    "link, 0 <= PCT < 100")
-    p.add_argument("--transport", choices=[m.value for m in Mode], help="go-back-N (RoCE, default) or selective "
-                   "repeat (IRN)")
-    p.add_argument("--mtu", type=int, choices=VALID_MTUS, help="RoCE MTU of ring and PS "
-                   "(default: NetReduce's packet size, 4096)")
-    p.add_argument("--credits", type=int, help="NetReduce: messages in flight per worker")
+    p.add_argument("--transport", choices=Mode.names(), help=f"go-back-N (RoCE) or selective repeat (IRN); "
+                   f"default {D.transport}")
+    p.add_argument("--mtu", type=int, choices=VALID_MTUS, help=f"RoCE MTU of ring and PS (default {D.mtu}: "
+                   "NetReduce's packet size)")
+    p.add_argument("--credits", type=int, help=f"NetReduce: messages in flight per worker (default {D.credits})")
     p.add_argument("--name", help="run name (default: algo-nN-topo)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/NAME)")
     g = p.add_argument_group("training (docs/training.md): emulate a GPU cluster's computation, time-dilated")
     g.add_argument("--emulate-link", type=float, metavar="GBPS", help="the emulated cluster's link rate (Gb/s); "
                    "with this (or --device/--batch) workers train instead of all-reducing in a row")
-    g.add_argument("--device", choices=Device.names(), help="emulated GPU (default v100)")
-    g.add_argument("--precision", choices=Precision.names(), help="fp32 (TF32 on A100) or amp (default fp32)")
-    g.add_argument("--batch", type=int, help="samples per GPU per iteration (default 64)")
+    g.add_argument("--device", choices=Device.names(), help=f"emulated GPU (default {E.device})")
+    g.add_argument("--precision", choices=Precision.names(), help=f"fp32 (TF32 on A100) or amp (default {E.precision})")
+    g.add_argument("--batch", type=int, help=f"samples per GPU per iteration (default {E.batch})")
     g.add_argument("--compute-scale", type=float, help="fraction of the modelled computation (0: none)")
-    g.add_argument("--sync", choices=Sync.names(), help="next forward after every gradient (iteration, default) "
-                   "or layer by layer (layer)")
-    g.add_argument("--scheduling", choices=Scheduling.names(), help="fifo buckets (default) or priority partitions")
-    g.add_argument("--bucket-mb", type=float, help="fifo: real MiB per bucket (default 25, DDP's)")
-    g.add_argument("--partition-mb", type=float, help="priority: real MiB per partition (default 4)")
-    g.add_argument("--warmup", type=int, help="iterations left out of the steady state (default 1)")
-    g.add_argument("--in-flight", type=int, help="reductions in progress at once, at most (default 4)")
+    g.add_argument("--sync", choices=Sync.names(), help="next forward after every gradient (iteration) or layer by "
+                   f"layer (layer); default {D.sync}")
+    g.add_argument("--scheduling", choices=Scheduling.names(),
+                   help=f"fifo buckets or priority partitions (default {D.scheduling})")
+    g.add_argument("--bucket-mb", type=float, help=f"fifo: real MiB per bucket (default {D.bucket_mb:g}, DDP's)")
+    g.add_argument("--partition-mb", type=float, help=f"priority: real MiB per partition (default {D.partition_mb:g})")
+    g.add_argument("--warmup", type=int, help=f"iterations left out of the steady state (default {D.warmup})")
+    g.add_argument("--in-flight", type=int, help=f"reductions in progress at once, at most (default {D.in_flight})")
     p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("compare", help="run a matrix of experiments from a spec file (experiments/*.toml)")

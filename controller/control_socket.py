@@ -91,7 +91,12 @@ def attach(run_dir: Path) -> ControlPlane:
     key_path = run_dir / KEY_NAME
     if not socket_path.exists() or not key_path.exists():
         raise ControlSocketError(f"no running network in {run_dir} (no {SOCKET_NAME}); start one with `gradswitch net`")
-    manager = _ClientManager(address=str(socket_path), authkey=key_path.read_bytes())
+    try:
+        key = key_path.read_bytes()
+    except PermissionError:
+        raise ControlSocketError(f"{key_path} is readable by its owner only (the user who started the network): "
+                                 "run `gradswitch repl` as that user (sudo)") from None
+    manager = _ClientManager(address=str(socket_path), authkey=key)
     try:
         manager.connect()
     except (OSError, EOFError) as e:

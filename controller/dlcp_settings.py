@@ -53,15 +53,20 @@ class DlcpSettings:
                 return Features(*(bool(e.params[k]) for k in ("priority", "drop", "spray")))
         return Features()
 
-    def set_thresholds(self, thresholds: dict[int, int] | None = None) -> dict[str, dict[int, int]]:
+    def set_thresholds(self, thresholds: dict[int, int] | None = None, keep_others: bool = False
+                       ) -> dict[str, dict[int, int]]:
         """Set the selective-drop thresholds (priority -> virtual-queue bytes) on every switch with
-        shaped ports; None restores the defaults for each switch's link rate. Returns what is set."""
+        shaped ports; None restores the defaults for each switch's link rate; with keep_others, the
+        priorities not given keep each switch's own. Returns what is set."""
         out: dict[str, dict[int, int]] = {}
         for name in self.fabric.switch_names():
             rate = dlcp.link_rate(self.fabric.topo, name)
             if rate is None:
                 continue
-            wanted = dlcp.default_thresholds(rate) if thresholds is None else thresholds
+            if thresholds is None:
+                wanted = dlcp.default_thresholds(rate)
+            else:
+                wanted = {**self.thresholds(name), **thresholds} if keep_others else thresholds
             sess = self.fabric.session(name)
             installed = {dlcp.threshold_priority(e): e for e in sess.read_table(dlcp.THRESHOLDS)}
             entries = dlcp.threshold_entries(wanted)

@@ -197,10 +197,6 @@ class NetReduceJobs:
         if errors:
             raise JobError(f"job {job} torn down with errors: " + "; ".join(errors))
 
-    def teardown_all(self) -> None:
-        for job in list(self.jobs):
-            self.teardown(job)
-
     # ---- looking ----
 
     def _job(self, job: int) -> ActiveJob:
@@ -225,6 +221,7 @@ class NetReduceJobs:
         return {name: cells[base + i].packets for i, name in names.items() if base + i in cells}
 
     def port_events(self, switch: str) -> dict[int, dict[str, int]]:
+        """NetReduce's events on a switch by ingress port (non-zero ones): where refused packets came in."""
         names = nr.event_names()
         out: dict[int, dict[str, int]] = {}
         for index, value in self.fabric.read_counter(switch, nr.PORT_EVENTS).items():

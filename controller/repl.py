@@ -37,7 +37,9 @@ from typing import Any
 
 from controller.control_plane import ControlPlane
 from controller.controls.fault_injection import Direction
+from controller.controls.netreduce import REFUSALS
 from controller.controls.packet_io import punt_reason
+from controller.netreduce_jobs import JobError
 from controller.p4rt import P4Info, SwitchError, TableEntry, UnknownName
 from controller.p4rt.entities import EntryError, MatchValue, Value, short
 from protocol.config import CONFIG
@@ -47,6 +49,28 @@ from protocol.paths import P4INFO
 
 class ReplError(ValueError):
     """A command line the REPL cannot read."""
+
+
+def whole(word: str, what: str, lo: int, hi: int) -> int:
+    """`word` as a whole number lo..hi (decimal or 0x...), or a ReplError naming `what`."""
+    try:
+        n = int(word, 0)
+    except ValueError:
+        raise ReplError(f"{what} {word!r} is not a whole number (give {lo}..{hi})") from None
+    if not lo <= n <= hi:
+        raise ReplError(f"{what} {n} is out of range: give {lo}..{hi}")
+    return n
+
+
+def number(word: str, what: str, lo: float, hi: float) -> float:
+    """`word` as a number lo..hi, or a ReplError naming `what`."""
+    try:
+        x = float(word)
+    except ValueError:
+        raise ReplError(f"{what} {word!r} is not a number (give {lo:g}..{hi:g})") from None
+    if not lo <= x <= hi:
+        raise ReplError(f"{what} {x:g} is out of range: give {lo:g}..{hi:g}")
+    return x
 
 
 def parse_entry(p4info: P4Info, table: str, words: list[str], with_action: bool) -> TableEntry:
@@ -67,7 +91,7 @@ def parse_entry(p4info: P4Info, table: str, words: list[str], with_action: bool)
             raise ReplError(f"expected KEY=VALUE, got {word!r}")
         key, value = word.split("=", 1)
         if key == "priority":
-            priority = int(value, 0)
+            priority = whole(value, "priority", 1, 2**31 - 1)
         elif in_action:
             params[key] = value
         else:
@@ -96,8 +120,11 @@ class Repl(cmd.Cmd):
     def onecmd(self, line: str) -> bool:
         try:
             return super().onecmd(line)
-        except (ReplError, EntryError, UnknownName, SwitchError, KeyError, IndexError, ValueError) as e:
+        except (ReplError, EntryError, UnknownName, SwitchError, JobError, KeyError, IndexError, ValueError) as e:
             self.out(f"error: {e}")
+        except (EOFError, ConnectionError) as e:  # the controller this REPL is attached to has gone
+            self.out(f"error: the network's controller does not answer ({type(e).__name__}): it has stopped; "
+                     "leave with Ctrl-D and start a network again")
         return False
 
     def emptyline(self) -> bool:
@@ -193,7 +220,7 @@ class Repl(cmd.Cmd):
     def do_counter(self, arg: str) -> None:
         """counter SWITCH COUNTER [INDEX]: read an indexed counter (non-zero cells)."""
         words = self._args(arg, 2, "counter SWITCH COUNTER [INDEX]")
-        index = int(words[2]) if len(words) > 2 else None
+        index = whole(words[2], "INDEX", 0, 2**31 - 1) if len(words) > 2 else None
         sw = self._switch(words[0])
         cells = self.fabric.read_counter(sw, words[1], index)
         shown = {i: c for i, c in sorted(cells.items()) if c.packets or index is not None}
@@ -210,19 +237,25 @@ class Repl(cmd.Cmd):
             self.out(f"{p.port:>5} {p.rx_packets:>10} {p.rx_bytes:>12} {p.tx_packets:>10} {p.tx_bytes:>12}")
 
     def do_drops(self, arg: str) -> None:
-        """drops SWITCH: dropped packets by reason."""
+        """drops SWITCH: dropped packets by reason, and NetReduce's refusals by the port they came in on."""
         sw = self._switch(self._args(arg, 1, "drops SWITCH")[0])
         drops = self.fabric.drops(sw)
         for reason, n in sorted(drops.items()):
             self.out(f"{reason:<16} {n}")
         if not drops:
             self.out("(no drops)")
+        refusals = {port: {e: n for e, n in events.items() if e in REFUSALS}
+                    for port, events in self.control.netreduce.port_events(sw).items()}
+        for port, events in sorted(refusals.items()):
+            if events:
+                self.out(f"  NetReduce, port {port}: " + ", ".join(f"{e} {n}" for e, n in sorted(events.items())))
 
     def do_mcast(self, arg: str) -> None:
         """mcast SWITCH GROUP: read a multicast group."""
         words = self._args(arg, 2, "mcast SWITCH GROUP")
         sw = self._switch(words[0])
-        group = self.fabric.read_multicast_group(sw, int(words[1]))
+        group_id = whole(words[1], "GROUP", 1, 0xFFFF)
+        group = self.fabric.read_multicast_group(sw, group_id)
         self.out(group.describe() if group else f"no multicast group {words[1]}")
 
     def do_loss(self, arg: str) -> None:
@@ -234,7 +267,12 @@ class Repl(cmd.Cmd):
         roce = "roce" in words[3:]
         corrupt = "corrupt" in words[3:]
         sw = self._switch(words[0])
-        rules = self.fabric.set_port_loss(sw, int(words[1]), float(words[2]), direction,
+        port = whole(words[1], "PORT", 0, CONFIG.CPU_PORT - 1)
+        fraction = number(words[2], "FRACTION", 0.0, 1.0)
+        unknown = [w for w in words[3:] if w not in (*directions, "roce", "corrupt")]
+        if unknown:
+            raise ReplError(f"loss: unknown word(s) {', '.join(unknown)} (give in, out or both, roce, corrupt)")
+        rules = self.fabric.set_port_loss(sw, port, fraction, direction,
                                           CONFIG.IP_PROTO_UDP if roce else None,
                                           CONFIG.ROCE_V2_UDP_PORT if roce else None, corrupt=corrupt)
         kind = "corruption" if corrupt else "fault"
@@ -243,16 +281,21 @@ class Repl(cmd.Cmd):
     def do_packet_out(self, arg: str) -> None:
         """packet-out SWITCH PORT HEXBYTES: send a packet out of a switch port."""
         words = self._args(arg, 3, "packet-out SWITCH PORT HEXBYTES")
-        payload = bytes.fromhex("".join(words[2:]))
+        try:
+            payload = bytes.fromhex("".join(words[2:]))
+        except ValueError:
+            raise ReplError("HEXBYTES: give the packet as hex digits, two per byte (spaces allowed)") from None
         sw = self._switch(words[0])
-        self.fabric.packet_out(sw, payload, int(words[1]))
+        port = whole(words[1], "PORT", 0, CONFIG.CPU_PORT - 1)
+        self.fabric.packet_out(sw, payload, port)
         self.out(f"sent {len(payload)} bytes out of {words[0]} port {words[1]}")
 
     def do_packet_in(self, arg: str) -> None:
         """packet-in SWITCH [SECONDS]: wait for the next packet the switch sends to the controller."""
         words = self._args(arg, 1, "packet-in SWITCH [SECONDS]")
         sw = self._switch(words[0])
-        pin = self.fabric.next_packet_in(sw, float(words[1]) if len(words) > 1 else 5.0)
+        seconds = number(words[1], "SECONDS", 0.0, 3600.0) if len(words) > 1 else 5.0
+        pin = self.fabric.next_packet_in(sw, seconds)
         if pin is None:
             self.out("(no packet-in)")
             return
@@ -263,13 +306,15 @@ class Repl(cmd.Cmd):
     def do_job(self, arg: str) -> None:
         """job create JOB HOST... [credits=N] [spine=SW] | job status JOB | job teardown JOB: NetReduce jobs."""
         words = self._args(arg, 2, "job create|status|teardown JOB ...")
-        verb, job = words[0], int(words[1])
+        verb, job = words[0], whole(words[1], "JOB", 1, CONFIG.AGG_MAX_JOBS - 1)
         if verb == "create":
             opts = dict(w.split("=", 1) for w in words[2:] if "=" in w)
             hosts = [w for w in words[2:] if "=" not in w]
             if len(hosts) < 2:
                 raise ReplError("job create JOB HOST HOST... (at least two workers)")
-            credits = int(opts.get("credits", DEFAULT_CREDITS))
+            if set(opts) - {"credits", "spine"}:
+                raise ReplError(f"job create takes credits= and spine= (got {', '.join(sorted(set(opts)))})")
+            credits = whole(opts.get("credits", str(DEFAULT_CREDITS)), "credits", 1, CONFIG.AGG_MAX_CREDITS)
             info = self.control.netreduce.create(job, hosts, credits, opts.get("spine"))
             self.out(f"job {job}: workers {', '.join(info.workers)}, rkey {info.rkey:#x}, "
                      f"first PSN {info.initial_psn:#x}, aggregation at {info.aggregation_switch}")
@@ -309,11 +354,12 @@ class Repl(cmd.Cmd):
         bad = set(opts) - {"priority", "drop", "spray"} or {v for v in opts.values() if v not in ("on", "off")}
         if bad:
             raise ReplError(f"dlcp takes priority=, drop=, spray= with on or off (got {sorted(bad)})")
+        job = whole(words[0], "JOB", 1, CONFIG.DLCP_MAX_JOBS - 1)
         if not opts:
-            self.out(f"job {words[0]}: {self.control.dlcp.features(int(words[0])).describe()}")
+            self.out(f"job {job}: {self.control.dlcp.features(job).describe()}")
             return
         change = {k: v == "on" for k, v in opts.items()}  # what is not named stays as it is
-        now = self.control.dlcp.set(int(words[0]), change.get("priority"), change.get("drop"), change.get("spray"))
+        now = self.control.dlcp.set(job, change.get("priority"), change.get("drop"), change.get("spray"))
         self.out(f"job {words[0]}: {now.describe()}")
 
     def _thresholds(self, words: list[str]) -> None:
@@ -328,22 +374,19 @@ class Repl(cmd.Cmd):
             if not shown:
                 self.out("(no shaped ports: no thresholds)")
             return
-        try:
-            if words == ["default"]:
-                wanted = None
-            elif len(words) == 1 and "=" not in words[0]:
-                wanted = {p: int(words[0], 0) for p in range(CONFIG.PRIORITY_QUEUES)}
-            else:
-                first = next(iter(self.fabric.switch_names()))
-                wanted = dict(self.control.dlcp.thresholds(first))
-                for w in words:
-                    p, b = w.split("=", 1)
-                    if not 0 <= int(p) < CONFIG.PRIORITY_QUEUES:
-                        raise ValueError(f"priority {p} is not 0..{CONFIG.PRIORITY_QUEUES - 1}")
-                    wanted[int(p)] = int(b, 0)
-        except ValueError as e:
-            raise ReplError(f"{usage}: {e}") from None
-        for name, values in self.control.dlcp.set_thresholds(wanted).items():
+        most = 2**32 - 1
+        keep_others = False
+        if words == ["default"]:
+            wanted = None
+        elif len(words) == 1 and "=" not in words[0]:
+            wanted = {p: whole(words[0], "BYTES", 0, most) for p in range(CONFIG.PRIORITY_QUEUES)}
+        else:
+            if not all("=" in w for w in words):
+                raise ReplError(f"usage: {usage}")
+            wanted = {whole(p, "PRIORITY", 0, CONFIG.PRIORITY_QUEUES - 1): whole(b, "BYTES", 0, most)
+                      for p, b in (w.split("=", 1) for w in words)}
+            keep_others = True  # each switch keeps its own (per link rate) for the priorities not named
+        for name, values in self.control.dlcp.set_thresholds(wanted, keep_others).items():
             self.out(f"{name}: " + " ".join(f"{p}={b}" for p, b in sorted(values.items())))
 
     def do_exit(self, arg: str) -> bool:

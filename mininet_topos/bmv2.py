@@ -31,6 +31,7 @@ SIMPLE_SWITCH_GRPC = "simple_switch_grpc"
 # `gradswitch --bmv2 PATH` sets it for the command and everything it starts.
 BMV2_ENV = "GRADSWITCH_BMV2"
 MACHINE_LOCK = Path("/tmp/gradswitch-switches.lock")
+LOCK_HOLDER_ENV = "GRADSWITCH_SWITCH_LOCK_HOLDER"  # set while a process holds MACHINE_LOCK, for its children
 GRPC_BASE_PORT = 50051  # switch d listens for P4Runtime on 127.0.0.1:GRPC_BASE_PORT + d
 THRIFT_BASE_PORT = 9090  # ... and for Thrift (registers, queues) on THRIFT_BASE_PORT + d
 
@@ -233,13 +234,52 @@ def wait_port_closed(port: int, timeout: float = 5.0) -> None:
     wait_until(lambda: not port_open(port), timeout, what=f"port {port} to close")
 
 
-@contextlib.contextmanager
-def one_switch_user_at_a_time() -> Iterator[None]:
-    """Hold the machine-wide lock of BMv2 users (tests, benchmarks) while the block runs.
+_held = 0  # how many of this process's blocks hold the machine lock now
 
-    Switches listen on fixed ports and networks name their interfaces after their nodes, so
-    two test sessions or benchmarks on one machine would collide; the second waits instead.
+
+def lock_holder() -> str | None:
+    """Who holds MACHINE_LOCK now, from the kernel's table of locks: 'pid N (its command)'."""
+    try:
+        inode = MACHINE_LOCK.stat().st_ino
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()  # 1: FLOCK  ADVISORY  WRITE 1234 00:2a:5678 0 EOF
+            if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode):
+                pid = fields[4]
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+                return f"pid {pid} ({' '.join(a for a in argv if a)[:160]})"
+    except OSError:
+        pass
+    return None
+
+
+@contextlib.contextmanager
+def one_switch_user_at_a_time(wait: bool = True) -> Iterator[None]:
+    """Hold the machine-wide lock of BMv2 users (networks, tests, benchmarks) while the block runs.
+
+    Switches listen on fixed ports and networks name their interfaces after their nodes, so two
+    users on one machine would collide. With `wait` the second waits (tests, benchmarks);
+    without, it gets a SwitchStartError naming who holds the lock (`gradswitch net`). Blocks
+    nested in one process share the lock.
     """
+    global _held
+    if _held or os.environ.get(LOCK_HOLDER_ENV):  # this process, or the parent that started it, holds it
+        _held += 1
+        try:
+            yield
+        finally:
+            _held -= 1
+        return
     with MACHINE_LOCK.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        yield
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            holder = lock_holder() or "another process"
+            raise SwitchStartError(f"this machine's switch ports are in use by {holder}; wait for it to "
+                                   "finish or stop it (gradswitch clean removes what a killed one left)") from None
+        _held = 1
+        os.environ[LOCK_HOLDER_ENV] = str(os.getpid())  # children (the CLI a test starts) share it
+        try:
+            yield
+        finally:
+            _held = 0  # the lock goes with the file
+            os.environ.pop(LOCK_HOLDER_ENV, None)

@@ -62,9 +62,6 @@ class ManagementFence:
         if proc.returncode != 0:
             raise FenceError(f"could not fence the switches' management ports with nftables: {proc.stderr.strip()}")
 
-    def remove(self) -> bool:
-        return remove_table(self.table)
-
 
 def remove_table(table: str) -> bool:
     """Delete one fence table; False when it was not there."""

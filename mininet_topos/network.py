@@ -32,6 +32,8 @@ from mininet_topos.bmv2 import (
     SIMPLE_SWITCH_GRPC,
     THRIFT_BASE_PORT,
     SwitchPorts,
+    SwitchStartError,
+    one_switch_user_at_a_time,
     resolve_bmv2,
     switch_ports,
 )
@@ -62,18 +64,27 @@ class NetworkOptions:
     mtu: int = 9000  # every link: RoCE MTU 4096 packets need jumbo frames
 
 
-def preflight() -> None:
-    """Raise NetworkError listing what a Mininet run needs and is missing."""
+# The commands a network runs (Mininet's mnexec; ip, tc and ethtool on interfaces; ping; nft for the fence).
+NETWORK_TOOLS = ("mnexec", "ip", "tc", "ethtool", "ping", "nft")
+
+
+def missing_for_networks() -> list[str]:
+    """What a Mininet network needs and this machine lacks (root, NETWORK_TOOLS, a BMv2 switch);
+    the one list that preflight, `gradswitch doctor` and the tests' requirements use."""
     missing = []
     if os.geteuid() != 0:
         missing.append("root (Mininet creates namespaces and veths)")
-    for tool in ("mnexec", "ip", "tc", "ethtool", "ping", "nft"):
-        if shutil.which(tool) is None:
-            missing.append(tool)
+    missing += [tool for tool in NETWORK_TOOLS if shutil.which(tool) is None]
+    if not os.environ.get(BMV2_ENV) and shutil.which(SIMPLE_SWITCH_GRPC) is None:
+        missing.append(SIMPLE_SWITCH_GRPC)
+    return missing
+
+
+def preflight() -> None:
+    """Raise NetworkError listing what a Mininet run needs and is missing."""
     if os.environ.get(BMV2_ENV):
         resolve_bmv2()  # Bmv2BuildError names the setting and the path
-    elif shutil.which(SIMPLE_SWITCH_GRPC) is None:
-        missing.append(SIMPLE_SWITCH_GRPC)
+    missing = missing_for_networks()
     if missing:
         raise NetworkError("cannot start a network, missing: " + ", ".join(missing) + " (run `gradswitch doctor`)")
 
@@ -114,6 +125,7 @@ class GradNetwork:
         self.net: Any = None
         self.bmv2: Bmv2Build | None = None  # the build every switch runs (resolve_bmv2, at start)
         self._old_handlers: dict[int, Any] = {}
+        self._lock = contextlib.ExitStack()  # the machine lock while the network runs
         # The switches' Thrift and gRPC ports accept connections from this machine only (mininet_topos/fence.py).
         self.fence = ManagementFence.for_run(self.run_dir, [p for ports in self.ports.values()
                                                             for p in (ports.grpc, ports.thrift)])
@@ -135,6 +147,21 @@ class GradNetwork:
 
         from mininet_topos.nodes import Bmv2Switch, GradHost
 
+        # One network per machine (fixed switch ports, interfaces named after nodes): a second one
+        # is refused at once, naming the first, unless this process already holds the machine lock
+        # (a test or benchmark that waited for it).
+        try:
+            self._lock.enter_context(one_switch_user_at_a_time(wait=False))
+        except SwitchStartError as e:
+            raise NetworkError(str(e)) from None
+        try:
+            self._start(Mininet, setLogLevel, Bmv2Switch, GradHost)
+        except BaseException:
+            self._lock.close()
+            raise
+        return self
+
+    def _start(self, Mininet: Any, setLogLevel: Any, Bmv2Switch: Any, GradHost: Any) -> None:
         cleanup_run(self.run_dir)  # leftovers of an earlier run killed outright
         # Switch ports live in the root namespace: one left by a run killed elsewhere would
         # make Mininet fail with "File exists"; remove it, or say which network still uses it.
@@ -183,7 +210,6 @@ class GradNetwork:
         except BaseException:
             self.stop()
             raise
-        return self
 
     def switch_interfaces(self) -> list[str]:
         """Names of the switch-side interfaces (root namespace) this topology creates."""
@@ -201,6 +227,7 @@ class GradNetwork:
                 log.exception("mininet stop failed; cleaning up from the state file")
         cleanup_run(self.run_dir)
         self._restore_signals()
+        self._lock.close()
 
     def __enter__(self) -> GradNetwork:
         return self.start()
@@ -240,10 +267,11 @@ class GradNetwork:
             "interfaces": sorted({intf.name for node in self.net.switches for intf in node.intfList()
                                   if intf.name != "lo"}),
             "run_dir": str(self.run_dir),
-            "fence": self.fence.table,
             "started": time.time(),
         }
-        (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
+        partial = self.run_dir / f".{STATE_FILE}.partial"  # renamed into place: never read half written
+        partial.write_text(json.dumps(state, indent=2))
+        partial.replace(self.run_dir / STATE_FILE)
 
     # ---- use ----
 
@@ -367,16 +395,14 @@ def remove_orphan_interfaces(names: Sequence[str] | None = None) -> list[str]:
 
 
 def cleanup_run(run_dir: Path) -> list[str]:
-    """Remove what a run recorded in its state file and left behind; returns what was removed."""
+    """Remove what a run left behind: its switches (found by their paths under run_dir, recorded or
+    not), and the hosts, interfaces and fence its state file records; returns what was removed."""
     state_path = run_dir / STATE_FILE
-    if not state_path.exists():
-        return []
     removed: list[str] = []
     try:
         state = json.loads(state_path.read_text())
     except (OSError, json.JSONDecodeError):
-        state_path.unlink(missing_ok=True)
-        return _remove_fence(run_dir)
+        state = {}  # none, or cut short: the switches are still found by their paths below
     controller = state.get("controller_pid")
     if controller and controller != os.getpid() and "python" in _pid_cmdline(controller):
         raise NetworkError(f"a network from {run_dir} is still running (controller pid {controller}); "

@@ -96,6 +96,14 @@ class Topology:
     def links_of(self, node: str) -> Iterator[Link]:
         return (lk for lk in self.links if node in (lk.a, lk.b))
 
+    def ports_between(self, a: str, b: str) -> tuple[int, int]:
+        """(a's port, b's port) of the link between two nodes."""
+        for lk in self.links_of(a):
+            peer, peer_port = lk.other(a)
+            if peer == b:
+                return lk.port_of(a), peer_port
+        raise TopologyError(f"{self.name}: {a} and {b} are not linked")
+
     def attachment(self, host: str) -> tuple[str, int]:
         """(switch, port) a host is attached to."""
         for lk in self.links_of(host):

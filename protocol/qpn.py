@@ -14,7 +14,8 @@ JOB_SHIFT = CONFIG.QPN_JOB_SHIFT
 NODE_SHIFT = CONFIG.QPN_NODE_SHIFT
 MAX_NODES = 1 << NODE_SHIFT  # node ids are below this
 MAX_JOBS = 1 << (24 - JOB_SHIFT)  # job ids are 1 .. MAX_JOBS - 1 (a QP number has 24 bits)
-SOURCE_PORT_BASE = 0xC000  # RoCE NICs pick UDP source ports in 0xC000-0xFFFF
+SOURCE_PORT_BASE = 0xC000  # RoCE NICs pick UDP source ports in 0xC000-0xFFFF...
+SOURCE_PORT_BITS = 14  # ... the 14 bits below 0xC000's two
 
 
 def qpn(local: int, remote: int, job: int) -> int:
@@ -30,8 +31,9 @@ def job_of(qp: int) -> int:
 
 
 def udp_source_port(qp: int) -> int:
-    """UDP source port of a QP's packets: SOURCE_PORT_BASE | (job & 0x3F) << 8 | local node.
+    """UDP source port of a QP's packets: SOURCE_PORT_BASE | the QP number's bits above the remote node.
 
-    One port per (job, node), whichever peer the QP talks to, in the range RoCE NICs use.
+    That is the low bits of the job and the local node: one port per (job, node), whichever peer
+    the QP talks to, in the range RoCE NICs use.
     """
-    return SOURCE_PORT_BASE | ((qp >> NODE_SHIFT) & 0x3FFF)
+    return SOURCE_PORT_BASE | ((qp >> NODE_SHIFT) & ((1 << SOURCE_PORT_BITS) - 1))

@@ -55,6 +55,7 @@ FIRST = frozenset({Opcode.SEND_FIRST, Opcode.WRITE_FIRST})
 MIDDLE = frozenset({Opcode.SEND_MIDDLE, Opcode.WRITE_MIDDLE})
 LAST = frozenset({Opcode.SEND_LAST, Opcode.SEND_LAST_IMM, Opcode.WRITE_LAST, Opcode.WRITE_LAST_IMM})
 ONLY = frozenset({Opcode.SEND_ONLY, Opcode.SEND_ONLY_IMM, Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM})
+WRITES = frozenset(op for op in Opcode if op.name.startswith("WRITE"))
 
 
 class HeaderError(ValueError):

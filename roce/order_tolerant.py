@@ -31,7 +31,7 @@ LAST/ONLY, when every one of them is here and none starts a message (a lost firs
 
 from __future__ import annotations
 
-from roce.headers import FIRST, LAST, ONLY, Reth, Transport
+from roce.headers import FIRST, LAST, ONLY, WRITES, Reth, Transport
 from roce.psn import psn_add, psn_diff
 from roce.qp import RETH_OPCODES, MemoryRegion, QpConfig, Responder
 
@@ -55,7 +55,7 @@ class OrderTolerantResponder(Responder):
         self.buffered[psn] = t
         if t.opcode in LAST or t.opcode in ONLY:
             self.end_seen[psn] = now
-        if t.opcode.name.startswith("WRITE"):
+        if t.opcode in WRITES:
             self._place_ahead(t)
         self._rearm()
         return self.on_timer(now)

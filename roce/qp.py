@@ -24,8 +24,8 @@ import struct
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
 
+from protocol.choice import Choice
 from protocol.dlcp import DROPPABLE
 from roce.headers import AckType, Aeth, Bth, NakCode, Opcode, Reth, Transport
 from roce.psn import psn_add, psn_diff
@@ -34,12 +34,9 @@ RETH_OPCODES = {Opcode.WRITE_FIRST, Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM}
 VALID_MTUS = (256, 512, 1024, 2048, 4096)
 
 
-class Mode(str, Enum):
+class Mode(Choice):
     GBN = "gbn"  # go-back-N, as RoCE NICs
     SR = "sr"  # selective repeat with an in-flight cap, as IRN
-
-    def __str__(self) -> str:
-        return str(self.value)
 
 
 class TransportError(RuntimeError):

@@ -22,6 +22,9 @@ ROCE_V2_UDP_PORT = CONFIG.ROCE_V2_UDP_PORT
 IPV4_HEADER_LEN = 20
 UDP_HEADER_LEN = 8
 ETH_HEADER_LEN = 14
+# What a RoCE v2 packet adds to its payload on an Ethernet link (as HTB and the switches count it):
+# Ethernet, IPv4, UDP, BTH, ICRC; a first packet of a WRITE adds a RETH (RETH_LEN) on top.
+ROCE_OVERHEAD = ETH_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN + BTH_LEN + ICRC_LEN
 IP_PROTO_UDP = CONFIG.IP_PROTO_UDP
 IP_FLAG_DF = 0x4000
 

@@ -1,9 +1,13 @@
-"""What every algorithm shares: QPs by peer, waiting for tagged writes, the iteration loop.
+"""What every algorithm shares: QPs by peer, tagged writes, and driving reductions.
 
 Conventions (so no connection set-up exchange is needed, every process derives them):
-- QP numbers: workers.config.qpn(local, remote, job).
-- Every WRITE that completes a step carries immediate data naming it; the receiver waits
-  for that exact tag (`Comm.wait_tag`), whatever the arrival order of other tags.
+- QP numbers: protocol/qpn.py, qpn(local, remote, job).
+- Every WRITE that completes a step carries immediate data naming it; a reduction waits until
+  that exact tag has arrived (`Comm.arrived`, then `Comm.take`), whatever the arrival order of
+  other tags, so several reductions can be in flight at once.
+- A reduction is a generator that yields what it waits for (workers/ring.py, ps.py, netreduce.py):
+  `Comm.drive` runs one to its end (the all-reduce loop), `Comm.step` lets a scheduler run several
+  while the emulated GPU computes (workers/training.py).
 """
 
 from __future__ import annotations
@@ -153,20 +157,10 @@ class Comm:
             result: Int32Array = done.value
             return result
 
-    def has_tag(self, peer: int, imm: int) -> bool:
-        self._collect()
-        return imm in self.tags[self.qp(peer).cfg.qpn]
-
     def aborted(self) -> str | None:
         if self.abort_file is not None and self.abort_file.exists():
             return self.abort_file.read_text().strip() or "the job was aborted"
         return None
-
-    def wait_tag(self, peer: int, imm: int, what: str) -> RecvCompletion:
-        qp = self.qp(peer)
-        self.engine.run_until(lambda: self.has_tag(peer, imm), self.cfg.iteration_timeout,
-                              f"{what} from {self.cfg.node(peer).host}", self.aborted)
-        return self.tags[qp.cfg.qpn].pop(imm)
 
     def wait_any(self, done: Callable[[], bool], what: str) -> None:
         def collected() -> bool:

@@ -4,24 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from protocol.choice import Choice
 from protocol.netreduce import DEFAULT_CREDITS
 from roce.qp import Mode
 from workers.dlcp import DlcpPolicy
-
-
-class Choice(str, Enum):
-    """A value chosen from a fixed set, spelled as in specs and on the command line."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    @classmethod
-    def names(cls) -> list[str]:
-        return [str(m.value) for m in cls]
 
 
 class Algorithm(Choice):

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workers.config import JobConfig
+from workers.config import DType, FloatMode, JobConfig
+from workers.dlcp import DlcpPolicy
 from workers.floats import BlockExponent, ExponentArray, FixedPoint, FloatArray, Int32Array
 from workers.tensors import Profile, Tensor, float_gradient, int_gradient, workload
 
@@ -22,7 +23,7 @@ AllReduce = Callable[[int, int, Int32Array], Int32Array]  # (iteration, profile 
 
 
 def uses_exponents(cfg: JobConfig) -> bool:
-    return cfg.dtype == "float32" and cfg.float_mode == "exponent"
+    return cfg.dtype == DType.FLOAT32 and cfg.float_mode == FloatMode.EXPONENT
 
 
 def with_exponents(profile: Profile, codec: BlockExponent) -> Profile:
@@ -58,6 +59,40 @@ class Check:
     saturated: int = 0
 
 
+@dataclass
+class IterationCheck:
+    """One iteration's results against the exact sums, tensor by tensor."""
+
+    wrong: int = 0  # wrong elements (and exponent codes)
+    err: float = 0.0  # float32: the largest error against the float64 sum
+    saturated: int = 0  # values this worker had to clip
+    diff2: float = 0.0  # squared error and squared norm of the sums, for the relative error
+    norm2: float = 0.0
+    checked: int = 0  # tensors checked
+
+    def add(self, encoder: Encoder, got: Reduced, want: Reduced, reference: FloatArray | None) -> Check:
+        c = encoder.check(got, want, reference)
+        self.wrong += c.wrong_elements
+        self.err = max(self.err, c.max_abs_error)
+        self.saturated += c.saturated
+        got_v, want_v = encoder.values(got), encoder.values(want)
+        self.diff2 += float(np.sum((got_v - want_v) ** 2))
+        self.norm2 += float(np.sum(want_v**2))
+        self.checked += 1
+        return c
+
+    @property
+    def relative_error(self) -> float:
+        return (self.diff2 / self.norm2) ** 0.5 if self.norm2 else 0.0
+
+    def correct(self, dlcp: DlcpPolicy | None) -> bool:
+        """Exact; or, with DLCP's bounded loss (lost packets read as zeros by design), within the job's
+        error bound."""
+        if self.wrong == 0:
+            return True
+        return dlcp is not None and dlcp.drop and self.relative_error <= dlcp.max_relative_error
+
+
 class Encoder:
     """Converts a job's gradients to int32, runs the all-reduce(s) of one tensor, converts back."""
 
@@ -74,14 +109,14 @@ class Encoder:
 
     def gradient(self, elements: int, rank: int, iteration: int, j: int) -> Int32Array | FloatArray:
         """Worker `rank`'s gradient of logical tensor j (int32, or float32 held as float64)."""
-        if self.cfg.dtype == "int32":
+        if self.cfg.dtype == DType.INT32:
             return int_gradient(elements, self.cfg.seed, rank, iteration, j)
         return float_gradient(elements, self.cfg.seed, rank, iteration, j)
 
     def first_wire(self, x: Int32Array | FloatArray) -> tuple[Int32Array, int]:
         """What a tensor sends first, and how many values were clipped: int32 as it is, fixed point
         values, or (exponent mode) the tensor's exponent codes."""
-        if self.cfg.dtype == "int32":
+        if self.cfg.dtype == DType.INT32:
             return x.astype(np.int32), 0
         xf = np.asarray(x, dtype=np.float64)
         if not self.exponent:
@@ -104,7 +139,7 @@ class Encoder:
 
     def values(self, r: Reduced) -> FloatArray:
         """The sum as numbers: int32 as they are, float32 decoded."""
-        return r.total.astype(np.float64) if self.cfg.dtype == "int32" else self.decode(r)
+        return r.total.astype(np.float64) if self.cfg.dtype == DType.INT32 else self.decode(r)
 
     def decode(self, r: Reduced) -> FloatArray:
         if r.exponents is not None:
@@ -115,7 +150,7 @@ class Encoder:
         """What every worker must receive for logical tensor j, computed locally from all workers'
         gradients, and (float32) the float64 reference sum."""
         xs = [self.gradient(elements, r, iteration, j) for r in ranks]
-        if self.cfg.dtype == "int32":
+        if self.cfg.dtype == DType.INT32:
             return Reduced(_sum([x.astype(np.int32) for x in xs])), None
         fs = [np.asarray(x, dtype=np.float64) for x in xs]
         reference: FloatArray = np.sum(np.stack(fs), axis=0)

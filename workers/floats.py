@@ -32,7 +32,6 @@ FloatArray = npt.NDArray[np.float64]
 ExponentArray = npt.NDArray[np.int64]
 
 BLOCK = CONFIG.AGG_ELEMENTS_PER_PACKET  # values per shared exponent: one NetReduce packet's payload
-FLOAT_MODES = ("fixed", "exponent")
 
 
 @dataclass(frozen=True)

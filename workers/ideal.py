@@ -69,7 +69,10 @@ def ideal_iteration_s(cfg: JobConfig, iterations: int = 3) -> float:
 
 
 def ideal(cfg: JobConfig, iterations: int = 3) -> Ideal:
-    """A training job's iteration with every reduction at its link-rate bound."""
+    """A training job's iteration with every reduction at its link-rate bound: the second to last of
+    `iterations` simulated ones (the first warms up; the last has no next forward to end it)."""
+    if iterations < 3:
+        raise ValueError(f"iterations = {iterations}: the ideal needs at least 3 (a warm-up, one, and a next)")
     tr = cfg.training
     if tr is None:
         raise ValueError("the job does not train (JobConfig.training is None)")

@@ -10,10 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-import numpy as np
-
 from workers.comm import Collective, Comm
-from workers.encoding import AllReduce, Encoder, job_profile
+from workers.encoding import AllReduce, Encoder, IterationCheck, job_profile
 from workers.records import IterationRecord, WrongResult, crash_if_asked
 from workers.tensors import Profile, workload
 from workers.train import TrainLoop
@@ -44,28 +42,16 @@ class WorkerLoop:
             results = [self.encoder.reduce(self.allreduce, it, j, x) for j, x in enumerate(data)]
             self.comm.drain()
             end = time.monotonic()
-            wrong, err, ok, saturated = 0, 0.0, True, 0
-            diff2 = norm2 = 0.0
+            check = IterationCheck()
             for j, (t, r) in enumerate(zip(self.tensors, results, strict=True)):
-                want, reference = self.encoder.expected(t.elements, ranks, it, j)
-                c = self.encoder.check(r, want, reference)
-                wrong += c.wrong_elements
-                err = max(err, c.max_abs_error)
-                ok &= c.correct
-                saturated += c.saturated
-                got_v, want_v = self.encoder.values(r), self.encoder.values(want)
-                diff2 += float(np.sum((got_v - want_v) ** 2))
-                norm2 += float(np.sum(want_v**2))
-            relative = (diff2 / norm2) ** 0.5 if norm2 else 0.0
-            extra = {"zero_filled_packets": float(self.comm.zero_filled - zero_before), "relative_error": relative}
-            lossy = self.comm.dlcp is not None and self.comm.dlcp.drop
-            if not ok and lossy:
-                # Bounded loss: the sum is not exact by design; it is correct within the job's error bound.
-                ok = relative <= self.comm.dlcp.max_relative_error  # type: ignore[union-attr]
-            records.append(IterationRecord(it, start, end, ok, wrong, err, saturated, extra))
+                check.add(self.encoder, r, *self.encoder.expected(t.elements, ranks, it, j))
+            ok = check.correct(self.comm.dlcp)
+            extra = {"zero_filled_packets": float(self.comm.zero_filled - zero_before),
+                     "relative_error": check.relative_error}
+            records.append(IterationRecord(it, start, end, ok, check.wrong, check.err, check.saturated, extra))
             crash_if_asked(self.cfg, self.comm.me.node_id, it)
             if not ok:
-                raise WrongResult(f"{self.comm.me.host}: iteration {it}: {wrong} wrong elements", records)
+                raise WrongResult(f"{self.comm.me.host}: iteration {it}: {check.wrong} wrong elements", records)
             progress(it)
         return records
 

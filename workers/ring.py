@@ -31,8 +31,12 @@ def chunk_bounds(elements: int, n: int) -> list[tuple[int, int]]:
     return bounds
 
 
+STEP_BITS = 8  # a write's immediate data: reduction sequence << STEP_BITS | step
+MAX_WORKERS = (1 << STEP_BITS) // 2  # 2(N-1) steps must fit STEP_BITS
+
+
 def step_tag(seq: int, step: int) -> int:
-    return (seq & 0xFFFFFF) << 8 | step
+    return (seq & ((1 << (32 - STEP_BITS)) - 1)) << STEP_BITS | step
 
 
 class Ring:
@@ -40,8 +44,8 @@ class Ring:
         self.comm = comm
         workers = [w.node_id for w in comm.cfg.workers]
         self.n = len(workers)
-        if self.n > 128:
-            raise ValueError("ring supports at most 128 workers (step ids are 8 bits)")
+        if self.n > MAX_WORKERS:
+            raise ValueError(f"ring supports at most {MAX_WORKERS} workers (step ids are {STEP_BITS} bits)")
         self.rank = workers.index(comm.me.node_id)
         self.next = workers[(self.rank + 1) % self.n]
         self.prev = workers[(self.rank - 1) % self.n]

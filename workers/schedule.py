@@ -112,9 +112,8 @@ def plan_layers(cfg: JobConfig, profile: Profile) -> list[Layer]:
     times = layer_times(compute, tr.emulate.device, tr.emulate.precision, tr.emulate.batch)
     layers: list[Layer] = []
     for t in times:
+        # a -stanza profile leaves some modules' gradients out (no tensors); their computation stays
         tensors = tuple(sorted(names[n] for n in t.tensors if n in names))
-        if not tensors:  # a -stanza profile leaves some modules' gradients out; their computation stays
-            tensors = ()
         k = tr.emulate.compute_scale
         layers.append(Layer(len(layers), t.name, t.forward_s * k, t.backward_s * k, tensors))
     return layers

@@ -27,9 +27,10 @@ from typing import Protocol
 
 import numpy as np
 
+from protocol.choice import Choice
 from workers.comm import Collective, Comm, Wait
 from workers.config import Sync, Training
-from workers.encoding import Encoder, Reduced, job_profile
+from workers.encoding import Encoder, IterationCheck, Reduced, job_profile
 from workers.floats import ExponentArray, FloatArray
 from workers.records import IterationRecord, WrongResult, crash_if_asked
 from workers.schedule import Layer, Op, Plan, op_mark, plan
@@ -59,12 +60,18 @@ class Runtime(Protocol):
         """Do one piece of host work (e.g. check a result); False when there is none."""
 
 
+class EventKind(Choice):
+    FORWARD = "forward"  # a layer's forward pass on the emulated GPU
+    BACKWARD = "backward"  # a layer's backward pass
+    OP = "op"  # a reduction (a bucket or a partition) in progress
+
+
 @dataclass(frozen=True)
 class Event:
     """One interval of a worker's timeline."""
 
     iteration: int
-    kind: str  # forward | backward | op
+    kind: EventKind
     name: str
     start: float
     end: float
@@ -106,8 +113,8 @@ def timings(events: list[Event], bounds: list[tuple[float, float]]) -> list[Iter
     out = []
     for i, (start, end) in enumerate(bounds):
         compute = sum(max(0.0, min(e.end, end) - max(e.start, start)) for e in events
-                      if e.kind != "op" and e.end > start and e.start < end)
-        comm = _union([(e.start, e.end) for e in events if e.kind == "op" and e.iteration == i])
+                      if e.kind != EventKind.OP and e.end > start and e.start < end)
+        comm = _union([(e.start, e.end) for e in events if e.kind == EventKind.OP and e.iteration == i])
         exposed = max(0.0, end - start - compute)
         overlap = min(1.0, max(0.0, (comm - exposed) / comm)) if comm > 0 else 0.0
         out.append(IterationTiming(i, start, end, compute, comm, exposed, overlap))
@@ -177,7 +184,7 @@ class Scheduler:
                 except StopIteration:
                     del self._running[i]
                     self._complete.add(i)
-                    self.events.append(Event(self._iteration, "op", f"op {i}", started, rt.now(), lane))
+                    self.events.append(Event(self._iteration, EventKind.OP, f"op {i}", started, rt.now(), lane))
 
     def _advance(self, done: Callable[[], bool] | None, until: float | None, what: str) -> bool:
         """Keep reductions going until done() holds or the clock reaches `until` (computation).
@@ -206,7 +213,7 @@ class Scheduler:
             return len(self._complete) == len(self.plan.ops)
         return self._layer_ops[layer.index] <= self._complete
 
-    def _compute(self, iteration: int, kind: str, layer: Layer, seconds: float, waited: bool) -> float:
+    def _compute(self, iteration: int, kind: EventKind, layer: Layer, seconds: float, waited: bool) -> float:
         """The emulated GPU computes `layer`: it starts when the GPU is free (or, if it had to wait for a
         gradient, now) and ends `seconds` x D later on the clock. The GPU's timeline is what was modelled:
         this loop noticing an end a little late does not delay the next layer. Returns the start."""
@@ -231,14 +238,14 @@ class Scheduler:
                 if it > 0:
                     waited = not self._advance(lambda layer=layer: self._may_forward(layer), None,  # type: ignore[misc]
                                                f"the reduced gradients of {layer.name} (iteration {it - 1})")
-                start = self._compute(it, "forward", layer, layer.forward_s, waited)
+                start = self._compute(it, EventKind.FORWARD, layer, layer.forward_s, waited)
                 if layer.index == 0:
                     starts.append(start)
                     if it > 0:
                         finished(it - 1)
             self._new_iteration(it)
             for layer in reversed(layers):
-                self._compute(it, "backward", layer, layer.backward_s, False)
+                self._compute(it, EventKind.BACKWARD, layer, layer.backward_s, False)
                 self.runtime.gradients(it, layer)
                 self._produced.add(layer.index)
         immediate = self._advance(lambda: self._may_forward(layers[0]), None,
@@ -277,16 +284,6 @@ class _Tensor:
     left: int = 0  # elements of its values still being reduced
 
 
-@dataclass
-class _Check:
-    wrong: int = 0
-    err: float = 0.0
-    saturated: int = 0
-    diff2: float = 0.0
-    norm2: float = 0.0
-    checked: int = 0
-
-
 def op_data(op: Op, tensors: dict[int, _Tensor]) -> Int32Array:
     parts = []
     for p in op.pieces:
@@ -316,7 +313,7 @@ class TrainingLoop:
         self.scheduler = Scheduler(self.plan, self.training, self, self.cfg.iteration_timeout)
         self.tensors: dict[int, dict[int, _Tensor]] = {}  # iteration -> logical tensor -> state
         self.pending: list[tuple[int, int]] = []  # (iteration, tensor) reduced, not yet checked
-        self.checks: dict[int, _Check] = {}
+        self.checks: dict[int, IterationCheck] = {}
         self.zero_filled: dict[int, int] = {}
         self._zero_at_start = 0
         self.lossy = comm.dlcp is not None and comm.dlcp.drop
@@ -371,15 +368,7 @@ class TrainingLoop:
         assert t.total is not None
         got = Reduced(t.total, t.codes_sum, t.exponents, t.saturated)
         want, reference = self.encoder.expected(self.plan.elements[j], self.ranks, iteration, j)
-        c = self.encoder.check(got, want, reference)
-        s = self.checks.setdefault(iteration, _Check())
-        s.wrong += c.wrong_elements
-        s.err = max(s.err, c.max_abs_error)
-        s.saturated += c.saturated
-        got_v, want_v = self.encoder.values(got), self.encoder.values(want)
-        s.diff2 += float(np.sum((got_v - want_v) ** 2))
-        s.norm2 += float(np.sum(want_v**2))
-        s.checked += 1
+        c = self.checks.setdefault(iteration, IterationCheck()).add(self.encoder, got, want, reference)
         if c.wrong_elements and not self.lossy:
             raise WrongResult(f"{self.comm.me.host}: iteration {iteration}: tensor {j}: {c.wrong_elements} wrong "
                               "elements", self._records(self.scheduler.bounds or []))
@@ -393,7 +382,7 @@ class TrainingLoop:
             progress(i)
             crash_if_asked(self.cfg, self.comm.me.node_id, i)
 
-        self.timings = self.scheduler.run(self.cfg.iterations, finished)
+        self.scheduler.run(self.cfg.iterations, finished)
         while self.pending:  # what the computation did not leave time for
             self.background()
         self.comm.drain()
@@ -407,14 +396,11 @@ class TrainingLoop:
     def _records(self, bounds: list[tuple[float, float]]) -> list[IterationRecord]:
         records = []
         for t in timings(self.scheduler.events, bounds):
-            c = self.checks.get(t.index, _Check())
-            relative = (c.diff2 / c.norm2) ** 0.5 if c.norm2 else 0.0
-            ok = c.wrong == 0 and c.checked == len(self.plan.elements)
-            if c.wrong and self.lossy and self.comm.dlcp is not None:
-                ok = relative <= self.comm.dlcp.max_relative_error
+            c = self.checks.get(t.index, IterationCheck())
+            ok = c.checked == len(self.plan.elements) and c.correct(self.comm.dlcp)
             extra = {"compute_s": t.compute_s, "comm_s": t.comm_s, "exposed_comm_s": t.exposed_comm_s,
                      "overlap": t.overlap, "zero_filled_packets": float(self.zero_filled.get(t.index, 0)),
-                     "relative_error": relative}
+                     "relative_error": c.relative_error}
             records.append(IterationRecord(t.index, t.start, t.end, ok, c.wrong, c.err, c.saturated, extra))
         return records
 

@@ -36,6 +36,10 @@ QP_CONTEXT = "nr_qp_context"
 ROLE_NAMES = {CONFIG.NR_ROLE_FLAT: "flat", CONFIG.NR_ROLE_LEAF: "leaf", CONFIG.NR_ROLE_SPINE: "spine"}
 
 
+# The events of packets NetReduce drops (the refusals; the others count what it did).
+REFUSALS = frozenset({"duplicate", "no-credit", "not-member", "malformed", "no-context", "stale", "bad-icrc"})
+
+
 def event_names() -> dict[int, str]:
     """Index within a job's (or port's) block of event counters -> event name, from config.p4."""
     return {v: k.removeprefix("NR_EV_").lower().replace("_", "-") for k, v in CONFIG.values.items()
@@ -95,14 +99,6 @@ class JobPlan:
     workers: tuple[str, ...]  # host of each rank
     switches: dict[str, SwitchPlan]
     aggregation_switch: str  # the flat switch, or the aggregation spine
-
-
-def _port_between(topo: Topology, a: str, b: str) -> tuple[int, int]:
-    for lk in topo.links_of(a):
-        peer, peer_port = lk.other(a)
-        if peer == b:
-            return lk.port_of(a), peer_port
-    raise TopologyError(f"{a} and {b} are not linked")
 
 
 def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine: str | None = None) -> JobPlan:
@@ -169,7 +165,7 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
     spine_plan = SwitchPlan(agg, CONFIG.NR_ROLE_SPINE, len(edges))
     for i, leaf in enumerate(edges):
         leaf_dev = topo.switch(leaf).device_id
-        up_port, spine_port = _port_between(topo, leaf, agg)
+        up_port, spine_port = topo.ports_between(leaf, agg)
         locals_ = [r for r in range(n) if edge_of[r][0] == leaf]
         plan = SwitchPlan(leaf, CONFIG.NR_ROLE_LEAF, len(locals_))
         for bit, r in enumerate(locals_):
@@ -202,7 +198,7 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
                                           switch_port_mac(leaf_dev, up_port), down_qp(job, leaf_dev),
                                           udp_source_port(down_qp(job, leaf_dev))))
     spine_plan.entries.append(MulticastGroup(group_base(job), tuple(
-        Replica(_port_between(topo, agg, leaf)[0], CONFIG.NR_RID_CHILD_BASE + i) for i, leaf in enumerate(edges))))
+        Replica(topo.ports_between(agg, leaf)[0], CONFIG.NR_RID_CHILD_BASE + i) for i, leaf in enumerate(edges))))
     plans[agg] = spine_plan
     return JobPlan(layout, workers, plans, agg)
 

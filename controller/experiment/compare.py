@@ -128,7 +128,7 @@ Runner = Callable[[ExperimentSpec, Path], dict[str, Any]]
 
 def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
                 log: Callable[[str], None] = print) -> dict[str, dict[str, Any]]:
-    run = runner or (lambda s, d: run_experiment(s, d))
+    run = runner or run_experiment
     out_dir.mkdir(parents=True, exist_ok=True)
     summary: dict[str, dict[str, Any]] = {}
     reports: dict[str, dict[str, Any]] = {}

@@ -15,13 +15,15 @@ from mininet_topos.topologies import build_topology
 from mininet_topos.topology import Topology
 from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.netreduce import PACKETS as NETREDUCE_PACKETS
+from roce.headers import RETH_LEN
+from roce.wire import ROCE_OVERHEAD
 from workers.compute import iteration_s
 from workers.config import Algorithm, JobConfig, Node, Role, Training
 from workers.tensors import compute_profile
 
 MIB = 1 << 20
 
-PACKET_OVERHEAD = 80  # bytes on the wire around a RoCE payload (Ethernet, IPv4, UDP, BTH, RETH, ICRC), rounded up
+PACKET_OVERHEAD = ROCE_OVERHEAD + RETH_LEN  # bytes on the wire around a payload, for a packet with a RETH
 
 
 def topology_for(spec: ExperimentSpec) -> Topology:

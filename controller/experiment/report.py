@@ -13,11 +13,10 @@ import numpy as np
 from controller.experiment.placement import modelled_compute_s
 from controller.experiment.plots import plot_iterations
 from controller.experiment.spec import ExperimentSpec, step_bytes
+from roce.wire import ETH_HEADER_LEN
 from workers.config import Algorithm, DType, JobConfig
 from workers.ideal import ideal
 from workers.schedule import allreduce_bound_s
-
-ETH_OVERHEAD = 14  # Ethernet header per packet on top of the IP bytes the hosts count
 
 
 def lower_bound_s(algo: Algorithm, workers: int, servers: int, nbytes: int, bw_mbps: float | None) -> float | None:
@@ -120,7 +119,7 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, dict[str, Any]]) -> di
         "ok": all(r.get("ok") for r in results.values()) and correct,
         "errors": {f"{r['role']} {r['node_id']} ({r['host']})": r["error"] for r in results.values() if r.get("error")},
         "iterations": iterations,
-        "bytes_on_wire": tx_bytes + ETH_OVERHEAD * tx_packets,
+        "bytes_on_wire": tx_bytes + ETH_HEADER_LEN * tx_packets,  # the hosts count IP bytes
         "packets_on_wire": tx_packets,
         "retransmissions": sum(s.get("requester", {}).get("retransmitted", 0) for s in stats),
         "host_drops": host_drops,
@@ -204,8 +203,8 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
             headline_extra["uplink_imbalance"] = imbalance
     if its and spec.dtype == DType.FLOAT32:
         headline_extra["max_abs_error"] = max(it["max_abs_error"] for it in its)
-    dlcp_drops = sum(ev.get("dropped", 0) for sw in switches.values() if isinstance(sw, dict)
-                     for per_job in sw.get("dlcp", {}).values() for ev in [per_job])
+    dlcp_drops = sum(events.get("dropped", 0) for sw in switches.values() if isinstance(sw, dict)
+                     for events in sw.get("dlcp", {}).values())
     if spec.dlcp.enabled:
         headline_extra["dlcp_dropped"] = dlcp_drops
     return {

@@ -9,12 +9,13 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from controller.control_plane import ControlPlane
 from controller.experiment.placement import Placement
 from controller.experiment.spec import ExperimentSpec
 from controller.netreduce_jobs import JobStatus
+from controller.testbed import Testbed
+from mininet_topos.tensorlights import ServerClass, TensorLights
 from protocol.config import CONFIG
 from protocol.polling import wait_until
 from workers.config import Algorithm, JobConfig
@@ -26,19 +27,19 @@ BACKGROUND_PORT = 5299  # iperf3 server of the bulk TCP traffic
 class RunSettings:
     """A context manager: `with RunSettings(...) as settings:` applies, leaving undoes."""
 
-    net: Any  # the running controller.testbed.Testbed
+    net: Testbed  # running
     spec: ExperimentSpec
     cfgs: list[JobConfig]
     placement: Placement
     run_dir: Path
     lossy: list[tuple[str, int]] = field(default_factory=list)  # (switch, port) with a loss rule
     netreduce_jobs: list[int] = field(default_factory=list)
-    lights: Any = None  # mininet_topos.tensorlights.TensorLights
+    lights: TensorLights | None = None
     background: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
     def control(self) -> ControlPlane:
-        control: ControlPlane | None = self.net.control
+        control = self.net.control
         assert control is not None, "the network is not running"
         return control
 
@@ -111,8 +112,6 @@ class RunSettings:
     def _start_tensorlights(self) -> None:
         if not self.spec.tensorlights or self.placement.server_host is None:
             return
-        from mininet_topos.tensorlights import ServerClass, TensorLights
-
         host = self.net.host(self.placement.server_host)
         rate = self.spec.bw_mbps or 1000.0
         servers = [ServerClass(s.node_id, cfg.job_id) for cfg in self.cfgs for s in cfg.servers]

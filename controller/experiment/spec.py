@@ -14,13 +14,15 @@ import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
+from protocol.choice import Choice
 from protocol.config import CONFIG
 from protocol.netreduce import DEFAULT_CREDITS
 from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.qpn import MAX_NODES
 from roce.qp import VALID_MTUS, Mode
-from workers.config import Algorithm, Choice, Crash, DType, Emulation, FloatMode, Scheduling, Sync, dilation
+from workers.config import Algorithm, Crash, DType, Emulation, FloatMode, Scheduling, Sync, dilation
 from workers.dlcp import DlcpPolicy
+from workers.ring import MAX_WORKERS as RING_MAX_WORKERS
 from workers.tensors import compute_profile, workload, workload_names
 
 
@@ -160,6 +162,8 @@ class ExperimentSpec:
         need(self.workers >= 1, f"workers = {self.workers}: give at least 1 worker")
         need(self.workers <= MAX_NODES - self.servers_per_job,
              f"workers = {self.workers}: at most {MAX_NODES - self.servers_per_job} nodes fit a job's QP numbers")
+        need(self.algo != Algorithm.RING or self.workers <= RING_MAX_WORKERS,
+             f"workers = {self.workers}: a ring has at most {RING_MAX_WORKERS} workers (its step tags)")
         need(self.algo != Algorithm.NETREDUCE or 2 <= self.workers <= CONFIG.AGG_MAX_MEMBERS,
              f"workers = {self.workers}: NetReduce needs 2..{CONFIG.AGG_MAX_MEMBERS} workers (AGG_MAX_MEMBERS)")
         need(self.size_bytes >= 4,
@@ -281,10 +285,6 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
         if isinstance(value, str) and value in hint.names():
             return hint(value)
         raise SpecError(f"{where} = {value!r}: one of {', '.join(hint.names())}")
-    if isinstance(hint, type) and issubclass(hint, Mode):
-        if isinstance(value, str) and value in [m.value for m in Mode]:
-            return Mode(value)
-        raise SpecError(f"{where} = {value!r}: one of {', '.join(m.value for m in Mode)}")
     if isinstance(hint, type) and is_dataclass(hint):
         if isinstance(value, hint):
             return value

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.experiment.spec import ExperimentError
+from mininet_topos.network import GradNetwork
 from protocol.paths import REPO_ROOT
 from protocol.polling import wait_until
 from workers.config import JobConfig
@@ -58,7 +59,7 @@ def log_tail(path: Path, lines: int = 15) -> str:
         return "(no log)"
 
 
-def run_nodes(net: Any, cfgs: list[JobConfig], config_dir: Path, run_dir: Path, bar: Progress,
+def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir: Path, bar: Progress,
               on_go: Callable[[], None] = lambda: None) -> dict[int, dict[int, NodeResult]]:
     """Start every node of every job (their configs are config_dir/job<N>.json), release them
     together (on_go just before), wait; results per job and node."""

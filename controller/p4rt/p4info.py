@@ -126,10 +126,9 @@ class P4Info:
         """How a table is shown to a person: its shortest unambiguous name."""
         return self.unique_name(P4Type.table, self.table(table).preamble.name)
 
-    def names(self, p4type: Any, short: bool = False) -> list[str]:
-        """Full names of every object of a type (or their last component when short)."""
-        full = [name for name, _ in self._ctx.get_objs(p4type)]
-        return [n.split(".")[-1] for n in full] if short else full
+    def names(self, p4type: Any) -> list[str]:
+        """Full names of every object of a type."""
+        return [name for name, _ in self._ctx.get_objs(p4type)]
 
     def table(self, name: str) -> Any:
         return self._get(P4Type.table, name)

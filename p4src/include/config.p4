@@ -2,7 +2,7 @@
  * gradswitch configuration: every size and shared constant of the switch program.
  *
  * This file is the single source of these values. The Python side
- * (controller/constants.py) parses the `#define NAME VALUE` lines below, so a
+ * (protocol/config.py) parses the `#define NAME VALUE` lines below, so a
  * constant must stay a plain decimal or hexadecimal number on one line, with
  * its comment on the line(s) just above it. tests/unit/test_constants.py fails
  * when Python and the compiled program disagree.

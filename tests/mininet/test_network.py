@@ -139,6 +139,20 @@ def _start_cli(args: list[str], run_dir: Path, stdin: int | None = None) -> subp
                             stderr=subprocess.STDOUT, text=True)
 
 
+def stop_cli(proc: subprocess.Popen[str], run_dir: Path) -> None:
+    """A test that failed leaves nothing running: SIGTERM (the network tears itself down), then
+    SIGKILL and `gradswitch clean` of its run directory if it did not."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    env = dict(os.environ, GRADSWITCH_RUNTIME_DIR=str(run_dir))
+    subprocess.run(GRADSWITCH + ["clean"], cwd=REPO_ROOT, env=env, capture_output=True, timeout=60, check=False)
+
+
 def test_pingall_command_exits_zero_on_full_reachability(tmp_path):
     proc = _start_cli(["net", "--topo", "leafspine", "--leaves", "2", "--spines", "2", "--hosts-per-leaf", "2",
                        "--pingall"], tmp_path)
@@ -227,7 +241,7 @@ def test_repl_attaches_to_the_running_controller(tmp_path):
         defaults = "s1: 0=16384 1=16384 2=16384 3=32768 4=32768 5=32768\n"
         assert out.count(defaults) == 2  # shown, then restored by `default`
         assert "s1: 0=16384 1=500 2=16384 3=32768 4=32768 5=32768 6=0\n" in out
-        assert "error: dlcp thresholds [default | BYTES | PRIORITY=BYTES ...]: invalid literal" in out
+        assert "error: BYTES 'x' is not a whole number (give 0..4294967295)" in out
         assert "job 3 torn down" in out and out.rstrip().endswith("(no NetReduce jobs)")
         assert proc.stdin is not None
         proc.stdin.write("exit\n")
@@ -235,6 +249,22 @@ def test_repl_attaches_to_the_running_controller(tmp_path):
         proc.wait(timeout=60)
         assert proc.returncode == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        stop_cli(proc, tmp_path)
+    assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) == []
+
+
+def test_a_second_network_is_refused_naming_the_first(tmp_path):
+    """The machine's switch ports are held (here by this test session); a network started by
+    someone else says who holds them at once, instead of colliding on ports and interfaces."""
+    from mininet_topos.bmv2 import LOCK_HOLDER_ENV
+
+    env = {k: v for k, v in os.environ.items() if k != LOCK_HOLDER_ENV}  # not a child of the holder
+    env["GRADSWITCH_RUNTIME_DIR"] = str(tmp_path)
+    result = subprocess.run(GRADSWITCH + ["net", "--topo", "rack", "--hosts", "2", "--pingall"], cwd=REPO_ROOT,
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    holder = f"error: this machine's switch ports are in use by pid {os.getpid()} ("
+    assert len(lines) == 1 and lines[0].startswith(holder), lines
+    assert lines[0].endswith("wait for it to finish or stop it (gradswitch clean removes what a killed one left)")
     assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) == []

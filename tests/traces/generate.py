@@ -32,7 +32,7 @@ from mininet_topos.topologies import build_topology
 from protocol.netreduce import PACKETS
 from roce.headers import Bth, Opcode, Reth, Transport
 from roce.wire import build_frame, build_ipv4
-from tests.traces.netreduce_scenarios import LEAFSPINE, NrJob, Sent, corrupt, port_between
+from tests.traces.netreduce_scenarios import LEAFSPINE, NrJob, Sent, corrupt
 from tests.traces.netreduce_scenarios import TOPOLOGY as NR_TOPOLOGY
 from tests.traces.netreduce_scenarios import topology as nr_topology
 
@@ -308,7 +308,7 @@ def netreduce_leaf_corruption() -> Scenario:
     j = NrJob(topo, 1, ["h1", "h2", "h3", "h4"], credits=2)
     spine = place_job(topo, 1, j.hosts, j.credits, []).aggregation_switch
     s = _nr_scenario("netreduce_leaf_corruption", [j], LEAFSPINE, "leaf1")
-    up_port = port_between(topo, "leaf1", spine)[0]
+    up_port = topo.ports_between("leaf1", spine)[0]
     local = [r for r, h in enumerate(j.hosts) if topo.attachment(h)[0] == "leaf1"]
     ident = iter(range(600, 10000))
     bad = 0
@@ -337,7 +337,7 @@ def netreduce_leaf_duplicate_result() -> Scenario:
     j = NrJob(topo, 1, ["h1", "h2", "h3", "h4"], credits=2)
     spine = place_job(topo, 1, j.hosts, j.credits, []).aggregation_switch
     s = _nr_scenario("netreduce_leaf_duplicate_result", [j], LEAFSPINE, "leaf1")
-    up_port = port_between(topo, "leaf1", spine)[0]
+    up_port = topo.ports_between("leaf1", spine)[0]
     local = [r for r, h in enumerate(j.hosts) if topo.attachment(h)[0] == "leaf1"]
     ident = iter(range(700, 10000))
     for i in range(PACKETS):
@@ -374,13 +374,13 @@ def netreduce_spine_corruption() -> Scenario:
         template = j.transport(0, 0, i)
         for n, (leaf, ranks) in enumerate(leaves.items()):
             partial = j.between_switches(template, j.total(0, i, ranks), leaf, spine, True, next(ident))
-            port = port_between(topo, spine, leaf)[0]
+            port = topo.ports_between(spine, leaf)[0]
             if n == 1:
                 bad += _send_corrupted(s, port, partial, i, f"{leaf}'s partial")
             s.send(port, partial, f"{leaf}: its partial of packet {i}")
         completing = int.from_bytes(partial[18:20], "big")  # the last partial's IPv4 identification
         for leaf in leaves:
-            s.expect(port_between(topo, spine, leaf)[0],
+            s.expect(topo.ports_between(spine, leaf)[0],
                      j.between_switches(template, j.total(0, i), spine, leaf, False, completing))
     s.events = {"1": {"contribution": 8, "completion": 4, "bad-icrc": bad}}
     return s

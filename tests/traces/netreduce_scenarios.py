@@ -108,19 +108,10 @@ class NrJob:
         bth = replace(template.bth, dest_qp=qp, fecn=False, becn=False)
         out = Transport(bth, total.astype(">i4").tobytes(), reth=template.reth, imm=template.imm)
         src_dev, dst_dev = self.topo.switch(src_switch).device_id, self.topo.switch(dst_switch).device_id
-        src_port, dst_port = port_between(self.topo, src_switch, dst_switch)
+        src_port, dst_port = self.topo.ports_between(src_switch, dst_switch)
         return build_frame(out, switch_address(src_dev, self.job), switch_address(dst_dev, self.job),
                            switch_port_mac(src_dev, src_port), switch_port_mac(dst_dev, dst_port), ident=ident,
                            ttl=64, src_port=udp_source_port(qp))
-
-
-def port_between(topo: Topology, a: str, b: str) -> tuple[int, int]:
-    """(a's port, b's port) of the link between two switches."""
-    for lk in topo.links_of(a):
-        peer, peer_port = lk.other(a)
-        if peer == b:
-            return lk.port_of(a), peer_port
-    raise ValueError(f"{a} and {b} are not linked")
 
 
 # Where a bit is flipped to corrupt a packet on the wire (the ICRC is left as the sender made it).

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from mininet_topos.topologies import MAX_HOSTS_PER_EDGE
+from protocol.config import CONFIG
 from protocol.paths import REPO_ROOT
 
 GRADSWITCH = [sys.executable, "-m", "controller.cli"]
@@ -25,17 +27,18 @@ def run(*args: str, env_dir: Path | None = None) -> subprocess.CompletedProcess[
 
 @pytest.mark.parametrize(("args", "says"), [
     (["experiment", "--workers", "0"], "workers = 0: give at least 1 worker"),
-    (["experiment", "--algo", "netreduce", "--workers", "1"], "NetReduce needs 2..32 workers"),
+    (["experiment", "--algo", "netreduce", "--workers", "1"], f"NetReduce needs 2..{CONFIG.AGG_MAX_MEMBERS} workers"),
     (["experiment", "--loss", "150"], "loss_pct (--loss) = 150.0: a loss rate is 0 <= percent < 100"),
     (["experiment", "--workload", "nosuch"], "workload = 'nosuch': not one of synthetic, "),
     (["experiment", "--bw", "-5"], "bw_mbps (--bw) = -5.0 Mb/s: a link rate is above 0"),
     (["experiment", "--scale", "0"], "scale = 0.0: a layer-size fraction is 0 < scale <= 1"),
     (["experiment", "--iterations", "0"], "iterations = 0: run at least 1 iteration"),
-    (["experiment", "--credits", "9", "--algo", "netreduce"], "credits = 9: NetReduce credits are 1..8"),
-    (["net", "--topo", "rack", "--hosts", "0"], "hosts = 0: give 1..253"),
+    (["experiment", "--credits", str(CONFIG.AGG_MAX_CREDITS + 1), "--algo", "netreduce"],
+     f"credits = {CONFIG.AGG_MAX_CREDITS + 1}: NetReduce credits are 1..{CONFIG.AGG_MAX_CREDITS}"),
+    (["net", "--topo", "rack", "--hosts", "0"], f"hosts = 0: give 1..{MAX_HOSTS_PER_EDGE}"),
     (["net", "--topo", "leafspine", "--bw", "-5"], "bw = -5.0 Mb/s: a link rate is above 0"),
-    (["net", "--topo", "leafspine", "--hosts-per-leaf", "300"], "hosts per leaf = 300: give 1..253"),
-    (["repl", "--direct", "--topo", "rack", "--hosts", "0"], "hosts = 0: give 1..253"),
+    (["net", "--topo", "leafspine", "--hosts-per-leaf", "300"], f"hosts per leaf = 300: give 1..{MAX_HOSTS_PER_EDGE}"),
+    (["repl", "--direct", "--topo", "rack", "--hosts", "0"], f"hosts = 0: give 1..{MAX_HOSTS_PER_EDGE}"),
 ])
 def test_a_bad_value_is_one_line_without_traceback(args, says):
     result = run(*args)

@@ -7,49 +7,10 @@ processes in Mininet hosts through BMv2.
 
 from __future__ import annotations
 
-import threading
-from pathlib import Path
-
 import pytest
 
-from roce.qp import Mode
+from tests.inmemory import job, run_job
 from tests.memlink import MemoryHub
-from workers.config import Algorithm, DType, FloatMode, JobConfig, Node, Role
-from workers.main import run_node
-
-CHOICES = {"dtype": DType, "float_mode": FloatMode, "transport": Mode}
-
-
-def job(algo: str, workers: int, servers: int = 0, **kw: object) -> JobConfig:
-    nodes = [Node(i, Role.WORKER, f"h{i + 1}", f"10.0.1.{i + 1}") for i in range(workers)]
-    nodes += [Node(workers + j, Role.SERVER, f"ps{j + 1}", f"10.0.2.{j + 1}") for j in range(servers)]
-    params: dict[str, object] = {"iterations": 2, "size_bytes": 6000, "mtu": 256, "window": 16, "rto": 0.01,
-                                 "iteration_timeout": 30.0, "start_timeout": 10.0}
-    params.update({k: CHOICES[k](v) if k in CHOICES else v for k, v in kw.items()})
-    return JobConfig(algo=Algorithm(algo), nodes=tuple(nodes), **params)  # type: ignore[arg-type]
-
-
-def run_job(cfg: JobConfig, tmp_path: Path, loss: float = 0.0, absent: tuple[int, ...] = ()) -> dict[int, dict]:
-    hub = MemoryHub(loss=loss, seed=7)
-    links = {n.node_id: hub.link(n.ip) for n in cfg.nodes}
-    results: dict[int, dict] = {}
-
-    def node(nid: int) -> None:
-        results[nid] = run_node(cfg, nid, tmp_path, links[nid])
-
-    threads = [threading.Thread(target=node, args=(n.node_id,), daemon=True)
-               for n in cfg.nodes if n.node_id not in absent]
-    for t in threads:
-        t.start()
-    from protocol.polling import wait_until
-
-    present = [n.node_id for n in cfg.nodes if n.node_id not in absent]
-    wait_until(lambda: all((tmp_path / f"ready-{i}").exists() for i in present), 20, what="nodes to be ready")
-    (tmp_path / "go").write_text("go")
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive(), "a node hung"
-    return results
 
 
 @pytest.mark.parametrize("workers", [1, 3, 4])
@@ -65,7 +26,7 @@ def test_ring_and_ps_stay_exact_with_loss(tmp_path, transport):
     for name, cfg in (("ring", job("ring", 3, transport=transport, size_bytes=20000)),
                       ("ps", job("ps", 3, servers=2, transport=transport, size_bytes=20000, ps_key_bytes=2048))):
         (tmp_path / name).mkdir()
-        results = run_job(cfg, tmp_path / name, loss=0.02)
+        results = run_job(cfg, tmp_path / name, MemoryHub(loss=0.02, seed=7))
         for r in results.values():
             assert r["ok"], r.get("error")
         retransmitted = sum(r["stats"]["requester"].get("retransmitted", 0) for r in results.values())

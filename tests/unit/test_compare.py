@@ -136,7 +136,7 @@ def test_incast_windows_fit_the_shaped_queue():
     ps = ExperimentSpec(algo=PS, workers=8, bw_mbps=5.0)
     assert fan_in(ps) == 8
     window = incast_window(ps, 1024)
-    assert window * 8 * (1024 + 80) <= buffer_bytes(5.0) < (window + 1) * 8 * (1024 + 80)
+    assert window * 8 * (1024 + PACKET_OVERHEAD) <= buffer_bytes(5.0) < (window + 1) * 8 * (1024 + PACKET_OVERHEAD)
     colocated = ExperimentSpec(algo=PS, workers=2, jobs=4, colocate_servers=True, bw_mbps=5.0)
     assert fan_in(colocated) == 8 and incast_window(colocated, 1024) == window
     assert incast_window(ExperimentSpec(algo=RING, workers=8, bw_mbps=5.0), 1024) == 32  # one sender each

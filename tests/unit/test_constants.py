@@ -152,3 +152,9 @@ def test_the_job_mtu_is_what_experiments_give_netreduce_workers():
     cfg = job_config(ExperimentSpec(algo=Algorithm.NETREDUCE, workers=2), 1,
                      [Node(0, Role.WORKER, "h1", "10.0.1.1"), Node(1, Role.WORKER, "h2", "10.0.1.2")])
     assert cfg.mtu == netreduce.MTU
+
+
+def test_every_netreduce_refusal_is_an_event_of_the_program():
+    from controller.controls import netreduce
+
+    assert set(netreduce.event_names().values()) >= netreduce.REFUSALS

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from controller.controls.dlcp import default_classes, rate_param
-from controller.p4rt import Ternary
+from controller.p4rt import TableEntry, Ternary
 from protocol.dlcp import marking
 from roce.headers import Opcode, Transport
 from roce.qp import TRAILER_BYTES, QpConfig, Requester, droppable_bitmap
@@ -109,14 +109,14 @@ def test_reordering_alone_causes_no_retransmission_with_order_tolerant_receivers
     past it, NAK packets that are still queued, and those are resent."""
     from dataclasses import replace
 
-    from tests.unit.test_training import job, run_job, training
+    from tests.inmemory import run_ok, training, training_job
     from workers.config import Scheduling, Sync
 
     hub = MemoryHub(seed=1, delay=reorder_like_dlcp)
-    cfg = replace(job("ring", 3, iterations=2, transport="sr", workload="vgg16", scale=0.0005, rto=0.2),
+    cfg = replace(training_job("ring", 3, iterations=2, transport="sr", workload="vgg16", scale=0.0005, rto=0.2),
                   dlcp=DlcpPolicy(reorder=True, order_tolerant=order_tolerant),
                   training=training(scheduling=Scheduling.PRIORITY, sync=Sync.LAYER, in_flight=3))
-    results = run_job(cfg, tmp_path, hub)
+    results = run_ok(cfg, tmp_path, hub)
 
     def total(side: str, name: str) -> int:
         return sum(r["stats"][side].get(name, 0) for r in results.values())
@@ -129,3 +129,54 @@ def test_reordering_alone_causes_no_retransmission_with_order_tolerant_receivers
         assert total("requester", "retransmitted") <= total("requester", "timeouts")
     else:  # what DLCP's receivers must not do: resend for reordering alone
         assert total("requester", "naks") > 0 and total("requester", "retransmitted") > total("requester", "timeouts")
+
+
+class _Tables:
+    """A switch session that keeps entries in memory (the write/read logic of DlcpSettings alone)."""
+
+    def __init__(self) -> None:
+        self.entries: list[TableEntry] = []
+
+    def read_table(self, table: str) -> list[TableEntry]:
+        return [e for e in self.entries if e.table == table]
+
+    def insert(self, entries: list[TableEntry]) -> None:
+        self.entries += entries
+
+    def modify(self, entries: list[TableEntry]) -> None:
+        keys = {(e.table, tuple(e.match.items())) for e in entries}
+        self.entries = [e for e in self.entries if (e.table, tuple(e.match.items())) not in keys] + entries
+
+    def delete(self, entries: list[TableEntry]) -> None:
+        keys = {(e.table, tuple(e.match.items())) for e in entries}
+        self.entries = [e for e in self.entries if (e.table, tuple(e.match.items())) not in keys]
+
+
+def test_a_partial_threshold_change_keeps_each_switchs_own_defaults():
+    """Hosts at 10 Mb/s, the fabric at 100 Mb/s: leaves and spines have different defaults; setting
+    priority 1 on every switch must not copy the first switch's other thresholds to the rest."""
+    from typing import Any
+
+    from controller.dlcp_settings import DlcpSettings
+    from mininet_topos.topologies import leafspine
+
+    topo = leafspine(leaves=2, spines=1, hosts_per_leaf=1, bw_mbps=10.0, fabric_bw_mbps=100.0)
+    sessions = {s.name: _Tables() for s in topo.switches}
+
+    class Fabric:
+        def __init__(self) -> None:
+            self.topo = topo
+
+        def switch_names(self) -> list[str]:
+            return list(sessions)
+
+        def session(self, name: str) -> Any:
+            return sessions[name]
+
+    settings = DlcpSettings(Fabric())  # type: ignore[arg-type]
+    defaults = settings.set_thresholds()
+    assert defaults["leaf1"] != defaults["spine1"]  # per link rate
+    now = settings.set_thresholds({1: 500}, keep_others=True)
+    for name, values in now.items():
+        assert values == {**defaults[name], 1: 500}, name
+        assert settings.thresholds(name) == values

@@ -1,8 +1,9 @@
 """Imports run one way: protocol/ at the bottom; roce/ (host transport) and mininet_topos/
 (emulated network) on it; workers/ on roce/, and the switch control plane (controller/ but
-its orchestration) on mininet_topos/; the orchestration (controller/experiment/, cli.py,
-testbed.py) and bench/ on top. Parts of one floor do not import each other, and no module
-imports itself through others. docs/architecture.md draws the same picture.
+its orchestration) on mininet_topos/ and roce/'s packet code; the orchestration
+(controller/experiment/, cli.py, testbed.py) and bench/ on top. Parts of one floor do not import
+each other, and no module imports itself through others. docs/architecture.md draws the same
+picture.
 """
 
 from __future__ import annotations

@@ -1,44 +1,27 @@
 """The NetReduce worker (credits, windows, message numbering) against the Python switch model.
 
-The switch program itself is tested on BMv2 (tests/bmv2/test_netreduce_trace.py and the
+The switch program itself is tested on BMv2 (tests/bmv2/test_traces.py and the
 Mininet tests); here the hosts' side is checked quickly, with loss, in both transport modes.
 """
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from protocol.netreduce import MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
-from protocol.polling import wait_until
+from tests.inmemory import job, run_job
 from tests.netreduce_model import NetReduceHub
-from workers.config import Algorithm, JobConfig, Node, Role
 from workers.floats import BLOCK
-from workers.main import run_node
 
 
-def run(tmp_path: Path, workers: int, loss: float = 0.0, credits: int = 2, **kw: object) -> tuple[dict, NetReduceHub]:
-    nodes = tuple(Node(i, Role.WORKER, f"h{i + 1}", f"10.0.1.{i + 1}") for i in range(workers))
-    params: dict[str, object] = {"iterations": 3, "size_bytes": 12000, "mtu": MTU, "rto": 0.01,
-                                 "iteration_timeout": 30.0, "start_timeout": 10.0, "job_id": 3,
-                                 "credits": credits}
-    params.update(kw)
-    cfg = JobConfig(algo=Algorithm.NETREDUCE, nodes=nodes, **params)  # type: ignore[arg-type]
-    hub = NetReduceHub(JobLayout(3, workers, credits), [n.ip for n in nodes], loss=loss, seed=5)
-    links = {n.node_id: hub.link(n.ip) for n in nodes}
-    results: dict[int, dict] = {}
-    threads = [threading.Thread(target=lambda i=n.node_id: results.__setitem__(i, run_node(cfg, i, tmp_path, links[i])),
-                                daemon=True) for n in nodes]
-    for t in threads:
-        t.start()
-    wait_until(lambda: all((tmp_path / f"ready-{n.node_id}").exists() for n in nodes), 20, what="workers ready")
-    (tmp_path / "go").write_text("go")
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive()
-    return results, hub
+def run(tmp_path: Path, workers: int, loss: float = 0.0, credits: int = 2, **kw: Any) -> tuple[dict, NetReduceHub]:
+    kw.setdefault("size_bytes", 12000)
+    cfg = job("netreduce", workers, iterations=3, mtu=MTU, job_id=3, credits=credits, **kw)
+    hub = NetReduceHub(JobLayout(3, workers, credits), [n.ip for n in cfg.nodes], loss=loss, seed=5)
+    return run_job(cfg, tmp_path, hub), hub
 
 
 @pytest.mark.parametrize("workers", [2, 4])

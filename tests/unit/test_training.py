@@ -7,23 +7,19 @@ every time asserted is computed from the test's own layer and op durations.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Generator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
-from protocol.netreduce import MTU as NETREDUCE_MTU
-from protocol.polling import wait_until
+from tests.inmemory import run_ok, training, training_job
 from tests.memlink import MemoryHub
 from tests.netreduce_model import NetReduceHub
 from workers.compute import iteration_s, layer_times
-from workers.config import Algorithm, Emulation, JobConfig, Node, Role, Scheduling, Sync, Training
-from workers.main import run_node
+from workers.config import Emulation, JobConfig, Scheduling, Sync
 from workers.schedule import Layer, Op, Piece, Plan, fifo_ops, plan, priority_ops
 from workers.tensors import compute_profile
-from workers.training import Event, Scheduler, timings
+from workers.training import Event, EventKind, Scheduler, timings
 
 # ---- compute model ----
 
@@ -91,9 +87,12 @@ def test_priority_packs_small_ready_partitions_into_one_reduction():
 
 
 def test_every_node_derives_the_same_plan():
-    cfgs = [job("ring", 4, rank_host=r) for r in range(2)]
-    a, b = (plan(replace(c, training=training(scheduling=Scheduling.PRIORITY))) for c in cfgs)
-    assert a == b and len(a.ops) > 10
+    """The plan is a function of the job alone, and every node reads the job from the JSON file the
+    runner wrote: what a node derives there is what the runner's config gives."""
+    cfg = replace(training_job("ring", 4), training=training(scheduling=Scheduling.PRIORITY))
+    as_read = JobConfig.from_json(cfg.to_json())
+    assert as_read == cfg
+    assert plan(as_read) == plan(cfg) and len(plan(cfg).ops) > 10
 
 
 # ---- the scheduler on a simulated clock ----
@@ -141,7 +140,7 @@ def one_op_per_layer() -> list[Op]:
 
 def test_a_bucket_starts_when_backward_produced_it_while_backward_goes_on():
     s, rt, _ = sim(one_op_per_layer(), {0: 0.5, 1: 0.5, 2: 0.5})
-    starts = {e.name: e.start for e in s.events if e.kind == "op" and e.iteration == 0}
+    starts = {e.name: e.start for e in s.events if e.kind == EventKind.OP and e.iteration == 0}
     # forward 1.5 s, then backward: back's gradient at 2.5 s, middle's at 3.5 s, front's at 4.5 s
     assert starts == pytest.approx({"op 0": 2.5, "op 1": 3.5, "op 2": 4.5}, abs=2e-3)
     assert [(n, round(t, 2)) for i, n, t in rt.produced if i == 0] == [("back", 2.5), ("middle", 3.5), ("front", 4.5)]
@@ -162,7 +161,7 @@ def test_layer_sync_starts_a_layer_as_soon_as_its_gradient_is_back():
     # forward starts at 7.5 and the back layer's forward, last, needs nothing more.
     ops = one_op_per_layer()
     s, _, t = sim(ops, {0: 4.0, 1: 0.5, 2: 0.5}, sync=Sync.LAYER)
-    fwd = {e.name: e.start for e in s.events if e.kind == "forward" and e.iteration == 1}
+    fwd = {e.name: e.start for e in s.events if e.kind == EventKind.FORWARD and e.iteration == 1}
     assert fwd["front"] == pytest.approx(7.5, abs=2e-3)
     assert fwd["middle"] == pytest.approx(8.0, abs=2e-3) and fwd["back"] == pytest.approx(8.5, abs=2e-3)
     # with priority the front's op would go first: here the order is given, and layer sync only follows it
@@ -185,14 +184,15 @@ def test_in_flight_bounds_reductions_started_and_not_done():
     ops = [Op(i, (Piece(0, 20 * i, 20 * (i + 1)),), 2, 1.0) for i in range(5)] + [
         Op(5, (Piece(1, 0, 100),), 1, 2.0), Op(6, (Piece(2, 0, 100),), 0, 3.0)]
     s, _, _ = sim(ops, dict.fromkeys(range(7), 1.0), in_flight=2, iterations=1)
-    spans = sorted((e.start, e.end) for e in s.events if e.kind == "op")
+    spans = sorted((e.start, e.end) for e in s.events if e.kind == EventKind.OP)
     for t, _ in spans:
         assert sum(1 for a, b in spans if a <= t < b - 1e-9) <= 2
 
 
 def test_exposed_communication_arithmetic():
-    events = [Event(0, "forward", "a", 0.0, 1.0), Event(0, "backward", "a", 1.0, 3.0), Event(0, "op", "op 0", 2.0, 5.0),
-              Event(1, "forward", "a", 5.0, 6.0)]
+    fwd, bwd, op = EventKind.FORWARD, EventKind.BACKWARD, EventKind.OP
+    events = [Event(0, fwd, "a", 0.0, 1.0), Event(0, bwd, "a", 1.0, 3.0), Event(0, op, "op 0", 2.0, 5.0),
+              Event(1, fwd, "a", 5.0, 6.0)]
     (t,) = timings(events, [(0.0, 5.0)])
     assert (t.compute_s, t.exposed_comm_s, t.comm_s) == (3.0, 2.0, 3.0)
     assert t.overlap == pytest.approx(1 / 3)
@@ -201,53 +201,13 @@ def test_exposed_communication_arithmetic():
 # ---- real workers on an in-memory network ----
 
 
-def training(**kw: object) -> Training:
-    base = Training(Emulation(25.0, batch=32), dilation=0.5, bucket_bytes=int(25 * 2**20 * 0.001),
-                    partition_bytes=int(4 * 2**20 * 0.001))
-    return replace(base, **kw)  # type: ignore[arg-type]
-
-
-def job(algo: str, workers: int, servers: int = 0, rank_host: int = 0, **kw: object) -> JobConfig:
-    nodes = [Node(i, Role.WORKER, f"h{i + 1}", f"10.0.1.{i + 1}") for i in range(workers)]
-    nodes += [Node(workers + j, Role.SERVER, f"ps{j + 1}", f"10.0.2.{j + 1}") for j in range(servers)]
-    mtu = NETREDUCE_MTU if algo == "netreduce" else 256
-    params: dict[str, object] = {"iterations": 4, "workload": "resnet50", "scale": 0.001, "mtu": mtu, "window": 16,
-                                 "rto": 0.01, "iteration_timeout": 30.0, "start_timeout": 10.0, "ps_key_bytes": 2048,
-                                 "job_id": 3, "credits": 2}
-    params.update(kw)
-    return JobConfig(algo=Algorithm(algo), nodes=tuple(nodes), **params)  # type: ignore[arg-type]
-
-
-def run_job(cfg: JobConfig, tmp_path: Path, hub: MemoryHub | NetReduceHub | None = None) -> dict[int, dict]:
-    hub = hub or MemoryHub(seed=7)
-    links = {n.node_id: hub.link(n.ip) for n in cfg.nodes}
-    results: dict[int, dict] = {}
-    threads = [threading.Thread(target=lambda i=n.node_id: results.__setitem__(i, run_node(cfg, i, tmp_path, links[i])),
-                                daemon=True) for n in cfg.nodes]
-    for t in threads:
-        t.start()
-    def ready() -> bool:
-        failed = [r.get("error") for r in results.values() if not r["ok"]]
-        assert not failed, failed  # a node that failed while starting fails the test now, not at the deadline
-        return all((tmp_path / f"ready-{n.node_id}").exists() for n in cfg.nodes)
-
-    wait_until(ready, 20, what="nodes ready")
-    (tmp_path / "go").write_text("go")
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive(), "a node hung"
-    for r in results.values():
-        assert r["ok"], r.get("error")
-    return results
-
-
 def test_one_worker_iteration_is_the_modelled_computation(tmp_path):
     tr = training(dilation=2.0)
-    cfg = replace(job("ring", 1, iterations=4), training=tr)
+    cfg = replace(training_job("ring", 1, iterations=4), training=tr)
     compute = compute_profile("resnet50")
     assert compute is not None
     modelled = iteration_s(compute, tr.emulate.device, tr.emulate.precision, tr.emulate.batch) * tr.dilation
-    its = run_job(cfg, tmp_path)[0]["iterations"]
+    its = run_ok(cfg, tmp_path)[0]["iterations"]
     for it in its[1:]:  # the first includes the process's first gradient generation
         assert it["time_s"] == pytest.approx(modelled, rel=0.03)
         assert it["extra"]["compute_s"] == pytest.approx(modelled, rel=1e-6)
@@ -256,9 +216,9 @@ def test_one_worker_iteration_is_the_modelled_computation(tmp_path):
 @pytest.mark.parametrize("scheduling", [Scheduling.FIFO, Scheduling.PRIORITY])
 @pytest.mark.parametrize("algo, servers", [("ring", 0), ("ps", 2)])
 def test_training_reductions_are_exact_with_several_in_flight_and_loss(tmp_path, algo, servers, scheduling):
-    cfg = replace(job(algo, 3, servers, iterations=3, transport="sr"),
+    cfg = replace(training_job(algo, 3, servers, iterations=3, transport="sr"),
                   training=training(scheduling=scheduling, sync=Sync.LAYER, in_flight=3))
-    results = run_job(cfg, tmp_path, MemoryHub(loss=0.01, seed=3))
+    results = run_ok(cfg, tmp_path, MemoryHub(loss=0.01, seed=3))
     for r in results.values():
         if r["role"] == "worker":
             assert [it["correct"] for it in r["iterations"]] == [True] * 3
@@ -267,12 +227,12 @@ def test_training_reductions_are_exact_with_several_in_flight_and_loss(tmp_path,
 
 
 def test_training_through_netreduce_with_exponents(tmp_path):
-    cfg = replace(job("netreduce", 3, iterations=3, dtype="float32", float_mode="exponent", scale=0.002),
+    cfg = replace(training_job("netreduce", 3, iterations=3, dtype="float32", float_mode="exponent", scale=0.002),
                   training=training(scheduling=Scheduling.PRIORITY, in_flight=3))
     from protocol.netreduce import JobLayout
 
     hub = NetReduceHub(JobLayout(3, 3, 2), [n.ip for n in cfg.nodes], seed=5)
-    results = run_job(cfg, tmp_path, hub)
+    results = run_ok(cfg, tmp_path, hub)
     for r in results.values():
         assert all(it["correct"] and 0 < it["max_abs_error"] < 1e-7 for it in r["iterations"])
     assert hub.events["completion"] == results[0]["netreduce"]["messages"] * 4
@@ -282,13 +242,13 @@ def test_zero_computation_is_the_all_reduce_loop(tmp_path):
     """With no computation, one reduction at a time and one tensor per bucket, a training run is
     today's all-reduce loop: the same reductions in the same order, and the same time. The two
     run in turn, twice each, and the faster median of each is compared (the machine is shared)."""
-    base = job("ring", 3, iterations=5, scale=0.002, workload="vgg16")
+    base = training_job("ring", 3, iterations=5, scale=0.002, workload="vgg16")
     train = replace(base, training=training(emulate=Emulation(25.0, compute_scale=0.0), bucket_bytes=4, in_flight=1))
     med: dict[str, float] = {}
     for attempt in range(2):
         for name, cfg in (("plain", base), ("trained", train)):
             (tmp_path / f"{name}{attempt}").mkdir()
-            res = run_job(cfg, tmp_path / f"{name}{attempt}")
+            res = run_ok(cfg, tmp_path / f"{name}{attempt}")
             times = sorted(it["time_s"] for it in res[0]["iterations"][1:])
             med[name] = min(med.get(name, float("inf")), times[len(times) // 2])
             if name == "trained":
@@ -305,7 +265,7 @@ def test_ideal_iteration_is_computation_plus_what_the_link_bounds_leave_exposed(
     from workers.schedule import allreduce_bound_s
 
     tr = training(emulate=Emulation(10.0, batch=32), bucket_bytes=1 << 30)  # one bucket: nothing overlaps
-    cfgs = {algo: replace(job(algo, 4, 1 if algo == "ps" else 0), training=tr)
+    cfgs = {algo: replace(training_job(algo, 4, 1 if algo == "ps" else 0), training=tr)
             for algo in ("ring", "ps", "netreduce")}
     compute = compute_profile("resnet50")
     assert compute is not None
