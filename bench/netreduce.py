@@ -8,7 +8,7 @@ ideal corrected for packet headers (NetReduce packets carry AGG_ELEMENTS_PER_PAC
 bytes, the others the job's MTU). Next to each run it prints what limited it: the busiest
 link's load (bytes the switches sent on their busiest port over what the link carries in the
 run's time: about 1 when the links are the bottleneck) and the machine's idle CPU during the
-iterations (/proc/stat; near 0 when the switches or the Python hosts are). --bmv2 runs every
+iterations (the runner's `cpu_idle`; near 0 when the switches or the Python hosts are). --bmv2 runs every
 switch on another simple_switch_grpc build (e.g. one without logging macros). Writes
 bench/results/netreduce-<bw>mbps[-<tag>].json. Needs root, BMv2 and Mininet.
 
@@ -21,18 +21,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import CpuTrace, collective_args, run_specs, save, select_bmv2
+from bench.common import collective_args, run_specs, save, select_bmv2
 from controller.experiment.spec import ExperimentSpec, Topo
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.netreduce import PACKET_BYTES
 from roce.qp import Mode
+from roce.wire import ROCE_OVERHEAD
 from workers.config import Algorithm
-
-WIRE_OVERHEAD = 14 + 20 + 8 + 12 + 4  # Ethernet, IPv4, UDP, BTH, ICRC bytes per RoCE packet
 
 
 def efficiency(payload: int) -> float:
-    return payload / (payload + WIRE_OVERHEAD)
+    return payload / (payload + ROCE_OVERHEAD)
 
 
 def main() -> None:
@@ -56,15 +55,10 @@ def main() -> None:
                                         iterations=args.iterations, topo=Topo(topo), bw_mbps=args.bw,
                                         transport=Mode(args.transport), name=f"{algo}-n{n}", ps_key_bytes=ps_key)
                          for algo in ("netreduce", "ring", "ps")]
-                cpu = CpuTrace().start()
-                try:
-                    reports = run_specs(specs, Path(tmp) / f"{topo}-n{n}")
-                finally:
-                    cpu.stop()
+                reports = run_specs(specs, Path(tmp) / f"{topo}-n{n}")
                 t = {str(s.algo): reports[s.label]["summary"]["median_s"] for s in specs}
-                limits = {str(s.algo): {"busiest_link_load":
-                                        reports[s.label]["headline_extra"].get("busiest_link_load"),
-                                        "cpu_idle": _idle(cpu, reports[s.label])} for s in specs}
+                limits = {str(s.algo): {k: reports[s.label]["headline_extra"].get(k)
+                                        for k in ("busiest_link_load", "cpu_idle")} for s in specs}
                 ideal_ring, ideal_ps = 2 * (n - 1) / n, float(n)
                 rows.append({"topo": topo, "workers": n, "netreduce_s": t["netreduce"], "ring_s": t["ring"],
                              "ps_s": t["ps"], "ring_over_netreduce": t["ring"] / t["netreduce"],
@@ -94,12 +88,6 @@ def main() -> None:
                "iterations": args.iterations, "netreduce_payload_bytes": PACKET_BYTES, "mtu": mtu, "rows": rows}
     name = "-".join(x for x in (f"netreduce-{args.bw:g}mbps", args.tag) if x)
     print(f"written {save(name, figures)}")
-
-
-def _idle(cpu: CpuTrace, report: dict[str, Any]) -> float | None:
-    """The machine's idle CPU share while the run's iterations ran (CLOCK_MONOTONIC, as the workers')."""
-    its = report["iterations"]
-    return cpu.idle_between(its[0]["start"], its[-1]["end"]) if its else None
 
 
 def _pct(x: float | None) -> str:
