@@ -32,17 +32,15 @@ from bench.common import CpuTrace, save, select_bmv2
 from controller.controls import all_base_entries
 from controller.netreduce_jobs import place_job
 from controller.p4rt import P4Info, SwitchAddress, SwitchSession
-from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, one_switch_user_at_a_time
+from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, free_port, one_switch_user_at_a_time
 from mininet_topos.topologies import rack
-from protocol.netreduce import ELEMENTS, PACKET_BYTES, PACKETS, JobLayout
+from protocol.netreduce import DEFAULT_CREDITS, ELEMENTS, PACKET_BYTES, PACKETS, JobLayout
 from protocol.paths import BMV2_JSON, P4INFO
 from protocol.qpn import qpn, udp_source_port
 from roce.headers import ICRC_LEN
 from roce.wire import build_frame, parse_frame
 from workers.netreduce import message_packet
 
-GRPC_PORT = 50950
-THRIFT_PORT = 9950
 ETH_P_ALL = 0x0003
 JOB = 1
 
@@ -118,10 +116,11 @@ def measure(args: argparse.Namespace, run_dir: Path) -> dict[str, object]:
         expected.append((((total + 2**31) % 2**32) - 2**31).astype(">i4").tobytes())
     with veths(n) as pairs:
         ports = {topo.attachment(h)[1]: pairs[r][0] for r, h in enumerate(hosts)}
-        proc = Bmv2Process(Bmv2Config("nrbench", 0, GRPC_PORT, THRIFT_PORT, ports, run_dir, log_level=args.log_level))
+        grpc_port, thrift_port = free_port(), free_port()
+        proc = Bmv2Process(Bmv2Config("nrbench", 0, grpc_port, thrift_port, ports, run_dir, log_level=args.log_level))
         proc.start()
         try:
-            with SwitchSession(SwitchAddress("nrbench", 0, GRPC_PORT, THRIFT_PORT), P4Info.from_file(P4INFO)) as sess:
+            with SwitchSession(SwitchAddress("nrbench", 0, grpc_port, thrift_port), P4Info.from_file(P4INFO)) as sess:
                 sess.push_pipeline(P4INFO, BMV2_JSON, force=True)
                 sess.insert(entries)
                 socks = []
@@ -189,7 +188,7 @@ def _loop(args: argparse.Namespace, pid: int, socks: list[socket.socket], rx: so
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--credits", type=int, default=8)
+    parser.add_argument("--credits", type=int, default=DEFAULT_CREDITS)
     parser.add_argument("--window", type=int, default=16, help="cells waiting for their result at most")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured time (after two windows of warm-up)")
     parser.add_argument("--log-level", default="info", help="BMv2 -L (no effect on a build without logging macros)")

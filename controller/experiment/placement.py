@@ -81,8 +81,9 @@ def place(spec: ExperimentSpec, topo: Topology) -> Placement:
     return Placement(jobs, server_host, background)
 
 
-def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfig:
-    """What job `job_id`'s processes run."""
+def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node], topo: Topology) -> JobConfig:
+    """What job `job_id`'s processes run, placed at `nodes` of `topo` (the network they run on: a
+    bigger one than the spec's own when several specs share a network)."""
     mtu = NETREDUCE_MTU if spec.algo == Algorithm.NETREDUCE else spec.mtu
     window = incast_window(spec, mtu)
     levels = 0
@@ -91,7 +92,6 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node]) -> JobConfi
         # Credits bound what a worker has in flight; a job whose workers sit on several edge switches
         # is aggregated in two levels (leaves, then a spine).
         in_flight = min(window, spec.credits * NETREDUCE_PACKETS)
-        topo = topology_for(spec)
         levels = 1 if len({topo.attachment(n.host)[0] for n in nodes if n.role == Role.WORKER}) > 1 else 0
     training = training_config(spec)
     timeout = JobConfig.iteration_timeout

@@ -50,7 +50,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         shutil.rmtree(run_dir)
     run_dir.mkdir()
     placement = place(spec, net.topo)
-    cfgs = [job_config(spec, j + 1, nodes) for j, nodes in enumerate(placement.jobs)]
+    cfgs = [job_config(spec, j + 1, nodes, net.topo) for j, nodes in enumerate(placement.jobs)]
     for cfg in cfgs:
         cfg.save(out_dir / f"job{cfg.job_id}.json")
     fabric = net.fabric

@@ -145,8 +145,8 @@ def test_incast_windows_fit_the_shaped_queue():
 
 def test_ps_key_size_reaches_the_workers_and_is_checked():
     spec = ExperimentSpec(algo=PS, workers=2, size_bytes=64 << 10, ps_key_bytes=8 << 10)
-    nodes = place(spec, topology_for(spec)).jobs[0]
-    cfg = job_config(spec, 1, nodes)
+    topo = topology_for(spec)
+    cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
     assert cfg.ps_key_bytes == 8 << 10
     with pytest.raises(SpecError, match=r"ps_key_bytes \(--ps-key\) = 1002: a key is a positive multiple of 4"):
         ExperimentSpec(algo=PS, ps_key_bytes=1002).validate()
@@ -192,7 +192,8 @@ def test_order_tolerant_receivers_wait_a_full_queue_after_a_message_end():
 
     def comm(dlcp: dict[str, object]) -> Comm:
         spec = spec_from_dict({"algo": "ring", "workers": 2, "bw_mbps": 5.0, "transport": "sr", "dlcp": dlcp})
-        cfg = job_config(spec, 1, place(spec, topology_for(spec)).jobs[0])
+        topo = topology_for(spec)
+        cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
         return Comm(cfg, cfg.nodes[0], None)  # type: ignore[arg-type]
 
     full_queue = buffer_bytes(5.0) / (5e6 / 8)
@@ -210,8 +211,8 @@ def test_netreduce_rto_allows_for_the_slowest_worker_and_the_hierarchy():
     from protocol.netreduce import PACKETS
 
     def rto_over_window_time(spec: ExperimentSpec) -> float:
-        nodes = place(spec, topology_for(spec)).jobs[0]
-        cfg = job_config(spec, 1, nodes)
+        topo = topology_for(spec)
+        cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
         assert spec.bw_mbps is not None
         in_flight = min(cfg.window, spec.credits * PACKETS)  # credits, or the shaped queue's room
         window_s = in_flight * (cfg.mtu + PACKET_OVERHEAD) / (spec.bw_mbps * 1e6 / 8)
@@ -222,5 +223,18 @@ def test_netreduce_rto_allows_for_the_slowest_worker_and_the_hierarchy():
     assert rto_over_window_time(flat) == pytest.approx(3)
     assert rto_over_window_time(fabric) == pytest.approx(5)
     # Fewer credits, smaller windows: the queue term (a full shaped buffer plus a window) holds the floor.
-    one_credit = job_config(replace(fabric, credits=1), 1, place(fabric, topology_for(fabric)).jobs[0])
+    topo = topology_for(fabric)
+    one_credit = job_config(replace(fabric, credits=1), 1, place(fabric, topo).jobs[0], topo)
     assert one_credit.rto >= buffer_bytes(20.0) / 2.5e6
+
+
+def test_a_job_is_configured_on_the_network_it_runs_on():
+    """Specs sharing one network (bench.netreduce, compare) run on the biggest one's topology: a
+    NetReduce job of 8 on the network a PS of 8 workers and a server needs is placed on its hosts
+    and still aggregated in two levels (the RTO allows for them)."""
+    netreduce = ExperimentSpec(algo=NETREDUCE, workers=8, bw_mbps=5.0, topo=Topo.LEAFSPINE)
+    shared = topology_for(replace(netreduce, algo=PS))
+    on_shared = job_config(netreduce, 1, place(netreduce, shared).jobs[0], shared)
+    own = topology_for(netreduce)
+    on_own = job_config(netreduce, 1, place(netreduce, own).jobs[0], own)
+    assert on_shared.rto == on_own.rto and len(shared.hosts) > len(own.hosts)

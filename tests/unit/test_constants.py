@@ -144,13 +144,14 @@ def test_aggregation_payload_and_registers_come_from_config():
 
 
 def test_the_job_mtu_is_what_experiments_give_netreduce_workers():
-    from controller.experiment.placement import job_config
+    from controller.experiment.placement import job_config, topology_for
     from controller.experiment.spec import ExperimentSpec
     from protocol import netreduce
     from workers.config import Algorithm, Node, Role
 
-    cfg = job_config(ExperimentSpec(algo=Algorithm.NETREDUCE, workers=2), 1,
-                     [Node(0, Role.WORKER, "h1", "10.0.1.1"), Node(1, Role.WORKER, "h2", "10.0.1.2")])
+    spec = ExperimentSpec(algo=Algorithm.NETREDUCE, workers=2)
+    cfg = job_config(spec, 1, [Node(0, Role.WORKER, "h1", "10.0.1.1"), Node(1, Role.WORKER, "h2", "10.0.1.2")],
+                     topology_for(spec))
     assert cfg.mtu == netreduce.MTU
 
 
