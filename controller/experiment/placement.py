@@ -137,10 +137,11 @@ def incast_window(spec: ExperimentSpec, mtu: int) -> int:
     """The spec's window per QP, capped so that the windows of an incast fit the shaped queue of
     the receiving link. RoCE relies on PFC for that and there is none here: without the cap,
     eight parameter-server pushes into a 5 Mb/s link overflow its queue every round, go-back-N
-    resends whole windows into the same overflow, and a QP exhausts its retries."""
+    resends whole windows into the same overflow, and a QP exhausts its retries. At least one packet:
+    a floor above that overflowed the queue with 4 KiB packets (8 windows of 4 into 64 KiB)."""
     if not spec.bw_mbps:
         return spec.window
-    return max(4, min(spec.window, buffer_bytes(spec.bw_mbps) // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
+    return max(1, min(spec.window, buffer_bytes(spec.bw_mbps) // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
 
 
 def reorder_window(bw_mbps: float | None) -> float | None:

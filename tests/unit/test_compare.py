@@ -137,6 +137,8 @@ def test_incast_windows_fit_the_shaped_queue():
     assert fan_in(ps) == 8
     window = incast_window(ps, 1024)
     assert window * 8 * (1024 + PACKET_OVERHEAD) <= buffer_bytes(5.0) < (window + 1) * 8 * (1024 + PACKET_OVERHEAD)
+    # 4 KiB packets: 8 windows of one packet fit a 64 KiB queue where 8 of four (a floor of 4) did not.
+    assert incast_window(ps, 4096) * 8 * (4096 + PACKET_OVERHEAD) <= buffer_bytes(5.0)
     colocated = ExperimentSpec(algo=PS, workers=2, jobs=4, colocate_servers=True, bw_mbps=5.0)
     assert fan_in(colocated) == 8 and incast_window(colocated, 1024) == window
     assert incast_window(ExperimentSpec(algo=RING, workers=8, bw_mbps=5.0), 1024) == 32  # one sender each
