@@ -86,7 +86,13 @@ class SwitchPlan:
     role: int
     members: int  # contributions completing a cell here
     entries: list[Entity] = field(default_factory=list)
-    member_keys: list[str] = field(default_factory=list)  # one per member QP (allocated a context slot)
+    # One per member QP, by key: its `set_member` entry without `member_id`, the context slot that
+    # `bind` fills in once the job's slots on this switch are allocated.
+    member_entries: dict[str, TableEntry] = field(default_factory=dict)
+
+    @property
+    def member_keys(self) -> list[str]:
+        return list(self.member_entries)
 
     @property
     def role_name(self) -> str:
@@ -129,10 +135,9 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
 
     def member(plan: SwitchPlan, port: int, src: str, dest_qp: int, bit: int, peer_index: int, kind: int,
                key: str) -> None:
-        plan.member_keys.append(key)
-        plan.entries.append(TableEntry(MEMBERS, {"std_meta.ingress_port": port, "hdr.ipv4.src_addr": src,
-                                                 "hdr.bth.dest_qp": dest_qp}, "set_member", {
-            "job": job, "member_bit": bit, "member_id": f"@member:{key}", "peer_index": peer_index, "kind": kind}))
+        plan.member_entries[key] = TableEntry(MEMBERS, {"std_meta.ingress_port": port, "hdr.ipv4.src_addr": src,
+                                                        "hdr.bth.dest_qp": dest_qp}, "set_member", {
+            "job": job, "member_bit": bit, "peer_index": peer_index, "kind": kind})
 
     if len(edges) == 1:
         sw = edges[0]
@@ -208,9 +213,6 @@ def bind(plan: SwitchPlan, job: int, credits: int, base_cell: int, member_ids: d
     out: list[Entity] = [TableEntry(JOBS, {"meta.nr.job": job}, "set_job", {
         "base_cell": base_cell, "credits": credits, "members": plan.members, "role": plan.role,
         "group_base": group_base(job)})]
-    for e in plan.entries:
-        if isinstance(e, TableEntry) and e.table == MEMBERS:
-            key = str(e.params["member_id"]).removeprefix("@member:")
-            e = TableEntry(e.table, e.match, e.action, {**e.params, "member_id": member_ids[key]})
-        out.append(e)
-    return out
+    out += [TableEntry(e.table, e.match, e.action, {**e.params, "member_id": member_ids[key]})
+            for key, e in plan.member_entries.items()]
+    return out + plan.entries

@@ -23,6 +23,7 @@ from workers.tensors import compute_profile
 
 MIB = 1 << 20
 
+QUEUE_SHARE = 0.75  # of a shaped link's queue, for the windows of the QPs sending into it (incast_window)
 PACKET_OVERHEAD = ROCE_OVERHEAD + RETH_LEN  # bytes on the wire around a payload, for a packet with a RETH
 
 
@@ -137,11 +138,18 @@ def incast_window(spec: ExperimentSpec, mtu: int) -> int:
     """The spec's window per QP, capped so that the windows of an incast fit the shaped queue of
     the receiving link. RoCE relies on PFC for that and there is none here: without the cap,
     eight parameter-server pushes into a 5 Mb/s link overflow its queue every round, go-back-N
-    resends whole windows into the same overflow, and a QP exhausts its retries. At least one packet:
-    a floor above that overflowed the queue with 4 KiB packets (8 windows of 4 into 64 KiB)."""
+    resends whole windows into the same overflow, and a QP exhausts its retries.
+
+    The windows get QUEUE_SHARE of the queue, not all of it: the rest is for what shares the link
+    with them (acknowledgements, a go-back-N resend while the window is still queued, a NetReduce
+    leaf's partials resent up). Windows filling all of a 64 KiB queue (15 packets of 4 KiB) made
+    NetReduce with 8 credits on a leaf-spine fabric resend over a thousand packets per run; with
+    3/4 of it (11 packets) nothing. At least one packet: a floor above that overflowed the queue
+    with 4 KiB packets (8 windows of 4 into 64 KiB)."""
     if not spec.bw_mbps:
         return spec.window
-    return max(1, min(spec.window, buffer_bytes(spec.bw_mbps) // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
+    room = int(buffer_bytes(spec.bw_mbps) * QUEUE_SHARE)
+    return max(1, min(spec.window, room // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
 
 
 def reorder_window(bw_mbps: float | None) -> float | None:

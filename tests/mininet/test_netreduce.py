@@ -50,6 +50,22 @@ def test_exact_sums_flat_and_hierarchical(tmp_path, topo):
         assert events["completion"] > 0 and events["contribution"] == 2 * events["completion"]  # two leaves
 
 
+def test_eight_credits_on_a_leaf_spine_fabric_resend_nothing(tmp_path):
+    """Issue 9's burst: with 8 credits, 8 workers on a 2x2 leaf-spine fabric resent 1,213 packets
+    in one run, and the leaves counted hundreds of retransmitted results. A leaf multicast every
+    copy of its parent's result to all its workers, so one timeout's go-back-N resend came back
+    as a burst of duplicates (trace netreduce_leaf_duplicate_result), and the RTO did not allow
+    for the slowest worker and the two more shaped links of the hierarchy. Without loss, nothing
+    may time out now."""
+    spec = spec_from_dict({**BASE, "workers": 8, "topo": "leafspine", "credits": 8, "size_bytes": 256 << 10,
+                           "iterations": 4, "bw_mbps": 5.0})
+    report = run_experiment(spec, tmp_path, progress=False)
+    assert exact(report), report["errors"]
+    assert report["retransmissions"] == 0
+    for sw, part in report["switches"]["netreduce"]["1"]["switches"].items():
+        assert part["events"].get("retransmitted-result", 0) == 0, (sw, part["events"])
+
+
 def test_float32_fixed_scale_and_shared_exponent(tmp_path):
     """The same float32 gradients summed by the switch in both float modes: both exact on the wire,
     the per-packet exponent far closer to the float64 sum."""
