@@ -301,15 +301,21 @@ def netreduce_corruption() -> Scenario:
     return s
 
 
-def netreduce_leaf_corruption() -> Scenario:
-    """A leaf: corrupted contributions of its local workers and corrupted results from its parent are
-    dropped and counted; the intact ones send the exact partial up and store and return the exact result."""
+def _at_leaf1(name: str) -> tuple[NrJob, Scenario, str, int, list[int]]:
+    """A scenario at leaf1 of a job of h1-h4 spread over the leaf-spine fabric: the job, the
+    scenario, the aggregation spine, leaf1's port to it and the ranks attached to leaf1."""
     topo = nr_topology(LEAFSPINE)
     j = NrJob(topo, 1, ["h1", "h2", "h3", "h4"], credits=2)
     spine = place_job(topo, 1, j.hosts, j.credits, []).aggregation_switch
-    s = _nr_scenario("netreduce_leaf_corruption", [j], LEAFSPINE, "leaf1")
-    up_port = topo.ports_between("leaf1", spine)[0]
+    s = _nr_scenario(name, [j], LEAFSPINE, "leaf1")
     local = [r for r, h in enumerate(j.hosts) if topo.attachment(h)[0] == "leaf1"]
+    return j, s, spine, topo.ports_between("leaf1", spine)[0], local
+
+
+def netreduce_leaf_corruption() -> Scenario:
+    """A leaf: corrupted contributions of its local workers and corrupted results from its parent are
+    dropped and counted; the intact ones send the exact partial up and store and return the exact result."""
+    j, s, spine, up_port, local = _at_leaf1("netreduce_leaf_corruption")
     ident = iter(range(600, 10000))
     bad = 0
     for i in range(PACKETS):
@@ -333,12 +339,7 @@ def netreduce_leaf_duplicate_result() -> Scenario:
     burst). The leaf sends its partial up again; the spine answers it with a second copy of the
     result. The leaf sends the first copy to its local receivers and drops the second (counted as a
     duplicate): one retransmission must not put a duplicate on every local receiver's link."""
-    topo = nr_topology(LEAFSPINE)
-    j = NrJob(topo, 1, ["h1", "h2", "h3", "h4"], credits=2)
-    spine = place_job(topo, 1, j.hosts, j.credits, []).aggregation_switch
-    s = _nr_scenario("netreduce_leaf_duplicate_result", [j], LEAFSPINE, "leaf1")
-    up_port = topo.ports_between("leaf1", spine)[0]
-    local = [r for r, h in enumerate(j.hosts) if topo.attachment(h)[0] == "leaf1"]
+    j, s, spine, up_port, local = _at_leaf1("netreduce_leaf_duplicate_result")
     ident = iter(range(700, 10000))
     for i in range(PACKETS):
         _send(s, j, j.packet(local[0], 0, i, next(ident)), f"message 0 packet {i}")
