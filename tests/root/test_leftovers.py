@@ -65,7 +65,8 @@ def test_an_interface_a_live_switch_uses_is_kept(veth: None, tmp_path: Path) -> 
 
 def test_a_switch_started_but_not_recorded_is_stopped_by_cleanup(tmp_path: Path) -> None:
     """Ctrl-C inside Popen leaves a switch whose pid nobody recorded; its paths name the run."""
-    from mininet_topos.network import STATE_FILE, cleanup_run
+    from mininet_topos.network import STATE_FILE, cleanup_run, switch_processes
+    from protocol.polling import wait_until
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -76,6 +77,14 @@ def test_a_switch_started_but_not_recorded_is_stopped_by_cleanup(tmp_path: Path)
     ours = subprocess.Popen(["simple_switch", "--no-p4", "--thrift-port", "19392", "--log-file", str(run_dir / "s1")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        # Both are running switches before the cleanup looks (a switch that exited at once, e.g. on
+        # a port in use, would make the assertion below fail for another reason).
+        def running_or_exited() -> bool:
+            exited = ours.poll() is not None or other.poll() is not None
+            return exited or {ours.pid, other.pid} <= set(switch_processes())
+
+        wait_until(running_or_exited, 10, what="both switches to run")
+        assert (ours.poll(), other.poll()) == (None, None), (ours.returncode, other.returncode)
         assert "switch pid" in " ".join(cleanup_run(run_dir))
         assert ours.wait(timeout=10) == -9
         assert other.poll() is None  # a run directory that only shares a prefix is not ours
