@@ -65,25 +65,32 @@ def test_an_interface_a_live_switch_uses_is_kept(veth: None, tmp_path: Path) -> 
 
 def test_a_switch_started_but_not_recorded_is_stopped_by_cleanup(tmp_path: Path) -> None:
     """Ctrl-C inside Popen leaves a switch whose pid nobody recorded; its paths name the run."""
-    from mininet_topos.network import STATE_FILE, cleanup_run, switch_processes
+    from mininet_topos.bmv2 import free_port, port_open
+    from mininet_topos.network import STATE_FILE, cleanup_run
     from protocol.polling import wait_until
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
+    (tmp_path / "run2").mkdir()  # another run's directory, whose name starts like ours
     (run_dir / STATE_FILE).write_text('{"switches": {"s1": {"pid": null}}}')
-    other = subprocess.Popen(["simple_switch", "--no-p4", "--thrift-port", "19393",
-                              "--log-file", str(tmp_path / "run2" / "s1")],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ours = subprocess.Popen(["simple_switch", "--no-p4", "--thrift-port", "19392", "--log-file", str(run_dir / "s1")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        # Both are running switches before the cleanup looks (a switch that exited at once, e.g. on
-        # a port in use, would make the assertion below fail for another reason).
-        def running_or_exited() -> bool:
-            exited = ours.poll() is not None or other.poll() is not None
-            return exited or {ours.pid, other.pid} <= set(switch_processes())
+    ports = {91: free_port(), 92: free_port()}
 
-        wait_until(running_or_exited, 10, what="both switches to run")
+    def switch(device: int, log_dir: Path) -> subprocess.Popen[bytes]:
+        """A simple_switch of its own device id, Thrift port and notification socket (two with the
+        defaults share /tmp/bmv2-0-notifications.ipc, and the second exits at once)."""
+        return subprocess.Popen(["simple_switch", "--no-p4", "--device-id", str(device),
+                                 "--thrift-port", str(ports[device]), "--log-file", str(log_dir / "s1"),
+                                 "--notifications-addr", f"ipc://{tmp_path}/notifications-{device}.ipc"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    other = switch(91, tmp_path / "run2")
+    ours = switch(92, run_dir)
+    try:
+        def listening_or_exited() -> bool:  # one that exited would fail the test for another reason
+            exited = ours.poll() is not None or other.poll() is not None
+            return exited or all(port_open(p) for p in ports.values())
+
+        wait_until(listening_or_exited, 10, what="both switches to listen")
         assert (ours.poll(), other.poll()) == (None, None), (ours.returncode, other.returncode)
         assert "switch pid" in " ".join(cleanup_run(run_dir))
         assert ours.wait(timeout=10) == -9

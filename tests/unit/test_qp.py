@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from roce.headers import AckType, Aeth, Bth, NakCode, Opcode, Transport
@@ -528,14 +528,20 @@ def test_order_tolerant_receive_needs_selective_repeat():
        sizes=st.lists(st.integers(1, 2000), min_size=1, max_size=5),
        start=st.sampled_from([0, PSN_MASK - 3, 12345]),
        delay=st.sampled_from([0.0, 0.001, 0.004]))
+@example(script=["drop"] * 6, sizes=[1], start=0, delay=0.0)  # once over 40 retries
+@example(script=["drop"] * 80, sizes=[2000], start=PSN_MASK - 3, delay=0.004)  # the longest run of drops
 def test_order_tolerant_any_script_of_loss_duplication_and_reordering_delivers_exactly_once(script, sizes, start,
                                                                                              delay):
     def fate(d: str, n: int, t: Transport) -> list[float]:
         what = script[n % len(script)] if n < 4 * len(script) else "ok"
         return {"ok": [0.0], "drop": [], "dup": [0.0, 0.0005], "late": [0.003]}[what]
 
-    sim = Sim(Mode.SR, fate, initial_psn=start, retry_limit=40, reorder_delay=delay, order_tolerant=True)
+    # The script impairs the first 4 x len(script) packets each way: an all-drop script loses that
+    # many in a row in both directions (a one-packet message's every copy, then every ACK), so the
+    # QP must be allowed that many timeouts in a row (hypothesis found ['drop'] x 6 over 40 retries).
+    retries = 8 * len(script) + 8
+    sim = Sim(Mode.SR, fate, initial_psn=start, retry_limit=retries, reorder_delay=delay, order_tolerant=True)
     data = messages(sizes, seed=len(script))
     post_all(sim, data)
-    sim.run()
+    sim.run(limit=60.0 + retries * sim.req_cfg.rto_max)
     check_delivery(sim, data)
