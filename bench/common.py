@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import platform
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,47 +115,6 @@ class MachineMeter:
         if proc0 is not None and proc1 is not None and t1 > t0:
             self.process_seconds = proc1 - proc0
             self.process_cores = self.process_seconds / (t1 - t0)
-
-
-class CpuTrace:
-    """The machine's idle CPU over time: /proc/stat sampled by a thread, so that the idle share of any
-    interval (the iterations of a run, say) can be read afterwards."""
-
-    def __init__(self, interval: float = 0.05) -> None:
-        self.interval = interval
-        self.samples: list[tuple[float, int, int]] = []  # (CLOCK_MONOTONIC, idle, total)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def _sample(self) -> None:
-        now = cpu_sample()
-        self.samples.append((time.monotonic(), now.idle, now.total))
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._sample()
-
-    def start(self) -> CpuTrace:
-        self._sample()
-        self._thread = threading.Thread(target=self._run, name="cpu-trace", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> float | None:
-        """Stop sampling; the idle share over the whole trace."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self._sample()
-        return self.idle_between(self.samples[0][0], self.samples[-1][0])
-
-    def idle_between(self, start: float, end: float) -> float | None:
-        """Idle share of the machine's CPU between two CLOCK_MONOTONIC times (the samples just
-        around them), None when fewer than two samples cover the interval."""
-        inside = [s for s in self.samples if start - self.interval <= s[0] <= end + self.interval]
-        if len(inside) < 2 or inside[-1][2] == inside[0][2]:
-            return None
-        return (inside[-1][1] - inside[0][1]) / (inside[-1][2] - inside[0][2])
 
 
 def select_bmv2(path: str | None) -> None:

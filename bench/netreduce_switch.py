@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import CpuTrace, save, select_bmv2
+from bench.common import save, select_bmv2
 from controller.controls import all_base_entries
+from controller.experiment.machine import CpuSample, cpu_sample
 from controller.netreduce_jobs import place_job
 from controller.p4rt import P4Info, SwitchAddress, SwitchSession
 from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, free_port, one_switch_user_at_a_time
@@ -145,7 +146,7 @@ def _loop(args: argparse.Namespace, pid: int, socks: list[socket.socket], rx: so
     warmup = 2 * period
     started = stopped = 0.0
     cpu0: dict[int, float] = {}
-    cpu = CpuTrace()
+    machine0: CpuSample | None = None
     while True:
         while sent - done < args.window:
             for r, s in enumerate(socks):
@@ -167,11 +168,11 @@ def _loop(args: argparse.Namespace, pid: int, socks: list[socket.socket], rx: so
         if done == warmup:
             started = time.monotonic()
             cpu0 = thread_cpu(pid)
-            cpu.start()
+            machine0 = cpu_sample()
         elif started and (time.monotonic() - started >= args.seconds):
             stopped = time.monotonic()
             break
-    idle = cpu.stop()
+    idle = machine0.idle_share_until(cpu_sample()) if machine0 else None
     cpu1 = thread_cpu(pid)
     elapsed = stopped - started
     cells = done - warmup

@@ -169,6 +169,9 @@ class Fabric:
     def read_counter(self, switch: str, counter: str, index: int | None = None) -> dict[int, CounterValue]:
         return self.session(switch).read_counter(counter, index)
 
+    def clear_counter(self, switch: str, counter: str, indices: Iterable[int]) -> None:
+        self.session(switch).clear_counter(counter, indices)
+
     def read_multicast_group(self, switch: str, group_id: int) -> MulticastGroup | None:
         return self.session(switch).read_multicast_group(group_id)
 

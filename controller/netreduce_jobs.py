@@ -148,7 +148,11 @@ class NetReduceJobs:
 
     # ---- registers ----
 
-    def _reset(self, switch: str, state: SwitchState) -> None:
+    def _reset(self, switch: str, job: int, state: SwitchState) -> None:
+        """The job's cells and context slots back to zero, and its event counters: a job created
+        again under the same number starts from nothing (its status showed the last one's events)."""
+        base = job * CONFIG.NR_EVENTS
+        self.fabric.clear_counter(switch, nr.JOB_EVENTS, range(base, base + CONFIG.NR_EVENTS))
         names = register_names()
         port = self.fabric.addresses[switch].thrift_port
         with Bmv2Thrift(port) as thrift:
@@ -169,7 +173,7 @@ class NetReduceJobs:
         installed: list[tuple[str, list[Entity]]] = []
         try:
             for sw, state in active.switches.items():
-                self._reset(sw, state)
+                self._reset(sw, job, state)
                 self.fabric.insert(sw, state.entries)
                 installed.append((sw, state.entries))
         except BaseException:
@@ -190,7 +194,7 @@ class NetReduceJobs:
         for sw, state in active.switches.items():
             try:
                 self.fabric.delete(sw, list(reversed(state.entries)))
-                self._reset(sw, state)
+                self._reset(sw, job, state)
             except (SwitchError, RuntimeError) as e:
                 errors.append(f"{sw}: {e}")
         del self.jobs[job]

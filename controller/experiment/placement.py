@@ -142,9 +142,10 @@ def incast_window(spec: ExperimentSpec, mtu: int) -> int:
 
     The windows get QUEUE_SHARE of the queue, not all of it: the rest is for what shares the link
     with them (acknowledgements, a go-back-N resend while the window is still queued, a NetReduce
-    leaf's partials resent up). Windows filling all of a 64 KiB queue (15 packets of 4 KiB) made
-    NetReduce with 8 credits on a leaf-spine fabric resend over a thousand packets per run; with
-    3/4 of it (11 packets) nothing. At least one packet: a floor above that overflowed the queue
+    leaf's partials resent up). With windows filling all of a 64 KiB queue (15 packets of 4 KiB),
+    4 of 5 fresh leaf-spine networks running NetReduce with 8 credits resent over a thousand
+    packets in their first iterations; with 3/4 of it (11 packets), 2 of 7 (docs/netreduce.md,
+    "Go-back-N bursts"). At least one packet: a floor above that overflowed the queue
     with 4 KiB packets (8 windows of 4 into 64 KiB)."""
     if not spec.bw_mbps:
         return spec.window

@@ -273,7 +273,10 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
             upd = req.updates.add()
             upd.type = op
             upd.entity.CopyFrom(encode_entity(self.p4info, entity, key_only=op == DELETE))
-        operation = "/".join(sorted({_OPERATIONS[op] for op, _ in updates}))
+        self._send(req, "/".join(sorted({_OPERATIONS[op] for op, _ in updates})), [e.describe() for _, e in updates])
+
+    def _send(self, req: Any, operation: str, described: list[str]) -> None:
+        """Send a WriteRequest whose updates `described` names, as the primary client."""
         req.device_id = self.device_id
         req.election_id.high = self.election_id[0]
         req.election_id.low = self.election_id[1]
@@ -284,11 +287,28 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
                 self.is_primary = False
                 raise NotPrimary(self.name, f"{operation} refused: {e.details()}") from None
             details = write_error_details(e) if e.code() == grpc.StatusCode.UNKNOWN else []
-            failures = [UpdateFailure(i, updates[i][1].describe(), code_name(code), message)
-                        for i, code, message in details if i < len(updates)]
+            failures = [UpdateFailure(i, described[i], code_name(code), message)
+                        for i, code, message in details if i < len(described)]
             if not failures:
-                failures = [UpdateFailure(0, f"{len(updates)} update(s)", e.code().name, e.details() or "")]
+                failures = [UpdateFailure(0, f"{len(described)} update(s)", e.code().name, e.details() or "")]
             raise WriteError(self.name, operation, failures) from None
+
+    def clear_counter(self, counter: str, indices: Iterable[int]) -> None:
+        """Set indexed counter cells back to zero (packets and bytes)."""
+        self._require_primary("write")
+        info = self.p4info.counter(counter)
+        req = p4runtime_pb2.WriteRequest()
+        described = []
+        for index in indices:
+            upd = req.updates.add()
+            upd.type = MODIFY
+            upd.entity.counter_entry.counter_id = info.preamble.id
+            upd.entity.counter_entry.index.index = index
+            upd.entity.counter_entry.data.packet_count = 0
+            upd.entity.counter_entry.data.byte_count = 0
+            described.append(f"{info.preamble.name}[{index}]")
+        if described:
+            self._send(req, "MODIFY", described)
 
     def insert(self, entities: Iterable[Entity]) -> None:
         self.write([(INSERT, e) for e in entities])
