@@ -28,11 +28,11 @@ from mininet_topos.network import NetworkOptions
 from mininet_topos.topologies import rack
 from mininet_topos.vethpair import veth_pair
 from protocol.paths import REPO_ROOT
+from roce.wire import ROCE_OVERHEAD
 
 Popen = Callable[[str, list[str]], "subprocess.Popen[str]"]  # (side, argv) -> process
 
 
-ROCE_WIRE_OVERHEAD = 14 + 20 + 8 + 12 + 4  # Ethernet, IPv4, UDP, BTH, ICRC bytes per packet
 
 
 def transfer(popen: Popen, ips: tuple[str, str], args: argparse.Namespace, mode: str,
@@ -58,7 +58,7 @@ def transfer(popen: Popen, ips: tuple[str, str], args: argparse.Namespace, mode:
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     result["goodput_mbps"] = result["bytes"] * 8 / result["seconds"] / 1e6
     # The data's link (sender to receiver) carries every payload byte plus each packet's headers.
-    load = (result["goodput_mbps"] * (1 + ROCE_WIRE_OVERHEAD / args.mtu) / args.bw) if args.bw else None
+    load = (result["goodput_mbps"] * (1 + ROCE_OVERHEAD / args.mtu) / args.bw) if args.bw else None
     result["limits"] = Limits(load, meter.cpu_idle, "unshaped veths", meter.process_cores).figures()
     return result
 

@@ -63,12 +63,14 @@ class DlcpSettings:
             rate = dlcp.link_rate(self.fabric.topo, name)
             if rate is None:
                 continue
-            if thresholds is None:
-                wanted = dlcp.default_thresholds(rate)
-            else:
-                wanted = {**self.thresholds(name), **thresholds} if keep_others else thresholds
             sess = self.fabric.session(name)
             installed = {dlcp.threshold_priority(e): e for e in sess.read_table(dlcp.THRESHOLDS)}
+            if thresholds is None:
+                wanted = dlcp.default_thresholds(rate)
+            elif keep_others:
+                wanted = {**{p: int(e.params["bytes"]) for p, e in installed.items()}, **thresholds}
+            else:
+                wanted = thresholds
             entries = dlcp.threshold_entries(wanted)
             for write, batch in ((sess.modify, [e for e in entries if dlcp.threshold_priority(e) in installed]),
                                  (sess.insert, [e for e in entries if dlcp.threshold_priority(e) not in installed]),

@@ -71,11 +71,11 @@ class IterationCheck:
     checked: int = 0  # tensors checked
 
     def add(self, encoder: Encoder, got: Reduced, want: Reduced, reference: FloatArray | None) -> Check:
-        c = encoder.check(got, want, reference)
+        got_v, want_v = encoder.values(got), encoder.values(want)
+        c = encoder.check(got, want, reference, got_v)
         self.wrong += c.wrong_elements
         self.err = max(self.err, c.max_abs_error)
         self.saturated += c.saturated
-        got_v, want_v = encoder.values(got), encoder.values(want)
         self.diff2 += float(np.sum((got_v - want_v) ** 2))
         self.norm2 += float(np.sum(want_v**2))
         self.checked += 1
@@ -160,13 +160,16 @@ class Encoder:
         exponents = self.block.exponents(codes)
         return Reduced(_sum([self.block.encode(x, exponents)[0] for x in fs]), codes, exponents), reference
 
-    def check(self, got: Reduced, want: Reduced, reference: FloatArray | None) -> Check:
+    def check(self, got: Reduced, want: Reduced, reference: FloatArray | None,
+              got_values: FloatArray | None = None) -> Check:
+        """`got_values`: `values(got)` when the caller has it already (float32: decoded once)."""
         wrong = int(np.count_nonzero(got.total != want.total))
         if want.codes is not None and got.codes is not None:
             wrong += int(np.count_nonzero(got.codes != want.codes))
         err = 0.0
         if reference is not None and len(got.total):
-            err = float(np.max(np.abs(self.decode(got) - reference)))
+            values = got_values if got_values is not None else self.decode(got)
+            err = float(np.max(np.abs(values - reference)))
         return Check(wrong == 0, wrong, err, got.saturated)
 
 
