@@ -394,6 +394,18 @@ def remove_orphan_interfaces(names: Sequence[str] | None = None) -> list[str]:
     return removed
 
 
+def kill_switches_under(directory: Path) -> list[int]:
+    """SIGKILL every BMv2 process with a path (log, socket) under `directory`; their pids."""
+    inside = f"{directory}/"
+    killed = []
+    for pid, argv in switch_processes().items():
+        if any(arg.startswith(inside) for arg in argv):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+    return killed
+
+
 def cleanup_run(run_dir: Path) -> list[str]:
     """Remove what a run left behind: its switches (found by their paths under run_dir, recorded or
     not), and the hosts, interfaces and fence its state file records; returns what was removed."""
@@ -410,12 +422,8 @@ def cleanup_run(run_dir: Path) -> list[str]:
     # Exactly this run's switches: their log and socket paths lie under run_dir. That also
     # finds a switch whose pid was never recorded (Ctrl-C arrived inside Popen).
     names = {sw.get("pid"): name for name, sw in state.get("switches", {}).items()}
-    inside = f"{run_dir}/"
-    for pid, argv in switch_processes().items():
-        if any(arg.startswith(inside) for arg in argv):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            removed.append(f"switch {names[pid]} (pid {pid})" if pid in names else f"switch pid {pid} (not recorded)")
+    removed += [f"switch {names[pid]} (pid {pid})" if pid in names else f"switch pid {pid} (not recorded)"
+                for pid in kill_switches_under(run_dir)]
     for name, pid in state.get("host_pids", {}).items():
         if pid and "mininet:" in _pid_cmdline(pid):
             with contextlib.suppress(ProcessLookupError):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -105,11 +104,8 @@ def _nothing_left_running(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     tmp_path = request.getfixturevalue("tmp_path")
     yield
-    from mininet_topos.network import STATE_FILE, cleanup_run, switch_processes
+    from mininet_topos.network import STATE_FILE, cleanup_run, kill_switches_under
 
     for state in tmp_path.rglob(STATE_FILE):  # a network that did not tear down: hosts, veths, fence, switches
         cleanup_run(state.parent)
-    inside = f"{tmp_path}/"
-    for pid, argv in switch_processes().items():  # a switch started outside a network (trace replay, tests)
-        if any(arg.startswith(inside) for arg in argv):
-            os.kill(pid, signal.SIGKILL)
+    kill_switches_under(tmp_path)  # a switch started outside a network (trace replay, tests)
