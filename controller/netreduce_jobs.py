@@ -148,11 +148,8 @@ class NetReduceJobs:
 
     # ---- registers ----
 
-    def _reset(self, switch: str, job: int, state: SwitchState) -> None:
-        """The job's cells and context slots back to zero, and its event counters: a job created
-        again under the same number starts from nothing (its status showed the last one's events)."""
-        base = job * CONFIG.NR_EVENTS
-        self.fabric.clear_counter(switch, nr.JOB_EVENTS, range(base, base + CONFIG.NR_EVENTS))
+    def _reset(self, switch: str, state: SwitchState) -> None:
+        """The job's cells and context slots back to zero."""
         names = register_names()
         port = self.fabric.addresses[switch].thrift_port
         with Bmv2Thrift(port) as thrift:
@@ -173,7 +170,9 @@ class NetReduceJobs:
         installed: list[tuple[str, list[Entity]]] = []
         try:
             for sw, state in active.switches.items():
-                self._reset(sw, job, state)
+                self._reset(sw, state)
+                # A job number used again starts from no events (its status showed the last one's).
+                self.fabric.clear_counter(sw, nr.JOB_EVENTS, nr.job_event_indices(job))
                 self.fabric.insert(sw, state.entries)
                 installed.append((sw, state.entries))
         except BaseException:
@@ -194,7 +193,7 @@ class NetReduceJobs:
         for sw, state in active.switches.items():
             try:
                 self.fabric.delete(sw, list(reversed(state.entries)))
-                self._reset(sw, job, state)
+                self._reset(sw, state)
             except (SwitchError, RuntimeError) as e:
                 errors.append(f"{sw}: {e}")
         del self.jobs[job]
@@ -221,8 +220,8 @@ class NetReduceJobs:
     def events(self, switch: str, job: int) -> dict[str, int]:
         names = nr.event_names()
         cells = self.fabric.read_counter(switch, nr.JOB_EVENTS)
-        base = job * CONFIG.NR_EVENTS
-        return {name: cells[base + i].packets for i, name in names.items() if base + i in cells}
+        indices = nr.job_event_indices(job)
+        return {name: cells[indices[i]].packets for i, name in names.items() if indices[i] in cells}
 
     def port_events(self, switch: str) -> dict[int, dict[str, int]]:
         """NetReduce's events on a switch by ingress port (non-zero ones): where refused packets came in."""

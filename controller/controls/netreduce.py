@@ -65,6 +65,11 @@ def rewrite(job: int, rid: int, src_addr: str, dst_addr: str, dst_mac: str, dest
         **deltas})
 
 
+def job_event_indices(job: int) -> range:
+    """The cells of JOB_EVENTS that count job `job`'s events, in event-number order."""
+    return range(job * CONFIG.NR_EVENTS, (job + 1) * CONFIG.NR_EVENTS)
+
+
 def switch_address(device_id: int, job: int) -> str:
     """The address a switch uses on its job's switch-to-switch connections (never routed)."""
     return f"10.255.{device_id}.{job}"
