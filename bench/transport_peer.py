@@ -44,6 +44,7 @@ def main() -> None:
     if not sender:
         engine.register(RKEY, WRITE_BYTES)
         qp = engine.connect(cfg, a.peer_ip)
+        engine.resolve_peers(10.0)
         print("ready", flush=True)
         done = 0
 
@@ -59,6 +60,7 @@ def main() -> None:
         print(json.dumps({"writes": done, "drops": dict(engine.stats.drops)}), flush=True)
         return
     qp = engine.connect(cfg, a.peer_ip)
+    engine.resolve_peers(10.0)
     payload = bytes(range(256)) * (WRITE_BYTES // 256)
     start = time.monotonic()
     for i in range(writes):

@@ -19,7 +19,7 @@ import select
 import socket
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -35,6 +35,7 @@ from roce.qp import (
     SendCompletion,
     TransportError,
 )
+from roce.resolve import resolve_peers
 from roce.wire import ROCE_V2_UDP_PORT, build_ipv4, parse_ipv4
 
 ETH_P_IP = 0x0800
@@ -72,6 +73,10 @@ class Link(Protocol):
 
     def recv(self, timeout: float) -> bytes | None: ...
 
+    def resolve(self, peers: Collection[str], timeout: float) -> None:
+        """Return once the link-layer address of every peer is known (roce/resolve.py)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -79,6 +84,7 @@ class RawSocketLink:
     """Raw IPv4 out, AF_PACKET in, on one interface of a (Mininet) host."""
 
     def __init__(self, ifname: str, local_ip: str, rcvbuf: int = 8 << 20, job: int | None = None) -> None:
+        self.ifname = ifname
         self.tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
         self.rx = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_IP))
         # Large buffers: a window arriving while this (single-threaded) process computes must not be
@@ -119,6 +125,9 @@ class RawSocketLink:
                 continue
             if addr[2] != PACKET_OUTGOING:
                 return data
+
+    def resolve(self, peers: Collection[str], timeout: float) -> None:
+        resolve_peers(self.ifname, peers, timeout)
 
     def close(self) -> None:
         for s in (self.tx, self.rx, self.guard):
@@ -173,6 +182,12 @@ class Engine:
         region = MemoryRegion.allocate(rkey, size)
         self.regions[rkey] = region
         return region
+
+    def resolve_peers(self, timeout: float) -> None:
+        """Learn every QP's peer's link-layer address now, before any packet (as a RoCE NIC does when a
+        QP is set up): a window sent to a peer the kernel has yet to resolve leaves out of order
+        (roce/resolve.py). ResolveError names the peers that did not answer within `timeout`."""
+        self.link.resolve(sorted({qp.remote_ip for qp in self.qps.values()} - {self.local_ip}), timeout)
 
     def connect(self, cfg: QpConfig, remote_ip: str) -> QueuePair:
         if cfg.qpn in self.qps:

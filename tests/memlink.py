@@ -14,7 +14,9 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+
+from protocol.polling import wait_until
 
 Delay = Callable[[bytes], float]  # seconds a datagram is held before it is delivered (0: at once)
 
@@ -87,6 +89,11 @@ class MemoryLink:
             except queue.Empty:
                 if time.monotonic() >= deadline:
                     return None
+
+    def resolve(self, peers: Collection[str], timeout: float) -> None:
+        """Every peer is known once it has a link on the hub (engines in threads may start in any order)."""
+        wait_until(lambda: all(ip in self.hub._queues for ip in peers), timeout, interval=0.01,
+                   what=f"links for {sorted(peers)} on the hub")
 
     def close(self) -> None:
         pass

@@ -1,10 +1,11 @@
 """Entry point of a worker or server process: `python -m workers.main CONFIG RUN_DIR NODE_ID`.
 
-The process opens its RoCE engine, says it is ready (RUN_DIR/ready-<id>), waits for the
-runner's go (RUN_DIR/go, polled with a deadline), runs the job, reports progress after every
-iteration (RUN_DIR/progress-<id>) and writes RUN_DIR/result-<id>.json: the iteration
-records, the transport's counters, and the error if it failed. It never waits forever:
-every wait has the job's deadline and a dead peer fails the QP after its retries.
+The process opens its RoCE engine, resolves its peers' addresses (roce/resolve.py), says it
+is ready (RUN_DIR/ready-<id>), waits for the runner's go (RUN_DIR/go, polled with a
+deadline), runs the job, reports progress after every iteration (RUN_DIR/progress-<id>) and
+writes RUN_DIR/result-<id>.json: the iteration records, the transport's counters, and the
+error if it failed. It never waits forever: every wait has the job's deadline and a dead
+peer fails the QP after its retries.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = No
     records: list[IterationRecord] = []
     try:
         run = make_algorithm(comm)
+        # Every peer's address is known before the first packet (a window to an unresolved peer
+        # leaves out of order: roce/resolve.py); a third of the start time, so the runner hears why.
+        engine.resolve_peers(cfg.start_timeout / 3)
         (run_dir / f"ready-{node_id}").write_text(str(time.monotonic()))
         wait_until((run_dir / "go").exists, cfg.start_timeout, interval=0.02, what="the runner's go")
         progress_file = run_dir / f"progress-{node_id}"

@@ -142,11 +142,12 @@ def incast_window(spec: ExperimentSpec, mtu: int) -> int:
 
     The windows get QUEUE_SHARE of the queue, not all of it: the rest is for what shares the link
     with them (acknowledgements, a go-back-N resend while the window is still queued, a NetReduce
-    leaf's partials resent up). With windows filling all of a 64 KiB queue (15 packets of 4 KiB),
-    4 of 5 fresh leaf-spine networks running NetReduce with 8 credits resent over a thousand
-    packets in their first iterations; with 3/4 of it (11 packets), 2 of 7 (docs/netreduce.md,
-    "Go-back-N bursts"). At least one packet: a floor above that overflowed the queue
-    with 4 KiB packets (8 windows of 4 into 64 KiB)."""
+    leaf's partials resent up). (Fresh leaf-spine networks running NetReduce with 8 credits once
+    resent over a thousand packets more often with windows filling the whole queue, 4 of 5, than
+    with 3/4 of it, 2 of 7: a bigger first window waited longer for ARP, and left more out of order.
+    With peers resolved before the first packet, roce/resolve.py, 10 of 10 resent nothing with
+    windows filling the whole queue; the share stays as a margin.) At least one packet: a floor
+    above that overflowed the queue with 4 KiB packets (8 windows of 4 into 64 KiB)."""
     if not spec.bw_mbps:
         return spec.window
     room = int(buffer_bytes(spec.bw_mbps) * QUEUE_SHARE)

@@ -80,3 +80,48 @@ def test_engine_over_raw_sockets_between_namespaces():
     assert report["data"] == b"hello RoCE"[:9].hex()
     assert report["drops"] == {"bad-icrc": 1}  # the other job's packet never reached the engine
     assert "unreachable" not in icmp_out
+
+
+RESOLVE = textwrap.dedent("""
+    import json, sys, time
+    from roce.engine import Engine, RawSocketLink
+    from roce.qp import QpConfig
+    from roce.resolve import ResolveError
+    eng = Engine(RawSocketLink("eth0", "10.99.0.1"), "10.99.0.1")
+    eng.connect(QpConfig(qpn=0x11, remote_qpn=0x22), sys.argv[1])
+    start = time.monotonic()
+    try:
+        eng.resolve_peers(float(sys.argv[2]))
+        error = None
+    except ResolveError as e:
+        error = str(e)
+    print(json.dumps({"error": error, "seconds": time.monotonic() - start}), flush=True)
+""")
+
+
+def neighbour(side, ip: str) -> str:
+    return subprocess.run(side.command(["ip", "-4", "neigh", "show", ip]), capture_output=True, text=True).stdout
+
+
+def run_resolve(side, peer: str, timeout: float) -> dict[str, object]:
+    done = subprocess.run(side.command([sys.executable, "-c", RESOLVE, peer, str(timeout)]), cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    report: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def test_a_peer_is_resolved_before_the_first_packet_and_an_absent_one_is_named():
+    """Issue 9, point 2: the kernel holds packets to a neighbour it has yet to resolve and sends them out
+    of order when the reply comes. The engine resolves each QP's peer first, as a RoCE NIC does at
+    connection set-up; a peer that never answers is named within the timeout."""
+    with veth_pair() as (a, b):
+        assert "lladdr" not in neighbour(a, b.ip)  # a fresh namespace knows nobody
+        report = run_resolve(a, b.ip, 5.0)
+        assert report["error"] is None
+        mac = subprocess.run(b.command(["cat", "/sys/class/net/eth0/address"]), capture_output=True,
+                             text=True).stdout.strip()
+        assert f"lladdr {mac}" in neighbour(a, b.ip) and "REACHABLE" in neighbour(a, b.ip)
+        report = run_resolve(a, "10.99.0.9", 0.5)  # on the subnet, nobody there
+    assert "10.99.0.9 did not answer on eth0 within 0.5 s" in str(report["error"])
+    assert 0.5 <= float(str(report["seconds"])) < 2.0
