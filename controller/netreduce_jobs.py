@@ -225,13 +225,7 @@ class NetReduceJobs:
 
     def port_events(self, switch: str) -> dict[int, dict[str, int]]:
         """NetReduce's events on a switch by ingress port (non-zero ones): where refused packets came in."""
-        names = nr.event_names()
-        out: dict[int, dict[str, int]] = {}
-        for index, value in self.fabric.read_counter(switch, nr.PORT_EVENTS).items():
-            port, event = divmod(index, CONFIG.NR_EVENTS)
-            if value.packets and event in names:
-                out.setdefault(port, {})[names[event]] = value.packets
-        return out
+        return nr.events_by_owner({i: c.packets for i, c in self.fabric.read_counter(switch, nr.PORT_EVENTS).items()})
 
     def slots_in_use(self, switch: str, job: int) -> int:
         state = self._job(job).switches[switch]

@@ -31,6 +31,57 @@ def write_stream(f: BinaryIO, timed_packets: Iterable[tuple[int, bytes]]) -> Non
         f.write(record(p, ts))
 
 
+class PcapTail:
+    """The records of a pcap file another process is still writing, read as they come: each `poll`
+    reads only the bytes written since the last one (a whole re-read per poll is quadratic)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.count = 0  # whole records seen so far
+        self.last_us: int | None = None  # timestamp of the last one
+        self._file: BinaryIO | None = None
+        self._pending = b""
+        self._endian: str | None = None
+
+    def poll(self) -> int:
+        """Read what is new; the number of whole records so far."""
+        if self._file is None:
+            try:
+                self._file = self.path.open("rb")
+            except FileNotFoundError:
+                return self.count
+        data = self._pending + self._file.read()
+        offset = 0
+        if self._endian is None:
+            if len(data) < 24:
+                self._pending = data
+                return self.count
+            self._endian = _endian(struct.unpack_from("<I", data)[0], self.path)
+            offset = 24
+        while offset + 16 <= len(data):
+            sec, usec, caplen, _ = struct.unpack_from(self._endian + "IIII", data, offset)
+            if offset + 16 + caplen > len(data):
+                break
+            offset += 16 + caplen
+            self.count += 1
+            self.last_us = sec * 1_000_000 + usec
+        self._pending = data[offset:]
+        return self.count
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _endian(magic: int, path: Path) -> str:
+    if magic == MAGIC:
+        return "<"
+    if magic == 0xD4C3B2A1:
+        return ">"
+    raise PcapError(f"{path} is not a pcap file (magic {magic:#x})")
+
+
 def read_pcap(path: Path) -> list[bytes]:
     return [p for _, p in read_timed(path)]
 
@@ -40,13 +91,7 @@ def read_timed(path: Path) -> list[tuple[int, bytes]]:
     data = path.read_bytes()
     if len(data) < 24:
         return []
-    magic = struct.unpack_from("<I", data)[0]
-    if magic == MAGIC:
-        endian = "<"
-    elif magic == 0xD4C3B2A1:
-        endian = ">"
-    else:
-        raise PcapError(f"{path} is not a pcap file (magic {magic:#x})")
+    endian = _endian(struct.unpack_from("<I", data)[0], path)
     out = []
     offset = 24
     while offset + 16 <= len(data):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from controller.controls import port_counters
 from controller.p4rt import Entity, P4Info, SwitchAddress, SwitchSession
-from controller.pcap import GLOBAL_HEADER, read_pcap, record
+from controller.pcap import GLOBAL_HEADER, PcapTail, read_pcap, record
 from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, default_executable, free_port
 from protocol.paths import BMV2_JSON, P4INFO
 from protocol.polling import wait_until
@@ -122,24 +122,25 @@ class TraceSwitch:
         for p, writer in self._writers.items():
             writer.packets.put(per_port[p])
 
-    def replay_paced(self, port: int, frames: Sequence[bytes], out_port: int, ahead: int = 10) -> None:
+    def replay_paced(self, port: int, frames: Sequence[bytes], out_port: int, ahead: int = 10,
+                     interval: float = 0.01) -> None:
         """Feed frames into one port (and end every input), never more than `ahead` beyond what
-        `out_port` has written: a closed loop that keeps few packets in flight, so that BMv2 reuses
-        their packet headers and metadata (PHVs) as in a steady state instead of allocating one
-        per queued packet (bench/instructions.py)."""
+        `out_port` has written (checked every `interval` s, reading only what is new): a closed loop
+        that keeps few packets in flight, so that BMv2 reuses their packet headers and metadata (PHVs)
+        as in a steady state instead of allocating one per queued packet (bench/instructions.py)."""
         if self._fed:
             raise RuntimeError("a TraceSwitch replays one trace; start another for the next")
-        out = self.out_path(out_port)
-
-        def written() -> int:
-            return len(read_pcap(out)) if out.exists() else 0
+        out = PcapTail(self.out_path(out_port))
 
         def paced() -> Iterator[tuple[int, bytes]]:
-            for i, frame in enumerate(frames):
-                if i >= ahead:
-                    wait_until(lambda i=i: written() >= i - ahead, 600, interval=0.01,  # type: ignore[misc]
-                               what=f"port {out_port} to catch up with packet {i}")
-                yield 1_000_000 + i, frame
+            try:
+                for i, frame in enumerate(frames):
+                    if i >= ahead and out.count < i - ahead:
+                        wait_until(lambda i=i: out.poll() >= i - ahead, 600, interval=interval,  # type: ignore[misc]
+                                   what=f"port {out_port} to catch up with packet {i}")
+                    yield 1_000_000 + i, frame
+            finally:
+                out.close()
 
         self._fed = len(frames)
         for p, writer in self._writers.items():

@@ -53,12 +53,12 @@ control GradswitchIngress(inout headers_t hdr,
                     dlcp.apply(hdr, meta, std_meta);
                     netreduce.apply(hdr, meta, std_meta);
                 }
-                // (A packet NetReduce consumed may have no valid Ethernet header here: controls/icrc.p4.)
+                // (p4c's check of header validity wants Ethernet's here: controls/icrc.p4 takes it out and puts it back.)
                 if (!meta.dropped && !meta.nr.consumed && hdr.ethernet.isValid()) {
-                    if (hdr.arp.isValid()) {
-                        arp.apply(hdr, meta, std_meta);
-                    } else if (hdr.ipv4.isValid()) {
+                    if (hdr.ipv4.isValid()) {  // (first: the common case meets one condition)
                         l3.apply(hdr, meta, std_meta);
+                    } else if (hdr.arp.isValid()) {
+                        arp.apply(hdr, meta, std_meta);
                     } else {
                         l2.apply(hdr, meta, std_meta);
                     }

@@ -8,6 +8,7 @@ protocol/netreduce.py, the same conventions the workers use.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from controller.p4rt import Entity, MulticastGroup, Replica, TableEntry
@@ -63,6 +64,19 @@ def rewrite(job: int, rid: int, src_addr: str, dst_addr: str, dst_mac: str, dest
     return TableEntry(CONNECTIONS, {"meta.nr.job": job, "std_meta.egress_rid": rid}, "rewrite", {
         "src_addr": src_addr, "dst_addr": dst_addr, "dst_mac": dst_mac, "dest_qp": dest_qp, "src_port": src_port,
         **deltas})
+
+
+def events_by_owner(cells: Mapping[int, int]) -> dict[int, dict[str, int]]:
+    """Packets per cell of JOB_EVENTS (or PORT_EVENTS) -> job (or ingress port) -> event name, the
+    non-zero ones. Owner 0 is left out: there is no job 0 and no port 0, and its first cell counts
+    the event slots a packet leaves unused (NetReduceIngress counts NR_TALLY per packet)."""
+    names = event_names()
+    out: dict[int, dict[str, int]] = {}
+    for index, packets in cells.items():
+        owner, event = divmod(index, CONFIG.NR_EVENTS)
+        if packets and owner != 0 and event in names:
+            out.setdefault(owner, {})[names[event]] = packets
+    return out
 
 
 def job_event_indices(job: int) -> range:
@@ -215,7 +229,7 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
 
 def bind(plan: SwitchPlan, job: int, credits: int, base_cell: int, member_ids: dict[str, int]) -> list[Entity]:
     """The switch's entries with its region and member context slots filled in, job entry first."""
-    out: list[Entity] = [TableEntry(JOBS, {"meta.nr.job": job}, "set_job", {
+    out: list[Entity] = [TableEntry(JOBS, {"meta.nr_state.job": job}, "set_job", {
         "base_cell": base_cell, "credits": credits, "members": plan.members, "role": plan.role,
         "group_base": group_base(job)})]
     out += [TableEntry(e.table, e.match, e.action, {**e.params, "member_id": member_ids[key]})

@@ -132,8 +132,10 @@
 // A cell's state is one 64-bit register cell: the contribution bitmap in its low AGG_MAX_MEMBERS bits, then
 // the message number from this bit.
 #define NR_CELL_MSG_SHIFT 32
-// Bit position of a cell's contribution count (8 bits) in its state.
+// Bit position of a cell's contribution count (NR_CELL_COUNT_BITS bits) in its state.
 #define NR_CELL_COUNT_SHIFT 54
+// Bits of a cell's contribution count (at least enough for AGG_MAX_MEMBERS).
+#define NR_CELL_COUNT_BITS 8
 // Bit position of a cell's "final" flag (leaf: it holds its parent's result, not the local partial).
 #define NR_CELL_FINAL_SHIFT 63
 // Jobs a switch aggregates at once.
@@ -166,6 +168,8 @@
 #define NR_MEMBER_PARENT 2
 // Events counted per job and per port (the stride of nr_job_events and nr_port_events).
 #define NR_EVENTS 16
+// Events one packet may count at most (completed_up: contribution, completion, partial-up; tally counts them).
+#define NR_TALLY 3
 // Event: a contribution was added to a cell.
 #define NR_EV_CONTRIBUTION 0
 // Event: a cell completed and its result was sent (or its partial sent up).
@@ -207,6 +211,12 @@
 #define DLCP_MAGNITUDE_CLASSES 4
 // Class -> priority rules (ternary on BTH.resv7) over all jobs.
 #define DLCP_CLASS_RULES 256
+// A job's features in meta.dlcp.features (dlcp_jobs' set_features): strict priority by class.
+#define DLCP_F_PRIORITY 4
+// ... dropping droppable packets over their queue's threshold (bounded loss).
+#define DLCP_F_DROP 2
+// ... spraying packets over ECMP members (the PSN in the flow hash).
+#define DLCP_F_SPRAY 1
 // Priority given to the ACKs of a DLCP job with priority on.
 #define DLCP_ACK_PRIORITY 7
 // Events counted per job (stride of dlcp_events).

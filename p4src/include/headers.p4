@@ -107,12 +107,6 @@ header reth_h {
     bit<32> dma_length;
 }
 
-// ACK Extended Transport Header, 4 bytes: on ACK/NAK and READ responses.
-header aeth_h {
-    bit<8>  syndrome;    // 0x00-0x1f ACK (credit count), 0x60-0x7f NAK (code)
-    bit<24> msn;         // message sequence number
-}
-
 // Immediate data, 4 bytes: on *_IMM opcodes.
 header immdt_h {
     bit<32> data;
@@ -140,7 +134,6 @@ struct headers_t {
     udp_h        udp;
     bth_h        bth;
     reth_h       reth;
-    aeth_h       aeth;
     immdt_h      immdt;
     agg_payload_h agg;
     icrc_h       icrc;
@@ -151,12 +144,26 @@ struct headers_t {
 // Field list that survives an ingress-to-egress clone (copy_to_cpu).
 #define CPU_CLONE_FIELD_LIST 1
 
-// NetReduce state of one packet (controls/netreduce.p4).
+// What NetReduce decided about a packet, for the rest of the pipeline (controls/netreduce.p4).
 struct netreduce_metadata_t {
+    bool    consumed;     // NetReduce took the packet (not forwarded as is)
+    bool    emit;         // egress must rewrite the copy into a connection and give it its ICRC
+    bit<8>  job;          // the job of an emitted copy (nr_connections)
+    bit<32> icrc;         // an emitted copy's ICRC on the canonical connection (controls/icrc.p4, wire order)
+}
+
+// NetReduce's working state while NetReduceIngress handles a packet: a header kept in the metadata,
+// made valid when NetReduceIngress starts on a packet (which zeroes it) and invalid again when it is
+// done. BMv2 zeroes every metadata field of every packet it receives, field by field in its one
+// receiving thread, whatever the packet; a header's fields only when the header is made valid. So a
+// plain packet does not pay for these fields, and a packet NetReduce handles pays once, in ingress.
+// The fields an action only reads back within itself (state, twin, entry, word) are shared by every
+// action: an action's local is a field of its own. The event indices are set by the actions that
+// decide and counted by one action at the end (tally): an extern call's computed argument would be a
+// temporary of its own at every call site, a metadata field of its own each.
+header netreduce_state_h {
     bit<8>  job;          // job the packet belongs to (member table, or the job it claims)
-    bool    claims;       // the packet names a job (by its RETH rkey or its connection)
     bit<8>  member_bit;   // bit of the sender in the job's contribution bitmap
-    bit<16> member_id;    // index of the member QP in nr_qp_context
     bit<8>  peer_index;   // worker index of a contributor's connection, or a child's index (resend group)
     bit<8>  kind;         // NR_MEMBER_CONTRIBUTOR or NR_MEMBER_PARENT
     bit<32> base_cell;    // first cell of the job's region
@@ -165,31 +172,61 @@ struct netreduce_metadata_t {
     bit<8>  role;         // NR_ROLE_*
     bit<16> group_base;   // the job's first multicast group
     bit<32> msg;          // message number: PSN >> AGG_PACKETS_PER_MESSAGE_LOG2
+    bit<32> context;      // the message's entry in nr_qp_context (member QP, message mod AGG_MAX_CREDITS)
     bit<8>  window;       // the message's place in the job's window (0 .. 2C-1)
-    bool    context_ok;   // the message's window index is known
     bit<32> cell;         // aggregator cell of this packet
     bit<32> other_cell;   // the same packet position in the slot's other shadow copy
     bit<8>  outcome;      // a contribution's verdict (NR_V_* bits), or a parent's result's NR_OUT_*
-    bool    consumed;     // NetReduce took the packet (not forwarded as is)
-    bool    emit;         // egress must rewrite the copy into a connection and recompute the ICRC
+    bool    claims;       // the packet names a job (by its RETH rkey or its connection)
+    bool    context_ok;   // the message's window index is known
     bool    icrc_ok;      // the packet's ICRC is right (checked before anything of it is used)
-    bit<32> icrc;         // an emitted packet's ICRC on the canonical connection (controls/icrc.p4, wire order)
+    bit<5>  _pad;
+    bit<32> icrc;         // the ICRC the packet came with (wire order)
+    bit<64> state;        // a cell's state (nr_cells), read and written back by one action
+    bit<64> twin;         // the state of the cell's other shadow copy
+    bit<32> entry;        // a per-QP context entry (nr_qp_context), or a computed ICRC
+    bit<AGG_WORD_BITS> word;  // one word of a cell's values (nr_values<q>)
+    bit<32> job_events;   // nr_job_events index of the job's first event (job * NR_EVENTS)
+    bit<32> port_events;  // nr_port_events index of the ingress port's first event
+    // The cells of nr_job_events and nr_port_events tally counts: up to NR_TALLY events a packet; an
+    // unused one stays 0, the cell of job 0 and port 0, neither of which exists.
+    bit<32> job_event0;
+    bit<32> port_event0;
+    bit<32> job_event1;
+    bit<32> port_event1;
+    bit<32> job_event2;
+    bit<32> port_event2;
 }
 
 // DLCP state of one packet (controls/dlcp.p4).
 struct dlcp_metadata_t {
     bit<8>  job;          // job of a RoCE packet: destination QP bits 23..16
-    bit<1>  priority_on;  // the job's features, from dlcp_jobs
-    bit<1>  drop_on;
-    bit<1>  spray_on;
+    bit<8>  features;     // the job's features, from dlcp_jobs: DLCP_F_* bits
     bit<3>  priority;     // queue chosen for the packet (0 unless classified)
     bool    classified;   // egress writes the priority into the DSCP
     bool    droppable;    // marked droppable by the sender and the job allows dropping
+    bool    drop_now;     // at or over its virtual queue's threshold: drop
     bit<32> spray_key;    // extra ECMP hash input: the PSN when spraying, else 0
+}
+
+// A packet's virtual queue on a port DLCP watches (controls/dlcp.p4): a header kept in the metadata,
+// valid only while DlcpEgress updates that queue, so that other packets' metadata does not carry
+// (and BMv2 does not zero, for every packet) these fields (netreduce_state_h says more).
+header dlcp_queue_h {
     bit<32> port_rate;    // egress port's virtual-queue drain rate, bytes per 1024 us
+    bit<32> vq;           // the packet's virtual queue (dlcp_vq_*): egress port and priority
     bit<32> threshold;    // drop threshold (bytes) of the packet's priority
-    bit<32> queue;        // virtual queue of the packet's class on its egress port when it arrived (bytes)
-    bool    drop_now;     // at or over the threshold: drop
+    bit<32> queue;        // that virtual queue's bytes: when the packet arrived, then with it if kept
+    bit<48> last;         // when that virtual queue was last updated (us)
+}
+
+// A fault-injection rule that matched the packet (controls/fault_injection.p4): a header kept in the
+// metadata, valid from the rule's match to the draw that decides, for the same reason.
+header fault_h {
+    bit<32> ppm;          // drop (or corrupt) probability, parts of FAULT_SCALE
+    bit<32> draw;         // uniform random draw in [0, FAULT_SCALE) compared with ppm
+    bool    corrupt;      // the rule flips a bit instead of dropping
+    bit<7>  _pad;
 }
 
 struct local_metadata_t {
@@ -199,16 +236,16 @@ struct local_metadata_t {
     ecmp_index_t ecmp_index;    // member of ecmp_group chosen by the flow hash
     bool         routed;        // forwarded at L3: egress rewrites the source MAC
     bool         dropped;       // a control dropped the packet (counted once, by reason)
-    bit<8>       drop_reason;   // DROP_* in config.p4, valid when dropped
-    bit<32>      fault_ppm;     // drop probability chosen by a fault-injection rule (parts of FAULT_SCALE)
-    bit<32>      fault_draw;    // uniform random draw in [0, FAULT_SCALE) compared with fault_ppm
-    bool         fault_corrupt; // the rule corrupts (flips a bit) instead of dropping
+    bit<32>      drop_reason;   // DROP_* in config.p4, valid when dropped (32 bits: the drops counter's index)
+    fault_h      fault;         // a fault-injection rule that matched, valid until its draw
     @field_list(CPU_CLONE_FIELD_LIST)
     bit<8>       punt_reason;   // PUNT_* when the packet goes to the CPU port
     @field_list(CPU_CLONE_FIELD_LIST)
-    port_t       ingress_port;  // copy of the ingress port that clones keep
-    netreduce_metadata_t nr;    // in-network aggregation (docs/netreduce.md)
+    bit<32>      ingress_port;  // copy of the ingress port that clones keep (32 bits: port_rx's index)
+    netreduce_metadata_t nr;    // in-network aggregation (docs/netreduce.md): what it decided
+    netreduce_state_h nr_state; // ... and its working state, valid only inside NetReduceIngress
     dlcp_metadata_t dlcp;       // priority, dropping, spraying (docs/dlcp.md)
+    dlcp_queue_h dlcp_queue;    // ... and a watched port's virtual queue, valid only while DlcpEgress updates it
 }
 
 #endif

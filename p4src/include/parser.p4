@@ -20,8 +20,7 @@
 #define AGG_UDP_LENGTH_LAST_IMM (8 + 12 + 4 + AGG_PAYLOAD_BYTES + 4)
 
 error {
-    IPv4IncorrectVersion,
-    IPv4OptionsNotSupported
+    IPv4NotSupported  // not version 4, or with options
 }
 
 parser GradswitchParser(packet_in packet,
@@ -29,7 +28,7 @@ parser GradswitchParser(packet_in packet,
                         inout local_metadata_t meta,
                         inout standard_metadata_t std_meta) {
     state start {
-        meta.ingress_port = std_meta.ingress_port;
+        meta.ingress_port = (bit<32>)std_meta.ingress_port;
         transition select(std_meta.ingress_port) {
             CPU_PORT: parse_packet_out;
             default: parse_ethernet;
@@ -57,16 +56,21 @@ parser GradswitchParser(packet_in packet,
 
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
-        verify(hdr.ipv4.version == 4, error.IPv4IncorrectVersion);
-        // IPv4 options are not supported: such packets are dropped as malformed.
-        verify(hdr.ipv4.ihl == 5, error.IPv4OptionsNotSupported);
-        // L4 is parsed only for first fragments; later fragments are routed on
-        // their IPv4 header alone.
-        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (0, IP_PROTO_TCP): parse_tcp;
-            (0, IP_PROTO_UDP): parse_udp;
-            default: accept;
+        // Version 4 without options only (anything else sets parser_error, and ingress drops it as
+        // malformed). L4 is parsed only for first fragments; later fragments are routed on their IPv4
+        // header alone. (One select, not verify() calls: p4c makes each verify's condition a
+        // temporary, a metadata field BMv2 zeroes for every packet.)
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (4, 5, 0, IP_PROTO_TCP): parse_tcp;
+            (4, 5, 0, IP_PROTO_UDP): parse_udp;
+            (4, 5, _, _): accept;
+            default: unsupported_ipv4;
         }
+    }
+
+    state unsupported_ipv4 {
+        verify(false, error.IPv4NotSupported);
+        transition accept;
     }
 
     state parse_tcp {
@@ -97,10 +101,6 @@ parser GradswitchParser(packet_in packet,
             ROCE_SEND_ONLY_IMM: parse_immdt;
             ROCE_WRITE_LAST_IMM: parse_immdt;
             ROCE_WRITE_MIDDLE: check_agg_middle;
-            ROCE_ACKNOWLEDGE: parse_aeth;
-            ROCE_READ_RESPONSE_FIRST: parse_aeth;
-            ROCE_READ_RESPONSE_LAST: parse_aeth;
-            ROCE_READ_RESPONSE_ONLY: parse_aeth;
             default: accept;
         }
     }
@@ -134,11 +134,6 @@ parser GradswitchParser(packet_in packet,
     state parse_agg {
         packet.extract(hdr.agg);
         packet.extract(hdr.icrc);
-        transition accept;
-    }
-
-    state parse_aeth {
-        packet.extract(hdr.aeth);
         transition accept;
     }
 }
@@ -175,7 +170,6 @@ control GradswitchDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.udp);
         packet.emit(hdr.bth);
         packet.emit(hdr.reth);
-        packet.emit(hdr.aeth);
         packet.emit(hdr.immdt);
         packet.emit(hdr.agg);
         packet.emit(hdr.icrc);

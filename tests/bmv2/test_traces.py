@@ -11,7 +11,6 @@ from controller.controls.packet_io import punt_reason
 from controller.netreduce_jobs import ActiveJob, place_job
 from controller.trace_replay import run_trace
 from mininet_topos.topologies import build_topology
-from protocol.config import CONFIG
 from tests.packet_diff import diff
 from tests.traces.generate import SCENARIOS, load
 
@@ -40,11 +39,7 @@ def test_trace(name, tmp_path):
                for md, payload in result.packet_ins]
     assert got_ins == meta["packet_ins"]
     if jobs:
-        names = nr.event_names()
-        events: dict[str, dict[str, int]] = {}
-        for index, n in result.counters[nr.JOB_EVENTS].items():
-            job, event = divmod(index, CONFIG.NR_EVENTS)
-            events.setdefault(str(job), {})[names[event]] = n
+        events = {str(job): e for job, e in nr.events_by_owner(result.counters[nr.JOB_EVENTS]).items()}
         assert events == meta["events"]
 
 

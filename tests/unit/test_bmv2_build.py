@@ -30,6 +30,13 @@ def fake_switch(prefix: Path, logging: bool, name: str = "simple_switch_grpc") -
     return path
 
 
+def unset_bmv2_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No $GRADSWITCH_BMV2 during the test, and none after it whatever the code under test set
+    (`delenv` of an unset variable records nothing to undo, so use_bmv2's value outlived the test)."""
+    monkeypatch.setenv(BMV2_ENV, "")
+    monkeypatch.delenv(BMV2_ENV)
+
+
 def test_a_file_a_prefix_or_its_bin_directory(tmp_path, monkeypatch):
     path = fake_switch(tmp_path / "nolog", logging=False)
     for given in (path, tmp_path / "nolog", tmp_path / "nolog" / "bin"):
@@ -72,7 +79,7 @@ def test_a_wrong_path_is_one_line_naming_it(tmp_path, monkeypatch, given, messag
 
 
 def test_the_command_line_reports_it_before_anything_starts(tmp_path, capsys, monkeypatch):
-    monkeypatch.delenv(BMV2_ENV, raising=False)
+    unset_bmv2_env(monkeypatch)
     assert main(["--bmv2", str(tmp_path / "nope"), "net", "--topo", "rack", "--hosts", "2"]) == 2
     assert capsys.readouterr().err == f"error: --bmv2 {tmp_path / 'nope'}: {tmp_path / 'nope'} does not exist\n"
     monkeypatch.setenv(BMV2_ENV, str(tmp_path / "nope"))
@@ -83,7 +90,7 @@ def test_the_command_line_reports_it_before_anything_starts(tmp_path, capsys, mo
 def test_the_option_sets_the_one_setting(tmp_path, monkeypatch):
     from mininet_topos.bmv2 import use_bmv2
 
-    monkeypatch.delenv(BMV2_ENV, raising=False)
+    unset_bmv2_env(monkeypatch)
     path = fake_switch(tmp_path / "b", logging=False)
     use_bmv2(str(tmp_path / "b"))
     assert os.environ[BMV2_ENV] == str(path)

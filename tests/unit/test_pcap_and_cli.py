@@ -8,7 +8,7 @@ from controller.cli import build_parser, parse_size
 from controller.control_plane import ControlPlane
 from controller.p4rt import P4Info, TableEntry
 from controller.p4rt.entities import normalize
-from controller.pcap import read_pcap, read_timed, write_pcap
+from controller.pcap import GLOBAL_HEADER, PcapTail, read_pcap, read_timed, record, write_pcap
 from controller.repl import Repl, ReplError, parse_entry
 
 
@@ -25,6 +25,27 @@ def test_pcap_cut_inside_a_record_keeps_whole_records(tmp_path):
     write_pcap(path, [b"a" * 10, b"b" * 10])
     path.write_bytes(path.read_bytes()[:-3])
     assert read_pcap(path) == [b"a" * 10]
+
+
+def test_a_pcap_being_written_is_followed_record_by_record(tmp_path):
+    """PcapTail (the closed loops of trace replay) counts whole records as a writer adds them, a
+    record cut by the writer's buffer counted only once complete, reading each byte once."""
+    path = tmp_path / "out.pcap"
+    tail = PcapTail(path)
+    assert tail.poll() == 0  # no file yet
+    with path.open("wb", buffering=0) as f:
+        f.write(GLOBAL_HEADER[:10])
+        assert tail.poll() == 0
+        f.write(GLOBAL_HEADER[10:] + record(b"a" * 60, 5))
+        assert tail.poll() == 1 and tail.last_us == 5
+        second = record(b"b" * 100, 7)
+        f.write(second[:30])
+        assert tail.poll() == 1
+        f.write(second[30:] + record(b"c" * 64, 9) + record(b"d" * 64, 11))
+        assert tail.poll() == 4 and tail.last_us == 11
+    assert tail.poll() == 4
+    tail.close()
+    assert len(read_pcap(path)) == 4
 
 
 @pytest.mark.parametrize(("text", "value"), [("8MiB", 8 << 20), ("512KiB", 512 << 10), ("1000", 1000),

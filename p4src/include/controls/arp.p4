@@ -19,9 +19,10 @@ control ArpResponder(inout headers_t hdr,
         std_meta.egress_spec = std_meta.ingress_port;
         hdr.arp.op = ARP_OP_REPLY;
         hdr.arp.target_mac = hdr.arp.sender_mac;
-        ipv4_addr_t requester_ip = hdr.arp.sender_ip;
-        hdr.arp.sender_ip = hdr.arp.target_ip;
-        hdr.arp.target_ip = requester_ip;
+        // The two addresses swapped in place (a local would be a metadata field, zeroed for every packet).
+        hdr.arp.sender_ip = hdr.arp.sender_ip ^ hdr.arp.target_ip;
+        hdr.arp.target_ip = hdr.arp.target_ip ^ hdr.arp.sender_ip;
+        hdr.arp.sender_ip = hdr.arp.sender_ip ^ hdr.arp.target_ip;
         hdr.arp.sender_mac = target_mac;
         hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
         hdr.ethernet.src_addr = target_mac;

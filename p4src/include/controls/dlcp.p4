@@ -17,10 +17,9 @@ control DlcpIngress(inout headers_t hdr,
                      inout local_metadata_t meta,
                      inout standard_metadata_t std_meta) {
 
+    // (Three bits of one field: each field of the metadata is zeroed for every packet BMv2 receives.)
     action set_features(bit<1> priority, bit<1> drop, bit<1> spray) {
-        meta.dlcp.priority_on = priority;
-        meta.dlcp.drop_on = drop;
-        meta.dlcp.spray_on = spray;
+        meta.dlcp.features = (bit<8>)(priority ++ drop ++ spray);
     }
 
     table dlcp_jobs {
@@ -61,16 +60,16 @@ control DlcpIngress(inout headers_t hdr,
         meta.dlcp.job = (bit<8>)(hdr.bth.dest_qp >> QPN_JOB_SHIFT);
         if (dlcp_jobs.apply().hit) {
             bool ack = hdr.bth.opcode == ROCE_ACKNOWLEDGE;
-            if (meta.dlcp.priority_on == 1) {
+            if ((meta.dlcp.features & DLCP_F_PRIORITY) != 0) {
                 if (ack) {
                     set_priority(DLCP_ACK_PRIORITY);
                 } else {
                     dlcp_classes.apply();
                 }
             }
-            meta.dlcp.droppable = meta.dlcp.drop_on == 1 && !ack
+            meta.dlcp.droppable = (meta.dlcp.features & DLCP_F_DROP) != 0 && !ack
                 && ((hdr.bth.resv7 >> DLCP_DROPPABLE_SHIFT) & 1) == 1;
-            if (meta.dlcp.spray_on == 1) {
+            if ((meta.dlcp.features & DLCP_F_SPRAY) != 0) {
                 meta.dlcp.spray_key = (bit<32>)hdr.bth.psn;
             }
         }
@@ -90,8 +89,13 @@ control DlcpEgress(inout headers_t hdr,
     register<bit<32>>(MAX_PORTS * PRIORITY_QUEUES) dlcp_vq_bytes;
     register<bit<48>>(MAX_PORTS * PRIORITY_QUEUES) dlcp_vq_time;
 
+    // The port's drain rate, and the packet's virtual queue: (egress port, priority). (Computed here, not
+    // where the queue's registers are read and written: p4c would make each use a temporary of its own.)
     action set_rate(bit<32> bytes_per_1024us) {
-        meta.dlcp.port_rate = bytes_per_1024us;
+        meta.dlcp_queue.setValid();
+        meta.dlcp_queue.port_rate = bytes_per_1024us;
+        meta.dlcp_queue.vq = (bit<32>)std_meta.egress_port * PRIORITY_QUEUES + (bit<32>)meta.dlcp.priority;
+        meta.dlcp_queue.threshold = 0xFFFFFFFF;  // unless dlcp_drop_thresholds has one for the priority
     }
 
     // Ports whose queue DLCP watches, with their drain rate (the link rate).
@@ -108,7 +112,7 @@ control DlcpEgress(inout headers_t hdr,
     }
 
     action set_threshold(bit<32> bytes) {
-        meta.dlcp.threshold = bytes;
+        meta.dlcp_queue.threshold = bytes;
     }
 
     table dlcp_drop_thresholds {
@@ -124,19 +128,22 @@ control DlcpEgress(inout headers_t hdr,
     }
 
     // Drain the class's virtual queue to now, decide the drop, and add the packet if kept (one action).
+    // The queue is updated in place in meta.dlcp.queue and written from it (an expression written to a
+    // register would be a temporary, a metadata field of its own).
     action update_queue() {
-        bit<32> index = (bit<32>)std_meta.egress_port * PRIORITY_QUEUES + (bit<32>)meta.dlcp.priority;
-        bit<32> bytes;
-        bit<48> last;
-        dlcp_vq_bytes.read(bytes, index);
-        dlcp_vq_time.read(last, index);
-        bit<48> now = std_meta.egress_global_timestamp;
-        bit<64> drained = ((bit<64>)meta.dlcp.port_rate * (bit<64>)(now - last)) >> DLCP_RATE_SHIFT;
-        bit<32> current = (bit<64>)bytes > drained ? (bit<32>)((bit<64>)bytes - drained) : 32w0;
-        meta.dlcp.queue = current;
-        meta.dlcp.drop_now = meta.dlcp.droppable && current >= meta.dlcp.threshold;  // threshold 0: always
-        dlcp_vq_bytes.write(index, meta.dlcp.drop_now ? current : current + std_meta.packet_length);
-        dlcp_vq_time.write(index, now);
+        dlcp_vq_bytes.read(meta.dlcp_queue.queue, meta.dlcp_queue.vq);
+        dlcp_vq_time.read(meta.dlcp_queue.last, meta.dlcp_queue.vq);
+        bit<64> drained = ((bit<64>)meta.dlcp_queue.port_rate
+                           * (bit<64>)(std_meta.egress_global_timestamp - meta.dlcp_queue.last)) >> DLCP_RATE_SHIFT;
+        meta.dlcp_queue.queue = (bit<64>)meta.dlcp_queue.queue > drained
+            ? (bit<32>)((bit<64>)meta.dlcp_queue.queue - drained) : 32w0;
+        // threshold 0: always
+        meta.dlcp.drop_now = meta.dlcp.droppable && meta.dlcp_queue.queue >= meta.dlcp_queue.threshold;
+        meta.dlcp_queue.queue = meta.dlcp.drop_now ? meta.dlcp_queue.queue
+            : meta.dlcp_queue.queue + std_meta.packet_length;
+        dlcp_vq_bytes.write(meta.dlcp_queue.vq, meta.dlcp_queue.queue);
+        dlcp_vq_time.write(meta.dlcp_queue.vq, std_meta.egress_global_timestamp);
+        meta.dlcp_queue.setInvalid();
     }
 
     action count_event(bit<32> event) {
@@ -144,8 +151,7 @@ control DlcpEgress(inout headers_t hdr,
     }
 
     apply {
-        meta.dlcp.threshold = 0xFFFFFFFF;
-        meta.dlcp.drop_now = false;
+        // (meta.dlcp.drop_now starts false: BMv2 zeroes every packet's metadata.)
         if (dlcp_port_rates.apply().hit) {
             dlcp_drop_thresholds.apply();
             update_queue();
@@ -153,7 +159,7 @@ control DlcpEgress(inout headers_t hdr,
         if (meta.dlcp.drop_now) {
             count_event(DLCP_EV_DROPPED);
             drop_with_reason(meta, std_meta, DROP_DLCP);
-        } else {
+        } else if (meta.dlcp.droppable || meta.dlcp.classified) {  // a DLCP job's packet (one test for the others)
             if (meta.dlcp.droppable) {
                 count_event(DLCP_EV_KEPT);
             }

@@ -26,13 +26,15 @@ control FaultInjection(in port_t port,
 
     // Drop with probability ppm / FAULT_SCALE.
     action drop_fraction(bit<32> ppm) {
-        meta.fault_ppm = ppm;
+        meta.fault.setValid();
+        meta.fault.ppm = ppm;
     }
 
     // Flip a bit with probability ppm / FAULT_SCALE (the packet goes on).
     action corrupt_fraction(bit<32> ppm) {
-        meta.fault_ppm = ppm;
-        meta.fault_corrupt = true;
+        meta.fault.setValid();
+        meta.fault.ppm = ppm;
+        meta.fault.corrupt = true;
     }
 
     table faults {
@@ -51,18 +53,13 @@ control FaultInjection(in port_t port,
     }
 
     apply {
-        // meta.fault_ppm and meta.fault_corrupt start at zero (BMv2 zeroes every packet's metadata),
-        // and are zeroed again once used: the egress instance sees what ingress left.
+        // meta.fault is valid only when a rule matched (its actions make it valid, zeroed), and invalid
+        // again once the draw decided: the egress instance sees what ingress left.
         faults.apply();
-        if (meta.fault_ppm != 0) {
-            random(meta.fault_draw, 32w0, (bit<32>)(FAULT_SCALE - 1));
-            bool corrupt = meta.fault_corrupt;
-            meta.fault_corrupt = false;
-            if (meta.fault_draw >= meta.fault_ppm) {
-                meta.fault_ppm = 0;
-            } else {
-                meta.fault_ppm = 0;
-                if (!corrupt) {
+        if (meta.fault.isValid()) {
+            random(meta.fault.draw, 32w0, (bit<32>)(FAULT_SCALE - 1));
+            if (meta.fault.draw < meta.fault.ppm) {
+                if (!meta.fault.corrupt) {
                     drop_with_reason(meta, std_meta, DROP_FAULT_INJECTED);
                 } else if (hdr.agg.isValid()) {
                     hdr.agg.w0 = hdr.agg.w0 ^ 1;
@@ -74,6 +71,7 @@ control FaultInjection(in port_t port,
                     hdr.udp.checksum = hdr.udp.checksum ^ 1;
                 }
             }
+            meta.fault.setInvalid();
         }
     }
 }

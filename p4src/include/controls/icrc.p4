@@ -53,11 +53,10 @@
     hdr.ethernet.setValid(); \
     hdr.icrc.setValid();
 
-// WIRE = the ICRC of the covered headers, as the trailer carries it (hdr.icrc.value's byte order).
-#define ICRC_OF_HEADERS(WIRE) { \
-    bit<32> icrc_crc; \
-    hash(icrc_crc, HashAlgorithm.crc32, 32w0, hdr, 33w0x100000000); \
-    WIRE = icrc_crc[7:0] ++ icrc_crc[15:8] ++ icrc_crc[23:16] ++ icrc_crc[31:24]; \
-}
+// WIRE (a bit<32> field) = the ICRC of the covered headers, as the trailer carries it (hdr.icrc.value's
+// byte order). Hashed into WIRE itself and its bytes reversed in place: a local would be a metadata field.
+#define ICRC_OF_HEADERS(WIRE) \
+    hash(WIRE, HashAlgorithm.crc32, 32w0, hdr, 33w0x100000000); \
+    WIRE = WIRE[7:0] ++ WIRE[15:8] ++ WIRE[23:16] ++ WIRE[31:24];
 
 #endif

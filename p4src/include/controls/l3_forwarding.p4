@@ -16,10 +16,12 @@ control Ipv4Routing(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t std_meta) {
 
-    // Send to a directly known next hop (a local host or a neighbour switch).
+    // Send to a directly known next hop (a local host or a neighbour switch), one hop less to live
+    // (here, not in a node of its own after the tables: BMv2 pays for every node a packet meets).
     action set_next_hop(port_t port, mac_addr_t dst_mac) {
         std_meta.egress_spec = port;
         hdr.ethernet.dst_addr = dst_mac;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
         meta.routed = true;
     }
 
@@ -71,9 +73,6 @@ control Ipv4Routing(inout headers_t hdr,
                 set_ecmp_group: {
                     ecmp_members.apply();
                 }
-            }
-            if (meta.routed) {
-                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
             }
         }
     }

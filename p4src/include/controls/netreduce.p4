@@ -27,13 +27,14 @@
 #error "AGG_PACKETS_PER_MESSAGE_LOG2 must be log2 of AGG_PACKETS_PER_MESSAGE"
 #endif
 
-// A parent's result at its cell (store_result sets meta.nr.outcome).
-const bit<8> NR_OUT_NONE = 0;
+// A parent's result at its cell (store_result sets meta.nr_state.outcome).
 const bit<8> NR_OUT_COMPLETE = 2;   // stored: emit it to the local receivers
 const bit<8> NR_OUT_DUPLICATE = 4;  // the cell already holds it (the parent answered a repeated partial): drop
 const bit<8> NR_OUT_STALE = 6;      // for a message older than the cell's: drop
+const bool NR_OUT_DUPLICATE_IS_COMPLETE_PLUS_2 = static_assert(NR_OUT_DUPLICATE == NR_OUT_COMPLETE + 2,
+    "store_result makes NR_OUT_DUPLICATE as NR_OUT_COMPLETE + 2");
 
-// A contribution's verdict (contribute sets meta.nr.outcome to these bits; nr_verdicts maps them to
+// A contribution's verdict (contribute sets meta.nr_state.outcome to these bits; nr_verdicts maps them to
 // what happens, one table instead of a chain of conditions: BMv2 pays for every pipeline node).
 const bit<8> NR_V_MINE = 0x20;      // the member had already contributed to the cell's message
 const bit<8> NR_V_ACCEPT = 0x10;    // added (fresh cell, or another member's partial sum of the same message)
@@ -51,8 +52,14 @@ const bit<8> NR_V_FINAL = 0x01;     // leaf: the cell holds its parent's result
 #if NR_MSG_BITS + 8 > 31
 #error "a per-QP context entry must hold the message number, an 8-bit window index and the valid bit"
 #endif
-#if NR_CELL_MSG_SHIFT < AGG_MAX_MEMBERS || NR_CELL_COUNT_SHIFT < NR_CELL_MSG_SHIFT + NR_MSG_BITS || NR_CELL_FINAL_SHIFT < NR_CELL_COUNT_SHIFT + 8 || NR_CELL_FINAL_SHIFT > 63
-#error "a cell's state must hold the bitmap, the message number, an 8-bit count and the final flag in 64 bits"
+#if NR_CELL_MSG_SHIFT < AGG_MAX_MEMBERS || NR_CELL_COUNT_SHIFT < NR_CELL_MSG_SHIFT + NR_MSG_BITS
+#error "a cell's state must hold the bitmap, then the message number"
+#endif
+#if NR_CELL_FINAL_SHIFT < NR_CELL_COUNT_SHIFT + NR_CELL_COUNT_BITS || NR_CELL_FINAL_SHIFT > 63
+#error "a cell's state must hold the count, then the final flag, in 64 bits"
+#endif
+#if (1 << NR_CELL_COUNT_BITS) <= AGG_MAX_MEMBERS
+#error "a cell's count must reach AGG_MAX_MEMBERS"
 #endif
 
 // One word (64 int32 lanes) of a contribution, in word q's own register (indexed by the cell, so
@@ -62,31 +69,39 @@ const bit<8> NR_V_FINAL = 0x01;     // leaf: the cell holds its parent's result
 // operation, so each word costs one register read, one assignment (no operation for a fresh
 // cell, six for a sum, none for a refusal) and one register write. The value goes into the
 // header field and the register is written from that field (p4c would copy-propagate a local
-// holding the sum and evaluate the sum twice). `v` is one local for every word: each wide
-// local is a metadata field BMv2 zeroes for every packet.
+// holding the sum and evaluate the sum twice). meta.nr_state.word serves every word (and store_result):
+// each wide local would be a metadata field of its own, which BMv2 zeroes for every packet.
 #define NR_ADD(q) \
-    nr_values##q.read(v, meta.nr.cell); \
-    hdr.agg.w##q = add ? AGG_LANE_ADD(v, hdr.agg.w##q) : hdr.agg.w##q; \
-    hdr.agg.w##q = accept ? hdr.agg.w##q : v; \
-    nr_values##q.write(meta.nr.cell, hdr.agg.w##q);
+    nr_values##q.read(meta.nr_state.word, meta.nr_state.cell); \
+    hdr.agg.w##q = add ? AGG_LANE_ADD(meta.nr_state.word, hdr.agg.w##q) : hdr.agg.w##q; \
+    hdr.agg.w##q = accept ? hdr.agg.w##q : meta.nr_state.word; \
+    nr_values##q.write(meta.nr_state.cell, hdr.agg.w##q);
 
 // One word of a parent's result: stored when it is for the cell's current message (else the packet,
 // refused, carries the cell's word and the cell keeps it).
 #define NR_STORE(q) \
-    nr_values##q.read(v, meta.nr.cell); \
-    hdr.agg.w##q = current ? hdr.agg.w##q : v; \
-    nr_values##q.write(meta.nr.cell, hdr.agg.w##q);
+    nr_values##q.read(meta.nr_state.word, meta.nr_state.cell); \
+    hdr.agg.w##q = current ? hdr.agg.w##q : meta.nr_state.word; \
+    nr_values##q.write(meta.nr_state.cell, hdr.agg.w##q);
 
 // The packet's cell, and the same position in the slot's other shadow copy, from the window index
 // and the PSN's offset: the last statements of learn_context and recall_context (in the same action:
 // one pipeline node less per packet).
 #define NR_LOCATE() \
-    bit<32> credits = (bit<32>)meta.nr.credits; \
-    bit<32> at = (bit<32>)meta.nr.window; \
+    bit<32> credits = (bit<32>)meta.nr_state.credits; \
+    bit<32> at = (bit<32>)meta.nr_state.window; \
     bit<32> offset = (bit<32>)(hdr.bth.psn & (AGG_PACKETS_PER_MESSAGE - 1)); \
-    meta.nr.cell = meta.nr.base_cell + (at << AGG_PACKETS_PER_MESSAGE_LOG2) + offset; \
-    meta.nr.other_cell = meta.nr.base_cell + ((at >= credits ? at - credits : at + credits) << AGG_PACKETS_PER_MESSAGE_LOG2) \
+    meta.nr_state.cell = meta.nr_state.base_cell + (at << AGG_PACKETS_PER_MESSAGE_LOG2) + offset; \
+    meta.nr_state.other_cell = meta.nr_state.base_cell + ((at >= credits ? at - credits : at + credits) << AGG_PACKETS_PER_MESSAGE_LOG2) \
         + offset;
+
+// Event E (NR_EV_*) of the packet in tally slot S (0 .. NR_TALLY - 1): the cells tally counts.
+#define NR_EVENT(S, E) \
+    meta.nr_state.job_event##S = meta.nr_state.job_events + (E); \
+    meta.nr_state.port_event##S = meta.nr_state.port_events + (E);
+#if NR_TALLY != 3
+#error "tally counts three event slots"
+#endif
 
 // The sums: word q (64 int32 lanes) of every cell in register nr_values<q>.
 #define NR_VALUES_REGISTER(q) register<bit<AGG_WORD_BITS>>(AGG_CELLS) nr_values##q;
@@ -112,12 +127,23 @@ control NetReduceIngress(inout headers_t hdr,
 
     // ---- who is who ----
 
+    // A packet NetReduce handles (any RoCE packet but an ACK): its working state, zeroed, and where its
+    // port's events are counted.
+    action begin() {
+        meta.nr_state.setValid();
+        meta.nr_state.port_events = (bit<32>)std_meta.ingress_port * NR_EVENTS;
+    }
+
+    // The member, and the message its packet belongs to (which per-QP context entry holds its place).
     action set_member(bit<8> job, bit<8> member_bit, bit<16> member_id, bit<8> peer_index, bit<8> kind) {
-        meta.nr.job = job;
-        meta.nr.member_bit = member_bit;
-        meta.nr.member_id = member_id;
-        meta.nr.peer_index = peer_index;
-        meta.nr.kind = kind;
+        meta.nr_state.job = job;
+        meta.nr_state.job_events = (bit<32>)job * NR_EVENTS;
+        meta.nr_state.member_bit = member_bit;
+        meta.nr_state.peer_index = peer_index;
+        meta.nr_state.kind = kind;
+        meta.nr_state.msg = (bit<32>)(hdr.bth.psn >> AGG_PACKETS_PER_MESSAGE_LOG2);
+        meta.nr_state.context = (bit<32>)member_id * AGG_MAX_CREDITS
+            + (meta.nr_state.msg & (AGG_MAX_CREDITS - 1));
     }
 
     // A worker's (or child switch's, or the parent's) QP: ingress port, source address, destination QP.
@@ -136,16 +162,16 @@ control NetReduceIngress(inout headers_t hdr,
     }
 
     action set_job(bit<32> base_cell, bit<8> credits, bit<8> members, bit<8> role, bit<16> group_base) {
-        meta.nr.base_cell = base_cell;
-        meta.nr.credits = credits;
-        meta.nr.members = members;
-        meta.nr.role = role;
-        meta.nr.group_base = group_base;
+        meta.nr_state.base_cell = base_cell;
+        meta.nr_state.credits = credits;
+        meta.nr_state.members = members;
+        meta.nr_state.role = role;
+        meta.nr_state.group_base = group_base;
     }
 
     table nr_jobs {
         key = {
-            meta.nr.job: exact;
+            meta.nr_state.job: exact;
         }
         actions = {
             set_job;
@@ -156,8 +182,9 @@ control NetReduceIngress(inout headers_t hdr,
     }
 
     action claim(bit<8> job) {
-        meta.nr.claims = true;
-        meta.nr.job = job;
+        meta.nr_state.claims = true;
+        meta.nr_state.job = job;
+        meta.nr_state.job_events = (bit<32>)job * NR_EVENTS;
     }
 
     // The job a first packet names by its RETH rkey.
@@ -202,11 +229,10 @@ control NetReduceIngress(inout headers_t hdr,
 
     // Before anything of the packet is used: is its ICRC the one its covered headers give?
     action check_icrc() {
-        bit<32> wire = hdr.icrc.value;
+        meta.nr_state.icrc = hdr.icrc.value;
         ICRC_COVER()
-        bit<32> computed;
-        ICRC_OF_HEADERS(computed)
-        meta.nr.icrc_ok = computed == wire;
+        ICRC_OF_HEADERS(meta.nr_state.entry)
+        meta.nr_state.icrc_ok = meta.nr_state.entry == meta.nr_state.icrc;
     }
 
     // The ICRC of what the packet now carries, once, on the canonical connection (zero addresses,
@@ -225,64 +251,64 @@ control NetReduceIngress(inout headers_t hdr,
     // First packet: its RETH says where the message sits in the job's window; remember it for the
     // message's later packets.
     action learn_context() {
-        meta.nr.msg = (bit<32>)(hdr.bth.psn >> AGG_PACKETS_PER_MESSAGE_LOG2);
         bit<64> window = hdr.reth.virtual_addr >> AGG_MESSAGE_BYTES_LOG2;
-        bit<64> limit = ((bit<64>)meta.nr.credits) << 1;
+        bit<64> limit = ((bit<64>)meta.nr_state.credits) << 1;
         bool aligned = (hdr.bth.psn & (AGG_PACKETS_PER_MESSAGE - 1)) == 0
             && (hdr.reth.virtual_addr & ((1 << AGG_MESSAGE_BYTES_LOG2) - 1)) == 0
             && hdr.reth.dma_length == (1 << AGG_MESSAGE_BYTES_LOG2);
-        meta.nr.context_ok = aligned && window < limit;
-        meta.nr.window = (bit<8>)window;
-        bit<32> index = (bit<32>)meta.nr.member_id * AGG_MAX_CREDITS + (meta.nr.msg & (AGG_MAX_CREDITS - 1));
-        bit<32> old;
-        nr_qp_context.read(old, index);
-        bit<32> entry = NR_CTX_VALID | (((bit<32>)meta.nr.window) << NR_MSG_BITS) | (meta.nr.msg & NR_MSG_MASK);
-        nr_qp_context.write(index, meta.nr.context_ok ? entry : old);
+        meta.nr_state.context_ok = aligned && window < limit;
+        meta.nr_state.window = (bit<8>)window;
+        nr_qp_context.read(meta.nr_state.entry, meta.nr_state.context);
+        meta.nr_state.entry = meta.nr_state.context_ok
+            ? NR_CTX_VALID | (((bit<32>)meta.nr_state.window) << NR_MSG_BITS) | (meta.nr_state.msg & NR_MSG_MASK)
+            : meta.nr_state.entry;
+        nr_qp_context.write(meta.nr_state.context, meta.nr_state.entry);
         NR_LOCATE()
     }
 
     // Middle and last packets: the window index learned at their message's first packet.
     action recall_context() {
-        meta.nr.msg = (bit<32>)(hdr.bth.psn >> AGG_PACKETS_PER_MESSAGE_LOG2);
-        bit<32> index = (bit<32>)meta.nr.member_id * AGG_MAX_CREDITS + (meta.nr.msg & (AGG_MAX_CREDITS - 1));
-        bit<32> entry;
-        nr_qp_context.read(entry, index);
-        meta.nr.window = (bit<8>)(entry >> NR_MSG_BITS);
-        meta.nr.context_ok = (entry & NR_CTX_VALID) != 0 && (entry & NR_MSG_MASK) == meta.nr.msg;
+        nr_qp_context.read(meta.nr_state.entry, meta.nr_state.context);
+        meta.nr_state.window = (bit<8>)(meta.nr_state.entry >> NR_MSG_BITS);
+        meta.nr_state.context_ok = (meta.nr_state.entry & NR_CTX_VALID) != 0
+            && (meta.nr_state.entry & NR_MSG_MASK) == meta.nr_state.msg;
         NR_LOCATE()
     }
 
     // ---- the aggregation (one action: the whole read-modify-write is atomic) ----
 
     action contribute() {
-        bit<64> state;
-        bit<64> twin;
-        nr_cells.read(state, meta.nr.cell);
-        nr_cells.read(twin, meta.nr.other_cell);
-        bit<32> bitmap = state[31:0];
-        bit<32> msg = (bit<32>)state[NR_CELL_MSG_SHIFT + NR_MSG_BITS - 1:NR_CELL_MSG_SHIFT];
-        bit<32> count = (bit<32>)state[NR_CELL_COUNT_SHIFT + 7:NR_CELL_COUNT_SHIFT];
-        bit<32> mask = 32w1 << meta.nr.member_bit;
+        nr_cells.read(meta.nr_state.state, meta.nr_state.cell);
+        nr_cells.read(meta.nr_state.twin, meta.nr_state.other_cell);
+        bit<32> bitmap = (bit<32>)meta.nr_state.state[NR_CELL_MSG_SHIFT - 1:0];
+        bit<32> msg = (bit<32>)meta.nr_state.state[NR_CELL_MSG_SHIFT + NR_MSG_BITS - 1:NR_CELL_MSG_SHIFT];
+        bit<32> count = (bit<32>)meta.nr_state.state[NR_CELL_COUNT_SHIFT + NR_CELL_COUNT_BITS - 1:NR_CELL_COUNT_SHIFT];
+        bit<32> mask = 32w1 << meta.nr_state.member_bit;
         bool mine = (bitmap & mask) != 0;
         bool fresh = bitmap == 0;
-        bool same = msg == meta.nr.msg;
+        bool same = msg == meta.nr_state.msg;
         bool add = !mine && !fresh && same;
         bool accept = fresh || add;
-        bit<32> taken = ((bit<32>)(bit<1>)accept) << meta.nr.member_bit;  // the member's bit if accepted, else 0
+        bit<32> taken = ((bit<32>)(bit<1>)accept) << meta.nr_state.member_bit;  // the member's bit if accepted, else 0
         bit<32> new_count = (fresh ? 32w0 : count) + (bit<32>)(bit<1>)accept;
-        bool behind = ((meta.nr.msg - msg) & NR_MSG_MASK) >= NR_MSG_HALF;
+        bool behind = ((meta.nr_state.msg - msg) & NR_MSG_MASK) >= NR_MSG_HALF;
         // One assignment (nested ?: would become a chain of predicated temporaries). p4c copies each
         // local's expression into every place that reads it; BMv2 evaluates narrow expressions far
         // more cheaply than it assigns a field, so they are not kept in metadata fields.
-        meta.nr.outcome = 2w0 ++ (bit<1>)mine ++ (bit<1>)accept ++ (bit<1>)same
-            ++ (bit<1>)(new_count == (bit<32>)meta.nr.members) ++ (bit<1>)behind ++ state[NR_CELL_FINAL_SHIFT:NR_CELL_FINAL_SHIFT];
-        // Fresh: this message, count 0, not final, no member; then the contribution is added (or nothing).
-        nr_cells.write(meta.nr.cell, ((fresh ? ((bit<64>)meta.nr.msg) << NR_CELL_MSG_SHIFT : state)
-                                      + (((bit<64>)(bit<1>)accept) << NR_CELL_COUNT_SHIFT)) | (bit<64>)taken);
-        // The member has moved on from the other copy's older message.
-        nr_cells.write(meta.nr.other_cell, twin & ~((bit<64>)taken));
-        bit<AGG_WORD_BITS> v;
+        meta.nr_state.outcome = 2w0 ++ (bit<1>)mine ++ (bit<1>)accept ++ (bit<1>)same
+            ++ (bit<1>)(new_count == (bit<32>)meta.nr_state.members) ++ (bit<1>)behind
+            ++ meta.nr_state.state[NR_CELL_FINAL_SHIFT:NR_CELL_FINAL_SHIFT];
         AGG_FOR_EACH_WORD(NR_ADD)
+        // Values are written from a field updated in place, never from an expression: p4c makes an
+        // extern call's expression argument a temporary (a metadata field of its own), and would
+        // substitute a field's new value for the field if the value did not read the field itself.
+        // The member has moved on from the other copy's older message.
+        meta.nr_state.twin = meta.nr_state.twin & ~((bit<64>)taken);
+        nr_cells.write(meta.nr_state.other_cell, meta.nr_state.twin);
+        // Fresh: this message, count 0, not final, no member; then the contribution is added (or nothing).
+        meta.nr_state.state = ((fresh ? ((bit<64>)meta.nr_state.msg) << NR_CELL_MSG_SHIFT : meta.nr_state.state)
+                               + (((bit<64>)(bit<1>)accept) << NR_CELL_COUNT_SHIFT)) | (bit<64>)taken;
+        nr_cells.write(meta.nr_state.cell, meta.nr_state.state);
     }
 
     // A parent's result: store it in the cell (if it is for the cell's message) and mark it final.
@@ -291,32 +317,38 @@ control NetReduceIngress(inout headers_t hdr,
     // to the local receivers again. They got the first copy; sent again, it would put a duplicate on
     // every local receiver's link for one worker's retransmission (docs/netreduce.md, "Loss").
     action store_result() {
-        bit<64> state;
-        nr_cells.read(state, meta.nr.cell);
-        bool current = (bit<32>)state[NR_CELL_MSG_SHIFT + NR_MSG_BITS - 1:NR_CELL_MSG_SHIFT] == meta.nr.msg;
-        bool fin = state[NR_CELL_FINAL_SHIFT:NR_CELL_FINAL_SHIFT] == 1;
-        meta.nr.outcome = current ? (fin ? NR_OUT_DUPLICATE : NR_OUT_COMPLETE) : NR_OUT_STALE;
-        nr_cells.write(meta.nr.cell, state | (((bit<64>)(bit<1>)current) << NR_CELL_FINAL_SHIFT));
-        bit<AGG_WORD_BITS> v;
+        nr_cells.read(meta.nr_state.state, meta.nr_state.cell);
+        bool current = (bit<32>)meta.nr_state.state[NR_CELL_MSG_SHIFT + NR_MSG_BITS - 1:NR_CELL_MSG_SHIFT]
+            == meta.nr_state.msg;
+        bool fin = meta.nr_state.state[NR_CELL_FINAL_SHIFT:NR_CELL_FINAL_SHIFT] == 1;
+        // (One ?: : a nested one would be a predicated temporary.)
+        meta.nr_state.outcome = current ? NR_OUT_COMPLETE + (((bit<8>)(bit<1>)fin) << 1) : NR_OUT_STALE;
         AGG_FOR_EACH_WORD(NR_STORE)
+        meta.nr_state.state = meta.nr_state.state | (((bit<64>)(bit<1>)current) << NR_CELL_FINAL_SHIFT);
+        nr_cells.write(meta.nr_state.cell, meta.nr_state.state);
     }
 
     // ---- bookkeeping ----
 
-    action count_event(bit<32> event) {
-        nr_job_events.count((bit<32>)meta.nr.job * NR_EVENTS + event);
-        nr_port_events.count((bit<32>)std_meta.ingress_port * NR_EVENTS + event);
+    // The packet's events (NR_EVENT), counted once its handling is done.
+    action tally() {
+        nr_job_events.count(meta.nr_state.job_event0);
+        nr_port_events.count(meta.nr_state.port_event0);
+        nr_job_events.count(meta.nr_state.job_event1);
+        nr_port_events.count(meta.nr_state.port_event1);
+        nr_job_events.count(meta.nr_state.job_event2);
+        nr_port_events.count(meta.nr_state.port_event2);
     }
 
     action refuse(bit<32> event) {
-        count_event(event);
+        NR_EVENT(0, event)
         meta.nr.consumed = true;
         drop_with_reason(meta, std_meta, DROP_NETREDUCE_REFUSED);
     }
 
     // Corrupted on the way: nothing of it may be used; its sender's retransmission completes the cell.
     action refuse_corrupted() {
-        count_event(NR_EV_BAD_ICRC);
+        NR_EVENT(0, NR_EV_BAD_ICRC)
         meta.nr.consumed = true;
         drop_with_reason(meta, std_meta, DROP_BAD_ICRC);
     }
@@ -325,6 +357,7 @@ control NetReduceIngress(inout headers_t hdr,
         std_meta.mcast_grp = group;
         meta.nr.emit = true;
         meta.nr.consumed = true;
+        meta.nr.job = meta.nr_state.job;
     }
 
     action absorb() {
@@ -335,40 +368,46 @@ control NetReduceIngress(inout headers_t hdr,
     // ---- what a contribution's verdict does ----
 
     action absorbed() {
-        count_event(NR_EV_CONTRIBUTION);
+        NR_EVENT(0, NR_EV_CONTRIBUTION)
         absorb();
     }
 
     action completed() {
-        count_event(NR_EV_CONTRIBUTION);
-        count_event(NR_EV_COMPLETION);
-        emit(meta.nr.group_base);
+        NR_EVENT(0, NR_EV_CONTRIBUTION)
+        NR_EVENT(1, NR_EV_COMPLETION)
+        emit(meta.nr_state.group_base);
     }
 
     // A leaf's local sum is complete: it goes up to the parent.
     action completed_up() {
-        count_event(NR_EV_CONTRIBUTION);
-        count_event(NR_EV_COMPLETION);
-        count_event(NR_EV_PARTIAL_UP);
-        emit(meta.nr.group_base + NR_GROUP_UP);
+        NR_EVENT(0, NR_EV_CONTRIBUTION)
+        NR_EVENT(1, NR_EV_COMPLETION)
+        NR_EVENT(2, NR_EV_PARTIAL_UP)
+        emit(meta.nr_state.group_base + NR_GROUP_UP);
     }
 
     // A retransmission for a complete cell: answered with the result on that connection only.
     action answer() {
-        count_event(NR_EV_RETRANSMITTED_RESULT);
-        emit(meta.nr.group_base + NR_GROUP_PEER_BASE + (bit<16>)meta.nr.peer_index);
+        NR_EVENT(0, NR_EV_RETRANSMITTED_RESULT)
+        emit(meta.nr_state.group_base + NR_GROUP_PEER_BASE + (bit<16>)meta.nr_state.peer_index);
     }
 
     // A retransmission at a leaf whose cell holds the local partial (no result yet): the partial goes up again.
     action resend_up() {
-        count_event(NR_EV_PARTIAL_UP);
-        emit(meta.nr.group_base + NR_GROUP_UP);
+        NR_EVENT(0, NR_EV_PARTIAL_UP)
+        emit(meta.nr_state.group_base + NR_GROUP_UP);
+    }
+
+    // A parent's result for the cell's current message: to every local receiver.
+    action result_down() {
+        NR_EVENT(0, NR_EV_RESULT_DOWN)
+        emit(meta.nr_state.group_base);
     }
 
     table nr_verdicts {
         key = {
-            meta.nr.outcome: ternary;
-            meta.nr.role: ternary;
+            meta.nr_state.outcome: ternary;
+            meta.nr_state.role: ternary;
         }
         actions = {
             absorbed;
@@ -393,65 +432,72 @@ control NetReduceIngress(inout headers_t hdr,
     }
 
     apply {
-        // (meta.nr starts zeroed, as BMv2 gives every packet its metadata: not consumed, no emit.)
+        // (meta.nr starts zeroed, as BMv2 gives every packet its metadata: not consumed, no emit;
+        // begin() makes meta.nr_state valid, zeroed, and the end makes it invalid again.)
         // No `return`: p4c makes each one a flag that every later node tests, and BMv2 pays per node.
-        if (hdr.bth.opcode == ROCE_ACKNOWLEDGE) {
-            // ACKs and NAKs are end to end: routed as they are.
-        } else if (!nr_members.apply().hit) {
-            // Not a member: refused if it claims a job from a host port, else plain RoCE traffic.
-            if (hdr.reth.isValid()) {
-                nr_job_keys.apply();
-            }
-            if (!meta.nr.claims) {
-                nr_job_connections.apply();
-            }
-            if (meta.nr.claims && nr_host_ports.apply().hit) {
-                refuse(NR_EV_NOT_MEMBER);
-            }
-        } else if (!nr_jobs.apply().hit) {
-            refuse(NR_EV_NOT_MEMBER);
-        } else if (!hdr.agg.isValid() || !(hdr.bth.opcode == ROCE_WRITE_FIRST || hdr.bth.opcode == ROCE_WRITE_MIDDLE
-                                           || hdr.bth.opcode == ROCE_WRITE_LAST_IMM)) {
-            refuse(NR_EV_MALFORMED);
-        } else {
-            // Before any register is read or written (learn_context writes the per-QP context).
-            check_icrc();
-            if (!meta.nr.icrc_ok) {
-                refuse_corrupted();
-            } else {
-                if (hdr.reth.isValid()) {  // WRITE First (the parser extracts its RETH)
-                    learn_context();
-                    if (!meta.nr.context_ok) {
-                        refuse(NR_EV_MALFORMED);
-                    }
-                } else {
-                    recall_context();
-                    if (!meta.nr.context_ok) {
-                        refuse(NR_EV_NO_CONTEXT);
+        if (hdr.bth.opcode != ROCE_ACKNOWLEDGE) {  // ACKs and NAKs are end to end: routed as they are
+            begin();
+            if (!nr_members.apply().hit) {
+                // Not a member: refused if it claims a job from a host port, else plain RoCE traffic.
+                if (hdr.reth.isValid()) {
+                    nr_job_keys.apply();
+                }
+                if (!meta.nr_state.claims) {
+                    nr_job_connections.apply();
+                }
+                if (meta.nr_state.claims) {  // (not `claims && apply().hit`: p4c makes both temporaries)
+                    if (nr_host_ports.apply().hit) {
+                        refuse(NR_EV_NOT_MEMBER);
                     }
                 }
-                if (meta.nr.context_ok) {
-                    if (meta.nr.cell >= AGG_CELLS || meta.nr.other_cell >= AGG_CELLS) {
-                        refuse(NR_EV_MALFORMED);
-                    } else if (meta.nr.kind == NR_MEMBER_PARENT) {
-                        store_result();
-                        if (meta.nr.outcome == NR_OUT_COMPLETE) {
-                            count_event(NR_EV_RESULT_DOWN);
-                            emit(meta.nr.group_base);
-                        } else if (meta.nr.outcome == NR_OUT_DUPLICATE) {
-                            refuse(NR_EV_DUPLICATE);
-                        } else {
-                            refuse(NR_EV_STALE);
+            } else if (!nr_jobs.apply().hit) {
+                refuse(NR_EV_NOT_MEMBER);
+            } else if (!hdr.agg.isValid() || !(hdr.bth.opcode == ROCE_WRITE_FIRST || hdr.bth.opcode == ROCE_WRITE_MIDDLE
+                                               || hdr.bth.opcode == ROCE_WRITE_LAST_IMM)) {
+                refuse(NR_EV_MALFORMED);
+            } else {
+                // Before any register is read or written (learn_context writes the per-QP context).
+                check_icrc();
+                if (!meta.nr_state.icrc_ok) {
+                    refuse_corrupted();
+                } else {
+                    if (hdr.reth.isValid()) {  // WRITE First (the parser extracts its RETH)
+                        learn_context();
+                        if (!meta.nr_state.context_ok) {
+                            refuse(NR_EV_MALFORMED);
                         }
                     } else {
-                        contribute();
-                        nr_verdicts.apply();
+                        recall_context();
+                        if (!meta.nr_state.context_ok) {
+                            refuse(NR_EV_NO_CONTEXT);
+                        }
                     }
-                    if (meta.nr.emit) {
-                        canonical_icrc();
+                    if (meta.nr_state.context_ok) {
+                        if (meta.nr_state.cell >= AGG_CELLS || meta.nr_state.other_cell >= AGG_CELLS) {
+                            refuse(NR_EV_MALFORMED);
+                        } else if (meta.nr_state.kind == NR_MEMBER_PARENT) {
+                            store_result();
+                            if (meta.nr_state.outcome == NR_OUT_COMPLETE) {
+                                result_down();
+                            } else if (meta.nr_state.outcome == NR_OUT_DUPLICATE) {
+                                refuse(NR_EV_DUPLICATE);
+                            } else {
+                                refuse(NR_EV_STALE);
+                            }
+                        } else {
+                            contribute();
+                            nr_verdicts.apply();
+                        }
+                        if (meta.nr.emit) {
+                            canonical_icrc();
+                        }
                     }
                 }
             }
+            if (meta.nr.consumed) {
+                tally();
+            }
+            meta.nr_state.setInvalid();
         }
     }
 }

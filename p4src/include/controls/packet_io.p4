@@ -25,7 +25,7 @@ control PacketIoEgress(inout headers_t hdr,
                        inout standard_metadata_t std_meta) {
     apply {
         hdr.packet_in.setValid();
-        hdr.packet_in.ingress_port = meta.ingress_port;
+        hdr.packet_in.ingress_port = (port_t)meta.ingress_port;
         hdr.packet_in._pad = 0;
         hdr.packet_in.reason = meta.punt_reason;
     }

@@ -13,7 +13,7 @@ control PortRxCounters(in local_metadata_t meta, in standard_metadata_t std_meta
     // Packets/bytes received, indexed by ingress port.
     counter(MAX_PORTS, CounterType.packets_and_bytes) port_rx;
     apply {
-        port_rx.count((bit<32>)std_meta.ingress_port);
+        port_rx.count(meta.ingress_port);  // (std_meta.ingress_port as 32 bits: a cast here would be a temporary)
     }
 }
 
@@ -30,7 +30,7 @@ control DropCounters(in local_metadata_t meta) {
     counter(DROP_REASONS, CounterType.packets) drops;
     apply {
         if (meta.dropped) {
-            drops.count((bit<32>)meta.drop_reason);
+            drops.count(meta.drop_reason);
         }
     }
 }
