@@ -40,21 +40,21 @@ class ReplayResult:
 
 class _FifoWriter(threading.Thread):
     """Opens one input FIFO (blocking until the switch opens it), writes the pcap header,
-    then the packets it is handed, then closes it (EOF for the switch)."""
+    then the pcap records it is handed, a chunk at a time (one write each), then closes it
+    (EOF for the switch)."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(name=f"pcap-{path.name}", daemon=True)
         self.path = path
-        self.packets: queue.Queue[Iterable[tuple[int, bytes]] | None] = queue.Queue()
+        self.chunks: queue.Queue[Iterable[bytes] | None] = queue.Queue()
         self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
             with self.path.open("wb", buffering=0) as f:
                 f.write(GLOBAL_HEADER)
-                batch = self.packets.get()
-                for ts, p in batch or []:
-                    f.write(record(p, ts))
+                for chunk in self.chunks.get() or []:
+                    f.write(chunk)
         except BaseException as e:  # reported by TraceSwitch
             self.error = e
 
@@ -113,38 +113,44 @@ class TraceSwitch:
         """Feed (ingress port, frame) in this order, then end every input; once per switch."""
         if self._fed:
             raise RuntimeError("a TraceSwitch replays one trace; start another for the next")
-        per_port: dict[int, list[tuple[int, bytes]]] = {p: [] for p in self.ports}
+        per_port: dict[int, list[bytes]] = {p: [] for p in self.ports}
         for i, (port, frame) in enumerate(packets):
             if port not in per_port:
                 raise ValueError(f"port {port} is not one of the switch's ports {self.ports}")
-            per_port[port].append((1_000_000 + i, frame))  # one µs apart: the reader merges by timestamp
+            per_port[port].append(record(frame, 1_000_000 + i))  # one µs apart: the reader merges by timestamp
         self._fed = len(packets)
         for p, writer in self._writers.items():
-            writer.packets.put(per_port[p])
+            writer.chunks.put([b"".join(per_port[p])])
 
     def replay_paced(self, port: int, frames: Sequence[bytes], out_port: int, ahead: int = 10,
                      interval: float = 0.01) -> None:
         """Feed frames into one port (and end every input), never more than `ahead` beyond what
-        `out_port` has written (checked every `interval` s, reading only what is new): a closed loop
-        that keeps few packets in flight, so that BMv2 reuses their packet headers and metadata (PHVs)
-        as in a steady state instead of allocating one per queued packet (bench/instructions.py)."""
+        `out_port` has written (checked every `interval` s, reading only what is new; what may go
+        goes in one write): a closed loop that keeps few packets in flight, so that BMv2 reuses their
+        packet headers and metadata (PHVs) as in a steady state instead of allocating one per queued
+        packet (bench/instructions.py), and that keeps the switch busy without overrunning it
+        (bench/forwarding.py)."""
         if self._fed:
             raise RuntimeError("a TraceSwitch replays one trace; start another for the next")
         out = PcapTail(self.out_path(out_port))
 
-        def paced() -> Iterator[tuple[int, bytes]]:
+        def paced() -> Iterator[bytes]:
+            sent = 0
             try:
-                for i, frame in enumerate(frames):
-                    if i >= ahead and out.count < i - ahead:
-                        wait_until(lambda i=i: out.poll() >= i - ahead, 600, interval=interval,  # type: ignore[misc]
-                                   what=f"port {out_port} to catch up with packet {i}")
-                    yield 1_000_000 + i, frame
+                while sent < len(frames):
+                    if sent - out.poll() >= ahead:
+                        room = sent - ahead  # the output that lets the next packet go
+                        wait_until(lambda: out.poll() > room, 600, interval=interval,  # noqa: B023 (called here)
+                                   what=f"port {out_port} to catch up with packet {sent}")
+                    upto = min(len(frames), out.count + ahead)
+                    yield b"".join(record(frames[i], 1_000_000 + i) for i in range(sent, upto))
+                    sent = upto
             finally:
                 out.close()
 
         self._fed = len(frames)
         for p, writer in self._writers.items():
-            writer.packets.put(paced() if p == port else [])
+            writer.chunks.put(paced() if p == port else [])
 
     def received(self) -> int | None:
         """Packets the switch has taken in (its port_rx counters); None for a program without them."""
@@ -191,7 +197,7 @@ class TraceSwitch:
             self.session = None
         for w in self._writers.values():
             if w.is_alive():
-                w.packets.put(None)
+                w.chunks.put(None)
                 # Unblock a writer still waiting for the switch to open its FIFO.
                 with contextlib.suppress(OSError):
                     fd = os.open(w.path, os.O_RDONLY | os.O_NONBLOCK)
