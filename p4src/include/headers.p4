@@ -220,6 +220,18 @@ header dlcp_queue_h {
     bit<48> last;         // when that virtual queue was last updated (us)
 }
 
+// What an ECMP group hashes (controls/l3_forwarding.p4): a header kept in the metadata, valid only
+// inside set_ecmp_group. A list of fields given to hash() is copied into temporaries first, metadata
+// fields BMv2 zeroes for every packet whether it is hashed or not; a header is hashed as it is.
+header flow_key_h {
+    ipv4_addr_t src_addr;
+    ipv4_addr_t dst_addr;
+    bit<8>      protocol;
+    bit<16>     l4_src_port;
+    bit<16>     l4_dst_port;
+    bit<32>     spray_key;   // the PSN of a DLCP job's packet when it sprays, else 0
+}
+
 // A fault-injection rule that matched the packet (controls/fault_injection.p4): a header kept in the
 // metadata, valid from the rule's match to the draw that decides, for the same reason.
 header fault_h {
@@ -234,6 +246,7 @@ struct local_metadata_t {
     bit<16>      l4_dst_port;   // TCP/UDP destination port, 0 otherwise (ECMP hash input)
     ecmp_group_t ecmp_group;    // ECMP group chosen by the IPv4 route (0: none)
     ecmp_index_t ecmp_index;    // member of ecmp_group chosen by the flow hash
+    flow_key_h   flow_key;      // ... of this, valid only while it is hashed
     bool         routed;        // forwarded at L3: egress rewrites the source MAC
     bool         dropped;       // a control dropped the packet (counted once, by reason)
     bit<32>      drop_reason;   // DROP_* in config.p4, valid when dropped (32 bits: the drops counter's index)

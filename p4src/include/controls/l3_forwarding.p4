@@ -29,10 +29,15 @@ control Ipv4Routing(inout headers_t hdr,
     // for a DLCP job that sprays its packets).
     action set_ecmp_group(ecmp_group_t group, bit<16> size) {
         meta.ecmp_group = group;
-        hash(meta.ecmp_index, HashAlgorithm.crc16, (ecmp_index_t)0,
-             { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-               meta.l4_src_port, meta.l4_dst_port, meta.dlcp.spray_key },
-             size);
+        meta.flow_key.setValid();
+        meta.flow_key.src_addr = hdr.ipv4.src_addr;
+        meta.flow_key.dst_addr = hdr.ipv4.dst_addr;
+        meta.flow_key.protocol = hdr.ipv4.protocol;
+        meta.flow_key.l4_src_port = meta.l4_src_port;
+        meta.flow_key.l4_dst_port = meta.l4_dst_port;
+        meta.flow_key.spray_key = meta.dlcp.spray_key;
+        hash(meta.ecmp_index, HashAlgorithm.crc16, (ecmp_index_t)0, meta.flow_key, size);
+        meta.flow_key.setInvalid();
     }
 
     action drop_no_route() {
