@@ -43,7 +43,7 @@ def main() -> None:
                              "retransmissions": reports[spec.label]["retransmissions"], **limits.figures()})
     print(f"\n{'algo':<6}{'N':>3}{'median s':>11}{'bound s':>10}{'ratio':>8}  what limited it")
     for r in rows:
-        limits = Limits(r["busiest_link_load"], r["cpu_idle"])
+        limits = Limits.of_figures(r)
         print(f"{r['algo']:<6}{r['workers']:>3}{r['median_s']:>11.3f}{r['lower_bound_s']:>10.3f}"
               f"{r['ratio_to_bound']:>7.2f}x  {limits.line()}")
     print(f"rack, links {args.bw:g} Mb/s, {args.size / 2**10:.0f} KiB per all-reduce, {args.transport}, "

@@ -23,13 +23,15 @@ from roce.qp import Mode
 RESULTS = Path(__file__).parent / "results"
 
 
-def toolchain() -> dict[str, Any]:
-    """The BMv2 build (path, version, logging macros or not) and p4c a figure comes from."""
+def toolchain(bmv2_log_level: str = "info") -> dict[str, Any]:
+    """The BMv2 build (path, version, logging macros or not), the -L its switches ran with, and the
+    p4c a figure comes from."""
     from mininet_topos.bmv2 import resolve_bmv2
 
     return {"machine": f"{platform.node()} {platform.machine()}, {platform.processor() or 'cpu'}, "
                        f"{os.cpu_count()} CPUs",
-            "bmv2": resolve_bmv2().describe(), "bmv2_log_level": "info", "p4c-bm2-ss": tool_version("p4c-bm2-ss")}
+            "bmv2": resolve_bmv2().describe(), "bmv2_log_level": bmv2_log_level,
+            "p4c-bm2-ss": tool_version("p4c-bm2-ss")}
 
 
 def bmv2_option(parser: argparse.ArgumentParser) -> None:
@@ -81,10 +83,14 @@ class Limits:
                 "switch_cores": self.switch_cores, "limited_by": self.verdict()}
 
     @classmethod
+    def of_figures(cls, figures: dict[str, Any], links: str = "") -> Limits:
+        """Back from figures() (or a dict with the same keys), as a benchmark's rows keep them."""
+        return cls(figures.get("busiest_link_load"), figures.get("cpu_idle"), links, figures.get("switch_cores"))
+
+    @classmethod
     def of_report(cls, report: dict[str, Any]) -> Limits:
         """An experiment's (controller/experiment/runner.py: headline_extra)."""
-        extra = report.get("headline_extra", report)
-        return cls(extra.get("busiest_link_load"), extra.get("cpu_idle"), "not shaped")
+        return cls.of_figures(report.get("headline_extra", report), "not shaped")
 
 
 class MachineMeter:
@@ -117,16 +123,11 @@ class MachineMeter:
             self.process_cores = self.process_seconds / (t1 - t0)
 
 
-def select_bmv2(path: str | None) -> None:
-    """--bmv2 PATH: every switch of this process (and of the Mininet nodes it starts) runs that build
-    (as use_bmv2: mininet_topos.bmv2.resolve_bmv2 checks it)."""
-    use_bmv2(argparse.Namespace(bmv2=path))
-
-
-def save(name: str, figures: dict[str, Any]) -> Path:
+def save(name: str, figures: dict[str, Any], bmv2_log_level: str = "info") -> Path:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps({"when": time.strftime("%Y-%m-%d %H:%M:%S"), "toolchain": toolchain(), **figures},
+    path.write_text(json.dumps({"when": time.strftime("%Y-%m-%d %H:%M:%S"), "toolchain": toolchain(bmv2_log_level),
+                                **figures},
                                indent=1) + "\n")
     return path
 

@@ -47,7 +47,7 @@ def dlcp(out: Path) -> dict[str, Any]:
 
 def _print_limits(rows: dict[str, dict[str, Any]]) -> None:
     for name, r in rows.items():
-        print(f"  {name}: {Limits(r['busiest_link_load'], r['cpu_idle']).line()}")
+        print(f"  {name}: {Limits.of_figures(r).line()}")
 
 
 def tensorlights(out: Path) -> dict[str, Any]:

@@ -20,35 +20,26 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
-
 from bench.common import Limits, MachineMeter, bmv2_option, save, use_bmv2
+from bench.programs import Program, compiled_option, gradswitch, one_table, plain_udp
 from controller.bmv2_thrift import Bmv2Thrift
-from controller.build import compile_program
-from controller.controls import all_base_entries
-from controller.p4rt import Entity, P4Info, TableEntry
+from controller.p4rt import P4Info
 from controller.pcap import PcapTail, read_timed
 from controller.trace_replay import TraceSwitch
 from mininet_topos.bmv2 import one_switch_user_at_a_time
-from mininet_topos.topologies import rack
-from protocol.paths import BMV2_JSON, P4INFO
 from protocol.polling import wait_until
 
-HERE = Path(__file__).parent
 WINDOW = 256  # packets in flight at most
 WARMUP = 10000  # output packets left out of the rate (PHVs built once per packet in flight)
 
 
-def rate(p4info: Path, json_path: Path, entries: Sequence[Entity], packets: list[bytes], run_dir: Path
-         ) -> tuple[float, Limits]:
+def rate(program: Program, packets: list[bytes], run_dir: Path) -> tuple[float, Limits]:
     """Packets per second out of the switch in its steady state, and what limited it (no links)."""
     sw = TraceSwitch([1, 2], run_dir=run_dir)
-    sw.start(entries, P4Info.from_file(p4info), p4info, json_path)
+    sw.start(program.entries, P4Info.from_file(program.p4info), program.p4info, program.json)
     out = PcapTail(sw.out_path(2))
     try:
         with Bmv2Thrift(sw.address.thrift_port) as thrift:
@@ -72,35 +63,29 @@ def main() -> None:
     parser.add_argument("--packets", type=int, default=60000, help=f"per run (the first {WARMUP} are a warm-up)")
     parser.add_argument("--name", default="forwarding", help="bench/results/NAME.json (default forwarding)")
     parser.add_argument("--runs", type=int, default=5, help="measure both programs this many times; the median ratio")
-    parser.add_argument("--compiled", nargs=2, metavar=("JSON", "P4INFO"), type=Path, default=(BMV2_JSON, P4INFO),
-                        help="another compile of gradswitch.p4 to measure (default: p4src/build's)")
+    compiled_option(parser)
     bmv2_option(parser)
     args = parser.parse_args()
     use_bmv2(args)
-    topo = rack(hosts=2)
-    h1, h2 = topo.hosts
-    packets = [bytes(Ether(src=h1.mac, dst=h2.mac) / IP(src=h1.ip, dst=h2.ip) / UDP(sport=1000 + i % 100, dport=9)
-                     / (b"x" * 64)) for i in range(args.packets)]
+    packets = plain_udp(args.packets)
+    ours = gradswitch(args.compiled)
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
-        minimal = compile_program(HERE / "p4" / "minimal.p4", t / "minimal.json", t / "minimal.p4info.txtpb")
-        minimal_entries = [TableEntry("port_map", {"ingress_port": 1}, "forward", {"port": 2})]
+        base = one_table(t)
         runs: list[dict[str, Any]] = []
         for i in range(args.runs):  # the two programs alternate, so that a change in the machine's load hits both
-            ours, ours_limits = rate(args.compiled[1], args.compiled[0], all_base_entries(topo, "s1"), packets,
-                                     t / f"ours{i}")
-            base, base_limits = rate(minimal.p4info, minimal.json, minimal_entries, packets, t / f"minimal{i}")
-            print(f"gradswitch.p4:  {ours:9.0f} packets/s   {ours_limits.line()}")
-            print(f"one-table:      {base:9.0f} packets/s   {base_limits.line()}", flush=True)
-            runs.append({"gradswitch_pps": ours, "minimal_pps": base, "ratio": ours / base,
+            ours_pps, ours_limits = rate(ours, packets, t / f"ours{i}")
+            base_pps, base_limits = rate(base, packets, t / f"minimal{i}")
+            print(f"gradswitch.p4:  {ours_pps:9.0f} packets/s   {ours_limits.line()}")
+            print(f"one-table:      {base_pps:9.0f} packets/s   {base_limits.line()}", flush=True)
+            runs.append({"gradswitch_pps": ours_pps, "minimal_pps": base_pps, "ratio": ours_pps / base_pps,
                          "gradswitch_limits": ours_limits.figures(), "minimal_limits": base_limits.figures()})
     ratio = statistics.median(float(r["ratio"]) for r in runs)
     each = ", ".join(f"{r['ratio']:.2f}" for r in runs)
     print(f"ratio:          {ratio:9.2f} (gradswitch / one-table, {args.packets} packets, same build, "
           f"median of {args.runs} run(s): {each})")
     path = save(args.name, {"packets": args.packets, "window": WINDOW, "warmup": WARMUP,
-                            "gradswitch": {"json": str(args.compiled[0])}, "ratio": ratio,
-                            "runs": runs})
+                            "gradswitch": {"json": str(args.compiled[0])}, "ratio": ratio, "runs": runs})
     print(f"written {path}")
 
 

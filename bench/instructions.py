@@ -8,7 +8,7 @@ BMv2 thread says which one limits the switch: the one that receives packets (and
 metadata: `PHV::reset_metadata`), ingress, egress or transmit. Packets are fed in a closed loop
 (at most 10 beyond the output), as a switch in a steady state sees them: BMv2 then reuses the
 packet headers and metadata (PHVs) of packets it has sent instead of building one per queued
-packet, which for gradswitch.p4 costs about 4 M instructions each (a warm-up, paid once per
+packet, which for gradswitch.p4 costs 1.2 M instructions each (a warm-up, paid once per
 packet in flight). Queues are made deep enough (Thrift) that no packet is dropped.
 Needs valgrind and BMv2. Writes bench/results/NAME.json.
 
@@ -23,37 +23,20 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
-
 from bench.common import bmv2_option, save, use_bmv2
+from bench.programs import Program, compiled_option, gradswitch, one_table, plain_udp
 from controller.bmv2_thrift import Bmv2Thrift
-from controller.build import compile_program
-from controller.controls import all_base_entries
-from controller.p4rt import Entity, P4Info, TableEntry
+from controller.p4rt import P4Info
 from controller.trace_replay import TraceSwitch
 from mininet_topos.bmv2 import one_switch_user_at_a_time
-from mininet_topos.topologies import rack
-from protocol.paths import BMV2_JSON, P4INFO
 
-HERE = Path(__file__).parent
 PARTS = {  # what callgrind_annotate calls each part of a packet's way (inclusive counts)
     "receive": "SimpleSwitch::receive_(", "reset_metadata": "bm::PHV::reset_metadata()",
     "ingress": "SimpleSwitch::ingress_thread()", "egress": "SimpleSwitch::egress_thread(",
     "transmit": "SimpleSwitch::transmit_thread()",
 }
-
-
-@dataclass(frozen=True)
-class Program:
-    name: str
-    p4info: Path
-    json: Path
-    entries: Sequence[Entity]
 
 
 def count(program: Program, packets: list[bytes], work: Path) -> dict[str, int]:
@@ -82,10 +65,7 @@ def count(program: Program, packets: list[bytes], work: Path) -> dict[str, int]:
 
 
 def per_packet(program: Program, n1: int, n2: int, work: Path) -> dict[str, float]:
-    topo = rack(hosts=2)
-    h1, h2 = topo.hosts
-    packets = [bytes(Ether(src=h1.mac, dst=h2.mac) / IP(src=h1.ip, dst=h2.ip) / UDP(sport=1000 + i % 100, dport=9)
-                     / (b"x" * 64)) for i in range(n2)]
+    packets = plain_udp(n2)
     a, b = count(program, packets[:n1], work), count(program, packets, work)
     return {part: (b[part] - a[part]) / (n2 - n1) for part in a}
 
@@ -95,8 +75,7 @@ def main() -> None:
     parser.add_argument("--programs", default="gradswitch,one-table")
     parser.add_argument("--packets", default="200,1000", help="n1,n2 (n2 below BMv2's input buffer of 1024)")
     parser.add_argument("--name", default="instructions", help="bench/results/NAME.json")
-    parser.add_argument("--compiled", nargs=2, metavar=("JSON", "P4INFO"), type=Path, default=(BMV2_JSON, P4INFO),
-                        help="another compile of gradswitch.p4 to measure (default: p4src/build's)")
+    compiled_option(parser)
     bmv2_option(parser)
     args = parser.parse_args()
     use_bmv2(args)
@@ -107,13 +86,7 @@ def main() -> None:
     figures: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        minimal = compile_program(HERE / "p4" / "minimal.p4", work / "minimal.json", work / "minimal.p4info.txtpb")
-        programs = {
-            "gradswitch": Program("gradswitch", args.compiled[1], args.compiled[0],
-                                  all_base_entries(rack(hosts=2), "s1")),
-            "one-table": Program("one-table", minimal.p4info, minimal.json,
-                                 [TableEntry("port_map", {"ingress_port": 1}, "forward", {"port": 2})]),
-        }
+        programs = {p.name: p for p in (gradswitch(args.compiled), one_table(work))}
         for name in args.programs.split(","):
             print(f"{name}: {n1} then {n2} packets under callgrind ...", flush=True)
             figures[name] = per_packet(programs[name], n1, n2, work)

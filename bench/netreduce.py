@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import collective_args, run_specs, save, select_bmv2
+from bench.common import bmv2_option, collective_args, run_specs, save, use_bmv2
 from controller.experiment.spec import ExperimentSpec, Topo
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.netreduce import PACKET_BYTES
@@ -37,10 +37,10 @@ def efficiency(payload: int) -> float:
 def main() -> None:
     parser = collective_args(__doc__, workers="4,8", bw=1.0, size="64KiB", iterations=3)
     parser.add_argument("--topos", default="rack,leafspine")
-    parser.add_argument("--bmv2", help="simple_switch_grpc to run (a path, or a directory holding it)")
+    bmv2_option(parser)
     parser.add_argument("--tag", default="", help="name suffix of the results file (e.g. nolog)")
     args = parser.parse_args()
-    select_bmv2(args.bmv2)
+    use_bmv2(args)
     mtu = ExperimentSpec().mtu  # ring's and the PS's packets
     rows: list[dict[str, Any]] = []
     # The PS pipelines over its keys (key k's results go down while key k+1's pushes come

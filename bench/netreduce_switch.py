@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import save, select_bmv2
+from bench.common import bmv2_option, save, use_bmv2
 from controller.controls import all_base_entries
 from controller.experiment.machine import CpuSample, cpu_sample
 from controller.netreduce_jobs import place_job
@@ -193,10 +193,10 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=16, help="cells waiting for their result at most")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured time (after two windows of warm-up)")
     parser.add_argument("--log-level", default="info", help="BMv2 -L (no effect on a build without logging macros)")
-    parser.add_argument("--bmv2", help="simple_switch_grpc to run (a path, or a directory holding it)")
+    bmv2_option(parser)
     parser.add_argument("--tag", default="", help="name suffix of the results file (e.g. before-log, after-nolog)")
     args = parser.parse_args()
-    select_bmv2(args.bmv2)
+    use_bmv2(args)
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="gradswitch-nrbench-") as tmp:
@@ -210,7 +210,7 @@ def main() -> None:
     figures = {"workers": args.workers, "credits": args.credits, "window": args.window,
                "elements_per_packet": ELEMENTS, "payload_bytes": PACKET_BYTES, "log_level": args.log_level, **r}
     name = "-".join(x for x in ("netreduce-switch", args.tag) if x)
-    print(f"written {save(name, figures)}")
+    print(f"written {save(name, figures, bmv2_log_level=args.log_level)}")
 
 
 if __name__ == "__main__":

@@ -88,8 +88,7 @@ def run_switched(net: Testbed, args: argparse.Namespace, mode: str) -> dict[str,
 
 
 def _limits(result: dict[str, Any]) -> Limits:
-    lim = result["limits"]
-    return Limits(lim["busiest_link_load"], lim["cpu_idle"], "unshaped veths", lim["switch_cores"])
+    return Limits.of_figures(result["limits"], "unshaped veths")
 
 
 def main() -> None:
