@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from protocol.paths import BMV2_JSON
 
@@ -17,8 +18,9 @@ METADATA_FIELDS = 42
 STATE_HEADERS = {"nr_state", "dlcp_queue", "fault", "flow_key"}
 
 
-def compiled() -> dict:
-    return json.loads(BMV2_JSON.read_text())
+def compiled() -> dict[str, Any]:
+    program: dict[str, Any] = json.loads(BMV2_JSON.read_text())
+    return program
 
 
 def test_every_packet_zeroes_at_most_the_budgeted_metadata_fields():
