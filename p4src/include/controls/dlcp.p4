@@ -128,7 +128,7 @@ control DlcpEgress(inout headers_t hdr,
     }
 
     // Drain the class's virtual queue to now, decide the drop, and add the packet if kept (one action).
-    // The queue is updated in place in meta.dlcp.queue and written from it (an expression written to a
+    // The queue is updated in place in meta.dlcp_queue.queue and written from it (an expression written to a
     // register would be a temporary, a metadata field of its own).
     action update_queue() {
         dlcp_vq_bytes.read(meta.dlcp_queue.queue, meta.dlcp_queue.vq);
