@@ -64,6 +64,10 @@ class MemoryHub:
                 self._queues[ip].put(heapq.heappop(held)[2])
             return held[0][0] - now if held else None
 
+    def has_link(self, ip: str) -> bool:
+        with self._lock:
+            return ip in self._queues
+
     def queue_of(self, ip: str) -> queue.Queue[bytes]:
         return self._queues[ip]
 
@@ -92,7 +96,7 @@ class MemoryLink:
 
     def resolve(self, peers: Collection[str], timeout: float) -> None:
         """Every peer is known once it has a link on the hub (engines in threads may start in any order)."""
-        wait_until(lambda: all(ip in self.hub._queues for ip in peers), timeout, interval=0.01,
+        wait_until(lambda: all(self.hub.has_link(ip) for ip in peers), timeout, interval=0.01,
                    what=f"links for {sorted(peers)} on the hub")
 
     def close(self) -> None:

@@ -153,8 +153,8 @@ struct netreduce_metadata_t {
 }
 
 // NetReduce's working state while NetReduceIngress handles a packet: a header kept in the metadata,
-// made valid when NetReduceIngress starts on a packet (which zeroes it) and invalid again when it is
-// done. BMv2 zeroes every metadata field of every packet it receives, field by field in its one
+// made valid for a member's packet or one that claims a job (which zeroes it), invalid again when
+// NetReduceIngress is done. BMv2 zeroes every metadata field of every packet it receives, field by field in its one
 // receiving thread, whatever the packet; a header's fields only when the header is made valid. So a
 // plain packet does not pay for these fields, and a packet NetReduce handles pays once, in ingress.
 // The fields an action only reads back within itself (state, twin, entry, word) are shared by every
@@ -177,10 +177,9 @@ header netreduce_state_h {
     bit<32> cell;         // aggregator cell of this packet
     bit<32> other_cell;   // the same packet position in the slot's other shadow copy
     bit<8>  outcome;      // a contribution's verdict (NR_V_* bits), or a parent's result's NR_OUT_*
-    bool    claims;       // the packet names a job (by its RETH rkey or its connection)
     bool    context_ok;   // the message's window index is known
     bool    icrc_ok;      // the packet's ICRC is right (checked before anything of it is used)
-    bit<5>  _pad;
+    bit<6>  _pad;
     bit<32> icrc;         // the ICRC the packet came with (wire order)
     bit<64> state;        // a cell's state (nr_cells), read and written back by one action
     bit<64> twin;         // the state of the cell's other shadow copy

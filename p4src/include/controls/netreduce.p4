@@ -95,6 +95,14 @@ const bit<8> NR_V_FINAL = 0x01;     // leaf: the cell holds its parent's result
     meta.nr_state.other_cell = meta.nr_state.base_cell + ((at >= credits ? at - credits : at + credits) << AGG_PACKETS_PER_MESSAGE_LOG2) \
         + offset;
 
+// A packet of job JOB NetReduce must handle (a member's, or one claiming the job): its working state,
+// zeroed (meta.nr_state, headers.p4; other RoCE packets never pay for it), and where its events count.
+#define NR_BEGIN(JOB) \
+    meta.nr_state.setValid(); \
+    meta.nr_state.job = JOB; \
+    meta.nr_state.job_events = (bit<32>)(JOB) * NR_EVENTS; \
+    meta.nr_state.port_events = (bit<32>)std_meta.ingress_port * NR_EVENTS;
+
 // Event E (NR_EV_*) of the packet in tally slot S (0 .. NR_TALLY - 1): the cells tally counts.
 #define NR_EVENT(S, E) \
     meta.nr_state.job_event##S = meta.nr_state.job_events + (E); \
@@ -127,17 +135,9 @@ control NetReduceIngress(inout headers_t hdr,
 
     // ---- who is who ----
 
-    // A packet NetReduce handles (any RoCE packet but an ACK): its working state, zeroed, and where its
-    // port's events are counted.
-    action begin() {
-        meta.nr_state.setValid();
-        meta.nr_state.port_events = (bit<32>)std_meta.ingress_port * NR_EVENTS;
-    }
-
     // The member, and the message its packet belongs to (which per-QP context entry holds its place).
     action set_member(bit<8> job, bit<8> member_bit, bit<16> member_id, bit<8> peer_index, bit<8> kind) {
-        meta.nr_state.job = job;
-        meta.nr_state.job_events = (bit<32>)job * NR_EVENTS;
+        NR_BEGIN(job)
         meta.nr_state.member_bit = member_bit;
         meta.nr_state.peer_index = peer_index;
         meta.nr_state.kind = kind;
@@ -181,10 +181,9 @@ control NetReduceIngress(inout headers_t hdr,
         size = AGG_MAX_JOBS;
     }
 
+    // The packet names a job it may not be a member of: refused from a host port.
     action claim(bit<8> job) {
-        meta.nr_state.claims = true;
-        meta.nr_state.job = job;
-        meta.nr_state.job_events = (bit<32>)job * NR_EVENTS;
+        NR_BEGIN(job)
     }
 
     // The job a first packet names by its RETH rkey.
@@ -432,20 +431,19 @@ control NetReduceIngress(inout headers_t hdr,
     }
 
     apply {
-        // (meta.nr starts zeroed, as BMv2 gives every packet its metadata: not consumed, no emit;
-        // begin() makes meta.nr_state valid, zeroed, and the end makes it invalid again.)
+        // (meta.nr starts zeroed, as BMv2 gives every packet its metadata: not consumed, no emit.
+        // meta.nr_state is valid, zeroed, only for a member's packet or one that claims a job: NR_BEGIN.)
         // No `return`: p4c makes each one a flag that every later node tests, and BMv2 pays per node.
         if (hdr.bth.opcode != ROCE_ACKNOWLEDGE) {  // ACKs and NAKs are end to end: routed as they are
-            begin();
             if (!nr_members.apply().hit) {
                 // Not a member: refused if it claims a job from a host port, else plain RoCE traffic.
                 if (hdr.reth.isValid()) {
                     nr_job_keys.apply();
                 }
-                if (!meta.nr_state.claims) {
+                if (!meta.nr_state.isValid()) {  // (valid: the packet claims a job)
                     nr_job_connections.apply();
                 }
-                if (meta.nr_state.claims) {  // (not `claims && apply().hit`: p4c makes both temporaries)
+                if (meta.nr_state.isValid()) {  // (not `isValid() && apply().hit`: p4c makes both temporaries)
                     if (nr_host_ports.apply().hit) {
                         refuse(NR_EV_NOT_MEMBER);
                     }
