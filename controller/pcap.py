@@ -38,7 +38,6 @@ class PcapTail:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.count = 0  # whole records seen so far
-        self.last_us: int | None = None  # timestamp of the last one
         self._file: BinaryIO | None = None
         self._pending = b""
         self._endian: str | None = None
@@ -59,12 +58,11 @@ class PcapTail:
             self._endian = _endian(struct.unpack_from("<I", data)[0], self.path)
             offset = 24
         while offset + 16 <= len(data):
-            sec, usec, caplen, _ = struct.unpack_from(self._endian + "IIII", data, offset)
+            caplen = struct.unpack_from(self._endian + "I", data, offset + 8)[0]
             if offset + 16 + caplen > len(data):
                 break
             offset += 16 + caplen
             self.count += 1
-            self.last_us = sec * 1_000_000 + usec
         self._pending = data[offset:]
         return self.count
 
