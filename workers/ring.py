@@ -72,7 +72,7 @@ class Ring:
     def reduce_op(self, iteration: int, unit: int, seq: int, data: Int32Array, mark: int) -> OpGen:
         """Reduction number `seq` of the job (every worker numbers them alike); `mark`: the profile
         index whose DLCP class the writes carry."""
-        acc = data.astype(np.int32).copy()
+        acc: Int32Array = data.astype(np.int32).copy()
         if self.n == 1:
             return acc
         bounds = chunk_bounds(len(acc), self.n)

@@ -66,7 +66,7 @@ class Scenario:
 
 def routed(pkt: Packet, src_mac: str, dst_mac: str) -> Packet:
     """What a router makes of an IPv4 packet: TTL-1, checksum recomputed, MACs rewritten."""
-    out = pkt.copy()
+    out: Packet = pkt.copy()
     out[Ether].src = src_mac
     out[Ether].dst = dst_mac
     out[IP].ttl -= 1

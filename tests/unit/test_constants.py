@@ -9,6 +9,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import UDP
+from scapy.packet import Packet
 
 from mininet_topos.bmv2 import Bmv2Config
 from protocol import dlcp, qpn
@@ -55,7 +56,8 @@ def test_parser_uses_the_roce_port_python_uses():
     assert f"0x{CONFIG.ROCE_V2_UDP_PORT:04x}" in values
     assert wire.ROCE_V2_UDP_PORT == CONFIG.ROCE_V2_UDP_PORT
     # and scapy, independently, decodes that port as RoCE (IANA 4791)
-    assert BTH in UDP(dport=CONFIG.ROCE_V2_UDP_PORT) / BTH()
+    decoded: Packet = UDP(dport=CONFIG.ROCE_V2_UDP_PORT) / BTH()
+    assert BTH in decoded
 
 
 def test_switches_start_with_the_configured_queues_and_cpu_port(tmp_path):

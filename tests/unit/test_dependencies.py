@@ -12,7 +12,10 @@ import sys
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (Ubuntu 22.04, the Vagrant VM): the same parser, from PyPI
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())

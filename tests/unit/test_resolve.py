@@ -18,12 +18,12 @@ def test_echo_request_is_what_scapy_builds(ident, seq):
 
 
 def test_only_echo_replies_to_our_requests_are_taken():
-    reply = IP(src="10.0.1.2", dst="10.0.1.1") / ICMP(type=0, id=77, seq=1) / b"gradswitch"
+    reply = IP(src="10.0.1.2", dst="10.0.1.1") / (ICMP(type=0, id=77, seq=1) / b"gradswitch")
     assert echo_reply_from(bytes(reply), 77) == "10.0.1.2"
     assert echo_reply_from(bytes(reply), 78) is None  # another process's echo
     request = IP(src="10.0.1.2", dst="10.0.1.1") / ICMP(type=8, id=77, seq=1)
     assert echo_reply_from(bytes(request), 77) is None
-    unreachable = IP(src="10.0.1.2", dst="10.0.1.1") / ICMP(type=3, code=3) / bytes(IP() / UDP())
+    unreachable = IP(src="10.0.1.2", dst="10.0.1.1") / (ICMP(type=3, code=3) / bytes(IP() / UDP()))
     assert echo_reply_from(bytes(unreachable), 77) is None
     assert echo_reply_from(bytes(reply)[:24], 77) is None  # truncated
     assert echo_reply_from(bytes(IP(src="10.0.1.2") / UDP()), 77) is None
