@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.doctor import tool_version
+from controller.experiment.bottleneck import Bottleneck, judge
 from controller.experiment.machine import CpuSample, cpu_sample, process_cpu_seconds
 from roce.qp import Mode
 
@@ -54,12 +55,19 @@ def use_bmv2(args: argparse.Namespace) -> None:
 
 @dataclass(frozen=True)
 class Limits:
-    """What limited a measurement: the busiest link's load and the machine's idle CPU share."""
+    """What limited a measurement: the busiest link's load and the machine's idle CPU share.
 
-    busiest_link_load: float | None  # bytes sent over what the link carries in the time; None: no shaped link
+    Machine-bound as an experiment's results.json says it (controller/experiment/bottleneck.py:
+    CPU under 10 % idle, or the busiest link under 0.8 of the load a link-bound run keeps)."""
+
+    busiest_link_load: float | None  # bytes the link carried over what it carries in the time; None: no shaped link
     cpu_idle: float | None  # idle share of every core together during the measurement
     links: str = ""  # what the links were when there is no load to give ("unshaped veths")
     switch_cores: float | None = None  # CPU the switch process used, in cores (one ingress thread: at most ~1)
+    ideal_link_load: float | None = None  # the busiest link's load a link-bound run keeps (None: 1, all transfers)
+
+    def bottleneck(self) -> Bottleneck:
+        return judge(self.cpu_idle, self.busiest_link_load, self.ideal_link_load)
 
     def line(self) -> str:
         link = (f"busiest link {self.busiest_link_load:.0%} loaded" if self.busiest_link_load is not None
@@ -70,27 +78,33 @@ class Limits:
         return ", ".join(parts) + f": {self.verdict()}"
 
     def verdict(self) -> str:
-        if self.busiest_link_load is not None and self.busiest_link_load >= 0.9:
+        judged = self.bottleneck()
+        if judged.machine_bound:
+            return f"machine-bound ({judged.reason}): a figure of this machine's load, not of the links"
+        full = 1.0 if self.ideal_link_load is None else self.ideal_link_load
+        if self.busiest_link_load is not None and self.busiest_link_load >= 0.9 * full:
             return "link-bound"
-        if self.cpu_idle is not None and self.cpu_idle < 0.1:
-            return "machine-bound (no CPU left: a figure of this machine's load, not of the links)"
         if self.switch_cores is not None and self.switch_cores >= 0.9:
             return "switch-bound (its busiest thread had a core to itself)"
         return "neither the links nor the CPU saturated"
 
     def figures(self) -> dict[str, Any]:
         return {"busiest_link_load": self.busiest_link_load, "cpu_idle": self.cpu_idle,
-                "switch_cores": self.switch_cores, "limited_by": self.verdict()}
+                "ideal_link_load": self.ideal_link_load, "switch_cores": self.switch_cores,
+                **self.bottleneck().fields(), "limited_by": self.verdict()}
 
     @classmethod
     def of_figures(cls, figures: dict[str, Any], links: str = "") -> Limits:
         """Back from figures() (or a dict with the same keys), as a benchmark's rows keep them."""
-        return cls(figures.get("busiest_link_load"), figures.get("cpu_idle"), links, figures.get("switch_cores"))
+        return cls(figures.get("busiest_link_load"), figures.get("cpu_idle"), links, figures.get("switch_cores"),
+                   figures.get("ideal_link_load"))
 
     @classmethod
     def of_report(cls, report: dict[str, Any]) -> Limits:
-        """An experiment's (controller/experiment/runner.py: headline_extra)."""
-        return cls.of_figures(report.get("headline_extra", report), "not shaped")
+        """An experiment's (controller/experiment/runner.py: headline_extra; a training run's ideal load)."""
+        figures = dict(report.get("headline_extra", report))
+        ideal = (report.get("training") or {}).get("ideal_link_load", figures.get("ideal_link_load"))
+        return cls.of_figures({**figures, "ideal_link_load": ideal}, "not shaped")
 
 
 class MachineMeter:

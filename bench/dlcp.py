@@ -1,77 +1,110 @@
-"""DLCP and TensorLights as ratios to their baselines, measured in one run.
+"""DLCP and TensorLights as ratios to their baselines, from repeated runs.
 
-Runs the compare specs experiments/dlcp-contention.toml (training jobs under contention:
-baseline, priority, priority+drop, priority+drop+spray, alone) and experiments/tensorlights.toml
-(training jobs whose parameter servers share one host, without and with TensorLights), then
-prints the p99 (and median) iteration time of each DLCP run over the baseline's, and the
-average job completion time with TensorLights over without. DLCP's training-throughput ratios
-are bench.training's. The full reports land in --out. Writes bench/results/dlcp.json. Needs
-root, BMv2 and Mininet.
+Runs the compare specs experiments/dlcp-contention.toml (training jobs under contention: its
+baselines and DLCP's mechanisms) and experiments/tensorlights.toml (training jobs whose
+parameter servers share one host, without and with TensorLights), each run as many times as the
+spec's `repeat` says (or --repeat), then prints the p99 (and median) iteration time of each DLCP
+run over the best of the spec's baselines, and the average job completion time with
+TensorLights over without: the ratio of the medians over the repetitions, with its min and max
+(one run's smallest repetition over the other's largest, its largest over the other's smallest).
+Machine-bound repetitions (controller/experiment/bottleneck.py) are left out of the medians.
+DLCP's training-throughput ratios are bench.training's. The full reports land in --out;
+started again with the same --out, complete repetitions are kept and the rest run. Writes
+bench/results/dlcp.json. Needs root, BMv2 and Mininet.
 
-    python -m bench.dlcp [--out runs/bench-dlcp] [--only dlcp|tensorlights] [--bmv2 PATH]
+    python -m bench.dlcp [--out runs/bench-dlcp] [--only dlcp|tensorlights] [--repeat N] [--bmv2 PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bench.common import Limits, bmv2_option, save, use_bmv2
-from controller.experiment.compare import load_spec, run_compare
+from controller.experiment.compare import CompareSpec, best_baseline, load_spec, ratio_of, run_compare
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.paths import REPO_ROOT
 
 SPECS = REPO_ROOT / "experiments"
 
 
-def ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a is not None and b else None
+def _spec(name: str, repeat: int | None) -> CompareSpec:
+    spec = load_spec(SPECS / f"{name}.toml")
+    return replace(spec, repeat=repeat) if repeat is not None else spec
 
 
-def dlcp(out: Path) -> dict[str, Any]:
-    summary = run_compare(load_spec(SPECS / "dlcp-contention.toml"), out / "dlcp-contention", log=_log)
-    base = summary["baseline"]
-    rows = {name: {"p99_s": s["p99_s"], "median_s": s["median_s"], "p99_ratio": ratio(s["p99_s"], base["p99_s"]),
-                   "median_ratio": ratio(s["median_s"], base["median_s"]), "dlcp_dropped": s.get("dlcp_dropped"),
-                   "max_relative_error": s.get("max_relative_error"), "correct": s["correct"],
-                   **Limits.of_report(s).figures()}
+def _ratio(a: dict[str, Any], b: dict[str, Any], figure: str) -> dict[str, Any]:
+    r = ratio_of(a, b, figure)
+    return {"ratio": r["ratio"], "ratio_min": r["min"], "ratio_max": r["max"], "headline": r["headline"]}
+
+
+def dlcp(out: Path, repeat: int | None) -> dict[str, Any]:
+    spec = _spec("dlcp-contention", repeat)
+    summary = run_compare(spec, out / "dlcp-contention", log=_log)
+    best = best_baseline(spec, summary, "p99_s")
+    base = summary[best] if best else {}
+    rows = {name: {"p99_s": s.get("p99_s"), "median_s": s.get("median_s"),
+                   "p99": _ratio(s, base, "p99_s"), "median": _ratio(s, base, "median_s"),
+                   "dlcp_dropped": s.get("dlcp_dropped"), "zero_filled_packets": s.get("zero_filled_packets"),
+                   "max_relative_error": s.get("max_relative_error"), "correct": s.get("correct"),
+                   "background_goodput_mbps": s.get("background_goodput_mbps"),
+                   "repetitions": s.get("headline_repetitions"),
+                   "machine_bound_repetitions": s.get("machine_bound_repetitions"), **Limits.of_figures(s).figures()}
             for name, s in summary.items()}
-    print(f"\n{'run':<18}{'p99 s':>8}{'p99/base':>10}{'median s':>10}{'med/base':>10}{'dropped':>9}{'rel. error':>11}")
+    print(f"\nbaseline: {best or '(none usable)'}, the best p99 of {', '.join(spec.baselines) or '(no baselines)'}")
+    print(f"{'run':<22}{'p99 s':>8}{'p99/base [min, max]':>22}{'median s':>10}{'med/base [min, max]':>22}"
+          f"{'dropped':>9}{'rel. error':>11}{'bulk Mb/s':>10}")
     for name, r in rows.items():
-        print(f"{name:<18}{_f(r['p99_s'])}{_f(r['p99_ratio'], 10)}{_f(r['median_s'], 10)}{_f(r['median_ratio'], 10)}"
-              f"{r['dlcp_dropped'] or 0:>9}{_f(r['max_relative_error'], 11, 4)}")
+        print(f"{name:<22}{_f(r['p99_s'])}{_span(r['p99'], 22)}{_f(r['median_s'], 10)}{_span(r['median'], 22)}"
+              f"{_f(r['dlcp_dropped'], 9, 0)}{_f(r['max_relative_error'], 11, 4)}"
+              f"{_f(r['background_goodput_mbps'], 10, 2)}")
     _print_limits(rows)
-    return rows
+    return {"baselines": spec.baselines, "best_baseline": best, "runs": rows}
 
 
 def _print_limits(rows: dict[str, dict[str, Any]]) -> None:
     for name, r in rows.items():
-        print(f"  {name}: {Limits.of_figures(r).line()}")
+        used = f"{r.get('repetitions')} repetition(s) in the medians" if r.get("repetitions") is not None else ""
+        print(f"  {name}: {Limits.of_figures(r).line()}{'; ' + used if used else ''}")
 
 
-def tensorlights(out: Path) -> dict[str, Any]:
-    summary = run_compare(load_spec(SPECS / "tensorlights.toml"), out / "tensorlights", log=_log)
+PAIRS = (("baseline-2jobs", "tensorlights-2jobs"), ("baseline", "tensorlights"), ("baseline", "tensorlights-rr"),
+         ("baseline-25g", "tensorlights-25g"))
+
+
+def tensorlights(out: Path, repeat: int | None) -> dict[str, Any]:
+    summary = run_compare(_spec("tensorlights", repeat), out / "tensorlights", log=_log)
     rows = {}
-    for base_name, lights_name in (("baseline-2jobs", "tensorlights-2jobs"), ("baseline", "tensorlights"),
-                                   ("baseline", "tensorlights-rr"), ("baseline-25g", "tensorlights-25g")):
+    for base_name, lights_name in PAIRS:
         if base_name in summary and lights_name in summary:
-            b, t = summary[base_name]["avg_jct_s"], summary[lights_name]["avg_jct_s"]
-            rows[lights_name] = {"baseline_avg_jct_s": b, "tensorlights_avg_jct_s": t, "ratio": ratio(t, b),
-                                 **Limits.of_report(summary[lights_name]).figures()}
-    print(f"\n{'run':<20}{'avg JCT base s':>15}{'avg JCT TL s':>14}{'TL/base':>9}")
+            b, t = summary[base_name], summary[lights_name]
+            rows[lights_name] = {"baseline": base_name, "baseline_avg_jct_s": b.get("avg_jct_s"),
+                                 "tensorlights_avg_jct_s": t.get("avg_jct_s"), **_ratio(t, b, "avg_jct_s"),
+                                 "repetitions": t.get("headline_repetitions"),
+                                 "machine_bound_repetitions": t.get("machine_bound_repetitions"),
+                                 **Limits.of_figures(t).figures()}
+    print(f"\n{'run':<20}{'avg JCT base s':>15}{'avg JCT TL s':>14}{'TL/base [min, max]':>22}")
     for name, r in rows.items():
-        print(f"{name:<20}{_f(r['baseline_avg_jct_s'], 15)}{_f(r['tensorlights_avg_jct_s'], 14)}{_f(r['ratio'], 9)}")
+        print(f"{name:<20}{_f(r['baseline_avg_jct_s'], 15)}{_f(r['tensorlights_avg_jct_s'], 14)}{_span(r, 22)}")
     _print_limits(rows)
     return rows
 
 
+def _span(r: dict[str, Any], width: int) -> str:
+    if r.get("ratio") is None:
+        return f"{'-':>{width}}"
+    text = f"{r['ratio']:.3f} [{r['ratio_min']:.2f}, {r['ratio_max']:.2f}]" + ("" if r["headline"] else "*")
+    return f"{text:>{width}}"
+
+
 def _f(v: float | None, width: int = 8, digits: int = 3) -> str:
-    return f"{v:>{width}.{digits}f}" if v is not None else f"{'-':>{width}}"
+    return f"{v:>{width}.{digits}f}" if isinstance(v, int | float) else f"{'-':>{width}}"
 
 
 def _log(line: str) -> None:
-    if line.startswith("["):
+    if line.startswith("[") or "failed" in line:  # progress: [k/n] run (repetition), skipped or started
         print(line, flush=True)
 
 
@@ -79,14 +112,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/bench-dlcp"))
     parser.add_argument("--only", choices=("dlcp", "tensorlights"))
+    parser.add_argument("--repeat", type=int, help="repetitions of every run (default: each spec's `repeat`)")
     bmv2_option(parser)
     args = parser.parse_args()
+    if args.repeat is not None and args.repeat < 1:
+        parser.error(f"--repeat {args.repeat}: at least 1 repetition")
     use_bmv2(args)
     figures: dict[str, Any] = {}
     if args.only in (None, "dlcp"):
-        figures["dlcp_contention"] = dlcp(args.out)
+        figures["dlcp_contention"] = dlcp(args.out, args.repeat)
     if args.only in (None, "tensorlights"):
-        figures["tensorlights"] = tensorlights(args.out)
+        figures["tensorlights"] = tensorlights(args.out, args.repeat)
+    print("* every repetition of one of the two runs was machine-bound: not a headline")
     print(f"reports under {args.out}; written {save(f'dlcp-{args.only}' if args.only else 'dlcp', figures)}")
 
 

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import bmv2_option, collective_args, run_specs, save, use_bmv2
+from bench.common import Limits, bmv2_option, collective_args, run_specs, save, use_bmv2
 from controller.experiment.spec import ExperimentSpec, Topo
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.netreduce import PACKET_BYTES
@@ -57,8 +57,7 @@ def main() -> None:
                          for algo in ("netreduce", "ring", "ps")]
                 reports = run_specs(specs, Path(tmp) / f"{topo}-n{n}")
                 t = {str(s.algo): reports[s.label]["summary"]["median_s"] for s in specs}
-                limits = {str(s.algo): {k: reports[s.label]["headline_extra"].get(k)
-                                        for k in ("busiest_link_load", "cpu_idle")} for s in specs}
+                limits = {str(s.algo): Limits.of_report(reports[s.label]).figures() for s in specs}
                 ideal_ring, ideal_ps = 2 * (n - 1) / n, float(n)
                 rows.append({"topo": topo, "workers": n, "netreduce_s": t["netreduce"], "ring_s": t["ring"],
                              "ps_s": t["ps"], "ring_over_netreduce": t["ring"] / t["netreduce"],
@@ -79,7 +78,7 @@ def main() -> None:
     for r in rows:
         print(f"{r['topo']:<10}{r['workers']:>3}  " + "   ".join(
             f"{a} {_pct(r['limits'][a]['busiest_link_load'])} / {_pct(r['limits'][a]['cpu_idle'])}"
-            for a in ("netreduce", "ring", "ps")))
+            + (" (machine-bound)" if r["limits"][a]["machine_bound"] else "") for a in ("netreduce", "ring", "ps")))
     print(f"links {args.bw:g} Mb/s, {args.size / 2**10:.0f} KiB per all-reduce, {args.transport}, "
           f"NetReduce {PACKET_BYTES} B per packet, others MTU {mtu}, "
           f"{args.iterations} iterations each, PS keys of {ps_key // 1024} KiB, medians, one run; "

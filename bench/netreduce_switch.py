@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import bmv2_option, save, use_bmv2
+from bench.common import Limits, bmv2_option, save, use_bmv2
 from controller.controls import all_base_entries
 from controller.experiment.machine import CpuSample, cpu_sample
 from controller.netreduce_jobs import place_job
@@ -183,7 +183,9 @@ def _loop(args: argparse.Namespace, pid: int, socks: list[socket.socket], rx: so
             "switch_packets_per_s": 2 * rate,  # N contributions in, N result copies out per cell
             "switch_cpu": sum(per_thread), "switch_busiest_thread_cpu": per_thread[0],
             "switch_threads_cpu": [round(x, 3) for x in per_thread if x >= 0.01],
-            "machine_cpu_idle": idle}
+            "machine_cpu_idle": idle,
+            # no link: the switch's busiest thread or the machine limits it
+            **Limits(None, idle, "none (unshaped veths to this process)", per_thread[0]).figures()}
 
 
 def main() -> None:
@@ -206,7 +208,7 @@ def main() -> None:
     print(f"contributions/s {r['contributions_per_s']:10.0f}   values/s {r['values_per_s']:12.0f}   "
           f"switch packets/s {r['switch_packets_per_s']:10.0f}")
     print(f"switch CPU {r['switch_cpu']:.2f} cores (threads {r['switch_threads_cpu']}), "
-          f"machine idle {r['machine_cpu_idle']:.0%}")
+          f"machine idle {r['machine_cpu_idle']:.0%}: {r['limited_by']}")
     figures = {"workers": args.workers, "credits": args.credits, "window": args.window,
                "elements_per_packet": ELEMENTS, "payload_bytes": PACKET_BYTES, "log_level": args.log_level, **r}
     name = "-".join(x for x in ("netreduce-switch", args.tag) if x)

@@ -2,22 +2,28 @@
 
 Runs the compare specs experiments/training-speedup.toml (ResNet-50, VGG-16, BERT-base; ring,
 PS and NetReduce; FIFO buckets and priority partitions; rack and 2x2 leaf-spine),
-experiments/dlcp-contention.toml (a training job under contention, DLCP's mechanisms in turn)
-and experiments/dlcp-spray.toml (spraying where ECMP's flow hashing collides), and prints, from
-that one run, the ratios of samples_per_s_real (N x batch / real-equivalent iteration):
+experiments/dlcp-contention.toml (a training job under contention, DLCP's mechanisms in turn,
+against its baselines) and experiments/dlcp-spray.toml (spraying where ECMP's flow hashing
+collides), each run as many times as the spec's `repeat` says (or --repeat), and prints the
+ratios of samples_per_s_real (N x batch / real-equivalent iteration):
 
 - NetReduce / ring and PS / ring, per model and topology, under the same scheduling;
 - priority / FIFO per model, topology and algorithm;
-- each DLCP run / its baseline under contention, and spraying / ECMP;
+- each DLCP run / the best of its spec's baselines, and spraying / ECMP;
 
-each next to the ideal ratio (both runs' iterations with every reduction at its link-rate
-bound on the emulated cluster, workers/ideal.py) and with what limited the runs it compares:
-the busiest link's load (near 1: the links) and the machine's idle CPU during the iterations
-(near 0: the machine). Runs of one topology
-share one network (the same switches and links). Full reports (report.md, summary.json,
-plots) land in --out; the figures in bench/results/training.json. Needs root, BMv2, Mininet.
+each the ratio of the two runs' medians over their repetitions, with its min and max (one run's
+smallest repetition over the other's largest, and its largest over the other's smallest), next to the
+ideal ratio (both runs' iterations with every reduction at its link-rate bound on the emulated
+cluster, workers/ideal.py) and with what limited the runs it compares: the busiest link's load
+(near what the ideal keeps: the links) and the machine's idle CPU during the iterations (near 0:
+the machine). Repetitions that were machine-bound (controller/experiment/bottleneck.py) are left
+out of the medians; a ratio whose runs had no other is marked and is not a headline. Runs of
+one topology share one network (the same switches and links). Full reports (report.md,
+summary.json, plots) land in --out; started again with the same --out, a run resumes where it
+stopped (every complete repetition is kept). The figures go to bench/results/training.json.
+Needs root, BMv2, Mininet.
 
-    python -m bench.training [--out runs/bench-training] [--only speedup|dlcp]
+    python -m bench.training [--out runs/bench-training] [--only speedup|dlcp] [--repeat N]
                              [--models resnet50,vgg16,bert-base] [--topos rack,leafspine]
 """
 
@@ -27,13 +33,12 @@ import argparse
 import contextlib
 import shutil
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, bmv2_option, save, use_bmv2
-from controller.experiment.compare import CompareSpec, load_spec, run_compare
+from controller.experiment.compare import TRAINING_FIGURE, CompareSpec, best_baseline, load_spec, ratio_of, run_compare
 from controller.experiment.spec import ExperimentSpec
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.paths import REPO_ROOT
@@ -50,10 +55,11 @@ def _network_key(spec: ExperimentSpec) -> tuple[Any, ...]:
 
 class SharedNetworks:
     """A compare runner that keeps one network up for consecutive runs of the same topology kind,
-    sized for the largest of them."""
+    sized for the largest of them; the networks' own files go under `net_dir`."""
 
-    def __init__(self, runs: list[ExperimentSpec]) -> None:
+    def __init__(self, runs: list[ExperimentSpec], net_dir: Path) -> None:
         self.runs = runs
+        self.net_dir = net_dir
         self._stack = contextlib.ExitStack()
         self._key: tuple[Any, ...] | None = None
         self._net: Any = None
@@ -71,7 +77,7 @@ class SharedNetworks:
             biggest = max((r for r in self.runs if _network_key(r) == key), key=lambda r: r.hosts_needed())
             self._networks += 1
             self._net = self._stack.enter_context(Testbed(topology_for(biggest), NetworkOptions(
-                run_dir=out_dir.parent / f"net{self._networks}-{spec.topo}")))
+                run_dir=self.net_dir / f"net{self._networks}-{spec.topo}")))
             self._key = key
         report: dict[str, Any] = run_on(self._net, spec, out_dir, progress=False)
         return report
@@ -80,28 +86,19 @@ class SharedNetworks:
         self._stack.close()
 
 
-@contextlib.contextmanager
-def shared_networks(spec: CompareSpec) -> Iterator[tuple[CompareSpec, SharedNetworks]]:
-    """The spec with its runs grouped by network (order kept within a group), and its runner."""
-    keys = list(dict.fromkeys(_network_key(r) for r in spec.runs))
-    ordered = replace(spec, runs=sorted(spec.runs, key=lambda r: keys.index(_network_key(r))))
-    runner = SharedNetworks(ordered.runs)
+def run(spec: CompareSpec, out: Path, repeat: int | None = None) -> dict[str, dict[str, Any]]:
+    """The compare spec's runs (every repetition, the complete ones left from an earlier start
+    skipped), runs of one topology kind on one network, one after another."""
+    if repeat is not None:
+        spec = replace(spec, repeat=repeat)
+    runner = SharedNetworks(spec.runs, out / spec.name)
     try:
-        yield ordered, runner
+        return run_compare(spec, out / spec.name, runner, log=_log, group=_network_key)
     finally:
         runner.close()
 
 
-def run(spec: CompareSpec, out: Path) -> dict[str, dict[str, Any]]:
-    with shared_networks(spec) as (ordered, runner):
-        return run_compare(ordered, out / spec.name, runner, log=_log)
-
-
 # ---- ratios ----
-
-
-def ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a is not None and b else None
 
 
 def limits(*runs: dict[str, Any]) -> dict[str, float | None]:
@@ -118,17 +115,20 @@ def limits(*runs: dict[str, Any]) -> dict[str, float | None]:
 
 
 def compared(what: str, a: dict[str, Any], b: dict[str, Any], **where: str) -> dict[str, Any]:
-    """Run a's training throughput over run b's, measured and ideal (every reduction at its link
-    bound, workers/ideal.py), with what limited the two runs."""
-    return {**where, "what": what, "ratio": ratio(a.get("samples_per_s_real"), b.get("samples_per_s_real")),
-            "ideal": ratio(a.get("ideal_samples_per_s_real"), b.get("ideal_samples_per_s_real")),
-            "of_ideal": [a.get("of_ideal"), b.get("of_ideal")], **limits(a, b)}
+    """Run a's training throughput over run b's (medians over their repetitions, the ratio's min and
+    max beside), measured and ideal (every reduction at its link bound, workers/ideal.py), with what
+    limited the two runs. `headline`: neither run was machine-bound in every repetition."""
+    r = ratio_of(a, b, TRAINING_FIGURE) if a and b else ratio_of({}, {}, TRAINING_FIGURE)
+    ideal = ratio_of(a, b, "ideal_samples_per_s_real")["ratio"] if a and b else None
+    return {**where, "what": what, "ratio": r["ratio"], "ratio_min": r["min"], "ratio_max": r["max"],
+            "headline": r["headline"], "ideal": ideal, "of_ideal": [a.get("of_ideal"), b.get("of_ideal")],
+            "repetitions": [a.get("headline_repetitions"), b.get("headline_repetitions")], **limits(a, b)}
 
 
-def speedup(out: Path, models: list[str], topos: list[str]) -> dict[str, Any]:
+def speedup(out: Path, models: list[str], topos: list[str], repeat: int | None) -> dict[str, Any]:
     spec = load_spec(SPECS / "training-speedup.toml")
     spec = replace(spec, runs=[r for r in spec.runs if r.workload in models and str(r.topo) in topos])
-    summary = run(spec, out)
+    summary = run(spec, out, repeat)
     runs = {r.label: r for r in spec.runs}
     rows = []
     for model in models:
@@ -143,14 +143,14 @@ def speedup(out: Path, models: list[str], topos: list[str]) -> dict[str, Any]:
             for algo in ("ring", "ps", "netreduce"):
                 fifo, prio = summary.get(name(algo, "fifo"), {}), summary.get(name(algo, "priority"), {})
                 rows.append(compared(f"priority / FIFO ({algo})", prio, fifo, model=model, topo=topo))
-    print(f"\n{'run':<34}{'samples/s':>10}{'ideal':>8}{'iter ms':>9}{'exposed s':>10}{'overlap':>8}{'link':>6}"
-          f"{'idle':>6}{'resent':>7}  (D)")
+    print(f"\n{'run':<34}{'samples/s [min, max]':>24}{'ideal':>8}{'iter ms':>9}{'exposed s':>10}{'overlap':>8}"
+          f"{'link':>6}{'idle':>6}{'resent':>7}  (D) repetitions used")
     for label, s in summary.items():
         d = runs[label].dilation if label in runs else None
-        print(f"{label:<34}{_f(s.get('samples_per_s_real'), 10, 1)}{_f(s.get('ideal_samples_per_s_real'), 8, 0)}"
+        print(f"{label:<34}{_spread(s, TRAINING_FIGURE, 24)}{_f(s.get('ideal_samples_per_s_real'), 8, 0)}"
               f"{_f((s['iteration_s'] / d * 1e3) if s.get('iteration_s') and d else None, 9, 0)}"
               f"{_f(s.get('exposed_comm_s'), 10)}{_pct(s.get('overlap'), 8)}{_pct(s.get('busiest_link_load'), 6)}"
-              f"{_pct(s.get('cpu_idle'), 6)}{s.get('retransmissions', '-'):>7}  {d or '-'}")
+              f"{_pct(s.get('cpu_idle'), 6)}{_f(s.get('retransmissions'), 7, 0)}  {d or '-'} {_used(s)}")
     _print_ratios(rows)
     plot_speedup(summary, models, topos, RESULTS / "training-speedup.png")
     return {"runs": summary, "ratios": rows}
@@ -193,35 +193,50 @@ def plot_speedup(summary: dict[str, dict[str, Any]], models: list[str], topos: l
     plt.close(fig)
 
 
-def dlcp(out: Path) -> dict[str, Any]:
+def dlcp(out: Path, repeat: int | None) -> dict[str, Any]:
+    """dlcp-contention (DLCP's runs against the best of its baselines) and dlcp-spray (spraying
+    against ECMP): every run's median throughput over the best baseline's, min and max beside."""
     figures: dict[str, Any] = {}
-    for spec_name, base_name in (("dlcp-contention", "baseline"), ("dlcp-spray", "ecmp")):
-        summary = run(load_spec(SPECS / f"{spec_name}.toml"), out)
-        base = summary.get(base_name, {})
-        rows = [{**compared(f"{name} / {base_name} ({spec_name})", s, base),
-                 "p99_ratio": ratio(s.get("p99_s"), base.get("p99_s")), "retransmissions": s.get("retransmissions"),
-                 "dlcp_dropped": s.get("dlcp_dropped"), "uplink_imbalance": s.get("uplink_imbalance")}
-                for name, s in summary.items() if name != base_name]
-        print(f"\n{spec_name}: {'run':<28}{'samples/s':>10}{'p99 s':>8}{'resent':>7}{'dropped':>8}"
-              f"{'uplinks max/mean':>17}{'link':>6}{'idle':>6}")
+    for spec_name in ("dlcp-contention", "dlcp-spray"):
+        spec = load_spec(SPECS / f"{spec_name}.toml")
+        if not spec.baselines:
+            raise SystemExit(f"error: experiments/{spec_name}.toml names no baselines: give "
+                             "baselines = [\"run\", ...] (the runs DLCP is measured against)")
+        summary = run(spec, out, repeat)
+        best = best_baseline(spec, summary, TRAINING_FIGURE)
+        base = summary.get(best, {}) if best else {}
+        rows = [{**compared(f"{name} / {best} ({spec_name})", s, base),
+                 "p99_ratio": ratio_of(s, base, "p99_s")["ratio"] if base else None,
+                 "retransmissions": s.get("retransmissions"), "dlcp_dropped": s.get("dlcp_dropped"),
+                 "zero_filled_packets": s.get("zero_filled_packets"), "max_relative_error": s.get("max_relative_error"),
+                 "background_goodput_mbps": s.get("background_goodput_mbps"),
+                 "uplink_imbalance": s.get("uplink_imbalance")}
+                for name, s in summary.items() if name not in spec.baselines]
+        print(f"\n{spec_name}: best baseline {best or '(none usable)'} of {', '.join(spec.baselines)}")
+        print(f"{'run':<28}{'samples/s [min, max]':>24}{'p99 s':>8}{'resent':>7}{'dropped':>8}{'zeroed':>7}"
+              f"{'bulk Mb/s':>10}{'uplinks max/mean':>17}{'link':>6}{'idle':>6}  repetitions used")
         for name, s in summary.items():
-            print(f"{'':<17}{name:<28}{_f(s.get('samples_per_s_real'), 10, 1)}{_f(s.get('p99_s'))}"
-                  f"{s.get('retransmissions', '-'):>7}{s.get('dlcp_dropped') or 0:>8}"
+            print(f"{name:<28}{_spread(s, TRAINING_FIGURE, 24)}{_f(s.get('p99_s'))}"
+                  f"{_f(s.get('retransmissions'), 7, 0)}{_f(s.get('dlcp_dropped'), 8, 0)}"
+                  f"{_f(s.get('zero_filled_packets'), 7, 0)}{_f(s.get('background_goodput_mbps'), 10, 2)}"
                   f"{_f(s.get('uplink_imbalance'), 17, 2)}{_pct(s.get('busiest_link_load'), 6)}"
-                  f"{_pct(s.get('cpu_idle'), 6)}")
+                  f"{_pct(s.get('cpu_idle'), 6)}  {_used(s)}")
         _print_ratios(rows)
         for plot in ("figures.png", "links.png"):
             if (out / spec_name / plot).exists():
                 shutil.copy(out / spec_name / plot, RESULTS / f"{spec_name}-{plot}")
-        figures[spec_name] = {"runs": summary, "ratios": rows}
+        figures[spec_name] = {"runs": summary, "baselines": spec.baselines, "best_baseline": best, "ratios": rows}
     return figures
 
 
 def _print_ratios(rows: list[dict[str, Any]]) -> None:
-    print(f"\n{'ratio of samples/s (real)':<52}{'ratio':>7}{'ideal':>7}  limited by")
+    print(f"\n{'ratio of samples/s (real), medians':<52}{'ratio [min, max]':>20}{'ideal':>7}  limited by")
     for r in rows:
         where = f"{r['model']}, {r['topo']}: " if "model" in r else ""
-        print(f"{where + r['what']:<52}{_f(r['ratio'], 7, 2)}{_f(r.get('ideal'), 7, 2)}  {verdict(r)}")
+        span = (f"{r['ratio']:.2f} [{r['ratio_min']:.2f}, {r['ratio_max']:.2f}]" if r.get("ratio") is not None
+                else "-")
+        note = "" if r.get("headline") or r.get("ratio") is None else " (machine-bound: not a headline)"
+        print(f"{where + r['what']:<52}{span:>20}{_f(r.get('ideal'), 7, 2)}  {verdict(r)}{note}")
 
 
 def verdict(row: dict[str, Any]) -> str:
@@ -241,12 +256,28 @@ def _f(v: float | None, width: int = 8, digits: int = 3) -> str:
     return f"{v:>{width}.{digits}f}" if isinstance(v, int | float) else f"{'-':>{width}}"
 
 
+def _spread(s: dict[str, Any], key: str, width: int) -> str:
+    """A run's median of `key` with [min, max] over its repetitions."""
+    sp = s.get("spread", {}).get(key)
+    if not sp:
+        return f"{'-':>{width}}"
+    text = f"{sp['median']:.1f}" + (f" [{sp['min']:.1f}, {sp['max']:.1f}]" if sp["n"] > 1 else "")
+    return f"{text:>{width}}"
+
+
+def _used(s: dict[str, Any]) -> str:
+    """Repetitions in the medians, of those done, and which were machine-bound."""
+    text = f"{s.get('headline_repetitions', 0)}/{s.get('repetitions_done', 0)}"
+    bound = s.get("machine_bound_repetitions") or []
+    return text + (f", machine-bound: {bound}" if bound else "")
+
+
 def _pct(v: float | None, width: int) -> str:
     return f"{v:>{width}.0%}" if isinstance(v, int | float) else f"{'-':>{width}}"
 
 
 def _log(line: str) -> None:
-    if line.startswith("[") or "failed" in line:
+    if line.startswith("[") or "failed" in line:  # progress: [k/n] run (repetition), skipped or started
         print(line, flush=True)
 
 
@@ -256,15 +287,18 @@ def main() -> None:
     parser.add_argument("--only", choices=("speedup", "dlcp"))
     parser.add_argument("--models", default="resnet50,vgg16,bert-base")
     parser.add_argument("--topos", default="rack,leafspine")
+    parser.add_argument("--repeat", type=int, help="repetitions of every run (default: each spec's `repeat`)")
     bmv2_option(parser)
     args = parser.parse_args()
+    if args.repeat is not None and args.repeat < 1:
+        parser.error(f"--repeat {args.repeat}: at least 1 repetition")
     use_bmv2(args)
     figures: dict[str, Any] = {}
     started = time.monotonic()
     if args.only in (None, "speedup"):
-        figures["speedup"] = speedup(args.out, args.models.split(","), args.topos.split(","))
+        figures["speedup"] = speedup(args.out, args.models.split(","), args.topos.split(","), args.repeat)
     if args.only in (None, "dlcp"):
-        figures["dlcp"] = dlcp(args.out)
+        figures["dlcp"] = dlcp(args.out, args.repeat)
     figures["wall_s"] = time.monotonic() - started
     name = f"training-{args.only}" if args.only else "training"
     print(f"reports under {args.out}; written {save(name, figures)}")

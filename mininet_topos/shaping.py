@@ -13,10 +13,17 @@ lowest prio first, so the classes are served in strict priority within 1%.
 
 Both ends of a link are shaped, so each direction is limited at its sender. Loss is never
 injected here: that is the switches' fault-injection table.
+
+What a link carried is what its sender's shaper sent: the root HTB qdisc's `Sent` counter (bytes
+it dequeued to the interface; what its queues dropped is counted apart), read with
+`tc -s -j qdisc show` (`shaper_stats`). What a switch program handed to a port can be more: the
+shaper drops what its queue cannot hold.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from protocol.config import CONFIG
@@ -107,3 +114,32 @@ def shape_priority(node: Any, intf: str, rate_mbps: float) -> None:
 
 def unshape(node: Any, intf: str) -> None:
     node.cmd(f"tc qdisc del dev {intf} root 2>/dev/null")
+
+
+# ---- what the shapers sent ----
+
+SHAPER_STATS_COMMAND = ("tc", "-s", "-j", "qdisc", "show")  # every interface of the namespace it runs in
+
+
+@dataclass(frozen=True)
+class ShaperStats:
+    """Counters of an interface's root HTB qdisc since it was made."""
+
+    sent_bytes: int  # bytes the shaper put on the link (dequeued to the interface), Ethernet headers included
+    sent_packets: int
+    dropped_packets: int  # packets its queues dropped (a full FIFO): offered to the link, never carried
+
+
+def parse_shaper_stats(tc_json: str, dev: str | None = None) -> dict[str, ShaperStats]:
+    """Per interface, its root HTB qdisc's counters, from the output of `tc -s -j qdisc show`
+    (every interface: each entry names its `dev`) or `... show dev DEV` (give `dev`: the entries
+    do not name it). Interfaces without an HTB root (unshaped: noqueue, pfifo_fast) are left out."""
+    out: dict[str, ShaperStats] = {}
+    for q in json.loads(tc_json or "[]"):
+        if q.get("kind") != "htb" or not q.get("root"):
+            continue
+        name = q.get("dev", dev)
+        if name is None:
+            raise ValueError("tc output names no interface: give dev")
+        out[name] = ShaperStats(int(q["bytes"]), int(q["packets"]), int(q.get("drops", 0)))
+    return out

@@ -7,6 +7,7 @@ The topology a spec needs, its hosts dealt to jobs and roles (`place`), and ever
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 
 from controller.experiment.spec import ExperimentSpec, RingOrder, Topo
@@ -52,20 +53,27 @@ def place(spec: ExperimentSpec, topo: Topology) -> Placement:
     neighbours share a leaf where they can, so only one ring hop per leaf crosses the
     fabric. With `ring_order = alternate` they stay in dealing order: every hop crosses it,
     several flows share each leaf's uplinks, and ECMP may put two on one spine (the setting
-    where DLCP's spraying has something to fix).
+    where DLCP's spraying has something to fix). With `ring_order = random` every job's workers
+    are drawn at random from the hosts left, ranks in the order drawn (a scheduler that knows
+    nothing of the topology), the draw seeded by the spec's seed: each seed another placement.
     """
     by_edge = [[h for h, _ in topo.hosts_of(s.name)] for s in topo.edge_switches()]
     order = [h.name for rnd in range(max(len(e) for e in by_edge)) for e in by_edge if rnd < len(e) for h in [e[rnd]]]
     edge_of = {h.name: i for i, e in enumerate(by_edge) for h in e}
     free = list(order)
+    draw = random.Random(spec.seed)
 
     def take() -> str:
         return free.pop(0)
 
+    def take_at_random() -> str:
+        return free.pop(draw.randrange(len(free)))
+
     server_host = take() if spec.servers_per_job and spec.colocate_servers else None
     jobs = []
     for _ in range(spec.jobs):
-        hosts = [take() for _ in range(spec.workers)]
+        pick = take_at_random if spec.ring_order == RingOrder.RANDOM else take
+        hosts = [pick() for _ in range(spec.workers)]
         if spec.algo == Algorithm.RING and spec.ring_order == RingOrder.LEAVES:
             hosts.sort(key=lambda h: (edge_of[h], order.index(h)))
         nodes = [Node(i, Role.WORKER, h, topo.host(h).ip) for i, h in enumerate(hosts)]

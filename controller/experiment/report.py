@@ -85,24 +85,50 @@ def median_iteration(steady: list[dict[str, Any]]) -> int:
     return int(ordered[(len(ordered) - 1) // 2]["index"])
 
 
+CHECKS = ("none", "digest", "exact")  # what a worker's check of its result proves, weakest first
+
+
+def record_check(record: dict[str, Any]) -> str:
+    """The check a worker's IterationRecord says it ran (`check`; records without one: "exact")."""
+    check = str(record.get("check", "exact"))
+    if check not in CHECKS:
+        raise ValueError(f"iteration record check = {check!r}: one of {', '.join(CHECKS)}")
+    return check
+
+
+def weakest(checks: list[str]) -> str:
+    """The weakest of some checks ("exact" when there are none: nothing claims less)."""
+    return min(checks, key=CHECKS.index) if checks else "exact"
+
+
+def _iteration(i: int, recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Iteration i of a job from its workers' records: the slowest worker's time; correctness and
+    errors only where every worker checked its result (`check`)."""
+    extras = sorted({k for x in recs for k in x.get("extra", {})})
+    check = weakest([record_check(x) for x in recs])
+    it: dict[str, Any] = {"index": i, "time_s": max(x["time_s"] for x in recs), "check": check,
+                          "start": min(x["start"] for x in recs), "end": max(x["end"] for x in recs)}
+    if check != "none":
+        it["correct"] = all(x["correct"] for x in recs)
+        wrong = [x.get("wrong_elements") for x in recs]
+        if all(v is not None for v in wrong):
+            it["wrong_elements"] = sum(int(v) for v in wrong if v is not None)
+        errors = [x.get("max_abs_error") for x in recs]
+        if all(v is not None for v in errors):
+            it["max_abs_error"] = max(float(v) for v in errors if v is not None)
+    for k in extras:
+        if k == "relative_error" and check == "none":
+            continue  # an error against the exact sum is a check's figure
+        it[k] = (sum if k.endswith("packets") else max)(x.get("extra", {}).get(k, 0) for x in recs)
+    return it
+
+
 def _job_summary(spec: ExperimentSpec, results: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """Iterations (slowest worker per iteration), wire totals and headline figures of one job."""
     workers = [r for r in results.values() if r["role"] == "worker"]
     n_iter = min((len(r["iterations"]) for r in workers), default=0)
-    iterations = []
-    for i in range(n_iter):
-        recs = [r["iterations"][i] for r in workers]
-        extras = sorted({k for x in recs for k in x.get("extra", {})})
-        iterations.append({
-            "index": i,
-            "time_s": max(x["time_s"] for x in recs),
-            "correct": all(x["correct"] for x in recs),
-            "wrong_elements": sum(x["wrong_elements"] for x in recs),
-            "max_abs_error": max(x["max_abs_error"] for x in recs),
-            "start": min(x["start"] for x in recs),
-            "end": max(x["end"] for x in recs),
-            **{k: (sum if k.endswith("packets") else max)(x.get("extra", {}).get(k, 0) for x in recs) for k in extras},
-        })
+    iterations = [_iteration(i, [r["iterations"][i] for r in workers]) for i in range(n_iter)]
+    check = weakest([it["check"] for it in iterations])
     stats = [r.get("stats", {}) for r in results.values()]
     tx_bytes = sum(s.get("tx_bytes", 0) for s in stats)
     tx_packets = sum(s.get("tx_packets", 0) for s in stats)
@@ -114,36 +140,70 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, dict[str, Any]]) -> di
     sbytes = step_bytes(spec)
     bound = lower_bound_s(spec.algo, spec.workers, spec.servers, sbytes, spec.bw_mbps)
     median = float(np.median(times)) if len(times) else None
-    correct = bool(iterations) and all(it["correct"] for it in iterations) and len(iterations) == spec.iterations
+    complete = bool(iterations) and len(iterations) == spec.iterations
+    checked = check != "none"
+    correct = complete and all(it["correct"] for it in iterations) if checked else None
+    summary: dict[str, Any] = {
+        "median_s": median,
+        "p99_s": float(np.percentile(times, 99)) if len(times) else None,
+        "mean_s": float(np.mean(times)) if len(times) else None,
+        "algbw_mbps": sbytes * 8 / median / 1e6 if median else None,
+        "lower_bound_s": bound,
+        "ratio_to_bound": median / bound if median and bound else None,
+        "iterations_done": len(iterations),
+    }
+    if checked:
+        summary["correct"] = correct
     return {
-        "ok": all(r.get("ok") for r in results.values()) and correct,
+        "ok": all(r.get("ok") for r in results.values()) and complete and correct is not False,
         "errors": {f"{r['role']} {r['node_id']} ({r['host']})": r["error"] for r in results.values() if r.get("error")},
+        "check": check,
         "iterations": iterations,
         "bytes_on_wire": tx_bytes + ETH_HEADER_LEN * tx_packets,  # the hosts count IP bytes
         "packets_on_wire": tx_packets,
         "retransmissions": sum(s.get("requester", {}).get("retransmitted", 0) for s in stats),
         "host_drops": host_drops,
         "jct_s": iterations[-1]["end"] - iterations[0]["start"] if iterations else None,
-        "summary": {
-            "median_s": median,
-            "p99_s": float(np.percentile(times, 99)) if len(times) else None,
-            "mean_s": float(np.mean(times)) if len(times) else None,
-            "algbw_mbps": sbytes * 8 / median / 1e6 if median else None,
-            "lower_bound_s": bound,
-            "ratio_to_bound": median / bound if median and bound else None,
-            "correct": correct,
-            "iterations_done": len(iterations),
-        },
+        "summary": summary,
         "extra": {str(nid): {k: v for k, v in r.items() if k not in {"iterations", "stats", "traceback", "error",
                                                                          "node_id", "host", "role", "ok", "timeline"}}
                   for nid, r in results.items()},
     }
 
 
-def busiest_link_load(switches: dict[str, Any], bw_mbps: float) -> float | None:
-    """Bytes the switch program sent to its busiest port from the start of the jobs to their end,
-    as a fraction of what the link carries in that time: about 1 when a link, not the switches'
-    CPU, limits the run; above 1 when the link's queue had to drop the excess (bulk TCP)."""
+Usage = dict[str, dict[str, Any]]  # link direction ("leaf1->spine2") -> what it carried (experiment/links.py)
+
+
+def busiest_link_load(links: Usage) -> float | None:
+    """The largest load of any shaped link direction over the jobs: bytes its sender's shaper sent
+    (what the link carried) over what the link's rate carries in that time. About 1 when a link,
+    not the machine, limited the run; never much above 1 (a shaper sends at most its rate and a
+    millisecond's burst)."""
+    loads = [float(u["load"]) for u in links.values() if u.get("load") is not None]
+    return max(loads) if loads else None
+
+
+def fabric_link_loads(links: Usage) -> dict[str, float]:
+    """Load of every switch-to-switch link direction ("leaf1->spine2") over the jobs, from what its
+    shaper sent: per-spine loads show where ECMP put the flows."""
+    return {name: u["load"] for name, u in links.items()
+            if u["kind"] in ("uplink", "downlink", "fabric") and u.get("load") is not None}
+
+
+def uplink_imbalance(links: Usage) -> float | None:
+    """Busiest over mean load of the links from edge switches (those with hosts) to the others:
+    1 when the fabric's uplinks carry equal shares, up to the number of uplinks when one carries all."""
+    up = [float(u["load"]) for u in links.values() if u["kind"] == "uplink" and u.get("load") is not None]
+    if len(up) < 2 or not sum(up):
+        return None
+    return max(up) / (sum(up) / len(up))
+
+
+def busiest_offered_load(switches: dict[str, Any], bw_mbps: float) -> float | None:
+    """What the switch program handed to its busiest port (its port counters) over what the link
+    carries in the time. This is the load OFFERED to a switch's egress shaper, not what the link
+    carried: above 1 when the shaper's queue dropped the excess (bulk TCP, an incast), and then
+    above busiest_link_load by what was dropped."""
     best = None
     for sw in switches.values():
         if not isinstance(sw, dict) or not sw.get("seconds"):
@@ -155,53 +215,34 @@ def busiest_link_load(switches: dict[str, Any], bw_mbps: float) -> float | None:
     return best
 
 
-def fabric_link_loads(switches: dict[str, Any], bw_mbps: float) -> dict[str, float]:
-    """Load of every switch-to-switch link direction ("leaf1->spine2"), from the bytes the sending
-    switch put on its port over the run: per-spine loads show where ECMP put the flows."""
-    loads: dict[str, float] = {}
-    for name, sw in switches.items():
-        if not isinstance(sw, dict) or not sw.get("seconds"):
-            continue
-        neighbours = sw.get("neighbours", {})
-        for port, counts in sw.get("ports", {}).items():
-            peer = neighbours.get(str(port))
-            if peer in switches and len(counts) >= 3:
-                loads[f"{name}->{peer}"] = counts[2] * 8 / (sw["seconds"] * bw_mbps * 1e6)
-    return dict(sorted(loads.items()))
-
-
-def uplink_imbalance(loads: dict[str, float], switches: dict[str, Any]) -> float | None:
-    """Busiest over mean load of the links from edge switches (those with hosts) to the others:
-    1 when the fabric's uplinks carry equal shares, up to the number of uplinks when one carries all."""
-    def edge(name: str) -> bool:
-        return any(peer not in switches for peer in switches[name].get("neighbours", {}).values())
-
-    up = [v for link, v in loads.items() if edge(link.split("->")[0]) and not edge(link.split("->")[1])]
-    if len(up) < 2 or not sum(up):
-        return None
-    return max(up) / (sum(up) / len(up))
-
-
 def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, dict[int, dict[str, Any]]],
-              switches: dict[str, Any], started: float) -> dict[str, Any]:
-    """results.json: job 1's figures at the top, every job under "jobs", the switches' counters."""
+              switches: dict[str, Any], started: float, links: Usage | None = None,
+              background_goodput_mbps: float | None = None) -> dict[str, Any]:
+    """results.json: job 1's figures at the top, every job under "jobs", what every shaped link
+    carried (`links`), the switches' counters."""
+    links = links or {}
     jobs = {cfg.job_id: _job_summary(spec, results[cfg.job_id]) for cfg in cfgs}
     main = jobs[cfgs[0].job_id]
     jcts = [j["jct_s"] for j in jobs.values() if j["jct_s"] is not None]
-    headline_extra: dict[str, Any] = {"avg_jct_s": float(np.mean(jcts)) if jcts else None}
+    headline_extra: dict[str, Any] = {"avg_jct_s": float(np.mean(jcts)) if jcts else None,
+                                      "check": main["check"]}
     its = main["iterations"]
+    checked = main["check"] != "none"
     if its and "zero_filled_packets" in its[0]:
         headline_extra["zero_filled_packets"] = sum(it["zero_filled_packets"] for it in its)
-    if its and "relative_error" in its[0]:  # training runs have no exact sum to compare with
+    if its and checked and all("relative_error" in it for it in its):  # the error the check measured
         headline_extra["max_relative_error"] = max(it["relative_error"] for it in its)
     link_loads: dict[str, float] = {}
     if spec.bw_mbps:
-        headline_extra["busiest_link_load"] = busiest_link_load(switches, spec.bw_mbps)
-        link_loads = fabric_link_loads(switches, spec.bw_mbps)
-        imbalance = uplink_imbalance(link_loads, switches)
+        headline_extra["busiest_link_load"] = busiest_link_load(links)
+        headline_extra["busiest_offered_load"] = busiest_offered_load(switches, spec.bw_mbps)
+        link_loads = fabric_link_loads(links)
+        imbalance = uplink_imbalance(links)
         if imbalance is not None:
             headline_extra["uplink_imbalance"] = imbalance
-    if its and spec.dtype == DType.FLOAT32:
+    if spec.background_flows:
+        headline_extra["background_goodput_mbps"] = background_goodput_mbps
+    if its and checked and spec.dtype == DType.FLOAT32 and all("max_abs_error" in it for it in its):
         headline_extra["max_abs_error"] = max(it["max_abs_error"] for it in its)
     dlcp_drops = sum(events.get("dropped", 0) for sw in switches.values() if isinstance(sw, dict)
                      for events in sw.get("dlcp", {}).values())
@@ -215,10 +256,12 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
         **main,
         "ok": all(j["ok"] for j in jobs.values()),
         "goodput_mbps": main["summary"]["algbw_mbps"],
-        "jobs": {str(k): {"ok": v["ok"], "jct_s": v["jct_s"], **v["summary"]} for k, v in jobs.items()},
+        "jobs": {str(k): {"ok": v["ok"], "check": v["check"], "jct_s": v["jct_s"], **v["summary"]}
+                 for k, v in jobs.items()},
         "headline_extra": headline_extra,
         "training": training_summary(spec, main["iterations"], cfgs[0]),
         "link_loads": link_loads,
+        "links": links,
         "switches": switches,
     }
 
@@ -230,8 +273,13 @@ def _fmt(value: float | None, unit: str = "", digits: int = 3) -> str:
 
 
 def _verdict(report: dict[str, Any]) -> str:
+    check = report.get("check", "exact")
+    if check == "none":
+        return "results not checked (check: none)"
     if not report["summary"]["correct"]:
-        return "NOT CORRECT"
+        return f"NOT CORRECT ({check} check)"
+    if check == "digest":
+        return "correct (digest check)"
     its = report["iterations"]
     if all(it.get("wrong_elements", 0) == 0 for it in its):
         return "all exact"
@@ -273,6 +321,15 @@ def format_table(report: dict[str, Any]) -> str:
         if t.get("ideal_samples_per_s_real") is not None:
             lines.append(f"  {'ideal (link bounds)':<22}{t['ideal_samples_per_s_real']:.1f} samples/s; this run "
                          f"{_fmt(t.get('of_ideal'), '', 2)} of it")
+    x = report.get("headline_extra", {})
+    if x.get("background_goodput_mbps") is not None:
+        lines.append(f"  {'background TCP':<22}{x['background_goodput_mbps']:.2f} Mb/s goodput over the jobs")
+    limits = [f"busiest link {x['busiest_link_load']:.0%} loaded" if x.get("busiest_link_load") is not None
+              else "no shaped link measured",
+              f"CPU {x['cpu_idle']:.0%} idle" if x.get("cpu_idle") is not None else "CPU idle unknown"]
+    judged = {True: f"MACHINE-BOUND: {x.get('machine_bound_reason')}", False: "link-bound enough to count",
+              None: "not judged"}[x.get("machine_bound")]
+    lines.append(f"  {'what limited it':<22}{', '.join(limits)}; {judged}")
     if report["errors"]:
         lines.append("  errors:")
         lines += [f"    {who}: {err.splitlines()[0]}" for who, err in report["errors"].items()]
@@ -283,7 +340,8 @@ def write_report(report: dict[str, Any], out_dir: Path) -> None:
     (out_dir / "table.txt").write_text(format_table(report) + "\n")
     with (out_dir / "iterations.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["index", "time_s", "correct", "max_abs_error"])
+        w.writerow(["index", "time_s", "check", "correct", "max_abs_error"])  # the last two empty: not checked
         for it in report["iterations"]:
-            w.writerow([it["index"], f"{it['time_s']:.6f}", it["correct"], it["max_abs_error"]])
+            w.writerow([it["index"], f"{it['time_s']:.6f}", it.get("check", "exact"), it.get("correct", ""),
+                        it.get("max_abs_error", "")])
     plot_iterations(report, out_dir / "iterations.png")

@@ -19,11 +19,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from controller.experiment.background import GoodputMeter
+from controller.experiment.bottleneck import judge
 from controller.experiment.counters import delta, label_ports, snapshot
+from controller.experiment.links import LinkMeter
 from controller.experiment.machine import CpuSample, cpu_sample
 from controller.experiment.placement import job_config, place, topology_for
 from controller.experiment.report import summarize, write_report
-from controller.experiment.settings import RunSettings
+from controller.experiment.settings import BACKGROUND_PORT, RunSettings
 from controller.experiment.spec import ExperimentSpec
 from controller.experiment.supervisor import Progress, run_nodes
 from controller.experiment.timeline import write_timeline
@@ -57,14 +60,21 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     started = time.time()
     before: dict[str, Any] = {}
     cpu: list[CpuSample] = []
+    links = LinkMeter.of(net)  # what every shaped link carried (its sender's shaper's counters)
+    background = GoodputMeter(net.host(placement.background[1]), BACKGROUND_PORT) if placement.background else None
 
-    def go() -> None:  # counters and the machine's CPU from the start of the jobs on
+    def go() -> None:  # counters, links, background flows and the machine's CPU from the start of the jobs on
         before.update(snapshot(fabric))
+        links.start()
+        if background is not None:
+            background.start()
         cpu.append(cpu_sample())
 
     with RunSettings(net, spec, cfgs, placement, run_dir) as settings:
         results = run_nodes(net, cfgs, out_dir, run_dir, Progress(spec.iterations, spec.label, progress), on_go=go)
         cpu.append(cpu_sample())
+        carried = links.stop()
+        goodput = background.stop() if background is not None else None
         switches = delta(snapshot(fabric), before)
         label_ports(switches, net.topo)
         if spec.dlcp.enabled:
@@ -73,9 +83,12 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         if settings.netreduce_jobs:
             switches["netreduce"] = {str(job): asdict(status) for job, status in settings.netreduce_status().items()}
         rotations = settings.tensorlights_rotations()
-    report = summarize(spec, cfgs, results, switches, started)
+    report = summarize(spec, cfgs, results, switches, started, carried, goodput)
     # What limited the run: the links (busiest_link_load, when shaped) or the machine (cpu_idle near 0).
-    report["headline_extra"]["cpu_idle"] = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
+    extra = report["headline_extra"]
+    extra["cpu_idle"] = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
+    ideal_load = (report.get("training") or {}).get("ideal_link_load")
+    extra.update(judge(extra["cpu_idle"], extra.get("busiest_link_load"), ideal_load).fields())
     report["bmv2"] = net.bmv2.describe() if net.bmv2 is not None else None  # the build the switches ran
     if rotations is not None:
         report["tensorlights"] = {"rotations": rotations, "interval_s": spec.tensorlights_rotate_s}

@@ -58,6 +58,7 @@ class RingOrder(Choice):
 
     LEAVES = "leaves"  # neighbours share a leaf where they can: one hop per leaf crosses the fabric (NCCL)
     ALTERNATE = "alternate"  # consecutive ranks on different leaves: every hop crosses the fabric
+    RANDOM = "random"  # ranks on hosts drawn at random (seeded by the spec's seed): a scheduler's placement
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ class ExperimentSpec:
     jobs: int = 1  # identical jobs run at once, ids 1..jobs, on their own hosts
     colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
     background_flows: int = 0  # bulk TCP streams between two extra hosts on two switches
-    ring_order: RingOrder = RingOrder.LEAVES  # ring: neighbours on one leaf, or every hop across the fabric
+    ring_order: RingOrder = RingOrder.LEAVES  # ranks: neighbours on one leaf, every hop across the fabric, or random
     credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
     dlcp: DlcpOptions = field(default_factory=DlcpOptions)
     tensorlights: bool = False  # HTB priorities among the colocated servers at their host's NIC

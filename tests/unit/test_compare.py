@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from controller.experiment.compare import load_spec, run_compare
-from controller.experiment.counters import label_ports
+from controller.experiment.links import shaped_directions, usage
 from controller.experiment.placement import (
     PACKET_OVERHEAD,
     QUEUE_SHARE,
@@ -23,9 +22,9 @@ from controller.experiment.placement import (
     place,
     topology_for,
 )
-from controller.experiment.report import fabric_link_loads, uplink_imbalance
+from controller.experiment.report import busiest_link_load, fabric_link_loads, uplink_imbalance
 from controller.experiment.spec import DlcpOptions, ExperimentSpec, RingOrder, SpecError, Topo, spec_from_dict
-from mininet_topos.shaping import buffer_bytes
+from mininet_topos.shaping import ShaperStats, buffer_bytes
 from protocol.paths import EXPERIMENTS
 from workers.config import Algorithm, Role, Scheduling, Sync
 from workers.dlcp import DlcpPolicy
@@ -177,17 +176,47 @@ def test_alternate_ring_order_crosses_the_fabric_at_every_hop():
 
 
 def test_fabric_link_loads_name_each_spine_and_measure_the_uplinks_imbalance():
-    topo = topology_for(ExperimentSpec(topo=Topo.LEAFSPINE, spines=4))
-    switches: dict[str, dict[str, Any]] = {
-        s.name: {"seconds": 2.0, "ports": {str(p): [0, 0, 0] for p in topo.ports_of(s.name)}} for s in topo.switches}
-    label_ports(switches, topo)
-    up = {n: p for p, n in switches["leaf1"]["neighbours"].items() if n.startswith("spine")}
-    switches["leaf1"]["ports"][up["spine1"]] = [0, 0, 1_250_000]  # 10 Mb over 2 s at 5 Mb/s: fully loaded
-    switches["leaf1"]["ports"][up["spine2"]] = [0, 0, 1_250_000]  # two flows on two spines, none on the others
-    loads = fabric_link_loads(switches, 5.0)
+    """Loads come from what each direction's shaper sent (controller/experiment/links.py): the
+    uplinks a collision loads, the idle ones, every fabric direction named by its ends."""
+    topo = topology_for(ExperimentSpec(topo=Topo.LEAFSPINE, spines=4, bw_mbps=5.0))
+    directions = shaped_directions(topo)
+    assert {d.kind for d in directions} == {"uplink", "downlink", "from-host", "to-host"}
+    sent = {"leaf1->spine1": 1_250_000, "leaf1->spine2": 1_250_000}  # 10 Mb in 2 s at 5 Mb/s: two spines full
+    before = {d.name: (10.0, ShaperStats(500, 1, 0)) for d in directions}
+    after = {d.name: (12.0, ShaperStats(500 + sent.get(d.name, 0), 1, 0)) for d in directions}
+    links = usage(directions, before, after)
+    loads = fabric_link_loads(links)
     assert loads["leaf1->spine1"] == pytest.approx(1.0) and loads["leaf1->spine3"] == 0.0
     assert len(loads) == 16 and "spine1->leaf2" in loads  # every direction of every fabric link
-    assert uplink_imbalance(loads, switches) == pytest.approx(1.0 / (2.0 / 8))  # busiest / mean of 8 uplinks
+    assert uplink_imbalance(links) == pytest.approx(1.0 / (2.0 / 8))  # busiest / mean of 8 uplinks
+    assert busiest_link_load(links) == pytest.approx(1.0)
+    assert len(links) == len(directions) == 2 * len(topo.links)  # the hosts' links too, both ways
+
+
+@pytest.mark.parametrize("workers, jobs", [(8, 1), (4, 2)])
+def test_random_placement_draws_other_hosts_with_every_seed(workers, jobs):
+    """ring_order = random: ranks on hosts drawn at random, the draw seeded by the spec's seed (a
+    compare's repetitions use seed + index): the same seed gives the same placement, others differ."""
+    base = ExperimentSpec(algo=RING, workers=workers, jobs=jobs, topo=Topo.LEAFSPINE, ring_order=RingOrder.RANDOM,
+                          background_flows=2)
+    topo = topology_for(base)
+
+    def ranks(seed: int) -> list[list[str]]:
+        return [[n.host for n in nodes] for nodes in place(replace(base, seed=seed), topo).jobs]
+
+    assert ranks(1) == ranks(1)
+    drawn = {tuple(map(tuple, ranks(seed))) for seed in range(1, 11)}
+    assert len(drawn) >= 8  # 10 seeds, (almost) as many placements
+    for placement in drawn:
+        hosts = [h for job in placement for h in job]
+        assert len(hosts) == len(set(hosts)) == workers * jobs  # no host twice
+    crossings = {sum(topo.attachment(job[i])[0] != topo.attachment(job[(i + 1) % workers])[0]
+                     for i in range(workers)) for placement in drawn for job in placement}
+    assert len(crossings) > 1, crossings  # some rings cross the fabric more often than others
+    aware = place(replace(base, ring_order=RingOrder.LEAVES), topo).jobs
+    assert ranks(1) != [[n.host for n in nodes] for nodes in aware]
+    with pytest.raises(SpecError, match="ring_order = 'spiral': one of leaves, alternate, random"):
+        spec_from_dict({"ring_order": "spiral"})
 
 
 def test_order_tolerant_receivers_wait_a_full_queue_after_a_message_end():
