@@ -327,7 +327,7 @@ def format_table(report: dict[str, Any]) -> str:
     limits = [f"busiest link {x['busiest_link_load']:.0%} loaded" if x.get("busiest_link_load") is not None
               else "no shaped link measured",
               f"CPU {x['cpu_idle']:.0%} idle" if x.get("cpu_idle") is not None else "CPU idle unknown"]
-    judged = {True: f"MACHINE-BOUND: {x.get('machine_bound_reason')}", False: "link-bound enough to count",
+    judged = {True: f"MACHINE-BOUND: {x.get('machine_bound_reason')}", False: "not machine-bound",
               None: "not judged"}[x.get("machine_bound")]
     lines.append(f"  {'what limited it':<22}{', '.join(limits)}; {judged}")
     if report["errors"]:

@@ -59,10 +59,12 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     fabric = net.fabric
     started = time.time()
     before: dict[str, Any] = {}
+    after: dict[str, Any] = {}
     cpu: list[CpuSample] = []
     links = LinkMeter.of(net)  # what every shaped link carried (its sender's shaper's counters)
     background = GoodputMeter(net.host(placement.background[1]), BACKGROUND_PORT) if placement.background else None
 
+    # The jobs' window: from the go to when every node has done its work (not its lingering and exit).
     def go() -> None:  # counters, links, background flows and the machine's CPU from the start of the jobs on
         before.update(snapshot(fabric))
         links.start()
@@ -70,12 +72,17 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
             background.start()
         cpu.append(cpu_sample())
 
-    with RunSettings(net, spec, cfgs, placement, run_dir) as settings:
-        results = run_nodes(net, cfgs, out_dir, run_dir, Progress(spec.iterations, spec.label, progress), on_go=go)
+    def done() -> None:  # ... to their end
         cpu.append(cpu_sample())
-        carried = links.stop()
-        goodput = background.stop() if background is not None else None
-        switches = delta(snapshot(fabric), before)
+        after["links"] = links.stop()
+        after["goodput"] = background.stop() if background is not None else None
+        after["switches"] = snapshot(fabric)
+
+    with RunSettings(net, spec, cfgs, placement, run_dir) as settings:
+        results = run_nodes(net, cfgs, out_dir, run_dir, Progress(spec.iterations, spec.label, progress), on_go=go,
+                            on_done=done)
+        carried, goodput = after.get("links", {}), after.get("goodput")
+        switches = delta(after.get("switches") or snapshot(fabric), before)
         label_ports(switches, net.topo)
         if spec.dlcp.enabled:
             for name in fabric.switch_names():

@@ -2,7 +2,8 @@
 
 Each node is `python -m workers.main JOB_CONFIG RUN_DIR NODE_ID` in its host. They say they are
 ready (RUN_DIR/ready-<id>), start together on the runner's go (RUN_DIR/go), report progress
-after every iteration and write RUN_DIR/result-<id>.json. A node that dies stops the rest of
+after every iteration, say when their work is done (RUN_DIR/done-<id>: they linger after it for
+peers' retransmissions) and write RUN_DIR/result-<id>.json. A node that dies stops the rest of
 its job at once (RUN_DIR/abort), and the whole run has a deadline: nothing waits forever.
 """
 
@@ -23,6 +24,7 @@ from protocol.paths import REPO_ROOT
 from protocol.polling import wait_until
 from workers.config import JobConfig
 
+DONE_POLL_S = 0.05  # how often the runner looks at the nodes' progress and done files
 WORKER_NICE = 10  # workers yield to the BMv2 switches on a small machine (README, Performance)
 
 NodeResult = dict[str, Any]  # a node's result-<id>.json
@@ -60,9 +62,12 @@ def log_tail(path: Path, lines: int = 15) -> str:
 
 
 def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir: Path, bar: Progress,
-              on_go: Callable[[], None] = lambda: None) -> dict[int, dict[int, NodeResult]]:
+              on_go: Callable[[], None] = lambda: None,
+              on_done: Callable[[], None] = lambda: None) -> dict[int, dict[int, NodeResult]]:
     """Start every node of every job (their configs are config_dir/job<N>.json), release them
-    together (on_go just before), wait; results per job and node."""
+    together (on_go just before), wait; results per job and node. on_done: once every node of every
+    job has done its work (within a poll, DONE_POLL_S, of the last), or else when they have all
+    exited: the end of the jobs' window, before the nodes linger and exit."""
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
     procs: dict[tuple[int, int], subprocess.Popen[bytes]] = {}
     logs: dict[tuple[int, int], Path] = {}
@@ -99,8 +104,13 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
             (jd / "go").write_text(stamp)
         first = cfgs[0]
         deadline = first.iterations * first.iteration_timeout + start_timeout + first.linger_timeout
+        ended = False
 
         def finished() -> bool:
+            nonlocal ended
+            if not ended and all((dirs[job] / f"done-{nid}").exists() for job, nid in procs):
+                ended = True
+                on_done()
             done = [int(f.read_text() or 0) for w in first.workers
                     if (f := dirs[first.job_id] / f"progress-{w.node_id}").exists()]
             bar.update(min(done) if len(done) == len(first.workers) else 0)
@@ -113,7 +123,9 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
             return all(p.poll() is not None for p in procs.values())
 
         try:
-            wait_until(finished, deadline, interval=0.2, what="the jobs to finish")
+            wait_until(finished, deadline, interval=DONE_POLL_S, what="the jobs to finish")
+            if not ended:  # some node never said done (it failed): the window ends with the processes
+                on_done()
         except TimeoutError as e:
             running = [f"job {j} {by_job[j].node(n).host}" for (j, n), p in procs.items() if p.poll() is None]
             raise ExperimentError(f"{e}; still running: {running}") from None

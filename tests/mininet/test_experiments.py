@@ -7,10 +7,12 @@ bounded time with an error naming it; every node knows its peers' addresses befo
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
+from controller.experiment.compare import load_spec, run_compare
 from controller.experiment.placement import job_config, place, topology_for
 from controller.experiment.runner import run_experiment
 from controller.experiment.spec import spec_from_dict
@@ -44,7 +46,9 @@ def test_exact_sums(tmp_path, algo, topo):
     assert (tmp_path / report["name"] / "iterations.png").exists()
     # What limited it, and which BMv2 ran (the build GradNetwork resolved, as results.json keeps it).
     extra = report["headline_extra"]
-    assert extra["busiest_link_load"] > 0.0 and 0.0 <= extra["cpu_idle"] <= 1.0
+    assert 0.0 < extra["busiest_link_load"] <= 1.02 and 0.0 <= extra["cpu_idle"] <= 1.0  # what a link carried
+    assert extra["machine_bound"] == (extra["cpu_idle"] < 0.1 or extra["busiest_link_load"] < 0.8)
+    assert report["check"] == "exact"
     build = resolve_bmv2()
     assert report["bmv2"]["path"] == str(build.executable) and report["bmv2"]["logging_macros"] == build.logging
     assert report["bmv2"]["version"] == build.version
@@ -99,3 +103,35 @@ def test_every_node_knows_its_peers_addresses_before_the_go(tmp_path):
     for i, w in enumerate(ring):  # a ring node has QPs to the next worker and from the previous one
         peers = {ring[i - 1].ip, ring[(i + 1) % len(ring)].ip}
         assert {ip: at_go[w.host].get(ip) for ip in peers} == dict.fromkeys(peers, "REACHABLE"), (w.host, at_go)
+
+
+def test_a_repeated_compare_resumes_where_it_stopped(tmp_path):
+    """Two runs, two repetitions each, on real networks: a directory and a seed per repetition, the
+    summary's spread from both. Started again on the same directory, nothing runs again."""
+    path = tmp_path / "spec.toml"
+    path.write_text('name = "twice"\nrepeat = 2\nbaselines = ["ps"]\n[defaults]\nworkers = 2\niterations = 2\n'
+                    'size_bytes = 65536\nbw_mbps = 20.0\n[[runs]]\nname = "ring"\n[[runs]]\nname = "ps"\n'
+                    'algo = "ps"\n')
+    spec = load_spec(path)
+    lines: list[str] = []
+    summary = run_compare(spec, tmp_path / "out", log=lines.append)
+    assert [line.split(" ...")[0] for line in lines if line.startswith("[")] == [
+        "[1/4] ring (repetition 1/2)", "[2/4] ps (repetition 1/2)", "[3/4] ring (repetition 2/2)",
+        "[4/4] ps (repetition 2/2)"]
+    for name in ("ring", "ps"):
+        reports = [json.loads((tmp_path / "out" / name / f"rep{k}" / "results.json").read_text()) for k in (1, 2)]
+        assert [r["spec"]["seed"] for r in reports] == [1, 2] and all(r["ok"] for r in reports)
+        assert summary[name]["spread"]["median_s"]["n"] == summary[name]["headline_repetitions"] or \
+            summary[name]["machine_bound"]
+        assert sorted(summary[name]["spread"]["median_s"][k] for k in ("min", "max")) == sorted(
+            r["summary"]["median_s"] for r in reports) or summary[name]["machine_bound_repetitions"]
+    # measured against the PS unless every repetition of it was machine-bound (a headline never uses one)
+    assert summary["ring"]["over_baseline"]["baseline"] == (None if summary["ps"]["machine_bound"] else "ps")
+
+    def must_not_run(*args: object) -> dict:
+        raise AssertionError(f"ran again: {args}")
+
+    lines = []
+    again = run_compare(spec, tmp_path / "out", runner=must_not_run, log=lines.append)
+    assert sum("skipped" in line for line in lines) == 4
+    assert again == summary

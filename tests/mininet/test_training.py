@@ -59,8 +59,13 @@ def test_priority_reduces_exposed_communication_behind_a_slow_link(tmp_path):
         trace = json.loads((tmp_path / name / "timeline.json").read_text())
         assert {e["cat"] for e in trace["traceEvents"] if e["ph"] == "X"} == {"forward", "backward", "op"}
     fifo, prio = reports["fifo"]["training"], reports["priority"]["training"]
-    # the same computation in both, to the modelled value (the emulated GPU keeps its timeline)
-    assert prio["compute_s"] == pytest.approx(fifo["compute_s"], rel=0.02)
+    # The setting holds: FIFO buckets leave part of the reduction exposed (the link, slower than backward,
+    # is still busy when backward ends: 14 % of the iteration in one run), and the shaped link carried
+    # the reductions at a good part of its rate (what its shaper sent: 66 % and 78 % in that run).
+    # (compute_s is the emulated GPU's modelled timeline in both runs: equal by construction, not a test.)
+    assert fifo["exposed_comm_s"] > 0.07 * fifo["iteration_s"], fifo
+    for name, report in reports.items():
+        assert report["headline_extra"]["busiest_link_load"] > 0.4, (name, report["headline_extra"])
     assert prio["exposed_comm_s"] < 0.7 * fifo["exposed_comm_s"], (fifo, prio)
     assert prio["samples_per_s_real"] > fifo["samples_per_s_real"]
 

@@ -11,12 +11,45 @@ from controller.experiment.machine import CpuSample, process_cpu_seconds
 
 def test_the_verdict_names_what_saturated():
     assert Limits(0.97, 0.30).verdict() == "link-bound"
-    assert Limits(0.40, 0.03).verdict().startswith("machine-bound (no CPU left")
+    assert Limits(0.95, 0.03).verdict().startswith("machine-bound (CPU 3% idle during the jobs (under 10%))")
+    assert Limits(0.40, 0.45).verdict().startswith(
+        "machine-bound (busiest link 40% loaded, under 0.8 of the 100% a link-bound run keeps)")
     assert Limits(None, 0.45, "none", switch_cores=0.98).verdict().startswith("switch-bound")
-    assert Limits(0.40, 0.45).verdict() == "neither the links nor the CPU saturated"
+    assert Limits(0.85, 0.45).verdict() == "neither the links nor the CPU saturated"
     assert Limits(0.97, 0.30).line() == "busiest link 97% loaded, CPU 30% idle: link-bound"
     assert Limits(None, 0.5, "unshaped veths").line().startswith("links: unshaped veths, CPU 50% idle")
     assert Limits.of_report({"headline_extra": {"busiest_link_load": 1.0, "cpu_idle": 0.2}}).verdict() == "link-bound"
+    # a training run's links idle while the GPUs compute: 60 % is link-bound when its ideal keeps 65 %
+    training = {"headline_extra": {"busiest_link_load": 0.6, "cpu_idle": 0.3}, "training": {"ideal_link_load": 0.65}}
+    assert Limits.of_report(training).verdict() == "link-bound"
+    assert Limits.of_report({**training, "training": {"ideal_link_load": 1.0}}).verdict().startswith("machine-bound")
+
+
+def test_every_benchmark_figure_says_what_limited_it():
+    figures = Limits(0.5, 0.05, ideal_link_load=0.9).figures()
+    assert {"busiest_link_load", "cpu_idle", "machine_bound", "machine_bound_reason", "limited_by"} <= set(figures)
+    assert figures["machine_bound"] is True and "CPU 5% idle" in figures["machine_bound_reason"]
+    assert "busiest link 50% loaded, under 0.8 of the 90%" in figures["machine_bound_reason"]
+    assert Limits(None, None).figures()["machine_bound"] is None  # nothing measured: not judged
+
+
+def test_every_network_benchmark_records_the_build_and_the_bottleneck():
+    """Each benchmark that writes bench/results/ goes through save() (the toolchain: the BMv2 build) and
+    keeps Limits' figures (cpu_idle, busiest_link_load, machine_bound) or a compare summary's, which
+    has them per run (controller/experiment/compare.py)."""
+    import ast
+
+    from protocol.paths import REPO_ROOT
+
+    benches = sorted(p for p in (REPO_ROOT / "bench").glob("*.py") if "save(" in p.read_text() and p.stem != "common")
+    assert {p.stem for p in benches} >= {"allreduce", "netreduce", "netreduce_switch", "training", "dlcp",
+                                         "transport", "forwarding", "instructions"}
+    for path in benches:
+        tree = ast.parse(path.read_text())
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert "save" in names, path
+        assert "Limits" in names or "run_compare" in names, f"{path.name} records no bottleneck"
 
 
 def test_idle_share_between_samples():
