@@ -175,7 +175,10 @@ def plot_speedup(summary: dict[str, dict[str, Any]], models: list[str], topos: l
             for algo, color in colors.items():
                 for sched in ("fifo", "priority"):
                     h = summary.get(f"{model}-{topo}-{algo}-{sched}", {})
-                    ax.bar(x, h.get("samples_per_s_real") or 0.0, 0.42, color=color,
+                    value = h.get("samples_per_s_real") or 0.0
+                    sp = h.get("spread", {}).get("samples_per_s_real")
+                    err = [[value - sp["min"]], [sp["max"] - value]] if sp and value else None
+                    ax.bar(x, value, 0.42, color=color, yerr=err, capsize=2,
                            hatch="//" if sched == "fifo" else None, alpha=0.55 if sched == "fifo" else 1.0,
                            label=f"{algo} {sched}" if topo == topos[0] else None)
                     if h.get("ideal_samples_per_s_real"):
@@ -187,7 +190,8 @@ def plot_speedup(summary: dict[str, dict[str, Any]], models: list[str], topos: l
         ax.set_ylabel("samples/s (real-equivalent)")
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncol=6, fontsize=8)
-    fig.suptitle("training throughput, N = 4 (black ticks: every reduction at its link-rate bound)")
+    fig.suptitle("training throughput, N = 4: medians, bars min to max over the repetitions (black ticks: every "
+                 "reduction at its link-rate bound)", fontsize=9)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
