@@ -13,6 +13,10 @@
 #include "../headers.p4"
 #include "../actions.p4"
 
+#if (FLOWLET_SLOTS & (FLOWLET_SLOTS - 1)) != 0 || FLOWLET_SLOTS > 65536
+#error "FLOWLET_SLOTS must be a power of two of at most 65536: a slot is low bits of a CRC-16"
+#endif
+
 control Ipv4Routing(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t std_meta) {
