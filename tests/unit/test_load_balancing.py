@@ -5,12 +5,14 @@ behaviour: tests/bmv2/test_load_balancing.py; on a running network: tests/minine
 from __future__ import annotations
 
 import ipaddress
+import json
 
 import pytest
 
 from controller.cli import build_parser
 from controller.controls import l3_forwarding
 from controller.experiment.spec import ExperimentSpec, spec_from_dict
+from controller.p4rt import P4Info
 from controller.routing import (
     DEFAULT_FLOWLET_GAP_US,
     MAX_ECMP_SEED,
@@ -22,6 +24,7 @@ from controller.routing import (
 )
 from mininet_topos.topologies import leafspine, rack
 from protocol.config import CONFIG
+from protocol.paths import BMV2_JSON, P4INFO
 from tests.traces.generate import crc16_arc
 
 
@@ -91,3 +94,14 @@ def test_spec_fields_options_and_their_problems():
     assert (args.roce_class, args.load_balance, args.flowlet_gap_us, args.ecmp_seed) == (True, "flowlet", 900, 4)
     unset = build_parser().parse_args(["experiment"])
     assert (unset.roce_class, unset.load_balance, unset.flowlet_gap_us, unset.ecmp_seed) == (None,) * 4
+
+
+def test_the_compiled_program_has_the_actions_and_registers_the_controller_writes():
+    program = json.loads(BMV2_JSON.read_text())
+    sizes = {r["name"].split(".")[-1]: r["size"] for r in program["register_arrays"]}
+    assert sizes["flowlet_time"] == sizes["flowlet_member"] == CONFIG.FLOWLET_SLOTS
+    p4info = P4Info.from_file(P4INFO)
+    for action, params in ((l3_forwarding.ECMP_ACTION, ["group", "size", "multiplier"]),
+                           (l3_forwarding.FLOWLET_ACTION, ["group", "size", "multiplier", "gap_us"])):
+        assert [p.name for p in p4info.params(action)] == params
+        assert any(a.endswith(action) for a in p4info.table_actions("ipv4_routes"))
