@@ -1,6 +1,5 @@
 """DLCP end to end: a model trained through the BMv2 fabric with and without bounded loss;
-spraying on a fabric where flow hashing collides, with order-tolerant receivers; the load-balancing
-settings (ECMP seed, flowlets) and the RoCE class applied to a running network.
+spraying on a fabric where flow hashing collides, with order-tolerant receivers.
 
 The same training run (an MLP on scikit-learn's digits, 4 ring workers on a 2x2 leaf-spine
 fabric, gradients exchanged as RoCE through the switches, 3 % of the RoCE packets on every
