@@ -263,8 +263,10 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from controller.experiment.spec import ExperimentSpec
+    from controller.routing import LoadBalance
     from mininet_topos.bmv2 import LOG_LEVELS
     from mininet_topos.topologies import TOPOLOGIES
+    from protocol.config import CONFIG
     from roce.qp import VALID_MTUS, Mode
     from workers.config import Algorithm, Device, DType, Emulation, FloatMode, Precision, Scheduling, Sync
     from workers.tensors import workload_names
@@ -322,6 +324,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--credits", type=int, help=f"NetReduce: messages in flight per worker (default {D.credits})")
     p.add_argument("--name", help="run name (default: algo-nN-topo)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/NAME)")
+    g = p.add_argument_group("switches (docs/dlcp.md): priority classes and load balancing")
+    g.add_argument("--roce-class", action="store_true", default=None,
+                   help=f"every RoCE v2 packet in one strict-priority class (priority {CONFIG.ROCE_CLASS_PRIORITY}) "
+                   "above bulk traffic, as RoCE is deployed")
+    g.add_argument("--load-balance", choices=LoadBalance.names(),
+                   help=f"ECMP groups: per flow by the 5-tuple's hash, or per flowlet at random after an idle gap "
+                   f"(LetFlow); default {D.load_balance}")
+    g.add_argument("--flowlet-gap-us", type=int, metavar="US",
+                   help=f"flowlet: idle microseconds after which a flow may move (default {D.flowlet_gap_us})")
+    g.add_argument("--ecmp-seed", type=int, metavar="N", help="seed of the ECMP hash (default 0: the plain hash)")
     g = p.add_argument_group("training (docs/training.md): emulate a GPU cluster's computation, time-dilated")
     g.add_argument("--emulate-link", type=float, metavar="GBPS", help="the emulated cluster's link rate (Gb/s); "
                    "with this (or --device/--batch) workers train instead of all-reducing in a row")

@@ -2,9 +2,10 @@
 
 `ControlPlane` puts together the fabric (one primary P4Runtime session per switch, and the
 generic switch API) and the features with state of their own that build on it: NetReduce
-jobs and DLCP settings. Inside `gradswitch net` it is the controller itself; `gradswitch repl`
-in another terminal gets one whose parts are proxies of the controller's
-(controller/control_socket.py), so every write is still made by the one primary session.
+jobs, DLCP settings (and the RoCE class), load balancing. Inside `gradswitch net` it is the
+controller itself; `gradswitch repl` in another terminal gets one whose parts are proxies of
+the controller's (controller/control_socket.py), so every write is still made by the one
+primary session.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from controller.dlcp_settings import DlcpSettings
 from controller.fabric import Fabric
+from controller.load_balancing import LoadBalancing
 from controller.netreduce_jobs import NetReduceJobs
 
 
@@ -21,8 +23,9 @@ class ControlPlane:
     fabric: Fabric
     netreduce: NetReduceJobs
     dlcp: DlcpSettings
+    balancing: LoadBalancing
 
     @classmethod
     def over(cls, fabric: Fabric) -> ControlPlane:
         """The control plane of a fabric (connected or not)."""
-        return cls(fabric, NetReduceJobs(fabric), DlcpSettings(fabric))
+        return cls(fabric, NetReduceJobs(fabric), DlcpSettings(fabric), LoadBalancing(fabric))

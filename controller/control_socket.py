@@ -2,8 +2,8 @@
 
 The process that brought the network up holds the only primary P4Runtime session of every
 switch. Rather than opening sessions of its own (and fighting over primary), a REPL in
-another terminal calls that process's `ControlPlane` (its fabric, NetReduce jobs and DLCP
-settings) through a Unix socket
+another terminal calls that process's `ControlPlane` (its fabric, NetReduce jobs, DLCP
+settings and load balancing) through a Unix socket
 (<run dir>/control.sock, mode 0600, with a random key in control.key), using the standard
 library's multiprocessing managers: every REPL write is carried out by the controller's
 primary session, and errors come back as the same exceptions.
@@ -37,7 +37,7 @@ class _ClientManager(BaseManager):
     pass
 
 
-PARTS = ("fabric", "netreduce", "dlcp")  # the fields of ControlPlane, one proxy each
+PARTS = ("fabric", "netreduce", "dlcp", "balancing")  # the fields of ControlPlane, one proxy each
 for _part in PARTS:
     _ClientManager.register(_part)
 

@@ -1,4 +1,5 @@
-"""DLCP at run time on every switch of a fabric: a job's features, the drop thresholds, the events.
+"""DLCP at run time on every switch of a fabric: the RoCE class, a job's features, the drop thresholds,
+the events.
 
 The entries themselves are built by controller/controls/dlcp.py; this is what the REPL's
 `dlcp` command and the experiment runner change while traffic runs.
@@ -42,6 +43,24 @@ class DlcpSettings:
                 sess.insert([entry, *dlcp.default_classes(job)])
         return features
 
+    def set_roce_class(self, on: bool) -> bool:
+        """Put every RoCE v2 packet in one strict-priority class above bulk traffic (ROCE_CLASS_PRIORITY) on
+        every switch, or take it out again; a DLCP job with priority on keeps its own classes. Returns what is
+        now on."""
+        entry = dlcp.roce_class_entry()
+        for name in self.fabric.switch_names():
+            sess = self.fabric.session(name)
+            installed = bool(sess.read_table(dlcp.ROCE_CLASS))
+            if on and not installed:
+                sess.insert([entry])
+            elif installed and not on:
+                sess.delete([entry])
+        return on
+
+    def roce_class(self) -> bool:
+        """Whether the RoCE class is on (as the first switch holds it; `set_roce_class` keeps every switch the same)."""
+        return bool(self.fabric.session(self.fabric.switch_names()[0]).read_table(dlcp.ROCE_CLASS))
+
     def features(self, job: int) -> Features:
         """What is on for a job (as the first switch holds it; `set` keeps every switch the same)."""
         return self._features(self.fabric.session(self.fabric.switch_names()[0]), job)
@@ -84,6 +103,12 @@ class DlcpSettings:
         """The selective-drop thresholds installed on a switch: priority -> bytes."""
         return {dlcp.threshold_priority(e): int(e.params["bytes"])
                 for e in self.fabric.session(switch).read_table(dlcp.THRESHOLDS)}
+
+    def trimmed(self, switch: str) -> int:
+        """Packets whose payload the switch dropped (DLCP's selective drop: their headers went on, trimmed), all
+        jobs together."""
+        cells = self.fabric.read_counter(switch, dlcp.EVENTS)
+        return sum(c.packets for i, c in cells.items() if i % CONFIG.DLCP_EVENTS == CONFIG.DLCP_EV_DROPPED)
 
     def events(self, switch: str, job: int) -> dict[str, int]:
         """A job's DLCP event counters on a switch (classified, kept, dropped), by name."""

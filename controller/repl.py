@@ -17,6 +17,8 @@
     job status JOB | job teardown JOB | jobs  NetReduce jobs: counters, cells in use; reset
     dlcp JOB [priority=on|off] [drop=on|off] [spray=on|off]   DLCP features of a job
     dlcp thresholds [default | BYTES | PRIORITY=BYTES ...]   DLCP selective-drop thresholds
+    roce-class [on|off]                       every RoCE v2 packet in one priority class above bulk traffic
+    balance [ecmp|flowlet] [gap=US] [seed=N]  how ECMP groups pick a member: per flow, per flowlet; the hash seed
 
 Keys and arguments are P4 names (the last component is enough: dst_addr for
 hdr.ipv4.dst_addr); values are numbers, IPv4 or MAC addresses, 10.0.0.0/8 for LPM,
@@ -42,6 +44,7 @@ from controller.controls.packet_io import punt_reason
 from controller.netreduce_jobs import JobError
 from controller.p4rt import P4Info, SwitchError, TableEntry, UnknownName
 from controller.p4rt.entities import EntryError, MatchValue, Value, short
+from controller.routing import MAX_ECMP_SEED, MAX_FLOWLET_GAP_US, LoadBalance
 from protocol.config import CONFIG
 from protocol.netreduce import DEFAULT_CREDITS
 from protocol.paths import P4INFO
@@ -244,6 +247,9 @@ class Repl(cmd.Cmd):
             self.out(f"{reason:<16} {n}")
         if not drops:
             self.out("(no drops)")
+        trimmed = self.control.dlcp.trimmed(sw)
+        if trimmed:
+            self.out(f"(and {trimmed} packets trimmed by DLCP's selective drop: payload dropped, headers sent on)")
         refusals = {port: {e: n for e, n in events.items() if e in REFUSALS}
                     for port, events in self.control.netreduce.port_events(sw).items()}
         for port, events in sorted(refusals.items()):
@@ -389,6 +395,39 @@ class Repl(cmd.Cmd):
         for name, values in self.control.dlcp.set_thresholds(wanted, keep_others).items():
             self.out(f"{name}: " + " ".join(f"{p}={b}" for p, b in sorted(values.items())))
 
+    def do_roce_class(self, arg: str) -> None:
+        """roce-class [on|off]: show, or put every RoCE v2 packet (data and ACKs, every job) in one strict-priority
+        class above bulk traffic on every switch, or take it out (a DLCP job with priority on keeps its own)."""
+        words = shlex.split(arg)
+        if words and (len(words) > 1 or words[0] not in ("on", "off")):
+            raise ReplError(f"roce-class takes on or off (got {' '.join(words)})")
+        on = self.control.dlcp.set_roce_class(words[0] == "on") if words else self.control.dlcp.roce_class()
+        where = f"every RoCE v2 packet at priority {CONFIG.ROCE_CLASS_PRIORITY}, above bulk traffic (0)"
+        self.out(f"RoCE class: {'on: ' + where if on else 'off: RoCE shares priority 0 with bulk traffic'}")
+
+    def do_balance(self, arg: str) -> None:
+        """balance [ecmp|flowlet] [gap=US] [seed=N]: show, or set how every switch's ECMP groups pick a packet's
+        member: per flow by the 5-tuple's hash with seed N (ecmp; seed 0 is the plain hash), or per flowlet, a
+        member at random after an idle gap of US microseconds (flowlet). DLCP spraying overrides both for a
+        spraying job's packets."""
+        mode: LoadBalance | None = None
+        gap: int | None = None
+        seed: int | None = None
+        for word in shlex.split(arg):
+            if word in LoadBalance.names():
+                mode = LoadBalance(word)
+            elif word.startswith("gap="):
+                gap = whole(word[4:], "gap", 1, MAX_FLOWLET_GAP_US)
+            elif word.startswith("seed="):
+                seed = whole(word[5:], "seed", 0, MAX_ECMP_SEED)
+            else:
+                raise ReplError(f"balance: unknown word {word!r} (give {' or '.join(LoadBalance.names())}, "
+                                "gap=MICROSECONDS, seed=N)")
+        if mode is None and gap is None and seed is None:
+            self.out(f"load balancing: {self.control.balancing.current().describe()}")
+            return
+        self.out(f"load balancing: {self.control.balancing.set(mode, gap, seed).describe()}")
+
     def do_exit(self, arg: str) -> bool:
         """exit: leave the REPL (the network keeps running)."""
         return True
@@ -403,7 +442,7 @@ class Repl(cmd.Cmd):
     # ---- completion ----
 
     def completenames(self, text: str, *ignored: Any) -> list[str]:
-        names = [n.replace("_", "-") if n.startswith("packet_") else n for n in super().completenames(text, *ignored)]
+        names = [n.replace("_", "-") for n in super().completenames(text.replace("-", "_"), *ignored)]
         return [n for n in names if n != "EOF"]
 
     def _complete_entry(self, text: str, line: str, with_action: bool) -> list[str]:
@@ -465,6 +504,18 @@ class Repl(cmd.Cmd):
 
     def _complete_switch(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         return self._complete_switch_then(text, line, [])
+
+    @staticmethod
+    def _complete_words(text: str, line: str, words: list[str]) -> list[str]:
+        typed = line.split()[1:] if line.endswith(" ") else line.split()[1:-1]
+        return [w for w in words if w.startswith(text) and w not in typed]
+
+    def complete_roce_class(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
+        return [] if len(line.split()) > (1 if line.endswith(" ") else 2) else self._complete_words(
+            text, line, ["on", "off"])
+
+    def complete_balance(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
+        return self._complete_words(text, line, [*LoadBalance.names(), "gap=", "seed="])
 
     complete_ports = complete_drops = complete_mcast = complete_loss = _complete_switch
     complete_packet_out = complete_packet_in = _complete_switch

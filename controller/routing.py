@@ -1,9 +1,14 @@
-"""Routes of every switch computed from the topology graph.
+"""Routes of every switch computed from the topology graph, and how ECMP groups balance load.
 
 Each switch gets a /32 for each host attached to it and, for every other edge switch,
 one route to that switch's subnet (or a /32 per host when it declares none) whose next
 hops are all neighbours on a shortest path: several next hops make an ECMP group. Adding
 a leaf or a spine therefore needs no hand-written entry.
+
+An ECMP group's member is chosen per flow by a seeded hash of the 5-tuple (`load_balance =
+ecmp`), or per flowlet at random (LetFlow: `flowlet`, a new member after an idle gap); both
+are parameters of the route's action (controller/controls/l3_forwarding.py), so a run changes
+them by rewriting the routes, and no packet meets another table (docs/dlcp.md, "Load balancing").
 """
 
 from __future__ import annotations
@@ -12,6 +17,66 @@ import ipaddress
 from dataclasses import dataclass
 
 from mininet_topos.topology import Topology, TopologyError
+from protocol.choice import Choice
+from protocol.config import CONFIG
+
+# Flowlet switching's default idle gap (docs/dlcp.md, "Load balancing", says why): above the time between a
+# sending flow's packets on a shared 5 Mb/s link, below a shaped port's ~100 ms queue.
+DEFAULT_FLOWLET_GAP_US = 50_000
+MAX_FLOWLET_GAP_US = (1 << 32) - 1  # set_flowlet_group's gap_us is 32 bits of microseconds
+MAX_ECMP_SEED = (1 << 31) - 1  # hash_multiplier keeps 32 bits of 2 x seed + 1
+# Odd, so that multiplying by it is a bijection of 32-bit numbers: a seed comes back from its multiplier.
+_SEED_SPREAD = 0x9E3779B1
+_SEED_UNSPREAD = pow(_SEED_SPREAD, -1, 1 << 32)
+
+
+class LoadBalance(Choice):
+    """How an ECMP group picks a packet's member."""
+
+    ECMP = "ecmp"  # per flow: a seeded hash of the 5-tuple
+    FLOWLET = "flowlet"  # per flowlet (LetFlow): a member at random after an idle gap of flowlet_gap_us
+
+
+@dataclass(frozen=True)
+class Balancing:
+    """What every ECMP group of a network does (DLCP spraying overrides it for a spraying job's packets)."""
+
+    mode: LoadBalance = LoadBalance.ECMP
+    flowlet_gap_us: int = DEFAULT_FLOWLET_GAP_US  # flowlet: idle time after which a flow's next packet is redrawn
+    seed: int = 0  # the ECMP hash's seed (0: the plain CRC-16 of the 5-tuple)
+
+    def problems(self) -> list[str]:
+        """Every value that cannot be installed, one line each."""
+        out = []
+        if not 0 <= self.seed <= MAX_ECMP_SEED:
+            out.append(f"ecmp_seed = {self.seed}: a seed is 0..{MAX_ECMP_SEED} (0: the plain 5-tuple hash)")
+        if not 1 <= self.flowlet_gap_us <= MAX_FLOWLET_GAP_US:
+            out.append(f"flowlet_gap_us = {self.flowlet_gap_us}: an idle gap of 1..{MAX_FLOWLET_GAP_US} microseconds "
+                       f"(default {DEFAULT_FLOWLET_GAP_US})")
+        return out
+
+    def describe(self) -> str:
+        gap = f", gap {self.flowlet_gap_us} us" if self.mode == LoadBalance.FLOWLET else ""
+        return f"{self.mode}{gap}, seed {self.seed}"
+
+
+def hash_multiplier(seed: int) -> int:
+    """The route action's multiplier for an ECMP seed (p4src/include/controls/l3_forwarding.p4, ECMP_MEMBER):
+    ECMP_PLAIN_MULTIPLIER for seed 0 (member = CRC-16 of the 5-tuple mod the group's size), else the odd
+    (2 seed + 1) x a fixed odd constant, mod 2^32: a different multiply-shift hash per seed."""
+    if not 0 <= seed <= MAX_ECMP_SEED:
+        raise ValueError(f"ECMP seed {seed}: give 0..{MAX_ECMP_SEED}")
+    return CONFIG.ECMP_PLAIN_MULTIPLIER if seed == 0 else ((2 * seed + 1) * _SEED_SPREAD) & 0xFFFFFFFF
+
+
+def seed_of(multiplier: int) -> int:
+    """The seed a route's multiplier was made from (hash_multiplier's inverse)."""
+    if multiplier == CONFIG.ECMP_PLAIN_MULTIPLIER:
+        return 0
+    odd = (multiplier * _SEED_UNSPREAD) & 0xFFFFFFFF
+    if odd % 2 == 0:
+        raise ValueError(f"ECMP multiplier {multiplier:#x} is not one hash_multiplier makes")
+    return odd // 2
 
 
 @dataclass(frozen=True, order=True)
@@ -84,3 +149,25 @@ def route_for(routes: list[Route], ip: str) -> Route | None:
         if addr in net and (best is None or net.prefixlen > ipaddress.IPv4Network(best.prefix).prefixlen):
             best = r
     return best
+
+
+def crc16_arc(data: bytes) -> int:
+    """CRC-16/ARC (polynomial 0x8005 reflected, initial value 0): BMv2's crc16."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
+def ecmp_member(src: str, dst: str, protocol: int, src_port: int, dst_port: int, size: int, seed: int = 0,
+                spray_key: int = 0) -> int:
+    """The member of an ECMP group of `size` that the switch gives a flow's packets under an ECMP seed (what
+    set_ecmp_group computes: the CRC-16 of the 5-tuple and spray key, times hash_multiplier(seed), bits 16..31
+    of the product, mod size). Tells which uplink a flow takes."""
+    key = ipaddress.IPv4Address(src).packed + ipaddress.IPv4Address(dst).packed + bytes([protocol]) \
+        + src_port.to_bytes(2, "big") + dst_port.to_bytes(2, "big") + spray_key.to_bytes(4, "big")
+    mixed = ((crc16_arc(key) * hash_multiplier(seed)) >> 16) & 0xFFFF
+    return mixed % size
+

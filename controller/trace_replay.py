@@ -15,6 +15,7 @@ import os
 import queue
 import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,35 @@ class TraceSwitch:
         self._fed = len(frames)
         for p, writer in self._writers.items():
             writer.chunks.put(paced() if p == port else [])
+
+    def replay_bursts(self, port: int, bursts: Sequence[Sequence[bytes]], out_ports: Sequence[int], idle_s: float,
+                      timeout: float = 60.0) -> None:
+        """Feed bursts of frames into one port (and end every input): each burst in one write, the next
+        one only once every packet fed so far has come out of `out_ports`, and `idle_s` after that. The
+        switch sees each burst's packets back to back and an idle time of at least `idle_s` between
+        bursts: the input flowlet switching decides on (the idle time is the stimulus, not a wait for
+        the switch, which is polled)."""
+        if self._fed:
+            raise RuntimeError("a TraceSwitch replays one trace; start another for the next")
+        tails = [PcapTail(self.out_path(p)) for p in out_ports]
+
+        def timed() -> Iterator[bytes]:
+            sent = 0
+            try:
+                for k, burst in enumerate(bursts):
+                    if k:
+                        wait_until(lambda: sum(t.poll() for t in tails) >= sent, timeout,  # noqa: B023 (called here)
+                                   what=f"burst {k - 1} to leave the switch")
+                        time.sleep(idle_s)
+                    yield b"".join(record(f, 1_000_000 + sent + i) for i, f in enumerate(burst))
+                    sent += len(burst)
+            finally:
+                for t in tails:
+                    t.close()
+
+        self._fed = sum(len(b) for b in bursts)
+        for p, writer in self._writers.items():
+            writer.chunks.put(timed() if p == port else [])
 
     def received(self) -> int | None:
         """Packets the switch has taken in (its port_rx counters); None for a program without them."""

@@ -1,9 +1,11 @@
 """The class a DLCP packet carries in BTH.resv7 (docs/dlcp.md).
 
 resv7 = droppable << DLCP_DROPPABLE_SHIFT | layer class << DLCP_LAYER_SHIFT
-        | magnitude class << DLCP_MAGNITUDE_SHIFT
+        | magnitude class << DLCP_MAGNITUDE_SHIFT [| TRIMMED]
 (config.p4). The hosts mark their packets with `marking`; the switch reads the droppable bit
 itself and matches the classes with the controller's ternary rules (`layer_match`, `magnitude_match`).
+The switch sets TRIMMED (bit DLCP_TRIMMED_SHIFT, which no host sets) on a packet whose payload its
+selective drop cut: the packet arrives as its headers alone, a drop notification (docs/dlcp.md).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ MAGNITUDE_CLASSES = CONFIG.DLCP_MAGNITUDE_CLASSES
 DROPPABLE = 1 << CONFIG.DLCP_DROPPABLE_SHIFT  # the droppable bit of resv7
 LAYER_MASK = (LAYER_CLASSES - 1) << CONFIG.DLCP_LAYER_SHIFT
 MAGNITUDE_MASK = (MAGNITUDE_CLASSES - 1) << CONFIG.DLCP_MAGNITUDE_SHIFT
+TRIMMED = 1 << CONFIG.DLCP_TRIMMED_SHIFT  # set by a switch that cut the packet's payload (a drop notification)
 
 
 def marking(droppable: bool, layer_class: int, magnitude_class: int) -> int:

@@ -1,8 +1,11 @@
-"""Controls DlcpIngress / DlcpEgress: per-job features, class -> queue mapping, thresholds, port rates.
+"""Controls DlcpIngress / DlcpEgress: the RoCE class, per-job features, class -> queue mapping,
+thresholds, port rates.
 
 The packet class in BTH.resv7 is protocol/dlcp.py's (docs/dlcp.md): the hosts mark it,
 and `default_classes` maps it to the strict-priority queues: front layers high (large
-magnitudes one step higher on request), ACKs at DLCP_ACK_PRIORITY, the rest at 0.
+magnitudes one step higher on request), ACKs and trimmed packets at DLCP_ACK_PRIORITY, the
+rest at 0, or every RoCE v2 packet at ROCE_CLASS_PRIORITY while the RoCE class is on
+(`roce_class_entry`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from mininet_topos.topology import Topology
 from protocol.config import CONFIG
 from protocol.dlcp import LAYER_CLASSES, MAGNITUDE_CLASSES, layer_magnitude_match, layer_match
 
+ROCE_CLASS = "roce_class"
 JOBS = "dlcp_jobs"
 CLASSES = "dlcp_classes"
 PORT_RATES = "dlcp_port_rates"
@@ -41,6 +45,11 @@ def check_job(job: int) -> int:
     if not 1 <= job < CONFIG.DLCP_MAX_JOBS:
         raise ValueError(f"DLCP job id {job}: must be 1..{CONFIG.DLCP_MAX_JOBS - 1} (DLCP_MAX_JOBS in config.p4)")
     return job
+
+
+def roce_class_entry() -> TableEntry:
+    """The RoCE class's one entry: every RoCE v2 packet (UDP destination port 4791) at ROCE_CLASS_PRIORITY."""
+    return TableEntry(ROCE_CLASS, {"hdr.udp.dst_port": CONFIG.ROCE_V2_UDP_PORT}, "set_roce_class")
 
 
 def features_entry(job: int, features: Features) -> TableEntry:

@@ -1,22 +1,77 @@
-"""Control Ipv4Routing and SourceMacRewrite: routes, ECMP groups, port MACs."""
+"""Control Ipv4Routing and SourceMacRewrite: routes, ECMP groups and how they balance, port MACs."""
 
 from __future__ import annotations
 
 from controller.p4rt import Entity, TableEntry
-from controller.routing import compute_routes, ecmp_groups, switch_port_mac
+from controller.routing import (
+    Balancing,
+    LoadBalance,
+    NextHop,
+    Route,
+    compute_routes,
+    ecmp_groups,
+    hash_multiplier,
+    seed_of,
+    switch_port_mac,
+)
 from mininet_topos.topology import Topology, TopologyError
 from protocol.config import CONFIG
 
 ROUTES = "ipv4_routes"
 ECMP_MEMBERS = "ecmp_members"
 PORT_MACS = "port_macs"
+ECMP_ACTION = "set_ecmp_group"
+FLOWLET_ACTION = "set_flowlet_group"
+FLOWLET_REGISTERS = ("flowlet_time", "flowlet_member")
 
 
-def base_entries(topo: Topology, switch: str) -> list[Entity]:
+def _groups(topo: Topology, switch: str) -> tuple[list[Route], dict[tuple[NextHop, ...], int]]:
     routes = compute_routes(topo)[switch]
     groups = ecmp_groups(routes)
     if len(groups) > CONFIG.ECMP_GROUPS_SIZE:
         raise TopologyError(f"{switch}: {len(groups)} ECMP groups, the program holds {CONFIG.ECMP_GROUPS_SIZE}")
+    return routes, groups
+
+
+def group_action(group: int, size: int, balancing: Balancing) -> tuple[str, dict[str, int]]:
+    """The route action of an ECMP group and its parameters under a load-balancing setting."""
+    params = {"group": group, "size": size, "multiplier": hash_multiplier(balancing.seed)}
+    if balancing.mode == LoadBalance.FLOWLET:
+        return FLOWLET_ACTION, {**params, "gap_us": balancing.flowlet_gap_us}
+    return ECMP_ACTION, params
+
+
+PLAIN = Balancing()  # what a network starts with: ECMP, the plain hash
+
+
+def route_entries(topo: Topology, switch: str, balancing: Balancing = PLAIN) -> list[TableEntry]:
+    """The switch's ipv4_routes entries; its ECMP groups' as `balancing` says."""
+    routes, groups = _groups(topo, switch)
+    entries: list[TableEntry] = []
+    for route in routes:
+        match = {"hdr.ipv4.dst_addr": route.prefix}
+        if route.is_ecmp:
+            action, params = group_action(groups[route.next_hops], len(route.next_hops), balancing)
+            entries.append(TableEntry(ROUTES, match, action, params))
+        else:
+            hop = route.next_hops[0]
+            entries.append(TableEntry(ROUTES, match, "set_next_hop", {"port": hop.port, "dst_mac": hop.mac}))
+    return entries
+
+
+def balancing_of(entry: TableEntry) -> Balancing | None:
+    """The load-balancing setting an ECMP route entry (as read from a switch) carries; None for another."""
+    short = entry.action.split(".")[-1]
+    if short not in (ECMP_ACTION, FLOWLET_ACTION):
+        return None
+    seed = seed_of(int(entry.params["multiplier"]))
+    if short == FLOWLET_ACTION:
+        return Balancing(LoadBalance.FLOWLET, int(entry.params["gap_us"]), seed)
+    return Balancing(LoadBalance.ECMP, seed=seed)
+
+
+def base_entries(topo: Topology, switch: str) -> list[Entity]:
+    _, groups = _groups(topo, switch)
     entries: list[Entity] = []
     for hops, group in groups.items():
         if len(hops) > CONFIG.ECMP_MAX_MEMBERS:
@@ -30,16 +85,7 @@ def base_entries(topo: Topology, switch: str) -> list[Entity]:
                     {"port": hop.port, "dst_mac": hop.mac},
                 )
             )
-    for route in routes:
-        match = {"hdr.ipv4.dst_addr": route.prefix}
-        if route.is_ecmp:
-            size = len(route.next_hops)
-            entries.append(
-                TableEntry(ROUTES, match, "set_ecmp_group", {"group": groups[route.next_hops], "size": size})
-            )
-        else:
-            hop = route.next_hops[0]
-            entries.append(TableEntry(ROUTES, match, "set_next_hop", {"port": hop.port, "dst_mac": hop.mac}))
+    entries += route_entries(topo, switch)
     device = topo.switch(switch).device_id
     for port in topo.ports_of(switch):
         entries.append(TableEntry(PORT_MACS, {"std_meta.egress_port": port}, "set_source_mac",

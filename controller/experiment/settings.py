@@ -1,6 +1,7 @@
 """What a run sets on the network for its duration, and undoes after: loss rules on the worker
-links, DLCP features and thresholds, NetReduce jobs, TensorLights at the servers' host, bulk
-TCP background traffic. Undone whatever happens, so one network can carry several runs.
+links, the RoCE class, load balancing (ECMP seed, flowlets), DLCP features and thresholds,
+NetReduce jobs, TensorLights at the servers' host, bulk TCP background traffic. Undone whatever
+happens, so one network can carry several runs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from controller.control_plane import ControlPlane
 from controller.experiment.placement import Placement
 from controller.experiment.spec import ExperimentSpec
 from controller.netreduce_jobs import JobStatus
+from controller.routing import Balancing
 from controller.testbed import Testbed
 from mininet_topos.tensorlights import ServerClass, TensorLights
 from protocol.config import CONFIG
@@ -66,6 +68,10 @@ class RunSettings:
                                                  CONFIG.ROCE_V2_UDP_PORT)
         if spec.dlcp.threshold_bytes is not None:
             control.dlcp.set_thresholds({p: spec.dlcp.threshold_bytes for p in range(CONFIG.PRIORITY_QUEUES)})
+        if spec.roce_class:
+            control.dlcp.set_roce_class(True)
+        if spec.balancing != Balancing():
+            control.balancing.set(spec.load_balance, spec.flowlet_gap_us, spec.ecmp_seed)
         for cfg in self.cfgs:
             if spec.dlcp.enabled:
                 control.dlcp.set(cfg.job_id, spec.dlcp.priority, spec.dlcp.drop, spec.dlcp.spray)
@@ -95,6 +101,10 @@ class RunSettings:
                 control.dlcp.set(cfg.job_id)  # nothing given: all off
         if self.spec.dlcp.threshold_bytes is not None:
             control.dlcp.set_thresholds()  # the defaults again
+        if self.spec.roce_class:
+            control.dlcp.set_roce_class(False)
+        if self.spec.balancing != Balancing():
+            control.balancing.reset()  # ECMP with the plain hash, as the network started
 
     # ---- what the switches counted, read before undoing ----
 

@@ -14,6 +14,7 @@ import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
+from controller.routing import DEFAULT_FLOWLET_GAP_US, Balancing, LoadBalance
 from protocol.choice import Choice
 from protocol.config import CONFIG
 from protocol.netreduce import DEFAULT_CREDITS
@@ -139,10 +140,22 @@ class ExperimentSpec:
     partition_mb: float = 4.0  # priority: real MiB per partition, times `scale` on the testbed
     warmup: int = 1  # iterations left out of the steady-state figures
     in_flight: int = 4  # reductions a worker has started and not finished, at most
+    # The switches (docs/dlcp.md): every RoCE v2 packet in one strict-priority class above bulk traffic (how RoCE
+    # is deployed: the baseline-class run); how ECMP groups pick a member (per flow by a seeded hash, or per
+    # flowlet at random after an idle gap: LetFlow); DLCP spraying overrides both for a spraying job.
+    roce_class: bool = False
+    load_balance: LoadBalance = LoadBalance.ECMP
+    flowlet_gap_us: int = DEFAULT_FLOWLET_GAP_US
+    ecmp_seed: int = 0  # 0: the plain hash of the 5-tuple
 
     @property
     def label(self) -> str:
         return self.name or f"{self.algo}-n{self.workers}-{self.topo}"
+
+    @property
+    def balancing(self) -> Balancing:
+        """How the switches' ECMP groups balance during the run."""
+        return Balancing(self.load_balance, self.flowlet_gap_us, self.ecmp_seed)
 
     @property
     def servers_per_job(self) -> int:
@@ -204,6 +217,7 @@ class ExperimentSpec:
         need(0.0 <= policy.loss_budget < 1.0, f"dlcp loss_budget = {policy.loss_budget}: a fraction 0 <= x < 1")
         need(self.dlcp.threshold_bytes is None or self.dlcp.threshold_bytes >= 0,
              f"dlcp threshold_bytes = {self.dlcp.threshold_bytes}: 0 or more bytes")
+        out += self.balancing.problems()
         out += self.training_problems()
         need(self.crash is None or self.crash.node < self.workers + self.servers_per_job,
              f"crash node {self.crash.node if self.crash else ''}: no such node in a job")

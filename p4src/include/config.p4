@@ -98,6 +98,15 @@
 // Fault-injection rules (drop or corrupt a fraction of the packets leaving or entering a port).
 #define FAULT_TABLE_SIZE 256
 
+/* ---- load balancing over ECMP groups (docs/dlcp.md, "Load balancing") ---- */
+
+// The multiplier of set_ecmp_group (and set_flowlet_group) that keeps the plain hash: member = CRC-16 of the
+// 5-tuple mod the group's size. Any other is odd: a seeded hash (controller/routing.py: hash_multiplier).
+#define ECMP_PLAIN_MULTIPLIER 0x10000
+// Flowlet slots per switch, a power of two (the low bits of the 5-tuple's CRC-16 pick one): when the slot last saw
+// a packet, and its member.
+#define FLOWLET_SLOTS 4096
+
 /* ---- packet replication ---- */
 
 // Multicast group that floods L2 broadcast to every host-facing port (the ingress port is pruned in egress).
@@ -217,8 +226,14 @@
 #define DLCP_F_DROP 2
 // ... spraying packets over ECMP members (the PSN in the flow hash).
 #define DLCP_F_SPRAY 1
-// Priority given to the ACKs of a DLCP job with priority on.
+// Priority given to the ACKs of a DLCP job with priority on, and to every trimmed packet (a drop notification).
 #define DLCP_ACK_PRIORITY 7
+// Bit position in BTH.resv7 of the TRIMMED bit: the switch cut this packet's payload (DLCP's selective drop) and
+// forwarded its headers as a drop notification; no host sets it.
+#define DLCP_TRIMMED_SHIFT 0
+// Priority of every RoCE v2 packet when the RoCE class is on (table roce_class): above bulk traffic (0), at the
+// lowest of DLCP's default layer priorities (1-6), which a DLCP job with priority on gets instead, below its ACKs (7).
+#define ROCE_CLASS_PRIORITY 1
 // Events counted per job (stride of dlcp_events).
 #define DLCP_EVENTS 4
 // Event: a droppable packet was kept (its queue under the threshold).
@@ -253,8 +268,6 @@
 #define DROP_ARP_OTHER 5
 // NetReduce refused the packet (details in the nr_*_events counters).
 #define DROP_NETREDUCE_REFUSED 6
-// DLCP dropped a droppable packet over its queue threshold.
-#define DROP_DLCP 7
 // NetReduce dropped an aggregation packet whose ICRC is wrong (corrupted on the wire; the sender retransmits it).
 #define DROP_BAD_ICRC 8
 // Number of drop reasons (size of the drop_reasons counter).

@@ -208,21 +208,40 @@ struct dlcp_metadata_t {
     bit<32> spray_key;    // extra ECMP hash input: the PSN when spraying, else 0
 }
 
-// A packet's virtual queue on a port DLCP watches (controls/dlcp.p4): a header kept in the metadata,
-// valid only while DlcpEgress updates that queue, so that other packets' metadata does not carry
+// DLCP egress's working state (controls/dlcp.p4): a header kept in the metadata, valid only while DlcpEgress
+// updates a watched port's virtual queue, or trims a packet, so that other packets' metadata does not carry
 // (and BMv2 does not zero, for every packet) these fields (netreduce_state_h says more).
-header dlcp_queue_h {
+header dlcp_state_h {
     bit<32> port_rate;    // egress port's virtual-queue drain rate, bytes per 1024 us
     bit<32> vq;           // the packet's virtual queue (dlcp_vq_*): egress port and priority
     bit<32> threshold;    // drop threshold (bytes) of the packet's priority
     bit<32> queue;        // that virtual queue's bytes: when the packet arrived, then with it if kept
     bit<48> last;         // when that virtual queue was last updated (us)
+    // Trimming: what computing the ICRC overwrites (controls/icrc.p4), put back after it, and the ICRC.
+    mac_addr_t eth_dst;
+    mac_addr_t eth_src;
+    bit<8>  ttl;
+    bit<8>  fecn_becn;
+    bit<2>  ecn;
+    bit<6>  _pad;
+    bit<32> icrc;         // the trimmed packet's ICRC (wire order)
 }
 
-// What an ECMP group hashes (controls/l3_forwarding.p4): a header kept in the metadata, valid only
-// inside set_ecmp_group. A list of fields given to hash() is copied into temporaries first, metadata
-// fields BMv2 zeroes for every packet whether it is hashed or not; a header is hashed as it is.
+// What an ECMP group hashes, and flowlet switching's working state (controls/l3_forwarding.p4): a header kept in
+// the metadata, valid only inside set_ecmp_group / set_flowlet_group. A list of fields given to hash() is copied
+// into temporaries first, metadata fields BMv2 zeroes for every packet whether it is hashed or not; a header is
+// hashed as it is. The working fields come first: they are zero while the 5-tuple's CRC-16 is computed, and
+// CRC-16/ARC (initial value 0) is not changed by leading zero bytes, so the hash is the 5-tuple's own.
 header flow_key_h {
+    bit<64>     mixed;       // the 5-tuple's CRC-16 mixed with the route's seed (first: HashAlgorithm.identity
+                             // reads a header's first 8 bytes, and gives them mod the group's size: the member)
+    bit<32>     slot;        // flowlet: the flow's slot in flowlet_time / flowlet_member
+    bit<32>     last;        // flowlet: when the slot last saw a packet (us, low 32 bits of the timestamp)
+    bit<16>     member;      // flowlet: the slot's member (index in the ECMP group)
+    bit<16>     draw;        // flowlet: a uniform random 16-bit number, a new flowlet's member scaled to the size
+    bit<1>      fresh;       // flowlet: the slot was idle for more than the gap (or holds another group's member)
+    bit<1>      sprayed;     // a DLCP job that sprays its packets: the per-packet hash decides, not the flowlet
+    bit<6>      _pad;        // (bits, not bool: a hashed header's bool would be an expression BMv2 cannot hash)
     ipv4_addr_t src_addr;
     ipv4_addr_t dst_addr;
     bit<8>      protocol;
@@ -257,7 +276,7 @@ struct local_metadata_t {
     netreduce_metadata_t nr;    // in-network aggregation (docs/netreduce.md): what it decided
     netreduce_state_h nr_state; // ... and its working state, valid only inside NetReduceIngress
     dlcp_metadata_t dlcp;       // priority, dropping, spraying (docs/dlcp.md)
-    dlcp_queue_h dlcp_queue;    // ... and a watched port's virtual queue, valid only while DlcpEgress updates it
+    dlcp_state_h dlcp_state;    // ... and DlcpEgress's working state, valid only while it updates a queue or trims
 }
 
 #endif

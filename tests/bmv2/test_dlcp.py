@@ -1,12 +1,14 @@
-"""DLCP in the switch program on real BMv2: priority overtaking, selective dropping, spraying."""
+"""DLCP in the switch program on real BMv2: priority overtaking, selective dropping (trimming: its packets in
+tests/bmv2/test_trimming.py), spraying."""
 
 from __future__ import annotations
 
 from collections import Counter
 
 import pytest
-from scapy.layers.inet import IP
+from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
+from scapy.packet import Raw
 
 from controller.bmv2_thrift import Bmv2Thrift
 from controller.controls import all_base_entries, dlcp
@@ -14,10 +16,10 @@ from controller.p4rt import TableEntry
 from controller.trace_replay import TraceSwitch
 from mininet_topos.topologies import leafspine, rack
 from protocol.config import CONFIG
-from protocol.dlcp import marking
+from protocol.dlcp import TRIMMED, marking
 from protocol.polling import wait_until
 from protocol.qpn import qpn
-from roce.headers import Bth, Opcode, Transport
+from roce.headers import Aeth, Bth, Opcode, Transport
 from roce.scapy_layers import BTH
 from roce.wire import build_frame
 
@@ -65,33 +67,38 @@ def test_a_high_class_overtakes_queued_low_class_packets(tmp_path, priority):
         assert set(dscp.values()) == {0}
 
 
-def test_droppable_packets_are_dropped_over_the_threshold_and_the_others_kept(tmp_path):
+def test_droppable_packets_are_trimmed_over_the_threshold_and_the_others_kept_whole(tmp_path):
     topo = rack(hosts=2, bw_mbps=1.0)  # the virtual queue of port 2 drains at 1 Mb/s
     entries = all_base_entries(topo, "s1") + [dlcp.features_entry(JOB, dlcp.Features(priority=True, drop=True))] + \
         dlcp.default_classes(JOB)
     thresholds = [e for e in entries if isinstance(e, TableEntry) and e.table.endswith(dlcp.THRESHOLDS)]
     for e in thresholds:
         entries.remove(e)
-    entries += dlcp.threshold_entries({1: 3000})  # priority 1: drop droppable packets above 3000 bytes
+    entries += dlcp.threshold_entries({1: 3000})  # priority 1: trim droppable packets above 3000 bytes
     sw = start([1, 2], entries, tmp_path)
     try:
         packets = [gradient_packet(topo, "h1", "h2", psn, marking(psn % 2 == 1, 7, 0)) for psn in range(30)]
         sw.replay([(1, p) for p in packets])
-        sw.wait({2: 15}, timeout=60, drops=10)
+        sw.wait({2: 30}, timeout=60)
         assert sw.session is not None
         events = sw.session.read_counter(dlcp.EVENTS)
     finally:
         result = sw.stop()
-    got = {Ether(p)[BTH].psn for p in result.out(2)}
-    kept_droppable = sorted(p for p in got if p % 2)
-    assert {p for p in range(30) if p % 2 == 0} <= got  # no non-droppable packet is ever dropped
+    out = {Ether(p)[BTH].psn: p for p in result.out(2)}
+    assert sorted(out) == list(range(30))  # every packet goes on: whole, or its headers alone
+    whole = {psn for psn, p in out.items() if len(p) == len(packets[psn])}
+    trimmed = {psn for psn, p in out.items() if len(p) < len(packets[psn])}
+    assert {p for p in range(30) if p % 2 == 0} <= whole  # a packet not marked droppable is never trimmed
+    assert all(Ether(out[p])[BTH].resv7 & TRIMMED for p in trimmed) and not any(
+        Ether(out[p])[BTH].resv7 & TRIMMED for p in whole)
+    kept_droppable = sorted(p for p in whole if p % 2)
     # The first droppable packets find the queue short and pass; once it is over 3000 bytes they are
-    # dropped (a rare one may pass when the queue drained below the threshold meanwhile).
+    # trimmed (a rare one may pass when the queue drained below the threshold meanwhile).
     assert kept_droppable[:1] == [1] and len(kept_droppable) <= 4, kept_droppable
-    dropped = 15 - len(kept_droppable)
-    assert result.drops == {"dlcp": dropped}
+    assert len(trimmed) == 15 - len(kept_droppable)
+    assert result.drops == {}  # trimmed, not dropped
     base = JOB * CONFIG.DLCP_EVENTS
-    assert events[base + CONFIG.DLCP_EV_DROPPED].packets == dropped
+    assert events[base + CONFIG.DLCP_EV_DROPPED].packets == len(trimmed)  # their payloads were dropped
     assert events[base + CONFIG.DLCP_EV_KEPT].packets == len(kept_droppable)
 
 
@@ -122,3 +129,41 @@ def test_spraying_spreads_one_flow_over_every_uplink(tmp_path, spray):
         assert all(abs(c / n - 0.5) <= 0.10 for c in per_uplink.values()), per_uplink
     else:  # one flow, one path
         assert sorted(per_uplink.values()) == [0, n]
+
+
+@pytest.mark.parametrize("roce_class", [True, False], ids=["roce-class", "fifo"])
+def test_the_roce_class_puts_every_roce_packet_ahead_of_bulk_traffic(tmp_path, roce_class):
+    """baseline-class: RoCE packets of a job without DLCP (and their ACKs) leave before bulk UDP queued ahead of
+    them, marked CS ROCE_CLASS_PRIORITY; bulk traffic keeps DSCP 0; a DLCP job with priority on keeps its own
+    layer priorities. Without the class, one FIFO."""
+    topo = rack(hosts=2)
+    h1, h2 = topo.host("h1"), topo.host("h2")
+    entries = all_base_entries(topo, "s1") + [dlcp.features_entry(JOB, dlcp.Features(priority=True))] + \
+        dlcp.default_classes(JOB) + ([dlcp.roce_class_entry()] if roce_class else [])
+    sw = start([1, 2], entries, tmp_path)
+    try:
+        with Bmv2Thrift(sw.address.thrift_port) as thrift:
+            for prio in range(8):
+                thrift.set_queue_rate(2, 100, priority=prio)  # every queue of port 2: 100 packets/s
+        bulk = [Ether(src=h1.mac, dst=h2.mac) / IP(src=h1.ip, dst=h2.ip, id=i) / UDP(sport=40000, dport=5201)
+                / Raw(bytes(1000)) for i in range(12)]
+        plain = Transport(Bth(Opcode.WRITE_MIDDLE, qpn(1, 0, 9), 500), bytes(1000))  # job 9: no DLCP
+        ack = Transport(Bth(Opcode.ACKNOWLEDGE, qpn(1, 0, 9), 501), aeth=Aeth.ack(3))
+        roce = [build_frame(t, h1.ip, h2.ip, h1.mac, h2.mac, ident=100 + i) for i, t in enumerate((plain, ack))]
+        dlcp_job = gradient_packet(topo, "h1", "h2", 600, marking(False, 0, 0))  # layer 0: priority 6
+        sw.replay([(1, bytes(p)) for p in bulk] + [(1, f) for f in roce] + [(1, dlcp_job)])
+        sw.wait({2: 15}, timeout=60)
+    finally:
+        result = sw.stop()
+    out = [Ether(p) for p in result.out(2)]
+    order = [p[IP].id for p in out]
+    dscp = {p[IP].id: p[IP].tos >> 2 for p in out}
+    assert sorted(order) == [*range(12), 100, 101, 601]
+    assert dscp[601] == 6 << 3  # the DLCP job's own class, with or without the RoCE class
+    assert all(dscp[i] == 0 for i in range(12))  # bulk traffic is never marked
+    if roce_class:
+        assert max(order.index(100), order.index(101)) <= 4, order  # after at most the bulk already on its way
+        assert dscp[100] == dscp[101] == CONFIG.ROCE_CLASS_PRIORITY << 3
+    else:
+        assert order.index(100) > 10 and order.index(101) > 10, order  # one FIFO: behind every bulk packet
+        assert dscp[100] == dscp[101] == 0

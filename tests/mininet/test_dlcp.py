@@ -13,17 +13,24 @@ packets (counted), the job still completes, and the default thresholds come back
 
 from __future__ import annotations
 
+import sys
+import textwrap
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from controller.experiment.compare import load_spec
-from controller.experiment.placement import topology_for
+from controller.experiment.placement import Placement, topology_for
 from controller.experiment.runner import run_on
-from controller.experiment.spec import spec_from_dict
+from controller.experiment.settings import RunSettings
+from controller.experiment.spec import ExperimentSpec, spec_from_dict
+from controller.repl import Repl
+from controller.routing import Balancing, ecmp_member
 from controller.testbed import Testbed
 from mininet_topos.network import NetworkOptions
+from mininet_topos.topologies import leafspine
 from protocol.paths import EXPERIMENTS
 
 pytestmark = pytest.mark.mininet
@@ -82,3 +89,81 @@ def test_spraying_evens_out_colliding_uplinks_and_order_tolerant_receivers_resen
     assert spray["training"]["samples_per_s_real"] > 1.1 * ecmp["training"]["samples_per_s_real"]
     assert spray["retransmissions"] < previous["retransmissions"], (spray["retransmissions"],
                                                                    previous["retransmissions"])
+
+
+def burst_sender(dst: str, sport: int, bursts: int, size: int, pause_s: float) -> str:
+    """A UDP flow from a fixed source port: bursts of datagrams with idle pauses between them."""
+    return textwrap.dedent(f"""
+        import socket, time
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("0.0.0.0", {sport}))
+        for b in range({bursts}):
+            for i in range({size}):
+                s.sendto(bytes(100), ("{dst}", 9))
+            time.sleep({pause_s})
+    """)
+
+
+def uplink_packets(net: Testbed, uplinks: list[int], send: Callable[[], None]) -> dict[int, int]:
+    """Packets leaf1 sent out of each uplink while `send` ran (its port counters, before and after)."""
+    before = {p.port: p.tx_packets for p in net.fabric.port_stats("leaf1")}
+    send()
+    after = {p.port: p.tx_packets for p in net.fabric.port_stats("leaf1")}
+    return {u: after[u] - before[u] for u in uplinks}
+
+
+def test_load_balancing_settings_move_a_real_flow_over_the_expected_uplinks(tmp_path):
+    """On a running leaf-spine network, a UDP flow from h1 to h3 leaves leaf1 by the uplink the ECMP hash's
+    model says; a run's ecmp_seed (RunSettings) and the REPL's `balance seed=` move it where the model says
+    for that seed, and undoing puts it back; with flowlets (gap 20 ms) the same flow sent as bursts 150 ms
+    apart uses both uplinks; the RoCE class is on for the run only."""
+    topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2, bw_mbps=20)
+    h1, h3 = topo.host("h1"), topo.host("h3")
+    uplinks = [3, 4]
+    sport = 6000
+    plain = uplinks[ecmp_member(h1.ip, h3.ip, 17, sport, 9, 2)]
+    seed = next(s for s in range(1, 100) if uplinks[ecmp_member(h1.ip, h3.ip, 17, sport, 9, 2, s)] != plain)
+    other = next(u for u in uplinks if u != plain)
+    placement = Placement([], None, None)
+
+    with Testbed(topo, NetworkOptions(run_dir=tmp_path / "net")) as net:
+        control = net.control
+        assert control is not None
+
+        def flow(bursts: int = 10, size: int = 20, pause_s: float = 0.02) -> Callable[[], None]:
+            script = burst_sender(h3.ip, sport, bursts, size, pause_s)
+            return lambda: net.host("h1").cmd(f"{sys.executable} -c '{script}'")
+
+        def settings(**fields: Any) -> RunSettings:
+            return RunSettings(net, ExperimentSpec(**fields), [], placement, tmp_path)
+
+        def on_one(counts: dict[int, int], uplink: int) -> bool:  # (a few of the 200 may be lost on the way in)
+            return counts[uplink] >= 180 and sum(counts.values()) - counts[uplink] < 5
+
+        first = uplink_packets(net, uplinks, flow())
+        assert on_one(first, plain), (first, plain)
+        with settings(ecmp_seed=seed, roce_class=True):
+            seeded = uplink_packets(net, uplinks, flow())
+            assert control.balancing.current() == Balancing(seed=seed)
+            roce_class_on = [control.dlcp.roce_class()] + [
+                bool(net.fabric.session(s).read_table("roce_class")) for s in net.fabric.switch_names()]
+        assert on_one(seeded, other), (seeded, other, seed)
+        assert all(roce_class_on) and not control.dlcp.roce_class()
+        undone = uplink_packets(net, uplinks, flow())
+        assert on_one(undone, plain), (undone, plain)  # the run's seed was undone
+
+        said: list[str] = []
+        repl = Repl(control, out=said.append)
+        repl.onecmd(f"balance seed={seed}")
+        by_repl = uplink_packets(net, uplinks, flow())
+        repl.onecmd("balance seed=0")
+        assert said == [f"load balancing: ecmp, seed {seed}", "load balancing: ecmp, seed 0"], said
+        assert on_one(by_repl, other), (by_repl, other)
+
+        with settings(load_balance="flowlet", flowlet_gap_us=20_000):
+            repl.onecmd("balance")
+            flowlets = uplink_packets(net, uplinks, flow(bursts=30, size=10, pause_s=0.15))
+        assert said[-1] == "load balancing: flowlet, gap 20000 us, seed 0", said
+        # 30 flowlets, each on a member drawn at random: both uplinks carry some (all alike: probability 2^-29).
+        assert sum(flowlets.values()) >= 300 and min(flowlets.values()) >= 10, flowlets
+        assert control.balancing.current() == Balancing()

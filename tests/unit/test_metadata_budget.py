@@ -15,7 +15,7 @@ from protocol.paths import BMV2_JSON
 # paid by every packet, NetReduce's or not.
 METADATA_FIELDS = 42
 # Headers kept in the metadata, valid only while used (their fields are zeroed only then).
-STATE_HEADERS = {"nr_state", "dlcp_queue", "fault", "flow_key"}
+STATE_HEADERS = {"nr_state", "dlcp_state", "fault", "flow_key"}
 
 
 def compiled() -> dict[str, Any]:

@@ -86,17 +86,22 @@ class _NoFabric:
 
 def _offline() -> ControlPlane:
     """A control plane whose fabric only knows its switch names (completion and parsing need no switch)."""
-    return ControlPlane(_NoFabric(), None, None)  # type: ignore[arg-type]
+    return ControlPlane(_NoFabric(), None, None, None)  # type: ignore[arg-type]
 
 
 def test_repl_completes_switches_tables_fields_and_actions():
     r = Repl(_offline())
     assert r.completenames("pac") == ["packet-in", "packet-out"]
+    assert r.completenames("roce") == ["roce-class"] and r.completenames("bal") == ["balance"]
+    assert r.complete_roce_class("o", "roce-class o", 0, 0) == ["on", "off"]
+    assert r.complete_roce_class("", "roce-class on ", 0, 0) == []
+    assert r.complete_balance("", "balance ", 0, 0) == ["ecmp", "flowlet", "gap=", "seed="]
+    assert r.complete_balance("s", "balance flowlet s", 0, 0) == ["seed="]
     assert r.complete_insert("le", "insert le", 0, 0) == ["leaf1", "leaf2"]
     assert "ipv4_routes" in r.complete_insert("ipv4", "insert leaf1 ipv4", 0, 0)
     assert r.complete_insert("", "insert leaf1 ipv4_routes ", 0, 0) == ["dst_addr=", "->"]
     assert r.complete_insert("set", "insert leaf1 ipv4_routes dst_addr=10.0.0.0/8 -> set", 0, 0) == [
-        "set_next_hop", "set_ecmp_group"]
+        "set_next_hop", "set_ecmp_group", "set_flowlet_group"]
     assert r.complete_insert("", "insert leaf1 ipv4_routes dst_addr=1 -> set_next_hop ", 0, 0) == ["port=", "dst_mac="]
     assert "priority=" in r.complete_insert("", "insert leaf1 acl_rules ", 0, 0)
 

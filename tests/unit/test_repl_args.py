@@ -10,6 +10,7 @@ import pytest
 
 from controller.control_plane import ControlPlane
 from controller.dlcp_settings import DlcpSettings
+from controller.load_balancing import LoadBalancing
 from controller.netreduce_jobs import NetReduceJobs
 from controller.repl import Repl
 from protocol.config import CONFIG
@@ -30,7 +31,7 @@ class _Switchless:
 def repl() -> tuple[Repl, list[str]]:
     fabric: Any = _Switchless()
     out: list[str] = []
-    control = ControlPlane(fabric, NetReduceJobs(fabric), DlcpSettings(fabric))
+    control = ControlPlane(fabric, NetReduceJobs(fabric), DlcpSettings(fabric), LoadBalancing(fabric))
     return Repl(control, out=out.append), out
 
 
@@ -61,6 +62,12 @@ def repl() -> tuple[Repl, list[str]]:
     ("dlcp thresholds -5", "BYTES -5 is out of range"),
     ("dlcp thresholds 1=100 big", "usage: dlcp thresholds"),
     ("insert s1 acl_rules protocol=17 priority=x -> drop", "priority 'x' is not a whole number"),
+    ("roce-class maybe", "roce-class takes on or off (got maybe)"),
+    ("roce-class on off", "roce-class takes on or off (got on off)"),
+    ("balance letflow", "balance: unknown word 'letflow' (give ecmp or flowlet, gap=MICROSECONDS, seed=N)"),
+    ("balance flowlet gap=soon", "gap 'soon' is not a whole number (give 1..4294967295)"),
+    ("balance flowlet gap=0", "gap 0 is out of range: give 1..4294967295"),
+    ("balance seed=-1", "seed -1 is out of range: give 0..2147483647"),
 ])
 def test_a_bad_argument_is_one_line_and_touches_no_switch(line, says):
     r, out = repl()
@@ -76,7 +83,7 @@ def test_a_controller_that_has_gone_is_an_error_line_not_a_crash():
 
     fabric: Any = Gone()
     out: list[str] = []
-    r = Repl(ControlPlane(fabric, NetReduceJobs(fabric), DlcpSettings(fabric)), out=out.append)
+    r = Repl(ControlPlane(fabric, NetReduceJobs(fabric), DlcpSettings(fabric), LoadBalancing(fabric)), out=out.append)
     assert r.onecmd("drops s1") is False
     assert out == ["error: the network's controller does not answer (EOFError): it has stopped; leave with Ctrl-D "
                    "and start a network again"]
