@@ -525,7 +525,7 @@ WARMUP = [4 * 256] * 3  # 12 packets received before the message under test: the
 def lossy(receiver: str, trim: Trim, fate: Fate = deliver, budget: float = 0.25) -> Sim:
     """A DLCP receiver (loss budget, reorder delay 3 ms) whose region holds 0xff before anything arrives,
     so that zeros in it were written."""
-    sim = Sim(Mode.SR, fate, loss_budget=budget, reorder_delay=0.003, trim=trim, **RECEIVERS[receiver])  # type: ignore[arg-type]
+    sim = Sim(Mode.SR, fate, loss_budget=budget, reorder_delay=0.003, trim=trim, **RECEIVERS[receiver])
     sim.region.buffer[:] = b"\xff" * len(sim.region.buffer)
     return sim
 
@@ -675,7 +675,7 @@ def test_any_script_with_trimming_delivers_every_message_exact_but_for_zero_fill
 
     retries = 8 * len(script) + 8
     sim = Sim(Mode.SR, fate, initial_psn=start, retry_limit=retries, loss_budget=budget, reorder_delay=0.001,
-              trim=trim, **RECEIVERS[receiver])  # type: ignore[arg-type]
+              trim=trim, **RECEIVERS[receiver])
     sim.region.buffer[:] = b"\xff" * len(sim.region.buffer)
     data = messages(sizes, seed=len(script))
     post_all(sim, data)

@@ -8,11 +8,10 @@ from scapy.compat import raw
 from scapy.layers.inet import IP, UDP
 
 from protocol.dlcp import DROPPABLE, marking
-from roce.headers import HAS_IMM, HAS_RETH, TRIMMED, Bth, HeaderError, Opcode, Reth, Transport
+from roce.headers import HAS_IMM, HAS_RETH, ICRC_LEN, TRIMMED, Bth, HeaderError, Opcode, Reth, Transport
 from roce.scapy_layers import BTH, RETH, ImmDt
 from roce.wire import (
     ETH_HEADER_LEN,
-    ICRC_LEN,
     IPV4_HEADER_LEN,
     ROCE_OVERHEAD,
     UDP_HEADER_LEN,
