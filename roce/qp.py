@@ -286,7 +286,7 @@ class Requester:
                         if hole not in self.sacked:
                             self._schedule_resend(hole, once=True)
                         hole = psn_add(hole, 1)
-                else:
+                elif psn == self.una:  # no SACK (a trimmed packet over the budget): exactly this PSN
                     self._schedule_resend(self.una, once=True)
         elif aeth.kind == AckType.RNR_NAK:
             self.counters.add("rnr_naks")

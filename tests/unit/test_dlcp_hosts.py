@@ -99,6 +99,27 @@ def test_the_marker_classes_every_packet_by_its_values_per_contribution():
     assert not any(p.bth.resv7 & 1 for p in packets)  # the TRIMMED bit is the switches' alone
 
 
+@pytest.mark.parametrize(("dtype", "float_mode"), [("int32", "fixed"), ("float32", "fixed"), ("float32", "exponent")])
+def test_the_values_a_worker_contributes_for_its_thresholds(dtype, float_mode):
+    """What Magnitudes.of sees: int32 gradients as they are, fixed point as sent, and in exponent mode the
+    values scaled by the worker's own block exponents (each nonzero block's peak in [2**(B-1), 2**B))."""
+    from tests.inmemory import job
+    from workers.encoding import Encoder
+
+    enc = Encoder(job("ring", 4, dtype=dtype, float_mode=float_mode))
+    x = enc.gradient(3000, 1, 0, 0)
+    got = enc.magnitude_values(x)
+    assert got.dtype == np.int32 and len(got) == 3000
+    if float_mode == "exponent":
+        b = enc.block.value_bits
+        peaks = np.abs(got[: 2048].astype(np.int64)).reshape(-1, enc.block.block).max(axis=1)
+        assert all(2 ** (b - 1) <= p <= 2**b for p in peaks)
+    elif dtype == "float32":
+        assert np.array_equal(got, enc.fixed.encode(np.asarray(x))[0])
+    else:
+        assert np.array_equal(got, x)
+
+
 def test_without_thresholds_every_packet_is_in_the_top_class():
     assert magnitude_class(ints([1] * 64), Tag(7)) == MAGNITUDE_CLASSES - 1
 
@@ -145,6 +166,39 @@ def test_a_ring_job_whose_switch_trims_completes_with_zero_filled_packets_and_a_
             assert (rec["wrong_elements"] > 0) == (rec["extra"]["relative_error"] > 0)
             assert rec["extra"]["relative_error"] <= policy.max_relative_error
     assert any(rec["wrong_elements"] for r in results.values() for rec in r["iterations"])
+
+
+def test_a_parameter_server_classes_its_pulls_from_the_pushes_it_received(tmp_path):
+    """A PS server has no gradient of its own: its pulls are classed against thresholds from the workers'
+    pushes, per contribution (the sum of N over N). On real gradients (train-digits: the workers' gradients
+    of one model agree in sign and size) the pulls spread over every class like the pushes; a network that
+    trims some of them leaves a job that completes, zero-filled within its budget."""
+    import random
+
+    from tests.inmemory import job, run_ok
+
+    sent: list[bytes] = []
+
+    def record(datagram: bytes) -> float:
+        sent.append(datagram)
+        return 0.0
+
+    rnd = random.Random(4)
+    hub = MemoryHub(seed=1, delay=record, trim=lambda d: rnd.random() < 0.2)
+    policy = DlcpPolicy(drop=True, loss_budget=0.2, drop_min_layer_class=0, drop_max_magnitude_class=1,
+                        max_relative_error=1.0)
+    cfg = replace(job("ps", 2, 1, iterations=3, transport="sr", workload="train-digits", dtype="float32",
+                      ps_key_bytes=4096), dlcp=policy)
+    results = run_ok(cfg, tmp_path, hub)
+
+    def classes(src: str) -> list[int]:
+        data = [d for d in sent if d[12:16] == bytes(int(b) for b in src.split(".")) and d[28] != Opcode.ACKNOWLEDGE]
+        return [(d[RESV7_BYTE] >> 1) & 3 for d in data]
+
+    for src in ("10.0.2.1", "10.0.1.1"):  # the server's pulls, a worker's pushes
+        counts = np.bincount(classes(src), minlength=MAGNITUDE_CLASSES)
+        assert all(c > 0 for c in counts), (src, counts)
+    assert hub.trimmed and sum(r["stats"]["responder"].get("zero_filled", 0) for r in results.values()) > 0
 
 
 def test_dlcp_job_ids_beyond_the_switch_counters_are_refused():
