@@ -86,7 +86,7 @@ class IterationCheck:
         return (self.diff2 / self.norm2) ** 0.5 if self.norm2 else 0.0
 
     def correct(self, dlcp: DlcpPolicy | None) -> bool:
-        """Exact; or, with DLCP's bounded loss (lost packets read as zeros by design), within the job's
+        """Exact; or, with DLCP's dropping (trimmed packets read as zeros by design), within the job's
         error bound."""
         if self.wrong == 0:
             return True
