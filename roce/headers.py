@@ -13,6 +13,11 @@ from enum import IntEnum
 
 from protocol.config import CONFIG
 
+# BTH.resv7 bit a DLCP switch sets on a packet whose payload it dropped (a drop notification, docs/dlcp.md
+# "Trimmed packets"). The switch program's config.p4 will define DLCP_TRIMMED_SHIFT (0); once merged this
+# line becomes `from protocol.dlcp import TRIMMED` (the one definition).
+TRIMMED = 1 << 0
+
 BTH_LEN = 12
 RETH_LEN = 16
 AETH_LEN = 4
@@ -204,6 +209,11 @@ class Transport:
     @property
     def opcode(self) -> Opcode:
         return Opcode(self.bth.opcode)
+
+    @property
+    def trimmed(self) -> bool:
+        """A switch dropped this packet's payload and forwarded its headers (DLCP's drop notification)."""
+        return bool(self.bth.resv7 & TRIMMED)
 
     def pack(self) -> bytes:
         parts = [self.bth.pack()]

@@ -20,9 +20,14 @@ NAK with a SACK, completions in order) and changes two things:
   end has had the network's reordering bound to arrive. Holes in a message whose end is not
   here (a whole message overtaken by a higher-priority one) are never judged by the receiver:
   either the message is still on its way, or the sender's retransmission timer (which covers
-  a full queue) recovers it. Judged holes are zero-filled when droppable and within the loss
-  budget (bounded loss), otherwise NAKed with the first packet received after them as SACK,
-  so the sender resends exactly the missing run.
+  a full queue) recovers it. A judged hole is NAKed with the first packet received after it as
+  SACK, so the sender resends exactly the missing run: a packet lost without a notification is
+  never zero-filled.
+
+A trimmed packet (a DLCP switch dropped its payload, docs/dlcp.md) is that PSN's packet: it
+counts as arrived (a trimmed LAST ends its message for the loss judgement), a trimmed FIRST's
+RETH places the rest of its message, and it is applied as zeros, or NAKed over the loss budget,
+when the expected PSN reaches it (roce/qp.py Responder).
 
 The message containing the expected PSN is known from its RETH when its first packet has been
 applied; at a message boundary it is the run of packets after the hole up to the first
@@ -49,10 +54,9 @@ class OrderTolerantResponder(Responder):
 
     def _out_of_order(self, t: Transport, now: float) -> list[Transport]:
         psn = t.bth.psn
-        if psn in self.buffered:
+        if not self._keep(t):
             self.counters.add("duplicates")
             return []
-        self.buffered[psn] = t
         if t.opcode in LAST or t.opcode in ONLY:
             self.end_seen[psn] = now
         if t.opcode in WRITES:
@@ -152,8 +156,8 @@ class OrderTolerantResponder(Responder):
         self.judge_at = seen + self.cfg.reorder_delay if self.buffered and seen is not None else None
 
     def on_timer(self, now: float) -> list[Transport]:
-        """Judge the first hole once its message's end has waited reorder_delay: zero-fill (bounded
-        loss) or NAK it, the SACK naming the first packet received after the missing run."""
+        """Judge the first hole once its message's end has waited reorder_delay: NAK it, the SACK
+        naming the first packet received after the missing run."""
         if self.judge_at is None or now < self.judge_at or not self.buffered:
             return []
         end = self._current_end()
@@ -163,8 +167,6 @@ class OrderTolerantResponder(Responder):
         self.counters.add("holes_judged")
         # Holes of this message remain lost after a NAK until the resends arrive: ask again later.
         self.judge_at = now + 2 * self.cfg.reorder_delay if self.cfg.reorder_delay > 0 else None
-        if self.cfg.loss_budget > 0 and self._kind == "write" and self._skip_droppable(self.buffered[end]):
-            return self._drain(self.buffered.pop(self.epsn), had_holes=True, now=now)
         return [self._nak(sack=min(self.buffered, key=lambda p: psn_diff(p, self.epsn)))]
 
 

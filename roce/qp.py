@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from protocol.choice import Choice
 from protocol.dlcp import DROPPABLE
-from roce.headers import AckType, Aeth, Bth, NakCode, Opcode, Reth, Transport
+from roce.headers import LAST, ONLY, TRIMMED, WRITES, AckType, Aeth, Bth, NakCode, Opcode, Reth, Transport
 from roce.psn import psn_add, psn_diff
 
 RETH_OPCODES = {Opcode.WRITE_FIRST, Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM}
@@ -57,8 +57,10 @@ class QpConfig:
     initial_psn: int = 0  # first PSN this QP sends (sq_psn)
     remote_initial_psn: int = 0  # first PSN this QP expects (rq_psn)
     peer: str = ""  # who is on the other side, for error messages
-    loss_budget: float = 0.0  # SR only: fraction of packets a receiver may zero-fill (DLCP bounded loss)
-    reorder_delay: float = 0.0  # SR only: how long a hole may be reordering before it is NAKed (or zero-filled)
+    # DLCP: how much of what it receives a responder may complete as zeros when switches trim droppable
+    # packets (Responder._zero_fill: a fraction of the QP's packets so far, and of each message's)
+    loss_budget: float = 0.0
+    reorder_delay: float = 0.0  # SR only: how long a hole may be reordering before it is NAKed
     # SR only: DLCP's order-tolerant receive (roce/order_tolerant.py): packets placed as they arrive, a hole
     # judged only once its message's last packet is here and reorder_delay has passed since
     order_tolerant: bool = False
@@ -104,16 +106,7 @@ class RecvCompletion:
     va: int = 0
     rkey: int = 0
     data: bytes = b""  # SEND payload (a WRITE's data is in the memory region)
-    zero_filled: int = 0  # packets of the message completed as zeros (bounded loss)
-
-
-TRAILER_BYTES = 8  # bounded-loss mode: every WRITE message ends with a 64-bit droppable-packet bitmap
-MAX_LOSSY_PACKETS = 64  # ... so such messages have at most 64 packets
-
-
-def droppable_bitmap(message: bytes | bytearray | memoryview) -> int:
-    """The droppable-packet bitmap a bounded-loss message carries in its last 8 bytes."""
-    return int(struct.unpack("!Q", bytes(message[-TRAILER_BYTES:]))[0])
+    zero_filled: int = 0  # packets of the message completed as zeros (trimmed by a DLCP switch, within the budget)
 
 
 @dataclass
@@ -214,7 +207,7 @@ class Requester:
         op = _opcodes(wr.opcode_kind, first, last, wr.imm is not None)
         payload = wr.data[i * self.cfg.mtu : (i + 1) * self.cfg.mtu]
         ack_req = last or retransmission or (psn_diff(psn, self.cfg.initial_psn) + 1) % self.cfg.ack_every == 0
-        resv7 = self.marker(wr, i, payload) if self.marker is not None else 0
+        resv7 = (self.marker(wr, i, payload) if self.marker is not None else 0) & ~TRIMMED  # switches trim, never us
         if retransmission:
             resv7 &= ~DROPPABLE  # a resent packet must get through: never droppable again
         bth = Bth(op, self.cfg.remote_qpn, psn, ack_req=ack_req, pad_count=(-len(payload)) % 4, resv7=resv7)
@@ -279,6 +272,7 @@ class Requester:
             self._ack_through(psn, now)
         elif aeth.kind == AckType.NAK and aeth.value == NakCode.PSN_SEQUENCE_ERROR:
             self.counters.add("naks")
+            self.sacked.discard(psn)  # the responder expects psn: an earlier SACK of it (a trimmed packet) is void
             self._ack_through(psn_add(psn, -1), now)
             if self.cfg.mode == Mode.GBN:
                 if psn == self.una:
@@ -292,7 +286,7 @@ class Requester:
                         if hole not in self.sacked:
                             self._schedule_resend(hole, once=True)
                         hole = psn_add(hole, 1)
-                else:
+                elif psn == self.una:  # no SACK (a trimmed packet over the budget): exactly this PSN
                     self._schedule_resend(self.una, once=True)
         elif aeth.kind == AckType.RNR_NAK:
             self.counters.add("rnr_naks")
@@ -386,7 +380,14 @@ class Requester:
 
 
 class Responder:
-    """The receiving half of an RC QP."""
+    """The receiving half of an RC QP.
+
+    Trimmed packets (DLCP: a switch dropped a droppable packet's payload and forwarded its headers,
+    docs/dlcp.md) are that PSN's packet with zeros for a payload: taken in order like any packet and
+    applied at once, as zeros, while the job's loss budget allows (`_zero_fill`); beyond it a trimmed
+    packet is a loss, NAKed when it is the expected PSN and resent (never droppable again). A packet
+    lost without a notification is recovered by retransmission, never zero-filled.
+    """
 
     def __init__(self, cfg: QpConfig, regions: dict[int, MemoryRegion] | None = None) -> None:
         self.cfg = cfg
@@ -403,8 +404,8 @@ class Responder:
         self._send_data = bytearray()
         self._first_psn = 0  # PSN of the first packet of the message being received
         self.judge_at: float | None = None  # when holes waiting for reordering are judged
-        self._zero_filled_msg = 0
-        self.zero_filled = 0  # packets completed as zeros so far (bounded loss)
+        self._zero_filled_msg = 0  # packets of the message being received completed as zeros
+        self.zero_filled = 0  # packets completed as zeros so far (trimmed, within the loss budget)
 
     def _ack(self) -> Transport:
         return Transport(Bth(Opcode.ACKNOWLEDGE, self.cfg.remote_qpn, psn_add(self.epsn, -1)), aeth=Aeth.ack(self.msn))
@@ -416,6 +417,8 @@ class Responder:
 
     def on_packet(self, t: Transport, now: float = 0.0) -> list[Transport]:
         """Take a request packet; returns the ACK/NAK packets to send back."""
+        if t.trimmed:
+            self.counters.add("trimmed")
         d = psn_diff(t.bth.psn, self.epsn)
         if d < 0:
             if -d > self.cfg.window * 4:
@@ -436,13 +439,21 @@ class Responder:
             return self._out_of_order(t, now)
         return self._drain(t, had_holes=bool(self.buffered) or self.nak_sent, now=now)
 
+    def _keep(self, t: Transport) -> bool:
+        """Buffer a packet that arrived ahead of a hole: False when that PSN is here already (a packet
+        with its payload replaces a trimmed copy of itself, e.g. a resend crossing the notification)."""
+        old = self.buffered.get(t.bth.psn)
+        if old is not None and not (old.trimmed and not t.trimmed):
+            return False
+        self.buffered[t.bth.psn] = t
+        return True
+
     def _out_of_order(self, t: Transport, now: float) -> list[Transport]:
         """Selective repeat: keep a packet that arrived ahead of a hole; NAK the hole (or wait)."""
-        self.buffered.setdefault(t.bth.psn, t)
-        if self.cfg.loss_budget > 0 or self.cfg.reorder_delay > 0:
+        self._keep(t)
+        if self.cfg.reorder_delay > 0:
             # Packets may arrive in any order (DLCP priorities, spraying): a hole is judged only
-            # after reorder_delay, and in bounded-loss mode only once its message's last packet
-            # is here; until then nothing triggers a resend.
+            # after reorder_delay; until then nothing triggers a resend.
             if self.judge_at is None:
                 self.judge_at = now + self.cfg.reorder_delay
             return self.on_timer(now)
@@ -453,61 +464,61 @@ class Responder:
         return self.judge_at
 
     def on_timer(self, now: float) -> list[Transport]:
-        """Judge the holes that have waited long enough: zero-fill them (bounded loss) or NAK."""
+        """NAK the first hole once it has waited long enough for reordering."""
         if self.judge_at is None or now < self.judge_at or not self.buffered:
             return []
         # Look again later if holes remain (with no delay, the next packet or the sender's timer will).
         self.judge_at = now + 2 * self.cfg.reorder_delay if self.cfg.reorder_delay > 0 else None
-        end = self._message_end()
-        if self.cfg.loss_budget > 0 and end is not None:
-            # Inside a WRITE: its holes can be judged once its last packet (with the trailer that
-            # says which packets may be missing) is here.
-            last = self.buffered.get(end)
-            if last is None and all(psn_diff(p, end) < 0 for p in self.buffered):
-                return []  # the message's end is not here yet: its retransmission timer covers it
-            if last is not None and self._skip_droppable(last):
-                return self._drain(self.buffered.pop(self.epsn), had_holes=True, now=now)
-        # NAK the first hole exactly: its SACK is the first packet received after it. (Between
-        # messages the hole is a first packet, never droppable: no reason to wait.)
+        # NAK the first hole exactly: its SACK is the first packet received after it.
         return [self._nak(sack=min(self.buffered, key=lambda p: psn_diff(p, self.epsn)))]
 
     def _message_end(self) -> int | None:
         """PSN of the last packet of the WRITE being received, None between messages."""
         if self._kind != "write" or self._reth is None:
             return None
-        packets = max(1, -(-self._reth.dma_length // self.cfg.mtu))
-        return psn_add(self._first_psn, packets - 1)
+        return psn_add(self._first_psn, _packets(self._reth.dma_length, self.cfg.mtu) - 1)
 
-    def _skip_droppable(self, last: Transport) -> bool:
-        """Bounded loss: fill the holes before the current message's last packet with zeros, when
-        every missing packet is droppable (per the message's trailer) and the budget allows."""
-        if not last.opcode.name.startswith("WRITE_LAST"):
-            return False
-        total = psn_diff(last.bth.psn, self._first_psn) + 1
-        if total > MAX_LOSSY_PACKETS or len(last.payload) < TRAILER_BYTES:
-            return False
-        bitmap = droppable_bitmap(last.payload)
-        holes = [p for p in (psn_add(self.epsn, i) for i in range(psn_diff(last.bth.psn, self.epsn)))
-                 if p not in self.buffered]
-        if not holes or not all(bitmap >> psn_diff(p, self._first_psn) & 1 for p in holes):
-            return False
+    def _zero_fill(self, t: Transport) -> Transport | None:
+        """A trimmed packet about to be applied in order: the same packet with zeros for its payload
+        (MTU bytes for a First or Middle, the rest of the message for a Last or Only) when the loss
+        budget allows; None when it must be resent instead (a loss like any other).
+
+        The budget (QpConfig.loss_budget = b) holds both ways: zero-filled packets of this QP so far,
+        this one included, at most b x the packets it has applied (this one included); and of this
+        message at most max(1, floor(b x its packets)): any message, a one-packet one too, may lose one
+        packet, and a long one no more than its share."""
         budget = self.cfg.loss_budget
-        if len(holes) > budget * total or self.zero_filled + len(holes) > budget * (self.counters["accepted"] + total):
+        if budget <= 0 or t.opcode not in WRITES:
+            return None  # not a lossy DLCP receiver, or a SEND (its length is nowhere): resend it
+        if t.opcode in RETH_OPCODES:
+            assert t.reth is not None
+            reth, offset, in_message = t.reth, 0, 0
+        elif self._kind == "write" and self._reth is not None:
+            reth, offset, in_message = self._reth, self._offset, self._zero_filled_msg
+        else:
+            return None  # a Middle or Last without its message: invalid, as its resend will say
+        allowed = max(1, int(budget * _packets(reth.dma_length, self.cfg.mtu) + 1e-9))
+        if in_message + 1 > allowed or self.zero_filled + 1 > budget * (self.counters["accepted"] + 1) + 1e-9:
             self.counters.add("over_loss_budget")
-            return False
-        for p in holes:
-            self.buffered[p] = Transport(Bth(Opcode.WRITE_MIDDLE, self.cfg.qpn, p), bytes(self.cfg.mtu))
-        self.zero_filled += len(holes)
-        self._zero_filled_msg += len(holes)
-        self.counters.add("zero_filled", len(holes))
-        return True
+            return None
+        size = reth.dma_length - offset if t.opcode in LAST or t.opcode in ONLY else self.cfg.mtu
+        return Transport(t.bth, bytes(max(0, size)), reth=t.reth, imm=t.imm)
 
     def _drain(self, t: Transport, had_holes: bool, now: float) -> list[Transport]:
-        """Apply t (the expected PSN) and every buffered packet that follows it in order."""
+        """Apply t (the expected PSN) and every buffered packet that follows it in order. A trimmed
+        packet over the loss budget stops it: NAKed at once, resent (not droppable) by the requester."""
         responses: list[Transport] = []
         ack_wanted = False
         current: Transport | None = t
         while current is not None:
+            if current.trimmed:
+                current = self._zero_fill(current)
+                if current is None:
+                    self.counters.add("trimmed_resent")
+                    self.nak_sent = True
+                    self._drained(now)
+                    # No SACK: the requester resends exactly this PSN (what follows may still be on its way).
+                    return [self._nak()]
             error = self._execute(current)
             if error is not None:
                 self.counters.add(error.name.lower())
@@ -533,7 +544,8 @@ class Responder:
         region.buffer[start : start + len(t.payload)] = t.payload
 
     def _execute(self, t: Transport) -> NakCode | None:
-        """Apply one in-order packet; a NakCode when the request is invalid."""
+        """Apply one in-order packet; a NakCode when the request is invalid. A trimmed packet here
+        carries the zeros `_zero_fill` gave it, and is counted as zero-filled."""
         op = t.opcode
         name = op.name
         if name.startswith("WRITE"):
@@ -553,6 +565,10 @@ class Responder:
             start = self._reth.virtual_addr + self._offset
             if self._offset + len(t.payload) > self._reth.dma_length:
                 return NakCode.INVALID_REQUEST
+            if t.trimmed:
+                self._zero_filled_msg += 1
+                self.zero_filled += 1
+                self.counters.add("zero_filled")
             self._place(region, start, t)
             self._offset += len(t.payload)
             if name.endswith(("LAST", "LAST_IMM", "ONLY", "ONLY_IMM")):
@@ -578,3 +594,8 @@ class Responder:
                 self.msn = (self.msn + 1) & 0xFFFFFF
             return None
         return NakCode.INVALID_REQUEST
+
+
+def _packets(length: int, mtu: int) -> int:
+    """Packets of a message of `length` bytes (at least one)."""
+    return max(1, -(-length // mtu))

@@ -12,11 +12,11 @@ from __future__ import annotations
 import ipaddress
 import struct
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from protocol.config import CONFIG
 from protocol.qpn import udp_source_port
-from roce.headers import BTH_LEN, ICRC_LEN, HeaderError, Transport
+from roce.headers import BTH_LEN, ICRC_LEN, TRIMMED, HeaderError, Transport
 
 ROCE_V2_UDP_PORT = CONFIG.ROCE_V2_UDP_PORT
 IPV4_HEADER_LEN = 20
@@ -134,6 +134,8 @@ def parse_ipv4(data: bytes) -> RoceDatagram:
 
     Reasons: "truncated", "not-roce", "unknown-opcode", "malformed". A wrong ICRC is not an
     error here: the datagram comes back with icrc_ok False for the receiver to count and drop.
+    A trimmed packet (BTH.resv7 & TRIMMED: a DLCP switch dropped its payload, see `trim_ipv4`) is
+    headers only: one that still carries payload or padding is "malformed".
     """
     if len(data) < IPV4_HEADER_LEN:
         raise HeaderError("truncated", f"{len(data)} bytes is shorter than an IPv4 header")
@@ -155,6 +157,9 @@ def parse_ipv4(data: bytes) -> RoceDatagram:
     body = data[ihl + UDP_HEADER_LEN : total - ICRC_LEN]
     (received,) = struct.unpack("<I", data[total - ICRC_LEN : total])
     transport = Transport.unpack(body)
+    if transport.trimmed and (transport.payload or transport.bth.pad_count):
+        raise HeaderError("malformed", f"a trimmed packet carries no payload ({len(transport.payload)} bytes, "
+                                       f"pad {transport.bth.pad_count})")
     expected = compute_icrc(data[:ihl], udp, body) if ihl == IPV4_HEADER_LEN else -1
     src = str(ipaddress.IPv4Address(data[12:16]))
     dst = str(ipaddress.IPv4Address(data[16:20]))
@@ -165,3 +170,16 @@ def parse_frame(frame: bytes) -> RoceDatagram:
     if len(frame) < ETH_HEADER_LEN or frame[12:14] != b"\x08\x00":
         raise HeaderError("not-roce", "not an IPv4 Ethernet frame")
     return parse_ipv4(frame[ETH_HEADER_LEN:])
+
+
+def trim_ipv4(datagram: bytes, tos: int | None = None) -> bytes:
+    """The drop notification a DLCP switch makes of a droppable packet it would drop (docs/dlcp.md,
+    "Trimmed packets"): the same IPv4/UDP/BTH [+RETH] [+ImmDt] headers without the payload, BTH.pad_count
+    0 and the TRIMMED bit set in BTH.resv7, IPv4 and UDP lengths and the ICRC recomputed; TOS as given
+    (the switch writes its class there) or kept. The receivers' reference: tests trim with it, and a
+    switch's trimmed copy of a datagram our hosts sent (DF set) equals it but for TTL and TOS."""
+    d = parse_ipv4(datagram)
+    t = d.transport
+    bth = replace(t.bth, pad_count=0, resv7=t.bth.resv7 | TRIMMED)
+    return build_ipv4(Transport(bth, b"", reth=t.reth, aeth=t.aeth, imm=t.imm), d.src, d.dst, src_port=d.src_port,
+                      tos=d.tos if tos is None else tos, ttl=d.ttl, ident=d.ident)

@@ -2,8 +2,10 @@
 
 For tests and simulation without Mininet: every engine gets a `MemoryLink` on a shared
 `MemoryHub`; the hub can drop a fraction of the datagrams (seeded) to exercise loss recovery,
-and hold datagrams back by a scripted delay (`delay(datagram) -> seconds`) to reorder them the
-way strict priorities or per-packet spraying over paths of different delay would.
+hold datagrams back by a scripted delay (`delay(datagram) -> seconds`) to reorder them the
+way strict priorities or per-packet spraying over paths of different delay would, and trim
+the droppable RoCE packets a rule selects (`trim(datagram) -> bool`) as a DLCP switch over its
+drop threshold does (roce/wire.py trim_ipv4).
 """
 
 from __future__ import annotations
@@ -16,15 +18,26 @@ import threading
 import time
 from collections.abc import Callable, Collection
 
+from protocol.dlcp import DROPPABLE
 from protocol.polling import wait_until
+from roce.wire import IPV4_HEADER_LEN, UDP_HEADER_LEN, trim_ipv4
 
 Delay = Callable[[bytes], float]  # seconds a datagram is held before it is delivered (0: at once)
+Trim = Callable[[bytes], bool]  # which droppable datagrams a DLCP switch would drop: trimmed instead
+RESV7_BYTE = IPV4_HEADER_LEN + UDP_HEADER_LEN + 8  # BTH byte 8: AckReq and resv7
+TRIMMED_TOS = 7 << 5  # the class a trimming switch gives its notification (DSCP CS7, DLCP_ACK_PRIORITY)
+
+
+def droppable(datagram: bytes) -> bool:
+    """A RoCE data packet its sender marked droppable (DLCP)."""
+    return len(datagram) > RESV7_BYTE and bool(datagram[RESV7_BYTE] & DROPPABLE)
 
 
 class MemoryHub:
-    def __init__(self, loss: float = 0.0, seed: int = 0, delay: Delay | None = None) -> None:
+    def __init__(self, loss: float = 0.0, seed: int = 0, delay: Delay | None = None, trim: Trim | None = None) -> None:
         self.loss = loss
         self.delay = delay
+        self.trim = trim
         self._rnd = random.Random(seed)
         self._queues: dict[str, queue.Queue[bytes]] = {}
         self._held: dict[str, list[tuple[float, int, bytes]]] = {}  # ip -> heap of (due, seq, datagram)
@@ -33,6 +46,7 @@ class MemoryHub:
         self.dropped = 0
         self.delivered = 0
         self.delayed = 0
+        self.trimmed: list[bytes] = []  # the trimmed datagrams delivered
 
     def link(self, ip: str) -> MemoryLink:
         with self._lock:
@@ -48,6 +62,9 @@ class MemoryHub:
                 self.dropped += 1
                 return
             self.delivered += 1
+            if self.trim is not None and droppable(datagram) and self.trim(datagram):
+                datagram = trim_ipv4(datagram, tos=TRIMMED_TOS)
+                self.trimmed.append(datagram)
             held = self.delay(datagram) if self.delay is not None else 0.0
             if held > 0:
                 self.delayed += 1

@@ -17,14 +17,12 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Protocol
 
-import numpy as np
-
 from protocol.qpn import qpn
 from roce.engine import Engine, JobAborted, QueuePair
 from roce.qp import MemoryRegion, Mode, QpConfig, RecvCompletion
 from workers.config import JobConfig, Node
-from workers.dlcp import Framing, Tag, layer_class
-from workers.tensors import Int32Array, Profile
+from workers.dlcp import Magnitudes, Marker, Tag, layer_class
+from workers.tensors import FloatArray, Int32Array, Profile
 
 Wait = Callable[[], bool]  # what a reduction in progress waits for (true: resume it)
 OpGen = Generator[Wait, None, Int32Array]  # a non-blocking all-reduce: yields what it waits for, returns the sum
@@ -49,8 +47,9 @@ class Comm:
         self.tags: dict[int, dict[int, RecvCompletion]] = {}  # qpn -> imm -> completion
         self.acked: dict[int, set[int]] = {}  # qpn -> ids of work requests fully acknowledged
         self.dlcp = cfg.dlcp
-        self.framing = Framing(cfg.mtu, self.dlcp) if self.dlcp is not None else None
-        self.zero_filled = 0  # packets this node received as zeros (bounded loss)
+        self.marker = Marker(self.dlcp) if self.dlcp is not None else None
+        self.magnitudes: dict[int, Magnitudes] = {}  # iteration -> this node's magnitude thresholds (DLCP)
+        self.zero_filled = 0  # packets this node received as zeros (trimmed by a switch, within the budget)
         self.abort_file: Path | None = None  # written by the runner when a node of the job failed
         self._next_abort_check = 0.0
 
@@ -67,8 +66,8 @@ class Comm:
                            loss_budget=self.dlcp.loss_budget if self.dlcp and self.dlcp.drop else 0.0,
                            reorder_delay=self.reorder_delay(), order_tolerant=self.order_tolerant)
             self.qps[peer] = self.engine.connect(cfg, node.ip)
-            if self.framing is not None:
-                self.qps[peer].requester.marker = self.framing.marker
+            if self.marker is not None:
+                self.qps[peer].requester.marker = self.marker
             self.tags[self.qps[peer].cfg.qpn] = {}
             self.acked[self.qps[peer].cfg.qpn] = set()
         return self.qps[peer]
@@ -99,30 +98,39 @@ class Comm:
                     self.tags[qp.cfg.qpn][c.imm] = c
             self.acked[qp.cfg.qpn].update(s.wr_id for s in self.engine.send_completions(qp) if s.ok)
 
-    # ---- writes that DLCP may frame (messages with droppable-packet trailers) ----
+    # ---- DLCP marking ----
 
-    def tag_for(self, index: int, profile: Profile, data: Int32Array) -> Tag:
-        """The DLCP marking of a write of tensor `index` of the job's profile."""
-        mean_abs = float(np.mean(np.abs(data.astype(np.int64)))) if len(data) else 0.0
-        return Tag(layer_class(index, len(profile.tensors)), mean_abs, profile.tensors[index].kind != "exponents")
+    def set_magnitudes(self, iteration: int, contributed: list[Int32Array]) -> None:
+        """This node's magnitude thresholds for an iteration, from the int32 values it contributes
+        (workers/dlcp.py Magnitudes); nothing without DLCP. Called before the iteration's first write."""
+        if self.dlcp is not None:
+            self._set_magnitudes(iteration, Magnitudes.of(contributed, self.values_per_packet))
 
-    def slot_bytes(self, nbytes: int) -> int:
-        """Bytes a receiver reserves for a write of nbytes."""
-        return self.framing.slot_bytes(nbytes) if self.framing is not None else nbytes
+    def set_magnitude_means(self, iteration: int, means: list[FloatArray]) -> None:
+        """The same from per-packet mean |v| already computed (a parameter server's pushes)."""
+        if self.dlcp is not None:
+            self._set_magnitudes(iteration, Magnitudes.of_means(means))
+
+    @property
+    def values_per_packet(self) -> int:
+        return self.cfg.mtu // 4
+
+    def _set_magnitudes(self, iteration: int, magnitudes: Magnitudes) -> None:
+        self.magnitudes[iteration] = magnitudes
+        self.magnitudes.pop(iteration - 2, None)  # only the iterations whose writes may still be posted
+
+    def tag_for(self, index: int, profile: Profile, iteration: int, contributions: int = 1) -> Tag:
+        """The DLCP marking of a write of tensor `index` of the job's profile in an iteration, whose
+        values sum `contributions` workers' gradients."""
+        return Tag(layer_class(index, len(profile.tensors)), self.magnitudes.get(iteration), contributions,
+                   profile.tensors[index].kind != "exponents")
 
     def write(self, peer: int, data: bytes, va: int, rkey: int, imm: int | None, tag: Tag | None = None) -> None:
-        requester = self.qp(peer).requester
-        if self.framing is None:
-            requester.post_write(data, va, rkey, imm=imm)
-            return
-        pieces = self.framing.messages(data, tag or Tag(0, 0.0))
-        for i, (offset, message) in enumerate(pieces):
-            requester.post_write(message, va + offset, rkey, imm=imm if i == len(pieces) - 1 else None, tag=tag)
+        """One RDMA WRITE (with immediate) of data at the peer's va; `tag`: its DLCP class."""
+        self.qp(peer).requester.post_write(data, va, rkey, imm=imm, tag=tag)
 
     def read(self, region: MemoryRegion, va: int, nbytes: int) -> bytes:
-        if self.framing is None:
-            return bytes(memoryview(region.buffer)[va : va + nbytes])
-        return self.framing.read(region.buffer, va, nbytes)
+        return bytes(memoryview(region.buffer)[va : va + nbytes])
 
     def arrived(self, peer: int, imm: int) -> bool:
         """Has the write tagged imm from peer completed (as of the last collection)?"""

@@ -141,7 +141,7 @@ class JobConfig:
     retry_limit: int = 7
     ps_key_bytes: int = 64 << 10  # parameter server: bytes per key (PHub-style fine-grained chunks)
     credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
-    dlcp: DlcpPolicy | None = None  # DLCP marking and bounded loss on the hosts (None: off)
+    dlcp: DlcpPolicy | None = None  # DLCP marking and zero-filling of trimmed packets on the hosts (None: off)
     crash: Crash | None = None
     training: Training | None = None  # None: all-reduce every tensor in a row, no computation (workers/loops.py)
     seed: int = 1

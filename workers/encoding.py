@@ -9,7 +9,7 @@ way, so the mode is the workers' business only: the switches just add int32 valu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,7 +86,7 @@ class IterationCheck:
         return (self.diff2 / self.norm2) ** 0.5 if self.norm2 else 0.0
 
     def correct(self, dlcp: DlcpPolicy | None) -> bool:
-        """Exact; or, with DLCP's bounded loss (lost packets read as zeros by design), within the job's
+        """Exact; or, with DLCP's dropping (trimmed packets read as zeros by design), within the job's
         error bound."""
         if self.wrong == 0:
             return True
@@ -123,6 +123,17 @@ class Encoder:
             return self.fixed.encode(xf)
         return self.block.codes(xf), 0
 
+    def magnitude_values(self, x: Int32Array | FloatArray) -> Int32Array:
+        """The int32 values a tensor contributes, for DLCP's magnitude thresholds (workers/dlcp.py): what
+        it sends (int32, fixed point); in exponent mode its values scaled by its own block exponents (the
+        shared ones, known only after the codes' all-reduce, are at least as large)."""
+        if self.cfg.dtype == DType.INT32:
+            return x.astype(np.int32)
+        xf = np.asarray(x, dtype=np.float64)
+        if not self.exponent:
+            return self.fixed.encode(xf)[0]
+        return self.block.encode(xf, self.block.exponents(self.block.codes(xf)))[0]
+
     def values_wire(self, x: Int32Array | FloatArray, codes: Int32Array) -> tuple[Int32Array, ExponentArray, int]:
         """Exponent mode: the values to send once the codes' sum is known, the shared exponents, clipped values."""
         exponents = self.block.exponents(codes)
@@ -149,7 +160,11 @@ class Encoder:
     def expected(self, elements: int, ranks: list[int], iteration: int, j: int) -> tuple[Reduced, FloatArray | None]:
         """What every worker must receive for logical tensor j, computed locally from all workers'
         gradients, and (float32) the float64 reference sum."""
-        xs = [self.gradient(elements, r, iteration, j) for r in ranks]
+        return self.expected_of([self.gradient(elements, r, iteration, j) for r in ranks])
+
+    def expected_of(self, xs: Sequence[Int32Array | FloatArray]) -> tuple[Reduced, FloatArray | None]:
+        """What the all-reduce of these gradients (one per worker) must give, and (float32) their
+        float64 sum."""
         if self.cfg.dtype == DType.INT32:
             return Reduced(_sum([x.astype(np.int32) for x in xs])), None
         fs = [np.asarray(x, dtype=np.float64) for x in xs]

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from workers.comm import Collective, Comm
 from workers.encoding import AllReduce, Encoder, IterationCheck, job_profile
-from workers.records import IterationRecord, WrongResult, crash_if_asked
+from workers.records import CheckKind, IterationRecord, WrongResult, crash_if_asked
 from workers.tensors import Profile, workload
 from workers.train import TrainLoop
 
@@ -37,6 +37,7 @@ class WorkerLoop:
         ranks = [w.node_id for w in self.cfg.workers]
         for it in range(self.cfg.iterations):
             data = [self.encoder.gradient(t.elements, self.rank, it, j) for j, t in enumerate(self.tensors)]
+            self.comm.set_magnitudes(it, [self.encoder.magnitude_values(x) for x in data])
             zero_before = self.comm.zero_filled
             start = time.monotonic()
             results = [self.encoder.reduce(self.allreduce, it, j, x) for j, x in enumerate(data)]
@@ -48,7 +49,8 @@ class WorkerLoop:
             ok = check.correct(self.comm.dlcp)
             extra = {"zero_filled_packets": float(self.comm.zero_filled - zero_before),
                      "relative_error": check.relative_error}
-            records.append(IterationRecord(it, start, end, ok, check.wrong, check.err, check.saturated, extra))
+            records.append(IterationRecord(it, start, end, ok, check.wrong, check.err, check.saturated, extra,
+                                           check=CheckKind.EXACT))
             crash_if_asked(self.cfg, self.comm.me.node_id, it)
             if not ok:
                 raise WrongResult(f"{self.comm.me.host}: iteration {it}: {check.wrong} wrong elements", records)

@@ -16,11 +16,12 @@ import numpy as np
 
 from workers.comm import Comm, OpGen
 from workers.config import JobConfig
+from workers.dlcp import packet_means
 from workers.encoding import job_profile
 from workers.loops import make_loop
 from workers.schedule import op_mark
 from workers.schedule import plan as plan_of
-from workers.tensors import Int32Array, from_wire, to_wire
+from workers.tensors import FloatArray, Int32Array, from_wire, to_wire
 
 RKEY_SERVER = 0x50535256  # "PSRV"
 RKEY_WORKER = 0x5053574B  # "PSWK"
@@ -55,10 +56,6 @@ class Key:
     def nbytes(self) -> int:
         return (self.hi - self.lo) * 4
 
-    def slot(self, comm: Comm) -> int:
-        """Bytes a receiver reserves for this key (more than nbytes when DLCP frames the writes)."""
-        return comm.slot_bytes(self.nbytes)
-
 
 def plan(comm: Comm) -> tuple[list[Key], dict[int, int], int]:
     """Keys of one step, bytes per worker block on each server, bytes of a whole step."""
@@ -76,8 +73,8 @@ def plan(comm: Comm) -> tuple[list[Key], dict[int, int], int]:
             server = servers[len(keys) % len(servers)]
             key = Key(len(keys), t_index, lo, hi, server, server_bytes[server], step_bytes)
             keys.append(key)
-            server_bytes[server] += key.slot(comm)
-            step_bytes += key.slot(comm)
+            server_bytes[server] += key.nbytes
+            step_bytes += key.nbytes
     if len(keys) >= 1 << 24:
         raise ValueError("too many keys for 24-bit tags; raise ps_key_bytes")
     return keys, server_bytes, step_bytes
@@ -108,7 +105,7 @@ class PsWorker:
         """Push every key of reduction `unit` of this iteration, then wait for every pull."""
         me = self.workers.index(self.comm.me.node_id)
         keys = self.by_tensor[unit]
-        marks = self.comm.tag_for(mark, self.profile, data)
+        marks = self.comm.tag_for(mark, self.profile, iteration)  # a push: this worker's own gradient
         for k in keys:
             va = (iteration % 2) * len(self.workers) * self.server_bytes[k.server] \
                 + me * self.server_bytes[k.server] + k.server_offset
@@ -139,10 +136,16 @@ class PsServer:
             comm.qp(w)
 
     def serve(self) -> int:
-        """Aggregate every key of every iteration; returns the number of keys served."""
+        """Aggregate every key of every iteration; returns the number of keys served.
+
+        DLCP: a server's pulls are classed against magnitude thresholds from the pushes it received
+        in the previous iteration (in the first, those received before its first pull), each pull per
+        contribution (its sum over N)."""
         served = 0
+        previous: list[FloatArray] = []  # per-packet mean |v| of the previous iteration's pushes
         for seq in range(self.comm.cfg.iterations):
             pending = list(self.mine)
+            pushed: list[FloatArray] = []
             while pending:
                 self.comm.wait_any(partial(self._any_complete, seq, pending),
                                    f"pushes of iteration {seq} ({len(pending)} keys left)")
@@ -152,13 +155,19 @@ class PsServer:
                     for i, w in enumerate(self.workers):
                         self.comm.tags[self.comm.qp(w).cfg.qpn].pop(tag(seq, k.key_id))
                         va = ((seq % 2) * len(self.workers) + i) * self.block + k.server_offset
-                        total += from_wire(self.comm.read(self.region, va, k.nbytes), k.hi - k.lo)
-                    marks = self.comm.tag_for(self.units[k.tensor].mark, self.profile, total)
+                        push = from_wire(self.comm.read(self.region, va, k.nbytes), k.hi - k.lo)
+                        total += push
+                        if self.comm.dlcp is not None:
+                            pushed.append(packet_means(push, self.comm.values_per_packet))
+                    if self.comm.dlcp is not None and seq not in self.comm.magnitudes:
+                        self.comm.set_magnitude_means(seq, previous or pushed)
+                    marks = self.comm.tag_for(self.units[k.tensor].mark, self.profile, seq, len(self.workers))
                     for w in self.workers:
                         va = (seq % 2) * self.step_bytes + k.step_offset
                         self.comm.write(w, to_wire(total), va, RKEY_WORKER, tag(seq, k.key_id), marks)
                     pending.remove(k)
                     served += 1
+            previous = pushed
         self.comm.drain()
         return served
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
+from protocol.choice import Choice
 from workers.config import JobConfig
+
+
+class CheckKind(Choice):
+    """Which check of an iteration's result ran: what `correct` and the error fields mean."""
+
+    EXACT = "exact"  # every element of every sum compared with the exact sum this worker computed itself
+    DIGEST = "digest"  # only digests of the results compared between workers (no loop of this package yet)
+    NONE = "none"  # no check ran (e.g. the iteration did not finish): correct and the errors say nothing
 
 
 @dataclass
@@ -18,6 +27,7 @@ class IterationRecord:
     max_abs_error: float
     saturated: int = 0
     extra: dict[str, float] = field(default_factory=dict)
+    check: CheckKind = field(kw_only=True)  # which check gave correct, wrong_elements and max_abs_error
 
     @property
     def time_s(self) -> float:
@@ -25,6 +35,7 @@ class IterationRecord:
 
     def to_dict(self) -> dict[str, object]:
         d = asdict(self)
+        d["check"] = str(self.check)
         d["time_s"] = self.time_s
         return d
 

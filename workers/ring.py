@@ -50,7 +50,7 @@ class Ring:
         self.next = workers[(self.rank + 1) % self.n]
         self.prev = workers[(self.rank - 1) % self.n]
         self.loop = make_loop(comm, self)
-        self.slot_bytes = comm.slot_bytes(max(4, -(-self.loop.largest_op // self.n) * 4))
+        self.slot_bytes = max(4, -(-self.loop.largest_op // self.n) * 4)
         self.steps = 2 * (self.n - 1)
         # Each reduction has its own slots: with W reductions in flight, a neighbour can be at most 2W
         # reductions ahead of the one this worker still reads (it starts reduction k only when k - W is done).
@@ -76,7 +76,6 @@ class Ring:
         if self.n == 1:
             return acc
         bounds = chunk_bounds(len(acc), self.n)
-        tag = self.comm.tag_for(mark, self.loop.profile, data)
         for step in range(self.steps):
             reduce = step < self.n - 1
             s = step if reduce else step - (self.n - 1)
@@ -84,6 +83,8 @@ class Ring:
             recv_chunk = (self.rank - s - 1) % self.n if reduce else (self.rank - s) % self.n
             lo, hi = bounds[send_chunk]
             imm = step_tag(seq, step)
+            # the chunk sent in reduce-scatter step s sums s + 1 workers' gradients; in all-gather, all n
+            tag = self.comm.tag_for(mark, self.loop.profile, iteration, s + 1 if reduce else self.n)
             self.comm.write(self.next, to_wire(acc[lo:hi]), self._va(seq, step), RKEY, imm, tag)
             if not self.comm.arrived(self.prev, imm):
                 yield partial(self.comm.arrived, self.prev, imm)

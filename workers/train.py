@@ -5,12 +5,19 @@ digits data set (1797 8x8 images, shipped with the package). Every worker holds 
 the training set; each iteration it computes the gradient of a minibatch with numpy, sends
 it as int32 fixed point through the chosen all-reduce (ring, PS or NetReduce, through BMv2),
 averages, and takes an SGD step. Accuracy on the held-out set is measured every iteration,
-so runs with and without DLCP's bounded-loss dropping can be compared on learning, not only
-on time.
+so runs with and without DLCP's dropping can be compared on learning, not only on time.
+
+Every iteration's sum is checked (docs/training.md, "train-digits"): shards, minibatch draws
+and the initial model come from the job's seed, so a worker computes every other worker's
+gradient on its own model and the exact sum they must add up to. Without DLCP dropping the
+sum must be exact; with it (zero-filled packets), the relative error against that sum is
+recorded, and models may drift apart (a ring's all-gather carries a zero-filled chunk
+downstream only): each worker reports a digest of its parameters at the end.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from workers.comm import Comm
-from workers.encoding import AllReduce, Encoder, job_profile
-from workers.records import IterationRecord
+from workers.encoding import AllReduce, Encoder, IterationCheck, job_profile
+from workers.records import CheckKind, IterationRecord, WrongResult, crash_if_asked
 from workers.tensors import DIGITS_MLP, digits_profile
 
 INPUTS, HIDDEN, CLASSES = DIGITS_MLP
@@ -46,6 +53,9 @@ class Model:
     def tensors(self) -> list[FloatArray]:
         return [self.w1, self.b1, self.w2, self.b2]
 
+    def copy(self) -> Model:
+        return Model(self.w1.copy(), self.b1.copy(), self.w2.copy(), self.b2.copy())
+
     def forward(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         h = np.maximum(0.0, x @ self.w1 + self.b1)
         logits = h @ self.w2 + self.b2
@@ -66,6 +76,13 @@ class Model:
 
     def accuracy(self, x: FloatArray, y: npt.NDArray[np.int64]) -> float:
         return float(np.mean(self.forward(x)[1].argmax(axis=1) == y))
+
+    def digest(self) -> str:
+        """A digest of the parameters: equal on two workers exactly when their models are identical."""
+        h = hashlib.sha256()
+        for t in self.tensors():
+            h.update(np.ascontiguousarray(t).tobytes())
+        return h.hexdigest()[:16]
 
 
 def data(seed: int) -> tuple[FloatArray, npt.NDArray[np.int64], FloatArray, npt.NDArray[np.int64]]:
@@ -92,37 +109,57 @@ class TrainLoop:
         self.rank = ranks.index(comm.me.node_id)
         self.n = len(ranks)
         x, y, self.x_test, self.y_test = data(self.cfg.seed)
-        self.x, self.y = x[self.rank :: self.n], y[self.rank :: self.n]
+        # every worker's shard and minibatch draws, so that this worker can compute their gradients too
+        self.shards = [(x[r :: self.n], y[r :: self.n]) for r in range(self.n)]
+        self.draws = [np.random.default_rng(self.cfg.seed * 1000 + r) for r in range(self.n)]
         self.model = Model.initial(self.cfg.seed)
         self.largest_op = max(t.elements for t in self.profile.tensors)
         self.in_flight = 1
 
     def extra(self) -> dict[str, object]:
-        return {}
+        return {"model_digest": self.model.digest()}
+
+    def _gradients(self, model: Model, r: int) -> tuple[list[FloatArray], float]:
+        """Worker r's gradients of this iteration (its next minibatch) on `model`, flat, in
+        back-propagation order (the profile's), and its minibatch loss."""
+        x, y = self.shards[r]
+        batch = self.draws[r].choice(len(y), size=min(BATCH, len(y)), replace=False)
+        grads, loss = model.gradients(x[batch], y[batch])
+        return [g.ravel() for g in reversed(grads)], loss
 
     def run(self, progress: Callable[[int], None] = lambda i: None) -> list[IterationRecord]:
-        records = []
-        rng = np.random.default_rng(self.cfg.seed * 1000 + self.rank)
+        records: list[IterationRecord] = []
+        train_s = 0.0  # wall time of the iterations so far (checks and evaluation excluded)
+        shapes = [t.shape for t in reversed(self.model.tensors())]
         for it in range(self.cfg.iterations):
-            batch = rng.choice(len(self.y), size=min(BATCH, len(self.y)), replace=False)
-            grads, loss = self.model.gradients(self.x[batch], self.y[batch])
-            zero_before = self.comm.zero_filled
             start = time.monotonic()
-            # Back-propagation order: the last layer's gradient first (profile() order).
-            summed: dict[int, FloatArray] = {}
-            saturated = 0
-            for index, g in enumerate(reversed(grads)):
-                r = self.encoder.reduce(self.allreduce, it, index, g.ravel())
-                saturated += r.saturated
-                summed[index] = self.encoder.decode(r).reshape(g.shape) / self.n
+            before = self.model.copy()  # the parameters this iteration's gradients come from
+            mine, loss = self._gradients(before, self.rank)
+            self.comm.set_magnitudes(it, [self.encoder.magnitude_values(g) for g in mine])
+            zero_before = self.comm.zero_filled
+            comm_start = time.monotonic()
+            reduced = [self.encoder.reduce(self.allreduce, it, index, g) for index, g in enumerate(mine)]
             self.comm.drain()
-            end = time.monotonic()
-            for tensor, update in zip(self.model.tensors(), reversed([summed[i] for i in range(len(grads))]),
-                                      strict=True):
+            comm_s = time.monotonic() - comm_start
+            updates = [self.encoder.decode(r).reshape(shape) / self.n for r, shape in zip(reduced, shapes, strict=True)]
+            for tensor, update in zip(self.model.tensors(), reversed(updates), strict=True):
                 tensor -= LEARNING_RATE * update
-            accuracy = self.model.accuracy(self.x_test, self.y_test)
-            extra = {"accuracy": accuracy, "loss": loss,
-                     "zero_filled_packets": float(self.comm.zero_filled - zero_before)}
-            records.append(IterationRecord(it, start, end, True, 0, 0.0, saturated, extra))
+            end = time.monotonic()
+            train_s += end - start
+            # The check, outside the iteration's time: every worker's gradient on the same parameters.
+            grads = [mine if r == self.rank else self._gradients(before, r)[0] for r in range(self.n)]
+            check = IterationCheck()
+            for index, got in enumerate(reduced):
+                check.add(self.encoder, got, *self.encoder.expected_of([g[index] for g in grads]))
+            ok = check.correct(self.comm.dlcp)
+            extra = {"accuracy": self.model.accuracy(self.x_test, self.y_test), "loss": loss,
+                     "zero_filled_packets": float(self.comm.zero_filled - zero_before),
+                     "relative_error": check.relative_error, "comm_s": comm_s, "train_s": train_s}
+            records.append(IterationRecord(it, start, end, ok, check.wrong, check.err, check.saturated, extra,
+                                           check=CheckKind.EXACT))
+            crash_if_asked(self.cfg, self.comm.me.node_id, it)
+            if not ok:
+                raise WrongResult(f"{self.comm.me.host}: iteration {it}: {check.wrong} wrong elements "
+                                  f"(relative error {check.relative_error:.3g})", records)
             progress(it)
         return records

@@ -32,7 +32,7 @@ from workers.comm import Collective, Comm, Wait
 from workers.config import Sync, Training
 from workers.encoding import Encoder, IterationCheck, Reduced, job_profile
 from workers.floats import ExponentArray, FloatArray
-from workers.records import IterationRecord, WrongResult, crash_if_asked
+from workers.records import CheckKind, IterationRecord, WrongResult, crash_if_asked
 from workers.schedule import Layer, Op, Plan, op_mark, plan
 from workers.tensors import Int32Array, Profile
 
@@ -317,6 +317,7 @@ class TrainingLoop:
         self.zero_filled: dict[int, int] = {}
         self._zero_at_start = 0
         self.lossy = comm.dlcp is not None and comm.dlcp.drop
+        self._ahead: dict[int, Int32Array | FloatArray] = {}  # DLCP: this iteration's gradients not yet produced
 
     # ---- Runtime ----
 
@@ -327,9 +328,16 @@ class TrainingLoop:
         self.comm.step(max_wait, what)
 
     def gradients(self, iteration: int, layer: Layer) -> None:
+        if iteration not in self.tensors and self.comm.dlcp is not None:
+            # Backward's first layer: DLCP's magnitude thresholds need the whole iteration's gradient
+            # before its first write, so it is generated now and handed out layer by layer.
+            self._ahead = {j: self.encoder.gradient(n, self.rank, iteration, j)
+                           for j, n in enumerate(self.plan.elements)}
+            self.comm.set_magnitudes(iteration, [self.encoder.magnitude_values(x) for x in self._ahead.values()])
         state = self.tensors.setdefault(iteration, {})
         for j in layer.tensors:
-            x = self.encoder.gradient(self.plan.elements[j], self.rank, iteration, j)
+            ahead = self._ahead.pop(j, None)
+            x = ahead if ahead is not None else self.encoder.gradient(self.plan.elements[j], self.rank, iteration, j)
             first, saturated = self.encoder.first_wire(x)
             if self.encoder.exponent:
                 state[j] = _Tensor(x, np.zeros(0, dtype=np.int32), 0, codes_send=first, left=self.plan.elements[j])
@@ -401,7 +409,9 @@ class TrainingLoop:
             extra = {"compute_s": t.compute_s, "comm_s": t.comm_s, "exposed_comm_s": t.exposed_comm_s,
                      "overlap": t.overlap, "zero_filled_packets": float(self.zero_filled.get(t.index, 0)),
                      "relative_error": c.relative_error}
-            records.append(IterationRecord(t.index, t.start, t.end, ok, c.wrong, c.err, c.saturated, extra))
+            check = CheckKind.EXACT if c.checked else CheckKind.NONE
+            records.append(IterationRecord(t.index, t.start, t.end, ok, c.wrong, c.err, c.saturated, extra,
+                                           check=check))
         return records
 
     def extra(self) -> dict[str, object]:

@@ -71,9 +71,8 @@ class DlcpOptions:
     """
 
     priority: bool = False  # switches: strict priority by layer class (front layers first)
-    drop: bool = False  # switches drop droppable packets over the threshold; hosts mark them
+    drop: bool = False  # hosts mark droppable packets; switches trim them over the threshold, receivers zero-fill
     spray: bool = False  # switches spread a job's packets over every equal-cost path
-    bounded_loss: bool = False  # hosts mark and receivers zero-fill lost droppable packets; switches drop nothing
     threshold_bytes: int | None = None  # selective drop at or over this virtual-queue depth (default: per rate)
     hosts: DlcpPolicy = field(default_factory=DlcpPolicy)  # loss budget, which layers and magnitudes may go
 
@@ -88,8 +87,8 @@ class DlcpOptions:
 
     @property
     def lossy(self) -> bool:
-        """Receivers may zero-fill droppable packets."""
-        return self.drop or self.bounded_loss
+        """Receivers may zero-fill droppable packets (trimmed by the switches)."""
+        return self.drop
 
     def host_policy(self) -> DlcpPolicy | None:
         """What the workers do (None: DLCP off)."""
@@ -212,7 +211,7 @@ class ExperimentSpec:
         need(not (self.workload == "train-digits" and self.dtype != DType.FLOAT32),
              "workload = 'train-digits' trains a float model: set dtype = float32")
         need(not (self.dlcp.lossy or self.dlcp.spray) or self.transport == Mode.SR,
-             "dlcp drop, bounded_loss and spray need packets accepted in any order: set transport = sr")
+             "dlcp drop and spray need packets accepted in any order: set transport = sr")
         policy = self.dlcp.hosts
         need(0.0 <= policy.loss_budget < 1.0, f"dlcp loss_budget = {policy.loss_budget}: a fraction 0 <= x < 1")
         need(self.dlcp.threshold_bytes is None or self.dlcp.threshold_bytes >= 0,

@@ -1,14 +1,14 @@
-"""DLCP end to end: a model trained through the BMv2 fabric with and without bounded loss;
-spraying on a fabric where flow hashing collides, with order-tolerant receivers.
+"""DLCP end to end: a model trained through the BMv2 fabric, exact through lossy links and with the
+switches trimming droppable packets; spraying on a fabric where flow hashing collides, with
+order-tolerant receivers.
 
-The same training run (an MLP on scikit-learn's digits, 4 ring workers on a 2x2 leaf-spine
-fabric, gradients exchanged as RoCE through the switches, 3 % of the RoCE packets on every
-worker link dropped by the switches' fault-injection table) on one network: `exact`
-retransmits every lost packet; `bounded-loss` marks gradient packets droppable and the
-receivers zero-fill lost ones within a 25 % budget per message instead of waiting for them.
-Both must learn; the second must zero-fill and retransmit less. A third run sets the
-switches' drop threshold to zero with every DLCP feature on: the switches drop droppable
-packets (counted), the job still completes, and the default thresholds come back after it.
+The training runs (an MLP on scikit-learn's digits, 4 ring workers on a 2x2 leaf-spine fabric,
+gradients exchanged as RoCE through the switches): `exact`, with 3 % of the RoCE packets on every
+worker link dropped by the switches' fault-injection table, retransmits every lost packet and
+checks every sum exactly; `trimmed` has every gradient packet droppable and the switches' drop
+threshold at zero: every droppable packet is trimmed (its payload dropped, its headers forwarded),
+the receivers zero-fill them within a 25 % budget and have the rest resent, and the job completes
+within its error bound; the default thresholds come back after it.
 """
 
 from __future__ import annotations
@@ -36,36 +36,51 @@ from protocol.paths import EXPERIMENTS
 pytestmark = pytest.mark.mininet
 
 TRAIN: dict[str, Any] = {"algo": "ring", "workers": 4, "topo": "leafspine", "workload": "train-digits",
-                         "dtype": "float32", "iterations": 30, "transport": "sr", "bw_mbps": 20.0, "loss_pct": 3.0,
-                         "mtu": 1024}  # several packets per message: a lost one can be within the 25 % budget
-BOUNDED: dict[str, Any] = {"bounded_loss": True, "loss_budget": 0.25, "drop_min_layer_class": 0,
-                           "drop_max_magnitude_class": 3, "max_relative_error": 1.0}
+                         "dtype": "float32", "iterations": 30, "transport": "sr", "bw_mbps": 20.0, "mtu": 1024}
+LOSSY: dict[str, Any] = {"drop": True, "loss_budget": 0.25, "drop_min_layer_class": 0, "drop_max_magnitude_class": 3,
+                         "max_relative_error": 1.0}
 
 
 def accuracy(report: dict[str, Any]) -> list[float]:
     return [it["accuracy"] for it in report["iterations"]]
 
 
-def test_training_learns_with_and_without_bounded_loss(tmp_path):
-    exact_spec = spec_from_dict({**TRAIN, "name": "exact"})
-    with Testbed(topology_for(exact_spec), NetworkOptions(run_dir=tmp_path / "net")) as net:
-        exact = run_on(net, exact_spec, tmp_path / "exact")
-        lossy = run_on(net, spec_from_dict({**TRAIN, "name": "bounded-loss", "dlcp": BOUNDED}), tmp_path / "lossy")
-        dropping = run_on(net, spec_from_dict({**TRAIN, "iterations": 5, "loss_pct": 0.0, "name": "threshold-0",
-                                               "dlcp": {**BOUNDED, "priority": True, "drop": True, "spray": True,
-                                                        "threshold_bytes": 0}}),
-                          tmp_path / "dropping")
-        thresholds = net.fabric.session("leaf1").read_table("dlcp_drop_thresholds")
-    for report in (exact, lossy, dropping):
-        assert report["ok"], report["errors"]
-    assert len(accuracy(exact)) == len(accuracy(lossy)) == TRAIN["iterations"]
+def digests(report: dict[str, Any]) -> set[str]:
+    """The workers' model digests at the end (workers/train.py)."""
+    return {node["model_digest"] for node in report["extra"].values() if "model_digest" in node}
+
+
+def test_training_learns_through_lossy_links_with_every_sum_exact(tmp_path):
+    spec = spec_from_dict({**TRAIN, "name": "exact", "loss_pct": 3.0})
+    with Testbed(topology_for(spec), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        exact = run_on(net, spec, tmp_path / "exact")
+    assert exact["ok"], exact["errors"]
+    assert len(accuracy(exact)) == TRAIN["iterations"]
     assert accuracy(exact)[0] < 0.5 < 0.8 < accuracy(exact)[-1]  # from near chance to well above it
-    assert accuracy(lossy)[-1] > 0.7  # still learns with some gradient packets read as zeros
+    assert all(it["wrong_elements"] == 0 for it in exact["iterations"])
     assert exact["headline_extra"]["zero_filled_packets"] == 0 and exact["retransmissions"] > 0
-    assert lossy["headline_extra"]["zero_filled_packets"] > 0
-    assert lossy["retransmissions"] < exact["retransmissions"]  # zeros instead of some retransmissions
-    assert dropping["headline_extra"]["dlcp_dropped"] > 0  # threshold 0: the switches drop droppable packets
+    assert len(digests(exact)) == 1  # every worker's model the same at the end
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="needs the switch side of issue 16 (payload trimming in p4src/, branch i16-switch): "
+                          "today's switches drop droppable packets whole, so nothing is zero-filled. Remove this "
+                          "mark when merging it; strict, so the merge cannot forget it")
+def test_switches_trim_droppable_packets_and_receivers_zero_fill_them(tmp_path):
+    spec = spec_from_dict({**TRAIN, "iterations": 8, "name": "trimmed",
+                           "dlcp": {**LOSSY, "priority": True, "threshold_bytes": 0}})
+    with Testbed(topology_for(spec), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        trimmed = run_on(net, spec, tmp_path / "trimmed")
+        thresholds = net.fabric.session("leaf1").read_table("dlcp_drop_thresholds")
+    assert trimmed["ok"], trimmed["errors"]
     assert thresholds and all(int(e.params["bytes"]) > 0 for e in thresholds)  # the defaults are back
+    dropped, zero = trimmed["headline_extra"]["dlcp_dropped"], trimmed["headline_extra"]["zero_filled_packets"]
+    assert dropped > 0 and zero > 0  # the switches trimmed, the receivers zero-filled
+    refused = {k: v for k, v in trimmed["host_drops"].items() if k in ("malformed", "truncated", "bad-icrc")}
+    assert not refused, refused  # every trimmed packet accepted: its lengths and its fresh ICRC are right
+    assert zero <= dropped and trimmed["retransmissions"] >= dropped - zero  # over the budget: resent
+    assert all(it["correct"] and it["relative_error"] <= LOSSY["max_relative_error"] for it in trimmed["iterations"])
+    assert any(it["relative_error"] > 0 for it in trimmed["iterations"])
 
 
 def test_spraying_evens_out_colliding_uplinks_and_order_tolerant_receivers_resend_nothing(tmp_path):

@@ -235,7 +235,7 @@ def test_order_tolerant_receivers_wait_a_full_queue_after_a_message_end():
     assert comm({"spray": True}).reorder_delay() == pytest.approx(full_queue)
     previous = comm({"spray": True, "order_tolerant": False})
     assert not previous.order_tolerant and previous.reorder_delay() == pytest.approx(previous.cfg.rto / 4)
-    assert comm({"bounded_loss": True}).reorder_delay() == 0.0 and comm({"bounded_loss": True}).order_tolerant
+    assert comm({"drop": True}).reorder_delay() == 0.0 and comm({"drop": True}).order_tolerant
 
 
 def test_netreduce_rto_allows_for_the_slowest_worker_and_the_hierarchy():

@@ -1,17 +1,21 @@
-"""DLCP on the hosts: class marking, framing with droppable bitmaps, and marker/trailer agreement."""
+"""DLCP on the hosts: class marking, magnitude classes from real gradients, order-tolerant receivers
+and trimmed packets zero-filled by real workers on an in-memory network."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from controller.controls.dlcp import default_classes, rate_param
 from controller.p4rt import TableEntry, Ternary
-from protocol.dlcp import marking
+from protocol.dlcp import DROPPABLE, MAGNITUDE_CLASSES, marking
 from roce.headers import Opcode, Transport
-from roce.qp import TRAILER_BYTES, QpConfig, Requester, droppable_bitmap
-from tests.memlink import MemoryHub
-from workers.dlcp import DlcpPolicy, Framing, Tag, layer_class, magnitude_class
+from roce.qp import QpConfig, Requester
+from tests.memlink import RESV7_BYTE, MemoryHub
+from workers.dlcp import DlcpPolicy, Magnitudes, Marker, Tag, layer_class, magnitude_class, packet_means
 
 
 def test_marking_layout():
@@ -45,36 +49,156 @@ def ints(values: list[int]) -> bytes:
     return np.array(values, dtype=">i4").tobytes()
 
 
-def test_framing_cuts_messages_and_marks_only_small_back_layer_middle_packets():
-    mtu = 256
-    f = Framing(mtu, DlcpPolicy(drop=True, drop_min_layer_class=4, drop_max_magnitude_class=1))
-    small, large = [1] * 64, [1000] * 64
-    data = b"".join(ints(small if i % 2 else large) for i in range(100))  # 100 packets of data
-    msgs = f.messages(data, Tag(layer_class=6, mean_abs=500.0))
-    assert [off for off, _ in msgs] == [0, 64 * mtu]  # two messages of at most 64 packets
-    assert all(len(m) <= 64 * mtu for _, m in msgs)
-    bitmap = droppable_bitmap(msgs[0][1])
-    dropped = [i for i in range(64) if bitmap >> i & 1]
-    assert dropped and all(i % 2 == 1 for i in dropped) and 0 not in dropped and 63 not in dropped
-    assert f.read(bytearray(b"".join(m for _, m in msgs)), 0, len(data)) == data
-    assert f.slot_bytes(len(data)) == 64 * mtu + (len(data) - f.piece) + TRAILER_BYTES
-    front = f.messages(data, Tag(layer_class=1, mean_abs=500.0))
-    assert droppable_bitmap(front[0][1]) == 0  # front layers are never droppable
+def digits_gradient_values(mtu: int = 256) -> list[npt.NDArray[np.int32]]:
+    """A real gradient: train-digits' MLP on a minibatch of scikit-learn's digits, in fixed point as sent."""
+    from workers.floats import FixedPoint
+    from workers.train import Model, data
+
+    x, y, _, _ = data(1)
+    grads, _ = Model.initial(1).gradients(x[:32], y[:32])
+    return [FixedPoint(20, 4).encode(g.ravel())[0] for g in reversed(grads)]
 
 
-def test_requester_marks_exactly_the_packets_the_trailer_calls_droppable():
+def test_magnitude_classes_are_the_quartiles_of_a_real_gradients_packets():
+    """Thresholds: the quartiles of the per-packet mean |v| of the gradient a worker sends; its own packets
+    then fall a quarter into each class, and a packet's class is its place among them."""
+    values = digits_gradient_values()
+    per_packet = 64  # MTU 256
+    m = Magnitudes.of(values, per_packet)
+    means = np.concatenate([packet_means(v, per_packet) for v in values])
+    assert len(means) == 1 + 20 + 2 + 128  # fc2.bias 10 values, fc2.weight 1280, fc1.bias 128, fc1.weight 8192
+    assert m.thresholds == tuple(np.quantile(means, [0.25, 0.5, 0.75]))
+    assert m.thresholds[0] < m.thresholds[1] < m.thresholds[2]  # a real spread, not one value
+    counts = np.bincount([m.classify(float(v)) for v in means], minlength=MAGNITUDE_CLASSES)
+    assert all(abs(int(c) - len(means) / 4) <= 1 for c in counts), counts
+    # packet_means is a per-packet mean: its first entry is the mean |v| of the first 64 values
+    assert means[0] == pytest.approx(np.mean(np.abs(values[0][:64].astype(np.float64))))
+
+
+def test_the_marker_classes_every_packet_by_its_values_per_contribution():
+    """Any packet may be droppable, first and last included; its magnitude class comes from the sender's
+    thresholds and its mean |v| over the gradients it sums (a sum of 3 of one size reads as one of them)."""
     mtu = 256
-    f = Framing(mtu, DlcpPolicy(drop=True))
-    req = Requester(QpConfig(qpn=1, remote_qpn=2, mtu=mtu, window=128), marker=f.marker)
-    data = b"".join(ints([1] * 64 if i % 3 else [900] * 64) for i in range(20))
-    tag = Tag(layer_class=7, mean_abs=300.0)
-    (_, message), = f.messages(data, tag)
-    req.post_write(message, 0, 9, tag=tag)
+    m = Magnitudes((10.0, 100.0, 1000.0))
+    marker = Marker(DlcpPolicy(drop=True, drop_min_layer_class=4, drop_max_magnitude_class=1))
+    req = Requester(QpConfig(qpn=1, remote_qpn=2, mtu=mtu, window=128), marker=marker)
+    means = [5, 50, 500, 5000, 60]  # classes 0 1 2 3 1
+    data = b"".join(ints([v] * 64) for v in means)
+    req.post_write(data, 0, 9, tag=Tag(layer_class=6, magnitudes=m))
+    req.post_write(ints([3 * 50] * 64), 0, 9, tag=Tag(layer_class=6, magnitudes=m, contributions=3))  # Only
+    req.post_write(data, 0, 9, tag=Tag(layer_class=1, magnitudes=m))  # a front layer
+    req.post_write(data, 0, 9, tag=Tag(layer_class=6, magnitudes=m, droppable=False))  # e.g. exponent codes
     packets: list[Transport] = req.transmit(0.0)
-    bitmap = droppable_bitmap(message)
-    assert [p.bth.resv7 >> 6 for p in packets] == [bitmap >> i & 1 for i in range(len(packets))]
-    assert all((p.bth.resv7 >> 3) & 7 == 7 for p in packets)
-    assert [(p.bth.resv7 >> 1) & 3 for p in packets[1:3]] == [magnitude_class(p.payload, 300.0) for p in packets[1:3]]
+    classes = [(p.bth.resv7 >> 1) & 3 for p in packets]
+    droppable = [bool(p.bth.resv7 & DROPPABLE) for p in packets]
+    assert classes[:6] == [0, 1, 2, 3, 1, 1] and all((p.bth.resv7 >> 3) & 7 == 6 for p in packets[:6])
+    assert droppable[:6] == [True, True, False, False, True, True]  # the first, the last and an Only too
+    assert packets[0].opcode == Opcode.WRITE_FIRST and packets[4].opcode == Opcode.WRITE_LAST
+    assert packets[5].opcode == Opcode.WRITE_ONLY
+    assert not any(droppable[6:])  # front layer, and a write that may not lose packets
+    assert not any(p.bth.resv7 & 1 for p in packets)  # the TRIMMED bit is the switches' alone
+
+
+@pytest.mark.parametrize(("dtype", "float_mode"), [("int32", "fixed"), ("float32", "fixed"), ("float32", "exponent")])
+def test_the_values_a_worker_contributes_for_its_thresholds(dtype, float_mode):
+    """What Magnitudes.of sees: int32 gradients as they are, fixed point as sent, and in exponent mode the
+    values scaled by the worker's own block exponents (each nonzero block's peak in [2**(B-1), 2**B))."""
+    from tests.inmemory import job
+    from workers.encoding import Encoder
+
+    enc = Encoder(job("ring", 4, dtype=dtype, float_mode=float_mode))
+    x = enc.gradient(3000, 1, 0, 0)
+    got = enc.magnitude_values(x)
+    assert got.dtype == np.int32 and len(got) == 3000
+    if float_mode == "exponent":
+        b = enc.block.value_bits
+        peaks = np.abs(got[: 2048].astype(np.int64)).reshape(-1, enc.block.block).max(axis=1)
+        assert all(2 ** (b - 1) <= p <= 2**b for p in peaks)
+    elif dtype == "float32":
+        assert np.array_equal(got, enc.fixed.encode(np.asarray(x))[0])
+    else:
+        assert np.array_equal(got, x)
+
+
+def test_without_thresholds_every_packet_is_in_the_top_class():
+    assert magnitude_class(ints([1] * 64), Tag(7)) == MAGNITUDE_CLASSES - 1
+
+
+# ---- trimmed packets: real workers, a scripted switch that trims droppable packets ----
+
+
+def test_a_ring_job_whose_switch_trims_completes_with_zero_filled_packets_and_a_bounded_error(tmp_path):
+    """A DLCP ring job (ResNet-50's gradients, int32) whose in-memory network trims 30 % of the droppable
+    packets, as a switch over its drop threshold would. Only back layers' small-valued packets are
+    droppable; each trimmed one is zero-filled within the 10 % budget (or resent beyond it), so the job
+    completes, every iteration within its error bound. An iteration whose packets all arrived is exact,
+    and no more elements are wrong than the zero-filled packets held, times the workers they reach."""
+    import random
+
+    from tests.inmemory import job, run_ok
+
+    rnd = random.Random(3)
+    hub = MemoryHub(seed=1, trim=lambda d: rnd.random() < 0.3)
+    policy = DlcpPolicy(drop=True, loss_budget=0.1, max_relative_error=1.0)
+    cfg = replace(job("ring", 3, iterations=3, transport="sr", workload="resnet50", scale=0.001, window=32),
+                  dlcp=policy)
+    results = run_ok(cfg, tmp_path, hub)
+
+    assert hub.trimmed
+    for datagram in hub.trimmed:
+        resv7 = datagram[RESV7_BYTE] & 0x7F
+        assert (resv7 >> 3) & 7 >= policy.drop_min_layer_class and (resv7 >> 1) & 3 <= policy.drop_max_magnitude_class
+    stats = {nid: r["stats"] for nid, r in results.items()}
+    zero = sum(s["responder"].get("zero_filled", 0) for s in stats.values())
+    assert sum(s["responder"].get("trimmed", 0) for s in stats.values()) == len(hub.trimmed)
+    assert 0 < zero < len(hub.trimmed)  # some over the budget: resent instead
+    assert sum(s["requester"].get("retransmitted", 0) for s in stats.values()) >= len(hub.trimmed) - zero
+    per_packet = cfg.mtu // 4
+    for it in range(cfg.iterations):
+        records = [r["iterations"][it] for r in results.values()]
+        zeroed = sum(rec["extra"]["zero_filled_packets"] for rec in records)
+        wrong = sum(rec["wrong_elements"] for rec in records)
+        assert all(rec["correct"] and rec["check"] == "exact" for rec in records)
+        assert wrong <= zeroed * per_packet * len(results)
+        if zeroed == 0:
+            assert wrong == 0
+        for rec in records:
+            assert (rec["wrong_elements"] > 0) == (rec["extra"]["relative_error"] > 0)
+            assert rec["extra"]["relative_error"] <= policy.max_relative_error
+    assert any(rec["wrong_elements"] for r in results.values() for rec in r["iterations"])
+
+
+def test_a_parameter_server_classes_its_pulls_from_the_pushes_it_received(tmp_path):
+    """A PS server has no gradient of its own: its pulls are classed against thresholds from the workers'
+    pushes, per contribution (the sum of N over N). On real gradients (train-digits: the workers' gradients
+    of one model agree in sign and size) the pulls spread over every class like the pushes; a network that
+    trims some of them leaves a job that completes, zero-filled within its budget."""
+    import random
+
+    from tests.inmemory import job, run_ok
+
+    sent: list[bytes] = []
+
+    def record(datagram: bytes) -> float:
+        sent.append(datagram)
+        return 0.0
+
+    rnd = random.Random(4)
+    hub = MemoryHub(seed=1, delay=record, trim=lambda d: rnd.random() < 0.2)
+    policy = DlcpPolicy(drop=True, loss_budget=0.2, drop_min_layer_class=0, drop_max_magnitude_class=1,
+                        max_relative_error=1.0)
+    cfg = replace(job("ps", 2, 1, iterations=3, transport="sr", workload="train-digits", dtype="float32",
+                      ps_key_bytes=4096), dlcp=policy)
+    results = run_ok(cfg, tmp_path, hub)
+
+    def classes(src: str) -> list[int]:
+        data = [d for d in sent if d[12:16] == bytes(int(b) for b in src.split(".")) and d[28] != Opcode.ACKNOWLEDGE]
+        return [(d[RESV7_BYTE] >> 1) & 3 for d in data]
+
+    for src in ("10.0.2.1", "10.0.1.1"):  # the server's pulls, a worker's pushes
+        counts = np.bincount(classes(src), minlength=MAGNITUDE_CLASSES)
+        assert all(c > 0 for c in counts), (src, counts)
+    assert hub.trimmed and sum(r["stats"]["responder"].get("zero_filled", 0) for r in results.values()) > 0
 
 
 def test_dlcp_job_ids_beyond_the_switch_counters_are_refused():

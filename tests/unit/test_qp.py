@@ -19,12 +19,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from roce.headers import AckType, Aeth, Bth, NakCode, Opcode, Transport
+from protocol.dlcp import DROPPABLE
+from roce.headers import TRIMMED, AckType, Aeth, Bth, NakCode, Opcode, Transport
 from roce.order_tolerant import OrderTolerantResponder, make_responder
 from roce.psn import PSN_MASK, psn_add, psn_diff, psn_le, psn_lt
-from roce.qp import TRAILER_BYTES, MemoryRegion, Mode, QpConfig, Requester, Responder
+from roce.qp import MemoryRegion, Mode, QpConfig, Requester, Responder
 
 Fate = Callable[[str, int, Transport], list[float]]  # (direction, sequence no, packet) -> delays of copies
+Trim = Callable[[Transport], bool]  # which droppable packets the scripted switch trims
 LINK_DELAY = 0.0001
 
 
@@ -40,19 +42,32 @@ class Event:
     packet: Transport = field(compare=False)
 
 
+def trimmed(t: Transport) -> Transport:
+    """What a DLCP switch forwards of a droppable packet it drops: its headers (roce/wire.py trim_ipv4)."""
+    bth = Bth(t.bth.opcode, t.bth.dest_qp, t.bth.psn, ack_req=t.bth.ack_req, resv7=t.bth.resv7 | TRIMMED)
+    return Transport(bth, b"", reth=t.reth, imm=t.imm)
+
+
 class Sim:
+    """`trim`: with it every data packet is sent droppable (a DLCP job's marker), and the network trims
+    the droppable ones it selects; `sent_packets` keeps every packet the requester put on the wire."""
+
     def __init__(self, mode: Mode, fate: Fate = deliver, mtu: int = 256, window: int = 16,
                  initial_psn: int = 0, region_size: int = 1 << 16, retry_limit: int = 7,
-                 loss_budget: float = 0.0, reorder_delay: float = 0.0, order_tolerant: bool = False) -> None:
+                 loss_budget: float = 0.0, reorder_delay: float = 0.0, order_tolerant: bool = False,
+                 trim: Trim | None = None) -> None:
         self.req_cfg = QpConfig(qpn=0x11, remote_qpn=0x22, mode=mode, mtu=mtu, window=window, ack_every=4,
                                 rto=0.01, rto_max=0.08, initial_psn=initial_psn, peer="B", retry_limit=retry_limit)
         resp_cfg = QpConfig(qpn=0x22, remote_qpn=0x11, mode=mode, mtu=mtu, window=window,
                             remote_initial_psn=initial_psn, peer="A", loss_budget=loss_budget,
                             reorder_delay=reorder_delay, order_tolerant=order_tolerant)
         self.region = MemoryRegion.allocate(7, region_size)
-        self.req = Requester(self.req_cfg)
+        self.req = Requester(self.req_cfg, marker=(lambda wr, i, payload: DROPPABLE) if trim is not None else None)
         self.resp = make_responder(resp_cfg, {7: self.region})
         self.fate = fate
+        self.trim = trim
+        self.sent_packets: list[Transport] = []
+        self.trimmed = 0
         self.now = 0.0
         self.events: list[Event] = []
         self._seq = itertools.count()
@@ -62,6 +77,11 @@ class Sim:
         for p in packets:
             n = self.sent[src]
             self.sent[src] += 1
+            if src == "A":
+                self.sent_packets.append(p)
+                if self.trim is not None and p.bth.resv7 & DROPPABLE and self.trim(p):
+                    p = trimmed(p)
+                    self.trimmed += 1
             for delay in self.fate(src, n, p):
                 heapq.heappush(self.events, Event(self.now + LINK_DELAY + delay, next(self._seq),
                                                   "B" if src == "A" else "A", p))
@@ -314,13 +334,7 @@ def test_any_script_of_loss_duplication_and_reordering_delivers_exactly_once(mod
     check_delivery(sim, data)
 
 
-# ---- bounded loss (DLCP) ----
-
-
-def lossy_message(packets: int, droppable: set[int], mtu: int = 256) -> bytes:
-    body = bytes((i * 7 + 1) % 251 for i in range(packets * mtu - TRAILER_BYTES))
-    bitmap = sum(1 << i for i in droppable)
-    return body + bitmap.to_bytes(TRAILER_BYTES, "big")
+# ---- loss recovery details ----
 
 
 def drop_once(psns: set[int]) -> Fate:
@@ -346,32 +360,6 @@ def test_selective_repeat_timeout_resends_the_oldest_then_follows_partial_acks()
     check_delivery(sim, data)
     assert sim.req.counters["timeouts"] == 1
     assert sim.req.counters["retransmitted"] == 2
-
-
-def test_missing_droppable_packets_within_budget_are_zero_filled_not_resent():
-    sim = Sim(Mode.SR, drop_once({2, 3}), loss_budget=0.25)
-    msg = lossy_message(8, {2, 3, 4})
-    sim.req.post_write(msg, 0, 7, imm=1)
-    sim.run()
-    (c,) = sim.resp.completions
-    assert c.zero_filled == 2 and sim.req.counters["retransmitted"] == 0
-    got = bytes(sim.region.buffer[: len(msg)])
-    assert got[2 * 256 : 4 * 256] == bytes(512)  # the two lost packets read as zeros
-    assert got[:512] == msg[:512] and got[1024:] == msg[1024:]  # the rest is exact
-
-
-def test_past_the_budget_or_non_droppable_normal_retransmission_applies():
-    over = Sim(Mode.SR, drop_once({1, 2, 3}), loss_budget=0.25)  # 3 of 8 > 25 %
-    msg = lossy_message(8, {1, 2, 3})
-    over.req.post_write(msg, 0, 7, imm=1)
-    over.run()
-    assert over.resp.completions[0].zero_filled == 0 and bytes(over.region.buffer[: len(msg)]) == msg
-    assert over.resp.counters["over_loss_budget"] >= 1 and over.req.counters["retransmitted"] >= 3
-    kept = Sim(Mode.SR, drop_once({5}), loss_budget=0.5)  # packet 5 is not droppable
-    msg = lossy_message(8, {1, 2})
-    kept.req.post_write(msg, 0, 7, imm=1)
-    kept.run()
-    assert kept.resp.completions[0].zero_filled == 0 and bytes(kept.region.buffer[: len(msg)]) == msg
 
 
 def test_reordering_within_the_delay_causes_no_retransmission():
@@ -496,25 +484,6 @@ def test_a_lost_first_packet_is_judged_from_the_run_that_follows_it():
     assert sim.req.counters["retransmitted"] == 1 and sim.req.counters["timeouts"] == 0
 
 
-def test_order_tolerant_bounded_loss_zero_fills_lost_droppable_packets_only():
-    """Lost droppable packets are zero-filled at the message's end; a droppable packet that is only
-    late (within the bound) arrives in time and is kept, not zeroed."""
-    lost = drop_once({2, 3})
-
-    def fate(d: str, n: int, t: Transport) -> list[float]:
-        delays = lost(d, n, t)
-        return [0.001] if delays and d == "A" and t.bth.psn == 5 else delays
-
-    sim = Sim(Mode.SR, fate, loss_budget=0.25, reorder_delay=0.003, order_tolerant=True)
-    msg = lossy_message(8, {2, 3, 4, 5})
-    sim.req.post_write(msg, 0, 7, imm=1)
-    sim.run()
-    (c,) = sim.resp.completions
-    assert c.zero_filled == 2 and sim.req.counters["retransmitted"] == 0
-    got = bytes(sim.region.buffer[: len(msg)])
-    assert got[2 * 256 : 4 * 256] == bytes(512) and got[:512] == msg[:512] and got[1024:] == msg[1024:]
-
-
 def test_order_tolerant_receive_needs_selective_repeat():
     with pytest.raises(ValueError, match="selective repeat"):
         QpConfig(qpn=1, remote_qpn=2, mode=Mode.GBN, order_tolerant=True)
@@ -545,3 +514,176 @@ def test_order_tolerant_any_script_of_loss_duplication_and_reordering_delivers_e
     post_all(sim, data)
     sim.run(limit=60.0 + retries * sim.req_cfg.rto_max)
     check_delivery(sim, data)
+
+
+# ---- trimmed packets (DLCP: a switch drops a droppable packet's payload, forwards its headers) ----
+
+RECEIVERS = {"selective-repeat": {}, "order-tolerant": {"order_tolerant": True}}
+WARMUP = [4 * 256] * 3  # 12 packets received before the message under test: the QP's budget has room
+
+
+def lossy(receiver: str, trim: Trim, fate: Fate = deliver, budget: float = 0.25) -> Sim:
+    """A DLCP receiver (loss budget, reorder delay 3 ms) whose region holds 0xff before anything arrives,
+    so that zeros in it were written."""
+    sim = Sim(Mode.SR, fate, loss_budget=budget, reorder_delay=0.003, trim=trim, **RECEIVERS[receiver])
+    sim.region.buffer[:] = b"\xff" * len(sim.region.buffer)
+    return sim
+
+
+def psns(*wanted: int) -> Trim:
+    """Trim the first transmission of these PSNs (the only ones droppable: resends are not)."""
+    return lambda t: t.bth.psn in wanted
+
+
+def slices(data: bytes, mtu: int = 256) -> list[bytes]:
+    return [data[i : i + mtu] for i in range(0, len(data), mtu)] or [b""]
+
+
+def received(sim: Sim, data: list[bytes]) -> list[bytes]:
+    offset, out = 0, []
+    for d in data:
+        out.append(bytes(sim.region.buffer[offset : offset + len(d)]))
+        offset += len(d)
+    return out
+
+
+@pytest.mark.parametrize("receiver", RECEIVERS)
+@pytest.mark.parametrize(("size", "index"), [(4 * 256 - 100, 0), (4 * 256 - 100, 1), (4 * 256 - 100, 3), (200, 0)],
+                         ids=["first", "middle", "last", "only"])
+def test_a_trimmed_packet_is_zero_filled_at_once(receiver, size, index):
+    """A trimmed First (its RETH places the message), Middle, Last (the rest of the message: 156 bytes,
+    with its immediate) or Only (a one-packet message dropped whole) is applied as zeros of its length
+    the moment it arrives: no NAK, no resend, no reorder delay waited (3 ms; the run ends well before)."""
+    data = messages([*WARMUP, size])
+    target = 12 + index
+    sim = lossy(receiver, psns(target))
+    post_all(sim, data)
+    sim.run()
+    assert sim.trimmed == 1 and [c.ok for c in sim.req.completions] == [True] * 4
+    got = received(sim, data)
+    assert got[:3] == data[:3]
+    want = slices(data[3])
+    want[index] = bytes(len(want[index]))
+    assert slices(got[3]) == want  # zeros exactly where the trimmed payload was, nothing else touched
+    assert [c.zero_filled for c in sim.resp.completions] == [0, 0, 0, 1] and sim.resp.completions[3].imm == 3
+    assert sim.req.counters["retransmitted"] == 0 and sim.req.counters["naks"] == 0
+    assert sim.now < 0.003 and sim.resp.counters["holes_judged"] == 0
+
+
+@pytest.mark.parametrize("receiver", RECEIVERS)
+@pytest.mark.parametrize(("trim_at", "lose_at"), [(14, 17), (17, 14)], ids=["trimmed-ahead-of-a-hole", "behind-a-hole"])
+def test_a_loss_without_notification_is_resent_never_zero_filled(receiver, trim_at, lose_at):
+    """One packet trimmed, another lost silently (a full queue, fault injection) in the same message,
+    either first: the trimmed one reads as zeros, the lost one is resent (by NAK) and exact."""
+    data = messages([*WARMUP, 8 * 256])
+    sim = lossy(receiver, psns(trim_at), drop_once({lose_at}))
+    post_all(sim, data)
+    sim.run()
+    got = slices(received(sim, data)[3])
+    want = slices(data[3])
+    assert got[lose_at - 12] == want[lose_at - 12]
+    want[trim_at - 12] = bytes(256)
+    assert got == want and sim.resp.completions[3].zero_filled == 1
+    assert sim.req.counters["retransmitted"] == 1 and sim.req.counters["timeouts"] == 0
+    resent = [p for p in sim.sent_packets if p.bth.psn == lose_at]
+    assert len(resent) == 2 and not resent[1].bth.resv7 & DROPPABLE
+
+
+@pytest.mark.parametrize("receiver", RECEIVERS)
+def test_over_the_message_budget_a_trimmed_packet_is_naked_and_resent_not_droppable(receiver):
+    """A budget of 25 % lets an 8-packet message lose 2 packets: the third trimmed one is NAKed when it is
+    the expected PSN (not left to a timer) and resent without the droppable bit, so it gets through."""
+    data = messages([*WARMUP, 8 * 256])
+    sim = lossy(receiver, psns(13, 15, 16))
+    post_all(sim, data)
+    sim.run()
+    got, want = slices(received(sim, data)[3]), slices(data[3])
+    assert sim.resp.completions[3].zero_filled == 2 and sim.resp.counters["over_loss_budget"] == 1
+    assert got[1] == got[3] == bytes(256) and got[4] == want[4]  # 13 and 15 zero-filled, 16 resent
+    assert sim.req.counters["naks"] >= 1 and sim.req.counters["retransmitted"] == 1
+    assert sim.req.counters["timeouts"] == 0
+    resent = [p for p in sim.sent_packets if p.bth.psn == 16]
+    assert len(resent) == 2 and resent[0].bth.resv7 & DROPPABLE and not resent[1].bth.resv7 & DROPPABLE
+
+
+@pytest.mark.parametrize("receiver", RECEIVERS)
+def test_the_qp_budget_bounds_zero_filling_and_resends_are_never_droppable(receiver):
+    """The switch trims every droppable packet: the receiver zero-fills no more than the budget of what it
+    has received (none of a fresh QP's first packets), the rest is resent; resends are never droppable
+    (a droppable resend would be trimmed again, forever)."""
+    data = messages([1000, 256, 3 * 256, 100, 2000, 50, 256 * 6])
+    sim = lossy(receiver, lambda t: True, budget=0.2)
+    post_all(sim, data)
+    sim.run()
+    assert [c.ok for c in sim.req.completions] == [True] * len(data)
+    zeroed, accepted = sim.resp.zero_filled, sim.resp.counters["accepted"]
+    assert 0 < zeroed <= 0.2 * accepted and zeroed == sum(c.zero_filled for c in sim.resp.completions)
+    assert sim.resp.completions[0].zero_filled == 0  # a fresh QP has no budget yet
+    assert sim.req.counters["retransmitted"] == sim.trimmed - zeroed  # every trimmed packet not zero-filled
+    first = {p.bth.psn for p in sim.sent_packets if p.bth.resv7 & DROPPABLE}
+    resends = [p for p in sim.sent_packets if not p.bth.resv7 & DROPPABLE]
+    assert len(first) == len(sim.sent_packets) - len(resends) and resends and all(p.bth.psn in first for p in resends)
+
+
+def test_trimmed_packets_are_resent_by_a_receiver_without_a_budget():
+    """Go-back-N or no loss budget: a trimmed packet is a loss like any other (the sum stays exact)."""
+    for sim in (Sim(Mode.GBN, trim=psns(2, 5)), Sim(Mode.SR, trim=psns(2, 5))):
+        data = messages([256 * 8])
+        post_all(sim, data)
+        sim.run()
+        check_delivery(sim, data)
+        assert sim.trimmed == 2 and sim.resp.zero_filled == 0 and sim.resp.counters["trimmed"] == 2
+
+
+def test_a_resend_replaces_a_trimmed_copy_waiting_ahead_of_a_hole():
+    """A trimmed packet buffered ahead of a hole, then the same PSN with its payload: the data is kept."""
+    resp = OrderTolerantResponder(QpConfig(qpn=2, remote_qpn=1, mtu=256, mode=Mode.SR, order_tolerant=True,
+                                           loss_budget=0.5, reorder_delay=1.0), {1: MemoryRegion.allocate(1, 4096)})
+    req = Requester(QpConfig(qpn=1, remote_qpn=2, mtu=256, mode=Mode.SR))
+    data = bytes(range(256)) * 4
+    req.post_write(data, 0, 1, imm=1)
+    p = req.transmit(0.0)
+    resp.on_packet(trimmed(p[2]), 0.0)
+    resp.on_packet(p[2], 0.0)
+    resp.on_packet(p[0], 0.0)
+    resp.on_packet(p[1], 0.0)
+    resp.on_packet(p[3], 0.0)
+    assert bytes(resp.regions[1].buffer[:1024]) == data and resp.zero_filled == 0
+
+
+trim_impairment = st.sampled_from(["ok", "ok", "trim", "drop", "dup", "late"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(receiver=st.sampled_from(list(RECEIVERS)), script=st.lists(trim_impairment, min_size=1, max_size=60),
+       sizes=st.lists(st.integers(1, 2000), min_size=1, max_size=6), budget=st.sampled_from([0.0, 0.1, 0.5]),
+       start=st.sampled_from([0, PSN_MASK - 3]))
+def test_any_script_with_trimming_delivers_every_message_exact_but_for_zero_filled_packets(receiver, script, sizes,
+                                                                                          budget, start):
+    """Loss, duplication, reordering and trimming in any mix: every message completes once, in order; each
+    of its packets reads as what was sent or, for exactly the packets counted zero-filled, as zeros; and
+    the receiver never zero-fills more than its budget."""
+    steps = iter(range(10**6))
+
+    def fate(d: str, n: int, t: Transport) -> list[float]:
+        what = script[n % len(script)] if n < 4 * len(script) else "ok"
+        return {"ok": [0.0], "trim": [0.0], "drop": [], "dup": [0.0, 0.0005], "late": [0.003]}[what]
+
+    def trim(t: Transport) -> bool:
+        k = next(steps)
+        return k < 4 * len(script) and script[k % len(script)] == "trim"
+
+    retries = 8 * len(script) + 8
+    sim = Sim(Mode.SR, fate, initial_psn=start, retry_limit=retries, loss_budget=budget, reorder_delay=0.001,
+              trim=trim, **RECEIVERS[receiver])
+    sim.region.buffer[:] = b"\xff" * len(sim.region.buffer)
+    data = messages(sizes, seed=len(script))
+    post_all(sim, data)
+    sim.run(limit=60.0 + retries * sim.req_cfg.rto_max)
+    assert [c.ok for c in sim.req.completions] == [True] * len(data), sim.req.error
+    assert [c.imm for c in sim.resp.completions] == list(range(len(data)))
+    for c, sent, got in zip(sim.resp.completions, data, received(sim, data), strict=True):
+        pieces = list(zip(slices(sent), slices(got), strict=True))
+        assert all(g in (s, bytes(len(s))) for s, g in pieces)
+        assert sum(g != s for s, g in pieces) == c.zero_filled
+    assert sim.resp.zero_filled <= budget * sim.resp.counters["accepted"] + 1e-9
