@@ -12,11 +12,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from protocol.config import CONFIG
-
-# BTH.resv7 bit a DLCP switch sets on a packet whose payload it dropped (a drop notification, docs/dlcp.md
-# "Trimmed packets"). The switch program's config.p4 will define DLCP_TRIMMED_SHIFT (0); once merged this
-# line becomes `from protocol.dlcp import TRIMMED` (the one definition).
-TRIMMED = 1 << 0
+from protocol.dlcp import TRIMMED  # the resv7 bit of a drop notification (docs/dlcp.md "Trimmed packets")
 
 BTH_LEN = 12
 RETH_LEN = 16

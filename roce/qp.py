@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from protocol.choice import Choice
-from protocol.dlcp import DROPPABLE
-from roce.headers import LAST, ONLY, TRIMMED, WRITES, AckType, Aeth, Bth, NakCode, Opcode, Reth, Transport
+from protocol.dlcp import DROPPABLE, TRIMMED
+from roce.headers import LAST, ONLY, WRITES, AckType, Aeth, Bth, NakCode, Opcode, Reth, Transport
 from roce.psn import psn_add, psn_diff
 
 RETH_OPCODES = {Opcode.WRITE_FIRST, Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM}

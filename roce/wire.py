@@ -15,8 +15,9 @@ import zlib
 from dataclasses import dataclass, replace
 
 from protocol.config import CONFIG
+from protocol.dlcp import TRIMMED
 from protocol.qpn import udp_source_port
-from roce.headers import BTH_LEN, ICRC_LEN, TRIMMED, HeaderError, Transport
+from roce.headers import BTH_LEN, ICRC_LEN, HeaderError, Transport
 
 ROCE_V2_UDP_PORT = CONFIG.ROCE_V2_UDP_PORT
 IPV4_HEADER_LEN = 20

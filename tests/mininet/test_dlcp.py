@@ -62,10 +62,6 @@ def test_training_learns_through_lossy_links_with_every_sum_exact(tmp_path):
     assert len(digests(exact)) == 1  # every worker's model the same at the end
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="needs the switch side of issue 16 (payload trimming in p4src/, branch i16-switch): "
-                          "today's switches drop droppable packets whole, so nothing is zero-filled. Remove this "
-                          "mark when merging it; strict, so the merge cannot forget it")
 def test_switches_trim_droppable_packets_and_receivers_zero_fill_them(tmp_path):
     spec = spec_from_dict({**TRAIN, "iterations": 8, "name": "trimmed",
                            "dlcp": {**LOSSY, "priority": True, "threshold_bytes": 0}})

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from protocol.dlcp import DROPPABLE
-from roce.headers import TRIMMED, AckType, Aeth, Bth, NakCode, Opcode, Transport
+from protocol.dlcp import DROPPABLE, TRIMMED
+from roce.headers import AckType, Aeth, Bth, NakCode, Opcode, Transport
 from roce.order_tolerant import OrderTolerantResponder, make_responder
 from roce.psn import PSN_MASK, psn_add, psn_diff, psn_le, psn_lt
 from roce.qp import MemoryRegion, Mode, QpConfig, Requester, Responder

@@ -7,8 +7,8 @@ import pytest
 from scapy.compat import raw
 from scapy.layers.inet import IP, UDP
 
-from protocol.dlcp import DROPPABLE, marking
-from roce.headers import HAS_IMM, HAS_RETH, ICRC_LEN, TRIMMED, Bth, HeaderError, Opcode, Reth, Transport
+from protocol.dlcp import DROPPABLE, TRIMMED, marking
+from roce.headers import HAS_IMM, HAS_RETH, ICRC_LEN, Bth, HeaderError, Opcode, Reth, Transport
 from roce.scapy_layers import BTH, RETH, ImmDt
 from roce.wire import (
     ETH_HEADER_LEN,
