@@ -7,11 +7,12 @@ PYTEST_ARGS ?=
 # Mininet needs root: commands that bring networks up go through sudo for a normal user.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo -E)
 
-.PHONY: help venv build test test-long lint demo bench doctor clean
+.PHONY: help venv build sim test test-long lint demo bench doctor clean
 
 help:
 	@echo "make venv       create $(VENV) with every Python dependency"
 	@echo "make build      compile p4src/gradswitch.p4 with p4c-bm2-ss (warnings are errors)"
+	@echo "make sim        install the ns-3 wheel into $(VENV) and build the simulator (build/ns3/gradswitch-sim)"
 	@echo "make test       the test suite (tests needing BMv2/p4c/root skip where those are missing)"
 	@echo "make test-long  the long scenarios"
 	@echo "make lint       ruff and mypy"
@@ -30,6 +31,9 @@ venv: $(PY)
 build: $(PY)
 	$(GRADSWITCH) build
 
+sim: $(PY)
+	$(PY) -m ns3sim.build
+
 test: $(PY)
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
@@ -37,7 +41,7 @@ test-long: $(PY)
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 lint: $(PY)
-	$(PY) -m ruff check protocol controller mininet_topos roce workers tests bench
+	$(PY) -m ruff check protocol controller mininet_topos roce workers ns3sim tests bench
 	$(PY) -m mypy
 
 demo: $(PY)
