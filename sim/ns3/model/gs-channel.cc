@@ -28,11 +28,13 @@ GsChannel::TransmitStart(Ptr<const Packet> p, Ptr<PointToPointNetDevice> src, Ti
     {
         m_end[0] = static_cast<GsDevice*>(PeekPointer(GetPointToPointDevice(0)));
         m_end[1] = static_cast<GsDevice*>(PeekPointer(GetPointToPointDevice(1)));
+        m_context[0] = m_end[0]->GetNode()->GetId();
+        m_context[1] = m_end[1]->GetNode()->GetId();
         m_delayTicks = GetDelay().GetTimeStep();
     }
-    GsDevice* dst = PeekPointer(src) == m_end[0] ? m_end[1] : m_end[0];
+    int d = PeekPointer(src) == m_end[0] ? 1 : 0;
     // The packet is the sender's no more (its device let go of it): no copy.
-    Simulator::ScheduleWithContext(dst->GetNode()->GetId(), txTime + TimeStep(m_delayTicks), &GsDevice::Deliver, dst,
+    Simulator::ScheduleWithContext(m_context[d], txTime + TimeStep(m_delayTicks), &GsDevice::Deliver, m_end[d],
                                    ConstCast<Packet>(p));
     return true;
 }

@@ -22,6 +22,7 @@ class GsChannel : public PointToPointChannel
 
   private:
     GsDevice* m_end[2] = {nullptr, nullptr}; // the two devices, once both are attached
+    uint32_t m_context[2] = {0, 0};       // their nodes' ids (the context of their events)
     int64_t m_delayTicks = -1;
 };
 

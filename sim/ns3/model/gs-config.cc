@@ -291,6 +291,12 @@ ParseConfig(const std::string& text)
     c.seed = Opt<uint64_t>(j, "seed", 1, "");
     c.timeLimitS = Opt<double>(j, "time_limit_s", 600.0, "");
     c.progressS = Opt<double>(j, "progress_s", 0.0, "");
+    c.scheduler = Choice<std::string>(j, "scheduler",
+                                      {{"map", "ns3::MapScheduler"},
+                                       {"heap", "ns3::HeapScheduler"},
+                                       {"calendar", "ns3::CalendarScheduler"},
+                                       {"priority-queue", "ns3::PriorityQueueScheduler"}},
+                                      "", std::string("ns3::PriorityQueueScheduler"));
     if (j.contains("wire"))
     {
         const json& w = j.at("wire");

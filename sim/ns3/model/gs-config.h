@@ -218,6 +218,7 @@ struct RunConfig
     uint64_t seed = 1;
     double timeLimitS = 600.0;
     double progressS = 0.0;
+    std::string scheduler = "ns3::PriorityQueueScheduler"; // ns-3's event list implementation
     WireSizes wire;
     TopologySpec topology;
     SwitchSettings switches;

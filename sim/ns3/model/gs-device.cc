@@ -46,12 +46,13 @@ GsDevice::Configure(double bps, uint64_t queueBytes, uint32_t framingBytes, Port
     m_framing = framingBytes;
     m_owner = owner;
     m_port = port;
+    m_pull = owner->Pulls();
 }
 
 bool
 GsDevice::Enqueue(Ptr<Packet> p, uint32_t wire, uint8_t prio)
 {
-    if (!m_busy && m_nonEmpty == 0)
+    if (m_nonEmpty == 0 && Simulator::Now().GetTimeStep() >= m_busyUntil)
     {
         Transmit(p, wire);
         return true;
@@ -69,14 +70,30 @@ GsDevice::Enqueue(Ptr<Packet> p, uint32_t wire, uint8_t prio)
     {
         m_counters.maxQueueBytes = m_qBytes[prio];
     }
+    Wake();
     return true;
+}
+
+void
+GsDevice::Wake()
+{
+    if (!m_wakePending)
+    {
+        m_wakePending = true;
+        int64_t now = Simulator::Now().GetTimeStep();
+        Simulator::Schedule(TimeStep(std::max<int64_t>(0, m_busyUntil - now)), &GsDevice::TransmitDone, this);
+    }
 }
 
 void
 GsDevice::Kick()
 {
-    if (m_busy || m_nonEmpty != 0)
+    if (m_nonEmpty != 0 || Simulator::Now().GetTimeStep() < m_busyUntil)
     {
+        if (m_pull)
+        {
+            Wake(); // pulls when the link is free
+        }
         return;
     }
     Ptr<Packet> p;
@@ -90,9 +107,8 @@ GsDevice::Kick()
 void
 GsDevice::Transmit(Ptr<Packet> p, uint32_t wire)
 {
-    m_busy = true;
     int64_t ps = std::llround((wire + m_framing) * m_psPerByte);
-    Time tx = TimeStep(ps);
+    m_busyUntil = Simulator::Now().GetTimeStep() + ps;
     m_counters.txPackets++;
     m_counters.txBytes += wire;
     m_counters.busyPs += static_cast<uint64_t>(ps);
@@ -100,14 +116,24 @@ GsDevice::Transmit(Ptr<Packet> p, uint32_t wire)
     {
         m_channel = static_cast<PointToPointChannel*>(PeekPointer(GetChannel()));
     }
-    m_channel->TransmitStart(p, this, tx);
-    Simulator::Schedule(tx, &GsDevice::TransmitDone, this);
+    m_channel->TransmitStart(p, this, TimeStep(ps));
+    // A port whose queues are empty needs no event when its packet ends (the next arrival finds it free);
+    // a host's pulls, or queued packets, do.
+    if (m_nonEmpty != 0 || m_pull)
+    {
+        Wake();
+    }
 }
 
 void
 GsDevice::TransmitDone()
 {
-    m_busy = false;
+    m_wakePending = false;
+    if (Simulator::Now().GetTimeStep() < m_busyUntil)
+    {
+        Wake(); // a packet went out directly in the meantime
+        return;
+    }
     if (m_nonEmpty != 0)
     {
         uint8_t prio = static_cast<uint8_t>(31 - __builtin_clz(m_nonEmpty)); // the highest non-empty priority
@@ -121,7 +147,15 @@ GsDevice::TransmitDone()
         Transmit(item.p, item.wire);
         return;
     }
-    Kick();
+    if (m_pull)
+    {
+        Ptr<Packet> p;
+        uint32_t wire = 0;
+        if (m_owner->Pull(m_port, p, wire))
+        {
+            Transmit(p, wire);
+        }
+    }
 }
 
 void

@@ -32,6 +32,12 @@ class PortOwner
     {
         return false;
     }
+
+    /// Whether the owner sends by Pull (a host) rather than only by Enqueue (a switch).
+    virtual bool Pulls() const
+    {
+        return false;
+    }
 };
 
 struct PortCounters
@@ -69,10 +75,6 @@ class GsDevice : public PointToPointNetDevice
         return m_qBytes[prio];
     }
 
-    bool Busy() const
-    {
-        return m_busy;
-    }
 
     double Rate() const
     {
@@ -109,6 +111,7 @@ class GsDevice : public PointToPointNetDevice
 
     void Transmit(Ptr<Packet> p, uint32_t wire);
     void TransmitDone();
+    void Wake();
 
     PortOwner* m_owner = nullptr;
     PointToPointChannel* m_channel = nullptr;
@@ -117,7 +120,9 @@ class GsDevice : public PointToPointNetDevice
     double m_psPerByte = 8000.0;
     uint64_t m_limit = 1 << 20;
     uint32_t m_framing = 0;
-    bool m_busy = false;
+    int64_t m_busyUntil = 0;   // the link is busy until then (ps)
+    bool m_wakePending = false; // a TransmitDone is scheduled
+    bool m_pull = false;
     uint8_t m_nonEmpty = 0; // bit p: queue p holds packets
     std::array<std::deque<Item>, kPriorities> m_q;
     std::array<uint64_t, kPriorities> m_qBytes{};

@@ -6,6 +6,7 @@
 #define GS_HEADER_H
 
 #include "ns3/header.h"
+#include "ns3/packet.h"
 
 #include <cstdint>
 
@@ -69,6 +70,13 @@ struct Wire
     uint64_t imm;     // immediate data (64 bits here; 32 on the wire)
     uint64_t digest;  // linear digest of the contributions the payload holds (gs-generator.h)
 };
+
+/// The header a packet starts with, read with one copy (Header::Deserialize reads byte by byte).
+inline void
+ReadWire(const Packet& p, Wire& w)
+{
+    p.CopyData(reinterpret_cast<uint8_t*>(&w), sizeof(Wire));
+}
 
 class GsHeader : public Header
 {

@@ -83,9 +83,8 @@ GsHost::Deliver(std::function<void()> f)
 void
 GsHost::Receive(uint32_t port, Ptr<Packet> p)
 {
-    GsHeader h;
-    p->PeekHeader(h);
-    const Wire& w = h.w;
+    Wire w;
+    ReadWire(*p, w);
     rxPackets++;
     rxBytes += w.wire;
     m_nic->CountRxBytes(w.wire);

@@ -65,6 +65,11 @@ class GsHost : public Node, public PortOwner, public QpHost
     void Receive(uint32_t port, Ptr<Packet> p) override;
     bool Pull(uint32_t port, Ptr<Packet>& p, uint32_t& wire) override;
 
+    bool Pulls() const override
+    {
+        return true;
+    }
+
     // QpHost
     void SendControl(Ptr<Packet> p, uint32_t wire) override;
     void Activate(RcQp* qp) override;

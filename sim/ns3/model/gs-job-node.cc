@@ -439,11 +439,11 @@ JobNode::Result() const
         txB += qp->txBytes;
         rxP += qp->rxPackets;
         rxB += qp->rxBytes;
-        for (const auto& [k, v] : qp->requesterCounters.v)
+        for (const auto& [k, v] : qp->requesterCounters.Named())
         {
             req[k] += v;
         }
-        for (const auto& [k, v] : qp->responderCounters.v)
+        for (const auto& [k, v] : qp->responderCounters.Named())
         {
             resp[k] += v;
         }

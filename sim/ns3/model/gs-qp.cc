@@ -228,7 +228,7 @@ RcQp::NextPacket(Ptr<Packet>& p, uint32_t& wire)
         }
         p = Build(psn, true, wire);
         m_sentAt[psn & m_sentAtMask] = -1;
-        requesterCounters.Add("retransmitted");
+        requesterCounters.Add(C_RETRANSMITTED);
         if (!m_timerStart)
         {
             m_timerStart = Now();
@@ -248,12 +248,12 @@ RcQp::NextPacket(Ptr<Packet>& p, uint32_t& wire)
         p = Build(psn, again, wire);
         if (again)
         {
-            requesterCounters.Add("retransmitted");
+            requesterCounters.Add(C_RETRANSMITTED);
             m_sentAt[psn & m_sentAtMask] = -1; // Karn: no RTT sample from a retransmitted packet
         }
         else
         {
-            requesterCounters.Add("sent");
+            requesterCounters.Add(C_SENT);
             m_sentAt[psn & m_sentAtMask] = Now();
             m_sentEnd = PsnAdd(psn, 1);
         }
@@ -308,7 +308,7 @@ RcQp::OnTimer()
         return;
     }
     m_retries++;
-    requesterCounters.Add("timeouts");
+    requesterCounters.Add(C_TIMEOUTS);
     if (m_retries > m_cfg.t.retryLimit)
     {
         char qpn[16];
@@ -352,7 +352,7 @@ RcQp::OnAck(const Wire& w)
     }
     else if (syn == SYN_NAK_PSN)
     {
-        requesterCounters.Add("naks");
+        requesterCounters.Add(C_NAKS);
         AckThrough(PsnAdd(psn, -1));
         if (!m_error.empty())
         {
@@ -415,12 +415,12 @@ RcQp::AckThrough(uint32_t psn)
 {
     if (PsnDiff(psn, m_una) < 0)
     {
-        requesterCounters.Add("stale_acks");
+        requesterCounters.Add(C_STALE_ACKS);
         return;
     }
     if (PsnDiff(psn, m_sentEnd) >= 0)
     {
-        requesterCounters.Add("invalid_acks");
+        requesterCounters.Add(C_INVALID_ACKS);
         return;
     }
     uint32_t newUna = PsnAdd(psn, 1);
@@ -569,7 +569,7 @@ RcQp::Nak(uint8_t syndrome, std::optional<uint32_t> sack)
     }
     Ptr<Packet> p = Create<Packet>();
     p->AddHeader(h);
-    responderCounters.Add("naks_sent");
+    responderCounters.Add(C_NAKS_SENT);
     txPackets++;
     txBytes += w.wire;
     m_host->SendControl(p, w.wire);
@@ -621,10 +621,10 @@ RcQp::OnData(const Wire& w, Ptr<Packet> p)
     {
         if (-d > static_cast<int32_t>(m_cfg.t.window) * 4)
         {
-            responderCounters.Add("out_of_window");
+            responderCounters.Add(C_OUT_OF_WINDOW);
             return;
         }
-        responderCounters.Add("duplicates");
+        responderCounters.Add(C_DUPLICATES);
         if (w.flags & F_ACKREQ)
         {
             Ack();
@@ -633,7 +633,7 @@ RcQp::OnData(const Wire& w, Ptr<Packet> p)
     }
     if (d >= static_cast<int32_t>(m_cfg.t.window))
     {
-        responderCounters.Add("out_of_window");
+        responderCounters.Add(C_OUT_OF_WINDOW);
         return;
     }
     Arrival a{w, p};
@@ -662,7 +662,7 @@ RcQp::OnData(const Wire& w, Ptr<Packet> p)
         }
         if (!known || !ZeroFillAllowed(w))
         {
-            responderCounters.Add("over_loss_budget");
+            responderCounters.Add(C_OVER_LOSS_BUDGET);
             return;
         }
         a.w.payload = len;
@@ -671,11 +671,11 @@ RcQp::OnData(const Wire& w, Ptr<Packet> p)
         a.w.resv7 = static_cast<uint8_t>(a.w.resv7 & ~kTrimmed);
         a.p = nullptr;
         m_zeroFilled++;
-        responderCounters.Add("zero_filled");
+        responderCounters.Add(C_ZERO_FILLED);
     }
     if (d > 0)
     {
-        responderCounters.Add("out_of_order");
+        responderCounters.Add(C_OUT_OF_ORDER);
         if (m_cfg.t.mode == Mode::Gbn)
         {
             if (m_nakSent)
@@ -717,7 +717,7 @@ RcQp::OutOfOrder(Arrival a)
     {
         if (m_buffered.count(psn))
         {
-            responderCounters.Add("duplicates");
+            responderCounters.Add(C_DUPLICATES);
             return;
         }
         if (IsLast(a.w.opcode))
@@ -816,7 +816,7 @@ RcQp::JudgeHoles()
             m_judgeAt.reset();
             return;
         }
-        responderCounters.Add("holes_judged");
+        responderCounters.Add(C_HOLES_JUDGED);
     }
     // Holes remain lost after a NAK until the resends arrive: ask again later.
     m_judgeAt = m_cfg.t.reorderDelayS > 0 ? std::optional<int64_t>(now + 2 * Ticks(m_cfg.t.reorderDelayS))
@@ -852,7 +852,7 @@ RcQp::Drain(Arrival a, bool hadHoles)
         std::optional<uint8_t> error = Execute(a);
         if (error)
         {
-            responderCounters.Add(*error == SYN_NAK_INVALID ? "invalid_request" : "remote_access_error");
+            responderCounters.Add(*error == SYN_NAK_INVALID ? C_INVALID_REQUEST : C_REMOTE_ACCESS_ERROR);
             m_buffered.clear();
             Nak(*error, std::nullopt);
             return;
@@ -860,7 +860,7 @@ RcQp::Drain(Arrival a, bool hadHoles)
         ackWanted |= (a.w.flags & F_ACKREQ) != 0;
         m_epsn = PsnAdd(m_epsn, 1);
         m_accepted++;
-        responderCounters.Add("accepted");
+        responderCounters.Add(C_ACCEPTED);
         if (m_buffered.empty())
         {
             break;

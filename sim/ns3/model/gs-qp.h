@@ -13,6 +13,7 @@
 #include "ns3/event-id.h"
 #include "ns3/packet.h"
 
+#include <array>
 #include <deque>
 #include <functional>
 #include <map>
@@ -65,13 +66,51 @@ struct WriteTag
     bool droppable = true;
 };
 
+enum Counter
+{
+    C_ACCEPTED,
+    C_DUPLICATES,
+    C_HOLES_JUDGED,
+    C_INVALID_ACKS,
+    C_NAKS,
+    C_NAKS_SENT,
+    C_OUT_OF_ORDER,
+    C_OUT_OF_WINDOW,
+    C_OVER_LOSS_BUDGET,
+    C_RETRANSMITTED,
+    C_SENT,
+    C_STALE_ACKS,
+    C_TIMEOUTS,
+    C_ZERO_FILLED,
+    C_INVALID_REQUEST,
+    C_REMOTE_ACCESS_ERROR,
+    C_COUNT
+};
+
+/// Counter names as workers/comm.py reports them (roce/qp.py's counters).
+inline const char* const kCounterNames[C_COUNT] = {"accepted", "duplicates", "holes_judged", "invalid_acks", "naks", "naks_sent", "out_of_order", "out_of_window", "over_loss_budget", "retransmitted", "sent", "stale_acks", "timeouts", "zero_filled", "invalid_request", "remote_access_error"};
+
 struct Counters
 {
-    std::map<std::string, uint64_t> v;
+    std::array<uint64_t, C_COUNT> v{};
 
-    void Add(const char* name, uint64_t n = 1)
+    void Add(Counter c, uint64_t n = 1)
     {
-        v[name] += n;
+        v[c] += n;
+    }
+
+    /// The non-zero ones by name.
+    std::map<std::string, uint64_t> Named() const
+    {
+        std::map<std::string, uint64_t> out;
+        for (int i = 0; i < C_COUNT; i++)
+        {
+            if (v[i])
+            {
+                out[kCounterNames[i]] = v[i];
+            }
+        }
+        return out;
     }
 };
 

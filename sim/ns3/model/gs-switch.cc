@@ -137,9 +137,8 @@ GsSwitch::Receive(uint32_t port, Ptr<Packet> p)
 void
 GsSwitch::Process(uint32_t port, Ptr<Packet> p)
 {
-    GsHeader h;
-    p->PeekHeader(h);
-    Wire& w = h.w;
+    Wire w;
+    ReadWire(*p, w);
     m_ports[port]->CountRxBytes(w.wire);
     if (w.kind == KIND_ROCE && LossHits(port))
     {

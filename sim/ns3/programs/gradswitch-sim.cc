@@ -137,6 +137,9 @@ main(int argc, char** argv)
     {
         Time::SetResolution(Time::PS);
         gs::RunConfig c = gs::ParseConfig(ReadFile(config));
+        ObjectFactory scheduler;
+        scheduler.SetTypeId(c.scheduler);
+        Simulator::SetScheduler(scheduler);
         gs::Simulation sim(std::move(c));
         sim.Build();
         json result = tables ? sim.Tables() : sim.Run();
