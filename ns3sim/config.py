@@ -110,7 +110,8 @@ def job_json(cfg: JobConfig, settings: SimSettings) -> dict[str, Any]:
                        "drop_max_magnitude_class": cfg.dlcp.drop_max_magnitude_class,
                        "max_relative_error": cfg.dlcp.max_relative_error}
     nodes = [n.node_id for n in cfg.nodes]
-    servers_first = any(a.role == Role.SERVER and b.role == Role.WORKER for a, b in zip(cfg.nodes, cfg.nodes[1:]))
+    pairs = zip(cfg.nodes, cfg.nodes[1:], strict=False)
+    servers_first = any(a.role == Role.SERVER and b.role == Role.WORKER for a, b in pairs)
     if nodes != list(range(len(nodes))) or servers_first:
         raise SimConfigError(f"job {cfg.job_id}: node ids must be 0, 1, ... with the workers first")
     return out
@@ -131,6 +132,29 @@ def dlcp_thresholds(topo: Topology, settings: SimSettings) -> dict[str, list[int
     return out
 
 
+def base_config(topo: Topology, settings: SimSettings, time_limit_s: float) -> dict[str, Any]:
+    """Everything of a run's configuration but its jobs."""
+    out: dict[str, Any] = {
+        "format": FORMAT, "seed": settings.seed, "time_limit_s": time_limit_s, "progress_s": settings.progress_s,
+        "wire": {"roce_overhead": ROCE_OVERHEAD, "reth": RETH_LEN, "imm": IMM_LEN, "aeth": AETH_LEN, "sack": SACK_LEN,
+                 "tcp_overhead": ETH_HEADER_LEN + IPV4_HEADER_LEN + TCP_HEADER_LEN, "framing": settings.framing_bytes},
+        "topology": topology_json(topo, settings),
+        "switch": {"processing_delay_s": settings.switch_delay_s, "ecmp_seed": settings.ecmp_seed,
+                   "load_balance": str(settings.load_balance), "flowlet_gap_s": settings.flowlet_gap_us * 1e-6,
+                   "roce_class": settings.roce_class, "dlcp_thresholds": dlcp_thresholds(topo, settings)},
+        "host": {"message_delay_s": settings.host_message_delay_s},
+        "jobs": [],
+    }
+    if settings.background is not None:
+        b = settings.background
+        out["background"] = {"sender": b.sender, "receiver": b.receiver, "flows": b.flows, "mss": b.mss}
+    if settings.tensorlights is not None:
+        t = settings.tensorlights
+        out["tensorlights"] = {"host": t.host, "rotate_s": t.rotate_s,
+                               "servers": [{"job": j, "node": n} for j, n in t.servers]}
+    return out
+
+
 def run_config(topo: Topology, jobs: list[JobConfig], settings: SimSettings) -> dict[str, Any]:
     """The whole run as gradswitch-sim reads it."""
     if not jobs:
@@ -144,25 +168,9 @@ def run_config(topo: Topology, jobs: list[JobConfig], settings: SimSettings) -> 
     limit = settings.time_limit_s
     if limit is None:
         limit = max(cfg.iterations * cfg.iteration_timeout for cfg in jobs)
-    out: dict[str, Any] = {
-        "format": FORMAT, "seed": settings.seed, "time_limit_s": limit, "progress_s": settings.progress_s,
-        "wire": {"roce_overhead": ROCE_OVERHEAD, "reth": RETH_LEN, "imm": IMM_LEN, "aeth": AETH_LEN, "sack": SACK_LEN,
-                 "tcp_overhead": ETH_HEADER_LEN + IPV4_HEADER_LEN + TCP_HEADER_LEN, "framing": settings.framing_bytes},
-        "topology": topology_json(topo, settings),
-        "switch": {"processing_delay_s": settings.switch_delay_s, "ecmp_seed": settings.ecmp_seed,
-                   "load_balance": str(settings.load_balance), "flowlet_gap_s": settings.flowlet_gap_us * 1e-6,
-                   "roce_class": settings.roce_class, "dlcp_thresholds": dlcp_thresholds(topo, settings)},
-        "host": {"message_delay_s": settings.host_message_delay_s},
-        "jobs": [job_json(cfg, settings) for cfg in jobs],
-    }
+    out = base_config(topo, settings, limit)
+    out["jobs"] = [job_json(cfg, settings) for cfg in jobs]
     if settings.loss_pct > 0:
         out["loss"] = {"fraction": settings.loss_pct / 100.0,
                        "hosts": sorted({n.host for cfg in jobs for n in cfg.workers})}
-    if settings.background is not None:
-        b = settings.background
-        out["background"] = {"sender": b.sender, "receiver": b.receiver, "flows": b.flows, "mss": b.mss}
-    if settings.tensorlights is not None:
-        t = settings.tensorlights
-        out["tensorlights"] = {"host": t.host, "rotate_s": t.rotate_s,
-                               "servers": [{"job": j, "node": n} for j, n in t.servers]}
     return out

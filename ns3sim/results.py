@@ -78,7 +78,8 @@ def node_result(node: dict[str, Any], cfg: JobConfig) -> NodeResult:
     if cfg.training is not None and node["role"] == "worker":
         p = plan(cfg)
         out["timeline"] = node.get("timeline", [])
-        out["plan"] = {"ops": len(p.ops), "layers": len(p.layers), "largest_op_elements": max(op.elements for op in p.ops)}
+        out["plan"] = {"ops": len(p.ops), "layers": len(p.layers),
+                       "largest_op_elements": max(op.elements for op in p.ops)}
     for key in ("netreduce", "keys_served", "deliveries"):
         if key in node:
             out[key] = node[key]

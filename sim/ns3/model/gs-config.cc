@@ -349,6 +349,10 @@ ParseConfig(const std::string& text)
                                                      "switch", LoadBalance::Ecmp);
         c.switches.flowletGapS = Opt<double>(s, "flowlet_gap_s", 100e-6, "switch");
         c.switches.roceClass = Opt<bool>(s, "roce_class", false, "switch");
+        if (s.contains("faults"))
+        {
+            c.switches.faultDoubleAdd = Opt<uint32_t>(s.at("faults"), "netreduce_double_add", 0, "switch.faults");
+        }
         if (s.contains("dlcp_thresholds"))
         {
             for (const auto& [name, v] : s.at("dlcp_thresholds").items())

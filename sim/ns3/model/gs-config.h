@@ -78,6 +78,9 @@ struct SwitchSettings
     LoadBalance loadBalance = LoadBalance::Ecmp;
     double flowletGapS = 100e-6;
     bool roceClass = false;
+    // Fault injection for tests: the first this many NetReduce contributions a switch accepts are added twice
+    // (a switch that loses track of its bitmap): the results' check must catch it.
+    uint32_t faultDoubleAdd = 0;
     // DLCP virtual-queue drop thresholds per switch name, bytes per priority (-1: never)
     std::map<std::string, std::vector<int64_t>> dlcpThresholds;
 };

@@ -260,6 +260,40 @@ NrSwitchJob::Answer(uint32_t member, const Wire& in, uint32_t cell)
 }
 
 void
+NrSwitchJob::Accept(uint32_t cell, bool fresh, bool counted, Ptr<Packet> p, const Wire& w)
+{
+    Cell& c = m_cells[cell];
+    if (m_exact)
+    {
+        ReadValues(p, w, m_scratch);
+        int32_t* v = &m_values[static_cast<size_t>(cell) * kAggElements];
+        if (fresh)
+        {
+            std::memcpy(v, m_scratch.data(), kAggPacketBytes);
+        }
+        else
+        {
+            for (uint32_t i = 0; i < kAggElements; i++)
+            {
+                v[i] = static_cast<int32_t>(static_cast<uint32_t>(v[i]) + static_cast<uint32_t>(m_scratch[i]));
+            }
+        }
+    }
+    if (fresh)
+    {
+        c.count = 0;
+        c.final = false;
+        c.digest = 0;
+        c.lossy = false;
+        ClearBits(cell);
+    }
+    c.msg = (w.psn >> kAggPacketsLog2) & kMsgMask;
+    c.digest += w.digest;
+    c.lossy = c.lossy || (w.flags & F_LOSSY);
+    c.count += counted ? 1 : 0;
+}
+
+void
 NrSwitchJob::Contribution(uint32_t member, Ptr<Packet> p, const Wire& w)
 {
     if (!(w.opcode == ROCE_WRITE_FIRST || w.opcode == ROCE_WRITE_MIDDLE || w.opcode == ROCE_WRITE_LAST_IMM) ||
@@ -288,34 +322,11 @@ NrSwitchJob::Contribution(uint32_t member, Ptr<Packet> p, const Wire& w)
     bool final = c.final;
     if (accept)
     {
-        if (m_exact)
+        int times = m_sw->DoubleAddFault() ? 2 : 1;
+        for (int t = 0; t < times; t++)
         {
-            ReadValues(p, w, m_scratch);
-            int32_t* v = &m_values[static_cast<size_t>(cell) * kAggElements];
-            if (fresh)
-            {
-                std::memcpy(v, m_scratch.data(), kAggPacketBytes);
-            }
-            else
-            {
-                for (uint32_t i = 0; i < kAggElements; i++)
-                {
-                    v[i] = static_cast<int32_t>(static_cast<uint32_t>(v[i]) + static_cast<uint32_t>(m_scratch[i]));
-                }
-            }
+            Accept(cell, fresh && t == 0, t == 0, p, w); // (a second time: the values only, the injected fault)
         }
-        if (fresh)
-        {
-            c.msg = msg;
-            c.count = 0;
-            c.final = false;
-            c.digest = 0;
-            c.lossy = false;
-            ClearBits(cell);
-        }
-        c.digest += w.digest;
-        c.lossy = c.lossy || (w.flags & F_LOSSY);
-        c.count += 1;
         SetBit(cell, member, true);
         SetBit(other, member, false); // the member has moved on from the twin's older message
     }

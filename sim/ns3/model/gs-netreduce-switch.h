@@ -72,6 +72,7 @@ class NrSwitchJob
     };
 
     bool Locate(uint32_t member, const Wire& w, uint32_t& cell, uint32_t& other);
+    void Accept(uint32_t cell, bool fresh, bool counted, Ptr<Packet> p, const Wire& w);
     void Refuse(const char* event);
     void Emit(const Wire& in, uint32_t cell, const std::vector<uint32_t>& ranks, bool children);
     void SendUp(const Wire& in, uint32_t cell);

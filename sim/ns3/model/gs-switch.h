@@ -101,6 +101,18 @@ class GsSwitch : public Node, public PortOwner
         return m_nr;
     }
 
+    /// Test fault injection: should this accepted NetReduce contribution be added twice?
+    bool DoubleAddFault()
+    {
+        if (m_s.sw.faultDoubleAdd == 0)
+        {
+            return false;
+        }
+        m_s.sw.faultDoubleAdd--;
+        drops["fault-double-add"]++;
+        return true;
+    }
+
     /// CRC-16/ARC (BMv2's crc16) of a byte string.
     static uint16_t Crc16(const uint8_t* data, size_t len);
 
