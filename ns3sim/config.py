@@ -103,6 +103,8 @@ def job_json(cfg: JobConfig, settings: SimSettings) -> dict[str, Any]:
     else:
         out["reductions"] = [{"elements": t.elements, "layer_class": layer_class(i, tensors),
                               "droppable": t.kind != "exponents"} for i, t in enumerate(profile.tensors)]
+    if cfg.crash is not None:
+        out["crash"] = {"node": cfg.crash.node, "after": cfg.crash.after}
     if cfg.dlcp is not None:
         d = settings.dlcp
         out["dlcp"] = {"priority": d.priority, "drop": d.drop, "spray": d.spray, "loss_budget": cfg.dlcp.loss_budget,

@@ -114,3 +114,17 @@ def test_loss_is_recovered_and_every_sum_stays_exact(tmp_path, algo, transport):
     resent = sum(n["stats"]["requester"].get("retransmitted", 0) for n in result.nodes[1].values())
     dropped = sum(sw["drops"].get("fault-injected", 0) for sw in result.switches.values())
     assert dropped > 0 and resent > 0
+
+
+@pytest.mark.parametrize("algo", [Algorithm.RING, Algorithm.NETREDUCE])
+def test_a_crashed_worker_stops_its_job_and_hangs_nothing(tmp_path, algo):
+    from workers.config import Crash
+
+    spec = ExperimentSpec(algo=algo, workers=4, size_bytes=256 << 10, bw_mbps=MBPS, iterations=4,
+                          crash=Crash(node=2, after=1))
+    _, result = run_spec(spec, tmp_path)
+    assert not result.ok() and not result.time_limit_hit
+    crashed = result.nodes[1][2]
+    assert "crashed after iteration 1" in crashed["error"] and len(crashed["iterations"]) == 2
+    for nid in (0, 1, 3):
+        assert not result.nodes[1][nid]["ok"] and "stopped" in result.nodes[1][nid]["error"]

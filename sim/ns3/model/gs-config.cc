@@ -241,6 +241,11 @@ ParseJob(const json& j, const std::string& path)
         job.dlcp = s;
     }
     job.iterationTimeoutS = Opt<double>(j, "iteration_timeout_s", 120.0, path);
+    if (j.contains("crash") && !j.at("crash").is_null())
+    {
+        job.crash = std::make_pair(Get<uint32_t>(j.at("crash"), "node", path + ".crash"),
+                                   Get<uint32_t>(j.at("crash"), "after", path + ".crash"));
+    }
     size_t workers = 0;
     size_t servers = 0;
     for (const auto& n : job.nodes)

@@ -197,6 +197,7 @@ struct JobSpec
     uint32_t credits = 4;
     std::optional<DlcpSpec> dlcp;
     double iterationTimeoutS = 120.0;
+    std::optional<std::pair<uint32_t, uint32_t>> crash; // (node, after iteration): the node dies (fault injection)
 };
 
 struct BackgroundSpec

@@ -107,6 +107,10 @@ GsHost::Receive(uint32_t port, Ptr<Packet> p)
         unknownQp++;
         return;
     }
+    if (qp->dead)
+    {
+        return;
+    }
     if (w.flags & F_ACK)
     {
         qp->OnAck(w);

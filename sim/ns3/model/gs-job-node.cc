@@ -62,6 +62,7 @@ JobNode::Setup()
     if (m_role == Role::Worker && m_job.training)
     {
         m_training = std::make_unique<TrainingScheduler>(this, m_collective.get(), *m_job.training, m_job.iterations);
+        m_training->onIteration = [this](uint32_t it) { CrashIfAsked(it); };
     }
 }
 
@@ -287,6 +288,10 @@ JobNode::LoopNext()
         r.end = Now();
         r.check = CheckOf(m_it);
         m_records.push_back(r);
+        if (CrashIfAsked(m_it))
+        {
+            return;
+        }
         m_it++;
         if (m_it < m_job.iterations)
         {
@@ -323,6 +328,24 @@ JobNode::CheckDrain()
     auto f = std::move(m_drained);
     m_drained = nullptr;
     f();
+}
+
+bool
+JobNode::CrashIfAsked(uint32_t it)
+{
+    if (!m_job.crash || m_job.crash->first != m_nodeId || m_job.crash->second != it || m_done)
+    {
+        return false;
+    }
+    // The process is gone: its QPs neither send nor answer, and it reports no result of its own.
+    for (auto& [peer, qp] : m_qps)
+    {
+        qp->dead = true;
+    }
+    m_error = "crashed after iteration " + std::to_string(it) + " (fault injection)";
+    m_done = true;
+    m_onDone(this);
+    return true;
 }
 
 void

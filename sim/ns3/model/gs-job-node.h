@@ -144,6 +144,8 @@ class JobNode
     void Drain(std::function<void()> then);
     void CheckDrain();
     void Finish();
+    /// The job's fault injection: this node dies after iteration `it` if asked (workers/records.py crash_if_asked).
+    bool CrashIfAsked(uint32_t it);
 
     GsHost* m_host;
     JobSpec m_job;

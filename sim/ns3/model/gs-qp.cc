@@ -213,7 +213,7 @@ RcQp::Build(uint32_t psn, bool retransmission, uint32_t& wire)
 bool
 RcQp::NextPacket(Ptr<Packet>& p, uint32_t& wire)
 {
-    if (!m_error.empty())
+    if (!m_error.empty() || dead)
     {
         return false;
     }

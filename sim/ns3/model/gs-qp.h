@@ -179,6 +179,7 @@ class RcQp
     }
 
     bool inActiveList = false; // the host's pull list
+    bool dead = false;         // its process crashed: it sends and answers nothing
 
     // Traffic of this QP (data it sent, ACKs and NAKs it sent; what it received): bytes on the link.
     uint64_t txPackets = 0;

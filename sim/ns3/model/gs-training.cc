@@ -199,6 +199,10 @@ TrainingScheduler::ForwardCompute(uint32_t layer, bool waited)
     if (layer == 0)
     {
         m_starts.push_back(start);
+        if (m_it > 0 && onIteration)
+        {
+            onIteration(m_it - 1);
+        }
     }
     Pump();
     Simulator::Schedule(TimeStep(end - now), &TrainingScheduler::ForwardDone, this, layer, start, end);

@@ -34,6 +34,8 @@ class TrainingScheduler
 
     /// Run every iteration from now; `finished` once the last reduction is complete.
     void Run(std::function<void()> finished);
+    /// Called when iteration i's end is known (the next forward starts), as workers/training.py's `finished`.
+    std::function<void(uint32_t)> onIteration;
 
     /// (start, end) of every iteration, seconds: forward start to the next forward start (the last: when it
     /// could start).
