@@ -1,6 +1,7 @@
 #include "gs-channel.h"
 
 #include "gs-device.h"
+#include "gs-events.h"
 
 #include "ns3/simulator.h"
 
@@ -34,8 +35,8 @@ GsChannel::TransmitStart(Ptr<const Packet> p, Ptr<PointToPointNetDevice> src, Ti
     }
     int d = PeekPointer(src) == m_end[0] ? 1 : 0;
     // The packet is the sender's no more (its device let go of it): no copy.
-    Simulator::ScheduleWithContext(m_context[d], txTime + TimeStep(m_delayTicks), &GsDevice::Deliver, m_end[d],
-                                   ConstCast<Packet>(p));
+    Simulator::ScheduleWithContext(m_context[d], txTime + TimeStep(m_delayTicks),
+                                   new PacketEvent<GsDevice, &GsDevice::Deliver>(m_end[d], ConstCast<Packet>(p)));
     return true;
 }
 

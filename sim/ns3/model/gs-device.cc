@@ -1,5 +1,7 @@
 #include "gs-device.h"
 
+#include "gs-events.h"
+
 #include "ns3/point-to-point-channel.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
@@ -47,6 +49,7 @@ GsDevice::Configure(double bps, uint64_t queueBytes, uint32_t framingBytes, Port
     m_owner = owner;
     m_port = port;
     m_pull = owner->Pulls();
+    m_context = GetNode() != nullptr ? GetNode()->GetId() : 0;
 }
 
 bool
@@ -81,7 +84,8 @@ GsDevice::Wake()
     {
         m_wakePending = true;
         int64_t now = Simulator::Now().GetTimeStep();
-        Simulator::Schedule(TimeStep(std::max<int64_t>(0, m_busyUntil - now)), &GsDevice::TransmitDone, this);
+        Simulator::ScheduleWithContext(m_context, TimeStep(std::max<int64_t>(0, m_busyUntil - now)),
+                                       new CallEvent<GsDevice, &GsDevice::TransmitDone>(this));
     }
 }
 

@@ -123,6 +123,7 @@ class GsDevice : public PointToPointNetDevice
     int64_t m_busyUntil = 0;   // the link is busy until then (ps)
     bool m_wakePending = false; // a TransmitDone is scheduled
     bool m_pull = false;
+    uint32_t m_context = 0; // its node's id: the context of its events
     uint8_t m_nonEmpty = 0; // bit p: queue p holds packets
     std::array<std::deque<Item>, kPriorities> m_q;
     std::array<uint64_t, kPriorities> m_qBytes{};
