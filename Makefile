@@ -7,11 +7,12 @@ PYTEST_ARGS ?=
 # Mininet needs root: commands that bring networks up go through sudo for a normal user.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo -E)
 
-.PHONY: help venv build test lint demo bench doctor clean
+.PHONY: help venv build sim test lint demo bench doctor clean
 
 help:
 	@echo "make venv       create $(VENV) with every Python dependency"
 	@echo "make build      compile p4src/gradswitch.p4 with p4c-bm2-ss (warnings are errors)"
+	@echo "make sim        install the ns-3 wheel into $(VENV) and build the simulator (build/ns3/gradswitch-sim)"
 	@echo "make test       the test suite (tests needing BMv2/p4c/root skip where those are missing)"
 	@echo "make lint       ruff, mypy and vermin (nothing newer than Python 3.10, the floor)"
 	@echo "make demo       leafspine network, ping all pairs, tear down (needs root and BMv2)"
@@ -29,12 +30,15 @@ venv: $(PY)
 build: $(PY)
 	$(GRADSWITCH) build
 
+sim: $(PY)
+	$(PY) -m ns3sim.build
+
 test: $(PY)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Python 3.10 is the floor (requires-python; Ubuntu 22.04 in the Vagrant VM): mypy checks as 3.10
 # (pyproject.toml), vermin finds any module, function or syntax newer than that.
-LINTED := protocol controller mininet_topos roce workers tests bench
+LINTED := protocol controller mininet_topos roce workers ns3sim tests bench
 
 lint: $(PY)
 	$(PY) -m ruff check $(LINTED)

@@ -3,6 +3,10 @@
 - rack(hosts): one top-of-rack switch, N hosts.
 - leafspine(leaves, spines, hosts_per_leaf): every leaf linked to every spine.
 - dumbbell(hosts_per_side): two switches joined by one (bottleneck) link.
+- fattree(hosts, k): a k-ary fat tree (k pods of k/2 edge and k/2 aggregation switches, (k/2)^2
+  cores), the smallest even k with k^3/4 >= hosts unless given, hosts dealt round robin over the pods.
+- leafspine3(pods, leaves_per_pod, spines_per_pod, superspines, hosts_per_leaf): three tiers, each pod
+  a leaf-spine, every spine linked to every super-spine.
 
 Hosts on edge switch k (1-based, in declaration order) are 10.0.k.i with MAC
 00:00:0a:00:kk:ii; each edge switch declares the /24 of its hosts, which the other
@@ -122,10 +126,100 @@ def dumbbell(hosts_per_side: int = 2, bw_mbps: float | None = None, bottleneck_m
     return b.build(hosts_per_side=hosts_per_side, bw_mbps=bw_mbps, bottleneck_mbps=bottleneck_mbps)
 
 
+def fattree_k(hosts: int) -> int:
+    """The smallest even k whose k-ary fat tree holds `hosts` hosts (k^3/4 of them)."""
+    k = 2
+    while k**3 // 4 < hosts:
+        k += 2
+    return k
+
+
+MAX_EDGES = 254  # edge switch k's hosts are 10.0.k.0/24
+
+
+def fattree(hosts: int = 16, k: int | None = None, bw_mbps: float | None = None,
+            fabric_bw_mbps: float | None = None) -> Topology:
+    """A k-ary fat tree: pod p has edge switches edge<p>_<i> and aggregation switches agg<p>_<i> (i < k/2),
+    each edge linked to every aggregation switch of its pod; core<i>_<j> is linked to agg<p>_<i> of every pod.
+    Host h (from 0) goes to pod h mod k, then round robin over that pod's edges: the hosts spread over the
+    pods. Every switch of the tree exists even where few hosts are attached."""
+    _count("hosts", hosts, most=MAX_EDGES * MAX_HOSTS_PER_EDGE)
+    if k is None:
+        k = fattree_k(hosts)
+    if k < 2 or k % 2:
+        raise TopologyError(f"k = {k}: a fat tree's k is even and at least 2")
+    if k**3 // 4 < hosts:
+        raise TopologyError(f"k = {k}: a {k}-ary fat tree holds {k**3 // 4} hosts, not {hosts}; "
+                            f"give k >= {fattree_k(hosts)} or leave k out")
+    half = k // 2
+    if k * half > MAX_EDGES:
+        raise TopologyError(f"k = {k}: {k * half} edge switches; at most {MAX_EDGES} have host addresses")
+    b = _Builder("fattree", bw_mbps, fabric_bw_mbps)
+    edges = [[b.switch(f"edge{p}_{i}", "edge", edge_index=p * half + i + 1) for i in range(half)] for p in range(k)]
+    aggs = [[b.switch(f"agg{p}_{i}", "agg") for i in range(half)] for p in range(k)]
+    cores = [[b.switch(f"core{i}_{j}", "core") for j in range(half)] for i in range(half)]
+    for h in range(hosts):
+        pod, q = h % k, h // k
+        edge, slot = q % half, q // half
+        b.host(f"h{h + 1}", edges[pod][edge], pod * half + edge + 1, slot + 1)
+    for p in range(k):
+        for i in range(half):
+            for j in range(half):
+                b.link(edges[p][i], aggs[p][j])
+    for p in range(k):
+        for i in range(half):
+            for j in range(half):
+                b.link(aggs[p][i], cores[i][j])
+    return b.build(hosts=hosts, k=k, bw_mbps=bw_mbps)
+
+
+def leafspine3(
+    pods: int = 2,
+    leaves_per_pod: int = 2,
+    spines_per_pod: int = 2,
+    superspines: int = 2,
+    hosts_per_leaf: int = 2,
+    bw_mbps: float | None = None,
+    fabric_bw_mbps: float | None = None,
+) -> Topology:
+    """Three tiers: pod p is a leaf-spine (leaf<p>_<i> linked to every spine<p>_<j>), and every spine is linked
+    to every super-spine superspine<s>. Up to 254 leaves (their /24s) of up to 253 hosts."""
+    _count("pods", pods, most=64)
+    _count("leaves per pod", leaves_per_pod, most=64)
+    _count("spines per pod", spines_per_pod, most=64)
+    _count("superspines", superspines, most=64)
+    _count("hosts per leaf", hosts_per_leaf)
+    if pods * leaves_per_pod > MAX_EDGES:
+        raise TopologyError(f"{pods * leaves_per_pod} leaves: at most {MAX_EDGES} have host addresses")
+    b = _Builder("leafspine3", bw_mbps, fabric_bw_mbps)
+    leaves = [[b.switch(f"leaf{p}_{i}", "leaf", edge_index=p * leaves_per_pod + i + 1) for i in range(leaves_per_pod)]
+              for p in range(pods)]
+    spines = [[b.switch(f"spine{p}_{j}", "spine") for j in range(spines_per_pod)] for p in range(pods)]
+    supers = [b.switch(f"superspine{s}", "superspine") for s in range(superspines)]
+    host_no = 0
+    for p in range(pods):
+        for i in range(leaves_per_pod):
+            for h in range(1, hosts_per_leaf + 1):
+                host_no += 1
+                b.host(f"h{host_no}", leaves[p][i], p * leaves_per_pod + i + 1, h)
+    for p in range(pods):
+        for leaf in leaves[p]:
+            for spine in spines[p]:
+                b.link(leaf, spine)
+    for p in range(pods):
+        for spine in spines[p]:
+            for top in supers:
+                b.link(spine, top)
+    return b.build(pods=pods, leaves_per_pod=leaves_per_pod, spines_per_pod=spines_per_pod, superspines=superspines,
+                   hosts_per_leaf=hosts_per_leaf, bw_mbps=bw_mbps)
+
+
 TOPOLOGIES: dict[str, Callable[..., Topology]] = {
     "rack": rack,
     "leafspine": leafspine,
     "dumbbell": dumbbell,
+    "fattree": fattree,
+    "leafspine3": leafspine3,
 }
 
 

@@ -1,9 +1,11 @@
 """Test requirements: markers that skip (or, when required, fail) where a tool is missing.
 
-Markers: p4c, bmv2, root, mininet, tshark. On a machine without the P4 toolchain the
+Markers: p4c, bmv2, root, mininet, tshark, ns3. On a machine without the P4 toolchain the
 tests that need it skip with the reason. With GRADSWITCH_REQUIRE_TOOLCHAIN=1 (or
 `pytest --require-toolchain`) a missing requirement fails the test instead: `.ci/run`
-sets it when the toolchain is installed, so a broken install cannot pass as skips.
+sets it when the toolchain is installed, so a broken install cannot pass as skips. The ns-3
+simulator (`ns3`: the wheel and build/ns3/gradswitch-sim, `make sim`) has its own switch,
+GRADSWITCH_REQUIRE_NS3=1.
 
 Tests that start BMv2 switches or Mininet networks hold a machine-wide lock while they run:
 switches listen on fixed ports and networks name their interfaces after their nodes, so two
@@ -32,6 +34,12 @@ def _exists(path: str) -> Callable[[], str | None]:
     return lambda: None if os.access(path, os.X_OK) else f"{path} is not installed"
 
 
+def _ns3() -> str | None:
+    from ns3sim.build import status
+
+    return status().missing()
+
+
 def _root() -> str | None:
     return None if os.geteuid() == 0 else "needs root"
 
@@ -52,6 +60,7 @@ REQUIREMENTS: dict[str, Callable[[], str | None]] = {
     "tshark": _which("tshark"),
     # BMv2 built without logging macros, as ../shared/toolchain/install.sh installs it beside the other
     "bmv2_nolog": _all(_which("simple_switch_grpc"), _exists(BMV2_NOLOG)),
+    "ns3": _ns3,
 }
 
 
@@ -60,7 +69,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="fail (do not skip) tests whose tools are missing")
 
 
-def _required(config: pytest.Config) -> bool:
+def _required(config: pytest.Config, marker: str) -> bool:
+    if marker == "ns3":
+        return os.environ.get("GRADSWITCH_REQUIRE_NS3") == "1"
     return bool(config.getoption("--require-toolchain")) or os.environ.get("GRADSWITCH_REQUIRE_TOOLCHAIN") == "1"
 
 
@@ -75,7 +86,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             continue
         missing = check()
         if missing:
-            if _required(item.config) and marker.name not in OPTIONAL:
+            if _required(item.config, marker.name) and marker.name not in OPTIONAL:
                 pytest.fail(f"[{marker.name}] required but missing: {missing}", pytrace=False)
             pytest.skip(f"[{marker.name}] {missing}")
 

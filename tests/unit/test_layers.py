@@ -1,9 +1,9 @@
 """Imports run one way: protocol/ at the bottom; roce/ (host transport) and mininet_topos/
 (emulated network) on it; workers/ on roce/, and the switch control plane (controller/ but
-its orchestration) on mininet_topos/ and roce/'s packet code; the orchestration
-(controller/experiment/, cli.py, testbed.py) and bench/ on top. Parts of one floor do not import
-each other, and no module imports itself through others. docs/architecture.md draws the same
-picture.
+its orchestration) on mininet_topos/ and roce/'s packet code; the simulator's Python side (ns3sim/)
+on those; the orchestration (controller/experiment/, cli.py, testbed.py) and bench/ on top. Parts of
+one floor do not import each other, and no module imports itself through others.
+docs/architecture.md draws the same picture.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("protocol", "roce", "mininet_topos", "workers", "controller", "bench")
+PACKAGES = ("protocol", "roce", "mininet_topos", "workers", "controller", "ns3sim", "bench")
 ORCHESTRATION = ("controller.experiment", "controller.cli", "controller.testbed")
 
 
@@ -34,12 +34,14 @@ def part_of(module: str) -> Part:
         return Part(1, top)
     if top == "workers":
         return Part(2, "workers")
+    if top == "ns3sim":
+        return Part(3, "ns3sim")
     if top == "controller":
         if module == "controller" or module.startswith(tuple(p for p in ORCHESTRATION)):
-            return Part(3, "orchestration")
+            return Part(4, "orchestration")
         return Part(2, "switch control plane")
     if top == "bench":
-        return Part(4, "bench")
+        return Part(5, "bench")
     raise ValueError(f"{module}: not a module of the project")
 
 
@@ -140,6 +142,8 @@ def test_protocol_imports_nothing_of_the_project_but_itself():
     ("workers.comm", "controller.fabric"),  # the hosts reaching into the switch control plane
     ("controller.fabric", "controller.experiment.runner"),  # the control plane into orchestration
     ("controller.controls.netreduce", "workers.netreduce"),
+    ("ns3sim.config", "controller.experiment.spec"),  # the simulator's side reaching into the orchestration
+    ("workers.ring", "ns3sim.config"),
 ])
 def test_the_check_sees_a_wrong_way_import(importer, target):
     assert wrong_way({importer: {target}}) != []

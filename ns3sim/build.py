@@ -1,0 +1,137 @@
+"""The simulator's build: the ns-3 wheel as a C++ SDK, CMake, the `gradswitch-sim` binary.
+
+`make sim` (or `python -m ns3sim.build`) installs the PyPI wheel `ns3==3.44.post0` into the running
+interpreter's environment when it is missing (`pip install --no-deps`: with its dependencies pip builds
+cppyy from source for minutes), configures sim/ns3 with CMake against it and builds
+build/ns3/gradswitch-sim. `--mpi` builds build/ns3-mpi/gradswitch-sim against ns-3 built with MPI
+(/opt/ns3-mpi: the same sources with NS3_MPI). Nothing built is committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.paths import REPO_ROOT
+
+WHEEL = "ns3==3.44.post0"
+SOURCES = REPO_ROOT / "sim" / "ns3"
+BUILD_DIR = REPO_ROOT / "build" / "ns3"
+MPI_BUILD_DIR = REPO_ROOT / "build" / "ns3-mpi"
+MPI_PREFIX = Path("/opt/ns3-mpi")
+BINARY_NAME = "gradswitch-sim"
+CONFIG_P4 = REPO_ROOT / "p4src" / "include" / "config.p4"
+
+
+class BuildError(RuntimeError):
+    """The simulator cannot be built or is not built: says what to do."""
+
+
+def wheel_prefix() -> Path | None:
+    """The installed ns3 wheel's directory (include/ns3, lib64), or None."""
+    spec = importlib.util.find_spec("ns3")
+    if spec is None or spec.submodule_search_locations is None:
+        return None
+    for location in spec.submodule_search_locations:
+        path = Path(location)
+        if (path / "include" / "ns3" / "core-module.h").exists():
+            return path
+    return None
+
+
+def binary(mpi: bool = False) -> Path:
+    return (MPI_BUILD_DIR if mpi else BUILD_DIR) / BINARY_NAME
+
+
+def sources() -> list[Path]:
+    """Every file the binary is built from (the models, the program, CMake, config.p4)."""
+    files = [p for p in SOURCES.rglob("*") if p.is_file() and p.suffix in (".h", ".cc", ".txt")]
+    return sorted(files) + [CONFIG_P4]
+
+
+@dataclass(frozen=True)
+class Status:
+    wheel: Path | None
+    binary: Path
+    built: bool
+    stale: list[Path]  # sources newer than the binary
+
+    def missing(self) -> str | None:
+        """Why the simulator cannot run now (None: it can)."""
+        if not self.built:
+            where = "" if self.wheel else f" (the ns-3 wheel is not installed either: {WHEEL})"
+            return f"{self.binary} is not built{where}: run `make sim`"
+        if self.stale:
+            return f"{self.binary} is older than {self.stale[0].relative_to(REPO_ROOT)}: run `make sim`"
+        return None
+
+
+def status(mpi: bool = False) -> Status:
+    path = binary(mpi)
+    built = path.exists()
+    stale: list[Path] = []
+    if built:
+        mtime = path.stat().st_mtime
+        stale = [p for p in sources() if p.stat().st_mtime > mtime]
+    return Status(wheel_prefix(), path, built, stale)
+
+
+def install_wheel() -> Path:
+    """pip install --no-deps the ns3 wheel into this interpreter's environment."""
+    prefix = wheel_prefix()
+    if prefix is not None:
+        return prefix
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", WHEEL], check=True)
+    importlib.invalidate_caches()
+    prefix = wheel_prefix()
+    if prefix is None:
+        raise BuildError(f"pip installed {WHEEL} but no ns3/include/ns3/core-module.h is to be found")
+    return prefix
+
+
+def build(mpi: bool = False, jobs: int = 2, prefix: Path | None = None) -> Path:
+    """Configure (once) and build the simulator; returns the binary."""
+    if shutil.which("cmake") is None:
+        raise BuildError("cmake is not on PATH: install it (apt install cmake)")
+    if not Path("/usr/include/nlohmann/json.hpp").exists():
+        raise BuildError("nlohmann/json.hpp is missing: install nlohmann-json3-dev (apt install nlohmann-json3-dev)")
+    if mpi:
+        prefix = prefix or MPI_PREFIX
+        if not (prefix / "include" / "ns3" / "mpi-interface.h").exists():
+            raise BuildError(f"{prefix} has no ns-3 built with MPI: run ../shared/toolchain/install-ns3-mpi.sh as root")
+    else:
+        prefix = prefix or install_wheel()
+    out = MPI_BUILD_DIR if mpi else BUILD_DIR
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    configure = ["cmake", "-S", str(SOURCES), "-B", str(out), *generator, f"-DNS3_PREFIX={prefix}",
+                 f"-DGS_MPI={'ON' if mpi else 'OFF'}", "-DCMAKE_BUILD_TYPE=Release"]
+    subprocess.run(configure, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["cmake", "--build", str(out), "-j", str(jobs)], check=True)
+    path = binary(mpi)
+    if not path.exists():
+        raise BuildError(f"the build finished without {path}")
+    path.touch()  # newer than every source it was built from, even when nothing needed rebuilding
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ns3sim.build", description=__doc__.splitlines()[0])
+    parser.add_argument("--mpi", action="store_true", help=f"build against ns-3 with MPI ({MPI_PREFIX})")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel compile jobs (default 2)")
+    args = parser.parse_args(argv)
+    try:
+        path = build(mpi=args.mpi, jobs=args.jobs)
+    except (BuildError, subprocess.CalledProcessError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

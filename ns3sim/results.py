@@ -1,0 +1,117 @@
+"""The simulator's results turned into what the testbed's processes write: per job and node the dict a
+worker's result-<id>.json holds (workers/main.py: iterations as workers.records.IterationRecord, stats as
+workers/comm.py Comm.stats, a training worker's timeline and plan), and per switch the counters
+controller/experiment/counters.py takes from BMv2 (drops by reason, [rx packets, tx packets, tx bytes]
+per port, seconds), so controller/experiment/report.summarize builds results.json unchanged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ns3sim.settings import CheckMode
+from workers.config import JobConfig
+from workers.records import IterationRecord
+from workers.schedule import plan
+from workers.training import Event, EventKind, timings
+
+NodeResult = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SimSpeed:
+    """How fast the simulator ran."""
+
+    wall_s: float
+    sim_s: float
+    events: int
+    events_per_s: float
+    packet_hops: int
+    packet_hops_per_s: float
+    peak_rss_mb: float
+
+
+@dataclass(frozen=True)
+class SimResult:
+    nodes: dict[int, dict[int, NodeResult]]  # job id -> node id -> the worker/server result dict
+    checks: dict[int, CheckMode]  # job id -> the check its packets carried
+    switches: dict[str, Any]  # switch -> counters in the BMv2 snapshot-delta schema, plus netreduce/dlcp events
+    background: dict[str, Any] | None  # bulk TCP: bytes, goodput_mbps, retransmissions
+    speed: SimSpeed
+    time_limit_hit: bool
+    raw: dict[str, Any]  # the simulator's own results document
+
+    def ok(self) -> bool:
+        return not self.time_limit_hit and all(n.get("ok") for job in self.nodes.values() for n in job.values())
+
+
+def _records(node: dict[str, Any], cfg: JobConfig) -> list[IterationRecord]:
+    its = node.get("iterations", [])
+    out = []
+    if cfg.training is not None and node.get("timeline") is not None:
+        events = [Event(e["iteration"], EventKind(e["kind"]), e["name"], e["start"], e["end"], e["lane"])
+                  for e in node["timeline"]]
+        bounds = [(float(s), float(e)) for s, e in node.get("bounds", [])]
+        by_index = {it["index"]: it for it in its}
+        for t in timings(events, bounds):
+            it = by_index.get(t.index, {})
+            extra = {"compute_s": t.compute_s, "comm_s": t.comm_s, "exposed_comm_s": t.exposed_comm_s,
+                     "overlap": t.overlap, "zero_filled_packets": float(it.get("zero_filled_packets", 0)),
+                     "relative_error": float(it.get("relative_error", 0.0))}
+            out.append(IterationRecord(t.index, t.start, t.end, bool(it.get("correct", False)),
+                                       int(it.get("wrong_elements", 0)), 0.0, 0, extra))
+        return out
+    for it in its:
+        extra = {"zero_filled_packets": float(it["zero_filled_packets"]), "relative_error": float(it["relative_error"])}
+        out.append(IterationRecord(it["index"], it["start"], it["end"], bool(it["correct"]), int(it["wrong_elements"]),
+                                   float(it["max_abs_error"]), int(it["saturated"]), extra))
+    return out
+
+
+def node_result(node: dict[str, Any], cfg: JobConfig) -> NodeResult:
+    """One node's result in the schema of workers/main.py's result-<id>.json."""
+    out: NodeResult = {"node_id": node["node_id"], "host": node["host"], "role": node["role"], "ok": node["ok"]}
+    if node.get("error"):
+        out["error"] = node["error"]
+    out["iterations"] = [r.to_dict() for r in _records(node, cfg)]
+    out["stats"] = node["stats"]
+    if cfg.training is not None and node["role"] == "worker":
+        p = plan(cfg)
+        out["timeline"] = node.get("timeline", [])
+        out["plan"] = {"ops": len(p.ops), "layers": len(p.layers),
+                       "largest_op_elements": max(op.elements for op in p.ops)}
+    for key in ("netreduce", "keys_served", "deliveries"):
+        if key in node:
+            out[key] = node[key]
+    return out
+
+
+def switch_counters(raw: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """Per switch: what controller/experiment/counters.py delta() gives for BMv2 ([rx packets, tx packets,
+    tx bytes] per port; drops by reason; the seconds they cover), and the simulator's extras."""
+    out: dict[str, Any] = {}
+    for name, sw in raw.items():
+        ports = {int(p): [c["rx_packets"], c["tx_packets"], c["tx_bytes"]] for p, c in sw["ports"].items()}
+        entry: dict[str, Any] = {"drops": dict(sw.get("drops", {})), "ports": ports, "seconds": seconds,
+                                 "queues": {int(p): {"drops": c["drops"], "max_queue_bytes": c["max_queue_bytes"],
+                                                     "busy_s": c["busy_s"]} for p, c in sw["ports"].items()}}
+        if "netreduce" in sw:
+            entry["netreduce_events"] = sw["netreduce"]
+        if "dlcp" in sw:
+            entry["dlcp"] = {int(job): events for job, events in sw["dlcp"].items()}
+        out[name] = entry
+    return out
+
+
+def parse(raw: dict[str, Any], jobs: list[JobConfig]) -> SimResult:
+    by_id = {cfg.job_id: cfg for cfg in jobs}
+    nodes: dict[int, dict[int, NodeResult]] = {}
+    checks: dict[int, CheckMode] = {}
+    for job in raw["jobs"]:
+        cfg = by_id[job["job_id"]]
+        nodes[cfg.job_id] = {n["node_id"]: node_result(n, cfg) for n in job["nodes"]}
+        checks[cfg.job_id] = CheckMode(job["check"])
+    speed = SimSpeed(raw["wall_s"], raw["sim_s"], raw["events"], raw["events_per_s"], raw["packet_hops"],
+                     raw["packet_hops_per_s"], raw["peak_rss_mb"])
+    return SimResult(nodes, checks, switch_counters(raw["switches"], raw["sim_s"]), raw.get("background"), speed,
+                     bool(raw["time_limit_hit"]), raw)

@@ -1,0 +1,363 @@
+// Parameter server in PHub's spirit (workers/ps.py): each reduction is cut into keys of ps_key_bytes, dealt
+// round robin over the servers in order over every reduction of a step; a worker pushes every key of a
+// reduction to its server (a WRITE with immediate (iteration, key)); a server with every worker's push
+// of a key sums them and writes the sum to every worker (the pull).
+#include "gs-collective.h"
+#include "gs-job-node.h"
+
+#include <set>
+#include <unordered_map>
+
+namespace ns3
+{
+namespace gs
+{
+
+namespace
+{
+
+constexpr uint32_t kServerRkey = 0x50535256; // "PSRV"
+constexpr uint32_t kWorkerRkey = 0x5053574B; // "PSWK"
+
+struct Key
+{
+    uint32_t id;
+    uint32_t unit;
+    uint64_t lo;
+    uint64_t hi;
+    uint32_t server; // node id
+};
+
+struct Unit
+{
+    uint64_t elements;
+    WriteTag tag;
+};
+
+std::vector<Unit>
+UnitsOf(const JobSpec& job)
+{
+    std::vector<Unit> units;
+    if (job.training)
+    {
+        for (const auto& op : job.training->ops)
+        {
+            units.push_back(Unit{op.elements, WriteTag{static_cast<uint8_t>(op.layerClass), op.droppable}});
+        }
+    }
+    else
+    {
+        for (const auto& r : job.reductions)
+        {
+            units.push_back(Unit{r.elements, WriteTag{static_cast<uint8_t>(r.layerClass), r.droppable}});
+        }
+    }
+    return units;
+}
+
+std::vector<Key>
+PlanKeys(const JobSpec& job, uint32_t workers)
+{
+    std::vector<uint32_t> servers;
+    for (const auto& n : job.nodes)
+    {
+        if (n.role == Role::Server)
+        {
+            servers.push_back(n.nodeId);
+        }
+    }
+    uint64_t perKey = std::max<uint64_t>(1, job.psKeyBytes / 4);
+    std::vector<Key> keys;
+    std::vector<Unit> units = UnitsOf(job);
+    for (uint32_t u = 0; u < units.size(); u++)
+    {
+        for (uint64_t lo = 0; lo < units[u].elements; lo += perKey)
+        {
+            uint32_t id = static_cast<uint32_t>(keys.size());
+            keys.push_back(Key{id, u, lo, std::min(units[u].elements, lo + perKey), servers[id % servers.size()]});
+        }
+    }
+    return keys;
+}
+
+uint64_t
+Tag(uint32_t it, uint32_t key)
+{
+    return (static_cast<uint64_t>(it) << 32) | key;
+}
+
+class PsWorker : public Collective
+{
+  public:
+    explicit PsWorker(JobNode* node)
+        : Collective(node),
+          m_units(UnitsOf(node->Job())),
+          m_keys(PlanKeys(node->Job(), node->Workers()))
+    {
+        m_byUnit.resize(m_units.size());
+        for (const auto& k : m_keys)
+        {
+            m_byUnit[k.unit].push_back(k.id);
+            node->Qp(k.server);
+        }
+    }
+
+    void Start(uint32_t it, uint32_t op, uint64_t seq, uint64_t elements, WriteTag tag, std::function<void()> done) override
+    {
+        Pending& p = m_pending[Tag(it, op)];
+        p.left = static_cast<uint32_t>(m_byUnit[op].size());
+        p.done = std::move(done);
+        if (p.left == 0)
+        {
+            Complete(it, op);
+            return;
+        }
+        for (uint32_t id : m_byUnit[op])
+        {
+            const Key& k = m_keys[id];
+            MsgPtr data = m_node->OwnData(it, op, k.lo, (k.hi - k.lo) * 4, elements, static_cast<uint64_t>(id) << 32);
+            m_node->Qp(k.server)->PostWrite(data, 0, kServerRkey, Tag(it, id), tag);
+        }
+    }
+
+    void OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled) override
+    {
+        uint32_t it = static_cast<uint32_t>(imm >> 32);
+        uint32_t id = static_cast<uint32_t>(imm & 0xFFFFFFFF);
+        if (id >= m_keys.size())
+        {
+            return;
+        }
+        const Key& k = m_keys[id];
+        auto p = m_pending.find(Tag(it, k.unit));
+        if (p == m_pending.end())
+        {
+            return;
+        }
+        if (zeroFilled)
+        {
+            m_node->AddZeroFilled(it, zeroFilled);
+        }
+        m_node->CheckResult(it, k.unit, k.lo, m_units[k.unit].elements, static_cast<uint64_t>(id) << 32, *data);
+        if (--p->second.left == 0)
+        {
+            Complete(it, k.unit);
+        }
+    }
+
+  private:
+    struct Pending
+    {
+        uint32_t left = 0;
+        std::function<void()> done;
+    };
+
+    void Complete(uint32_t it, uint32_t unit)
+    {
+        auto p = m_pending.find(Tag(it, unit));
+        auto done = std::move(p->second.done);
+        m_pending.erase(p);
+        m_node->ReductionChecked(it);
+        done();
+    }
+
+    std::vector<Unit> m_units;
+    std::vector<Key> m_keys;
+    std::vector<std::vector<uint32_t>> m_byUnit;
+    std::unordered_map<uint64_t, Pending> m_pending;
+};
+
+class PsServer : public Collective
+{
+  public:
+    explicit PsServer(JobNode* node)
+        : Collective(node),
+          m_units(UnitsOf(node->Job())),
+          m_keys(PlanKeys(node->Job(), node->Workers()))
+    {
+        for (const auto& k : m_keys)
+        {
+            if (k.server == node->NodeId())
+            {
+                m_mine++;
+            }
+        }
+        for (uint32_t w = 0; w < node->Workers(); w++)
+        {
+            node->Qp(w);
+        }
+    }
+
+    /// The runner's go: a server with no key is done at once.
+    void Start(uint32_t, uint32_t, uint64_t, uint64_t, WriteTag, std::function<void()> done) override
+    {
+        if (m_mine == 0)
+        {
+            done();
+        }
+    }
+
+    void OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled) override
+    {
+        Sum& s = m_sums[imm];
+        if (!s.data)
+        {
+            s.data = std::make_shared<MsgData>(*data);
+        }
+        else
+        {
+            MsgData& acc = *s.data;
+            for (size_t p = 0; p < acc.digest.size() && p < data->digest.size(); p++)
+            {
+                acc.digest[p] += data->digest[p];
+                acc.lossy[p] |= data->lossy[p];
+            }
+            for (size_t i = 0; i < acc.values.size() && i < data->values.size(); i++)
+            {
+                acc.values[i] = static_cast<int32_t>(static_cast<uint32_t>(acc.values[i]) +
+                                                     static_cast<uint32_t>(data->values[i]));
+            }
+        }
+        if (++s.count < m_node->Workers())
+        {
+            return;
+        }
+        uint32_t id = static_cast<uint32_t>(imm & 0xFFFFFFFF);
+        WriteTag tag = id < m_keys.size() ? m_units[m_keys[id].unit].tag : WriteTag{};
+        MsgPtr sum = s.data;
+        m_sums.erase(imm);
+        for (uint32_t w = 0; w < m_node->Workers(); w++)
+        {
+            m_node->Qp(w)->PostWrite(sum, 0, kWorkerRkey, imm, tag);
+        }
+        m_served++;
+        if (m_served == m_mine * m_node->Job().iterations)
+        {
+            m_node->ServeDone();
+        }
+    }
+
+    void Report(nlohmann::json& out) const override
+    {
+        out["keys_served"] = m_served;
+    }
+
+  private:
+    struct Sum
+    {
+        MsgPtr data;
+        uint32_t count = 0;
+    };
+
+    std::vector<Unit> m_units;
+    std::vector<Key> m_keys;
+    uint64_t m_mine = 0;
+    uint64_t m_served = 0;
+    std::unordered_map<uint64_t, Sum> m_sums;
+};
+
+// algo = write: worker 0 writes each reduction of each iteration to worker 1 and waits for its
+// acknowledgement; worker 1 waits for it. Worker 1 reports when each write was posted and delivered.
+class Write : public Collective
+{
+  public:
+    explicit Write(JobNode* node)
+        : Collective(node),
+          m_peer(node->Qp(1 - node->NodeId()))
+    {
+    }
+
+    void Start(uint32_t it, uint32_t op, uint64_t seq, uint64_t elements, WriteTag tag, std::function<void()> done) override
+    {
+        uint64_t imm = Tag(it, op);
+        if (m_node->NodeId() == 0)
+        {
+            MsgPtr data = m_node->OwnData(it, op, 0, elements * 4, elements, 0);
+            uint64_t postedPs = static_cast<uint64_t>(m_node->Now() * 1e12 + 0.5);
+            m_wr[m_peer->PostWrite(data, postedPs, 0, imm, tag)] = std::move(done);
+            return;
+        }
+        m_waiting[imm] = std::move(done);
+        Deliver(imm);
+    }
+
+    void OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled) override
+    {
+        uint32_t it = static_cast<uint32_t>(imm >> 32);
+        uint32_t op = static_cast<uint32_t>(imm & 0xFFFFFFFF);
+        IterationCheck& c = m_node->CheckOf(it);
+        for (uint32_t p = 0; p < data->Packets(); p++)
+        {
+            c.blocks++;
+            if (m_node->Job().check != Check::None && data->digest[p] != m_node->Gen().Digest(0, it, op, p))
+            {
+                c.wrong += std::max<uint32_t>(1, data->PacketBytes(p) / 4);
+            }
+        }
+        m_deliveries.push_back({{"iteration", it},
+                                {"op", op},
+                                {"posted", static_cast<double>(data->va) * 1e-12},
+                                {"delivered", m_node->Now()}});
+        m_arrived.insert(imm);
+        Deliver(imm);
+    }
+
+    void OnSendComplete(RcQp* qp, uint64_t wrId) override
+    {
+        auto it = m_wr.find(wrId);
+        if (it != m_wr.end())
+        {
+            auto done = std::move(it->second);
+            m_wr.erase(it);
+            done();
+        }
+    }
+
+    void Report(nlohmann::json& out) const override
+    {
+        out["deliveries"] = m_deliveries;
+    }
+
+  private:
+    void Deliver(uint64_t imm)
+    {
+        auto w = m_waiting.find(imm);
+        if (w == m_waiting.end() || !m_arrived.count(imm))
+        {
+            return;
+        }
+        auto done = std::move(w->second);
+        m_waiting.erase(w);
+        m_node->ReductionChecked(static_cast<uint32_t>(imm >> 32));
+        done();
+    }
+
+    RcQp* m_peer;
+    std::unordered_map<uint64_t, std::function<void()>> m_wr;
+    std::unordered_map<uint64_t, std::function<void()>> m_waiting;
+    std::set<uint64_t> m_arrived;
+    nlohmann::json m_deliveries = nlohmann::json::array();
+};
+
+} // namespace
+
+std::unique_ptr<Collective>
+MakePsWorker(JobNode* node)
+{
+    return std::make_unique<PsWorker>(node);
+}
+
+std::unique_ptr<Collective>
+MakePsServer(JobNode* node)
+{
+    return std::make_unique<PsServer>(node);
+}
+
+std::unique_ptr<Collective>
+MakeWrite(JobNode* node)
+{
+    return std::make_unique<Write>(node);
+}
+
+} // namespace gs
+} // namespace ns3

@@ -1,0 +1,968 @@
+#include "gs-qp.h"
+
+#include "gs-constants.h"
+#include "gs-generator.h"
+#include "gs-psn.h"
+
+#include "ns3/simulator.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace ns3
+{
+namespace gs
+{
+
+namespace
+{
+
+int64_t
+Now()
+{
+    return Simulator::Now().GetTimeStep();
+}
+
+int64_t
+Ticks(double seconds)
+{
+    return static_cast<int64_t>(std::llround(seconds * 1e12));
+}
+
+double
+Seconds(int64_t ticks)
+{
+    return static_cast<double>(ticks) * 1e-12;
+}
+
+bool
+IsFirst(uint8_t op)
+{
+    return op == ROCE_WRITE_FIRST || op == ROCE_WRITE_ONLY || op == ROCE_WRITE_ONLY_IMM;
+}
+
+bool
+IsLast(uint8_t op)
+{
+    return op == ROCE_WRITE_LAST || op == ROCE_WRITE_LAST_IMM || op == ROCE_WRITE_ONLY || op == ROCE_WRITE_ONLY_IMM;
+}
+
+bool
+IsOnly(uint8_t op)
+{
+    return op == ROCE_WRITE_ONLY || op == ROCE_WRITE_ONLY_IMM;
+}
+
+bool
+IsWrite(uint8_t op)
+{
+    return op >= ROCE_WRITE_FIRST && op <= ROCE_WRITE_ONLY_IMM;
+}
+
+uint32_t
+NextPow2(uint32_t x)
+{
+    uint32_t p = 1;
+    while (p < x)
+    {
+        p <<= 1;
+    }
+    return p;
+}
+
+} // namespace
+
+RcQp::RcQp(QpHost* host, const QpConfig& cfg)
+    : m_host(host),
+      m_cfg(cfg),
+      m_rtoMinTicks(Ticks(cfg.t.rtoS)),
+      m_nextPost(cfg.initialPsn),
+      m_una(cfg.initialPsn),
+      m_nxt(cfg.initialPsn),
+      m_sentEnd(cfg.initialPsn),
+      m_rto(cfg.t.rtoS),
+      m_epsn(cfg.remoteInitialPsn)
+{
+    m_sentAtMask = NextPow2(2 * cfg.t.window + 2) - 1;
+    m_sentAt.assign(m_sentAtMask + 1, -1);
+}
+
+RcQp::~RcQp()
+{
+    m_timer.Cancel();
+    m_judge.Cancel();
+}
+
+// ---------------------------------------------------------------- requester
+
+uint64_t
+RcQp::PostWrite(MsgPtr data, uint64_t va, uint32_t rkey, std::optional<uint64_t> imm, WriteTag tag)
+{
+    uint32_t npackets = data->Packets();
+    WorkRequest wr{++m_nextWrId, std::move(data), va, rkey, imm.has_value(), imm.value_or(0), m_nextPost, npackets, tag};
+    m_requests.push_back(std::move(wr));
+    m_nextPost = PsnAdd(m_nextPost, npackets);
+    if (m_error.empty())
+    {
+        m_host->Activate(this);
+    }
+    return m_nextWrId;
+}
+
+const RcQp::WorkRequest*
+RcQp::Find(uint32_t psn) const
+{
+    // Work requests hold consecutive PSN ranges in posting order: binary search on the distance.
+    size_t lo = 0;
+    size_t hi = m_requests.size();
+    while (hi - lo > 1)
+    {
+        size_t mid = (lo + hi) / 2;
+        if (PsnDiff(psn, m_requests[mid].firstPsn) >= 0)
+        {
+            lo = mid;
+        }
+        else
+        {
+            hi = mid;
+        }
+    }
+    const WorkRequest& wr = m_requests.at(lo);
+    int32_t i = PsnDiff(psn, wr.firstPsn);
+    return i >= 0 && static_cast<uint32_t>(i) < wr.npackets ? &wr : nullptr;
+}
+
+Ptr<Packet>
+RcQp::Build(uint32_t psn, bool retransmission, uint32_t& wire)
+{
+    const WorkRequest* wr = Find(psn);
+    uint32_t i = static_cast<uint32_t>(PsnDiff(psn, wr->firstPsn));
+    bool first = i == 0;
+    bool last = i == wr->npackets - 1;
+    GsHeader h;
+    Wire& w = h.w;
+    w.kind = KIND_ROCE;
+    if (first && last)
+    {
+        w.opcode = wr->hasImm ? ROCE_WRITE_ONLY_IMM : ROCE_WRITE_ONLY;
+    }
+    else if (first)
+    {
+        w.opcode = ROCE_WRITE_FIRST;
+    }
+    else if (last)
+    {
+        w.opcode = wr->hasImm ? ROCE_WRITE_LAST_IMM : ROCE_WRITE_LAST;
+    }
+    else
+    {
+        w.opcode = ROCE_WRITE_MIDDLE;
+    }
+    const MsgData& data = *wr->data;
+    w.payload = data.PacketBytes(i);
+    bool ackReq = last || retransmission ||
+                  (PsnDiff(psn, m_cfg.initialPsn) + 1) % static_cast<int32_t>(m_cfg.t.ackEvery) == 0;
+    w.digest = data.digest[i];
+    if (m_cfg.dlcp)
+    {
+        // The DLCP class (protocol/dlcp.py): layer class from the tensor, magnitude class a quartile of
+        // the packet (here drawn from its digest: each class holds a quarter of the packets, as quartiles
+        // of real magnitudes would), droppable per the job's policy; a resent packet never is.
+        uint32_t magnitude = static_cast<uint32_t>(Mix(w.digest ^ (static_cast<uint64_t>(psn) << 32) ^ m_cfg.job) >> 62);
+        const DlcpSpec& d = *m_cfg.dlcp;
+        bool droppable = d.drop && wr->tag.droppable && wr->tag.layerClass >= d.dropMinLayerClass &&
+                         magnitude <= d.dropMaxMagnitudeClass && !retransmission;
+        w.resv7 = static_cast<uint8_t>((droppable ? kDroppable : 0) | (wr->tag.layerClass << kLayerShift) |
+                                       (magnitude << kMagnitudeShift));
+    }
+    w.flags = static_cast<uint16_t>((ackReq ? F_ACKREQ : 0) | (retransmission ? F_RETX : 0) |
+                                    (m_cfg.nrContribution ? F_NR : 0) | (data.lossy[i] ? F_LOSSY : 0));
+    w.job = static_cast<uint16_t>(m_cfg.job);
+    w.src = m_cfg.localHost;
+    w.dst = m_cfg.remoteHost;
+    w.srcNode = m_cfg.localNode;
+    w.dstNode = m_cfg.remoteNode;
+    w.psn = psn;
+    w.sport = UdpSourcePort(m_cfg.job, m_cfg.localNode);
+    w.dport = kRoceUdpPort;
+    wire = m_cfg.wire.roceOverhead + w.payload;
+    if (first)
+    {
+        w.flags |= F_RETH;
+        w.va = wr->va;
+        w.rkey = wr->rkey;
+        w.dmaLen = static_cast<uint32_t>(data.bytes);
+        wire += m_cfg.wire.reth;
+    }
+    if (last && wr->hasImm)
+    {
+        w.flags |= F_IMM;
+        w.imm = wr->imm;
+        wire += m_cfg.wire.imm;
+    }
+    w.wire = wire;
+    txPackets++;
+    txBytes += wire;
+    Ptr<Packet> p = data.exact && w.payload > 0
+                        ? Create<Packet>(reinterpret_cast<const uint8_t*>(data.PacketValues(i)), w.payload)
+                        : Create<Packet>();
+    p->AddHeader(h);
+    return p;
+}
+
+bool
+RcQp::NextPacket(Ptr<Packet>& p, uint32_t& wire)
+{
+    if (!m_error.empty() || dead)
+    {
+        return false;
+    }
+    while (!m_resend.empty())
+    {
+        uint32_t psn = m_resend.front();
+        m_resend.pop_front();
+        m_resendPending.erase(psn);
+        if (PsnDiff(psn, m_una) < 0 || m_sacked.count(psn) || PsnDiff(psn, m_nextPost) >= 0)
+        {
+            continue;
+        }
+        p = Build(psn, true, wire);
+        m_sentAt[psn & m_sentAtMask] = -1;
+        requesterCounters.Add(C_RETRANSMITTED);
+        if (!m_timerStart)
+        {
+            m_timerStart = Now();
+        }
+        ArmTimer();
+        return true;
+    }
+    while (PsnDiff(m_nxt, m_nextPost) < 0 && PsnDiff(m_nxt, m_una) < static_cast<int32_t>(m_cfg.t.window))
+    {
+        uint32_t psn = m_nxt;
+        m_nxt = PsnAdd(psn, 1);
+        if (!m_sacked.empty() && m_sacked.count(psn))
+        {
+            continue;
+        }
+        bool again = PsnDiff(psn, m_sentEnd) < 0;
+        p = Build(psn, again, wire);
+        if (again)
+        {
+            requesterCounters.Add(C_RETRANSMITTED);
+            m_sentAt[psn & m_sentAtMask] = -1; // Karn: no RTT sample from a retransmitted packet
+        }
+        else
+        {
+            requesterCounters.Add(C_SENT);
+            m_sentAt[psn & m_sentAtMask] = Now();
+            m_sentEnd = PsnAdd(psn, 1);
+        }
+        if (!m_timerStart)
+        {
+            m_timerStart = Now();
+        }
+        ArmTimer();
+        return true;
+    }
+    return false;
+}
+
+std::optional<int64_t>
+RcQp::Deadline() const
+{
+    if (!m_timerStart || !m_error.empty() || m_una == m_sentEnd)
+    {
+        return std::nullopt;
+    }
+    return *m_timerStart + Ticks(m_rto);
+}
+
+void
+RcQp::ArmTimer()
+{
+    std::optional<int64_t> dl = Deadline();
+    if (!dl)
+    {
+        return; // a pending event finds nothing to do
+    }
+    if (m_timerAt < 0 || m_timerAt > *dl)
+    {
+        m_timer.Cancel();
+        m_timerAt = *dl;
+        m_timer = Simulator::Schedule(TimeStep(std::max<int64_t>(0, *dl - Now())), &RcQp::OnTimer, this);
+    }
+}
+
+void
+RcQp::OnTimer()
+{
+    m_timerAt = -1;
+    std::optional<int64_t> dl = Deadline();
+    if (!dl)
+    {
+        return;
+    }
+    if (Now() < *dl)
+    {
+        ArmTimer();
+        return;
+    }
+    m_retries++;
+    requesterCounters.Add(C_TIMEOUTS);
+    if (m_retries > m_cfg.t.retryLimit)
+    {
+        char qpn[16];
+        std::snprintf(qpn, sizeof(qpn), "%#x", (m_cfg.job << QPN_JOB_SHIFT) | ((m_cfg.remoteNode & 0xFF) << QPN_NODE_SHIFT) |
+                                                   (m_cfg.localNode & 0xFF));
+        Fail("transport retry counter exceeded: no acknowledgement from " + m_cfg.peer + " (QP " + qpn + ") after " +
+             std::to_string(m_cfg.t.retryLimit) + " retries");
+        return;
+    }
+    m_rto = std::min(m_rto * 2, m_cfg.t.rtoMaxS);
+    m_timerStart = Now();
+    if (m_cfg.t.mode == Mode::Gbn)
+    {
+        m_nxt = m_una;
+    }
+    else
+    {
+        // Selective repeat resends only the oldest unacknowledged packet; each partial ACK after it the next.
+        m_nakResent.clear();
+        m_recover = m_sentEnd;
+        ScheduleResend(m_una, false);
+    }
+    ArmTimer();
+    m_host->Activate(this);
+}
+
+void
+RcQp::OnAck(const Wire& w)
+{
+    if (!m_error.empty())
+    {
+        return;
+    }
+    rxPackets++;
+    rxBytes += w.wire;
+    uint8_t syn = static_cast<uint8_t>(w.aux >> 24);
+    uint32_t psn = w.psn;
+    if (syn == SYN_ACK)
+    {
+        AckThrough(psn);
+    }
+    else if (syn == SYN_NAK_PSN)
+    {
+        requesterCounters.Add(C_NAKS);
+        AckThrough(PsnAdd(psn, -1));
+        if (!m_error.empty())
+        {
+            return;
+        }
+        if (m_cfg.t.mode == Mode::Gbn)
+        {
+            if (psn == m_una)
+            {
+                m_nxt = m_una; // go back
+            }
+        }
+        else
+        {
+            bool hasSack = (w.flags & F_SACK) != 0;
+            uint32_t sack = w.sack & kPsnMask;
+            if (hasSack && PsnDiff(sack, m_una) > 0 && PsnDiff(sack, m_sentEnd) < 0)
+            {
+                m_sacked.insert(sack);
+                for (uint32_t hole = m_una; PsnDiff(hole, sack) < 0; hole = PsnAdd(hole, 1))
+                {
+                    if (!m_sacked.count(hole))
+                    {
+                        ScheduleResend(hole, true);
+                    }
+                }
+            }
+            else
+            {
+                ScheduleResend(m_una, true);
+            }
+        }
+    }
+    else
+    {
+        Fail("remote error from " + m_cfg.peer + " (NAK code " + std::to_string(syn & 0x1F) + ")");
+        return;
+    }
+    ArmTimer();
+    m_host->Activate(this);
+}
+
+void
+RcQp::ScheduleResend(uint32_t psn, bool once)
+{
+    if (m_resendPending.count(psn) || (once && m_nakResent.count(psn)))
+    {
+        return;
+    }
+    m_resend.push_back(psn);
+    m_resendPending.insert(psn);
+    if (once)
+    {
+        m_nakResent.insert(psn);
+    }
+}
+
+void
+RcQp::AckThrough(uint32_t psn)
+{
+    if (PsnDiff(psn, m_una) < 0)
+    {
+        requesterCounters.Add(C_STALE_ACKS);
+        return;
+    }
+    if (PsnDiff(psn, m_sentEnd) >= 0)
+    {
+        requesterCounters.Add(C_INVALID_ACKS);
+        return;
+    }
+    uint32_t newUna = PsnAdd(psn, 1);
+    int64_t sent = m_sentAt[psn & m_sentAtMask];
+    if (sent >= 0)
+    {
+        SampleRtt(Seconds(Now() - sent));
+    }
+    for (uint32_t p = m_una; p != newUna; p = PsnAdd(p, 1))
+    {
+        m_sentAt[p & m_sentAtMask] = -1;
+        if (!m_sacked.empty())
+        {
+            m_sacked.erase(p);
+        }
+        if (!m_nakResent.empty())
+        {
+            m_nakResent.erase(p);
+        }
+    }
+    m_una = newUna;
+    if (PsnDiff(m_nxt, m_una) < 0)
+    {
+        m_nxt = m_una;
+    }
+    std::vector<uint64_t> done;
+    while (!m_requests.empty() &&
+           PsnDiff(PsnAdd(m_requests.front().firstPsn, m_requests.front().npackets - 1), m_una) < 0)
+    {
+        done.push_back(m_requests.front().wrId);
+        m_requests.pop_front();
+    }
+    m_retries = 0;
+    m_rto = ComputeRto();
+    m_timerStart = m_una != m_sentEnd ? std::optional<int64_t>(Now()) : std::nullopt;
+    if (m_recover)
+    {
+        if (PsnDiff(m_una, *m_recover) < 0)
+        {
+            // A partial acknowledgement while recovering from a timeout: the next one is missing too.
+            if (!m_sacked.count(m_una))
+            {
+                ScheduleResend(m_una, false);
+            }
+        }
+        else
+        {
+            m_recover.reset();
+        }
+    }
+    if (onSendComplete)
+    {
+        for (uint64_t id : done)
+        {
+            onSendComplete(id);
+        }
+    }
+}
+
+void
+RcQp::SampleRtt(double rtt)
+{
+    if (!m_srtt)
+    {
+        m_srtt = rtt;
+        m_rttvar = rtt / 2;
+    }
+    else
+    {
+        m_rttvar = 0.75 * m_rttvar + 0.25 * std::abs(*m_srtt - rtt);
+        m_srtt = 0.875 * *m_srtt + 0.125 * rtt;
+    }
+}
+
+double
+RcQp::ComputeRto() const
+{
+    if (!m_srtt)
+    {
+        return m_cfg.t.rtoS;
+    }
+    return std::min(m_cfg.t.rtoMaxS, std::max(m_cfg.t.rtoS, *m_srtt + 4 * m_rttvar));
+}
+
+void
+RcQp::Fail(const std::string& reason)
+{
+    m_error = reason;
+    m_timer.Cancel();
+    if (onError)
+    {
+        onError(reason);
+    }
+}
+
+// ---------------------------------------------------------------- responder
+
+void
+RcQp::Ack()
+{
+    GsHeader h;
+    Wire& w = h.w;
+    w.kind = KIND_ROCE;
+    w.opcode = ROCE_ACKNOWLEDGE;
+    w.flags = F_ACK;
+    w.job = static_cast<uint16_t>(m_cfg.job);
+    w.src = m_cfg.localHost;
+    w.dst = m_cfg.remoteHost;
+    w.srcNode = m_cfg.localNode;
+    w.dstNode = m_cfg.remoteNode;
+    w.psn = PsnAdd(m_epsn, -1);
+    w.aux = (static_cast<uint32_t>(SYN_ACK) << 24) | (m_msn & kPsnMask);
+    w.sport = UdpSourcePort(m_cfg.job, m_cfg.localNode);
+    w.dport = kRoceUdpPort;
+    w.wire = m_cfg.wire.roceOverhead + m_cfg.wire.aeth;
+    Ptr<Packet> p = Create<Packet>();
+    p->AddHeader(h);
+    txPackets++;
+    txBytes += w.wire;
+    m_host->SendControl(p, w.wire);
+}
+
+void
+RcQp::Nak(uint8_t syndrome, std::optional<uint32_t> sack)
+{
+    GsHeader h;
+    Wire& w = h.w;
+    w.kind = KIND_ROCE;
+    w.opcode = ROCE_ACKNOWLEDGE;
+    w.flags = F_ACK;
+    w.job = static_cast<uint16_t>(m_cfg.job);
+    w.src = m_cfg.localHost;
+    w.dst = m_cfg.remoteHost;
+    w.srcNode = m_cfg.localNode;
+    w.dstNode = m_cfg.remoteNode;
+    w.psn = m_epsn;
+    w.aux = (static_cast<uint32_t>(syndrome) << 24) | (m_msn & kPsnMask);
+    w.sport = UdpSourcePort(m_cfg.job, m_cfg.localNode);
+    w.dport = kRoceUdpPort;
+    w.wire = m_cfg.wire.roceOverhead + m_cfg.wire.aeth;
+    if (sack)
+    {
+        w.flags |= F_SACK;
+        w.sack = *sack;
+        w.wire += m_cfg.wire.sack;
+    }
+    Ptr<Packet> p = Create<Packet>();
+    p->AddHeader(h);
+    responderCounters.Add(C_NAKS_SENT);
+    txPackets++;
+    txBytes += w.wire;
+    m_host->SendControl(p, w.wire);
+}
+
+bool
+RcQp::ZeroFillAllowed(const Wire& w)
+{
+    double budget = m_cfg.t.lossBudget;
+    if (budget <= 0 || !IsWrite(w.opcode))
+    {
+        return false;
+    }
+    // The QP's budget: zero-filled packets stay within `budget` of the packets it took so far.
+    if (static_cast<double>(m_zeroFilled + 1) > budget * static_cast<double>(m_accepted + 1))
+    {
+        return false;
+    }
+    // The message's: within `budget` of its packets, when its length is known here.
+    uint64_t dmaLen = 0;
+    uint32_t already = 0;
+    if (w.flags & F_RETH)
+    {
+        dmaLen = w.dmaLen;
+    }
+    else if (m_inWrite && PsnDiff(w.psn, m_firstPsn) > 0)
+    {
+        dmaLen = m_msgLen;
+        already = m_zeroFilledMsg;
+    }
+    if (dmaLen > 0)
+    {
+        double packets = static_cast<double>(MsgData::Packets(dmaLen, m_cfg.t.mtu));
+        if (static_cast<double>(already + 1) > budget * packets)
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+void
+RcQp::OnData(const Wire& w, Ptr<Packet> p)
+{
+    rxPackets++;
+    rxBytes += w.wire;
+    int32_t d = PsnDiff(w.psn, m_epsn);
+    if (d < 0)
+    {
+        if (-d > static_cast<int32_t>(m_cfg.t.window) * 4)
+        {
+            responderCounters.Add(C_OUT_OF_WINDOW);
+            return;
+        }
+        responderCounters.Add(C_DUPLICATES);
+        if (w.flags & F_ACKREQ)
+        {
+            Ack();
+        }
+        return;
+    }
+    if (d >= static_cast<int32_t>(m_cfg.t.window))
+    {
+        responderCounters.Add(C_OUT_OF_WINDOW);
+        return;
+    }
+    Arrival a{w, p};
+    if (w.resv7 & kTrimmed)
+    {
+        // A DLCP packet whose payload a switch dropped (issue 16): zeros in its place at once, within the loss
+        // budget; beyond it (or a last packet whose message start is unknown here) it is a loss like any
+        // other, recovered by retransmission.
+        uint32_t len = 0;
+        bool known = true;
+        if (w.opcode == ROCE_WRITE_FIRST || w.opcode == ROCE_WRITE_MIDDLE)
+        {
+            len = m_cfg.t.mtu;
+        }
+        else if (IsOnly(w.opcode))
+        {
+            len = w.dmaLen;
+        }
+        else if (m_inWrite && PsnDiff(w.psn, m_firstPsn) > 0)
+        {
+            len = m_msgLen - static_cast<uint32_t>(PsnDiff(w.psn, m_firstPsn)) * m_cfg.t.mtu;
+        }
+        else
+        {
+            known = false;
+        }
+        if (!known || !ZeroFillAllowed(w))
+        {
+            responderCounters.Add(C_OVER_LOSS_BUDGET);
+            return;
+        }
+        a.w.payload = len;
+        a.w.digest = 0;
+        a.w.flags |= F_LOSSY;
+        a.w.resv7 = static_cast<uint8_t>(a.w.resv7 & ~kTrimmed);
+        a.p = nullptr;
+        m_zeroFilled++;
+        responderCounters.Add(C_ZERO_FILLED);
+    }
+    if (d > 0)
+    {
+        responderCounters.Add(C_OUT_OF_ORDER);
+        if (m_cfg.t.mode == Mode::Gbn)
+        {
+            if (m_nakSent)
+            {
+                return;
+            }
+            m_nakSent = true;
+            Nak(SYN_NAK_PSN, std::nullopt);
+            return;
+        }
+        OutOfOrder(std::move(a));
+        return;
+    }
+    Drain(std::move(a), !m_buffered.empty() || m_nakSent);
+}
+
+uint32_t
+RcQp::FirstBuffered() const
+{
+    uint32_t best = 0;
+    int32_t bestDiff = INT32_MAX;
+    for (const auto& [psn, _] : m_buffered)
+    {
+        int32_t d = PsnDiff(psn, m_epsn);
+        if (d < bestDiff)
+        {
+            bestDiff = d;
+            best = psn;
+        }
+    }
+    return best;
+}
+
+void
+RcQp::OutOfOrder(Arrival a)
+{
+    uint32_t psn = a.w.psn;
+    if (m_cfg.t.orderTolerant)
+    {
+        if (m_buffered.count(psn))
+        {
+            responderCounters.Add(C_DUPLICATES);
+            return;
+        }
+        if (IsLast(a.w.opcode))
+        {
+            m_endSeen[psn] = Now();
+        }
+        m_buffered.emplace(psn, std::move(a));
+        Rearm();
+        JudgeHoles();
+        return;
+    }
+    m_buffered.emplace(psn, std::move(a));
+    if (m_cfg.t.lossBudget > 0 || m_cfg.t.reorderDelayS > 0)
+    {
+        // Packets may arrive in any order (DLCP priorities, spraying): a hole is judged reorder_delay after
+        // the first packet past it.
+        if (!m_judgeAt)
+        {
+            m_judgeAt = Now() + Ticks(m_cfg.t.reorderDelayS);
+        }
+        JudgeHoles();
+        return;
+    }
+    Nak(SYN_NAK_PSN, psn);
+}
+
+std::optional<uint32_t>
+RcQp::MessageEnd() const
+{
+    if (!m_inWrite)
+    {
+        return std::nullopt;
+    }
+    return PsnAdd(m_firstPsn, MsgData::Packets(m_msgLen, m_cfg.t.mtu) - 1);
+}
+
+std::optional<uint32_t>
+RcQp::CurrentEnd() const
+{
+    if (m_inWrite)
+    {
+        return MessageEnd();
+    }
+    uint32_t q = PsnAdd(m_epsn, 1); // at a boundary: the run after the hole
+    while (true)
+    {
+        auto it = m_buffered.find(q);
+        if (it == m_buffered.end())
+        {
+            return std::nullopt;
+        }
+        uint8_t op = it->second.w.opcode;
+        if (IsFirst(op))
+        {
+            return std::nullopt;
+        }
+        if (IsLast(op))
+        {
+            return q;
+        }
+        q = PsnAdd(q, 1);
+    }
+}
+
+void
+RcQp::Rearm()
+{
+    std::optional<uint32_t> end = CurrentEnd();
+    std::optional<int64_t> seen;
+    if (end)
+    {
+        auto it = m_endSeen.find(*end);
+        if (it != m_endSeen.end())
+        {
+            seen = it->second;
+        }
+    }
+    m_judgeAt = !m_buffered.empty() && seen ? std::optional<int64_t>(*seen + Ticks(m_cfg.t.reorderDelayS))
+                                           : std::nullopt;
+}
+
+void
+RcQp::JudgeHoles()
+{
+    int64_t now = Now();
+    if (!m_judgeAt || now < *m_judgeAt || m_buffered.empty())
+    {
+        ArmJudge();
+        return;
+    }
+    if (m_cfg.t.orderTolerant)
+    {
+        std::optional<uint32_t> end = CurrentEnd();
+        if (!end || !m_buffered.count(*end))
+        {
+            m_judgeAt.reset();
+            return;
+        }
+        responderCounters.Add(C_HOLES_JUDGED);
+    }
+    // Holes remain lost after a NAK until the resends arrive: ask again later.
+    m_judgeAt = m_cfg.t.reorderDelayS > 0 ? std::optional<int64_t>(now + 2 * Ticks(m_cfg.t.reorderDelayS))
+                                          : std::nullopt;
+    ArmJudge();
+    Nak(SYN_NAK_PSN, FirstBuffered());
+}
+
+void
+RcQp::ArmJudge()
+{
+    if (!m_judgeAt)
+    {
+        return;
+    }
+    if (m_judgeEventAt < 0 || m_judgeEventAt > *m_judgeAt)
+    {
+        m_judge.Cancel();
+        m_judgeEventAt = *m_judgeAt;
+        m_judge = Simulator::Schedule(TimeStep(std::max<int64_t>(0, *m_judgeAt - Now())), [this]() {
+            m_judgeEventAt = -1;
+            JudgeHoles();
+        });
+    }
+}
+
+void
+RcQp::Drain(Arrival a, bool hadHoles)
+{
+    bool ackWanted = false;
+    while (true)
+    {
+        std::optional<uint8_t> error = Execute(a);
+        if (error)
+        {
+            responderCounters.Add(*error == SYN_NAK_INVALID ? C_INVALID_REQUEST : C_REMOTE_ACCESS_ERROR);
+            m_buffered.clear();
+            Nak(*error, std::nullopt);
+            return;
+        }
+        ackWanted |= (a.w.flags & F_ACKREQ) != 0;
+        m_epsn = PsnAdd(m_epsn, 1);
+        m_accepted++;
+        responderCounters.Add(C_ACCEPTED);
+        if (m_buffered.empty())
+        {
+            break;
+        }
+        auto it = m_buffered.find(m_epsn);
+        if (it == m_buffered.end())
+        {
+            break;
+        }
+        a = std::move(it->second);
+        m_buffered.erase(it);
+    }
+    m_nakSent = false;
+    Drained();
+    if (ackWanted || hadHoles)
+    {
+        Ack();
+    }
+}
+
+void
+RcQp::Drained()
+{
+    if (!m_cfg.t.orderTolerant)
+    {
+        if (m_buffered.empty())
+        {
+            m_judgeAt.reset();
+        }
+        return;
+    }
+    for (auto it = m_endSeen.begin(); it != m_endSeen.end();)
+    {
+        it = PsnDiff(it->first, m_epsn) < 0 ? m_endSeen.erase(it) : std::next(it);
+    }
+    Rearm();
+    ArmJudge();
+}
+
+std::optional<uint8_t>
+RcQp::Execute(const Arrival& a)
+{
+    const Wire& w = a.w;
+    if (!IsWrite(w.opcode))
+    {
+        return SYN_NAK_INVALID;
+    }
+    if (IsFirst(w.opcode))
+    {
+        if (m_inWrite)
+        {
+            return SYN_NAK_INVALID;
+        }
+        m_inWrite = true;
+        m_msgVa = w.va;
+        m_msgLen = w.dmaLen;
+        m_offset = 0;
+        m_firstPsn = w.psn;
+        m_zeroFilledMsg = 0;
+        m_msg = MsgData::Make(w.dmaLen, m_cfg.t.mtu, m_cfg.exact);
+        m_msg->va = w.va;
+    }
+    else if (!m_inWrite)
+    {
+        return SYN_NAK_INVALID;
+    }
+    if (m_offset + w.payload > m_msgLen)
+    {
+        return SYN_NAK_INVALID;
+    }
+    uint32_t index = m_offset / m_cfg.t.mtu;
+    m_msg->digest[index] = w.digest;
+    m_msg->lossy[index] = (w.flags & F_LOSSY) ? 1 : 0;
+    if (w.flags & F_LOSSY)
+    {
+        m_zeroFilledMsg++;
+    }
+    if (m_cfg.exact && w.payload > 0 && a.p)
+    {
+        // The values follow the header.
+        std::vector<uint8_t> buf(sizeof(Wire) + w.payload);
+        a.p->CopyData(buf.data(), static_cast<uint32_t>(buf.size()));
+        std::memcpy(m_msg->PacketValues(index), buf.data() + sizeof(Wire), w.payload);
+    }
+    m_offset += w.payload;
+    if (IsLast(w.opcode))
+    {
+        if (m_offset != m_msgLen)
+        {
+            return SYN_NAK_INVALID;
+        }
+        m_inWrite = false;
+        m_msn = (m_msn + 1) & kPsnMask;
+        MsgPtr msg = std::move(m_msg);
+        m_msg = nullptr;
+        if (onRecvComplete)
+        {
+            onRecvComplete((w.flags & F_IMM) ? w.imm : UINT64_MAX, msg, m_zeroFilledMsg);
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace gs
+} // namespace ns3

@@ -1,0 +1,285 @@
+// A Reliable Connection queue pair, requester and responder, as roce/qp.py and roce/order_tolerant.py
+// define them (PSNs with wrap-around, window, coalesced ACKs with AckReq, NAK with a SACK, go-back-N and
+// selective repeat, RTO from an RFC 6298 estimate with a floor and a cap, retry limit, IRN's in-flight cap),
+// and issue 16's trimmed packets (a DLCP packet whose payload a switch dropped is zero-filled at once
+// within the loss budget). The NIC pulls the next packet (NextPacket) when its link is free.
+#ifndef GS_QP_H
+#define GS_QP_H
+
+#include "gs-config.h"
+#include "gs-header.h"
+#include "gs-message.h"
+
+#include "ns3/event-id.h"
+#include "ns3/packet.h"
+
+#include <array>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ns3
+{
+namespace gs
+{
+
+class RcQp;
+
+/// What a queue pair needs from its host.
+class QpHost
+{
+  public:
+    virtual ~QpHost() = default;
+    /// Send an ACK or NAK now, ahead of data (a NIC's responder; the testbed's host shaper puts them first).
+    virtual void SendControl(Ptr<Packet> p, uint32_t wire) = 0;
+    /// The QP may have a packet to send.
+    virtual void Activate(RcQp* qp) = 0;
+};
+
+struct QpConfig
+{
+    uint32_t job = 1;
+    uint32_t localNode = 0;
+    uint32_t remoteNode = 0;
+    uint32_t localHost = 0;
+    uint32_t remoteHost = 0;
+    TransportSpec t;
+    WireSizes wire;
+    uint32_t initialPsn = 0;       // first PSN this QP sends
+    uint32_t remoteInitialPsn = 0; // first PSN it expects
+    bool exact = false;            // packets carry values
+    bool nrContribution = false;   // data packets are NetReduce contributions (switches aggregate them)
+    std::optional<DlcpSpec> dlcp;  // marking of the job's data packets
+    std::string peer;              // for error messages
+    uint8_t nicClass = 0;          // NIC priority class (TensorLights), 0..7, 7 first
+};
+
+/// DLCP marking of a write: its layer class, and whether its packets may be dropped at all.
+struct WriteTag
+{
+    uint8_t layerClass = 0;
+    bool droppable = true;
+};
+
+enum Counter
+{
+    C_ACCEPTED,
+    C_DUPLICATES,
+    C_HOLES_JUDGED,
+    C_INVALID_ACKS,
+    C_NAKS,
+    C_NAKS_SENT,
+    C_OUT_OF_ORDER,
+    C_OUT_OF_WINDOW,
+    C_OVER_LOSS_BUDGET,
+    C_RETRANSMITTED,
+    C_SENT,
+    C_STALE_ACKS,
+    C_TIMEOUTS,
+    C_ZERO_FILLED,
+    C_INVALID_REQUEST,
+    C_REMOTE_ACCESS_ERROR,
+    C_COUNT
+};
+
+/// Counter names as workers/comm.py reports them (roce/qp.py's counters).
+inline const char* const kCounterNames[C_COUNT] = {"accepted", "duplicates", "holes_judged", "invalid_acks", "naks", "naks_sent", "out_of_order", "out_of_window", "over_loss_budget", "retransmitted", "sent", "stale_acks", "timeouts", "zero_filled", "invalid_request", "remote_access_error"};
+
+struct Counters
+{
+    std::array<uint64_t, C_COUNT> v{};
+
+    void Add(Counter c, uint64_t n = 1)
+    {
+        v[c] += n;
+    }
+
+    /// The non-zero ones by name.
+    std::map<std::string, uint64_t> Named() const
+    {
+        std::map<std::string, uint64_t> out;
+        for (int i = 0; i < C_COUNT; i++)
+        {
+            if (v[i])
+            {
+                out[kCounterNames[i]] = v[i];
+            }
+        }
+        return out;
+    }
+};
+
+class RcQp
+{
+  public:
+    RcQp(QpHost* host, const QpConfig& cfg);
+    ~RcQp();
+
+    const QpConfig& Config() const
+    {
+        return m_cfg;
+    }
+
+    // ---- requester ----
+
+    /// Post an RDMA WRITE of `data` (with immediate `imm` when given); returns the work request id.
+    uint64_t PostWrite(MsgPtr data, uint64_t va, uint32_t rkey, std::optional<uint64_t> imm, WriteTag tag = {});
+    /// The NIC's link is free: the next packet to send (resends first, then new packets within the window).
+    bool NextPacket(Ptr<Packet>& p, uint32_t& wire);
+    /// Nothing posted is unacknowledged.
+    bool Idle() const
+    {
+        return m_una == m_nextPost;
+    }
+
+    bool Failed() const
+    {
+        return !m_error.empty();
+    }
+
+    const std::string& Error() const
+    {
+        return m_error;
+    }
+
+    /// An ACK or NAK for this QP's requests.
+    void OnAck(const Wire& w);
+
+    // ---- responder ----
+
+    /// A request packet for this QP's responder (p holds the header and, in exact mode, the values).
+    void OnData(const Wire& w, Ptr<Packet> p);
+
+    // ---- callbacks to the application ----
+    std::function<void(uint64_t wrId)> onSendComplete;
+    std::function<void(uint64_t imm, MsgPtr data, uint32_t zeroFilled)> onRecvComplete;
+    std::function<void(const std::string& error)> onError;
+
+    Counters requesterCounters;
+    Counters responderCounters;
+
+    std::optional<double> Srtt() const
+    {
+        return m_srtt;
+    }
+
+    double Rto() const
+    {
+        return m_rto;
+    }
+
+    uint64_t ZeroFilled() const
+    {
+        return m_zeroFilled;
+    }
+
+    bool inActiveList = false; // the host's pull list
+    bool dead = false;         // its process crashed: it sends and answers nothing
+
+    // Traffic of this QP (data it sent, ACKs and NAKs it sent; what it received): bytes on the link.
+    uint64_t txPackets = 0;
+    uint64_t txBytes = 0;
+    uint64_t rxPackets = 0;
+    uint64_t rxBytes = 0;
+
+  private:
+    struct WorkRequest
+    {
+        uint64_t wrId;
+        MsgPtr data;
+        uint64_t va;
+        uint32_t rkey;
+        bool hasImm;
+        uint64_t imm;
+        uint32_t firstPsn;
+        uint32_t npackets;
+        WriteTag tag;
+    };
+
+    struct Arrival
+    {
+        Wire w;
+        Ptr<Packet> p; // null for a zero-filled (trimmed) packet
+    };
+
+    // requester
+    const WorkRequest* Find(uint32_t psn) const;
+    Ptr<Packet> Build(uint32_t psn, bool retransmission, uint32_t& wire);
+    void AckThrough(uint32_t psn);
+    void SampleRtt(double rtt);
+    double ComputeRto() const;
+    void ScheduleResend(uint32_t psn, bool once);
+    std::optional<int64_t> Deadline() const;
+    void ArmTimer();
+    void OnTimer();
+    void Fail(const std::string& reason);
+
+    // responder
+    void Ack();
+    void Nak(uint8_t syndrome, std::optional<uint32_t> sack);
+    void Accept(Arrival a);
+    void Drain(Arrival a, bool hadHoles);
+    std::optional<uint8_t> Execute(const Arrival& a);
+    void OutOfOrder(Arrival a);
+    void Drained();
+    std::optional<uint32_t> MessageEnd() const;
+    std::optional<uint32_t> CurrentEnd() const;
+    void Rearm();
+    void JudgeHoles();
+    void ArmJudge();
+    uint32_t FirstBuffered() const;
+    bool ZeroFillAllowed(const Wire& w);
+
+    QpHost* m_host;
+    QpConfig m_cfg;
+    int64_t m_rtoMinTicks;
+
+    // requester state (roce/qp.py Requester)
+    uint32_t m_nextPost, m_una, m_nxt, m_sentEnd;
+    std::deque<WorkRequest> m_requests;
+    std::unordered_set<uint32_t> m_sacked;
+    std::deque<uint32_t> m_resend;
+    std::unordered_set<uint32_t> m_resendPending;
+    std::unordered_set<uint32_t> m_nakResent;
+    std::optional<uint32_t> m_recover;
+    std::optional<int64_t> m_timerStart;
+    double m_rto;
+    std::optional<double> m_srtt;
+    double m_rttvar = 0;
+    std::vector<int64_t> m_sentAt; // ring indexed by PSN: first-transmission time, -1: none (Karn)
+    uint32_t m_sentAtMask;
+    uint32_t m_retries = 0;
+    std::string m_error;
+    uint64_t m_nextWrId = 0;
+    EventId m_timer;
+    int64_t m_timerAt = -1;
+
+    // responder state (roce/qp.py Responder, roce/order_tolerant.py)
+    uint32_t m_epsn;
+    uint32_t m_msn = 0;
+    bool m_nakSent = false;
+    std::unordered_map<uint32_t, Arrival> m_buffered; // out-of-order packets (selective repeat), by PSN
+    bool m_inWrite = false;
+    MsgPtr m_msg;          // the message being received
+    uint64_t m_msgVa = 0;
+    uint32_t m_msgLen = 0;
+    uint32_t m_offset = 0;
+    uint32_t m_firstPsn = 0;
+    uint32_t m_zeroFilledMsg = 0;
+    uint64_t m_zeroFilled = 0;
+    uint64_t m_accepted = 0;
+    std::optional<int64_t> m_judgeAt;
+    std::map<uint32_t, int64_t> m_endSeen; // order-tolerant: PSN of a LAST/ONLY ahead -> when it arrived
+    EventId m_judge;
+    int64_t m_judgeEventAt = -1;
+};
+
+} // namespace gs
+} // namespace ns3
+
+#endif

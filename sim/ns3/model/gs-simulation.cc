@@ -1,0 +1,501 @@
+#include "gs-simulation.h"
+
+#include "gs-channel.h"
+#include "gs-netreduce-switch.h"
+#include "gs-tcp.h"
+
+#include "ns3/mac48-address.h"
+#include "ns3/simulator.h"
+
+#ifdef NS3_MPI
+#include "ns3/mpi-interface.h"
+#include "ns3/mpi-receiver.h"
+#include "ns3/point-to-point-remote-channel.h"
+#endif
+
+#include <sys/resource.h>
+
+#include <cmath>
+#include <iostream>
+#include <set>
+
+namespace ns3
+{
+namespace gs
+{
+
+using json = nlohmann::json;
+
+namespace
+{
+
+// The simulator checks the wall clock for its progress lines this often, in simulated seconds.
+constexpr double kProgressCheckS = 1e-3;
+
+double
+PeakRssMb()
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+} // namespace
+
+Simulation::Simulation(RunConfig config)
+    : m_c(std::move(config))
+{
+}
+
+Simulation::~Simulation() = default;
+
+void
+Simulation::Build()
+{
+    m_topo = std::make_unique<Topology>(m_c.topology);
+    // Nodes in index order (hosts, then switches): a node's ns-3 id is its index, the context of its events.
+    for (uint32_t h = 0; h < m_topo->Hosts(); h++)
+    {
+        m_hosts.push_back(CreateObject<GsHost>());
+        if (m_hosts.back()->GetId() != h)
+        {
+            throw ConfigError("internal: node ids are not the topology's indices");
+        }
+    }
+    for (uint32_t s = m_topo->Hosts(); s < m_topo->Nodes(); s++)
+    {
+        m_switches.push_back(CreateObject<GsSwitch>());
+    }
+    BuildSwitches();
+    BuildLinks();
+    BuildJobs();
+}
+
+void
+Simulation::BuildSwitches()
+{
+    std::vector<uint32_t> ips;
+    for (uint32_t h = 0; h < m_topo->Hosts(); h++)
+    {
+        ips.push_back(m_topo->Ip(h));
+    }
+    for (uint32_t s = m_topo->Hosts(); s < m_topo->Nodes(); s++)
+    {
+        GsSwitch::Settings set;
+        set.index = s;
+        set.name = m_topo->Name(s);
+        set.table = m_topo->Forwarding(s);
+        set.hostIps = ips;
+        set.sw = m_c.switches;
+        auto th = m_c.switches.dlcpThresholds.find(set.name);
+        if (th != m_c.switches.dlcpThresholds.end())
+        {
+            set.dlcpThresholds = th->second;
+        }
+        set.seed = m_c.seed;
+        set.wire = m_c.wire;
+        m_switches[s - m_topo->Hosts()]->Setup(std::move(set));
+    }
+}
+
+void
+Simulation::BuildLinks()
+{
+    std::vector<uint32_t> done(m_topo->Nodes(), 0);
+    for (uint32_t a = 0; a < m_topo->Nodes(); a++)
+    {
+        for (const PortInfo& pa : m_topo->Ports(a))
+        {
+            uint32_t b = pa.peer;
+            if (b < a)
+            {
+                continue; // built from the other end
+            }
+            Ptr<Node> nodes[2] = {a < m_topo->Hosts() ? Ptr<Node>(m_hosts[a]) : Ptr<Node>(m_switches[a - m_topo->Hosts()]),
+                                  b < m_topo->Hosts() ? Ptr<Node>(m_hosts[b]) : Ptr<Node>(m_switches[b - m_topo->Hosts()])};
+            uint32_t ends[2] = {a, b};
+            uint32_t ports[2] = {pa.port, pa.peerPort};
+            Ptr<GsDevice> devs[2];
+            for (int i = 0; i < 2; i++)
+            {
+                devs[i] = CreateObject<GsDevice>();
+                devs[i]->SetAddress(Mac48Address::Allocate());
+                nodes[i]->AddDevice(devs[i]);
+            }
+            Ptr<PointToPointChannel> channel;
+#ifdef NS3_MPI
+            if (nodes[0]->GetSystemId() != nodes[1]->GetSystemId())
+            {
+                // A cut link (issue 18): ns-3's remote channel; what arrives from another rank goes to the device.
+                channel = CreateObject<PointToPointRemoteChannel>();
+                for (int i = 0; i < 2; i++)
+                {
+                    Ptr<MpiReceiver> rx = CreateObject<MpiReceiver>();
+                    rx->SetReceiveCallback(MakeCallback(&GsDevice::Deliver, devs[i]));
+                    devs[i]->AggregateObject(rx);
+                }
+            }
+            else
+#endif
+            {
+                channel = CreateObject<GsChannel>();
+            }
+            channel->SetAttribute("Delay", TimeValue(Seconds(pa.delayS)));
+            for (int i = 0; i < 2; i++)
+            {
+                devs[i]->Attach(channel);
+                uint32_t n = ends[i];
+                PortOwner* owner = n < m_topo->Hosts() ? static_cast<PortOwner*>(PeekPointer(m_hosts[n]))
+                                                       : static_cast<PortOwner*>(PeekPointer(m_switches[n - m_topo->Hosts()]));
+                devs[i]->Configure(pa.bps, pa.queueBytes, m_c.wire.framing, owner, ports[i]);
+                if (n < m_topo->Hosts())
+                {
+                    m_hosts[n]->Setup(n, devs[i], m_c.hostMessageDelayS);
+                }
+                else
+                {
+                    m_switches[n - m_topo->Hosts()]->AddPort(ports[i], devs[i]);
+                }
+            }
+        }
+    }
+    for (const std::string& name : m_c.lossHosts)
+    {
+        uint32_t h = m_topo->Index(name);
+        if (!m_topo->IsHost(h))
+        {
+            throw ConfigError("loss.hosts: " + name + " is not a host");
+        }
+        auto [sw, port] = m_topo->Attachment(h);
+        m_switches[sw - m_topo->Hosts()]->SetLossyPort(port, m_c.lossFraction);
+    }
+}
+
+void
+Simulation::BuildJobs()
+{
+    std::vector<std::string> names;
+    for (uint32_t n = 0; n < m_topo->Nodes(); n++)
+    {
+        names.push_back(m_topo->Name(n));
+    }
+    m_nodes.resize(m_c.jobs.size());
+    m_trees.resize(m_c.jobs.size());
+    std::set<uint32_t> ids;
+    for (size_t j = 0; j < m_c.jobs.size(); j++)
+    {
+        const JobSpec& job = m_c.jobs[j];
+        if (!ids.insert(job.jobId).second)
+        {
+            throw ConfigError("jobs: job id " + std::to_string(job.jobId) + " is used twice");
+        }
+        std::vector<uint32_t> nodeHosts;
+        std::vector<uint32_t> workerHosts;
+        for (const auto& n : job.nodes)
+        {
+            uint32_t h = m_topo->Index(n.host);
+            if (!m_topo->IsHost(h))
+            {
+                throw ConfigError("jobs: " + n.host + " is not a host");
+            }
+            nodeHosts.push_back(h);
+            if (n.role == Role::Worker)
+            {
+                workerHosts.push_back(h);
+            }
+        }
+        if (job.dlcp)
+        {
+            for (auto& sw : m_switches)
+            {
+                sw->SetDlcp(job.jobId, DlcpJobFeatures{job.dlcp->priority, job.dlcp->drop, job.dlcp->spray});
+            }
+        }
+        if (job.algo == Algo::NetReduce)
+        {
+            if (job.transport.mtu != kAggPacketBytes)
+            {
+                throw ConfigError("jobs[" + std::to_string(j) + "]: NetReduce packets are " +
+                                  std::to_string(kAggPacketBytes) + "-byte: the job's mtu must be that");
+            }
+            std::set<uint32_t> distinct(workerHosts.begin(), workerHosts.end());
+            if (distinct.size() != workerHosts.size())
+            {
+                throw ConfigError("jobs[" + std::to_string(j) + "]: a NetReduce job has one worker per host");
+            }
+            m_trees[j] = m_topo->Tree(job.jobId, workerHosts);
+            std::vector<uint32_t> ranks;
+            for (uint32_t r = 0; r < workerHosts.size(); r++)
+            {
+                ranks.push_back(r);
+            }
+            for (const AggregationRole& role : m_trees[j].roles)
+            {
+                GsSwitch* sw = PeekPointer(m_switches[role.sw - m_topo->Hosts()]);
+                NrSwitchJob* nr = sw->AddNetReduceJob(
+                    std::make_unique<NrSwitchJob>(sw, job, role, workerHosts, ranks, m_c.wire));
+                uint32_t member = 0;
+                for (uint32_t r : role.localRanks)
+                {
+                    uint32_t port = m_topo->Attachment(workerHosts[r]).second;
+                    sw->AddMember(port, workerHosts[r], job.jobId, r, nr, member++);
+                }
+                for (size_t c = 0; c < role.children.size(); c++)
+                {
+                    sw->AddMember(role.childPorts[c], role.children[c], job.jobId, 0xFFFFF, nr, member++);
+                }
+                if (role.parent >= 0)
+                {
+                    sw->AddMember(role.parentPort, static_cast<uint32_t>(role.parent), job.jobId, 0xFFFFE, nr, member);
+                }
+            }
+        }
+        for (uint32_t n = 0; n < job.nodes.size(); n++)
+        {
+            GsHost* host = PeekPointer(m_hosts[nodeHosts[n]]);
+            m_nodes[j].push_back(std::make_unique<JobNode>(host, job, n, nodeHosts, names, m_c.wire,
+                                                           [this, j](JobNode* node) { NodeDone(j, node); }));
+            m_total++;
+        }
+        for (auto& node : m_nodes[j])
+        {
+            node->Setup();
+        }
+    }
+    if (m_c.tensorlights)
+    {
+        const TensorLightsSpec& t = *m_c.tensorlights;
+        GsHost* host = PeekPointer(m_hosts.at(m_topo->Index(t.host)));
+        auto classes = [host, t](size_t favoured) {
+            // TensorLights (mininet_topos/tensorlights.py): the favoured server's pulls first, then the others in turn.
+            size_t n = t.servers.size();
+            for (const auto& [key, qp] : host->Qps())
+            {
+                const QpConfig& cfg = qp->Config();
+                for (size_t i = 0; i < n; i++)
+                {
+                    if (t.servers[i].first == cfg.job && t.servers[i].second == cfg.localNode)
+                    {
+                        size_t position = (i + n - favoured) % n;
+                        host->SetNicClass(qp.get(), static_cast<uint8_t>(kPriorities - 2 - std::min<size_t>(position, 5)));
+                    }
+                }
+            }
+        };
+        classes(0);
+        if (t.rotateS > 0)
+        {
+            auto favoured = std::make_shared<size_t>(0);
+            auto rotate = std::make_shared<std::function<void()>>();
+            *rotate = [classes, favoured, rotate, t]() {
+                *favoured = (*favoured + 1) % t.servers.size();
+                classes(*favoured);
+                Simulator::Schedule(Seconds(t.rotateS), *rotate);
+            };
+            Simulator::Schedule(Seconds(t.rotateS), *rotate);
+        }
+    }
+    if (m_c.background)
+    {
+        const BackgroundSpec& b = *m_c.background;
+        m_background = std::make_unique<TcpBackground>(b, PeekPointer(m_hosts.at(m_topo->Index(b.sender))),
+                                                       PeekPointer(m_hosts.at(m_topo->Index(b.receiver))), m_c.wire);
+    }
+}
+
+void
+Simulation::NodeDone(size_t job, JobNode* node)
+{
+    m_done++;
+    if (!node->Ok())
+    {
+        // A failed node stops the rest of its job (the runner's abort), as on the testbed.
+        for (auto& other : m_nodes[job])
+        {
+            if (!other->Done())
+            {
+                other->Abort("node " + std::to_string(node->NodeId()) + " of job " + std::to_string(m_c.jobs[job].jobId) +
+                             " failed: " + node->Error());
+                m_done++;
+            }
+        }
+    }
+    if (m_done >= m_total)
+    {
+        Simulator::Stop();
+    }
+}
+
+void
+Simulation::Progress()
+{
+    auto now = std::chrono::steady_clock::now();
+    double since = std::chrono::duration<double>(now - m_lastProgress).count();
+    if (since >= m_c.progressS)
+    {
+        double wall = std::chrono::duration<double>(now - m_wallStart).count();
+        uint64_t events = Simulator::GetEventCount();
+        uint32_t least = UINT32_MAX;
+        for (const auto& n : m_nodes.at(0))
+        {
+            if (n->Job().nodes[n->NodeId()].role == Role::Worker)
+            {
+                least = std::min(least, n->IterationsDone());
+            }
+        }
+        std::cerr << "progress: simulated " << Simulator::Now().GetSeconds() << " s, job " << m_c.jobs[0].jobId
+                  << " iterations " << least << "/" << m_c.jobs[0].iterations << ", wall " << wall << " s, "
+                  << static_cast<double>(events - m_lastEvents) / since / 1e6 << " M events/s, "
+                  << static_cast<double>(GsDevice::Hops()) / wall / 1e6 << " M packet-hops/s" << std::endl;
+        m_lastProgress = now;
+        m_lastEvents = events;
+    }
+    Simulator::Schedule(Seconds(kProgressCheckS), &Simulation::Progress, this);
+}
+
+json
+Simulation::Run()
+{
+    for (auto& job : m_nodes)
+    {
+        for (auto& node : job)
+        {
+            Simulator::ScheduleWithContext(node->Host()->GetId(), Seconds(0), &JobNode::Start, node.get());
+        }
+    }
+    if (m_background)
+    {
+        m_background->Start();
+    }
+    m_wallStart = std::chrono::steady_clock::now();
+    m_lastProgress = m_wallStart;
+    if (m_c.progressS > 0 && !m_nodes.empty())
+    {
+        Simulator::Schedule(Seconds(kProgressCheckS), &Simulation::Progress, this);
+    }
+    Simulator::Stop(Seconds(m_c.timeLimitS));
+    Simulator::Run();
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_wallStart).count();
+    double simS = Simulator::Now().GetSeconds();
+    uint64_t events = Simulator::GetEventCount();
+    json out;
+    out["format"] = 1;
+    out["wall_s"] = wall;
+    out["sim_s"] = simS;
+    out["events"] = events;
+    out["events_per_s"] = wall > 0 ? static_cast<double>(events) / wall : 0.0;
+    out["packet_hops"] = GsDevice::Hops();
+    out["packet_hops_per_s"] = wall > 0 ? static_cast<double>(GsDevice::Hops()) / wall : 0.0;
+    out["peak_rss_mb"] = PeakRssMb();
+    out["time_limit_hit"] = m_done < m_total;
+    json jobs = json::array();
+    for (size_t j = 0; j < m_nodes.size(); j++)
+    {
+        json nodes = json::array();
+        for (const auto& n : m_nodes[j])
+        {
+            nodes.push_back(n->Result());
+        }
+        const char* check = m_c.jobs[j].check == Check::Exact ? "exact" : m_c.jobs[j].check == Check::Digest ? "digest" : "none";
+        jobs.push_back({{"job_id", m_c.jobs[j].jobId}, {"check", check}, {"nodes", nodes}});
+    }
+    out["jobs"] = jobs;
+    out["switches"] = SwitchResults();
+    out["background"] = m_background ? m_background->Result(simS) : json(nullptr);
+    return out;
+}
+
+json
+Simulation::SwitchResults() const
+{
+    json out = json::object();
+    for (const auto& sw : m_switches)
+    {
+        json ports = json::object();
+        for (const auto& [port, dev] : sw->Ports())
+        {
+            const PortCounters& c = dev->Counters();
+            ports[std::to_string(port)] = {{"rx_packets", c.rxPackets}, {"rx_bytes", c.rxBytes},
+                                           {"tx_packets", c.txPackets}, {"tx_bytes", c.txBytes},
+                                           {"drops", c.drops},          {"busy_s", static_cast<double>(c.busyPs) * 1e-12},
+                                           {"max_queue_bytes", c.maxQueueBytes}};
+        }
+        json nr = json::object();
+        for (const auto& job : sw->NetReduceJobs())
+        {
+            nr[std::to_string(job->Job())] = job->events;
+        }
+        json dlcp = json::object();
+        for (const auto& [job, ev] : sw->dlcpEvents)
+        {
+            dlcp[std::to_string(job)] = {{"kept", ev.kept}, {"dropped", ev.dropped}, {"classified", ev.classified}};
+        }
+        json s = {{"ports", ports}, {"drops", sw->drops}};
+        if (!nr.empty())
+        {
+            s["netreduce"] = nr;
+        }
+        if (!dlcp.empty())
+        {
+            s["dlcp"] = dlcp;
+        }
+        out[sw->Name()] = s;
+    }
+    return out;
+}
+
+json
+Simulation::Tables() const
+{
+    json out;
+    json switches = json::object();
+    for (uint32_t s = m_topo->Hosts(); s < m_topo->Nodes(); s++)
+    {
+        ForwardingTable t = m_topo->Forwarding(s);
+        json hosts = json::object();
+        for (uint32_t h = 0; h < m_topo->Hosts(); h++)
+        {
+            if (t.hostPort[h] >= 0)
+            {
+                hosts[m_topo->Name(h)] = t.hostPort[h];
+            }
+        }
+        json edges = json::object();
+        for (size_t e = 0; e < m_topo->EdgeSwitches().size(); e++)
+        {
+            if (t.edgeGroup[e] >= 0)
+            {
+                edges[m_topo->Name(m_topo->EdgeSwitches()[e])] = t.groups[t.edgeGroup[e]];
+            }
+        }
+        switches[m_topo->Name(s)] = {{"hosts", hosts}, {"edges", edges}};
+    }
+    out["switches"] = switches;
+    json trees = json::object();
+    for (size_t j = 0; j < m_c.jobs.size(); j++)
+    {
+        if (m_c.jobs[j].algo != Algo::NetReduce)
+        {
+            continue;
+        }
+        json roles = json::array();
+        for (const auto& r : m_trees[j].roles)
+        {
+            json children = json::array();
+            for (uint32_t c : r.children)
+            {
+                children.push_back(m_topo->Name(c));
+            }
+            roles.push_back({{"switch", m_topo->Name(r.sw)},
+                             {"parent", r.parent >= 0 ? json(m_topo->Name(static_cast<uint32_t>(r.parent))) : json(nullptr)},
+                             {"children", children},
+                             {"ranks", r.localRanks}});
+        }
+        trees[std::to_string(m_c.jobs[j].jobId)] = {{"root", m_topo->Name(m_trees[j].root)}, {"roles", roles}};
+    }
+    out["netreduce_trees"] = trees;
+    return out;
+}
+
+} // namespace gs
+} // namespace ns3

@@ -1,0 +1,147 @@
+// A switch: ports (GsDevice) and the per-packet logic of p4src/gradswitch.p4 that matters for timing and
+// sums, without an IP stack: forwarding from a table computed at set-up (gs-topology.h), ECMP on the
+// 5-tuple (BMv2's crc16 over the same fields, plus a seed), flowlet switching, DLCP (class -> strict
+// priority, the per-port per-priority virtual queue and its selective drop, here trimming, and spraying),
+// the RoCE class, fault injection (loss on chosen host ports), and NetReduce (gs-netreduce-switch.h).
+#ifndef GS_SWITCH_H
+#define GS_SWITCH_H
+
+#include "gs-config.h"
+#include "gs-device.h"
+#include "gs-header.h"
+#include "gs-topology.h"
+
+#include "ns3/node.h"
+#include "ns3/random-variable-stream.h"
+
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ns3
+{
+namespace gs
+{
+
+class NrSwitchJob;
+
+struct DlcpJobFeatures
+{
+    bool priority = false;
+    bool drop = false;
+    bool spray = false;
+};
+
+struct DlcpEvents
+{
+    uint64_t kept = 0;
+    uint64_t dropped = 0; // trimmed: the payload dropped, the headers forwarded
+    uint64_t classified = 0;
+};
+
+class GsSwitch : public Node, public PortOwner
+{
+  public:
+    static TypeId GetTypeId();
+    GsSwitch();
+    ~GsSwitch() override;
+
+    struct Settings
+    {
+        uint32_t index = 0;       // node index (hosts first)
+        std::string name;
+        ForwardingTable table;
+        std::vector<uint32_t> hostIps;
+        SwitchSettings sw;
+        std::vector<int64_t> dlcpThresholds; // per priority, bytes (-1: never)
+        uint64_t seed = 1;
+        WireSizes wire;
+    };
+
+    void Setup(Settings s);
+    void AddPort(uint32_t port, Ptr<GsDevice> dev);
+    void SetLossyPort(uint32_t port, double fraction);
+    void SetDlcp(uint32_t job, DlcpJobFeatures f);
+    /// A NetReduce job's role on this switch; member keys are registered by the job.
+    NrSwitchJob* AddNetReduceJob(std::unique_ptr<NrSwitchJob> job);
+    void AddMember(uint32_t port, uint32_t src, uint32_t job, uint32_t srcNode, NrSwitchJob* nr, uint32_t member);
+
+    uint32_t Index() const
+    {
+        return m_s.index;
+    }
+
+    const std::string& Name() const
+    {
+        return m_s.name;
+    }
+
+    // PortOwner
+    void Receive(uint32_t port, Ptr<Packet> p) override;
+
+    /// Route a packet by its destination host and send it (egress: DLCP, loss, queue).
+    void Forward(Ptr<Packet> p, Wire& w);
+    /// Send a packet out of a given port (egress: DLCP, loss, queue).
+    void SendToPort(uint32_t port, Ptr<Packet> p, Wire& w);
+    /// Replace a packet's header (the packet keeps its payload).
+    static void Rewrite(Ptr<Packet> p, const Wire& w);
+
+    std::map<std::string, uint64_t> drops;
+    std::map<uint32_t, DlcpEvents> dlcpEvents;
+    const std::map<uint32_t, Ptr<GsDevice>>& Ports() const
+    {
+        return m_portMap;
+    }
+
+    const std::vector<std::unique_ptr<NrSwitchJob>>& NetReduceJobs() const
+    {
+        return m_nr;
+    }
+
+    /// Test fault injection: should this accepted NetReduce contribution be added twice?
+    bool DoubleAddFault()
+    {
+        if (m_s.sw.faultDoubleAdd == 0)
+        {
+            return false;
+        }
+        m_s.sw.faultDoubleAdd--;
+        drops["fault-double-add"]++;
+        return true;
+    }
+
+    /// CRC-16/ARC (BMv2's crc16) of a byte string.
+    static uint16_t Crc16(const uint8_t* data, size_t len);
+
+  private:
+    void Process(uint32_t port, Ptr<Packet> p);
+    uint8_t Classify(const Wire& w) const;
+    int32_t Route(const Wire& w);
+    uint32_t FlowHash(const Wire& w, bool spray) const;
+    bool LossHits(uint32_t port);
+
+    Settings m_s;
+    int64_t m_delayTicks = 0;
+    std::vector<GsDevice*> m_ports; // by port number
+    std::map<uint32_t, Ptr<GsDevice>> m_portMap;
+    std::vector<double> m_loss;     // by port number: fraction of RoCE packets dropped both ways
+    std::mt19937_64 m_rng;
+    std::uniform_real_distribution<double> m_uniform{0.0, 1.0};
+    std::unordered_map<uint32_t, DlcpJobFeatures> m_dlcp;
+    // DLCP virtual queue per (port, priority): bytes and when last drained (ps)
+    std::vector<double> m_vqBytes;
+    std::vector<int64_t> m_vqTime;
+    // flowlets: flow hash -> (last seen, member)
+    std::unordered_map<uint32_t, std::pair<int64_t, uint32_t>> m_flowlets;
+    int64_t m_flowletGapTicks = 0;
+    std::vector<std::unique_ptr<NrSwitchJob>> m_nr;
+    std::unordered_map<uint64_t, std::pair<NrSwitchJob*, uint32_t>> m_members;
+};
+
+} // namespace gs
+} // namespace ns3
+
+#endif

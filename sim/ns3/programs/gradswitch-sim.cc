@@ -1,0 +1,168 @@
+// gradswitch's ns-3 simulator: reads one run's configuration (JSON, written by ns3sim), builds the network
+// and the jobs, runs, writes the results (JSON). docs/simulator.md describes both formats.
+//
+//   gradswitch-sim --config run.json --out results.json     run
+//   gradswitch-sim --config run.json --tables               forwarding tables and NetReduce trees, then exit
+//   gradswitch-sim --constants                              the config.p4 constants this build was compiled with
+//
+// Exit status: 0 when the run completed (its results say whether every job did), 2 for a configuration
+// error (one line on stderr naming the value), 1 for anything else.
+#include "gs-config.h"
+#include "gs-constants.h"
+#include "gs-simulation.h"
+
+#include "ns3/core-module.h"
+
+#ifdef NS3_MPI
+#include "ns3/mpi-interface.h"
+#endif
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+using namespace ns3;
+using json = nlohmann::json;
+
+namespace
+{
+
+#define GS_CONSTANT(name) {#name, static_cast<long long>(name)}
+
+json
+Constants()
+{
+    json c = {
+        GS_CONSTANT(PRIORITY_QUEUES),
+        GS_CONSTANT(ROCE_V2_UDP_PORT),
+        GS_CONSTANT(IP_PROTO_TCP),
+        GS_CONSTANT(IP_PROTO_UDP),
+        GS_CONSTANT(ROCE_WRITE_FIRST),
+        GS_CONSTANT(ROCE_WRITE_MIDDLE),
+        GS_CONSTANT(ROCE_WRITE_LAST),
+        GS_CONSTANT(ROCE_WRITE_LAST_IMM),
+        GS_CONSTANT(ROCE_WRITE_ONLY),
+        GS_CONSTANT(ROCE_WRITE_ONLY_IMM),
+        GS_CONSTANT(ROCE_ACKNOWLEDGE),
+        GS_CONSTANT(QPN_JOB_SHIFT),
+        GS_CONSTANT(QPN_NODE_SHIFT),
+        GS_CONSTANT(AGG_ELEMENTS_PER_PACKET),
+        GS_CONSTANT(AGG_PACKETS_PER_MESSAGE),
+        GS_CONSTANT(AGG_PACKETS_PER_MESSAGE_LOG2),
+        GS_CONSTANT(AGG_MESSAGE_BYTES_LOG2),
+        GS_CONSTANT(DLCP_DROPPABLE_SHIFT),
+        GS_CONSTANT(DLCP_LAYER_SHIFT),
+        GS_CONSTANT(DLCP_LAYER_CLASSES),
+        GS_CONSTANT(DLCP_MAGNITUDE_SHIFT),
+        GS_CONSTANT(DLCP_MAGNITUDE_CLASSES),
+        GS_CONSTANT(DLCP_ACK_PRIORITY),
+        GS_CONSTANT(ROCE_CLASS_PRIORITY),
+        GS_CONSTANT(DLCP_TRIMMED_SHIFT),
+    };
+    return {{"constants", c}};
+}
+
+std::string
+ReadFile(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        throw gs::ConfigError("cannot read " + path);
+    }
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+int
+Usage()
+{
+    std::cerr << "usage: gradswitch-sim --config RUN.json [--out RESULTS.json] [--tables] | --constants\n";
+    return 2;
+}
+
+} // namespace
+
+int
+main(int argc, char** argv)
+{
+#ifdef NS3_MPI
+    MpiInterface::Enable(&argc, &argv);
+#endif
+    std::string config;
+    std::string out;
+    bool tables = false;
+    for (int i = 1; i < argc; i++)
+    {
+        std::string a = argv[i];
+        if (a == "--config" && i + 1 < argc)
+        {
+            config = argv[++i];
+        }
+        else if (a == "--out" && i + 1 < argc)
+        {
+            out = argv[++i];
+        }
+        else if (a == "--tables")
+        {
+            tables = true;
+        }
+        else if (a == "--constants")
+        {
+            std::cout << Constants().dump(1) << std::endl;
+            return 0;
+        }
+        else
+        {
+            return Usage();
+        }
+    }
+    if (config.empty())
+    {
+        return Usage();
+    }
+    int status = 0;
+    try
+    {
+        Time::SetResolution(Time::PS);
+        gs::RunConfig c = gs::ParseConfig(ReadFile(config));
+        ObjectFactory scheduler;
+        scheduler.SetTypeId(c.scheduler);
+        Simulator::SetScheduler(scheduler);
+        gs::Simulation sim(std::move(c));
+        sim.Build();
+        json result = tables ? sim.Tables() : sim.Run();
+        if (out.empty())
+        {
+            std::cout << result.dump(1) << std::endl;
+        }
+        else
+        {
+            std::ofstream f(out);
+            f << result.dump(1) << std::endl;
+            if (!f)
+            {
+                throw std::runtime_error("cannot write " + out);
+            }
+        }
+    }
+    catch (const gs::ConfigError& e)
+    {
+        std::cerr << "error: " << e.what() << std::endl;
+        status = 2;
+    }
+    catch (const std::exception& e)
+    {
+        std::cerr << "error: " << e.what() << std::endl;
+        status = 1;
+    }
+    Simulator::Destroy();
+#ifdef NS3_MPI
+    MpiInterface::Disable();
+#endif
+    return status;
+}

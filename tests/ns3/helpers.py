@@ -1,0 +1,105 @@
+"""Building simulated runs for the tests: from experiment specs (what the orchestration will do), or job
+documents written by hand (algo `write`: one sender, one receiver) where a test needs a shape no spec has."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from controller.experiment.placement import job_config, place, topology_for
+from controller.experiment.spec import ExperimentSpec
+from mininet_topos.topology import Topology
+from ns3sim.config import base_config
+from ns3sim.results import SimResult, parse
+from ns3sim.run import simulate
+from ns3sim.settings import Background, SimSettings
+from roce.headers import IMM_LEN, RETH_LEN
+from roce.wire import ROCE_OVERHEAD
+from workers.config import JobConfig
+
+ACK_WIRE = ROCE_OVERHEAD + 4  # an ACK on the wire: headers and AETH
+
+
+def spec_jobs(spec: ExperimentSpec) -> tuple[Topology, list[JobConfig]]:
+    """The topology and job configurations the orchestration makes of a spec (controller/experiment/placement.py)."""
+    spec.validate()
+    topo = topology_for(spec)
+    placement = place(spec, topo)
+    return topo, [job_config(spec, j + 1, nodes, topo) for j, nodes in enumerate(placement.jobs)]
+
+
+def run_spec(spec: ExperimentSpec, out: Path, settings: SimSettings | None = None) -> tuple[list[JobConfig], SimResult]:
+    from ns3sim.run import run
+
+    topo, cfgs = spec_jobs(spec)
+    return cfgs, run(topo, cfgs, settings or SimSettings(), out)
+
+
+def background_of(spec: ExperimentSpec) -> Background | None:
+    """The spec's bulk TCP between the hosts the placement chose (iperf3 -P flows -M mtu on the testbed)."""
+    spec.validate()
+    placement = place(spec, topology_for(spec))
+    if placement.background is None:
+        return None
+    sender, receiver = placement.background
+    return Background(sender, receiver, spec.background_flows, spec.mtu)
+
+
+def write_job(job_id: int, sender: str, receiver: str, sizes: list[int], *, mtu: int = 4096, window: int = 64,
+              iterations: int = 1, layer_class: int = 0, dlcp: dict[str, Any] | None = None, mode: str = "gbn",
+              check: str = "digest") -> dict[str, Any]:
+    """A job of algo `write`: `sender` writes one message of each size (bytes, a multiple of 4) to `receiver`
+    per iteration, each after the previous one is acknowledged."""
+    job: dict[str, Any] = {
+        "job_id": job_id, "algo": "write", "check": check, "seed": 1, "iterations": iterations,
+        "nodes": [{"node_id": 0, "role": "worker", "host": sender}, {"node_id": 1, "role": "worker", "host": receiver}],
+        "transport": {"mode": mode, "mtu": mtu, "window": window, "ack_every": max(1, window // 4), "rto_s": 0.05,
+                      "retry_limit": 7},
+        "reductions": [{"elements": size // 4, "layer_class": layer_class} for size in sizes],
+    }
+    if dlcp is not None:
+        job["dlcp"] = dlcp
+    return job
+
+
+def run_writes(topo: Topology, jobs: list[dict[str, Any]], out: Path, settings: SimSettings | None = None,
+               time_limit_s: float = 60.0) -> dict[str, Any]:
+    """Run hand-written jobs; the simulator's results document."""
+    config = base_config(topo, settings or SimSettings(), time_limit_s)
+    config["jobs"] = jobs
+    return simulate(config, out)
+
+
+def deliveries(result: dict[str, Any], job_id: int) -> list[dict[str, Any]]:
+    """When each write of a `write` job was posted and delivered (its receiver's record)."""
+    job = next(j for j in result["jobs"] if j["job_id"] == job_id)
+    receiver = next(n for n in job["nodes"] if n["node_id"] == 1)
+    out: list[dict[str, Any]] = receiver["deliveries"]
+    return out
+
+
+def message_wires(size: int, mtu: int) -> list[int]:
+    """Bytes on the wire of each packet of one RDMA WRITE with immediate of `size` bytes (roce/qp.py cuts it so)."""
+    packets = max(1, -(-size // mtu))
+    out = []
+    for i in range(packets):
+        payload = min(mtu, size - i * mtu)
+        wire = ROCE_OVERHEAD + payload
+        if i == 0:
+            wire += RETH_LEN
+        if i == packets - 1:
+            wire += IMM_LEN
+        out.append(wire)
+    return out
+
+
+def store_and_forward_s(size: int, mtu: int, rate_bps: float, delay_s: float, hops: int = 2) -> float:
+    """When the last byte of a WRITE sent at time 0 reaches its receiver across `hops` store-and-forward links of
+    one rate, nothing else on them: the sender's link carries every packet; each later link starts a packet
+    once it has arrived whole, so the largest packet (the first: its RETH) sets the pace there."""
+    wires = message_wires(size, mtu)
+    return (sum(wires) + (hops - 1) * max(wires)) * 8 / rate_bps + hops * delay_s
+
+
+def parsed(result: dict[str, Any], jobs: list[JobConfig]) -> SimResult:
+    return parse(result, jobs)
