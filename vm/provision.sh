@@ -10,7 +10,8 @@ P4LANG_REPO="https://download.opensuse.org/repositories/home:/p4lang/xUbuntu_${V
 
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends ca-certificates curl gnupg make git \
-    python3 python3-venv python3-dev mininet tshark tcpdump ethtool iproute2 nftables iperf3 ruby
+    python3 python3-venv python3-dev mininet tshark tcpdump ethtool iproute2 nftables iperf3 ruby \
+    g++ cmake ninja-build nlohmann-json3-dev
 
 if [ ! -f /etc/apt/sources.list.d/p4lang.list ]; then
     curl -fsSL "${P4LANG_REPO}/Release.key" | gpg --dearmor > /etc/apt/trusted.gpg.d/p4lang.gpg
@@ -23,6 +24,7 @@ apt-get install -y -qq p4lang-pi p4lang-bmv2 p4lang-p4c
 VENV=/opt/gradswitch-venv
 grep -q '^VENV=' /etc/environment || echo "VENV=${VENV}" >> /etc/environment
 make -C /vagrant venv VENV="${VENV}" PYTHON=python3
+make -C /vagrant sim VENV="${VENV}" PYTHON=python3 || echo "the ns-3 simulator did not build (make sim)"
 chmod -R a+rX "${VENV}"
 
 simple_switch_grpc --version
