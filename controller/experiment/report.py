@@ -119,8 +119,26 @@ def _iteration(i: int, recs: list[dict[str, Any]]) -> dict[str, Any]:
     for k in extras:
         if k == "relative_error" and check == "none":
             continue  # an error against the exact sum is a check's figure
-        it[k] = (sum if k.endswith("packets") else max)(x.get("extra", {}).get(k, 0) for x in recs)
+        # Packets add up; a test accuracy is the worst worker's model (zero-filled gradients can make the
+        # workers' models differ, docs/dlcp.md); every other figure is the slowest or largest worker's.
+        combine = sum if k.endswith("packets") else min if k == "accuracy" else max
+        it[k] = combine(x.get("extra", {}).get(k, 0) for x in recs)
     return it
+
+
+TARGET_ACCURACY = 0.9  # time to accuracy: the first iteration whose test accuracy reaches this
+
+
+def learning_figures(iterations: list[dict[str, Any]]) -> dict[str, Any]:
+    """A job that trains a real model (test accuracy per iteration): its final accuracy, and the iterations and
+    training time (the job's cumulative `train_s`: iterations only, checks and evaluation excluded) until its test
+    accuracy first reached TARGET_ACCURACY (None: never in this run)."""
+    if not iterations or "accuracy" not in iterations[0]:
+        return {}
+    reached = next((it for it in iterations if it["accuracy"] >= TARGET_ACCURACY), None)
+    return {"final_accuracy": iterations[-1]["accuracy"], "target_accuracy": TARGET_ACCURACY,
+            "iterations_to_accuracy": None if reached is None else reached["index"] + 1,
+            "time_to_accuracy_s": None if reached is None else reached.get("train_s")}
 
 
 def _job_summary(spec: ExperimentSpec, results: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -228,6 +246,7 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
                                       "check": main["check"]}
     its = main["iterations"]
     checked = main["check"] != "none"
+    headline_extra.update(learning_figures(its))
     if its and "zero_filled_packets" in its[0]:
         headline_extra["zero_filled_packets"] = sum(it["zero_filled_packets"] for it in its)
     if its and checked and all("relative_error" in it for it in its):  # the error the check measured
