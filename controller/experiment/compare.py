@@ -76,6 +76,7 @@ class CompareSpec:
     figures: list[str] = field(default_factory=list)  # summary keys to plot side by side
     repeat: int = 1  # repetitions of every run (seed + index)
     baselines: list[str] = field(default_factory=list)  # runs the others' headline figure is divided by
+    repeat_varies: tuple[str, ...] = ("seed",)  # the fields repetition k adds k to (REPEAT_VARIES)
 
     @property
     def headline_figure(self) -> str:
@@ -92,6 +93,7 @@ class Repetition:
     run: ExperimentSpec
     index: int
     repeat: int
+    varies: tuple[str, ...] = ("seed",)
 
     @property
     def label(self) -> str:
@@ -99,8 +101,9 @@ class Repetition:
 
     @property
     def spec(self) -> ExperimentSpec:
-        """The run with this repetition's seed (seed + index: other payloads, other placements when random)."""
-        return replace(self.run, seed=self.run.seed + self.index)
+        """The run with this repetition's seed (seed + index: other payloads, other placements when random) and,
+        where the compare says so, its other varied fields (ecmp_seed + index: another hash of the flows)."""
+        return replace(self.run, **{f: getattr(self.run, f) + self.index for f in self.varies})
 
     def directory(self, out_dir: Path) -> Path:
         return out_dir / self.label if self.repeat == 1 else out_dir / self.label / f"rep{self.index + 1}"
@@ -111,7 +114,7 @@ class Repetition:
 
 def repetitions(spec: CompareSpec) -> list[Repetition]:
     """Every repetition of every run, round by round."""
-    return [Repetition(run, i, spec.repeat) for i in range(spec.repeat) for run in spec.runs]
+    return [Repetition(run, i, spec.repeat, spec.repeat_varies) for i in range(spec.repeat) for run in spec.runs]
 
 
 def _auto_name(spec: ExperimentSpec, varied: list[str]) -> str:
@@ -127,7 +130,10 @@ def _auto_name(spec: ExperimentSpec, varied: list[str]) -> str:
     return "-".join(parts) or spec.algo
 
 
-SPEC_KEYS = ("name", "notes", "figures", "repeat", "baselines", "defaults", "matrix", "runs")
+SPEC_KEYS = ("name", "notes", "figures", "repeat", "repeat_varies", "baselines", "defaults", "matrix", "runs")
+# What a repetition may draw anew: the seed (payload values, random placements) and the ECMP hash seed (which flows
+# collide), so that repetitions sample a distribution rather than repeat one draw.
+REPEAT_VARIES = ("seed", "ecmp_seed")
 
 
 def load_spec(path: Path) -> CompareSpec:
@@ -170,6 +176,12 @@ def load_spec(path: Path) -> CompareSpec:
         problems.append(f"{path}: repeat = {repeat!r}: a whole number of repetitions per run, 1 to 100 "
                         "(3 or more for a headline)")
         repeat = 1
+    varies = raw.get("repeat_varies", ["seed"])
+    if not isinstance(varies, list) or not varies or not all(v in REPEAT_VARIES for v in varies) \
+            or len(set(varies)) != len(varies):
+        problems.append(f"{path}: repeat_varies = {varies!r}: a list of what each repetition adds its index to, "
+                        f"from {', '.join(REPEAT_VARIES)}, e.g. [\"seed\", \"ecmp_seed\"]")
+        varies = ["seed"]
     baselines = raw.get("baselines", [])
     if not isinstance(baselines, list) or not all(isinstance(b, str) for b in baselines):
         example = names[0] if names else "baseline"
@@ -183,7 +195,7 @@ def load_spec(path: Path) -> CompareSpec:
     if problems:
         raise SpecError("\n".join(problems))
     return CompareSpec(raw.get("name", path.stem), runs, raw.get("notes", ""), raw.get("figures", []), repeat,
-                       baselines)
+                       baselines, tuple(varies))
 
 
 def headline(report: dict[str, Any]) -> dict[str, Any]:

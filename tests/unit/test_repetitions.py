@@ -21,6 +21,7 @@ from controller.experiment.compare import (
     CompareSpec,
     load_spec,
     ratio_of,
+    repetitions,
     run_compare,
 )
 from controller.experiment.spec import ExperimentError, ExperimentSpec, SpecError
@@ -195,3 +196,24 @@ def test_bad_repeat_or_baselines_say_what_is_allowed(tmp_path, text, error):
     body = SPEC.replace('repeat = 3\nbaselines = ["slow", "fast"]\n', text + "\n")
     with pytest.raises(SpecError, match=error):
         spec(tmp_path, body)
+
+
+def test_repetitions_may_draw_another_ecmp_hash_too(tmp_path):
+    path = tmp_path / "lb.toml"
+    path.write_text(SPEC.replace("repeat = 3", 'repeat = 3\nrepeat_varies = ["seed", "ecmp_seed"]'))
+    spec = load_spec(path)
+    runner = Runner()
+    run_compare(spec, tmp_path / "out", runner, log=lambda line: None)
+    assert sorted({(label, seed) for label, seed, _ in runner.calls if label == "new"}) == [
+        ("new", 10), ("new", 11), ("new", 12)]
+    assert [r.spec.ecmp_seed for r in repetitions(spec) if r.label == "new"] == [0, 1, 2]
+    assert [r.spec.ecmp_seed for r in repetitions(CompareSpec("plain", spec.runs, repeat=3)) if r.label == "new"] \
+        == [0, 0, 0]
+
+
+@pytest.mark.parametrize("varies", ['["workers"]', '[]', '"seed"', '["seed", "seed"]'])
+def test_repeat_varies_names_only_what_a_repetition_may_draw(tmp_path, varies):
+    path = tmp_path / "bad.toml"
+    path.write_text(SPEC.replace("repeat = 3", f"repeat = 3\nrepeat_varies = {varies}"))
+    with pytest.raises(SpecError, match="repeat_varies"):
+        load_spec(path)
