@@ -106,8 +106,9 @@ def plot_figures(summary: dict[str, dict[str, Any]], keys: list[str], path: Path
 
 
 def plot_learning(reports: dict[str, list[dict[str, Any]]], path: Path) -> bool:
-    """Training runs: test accuracy against iterations and against wall time, one line per repetition
-    (a run's repetitions share its colour)."""
+    """Training runs: test accuracy against iterations and against wall time (the job's training time,
+    `train_s`), and the gradient's relative error against the exact sum per iteration (where a check
+    measured it), one line per repetition (a run's repetitions share its colour)."""
     runs = {n: [r["iterations"] for r in rs if r["iterations"] and "accuracy" in r["iterations"][0]]
             for n, rs in reports.items()}
     runs = {n: its for n, its in runs.items() if its}
@@ -118,19 +119,29 @@ def plot_learning(reports: dict[str, list[dict[str, Any]]], path: Path) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (by_it, by_time) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    fig, (by_it, by_time, err) = plt.subplots(1, 3, figsize=(14, 3.8))
     for k, (name, repeated) in enumerate(runs.items()):
         color = f"C{k % 10}"
         for i, its in enumerate(repeated):
             acc = [it["accuracy"] for it in its]
+            x = [it["index"] + 1 for it in its]
+            by_it.plot(x, acc, color=color, alpha=0.8, label=name if i == 0 else None)
             t0 = its[0]["start"]
-            by_it.plot([it["index"] + 1 for it in its], acc, color=color, alpha=0.8, label=name if i == 0 else None)
-            by_time.plot([it["end"] - t0 for it in its], acc, color=color, alpha=0.8)
+            by_time.plot([it["train_s"] if "train_s" in it else it["end"] - t0 for it in its], acc, color=color,
+                         alpha=0.8)
+            if all("relative_error" in it for it in its):
+                err.plot(x, [it["relative_error"] for it in its], color=color, alpha=0.8)
+    target = 0.9
+    for ax in (by_it, by_time):
+        ax.axhline(target, color="grey", lw=0.8, ls=":")
+        ax.set_ylabel("test accuracy (worst worker)")
     by_it.set_xlabel("iteration")
-    by_time.set_xlabel("wall time (s)")
-    by_it.set_ylabel("test accuracy")
-    by_it.legend()
-    fig.suptitle("learning: accuracy against iterations and time (one line per repetition)")
+    by_time.set_xlabel("training time (s, testbed)")
+    err.set_xlabel("iteration")
+    err.set_ylabel("gradient error (relative, vs exact sum)")
+    by_it.legend(fontsize=8)
+    fig.suptitle("learning: accuracy against iterations and time, and the gradient's error (one line per "
+                 "repetition; dotted: 90 %)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
