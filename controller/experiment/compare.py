@@ -42,7 +42,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,9 @@ class CompareSpec:
     repeat: int = 1  # repetitions of every run (seed + index)
     baselines: list[str] = field(default_factory=list)  # runs the others' headline figure is divided by
     repeat_varies: tuple[str, ...] = ("seed",)  # the fields repetition k adds k to (REPEAT_VARIES)
+    # A run is measured only against the baselines equal to it in these ExperimentSpec fields (e.g. ring_order:
+    # spraying on a random placement against ECMP on the same placement, not on another)
+    baselines_within: tuple[str, ...] = ()
 
     @property
     def headline_figure(self) -> str:
@@ -130,7 +133,8 @@ def _auto_name(spec: ExperimentSpec, varied: list[str]) -> str:
     return "-".join(parts) or spec.algo
 
 
-SPEC_KEYS = ("name", "notes", "figures", "repeat", "repeat_varies", "baselines", "defaults", "matrix", "runs")
+SPEC_KEYS = ("name", "notes", "figures", "repeat", "repeat_varies", "baselines", "baselines_within", "defaults",
+             "matrix", "runs")
 # What a repetition may draw anew: the seed (payload values, random placements) and the ECMP hash seed (which flows
 # collide), so that repetitions sample a distribution rather than repeat one draw.
 REPEAT_VARIES = ("seed", "ecmp_seed")
@@ -192,10 +196,21 @@ def load_spec(path: Path) -> CompareSpec:
             problems.append(f"{path}: baselines: no run named {b!r} (runs: {', '.join(names)})")
     if baselines and len(baselines) == len(names):
         problems.append(f"{path}: baselines name every run: leave at least one run to measure against them")
+    within = raw.get("baselines_within", [])
+    spec_fields = {f.name for f in fields(ExperimentSpec)}
+    if not isinstance(within, list) or not all(isinstance(w, str) and w in spec_fields for w in within):
+        problems.append(f"{path}: baselines_within = {within!r}: a list of experiment fields a run and its "
+                        "baselines share, e.g. [\"ring_order\"]")
+        within = []
+    for run in runs:
+        if baselines and run.label not in baselines and within and not any(
+                all(getattr(b, w) == getattr(run, w) for w in within) for b in runs if b.label in baselines):
+            problems.append(f"{path}: run {run.label!r}: no baseline shares its {', '.join(within)} "
+                            "(baselines_within)")
     if problems:
         raise SpecError("\n".join(problems))
     return CompareSpec(raw.get("name", path.stem), runs, raw.get("notes", ""), raw.get("figures", []), repeat,
-                       baselines, tuple(varies))
+                       baselines, tuple(varies), tuple(within))
 
 
 def headline(report: dict[str, Any]) -> dict[str, Any]:
@@ -267,10 +282,19 @@ def combine(heads: list[dict[str, Any] | None]) -> dict[str, Any]:
     return out
 
 
-def best_baseline(spec: CompareSpec, summary: dict[str, dict[str, Any]], figure: str) -> str | None:
-    """The baseline with the best median of `figure` among those that have one and are not machine-bound."""
+def best_baseline(spec: CompareSpec, summary: dict[str, dict[str, Any]], figure: str, run: str | None = None
+                  ) -> str | None:
+    """The baseline with the best median of `figure` among those that have one and are not machine-bound (and,
+    given a run, that share its `baselines_within` fields)."""
+    specs = {r.label: r for r in spec.runs}
+
+    def comparable(b: str) -> bool:
+        if run is None or run not in specs or b not in specs:
+            return True
+        return all(getattr(specs[b], w) == getattr(specs[run], w) for w in spec.baselines_within)
+
     usable = [b for b in spec.baselines if _number(summary.get(b, {}).get(figure))
-              and not summary[b].get("machine_bound")]
+              and not summary[b].get("machine_bound") and comparable(b)]
     if not usable:
         return None
     pick = min if lower_is_better(figure) else max
@@ -294,11 +318,11 @@ def over_baseline(spec: CompareSpec, summary: dict[str, dict[str, Any]]) -> None
     best baseline's, and the ratio's min and max (ratio_of). A machine-bound run's ratio is given
     but is not a headline."""
     figure = spec.headline_figure
-    best = best_baseline(spec, summary, figure)
     for name, s in summary.items():
         s["is_baseline"] = name in spec.baselines
         if name in spec.baselines or not spec.baselines:
             continue
+        best = best_baseline(spec, summary, figure, name)
         entry = ratio_of(s, summary[best], figure) if best is not None else ratio_of({}, {}, figure)
         s["over_baseline"] = {"baseline": best, **entry}
 
@@ -494,6 +518,11 @@ def _spec_of(spec: CompareSpec, name: str) -> ExperimentSpec:
 def _headline_section(spec: CompareSpec, summary: dict[str, dict[str, Any]], figure: str) -> list[str]:
     if not spec.baselines:
         return []
+    if spec.baselines_within:  # each run against the best baseline that shares its fields
+        within = ", ".join(spec.baselines_within)
+        lines = [f"## Against the best baseline of the same {within} ({figure}, "
+                 f"{'lower' if lower_is_better(figure) else 'higher'} is better)", ""]
+        return _ratio_lines(spec, summary, lines)
     best = best_baseline(spec, summary, figure)
     lines = [f"## Against the best baseline ({figure}, {'lower' if lower_is_better(figure) else 'higher'} is better)",
              ""]
@@ -506,11 +535,17 @@ def _headline_section(spec: CompareSpec, summary: dict[str, dict[str, Any]], fig
                  "baseline's median; [min, max]: the run's smallest repetition over the baseline's largest, its "
                  "largest over the baseline's smallest.")
     lines.append("")
+    return _ratio_lines(spec, summary, lines)
+
+
+def _ratio_lines(spec: CompareSpec, summary: dict[str, dict[str, Any]], lines: list[str]) -> list[str]:
     for name, h in summary.items():
         o = h.get("over_baseline")
         if not o or o.get("ratio") is None:
             continue
         note = "" if o["headline"] else " (every repetition machine-bound: not a headline)"
+        if spec.baselines_within and o.get("baseline"):
+            note = f" against {o['baseline']}{note}"
         lines.append(f"- {name}: {o['ratio']:.3f} [{o['min']:.3f}, {o['max']:.3f}] from "
                      f"{h['headline_repetitions'] or h['repetitions_done']} repetition(s){note}")
     return lines + [""]

@@ -43,12 +43,15 @@ def test_every_committed_spec_loads(path):
 
 def test_matrix_and_named_runs():
     dlcp = load_spec(EXPERIMENTS / "dlcp-contention")  # without .toml, as the README writes it
-    assert [r.label for r in dlcp.runs] == ["baseline", "priority", "priority+drop", "priority+drop+spray", "alone"]
-    assert dlcp.runs[3].dlcp == DlcpOptions(priority=True, drop=True, spray=True, hosts=DlcpPolicy(loss_budget=0.2))
+    assert [r.label for r in dlcp.runs] == ["baseline-fifo", "baseline-class", "drop", "priority", "priority+drop",
+                                            "priority+drop+spray", "alone"]
+    assert not dlcp.runs[0].roce_class and all(r.roce_class for r in dlcp.runs[1:] if r.label != "drop")
+    assert dlcp.runs[5].dlcp == DlcpOptions(priority=True, drop=True, spray=True, hosts=DlcpPolicy(loss_budget=0.2))
     assert all(r.emulate is not None and r.sync == Sync.LAYER and r.scheduling == Scheduling.PRIORITY
                for r in dlcp.runs)  # training throughput, with the best host-side scheduling in every run
     spray = load_spec(EXPERIMENTS / "dlcp-spray")
-    assert spray.runs[2].dlcp.host_policy() == DlcpPolicy(reorder=True, order_tolerant=False)
+    assert spray.repeat_varies == ("seed", "ecmp_seed") and spray.baselines_within == ("ring_order",)
+    assert {r.label: r.dlcp.spray for r in spray.runs}["random-spray"]
     speedup = load_spec(EXPERIMENTS / "training-speedup")
     assert len(speedup.runs) == 36 and "vgg16-leafspine-netreduce-priority" in {r.label for r in speedup.runs}
     assert {r.dilation for r in speedup.runs} == {4.0}

@@ -217,3 +217,43 @@ def test_repeat_varies_names_only_what_a_repetition_may_draw(tmp_path, varies):
     path.write_text(SPEC.replace("repeat = 3", f"repeat = 3\nrepeat_varies = {varies}"))
     with pytest.raises(SpecError, match="repeat_varies"):
         load_spec(path)
+
+
+WITHIN = """
+name = "lb"
+baselines = ["a-ecmp", "b-ecmp"]
+baselines_within = ["ring_order"]
+figures = ["median_s"]
+[defaults]
+iterations = 2
+seed = 10
+[[runs]]
+name = "a-ecmp"
+ring_order = "leaves"
+[[runs]]
+name = "b-ecmp"
+ring_order = "random"
+[[runs]]
+name = "a-spray"
+ring_order = "leaves"
+[[runs]]
+name = "b-spray"
+ring_order = "random"
+"""
+
+
+def test_a_run_is_measured_against_the_baseline_of_its_own_placement(tmp_path):
+    path = tmp_path / "lb.toml"
+    path.write_text(WITHIN)
+    times = {"a-ecmp": [2.0], "b-ecmp": [1.0], "a-spray": [1.0], "b-spray": [0.5]}
+    summary = run_compare(load_spec(path), tmp_path / "out", Runner(times), log=lambda line: None)
+    assert summary["a-spray"]["over_baseline"]["baseline"] == "a-ecmp"  # not b-ecmp, the faster one
+    assert summary["b-spray"]["over_baseline"]["baseline"] == "b-ecmp"
+    assert summary["a-spray"]["over_baseline"]["ratio"] == pytest.approx(0.5)
+
+
+def test_a_run_without_a_baseline_of_its_kind_is_refused(tmp_path):
+    path = tmp_path / "lb.toml"
+    path.write_text(WITHIN.replace('baselines = ["a-ecmp", "b-ecmp"]', 'baselines = ["a-ecmp"]'))
+    with pytest.raises(SpecError, match=r"b-spray.*no baseline shares its ring_order"):
+        load_spec(path)
