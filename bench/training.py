@@ -9,7 +9,8 @@ ratios of samples_per_s_real (N x batch / real-equivalent iteration):
 
 - NetReduce / ring and PS / ring, per model and topology, under the same scheduling;
 - priority / FIFO per model, topology and algorithm;
-- each DLCP run / the best of its spec's baselines, and spraying / ECMP;
+- each DLCP run / the best of its spec's baselines, and spraying and flowlets / ECMP on the same placement;
+- (learning, experiments/training.toml: a real model) time to 90 % test accuracy / the best baseline's;
 
 each the ratio of the two runs' medians over their repetitions, with its min and max (one run's
 smallest repetition over the other's largest, and its largest over the other's smallest), next to the
@@ -23,7 +24,7 @@ summary.json, plots) land in --out; started again with the same --out, a run res
 stopped (every complete repetition is kept). The figures go to bench/results/training.json.
 Needs root, BMv2, Mininet.
 
-    python -m bench.training [--out runs/bench-training] [--only speedup|dlcp] [--repeat N]
+    python -m bench.training [--out runs/bench-training] [--only speedup|dlcp|learning] [--repeat N]
                              [--models resnet50,vgg16,bert-base] [--topos rack,leafspine]
 """
 
@@ -236,6 +237,40 @@ def dlcp(out: Path, repeat: int | None) -> dict[str, Any]:
     return figures
 
 
+def learning(out: Path, repeat: int | None) -> dict[str, Any]:
+    """experiments/training.toml: a real model (train-digits) under bulk TCP, exact against DLCP's dropping by the
+    switches: per run the training time and iterations to 90 % test accuracy, the final accuracy, the gradient's
+    error, what the switches trimmed and the receivers zero-filled, the bulk streams' goodput; each run's median
+    time to accuracy over the best baseline's."""
+    spec = load_spec(SPECS / "training.toml")
+    summary = run(spec, out, repeat)
+    figure = "time_to_accuracy_s"
+    best = best_baseline(spec, summary, figure)
+    base = summary.get(best, {}) if best else {}
+    rows = []
+    print(f"\ntraining (learning): best baseline {best or '(none usable)'} of {', '.join(spec.baselines)} "
+          f"by {figure}")
+    print(f"{'run':<22}{'time to 90 % s [min, max]':>28}{'iterations':>11}{'final acc':>10}{'median s':>9}"
+          f"{'rel. err':>9}{'dropped':>8}{'zeroed':>7}{'resent':>7}{'bulk Mb/s':>10}{'idle':>6}  repetitions used")
+    for name, s in summary.items():
+        print(f"{name:<22}{_spread(s, figure, 28)}{_f(s.get('iterations_to_accuracy'), 11, 0)}"
+              f"{_f(s.get('final_accuracy'), 10)}{_f(s.get('median_s'), 9)}{_f(s.get('max_relative_error'), 9, 2)}"
+              f"{_f(s.get('dlcp_dropped'), 8, 0)}{_f(s.get('zero_filled_packets'), 7, 0)}"
+              f"{_f(s.get('retransmissions'), 7, 0)}{_f(s.get('background_goodput_mbps'), 10, 2)}"
+              f"{_pct(s.get('cpu_idle'), 6)}  {_used(s)}")
+        if name not in spec.baselines and base:
+            r = ratio_of(s, base, figure)
+            rows.append({"what": f"{name} / {best}: time to 90 % test accuracy", "ratio": r["ratio"],
+                         "ratio_min": r["min"], "ratio_max": r["max"], "headline": r["headline"],
+                         "median_ratio": ratio_of(s, base, "median_s")["ratio"], **limits(s, base)})
+    for r in rows:
+        span = f"{r['ratio']:.2f} [{r['ratio_min']:.2f}, {r['ratio_max']:.2f}]" if r["ratio"] is not None else "-"
+        print(f"{r['what']:<60}{span:>20}  (median iteration {_f(r['median_ratio'], 0, 2)})")
+    if (out / spec.name / "learning.png").exists():
+        shutil.copy(out / spec.name / "learning.png", RESULTS / "training-learning.png")
+    return {"runs": summary, "baselines": spec.baselines, "best_baseline": best, "figure": figure, "ratios": rows}
+
+
 def _print_ratios(rows: list[dict[str, Any]]) -> None:
     print(f"\n{'ratio of samples/s (real), medians':<52}{'ratio [min, max]':>20}{'ideal':>7}  limited by")
     for r in rows:
@@ -291,7 +326,7 @@ def _log(line: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/bench-training"))
-    parser.add_argument("--only", choices=("speedup", "dlcp"))
+    parser.add_argument("--only", choices=("speedup", "dlcp", "learning"))
     parser.add_argument("--models", default="resnet50,vgg16,bert-base")
     parser.add_argument("--topos", default="rack,leafspine")
     parser.add_argument("--repeat", type=int, help="repetitions of every run (default: each spec's `repeat`)")
@@ -306,6 +341,8 @@ def main() -> None:
         figures["speedup"] = speedup(args.out, args.models.split(","), args.topos.split(","), args.repeat)
     if args.only in (None, "dlcp"):
         figures["dlcp"] = dlcp(args.out, args.repeat)
+    if args.only in (None, "learning"):
+        figures["learning"] = learning(args.out, args.repeat)
     figures["wall_s"] = time.monotonic() - started
     name = f"training-{args.only}" if args.only else "training"
     print(f"reports under {args.out}; written {save(name, figures)}")

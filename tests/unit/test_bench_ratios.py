@@ -60,3 +60,25 @@ def test_the_benchmarks_run_their_specs_with_the_repetitions_asked_for(monkeypat
         == {"drop", "priority", "priority+drop", "priority+drop+spray", "alone"}
     spray = {r["what"].split(" / ")[0]: r["baseline"] for r in figures["dlcp-spray"]["ratios"]}
     assert spray["random-spray"] == "random-ecmp" and spray["leaves-flowlet"] == "leaves-ecmp"  # the same placement
+
+
+def test_learning_is_measured_by_time_to_accuracy_against_the_best_baseline(monkeypatch, tmp_path: Path, capsys):
+    times = {"baseline-fifo": [9.0, 10.0, 11.0], "baseline-class": [5.0, 6.0, 7.0], "dlcp-drop": [6.0, 6.5, 8.0],
+             "dlcp-priority+drop": [5.5, 6.0, 6.5]}
+
+    def entry(values: list[float]) -> dict[str, Any]:
+        ordered = sorted(values)
+        return {"time_to_accuracy_s": ordered[1], "median_s": 0.2, "machine_bound": False, "headline_repetitions": 3,
+                "repetitions_done": 3, "spread": {
+                    "time_to_accuracy_s": {"min": ordered[0], "median": ordered[1], "max": ordered[2], "n": 3},
+                    "median_s": {"min": 0.2, "median": 0.2, "max": 0.2, "n": 3}}}
+
+    monkeypatch.setattr(bench_training, "run_compare", lambda spec, *a, **kw: {r.label: entry(times[r.label])
+                                                                                 for r in spec.runs})
+    got = bench_training.learning(tmp_path, repeat=None)
+    assert got["best_baseline"] == "baseline-class"  # the shorter time to accuracy
+    ratios = {r["what"].split(" / ")[0]: r for r in got["ratios"]}
+    assert ratios["dlcp-drop"]["ratio"] == pytest.approx(6.5 / 6.0)
+    assert (ratios["dlcp-drop"]["ratio_min"], ratios["dlcp-drop"]["ratio_max"]) == (
+        pytest.approx(6.0 / 7.0), pytest.approx(8.0 / 5.0))
+    assert "dlcp-drop / baseline-class: time to 90 % test accuracy" in capsys.readouterr().out
