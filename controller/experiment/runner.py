@@ -79,6 +79,10 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         after["switches"] = snapshot(fabric)
 
     with RunSettings(net, spec, cfgs, placement, run_dir) as settings:
+        # DLCP's event counters count from the switch's start (several runs may share a network): this run's are
+        # what they gained while its jobs ran (nothing of the jobs' runs before the go: their nodes only resolve
+        # their peers, with ICMP).
+        dlcp_before = {name: settings.dlcp_events(name) for name in fabric.switch_names()} if spec.dlcp.enabled else {}
         results = run_nodes(net, cfgs, out_dir, run_dir, Progress(spec.iterations, spec.label, progress), on_go=go,
                             on_done=done)
         carried, goodput = after.get("links", {}), after.get("goodput")
@@ -86,7 +90,9 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         label_ports(switches, net.topo)
         if spec.dlcp.enabled:
             for name in fabric.switch_names():
-                switches[name]["dlcp"] = settings.dlcp_events(name)
+                now = settings.dlcp_events(name)
+                switches[name]["dlcp"] = {job: {event: n - dlcp_before[name].get(job, {}).get(event, 0)
+                                                for event, n in counts.items()} for job, counts in now.items()}
         if settings.netreduce_jobs:
             switches["netreduce"] = {str(job): asdict(status) for job, status in settings.netreduce_status().items()}
         rotations = settings.tensorlights_rotations()

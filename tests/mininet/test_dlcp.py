@@ -65,9 +65,14 @@ def test_training_learns_through_lossy_links_with_every_sum_exact(tmp_path):
 def test_switches_trim_droppable_packets_and_receivers_zero_fill_them(tmp_path):
     spec = spec_from_dict({**TRAIN, "iterations": 8, "name": "trimmed",
                            "dlcp": {**LOSSY, "priority": True, "threshold_bytes": 0}})
+    # Then a run on the same network with priority only: its report counts its own events, not the first run's.
+    after = replace(spec, name="after", iterations=2, dlcp=replace(spec.dlcp, drop=False, threshold_bytes=None))
     with Testbed(topology_for(spec), NetworkOptions(run_dir=tmp_path / "net")) as net:
         trimmed = run_on(net, spec, tmp_path / "trimmed")
         thresholds = net.fabric.session("leaf1").read_table("dlcp_drop_thresholds")
+        later = run_on(net, after, tmp_path / "after")
+    assert later["ok"], later["errors"]
+    assert later["headline_extra"]["dlcp_dropped"] == 0, later["headline_extra"]
     assert trimmed["ok"], trimmed["errors"]
     assert thresholds and all(int(e.params["bytes"]) > 0 for e in thresholds)  # the defaults are back
     dropped, zero = trimmed["headline_extra"]["dlcp_dropped"], trimmed["headline_extra"]["zero_filled_packets"]
@@ -80,13 +85,17 @@ def test_switches_trim_droppable_packets_and_receivers_zero_fill_them(tmp_path):
 
 
 def test_spraying_evens_out_colliding_uplinks_and_order_tolerant_receivers_resend_nothing(tmp_path):
-    """experiments/dlcp-spray.toml, shortened: a ring of 8 workers whose every hop crosses a fabric of
-    2 leaves and 4 spines trains VGG-16. ECMP hashes leaf1's 4 flows onto 2 of its 4 uplinks (two
-    carry two flows each, the others nothing); spraying loads all of them evenly and trains faster.
-    Order-tolerant receivers resend (next to) nothing under spraying's reordering; the previous
+    """experiments/dlcp-spray.toml's `alternate` placement, shortened: a ring of 8 workers whose every hop
+    crosses a fabric of 2 leaves and 4 spines trains VGG-16. ECMP (seed 0) hashes leaf1's 4 flows onto 2 of
+    its 4 uplinks (two carry two flows each, the others nothing); spraying loads all of them evenly and trains
+    faster. Order-tolerant receivers resend (next to) nothing under spraying's reordering; the previous
     receivers, which judge a hole a reorder delay after the first packet past it, resend more."""
     spec = load_spec(EXPERIMENTS / "dlcp-spray.toml")
-    runs = {r.label: replace(r, iterations=3, scale=0.0005) for r in spec.runs}
+    runs = {r.label: replace(r, iterations=3, scale=0.0005) for r in spec.runs if r.label.startswith("alternate-")}
+    runs = {"ecmp": runs["alternate-ecmp"], "spray": runs["alternate-spray"]}
+    sprayed = runs["spray"].dlcp
+    runs["spray-reorder-delay"] = replace(runs["spray"], name="spray-reorder-delay", dlcp=replace(
+        sprayed, hosts=replace(sprayed.hosts, order_tolerant=False)))
     reports = {}
     with Testbed(topology_for(runs["ecmp"]), NetworkOptions(run_dir=tmp_path / "net")) as net:
         for name, run in runs.items():
