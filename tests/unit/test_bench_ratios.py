@@ -52,7 +52,7 @@ def test_the_benchmarks_run_their_specs_with_the_repetitions_asked_for(monkeypat
     assert seen == [("tensorlights", 5)] and set(rows) >= {"tensorlights", "tensorlights-2jobs"}
     monkeypatch.setattr(bench_training, "run_compare", fake_compare)
     figures = bench_training.dlcp(tmp_path, repeat=None)
-    assert seen[1:] == [("dlcp-contention", 3), ("dlcp-spray", 5)]  # the specs' own repeat
+    assert seen[1:] == [("dlcp-contention", 5), ("dlcp-spray", 5)]  # the specs' own repeat
     contention = figures["dlcp-contention"]
     # the fake runs' samples/s grow in spec order: baseline-class (101) beats baseline-fifo (100)
     assert contention["best_baseline"] == "baseline-class" and {r["what"].split(" / ")[0] for r in
