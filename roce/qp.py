@@ -369,8 +369,11 @@ class Requester:
             # Selective repeat resends only the oldest unacknowledged packet (as TCP and IRN do):
             # the receiver may hold everything after it. Each partial acknowledgement that follows
             # resends the next missing one (_ack_through), and NAKs name the other holes.
+            # A SACK is a hint the responder may renege on (RFC 2018): one of a trimmed copy it could not
+            # zero-fill is void once its NAK is lost. A timeout resends the oldest packet even if SACKed.
             self.nak_resent.clear()
             self.recover = self.sent_end
+            self.sacked.discard(self.una)
             self._schedule_resend(self.una, once=False)
 
     def _fail(self, reason: str) -> None:

@@ -655,6 +655,8 @@ trim_impairment = st.sampled_from(["ok", "ok", "trim", "drop", "dup", "late"])
 
 
 @settings(max_examples=60, deadline=None)
+@example(receiver="selective-repeat", script=["trim", "drop"], sizes=[1, 257], budget=0.0, start=0)  # CI found it:
+# the NAK voiding the SACK of a trimmed copy was lost, and a timeout never resent the SACKed oldest packet
 @given(receiver=st.sampled_from(list(RECEIVERS)), script=st.lists(trim_impairment, min_size=1, max_size=60),
        sizes=st.lists(st.integers(1, 2000), min_size=1, max_size=6), budget=st.sampled_from([0.0, 0.1, 0.5]),
        start=st.sampled_from([0, PSN_MASK - 3]))
