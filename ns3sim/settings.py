@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller.routing import DEFAULT_FLOWLET_GAP_US, LoadBalance
+from controller.routing import DEFAULT_FLOWLET_GAP_US
+from controller.routing import LoadBalance as LoadBalance  # the switches' choice, re-exported
 from protocol.choice import Choice
 
 

@@ -55,7 +55,7 @@ def _probe(topo: Topology, settings: SimSettings, probes: list[dict[str, Any]], 
 def _flows(topo: Topology, count: int, seed: int) -> list[dict[str, Any]]:
     """Random flows between hosts on different edge switches: RoCE (UDP to 4791 from a QP's source port) and TCP."""
     draw = random.Random(seed)
-    out = []
+    out: list[dict[str, Any]] = []
     while len(out) < count:
         src, dst = draw.sample(topo.hosts, 2)
         if topo.attachment(src.name)[0] == topo.attachment(dst.name)[0]:
