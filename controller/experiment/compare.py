@@ -315,7 +315,12 @@ def completed_report(directory: Path, spec: ExperimentSpec) -> dict[str, Any] | 
         report: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if report.get("spec") != _normalised(spec):
+    saved = report.get("spec")
+    if not isinstance(saved, dict):
+        return None
+    # A field the saved spec lacks is newer than its run, which ran with the field's default (e.g. `backend`).
+    defaults = _normalised(ExperimentSpec())
+    if {**{k: v for k, v in defaults.items() if k not in saved}, **saved} != _normalised(spec):
         return None
     if report.get("summary", {}).get("iterations_done") != spec.iterations or "headline_extra" not in report:
         return None

@@ -195,3 +195,22 @@ def test_bad_repeat_or_baselines_say_what_is_allowed(tmp_path, text, error):
     body = SPEC.replace('repeat = 3\nbaselines = ["slow", "fast"]\n', text + "\n")
     with pytest.raises(SpecError, match=error):
         spec(tmp_path, body)
+
+
+def test_a_run_saved_before_a_spec_field_existed_is_still_complete(tmp_path):
+    """Results written before a field was added (e.g. `backend`, issue 17) ran with its default: resuming keeps
+    them; a run that set the new field to something else is another experiment."""
+    out = tmp_path / "out"
+    run_compare(spec(tmp_path), out, Runner(), log=lambda s: None)
+    for path in out.glob("*/rep*/results.json"):
+        saved = json.loads(path.read_text())
+        for newer in ("backend", "sim", "ranks"):
+            del saved["spec"][newer]
+        path.write_text(json.dumps(saved))
+    again = Runner()
+    run_compare(spec(tmp_path), out, again, log=lambda s: None)
+    assert again.calls == []
+    on_ns3 = SPEC.replace('[[runs]]\nname = "new"\n', '[[runs]]\nname = "new"\nbackend = "ns3"\n')
+    third = Runner()
+    run_compare(spec(tmp_path, on_ns3), out, third, log=lambda s: None)
+    assert [(n, s) for n, s, _ in third.calls] == [("new", 10), ("new", 11), ("new", 12)]
