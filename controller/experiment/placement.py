@@ -110,8 +110,8 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node], topo: Topol
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
                      float_mode=spec.float_mode, transport=spec.transport, ps_key_bytes=spec.ps_key_bytes,
-                     mtu=mtu, window=window, rto=min_rto(in_flight, mtu, spec.bw_mbps, levels),
-                     reorder_window=reorder_window(spec.bw_mbps), credits=credits,
+                     mtu=mtu, window=window, rto=min_rto(in_flight, mtu, spec.bw_mbps, levels, queue_of(spec)),
+                     reorder_window=reorder_window(spec.bw_mbps, queue_of(spec)), credits=credits,
                      dlcp=spec.dlcp.host_policy(), crash=spec.crash, training=training, iteration_timeout=timeout,
                      seed=spec.seed + job_id - 1, job_id=job_id)
 
@@ -160,8 +160,7 @@ def incast_window(spec: ExperimentSpec, mtu: int, window: int | None = None) -> 
     window = spec.window if window is None else window
     if not spec.bw_mbps:
         return window
-    queue = spec.sim.queue_bytes if spec.simulated and spec.sim.queue_bytes is not None else buffer_bytes(spec.bw_mbps)
-    room = int(queue * QUEUE_SHARE)
+    room = int((queue_of(spec) or buffer_bytes(spec.bw_mbps)) * QUEUE_SHARE)
     return max(1, min(window, room // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
 
 
@@ -200,15 +199,21 @@ def bdp_packets(spec: ExperimentSpec, topo: Topology, mtu: int) -> int:
     return 2 * hops + math.ceil(BDP_MARGIN * delays / packet_s)
 
 
-def reorder_window(bw_mbps: float | None) -> float | None:
+def queue_of(spec: ExperimentSpec) -> int | None:
+    """Bytes of a port's priority queue when the spec gives them (the simulator's `sim.queue_bytes`); None: the
+    testbed's shaped buffer for the rate (mininet_topos/shaping.py buffer_bytes)."""
+    return spec.sim.queue_bytes if spec.simulated else None
+
+
+def reorder_window(bw_mbps: float | None, queue_bytes: int | None = None) -> float | None:
     """How late a packet may arrive behind a later packet of its own message when the switches
     reorder a job's packets: a full shaped queue's time. A packet of a lower strict-priority class
     may wait that long behind higher ones at a hop, and a sprayed packet may meet a full queue on
     its path while the next one meets an empty queue on another. None: unshaped links."""
-    return buffer_bytes(bw_mbps) / (bw_mbps * 1e6 / 8) if bw_mbps else None
+    return (queue_bytes or buffer_bytes(bw_mbps)) / (bw_mbps * 1e6 / 8) if bw_mbps else None
 
 
-def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0) -> float:
+def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0, queue_bytes: int | None = None) -> float:
     """The smallest retransmission timeout: at least 50 ms, a full shaped queue's time plus a window's
     (under incast, as at a parameter server, the packet may sit behind the whole buffer), and
     (3 + 2 levels) windows' time on the link; the RTT estimate raises it further.
@@ -219,9 +224,10 @@ def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0) -> fl
     of k). `levels`: NetReduce's aggregation levels above the edge switches (1 for a job spread over a
     leaf-spine fabric): each puts two more shaped links on the result's way, the partial's up and the
     result's down, each of which may hold a window of the job's cells (docs/netreduce.md, "Loss").
-    `window`: packets in flight per QP (for NetReduce, credits x packets per message at most)."""
+    `window`: packets in flight per QP (for NetReduce, credits x packets per message at most).
+    `queue_bytes`: a port's queue where the spec gives it (queue_of), else the shaped buffer for the rate."""
     if not bw_mbps:
         return 0.05
     rate = bw_mbps * 1e6 / 8
     window_s = window * (mtu + PACKET_OVERHEAD) / rate
-    return max(0.05, (3 + 2 * levels) * window_s, buffer_bytes(bw_mbps) / rate + window_s)
+    return max(0.05, (3 + 2 * levels) * window_s, (queue_bytes or buffer_bytes(bw_mbps)) / rate + window_s)
