@@ -72,11 +72,13 @@ def parse_size(text: str) -> int:
             f"{text!r} is not a size: give bytes with an optional unit ({', '.join(SIZE_UNITS)}), e.g. 8MiB") from None
 
 
-def _topology_args(p: argparse.ArgumentParser, default: str) -> None:
-    from mininet_topos.topologies import TOPOLOGIES
+BMV2_TOPOLOGIES = ("rack", "leafspine", "dumbbell")  # the others (fattree, leafspine3) are the simulator's
 
+
+def _topology_args(p: argparse.ArgumentParser, default: str) -> None:
     g = p.add_argument_group("topology")
-    g.add_argument("--topo", choices=list(TOPOLOGIES), default=default)
+    g.add_argument("--topo", choices=BMV2_TOPOLOGIES, default=default,
+                   help="BMv2 networks (fat trees and three tiers run on the simulator: experiment --backend ns3)")
     g.add_argument("--hosts", type=int, help="rack: number of hosts")
     g.add_argument("--leaves", type=int, help="leafspine: number of leaves")
     g.add_argument("--spines", type=int, help="leafspine: number of spines")
@@ -207,18 +209,24 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
     from controller.experiment.report import format_table
     from controller.experiment.runner import run_experiment
-    from controller.experiment.spec import CLI_OPTIONS, EMULATE_OPTIONS, ExperimentSpec, spec_from_dict
-    from mininet_topos.network import preflight
+    from controller.experiment.spec import (
+        CLI_OPTIONS,
+        EMULATE_OPTIONS,
+        SIM_OPTIONS,
+        ExperimentSpec,
+        spec_from_dict,
+    )
 
     options = {f.name: CLI_OPTIONS.get(f.name, f.name).replace("-", "_") for f in fields(ExperimentSpec)}
     given = {field: value for field, option in options.items() if (value := getattr(args, option, None)) is not None}
-    emulate = {field: value for field, option in EMULATE_OPTIONS.items()
-               if (value := getattr(args, option.replace("-", "_"), None)) is not None}
-    if emulate:
-        given["emulate"] = emulate
+    for table, names in (("emulate", EMULATE_OPTIONS), ("sim", SIM_OPTIONS)):
+        values = {field: value for field, option in names.items()
+                  if (value := getattr(args, option.replace("-", "_"), None)) is not None}
+        if values:
+            given[table] = values
     spec = spec_from_dict(given)
     spec.validate()
-    preflight()
+    _ready_for([spec])
     out = args.out or Path("runs") / spec.label
     report = run_experiment(spec, out)
     print(format_table(report))
@@ -226,12 +234,29 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
+def _ready_for(specs: list[Any]) -> None:
+    """What the specs' backends need, before anything starts: a machine that can bring up networks
+    (BMv2 runs), the built simulator (ns3 runs)."""
+    from controller.experiment.spec import ExperimentSpec
+
+    runs: list[ExperimentSpec] = specs
+    if any(not s.simulated for s in runs):
+        from mininet_topos.network import preflight
+
+        preflight()
+    if any(s.simulated for s in runs):
+        from ns3sim.build import status
+
+        missing = status().missing()
+        if missing:
+            raise UsageError(f"backend = ns3: {missing}")
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from controller.experiment.compare import load_spec, run_compare
-    from mininet_topos.network import preflight
 
     spec = load_spec(args.spec)
-    preflight()
+    _ready_for(spec.runs)
     out = args.out or Path("runs") / spec.name
     summary = run_compare(spec, out)
     print(f"report: {out / 'report.md'}, summary: {out / 'summary.json'}")
@@ -262,7 +287,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from controller.experiment.spec import ExperimentSpec
+    from controller.experiment.spec import Backend, Check, ExperimentSpec, SimOptions
     from controller.routing import LoadBalance
     from mininet_topos.bmv2 import LOG_LEVELS
     from mininet_topos.topologies import TOPOLOGIES
@@ -299,8 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_repl)
 
     # Experiment options default to None: ExperimentSpec's defaults apply to what is not given.
-    D, E = ExperimentSpec(), Emulation()
-    p = sub.add_parser("experiment", help="run one all-reduce experiment and report it")
+    D, E, S = ExperimentSpec(), Emulation(), SimOptions()
+    p = sub.add_parser("experiment", help="run one all-reduce or training experiment (BMv2, or ns-3) and report it")
     p.add_argument("--algo", choices=Algorithm.names(), help=f"{', '.join(Algorithm.names())} (default {D.algo})")
     p.add_argument("--workers", type=int, help=f"workers per job (default {D.workers})")
     p.add_argument("--servers", type=int, help=f"parameter servers (ps; default {D.servers})")
@@ -313,7 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--float-mode", choices=FloatMode.names(),
                    help="float32 as int32: a fixed scale, or a shared exponent per block (SwitchML-style)")
     p.add_argument("--iterations", type=int, help=f"iterations to run (default {D.iterations})")
-    p.add_argument("--topo", choices=list(TOPOLOGIES), help=f"default {D.topo}")
+    p.add_argument("--topo", choices=list(TOPOLOGIES), help=f"default {D.topo}; fattree and leafspine3 on the "
+                   "simulator (--backend ns3)")
     p.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate")
     p.add_argument("--loss", type=float, metavar="PCT", help="drop this percentage of RoCE packets on every worker "
                    "link, 0 <= PCT < 100")
@@ -321,6 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
                    f"default {D.transport}")
     p.add_argument("--mtu", type=int, choices=VALID_MTUS, help=f"RoCE MTU of ring and PS (default {D.mtu}: "
                    "NetReduce's packet size)")
+    p.add_argument("--window", type=int, help=f"packets in flight per QP (default {D.window}; the simulator raises it "
+                   "to cover the path's bandwidth-delay product)")
     p.add_argument("--credits", type=int, help=f"NetReduce: messages in flight per worker (default {D.credits})")
     p.add_argument("--name", help="run name (default: algo-nN-topo)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/NAME)")
@@ -334,9 +362,28 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--flowlet-gap-us", type=int, metavar="US",
                    help=f"flowlet: idle microseconds after which a flow may move (default {D.flowlet_gap_us})")
     g.add_argument("--ecmp-seed", type=int, metavar="N", help="seed of the ECMP hash (default 0: the plain hash)")
+    g = p.add_argument_group("backend: BMv2 (the testbed) or the ns-3 simulator (docs/simulator.md)")
+    g.add_argument("--backend", choices=Backend.names(), help=f"what runs the jobs (default {D.backend}); ns3: fat "
+                   "trees, hundreds of workers, 100 Gb/s links, computation at real speed")
+    g.add_argument("--k", type=int, help="fattree: k (default: the smallest even k with k^3/4 >= the hosts)")
+    g.add_argument("--pods", type=int,
+                   help=f"leafspine3: pods of --leaves leaves and --spines spines (default {D.pods})")
+    g.add_argument("--superspines", type=int, help=f"leafspine3: super-spines (default {D.superspines})")
+    g.add_argument("--ranks", type=int, help="ns3: MPI ranks the simulator runs on (default 1)")
+    g.add_argument("--check", choices=Check.names(), help="ns3: what packets carry and every sum is checked against: "
+                   "exact values, a digest per contribution, or nothing (default auto: exact while small)")
+    g.add_argument("--link-delay-us", type=float, metavar="US",
+                   help=f"ns3: propagation delay of every link (default {S.link_delay_us:g})")
+    g.add_argument("--switch-delay-us", type=float, metavar="US",
+                   help="ns3: per-packet delay in a switch (default 0; bench/testbed_costs.py measures BMv2's)")
+    g.add_argument("--host-delay-us", type=float, metavar="US",
+                   help="ns3: per-message delay at a receiving host (default 0; the Python hosts', measured likewise)")
+    g.add_argument("--queue-bytes", type=int, metavar="BYTES",
+                   help="ns3: bytes of every priority queue of a port (default: the testbed's shaped buffer per rate)")
     g = p.add_argument_group("training (docs/training.md): emulate a GPU cluster's computation, time-dilated")
-    g.add_argument("--emulate-link", type=float, metavar="GBPS", help="the emulated cluster's link rate (Gb/s); "
-                   "with this (or --device/--batch) workers train instead of all-reducing in a row")
+    g.add_argument("--emulate-link", type=float, metavar="GBPS", help="the emulated cluster's link rate (Gb/s; "
+                   f"default {E.link_gbps:g}, on ns3 --bw's: dilation 1); with this (or --device/--batch) workers "
+                   "train instead of all-reducing in a row")
     g.add_argument("--device", choices=Device.names(), help=f"emulated GPU (default {E.device})")
     g.add_argument("--precision", choices=Precision.names(), help=f"fp32 (TF32 on A100) or amp (default {E.precision})")
     g.add_argument("--batch", type=int, help=f"samples per GPU per iteration (default {E.batch})")

@@ -79,6 +79,39 @@ def bmv2_check() -> Check:
                  "every switch")
 
 
+def simulator_checks() -> list[Check]:
+    """The ns-3 simulator (docs/simulator.md): the wheel it builds against, the built binary (missing, stale or
+    ready), and the MPI build against /opt/ns3-mpi where that ns-3 is installed."""
+    from ns3sim.build import MPI_PREFIX, WHEEL, status
+
+    out = []
+    s = status()
+    try:
+        version = metadata.version("ns3")
+        out.append(Check("python:ns3", s.wheel is not None, f"{version} ({s.wheel})" if s.wheel else
+                         f"{version}, but no C++ headers in it", "building the ns-3 simulator (`make sim`)"))
+    except metadata.PackageNotFoundError:
+        out.append(Check("python:ns3", False, f"not installed ({WHEEL})",
+                         "building the ns-3 simulator: `make sim` installs it (pip install --no-deps)"))
+    missing = s.missing()
+    out.append(Check("ns-3 simulator", missing is None, str(s.binary) if missing is None else missing,
+                     "experiments with --backend ns3, bench.crossval, bench.scaling, tests/ns3"))
+    if (MPI_PREFIX / "include" / "ns3" / "mpi-interface.h").exists():
+        m = status(mpi=True)
+        if not m.built:
+            state = f"{m.binary} is not built: run `python -m ns3sim.build --mpi`"
+        elif m.stale:
+            state = f"{m.binary} is older than {m.stale[0].name}: run `python -m ns3sim.build --mpi`"
+        else:
+            state = f"{m.binary} (against {MPI_PREFIX})"
+        out.append(Check("ns-3 simulator (MPI)", m.built and not m.stale, state,
+                         "running one simulation over MPI ranks (--ranks, issue 18)"))
+    else:
+        out.append(Check("ns-3 simulator (MPI)", False, f"no ns-3 built with MPI at {MPI_PREFIX}",
+                         "running one simulation over MPI ranks (--ranks, issue 18)"))
+    return out
+
+
 def run_checks() -> list[Check]:
     checks = []
     for tool in TOOLS:
@@ -93,6 +126,7 @@ def run_checks() -> list[Check]:
             checks.append(Check(f"python:{pkg}", True, metadata.version(pkg), "the controller and the tests"))
         except metadata.PackageNotFoundError:
             checks.append(Check(f"python:{pkg}", False, "not installed", "the controller and the tests (make venv)"))
+    checks += simulator_checks()
     return checks
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.controls.dlcp import default_thresholds, link_rate
+from controller.routing import hash_multiplier
 from mininet_topos.shaping import buffer_bytes
 from mininet_topos.topology import Topology
 from ns3sim.settings import EXACT_LIMIT, CheckMode, SimSettings
@@ -142,6 +143,7 @@ def base_config(topo: Topology, settings: SimSettings, time_limit_s: float) -> d
                  "tcp_overhead": ETH_HEADER_LEN + IPV4_HEADER_LEN + TCP_HEADER_LEN, "framing": settings.framing_bytes},
         "topology": topology_json(topo, settings),
         "switch": {"processing_delay_s": settings.switch_delay_s, "ecmp_seed": settings.ecmp_seed,
+                   "ecmp_multiplier": hash_multiplier(settings.ecmp_seed),
                    "load_balance": str(settings.load_balance), "flowlet_gap_s": settings.flowlet_gap_us * 1e-6,
                    "roce_class": settings.roce_class, "dlcp_thresholds": dlcp_thresholds(topo, settings)},
         "host": {"message_delay_s": settings.host_message_delay_s},

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controller.routing import DEFAULT_FLOWLET_GAP_US
+from controller.routing import LoadBalance as LoadBalance  # the switches' choice, re-exported
 from protocol.choice import Choice
 
 
@@ -16,11 +18,6 @@ class CheckMode(Choice):
     EXACT = "exact"  # int32 values, every sum checked element by element
     DIGEST = "digest"  # sizes plus a 64-bit linear digest per contribution: each held exactly once
     NONE = "none"  # sizes only, nothing checked
-
-
-class LoadBalance(Choice):
-    ECMP = "ecmp"  # the 5-tuple hash (plus the seed)
-    FLOWLET = "flowlet"  # LetFlow: a new random member after an idle gap
 
 
 # AUTO chooses exact values while every worker's check (a sum over N workers per element) stays below this
@@ -67,9 +64,9 @@ class SimSettings:
     unshaped_mbps: float = 10_000.0  # the rate of links the topology leaves unshaped
     framing_bytes: int = 0  # per frame on the link besides its size (0: as HTB counts; 20: preamble and gap)
     check: CheckMode = CheckMode.AUTO
-    ecmp_seed: int = 0
-    load_balance: LoadBalance = LoadBalance.ECMP
-    flowlet_gap_us: float = 100.0
+    ecmp_seed: int = 0  # the switches' ECMP hash: controller/routing.py hash_multiplier(seed), as on BMv2
+    load_balance: LoadBalance = LoadBalance.ECMP  # controller/routing.py's: per flow, or per flowlet (LetFlow)
+    flowlet_gap_us: float = DEFAULT_FLOWLET_GAP_US  # the P4 program's default (docs/dlcp.md says why)
     roce_class: bool = False  # every RoCE packet in one strict-priority class above bulk traffic (issue 16)
     dlcp: DlcpSwitch = field(default_factory=DlcpSwitch)
     loss_pct: float = 0.0  # RoCE packets dropped at every worker's switch port, both ways

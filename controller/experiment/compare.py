@@ -32,6 +32,9 @@ over the baseline's smallest: the extremes any pairing of their repetitions give
 
 Started again on the same DIR, a compare skips every repetition whose results.json is complete
 (all its iterations done) for the same spec, and runs the rest.
+
+Runs may differ in `backend` (bmv2: the testbed; ns3: the simulator): their rows sit in one table
+with a backend column, a simulated run's speed (wall_s, events_per_s, packet_hops_per_s) beside.
 """
 
 from __future__ import annotations
@@ -61,11 +64,11 @@ TRAINING_FIGURE = "samples_per_s_real"
 LOWER_IS_BETTER = {"ratio_to_bound", "retransmissions", "max_relative_error", "max_abs_error", "dlcp_dropped",
                    "zero_filled_packets", "uplink_imbalance"}
 # Keys of a headline that are not figures to take medians of.
-NOT_FIGURES = {"bmv2", "error", "machine_bound_reason", "check", "repetition", "seed"}
+NOT_FIGURES = {"bmv2", "error", "machine_bound_reason", "check", "repetition", "seed", "backend"}
 
 
 def lower_is_better(figure: str) -> bool:
-    return figure.endswith("_s") or figure in LOWER_IS_BETTER
+    return (figure.endswith("_s") and not figure.endswith("_per_s")) or figure in LOWER_IS_BETTER
 
 
 @dataclass
@@ -216,7 +219,7 @@ def load_spec(path: Path) -> CompareSpec:
 def headline(report: dict[str, Any]) -> dict[str, Any]:
     """One experiment's headline figures (one repetition of a run)."""
     s = report["summary"]
-    out = {"median_s": s["median_s"], "p99_s": s["p99_s"], "ok": report["ok"],
+    out = {"backend": report.get("backend", "bmv2"), "median_s": s["median_s"], "p99_s": s["p99_s"], "ok": report["ok"],
            "algbw_mbps": s["algbw_mbps"], "lower_bound_s": s["lower_bound_s"], "ratio_to_bound": s["ratio_to_bound"],
            "retransmissions": report["retransmissions"], "bytes_on_wire": report["bytes_on_wire"]}
     if "correct" in s:  # a check ran (report["check"])
@@ -268,6 +271,7 @@ def combine(heads: list[dict[str, Any] | None]) -> dict[str, Any]:
         out["correct"] = all(checked)
     out["ok"] = bool(done) and all(h.get("ok") for h in done)
     out["check"] = next((h["check"] for h in completed if "check" in h), None)
+    out["backend"] = next((h["backend"] for h in done if "backend" in h), "bmv2")
     for k in ("machine_bound_reason", "repetition", "seed"):  # a repetition's own, in `repetitions`
         out.pop(k, None)
     out["machine_bound"] = bool(completed) and not valid  # every repetition was machine-bound: no headline
@@ -347,7 +351,12 @@ def completed_report(directory: Path, spec: ExperimentSpec) -> dict[str, Any] | 
         report: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if report.get("spec") != _normalised(spec):
+    saved = report.get("spec")
+    if not isinstance(saved, dict):
+        return None
+    # A field the saved spec lacks is newer than its run, which ran with the field's default (e.g. `backend`).
+    defaults = _normalised(ExperimentSpec())
+    if {**{k: v for k, v in defaults.items() if k not in saved}, **saved} != _normalised(spec):
         return None
     if report.get("summary", {}).get("iterations_done") != spec.iterations or "headline_extra" not in report:
         return None
@@ -396,7 +405,8 @@ def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
                 log(f"  failed: {e}")
                 report = None
                 heads[rep.label][rep.index] = {"median_s": None, "p99_s": None, "ok": False, "iteration_s": None,
-                                               "samples_per_s_real": None, "error": str(e)}
+                                               "samples_per_s_real": None, "error": str(e),
+                                               "backend": str(rep.spec.backend)}
             durations.append(time.monotonic() - started)
         if report is not None:
             reports[rep.label].append(report)
@@ -451,7 +461,8 @@ def _ratio(h: dict[str, Any]) -> str:
     return text if o["headline"] else f"{text} (machine-bound)"
 
 
-TABLE_FIXED = ("median_s", "p99_s", "correct", "algbw_mbps", "lower_bound_s", "ratio_to_bound", "retransmissions",
+TABLE_FIXED = ("backend", "median_s", "p99_s", "correct", "algbw_mbps", "lower_bound_s", "ratio_to_bound",
+               "retransmissions",
                "bytes_on_wire", "error", "bmv2", "machine_bound", "machine_bound_reason", "check", "repetition", "seed",
                "spread", "repetitions", "over_baseline", "is_baseline", "repetitions_done", "headline_repetitions",
                "machine_bound_repetitions", "failed_repetitions")
@@ -462,7 +473,8 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
     plot_compare(summary, out_dir / "compare.png")
     figure = spec.headline_figure
     extra_keys = sorted({k for h in summary.values() for k in h} - set(TABLE_FIXED))
-    header = (["run", "repetitions in the medians", "machine-bound"] + (["/ best baseline"] if spec.baselines else [])
+    header = (["run", "backend", "repetitions in the medians", "machine-bound"]
+              + (["/ best baseline"] if spec.baselines else [])
               + ["median s", "p99 s", "check", "correct", "Mb/s", "bound s", "x bound", "retrans"] + extra_keys)
     lines = [f"# {spec.name}", ""]
     if spec.notes:
@@ -471,7 +483,8 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
               "that were not machine-bound, [min, max] beside it when they differ.", ""]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, h in summary.items():
-        row = [name, f"{h.get('headline_repetitions', 0)} of {h.get('repetitions_done', 0)}", _bound(h)]
+        row = [name, str(h.get("backend", "bmv2")),
+               f"{h.get('headline_repetitions', 0)} of {h.get('repetitions_done', 0)}", _bound(h)]
         if spec.baselines:
             row.append(_ratio(h))
         row += [_figure(h, "median_s"), _figure(h, "p99_s"), _cell(h.get("check")), _cell(h.get("correct")),
@@ -501,7 +514,8 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
         dirs = [Repetition(_spec_of(spec, name), h["repetition"] - 1, spec.repeat).directory(Path("."))
                 for h in summary.get(name, {}).get("repetitions", []) if not h.get("error")]
         links = ", ".join(f"[{d.name if spec.repeat > 1 else 'details'}]({d.as_posix()}/table.txt)" for d in dirs)
-        lines.append(f"- **{name}**: {spec_d['algo']} x{spec_d['workers']} on {spec_d['topo']}, "
+        lines.append(f"- **{name}**: {spec_d['algo']} x{spec_d['workers']} on {spec_d['topo']} "
+                     f"({rs[0].get('backend', 'bmv2')}), "
                      f"{first['step_bytes'] / 2**20:.2f} MiB, bw {spec_d['bw_mbps']}, loss {spec_d['loss_pct']}%, "
                      f"{spec_d['transport']} ({links})")
     errors = [(n, h["repetition"], h["error"]) for n, s in summary.items() for h in s.get("repetitions", [])

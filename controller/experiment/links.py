@@ -36,12 +36,11 @@ class Direction:
         return f"{self.sender}->{self.receiver}"
 
 
-def _kind(topo: Topology, sender: str, receiver: str) -> str:
+def _kind(topo: Topology, sender: str, receiver: str, edges: set[str]) -> str:
     if topo.is_host(sender):
         return "from-host"
     if topo.is_host(receiver):
         return "to-host"
-    edges = {s.name for s in topo.edge_switches()}
     if sender in edges and receiver not in edges:
         return "uplink"
     if receiver in edges and sender not in edges:
@@ -51,7 +50,8 @@ def _kind(topo: Topology, sender: str, receiver: str) -> str:
 
 def shaped_directions(topo: Topology) -> list[Direction]:
     """Both directions of every shaped link of the topology."""
-    return [Direction(a, b, port, lk.bw_mbps, _kind(topo, a, b))
+    edges = {s.name for s in topo.edge_switches()}
+    return [Direction(a, b, port, lk.bw_mbps, _kind(topo, a, b, edges))
             for lk in topo.links if lk.bw_mbps
             for a, port, b in ((lk.a, lk.a_port, lk.b), (lk.b, lk.b_port, lk.a))]
 

@@ -1,18 +1,20 @@
 """Where an experiment's processes go, and the job configuration each of them reads.
 
 The topology a spec needs, its hosts dealt to jobs and roles (`place`), and every job's
-`workers.config.JobConfig`, with the transport's window and timeout sized for the links.
+`workers.config.JobConfig`, with the transport's window and timeout sized for the links: on the
+simulator at high rates the windows and NetReduce's credits also cover the bandwidth-delay product
+(`bdp_packets`), which the testbed's rates never need.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from collections import deque
 from dataclasses import dataclass
 
-from controller.experiment.spec import ExperimentSpec, RingOrder, Topo
+from controller.experiment.spec import ExperimentSpec, RingOrder
 from mininet_topos.shaping import buffer_bytes
-from mininet_topos.topologies import build_topology
 from mininet_topos.topology import Topology
 from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.netreduce import PACKETS as NETREDUCE_PACKETS
@@ -30,13 +32,7 @@ PACKET_OVERHEAD = ROCE_OVERHEAD + RETH_LEN  # bytes on the wire around a payload
 
 def topology_for(spec: ExperimentSpec) -> Topology:
     """The topology of the spec's kind with enough hosts for everything it runs."""
-    n = spec.hosts_needed()
-    if spec.topo == Topo.RACK:
-        return build_topology("rack", hosts=n, bw_mbps=spec.bw_mbps)
-    if spec.topo == Topo.LEAFSPINE:
-        return build_topology("leafspine", leaves=spec.leaves, spines=spec.spines,
-                              hosts_per_leaf=math.ceil(n / spec.leaves), bw_mbps=spec.bw_mbps)
-    return build_topology("dumbbell", hosts_per_side=math.ceil(n / 2), bw_mbps=spec.bw_mbps)
+    return spec.topology()
 
 
 @dataclass(frozen=True)
@@ -94,13 +90,18 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node], topo: Topol
     """What job `job_id`'s processes run, placed at `nodes` of `topo` (the network they run on: a
     bigger one than the spec's own when several specs share a network)."""
     mtu = NETREDUCE_MTU if spec.algo == Algorithm.NETREDUCE else spec.mtu
-    window = incast_window(spec, mtu)
+    window, credits = spec.window, spec.credits
+    if spec.simulated:  # at the simulator's rates a window must cover the path's bandwidth-delay product
+        needed = bdp_packets(spec, topo, mtu)
+        window = max(window, needed)
+        credits = max(credits, math.ceil(needed / NETREDUCE_PACKETS))
+    window = incast_window(spec, mtu, window)
     levels = 0
     in_flight = window
     if spec.algo == Algorithm.NETREDUCE:
         # Credits bound what a worker has in flight; a job whose workers sit on several edge switches
         # is aggregated in two levels (leaves, then a spine).
-        in_flight = min(window, spec.credits * NETREDUCE_PACKETS)
+        in_flight = min(window, credits * NETREDUCE_PACKETS)
         levels = 1 if len({topo.attachment(n.host)[0] for n in nodes if n.role == Role.WORKER}) > 1 else 0
     training = training_config(spec)
     timeout = JobConfig.iteration_timeout
@@ -109,8 +110,8 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node], topo: Topol
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
                      float_mode=spec.float_mode, transport=spec.transport, ps_key_bytes=spec.ps_key_bytes,
-                     mtu=mtu, window=window, rto=min_rto(in_flight, mtu, spec.bw_mbps, levels),
-                     reorder_window=reorder_window(spec.bw_mbps), credits=spec.credits,
+                     mtu=mtu, window=window, rto=min_rto(in_flight, mtu, spec.bw_mbps, levels, queue_of(spec)),
+                     reorder_window=reorder_window(spec.bw_mbps, queue_of(spec)), credits=credits,
                      dlcp=spec.dlcp.host_policy(), crash=spec.crash, training=training, iteration_timeout=timeout,
                      seed=spec.seed + job_id - 1, job_id=job_id)
 
@@ -142,7 +143,7 @@ def fan_in(spec: ExperimentSpec) -> int:
     return 1
 
 
-def incast_window(spec: ExperimentSpec, mtu: int) -> int:
+def incast_window(spec: ExperimentSpec, mtu: int, window: int | None = None) -> int:
     """The spec's window per QP, capped so that the windows of an incast fit the shaped queue of
     the receiving link. RoCE relies on PFC for that and there is none here: without the cap,
     eight parameter-server pushes into a 5 Mb/s link overflow its queue every round, go-back-N
@@ -156,21 +157,63 @@ def incast_window(spec: ExperimentSpec, mtu: int) -> int:
     With peers resolved before the first packet, roce/resolve.py, 10 of 10 resent nothing with
     windows filling the whole queue; the share stays as a margin.) At least one packet: a floor
     above that overflowed the queue with 4 KiB packets (8 windows of 4 into 64 KiB)."""
+    window = spec.window if window is None else window
     if not spec.bw_mbps:
-        return spec.window
-    room = int(buffer_bytes(spec.bw_mbps) * QUEUE_SHARE)
-    return max(1, min(spec.window, room // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
+        return window
+    room = int((queue_of(spec) or buffer_bytes(spec.bw_mbps)) * QUEUE_SHARE)
+    return max(1, min(window, room // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
 
 
-def reorder_window(bw_mbps: float | None) -> float | None:
+def widest_hops(topo: Topology) -> int:
+    """Links on the longest shortest path between two hosts (2 on a rack, 4 on a leaf-spine, 6 on a fat tree)."""
+    neighbours = {s.name: [n for _, n, _ in topo.switch_neighbors(s.name)] for s in topo.switches}
+    edges = [s.name for s in topo.edge_switches()]
+    widest = 0
+    for edge in edges:
+        seen = {edge: 0}
+        todo = deque([edge])
+        while todo:
+            here = todo.popleft()
+            for there in neighbours[here]:
+                if there not in seen:
+                    seen[there] = seen[here] + 1
+                    todo.append(there)
+        widest = max([widest] + [seen[e] for e in edges if e in seen])
+    return widest + 2
+
+
+BDP_MARGIN = 2.0  # windows of twice the path's delays: an ACK comes every window / 4 packets, and queues vary
+
+
+def bdp_packets(spec: ExperimentSpec, topo: Topology, mtu: int) -> int:
+    """Packets a QP needs in flight to keep its link busy across the topology's widest path on the simulator:
+    the packets each store-and-forward link holds while it serializes one (both ways: NetReduce's results come
+    back as whole packets), plus BDP_MARGIN times the path's delays (propagation and a switch's per-packet
+    delay, both ways) over one packet's time. At the testbed's tens of Mb/s this is a few packets (the spec's
+    window rules); at 100 Gb/s across a fat tree about a hundred (docs/simulator.md: a window of 32 limits a
+    hop to about 66 Gb/s there)."""
+    rate = (spec.bw_mbps or 10_000.0) * 1e6 / 8
+    packet_s = (mtu + PACKET_OVERHEAD) / rate
+    hops = widest_hops(topo)
+    delays = 2 * hops * (spec.sim.link_delay_us + spec.sim.switch_delay_us) * 1e-6
+    return 2 * hops + math.ceil(BDP_MARGIN * delays / packet_s)
+
+
+def queue_of(spec: ExperimentSpec) -> int | None:
+    """Bytes of a port's priority queue when the spec gives them (the simulator's `sim.queue_bytes`); None: the
+    testbed's shaped buffer for the rate (mininet_topos/shaping.py buffer_bytes)."""
+    return spec.sim.queue_bytes if spec.simulated else None
+
+
+def reorder_window(bw_mbps: float | None, queue_bytes: int | None = None) -> float | None:
     """How late a packet may arrive behind a later packet of its own message when the switches
     reorder a job's packets: a full shaped queue's time. A packet of a lower strict-priority class
     may wait that long behind higher ones at a hop, and a sprayed packet may meet a full queue on
     its path while the next one meets an empty queue on another. None: unshaped links."""
-    return buffer_bytes(bw_mbps) / (bw_mbps * 1e6 / 8) if bw_mbps else None
+    return (queue_bytes or buffer_bytes(bw_mbps)) / (bw_mbps * 1e6 / 8) if bw_mbps else None
 
 
-def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0) -> float:
+def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0, queue_bytes: int | None = None) -> float:
     """The smallest retransmission timeout: at least 50 ms, a full shaped queue's time plus a window's
     (under incast, as at a parameter server, the packet may sit behind the whole buffer), and
     (3 + 2 levels) windows' time on the link; the RTT estimate raises it further.
@@ -181,9 +224,10 @@ def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0) -> fl
     of k). `levels`: NetReduce's aggregation levels above the edge switches (1 for a job spread over a
     leaf-spine fabric): each puts two more shaped links on the result's way, the partial's up and the
     result's down, each of which may hold a window of the job's cells (docs/netreduce.md, "Loss").
-    `window`: packets in flight per QP (for NetReduce, credits x packets per message at most)."""
+    `window`: packets in flight per QP (for NetReduce, credits x packets per message at most).
+    `queue_bytes`: a port's queue where the spec gives it (queue_of), else the shaped buffer for the rate."""
     if not bw_mbps:
         return 0.05
     rate = bw_mbps * 1e6 / 8
     window_s = window * (mtu + PACKET_OVERHEAD) / rate
-    return max(0.05, (3 + 2 * levels) * window_s, buffer_bytes(bw_mbps) / rate + window_s)
+    return max(0.05, (3 + 2 * levels) * window_s, (queue_bytes or buffer_bytes(bw_mbps)) / rate + window_s)

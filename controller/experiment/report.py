@@ -269,6 +269,7 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
         headline_extra["dlcp_dropped"] = dlcp_drops
     return {
         "name": spec.label,
+        "backend": str(spec.backend),  # bmv2 (the testbed) or ns3 (the simulator)
         "spec": asdict(spec),
         "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
         "step_bytes": step_bytes(spec),
@@ -311,9 +312,11 @@ def format_table(report: dict[str, Any]) -> str:
     s = report["summary"]
     spec = report["spec"]
     bw = f"{spec['bw_mbps']:g} Mb/s" if spec.get("bw_mbps") else "unshaped"
+    backend = report.get("backend", "bmv2")
     lines = [
         f"{report['name']}: {spec['algo']} x{spec['workers']} on {spec['topo']} ({bw}), "
-        f"{report['step_bytes'] / 2**20:.2f} MiB per step, {spec['transport']}, loss {spec['loss_pct']:g}%",
+        f"{report['step_bytes'] / 2**20:.2f} MiB per step, {spec['transport']}, loss {spec['loss_pct']:g}%, "
+        f"on {'the ns-3 simulator' if backend == 'ns3' else 'BMv2'}",
         f"  {'iterations':<22}{s['iterations_done']}/{spec['iterations']}  "
         f"{_verdict(report)}",
         f"  {'median iteration':<22}{_fmt(s['median_s'], ' s')}",
@@ -343,12 +346,19 @@ def format_table(report: dict[str, Any]) -> str:
     x = report.get("headline_extra", {})
     if x.get("background_goodput_mbps") is not None:
         lines.append(f"  {'background TCP':<22}{x['background_goodput_mbps']:.2f} Mb/s goodput over the jobs")
-    limits = [f"busiest link {x['busiest_link_load']:.0%} loaded" if x.get("busiest_link_load") is not None
-              else "no shaped link measured",
-              f"CPU {x['cpu_idle']:.0%} idle" if x.get("cpu_idle") is not None else "CPU idle unknown"]
-    judged = {True: f"MACHINE-BOUND: {x.get('machine_bound_reason')}", False: "not machine-bound",
-              None: "not judged"}[x.get("machine_bound")]
-    lines.append(f"  {'what limited it':<22}{', '.join(limits)}; {judged}")
+    busiest = (f"busiest link {x['busiest_link_load']:.0%} loaded" if x.get("busiest_link_load") is not None
+               else "no shaped link measured")
+    sim = report.get("simulator")
+    if backend == "ns3" and sim:
+        lines.append(f"  {'what limited it':<22}{busiest}; simulated: the model's figures, never machine-bound")
+        lines.append(f"  {'simulator':<22}{sim['wall_s']:.1f} s wall for {sim['sim_s']:.4g} s simulated; "
+                     f"{sim['events_per_s'] / 1e6:.2f} M events/s, {sim['packet_hops_per_s'] / 1e6:.2f} M "
+                     f"packet-hops/s; peak {sim['peak_rss_mb']:.0f} MB")
+    else:
+        limits = [busiest, f"CPU {x['cpu_idle']:.0%} idle" if x.get("cpu_idle") is not None else "CPU idle unknown"]
+        judged = {True: f"MACHINE-BOUND: {x.get('machine_bound_reason')}", False: "not machine-bound",
+                  None: "not judged"}[x.get("machine_bound")]
+        lines.append(f"  {'what limited it':<22}{', '.join(limits)}; {judged}")
     if report["errors"]:
         lines.append("  errors:")
         lines += [f"    {who}: {err.splitlines()[0]}" for who, err in report["errors"].items()]

@@ -8,6 +8,9 @@ colocated on one host), with bulk TCP background traffic, DLCP features and Tens
 on every worker link (both directions, RoCE packets only), never netem. The output directory
 receives job<N>.json, per-node results and logs, results.json, a table and plots; job 1 is
 the one the headline figures describe.
+
+With `backend = "ns3"` the same spec runs on the ns-3 simulator instead (simulated.py): no
+network is brought up, and results.json, the table and the plots come out the same.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from controller.experiment.machine import CpuSample, cpu_sample
 from controller.experiment.placement import job_config, place, topology_for
 from controller.experiment.report import summarize, write_report
 from controller.experiment.settings import BACKGROUND_PORT, RunSettings
-from controller.experiment.spec import ExperimentSpec
+from controller.experiment.spec import ExperimentError, ExperimentSpec
 from controller.experiment.supervisor import Progress, run_nodes
 from controller.experiment.timeline import write_timeline
 from controller.testbed import Testbed
@@ -36,8 +39,13 @@ from mininet_topos.network import NetworkOptions
 
 def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None,
                    network_options: NetworkOptions | None = None) -> dict[str, Any]:
-    """Run one experiment end to end on a network of its own; returns (and writes) results.json's content."""
+    """Run one experiment end to end on a network of its own (or on the simulator: backend = ns3); returns
+    (and writes) results.json's content."""
     spec.validate()
+    if spec.simulated:
+        from controller.experiment.simulated import run_simulated
+
+        return run_simulated(spec, out_dir, progress)
     options = network_options or NetworkOptions(run_dir=out_dir / "net")
     with Testbed(topology_for(spec), options) as net:
         return run_on(net, spec, out_dir, progress)
@@ -47,6 +55,8 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     """Run the spec's jobs on a running network (whose topology fits the spec), then undo what the
     run set on the switches (loss rules, DLCP features, NetReduce jobs); returns the report."""
     spec.validate()
+    if spec.simulated:
+        raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
     out_dir.mkdir(parents=True, exist_ok=True)
     run_dir = out_dir / "run"
     if run_dir.exists():
@@ -58,6 +68,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         cfg.save(out_dir / f"job{cfg.job_id}.json")
     fabric = net.fabric
     started = time.time()
+    wall = time.monotonic()
     before: dict[str, Any] = {}
     after: dict[str, Any] = {}
     cpu: list[CpuSample] = []
@@ -103,6 +114,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     ideal_load = (report.get("training") or {}).get("ideal_link_load")
     extra.update(judge(extra["cpu_idle"], extra.get("busiest_link_load"), ideal_load).fields())
     report["bmv2"] = net.bmv2.describe() if net.bmv2 is not None else None  # the build the switches ran
+    extra["wall_s"] = time.monotonic() - wall
     if rotations is not None:
         report["tensorlights"] = {"rotations": rotations, "interval_s": spec.tensorlights_rotate_s}
     training = report.get("training")

@@ -4,6 +4,11 @@
 `gradswitch compare` builds from its TOML file (`spec_from_dict`). `problems()` lists every
 value that cannot run, one line each naming the value, what is allowed and what to do; the
 command line and the compare loader stop on them before any switch starts.
+
+A spec runs on BMv2 and Mininet (`backend = "bmv2"`, the testbed) or on the ns-3 simulator
+(`backend = "ns3"`, docs/simulator.md): the same fields mean the same on both. The limits of the
+P4 program and of the testbed's QP numbers (a ring of 128, 8-bit node ids, 32 NetReduce members,
+the jobs and credits the switch holds) are BMv2's; the simulator has wider fields and lifts them.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass,
 from typing import Any
 
 from controller.routing import DEFAULT_FLOWLET_GAP_US, Balancing, LoadBalance
+from mininet_topos.topologies import build_topology
+from mininet_topos.topology import Topology, TopologyError
 from protocol.choice import Choice
 from protocol.config import CONFIG
 from protocol.netreduce import DEFAULT_CREDITS
@@ -37,6 +44,9 @@ class SpecError(ValueError):
 
 # `gradswitch experiment` options whose name is not the field's (the others are --<field> with '-' for '_').
 CLI_OPTIONS = {"size_bytes": "size", "bw_mbps": "bw", "loss_pct": "loss", "ps_key_bytes": "ps-key"}
+# `sim` fields and their options (`--check digest`)
+SIM_OPTIONS = {"check": "check", "link_delay_us": "link-delay-us", "switch_delay_us": "switch-delay-us",
+               "host_delay_us": "host-delay-us", "queue_bytes": "queue-bytes"}
 # `emulate` fields and their options (`--emulate-link 25 --device v100 --batch 64`)
 EMULATE_OPTIONS = {"link_gbps": "emulate-link", "device": "device", "precision": "precision", "batch": "batch",
                    "compute_scale": "compute-scale"}
@@ -48,10 +58,65 @@ def named(field_name: str) -> str:
     return f"{field_name} (--{option})" if option else field_name
 
 
+class Backend(Choice):
+    """What runs a spec's jobs."""
+
+    BMV2 = "bmv2"  # the testbed: BMv2 switches and Python hosts in Mininet
+    NS3 = "ns3"  # the ns-3 simulator (docs/simulator.md): the same jobs at cluster scale
+
+
 class Topo(Choice):
     RACK = "rack"  # one switch, every host on it
     LEAFSPINE = "leafspine"  # leaves and spines, hosts dealt over the leaves
     DUMBBELL = "dumbbell"  # two switches, one link between them
+    FATTREE = "fattree"  # ns3: a k-ary fat tree, hosts spread over the pods
+    LEAFSPINE3 = "leafspine3"  # ns3: three tiers, pods of leaves and spines under super-spines
+
+
+SIMULATED_TOPOS = (Topo.FATTREE, Topo.LEAFSPINE3)  # too many switches for BMv2 on one machine
+MAX_SIM_JOBS = 1000  # jobs of one simulated run (ids fit the model's 16-bit job field)
+MAX_SIM_CREDITS = 4096  # NetReduce credits on the simulator (the P4 program's AGG_MAX_CREDITS is BMv2's)
+
+
+class Check(Choice):
+    """What a simulated run's packets carry and how every result is checked (ns3sim CheckMode)."""
+
+    AUTO = "auto"  # exact while the values fit (ns3sim.settings.EXACT_LIMIT), else digest
+    EXACT = "exact"
+    DIGEST = "digest"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """What only the simulator has (backend = ns3; BMv2 runs ignore it, so one table serves a spec run on
+    both): the testbed's own costs for cross-validation, the link delay, the queues, the check. In a TOML
+    spec `sim = { switch_delay_us = 30, check = "digest" }`."""
+
+    check: Check = Check.AUTO
+    link_delay_us: float = 1.0  # propagation delay of every link
+    switch_delay_us: float = 0.0  # per packet in a switch (BMv2's cost; bench/testbed_costs.py measures it)
+    host_delay_us: float = 0.0  # per received message on a host (the Python hosts'; measured likewise)
+    queue_bytes: int | None = None  # every priority queue of a port (None: the testbed's shaped buffer per rate)
+
+    def problems(self) -> list[str]:
+        out = []
+        for name in ("link_delay_us", "switch_delay_us", "host_delay_us"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 <= value <= 1e6):
+                out.append(f"sim {name} = {value}: 0 to 1000000 microseconds")
+        if self.queue_bytes is not None and self.queue_bytes < 1:
+            out.append(f"sim queue_bytes = {self.queue_bytes}: at least 1 byte (leave it out: the testbed's buffer)")
+        return out
+
+
+def simulator_ranks_supported() -> bool:
+    """Whether ns3sim.run takes `ranks` (MPI ranks, issue 18) yet."""
+    import inspect
+
+    from ns3sim import run
+
+    return "ranks" in inspect.signature(run).parameters
 
 
 class RingOrder(Choice):
@@ -146,6 +211,13 @@ class ExperimentSpec:
     load_balance: LoadBalance = LoadBalance.ECMP
     flowlet_gap_us: int = DEFAULT_FLOWLET_GAP_US
     ecmp_seed: int = 0  # 0: the plain hash of the 5-tuple
+    # What runs it: the testbed (BMv2, Mininet) or the ns-3 simulator; the simulator's own settings
+    backend: Backend = Backend.BMV2
+    sim: SimOptions = field(default_factory=SimOptions)
+    ranks: int = 1  # ns3: MPI ranks the simulator runs on (issue 18)
+    k: int | None = None  # fattree: its k (None: the smallest even k with k^3/4 >= the hosts)
+    pods: int = 2  # leafspine3: pods (leaves and spines per pod: `leaves`, `spines`)
+    superspines: int = 2  # leafspine3: super-spines, each linked to every spine
 
     @property
     def label(self) -> str:
@@ -164,6 +236,27 @@ class ExperimentSpec:
         server_hosts = (1 if self.colocate_servers else self.jobs * self.servers_per_job) if self.servers_per_job else 0
         return self.jobs * self.workers + server_hosts + (2 if self.background_flows else 0)
 
+    @property
+    def simulated(self) -> bool:
+        return self.backend == Backend.NS3
+
+    def topology(self) -> Topology:
+        """The topology of the spec's kind with enough hosts for everything it runs (TopologyError names a
+        value that cannot build one)."""
+        n = self.hosts_needed()
+        if self.topo == Topo.RACK:
+            return build_topology("rack", hosts=n, bw_mbps=self.bw_mbps)
+        if self.topo == Topo.LEAFSPINE:
+            return build_topology("leafspine", leaves=self.leaves, spines=self.spines,
+                                  hosts_per_leaf=math.ceil(n / self.leaves), bw_mbps=self.bw_mbps)
+        if self.topo == Topo.FATTREE:
+            return build_topology("fattree", hosts=n, k=self.k, bw_mbps=self.bw_mbps)
+        if self.topo == Topo.LEAFSPINE3:
+            return build_topology("leafspine3", pods=self.pods, leaves_per_pod=self.leaves,
+                                  spines_per_pod=self.spines, superspines=self.superspines,
+                                  hosts_per_leaf=math.ceil(n / (self.pods * self.leaves)), bw_mbps=self.bw_mbps)
+        return build_topology("dumbbell", hosts_per_side=math.ceil(n / 2), bw_mbps=self.bw_mbps)
+
     def problems(self) -> list[str]:
         """Every value this spec cannot run with, one line each (empty: it can run)."""
         out: list[str] = []
@@ -172,13 +265,19 @@ class ExperimentSpec:
             if not ok:
                 out.append(what)
 
+        sim = self.simulated
+        on_ns3 = " (the simulator has no such limit: backend = ns3)"
         need(self.workers >= 1, f"workers = {self.workers}: give at least 1 worker")
-        need(self.workers <= MAX_NODES - self.servers_per_job,
-             f"workers = {self.workers}: at most {MAX_NODES - self.servers_per_job} nodes fit a job's QP numbers")
-        need(self.algo != Algorithm.RING or self.workers <= RING_MAX_WORKERS,
-             f"workers = {self.workers}: a ring has at most {RING_MAX_WORKERS} workers (its step tags)")
-        need(self.algo != Algorithm.NETREDUCE or 2 <= self.workers <= CONFIG.AGG_MAX_MEMBERS,
-             f"workers = {self.workers}: NetReduce needs 2..{CONFIG.AGG_MAX_MEMBERS} workers (AGG_MAX_MEMBERS)")
+        need(sim or self.workers <= MAX_NODES - self.servers_per_job,
+             f"workers = {self.workers}: at most {MAX_NODES - self.servers_per_job} nodes fit a job's QP numbers"
+             + on_ns3)
+        need(sim or self.algo != Algorithm.RING or self.workers <= RING_MAX_WORKERS,
+             f"workers = {self.workers}: a ring has at most {RING_MAX_WORKERS} workers (its step tags)" + on_ns3)
+        need(self.algo != Algorithm.NETREDUCE or self.workers >= 2,
+             f"workers = {self.workers}: NetReduce needs at least 2 workers")
+        need(sim or self.algo != Algorithm.NETREDUCE or self.workers <= CONFIG.AGG_MAX_MEMBERS,
+             f"workers = {self.workers}: NetReduce on BMv2 has at most {CONFIG.AGG_MAX_MEMBERS} workers "
+             "(AGG_MAX_MEMBERS)" + on_ns3)
         need(self.size_bytes >= 4,
              f"{named('size_bytes')} = {self.size_bytes} bytes: give at least 4 bytes (one int32), e.g. 8MiB")
         need(self.iterations >= 1, f"iterations = {self.iterations}: run at least 1 iteration")
@@ -199,10 +298,15 @@ class ExperimentSpec:
         need(self.name == "" or ("/" not in self.name and self.name not in (".", "..")),
              f"name = {self.name!r}: a run name is a directory name (no '/')")
         last_job = CONFIG.AGG_MAX_JOBS - 1 if self.algo == Algorithm.NETREDUCE else CONFIG.DLCP_MAX_JOBS - 1
-        need(1 <= self.jobs <= last_job, f"jobs = {self.jobs}: give 1..{last_job} jobs")
+        if sim:
+            last_job = MAX_SIM_JOBS
+        need(1 <= self.jobs <= last_job, f"jobs = {self.jobs}: give 1..{last_job} jobs"
+             + ("" if sim else " (the switch's job tables; the simulator runs more: backend = ns3)"))
         need(self.background_flows >= 0, f"background_flows = {self.background_flows}: 0 or more TCP streams")
-        need(1 <= self.credits <= CONFIG.AGG_MAX_CREDITS,
-             f"credits = {self.credits}: NetReduce credits are 1..{CONFIG.AGG_MAX_CREDITS} (AGG_MAX_CREDITS)")
+        most_credits = MAX_SIM_CREDITS if sim else CONFIG.AGG_MAX_CREDITS
+        need(1 <= self.credits <= most_credits,
+             f"credits = {self.credits}: NetReduce credits are 1..{most_credits}"
+             + ("" if sim else " (AGG_MAX_CREDITS; the simulator takes more: backend = ns3)"))
         need(self.tensorlights_rotate_s >= 0,
              f"tensorlights_rotate_s = {self.tensorlights_rotate_s}: 0 (fixed) or more seconds")
         need(not self.tensorlights or (self.algo == Algorithm.PS and self.colocate_servers),
@@ -220,6 +324,36 @@ class ExperimentSpec:
         out += self.training_problems()
         need(self.crash is None or self.crash.node < self.workers + self.servers_per_job,
              f"crash node {self.crash.node if self.crash else ''}: no such node in a job")
+        out += self.backend_problems()
+        return out
+
+    def backend_problems(self) -> list[str]:
+        """What one backend runs and the other does not, and the topology's own limits, one line each."""
+        out: list[str] = []
+
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                out.append(what)
+
+        sim = self.simulated
+        need(sim or self.topo not in SIMULATED_TOPOS,
+             f"topo = {self.topo}: too many switches for BMv2 on one machine; run it on the simulator "
+             "(backend = ns3, --backend ns3) or use rack, leafspine or dumbbell")
+        need(not sim or self.workload != "train-digits",
+             "workload = 'train-digits' computes its gradients in Python: it runs on BMv2 only (backend = bmv2)")
+        need(self.k is None or self.topo == Topo.FATTREE, f"k = {self.k}: only a fat tree has a k (topo = fattree)")
+        out.extend(self.sim.problems())
+        need(self.ranks >= 1, f"ranks = {self.ranks}: at least 1 (one process)")
+        if self.ranks > 1:
+            need(sim, f"ranks = {self.ranks}: MPI ranks are the simulator's (backend = ns3)")
+            need(not sim or simulator_ranks_supported(),
+                 f"ranks = {self.ranks}: this simulator runs as one process (MPI ranks are issue 18, not built "
+                 "in yet); give ranks = 1")
+        if not out and (sim or self.topo in SIMULATED_TOPOS):
+            try:
+                self.topology()
+            except TopologyError as e:
+                out.append(f"topo = {self.topo} for {self.hosts_needed()} hosts: {e}")
         return out
 
     def training_problems(self) -> list[str]:
@@ -356,8 +490,16 @@ def dataclass_from_dict(cls: Any, raw: dict[str, Any], where: str = "", base: An
 
 
 def spec_from_dict(raw: dict[str, Any], base: ExperimentSpec | None = None) -> ExperimentSpec:
-    """A spec from a TOML table (`base`'s values for what it leaves out); SpecError names a bad key or value."""
-    spec: ExperimentSpec = dataclass_from_dict(ExperimentSpec, raw, "", base or ExperimentSpec())
+    """A spec from a TOML table (`base`'s values for what it leaves out); SpecError names a bad key or value.
+
+    On the simulator an `emulate` table without `link_gbps` emulates the simulated links themselves
+    (link_gbps = bw_mbps / 1000: dilation `scale`, 1 at full size): ns-3 runs computation at real speed."""
+    base = base or ExperimentSpec()
+    spec: ExperimentSpec = dataclass_from_dict(ExperimentSpec, raw, "", base)
+    table = raw.get("emulate")
+    if (spec.simulated and spec.emulate is not None and spec.bw_mbps and isinstance(table, dict)
+            and "link_gbps" not in table):
+        spec = replace(spec, emulate=replace(spec.emulate, link_gbps=spec.bw_mbps / 1000.0))
     return spec
 
 

@@ -51,6 +51,9 @@ def chrome_trace(results: dict[int, dict[str, Any]], iteration: int, dilation: f
             "otherData": {"iteration": iteration, "dilation": dilation, "clock": "testbed seconds"}}
 
 
+PLOTTED_WORKERS = 8  # a plot shows the first workers (timeline.json has every one: open it in Perfetto)
+
+
 def plot_timeline(trace: dict[str, Any], path: Path, title: str) -> None:
     import matplotlib
 
@@ -60,13 +63,20 @@ def plot_timeline(trace: dict[str, Any], path: Path, title: str) -> None:
 
     names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
              if e["ph"] == "M" and e["name"] == "process_name"}
-    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    shown = sorted(names)[:PLOTTED_WORKERS]
+    if len(names) > len(shown):
+        title += f" ({len(shown)} of {len(names)} workers; timeline.json has all)"
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] in shown]
     rows: list[tuple[int, int]] = sorted({(e["pid"], e["tid"]) for e in spans})
     fig, ax = plt.subplots(figsize=(11, 0.45 * max(4, len(rows)) + 1.2))
     y = {row: len(rows) - 1 - i for i, row in enumerate(rows)}
+    # one collection per row and kind (a call per span costs matplotlib a rescale each: minutes at scale)
+    bars: dict[tuple[tuple[int, int], str], list[tuple[float, float]]] = {}
     for e in spans:
-        ax.broken_barh([(e["ts"] / 1e6, max(e["dur"] / 1e6, 1e-5))], (y[(e["pid"], e["tid"])] - 0.4, 0.8),
-                       facecolors=COLORS.get(e["cat"], "grey"), edgecolors="white", linewidth=0.3)
+        bars.setdefault(((e["pid"], e["tid"]), e["cat"]), []).append((e["ts"] / 1e6, max(e["dur"] / 1e6, 1e-5)))
+    for (row, kind), xs in bars.items():
+        ax.broken_barh(xs, (y[row] - 0.4, 0.8), facecolors=COLORS.get(kind, "grey"), edgecolors="white",
+                       linewidth=0.3)
     ax.set_yticks([y[r] for r in rows],
                   [f"{names.get(p, p)}: {'compute' if t == COMPUTE_TID else f'reduction {t - 1}'}" for p, t in rows],
                   fontsize=7)

@@ -27,7 +27,16 @@ def run(*args: str, env_dir: Path | None = None) -> subprocess.CompletedProcess[
 
 @pytest.mark.parametrize(("args", "says"), [
     (["experiment", "--workers", "0"], "workers = 0: give at least 1 worker"),
-    (["experiment", "--algo", "netreduce", "--workers", "1"], f"NetReduce needs 2..{CONFIG.AGG_MAX_MEMBERS} workers"),
+    (["experiment", "--algo", "netreduce", "--workers", "1"], "NetReduce needs at least 2 workers"),
+    (["experiment", "--algo", "netreduce", "--workers", str(CONFIG.AGG_MAX_MEMBERS + 1)],
+     f"NetReduce on BMv2 has at most {CONFIG.AGG_MAX_MEMBERS} workers (AGG_MAX_MEMBERS) (the simulator has no such "
+     "limit: backend = ns3)"),
+    (["experiment", "--topo", "fattree"], "topo = fattree: too many switches for BMv2 on one machine"),
+    (["experiment", "--backend", "ns3", "--workload", "train-digits", "--dtype", "float32"],
+     "workload = 'train-digits' computes its gradients in Python: it runs on BMv2 only (backend = bmv2)"),
+    (["experiment", "--backend", "ns3", "--topo", "fattree", "--workers", "100", "--k", "4"],
+     "topo = fattree for 100 hosts: k = 4: a 4-ary fat tree holds 16 hosts, not 100"),
+    (["experiment", "--backend", "ns3", "--ranks", "0"], "ranks = 0: at least 1 (one process)"),
     (["experiment", "--loss", "150"], "loss_pct (--loss) = 150.0: a loss rate is 0 <= percent < 100"),
     (["experiment", "--workload", "nosuch"], "workload = 'nosuch': not one of synthetic, "),
     (["experiment", "--bw", "-5"], "bw_mbps (--bw) = -5.0 Mb/s: a link rate is above 0"),
@@ -62,6 +71,8 @@ def test_every_bad_value_is_named_at_once():
     (["experiment", "--algo", "nccl"], "argument --algo: invalid choice: 'nccl'"),
     (["experiment", "--workers", "four"], "argument --workers: invalid int value: 'four'"),
     (["net", "--log-level", "chatty"], "argument --log-level: invalid choice: 'chatty'"),
+    (["net", "--topo", "fattree"], "argument --topo: invalid choice: 'fattree'"),  # the simulator's (experiment)
+    (["experiment", "--backend", "omnet"], "argument --backend: invalid choice: 'omnet'"),
 ])
 def test_a_malformed_option_is_one_line_pointing_at_help(args, says):
     result = run(*args)

@@ -1,7 +1,7 @@
 """Imports run one way: protocol/ at the bottom; roce/ (host transport) and mininet_topos/
 (emulated network) on it; workers/ on roce/, and the switch control plane (controller/ but
 its orchestration) on mininet_topos/ and roce/'s packet code; the simulator's Python side (ns3sim/)
-on those; the orchestration (controller/experiment/, cli.py, testbed.py) and bench/ on top. Parts of
+on those; the orchestration (controller/experiment/, cli.py, testbed.py, doctor.py) and bench/ on top. Parts of
 one floor do not import each other, and no module imports itself through others.
 docs/architecture.md draws the same picture.
 """
@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("protocol", "roce", "mininet_topos", "workers", "controller", "ns3sim", "bench")
-ORCHESTRATION = ("controller.experiment", "controller.cli", "controller.testbed")
+ORCHESTRATION = ("controller.experiment", "controller.cli", "controller.testbed", "controller.doctor")
 
 
 @dataclass(frozen=True, order=True)

@@ -111,7 +111,7 @@ def test_a_run_is_measured_against_the_best_baseline_with_the_ratios_range(tmp_p
     report = (tmp_path / "out" / "report.md").read_text()
     assert "Best baseline: **fast**, median 1.000 [0.800, 1.200] (also measured: slow 2.200 [2.000, 2.400])" in report
     assert "- new: 0.500 [0.333, 0.750] from 3 repetition(s)" in report
-    assert "| new | 3 of 3 | no | 0.50 [0.33, 0.75] | 0.500 [0.400, 0.600] |" in report
+    assert "| new | bmv2 | 3 of 3 | no | 0.50 [0.33, 0.75] | 0.500 [0.400, 0.600] |" in report
 
 
 def test_machine_bound_repetitions_are_left_out_and_named(tmp_path):
@@ -129,7 +129,7 @@ def test_machine_bound_repetitions_are_left_out_and_named(tmp_path):
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Machine-bound repetitions (left out of the medians and the headline)" in report
     assert "- new, repetition 1: CPU 5% idle during the jobs (under 10%)" in report
-    assert "| slow | 0 of 3 | **3 of 3** | baseline |" in report
+    assert "| slow | bmv2 | 0 of 3 | **3 of 3** | baseline |" in report
     # every repetition of the run machine-bound: its ratio is given, never a headline
     everything = {(n, k) for n in ("new",) for k in range(3)}
     again = run_compare(spec(tmp_path), tmp_path / "again", Runner(TIMES, everything), log=lambda s: None)
@@ -257,3 +257,22 @@ def test_a_run_without_a_baseline_of_its_kind_is_refused(tmp_path):
     path.write_text(WITHIN.replace('baselines = ["a-ecmp", "b-ecmp"]', 'baselines = ["a-ecmp"]'))
     with pytest.raises(SpecError, match=r"b-spray.*no baseline shares its ring_order"):
         load_spec(path)
+
+
+def test_a_run_saved_before_a_spec_field_existed_is_still_complete(tmp_path):
+    """Results written before a field was added (e.g. `backend`, issue 17) ran with its default: resuming keeps
+    them; a run that set the new field to something else is another experiment."""
+    out = tmp_path / "out"
+    run_compare(spec(tmp_path), out, Runner(), log=lambda s: None)
+    for path in out.glob("*/rep*/results.json"):
+        saved = json.loads(path.read_text())
+        for newer in ("backend", "sim", "ranks"):
+            del saved["spec"][newer]
+        path.write_text(json.dumps(saved))
+    again = Runner()
+    run_compare(spec(tmp_path), out, again, log=lambda s: None)
+    assert again.calls == []
+    on_ns3 = SPEC.replace('[[runs]]\nname = "new"\n', '[[runs]]\nname = "new"\nbackend = "ns3"\n')
+    third = Runner()
+    run_compare(spec(tmp_path, on_ns3), out, third, log=lambda s: None)
+    assert [(n, s) for n, s, _ in third.calls] == [("new", 10), ("new", 11), ("new", 12)]

@@ -348,11 +348,11 @@ ParseConfig(const std::string& text)
     {
         const json& s = j.at("switch");
         c.switches.processingDelayS = Opt<double>(s, "processing_delay_s", 0.0, "switch");
-        c.switches.ecmpSeed = Opt<uint32_t>(s, "ecmp_seed", 0, "switch");
+        c.switches.ecmpMultiplier = Opt<uint32_t>(s, "ecmp_multiplier", ECMP_PLAIN_MULTIPLIER, "switch");
         c.switches.loadBalance = Choice<LoadBalance>(s, "load_balance",
                                                      {{"ecmp", LoadBalance::Ecmp}, {"flowlet", LoadBalance::Flowlet}},
                                                      "switch", LoadBalance::Ecmp);
-        c.switches.flowletGapS = Opt<double>(s, "flowlet_gap_s", 100e-6, "switch");
+        c.switches.flowletGapS = Opt<double>(s, "flowlet_gap_s", 50e-3, "switch");
         c.switches.roceClass = Opt<bool>(s, "roce_class", false, "switch");
         if (s.contains("faults"))
         {
@@ -408,6 +408,20 @@ ParseConfig(const std::string& text)
                                    Get<uint32_t>(srv, "node", "tensorlights.servers"));
         }
         c.tensorlights = s;
+    }
+    if (j.contains("ecmp_probes"))
+    {
+        for (const auto& p : j.at("ecmp_probes"))
+        {
+            EcmpProbe probe;
+            probe.sw = Get<std::string>(p, "switch", "ecmp_probes");
+            probe.src = Get<std::string>(p, "src", "ecmp_probes");
+            probe.dst = Get<std::string>(p, "dst", "ecmp_probes");
+            probe.protocol = Get<uint32_t>(p, "protocol", "ecmp_probes");
+            probe.sport = Get<uint32_t>(p, "sport", "ecmp_probes");
+            probe.dport = Get<uint32_t>(p, "dport", "ecmp_probes");
+            c.ecmpProbes.push_back(probe);
+        }
     }
     return c;
 }

@@ -4,6 +4,8 @@
 #ifndef GS_CONFIG_H
 #define GS_CONFIG_H
 
+#include "gs-constants.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -74,9 +76,11 @@ enum class LoadBalance
 struct SwitchSettings
 {
     double processingDelayS = 0.0; // per packet, before it joins its egress queue (BMv2's per-packet cost)
-    uint32_t ecmpSeed = 0;
+    // ECMP: member = ((CRC-16 of the flow key x multiplier) mod 2^32 >> 16) mod the group's size, as the P4
+    // program's ECMP_MEMBER; ns3sim writes controller/routing.py hash_multiplier(ecmp_seed)
+    uint32_t ecmpMultiplier = ECMP_PLAIN_MULTIPLIER;
     LoadBalance loadBalance = LoadBalance::Ecmp;
-    double flowletGapS = 100e-6;
+    double flowletGapS = 50e-3; // controller/routing.py DEFAULT_FLOWLET_GAP_US (ns3sim always writes it)
     bool roceClass = false;
     // Fault injection for tests: the first this many NetReduce contributions a switch accepts are added twice
     // (a switch that loses track of its bitmap): the results' check must catch it.
@@ -217,6 +221,17 @@ struct TensorLightsSpec
     std::vector<std::pair<uint32_t, uint32_t>> servers; // (job, node), favoured first
 };
 
+/// A flow to route through one switch without running anything (gradswitch-sim --tables, for tests).
+struct EcmpProbe
+{
+    std::string sw;
+    std::string src; // host names
+    std::string dst;
+    uint32_t protocol = IP_PROTO_UDP;
+    uint32_t sport = 0;
+    uint32_t dport = 0;
+};
+
 struct RunConfig
 {
     uint64_t seed = 1;
@@ -232,6 +247,7 @@ struct RunConfig
     std::vector<JobSpec> jobs;
     std::optional<BackgroundSpec> background;
     std::optional<TensorLightsSpec> tensorlights;
+    std::vector<EcmpProbe> ecmpProbes; // for tests: which port a switch routes these flows to (--tables)
 };
 
 /// Parse a run's configuration (JSON text); ConfigError names the bad value.

@@ -445,6 +445,28 @@ Simulation::SwitchResults() const
 }
 
 json
+Simulation::Probes()
+{
+    json out = json::array();
+    for (const auto& p : m_c.ecmpProbes)
+    {
+        uint32_t sw = m_topo->Index(p.sw);
+        if (sw < m_topo->Hosts())
+        {
+            throw ConfigError("ecmp_probes: " + p.sw + " is not a switch");
+        }
+        Wire w{};
+        w.kind = p.protocol == IP_PROTO_TCP ? KIND_TCP : KIND_ROCE;
+        w.src = m_topo->Index(p.src);
+        w.dst = m_topo->Index(p.dst);
+        w.sport = static_cast<uint16_t>(p.sport);
+        w.dport = static_cast<uint16_t>(p.dport);
+        out.push_back(m_switches[sw - m_topo->Hosts()]->Probe(w));
+    }
+    return out;
+}
+
+json
 Simulation::Tables() const
 {
     json out;

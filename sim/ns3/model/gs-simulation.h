@@ -34,6 +34,8 @@ class Simulation
     nlohmann::json Run();
     /// Every switch's forwarding table and every NetReduce job's aggregation tree (for tests).
     nlohmann::json Tables() const;
+    /// The port each of the configuration's ecmp_probes leaves its switch by (for tests).
+    nlohmann::json Probes();
 
   private:
     void BuildLinks();

@@ -76,6 +76,8 @@ GsSwitch::Setup(Settings s)
     m_delayTicks = static_cast<int64_t>(std::llround(m_s.sw.processingDelayS * 1e12));
     m_flowletGapTicks = static_cast<int64_t>(std::llround(m_s.sw.flowletGapS * 1e12));
     m_rng.seed(m_s.seed * 0x9E3779B97F4A7C15ULL + m_s.index);
+    m_flowletTime.assign(FLOWLET_SLOTS, -1);
+    m_flowletMember.assign(FLOWLET_SLOTS, 0);
 }
 
 void
@@ -207,8 +209,8 @@ GsSwitch::FlowHash(const Wire& w, bool spray) const
 {
     // The P4 program's flow key (l3_forwarding.p4 set_ecmp_group): source and destination address,
     // protocol, source and destination port, and the spray key (the PSN for a spraying DLCP job, else 0),
-    // big-endian; then the ECMP seed when it is not 0 (issue 16).
-    uint8_t key[21];
+    // big-endian: its CRC-16 (the seed enters through the multiplier, Route).
+    uint8_t key[17];
     uint32_t src = w.src < m_s.hostIps.size() ? m_s.hostIps[w.src] : 0;
     uint32_t dst = w.dst < m_s.hostIps.size() ? m_s.hostIps[w.dst] : 0;
     uint8_t proto = w.kind == KIND_TCP ? IP_PROTO_TCP : IP_PROTO_UDP;
@@ -230,16 +232,7 @@ GsSwitch::FlowHash(const Wire& w, bool spray) const
     key[14] = sprayKey >> 16;
     key[15] = sprayKey >> 8;
     key[16] = sprayKey;
-    size_t len = 17;
-    if (m_s.sw.ecmpSeed != 0)
-    {
-        key[17] = m_s.sw.ecmpSeed >> 24;
-        key[18] = m_s.sw.ecmpSeed >> 16;
-        key[19] = m_s.sw.ecmpSeed >> 8;
-        key[20] = m_s.sw.ecmpSeed;
-        len = 21;
-    }
-    return Crc16(key, len);
+    return Crc16(key, sizeof(key));
 }
 
 int32_t
@@ -270,21 +263,27 @@ GsSwitch::Route(const Wire& w)
         auto it = m_dlcp.find(w.job);
         spray = it != m_dlcp.end() && it->second.spray;
     }
-    uint32_t hash = FlowHash(w, spray);
+    uint32_t crc = FlowHash(w, spray);
+    uint32_t size = static_cast<uint32_t>(members.size());
     if (!spray && m_s.sw.loadBalance == LoadBalance::Flowlet)
     {
-        // LetFlow: a flow keeps its member while its packets come closer than the gap; after an idle gap
-        // its next packet takes a member drawn at random.
+        // LetFlow as set_flowlet_group: the slot keeps its member while its packets come closer than the gap;
+        // the first packet after a longer idle gap (or a member beyond this group) draws a 16-bit number r and
+        // takes member (r x size) >> 16.
         int64_t now = Simulator::Now().GetTimeStep();
-        auto [it, fresh] = m_flowlets.try_emplace(hash, now, 0);
-        if (fresh || now - it->second.first > m_flowletGapTicks)
+        uint32_t slot = crc & (FLOWLET_SLOTS - 1);
+        int64_t last = m_flowletTime[slot];
+        if (last < 0 || now - last > m_flowletGapTicks || m_flowletMember[slot] >= size)
         {
-            it->second.second = static_cast<uint32_t>(m_rng() % members.size());
+            uint32_t draw = static_cast<uint32_t>(m_rng() & 0xFFFF);
+            m_flowletMember[slot] = (draw * size) >> 16;
         }
-        it->second.first = now;
-        return members[it->second.second % members.size()];
+        m_flowletTime[slot] = now;
+        return members[m_flowletMember[slot]];
     }
-    return members[hash % members.size()];
+    // ECMP_MEMBER: bits 16..31 of the CRC-16 times the multiplier (mod 2^32), mod the group's size
+    uint32_t mixed = static_cast<uint32_t>(((static_cast<uint64_t>(crc) * m_s.sw.ecmpMultiplier) >> 16) & 0xFFFF);
+    return members[mixed % size];
 }
 
 void

@@ -121,6 +121,15 @@ class GsSwitch : public Node, public PortOwner
     uint8_t Classify(const Wire& w) const;
     int32_t Route(const Wire& w);
     uint32_t FlowHash(const Wire& w, bool spray) const;
+
+  public:
+    /// The port Route gives a packet (for tests: gradswitch-sim --tables with ecmp_probes).
+    int32_t Probe(const Wire& w)
+    {
+        return Route(w);
+    }
+
+  private:
     bool LossHits(uint32_t port);
 
     Settings m_s;
@@ -134,8 +143,10 @@ class GsSwitch : public Node, public PortOwner
     // DLCP virtual queue per (port, priority): bytes and when last drained (ps)
     std::vector<double> m_vqBytes;
     std::vector<int64_t> m_vqTime;
-    // flowlets: flow hash -> (last seen, member)
-    std::unordered_map<uint32_t, std::pair<int64_t, uint32_t>> m_flowlets;
+    // flowlets, as the P4 program's registers: per slot (the low bits of the flow key's CRC-16; flows that
+    // share a slot share it) when it last saw a packet (-1: never) and its member
+    std::vector<int64_t> m_flowletTime;
+    std::vector<uint32_t> m_flowletMember;
     int64_t m_flowletGapTicks = 0;
     std::vector<std::unique_ptr<NrSwitchJob>> m_nr;
     std::unordered_map<uint64_t, std::pair<NrSwitchJob*, uint32_t>> m_members;

@@ -2,7 +2,8 @@
 // and the jobs, runs, writes the results (JSON). docs/simulator.md describes both formats.
 //
 //   gradswitch-sim --config run.json --out results.json     run
-//   gradswitch-sim --config run.json --tables               forwarding tables and NetReduce trees, then exit
+//   gradswitch-sim --config run.json --tables               forwarding tables, NetReduce trees and the ports of
+//                                                           the configuration's ecmp_probes, then exit
 //   gradswitch-sim --constants                              the config.p4 constants this build was compiled with
 //
 // Exit status: 0 when the run completed (its results say whether every job did), 2 for a configuration
@@ -136,6 +137,10 @@ main(int argc, char** argv)
         gs::Simulation sim(std::move(c));
         sim.Build();
         json result = tables ? sim.Tables() : sim.Run();
+        if (tables)
+        {
+            result["ecmp_probes"] = sim.Probes();
+        }
         if (out.empty())
         {
             std::cout << result.dump(1) << std::endl;

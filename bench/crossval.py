@@ -1,0 +1,303 @@
+"""Cross-validation of the ns-3 simulator against the testbed (issue 17 point 3; docs/simulator.md).
+
+The same experiment specs run on BMv2 (the testbed: Python hosts, BMv2 switches, HTB-shaped veths) and on
+ns-3 (`backend = ns3`), at the testbed's link rates, MTU and queue depths, the simulator given the testbed's
+own costs as bench.testbed_costs measured them once (bench/results/testbed-costs.json: a switch's per-packet
+delay, a Python host's per-message delay; never fitted to these runs) and no propagation delay (veths):
+
+- all-reduce: ring, NetReduce and PS (one server) at N = 2, 4, 8 on `rack` and the 2x2 leaf-spine;
+- a training speed-up pair: ResNet-50 on 4 emulated V100s, ring and NetReduce (FIFO buckets, layer sync), the
+  emulated cluster's 10 Gb/s links dilated to the testbed's 20 Mb/s (D = 4), both backends with that dilation;
+- a DLCP pair: VGG-16 training under bulk TCP on the leaf-spine, `baseline-class` (every RoCE packet in one
+  class above TCP) against DLCP priority on top of it.
+
+Each BMv2 run is repeated (--repeat, default 3: seed, seed + 1, ...) and its figure is the median over the
+repetitions that were not machine-bound (controller/experiment/bottleneck.py; a pair without 3 such is not
+judged); the simulator runs the same seeds. Per pair: the median iteration within 10 %; per (topology, N) the
+ratios ring / NetReduce and PS / NetReduce within 10 % and the same ranking of the three algorithms; the
+training speed-up (NetReduce / ring samples/s) and DLCP / baseline within 10 %. Writes the table, and
+bench/results/crossval.json and crossval.png; the runs' own reports under --out (started again with the
+same --out it resumes). Needs root, BMv2, Mininet and the built simulator. BMv2 runs want an idle machine:
+--quiet holds /tmp/gradswitch-quiet while they run (other helpers pause their heavy work).
+
+    python -m bench.crossval [--only allreduce,training,dlcp] [--topos rack,leafspine] [--workers 2,4,8]
+                             [--repeat 3] [--out runs/bench-crossval] [--bmv2 PATH] [--quiet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from bench.common import RESULTS, bmv2_option, save, use_bmv2
+from bench.testbed_costs import COSTS, load_costs, quiet_machine
+from controller.experiment.compare import CompareSpec, run_compare
+from controller.experiment.spec import Backend, ExperimentSpec, SimOptions, Topo, spec_from_dict
+from workers.config import Algorithm
+
+TOLERANCE = 0.10  # |ns-3 / BMv2 - 1| at most this, per figure
+MIN_REPETITIONS = 3  # BMv2 repetitions that were not machine-bound, at least, for a judged pair
+ALGOS = (Algorithm.RING, Algorithm.NETREDUCE, Algorithm.PS)
+
+
+def simulated(spec: ExperimentSpec, costs: dict[str, float]) -> ExperimentSpec:
+    """The spec on ns-3, with the testbed's measured costs and no propagation delay (veths)."""
+    sim = SimOptions(link_delay_us=0.0, switch_delay_us=costs["switch_delay_us"], host_delay_us=costs["host_delay_us"])
+    return replace(spec, backend=Backend.NS3, sim=sim, name=f"{spec.name}-ns3")
+
+
+def allreduce_specs(topos: list[str], workers: list[int], bw: float, size: int, iterations: int
+                    ) -> list[ExperimentSpec]:
+    out = []
+    for topo in topos:
+        for n in workers:
+            for algo in ALGOS:
+                out.append(ExperimentSpec(name=f"{topo}-n{n}-{algo}", algo=algo, workers=n, topo=Topo(topo),
+                                          size_bytes=size, bw_mbps=bw, iterations=iterations))
+    return out
+
+
+def training_specs() -> list[ExperimentSpec]:
+    base = spec_from_dict({"workers": 4, "bw_mbps": 20, "scale": 0.008, "workload": "resnet50", "iterations": 4,
+                           "warmup": 1, "sync": "layer", "scheduling": "fifo", "bucket_mb": 25,
+                           "emulate": {"link_gbps": 10, "device": "v100", "precision": "fp32", "batch": 32}})
+    return [replace(base, name=f"training-{algo}", algo=algo) for algo in (Algorithm.RING, Algorithm.NETREDUCE)]
+
+
+def dlcp_specs() -> list[ExperimentSpec]:
+    base = spec_from_dict({"algo": "ring", "workers": 4, "topo": "leafspine", "bw_mbps": 5, "background_flows": 4,
+                           "workload": "vgg16", "scale": 0.002, "sync": "layer", "scheduling": "priority",
+                           "partition_mb": 16, "iterations": 5, "warmup": 1, "transport": "sr", "mtu": 1024,
+                           "roce_class": True,
+                           "emulate": {"link_gbps": 10, "device": "v100", "precision": "fp32", "batch": 32}})
+    return [replace(base, name="dlcp-baseline-class"),
+            spec_from_dict({"name": "dlcp-priority", "dlcp": {"priority": True}}, base)]
+
+
+# ---- running: BMv2 runs of one topology on one network, ns-3 runs on their own ----
+
+
+class Runner:
+    def __init__(self, runs: list[ExperimentSpec], net_dir: Path) -> None:
+        from bench.training import SharedNetworks
+
+        self.bmv2 = SharedNetworks([r for r in runs if not r.simulated], net_dir)
+
+    def __call__(self, spec: ExperimentSpec, out_dir: Path) -> dict[str, Any]:
+        if spec.simulated:
+            from controller.experiment.runner import run_experiment
+
+            return run_experiment(spec, out_dir, progress=False)
+        report: dict[str, Any] = self.bmv2(spec, out_dir)
+        return report
+
+    def close(self) -> None:
+        self.bmv2.close()
+
+
+def group(spec: ExperimentSpec) -> tuple[Any, ...]:
+    return ("ns3",) if spec.simulated else ("bmv2", spec.topo, spec.leaves, spec.spines, spec.bw_mbps)
+
+
+def run_pairs(name: str, bmv2_runs: list[ExperimentSpec], costs: dict[str, float], out: Path, repeat: int,
+              quiet: bool = False) -> dict[str, dict[str, Any]]:
+    """Every BMv2 run `repeat` times (holding the quiet flag while they run) and its simulated twin with the same
+    seeds; the compare summary (medians over the repetitions that were not machine-bound) by run name."""
+    runs = bmv2_runs + [simulated(r, costs) for r in bmv2_runs]
+    spec = CompareSpec(f"crossval-{name}", runs, repeat=repeat)
+    runner = Runner(runs, out / spec.name)
+    try:
+        with quiet_machine(quiet):
+            return run_compare(spec, out / spec.name, runner, log=_log, group=group)
+    finally:
+        runner.close()
+
+
+# ---- judging ----
+
+
+@dataclass(frozen=True)
+class Figure:
+    what: str
+    bmv2: float | None
+    ns3: float | None
+    usable: bool  # the BMv2 side has MIN_REPETITIONS repetitions that were not machine-bound
+
+    @property
+    def error(self) -> float | None:
+        return self.ns3 / self.bmv2 - 1 if self.bmv2 and self.ns3 is not None else None
+
+    @property
+    def within(self) -> bool | None:
+        """Within TOLERANCE (None: not judged)."""
+        return None if self.error is None or not self.usable else abs(self.error) <= TOLERANCE
+
+    def row(self) -> dict[str, Any]:
+        return {"what": self.what, "bmv2": self.bmv2, "ns3": self.ns3, "error": self.error, "usable": self.usable,
+                "within": self.within}
+
+
+def _usable(*summaries: dict[str, Any]) -> bool:
+    return all(s.get("headline_repetitions", 0) >= MIN_REPETITIONS for s in summaries)
+
+
+def _value(s: dict[str, Any], key: str) -> float | None:
+    v = s.get(key)
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def judge_allreduce(summary: dict[str, dict[str, Any]], topos: list[str], workers: list[int]
+                    ) -> tuple[list[Figure], list[dict[str, Any]]]:
+    """Per run its median iteration; per (topology, N) ring / NetReduce, PS / NetReduce and the ranking."""
+    figures, rankings = [], []
+    for topo in topos:
+        for n in workers:
+            times: dict[str, dict[str, float | None]] = {"bmv2": {}, "ns3": {}}
+            usable = True
+            for algo in ALGOS:
+                b = summary.get(f"{topo}-n{n}-{algo}", {})
+                s = summary.get(f"{topo}-n{n}-{algo}-ns3", {})
+                ok = _usable(b)
+                usable = usable and ok
+                times["bmv2"][str(algo)], times["ns3"][str(algo)] = _value(b, "median_s"), _value(s, "median_s")
+                figures.append(Figure(f"{topo} N={n} {algo}: median iteration (s)", times["bmv2"][str(algo)],
+                                      times["ns3"][str(algo)], ok))
+            for other in (Algorithm.RING, Algorithm.PS):
+                figures.append(Figure(f"{topo} N={n} {other} / netreduce", _ratio(times["bmv2"][str(other)],
+                                      times["bmv2"]["netreduce"]), _ratio(times["ns3"][str(other)],
+                                      times["ns3"]["netreduce"]), usable))
+            order = {side: _fastest_first(t) for side, t in times.items()}
+            rankings.append({"what": f"{topo} N={n}", "bmv2": order["bmv2"], "ns3": order["ns3"], "usable": usable,
+                             "same": order["bmv2"] == order["ns3"] if usable else None})
+    return figures, rankings
+
+
+def _fastest_first(times: dict[str, float | None]) -> list[str]:
+    return sorted(times, key=lambda algo: times[algo] or float("inf"))
+
+
+def judge_pair(summary: dict[str, dict[str, Any]], what: str, run: str, base: str) -> list[Figure]:
+    """Two training runs: each one's steady-state iteration, and run / base in samples/s."""
+    out = []
+    for name in (base, run):
+        b, s = summary.get(name, {}), summary.get(f"{name}-ns3", {})
+        out.append(Figure(f"{name}: training iteration (s)", _value(b, "iteration_s"), _value(s, "iteration_s"),
+                          _usable(b)))
+    rb, bb = summary.get(run, {}), summary.get(base, {})
+    rs, bs = summary.get(f"{run}-ns3", {}), summary.get(f"{base}-ns3", {})
+    out.append(Figure(what, _ratio(_value(rb, "samples_per_s_real"), _value(bb, "samples_per_s_real")),
+                      _ratio(_value(rs, "samples_per_s_real"), _value(bs, "samples_per_s_real")), _usable(rb, bb)))
+    return out
+
+
+# ---- reporting ----
+
+
+def table(figures: list[Figure], rankings: list[dict[str, Any]]) -> str:
+    lines = [f"{'figure':<44}{'BMv2':>10}{'ns-3':>10}{'ns-3/BMv2':>11}  verdict"]
+    for f in figures:
+        verdict = {True: "within 10 %", False: "DIFFERS", None: "not judged (BMv2 machine-bound or missing)"}[f.within]
+        error = f"{f.error:+.1%}" if f.error is not None else "-"
+        lines.append(f"{f.what:<44}{_num(f.bmv2):>10}{_num(f.ns3):>10}{error:>11}  {verdict}")
+    for r in rankings:
+        verdict = {True: "same ranking", False: "RANKING DIFFERS", None: "not judged"}[r["same"]]
+        lines.append(f"{r['what'] + ': fastest first':<44}{' < '.join(r['bmv2']):>21}  ns-3: {' < '.join(r['ns3'])}  "
+                     f"{verdict}")
+    return "\n".join(lines)
+
+
+def _num(v: float | None) -> str:
+    return f"{v:.4g}" if v is not None else "-"
+
+
+def plot(figures: list[Figure], path: Path) -> None:
+    """ns-3 against BMv2 per figure: the ratio, with the 10 % band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [f for f in figures if f.error is not None]
+    fig, ax = plt.subplots(figsize=(8, 0.22 * len(shown) + 1.5))
+    y = list(range(len(shown)))[::-1]
+    colors = ["tab:green" if f.within else "tab:red" if f.within is False else "tab:grey" for f in shown]
+    ax.barh(y, [1 + (f.error or 0.0) for f in shown], color=colors, left=0)
+    ax.axvspan(1 - TOLERANCE, 1 + TOLERANCE, color="tab:green", alpha=0.12)
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_yticks(y, [f.what for f in shown], fontsize=6)
+    ax.set_xlim(0.5, 1.5)
+    ax.set_xlabel("ns-3 / BMv2 (green band: within 10 %; grey: BMv2 side machine-bound, not judged)")
+    ax.set_title("cross-validation: the simulator against the testbed, same specs", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _log(line: str) -> None:
+    if line.startswith("[") or "failed" in line:
+        print(line, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.crossval", description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="allreduce,training,dlcp", help="allreduce, training, dlcp (comma-separated)")
+    parser.add_argument("--topos", default="rack,leafspine")
+    parser.add_argument("--workers", default="2,4,8")
+    parser.add_argument("--bw", type=float, default=20.0, help="all-reduce runs' link rate, Mb/s (default 20)")
+    parser.add_argument("--size", type=int, default=512 << 10, help="all-reduce bytes (default 512 KiB)")
+    parser.add_argument("--iterations", type=int, default=6)
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions of every run (default 3)")
+    parser.add_argument("--out", type=Path, default=Path("runs/bench-crossval"))
+    parser.add_argument("--costs", type=Path, default=COSTS, help="the testbed's measured costs")
+    parser.add_argument("--quiet", action="store_true", help="hold /tmp/gradswitch-quiet while BMv2 runs")
+    bmv2_option(parser)
+    args = parser.parse_args()
+    use_bmv2(args)
+    costs = load_costs(args.costs)
+    print(f"testbed costs ({args.costs}): switch {costs['switch_delay_us']:.1f} us per packet, host "
+          f"{costs['host_delay_us']:.1f} us per message", flush=True)
+    parts = args.only.split(",")
+    topos, workers = args.topos.split(","), [int(n) for n in args.workers.split(",")]
+    started = time.monotonic()
+    figures: list[Figure] = []
+    rankings: list[dict[str, Any]] = []
+    summaries: dict[str, Any] = {}
+    if "allreduce" in parts:
+        runs = allreduce_specs(topos, workers, args.bw, args.size, args.iterations)
+        summaries["allreduce"] = run_pairs("allreduce", runs, costs, args.out, args.repeat, args.quiet)
+        f, r = judge_allreduce(summaries["allreduce"], topos, workers)
+        figures += f
+        rankings += r
+    if "training" in parts:
+        summaries["training"] = run_pairs("training", training_specs(), costs, args.out, args.repeat, args.quiet)
+        figures += judge_pair(summaries["training"], "training speed-up: NetReduce / ring (samples/s)",
+                              "training-netreduce", "training-ring")
+    if "dlcp" in parts:
+        summaries["dlcp"] = run_pairs("dlcp", dlcp_specs(), costs, args.out, args.repeat, args.quiet)
+        figures += judge_pair(summaries["dlcp"], "DLCP priority / baseline-class (samples/s)", "dlcp-priority",
+                              "dlcp-baseline-class")
+    print(table(figures, rankings))
+    judged = [f for f in figures if f.within is not None] + [r for r in rankings if r["same"] is not None]
+    passed = sum(1 for f in figures if f.within) + sum(1 for r in rankings if r["same"])
+    print(f"{passed} of {len(judged)} judged figures agree ({len(figures) + len(rankings) - len(judged)} not judged)")
+    name = "crossval" if args.only == "allreduce,training,dlcp" else "crossval-" + args.only.replace(",", "-")
+    plot(figures, RESULTS / f"{name}.png")
+    path = save(name, {"tolerance": TOLERANCE, "min_repetitions": MIN_REPETITIONS, "repeat": args.repeat,
+                       "costs": costs, "costs_file": str(args.costs), "figures": [f.row() for f in figures],
+                       "rankings": rankings, "agree": passed, "judged": len(judged),
+                       "wall_s": time.monotonic() - started, "runs": summaries})
+    print(f"written {path} and {RESULTS / f'{name}.png'}; reports under {args.out}")
+
+
+if __name__ == "__main__":
+    from mininet_topos.bmv2 import one_switch_user_at_a_time
+
+    with one_switch_user_at_a_time():
+        main()

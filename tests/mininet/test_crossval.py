@@ -1,0 +1,27 @@
+"""One small cross-validation pair (issue 17 point 3; bench.crossval runs them all): the same ring spec on BMv2
+and on ns-3 with the testbed's measured costs (bench/results/testbed-costs.json), its median iteration within
+bench.crossval's 10 %."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.crossval import TOLERANCE, allreduce_specs, simulated
+from bench.testbed_costs import load_costs
+from controller.experiment.runner import run_experiment
+
+pytestmark = [pytest.mark.mininet, pytest.mark.ns3]
+
+
+def test_a_ring_on_bmv2_and_on_ns3_agree(tmp_path):
+    (ring,) = [s for s in allreduce_specs(["rack"], [4], 20.0, 256 << 10, 3) if str(s.algo) == "ring"]
+    twin = simulated(ring, load_costs())
+    assert twin.sim.switch_delay_us > 0 and twin.sim.host_delay_us > 0 and twin.sim.link_delay_us == 0
+    testbed = run_experiment(ring, tmp_path / "bmv2", progress=False)
+    model = run_experiment(twin, tmp_path / "ns3", progress=False)
+    for report in (testbed, model):
+        assert report["ok"] and report["summary"]["correct"], report["errors"]
+    assert testbed["backend"] == "bmv2" and model["backend"] == "ns3"
+    assert not testbed["headline_extra"]["machine_bound"], testbed["headline_extra"]["machine_bound_reason"]
+    measured, simulated_s = testbed["summary"]["median_s"], model["summary"]["median_s"]
+    assert abs(simulated_s / measured - 1) <= TOLERANCE, (measured, simulated_s)
