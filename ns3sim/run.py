@@ -56,8 +56,16 @@ def simulate(config: dict[str, Any], out_dir: Path, settings: SimSettings | None
     return result
 
 
-def run(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out_dir: Path) -> SimResult:
-    """Simulate the jobs on the topology: per-node results in the BMv2 workers' schema (docs/simulator.md)."""
+def run(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out_dir: Path, ranks: int = 1,
+        hostfile: Path | None = None) -> SimResult:
+    """Simulate the jobs on the topology: per-node results in the BMv2 workers' schema (docs/simulator.md).
+
+    ranks > 1 runs the MPI build under mpirun on that many ranks (hostfile: mpirun's --hostfile, for a
+    cluster); one rank needs no MPI."""
+    if ranks < 1:
+        raise SimError(f"ranks {ranks}: at least 1")
+    if ranks > 1 or hostfile is not None:
+        raise NotImplementedError("ranks > 1 (MPI) is being built on branch i18-mpi (issue 18)")
     return parse(simulate(run_config(topology, jobs, settings), out_dir, settings), jobs)
 
 
