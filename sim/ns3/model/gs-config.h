@@ -217,6 +217,21 @@ struct TensorLightsSpec
     std::vector<std::pair<uint32_t, uint32_t>> servers; // (job, node), favoured first
 };
 
+enum class MpiSync
+{
+    Barrier,     // ns3::DistributedSimulatorImpl: every rank waits at a global barrier once per lookahead window
+    NullMessage, // ns3::NullMessageSimulatorImpl: neighbouring ranks exchange null messages (Chandy-Misra-Bryant)
+};
+
+/// Distributing the run over MPI ranks (issue 18; docs/simulator.md "Distributed over MPI ranks"): every rank
+/// builds the whole topology; a node is simulated (its applications, its switch state) only on its rank.
+struct MpiSpec
+{
+    uint32_t ranks = 1;
+    MpiSync sync = MpiSync::Barrier;
+    std::map<std::string, uint32_t> rankOf; // every host and switch by name
+};
+
 struct RunConfig
 {
     uint64_t seed = 1;
@@ -232,6 +247,7 @@ struct RunConfig
     std::vector<JobSpec> jobs;
     std::optional<BackgroundSpec> background;
     std::optional<TensorLightsSpec> tensorlights;
+    MpiSpec mpi;
 };
 
 /// Parse a run's configuration (JSON text); ConfigError names the bad value.
