@@ -11,7 +11,7 @@ from typing import Any
 
 from ns3sim.settings import CheckMode
 from workers.config import JobConfig
-from workers.records import IterationRecord
+from workers.records import CheckKind, IterationRecord
 from workers.schedule import plan
 from workers.training import Event, EventKind, timings
 
@@ -45,7 +45,9 @@ class SimResult:
         return not self.time_limit_hit and all(n.get("ok") for job in self.nodes.values() for n in job.values())
 
 
-def _records(node: dict[str, Any], cfg: JobConfig) -> list[IterationRecord]:
+def _records(node: dict[str, Any], cfg: JobConfig, check: CheckMode) -> list[IterationRecord]:
+    """The node's iterations as IterationRecords, with the check the job's packets carried."""
+    kind = CheckKind(str(check))
     its = node.get("iterations", [])
     out = []
     if cfg.training is not None and node.get("timeline") is not None:
@@ -59,21 +61,28 @@ def _records(node: dict[str, Any], cfg: JobConfig) -> list[IterationRecord]:
                      "overlap": t.overlap, "zero_filled_packets": float(it.get("zero_filled_packets", 0)),
                      "relative_error": float(it.get("relative_error", 0.0))}
             out.append(IterationRecord(t.index, t.start, t.end, bool(it.get("correct", False)),
-                                       int(it.get("wrong_elements", 0)), 0.0, 0, extra))
+                                       int(it.get("wrong_elements", 0)), 0.0, 0, extra, check=kind))
         return out
     for it in its:
         extra = {"zero_filled_packets": float(it["zero_filled_packets"]), "relative_error": float(it["relative_error"])}
         out.append(IterationRecord(it["index"], it["start"], it["end"], bool(it["correct"]), int(it["wrong_elements"]),
-                                   float(it["max_abs_error"]), int(it["saturated"]), extra))
+                                   float(it["max_abs_error"]), int(it["saturated"]), extra, check=kind))
     return out
 
 
-def node_result(node: dict[str, Any], cfg: JobConfig) -> NodeResult:
-    """One node's result in the schema of workers/main.py's result-<id>.json."""
+def node_result(node: dict[str, Any], cfg: JobConfig, check: CheckMode) -> NodeResult:
+    """One node's result in the schema of workers/main.py's result-<id>.json. The simulator adds int32
+    values (or digests): an exact check that found no wrong element found no error either, so
+    max_abs_error is 0 there; where it is not known (a digest, no check, wrong elements) it is left out."""
     out: NodeResult = {"node_id": node["node_id"], "host": node["host"], "role": node["role"], "ok": node["ok"]}
     if node.get("error"):
         out["error"] = node["error"]
-    out["iterations"] = [r.to_dict() for r in _records(node, cfg)]
+    out["iterations"] = []
+    for r in _records(node, cfg, check):
+        record = r.to_dict()
+        if check != CheckMode.EXACT or r.wrong_elements:
+            record["max_abs_error"] = None
+        out["iterations"].append(record)
     out["stats"] = node["stats"]
     if cfg.training is not None and node["role"] == "worker":
         p = plan(cfg)
@@ -109,8 +118,8 @@ def parse(raw: dict[str, Any], jobs: list[JobConfig]) -> SimResult:
     checks: dict[int, CheckMode] = {}
     for job in raw["jobs"]:
         cfg = by_id[job["job_id"]]
-        nodes[cfg.job_id] = {n["node_id"]: node_result(n, cfg) for n in job["nodes"]}
         checks[cfg.job_id] = CheckMode(job["check"])
+        nodes[cfg.job_id] = {n["node_id"]: node_result(n, cfg, checks[cfg.job_id]) for n in job["nodes"]}
     speed = SimSpeed(raw["wall_s"], raw["sim_s"], raw["events"], raw["events_per_s"], raw["packet_hops"],
                      raw["packet_hops_per_s"], raw["peak_rss_mb"])
     return SimResult(nodes, checks, switch_counters(raw["switches"], raw["sim_s"]), raw.get("background"), speed,
