@@ -7,11 +7,6 @@
 #include "ns3/mac48-address.h"
 #include "ns3/simulator.h"
 
-#ifdef NS3_MPI
-#include "ns3/mpi-interface.h"
-#include "ns3/mpi-receiver.h"
-#include "ns3/point-to-point-remote-channel.h"
-#endif
 
 #include <sys/resource.h>
 
@@ -132,17 +127,16 @@ Simulation::BuildLinks()
             if (m_ranks->Cut(a, b))
             {
                 // A cut link (issue 18): ns-3's remote channel; what arrives from another rank goes to the device.
-                channel = CreateObject<PointToPointRemoteChannel>();
+                Ptr<GsRemoteChannel> remote = CreateObject<GsRemoteChannel>();
                 for (int i = 0; i < 2; i++)
                 {
-                    Ptr<MpiReceiver> rx = CreateObject<MpiReceiver>();
-                    rx->SetReceiveCallback(MakeCallback(&GsDevice::Deliver, devs[i]));
-                    devs[i]->AggregateObject(rx);
+                    remote->Listen(devs[i]);
                     if (m_ranks->Local(ends[i]))
                     {
                         m_cutDevices.push_back(devs[i]);
                     }
                 }
+                channel = remote;
             }
             else
 #endif
@@ -604,6 +598,10 @@ Simulation::SwitchResults() const
     json out = json::object();
     for (const auto& sw : m_switches)
     {
+        if (!m_ranks->Local(sw->GetId()))
+        {
+            continue; // its rank reports it
+        }
         json ports = json::object();
         for (const auto& [port, dev] : sw->Ports())
         {

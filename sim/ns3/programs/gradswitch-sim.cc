@@ -152,7 +152,7 @@ main(int argc, char** argv)
                   << std::endl;
         return 2;
     }
-    bool distributed = false;
+    [[maybe_unused]] bool distributed = false;
     bool writer = true;
 #ifdef NS3_MPI
     // One rank runs ns-3's default (sequential) simulator without MPI. More: the distributed simulator, chosen
