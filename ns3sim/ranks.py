@@ -38,7 +38,6 @@ class MpiLaunch:
 
     ranks: int
     hostfile: Path | None = None
-    sync: MpiSync = MpiSync.BARRIER
 
 
 @dataclass(frozen=True)
@@ -137,8 +136,8 @@ def partition(topo: Topology, jobs: list[JobConfig], ranks: int) -> Partition:
                              f"so at most {len(parts)} ranks; give fewer ranks or a larger topology")
     hosts_of_job_nodes: dict[str, int] = {}
     for cfg in jobs:
-        for n in cfg.nodes:
-            hosts_of_job_nodes[n.host] = hosts_of_job_nodes.get(n.host, 0) + 1
+        for node in cfg.nodes:
+            hosts_of_job_nodes[node.host] = hosts_of_job_nodes.get(node.host, 0) + 1
     weights = [sum(hosts_of_job_nodes.get(n, 0) for n in piece) for piece in parts]
     total = sum(weights)
     if total < ranks:
@@ -157,8 +156,8 @@ def partition(topo: Topology, jobs: list[JobConfig], ranks: int) -> Partition:
         taken += w
     rank_of: dict[str, int] = {}
     for piece, r in zip(parts, owner, strict=True):
-        for n in piece:
-            rank_of[n] = r
+        for name in piece:
+            rank_of[name] = r
     for i, s in enumerate(top):
         rank_of[s] = i % ranks
     out = Partition(ranks, rank_of, tuple(tuple(p) for p in parts), tuple(top))

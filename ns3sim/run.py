@@ -112,7 +112,7 @@ def run(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out_di
             config["mpi"] = partition(topology, jobs, ranks).config(sync)
         except PartitionError as e:
             raise SimError(str(e)) from None
-        launch = MpiLaunch(ranks, hostfile, sync)
+        launch = MpiLaunch(ranks, hostfile)
     return parse(simulate(config, out_dir, settings, launch=launch), jobs)
 
 
