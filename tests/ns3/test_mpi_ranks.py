@@ -15,8 +15,8 @@ from mininet_topos.topologies import fattree, leafspine
 from mininet_topos.topology import Topology
 from ns3sim import Background, CheckMode, MpiSync, SimResult, SimSettings, run
 from ns3sim.config import base_config
-from ns3sim.run import SimError, simulate
 from ns3sim.ranks import MpiLaunch
+from ns3sim.run import SimError, simulate
 from tests.ns3.helpers import write_job
 from workers.config import Algorithm, Crash, Device, Emulation, JobConfig, Node, Role, Training
 
