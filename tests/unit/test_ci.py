@@ -137,7 +137,7 @@ def test_elsewhere_the_prebuilt_ns3_with_mpi_is_not_installed(tmp_path):
 
 
 def test_mpi_tests_are_not_required_when_the_mpi_build_fails(tmp_path):
-    out, ran, built, required = _decide_mpi(tmp_path, builds=False)
+    out, ran, _, required = _decide_mpi(tmp_path, builds=False)
     assert ran and not required, out
     assert "did not build" in out
 
