@@ -103,7 +103,8 @@ def build(mpi: bool = False, jobs: int = 2, prefix: Path | None = None) -> Path:
     if mpi:
         prefix = prefix or MPI_PREFIX
         if not (prefix / "include" / "ns3" / "mpi-interface.h").exists():
-            raise BuildError(f"{prefix} has no ns-3 built with MPI: run ../shared/toolchain/install-ns3-mpi.sh as root")
+            raise BuildError(f"{prefix} has no ns-3 built with MPI: run ../shared/toolchain/install-ns3-mpi.sh as root "
+                             "(Debian 12), or build ns-3 with --enable-mpi (docs/simulator.md)")
     else:
         prefix = prefix or install_wheel()
     out = MPI_BUILD_DIR if mpi else BUILD_DIR
@@ -122,10 +123,12 @@ def build(mpi: bool = False, jobs: int = 2, prefix: Path | None = None) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ns3sim.build", description=__doc__.splitlines()[0])
     parser.add_argument("--mpi", action="store_true", help=f"build against ns-3 with MPI ({MPI_PREFIX})")
+    parser.add_argument("--prefix", type=Path, default=None,
+                        help=f"where ns-3 is installed (default: the wheel; with --mpi {MPI_PREFIX})")
     parser.add_argument("--jobs", type=int, default=2, help="parallel compile jobs (default 2)")
     args = parser.parse_args(argv)
     try:
-        path = build(mpi=args.mpi, jobs=args.jobs)
+        path = build(mpi=args.mpi, jobs=args.jobs, prefix=args.prefix)
     except (BuildError, subprocess.CalledProcessError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
