@@ -44,6 +44,9 @@ class RankStats:
     packet_hops: int
     cut_links: int  # its ends of links cut between ranks
     cut_tx_packets: int  # packets it sent to other ranks over them
+    cut_rx_packets: int  # and received from them
+    allgather_us: float  # one MPI_Allgather among the ranks, timed before the run (a barrier window's cost)
+    setup_rss_mb: float  # peak memory once the network and its jobs were built, before the run
     peak_rss_mb: float
 
 
@@ -63,7 +66,8 @@ def mpi_stats(raw: dict[str, Any]) -> MpiStats | None:
     if m is None:
         return None
     ranks = tuple(RankStats(r["rank"], r["hosts"], r["switches"], r["job_nodes"], r["wall_s"], r["events"],
-                            r["packet_hops"], r["cut_links"], r["cut_tx_packets"], r["peak_rss_mb"])
+                            r["packet_hops"], r["cut_links"], r["cut_tx_packets"], r["cut_rx_packets"],
+                            r["allgather_us"], r["setup_rss_mb"], r["peak_rss_mb"])
                   for r in m["per_rank"])
     return MpiStats(m["ranks"], m["sync"], m["lookahead_s"], m["cut_links"], ranks)
 

@@ -12,6 +12,7 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <set>
 
@@ -151,6 +152,30 @@ Ranks::Broadcast(Ptr<Packet> p) const
             MpiInterface::SendPacket(p->Copy(), rx, m_control[r]->GetId(), 0);
         }
     }
+#endif
+}
+
+double
+Ranks::AllgatherProbeUs(int rounds) const
+{
+    if (!Distributed() || rounds <= 0)
+    {
+        return 0;
+    }
+#ifdef NS3_MPI
+    MPI_Comm comm = MpiInterface::GetCommunicator();
+    std::vector<uint64_t> mine(4, m_me); // as large as ns-3's LbtsMessage
+    std::vector<uint64_t> all(4 * m_count);
+    MPI_Barrier(comm);
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < rounds; i++)
+    {
+        MPI_Allgather(mine.data(), static_cast<int>(mine.size() * sizeof(uint64_t)), MPI_BYTE, all.data(),
+                      static_cast<int>(mine.size() * sizeof(uint64_t)), MPI_BYTE, comm);
+    }
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / rounds;
+#else
+    return 0;
 #endif
 }
 

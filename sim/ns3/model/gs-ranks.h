@@ -86,6 +86,10 @@ class Ranks
     /// Send a control message to every other rank, arriving ControlDelayTicks() from now.
     void Broadcast(Ptr<Packet> p) const;
 
+    /// The mean time of an MPI_Allgather of a few bytes among the ranks, as ns-3's barrier does once per
+    /// lookahead window (microseconds; 0 on one rank): what a window costs besides its events.
+    double AllgatherProbeUs(int rounds) const;
+
     /// Rank 0: every rank's `mine`, in rank order; other ranks: empty.
     std::vector<std::string> Gather(const std::string& mine) const;
 

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <iostream>
 #include <set>
 
@@ -28,10 +30,24 @@ namespace
 
 // The simulator checks the wall clock for its progress lines this often, in simulated seconds.
 constexpr double kProgressCheckS = 1e-3;
+// MPI_Allgathers timed before a distributed run (bench.mpi_scaling's synchronisation cost).
+constexpr int kAllgatherProbes = 2000;
 
+/// This process's peak resident memory: the kernel's high-water mark of its address space (VmHWM), which
+/// starts anew at exec. (getrusage's ru_maxrss does not: it keeps the peak of the process it was forked
+/// from, e.g. the Python that started the simulator.)
 double
 PeakRssMb()
 {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+    {
+        if (line.rfind("VmHWM:", 0) == 0)
+        {
+            return std::stod(line.substr(6)) / 1024.0; // kB
+        }
+    }
     struct rusage u;
     getrusage(RUSAGE_SELF, &u);
     return static_cast<double>(u.ru_maxrss) / 1024.0;
@@ -444,6 +460,8 @@ Simulation::Run()
     {
         m_background->Start();
     }
+    m_setupRssMb = PeakRssMb();
+    m_allgatherUs = m_ranks->AllgatherProbeUs(kAllgatherProbes);
     m_wallStart = std::chrono::steady_clock::now();
     m_lastProgress = m_wallStart;
     if (m_c.progressS > 0 && !m_nodes.empty() && m_ranks->Me() == 0)
@@ -477,6 +495,7 @@ Simulation::LocalResults(double wall, double simS) const
     out["packet_hops"] = GsDevice::Hops();
     out["packet_hops_per_s"] = wall > 0 ? static_cast<double>(GsDevice::Hops()) / wall : 0.0;
     out["peak_rss_mb"] = PeakRssMb();
+    out["setup_rss_mb"] = m_setupRssMb;
     out["time_limit_hit"] = m_done < m_total;
     json jobs = json::array();
     for (size_t j = 0; j < m_nodes.size(); j++)
@@ -504,9 +523,11 @@ Simulation::LocalResults(double wall, double simS) const
             }
         }
         uint64_t cutTx = 0;
+        uint64_t cutRx = 0;
         for (const auto& dev : m_cutDevices)
         {
             cutTx += dev->Counters().txPackets;
+            cutRx += dev->Counters().rxPackets;
         }
         size_t jobNodes = 0;
         for (const auto& job : m_nodes)
@@ -515,7 +536,9 @@ Simulation::LocalResults(double wall, double simS) const
         }
         out["rank"] = {{"rank", m_ranks->Me()}, {"hosts", hosts}, {"switches", switches}, {"job_nodes", jobNodes},
                        {"wall_s", wall}, {"events", events}, {"packet_hops", GsDevice::Hops()},
-                       {"cut_links", m_cutDevices.size()}, {"cut_tx_packets", cutTx}, {"peak_rss_mb", PeakRssMb()}};
+                       {"cut_links", m_cutDevices.size()}, {"cut_tx_packets", cutTx}, {"cut_rx_packets", cutRx},
+                       {"allgather_us", m_allgatherUs},
+                       {"setup_rss_mb", m_setupRssMb}, {"peak_rss_mb", PeakRssMb()}};
     }
     return out;
 }
@@ -533,6 +556,7 @@ Simulation::Merge(const std::vector<std::string>& ranks) const
     uint64_t events = 0;
     uint64_t hops = 0;
     double rss = 0;
+    double setupRss = 0;
     bool limit = false;
     json perRank = json::array();
     for (size_t j = 0; j < out["jobs"].size(); j++)
@@ -547,6 +571,7 @@ Simulation::Merge(const std::vector<std::string>& ranks) const
         events += part["events"].get<uint64_t>();
         hops += part["packet_hops"].get<uint64_t>();
         rss = std::max(rss, part["peak_rss_mb"].get<double>());
+        setupRss = std::max(setupRss, part["setup_rss_mb"].get<double>());
         limit = limit || part["time_limit_hit"].get<bool>();
         for (size_t j = 0; j < part["jobs"].size(); j++)
         {
@@ -583,6 +608,7 @@ Simulation::Merge(const std::vector<std::string>& ranks) const
     out["packet_hops"] = hops;
     out["packet_hops_per_s"] = wall > 0 ? static_cast<double>(hops) / wall : 0.0;
     out["peak_rss_mb"] = rss;
+    out["setup_rss_mb"] = setupRss;
     out["time_limit_hit"] = limit;
     out["mpi"] = {{"ranks", m_ranks->Count()},
                   {"sync", m_c.mpi.sync == MpiSync::Barrier ? "barrier" : "null-message"},

@@ -69,6 +69,8 @@ class Simulation
     std::chrono::steady_clock::time_point m_wallStart;
     std::chrono::steady_clock::time_point m_lastProgress;
     uint64_t m_lastEvents = 0;
+    double m_setupRssMb = 0; // peak memory once built, before the run
+    double m_allgatherUs = 0; // what one barrier costs among the ranks (measured before the run)
 };
 
 } // namespace gs
