@@ -201,8 +201,9 @@ def main() -> None:
     same = [abs(b - a) / a for a, b in zip(one.iteration_s, two.iteration_s, strict=True)]
     projected, fitted = project(topo, cfg, one, two, results[1], results[0])
     for p in projected:
-        print(f"  projected {p.ranks:>2} ranks: busiest rank {p.busiest_share:.1%} of the deliveries and {p.cut_packets} cut-link packets, {p.cut_links} "
-              f"cut links, wall {p.wall_s:.1f} s ({p.speedup:.2f}x), {p.peak_rss_mb_per_rank:.0f} MB per rank")
+        print(f"  projected {p.ranks:>2} ranks: busiest rank {p.busiest_share:.1%} of the deliveries and "
+              f"{p.cut_packets} cut-link packets ({p.cut_links} cut links), wall {p.wall_s:.1f} s "
+              f"({p.speedup:.2f}x), {p.peak_rss_mb_per_rank:.0f} MB per rank")
     document: dict[str, Any] = {
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",

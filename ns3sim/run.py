@@ -84,8 +84,11 @@ def simulate(config: dict[str, Any], out_dir: Path, settings: SimSettings | None
             stop(proc)
             raise SimError(f"the simulator ran past its wall-clock limit ({timeout} s); see {log_path}") from None
     if proc.returncode != 0:
-        tail = log_path.read_text().strip().splitlines()[-5:]
-        raise SimError(f"gradswitch-sim exited with status {proc.returncode}: " + " / ".join(tail))
+        lines = log_path.read_text().strip().splitlines()
+        # the simulator's own error line (under mpirun, before MPI's report of the abort), else the last lines
+        errors = [line for line in lines if line.startswith("error: ")]
+        said = errors[:1] if errors else lines[-5:]
+        raise SimError(f"gradswitch-sim exited with status {proc.returncode}: " + " / ".join(said))
     if not res_path.exists():
         raise SimError(f"gradswitch-sim wrote no {res_path}; see {log_path}")
     result: dict[str, Any] = json.loads(res_path.read_text())
