@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from controller.experiment.placement import job_config, place
+from controller.experiment.spec import ExperimentSpec
 from mininet_topos.topologies import fattree, leafspine
 from mininet_topos.topology import Topology
 from ns3sim import Background, CheckMode, MpiSync, SimResult, SimSettings, run
@@ -158,3 +160,20 @@ def test_null_messages_need_every_pair_of_ranks_to_share_a_link(tmp_path):
     config["mpi"]["sync"] = "null-message"
     with pytest.raises(SimError, match="ranks 1 and 2 share no link"):
         simulate(config, tmp_path / "null", launch=MpiLaunch(3))
+
+
+def test_the_issues_run_gives_the_same_answer_on_two_ranks(tmp_path):
+    """issue 18's `gradswitch experiment --backend ns3 --ranks 2 --topo fattree --workers 64 --bw 100000 --algo
+    netreduce --size 64MiB --iterations 3` against `--ranks 1`, as the orchestration makes the job (placement.py)
+    and calls ns3sim.run: the same iteration times (here identical) and every sum checked, by digest at this size."""
+    spec = ExperimentSpec(algo=Algorithm.NETREDUCE, workers=64, bw_mbps=100_000, size_bytes=64 << 20, iterations=3)
+    topo = fattree(64, bw_mbps=100_000)
+    cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
+    one, two = both(tmp_path, topo, [cfg], 2)
+    assert one.checks[1] == two.checks[1] == CheckMode.DIGEST
+    assert all_correct(one) and all_correct(two)
+    assert len(iteration_times(two)) == 64 and all(len(t) == 3 for t in iteration_times(two))
+    for a, b in zip(iteration_times(one), iteration_times(two), strict=True):
+        assert b == pytest.approx(a, rel=0.01)
+    assert iteration_times(two) == iteration_times(one)
+    assert two.mpi is not None and [r.job_nodes for r in two.mpi.per_rank] == [32, 32]
