@@ -1,6 +1,6 @@
 """The simulator over MPI ranks (issue 18 point 4): wall time and peak memory per rank of a 1024-worker run on 1
-and 2 ranks of this machine, whether both give the same answer, and the scaling projected from the partition
-sizes and the lookahead.
+and 2 ranks of this machine (2 ranks with the barrier and with null messages), whether they give the same
+answer, and the scaling projected from the partition sizes and the lookahead.
 
 The run: NetReduce (or ring) over 1024 workers on a k=16 fat tree at 100 Gb/s, 64 MiB, one iteration, every
 sum checked by digest (bench.ns3_speed's large-1024). On R ranks the fat tree is cut by pod (ns3sim.ranks).
@@ -42,7 +42,7 @@ from mininet_topos.topologies import fattree
 from mininet_topos.topology import Topology
 from ns3sim import SimResult, SimSettings, run
 from ns3sim.build import status
-from ns3sim.ranks import partition
+from ns3sim.ranks import MpiSync, partition
 from workers.config import Algorithm, JobConfig, Node, Role
 
 RESULTS = Path(__file__).parent / "results"
@@ -53,6 +53,7 @@ PROJECTED_RANKS = (1, 2, 4, 8, 16)
 @dataclass(frozen=True)
 class Measured:
     ranks: int
+    sync: str  # barrier or null-message (one rank: none)
     wall_s: float  # the simulator's own wall time (its set-up excluded)
     total_s: float  # the whole run as gradswitch starts it: configuration, mpirun, set-up, gathering
     sim_s: float
@@ -87,17 +88,18 @@ def job(topo: Topology, algo: Algorithm, workers: int) -> JobConfig:
                      credits=CREDITS)
 
 
-def measure(topo: Topology, cfg: JobConfig, ranks: int) -> tuple[Measured, SimResult]:
+def measure(topo: Topology, cfg: JobConfig, ranks: int, sync: MpiSync) -> tuple[Measured, SimResult]:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.monotonic()
-        result = run(topo, [cfg], SimSettings(progress_s=30.0), Path(tmp), ranks=ranks)
+        result = run(topo, [cfg], SimSettings(progress_s=30.0), Path(tmp), ranks=ranks, sync=sync)
         total = time.monotonic() - started
     nodes = result.nodes[cfg.job_id].values()
     per_iteration = [max(t) for t in zip(*[[it["time_s"] for it in n["iterations"]] for n in nodes], strict=True)]
     correct = result.ok() and all(it["correct"] for n in nodes for it in n["iterations"])
     s = result.speed
     m = result.mpi
-    return Measured(ranks, s.wall_s, total, s.sim_s, per_iteration, str(result.checks[cfg.job_id]), correct, s.events,
+    return Measured(ranks, str(sync) if ranks > 1 else "none", s.wall_s, total, s.sim_s, per_iteration,
+                    str(result.checks[cfg.job_id]), correct, s.events,
                     s.packet_hops,
                     [r.peak_rss_mb for r in m.per_rank] if m else [s.peak_rss_mb],
                     [r.setup_rss_mb for r in m.per_rank] if m else [float(result.raw["setup_rss_mb"])],
@@ -188,17 +190,18 @@ def main() -> None:
     cfg = job(topo, args.algo, args.workers)
     runs: list[Measured] = []
     results: list[SimResult] = []
-    for ranks in (1, 2):
-        print(f"{args.algo} on {args.workers} workers, {ranks} rank(s) ...", flush=True)
-        measured, result = measure(topo, cfg, ranks)
+    for ranks, sync in ((1, MpiSync.BARRIER), (2, MpiSync.BARRIER), (2, MpiSync.NULL_MESSAGE)):
+        print(f"{args.algo} on {args.workers} workers, {ranks} rank(s){f' ({sync})' if ranks > 1 else ''} ...",
+              flush=True)
+        measured, result = measure(topo, cfg, ranks, sync)
         runs.append(measured)
         results.append(result)
         print(f"  wall {measured.wall_s:.1f} s (total {measured.total_s:.1f} s), peak memory per rank "
               f"{', '.join(f'{m:.0f}' for m in measured.peak_rss_mb_per_rank)} MB, iteration "
               f"{measured.iteration_s[0] * 1e3:.4f} ms, {measured.check} {'ok' if measured.correct else 'WRONG'}",
               flush=True)
-    one, two = runs
-    same = [abs(b - a) / a for a, b in zip(one.iteration_s, two.iteration_s, strict=True)]
+    one, two = runs[0], runs[1]
+    same = [[abs(b - a) / a for a, b in zip(one.iteration_s, r.iteration_s, strict=True)] for r in runs[1:]]
     projected, fitted = project(topo, cfg, one, two, results[1], results[0])
     for p in projected:
         print(f"  projected {p.ranks:>2} ranks: busiest rank {p.busiest_share:.1%} of the deliveries and "
@@ -209,10 +212,10 @@ def main() -> None:
         "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",
         "run": {"algo": str(args.algo), "workers": args.workers, "topology": f"fattree k={topo.params['k']}",
                 "rate_mbps": RATE_MBPS, "size_bytes": SIZE, "iterations": 1, "window": WINDOW, "credits": CREDITS,
-                "link_delay_s": SimSettings().link_delay_s, "sync": "barrier"},
+                "link_delay_s": SimSettings().link_delay_s},
         "measured": [asdict(r) for r in runs],
-        "same_answer": {"iteration_relative_difference": same, "both_correct": one.correct and two.correct,
-                        "identical_results": results[0].raw["jobs"] == results[1].raw["jobs"]},
+        "same_answer": {"iteration_relative_difference": same, "all_correct": all(r.correct for r in runs),
+                        "identical_results": [results[0].raw["jobs"] == r.raw["jobs"] for r in results[1:]]},
         "projection_model": ("wall(R) = wall(1) x share(R) + (sim_s / lookahead) x allgather(2) x log2(R) + "
                              "cut(R) x per_message; peak memory per rank = set-up(2) + (peak(2) - set-up(2)) x "
                              "share(R) / share(2); share and cut from the one-rank run's port counters, allgather, "

@@ -146,11 +146,16 @@ main(int argc, char** argv)
         std::cerr << "error: " << e.what() << std::endl;
         return 2;
     }
-    if (const char* world = std::getenv("OMPI_COMM_WORLD_SIZE"); world != nullptr && c->mpi.ranks == 1 && std::atoi(world) > 1)
+    // Started by mpirun on several ranks with a one-rank configuration, every rank would run all of it.
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
     {
-        std::cerr << "error: mpi.ranks = 1 but this runs on " << world << " MPI ranks: give the configuration's ranks"
-                  << std::endl;
-        return 2;
+        const char* world = std::getenv(name);
+        if (world != nullptr && c->mpi.ranks == 1 && std::atoi(world) > 1)
+        {
+            std::cerr << "error: mpi.ranks = 1 but this runs on " << world
+                      << " MPI ranks: give the configuration's ranks" << std::endl;
+            return 2;
+        }
     }
     [[maybe_unused]] bool distributed = false;
     bool writer = true;
