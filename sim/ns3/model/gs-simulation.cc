@@ -7,16 +7,15 @@
 #include "ns3/mac48-address.h"
 #include "ns3/simulator.h"
 
-
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <string>
 #include <iostream>
 #include <set>
+#include <string>
 
 namespace ns3
 {
