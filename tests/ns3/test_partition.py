@@ -126,3 +126,16 @@ def test_mpirun_is_oversubscribed_only_here_and_past_the_cores(monkeypatch):
     assert "--oversubscribe" not in few and "--oversubscribe" in many
     assert cluster[3:5] == ["--hostfile", "/etc/hosts.mpi"] and "--oversubscribe" not in cluster
     assert ("--allow-run-as-root" in few) == (os.geteuid() == 0)
+
+
+def test_the_mpi_tests_skip_with_a_reason_or_fail_when_required(monkeypatch, tmp_path, pytestconfig):
+    """tests/conftest.py's ns3_mpi requirement: what is missing, named; GRADSWITCH_REQUIRE_NS3_MPI=1 requires it."""
+    from tests.conftest import REQUIREMENTS, _required
+
+    monkeypatch.setattr("ns3sim.build.MPI_PREFIX", tmp_path)
+    assert "install-ns3-mpi.sh" in (REQUIREMENTS["ns3_mpi"]() or "")
+    monkeypatch.setenv("GRADSWITCH_REQUIRE_NS3_MPI", "1")
+    assert _required(pytestconfig, "ns3_mpi")
+    monkeypatch.setenv("GRADSWITCH_REQUIRE_NS3_MPI", "0")
+    monkeypatch.setenv("GRADSWITCH_REQUIRE_NS3", "1")
+    assert not _required(pytestconfig, "ns3_mpi")
