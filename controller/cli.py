@@ -250,6 +250,10 @@ def _ready_for(specs: list[Any]) -> None:
         missing = status().missing()
         if missing:
             raise UsageError(f"backend = ns3: {missing}")
+        if any(s.simulated and s.ranks > 1 for s in runs):
+            missing = status(mpi=True).missing()
+            if missing:
+                raise UsageError(f"ranks > 1 (MPI): {missing}")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -369,7 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pods", type=int,
                    help=f"leafspine3: pods of --leaves leaves and --spines spines (default {D.pods})")
     g.add_argument("--superspines", type=int, help=f"leafspine3: super-spines (default {D.superspines})")
-    g.add_argument("--ranks", type=int, help="ns3: MPI ranks the simulator runs on (default 1)")
+    g.add_argument("--ranks", type=int, help="ns3: MPI ranks the simulator runs on (default 1: one process, no MPI)")
+    g.add_argument("--hostfile", help="ns3 with --ranks: mpirun's hostfile (a cluster's machines; default: this one)")
     g.add_argument("--check", choices=Check.names(), help="ns3: what packets carry and every sum is checked against: "
                    "exact values, a digest per contribution, or nothing (default auto: exact while small)")
     g.add_argument("--link-delay-us", type=float, metavar="US",

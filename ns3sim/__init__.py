@@ -7,11 +7,13 @@ returns per-node results in the schema of the BMv2 workers' result files:
     from ns3sim import SimSettings, run
     result = run(topology, [job_config], SimSettings(), out_dir)
     result.nodes[job_id][node_id]   # as workers/main.py's result-<id>.json
+    run(topology, jobs, settings, out_dir, ranks=4)   # the same run over 4 MPI ranks (the MPI build, mpirun)
 """
 
-from ns3sim.results import SimResult, SimSpeed
+from ns3sim.ranks import MpiSync
+from ns3sim.results import MpiStats, SimResult, SimSpeed
 from ns3sim.run import SimError, run
 from ns3sim.settings import Background, CheckMode, DlcpSwitch, LoadBalance, SimSettings, TensorLightsSetting
 
-__all__ = ["Background", "CheckMode", "DlcpSwitch", "LoadBalance", "SimError", "SimResult", "SimSettings",
-           "SimSpeed", "TensorLightsSetting", "run"]
+__all__ = ["Background", "CheckMode", "DlcpSwitch", "LoadBalance", "MpiStats", "MpiSync", "SimError", "SimResult",
+           "SimSettings", "SimSpeed", "TensorLightsSetting", "run"]

@@ -60,14 +60,16 @@ class Status:
     binary: Path
     built: bool
     stale: list[Path]  # sources newer than the binary
+    mpi: bool = False  # the MPI build (build/ns3-mpi)
 
     def missing(self) -> str | None:
         """Why the simulator cannot run now (None: it can)."""
+        how = "python -m ns3sim.build --mpi" if self.mpi else "make sim"
         if not self.built:
-            where = "" if self.wheel else f" (the ns-3 wheel is not installed either: {WHEEL})"
-            return f"{self.binary} is not built{where}: run `make sim`"
+            where = "" if self.wheel or self.mpi else f" (the ns-3 wheel is not installed either: {WHEEL})"
+            return f"{self.binary} is not built{where}: run `{how}`"
         if self.stale:
-            return f"{self.binary} is older than {self.stale[0].relative_to(REPO_ROOT)}: run `make sim`"
+            return f"{self.binary} is older than {self.stale[0].relative_to(REPO_ROOT)}: run `{how}`"
         return None
 
 
@@ -78,7 +80,7 @@ def status(mpi: bool = False) -> Status:
     if built:
         mtime = path.stat().st_mtime
         stale = [p for p in sources() if p.stat().st_mtime > mtime]
-    return Status(wheel_prefix(), path, built, stale)
+    return Status(wheel_prefix(), path, built, stale, mpi)
 
 
 def install_wheel() -> Path:
@@ -103,7 +105,8 @@ def build(mpi: bool = False, jobs: int = 2, prefix: Path | None = None) -> Path:
     if mpi:
         prefix = prefix or MPI_PREFIX
         if not (prefix / "include" / "ns3" / "mpi-interface.h").exists():
-            raise BuildError(f"{prefix} has no ns-3 built with MPI: run ../shared/toolchain/install-ns3-mpi.sh as root")
+            raise BuildError(f"{prefix} has no ns-3 built with MPI: run ../shared/toolchain/install-ns3-mpi.sh as root "
+                             "(Debian 12), or build ns-3 with --enable-mpi (docs/simulator.md)")
     else:
         prefix = prefix or install_wheel()
     out = MPI_BUILD_DIR if mpi else BUILD_DIR
@@ -122,10 +125,12 @@ def build(mpi: bool = False, jobs: int = 2, prefix: Path | None = None) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ns3sim.build", description=__doc__.splitlines()[0])
     parser.add_argument("--mpi", action="store_true", help=f"build against ns-3 with MPI ({MPI_PREFIX})")
+    parser.add_argument("--prefix", type=Path, default=None,
+                        help=f"where ns-3 is installed (default: the wheel; with --mpi {MPI_PREFIX})")
     parser.add_argument("--jobs", type=int, default=2, help="parallel compile jobs (default 2)")
     args = parser.parse_args(argv)
     try:
-        path = build(mpi=args.mpi, jobs=args.jobs)
+        path = build(mpi=args.mpi, jobs=args.jobs, prefix=args.prefix)
     except (BuildError, subprocess.CalledProcessError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

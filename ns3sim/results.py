@@ -32,6 +32,47 @@ class SimSpeed:
 
 
 @dataclass(frozen=True)
+class RankStats:
+    """One MPI rank of a distributed run: what it simulated and what that cost."""
+
+    rank: int
+    hosts: int
+    switches: int
+    job_nodes: int
+    wall_s: float
+    events: int
+    packet_hops: int
+    cut_links: int  # its ends of links cut between ranks
+    cut_tx_packets: int  # packets it sent to other ranks over them
+    cut_rx_packets: int  # and received from them
+    allgather_us: float  # one MPI_Allgather among the ranks, timed before the run (a barrier window's cost)
+    setup_rss_mb: float  # peak memory once the network and its jobs were built, before the run
+    peak_rss_mb: float
+
+
+@dataclass(frozen=True)
+class MpiStats:
+    """How a run was distributed (docs/simulator.md "Distributed over MPI ranks")."""
+
+    ranks: int
+    sync: str  # barrier or null-message
+    lookahead_s: float  # the smallest delay of a cut link
+    cut_links: int
+    per_rank: tuple[RankStats, ...]
+
+
+def mpi_stats(raw: dict[str, Any]) -> MpiStats | None:
+    m = raw.get("mpi")
+    if m is None:
+        return None
+    ranks = tuple(RankStats(r["rank"], r["hosts"], r["switches"], r["job_nodes"], r["wall_s"], r["events"],
+                            r["packet_hops"], r["cut_links"], r["cut_tx_packets"], r["cut_rx_packets"],
+                            r["allgather_us"], r["setup_rss_mb"], r["peak_rss_mb"])
+                  for r in m["per_rank"])
+    return MpiStats(m["ranks"], m["sync"], m["lookahead_s"], m["cut_links"], ranks)
+
+
+@dataclass(frozen=True)
 class SimResult:
     nodes: dict[int, dict[int, NodeResult]]  # job id -> node id -> the worker/server result dict
     checks: dict[int, CheckMode]  # job id -> the check its packets carried
@@ -40,6 +81,7 @@ class SimResult:
     speed: SimSpeed
     time_limit_hit: bool
     raw: dict[str, Any]  # the simulator's own results document
+    mpi: MpiStats | None = None  # a run over MPI ranks: the partition and each rank's cost
 
     def ok(self) -> bool:
         return not self.time_limit_hit and all(n.get("ok") for job in self.nodes.values() for n in job.values())
@@ -123,4 +165,4 @@ def parse(raw: dict[str, Any], jobs: list[JobConfig]) -> SimResult:
     speed = SimSpeed(raw["wall_s"], raw["sim_s"], raw["events"], raw["events_per_s"], raw["packet_hops"],
                      raw["packet_hops_per_s"], raw["peak_rss_mb"])
     return SimResult(nodes, checks, switch_counters(raw["switches"], raw["sim_s"]), raw.get("background"), speed,
-                     bool(raw["time_limit_hit"]), raw)
+                     bool(raw["time_limit_hit"]), raw, mpi_stats(raw))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 from mininet_topos.topology import Topology
 from ns3sim.build import status
 from ns3sim.config import run_config
+from ns3sim.ranks import MpiLaunch, MpiSync, PartitionError, partition
 from ns3sim.results import SimResult, parse
 from ns3sim.settings import SimSettings
 from workers.config import JobConfig
@@ -20,14 +23,46 @@ class SimError(RuntimeError):
     """The simulator did not run, or stopped with an error: says why."""
 
 
+def mpirun_command(launch: MpiLaunch, binary: Path) -> list[str]:
+    """mpirun starting the MPI build on launch.ranks ranks: here (oversubscribed where the ranks outnumber the
+    cores: Open MPI then yields the core while a rank waits) or on a cluster's hostfile."""
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        raise SimError("mpirun is not on PATH: install Open MPI (apt install openmpi-bin libopenmpi-dev) to run on "
+                       "more than one rank")
+    cmd = [mpirun, "-np", str(launch.ranks)]
+    if launch.hostfile is not None:
+        cmd += ["--hostfile", str(launch.hostfile)]
+    elif launch.ranks > (os.cpu_count() or 1):
+        cmd += ["--oversubscribe"]
+    if os.geteuid() == 0:
+        cmd += ["--allow-run-as-root"]
+    return [*cmd, str(binary)]
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """End the simulator: mpirun passes SIGTERM on to its ranks; SIGKILL if that is not enough."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def simulate(config: dict[str, Any], out_dir: Path, settings: SimSettings | None = None,
-             mpi: bool = False) -> dict[str, Any]:
+             mpi: bool = False, launch: MpiLaunch | None = None) -> dict[str, Any]:
     """Run the simulator on a configuration document; its results document. Writes out_dir/sim-config.json,
-    sim-results.json and sim.log (the simulator's stderr)."""
-    s = status(mpi)
+    sim-results.json and sim.log (the simulator's stderr). `launch`: under mpirun on that many ranks (the
+    configuration's `mpi` section says which node is on which); `mpi`: the MPI build as one process."""
+    s = status(mpi or launch is not None)
     missing = s.missing()
     if missing:
+        if launch is not None or mpi:
+            missing = missing.replace("run `make sim`", "run `python -m ns3sim.build --mpi` (ns-3 with MPI: "
+                                      "../shared/toolchain/install-ns3-mpi.sh, or docs/simulator.md)")
         raise SimError(missing)
+    command = [str(s.binary)] if launch is None else mpirun_command(launch, s.binary)
     out_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = out_dir / "sim-config.json"
     res_path = out_dir / "sim-results.json"
@@ -37,7 +72,7 @@ def simulate(config: dict[str, Any], out_dir: Path, settings: SimSettings | None
     progress = settings is not None and settings.progress_s > 0
     with log_path.open("w") as log:
         try:
-            proc = subprocess.Popen([str(s.binary), "--config", str(cfg_path), "--out", str(res_path)],
+            proc = subprocess.Popen([*command, "--config", str(cfg_path), "--out", str(res_path)],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             assert proc.stderr is not None
             for line in proc.stderr:
@@ -46,19 +81,42 @@ def simulate(config: dict[str, Any], out_dir: Path, settings: SimSettings | None
                     sys.stderr.write(line)
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            stop(proc)
             raise SimError(f"the simulator ran past its wall-clock limit ({timeout} s); see {log_path}") from None
     if proc.returncode != 0:
-        tail = log_path.read_text().strip().splitlines()[-5:]
-        raise SimError(f"gradswitch-sim exited with status {proc.returncode}: " + " / ".join(tail))
+        lines = log_path.read_text().strip().splitlines()
+        # the simulator's own error line (under mpirun, before MPI's report of the abort), else the last lines
+        errors = [line for line in lines if line.startswith("error: ")]
+        said = errors[:1] if errors else lines[-5:]
+        raise SimError(f"gradswitch-sim exited with status {proc.returncode}: " + " / ".join(said))
+    if not res_path.exists():
+        raise SimError(f"gradswitch-sim wrote no {res_path}; see {log_path}")
     result: dict[str, Any] = json.loads(res_path.read_text())
     return result
 
 
-def run(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out_dir: Path) -> SimResult:
-    """Simulate the jobs on the topology: per-node results in the BMv2 workers' schema (docs/simulator.md)."""
-    return parse(simulate(run_config(topology, jobs, settings), out_dir, settings), jobs)
+def run(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out_dir: Path, ranks: int = 1,
+        hostfile: Path | None = None, sync: MpiSync = MpiSync.BARRIER) -> SimResult:
+    """Simulate the jobs on the topology: per-node results in the BMv2 workers' schema (docs/simulator.md).
+
+    ranks > 1 runs the MPI build (build/ns3-mpi) under mpirun on that many ranks, the topology cut by
+    ns3sim.ranks.partition (hostfile: mpirun's --hostfile, for a cluster; sync: barrier or null messages);
+    the results are the same document one rank writes. One rank needs no MPI."""
+    if ranks < 1:
+        raise SimError(f"ranks = {ranks}: give 1 (one process, the default) or more (MPI)")
+    if hostfile is not None and ranks == 1:
+        raise SimError(f"hostfile {hostfile}: only for a run on more than one rank (give ranks)")
+    if hostfile is not None and not hostfile.is_file():
+        raise SimError(f"hostfile {hostfile}: no such file")
+    config = run_config(topology, jobs, settings)
+    launch = None
+    if ranks > 1:
+        try:
+            config["mpi"] = partition(topology, jobs, ranks).config(sync)
+        except PartitionError as e:
+            raise SimError(str(e)) from None
+        launch = MpiLaunch(ranks, hostfile)
+    return parse(simulate(config, out_dir, settings, launch=launch), jobs)
 
 
 def tables(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out_dir: Path) -> dict[str, Any]:

@@ -1,11 +1,12 @@
 """Test requirements: markers that skip (or, when required, fail) where a tool is missing.
 
-Markers: p4c, bmv2, root, mininet, tshark, ns3. On a machine without the P4 toolchain the
+Markers: p4c, bmv2, root, mininet, tshark, ns3, ns3_mpi. On a machine without the P4 toolchain the
 tests that need it skip with the reason. With GRADSWITCH_REQUIRE_TOOLCHAIN=1 (or
 `pytest --require-toolchain`) a missing requirement fails the test instead: `.ci/run`
 sets it when the toolchain is installed, so a broken install cannot pass as skips. The ns-3
 simulator (`ns3`: the wheel and build/ns3/gradswitch-sim, `make sim`) has its own switch,
-GRADSWITCH_REQUIRE_NS3=1.
+GRADSWITCH_REQUIRE_NS3=1, and so has its MPI build (`ns3_mpi`: ns-3 with MPI under /opt/ns3-mpi,
+mpirun, build/ns3-mpi/gradswitch-sim from `python -m ns3sim.build --mpi`), GRADSWITCH_REQUIRE_NS3_MPI=1.
 
 Tests that start BMv2 switches or Mininet networks hold a machine-wide lock while they run:
 switches listen on fixed ports and networks name their interfaces after their nodes, so two
@@ -40,6 +41,17 @@ def _ns3() -> str | None:
     return status().missing()
 
 
+def _ns3_mpi() -> str | None:
+    from ns3sim.build import MPI_PREFIX, status
+
+    if not (MPI_PREFIX / "include" / "ns3" / "mpi-interface.h").exists():
+        return f"{MPI_PREFIX} holds no ns-3 built with MPI (../shared/toolchain/install-ns3-mpi.sh, docs/simulator.md)"
+    if shutil.which("mpirun") is None:
+        return "mpirun is not on PATH (Open MPI: apt install openmpi-bin libopenmpi-dev)"
+    missing = status(mpi=True).missing()
+    return missing.replace("run `make sim`", "run `.venv/bin/python -m ns3sim.build --mpi`") if missing else None
+
+
 def _root() -> str | None:
     return None if os.geteuid() == 0 else "needs root"
 
@@ -61,6 +73,7 @@ REQUIREMENTS: dict[str, Callable[[], str | None]] = {
     # BMv2 built without logging macros, as ../shared/toolchain/install.sh installs it beside the other
     "bmv2_nolog": _all(_which("simple_switch_grpc"), _exists(BMV2_NOLOG)),
     "ns3": _ns3,
+    "ns3_mpi": _ns3_mpi,
 }
 
 
@@ -72,6 +85,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _required(config: pytest.Config, marker: str) -> bool:
     if marker == "ns3":
         return os.environ.get("GRADSWITCH_REQUIRE_NS3") == "1"
+    if marker == "ns3_mpi":
+        return os.environ.get("GRADSWITCH_REQUIRE_NS3_MPI") == "1"
     return bool(config.getoption("--require-toolchain")) or os.environ.get("GRADSWITCH_REQUIRE_TOOLCHAIN") == "1"
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Provisioning of the gradswitch VM (Ubuntu 22.04), run by `vagrant up` as root.
 # Installs the P4 toolchain from the p4lang distribution packages (openSUSE Build Service),
-# Mininet, tshark and the project's venv. Safe to run again.
+# Mininet, tshark, the project's venv, the ns-3 simulator and ns-3 built with MPI. Safe to run again.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -25,6 +25,24 @@ VENV=/opt/gradswitch-venv
 grep -q '^VENV=' /etc/environment || echo "VENV=${VENV}" >> /etc/environment
 make -C /vagrant venv VENV="${VENV}" PYTHON=python3
 make -C /vagrant sim VENV="${VENV}" PYTHON=python3 || echo "the ns-3 simulator did not build (make sim)"
+
+# ns-3 3.44 built with MPI, for the simulator over MPI ranks (docs/simulator.md "Distributed over MPI ranks"):
+# the PyPI wheel has no MPI and the prebuilt archive (../shared/toolchain/install-ns3-mpi.sh) is for Debian 12,
+# so the VM builds it from source under /opt/ns3-mpi once (some minutes), then the simulator against it.
+apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev
+if [ ! -f /opt/ns3-mpi/include/ns3/mpi-interface.h ]; then
+    src=$(mktemp -d)
+    if git clone -q --depth 1 --branch ns-3.44 https://gitlab.com/nsnam/ns-3-dev.git "$src/ns-3.44"; then
+        (cd "$src/ns-3.44" \
+            && ./ns3 configure --build-profile=release --enable-mpi --prefix=/opt/ns3-mpi \
+                   --enable-modules="core;network;point-to-point;mpi" \
+                   --disable-examples --disable-tests --disable-python-bindings \
+            && ./ns3 build -j 2 && ./ns3 install) || echo "ns-3 with MPI did not build; the MPI tests will skip"
+    fi
+    rm -rf "$src"
+fi
+(cd /vagrant && "${VENV}/bin/python" -m ns3sim.build --mpi) \
+    || echo "the simulator's MPI build did not build (python -m ns3sim.build --mpi)"
 chmod -R a+rX "${VENV}"
 
 simple_switch_grpc --version

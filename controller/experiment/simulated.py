@@ -18,7 +18,7 @@ from typing import Any
 from controller.experiment.links import shaped_directions
 from controller.experiment.placement import Placement, job_config, place, topology_for
 from controller.experiment.report import Usage, summarize, write_report
-from controller.experiment.spec import ExperimentError, ExperimentSpec, simulator_ranks_supported
+from controller.experiment.spec import ExperimentError, ExperimentSpec
 from controller.experiment.timeline import write_timeline
 from mininet_topos.topology import Topology
 from ns3sim import Background, CheckMode, DlcpSwitch, SimError, SimResult, SimSettings, TensorLightsSetting
@@ -93,9 +93,9 @@ def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = N
     show = sys.stderr.isatty() if progress is None else progress
     settings = sim_settings(spec, cfgs, placement, show)
     started = time.time()
-    ranks: dict[str, Any] = {"ranks": spec.ranks} if simulator_ranks_supported() else {}
+    hostfile = Path(spec.hostfile) if spec.hostfile is not None else None
     try:
-        result = simulate(topo, cfgs, settings, out_dir / "sim", **ranks)
+        result = simulate(topo, cfgs, settings, out_dir / "sim", ranks=spec.ranks, hostfile=hostfile)
     except SimError as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
     goodput = result.background.get("goodput_mbps") if result.background else None

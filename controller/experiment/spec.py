@@ -110,15 +110,6 @@ class SimOptions:
         return out
 
 
-def simulator_ranks_supported() -> bool:
-    """Whether ns3sim.run takes `ranks` (MPI ranks, issue 18) yet."""
-    import inspect
-
-    from ns3sim import run
-
-    return "ranks" in inspect.signature(run).parameters
-
-
 class RingOrder(Choice):
     """Where a ring's neighbours are on a fabric of several edge switches."""
 
@@ -215,6 +206,7 @@ class ExperimentSpec:
     backend: Backend = Backend.BMV2
     sim: SimOptions = field(default_factory=SimOptions)
     ranks: int = 1  # ns3: MPI ranks the simulator runs on (issue 18)
+    hostfile: str | None = None  # ns3 on more than one rank: mpirun's --hostfile (a cluster's machines)
     k: int | None = None  # fattree: its k (None: the smallest even k with k^3/4 >= the hosts)
     pods: int = 2  # leafspine3: pods (leaves and spines per pod: `leaves`, `spines`)
     superspines: int = 2  # leafspine3: super-spines, each linked to every spine
@@ -346,9 +338,8 @@ class ExperimentSpec:
         need(self.ranks >= 1, f"ranks = {self.ranks}: at least 1 (one process)")
         if self.ranks > 1:
             need(sim, f"ranks = {self.ranks}: MPI ranks are the simulator's (backend = ns3)")
-            need(not sim or simulator_ranks_supported(),
-                 f"ranks = {self.ranks}: this simulator runs as one process (MPI ranks are issue 18, not built "
-                 "in yet); give ranks = 1")
+        need(self.hostfile is None or self.ranks > 1,
+             f"hostfile = {self.hostfile}: only for a run on more than one MPI rank (give ranks)")
         if not out and (sim or self.topo in SIMULATED_TOPOS):
             try:
                 self.topology()

@@ -1,62 +1,79 @@
 """The same model sources build against ns-3 built with MPI (/opt/ns3-mpi, NS3_MPI defined, the mpi module
-linked) and, as one MPI rank, simulate exactly what the one-process build does (issue 17 point 6;
-partitioning over ranks is issue 18)."""
+linked) and, as one MPI rank, simulate exactly what the one-process build does (issue 17 point 6); what a
+run on more ranks than it was configured for (or one built without MPI) says (issue 18)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 
 import pytest
 
 from mininet_topos.topologies import leafspine
-from ns3sim.build import MPI_PREFIX, binary, build, status
+from ns3sim.build import binary
 from ns3sim.config import base_config
 from ns3sim.settings import SimSettings
 from tests.ns3.helpers import write_job
 
-pytestmark = pytest.mark.ns3
+pytestmark = [pytest.mark.ns3, pytest.mark.ns3_mpi]
 
 
-def _mpi_missing() -> str | None:
-    if not (MPI_PREFIX / "include" / "ns3" / "mpi-interface.h").exists():
-        return f"{MPI_PREFIX} holds no ns-3 built with MPI (../shared/toolchain/install-ns3-mpi.sh)"
-    if shutil.which("mpirun") is None:
-        return "mpirun is not on PATH (Open MPI)"
-    return None
+def _mpirun(np: int) -> list[str]:
+    return [shutil.which("mpirun") or "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
 
 
-@pytest.fixture(scope="module")
-def mpi_binary():
-    missing = _mpi_missing()
-    if missing:
-        if os.environ.get("GRADSWITCH_REQUIRE_NS3_MPI") == "1":
-            pytest.fail(f"required but missing: {missing}")
-        pytest.skip(missing)
-    if status(mpi=True).missing():
-        build(mpi=True)  # about a minute the first time
-    return binary(mpi=True)
+def _config(tmp_path, ranks: int = 1, rank_of: dict[str, int] | None = None):
+    topo = leafspine(2, 2, 2, bw_mbps=100)
+    config = base_config(topo, SimSettings(), 10.0)
+    config["jobs"] = [write_job(1, "h1", "h3", [1 << 18, 4096], iterations=2),
+                      write_job(2, "h2", "h4", [1 << 18], iterations=2)]
+    if ranks > 1:
+        config["mpi"] = {"ranks": ranks, "rank_of": rank_of or {}}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(config))
+    return path
 
 
-def test_the_mpi_build_links_the_mpi_module(mpi_binary):
-    needed = subprocess.run(["readelf", "-d", str(mpi_binary)], capture_output=True, text=True, check=True).stdout
+def test_the_mpi_build_links_the_mpi_module():
+    needed = subprocess.run(["readelf", "-d", str(binary(mpi=True))], capture_output=True, text=True, check=True).stdout
     assert "libns3.44-mpi.so" in needed and "libmpi" in needed
     assert "libns3.44-mpi.so" not in subprocess.run(["readelf", "-d", str(binary())], capture_output=True, text=True,
                                                     check=True).stdout
 
 
-def test_one_rank_simulates_what_one_process_does(mpi_binary, tmp_path):
-    topo = leafspine(2, 2, 2, bw_mbps=100)
-    config = base_config(topo, SimSettings(), 10.0)
-    config["jobs"] = [write_job(1, "h1", "h3", [1 << 18, 4096], iterations=2),
-                      write_job(2, "h2", "h4", [1 << 18], iterations=2)]
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps(config))
+def test_one_rank_simulates_what_one_process_does(tmp_path):
+    path = _config(tmp_path)
     plain = subprocess.run([str(binary()), "--config", str(path)], capture_output=True, text=True, check=True)
-    ranked = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "1", str(mpi_binary),
-                             "--config", str(path)], capture_output=True, text=True, check=True, timeout=120)
+    ranked = subprocess.run([*_mpirun(1), str(binary(mpi=True)), "--config", str(path)], capture_output=True,
+                            text=True, check=True, timeout=120)
     a, b = json.loads(plain.stdout), json.loads(ranked.stdout)
     assert a["jobs"] == b["jobs"] and a["switches"] == b["switches"] and a["events"] == b["events"]
     assert all(n["ok"] for job in a["jobs"] for n in job["nodes"])
+    assert "mpi" not in b  # one rank: ns-3's sequential simulator, no MPI
+
+
+ALL_ON_ONE_SIDE = {"h1": 0, "h2": 0, "leaf1": 0, "spine1": 0, "h3": 1, "h4": 1, "leaf2": 1, "spine2": 1}
+
+
+def test_ranks_and_the_mpi_world_must_agree(tmp_path):
+    two = _config(tmp_path, 2, ALL_ON_ONE_SIDE)
+    alone = subprocess.run([str(binary(mpi=True)), "--config", str(two)], capture_output=True, text=True, timeout=60)
+    assert alone.returncode == 2 and "mpi.ranks = 2 but this runs on 1 MPI rank(s)" in alone.stderr
+    plain = subprocess.run([str(binary()), "--config", str(two)], capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 2 and "built without MPI" in plain.stderr
+    one = _config(tmp_path)
+    twice = subprocess.run([*_mpirun(2), str(binary(mpi=True)), "--config", str(one)], capture_output=True, text=True,
+                           timeout=60)
+    assert twice.returncode != 0 and "mpi.ranks = 1 but this runs on 2 MPI ranks" in twice.stderr
+
+
+def test_a_bad_partition_names_itself(tmp_path):
+    missing = {k: v for k, v in ALL_ON_ONE_SIDE.items() if k != "spine2"}
+    proc = subprocess.run([*_mpirun(2), str(binary(mpi=True)), "--config", str(_config(tmp_path, 2, missing))],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "mpi.rank_of: spine2 has no rank" in proc.stderr
+    beyond = dict(ALL_ON_ONE_SIDE, spine2=2)
+    proc = subprocess.run([*_mpirun(2), str(binary(mpi=True)), "--config", str(_config(tmp_path, 2, beyond))],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "mpi.rank_of.spine2 = 2: ranks are 0..1" in proc.stderr

@@ -18,7 +18,6 @@ from controller.experiment.spec import (
     ExperimentSpec,
     SimOptions,
     Topo,
-    simulator_ranks_supported,
     spec_from_dict,
 )
 from mininet_topos.topologies import fattree, leafspine, leafspine3, rack
@@ -65,12 +64,13 @@ def test_fat_trees_and_three_tiers_are_the_simulators():
     assert ExperimentSpec(topo=Topo.LEAFSPINE3, backend=NS3).problems() == []
 
 
-def test_ranks_wait_for_the_mpi_build():
+def test_ranks_are_the_simulators():
     assert ExperimentSpec(ranks=2).problems() == ["ranks = 2: MPI ranks are the simulator's (backend = ns3)"]
-    problems = ExperimentSpec(ranks=2, backend=NS3).problems()
-    assert problems == [] if simulator_ranks_supported() else problems == [
-        "ranks = 2: this simulator runs as one process (MPI ranks are issue 18, not built in yet); give ranks = 1"]
+    assert ExperimentSpec(ranks=2, backend=NS3).problems() == []
     assert ExperimentSpec(ranks=0, backend=NS3).problems() == ["ranks = 0: at least 1 (one process)"]
+    assert ExperimentSpec(backend=NS3, hostfile="hosts").problems() == [
+        "hostfile = hosts: only for a run on more than one MPI rank (give ranks)"]
+    assert ExperimentSpec(backend=NS3, ranks=2, hostfile="hosts").problems() == []
 
 
 def test_topologies_of_a_spec():

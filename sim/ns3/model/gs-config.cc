@@ -423,6 +423,28 @@ ParseConfig(const std::string& text)
             c.ecmpProbes.push_back(probe);
         }
     }
+    if (j.contains("mpi") && !j.at("mpi").is_null())
+    {
+        const json& m = j.at("mpi");
+        c.mpi.ranks = Get<uint32_t>(m, "ranks", "mpi");
+        if (c.mpi.ranks < 1)
+        {
+            throw ConfigError("mpi.ranks: at least 1");
+        }
+        c.mpi.sync = Choice<MpiSync>(m, "sync", {{"barrier", MpiSync::Barrier}, {"null-message", MpiSync::NullMessage}},
+                                     "mpi", MpiSync::Barrier);
+        const json& rankOf = Need(m, "rank_of", "mpi");
+        for (const auto& [name, r] : rankOf.items())
+        {
+            uint32_t rank = Get<uint32_t>(rankOf, name, "mpi.rank_of");
+            if (rank >= c.mpi.ranks)
+            {
+                throw ConfigError("mpi.rank_of." + name + " = " + std::to_string(rank) + ": ranks are 0.." +
+                                  std::to_string(c.mpi.ranks - 1));
+            }
+            c.mpi.rankOf[name] = rank;
+        }
+    }
     return c;
 }
 

@@ -232,6 +232,21 @@ struct EcmpProbe
     uint32_t dport = 0;
 };
 
+enum class MpiSync
+{
+    Barrier,     // ns3::DistributedSimulatorImpl: every rank waits at a global barrier once per lookahead window
+    NullMessage, // ns3::NullMessageSimulatorImpl: neighbouring ranks exchange null messages (Chandy-Misra-Bryant)
+};
+
+/// Distributing the run over MPI ranks (issue 18; docs/simulator.md "Distributed over MPI ranks"): every rank
+/// builds the whole topology; a node is simulated (its applications, its switch state) only on its rank.
+struct MpiSpec
+{
+    uint32_t ranks = 1;
+    MpiSync sync = MpiSync::Barrier;
+    std::map<std::string, uint32_t> rankOf; // every host and switch by name
+};
+
 struct RunConfig
 {
     uint64_t seed = 1;
@@ -248,6 +263,7 @@ struct RunConfig
     std::optional<BackgroundSpec> background;
     std::optional<TensorLightsSpec> tensorlights;
     std::vector<EcmpProbe> ecmpProbes; // for tests: which port a switch routes these flows to (--tables)
+    MpiSpec mpi;
 };
 
 /// Parse a run's configuration (JSON text); ConfigError names the bad value.

@@ -22,6 +22,11 @@ GsHost::GetTypeId()
 
 GsHost::GsHost() = default;
 
+GsHost::GsHost(uint32_t systemId)
+    : Node(systemId)
+{
+}
+
 void
 GsHost::Setup(uint32_t index, Ptr<GsDevice> nic, double messageDelayS)
 {

@@ -36,6 +36,8 @@ class GsHost : public Node, public PortOwner, public QpHost
   public:
     static TypeId GetTypeId();
     GsHost();
+    /// A node simulated by MPI rank `systemId` (ns-3's Node(systemId)); every rank creates every node.
+    explicit GsHost(uint32_t systemId);
 
     void Setup(uint32_t index, Ptr<GsDevice> nic, double messageDelayS);
 

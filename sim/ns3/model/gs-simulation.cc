@@ -7,17 +7,15 @@
 #include "ns3/mac48-address.h"
 #include "ns3/simulator.h"
 
-#ifdef NS3_MPI
-#include "ns3/mpi-interface.h"
-#include "ns3/mpi-receiver.h"
-#include "ns3/point-to-point-remote-channel.h"
-#endif
-
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <set>
+#include <string>
 
 namespace ns3
 {
@@ -31,10 +29,24 @@ namespace
 
 // The simulator checks the wall clock for its progress lines this often, in simulated seconds.
 constexpr double kProgressCheckS = 1e-3;
+// MPI_Allgathers timed before a distributed run (bench.mpi_scaling's synchronisation cost).
+constexpr int kAllgatherProbes = 2000;
 
+/// This process's peak resident memory: the kernel's high-water mark of its address space (VmHWM), which
+/// starts anew at exec. (getrusage's ru_maxrss does not: it keeps the peak of the process it was forked
+/// from, e.g. the Python that started the simulator.)
 double
 PeakRssMb()
 {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+    {
+        if (line.rfind("VmHWM:", 0) == 0)
+        {
+            return std::stod(line.substr(6)) / 1024.0; // kB
+        }
+    }
     struct rusage u;
     getrusage(RUSAGE_SELF, &u);
     return static_cast<double>(u.ru_maxrss) / 1024.0;
@@ -53,10 +65,12 @@ void
 Simulation::Build()
 {
     m_topo = std::make_unique<Topology>(m_c.topology);
+    m_ranks = std::make_unique<Ranks>(m_c.mpi, *m_topo);
     // Nodes in index order (hosts, then switches): a node's ns-3 id is its index, the context of its events.
+    // Every rank creates every node, each with the rank that simulates it (ns-3's system id).
     for (uint32_t h = 0; h < m_topo->Hosts(); h++)
     {
-        m_hosts.push_back(CreateObject<GsHost>());
+        m_hosts.push_back(CreateObject<GsHost>(m_ranks->RankOf(h)));
         if (m_hosts.back()->GetId() != h)
         {
             throw ConfigError("internal: node ids are not the topology's indices");
@@ -64,10 +78,11 @@ Simulation::Build()
     }
     for (uint32_t s = m_topo->Hosts(); s < m_topo->Nodes(); s++)
     {
-        m_switches.push_back(CreateObject<GsSwitch>());
+        m_switches.push_back(CreateObject<GsSwitch>(m_ranks->RankOf(s)));
     }
     BuildSwitches();
     BuildLinks();
+    m_ranks->CreateControlNodes(MakeCallback(&Simulation::Control, this));
     BuildJobs();
 }
 
@@ -124,16 +139,19 @@ Simulation::BuildLinks()
             }
             Ptr<PointToPointChannel> channel;
 #ifdef NS3_MPI
-            if (nodes[0]->GetSystemId() != nodes[1]->GetSystemId())
+            if (m_ranks->Cut(a, b))
             {
                 // A cut link (issue 18): ns-3's remote channel; what arrives from another rank goes to the device.
-                channel = CreateObject<PointToPointRemoteChannel>();
+                Ptr<GsRemoteChannel> remote = CreateObject<GsRemoteChannel>();
                 for (int i = 0; i < 2; i++)
                 {
-                    Ptr<MpiReceiver> rx = CreateObject<MpiReceiver>();
-                    rx->SetReceiveCallback(MakeCallback(&GsDevice::Deliver, devs[i]));
-                    devs[i]->AggregateObject(rx);
+                    remote->Listen(devs[i]);
+                    if (m_ranks->Local(ends[i]))
+                    {
+                        m_cutDevices.push_back(devs[i]);
+                    }
                 }
+                channel = remote;
             }
             else
 #endif
@@ -180,6 +198,7 @@ Simulation::BuildJobs()
         names.push_back(m_topo->Name(n));
     }
     m_nodes.resize(m_c.jobs.size());
+    m_finished.resize(m_c.jobs.size());
     m_trees.resize(m_c.jobs.size());
     std::set<uint32_t> ids;
     for (size_t j = 0; j < m_c.jobs.size(); j++)
@@ -231,6 +250,10 @@ Simulation::BuildJobs()
             }
             for (const AggregationRole& role : m_trees[j].roles)
             {
+                if (!m_ranks->Local(role.sw))
+                {
+                    continue; // the switch's state for the job lives on its rank only
+                }
                 GsSwitch* sw = PeekPointer(m_switches[role.sw - m_topo->Hosts()]);
                 NrSwitchJob* nr = sw->AddNetReduceJob(
                     std::make_unique<NrSwitchJob>(sw, job, role, workerHosts, ranks, m_c.wire));
@@ -250,19 +273,24 @@ Simulation::BuildJobs()
                 }
             }
         }
+        m_finished[j].assign(job.nodes.size(), false);
+        m_total += job.nodes.size();
         for (uint32_t n = 0; n < job.nodes.size(); n++)
         {
+            if (!m_ranks->Local(nodeHosts[n]))
+            {
+                continue; // an application runs on its host's rank only
+            }
             GsHost* host = PeekPointer(m_hosts[nodeHosts[n]]);
             m_nodes[j].push_back(std::make_unique<JobNode>(host, job, n, nodeHosts, names, m_c.wire,
                                                            [this, j](JobNode* node) { NodeDone(j, node); }));
-            m_total++;
         }
         for (auto& node : m_nodes[j])
         {
             node->Setup();
         }
     }
-    if (m_c.tensorlights)
+    if (m_c.tensorlights && m_ranks->Local(m_topo->Index(m_c.tensorlights->host)))
     {
         const TensorLightsSpec& t = *m_c.tensorlights;
         GsHost* host = PeekPointer(m_hosts.at(m_topo->Index(t.host)));
@@ -303,27 +331,88 @@ Simulation::BuildJobs()
     }
 }
 
+namespace
+{
+
+/// What a rank tells the others when one of its job nodes finished (a control message's bytes).
+struct Finish
+{
+    uint32_t job;   // index in the configuration's jobs
+    uint32_t node;  // node id
+    uint32_t failed;
+    uint32_t errorBytes;
+    int64_t atTicks;
+};
+
+} // namespace
+
 void
 Simulation::NodeDone(size_t job, JobNode* node)
 {
-    m_done++;
-    if (!node->Ok())
+    Finished(job, node->NodeId(), Simulator::Now().GetTimeStep(), !node->Ok(), node->Error(), true);
+}
+
+void
+Simulation::Finished(size_t job, uint32_t node, int64_t atTicks, bool failed, const std::string& error, bool local)
+{
+    if (m_finished[job][node])
     {
-        // A failed node stops the rest of its job (the runner's abort), as on the testbed.
+        return;
+    }
+    m_finished[job][node] = true;
+    m_done++;
+    m_lastDoneTicks = std::max(m_lastDoneTicks, atTicks);
+    if (local && m_ranks->Distributed())
+    {
+        Finish f{static_cast<uint32_t>(job), node, failed ? 1u : 0u, static_cast<uint32_t>(error.size()), atTicks};
+        std::vector<uint8_t> bytes(sizeof f + error.size());
+        std::memcpy(bytes.data(), &f, sizeof f);
+        std::memcpy(bytes.data() + sizeof f, error.data(), error.size());
+        m_ranks->Broadcast(Create<Packet>(bytes.data(), static_cast<uint32_t>(bytes.size())));
+    }
+    if (failed)
+    {
+        // A failed node stops the rest of its job (the runner's abort), as on the testbed: here at once, on
+        // other ranks when they hear of it.
+        std::string reason = "node " + std::to_string(node) + " of job " + std::to_string(m_c.jobs[job].jobId) +
+                             " failed: " + error;
         for (auto& other : m_nodes[job])
         {
             if (!other->Done())
             {
-                other->Abort("node " + std::to_string(node->NodeId()) + " of job " + std::to_string(m_c.jobs[job].jobId) +
-                             " failed: " + node->Error());
-                m_done++;
+                other->Abort(reason);
+                Finished(job, other->NodeId(), Simulator::Now().GetTimeStep(), false, "", true);
             }
         }
     }
-    if (m_done >= m_total)
+    if (m_done < m_total)
+    {
+        return;
+    }
+    if (!m_ranks->Distributed())
     {
         Simulator::Stop();
+        return;
     }
+    // Every rank stops at the same simulated time: the last node's end plus the control messages' delay,
+    // when the last rank hears of it (the null-message algorithm needs ranks to stop together).
+    int64_t stop = m_lastDoneTicks + m_ranks->ControlDelayTicks();
+    Simulator::Stop(TimeStep(std::max<int64_t>(0, stop - Simulator::Now().GetTimeStep())));
+}
+
+void
+Simulation::Control(Ptr<Packet> p)
+{
+    std::vector<uint8_t> bytes(p->GetSize());
+    p->CopyData(bytes.data(), static_cast<uint32_t>(bytes.size()));
+    Finish f;
+    if (bytes.size() < sizeof f)
+    {
+        throw std::runtime_error("internal: a control message of " + std::to_string(bytes.size()) + " bytes");
+    }
+    std::memcpy(&f, bytes.data(), sizeof f);
+    std::string error(reinterpret_cast<const char*>(bytes.data() + sizeof f), f.errorBytes);
+    Finished(f.job, f.node, f.atTicks, f.failed != 0, error, false);
 }
 
 void
@@ -335,15 +424,18 @@ Simulation::Progress()
     {
         double wall = std::chrono::duration<double>(now - m_wallStart).count();
         uint64_t events = Simulator::GetEventCount();
-        uint32_t least = UINT32_MAX;
+        uint32_t least = 0;
+        bool any = false;
         for (const auto& n : m_nodes.at(0))
         {
             if (n->Job().nodes[n->NodeId()].role == Role::Worker)
             {
-                least = std::min(least, n->IterationsDone());
+                least = any ? std::min(least, n->IterationsDone()) : n->IterationsDone();
+                any = true;
             }
         }
-        std::cerr << "progress: simulated " << Simulator::Now().GetSeconds() << " s, job " << m_c.jobs[0].jobId
+        std::cerr << "progress: " << (m_ranks->Distributed() ? "rank 0 of " + std::to_string(m_ranks->Count()) + ", " : "")
+                  << "simulated " << Simulator::Now().GetSeconds() << " s, job " << m_c.jobs[0].jobId
                   << " iterations " << least << "/" << m_c.jobs[0].iterations << ", wall " << wall << " s, "
                   << static_cast<double>(events - m_lastEvents) / since / 1e6 << " M events/s, "
                   << static_cast<double>(GsDevice::Hops()) / wall / 1e6 << " M packet-hops/s" << std::endl;
@@ -363,20 +455,35 @@ Simulation::Run()
             Simulator::ScheduleWithContext(node->Host()->GetId(), Seconds(0), &JobNode::Start, node.get());
         }
     }
-    if (m_background)
+    if (m_background && m_ranks->Local(m_topo->Index(m_c.background->sender)))
     {
         m_background->Start();
     }
+    m_setupRssMb = PeakRssMb();
+    m_allgatherUs = m_ranks->AllgatherProbeUs(kAllgatherProbes);
     m_wallStart = std::chrono::steady_clock::now();
     m_lastProgress = m_wallStart;
-    if (m_c.progressS > 0 && !m_nodes.empty())
+    if (m_c.progressS > 0 && !m_nodes.empty() && m_ranks->Me() == 0)
     {
         Simulator::Schedule(Seconds(kProgressCheckS), &Simulation::Progress, this);
     }
     Simulator::Stop(Seconds(m_c.timeLimitS));
     Simulator::Run();
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_wallStart).count();
-    double simS = Simulator::Now().GetSeconds();
+    // The run's simulated length: when its last node finished (every rank agrees), else where it stopped.
+    double simS = m_done >= m_total ? TimeStep(m_lastDoneTicks).GetSeconds() : Simulator::Now().GetSeconds();
+    json local = LocalResults(wall, simS);
+    if (!m_ranks->Distributed())
+    {
+        return local;
+    }
+    std::vector<std::string> all = m_ranks->Gather(local.dump());
+    return m_ranks->Me() == 0 ? Merge(all) : json(nullptr);
+}
+
+json
+Simulation::LocalResults(double wall, double simS) const
+{
     uint64_t events = Simulator::GetEventCount();
     json out;
     out["format"] = 1;
@@ -387,6 +494,7 @@ Simulation::Run()
     out["packet_hops"] = GsDevice::Hops();
     out["packet_hops_per_s"] = wall > 0 ? static_cast<double>(GsDevice::Hops()) / wall : 0.0;
     out["peak_rss_mb"] = PeakRssMb();
+    out["setup_rss_mb"] = m_setupRssMb;
     out["time_limit_hit"] = m_done < m_total;
     json jobs = json::array();
     for (size_t j = 0; j < m_nodes.size(); j++)
@@ -402,6 +510,110 @@ Simulation::Run()
     out["jobs"] = jobs;
     out["switches"] = SwitchResults();
     out["background"] = m_background ? m_background->Result(simS) : json(nullptr);
+    if (m_ranks->Distributed())
+    {
+        uint32_t hosts = 0;
+        uint32_t switches = 0;
+        for (uint32_t n = 0; n < m_topo->Nodes(); n++)
+        {
+            if (m_ranks->Local(n))
+            {
+                (m_topo->IsHost(n) ? hosts : switches)++;
+            }
+        }
+        uint64_t cutTx = 0;
+        uint64_t cutRx = 0;
+        for (const auto& dev : m_cutDevices)
+        {
+            cutTx += dev->Counters().txPackets;
+            cutRx += dev->Counters().rxPackets;
+        }
+        size_t jobNodes = 0;
+        for (const auto& job : m_nodes)
+        {
+            jobNodes += job.size();
+        }
+        out["rank"] = {{"rank", m_ranks->Me()}, {"hosts", hosts}, {"switches", switches}, {"job_nodes", jobNodes},
+                       {"wall_s", wall}, {"events", events}, {"packet_hops", GsDevice::Hops()},
+                       {"cut_links", m_cutDevices.size()}, {"cut_tx_packets", cutTx}, {"cut_rx_packets", cutRx},
+                       {"allgather_us", m_allgatherUs},
+                       {"setup_rss_mb", m_setupRssMb}, {"peak_rss_mb", PeakRssMb()}};
+    }
+    return out;
+}
+
+json
+Simulation::Merge(const std::vector<std::string>& ranks) const
+{
+    std::vector<json> parts;
+    for (const std::string& text : ranks)
+    {
+        parts.push_back(json::parse(text));
+    }
+    json out = parts.at(0);
+    double wall = 0;
+    uint64_t events = 0;
+    uint64_t hops = 0;
+    double rss = 0;
+    double setupRss = 0;
+    bool limit = false;
+    json perRank = json::array();
+    for (size_t j = 0; j < out["jobs"].size(); j++)
+    {
+        out["jobs"][j]["nodes"] = json::array();
+    }
+    out["switches"] = json::object();
+    for (size_t r = 0; r < parts.size(); r++)
+    {
+        const json& part = parts[r];
+        wall = std::max(wall, part["wall_s"].get<double>());
+        events += part["events"].get<uint64_t>();
+        hops += part["packet_hops"].get<uint64_t>();
+        rss = std::max(rss, part["peak_rss_mb"].get<double>());
+        setupRss = std::max(setupRss, part["setup_rss_mb"].get<double>());
+        limit = limit || part["time_limit_hit"].get<bool>();
+        for (size_t j = 0; j < part["jobs"].size(); j++)
+        {
+            for (const json& node : part["jobs"][j]["nodes"])
+            {
+                out["jobs"][j]["nodes"].push_back(node);
+            }
+        }
+        for (const auto& [name, sw] : part["switches"].items())
+        {
+            out["switches"][name] = sw;
+        }
+        if (r > 0 && !part["background"].is_null())
+        {
+            // The sender's rank counts retransmissions, the receiver's the bytes delivered (the other's stay 0).
+            json& bg = out["background"];
+            bg["bytes"] = bg["bytes"].get<uint64_t>() + part["background"]["bytes"].get<uint64_t>();
+            bg["retransmissions"] = bg["retransmissions"].get<uint64_t>() + part["background"]["retransmissions"].get<uint64_t>();
+            double seconds = bg["seconds"].get<double>();
+            bg["goodput_mbps"] = seconds > 0 ? bg["bytes"].get<double>() * 8 / seconds / 1e6 : 0.0;
+        }
+        perRank.push_back(part["rank"]);
+    }
+    for (size_t j = 0; j < out["jobs"].size(); j++)
+    {
+        json& nodes = out["jobs"][j]["nodes"];
+        std::sort(nodes.begin(), nodes.end(),
+                  [](const json& a, const json& b) { return a["node_id"].get<uint32_t>() < b["node_id"].get<uint32_t>(); });
+    }
+    out.erase("rank");
+    out["wall_s"] = wall;
+    out["events"] = events;
+    out["events_per_s"] = wall > 0 ? static_cast<double>(events) / wall : 0.0;
+    out["packet_hops"] = hops;
+    out["packet_hops_per_s"] = wall > 0 ? static_cast<double>(hops) / wall : 0.0;
+    out["peak_rss_mb"] = rss;
+    out["setup_rss_mb"] = setupRss;
+    out["time_limit_hit"] = limit;
+    out["mpi"] = {{"ranks", m_ranks->Count()},
+                  {"sync", m_c.mpi.sync == MpiSync::Barrier ? "barrier" : "null-message"},
+                  {"lookahead_s", m_ranks->LookaheadS()},
+                  {"cut_links", m_ranks->CutLinks()},
+                  {"per_rank", perRank}};
     return out;
 }
 
@@ -411,6 +623,10 @@ Simulation::SwitchResults() const
     json out = json::object();
     for (const auto& sw : m_switches)
     {
+        if (!m_ranks->Local(sw->GetId()))
+        {
+            continue; // its rank reports it
+        }
         json ports = json::object();
         for (const auto& [port, dev] : sw->Ports())
         {

@@ -6,6 +6,7 @@
 #include "gs-config.h"
 #include "gs-host.h"
 #include "gs-job-node.h"
+#include "gs-ranks.h"
 #include "gs-switch.h"
 #include "gs-topology.h"
 
@@ -42,21 +43,36 @@ class Simulation
     void BuildSwitches();
     void BuildJobs();
     void NodeDone(size_t job, JobNode* node);
+    /// Node `node` of job index `job` finished at `atTicks` (here, or on another rank: `local` false); a
+    /// failure stops the job's other nodes on this rank. Every rank counts every node of every job.
+    void Finished(size_t job, uint32_t node, int64_t atTicks, bool failed, const std::string& error, bool local);
+    /// A control message from another rank (MPI): a node there finished.
+    void Control(Ptr<Packet> p);
     void Progress();
     nlohmann::json SwitchResults() const;
+    /// This rank's results (every rank's when one).
+    nlohmann::json LocalResults(double wall, double simS) const;
+    /// Rank 0: every rank's results as one document, as one rank writes it.
+    nlohmann::json Merge(const std::vector<std::string>& ranks) const;
 
     RunConfig m_c;
     std::unique_ptr<Topology> m_topo;
+    std::unique_ptr<Ranks> m_ranks;
     std::vector<Ptr<GsHost>> m_hosts;        // by host index
     std::vector<Ptr<GsSwitch>> m_switches;   // by switch index - hosts
-    std::vector<std::vector<std::unique_ptr<JobNode>>> m_nodes; // per job
+    std::vector<std::vector<std::unique_ptr<JobNode>>> m_nodes; // per job: the nodes on this rank's hosts
+    std::vector<std::vector<bool>> m_finished;                   // per job, per node id: done (on any rank)
+    std::vector<Ptr<GsDevice>> m_cutDevices;                     // this rank's ends of links cut between ranks
     std::vector<AggregationTree> m_trees;    // per job (NetReduce), else empty
     std::unique_ptr<TcpBackground> m_background;
-    size_t m_total = 0;
+    size_t m_total = 0; // job nodes of every rank
     size_t m_done = 0;
+    int64_t m_lastDoneTicks = 0;
     std::chrono::steady_clock::time_point m_wallStart;
     std::chrono::steady_clock::time_point m_lastProgress;
     uint64_t m_lastEvents = 0;
+    double m_setupRssMb = 0; // peak memory once built, before the run
+    double m_allgatherUs = 0; // what one barrier costs among the ranks (measured before the run)
 };
 
 } // namespace gs

@@ -56,6 +56,11 @@ GsSwitch::GetTypeId()
 }
 
 GsSwitch::GsSwitch() = default;
+
+GsSwitch::GsSwitch(uint32_t systemId)
+    : Node(systemId)
+{
+}
 GsSwitch::~GsSwitch() = default;
 
 uint16_t

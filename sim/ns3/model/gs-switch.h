@@ -47,6 +47,8 @@ class GsSwitch : public Node, public PortOwner
   public:
     static TypeId GetTypeId();
     GsSwitch();
+    /// A node simulated by MPI rank `systemId` (ns-3's Node(systemId)); every rank creates every node.
+    explicit GsSwitch(uint32_t systemId);
     ~GsSwitch() override;
 
     struct Settings

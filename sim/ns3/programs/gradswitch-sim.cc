@@ -16,12 +16,16 @@
 
 #ifdef NS3_MPI
 #include "ns3/mpi-interface.h"
+
+#include <mpi.h>
 #endif
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -86,14 +90,21 @@ Usage()
     return 2;
 }
 
+#ifdef NS3_MPI
+/// Stop every rank (mpirun ends the run) after an error on one: the others would wait for it forever.
+[[noreturn]] void
+AbortRanks(int status)
+{
+    MPI_Abort(MpiInterface::GetCommunicator(), status);
+    std::exit(status);
+}
+#endif
+
 } // namespace
 
 int
 main(int argc, char** argv)
 {
-#ifdef NS3_MPI
-    MpiInterface::Enable(&argc, &argv);
-#endif
     std::string config;
     std::string out;
     bool tables = false;
@@ -126,22 +137,61 @@ main(int argc, char** argv)
     {
         return Usage();
     }
+    std::optional<gs::RunConfig> c;
+    try
+    {
+        c = gs::ParseConfig(ReadFile(config));
+    }
+    catch (const gs::ConfigError& e)
+    {
+        std::cerr << "error: " << e.what() << std::endl;
+        return 2;
+    }
+    // Started by mpirun on several ranks with a one-rank configuration, every rank would run all of it.
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    {
+        const char* world = std::getenv(name);
+        if (world != nullptr && c->mpi.ranks == 1 && std::atoi(world) > 1)
+        {
+            std::cerr << "error: mpi.ranks = 1 but this runs on " << world
+                      << " MPI ranks: give the configuration's ranks" << std::endl;
+            return 2;
+        }
+    }
+    [[maybe_unused]] bool distributed = false;
+    bool writer = true;
+#ifdef NS3_MPI
+    // One rank runs ns-3's default (sequential) simulator without MPI. More: the distributed simulator, chosen
+    // before MPI starts (MpiInterface picks its messaging from it).
+    if (c->mpi.ranks > 1)
+    {
+        GlobalValue::Bind("SimulatorImplementationType",
+                          StringValue(c->mpi.sync == gs::MpiSync::NullMessage ? "ns3::NullMessageSimulatorImpl"
+                                                                              : "ns3::DistributedSimulatorImpl"));
+        MpiInterface::Enable(&argc, &argv);
+        distributed = MpiInterface::GetSize() > 1;
+        writer = MpiInterface::GetSystemId() == 0;
+    }
+#endif
     int status = 0;
     try
     {
         Time::SetResolution(Time::PS);
-        gs::RunConfig c = gs::ParseConfig(ReadFile(config));
         ObjectFactory scheduler;
-        scheduler.SetTypeId(c.scheduler);
+        scheduler.SetTypeId(c->scheduler);
         Simulator::SetScheduler(scheduler);
-        gs::Simulation sim(std::move(c));
+        gs::Simulation sim(std::move(*c));
         sim.Build();
         json result = tables ? sim.Tables() : sim.Run();
         if (tables)
         {
             result["ecmp_probes"] = sim.Probes();
         }
-        if (out.empty())
+        if (!writer)
+        {
+            // rank 0 writes every rank's results
+        }
+        else if (out.empty())
         {
             std::cout << result.dump(1) << std::endl;
         }
@@ -165,9 +215,18 @@ main(int argc, char** argv)
         std::cerr << "error: " << e.what() << std::endl;
         status = 1;
     }
+#ifdef NS3_MPI
+    if (status != 0 && distributed)
+    {
+        AbortRanks(status);
+    }
+#endif
     Simulator::Destroy();
 #ifdef NS3_MPI
-    MpiInterface::Disable();
+    if (MpiInterface::IsEnabled())
+    {
+        MpiInterface::Disable();
+    }
 #endif
     return status;
 }
