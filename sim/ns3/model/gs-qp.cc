@@ -327,8 +327,11 @@ RcQp::OnTimer()
     else
     {
         // Selective repeat resends only the oldest unacknowledged packet; each partial ACK after it the next.
+        // A SACK is a hint the responder may renege on (RFC 2018: a trimmed copy it could not zero-fill, its
+        // NAK lost), so the oldest packet is resent even if SACKed (roce/qp.py does the same).
         m_nakResent.clear();
         m_recover = m_sentEnd;
+        m_sacked.erase(m_una);
         ScheduleResend(m_una, false);
     }
     ArmTimer();
