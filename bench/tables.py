@@ -1,0 +1,524 @@
+"""The README's Performance tables, generated from the JSON the benchmarks wrote under bench/results/.
+
+Every table of README.md's Performance section comes from here, after a line `<!-- table: NAME -->`;
+tests/unit/test_readme_figures.py fails when the README's copy differs from what the JSON gives (a
+benchmark was run again and the README was not). A cell holds a figure of the JSON, a ratio of two of
+its figures (the column says so), or a figure's median with [min, max] over the repetitions where the
+JSON keeps a `spread`. Marks:
+
+- `(machine-bound)`: the run, or a run behind a ratio, was limited by the machine, not the links
+  (controller/experiment/bottleneck.py). A compare marks it in the JSON (`machine_bound`,
+  `machine_bound_repetitions`); a JSON older than that field is judged here by the same rule from
+  the busiest link's load and the idle CPU it kept. Never a headline.
+- `(low)`: the machine's CPU was under 20 % idle (bottleneck.TARGET_CPU_IDLE), `(low in some)` in
+  some repetitions.
+
+    python -m bench.tables            # every table, each after its marker line
+    python -m bench.tables --write    # the same, written into README.md in place of the old tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from controller.experiment.bottleneck import TARGET_CPU_IDLE, judge
+
+RESULTS = Path(__file__).resolve().parent / "results"
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+Json = dict[str, Any]
+
+MODELS = {"resnet50": "ResNet-50", "vgg16": "VGG-16", "bert-base": "BERT-base"}
+MACHINE_BOUND = "(machine-bound)"
+
+
+# ---- reading ----
+
+
+def load(results: Path, name: str) -> Json:
+    data: Json = json.loads((results / name).read_text())
+    return data
+
+
+def build(data: Json) -> str:
+    """The BMv2 build a JSON was measured on: with logging macros compiled in or not."""
+    tc = data.get("toolchain", {})
+    bmv2 = tc.get("bmv2")
+    if isinstance(bmv2, dict) and "logging_macros" in bmv2:
+        return "logging macros" if bmv2["logging_macros"] else "no logging macros"
+    text = f"{tc.get('bmv2_executable', '')} {tc.get('bmv2_build', '')}"  # before `bmv2` was recorded
+    if "nolog" in text:
+        return "no logging macros"
+    return "logging macros" if "with logging macros" in text else "not recorded"
+
+
+def machine_bound(run: Mapping[str, Any]) -> bool:
+    """A run's `machine_bound` as the JSON marks it; for a JSON older than the field, bottleneck.judge's verdict
+    from its busiest link's load (against its ideal's where it has one, else 1) and its idle CPU."""
+    if "machine_bound" in run:
+        return bool(run["machine_bound"])
+    return bool(judge(run.get("cpu_idle"), run.get("busiest_link_load"), run.get("ideal_link_load")).machine_bound)
+
+
+# ---- cells ----
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def num(v: Any, digits: int = 2) -> str:
+    return f"{v:,.{digits}f}" if _is_number(v) else "-"
+
+
+def _percent(v: float) -> str:
+    """A share in percent: whole percents, one decimal under TARGET_CPU_IDLE (19.6 is under 20, its whole percent
+    is not)."""
+    return f"{100 * v:.1f}" if v < TARGET_CPU_IDLE else f"{100 * v:.0f}"
+
+
+def pct(v: Any) -> str:
+    return f"{_percent(v)} %" if _is_number(v) else "-"
+
+
+def idle(v: Any) -> str:
+    """The machine's idle CPU, marked `(low)` under TARGET_CPU_IDLE."""
+    return pct(v) + (" (low)" if _is_number(v) and v < TARGET_CPU_IDLE else "")
+
+
+def spread(run: Mapping[str, Any], key: str, digits: int = 2) -> str:
+    """`median [min, max]` of a figure over a run's repetitions; the figure alone when they agree or the JSON keeps
+    no spread for it."""
+    s = run.get("spread", {}).get(key)
+    if not s:
+        return num(run.get(key), digits)
+    text, lo, hi = num(s["median"], digits), num(s["min"], digits), num(s["max"], digits)
+    return text if s["n"] < 2 or lo == hi else f"{text} [{lo}, {hi}]"
+
+
+def spread_pct(run: Mapping[str, Any], key: str, low_mark: bool = False) -> str:
+    """A share's `median [min, max]` in percent; with low_mark, `(low)` when the median is under TARGET_CPU_IDLE and
+    `(low in some)` when only some repetitions were."""
+    s = run.get("spread", {}).get(key)
+    if not s:
+        return idle(run.get(key)) if low_mark else pct(run.get(key))
+    text = pct(s["median"])
+    if s["n"] > 1 and pct(s["min"]) != pct(s["max"]):
+        text += f" [{_percent(s['min'])}, {_percent(s['max'])}]"
+    if low_mark and s["median"] < TARGET_CPU_IDLE:
+        text += " (low)"
+    elif low_mark and s["min"] < TARGET_CPU_IDLE:
+        text += " (low in some)"
+    return text
+
+
+def ratio(value: Any, lo: Any, hi: Any, headline: bool = True) -> str:
+    """A ratio of two runs' medians with [min, max] (one run's smallest repetition over the other's largest, and
+    its largest over the other's smallest); marked when a run behind it was machine-bound."""
+    text = f"{num(value)} [{num(lo)}, {num(hi)}]"
+    return text if headline else f"{text} {MACHINE_BOUND}"
+
+
+def over_baseline(run: Mapping[str, Any]) -> str:
+    o = run.get("over_baseline")
+    if not o:
+        return "baseline"
+    return ratio(o["ratio"], o["min"], o["max"], bool(o["headline"]))
+
+
+def repetitions(run: Mapping[str, Any]) -> str:
+    """How many repetitions the medians use, of those done, and which were machine-bound or failed."""
+    text = f"{run.get('headline_repetitions')} of {run.get('repetitions_done')}"
+    bound, failed = run.get("machine_bound_repetitions") or [], run.get("failed_repetitions") or []
+    if run.get("machine_bound"):
+        text += ": all machine-bound (the medians are over all of them; not a headline)"
+    elif bound:
+        text += f"; machine-bound: {', '.join(str(b) for b in bound)}"
+    if failed:
+        text += f"; failed: {', '.join(str(f) for f in failed)}"
+    return text
+
+
+def marked(text: str, bound: bool) -> str:
+    return f"{text} {MACHINE_BOUND}" if bound else text
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def mib(size: Any) -> str:
+    return f"{size / 2**20:g} MiB" if size >= 2**20 else f"{size / 2**10:g} KiB"
+
+
+# ---- one switch: transport, instructions, forwarding ----
+
+
+def transport_table(results: Path) -> str:
+    d = load(results, "transport.json")
+    names = {"gbn": "go-back-N", "sr": "selective repeat"}
+    rows = [[names.get(mode, mode), num(m["switch"]["goodput_mbps"], 0), num(m["direct"]["goodput_mbps"], 0),
+             num(m["ratio"]), f"{m['switch']['retransmitted']}, {m['direct']['retransmitted']}", build(d)]
+            for mode, m in d["modes"].items()]
+    return table([f"transport: {mib(d['bytes'])} RoCE WRITE, MTU {d['mtu']}, one run", "through one BMv2 Mb/s",
+                  "bare veth Mb/s", "BMv2 / veth", "resent (BMv2, veth)", "BMv2"], rows)
+
+
+BEFORE_HEADERS = "before NetReduce's state became a header"
+INSTRUCTION_FILES = (("first version", "-before"), (BEFORE_HEADERS, "-128fields"), ("now", ""))
+
+
+def instructions_table(results: Path) -> str:
+    rows = []
+    for logging in ("-nolog", ""):
+        for label, tag in INSTRUCTION_FILES:
+            name = f"instructions{logging}{tag}.json"
+            d = load(results, name)
+            ours, base = d["per_packet"]["gradswitch"], d["per_packet"].get("one-table")
+            rows.append(_instruction_row(build(d), f"gradswitch.p4, {label}", ours, base, name))
+        rows.append(_instruction_row(build(d), "one-table program", base, None, name))
+    return table(["BMv2", "program", "instructions per packet", "receive thread (zeroing metadata)",
+                  "ingress thread", "egress thread", "transmit", "/ the one-table program's total in the same JSON",
+                  "JSON"], rows)
+
+
+def _instruction_row(bmv2: str, label: str, per: Json, base: Json | None, name: str) -> list[str]:
+    return [bmv2, label, num(per["total"], 0), f"{num(per['receive'], 0)} ({num(per['reset_metadata'], 0)})",
+            num(per["ingress"], 0), num(per["egress"], 0), num(per["transmit"], 0),
+            num(per["total"] / base["total"]) if base else "-", name]
+
+
+def forwarding_table(results: Path) -> str:
+    rows = []
+    for logging in ("-nolog", ""):
+        for label, tag in ((BEFORE_HEADERS, "-before"), ("now", "")):
+            name = f"forwarding{logging}{tag}.json"
+            rows.append(_forwarding_row(load(results, name), label, name))
+    return table(["BMv2", "gradswitch.p4", "packets/s, gradswitch.p4 vs one-table (the median run)",
+                  "gradswitch.p4 / one-table, median [min, max] over runs", "runs", "machine-bound runs",
+                  "CPU idle, gradswitch.p4 (median run)", "JSON"], rows)
+
+
+def _forwarding_row(d: Json, label: str, name: str) -> list[str]:
+    runs = d["runs"]
+    median = next((r for r in runs if r["ratio"] == d["ratio"]), None)
+    bound = [r for r in runs if machine_bound(r["gradswitch_limits"]) or machine_bound(r["minimal_limits"])]
+    ratios = [r["ratio"] for r in runs]
+    rates = f"{num(median['gradswitch_pps'] / 1e3, 0)} k vs {num(median['minimal_pps'] / 1e3, 0)} k" if median else "-"
+    return [build(d), label, rates, ratio(d["ratio"], min(ratios), max(ratios)), str(len(runs)),
+            f"{len(bound)} of {len(runs)}", idle(median["gradswitch_limits"]["cpu_idle"]) if median else "-", name]
+
+
+# ---- collectives: all-reduce, NetReduce, the switch's aggregation rate ----
+
+
+def allreduce_table(results: Path) -> str:
+    rows = []
+    for name in ("allreduce-5mbps.json", "allreduce-20mbps.json"):
+        d = load(results, name)
+        where = f"{d['bw_mbps']:g} Mb/s, {mib(d['size_bytes'])}, {build(d)}"
+        for algo in ("ring", "ps"):
+            rows += [[where, algo, str(r["workers"]), num(r["median_s"], 3), num(r["lower_bound_s"], 3),
+                      marked(num(r["ratio_to_bound"]), machine_bound(r)), str(r["retransmissions"]),
+                      pct(r["busiest_link_load"]), idle(r["cpu_idle"]), name]
+                     for r in d["rows"] if r["algo"] == algo]
+    return table(["links, tensor, BMv2", "algorithm", "N", "median s", "link-rate bound s", "time / bound", "resent",
+                  "busiest link", "CPU idle", "JSON"], rows)
+
+
+NETREDUCE_FILES = ("netreduce-10mbps.json", "netreduce-20mbps-nolog.json", "netreduce-50mbps-nolog.json",
+                   "netreduce-5mbps.json")
+
+
+def netreduce_table(results: Path) -> str:
+    rows = []
+    for name in NETREDUCE_FILES:
+        d = load(results, name)
+        where = f"{d['bw_mbps']:g} Mb/s, {mib(d['size_bytes'])}, {build(d)}"
+        for r in d["rows"]:
+            rows.append(_netreduce_row(r, where, d.get("iterations"), name))
+    return table(["topology, N", "links, tensor, BMv2", "iterations", "NetReduce s", "NetReduce / its bound",
+                  "ring / NetReduce (ratio of median times)", "ideal", "PS / NetReduce", "ideal",
+                  "resent: NetReduce, ring, PS", "busiest link: NetReduce, ring, PS", "CPU idle: NetReduce, ring, PS",
+                  "JSON"], rows)
+
+
+def _netreduce_row(r: Json, where: str, iterations: Any, name: str) -> list[str]:
+    algos = ("netreduce", "ring", "ps")
+    lim, sent = r["limits"], r["retransmissions"]
+    bound = {a: machine_bound(lim[a]) for a in algos}
+    ring = marked(num(r["ring_over_netreduce"]), bound["netreduce"] or bound["ring"])
+    ps = marked(num(r["ps_over_netreduce"]), bound["netreduce"] or bound["ps"])
+    return [f"{r['topo']}, {r['workers']}", where, str(iterations), num(r["netreduce_s"], 3),
+            num(r["netreduce_ratio_to_bound"]), ring, num(r["ideal_ring"]), ps,
+            num(r["ideal_ps"]), ", ".join(str(sent[a]) for a in algos),
+            ", ".join(pct(lim[a]["busiest_link_load"]) for a in algos),
+            ", ".join(idle(lim[a]["cpu_idle"]) for a in algos), name]
+
+
+def netreduce_switch_table(results: Path) -> str:
+    rows = []
+    for label, tag in (("now", "after"), ("before", "before")):
+        for logging in ("log", "nolog"):
+            name = f"netreduce-switch-{tag}-{logging}.json"
+            d = load(results, name)
+            bound = machine_bound({"cpu_idle": d["machine_cpu_idle"]})
+            rows.append([label, build(d), str(d["elements_per_packet"]),
+                         marked(num(d["contributions_per_s"], 0), bound), f"{num(d['values_per_s'] / 1e6)} M",
+                         str(d["wrong_results"]), num(d["switch_busiest_thread_cpu"]), idle(d["machine_cpu_idle"]),
+                         name])
+    return table(["gradswitch.p4", "BMv2", "values per packet", "contributions/s", "values/s", "wrong results",
+                  "switch's busiest thread, cores", "CPU idle", "JSON"], rows)
+
+
+# ---- training speed-ups (bench/results/training.json: one run per row) ----
+
+
+def _speedup(results: Path) -> tuple[dict[str, Json], list[Json]]:
+    sp = load(results, "training.json")["speedup"]
+    runs: dict[str, Json] = sp["runs"]
+    rows: list[Json] = sp["ratios"]
+    return runs, rows
+
+
+def _places(rows: list[Json]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys((r["model"], r["topo"]) for r in rows))
+
+
+def _ratio_row(rows: list[Json], model: str, topo: str, what: str) -> Json:
+    return next(r for r in rows if r["model"] == model and r["topo"] == topo and r["what"] == what)
+
+
+def _pair_bound(runs: dict[str, Json], *names: str) -> bool:
+    return any(machine_bound(runs[n]) for n in names)
+
+
+def training_netreduce_table(results: Path) -> str:
+    runs, rows = _speedup(results)
+    out = []
+    for model, topo in _places(rows):
+        for sched in ("fifo", "priority"):
+            ring, nr = (f"{model}-{topo}-{algo}-{sched}" for algo in ("ring", "netreduce"))
+            r = _ratio_row(rows, model, topo, f"NetReduce / ring ({sched})")
+            a, b = runs[ring], runs[nr]
+            out.append([MODELS.get(model, model), topo, sched, num(a["samples_per_s_real"], 0),
+                        num(b["samples_per_s_real"], 0), marked(num(r["ratio"]), _pair_bound(runs, ring, nr)),
+                        num(r["ideal"]), f"{num(a['of_ideal'])}, {num(b['of_ideal'])}",
+                        f"{pct(a['busiest_link_load'])} ({pct(a['ideal_link_load'])}), "
+                        f"{pct(b['busiest_link_load'])} ({pct(b['ideal_link_load'])})", idle(r["cpu_idle"])])
+    return table(["model", "topology", "scheduling", "ring samples/s", "NetReduce samples/s", "NetReduce / ring",
+                  "ideal", "of ideal: ring, NetReduce", "busiest link: ring, NetReduce (a link-bound run's)",
+                  "CPU idle (the lower)"], out)
+
+
+def training_priority_table(results: Path) -> str:
+    runs, rows = _speedup(results)
+    out = []
+    for model, topo in _places(rows):
+        def cell(what: str, a: str, b: str, model: str = model, topo: str = topo) -> list[str]:
+            r = _ratio_row(rows, model, topo, what)
+            bound = _pair_bound(runs, f"{model}-{topo}-{a}", f"{model}-{topo}-{b}")
+            return [marked(num(r["ratio"]), bound), num(r["ideal"])]
+
+        out.append([MODELS.get(model, model), topo, *cell("PS / ring (priority)", "ps-priority", "ring-priority"),
+                    *cell("priority / FIFO (ring)", "ring-priority", "ring-fifo"),
+                    *cell("priority / FIFO (ps)", "ps-priority", "ps-fifo"),
+                    *cell("priority / FIFO (netreduce)", "netreduce-priority", "netreduce-fifo")])
+    return table(["model", "topology", "PS / ring (priority)", "ideal", "ring: priority / FIFO", "ideal",
+                  "PS: priority / FIFO", "ideal", "NetReduce: priority / FIFO", "ideal"], out)
+
+
+# ---- DLCP (bench/results/training-dlcp.json), TensorLights, learning ----
+
+
+def _dlcp(results: Path, name: str) -> Json:
+    section: Json = load(results, "training-dlcp.json")["dlcp"][name]
+    return section
+
+
+def dlcp_contention_table(results: Path) -> str:
+    c = _dlcp(results, "dlcp-contention")
+    rows = []
+    for name, s in c["runs"].items():
+        vs = "1 (best baseline)" if name == c["best_baseline"] else over_baseline(s)
+        rows.append([name, spread(s, "samples_per_s_real", 1), vs, spread(s, "p99_s"),
+                     spread(s, "retransmissions", 0), spread(s, "dlcp_dropped", 0), spread(s, "zero_filled_packets", 0),
+                     spread(s, "max_relative_error"), spread(s, "background_goodput_mbps"),
+                     spread_pct(s, "busiest_link_load"), spread_pct(s, "cpu_idle", low_mark=True), repetitions(s)])
+    return table(["run", "samples/s (real)", f"/ {c['best_baseline']} (ratio of samples/s)", "p99 s", "resent",
+                  "trimmed by switches", "zero-filled", "max relative error", "bulk TCP Mb/s", "busiest link",
+                  "CPU idle", "repetitions in the medians"], rows)
+
+
+BALANCING = {"ecmp": "ECMP", "flowlet": "flowlets, 50 ms gap", "flowlet-150ms": "flowlets, 150 ms gap",
+             "spray": "spraying (DLCP)"}
+
+
+def dlcp_spray_table(results: Path) -> str:
+    c = _dlcp(results, "dlcp-spray")
+    order = {b: i for i, b in enumerate(BALANCING)}
+    placements = list(dict.fromkeys(name.split("-", 1)[0] for name in c["runs"]))
+    names = sorted(c["runs"], key=lambda n: (placements.index(n.split("-", 1)[0]),
+                                             order.get(n.split("-", 1)[1], len(order))))
+    rows = []
+    for name in names:
+        s = c["runs"][name]
+        place, how = name.split("-", 1)
+        rows.append([place, BALANCING.get(how, how), spread(s, "samples_per_s_real", 0),
+                     "1 (baseline)" if s.get("is_baseline") else over_baseline(s), spread(s, "uplink_imbalance"),
+                     spread(s, "retransmissions", 0), spread_pct(s, "busiest_link_load"),
+                     spread_pct(s, "cpu_idle", low_mark=True), repetitions(s)])
+    return table(["ring placement", "balancing", "samples/s (real)",
+                  "/ ECMP on the same placement (ratio of samples/s)", "busiest uplink / mean", "resent",
+                  "busiest link", "CPU idle", "repetitions in the medians"], rows)
+
+
+TENSORLIGHTS = {"tensorlights-2jobs": "2 jobs", "tensorlights": "4 jobs",
+                "tensorlights-rr": "4 jobs, favoured server rotating every 2 s",
+                "tensorlights-25g": "4 jobs, 25 Gb/s emulated"}  # experiments/tensorlights.toml
+
+
+def tensorlights_table(results: Path) -> str:
+    runs = load(results, "dlcp-tensorlights.json")["tensorlights"]
+    rows = []
+    for name, r in runs.items():
+        bound = r.get("machine_bound_repetitions") or []
+        used = str(r["repetitions"]) + (f"; machine-bound: {', '.join(map(str, bound))}" if bound else "")
+        rows.append([name, TENSORLIGHTS.get(name, "-"), num(r["baseline_avg_jct_s"]), num(r["tensorlights_avg_jct_s"]),
+                     ratio(r["ratio"], r["ratio_min"], r["ratio_max"], bool(r["headline"])), used,
+                     pct(r["busiest_link_load"]), idle(r["cpu_idle"])])
+    return table(["run", "jobs (2 workers each)", "avg JCT s, baseline (median)", "avg JCT s, TensorLights (median)",
+                  "TensorLights / baseline (ratio of avg JCTs)", "repetitions in the medians", "busiest link",
+                  "CPU idle"], rows)
+
+
+def learning_table(results: Path) -> str:
+    learn = load(results, "training-learning.json")["learning"]
+    rows = []
+    for name, s in learn["runs"].items():
+        vs = "1 (best baseline)" if name == learn["best_baseline"] else over_baseline(s)
+        rows.append([name, spread(s, "time_to_accuracy_s"), vs, spread(s, "iterations_to_accuracy", 0),
+                     spread(s, "final_accuracy", 3), spread(s, "max_relative_error"), spread(s, "dlcp_dropped", 0),
+                     spread(s, "zero_filled_packets", 0), spread(s, "retransmissions", 0),
+                     spread(s, "background_goodput_mbps"), spread_pct(s, "cpu_idle", low_mark=True), repetitions(s)])
+    return table(["run", "time to 90 % test accuracy s",
+                  f"/ {learn['best_baseline']} (ratio of times: over 1 is slower)", "iterations to 90 %",
+                  "final test accuracy", "max relative error of an iteration's gradient", "trimmed by switches",
+                  "zero-filled", "resent", "bulk TCP Mb/s", "CPU idle", "repetitions in the medians"], rows)
+
+
+# ---- the papers' claims beside the testbed's figures ----
+
+
+def _range(values: Sequence[float]) -> str:
+    if not values:
+        return "-"
+    lo, hi = num(min(values)), num(max(values))
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _netreduce_claim(runs: dict[str, Json], rows: list[Json], models: set[str]) -> list[str]:
+    """NetReduce / ring over the rows of `models` whose runs were not machine-bound: their range, their ideal's."""
+    chosen, left = [], 0
+    for r in rows:
+        if r["model"] in models and r["what"].startswith("NetReduce / ring"):
+            sched = r["what"].split("(")[1].rstrip(")")
+            names = [f"{r['model']}-{r['topo']}-{algo}-{sched}" for algo in ("ring", "netreduce")]
+            if _pair_bound(runs, *names):
+                left += 1
+            else:
+                chosen.append(r)
+    text = f"{_range([r['ratio'] for r in chosen])} ({len(chosen)} rows, one run each"
+    text += f"; {left} machine-bound rows left out)" if left else ")"
+    return [text, _range([r["ideal"] for r in chosen])]
+
+
+def claims_table(results: Path) -> str:
+    runs, rows = _speedup(results)
+    cnn = _netreduce_claim(runs, rows, {"resnet50", "vgg16"})
+    bert = _netreduce_claim(runs, rows, {"bert-base"})
+    contention, spray = _dlcp(results, "dlcp-contention"), _dlcp(results, "dlcp-spray")
+    dlcp = [f"{name} {over_baseline(s)}" for name, s in contention["runs"].items()
+            if s.get("over_baseline") and name != "alone"]  # `alone` is the reference, not DLCP
+    sprays = [f"{name.split('-')[0]} {over_baseline(s)}" for name, s in spray["runs"].items()
+              if name.endswith("-spray")]
+    lights = load(results, "dlcp-tensorlights.json")["tensorlights"]
+    jct = [f"{TENSORLIGHTS[n]} {ratio(r['ratio'], r['ratio_min'], r['ratio_max'], bool(r['headline']))}"
+           for n in ("tensorlights", "tensorlights-2jobs") if (r := lights.get(n))]
+    return table(["claim", "paper", "testbed", "ideal here"], [
+        ["NetReduce / ring, training speed, CNNs (ResNet-50, VGG-16; 4 workers)", "up to 1.7x", *cnn],
+        ["NetReduce / ring, training speed, transformers (BERT-base; 4 workers)", "up to 1.5x", *bert],
+        [f"DLCP / {contention['best_baseline']}, training speed of a job under contention (synthetic gradients)",
+         "up to +84 %", "; ".join(dlcp), "-"],
+        ["DLCP's spraying / ECMP on the same placement, training speed (synthetic gradients)", "-",
+         "; ".join(sprays), "-"],
+        ["TensorLights / FIFO, average job completion time", "-31 %", "; ".join(jct), "-"],
+    ])
+
+
+# ---- all of them ----
+
+
+TABLES: dict[str, Callable[[Path], str]] = {
+    "transport": transport_table,
+    "instructions": instructions_table,
+    "forwarding": forwarding_table,
+    "allreduce": allreduce_table,
+    "netreduce": netreduce_table,
+    "netreduce-switch": netreduce_switch_table,
+    "claims": claims_table,
+    "training-netreduce": training_netreduce_table,
+    "training-priority": training_priority_table,
+    "dlcp-contention": dlcp_contention_table,
+    "dlcp-spray": dlcp_spray_table,
+    "tensorlights": tensorlights_table,
+    "learning": learning_table,
+}
+
+
+def marker(name: str) -> str:
+    return f"<!-- table: {name} -->"
+
+
+def generate(results: Path = RESULTS) -> dict[str, str]:
+    return {name: make(results) for name, make in TABLES.items()}
+
+
+def update_readme(text: str, tables: Mapping[str, str]) -> str:
+    """`text` with the table after each `<!-- table: NAME -->` line (its lines that start with `|`) replaced by
+    tables[NAME]; a marker with no such table gets one."""
+    for name, body in tables.items():
+        pattern = re.compile(rf"^{re.escape(marker(name))}\n(?:\|[^\n]*\n?)*", re.MULTILINE)
+        text = pattern.sub(_literal(f"{marker(name)}\n{body}\n"), text)
+    return text
+
+
+def _literal(new: str) -> Callable[[re.Match[str]], str]:
+    """re.sub's replacement for `new` as it is (a string would have its backslashes read as escapes)."""
+    return lambda _match: new
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON's directory (default bench/results)")
+    parser.add_argument("--write", action="store_true", help="replace the tables in README.md after their markers")
+    args = parser.parse_args()
+    tables = generate(args.results)
+    if args.write:
+        README.write_text(update_readme(README.read_text(), tables))
+        print(f"written {len(tables)} tables into {README}")
+        return
+    for name, body in tables.items():
+        print(f"{marker(name)}\n{body}\n")
+
+
+if __name__ == "__main__":
+    main()
+

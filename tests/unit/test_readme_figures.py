@@ -1,0 +1,139 @@
+"""README.md's Performance tables are the JSON under bench/results/, as bench/tables.py renders them.
+
+Re-running a benchmark without regenerating the README fails here, naming the table; and the
+tables come out right from a small hand-made JSON (medians with [min, max], ratios to the
+baseline, machine-bound and low-CPU marks)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.tables import (
+    README,
+    RESULTS,
+    TABLES,
+    allreduce_table,
+    dlcp_spray_table,
+    machine_bound,
+    marker,
+    tensorlights_table,
+    update_readme,
+)
+
+
+def performance() -> str:
+    text = README.read_text()
+    start = text.index("## Performance")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
+@pytest.mark.parametrize("name", list(TABLES))
+def test_the_readme_has_every_table_as_its_json_gives_it(name):
+    table = TABLES[name](RESULTS)
+    section = performance()
+    assert marker(name) in section, f"README.md's Performance section has no `{marker(name)}` line before " \
+                                    f"its {name} table: add it and run `python -m bench.tables --write`"
+    got = section.split(marker(name) + "\n", 1)[1]
+    got = "\n".join(re.match(r"(?:\|[^\n]*(?:\n|$))*", got).group(0).splitlines())  # type: ignore[union-attr]
+    diff = "\n".join(difflib.unified_diff(got.splitlines(), table.splitlines(), "README.md", "bench/results",
+                                          lineterm="", n=0))
+    assert got == table, (f"README.md's table {name!r} is not what bench/results/ gives (a benchmark was run again?): "
+                          f"run `python -m bench.tables --write` (or paste `python -m bench.tables`'s table)\n{diff}")
+
+
+def test_every_table_marker_in_the_readme_names_a_table():
+    names = re.findall(r"^<!-- table: (\S+) -->$", performance(), re.MULTILINE)
+    assert sorted(names) == sorted(TABLES), "a marker without a generated table, or a table without its marker"
+
+
+def test_the_performance_section_holds_no_raw_json():
+    section = performance()
+    assert '{"' not in section, "raw JSON pasted into README.md's Performance section: generate a table instead"
+
+
+# ---- the tables from a hand-made JSON ----
+
+
+def _spread(lo: float, median: float, hi: float, n: int = 3) -> dict[str, Any]:
+    return {"min": lo, "median": median, "max": hi, "n": n}
+
+
+def _run(samples: tuple[float, float, float], idle: tuple[float, float, float], **extra: Any) -> dict[str, Any]:
+    spread = {"samples_per_s_real": _spread(*samples), "cpu_idle": _spread(*idle),
+              "uplink_imbalance": _spread(2.0, 2.0, 2.0), "retransmissions": _spread(0, 5, 9),
+              "busiest_link_load": _spread(0.9, 0.9, 0.9)}
+    return {"samples_per_s_real": samples[1], "cpu_idle": idle[1], "spread": spread, "repetitions_done": 3,
+            "headline_repetitions": 3, "machine_bound": False, "machine_bound_repetitions": [],
+            "failed_repetitions": [], "is_baseline": False, **extra}
+
+
+def _write(tmp_path: Path, name: str, data: dict[str, Any]) -> Path:
+    (tmp_path / name).write_text(json.dumps(data))
+    return tmp_path
+
+
+def test_the_spraying_table_gives_medians_ratios_and_marks(tmp_path):
+    runs = {
+        "x-ecmp": _run((100, 120, 150), (0.15, 0.3, 0.5), is_baseline=True),
+        "x-spray": _run((170, 180, 190), (0.4, 0.5, 0.6), machine_bound_repetitions=[2], headline_repetitions=2,
+                        over_baseline={"ratio": 1.5, "min": 1.1333, "max": 1.9, "headline": True}),
+        "x-flowlet": _run((110, 130, 140), (0.05, 0.08, 0.09), machine_bound=True, headline_repetitions=0,
+                          machine_bound_repetitions=[1, 2, 3],
+                          over_baseline={"ratio": 1.0833, "min": 0.7333, "max": 1.4, "headline": False}),
+    }
+    results = _write(tmp_path, "training-dlcp.json", {"dlcp": {"dlcp-spray": {"runs": runs}}})
+    lines = dlcp_spray_table(results).splitlines()
+    assert lines[2:] == [
+        "| x | ECMP | 120 [100, 150] | 1 (baseline) | 2.00 | 5 [0, 9] | 90 % | 30 % [15.0, 50] (low in some) "
+        "| 3 of 3 |",
+        "| x | flowlets, 50 ms gap | 130 [110, 140] | 1.08 [0.73, 1.40] (machine-bound) | 2.00 | 5 [0, 9] | 90 % "
+        "| 8.0 % [5.0, 9.0] (low) | 0 of 3: all machine-bound (the medians are over all of them; not a headline) |",
+        "| x | spraying (DLCP) | 180 [170, 190] | 1.50 [1.13, 1.90] | 2.00 | 5 [0, 9] | 90 % | 50 % [40, 60] "
+        "| 2 of 3; machine-bound: 2 |",
+    ]
+
+
+def test_a_tensorlights_ratio_from_machine_bound_runs_is_marked(tmp_path):
+    run = {"baseline": "b", "baseline_avg_jct_s": 10.0, "tensorlights_avg_jct_s": 8.0, "ratio": 0.8,
+           "ratio_min": 0.7, "ratio_max": 0.9, "headline": False, "repetitions": 2, "machine_bound_repetitions": [3],
+           "busiest_link_load": 0.5, "cpu_idle": 0.7}
+    results = _write(tmp_path, "dlcp-tensorlights.json", {"tensorlights": {"tensorlights": run}})
+    assert tensorlights_table(results).splitlines()[2] == (
+        "| tensorlights | 4 jobs | 10.00 | 8.00 | 0.80 [0.70, 0.90] (machine-bound) | 2; machine-bound: 3 | 50 % "
+        "| 70 % |")
+
+
+def test_a_json_older_than_the_machine_bound_field_is_judged_by_the_rule(tmp_path):
+    def row(algo: str, load: float, idle: float) -> dict[str, Any]:
+        return {"algo": algo, "workers": 2, "median_s": 1.0, "lower_bound_s": 0.8, "ratio_to_bound": 1.25,
+                "retransmissions": 3, "busiest_link_load": load, "cpu_idle": idle}
+
+    toolchain = {"bmv2": {"logging_macros": False}}
+    for name in ("allreduce-5mbps.json", "allreduce-20mbps.json"):
+        _write(tmp_path, name, {"toolchain": toolchain, "bw_mbps": 5.0, "size_bytes": 262144,
+                                "rows": [row("ring", 0.95, 0.15), row("ps", 0.7, 0.8)]})
+    ring, ps = allreduce_table(tmp_path).splitlines()[2:4]
+    assert ring == ("| 5 Mb/s, 256 KiB, no logging macros | ring | 2 | 1.000 | 0.800 | 1.25 | 3 | 95 % | 15.0 % (low) "
+                    "| allreduce-5mbps.json |")
+    assert ps == ("| 5 Mb/s, 256 KiB, no logging macros | ps | 2 | 1.000 | 0.800 | 1.25 (machine-bound) | 3 | 70 % "
+                  "| 80 % | allreduce-5mbps.json |")
+
+
+def test_the_jsons_own_mark_wins_over_the_rule():
+    assert machine_bound({"machine_bound": False, "cpu_idle": 0.01}) is False
+    assert machine_bound({"cpu_idle": 0.05}) is True
+    assert machine_bound({"cpu_idle": 0.5, "busiest_link_load": 0.7, "ideal_link_load": 0.8}) is False
+    assert machine_bound({"cpu_idle": 0.5, "busiest_link_load": 0.7}) is True  # an all-reduce: 0.8 of 1
+
+
+def test_writing_the_readme_replaces_only_the_table_after_its_marker():
+    text = "before\n<!-- table: t -->\n| old |\n|---|\n| 1 |\n\nafter | not a table\n<!-- table: u -->\n| u |\n"
+    got = update_readme(text, {"t": "| new \\1 |\n|---|"})
+    assert got == "before\n<!-- table: t -->\n| new \\1 |\n|---|\n\nafter | not a table\n<!-- table: u -->\n| u |\n"
