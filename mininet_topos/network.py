@@ -39,7 +39,7 @@ from mininet_topos.bmv2 import (
 )
 from mininet_topos.bmv2_build import Bmv2Build
 from mininet_topos.fence import FenceError, ManagementFence, remove_table, table_name
-from mininet_topos.shaping import shape, shape_priority
+from mininet_topos.shaping import shape, shape_priority, switch_send_buffer_bytes
 from mininet_topos.topology import Topology
 from protocol.paths import runtime_dir
 
@@ -113,6 +113,29 @@ class Reachability:
         return "\n".join(lines)
 
 
+WMEM_DEFAULT = Path("/proc/sys/net/core/wmem_default")  # the machine's, whichever namespace writes it
+
+
+class DefaultSendBuffer:
+    """The machine's default socket send buffer, raised while a network runs and put back after (it is one
+    value for every namespace, written from the root one)."""
+
+    def __init__(self, path: Path = WMEM_DEFAULT) -> None:
+        self.path = path
+        self.saved: int | None = None
+
+    def raise_to(self, nbytes: int) -> None:
+        current = int(self.path.read_text())
+        if nbytes > current:
+            self.saved = current if self.saved is None else self.saved
+            self.path.write_text(str(nbytes))
+
+    def restore(self) -> None:
+        if self.saved is not None:
+            self.path.write_text(str(self.saved))
+            self.saved = None
+
+
 class GradNetwork:
     """A running Mininet network of BMv2 switches (empty until a controller programs them)."""
 
@@ -126,6 +149,7 @@ class GradNetwork:
         self.bmv2: Bmv2Build | None = None  # the build every switch runs (resolve_bmv2, at start)
         self._old_handlers: dict[int, Any] = {}
         self._lock = contextlib.ExitStack()  # the machine lock while the network runs
+        self._send_buffer = DefaultSendBuffer()  # raised while the switches run (shaping.switch_send_buffer_bytes)
         # The switches' Thrift and gRPC ports accept connections from this machine only (mininet_topos/fence.py).
         self.fence = ManagementFence.for_run(self.run_dir, [p for ports in self.ports.values()
                                                             for p in (ports.grpc, ports.thrift)])
@@ -204,6 +228,8 @@ class GradNetwork:
                 self.fence.add()
             except FenceError as e:
                 raise NetworkError(str(e)) from None
+            # Before the switches open their ports' packet sockets, which take the default send buffer.
+            self._send_buffer.raise_to(switch_send_buffer_bytes([lk.bw_mbps for lk in self.topo.links if lk.bw_mbps]))
             self.net.start()
             self._write_state()
             self.programmed()
@@ -226,6 +252,7 @@ class GradNetwork:
             except Exception:  # keep tearing down what is left
                 log.exception("mininet stop failed; cleaning up from the state file")
         cleanup_run(self.run_dir)
+        self._send_buffer.restore()
         self._restore_signals()
         self._lock.close()
 

@@ -31,6 +31,7 @@ from protocol.config import CONFIG
 MTU = 9000
 BUFFER_SECONDS = 0.1
 MIN_BUFFER_BYTES = 64 << 10
+PRIORITY_CLASSES = CONFIG.PRIORITY_QUEUES  # a switch egress's HTB classes: one per DSCP class selector
 # u32 match of a RoCE v2 acknowledgement (IPv4 without options: UDP port at 22, BTH opcode at 28).
 ROCE_ACK_MATCH = (f"match ip protocol {CONFIG.IP_PROTO_UDP} 0xff match u16 {CONFIG.ROCE_V2_UDP_PORT} 0xffff at 22 "
                   f"match u8 {CONFIG.ROCE_ACKNOWLEDGE:#x} 0xff at 28")
@@ -73,6 +74,24 @@ def htb_tree(intf: str, rate_mbps: float, classes: dict[int, int], default: int)
     return cmds
 
 
+# What the kernel charges a queued packet to its sender's socket (its skb's truesize) over its length: at most
+# about 4x for the small packets (ACKs) a queue may also hold.
+TRUESIZE_FACTOR = 4
+MAX_SEND_BUFFER_BYTES = 64 << 20  # (a queue of 8 full classes at over 160 Mb/s would need more: none does)
+
+
+def switch_send_buffer_bytes(rates_mbps: list[float]) -> int:
+    """A send buffer for a switch's packet sockets that the HTB tree behind each never fills: what its eight
+    classes hold at the fastest rate, charged as the kernel charges it.
+
+    BMv2 sends each port's packets on a packet socket. Every packet queued in the port's HTB tree stays charged
+    to that socket until HTB dequeues it; once the socket's send buffer (net.core.wmem_default: 208 KiB) is
+    full, BMv2's send blocks and every packet for the port waits in BMv2's own FIFO, whatever its priority:
+    a bulk TCP flow filling its 100 ms class starved the RoCE class above it."""
+    fastest = max(rates_mbps, default=0.0)
+    return min(MAX_SEND_BUFFER_BYTES, PRIORITY_CLASSES * buffer_bytes(fastest) * TRUESIZE_FACTOR) if fastest else 0
+
+
 def u32_filter(intf: str, handle: int, match: str, minor: int) -> str:
     return f"tc filter add dev {intf} parent 1: protocol ip prio 1 handle 800::{handle:x} u32 {match} flowid 1:{minor}"
 
@@ -90,8 +109,8 @@ def htb_commands(intf: str, rate_mbps: float) -> list[str]:
 def priority_commands(intf: str, rate_mbps: float) -> list[str]:
     """A switch egress: one class per DSCP class selector (CS p -> class 1:1p, HTB prio 7-p),
     non-IP traffic and CS0 in priority 0."""
-    cmds = htb_tree(intf, rate_mbps, {10 + p: 7 - p for p in range(8)}, default=10)
-    return cmds + [u32_filter(intf, p, f"match ip tos {p << 5:#x} 0xe0", 10 + p) for p in range(1, 8)]
+    cmds = htb_tree(intf, rate_mbps, {10 + p: 7 - p for p in range(PRIORITY_CLASSES)}, default=10)
+    return cmds + [u32_filter(intf, p, f"match ip tos {p << 5:#x} 0xe0", 10 + p) for p in range(1, PRIORITY_CLASSES)]
 
 
 def run(node: Any, cmds: list[str]) -> None:
