@@ -278,11 +278,11 @@ def netreduce_switch_table(results: Path) -> str:
                   "switch's busiest thread, cores", "CPU idle", "JSON"], rows)
 
 
-# ---- training speed-ups (bench/results/training.json: one run per row) ----
+# ---- training speed-ups (bench/results/training-speedup.json: every run repeated) ----
 
 
 def _speedup(results: Path) -> tuple[dict[str, Json], list[Json]]:
-    sp = load(results, "training.json")["speedup"]
+    sp = load(results, "training-speedup.json")["speedup"]
     runs: dict[str, Json] = sp["runs"]
     rows: list[Json] = sp["ratios"]
     return runs, rows
@@ -294,6 +294,13 @@ def _places(rows: list[Json]) -> list[tuple[str, str]]:
 
 def _ratio_row(rows: list[Json], model: str, topo: str, what: str) -> Json:
     return next(r for r in rows if r["model"] == model and r["topo"] == topo and r["what"] == what)
+
+
+def _pair_ratio(row: Json, bound: bool) -> str:
+    """A ratio of two runs' medians, [min, max] beside it where the runs were repeated."""
+    if "ratio_min" not in row:
+        return marked(num(row["ratio"]), bound)
+    return ratio(row["ratio"], row["ratio_min"], row["ratio_max"], bool(row.get("headline", True)) and not bound)
 
 
 def _pair_bound(runs: dict[str, Json], *names: str) -> bool:
@@ -308,8 +315,8 @@ def training_netreduce_table(results: Path) -> str:
             ring, nr = (f"{model}-{topo}-{algo}-{sched}" for algo in ("ring", "netreduce"))
             r = _ratio_row(rows, model, topo, f"NetReduce / ring ({sched})")
             a, b = runs[ring], runs[nr]
-            out.append([MODELS.get(model, model), topo, sched, num(a["samples_per_s_real"], 0),
-                        num(b["samples_per_s_real"], 0), marked(num(r["ratio"]), _pair_bound(runs, ring, nr)),
+            out.append([MODELS.get(model, model), topo, sched, spread(a, "samples_per_s_real", 0),
+                        spread(b, "samples_per_s_real", 0), _pair_ratio(r, _pair_bound(runs, ring, nr)),
                         num(r["ideal"]), f"{num(a['of_ideal'])}, {num(b['of_ideal'])}",
                         f"{pct(a['busiest_link_load'])} ({pct(a['ideal_link_load'])}), "
                         f"{pct(b['busiest_link_load'])} ({pct(b['ideal_link_load'])})", idle(r["cpu_idle"])])
@@ -325,7 +332,7 @@ def training_priority_table(results: Path) -> str:
         def cell(what: str, a: str, b: str, model: str = model, topo: str = topo) -> list[str]:
             r = _ratio_row(rows, model, topo, what)
             bound = _pair_bound(runs, f"{model}-{topo}-{a}", f"{model}-{topo}-{b}")
-            return [marked(num(r["ratio"]), bound), num(r["ideal"])]
+            return [_pair_ratio(r, bound), num(r["ideal"])]
 
         out.append([MODELS.get(model, model), topo, *cell("PS / ring (priority)", "ps-priority", "ring-priority"),
                     *cell("priority / FIFO (ring)", "ring-priority", "ring-fifo"),
@@ -435,7 +442,10 @@ def _netreduce_claim(runs: dict[str, Json], rows: list[Json], models: set[str]) 
                 left += 1
             else:
                 chosen.append(r)
-    text = f"{_range([r['ratio'] for r in chosen])} ({len(chosen)} rows, one run each"
+    reps = sorted({n for r in chosen for n in r.get("repetitions", [1])})
+    each = "one run each" if reps == [1] else f"medians of {'-'.join(str(n) for n in (reps[0], reps[-1]) if n)} runs each"
+    each = each.replace(f"{reps[0]}-{reps[0]}", str(reps[0]))
+    text = f"{_range([r['ratio'] for r in chosen])} ({len(chosen)} rows, {each}"
     text += f"; {left} machine-bound rows left out)" if left else ")"
     return [text, _range([r["ideal"] for r in chosen])]
 

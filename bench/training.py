@@ -21,7 +21,8 @@ the machine). Repetitions that were machine-bound (controller/experiment/bottlen
 out of the medians; a ratio whose runs had no other is marked and is not a headline. Runs of
 one topology share one network (the same switches and links). Full reports (report.md,
 summary.json, plots) land in --out; started again with the same --out, a run resumes where it
-stopped (every complete repetition is kept). The figures go to bench/results/training.json.
+stopped (every complete repetition is kept). The figures go to bench/results/training-speedup.json,
+training-dlcp.json or training-learning.json with --only, all three in training.json without.
 Needs root, BMv2, Mininet.
 
     python -m bench.training [--out runs/bench-training] [--only speedup|dlcp|learning] [--repeat N]
