@@ -443,8 +443,8 @@ def _netreduce_claim(runs: dict[str, Json], rows: list[Json], models: set[str]) 
             else:
                 chosen.append(r)
     reps = sorted({n for r in chosen for n in r.get("repetitions", [1])})
-    each = "one run each" if reps == [1] else f"medians of {'-'.join(str(n) for n in (reps[0], reps[-1]) if n)} runs each"
-    each = each.replace(f"{reps[0]}-{reps[0]}", str(reps[0]))
+    span = str(reps[0]) if reps[0] == reps[-1] else f"{reps[0]}-{reps[-1]}"
+    each = "one run each" if reps == [1] else f"medians of {span} runs each"
     text = f"{_range([r['ratio'] for r in chosen])} ({len(chosen)} rows, {each}"
     text += f"; {left} machine-bound rows left out)" if left else ")"
     return [text, _range([r["ideal"] for r in chosen])]
