@@ -33,6 +33,9 @@ def test_every_benchmark_figure_says_what_limited_it():
     assert Limits(None, None).figures()["machine_bound"] is None  # nothing measured: not judged
 
 
+LATENCY_BENCHMARKS = {"testbed_costs"}  # round trips of one packet: BMv2's and a Python host's own delay
+
+
 def test_every_network_benchmark_records_the_build_and_the_bottleneck():
     """Each benchmark that writes bench/results/ goes through save() (the toolchain: the BMv2 build) and
     keeps Limits' figures (cpu_idle, busiest_link_load, machine_bound) or a compare summary's, which
@@ -49,6 +52,9 @@ def test_every_network_benchmark_records_the_build_and_the_bottleneck():
         names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
         assert "save" in names, path
+        if path.stem in LATENCY_BENCHMARKS:  # one packet in flight: no link is loaded, the machine must be idle
+            assert "cpu_idle" in path.read_text(), f"{path.name} records no idle CPU"
+            continue
         assert "Limits" in names or "run_compare" in names, f"{path.name} records no bottleneck"
 
 
