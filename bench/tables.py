@@ -476,6 +476,28 @@ def claims_table(results: Path) -> str:
 # ---- all of them ----
 
 
+# ---- the simulator against the testbed (bench/results/crossval.json) ----
+
+
+def crossval_table(results: Path) -> str:
+    cv = load(results, "crossval.json")
+    rows = []
+    for f in cv["figures"]:
+        judged = "yes" if f["usable"] else "no: fewer than 3 BMv2 runs not machine-bound"
+        within = "-" if f["within"] is None else ("yes" if f["within"] else "**no**")
+        rows.append([f["what"], num(f["bmv2"], 3), num(f["ns3"], 3), f"{100 * f['error']:+.1f} %", judged, within])
+    tol = f"{100 * cv['tolerance']:g} %"
+    return table(["figure", "BMv2 (median of the runs not machine-bound)", "ns-3", "ns-3 / BMv2 - 1", "judged",
+                  f"within {tol}"], rows)
+
+
+def crossval_rankings_table(results: Path) -> str:
+    cv = load(results, "crossval.json")
+    rows = [[r["what"], " < ".join(r["bmv2"]), " < ".join(r["ns3"]),
+             "-" if r["same"] is None else ("yes" if r["same"] else "**no**")] for r in cv["rankings"]]
+    return table(["topology, N", "BMv2, fastest first", "ns-3, fastest first", "the same"], rows)
+
+
 TABLES: dict[str, Callable[[Path], str]] = {
     "transport": transport_table,
     "instructions": instructions_table,

@@ -117,8 +117,8 @@ WMEM_DEFAULT = Path("/proc/sys/net/core/wmem_default")  # the machine's, whichev
 
 
 class DefaultSendBuffer:
-    """The machine's default socket send buffer, raised while a network runs and put back after (it is one
-    value for every namespace, written from the root one)."""
+    """The machine's default socket send buffer, raised while a network's switches start and put back after
+    (it is one value for every namespace, written from the root one)."""
 
     def __init__(self, path: Path = WMEM_DEFAULT) -> None:
         self.path = path
@@ -149,7 +149,7 @@ class GradNetwork:
         self.bmv2: Bmv2Build | None = None  # the build every switch runs (resolve_bmv2, at start)
         self._old_handlers: dict[int, Any] = {}
         self._lock = contextlib.ExitStack()  # the machine lock while the network runs
-        self._send_buffer = DefaultSendBuffer()  # raised while the switches run (shaping.switch_send_buffer_bytes)
+        self._send_buffer = DefaultSendBuffer()  # raised while the switches start (shaping.switch_send_buffer_bytes)
         # The switches' Thrift and gRPC ports accept connections from this machine only (mininet_topos/fence.py).
         self.fence = ManagementFence.for_run(self.run_dir, [p for ports in self.ports.values()
                                                             for p in (ports.grpc, ports.thrift)])
@@ -228,9 +228,12 @@ class GradNetwork:
                 self.fence.add()
             except FenceError as e:
                 raise NetworkError(str(e)) from None
-            # Before the switches open their ports' packet sockets, which take the default send buffer.
+            # While the switches open their ports' packet sockets, which take the default send buffer; put back
+            # once they listen (their ports are open by then), before any host opens a socket: a host's UDP
+            # sender keeps the default's backpressure, as on a real machine.
             self._send_buffer.raise_to(switch_send_buffer_bytes([lk.bw_mbps for lk in self.topo.links if lk.bw_mbps]))
             self.net.start()
+            self._send_buffer.restore()
             self._write_state()
             self.programmed()
         except BaseException:

@@ -655,8 +655,10 @@ RcQp::OnData(const Wire& w, Ptr<Packet> p)
         {
             len = w.dmaLen;
         }
-        else if (m_inWrite && PsnDiff(w.psn, m_firstPsn) > 0)
+        else if (MessageEnd() == w.psn)
         {
+            // The last packet of the message being written (one arriving early, of a later message, would be
+            // measured against this one's length: the write then ended short, an invalid request).
             len = m_msgLen - static_cast<uint32_t>(PsnDiff(w.psn, m_firstPsn)) * m_cfg.t.mtu;
         }
         else
@@ -806,7 +808,14 @@ void
 RcQp::JudgeHoles()
 {
     int64_t now = Now();
-    if (!m_judgeAt || now < *m_judgeAt || m_buffered.empty())
+    if (!m_judgeAt || m_buffered.empty())
+    {
+        // Nothing buffered, nothing to judge. (Armed again for a judgement already due, this looped at one
+        // instant forever: found with DLCP trimming at threshold 0 under bulk TCP.)
+        m_judgeAt.reset();
+        return;
+    }
+    if (now < *m_judgeAt)
     {
         ArmJudge();
         return;
