@@ -498,6 +498,25 @@ def crossval_rankings_table(results: Path) -> str:
     return table(["topology, N", "BMv2, fastest first", "ns-3, fastest first", "the same"], rows)
 
 
+# ---- the simulator's speed (bench/results/ns3-speed.json) ----
+
+
+def ns3_speed_table(results: Path) -> str:
+    doc = load(results, "ns3-speed.json")
+    rows = []
+    for r in doc["runs"]:
+        size = "full-size gradients" if r["workload"] != "synthetic" else mib(r["size_bytes"])
+        worst = max(r["iteration_s"]) if r["iteration_s"] else None
+        bound = f"{worst / r['bound_s']:.3f}" if worst is not None and r["bound_s"] else "-"
+        rows.append([r["scenario"], r["algo"], str(r["workers"]), f"{r['workload']}, {size}", str(r["iterations"]),
+                     ("yes" if r["ok"] else "**no**") + f" ({r['check']})",
+                     "-" if worst is None else f"{worst * 1e3:,.3f}", bound, f"{r['wall_s']:,.1f}",
+                     f"{r['packet_hops_per_s'] / 1e6:.2f}", f"{r['peak_rss_mb']:,.0f}"])
+    return table(["scenario", "algorithm", "workers", "workload", "iterations", "checked",
+                  "slowest iteration ms (simulated)", "/ link-rate bound", "wall s", "M packet-hops per wall s",
+                  "peak MB"], rows)
+
+
 TABLES: dict[str, Callable[[Path], str]] = {
     "transport": transport_table,
     "instructions": instructions_table,
@@ -513,6 +532,12 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "tensorlights": tensorlights_table,
     "learning": learning_table,
 }
+# Tables of measurements that are optional: in the README only once their JSON is in bench/results/.
+OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
+    "crossval": ("crossval.json", crossval_table),
+    "crossval-rankings": ("crossval.json", crossval_rankings_table),
+    "ns3-speed": ("ns3-speed.json", ns3_speed_table),
+}
 
 
 def marker(name: str) -> str:
@@ -520,7 +545,9 @@ def marker(name: str) -> str:
 
 
 def generate(results: Path = RESULTS) -> dict[str, str]:
-    return {name: make(results) for name, make in TABLES.items()}
+    tables = {name: make(results) for name, make in TABLES.items()}
+    tables |= {name: make(results) for name, (needs, make) in OPTIONAL_TABLES.items() if (results / needs).exists()}
+    return tables
 
 
 def update_readme(text: str, tables: Mapping[str, str]) -> str:
