@@ -517,6 +517,34 @@ def ns3_speed_table(results: Path) -> str:
                   "peak MB"], rows)
 
 
+# ---- the simulator over MPI ranks (bench/results/mpi-scaling.json) ----
+
+
+def mpi_scaling_table(results: Path) -> str:
+    doc = load(results, "mpi-scaling.json")
+    diffs = [0.0, *(max(d) for d in doc["same_answer"]["iteration_relative_difference"])]
+    rows = []
+    for m, diff in zip(doc["measured"], diffs, strict=True):
+        rows.append([str(m["ranks"]), m["sync"] if m["ranks"] > 1 else "-", f"{m['wall_s']:,.1f}",
+                     f"{m['total_s']:,.1f}", ", ".join(f"{x:,.0f}" for x in m["peak_rss_mb_per_rank"]),
+                     f"{m['iteration_s'][0] * 1e3:.4f}", f"{100 * diff:.3f} %",
+                     ("yes" if m["correct"] else "**no**") + f" ({m['check']})", str(m["cut_links"])])
+    run = doc["run"]
+    return table([f"ranks ({run['algo']}, {run['workers']} workers, {run['topology']})", "sync",
+                  "simulator wall s", "whole run s", "peak MB per rank", "iteration ms (simulated)",
+                  "iteration vs one rank", "checked", "cut links"], rows)
+
+
+def mpi_projection_table(results: Path) -> str:
+    doc = load(results, "mpi-scaling.json")
+    rows = [[str(p["ranks"]), f"{100 * p['busiest_share']:.1f} %", str(p["cut_links"]), f"{p['cut_packets']:,}",
+             f"{p['wall_s']:,.1f}", f"{p['speedup']:.2f}", f"{p['peak_rss_mb_per_rank']:,.0f}"]
+            for p in doc["projected"]]
+    return table(["ranks (projected: a model, not a measurement)", "busiest rank's share of deliveries",
+                  "cut links", "cut-link packets of the busiest rank", "wall s", "speed-up over one rank",
+                  "peak MB per rank"], rows)
+
+
 TABLES: dict[str, Callable[[Path], str]] = {
     "transport": transport_table,
     "instructions": instructions_table,
@@ -537,6 +565,8 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "crossval": ("crossval.json", crossval_table),
     "crossval-rankings": ("crossval.json", crossval_rankings_table),
     "ns3-speed": ("ns3-speed.json", ns3_speed_table),
+    "mpi-scaling": ("mpi-scaling.json", mpi_scaling_table),
+    "mpi-projection": ("mpi-scaling.json", mpi_projection_table),
 }
 
 
