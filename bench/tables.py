@@ -545,6 +545,25 @@ def mpi_projection_table(results: Path) -> str:
                   "peak MB per rank"], rows)
 
 
+# ---- training at scale on the simulator (bench/results/scaling.json) ----
+
+
+def scaling_table(results: Path) -> str:
+    doc = load(results, "scaling.json")
+    ratios = {(r["model"], r["workers"], r["what"]): r["ratio"] for r in doc["speedups"]}
+    rows = []
+    for m in doc["models"]:
+        for n in doc["workers"]:
+            ring = doc["points"].get(f"{m}-ring-n{n}")
+            if ring is None:
+                continue
+            cells = [num(ratios.get((m, n, f"{a} / ring"))) for a in ("netreduce-hier", "netreduce-flat", "ps")]
+            rows.append([MODELS.get(m, m), str(n), f"{ring['samples_per_s']:,.0f}",
+                         f"{ring['linear_samples_per_s']:,.0f}", num(ring["scaling_efficiency"]), *cells])
+    return table(["model", "workers", "ring samples/s", "linear (N x one GPU)", "ring's scaling efficiency",
+                  "NetReduce hierarchical / ring", "NetReduce flat / ring", "PS / ring"], rows)
+
+
 TABLES: dict[str, Callable[[Path], str]] = {
     "transport": transport_table,
     "instructions": instructions_table,
@@ -567,6 +586,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "ns3-speed": ("ns3-speed.json", ns3_speed_table),
     "mpi-scaling": ("mpi-scaling.json", mpi_scaling_table),
     "mpi-projection": ("mpi-scaling.json", mpi_projection_table),
+    "scaling": ("scaling.json", scaling_table),
 }
 
 
