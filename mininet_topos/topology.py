@@ -135,13 +135,23 @@ class Topology:
         """Switches with at least one host."""
         return [s for s in self.switches if self.hosts_of(s.name)]
 
+    @cached_property
+    def _switch_peers(self) -> dict[str, list[str]]:
+        """Every switch's neighbour switches, from one pass over the links (a fat tree has thousands)."""
+        peers: dict[str, list[str]] = {s.name: [] for s in self.switches}
+        for lk in self.links:
+            if self.is_switch(lk.a) and self.is_switch(lk.b):
+                peers[lk.a].append(lk.b)
+                peers[lk.b].append(lk.a)
+        return peers
+
     def distances_to(self, target: str) -> dict[str, int]:
         """Hop counts from every switch to the target switch over switch links (BFS)."""
         dist = {target: 0}
         todo = deque([target])
         while todo:
             node = todo.popleft()
-            for _, peer, _ in self.switch_neighbors(node):
+            for peer in self._switch_peers[node]:
                 if peer not in dist:
                     dist[peer] = dist[node] + 1
                     todo.append(peer)

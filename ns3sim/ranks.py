@@ -68,23 +68,8 @@ class Partition:
 
 def _switch_tiers(topo: Topology) -> dict[str, int]:
     """Per switch: 1 for an edge switch (hosts attached), else 1 + its hops to the nearest edge switch."""
-    neighbours: dict[str, list[str]] = {s.name: [] for s in topo.switches}
-    edges = set()
-    for lk in topo.links:
-        if topo.is_switch(lk.a) and topo.is_switch(lk.b):
-            neighbours[lk.a].append(lk.b)
-            neighbours[lk.b].append(lk.a)
-        else:
-            edges.add(lk.a if topo.is_switch(lk.a) else lk.b)
-    tier = {s: 1 for s in edges}
-    todo = deque(sorted(edges))
-    while todo:
-        s = todo.popleft()
-        for peer in neighbours[s]:
-            if peer not in tier:
-                tier[peer] = tier[s] + 1
-                todo.append(peer)
-    return tier
+    hops = [topo.distances_to(edge.name) for edge in topo.edge_switches()]
+    return {s.name: 1 + min(d[s.name] for d in hops if s.name in d) for s in topo.switches}
 
 
 def pieces(topo: Topology) -> tuple[list[list[str]], list[str]]:

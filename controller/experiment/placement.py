@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import random
-from collections import deque
 from dataclasses import dataclass
 
 from controller.experiment.spec import ExperimentSpec, RingOrder
@@ -166,20 +165,9 @@ def incast_window(spec: ExperimentSpec, mtu: int, window: int | None = None) -> 
 
 def widest_hops(topo: Topology) -> int:
     """Links on the longest shortest path between two hosts (2 on a rack, 4 on a leaf-spine, 6 on a fat tree)."""
-    neighbours = {s.name: [n for _, n, _ in topo.switch_neighbors(s.name)] for s in topo.switches}
     edges = [s.name for s in topo.edge_switches()]
-    widest = 0
-    for edge in edges:
-        seen = {edge: 0}
-        todo = deque([edge])
-        while todo:
-            here = todo.popleft()
-            for there in neighbours[here]:
-                if there not in seen:
-                    seen[there] = seen[here] + 1
-                    todo.append(there)
-        widest = max([widest] + [seen[e] for e in edges if e in seen])
-    return widest + 2
+    hops = [topo.distances_to(edge) for edge in edges]
+    return max(d[e] for d in hops for e in edges if e in d) + 2
 
 
 BDP_MARGIN = 2.0  # windows of twice the path's delays: an ACK comes every window / 4 packets, and queues vary
