@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -174,13 +175,39 @@ def judge_allreduce(summary: dict[str, dict[str, Any]], topos: list[str], worker
                                       times["bmv2"]["netreduce"]), _ratio(times["ns3"][str(other)],
                                       times["ns3"]["netreduce"]), usable))
             order = {side: _fastest_first(t) for side, t in times.items()}
+            ties = _ties(times["bmv2"], times["ns3"])
             rankings.append({"what": f"{topo} N={n}", "bmv2": order["bmv2"], "ns3": order["ns3"], "usable": usable,
-                             "same": order["bmv2"] == order["ns3"] if usable else None})
+                             "ties": ties, "same": _same_ranking(times["bmv2"], times["ns3"]) if usable else None})
     return figures, rankings
 
 
 def _fastest_first(times: dict[str, float | None]) -> list[str]:
     return sorted(times, key=lambda algo: times[algo] or float("inf"))
+
+
+def _tied(times: Mapping[str, float | None], a: str, b: str) -> bool:
+    """Two algorithms' times within TOLERANCE of each other: an order between them means nothing."""
+    ta, tb = times.get(a), times.get(b)
+    return ta is not None and tb is not None and tb > 0 and abs(ta / tb - 1) <= TOLERANCE
+
+
+def _ties(bmv2: Mapping[str, float | None], ns3: Mapping[str, float | None]) -> list[list[str]]:
+    """Pairs of algorithms tied (within TOLERANCE) on both backends."""
+    names = sorted(bmv2)
+    return [[a, b] for i, a in enumerate(names) for b in names[i + 1:] if _tied(bmv2, a, b) and _tied(ns3, a, b)]
+
+
+def _same_ranking(bmv2: Mapping[str, float | None], ns3: Mapping[str, float | None]) -> bool:
+    """The same order of the algorithms, fastest first, up to ties: two algorithms within TOLERANCE of each other
+    on both backends may come in either order (ring and NetReduce at N = 2 move the same bytes: 0.99 against 1.01
+    is no ranking). Every other pair in the same order on both; a missing time ranks nowhere."""
+    for a, b in ((a, b) for i, a in enumerate(sorted(bmv2)) for b in sorted(bmv2)[i + 1:]):
+        ba, bb, sa, sb = bmv2.get(a), bmv2.get(b), ns3.get(a), ns3.get(b)
+        if ba is None or bb is None or sa is None or sb is None:
+            return False
+        if (ba < bb) != (sa < sb) and not (_tied(bmv2, a, b) and _tied(ns3, a, b)):
+            return False
+    return True
 
 
 def judge_pair(summary: dict[str, dict[str, Any]], what: str, run: str, base: str) -> list[Figure]:
@@ -208,8 +235,9 @@ def table(figures: list[Figure], rankings: list[dict[str, Any]]) -> str:
         lines.append(f"{f.what:<44}{_num(f.bmv2):>10}{_num(f.ns3):>10}{error:>11}  {verdict}")
     for r in rankings:
         verdict = {True: "same ranking", False: "RANKING DIFFERS", None: "not judged"}[r["same"]]
+        tied = "; tied within 10 %: " + ", ".join(" = ".join(t) for t in r["ties"]) if r.get("ties") else ""
         lines.append(f"{r['what'] + ': fastest first':<44}{' < '.join(r['bmv2']):>21}  ns-3: {' < '.join(r['ns3'])}  "
-                     f"{verdict}")
+                     f"{verdict}{tied}")
     return "\n".join(lines)
 
 

@@ -494,8 +494,10 @@ def crossval_table(results: Path) -> str:
 def crossval_rankings_table(results: Path) -> str:
     cv = load(results, "crossval.json")
     rows = [[r["what"], " < ".join(r["bmv2"]), " < ".join(r["ns3"]),
+             ", ".join(" = ".join(t) for t in r.get("ties", [])) or "-",
              "-" if r["same"] is None else ("yes" if r["same"] else "**no**")] for r in cv["rankings"]]
-    return table(["topology, N", "BMv2, fastest first", "ns-3, fastest first", "the same"], rows)
+    return table(["topology, N", "BMv2, fastest first", "ns-3, fastest first", "tied (within 10 % on both)",
+                  "the same"], rows)
 
 
 # ---- the simulator's speed (bench/results/ns3-speed.json) ----

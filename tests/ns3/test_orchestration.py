@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from controller.experiment.compare import load_spec, run_compare
-from controller.experiment.placement import job_config, place, topology_for
+from controller.experiment.placement import PACKET_OVERHEAD, job_config, place, topology_for
 from controller.experiment.runner import run_experiment
 from controller.experiment.simulated import sim_settings
 from controller.experiment.spec import Backend, ExperimentSpec, Topo, spec_from_dict
@@ -68,12 +68,27 @@ def test_every_algorithm_on_both_testbed_topologies(tmp_path, algo, topo):
     assert report["headline_extra"]["busiest_link_load"] > 0.5
 
 
-@pytest.mark.xfail(strict=True, reason="issue 17, open: the ring of 160 on the fat tree takes 2.6x its link-rate "
-                   "bound (4 MiB at 100 Gb/s; the test wants under 1.5x); not yet found whether latency per ring step "
-                   "or the transport's windows and timers")
+def ring_latency_s(spec: ExperimentSpec) -> float:
+    """The latency term of a ring all-reduce by hand (the alpha of an alpha-beta model): its critical path goes
+    around the ring 2(N-1)/N times, and each hop from rank i to i+1 costs a packet's store-and-forward and the
+    propagation delay of every link on the path after the first (whose serialization is in S/B)."""
+    topo = topology_for(spec)
+    nodes = place(spec, topo).jobs[0]
+    assert spec.bw_mbps is not None
+    packet_s = (spec.mtu + PACKET_OVERHEAD) / (spec.bw_mbps * 1e6 / 8)
+    edge = {node.host: topo.attachment(node.host)[0] for node in nodes}
+    around = 0.0
+    for a, b in zip(nodes, nodes[1:] + nodes[:1], strict=True):
+        links = topo.distances_to(edge[b.host])[edge[a.host]] + 2
+        around += links * spec.sim.link_delay_us * 1e-6 + (links - 1) * packet_s
+    return 2 * (spec.workers - 1) / spec.workers * around
+
+
 def test_beyond_bmv2s_limits_on_a_fat_tree(tmp_path):
     """A ring of 160 (more than 128), NetReduce of 40 members (more than 32) with 12 credits (more than 8), on a
-    fat tree: checked by digest, at or above the link-rate bound."""
+    fat tree: checked by digest, at or above the link-rate bound. A ring of 160 moving 4 MiB sends chunks of
+    26 KiB (2 us at 100 Gb/s) over 318 steps: its time is mostly the ring's latency (about 1.1 ms against a
+    link-rate bound of 0.67 ms), so the ring is held to the bound plus that latency, computed by hand."""
     ring = ExperimentSpec(backend=NS3, algo=Algorithm.RING, topo=Topo.FATTREE, workers=160, size_bytes=4 << 20,
                           bw_mbps=100_000, iterations=1)
     nr = ExperimentSpec(backend=NS3, algo=Algorithm.NETREDUCE, topo=Topo.FATTREE, workers=40, credits=12,
@@ -83,7 +98,13 @@ def test_beyond_bmv2s_limits_on_a_fat_tree(tmp_path):
         report = _run(spec, tmp_path)
         assert report["ok"] and report["summary"]["correct"], report["errors"]
         assert report["check"] == "digest"
-        assert 1.0 <= report["summary"]["ratio_to_bound"] < 1.5
+        s = report["summary"]
+        assert s["ratio_to_bound"] >= 1.0
+        if spec is ring:
+            alpha_beta = s["lower_bound_s"] + ring_latency_s(spec)
+            assert alpha_beta <= s["median_s"] < 1.15 * alpha_beta, (s["median_s"], alpha_beta)
+        else:
+            assert s["ratio_to_bound"] < 1.5
     assert json.loads((tmp_path / nr.label / "job1.json").read_text())["credits"] >= 12
 
 
@@ -112,21 +133,26 @@ def test_features_of_a_spec_reach_the_simulator():
     assert sim_settings(spec, cfgs, placement, progress=False).progress_s == 0
 
 
-@pytest.mark.xfail(strict=True, reason="issue 17, open: the simulator's DLCP trimming at threshold 0 under bulk "
-                   "TCP completes (two bugs fixed: a judge event looping at one instant, a trimmed last packet "
-                   "measured against the previous message) but its sums fail the exact check and iterations take "
-                   "46x their bound")
 def test_dlcp_contention_with_background_tcp_and_tensorlights_run(tmp_path):
+    """DLCP trimming at threshold 0 under bulk TCP (every droppable packet behind another is trimmed), with the
+    BMv2 test's loss settings (tests/mininet/test_dlcp.py LOSSY): receivers zero-fill within the budget and
+    NAK the rest at once, as roce/qp.py does. (Dropping those silently and waiting for the sender's timer
+    made iterations 46x their bound.)"""
     contention = spec_from_dict({"backend": "ns3", "algo": "ring", "workers": 4, "jobs": 2, "background_flows": 2,
                                  "topo": "leafspine", "bw_mbps": 10, "workload": "vgg16", "scale": 0.002,
                                  "transport": "sr", "roce_class": True, "sync": "layer", "scheduling": "priority",
                                  "partition_mb": 16, "iterations": 3, "mtu": 1024,
-                                 "dlcp": {"priority": True, "drop": True, "threshold_bytes": 0, "loss_budget": 0.2},
+                                 "dlcp": {"priority": True, "drop": True, "threshold_bytes": 0, "loss_budget": 0.2,
+                                          "max_relative_error": 1.0},
                                  "emulate": {"link_gbps": 10, "batch": 32}})
     report = _run(contention, tmp_path)
-    assert report["ok"] and report["training"]["samples_per_s_real"] > 0
+    assert report["ok"], report["errors"]
+    assert report["training"]["samples_per_s_real"] > 0
     extra = report["headline_extra"]
     assert extra["dlcp_dropped"] > 0 and extra["zero_filled_packets"] > 0  # trimmed at threshold 0, zero-filled
+    assert 0 < extra["max_relative_error"] <= 1.0
+    assert report["retransmissions"] > 0  # over the budget: NAKed and resent
+    assert report["summary"]["ratio_to_bound"] < 4  # resent at once, not after a timeout
     assert extra["background_goodput_mbps"] > 0
     assert set(report["jobs"]) == {"1", "2"}
     assert (tmp_path / contention.label / "timeline.json").exists()

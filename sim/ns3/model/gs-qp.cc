@@ -48,12 +48,6 @@ IsLast(uint8_t op)
 }
 
 bool
-IsOnly(uint8_t op)
-{
-    return op == ROCE_WRITE_ONLY || op == ROCE_WRITE_ONLY_IMM;
-}
-
-bool
 IsWrite(uint8_t op)
 {
     return op >= ROCE_WRITE_FIRST && op <= ROCE_WRITE_ONLY_IMM;
@@ -579,38 +573,72 @@ RcQp::Nak(uint8_t syndrome, std::optional<uint32_t> sack)
 }
 
 bool
-RcQp::ZeroFillAllowed(const Wire& w)
+RcQp::ZeroFill(Arrival& a)
 {
+    // roce/qp.py Responder._zero_fill: a trimmed packet about to be applied in order becomes zeros (MTU bytes
+    // for a First or Middle, the rest of the message for a Last or Only) when the loss budget allows. The
+    // budget b holds both ways: zero-filled packets of this QP, this one included, at most b x the packets it
+    // applied (this one included); of this message at most max(1, floor(b x its packets)).
+    const Wire& w = a.w;
     double budget = m_cfg.t.lossBudget;
     if (budget <= 0 || !IsWrite(w.opcode))
     {
         return false;
     }
-    // The QP's budget: zero-filled packets stay within `budget` of the packets it took so far.
-    if (static_cast<double>(m_zeroFilled + 1) > budget * static_cast<double>(m_accepted + 1))
-    {
-        return false;
-    }
-    // The message's: within `budget` of its packets, when its length is known here.
     uint64_t dmaLen = 0;
+    uint64_t offset = 0;
     uint32_t already = 0;
     if (w.flags & F_RETH)
     {
         dmaLen = w.dmaLen;
     }
-    else if (m_inWrite && PsnDiff(w.psn, m_firstPsn) > 0)
+    else if (m_inWrite)
     {
         dmaLen = m_msgLen;
+        offset = m_offset;
         already = m_zeroFilledMsg;
     }
-    if (dmaLen > 0)
+    else
     {
-        double packets = static_cast<double>(MsgData::Packets(dmaLen, m_cfg.t.mtu));
-        if (static_cast<double>(already + 1) > budget * packets)
+        return false; // a Middle or Last without its message: invalid, as its resend will say
+    }
+    double packets = static_cast<double>(MsgData::Packets(dmaLen, m_cfg.t.mtu));
+    double allowed = std::max(1.0, std::floor(budget * packets + 1e-9));
+    if (static_cast<double>(already + 1) > allowed ||
+        static_cast<double>(m_zeroFilled + 1) > budget * static_cast<double>(m_accepted + 1) + 1e-9)
+    {
+        responderCounters.Add(C_OVER_LOSS_BUDGET);
+        return false;
+    }
+    bool lastOrOnly = IsLast(w.opcode);
+    a.w.payload = lastOrOnly ? static_cast<uint32_t>(dmaLen > offset ? dmaLen - offset : 0) : m_cfg.t.mtu;
+    a.w.digest = 0;
+    a.w.flags |= F_LOSSY;
+    a.w.resv7 = static_cast<uint8_t>(a.w.resv7 & ~kTrimmed);
+    a.p = nullptr;
+    a.zeroFilled = true;
+    m_zeroFilled++;
+    responderCounters.Add(C_ZERO_FILLED);
+    return true;
+}
+
+bool
+RcQp::Keep(Arrival a)
+{
+    // roce/qp.py Responder._keep: a packet with its payload replaces a trimmed copy of itself (a resend
+    // crossing the NAK); any other copy of a PSN already here is a duplicate.
+    uint32_t psn = a.w.psn;
+    auto it = m_buffered.find(psn);
+    if (it != m_buffered.end())
+    {
+        if (!((it->second.w.resv7 & kTrimmed) && !(a.w.resv7 & kTrimmed)))
         {
             return false;
         }
+        it->second = std::move(a);
+        return true;
     }
+    m_buffered.emplace(psn, std::move(a));
     return true;
 }
 
@@ -639,45 +667,9 @@ RcQp::OnData(const Wire& w, Ptr<Packet> p)
         responderCounters.Add(C_OUT_OF_WINDOW);
         return;
     }
+    // A trimmed packet (a DLCP switch dropped its payload) is that PSN's packet: kept or applied like any
+    // other, and zero-filled, or NAKed over the loss budget, when the expected PSN reaches it (ZeroFill).
     Arrival a{w, p};
-    if (w.resv7 & kTrimmed)
-    {
-        // A DLCP packet whose payload a switch dropped (issue 16): zeros in its place at once, within the loss
-        // budget; beyond it (or a last packet whose message start is unknown here) it is a loss like any
-        // other, recovered by retransmission.
-        uint32_t len = 0;
-        bool known = true;
-        if (w.opcode == ROCE_WRITE_FIRST || w.opcode == ROCE_WRITE_MIDDLE)
-        {
-            len = m_cfg.t.mtu;
-        }
-        else if (IsOnly(w.opcode))
-        {
-            len = w.dmaLen;
-        }
-        else if (MessageEnd() == w.psn)
-        {
-            // The last packet of the message being written (one arriving early, of a later message, would be
-            // measured against this one's length: the write then ended short, an invalid request).
-            len = m_msgLen - static_cast<uint32_t>(PsnDiff(w.psn, m_firstPsn)) * m_cfg.t.mtu;
-        }
-        else
-        {
-            known = false;
-        }
-        if (!known || !ZeroFillAllowed(w))
-        {
-            responderCounters.Add(C_OVER_LOSS_BUDGET);
-            return;
-        }
-        a.w.payload = len;
-        a.w.digest = 0;
-        a.w.flags |= F_LOSSY;
-        a.w.resv7 = static_cast<uint8_t>(a.w.resv7 & ~kTrimmed);
-        a.p = nullptr;
-        m_zeroFilled++;
-        responderCounters.Add(C_ZERO_FILLED);
-    }
     if (d > 0)
     {
         responderCounters.Add(C_OUT_OF_ORDER);
@@ -720,21 +712,21 @@ RcQp::OutOfOrder(Arrival a)
     uint32_t psn = a.w.psn;
     if (m_cfg.t.orderTolerant)
     {
-        if (m_buffered.count(psn))
+        bool last = IsLast(a.w.opcode);
+        if (!Keep(std::move(a)))
         {
             responderCounters.Add(C_DUPLICATES);
             return;
         }
-        if (IsLast(a.w.opcode))
+        if (last)
         {
             m_endSeen[psn] = Now();
         }
-        m_buffered.emplace(psn, std::move(a));
         Rearm();
         JudgeHoles();
         return;
     }
-    m_buffered.emplace(psn, std::move(a));
+    Keep(std::move(a));
     if (m_cfg.t.lossBudget > 0 || m_cfg.t.reorderDelayS > 0)
     {
         // Packets may arrive in any order (DLCP priorities, spraying): a hole is judged reorder_delay after
@@ -861,6 +853,15 @@ RcQp::Drain(Arrival a, bool hadHoles)
     bool ackWanted = false;
     while (true)
     {
+        if ((a.w.resv7 & kTrimmed) && !ZeroFill(a))
+        {
+            // Over the loss budget: NAKed at once, no SACK (what follows may still be on its way): the
+            // requester resends exactly this PSN, not droppable.
+            m_nakSent = true;
+            Drained();
+            Nak(SYN_NAK_PSN, std::nullopt);
+            return;
+        }
         std::optional<uint8_t> error = Execute(a);
         if (error)
         {
@@ -946,9 +947,9 @@ RcQp::Execute(const Arrival& a)
     uint32_t index = m_offset / m_cfg.t.mtu;
     m_msg->digest[index] = w.digest;
     m_msg->lossy[index] = (w.flags & F_LOSSY) ? 1 : 0;
-    if (w.flags & F_LOSSY)
+    if (a.zeroFilled)
     {
-        m_zeroFilledMsg++;
+        m_zeroFilledMsg++; // zero-filled here (not a contribution that came lossy from upstream)
     }
     if (m_cfg.exact && w.payload > 0 && a.p)
     {

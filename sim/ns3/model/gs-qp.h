@@ -204,7 +204,8 @@ class RcQp
     struct Arrival
     {
         Wire w;
-        Ptr<Packet> p; // null for a zero-filled (trimmed) packet
+        Ptr<Packet> p;           // null for a zero-filled (trimmed) packet
+        bool zeroFilled = false; // trimmed, and zero-filled by this responder
     };
 
     // requester
@@ -233,7 +234,8 @@ class RcQp
     void JudgeHoles();
     void ArmJudge();
     uint32_t FirstBuffered() const;
-    bool ZeroFillAllowed(const Wire& w);
+    bool ZeroFill(Arrival& a);
+    bool Keep(Arrival a);
 
     QpHost* m_host;
     QpConfig m_cfg;

@@ -1,0 +1,39 @@
+"""bench.crossval's judging: the ranking of ring, NetReduce and PS agrees up to ties within the tolerance."""
+
+from __future__ import annotations
+
+from bench.crossval import _same_ranking, _ties, judge_allreduce
+
+
+def test_a_tie_on_both_backends_may_come_in_either_order():
+    bmv2 = {"ring": 0.212, "netreduce": 0.214, "ps": 0.496}  # ring 1 % faster: a tie
+    ns3 = {"ring": 0.217, "netreduce": 0.216, "ps": 0.497}
+    assert _same_ranking(bmv2, ns3)
+    assert _ties(bmv2, ns3) == [["netreduce", "ring"]]
+
+
+def test_a_clear_order_on_one_backend_must_hold_on_the_other():
+    bmv2 = {"ring": 0.30, "netreduce": 0.22, "ps": 1.0}  # NetReduce clearly faster on BMv2...
+    ns3 = {"ring": 0.21, "netreduce": 0.22, "ps": 1.0}  # ...ring (a tie here) on ns-3
+    assert not _same_ranking(bmv2, ns3)
+    assert _ties(bmv2, ns3) == []
+    assert not _same_ranking({"ring": 1.0, "netreduce": 2.0, "ps": 3.0}, {"ring": 3.0, "netreduce": 2.0, "ps": 1.0})
+    assert _same_ranking({"ring": 1.0, "netreduce": 2.0, "ps": 3.0}, {"ring": 1.5, "netreduce": 2.5, "ps": 9.0})
+
+
+def test_a_missing_time_ranks_nowhere():
+    assert not _same_ranking({"ring": 1.0, "netreduce": 2.0, "ps": 3.0}, {"ring": 1.0, "netreduce": None, "ps": 3.0})
+
+
+def test_judge_allreduce_reports_ties_and_judges_only_usable_sides():
+    def s(t: float, reps: int = 3) -> dict[str, float]:
+        return {"median_s": t, "headline_repetitions": reps}
+
+    summary = {"rack-n2-ring": s(0.212), "rack-n2-netreduce": s(0.214), "rack-n2-ps": s(0.496),
+               "rack-n2-ring-ns3": s(0.217), "rack-n2-netreduce-ns3": s(0.216), "rack-n2-ps-ns3": s(0.497),
+               "rack-n4-ring": s(0.33), "rack-n4-netreduce": s(0.29, reps=2), "rack-n4-ps": s(1.0),
+               "rack-n4-ring-ns3": s(0.33), "rack-n4-netreduce-ns3": s(0.22), "rack-n4-ps-ns3": s(1.0)}
+    figures, rankings = judge_allreduce(summary, ["rack"], [2, 4])
+    assert [r["same"] for r in rankings] == [True, None]  # N=4: NetReduce's BMv2 side machine-bound
+    assert rankings[0]["ties"] == [["netreduce", "ring"]] and rankings[0]["bmv2"][0] == "ring"
+    assert len(figures) == 10 and all(f.within for f in figures[:5])
