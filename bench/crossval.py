@@ -288,7 +288,9 @@ def main() -> None:
     bmv2_option(parser)
     args = parser.parse_args()
     use_bmv2(args)
-    costs = load_costs(args.costs)
+    from mininet_topos.bmv2 import resolve_bmv2
+
+    costs = load_costs(args.costs, str(resolve_bmv2().executable))
     print(f"testbed costs ({args.costs}): switch {costs['switch_delay_us']:.1f} us per packet, host "
           f"{costs['host_delay_us']:.1f} us per message", flush=True)
     parts = args.only.split(",")

@@ -193,12 +193,27 @@ def measure(rounds: int) -> dict[str, Any]:
     return figures
 
 
-def load_costs(path: Path = COSTS) -> dict[str, float]:
-    """The measured costs (switch_delay_us, host_delay_us) bench.crossval gives the simulator."""
+def measured_with(path: Path = COSTS) -> str | None:
+    """The simple_switch_grpc the costs were measured with (None: not recorded)."""
     try:
-        costs: dict[str, float] = json.loads(path.read_text())["costs"]
+        found = json.loads(path.read_text()).get("toolchain", {}).get("bmv2", {}).get("path")
+    except (OSError, ValueError):
+        return None
+    return str(found) if found else None
+
+
+def load_costs(path: Path = COSTS, bmv2: str | None = None) -> dict[str, float]:
+    """The measured costs (switch_delay_us, host_delay_us) bench.crossval gives the simulator; with `bmv2` (the
+    simple_switch_grpc the runs will use) only costs measured with that same build."""
+    try:
+        doc = json.loads(path.read_text())
+        costs: dict[str, float] = doc["costs"]
     except (OSError, ValueError, KeyError) as e:
         raise SystemExit(f"error: {path}: no measured costs ({e}); run `python -m bench.testbed_costs` first") from None
+    measured = measured_with(path)
+    if bmv2 is not None and measured != bmv2:
+        raise SystemExit(f"error: {path}: costs measured with BMv2 {measured}, the runs would use {bmv2}: run "
+                         f"`python -m bench.testbed_costs --bmv2 {bmv2}` first (a switch's cost depends on its build)")
     return costs
 
 

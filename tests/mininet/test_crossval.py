@@ -4,17 +4,23 @@ bench.crossval's 10 %."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bench.crossval import TOLERANCE, allreduce_specs, simulated
-from bench.testbed_costs import load_costs
+from bench.testbed_costs import load_costs, measured_with
 from controller.experiment.runner import run_experiment
+from mininet_topos.bmv2 import BMV2_ENV
 
 pytestmark = [pytest.mark.mininet, pytest.mark.ns3]
 
 
-def test_a_ring_on_bmv2_and_on_ns3_agree(tmp_path):
+def test_a_ring_on_bmv2_and_on_ns3_agree(tmp_path, monkeypatch):
     (ring,) = [s for s in allreduce_specs(["rack"], [4], 20.0, 256 << 10, 3) if str(s.algo) == "ring"]
+    build = measured_with()
+    if build is not None and Path(build).exists():
+        monkeypatch.setenv(BMV2_ENV, build)  # the BMv2 build the costs were measured with
     twin = simulated(ring, load_costs())
     assert twin.sim.switch_delay_us > 0 and twin.sim.host_delay_us > 0 and twin.sim.link_delay_us == 0
     testbed = run_experiment(ring, tmp_path / "bmv2", progress=False)
