@@ -40,13 +40,17 @@ from controller.experiment.spec import Backend, ExperimentSpec, SimOptions, Topo
 from workers.config import Algorithm
 
 TOLERANCE = 0.10  # |ns-3 / BMv2 - 1| at most this, per figure
+DEFAULT_BW_MBPS = 20.0  # the all-reduce runs' link rate
 MIN_REPETITIONS = 3  # BMv2 repetitions that were not machine-bound, at least, for a judged pair
 ALGOS = (Algorithm.RING, Algorithm.NETREDUCE, Algorithm.PS)
 
 
 def simulated(spec: ExperimentSpec, costs: dict[str, float]) -> ExperimentSpec:
-    """The spec on ns-3, with the testbed's measured costs and no propagation delay (veths)."""
-    sim = SimOptions(link_delay_us=0.0, switch_delay_us=costs["switch_delay_us"], host_delay_us=costs["host_delay_us"])
+    """The spec on ns-3, with the testbed's measured costs, no propagation delay and links that pass a packet on
+    as it leaves their shaper (veths shaped by HTB: a switch has a packet as soon as the previous hop's token
+    bucket lets it go, where a wire would serialize it first: 4 ms per 4 KiB packet and hop at 8 Mb/s)."""
+    sim = SimOptions(link_delay_us=0.0, switch_delay_us=costs["switch_delay_us"], host_delay_us=costs["host_delay_us"],
+                     shaped_links=True)
     return replace(spec, backend=Backend.NS3, sim=sim, name=f"{spec.name}-ns3")
 
 
@@ -176,8 +180,10 @@ def judge_allreduce(summary: dict[str, dict[str, Any]], topos: list[str], worker
                                       times["ns3"]["netreduce"]), usable))
             order = {side: _fastest_first(t) for side, t in times.items()}
             ties = _ties(times["bmv2"], times["ns3"])
+            complete = all(t is not None for side in times.values() for t in side.values())
             rankings.append({"what": f"{topo} N={n}", "bmv2": order["bmv2"], "ns3": order["ns3"], "usable": usable,
-                             "ties": ties, "same": _same_ranking(times["bmv2"], times["ns3"]) if usable else None})
+                             "ties": ties, "same": _same_ranking(times["bmv2"], times["ns3"]) if usable and complete
+                             else None})
     return figures, rankings
 
 
@@ -278,7 +284,8 @@ def main() -> None:
     parser.add_argument("--only", default="allreduce,training,dlcp", help="allreduce, training, dlcp (comma-separated)")
     parser.add_argument("--topos", default="rack,leafspine")
     parser.add_argument("--workers", default="2,4,8")
-    parser.add_argument("--bw", type=float, default=20.0, help="all-reduce runs' link rate, Mb/s (default 20)")
+    parser.add_argument("--bw", type=float, default=DEFAULT_BW_MBPS,
+                        help=f"all-reduce runs' link rate, Mb/s (default {DEFAULT_BW_MBPS:g})")
     parser.add_argument("--size", type=int, default=512 << 10, help="all-reduce bytes (default 512 KiB)")
     parser.add_argument("--iterations", type=int, default=6)
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of every run (default 3)")
@@ -318,6 +325,8 @@ def main() -> None:
     passed = sum(1 for f in figures if f.within) + sum(1 for r in rankings if r["same"])
     print(f"{passed} of {len(judged)} judged figures agree ({len(figures) + len(rankings) - len(judged)} not judged)")
     name = "crossval" if args.only == "allreduce,training,dlcp" else "crossval-" + args.only.replace(",", "-")
+    if args.bw != DEFAULT_BW_MBPS:
+        name += f"-{args.bw:g}mbps"
     plot(figures, RESULTS / f"{name}.png")
     path = save(name, {"tolerance": TOLERANCE, "min_repetitions": MIN_REPETITIONS, "repeat": args.repeat,
                        "costs": costs, "costs_file": str(args.costs), "figures": [f.row() for f in figures],

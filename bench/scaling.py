@@ -10,6 +10,10 @@ simulator, every link at 100 Gb/s, computation at real speed (dilation 1).
   two-tier leaf-spine of the same size: leaves of up to 32 hosts, as many spines as hosts per leaf).
 - Beside them: the linear ideal (N x one GPU's throughput) and each algorithm's ideal (every reduction at
   its link-rate bound, workers/ideal.py: ring 2(N-1)/N S/B, NetReduce S/B).
+- Where in-network aggregation pays (`--only bandwidth`): at 100 Gb/s an emulated V100 computes longer than
+  ring needs to reduce its gradients, so NetReduce's byte saving hides behind computation. The same three
+  models at 64 workers with links of 10, 25 and 40 Gb/s (100 from the study itself), ring against
+  hierarchical NetReduce: at what rate the papers' 1.7x (CNN) and 1.5x (transformer) appear.
 - DLCP under contention (`--only dlcp`): two ResNet-50 ring jobs of 64 workers each placed at random on an
   oversubscribed leaf-spine (8 leaves of 17 hosts, 2 spines: 8.5:1) with 16 bulk TCP flows, queues of 1 MiB
   per priority: baseline-class (RoCE in one class above TCP) against DLCP priority, priority + drop and
@@ -20,7 +24,7 @@ study skips complete runs (resumable), and `--shard K/N` runs every N-th run fro
 processes can share the work. Long runs print the simulator's progress. Writes bench/results/scaling.json
 and scaling-*.png from every complete run found under --out.
 
-    python -m bench.scaling [--only scaling,dlcp] [--models resnet50,vgg16,bert-base] [--workers 8,...,1024]
+    python -m bench.scaling [--only scaling,dlcp,bandwidth] [--models resnet50,vgg16,bert-base] [--workers 8,...,1024]
                             [--algos ring,ps,netreduce-hier,netreduce-flat] [--out runs/bench-scaling]
                             [--shard K/N] [--report-only]
 """
@@ -45,18 +49,24 @@ WORKERS = (8, 16, 32, 64, 128, 256, 512, 1024)
 RESNET_ONLY_ABOVE = 512
 ALGOS = ("ring", "ps", "netreduce-hier", "netreduce-flat")
 PAPER_SPEEDUP = 1.7  # NetReduce over ring, CNNs (the NetReduce paper)
+PAPER_SPEEDUP_TRANSFORMER = 1.5  # and transformers
+BANDWIDTH_WORKERS = 64
+BANDWIDTH_RATES_MBPS = (10_000.0, 25_000.0, 40_000.0)  # and RATE_MBPS, from the study's own runs
+BANDWIDTH_ALGOS = ("ring", "netreduce-hier")
 HOSTS_PER_LEAF = 32  # netreduce-flat's leaf-spine: leaves of at most this many hosts
 
 
-def base_spec() -> ExperimentSpec:
-    return spec_from_dict({"backend": "ns3", "bw_mbps": RATE_MBPS, "iterations": 2, "warmup": 1,
+def base_spec(rate_mbps: float = RATE_MBPS) -> ExperimentSpec:
+    """Every run's settings; the emulated cluster's links are the simulated ones (dilation 1)."""
+    return spec_from_dict({"backend": "ns3", "bw_mbps": rate_mbps, "iterations": 2, "warmup": 1,
                            "sim": {"check": "digest"},
                            "emulate": {"device": "v100", "precision": "fp32", "batch": 32}})
 
 
-def scaling_spec(model: str, n: int, algo: str) -> ExperimentSpec:
-    """One point of the study."""
-    base = replace(base_spec(), workload=model, workers=n, name=f"{model}-{algo}-n{n}")
+def scaling_spec(model: str, n: int, algo: str, rate_mbps: float = RATE_MBPS) -> ExperimentSpec:
+    """One point of the study (at another link rate: the bandwidth sweep's, named for its rate)."""
+    name = f"{model}-{algo}-n{n}" + ("" if rate_mbps == RATE_MBPS else f"-{rate_mbps / 1000:g}g")
+    base = replace(base_spec(rate_mbps), workload=model, workers=n, name=name)
     if algo == "ring":
         return spec_from_dict({"algo": "ring", "topo": "fattree"}, base)
     if algo == "ps":
@@ -68,6 +78,67 @@ def scaling_spec(model: str, n: int, algo: str) -> ExperimentSpec:
         return spec_from_dict({"algo": "netreduce", "topo": "leafspine", "leaves": leaves,
                                "spines": math.ceil(n / leaves)}, base)
     raise ValueError(f"algorithm {algo!r}: one of {', '.join(ALGOS)}")
+
+
+def bandwidth_spec(model: str, algo: str, rate_mbps: float) -> ExperimentSpec:
+    """One point of the bandwidth sweep (the study's own run at RATE_MBPS)."""
+    spec = scaling_spec(model, BANDWIDTH_WORKERS, algo, rate_mbps)
+    assert spec.emulate is not None and spec.emulate.link_gbps * 1000 == rate_mbps  # dilation 1
+    return spec
+
+
+def bandwidth_runs(models: list[str]) -> list[ExperimentSpec]:
+    return [bandwidth_spec(m, a, r) for m in models for r in BANDWIDTH_RATES_MBPS for a in BANDWIDTH_ALGOS]
+
+
+def bandwidth_figures(models: list[str], out: Path) -> list[dict[str, Any]]:
+    """Per model and link rate: ring's and NetReduce's samples/s, their ratio, ring's exposed communication."""
+    rows = []
+    for m in models:
+        for rate in (*BANDWIDTH_RATES_MBPS, RATE_MBPS):
+            got = {}
+            for algo in BANDWIDTH_ALGOS:
+                spec = bandwidth_spec(m, algo, rate)
+                report = completed_report(out / "runs" / spec.label, spec)
+                if report is not None:
+                    got[algo] = point(report, spec)
+            ring, nr = got.get("ring"), got.get("netreduce-hier")
+            if ring and nr and ring["samples_per_s"] and nr["samples_per_s"]:
+                rows.append({"model": m, "workers": BANDWIDTH_WORKERS, "rate_mbps": rate,
+                             "ring_samples_per_s": ring["samples_per_s"],
+                             "netreduce_samples_per_s": nr["samples_per_s"],
+                             "ratio": nr["samples_per_s"] / ring["samples_per_s"],
+                             "ring_exposed_comm_s": ring["exposed_comm_s"], "ring_iteration_s": ring["iteration_s"],
+                             "ring_scaling_efficiency": ring["scaling_efficiency"],
+                             "netreduce_scaling_efficiency": nr["scaling_efficiency"],
+                             "correct": bool(ring["correct"] and nr["correct"])})
+    return rows
+
+
+def plot_bandwidth(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    colors = dict(zip(MODELS, ("tab:blue", "tab:red", "tab:purple"), strict=True))
+    for m in MODELS:
+        xs = sorted((r["rate_mbps"] / 1000, r["ratio"]) for r in rows if r["model"] == m)
+        if xs:
+            ax.plot(*zip(*xs, strict=True), marker="o", color=colors[m], label=m)
+    ax.axhline(PAPER_SPEEDUP, color="black", ls=":", label=f"the paper's {PAPER_SPEEDUP}x (CNN)")
+    ax.axhline(PAPER_SPEEDUP_TRANSFORMER, color="grey", ls=":", label=f"{PAPER_SPEEDUP_TRANSFORMER}x (transformer)")
+    ax.axhline(2 * (BANDWIDTH_WORKERS - 1) / BANDWIDTH_WORKERS, color="tab:green", ls="--", lw=0.8,
+               label="2(N-1)/N: the byte ratio, a fully link-bound run")
+    ax.set_xscale("log")
+    ax.set_xlabel("link rate, Gb/s")
+    ax.set_ylabel("NetReduce (hierarchical) / ring, samples/s")
+    ax.set_title(f"where in-network aggregation pays: {BANDWIDTH_WORKERS} V100s on a fat tree (ns-3)", fontsize=9)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def scaling_runs(models: list[str], workers: list[int], algos: list[str]) -> list[ExperimentSpec]:
@@ -253,14 +324,17 @@ def report(models: list[str], workers: list[int], algos: list[str], out: Path) -
     dlcp_points = collect(dlcp, out)
     dlcp_reports = {s.label: r for s in dlcp if (r := completed_report(out / "runs" / s.label, s)) is not None}
     rows = speedups(points, models, workers)
+    bandwidth = bandwidth_figures(models, out)
     plot_scaling(points, models, workers, algos, RESULTS / "scaling-throughput.png")
     plot_speedup(rows, models, RESULTS / "scaling-speedup.png")
+    if bandwidth:
+        plot_bandwidth(bandwidth, RESULTS / "scaling-bandwidth.png")
     figures = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "rate_mbps": RATE_MBPS, "models": models,
                "workers": workers, "algos": algos, "runs_expected": len(runs), "runs_found": len(points),
                "points": points, "speedups": rows, "paper_speedup": PAPER_SPEEDUP,
                "netreduce_hier_reaches_paper": first_reaching(rows, "netreduce-hier / ring", PAPER_SPEEDUP),
                "netreduce_flat_reaches_paper": first_reaching(rows, "netreduce-flat / ring", PAPER_SPEEDUP),
-               "dlcp": dlcp_figures(dlcp_points, dlcp_reports)}
+               "bandwidth": bandwidth, "dlcp": dlcp_figures(dlcp_points, dlcp_reports)}
     path = RESULTS / "scaling.json"
     path.write_text(json.dumps(figures, indent=1) + "\n")
     print(f"{'run':<30}{'samples/s':>12}{'ideal':>12}{'linear':>12}{'wall s':>9}{'M ev/s':>8}{'MB':>7}  check")
@@ -270,6 +344,9 @@ def report(models: list[str], workers: list[int], algos: list[str], out: Path) -
               f"{p['check']} {'correct' if p['correct'] else 'NOT CORRECT'}")
     for r in rows:
         print(f"{r['model']} N={r['workers']}: {r['what']} {r['ratio']:.2f}")
+    for r in bandwidth:
+        print(f"{r['model']} N={r['workers']} at {r['rate_mbps'] / 1000:g} Gb/s: "
+              f"netreduce-hier / ring {r['ratio']:.2f}")
     return path
 
 
@@ -279,7 +356,7 @@ def _f(v: float | None, width: int = 12, digits: int = 0) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.scaling", description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="scaling,dlcp", help="scaling, dlcp (comma-separated)")
+    parser.add_argument("--only", default="scaling,dlcp,bandwidth", help="scaling, dlcp, bandwidth (comma-separated)")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--workers", default=",".join(map(str, WORKERS)))
     parser.add_argument("--algos", default=",".join(ALGOS))
@@ -297,8 +374,11 @@ def main() -> None:
         parser.error(f"unknown {', '.join(unknown)}: algorithms {', '.join(ALGOS)}; models {', '.join(MODELS)}")
     if not args.report_only:
         parts = args.only.split(",")
-        runs = (dlcp_runs() if "dlcp" in parts else []) + (scaling_runs(models, workers, algos)
-                                                           if "scaling" in parts else [])
+        unknown_parts = sorted(set(parts) - {"scaling", "dlcp", "bandwidth"})
+        if unknown_parts:
+            parser.error(f"--only {args.only}: parts are scaling, dlcp and bandwidth")
+        runs = ((dlcp_runs() if "dlcp" in parts else []) + (bandwidth_runs(models) if "bandwidth" in parts else [])
+                + (scaling_runs(models, workers, algos) if "scaling" in parts else []))
         run(runs, args.out, (k, n))
     print(f"written {report(models, workers, algos, args.out)}")
 

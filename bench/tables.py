@@ -479,8 +479,8 @@ def claims_table(results: Path) -> str:
 # ---- the simulator against the testbed (bench/results/crossval.json) ----
 
 
-def crossval_table(results: Path) -> str:
-    cv = load(results, "crossval.json")
+def crossval_table(results: Path, name: str = "crossval.json") -> str:
+    cv = load(results, name)
     rows = []
     for f in cv["figures"]:
         judged = "yes" if f["usable"] else "no: fewer than 3 BMv2 runs not machine-bound"
@@ -491,8 +491,8 @@ def crossval_table(results: Path) -> str:
                   f"within {tol}"], rows)
 
 
-def crossval_rankings_table(results: Path) -> str:
-    cv = load(results, "crossval.json")
+def crossval_rankings_table(results: Path, name: str = "crossval.json") -> str:
+    cv = load(results, name)
     rows = [[r["what"], " < ".join(r["bmv2"]), " < ".join(r["ns3"]),
              ", ".join(" = ".join(t) for t in r.get("ties", [])) or "-",
              "-" if r["same"] is None else ("yes" if r["same"] else "**no**")] for r in cv["rankings"]]
@@ -566,6 +566,19 @@ def scaling_table(results: Path) -> str:
                   "NetReduce hierarchical / ring", "NetReduce flat / ring", "PS / ring"], rows)
 
 
+def scaling_bandwidth_table(results: Path) -> str:
+    doc = load(results, "scaling.json")
+    rows = [[MODELS.get(r["model"], r["model"]), str(r["workers"]), f"{r['rate_mbps'] / 1000:g}",
+             f"{r['ring_samples_per_s']:,.0f}", num(r["ring_scaling_efficiency"]), num(r["ring_exposed_comm_s"], 4),
+             f"{r['netreduce_samples_per_s']:,.0f}", num(r["ratio"]), "yes" if r["correct"] else "**no**"]
+            for r in doc.get("bandwidth", [])]
+    return table(["model", "workers", "link Gb/s", "ring samples/s", "ring's scaling efficiency",
+                  "ring's exposed communication s", "NetReduce hierarchical samples/s", "NetReduce / ring",
+                  "checked (digest)"], rows)
+
+
+CROSSVAL_8 = "crossval-allreduce-8mbps.json"
+
 TABLES: dict[str, Callable[[Path], str]] = {
     "transport": transport_table,
     "instructions": instructions_table,
@@ -585,10 +598,13 @@ TABLES: dict[str, Callable[[Path], str]] = {
 OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "crossval": ("crossval.json", crossval_table),
     "crossval-rankings": ("crossval.json", crossval_rankings_table),
+    "crossval-8mbps": (CROSSVAL_8, lambda results: crossval_table(results, CROSSVAL_8)),
+    "crossval-8mbps-rankings": (CROSSVAL_8, lambda results: crossval_rankings_table(results, CROSSVAL_8)),
     "ns3-speed": ("ns3-speed.json", ns3_speed_table),
     "mpi-scaling": ("mpi-scaling.json", mpi_scaling_table),
     "mpi-projection": ("mpi-scaling.json", mpi_projection_table),
     "scaling": ("scaling.json", scaling_table),
+    "scaling-bandwidth": ("scaling.json", scaling_bandwidth_table),
 }
 
 

@@ -385,6 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ns3: per-message delay at a receiving host (default 0; the Python hosts', measured likewise)")
     g.add_argument("--queue-bytes", type=int, metavar="BYTES",
                    help="ns3: bytes of every priority queue of a port (default: the testbed's shaped buffer per rate)")
+    g.add_argument("--shaped-links", action="store_const", const=True, default=None,
+                   help="ns3: links as the testbed's HTB shapers (a packet reaches the next hop as it leaves), not "
+                        "wires that serialize it first; bench.crossval sets it")
     g = p.add_argument_group("training (docs/training.md): emulate a GPU cluster's computation, time-dilated")
     g.add_argument("--emulate-link", type=float, metavar="GBPS", help="the emulated cluster's link rate (Gb/s; "
                    f"default {E.link_gbps:g}, on ns3 --bw's: dilation 1); with this (or --device/--batch) workers "

@@ -44,7 +44,7 @@ def topology_json(topo: Topology, settings: SimSettings) -> dict[str, Any]:
         mbps = lk.bw_mbps if lk.bw_mbps else settings.unshaped_mbps
         queue = settings.queue_bytes if settings.queue_bytes is not None else buffer_bytes(mbps)
         links.append({"a": lk.a, "a_port": lk.a_port, "b": lk.b, "b_port": lk.b_port, "rate_bps": mbps * 1e6,
-                      "delay_s": settings.link_delay_s, "queue_bytes": queue})
+                      "delay_s": settings.link_delay_s, "queue_bytes": queue, "shaped": settings.shaped_links})
     return {"name": topo.name, "hosts": [{"name": h.name, "ip": h.ip} for h in topo.hosts],
             "switches": [{"name": s.name, "device_id": s.device_id, "role": s.role} for s in topo.switches],
             "links": links}

@@ -59,6 +59,7 @@ class SimSettings:
 
     link_delay_s: float = 1e-6  # propagation delay of every link
     switch_delay_s: float = 0.0  # per packet in a switch before its egress queue (the testbed's BMv2 cost)
+    shaped_links: bool = False  # links as the testbed's HTB shapers: a packet reaches the peer as it leaves
     host_message_delay_s: float = 0.0  # per received message before the application sees it (Python hosts)
     queue_bytes: int | None = None  # each priority queue of a port; None: the testbed's shaped buffer per rate
     unshaped_mbps: float = 10_000.0  # the rate of links the topology leaves unshaped

@@ -343,6 +343,15 @@ def _normalised(spec: ExperimentSpec) -> Any:
     return json.loads(json.dumps(asdict(spec)))
 
 
+def _with_defaults(saved: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """`saved` with every field it lacks (at any depth of its tables) taken from `defaults`."""
+    out = {k: v for k, v in defaults.items() if k not in saved}
+    for k, v in saved.items():
+        d = defaults.get(k)
+        out[k] = _with_defaults(v, d) if isinstance(v, dict) and isinstance(d, dict) else v
+    return out
+
+
 def completed_report(directory: Path, spec: ExperimentSpec) -> dict[str, Any] | None:
     """The report a previous compare left in `directory` if it is complete (every iteration done)
     and for the same spec; None: run it (again)."""
@@ -354,9 +363,9 @@ def completed_report(directory: Path, spec: ExperimentSpec) -> dict[str, Any] | 
     saved = report.get("spec")
     if not isinstance(saved, dict):
         return None
-    # A field the saved spec lacks is newer than its run, which ran with the field's default (e.g. `backend`).
-    defaults = _normalised(ExperimentSpec())
-    if {**{k: v for k, v in defaults.items() if k not in saved}, **saved} != _normalised(spec):
+    # A field the saved spec lacks is newer than its run, which ran with the field's default (e.g. `backend`,
+    # or `sim.shaped_links` inside a table).
+    if _with_defaults(saved, _normalised(ExperimentSpec())) != _normalised(spec):
         return None
     if report.get("summary", {}).get("iterations_done") != spec.iterations or "headline_extra" not in report:
         return None

@@ -44,6 +44,7 @@ def sim_settings(spec: ExperimentSpec, cfgs: list[JobConfig], placement: Placeme
     s = spec.sim
     return SimSettings(link_delay_s=s.link_delay_us * 1e-6, switch_delay_s=s.switch_delay_us * 1e-6,
                        host_message_delay_s=s.host_delay_us * 1e-6, queue_bytes=s.queue_bytes,
+                       shaped_links=s.shaped_links,
                        check=CheckMode(str(s.check)), ecmp_seed=spec.ecmp_seed, load_balance=spec.load_balance,
                        flowlet_gap_us=spec.flowlet_gap_us, roce_class=spec.roce_class, dlcp=dlcp,
                        loss_pct=spec.loss_pct, background=background, tensorlights=lights, seed=spec.seed,

@@ -46,7 +46,7 @@ class SpecError(ValueError):
 CLI_OPTIONS = {"size_bytes": "size", "bw_mbps": "bw", "loss_pct": "loss", "ps_key_bytes": "ps-key"}
 # `sim` fields and their options (`--check digest`)
 SIM_OPTIONS = {"check": "check", "link_delay_us": "link-delay-us", "switch_delay_us": "switch-delay-us",
-               "host_delay_us": "host-delay-us", "queue_bytes": "queue-bytes"}
+               "host_delay_us": "host-delay-us", "queue_bytes": "queue-bytes", "shaped_links": "shaped-links"}
 # `emulate` fields and their options (`--emulate-link 25 --device v100 --batch 64`)
 EMULATE_OPTIONS = {"link_gbps": "emulate-link", "device": "device", "precision": "precision", "batch": "batch",
                    "compute_scale": "compute-scale"}
@@ -98,6 +98,9 @@ class SimOptions:
     switch_delay_us: float = 0.0  # per packet in a switch (BMv2's cost; bench/testbed_costs.py measures it)
     host_delay_us: float = 0.0  # per received message on a host (the Python hosts'; measured likewise)
     queue_bytes: int | None = None  # every priority queue of a port (None: the testbed's shaped buffer per rate)
+    # links as the testbed shapes its veths (an HTB token bucket: a packet reaches the far end as it leaves the
+    # shaper, the link then busy for its time), not wires that serialize a packet before the next hop has it
+    shaped_links: bool = False
 
     def problems(self) -> list[str]:
         out = []

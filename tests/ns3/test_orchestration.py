@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +202,17 @@ def test_a_compare_spec_with_both_backends_and_repetitions(tmp_path):
     again: list[str] = []
     run_compare(spec, tmp_path / "out", log=again.append)
     assert sum("skipped" in line for line in again) == 4
+
+
+def test_trimming_at_scale_costs_no_timer(tmp_path):
+    """The study's DLCP contention (bench/scaling.py), 8 workers per job: trimming with a loss budget must not slow
+    an iteration down. A trimmed packet SACKed by a hole's NAK and then NAKed over the budget was skipped as
+    received when resent, and waited for the 50 ms timer: 27x slower than priority alone."""
+    from bench.scaling import dlcp_runs
+
+    runs = {s.name: replace(s, workers=8, iterations=2) for s in dlcp_runs()}
+    drop = _run(runs["dlcp-priority+drop"], tmp_path)
+    alone = _run(runs["dlcp-priority"], tmp_path)
+    assert drop["headline_extra"]["dlcp_dropped"] > 0 and drop["headline_extra"]["zero_filled_packets"] > 0
+    assert drop["retransmissions"] > 0  # over the budget: resent
+    assert drop["training"]["iteration_s_real"] < 1.2 * alone["training"]["iteration_s_real"]

@@ -37,3 +37,11 @@ def test_judge_allreduce_reports_ties_and_judges_only_usable_sides():
     assert [r["same"] for r in rankings] == [True, None]  # N=4: NetReduce's BMv2 side machine-bound
     assert rankings[0]["ties"] == [["netreduce", "ring"]] and rankings[0]["bmv2"][0] == "ring"
     assert len(figures) == 10 and all(f.within for f in figures[:5])
+
+
+def test_a_pair_whose_simulator_run_failed_is_not_judged():
+    summary = {"rack-n2-ring": {"median_s": 0.21, "headline_repetitions": 3},
+               "rack-n2-netreduce": {"median_s": 0.21, "headline_repetitions": 3},
+               "rack-n2-ps": {"median_s": 0.5, "headline_repetitions": 3}}
+    figures, rankings = judge_allreduce(summary, ["rack"], [2])
+    assert rankings[0]["same"] is None and all(f.within is None for f in figures)

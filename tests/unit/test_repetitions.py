@@ -266,8 +266,9 @@ def test_a_run_saved_before_a_spec_field_existed_is_still_complete(tmp_path):
     run_compare(spec(tmp_path), out, Runner(), log=lambda s: None)
     for path in out.glob("*/rep*/results.json"):
         saved = json.loads(path.read_text())
-        for newer in ("backend", "sim", "ranks"):
+        for newer in ("backend", "ranks"):
             del saved["spec"][newer]
+        del saved["spec"]["sim"]["shaped_links"]  # a field newer than the run inside a table
         path.write_text(json.dumps(saved))
     again = Runner()
     run_compare(spec(tmp_path), out, again, log=lambda s: None)

@@ -3,6 +3,7 @@
 #include "gs-device.h"
 #include "gs-events.h"
 
+#include "ns3/boolean.h"
 #include "ns3/simulator.h"
 
 #ifdef NS3_MPI
@@ -26,7 +27,14 @@ GsChannel::GetTypeId()
     static TypeId tid = TypeId("ns3::gs::GsChannel")
                             .SetParent<PointToPointChannel>()
                             .SetGroupName("Gradswitch")
-                            .AddConstructor<GsChannel>();
+                            .AddConstructor<GsChannel>()
+                            .AddAttribute("Shaped",
+                                          "A token-bucket shaper, as the testbed's HTB on a veth: a packet reaches "
+                                          "the far end when it leaves (after the delay), and the sending port stays "
+                                          "busy for its time at the rate; false: a wire that serializes it first",
+                                          BooleanValue(false),
+                                          MakeBooleanAccessor(&GsChannel::m_shaped),
+                                          MakeBooleanChecker());
     return tid;
 }
 
@@ -43,7 +51,7 @@ GsChannel::TransmitStart(Ptr<const Packet> p, Ptr<PointToPointNetDevice> src, Ti
     }
     int d = PeekPointer(src) == m_end[0] ? 1 : 0;
     // The packet is the sender's no more (its device let go of it): no copy.
-    Simulator::ScheduleWithContext(m_context[d], txTime + TimeStep(m_delayTicks),
+    Simulator::ScheduleWithContext(m_context[d], (m_shaped ? Time(0) : txTime) + TimeStep(m_delayTicks),
                                    new PacketEvent<GsDevice, &GsDevice::Deliver>(m_end[d], ConstCast<Packet>(p)));
     return true;
 }
@@ -70,7 +78,10 @@ GsRemoteChannel::GetTypeId()
     static TypeId tid = TypeId("ns3::gs::GsRemoteChannel")
                             .SetParent<PointToPointRemoteChannel>()
                             .SetGroupName("Gradswitch")
-                            .AddConstructor<GsRemoteChannel>();
+                            .AddConstructor<GsRemoteChannel>()
+                            .AddAttribute("Shaped", "As GsChannel's Shaped", BooleanValue(false),
+                                          MakeBooleanAccessor(&GsRemoteChannel::m_shaped),
+                                          MakeBooleanChecker());
     return tid;
 }
 
@@ -78,7 +89,7 @@ bool
 GsRemoteChannel::TransmitStart(Ptr<const Packet> p, Ptr<PointToPointNetDevice> src, Time txTime)
 {
     Ptr<PointToPointNetDevice> dst = GetPointToPointDevice(src == GetPointToPointDevice(0) ? 1 : 0);
-    Time rx = Simulator::Now() + txTime + GetDelay();
+    Time rx = Simulator::Now() + (m_shaped ? Time(0) : txTime) + GetDelay();
     uint32_t size = p->GetSize();
     uint32_t count = std::max<uint32_t>(1, (size + kFragmentBytes - 1) / kFragmentBytes);
     if (count > UINT16_MAX)

@@ -30,6 +30,7 @@ class GsChannel : public PointToPointChannel
     GsDevice* m_end[2] = {nullptr, nullptr}; // the two devices, once both are attached
     uint32_t m_context[2] = {0, 0};       // their nodes' ids (the context of their events)
     int64_t m_delayTicks = -1;
+    bool m_shaped = false; // Shaped: the far end gets a packet as its transmission starts
 };
 
 #ifdef NS3_MPI
@@ -62,6 +63,7 @@ class GsRemoteChannel : public PointToPointRemoteChannel
 
     Reassembly m_rx[2];
     uint32_t m_listening = 0;
+    bool m_shaped = false;
 };
 #endif
 

@@ -337,6 +337,7 @@ ParseConfig(const std::string& text)
         link.rateBps = Get<double>(l, "rate_bps", p);
         link.delayS = Get<double>(l, "delay_s", p);
         link.queueBytes = Get<uint64_t>(l, "queue_bytes", p);
+        link.shaped = Opt<bool>(l, "shaped", false, p);
         Positive(link.rateBps, p + ".rate_bps");
         if (link.delayS < 0)
         {

@@ -57,6 +57,7 @@ struct LinkSpec
     double rateBps = 1e9;
     double delayS = 1e-6;
     uint64_t queueBytes = 1 << 20;
+    bool shaped = false; // a token-bucket shaper (the testbed's HTB on a veth), not a serializing wire
 };
 
 struct TopologySpec

@@ -350,6 +350,9 @@ RcQp::OnAck(const Wire& w)
     else if (syn == SYN_NAK_PSN)
     {
         requesterCounters.Add(C_NAKS);
+        // The responder expects psn: an earlier SACK of it (a trimmed copy it could not zero-fill) is void, or
+        // its resend would be skipped as received and wait for the timer (roce/qp.py does the same).
+        m_sacked.erase(psn);
         AckThrough(PsnAdd(psn, -1));
         if (!m_error.empty())
         {
@@ -377,9 +380,9 @@ RcQp::OnAck(const Wire& w)
                     }
                 }
             }
-            else
+            else if (psn == m_una)
             {
-                ScheduleResend(m_una, true);
+                ScheduleResend(m_una, true); // no SACK (a trimmed packet over the budget): exactly this PSN
             }
         }
     }

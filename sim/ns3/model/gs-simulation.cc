@@ -4,6 +4,7 @@
 #include "gs-netreduce-switch.h"
 #include "gs-tcp.h"
 
+#include "ns3/boolean.h"
 #include "ns3/mac48-address.h"
 #include "ns3/simulator.h"
 
@@ -159,6 +160,7 @@ Simulation::BuildLinks()
                 channel = CreateObject<GsChannel>();
             }
             channel->SetAttribute("Delay", TimeValue(Seconds(pa.delayS)));
+            channel->SetAttribute("Shaped", BooleanValue(pa.shaped));
             for (int i = 0; i < 2; i++)
             {
                 devs[i]->Attach(channel);

@@ -43,8 +43,8 @@ Topology::Topology(const TopologySpec& spec)
         {
             throw ConfigError("topology: link " + l.a + "-" + l.b + " joins two hosts");
         }
-        m_ports[a].push_back(PortInfo{l.aPort, b, l.bPort, l.rateBps, l.delayS, l.queueBytes});
-        m_ports[b].push_back(PortInfo{l.bPort, a, l.aPort, l.rateBps, l.delayS, l.queueBytes});
+        m_ports[a].push_back(PortInfo{l.aPort, b, l.bPort, l.rateBps, l.delayS, l.queueBytes, l.shaped});
+        m_ports[b].push_back(PortInfo{l.bPort, a, l.aPort, l.rateBps, l.delayS, l.queueBytes, l.shaped});
     }
     for (uint32_t n = 0; n < Nodes(); n++)
     {

@@ -25,6 +25,7 @@ struct PortInfo
     double bps = 0;
     double delayS = 0;
     uint64_t queueBytes = 0;
+    bool shaped = false; // the testbed's HTB-shaped veth: a packet reaches the peer as it leaves (GsChannel)
 };
 
 /// A switch's forwarding state, copied into the switch (nothing is shared between nodes).
