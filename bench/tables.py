@@ -577,6 +577,23 @@ def scaling_bandwidth_table(results: Path) -> str:
                   "checked (digest)"], rows)
 
 
+def scaling_dlcp_table(results: Path) -> str:
+    doc = load(results, "scaling.json")
+    rows = []
+    for name, r in doc.get("dlcp", {}).items():
+        error = r.get("max_relative_error")
+        rows.append([name, f"{r['samples_per_s']:,.0f}", num(r.get("over_baseline")), num(r.get("iteration_s"), 3),
+                     f"{r['dlcp_dropped']:,}" if r.get("dlcp_dropped") is not None else "-",
+                     f"{r['zero_filled_packets']:,.0f}" if r.get("zero_filled_packets") is not None else "-",
+                     num(error, 3) if error is not None else "-",
+                     "yes" if r.get("correct") else "**no** (over the 0.2 error bound)",
+                     f"{r['background_goodput_mbps'] / 1000:,.1f}" if r.get("background_goodput_mbps") else "-",
+                     pct(r.get("busiest_link_load"))])
+    return table(["run (2 jobs x 64 workers, 16 bulk TCP flows)", "job 1 samples/s", "over baseline-class",
+                  "iteration s", "packets trimmed", "zero-filled (job 1)", "relative error (digest, job 1)",
+                  "within the error bound", "TCP goodput Gb/s", "busiest link"], rows)
+
+
 CROSSVAL_8 = "crossval-allreduce-8mbps.json"
 
 TABLES: dict[str, Callable[[Path], str]] = {
@@ -605,6 +622,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "mpi-projection": ("mpi-scaling.json", mpi_projection_table),
     "scaling": ("scaling.json", scaling_table),
     "scaling-bandwidth": ("scaling.json", scaling_bandwidth_table),
+    "scaling-dlcp": ("scaling.json", scaling_dlcp_table),
 }
 
 
