@@ -91,7 +91,9 @@ def test_an_experiment_reports_the_bulk_flows_goodput_and_what_its_links_carried
     assert 0.1 * BW < goodput <= BW, (goodput, into)
     assert 0.9 * carried_mbps < goodput <= carried_mbps, (goodput, carried_mbps)
     assert 0.8 < extra["busiest_link_load"] <= 1.02, report["links"]
-    assert extra["busiest_offered_load"] >= extra["busiest_link_load"] - 0.02  # a shaper sends what it got, or less
+    # A shaper sends what it got, or less; but the switch counters' window (controller/experiment/counters.py)
+    # is not the links' (tc): over 3 short iterations they differ by up to 8 % (2 of 6 runs failed at 2 %).
+    assert extra["busiest_offered_load"] >= extra["busiest_link_load"] - 0.1
     assert extra["machine_bound"] in (True, False) and (extra["machine_bound_reason"] is not None) == \
         extra["machine_bound"]
     assert report["check"] == "exact" and report["summary"]["correct"]
