@@ -41,8 +41,9 @@ def bmv2_option(parser: argparse.ArgumentParser) -> None:
                         "e.g. a build without logging macros; default: $GRADSWITCH_BMV2, else PATH's")
 
 
-def use_bmv2(args: argparse.Namespace) -> None:
-    """Apply --bmv2 (a wrong path ends the benchmark with one line naming it); print the build that runs."""
+def use_bmv2(args: argparse.Namespace) -> Path:
+    """Apply --bmv2 (a wrong path ends the benchmark with one line naming it); print the build that runs and
+    return its simple_switch_grpc."""
     from mininet_topos.bmv2 import resolve_bmv2, use_bmv2
     from mininet_topos.bmv2_build import Bmv2BuildError
 
@@ -51,6 +52,7 @@ def use_bmv2(args: argparse.Namespace) -> None:
     except Bmv2BuildError as e:
         raise SystemExit(f"error: {e}") from None
     print(f"BMv2: {build.summary()}", flush=True)
+    return build.executable
 
 
 @dataclass(frozen=True)

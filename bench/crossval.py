@@ -30,6 +30,7 @@ import argparse
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -199,15 +200,14 @@ def _tied(times: Mapping[str, float | None], a: str, b: str) -> bool:
 
 def _ties(bmv2: Mapping[str, float | None], ns3: Mapping[str, float | None]) -> list[list[str]]:
     """Pairs of algorithms tied (within TOLERANCE) on both backends."""
-    names = sorted(bmv2)
-    return [[a, b] for i, a in enumerate(names) for b in names[i + 1:] if _tied(bmv2, a, b) and _tied(ns3, a, b)]
+    return [[a, b] for a, b in combinations(sorted(bmv2), 2) if _tied(bmv2, a, b) and _tied(ns3, a, b)]
 
 
 def _same_ranking(bmv2: Mapping[str, float | None], ns3: Mapping[str, float | None]) -> bool:
     """The same order of the algorithms, fastest first, up to ties: two algorithms within TOLERANCE of each other
     on both backends may come in either order (ring and NetReduce at N = 2 move the same bytes: 0.99 against 1.01
     is no ranking). Every other pair in the same order on both; a missing time ranks nowhere."""
-    for a, b in ((a, b) for i, a in enumerate(sorted(bmv2)) for b in sorted(bmv2)[i + 1:]):
+    for a, b in combinations(sorted(bmv2), 2):
         ba, bb, sa, sb = bmv2.get(a), bmv2.get(b), ns3.get(a), ns3.get(b)
         if ba is None or bb is None or sa is None or sb is None:
             return False
@@ -294,10 +294,7 @@ def main() -> None:
     parser.add_argument("--quiet", action="store_true", help="hold /tmp/gradswitch-quiet while BMv2 runs")
     bmv2_option(parser)
     args = parser.parse_args()
-    use_bmv2(args)
-    from mininet_topos.bmv2 import resolve_bmv2
-
-    costs = load_costs(args.costs, str(resolve_bmv2().executable))
+    costs = load_costs(args.costs, str(use_bmv2(args)))
     print(f"testbed costs ({args.costs}): switch {costs['switch_delay_us']:.1f} us per packet, host "
           f"{costs['host_delay_us']:.1f} us per message", flush=True)
     parts = args.only.split(",")

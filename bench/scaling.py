@@ -53,6 +53,7 @@ PAPER_SPEEDUP_TRANSFORMER = 1.5  # and transformers
 BANDWIDTH_WORKERS = 64
 BANDWIDTH_RATES_MBPS = (10_000.0, 25_000.0, 40_000.0)  # and RATE_MBPS, from the study's own runs
 BANDWIDTH_ALGOS = ("ring", "netreduce-hier")
+MODEL_COLORS = dict(zip(MODELS, ("tab:blue", "tab:red", "tab:purple"), strict=True))
 HOSTS_PER_LEAF = 32  # netreduce-flat's leaf-spine: leaves of at most this many hosts
 
 
@@ -96,13 +97,8 @@ def bandwidth_figures(models: list[str], out: Path) -> list[dict[str, Any]]:
     rows = []
     for m in models:
         for rate in (*BANDWIDTH_RATES_MBPS, RATE_MBPS):
-            got = {}
-            for algo in BANDWIDTH_ALGOS:
-                spec = bandwidth_spec(m, algo, rate)
-                report = completed_report(out / "runs" / spec.label, spec)
-                if report is not None:
-                    got[algo] = point(report, spec)
-            ring, nr = got.get("ring"), got.get("netreduce-hier")
+            got = collect([bandwidth_spec(m, algo, rate) for algo in BANDWIDTH_ALGOS], out)
+            ring, nr = (got.get(bandwidth_spec(m, algo, rate).label) for algo in BANDWIDTH_ALGOS)
             if ring and nr and ring["samples_per_s"] and nr["samples_per_s"]:
                 rows.append({"model": m, "workers": BANDWIDTH_WORKERS, "rate_mbps": rate,
                              "ring_samples_per_s": ring["samples_per_s"],
@@ -122,7 +118,7 @@ def plot_bandwidth(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    colors = dict(zip(MODELS, ("tab:blue", "tab:red", "tab:purple"), strict=True))
+    colors = MODEL_COLORS
     for m in MODELS:
         xs = sorted((r["rate_mbps"] / 1000, r["ratio"]) for r in rows if r["model"] == m)
         if xs:
@@ -300,7 +296,7 @@ def plot_speedup(rows: list[dict[str, Any]], models: list[str], path: Path) -> N
 
     fig, ax = plt.subplots(figsize=(7, 4))
     styles = {"netreduce-hier / ring": "-", "netreduce-flat / ring": "--"}
-    colors = dict(zip(MODELS, ("tab:blue", "tab:red", "tab:purple"), strict=True))
+    colors = MODEL_COLORS
     for m in models:
         for what, ls in styles.items():
             xs = sorted((r["workers"], r["ratio"]) for r in rows if r["model"] == m and r["what"] == what)

@@ -193,13 +193,17 @@ def measure(rounds: int) -> dict[str, Any]:
     return figures
 
 
+def _build_of(doc: dict[str, Any]) -> str | None:
+    found = doc.get("toolchain", {}).get("bmv2", {}).get("path")
+    return str(found) if found else None
+
+
 def measured_with(path: Path = COSTS) -> str | None:
     """The simple_switch_grpc the costs were measured with (None: not recorded)."""
     try:
-        found = json.loads(path.read_text()).get("toolchain", {}).get("bmv2", {}).get("path")
+        return _build_of(json.loads(path.read_text()))
     except (OSError, ValueError):
         return None
-    return str(found) if found else None
 
 
 def load_costs(path: Path = COSTS, bmv2: str | None = None) -> dict[str, float]:
@@ -210,7 +214,7 @@ def load_costs(path: Path = COSTS, bmv2: str | None = None) -> dict[str, float]:
         costs: dict[str, float] = doc["costs"]
     except (OSError, ValueError, KeyError) as e:
         raise SystemExit(f"error: {path}: no measured costs ({e}); run `python -m bench.testbed_costs` first") from None
-    measured = measured_with(path)
+    measured = _build_of(doc)
     if bmv2 is not None and measured != bmv2:
         raise SystemExit(f"error: {path}: costs measured with BMv2 {measured}, the runs would use {bmv2}: run "
                          f"`python -m bench.testbed_costs --bmv2 {bmv2}` first (a switch's cost depends on its build)")
