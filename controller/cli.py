@@ -159,6 +159,15 @@ def _mininet_cli(net: Testbed) -> None:
     control: ControlPlane = net.control
 
     class GradCLI(CLI):  # type: ignore[misc]
+        # Before the first prompt and after each command: a SIGTERM whose SystemExit was lost
+        # (GradNetwork.exit_if_signalled) still ends the network instead of waiting for input.
+        def preloop(self) -> None:
+            net.exit_if_signalled()
+
+        def postcmd(self, stop: bool, line: str) -> bool:
+            net.exit_if_signalled()
+            return stop
+
         def do_repl(self, line: str) -> None:
             """repl [COMMAND]: the gradswitch REPL (tables, entries, counters), or one command of it."""
             if line.strip():

@@ -23,7 +23,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from mininet_topos.bmv2 import (
@@ -38,6 +37,7 @@ from mininet_topos.bmv2 import (
     switch_ports,
 )
 from mininet_topos.bmv2_build import Bmv2Build
+from mininet_topos.exit_signals import ExitSignals
 from mininet_topos.fence import FenceError, ManagementFence, remove_table, table_name
 from mininet_topos.shaping import shape, shape_priority, switch_send_buffer_bytes
 from mininet_topos.topology import Topology
@@ -147,7 +147,7 @@ class GradNetwork:
             s.name: switch_ports(s.device_id, self.options.grpc_base, self.options.thrift_base) for s in topo.switches}
         self.net: Any = None
         self.bmv2: Bmv2Build | None = None  # the build every switch runs (resolve_bmv2, at start)
-        self._old_handlers: dict[int, Any] = {}
+        self._exit_signals = ExitSignals()  # SIGTERM and SIGHUP tear the network down (stop)
         self._lock = contextlib.ExitStack()  # the machine lock while the network runs
         self._send_buffer = DefaultSendBuffer()  # raised while the switches start (shaping.switch_send_buffer_bytes)
         # The switches' Thrift and gRPC ports accept connections from this machine only (mininet_topos/fence.py).
@@ -197,7 +197,7 @@ class GradNetwork:
         # what its CLI prints for the user (a host command's output, pingall, net) is shown. "warning"
         # would hide both: the `mininet>` prompt of `gradswitch net` then printed nothing at all.
         setLogLevel(MININET_LOG_LEVEL)
-        self._trap_signals()
+        self._exit_signals.install()
         self.net = Mininet(topo=None, build=False, controller=None, host=GradHost, switch=Bmv2Switch,
                            autoSetMacs=False, waitConnected=False)
         try:
@@ -256,7 +256,7 @@ class GradNetwork:
                 log.exception("mininet stop failed; cleaning up from the state file")
         cleanup_run(self.run_dir)
         self._send_buffer.restore()
-        self._restore_signals()
+        self._exit_signals.restore()
         self._lock.close()
 
     def __enter__(self) -> GradNetwork:
@@ -265,19 +265,10 @@ class GradNetwork:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _trap_signals(self) -> None:
-        def raise_exit(signum: int, frame: FrameType | None) -> None:
-            raise SystemExit(128 + signum)
-
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            with contextlib.suppress(ValueError):  # not the main thread
-                self._old_handlers[sig] = signal.signal(sig, raise_exit)
-
-    def _restore_signals(self) -> None:
-        for sig, handler in self._old_handlers.items():
-            with contextlib.suppress(ValueError):
-                signal.signal(sig, handler)
-        self._old_handlers = {}
+    def exit_if_signalled(self) -> None:
+        """Raise again the SystemExit of a SIGTERM or SIGHUP received while running, in case it was
+        lost (mininet_topos/exit_signals.py): whatever is about to wait for input calls this first."""
+        self._exit_signals.exit_if_received()
 
     # ---- state file (for `gradswitch clean` and `gradswitch repl`) ----
 
