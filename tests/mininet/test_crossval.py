@@ -13,6 +13,8 @@ from bench.testbed_costs import load_costs, measured_with
 from controller.experiment.runner import run_experiment
 from mininet_topos.bmv2 import BMV2_ENV
 
+BMV2_ATTEMPTS = 3
+
 pytestmark = [pytest.mark.mininet, pytest.mark.ns3]
 
 
@@ -23,11 +25,19 @@ def test_a_ring_on_bmv2_and_on_ns3_agree(tmp_path, monkeypatch):
         monkeypatch.setenv(BMV2_ENV, build)  # the BMv2 build the costs were measured with
     twin = simulated(ring, load_costs())
     assert twin.sim.switch_delay_us > 0 and twin.sim.host_delay_us > 0 and twin.sim.link_delay_us == 0
-    testbed = run_experiment(ring, tmp_path / "bmv2", progress=False)
+    # A machine-bound BMv2 run (another process took a core) says nothing about the model: as
+    # bench.crossval, compare a run the links limited, and fail only if none of a few was.
+    reasons = []
+    for attempt in range(BMV2_ATTEMPTS):
+        testbed = run_experiment(ring, tmp_path / f"bmv2-{attempt}", progress=False)
+        assert testbed["ok"] and testbed["summary"]["correct"], testbed["errors"]
+        if not testbed["headline_extra"]["machine_bound"]:
+            break
+        reasons.append(testbed["headline_extra"]["machine_bound_reason"])
+    else:
+        pytest.fail(f"every BMv2 run was machine-bound (is something else using the CPU?): {reasons}")
     model = run_experiment(twin, tmp_path / "ns3", progress=False)
-    for report in (testbed, model):
-        assert report["ok"] and report["summary"]["correct"], report["errors"]
+    assert model["ok"] and model["summary"]["correct"], model["errors"]
     assert testbed["backend"] == "bmv2" and model["backend"] == "ns3"
-    assert not testbed["headline_extra"]["machine_bound"], testbed["headline_extra"]["machine_bound_reason"]
     measured, simulated_s = testbed["summary"]["median_s"], model["summary"]["median_s"]
     assert abs(simulated_s / measured - 1) <= TOLERANCE, (measured, simulated_s)
