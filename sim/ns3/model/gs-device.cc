@@ -66,7 +66,16 @@ GsDevice::Enqueue(Ptr<Packet> p, uint32_t wire, uint8_t prio)
         m_counters.dropBytes += wire;
         return false;
     }
-    m_q[prio].push_back(Item{p, wire});
+    Item item{nullptr, wire, {}};
+    if (p->GetSize() == sizeof(Wire))
+    {
+        ReadWire(*p, item.header);
+    }
+    else
+    {
+        item.p = std::move(p);
+    }
+    m_q[prio].push_back(std::move(item));
     m_qBytes[prio] += wire;
     m_nonEmpty |= static_cast<uint8_t>(1u << prio);
     if (m_qBytes[prio] > m_counters.maxQueueBytes)
@@ -141,14 +150,16 @@ GsDevice::TransmitDone()
     if (m_nonEmpty != 0)
     {
         uint8_t prio = static_cast<uint8_t>(31 - __builtin_clz(m_nonEmpty)); // the highest non-empty priority
-        Item item = std::move(m_q[prio].front());
+        Item& item = m_q[prio].front();
+        Ptr<Packet> p = item.p != nullptr ? std::move(item.p) : HeaderPacket(item.header);
+        uint32_t wire = item.wire;
         m_q[prio].pop_front();
-        m_qBytes[prio] -= item.wire;
+        m_qBytes[prio] -= wire;
         if (m_q[prio].empty())
         {
             m_nonEmpty &= static_cast<uint8_t>(~(1u << prio));
         }
-        Transmit(item.p, item.wire);
+        Transmit(p, wire);
         return;
     }
     if (m_pull)

@@ -91,6 +91,17 @@ class GsHeader : public Header
     void Print(std::ostream& os) const override;
 };
 
+/// A packet that is this header and nothing else.
+inline Ptr<Packet>
+HeaderPacket(const Wire& w)
+{
+    Ptr<Packet> p = Create<Packet>();
+    GsHeader h;
+    h.w = w;
+    p->AddHeader(h);
+    return p;
+}
+
 } // namespace gs
 } // namespace ns3
 

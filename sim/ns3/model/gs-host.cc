@@ -38,7 +38,7 @@ GsHost::Setup(uint32_t index, Ptr<GsDevice> nic, double messageDelayS)
 RcQp*
 GsHost::Qp(const QpConfig& cfg)
 {
-    uint64_t key = Key(cfg.job, cfg.localNode, cfg.remoteNode);
+    uint64_t key = Key(cfg.params->job, cfg.localNode, cfg.remoteNode);
     auto it = m_qps.find(key);
     if (it != m_qps.end())
     {

@@ -13,26 +13,25 @@ namespace gs
 
 using json = nlohmann::json;
 
-JobNode::JobNode(GsHost* host, const JobSpec& job, uint32_t nodeId, const std::vector<uint32_t>& nodeHosts,
-                 const std::vector<std::string>& hostNames, const WireSizes& wire, std::function<void(JobNode*)> onDone)
+JobNode::JobNode(GsHost* host, std::shared_ptr<const JobContext> context, uint32_t nodeId,
+                 std::function<void(JobNode*)> onDone)
     : m_host(host),
-      m_job(job),
+      m_context(std::move(context)),
+      m_job(m_context->job),
       m_nodeId(nodeId),
-      m_role(job.nodes[nodeId].role),
-      m_nodeHosts(nodeHosts),
-      m_hostNames(hostNames),
-      m_wire(wire),
-      m_onDone(std::move(onDone))
+      m_role(m_job.nodes[nodeId].role),
+      m_onDone(std::move(onDone)),
+      m_qps(m_job.nodes.size(), nullptr)
 {
-    for (const auto& n : job.nodes)
+    for (const auto& n : m_job.nodes)
     {
         if (n.role == Role::Worker)
         {
             m_workers++;
         }
     }
-    m_gen.seed = job.seed;
-    m_gen.job = job.jobId;
+    m_gen.seed = m_job.seed;
+    m_gen.job = m_job.jobId;
     for (uint32_t r = 0; r < m_workers; r++)
     {
         m_rankSum += m_gen.RankFactor(r);
@@ -69,33 +68,41 @@ JobNode::Setup()
 RcQp*
 JobNode::Qp(uint32_t peer, uint32_t initialPsn, bool nrContribution)
 {
-    auto it = m_qps.find(peer);
-    if (it != m_qps.end())
+    RcQp*& slot = m_qps.at(peer);
+    if (slot != nullptr)
     {
-        return it->second;
+        return slot;
     }
     QpConfig cfg;
-    cfg.job = m_job.jobId;
+    cfg.params = m_context->qpParams;
     cfg.localNode = m_nodeId;
     cfg.remoteNode = peer;
-    cfg.localHost = m_nodeHosts[m_nodeId];
-    cfg.remoteHost = m_nodeHosts[peer];
-    cfg.t = m_job.transport;
-    cfg.wire = m_wire;
+    cfg.localHost = m_context->nodeHosts[m_nodeId];
+    cfg.remoteHost = m_context->nodeHosts[peer];
     cfg.initialPsn = initialPsn;
     cfg.remoteInitialPsn = initialPsn;
-    cfg.exact = Exact();
     cfg.nrContribution = nrContribution;
-    cfg.dlcp = m_job.dlcp;
-    cfg.peer = m_hostNames[cfg.remoteHost];
-    RcQp* qp = m_host->Qp(cfg);
-    qp->onRecvComplete = [this, qp](uint64_t imm, MsgPtr data, uint32_t zeroFilled) {
-        m_host->Deliver([this, qp, imm, data, zeroFilled]() { DispatchRecv(qp, imm, data, zeroFilled); });
-    };
-    qp->onSendComplete = [this, qp](uint64_t wrId) { DispatchSent(qp, wrId); };
-    qp->onError = [this](const std::string& e) { Fail(e); };
-    m_qps[peer] = qp;
-    return qp;
+    slot = m_host->Qp(cfg);
+    slot->user = this;
+    return slot;
+}
+
+void
+JobNode::OnRecvComplete(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled)
+{
+    m_host->Deliver([this, qp, imm, data, zeroFilled]() { DispatchRecv(qp, imm, data, zeroFilled); });
+}
+
+void
+JobNode::OnSendComplete(RcQp* qp, uint64_t wrId)
+{
+    DispatchSent(qp, wrId);
+}
+
+void
+JobNode::OnError(RcQp* qp, const std::string& error)
+{
+    Fail(error);
 }
 
 double
@@ -318,9 +325,9 @@ JobNode::CheckDrain()
     {
         return;
     }
-    for (const auto& [peer, qp] : m_qps)
+    for (RcQp* qp : m_qps)
     {
-        if (!qp->Idle())
+        if (qp != nullptr && !qp->Idle())
         {
             return;
         }
@@ -338,9 +345,12 @@ JobNode::CrashIfAsked(uint32_t it)
         return false;
     }
     // The process is gone: its QPs neither send nor answer, and it reports no result of its own.
-    for (auto& [peer, qp] : m_qps)
+    for (RcQp* qp : m_qps)
     {
-        qp->dead = true;
+        if (qp != nullptr)
+        {
+            qp->dead = true;
+        }
     }
     m_error = "crashed after iteration " + std::to_string(it) + " (fault injection)";
     m_done = true;
@@ -394,7 +404,7 @@ JobNode::Result() const
     json out;
     out["node_id"] = m_nodeId;
     out["role"] = m_role == Role::Worker ? "worker" : "server";
-    out["host"] = m_hostNames[m_nodeHosts[m_nodeId]];
+    out["host"] = m_context->qpParams->hostNames[m_context->nodeHosts[m_nodeId]];
     out["ok"] = Ok();
     if (!m_error.empty())
     {
@@ -456,23 +466,27 @@ JobNode::Result() const
     std::map<std::string, uint64_t> req;
     std::map<std::string, uint64_t> resp;
     json rtt = json::object();
-    for (const auto& [peer, qp] : m_qps)
+    for (const RcQp* qp : m_qps)
     {
+        if (qp == nullptr)
+        {
+            continue;
+        }
         txP += qp->txPackets;
         txB += qp->txBytes;
         rxP += qp->rxPackets;
         rxB += qp->rxBytes;
-        for (const auto& [k, v] : qp->requesterCounters.Named())
+        for (const auto& [k, v] : qp->counters.Named(true))
         {
             req[k] += v;
         }
-        for (const auto& [k, v] : qp->responderCounters.Named())
+        for (const auto& [k, v] : qp->counters.Named(false))
         {
             resp[k] += v;
         }
         if (qp->Srtt())
         {
-            rtt[qp->Config().peer] = {{"srtt_ms", *qp->Srtt() * 1e3}, {"rto_ms", qp->Rto() * 1e3}};
+            rtt[qp->Peer()] = {{"srtt_ms", *qp->Srtt() * 1e3}, {"rto_ms", qp->Rto() * 1e3}};
         }
     }
     constexpr uint64_t eth = 14;

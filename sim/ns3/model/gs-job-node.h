@@ -26,6 +26,15 @@ namespace gs
 
 class TrainingScheduler;
 
+/// What every node of a job shares, built once per job (a parameter server job has 2N nodes, each with N
+/// queue pairs): its specification, where its nodes run, its queue pairs' parameters.
+struct JobContext
+{
+    JobSpec job;
+    std::vector<uint32_t> nodeHosts;          // by node id: the host index
+    std::shared_ptr<const QpParams> qpParams; // with every host's name
+};
+
 /// One iteration's check (workers/encoding.py IterationCheck).
 struct IterationCheck
 {
@@ -46,12 +55,12 @@ struct IterationRecord
     IterationCheck check;
 };
 
-class JobNode
+class JobNode : public QpUser
 {
   public:
-    JobNode(GsHost* host, const JobSpec& job, uint32_t nodeId, const std::vector<uint32_t>& nodeHosts,
-            const std::vector<std::string>& hostNames, const WireSizes& wire, std::function<void(JobNode*)> onDone);
-    ~JobNode();
+    JobNode(GsHost* host, std::shared_ptr<const JobContext> context, uint32_t nodeId,
+            std::function<void(JobNode*)> onDone);
+    ~JobNode() override;
 
     /// Set up queue pairs (before the simulation starts).
     void Setup();
@@ -136,6 +145,11 @@ class JobNode
         return static_cast<uint32_t>(m_records.size());
     }
 
+    // QpUser
+    void OnSendComplete(RcQp* qp, uint64_t wrId) override;
+    void OnRecvComplete(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled) override;
+    void OnError(RcQp* qp, const std::string& error) override;
+
   private:
     void DispatchRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled);
     void DispatchSent(RcQp* qp, uint64_t wrId);
@@ -148,19 +162,17 @@ class JobNode
     bool CrashIfAsked(uint32_t it);
 
     GsHost* m_host;
-    JobSpec m_job;
+    std::shared_ptr<const JobContext> m_context;
+    const JobSpec& m_job; // m_context->job
     uint32_t m_nodeId;
     Role m_role;
     uint32_t m_workers = 0;
-    std::vector<uint32_t> m_nodeHosts;
-    std::vector<std::string> m_hostNames;
-    WireSizes m_wire;
     Generator m_gen;
     uint64_t m_rankSum = 0;
     std::function<void(JobNode*)> m_onDone;
     std::unique_ptr<Collective> m_collective;
     std::unique_ptr<TrainingScheduler> m_training;
-    std::map<uint32_t, RcQp*> m_qps; // by peer
+    std::vector<RcQp*> m_qps; // by peer node id (null: none)
     std::map<uint32_t, IterationCheck> m_checks;
     std::vector<IterationRecord> m_records;
     bool m_done = false;

@@ -5,6 +5,7 @@
 #include "gs-collective.h"
 #include "gs-job-node.h"
 
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 
@@ -55,30 +56,60 @@ UnitsOf(const JobSpec& job)
     return units;
 }
 
-std::vector<Key>
-PlanKeys(const JobSpec& job, uint32_t workers)
+/// The job's keys: each unit cut into keys of ps_key_bytes, numbered in order over the units and dealt round
+/// robin over the servers. A key is computed from its id, not listed: each of the job's nodes holds a plan.
+class KeyPlan
 {
-    std::vector<uint32_t> servers;
-    for (const auto& n : job.nodes)
+  public:
+    explicit KeyPlan(const JobSpec& job)
+        : m_units(UnitsOf(job)),
+          m_perKey(std::max<uint64_t>(1, job.psKeyBytes / 4))
     {
-        if (n.role == Role::Server)
+        for (const auto& n : job.nodes)
         {
-            servers.push_back(n.nodeId);
+            if (n.role == Role::Server)
+            {
+                m_servers.push_back(n.nodeId);
+            }
+        }
+        m_first.push_back(0);
+        for (const Unit& u : m_units)
+        {
+            uint64_t keys = (u.elements + m_perKey - 1) / m_perKey;
+            m_first.push_back(m_first.back() + static_cast<uint32_t>(keys));
         }
     }
-    uint64_t perKey = std::max<uint64_t>(1, job.psKeyBytes / 4);
-    std::vector<Key> keys;
-    std::vector<Unit> units = UnitsOf(job);
-    for (uint32_t u = 0; u < units.size(); u++)
+
+    const std::vector<Unit>& Units() const
     {
-        for (uint64_t lo = 0; lo < units[u].elements; lo += perKey)
-        {
-            uint32_t id = static_cast<uint32_t>(keys.size());
-            keys.push_back(Key{id, u, lo, std::min(units[u].elements, lo + perKey), servers[id % servers.size()]});
-        }
+        return m_units;
     }
-    return keys;
-}
+
+    /// Keys of every unit.
+    uint32_t Count() const
+    {
+        return m_first.back();
+    }
+
+    /// The keys of unit u are [First(u), First(u + 1)).
+    uint32_t First(uint32_t u) const
+    {
+        return m_first[u];
+    }
+
+    Key At(uint32_t id) const
+    {
+        uint32_t u = static_cast<uint32_t>(std::upper_bound(m_first.begin(), m_first.end(), id) - m_first.begin() - 1);
+        uint64_t lo = static_cast<uint64_t>(id - m_first[u]) * m_perKey;
+        return Key{id, u, lo, std::min(m_units[u].elements, lo + m_perKey), m_servers[id % m_servers.size()]};
+    }
+
+  private:
+    std::vector<Unit> m_units;
+    uint64_t m_perKey;
+    std::vector<uint32_t> m_servers; // node ids
+    std::vector<uint32_t> m_first;   // per unit its first key, and the number of keys
+};
 
 uint64_t
 Tag(uint32_t it, uint32_t key)
@@ -91,30 +122,27 @@ class PsWorker : public Collective
   public:
     explicit PsWorker(JobNode* node)
         : Collective(node),
-          m_units(UnitsOf(node->Job())),
-          m_keys(PlanKeys(node->Job(), node->Workers()))
+          m_plan(node->Job())
     {
-        m_byUnit.resize(m_units.size());
-        for (const auto& k : m_keys)
+        for (uint32_t id = 0; id < m_plan.Count(); id++)
         {
-            m_byUnit[k.unit].push_back(k.id);
-            node->Qp(k.server);
+            node->Qp(m_plan.At(id).server);
         }
     }
 
     void Start(uint32_t it, uint32_t op, uint64_t seq, uint64_t elements, WriteTag tag, std::function<void()> done) override
     {
         Pending& p = m_pending[Tag(it, op)];
-        p.left = static_cast<uint32_t>(m_byUnit[op].size());
+        p.left = m_plan.First(op + 1) - m_plan.First(op);
         p.done = std::move(done);
         if (p.left == 0)
         {
             Complete(it, op);
             return;
         }
-        for (uint32_t id : m_byUnit[op])
+        for (uint32_t id = m_plan.First(op); id < m_plan.First(op + 1); id++)
         {
-            const Key& k = m_keys[id];
+            Key k = m_plan.At(id);
             MsgPtr data = m_node->OwnData(it, op, k.lo, (k.hi - k.lo) * 4, elements, static_cast<uint64_t>(id) << 32);
             m_node->Qp(k.server)->PostWrite(data, 0, kServerRkey, Tag(it, id), tag);
         }
@@ -124,11 +152,11 @@ class PsWorker : public Collective
     {
         uint32_t it = static_cast<uint32_t>(imm >> 32);
         uint32_t id = static_cast<uint32_t>(imm & 0xFFFFFFFF);
-        if (id >= m_keys.size())
+        if (id >= m_plan.Count())
         {
             return;
         }
-        const Key& k = m_keys[id];
+        Key k = m_plan.At(id);
         auto p = m_pending.find(Tag(it, k.unit));
         if (p == m_pending.end())
         {
@@ -138,7 +166,7 @@ class PsWorker : public Collective
         {
             m_node->AddZeroFilled(it, zeroFilled);
         }
-        m_node->CheckResult(it, k.unit, k.lo, m_units[k.unit].elements, static_cast<uint64_t>(id) << 32, *data);
+        m_node->CheckResult(it, k.unit, k.lo, m_plan.Units()[k.unit].elements, static_cast<uint64_t>(id) << 32, *data);
         if (--p->second.left == 0)
         {
             Complete(it, k.unit);
@@ -161,9 +189,7 @@ class PsWorker : public Collective
         done();
     }
 
-    std::vector<Unit> m_units;
-    std::vector<Key> m_keys;
-    std::vector<std::vector<uint32_t>> m_byUnit;
+    KeyPlan m_plan;
     std::unordered_map<uint64_t, Pending> m_pending;
 };
 
@@ -172,12 +198,11 @@ class PsServer : public Collective
   public:
     explicit PsServer(JobNode* node)
         : Collective(node),
-          m_units(UnitsOf(node->Job())),
-          m_keys(PlanKeys(node->Job(), node->Workers()))
+          m_plan(node->Job())
     {
-        for (const auto& k : m_keys)
+        for (uint32_t id = 0; id < m_plan.Count(); id++)
         {
-            if (k.server == node->NodeId())
+            if (m_plan.At(id).server == node->NodeId())
             {
                 m_mine++;
             }
@@ -223,7 +248,7 @@ class PsServer : public Collective
             return;
         }
         uint32_t id = static_cast<uint32_t>(imm & 0xFFFFFFFF);
-        WriteTag tag = id < m_keys.size() ? m_units[m_keys[id].unit].tag : WriteTag{};
+        WriteTag tag = id < m_plan.Count() ? m_plan.Units()[m_plan.At(id).unit].tag : WriteTag{};
         MsgPtr sum = s.data;
         m_sums.erase(imm);
         for (uint32_t w = 0; w < m_node->Workers(); w++)
@@ -249,8 +274,7 @@ class PsServer : public Collective
         uint32_t count = 0;
     };
 
-    std::vector<Unit> m_units;
-    std::vector<Key> m_keys;
+    KeyPlan m_plan;
     uint64_t m_mine = 0;
     uint64_t m_served = 0;
     std::unordered_map<uint64_t, Sum> m_sums;

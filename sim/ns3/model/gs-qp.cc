@@ -53,32 +53,19 @@ IsWrite(uint8_t op)
     return op >= ROCE_WRITE_FIRST && op <= ROCE_WRITE_ONLY_IMM;
 }
 
-uint32_t
-NextPow2(uint32_t x)
-{
-    uint32_t p = 1;
-    while (p < x)
-    {
-        p <<= 1;
-    }
-    return p;
-}
-
 } // namespace
 
 RcQp::RcQp(QpHost* host, const QpConfig& cfg)
     : m_host(host),
       m_cfg(cfg),
-      m_rtoMinTicks(Ticks(cfg.t.rtoS)),
+      m_t(m_cfg.params->t),
       m_nextPost(cfg.initialPsn),
       m_una(cfg.initialPsn),
       m_nxt(cfg.initialPsn),
       m_sentEnd(cfg.initialPsn),
-      m_rto(cfg.t.rtoS),
+      m_rto(m_t.rtoS),
       m_epsn(cfg.remoteInitialPsn)
 {
-    m_sentAtMask = NextPow2(2 * cfg.t.window + 2) - 1;
-    m_sentAt.assign(m_sentAtMask + 1, -1);
 }
 
 RcQp::~RcQp()
@@ -121,7 +108,7 @@ RcQp::Find(uint32_t psn) const
             hi = mid;
         }
     }
-    const WorkRequest& wr = m_requests.at(lo);
+    const WorkRequest& wr = m_requests[lo];
     int32_t i = PsnDiff(psn, wr.firstPsn);
     return i >= 0 && static_cast<uint32_t>(i) < wr.npackets ? &wr : nullptr;
 }
@@ -155,15 +142,15 @@ RcQp::Build(uint32_t psn, bool retransmission, uint32_t& wire)
     const MsgData& data = *wr->data;
     w.payload = data.PacketBytes(i);
     bool ackReq = last || retransmission ||
-                  (PsnDiff(psn, m_cfg.initialPsn) + 1) % static_cast<int32_t>(m_cfg.t.ackEvery) == 0;
+                  (PsnDiff(psn, m_cfg.initialPsn) + 1) % static_cast<int32_t>(m_t.ackEvery) == 0;
     w.digest = data.digest[i];
-    if (m_cfg.dlcp)
+    if (m_cfg.params->dlcp)
     {
         // The DLCP class (protocol/dlcp.py): layer class from the tensor, magnitude class a quartile of
         // the packet (here drawn from its digest: each class holds a quarter of the packets, as quartiles
         // of real magnitudes would), droppable per the job's policy; a resent packet never is.
-        uint32_t magnitude = static_cast<uint32_t>(Mix(w.digest ^ (static_cast<uint64_t>(psn) << 32) ^ m_cfg.job) >> 62);
-        const DlcpSpec& d = *m_cfg.dlcp;
+        uint32_t magnitude = static_cast<uint32_t>(Mix(w.digest ^ (static_cast<uint64_t>(psn) << 32) ^ m_cfg.params->job) >> 62);
+        const DlcpSpec& d = *m_cfg.params->dlcp;
         bool droppable = d.drop && wr->tag.droppable && wr->tag.layerClass >= d.dropMinLayerClass &&
                          magnitude <= d.dropMaxMagnitudeClass && !retransmission;
         w.resv7 = static_cast<uint8_t>((droppable ? kDroppable : 0) | (wr->tag.layerClass << kLayerShift) |
@@ -171,28 +158,28 @@ RcQp::Build(uint32_t psn, bool retransmission, uint32_t& wire)
     }
     w.flags = static_cast<uint16_t>((ackReq ? F_ACKREQ : 0) | (retransmission ? F_RETX : 0) |
                                     (m_cfg.nrContribution ? F_NR : 0) | (data.lossy[i] ? F_LOSSY : 0));
-    w.job = static_cast<uint16_t>(m_cfg.job);
+    w.job = static_cast<uint16_t>(m_cfg.params->job);
     w.src = m_cfg.localHost;
     w.dst = m_cfg.remoteHost;
     w.srcNode = m_cfg.localNode;
     w.dstNode = m_cfg.remoteNode;
     w.psn = psn;
-    w.sport = UdpSourcePort(m_cfg.job, m_cfg.localNode);
+    w.sport = UdpSourcePort(m_cfg.params->job, m_cfg.localNode);
     w.dport = kRoceUdpPort;
-    wire = m_cfg.wire.roceOverhead + w.payload;
+    wire = m_cfg.params->wire.roceOverhead + w.payload;
     if (first)
     {
         w.flags |= F_RETH;
         w.va = wr->va;
         w.rkey = wr->rkey;
         w.dmaLen = static_cast<uint32_t>(data.bytes);
-        wire += m_cfg.wire.reth;
+        wire += m_cfg.params->wire.reth;
     }
     if (last && wr->hasImm)
     {
         w.flags |= F_IMM;
         w.imm = wr->imm;
-        wire += m_cfg.wire.imm;
+        wire += m_cfg.params->wire.imm;
     }
     w.wire = wire;
     txPackets++;
@@ -221,8 +208,8 @@ RcQp::NextPacket(Ptr<Packet>& p, uint32_t& wire)
             continue;
         }
         p = Build(psn, true, wire);
-        m_sentAt[psn & m_sentAtMask] = -1;
-        requesterCounters.Add(C_RETRANSMITTED);
+        m_sentAt.At(psn, m_una) = -1;
+        counters.Add(C_RETRANSMITTED);
         if (!m_timerStart)
         {
             m_timerStart = Now();
@@ -230,7 +217,7 @@ RcQp::NextPacket(Ptr<Packet>& p, uint32_t& wire)
         ArmTimer();
         return true;
     }
-    while (PsnDiff(m_nxt, m_nextPost) < 0 && PsnDiff(m_nxt, m_una) < static_cast<int32_t>(m_cfg.t.window))
+    while (PsnDiff(m_nxt, m_nextPost) < 0 && PsnDiff(m_nxt, m_una) < static_cast<int32_t>(m_t.window))
     {
         uint32_t psn = m_nxt;
         m_nxt = PsnAdd(psn, 1);
@@ -242,13 +229,13 @@ RcQp::NextPacket(Ptr<Packet>& p, uint32_t& wire)
         p = Build(psn, again, wire);
         if (again)
         {
-            requesterCounters.Add(C_RETRANSMITTED);
-            m_sentAt[psn & m_sentAtMask] = -1; // Karn: no RTT sample from a retransmitted packet
+            counters.Add(C_RETRANSMITTED);
+            m_sentAt.At(psn, m_una) = -1; // Karn: no RTT sample from a retransmitted packet
         }
         else
         {
-            requesterCounters.Add(C_SENT);
-            m_sentAt[psn & m_sentAtMask] = Now();
+            counters.Add(C_SENT);
+            m_sentAt.At(psn, m_una) = Now();
             m_sentEnd = PsnAdd(psn, 1);
         }
         if (!m_timerStart)
@@ -302,19 +289,19 @@ RcQp::OnTimer()
         return;
     }
     m_retries++;
-    requesterCounters.Add(C_TIMEOUTS);
-    if (m_retries > m_cfg.t.retryLimit)
+    counters.Add(C_TIMEOUTS);
+    if (m_retries > m_t.retryLimit)
     {
         char qpn[16];
-        std::snprintf(qpn, sizeof(qpn), "%#x", (m_cfg.job << QPN_JOB_SHIFT) | ((m_cfg.remoteNode & 0xFF) << QPN_NODE_SHIFT) |
+        std::snprintf(qpn, sizeof(qpn), "%#x", (m_cfg.params->job << QPN_JOB_SHIFT) | ((m_cfg.remoteNode & 0xFF) << QPN_NODE_SHIFT) |
                                                    (m_cfg.localNode & 0xFF));
-        Fail("transport retry counter exceeded: no acknowledgement from " + m_cfg.peer + " (QP " + qpn + ") after " +
-             std::to_string(m_cfg.t.retryLimit) + " retries");
+        Fail("transport retry counter exceeded: no acknowledgement from " + Peer() + " (QP " + qpn + ") after " +
+             std::to_string(m_t.retryLimit) + " retries");
         return;
     }
-    m_rto = std::min(m_rto * 2, m_cfg.t.rtoMaxS);
+    m_rto = std::min(m_rto * 2, m_t.rtoMaxS);
     m_timerStart = Now();
-    if (m_cfg.t.mode == Mode::Gbn)
+    if (m_t.mode == Mode::Gbn)
     {
         m_nxt = m_una;
     }
@@ -349,7 +336,7 @@ RcQp::OnAck(const Wire& w)
     }
     else if (syn == SYN_NAK_PSN)
     {
-        requesterCounters.Add(C_NAKS);
+        counters.Add(C_NAKS);
         // The responder expects psn: an earlier SACK of it (a trimmed copy it could not zero-fill) is void, or
         // its resend would be skipped as received and wait for the timer (roce/qp.py does the same).
         m_sacked.erase(psn);
@@ -358,7 +345,7 @@ RcQp::OnAck(const Wire& w)
         {
             return;
         }
-        if (m_cfg.t.mode == Mode::Gbn)
+        if (m_t.mode == Mode::Gbn)
         {
             if (psn == m_una)
             {
@@ -388,7 +375,7 @@ RcQp::OnAck(const Wire& w)
     }
     else
     {
-        Fail("remote error from " + m_cfg.peer + " (NAK code " + std::to_string(syn & 0x1F) + ")");
+        Fail("remote error from " + Peer() + " (NAK code " + std::to_string(syn & 0x1F) + ")");
         return;
     }
     ArmTimer();
@@ -415,23 +402,23 @@ RcQp::AckThrough(uint32_t psn)
 {
     if (PsnDiff(psn, m_una) < 0)
     {
-        requesterCounters.Add(C_STALE_ACKS);
+        counters.Add(C_STALE_ACKS);
         return;
     }
     if (PsnDiff(psn, m_sentEnd) >= 0)
     {
-        requesterCounters.Add(C_INVALID_ACKS);
+        counters.Add(C_INVALID_ACKS);
         return;
     }
     uint32_t newUna = PsnAdd(psn, 1);
-    int64_t sent = m_sentAt[psn & m_sentAtMask];
+    int64_t sent = m_sentAt.Get(psn);
     if (sent >= 0)
     {
         SampleRtt(Seconds(Now() - sent));
     }
     for (uint32_t p = m_una; p != newUna; p = PsnAdd(p, 1))
     {
-        m_sentAt[p & m_sentAtMask] = -1;
+        m_sentAt.Clear(p);
         if (!m_sacked.empty())
         {
             m_sacked.erase(p);
@@ -442,6 +429,10 @@ RcQp::AckThrough(uint32_t psn)
         }
     }
     m_una = newUna;
+    if (m_una == m_sentEnd)
+    {
+        m_sentAt.Release();
+    }
     if (PsnDiff(m_nxt, m_una) < 0)
     {
         m_nxt = m_una;
@@ -471,11 +462,11 @@ RcQp::AckThrough(uint32_t psn)
             m_recover.reset();
         }
     }
-    if (onSendComplete)
+    if (user)
     {
         for (uint64_t id : done)
         {
-            onSendComplete(id);
+            user->OnSendComplete(this, id);
         }
     }
 }
@@ -500,9 +491,9 @@ RcQp::ComputeRto() const
 {
     if (!m_srtt)
     {
-        return m_cfg.t.rtoS;
+        return m_t.rtoS;
     }
-    return std::min(m_cfg.t.rtoMaxS, std::max(m_cfg.t.rtoS, *m_srtt + 4 * m_rttvar));
+    return std::min(m_t.rtoMaxS, std::max(m_t.rtoS, *m_srtt + 4 * m_rttvar));
 }
 
 void
@@ -510,9 +501,9 @@ RcQp::Fail(const std::string& reason)
 {
     m_error = reason;
     m_timer.Cancel();
-    if (onError)
+    if (user)
     {
-        onError(reason);
+        user->OnError(this, reason);
     }
 }
 
@@ -526,16 +517,16 @@ RcQp::Ack()
     w.kind = KIND_ROCE;
     w.opcode = ROCE_ACKNOWLEDGE;
     w.flags = F_ACK;
-    w.job = static_cast<uint16_t>(m_cfg.job);
+    w.job = static_cast<uint16_t>(m_cfg.params->job);
     w.src = m_cfg.localHost;
     w.dst = m_cfg.remoteHost;
     w.srcNode = m_cfg.localNode;
     w.dstNode = m_cfg.remoteNode;
     w.psn = PsnAdd(m_epsn, -1);
     w.aux = (static_cast<uint32_t>(SYN_ACK) << 24) | (m_msn & kPsnMask);
-    w.sport = UdpSourcePort(m_cfg.job, m_cfg.localNode);
+    w.sport = UdpSourcePort(m_cfg.params->job, m_cfg.localNode);
     w.dport = kRoceUdpPort;
-    w.wire = m_cfg.wire.roceOverhead + m_cfg.wire.aeth;
+    w.wire = m_cfg.params->wire.roceOverhead + m_cfg.params->wire.aeth;
     Ptr<Packet> p = Create<Packet>();
     p->AddHeader(h);
     txPackets++;
@@ -551,25 +542,25 @@ RcQp::Nak(uint8_t syndrome, std::optional<uint32_t> sack)
     w.kind = KIND_ROCE;
     w.opcode = ROCE_ACKNOWLEDGE;
     w.flags = F_ACK;
-    w.job = static_cast<uint16_t>(m_cfg.job);
+    w.job = static_cast<uint16_t>(m_cfg.params->job);
     w.src = m_cfg.localHost;
     w.dst = m_cfg.remoteHost;
     w.srcNode = m_cfg.localNode;
     w.dstNode = m_cfg.remoteNode;
     w.psn = m_epsn;
     w.aux = (static_cast<uint32_t>(syndrome) << 24) | (m_msn & kPsnMask);
-    w.sport = UdpSourcePort(m_cfg.job, m_cfg.localNode);
+    w.sport = UdpSourcePort(m_cfg.params->job, m_cfg.localNode);
     w.dport = kRoceUdpPort;
-    w.wire = m_cfg.wire.roceOverhead + m_cfg.wire.aeth;
+    w.wire = m_cfg.params->wire.roceOverhead + m_cfg.params->wire.aeth;
     if (sack)
     {
         w.flags |= F_SACK;
         w.sack = *sack;
-        w.wire += m_cfg.wire.sack;
+        w.wire += m_cfg.params->wire.sack;
     }
     Ptr<Packet> p = Create<Packet>();
     p->AddHeader(h);
-    responderCounters.Add(C_NAKS_SENT);
+    counters.Add(C_NAKS_SENT);
     txPackets++;
     txBytes += w.wire;
     m_host->SendControl(p, w.wire);
@@ -583,7 +574,7 @@ RcQp::ZeroFill(Arrival& a)
     // budget b holds both ways: zero-filled packets of this QP, this one included, at most b x the packets it
     // applied (this one included); of this message at most max(1, floor(b x its packets)).
     const Wire& w = a.w;
-    double budget = m_cfg.t.lossBudget;
+    double budget = m_t.lossBudget;
     if (budget <= 0 || !IsWrite(w.opcode))
     {
         return false;
@@ -605,23 +596,23 @@ RcQp::ZeroFill(Arrival& a)
     {
         return false; // a Middle or Last without its message: invalid, as its resend will say
     }
-    double packets = static_cast<double>(MsgData::Packets(dmaLen, m_cfg.t.mtu));
+    double packets = static_cast<double>(MsgData::Packets(dmaLen, m_t.mtu));
     double allowed = std::max(1.0, std::floor(budget * packets + 1e-9));
     if (static_cast<double>(already + 1) > allowed ||
         static_cast<double>(m_zeroFilled + 1) > budget * static_cast<double>(m_accepted + 1) + 1e-9)
     {
-        responderCounters.Add(C_OVER_LOSS_BUDGET);
+        counters.Add(C_OVER_LOSS_BUDGET);
         return false;
     }
     bool lastOrOnly = IsLast(w.opcode);
-    a.w.payload = lastOrOnly ? static_cast<uint32_t>(dmaLen > offset ? dmaLen - offset : 0) : m_cfg.t.mtu;
+    a.w.payload = lastOrOnly ? static_cast<uint32_t>(dmaLen > offset ? dmaLen - offset : 0) : m_t.mtu;
     a.w.digest = 0;
     a.w.flags |= F_LOSSY;
     a.w.resv7 = static_cast<uint8_t>(a.w.resv7 & ~kTrimmed);
     a.p = nullptr;
     a.zeroFilled = true;
     m_zeroFilled++;
-    responderCounters.Add(C_ZERO_FILLED);
+    counters.Add(C_ZERO_FILLED);
     return true;
 }
 
@@ -653,21 +644,21 @@ RcQp::OnData(const Wire& w, Ptr<Packet> p)
     int32_t d = PsnDiff(w.psn, m_epsn);
     if (d < 0)
     {
-        if (-d > static_cast<int32_t>(m_cfg.t.window) * 4)
+        if (-d > static_cast<int32_t>(m_t.window) * 4)
         {
-            responderCounters.Add(C_OUT_OF_WINDOW);
+            counters.Add(C_OUT_OF_WINDOW);
             return;
         }
-        responderCounters.Add(C_DUPLICATES);
+        counters.Add(C_DUPLICATES);
         if (w.flags & F_ACKREQ)
         {
             Ack();
         }
         return;
     }
-    if (d >= static_cast<int32_t>(m_cfg.t.window))
+    if (d >= static_cast<int32_t>(m_t.window))
     {
-        responderCounters.Add(C_OUT_OF_WINDOW);
+        counters.Add(C_OUT_OF_WINDOW);
         return;
     }
     // A trimmed packet (a DLCP switch dropped its payload) is that PSN's packet: kept or applied like any
@@ -675,8 +666,8 @@ RcQp::OnData(const Wire& w, Ptr<Packet> p)
     Arrival a{w, p};
     if (d > 0)
     {
-        responderCounters.Add(C_OUT_OF_ORDER);
-        if (m_cfg.t.mode == Mode::Gbn)
+        counters.Add(C_OUT_OF_ORDER);
+        if (m_t.mode == Mode::Gbn)
         {
             if (m_nakSent)
             {
@@ -713,12 +704,12 @@ void
 RcQp::OutOfOrder(Arrival a)
 {
     uint32_t psn = a.w.psn;
-    if (m_cfg.t.orderTolerant)
+    if (m_t.orderTolerant)
     {
         bool last = IsLast(a.w.opcode);
         if (!Keep(std::move(a)))
         {
-            responderCounters.Add(C_DUPLICATES);
+            counters.Add(C_DUPLICATES);
             return;
         }
         if (last)
@@ -730,13 +721,13 @@ RcQp::OutOfOrder(Arrival a)
         return;
     }
     Keep(std::move(a));
-    if (m_cfg.t.lossBudget > 0 || m_cfg.t.reorderDelayS > 0)
+    if (m_t.lossBudget > 0 || m_t.reorderDelayS > 0)
     {
         // Packets may arrive in any order (DLCP priorities, spraying): a hole is judged reorder_delay after
         // the first packet past it.
         if (!m_judgeAt)
         {
-            m_judgeAt = Now() + Ticks(m_cfg.t.reorderDelayS);
+            m_judgeAt = Now() + Ticks(m_t.reorderDelayS);
         }
         JudgeHoles();
         return;
@@ -751,7 +742,7 @@ RcQp::MessageEnd() const
     {
         return std::nullopt;
     }
-    return PsnAdd(m_firstPsn, MsgData::Packets(m_msgLen, m_cfg.t.mtu) - 1);
+    return PsnAdd(m_firstPsn, MsgData::Packets(m_msgLen, m_t.mtu) - 1);
 }
 
 std::optional<uint32_t>
@@ -795,7 +786,7 @@ RcQp::Rearm()
             seen = it->second;
         }
     }
-    m_judgeAt = !m_buffered.empty() && seen ? std::optional<int64_t>(*seen + Ticks(m_cfg.t.reorderDelayS))
+    m_judgeAt = !m_buffered.empty() && seen ? std::optional<int64_t>(*seen + Ticks(m_t.reorderDelayS))
                                            : std::nullopt;
 }
 
@@ -815,7 +806,7 @@ RcQp::JudgeHoles()
         ArmJudge();
         return;
     }
-    if (m_cfg.t.orderTolerant)
+    if (m_t.orderTolerant)
     {
         std::optional<uint32_t> end = CurrentEnd();
         if (!end || !m_buffered.count(*end))
@@ -823,10 +814,10 @@ RcQp::JudgeHoles()
             m_judgeAt.reset();
             return;
         }
-        responderCounters.Add(C_HOLES_JUDGED);
+        counters.Add(C_HOLES_JUDGED);
     }
     // Holes remain lost after a NAK until the resends arrive: ask again later.
-    m_judgeAt = m_cfg.t.reorderDelayS > 0 ? std::optional<int64_t>(now + 2 * Ticks(m_cfg.t.reorderDelayS))
+    m_judgeAt = m_t.reorderDelayS > 0 ? std::optional<int64_t>(now + 2 * Ticks(m_t.reorderDelayS))
                                           : std::nullopt;
     ArmJudge();
     Nak(SYN_NAK_PSN, FirstBuffered());
@@ -868,7 +859,7 @@ RcQp::Drain(Arrival a, bool hadHoles)
         std::optional<uint8_t> error = Execute(a);
         if (error)
         {
-            responderCounters.Add(*error == SYN_NAK_INVALID ? C_INVALID_REQUEST : C_REMOTE_ACCESS_ERROR);
+            counters.Add(*error == SYN_NAK_INVALID ? C_INVALID_REQUEST : C_REMOTE_ACCESS_ERROR);
             m_buffered.clear();
             Nak(*error, std::nullopt);
             return;
@@ -876,7 +867,7 @@ RcQp::Drain(Arrival a, bool hadHoles)
         ackWanted |= (a.w.flags & F_ACKREQ) != 0;
         m_epsn = PsnAdd(m_epsn, 1);
         m_accepted++;
-        responderCounters.Add(C_ACCEPTED);
+        counters.Add(C_ACCEPTED);
         if (m_buffered.empty())
         {
             break;
@@ -900,7 +891,7 @@ RcQp::Drain(Arrival a, bool hadHoles)
 void
 RcQp::Drained()
 {
-    if (!m_cfg.t.orderTolerant)
+    if (!m_t.orderTolerant)
     {
         if (m_buffered.empty())
         {
@@ -936,7 +927,7 @@ RcQp::Execute(const Arrival& a)
         m_offset = 0;
         m_firstPsn = w.psn;
         m_zeroFilledMsg = 0;
-        m_msg = MsgData::Make(w.dmaLen, m_cfg.t.mtu, m_cfg.exact);
+        m_msg = MsgData::Make(w.dmaLen, m_t.mtu, m_cfg.params->exact);
         m_msg->va = w.va;
     }
     else if (!m_inWrite)
@@ -947,14 +938,14 @@ RcQp::Execute(const Arrival& a)
     {
         return SYN_NAK_INVALID;
     }
-    uint32_t index = m_offset / m_cfg.t.mtu;
+    uint32_t index = m_offset / m_t.mtu;
     m_msg->digest[index] = w.digest;
     m_msg->lossy[index] = (w.flags & F_LOSSY) ? 1 : 0;
     if (a.zeroFilled)
     {
         m_zeroFilledMsg++; // zero-filled here (not a contribution that came lossy from upstream)
     }
-    if (m_cfg.exact && w.payload > 0 && a.p)
+    if (m_cfg.params->exact && w.payload > 0 && a.p)
     {
         // The values follow the header.
         std::vector<uint8_t> buf(sizeof(Wire) + w.payload);
@@ -972,9 +963,9 @@ RcQp::Execute(const Arrival& a)
         m_msn = (m_msn + 1) & kPsnMask;
         MsgPtr msg = std::move(m_msg);
         m_msg = nullptr;
-        if (onRecvComplete)
+        if (user)
         {
-            onRecvComplete((w.flags & F_IMM) ? w.imm : UINT64_MAX, msg, m_zeroFilledMsg);
+            user->OnRecvComplete(this, (w.flags & F_IMM) ? w.imm : UINT64_MAX, msg, m_zeroFilledMsg);
         }
     }
     return std::nullopt;

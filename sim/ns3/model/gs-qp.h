@@ -9,14 +9,15 @@
 #include "gs-config.h"
 #include "gs-header.h"
 #include "gs-message.h"
+#include "gs-ring-buffer.h"
+#include "gs-send-times.h"
 
 #include "ns3/event-id.h"
 #include "ns3/packet.h"
 
 #include <array>
-#include <deque>
-#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -41,21 +42,41 @@ class QpHost
     virtual void Activate(RcQp* qp) = 0;
 };
 
-struct QpConfig
+/// What a queue pair tells its application (a job node).
+class QpUser
+{
+  public:
+    virtual ~QpUser() = default;
+    /// Work request wrId is acknowledged.
+    virtual void OnSendComplete(RcQp* qp, uint64_t wrId) = 0;
+    /// A WRITE arrived whole (imm: its immediate, UINT64_MAX without); zeroFilled of its packets were trimmed.
+    virtual void OnRecvComplete(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled) = 0;
+    /// The queue pair failed (retry limit, remote error): it sends nothing more.
+    virtual void OnError(RcQp* qp, const std::string& error) = 0;
+};
+
+/// What every queue pair of a job shares: one copy per job, not one per queue pair (a parameter server job
+/// has N x N of them).
+struct QpParams
 {
     uint32_t job = 1;
+    TransportSpec t;
+    WireSizes wire;
+    bool exact = false;                 // packets carry values
+    std::optional<DlcpSpec> dlcp;       // marking of the job's data packets
+    std::vector<std::string> hostNames; // by host index: a peer's name for error messages and results
+};
+
+struct QpConfig
+{
+    std::shared_ptr<const QpParams> params;
     uint32_t localNode = 0;
     uint32_t remoteNode = 0;
     uint32_t localHost = 0;
     uint32_t remoteHost = 0;
-    TransportSpec t;
-    WireSizes wire;
     uint32_t initialPsn = 0;       // first PSN this QP sends
     uint32_t remoteInitialPsn = 0; // first PSN it expects
-    bool exact = false;            // packets carry values
     bool nrContribution = false;   // data packets are NetReduce contributions (switches aggregate them)
-    std::optional<DlcpSpec> dlcp;  // marking of the job's data packets
-    std::string peer;              // for error messages
     uint8_t nicClass = 0;          // NIC priority class (TensorLights), 0..7, 7 first
 };
 
@@ -90,6 +111,15 @@ enum Counter
 /// Counter names as workers/comm.py reports them (roce/qp.py's counters).
 inline const char* const kCounterNames[C_COUNT] = {"accepted", "duplicates", "holes_judged", "invalid_acks", "naks", "naks_sent", "out_of_order", "out_of_window", "over_loss_budget", "retransmitted", "sent", "stale_acks", "timeouts", "zero_filled", "invalid_request", "remote_access_error"};
 
+/// Whether a QP's requester counts it (else its responder does).
+constexpr bool
+IsRequesterCounter(int c)
+{
+    return c == C_INVALID_ACKS || c == C_NAKS || c == C_RETRANSMITTED || c == C_SENT || c == C_STALE_ACKS ||
+           c == C_TIMEOUTS;
+}
+
+/// A QP's counters, both sides' in one array (they count different ones).
 struct Counters
 {
     std::array<uint64_t, C_COUNT> v{};
@@ -99,13 +129,13 @@ struct Counters
         v[c] += n;
     }
 
-    /// The non-zero ones by name.
-    std::map<std::string, uint64_t> Named() const
+    /// The requester's (or the responder's) non-zero ones by name.
+    std::map<std::string, uint64_t> Named(bool requester) const
     {
         std::map<std::string, uint64_t> out;
         for (int i = 0; i < C_COUNT; i++)
         {
-            if (v[i])
+            if (v[i] && IsRequesterCounter(i) == requester)
             {
                 out[kCounterNames[i]] = v[i];
             }
@@ -123,6 +153,12 @@ class RcQp
     const QpConfig& Config() const
     {
         return m_cfg;
+    }
+
+    /// The remote host's name.
+    const std::string& Peer() const
+    {
+        return m_cfg.params->hostNames.at(m_cfg.remoteHost);
     }
 
     // ---- requester ----
@@ -155,13 +191,10 @@ class RcQp
     /// A request packet for this QP's responder (p holds the header and, in exact mode, the values).
     void OnData(const Wire& w, Ptr<Packet> p);
 
-    // ---- callbacks to the application ----
-    std::function<void(uint64_t wrId)> onSendComplete;
-    std::function<void(uint64_t imm, MsgPtr data, uint32_t zeroFilled)> onRecvComplete;
-    std::function<void(const std::string& error)> onError;
+    /// The application its completions and errors go to (none: dropped).
+    QpUser* user = nullptr;
 
-    Counters requesterCounters;
-    Counters responderCounters;
+    Counters counters;
 
     std::optional<double> Srtt() const
     {
@@ -239,13 +272,13 @@ class RcQp
 
     QpHost* m_host;
     QpConfig m_cfg;
-    int64_t m_rtoMinTicks;
+    const TransportSpec& m_t; // m_cfg.params->t
 
     // requester state (roce/qp.py Requester)
     uint32_t m_nextPost, m_una, m_nxt, m_sentEnd;
-    std::deque<WorkRequest> m_requests;
+    RingBuffer<WorkRequest> m_requests;
     std::unordered_set<uint32_t> m_sacked;
-    std::deque<uint32_t> m_resend;
+    RingBuffer<uint32_t> m_resend;
     std::unordered_set<uint32_t> m_resendPending;
     std::unordered_set<uint32_t> m_nakResent;
     std::optional<uint32_t> m_recover;
@@ -253,8 +286,7 @@ class RcQp
     double m_rto;
     std::optional<double> m_srtt;
     double m_rttvar = 0;
-    std::vector<int64_t> m_sentAt; // ring indexed by PSN: first-transmission time, -1: none (Karn)
-    uint32_t m_sentAtMask;
+    SendTimes m_sentAt; // of the PSNs in flight: first-transmission time, -1: none (Karn)
     uint32_t m_retries = 0;
     std::string m_error;
     uint64_t m_nextWrId = 0;

@@ -275,6 +275,18 @@ Simulation::BuildJobs()
                 }
             }
         }
+        // One copy of what the job's nodes share, not one per node.
+        auto params = std::make_shared<QpParams>();
+        params->job = job.jobId;
+        params->t = job.transport;
+        params->wire = m_c.wire;
+        params->exact = job.check == Check::Exact;
+        params->dlcp = job.dlcp;
+        params->hostNames = names;
+        auto context = std::make_shared<JobContext>();
+        context->job = job;
+        context->nodeHosts = nodeHosts;
+        context->qpParams = std::move(params);
         m_finished[j].assign(job.nodes.size(), false);
         m_total += job.nodes.size();
         for (uint32_t n = 0; n < job.nodes.size(); n++)
@@ -284,7 +296,7 @@ Simulation::BuildJobs()
                 continue; // an application runs on its host's rank only
             }
             GsHost* host = PeekPointer(m_hosts[nodeHosts[n]]);
-            m_nodes[j].push_back(std::make_unique<JobNode>(host, job, n, nodeHosts, names, m_c.wire,
+            m_nodes[j].push_back(std::make_unique<JobNode>(host, context, n,
                                                            [this, j](JobNode* node) { NodeDone(j, node); }));
         }
         for (auto& node : m_nodes[j])
@@ -304,7 +316,7 @@ Simulation::BuildJobs()
                 const QpConfig& cfg = qp->Config();
                 for (size_t i = 0; i < n; i++)
                 {
-                    if (t.servers[i].first == cfg.job && t.servers[i].second == cfg.localNode)
+                    if (t.servers[i].first == cfg.params->job && t.servers[i].second == cfg.localNode)
                     {
                         size_t position = (i + n - favoured) % n;
                         host->SetNicClass(qp.get(), static_cast<uint8_t>(kPriorities - 2 - std::min<size_t>(position, 5)));
