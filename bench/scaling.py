@@ -97,8 +97,9 @@ def bandwidth_figures(models: list[str], out: Path) -> list[dict[str, Any]]:
     rows = []
     for m in models:
         for rate in (*BANDWIDTH_RATES_MBPS, RATE_MBPS):
-            got = collect([bandwidth_spec(m, algo, rate) for algo in BANDWIDTH_ALGOS], out)
-            ring, nr = (got.get(bandwidth_spec(m, algo, rate).label) for algo in BANDWIDTH_ALGOS)
+            specs = [bandwidth_spec(m, algo, rate) for algo in BANDWIDTH_ALGOS]
+            got = collect(specs, out)
+            ring, nr = (got.get(spec.label) for spec in specs)
             if ring and nr and ring["samples_per_s"] and nr["samples_per_s"]:
                 rows.append({"model": m, "workers": BANDWIDTH_WORKERS, "rate_mbps": rate,
                              "ring_samples_per_s": ring["samples_per_s"],
@@ -118,11 +119,10 @@ def plot_bandwidth(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    colors = MODEL_COLORS
     for m in MODELS:
         xs = sorted((r["rate_mbps"] / 1000, r["ratio"]) for r in rows if r["model"] == m)
         if xs:
-            ax.plot(*zip(*xs, strict=True), marker="o", color=colors[m], label=m)
+            ax.plot(*zip(*xs, strict=True), marker="o", color=MODEL_COLORS[m], label=m)
     ax.axhline(PAPER_SPEEDUP, color="black", ls=":", label=f"the paper's {PAPER_SPEEDUP}x (CNN)")
     ax.axhline(PAPER_SPEEDUP_TRANSFORMER, color="grey", ls=":", label=f"{PAPER_SPEEDUP_TRANSFORMER}x (transformer)")
     ax.axhline(2 * (BANDWIDTH_WORKERS - 1) / BANDWIDTH_WORKERS, color="tab:green", ls="--", lw=0.8,
@@ -296,12 +296,11 @@ def plot_speedup(rows: list[dict[str, Any]], models: list[str], path: Path) -> N
 
     fig, ax = plt.subplots(figsize=(7, 4))
     styles = {"netreduce-hier / ring": "-", "netreduce-flat / ring": "--"}
-    colors = MODEL_COLORS
     for m in models:
         for what, ls in styles.items():
             xs = sorted((r["workers"], r["ratio"]) for r in rows if r["model"] == m and r["what"] == what)
             if xs:
-                ax.plot(*zip(*xs, strict=True), marker="o", ls=ls, color=colors.get(m), label=f"{m}: {what}")
+                ax.plot(*zip(*xs, strict=True), marker="o", ls=ls, color=MODEL_COLORS.get(m), label=f"{m}: {what}")
     ax.axhline(PAPER_SPEEDUP, color="black", ls=":", label=f"the paper's {PAPER_SPEEDUP}x")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("workers N")
