@@ -414,6 +414,7 @@ class Responder:
         return Transport(Bth(Opcode.ACKNOWLEDGE, self.cfg.remote_qpn, psn_add(self.epsn, -1)), aeth=Aeth.ack(self.msn))
 
     def _nak(self, code: NakCode = NakCode.PSN_SEQUENCE_ERROR, sack: int | None = None) -> Transport:
+        self.counters.add("naks_sent")
         payload = struct.pack("!I", sack) if sack is not None else b""
         bth = Bth(Opcode.ACKNOWLEDGE, self.cfg.remote_qpn, self.epsn)
         return Transport(bth, payload, aeth=Aeth.nak(self.msn, code))

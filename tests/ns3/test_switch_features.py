@@ -35,9 +35,14 @@ def test_at_threshold_zero_every_droppable_packet_is_trimmed_and_zero_filled_wit
     assert sw["spine1"]["dlcp"][1]["dropped"] == 0 and sw["spine2"]["dlcp"][1]["dropped"] == 0
     assert sw["leaf1"]["dlcp"][1]["kept"] == 0
     budget = cfgs[0].dlcp.loss_budget if cfgs[0].dlcp else 0.0
+    # every packet a switch trimmed reaches its receiver, counted there as roce/qp.py counts it (nothing is lost)
+    trimmed = sum(node["stats"]["responder"].get("trimmed", 0) for node in result.nodes[1].values())
+    assert trimmed == sum(s["dlcp"][1]["dropped"] for s in sw.values())
     for node in result.nodes[1].values():
         resp = node["stats"]["responder"]
         assert resp["zero_filled"] > 0 and resp["over_loss_budget"] > 0
+        assert resp["trimmed_resent"] >= resp["over_loss_budget"]  # each NAKed for its payload
+        assert resp["trimmed"] >= resp["zero_filled"] + resp["trimmed_resent"]
         assert resp["zero_filled"] <= budget * resp["accepted"] + 1
         for it in node["iterations"]:
             assert it["correct"]  # within max_relative_error (1.0 here)
@@ -52,6 +57,7 @@ def test_under_the_threshold_nothing_is_trimmed_and_every_sum_is_exact(tmp_path)
     assert events["dropped"] == 0 and events["kept"] > 0 and events["classified"] > 0
     for node in result.nodes[1].values():
         assert node["stats"]["responder"].get("zero_filled", 0) == 0
+        assert node["stats"]["responder"].get("trimmed", 0) == 0
         assert all(it["correct"] and it["wrong_elements"] == 0 for it in node["iterations"])
 
 

@@ -641,6 +641,10 @@ RcQp::OnData(const Wire& w, Ptr<Packet> p)
 {
     rxPackets++;
     rxBytes += w.wire;
+    if (w.resv7 & kTrimmed)
+    {
+        counters.Add(C_TRIMMED);
+    }
     int32_t d = PsnDiff(w.psn, m_epsn);
     if (d < 0)
     {
@@ -851,6 +855,7 @@ RcQp::Drain(Arrival a, bool hadHoles)
         {
             // Over the loss budget: NAKed at once, no SACK (what follows may still be on its way): the
             // requester resends exactly this PSN, not droppable.
+            counters.Add(C_TRIMMED_RESENT);
             m_nakSent = true;
             Drained();
             Nak(SYN_NAK_PSN, std::nullopt);

@@ -105,11 +105,14 @@ enum Counter
     C_ZERO_FILLED,
     C_INVALID_REQUEST,
     C_REMOTE_ACCESS_ERROR,
+    C_TRIMMED,
+    C_TRIMMED_RESENT,
     C_COUNT
 };
 
-/// Counter names as workers/comm.py reports them (roce/qp.py's counters).
-inline const char* const kCounterNames[C_COUNT] = {"accepted", "duplicates", "holes_judged", "invalid_acks", "naks", "naks_sent", "out_of_order", "out_of_window", "over_loss_budget", "retransmitted", "sent", "stale_acks", "timeouts", "zero_filled", "invalid_request", "remote_access_error"};
+/// Counter names as workers/comm.py reports them (roce/qp.py's counters; tests/unit/test_sim_counters.py
+/// fails when a name or the side that counts it differs from there).
+inline const char* const kCounterNames[C_COUNT] = {"accepted", "duplicates", "holes_judged", "invalid_acks", "naks", "naks_sent", "out_of_order", "out_of_window", "over_loss_budget", "retransmitted", "sent", "stale_acks", "timeouts", "zero_filled", "invalid_request", "remote_access_error", "trimmed", "trimmed_resent"};
 
 /// Whether a QP's requester counts it (else its responder does).
 constexpr bool
