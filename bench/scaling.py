@@ -191,6 +191,7 @@ def point(report: dict[str, Any], spec: ExperimentSpec) -> dict[str, Any]:
                                      if spec.emulate and t.get("single_gpu_iteration_s_real") else None),
             "scaling_efficiency": t.get("scaling_efficiency"), "exposed_comm_s": t.get("exposed_comm_s"),
             "of_ideal": t.get("of_ideal"), "retransmissions": report.get("retransmissions"),
+            "timeouts": report.get("timeouts"), "duplicates": report.get("duplicates"),
             "topology": report["spec"]["topo"], "k": report["spec"].get("k"),
             "wall_s": sim.get("wall_s"), "events_per_s": sim.get("events_per_s"),
             "packet_hops_per_s": sim.get("packet_hops_per_s"), "peak_rss_mb": sim.get("peak_rss_mb"),
@@ -345,6 +346,17 @@ def report(models: list[str], workers: list[int], algos: list[str], out: Path) -
     return path
 
 
+def resummarize_all(out: Path) -> None:
+    """Every finished run of the study: its results.json written again from what the simulator left."""
+    from controller.experiment.simulated import resummarize
+
+    runs = [s for s in scaling_runs(list(MODELS), list(WORKERS), list(ALGOS)) + dlcp_runs()
+            + bandwidth_runs(list(MODELS)) if completed_report(out / "runs" / s.label, s) is not None]
+    for i, spec in enumerate(runs, 1):
+        print(f"[{i}/{len(runs)}] {spec.label}: results.json from its simulator output", flush=True)
+        resummarize(spec, out / "runs" / spec.label)
+
+
 def _f(v: float | None, width: int = 12, digits: int = 0) -> str:
     return f"{v:>{width}.{digits}f}" if isinstance(v, int | float) else f"{'-':>{width}}"
 
@@ -358,6 +370,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/bench-scaling"))
     parser.add_argument("--shard", default="0/1", help="K/N: run every N-th run from the K-th (default 0/1: all)")
     parser.add_argument("--report-only", action="store_true", help="run nothing: the figures of the runs found")
+    parser.add_argument("--resummarize", action="store_true",
+                        help="first write every finished run's results.json again from its simulator output (after "
+                             "the report code gained a figure; nothing is simulated again)")
     args = parser.parse_args()
     models, algos = args.models.split(","), args.algos.split(",")
     workers = [int(n) for n in args.workers.split(",")]
@@ -375,6 +390,8 @@ def main() -> None:
         runs = ((dlcp_runs() if "dlcp" in parts else []) + (bandwidth_runs(models) if "bandwidth" in parts else [])
                 + (scaling_runs(models, workers, algos) if "scaling" in parts else []))
         run(runs, args.out, (k, n))
+    if args.resummarize:
+        resummarize_all(args.out)
     # The selection says what to run; the report is always the whole study's, from every run found under
     # --out (a run of a few points must not leave scaling.json with only those).
     print(f"written {report(list(MODELS), list(WORKERS), list(ALGOS), args.out)}")

@@ -119,6 +119,17 @@ def run(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out_di
     return parse(simulate(config, out_dir, settings, launch=launch), jobs)
 
 
+def read(out_dir: Path, jobs: list[JobConfig]) -> SimResult:
+    """The result of a run that finished before, from what it left in out_dir (sim-results.json): what `run`
+    returned then, for reports that gained a figure since (the simulator is not run again)."""
+    path = out_dir / "sim-results.json"
+    try:
+        raw: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SimError(f"{path}: no simulator results to read ({e})") from None
+    return parse(raw, jobs)
+
+
 def tables(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out_dir: Path) -> dict[str, Any]:
     """The simulator's forwarding tables and NetReduce aggregation trees for a run (for tests)."""
     s = status()

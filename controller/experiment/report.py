@@ -180,6 +180,9 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, dict[str, Any]]) -> di
         "bytes_on_wire": tx_bytes + ETH_HEADER_LEN * tx_packets,  # the hosts count IP bytes
         "packets_on_wire": tx_packets,
         "retransmissions": sum(s.get("requester", {}).get("retransmitted", 0) for s in stats),
+        "timeouts": sum(s.get("requester", {}).get("timeouts", 0) for s in stats),
+        # packets a receiver already had: a retransmission that was not needed (or whose ACK was lost)
+        "duplicates": sum(s.get("responder", {}).get("duplicates", 0) for s in stats),
         "host_drops": host_drops,
         "jct_s": iterations[-1]["end"] - iterations[0]["start"] if iterations else None,
         "summary": summary,
@@ -308,6 +311,14 @@ def _verdict(report: dict[str, Any]) -> str:
     return f"correct within the loss budget ({zero:g} packets zero-filled, relative error <= {worst:.3f})"
 
 
+def _retransmitted(report: dict[str, Any]) -> str:
+    """How many packets were sent again, and why: timeouts, and how many the receivers already had."""
+    n = report["retransmissions"]
+    if not n or report.get("timeouts") is None:  # (results.json written before the two were counted)
+        return f"{n} retransmitted"
+    return f"{n} retransmitted after {report['timeouts']} timeouts; {report['duplicates']} already received"
+
+
 def format_table(report: dict[str, Any]) -> str:
     s = report["summary"]
     spec = report["spec"]
@@ -325,7 +336,7 @@ def format_table(report: dict[str, Any]) -> str:
         f"  {'link-rate lower bound':<22}{_fmt(s['lower_bound_s'], ' s')}",
         f"  {'ratio to bound':<22}{_fmt(s['ratio_to_bound'], 'x', 2)}",
         f"  {'bytes on the wire':<22}{report['bytes_on_wire'] / 2**20:.2f} MiB "
-        f"({report['packets_on_wire']} packets, {report['retransmissions']} retransmitted)",
+        f"({report['packets_on_wire']} packets, {_retransmitted(report)})",
     ]
     t = report.get("training")
     if t and t.get("iteration_s") is not None:

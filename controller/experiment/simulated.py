@@ -9,6 +9,7 @@ same results.json (with `backend` and the simulator's speed), table, plots and t
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
 import time
@@ -22,6 +23,7 @@ from controller.experiment.spec import ExperimentError, ExperimentSpec
 from controller.experiment.timeline import write_timeline
 from mininet_topos.topology import Topology
 from ns3sim import Background, CheckMode, DlcpSwitch, SimError, SimResult, SimSettings, TensorLightsSetting
+from ns3sim import read as read_result
 from ns3sim import run as simulate
 from ns3sim.build import status
 from workers.config import JobConfig
@@ -99,6 +101,32 @@ def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = N
         result = simulate(topo, cfgs, settings, out_dir / "sim", ranks=spec.ranks, hostfile=hostfile)
     except SimError as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
+    return _report(spec, cfgs, topo, result, started, out_dir)
+
+
+def resummarize(spec: ExperimentSpec, out_dir: Path) -> dict[str, Any] | None:
+    """Write a finished run's results.json again from what the simulator left in out_dir/sim, with today's
+    report code (a figure added since), without simulating again; None: no finished run of the spec there.
+    The placement and jobs are the run's own (out_dir/job*.json)."""
+    try:
+        previous = json.loads((out_dir / "results.json").read_text())
+    except (OSError, ValueError):
+        return None
+    paths = sorted(out_dir.glob("job*.json"), key=lambda p: int(p.stem[3:]))
+    if not paths or not (out_dir / "sim" / "sim-results.json").exists():
+        return None
+    cfgs = [JobConfig.load(p) for p in paths]
+    try:
+        result = read_result(out_dir / "sim", cfgs)
+    except SimError as e:
+        raise ExperimentError(f"{spec.label}: {e}") from None
+    started = dt.datetime.fromisoformat(previous["started"]).timestamp()
+    return _report(spec, cfgs, topology_for(spec), result, started, out_dir)
+
+
+def _report(spec: ExperimentSpec, cfgs: list[JobConfig], topo: Topology, result: SimResult, started: float,
+            out_dir: Path) -> dict[str, Any]:
+    """results.json, the table and the timeline of a simulated run."""
     goodput = result.background.get("goodput_mbps") if result.background else None
     report = summarize(spec, cfgs, result.nodes, result.switches, started, link_usage(topo, result), goodput)
     report["simulator"] = _speed(result, spec)

@@ -216,3 +216,22 @@ def test_trimming_at_scale_costs_no_timer(tmp_path):
     assert drop["headline_extra"]["dlcp_dropped"] > 0 and drop["headline_extra"]["zero_filled_packets"] > 0
     assert drop["retransmissions"] > 0  # over the budget: resent
     assert drop["training"]["iteration_s_real"] < 1.2 * alone["training"]["iteration_s_real"]
+
+
+def test_a_finished_run_is_summarized_again_without_simulating(tmp_path):
+    """resummarize: results.json written again from the simulator's output with today's report code gives what
+    the run wrote (the same document, to the byte), and only reads: the simulator's files are not touched."""
+    from controller.experiment.simulated import resummarize
+
+    spec = ExperimentSpec(algo=Algorithm.PS, workers=4, size_bytes=256 << 10, bw_mbps=20, iterations=2, backend=NS3,
+                          loss_pct=1.0)
+    out = tmp_path / spec.label
+    _run(spec, tmp_path)
+    written = (out / "results.json").read_text()
+    sim_files = {p.name: p.stat().st_mtime_ns for p in (out / "sim").iterdir()}
+    (out / "results.json").write_text(json.dumps({**json.loads(written), "timeouts": None, "duplicates": None}))
+    again = resummarize(spec, out)
+    assert again is not None and (out / "results.json").read_text() == written
+    assert again["retransmissions"] > 0 and again["duplicates"] is not None and again["timeouts"] is not None
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "sim").iterdir()} == sim_files
+    assert resummarize(spec, tmp_path / "nothing-here") is None

@@ -125,3 +125,24 @@ def test_results_json_says_which_check_ran_and_claims_nothing_unchecked():
     assert "correct" not in unchecked["summary"] and "max_relative_error" not in unchecked["headline_extra"]
     assert all("correct" not in it and "max_abs_error" not in it for it in unchecked["iterations"])
     assert unchecked["jobs"]["1"]["check"] == "none" and "correct" not in unchecked["jobs"]["1"]
+
+
+def test_results_json_says_why_packets_were_sent_again():
+    """retransmissions: the requesters' resent packets; timeouts: their timers that fired; duplicates: resent
+    packets the receivers already had (not needed). Summed over the nodes' queue-pair counters."""
+    from controller.experiment.placement import job_config, place, topology_for
+    from controller.experiment.report import format_table, summarize
+    from controller.experiment.spec import ExperimentSpec
+
+    spec = ExperimentSpec(workers=2, iterations=1, bw_mbps=5.0)
+    topo = topology_for(spec)
+    cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
+    counted = {0: ({"retransmitted": 7, "timeouts": 2, "sent": 90}, {"duplicates": 3, "accepted": 80}),
+               1: ({"retransmitted": 5, "sent": 80}, {"duplicates": 1, "accepted": 90})}
+    results = {1: {n.node_id: {"node_id": n.node_id, "host": n.host, "role": "worker", "ok": True,
+                               "iterations": [{**record("exact"), "index": 0}],
+                               "stats": {"requester": counted[i][0], "responder": counted[i][1]}}
+                   for i, n in enumerate(cfg.workers)}}
+    report = summarize(spec, [cfg], results, {}, 0.0)
+    assert (report["retransmissions"], report["timeouts"], report["duplicates"]) == (12, 2, 4)
+    assert "12 retransmitted after 2 timeouts; 4 already received" in format_table(report)
