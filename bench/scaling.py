@@ -19,14 +19,20 @@ simulator, every link at 100 Gb/s, computation at real speed (dilation 1).
   per priority: baseline-class (RoCE in one class above TCP) against DLCP priority, priority + drop and
   priority + drop + spray on top of it (drop: trimming over 256 KiB of virtual queue, a 10 % loss budget).
 
+- Spurious timeouts (`--only rto`): VGG-16's PS at 512 workers is the study's one run whose retransmission
+  timers fired, every resent packet already received (no queue dropped one): its RTT grew past the smallest
+  RTO (a full queue's time, placement.min_rto) faster than the RTT estimate followed. The same run with a
+  smallest RTO of six full queues (the data path's host NIC and five switch hops) says what they cost.
+
 Every run is a directory of its own under --out with its results.json; started again with the same --out the
 study skips complete runs (resumable), and `--shard K/N` runs every N-th run from the K-th so that two
 processes can share the work. Long runs print the simulator's progress. Writes bench/results/scaling.json
 and scaling-*.png from every complete run found under --out.
 
-    python -m bench.scaling [--only scaling,dlcp,bandwidth] [--models resnet50,vgg16,bert-base] [--workers 8,...,1024]
-                            [--algos ring,ps,netreduce-hier,netreduce-flat] [--out runs/bench-scaling]
-                            [--shard K/N] [--report-only]
+    python -m bench.scaling [--only scaling,dlcp,bandwidth,rto] [--models resnet50,vgg16,bert-base]
+                            [--workers 8,...,1024] [--algos ring,ps,netreduce-hier,netreduce-flat]
+                            [--out runs/bench-scaling]
+                            [--shard K/N] [--report-only] [--resummarize]
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ from typing import Any
 
 from bench.common import RESULTS
 from controller.experiment.compare import CompareSpec, completed_report, run_compare
+from controller.experiment.placement import job_config, place, topology_for
 from controller.experiment.spec import ExperimentSpec, spec_from_dict
+from mininet_topos.shaping import buffer_bytes
 
 RATE_MBPS = 100_000.0
 MODELS = ("resnet50", "vgg16", "bert-base")
@@ -159,6 +167,41 @@ def dlcp_runs() -> list[ExperimentSpec]:
         out.append(spec_from_dict({"name": f"dlcp-{name}", "dlcp": dlcp}, base) if dlcp else
                    replace(base, name=f"dlcp-{name}"))
     return out
+
+
+RTO_PROBE = ("vgg16", 512, "ps")  # the study's one run whose timers fired
+RTO_PROBE_QUEUES = 6  # a full queue's time per queue on the data path: the host's NIC and five switch hops
+
+
+def rto_runs() -> list[ExperimentSpec]:
+    """The probe run again with a smallest RTO of RTO_PROBE_QUEUES full queues' time."""
+    default = scaling_spec(*RTO_PROBE)
+    assert default.bw_mbps is not None
+    queue_ms = buffer_bytes(default.bw_mbps) / (default.bw_mbps * 1e6 / 8) * 1000
+    ms = RTO_PROBE_QUEUES * queue_ms
+    return [replace(default, min_rto_ms=ms, name=f"{default.name}-rto{ms:g}ms")]
+
+
+def rto_figures(out: Path) -> dict[str, Any] | None:
+    """The probe run with its path's smallest RTO and with the larger one: throughput and why packets were resent."""
+    default = scaling_spec(*RTO_PROBE)
+    (probe,) = rto_runs()
+    got = collect([default, probe], out)
+    if len(got) < 2:
+        return None
+    topo = topology_for(default)
+    path_rto_s = job_config(default, 1, place(default, topo).jobs[0], topo).rto
+
+    def row(spec: ExperimentSpec, min_rto_s: float) -> dict[str, Any]:
+        p = got[spec.label]
+        return {"run": spec.label, "min_rto_ms": min_rto_s * 1000, "samples_per_s": p["samples_per_s"],
+                "retransmissions": p["retransmissions"], "timeouts": p["timeouts"], "duplicates": p["duplicates"],
+                "exposed_comm_s": p["exposed_comm_s"], "correct": p["correct"]}
+
+    assert probe.min_rto_ms is not None
+    runs = [row(default, path_rto_s), row(probe, probe.min_rto_ms / 1000)]
+    return {"model": default.workload, "workers": default.workers, "algo": RTO_PROBE[2], "runs": runs,
+            "samples_ratio": runs[1]["samples_per_s"] / runs[0]["samples_per_s"]}
 
 
 # ---- running ----
@@ -330,7 +373,7 @@ def report(models: list[str], workers: list[int], algos: list[str], out: Path) -
                "points": points, "speedups": rows, "paper_speedup": PAPER_SPEEDUP,
                "netreduce_hier_reaches_paper": first_reaching(rows, "netreduce-hier / ring", PAPER_SPEEDUP),
                "netreduce_flat_reaches_paper": first_reaching(rows, "netreduce-flat / ring", PAPER_SPEEDUP),
-               "bandwidth": bandwidth, "dlcp": dlcp_figures(dlcp_points, dlcp_reports)}
+               "bandwidth": bandwidth, "dlcp": dlcp_figures(dlcp_points, dlcp_reports), "rto": rto_figures(out)}
     path = RESULTS / "scaling.json"
     path.write_text(json.dumps(figures, indent=1) + "\n")
     print(f"{'run':<30}{'samples/s':>12}{'ideal':>12}{'linear':>12}{'wall s':>9}{'M ev/s':>8}{'MB':>7}  check")
@@ -351,7 +394,7 @@ def resummarize_all(out: Path) -> None:
     from controller.experiment.simulated import resummarize
 
     runs = [s for s in scaling_runs(list(MODELS), list(WORKERS), list(ALGOS)) + dlcp_runs()
-            + bandwidth_runs(list(MODELS)) if completed_report(out / "runs" / s.label, s) is not None]
+            + bandwidth_runs(list(MODELS)) + rto_runs() if completed_report(out / "runs" / s.label, s) is not None]
     for i, spec in enumerate(runs, 1):
         print(f"[{i}/{len(runs)}] {spec.label}: results.json from its simulator output", flush=True)
         resummarize(spec, out / "runs" / spec.label)
@@ -363,7 +406,8 @@ def _f(v: float | None, width: int = 12, digits: int = 0) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.scaling", description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="scaling,dlcp,bandwidth", help="scaling, dlcp, bandwidth (comma-separated)")
+    parser.add_argument("--only", default="scaling,dlcp,bandwidth,rto",
+                        help="scaling, dlcp, bandwidth, rto (comma-separated)")
     parser.add_argument("--models", default=",".join(MODELS), help="the models to run (the report has every one)")
     parser.add_argument("--workers", default=",".join(map(str, WORKERS)), help="the worker counts to run")
     parser.add_argument("--algos", default=",".join(ALGOS), help="the algorithms to run")
@@ -384,11 +428,12 @@ def main() -> None:
         parser.error(f"unknown {', '.join(unknown)}: algorithms {', '.join(ALGOS)}; models {', '.join(MODELS)}")
     if not args.report_only:
         parts = args.only.split(",")
-        unknown_parts = sorted(set(parts) - {"scaling", "dlcp", "bandwidth"})
+        unknown_parts = sorted(set(parts) - {"scaling", "dlcp", "bandwidth", "rto"})
         if unknown_parts:
-            parser.error(f"--only {args.only}: parts are scaling, dlcp and bandwidth")
+            parser.error(f"--only {args.only}: parts are scaling, dlcp, bandwidth and rto")
         runs = ((dlcp_runs() if "dlcp" in parts else []) + (bandwidth_runs(models) if "bandwidth" in parts else [])
-                + (scaling_runs(models, workers, algos) if "scaling" in parts else []))
+                + (scaling_runs(models, workers, algos) if "scaling" in parts else [])
+                + (rto_runs() if "rto" in parts else []))
         run(runs, args.out, (k, n))
     if args.resummarize:
         resummarize_all(args.out)

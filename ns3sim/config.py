@@ -13,7 +13,7 @@ from mininet_topos.topology import Topology
 from ns3sim.settings import EXACT_LIMIT, CheckMode, SimSettings
 from protocol.config import CONFIG
 from roce.headers import AETH_LEN, IMM_LEN, RETH_LEN
-from roce.qp import Mode
+from roce.qp import Mode, QpConfig
 from roce.wire import ETH_HEADER_LEN, IPV4_HEADER_LEN, ROCE_OVERHEAD
 from workers.config import Algorithm, JobConfig, Role
 from workers.dlcp import layer_class
@@ -61,7 +61,7 @@ def transport_json(cfg: JobConfig) -> dict[str, Any]:
     else:
         reorder = cfg.rto / 4
     return {"mode": str(cfg.transport), "mtu": cfg.mtu, "window": cfg.window, "ack_every": max(1, cfg.window // 4),
-            "rto_s": cfg.rto, "rto_max_s": 1.0, "retry_limit": cfg.retry_limit,
+            "rto_s": cfg.rto, "rto_max_s": QpConfig.rto_max, "retry_limit": cfg.retry_limit,
             "loss_budget": dlcp.loss_budget if dlcp is not None and dlcp.drop else 0.0,
             "reorder_delay_s": reorder, "order_tolerant": order_tolerant}
 

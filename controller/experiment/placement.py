@@ -109,7 +109,7 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node], topo: Topol
     return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
                      size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
                      float_mode=spec.float_mode, transport=spec.transport, ps_key_bytes=spec.ps_key_bytes,
-                     mtu=mtu, window=window, rto=min_rto(in_flight, mtu, spec.bw_mbps, levels, queue_of(spec)),
+                     mtu=mtu, window=window, rto=rto_of(spec, in_flight, mtu, levels),
                      reorder_window=reorder_window(spec.bw_mbps, queue_of(spec)), credits=credits,
                      dlcp=spec.dlcp.host_policy(), crash=spec.crash, training=training, iteration_timeout=timeout,
                      seed=spec.seed + job_id - 1, job_id=job_id)
@@ -199,6 +199,13 @@ def reorder_window(bw_mbps: float | None, queue_bytes: int | None = None) -> flo
     may wait that long behind higher ones at a hop, and a sprayed packet may meet a full queue on
     its path while the next one meets an empty queue on another. None: unshaped links."""
     return (queue_bytes or buffer_bytes(bw_mbps)) / (bw_mbps * 1e6 / 8) if bw_mbps else None
+
+
+def rto_of(spec: ExperimentSpec, window: int, mtu: int, levels: int) -> float:
+    """A job's smallest retransmission timeout, s: the spec's `min_rto_ms`, else min_rto's from the path."""
+    if spec.min_rto_ms is not None:
+        return spec.min_rto_ms / 1000
+    return min_rto(window, mtu, spec.bw_mbps, levels, queue_of(spec))
 
 
 def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0, queue_bytes: int | None = None) -> float:

@@ -27,7 +27,7 @@ from protocol.config import CONFIG
 from protocol.netreduce import DEFAULT_CREDITS
 from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.qpn import MAX_NODES
-from roce.qp import VALID_MTUS, Mode
+from roce.qp import VALID_MTUS, Mode, QpConfig
 from workers.config import Algorithm, Crash, DType, Emulation, FloatMode, Scheduling, Sync, dilation
 from workers.dlcp import DlcpPolicy
 from workers.ring import MAX_WORKERS as RING_MAX_WORKERS
@@ -177,6 +177,9 @@ class ExperimentSpec:
     # the switches and the Python hosts to handle.
     mtu: int = NETREDUCE_MTU
     window: int = 32  # packets in flight per QP
+    # the smallest retransmission timeout, ms (the RTT estimate may raise it); None: from the path
+    # (placement.min_rto: a full queue's time and the windows on the link, at least 50 ms)
+    min_rto_ms: float | None = None
     leaves: int = 2  # leafspine
     spines: int = 2
     seed: int = 1
@@ -288,6 +291,10 @@ class ExperimentSpec:
         need(0.0 < self.scale <= 1.0, f"scale = {self.scale}: a layer-size fraction is 0 < scale <= 1")
         need(self.mtu in VALID_MTUS, f"mtu = {self.mtu}: RoCE MTUs are {', '.join(map(str, VALID_MTUS))}")
         need(self.window >= 1, f"window = {self.window}: at least 1 packet in flight")
+        rto_max_ms = QpConfig.rto_max * 1000
+        need(self.min_rto_ms is None or 0 < self.min_rto_ms <= rto_max_ms,
+             f"{named('min_rto_ms')} = {self.min_rto_ms}: a timeout above 0 and at most {rto_max_ms:g} ms (where "
+             "timeouts stop doubling); leave it out to have it from the path's queues and windows")
         need(self.leaves >= 1 and self.spines >= 1,
              f"leaves = {self.leaves}, spines = {self.spines}: a leaf-spine needs at least 1 of each")
         need(self.name == "" or ("/" not in self.name and self.name not in (".", "..")),

@@ -135,6 +135,23 @@ def test_min_rto_covers_a_full_shaped_queue():
     assert min_rto(32, 1024, 1) > 0.5  # the 64 KiB minimum buffer at 125 kB/s
 
 
+def test_a_spec_may_set_the_smallest_rto_for_both_backends():
+    """min_rto_ms replaces the path's floor in the job's configuration (what the Python hosts and the
+    simulator's queue pairs start from); out of range it is refused naming the field and what is allowed."""
+    from ns3sim.config import transport_json
+
+    spec = ExperimentSpec(algo=PS, workers=4, bw_mbps=20.0)
+    topo = topology_for(spec)
+    nodes = place(spec, topo).jobs[0]
+    default = job_config(spec, 1, nodes, topo).rto
+    assert default >= min_rto(1, spec.mtu, 20.0) > 0.1  # a full shaped queue's time at least
+    given = job_config(replace(spec, min_rto_ms=600.0), 1, nodes, topo)
+    assert given.rto == 0.6 and transport_json(given)["rto_s"] == 0.6
+    for bad in (0.0, -5.0, 1500.0):
+        with pytest.raises(SpecError, match=rf"min_rto_ms = {bad}: a timeout above 0 and at most 1000 ms"):
+            replace(spec, min_rto_ms=bad).validate()
+
+
 def test_incast_windows_fit_the_shaped_queue():
     ps = ExperimentSpec(algo=PS, workers=8, bw_mbps=5.0)
     assert fan_in(ps) == 8
