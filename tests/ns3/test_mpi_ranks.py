@@ -51,6 +51,20 @@ def all_correct(result: SimResult) -> bool:
                                for it in node["iterations"])
 
 
+def rtts_of(result: SimResult) -> dict[tuple[int, str], tuple[float, float]]:
+    """(node, peer) -> (srtt, rto) in ms: each QP's RTT estimate at the end."""
+    return {(node["node_id"], peer): (v["srtt_ms"], v["rto_ms"]) for job in result.raw["jobs"] for node in job["nodes"]
+            for peer, v in node["stats"]["rtt"].items()}
+
+
+def without_rtts(result: SimResult) -> list[Any]:
+    jobs = json.loads(json.dumps(result.raw["jobs"]))
+    for job in jobs:
+        for node in job["nodes"]:
+            node["stats"].pop("rtt")
+    return list(jobs)
+
+
 def both(tmp_path: Path, topo: Topology, jobs: list[JobConfig], ranks: int, settings: SimSettings | None = None,
          sync: MpiSync = MpiSync.BARRIER) -> tuple[SimResult, SimResult]:
     settings = settings or SimSettings()
@@ -82,7 +96,14 @@ def test_four_ranks_on_a_k4_tree_with_null_messages(tmp_path):
     topo = fattree(16, bw_mbps=RATE_MBPS)
     one, four = both(tmp_path, topo, [fat_tree_job(topo, 16, Algorithm.RING)], 4, sync=MpiSync.NULL_MESSAGE)
     assert all_correct(four) and iteration_times(four) == iteration_times(one)
-    assert four.raw["jobs"] == one.raw["jobs"]
+    # Null messages: a rank inserts another's events as they come, so two events of the same picosecond may
+    # swap from run to run; 5 runs in 60 moved one QP's RTT estimate by 0.26 ns (its 14.5 us srtt). Everything
+    # else, and every counter, is one rank's exactly.
+    assert without_rtts(four) == without_rtts(one)
+    on_one, on_four = rtts_of(one), rtts_of(four)
+    assert on_four.keys() == on_one.keys()
+    for qp, (srtt, rto) in on_one.items():
+        assert on_four[qp] == pytest.approx((srtt, rto), abs=1e-5)  # ms: within 10 ns
     assert four.mpi is not None and four.mpi.sync == "null-message" and len(four.mpi.per_rank) == 4
 
 
