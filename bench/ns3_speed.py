@@ -79,7 +79,8 @@ def ring_order(topo: Topology, n: int, algo: Algorithm) -> list[str]:
     return hosts
 
 
-def simulate(scenario: str, algo: Algorithm, n: int, workload: str, size: int, iterations: int) -> Run:
+def scenario_job(algo: Algorithm, n: int, workload: str, size: int, iterations: int) -> tuple[Topology, JobConfig]:
+    """A scenario's fat tree at 100 Gb/s and its one job (bench.ns3_profile profiles the same)."""
     topo = fattree(n, bw_mbps=RATE_MBPS)
     nodes = tuple(Node(i, Role.WORKER, h, topo.host(h).ip) for i, h in enumerate(ring_order(topo, n, algo)))
     training = None
@@ -88,6 +89,11 @@ def simulate(scenario: str, algo: Algorithm, n: int, workload: str, size: int, i
                             warmup=0)
     cfg = JobConfig(algo=algo, nodes=nodes, iterations=iterations, workload=workload, size_bytes=size, mtu=4096,
                     window=WINDOW, rto=0.05, credits=CREDITS, training=training)
+    return topo, cfg
+
+
+def simulate(scenario: str, algo: Algorithm, n: int, workload: str, size: int, iterations: int) -> Run:
+    topo, cfg = scenario_job(algo, n, workload, size, iterations)
     with tempfile.TemporaryDirectory() as tmp:
         result = run(topo, [cfg], SimSettings(progress_s=30.0), Path(tmp))
     times = [it["time_s"] for node in result.nodes[1].values() for it in node["iterations"]]

@@ -519,6 +519,25 @@ def ns3_speed_table(results: Path) -> str:
                   "peak MB"], rows)
 
 
+# ---- where the simulator's time goes (bench/results/ns3-profile.json) ----
+
+
+def ns3_profile_table(results: Path) -> str:
+    doc = load(results, "ns3-profile.json")
+    runs = doc["profiles"]
+    rows = [[c, *(f"{100 * r['categories'].get(c, 0.0):.1f} %" for r in runs)] for c in doc["categories"]]
+    rows.append(["samples (wall s under perf)", *(f"{r['samples']:,} ({r['wall_s']:.1f})" for r in runs)])
+    return table(["own time (perf, by function)", *(f"{r['scenario']}: {r['algo']} x{r['workers']}" for r in runs)],
+                 rows)
+
+
+def ns3_schedulers_table(results: Path) -> str:
+    walls = load(results, "ns3-profile.json")["scheduler_wall_s"]
+    fastest = min(walls.values())
+    return table(["ns-3 event list (`scheduler`)", "speed scenario, wall s", "over the fastest"],
+                 [[name, f"{wall:.2f}", f"{wall / fastest:.2f}"] for name, wall in walls.items()])
+
+
 # ---- the simulator over MPI ranks (bench/results/mpi-scaling.json) ----
 
 
@@ -617,6 +636,8 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "crossval-rankings": ("crossval.json", crossval_rankings_table),
     "crossval-20mbps": (CROSSVAL_20, lambda results: crossval_table(results, CROSSVAL_20)),
     "ns3-speed": ("ns3-speed.json", ns3_speed_table),
+    "ns3-profile": ("ns3-profile.json", ns3_profile_table),
+    "ns3-schedulers": ("ns3-profile.json", ns3_schedulers_table),
     "mpi-scaling": ("mpi-scaling.json", mpi_scaling_table),
     "mpi-projection": ("mpi-scaling.json", mpi_projection_table),
     "scaling": ("scaling.json", scaling_table),
