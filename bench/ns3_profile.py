@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.ns3_speed import RESULTS, SCENARIOS, scenario_job
+from bench.ns3_speed import RESULTS, SCENARIOS, scenario_job, scenario_names
 from ns3sim import SimSettings
 from ns3sim.build import status
 from ns3sim.config import run_config
@@ -136,10 +136,7 @@ def main() -> None:
     parser.add_argument("--binary", type=Path, help="the gradswitch-sim to profile (default: `make sim`'s)")
     parser.add_argument("--out", type=Path, default=RESULTS / "ns3-profile.json", help="where the JSON goes")
     args = parser.parse_args()
-    names = [s for s in args.only.split(",") if s]
-    unknown = [s for s in names if s not in SCENARIOS]
-    if unknown:
-        raise SystemExit(f"error: --only {','.join(unknown)}: not a scenario; give some of {', '.join(SCENARIOS)}")
+    names = scenario_names(args.only)
     if shutil.which("perf") is None:
         raise SystemExit("error: perf is not on PATH: install Debian's linux-perf (apt install linux-perf)")
     if args.binary is None:

@@ -117,15 +117,21 @@ SCENARIOS: dict[str, list[tuple[Algorithm, int, str, int, int]]] = {
 }
 
 
+def scenario_names(only: str) -> list[str]:
+    """The scenarios an --only names, or an error line naming the unknown ones (bench.ns3_profile takes them too)."""
+    names = [s for s in only.split(",") if s]
+    unknown = [s for s in names if s not in SCENARIOS]
+    if unknown:
+        raise SystemExit(f"error: --only {','.join(unknown)}: not a scenario; give some of {', '.join(SCENARIOS)}")
+    return names
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.ns3_speed", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="speed", help=f"scenarios, comma-separated: {', '.join(SCENARIOS)}")
     parser.add_argument("--out", type=Path, default=RESULTS / "ns3-speed.json", help="where the JSON goes")
     args = parser.parse_args()
-    names = [s for s in args.only.split(",") if s]
-    unknown = [s for s in names if s not in SCENARIOS]
-    if unknown:
-        raise SystemExit(f"error: --only {','.join(unknown)}: not a scenario; give some of {', '.join(SCENARIOS)}")
+    names = scenario_names(args.only)
     missing = status().missing()
     if missing:
         raise SystemExit(f"error: {missing}")
