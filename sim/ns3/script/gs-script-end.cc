@@ -73,20 +73,20 @@ ScriptEnd::Start()
 void
 ScriptEnd::Post(uint32_t index)
 {
+    if (m_qp->Failed())
+    {
+        return; // as roce/qp.py refuses a post on a failed QP
+    }
     const ScriptMessage& m = m_messages.at(index);
     const TransportSpec& t = m_qp->Config().params->t;
-    MsgPtr data = MsgData::Make(m.bytes, t.mtu, true);
+    MsgPtr data = MsgData::Make(m.bytes, t.mtu, true); // exact: the responder's bytes are compared
     for (uint32_t j = 0; j < m.bytes / 4; j++)
     {
         data->values[j] = ScriptValue(index, j);
     }
     for (uint32_t i = 0; i < data->Packets(); i++)
     {
-        data->digest[i] = (static_cast<uint64_t>(index) << 32) | i;
-    }
-    if (m_qp->Failed())
-    {
-        return; // as roce/qp.py refuses a post on a failed QP
+        data->digest[i] = (static_cast<uint64_t>(index) << 32) | i; // any value: no check reads it here
     }
     std::optional<uint64_t> imm;
     if (m.imm)
@@ -153,6 +153,10 @@ ScriptEnd::OnSendComplete(RcQp* qp, uint64_t wrId)
 {
     m_sent.push_back({wrId, true, Now()});
     auto it = std::find_if(m_posted.begin(), m_posted.end(), [wrId](const auto& p) { return p.first == wrId; });
+    if (it == m_posted.end())
+    {
+        return; // not one of the scenario's (RcQp completes each work request once)
+    }
     uint32_t index = it->second;
     m_posted.erase(it);
     for (uint32_t i = index + 1; i < m_messages.size(); i++)
