@@ -3,7 +3,8 @@
 `make sim` (or `python -m ns3sim.build`) installs the PyPI wheel `ns3==3.44.post0` into the running
 interpreter's environment when it is missing (`pip install --no-deps`: with its dependencies pip builds
 cppyy from source for minutes), configures sim/ns3 with CMake against it and builds
-build/ns3/gradswitch-sim. `--mpi` builds build/ns3-mpi/gradswitch-sim against ns-3 built with MPI
+build/ns3/gradswitch-sim, and beside it build/ns3/gs-qp-script (the transport's conformance driver,
+ns3sim/qp_script.py). `--mpi` builds build/ns3-mpi/gradswitch-sim against ns-3 built with MPI
 (/opt/ns3-mpi: the same sources with NS3_MPI). Nothing built is committed.
 """
 
@@ -25,6 +26,7 @@ BUILD_DIR = REPO_ROOT / "build" / "ns3"
 MPI_BUILD_DIR = REPO_ROOT / "build" / "ns3-mpi"
 MPI_PREFIX = Path("/opt/ns3-mpi")
 BINARY_NAME = "gradswitch-sim"
+QP_SCRIPT_NAME = "gs-qp-script"  # one requester QP and one responder QP over a scripted wire (ns3sim/qp_script.py)
 CONFIG_P4 = REPO_ROOT / "p4src" / "include" / "config.p4"
 
 
@@ -48,6 +50,10 @@ def binary(mpi: bool = False) -> Path:
     return (MPI_BUILD_DIR if mpi else BUILD_DIR) / BINARY_NAME
 
 
+def qp_script_binary() -> Path:
+    return BUILD_DIR / QP_SCRIPT_NAME
+
+
 def sources() -> list[Path]:
     """Every file the binary is built from (the models, the program, CMake, config.p4)."""
     files = [p for p in SOURCES.rglob("*") if p.is_file() and p.suffix in (".h", ".cc", ".txt")]
@@ -61,13 +67,14 @@ class Status:
     built: bool
     stale: list[Path]  # sources newer than the binary
     mpi: bool = False  # the MPI build (build/ns3-mpi)
+    absent: Path | None = None  # the program not built (gradswitch-sim, or gs-qp-script beside it)
 
     def missing(self) -> str | None:
         """Why the simulator cannot run now (None: it can)."""
         how = "python -m ns3sim.build --mpi" if self.mpi else "make sim"
         if not self.built:
             where = "" if self.wheel or self.mpi else f" (the ns-3 wheel is not installed either: {WHEEL})"
-            return f"{self.binary} is not built{where}: run `{how}`"
+            return f"{self.absent or self.binary} is not built{where}: run `{how}`"
         if self.stale:
             return f"{self.binary} is older than {self.stale[0].relative_to(REPO_ROOT)}: run `{how}`"
         return None
@@ -75,12 +82,14 @@ class Status:
 
 def status(mpi: bool = False) -> Status:
     path = binary(mpi)
-    built = path.exists()
+    # The one-process build makes gs-qp-script beside gradswitch-sim: a build without it is not built either.
+    programs = [path] if mpi else [path, qp_script_binary()]
+    absent = [p for p in programs if not p.exists()]
     stale: list[Path] = []
-    if built:
-        mtime = path.stat().st_mtime
+    if not absent:
+        mtime = min(p.stat().st_mtime for p in programs)
         stale = [p for p in sources() if p.stat().st_mtime > mtime]
-    return Status(wheel_prefix(), path, built, stale, mpi)
+    return Status(wheel_prefix(), path, not absent, stale, mpi, absent[0] if absent else None)
 
 
 def install_wheel() -> Path:
@@ -119,6 +128,8 @@ def build(mpi: bool = False, jobs: int = 2, prefix: Path | None = None) -> Path:
     if not path.exists():
         raise BuildError(f"the build finished without {path}")
     path.touch()  # newer than every source it was built from, even when nothing needed rebuilding
+    if not mpi and qp_script_binary().exists():
+        qp_script_binary().touch()
     return path
 
 

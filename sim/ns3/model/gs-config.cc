@@ -102,32 +102,6 @@ Positive(double v, const std::string& what)
     }
 }
 
-TransportSpec
-ParseTransport(const json& j, const std::string& path)
-{
-    TransportSpec t;
-    t.mode = Choice<Mode>(j, "mode", {{"gbn", Mode::Gbn}, {"sr", Mode::Sr}}, path);
-    t.mtu = Get<uint32_t>(j, "mtu", path);
-    t.window = Get<uint32_t>(j, "window", path);
-    t.ackEvery = Get<uint32_t>(j, "ack_every", path);
-    t.rtoS = Get<double>(j, "rto_s", path);
-    t.rtoMaxS = Opt<double>(j, "rto_max_s", 1.0, path);
-    t.retryLimit = Get<uint32_t>(j, "retry_limit", path);
-    t.lossBudget = Opt<double>(j, "loss_budget", 0.0, path);
-    t.reorderDelayS = Opt<double>(j, "reorder_delay_s", 0.0, path);
-    t.orderTolerant = Opt<bool>(j, "order_tolerant", false, path);
-    if (t.mtu == 0 || t.window == 0 || t.ackEvery == 0)
-    {
-        throw ConfigError(path + ": mtu, window and ack_every must be at least 1");
-    }
-    Positive(t.rtoS, path + ".rto_s");
-    if (t.orderTolerant && t.mode != Mode::Sr)
-    {
-        throw ConfigError(path + ".order_tolerant: needs mode sr (it keeps out-of-order packets)");
-    }
-    return t;
-}
-
 TrainingSpec
 ParseTraining(const json& j, const std::string& path)
 {
@@ -279,6 +253,32 @@ ParseJob(const json& j, const std::string& path)
 }
 
 } // namespace
+
+TransportSpec
+ParseTransport(const json& j, const std::string& path)
+{
+    TransportSpec t;
+    t.mode = Choice<Mode>(j, "mode", {{"gbn", Mode::Gbn}, {"sr", Mode::Sr}}, path);
+    t.mtu = Get<uint32_t>(j, "mtu", path);
+    t.window = Get<uint32_t>(j, "window", path);
+    t.ackEvery = Get<uint32_t>(j, "ack_every", path);
+    t.rtoS = Get<double>(j, "rto_s", path);
+    t.rtoMaxS = Opt<double>(j, "rto_max_s", 1.0, path);
+    t.retryLimit = Get<uint32_t>(j, "retry_limit", path);
+    t.lossBudget = Opt<double>(j, "loss_budget", 0.0, path);
+    t.reorderDelayS = Opt<double>(j, "reorder_delay_s", 0.0, path);
+    t.orderTolerant = Opt<bool>(j, "order_tolerant", false, path);
+    if (t.mtu == 0 || t.window == 0 || t.ackEvery == 0)
+    {
+        throw ConfigError(path + ": mtu, window and ack_every must be at least 1");
+    }
+    Positive(t.rtoS, path + ".rto_s");
+    if (t.orderTolerant && t.mode != Mode::Sr)
+    {
+        throw ConfigError(path + ".order_tolerant: needs mode sr (it keeps out-of-order packets)");
+    }
+    return t;
+}
 
 RunConfig
 ParseConfig(const std::string& text)

@@ -6,6 +6,8 @@
 
 #include "gs-constants.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -269,6 +271,10 @@ struct RunConfig
 
 /// Parse a run's configuration (JSON text); ConfigError names the bad value.
 RunConfig ParseConfig(const std::string& text);
+
+/// Parse a job's transport settings (a job's `transport` object; also gs-qp-script's scenarios), `path` naming
+/// it in errors.
+TransportSpec ParseTransport(const nlohmann::json& j, const std::string& path);
 
 } // namespace gs
 } // namespace ns3

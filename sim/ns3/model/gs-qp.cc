@@ -725,10 +725,13 @@ RcQp::OutOfOrder(Arrival a)
         return;
     }
     Keep(std::move(a));
-    if (m_t.lossBudget > 0 || m_t.reorderDelayS > 0)
+    if (m_t.reorderDelayS > 0)
     {
         // Packets may arrive in any order (DLCP priorities, spraying): a hole is judged reorder_delay after
-        // the first packet past it.
+        // the first packet past it. Without a reorder delay (a loss budget alone reorders nothing) the packet
+        // that arrived is SACKed at once, as roce/qp.py does: judged at once, every NAK would SACK the first
+        // buffered packet, and the requester would learn of a later hole only from its timer
+        // (tests/ns3/test_transport_conformance.py, sr-loss-budget-two-holes).
         if (!m_judgeAt)
         {
             m_judgeAt = Now() + Ticks(m_t.reorderDelayS);
