@@ -168,7 +168,7 @@ def scenarios() -> list[Scenario]:
             # The application posts its next WRITE when one completes: the simulator's job nodes from within
             # RcQp's callback, roce/qp.py's once they have collected the completion. Completed by an ACK, the
             # simulator's NIC may take the new packets at once (GsDevice::Kick); completed by a NAK, after the
-            # NAK's event (at once: test_a_post_from_a_completion_callback_waits_for_the_nak).
+            # NAK's event (at once: reentrant()).
             _s(f"post-on-completion-{m}", t, AFTER_FIRST, pull=NicPull.AT_ONCE),
             _s(f"post-on-completion-by-nak-{m}", t, AFTER_FIRST, data=(on(4, DROP),), acks=(on(0, DROP),)),
         ]
@@ -191,8 +191,8 @@ def paced() -> list[Scenario]:
 
 def reentrant() -> list[Scenario]:
     """A NAK acknowledges the first WRITE; the application posts its next one from the completion callback and
-    the simulator's NIC, its link free, pulls at once (GsDevice::Kick): within RcQp::OnAck, before the NAK's
-    go-back (or hole resend) is done. roce/qp.py finishes the NAK first (the QP never calls back)."""
+    the simulator's NIC, its link free, pulls at once (GsDevice::Kick). RcQp reports the completion once the NAK
+    is handled whole (its go-back, or its hole's resend, first), as roce/qp.py's applications see it."""
     return [_s(f"post-from-callback-during-nak-{t.mode}", t, AFTER_FIRST, pull=NicPull.AT_ONCE,
                data=(on(4, DROP),), acks=(on(0, DROP),)) for t in (GBN, SR)]
 
@@ -223,9 +223,6 @@ def test_paced_exchanges_end_the_same(name, tmp_path):
     assert py.error is None and ns.error is None and len(py.sent) == len(s.messages)
 
 
-@pytest.mark.xfail(strict=True, reason="RcQp reports a NAK's completions to its application before it has gone back "
-                   "(go-back-N) or scheduled the holes (selective repeat): a WRITE posted from the callback is pulled "
-                   "first. Reported, not fixed: the fix may change bench/results/scaling.json's DLCP runs")
 @pytest.mark.parametrize("name", sorted(REENTRANT))
 def test_a_post_from_a_completion_callback_waits_for_the_nak(name, tmp_path):
     s = REENTRANT[name]

@@ -343,6 +343,7 @@ RcQp::OnAck(const Wire& w)
         AckThrough(PsnAdd(psn, -1));
         if (!m_error.empty())
         {
+            ReportCompleted();
             return;
         }
         if (m_t.mode == Mode::Gbn)
@@ -380,6 +381,7 @@ RcQp::OnAck(const Wire& w)
     }
     ArmTimer();
     m_host->Activate(this);
+    ReportCompleted();
 }
 
 void
@@ -437,11 +439,10 @@ RcQp::AckThrough(uint32_t psn)
     {
         m_nxt = m_una;
     }
-    std::vector<uint64_t> done;
     while (!m_requests.empty() &&
            PsnDiff(PsnAdd(m_requests.front().firstPsn, m_requests.front().npackets - 1), m_una) < 0)
     {
-        done.push_back(m_requests.front().wrId);
+        m_completed.push_back(m_requests.front().wrId);
         m_requests.pop_front();
     }
     m_retries = 0;
@@ -462,6 +463,16 @@ RcQp::AckThrough(uint32_t psn)
             m_recover.reset();
         }
     }
+}
+
+void
+RcQp::ReportCompleted()
+{
+    // After the ACK or NAK is handled whole (roce/qp.py's applications read completions once on_ack returned):
+    // an application posting from the callback, its NIC pulling at once, must find the NAK's go-back or resends
+    // in place, or its new packets would leave first (tests/ns3/test_transport_conformance.py).
+    std::vector<uint64_t> done;
+    done.swap(m_completed);
     if (user)
     {
         for (uint64_t id : done)

@@ -23,6 +23,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace ns3
 {
@@ -248,6 +249,7 @@ class RcQp
     const WorkRequest* Find(uint32_t psn) const;
     Ptr<Packet> Build(uint32_t psn, bool retransmission, uint32_t& wire);
     void AckThrough(uint32_t psn);
+    void ReportCompleted();
     void SampleRtt(double rtt);
     double ComputeRto() const;
     void ScheduleResend(uint32_t psn, bool once);
@@ -293,6 +295,7 @@ class RcQp
     uint32_t m_retries = 0;
     std::string m_error;
     uint64_t m_nextWrId = 0;
+    std::vector<uint64_t> m_completed; // work requests an ACK or NAK completed: reported once it is handled whole
     EventId m_timer;
     int64_t m_timerAt = -1;
 
