@@ -379,9 +379,11 @@ RcQp::OnAck(const Wire& w)
         Fail("remote error from " + Peer() + " (NAK code " + std::to_string(syn & 0x1F) + ")");
         return;
     }
+    // Before the timer and the NIC: an ACK's completions come where they always did (an application's post
+    // from the callback is pulled first, then the timer is armed), a NAK's after its go-back or resends.
+    ReportCompleted();
     ArmTimer();
     m_host->Activate(this);
-    ReportCompleted();
 }
 
 void
