@@ -197,9 +197,8 @@ def reentrant() -> list[Scenario]:
                data=(on(4, DROP),), acks=(on(0, DROP),)) for t in (GBN, SR)]
 
 
-SCENARIOS = {s.name: s for s in scenarios()}
+SCENARIOS = {s.name: s for s in scenarios() + reentrant()}
 PACED = {s.name: s for s in paced()}
-REENTRANT = {s.name: s for s in reentrant()}
 
 
 def _explain(s: Scenario, py: Trace, ns: Trace, diffs: list[str]) -> str:
@@ -221,14 +220,6 @@ def test_paced_exchanges_end_the_same(name, tmp_path):
     diffs = differences(py, ns, Level.OUTCOME)
     assert not diffs, _explain(s, py, ns, diffs)
     assert py.error is None and ns.error is None and len(py.sent) == len(s.messages)
-
-
-@pytest.mark.parametrize("name", sorted(REENTRANT))
-def test_a_post_from_a_completion_callback_waits_for_the_nak(name, tmp_path):
-    s = REENTRANT[name]
-    py, ns = run_python(s), run_simulator(s, tmp_path)
-    diffs = differences(py, ns)
-    assert not diffs, _explain(s, py, ns, diffs)
 
 
 def test_a_bad_scenario_is_one_error_line(tmp_path):

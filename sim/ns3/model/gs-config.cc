@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <iostream>
 #include <sstream>
 
 namespace ns3
@@ -447,6 +449,35 @@ ParseConfig(const std::string& text)
         }
     }
     return c;
+}
+
+std::string
+ReadTextFile(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        throw ConfigError("cannot read " + path);
+    }
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void
+WriteJson(const json& doc, const std::string& path)
+{
+    if (path.empty())
+    {
+        std::cout << doc.dump(1) << std::endl;
+        return;
+    }
+    std::ofstream f(path);
+    f << doc.dump(1) << std::endl;
+    if (!f)
+    {
+        throw std::runtime_error("cannot write " + path);
+    }
 }
 
 } // namespace gs

@@ -276,6 +276,13 @@ RunConfig ParseConfig(const std::string& text);
 /// it in errors.
 TransportSpec ParseTransport(const nlohmann::json& j, const std::string& path);
 
+/// A file's whole text (a program's input document); ConfigError when it cannot be read.
+std::string ReadTextFile(const std::string& path);
+
+/// A program's output document: to `path`, or to stdout when it is empty; std::runtime_error when it cannot be
+/// written.
+void WriteJson(const nlohmann::json& doc, const std::string& path);
+
 } // namespace gs
 } // namespace ns3
 

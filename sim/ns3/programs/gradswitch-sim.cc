@@ -23,10 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 
 using namespace ns3;
@@ -68,19 +66,6 @@ Constants()
         GS_CONSTANT(DLCP_TRIMMED_SHIFT),
     };
     return {{"constants", c}};
-}
-
-std::string
-ReadFile(const std::string& path)
-{
-    std::ifstream in(path);
-    if (!in)
-    {
-        throw gs::ConfigError("cannot read " + path);
-    }
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
 }
 
 int
@@ -140,7 +125,7 @@ main(int argc, char** argv)
     std::optional<gs::RunConfig> c;
     try
     {
-        c = gs::ParseConfig(ReadFile(config));
+        c = gs::ParseConfig(gs::ReadTextFile(config));
     }
     catch (const gs::ConfigError& e)
     {
@@ -191,18 +176,9 @@ main(int argc, char** argv)
         {
             // rank 0 writes every rank's results
         }
-        else if (out.empty())
-        {
-            std::cout << result.dump(1) << std::endl;
-        }
         else
         {
-            std::ofstream f(out);
-            f << result.dump(1) << std::endl;
-            if (!f)
-            {
-                throw std::runtime_error("cannot write " + out);
-            }
+            gs::WriteJson(result, out);
         }
     }
     catch (const gs::ConfigError& e)

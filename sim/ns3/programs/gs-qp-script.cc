@@ -17,28 +17,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 using namespace ns3;
 using json = nlohmann::json;
 
 namespace
 {
-
-std::string
-ReadFile(const std::string& path)
-{
-    std::ifstream in(path);
-    if (!in)
-    {
-        throw gs::ConfigError("cannot read " + path);
-    }
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 json
 Packets(const gs::ScriptedLink& link)
@@ -183,22 +168,9 @@ main(int argc, char** argv)
     int status = 0;
     try
     {
-        gs::QpScenario s = gs::ParseQpScenario(ReadFile(scenario));
+        gs::QpScenario s = gs::ParseQpScenario(gs::ReadTextFile(scenario));
         Time::SetResolution(Time::PS);
-        json trace = Run(s);
-        if (out.empty())
-        {
-            std::cout << trace.dump(1) << std::endl;
-        }
-        else
-        {
-            std::ofstream f(out);
-            f << trace.dump(1) << std::endl;
-            if (!f)
-            {
-                throw std::runtime_error("cannot write " + out);
-            }
-        }
+        gs::WriteJson(Run(s), out);
     }
     catch (const gs::ConfigError& e)
     {
