@@ -137,7 +137,9 @@ def cmd_net(args: argparse.Namespace) -> int:
     topo = topology_from_args(args)
     preflight()
     options = NetworkOptions(log_level=args.log_level, pcap=args.pcap)
-    print(f"bringing up {topo.name}: {len(topo.switches)} BMv2 switches, {len(topo.hosts)} hosts ...", flush=True)
+    switches, hosts = len(topo.switches), len(topo.hosts)
+    print(f"bringing up {topo.name}: {switches} BMv2 switch{'es' * (switches != 1)}, "
+          f"{hosts} host{'s' * (hosts != 1)} ...", flush=True)
     with Testbed(topo, options) as net:
         assert net.control is not None
         print(f"switches programmed; logs in {net.run_dir}", flush=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mininet_topos.bmv2_build import Bmv2Build, Bmv2BuildError, probe
+from mininet_topos.local_ports import ANY_ADDRESS, PortHeldError, wait_port_free
 from protocol.config import CONFIG
 from protocol.polling import wait_until
 
@@ -34,6 +35,7 @@ MACHINE_LOCK = Path("/tmp/gradswitch-switches.lock")
 LOCK_HOLDER_ENV = "GRADSWITCH_SWITCH_LOCK_HOLDER"  # set while a process holds MACHINE_LOCK, for its children
 GRPC_BASE_PORT = 50051  # switch d listens for P4Runtime on 127.0.0.1:GRPC_BASE_PORT + d
 THRIFT_BASE_PORT = 9090  # ... and for Thrift (registers, queues) on THRIFT_BASE_PORT + d
+GRPC_ADDRESS = "127.0.0.1"  # gRPC listens on loopback only; Thrift on every address (mininet_topos/fence.py)
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ class Bmv2Config:
         elif self.pcap:
             cmd.append(f"--pcap={self.pcap_dir}")
         cmd += list(self.extra_args)
-        cmd += ["--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}",
+        cmd += ["--", "--grpc-server-addr", f"{GRPC_ADDRESS}:{self.grpc_port}",
                 "--cpu-port", str(self.cpu_port), "--priority-queues", str(self.priority_queues)]
         return cmd
 
@@ -182,9 +184,13 @@ class Bmv2Process:
         cfg = self.config
         if shutil.which(cfg.executable) is None:
             raise SwitchStartError(f"{cfg.name}: {cfg.executable} is not on PATH (see `gradswitch doctor`)")
-        for port in (cfg.grpc_port, cfg.thrift_port):
+        for port, address in ((cfg.grpc_port, GRPC_ADDRESS), (cfg.thrift_port, ANY_ADDRESS)):
             if port_open(port):
                 raise SwitchStartError(f"{cfg.name}: port {port} is already in use (a switch left running?)")
+            try:  # bound by a connection, not a listener (mininet_topos/local_ports.py)
+                wait_port_free(port, address, cfg.name)
+            except PortHeldError as e:
+                raise SwitchStartError(str(e)) from None
         cfg.run_dir.mkdir(parents=True, exist_ok=True)
         if cfg.pcap:
             cfg.pcap_dir.mkdir(parents=True, exist_ok=True)

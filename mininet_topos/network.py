@@ -39,6 +39,7 @@ from mininet_topos.bmv2 import (
 from mininet_topos.bmv2_build import Bmv2Build
 from mininet_topos.exit_signals import ExitSignals
 from mininet_topos.fence import FenceError, ManagementFence, remove_table, table_name
+from mininet_topos.local_ports import EphemeralReservation, format_ports, release_ports
 from mininet_topos.shaping import shape, shape_priority, switch_send_buffer_bytes
 from mininet_topos.topology import Topology
 from protocol.paths import runtime_dir
@@ -153,6 +154,8 @@ class GradNetwork:
         # The switches' Thrift and gRPC ports accept connections from this machine only (mininet_topos/fence.py).
         self.fence = ManagementFence.for_run(self.run_dir, [p for ports in self.ports.values()
                                                             for p in (ports.grpc, ports.thrift)])
+        # ... and no connection is given one of them as its local port (mininet_topos/local_ports.py).
+        self.reservation = EphemeralReservation(self.fence.ports)
 
     # ---- what a controller adds (controller/testbed.py) ----
 
@@ -223,6 +226,7 @@ class GradNetwork:
                         shaper = shape_priority if self.topo.is_switch(name) else shape
                         node = self.net.get(name)
                         shaper(node, node.intfs[port].name, lk.bw_mbps)
+            self.reservation.reserve()
             self._write_state()
             try:  # before the switches listen: their Thrift servers take every address
                 self.fence.add()
@@ -255,6 +259,7 @@ class GradNetwork:
             except Exception:  # keep tearing down what is left
                 log.exception("mininet stop failed; cleaning up from the state file")
         cleanup_run(self.run_dir)
+        self.reservation.release()
         self._send_buffer.restore()
         self._exit_signals.restore()
         self._lock.close()
@@ -287,6 +292,7 @@ class GradNetwork:
             "host_pids": {h.name: self.net.get(h.name).pid for h in self.topo.hosts},
             "interfaces": sorted({intf.name for node in self.net.switches for intf in node.intfList()
                                   if intf.name != "lo"}),
+            "reserved_ports": list(self.reservation.added),
             "run_dir": str(self.run_dir),
             "started": time.time(),
         }
@@ -455,6 +461,9 @@ def cleanup_run(run_dir: Path) -> list[str]:
             subprocess.run(["ip", "link", "del", intf], check=False, capture_output=True)
             removed.append(f"interface {intf}")
     removed += _remove_fence(run_dir)
+    released = release_ports(state.get("reserved_ports", []))
+    if released:
+        removed.append(f"reserved ports {format_ports(released)} (switch ports kept from the ephemeral range)")
     state_path.unlink(missing_ok=True)
     return removed
 

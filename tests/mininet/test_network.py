@@ -7,9 +7,11 @@ SIGTERM), and the REPL attached to a running network.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -18,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from controller.testbed import Testbed
+from mininet_topos.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT
 from mininet_topos.fence import fence_tables, table_name
+from mininet_topos.local_ports import parse_ports
 from mininet_topos.network import STATE_FILE, NetworkOptions
 from mininet_topos.topologies import leafspine, rack
 from protocol.paths import REPO_ROOT
@@ -154,12 +158,81 @@ def stop_cli(proc: subprocess.Popen[str], run_dir: Path) -> None:
 
 
 def test_pingall_command_exits_zero_on_full_reachability(tmp_path):
+    reserved = _reserved_ports()
     proc = _start_cli(["net", "--topo", "leafspine", "--leaves", "2", "--spines", "2", "--hosts-per-leaf", "2",
                        "--pingall"], tmp_path)
     out, _ = proc.communicate(timeout=240)
     assert proc.returncode == 0, out
     assert "12/12 host pairs reachable" in out
+    assert _reserved_ports() == reserved  # given back
     assert leftovers(tmp_path / "leafspine", ["leaf1", "leaf2", "spine1", "spine2", "h1", "h2", "h3", "h4"]) == []
+
+
+def _reserved_ports() -> str:
+    from mininet_topos.local_ports import RESERVED_PORTS
+    return RESERVED_PORTS.read_text()
+
+
+def _hold_port(port: int, time_wait: bool) -> list[socket.socket]:
+    """A connection whose local port is `port`, open or closed into TIME-WAIT: what a controller's or a
+    probe's connection given that port by the kernel leaves (mininet_topos/local_ports.py)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    client = socket.socket()  # no SO_REUSEADDR, as a client's (with it, a listener's bind would pass)
+
+    def bound() -> bool:  # a TIME-WAIT an earlier test left there goes within 60 s
+        try:
+            client.bind(("127.0.0.1", port))
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise
+            return False
+        return True
+
+    wait_until(bound, 70, interval=0.5, what=f"port {port} to be free for the test's connection")
+    client.connect(srv.getsockname())
+    accepted, _ = srv.accept()
+    if not time_wait:
+        return [srv, client, accepted]
+    client.close()  # closed first: the client's end keeps the port for 60 s
+    wait_until(lambda: accepted.recv(1) == b"", 10, what="the close to arrive")
+    accepted.close()
+    srv.close()
+    return []
+
+
+def test_a_switch_port_held_by_an_open_connection_is_named_and_nothing_is_left(tmp_path):
+    reserved = _reserved_ports()
+    held = _hold_port(GRPC_BASE_PORT, time_wait=False)
+    try:
+        proc = _start_cli(["net", "--topo", "rack", "--hosts", "2", "--pingall"], tmp_path)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        srv, client, accepted = held
+        accepted.close()  # closed first: its end, not the switch port's, is left in TIME-WAIT
+        wait_until(lambda: client.recv(1) == b"", 10, what="the close to arrive")
+        client.close()
+        srv.close()
+    assert proc.returncode == 2, out
+    assert f"\nerror: s1: port {GRPC_BASE_PORT} is held by a connection (ESTAB 127.0.0.1:{GRPC_BASE_PORT} -> " \
+           "127.0.0.1:" in out, out
+    assert "timed out" not in out  # at once, not after the switch's 30 s
+    assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) == []
+    assert _reserved_ports() == reserved
+
+
+def test_a_switch_port_in_time_wait_is_waited_for(tmp_path):
+    """What failed CI once: leaf2's gRPC port was some closed connection's local port, in TIME-WAIT."""
+    reserved = _reserved_ports()
+    _hold_port(GRPC_BASE_PORT, time_wait=True)
+    proc = _start_cli(["net", "--topo", "rack", "--hosts", "2", "--pingall"], tmp_path)
+    out, _ = proc.communicate(timeout=240)
+    assert proc.returncode == 0, out
+    assert f"s1: port {GRPC_BASE_PORT} is held by a closed connection in TIME-WAIT" in out
+    assert "2/2 host pairs reachable" in out
+    assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) == []
+    assert _reserved_ports() == reserved
 
 
 def test_ctrl_c_during_bring_up_leaves_nothing_behind(tmp_path):
@@ -203,12 +276,14 @@ def test_clean_removes_what_a_killed_run_left(tmp_path):
     proc.wait(timeout=10)
     assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) != []
     assert table_name(tmp_path / "rack") in fence_tables()  # the management-port fence (mininet_topos/fence.py)
+    assert {GRPC_BASE_PORT, THRIFT_BASE_PORT} <= parse_ports(_reserved_ports())  # out of the ephemeral range
     clean = _start_cli(["clean"], tmp_path)
     out, _ = clean.communicate(timeout=60)
     assert clean.returncode == 0, out
     assert "removed switch s1" in out and "management-port fence" in out
     assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) == []
     assert table_name(tmp_path / "rack") not in fence_tables()
+    assert "removed reserved ports" in out and not {GRPC_BASE_PORT, THRIFT_BASE_PORT} & parse_ports(_reserved_ports())
 
 
 def test_repl_attaches_to_the_running_controller(tmp_path):

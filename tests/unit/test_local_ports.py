@@ -1,0 +1,99 @@
+"""A switch's port held by a connection (not a listener) is named or waited for; reservations add and give back.
+
+CI once failed to bring up a leaf-spine: an outgoing connection had been given 127.0.0.1:50052 as its
+local port, so leaf2's gRPC bind failed with "Address already in use" and the switch timed out after
+30 s, though no one listened there (mininet_topos/local_ports.py).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mininet_topos.bmv2 import free_port
+from mininet_topos.local_ports import (
+    EphemeralReservation,
+    PortHeldError,
+    format_ports,
+    parse_ports,
+    port_free,
+    release_ports,
+    wait_port_free,
+)
+from protocol.polling import wait_until
+
+
+def test_reserved_port_values_round_trip() -> None:
+    assert parse_ports("") == set()
+    assert parse_ports("9090,50051-50053\n") == {9090, 50051, 50052, 50053}
+    assert format_ports({50053, 9090, 50051, 50052, 9092}) == "9090,9092,50051-50053"
+    assert parse_ports(format_ports({1, 2, 3, 7, 9, 10})) == {1, 2, 3, 7, 9, 10}
+
+
+def test_a_reservation_gives_back_only_the_ports_it_added(tmp_path: Path) -> None:
+    path = tmp_path / "ip_local_reserved_ports"
+    path.write_text("50052,60000-60001\n")  # as the kernel prints it; 50052 someone else's
+    r = EphemeralReservation((9090, 9091, 50051, 50052), path)
+    r.reserve()
+    assert parse_ports(path.read_text()) == {9090, 9091, 50051, 50052, 60000, 60001}
+    assert r.added == (9090, 9091, 50051)
+    r.reserve()  # twice is once
+    assert r.added == (9090, 9091, 50051)
+    r.release()
+    assert parse_ports(path.read_text()) == {50052, 60000, 60001}
+    r.release()  # twice is once
+    assert parse_ports(path.read_text()) == {50052, 60000, 60001}
+    assert release_ports([60001, 7], path) == [60001]  # `gradswitch clean`, from a state file
+    assert path.read_text() == "50052,60000\n"
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    yield srv
+    srv.close()
+
+
+def _connect_from(port: int, listener: socket.socket) -> tuple[socket.socket, socket.socket]:
+    """A connection whose local port is `port`, as a controller's or probe's may be given by the kernel."""
+    client = socket.socket()
+    client.bind(("127.0.0.1", port))
+    client.connect(listener.getsockname())
+    accepted, _ = listener.accept()
+    return client, accepted
+
+
+def test_a_port_an_open_connection_holds_is_refused_at_once_naming_it(listener: socket.socket) -> None:
+    port = free_port()
+    assert port_free(port, "127.0.0.1") and port_free(port, "0.0.0.0")
+    client, accepted = _connect_from(port, listener)
+    try:
+        assert not port_free(port, "127.0.0.1")
+        assert not port_free(port, "0.0.0.0")  # Thrift's every-address bind collides too
+        with pytest.raises(PortHeldError, match=rf"^leaf2: port {port} is held by a connection \(ESTAB "
+                                                rf"127\.0\.0\.1:{port} -> 127\.0\.0\.1:{listener.getsockname()[1]}"):
+            wait_port_free(port, "127.0.0.1", "leaf2", timeout=30)  # at once: not after 30 s
+    finally:
+        client.close()
+        accepted.close()
+
+
+def test_a_port_in_time_wait_is_waited_for(listener: socket.socket, caplog: pytest.LogCaptureFixture) -> None:
+    port = free_port()
+    client, accepted = _connect_from(port, listener)
+    client.close()  # the side that closes first keeps the port in TIME-WAIT for 60 s
+    wait_until(lambda: accepted.recv(1) == b"", 5, what="the close to arrive")
+    accepted.close()
+    assert not port_free(port, "127.0.0.1")
+    with pytest.raises(PortHeldError, match=rf"leaf2: port {port} is still held \(TIME-WAIT .*timed out after 0\.5 s"):
+        wait_port_free(port, "127.0.0.1", "leaf2", timeout=0.5)
+    assert f"port {port} is held by a closed connection in TIME-WAIT" in caplog.text
+
+
+def test_a_free_port_returns_at_once() -> None:
+    wait_port_free(free_port(), "127.0.0.1", "s1", timeout=0)
