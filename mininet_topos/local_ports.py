@@ -80,10 +80,17 @@ class EphemeralReservation:
     added: tuple[int, ...] = ()  # the ports this reservation added (others were reserved already)
 
     def reserve(self) -> None:
-        current = parse_ports(self.path.read_text())
-        new = set(self.ports) - current
-        if new:
-            _write(self.path, current | new)
+        """Reserve the ports; where the setting cannot be written (a read-only /proc/sys), say so and go on:
+        `wait_port_free` still catches a port a connection was given."""
+        try:
+            current = parse_ports(self.path.read_text())
+            new = set(self.ports) - current
+            if new:
+                _write(self.path, current | new)
+        except OSError as e:
+            log.warning("could not keep the switches' ports out of the ephemeral range (%s: %s); a connection may "
+                        "still be given one as its local port", self.path, e.strerror or e)
+            return
         self.added = tuple(sorted(set(self.added) | new))
 
     def release(self) -> None:

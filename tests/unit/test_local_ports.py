@@ -50,6 +50,14 @@ def test_a_reservation_gives_back_only_the_ports_it_added(tmp_path: Path) -> Non
     assert path.read_text() == "50052,60000\n"
 
 
+def test_a_setting_that_cannot_be_written_is_one_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    r = EphemeralReservation((50051,), tmp_path / "absent" / "ip_local_reserved_ports")
+    r.reserve()
+    assert r.added == ()
+    assert "could not keep the switches' ports out of the ephemeral range" in caplog.text
+    r.release()  # nothing to give back
+
+
 @pytest.fixture
 def listener() -> Iterator[socket.socket]:
     srv = socket.socket()
