@@ -1,6 +1,7 @@
 #include "gs-device.h"
 
 #include "gs-events.h"
+#include "gs-ticks.h"
 
 #include "ns3/point-to-point-channel.h"
 #include "ns3/simulator.h"
@@ -55,7 +56,7 @@ GsDevice::Configure(double bps, uint64_t queueBytes, uint32_t framingBytes, Port
 bool
 GsDevice::Enqueue(Ptr<Packet> p, uint32_t wire, uint8_t prio)
 {
-    if (m_nonEmpty == 0 && Simulator::Now().GetTimeStep() >= m_busyUntil)
+    if (m_nonEmpty == 0 && NowTicks() >= m_busyUntil)
     {
         Transmit(p, wire);
         return true;
@@ -92,7 +93,7 @@ GsDevice::Wake()
     if (!m_wakePending)
     {
         m_wakePending = true;
-        int64_t now = Simulator::Now().GetTimeStep();
+        int64_t now = NowTicks();
         Simulator::ScheduleWithContext(m_context, TimeStep(std::max<int64_t>(0, m_busyUntil - now)),
                                        new CallEvent<GsDevice, &GsDevice::TransmitDone>(this));
     }
@@ -101,7 +102,7 @@ GsDevice::Wake()
 void
 GsDevice::Kick()
 {
-    if (m_nonEmpty != 0 || Simulator::Now().GetTimeStep() < m_busyUntil)
+    if (m_nonEmpty != 0 || NowTicks() < m_busyUntil)
     {
         if (m_pull)
         {
@@ -121,7 +122,7 @@ void
 GsDevice::Transmit(Ptr<Packet> p, uint32_t wire)
 {
     int64_t ps = std::llround((wire + m_framing) * m_psPerByte);
-    m_busyUntil = Simulator::Now().GetTimeStep() + ps;
+    m_busyUntil = NowTicks() + ps;
     m_counters.txPackets++;
     m_counters.txBytes += wire;
     m_counters.busyPs += static_cast<uint64_t>(ps);
@@ -142,7 +143,7 @@ void
 GsDevice::TransmitDone()
 {
     m_wakePending = false;
-    if (Simulator::Now().GetTimeStep() < m_busyUntil)
+    if (NowTicks() < m_busyUntil)
     {
         Wake(); // a packet went out directly in the meantime
         return;

@@ -1,6 +1,7 @@
 #include "gs-host.h"
 
 #include "gs-header.h"
+#include "gs-ticks.h"
 
 #include "ns3/simulator.h"
 
@@ -32,7 +33,7 @@ GsHost::Setup(uint32_t index, Ptr<GsDevice> nic, double messageDelayS)
 {
     m_index = index;
     m_nic = nic;
-    m_messageDelayTicks = static_cast<int64_t>(std::llround(messageDelayS * 1e12));
+    m_messageDelayTicks = SecondsToTicks(messageDelayS);
 }
 
 RcQp*

@@ -4,6 +4,7 @@
 // of a key sums them and writes the sum to every worker (the pull).
 #include "gs-collective.h"
 #include "gs-job-node.h"
+#include "gs-ticks.h"
 
 #include <algorithm>
 #include <set>
@@ -320,7 +321,7 @@ class Write : public Collective
         }
         m_deliveries.push_back({{"iteration", it},
                                 {"op", op},
-                                {"posted", static_cast<double>(data->va) * 1e-12},
+                                {"posted", TicksToSeconds(static_cast<int64_t>(data->va))},
                                 {"delivered", m_node->Now()}});
         m_arrived.insert(imm);
         Deliver(imm);

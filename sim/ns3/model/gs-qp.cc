@@ -3,6 +3,7 @@
 #include "gs-constants.h"
 #include "gs-generator.h"
 #include "gs-psn.h"
+#include "gs-ticks.h"
 
 #include "ns3/simulator.h"
 
@@ -16,24 +17,6 @@ namespace gs
 
 namespace
 {
-
-int64_t
-Now()
-{
-    return Simulator::Now().GetTimeStep();
-}
-
-int64_t
-Ticks(double seconds)
-{
-    return static_cast<int64_t>(std::llround(seconds * 1e12));
-}
-
-double
-Seconds(int64_t ticks)
-{
-    return static_cast<double>(ticks) * 1e-12;
-}
 
 bool
 IsFirst(uint8_t op)
@@ -212,7 +195,7 @@ RcQp::NextPacket(Ptr<Packet>& p, uint32_t& wire)
         counters.Add(C_RETRANSMITTED);
         if (!m_timerStart)
         {
-            m_timerStart = Now();
+            m_timerStart = NowTicks();
         }
         ArmTimer();
         return true;
@@ -235,12 +218,12 @@ RcQp::NextPacket(Ptr<Packet>& p, uint32_t& wire)
         else
         {
             counters.Add(C_SENT);
-            m_sentAt.At(psn, m_una) = Now();
+            m_sentAt.At(psn, m_una) = NowTicks();
             m_sentEnd = PsnAdd(psn, 1);
         }
         if (!m_timerStart)
         {
-            m_timerStart = Now();
+            m_timerStart = NowTicks();
         }
         ArmTimer();
         return true;
@@ -255,7 +238,7 @@ RcQp::Deadline() const
     {
         return std::nullopt;
     }
-    return *m_timerStart + Ticks(m_rto);
+    return *m_timerStart + SecondsToTicks(m_rto);
 }
 
 void
@@ -270,7 +253,7 @@ RcQp::ArmTimer()
     {
         m_timer.Cancel();
         m_timerAt = *dl;
-        m_timer = Simulator::Schedule(TimeStep(std::max<int64_t>(0, *dl - Now())), &RcQp::OnTimer, this);
+        m_timer = Simulator::Schedule(TimeStep(std::max<int64_t>(0, *dl - NowTicks())), &RcQp::OnTimer, this);
     }
 }
 
@@ -283,7 +266,7 @@ RcQp::OnTimer()
     {
         return;
     }
-    if (Now() < *dl)
+    if (NowTicks() < *dl)
     {
         ArmTimer();
         return;
@@ -300,7 +283,7 @@ RcQp::OnTimer()
         return;
     }
     m_rto = std::min(m_rto * 2, m_t.rtoMaxS);
-    m_timerStart = Now();
+    m_timerStart = NowTicks();
     if (m_t.mode == Mode::Gbn)
     {
         m_nxt = m_una;
@@ -418,7 +401,7 @@ RcQp::AckThrough(uint32_t psn)
     int64_t sent = m_sentAt.Get(psn);
     if (sent >= 0)
     {
-        SampleRtt(Seconds(Now() - sent));
+        SampleRtt(TicksToSeconds(NowTicks() - sent));
     }
     for (uint32_t p = m_una; p != newUna; p = PsnAdd(p, 1))
     {
@@ -449,7 +432,7 @@ RcQp::AckThrough(uint32_t psn)
     }
     m_retries = 0;
     m_rto = ComputeRto();
-    m_timerStart = m_una != m_sentEnd ? std::optional<int64_t>(Now()) : std::nullopt;
+    m_timerStart = m_una != m_sentEnd ? std::optional<int64_t>(NowTicks()) : std::nullopt;
     if (m_recover)
     {
         if (PsnDiff(m_una, *m_recover) < 0)
@@ -731,7 +714,7 @@ RcQp::OutOfOrder(Arrival a)
         }
         if (last)
         {
-            m_endSeen[psn] = Now();
+            m_endSeen[psn] = NowTicks();
         }
         Rearm();
         JudgeHoles();
@@ -747,7 +730,7 @@ RcQp::OutOfOrder(Arrival a)
         // (tests/ns3/test_transport_conformance.py, sr-loss-budget-two-holes).
         if (!m_judgeAt)
         {
-            m_judgeAt = Now() + Ticks(m_t.reorderDelayS);
+            m_judgeAt = NowTicks() + SecondsToTicks(m_t.reorderDelayS);
         }
         JudgeHoles();
         return;
@@ -806,14 +789,14 @@ RcQp::Rearm()
             seen = it->second;
         }
     }
-    m_judgeAt = !m_buffered.empty() && seen ? std::optional<int64_t>(*seen + Ticks(m_t.reorderDelayS))
+    m_judgeAt = !m_buffered.empty() && seen ? std::optional<int64_t>(*seen + SecondsToTicks(m_t.reorderDelayS))
                                            : std::nullopt;
 }
 
 void
 RcQp::JudgeHoles()
 {
-    int64_t now = Now();
+    int64_t now = NowTicks();
     if (!m_judgeAt || m_buffered.empty())
     {
         // Nothing buffered, nothing to judge. (Armed again for a judgement already due, this looped at one
@@ -837,7 +820,7 @@ RcQp::JudgeHoles()
         counters.Add(C_HOLES_JUDGED);
     }
     // Holes remain lost after a NAK until the resends arrive: ask again later.
-    m_judgeAt = m_t.reorderDelayS > 0 ? std::optional<int64_t>(now + 2 * Ticks(m_t.reorderDelayS))
+    m_judgeAt = m_t.reorderDelayS > 0 ? std::optional<int64_t>(now + 2 * SecondsToTicks(m_t.reorderDelayS))
                                           : std::nullopt;
     ArmJudge();
     Nak(SYN_NAK_PSN, FirstBuffered());
@@ -854,7 +837,7 @@ RcQp::ArmJudge()
     {
         m_judge.Cancel();
         m_judgeEventAt = *m_judgeAt;
-        m_judge = Simulator::Schedule(TimeStep(std::max<int64_t>(0, *m_judgeAt - Now())), [this]() {
+        m_judge = Simulator::Schedule(TimeStep(std::max<int64_t>(0, *m_judgeAt - NowTicks())), [this]() {
             m_judgeEventAt = -1;
             JudgeHoles();
         });

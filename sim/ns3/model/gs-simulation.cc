@@ -3,6 +3,7 @@
 #include "gs-channel.h"
 #include "gs-netreduce-switch.h"
 #include "gs-tcp.h"
+#include "gs-ticks.h"
 
 #include "ns3/boolean.h"
 #include "ns3/mac48-address.h"
@@ -647,7 +648,7 @@ Simulation::SwitchResults() const
             const PortCounters& c = dev->Counters();
             ports[std::to_string(port)] = {{"rx_packets", c.rxPackets}, {"rx_bytes", c.rxBytes},
                                            {"tx_packets", c.txPackets}, {"tx_bytes", c.txBytes},
-                                           {"drops", c.drops},          {"busy_s", static_cast<double>(c.busyPs) * 1e-12},
+                                           {"drops", c.drops},          {"busy_s", TicksToSeconds(static_cast<int64_t>(c.busyPs))},
                                            {"max_queue_bytes", c.maxQueueBytes}};
         }
         json nr = json::object();

@@ -2,6 +2,7 @@
 
 #include "gs-constants.h"
 #include "gs-netreduce-switch.h"
+#include "gs-ticks.h"
 
 #include "ns3/simulator.h"
 
@@ -78,8 +79,8 @@ void
 GsSwitch::Setup(Settings s)
 {
     m_s = std::move(s);
-    m_delayTicks = static_cast<int64_t>(std::llround(m_s.sw.processingDelayS * 1e12));
-    m_flowletGapTicks = static_cast<int64_t>(std::llround(m_s.sw.flowletGapS * 1e12));
+    m_delayTicks = SecondsToTicks(m_s.sw.processingDelayS);
+    m_flowletGapTicks = SecondsToTicks(m_s.sw.flowletGapS);
     m_rng.seed(m_s.seed * 0x9E3779B97F4A7C15ULL + m_s.index);
     m_flowletTime.assign(FLOWLET_SLOTS, -1);
     m_flowletMember.assign(FLOWLET_SLOTS, 0);
@@ -275,7 +276,7 @@ GsSwitch::Route(const Wire& w)
         // LetFlow as set_flowlet_group: the slot keeps its member while its packets come closer than the gap;
         // the first packet after a longer idle gap (or a member beyond this group) draws a 16-bit number r and
         // takes member (r x size) >> 16.
-        int64_t now = Simulator::Now().GetTimeStep();
+        int64_t now = NowTicks();
         uint32_t slot = crc & (FLOWLET_SLOTS - 1);
         int64_t last = m_flowletTime[slot];
         if (last < 0 || now - last > m_flowletGapTicks || m_flowletMember[slot] >= size)
@@ -340,7 +341,7 @@ GsSwitch::SendToPort(uint32_t port, Ptr<Packet> p, Wire& w)
         if (prio < m_s.dlcpThresholds.size())
         {
             size_t vq = static_cast<size_t>(port) * kPriorities + prio;
-            int64_t now = Simulator::Now().GetTimeStep();
+            int64_t now = NowTicks();
             double drained = dev->Rate() / 8.0 * static_cast<double>(now - m_vqTime[vq]) * 1e-12;
             m_vqBytes[vq] = std::max(0.0, m_vqBytes[vq] - drained);
             m_vqTime[vq] = now;

@@ -1,6 +1,7 @@
 #include "gs-tcp.h"
 
 #include "gs-header.h"
+#include "gs-ticks.h"
 
 #include "ns3/simulator.h"
 
@@ -72,7 +73,7 @@ class TcpBackground::SenderEndpoint : public HostEndpoint
             return;
         }
         int64_t deadline = fl.timerStart + static_cast<int64_t>(fl.rto * 1e12);
-        int64_t now = Simulator::Now().GetTimeStep();
+        int64_t now = NowTicks();
         if (now < deadline)
         {
             Arm(f, deadline);
@@ -128,7 +129,7 @@ class TcpBackground::SenderEndpoint : public HostEndpoint
                 if (fl.timedSeg < 0)
                 {
                     fl.timedSeg = static_cast<int64_t>(seg);
-                    fl.timedAt = Simulator::Now().GetTimeStep();
+                    fl.timedAt = NowTicks();
                 }
             }
             return static_cast<int64_t>(seg);
@@ -153,7 +154,7 @@ class TcpBackground::SenderEndpoint : public HostEndpoint
         p->AddHeader(h);
         if (fl.timerStart < 0)
         {
-            fl.timerStart = Simulator::Now().GetTimeStep();
+            fl.timerStart = NowTicks();
             Arm(static_cast<uint32_t>(f), fl.timerStart + static_cast<int64_t>(fl.rto * 1e12));
         }
         return p;
@@ -166,21 +167,21 @@ class TcpBackground::SenderEndpoint : public HostEndpoint
             return;
         }
         m_armed[f] = true;
-        Simulator::Schedule(TimeStep(std::max<int64_t>(0, at - Simulator::Now().GetTimeStep())), &SenderEndpoint::Timer,
+        Simulator::Schedule(TimeStep(std::max<int64_t>(0, at - NowTicks())), &SenderEndpoint::Timer,
                             this, f);
     }
 
     void OnAck(uint32_t f, uint64_t ack)
     {
         Flow& fl = m_bg->m_flows[f];
-        int64_t now = Simulator::Now().GetTimeStep();
+        int64_t now = NowTicks();
         if (ack > fl.una)
         {
             uint64_t newly = ack - fl.una;
             fl.una = ack;
             if (fl.timedSeg >= 0 && ack > static_cast<uint64_t>(fl.timedSeg))
             {
-                double rtt = static_cast<double>(now - fl.timedAt) * 1e-12;
+                double rtt = TicksToSeconds(now - fl.timedAt);
                 if (!fl.haveRtt)
                 {
                     fl.srtt = rtt;

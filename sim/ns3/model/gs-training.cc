@@ -1,6 +1,7 @@
 #include "gs-training.h"
 
 #include "gs-job-node.h"
+#include "gs-ticks.h"
 
 #include "ns3/simulator.h"
 
@@ -21,8 +22,8 @@ TrainingScheduler::TrainingScheduler(JobNode* node, Collective* collective, cons
 {
     for (const auto& l : spec.layers)
     {
-        m_forwardTicks.push_back(std::llround(l.forwardS * spec.dilation * 1e12));
-        m_backwardTicks.push_back(std::llround(l.backwardS * spec.dilation * 1e12));
+        m_forwardTicks.push_back(SecondsToTicks(l.forwardS * spec.dilation));
+        m_backwardTicks.push_back(SecondsToTicks(l.backwardS * spec.dilation));
     }
     m_layerOps.resize(spec.layers.size());
     for (uint32_t i = 0; i < spec.ops.size(); i++)
@@ -34,12 +35,6 @@ TrainingScheduler::TrainingScheduler(JobNode* node, Collective* collective, cons
     }
     m_produced.assign(spec.layers.size(), false);
     m_complete.assign(spec.ops.size(), false);
-}
-
-int64_t
-TrainingScheduler::Now() const
-{
-    return Simulator::Now().GetTimeStep();
 }
 
 void
@@ -110,7 +105,7 @@ TrainingScheduler::Pump()
         {
             lane++;
         }
-        m_running[i] = {Now(), lane};
+        m_running[i] = {NowTicks(), lane};
         const OpSpec& op = m_spec.ops[i];
         uint64_t seq = static_cast<uint64_t>(m_opIteration) * m_spec.ops.size() + i;
         m_collective->Start(m_opIteration, i, seq, op.elements, WriteTag{static_cast<uint8_t>(op.layerClass), op.droppable},
@@ -127,7 +122,7 @@ void
 TrainingScheduler::OpDone(uint32_t i)
 {
     auto it = m_running.find(i);
-    m_events.push_back(Event{m_opIteration, "op", "op " + std::to_string(i), it->second.first, Now(), it->second.second});
+    m_events.push_back(Event{m_opIteration, "op", "op " + std::to_string(i), it->second.first, NowTicks(), it->second.second});
     m_running.erase(it);
     m_complete[i] = true;
     m_completeCount++;
@@ -157,7 +152,7 @@ TrainingScheduler::CheckWaits()
     case Wait::LastFirst:
         if (MayForward(0))
         {
-            m_lastEnd = Now();
+            m_lastEnd = NowTicks();
             m_wait = Wait::LastAll;
             CheckWaits();
         }
@@ -170,7 +165,7 @@ TrainingScheduler::CheckWaits()
             ends.push_back(m_lastEnd);
             for (size_t k = 0; k < m_starts.size(); k++)
             {
-                m_bounds.emplace_back(static_cast<double>(m_starts[k]) * 1e-12, static_cast<double>(ends[k]) * 1e-12);
+                m_bounds.emplace_back(TicksToSeconds(m_starts[k]), TicksToSeconds(ends[k]));
             }
             m_finished();
         }
@@ -193,7 +188,7 @@ TrainingScheduler::ForwardStep(uint32_t layer)
 void
 TrainingScheduler::ForwardCompute(uint32_t layer, bool waited)
 {
-    int64_t now = Now();
+    int64_t now = NowTicks();
     int64_t start = waited || !m_gpuFree ? now : std::min(now, *m_gpuFree);
     int64_t end = start + m_forwardTicks[layer];
     if (layer == 0)
@@ -235,7 +230,7 @@ TrainingScheduler::NewIteration()
 void
 TrainingScheduler::BackwardCompute(uint32_t layer)
 {
-    int64_t now = Now();
+    int64_t now = NowTicks();
     int64_t start = m_gpuFree ? std::min(now, *m_gpuFree) : now;
     int64_t end = start + m_backwardTicks[layer];
     Pump();
@@ -271,7 +266,7 @@ TrainingScheduler::Last()
     m_wait = Wait::LastFirst;
     if (MayForward(0))
     {
-        m_lastEnd = m_gpuFree ? *m_gpuFree : Now();
+        m_lastEnd = m_gpuFree ? *m_gpuFree : NowTicks();
         m_wait = Wait::LastAll;
     }
     CheckWaits();
@@ -286,8 +281,8 @@ TrainingScheduler::Timeline() const
         out.push_back({{"iteration", e.iteration},
                        {"kind", e.kind},
                        {"name", e.name},
-                       {"start", static_cast<double>(e.start) * 1e-12},
-                       {"end", static_cast<double>(e.end) * 1e-12},
+                       {"start", TicksToSeconds(e.start)},
+                       {"end", TicksToSeconds(e.end)},
                        {"lane", e.lane}});
     }
     return out;

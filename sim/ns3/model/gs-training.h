@@ -70,7 +70,6 @@ class TrainingScheduler
         uint32_t lane;
     };
 
-    int64_t Now() const;
     bool MayForward(uint32_t layer) const;
     bool MayStart(uint32_t op) const;
     void Pump();

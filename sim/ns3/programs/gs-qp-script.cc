@@ -12,6 +12,7 @@
 #include "gs-qp-scenario.h"
 #include "gs-script-end.h"
 #include "gs-scripted-link.h"
+#include "gs-ticks.h"
 
 #include "ns3/core-module.h"
 
@@ -95,7 +96,7 @@ Run(const gs::QpScenario& s)
     acks.Connect(&requester, &responder);
     requester.SetMessages(s.messages);
     requester.Start();
-    Simulator::Stop(TimeStep(std::llround(s.timeLimitS * 1e12)));
+    Simulator::Stop(TimeStep(gs::SecondsToTicks(s.timeLimitS)));
     Simulator::Run();
 
     json sent = json::array();

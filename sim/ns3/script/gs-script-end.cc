@@ -1,5 +1,7 @@
 #include "gs-script-end.h"
 
+#include "gs-ticks.h"
+
 #include "ns3/simulator.h"
 
 #include <algorithm>
@@ -11,12 +13,6 @@ namespace gs
 
 namespace
 {
-
-int64_t
-Now()
-{
-    return Simulator::Now().GetTimeStep();
-}
 
 uint64_t
 Fnv1a(const uint8_t* data, size_t n)
@@ -151,7 +147,7 @@ ScriptEnd::Activate(RcQp* qp)
 void
 ScriptEnd::OnSendComplete(RcQp* qp, uint64_t wrId)
 {
-    m_sent.push_back({wrId, true, Now()});
+    m_sent.push_back({wrId, true, NowTicks()});
     auto it = std::find_if(m_posted.begin(), m_posted.end(), [wrId](const auto& p) { return p.first == wrId; });
     if (it == m_posted.end())
     {
@@ -180,7 +176,7 @@ ScriptEnd::OnRecvComplete(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFill
     r.va = data->va;
     r.zeroFilled = zeroFilled;
     r.fnv = Fnv1a(reinterpret_cast<const uint8_t*>(data->values.data()), data->values.size() * sizeof(int32_t));
-    r.tPs = Now();
+    r.tPs = NowTicks();
     m_received.push_back(r);
 }
 
@@ -191,7 +187,7 @@ ScriptEnd::OnError(RcQp* qp, const std::string& error)
     m_error = error;
     for (const auto& [id, _] : m_posted)
     {
-        m_sent.push_back({id, false, Now()});
+        m_sent.push_back({id, false, NowTicks()});
     }
     m_posted.clear();
 }

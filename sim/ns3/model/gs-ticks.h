@@ -1,0 +1,43 @@
+// Simulated time as ticks: every model keeps its times as int64 ticks of ns-3's Time resolution, which both
+// programs set to picoseconds (Time::SetResolution(Time::PS)) before anything is scheduled.
+#ifndef GS_TICKS_H
+#define GS_TICKS_H
+
+#include "ns3/simulator.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace ns3
+{
+namespace gs
+{
+
+constexpr double kTicksPerSecond = 1e12;
+constexpr double kSecondsPerTick = 1e-12;
+
+/// Now, in ticks.
+inline int64_t
+NowTicks()
+{
+    return Simulator::Now().GetTimeStep();
+}
+
+/// A duration in seconds as the nearest whole number of ticks.
+inline int64_t
+SecondsToTicks(double seconds)
+{
+    return static_cast<int64_t>(std::llround(seconds * kTicksPerSecond));
+}
+
+/// A number of ticks in seconds.
+inline double
+TicksToSeconds(int64_t ticks)
+{
+    return static_cast<double>(ticks) * kSecondsPerTick;
+}
+
+} // namespace gs
+} // namespace ns3
+
+#endif // GS_TICKS_H
