@@ -22,7 +22,7 @@ import pytest
 from controller.testbed import Testbed
 from mininet_topos.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT
 from mininet_topos.fence import fence_tables, table_name
-from mininet_topos.local_ports import parse_ports
+from mininet_topos.local_ports import RESERVED_PORTS, parse_ports
 from mininet_topos.network import STATE_FILE, NetworkOptions
 from mininet_topos.topologies import leafspine, rack
 from protocol.paths import REPO_ROOT
@@ -169,7 +169,6 @@ def test_pingall_command_exits_zero_on_full_reachability(tmp_path):
 
 
 def _reserved_ports() -> str:
-    from mininet_topos.local_ports import RESERVED_PORTS
     return RESERVED_PORTS.read_text()
 
 
