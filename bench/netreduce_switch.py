@@ -33,7 +33,8 @@ from controller.controls import all_base_entries
 from controller.experiment.machine import CpuSample, cpu_sample
 from controller.netreduce_jobs import place_job
 from controller.p4rt import P4Info, SwitchAddress, SwitchSession
-from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, free_port, one_switch_user_at_a_time
+from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, one_switch_user_at_a_time
+from mininet_topos.local_ports import free_ports
 from mininet_topos.topologies import rack
 from protocol.netreduce import DEFAULT_CREDITS, ELEMENTS, PACKET_BYTES, PACKETS, JobLayout
 from protocol.paths import BMV2_JSON, P4INFO
@@ -117,7 +118,7 @@ def measure(args: argparse.Namespace, run_dir: Path) -> dict[str, object]:
         expected.append((((total + 2**31) % 2**32) - 2**31).astype(">i4").tobytes())
     with veths(n) as pairs:
         ports = {topo.attachment(h)[1]: pairs[r][0] for r, h in enumerate(hosts)}
-        grpc_port, thrift_port = free_port(), free_port()
+        grpc_port, thrift_port = free_ports(2)
         proc = Bmv2Process(Bmv2Config("nrbench", 0, grpc_port, thrift_port, ports, run_dir, log_level=args.log_level))
         proc.start()
         try:

@@ -23,7 +23,8 @@ from pathlib import Path
 from controller.controls import port_counters
 from controller.p4rt import Entity, P4Info, SwitchAddress, SwitchSession
 from controller.pcap import GLOBAL_HEADER, PcapTail, read_pcap, record
-from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, default_executable, free_port
+from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, default_executable
+from mininet_topos.local_ports import free_ports
 from protocol.paths import BMV2_JSON, P4INFO
 from protocol.polling import wait_until
 
@@ -67,8 +68,9 @@ class TraceSwitch:
                  grpc_port: int | None = None, thrift_port: int | None = None,
                  executable: str | None = None, launcher: tuple[str, ...] = (), timeout: float = 30.0) -> None:
         # Free ports by default: a replay needs no known address, and so never meets a network's switches.
-        grpc_port = grpc_port or free_port()
-        thrift_port = thrift_port or free_port()
+        chosen = iter(free_ports(2))
+        grpc_port = grpc_port or next(chosen)
+        thrift_port = thrift_port or next(chosen)
         self.ports = sorted(ports)
         self._tmp = None if run_dir is not None else tempfile.TemporaryDirectory(prefix="gradswitch-trace-")
         self.run_dir = run_dir if run_dir is not None else Path(self._tmp.name)  # type: ignore[union-attr]

@@ -13,16 +13,22 @@ where the switches listen) before they start, and gives back the ones it added w
 reserved port is never handed out for a connection again, but a socket from before the reservation
 may still hold it: `wait_port_free` waits for one in TIME-WAIT (the kernel frees it within 60 s) and
 refuses one in any other state at once, naming it.
+
+A switch that needs no known address (a trace replay, a benchmark) takes its ports from `free_ports`:
+distinct ports below the ephemeral range, which the kernel never hands to a connection, so no
+connection can take one between the choice and the switch's bind (CI failed once when two calls
+for "the kernel's choice of a free port" returned the same port for gRPC and Thrift).
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import random
 import shutil
 import socket
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +37,8 @@ from protocol.polling import wait_until
 log = logging.getLogger(__name__)
 
 RESERVED_PORTS = Path("/proc/sys/net/ipv4/ip_local_reserved_ports")  # of the namespace that reads it
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+UNASSIGNED_FLOOR = 20000  # free_ports chooses at or above this, above the networks' fixed ports (9090 + id)
 TIME_WAIT_S = 60.0  # Linux's TCP_TIMEWAIT_LEN: how long a closed connection keeps its local port
 ANY_ADDRESS = "0.0.0.0"  # Thrift listens on every address; gRPC on 127.0.0.1
 
@@ -110,6 +118,48 @@ def port_free(port: int, address: str) -> bool:
                 return False
             raise
         return True
+
+
+def ephemeral_range(path: Path = EPHEMERAL_RANGE) -> tuple[int, int]:
+    """The kernel's range of local ports for connections, both ends included ("32768\t60999")."""
+    low, high = path.read_text().split()
+    return int(low), int(high)
+
+
+def free_ports(n: int, path: Path = EPHEMERAL_RANGE, floor: int = UNASSIGNED_FLOOR) -> tuple[int, ...]:
+    """n distinct TCP ports no socket holds now, from floor up to the ephemeral range.
+
+    Chosen at random in that band, so two replays started together rarely try the same port. Where the
+    ephemeral range leaves no room below it, the ports come from the kernel, all held open until the
+    last is chosen so they are distinct (a connection could then still take one before the switch binds).
+    """
+    low, _ = ephemeral_range(path)
+    band = list(range(floor, low))
+    random.shuffle(band)
+    chosen = list(_first_free(band, n))
+    if len(chosen) == n:
+        return tuple(chosen)
+    held: list[socket.socket] = []
+    try:
+        while len(chosen) < n:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(s)
+            s.bind((ANY_ADDRESS, 0))
+            chosen.append(int(s.getsockname()[1]))
+    finally:
+        for s in held:
+            s.close()
+    return tuple(chosen)
+
+
+def _first_free(candidates: Iterable[int], n: int) -> Iterator[int]:
+    found = 0
+    for port in candidates:
+        if found == n:
+            return
+        if port_free(port, ANY_ADDRESS):  # on every address: conflicts with a socket on any one of them
+            found += 1
+            yield port
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,8 @@ def test_an_interface_a_live_switch_uses_is_kept(veth: None, tmp_path: Path) -> 
 
 def test_a_switch_started_but_not_recorded_is_stopped_by_cleanup(tmp_path: Path) -> None:
     """Ctrl-C inside Popen leaves a switch whose pid nobody recorded; its paths name the run."""
-    from mininet_topos.bmv2 import free_port, port_open
+    from mininet_topos.bmv2 import port_open
+    from mininet_topos.local_ports import free_ports
     from mininet_topos.network import STATE_FILE, cleanup_run
     from protocol.polling import wait_until
 
@@ -73,7 +74,7 @@ def test_a_switch_started_but_not_recorded_is_stopped_by_cleanup(tmp_path: Path)
     run_dir.mkdir()
     (tmp_path / "run2").mkdir()  # another run's directory, whose name starts like ours
     (run_dir / STATE_FILE).write_text('{"switches": {"s1": {"pid": null}}}')
-    ports = {91: free_port(), 92: free_port()}
+    ports = dict(zip((91, 92), free_ports(2), strict=True))
 
     def switch(device: int, log_dir: Path) -> subprocess.Popen[bytes]:
         """A simple_switch of its own device id, Thrift port and notification socket (two with the

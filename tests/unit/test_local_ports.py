@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos.bmv2 import free_port
 from mininet_topos.local_ports import (
+    UNASSIGNED_FLOOR,
     EphemeralReservation,
     PortHeldError,
+    ephemeral_range,
     format_ports,
+    free_ports,
     parse_ports,
     port_free,
     release_ports,
@@ -77,7 +79,7 @@ def _connect_from(port: int, listener: socket.socket) -> tuple[socket.socket, so
 
 
 def test_a_port_an_open_connection_holds_is_refused_at_once_naming_it(listener: socket.socket) -> None:
-    port = free_port()
+    (port,) = free_ports(1)
     assert port_free(port, "127.0.0.1") and port_free(port, "0.0.0.0")
     client, accepted = _connect_from(port, listener)
     try:
@@ -92,7 +94,7 @@ def test_a_port_an_open_connection_holds_is_refused_at_once_naming_it(listener: 
 
 
 def test_a_port_in_time_wait_is_waited_for(listener: socket.socket, caplog: pytest.LogCaptureFixture) -> None:
-    port = free_port()
+    (port,) = free_ports(1)
     client, accepted = _connect_from(port, listener)
     client.close()  # the side that closes first keeps the port in TIME-WAIT for 60 s
     wait_until(lambda: accepted.recv(1) == b"", 5, what="the close to arrive")
@@ -104,4 +106,30 @@ def test_a_port_in_time_wait_is_waited_for(listener: socket.socket, caplog: pyte
 
 
 def test_a_free_port_returns_at_once() -> None:
-    wait_port_free(free_port(), "127.0.0.1", "s1", timeout=0)
+    wait_port_free(free_ports(1)[0], "127.0.0.1", "s1", timeout=0)
+
+
+def test_free_ports_are_distinct_free_and_below_the_ephemeral_range() -> None:
+    """CI failed once when two calls for the kernel's choice of a free port returned the same port, and
+    a trace replay's switch was told to listen for gRPC and Thrift on one port."""
+    low, high = ephemeral_range()
+    assert 1024 <= low <= high <= 65535
+    for _ in range(100):
+        ports = free_ports(4)
+        assert len(set(ports)) == 4
+        assert all(UNASSIGNED_FLOOR <= p < low for p in ports), ports  # never a connection's local port
+        assert all(port_free(p, "0.0.0.0") for p in ports)
+
+
+def test_free_ports_skip_a_held_port_and_fall_back_to_the_kernel(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("0.0.0.0", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        path = tmp_path / "ip_local_port_range"
+        path.write_text(f"{port + 1}\t60999\n")  # a band of one port below the range: the held one
+        ports = free_ports(3, path, floor=port)
+    assert port not in ports
+    assert len(set(ports)) == 3
+    low, high = ephemeral_range()
+    assert all(low <= p <= high for p in ports), ports  # the kernel's choice, within the real range
