@@ -114,6 +114,11 @@ class Bmv2Config:
     extra_args: tuple[str, ...] = field(default_factory=tuple)
     launcher: tuple[str, ...] = ()  # a command the switch runs under, e.g. valgrind (bench/instructions.py)
 
+    def __post_init__(self) -> None:
+        if self.grpc_port == self.thrift_port:  # the second server's bind fails, and the switch never listens
+            raise ValueError(f"{self.name}: gRPC and Thrift ports are both {self.grpc_port}; "
+                             "give the switch two different ports")
+
     @property
     def log_file(self) -> Path:
         """BMv2's log: it appends ".txt" to the --log-file it is given."""

@@ -94,3 +94,10 @@ def test_the_option_sets_the_one_setting(tmp_path, monkeypatch):
     path = fake_switch(tmp_path / "b", logging=False)
     use_bmv2(str(tmp_path / "b"))
     assert os.environ[BMV2_ENV] == str(path)
+
+
+def test_one_port_for_grpc_and_thrift_is_refused_before_anything_starts(tmp_path):
+    """BMv2 would start, fail the second bind, and never listen: a 30 s timeout instead of a line."""
+    with pytest.raises(ValueError, match=r"^trace: gRPC and Thrift ports are both 59195; give the switch two"):
+        Bmv2Config("trace", 0, 59195, 59195, {1: "p1"}, tmp_path)
+    Bmv2Config("trace", 0, 59195, 59196, {1: "p1"}, tmp_path)  # two ports: fine
