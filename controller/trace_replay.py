@@ -68,7 +68,7 @@ class TraceSwitch:
                  grpc_port: int | None = None, thrift_port: int | None = None,
                  executable: str | None = None, launcher: tuple[str, ...] = (), timeout: float = 30.0) -> None:
         # Free ports by default: a replay needs no known address, and so never meets a network's switches.
-        chosen = iter(free_ports(2))
+        chosen = iter(free_ports(int(not grpc_port) + int(not thrift_port)))
         grpc_port = grpc_port or next(chosen)
         thrift_port = thrift_port or next(chosen)
         self.ports = sorted(ports)
