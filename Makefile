@@ -38,7 +38,7 @@ test: $(PY)
 
 # Python 3.10 is the floor (requires-python; Ubuntu 22.04 in the Vagrant VM): mypy checks as 3.10
 # (pyproject.toml), vermin finds any module, function or syntax newer than that.
-LINTED := protocol controller mininet_topos roce workers ns3sim tests bench
+LINTED := protocol topology roce workload mininet_topos workers controller ns3sim gradswitch tests bench
 
 lint: $(PY)
 	$(PY) -m ruff check $(LINTED)

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.doctor import tool_version
-from controller.experiment.bottleneck import Bottleneck, judge
-from controller.experiment.machine import CpuSample, cpu_sample, process_cpu_seconds
+from gradswitch.doctor import tool_version
+from gradswitch.experiment.bottleneck import Bottleneck, judge
+from gradswitch.experiment.cpu_load import CpuSample, cpu_sample, process_cpu_seconds
 from roce.qp import Mode
 
 RESULTS = Path(__file__).parent / "results"
@@ -45,7 +45,7 @@ def use_bmv2(args: argparse.Namespace) -> Path:
     """Apply --bmv2 (a wrong path ends the benchmark with one line naming it); print the build that runs and
     return its simple_switch_grpc."""
     from mininet_topos.bmv2 import resolve_bmv2, use_bmv2
-    from mininet_topos.bmv2_build import Bmv2BuildError
+    from mininet_topos.bmv2_executable import Bmv2BuildError
 
     try:
         build = use_bmv2(args.bmv2) if args.bmv2 else resolve_bmv2()
@@ -59,7 +59,7 @@ def use_bmv2(args: argparse.Namespace) -> Path:
 class Limits:
     """What limited a measurement: the busiest link's load and the machine's idle CPU share.
 
-    Machine-bound as an experiment's results.json says it (controller/experiment/bottleneck.py:
+    Machine-bound as an experiment's results.json says it (gradswitch/experiment/bottleneck.py:
     CPU under 10 % idle, or the busiest link under 0.8 of the load a link-bound run keeps)."""
 
     busiest_link_load: float | None  # bytes the link carried over what it carries in the time; None: no shaped link
@@ -103,7 +103,7 @@ class Limits:
 
     @classmethod
     def of_report(cls, report: dict[str, Any]) -> Limits:
-        """An experiment's (controller/experiment/runner.py: headline_extra; a training run's ideal load)."""
+        """An experiment's (gradswitch/experiment/runner.py: headline_extra; a training run's ideal load)."""
         figures = dict(report.get("headline_extra", report))
         ideal = (report.get("training") or {}).get("ideal_link_load", figures.get("ideal_link_load"))
         return cls.of_figures({**figures, "ideal_link_load": ideal}, "not shaped")
@@ -154,9 +154,9 @@ def run_specs(specs: list[Any], out_dir: Path) -> dict[str, dict[str, Any]]:
     One network for all of them: the same switches, links and hosts, so ratios between the
     runs compare the algorithms, not two bring-ups.
     """
-    from controller.experiment.placement import topology_for
-    from controller.experiment.runner import run_on
-    from controller.testbed import Testbed
+    from gradswitch.experiment.placement import topology_for
+    from gradswitch.experiment.runner import run_on
+    from gradswitch.testbed import Testbed
     from mininet_topos.network import NetworkOptions
 
     biggest = max(specs, key=lambda s: s.hosts_needed())
@@ -173,7 +173,7 @@ def run_specs(specs: list[Any], out_dir: Path) -> dict[str, dict[str, Any]]:
 
 def collective_args(doc: str, workers: str, bw: float, size: str, iterations: int) -> argparse.ArgumentParser:
     """The options every all-reduce benchmark takes, with its own defaults; add more, then parse."""
-    from controller.cli import parse_size
+    from gradswitch.cli import parse_size
 
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--workers", default=workers, help="worker counts, comma-separated")

@@ -12,7 +12,7 @@ delay, a Python host's per-message delay; never fitted to these runs) and no pro
   class above TCP) against DLCP priority on top of it.
 
 Each BMv2 run is repeated (--repeat, default 3: seed, seed + 1, ...) and its figure is the median over the
-repetitions that were not machine-bound (controller/experiment/bottleneck.py; a pair without 3 such is not
+repetitions that were not machine-bound (gradswitch/experiment/bottleneck.py; a pair without 3 such is not
 judged); the simulator runs the same seeds. Per pair: the median iteration within 10 %; per (topology, N) the
 ratios ring / NetReduce and PS / NetReduce within 10 % and the same ranking of the three algorithms; the
 training speed-up (NetReduce / ring samples/s) and DLCP / baseline within 10 %. Writes the table, and
@@ -36,9 +36,9 @@ from typing import Any
 
 from bench.common import RESULTS, bmv2_option, save, use_bmv2
 from bench.testbed_costs import COSTS, load_costs, quiet_machine
-from controller.experiment.compare import CompareSpec, run_compare
-from controller.experiment.spec import Backend, ExperimentSpec, SimOptions, Topo, spec_from_dict
-from workers.config import Algorithm
+from gradswitch.experiment.compare import CompareSpec, run_compare
+from gradswitch.experiment.spec import Backend, ExperimentSpec, SimOptions, Topo, spec_from_dict
+from workload.job import Algorithm
 
 TOLERANCE = 0.10  # |ns-3 / BMv2 - 1| at most this, per figure
 # The all-reduce runs' link rate: at 8 Mb/s BMv2 summing 8 workers' packets leaves the CPU idle enough to judge every
@@ -96,7 +96,7 @@ class Runner:
 
     def __call__(self, spec: ExperimentSpec, out_dir: Path) -> dict[str, Any]:
         if spec.simulated:
-            from controller.experiment.runner import run_experiment
+            from gradswitch.experiment.runner import run_experiment
 
             return run_experiment(spec, out_dir, progress=False)
         report: dict[str, Any] = self.bmv2(spec, out_dir)

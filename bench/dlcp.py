@@ -7,7 +7,7 @@ spec's `repeat` says (or --repeat), then prints the p99 (and median) iteration t
 run over the best of the spec's baselines, and the average job completion time with
 TensorLights over without: the ratio of the medians over the repetitions, with its min and max
 (one run's smallest repetition over the other's largest, its largest over the other's smallest).
-Machine-bound repetitions (controller/experiment/bottleneck.py) are left out of the medians.
+Machine-bound repetitions (gradswitch/experiment/bottleneck.py) are left out of the medians.
 DLCP's training-throughput ratios are bench.training's. The full reports land in --out;
 started again with the same --out, complete repetitions are kept and the rest run. Writes
 bench/results/dlcp.json. Needs root, BMv2 and Mininet.
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Limits, bmv2_option, save, use_bmv2
-from controller.experiment.compare import CompareSpec, best_baseline, load_spec, ratio_of, run_compare
+from gradswitch.experiment.compare import CompareSpec, best_baseline, load_spec, ratio_of, run_compare
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.paths import REPO_ROOT
 

@@ -38,12 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.ns3_speed import CREDITS, RATE_MBPS, WINDOW, ring_order
-from mininet_topos.topologies import fattree
-from mininet_topos.topology import Topology
 from ns3sim import SimResult, SimSettings, run
 from ns3sim.build import status
 from ns3sim.ranks import MpiSync, partition
-from workers.config import Algorithm, JobConfig, Node, Role
+from topology.generators import fattree
+from topology.model import Topology
+from workload.job import Algorithm, JobConfig, Node, Role
 
 RESULTS = Path(__file__).parent / "results"
 SIZE = 64 << 20

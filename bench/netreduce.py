@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Limits, bmv2_option, collective_args, run_specs, save, use_bmv2
-from controller.experiment.spec import ExperimentSpec, Topo
+from gradswitch.experiment.spec import ExperimentSpec, Topo
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.netreduce import PACKET_BYTES
 from roce.qp import Mode
 from roce.wire import ROCE_OVERHEAD
-from workers.config import Algorithm
+from workload.job import Algorithm
 
 
 def efficiency(payload: int) -> float:

@@ -30,17 +30,17 @@ import numpy as np
 
 from bench.common import Limits, bmv2_option, save, use_bmv2
 from controller.controls import all_base_entries
-from controller.experiment.machine import CpuSample, cpu_sample
 from controller.netreduce_jobs import place_job
 from controller.p4rt import P4Info, SwitchAddress, SwitchSession
+from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, one_switch_user_at_a_time
 from mininet_topos.local_ports import free_ports
-from mininet_topos.topologies import rack
 from protocol.netreduce import DEFAULT_CREDITS, ELEMENTS, PACKET_BYTES, PACKETS, JobLayout
 from protocol.paths import BMV2_JSON, P4INFO
 from protocol.qpn import qpn, udp_source_port
 from roce.headers import ICRC_LEN
 from roce.wire import build_frame, parse_frame
+from topology.generators import rack
 from workers.netreduce import message_packet
 
 ETH_P_ALL = 0x0003

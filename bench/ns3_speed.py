@@ -26,12 +26,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from mininet_topos.topologies import fattree
-from mininet_topos.topology import Topology
 from ns3sim import SimSettings, run
 from ns3sim.build import status
-from workers.config import Algorithm, Device, Emulation, JobConfig, Node, Role, Training
-from workers.schedule import allreduce_bound_s
+from topology.generators import fattree
+from topology.model import Topology
+from workload.job import Algorithm, Device, Emulation, JobConfig, Node, Role, Training
+from workload.plan import allreduce_bound_s
 
 RESULTS = Path(__file__).parent / "results"
 RATE_MBPS = 100_000.0
@@ -68,7 +68,7 @@ class Run:
 
 
 def ring_order(topo: Topology, n: int, algo: Algorithm) -> list[str]:
-    """Hosts dealt round robin over the edge switches (controller/experiment/placement.py place); a ring's
+    """Hosts dealt round robin over the edge switches (gradswitch/experiment/placement.py place); a ring's
     ranks then follow the edge switches (topology-aware)."""
     by_edge = [[h.name for h, _ in topo.hosts_of(s.name)] for s in topo.edge_switches()]
     order = [e[r] for r in range(max(len(e) for e in by_edge)) for e in by_edge if r < len(e)]

@@ -11,11 +11,11 @@ from pathlib import Path
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from controller.build import compile_program
 from controller.controls import all_base_entries
 from controller.p4rt import Entity, TableEntry
-from mininet_topos.topologies import rack
+from gradswitch.p4_compile import compile_program
 from protocol.paths import BMV2_JSON, P4INFO
+from topology.generators import rack
 
 ONE_TABLE_P4 = Path(__file__).parent / "p4" / "minimal.p4"
 TOPOLOGY = rack(hosts=2)  # the switch's port 1 and port 2, as a rack of two hosts has them

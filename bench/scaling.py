@@ -46,10 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS
-from controller.experiment.compare import CompareSpec, completed_report, run_compare
-from controller.experiment.placement import job_config, place, topology_for
-from controller.experiment.spec import ExperimentSpec, spec_from_dict
-from mininet_topos.shaping import buffer_bytes
+from gradswitch.experiment.compare import CompareSpec, completed_report, run_compare
+from gradswitch.experiment.placement import job_config, place, topology_for
+from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from protocol.queues import buffer_bytes
 
 RATE_MBPS = 100_000.0
 MODELS = ("resnet50", "vgg16", "bert-base")
@@ -213,7 +213,7 @@ def run(runs: list[ExperimentSpec], out: Path, shard: tuple[int, int]) -> None:
     spec = CompareSpec(f"scaling-shard{k}of{n}", mine)
 
     def runner(s: ExperimentSpec, where: Path) -> dict[str, Any]:
-        from controller.experiment.runner import run_experiment
+        from gradswitch.experiment.runner import run_experiment
 
         return run_experiment(s, where, progress=True)
 
@@ -391,7 +391,7 @@ def report(models: list[str], workers: list[int], algos: list[str], out: Path) -
 
 def resummarize_all(out: Path) -> None:
     """Every finished run of the study: its results.json written again from what the simulator left."""
-    from controller.experiment.simulated import resummarize
+    from gradswitch.experiment.simulated import resummarize
 
     runs = [s for s in scaling_runs(list(MODELS), list(WORKERS), list(ALGOS)) + dlcp_runs()
             + bandwidth_runs(list(MODELS)) + rto_runs() if completed_report(out / "runs" / s.label, s) is not None]

@@ -7,7 +7,7 @@ its figures (the column says so), or a figure's median with [min, max] over the 
 JSON keeps a `spread`. Marks:
 
 - `(machine-bound)`: the run, or a run behind a ratio, was limited by the machine, not the links
-  (controller/experiment/bottleneck.py). A compare marks it in the JSON (`machine_bound`,
+  (gradswitch/experiment/bottleneck.py). A compare marks it in the JSON (`machine_bound`,
   `machine_bound_repetitions`); a JSON older than that field is judged here by the same rule from
   the busiest link's load and the idle CPU it kept. Never a headline.
 - `(low)`: the machine's CPU was under 20 % idle (bottleneck.TARGET_CPU_IDLE), `(low in some)` in
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from controller.experiment.bottleneck import TARGET_CPU_IDLE, judge
+from gradswitch.experiment.bottleneck import TARGET_CPU_IDLE, judge
 
 RESULTS = Path(__file__).resolve().parent / "results"
 README = Path(__file__).resolve().parent.parent / "README.md"

@@ -152,10 +152,10 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def measure(rounds: int) -> dict[str, Any]:
-    from controller.testbed import Testbed
+    from gradswitch.testbed import Testbed
     from mininet_topos.network import NetworkOptions
-    from mininet_topos.topologies import rack
     from mininet_topos.vethpair import veth_pair
+    from topology.generators import rack
 
     figures: dict[str, Any] = {"packet_bytes": PACKET_BYTES, "rounds": rounds}
     env = {"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/local/bin:/usr/bin:/bin"}

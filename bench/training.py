@@ -17,7 +17,7 @@ smallest repetition over the other's largest, and its largest over the other's s
 ideal ratio (both runs' iterations with every reduction at its link-rate bound on the emulated
 cluster, workers/ideal.py) and with what limited the runs it compares: the busiest link's load
 (near what the ideal keeps: the links) and the machine's idle CPU during the iterations (near 0:
-the machine). Repetitions that were machine-bound (controller/experiment/bottleneck.py) are left
+the machine). Repetitions that were machine-bound (gradswitch/experiment/bottleneck.py) are left
 out of the medians; a ratio whose runs had no other is marked and is not a headline. Runs of
 one topology share one network (the same switches and links). Full reports (report.md,
 summary.json, plots) land in --out; started again with the same --out, a run resumes where it
@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, bmv2_option, save, use_bmv2
-from controller.experiment.compare import TRAINING_FIGURE, CompareSpec, best_baseline, load_spec, ratio_of, run_compare
-from controller.experiment.spec import ExperimentSpec
+from gradswitch.experiment.compare import TRAINING_FIGURE, CompareSpec, best_baseline, load_spec, ratio_of, run_compare
+from gradswitch.experiment.spec import ExperimentSpec
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.paths import REPO_ROOT
 
@@ -68,9 +68,9 @@ class SharedNetworks:
         self._networks = 0
 
     def __call__(self, spec: ExperimentSpec, out_dir: Path) -> dict[str, Any]:
-        from controller.experiment.placement import topology_for
-        from controller.experiment.runner import run_on
-        from controller.testbed import Testbed
+        from gradswitch.experiment.placement import topology_for
+        from gradswitch.experiment.runner import run_on
+        from gradswitch.testbed import Testbed
         from mininet_topos.network import NetworkOptions
 
         key = _network_key(spec)

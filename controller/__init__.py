@@ -1,1 +1,2 @@
-"""gradswitch controller: P4Runtime control of every BMv2 switch of a topology, and the CLI."""
+"""The switch control plane: P4Runtime sessions with every BMv2 switch of a topology, the controls' entries,
+routing, NetReduce jobs, DLCP and load balancing at run time, and the REPL."""

@@ -11,7 +11,8 @@ from controller.controls import dlcp
 from controller.controls.dlcp import Features
 from controller.fabric import Fabric
 from controller.p4rt import SwitchSession
-from protocol.config import CONFIG
+from protocol.dlcp import default_thresholds
+from protocol.p4_constants import CONFIG
 
 
 class DlcpSettings:
@@ -79,13 +80,13 @@ class DlcpSettings:
         priorities not given keep each switch's own. Returns what is set."""
         out: dict[str, dict[int, int]] = {}
         for name in self.fabric.switch_names():
-            rate = dlcp.link_rate(self.fabric.topo, name)
+            rate = self.fabric.topo.slowest_link_mbps(name)
             if rate is None:
                 continue
             sess = self.fabric.session(name)
             installed = {dlcp.threshold_priority(e): e for e in sess.read_table(dlcp.THRESHOLDS)}
             if thresholds is None:
-                wanted = dlcp.default_thresholds(rate)
+                wanted = default_thresholds(rate)
             elif keep_others:
                 wanted = {**{p: int(e.params["bytes"]) for p, e in installed.items()}, **thresholds}
             else:

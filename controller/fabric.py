@@ -34,8 +34,8 @@ from controller.p4rt import (
 from controller.p4rt.entities import format_entry, normalize
 from controller.p4rt.session import DELETE, INSERT, MODIFY, ElectionId
 from mininet_topos.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT, switch_ports
-from mininet_topos.topology import Topology
 from protocol.paths import BMV2_JSON, P4INFO
+from topology.model import Topology
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from controller.controls import l3_forwarding
 from controller.fabric import Fabric
-from controller.routing import Balancing, LoadBalance
+from protocol.ecmp import Balancing, LoadBalance
 
 
 class BalancingError(ValueError):

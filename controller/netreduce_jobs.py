@@ -20,10 +20,10 @@ from controller.bmv2_thrift import Bmv2Thrift
 from controller.controls import netreduce as nr
 from controller.fabric import Fabric
 from controller.p4rt import Entity, SwitchError
-from mininet_topos.topology import Topology
-from protocol.config import CONFIG
 from protocol.netreduce import DEFAULT_CREDITS, JobLayout
+from protocol.p4_constants import CONFIG
 from protocol.paths import BMV2_JSON
+from topology.model import Topology
 
 log = logging.getLogger(__name__)
 

@@ -44,9 +44,9 @@ from controller.controls.packet_io import punt_reason
 from controller.netreduce_jobs import JobError
 from controller.p4rt import P4Info, SwitchError, TableEntry, UnknownName
 from controller.p4rt.entities import EntryError, MatchValue, Value, short
-from controller.routing import MAX_ECMP_SEED, MAX_FLOWLET_GAP_US, LoadBalance
-from protocol.config import CONFIG
+from protocol.ecmp import MAX_ECMP_SEED, MAX_FLOWLET_GAP_US, LoadBalance
 from protocol.netreduce import DEFAULT_CREDITS
+from protocol.p4_constants import CONFIG
 from protocol.paths import P4INFO
 
 

@@ -1,1 +1,3 @@
-"""Mininet networks of BMv2 switches: switch and host nodes, topologies as data, bring-up and teardown."""
+"""The emulated network: Mininet hosts and BMv2 switch processes, shaped links, bring-up and teardown.
+
+The topology itself (what is connected to what) is backend-neutral and lives in `topology`."""

@@ -21,9 +21,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mininet_topos.bmv2_build import Bmv2Build, Bmv2BuildError, probe
+from mininet_topos.bmv2_executable import Bmv2Build, Bmv2BuildError, probe
 from mininet_topos.local_ports import ANY_ADDRESS, PortHeldError, wait_port_free
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
 from protocol.polling import wait_until
 
 SIMPLE_SWITCH_GRPC = "simple_switch_grpc"

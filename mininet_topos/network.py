@@ -4,7 +4,7 @@
 or SIGTERM) every BMv2 process it started is stopped by pid, and every veth and host
 namespace is removed. A run that was killed outright (kill -9) leaves a state file behind
 that `gradswitch clean` uses to remove what is left. The switches come up empty (`--no-p4`):
-programming them is the controller's part (controller/testbed.py adds it through the
+programming them is the controller's part (gradswitch/testbed.py adds it through the
 `programmed` and `unprogrammed` hooks).
 """
 
@@ -36,13 +36,13 @@ from mininet_topos.bmv2 import (
     resolve_bmv2,
     switch_ports,
 )
-from mininet_topos.bmv2_build import Bmv2Build
+from mininet_topos.bmv2_executable import Bmv2Build
 from mininet_topos.exit_signals import ExitSignals
 from mininet_topos.fence import FenceError, ManagementFence, remove_table, table_name
 from mininet_topos.local_ports import EphemeralReservation, format_ports, release_ports
 from mininet_topos.shaping import shape, shape_priority, switch_send_buffer_bytes
-from mininet_topos.topology import Topology
 from protocol.paths import runtime_dir
+from topology.model import Topology
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ class GradNetwork:
         # ... and no connection is given one of them as its local port (mininet_topos/local_ports.py).
         self.reservation = EphemeralReservation(self.fence.ports)
 
-    # ---- what a controller adds (controller/testbed.py) ----
+    # ---- what a controller adds (gradswitch/testbed.py) ----
 
     def programmed(self) -> None:
         """Called once the switches run, inside start's clean-up guard: program them here."""

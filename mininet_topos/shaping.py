@@ -26,11 +26,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
+from protocol.queues import buffer_bytes
 
 MTU = 9000
-BUFFER_SECONDS = 0.1
-MIN_BUFFER_BYTES = 64 << 10
 PRIORITY_CLASSES = CONFIG.PRIORITY_QUEUES  # a switch egress's HTB classes: one per DSCP class selector
 # u32 match of a RoCE v2 acknowledgement (IPv4 without options: UDP port at 22, BTH opcode at 28).
 ROCE_ACK_MATCH = (f"match ip protocol {CONFIG.IP_PROTO_UDP} 0xff match u16 {CONFIG.ROCE_V2_UDP_PORT} 0xffff at 22 "
@@ -39,10 +38,6 @@ ROCE_ACK_MATCH = (f"match ip protocol {CONFIG.IP_PROTO_UDP} 0xff match u16 {CONF
 
 class ShapingError(RuntimeError):
     pass
-
-
-def buffer_bytes(rate_mbps: float) -> int:
-    return max(MIN_BUFFER_BYTES, int(rate_mbps * 1e6 / 8 * BUFFER_SECONDS))
 
 
 def _opts(rate_mbps: float, mtu: int = MTU) -> str:

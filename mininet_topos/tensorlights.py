@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mininet_topos.shaping import ROCE_ACK_MATCH, ShapingError, htb_tree, leaf_class, run, shape, u32_filter, unshape
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
 from protocol.qpn import qpn, udp_source_port
 
 

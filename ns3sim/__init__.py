@@ -13,7 +13,7 @@ returns per-node results in the schema of the BMv2 workers' result files:
 from ns3sim.ranks import MpiSync
 from ns3sim.results import MpiStats, SimResult, SimSpeed
 from ns3sim.run import SimError, read, run
-from ns3sim.settings import Background, CheckMode, DlcpSwitch, LoadBalance, SimSettings, TensorLightsSetting
+from ns3sim.sim_settings import Background, CheckMode, DlcpSwitch, LoadBalance, SimSettings, TensorLightsSetting
 
 __all__ = ["Background", "CheckMode", "DlcpSwitch", "LoadBalance", "MpiStats", "MpiSync", "SimError", "SimResult",
            "SimSettings", "SimSpeed", "TensorLightsSetting", "read", "run"]

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from ns3sim.build import qp_script_binary, status
-from ns3sim.config import SACK_LEN
 from ns3sim.run import SimError
+from ns3sim.sim_config import SACK_LEN
 from protocol.choice import Choice
 from protocol.dlcp import TRIMMED
 from protocol.qpn import qpn
@@ -92,7 +92,7 @@ def on(index: int, action: WireAction, by_s: float = 0.0) -> WireRule:
 
 @dataclass(frozen=True)
 class TransportSettings:
-    """A job's transport, as ns3sim/config.py `transport_json` writes it for the simulator."""
+    """A job's transport, as ns3sim/sim_config.py `transport_json` writes it for the simulator."""
 
     mode: Mode = Mode.GBN
     mtu: int = 1024

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mininet_topos.topology import Topology
 from protocol.choice import Choice
-from workers.config import JobConfig
+from topology.model import Topology
+from workload.job import JobConfig
 
 
 class PartitionError(ValueError):

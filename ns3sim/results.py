@@ -1,19 +1,19 @@
 """The simulator's results turned into what the testbed's processes write: per job and node the dict a
-worker's result-<id>.json holds (workers/main.py: iterations as workers.records.IterationRecord, stats as
+worker's result-<id>.json holds (workers/main.py: iterations as workload.records.IterationRecord, stats as
 workers/comm.py Comm.stats, a training worker's timeline and plan), and per switch the counters
-controller/experiment/counters.py takes from BMv2 (drops by reason, [rx packets, tx packets, tx bytes]
-per port, seconds), so controller/experiment/report.summarize builds results.json unchanged."""
+gradswitch/experiment/counters.py takes from BMv2 (drops by reason, [rx packets, tx packets, tx bytes]
+per port, seconds), so gradswitch/experiment/report.summarize builds results.json unchanged."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from ns3sim.settings import CheckMode
-from workers.config import JobConfig
-from workers.records import CheckKind, IterationRecord
-from workers.schedule import plan
-from workers.training import Event, EventKind, timings
+from ns3sim.sim_settings import CheckMode
+from workload.job import JobConfig
+from workload.plan import plan
+from workload.records import CheckKind, IterationRecord
+from workload.timeline import Event, EventKind, timings
 
 NodeResult = dict[str, Any]
 
@@ -138,7 +138,7 @@ def node_result(node: dict[str, Any], cfg: JobConfig, check: CheckMode) -> NodeR
 
 
 def switch_counters(raw: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """Per switch: what controller/experiment/counters.py delta() gives for BMv2 ([rx packets, tx packets,
+    """Per switch: what gradswitch/experiment/counters.py delta() gives for BMv2 ([rx packets, tx packets,
     tx bytes] per port; drops by reason; the seconds they cover), and the simulator's extras."""
     out: dict[str, Any] = {}
     for name, sw in raw.items():

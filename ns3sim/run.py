@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mininet_topos.topology import Topology
 from ns3sim.build import status
-from ns3sim.config import run_config
 from ns3sim.ranks import MpiLaunch, MpiSync, PartitionError, partition
 from ns3sim.results import SimResult, parse
-from ns3sim.settings import SimSettings
-from workers.config import JobConfig
+from ns3sim.sim_config import run_config
+from ns3sim.sim_settings import SimSettings
+from topology.model import Topology
+from workload.job import JobConfig
 
 
 class SimError(RuntimeError):

@@ -10,7 +10,7 @@ selective drop cut: the packet arrives as its headers alone, a drop notification
 
 from __future__ import annotations
 
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
 
 LAYER_CLASSES = CONFIG.DLCP_LAYER_CLASSES
 MAGNITUDE_CLASSES = CONFIG.DLCP_MAGNITUDE_CLASSES
@@ -37,3 +37,12 @@ def layer_match(layer_class: int) -> tuple[int, int]:
 def layer_magnitude_match(layer_class: int, magnitude_class: int) -> tuple[int, int]:
     """(value, mask) of resv7 for the packets of a layer class and a magnitude class."""
     return marking(False, layer_class, magnitude_class), LAYER_MASK | MAGNITUDE_MASK
+
+
+def default_thresholds(mbps: float) -> dict[int, int]:
+    """Low priorities (0-2) drop at 10 ms of queue at the link rate (at least 16 KiB), middle ones
+    (3-5) at 25 ms (at least 32 KiB), the top two never: well below the ~100 ms (64 KiB at least)
+    byte FIFO of a shaped port, and above the bursts BMv2 itself makes (it forwards in batches,
+    so a few packets arriving together are not yet congestion)."""
+    per_ms = mbps * 1e6 / 8 / 1000
+    return {p: max(16 << 10, int(per_ms * 10)) if p < 3 else max(32 << 10, int(per_ms * 25)) for p in range(6)}

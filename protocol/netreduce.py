@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
 
 ELEMENTS = CONFIG.AGG_ELEMENTS_PER_PACKET  # int32 values per packet
 WORDS = CONFIG.AGG_WORDS_PER_PACKET  # wide fields (register cells) per packet, AGG_WORD_BITS // 32 lanes each

@@ -8,7 +8,7 @@ the job there (DLCP), and the UDP source port tells a (job, node) apart (TensorL
 
 from __future__ import annotations
 
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
 
 JOB_SHIFT = CONFIG.QPN_JOB_SHIFT
 NODE_SHIFT = CONFIG.QPN_NODE_SHIFT

@@ -11,8 +11,8 @@ import struct
 from dataclasses import dataclass
 from enum import IntEnum
 
-from protocol.config import CONFIG
 from protocol.dlcp import TRIMMED  # the resv7 bit of a drop notification (docs/dlcp.md "Trimmed packets")
+from protocol.p4_constants import CONFIG
 
 BTH_LEN = 12
 RETH_LEN = 16

@@ -14,8 +14,8 @@ import struct
 import zlib
 from dataclasses import dataclass, replace
 
-from protocol.config import CONFIG
 from protocol.dlcp import TRIMMED
+from protocol.p4_constants import CONFIG
 from protocol.qpn import udp_source_port
 from roce.headers import BTH_LEN, ICRC_LEN, HeaderError, Transport
 

@@ -13,8 +13,8 @@ from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.polling import wait_until
 from roce.qp import Mode
 from tests.memlink import MemoryHub
-from workers.config import Algorithm, DType, Emulation, FloatMode, JobConfig, Node, Role, Training
 from workers.main import run_node
+from workload.job import Algorithm, DType, Emulation, FloatMode, JobConfig, Node, Role, Training
 
 CHOICES: dict[str, type[Choice]] = {"dtype": DType, "float_mode": FloatMode, "transport": Mode}
 DEFAULTS: dict[str, Any] = {"iterations": 2, "size_bytes": 6000, "mtu": 256, "window": 16, "rto": 0.01,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field, replace
 
-from protocol.config import CONFIG
 from protocol.netreduce import ELEMENTS, MESSAGE_BYTES, PACKETS, JobLayout
+from protocol.p4_constants import CONFIG
 from protocol.qpn import qpn, udp_source_port
 from roce.headers import HeaderError, Opcode, Transport
 from roce.wire import build_ipv4, parse_ipv4

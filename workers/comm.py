@@ -7,7 +7,7 @@ Conventions (so no connection set-up exchange is needed, every process derives t
   other tags, so several reductions can be in flight at once.
 - A reduction is a generator that yields what it waits for (workers/ring.py, ps.py, netreduce.py):
   `Comm.drive` runs one to its end (the all-reduce loop), `Comm.step` lets a scheduler run several
-  while the emulated GPU computes (workers/training.py).
+  while the emulated GPU computes (workers/iteration.py).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Protocol
 from protocol.qpn import qpn
 from roce.engine import Engine, JobAborted, QueuePair
 from roce.qp import MemoryRegion, Mode, QpConfig, RecvCompletion
-from workers.config import JobConfig, Node
-from workers.dlcp import Magnitudes, Marker, Tag, layer_class
-from workers.tensors import FloatArray, Int32Array, Profile
+from workload.dlcp import Magnitudes, Marker, Tag, layer_class
+from workload.gradients import FloatArray, Int32Array, Profile
+from workload.job import JobConfig, Node
 
 Wait = Callable[[], bool]  # what a reduction in progress waits for (true: resume it)
 OpGen = Generator[Wait, None, Int32Array]  # a non-blocking all-reduce: yields what it waits for, returns the sum
@@ -102,7 +102,7 @@ class Comm:
 
     def set_magnitudes(self, iteration: int, contributed: list[Int32Array]) -> None:
         """This node's magnitude thresholds for an iteration, from the int32 values it contributes
-        (workers/dlcp.py Magnitudes); nothing without DLCP. Called before the iteration's first write."""
+        (workload/dlcp.py Magnitudes); nothing without DLCP. Called before the iteration's first write."""
         if self.dlcp is not None:
             self._set_magnitudes(iteration, Magnitudes.of(contributed, self.values_per_packet))
 

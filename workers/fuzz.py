@@ -20,8 +20,8 @@ from protocol.netreduce import PACKET_BYTES, PACKETS
 from protocol.qpn import qpn, udp_source_port
 from roce.headers import Aeth, Bth, Opcode, Transport
 from roce.wire import build_ipv4
-from workers.config import JobConfig
 from workers.netreduce import layout_of_config, message_packet
+from workload.job import JobConfig
 
 
 def templates(cfg: JobConfig) -> list[tuple[bytes, str]]:

@@ -1,6 +1,6 @@
 """The iteration a job would have on the emulated cluster if every reduction ran at its link-rate bound.
 
-The same plan and the same scheduler as a worker (workers/schedule.py, workers/training.py),
+The same plan and the same scheduler as a worker (workload/plan.py, workers/iteration.py),
 driven on a simulated clock in real seconds: computation as the compute model says, and each
 reduction taking its link-rate bound at the emulated rate (ring 2(N-1)S/(N B), PS N S/(P B),
 NetReduce S/B), one after another on the link in the plan's order (a reduction starts when the
@@ -14,9 +14,9 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field, replace
 
-from workers.config import JobConfig
-from workers.schedule import Layer, Op, allreduce_bound_s, plan
-from workers.training import ReductionGen, Scheduler
+from workers.iteration import ReductionGen, Scheduler
+from workload.job import JobConfig
+from workload.plan import Layer, Op, allreduce_bound_s, plan
 
 
 @dataclass

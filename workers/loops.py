@@ -1,7 +1,7 @@
 """The iteration loop of a worker: the gradients of each iteration through the job's all-reduce.
 
 `WorkerLoop` all-reduces synthetic or model-profile gradients and checks every element against
-the exact sum; `workers.train.TrainLoop` trains a real model. `make_loop` picks one for the job.
+the exact sum; `workers.digits_job.TrainLoop` trains a real model. `make_loop` picks one for the job.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from collections.abc import Callable
 from typing import Protocol
 
 from workers.comm import Collective, Comm
-from workers.encoding import AllReduce, Encoder, IterationCheck, job_profile
-from workers.records import CheckKind, IterationRecord, WrongResult, crash_if_asked
-from workers.tensors import Profile, workload
-from workers.train import TrainLoop
+from workers.digits_job import TrainLoop
+from workload.encoding import AllReduce, Encoder, IterationCheck, job_profile
+from workload.gradients import Profile, workload
+from workload.records import CheckKind, IterationRecord, WrongResult, crash_if_asked
 
 
 class WorkerLoop:
@@ -75,10 +75,10 @@ class Loop(Protocol):
 
 
 def make_loop(comm: Comm, collective: Collective) -> Loop:
-    """The iteration loop of a worker: training with emulated computation (workers/training.py),
+    """The iteration loop of a worker: training with emulated computation (workers/iteration.py),
     synthetic or model-profile gradients all-reduced in a row, or real training of a small model."""
     if comm.cfg.training is not None:
-        from workers.training import TrainingLoop
+        from workers.iteration import TrainingLoop
 
         return TrainingLoop(comm, collective)
     if comm.cfg.workload == "train-digits":

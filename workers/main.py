@@ -22,8 +22,8 @@ from protocol.polling import wait_until
 from roce.engine import Engine, Link, RawSocketLink
 from roce.qp import TransportError
 from workers.comm import Comm
-from workers.config import Algorithm, JobConfig, Role
-from workers.records import IterationRecord, WrongResult
+from workload.job import Algorithm, JobConfig, Role
+from workload.records import IterationRecord, WrongResult
 
 
 def make_algorithm(comm: Comm) -> Callable[[Callable[[int], None]], tuple[list[IterationRecord], dict[str, object]]]:

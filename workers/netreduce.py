@@ -17,9 +17,9 @@ from protocol.netreduce import MESSAGE_BYTES, MESSAGE_ELEMENTS, MTU, PACKETS, Jo
 from protocol.qpn import qpn
 from roce.headers import Bth, Opcode, Reth, Transport
 from workers.comm import Comm, OpGen
-from workers.config import JobConfig
 from workers.loops import make_loop
-from workers.tensors import Int32Array, from_wire, to_wire
+from workload.gradients import Int32Array, from_wire, to_wire
+from workload.job import JobConfig
 
 
 def layout_of_config(cfg: JobConfig) -> JobLayout:

@@ -15,13 +15,13 @@ from functools import partial
 import numpy as np
 
 from workers.comm import Comm, OpGen
-from workers.config import JobConfig
-from workers.dlcp import packet_means
-from workers.encoding import job_profile
 from workers.loops import make_loop
-from workers.schedule import op_mark
-from workers.schedule import plan as plan_of
-from workers.tensors import FloatArray, Int32Array, from_wire, to_wire
+from workload.dlcp import packet_means
+from workload.encoding import job_profile
+from workload.gradients import FloatArray, Int32Array, from_wire, to_wire
+from workload.job import JobConfig
+from workload.plan import op_mark
+from workload.plan import plan as plan_of
 
 RKEY_SERVER = 0x50535256  # "PSRV"
 RKEY_WORKER = 0x5053574B  # "PSWK"

@@ -16,7 +16,7 @@ import numpy as np
 
 from workers.comm import Comm, OpGen
 from workers.loops import make_loop
-from workers.tensors import Int32Array, from_wire, to_wire
+from workload.gradients import Int32Array, from_wire, to_wire
 
 RKEY = 0x52494E47  # "RING"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from controller.controls import acl, arp, dlcp, l2_forwarding, l3_forwarding, netreduce, packet_io
 from controller.p4rt import Entity
-from mininet_topos.topology import Topology
+from topology.model import Topology
 
 FEATURES = (packet_io, arp, l2_forwarding, l3_forwarding, acl, netreduce, dlcp)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from controller.p4rt import Entity, TableEntry
 from controller.p4rt.entities import MatchValue
-from mininet_topos.topology import Topology
+from topology.model import Topology
 
 ACL_RULES = "acl_rules"
 ACTIONS = ("punt_to_cpu", "copy_to_cpu", "drop")

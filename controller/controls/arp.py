@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controller.p4rt import Entity, TableEntry
-from mininet_topos.topology import Topology
+from topology.model import Topology
 
 ARP_REPLIES = "arp_replies"
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.p4rt import Entity, TableEntry, Ternary
-from mininet_topos.topology import Topology
-from protocol.config import CONFIG
-from protocol.dlcp import LAYER_CLASSES, MAGNITUDE_CLASSES, layer_magnitude_match, layer_match
+from protocol.dlcp import LAYER_CLASSES, MAGNITUDE_CLASSES, default_thresholds, layer_magnitude_match, layer_match
+from protocol.p4_constants import CONFIG
+from topology.model import Topology
 
 ROCE_CLASS = "roce_class"
 JOBS = "dlcp_jobs"
@@ -95,27 +95,12 @@ def threshold_priority(entry: TableEntry) -> int:
     return value
 
 
-def link_rate(topo: Topology, switch: str) -> float | None:
-    """The slowest shaped link of a switch (its virtual queues' thresholds are set for it)."""
-    rates = [lk.bw_mbps for lk in topo.links_of(switch) if lk.bw_mbps]
-    return min(rates) if rates else None
-
-
-def default_thresholds(mbps: float) -> dict[int, int]:
-    """Low priorities (0-2) drop at 10 ms of queue at the link rate (at least 16 KiB), middle ones
-    (3-5) at 25 ms (at least 32 KiB), the top two never: well below the ~100 ms (64 KiB at least)
-    byte FIFO of a shaped port, and above the bursts BMv2 itself makes (it forwards in batches,
-    so a few packets arriving together are not yet congestion)."""
-    per_ms = mbps * 1e6 / 8 / 1000
-    return {p: max(16 << 10, int(per_ms * 10)) if p < 3 else max(32 << 10, int(per_ms * 25)) for p in range(6)}
-
-
 def base_entries(topo: Topology, switch: str) -> list[Entity]:
     """Virtual queues on every shaped port of the switch, with default thresholds."""
     rates = {lk.port_of(switch): lk.bw_mbps for lk in topo.links_of(switch) if lk.bw_mbps}
     entries: list[Entity] = [TableEntry(PORT_RATES, {"std_meta.egress_port": port}, "set_rate",
                                         {"bytes_per_1024us": rate_param(mbps)}) for port, mbps in sorted(rates.items())]
-    slowest = link_rate(topo, switch)
+    slowest = topo.slowest_link_mbps(switch)
     if slowest is not None:
         entries += threshold_entries(default_thresholds(slowest))
     return entries

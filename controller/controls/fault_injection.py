@@ -6,7 +6,7 @@ from typing import Literal
 
 from controller.p4rt import TableEntry, Ternary
 from controller.p4rt.entities import MatchValue
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
 
 INGRESS_FAULTS = "ingress_faults.faults"
 EGRESS_FAULTS = "egress_faults.faults"

@@ -7,8 +7,8 @@ can form); the egress pipeline prunes the copy for the ingress port.
 from __future__ import annotations
 
 from controller.p4rt import Entity, MulticastGroup, Replica, TableEntry
-from mininet_topos.topology import Topology
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
+from topology.model import Topology
 
 MAC_FORWARDING = "mac_forwarding"
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"

@@ -3,19 +3,10 @@
 from __future__ import annotations
 
 from controller.p4rt import Entity, TableEntry
-from controller.routing import (
-    Balancing,
-    LoadBalance,
-    NextHop,
-    Route,
-    compute_routes,
-    ecmp_groups,
-    hash_multiplier,
-    seed_of,
-    switch_port_mac,
-)
-from mininet_topos.topology import Topology, TopologyError
-from protocol.config import CONFIG
+from controller.routing import NextHop, Route, compute_routes, ecmp_groups, switch_port_mac
+from protocol.ecmp import Balancing, LoadBalance, hash_multiplier, seed_of
+from protocol.p4_constants import CONFIG
+from topology.model import Topology, TopologyError
 
 ROUTES = "ipv4_routes"
 ECMP_MEMBERS = "ecmp_members"

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from controller.p4rt import Entity, MulticastGroup, Replica, TableEntry
 from controller.routing import switch_port_mac
-from mininet_topos.topology import Topology, TopologyError
-from protocol.config import CONFIG
 from protocol.netreduce import PACKET_BYTES, JobLayout, group_base, peer_group, up_group
+from protocol.p4_constants import CONFIG
 from protocol.qpn import qpn, udp_source_port
 from roce.headers import BTH_LEN, IMM_LEN, RETH_LEN
 from roce.wire import icrc_connection_delta
+from topology.model import Topology, TopologyError
 
 MEMBERS = "nr_members"
 JOBS = "nr_jobs"

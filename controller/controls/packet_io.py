@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from controller.p4rt import CloneSession, Entity, Replica
-from mininet_topos.topology import Topology
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
+from topology.model import Topology
 
 PUNT_REASONS = {
     CONFIG.PUNT_ARP_MISS: "arp-miss",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.p4rt import Entity, SwitchSession
-from mininet_topos.topology import Topology
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
+from topology.model import Topology
 
 PORT_RX = "port_rx"
 PORT_TX = "port_tx"

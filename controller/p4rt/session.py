@@ -52,7 +52,7 @@ from controller.p4rt.errors import (
     write_error_details,
 )
 from controller.p4rt.p4info import P4Info
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
 from protocol.paths import BMV2_JSON, P4INFO
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.build import BuildError, compile_program
+from gradswitch.p4_compile import BuildError, compile_program
 from protocol.paths import BMV2_JSON, P4_PROGRAM, P4INFO
 
 pytestmark = pytest.mark.p4c

@@ -14,14 +14,14 @@ from controller.bmv2_thrift import Bmv2Thrift
 from controller.controls import all_base_entries, dlcp
 from controller.p4rt import TableEntry
 from controller.trace_replay import TraceSwitch
-from mininet_topos.topologies import leafspine, rack
-from protocol.config import CONFIG
 from protocol.dlcp import TRIMMED, marking
+from protocol.p4_constants import CONFIG
 from protocol.polling import wait_until
 from protocol.qpn import qpn
 from roce.headers import Aeth, Bth, Opcode, Transport
 from roce.scapy_layers import BTH
 from roce.wire import build_frame
+from topology.generators import leafspine, rack
 
 pytestmark = pytest.mark.bmv2
 JOB = 5

@@ -20,14 +20,15 @@ from controller.bmv2_thrift import Bmv2Thrift
 from controller.controls import all_base_entries, dlcp, l3_forwarding
 from controller.p4rt import Entity, TableEntry
 from controller.pcap import read_pcap
-from controller.routing import Balancing, LoadBalance, ecmp_member
+from controller.routing import ecmp_member
 from controller.trace_replay import TraceSwitch
-from mininet_topos.topologies import leafspine
-from mininet_topos.topology import Topology
+from protocol.ecmp import Balancing, LoadBalance
 from protocol.polling import wait_until
 from protocol.qpn import qpn
 from roce.headers import Bth, Opcode, Transport
 from roce.wire import build_frame
+from topology.generators import leafspine
+from topology.model import Topology
 
 pytestmark = pytest.mark.bmv2
 JOB = 5

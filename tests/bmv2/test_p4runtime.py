@@ -21,7 +21,7 @@ from controller.p4rt import (
 from controller.p4rt.entities import normalize
 from controller.pcap import read_pcap
 from controller.trace_replay import TraceSwitch
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
 from protocol.polling import wait_until
 
 pytestmark = pytest.mark.bmv2

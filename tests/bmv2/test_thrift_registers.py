@@ -12,7 +12,7 @@ from controller.controls import all_base_entries
 from controller.controls import netreduce as nr
 from controller.netreduce_jobs import register_names
 from controller.trace_replay import TraceSwitch
-from mininet_topos.topologies import rack
+from topology.generators import rack
 
 pytestmark = pytest.mark.bmv2
 

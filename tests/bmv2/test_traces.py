@@ -10,9 +10,9 @@ from controller.controls import netreduce as nr
 from controller.controls.packet_io import punt_reason
 from controller.netreduce_jobs import ActiveJob, place_job
 from controller.trace_replay import run_trace
-from mininet_topos.topologies import build_topology
 from tests.packet_diff import diff
 from tests.traces.generate import SCENARIOS, load
+from topology.generators import build_topology
 
 pytestmark = pytest.mark.bmv2
 

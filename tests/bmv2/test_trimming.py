@@ -26,13 +26,13 @@ from controller.p4rt import Entity, TableEntry
 from controller.pcap import write_pcap
 from controller.routing import switch_port_mac
 from controller.trace_replay import TraceSwitch
-from mininet_topos.topologies import rack
-from protocol.config import CONFIG
 from protocol.dlcp import DROPPABLE, TRIMMED, marking
+from protocol.p4_constants import CONFIG
 from protocol.qpn import qpn
 from roce.headers import Bth, Opcode, Reth, Transport
 from roce.scapy_layers import BTH, RETH, ImmDt
 from roce.wire import build_frame, parse_frame
+from topology.generators import rack
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.tshark]
 JOB = 5

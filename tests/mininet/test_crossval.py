@@ -10,7 +10,7 @@ import pytest
 
 from bench.crossval import TOLERANCE, allreduce_specs, simulated
 from bench.testbed_costs import load_costs, measured_with
-from controller.experiment.runner import run_experiment
+from gradswitch.experiment.runner import run_experiment
 from mininet_topos.bmv2 import BMV2_ENV
 
 BMV2_ATTEMPTS = 3

@@ -21,17 +21,18 @@ from typing import Any
 
 import pytest
 
-from controller.experiment.compare import load_spec
-from controller.experiment.placement import Placement, topology_for
-from controller.experiment.runner import run_on
-from controller.experiment.settings import RunSettings
-from controller.experiment.spec import ExperimentSpec, spec_from_dict
 from controller.repl import Repl
-from controller.routing import Balancing, ecmp_member
-from controller.testbed import Testbed
+from controller.routing import ecmp_member
+from gradswitch.experiment.compare import load_spec
+from gradswitch.experiment.network_settings import RunSettings
+from gradswitch.experiment.placement import Placement, topology_for
+from gradswitch.experiment.runner import run_on
+from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
-from mininet_topos.topologies import leafspine
+from protocol.ecmp import Balancing
 from protocol.paths import EXPERIMENTS
+from topology.generators import leafspine
 
 pytestmark = pytest.mark.mininet
 
@@ -46,7 +47,7 @@ def accuracy(report: dict[str, Any]) -> list[float]:
 
 
 def digests(report: dict[str, Any]) -> set[str]:
-    """The workers' model digests at the end (workers/train.py)."""
+    """The workers' model digests at the end (workers/digits_job.py)."""
     return {node["model_digest"] for node in report["extra"].values() if "model_digest" in node}
 
 

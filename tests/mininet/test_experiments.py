@@ -12,12 +12,12 @@ import time
 
 import pytest
 
-from controller.experiment.compare import load_spec, run_compare
-from controller.experiment.placement import job_config, place, topology_for
-from controller.experiment.runner import run_experiment
-from controller.experiment.spec import spec_from_dict
-from controller.experiment.supervisor import Progress, run_nodes
-from controller.testbed import Testbed
+from gradswitch.experiment.compare import load_spec, run_compare
+from gradswitch.experiment.placement import job_config, place, topology_for
+from gradswitch.experiment.runner import run_experiment
+from gradswitch.experiment.spec import spec_from_dict
+from gradswitch.experiment.supervisor import Progress, run_nodes
+from gradswitch.testbed import Testbed
 from mininet_topos.bmv2 import resolve_bmv2
 from mininet_topos.network import NetworkOptions
 

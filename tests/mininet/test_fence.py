@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import pytest
 
 from controller.bmv2_thrift import Bmv2Thrift
-from controller.testbed import Testbed
+from gradswitch.testbed import Testbed
 from mininet_topos.bmv2 import port_open
 from mininet_topos.fence import fence_tables, table_name
 from mininet_topos.network import NetworkOptions
-from mininet_topos.topologies import rack
+from topology.generators import rack
 
 pytestmark = pytest.mark.mininet
 

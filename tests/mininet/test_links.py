@@ -1,10 +1,10 @@
 """What the links carried and what the bulk flows got, measured on a running network.
 
-A link's load is what its sender's HTB shaper sent (controller/experiment/links.py), not what a
+A link's load is what its sender's HTB shaper sent (gradswitch/experiment/links.py), not what a
 switch handed to the shaper: two hosts sending at the link rate each into a third make the
 switch hand its port twice what the link carries, the shaper drops the rest, and the load read
 is about 1 where the port counters say 2. An experiment with bulk TCP flows reports their
-goodput from the receiver's sockets (controller/experiment/background.py), which the shaper of
+goodput from the receiver's sockets (gradswitch/experiment/background.py), which the shaper of
 the receiver's link confirms independently.
 """
 
@@ -14,16 +14,16 @@ import subprocess
 
 import pytest
 
-from controller.experiment.counters import delta, snapshot
-from controller.experiment.links import LinkMeter, read_shapers
-from controller.experiment.placement import place, topology_for
-from controller.experiment.report import busiest_link_load, busiest_offered_load
-from controller.experiment.runner import run_experiment
-from controller.experiment.spec import spec_from_dict
-from controller.testbed import Testbed
+from gradswitch.experiment.counters import delta, snapshot
+from gradswitch.experiment.links import LinkMeter, read_shapers
+from gradswitch.experiment.placement import place, topology_for
+from gradswitch.experiment.report import busiest_link_load, busiest_offered_load
+from gradswitch.experiment.runner import run_experiment
+from gradswitch.experiment.spec import spec_from_dict
+from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
-from mininet_topos.topologies import rack
 from protocol.polling import wait_until
+from topology.generators import rack
 
 pytestmark = pytest.mark.mininet
 
@@ -91,7 +91,7 @@ def test_an_experiment_reports_the_bulk_flows_goodput_and_what_its_links_carried
     assert 0.1 * BW < goodput <= BW, (goodput, into)
     assert 0.9 * carried_mbps < goodput <= carried_mbps, (goodput, carried_mbps)
     assert 0.8 < extra["busiest_link_load"] <= 1.02, report["links"]
-    # A shaper sends what it got, or less; but the switch counters' window (controller/experiment/counters.py)
+    # A shaper sends what it got, or less; but the switch counters' window (gradswitch/experiment/counters.py)
     # is not the links' (tc): over 3 short iterations they differ by up to 8 % (2 of 6 runs failed at 2 %).
     assert extra["busiest_offered_load"] >= extra["busiest_link_load"] - 0.1
     assert extra["machine_bound"] in (True, False) and (extra["machine_bound_reason"] is not None) == \

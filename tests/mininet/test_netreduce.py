@@ -17,16 +17,16 @@ from typing import Any
 
 import pytest
 
-from controller.experiment.placement import topology_for
-from controller.experiment.runner import run_experiment, run_on
-from controller.experiment.spec import spec_from_dict
-from controller.testbed import Testbed
+from gradswitch.experiment.placement import topology_for
+from gradswitch.experiment.runner import run_experiment, run_on
+from gradswitch.experiment.spec import spec_from_dict
+from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
-from mininet_topos.topologies import rack
-from protocol.config import CONFIG
 from protocol.netreduce import MESSAGE_BYTES, PACKETS
+from protocol.p4_constants import CONFIG
 from protocol.paths import REPO_ROOT
 from protocol.polling import wait_until
+from topology.generators import rack
 
 pytestmark = pytest.mark.mininet
 

@@ -19,18 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from controller.testbed import Testbed
+from gradswitch.testbed import Testbed
 from mininet_topos.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT
 from mininet_topos.fence import fence_tables, table_name
 from mininet_topos.local_ports import RESERVED_PORTS, parse_ports
 from mininet_topos.network import STATE_FILE, NetworkOptions
-from mininet_topos.topologies import leafspine, rack
 from protocol.paths import REPO_ROOT
 from protocol.polling import wait_until
+from topology.generators import leafspine, rack
 
 pytestmark = pytest.mark.mininet
 
-GRADSWITCH = [sys.executable, "-m", "controller.cli"]
+GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
 
 
 def leftovers(run_dir: Path, names: list[str]) -> list[str]:

@@ -9,10 +9,10 @@ import textwrap
 
 import pytest
 
-from controller.testbed import Testbed
+from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
 from mininet_topos.tensorlights import ServerClass, TensorLights, source_port_match
-from mininet_topos.topologies import rack
+from topology.generators import rack
 
 pytestmark = pytest.mark.mininet
 

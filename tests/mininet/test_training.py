@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from controller.experiment.compare import load_spec
-from controller.experiment.placement import modelled_compute_s, topology_for
-from controller.experiment.runner import run_on
-from controller.experiment.spec import spec_from_dict
-from controller.testbed import Testbed
+from gradswitch.experiment.compare import load_spec
+from gradswitch.experiment.placement import modelled_compute_s, topology_for
+from gradswitch.experiment.runner import run_on
+from gradswitch.experiment.spec import spec_from_dict
+from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
 from protocol.paths import EXPERIMENTS
-from workers.schedule import allreduce_bound_s
+from workload.plan import allreduce_bound_s
 
 pytestmark = pytest.mark.mininet
 

@@ -6,22 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from controller.experiment.placement import job_config, place, topology_for
-from controller.experiment.spec import ExperimentSpec
-from mininet_topos.topology import Topology
-from ns3sim.config import base_config
+from gradswitch.experiment.placement import job_config, place, topology_for
+from gradswitch.experiment.spec import ExperimentSpec
 from ns3sim.results import SimResult, parse
 from ns3sim.run import simulate
-from ns3sim.settings import Background, SimSettings
+from ns3sim.sim_config import base_config
+from ns3sim.sim_settings import Background, SimSettings
 from roce.headers import IMM_LEN, RETH_LEN
 from roce.wire import ROCE_OVERHEAD
-from workers.config import JobConfig
+from topology.model import Topology
+from workload.job import JobConfig
 
 ACK_WIRE = ROCE_OVERHEAD + 4  # an ACK on the wire: headers and AETH
 
 
 def spec_jobs(spec: ExperimentSpec) -> tuple[Topology, list[JobConfig]]:
-    """The topology and job configurations the orchestration makes of a spec (controller/experiment/placement.py)."""
+    """The topology and job configurations the orchestration makes of a spec (gradswitch/experiment/placement.py)."""
     spec.validate()
     topo = topology_for(spec)
     placement = place(spec, topo)

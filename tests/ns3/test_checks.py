@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from controller.experiment.spec import ExperimentSpec, Topo
-from ns3sim.config import run_config
+from gradswitch.experiment.spec import ExperimentSpec, Topo
 from ns3sim.results import parse
 from ns3sim.run import simulate
-from ns3sim.settings import CheckMode, SimSettings
+from ns3sim.sim_config import run_config
+from ns3sim.sim_settings import CheckMode, SimSettings
 from tests.ns3.helpers import spec_jobs
-from workers.config import Algorithm
+from workload.job import Algorithm
 
 pytestmark = pytest.mark.ns3
 
@@ -57,7 +57,7 @@ def test_no_check_is_reported_as_none(tmp_path):
 
 
 def test_auto_is_exact_small_and_digest_large():
-    from ns3sim.config import check_mode
+    from ns3sim.sim_config import check_mode
 
     _, small = spec_jobs(ExperimentSpec(algo=Algorithm.RING, workers=4, size_bytes=1 << 20))
     _, large = spec_jobs(ExperimentSpec(algo=Algorithm.RING, workers=64, size_bytes=64 << 20))

@@ -15,24 +15,16 @@ from typing import Any
 
 import pytest
 
-from controller.experiment.spec import ExperimentSpec
-from controller.routing import (
-    DEFAULT_FLOWLET_GAP_US,
-    MAX_ECMP_SEED,
-    Balancing,
-    Route,
-    compute_routes,
-    crc16_arc,
-    ecmp_member,
-    route_for,
-)
-from mininet_topos.topologies import fattree, leafspine
-from mininet_topos.topology import Topology
+from controller.routing import Route, compute_routes, crc16_arc, ecmp_member, route_for
+from gradswitch.experiment.spec import ExperimentSpec
 from ns3sim.build import status
-from ns3sim.config import run_config
-from ns3sim.settings import LoadBalance, SimSettings
-from protocol.config import CONFIG
-from workers.config import Algorithm, JobConfig, Node, Role
+from ns3sim.sim_config import run_config
+from ns3sim.sim_settings import LoadBalance, SimSettings
+from protocol.ecmp import DEFAULT_FLOWLET_GAP_US, MAX_ECMP_SEED, Balancing
+from protocol.p4_constants import CONFIG
+from topology.generators import fattree, leafspine
+from topology.model import Topology
+from workload.job import Algorithm, JobConfig, Node, Role
 
 pytestmark = pytest.mark.ns3
 

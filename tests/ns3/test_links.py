@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from mininet_topos.topologies import rack
-from ns3sim.settings import SimSettings
+from ns3sim.sim_settings import SimSettings
 from tests.ns3.helpers import deliveries, message_wires, run_writes, store_and_forward_s, write_job
+from topology.generators import rack
 
 pytestmark = pytest.mark.ns3
 

@@ -10,11 +10,11 @@ import subprocess
 
 import pytest
 
-from mininet_topos.topologies import leafspine
 from ns3sim.build import binary
-from ns3sim.config import base_config
-from ns3sim.settings import SimSettings
+from ns3sim.sim_config import base_config
+from ns3sim.sim_settings import SimSettings
 from tests.ns3.helpers import write_job
+from topology.generators import leafspine
 
 pytestmark = [pytest.mark.ns3, pytest.mark.ns3_mpi]
 

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from controller.experiment.placement import job_config, place
-from controller.experiment.spec import ExperimentSpec
-from mininet_topos.topologies import fattree, leafspine
-from mininet_topos.topology import Topology
+from gradswitch.experiment.placement import job_config, place
+from gradswitch.experiment.spec import ExperimentSpec
 from ns3sim import Background, CheckMode, MpiSync, SimResult, SimSettings, run
-from ns3sim.config import base_config
 from ns3sim.ranks import MpiLaunch
 from ns3sim.run import SimError, simulate
+from ns3sim.sim_config import base_config
 from tests.ns3.helpers import write_job
-from workers.config import Algorithm, Crash, Device, Emulation, JobConfig, Node, Role, Training
+from topology.generators import fattree, leafspine
+from topology.model import Topology
+from workload.job import Algorithm, Crash, Device, Emulation, JobConfig, Node, Role, Training
 
 pytestmark = [pytest.mark.ns3, pytest.mark.ns3_mpi]
 

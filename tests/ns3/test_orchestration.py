@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from controller.experiment.compare import load_spec, run_compare
-from controller.experiment.placement import PACKET_OVERHEAD, job_config, place, topology_for
-from controller.experiment.runner import run_experiment
-from controller.experiment.simulated import sim_settings
-from controller.experiment.spec import Backend, ExperimentSpec, Topo, spec_from_dict
+from gradswitch.experiment.compare import load_spec, run_compare
+from gradswitch.experiment.placement import PACKET_OVERHEAD, job_config, place, topology_for
+from gradswitch.experiment.runner import run_experiment
+from gradswitch.experiment.simulated import sim_settings
+from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo, spec_from_dict
 from protocol.paths import REPO_ROOT
-from workers.config import Algorithm
-from workers.schedule import allreduce_bound_s
+from workload.job import Algorithm
+from workload.plan import allreduce_bound_s
 
 pytestmark = pytest.mark.ns3
 
@@ -39,7 +39,7 @@ def test_the_issues_first_command_as_written(tmp_path):
     """`gradswitch experiment --backend ns3 --algo ring --workers 4 --topo rack --size 1MiB --bw 20 --iterations 3`:
     exact, within 15 % of its link-rate bound, "backend": "ns3" in results.json."""
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "controller.cli", "experiment", "--backend", "ns3", "--algo", "ring",
+    proc = subprocess.run([sys.executable, "-m", "gradswitch.cli", "experiment", "--backend", "ns3", "--algo", "ring",
                            "--workers", "4", "--topo", "rack", "--size", "1MiB", "--bw", "20", "--iterations", "3",
                            "--out", str(out)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
                           env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
@@ -221,7 +221,7 @@ def test_trimming_at_scale_costs_no_timer(tmp_path):
 def test_a_finished_run_is_summarized_again_without_simulating(tmp_path):
     """resummarize: results.json written again from the simulator's output with today's report code gives what
     the run wrote (the same document, to the byte), and only reads: the simulator's files are not touched."""
-    from controller.experiment.simulated import resummarize
+    from gradswitch.experiment.simulated import resummarize
 
     spec = ExperimentSpec(algo=Algorithm.PS, workers=4, size_bytes=256 << 10, bw_mbps=20, iterations=2, backend=NS3,
                           loss_pct=1.0)

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos.topologies import dumbbell, fattree, leafspine, leafspine3, rack
-from mininet_topos.topology import Topology
 from ns3sim import SimSettings
 from ns3sim.ranks import MpiLaunch, MpiSync, PartitionError, partition, pieces
 from ns3sim.run import SimError, mpirun_command, run
-from workers.config import Algorithm, JobConfig, Node, Role
+from topology.generators import dumbbell, fattree, leafspine, leafspine3, rack
+from topology.model import Topology
+from workload.job import Algorithm, JobConfig, Node, Role
 
 
 def job(topo: Topology, hosts: list[str], algo: Algorithm = Algorithm.RING) -> JobConfig:

@@ -7,14 +7,14 @@ import pytest
 
 from controller.controls.netreduce import plan_job
 from controller.routing import compute_routes
-from mininet_topos.topologies import build_topology, fattree, leafspine, rack
-from mininet_topos.topology import Topology
 from ns3sim.build import status
 from ns3sim.run import constants, tables
-from ns3sim.settings import SimSettings
-from protocol.config import CONFIG
+from ns3sim.sim_settings import SimSettings
 from protocol.netreduce import JobLayout
-from workers.config import Algorithm, JobConfig, Node, Role
+from protocol.p4_constants import CONFIG
+from topology.generators import build_topology, fattree, leafspine, rack
+from topology.model import Topology
+from workload.job import Algorithm, JobConfig, Node, Role
 
 pytestmark = pytest.mark.ns3
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from controller.experiment.spec import DlcpOptions, ExperimentSpec, Topo
-from ns3sim.settings import CheckMode, DlcpSwitch, LoadBalance, SimSettings, TensorLightsSetting
+from gradswitch.experiment.spec import DlcpOptions, ExperimentSpec, Topo
+from ns3sim.sim_settings import CheckMode, DlcpSwitch, LoadBalance, SimSettings, TensorLightsSetting
 from roce.qp import Mode
 from tests.ns3.helpers import background_of, run_spec
-from workers.config import Algorithm
-from workers.dlcp import DlcpPolicy
+from workload.dlcp import DlcpPolicy
+from workload.job import Algorithm
 
 pytestmark = pytest.mark.ns3
 

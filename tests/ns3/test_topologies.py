@@ -1,4 +1,4 @@
-"""The simulator's topologies as data (mininet_topos/topologies.py): a k-ary fat tree and a three-tier
+"""The simulator's topologies as data (topology/generators.py): a k-ary fat tree and a three-tier
 leaf-spine, importable without Mininet, checked by their structure (no simulator needed)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 
 from controller.routing import compute_routes
-from mininet_topos.topologies import build_topology, fattree, fattree_k, leafspine3
-from mininet_topos.topology import TopologyError
+from topology.generators import build_topology, fattree, fattree_k, leafspine3
+from topology.model import TopologyError
 
 
 @pytest.mark.parametrize(("hosts", "k"), [(1, 2), (2, 2), (3, 4), (16, 4), (17, 6), (54, 6), (128, 8), (250, 10),
@@ -90,5 +90,5 @@ def test_topologies_by_name():
 
 def test_importable_without_mininet():
     code = ("import sys; sys.modules['mininet'] = None; "
-            "from mininet_topos.topologies import fattree, leafspine3; fattree(16); leafspine3()")
+            "from topology.generators import fattree, leafspine3; fattree(16); leafspine3()")
     subprocess.run([sys.executable, "-c", code], check=True)

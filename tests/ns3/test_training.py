@@ -1,4 +1,4 @@
-"""The simulator's training iterations follow workers/training.py's Scheduler: the same plan executed in the
+"""The simulator's training iterations follow workers/iteration.py's Scheduler: the same plan executed in the
 same order at the same times. With links too fast to take any time the iteration is the computation alone,
 as the ideal iteration (workers/ideal.py) has it with reductions of no length; with real links, the Python
 scheduler given each reduction's simulated start-to-end time reproduces the simulator's timeline."""
@@ -10,16 +10,17 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from controller.experiment.spec import ExperimentSpec
-from ns3sim.config import run_config
+from gradswitch.experiment.spec import ExperimentSpec
 from ns3sim.results import parse
 from ns3sim.run import simulate
-from ns3sim.settings import SimSettings
+from ns3sim.sim_config import run_config
+from ns3sim.sim_settings import SimSettings
 from tests.ns3.helpers import spec_jobs
-from workers.config import Algorithm, Device, Emulation, Scheduling, Sync
 from workers.ideal import LinkModel
-from workers.schedule import Layer, Op, plan
-from workers.training import Event, EventKind, ReductionGen, Scheduler
+from workers.iteration import ReductionGen, Scheduler
+from workload.job import Algorithm, Device, Emulation, Scheduling, Sync
+from workload.plan import Layer, Op, plan
+from workload.timeline import Event, EventKind
 
 pytestmark = pytest.mark.ns3
 

@@ -28,13 +28,13 @@ from scapy.packet import Packet, Raw
 from controller.netreduce_jobs import place_job
 from controller.pcap import read_timed, write_stream
 from controller.routing import switch_port_mac
-from mininet_topos.topologies import build_topology
 from protocol.netreduce import PACKETS
 from roce.headers import Bth, Opcode, Reth, Transport
 from roce.wire import build_frame, build_ipv4
 from tests.traces.netreduce_scenarios import LEAFSPINE, NrJob, Sent, corrupt
 from tests.traces.netreduce_scenarios import TOPOLOGY as NR_TOPOLOGY
 from tests.traces.netreduce_scenarios import topology as nr_topology
+from topology.generators import build_topology
 
 HERE = Path(__file__).parent
 BROADCAST = "ff:ff:ff:ff:ff:ff"

@@ -14,12 +14,12 @@ import numpy as np
 
 from controller.controls.netreduce import down_qp, switch_address, up_qp
 from controller.routing import switch_port_mac
-from mininet_topos.topologies import build_topology
-from mininet_topos.topology import Topology
 from protocol.netreduce import ELEMENTS, JobLayout
 from protocol.qpn import qpn, udp_source_port
 from roce.headers import RETH_LEN, Opcode, Transport
 from roce.wire import ETH_HEADER_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN, build_frame
+from topology.generators import build_topology
+from topology.model import Topology
 from workers.netreduce import message_packet
 
 TOPOLOGY = {"name": "rack", "hosts": 4}

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from controller.experiment.compare import CompareSpec, combine, headline, lower_is_better, write_markdown
-from controller.experiment.placement import bdp_packets, job_config, place, topology_for, widest_hops
-from controller.experiment.spec import (
+from gradswitch.experiment.compare import CompareSpec, combine, headline, lower_is_better, write_markdown
+from gradswitch.experiment.placement import bdp_packets, job_config, place, topology_for, widest_hops
+from gradswitch.experiment.spec import (
     MAX_SIM_CREDITS,
     Backend,
     Check,
@@ -20,11 +20,11 @@ from controller.experiment.spec import (
     Topo,
     spec_from_dict,
 )
-from mininet_topos.topologies import fattree, leafspine, leafspine3, rack
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
 from protocol.qpn import MAX_NODES
-from workers.config import Algorithm
+from topology.generators import fattree, leafspine, leafspine3, rack
 from workers.ring import MAX_WORKERS as RING_MAX_WORKERS
+from workload.job import Algorithm
 
 NS3 = Backend.NS3
 

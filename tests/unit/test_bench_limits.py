@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from bench.common import Limits, MachineMeter
-from controller.experiment.machine import CpuSample, process_cpu_seconds
+from gradswitch.experiment.cpu_load import CpuSample, process_cpu_seconds
 
 
 def test_the_verdict_names_what_saturated():
@@ -39,7 +39,7 @@ LATENCY_BENCHMARKS = {"testbed_costs"}  # round trips of one packet: BMv2's and 
 def test_every_network_benchmark_records_the_build_and_the_bottleneck():
     """Each benchmark that writes bench/results/ goes through save() (the toolchain: the BMv2 build) and
     keeps Limits' figures (cpu_idle, busiest_link_load, machine_bound) or a compare summary's, which
-    has them per run (controller/experiment/compare.py)."""
+    has them per run (gradswitch/experiment/compare.py)."""
     import ast
 
     from protocol.paths import REPO_ROOT

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main
+from gradswitch.cli import main
 from mininet_topos.bmv2 import BMV2_ENV, Bmv2Config, resolve_bmv2
-from mininet_topos.bmv2_build import Bmv2BuildError
+from mininet_topos.bmv2_executable import Bmv2BuildError
 
 HELP = "Usage: SWITCH_NAME [options] <path to JSON config file>\\n  --grpc-server-addr arg  Bind gRPC server"
 

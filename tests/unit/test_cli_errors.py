@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos.topologies import MAX_HOSTS_PER_EDGE
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
 from protocol.paths import REPO_ROOT
+from topology.generators import MAX_HOSTS_PER_EDGE
 
-GRADSWITCH = [sys.executable, "-m", "controller.cli"]
+GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
 
 
 def run(*args: str, env_dir: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.experiment.compare import load_spec, run_compare
-from controller.experiment.links import shaped_directions, usage
-from controller.experiment.placement import (
+from gradswitch.experiment.compare import load_spec, run_compare
+from gradswitch.experiment.links import shaped_directions, usage
+from gradswitch.experiment.placement import (
     PACKET_OVERHEAD,
     QUEUE_SHARE,
     fan_in,
@@ -22,12 +22,13 @@ from controller.experiment.placement import (
     place,
     topology_for,
 )
-from controller.experiment.report import busiest_link_load, fabric_link_loads, uplink_imbalance
-from controller.experiment.spec import DlcpOptions, ExperimentSpec, RingOrder, SpecError, Topo, spec_from_dict
-from mininet_topos.shaping import ShaperStats, buffer_bytes
+from gradswitch.experiment.report import busiest_link_load, fabric_link_loads, uplink_imbalance
+from gradswitch.experiment.spec import DlcpOptions, ExperimentSpec, RingOrder, SpecError, Topo, spec_from_dict
+from mininet_topos.shaping import ShaperStats
 from protocol.paths import EXPERIMENTS
-from workers.config import Algorithm, Role, Scheduling, Sync
-from workers.dlcp import DlcpPolicy
+from protocol.queues import buffer_bytes
+from workload.dlcp import DlcpPolicy
+from workload.job import Algorithm, Role, Scheduling, Sync
 
 PS, RING, NETREDUCE = Algorithm.PS, Algorithm.RING, Algorithm.NETREDUCE
 
@@ -138,7 +139,7 @@ def test_min_rto_covers_a_full_shaped_queue():
 def test_a_spec_may_set_the_smallest_rto_for_both_backends():
     """min_rto_ms replaces the path's floor in the job's configuration (what the Python hosts and the
     simulator's queue pairs start from); out of range it is refused naming the field and what is allowed."""
-    from ns3sim.config import transport_json
+    from ns3sim.sim_config import transport_json
 
     spec = ExperimentSpec(algo=PS, workers=4, bw_mbps=20.0)
     topo = topology_for(spec)
@@ -196,7 +197,7 @@ def test_alternate_ring_order_crosses_the_fabric_at_every_hop():
 
 
 def test_fabric_link_loads_name_each_spine_and_measure_the_uplinks_imbalance():
-    """Loads come from what each direction's shaper sent (controller/experiment/links.py): the
+    """Loads come from what each direction's shaper sent (gradswitch/experiment/links.py): the
     uplinks a collision loads, the idle ones, every fabric direction named by its ends."""
     topo = topology_for(ExperimentSpec(topo=Topo.LEAFSPINE, spines=4, bw_mbps=5.0))
     directions = shaped_directions(topo)

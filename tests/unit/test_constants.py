@@ -13,7 +13,7 @@ from scapy.packet import Packet
 
 from mininet_topos.bmv2 import Bmv2Config
 from protocol import dlcp, qpn
-from protocol.config import CONFIG, ConfigError, parse_config
+from protocol.p4_constants import CONFIG, ConfigError, parse_config
 from protocol.paths import BMV2_JSON, P4INFO
 from roce import wire
 from roce.headers import Opcode
@@ -146,10 +146,10 @@ def test_aggregation_payload_and_registers_come_from_config():
 
 
 def test_the_job_mtu_is_what_experiments_give_netreduce_workers():
-    from controller.experiment.placement import job_config, topology_for
-    from controller.experiment.spec import ExperimentSpec
+    from gradswitch.experiment.placement import job_config, topology_for
+    from gradswitch.experiment.spec import ExperimentSpec
     from protocol import netreduce
-    from workers.config import Algorithm, Node, Role
+    from workload.job import Algorithm, Node, Role
 
     spec = ExperimentSpec(algo=Algorithm.NETREDUCE, workers=2)
     cfg = job_config(spec, 1, [Node(0, Role.WORKER, "h1", "10.0.1.1"), Node(1, Role.WORKER, "h2", "10.0.1.2")],

@@ -15,7 +15,7 @@ from protocol.dlcp import DROPPABLE, MAGNITUDE_CLASSES, marking
 from roce.headers import Opcode, Transport
 from roce.qp import QpConfig, Requester
 from tests.memlink import RESV7_BYTE, MemoryHub
-from workers.dlcp import DlcpPolicy, Magnitudes, Marker, Tag, layer_class, magnitude_class, packet_means
+from workload.dlcp import DlcpPolicy, Magnitudes, Marker, Tag, layer_class, magnitude_class, packet_means
 
 
 def test_marking_layout():
@@ -51,8 +51,8 @@ def ints(values: list[int]) -> bytes:
 
 def digits_gradient_values(mtu: int = 256) -> list[npt.NDArray[np.int32]]:
     """A real gradient: train-digits' MLP on a minibatch of scikit-learn's digits, in fixed point as sent."""
-    from workers.floats import FixedPoint
-    from workers.train import Model, data
+    from workers.digits_job import Model, data
+    from workload.floats import FixedPoint
 
     x, y, _, _ = data(1)
     grads, _ = Model.initial(1).gradients(x[:32], y[:32])
@@ -104,7 +104,7 @@ def test_the_values_a_worker_contributes_for_its_thresholds(dtype, float_mode):
     """What Magnitudes.of sees: int32 gradients as they are, fixed point as sent, and in exponent mode the
     values scaled by the worker's own block exponents (each nonzero block's peak in [2**(B-1), 2**B))."""
     from tests.inmemory import job
-    from workers.encoding import Encoder
+    from workload.encoding import Encoder
 
     enc = Encoder(job("ring", 4, dtype=dtype, float_mode=float_mode))
     x = enc.gradient(3000, 1, 0, 0)
@@ -234,7 +234,7 @@ def test_reordering_alone_causes_no_retransmission_with_order_tolerant_receivers
     from dataclasses import replace
 
     from tests.inmemory import run_ok, training, training_job
-    from workers.config import Scheduling, Sync
+    from workload.job import Scheduling, Sync
 
     hub = MemoryHub(seed=1, delay=reorder_like_dlcp)
     cfg = replace(training_job("ring", 3, iterations=2, transport="sr", workload="vgg16", scale=0.0005, rto=0.2),
@@ -282,7 +282,7 @@ def test_a_partial_threshold_change_keeps_each_switchs_own_defaults():
     from typing import Any
 
     from controller.dlcp_settings import DlcpSettings
-    from mininet_topos.topologies import leafspine
+    from topology.generators import leafspine
 
     topo = leafspine(leaves=2, spines=1, hosts_per_leaf=1, bw_mbps=10.0, fabric_bw_mbps=100.0)
     sessions = {s.name: _Tables() for s in topo.switches}

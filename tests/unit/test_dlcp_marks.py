@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 
 from controller.controls import dlcp
-from protocol.config import CONFIG
 from protocol.dlcp import DROPPABLE, LAYER_CLASSES, LAYER_MASK, MAGNITUDE_CLASSES, MAGNITUDE_MASK, TRIMMED, marking
+from protocol.p4_constants import CONFIG
 from protocol.qpn import qpn
 from roce.headers import Bth, Opcode, Reth, Transport
 from roce.wire import build_frame, parse_frame

@@ -1,4 +1,4 @@
-"""float32 through int32 sums: the fixed scale and the shared block exponent (workers/floats.py)."""
+"""float32 through int32 sums: the fixed scale and the shared block exponent (workload/floats.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.config import Algorithm, DType, FloatMode, JobConfig, Node, Role
-from workers.encoding import Encoder, job_profile
-from workers.floats import BLOCK, BlockExponent, FixedPoint
+from workload.encoding import Encoder, job_profile
+from workload.floats import BLOCK, BlockExponent, FixedPoint
+from workload.job import Algorithm, DType, FloatMode, JobConfig, Node, Role
 
 
 def test_block_is_one_netreduce_packet():

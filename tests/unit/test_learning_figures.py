@@ -1,8 +1,8 @@
-"""Time to accuracy of a job that trains a real model, from its iterations (controller/experiment/report.py)."""
+"""Time to accuracy of a job that trains a real model, from its iterations (gradswitch/experiment/report.py)."""
 
 from __future__ import annotations
 
-from controller.experiment.report import TARGET_ACCURACY, _iteration, learning_figures
+from gradswitch.experiment.report import TARGET_ACCURACY, _iteration, learning_figures
 
 
 def _its(accuracies: list[float]) -> list[dict[str, float]]:

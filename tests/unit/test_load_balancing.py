@@ -9,23 +9,16 @@ import json
 
 import pytest
 
-from controller.cli import build_parser
 from controller.controls import l3_forwarding
-from controller.experiment.spec import ExperimentSpec, spec_from_dict
 from controller.p4rt import P4Info
-from controller.routing import (
-    DEFAULT_FLOWLET_GAP_US,
-    MAX_ECMP_SEED,
-    Balancing,
-    LoadBalance,
-    ecmp_member,
-    hash_multiplier,
-    seed_of,
-)
-from mininet_topos.topologies import leafspine, rack
-from protocol.config import CONFIG
+from controller.routing import ecmp_member
+from gradswitch.cli import build_parser
+from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from protocol.ecmp import DEFAULT_FLOWLET_GAP_US, MAX_ECMP_SEED, Balancing, LoadBalance, hash_multiplier, seed_of
+from protocol.p4_constants import CONFIG
 from protocol.paths import BMV2_JSON, P4INFO
 from tests.traces.generate import crc16_arc
+from topology.generators import leafspine, rack
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 7, 12345, MAX_ECMP_SEED])

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.experiment.background import parse_bytes_received, received_since
-from controller.experiment.bottleneck import judge
-from controller.experiment.links import Direction, usage
-from controller.experiment.report import _iteration, busiest_link_load, busiest_offered_load
+from gradswitch.experiment.background import parse_bytes_received, received_since
+from gradswitch.experiment.bottleneck import judge
+from gradswitch.experiment.links import Direction, usage
+from gradswitch.experiment.report import _iteration, busiest_link_load, busiest_offered_load
 from mininet_topos.shaping import ShaperStats, parse_shaper_stats
 
 CAPTURED = Path(__file__).parent / "captured"
@@ -104,9 +104,9 @@ def test_correctness_and_errors_appear_only_where_a_check_ran():
 
 
 def test_results_json_says_which_check_ran_and_claims_nothing_unchecked():
-    from controller.experiment.placement import job_config, place, topology_for
-    from controller.experiment.report import summarize
-    from controller.experiment.spec import ExperimentSpec
+    from gradswitch.experiment.placement import job_config, place, topology_for
+    from gradswitch.experiment.report import summarize
+    from gradswitch.experiment.spec import ExperimentSpec
 
     spec = ExperimentSpec(workers=2, iterations=2, bw_mbps=5.0)
     topo = topology_for(spec)
@@ -130,9 +130,9 @@ def test_results_json_says_which_check_ran_and_claims_nothing_unchecked():
 def test_results_json_says_why_packets_were_sent_again():
     """retransmissions: the requesters' resent packets; timeouts: their timers that fired; duplicates: resent
     packets the receivers already had (not needed). Summed over the nodes' queue-pair counters."""
-    from controller.experiment.placement import job_config, place, topology_for
-    from controller.experiment.report import format_table, summarize
-    from controller.experiment.spec import ExperimentSpec
+    from gradswitch.experiment.placement import job_config, place, topology_for
+    from gradswitch.experiment.report import format_table, summarize
+    from gradswitch.experiment.spec import ExperimentSpec
 
     spec = ExperimentSpec(workers=2, iterations=1, bw_mbps=5.0)
     topo = topology_for(spec)

@@ -14,7 +14,7 @@ import pytest
 from protocol.netreduce import MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
 from tests.inmemory import job, run_job
 from tests.netreduce_model import NetReduceHub
-from workers.floats import BLOCK
+from workload.floats import BLOCK
 
 
 def run(tmp_path: Path, workers: int, loss: float = 0.0, credits: int = 2, **kw: Any) -> tuple[dict, NetReduceHub]:

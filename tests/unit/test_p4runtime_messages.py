@@ -28,7 +28,7 @@ from controller.p4rt import (
 )
 from controller.p4rt.entities import Lpm, Ternary, normalize
 from controller.p4rt.session import pipeline_cookie
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
 from protocol.paths import BMV2_JSON, P4INFO
 from tests.fake_p4runtime import FakeServer
 

@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import pytest
 
-from ns3sim.config import transport_json
 from ns3sim.qp_script import (
     Level,
     Message,
@@ -22,8 +21,9 @@ from ns3sim.qp_script import (
     on,
     run_python,
 )
+from ns3sim.sim_config import transport_json
 from roce.qp import Mode
-from workers.config import Algorithm, JobConfig, Node, Role
+from workload.job import Algorithm, JobConfig, Node, Role
 
 ONE = (Message(4 * 1024, imm=7),)
 

@@ -1,4 +1,4 @@
-"""A compare's repetitions, baselines and resumption (controller/experiment/compare.py).
+"""A compare's repetitions, baselines and resumption (gradswitch/experiment/compare.py).
 
 The experiments here are a stand-in runner whose figures are a function of the spec (its name
 and seed), and which writes results.json as the real runner does: what is checked is what the
@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from controller.experiment.compare import (
+from gradswitch.experiment.compare import (
     CompareSpec,
     load_spec,
     ratio_of,
     repetitions,
     run_compare,
 )
-from controller.experiment.spec import ExperimentError, ExperimentSpec, SpecError
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError
 
 SPEC = """
 name = "rep"

@@ -13,7 +13,7 @@ from controller.dlcp_settings import DlcpSettings
 from controller.load_balancing import LoadBalancing
 from controller.netreduce_jobs import NetReduceJobs
 from controller.repl import Repl
-from protocol.config import CONFIG
+from protocol.p4_constants import CONFIG
 
 
 class _Switchless:

@@ -33,7 +33,7 @@ def test_a_selection_runs_its_points_and_reports_the_whole_study(tmp_path: Path,
 def test_the_rto_probe_is_the_study_run_with_only_its_smallest_rto_raised(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from controller.experiment.placement import job_config, place, topology_for
+    from gradswitch.experiment.placement import job_config, place, topology_for
 
     (probe,) = scaling.rto_runs()
     default = scaling.scaling_spec(*scaling.RTO_PROBE)

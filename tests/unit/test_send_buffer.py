@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from mininet_topos.network import DefaultSendBuffer
-from mininet_topos.shaping import MAX_SEND_BUFFER_BYTES, PRIORITY_CLASSES, buffer_bytes, switch_send_buffer_bytes
+from mininet_topos.shaping import MAX_SEND_BUFFER_BYTES, PRIORITY_CLASSES, switch_send_buffer_bytes
+from protocol.queues import buffer_bytes
 
 DEFAULT = 212992  # Debian's net.core.wmem_default
 

@@ -1,4 +1,4 @@
-"""train-digits (workers/train.py) checks its sums: every worker computes every other worker's gradient
+"""train-digits (workers/digits_job.py) checks its sums: every worker computes every other worker's gradient
 on its own model, so a wrong element fails the run and, with DLCP's zero-filling, the error against that
 exact sum is what the records report. Real worker threads on an in-memory network (tests/inmemory.py)."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from tests.inmemory import job, run_job, run_ok
 from tests.memlink import MemoryHub
-from workers.dlcp import DlcpPolicy
+from workload.dlcp import DlcpPolicy
 
 DIGITS: dict[str, Any] = {"workload": "train-digits", "dtype": "float32", "transport": "sr", "linger_timeout": 1.0}
 

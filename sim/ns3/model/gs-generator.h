@@ -6,7 +6,7 @@
 // set of ranks is G * (sum of their R): a sum holding every rank exactly once equals G * (R_0 + ... + R_{N-1}),
 // which a receiver computes in O(1) per block once it has the sum of the R. A missing, duplicated or foreign
 // contribution changes the factor (G is odd, hence invertible mod 2^64), so the check fails but for a
-// 2^-64 coincidence. Values (exact mode) are int32 in [-2^20, 2^20), like workers/tensors.py's.
+// 2^-64 coincidence. Values (exact mode) are int32 in [-2^20, 2^20), like workload/gradients.py's.
 #ifndef GS_GENERATOR_H
 #define GS_GENERATOR_H
 

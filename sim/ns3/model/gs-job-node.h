@@ -35,7 +35,7 @@ struct JobContext
     std::shared_ptr<const QpParams> qpParams; // with every host's name
 };
 
-/// One iteration's check (workers/encoding.py IterationCheck).
+/// One iteration's check (workload/encoding.py IterationCheck).
 struct IterationCheck
 {
     uint64_t wrong = 0;       // wrong elements (digest: elements of blocks whose digest is wrong)
@@ -158,7 +158,7 @@ class JobNode : public QpUser
     void Drain(std::function<void()> then);
     void CheckDrain();
     void Finish();
-    /// The job's fault injection: this node dies after iteration `it` if asked (workers/records.py crash_if_asked).
+    /// The job's fault injection: this node dies after iteration `it` if asked (workload/records.py crash_if_asked).
     bool CrashIfAsked(uint32_t it);
 
     GsHost* m_host;

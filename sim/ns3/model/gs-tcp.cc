@@ -17,7 +17,7 @@ namespace gs
 namespace
 {
 
-constexpr uint16_t kServerPort = 5299; // the testbed's iperf3 server port (controller/experiment/settings.py)
+constexpr uint16_t kServerPort = 5299; // the testbed's iperf3 server port (gradswitch/experiment/network_settings.py)
 constexpr uint16_t kClientPortBase = 40000;
 
 double

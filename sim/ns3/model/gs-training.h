@@ -1,4 +1,4 @@
-// A worker's training iterations, as workers/training.py's Scheduler runs them, on the simulator's clock:
+// A worker's training iterations, as workers/iteration.py's Scheduler runs them, on the simulator's clock:
 // forward layer by layer (waiting, from the second iteration on, for the reduced gradients it needs:
 // every one with sync = iteration, its own layer's with sync = layer), backward from the last layer,
 // each layer's gradients existing when its backward ends; reductions (the plan's ops) start in the
@@ -34,7 +34,7 @@ class TrainingScheduler
 
     /// Run every iteration from now; `finished` once the last reduction is complete.
     void Run(std::function<void()> finished);
-    /// Called when iteration i's end is known (the next forward starts), as workers/training.py's `finished`.
+    /// Called when iteration i's end is known (the next forward starts), as workers/iteration.py's `finished`.
     std::function<void(uint32_t)> onIteration;
 
     /// (start, end) of every iteration, seconds: forward start to the next forward start (the last: when it

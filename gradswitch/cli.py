@@ -1,0 +1,454 @@
+"""The `gradswitch` command line.
+
+A user's mistake (a bad value, a missing tool, no running network) ends in one `error:` line
+per problem, naming the value, what is allowed and what to do, before anything starts; `-v`
+adds the traceback. Anything else is a bug and shows its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from protocol.paths import runtime_dir
+
+if TYPE_CHECKING:
+    from controller.control_plane import ControlPlane
+    from gradswitch.testbed import Testbed
+    from topology.model import Topology
+
+SIZE_UNITS = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "b": 1}
+
+
+class UsageError(Exception):
+    """A user's mistake the command reports in one line per problem (no traceback)."""
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that report a user's mistake or a missing piece, not a bug."""
+    from controller.control_socket import ControlSocketError
+    from controller.netreduce_jobs import JobError
+    from controller.p4rt import SwitchError
+    from gradswitch.experiment.spec import ExperimentError, SpecError
+    from mininet_topos.bmv2 import SwitchStartError
+    from mininet_topos.bmv2_executable import Bmv2BuildError
+    from mininet_topos.network import NetworkError
+    from topology.model import TopologyError
+
+    return (UsageError, SpecError, ExperimentError, NetworkError, TopologyError, ControlSocketError, SwitchError,
+            JobError, Bmv2BuildError, SwitchStartError)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad option is one line naming it and pointing at --help (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def size_text(n: int) -> str:
+    """A byte count as parse_size reads it (8MiB, 64KiB, 1000)."""
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)
+
+
+def parse_size(text: str) -> int:
+    """8MiB, 512KiB, 1GiB, 64kB, 1000 (bytes)."""
+    lowered = text.strip().lower()
+    try:
+        for unit, factor in SIZE_UNITS.items():
+            if lowered.endswith(unit):
+                return int(float(lowered[: -len(unit)]) * factor)
+        return int(lowered)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size: give bytes with an optional unit ({', '.join(SIZE_UNITS)}), e.g. 8MiB") from None
+
+
+BMV2_TOPOLOGIES = ("rack", "leafspine", "dumbbell")  # the others (fattree, leafspine3) are the simulator's
+
+
+def _topology_args(p: argparse.ArgumentParser, default: str) -> None:
+    g = p.add_argument_group("topology")
+    g.add_argument("--topo", choices=BMV2_TOPOLOGIES, default=default,
+                   help="BMv2 networks (fat trees and three tiers run on the simulator: experiment --backend ns3)")
+    g.add_argument("--hosts", type=int, help="rack: number of hosts")
+    g.add_argument("--leaves", type=int, help="leafspine: number of leaves")
+    g.add_argument("--spines", type=int, help="leafspine: number of spines")
+    g.add_argument("--hosts-per-leaf", type=int, help="leafspine: hosts on each leaf")
+    g.add_argument("--hosts-per-side", type=int, help="dumbbell: hosts on each side")
+    g.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate (HTB)")
+
+
+def topology_from_args(args: argparse.Namespace) -> Topology:
+    """The topology the options describe (TopologyError names a bad value)."""
+    from topology.generators import build_topology
+
+    params: dict[str, Any] = {"bw_mbps": args.bw}
+    if args.topo == "rack":
+        params["hosts"] = args.hosts
+    elif args.topo == "leafspine":
+        params.update(leaves=args.leaves, spines=args.spines, hosts_per_leaf=args.hosts_per_leaf)
+    else:
+        params["hosts_per_side"] = args.hosts_per_side
+    return build_topology(args.topo, **params)
+
+
+# ---- commands ----
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from gradswitch.doctor import report, run_checks
+    from mininet_topos.network import missing_for_networks
+
+    checks = run_checks()
+    print(report(checks))
+    missing = missing_for_networks()
+    if missing:
+        print(f"networks cannot start: missing {', '.join(missing)}")
+    return 0 if not missing and all(c.ok for c in checks if c.name == "p4c-bm2-ss") else 1
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from gradswitch.p4_compile import BuildError, compile_program
+
+    try:
+        result = compile_program()
+    except BuildError as e:
+        for line in str(e).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        return 1
+    print(f"compiled {result.json} and {result.p4info}")
+    return 0
+
+
+def cmd_net(args: argparse.Namespace) -> int:
+    from controller.control_socket import ControlServer
+    from gradswitch.testbed import Testbed
+    from mininet_topos.network import NetworkOptions, preflight
+
+    topo = topology_from_args(args)
+    preflight()
+    options = NetworkOptions(log_level=args.log_level, pcap=args.pcap)
+    switches, hosts = len(topo.switches), len(topo.hosts)
+    print(f"bringing up {topo.name}: {switches} BMv2 switch{'es' * (switches != 1)}, "
+          f"{hosts} host{'s' * (hosts != 1)} ...", flush=True)
+    with Testbed(topo, options) as net:
+        assert net.control is not None
+        print(f"switches programmed; logs in {net.run_dir}", flush=True)
+        if args.pingall:
+            reach = net.pingall()
+            print(reach.table())
+            return 0 if reach.full else 1
+        with ControlServer(net.control, net.run_dir):
+            _mininet_cli(net)
+        return 0
+
+
+def _mininet_cli(net: Testbed) -> None:
+    from mininet.cli import CLI
+
+    from controller.repl import Repl, run_repl
+
+    assert net.control is not None, "the network is not running"
+    control: ControlPlane = net.control
+
+    class GradCLI(CLI):  # type: ignore[misc]
+        # Before the first prompt and after each command: a SIGTERM whose SystemExit was lost
+        # (GradNetwork.exit_if_signalled) still ends the network instead of waiting for input.
+        def preloop(self) -> None:
+            net.exit_if_signalled()
+
+        def postcmd(self, stop: bool, line: str) -> bool:
+            net.exit_if_signalled()
+            return stop
+
+        def do_repl(self, line: str) -> None:
+            """repl [COMMAND]: the gradswitch REPL (tables, entries, counters), or one command of it."""
+            if line.strip():
+                Repl(control).onecmd(line)
+            else:
+                run_repl(control)
+
+    print("Mininet CLI: `repl` opens the gradswitch REPL; `gradswitch repl` in another terminal attaches too.")
+    GradCLI(net.net)
+
+
+def _find_run_dir(explicit: Path | None) -> Path:
+    from controller.control_socket import SOCKET_NAME, ControlSocketError
+
+    if explicit is not None:
+        if not (explicit / SOCKET_NAME).exists():
+            raise ControlSocketError(f"--run-dir {explicit}: no running network there (no {SOCKET_NAME}); "
+                                     f"leave --run-dir out to find the one running under {runtime_dir()}")
+        return explicit
+    candidates = sorted(p.parent for p in runtime_dir().glob(f"*/{SOCKET_NAME}"))
+    if not candidates:
+        raise ControlSocketError(f"no running network under {runtime_dir()}; start one with `gradswitch net`")
+    if len(candidates) > 1:
+        listing = ", ".join(map(str, candidates))
+        raise ControlSocketError(f"several running networks ({listing}); pick one with --run-dir")
+    return candidates[0]
+
+
+def cmd_repl(args: argparse.Namespace) -> int:
+    from controller.control_plane import ControlPlane
+    from controller.control_socket import attach
+    from controller.fabric import Fabric
+    from controller.p4rt import REPL_ELECTION_ID
+    from controller.repl import run_repl
+
+    if args.direct:
+        fabric = Fabric(topology_from_args(args), election_id=REPL_ELECTION_ID)
+        fabric.connect()
+        with fabric:
+            run_repl(ControlPlane.over(fabric), args.command)
+        return 0
+    run_repl(attach(_find_run_dir(args.run_dir)), args.command)
+    return 0
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from dataclasses import fields
+
+    from gradswitch.experiment.report import format_table
+    from gradswitch.experiment.runner import run_experiment
+    from gradswitch.experiment.spec import (
+        CLI_OPTIONS,
+        EMULATE_OPTIONS,
+        SIM_OPTIONS,
+        ExperimentSpec,
+        spec_from_dict,
+    )
+
+    options = {f.name: CLI_OPTIONS.get(f.name, f.name).replace("-", "_") for f in fields(ExperimentSpec)}
+    given = {field: value for field, option in options.items() if (value := getattr(args, option, None)) is not None}
+    for table, names in (("emulate", EMULATE_OPTIONS), ("sim", SIM_OPTIONS)):
+        values = {field: value for field, option in names.items()
+                  if (value := getattr(args, option.replace("-", "_"), None)) is not None}
+        if values:
+            given[table] = values
+    spec = spec_from_dict(given)
+    spec.validate()
+    _ready_for([spec])
+    out = args.out or Path("runs") / spec.label
+    report = run_experiment(spec, out)
+    print(format_table(report))
+    print(f"results: {out / 'results.json'}, plots: {out / 'iterations.png'}")
+    return 0 if report["ok"] else 1
+
+
+def _ready_for(specs: list[Any]) -> None:
+    """What the specs' backends need, before anything starts: a machine that can bring up networks
+    (BMv2 runs), the built simulator (ns3 runs)."""
+    from gradswitch.experiment.spec import ExperimentSpec
+
+    runs: list[ExperimentSpec] = specs
+    if any(not s.simulated for s in runs):
+        from mininet_topos.network import preflight
+
+        preflight()
+    if any(s.simulated for s in runs):
+        from ns3sim.build import status
+
+        missing = status().missing()
+        if missing:
+            raise UsageError(f"backend = ns3: {missing}")
+        if any(s.simulated and s.ranks > 1 for s in runs):
+            missing = status(mpi=True).missing()
+            if missing:
+                raise UsageError(f"ranks > 1 (MPI): {missing}")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from gradswitch.experiment.compare import load_spec, run_compare
+
+    spec = load_spec(args.spec)
+    _ready_for(spec.runs)
+    out = args.out or Path("runs") / spec.name
+    summary = run_compare(spec, out)
+    print(f"report: {out / 'report.md'}, summary: {out / 'summary.json'}")
+    return 0 if all(h.get("ok") for h in summary.values()) else 1  # ok: complete, and correct where checked
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from mininet_topos.network import STATE_FILE, NetworkError, cleanup_run, remove_orphan_interfaces
+
+    status = 0
+    for state in sorted(runtime_dir().glob(f"*/{STATE_FILE}")):
+        try:
+            removed = cleanup_run(state.parent)
+        except NetworkError as e:
+            print(f"skipped: {e}")
+            status = 1
+            continue
+        except PermissionError as e:
+            raise UsageError(f"cannot remove what {state.parent} left ({e.strerror}): run `gradswitch clean` as root "
+                             "(sudo), as the network was") from None
+        for item in removed:
+            print(f"removed {item}")
+    # Runs whose state file is gone (a temporary run directory, a run killed outright
+    # elsewhere) can still leave switch-port veths in the root namespace.
+    for intf in remove_orphan_interfaces():
+        print(f"removed interface {intf} (no running switch uses it)")
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from gradswitch.experiment.spec import Backend, Check, ExperimentSpec, SimOptions
+    from mininet_topos.bmv2 import LOG_LEVELS
+    from protocol.ecmp import LoadBalance
+    from protocol.p4_constants import CONFIG
+    from roce.qp import VALID_MTUS, Mode
+    from topology.generators import TOPOLOGIES
+    from workload.gradients import workload_names
+    from workload.job import Algorithm, Device, DType, Emulation, FloatMode, Precision, Scheduling, Sync
+
+    parser = Parser(prog="gradswitch", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, and tracebacks of errors")
+    parser.add_argument("--bmv2", metavar="PATH", help="the simple_switch_grpc every switch runs (or a directory "
+                        "holding it), e.g. a BMv2 built without logging macros; default: $GRADSWITCH_BMV2, else PATH's")
+    sub = parser.add_subparsers(dest="command_name", required=True, parser_class=Parser)
+
+    p = sub.add_parser("doctor", help="report the tools gradswitch uses and what fails without them")
+    p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("build", help="compile p4src/gradswitch.p4 (warnings are errors)")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("net", help="bring up a Mininet network of BMv2 switches")
+    _topology_args(p, default="leafspine")
+    p.add_argument("--pingall", action="store_true", help="check every host pair, print the table, tear down")
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="BMv2 log level (debug logs every packet)")
+    p.add_argument("--pcap", action="store_true", help="BMv2 writes pcaps of every port")
+    p.set_defaults(func=cmd_net)
+
+    p = sub.add_parser("repl", help="inspect and change the switches of a running network")
+    p.add_argument("--run-dir", type=Path, help="run directory of the network (default: the one running)")
+    p.add_argument("-c", "--command", action="append", help="run this REPL command and exit (repeatable)")
+    p.add_argument("--direct", action="store_true",
+                   help="no controller running: open own P4Runtime sessions (lower election id than a controller)")
+    _topology_args(p, default="leafspine")
+    p.set_defaults(func=cmd_repl)
+
+    # Experiment options default to None: ExperimentSpec's defaults apply to what is not given.
+    D, E, S = ExperimentSpec(), Emulation(), SimOptions()
+    p = sub.add_parser("experiment", help="run one all-reduce or training experiment (BMv2, or ns-3) and report it")
+    p.add_argument("--algo", choices=Algorithm.names(), help=f"{', '.join(Algorithm.names())} (default {D.algo})")
+    p.add_argument("--workers", type=int, help=f"workers per job (default {D.workers})")
+    p.add_argument("--servers", type=int, help=f"parameter servers (ps; default {D.servers})")
+    p.add_argument("--ps-key", type=parse_size, help="parameter server: bytes per key (default "
+                   f"{size_text(D.ps_key_bytes)}; smaller keys pipeline more)")
+    p.add_argument("--size", type=parse_size, help=f"synthetic gradient size (default {size_text(D.size_bytes)})")
+    p.add_argument("--workload", help=f"default {D.workload}; one of {', '.join(workload_names())}")
+    p.add_argument("--scale", type=float, help="fraction of a model profile's layer sizes, 0 < scale <= 1")
+    p.add_argument("--dtype", choices=DType.names())
+    p.add_argument("--float-mode", choices=FloatMode.names(),
+                   help="float32 as int32: a fixed scale, or a shared exponent per block (SwitchML-style)")
+    p.add_argument("--iterations", type=int, help=f"iterations to run (default {D.iterations})")
+    p.add_argument("--topo", choices=list(TOPOLOGIES), help=f"default {D.topo}; fattree and leafspine3 on the "
+                   "simulator (--backend ns3)")
+    p.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate")
+    p.add_argument("--loss", type=float, metavar="PCT", help="drop this percentage of RoCE packets on every worker "
+                   "link, 0 <= PCT < 100")
+    p.add_argument("--transport", choices=Mode.names(), help=f"go-back-N (RoCE) or selective repeat (IRN); "
+                   f"default {D.transport}")
+    p.add_argument("--mtu", type=int, choices=VALID_MTUS, help=f"RoCE MTU of ring and PS (default {D.mtu}: "
+                   "NetReduce's packet size)")
+    p.add_argument("--window", type=int, help=f"packets in flight per QP (default {D.window}; the simulator raises it "
+                   "to cover the path's bandwidth-delay product)")
+    p.add_argument("--credits", type=int, help=f"NetReduce: messages in flight per worker (default {D.credits})")
+    p.add_argument("--min-rto-ms", type=float, metavar="MS", help="smallest retransmission timeout (default: a "
+                   "full queue's time plus a window on the path, at least 50 ms; the RTT estimate may raise it)")
+    p.add_argument("--name", help="run name (default: algo-nN-topo)")
+    p.add_argument("--out", type=Path, help="output directory (default: runs/NAME)")
+    g = p.add_argument_group("switches (docs/dlcp.md): priority classes and load balancing")
+    g.add_argument("--roce-class", action="store_true", default=None,
+                   help=f"every RoCE v2 packet in one strict-priority class (priority {CONFIG.ROCE_CLASS_PRIORITY}) "
+                   "above bulk traffic, as RoCE is deployed")
+    g.add_argument("--load-balance", choices=LoadBalance.names(),
+                   help=f"ECMP groups: per flow by the 5-tuple's hash, or per flowlet at random after an idle gap "
+                   f"(LetFlow); default {D.load_balance}")
+    g.add_argument("--flowlet-gap-us", type=int, metavar="US",
+                   help=f"flowlet: idle microseconds after which a flow may move (default {D.flowlet_gap_us})")
+    g.add_argument("--ecmp-seed", type=int, metavar="N", help="seed of the ECMP hash (default 0: the plain hash)")
+    g = p.add_argument_group("backend: BMv2 (the testbed) or the ns-3 simulator (docs/simulator.md)")
+    g.add_argument("--backend", choices=Backend.names(), help=f"what runs the jobs (default {D.backend}); ns3: fat "
+                   "trees, hundreds of workers, 100 Gb/s links, computation at real speed")
+    g.add_argument("--k", type=int, help="fattree: k (default: the smallest even k with k^3/4 >= the hosts)")
+    g.add_argument("--pods", type=int,
+                   help=f"leafspine3: pods of --leaves leaves and --spines spines (default {D.pods})")
+    g.add_argument("--superspines", type=int, help=f"leafspine3: super-spines (default {D.superspines})")
+    g.add_argument("--ranks", type=int, help="ns3: MPI ranks the simulator runs on (default 1: one process, no MPI)")
+    g.add_argument("--hostfile", help="ns3 with --ranks: mpirun's hostfile (a cluster's machines; default: this one)")
+    g.add_argument("--check", choices=Check.names(), help="ns3: what packets carry and every sum is checked against: "
+                   "exact values, a digest per contribution, or nothing (default auto: exact while small)")
+    g.add_argument("--link-delay-us", type=float, metavar="US",
+                   help=f"ns3: propagation delay of every link (default {S.link_delay_us:g})")
+    g.add_argument("--switch-delay-us", type=float, metavar="US",
+                   help="ns3: per-packet delay in a switch (default 0; bench/testbed_costs.py measures BMv2's)")
+    g.add_argument("--host-delay-us", type=float, metavar="US",
+                   help="ns3: per-message delay at a receiving host (default 0; the Python hosts', measured likewise)")
+    g.add_argument("--queue-bytes", type=int, metavar="BYTES",
+                   help="ns3: bytes of every priority queue of a port (default: the testbed's shaped buffer per rate)")
+    g.add_argument("--shaped-links", action="store_const", const=True, default=None,
+                   help="ns3: links as the testbed's HTB shapers (a packet reaches the next hop as it leaves), not "
+                        "wires that serialize it first; bench.crossval sets it")
+    g = p.add_argument_group("training (docs/training.md): emulate a GPU cluster's computation, time-dilated")
+    g.add_argument("--emulate-link", type=float, metavar="GBPS", help="the emulated cluster's link rate (Gb/s; "
+                   f"default {E.link_gbps:g}, on ns3 --bw's: dilation 1); with this (or --device/--batch) workers "
+                   "train instead of all-reducing in a row")
+    g.add_argument("--device", choices=Device.names(), help=f"emulated GPU (default {E.device})")
+    g.add_argument("--precision", choices=Precision.names(), help=f"fp32 (TF32 on A100) or amp (default {E.precision})")
+    g.add_argument("--batch", type=int, help=f"samples per GPU per iteration (default {E.batch})")
+    g.add_argument("--compute-scale", type=float, help="fraction of the modelled computation (0: none)")
+    g.add_argument("--sync", choices=Sync.names(), help="next forward after every gradient (iteration) or layer by "
+                   f"layer (layer); default {D.sync}")
+    g.add_argument("--scheduling", choices=Scheduling.names(),
+                   help=f"fifo buckets or priority partitions (default {D.scheduling})")
+    g.add_argument("--bucket-mb", type=float, help=f"fifo: real MiB per bucket (default {D.bucket_mb:g}, DDP's)")
+    g.add_argument("--partition-mb", type=float, help=f"priority: real MiB per partition (default {D.partition_mb:g})")
+    g.add_argument("--warmup", type=int, help=f"iterations left out of the steady state (default {D.warmup})")
+    g.add_argument("--in-flight", type=int, help=f"reductions in progress at once, at most (default {D.in_flight})")
+    p.set_defaults(func=cmd_experiment)
+
+    p = sub.add_parser("compare", help="run a matrix of experiments from a spec file (experiments/*.toml)")
+    p.add_argument("spec", type=Path)
+    p.add_argument("--out", type=Path, help="output directory (default: runs/<spec name>)")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("clean", help="remove switches, hosts and veths left by a run that was killed")
+    p.set_defaults(func=cmd_clean)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.bmv2:
+            from mininet_topos.bmv2 import use_bmv2
+
+            use_bmv2(args.bmv2)
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("interrupted: everything was torn down", file=sys.stderr)
+        return 130
+    except user_errors() as e:
+        if args.verbose:
+            traceback.print_exc()
+        for line in str(e).splitlines() or [type(e).__name__]:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

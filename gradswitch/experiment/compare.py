@@ -1,0 +1,583 @@
+"""`gradswitch compare SPEC`: a matrix of experiments on equal terms, repeated, one report.
+
+A spec is a TOML file (see experiments/):
+
+    name = "baselines"
+    repeat = 3                # every run 3 times (seed, seed + 1, seed + 2); default 1
+    baselines = ["ring-n4"]   # runs the others are measured against (optional)
+    figures = ["median_s"]    # summary keys to plot side by side; the first is the headline figure
+    [defaults]                # every run starts from these (ExperimentSpec fields)
+    iterations = 5
+    bw_mbps = 20
+    [matrix]                  # the cartesian product of these lists...
+    algo = ["ring", "ps"]
+    workers = [2, 4]
+    [[runs]]                  # ...plus runs given one by one (each may set `name`)
+    name = "ring-sr"
+    algo = "ring"
+    transport = "sr"
+
+It writes a directory per repetition of each run (DIR/<run>/ with repeat = 1, DIR/<run>/rep<k>/
+otherwise: each experiment's own results and plots), DIR/summary.json, DIR/report.md and
+DIR/*.png. Repetitions run round by round (every run once, then every run again), so that a
+change in the machine's load meets every run alike.
+
+summary.json maps each run to its headline figures: the median over its repetitions that were
+not machine-bound (gradswitch/experiment/bottleneck.py), with `spread` (per figure min, median,
+max and how many), `repetitions` (every repetition's own figures, the machine-bound ones too)
+and, for a run that is not a baseline, `over_baseline`: its median headline figure (the spec's
+first figure; samples_per_s_real for training specs) over the best baseline's median, with the
+ratio's min and max (the run's smallest repetition over the baseline's largest, and its largest
+over the baseline's smallest: the extremes any pairing of their repetitions gives).
+
+Started again on the same DIR, a compare skips every repetition whose results.json is complete
+(all its iterations done) for the same spec, and runs the rest.
+
+Runs may differ in `backend` (bmv2: the testbed; ns3: the simulator): their rows sit in one table
+with a backend column, a simulated run's speed (wall_s, events_per_s, packet_hops_per_s) beside.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from gradswitch.experiment.plots import plot_compare, plot_figures, plot_learning, plot_link_loads
+from gradswitch.experiment.report import format_table
+from gradswitch.experiment.runner import run_experiment
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, spec_from_dict
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Ubuntu 22.04's Python 3.10
+    import tomli as tomllib
+
+TRAINING_FIGURE = "samples_per_s_real"
+# Figures where less is better (besides times, `*_s`): what picks the best baseline.
+LOWER_IS_BETTER = {"ratio_to_bound", "retransmissions", "max_relative_error", "max_abs_error", "dlcp_dropped",
+                   "zero_filled_packets", "uplink_imbalance"}
+# Keys of a headline that are not figures to take medians of.
+NOT_FIGURES = {"bmv2", "error", "machine_bound_reason", "check", "repetition", "seed", "backend"}
+
+
+def lower_is_better(figure: str) -> bool:
+    return (figure.endswith("_s") and not figure.endswith("_per_s")) or figure in LOWER_IS_BETTER
+
+
+@dataclass
+class CompareSpec:
+    name: str
+    runs: list[ExperimentSpec]
+    notes: str = ""
+    figures: list[str] = field(default_factory=list)  # summary keys to plot side by side
+    repeat: int = 1  # repetitions of every run (seed + index)
+    baselines: list[str] = field(default_factory=list)  # runs the others' headline figure is divided by
+    repeat_varies: tuple[str, ...] = ("seed",)  # the fields repetition k adds k to (REPEAT_VARIES)
+    # A run is measured only against the baselines equal to it in these ExperimentSpec fields (e.g. ring_order:
+    # spraying on a random placement against ECMP on the same placement, not on another)
+    baselines_within: tuple[str, ...] = ()
+
+    @property
+    def headline_figure(self) -> str:
+        """What a run is measured by: training throughput for training specs, else the spec's first figure."""
+        if any(r.emulate is not None for r in self.runs):
+            return TRAINING_FIGURE
+        return self.figures[0] if self.figures else "median_s"
+
+
+@dataclass(frozen=True)
+class Repetition:
+    """Repetition `index` (0-based) of one run of a compare."""
+
+    run: ExperimentSpec
+    index: int
+    repeat: int
+    varies: tuple[str, ...] = ("seed",)
+
+    @property
+    def label(self) -> str:
+        return self.run.label
+
+    @property
+    def spec(self) -> ExperimentSpec:
+        """The run with this repetition's seed (seed + index: other payloads, other placements when random) and,
+        where the compare says so, its other varied fields (ecmp_seed + index: another hash of the flows)."""
+        return replace(self.run, **{f: getattr(self.run, f) + self.index for f in self.varies})
+
+    def directory(self, out_dir: Path) -> Path:
+        return out_dir / self.label if self.repeat == 1 else out_dir / self.label / f"rep{self.index + 1}"
+
+    def __str__(self) -> str:
+        return self.label if self.repeat == 1 else f"{self.label} (repetition {self.index + 1}/{self.repeat})"
+
+
+def repetitions(spec: CompareSpec) -> list[Repetition]:
+    """Every repetition of every run, round by round."""
+    return [Repetition(run, i, spec.repeat, spec.repeat_varies) for i in range(spec.repeat) for run in spec.runs]
+
+
+def _auto_name(spec: ExperimentSpec, varied: list[str]) -> str:
+    parts = []
+    for key in varied:
+        value = getattr(spec, key)
+        if key == "size_bytes":
+            parts.append(f"{value / 2**20:g}MiB")
+        elif key == "workers":
+            parts.append(f"n{value}")
+        else:
+            parts.append(f"{value}")
+    return "-".join(parts) or spec.algo
+
+
+SPEC_KEYS = ("name", "notes", "figures", "repeat", "repeat_varies", "baselines", "baselines_within", "defaults",
+             "matrix", "runs")
+# What a repetition may draw anew: the seed (payload values, random placements) and the ECMP hash seed (which flows
+# collide), so that repetitions sample a distribution rather than repeat one draw.
+REPEAT_VARIES = ("seed", "ecmp_seed")
+
+
+def load_spec(path: Path) -> CompareSpec:
+    """A compare spec, every run checked (SpecError: one line per problem, naming the run)."""
+    if not path.exists() and path.with_suffix(".toml").exists():
+        path = path.with_suffix(".toml")  # `gradswitch compare experiments/tensorlights`
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise SpecError(f"{path}: {e}") from None
+    try:
+        unknown = sorted(set(raw) - set(SPEC_KEYS))
+        if unknown:
+            raise SpecError(f"unknown keys {', '.join(unknown)} (known: {', '.join(SPEC_KEYS)})")
+        defaults = spec_from_dict(raw.get("defaults", {}))
+        runs: list[ExperimentSpec] = []
+        matrix = raw.get("matrix", {})
+        if matrix:
+            keys = list(matrix)
+            for values in itertools.product(*(matrix[k] if isinstance(matrix[k], list) else [matrix[k]]
+                                              for k in keys)):
+                spec = spec_from_dict(dict(zip(keys, values, strict=True)), defaults)
+                varied = [k for k in keys if isinstance(matrix[k], list) and len(matrix[k]) > 1]
+                runs.append(spec_from_dict({"name": _auto_name(spec, varied)}, spec))
+        for i, run in enumerate(raw.get("runs", []), start=1):
+            try:
+                runs.append(spec_from_dict(run, defaults))
+            except SpecError as e:
+                raise SpecError(f"run {run.get('name', i)!r}: {e}") from None
+    except SpecError as e:
+        raise SpecError(f"{path}: {e}") from None
+    names = [r.label for r in runs]
+    problems = [f"{path}: run {name!r}: {line}" for r, name in zip(runs, names, strict=True) for line in r.problems()]
+    if len(set(names)) != len(names):
+        problems.append(f"{path}: run names repeat: {sorted({n for n in names if names.count(n) > 1})}")
+    if not runs:
+        problems.append(f"{path}: no runs (give a [matrix] or [[runs]])")
+    repeat = raw.get("repeat", 1)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= 100:
+        problems.append(f"{path}: repeat = {repeat!r}: a whole number of repetitions per run, 1 to 100 "
+                        "(3 or more for a headline)")
+        repeat = 1
+    varies = raw.get("repeat_varies", ["seed"])
+    if not isinstance(varies, list) or not varies or not all(v in REPEAT_VARIES for v in varies) \
+            or len(set(varies)) != len(varies):
+        problems.append(f"{path}: repeat_varies = {varies!r}: a list of what each repetition adds its index to, "
+                        f"from {', '.join(REPEAT_VARIES)}, e.g. [\"seed\", \"ecmp_seed\"]")
+        varies = ["seed"]
+    baselines = raw.get("baselines", [])
+    if not isinstance(baselines, list) or not all(isinstance(b, str) for b in baselines):
+        example = names[0] if names else "baseline"
+        problems.append(f"{path}: baselines = {baselines!r}: a list of run names, e.g. [\"{example}\"]")
+        baselines = []
+    for b in baselines:
+        if b not in names:
+            problems.append(f"{path}: baselines: no run named {b!r} (runs: {', '.join(names)})")
+    if baselines and len(baselines) == len(names):
+        problems.append(f"{path}: baselines name every run: leave at least one run to measure against them")
+    within = raw.get("baselines_within", [])
+    spec_fields = {f.name for f in fields(ExperimentSpec)}
+    if not isinstance(within, list) or not all(isinstance(w, str) and w in spec_fields for w in within):
+        problems.append(f"{path}: baselines_within = {within!r}: a list of experiment fields a run and its "
+                        "baselines share, e.g. [\"ring_order\"]")
+        within = []
+    for run in runs:
+        if baselines and run.label not in baselines and within and not any(
+                all(getattr(b, w) == getattr(run, w) for w in within) for b in runs if b.label in baselines):
+            problems.append(f"{path}: run {run.label!r}: no baseline shares its {', '.join(within)} "
+                            "(baselines_within)")
+    if problems:
+        raise SpecError("\n".join(problems))
+    return CompareSpec(raw.get("name", path.stem), runs, raw.get("notes", ""), raw.get("figures", []), repeat,
+                       baselines, tuple(varies), tuple(within))
+
+
+def headline(report: dict[str, Any]) -> dict[str, Any]:
+    """One experiment's headline figures (one repetition of a run)."""
+    s = report["summary"]
+    out = {"backend": report.get("backend", "bmv2"), "median_s": s["median_s"], "p99_s": s["p99_s"], "ok": report["ok"],
+           "algbw_mbps": s["algbw_mbps"], "lower_bound_s": s["lower_bound_s"], "ratio_to_bound": s["ratio_to_bound"],
+           "retransmissions": report["retransmissions"], "bytes_on_wire": report["bytes_on_wire"]}
+    if "correct" in s:  # a check ran (report["check"])
+        out["correct"] = s["correct"]
+    out.update(report.get("headline_extra", {}))
+    training = report.get("training") or {}
+    # Every run has both: a training run its steady-state iteration and real-equivalent throughput,
+    # an all-reduce run its median all-reduce iteration (and no samples).
+    out["iteration_s"] = training.get("iteration_s", s["median_s"])
+    out["samples_per_s_real"] = training.get("samples_per_s_real")
+    for key in ("exposed_comm_s", "compute_s", "overlap", "dilation", "scaling_efficiency", "ideal_samples_per_s_real",
+                "of_ideal", "ideal_link_load"):
+        if key in training:
+            out[key] = training[key]
+    if report.get("bmv2"):  # which BMv2 build ran: path, version, logging macros or not
+        out["bmv2"] = {k: report["bmv2"][k] for k in ("path", "version", "logging_macros")}
+    return out
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def spread(values: list[float]) -> dict[str, float | int]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values), "n": len(values)}
+
+
+def combine(heads: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """A run's summary from its repetitions' headlines (None: not run yet): every figure's median
+    over the repetitions that were neither machine-bound nor failed (all completed ones when none
+    was), its spread, and every repetition's own figures."""
+    done = [h for h in heads if h is not None]
+    completed = [h for h in done if not h.get("error")]
+    valid = [h for h in completed if not h.get("machine_bound")]
+    basis = valid or completed
+    out: dict[str, Any] = {}
+    keys = list(dict.fromkeys(k for h in basis for k in h))
+    spreads: dict[str, dict[str, float | int]] = {}
+    for k in keys:
+        values = [h[k] for h in basis if k in h]
+        numbers = [float(v) for v in values if _number(v)]
+        if k not in NOT_FIGURES and numbers and len(numbers) == len([v for v in values if v is not None]):
+            spreads[k] = spread(numbers)
+            out[k] = spreads[k]["median"]
+        elif values:
+            out[k] = values[0]
+    checked = [h["correct"] for h in completed if "correct" in h]
+    if checked:
+        out["correct"] = all(checked)
+    out["ok"] = bool(done) and all(h.get("ok") for h in done)
+    out["check"] = next((h["check"] for h in completed if "check" in h), None)
+    out["backend"] = next((h["backend"] for h in done if "backend" in h), "bmv2")
+    for k in ("machine_bound_reason", "repetition", "seed"):  # a repetition's own, in `repetitions`
+        out.pop(k, None)
+    out["machine_bound"] = bool(completed) and not valid  # every repetition was machine-bound: no headline
+    out["repetitions_done"] = len(done)
+    out["headline_repetitions"] = len(valid)
+    out["machine_bound_repetitions"] = [h["repetition"] for h in completed if h.get("machine_bound")]
+    out["failed_repetitions"] = [h["repetition"] for h in done if h.get("error")]
+    if any(h.get("error") for h in done) and not completed:
+        out["error"] = next(h["error"] for h in done if h.get("error"))
+    out["spread"] = spreads
+    out["repetitions"] = done
+    return out
+
+
+def best_baseline(spec: CompareSpec, summary: dict[str, dict[str, Any]], figure: str, run: str | None = None
+                  ) -> str | None:
+    """The baseline with the best median of `figure` among those that have one and are not machine-bound (and,
+    given a run, that share its `baselines_within` fields)."""
+    specs = {r.label: r for r in spec.runs}
+
+    def comparable(b: str) -> bool:
+        if run is None or run not in specs or b not in specs:
+            return True
+        return all(getattr(specs[b], w) == getattr(specs[run], w) for w in spec.baselines_within)
+
+    usable = [b for b in spec.baselines if _number(summary.get(b, {}).get(figure))
+              and not summary[b].get("machine_bound") and comparable(b)]
+    if not usable:
+        return None
+    pick = min if lower_is_better(figure) else max
+    return pick(usable, key=lambda b: float(summary[b][figure]))
+
+
+def ratio_of(run: dict[str, Any], base: dict[str, Any], figure: str) -> dict[str, Any]:
+    """Run summary `run`'s median `figure` over `base`'s, with the ratio's min (the run's smallest
+    repetition over the base's largest) and max (largest over smallest); a headline only when
+    neither is machine-bound. None where either has no such figure."""
+    out: dict[str, Any] = {"figure": figure, "ratio": None, "min": None, "max": None, "headline": False}
+    a, b = run.get("spread", {}).get(figure), base.get("spread", {}).get(figure)
+    if a and b and b["median"] and b["min"] and b["max"]:
+        out.update(ratio=a["median"] / b["median"], min=a["min"] / b["max"], max=a["max"] / b["min"],
+                   headline=not run.get("machine_bound") and not base.get("machine_bound"))
+    return out
+
+
+def over_baseline(spec: CompareSpec, summary: dict[str, dict[str, Any]]) -> None:
+    """Add `over_baseline` to every run that is not a baseline: its median headline figure over the
+    best baseline's, and the ratio's min and max (ratio_of). A machine-bound run's ratio is given
+    but is not a headline."""
+    figure = spec.headline_figure
+    for name, s in summary.items():
+        s["is_baseline"] = name in spec.baselines
+        if name in spec.baselines or not spec.baselines:
+            continue
+        best = best_baseline(spec, summary, figure, name)
+        entry = ratio_of(s, summary[best], figure) if best is not None else ratio_of({}, {}, figure)
+        s["over_baseline"] = {"baseline": best, **entry}
+
+
+def summarize_runs(spec: CompareSpec, heads: dict[str, list[dict[str, Any] | None]]) -> dict[str, dict[str, Any]]:
+    summary = {run.label: combine(heads[run.label]) for run in spec.runs
+               if any(h is not None for h in heads[run.label])}
+    over_baseline(spec, summary)
+    return summary
+
+
+def _normalised(spec: ExperimentSpec) -> Any:
+    """The spec as results.json keeps it (JSON values)."""
+    return json.loads(json.dumps(asdict(spec)))
+
+
+def _with_defaults(saved: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """`saved` with every field it lacks (at any depth of its tables) taken from `defaults`."""
+    out = {k: v for k, v in defaults.items() if k not in saved}
+    for k, v in saved.items():
+        d = defaults.get(k)
+        out[k] = _with_defaults(v, d) if isinstance(v, dict) and isinstance(d, dict) else v
+    return out
+
+
+def completed_report(directory: Path, spec: ExperimentSpec) -> dict[str, Any] | None:
+    """The report a previous compare left in `directory` if it is complete (every iteration done)
+    and for the same spec; None: run it (again)."""
+    path = directory / "results.json"
+    try:
+        report: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    saved = report.get("spec")
+    if not isinstance(saved, dict):
+        return None
+    # A field the saved spec lacks is newer than its run, which ran with the field's default (e.g. `backend`,
+    # or `sim.shaped_links` inside a table).
+    if _with_defaults(saved, _normalised(ExperimentSpec())) != _normalised(spec):
+        return None
+    if report.get("summary", {}).get("iterations_done") != spec.iterations or "headline_extra" not in report:
+        return None
+    return report
+
+
+Runner = Callable[[ExperimentSpec, Path], dict[str, Any]]
+
+
+def _eta(durations: list[float], left: int) -> str:
+    """How long the repetitions left take at the pace of those run so far."""
+    if not durations or not left:
+        return ""
+    seconds = statistics.mean(durations) * left
+    return f", about {seconds / 60:.0f} min left" if seconds >= 90 else f", about {seconds:.0f} s left"
+
+
+def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
+                log: Callable[[str], None] = print,
+                group: Callable[[ExperimentSpec], Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Run every repetition of every run that is not complete in out_dir yet, then summarize and
+    report. `group`: runs with the same key run one after another (their repetitions too), groups
+    in the order they first appear (bench.training keeps one network per topology)."""
+    run = runner or run_experiment
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plan = repetitions(spec)
+    if group is not None:
+        keys = list(dict.fromkeys(group(r.run) for r in plan))
+        plan.sort(key=lambda r: keys.index(group(r.run)))  # stable: rounds kept within a group
+    heads: dict[str, list[dict[str, Any] | None]] = {r.label: [None] * spec.repeat for r in spec.runs}
+    reports: dict[str, list[dict[str, Any]]] = {r.label: [] for r in spec.runs}
+    durations: list[float] = []
+    for k, rep in enumerate(plan, start=1):
+        where = rep.directory(out_dir)
+        previous = completed_report(where, rep.spec)
+        prefix = f"[{k}/{len(plan)}] {rep}"
+        if previous is not None:
+            log(f"{prefix}: complete in {where}, skipped")
+            report: dict[str, Any] | None = previous
+        else:
+            log(f"{prefix} ...{_eta(durations, len(plan) - k + 1)}")
+            started = time.monotonic()
+            try:
+                report = run(rep.spec, where)
+            except ExperimentError as e:
+                log(f"  failed: {e}")
+                report = None
+                heads[rep.label][rep.index] = {"median_s": None, "p99_s": None, "ok": False, "iteration_s": None,
+                                               "samples_per_s_real": None, "error": str(e),
+                                               "backend": str(rep.spec.backend)}
+            durations.append(time.monotonic() - started)
+        if report is not None:
+            reports[rep.label].append(report)
+            heads[rep.label][rep.index] = headline(report)
+            if previous is None:
+                log(format_table(report))
+        head = heads[rep.label][rep.index]
+        assert head is not None
+        head.update(repetition=rep.index + 1, seed=rep.spec.seed)
+        # partial results survive a crash
+        (out_dir / "summary.json").write_text(json.dumps(summarize_runs(spec, heads), indent=1))
+    summary = summarize_runs(spec, heads)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_markdown(spec, summary, reports, out_dir)
+    return summary
+
+
+# ---- report.md ----
+
+
+def _cell(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "**no**"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def _figure(h: dict[str, Any], key: str, digits: int = 3) -> str:
+    """A figure's median, with [min, max] when its repetitions differ."""
+    s = h.get("spread", {}).get(key)
+    text = _cell(h.get(key), digits)
+    if s and s["n"] > 1 and s["min"] != s["max"]:
+        text += f" [{_cell(s['min'], digits)}, {_cell(s['max'], digits)}]"
+    return text
+
+
+def _bound(h: dict[str, Any]) -> str:
+    n = len(h.get("machine_bound_repetitions", []))
+    return "no" if not n else f"**{n} of {h.get('repetitions_done', n)}**"
+
+
+def _ratio(h: dict[str, Any]) -> str:
+    o = h.get("over_baseline")
+    if h.get("is_baseline"):
+        return "baseline"
+    if not o or o.get("ratio") is None:
+        return "-"
+    text = f"{o['ratio']:.2f} [{o['min']:.2f}, {o['max']:.2f}]"
+    return text if o["headline"] else f"{text} (machine-bound)"
+
+
+TABLE_FIXED = ("backend", "median_s", "p99_s", "correct", "algbw_mbps", "lower_bound_s", "ratio_to_bound",
+               "retransmissions",
+               "bytes_on_wire", "error", "bmv2", "machine_bound", "machine_bound_reason", "check", "repetition", "seed",
+               "spread", "repetitions", "over_baseline", "is_baseline", "repetitions_done", "headline_repetitions",
+               "machine_bound_repetitions", "failed_repetitions")
+
+
+def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], reports: dict[str, list[dict[str, Any]]],
+                   out_dir: Path) -> None:
+    plot_compare(summary, out_dir / "compare.png")
+    figure = spec.headline_figure
+    extra_keys = sorted({k for h in summary.values() for k in h} - set(TABLE_FIXED))
+    header = (["run", "backend", "repetitions in the medians", "machine-bound"]
+              + (["/ best baseline"] if spec.baselines else [])
+              + ["median s", "p99 s", "check", "correct", "Mb/s", "bound s", "x bound", "retrans"] + extra_keys)
+    lines = [f"# {spec.name}", ""]
+    if spec.notes:
+        lines += [spec.notes.strip(), ""]
+    lines += [f"Every run {spec.repeat} time(s) (seed, seed + 1, ...): each figure is the median over the repetitions "
+              "that were not machine-bound, [min, max] beside it when they differ.", ""]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, h in summary.items():
+        row = [name, str(h.get("backend", "bmv2")),
+               f"{h.get('headline_repetitions', 0)} of {h.get('repetitions_done', 0)}", _bound(h)]
+        if spec.baselines:
+            row.append(_ratio(h))
+        row += [_figure(h, "median_s"), _figure(h, "p99_s"), _cell(h.get("check")), _cell(h.get("correct")),
+                _figure(h, "algbw_mbps", 1), _figure(h, "lower_bound_s"), _figure(h, "ratio_to_bound", 2),
+                _figure(h, "retransmissions", 0)] + [_figure(h, k) for k in extra_keys]
+        lines.append("| " + " | ".join(row) + " |")
+    builds = sorted({f"{b['path']} {b['version']}, " + ("with" if b["logging_macros"] else "without")
+                     + " logging macros" for h in summary.values() for r in h.get("repetitions", [])
+                     if (b := r.get("bmv2"))})
+    lines += ["", f"BMv2: {'; '.join(builds) or 'not recorded'}. `cpu_idle`: the machine's idle CPU share during the "
+              "jobs; `busiest_link_load`: what the busiest shaped link carried (its shaper's sent bytes) over its "
+              "rate. A repetition is machine-bound when its CPU was under 10 % idle or its busiest link under 0.8 of "
+              "the load its ideal keeps (1 for an all-reduce): it is left out of the medians.", ""]
+    lines += _headline_section(spec, summary, figure)
+    lines += _machine_bound_section(summary)
+    lines += ["![median and p99 iteration time per run (bars: min to max over the repetitions)](compare.png)", ""]
+    if plot_figures(summary, [k for k in spec.figures if k not in ("median_s", "p99_s")], out_dir / "figures.png"):
+        lines += ["![the spec's figures per run (bars: min to max over the repetitions)](figures.png)", ""]
+    if plot_learning(reports, out_dir / "learning.png"):
+        lines += ["![test accuracy against iterations and wall time (one line per repetition)](learning.png)", ""]
+    if plot_link_loads(reports, out_dir / "links.png"):
+        lines += ["![load of every fabric link per run (bars: min to max over the repetitions)](links.png)", ""]
+    for name, rs in reports.items():
+        if not rs:
+            continue
+        spec_d, first = rs[0]["spec"], rs[0]
+        dirs = [Repetition(_spec_of(spec, name), h["repetition"] - 1, spec.repeat).directory(Path("."))
+                for h in summary.get(name, {}).get("repetitions", []) if not h.get("error")]
+        links = ", ".join(f"[{d.name if spec.repeat > 1 else 'details'}]({d.as_posix()}/table.txt)" for d in dirs)
+        lines.append(f"- **{name}**: {spec_d['algo']} x{spec_d['workers']} on {spec_d['topo']} "
+                     f"({rs[0].get('backend', 'bmv2')}), "
+                     f"{first['step_bytes'] / 2**20:.2f} MiB, bw {spec_d['bw_mbps']}, loss {spec_d['loss_pct']}%, "
+                     f"{spec_d['transport']} ({links})")
+    errors = [(n, h["repetition"], h["error"]) for n, s in summary.items() for h in s.get("repetitions", [])
+              if h.get("error")]
+    if errors:
+        lines += ["", "## Failed runs", ""] + [f"- {n} (repetition {k}): {e.splitlines()[0]}" for n, k, e in errors]
+    (out_dir / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def _spec_of(spec: CompareSpec, name: str) -> ExperimentSpec:
+    return next(r for r in spec.runs if r.label == name)
+
+
+def _headline_section(spec: CompareSpec, summary: dict[str, dict[str, Any]], figure: str) -> list[str]:
+    if not spec.baselines:
+        return []
+    if spec.baselines_within:  # each run against the best baseline that shares its fields
+        within = ", ".join(spec.baselines_within)
+        lines = [f"## Against the best baseline of the same {within} ({figure}, "
+                 f"{'lower' if lower_is_better(figure) else 'higher'} is better)", ""]
+        return _ratio_lines(spec, summary, lines)
+    best = best_baseline(spec, summary, figure)
+    lines = [f"## Against the best baseline ({figure}, {'lower' if lower_is_better(figure) else 'higher'} is better)",
+             ""]
+    if best is None:
+        return lines + [f"No baseline ({', '.join(spec.baselines)}) has a {figure} from a repetition that was not "
+                        "machine-bound: no headline.", ""]
+    others = ", ".join(f"{b} {_figure(summary[b], figure)}" for b in spec.baselines if b != best and b in summary)
+    lines.append(f"Best baseline: **{best}**, median {_figure(summary[best], figure)}"
+                 + (f" (also measured: {others})" if others else "") + ". Each ratio is a run's median over the best "
+                 "baseline's median; [min, max]: the run's smallest repetition over the baseline's largest, its "
+                 "largest over the baseline's smallest.")
+    lines.append("")
+    return _ratio_lines(spec, summary, lines)
+
+
+def _ratio_lines(spec: CompareSpec, summary: dict[str, dict[str, Any]], lines: list[str]) -> list[str]:
+    for name, h in summary.items():
+        o = h.get("over_baseline")
+        if not o or o.get("ratio") is None:
+            continue
+        note = "" if o["headline"] else " (every repetition machine-bound: not a headline)"
+        if spec.baselines_within and o.get("baseline"):
+            note = f" against {o['baseline']}{note}"
+        lines.append(f"- {name}: {o['ratio']:.3f} [{o['min']:.3f}, {o['max']:.3f}] from "
+                     f"{h['headline_repetitions'] or h['repetitions_done']} repetition(s){note}")
+    return lines + [""]
+
+
+def _machine_bound_section(summary: dict[str, dict[str, Any]]) -> list[str]:
+    rows = [(n, r["repetition"], r.get("machine_bound_reason")) for n, h in summary.items()
+            for r in h.get("repetitions", []) if r.get("machine_bound")]
+    if not rows:
+        return []
+    return ["## Machine-bound repetitions (left out of the medians and the headline)", ""] + [
+        f"- {n}, repetition {k}: {reason}" for n, k, reason in rows] + [""]

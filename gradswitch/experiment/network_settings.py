@@ -1,0 +1,145 @@
+"""What a run sets on the network for its duration, and undoes after: loss rules on the worker
+links, the RoCE class, load balancing (ECMP seed, flowlets), DLCP features and thresholds,
+NetReduce jobs, TensorLights at the servers' host, bulk TCP background traffic. Undone whatever
+happens, so one network can carry several runs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from controller.control_plane import ControlPlane
+from controller.netreduce_jobs import JobStatus
+from gradswitch.experiment.placement import Placement
+from gradswitch.experiment.spec import ExperimentSpec
+from gradswitch.testbed import Testbed
+from mininet_topos.tensorlights import ServerClass, TensorLights
+from protocol.ecmp import Balancing
+from protocol.p4_constants import CONFIG
+from protocol.polling import wait_until
+from workload.job import Algorithm, JobConfig
+
+BACKGROUND_PORT = 5299  # iperf3 server of the bulk TCP traffic
+
+
+@dataclass
+class RunSettings:
+    """A context manager: `with RunSettings(...) as settings:` applies, leaving undoes."""
+
+    net: Testbed  # running
+    spec: ExperimentSpec
+    cfgs: list[JobConfig]
+    placement: Placement
+    run_dir: Path
+    lossy: list[tuple[str, int]] = field(default_factory=list)  # (switch, port) with a loss rule
+    netreduce_jobs: list[int] = field(default_factory=list)
+    lights: TensorLights | None = None
+    background: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def control(self) -> ControlPlane:
+        control = self.net.control
+        assert control is not None, "the network is not running"
+        return control
+
+    def __enter__(self) -> RunSettings:
+        try:
+            self._apply()
+        except BaseException:
+            self._undo()
+            raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+                 ) -> None:
+        self._undo()
+
+    def _apply(self) -> None:
+        spec, control, topo = self.spec, self.control, self.net.topo
+        if spec.loss_pct > 0:
+            for cfg in self.cfgs:
+                for node in cfg.workers:
+                    switch, port = topo.attachment(node.host)
+                    self.lossy.append((switch, port))
+                    control.fabric.set_port_loss(switch, port, spec.loss_pct / 100.0, "both", CONFIG.IP_PROTO_UDP,
+                                                 CONFIG.ROCE_V2_UDP_PORT)
+        if spec.dlcp.threshold_bytes is not None:
+            control.dlcp.set_thresholds({p: spec.dlcp.threshold_bytes for p in range(CONFIG.PRIORITY_QUEUES)})
+        if spec.roce_class:
+            control.dlcp.set_roce_class(True)
+        if spec.balancing != Balancing():
+            control.balancing.set(spec.load_balance, spec.flowlet_gap_us, spec.ecmp_seed)
+        for cfg in self.cfgs:
+            if spec.dlcp.enabled:
+                control.dlcp.set(cfg.job_id, spec.dlcp.priority, spec.dlcp.drop, spec.dlcp.spray)
+            if spec.algo == Algorithm.NETREDUCE:
+                control.netreduce.create(cfg.job_id, [n.host for n in cfg.workers], spec.credits)
+                self.netreduce_jobs.append(cfg.job_id)
+        self._start_tensorlights()
+        self._start_background()
+
+    def _undo(self) -> None:
+        control = self.control
+        for proc in self.background:
+            proc.kill()
+            proc.wait(timeout=10)
+        self.background = []
+        if self.lights is not None:
+            self.lights.remove(self.spec.bw_mbps)
+            self.lights = None
+        for job in self.netreduce_jobs:
+            control.netreduce.teardown(job)
+        self.netreduce_jobs = []
+        for switch, port in self.lossy:
+            control.fabric.set_port_loss(switch, port, 0.0, "both", CONFIG.IP_PROTO_UDP, CONFIG.ROCE_V2_UDP_PORT)
+        self.lossy = []
+        if self.spec.dlcp.enabled:
+            for cfg in self.cfgs:
+                control.dlcp.set(cfg.job_id)  # nothing given: all off
+        if self.spec.dlcp.threshold_bytes is not None:
+            control.dlcp.set_thresholds()  # the defaults again
+        if self.spec.roce_class:
+            control.dlcp.set_roce_class(False)
+        if self.spec.balancing != Balancing():
+            control.balancing.reset()  # ECMP with the plain hash, as the network started
+
+    # ---- what the switches counted, read before undoing ----
+
+    def dlcp_events(self, switch: str) -> dict[int, dict[str, int]]:
+        return {cfg.job_id: self.control.dlcp.events(switch, cfg.job_id) for cfg in self.cfgs}
+
+    def netreduce_status(self) -> dict[int, JobStatus]:
+        return {job: self.control.netreduce.status(job) for job in self.netreduce_jobs}
+
+    def tensorlights_rotations(self) -> int | None:
+        return None if self.lights is None else int(self.lights.rotations)
+
+    # ---- hosts ----
+
+    def _start_tensorlights(self) -> None:
+        if not self.spec.tensorlights or self.placement.server_host is None:
+            return
+        host = self.net.host(self.placement.server_host)
+        rate = self.spec.bw_mbps or 1000.0
+        servers = [ServerClass(s.node_id, cfg.job_id) for cfg in self.cfgs for s in cfg.servers]
+        self.lights = TensorLights(host, "eth0", rate, servers)
+        self.lights.install()
+        if self.spec.tensorlights_rotate_s > 0:
+            self.lights.start_rotation(self.spec.tensorlights_rotate_s)
+
+    def _start_background(self) -> None:
+        if self.placement.background is None:
+            return
+        sender, receiver = self.placement.background
+        dst = self.net.topo.host(receiver).ip
+        port = str(BACKGROUND_PORT)
+        self.background.append(self.net.host(receiver).popen(
+            ["iperf3", "-s", "-p", port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_until(lambda: port in self.net.host(receiver).cmd("ss -ltn"), 10, what="the background iperf3 server")
+        with (self.run_dir / "background.log").open("wb") as log:
+            self.background.append(self.net.host(sender).popen(
+                ["iperf3", "-c", dst, "-p", port, "-t", "86400", "-M", str(self.spec.mtu), "-P",
+                 str(self.spec.background_flows)], stdout=log, stderr=subprocess.STDOUT))

@@ -1,0 +1,228 @@
+"""Where an experiment's processes go, and the job configuration each of them reads.
+
+The topology a spec needs, its hosts dealt to jobs and roles (`place`), and every job's
+`workload.job.JobConfig`, with the transport's window and timeout sized for the links: on the
+simulator at high rates the windows and NetReduce's credits also cover the bandwidth-delay product
+(`bdp_packets`), which the testbed's rates never need.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from gradswitch.experiment.spec import ExperimentSpec, RingOrder
+from protocol.netreduce import MTU as NETREDUCE_MTU
+from protocol.netreduce import PACKETS as NETREDUCE_PACKETS
+from protocol.queues import buffer_bytes
+from roce.headers import RETH_LEN
+from roce.wire import ROCE_OVERHEAD
+from topology.model import Topology
+from workload.compute import iteration_s
+from workload.gradients import compute_profile
+from workload.job import Algorithm, JobConfig, Node, Role, Training
+
+MIB = 1 << 20
+
+QUEUE_SHARE = 0.75  # of a shaped link's queue, for the windows of the QPs sending into it (incast_window)
+PACKET_OVERHEAD = ROCE_OVERHEAD + RETH_LEN  # bytes on the wire around a payload, for a packet with a RETH
+
+
+def topology_for(spec: ExperimentSpec) -> Topology:
+    """The topology of the spec's kind with enough hosts for everything it runs."""
+    return spec.topology()
+
+
+@dataclass(frozen=True)
+class Placement:
+    jobs: list[list[Node]]  # per job, its nodes (workers first)
+    server_host: str | None  # the shared host of colocated servers
+    background: tuple[str, str] | None  # (sender, receiver) hosts of the bulk traffic
+
+
+def place(spec: ExperimentSpec, topo: Topology) -> Placement:
+    """Hosts dealt round-robin over the edge switches, so jobs spread over the fabric.
+
+    A ring's ranks then follow the edge switches (topology-aware, as NCCL builds its rings):
+    neighbours share a leaf where they can, so only one ring hop per leaf crosses the
+    fabric. With `ring_order = alternate` they stay in dealing order: every hop crosses it,
+    several flows share each leaf's uplinks, and ECMP may put two on one spine (the setting
+    where DLCP's spraying has something to fix). With `ring_order = random` every job's workers
+    are drawn at random from the hosts left, ranks in the order drawn (a scheduler that knows
+    nothing of the topology), the draw seeded by the spec's seed: each seed another placement.
+    """
+    by_edge = [[h for h, _ in topo.hosts_of(s.name)] for s in topo.edge_switches()]
+    order = [h.name for rnd in range(max(len(e) for e in by_edge)) for e in by_edge if rnd < len(e) for h in [e[rnd]]]
+    edge_of = {h.name: i for i, e in enumerate(by_edge) for h in e}
+    free = list(order)
+    draw = random.Random(spec.seed)
+
+    def take() -> str:
+        return free.pop(0)
+
+    def take_at_random() -> str:
+        return free.pop(draw.randrange(len(free)))
+
+    server_host = take() if spec.servers_per_job and spec.colocate_servers else None
+    jobs = []
+    for _ in range(spec.jobs):
+        pick = take_at_random if spec.ring_order == RingOrder.RANDOM else take
+        hosts = [pick() for _ in range(spec.workers)]
+        if spec.algo == Algorithm.RING and spec.ring_order == RingOrder.LEAVES:
+            hosts.sort(key=lambda h: (edge_of[h], order.index(h)))
+        nodes = [Node(i, Role.WORKER, h, topo.host(h).ip) for i, h in enumerate(hosts)]
+        for j in range(spec.servers_per_job):
+            host = server_host or take()
+            nodes.append(Node(spec.workers + j, Role.SERVER, host, topo.host(host).ip))
+        jobs.append(nodes)
+    background = None
+    if spec.background_flows:
+        sender = take()
+        edge = topo.attachment(sender)[0]
+        receiver = next((h for h in free if topo.attachment(h)[0] != edge), free[0])
+        background = (sender, receiver)
+    return Placement(jobs, server_host, background)
+
+
+def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node], topo: Topology) -> JobConfig:
+    """What job `job_id`'s processes run, placed at `nodes` of `topo` (the network they run on: a
+    bigger one than the spec's own when several specs share a network)."""
+    mtu = NETREDUCE_MTU if spec.algo == Algorithm.NETREDUCE else spec.mtu
+    window, credits = spec.window, spec.credits
+    if spec.simulated:  # at the simulator's rates a window must cover the path's bandwidth-delay product
+        needed = bdp_packets(spec, topo, mtu)
+        window = max(window, needed)
+        credits = max(credits, math.ceil(needed / NETREDUCE_PACKETS))
+    window = incast_window(spec, mtu, window)
+    levels = 0
+    in_flight = window
+    if spec.algo == Algorithm.NETREDUCE:
+        # Credits bound what a worker has in flight; a job whose workers sit on several edge switches
+        # is aggregated in two levels (leaves, then a spine).
+        in_flight = min(window, credits * NETREDUCE_PACKETS)
+        levels = 1 if len({topo.attachment(n.host)[0] for n in nodes if n.role == Role.WORKER}) > 1 else 0
+    training = training_config(spec)
+    timeout = JobConfig.iteration_timeout
+    if training is not None:  # the emulated computation, stretched, comes on top of the communication
+        timeout += 3 * modelled_compute_s(spec) * training.dilation
+    return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
+                     size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
+                     float_mode=spec.float_mode, transport=spec.transport, ps_key_bytes=spec.ps_key_bytes,
+                     mtu=mtu, window=window, rto=rto_of(spec, in_flight, mtu, levels),
+                     reorder_window=reorder_window(spec.bw_mbps, queue_of(spec)), credits=credits,
+                     dlcp=spec.dlcp.host_policy(), crash=spec.crash, training=training, iteration_timeout=timeout,
+                     seed=spec.seed + job_id - 1, job_id=job_id)
+
+
+def training_config(spec: ExperimentSpec) -> Training | None:
+    """What the workers of a training spec run (None: the all-reduce loop)."""
+    if spec.emulate is None or spec.dilation is None:
+        return None
+    return Training(spec.emulate, spec.dilation, spec.sync, spec.scheduling,
+                    bucket_bytes=max(4, round(spec.bucket_mb * MIB * spec.scale)),
+                    partition_bytes=max(4, round(spec.partition_mb * MIB * spec.scale)),
+                    warmup=spec.warmup, in_flight=spec.in_flight)
+
+
+def modelled_compute_s(spec: ExperimentSpec) -> float:
+    """One GPU's modelled iteration (forward and backward), real seconds; 0 without emulation."""
+    compute = compute_profile(spec.workload)
+    if spec.emulate is None or compute is None:
+        return 0.0
+    e = spec.emulate
+    return iteration_s(compute, e.device, e.precision, e.batch) * e.compute_scale
+
+
+def fan_in(spec: ExperimentSpec) -> int:
+    """QPs that send into one host at once: a parameter server's workers (every colocated job's),
+    one neighbour for ring, the switch's one result stream for NetReduce."""
+    if spec.algo == Algorithm.PS:
+        return spec.workers * (spec.jobs if spec.colocate_servers else 1)
+    return 1
+
+
+def incast_window(spec: ExperimentSpec, mtu: int, window: int | None = None) -> int:
+    """The spec's window per QP, capped so that the windows of an incast fit the shaped queue of
+    the receiving link. RoCE relies on PFC for that and there is none here: without the cap,
+    eight parameter-server pushes into a 5 Mb/s link overflow its queue every round, go-back-N
+    resends whole windows into the same overflow, and a QP exhausts its retries.
+
+    The windows get QUEUE_SHARE of the queue, not all of it: the rest is for what shares the link
+    with them (acknowledgements, a go-back-N resend while the window is still queued, a NetReduce
+    leaf's partials resent up). (Fresh leaf-spine networks running NetReduce with 8 credits once
+    resent over a thousand packets more often with windows filling the whole queue, 4 of 5, than
+    with 3/4 of it, 2 of 7: a bigger first window waited longer for ARP, and left more out of order.
+    With peers resolved before the first packet, roce/resolve.py, 10 of 10 resent nothing with
+    windows filling the whole queue; the share stays as a margin.) At least one packet: a floor
+    above that overflowed the queue with 4 KiB packets (8 windows of 4 into 64 KiB)."""
+    window = spec.window if window is None else window
+    if not spec.bw_mbps:
+        return window
+    room = int((queue_of(spec) or buffer_bytes(spec.bw_mbps)) * QUEUE_SHARE)
+    return max(1, min(window, room // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
+
+
+def widest_hops(topo: Topology) -> int:
+    """Links on the longest shortest path between two hosts (2 on a rack, 4 on a leaf-spine, 6 on a fat tree)."""
+    edges = [s.name for s in topo.edge_switches()]
+    hops = [topo.distances_to(edge) for edge in edges]
+    return max(d[e] for d in hops for e in edges if e in d) + 2
+
+
+BDP_MARGIN = 2.0  # windows of twice the path's delays: an ACK comes every window / 4 packets, and queues vary
+
+
+def bdp_packets(spec: ExperimentSpec, topo: Topology, mtu: int) -> int:
+    """Packets a QP needs in flight to keep its link busy across the topology's widest path on the simulator:
+    the packets each store-and-forward link holds while it serializes one (both ways: NetReduce's results come
+    back as whole packets), plus BDP_MARGIN times the path's delays (propagation and a switch's per-packet
+    delay, both ways) over one packet's time. At the testbed's tens of Mb/s this is a few packets (the spec's
+    window rules); at 100 Gb/s across a fat tree about a hundred (docs/simulator.md: a window of 32 limits a
+    hop to about 66 Gb/s there)."""
+    rate = (spec.bw_mbps or 10_000.0) * 1e6 / 8
+    packet_s = (mtu + PACKET_OVERHEAD) / rate
+    hops = widest_hops(topo)
+    delays = 2 * hops * (spec.sim.link_delay_us + spec.sim.switch_delay_us) * 1e-6
+    return 2 * hops + math.ceil(BDP_MARGIN * delays / packet_s)
+
+
+def queue_of(spec: ExperimentSpec) -> int | None:
+    """Bytes of a port's priority queue when the spec gives them (the simulator's `sim.queue_bytes`); None: the
+    testbed's shaped buffer for the rate (mininet_topos/shaping.py buffer_bytes)."""
+    return spec.sim.queue_bytes if spec.simulated else None
+
+
+def reorder_window(bw_mbps: float | None, queue_bytes: int | None = None) -> float | None:
+    """How late a packet may arrive behind a later packet of its own message when the switches
+    reorder a job's packets: a full shaped queue's time. A packet of a lower strict-priority class
+    may wait that long behind higher ones at a hop, and a sprayed packet may meet a full queue on
+    its path while the next one meets an empty queue on another. None: unshaped links."""
+    return (queue_bytes or buffer_bytes(bw_mbps)) / (bw_mbps * 1e6 / 8) if bw_mbps else None
+
+
+def rto_of(spec: ExperimentSpec, window: int, mtu: int, levels: int) -> float:
+    """A job's smallest retransmission timeout, s: the spec's `min_rto_ms`, else min_rto's from the path."""
+    if spec.min_rto_ms is not None:
+        return spec.min_rto_ms / 1000
+    return min_rto(window, mtu, spec.bw_mbps, levels, queue_of(spec))
+
+
+def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0, queue_bytes: int | None = None) -> float:
+    """The smallest retransmission timeout: at least 50 ms, a full shaped queue's time plus a window's
+    (under incast, as at a parameter server, the packet may sit behind the whole buffer), and
+    (3 + 2 levels) windows' time on the link; the RTT estimate raises it further.
+
+    3 windows: a packet waits behind its own window at the sender's link, and its ACK behind the
+    receiver's own window (they share its link); for NetReduce the third is the wait for the slowest
+    worker, which credits keep at most one window behind (it sends message k + C only after the result
+    of k). `levels`: NetReduce's aggregation levels above the edge switches (1 for a job spread over a
+    leaf-spine fabric): each puts two more shaped links on the result's way, the partial's up and the
+    result's down, each of which may hold a window of the job's cells (docs/netreduce.md, "Loss").
+    `window`: packets in flight per QP (for NetReduce, credits x packets per message at most).
+    `queue_bytes`: a port's queue where the spec gives it (queue_of), else the shaped buffer for the rate."""
+    if not bw_mbps:
+        return 0.05
+    rate = bw_mbps * 1e6 / 8
+    window_s = window * (mtu + PACKET_OVERHEAD) / rate
+    return max(0.05, (3 + 2 * levels) * window_s, (queue_bytes or buffer_bytes(bw_mbps)) / rate + window_s)

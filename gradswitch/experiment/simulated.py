@@ -1,0 +1,150 @@
+"""`gradswitch experiment --backend ns3`: the same spec's jobs on the ns-3 simulator (docs/simulator.md).
+
+The spec is placed on its topology exactly as for BMv2 (placement.py: the same hosts, ranks and job
+configurations), what the run sets on the switches becomes the simulator's settings (`sim_settings`:
+loss, the RoCE class, load balancing, DLCP, background TCP, TensorLights), ns3sim runs the binary,
+and its per-node results go through the same report.summarize as the workers' result files: the
+same results.json (with `backend` and the simulator's speed), table, plots and timeline.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gradswitch.experiment.links import shaped_directions
+from gradswitch.experiment.placement import Placement, job_config, place, topology_for
+from gradswitch.experiment.report import Usage, summarize, write_report
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from gradswitch.experiment.timeline import write_timeline
+from ns3sim import Background, CheckMode, DlcpSwitch, SimError, SimResult, SimSettings, TensorLightsSetting
+from ns3sim import read as read_result
+from ns3sim import run as simulate
+from ns3sim.build import status
+from topology.model import Topology
+from workload.job import JobConfig
+
+PROGRESS_S = 10.0  # wall seconds between the simulator's progress lines on a terminal
+
+
+def sim_settings(spec: ExperimentSpec, cfgs: list[JobConfig], placement: Placement, progress: bool) -> SimSettings:
+    """What the run sets besides its topology and jobs, as RunSettings sets it on the BMv2 switches."""
+    background = None
+    if placement.background is not None:
+        sender, receiver = placement.background
+        background = Background(sender, receiver, spec.background_flows, spec.mtu)  # iperf3 -P flows -M mtu
+    lights = None
+    if spec.tensorlights and placement.server_host is not None:
+        servers = tuple((cfg.job_id, s.node_id) for cfg in cfgs for s in cfg.servers)
+        lights = TensorLightsSetting(placement.server_host, servers, spec.tensorlights_rotate_s)
+    d = spec.dlcp
+    dlcp = DlcpSwitch(d.priority, d.drop, d.spray, d.threshold_bytes) if d.enabled else DlcpSwitch()
+    s = spec.sim
+    return SimSettings(link_delay_s=s.link_delay_us * 1e-6, switch_delay_s=s.switch_delay_us * 1e-6,
+                       host_message_delay_s=s.host_delay_us * 1e-6, queue_bytes=s.queue_bytes,
+                       shaped_links=s.shaped_links,
+                       check=CheckMode(str(s.check)), ecmp_seed=spec.ecmp_seed, load_balance=spec.load_balance,
+                       flowlet_gap_us=spec.flowlet_gap_us, roce_class=spec.roce_class, dlcp=dlcp,
+                       loss_pct=spec.loss_pct, background=background, tensorlights=lights, seed=spec.seed,
+                       progress_s=PROGRESS_S if progress else 0.0)
+
+
+def link_usage(topo: Topology, result: SimResult) -> Usage:
+    """What every link direction carried over the run, in the schema of gradswitch/experiment/links.py
+    (a simulated port's frame bytes stand for what an HTB shaper sent): a switch's port counters give
+    what it sent and, on a host's link, what the host sent into it."""
+    seconds = float(result.raw["sim_s"])
+    ports = {name: sw["ports"] for name, sw in result.raw["switches"].items()}
+    out: Usage = {}
+    for d in shaped_directions(topo):
+        if topo.is_switch(d.sender):
+            counters = ports[d.sender].get(str(d.port), {})
+            sent, dropped = int(counters.get("tx_bytes", 0)), int(counters.get("drops", 0))
+        else:  # a host's link: what its switch received from it
+            switch, port = topo.attachment(d.sender)
+            counters = ports[switch].get(str(port), {})
+            sent, dropped = int(counters.get("rx_bytes", 0)), 0
+        out[d.name] = {"kind": d.kind, "rate_mbps": d.rate_mbps, "seconds": seconds, "sent_bytes": sent,
+                       "dropped_packets": dropped,
+                       "load": sent * 8 / (seconds * d.rate_mbps * 1e6) if seconds > 0 else None}
+    return dict(sorted(out.items()))
+
+
+def _speed(result: SimResult, spec: ExperimentSpec) -> dict[str, Any]:
+    s = result.speed
+    return {"wall_s": s.wall_s, "sim_s": s.sim_s, "events": s.events, "events_per_s": s.events_per_s,
+            "packet_hops": s.packet_hops, "packet_hops_per_s": s.packet_hops_per_s, "peak_rss_mb": s.peak_rss_mb,
+            "ranks": spec.ranks, "time_limit_hit": result.time_limit_hit, "binary": str(status().binary)}
+
+
+def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None) -> dict[str, Any]:
+    """Run one spec on the simulator; returns (and writes) results.json's content."""
+    spec.validate()
+    missing = status().missing()
+    if missing:
+        raise ExperimentError(f"the ns-3 simulator cannot run: {missing}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    topo = topology_for(spec)
+    placement = place(spec, topo)
+    cfgs = [job_config(spec, j + 1, nodes, topo) for j, nodes in enumerate(placement.jobs)]
+    for cfg in cfgs:
+        cfg.save(out_dir / f"job{cfg.job_id}.json")
+    show = sys.stderr.isatty() if progress is None else progress
+    settings = sim_settings(spec, cfgs, placement, show)
+    started = time.time()
+    hostfile = Path(spec.hostfile) if spec.hostfile is not None else None
+    try:
+        result = simulate(topo, cfgs, settings, out_dir / "sim", ranks=spec.ranks, hostfile=hostfile)
+    except SimError as e:
+        raise ExperimentError(f"{spec.label}: {e}") from None
+    return _report(spec, cfgs, topo, result, started, out_dir)
+
+
+def resummarize(spec: ExperimentSpec, out_dir: Path) -> dict[str, Any] | None:
+    """Write a finished run's results.json again from what the simulator left in out_dir/sim, with today's
+    report code (a figure added since), without simulating again; None: no finished run of the spec there.
+    The placement and jobs are the run's own (out_dir/job*.json)."""
+    try:
+        previous = json.loads((out_dir / "results.json").read_text())
+    except (OSError, ValueError):
+        return None
+    paths = sorted(out_dir.glob("job*.json"), key=lambda p: int(p.stem[3:]))
+    if not paths or not (out_dir / "sim" / "sim-results.json").exists():
+        return None
+    cfgs = [JobConfig.load(p) for p in paths]
+    try:
+        result = read_result(out_dir / "sim", cfgs)
+    except SimError as e:
+        raise ExperimentError(f"{spec.label}: {e}") from None
+    started = dt.datetime.fromisoformat(previous["started"]).timestamp()
+    return _report(spec, cfgs, topology_for(spec), result, started, out_dir)
+
+
+def _report(spec: ExperimentSpec, cfgs: list[JobConfig], topo: Topology, result: SimResult, started: float,
+            out_dir: Path) -> dict[str, Any]:
+    """results.json, the table and the timeline of a simulated run."""
+    goodput = result.background.get("goodput_mbps") if result.background else None
+    report = summarize(spec, cfgs, result.nodes, result.switches, started, link_usage(topo, result), goodput)
+    report["simulator"] = _speed(result, spec)
+    report["bmv2"] = None
+    extra = report["headline_extra"]
+    # A simulated run's figures are the model's, whatever the machine did: never machine-bound.
+    extra.update(cpu_idle=None, machine_bound=False, machine_bound_reason=None, wall_s=result.speed.wall_s,
+                 events_per_s=result.speed.events_per_s, packet_hops_per_s=result.speed.packet_hops_per_s,
+                 peak_rss_mb=result.speed.peak_rss_mb)
+    if result.time_limit_hit:
+        report["ok"] = False
+        report["errors"]["simulator"] = f"stopped at its simulated time limit ({result.speed.sim_s:.3g} s)"
+    training = report.get("training")
+    if training and training.get("timeline_iteration") is not None:
+        training["timeline"] = write_timeline(
+            result.nodes[cfgs[0].job_id], training["timeline_iteration"], training["dilation"], out_dir,
+            f"{spec.label}: iteration {training['timeline_iteration']} (simulated time; real = simulated / "
+            f"{training['dilation']:.3g})")
+    (out_dir / "results.json").write_text(json.dumps(report, indent=1))
+    write_report(report, out_dir)
+    return report

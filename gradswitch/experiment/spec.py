@@ -1,0 +1,509 @@
+"""What an experiment runs, as one typed value, checked before anything starts.
+
+`ExperimentSpec` is what `gradswitch experiment` builds from its options and what every run of
+`gradswitch compare` builds from its TOML file (`spec_from_dict`). `problems()` lists every
+value that cannot run, one line each naming the value, what is allowed and what to do; the
+command line and the compare loader stop on them before any switch starts.
+
+A spec runs on BMv2 and Mininet (`backend = "bmv2"`, the testbed) or on the ns-3 simulator
+(`backend = "ns3"`, docs/simulator.md): the same fields mean the same on both. The limits of the
+P4 program and of the testbed's QP numbers (a ring of 128, 8-bit node ids, 32 NetReduce members,
+the jobs and credits the switch holds) are BMv2's; the simulator has wider fields and lifts them.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
+from typing import Any
+
+from protocol.choice import Choice
+from protocol.ecmp import DEFAULT_FLOWLET_GAP_US, Balancing, LoadBalance
+from protocol.netreduce import DEFAULT_CREDITS
+from protocol.netreduce import MTU as NETREDUCE_MTU
+from protocol.p4_constants import CONFIG
+from protocol.qpn import MAX_NODES
+from roce.qp import VALID_MTUS, Mode, QpConfig
+from topology.generators import build_topology
+from topology.model import Topology, TopologyError
+from workers.ring import MAX_WORKERS as RING_MAX_WORKERS
+from workload.dlcp import DlcpPolicy
+from workload.gradients import compute_profile, workload, workload_names
+from workload.job import Algorithm, Crash, DType, Emulation, FloatMode, Scheduling, Sync, dilation
+
+
+class ExperimentError(RuntimeError):
+    """The run failed: names the node and shows the tail of its log."""
+
+
+class SpecError(ValueError):
+    """Values an experiment cannot run with: one line per value, saying what is allowed."""
+
+
+# `gradswitch experiment` options whose name is not the field's (the others are --<field> with '-' for '_').
+CLI_OPTIONS = {"size_bytes": "size", "bw_mbps": "bw", "loss_pct": "loss", "ps_key_bytes": "ps-key"}
+# `sim` fields and their options (`--check digest`)
+SIM_OPTIONS = {"check": "check", "link_delay_us": "link-delay-us", "switch_delay_us": "switch-delay-us",
+               "host_delay_us": "host-delay-us", "queue_bytes": "queue-bytes", "shaped_links": "shaped-links"}
+# `emulate` fields and their options (`--emulate-link 25 --device v100 --batch 64`)
+EMULATE_OPTIONS = {"link_gbps": "emulate-link", "device": "device", "precision": "precision", "batch": "batch",
+                   "compute_scale": "compute-scale"}
+
+
+def named(field_name: str) -> str:
+    """How a message names a spec field: as in a TOML spec, with the command-line option if it differs."""
+    option = CLI_OPTIONS.get(field_name)
+    return f"{field_name} (--{option})" if option else field_name
+
+
+class Backend(Choice):
+    """What runs a spec's jobs."""
+
+    BMV2 = "bmv2"  # the testbed: BMv2 switches and Python hosts in Mininet
+    NS3 = "ns3"  # the ns-3 simulator (docs/simulator.md): the same jobs at cluster scale
+
+
+class Topo(Choice):
+    RACK = "rack"  # one switch, every host on it
+    LEAFSPINE = "leafspine"  # leaves and spines, hosts dealt over the leaves
+    DUMBBELL = "dumbbell"  # two switches, one link between them
+    FATTREE = "fattree"  # ns3: a k-ary fat tree, hosts spread over the pods
+    LEAFSPINE3 = "leafspine3"  # ns3: three tiers, pods of leaves and spines under super-spines
+
+
+SIMULATED_TOPOS = (Topo.FATTREE, Topo.LEAFSPINE3)  # too many switches for BMv2 on one machine
+MAX_SIM_JOBS = 1000  # jobs of one simulated run (ids fit the model's 16-bit job field)
+MAX_SIM_CREDITS = 4096  # NetReduce credits on the simulator (the P4 program's AGG_MAX_CREDITS is BMv2's)
+
+
+class Check(Choice):
+    """What a simulated run's packets carry and how every result is checked (ns3sim CheckMode)."""
+
+    AUTO = "auto"  # exact while the values fit (ns3sim.sim_settings.EXACT_LIMIT), else digest
+    EXACT = "exact"
+    DIGEST = "digest"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """What only the simulator has (backend = ns3; BMv2 runs ignore it, so one table serves a spec run on
+    both): the testbed's own costs for cross-validation, the link delay, the queues, the check. In a TOML
+    spec `sim = { switch_delay_us = 30, check = "digest" }`."""
+
+    check: Check = Check.AUTO
+    link_delay_us: float = 1.0  # propagation delay of every link
+    switch_delay_us: float = 0.0  # per packet in a switch (BMv2's cost; bench/testbed_costs.py measures it)
+    host_delay_us: float = 0.0  # per received message on a host (the Python hosts'; measured likewise)
+    queue_bytes: int | None = None  # every priority queue of a port (None: the testbed's shaped buffer per rate)
+    # links as the testbed shapes its veths (an HTB token bucket: a packet reaches the far end as it leaves the
+    # shaper, the link then busy for its time), not wires that serialize a packet before the next hop has it
+    shaped_links: bool = False
+
+    def problems(self) -> list[str]:
+        out = []
+        for name in ("link_delay_us", "switch_delay_us", "host_delay_us"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 <= value <= 1e6):
+                out.append(f"sim {name} = {value}: 0 to 1000000 microseconds")
+        if self.queue_bytes is not None and self.queue_bytes < 1:
+            out.append(f"sim queue_bytes = {self.queue_bytes}: at least 1 byte (leave it out: the testbed's buffer)")
+        return out
+
+
+class RingOrder(Choice):
+    """Where a ring's neighbours are on a fabric of several edge switches."""
+
+    LEAVES = "leaves"  # neighbours share a leaf where they can: one hop per leaf crosses the fabric (NCCL)
+    ALTERNATE = "alternate"  # consecutive ranks on different leaves: every hop crosses the fabric
+    RANDOM = "random"  # ranks on hosts drawn at random (seeded by the spec's seed): a scheduler's placement
+
+
+@dataclass(frozen=True)
+class DlcpOptions:
+    """DLCP for every job of a run: the switches' features and the hosts' policy.
+
+    In a TOML spec, `dlcp = { priority = true, drop = true, loss_budget = 0.1 }`: the keys are
+    this class's switch fields and workload.dlcp.DlcpPolicy's host fields, side by side.
+    """
+
+    priority: bool = False  # switches: strict priority by layer class (front layers first)
+    drop: bool = False  # hosts mark droppable packets; switches trim them over the threshold, receivers zero-fill
+    spray: bool = False  # switches spread a job's packets over every equal-cost path
+    threshold_bytes: int | None = None  # selective drop at or over this virtual-queue depth (default: per rate)
+    hosts: DlcpPolicy = field(default_factory=DlcpPolicy)  # loss budget, which layers and magnitudes may go
+
+    @property
+    def enabled(self) -> bool:
+        return self != DlcpOptions()
+
+    @property
+    def reorders(self) -> bool:
+        """Packets of a job may arrive out of order (priority queues, spraying)."""
+        return self.priority or self.spray
+
+    @property
+    def lossy(self) -> bool:
+        """Receivers may zero-fill droppable packets (trimmed by the switches)."""
+        return self.drop
+
+    def host_policy(self) -> DlcpPolicy | None:
+        """What the workers do (None: DLCP off)."""
+        if not self.enabled:
+            return None
+        return replace(self.hosts, drop=self.lossy, reorder=self.reorders)
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    algo: Algorithm = Algorithm.RING
+    workers: int = 4
+    size_bytes: int = 8 << 20  # synthetic workload: bytes of the gradient tensor
+    iterations: int = 10
+    topo: Topo = Topo.RACK
+    bw_mbps: float | None = None  # every link shaped to this rate (None: unshaped)
+    loss_pct: float = 0.0  # RoCE packets dropped by the switches on every worker link, both ways
+    transport: Mode = Mode.GBN
+    servers: int = 1  # parameter servers per job (ps only)
+    ps_key_bytes: int = 64 << 10  # ps: bytes per key; a step of K keys overlaps key k's pull with k+1's push
+    workload: str = "synthetic"
+    scale: float = 1.0  # model profiles: fraction of every layer's size kept
+    dtype: DType = DType.INT32
+    float_mode: FloatMode = FloatMode.FIXED  # float32 on the wire: a fixed scale or a shared exponent per block
+    # RoCE MTU of ring and PS; by default NetReduce's packet size (it uses nothing else), so that the
+    # algorithms are compared on equal terms: the same headers per byte, the same packets per byte for
+    # the switches and the Python hosts to handle.
+    mtu: int = NETREDUCE_MTU
+    window: int = 32  # packets in flight per QP
+    # the smallest retransmission timeout, ms (the RTT estimate may raise it); None: from the path
+    # (placement.min_rto: a full queue's time and the windows on the link, at least 50 ms)
+    min_rto_ms: float | None = None
+    leaves: int = 2  # leafspine
+    spines: int = 2
+    seed: int = 1
+    name: str = ""
+    jobs: int = 1  # identical jobs run at once, ids 1..jobs, on their own hosts
+    colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
+    background_flows: int = 0  # bulk TCP streams between two extra hosts on two switches
+    ring_order: RingOrder = RingOrder.LEAVES  # ranks: neighbours on one leaf, every hop across the fabric, or random
+    credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
+    dlcp: DlcpOptions = field(default_factory=DlcpOptions)
+    tensorlights: bool = False  # HTB priorities among the colocated servers at their host's NIC
+    tensorlights_rotate_s: float = 0.0  # rotate the favoured server this often (0: fixed)
+    crash: Crash | None = None  # fault injection: a node dies after an iteration
+    # Training (docs/training.md): the emulated cluster (None: all-reduce every tensor in a row, no computation)
+    emulate: Emulation | None = None
+    sync: Sync = Sync.ITERATION  # the next forward waits for every gradient, or layer by layer
+    scheduling: Scheduling = Scheduling.FIFO  # buckets in backward's order, or front layers first
+    bucket_mb: float = 25.0  # fifo: real MiB per bucket (DDP's bucket_cap_mb), times `scale` on the testbed
+    partition_mb: float = 4.0  # priority: real MiB per partition, times `scale` on the testbed
+    warmup: int = 1  # iterations left out of the steady-state figures
+    in_flight: int = 4  # reductions a worker has started and not finished, at most
+    # The switches (docs/dlcp.md): every RoCE v2 packet in one strict-priority class above bulk traffic (how RoCE
+    # is deployed: the baseline-class run); how ECMP groups pick a member (per flow by a seeded hash, or per
+    # flowlet at random after an idle gap: LetFlow); DLCP spraying overrides both for a spraying job.
+    roce_class: bool = False
+    load_balance: LoadBalance = LoadBalance.ECMP
+    flowlet_gap_us: int = DEFAULT_FLOWLET_GAP_US
+    ecmp_seed: int = 0  # 0: the plain hash of the 5-tuple
+    # What runs it: the testbed (BMv2, Mininet) or the ns-3 simulator; the simulator's own settings
+    backend: Backend = Backend.BMV2
+    sim: SimOptions = field(default_factory=SimOptions)
+    ranks: int = 1  # ns3: MPI ranks the simulator runs on (issue 18)
+    hostfile: str | None = None  # ns3 on more than one rank: mpirun's --hostfile (a cluster's machines)
+    k: int | None = None  # fattree: its k (None: the smallest even k with k^3/4 >= the hosts)
+    pods: int = 2  # leafspine3: pods (leaves and spines per pod: `leaves`, `spines`)
+    superspines: int = 2  # leafspine3: super-spines, each linked to every spine
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.algo}-n{self.workers}-{self.topo}"
+
+    @property
+    def balancing(self) -> Balancing:
+        """How the switches' ECMP groups balance during the run."""
+        return Balancing(self.load_balance, self.flowlet_gap_us, self.ecmp_seed)
+
+    @property
+    def servers_per_job(self) -> int:
+        return self.servers if self.algo == Algorithm.PS else 0
+
+    def hosts_needed(self) -> int:
+        server_hosts = (1 if self.colocate_servers else self.jobs * self.servers_per_job) if self.servers_per_job else 0
+        return self.jobs * self.workers + server_hosts + (2 if self.background_flows else 0)
+
+    @property
+    def simulated(self) -> bool:
+        return self.backend == Backend.NS3
+
+    def topology(self) -> Topology:
+        """The topology of the spec's kind with enough hosts for everything it runs (TopologyError names a
+        value that cannot build one)."""
+        n = self.hosts_needed()
+        if self.topo == Topo.RACK:
+            return build_topology("rack", hosts=n, bw_mbps=self.bw_mbps)
+        if self.topo == Topo.LEAFSPINE:
+            return build_topology("leafspine", leaves=self.leaves, spines=self.spines,
+                                  hosts_per_leaf=math.ceil(n / self.leaves), bw_mbps=self.bw_mbps)
+        if self.topo == Topo.FATTREE:
+            return build_topology("fattree", hosts=n, k=self.k, bw_mbps=self.bw_mbps)
+        if self.topo == Topo.LEAFSPINE3:
+            return build_topology("leafspine3", pods=self.pods, leaves_per_pod=self.leaves,
+                                  spines_per_pod=self.spines, superspines=self.superspines,
+                                  hosts_per_leaf=math.ceil(n / (self.pods * self.leaves)), bw_mbps=self.bw_mbps)
+        return build_topology("dumbbell", hosts_per_side=math.ceil(n / 2), bw_mbps=self.bw_mbps)
+
+    def problems(self) -> list[str]:
+        """Every value this spec cannot run with, one line each (empty: it can run)."""
+        out: list[str] = []
+
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                out.append(what)
+
+        sim = self.simulated
+        on_ns3 = " (the simulator has no such limit: backend = ns3)"
+        need(self.workers >= 1, f"workers = {self.workers}: give at least 1 worker")
+        need(sim or self.workers <= MAX_NODES - self.servers_per_job,
+             f"workers = {self.workers}: at most {MAX_NODES - self.servers_per_job} nodes fit a job's QP numbers"
+             + on_ns3)
+        need(sim or self.algo != Algorithm.RING or self.workers <= RING_MAX_WORKERS,
+             f"workers = {self.workers}: a ring has at most {RING_MAX_WORKERS} workers (its step tags)" + on_ns3)
+        need(self.algo != Algorithm.NETREDUCE or self.workers >= 2,
+             f"workers = {self.workers}: NetReduce needs at least 2 workers")
+        need(sim or self.algo != Algorithm.NETREDUCE or self.workers <= CONFIG.AGG_MAX_MEMBERS,
+             f"workers = {self.workers}: NetReduce on BMv2 has at most {CONFIG.AGG_MAX_MEMBERS} workers "
+             "(AGG_MAX_MEMBERS)" + on_ns3)
+        need(self.size_bytes >= 4,
+             f"{named('size_bytes')} = {self.size_bytes} bytes: give at least 4 bytes (one int32), e.g. 8MiB")
+        need(self.iterations >= 1, f"iterations = {self.iterations}: run at least 1 iteration")
+        need(self.bw_mbps is None or (math.isfinite(self.bw_mbps) and 0 < self.bw_mbps <= 100_000),
+             f"{named('bw_mbps')} = {self.bw_mbps} Mb/s: a link rate is above 0 and at most 100000 Mb/s "
+             "(leave it out: unshaped)")
+        need(0.0 <= self.loss_pct < 100.0, f"{named('loss_pct')} = {self.loss_pct}: a loss rate is 0 <= percent < 100")
+        need(self.servers >= 1, f"servers = {self.servers}: a parameter-server job needs at least 1 server")
+        need(self.ps_key_bytes >= 4 and self.ps_key_bytes % 4 == 0,
+             f"{named('ps_key_bytes')} = {self.ps_key_bytes}: a key is a positive multiple of 4 bytes (int32 values)")
+        need(self.workload in workload_names(),
+             f"workload = {self.workload!r}: not one of {', '.join(workload_names())}")
+        need(0.0 < self.scale <= 1.0, f"scale = {self.scale}: a layer-size fraction is 0 < scale <= 1")
+        need(self.mtu in VALID_MTUS, f"mtu = {self.mtu}: RoCE MTUs are {', '.join(map(str, VALID_MTUS))}")
+        need(self.window >= 1, f"window = {self.window}: at least 1 packet in flight")
+        rto_max_ms = QpConfig.rto_max * 1000
+        need(self.min_rto_ms is None or 0 < self.min_rto_ms <= rto_max_ms,
+             f"{named('min_rto_ms')} = {self.min_rto_ms}: a timeout above 0 and at most {rto_max_ms:g} ms (where "
+             "timeouts stop doubling); leave it out to have it from the path's queues and windows")
+        need(self.leaves >= 1 and self.spines >= 1,
+             f"leaves = {self.leaves}, spines = {self.spines}: a leaf-spine needs at least 1 of each")
+        need(self.name == "" or ("/" not in self.name and self.name not in (".", "..")),
+             f"name = {self.name!r}: a run name is a directory name (no '/')")
+        last_job = CONFIG.AGG_MAX_JOBS - 1 if self.algo == Algorithm.NETREDUCE else CONFIG.DLCP_MAX_JOBS - 1
+        if sim:
+            last_job = MAX_SIM_JOBS
+        need(1 <= self.jobs <= last_job, f"jobs = {self.jobs}: give 1..{last_job} jobs"
+             + ("" if sim else " (the switch's job tables; the simulator runs more: backend = ns3)"))
+        need(self.background_flows >= 0, f"background_flows = {self.background_flows}: 0 or more TCP streams")
+        most_credits = MAX_SIM_CREDITS if sim else CONFIG.AGG_MAX_CREDITS
+        need(1 <= self.credits <= most_credits,
+             f"credits = {self.credits}: NetReduce credits are 1..{most_credits}"
+             + ("" if sim else " (AGG_MAX_CREDITS; the simulator takes more: backend = ns3)"))
+        need(self.tensorlights_rotate_s >= 0,
+             f"tensorlights_rotate_s = {self.tensorlights_rotate_s}: 0 (fixed) or more seconds")
+        need(not self.tensorlights or (self.algo == Algorithm.PS and self.colocate_servers),
+             "tensorlights = true: TensorLights applies to parameter servers colocated on one host "
+             "(set algo = ps and colocate_servers = true)")
+        need(not (self.workload == "train-digits" and self.dtype != DType.FLOAT32),
+             "workload = 'train-digits' trains a float model: set dtype = float32")
+        need(not (self.dlcp.lossy or self.dlcp.spray) or self.transport == Mode.SR,
+             "dlcp drop and spray need packets accepted in any order: set transport = sr")
+        policy = self.dlcp.hosts
+        need(0.0 <= policy.loss_budget < 1.0, f"dlcp loss_budget = {policy.loss_budget}: a fraction 0 <= x < 1")
+        need(self.dlcp.threshold_bytes is None or self.dlcp.threshold_bytes >= 0,
+             f"dlcp threshold_bytes = {self.dlcp.threshold_bytes}: 0 or more bytes")
+        out += self.balancing.problems()
+        out += self.training_problems()
+        need(self.crash is None or self.crash.node < self.workers + self.servers_per_job,
+             f"crash node {self.crash.node if self.crash else ''}: no such node in a job")
+        out += self.backend_problems()
+        return out
+
+    def backend_problems(self) -> list[str]:
+        """What one backend runs and the other does not, and the topology's own limits, one line each."""
+        out: list[str] = []
+
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                out.append(what)
+
+        sim = self.simulated
+        need(sim or self.topo not in SIMULATED_TOPOS,
+             f"topo = {self.topo}: too many switches for BMv2 on one machine; run it on the simulator "
+             "(backend = ns3, --backend ns3) or use rack, leafspine or dumbbell")
+        need(not sim or self.workload != "train-digits",
+             "workload = 'train-digits' computes its gradients in Python: it runs on BMv2 only (backend = bmv2)")
+        need(self.k is None or self.topo == Topo.FATTREE, f"k = {self.k}: only a fat tree has a k (topo = fattree)")
+        out.extend(self.sim.problems())
+        need(self.ranks >= 1, f"ranks = {self.ranks}: at least 1 (one process)")
+        if self.ranks > 1:
+            need(sim, f"ranks = {self.ranks}: MPI ranks are the simulator's (backend = ns3)")
+        need(self.hostfile is None or self.ranks > 1,
+             f"hostfile = {self.hostfile}: only for a run on more than one MPI rank (give ranks)")
+        if not out and (sim or self.topo in SIMULATED_TOPOS):
+            try:
+                self.topology()
+            except TopologyError as e:
+                out.append(f"topo = {self.topo} for {self.hosts_needed()} hosts: {e}")
+        return out
+
+    def training_problems(self) -> list[str]:
+        """The training fields' problems, one line each."""
+        out: list[str] = []
+
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                out.append(what)
+
+        e = self.emulate
+        if e is None:
+            need(self.sync == Sync.ITERATION and self.scheduling == Scheduling.FIFO,
+                 f"sync = {self.sync}, scheduling = {self.scheduling}: these shape a training iteration; give "
+                 "emulate = { link_gbps = 25, device = \"v100\", batch = 64 } (--emulate-link 25 ...) as well")
+            return out
+        compute = compute_profile(self.workload)
+        emulated = [m for m in workload_names() if (c := compute_profile(m)) is not None and c.calibrations]
+        need(compute is not None and bool(compute.calibrations),
+             f"workload = {self.workload!r}: no compute model to emulate; use one of {', '.join(emulated)}")
+        if compute is not None and compute.calibrations:
+            have = ", ".join(f"{c.device} {c.precision}" for c in compute.calibrations)
+            need(compute.calibration(e.device, e.precision) is not None,
+                 f"emulate device = {e.device}, precision = {e.precision}: {self.workload} is calibrated for {have}")
+        need(self.bw_mbps is not None, f"{named('bw_mbps')} = unshaped: emulating a cluster needs shaped testbed "
+             "links (the dilation is scale x link_gbps / bw); give bw_mbps")
+        need(math.isfinite(e.link_gbps) and 0 < e.link_gbps <= 10_000,
+             f"emulate link_gbps = {e.link_gbps} (--emulate-link): a link rate in Gb/s, above 0 and at most 10000")
+        need(1 <= e.batch <= 1 << 16, f"emulate batch = {e.batch} (--batch): samples per GPU, 1 to 65536")
+        need(math.isfinite(e.compute_scale) and e.compute_scale >= 0,
+             f"emulate compute_scale = {e.compute_scale}: 0 (communication only) or more, 1 = the model")
+        need(0 <= self.warmup < self.iterations,
+             f"warmup = {self.warmup}: 0 to iterations - 1 = {self.iterations - 1} (some iteration must be measured)")
+        need(math.isfinite(self.bucket_mb) and self.bucket_mb > 0,
+             f"{named('bucket_mb')} = {self.bucket_mb}: a bucket of more than 0 MiB (DDP's default is 25)")
+        need(math.isfinite(self.partition_mb) and self.partition_mb > 0,
+             f"{named('partition_mb')} = {self.partition_mb}: a partition of more than 0 MiB")
+        need(1 <= self.in_flight <= 64, f"{named('in_flight')} = {self.in_flight}: 1 to 64 reductions at once")
+        need(self.workload != "train-digits", "workload = 'train-digits' trains a real model: emulate applies to "
+             "model profiles")
+        return out
+
+    @property
+    def dilation(self) -> float | None:
+        """D of an emulated cluster (workload.job.dilation), None without one."""
+        if self.emulate is None or not self.bw_mbps:
+            return None
+        return dilation(self.scale, self.emulate.link_gbps, self.bw_mbps)
+
+    def validate(self) -> None:
+        """Raise SpecError listing every problem (see `problems`)."""
+        problems = self.problems()
+        if problems:
+            raise SpecError("\n".join(problems))
+
+
+def step_bytes(spec: ExperimentSpec) -> int:
+    """Bytes of gradients one iteration all-reduces."""
+    return 4 * workload(spec.workload, spec.size_bytes, spec.scale).elements
+
+
+# ---- from TOML / dicts ----
+
+
+def _convert(value: Any, hint: Any, where: str) -> Any:
+    """`value` as the type `hint`, or SpecError naming `where`, the value and what is allowed."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        (inner,) = [o for o in options if o is not type(None)]
+        return _convert(value, inner, where)
+    if isinstance(hint, type) and issubclass(hint, Choice):
+        if isinstance(value, hint):
+            return value
+        if isinstance(value, str) and value in hint.names():
+            return hint(value)
+        raise SpecError(f"{where} = {value!r}: one of {', '.join(hint.names())}")
+    if isinstance(hint, type) and is_dataclass(hint):
+        if isinstance(value, hint):
+            return value
+        if not isinstance(value, dict):
+            raise SpecError(f"{where} = {value!r}: a table of {', '.join(f.name for f in fields(hint))}")
+        return dataclass_from_dict(hint, value, where)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise SpecError(f"{where} = {value!r}: true or false")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise SpecError(f"{where} = {value!r}: a whole number")
+    if hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise SpecError(f"{where} = {value!r}: a number")
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise SpecError(f"{where} = {value!r}: a string")
+    raise SpecError(f"{where}: cannot read a value of type {hint}")  # pragma: no cover - a new field type
+
+
+def dataclass_from_dict(cls: Any, raw: dict[str, Any], where: str = "", base: Any = None) -> Any:
+    """An instance of dataclass `cls` from a TOML table, `base`'s values for what it leaves out.
+
+    DlcpOptions takes DlcpPolicy's fields flat beside its own (`dlcp = { drop = true, loss_budget = 0.1 }`).
+    """
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in fields(cls)]
+    raw = dict(raw)
+    if cls is DlcpOptions:
+        host_fields = {f.name for f in fields(DlcpPolicy)} - {"drop", "reorder"}  # those two follow the features
+        flat = {k: raw.pop(k) for k in list(raw) if k in host_fields}
+        if flat:
+            current = base.hosts if base is not None else DlcpPolicy()
+            raw["hosts"] = dataclass_from_dict(DlcpPolicy, flat, f"{where}.", current)
+    unknown = sorted(set(raw) - set(names))
+    if unknown:
+        known = names if cls is not DlcpOptions else [n for n in names if n != "hosts"] + sorted(
+            {f.name for f in fields(DlcpPolicy)} - {"drop", "reorder"})
+        raise SpecError(f"unknown {where.rstrip('.') or 'experiment'} parameter(s) {', '.join(unknown)} "
+                        f"(known: {', '.join(known)})")
+    values = {k: v if k == "hosts" and cls is DlcpOptions else _convert(v, hints[k], f"{where}{k}")
+              for k, v in raw.items()}
+    if base is not None:
+        return replace(base, **values)
+    missing = [f.name for f in fields(cls) if f.name not in values and f.default is MISSING
+               and f.default_factory is MISSING]
+    if missing:
+        raise SpecError(f"{where.rstrip('.')}: give {', '.join(missing)}")
+    return cls(**values)
+
+
+def spec_from_dict(raw: dict[str, Any], base: ExperimentSpec | None = None) -> ExperimentSpec:
+    """A spec from a TOML table (`base`'s values for what it leaves out); SpecError names a bad key or value.
+
+    On the simulator an `emulate` table without `link_gbps` emulates the simulated links themselves
+    (link_gbps = bw_mbps / 1000: dilation `scale`, 1 at full size): ns-3 runs computation at real speed."""
+    base = base or ExperimentSpec()
+    spec: ExperimentSpec = dataclass_from_dict(ExperimentSpec, raw, "", base)
+    table = raw.get("emulate")
+    if (spec.simulated and spec.emulate is not None and spec.bw_mbps and isinstance(table, dict)
+            and "link_gbps" not in table):
+        spec = replace(spec, emulate=replace(spec.emulate, link_gbps=spec.bw_mbps / 1000.0))
+    return spec
+
+
+def spec_dict(spec: ExperimentSpec) -> dict[str, Any]:
+    """The spec as plain JSON values (results.json)."""
+    return asdict(spec)

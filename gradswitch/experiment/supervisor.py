@@ -1,0 +1,149 @@
+"""Running a run's worker and server processes in their Mininet hosts, and collecting their results.
+
+Each node is `python -m workers.main JOB_CONFIG RUN_DIR NODE_ID` in its host. They say they are
+ready (RUN_DIR/ready-<id>), start together on the runner's go (RUN_DIR/go), report progress
+after every iteration, say when their work is done (RUN_DIR/done-<id>: they linger after it for
+peers' retransmissions) and write RUN_DIR/result-<id>.json. A node that dies stops the rest of
+its job at once (RUN_DIR/abort), and the whole run has a deadline: nothing waits forever.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gradswitch.experiment.spec import ExperimentError
+from mininet_topos.network import GradNetwork
+from protocol.paths import REPO_ROOT
+from protocol.polling import wait_until
+from workload.job import JobConfig
+
+DONE_POLL_S = 0.05  # how often the runner looks at the nodes' progress and done files
+WORKER_NICE = 10  # workers yield to the BMv2 switches on a small machine (README, Performance)
+
+NodeResult = dict[str, Any]  # a node's result-<id>.json
+
+
+class Progress:
+    """A one-line progress bar on stderr (only on a terminal, or when forced)."""
+
+    def __init__(self, total: int, label: str, enabled: bool | None = None) -> None:
+        self.total = max(1, total)
+        self.label = label
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.start = time.monotonic()
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        width = 30
+        filled = int(width * min(done, self.total) / self.total)
+        elapsed = time.monotonic() - self.start
+        sys.stderr.write(f"\r{self.label}: [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
+                         f"iterations, {elapsed:.1f} s")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
+def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir: Path, bar: Progress,
+              on_go: Callable[[], None] = lambda: None,
+              on_done: Callable[[], None] = lambda: None) -> dict[int, dict[int, NodeResult]]:
+    """Start every node of every job (their configs are config_dir/job<N>.json), release them
+    together (on_go just before), wait; results per job and node. on_done: once every node of every
+    job has done its work (within a poll, DONE_POLL_S, of the last), or else when they have all
+    exited: the end of the jobs' window, before the nodes linger and exit."""
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+    procs: dict[tuple[int, int], subprocess.Popen[bytes]] = {}
+    logs: dict[tuple[int, int], Path] = {}
+    dirs = {cfg.job_id: run_dir / f"job{cfg.job_id}" for cfg in cfgs}
+    by_job = {cfg.job_id: cfg for cfg in cfgs}
+    try:
+        for cfg in cfgs:
+            jd = dirs[cfg.job_id]
+            jd.mkdir()
+            for node in cfg.nodes:
+                key = (cfg.job_id, node.node_id)
+                logs[key] = jd / f"{node.host}-{node.node_id}.log"
+                with logs[key].open("wb") as log:
+                    # Workers run niced: on a small machine the BMv2 switches must not be starved by the
+                    # emulated hosts, or they drop packets at their inputs.
+                    procs[key] = net.host(node.host).popen(
+                        ["nice", "-n", str(WORKER_NICE), sys.executable, "-m", "workers.main",
+                         str(config_dir / f"job{cfg.job_id}.json"), str(jd), str(node.node_id)],
+                        stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), env=env)
+
+        def ready() -> bool:
+            for (job, nid), p in procs.items():
+                if p.poll() is not None:
+                    node = by_job[job].node(nid)
+                    raise ExperimentError(f"job {job}: {node.role} {nid} on {node.host} exited before starting "
+                                          f"(status {p.returncode}):\n{log_tail(logs[(job, nid)])}")
+            return all((dirs[job] / f"ready-{nid}").exists() for job, nid in procs)
+
+        start_timeout = max(c.start_timeout for c in cfgs)
+        wait_until(ready, start_timeout, interval=0.05, what="every worker to be ready")
+        on_go()
+        stamp = str(time.monotonic())
+        for jd in dirs.values():
+            (jd / "go").write_text(stamp)
+        first = cfgs[0]
+        deadline = first.iterations * first.iteration_timeout + start_timeout + first.linger_timeout
+        ended = False
+
+        def finished() -> bool:
+            nonlocal ended
+            if not ended and all((dirs[job] / f"done-{nid}").exists() for job, nid in procs):
+                ended = True
+                on_done()
+            done = [int(f.read_text() or 0) for w in first.workers
+                    if (f := dirs[first.job_id] / f"progress-{w.node_id}").exists()]
+            bar.update(min(done) if len(done) == len(first.workers) else 0)
+            for (job, nid), p in procs.items():
+                abort = dirs[job] / "abort"
+                if p.poll() not in (None, 0) and not abort.exists():
+                    node = by_job[job].node(nid)
+                    # A node that died (or failed) stops the rest of its job now, not at their timeouts.
+                    abort.write_text(f"{node.role} {nid} on {node.host} exited with status {p.returncode}")
+            return all(p.poll() is not None for p in procs.values())
+
+        try:
+            wait_until(finished, deadline, interval=DONE_POLL_S, what="the jobs to finish")
+            if not ended:  # some node never said done (it failed): the window ends with the processes
+                on_done()
+        except TimeoutError as e:
+            running = [f"job {j} {by_job[j].node(n).host}" for (j, n), p in procs.items() if p.poll() is None]
+            raise ExperimentError(f"{e}; still running: {running}") from None
+        finally:
+            bar.close()
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+    results: dict[int, dict[int, NodeResult]] = {cfg.job_id: {} for cfg in cfgs}
+    for (job, nid), proc in procs.items():
+        path = dirs[job] / f"result-{nid}.json"
+        if path.exists():
+            results[job][nid] = json.loads(path.read_text())
+        else:
+            node = by_job[job].node(nid)
+            results[job][nid] = {"node_id": nid, "host": node.host, "role": str(node.role), "ok": False,
+                                 "iterations": [],
+                                 "error": f"no result (exit status {proc.returncode}):\n{log_tail(logs[(job, nid)])}"}
+    return results

@@ -1,0 +1,79 @@
+"""What a simulated run sets besides its topology and jobs: link and host costs, queue sizes, the
+switches' features (load balancing, the RoCE class, DLCP, loss), background traffic, TensorLights, and
+which check the packets carry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from protocol.choice import Choice
+from protocol.ecmp import DEFAULT_FLOWLET_GAP_US
+from protocol.ecmp import LoadBalance as LoadBalance  # the switches' choice, re-exported
+
+
+class CheckMode(Choice):
+    """What the simulated packets carry and what every result is checked against (docs/simulator.md)."""
+
+    AUTO = "auto"  # exact while the values fit the machine's memory and time (EXACT_LIMIT), else digest
+    EXACT = "exact"  # int32 values, every sum checked element by element
+    DIGEST = "digest"  # sizes plus a 64-bit linear digest per contribution: each held exactly once
+    NONE = "none"  # sizes only, nothing checked
+
+
+# AUTO chooses exact values while every worker's check (a sum over N workers per element) stays below this
+# many generated values per iteration: workers x workers x elements.
+EXACT_LIMIT = 1 << 26
+
+
+@dataclass(frozen=True)
+class DlcpSwitch:
+    """The switches' DLCP features for every job that has a host policy (gradswitch/experiment/spec.py
+    DlcpOptions' switch fields)."""
+
+    priority: bool = False
+    drop: bool = False  # selective drop, as issue 16's trimming
+    spray: bool = False
+    threshold_bytes: int | None = None  # every priority's drop threshold; None: default_thresholds per switch
+
+
+@dataclass(frozen=True)
+class Background:
+    """Bulk TCP between two hosts (iperf3 -P flows -M mss on the testbed)."""
+
+    sender: str
+    receiver: str
+    flows: int = 1
+    mss: int = 1024
+
+
+@dataclass(frozen=True)
+class TensorLightsSetting:
+    host: str  # the colocated servers' host
+    servers: tuple[tuple[int, int], ...]  # (job, node id) of each server, favoured first
+    rotate_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """Everything of a simulated run that is neither the topology nor a job."""
+
+    link_delay_s: float = 1e-6  # propagation delay of every link
+    switch_delay_s: float = 0.0  # per packet in a switch before its egress queue (the testbed's BMv2 cost)
+    shaped_links: bool = False  # links as the testbed's HTB shapers: a packet reaches the peer as it leaves
+    host_message_delay_s: float = 0.0  # per received message before the application sees it (Python hosts)
+    queue_bytes: int | None = None  # each priority queue of a port; None: the testbed's shaped buffer per rate
+    unshaped_mbps: float = 10_000.0  # the rate of links the topology leaves unshaped
+    framing_bytes: int = 0  # per frame on the link besides its size (0: as HTB counts; 20: preamble and gap)
+    check: CheckMode = CheckMode.AUTO
+    ecmp_seed: int = 0  # the switches' ECMP hash: controller/routing.py hash_multiplier(seed), as on BMv2
+    load_balance: LoadBalance = LoadBalance.ECMP  # controller/routing.py's: per flow, or per flowlet (LetFlow)
+    flowlet_gap_us: float = DEFAULT_FLOWLET_GAP_US  # the P4 program's default (docs/dlcp.md says why)
+    roce_class: bool = False  # every RoCE packet in one strict-priority class above bulk traffic (issue 16)
+    dlcp: DlcpSwitch = field(default_factory=DlcpSwitch)
+    loss_pct: float = 0.0  # RoCE packets dropped at every worker's switch port, both ways
+    background: Background | None = None
+    tensorlights: TensorLightsSetting | None = None
+    seed: int = 1
+    time_limit_s: float | None = None  # simulated seconds at most (None: from the jobs' iteration timeouts)
+    progress_s: float = 0.0  # wall seconds between progress lines on stderr (0: none)
+    wall_limit_s: float | None = None  # kill the simulator after this many wall seconds

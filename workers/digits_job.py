@@ -1,0 +1,165 @@
+"""A real (small) training job whose gradients go through the switches.
+
+Workload "train-digits": an MLP (64 -> HIDDEN -> 10, ReLU, softmax) learns scikit-learn's
+digits data set (1797 8x8 images, shipped with the package). Every worker holds a shard of
+the training set; each iteration it computes the gradient of a minibatch with numpy, sends
+it as int32 fixed point through the chosen all-reduce (ring, PS or NetReduce, through BMv2),
+averages, and takes an SGD step. Accuracy on the held-out set is measured every iteration,
+so runs with and without DLCP's dropping can be compared on learning, not only on time.
+
+Every iteration's sum is checked (docs/training.md, "train-digits"): shards, minibatch draws
+and the initial model come from the job's seed, so a worker computes every other worker's
+gradient on its own model and the exact sum they must add up to. Without DLCP dropping the
+sum must be exact; with it (zero-filled packets), the relative error against that sum is
+recorded, and models may drift apart (a ring's all-gather carries a zero-filled chunk
+downstream only): each worker reports a digest of its parameters at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from workers.comm import Comm
+from workload.encoding import AllReduce, Encoder, IterationCheck, job_profile
+from workload.gradients import DIGITS_MLP, digits_profile
+from workload.records import CheckKind, IterationRecord, WrongResult, crash_if_asked
+
+INPUTS, HIDDEN, CLASSES = DIGITS_MLP
+BATCH = 32
+LEARNING_RATE = 0.5
+TEST_FRACTION = 0.25
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass
+class Model:
+    w1: FloatArray
+    b1: FloatArray
+    w2: FloatArray
+    b2: FloatArray
+
+    @classmethod
+    def initial(cls, seed: int) -> Model:
+        rng = np.random.default_rng(seed)
+        return cls(rng.normal(0, 0.1, (INPUTS, HIDDEN)), np.zeros(HIDDEN), rng.normal(0, 0.1, (HIDDEN, CLASSES)),
+                   np.zeros(CLASSES))
+
+    def tensors(self) -> list[FloatArray]:
+        return [self.w1, self.b1, self.w2, self.b2]
+
+    def copy(self) -> Model:
+        return Model(self.w1.copy(), self.b1.copy(), self.w2.copy(), self.b2.copy())
+
+    def forward(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
+        h = np.maximum(0.0, x @ self.w1 + self.b1)
+        logits = h @ self.w2 + self.b2
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        return h, p / p.sum(axis=1, keepdims=True)
+
+    def gradients(self, x: FloatArray, y: npt.NDArray[np.int64]) -> tuple[list[FloatArray], float]:
+        h, p = self.forward(x)
+        loss = float(-np.mean(np.log(p[np.arange(len(y)), y] + 1e-12)))
+        d = p.copy()
+        d[np.arange(len(y)), y] -= 1
+        d /= len(y)
+        gw2 = h.T @ d
+        gb2 = d.sum(axis=0)
+        dh = (d @ self.w2.T) * (h > 0)
+        return [x.T @ dh, dh.sum(axis=0), gw2, gb2], loss
+
+    def accuracy(self, x: FloatArray, y: npt.NDArray[np.int64]) -> float:
+        return float(np.mean(self.forward(x)[1].argmax(axis=1) == y))
+
+    def digest(self) -> str:
+        """A digest of the parameters: equal on two workers exactly when their models are identical."""
+        h = hashlib.sha256()
+        for t in self.tensors():
+            h.update(np.ascontiguousarray(t).tobytes())
+        return h.hexdigest()[:16]
+
+
+def data(seed: int) -> tuple[FloatArray, npt.NDArray[np.int64], FloatArray, npt.NDArray[np.int64]]:
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    x = digits.data.astype(np.float64) / 16.0
+    y = digits.target.astype(np.int64)
+    order = np.random.default_rng(seed).permutation(len(y))
+    split = int(len(y) * (1 - TEST_FRACTION))
+    return x[order[:split]], y[order[:split]], x[order[split:]], y[order[split:]]
+
+
+class TrainLoop:
+    """Like WorkerLoop, but the gradients are a model's, and the records carry accuracy and loss."""
+
+    def __init__(self, comm: Comm, allreduce: AllReduce) -> None:
+        self.comm = comm
+        self.cfg = comm.cfg
+        self.allreduce = allreduce
+        self.profile = job_profile(self.cfg, digits_profile())  # what the all-reduce moves
+        self.encoder = Encoder(self.cfg)
+        ranks = [w.node_id for w in self.cfg.workers]
+        self.rank = ranks.index(comm.me.node_id)
+        self.n = len(ranks)
+        x, y, self.x_test, self.y_test = data(self.cfg.seed)
+        # every worker's shard and minibatch draws, so that this worker can compute their gradients too
+        self.shards = [(x[r :: self.n], y[r :: self.n]) for r in range(self.n)]
+        self.draws = [np.random.default_rng(self.cfg.seed * 1000 + r) for r in range(self.n)]
+        self.model = Model.initial(self.cfg.seed)
+        self.largest_op = max(t.elements for t in self.profile.tensors)
+        self.in_flight = 1
+
+    def extra(self) -> dict[str, object]:
+        return {"model_digest": self.model.digest()}
+
+    def _gradients(self, model: Model, r: int) -> tuple[list[FloatArray], float]:
+        """Worker r's gradients of this iteration (its next minibatch) on `model`, flat, in
+        back-propagation order (the profile's), and its minibatch loss."""
+        x, y = self.shards[r]
+        batch = self.draws[r].choice(len(y), size=min(BATCH, len(y)), replace=False)
+        grads, loss = model.gradients(x[batch], y[batch])
+        return [g.ravel() for g in reversed(grads)], loss
+
+    def run(self, progress: Callable[[int], None] = lambda i: None) -> list[IterationRecord]:
+        records: list[IterationRecord] = []
+        train_s = 0.0  # wall time of the iterations so far (checks and evaluation excluded)
+        shapes = [t.shape for t in reversed(self.model.tensors())]
+        for it in range(self.cfg.iterations):
+            start = time.monotonic()
+            before = self.model.copy()  # the parameters this iteration's gradients come from
+            mine, loss = self._gradients(before, self.rank)
+            self.comm.set_magnitudes(it, [self.encoder.magnitude_values(g) for g in mine])
+            zero_before = self.comm.zero_filled
+            comm_start = time.monotonic()
+            reduced = [self.encoder.reduce(self.allreduce, it, index, g) for index, g in enumerate(mine)]
+            self.comm.drain()
+            comm_s = time.monotonic() - comm_start
+            updates = [self.encoder.decode(r).reshape(shape) / self.n for r, shape in zip(reduced, shapes, strict=True)]
+            for tensor, update in zip(self.model.tensors(), reversed(updates), strict=True):
+                tensor -= LEARNING_RATE * update
+            end = time.monotonic()
+            train_s += end - start
+            # The check, outside the iteration's time: every worker's gradient on the same parameters.
+            grads = [mine if r == self.rank else self._gradients(before, r)[0] for r in range(self.n)]
+            check = IterationCheck()
+            for index, got in enumerate(reduced):
+                check.add(self.encoder, got, *self.encoder.expected_of([g[index] for g in grads]))
+            ok = check.correct(self.comm.dlcp)
+            extra = {"accuracy": self.model.accuracy(self.x_test, self.y_test), "loss": loss,
+                     "zero_filled_packets": float(self.comm.zero_filled - zero_before),
+                     "relative_error": check.relative_error, "comm_s": comm_s, "train_s": train_s}
+            records.append(IterationRecord(it, start, end, ok, check.wrong, check.err, check.saturated, extra,
+                                           check=CheckKind.EXACT))
+            crash_if_asked(self.cfg, self.comm.me.node_id, it)
+            if not ok:
+                raise WrongResult(f"{self.comm.me.host}: iteration {it}: {check.wrong} wrong elements "
+                                  f"(relative error {check.relative_error:.3g})", records)
+            progress(it)
+        return records
