@@ -10,6 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+WIDTH_IN = 12.0  # a figure's plotting width in inches: at 110 dpi it stays under 1600 px, readable on a screen
+PANEL_IN = 3.8  # one bar chart of a grid
+
+
+def grid(panels: int, most: int = 3) -> tuple[int, int]:
+    """Rows and columns for `panels` charts, at most `most` to a row and as square as that allows (4: 2 x 2)."""
+    rows = -(-panels // most)
+    return rows, -(-panels // rows)
+
 
 def _errors(summary: dict[str, dict[str, Any]], names: list[str], key: str) -> list[list[float]]:
     """matplotlib's yerr for the medians of `key`: distance down to the min and up to the max."""
@@ -92,13 +101,17 @@ def plot_figures(summary: dict[str, dict[str, Any]], keys: list[str], path: Path
     import matplotlib.pyplot as plt
 
     names = list(summary)
-    fig, axes = plt.subplots(1, len(keys), figsize=(max(5, 3.2 * len(keys)), 3.6), squeeze=False)
-    for ax, key in zip(axes[0], keys, strict=True):
+    rows, cols = grid(len(keys))
+    fig, axes = plt.subplots(rows, cols, figsize=(max(5.0, PANEL_IN * cols), 3.6 * rows), squeeze=False)
+    for i, key in enumerate(keys):
+        ax = axes[i // cols][i % cols]
         values = [summary[n].get(key) for n in names]
         ax.bar(range(len(names)), [v if isinstance(v, int | float) else 0.0 for v in values], color="tab:green",
                yerr=_errors(summary, names, key), capsize=3)
         ax.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
         ax.set_title(key, fontsize=10)
+    for ax in axes.flat[len(keys):]:
+        ax.set_visible(False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -164,20 +177,28 @@ def plot_link_loads(reports: dict[str, list[dict[str, Any]]], path: Path) -> boo
     import matplotlib.pyplot as plt
 
     links = sorted({link for repeated in runs.values() for loads in repeated for link in loads})
-    x = np.arange(len(links))
     width = 0.8 / len(runs)
-    fig, ax = plt.subplots(figsize=(max(7, 0.55 * len(links) * max(1, len(runs) / 2)), 4))
-    for i, (name, repeated) in enumerate(runs.items()):
-        per_link = [[loads.get(link, 0.0) for loads in repeated] for link in links]
-        med = np.array([float(np.median(v)) for v in per_link])
-        err = [med - np.array([min(v) for v in per_link]), np.array([max(v) for v in per_link]) - med]
-        ax.bar(x - 0.4 + width * (i + 0.5), med, width, label=name, yerr=err, capsize=2)
-    ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8)
-    ax.set_xticks(x, links, rotation=40, ha="right", fontsize=8)
-    ax.set_ylabel("load (bytes the shaper sent / link capacity)")
-    ax.set_title("fabric links: load per direction over the run (dashed: the link's rate)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    link_in = max(0.55, 0.12 * len(runs))  # a link's group of bars, one bar per run
+    per_panel = max(1, min(len(links), int(WIDTH_IN // link_in)))
+    panels = [links[k:k + per_panel] for k in range(0, len(links), per_panel)]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(7.0, min(WIDTH_IN, link_in * per_panel) + 2.2),
+                                                      0.6 + 3.2 * len(panels)), squeeze=False)
+    for ax, shown in zip(axes[:, 0], panels, strict=True):
+        x = np.arange(len(shown))
+        for i, (name, repeated) in enumerate(runs.items()):
+            per_link = [[loads.get(link, 0.0) for loads in repeated] for link in shown]
+            med = np.array([float(np.median(v)) for v in per_link])
+            err = [med - np.array([min(v) for v in per_link]), np.array([max(v) for v in per_link]) - med]
+            ax.bar(x - 0.4 + width * (i + 0.5), med, width, label=name, color=f"C{i % 10}", yerr=err, capsize=2)
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8)
+        ax.set_xticks(x, shown, rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, per_panel - 0.4)
+        ax.set_ylabel("load / capacity", fontsize=8)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="center right")
+    fig.suptitle("fabric links: load per direction over the run (bytes the shaper sent / link capacity; dashed: the "
+                 "link's rate)", fontsize=10)
+    fig.tight_layout(rect=(0.0, 0.0, 0.84, 1.0))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
