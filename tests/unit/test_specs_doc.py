@@ -1,0 +1,116 @@
+"""docs/specs.md names every key of a compare spec and of a run, with the defaults and command-line options
+the code has: a key added, removed or changed in the dataclasses fails here until the document follows."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import MISSING, Field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gradswitch.cli import build_parser
+from gradswitch.experiment.compare import SPEC_KEYS
+from gradswitch.experiment.spec import (
+    CLI_OPTIONS,
+    EMULATE_OPTIONS,
+    SIM_OPTIONS,
+    DlcpOptions,
+    ExperimentSpec,
+    SimOptions,
+)
+from protocol.choice import Choice
+from workload.dlcp import DlcpPolicy
+from workload.job import Crash, Emulation
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "specs.md"
+
+
+def experiment_options() -> set[str]:
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {o for a in sub.choices["experiment"]._actions for o in a.option_strings}
+
+
+def default_text(f: Field[Any]) -> str:
+    """A field's default as the document writes it: TOML in backquotes, or (none), (table), (required)."""
+    if f.default is not MISSING:
+        value = f.default
+    elif f.default_factory is not MISSING:
+        value = f.default_factory()
+    else:
+        return "(required)"
+    if value is None:
+        return "(none)"
+    if is_dataclass(value):
+        return "(table)"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, Choice | str):
+        return f'`"{value}"`'
+    return f"`{value}`"
+
+
+def section(heading: str) -> str:
+    text = DOC.read_text()
+    start = text.index(f"\n## {heading}")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def rows(heading: str) -> dict[str, list[str]]:
+    """A section's table: the key of each row (first cell, in backquotes) and its other cells."""
+    out = {}
+    for line in section(heading).splitlines():
+        match = re.match(r"^\| `(\w+)` \|(.*)\|$", line)
+        if match:
+            out[match.group(1)] = [cell.strip() for cell in match.group(2).split("|")]
+    return out
+
+
+def option(name: str, options: dict[str, str], known: set[str]) -> str:
+    flag = "--" + options.get(name, name.replace("_", "-"))
+    return f"`{flag}`" if flag in known else "-"
+
+
+TABLES: list[tuple[str, Any, dict[str, str], set[str]]] = [
+    ("A run", ExperimentSpec, CLI_OPTIONS, set()),
+    ("`sim = { ... }`", SimOptions, SIM_OPTIONS, set()),
+    ("`dlcp = { ... }`", DlcpOptions, {}, {"hosts"}),
+    ("`emulate = { ... }`", Emulation, EMULATE_OPTIONS, set()),
+    ("`crash = { ... }`", Crash, {}, set()),
+]
+
+
+@pytest.mark.parametrize(("heading", "cls", "options", "skip"), TABLES, ids=[t[1].__name__ for t in TABLES])
+def test_every_field_is_in_the_document_with_its_default_and_option(heading, cls, options, skip):
+    documented = rows(heading)
+    own = [f for f in fields(cls) if f.name not in skip]
+    if cls is DlcpOptions:  # DlcpPolicy's host fields sit flat beside DlcpOptions' own (spec.dataclass_from_dict)
+        own += [f for f in fields(DlcpPolicy) if f.name not in ("drop", "reorder")]
+    names = [f.name for f in own]
+    assert sorted(documented) == sorted(names), (
+        f"docs/specs.md, section {heading!r}: missing {sorted(set(names) - set(documented))}, "
+        f"not fields of {cls.__name__}: {sorted(set(documented) - set(names))}")
+    known = experiment_options() if options or cls is ExperimentSpec else set()
+    for f in own:
+        default, flag, what = documented[f.name]
+        assert default == default_text(f), f"docs/specs.md: {f.name}'s default is {default}, the code's " \
+                                           f"{default_text(f)}"
+        expected = option(f.name, options, known) if known else "-"
+        assert flag == expected, f"docs/specs.md: {f.name}'s command-line option is {flag}, the code's {expected}"
+        assert what, f"docs/specs.md: {f.name} says nothing about what it is"
+
+
+def test_every_top_level_key_of_a_compare_spec_is_in_the_document():
+    documented = rows("The top level of a compare spec")
+    assert sorted(documented) == sorted(SPEC_KEYS), (
+        f"docs/specs.md: missing {sorted(set(SPEC_KEYS) - set(documented))}, "
+        f"not keys of a compare spec: {sorted(set(documented) - set(SPEC_KEYS))}")
+
+
+def test_the_document_explains_size_bytes_against_size():
+    text = section("Sizes")
+    assert "`size_bytes = 1048576`" in text and "`--size 1MiB`" in text
