@@ -1,10 +1,10 @@
-"""The README's Performance tables, generated from the JSON the benchmarks wrote under bench/results/.
+"""The performance tables (docs/performance.md, and the README's claims), generated from the JSON under bench/results/.
 
-Every table of README.md's Performance section comes from here, after a line `<!-- table: NAME -->`;
-tests/unit/test_readme_figures.py fails when the README's copy differs from what the JSON gives (a
-benchmark was run again and the README was not). A cell holds a figure of the JSON, a ratio of two of
-its figures (the column says so), or a figure's median with [min, max] over the repetitions where the
-JSON keeps a `spread`. Marks:
+Every table of docs/performance.md comes from here, after a line `<!-- table: NAME -->`, and so do the
+README's headline tables (README_TABLES); tests/unit/test_readme_figures.py fails when a copy differs
+from what the JSON gives (a benchmark was run again and the document was not). A cell holds a figure of
+the JSON, a ratio of two of its figures (the column says so), or a figure's median with [min, max] over
+the repetitions where the JSON keeps a `spread`. Marks:
 
 - `(machine-bound)`: the run, or a run behind a ratio, was limited by the machine, not the links
   (gradswitch/experiment/bottleneck.py). A compare marks it in the JSON (`machine_bound`,
@@ -14,7 +14,8 @@ JSON keeps a `spread`. Marks:
   some repetitions.
 
     python -m bench.tables            # every table, each after its marker line
-    python -m bench.tables --write    # the same, written into README.md in place of the old tables
+    python -m bench.tables --write    # the same, written into docs/performance.md (and README.md) in place of the old
+                                      # tables
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from gradswitch.experiment.bottleneck import TARGET_CPU_IDLE, judge
 
 RESULTS = Path(__file__).resolve().parent / "results"
 README = Path(__file__).resolve().parent.parent / "README.md"
+PERFORMANCE = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+README_TABLES = ("claims",)  # the headline figures the README keeps; every table is in docs/performance.md
 
 Json = dict[str, Any]
 
@@ -673,12 +676,16 @@ def _literal(new: str) -> Callable[[re.Match[str]], str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON's directory (default bench/results)")
-    parser.add_argument("--write", action="store_true", help="replace the tables in README.md after their markers")
+    parser.add_argument("--write", action="store_true",
+                        help="replace the tables in docs/performance.md and README.md after their markers")
     args = parser.parse_args()
     tables = generate(args.results)
     if args.write:
-        README.write_text(update_readme(README.read_text(), tables))
-        print(f"written {len(tables)} tables into {README}")
+        PERFORMANCE.write_text(update_readme(PERFORMANCE.read_text(), tables))
+        print(f"written {len(tables)} tables into {PERFORMANCE}")
+        headline = {name: tables[name] for name in README_TABLES}
+        README.write_text(update_readme(README.read_text(), headline))
+        print(f"written {len(headline)} into {README}")
         return
     for name, body in tables.items():
         print(f"{marker(name)}\n{body}\n")

@@ -1,6 +1,7 @@
-"""README.md's Performance tables are the JSON under bench/results/, as bench/tables.py renders them.
+"""docs/performance.md's tables and the README's headline figures are the JSON under bench/results/, as
+bench/tables.py renders them.
 
-Re-running a benchmark without regenerating the README fails here, naming the table; and the
+Re-running a benchmark without regenerating the documents fails here, naming the table; and the
 tables come out right from a small hand-made JSON (medians with [min, max], ratios to the
 baseline, machine-bound and low-CPU marks)."""
 
@@ -15,7 +16,9 @@ from typing import Any
 import pytest
 
 from bench.tables import (
+    PERFORMANCE,
     README,
+    README_TABLES,
     RESULTS,
     allreduce_table,
     dlcp_spray_table,
@@ -26,36 +29,67 @@ from bench.tables import (
     update_readme,
 )
 
+README_MAX_LINES = 250  # a newcomer reads it through; the measurements are in docs/performance.md
+
 
 def performance() -> str:
-    text = README.read_text()
-    start = text.index("## Performance")
-    end = text.find("\n## ", start + 1)
-    return text[start:] if end < 0 else text[start:end]
+    return PERFORMANCE.read_text()
 
 
-@pytest.mark.parametrize("name", list(generate()))
-def test_the_readme_has_every_table_as_its_json_gives_it(name):
+def _table_after_marker(document: Path, text: str, name: str) -> None:
     table = generate(RESULTS)[name]
-    section = performance()
-    assert marker(name) in section, f"README.md's Performance section has no `{marker(name)}` line before " \
-                                    f"its {name} table: add it and run `python -m bench.tables --write`"
-    got = section.split(marker(name) + "\n", 1)[1]
+    where = document.relative_to(README.parent)
+    assert marker(name) in text, f"{where} has no `{marker(name)}` line before its {name} table: add it and run " \
+                                 f"`python -m bench.tables --write`"
+    got = text.split(marker(name) + "\n", 1)[1]
     got = "\n".join(re.match(r"(?:\|[^\n]*(?:\n|$))*", got).group(0).splitlines())  # type: ignore[union-attr]
-    diff = "\n".join(difflib.unified_diff(got.splitlines(), table.splitlines(), "README.md", "bench/results",
+    diff = "\n".join(difflib.unified_diff(got.splitlines(), table.splitlines(), str(where), "bench/results",
                                           lineterm="", n=0))
-    assert got == table, (f"README.md's table {name!r} is not what bench/results/ gives (a benchmark was run again?): "
+    assert got == table, (f"{where}'s table {name!r} is not what bench/results/ gives (a benchmark was run again?): "
                           f"run `python -m bench.tables --write` (or paste `python -m bench.tables`'s table)\n{diff}")
 
 
-def test_every_table_marker_in_the_readme_names_a_table():
+@pytest.mark.parametrize("name", list(generate()))
+def test_the_performance_document_has_every_table_as_its_json_gives_it(name):
+    _table_after_marker(PERFORMANCE, performance(), name)
+
+
+@pytest.mark.parametrize("name", README_TABLES)
+def test_the_readme_has_its_headline_tables_as_their_json_gives_them(name):
+    _table_after_marker(README, README.read_text(), name)
+
+
+def test_every_table_marker_in_the_performance_document_names_a_table():
     names = re.findall(r"^<!-- table: (\S+) -->$", performance(), re.MULTILINE)
     assert sorted(names) == sorted(generate()), "a marker without a generated table, or a table without its marker"
 
 
-def test_the_performance_section_holds_no_raw_json():
-    section = performance()
-    assert '{"' not in section, "raw JSON pasted into README.md's Performance section: generate a table instead"
+def test_the_readme_marks_only_its_headline_tables():
+    names = re.findall(r"^<!-- table: (\S+) -->$", README.read_text(), re.MULTILINE)
+    assert sorted(names) == sorted(README_TABLES), (f"README.md has table markers {names}, bench.tables.README_TABLES "
+                                                    f"says {list(README_TABLES)}: the other tables belong in "
+                                                    f"docs/performance.md")
+
+
+def test_the_readme_is_short():
+    lines = len(README.read_text().splitlines())
+    assert lines <= README_MAX_LINES, (f"README.md has {lines} lines, more than {README_MAX_LINES}: move details to "
+                                       f"docs/ and link them")
+
+
+@pytest.mark.parametrize("document", [README, PERFORMANCE], ids=["README.md", "docs/performance.md"])
+def test_every_image_a_document_shows_is_a_stored_result(document: Path):
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", document.read_text())
+    assert images, f"{document.name} shows no plot"
+    for image in images:
+        path = (document.parent / image).resolve()
+        assert path.is_file(), f"{document.name} shows {image}, which does not exist"
+        assert path.parent == RESULTS.resolve(), f"{document.name} shows {image}: a plot is a result under " \
+                                                 f"bench/results/, beside its JSON"
+
+
+def test_the_performance_document_holds_no_raw_json():
+    assert '{"' not in performance(), "raw JSON pasted into docs/performance.md: generate a table instead"
 
 
 # ---- the tables from a hand-made JSON ----
@@ -137,3 +171,26 @@ def test_writing_the_readme_replaces_only_the_table_after_its_marker():
     text = "before\n<!-- table: t -->\n| old |\n|---|\n| 1 |\n\nafter | not a table\n<!-- table: u -->\n| u |\n"
     got = update_readme(text, {"t": "| new \\1 |\n|---|"})
     assert got == "before\n<!-- table: t -->\n| new \\1 |\n|---|\n\nafter | not a table\n<!-- table: u -->\n| u |\n"
+
+
+# ---- the README's first experiment is a stored run ----
+
+FIRST = "first-experiment"
+
+
+def test_the_readmes_first_experiment_is_the_table_its_stored_run_prints():
+    """The README pastes what `gradswitch experiment` printed; bench/results/first-experiment.json is that run's
+    results.json and first-experiment.png its iterations.png: the table must be what the JSON gives."""
+    from gradswitch.experiment.report import format_table
+
+    text = README.read_text()
+    mark = f"<!-- {FIRST}: bench/results/{FIRST}.json -->\n```\n"
+    assert mark in text, f"README.md has no `<!-- {FIRST}: ... -->` line before the first experiment's output"
+    block = text.split(mark, 1)[1].split("\n```", 1)[0].splitlines()
+    report = json.loads((RESULTS / f"{FIRST}.json").read_text())
+    table = format_table(report).splitlines()
+    assert block[:-1] == table, ("README.md's first experiment is not what bench/results/first-experiment.json "
+                                 "gives: paste the run's table.txt\n" + "\n".join(difflib.unified_diff(
+                                     block[:-1], table, "README.md", f"{FIRST}.json", lineterm="", n=0)))
+    assert block[-1] == f"results: runs/{report['name']}/results.json, plots: runs/{report['name']}/iterations.png"
+    assert (RESULTS / f"{FIRST}.png").is_file()
