@@ -19,39 +19,42 @@ help:
 	@echo "make bench      benchmarks under bench/"
 	@echo "make doctor     which tools are present and what fails without them"
 
-$(PY): pyproject.toml
+# A stamp file marks the installed venv: $(PY) is a symlink to the system's interpreter, which `touch` would follow.
+INSTALLED := $(VENV)/.installed
+
+$(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]"
-	@touch $(PY)
+	@touch $(INSTALLED)
 
-venv: $(PY)
+venv: $(INSTALLED)
 
-build: $(PY)
+build: $(INSTALLED)
 	$(GRADSWITCH) build
 
-sim: $(PY)
+sim: $(INSTALLED)
 	$(PY) -m ns3sim.build
 
-test: $(PY)
+test: $(INSTALLED)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Python 3.10 is the floor (requires-python; Ubuntu 22.04 in the Vagrant VM): mypy checks as 3.10
 # (pyproject.toml), vermin finds any module, function or syntax newer than that.
 LINTED := protocol topology roce workload mininet_topos workers controller ns3sim gradswitch tests bench
 
-lint: $(PY)
+lint: $(INSTALLED)
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m mypy
 	$(VENV)/bin/vermin -q --no-tips --violations --eval-annotations -t=3.10- $(LINTED)
 
-demo: $(PY)
+demo: $(INSTALLED)
 	$(SUDO) $(GRADSWITCH) net --topo leafspine --leaves 2 --spines 2 --hosts-per-leaf 2 --pingall
 
-bench: $(PY)
+bench: $(INSTALLED)
 	$(PY) -m bench.forwarding
 
-doctor: $(PY)
+doctor: $(INSTALLED)
 	$(GRADSWITCH) doctor
 
 clean:

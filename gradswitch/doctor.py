@@ -1,13 +1,18 @@
-"""`gradswitch doctor`: every tool the project uses, its version, and what fails without it."""
+"""`gradswitch doctor`: every tool the project uses, its version, and what fails without it; whether the compiled
+switch program is present and current, and which backend can run. `--json` prints the same report as JSON."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+import sys
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
+
+REPORT_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -16,6 +21,7 @@ class Check:
     ok: bool
     version: str
     needed_for: str
+    required: bool = False  # doctor exits non-zero when a required check fails
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,6 @@ TOOLS = (
     Tool("iperf3", ("--version",), "TCP through the fabric in tests, background traffic in DLCP experiments"),
 )
 
-PYTHON_PACKAGES = ("p4runtime-shell", "p4runtime", "protobuf", "grpcio", "mininet", "scapy", "numpy", "matplotlib")
 
 
 def _version(tool: Tool) -> tuple[bool, str]:
@@ -94,7 +99,11 @@ def simulator_checks() -> list[Check]:
         out.append(Check("python:ns3", False, f"not installed ({WHEEL})",
                          "building the ns-3 simulator: `make sim` installs it (pip install --no-deps)"))
     missing = s.missing()
-    out.append(Check("ns-3 simulator", missing is None, str(s.binary) if missing is None else missing,
+    if missing is None and not s.built:  # an installed package builds it on first use
+        state = f"not built yet: `--backend ns3` builds it from the shipped sources into {s.binary.parent} first"
+    else:
+        state = str(s.binary) if missing is None else missing
+    out.append(Check("ns-3 simulator", missing is None, state,
                      "experiments with --backend ns3, bench.crossval, bench.scaling, tests/ns3"))
     if (MPI_PREFIX / "include" / "ns3" / "mpi-interface.h").exists():
         m = status(mpi=True)
@@ -105,15 +114,67 @@ def simulator_checks() -> list[Check]:
         else:
             state = f"{m.binary} (against {MPI_PREFIX})"
         out.append(Check("ns-3 simulator (MPI)", m.built and not m.stale, state,
-                         "running one simulation over MPI ranks (--ranks, issue 18)"))
+                         "running one simulation over MPI ranks (--ranks)"))
     else:
         out.append(Check("ns-3 simulator (MPI)", False, f"no ns-3 built with MPI at {MPI_PREFIX}",
-                         "running one simulation over MPI ranks (--ranks, issue 18)"))
+                         "running one simulation over MPI ranks (--ranks)"))
     return out
 
 
-def run_checks() -> list[Check]:
+def program_checks() -> list[Check]:
+    """The compiled switch program and its P4Info: present, and what its stamp says p4c made of the sources."""
+    from gradswitch.p4_compile import BuildError, BuildStamp, stale_reasons
+    from protocol.paths import BMV2_JSON, P4INFO
+
+    reasons = stale_reasons()
+    try:
+        compiler = f"p4c {BuildStamp.read().p4c_version}"
+    except BuildError:
+        compiler = "no stamp"
+    state = f"{BMV2_JSON}, {P4INFO.name} ({compiler}, current with the sources)" if not reasons else " / ".join(reasons)
+    return [Check("compiled program", not reasons, state, "every switch (BMv2 loads it; the controller reads its "
+                  "P4Info)", required=True)]
+
+
+def checkout_dependencies() -> list[str]:
+    """pyproject.toml's dependencies, for a checkout run without installing it."""
+    from protocol.paths import CHECKOUT
+
+    if CHECKOUT is None:
+        return []
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    deps: list[str] = tomllib.loads((CHECKOUT / "pyproject.toml").read_text())["project"]["dependencies"]
+    return deps
+
+
+def dependency_checks() -> list[Check]:
+    """The installed gradswitch's own dependencies (its metadata's list; pyproject.toml's from a bare checkout)."""
+    try:
+        requires = [r for r in metadata.requires("gradswitch") or [] if "extra ==" not in r]
+    except metadata.PackageNotFoundError:
+        requires = checkout_dependencies()
     checks = []
+    for requirement in requires:
+        match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+        if match is None:
+            continue
+        name, conditional = match.group(0), ";" in requirement  # a marker: needed on some Pythons only
+        try:
+            checks.append(Check(f"python:{name}", True, metadata.version(name), "gradswitch itself",
+                                required=not conditional))
+        except metadata.PackageNotFoundError:
+            checks.append(Check(f"python:{name}", conditional, "not installed" if not conditional else
+                                "not installed (not needed on this Python)",
+                                f"gradswitch itself: pip install '{requirement.split(';')[0].strip()}'",
+                                required=not conditional))
+    return checks
+
+
+def run_checks() -> list[Check]:
+    checks = program_checks()
     for tool in TOOLS:
         ok, version = _version(tool)
         checks.append(Check(tool.name, ok, version, tool.needed_for))
@@ -121,13 +182,51 @@ def run_checks() -> list[Check]:
     root = os.geteuid() == 0
     checks.append(Check("root", root, "uid 0" if root else f"uid {os.geteuid()}",
                         "Mininet, namespaces, tc and nftables (tests needing them skip)"))
-    for pkg in PYTHON_PACKAGES:
-        try:
-            checks.append(Check(f"python:{pkg}", True, metadata.version(pkg), "the controller and the tests"))
-        except metadata.PackageNotFoundError:
-            checks.append(Check(f"python:{pkg}", False, "not installed", "the controller and the tests (make venv)"))
+    checks += dependency_checks()
     checks += simulator_checks()
     return checks
+
+
+@dataclass(frozen=True)
+class Backends:
+    """What each backend lacks on this machine ([]: it can run)."""
+
+    bmv2: list[str] = field(default_factory=list)  # mininet_topos.network.missing_for_networks
+    ns3: list[str] = field(default_factory=list)  # ns3sim.build.Status.missing
+
+
+@dataclass(frozen=True)
+class Report:
+    """`gradswitch doctor`'s report; `--json` prints it as is (format: REPORT_FORMAT)."""
+
+    format: int
+    version: str  # gradswitch.version.code_version()
+    checks: list[Check]
+    backends: Backends
+    ok: bool  # every required check passed and at least one backend can run: doctor's exit status 0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    def text(self) -> str:
+        lines = [report(self.checks)]
+        if self.backends.bmv2:
+            lines.append(f"BMv2 networks cannot run: missing {', '.join(self.backends.bmv2)}")
+        lines += [f"the ns-3 simulator cannot run: {why}" for why in self.backends.ns3]
+        return "\n".join(lines)
+
+
+def doctor() -> Report:
+    """Every check, and whether gradswitch can run here."""
+    from gradswitch.version import code_version
+    from mininet_topos.network import missing_for_networks
+    from ns3sim.build import status
+
+    checks = run_checks()
+    sim_missing = status().missing()
+    backends = Backends(missing_for_networks(), [sim_missing] if sim_missing else [])
+    ok = all(c.ok for c in checks if c.required) and (not backends.bmv2 or not backends.ns3)
+    return Report(REPORT_FORMAT, code_version(), checks, backends, ok)
 
 
 def report(checks: list[Check]) -> str:
@@ -138,5 +237,7 @@ def report(checks: list[Check]) -> str:
         needed = "" if c.ok else f"  -> without it: {c.needed_for}"
         lines.append(f"[{mark}] {c.name:<{width}}  {c.version}{needed}")
     missing = [c.name for c in checks if not c.ok]
-    lines.append("all present" if not missing else f"missing: {', '.join(missing)}")
+    required = [c.name for c in checks if c.required and not c.ok]
+    lines.append("all present" if not missing else f"missing: {', '.join(missing)}"
+                 + (f" (required: {', '.join(required)})" if required else ""))
     return "\n".join(lines)

@@ -6,28 +6,33 @@ cppyy from source for minutes), configures sim/ns3 with CMake against it and bui
 build/ns3/gradswitch-sim, and beside it build/ns3/gs-qp-script (the transport's conformance driver,
 ns3sim/qp_script.py). `--mpi` builds build/ns3-mpi/gradswitch-sim against ns-3 built with MPI
 (/opt/ns3-mpi: the same sources with NS3_MPI). Nothing built is committed.
+
+An installed gradswitch (no checkout) builds from the sources it ships (ns3sim/sources, sim/ns3 of a checkout) into
+a per-user cache, $XDG_CACHE_HOME/gradswitch/ns3-<hash of the sources> (ns3-mpi-<hash>), on first use
+(`ensure_built`), needing the ns3 wheel (`pip install --no-deps ns3==3.44.post0`), cmake and g++.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
+import hashlib
 import importlib.util
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
-from protocol.paths import REPO_ROOT
+from protocol.paths import CHECKOUT, P4_CONFIG, package_folder, user_cache_dir
 
 WHEEL = "ns3==3.44.post0"
-SOURCES = REPO_ROOT / "sim" / "ns3"
-BUILD_DIR = REPO_ROOT / "build" / "ns3"
-MPI_BUILD_DIR = REPO_ROOT / "build" / "ns3-mpi"
+SOURCES = package_folder("ns3sim", "sources")  # sim/ns3 of a checkout, the same files shipped in the wheel
 MPI_PREFIX = Path("/opt/ns3-mpi")
 BINARY_NAME = "gradswitch-sim"
 QP_SCRIPT_NAME = "gs-qp-script"  # one requester QP and one responder QP over a scripted wire (ns3sim/qp_script.py)
-CONFIG_P4 = REPO_ROOT / "p4src" / "include" / "config.p4"
+CONFIG_P4 = P4_CONFIG
 
 
 class BuildError(RuntimeError):
@@ -46,18 +51,37 @@ def wheel_prefix() -> Path | None:
     return None
 
 
-def binary(mpi: bool = False) -> Path:
-    return (MPI_BUILD_DIR if mpi else BUILD_DIR) / BINARY_NAME
-
-
-def qp_script_binary() -> Path:
-    return BUILD_DIR / QP_SCRIPT_NAME
-
-
 def sources() -> list[Path]:
     """Every file the binary is built from (the models, the program, CMake, config.p4)."""
     files = [p for p in SOURCES.rglob("*") if p.is_file() and p.suffix in (".h", ".cc", ".txt")]
     return sorted(files) + [CONFIG_P4]
+
+
+@cache
+def sources_digest() -> str:
+    """SHA-256 over the sources' paths and contents: the name of an installed package's build in the cache."""
+    digest = hashlib.sha256()
+    for path in sources():
+        name = path.name if path == CONFIG_P4 else path.relative_to(SOURCES).as_posix()
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def build_dir(mpi: bool = False) -> Path:
+    """build/ns3 (build/ns3-mpi) of a checkout; for an installed package the user's cache, one folder per version of
+    the sources (nothing is ever written into site-packages)."""
+    name = "ns3-mpi" if mpi else "ns3"
+    if CHECKOUT is not None:
+        return CHECKOUT / "build" / name
+    return user_cache_dir() / f"{name}-{sources_digest()[:16]}"
+
+
+def binary(mpi: bool = False) -> Path:
+    return build_dir(mpi) / BINARY_NAME
+
+
+def qp_script_binary() -> Path:
+    return build_dir() / QP_SCRIPT_NAME
 
 
 @dataclass(frozen=True)
@@ -70,13 +94,15 @@ class Status:
     absent: Path | None = None  # the program not built (gradswitch-sim, or gs-qp-script beside it)
 
     def missing(self) -> str | None:
-        """Why the simulator cannot run now (None: it can)."""
+        """Why the simulator cannot run now (None: it can, or an installed package can build it on first use)."""
+        if CHECKOUT is None and not self.built:
+            return cannot_build(self.mpi)
         how = "python -m ns3sim.build --mpi" if self.mpi else "make sim"
         if not self.built:
             where = "" if self.wheel or self.mpi else f" (the ns-3 wheel is not installed either: {WHEEL})"
             return f"{self.absent or self.binary} is not built{where}: run `{how}`"
         if self.stale:
-            return f"{self.binary} is older than {self.stale[0].relative_to(REPO_ROOT)}: run `{how}`"
+            return f"{self.binary} is older than {self.stale[0]}: run `{how}`"
         return None
 
 
@@ -105,8 +131,39 @@ def install_wheel() -> Path:
     return prefix
 
 
-def build(mpi: bool = False, jobs: int = 2, prefix: Path | None = None) -> Path:
-    """Configure (once) and build the simulator; returns the binary."""
+def cannot_build(mpi: bool = False) -> str | None:
+    """Why an installed package cannot build the simulator on first use (None: it can)."""
+    if mpi and not (MPI_PREFIX / "include" / "ns3" / "mpi-interface.h").exists():
+        return f"{MPI_PREFIX} has no ns-3 built with MPI: build ns-3 with --enable-mpi there (docs/simulator.md)"
+    if not mpi and wheel_prefix() is None:
+        return f"the ns-3 simulator needs the ns3 wheel: pip install --no-deps {WHEEL}"
+    tools = [t for t in ("cmake", "g++") if shutil.which(t) is None]
+    if tools:
+        return f"building the ns-3 simulator needs {' and '.join(tools)}: apt install cmake g++ nlohmann-json3-dev"
+    return None
+
+
+def ensure_built(mpi: bool = False) -> Status:
+    """The simulator's status, after building it into the user's cache where an installed package has not yet."""
+    s = status(mpi)
+    if s.built or CHECKOUT is not None or cannot_build(mpi) is not None:
+        return s
+    out = build_dir(mpi)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with (out.parent / f"{out.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process building the same sources: wait for it, then use its build
+        if not status(mpi).built:
+            print(f"building the ns-3 simulator from the shipped sources into {out} (first use; some minutes)",
+                  file=sys.stderr, flush=True)
+            try:
+                build(mpi=mpi, prefix=None if not mpi else MPI_PREFIX, install=False)
+            except (BuildError, subprocess.CalledProcessError) as e:
+                raise BuildError(f"building the ns-3 simulator into {out} failed ({e}); the output is above") from None
+    return status(mpi)
+
+
+def build(mpi: bool = False, jobs: int = 2, prefix: Path | None = None, install: bool = True) -> Path:
+    """Configure (once) and build the simulator; returns the binary. install: pip install the ns3 wheel if missing."""
     if shutil.which("cmake") is None:
         raise BuildError("cmake is not on PATH: install it (apt install cmake)")
     if not Path("/usr/include/nlohmann/json.hpp").exists():
@@ -114,16 +171,19 @@ def build(mpi: bool = False, jobs: int = 2, prefix: Path | None = None) -> Path:
     if mpi:
         prefix = prefix or MPI_PREFIX
         if not (prefix / "include" / "ns3" / "mpi-interface.h").exists():
-            raise BuildError(f"{prefix} has no ns-3 built with MPI: run ../shared/toolchain/install-ns3-mpi.sh as root "
-                             "(Debian 12), or build ns-3 with --enable-mpi (docs/simulator.md)")
-    else:
-        prefix = prefix or install_wheel()
-    out = MPI_BUILD_DIR if mpi else BUILD_DIR
+            raise BuildError(f"{prefix} has no ns-3 built with MPI: build ns-3 3.44 with --enable-mpi and install it "
+                             f"there (docs/simulator.md, vm/provision.sh)")
+    elif prefix is None:
+        prefix = install_wheel() if install else wheel_prefix()
+        if prefix is None:
+            raise BuildError(f"the ns-3 simulator needs the ns3 wheel: pip install --no-deps {WHEEL}")
+    out = build_dir(mpi)
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     configure = ["cmake", "-S", str(SOURCES), "-B", str(out), *generator, f"-DNS3_PREFIX={prefix}",
-                 f"-DGS_MPI={'ON' if mpi else 'OFF'}", "-DCMAKE_BUILD_TYPE=Release"]
+                 f"-DGS_P4_INCLUDE={CONFIG_P4.parent}", f"-DGS_MPI={'ON' if mpi else 'OFF'}",
+                 "-DCMAKE_BUILD_TYPE=Release"]
     subprocess.run(configure, check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", str(out), "-j", str(jobs)], check=True)
+    subprocess.run(["cmake", "--build", str(out), "-j", str(jobs)], check=True, stdout=2)  # progress on stderr
     path = binary(mpi)
     if not path.exists():
         raise BuildError(f"the build finished without {path}")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ns3sim.build import status
+from ns3sim.build import BuildError, Status, ensure_built
 from ns3sim.ranks import MpiLaunch, MpiSync, PartitionError, partition
 from ns3sim.results import SimResult, parse
 from ns3sim.sim_config import run_config
@@ -21,6 +21,18 @@ from workload.job import JobConfig
 
 class SimError(RuntimeError):
     """The simulator did not run, or stopped with an error: says why."""
+
+
+def built(mpi: bool = False) -> Status:
+    """The simulator, ready to run (an installed package builds it into the user's cache on first use)."""
+    try:
+        s = ensure_built(mpi)
+    except BuildError as e:
+        raise SimError(str(e)) from None
+    missing = s.missing()
+    if missing:
+        raise SimError(missing)
+    return s
 
 
 def mpirun_command(launch: MpiLaunch, binary: Path) -> list[str]:
@@ -55,13 +67,7 @@ def simulate(config: dict[str, Any], out_dir: Path, settings: SimSettings | None
     """Run the simulator on a configuration document; its results document. Writes out_dir/sim-config.json,
     sim-results.json and sim.log (the simulator's stderr). `launch`: under mpirun on that many ranks (the
     configuration's `mpi` section says which node is on which); `mpi`: the MPI build as one process."""
-    s = status(mpi or launch is not None)
-    missing = s.missing()
-    if missing:
-        if launch is not None or mpi:
-            missing = missing.replace("run `make sim`", "run `python -m ns3sim.build --mpi` (ns-3 with MPI: "
-                                      "../shared/toolchain/install-ns3-mpi.sh, or docs/simulator.md)")
-        raise SimError(missing)
+    s = built(mpi or launch is not None)
     command = [str(s.binary)] if launch is None else mpirun_command(launch, s.binary)
     out_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = out_dir / "sim-config.json"
@@ -132,10 +138,7 @@ def read(out_dir: Path, jobs: list[JobConfig]) -> SimResult:
 
 def tables(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out_dir: Path) -> dict[str, Any]:
     """The simulator's forwarding tables and NetReduce aggregation trees for a run (for tests)."""
-    s = status()
-    missing = s.missing()
-    if missing:
-        raise SimError(missing)
+    s = built()
     out_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = out_dir / "sim-config.json"
     cfg_path.write_text(json.dumps(run_config(topology, jobs, settings), indent=1))
@@ -149,10 +152,7 @@ def tables(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out
 
 def constants() -> dict[str, Any]:
     """The config.p4 constants the built simulator was compiled with."""
-    s = status()
-    missing = s.missing()
-    if missing:
-        raise SimError(missing)
+    s = built()
     proc = subprocess.run([str(s.binary), "--constants"], capture_output=True, text=True, check=True)
     out: dict[str, Any] = json.loads(proc.stdout)
     return out

@@ -1,18 +1,53 @@
-"""Where the project's files are: the P4 sources, the compiled artifacts, run directories."""
+"""Where the project's files are: the P4 sources and compiled program, the folders shipped as package data, run
+directories.
+
+The folders the project ships beside its code stay at the checkout's root (p4src/, experiments/, sim/ns3/); each is
+linked into the package that reads it (protocol/p4src, gradswitch/specs, ns3sim/sources; workload/models is a
+folder of its own), so setuptools ships it as that package's data (pyproject.toml's package-data) and
+`package_folder` finds it through importlib.resources the same way in a checkout and in an installed wheel.
+"""
 
 from __future__ import annotations
 
 import os
+from importlib.resources import files
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-P4SRC = REPO_ROOT / "p4src"
+
+class PackageDataError(FileNotFoundError):
+    """A folder the project ships is missing from the installed package: says which and what to do."""
+
+
+def package_folder(package: str, name: str) -> Path:
+    """The folder `name` of package `package`'s data (a checkout's root folder behind the link, or the wheel's copy).
+
+    The package is imported by name (importlib.resources), so a low floor may look up a high floor's data without
+    importing its code."""
+    folder = files(package) / name
+    if not isinstance(folder, Path) or not folder.is_dir():
+        raise PackageDataError(f"{package}/{name}: not a folder of the installed package ({folder}); reinstall "
+                               "gradswitch (pip install --force-reinstall gradswitch) or run it from a checkout")
+    return folder.resolve()
+
+
+PACKAGES_ROOT = Path(__file__).resolve().parent.parent  # the folder holding the packages: a checkout or site-packages
+# The git checkout the code runs from (tests, bench, `make`), or None for an installed wheel.
+CHECKOUT: Path | None = PACKAGES_ROOT if (PACKAGES_ROOT / "pyproject.toml").is_file() else None
+REPO_ROOT = PACKAGES_ROOT  # what tests and benchmarks, which run from a checkout, call it
+
+P4SRC = package_folder("protocol", "p4src")
 P4_PROGRAM = P4SRC / "gradswitch.p4"
 P4_CONFIG = P4SRC / "include" / "config.p4"
 P4_BUILD = P4SRC / "build"
 BMV2_JSON = P4_BUILD / "gradswitch.json"
 P4INFO = P4_BUILD / "gradswitch.p4info.txtpb"
-EXPERIMENTS = REPO_ROOT / "experiments"
+P4_STAMP = P4_BUILD / "p4c-stamp.json"  # the compiler's version and the hashes of the sources it compiled
+
+
+def user_cache_dir() -> Path:
+    """Where gradswitch keeps what it builds for a user ($XDG_CACHE_HOME/gradswitch, default ~/.cache/gradswitch)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "gradswitch"
 
 
 def runtime_dir() -> Path:

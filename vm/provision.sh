@@ -20,6 +20,15 @@ if [ ! -f /etc/apt/sources.list.d/p4lang.list ]; then
 fi
 apt-get install -y -qq p4lang-pi p4lang-bmv2 p4lang-p4c
 
+# The committed compiled program records the p4c that made it (p4src/build/p4c-stamp.json); the p4lang packages
+# carry whatever p4c is current, and tests/bmv2/test_build.py compares a fresh compile only with the same version.
+stamped=$(sed -n 's/.*"p4c_version": "\([^"]*\)".*/\1/p' /vagrant/p4src/build/p4c-stamp.json)
+installed=$(p4c-bm2-ss --version 2>&1 | sed -n 's/^Version \([^ ]*\).*/\1/p')
+if [ "${stamped}" != "${installed}" ]; then
+    echo "p4c ${installed} installed, the committed program is p4c ${stamped}'s: the switches load the committed" \
+         "program; tests/bmv2/test_build.py skips its byte comparison (gradswitch build recompiles and restamps)"
+fi
+
 # The venv lives outside the synced folder, so the host's own .venv is never mixed up with it.
 VENV=/opt/gradswitch-venv
 grep -q '^VENV=' /etc/environment || echo "VENV=${VENV}" >> /etc/environment
@@ -27,8 +36,8 @@ make -C /vagrant venv VENV="${VENV}" PYTHON=python3
 make -C /vagrant sim VENV="${VENV}" PYTHON=python3 || echo "the ns-3 simulator did not build (make sim)"
 
 # ns-3 3.44 built with MPI, for the simulator over MPI ranks (docs/simulator.md "Distributed over MPI ranks"):
-# the PyPI wheel has no MPI and the prebuilt archive (../shared/toolchain/install-ns3-mpi.sh) is for Debian 12,
-# so the VM builds it from source under /opt/ns3-mpi once (some minutes), then the simulator against it.
+# the PyPI wheel has no MPI, so the VM builds it from source under /opt/ns3-mpi once (some minutes), then the
+# simulator against it.
 apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev
 if [ ! -f /opt/ns3-mpi/include/ns3/mpi-interface.h ]; then
     src=$(mktemp -d)

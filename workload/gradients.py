@@ -11,15 +11,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from protocol.paths import package_folder
 from workload.compute import Calibration, ComputeProfile, Module
 from workload.job import Device, Precision
 
-MODELS_DIR = Path(__file__).parent / "models"
+MODELS_DIR = package_folder("workload", "models")  # the model profiles, package data of an installed wheel
 INT_RANGE = 1 << 20  # synthetic int32 gradients are uniform in [-2**20, 2**20): no overflow for N <= 1024
 FLOAT_STD = 0.01
 

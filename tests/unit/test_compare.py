@@ -24,8 +24,8 @@ from gradswitch.experiment.placement import (
 )
 from gradswitch.experiment.report import busiest_link_load, fabric_link_loads, uplink_imbalance
 from gradswitch.experiment.spec import DlcpOptions, ExperimentSpec, RingOrder, SpecError, Topo, spec_from_dict
+from gradswitch.shipped_specs import EXPERIMENTS
 from mininet_topos.shaping import ShaperStats
-from protocol.paths import EXPERIMENTS
 from protocol.queues import buffer_bytes
 from workload.dlcp import DlcpPolicy
 from workload.job import Algorithm, Role, Scheduling, Sync
@@ -161,7 +161,7 @@ def test_incast_windows_fit_the_shaped_queue():
     assert window * 8 * (1024 + PACKET_OVERHEAD) <= room < (window + 1) * 8 * (1024 + PACKET_OVERHEAD)
     # 4 KiB packets: 8 windows of one packet fit a 64 KiB queue where 8 of four (a floor of 4) did not.
     assert incast_window(ps, 4096) * 8 * (4096 + PACKET_OVERHEAD) <= buffer_bytes(5.0)
-    # One sender of 4 KiB packets: 11 of them, not the 15 that filled the queue (issue 9's burst).
+    # One sender of 4 KiB packets: 11 of them, not the 15 that filled the queue (a go-back-N burst).
     assert incast_window(ExperimentSpec(algo=NETREDUCE, workers=8, bw_mbps=5.0), 4096) == 11
     colocated = ExperimentSpec(algo=PS, workers=2, jobs=4, colocate_servers=True, bw_mbps=5.0)
     assert fan_in(colocated) == 8 and incast_window(colocated, 1024) == window
@@ -263,7 +263,7 @@ def test_netreduce_rto_allows_for_the_slowest_worker_and_the_hierarchy():
     """NetReduce's ACK comes back once the slowest worker's contribution completed the cell and the
     result crossed every shaped link of the aggregation tree: 3 windows flat, 5 over a leaf-spine
     fabric (the partial's link up and the result's down), a window being credits x packets per message
-    (issue 9: 32-packet go-back-N bursts from timeouts on leafspine N=8, credits 8)."""
+    (32-packet go-back-N bursts from timeouts on leafspine N=8, credits 8)."""
     from protocol.netreduce import PACKETS
 
     def rto_over_window_time(spec: ExperimentSpec) -> float:

@@ -173,7 +173,7 @@ def test_one_repetition_keeps_one_directory_per_run(tmp_path):
 
 
 def test_training_specs_are_measured_by_their_throughput():
-    from protocol.paths import EXPERIMENTS
+    from gradswitch.shipped_specs import EXPERIMENTS
 
     dlcp = load_spec(EXPERIMENTS / "dlcp-contention")
     assert dlcp.headline_figure == "samples_per_s_real" and dlcp.baselines and dlcp.repeat >= 3
@@ -260,7 +260,7 @@ def test_a_run_without_a_baseline_of_its_kind_is_refused(tmp_path):
 
 
 def test_a_run_saved_before_a_spec_field_existed_is_still_complete(tmp_path):
-    """Results written before a field was added (e.g. `backend`, issue 17) ran with its default: resuming keeps
+    """Results written before a field was added (e.g. `backend`) ran with its default: resuming keeps
     them; a run that set the new field to something else is another experiment."""
     out = tmp_path / "out"
     run_compare(spec(tmp_path), out, Runner(), log=lambda s: None)
