@@ -12,6 +12,11 @@ import sys
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Ubuntu 22.04's Python 3.10
+    import tomli as tomllib
+
 REPORT_FORMAT = 1
 
 
@@ -142,10 +147,6 @@ def checkout_dependencies() -> list[str]:
 
     if CHECKOUT is None:
         return []
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:
-        import tomli as tomllib
     deps: list[str] = tomllib.loads((CHECKOUT / "pyproject.toml").read_text())["project"]["dependencies"]
     return deps
 
