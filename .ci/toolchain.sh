@@ -28,7 +28,7 @@ ensure_toolchain() {
     fi
 }
 
-# ensure_ns3_mpi (issue 18): ns-3 3.44 built with MPI and the simulator's MPI build, for the tests marked
+# ensure_ns3_mpi: ns-3 3.44 built with MPI and the simulator's MPI build, for the tests marked
 # ns3_mpi. When $prefix (/opt/ns3-mpi) holds no ns-3 with MPI or mpirun is missing, and we are root on
 # Debian 12 (the prebuilt archive's system), run ../shared/toolchain/install-ns3-mpi.sh (or
 # $GRADSWITCH_NS3_MPI_INSTALLER) first; elsewhere (the Ubuntu 22.04 VM builds ns-3 with --enable-mpi

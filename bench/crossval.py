@@ -1,4 +1,4 @@
-"""Cross-validation of the ns-3 simulator against the testbed (issue 17 point 3; docs/simulator.md).
+"""Cross-validation of the ns-3 simulator against the testbed (docs/simulator.md).
 
 The same experiment specs run on BMv2 (the testbed: Python hosts, BMv2 switches, HTB-shaped veths) and on
 ns-3 (`backend = ns3`), at the testbed's link rates, MTU and queue depths, the simulator given the testbed's

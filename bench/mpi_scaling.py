@@ -1,4 +1,4 @@
-"""The simulator over MPI ranks (issue 18 point 4): wall time and peak memory per rank of a 1024-worker run on 1
+"""The simulator over MPI ranks: wall time and peak memory per rank of a 1024-worker run on 1
 and 2 ranks of this machine (2 ranks with the barrier and with null messages), whether they give the same
 answer, and the scaling projected from the partition sizes and the lookahead.
 

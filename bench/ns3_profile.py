@@ -1,6 +1,6 @@
 """Where the ns-3 simulator's wall time goes: perf's samples by what each function does, and each event list.
 
-Issue 17 point 5: `perf record` on bench.ns3_speed's scenarios, each function's own time grouped by what it
+`perf record` on bench.ns3_speed's scenarios, each function's own time grouped by what it
 does, and the wall time of each of ns-3's event lists (schedulers).
 
 For every run of the chosen scenarios (bench.ns3_speed's, default `speed` and `synthetic-256`) the simulator

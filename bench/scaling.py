@@ -1,4 +1,4 @@
-"""The scaling study (issue 17 point 4): training throughput against N from 8 to 1024 workers on the ns-3
+"""The scaling study: training throughput against N from 8 to 1024 workers on the ns-3
 simulator, every link at 100 Gb/s, computation at real speed (dilation 1).
 
 - Models: ResNet-50, VGG-16, BERT-base (one emulated V100 per worker, FP32, batch 32; DDP's FIFO buckets of

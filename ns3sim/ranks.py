@@ -1,4 +1,4 @@
-"""A simulated run over MPI ranks (issue 18; docs/simulator.md "Distributed over MPI ranks").
+"""A simulated run over MPI ranks (docs/simulator.md "Distributed over MPI ranks").
 
 ns-3's distributed simulator cuts a topology only across point-to-point links, builds all of it on every
 rank and runs a node's events on its own rank; a cut link's delay is the lookahead. Here a topology is cut

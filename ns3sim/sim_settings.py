@@ -31,7 +31,7 @@ class DlcpSwitch:
     DlcpOptions' switch fields)."""
 
     priority: bool = False
-    drop: bool = False  # selective drop, as issue 16's trimming
+    drop: bool = False  # selective drop: switches trim droppable packets (docs/dlcp.md)
     spray: bool = False
     threshold_bytes: int | None = None  # every priority's drop threshold; None: default_thresholds per switch
 
@@ -68,7 +68,7 @@ class SimSettings:
     ecmp_seed: int = 0  # the switches' ECMP hash: controller/routing.py hash_multiplier(seed), as on BMv2
     load_balance: LoadBalance = LoadBalance.ECMP  # controller/routing.py's: per flow, or per flowlet (LetFlow)
     flowlet_gap_us: float = DEFAULT_FLOWLET_GAP_US  # the P4 program's default (docs/dlcp.md says why)
-    roce_class: bool = False  # every RoCE packet in one strict-priority class above bulk traffic (issue 16)
+    roce_class: bool = False  # every RoCE packet in one strict-priority class above bulk traffic
     dlcp: DlcpSwitch = field(default_factory=DlcpSwitch)
     loss_pct: float = 0.0  # RoCE packets dropped at every worker's switch port, both ways
     background: Background | None = None

@@ -1,1 +1,1 @@
-"""Userspace RoCE v2: headers, ICRC, whole packets, and (issue 3) the RC transport."""
+"""Userspace RoCE v2: headers, ICRC, whole packets, and the RC transport."""

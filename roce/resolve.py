@@ -8,7 +8,7 @@ arrives the kernel flushes that queue from the core that received it, while the 
 process goes on sending on the other core: later packets slip in ahead of queued ones, and a
 window leaves out of order. A switch then sees a NetReduce message's middle packet before its
 first (no context: dropped), a go-back-N receiver sees a hole, and every sender of the job goes
-back a window (issue 9: 400-1,000 packets resent in the first iteration of about one fresh
+back a window (go-back-N bursts: 400-1,000 packets resent in the first iteration of about one fresh
 network in four; never once the hosts knew each other).
 
 So a node resolves every peer of its QPs before it says it is ready: an ICMP echo to each,

@@ -45,7 +45,7 @@ def _ns3_mpi() -> str | None:
     from ns3sim.build import MPI_PREFIX, status
 
     if not (MPI_PREFIX / "include" / "ns3" / "mpi-interface.h").exists():
-        return f"{MPI_PREFIX} holds no ns-3 built with MPI (../shared/toolchain/install-ns3-mpi.sh, docs/simulator.md)"
+        return f"{MPI_PREFIX} holds no ns-3 built with MPI (docs/simulator.md, section ns-3 with MPI)"
     if shutil.which("mpirun") is None:
         return "mpirun is not on PATH (Open MPI: apt install openmpi-bin libopenmpi-dev)"
     missing = status(mpi=True).missing()
@@ -70,7 +70,7 @@ REQUIREMENTS: dict[str, Callable[[], str | None]] = {
     "root": _root,
     "mininet": lambda: "; ".join(missing_for_networks()) or None,  # what `gradswitch net` checks
     "tshark": _which("tshark"),
-    # BMv2 built without logging macros, as ../shared/toolchain/install.sh installs it beside the other
+    # BMv2 built without logging macros, as the CI's toolchain installs it beside the other
     "bmv2_nolog": _all(_which("simple_switch_grpc"), _exists(BMV2_NOLOG)),
     "ns3": _ns3,
     "ns3_mpi": _ns3_mpi,

@@ -211,7 +211,7 @@ class ExperimentSpec:
     # What runs it: the testbed (BMv2, Mininet) or the ns-3 simulator; the simulator's own settings
     backend: Backend = Backend.BMV2
     sim: SimOptions = field(default_factory=SimOptions)
-    ranks: int = 1  # ns3: MPI ranks the simulator runs on (issue 18)
+    ranks: int = 1  # ns3: MPI ranks the simulator runs on
     hostfile: str | None = None  # ns3 on more than one rank: mpirun's --hostfile (a cluster's machines)
     k: int | None = None  # fattree: its k (None: the smallest even k with k^3/4 >= the hosts)
     pods: int = 2  # leafspine3: pods (leaves and spines per pod: `leaves`, `spines`)

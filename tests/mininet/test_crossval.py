@@ -1,4 +1,4 @@
-"""One small cross-validation pair (issue 17 point 3; bench.crossval runs them all): the same ring spec on BMv2
+"""One small cross-validation pair (bench.crossval runs them all): the same ring spec on BMv2
 and on ns-3 with the testbed's measured costs (bench/results/testbed-costs.json), its median iteration within
 bench.crossval's 10 %."""
 

@@ -84,7 +84,7 @@ def neighbours(net: Testbed, host: str) -> dict[str, str]:
 
 def test_every_node_knows_its_peers_addresses_before_the_go(tmp_path):
     """A fresh host knows no neighbour, and the kernel holds a window sent to an unresolved peer, then
-    sends it out of order with what follows (roce/resolve.py; issue 9's go-back-N episodes). So each
+    sends it out of order with what follows (roce/resolve.py; the go-back-N episodes it caused). So each
     node resolves the peers of its QPs before it says ready: at the runner's go, every ring neighbour
     is in each host's table, and before the nodes start, none is."""
     spec = spec_from_dict({**SMALL, "algo": "ring", "topo": "leafspine", "iterations": 1})

@@ -55,7 +55,7 @@ FRESH_NETWORKS = 3  # without address resolution, 1 fresh network in 4 went back
 
 
 def test_eight_credits_on_fresh_leaf_spine_fabrics_resend_nothing(tmp_path):
-    """Issue 9's burst: with 8 credits, 8 workers on a 2x2 leaf-spine fabric resent 400-1,200 packets in the
+    """The go-back-N burst: with 8 credits, 8 workers on a 2x2 leaf-spine fabric resent 400-1,200 packets in the
     first iteration of about one fresh network in four (measured: 5 of 20, 2 of 12), never once the hosts
     had carried a run. The cause: a fresh host knows no neighbour, and the kernel sent the first window,
     held while it resolved the peer, out of order with what the worker sent meanwhile; a message's middle

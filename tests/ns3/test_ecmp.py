@@ -1,4 +1,4 @@
-"""The simulator's ECMP and flowlet choices are the P4 program's (issue 17 point 2 after issue 16): a flow's
+"""The simulator's ECMP and flowlet choices are the P4 program's: a flow's
 member is controller/routing.py ecmp_member (CRC-16 of the flow key times hash_multiplier(seed), bits 16..31,
 mod the group's size) over the group's next hops in ascending port order, for every seed; flowlets keep their
 state per slot (the low bits of the CRC-16) like set_flowlet_group's registers; the gap's default is the

@@ -1,6 +1,6 @@
 """The same model sources build against ns-3 built with MPI (/opt/ns3-mpi, NS3_MPI defined, the mpi module
-linked) and, as one MPI rank, simulate exactly what the one-process build does (issue 17 point 6); what a
-run on more ranks than it was configured for (or one built without MPI) says (issue 18)."""
+linked) and, as one MPI rank, simulate exactly what the one-process build does; what a
+run on more ranks than it was configured for (or one built without MPI) says."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The same answer on more ranks (issue 18 point 3): a fat tree cut by pod over 2 (and 4) MPI ranks gives the
+"""The same answer on more ranks: a fat tree cut by pod over 2 (and 4) MPI ranks gives the
 iteration times, checks and per-node results of one rank, event for event where the order of events is
 deterministic, and the results come back as the one document one rank writes. Runs here with
 `mpirun --oversubscribe` (two cores)."""
@@ -184,7 +184,7 @@ def test_null_messages_need_every_pair_of_ranks_to_share_a_link(tmp_path):
 
 
 def test_the_issues_run_gives_the_same_answer_on_two_ranks(tmp_path):
-    """issue 18's `gradswitch experiment --backend ns3 --ranks 2 --topo fattree --workers 64 --bw 100000 --algo
+    """The documented `gradswitch experiment --backend ns3 --ranks 2 --topo fattree --workers 64 --bw 100000 --algo
     netreduce --size 64MiB --iterations 3` against `--ranks 1`, as the orchestration makes the job (placement.py)
     and calls ns3sim.run: the same iteration times (here identical) and every sum checked, by digest at this size."""
     spec = ExperimentSpec(algo=Algorithm.NETREDUCE, workers=64, bw_mbps=100_000, size_bytes=64 << 20, iterations=3)

@@ -1,4 +1,4 @@
-"""`gradswitch experiment --backend ns3` and compare specs with `backend = "ns3"` (issue 17 point 1 and its
+"""`gradswitch experiment --backend ns3` and compare specs with `backend = "ns3"` (one spec, two backends, and its
 "Done when"): the same specs run on the simulator through the orchestration, with every feature of a spec
 reaching the simulator, and come out in the same results.json, table, plots and compare reports."""
 

@@ -1,4 +1,4 @@
-"""Cutting a run over MPI ranks (ns3sim.ranks, issue 18): by ns-3's rule only across point-to-point links, a
+"""Cutting a run over MPI ranks (ns3sim.ranks): by ns-3's rule only across point-to-point links, a
 fat tree by pod, a leaf-spine by leaf, the top tier dealt round robin, every rank holding some of the jobs'
 nodes; and what ns3sim.run refuses before anything starts. Pure Python: no simulator needed."""
 

@@ -335,7 +335,7 @@ def netreduce_leaf_corruption() -> Scenario:
 
 
 def netreduce_leaf_duplicate_result() -> Scenario:
-    """A local worker retransmits while its cell's result is on its way down (issue 9: a go-back-N
+    """A local worker retransmits while its cell's result is on its way down (the go-back-N burst: a go-back-N
     burst). The leaf sends its partial up again; the spine answers it with a second copy of the
     result. The leaf sends the first copy to its local receivers and drops the second (counted as a
     duplicate): one retransmission must not put a duplicate on every local receiver's link."""

@@ -1,4 +1,4 @@
-"""One spec, two backends (issue 17 point 1): what `backend = "ns3"` lifts and what it still refuses, its
+"""One spec, two backends: what `backend = "ns3"` lifts and what it still refuses, its
 topologies (fattree, leafspine3), dilation 1 at the simulated rate, windows and credits that cover the
 bandwidth-delay product at 100 Gb/s while the testbed's rates keep BMv2's, and the compare table's backend
 column. The simulated runs themselves are in tests/ns3/test_orchestration.py."""

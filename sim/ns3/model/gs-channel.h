@@ -1,5 +1,5 @@
 // A link: an ns-3 PointToPointChannel (so that ns-3's distributed simulator can cut it, as a
-// PointToPointRemoteChannel, issue 18) whose transmissions go straight to the far GsDevice, without the
+// PointToPointRemoteChannel) whose transmissions go straight to the far GsDevice, without the
 // PPP framing and trace sources of PointToPointNetDevice::Receive.
 #ifndef GS_CHANNEL_H
 #define GS_CHANNEL_H
@@ -34,7 +34,7 @@ class GsChannel : public PointToPointChannel
 };
 
 #ifdef NS3_MPI
-/// A link cut between MPI ranks (issue 18): ns-3's PointToPointRemoteChannel, which sends a packet to the
+/// A link cut between MPI ranks: ns-3's PointToPointRemoteChannel, which sends a packet to the
 /// far end's rank with MpiInterface::SendPacket to arrive after its transmission and the delay. ns-3's MPI
 /// messages hold at most 2000 bytes (MAX_MPI_MSG_SIZE), so a packet is sent in fragments of at most
 /// kFragmentBytes, each arriving at the same time, and the far end's device gets it whole once every

@@ -241,7 +241,7 @@ enum class MpiSync
     NullMessage, // ns3::NullMessageSimulatorImpl: neighbouring ranks exchange null messages (Chandy-Misra-Bryant)
 };
 
-/// Distributing the run over MPI ranks (issue 18; docs/simulator.md "Distributed over MPI ranks"): every rank
+/// Distributing the run over MPI ranks (docs/simulator.md "Distributed over MPI ranks"): every rank
 /// builds the whole topology; a node is simulated (its applications, its switch state) only on its rank.
 struct MpiSpec
 {

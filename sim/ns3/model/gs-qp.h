@@ -1,7 +1,7 @@
 // A Reliable Connection queue pair, requester and responder, as roce/qp.py and roce/order_tolerant.py
 // define them (PSNs with wrap-around, window, coalesced ACKs with AckReq, NAK with a SACK, go-back-N and
 // selective repeat, RTO from an RFC 6298 estimate with a floor and a cap, retry limit, IRN's in-flight cap),
-// and issue 16's trimmed packets (a DLCP packet whose payload a switch dropped is zero-filled at once
+// and DLCP's trimmed packets (a DLCP packet whose payload a switch dropped is zero-filled at once
 // within the loss budget). The NIC pulls the next packet (NextPacket) when its link is free.
 #ifndef GS_QP_H
 #define GS_QP_H

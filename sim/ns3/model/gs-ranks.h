@@ -1,4 +1,4 @@
-// The run's partition over MPI ranks (issue 18; docs/simulator.md "Distributed over MPI ranks"), by ns-3's
+// The run's partition over MPI ranks (docs/simulator.md "Distributed over MPI ranks"), by ns-3's
 // rule: every rank builds the whole topology, a node's events (its applications, its switch state) run only
 // on its rank, and a link whose ends are on different ranks becomes a PointToPointRemoteChannel whose delay
 // bounds the lookahead. Also what the ranks tell each other outside the topology (a job node finished or

@@ -143,7 +143,7 @@ Simulation::BuildLinks()
 #ifdef NS3_MPI
             if (m_ranks->Cut(a, b))
             {
-                // A cut link (issue 18): ns-3's remote channel; what arrives from another rank goes to the device.
+                // A cut link: ns-3's remote channel; what arrives from another rank goes to the device.
                 Ptr<GsRemoteChannel> remote = CreateObject<GsRemoteChannel>();
                 for (int i = 0; i < 2; i++)
                 {

@@ -337,7 +337,7 @@ GsSwitch::SendToPort(uint32_t port, Ptr<Packet> p, Wire& w)
             ev.classified++;
         }
         // dlcp.p4 DlcpEgress: the (port, priority) virtual queue drained at the port's rate; a droppable
-        // packet at or over its priority's threshold is dropped, here trimmed (issue 16); else it joins.
+        // packet at or over its priority's threshold is dropped, here trimmed (docs/dlcp.md); else it joins.
         if (prio < m_s.dlcpThresholds.size())
         {
             size_t vq = static_cast<size_t>(port) * kPriorities + prio;
