@@ -1,15 +1,20 @@
 """The `gradswitch` command line.
 
 A user's mistake (a bad value, a missing tool, no running network) ends in one `error:` line
-per problem, naming the value, what is allowed and what to do, before anything starts; `-v`
-adds the traceback. Anything else is a bug and shows its traceback.
+per problem, naming the value, what is allowed and what to do, before anything starts (exit
+status 2); `-v` adds the traceback. Anything else is a bug and shows its traceback.
+
+Every subcommand is made by `add_command`: a description, examples, and the global options
+(`-v`, `--bmv2`), which are accepted before the subcommand or after it.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import sys
+import textwrap
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,9 +24,24 @@ from protocol.paths import runtime_dir
 
 if TYPE_CHECKING:
     from controller.control_plane import ControlPlane
+    from gradswitch.experiment.spec import ExperimentSpec
     from gradswitch.testbed import Testbed
     from topology.model import Topology
 
+DESCRIPTION = """\
+gradswitch puts the traffic of distributed deep learning (ring all-reduce, parameter servers,
+NetReduce aggregation in the switches, training iterations of model profiles) through
+programmable switches: P4 programs on BMv2 in a Mininet network, or the same jobs on the ns-3
+simulator at cluster scale, and reports iteration times, bandwidth, retransmissions and checks
+of every sum."""
+EPILOG = """\
+a first experiment:
+  gradswitch doctor                  # which tools are there, what runs without the others
+  gradswitch experiment --algo ring --workers 4 --topo rack --size 1MiB --bw 20 --iterations 2
+  gradswitch experiment --backend ns3 --algo ring --workers 4 --topo rack --size 1MiB --bw 20 --iterations 2
+
+`gradswitch COMMAND --help` describes a command, with examples."""
+COMPLETION_SHELLS = ("bash", "zsh", "tcsh")
 SIZE_UNITS = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "b": 1}
 
 
@@ -49,6 +69,66 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Descriptions and epilogs wrapped paragraph by paragraph; a paragraph with indented lines
+    (examples, commands to type) is kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = []
+        for block in text.strip("\n").split("\n\n"):
+            if "\n  " in block or block.startswith("  "):
+                paragraphs.append(textwrap.indent(block, indent))
+            else:
+                paragraphs.append(textwrap.fill(" ".join(block.split()), width, initial_indent=indent,
+                                                subsequent_indent=indent))
+        return "\n\n".join(paragraphs)
+
+
+class VersionAction(argparse.Action):
+    """`--version`: the package version and, in a checkout, `git describe` (gradswitch.version), then exit 0."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from gradswitch.version import code_version
+
+        print(f"gradswitch {code_version()}")
+        parser.exit(0)
+
+
+def global_options(parser: argparse.ArgumentParser, *, in_subcommand: bool) -> None:
+    """The options every command takes. A subcommand's copies leave the value unset unless given
+    (argparse.SUPPRESS), so `gradswitch -v doctor` and `gradswitch doctor -v` both hold."""
+    unset: dict[str, Any] = {"default": argparse.SUPPRESS} if in_subcommand else {}
+    g = parser.add_argument_group("global options (before or after the command)") if in_subcommand else parser
+    g.add_argument("-v", "--verbose", action="store_true", help="debug logging, and tracebacks of errors",
+                   **({"default": False} | unset))
+    g.add_argument("--bmv2", metavar="PATH", help="the simple_switch_grpc every switch runs (or a directory "
+                   "holding it), e.g. a BMv2 built without logging macros; default: $GRADSWITCH_BMV2, else PATH's",
+                   **unset)
+
+
+def add_command(sub: Any, name: str, summary: str, description: str, examples: Sequence[str]) -> Parser:
+    """A subcommand with its one-line summary (the command table of `gradswitch --help`), a description,
+    examples (each a command line, with `  # why` after it if it needs one) and the global options."""
+    epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)
+    p: Parser = sub.add_parser(name, help=summary, description=description, epilog=epilog,
+                               formatter_class=HelpFormatter)
+    global_options(p, in_subcommand=True)
+    return p
+
+
+def complete_paths(action: argparse.Action, what: str = "file") -> argparse.Action:
+    """Shell completion offers files (or directories) for this option (shtab)."""
+    import shtab
+
+    action.complete = shtab.FILE if what == "file" else shtab.DIRECTORY  # type: ignore[attr-defined]
+    return action
 
 
 def size_text(n: int) -> str:
@@ -211,16 +291,18 @@ def cmd_repl(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_experiment(args: argparse.Namespace) -> int:
+def experiment_spec(args: argparse.Namespace) -> ExperimentSpec:
+    """The experiment `gradswitch experiment`'s options describe: the --spec file's values (if given) with
+    the options given beside it over them, ExperimentSpec's defaults for the rest; SpecError lists every
+    problem, one line each."""
     from dataclasses import fields
 
-    from gradswitch.experiment.report import format_table
-    from gradswitch.experiment.runner import run_experiment
     from gradswitch.experiment.spec import (
         CLI_OPTIONS,
         EMULATE_OPTIONS,
         SIM_OPTIONS,
         ExperimentSpec,
+        load_experiment,
         spec_from_dict,
     )
 
@@ -231,8 +313,18 @@ def cmd_experiment(args: argparse.Namespace) -> int:
                   if (value := getattr(args, option.replace("-", "_"), None)) is not None}
         if values:
             given[table] = values
+    if args.spec is not None:
+        return load_experiment(args.spec, given)
     spec = spec_from_dict(given)
     spec.validate()
+    return spec
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from gradswitch.experiment.report import format_table
+    from gradswitch.experiment.runner import run_experiment
+
+    spec = experiment_spec(args)
     _ready_for([spec])
     out = args.out or Path("runs") / spec.label
     report = run_experiment(spec, out)
@@ -241,12 +333,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
-def _ready_for(specs: list[Any]) -> None:
+def _ready_for(runs: Sequence[ExperimentSpec]) -> None:
     """What the specs' backends need, before anything starts: a machine that can bring up networks
     (BMv2 runs), the built simulator (ns3 runs)."""
-    from gradswitch.experiment.spec import ExperimentSpec
-
-    runs: list[ExperimentSpec] = specs
     if any(not s.simulated for s in runs):
         from mininet_topos.network import preflight
 
@@ -272,6 +361,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     summary = run_compare(spec, out)
     print(f"report: {out / 'report.md'}, summary: {out / 'summary.json'}")
     return 0 if all(h.get("ok") for h in summary.values()) else 1  # ok: complete, and correct where checked
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    import shtab
+
+    print(shtab.complete(build_parser(), shell=args.shell))
+    return 0
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
@@ -307,27 +403,51 @@ def build_parser() -> argparse.ArgumentParser:
     from workload.gradients import workload_names
     from workload.job import Algorithm, Device, DType, Emulation, FloatMode, Precision, Scheduling, Sync
 
-    parser = Parser(prog="gradswitch", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging, and tracebacks of errors")
-    parser.add_argument("--bmv2", metavar="PATH", help="the simple_switch_grpc every switch runs (or a directory "
-                        "holding it), e.g. a BMv2 built without logging macros; default: $GRADSWITCH_BMV2, else PATH's")
-    sub = parser.add_subparsers(dest="command_name", required=True, parser_class=Parser)
+    parser = Parser(prog="gradswitch", formatter_class=HelpFormatter, description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action=VersionAction,
+                        help="print the version (the package's and, in a git checkout, `git describe`) and exit")
+    global_options(parser, in_subcommand=False)
+    sub = parser.add_subparsers(dest="command_name", title="commands", metavar="COMMAND", parser_class=Parser)
 
-    p = sub.add_parser("doctor", help="report the tools gradswitch uses and what fails without them")
+    p = add_command(sub, "doctor", "report the tools gradswitch uses and what fails without them",
+                    "Check every tool gradswitch uses (p4c, BMv2's simple_switch_grpc, Mininet, tc, the ns-3 "
+                    "simulator, MPI, ...) and say what cannot run without each; check that the compiled switch "
+                    "program and its P4Info are present and current (p4src/build/p4c-stamp.json). Exit status 0 "
+                    "when everything required is there and at least one backend (BMv2 networks or the ns-3 "
+                    "simulator) can run, 1 otherwise.",
+                    ["gradswitch doctor", "gradswitch doctor --json  # the same report as JSON",
+                     "gradswitch doctor -v  # with debug logging"])
     p.add_argument("--json", action="store_true", help="print the report as JSON (gradswitch.doctor.Report)")
     p.set_defaults(func=cmd_doctor)
 
-    p = sub.add_parser("build", help="compile p4src/gradswitch.p4 (warnings are errors)")
+    p = add_command(sub, "build", "compile p4src/gradswitch.p4 (warnings are errors)",
+                    "Compile the switch program p4src/gradswitch.p4 with p4c-bm2-ss into the BMv2 JSON and the "
+                    "P4Info text the switches and the controller load. A warning from the compiler fails the "
+                    "build (exit status 1, its output as error lines).",
+                    ["gradswitch build"])
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("net", help="bring up a Mininet network of BMv2 switches")
+    p = add_command(sub, "net", "bring up a Mininet network of BMv2 switches",
+                    "Bring up a Mininet network of BMv2 switches, programmed by the controller, and open the "
+                    "Mininet CLI (`repl` in it opens the gradswitch REPL; `gradswitch repl` in another terminal "
+                    "attaches too). Exit the CLI to tear everything down. Needs root.",
+                    ["gradswitch net --topo leafspine --leaves 2 --spines 2 --hosts-per-leaf 2",
+                     "gradswitch net --topo rack --hosts 4 --pingall  # check every host pair, then tear down",
+                     "gradswitch net --topo dumbbell --hosts-per-side 2 --bw 100 --pcap"])
     _topology_args(p, default="leafspine")
     p.add_argument("--pingall", action="store_true", help="check every host pair, print the table, tear down")
     p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="BMv2 log level (debug logs every packet)")
     p.add_argument("--pcap", action="store_true", help="BMv2 writes pcaps of every port")
     p.set_defaults(func=cmd_net)
 
-    p = sub.add_parser("repl", help="inspect and change the switches of a running network")
+    p = add_command(sub, "repl", "inspect and change the switches of a running network",
+                    "Open the gradswitch REPL on the switches of the network `gradswitch net` runs: list tables "
+                    "and entries, insert, modify and delete entries, read counters, inject loss, create NetReduce "
+                    "jobs, set DLCP and load balancing. It talks to that network's controller; with --direct "
+                    "(no controller running) it opens its own P4Runtime sessions. `help` in it lists the commands.",
+                    ["gradswitch repl",
+                     "gradswitch repl -c switches -c 'tables leaf1'  # run two commands and exit",
+                     "gradswitch repl --direct --topo rack --hosts 4"])
     p.add_argument("--run-dir", type=Path, help="run directory of the network (default: the one running)")
     p.add_argument("-c", "--command", action="append", help="run this REPL command and exit (repeatable)")
     p.add_argument("--direct", action="store_true",
@@ -337,7 +457,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Experiment options default to None: ExperimentSpec's defaults apply to what is not given.
     D, E, S = ExperimentSpec(), Emulation(), SimOptions()
-    p = sub.add_parser("experiment", help="run one all-reduce or training experiment (BMv2, or ns-3) and report it")
+    p = add_command(sub, "experiment", "run one all-reduce or training experiment (BMv2, or ns-3) and report it",
+                    "Run one experiment: jobs of workers all-reduce gradients (ring, parameter server, NetReduce "
+                    "in the switches) on a network of BMv2 switches in Mininet, or on the ns-3 simulator "
+                    "(--backend ns3), and print its table of iteration times, bandwidth and checks; results.json "
+                    "and plots go to --out (a BMv2 run needs root, as Mininet does). An option not given takes "
+                    "the default its help shows. With --spec, the experiment comes from a TOML file holding the "
+                    "keys of one run of a compare spec (e.g. "
+                    "`algo = \"ring\"`, `workers = 4`, `size_bytes = 1048576`, `sim = { check = \"digest\" }`); "
+                    "options given beside it override the file's values.",
+                    ["gradswitch experiment --algo ring --workers 4 --topo rack --size 1MiB --bw 20 "
+                     "--iterations 2",
+                     "gradswitch experiment --backend ns3 --algo ring --workers 4 --topo rack --size 1MiB --bw 20 "
+                     "--iterations 2  # the same on the simulator: no root, no BMv2",
+                     "gradswitch experiment --backend ns3 --topo fattree --workers 256 --algo netreduce --bw 100000",
+                     "gradswitch experiment --spec my-run.toml --workers 8  # the file's run, with 8 workers"])
+    complete_paths(p.add_argument("--spec", type=Path, metavar="FILE.toml",
+                                  help="the experiment's values from this TOML file (one compare run's keys); "
+                                  "options given beside it override them"))
     p.add_argument("--algo", choices=Algorithm.names(), help=f"{', '.join(Algorithm.names())} (default {D.algo})")
     p.add_argument("--workers", type=int, help=f"workers per job (default {D.workers})")
     p.add_argument("--servers", type=int, help=f"parameter servers (ps; default {D.servers})")
@@ -365,7 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-rto-ms", type=float, metavar="MS", help="smallest retransmission timeout (default: a "
                    "full queue's time plus a window on the path, at least 50 ms; the RTT estimate may raise it)")
     p.add_argument("--name", help="run name (default: algo-nN-topo)")
-    p.add_argument("--out", type=Path, help="output directory (default: runs/NAME)")
+    complete_paths(p.add_argument("--out", type=Path, help="output directory (default: runs/NAME)"), "directory")
     g = p.add_argument_group("switches (docs/dlcp.md): priority classes and load balancing")
     g.add_argument("--roce-class", action="store_true", default=None,
                    help=f"every RoCE v2 packet in one strict-priority class (priority {CONFIG.ROCE_CLASS_PRIORITY}) "
@@ -416,18 +553,64 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--in-flight", type=int, help=f"reductions in progress at once, at most (default {D.in_flight})")
     p.set_defaults(func=cmd_experiment)
 
-    p = sub.add_parser("compare", help="run a matrix of experiments from a spec file (experiments/*.toml)")
-    p.add_argument("spec", type=Path)
-    p.add_argument("--out", type=Path, help="output directory (default: runs/<spec name>)")
+    p = add_command(sub, "compare", "run a matrix of experiments from a spec file (experiments/*.toml)",
+                    "Run every experiment of a compare spec (a TOML file: defaults, a matrix of values, runs given "
+                    "one by one, repetitions, baselines; see experiments/), round by round, and write one report: "
+                    "report.md with its tables and plots, summary.json with every run's median figures. Started "
+                    "again on the same --out, it skips the repetitions that are complete. Exit status: 0 every "
+                    "repetition ran and its results held; 3 every one ran but a result was wrong or beyond its error "
+                    "bound (report.md: \"check failed\"); 4 a repetition could not run (a crash, a refused spec, a "
+                    "timeout); 2 a spec or command line refused before anything ran.",
+                    ["gradswitch compare experiments/baselines.toml",
+                     "gradswitch compare experiments/baselines.toml --out runs/baselines-again"])
+    complete_paths(p.add_argument("spec", type=Path, metavar="SPEC.toml", help="the compare spec"))
+    complete_paths(p.add_argument("--out", type=Path, help="output directory (default: runs/<spec name>)"),
+                   "directory")
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("clean", help="remove switches, hosts and veths left by a run that was killed")
+    p = add_command(sub, "clean", "remove switches, hosts and veths left by a run that was killed",
+                    "Remove what a network killed outright left behind (its switch processes, host namespaces, "
+                    "veth interfaces, reserved ports), and switch-port veths no running switch uses. A network "
+                    "that is still running is left alone. Run it as root, as the network was.",
+                    ["gradswitch clean"])
     p.set_defaults(func=cmd_clean)
+
+    p = add_command(sub, "completion", "print the shell completion script (bash, zsh, tcsh)",
+                    "Print a script that completes gradswitch's commands, options, choices and file names in your "
+                    "shell. To enable it:\n\n"
+                    "  bash: mkdir -p ~/.local/share/bash-completion/completions\n"
+                    "        gradswitch completion bash > ~/.local/share/bash-completion/completions/gradswitch\n"
+                    "        (loaded in new shells; or add `eval \"$(gradswitch completion bash)\"` to ~/.bashrc)\n"
+                    "  zsh:  gradswitch completion zsh > ~/.zfunc/_gradswitch\n"
+                    "        (with `fpath=(~/.zfunc $fpath); autoload -Uz compinit; compinit` in ~/.zshrc)\n"
+                    "  tcsh: gradswitch completion tcsh > ~/.gradswitch.tcsh\n"
+                    "        (with `source ~/.gradswitch.tcsh` in ~/.tcshrc)",
+                    ["gradswitch completion bash > ~/.local/share/bash-completion/completions/gradswitch",
+                     "eval \"$(gradswitch completion bash)\"  # this shell only"])
+    p.add_argument("shell", choices=COMPLETION_SHELLS, help="the shell to complete in")
+    p.set_defaults(func=cmd_completion)
     return parser
 
 
+def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The options, or one line and exit status 2: no command names the commands; an unknown option is
+    named by its command's parser (`gradswitch experiment: error: ... --wrokers`), with the nearest option."""
+    args, extras = parser.parse_known_args(argv)
+    commands: dict[str, argparse.ArgumentParser] = next(
+        a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    if args.command_name is None:
+        parser.error(f"give a command: {', '.join(commands)}")
+    if extras:
+        command = commands[args.command_name]
+        options = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+        close = [m for e in extras if e.startswith("-") for m in difflib.get_close_matches(e.split("=")[0], options, 1)]
+        command.error(f"unrecognized arguments: {' '.join(extras)}"
+                      + (f": did you mean {', '.join(close)}?" if close else ""))
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_command_line(build_parser(), argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

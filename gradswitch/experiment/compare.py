@@ -42,7 +42,6 @@ from __future__ import annotations
 import itertools
 import json
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -52,12 +51,7 @@ from typing import Any
 from gradswitch.experiment.plots import plot_compare, plot_figures, plot_learning, plot_link_loads
 from gradswitch.experiment.report import format_table
 from gradswitch.experiment.runner import run_experiment
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, spec_from_dict
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Ubuntu 22.04's Python 3.10
-    import tomli as tomllib
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, read_toml, spec_from_dict
 
 TRAINING_FIGURE = "samples_per_s_real"
 # Figures where less is better (besides times, `*_s`): what picks the best baseline.
@@ -147,10 +141,7 @@ def load_spec(path: Path) -> CompareSpec:
     """A compare spec, every run checked (SpecError: one line per problem, naming the run)."""
     if not path.exists() and path.with_suffix(".toml").exists():
         path = path.with_suffix(".toml")  # `gradswitch compare experiments/tensorlights`
-    try:
-        raw = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise SpecError(f"{path}: {e}") from None
+    raw = read_toml(path)
     try:
         unknown = sorted(set(raw) - set(SPEC_KEYS))
         if unknown:

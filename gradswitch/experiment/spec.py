@@ -1,9 +1,10 @@
 """What an experiment runs, as one typed value, checked before anything starts.
 
-`ExperimentSpec` is what `gradswitch experiment` builds from its options and what every run of
-`gradswitch compare` builds from its TOML file (`spec_from_dict`). `problems()` lists every
-value that cannot run, one line each naming the value, what is allowed and what to do; the
-command line and the compare loader stop on them before any switch starts.
+`ExperimentSpec` is what `gradswitch experiment` builds from its options (or from a TOML file of
+one run's keys, `--spec`: `load_experiment`) and what every run of `gradswitch compare` builds
+from its TOML file (`spec_from_dict`). `problems()` lists every value that cannot run, one line
+each naming the value, what is allowed and what to do; the command line and the compare loader
+stop on them before any switch starts.
 
 A spec runs on BMv2 and Mininet (`backend = "bmv2"`, the testbed) or on the ns-3 simulator
 (`backend = "ns3"`, docs/simulator.md): the same fields mean the same on both. The limits of the
@@ -13,10 +14,13 @@ the jobs and credits the switch holds) are BMv2's; the simulator has wider field
 
 from __future__ import annotations
 
+import difflib
 import math
+import sys
 import types
 import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from protocol.choice import Choice
@@ -32,6 +36,11 @@ from workers.ring import MAX_WORKERS as RING_MAX_WORKERS
 from workload.dlcp import DlcpPolicy
 from workload.gradients import compute_profile, workload, workload_names
 from workload.job import Algorithm, Crash, DType, Emulation, FloatMode, Scheduling, Sync, dilation
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Ubuntu 22.04's Python 3.10
+    import tomli as tomllib
 
 
 class ExperimentError(RuntimeError):
@@ -477,8 +486,9 @@ def dataclass_from_dict(cls: Any, raw: dict[str, Any], where: str = "", base: An
     if unknown:
         known = names if cls is not DlcpOptions else [n for n in names if n != "hosts"] + sorted(
             {f.name for f in fields(DlcpPolicy)} - {"drop", "reorder"})
-        raise SpecError(f"unknown {where.rstrip('.') or 'experiment'} parameter(s) {', '.join(unknown)} "
-                        f"(known: {', '.join(known)})")
+        close = [m for u in unknown for m in difflib.get_close_matches(u, known, n=1)]
+        raise SpecError(f"unknown {where.rstrip('.') or 'experiment'} parameter(s) {', '.join(unknown)}"
+                        + (f": did you mean {', '.join(close)}?" if close else "") + f" (known: {', '.join(known)})")
     values = {k: v if k == "hosts" and cls is DlcpOptions else _convert(v, hints[k], f"{where}{k}")
               for k, v in raw.items()}
     if base is not None:
@@ -507,3 +517,50 @@ def spec_from_dict(raw: dict[str, Any], base: ExperimentSpec | None = None) -> E
 def spec_dict(spec: ExperimentSpec) -> dict[str, Any]:
     """The spec as plain JSON values (results.json)."""
     return asdict(spec)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's top table (an experiment or a compare spec); SpecError naming the file and what is wrong."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such file") from None
+    except OSError as e:
+        raise SpecError(f"{path}: cannot be read ({e.strerror or e})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{path}: not valid TOML: {e}") from None
+
+
+# Keys of a compare spec (gradswitch/experiment/compare.py) that an experiment file does not have.
+_COMPARE_ONLY = {"defaults", "matrix", "runs", "repeat", "baselines", "figures"}
+
+
+def load_experiment(path: Path, overrides: dict[str, Any] | None = None) -> ExperimentSpec:
+    """One experiment from a TOML file (`gradswitch experiment --spec FILE.toml`), `overrides` over its values.
+
+    The file holds the keys of one run of a compare spec (ExperimentSpec's fields: `algo = "ring"`,
+    `size_bytes = 1048576`, `sim = { check = "digest" }`). `overrides` are the command line's options
+    given beside it, as spec_from_dict reads them: they win over the file's values, a table's keys one by
+    one (`--device a100` keeps the file's `emulate.batch`). SpecError names the file for every key or
+    value of the file at fault (a value the command line gave is named without it), what is allowed,
+    and, for an unknown key, the nearest known one."""
+    raw = read_toml(path)
+    try:
+        if set(raw) & _COMPARE_ONLY and not set(raw) - _COMPARE_ONLY - {"name", "notes"}:
+            raise SpecError("this is a compare spec (defaults, matrix, runs): run it with `gradswitch compare "
+                            f"{path}`, or give one run's keys at the top level")
+        from_file = spec_from_dict(raw)
+    except SpecError as e:
+        raise SpecError("\n".join(f"{path}: {line}" for line in str(e).splitlines())) from None
+    merged = dict(raw)
+    for key, value in (overrides or {}).items():
+        table = merged.get(key)
+        merged[key] = {**table, **value} if isinstance(value, dict) and isinstance(table, dict) else value
+    spec = spec_from_dict(merged)
+    in_file = set(from_file.problems())
+    problems = [f"{path}: {line}" if line in in_file else line for line in spec.problems()]
+    if problems:
+        raise SpecError("\n".join(problems))
+    return spec
