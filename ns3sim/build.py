@@ -112,7 +112,7 @@ def status(mpi: bool = False) -> Status:
     programs = [path] if mpi else [path, qp_script_binary()]
     absent = [p for p in programs if not p.exists()]
     stale: list[Path] = []
-    if not absent:
+    if not absent and CHECKOUT is not None:  # an installed package's build is named by its sources' hash: current
         mtime = min(p.stat().st_mtime for p in programs)
         stale = [p for p in sources() if p.stat().st_mtime > mtime]
     return Status(wheel_prefix(), path, not absent, stale, mpi, absent[0] if absent else None)

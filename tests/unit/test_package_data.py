@@ -5,6 +5,7 @@ tests/package/test_wheel.py builds the wheel and runs it from outside the checko
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -104,6 +105,13 @@ def test_an_installed_package_builds_the_simulator_in_the_users_cache(monkeypatc
     assert sim_build.build_dir() == tmp_path / "gradswitch" / f"ns3-{sim_build.sources_digest()[:16]}"
     assert sim_build.build_dir(mpi=True).name.startswith("ns3-mpi-")
     assert sim_build.binary().parent == sim_build.build_dir()
+    built = sim_build.build_dir()
+    for program in (sim_build.BINARY_NAME, sim_build.QP_SCRIPT_NAME):
+        (built / program).parent.mkdir(parents=True, exist_ok=True)
+        (built / program).touch()
+    os.utime(built / sim_build.BINARY_NAME, (0, 0))  # older than every source: named by their hash, still current
+    assert sim_build.status().built and sim_build.status().missing() is None
+    shutil.rmtree(built)
     monkeypatch.setattr(sim_build, "wheel_prefix", lambda: None)
     missing = sim_build.status().missing()
     assert missing == f"the ns-3 simulator needs the ns3 wheel: pip install --no-deps {sim_build.WHEEL}"
