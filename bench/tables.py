@@ -12,6 +12,9 @@ the repetitions where the JSON keeps a `spread`. Marks:
   the busiest link's load and the idle CPU it kept. Never a headline.
 - `(low)`: the machine's CPU was under 20 % idle (bottleneck.TARGET_CPU_IDLE), `(low in some)` in
   some repetitions.
+- `(check failed: k of n)`: k of the run's n repetitions gave a result that was wrong or beyond its
+  error bound (`correct: false`; a compare lists them in `check_failed_repetitions`). Such a run, and a
+  ratio behind which one stands, is never a headline.
 
     python -m bench.tables            # every table, each after its marker line
     python -m bench.tables --write    # the same, written into docs/performance.md (and README.md) in place of the old
@@ -131,6 +134,8 @@ def over_baseline(run: Mapping[str, Any]) -> str:
     o = run.get("over_baseline")
     if not o:
         return "baseline"
+    if check_failures(run)[0]:  # a result broke its check: never a headline
+        return f"{num(o['ratio'])} [{num(o['min'])}, {num(o['max'])}]{check_mark(run)}, not a headline"
     return ratio(o["ratio"], o["min"], o["max"], bool(o["headline"]))
 
 
@@ -145,6 +150,24 @@ def repetitions(run: Mapping[str, Any]) -> str:
     if failed:
         text += f"; failed: {', '.join(str(f) for f in failed)}"
     return text
+
+
+def check_failures(run: Mapping[str, Any]) -> tuple[int, int]:
+    """How many of a run's repetitions broke their check (a result marked correct: false), of how many ran; from
+    `check_failed_repetitions` where the compare kept it, else from the repetitions' own `correct`."""
+    reps = [r for r in run.get("repetitions") or [] if not r.get("error")]
+    kept = run.get("check_failed_repetitions")
+    if kept is not None:
+        return len(kept), len(reps) or run.get("repetitions_done") or len(kept)
+    if reps:
+        return sum(1 for r in reps if r.get("correct") is False), len(reps)
+    return (1, 1) if run.get("correct") is False else (0, 1)
+
+
+def check_mark(run: Mapping[str, Any]) -> str:
+    """" (check failed: k of n)" for a run some of whose repetitions broke their check, "" otherwise."""
+    bad, of = check_failures(run)
+    return f" (check failed: {bad} of {of})" if bad else ""
 
 
 def marked(text: str, bound: bool) -> str:
@@ -358,7 +381,7 @@ def dlcp_contention_table(results: Path) -> str:
     rows = []
     for name, s in c["runs"].items():
         vs = "1 (best baseline)" if name == c["best_baseline"] else over_baseline(s)
-        rows.append([name, spread(s, "samples_per_s_real", 1), vs, spread(s, "p99_s"),
+        rows.append([name + check_mark(s), spread(s, "samples_per_s_real", 1), vs, spread(s, "p99_s"),
                      spread(s, "retransmissions", 0), spread(s, "dlcp_dropped", 0), spread(s, "zero_filled_packets", 0),
                      spread(s, "max_relative_error"), spread(s, "background_goodput_mbps"),
                      spread_pct(s, "busiest_link_load"), spread_pct(s, "cpu_idle", low_mark=True), repetitions(s)])
@@ -381,7 +404,7 @@ def dlcp_spray_table(results: Path) -> str:
     for name in names:
         s = c["runs"][name]
         place, how = name.split("-", 1)
-        rows.append([place, BALANCING.get(how, how), spread(s, "samples_per_s_real", 0),
+        rows.append([place, BALANCING.get(how, how) + check_mark(s), spread(s, "samples_per_s_real", 0),
                      "1 (baseline)" if s.get("is_baseline") else over_baseline(s), spread(s, "uplink_imbalance"),
                      spread(s, "retransmissions", 0), spread_pct(s, "busiest_link_load"),
                      spread_pct(s, "cpu_idle", low_mark=True), repetitions(s)])
@@ -414,7 +437,7 @@ def learning_table(results: Path) -> str:
     rows = []
     for name, s in learn["runs"].items():
         vs = "1 (best baseline)" if name == learn["best_baseline"] else over_baseline(s)
-        rows.append([name, spread(s, "time_to_accuracy_s"), vs, spread(s, "iterations_to_accuracy", 0),
+        rows.append([name + check_mark(s), spread(s, "time_to_accuracy_s"), vs, spread(s, "iterations_to_accuracy", 0),
                      spread(s, "final_accuracy", 3), spread(s, "max_relative_error"), spread(s, "dlcp_dropped", 0),
                      spread(s, "zero_filled_packets", 0), spread(s, "retransmissions", 0),
                      spread(s, "background_goodput_mbps"), spread_pct(s, "cpu_idle", low_mark=True), repetitions(s)])

@@ -353,14 +353,18 @@ def _ready_for(runs: Sequence[ExperimentSpec]) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from gradswitch.experiment.compare import load_spec, run_compare
+    from gradswitch.experiment.compare import exit_status, load_spec, run_compare
+    from gradswitch.experiment.summary_file import CompareExit
 
     spec = load_spec(args.spec)
     _ready_for(spec.runs)
     out = args.out or Path("runs") / spec.name
     summary = run_compare(spec, out)
     print(f"report: {out / 'report.md'}, summary: {out / 'summary.json'}")
-    return 0 if all(h.get("ok") for h in summary.values()) else 1  # ok: complete, and correct where checked
+    status = exit_status(summary)  # 0 ok; 3 a result broke its check; 4 a run could not run
+    if status != CompareExit.OK:
+        print(f"exit status {int(status)}: {status.meaning}", file=sys.stderr)
+    return int(status)
 
 
 def cmd_completion(args: argparse.Namespace) -> int:

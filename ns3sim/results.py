@@ -1,8 +1,9 @@
-"""The simulator's results turned into what the testbed's processes write: per job and node the dict a
-worker's result-<id>.json holds (workers/main.py: iterations as workload.records.IterationRecord, stats as
-workers/comm.py Comm.stats, a training worker's timeline and plan), and per switch the counters
-gradswitch/experiment/counters.py takes from BMv2 (drops by reason, [rx packets, tx packets, tx bytes]
-per port, seconds), so gradswitch/experiment/report.summarize builds results.json unchanged."""
+"""The simulator's results turned into what the testbed's processes write: per job and node the result a
+worker's result-<id>.json holds (workload/worker_result.py WorkerResult: iterations as
+workload.records.IterationRecord, stats as workers/comm.py Comm.stats, a training worker's timeline and
+plan), and per switch the counters gradswitch/experiment/counters.py takes from BMv2 (drops by reason,
+[rx packets, tx packets, tx bytes] per port, seconds), so gradswitch/experiment/report.summarize builds
+results.json unchanged."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from workload.job import JobConfig
 from workload.plan import plan
 from workload.records import CheckKind, IterationRecord
 from workload.timeline import Event, EventKind, timings
+from workload.worker_result import WorkerResult, iteration_entry, worker_result
 
-NodeResult = dict[str, Any]
+NodeResult = WorkerResult  # as workers/main.py writes it (workload/worker_result.py)
 
 
 @dataclass(frozen=True)
@@ -113,28 +115,23 @@ def _records(node: dict[str, Any], cfg: JobConfig, check: CheckMode) -> list[Ite
 
 
 def node_result(node: dict[str, Any], cfg: JobConfig, check: CheckMode) -> NodeResult:
-    """One node's result in the schema of workers/main.py's result-<id>.json. The simulator adds int32
+    """One node's result as workers/main.py writes it (workload/worker_result.py). The simulator adds int32
     values (or digests): an exact check that found no wrong element found no error either, so
-    max_abs_error is 0 there; where it is not known (a digest, no check, wrong elements) it is left out."""
-    out: NodeResult = {"node_id": node["node_id"], "host": node["host"], "role": node["role"], "ok": node["ok"]}
-    if node.get("error"):
-        out["error"] = node["error"]
-    out["iterations"] = []
+    max_abs_error is 0 there; where it is not known (a digest, no check, wrong elements) it is None."""
+    iterations = []
     for r in _records(node, cfg, check):
-        record = r.to_dict()
+        record = iteration_entry(r)
         if check != CheckMode.EXACT or r.wrong_elements:
             record["max_abs_error"] = None
-        out["iterations"].append(record)
-    out["stats"] = node["stats"]
+        iterations.append(record)
+    extra: dict[str, object] = {key: node[key] for key in ("netreduce", "keys_served", "deliveries") if key in node}
     if cfg.training is not None and node["role"] == "worker":
         p = plan(cfg)
-        out["timeline"] = node.get("timeline", [])
-        out["plan"] = {"ops": len(p.ops), "layers": len(p.layers),
-                       "largest_op_elements": max(op.elements for op in p.ops)}
-    for key in ("netreduce", "keys_served", "deliveries"):
-        if key in node:
-            out[key] = node[key]
-    return out
+        extra["timeline"] = node.get("timeline", [])
+        extra["plan"] = {"ops": len(p.ops), "layers": len(p.layers),
+                         "largest_op_elements": max(op.elements for op in p.ops)}
+    return worker_result(node["node_id"], node["host"], node["role"], node["ok"], iterations, node["stats"], extra,
+                         error=node.get("error") or None)
 
 
 def switch_counters(raw: dict[str, Any], seconds: float) -> dict[str, Any]:

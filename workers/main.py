@@ -11,7 +11,6 @@ peer fails the QP after its retries.
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import time
 import traceback
@@ -24,6 +23,7 @@ from roce.qp import TransportError
 from workers.comm import Comm
 from workload.job import Algorithm, JobConfig, Role
 from workload.records import IterationRecord, WrongResult
+from workload.worker_result import WorkerResult, iteration_entry, worker_result, write
 
 
 def make_algorithm(comm: Comm) -> Callable[[Callable[[int], None]], tuple[list[IterationRecord], dict[str, object]]]:
@@ -60,13 +60,16 @@ def linger(cfg: JobConfig, engine: Engine, run_dir: Path, node_id: int) -> None:
         engine.run_until(lambda: all(p.exists() for p in everyone), cfg.linger_timeout, "the other nodes to finish")
 
 
-def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = None) -> dict[str, object]:
+def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = None) -> WorkerResult:
     me = cfg.node(node_id)
-    result: dict[str, object] = {"node_id": node_id, "host": me.host, "role": me.role, "ok": False}
     engine = Engine(link if link is not None else RawSocketLink(me.ifname, me.ip, job=cfg.job_id), me.ip)
     comm = Comm(cfg, me, engine)
     comm.abort_file = run_dir / "abort"
     records: list[IterationRecord] = []
+    extra: dict[str, object] = {}
+    ok, check_failed = False, False
+    error: str | None = None
+    trace: str | None = None
     try:
         run = make_algorithm(comm)
         # Every peer's address is known before the first packet (a window to an unresolved peer
@@ -80,22 +83,22 @@ def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = No
             progress_file.write_text(str(iteration + 1))
 
         records, extra = run(progress)
-        result.update(extra)
-        result["ok"] = True
+        ok = True
         linger(cfg, engine, run_dir, node_id)
     except WrongResult as e:
         records = e.records
-        result["error"] = str(e)
+        error, check_failed = str(e), True
     except Exception as e:  # reported to the runner, which names the node
-        result["error"] = f"{type(e).__name__}: {e}"
-        result["traceback"] = traceback.format_exc()
+        error = f"{type(e).__name__}: {e}"
+        trace = traceback.format_exc()
         if not (run_dir / "abort").exists():  # tell the others at once (the runner also does on a crash)
-            (run_dir / "abort").write_text(f"{me.role} {node_id} on {me.host} failed: {result['error']}")
+            (run_dir / "abort").write_text(f"{me.role} {node_id} on {me.host} failed: {error}")
     finally:
-        result["iterations"] = [r.to_dict() for r in records]
-        result["stats"] = comm.stats()
+        stats = comm.stats()
         engine.close()
-    (run_dir / f"result-{node_id}.json").write_text(json.dumps(result, indent=1))
+    result = worker_result(node_id, me.host, str(me.role), ok, [iteration_entry(r) for r in records], stats, extra,
+                           error, trace, check_failed)
+    write(run_dir, result)
     return result
 
 
@@ -107,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = JobConfig.load(Path(args[0]))
     result = run_node(cfg, int(args[2]), Path(args[1]))
     if not result["ok"]:
-        print(result.get("error"), file=sys.stderr)
+        print(result.get("error", "failed"), file=sys.stderr)
     return 0 if result["ok"] else 1
 
 

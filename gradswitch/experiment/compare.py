@@ -46,12 +46,15 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from gradswitch.experiment import results_file, summary_file
 from gradswitch.experiment.plots import plot_compare, plot_figures, plot_learning, plot_link_loads
 from gradswitch.experiment.report import format_table
+from gradswitch.experiment.results_file import Outcome, Results
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, read_toml, spec_from_dict
+from gradswitch.experiment.summary_file import CompareExit, Summary
 
 TRAINING_FIGURE = "samples_per_s_real"
 # Figures where less is better (besides times, `*_s`): what picks the best baseline.
@@ -207,16 +210,18 @@ def load_spec(path: Path) -> CompareSpec:
                        baselines, tuple(varies), tuple(within))
 
 
-def headline(report: dict[str, Any]) -> dict[str, Any]:
+def headline(report: Results) -> dict[str, Any]:
     """One experiment's headline figures (one repetition of a run)."""
     s = report["summary"]
-    out = {"backend": report.get("backend", "bmv2"), "median_s": s["median_s"], "p99_s": s["p99_s"], "ok": report["ok"],
+    out: dict[str, Any] = {
+           "backend": report.get("backend", "bmv2"), "median_s": s["median_s"], "p99_s": s["p99_s"], "ok": report["ok"],
+           "outcome": report.get("outcome", str(Outcome.OK if report["ok"] else Outcome.FAILED)),
            "algbw_mbps": s["algbw_mbps"], "lower_bound_s": s["lower_bound_s"], "ratio_to_bound": s["ratio_to_bound"],
            "retransmissions": report["retransmissions"], "bytes_on_wire": report["bytes_on_wire"]}
     if "correct" in s:  # a check ran (report["check"])
         out["correct"] = s["correct"]
     out.update(report.get("headline_extra", {}))
-    training = report.get("training") or {}
+    training: dict[str, Any] = dict(report.get("training") or {})
     # Every run has both: a training run its steady-state iteration and real-equivalent throughput,
     # an all-reduce run its median all-reduce iteration (and no samples).
     out["iteration_s"] = training.get("iteration_s", s["median_s"])
@@ -225,13 +230,22 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
                 "of_ideal", "ideal_link_load"):
         if key in training:
             out[key] = training[key]
-    if report.get("bmv2"):  # which BMv2 build ran: path, version, logging macros or not
-        out["bmv2"] = {k: report["bmv2"][k] for k in ("path", "version", "logging_macros")}
+    build = report.get("bmv2")
+    if build:  # which BMv2 build ran: path, version, logging macros or not
+        out["bmv2"] = {k: build.get(k) for k in ("path", "version", "logging_macros")}
     return out
 
 
 def _number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def check_failed(h: dict[str, Any]) -> bool:
+    """A repetition (or a run: all of its repetitions) whose result was wrong or beyond its error bound: marked in
+    every table, never in a median or a headline."""
+    if h.get("check_failed_repetitions") is not None:  # a run's summary
+        return bool(h["check_failed_repetitions"]) and not h.get("headline_repetitions")
+    return h.get("outcome") == Outcome.CHECK_FAILED or (not h.get("error") and h.get("correct") is False)
 
 
 def spread(values: list[float]) -> dict[str, float | int]:
@@ -240,11 +254,11 @@ def spread(values: list[float]) -> dict[str, float | int]:
 
 def combine(heads: list[dict[str, Any] | None]) -> dict[str, Any]:
     """A run's summary from its repetitions' headlines (None: not run yet): every figure's median
-    over the repetitions that were neither machine-bound nor failed (all completed ones when none
-    was), its spread, and every repetition's own figures."""
+    over the repetitions that were neither machine-bound nor failed nor broke their check (all completed
+    ones when none was), its spread, and every repetition's own figures."""
     done = [h for h in heads if h is not None]
     completed = [h for h in done if not h.get("error")]
-    valid = [h for h in completed if not h.get("machine_bound")]
+    valid = [h for h in completed if not h.get("machine_bound") and not check_failed(h)]
     basis = valid or completed
     out: dict[str, Any] = {}
     keys = list(dict.fromkeys(k for h in basis for k in h))
@@ -261,15 +275,18 @@ def combine(heads: list[dict[str, Any] | None]) -> dict[str, Any]:
     if checked:
         out["correct"] = all(checked)
     out["ok"] = bool(done) and all(h.get("ok") for h in done)
+    out["outcome"] = summary_file.run_outcome(done)  # type: ignore[arg-type]
     out["check"] = next((h["check"] for h in completed if "check" in h), None)
     out["backend"] = next((h["backend"] for h in done if "backend" in h), "bmv2")
     for k in ("machine_bound_reason", "repetition", "seed"):  # a repetition's own, in `repetitions`
         out.pop(k, None)
-    out["machine_bound"] = bool(completed) and not valid  # every repetition was machine-bound: no headline
+    # every repetition was machine-bound (or broke its check): no headline
+    out["machine_bound"] = bool(completed) and not valid and not all(check_failed(h) for h in completed)
     out["repetitions_done"] = len(done)
     out["headline_repetitions"] = len(valid)
     out["machine_bound_repetitions"] = [h["repetition"] for h in completed if h.get("machine_bound")]
     out["failed_repetitions"] = [h["repetition"] for h in done if h.get("error")]
+    out["check_failed_repetitions"] = [h["repetition"] for h in completed if check_failed(h)]
     if any(h.get("error") for h in done) and not completed:
         out["error"] = next(h["error"] for h in done if h.get("error"))
     out["spread"] = spreads
@@ -289,7 +306,7 @@ def best_baseline(spec: CompareSpec, summary: dict[str, dict[str, Any]], figure:
         return all(getattr(specs[b], w) == getattr(specs[run], w) for w in spec.baselines_within)
 
     usable = [b for b in spec.baselines if _number(summary.get(b, {}).get(figure))
-              and not summary[b].get("machine_bound") and comparable(b)]
+              and not summary[b].get("machine_bound") and not check_failed(summary[b]) and comparable(b)]
     if not usable:
         return None
     pick = min if lower_is_better(figure) else max
@@ -304,7 +321,8 @@ def ratio_of(run: dict[str, Any], base: dict[str, Any], figure: str) -> dict[str
     a, b = run.get("spread", {}).get(figure), base.get("spread", {}).get(figure)
     if a and b and b["median"] and b["min"] and b["max"]:
         out.update(ratio=a["median"] / b["median"], min=a["min"] / b["max"], max=a["max"] / b["min"],
-                   headline=not run.get("machine_bound") and not base.get("machine_bound"))
+                   headline=not run.get("machine_bound") and not base.get("machine_bound")
+                   and not check_failed(run) and not check_failed(base))
     return out
 
 
@@ -343,15 +361,14 @@ def _with_defaults(saved: dict[str, Any], defaults: dict[str, Any]) -> dict[str,
     return out
 
 
-def completed_report(directory: Path, spec: ExperimentSpec) -> dict[str, Any] | None:
+def completed_report(directory: Path, spec: ExperimentSpec) -> Results | None:
     """The report a previous compare left in `directory` if it is complete (every iteration done)
     and for the same spec; None: run it (again)."""
-    path = directory / "results.json"
     try:
-        report: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, ValueError):
+        report = results_file.read(directory / "results.json")
+    except results_file.ResultsFileError:
         return None
-    saved = report.get("spec")
+    saved: object = report.get("spec")
     if not isinstance(saved, dict):
         return None
     # A field the saved spec lacks is newer than its run, which ran with the field's default (e.g. `backend`,
@@ -363,7 +380,7 @@ def completed_report(directory: Path, spec: ExperimentSpec) -> dict[str, Any] | 
     return report
 
 
-Runner = Callable[[ExperimentSpec, Path], dict[str, Any]]
+Runner = Callable[[ExperimentSpec, Path], Results]
 
 
 def _eta(durations: list[float], left: int) -> str:
@@ -376,7 +393,7 @@ def _eta(durations: list[float], left: int) -> str:
 
 def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
                 log: Callable[[str], None] = print,
-                group: Callable[[ExperimentSpec], Any] | None = None) -> dict[str, dict[str, Any]]:
+                group: Callable[[ExperimentSpec], Any] | None = None) -> Summary:
     """Run every repetition of every run that is not complete in out_dir yet, then summarize and
     report. `group`: runs with the same key run one after another (their repetitions too), groups
     in the order they first appear (bench.training keeps one network per topology)."""
@@ -387,7 +404,7 @@ def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
         keys = list(dict.fromkeys(group(r.run) for r in plan))
         plan.sort(key=lambda r: keys.index(group(r.run)))  # stable: rounds kept within a group
     heads: dict[str, list[dict[str, Any] | None]] = {r.label: [None] * spec.repeat for r in spec.runs}
-    reports: dict[str, list[dict[str, Any]]] = {r.label: [] for r in spec.runs}
+    reports: dict[str, list[Results]] = {r.label: [] for r in spec.runs}
     durations: list[float] = []
     for k, rep in enumerate(plan, start=1):
         where = rep.directory(out_dir)
@@ -395,7 +412,7 @@ def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
         prefix = f"[{k}/{len(plan)}] {rep}"
         if previous is not None:
             log(f"{prefix}: complete in {where}, skipped")
-            report: dict[str, Any] | None = previous
+            report: Results | None = previous
         else:
             log(f"{prefix} ...{_eta(durations, len(plan) - k + 1)}")
             started = time.monotonic()
@@ -406,6 +423,7 @@ def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
                 report = None
                 heads[rep.label][rep.index] = {"median_s": None, "p99_s": None, "ok": False, "iteration_s": None,
                                                "samples_per_s_real": None, "error": str(e),
+                                               "outcome": str(Outcome.FAILED),
                                                "backend": str(rep.spec.backend)}
             durations.append(time.monotonic() - started)
         if report is not None:
@@ -417,11 +435,20 @@ def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
         assert head is not None
         head.update(repetition=rep.index + 1, seed=rep.spec.seed)
         # partial results survive a crash
-        (out_dir / "summary.json").write_text(json.dumps(summarize_runs(spec, heads), indent=1))
+        summary_file.write(out_dir / "summary.json", summarize_runs(spec, heads))
     summary = summarize_runs(spec, heads)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     write_markdown(spec, summary, reports, out_dir)
-    return summary
+    return summary_file.write(out_dir / "summary.json", summary)
+
+
+def exit_status(summary: Summary) -> CompareExit:
+    """DID_NOT_RUN where any repetition could not run, else CHECK_FAILED where any broke its check, else OK."""
+    outcomes = {h.get("outcome", str(Outcome.OK if h.get("ok") else Outcome.FAILED)) for h in summary.values()}
+    if str(Outcome.FAILED) in outcomes or any(h.get("failed_repetitions") for h in summary.values()):
+        return CompareExit.DID_NOT_RUN
+    if str(Outcome.CHECK_FAILED) in outcomes or any(h.get("check_failed_repetitions") for h in summary.values()):
+        return CompareExit.CHECK_FAILED
+    return CompareExit.OK
 
 
 # ---- report.md ----
@@ -465,10 +492,16 @@ TABLE_FIXED = ("backend", "median_s", "p99_s", "correct", "algbw_mbps", "lower_b
                "retransmissions",
                "bytes_on_wire", "error", "bmv2", "machine_bound", "machine_bound_reason", "check", "repetition", "seed",
                "spread", "repetitions", "over_baseline", "is_baseline", "repetitions_done", "headline_repetitions",
-               "machine_bound_repetitions", "failed_repetitions")
+               "machine_bound_repetitions", "failed_repetitions", "check_failed_repetitions", "outcome")
 
 
-def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], reports: dict[str, list[dict[str, Any]]],
+def check_mark(h: dict[str, Any]) -> str:
+    """" (check failed: k of n)" for a run some of whose repetitions broke their check; "" otherwise."""
+    bad = h.get("check_failed_repetitions") or []
+    return f" (check failed: {len(bad)} of {h.get('repetitions_done', len(bad))})" if bad else ""
+
+
+def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], reports: dict[str, list[Results]],
                    out_dir: Path) -> None:
     plot_compare(summary, out_dir / "compare.png")
     figure = spec.headline_figure
@@ -483,7 +516,7 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
               "that were not machine-bound, [min, max] beside it when they differ.", ""]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, h in summary.items():
-        row = [name, str(h.get("backend", "bmv2")),
+        row = [name + check_mark(h), str(h.get("backend", "bmv2")),
                f"{h.get('headline_repetitions', 0)} of {h.get('repetitions_done', 0)}", _bound(h)]
         if spec.baselines:
             row.append(_ratio(h))
@@ -503,9 +536,10 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
     lines += ["![median and p99 iteration time per run (bars: min to max over the repetitions)](compare.png)", ""]
     if plot_figures(summary, [k for k in spec.figures if k not in ("median_s", "p99_s")], out_dir / "figures.png"):
         lines += ["![the spec's figures per run (bars: min to max over the repetitions)](figures.png)", ""]
-    if plot_learning(reports, out_dir / "learning.png"):
+    plotted = cast(dict[str, list[dict[str, Any]]], reports)
+    if plot_learning(plotted, out_dir / "learning.png"):
         lines += ["![test accuracy against iterations and wall time (one line per repetition)](learning.png)", ""]
-    if plot_link_loads(reports, out_dir / "links.png"):
+    if plot_link_loads(plotted, out_dir / "links.png"):
         lines += ["![load of every fabric link per run (bars: min to max over the repetitions)](links.png)", ""]
     for name, rs in reports.items():
         if not rs:
@@ -520,8 +554,15 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
                      f"{spec_d['transport']} ({links})")
     errors = [(n, h["repetition"], h["error"]) for n, s in summary.items() for h in s.get("repetitions", [])
               if h.get("error")]
+    broke = [(n, h["repetition"], h.get("max_relative_error")) for n, s in summary.items()
+             for h in s.get("repetitions", []) if check_failed(h)]
+    if broke:
+        lines += ["", "## Results that broke their check (never in a median or a headline; exit status 3)", ""]
+        lines += [f"- {n} (repetition {k}): not correct" + (f", relative error up to {err:.3g}" if err else "")
+                  for n, k, err in broke]
     if errors:
-        lines += ["", "## Failed runs", ""] + [f"- {n} (repetition {k}): {e.splitlines()[0]}" for n, k, e in errors]
+        lines += ["", "## Runs that could not run (exit status 4)", ""]
+        lines += [f"- {n} (repetition {k}): {e.splitlines()[0]}" for n, k, e in errors]
     (out_dir / "report.md").write_text("\n".join(lines) + "\n")
 
 

@@ -6,17 +6,19 @@ import csv
 import datetime as dt
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from gradswitch.experiment.placement import modelled_compute_s
 from gradswitch.experiment.plots import plot_iterations
+from gradswitch.experiment.results_file import Outcome, Results
 from gradswitch.experiment.spec import ExperimentSpec, step_bytes
 from roce.wire import ETH_HEADER_LEN
 from workers.ideal import ideal
 from workload.job import Algorithm, DType, JobConfig
 from workload.plan import allreduce_bound_s
+from workload.worker_result import IterationEntry, WorkerResult
 
 
 def lower_bound_s(algo: Algorithm, workers: int, servers: int, nbytes: int, bw_mbps: float | None) -> float | None:
@@ -88,7 +90,7 @@ def median_iteration(steady: list[dict[str, Any]]) -> int:
 CHECKS = ("none", "digest", "exact")  # what a worker's check of its result proves, weakest first
 
 
-def record_check(record: dict[str, Any]) -> str:
+def record_check(record: IterationEntry) -> str:
     """The check a worker's IterationRecord says it ran (`check`; records without one: "exact")."""
     check = str(record.get("check", "exact"))
     if check not in CHECKS:
@@ -101,7 +103,7 @@ def weakest(checks: list[str]) -> str:
     return min(checks, key=CHECKS.index) if checks else "exact"
 
 
-def _iteration(i: int, recs: list[dict[str, Any]]) -> dict[str, Any]:
+def _iteration(i: int, recs: list[IterationEntry]) -> dict[str, Any]:
     """Iteration i of a job from its workers' records: the slowest worker's time; correctness and
     errors only where every worker checked its result (`check`)."""
     extras = sorted({k for x in recs for k in x.get("extra", {})})
@@ -141,7 +143,7 @@ def learning_figures(iterations: list[dict[str, Any]]) -> dict[str, Any]:
             "time_to_accuracy_s": None if reached is None else reached.get("train_s")}
 
 
-def _job_summary(spec: ExperimentSpec, results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+def _job_summary(spec: ExperimentSpec, results: dict[int, WorkerResult]) -> dict[str, Any]:
     """Iterations (slowest worker per iteration), wire totals and headline figures of one job."""
     workers = [r for r in results.values() if r["role"] == "worker"]
     n_iter = min((len(r["iterations"]) for r in workers), default=0)
@@ -172,8 +174,13 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, dict[str, Any]]) -> di
     }
     if checked:
         summary["correct"] = correct
+    crashed = any(r.get("error") and not r.get("check_failed") for r in results.values())
+    broke = correct is False or any(r.get("check_failed") for r in results.values())
+    outcome = Outcome.FAILED if crashed or (not complete and not broke) else Outcome.CHECK_FAILED if broke \
+        else Outcome.OK
     return {
         "ok": all(r.get("ok") for r in results.values()) and complete and correct is not False,
+        "outcome": str(outcome),
         "errors": {f"{r['role']} {r['node_id']} ({r['host']})": r["error"] for r in results.values() if r.get("error")},
         "check": check,
         "iterations": iterations,
@@ -187,7 +194,8 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, dict[str, Any]]) -> di
         "jct_s": iterations[-1]["end"] - iterations[0]["start"] if iterations else None,
         "summary": summary,
         "extra": {str(nid): {k: v for k, v in r.items() if k not in {"iterations", "stats", "traceback", "error",
-                                                                         "node_id", "host", "role", "ok", "timeline"}}
+                                                                         "node_id", "host", "role", "ok", "timeline",
+                                                                         "check_failed"}}
                   for nid, r in results.items()},
     }
 
@@ -236,9 +244,15 @@ def busiest_offered_load(switches: dict[str, Any], bw_mbps: float) -> float | No
     return best
 
 
-def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, dict[int, dict[str, Any]]],
+def worst_outcome(outcomes: list[str]) -> str:
+    """A run's outcome from its jobs': failed over check_failed over ok."""
+    order = [str(Outcome.FAILED), str(Outcome.CHECK_FAILED), str(Outcome.OK)]
+    return min(outcomes, key=order.index) if outcomes else str(Outcome.FAILED)
+
+
+def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, dict[int, WorkerResult]],
               switches: dict[str, Any], started: float, links: Usage | None = None,
-              background_goodput_mbps: float | None = None) -> dict[str, Any]:
+              background_goodput_mbps: float | None = None) -> Results:
     """results.json: job 1's figures at the top, every job under "jobs", what every shaped link
     carried (`links`), the switches' counters."""
     links = links or {}
@@ -270,7 +284,7 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
                      for events in sw.get("dlcp", {}).values())
     if spec.dlcp.enabled:
         headline_extra["dlcp_dropped"] = dlcp_drops
-    return {
+    return cast(Results, {
         "name": spec.label,
         "backend": str(spec.backend),  # bmv2 (the testbed) or ns3 (the simulator)
         "spec": asdict(spec),
@@ -278,15 +292,18 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
         "step_bytes": step_bytes(spec),
         **main,
         "ok": all(j["ok"] for j in jobs.values()),
+        "outcome": worst_outcome([j["outcome"] for j in jobs.values()]),
         "goodput_mbps": main["summary"]["algbw_mbps"],
-        "jobs": {str(k): {"ok": v["ok"], "check": v["check"], "jct_s": v["jct_s"], **v["summary"]}
+        "jobs": {str(k): {"ok": v["ok"], "outcome": v["outcome"], "check": v["check"], "jct_s": v["jct_s"],
+                          **v["summary"]}
                  for k, v in jobs.items()},
         "headline_extra": headline_extra,
         "training": training_summary(spec, main["iterations"], cfgs[0]),
         "link_loads": link_loads,
         "links": links,
         "switches": switches,
-    }
+        "bmv2": None,
+    })
 
 
 def _fmt(value: float | None, unit: str = "", digits: int = 3) -> str:
@@ -295,12 +312,15 @@ def _fmt(value: float | None, unit: str = "", digits: int = 3) -> str:
     return f"{value:.{digits}f}{unit}"
 
 
-def _verdict(report: dict[str, Any]) -> str:
+def _verdict(report: Results) -> str:
     check = report.get("check", "exact")
     if check == "none":
         return "results not checked (check: none)"
-    if not report["summary"]["correct"]:
-        return f"NOT CORRECT ({check} check)"
+    if report.get("outcome") == Outcome.CHECK_FAILED or not report["summary"].get("correct"):
+        worst = max((it.get("relative_error", 0.0) for it in report["iterations"]), default=0.0)
+        bad = sum(1 for it in report["iterations"] if it.get("correct") is False)
+        return (f"CHECK FAILED: NOT CORRECT ({check} check; {bad} of {len(report['iterations'])} iterations wrong, "
+                f"relative error up to {worst:.3g}): not a headline figure")
     if check == "digest":
         return "correct (digest check)"
     its = report["iterations"]
@@ -311,7 +331,7 @@ def _verdict(report: dict[str, Any]) -> str:
     return f"correct within the loss budget ({zero:g} packets zero-filled, relative error <= {worst:.3f})"
 
 
-def _retransmitted(report: dict[str, Any]) -> str:
+def _retransmitted(report: Results) -> str:
     """How many packets were sent again, and why: timeouts, and how many the receivers already had."""
     n = report["retransmissions"]
     if not n or report.get("timeouts") is None:  # (results.json written before the two were counted)
@@ -319,7 +339,7 @@ def _retransmitted(report: dict[str, Any]) -> str:
     return f"{n} retransmitted after {report['timeouts']} timeouts; {report['duplicates']} already received"
 
 
-def format_table(report: dict[str, Any]) -> str:
+def format_table(report: Results) -> str:
     s = report["summary"]
     spec = report["spec"]
     bw = f"{spec['bw_mbps']:g} Mb/s" if spec.get("bw_mbps") else "unshaped"
@@ -376,7 +396,7 @@ def format_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_report(report: dict[str, Any], out_dir: Path) -> None:
+def write_report(report: Results, out_dir: Path) -> None:
     (out_dir / "table.txt").write_text(format_table(report) + "\n")
     with (out_dir / "iterations.csv").open("w", newline="") as f:
         w = csv.writer(f)
@@ -384,4 +404,4 @@ def write_report(report: dict[str, Any], out_dir: Path) -> None:
         for it in report["iterations"]:
             w.writerow([it["index"], f"{it['time_s']:.6f}", it.get("check", "exact"), it.get("correct", ""),
                         it.get("max_abs_error", "")])
-    plot_iterations(report, out_dir / "iterations.png")
+    plot_iterations(cast(dict[str, Any], report), out_dir / "iterations.png")

@@ -15,13 +15,13 @@ network is brought up, and results.json, the table and the plots come out the sa
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from gradswitch.experiment import results_file
 from gradswitch.experiment.background import GoodputMeter
 from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.counters import delta, label_ports, snapshot
@@ -30,6 +30,7 @@ from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import BACKGROUND_PORT, RunSettings
 from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.report import summarize, write_report
+from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.experiment.timeline import write_timeline
@@ -38,7 +39,7 @@ from mininet_topos.network import NetworkOptions
 
 
 def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None,
-                   network_options: NetworkOptions | None = None) -> dict[str, Any]:
+                   network_options: NetworkOptions | None = None) -> Results:
     """Run one experiment end to end on a network of its own (or on the simulator: backend = ns3); returns
     (and writes) results.json's content."""
     spec.validate()
@@ -51,7 +52,7 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = 
         return run_on(net, spec, out_dir, progress)
 
 
-def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | None = None) -> dict[str, Any]:
+def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | None = None) -> Results:
     """Run the spec's jobs on a running network (whose topology fits the spec), then undo what the
     run set on the switches (loss rules, DLCP features, NetReduce jobs); returns the report."""
     spec.validate()
@@ -112,7 +113,8 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     extra = report["headline_extra"]
     extra["cpu_idle"] = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
     ideal_load = (report.get("training") or {}).get("ideal_link_load")
-    extra.update(judge(extra["cpu_idle"], extra.get("busiest_link_load"), ideal_load).fields())
+    bottleneck = judge(extra["cpu_idle"], extra.get("busiest_link_load"), ideal_load)
+    extra["machine_bound"], extra["machine_bound_reason"] = bottleneck.machine_bound, bottleneck.reason
     report["bmv2"] = net.bmv2.describe() if net.bmv2 is not None else None  # the build the switches ran
     extra["wall_s"] = time.monotonic() - wall
     if rotations is not None:
@@ -123,6 +125,6 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
             results[cfgs[0].job_id], training["timeline_iteration"], training["dilation"], out_dir,
             f"{spec.label}: iteration {training['timeline_iteration']} (testbed time; real = testbed / "
             f"{training['dilation']:.3g})")
-    (out_dir / "results.json").write_text(json.dumps(report, indent=1))
+    report = results_file.write(out_dir / "results.json", report)
     write_report(report, out_dir)
     return report

@@ -10,15 +10,15 @@ same results.json (with `backend` and the simulator's speed), table, plots and t
 from __future__ import annotations
 
 import datetime as dt
-import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
+from gradswitch.experiment import results_file
 from gradswitch.experiment.links import shaped_directions
 from gradswitch.experiment.placement import Placement, job_config, place, topology_for
 from gradswitch.experiment.report import Usage, summarize, write_report
+from gradswitch.experiment.results_file import Results, SimulatorFigures
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from gradswitch.experiment.timeline import write_timeline
 from ns3sim import Background, CheckMode, DlcpSwitch, SimError, SimResult, SimSettings, TensorLightsSetting
@@ -74,14 +74,14 @@ def link_usage(topo: Topology, result: SimResult) -> Usage:
     return dict(sorted(out.items()))
 
 
-def _speed(result: SimResult, spec: ExperimentSpec) -> dict[str, Any]:
+def _speed(result: SimResult, spec: ExperimentSpec) -> SimulatorFigures:
     s = result.speed
     return {"wall_s": s.wall_s, "sim_s": s.sim_s, "events": s.events, "events_per_s": s.events_per_s,
             "packet_hops": s.packet_hops, "packet_hops_per_s": s.packet_hops_per_s, "peak_rss_mb": s.peak_rss_mb,
             "ranks": spec.ranks, "time_limit_hit": result.time_limit_hit, "binary": str(status().binary)}
 
 
-def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None) -> dict[str, Any]:
+def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None) -> Results:
     """Run one spec on the simulator; returns (and writes) results.json's content."""
     spec.validate()
     missing = status().missing()
@@ -104,13 +104,13 @@ def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = N
     return _report(spec, cfgs, topo, result, started, out_dir)
 
 
-def resummarize(spec: ExperimentSpec, out_dir: Path) -> dict[str, Any] | None:
+def resummarize(spec: ExperimentSpec, out_dir: Path) -> Results | None:
     """Write a finished run's results.json again from what the simulator left in out_dir/sim, with today's
     report code (a figure added since), without simulating again; None: no finished run of the spec there.
     The placement and jobs are the run's own (out_dir/job*.json)."""
     try:
-        previous = json.loads((out_dir / "results.json").read_text())
-    except (OSError, ValueError):
+        previous = results_file.read(out_dir / "results.json")
+    except results_file.ResultsFileError:
         return None
     paths = sorted(out_dir.glob("job*.json"), key=lambda p: int(p.stem[3:]))
     if not paths or not (out_dir / "sim" / "sim-results.json").exists():
@@ -125,7 +125,7 @@ def resummarize(spec: ExperimentSpec, out_dir: Path) -> dict[str, Any] | None:
 
 
 def _report(spec: ExperimentSpec, cfgs: list[JobConfig], topo: Topology, result: SimResult, started: float,
-            out_dir: Path) -> dict[str, Any]:
+            out_dir: Path) -> Results:
     """results.json, the table and the timeline of a simulated run."""
     goodput = result.background.get("goodput_mbps") if result.background else None
     report = summarize(spec, cfgs, result.nodes, result.switches, started, link_usage(topo, result), goodput)
@@ -133,9 +133,9 @@ def _report(spec: ExperimentSpec, cfgs: list[JobConfig], topo: Topology, result:
     report["bmv2"] = None
     extra = report["headline_extra"]
     # A simulated run's figures are the model's, whatever the machine did: never machine-bound.
-    extra.update(cpu_idle=None, machine_bound=False, machine_bound_reason=None, wall_s=result.speed.wall_s,
-                 events_per_s=result.speed.events_per_s, packet_hops_per_s=result.speed.packet_hops_per_s,
-                 peak_rss_mb=result.speed.peak_rss_mb)
+    extra["cpu_idle"], extra["machine_bound"], extra["machine_bound_reason"] = None, False, None
+    extra["wall_s"], extra["events_per_s"] = result.speed.wall_s, result.speed.events_per_s
+    extra["packet_hops_per_s"], extra["peak_rss_mb"] = result.speed.packet_hops_per_s, result.speed.peak_rss_mb
     if result.time_limit_hit:
         report["ok"] = False
         report["errors"]["simulator"] = f"stopped at its simulated time limit ({result.speed.sim_s:.3g} s)"
@@ -145,6 +145,6 @@ def _report(spec: ExperimentSpec, cfgs: list[JobConfig], topo: Topology, result:
             result.nodes[cfgs[0].job_id], training["timeline_iteration"], training["dilation"], out_dir,
             f"{spec.label}: iteration {training['timeline_iteration']} (simulated time; real = simulated / "
             f"{training['dilation']:.3g})")
-    (out_dir / "results.json").write_text(json.dumps(report, indent=1))
+    report = results_file.write(out_dir / "results.json", report)
     write_report(report, out_dir)
     return report

@@ -9,25 +9,24 @@ its job at once (RUN_DIR/abort), and the whole run has a deadline: nothing waits
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from gradswitch.experiment.spec import ExperimentError
 from mininet_topos.network import GradNetwork
 from protocol.paths import REPO_ROOT
 from protocol.polling import wait_until
+from workload import worker_result
 from workload.job import JobConfig
+from workload.worker_result import WorkerResult as NodeResult
 
 DONE_POLL_S = 0.05  # how often the runner looks at the nodes' progress and done files
 WORKER_NICE = 10  # workers yield to the BMv2 switches on a small machine (README, Performance)
 
-NodeResult = dict[str, Any]  # a node's result-<id>.json
 
 
 class Progress:
@@ -138,12 +137,11 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
                 p.wait(timeout=10)
     results: dict[int, dict[int, NodeResult]] = {cfg.job_id: {} for cfg in cfgs}
     for (job, nid), proc in procs.items():
-        path = dirs[job] / f"result-{nid}.json"
-        if path.exists():
-            results[job][nid] = json.loads(path.read_text())
+        if worker_result.path_of(dirs[job], nid).exists():
+            results[job][nid] = worker_result.read(dirs[job], nid)
         else:
             node = by_job[job].node(nid)
-            results[job][nid] = {"node_id": nid, "host": node.host, "role": str(node.role), "ok": False,
-                                 "iterations": [],
-                                 "error": f"no result (exit status {proc.returncode}):\n{log_tail(logs[(job, nid)])}"}
+            results[job][nid] = worker_result.worker_result(
+                nid, node.host, str(node.role), False, [],
+                error=f"no result (exit status {proc.returncode}):\n{log_tail(logs[(job, nid)])}")
     return results

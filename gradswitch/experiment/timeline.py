@@ -11,14 +11,17 @@ the real-equivalent duration (divided by the dilation).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from workload.worker_result import WorkerResult
 
 COMPUTE_TID = 0
 COLORS = {"forward": "tab:blue", "backward": "tab:orange", "op": "tab:green"}
 
 
-def _events(results: dict[int, dict[str, Any]], iteration: int) -> dict[str, list[dict[str, Any]]]:
+def _events(results: Mapping[int, WorkerResult], iteration: int) -> dict[str, list[dict[str, Any]]]:
     """Per worker host, its timeline events of `iteration` (computation of that iteration's forward and
     backward, and that iteration's reductions)."""
     out: dict[str, list[dict[str, Any]]] = {}
@@ -29,7 +32,7 @@ def _events(results: dict[int, dict[str, Any]], iteration: int) -> dict[str, lis
     return out
 
 
-def chrome_trace(results: dict[int, dict[str, Any]], iteration: int, dilation: float) -> dict[str, Any]:
+def chrome_trace(results: Mapping[int, WorkerResult], iteration: int, dilation: float) -> dict[str, Any]:
     per_worker = _events(results, iteration)
     starts = [e["start"] for evs in per_worker.values() for e in evs]
     t0 = min(starts) if starts else 0.0
@@ -90,7 +93,7 @@ def plot_timeline(trace: dict[str, Any], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def write_timeline(results: dict[int, dict[str, Any]], iteration: int, dilation: float, out_dir: Path,
+def write_timeline(results: Mapping[int, WorkerResult], iteration: int, dilation: float, out_dir: Path,
                    title: str) -> list[str]:
     """timeline.json and timeline.png of one iteration of every worker; the files written."""
     trace = chrome_trace(results, iteration, dilation)

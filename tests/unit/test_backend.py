@@ -5,12 +5,13 @@ column. The simulated runs themselves are in tests/ns3/test_orchestration.py."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from gradswitch.experiment.compare import CompareSpec, combine, headline, lower_is_better, write_markdown
 from gradswitch.experiment.placement import bdp_packets, job_config, place, topology_for, widest_hops
+from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import (
     MAX_SIM_CREDITS,
     Backend,
@@ -126,12 +127,12 @@ def test_sim_options_come_from_a_toml_table():
     assert spec_from_dict({"sim": {"switch_delay_us": 30}}).problems() == []  # a spec run on both: BMv2 ignores it
 
 
-def _report(backend: str, median: float) -> dict:
+def _report(backend: str, median: float) -> Results:
     summary = {"median_s": median, "p99_s": median, "algbw_mbps": 1.0, "lower_bound_s": 0.5, "ratio_to_bound": 2.0,
                "correct": True}
-    return {"backend": backend, "summary": summary, "ok": True, "retransmissions": 0, "bytes_on_wire": 1,
-            "headline_extra": {"check": "exact", "machine_bound": False,
-                               **({"events_per_s": 1e6, "wall_s": 2.0} if backend == "ns3" else {})}}
+    return cast(Results, {"backend": backend, "summary": summary, "ok": True, "retransmissions": 0, "bytes_on_wire": 1,
+                          "headline_extra": {"check": "exact", "machine_bound": False,
+                                             **({"events_per_s": 1e6, "wall_s": 2.0} if backend == "ns3" else {})}})
 
 
 def test_compare_rows_say_their_backend(tmp_path):

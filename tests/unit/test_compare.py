@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -23,6 +24,7 @@ from gradswitch.experiment.placement import (
     topology_for,
 )
 from gradswitch.experiment.report import busiest_link_load, fabric_link_loads, uplink_imbalance
+from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import DlcpOptions, ExperimentSpec, RingOrder, SpecError, Topo, spec_from_dict
 from gradswitch.shipped_specs import EXPERIMENTS
 from mininet_topos.shaping import ShaperStats
@@ -99,9 +101,9 @@ def test_placement_spreads_jobs_and_colocates_servers():
         assert leaves == {"leaf1", "leaf2"}
 
 
-def fake_report(spec: ExperimentSpec, out: Path) -> dict:
+def fake_report(spec: ExperimentSpec, out: Path) -> Results:
     times = [0.5 + 0.1 * i for i in range(spec.iterations)]
-    return {"name": spec.label,
+    return cast(Results, {"name": spec.label,
             "spec": {"algo": spec.algo, "workers": spec.workers, "topo": spec.topo, "iterations": spec.iterations,
                      "bw_mbps": spec.bw_mbps, "loss_pct": 0, "transport": "gbn"},
             "step_bytes": spec.size_bytes, "ok": True, "retransmissions": 0, "bytes_on_wire": 10, "packets_on_wire": 1,
@@ -110,7 +112,7 @@ def fake_report(spec: ExperimentSpec, out: Path) -> dict:
                         "iterations_done": spec.iterations},
             "iterations": [], "errors": {}, "headline_extra": {"avg_jct_s": sum(times), "cpu_idle": 0.25},
             "bmv2": {"path": "/opt/p4/bmv2-nolog/bin/simple_switch_grpc", "version": "1.15.5-x",
-                     "logging_macros": False, "lib_dir": None, "chosen_by": "GRADSWITCH_BMV2"}}
+                     "logging_macros": False, "lib_dir": None, "chosen_by": "GRADSWITCH_BMV2"}})
 
 
 def test_compare_writes_summary_report_and_plot(tmp_path):

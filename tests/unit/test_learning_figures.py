@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from gradswitch.experiment.report import TARGET_ACCURACY, _iteration, learning_figures
+from workload.worker_result import IterationEntry
 
 
 def _its(accuracies: list[float]) -> list[dict[str, float]]:
@@ -28,6 +31,6 @@ def test_runs_without_accuracy_have_no_learning_figures():
 def test_a_jobs_accuracy_is_its_worst_workers_model():
     recs = [{"time_s": 1.0, "start": 0.0, "end": 1.0, "correct": True, "check": "exact",
              "extra": {"accuracy": a, "zero_filled_packets": z}} for a, z in ((0.91, 1.0), (0.87, 2.0))]
-    it = _iteration(0, recs)
+    it = _iteration(0, cast(list[IterationEntry], recs))
     assert it["accuracy"] == 0.87
     assert it["zero_filled_packets"] == 3.0

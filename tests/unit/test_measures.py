@@ -14,6 +14,7 @@ of it); then two iperf3 TCP streams through the same link and `ss -tinH state es
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -22,6 +23,7 @@ from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.links import Direction, usage
 from gradswitch.experiment.report import _iteration, busiest_link_load, busiest_offered_load
 from mininet_topos.shaping import ShaperStats, parse_shaper_stats
+from workload.worker_result import IterationEntry, WorkerResult, worker_result
 
 CAPTURED = Path(__file__).parent / "captured"
 SECONDS_BETWEEN = 2.11539784699994  # between the two tc readings (time.monotonic)
@@ -82,12 +84,13 @@ def test_machine_bound_when_the_cpu_or_the_links_say_so():
 
 
 def record(check: str | None = None, correct: bool = True, wrong: int = 0, err: float = 0.0,
-           **extra: float) -> dict[str, object]:
+           **extra: float) -> IterationEntry:
+    """A worker's iteration as its result file holds it; without `check` as files written before it existed."""
     r: dict[str, object] = {"index": 0, "start": 1.0, "end": 2.0, "time_s": 1.0, "correct": correct,
                             "wrong_elements": wrong, "max_abs_error": err, "extra": extra}
     if check is not None:
         r["check"] = check
-    return r
+    return cast(IterationEntry, r)
 
 
 def test_correctness_and_errors_appear_only_where_a_check_ran():
@@ -112,9 +115,9 @@ def test_results_json_says_which_check_ran_and_claims_nothing_unchecked():
     topo = topology_for(spec)
     cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
 
-    def results(check: str) -> dict[int, dict[int, dict[str, object]]]:
-        return {1: {n.node_id: {"node_id": n.node_id, "host": n.host, "role": "worker", "ok": True,
-                                "iterations": [{**record(check, relative_error=0.01), "index": i} for i in range(2)]}
+    def results(check: str) -> dict[int, dict[int, WorkerResult]]:
+        return {1: {n.node_id: worker_result(n.node_id, n.host, "worker", True,
+                                             [{**record(check, relative_error=0.01), "index": i} for i in range(2)])
                     for n in cfg.workers}}
 
     checked = summarize(spec, [cfg], results("exact"), {}, 0.0)
@@ -139,9 +142,8 @@ def test_results_json_says_why_packets_were_sent_again():
     cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
     counted = {0: ({"retransmitted": 7, "timeouts": 2, "sent": 90}, {"duplicates": 3, "accepted": 80}),
                1: ({"retransmitted": 5, "sent": 80}, {"duplicates": 1, "accepted": 90})}
-    results = {1: {n.node_id: {"node_id": n.node_id, "host": n.host, "role": "worker", "ok": True,
-                               "iterations": [{**record("exact"), "index": 0}],
-                               "stats": {"requester": counted[i][0], "responder": counted[i][1]}}
+    results = {1: {n.node_id: worker_result(n.node_id, n.host, "worker", True, [{**record("exact"), "index": 0}],
+                                            {"requester": counted[i][0], "responder": counted[i][1]})
                    for i, n in enumerate(cfg.workers)}}
     report = summarize(spec, [cfg], results, {}, 0.0)
     assert (report["retransmissions"], report["timeouts"], report["duplicates"]) == (12, 2, 4)

@@ -13,10 +13,11 @@ import json
 from collections.abc import Collection
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import pytest
 
+from gradswitch.experiment import results_file
 from gradswitch.experiment.compare import (
     CompareSpec,
     load_spec,
@@ -24,6 +25,7 @@ from gradswitch.experiment.compare import (
     repetitions,
     run_compare,
 )
+from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError
 
 SPEC = """
@@ -56,7 +58,7 @@ class Runner:
         self.fail = fail
         self.calls: list[tuple[str, int, Path]] = []
 
-    def __call__(self, spec: ExperimentSpec, out: Path) -> dict[str, Any]:
+    def __call__(self, spec: ExperimentSpec, out: Path) -> Results:
         k = spec.seed - 10
         self.calls.append((spec.label, spec.seed, out))
         if (spec.label, k) in self.fail:
@@ -72,9 +74,8 @@ class Runner:
                                      "machine_bound_reason": "CPU 5% idle during the jobs (under 10%)" if bound
                                      else None}}
         out.mkdir(parents=True, exist_ok=True)
-        (out / "results.json").write_text(json.dumps(report))
         (out / "table.txt").write_text(spec.label)
-        return report
+        return results_file.write(out / "results.json", cast(Results, report))
 
 
 def spec(tmp_path: Path, text: str = SPEC) -> CompareSpec:
