@@ -14,6 +14,11 @@ Each run is kept under its --tag (`before`, `after`) in bench/results/p4runtime-
 when both are there, the ratio after/before is computed, stored and printed.
 
     python -m bench.p4runtime_writes --tag after [--entries 1000] [--batch 100] [--repetitions 5] [--bmv2 PATH]
+                                     [--results FILE]
+
+To measure the stack before a change, run this module from a checkout of the earlier commit
+in a virtual environment holding the earlier dependencies, with --tag before --results FILE
+pointing at this checkout's file, e.g. both in turn on the same machine.
 """
 
 from __future__ import annotations
@@ -145,9 +150,11 @@ def run(entries: int, batch: int, repetitions: int, executable: str) -> dict[str
 
 def bottleneck(rate: dict[str, Any]) -> str:
     """Which side limited a rate, from the CPU each used (one Python thread: at most ~1 core)."""
-    client, switch = rate["client_cores"], rate["switch_cores"]
+    client, switch, idle = rate["client_cores"], rate["switch_cores"], rate["cpu_idle"]
     side = "the client (Python: building and encoding the requests)" if client >= switch else "the switch"
-    return f"{side}: client {client:.2f} cores, switch {switch:.2f} cores"
+    shared = (f"; the machine was {idle:.0%} idle, so other processes took CPU from both: compare the client's "
+              "CPU per entry rather than the rates") if idle < 0.1 else ""
+    return f"{side}: client {client:.2f} cores, switch {switch:.2f} cores{shared}"
 
 
 def ratios(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
@@ -178,6 +185,8 @@ def main(argv: Sequence[str] | None = None, report: Callable[[str], None] = prin
     parser.add_argument("--entries", type=int, default=1000, help=f"routes per repetition (at most {TABLE_SIZE})")
     parser.add_argument("--batch", type=int, default=100, help="updates per Write in the batched run")
     parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--results", type=Path, default=RESULTS / f"{NAME}.json",
+                        help="the JSON file runs are kept in (default: %(default)s)")
     bmv2_option(parser)
     args = parser.parse_args(argv)
     if not 1 <= args.entries <= TABLE_SIZE:
@@ -186,7 +195,7 @@ def main(argv: Sequence[str] | None = None, report: Callable[[str], None] = prin
         parser.error("--batch and --repetitions must be at least 1")
     executable = str(use_bmv2(args))
     report(f"P4Runtime stack: {stack()}")
-    doc = store(args.tag, run(args.entries, args.batch, args.repetitions, executable))
+    doc = store(args.tag, run(args.entries, args.batch, args.repetitions, executable), args.results)
     if "ratio_after_before" in doc:
         r = doc["ratio_after_before"]
         report(f"after/before: batched x{r['batched']:.2f}, one per Write x{r['one_per_write']:.2f} entries/s; "

@@ -1,6 +1,6 @@
 """An in-process P4Runtime gRPC server that records every request, for exact-protobuf unit tests.
 
-Like p4runtime-shell's own tests: a real grpc server with a stub servicer, so the client's
+Like p4runtime-shell's and finsy's own tests: a real grpc server with a stub servicer, so the client's
 requests are checked as the protobufs that actually went over the wire. It answers
 arbitration (primary for the highest election id), accepts writes (or fails them with a
 chosen per-update error), serves canned read responses and packet-ins. It is never the
@@ -17,11 +17,11 @@ from typing import Any
 
 import grpc
 from google.protobuf import any_pb2
-from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from controller.p4rt.proto import code_pb2, p4runtime_pb2, p4runtime_pb2_grpc, status_pb2
 
 
-class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[misc]
+class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):
     def __init__(self, device_id: int = 0) -> None:
         self.device_id = device_id
         self.writes: list[Any] = []
@@ -65,7 +65,7 @@ class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[misc]
         if self.cookie is None:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "No forwarding pipeline config set")
         rep = p4runtime_pb2.GetForwardingPipelineConfigResponse()
-        rep.config.cookie.cookie = self.cookie
+        rep.config.cookie.cookie = self.cookie or 0
         return rep
 
     def Capabilities(self, request: Any, context: Any) -> Any:

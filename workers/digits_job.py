@@ -85,7 +85,19 @@ class Model:
         return h.hexdigest()[:16]
 
 
+DIGITS_EXTRA = "the digits data set needs scikit-learn: pip install 'gradswitch[digits]'"
+
+
+def require_digits() -> None:
+    """Refuse, in one line saying what to install, when the digits data set's scikit-learn is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec("sklearn") is None:
+        raise SystemExit(f"error: {DIGITS_EXTRA}")
+
+
 def data(seed: int) -> tuple[FloatArray, npt.NDArray[np.int64], FloatArray, npt.NDArray[np.int64]]:
+    require_digits()
     from sklearn.datasets import load_digits
 
     digits = load_digits()

@@ -14,12 +14,9 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
-
-from p4.v1 import p4runtime_pb2
-from p4runtime_sh.bytes_utils import to_canonical_bytes
 
 from controller.p4rt.p4info import FieldInfo, P4Info
+from controller.p4rt.proto import p4runtime_pb2
 
 
 class EntryError(ValueError):
@@ -144,9 +141,11 @@ def parse_int(value: Value, bitwidth: int, what: str) -> int:
 
 
 def to_bytes(value: int, bitwidth: int) -> bytes:
-    """Canonical P4Runtime bytestring (no leading zero bytes) of a value."""
-    raw: bytes = value.to_bytes(max(1, (bitwidth + 7) // 8), "big")
-    return bytes(to_canonical_bytes(raw))
+    """Canonical P4Runtime bytestring of a value: no leading zero bytes, one byte for 0
+    (P4Runtime 1.x, "Bytestrings"); a value wider than its field raises EntryError."""
+    if value < 0 or value.bit_length() > bitwidth:
+        raise EntryError(f"{value} does not fit in {bitwidth} bits")
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
 
 
 def format_value(value: object) -> str:
@@ -235,7 +234,7 @@ def _is_wildcard(value: MatchValue, info: FieldInfo) -> bool:
     return False
 
 
-def _encode_field_match(value: MatchValue, info: FieldInfo) -> Any:
+def _encode_field_match(value: MatchValue, info: FieldInfo) -> p4runtime_pb2.FieldMatch:
     fm = p4runtime_pb2.FieldMatch()
     fm.field_id = info.id
     width = info.bitwidth
@@ -258,7 +257,7 @@ def _encode_field_match(value: MatchValue, info: FieldInfo) -> Any:
 # ---- table entries ----
 
 
-def encode_table_entry(p4info: P4Info, entry: TableEntry, key_only: bool = False) -> Any:
+def encode_table_entry(p4info: P4Info, entry: TableEntry, key_only: bool = False) -> p4runtime_pb2.TableEntry:
     """The P4Runtime TableEntry message of an entry; EntryError names what is wrong.
 
     `key_only` is for a DELETE: P4Runtime identifies the entry by its match and priority alone,
@@ -304,7 +303,7 @@ def encode_table_entry(p4info: P4Info, entry: TableEntry, key_only: bool = False
     return msg
 
 
-def decode_table_entry(p4info: P4Info, msg: Any) -> TableEntry:
+def decode_table_entry(p4info: P4Info, msg: p4runtime_pb2.TableEntry) -> TableEntry:
     """A TableEntry message read from a switch, with integer values."""
     tname = p4info.name_of(msg.table_id)
     match: dict[str, MatchValue] = {}
@@ -369,7 +368,7 @@ def format_entry(p4info: P4Info, entry: TableEntry) -> str:
 # ---- packet replication engine ----
 
 
-def encode_multicast_group(group: MulticastGroup) -> Any:
+def encode_multicast_group(group: MulticastGroup) -> p4runtime_pb2.PacketReplicationEngineEntry:
     if group.group_id <= 0:
         raise EntryError(f"multicast group id must be > 0 (got {group.group_id})")
     msg = p4runtime_pb2.PacketReplicationEngineEntry()
@@ -382,7 +381,7 @@ def encode_multicast_group(group: MulticastGroup) -> Any:
     return msg
 
 
-def encode_clone_session(session: CloneSession) -> Any:
+def encode_clone_session(session: CloneSession) -> p4runtime_pb2.PacketReplicationEngineEntry:
     if session.session_id <= 0:
         raise EntryError(f"clone session id must be > 0 (got {session.session_id})")
     msg = p4runtime_pb2.PacketReplicationEngineEntry()
@@ -397,7 +396,7 @@ def encode_clone_session(session: CloneSession) -> Any:
     return msg
 
 
-def decode_pre_entry(msg: Any) -> MulticastGroup | CloneSession:
+def decode_pre_entry(msg: p4runtime_pb2.PacketReplicationEngineEntry) -> MulticastGroup | CloneSession:
     if msg.HasField("clone_session_entry"):
         cs = msg.clone_session_entry
         return CloneSession(
@@ -410,7 +409,7 @@ def decode_pre_entry(msg: Any) -> MulticastGroup | CloneSession:
     return MulticastGroup(mg.multicast_group_id, tuple(Replica(r.egress_port, r.instance) for r in mg.replicas))
 
 
-def encode_entity(p4info: P4Info, entity: Entity, key_only: bool = False) -> Any:
+def encode_entity(p4info: P4Info, entity: Entity, key_only: bool = False) -> p4runtime_pb2.Entity:
     """The p4runtime Entity message of any entry (`key_only`: for a DELETE, see encode_table_entry)."""
     msg = p4runtime_pb2.Entity()
     if isinstance(entity, TableEntry):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from google.rpc import code_pb2
+from controller.p4rt.proto import code_pb2, p4runtime_pb2, status_pb2
 
 
 class SwitchError(RuntimeError):
@@ -57,12 +57,8 @@ class WriteError(SwitchError):
 def write_error_details(error: Any) -> list[tuple[int, int, str]]:
     """(update index, canonical code, message) of every refused update of a failed Write.
 
-    P4Runtime puts one p4.v1.Error per update in the status details (OK for the accepted
-    ones). p4runtime-shell 0.0.6's iterator loops forever on an OK detail, so we read them here.
+    P4Runtime puts one p4.v1.Error per update in the status details (OK for the accepted ones).
     """
-    from google.rpc import status_pb2
-    from p4.v1 import p4runtime_pb2
-
     status = status_pb2.Status()
     for key, value in error.trailing_metadata() or ():
         if key == "grpc-status-details-bin":
@@ -78,6 +74,6 @@ def write_error_details(error: Any) -> list[tuple[int, int, str]]:
 
 def code_name(code: int) -> str:
     try:
-        return str(code_pb2.Code.Name(code))
+        return code_pb2.Code.Name(code)  # type: ignore[arg-type]
     except ValueError:
         return str(code)

@@ -1,23 +1,55 @@
 """The program's P4Info: every table, action, field and counter looked up by name.
 
-Built on p4runtime-shell's `Context` (which also accepts any unique suffix of a name,
-e.g. `ipv4_routes` for `GradswitchIngress.l3.ipv4_routes`) and its byte encoding.
-A name that does not exist raises `UnknownName` listing the close matches.
+A name is an object's full name (`GradswitchIngress.l3.ipv4_routes`) or any suffix of it, cut
+at a dot, that no other object of its kind ends with (`ipv4_routes`, `l3.ipv4_routes`), as
+p4runtime-shell and the P4Runtime CLI tools accept. A name that does not exist raises
+`UnknownName` listing the close matches; a suffix several objects share raises `AmbiguousName`.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
-from p4runtime_sh.context import Context, P4Type
 
+from controller.p4rt.proto import p4info_pb2
 from protocol.paths import P4INFO
+
+
+class P4Kind(Enum):
+    """A kind of P4Info object: the P4Info field that lists them and how a person calls one."""
+
+    table = ("tables", "table")
+    action = ("actions", "action")
+    action_profile = ("action_profiles", "action profile")
+    counter = ("counters", "counter")
+    direct_counter = ("direct_counters", "direct counter")
+    meter = ("meters", "meter")
+    direct_meter = ("direct_meters", "direct meter")
+    controller_packet_metadata = ("controller_packet_metadata", "controller packet metadata")
+    value_set = ("value_sets", "value set")
+    register = ("registers", "register")
+    digest = ("digests", "digest")
+
+    @property
+    def p4info_name(self) -> str:
+        return self.value[0]
+
+    @property
+    def pretty_name(self) -> str:
+        return self.value[1]
+
+
+def suffixes(name: str) -> list[str]:
+    """Every suffix of a dotted name cut at a dot, shortest first: c, b.c, a.b.c."""
+    parts = name.split(".")
+    return [".".join(parts[i:]) for i in range(len(parts) - 1, -1, -1)]
 
 
 class UnknownName(KeyError):
@@ -79,10 +111,23 @@ _MATCH_TYPES = {
 class P4Info:
     """Name-based view of one P4Info message."""
 
-    def __init__(self, message: Any) -> None:
+    def __init__(self, message: p4info_pb2.P4Info) -> None:
         self.message = message
-        self._ctx = Context()
-        self._ctx.set_p4info(message)
+        self._by_id: dict[int, tuple[P4Kind, str]] = {}
+        self._full: dict[P4Kind, dict[str, Any]] = {kind: {} for kind in P4Kind}
+        self._by_name: dict[tuple[P4Kind, str], Any] = {}  # full names and unique suffixes
+        shared: Counter[tuple[P4Kind, str]] = Counter()
+        for kind in P4Kind:
+            for obj in getattr(message, kind.p4info_name):
+                name = obj.preamble.name
+                self._by_id[obj.preamble.id] = (kind, name)
+                self._full[kind][name] = obj
+                for suffix in suffixes(name):
+                    self._by_name[(kind, suffix)] = obj
+                    shared[(kind, suffix)] += 1
+        for key, count in shared.items():
+            if count > 1 and key[1] not in self._full[key[0]]:
+                del self._by_name[key]
 
     @classmethod
     def from_file(cls, path: Path = P4INFO) -> P4Info:
@@ -92,64 +137,67 @@ class P4Info:
 
     # ---- objects by name ----
 
-    def _get(self, p4type: Any, name: str) -> Any:
-        obj = self._ctx.get_obj(p4type, name)
+    def find(self, kind: P4Kind, name: str) -> Any | None:
+        """The object a full name or unique suffix names, None when none does."""
+        return self._by_name.get((kind, name))
+
+    def _get(self, kind: P4Kind, name: str) -> Any:
+        obj = self.find(kind, name)
         if obj is None:
-            # p4runtime-shell drops a suffix several names share: say so, and which they are.
-            matches = [n for n in self.names(p4type) if n == name or n.endswith("." + name)]
+            matches = [n for n in self.names(kind) if n == name or n.endswith("." + name)]
             if len(matches) > 1:
-                raise AmbiguousName(p4type.pretty_name, name, matches,
-                                    [self.unique_name(p4type, n) for n in matches])
-            raise UnknownName(p4type.pretty_name, name, self.unique_names(p4type))
+                raise AmbiguousName(kind.pretty_name, name, matches, [self.unique_name(kind, n) for n in matches])
+            raise UnknownName(kind.pretty_name, name, self.unique_names(kind))
         return obj
 
-    def unique_name(self, p4type: Any, full: str) -> str:
+    def unique_name(self, kind: P4Kind, full: str) -> str:
         """The shortest suffix of a full name that names only it (`ipv4_routes`, `ingress_faults.faults`)."""
-        parts = full.split(".")
-        for i in range(len(parts) - 1, -1, -1):
-            suffix = ".".join(parts[i:])
-            if self._ctx.get_obj(p4type, suffix) is not None:
+        for suffix in suffixes(full):
+            if self.find(kind, suffix) is not None:
                 return suffix
         return full
 
-    def unique_names(self, p4type: Any) -> list[str]:
-        """The shortest unambiguous name of every object of a type."""
-        return [self.unique_name(p4type, n) for n in self.names(p4type)]
+    def unique_names(self, kind: P4Kind) -> list[str]:
+        """The shortest unambiguous name of every object of a kind."""
+        return [self.unique_name(kind, n) for n in self.names(kind)]
 
     def table_labels(self) -> list[str]:
-        return self.unique_names(P4Type.table)
+        return self.unique_names(P4Kind.table)
 
     def counter_labels(self) -> list[str]:
-        return self.unique_names(P4Type.counter)
+        return self.unique_names(P4Kind.counter)
 
     def table_label(self, table: str) -> str:
         """How a table is shown to a person: its shortest unambiguous name."""
-        return self.unique_name(P4Type.table, self.table(table).preamble.name)
+        return self.unique_name(P4Kind.table, self.table(table).preamble.name)
 
-    def names(self, p4type: Any) -> list[str]:
-        """Full names of every object of a type."""
-        return [name for name, _ in self._ctx.get_objs(p4type)]
+    def names(self, kind: P4Kind) -> list[str]:
+        """Full names of every object of a kind, in P4Info order."""
+        return list(self._full[kind])
 
     def table(self, name: str) -> Any:
-        return self._get(P4Type.table, name)
+        return self._get(P4Kind.table, name)
 
     def action(self, name: str) -> Any:
-        return self._get(P4Type.action, name)
+        return self._get(P4Kind.action, name)
 
     def counter(self, name: str) -> Any:
-        return self._get(P4Type.counter, name)
+        return self._get(P4Kind.counter, name)
 
     def direct_counter(self, name: str) -> Any:
-        return self._get(P4Type.direct_counter, name)
+        return self._get(P4Kind.direct_counter, name)
 
     def table_names(self) -> list[str]:
-        return self.names(P4Type.table)
+        return self.names(P4Kind.table)
 
     def counter_names(self) -> list[str]:
-        return self.names(P4Type.counter)
+        return self.names(P4Kind.counter)
 
     def name_of(self, obj_id: int) -> str:
-        return str(self._ctx.get_name_from_id(obj_id))
+        try:
+            return self._by_id[obj_id][1]
+        except KeyError:
+            raise UnknownName("object id", str(obj_id), []) from None
 
     # ---- fields ----
 
@@ -208,7 +256,7 @@ class P4Info:
 
     def packet_metadata(self, header: str) -> list[FieldInfo]:
         """Fields of the packet_in or packet_out controller header."""
-        obj = self._get(P4Type.controller_packet_metadata, header)
+        obj = self._get(P4Kind.controller_packet_metadata, header)
         return [FieldInfo(m.id, m.name, m.bitwidth) for m in obj.metadata]
 
     def counter_size(self, name: str) -> int:

@@ -1,10 +1,9 @@
 """One P4Runtime session with one switch: stream, arbitration, pipeline, writes, reads, packet I/O.
 
-Built on p4runtime-shell's `P4RuntimeClient` (its channel, Write/Read calls and error
-parsing) but not on its single global client: every switch of a topology gets its own
-`SwitchSession`, with the device id and election id given explicitly. The stream channel
-runs on a daemon thread that records arbitration changes (`is_primary`) and hands
-packet-ins to subscribers.
+A gRPC channel and the P4Runtime stub (controller/p4rt/proto.py) per switch: every switch of a
+topology gets its own `SwitchSession`, with the device id and election id given explicitly.
+The stream channel runs on a daemon thread that records arbitration changes (`is_primary`) and
+hands packet-ins to subscribers.
 
 Election ids (see docs/architecture.md, "Who is primary"):
 - the controller of a running network connects with CONTROLLER_ELECTION_ID and is
@@ -28,9 +27,6 @@ from typing import Any
 
 import grpc
 from google.protobuf import text_format
-from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
-from p4runtime_sh.p4runtime import P4RuntimeClient, P4RuntimeException
 
 from controller.p4rt.entities import (
     CloneSession,
@@ -52,6 +48,7 @@ from controller.p4rt.errors import (
     write_error_details,
 )
 from controller.p4rt.p4info import P4Info
+from controller.p4rt.proto import code_pb2, p4runtime_pb2, p4runtime_pb2_grpc
 from protocol.p4_constants import CONFIG
 from protocol.paths import BMV2_JSON, P4INFO
 
@@ -65,7 +62,7 @@ INSERT = p4runtime_pb2.Update.INSERT
 MODIFY = p4runtime_pb2.Update.MODIFY
 DELETE = p4runtime_pb2.Update.DELETE
 PACKET_IN_BACKLOG = 4096
-_OPERATIONS = {INSERT: "insert", MODIFY: "modify", DELETE: "delete"}
+_OPERATIONS: dict[int, str] = {INSERT: "insert", MODIFY: "modify", DELETE: "delete"}
 
 
 @dataclass(frozen=True)
@@ -104,7 +101,7 @@ def pipeline_cookie(device_config: bytes) -> int:
     return int.from_bytes(hashlib.sha256(device_config).digest()[:8], "big")
 
 
-class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
+class SwitchSession:
     """A P4Runtime client for one switch."""
 
     def __init__(
@@ -116,37 +113,39 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
     ) -> None:
         self.address = address
         self.name = address.name
+        self.device_id = address.device_id
+        self.election_id = election_id
         self.p4info = p4info
         self.is_primary = False
         self._timeout = timeout
         self._packet_handlers: list[Callable[[PacketIn], None]] = []
         self._closed = False
         self.stream_recv_thread: threading.Thread | None = None
-        channel = grpc.insecure_channel(address.grpc_addr)
-        try:
-            grpc.channel_ready_future(channel).result(timeout=timeout)
-        except grpc.FutureTimeoutError:
-            channel.close()
-            raise SwitchUnavailable(
-                self.name, f"no P4Runtime server at {address.grpc_addr} after {timeout:.0f} s") from None
-        channel.close()
-        try:
-            super().__init__(address.device_id, address.grpc_addr, election_id)
-        except BaseException:
-            self.close()
-            raise
-
-    # ---- stream channel (replaces P4RuntimeClient's so the thread is a daemon and dispatches) ----
-
-    def set_up_stream(self) -> None:
-        self.stream_out_q: queue.Queue[Any] = queue.Queue()
+        self.stream: Any = None
+        self.stream_out_q: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
         self.stream_in_q: dict[str, queue.Queue[Any]] = {
             k: queue.Queue() for k in ("arbitration", "digest", "idle_timeout_notification", "unknown")
         }
         # Packet-ins nobody takes are kept up to a bound, the oldest dropped first.
         self.stream_in_q["packet"] = queue.Queue(maxsize=PACKET_IN_BACKLOG)
+        self.channel = grpc.insecure_channel(address.grpc_addr)
+        try:
+            grpc.channel_ready_future(self.channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            self.channel.close()
+            raise SwitchUnavailable(
+                self.name, f"no P4Runtime server at {address.grpc_addr} after {timeout:.0f} s") from None
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        try:
+            self.set_up_stream()
+        except BaseException:
+            self.close()
+            raise
 
-        def requests() -> Iterator[Any]:
+    # ---- stream channel: a daemon thread that records arbitration and dispatches packet-ins ----
+
+    def set_up_stream(self) -> None:
+        def requests() -> Iterator[p4runtime_pb2.StreamMessageRequest]:
             while True:
                 item = self.stream_out_q.get()
                 if item is None:
@@ -178,7 +177,15 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
                 log.warning("switch %s: stream closed: %s", self.name, e.details() if hasattr(e, "details") else e)
         finally:
             for q in self.stream_in_q.values():
-                q.put(None)
+                with contextlib.suppress(queue.Full):
+                    q.put_nowait(None)
+
+    def get_stream_packet(self, kind: str, timeout: float) -> Any | None:
+        """The next stream message of a kind (arbitration, digest, ...), None after timeout or once closed."""
+        try:
+            return self.stream_in_q[kind].get(timeout=timeout)
+        except queue.Empty:
+            return None
 
     def handshake(self) -> None:
         req = p4runtime_pb2.StreamMessageRequest()
@@ -200,14 +207,12 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
         if self._closed:
             return
         self._closed = True
-        if getattr(self, "stream_out_q", None) is not None:
-            self.stream_out_q.put(None)
-        if getattr(self, "stream", None) is not None:
+        self.stream_out_q.put(None)
+        if self.stream is not None:
             self.stream.cancel()
         if self.stream_recv_thread is not None:
             self.stream_recv_thread.join(timeout=5)
-        if getattr(self, "channel", None) is not None:
-            self.channel.close()
+        self.channel.close()
 
     def __enter__(self) -> SwitchSession:
         return self
@@ -271,11 +276,11 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
         req = p4runtime_pb2.WriteRequest()
         for op, entity in updates:
             upd = req.updates.add()
-            upd.type = op
+            upd.type = p4runtime_pb2.Update.Type.ValueType(op)
             upd.entity.CopyFrom(encode_entity(self.p4info, entity, key_only=op == DELETE))
         self._send(req, "/".join(sorted({_OPERATIONS[op] for op, _ in updates})), [e.describe() for _, e in updates])
 
-    def _send(self, req: Any, operation: str, described: list[str]) -> None:
+    def _send(self, req: p4runtime_pb2.WriteRequest, operation: str, described: list[str]) -> None:
         """Send a WriteRequest whose updates `described` names, as the primary client."""
         req.device_id = self.device_id
         req.election_id.high = self.election_id[0]
@@ -321,12 +326,14 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
 
     # ---- reads ----
 
-    def _read(self, entity: Any) -> list[Any]:
+    def _read(self, entity: p4runtime_pb2.Entity) -> list[p4runtime_pb2.Entity]:
+        req = p4runtime_pb2.ReadRequest()
+        req.device_id = self.device_id
+        req.entities.add().CopyFrom(entity)
         try:
-            return [e for rep in self.read_one(entity) for e in rep.entities]
-        except (grpc.RpcError, P4RuntimeException) as e:
-            detail = e.details() if isinstance(e, grpc.RpcError) else str(e)
-            raise SwitchUnavailable(self.name, f"read failed: {detail}") from None
+            return [e for rep in self.stub.Read(req, timeout=self._timeout * 6) for e in rep.entities]
+        except grpc.RpcError as e:
+            raise SwitchUnavailable(self.name, f"read failed: {e.code().name}: {e.details()}") from None
 
     def read_table(self, table: str) -> list[TableEntry]:
         """Every entry of a table (the default entry is not included)."""
@@ -388,7 +395,7 @@ class SwitchSession(P4RuntimeClient):  # type: ignore[misc]
         """Call handler (on the stream thread) for every packet-in from now on."""
         self._packet_handlers.append(handler)
 
-    def _dispatch_packet(self, packet: Any) -> None:
+    def _dispatch_packet(self, packet: p4runtime_pb2.PacketIn) -> None:
         names = {f.id: f.name for f in self.p4info.packet_metadata("packet_in")}
         pin = PacketIn(
             self.name,

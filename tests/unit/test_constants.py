@@ -6,11 +6,11 @@ import json
 
 import pytest
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import UDP
 from scapy.packet import Packet
 
+from controller.p4rt.proto import p4info_pb2
 from mininet_topos.bmv2 import Bmv2Config
 from protocol import dlcp, qpn
 from protocol.p4_constants import CONFIG, ConfigError, parse_config

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import pytest
 from google.protobuf import text_format
-from google.rpc import code_pb2
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2
 
 from controller.controls.fault_injection import loss_entries
 from controller.p4rt import (
@@ -27,6 +24,7 @@ from controller.p4rt import (
     WriteError,
 )
 from controller.p4rt.entities import Lpm, Ternary, normalize
+from controller.p4rt.proto import code_pb2, p4info_pb2, p4runtime_pb2
 from controller.p4rt.session import pipeline_cookie
 from protocol.p4_constants import CONFIG
 from protocol.paths import BMV2_JSON, P4INFO

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 from google.protobuf import text_format
-from p4.v1 import p4runtime_pb2
 
 from controller.p4rt import AmbiguousName, P4Info, SwitchAddress, SwitchSession, TableEntry
 from controller.p4rt.entities import EntryError, encode_table_entry
+from controller.p4rt.proto import p4runtime_pb2
 from controller.repl import ReplError, parse_entry
 from tests.fake_p4runtime import FakeServer
 from tests.unit.test_p4runtime_messages import raw_field_id, raw_id
