@@ -153,6 +153,9 @@ def parse_size(text: str) -> int:
 
 
 BMV2_TOPOLOGIES = ("rack", "leafspine", "dumbbell")  # the others (fattree, leafspine3) are the simulator's
+# the options of `net` and `repl --direct` each of them takes (besides --bw)
+TOPOLOGY_OPTIONS = {"rack": ("hosts",), "leafspine": ("leaves", "spines", "hosts_per_leaf"),
+                    "dumbbell": ("hosts_per_side",)}
 
 
 def _topology_args(p: argparse.ArgumentParser, default: str) -> None:
@@ -168,9 +171,16 @@ def _topology_args(p: argparse.ArgumentParser, default: str) -> None:
 
 
 def topology_from_args(args: argparse.Namespace) -> Topology:
-    """The topology the options describe (TopologyError names a bad value)."""
+    """The topology the options describe (TopologyError names a bad value; UsageError an option of
+    another --topo, which would otherwise be ignored)."""
     from topology.generators import build_topology
 
+    stray = [f"--{name.replace('_', '-')}" for topo, names in TOPOLOGY_OPTIONS.items() if topo != args.topo
+             for name in names if getattr(args, name) is not None]
+    if stray:
+        own = ", ".join(f"--{n.replace('_', '-')}" for n in TOPOLOGY_OPTIONS[args.topo])
+        raise UsageError(f"{', '.join(stray)}: not an option of --topo {args.topo} (it takes {own}, and --bw); "
+                         "leave it out or give the --topo it belongs to")
     params: dict[str, Any] = {"bw_mbps": args.bw}
     if args.topo == "rack":
         params["hosts"] = args.hosts
@@ -287,6 +297,11 @@ def cmd_repl(args: argparse.Namespace) -> int:
         with fabric:
             run_repl(ControlPlane.over(fabric), args.command)
         return 0
+    given = [f"--{name.replace('_', '-')}" for names in TOPOLOGY_OPTIONS.values() for name in (*names, "bw")
+             if getattr(args, name) is not None]
+    if given:
+        raise UsageError(f"{', '.join(dict.fromkeys(given))}: only with --direct (without it the REPL attaches to "
+                         "the running network, which has its own topology)")
     run_repl(attach(_find_run_dir(args.run_dir)), args.command)
     return 0
 

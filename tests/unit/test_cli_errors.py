@@ -48,6 +48,12 @@ def run(*args: str, env_dir: Path | None = None) -> subprocess.CompletedProcess[
     (["net", "--topo", "leafspine", "--bw", "-5"], "bw = -5.0 Mb/s: a link rate is above 0"),
     (["net", "--topo", "leafspine", "--hosts-per-leaf", "300"], f"hosts per leaf = 300: give 1..{MAX_HOSTS_PER_EDGE}"),
     (["repl", "--direct", "--topo", "rack", "--hosts", "0"], f"hosts = 0: give 1..{MAX_HOSTS_PER_EDGE}"),
+    (["net", "--topo", "rack", "--leaves", "3", "--hosts-per-side", "2"], "--leaves, --hosts-per-side: not an option "
+     "of --topo rack (it takes --hosts, and --bw); leave it out or give the --topo it belongs to"),
+    (["net", "--hosts", "4"], "--hosts: not an option of --topo leafspine (it takes --leaves, --spines, "
+     "--hosts-per-leaf, and --bw)"),
+    (["repl", "--topo", "rack", "--hosts", "4", "--bw", "10"], "--hosts, --bw: only with --direct (without it the "
+     "REPL attaches to the running network, which has its own topology)"),
 ])
 def test_a_bad_value_is_one_line_without_traceback(args, says):
     result = run(*args)
