@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 MIN_CPU_IDLE = 0.10  # idle share of every core together below which the machine was the limit
 MIN_LINK_SHARE = 0.8  # of the ideal's busiest-link load below which the links were not the limit
-TARGET_CPU_IDLE = 0.20  # what an experiment's rates and sizes should leave idle (README, Performance)
+TARGET_CPU_IDLE = 0.20  # what an experiment's rates and sizes should leave idle (docs/performance.md)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from workload.job import JobConfig
 from workload.worker_result import WorkerResult as NodeResult
 
 DONE_POLL_S = 0.05  # how often the runner looks at the nodes' progress and done files
-WORKER_NICE = 10  # workers yield to the BMv2 switches on a small machine (README, Performance)
+WORKER_NICE = 10  # workers yield to the BMv2 switches on a small machine (docs/performance.md)
 
 
 

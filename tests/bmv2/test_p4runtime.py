@@ -126,7 +126,7 @@ def test_arbitration_backup_is_refused_and_higher_election_takes_over(switch):
 
 
 def test_delete_by_key_alone_as_the_repl_types_it(switch):
-    """The README's `delete leaf1 acl_rules protocol=17 l4_dst_port=4791 priority=10`, and a delete
+    """docs/repl.md's `delete leaf1 acl_rules protocol=17 l4_dst_port=4791 priority=10`, and a delete
     in one of the two `faults` tables named by the short name that tells them apart."""
     from controller.controls.fault_injection import loss_entries
     from controller.repl import parse_entry

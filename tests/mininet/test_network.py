@@ -101,7 +101,7 @@ def udp_transfer(net: Testbed, src: str, dst: str, count: int, port: int = 5001)
 
 
 def test_leafspine_udp_tcp_and_fault_injection(tmp_path):
-    # 20 Mb/s links: the links, not BMv2's packet rate, limit a blast of datagrams (README, Performance).
+    # 20 Mb/s links: the links, not BMv2's packet rate, limit a blast of datagrams (docs/performance.md).
     topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2, bw_mbps=20)
     with Testbed(topo, options(tmp_path)) as net:
         reach = net.pingall()

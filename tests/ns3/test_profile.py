@@ -1,5 +1,5 @@
 """bench.ns3_profile on the built simulator: its categories still name the models' functions (a renamed class
-would move its time to `other`, and the README's table of where the time goes would be wrong)."""
+would move its time to `other`, and docs/performance.md's table of where the time goes would be wrong)."""
 
 from __future__ import annotations
 

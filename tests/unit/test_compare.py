@@ -45,7 +45,7 @@ def test_every_committed_spec_loads(path):
 
 
 def test_matrix_and_named_runs():
-    dlcp = load_spec(EXPERIMENTS / "dlcp-contention")  # without .toml, as the README writes it
+    dlcp = load_spec(EXPERIMENTS / "dlcp-contention")  # without .toml, as the README's command table writes it
     assert [r.label for r in dlcp.runs] == ["baseline-fifo", "baseline-class", "drop", "priority", "priority+drop",
                                             "priority+drop+spray", "alone"]
     assert not dlcp.runs[0].roce_class and all(r.roce_class for r in dlcp.runs[1:] if r.label != "drop")

@@ -3,7 +3,7 @@
 A short name two objects share (`faults`: the ingress and the egress fault-injection tables;
 `drops`: two counters) is refused with both full names and the shortest names that tell them
 apart; every table is shown and completed by a name that works. A delete is written with the
-entry's key and priority alone, as the README's example types it (exact protobuf at an
+entry's key and priority alone, as docs/repl.md's example types it (exact protobuf at an
 in-process gRPC server).
 """
 
