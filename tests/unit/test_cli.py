@@ -90,7 +90,9 @@ def test_the_main_help_lists_every_command_and_a_first_experiment(capsys):
 @pytest.mark.parametrize("name", sorted(subcommands()))
 def test_global_options_are_taken_before_and_after_every_subcommand(name):
     parser = build_parser()
-    needed = {"completion": ["bash"], "compare": ["spec.toml"]}.get(name, [])
+    # the command's positional arguments: a choice where it has choices, else a word
+    needed = [str(next(iter(a.choices))) if a.choices else "word" for a in subcommands()[name]._actions
+              if not a.option_strings and a.nargs not in ("?", "*")]
     plain = parser.parse_args([name, *needed])
     assert (plain.verbose, plain.bmv2) == (False, None)
     for argv in (["-v", "--bmv2", "/opt/bmv2", name, *needed], [name, *needed, "-v", "--bmv2", "/opt/bmv2"],
