@@ -194,3 +194,25 @@ def test_the_readmes_first_experiment_is_the_table_its_stored_run_prints():
                                      block[:-1], table, "README.md", f"{FIRST}.json", lineterm="", n=0)))
     assert block[-1] == f"results: runs/{report['name']}/results.json, plots: runs/{report['name']}/iterations.png"
     assert (RESULTS / f"{FIRST}.png").is_file()
+
+
+# ---- the README's command table and links ----
+
+
+def test_the_readme_lists_every_subcommand():
+    import argparse
+
+    from gradswitch.cli import build_parser
+
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    table = README.read_text().split("## Command line", 1)[1].split("\n## ", 1)[0]
+    missing = [name for name in sub.choices if f"`gradswitch {name}" not in table]
+    assert not missing, f"README.md's command table has no row for gradswitch {', '.join(missing)}"
+    assert "`gradswitch --version`" in table
+
+
+def test_every_document_the_readme_names_exists():
+    named = set(re.findall(r"\bdocs/[\w-]+\.md\b", README.read_text()))
+    assert named, "the README links no document"
+    missing = sorted(d for d in named if not (README.parent / d).is_file())
+    assert not missing, f"README.md names {missing}, which do not exist"
