@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from gradswitch.doctor import tool_version
 from gradswitch.experiment.bottleneck import Bottleneck, judge
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample, process_cpu_seconds
+from gradswitch.experiment.results_file import Results
 from roce.qp import Mode
 
 RESULTS = Path(__file__).parent / "results"
@@ -96,13 +98,13 @@ class Limits:
                 **self.bottleneck().fields(), "limited_by": self.verdict()}
 
     @classmethod
-    def of_figures(cls, figures: dict[str, Any], links: str = "") -> Limits:
+    def of_figures(cls, figures: Mapping[str, Any], links: str = "") -> Limits:
         """Back from figures() (or a dict with the same keys), as a benchmark's rows keep them."""
         return cls(figures.get("busiest_link_load"), figures.get("cpu_idle"), links, figures.get("switch_cores"),
                    figures.get("ideal_link_load"))
 
     @classmethod
-    def of_report(cls, report: dict[str, Any]) -> Limits:
+    def of_report(cls, report: Mapping[str, Any]) -> Limits:
         """An experiment's (gradswitch/experiment/runner.py: headline_extra; a training run's ideal load)."""
         figures = dict(report.get("headline_extra", report))
         ideal = (report.get("training") or {}).get("ideal_link_load", figures.get("ideal_link_load"))
@@ -148,7 +150,7 @@ def save(name: str, figures: dict[str, Any], bmv2_log_level: str = "info") -> Pa
     return path
 
 
-def run_specs(specs: list[Any], out_dir: Path) -> dict[str, dict[str, Any]]:
+def run_specs(specs: list[Any], out_dir: Path) -> dict[str, Results]:
     """Run experiment specs that fit one topology on one network, in turn; their reports by name.
 
     One network for all of them: the same switches, links and hosts, so ratios between the
@@ -160,7 +162,7 @@ def run_specs(specs: list[Any], out_dir: Path) -> dict[str, dict[str, Any]]:
     from mininet_topos.network import NetworkOptions
 
     biggest = max(specs, key=lambda s: s.hosts_needed())
-    reports: dict[str, dict[str, Any]] = {}
+    reports: dict[str, Results] = {}
     with Testbed(topology_for(biggest), NetworkOptions(run_dir=out_dir / "net")) as net:
         for i, spec in enumerate(specs, start=1):
             print(f"  [{i}/{len(specs)}] {spec.label} ...", flush=True)

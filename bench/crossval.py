@@ -37,7 +37,9 @@ from typing import Any
 from bench.common import RESULTS, bmv2_option, save, use_bmv2
 from bench.testbed_costs import COSTS, load_costs, quiet_machine
 from gradswitch.experiment.compare import CompareSpec, run_compare
+from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import Backend, ExperimentSpec, SimOptions, Topo, spec_from_dict
+from gradswitch.experiment.summary_file import Summary
 from workload.job import Algorithm
 
 TOLERANCE = 0.10  # |ns-3 / BMv2 - 1| at most this, per figure
@@ -94,13 +96,12 @@ class Runner:
 
         self.bmv2 = SharedNetworks([r for r in runs if not r.simulated], net_dir)
 
-    def __call__(self, spec: ExperimentSpec, out_dir: Path) -> dict[str, Any]:
+    def __call__(self, spec: ExperimentSpec, out_dir: Path) -> Results:
         if spec.simulated:
             from gradswitch.experiment.runner import run_experiment
 
             return run_experiment(spec, out_dir, progress=False)
-        report: dict[str, Any] = self.bmv2(spec, out_dir)
-        return report
+        return self.bmv2(spec, out_dir)
 
     def close(self) -> None:
         self.bmv2.close()
@@ -111,7 +112,7 @@ def group(spec: ExperimentSpec) -> tuple[Any, ...]:
 
 
 def run_pairs(name: str, bmv2_runs: list[ExperimentSpec], costs: dict[str, float], out: Path, repeat: int,
-              quiet: bool = False) -> dict[str, dict[str, Any]]:
+              quiet: bool = False) -> Summary:
     """Every BMv2 run `repeat` times (holding the quiet flag while they run) and its simulated twin with the same
     seeds; the compare summary (medians over the repetitions that were not machine-bound) by run name."""
     runs = bmv2_runs + [simulated(r, costs) for r in bmv2_runs]

@@ -18,6 +18,7 @@ bench/results/dlcp.json. Needs root, BMv2 and Mininet.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ def _spec(name: str, repeat: int | None) -> CompareSpec:
     return replace(spec, repeat=repeat) if repeat is not None else spec
 
 
-def _ratio(a: dict[str, Any], b: dict[str, Any], figure: str) -> dict[str, Any]:
+def _ratio(a: Mapping[str, Any], b: Mapping[str, Any], figure: str) -> dict[str, Any]:
     r = ratio_of(a, b, figure)
     return {"ratio": r["ratio"], "ratio_min": r["min"], "ratio_max": r["max"], "headline": r["headline"]}
 

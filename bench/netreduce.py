@@ -56,7 +56,11 @@ def main() -> None:
                                         transport=Mode(args.transport), name=f"{algo}-n{n}", ps_key_bytes=ps_key)
                          for algo in ("netreduce", "ring", "ps")]
                 reports = run_specs(specs, Path(tmp) / f"{topo}-n{n}")
-                t = {str(s.algo): reports[s.label]["summary"]["median_s"] for s in specs}
+                t: dict[str, float] = {}
+                for s in specs:
+                    median = reports[s.label]["summary"].get("median_s")
+                    assert median is not None, f"{s.label}: no iteration finished"  # run_specs refuses a failed run
+                    t[str(s.algo)] = median
                 limits = {str(s.algo): Limits.of_report(reports[s.label]).figures() for s in specs}
                 ideal_ring, ideal_ps = 2 * (n - 1) / n, float(n)
                 rows.append({"topo": topo, "workers": n, "netreduce_s": t["netreduce"], "ring_s": t["ring"],

@@ -41,6 +41,7 @@ import argparse
 import json
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ from typing import Any
 from bench.common import RESULTS
 from gradswitch.experiment.compare import CompareSpec, completed_report, run_compare
 from gradswitch.experiment.placement import job_config, place, topology_for
+from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
 from protocol.queues import buffer_bytes
 
@@ -212,7 +214,7 @@ def run(runs: list[ExperimentSpec], out: Path, shard: tuple[int, int]) -> None:
     mine = [r for i, r in enumerate(runs) if i % n == k]
     spec = CompareSpec(f"scaling-shard{k}of{n}", mine)
 
-    def runner(s: ExperimentSpec, where: Path) -> dict[str, Any]:
+    def runner(s: ExperimentSpec, where: Path) -> Results:
         from gradswitch.experiment.runner import run_experiment
 
         return run_experiment(s, where, progress=True)
@@ -223,7 +225,7 @@ def run(runs: list[ExperimentSpec], out: Path, shard: tuple[int, int]) -> None:
 # ---- the study's figures, from every complete run ----
 
 
-def point(report: dict[str, Any], spec: ExperimentSpec) -> dict[str, Any]:
+def point(report: Mapping[str, Any], spec: ExperimentSpec) -> dict[str, Any]:
     t = report.get("training") or {}
     sim = report.get("simulator") or {}
     return {"model": spec.workload, "workers": spec.workers, "ok": report["ok"], "check": report.get("check"),
@@ -275,7 +277,7 @@ def first_reaching(rows: list[dict[str, Any]], what: str, threshold: float) -> d
     return out
 
 
-def dlcp_figures(points: dict[str, dict[str, Any]], reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def dlcp_figures(points: dict[str, dict[str, Any]], reports: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     base = points.get("dlcp-baseline-class", {}).get("samples_per_s")
     out = {}
     for name in DLCP_RUNS:
@@ -381,11 +383,11 @@ def report(models: list[str], workers: list[int], algos: list[str], out: Path) -
         print(f"{name:<30}{_f(p['samples_per_s'])}{_f(p['ideal_samples_per_s'])}{_f(p['linear_samples_per_s'])}"
               f"{_f(p['wall_s'], 9)}{_f((p['events_per_s'] or 0) / 1e6, 8, 2)}{_f(p['peak_rss_mb'], 7)}  "
               f"{p['check']} {'correct' if p['correct'] else 'NOT CORRECT'}")
-    for r in rows:
-        print(f"{r['model']} N={r['workers']}: {r['what']} {r['ratio']:.2f}")
-    for r in bandwidth:
-        print(f"{r['model']} N={r['workers']} at {r['rate_mbps'] / 1000:g} Gb/s: "
-              f"netreduce-hier / ring {r['ratio']:.2f}")
+    for row in rows:
+        print(f"{row['model']} N={row['workers']}: {row['what']} {row['ratio']:.2f}")
+    for row in bandwidth:
+        print(f"{row['model']} N={row['workers']} at {row['rate_mbps'] / 1000:g} Gb/s: "
+              f"netreduce-hier / ring {row['ratio']:.2f}")
     return path
 
 

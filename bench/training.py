@@ -35,13 +35,16 @@ import argparse
 import contextlib
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, bmv2_option, save, use_bmv2
 from gradswitch.experiment.compare import TRAINING_FIGURE, CompareSpec, best_baseline, load_spec, ratio_of, run_compare
+from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import ExperimentSpec
+from gradswitch.experiment.summary_file import Summary
 from mininet_topos.bmv2 import one_switch_user_at_a_time
 from protocol.paths import REPO_ROOT
 
@@ -67,7 +70,7 @@ class SharedNetworks:
         self._net: Any = None
         self._networks = 0
 
-    def __call__(self, spec: ExperimentSpec, out_dir: Path) -> dict[str, Any]:
+    def __call__(self, spec: ExperimentSpec, out_dir: Path) -> Results:
         from gradswitch.experiment.placement import topology_for
         from gradswitch.experiment.runner import run_on
         from gradswitch.testbed import Testbed
@@ -81,14 +84,13 @@ class SharedNetworks:
             self._net = self._stack.enter_context(Testbed(topology_for(biggest), NetworkOptions(
                 run_dir=self.net_dir / f"net{self._networks}-{spec.topo}")))
             self._key = key
-        report: dict[str, Any] = run_on(self._net, spec, out_dir, progress=False)
-        return report
+        return run_on(self._net, spec, out_dir, progress=False)
 
     def close(self) -> None:
         self._stack.close()
 
 
-def run(spec: CompareSpec, out: Path, repeat: int | None = None) -> dict[str, dict[str, Any]]:
+def run(spec: CompareSpec, out: Path, repeat: int | None = None) -> Summary:
     """The compare spec's runs (every repetition, the complete ones left from an earlier start
     skipped), runs of one topology kind on one network, one after another."""
     if repeat is not None:
@@ -103,10 +105,10 @@ def run(spec: CompareSpec, out: Path, repeat: int | None = None) -> dict[str, di
 # ---- ratios ----
 
 
-def limits(*runs: dict[str, Any]) -> dict[str, float | None]:
+def limits(*runs: Mapping[str, Any]) -> dict[str, float | None]:
     """What limited the runs a ratio compares, the least link-bound of them: the busiest link's load,
     the load a link-bound run with that computation reaches (the ideal iteration's), and the idle CPU."""
-    def share(r: dict[str, Any]) -> float:
+    def share(r: Mapping[str, Any]) -> float:
         return float(r.get("busiest_link_load") or 0.0) / float(r.get("ideal_link_load") or 1.0)
 
     known = [r for r in runs if r.get("busiest_link_load") is not None]
@@ -116,7 +118,7 @@ def limits(*runs: dict[str, Any]) -> dict[str, float | None]:
             "cpu_idle": min(idle) if idle else None}
 
 
-def compared(what: str, a: dict[str, Any], b: dict[str, Any], **where: str) -> dict[str, Any]:
+def compared(what: str, a: Mapping[str, Any], b: Mapping[str, Any], **where: str) -> dict[str, Any]:
     """Run a's training throughput over run b's (medians over their repetitions, the ratio's min and
     max beside), measured and ideal (every reduction at its link bound, workers/ideal.py), with what
     limited the two runs. `headline`: neither run was machine-bound in every repetition."""
@@ -149,8 +151,9 @@ def speedup(out: Path, models: list[str], topos: list[str], repeat: int | None) 
           f"{'link':>6}{'idle':>6}{'resent':>7}  (D) repetitions used")
     for label, s in summary.items():
         d = runs[label].dilation if label in runs else None
+        iteration = s.get("iteration_s")
         print(f"{label:<34}{_spread(s, TRAINING_FIGURE, 24)}{_f(s.get('ideal_samples_per_s_real'), 8, 0)}"
-              f"{_f((s['iteration_s'] / d * 1e3) if s.get('iteration_s') and d else None, 9, 0)}"
+              f"{_f((iteration / d * 1e3) if iteration and d else None, 9, 0)}"
               f"{_f(s.get('exposed_comm_s'), 10)}{_pct(s.get('overlap'), 8)}{_pct(s.get('busiest_link_load'), 6)}"
               f"{_pct(s.get('cpu_idle'), 6)}{_f(s.get('retransmissions'), 7, 0)}  {d or '-'} {_used(s)}")
     _print_ratios(rows)
@@ -158,7 +161,7 @@ def speedup(out: Path, models: list[str], topos: list[str], repeat: int | None) 
     return {"runs": summary, "ratios": rows}
 
 
-def plot_speedup(summary: dict[str, dict[str, Any]], models: list[str], topos: list[str], path: Path) -> None:
+def plot_speedup(summary: Mapping[str, Mapping[str, Any]], models: list[str], topos: list[str], path: Path) -> None:
     """Real-equivalent samples/s per model and topology: ring, PS and NetReduce side by side, FIFO
     hatched and priority solid, each with its ideal (every reduction at its link-rate bound) as a tick."""
     import matplotlib
@@ -299,7 +302,7 @@ def _f(v: float | None, width: int = 8, digits: int = 3) -> str:
     return f"{v:>{width}.{digits}f}" if isinstance(v, int | float) else f"{'-':>{width}}"
 
 
-def _spread(s: dict[str, Any], key: str, width: int) -> str:
+def _spread(s: Mapping[str, Any], key: str, width: int) -> str:
     """A run's median of `key` with [min, max] over its repetitions."""
     sp = s.get("spread", {}).get(key)
     if not sp:
@@ -308,7 +311,7 @@ def _spread(s: dict[str, Any], key: str, width: int) -> str:
     return f"{text:>{width}}"
 
 
-def _used(s: dict[str, Any]) -> str:
+def _used(s: Mapping[str, Any]) -> str:
     """Repetitions in the medians, of those done, and which were machine-bound."""
     text = f"{s.get('headline_repetitions', 0)}/{s.get('repetitions_done', 0)}"
     bound = s.get("machine_bound_repetitions") or []

@@ -43,7 +43,7 @@ import itertools
 import json
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, cast
@@ -240,7 +240,7 @@ def _number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-def check_failed(h: dict[str, Any]) -> bool:
+def check_failed(h: Mapping[str, Any]) -> bool:
     """A repetition (or a run: all of its repetitions) whose result was wrong or beyond its error bound: marked in
     every table, never in a median or a headline."""
     if h.get("check_failed_repetitions") is not None:  # a run's summary
@@ -294,7 +294,7 @@ def combine(heads: list[dict[str, Any] | None]) -> dict[str, Any]:
     return out
 
 
-def best_baseline(spec: CompareSpec, summary: dict[str, dict[str, Any]], figure: str, run: str | None = None
+def best_baseline(spec: CompareSpec, summary: Mapping[str, Mapping[str, Any]], figure: str, run: str | None = None
                   ) -> str | None:
     """The baseline with the best median of `figure` among those that have one and are not machine-bound (and,
     given a run, that share its `baselines_within` fields)."""
@@ -313,7 +313,7 @@ def best_baseline(spec: CompareSpec, summary: dict[str, dict[str, Any]], figure:
     return pick(usable, key=lambda b: float(summary[b][figure]))
 
 
-def ratio_of(run: dict[str, Any], base: dict[str, Any], figure: str) -> dict[str, Any]:
+def ratio_of(run: Mapping[str, Any], base: Mapping[str, Any], figure: str) -> dict[str, Any]:
     """Run summary `run`'s median `figure` over `base`'s, with the ratio's min (the run's smallest
     repetition over the base's largest) and max (largest over smallest); a headline only when
     neither is machine-bound. None where either has no such figure."""

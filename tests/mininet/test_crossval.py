@@ -10,8 +10,8 @@ import pytest
 
 from bench.crossval import TOLERANCE, allreduce_specs, simulated
 from bench.testbed_costs import load_costs, measured_with
-from gradswitch.experiment.runner import run_experiment
 from mininet_topos.bmv2 import BMV2_ENV
+from tests.results import run_experiment
 
 BMV2_ATTEMPTS = 3
 

@@ -26,12 +26,12 @@ from controller.routing import ecmp_member
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placement import Placement, topology_for
-from gradswitch.experiment.runner import run_on
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
 from gradswitch.shipped_specs import EXPERIMENTS
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
 from protocol.ecmp import Balancing
+from tests.results import run_on
 from topology.generators import leafspine
 
 pytestmark = pytest.mark.mininet

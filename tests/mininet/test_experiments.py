@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import json
 import time
+from typing import NoReturn
 
 import pytest
 
-from gradswitch.experiment.compare import load_spec, run_compare
+from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.placement import job_config, place, topology_for
-from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.testbed import Testbed
 from mininet_topos.bmv2 import resolve_bmv2
 from mininet_topos.network import NetworkOptions
+from tests.results import run_compare, run_experiment
 
 pytestmark = pytest.mark.mininet
 
@@ -128,7 +129,7 @@ def test_a_repeated_compare_resumes_where_it_stopped(tmp_path):
     # measured against the PS unless every repetition of it was machine-bound (a headline never uses one)
     assert summary["ring"]["over_baseline"]["baseline"] == (None if summary["ps"]["machine_bound"] else "ps")
 
-    def must_not_run(*args: object) -> dict:
+    def must_not_run(*args: object) -> NoReturn:
         raise AssertionError(f"ran again: {args}")
 
     lines = []

@@ -18,11 +18,11 @@ from gradswitch.experiment.counters import delta, snapshot
 from gradswitch.experiment.links import LinkMeter, read_shapers
 from gradswitch.experiment.placement import place, topology_for
 from gradswitch.experiment.report import busiest_link_load, busiest_offered_load
-from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
 from protocol.polling import wait_until
+from tests.results import run_experiment
 from topology.generators import rack
 
 pytestmark = pytest.mark.mininet

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from gradswitch.experiment.placement import topology_for
-from gradswitch.experiment.runner import run_experiment, run_on
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
@@ -26,6 +25,7 @@ from protocol.netreduce import MESSAGE_BYTES, PACKETS
 from protocol.p4_constants import CONFIG
 from protocol.paths import REPO_ROOT
 from protocol.polling import wait_until
+from tests.results import run_experiment, run_on
 from topology.generators import rack
 
 pytestmark = pytest.mark.mininet

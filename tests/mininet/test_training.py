@@ -20,11 +20,11 @@ import pytest
 
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.placement import modelled_compute_s, topology_for
-from gradswitch.experiment.runner import run_on
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.shipped_specs import EXPERIMENTS
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
+from tests.results import run_on
 from workload.plan import allreduce_bound_s
 
 pytestmark = pytest.mark.mininet

@@ -14,12 +14,14 @@ from typing import Any
 
 import pytest
 
-from gradswitch.experiment.compare import load_spec, run_compare
+from gradswitch.experiment import results_file
+from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.placement import PACKET_OVERHEAD, job_config, place, topology_for
-from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.simulated import sim_settings
 from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo, spec_from_dict
+from gradswitch.version import code_version
 from protocol.paths import REPO_ROOT
+from tests.results import run_compare, run_experiment
 from workload.job import Algorithm
 from workload.plan import allreduce_bound_s
 
@@ -30,7 +32,8 @@ NS3 = Backend.NS3
 
 def _run(spec: ExperimentSpec, tmp_path: Path) -> dict[str, Any]:
     report = run_experiment(spec, tmp_path / spec.label, progress=False)
-    saved = json.loads((tmp_path / spec.label / "results.json").read_text())
+    saved = results_file.read(tmp_path / spec.label / "results.json")
+    assert saved["format"] == results_file.FORMAT and saved["code_version"] == code_version()
     assert saved["backend"] == "ns3" and saved["summary"] == report["summary"]
     return report
 
@@ -195,7 +198,9 @@ def test_a_compare_spec_with_both_backends_and_repetitions(tmp_path):
     summary = run_compare(spec, tmp_path / "out", log=logged.append)
     assert summary["netreduce"]["backend"] == "ns3" and summary["netreduce"]["repetitions_done"] == 2
     ratio = summary["netreduce"]["over_baseline"]["ratio"]
-    assert ratio == pytest.approx(summary["netreduce"]["median_s"] / summary["ring"]["median_s"])
+    netreduce, ring = summary["netreduce"].get("median_s"), summary["ring"].get("median_s")
+    assert ratio is not None and netreduce is not None and ring is not None
+    assert ratio == pytest.approx(netreduce / ring)
     assert 0.55 < ratio < 0.8  # NetReduce S/B against ring's 2(N-1)/N S/B = 1.5 S/B: 0.67
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| netreduce | ns3 | 2 of 2 |" in report
