@@ -474,6 +474,11 @@ def build_parser() -> argparse.ArgumentParser:
     _topology_args(p, default="leafspine")
     p.set_defaults(func=cmd_repl)
 
+    from gradswitch import shell
+
+    shell.add_arguments(add_command(sub, "shell", "open p4runtime-shell on a switch of the running network",
+                                    shell.DESCRIPTION, shell.EXAMPLES))
+
     # Experiment options default to None: ExperimentSpec's defaults apply to what is not given.
     D, E, S = ExperimentSpec(), Emulation(), SimOptions()
     p = add_command(sub, "experiment", "run one all-reduce or training experiment (BMv2, or ns-3) and report it",

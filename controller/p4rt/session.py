@@ -10,7 +10,9 @@ Election ids (see docs/architecture.md, "Who is primary"):
   primary on every switch;
 - `gradswitch repl --direct` (no controller running) connects with REPL_ELECTION_ID,
   lower, so a controller that starts later takes over and the REPL's writes are then
-  refused with a clear NotPrimary error instead of the two fighting.
+  refused with a clear NotPrimary error instead of the two fighting;
+- `gradswitch shell` (p4runtime-shell) is a backup below both (SHELL_ELECTION_ID), or with
+  --primary takes over above the controller (SHELL_PRIMARY_ELECTION_ID) until it exits.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ log = logging.getLogger(__name__)
 ElectionId = tuple[int, int]
 CONTROLLER_ELECTION_ID: ElectionId = (0, 100)
 REPL_ELECTION_ID: ElectionId = (0, 50)
+# `gradswitch shell` (p4runtime-shell): a backup below both, or, with --primary, above the controller.
+SHELL_ELECTION_ID: ElectionId = (0, 25)
+SHELL_PRIMARY_ELECTION_ID: ElectionId = (0, 200)
 
 INSERT = p4runtime_pb2.Update.INSERT
 MODIFY = p4runtime_pb2.Update.MODIFY
