@@ -43,6 +43,7 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = 
     """Run one experiment end to end on a network of its own (or on the simulator: backend = ns3); returns
     (and writes) results.json's content."""
     spec.validate()
+    out_dir = out_dir.resolve()  # the workers run in other working directories: they get absolute paths
     if spec.simulated:
         from gradswitch.experiment.simulated import run_simulated
 
@@ -58,6 +59,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     spec.validate()
     if spec.simulated:
         raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
+    out_dir = out_dir.resolve()  # the workers run in other working directories: they get absolute paths
     out_dir.mkdir(parents=True, exist_ok=True)
     run_dir = out_dir / "run"
     if run_dir.exists():
