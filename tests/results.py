@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gradswitch.experiment import compare, runner
+from gradswitch.experiment import compare, results_file, runner
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
@@ -28,3 +28,8 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
 def run_compare(spec: compare.CompareSpec, out_dir: Path, runner: compare.Runner | None = None,
                 log: Any = print) -> dict[str, Report]:
     return {name: dict(run) for name, run in compare.run_compare(spec, out_dir, runner, log).items()}
+
+
+def read(path: Path) -> Report:
+    """A results.json as results_file reads it (its format checked)."""
+    return dict(results_file.read(path))

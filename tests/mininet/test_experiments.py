@@ -7,7 +7,6 @@ bounded time with an error naming it; every node knows its peers' addresses befo
 
 from __future__ import annotations
 
-import json
 import time
 from typing import NoReturn
 
@@ -20,7 +19,7 @@ from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.testbed import Testbed
 from mininet_topos.bmv2 import resolve_bmv2
 from mininet_topos.network import NetworkOptions
-from tests.results import run_compare, run_experiment
+from tests.results import read, run_compare, run_experiment
 
 pytestmark = pytest.mark.mininet
 
@@ -120,7 +119,7 @@ def test_a_repeated_compare_resumes_where_it_stopped(tmp_path):
         "[1/4] ring (repetition 1/2)", "[2/4] ps (repetition 1/2)", "[3/4] ring (repetition 2/2)",
         "[4/4] ps (repetition 2/2)"]
     for name in ("ring", "ps"):
-        reports = [json.loads((tmp_path / "out" / name / f"rep{k}" / "results.json").read_text()) for k in (1, 2)]
+        reports = [read(tmp_path / "out" / name / f"rep{k}" / "results.json") for k in (1, 2)]
         assert [r["spec"]["seed"] for r in reports] == [1, 2] and all(r["ok"] for r in reports)
         assert summary[name]["spread"]["median_s"]["n"] == summary[name]["headline_repetitions"] or \
             summary[name]["machine_bound"]

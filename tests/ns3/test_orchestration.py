@@ -21,7 +21,7 @@ from gradswitch.experiment.simulated import sim_settings
 from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo, spec_from_dict
 from gradswitch.version import code_version
 from protocol.paths import REPO_ROOT
-from tests.results import run_compare, run_experiment
+from tests.results import read, run_compare, run_experiment
 from workload.job import Algorithm
 from workload.plan import allreduce_bound_s
 
@@ -47,7 +47,7 @@ def test_the_issues_first_command_as_written(tmp_path):
                            "--out", str(out)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
                           env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
     assert proc.returncode == 0, proc.stderr
-    report = json.loads((out / "results.json").read_text())
+    report = read(out / "results.json")
     assert report["backend"] == "ns3" and report["check"] == "exact" and report["summary"]["correct"] is True
     bound = allreduce_bound_s(Algorithm.RING, 4, 0, 1 << 20, 20e6 / 8)
     assert report["summary"]["lower_bound_s"] == pytest.approx(bound)
@@ -234,7 +234,8 @@ def test_a_finished_run_is_summarized_again_without_simulating(tmp_path):
     _run(spec, tmp_path)
     written = (out / "results.json").read_text()
     sim_files = {p.name: p.stat().st_mtime_ns for p in (out / "sim").iterdir()}
-    (out / "results.json").write_text(json.dumps({**json.loads(written), "timeouts": None, "duplicates": None}))
+    uncounted = {**json.loads(written), "timeouts": None, "duplicates": None}  # as written before they were counted
+    results_file.write(out / "results.json", results_file.parse(uncounted))
     again = resummarize(spec, out)
     assert again is not None and (out / "results.json").read_text() == written
     assert again["retransmissions"] > 0 and again["duplicates"] is not None and again["timeouts"] is not None

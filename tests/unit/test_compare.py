@@ -4,13 +4,13 @@ run in tests/mininet)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
 import pytest
 
+from gradswitch.experiment import summary_file
 from gradswitch.experiment.compare import load_spec, run_compare
 from gradswitch.experiment.links import shaped_directions, usage
 from gradswitch.experiment.placement import (
@@ -118,7 +118,7 @@ def fake_report(spec: ExperimentSpec, out: Path) -> Results:
 def test_compare_writes_summary_report_and_plot(tmp_path):
     spec = load_spec(EXPERIMENTS / "baselines.toml")
     summary = run_compare(spec, tmp_path, runner=fake_report, log=lambda s: None)
-    saved = json.loads((tmp_path / "summary.json").read_text())
+    saved = summary_file.read(tmp_path / "summary.json")
     assert saved == summary
     assert set(saved) == {"ring-n2", "ring-n4", "ps-n2", "ps-n4"}
     for headline in saved.values():

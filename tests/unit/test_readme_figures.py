@@ -181,13 +181,14 @@ FIRST = "first-experiment"
 def test_the_readmes_first_experiment_is_the_table_its_stored_run_prints():
     """The README pastes what `gradswitch experiment` printed; bench/results/first-experiment.json is that run's
     results.json and first-experiment.png its iterations.png: the table must be what the JSON gives."""
+    from gradswitch.experiment import results_file
     from gradswitch.experiment.report import format_table
 
     text = README.read_text()
     mark = f"<!-- {FIRST}: bench/results/{FIRST}.json -->\n```\n"
     assert mark in text, f"README.md has no `<!-- {FIRST}: ... -->` line before the first experiment's output"
     block = text.split(mark, 1)[1].split("\n```", 1)[0].splitlines()
-    report = json.loads((RESULTS / f"{FIRST}.json").read_text())
+    report = results_file.read(RESULTS / f"{FIRST}.json")  # a results.json as the run wrote it
     table = format_table(report).splitlines()
     assert block[:-1] == table, ("README.md's first experiment is not what bench/results/first-experiment.json "
                                  "gives: paste the run's table.txt\n" + "\n".join(difflib.unified_diff(

@@ -17,7 +17,7 @@ from typing import cast
 
 import pytest
 
-from gradswitch.experiment import results_file
+from gradswitch.experiment import results_file, summary_file
 from gradswitch.experiment.compare import (
     CompareSpec,
     load_spec,
@@ -97,7 +97,7 @@ def test_every_run_repeats_with_its_seed_in_a_directory_of_its_own(tmp_path):
     assert [r["median_s"] for r in fast["repetitions"]] == [1.0, 1.2, 0.8]
     assert [(r["repetition"], r["seed"]) for r in fast["repetitions"]] == [(1, 10), (2, 11), (3, 12)]
     assert fast["retransmissions"] == 10 and fast["spread"]["retransmissions"]["max"] == 20
-    assert json.loads((out / "summary.json").read_text()) == summary
+    assert summary_file.read(out / "summary.json") == summary
 
 
 def test_a_run_is_measured_against_the_best_baseline_with_the_ratios_range(tmp_path):
@@ -146,9 +146,9 @@ def test_a_compare_started_again_runs_only_what_is_not_complete(tmp_path):
     assert len(first.calls) == 9 and summary["new"]["failed_repetitions"] == [3]
     assert "[9/9] new (repetition 3/3) ..." in "\n".join(lines)
     # the failed repetition left no results.json; one that stopped early left an incomplete one
-    stopped = json.loads((out / "fast" / "rep2" / "results.json").read_text())
+    stopped = results_file.read(out / "fast" / "rep2" / "results.json")
     stopped["summary"]["iterations_done"] = 1
-    (out / "fast" / "rep2" / "results.json").write_text(json.dumps(stopped))
+    results_file.write(out / "fast" / "rep2" / "results.json", stopped)
     again = Runner()
     lines = []
     summary = run_compare(spec(tmp_path), out, again, log=lines.append)
