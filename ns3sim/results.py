@@ -7,8 +7,8 @@ results.json unchanged."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 from ns3sim.sim_settings import CheckMode
 from workload.job import JobConfig
@@ -18,6 +18,30 @@ from workload.timeline import Event, EventKind, timings
 from workload.worker_result import WorkerResult, iteration_entry, worker_result
 
 NodeResult = WorkerResult  # as workers/main.py writes it (workload/worker_result.py)
+
+
+class PortCounters(TypedDict):
+    """One switch port over the run, as the simulator counts it (gs-simulation.cc)."""
+
+    rx_packets: int
+    rx_bytes: int  # frame bytes it received
+    tx_packets: int
+    tx_bytes: int  # frame bytes it sent
+    drops: int  # packets its queue dropped
+    busy_s: float  # seconds it was sending
+    max_queue_bytes: int
+
+
+class BackgroundTraffic(TypedDict):
+    """The bulk TCP flows' totals (gs-tcp.cc)."""
+
+    flows: int
+    mss: int
+    bytes: int
+    seconds: float
+    goodput_mbps: float
+    retransmissions: int
+    model: str
 
 
 @dataclass(frozen=True)
@@ -79,11 +103,12 @@ class SimResult:
     nodes: dict[int, dict[int, NodeResult]]  # job id -> node id -> the worker/server result dict
     checks: dict[int, CheckMode]  # job id -> the check its packets carried
     switches: dict[str, Any]  # switch -> counters in the BMv2 snapshot-delta schema, plus netreduce/dlcp events
-    background: dict[str, Any] | None  # bulk TCP: bytes, goodput_mbps, retransmissions
+    background: BackgroundTraffic | None  # bulk TCP
     speed: SimSpeed
     time_limit_hit: bool
     raw: dict[str, Any]  # the simulator's own results document
     mpi: MpiStats | None = None  # a run over MPI ranks: the partition and each rank's cost
+    ports: dict[str, dict[int, PortCounters]] = field(default_factory=dict)  # switch -> port -> its counters
 
     def ok(self) -> bool:
         return not self.time_limit_hit and all(n.get("ok") for job in self.nodes.values() for n in job.values())
@@ -161,5 +186,15 @@ def parse(raw: dict[str, Any], jobs: list[JobConfig]) -> SimResult:
         nodes[cfg.job_id] = {n["node_id"]: node_result(n, cfg, checks[cfg.job_id]) for n in job["nodes"]}
     speed = SimSpeed(raw["wall_s"], raw["sim_s"], raw["events"], raw["events_per_s"], raw["packet_hops"],
                      raw["packet_hops_per_s"], raw["peak_rss_mb"])
-    return SimResult(nodes, checks, switch_counters(raw["switches"], raw["sim_s"]), raw.get("background"), speed,
-                     bool(raw["time_limit_hit"]), raw, mpi_stats(raw))
+    ports = {name: {int(p): PortCounters(rx_packets=int(c["rx_packets"]), rx_bytes=int(c["rx_bytes"]),
+                                         tx_packets=int(c["tx_packets"]), tx_bytes=int(c["tx_bytes"]),
+                                         drops=int(c["drops"]), busy_s=float(c["busy_s"]),
+                                         max_queue_bytes=int(c["max_queue_bytes"]))
+                     for p, c in sw["ports"].items()}
+             for name, sw in raw["switches"].items()}
+    bg = raw.get("background")
+    background = None if bg is None else BackgroundTraffic(
+        flows=int(bg["flows"]), mss=int(bg["mss"]), bytes=int(bg["bytes"]), seconds=float(bg["seconds"]),
+        goodput_mbps=float(bg["goodput_mbps"]), retransmissions=int(bg["retransmissions"]), model=str(bg["model"]))
+    return SimResult(nodes, checks, switch_counters(raw["switches"], raw["sim_s"]), background, speed,
+                     bool(raw["time_limit_hit"]), raw, mpi_stats(raw), ports)

@@ -57,17 +57,16 @@ def link_usage(topo: Topology, result: SimResult) -> Usage:
     """What every link direction carried over the run, in the schema of gradswitch/experiment/links.py
     (a simulated port's frame bytes stand for what an HTB shaper sent): a switch's port counters give
     what it sent and, on a host's link, what the host sent into it."""
-    seconds = float(result.raw["sim_s"])
-    ports = {name: sw["ports"] for name, sw in result.raw["switches"].items()}
+    seconds = result.speed.sim_s
     out: Usage = {}
     for d in shaped_directions(topo):
         if topo.is_switch(d.sender):
-            counters = ports[d.sender].get(str(d.port), {})
-            sent, dropped = int(counters.get("tx_bytes", 0)), int(counters.get("drops", 0))
+            counters = result.ports[d.sender].get(d.port)
+            sent, dropped = (counters["tx_bytes"], counters["drops"]) if counters else (0, 0)
         else:  # a host's link: what its switch received from it
             switch, port = topo.attachment(d.sender)
-            counters = ports[switch].get(str(port), {})
-            sent, dropped = int(counters.get("rx_bytes", 0)), 0
+            counters = result.ports[switch].get(port)
+            sent, dropped = (counters["rx_bytes"] if counters else 0), 0
         out[d.name] = {"kind": d.kind, "rate_mbps": d.rate_mbps, "seconds": seconds, "sent_bytes": sent,
                        "dropped_packets": dropped,
                        "load": sent * 8 / (seconds * d.rate_mbps * 1e6) if seconds > 0 else None}
@@ -127,7 +126,7 @@ def resummarize(spec: ExperimentSpec, out_dir: Path) -> Results | None:
 def _report(spec: ExperimentSpec, cfgs: list[JobConfig], topo: Topology, result: SimResult, started: float,
             out_dir: Path) -> Results:
     """results.json, the table and the timeline of a simulated run."""
-    goodput = result.background.get("goodput_mbps") if result.background else None
+    goodput = result.background["goodput_mbps"] if result.background else None
     report = summarize(spec, cfgs, result.nodes, result.switches, started, link_usage(topo, result), goodput)
     report["simulator"] = _speed(result, spec)
     report["bmv2"] = None

@@ -201,3 +201,21 @@ def test_the_bench_tables_mark_a_run_whose_check_failed():
     assert re.search(r"drop [0-9.]+ \[[0-9.]+, [0-9.]+\] \(check failed: 5 of 5\), not a headline", claims)
     clean = next(line for line in contention.splitlines() if line.startswith("| priority |"))
     assert "check failed" not in clean
+
+
+@pytest.mark.parametrize(("wrong", "crash", "status"), [((), (), 0), ({("new", 0)}, (), 3),
+                                                        ({("new", 0)}, {("base", 1)}, 4)])
+def test_gradswitch_compare_exits_with_what_became_of_its_runs(tmp_path, monkeypatch, capsys, wrong, crash, status):
+    """The command's exit status: 0 all held, 3 a result broke its check, 4 a run could not run (with a line
+    saying which on stderr)."""
+    from gradswitch import cli
+    from gradswitch.experiment import compare
+
+    real = compare.run_compare
+    monkeypatch.setattr(cli, "_ready_for", lambda runs: None)  # the stand-in runner needs no network
+    monkeypatch.setattr(compare, "run_compare", lambda spec, out: real(spec, out, Runner(wrong, crash),
+                                                                       log=lambda _: None))
+    (tmp_path / "spec.toml").write_text(SPEC)
+    assert cli.main(["compare", str(tmp_path / "spec.toml"), "--out", str(tmp_path / "out")]) == status
+    err = capsys.readouterr().err
+    assert (f"exit status {status}:" in err) == (status != 0)
