@@ -33,6 +33,7 @@ MPI_PREFIX = Path("/opt/ns3-mpi")
 BINARY_NAME = "gradswitch-sim"
 QP_SCRIPT_NAME = "gs-qp-script"  # one requester QP and one responder QP over a scripted wire (ns3sim/qp_script.py)
 CONFIG_P4 = P4_CONFIG
+NLOHMANN_JSON = Path("/usr/include/nlohmann/json.hpp")  # the JSON library the simulator reads and writes with
 
 
 class BuildError(RuntimeError):
@@ -138,8 +139,10 @@ def cannot_build(mpi: bool = False) -> str | None:
     if not mpi and wheel_prefix() is None:
         return f"the ns-3 simulator needs the ns3 wheel: pip install --no-deps {WHEEL}"
     tools = [t for t in ("cmake", "g++") if shutil.which(t) is None]
+    if not NLOHMANN_JSON.exists():
+        tools.append(f"{NLOHMANN_JSON} (nlohmann-json3-dev)")
     if tools:
-        return f"building the ns-3 simulator needs {' and '.join(tools)}: apt install cmake g++ nlohmann-json3-dev"
+        return f"building the ns-3 simulator needs {', '.join(tools)}: apt install cmake g++ nlohmann-json3-dev"
     return None
 
 
@@ -166,7 +169,7 @@ def build(mpi: bool = False, jobs: int = 2, prefix: Path | None = None, install:
     """Configure (once) and build the simulator; returns the binary. install: pip install the ns3 wheel if missing."""
     if shutil.which("cmake") is None:
         raise BuildError("cmake is not on PATH: install it (apt install cmake)")
-    if not Path("/usr/include/nlohmann/json.hpp").exists():
+    if not NLOHMANN_JSON.exists():
         raise BuildError("nlohmann/json.hpp is missing: install nlohmann-json3-dev (apt install nlohmann-json3-dev)")
     if mpi:
         prefix = prefix or MPI_PREFIX

@@ -112,6 +112,10 @@ def test_an_installed_package_builds_the_simulator_in_the_users_cache(monkeypatc
     os.utime(built / sim_build.BINARY_NAME, (0, 0))  # older than every source: named by their hash, still current
     assert sim_build.status().built and sim_build.status().missing() is None
     shutil.rmtree(built)
+    monkeypatch.setattr(sim_build, "NLOHMANN_JSON", tmp_path / "no-such-json.hpp")
+    monkeypatch.setattr("ns3sim.build.shutil.which", lambda tool: None if tool == "cmake" else "/usr/bin/" + tool)
+    assert sim_build.status().missing() == (f"building the ns-3 simulator needs cmake, {tmp_path}/no-such-json.hpp "
+                                            "(nlohmann-json3-dev): apt install cmake g++ nlohmann-json3-dev")
     monkeypatch.setattr(sim_build, "wheel_prefix", lambda: None)
     missing = sim_build.status().missing()
     assert missing == f"the ns-3 simulator needs the ns3 wheel: pip install --no-deps {sim_build.WHEEL}"
