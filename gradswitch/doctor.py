@@ -11,6 +11,12 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
+from typing import TYPE_CHECKING
+
+from ns3sim.build import MPI_PREFIX
+
+if TYPE_CHECKING:
+    from ns3sim.build import Status
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -89,10 +95,20 @@ def bmv2_check() -> Check:
                  "every switch")
 
 
+def _simulator_state(s: Status, option: str) -> str:
+    """The binary, why it cannot run, or (an installed package) that the first run with `option` builds it."""
+    missing = s.missing()
+    if missing is not None:
+        return missing
+    if not s.built:
+        return f"not built yet: the first run with {option} builds it from the shipped sources into {s.binary.parent}"
+    return f"{s.binary} (against {MPI_PREFIX})" if s.mpi else str(s.binary)
+
+
 def simulator_checks() -> list[Check]:
     """The ns-3 simulator (docs/simulator.md): the wheel it builds against, the built binary (missing, stale or
     ready), and the MPI build against /opt/ns3-mpi where that ns-3 is installed."""
-    from ns3sim.build import MPI_PREFIX, WHEEL, status
+    from ns3sim.build import WHEEL, status
 
     out = []
     s = status()
@@ -103,22 +119,11 @@ def simulator_checks() -> list[Check]:
     except metadata.PackageNotFoundError:
         out.append(Check("python:ns3", False, f"not installed ({WHEEL})",
                          "building the ns-3 simulator: `make sim` installs it (pip install --no-deps)"))
-    missing = s.missing()
-    if missing is None and not s.built:  # an installed package builds it on first use
-        state = f"not built yet: `--backend ns3` builds it from the shipped sources into {s.binary.parent} first"
-    else:
-        state = str(s.binary) if missing is None else missing
-    out.append(Check("ns-3 simulator", missing is None, state,
+    out.append(Check("ns-3 simulator", s.missing() is None, _simulator_state(s, "--backend ns3"),
                      "experiments with --backend ns3, bench.crossval, bench.scaling, tests/ns3"))
     if (MPI_PREFIX / "include" / "ns3" / "mpi-interface.h").exists():
         m = status(mpi=True)
-        if not m.built:
-            state = f"{m.binary} is not built: run `python -m ns3sim.build --mpi`"
-        elif m.stale:
-            state = f"{m.binary} is older than {m.stale[0].name}: run `python -m ns3sim.build --mpi`"
-        else:
-            state = f"{m.binary} (against {MPI_PREFIX})"
-        out.append(Check("ns-3 simulator (MPI)", m.built and not m.stale, state,
+        out.append(Check("ns-3 simulator (MPI)", m.missing() is None, _simulator_state(m, "--ranks"),
                          "running one simulation over MPI ranks (--ranks)"))
     else:
         out.append(Check("ns-3 simulator (MPI)", False, f"no ns-3 built with MPI at {MPI_PREFIX}",
