@@ -7,7 +7,8 @@ every control of the controller takes (entry dataclass -> P4Info lookups -> prot
 Write): once in batches of --batch updates per Write, once one update per Write, deleting them
 in between (not timed). Reports the median and [min, max] over the repetitions of entries per
 second, and the CPU this process (the client) and the switch process used per second of the
-measurement, so that the figure says which side limited it. Works on either P4Runtime stack the
+measurement, so that the figure says which side limited it, and, apart, the client CPU it takes to
+encode an entry into its protobuf message (no switch, no gRPC). Works on either P4Runtime stack the
 project has been built on; records protobuf's version and backend (upb, cpp or python).
 
 Each run is kept under its --tag (`before`, `after`) in bench/results/p4runtime-writes.json;
@@ -39,6 +40,7 @@ from google.protobuf.internal import api_implementation
 
 from bench.common import RESULTS, MachineMeter, bmv2_option, toolchain, use_bmv2
 from controller.p4rt import P4Info, SwitchAddress, SwitchSession, TableEntry
+from controller.p4rt.entities import encode_entity
 from mininet_topos.bmv2 import Bmv2Config, Bmv2Process
 from mininet_topos.local_ports import free_ports
 
@@ -126,6 +128,19 @@ class _ClientMeter:
         self.cores = self.seconds / wall if wall > 0 else 0.0
 
 
+def encode_cost(entries: list[TableEntry], repetitions: int) -> float:
+    """CPU microseconds per entry to turn entries into P4Runtime Entity messages, no switch involved
+    (median over repetitions): the client's own share, which other processes on the machine change least."""
+    p4info = P4Info.from_file()
+    costs = []
+    for _ in range(repetitions):
+        start = time.process_time()
+        for entry in entries:
+            encode_entity(p4info, entry)
+        costs.append((time.process_time() - start) / len(entries) * 1e6)
+    return statistics.median(costs)
+
+
 def run(entries: int, batch: int, repetitions: int, executable: str) -> dict[str, Any]:
     """Start one switch, push the pipeline, measure batched and one-per-Write inserts; the figures."""
     grpc_port, thrift_port = free_ports(2)
@@ -144,25 +159,32 @@ def run(entries: int, batch: int, repetitions: int, executable: str) -> dict[str
                 print(f"  1 per Write:   {single.line()}", flush=True)
         finally:
             process.stop()
-    return {"stack": stack(), "entries": entries, "batch": batch,
+    encode = encode_cost(todo, repetitions)
+    print(f"  encoding alone: {encode:.0f} us/entry of client CPU", flush=True)
+    return {"stack": stack(), "entries": entries, "batch": batch, "encode_us_per_entry": encode,
             "batched": asdict(batched), "one_per_write": asdict(single)}
 
 
-def bottleneck(rate: dict[str, Any]) -> str:
-    """Which side limited a rate, from the CPU each used (one Python thread: at most ~1 core)."""
+def bottleneck(rate: dict[str, Any], encode_us: float) -> str:
+    """Which side limited a rate, from the CPU each used (one Python thread: at most ~1 core), and how much
+    of the client's CPU per entry encoding the entry took."""
     client, switch, idle = rate["client_cores"], rate["switch_cores"], rate["cpu_idle"]
-    side = "the client (Python: building and encoding the requests)" if client >= switch else "the switch"
+    share = encode_us / rate["client_cpu_us_per_entry"]
+    side = (f"the client (Python: encoding the entries into protobuf messages took {share:.0%} of its CPU, "
+            "gRPC and the rest the remainder)") if client >= switch else "the switch"
     shared = (f"; the machine was {idle:.0%} idle, so other processes took CPU from both: compare the client's "
               "CPU per entry rather than the rates") if idle < 0.1 else ""
     return f"{side}: client {client:.2f} cores, switch {switch:.2f} cores{shared}"
 
 
 def ratios(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
-    """after / before of each rate's median, and before / after of the client's CPU per entry."""
+    """after / before of each rate's median, and before / after of the client's CPU per entry (writing, and
+    encoding alone)."""
     out = {}
     for kind in ("batched", "one_per_write"):
         out[kind] = after[kind]["entries_per_s_median"] / before[kind]["entries_per_s_median"]
         out[f"{kind}_client_cpu"] = before[kind]["client_cpu_us_per_entry"] / after[kind]["client_cpu_us_per_entry"]
+    out["encode_cpu"] = before["encode_us_per_entry"] / after["encode_us_per_entry"]
     return out
 
 
@@ -171,7 +193,8 @@ def store(tag: str, figures: dict[str, Any], path: Path = RESULTS / f"{NAME}.jso
     doc: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     runs = doc.get("runs", {})
     runs[tag] = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "toolchain": toolchain("off"), **figures,
-                 "bottleneck": {kind: bottleneck(figures[kind]) for kind in ("batched", "one_per_write")}}
+                 "bottleneck": {kind: bottleneck(figures[kind], figures["encode_us_per_entry"])
+                                for kind in ("batched", "one_per_write")}}
     doc = {"what": __doc__.splitlines()[0] if __doc__ else NAME, "runs": runs}
     if "before" in runs and "after" in runs:
         doc["ratio_after_before"] = ratios(runs["before"], runs["after"])
@@ -200,7 +223,7 @@ def main(argv: Sequence[str] | None = None, report: Callable[[str], None] = prin
         r = doc["ratio_after_before"]
         report(f"after/before: batched x{r['batched']:.2f}, one per Write x{r['one_per_write']:.2f} entries/s; "
                f"client CPU per entry / {r['batched_client_cpu']:.2f} (batched), "
-               f"/ {r['one_per_write_client_cpu']:.2f} (one per Write)")
+               f"/ {r['one_per_write_client_cpu']:.2f} (one per Write); encoding alone / {r['encode_cpu']:.2f}")
 
 
 if __name__ == "__main__":
