@@ -88,11 +88,16 @@ class Model:
 DIGITS_EXTRA = "the digits data set needs scikit-learn: pip install 'gradswitch[digits]'"
 
 
-def require_digits() -> None:
-    """Refuse, in one line saying what to install, when the digits data set's scikit-learn is missing."""
+def digits_available() -> bool:
+    """Whether the digits data set's scikit-learn is installed (the `digits` extra)."""
     import importlib.util
 
-    if importlib.util.find_spec("sklearn") is None:
+    return importlib.util.find_spec("sklearn") is not None
+
+
+def require_digits() -> None:
+    """Refuse, in one line saying what to install, when the digits data set's scikit-learn is missing."""
+    if not digits_available():
         raise SystemExit(f"error: {DIGITS_EXTRA}")
 
 
