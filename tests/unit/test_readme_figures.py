@@ -173,28 +173,35 @@ def test_writing_the_readme_replaces_only_the_table_after_its_marker():
     assert got == "before\n<!-- table: t -->\n| new \\1 |\n|---|\n\nafter | not a table\n<!-- table: u -->\n| u |\n"
 
 
-# ---- the README's first experiment is a stored run ----
+# ---- a run's output shown in a document is a stored run ----
 
-FIRST = "first-experiment"
+RESULT_MARK = re.compile(r"^<!-- result: bench/results/([\w.-]+\.json) -->\n```\n(.*?)\n```", re.MULTILINE | re.DOTALL)
+TUTORIAL = README.parent / "docs" / "tutorial.md"
 
 
-def test_the_readmes_first_experiment_is_the_table_its_stored_run_prints():
-    """The README pastes what `gradswitch experiment` printed; bench/results/first-experiment.json is that run's
-    results.json and first-experiment.png its iterations.png: the table must be what the JSON gives."""
-    from gradswitch.experiment import results_file
+@pytest.mark.parametrize("document", [README, TUTORIAL], ids=["README.md", "docs/tutorial.md"])
+def test_every_run_a_document_shows_is_the_table_its_stored_json_gives(document: Path):
+    """A document pastes what `gradswitch experiment` printed after a `<!-- result: bench/results/NAME.json -->`
+    line; NAME.json is that run's results.json: the table must be what the JSON gives."""
     from gradswitch.experiment.report import format_table
 
-    text = README.read_text()
-    mark = f"<!-- {FIRST}: bench/results/{FIRST}.json -->\n```\n"
-    assert mark in text, f"README.md has no `<!-- {FIRST}: ... -->` line before the first experiment's output"
-    block = text.split(mark, 1)[1].split("\n```", 1)[0].splitlines()
-    report = results_file.read(RESULTS / f"{FIRST}.json")  # a results.json as the run wrote it
-    table = format_table(report).splitlines()
-    assert block[:-1] == table, ("README.md's first experiment is not what bench/results/first-experiment.json "
-                                 "gives: paste the run's table.txt\n" + "\n".join(difflib.unified_diff(
-                                     block[:-1], table, "README.md", f"{FIRST}.json", lineterm="", n=0)))
-    assert block[-1] == f"results: runs/{report['name']}/results.json, plots: runs/{report['name']}/iterations.png"
-    assert (RESULTS / f"{FIRST}.png").is_file()
+    shown = RESULT_MARK.findall(document.read_text())
+    assert shown, f"{document.name} shows no stored run (`<!-- result: bench/results/NAME.json -->` before its output)"
+    for name, block in shown:
+        lines = [line for line in block.splitlines() if not line.startswith("$ ")]
+        report = json.loads((RESULTS / name).read_text())
+        table = format_table(report).splitlines()
+        assert lines[:-1] == table, (f"{document.name}: the output shown for {name} is not what the JSON gives: paste "
+                                     "the run's table.txt\n" + "\n".join(difflib.unified_diff(
+                                         lines[:-1], table, document.name, name, lineterm="", n=0)))
+        label = report["name"]
+        assert lines[-1] == f"results: runs/{label}/results.json, plots: runs/{label}/iterations.png"
+        assert "format" in report and "code_version" in report, f"{name}: a results.json without its format and code"
+
+
+def test_the_readmes_first_experiment_has_its_plot():
+    assert "<!-- result: bench/results/first-experiment.json -->" in README.read_text()
+    assert "(bench/results/first-experiment.png)" in README.read_text()
 
 
 # ---- the README's command table and links ----
