@@ -19,6 +19,7 @@ the repetitions where the JSON keeps a `spread`. Marks:
     python -m bench.tables            # every table, each after its marker line
     python -m bench.tables --write    # the same, written into docs/performance.md (and README.md) in place of the old
                                       # tables
+    python -m bench.tables --check    # exit 1, naming the document, when a table there is outdated
 """
 
 from __future__ import annotations
@@ -696,13 +697,27 @@ def _literal(new: str) -> Callable[[re.Match[str]], str]:
     return lambda _match: new
 
 
+def stale(tables: Mapping[str, str]) -> list[str]:
+    """The documents whose tables differ from `tables` (what `--write` would change)."""
+    headline = {name: tables[name] for name in README_TABLES}
+    return [str(doc) for doc, wanted in ((PERFORMANCE, tables), (README, headline))
+            if update_readme(doc.read_text(), wanted) != doc.read_text()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON's directory (default bench/results)")
     parser.add_argument("--write", action="store_true",
                         help="replace the tables in docs/performance.md and README.md after their markers")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1, naming the documents, when a table there is not what the JSON gives")
     args = parser.parse_args()
     tables = generate(args.results)
+    if args.check:
+        outdated = stale(tables)
+        for doc in outdated:
+            print(f"{doc}: its tables are not what {args.results} gives: run `python -m bench.tables --write`")
+        raise SystemExit(1 if outdated else 0)
     if args.write:
         PERFORMANCE.write_text(update_readme(PERFORMANCE.read_text(), tables))
         print(f"written {len(tables)} tables into {PERFORMANCE}")
