@@ -25,9 +25,13 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 def committed_pngs() -> list[Path]:
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "*.png"], cwd=ROOT, capture_output=True,
-                            text=True, check=True).stdout.split()
-    return [ROOT / name for name in listed if (ROOT / name).exists()]
+    """The project's PNGs: git's list in a checkout, else every PNG but build outputs, runs and environments."""
+    git = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "*.png"], cwd=ROOT, capture_output=True,
+                         text=True)
+    if git.returncode == 0:
+        return [ROOT / name for name in git.stdout.splitlines() if (ROOT / name).exists()]
+    skip = {".git", ".venv", "build", "runs"}
+    return sorted(p for p in ROOT.rglob("*.png") if not skip & set(p.relative_to(ROOT).parts))
 
 
 def test_the_repository_has_images_to_check():
