@@ -43,7 +43,7 @@ from typing import Any
 
 from ns3sim.build import qp_script_binary, status
 from ns3sim.run import SimError
-from ns3sim.sim_config import SACK_LEN
+from ns3sim.sim_config import SACK_LEN, wire_json
 from protocol.choice import Choice
 from protocol.dlcp import TRIMMED
 from protocol.qpn import qpn
@@ -166,7 +166,8 @@ class Scenario:
         def rules(rs: tuple[WireRule, ...]) -> list[dict[str, Any]]:
             return [{"first": r.first, "last": r.last, "action": str(r.action), "by_s": r.by_s} for r in rs]
 
-        return {"name": self.name, "transport": self.transport.to_json(), "initial_psn": self.initial_psn,
+        return {"name": self.name, "transport": self.transport.to_json(), "wire": wire_json(0),
+                "initial_psn": self.initial_psn,
                 "delay_s": self.delay_s, "rate_bps": self.rate_bps, "pull": str(self.pull),
                 "messages": [{"bytes": m.bytes, "at_s": m.at_s, "imm": m.imm, "after": m.after}
                              for m in self.messages],

@@ -1,12 +1,16 @@
 """A simulated run's configuration (the JSON gradswitch-sim reads, docs/simulator.md "Configuration"),
 from what the orchestration already has: the topology, the jobs' JobConfig (with their training plan,
-workload/plan.py) and the run's SimSettings."""
+workload/plan.py) and the run's SimSettings.
+
+The configuration carries every value the simulator reads: gradswitch-sim has no defaults of its own, refuses
+a document without one of them, with a key it does not know, or of another `format` than FORMAT. The defaults
+are Python's alone (SimSettings, JobConfig, DlcpPolicy, roce's header sizes)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ns3sim.sim_settings import EXACT_LIMIT, CheckMode, SimSettings
+from ns3sim.sim_settings import EXACT_LIMIT, CheckMode, DlcpSwitch, SimSettings
 from protocol.dlcp import default_thresholds
 from protocol.ecmp import hash_multiplier
 from protocol.p4_constants import CONFIG
@@ -15,14 +19,14 @@ from roce.headers import AETH_LEN, IMM_LEN, RETH_LEN
 from roce.qp import Mode, QpConfig
 from roce.wire import ETH_HEADER_LEN, IPV4_HEADER_LEN, ROCE_OVERHEAD
 from topology.model import Topology
-from workload.dlcp import layer_class
+from workload.dlcp import DlcpPolicy, layer_class
 from workload.encoding import job_profile
 from workload.job import Algorithm, JobConfig, Role
 from workload.plan import Plan, op_mark, plan
 
 SACK_LEN = 4  # a selective-repeat NAK's SACK after the AETH (roce/qp.py)
 TCP_HEADER_LEN = 32  # TCP with the timestamp option, as Linux sends it
-FORMAT = 1
+FORMAT = 2  # the configuration's format: gradswitch-sim refuses any other (sim/ns3/model/gs-config.h CONFIG_FORMAT)
 
 
 class SimConfigError(ValueError):
@@ -88,6 +92,14 @@ def training_json(cfg: JobConfig, p: Plan) -> dict[str, Any]:
             "ops": ops}
 
 
+def dlcp_json(switch: DlcpSwitch, policy: DlcpPolicy) -> dict[str, Any]:
+    """A job's `dlcp` section: the switches' features and the job's host policy."""
+    return {"priority": switch.priority, "drop": switch.drop, "spray": switch.spray, "loss_budget": policy.loss_budget,
+            "drop_min_layer_class": policy.drop_min_layer_class,
+            "drop_max_magnitude_class": policy.drop_max_magnitude_class,
+            "max_relative_error": policy.max_relative_error}
+
+
 def job_json(cfg: JobConfig, settings: SimSettings) -> dict[str, Any]:
     if cfg.workload == "train-digits":
         raise SimConfigError(f"job {cfg.job_id}: workload train-digits trains a real model in Python: BMv2 only")
@@ -107,11 +119,7 @@ def job_json(cfg: JobConfig, settings: SimSettings) -> dict[str, Any]:
     if cfg.crash is not None:
         out["crash"] = {"node": cfg.crash.node, "after": cfg.crash.after}
     if cfg.dlcp is not None:
-        d = settings.dlcp
-        out["dlcp"] = {"priority": d.priority, "drop": d.drop, "spray": d.spray, "loss_budget": cfg.dlcp.loss_budget,
-                       "drop_min_layer_class": cfg.dlcp.drop_min_layer_class,
-                       "drop_max_magnitude_class": cfg.dlcp.drop_max_magnitude_class,
-                       "max_relative_error": cfg.dlcp.max_relative_error}
+        out["dlcp"] = dlcp_json(settings.dlcp, cfg.dlcp)
     nodes = [n.node_id for n in cfg.nodes]
     pairs = zip(cfg.nodes, cfg.nodes[1:], strict=False)
     servers_first = any(a.role == Role.SERVER and b.role == Role.WORKER for a, b in pairs)
@@ -122,7 +130,7 @@ def job_json(cfg: JobConfig, settings: SimSettings) -> dict[str, Any]:
 
 def dlcp_thresholds(topo: Topology, settings: SimSettings) -> dict[str, list[int]]:
     """Per switch, per priority: the virtual-queue bytes from which droppable packets are trimmed (-1: never):
-    the spec's threshold for every priority, else controller/controls/dlcp.py default_thresholds for the
+    the spec's threshold for every priority, else protocol/dlcp.py default_thresholds for the
     switch's slowest link (priorities 6 and 7 never)."""
     out: dict[str, list[int]] = {}
     for s in topo.switches:
@@ -135,14 +143,20 @@ def dlcp_thresholds(topo: Topology, settings: SimSettings) -> dict[str, list[int
     return out
 
 
+def wire_json(framing_bytes: int) -> dict[str, int]:
+    """The header sizes the simulator counts on the wire (roce/headers.py, roce/wire.py): the configuration's and
+    a transport scenario's `wire` (ns3sim/qp_script.py)."""
+    return {"roce_overhead": ROCE_OVERHEAD, "reth": RETH_LEN, "imm": IMM_LEN, "aeth": AETH_LEN, "sack": SACK_LEN,
+            "tcp_overhead": ETH_HEADER_LEN + IPV4_HEADER_LEN + TCP_HEADER_LEN, "framing": framing_bytes}
+
+
 def base_config(topo: Topology, settings: SimSettings, time_limit_s: float) -> dict[str, Any]:
     """Everything of a run's configuration but its jobs."""
     out: dict[str, Any] = {
         "format": FORMAT, "seed": settings.seed, "time_limit_s": time_limit_s, "progress_s": settings.progress_s,
-        "wire": {"roce_overhead": ROCE_OVERHEAD, "reth": RETH_LEN, "imm": IMM_LEN, "aeth": AETH_LEN, "sack": SACK_LEN,
-                 "tcp_overhead": ETH_HEADER_LEN + IPV4_HEADER_LEN + TCP_HEADER_LEN, "framing": settings.framing_bytes},
+        "scheduler": str(settings.scheduler), "wire": wire_json(settings.framing_bytes),
         "topology": topology_json(topo, settings),
-        "switch": {"processing_delay_s": settings.switch_delay_s, "ecmp_seed": settings.ecmp_seed,
+        "switch": {"processing_delay_s": settings.switch_delay_s,
                    "ecmp_multiplier": hash_multiplier(settings.ecmp_seed),
                    "load_balance": str(settings.load_balance), "flowlet_gap_s": settings.flowlet_gap_us * 1e-6,
                    "roce_class": settings.roce_class, "dlcp_thresholds": dlcp_thresholds(topo, settings)},
@@ -151,7 +165,8 @@ def base_config(topo: Topology, settings: SimSettings, time_limit_s: float) -> d
     }
     if settings.background is not None:
         b = settings.background
-        out["background"] = {"sender": b.sender, "receiver": b.receiver, "flows": b.flows, "mss": b.mss}
+        out["background"] = {"sender": b.sender, "receiver": b.receiver, "flows": b.flows, "mss": b.mss,
+                             "rwnd_bytes": b.rwnd_bytes, "min_rto_s": b.min_rto_s}
     if settings.tensorlights is not None:
         t = settings.tensorlights
         out["tensorlights"] = {"host": t.host, "rotate_s": t.rotate_s,

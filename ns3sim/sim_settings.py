@@ -1,6 +1,7 @@
 """What a simulated run sets besides its topology and jobs: link and host costs, queue sizes, the
 switches' features (load balancing, the RoCE class, DLCP, loss), background traffic, TensorLights, and
-which check the packets carry."""
+which check the packets carry. These defaults are the only ones: ns3sim/sim_config.py writes every value
+into the configuration and gradswitch-sim has none of its own (it refuses a configuration that lacks one)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,16 @@ class CheckMode(Choice):
     EXACT = "exact"  # int32 values, every sum checked element by element
     DIGEST = "digest"  # sizes plus a 64-bit linear digest per contribution: each held exactly once
     NONE = "none"  # sizes only, nothing checked
+
+
+class EventList(Choice):
+    """ns-3's event list (scheduler) the simulator runs on; the results do not depend on it, the wall time does
+    (bench.ns3_profile times them)."""
+
+    MAP = "map"
+    HEAP = "heap"
+    CALENDAR = "calendar"
+    PRIORITY_QUEUE = "priority-queue"  # the fastest here
 
 
 # AUTO chooses exact values while every worker's check (a sum over N workers per element) stays below this
@@ -44,6 +55,8 @@ class Background:
     receiver: str
     flows: int = 1
     mss: int = 1024
+    rwnd_bytes: int = 6 << 20  # the receiver's window (Linux's default maximum of tcp_rmem, 6 MB)
+    min_rto_s: float = 0.2  # Linux's TCP_RTO_MIN
 
 
 @dataclass(frozen=True)
@@ -65,8 +78,8 @@ class SimSettings:
     unshaped_mbps: float = 10_000.0  # the rate of links the topology leaves unshaped
     framing_bytes: int = 0  # per frame on the link besides its size (0: as HTB counts; 20: preamble and gap)
     check: CheckMode = CheckMode.AUTO
-    ecmp_seed: int = 0  # the switches' ECMP hash: controller/routing.py hash_multiplier(seed), as on BMv2
-    load_balance: LoadBalance = LoadBalance.ECMP  # controller/routing.py's: per flow, or per flowlet (LetFlow)
+    ecmp_seed: int = 0  # the switches' ECMP hash: protocol/ecmp.py hash_multiplier(seed), as on BMv2
+    load_balance: LoadBalance = LoadBalance.ECMP  # protocol/ecmp.py's: per flow, or per flowlet (LetFlow)
     flowlet_gap_us: float = DEFAULT_FLOWLET_GAP_US  # the P4 program's default (docs/dlcp.md says why)
     roce_class: bool = False  # every RoCE packet in one strict-priority class above bulk traffic
     dlcp: DlcpSwitch = field(default_factory=DlcpSwitch)
@@ -74,6 +87,7 @@ class SimSettings:
     background: Background | None = None
     tensorlights: TensorLightsSetting | None = None
     seed: int = 1
+    scheduler: EventList = EventList.PRIORITY_QUEUE  # ns-3's event list
     time_limit_s: float | None = None  # simulated seconds at most (None: from the jobs' iteration timeouts)
     progress_s: float = 0.0  # wall seconds between progress lines on stderr (0: none)
     wall_limit_s: float | None = None  # kill the simulator after this many wall seconds

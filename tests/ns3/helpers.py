@@ -10,12 +10,14 @@ from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.spec import ExperimentSpec
 from ns3sim.results import SimResult, parse
 from ns3sim.run import simulate
-from ns3sim.sim_config import base_config
-from ns3sim.sim_settings import Background, SimSettings
+from ns3sim.sim_config import base_config, dlcp_json, transport_json
+from ns3sim.sim_settings import Background, DlcpSwitch, SimSettings
 from roce.headers import IMM_LEN, RETH_LEN
+from roce.qp import Mode
 from roce.wire import ROCE_OVERHEAD
 from topology.model import Topology
-from workload.job import JobConfig
+from workload.dlcp import DlcpPolicy
+from workload.job import Algorithm, JobConfig, Node, Role
 
 ACK_WIRE = ROCE_OVERHEAD + 4  # an ACK on the wire: headers and AETH
 
@@ -49,16 +51,21 @@ def write_job(job_id: int, sender: str, receiver: str, sizes: list[int], *, mtu:
               iterations: int = 1, layer_class: int = 0, dlcp: dict[str, Any] | None = None, mode: str = "gbn",
               check: str = "digest") -> dict[str, Any]:
     """A job of algo `write`: `sender` writes one message of each size (bytes, a multiple of 4) to `receiver`
-    per iteration, each after the previous one is acknowledged."""
+    per iteration, each after the previous one is acknowledged. Every value the simulator needs comes from
+    ns3sim.sim_config's writers and the Python defaults (JobConfig, DlcpPolicy); `dlcp` sets the switches'
+    features (DlcpSwitch's fields)."""
+    nodes = (Node(0, Role.WORKER, sender, ""), Node(1, Role.WORKER, receiver, ""))
+    cfg = JobConfig(Algorithm.RING, nodes, iterations=iterations, transport=Mode(mode), mtu=mtu, window=window,
+                    rto=0.05, job_id=job_id)
     job: dict[str, Any] = {
-        "job_id": job_id, "algo": "write", "check": check, "seed": 1, "iterations": iterations,
-        "nodes": [{"node_id": 0, "role": "worker", "host": sender}, {"node_id": 1, "role": "worker", "host": receiver}],
-        "transport": {"mode": mode, "mtu": mtu, "window": window, "ack_every": max(1, window // 4), "rto_s": 0.05,
-                      "retry_limit": 7},
-        "reductions": [{"elements": size // 4, "layer_class": layer_class} for size in sizes],
+        "job_id": job_id, "algo": "write", "check": check, "seed": cfg.seed, "iterations": iterations,
+        "nodes": [{"node_id": n.node_id, "role": str(n.role), "host": n.host} for n in nodes],
+        "transport": transport_json(cfg), "ps_key_bytes": cfg.ps_key_bytes, "credits": cfg.credits,
+        "iteration_timeout_s": cfg.iteration_timeout,
+        "reductions": [{"elements": size // 4, "layer_class": layer_class, "droppable": True} for size in sizes],
     }
     if dlcp is not None:
-        job["dlcp"] = dlcp
+        job["dlcp"] = dlcp_json(DlcpSwitch(**dlcp), DlcpPolicy())
     return job
 
 

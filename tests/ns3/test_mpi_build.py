@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from ns3sim.build import binary
+from ns3sim.ranks import MpiSync
 from ns3sim.sim_config import base_config
 from ns3sim.sim_settings import SimSettings
 from tests.ns3.helpers import write_job
@@ -29,7 +30,7 @@ def _config(tmp_path, ranks: int = 1, rank_of: dict[str, int] | None = None):
     config["jobs"] = [write_job(1, "h1", "h3", [1 << 18, 4096], iterations=2),
                       write_job(2, "h2", "h4", [1 << 18], iterations=2)]
     if ranks > 1:
-        config["mpi"] = {"ranks": ranks, "rank_of": rank_of or {}}
+        config["mpi"] = {"ranks": ranks, "sync": str(MpiSync.BARRIER), "rank_of": rank_of or {}}
     path = tmp_path / "run.json"
     path.write_text(json.dumps(config))
     return path

@@ -224,7 +224,7 @@ def test_paced_exchanges_end_the_same(name, tmp_path):
 
 def test_a_bad_scenario_is_one_error_line(tmp_path):
     doc = _s("bad", GBN, EIGHT).to_json()
-    doc["data"] = [{"first": 0, "action": "explode"}]
+    doc["data"] = [{"first": 0, "last": None, "action": "explode", "by_s": 0.0}]
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc))
     proc = subprocess.run([str(qp_script_binary()), "--scenario", str(path)], capture_output=True, text=True,

@@ -1,5 +1,7 @@
 #include "gs-config.h"
 
+#include "gs-config-object.h"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -15,70 +17,6 @@ using json = nlohmann::json;
 
 namespace
 {
-
-std::string
-Where(const std::string& path, const std::string& key)
-{
-    return path.empty() ? key : path + "." + key;
-}
-
-const json&
-Need(const json& j, const std::string& key, const std::string& path)
-{
-    if (!j.is_object() || !j.contains(key))
-    {
-        throw ConfigError(Where(path, key) + " is missing");
-    }
-    return j.at(key);
-}
-
-template <typename T>
-T
-Get(const json& j, const std::string& key, const std::string& path)
-{
-    try
-    {
-        return Need(j, key, path).get<T>();
-    }
-    catch (const json::exception& e)
-    {
-        throw ConfigError(Where(path, key) + ": " + e.what());
-    }
-}
-
-template <typename T>
-T
-Opt(const json& j, const std::string& key, T fallback, const std::string& path)
-{
-    if (!j.is_object() || !j.contains(key) || j.at(key).is_null())
-    {
-        return fallback;
-    }
-    return Get<T>(j, key, path);
-}
-
-template <typename E>
-E
-Choice(const json& j, const std::string& key, const std::map<std::string, E>& names, const std::string& path,
-       std::optional<E> fallback = std::nullopt)
-{
-    if (fallback && (!j.contains(key) || j.at(key).is_null()))
-    {
-        return *fallback;
-    }
-    auto value = Get<std::string>(j, key, path);
-    auto it = names.find(value);
-    if (it == names.end())
-    {
-        std::string allowed;
-        for (const auto& [n, _] : names)
-        {
-            allowed += (allowed.empty() ? "" : ", ") + n;
-        }
-        throw ConfigError(Where(path, key) + " = '" + value + "': not one of " + allowed);
-    }
-    return it->second;
-}
 
 uint32_t
 ParseIp(const std::string& text, const std::string& where)
@@ -105,123 +43,125 @@ Positive(double v, const std::string& what)
 }
 
 TrainingSpec
-ParseTraining(const json& j, const std::string& path)
+ParseTraining(ConfigObject j)
 {
     TrainingSpec t;
-    t.dilation = Get<double>(j, "dilation", path);
-    t.sync = Choice<Sync>(j, "sync", {{"iteration", Sync::Iteration}, {"layer", Sync::Layer}}, path);
-    t.inFlight = Get<uint32_t>(j, "in_flight", path);
+    t.dilation = j.Get<double>("dilation");
+    t.sync = j.Choice<Sync>("sync", {{"iteration", Sync::Iteration}, {"layer", Sync::Layer}});
+    t.inFlight = j.Get<uint32_t>("in_flight");
     if (t.inFlight == 0)
     {
-        throw ConfigError(path + ".in_flight: at least 1");
+        throw ConfigError(j.Where("in_flight") + ": at least 1");
     }
-    const json& layers = Need(j, "layers", path);
-    for (size_t i = 0; i < layers.size(); i++)
+    for (ConfigObject l : j.Objects("layers"))
     {
-        std::string p = path + ".layers[" + std::to_string(i) + "]";
-        t.layers.push_back(LayerSpec{Get<std::string>(layers[i], "name", p), Get<double>(layers[i], "forward_s", p),
-                                     Get<double>(layers[i], "backward_s", p)});
+        t.layers.push_back(
+            LayerSpec{l.Get<std::string>("name"), l.Get<double>("forward_s"), l.Get<double>("backward_s")});
+        l.Finish();
     }
-    const json& ops = Need(j, "ops", path);
-    for (size_t i = 0; i < ops.size(); i++)
+    size_t i = 0;
+    for (ConfigObject o : j.Objects("ops"))
     {
-        std::string p = path + ".ops[" + std::to_string(i) + "]";
         OpSpec op;
-        op.elements = Get<uint64_t>(ops[i], "elements", p);
-        op.layers = Get<std::vector<uint32_t>>(ops[i], "layers", p);
-        op.deps = Opt<std::vector<uint32_t>>(ops[i], "deps", {}, p);
-        op.layerClass = Opt<uint32_t>(ops[i], "layer_class", 0, p);
-        op.droppable = Opt<bool>(ops[i], "droppable", true, p);
+        op.elements = o.Get<uint64_t>("elements");
+        op.layers = o.Get<std::vector<uint32_t>>("layers");
+        op.deps = o.Get<std::vector<uint32_t>>("deps");
+        op.layerClass = o.Get<uint32_t>("layer_class");
+        op.droppable = o.Get<bool>("droppable");
+        o.Finish();
         for (uint32_t l : op.layers)
         {
             if (l >= t.layers.size())
             {
-                throw ConfigError(p + ".layers: layer " + std::to_string(l) + " does not exist");
+                throw ConfigError(o.Where("layers") + ": layer " + std::to_string(l) + " does not exist");
             }
         }
         for (uint32_t d : op.deps)
         {
             if (d >= i)
             {
-                throw ConfigError(p + ".deps: op " + std::to_string(d) + " does not come before it");
+                throw ConfigError(o.Where("deps") + ": op " + std::to_string(d) + " does not come before it");
             }
         }
         t.ops.push_back(op);
+        i++;
     }
+    j.Finish();
     if (t.ops.empty() || t.layers.empty())
     {
-        throw ConfigError(path + ": a training plan needs layers and ops");
+        throw ConfigError(j.Where("ops") + ": a training plan needs layers and ops");
     }
     return t;
 }
 
+DlcpSpec
+ParseDlcp(ConfigObject d)
+{
+    DlcpSpec s;
+    s.priority = d.Get<bool>("priority");
+    s.drop = d.Get<bool>("drop");
+    s.spray = d.Get<bool>("spray");
+    s.lossBudget = d.Get<double>("loss_budget");
+    s.dropMinLayerClass = d.Get<uint32_t>("drop_min_layer_class");
+    s.dropMaxMagnitudeClass = d.Get<uint32_t>("drop_max_magnitude_class");
+    s.maxRelativeError = d.Get<double>("max_relative_error");
+    d.Finish();
+    return s;
+}
+
 JobSpec
-ParseJob(const json& j, const std::string& path)
+ParseJob(ConfigObject j)
 {
     JobSpec job;
-    job.jobId = Get<uint32_t>(j, "job_id", path);
-    job.algo = Choice<Algo>(
-        j, "algo", {{"ring", Algo::Ring}, {"ps", Algo::Ps}, {"netreduce", Algo::NetReduce}, {"write", Algo::Write}}, path);
-    job.check = Choice<Check>(j, "check", {{"exact", Check::Exact}, {"digest", Check::Digest}, {"none", Check::None}},
-                              path);
-    job.seed = Opt<uint64_t>(j, "seed", 1, path);
-    const json& nodes = Need(j, "nodes", path);
-    for (size_t i = 0; i < nodes.size(); i++)
+    job.jobId = j.Get<uint32_t>("job_id");
+    job.algo = j.Choice<Algo>(
+        "algo", {{"ring", Algo::Ring}, {"ps", Algo::Ps}, {"netreduce", Algo::NetReduce}, {"write", Algo::Write}});
+    job.check = j.Choice<Check>("check", {{"exact", Check::Exact}, {"digest", Check::Digest}, {"none", Check::None}});
+    job.seed = j.Get<uint64_t>("seed");
+    for (ConfigObject n : j.Objects("nodes"))
     {
-        std::string p = path + ".nodes[" + std::to_string(i) + "]";
-        NodeSpec n;
-        n.nodeId = Get<uint32_t>(nodes[i], "node_id", p);
-        n.role = Choice<Role>(nodes[i], "role", {{"worker", Role::Worker}, {"server", Role::Server}}, p);
-        n.host = Get<std::string>(nodes[i], "host", p);
-        if (n.nodeId != i)
+        NodeSpec node;
+        node.nodeId = n.Get<uint32_t>("node_id");
+        node.role = n.Choice<Role>("role", {{"worker", Role::Worker}, {"server", Role::Server}});
+        node.host = n.Get<std::string>("host");
+        n.Finish();
+        if (node.nodeId != job.nodes.size())
         {
-            throw ConfigError(p + ".node_id = " + std::to_string(n.nodeId) + ": node ids are 0, 1, ... in order");
+            throw ConfigError(n.Where("node_id") + " = " + std::to_string(node.nodeId) +
+                              ": node ids are 0, 1, ... in order");
         }
-        job.nodes.push_back(n);
+        job.nodes.push_back(node);
     }
-    job.iterations = Get<uint32_t>(j, "iterations", path);
-    job.transport = ParseTransport(Need(j, "transport", path), path + ".transport");
-    if (j.contains("reductions") && !j.at("reductions").is_null())
+    job.iterations = j.Get<uint32_t>("iterations");
+    job.transport = ParseTransport(j.Object("transport"));
+    for (ConfigObject r : j.OptionalObjects("reductions"))
     {
-        const json& rs = j.at("reductions");
-        for (size_t i = 0; i < rs.size(); i++)
-        {
-            std::string p = path + ".reductions[" + std::to_string(i) + "]";
-            job.reductions.push_back(ReductionSpec{Get<uint64_t>(rs[i], "elements", p),
-                                                   Opt<uint32_t>(rs[i], "layer_class", 0, p),
-                                                   Opt<bool>(rs[i], "droppable", true, p)});
-        }
+        job.reductions.push_back(
+            ReductionSpec{r.Get<uint64_t>("elements"), r.Get<uint32_t>("layer_class"), r.Get<bool>("droppable")});
+        r.Finish();
     }
-    if (j.contains("training") && !j.at("training").is_null())
+    if (auto t = j.Section("training"))
     {
-        job.training = ParseTraining(j.at("training"), path + ".training");
+        job.training = ParseTraining(*t);
     }
     if (!job.training && job.reductions.empty())
     {
-        throw ConfigError(path + ": give reductions (the all-reduce loop) or training");
+        throw ConfigError(j.Where("reductions") + ": give reductions (the all-reduce loop) or training");
     }
-    job.psKeyBytes = Opt<uint64_t>(j, "ps_key_bytes", 64 << 10, path);
-    job.credits = Opt<uint32_t>(j, "credits", 4, path);
-    if (j.contains("dlcp") && !j.at("dlcp").is_null())
+    job.psKeyBytes = j.Get<uint64_t>("ps_key_bytes");
+    job.credits = j.Get<uint32_t>("credits");
+    if (auto d = j.Section("dlcp"))
     {
-        const json& d = j.at("dlcp");
-        std::string p = path + ".dlcp";
-        DlcpSpec s;
-        s.priority = Opt<bool>(d, "priority", false, p);
-        s.drop = Opt<bool>(d, "drop", false, p);
-        s.spray = Opt<bool>(d, "spray", false, p);
-        s.lossBudget = Opt<double>(d, "loss_budget", 0.1, p);
-        s.dropMinLayerClass = Opt<uint32_t>(d, "drop_min_layer_class", 4, p);
-        s.dropMaxMagnitudeClass = Opt<uint32_t>(d, "drop_max_magnitude_class", 1, p);
-        s.maxRelativeError = Opt<double>(d, "max_relative_error", 0.2, p);
-        job.dlcp = s;
+        job.dlcp = ParseDlcp(*d);
     }
-    job.iterationTimeoutS = Opt<double>(j, "iteration_timeout_s", 120.0, path);
-    if (j.contains("crash") && !j.at("crash").is_null())
+    job.iterationTimeoutS = j.Get<double>("iteration_timeout_s");
+    if (auto c = j.Section("crash"))
     {
-        job.crash = std::make_pair(Get<uint32_t>(j.at("crash"), "node", path + ".crash"),
-                                   Get<uint32_t>(j.at("crash"), "after", path + ".crash"));
+        job.crash = std::make_pair(c->Get<uint32_t>("node"), c->Get<uint32_t>("after"));
+        c->Finish();
     }
+    j.Finish();
+    std::string path = j.Where("nodes");
     size_t workers = 0;
     size_t servers = 0;
     for (const auto& n : job.nodes)
@@ -248,36 +188,153 @@ ParseJob(const json& j, const std::string& path)
     {
         if ((job.nodes[i].role == Role::Worker) != (i < workers))
         {
-            throw ConfigError(path + ".nodes: workers come first, then servers");
+            throw ConfigError(path + ": workers come first, then servers");
         }
     }
     return job;
 }
 
+TopologySpec
+ParseTopology(ConfigObject t)
+{
+    TopologySpec topo;
+    topo.name = t.Get<std::string>("name");
+    for (ConfigObject h : t.Objects("hosts"))
+    {
+        topo.hosts.push_back(HostSpec{h.Get<std::string>("name"), ParseIp(h.Get<std::string>("ip"), h.Where("ip"))});
+        h.Finish();
+    }
+    for (ConfigObject s : t.Objects("switches"))
+    {
+        topo.switches.push_back(
+            SwitchSpec{s.Get<std::string>("name"), s.Get<uint32_t>("device_id"), s.Get<std::string>("role")});
+        s.Finish();
+    }
+    for (ConfigObject l : t.Objects("links"))
+    {
+        LinkSpec link;
+        link.a = l.Get<std::string>("a");
+        link.aPort = l.Get<uint32_t>("a_port");
+        link.b = l.Get<std::string>("b");
+        link.bPort = l.Get<uint32_t>("b_port");
+        link.rateBps = l.Get<double>("rate_bps");
+        link.delayS = l.Get<double>("delay_s");
+        link.queueBytes = l.Get<uint64_t>("queue_bytes");
+        link.shaped = l.Get<bool>("shaped");
+        l.Finish();
+        Positive(link.rateBps, l.Where("rate_bps"));
+        if (link.delayS < 0)
+        {
+            throw ConfigError(l.Where("delay_s") + ": must be 0 or more");
+        }
+        topo.links.push_back(link);
+    }
+    t.Finish();
+    return topo;
+}
+
+SwitchSettings
+ParseSwitch(ConfigObject s)
+{
+    SwitchSettings sw;
+    sw.processingDelayS = s.Get<double>("processing_delay_s");
+    sw.ecmpMultiplier = s.Get<uint32_t>("ecmp_multiplier");
+    sw.loadBalance =
+        s.Choice<LoadBalance>("load_balance", {{"ecmp", LoadBalance::Ecmp}, {"flowlet", LoadBalance::Flowlet}});
+    sw.flowletGapS = s.Get<double>("flowlet_gap_s");
+    sw.roceClass = s.Get<bool>("roce_class");
+    if (auto f = s.Section("faults"))
+    {
+        sw.faultDoubleAdd = f->Get<uint32_t>("netreduce_double_add");
+        f->Finish();
+    }
+    const json& thresholds = s.Map("dlcp_thresholds");
+    for (const auto& [name, v] : thresholds.items())
+    {
+        try
+        {
+            sw.dlcpThresholds[name] = v.get<std::vector<int64_t>>();
+        }
+        catch (const json::exception&)
+        {
+            throw ConfigError(s.Where("dlcp_thresholds") + "." + name + " = " + Shown(v) +
+                              ": a list of bytes per priority (-1: never)");
+        }
+    }
+    s.Finish();
+    return sw;
+}
+
+MpiSpec
+ParseMpi(ConfigObject m)
+{
+    MpiSpec mpi;
+    mpi.ranks = m.Get<uint32_t>("ranks");
+    if (mpi.ranks < 1)
+    {
+        throw ConfigError(m.Where("ranks") + ": at least 1");
+    }
+    mpi.sync = m.Choice<MpiSync>("sync", {{"barrier", MpiSync::Barrier}, {"null-message", MpiSync::NullMessage}});
+    const json& rankOf = m.Map("rank_of");
+    for (const auto& [name, r] : rankOf.items())
+    {
+        if (!r.is_number_unsigned())
+        {
+            throw ConfigError(m.Where("rank_of") + "." + name + " = " + Shown(r) +
+                              ": a rank (an integer of at least 0)");
+        }
+        uint32_t rank = r.get<uint32_t>();
+        if (rank >= mpi.ranks)
+        {
+            throw ConfigError(m.Where("rank_of") + "." + name + " = " + std::to_string(rank) + ": ranks are 0.." +
+                              std::to_string(mpi.ranks - 1));
+        }
+        mpi.rankOf[name] = rank;
+    }
+    m.Finish();
+    return mpi;
+}
+
 } // namespace
 
+WireSizes
+ParseWire(ConfigObject w)
+{
+    WireSizes s;
+    s.roceOverhead = w.Get<uint32_t>("roce_overhead");
+    s.reth = w.Get<uint32_t>("reth");
+    s.imm = w.Get<uint32_t>("imm");
+    s.aeth = w.Get<uint32_t>("aeth");
+    s.sack = w.Get<uint32_t>("sack");
+    s.tcpOverhead = w.Get<uint32_t>("tcp_overhead");
+    s.framing = w.Get<uint32_t>("framing");
+    w.Finish();
+    return s;
+}
+
 TransportSpec
-ParseTransport(const json& j, const std::string& path)
+ParseTransport(ConfigObject j)
 {
     TransportSpec t;
-    t.mode = Choice<Mode>(j, "mode", {{"gbn", Mode::Gbn}, {"sr", Mode::Sr}}, path);
-    t.mtu = Get<uint32_t>(j, "mtu", path);
-    t.window = Get<uint32_t>(j, "window", path);
-    t.ackEvery = Get<uint32_t>(j, "ack_every", path);
-    t.rtoS = Get<double>(j, "rto_s", path);
-    t.rtoMaxS = Opt<double>(j, "rto_max_s", 1.0, path);
-    t.retryLimit = Get<uint32_t>(j, "retry_limit", path);
-    t.lossBudget = Opt<double>(j, "loss_budget", 0.0, path);
-    t.reorderDelayS = Opt<double>(j, "reorder_delay_s", 0.0, path);
-    t.orderTolerant = Opt<bool>(j, "order_tolerant", false, path);
+    t.mode = j.Choice<Mode>("mode", {{"gbn", Mode::Gbn}, {"sr", Mode::Sr}});
+    t.mtu = j.Get<uint32_t>("mtu");
+    t.window = j.Get<uint32_t>("window");
+    t.ackEvery = j.Get<uint32_t>("ack_every");
+    t.rtoS = j.Get<double>("rto_s");
+    t.rtoMaxS = j.Get<double>("rto_max_s");
+    t.retryLimit = j.Get<uint32_t>("retry_limit");
+    t.lossBudget = j.Get<double>("loss_budget");
+    t.reorderDelayS = j.Get<double>("reorder_delay_s");
+    t.orderTolerant = j.Get<bool>("order_tolerant");
+    j.Finish();
     if (t.mtu == 0 || t.window == 0 || t.ackEvery == 0)
     {
-        throw ConfigError(path + ": mtu, window and ack_every must be at least 1");
+        throw ConfigError(j.Where("mtu") + ", window and ack_every: must be at least 1");
     }
-    Positive(t.rtoS, path + ".rto_s");
+    Positive(t.rtoS, j.Where("rto_s"));
     if (t.orderTolerant && t.mode != Mode::Sr)
     {
-        throw ConfigError(path + ".order_tolerant: needs mode sr (it keeps out-of-order packets)");
+        throw ConfigError(j.Where("order_tolerant") + ": needs mode sr (it keeps out-of-order packets)");
     }
     return t;
 }
@@ -285,169 +342,93 @@ ParseTransport(const json& j, const std::string& path)
 RunConfig
 ParseConfig(const std::string& text)
 {
-    json j;
+    json doc;
     try
     {
-        j = json::parse(text);
+        doc = json::parse(text);
     }
     catch (const json::exception& e)
     {
         throw ConfigError(std::string("not JSON: ") + e.what());
     }
+    ConfigObject j(doc, "");
+    // The format first: a document of another format is refused as that, not for the keys it has or lacks.
+    const json& format = j.Need("format");
+    if (format != json(CONFIG_FORMAT))
+    {
+        throw ConfigError("format = " + Shown(format) + ": this gradswitch-sim reads format " +
+                          std::to_string(CONFIG_FORMAT) + " (write the configuration with the ns3sim of its checkout)");
+    }
     RunConfig c;
-    c.seed = Opt<uint64_t>(j, "seed", 1, "");
-    c.timeLimitS = Opt<double>(j, "time_limit_s", 600.0, "");
-    c.progressS = Opt<double>(j, "progress_s", 0.0, "");
-    c.scheduler = Choice<std::string>(j, "scheduler",
-                                      {{"map", "ns3::MapScheduler"},
-                                       {"heap", "ns3::HeapScheduler"},
-                                       {"calendar", "ns3::CalendarScheduler"},
-                                       {"priority-queue", "ns3::PriorityQueueScheduler"}},
-                                      "", std::string("ns3::PriorityQueueScheduler"));
-    if (j.contains("wire"))
+    c.seed = j.Get<uint64_t>("seed");
+    c.timeLimitS = j.Get<double>("time_limit_s");
+    c.progressS = j.Get<double>("progress_s");
+    c.scheduler = j.Choice<std::string>("scheduler", {{"map", "ns3::MapScheduler"},
+                                                      {"heap", "ns3::HeapScheduler"},
+                                                      {"calendar", "ns3::CalendarScheduler"},
+                                                      {"priority-queue", "ns3::PriorityQueueScheduler"}});
+    c.wire = ParseWire(j.Object("wire"));
+    c.topology = ParseTopology(j.Object("topology"));
+    c.switches = ParseSwitch(j.Object("switch"));
+    ConfigObject host = j.Object("host");
+    c.hostMessageDelayS = host.Get<double>("message_delay_s");
+    host.Finish();
+    if (auto loss = j.Section("loss"))
     {
-        const json& w = j.at("wire");
-        c.wire.roceOverhead = Get<uint32_t>(w, "roce_overhead", "wire");
-        c.wire.reth = Get<uint32_t>(w, "reth", "wire");
-        c.wire.imm = Get<uint32_t>(w, "imm", "wire");
-        c.wire.aeth = Get<uint32_t>(w, "aeth", "wire");
-        c.wire.sack = Get<uint32_t>(w, "sack", "wire");
-        c.wire.tcpOverhead = Opt<uint32_t>(w, "tcp_overhead", 66, "wire");
-        c.wire.framing = Opt<uint32_t>(w, "framing", 0, "wire");
-    }
-    const json& t = Need(j, "topology", "");
-    c.topology.name = Opt<std::string>(t, "name", "topology", "topology");
-    for (const auto& h : Need(t, "hosts", "topology"))
-    {
-        std::string name = Get<std::string>(h, "name", "topology.hosts");
-        c.topology.hosts.push_back(HostSpec{name, ParseIp(Get<std::string>(h, "ip", "topology.hosts"), name + ".ip")});
-    }
-    for (const auto& s : Need(t, "switches", "topology"))
-    {
-        c.topology.switches.push_back(SwitchSpec{Get<std::string>(s, "name", "topology.switches"),
-                                                 Get<uint32_t>(s, "device_id", "topology.switches"),
-                                                 Opt<std::string>(s, "role", "switch", "topology.switches")});
-    }
-    for (const auto& l : Need(t, "links", "topology"))
-    {
-        LinkSpec link;
-        link.a = Get<std::string>(l, "a", "topology.links");
-        link.aPort = Get<uint32_t>(l, "a_port", "topology.links");
-        link.b = Get<std::string>(l, "b", "topology.links");
-        link.bPort = Get<uint32_t>(l, "b_port", "topology.links");
-        std::string p = "topology.links[" + link.a + "-" + link.b + "]";
-        link.rateBps = Get<double>(l, "rate_bps", p);
-        link.delayS = Get<double>(l, "delay_s", p);
-        link.queueBytes = Get<uint64_t>(l, "queue_bytes", p);
-        link.shaped = Opt<bool>(l, "shaped", false, p);
-        Positive(link.rateBps, p + ".rate_bps");
-        if (link.delayS < 0)
-        {
-            throw ConfigError(p + ".delay_s: must be 0 or more");
-        }
-        c.topology.links.push_back(link);
-    }
-    if (j.contains("switch"))
-    {
-        const json& s = j.at("switch");
-        c.switches.processingDelayS = Opt<double>(s, "processing_delay_s", 0.0, "switch");
-        c.switches.ecmpMultiplier = Opt<uint32_t>(s, "ecmp_multiplier", ECMP_PLAIN_MULTIPLIER, "switch");
-        c.switches.loadBalance = Choice<LoadBalance>(s, "load_balance",
-                                                     {{"ecmp", LoadBalance::Ecmp}, {"flowlet", LoadBalance::Flowlet}},
-                                                     "switch", LoadBalance::Ecmp);
-        c.switches.flowletGapS = Opt<double>(s, "flowlet_gap_s", 50e-3, "switch");
-        c.switches.roceClass = Opt<bool>(s, "roce_class", false, "switch");
-        if (s.contains("faults"))
-        {
-            c.switches.faultDoubleAdd = Opt<uint32_t>(s.at("faults"), "netreduce_double_add", 0, "switch.faults");
-        }
-        if (s.contains("dlcp_thresholds"))
-        {
-            for (const auto& [name, v] : s.at("dlcp_thresholds").items())
-            {
-                c.switches.dlcpThresholds[name] = v.get<std::vector<int64_t>>();
-            }
-        }
-    }
-    if (j.contains("host"))
-    {
-        c.hostMessageDelayS = Opt<double>(j.at("host"), "message_delay_s", 0.0, "host");
-    }
-    if (j.contains("loss") && !j.at("loss").is_null())
-    {
-        c.lossFraction = Get<double>(j.at("loss"), "fraction", "loss");
-        c.lossHosts = Get<std::vector<std::string>>(j.at("loss"), "hosts", "loss");
+        c.lossFraction = loss->Get<double>("fraction");
+        c.lossHosts = loss->Get<std::vector<std::string>>("hosts");
+        loss->Finish();
         if (c.lossFraction < 0 || c.lossFraction >= 1)
         {
             throw ConfigError("loss.fraction: 0 <= fraction < 1");
         }
     }
-    const json& jobs = Need(j, "jobs", "");
-    for (size_t i = 0; i < jobs.size(); i++)
+    for (ConfigObject job : j.Objects("jobs"))
     {
-        c.jobs.push_back(ParseJob(jobs[i], "jobs[" + std::to_string(i) + "]"));
+        c.jobs.push_back(ParseJob(job));
     }
-    if (j.contains("background") && !j.at("background").is_null())
+    if (auto b = j.Section("background"))
     {
-        const json& b = j.at("background");
         BackgroundSpec s;
-        s.sender = Get<std::string>(b, "sender", "background");
-        s.receiver = Get<std::string>(b, "receiver", "background");
-        s.flows = Get<uint32_t>(b, "flows", "background");
-        s.mss = Get<uint32_t>(b, "mss", "background");
-        s.rwndBytes = Opt<uint64_t>(b, "rwnd_bytes", 6 << 20, "background");
-        s.minRtoS = Opt<double>(b, "min_rto_s", 0.2, "background");
+        s.sender = b->Get<std::string>("sender");
+        s.receiver = b->Get<std::string>("receiver");
+        s.flows = b->Get<uint32_t>("flows");
+        s.mss = b->Get<uint32_t>("mss");
+        s.rwndBytes = b->Get<uint64_t>("rwnd_bytes");
+        s.minRtoS = b->Get<double>("min_rto_s");
+        b->Finish();
         c.background = s;
     }
-    if (j.contains("tensorlights") && !j.at("tensorlights").is_null())
+    if (auto t = j.Section("tensorlights"))
     {
-        const json& t2 = j.at("tensorlights");
         TensorLightsSpec s;
-        s.host = Get<std::string>(t2, "host", "tensorlights");
-        s.rotateS = Opt<double>(t2, "rotate_s", 0.0, "tensorlights");
-        for (const auto& srv : Need(t2, "servers", "tensorlights"))
+        s.host = t->Get<std::string>("host");
+        s.rotateS = t->Get<double>("rotate_s");
+        for (ConfigObject srv : t->Objects("servers"))
         {
-            s.servers.emplace_back(Get<uint32_t>(srv, "job", "tensorlights.servers"),
-                                   Get<uint32_t>(srv, "node", "tensorlights.servers"));
+            s.servers.emplace_back(srv.Get<uint32_t>("job"), srv.Get<uint32_t>("node"));
+            srv.Finish();
         }
+        t->Finish();
         c.tensorlights = s;
     }
-    if (j.contains("ecmp_probes"))
+    for (ConfigObject p : j.OptionalObjects("ecmp_probes"))
     {
-        for (const auto& p : j.at("ecmp_probes"))
-        {
-            EcmpProbe probe;
-            probe.sw = Get<std::string>(p, "switch", "ecmp_probes");
-            probe.src = Get<std::string>(p, "src", "ecmp_probes");
-            probe.dst = Get<std::string>(p, "dst", "ecmp_probes");
-            probe.protocol = Get<uint32_t>(p, "protocol", "ecmp_probes");
-            probe.sport = Get<uint32_t>(p, "sport", "ecmp_probes");
-            probe.dport = Get<uint32_t>(p, "dport", "ecmp_probes");
-            c.ecmpProbes.push_back(probe);
-        }
+        EcmpProbe probe;
+        probe.sw = p.Get<std::string>("switch");
+        probe.src = p.Get<std::string>("src");
+        probe.dst = p.Get<std::string>("dst");
+        probe.protocol = p.Get<uint32_t>("protocol");
+        probe.sport = p.Get<uint32_t>("sport");
+        probe.dport = p.Get<uint32_t>("dport");
+        p.Finish();
+        c.ecmpProbes.push_back(probe);
     }
-    if (j.contains("mpi") && !j.at("mpi").is_null())
+    if (auto m = j.Section("mpi"))
     {
-        const json& m = j.at("mpi");
-        c.mpi.ranks = Get<uint32_t>(m, "ranks", "mpi");
-        if (c.mpi.ranks < 1)
-        {
-            throw ConfigError("mpi.ranks: at least 1");
-        }
-        c.mpi.sync = Choice<MpiSync>(m, "sync", {{"barrier", MpiSync::Barrier}, {"null-message", MpiSync::NullMessage}},
-                                     "mpi", MpiSync::Barrier);
-        const json& rankOf = Need(m, "rank_of", "mpi");
-        for (const auto& [name, r] : rankOf.items())
-        {
-            uint32_t rank = Get<uint32_t>(rankOf, name, "mpi.rank_of");
-            if (rank >= c.mpi.ranks)
-            {
-                throw ConfigError("mpi.rank_of." + name + " = " + std::to_string(rank) + ": ranks are 0.." +
-                                  std::to_string(c.mpi.ranks - 1));
-            }
-            c.mpi.rankOf[name] = rank;
-        }
+        c.mpi = ParseMpi(*m);
     }
+    j.Finish();
     return c;
 }
 

@@ -1,9 +1,12 @@
 // One run's configuration, as ns3sim (Python) writes it: the topology, the switches' and hosts' settings,
 // the jobs with their transport, reductions or training plan, background traffic. The format is
-// docs/simulator.md's "Configuration"; a bad value is a ConfigError naming it.
+// docs/simulator.md's "Configuration"; a bad value is a ConfigError naming it. Every value is read from the
+// document, which must give it (ns3sim/sim_config.py writes every one): the members below have no defaults of
+// their own but where a section is optional (absent: the feature is off, e.g. one MPI rank, no fault).
 #ifndef GS_CONFIG_H
 #define GS_CONFIG_H
 
+#include "gs-config-object.h"
 #include "gs-constants.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -20,21 +23,18 @@ namespace ns3
 namespace gs
 {
 
-class ConfigError : public std::runtime_error
-{
-  public:
-    using std::runtime_error::runtime_error;
-};
+/// The configuration's `format` this build reads (ns3sim/sim_config.py FORMAT writes it).
+constexpr uint32_t CONFIG_FORMAT = 2;
 
 struct WireSizes
 {
-    uint32_t roceOverhead = 58; // Ethernet, IPv4, UDP, BTH, ICRC (roce/wire.py ROCE_OVERHEAD)
-    uint32_t reth = 16;
-    uint32_t imm = 4;
-    uint32_t aeth = 4;
-    uint32_t sack = 4;
-    uint32_t tcpOverhead = 66; // Ethernet, IPv4, TCP with timestamps
-    uint32_t framing = 0;      // preamble, start delimiter, gap: 0 as the testbed's HTB counts a frame
+    uint32_t roceOverhead{}; // Ethernet, IPv4, UDP, BTH, ICRC (roce/wire.py ROCE_OVERHEAD)
+    uint32_t reth{};
+    uint32_t imm{};
+    uint32_t aeth{};
+    uint32_t sack{};
+    uint32_t tcpOverhead{}; // Ethernet, IPv4, TCP with timestamps
+    uint32_t framing{};     // preamble, start delimiter, gap: 0 as the testbed's HTB counts a frame
 };
 
 struct HostSpec
@@ -56,10 +56,10 @@ struct LinkSpec
     uint32_t aPort = 0;
     std::string b;
     uint32_t bPort = 0;
-    double rateBps = 1e9;
-    double delayS = 1e-6;
-    uint64_t queueBytes = 1 << 20;
-    bool shaped = false; // a token-bucket shaper (the testbed's HTB on a veth), not a serializing wire
+    double rateBps{};
+    double delayS{};
+    uint64_t queueBytes{};
+    bool shaped{}; // a token-bucket shaper (the testbed's HTB on a veth), not a serializing wire
 };
 
 struct TopologySpec
@@ -78,15 +78,15 @@ enum class LoadBalance
 
 struct SwitchSettings
 {
-    double processingDelayS = 0.0; // per packet, before it joins its egress queue (BMv2's per-packet cost)
+    double processingDelayS{}; // per packet, before it joins its egress queue (BMv2's per-packet cost)
     // ECMP: member = ((CRC-16 of the flow key x multiplier) mod 2^32 >> 16) mod the group's size, as the P4
-    // program's ECMP_MEMBER; ns3sim writes controller/routing.py hash_multiplier(ecmp_seed)
-    uint32_t ecmpMultiplier = ECMP_PLAIN_MULTIPLIER;
-    LoadBalance loadBalance = LoadBalance::Ecmp;
-    double flowletGapS = 50e-3; // controller/routing.py DEFAULT_FLOWLET_GAP_US (ns3sim always writes it)
-    bool roceClass = false;
+    // program's ECMP_MEMBER; ns3sim writes protocol/ecmp.py hash_multiplier(ecmp_seed)
+    uint32_t ecmpMultiplier{};
+    LoadBalance loadBalance{};
+    double flowletGapS{}; // ns3sim writes its SimSettings.flowlet_gap_us (protocol/ecmp.py DEFAULT_FLOWLET_GAP_US)
+    bool roceClass{};
     // Fault injection for tests: the first this many NetReduce contributions a switch accepts are added twice
-    // (a switch that loses track of its bitmap): the results' check must catch it.
+    // (a switch that loses track of its bitmap): the results' check must catch it. 0 without `faults`.
     uint32_t faultDoubleAdd = 0;
     // DLCP virtual-queue drop thresholds per switch name, bytes per priority (-1: never)
     std::map<std::string, std::vector<int64_t>> dlcpThresholds;
@@ -115,39 +115,39 @@ enum class Mode
 
 struct TransportSpec
 {
-    Mode mode = Mode::Gbn;
-    uint32_t mtu = 1024;
-    uint32_t window = 64;
-    uint32_t ackEvery = 16;
-    double rtoS = 0.05;
-    double rtoMaxS = 1.0;
-    uint32_t retryLimit = 7;
-    double lossBudget = 0.0;
-    double reorderDelayS = 0.0;
-    bool orderTolerant = false;
+    Mode mode{};
+    uint32_t mtu{};
+    uint32_t window{};
+    uint32_t ackEvery{};
+    double rtoS{};
+    double rtoMaxS{};
+    uint32_t retryLimit{};
+    double lossBudget{};
+    double reorderDelayS{};
+    bool orderTolerant{};
 };
 
 struct ReductionSpec
 {
-    uint64_t elements = 0;
-    uint32_t layerClass = 0; // DLCP layer class of its packets
-    bool droppable = true;   // DLCP may drop its packets (exponent codes: never)
+    uint64_t elements{};
+    uint32_t layerClass{}; // DLCP layer class of its packets
+    bool droppable{};      // DLCP may drop its packets (exponent codes: never)
 };
 
 struct LayerSpec
 {
     std::string name;
-    double forwardS = 0;
-    double backwardS = 0;
+    double forwardS{};
+    double backwardS{};
 };
 
 struct OpSpec
 {
-    uint64_t elements = 0;
+    uint64_t elements{};
     std::vector<uint32_t> layers; // layers whose gradients it carries (it starts once they exist)
     std::vector<uint32_t> deps;   // ops that must be complete first (exponent codes before values)
-    uint32_t layerClass = 0;
-    bool droppable = true;
+    uint32_t layerClass{};
+    bool droppable{};
 };
 
 enum class Sync
@@ -158,22 +158,22 @@ enum class Sync
 
 struct TrainingSpec
 {
-    double dilation = 1.0;
-    Sync sync = Sync::Iteration;
-    uint32_t inFlight = 4;
+    double dilation{};
+    Sync sync{};
+    uint32_t inFlight{};
     std::vector<LayerSpec> layers;
     std::vector<OpSpec> ops;
 };
 
 struct DlcpSpec
 {
-    bool priority = false;
-    bool drop = false;  // switches trim droppable packets over the threshold; hosts mark them
-    bool spray = false;
-    double lossBudget = 0.1;
-    uint32_t dropMinLayerClass = 4;
-    uint32_t dropMaxMagnitudeClass = 1;
-    double maxRelativeError = 0.2;
+    bool priority{};
+    bool drop{}; // switches trim droppable packets over the threshold; hosts mark them
+    bool spray{};
+    double lossBudget{};
+    uint32_t dropMinLayerClass{};
+    uint32_t dropMaxMagnitudeClass{};
+    double maxRelativeError{};
 };
 
 enum class Role
@@ -184,26 +184,26 @@ enum class Role
 
 struct NodeSpec
 {
-    uint32_t nodeId = 0;
-    Role role = Role::Worker;
+    uint32_t nodeId{};
+    Role role{};
     std::string host;
 };
 
 struct JobSpec
 {
-    uint32_t jobId = 1;
-    Algo algo = Algo::Ring;
-    Check check = Check::Exact;
-    uint64_t seed = 1;
+    uint32_t jobId{};
+    Algo algo{};
+    Check check{};
+    uint64_t seed{};
     std::vector<NodeSpec> nodes; // workers first, in rank order
-    uint32_t iterations = 1;
+    uint32_t iterations{};
     TransportSpec transport;
     std::vector<ReductionSpec> reductions; // the all-reduce loop (no training)
     std::optional<TrainingSpec> training;
-    uint64_t psKeyBytes = 64 << 10;
-    uint32_t credits = 4;
+    uint64_t psKeyBytes{};
+    uint32_t credits{};
     std::optional<DlcpSpec> dlcp;
-    double iterationTimeoutS = 120.0;
+    double iterationTimeoutS{};
     std::optional<std::pair<uint32_t, uint32_t>> crash; // (node, after iteration): the node dies (fault injection)
 };
 
@@ -211,16 +211,16 @@ struct BackgroundSpec
 {
     std::string sender;
     std::string receiver;
-    uint32_t flows = 1;
-    uint32_t mss = 1024;
-    uint64_t rwndBytes = 6 << 20;
-    double minRtoS = 0.2;
+    uint32_t flows{};
+    uint32_t mss{};
+    uint64_t rwndBytes{};
+    double minRtoS{};
 };
 
 struct TensorLightsSpec
 {
     std::string host;
-    double rotateS = 0.0;
+    double rotateS{};
     std::vector<std::pair<uint32_t, uint32_t>> servers; // (job, node), favoured first
 };
 
@@ -230,9 +230,9 @@ struct EcmpProbe
     std::string sw;
     std::string src; // host names
     std::string dst;
-    uint32_t protocol = IP_PROTO_UDP;
-    uint32_t sport = 0;
-    uint32_t dport = 0;
+    uint32_t protocol{};
+    uint32_t sport{};
+    uint32_t dport{};
 };
 
 enum class MpiSync
@@ -245,22 +245,22 @@ enum class MpiSync
 /// builds the whole topology; a node is simulated (its applications, its switch state) only on its rank.
 struct MpiSpec
 {
-    uint32_t ranks = 1;
+    uint32_t ranks = 1; // without `mpi`: one rank
     MpiSync sync = MpiSync::Barrier;
     std::map<std::string, uint32_t> rankOf; // every host and switch by name
 };
 
 struct RunConfig
 {
-    uint64_t seed = 1;
-    double timeLimitS = 600.0;
-    double progressS = 0.0;
-    std::string scheduler = "ns3::PriorityQueueScheduler"; // ns-3's event list implementation
+    uint64_t seed{};
+    double timeLimitS{};
+    double progressS{};
+    std::string scheduler; // ns-3's event list implementation
     WireSizes wire;
     TopologySpec topology;
     SwitchSettings switches;
-    double hostMessageDelayS = 0.0;
-    double lossFraction = 0.0;
+    double hostMessageDelayS{};
+    double lossFraction = 0.0; // without `loss`: none
     std::vector<std::string> lossHosts;
     std::vector<JobSpec> jobs;
     std::optional<BackgroundSpec> background;
@@ -272,9 +272,11 @@ struct RunConfig
 /// Parse a run's configuration (JSON text); ConfigError names the bad value.
 RunConfig ParseConfig(const std::string& text);
 
-/// Parse a job's transport settings (a job's `transport` object; also gs-qp-script's scenarios), `path` naming
-/// it in errors.
-TransportSpec ParseTransport(const nlohmann::json& j, const std::string& path);
+/// Parse a job's transport settings (a job's `transport` object; also gs-qp-script's scenarios).
+TransportSpec ParseTransport(ConfigObject j);
+
+/// Parse the header sizes (the configuration's `wire`; also gs-qp-script's scenarios).
+WireSizes ParseWire(ConfigObject w);
 
 /// A file's whole text (a program's input document); ConfigError when it cannot be read.
 std::string ReadTextFile(const std::string& path);

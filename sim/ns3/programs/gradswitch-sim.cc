@@ -4,10 +4,13 @@
 //   gradswitch-sim --config run.json --out results.json     run
 //   gradswitch-sim --config run.json --tables               forwarding tables, NetReduce trees and the ports of
 //                                                           the configuration's ecmp_probes, then exit
+//   gradswitch-sim --config run.json --check                read the configuration and stop: exit 0 when this
+//                                                           build takes it
 //   gradswitch-sim --constants                              the config.p4 constants this build was compiled with
 //
 // Exit status: 0 when the run completed (its results say whether every job did), 2 for a configuration
-// error (one line on stderr naming the value), 1 for anything else.
+// error (one line on stderr naming the file and the value: a `format` other than this build's, a key it does
+// not know, a value missing or out of range; before anything is simulated), 1 for anything else.
 #include "gs-config.h"
 #include "gs-constants.h"
 #include "gs-simulation.h"
@@ -71,7 +74,7 @@ Constants()
 int
 Usage()
 {
-    std::cerr << "usage: gradswitch-sim --config RUN.json [--out RESULTS.json] [--tables] | --constants\n";
+    std::cerr << "usage: gradswitch-sim --config RUN.json [--out RESULTS.json] [--tables | --check] | --constants\n";
     return 2;
 }
 
@@ -93,6 +96,7 @@ main(int argc, char** argv)
     std::string config;
     std::string out;
     bool tables = false;
+    bool check = false;
     for (int i = 1; i < argc; i++)
     {
         std::string a = argv[i];
@@ -107,6 +111,10 @@ main(int argc, char** argv)
         else if (a == "--tables")
         {
             tables = true;
+        }
+        else if (a == "--check")
+        {
+            check = true;
         }
         else if (a == "--constants")
         {
@@ -129,8 +137,12 @@ main(int argc, char** argv)
     }
     catch (const gs::ConfigError& e)
     {
-        std::cerr << "error: " << e.what() << std::endl;
+        std::cerr << "error: " << config << ": " << e.what() << std::endl;
         return 2;
+    }
+    if (check)
+    {
+        return 0;
     }
     // Started by mpirun on several ranks with a one-rank configuration, every rank would run all of it.
     for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})

@@ -71,6 +71,7 @@ Run(const gs::QpScenario& s)
     auto params = std::make_shared<gs::QpParams>();
     params->job = 1;
     params->t = s.transport;
+    params->wire = s.wire;
     params->exact = true;
     params->hostNames = {"requester", "responder"};
     gs::QpConfig req;

@@ -1,5 +1,6 @@
 #include "gs-qp-scenario.h"
 
+#include "gs-config-object.h"
 #include "gs-psn.h"
 
 #include <nlohmann/json.hpp>
@@ -14,61 +15,20 @@ using json = nlohmann::json;
 namespace
 {
 
-const json&
-Need(const json& j, const std::string& key, const std::string& path)
-{
-    if (!j.is_object() || !j.contains(key))
-    {
-        throw ConfigError(path + "." + key + " is missing");
-    }
-    return j.at(key);
-}
-
-template <typename T>
-T
-Opt(const json& j, const std::string& key, T fallback, const std::string& path)
-{
-    if (!j.contains(key) || j.at(key).is_null())
-    {
-        return fallback;
-    }
-    try
-    {
-        return j.at(key).get<T>();
-    }
-    catch (const json::exception& e)
-    {
-        throw ConfigError(path + "." + key + ": " + e.what());
-    }
-}
-
 std::vector<WireRule>
-ParseRules(const json& j, const std::string& path)
+ParseRules(ConfigObject& scenario, const std::string& key)
 {
     std::vector<WireRule> rules;
-    if (j.is_null())
+    for (ConfigObject r : scenario.Objects(key))
     {
-        return rules;
-    }
-    if (!j.is_array())
-    {
-        throw ConfigError(path + ": a list of rules");
-    }
-    for (size_t i = 0; i < j.size(); i++)
-    {
-        const json& r = j[i];
-        std::string p = path + "[" + std::to_string(i) + "]";
         WireRule rule;
-        rule.first = Opt<uint64_t>(r, "first", 0, p);
-        if (r.contains("last") && !r.at("last").is_null())
+        rule.first = r.Get<uint64_t>("first");
+        rule.last = r.Nullable<uint64_t>("last");
+        if (rule.last && *rule.last < rule.first)
         {
-            rule.last = Opt<uint64_t>(r, "last", 0, p);
-            if (*rule.last < rule.first)
-            {
-                throw ConfigError(p + ".last: before first");
-            }
+            throw ConfigError(r.Where("last") + ": before first");
         }
-        std::string action = Opt<std::string>(r, "action", "", p);
+        std::string action = r.Get<std::string>("action");
         if (action == "drop")
         {
             rule.action = WireAction::Drop;
@@ -87,12 +47,13 @@ ParseRules(const json& j, const std::string& path)
         }
         else
         {
-            throw ConfigError(p + ".action = '" + action + "': not one of drop, duplicate, delay, trim");
+            throw ConfigError(r.Where("action") + " = '" + action + "': not one of drop, duplicate, delay, trim");
         }
-        rule.byS = Opt<double>(r, "by_s", 0.0, p);
+        rule.byS = r.Get<double>("by_s");
+        r.Finish();
         if (rule.byS < 0)
         {
-            throw ConfigError(p + ".by_s: at least 0");
+            throw ConfigError(r.Where("by_s") + ": at least 0");
         }
         rules.push_back(rule);
     }
@@ -117,85 +78,67 @@ FindRule(const std::vector<WireRule>& rules, uint64_t index)
 QpScenario
 ParseQpScenario(const std::string& text)
 {
-    json j;
+    json doc;
     try
     {
-        j = json::parse(text);
+        doc = json::parse(text);
     }
     catch (const json::exception& e)
     {
         throw ConfigError(std::string("scenario: not JSON: ") + e.what());
     }
-    const std::string p = "scenario";
+    ConfigObject j(doc, "scenario");
     QpScenario s;
-    s.name = Opt<std::string>(j, "name", "", p);
-    s.transport = ParseTransport(Need(j, "transport", p), p + ".transport");
-    s.initialPsn = Opt<uint32_t>(j, "initial_psn", 0, p);
+    s.name = j.Get<std::string>("name");
+    s.transport = ParseTransport(j.Object("transport"));
+    s.wire = ParseWire(j.Object("wire"));
+    s.initialPsn = j.Get<uint32_t>("initial_psn");
     if (s.initialPsn > kPsnMask)
     {
-        throw ConfigError(p + ".initial_psn: 24 bits");
+        throw ConfigError(j.Where("initial_psn") + ": 24 bits");
     }
-    s.delayS = Opt<double>(j, "delay_s", 10e-6, p);
+    s.delayS = j.Get<double>("delay_s");
     if (s.delayS < 0)
     {
-        throw ConfigError(p + ".delay_s: at least 0");
+        throw ConfigError(j.Where("delay_s") + ": at least 0");
     }
-    if (j.contains("rate_bps") && !j.at("rate_bps").is_null())
+    s.rateBps = j.Nullable<double>("rate_bps");
+    if (s.rateBps && !(*s.rateBps > 0))
     {
-        s.rateBps = Opt<double>(j, "rate_bps", 0.0, p);
-        if (!(*s.rateBps > 0))
+        throw ConfigError(j.Where("rate_bps") + ": above 0");
+    }
+    s.pull = j.Choice<NicPull>("pull", {{"after_event", NicPull::AfterEvent}, {"at_once", NicPull::AtOnce}});
+    size_t i = 0;
+    for (ConfigObject m : j.Objects("messages"))
+    {
+        ScriptMessage msg;
+        msg.bytes = m.Get<uint32_t>("bytes");
+        if (msg.bytes == 0 || msg.bytes % 4 != 0)
         {
-            throw ConfigError(p + ".rate_bps: above 0");
+            throw ConfigError(m.Where("bytes") + " = " + std::to_string(msg.bytes) + ": a positive multiple of 4");
         }
-    }
-    std::string pull = Opt<std::string>(j, "pull", "after_event", p);
-    if (pull == "after_event")
-    {
-        s.pull = NicPull::AfterEvent;
-    }
-    else if (pull == "at_once")
-    {
-        s.pull = NicPull::AtOnce;
-    }
-    else
-    {
-        throw ConfigError(p + ".pull = '" + pull + "': not one of after_event, at_once");
-    }
-    const json& messages = Need(j, "messages", p);
-    for (size_t i = 0; i < messages.size(); i++)
-    {
-        std::string mp = p + ".messages[" + std::to_string(i) + "]";
-        ScriptMessage m;
-        m.bytes = Opt<uint32_t>(messages[i], "bytes", 0, mp);
-        if (m.bytes == 0 || m.bytes % 4 != 0)
+        msg.atS = m.Get<double>("at_s");
+        msg.after = m.Nullable<uint32_t>("after");
+        if (msg.after && *msg.after >= i)
         {
-            throw ConfigError(mp + ".bytes = " + std::to_string(m.bytes) + ": a positive multiple of 4");
+            throw ConfigError(m.Where("after") + " = " + std::to_string(*msg.after) + ": an earlier message's index");
         }
-        m.atS = Opt<double>(messages[i], "at_s", 0.0, mp);
-        if (messages[i].contains("after") && !messages[i].at("after").is_null())
-        {
-            m.after = Opt<uint32_t>(messages[i], "after", 0, mp);
-            if (*m.after >= i)
-            {
-                throw ConfigError(mp + ".after = " + std::to_string(*m.after) + ": an earlier message's index");
-            }
-        }
-        if (messages[i].contains("imm") && !messages[i].at("imm").is_null())
-        {
-            m.imm = Opt<uint32_t>(messages[i], "imm", 0, mp);
-        }
-        s.messages.push_back(m);
+        msg.imm = m.Nullable<uint32_t>("imm");
+        m.Finish();
+        s.messages.push_back(msg);
+        i++;
     }
-    s.data = ParseRules(j.value("data", json()), p + ".data");
-    s.acks = ParseRules(j.value("acks", json()), p + ".acks");
+    s.data = ParseRules(j, "data");
+    s.acks = ParseRules(j, "acks");
     for (const WireRule& r : s.acks)
     {
         if (r.action == WireAction::Trim)
         {
-            throw ConfigError(p + ".acks: only data packets are trimmed");
+            throw ConfigError(j.Where("acks") + ": only data packets are trimmed");
         }
     }
-    s.timeLimitS = Opt<double>(j, "time_limit_s", 60.0, p);
+    s.timeLimitS = j.Get<double>("time_limit_s");
+    j.Finish();
     return s;
 }
 

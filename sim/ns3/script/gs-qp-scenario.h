@@ -30,18 +30,18 @@ enum class WireAction
 /// carried, retransmissions counted) is within [first, last] (last: no end when absent).
 struct WireRule
 {
-    uint64_t first = 0;
+    uint64_t first{};
     std::optional<uint64_t> last;
-    WireAction action = WireAction::Drop;
-    double byS = 0.0;
+    WireAction action{};
+    double byS{};
 };
 
 /// An RDMA WRITE the requester posts at `atS` (with immediate `imm` when given), or, with `after`, from within the
 /// callback that reports the completion of that earlier message (as a job node posts its next write).
 struct ScriptMessage
 {
-    uint32_t bytes = 0;
-    double atS = 0.0;
+    uint32_t bytes{};
+    double atS{};
     std::optional<uint32_t> imm;
     std::optional<uint32_t> after;
 };
@@ -57,20 +57,22 @@ struct QpScenario
 {
     std::string name;
     TransportSpec transport;
-    uint32_t initialPsn = 0; // the requester's first PSN (the responder's expected one)
-    double delayS = 10e-6;   // one way
+    WireSizes wire;             // header sizes (roce/wire.py's, as ns3sim writes them)
+    uint32_t initialPsn{};      // the requester's first PSN (the responder's expected one)
+    double delayS{};            // one way
     std::optional<double> rateBps; // serialization at this rate (none: packets take no time on the link)
-    NicPull pull = NicPull::AfterEvent;
+    NicPull pull{};
     std::vector<ScriptMessage> messages;
     std::vector<WireRule> data; // requester -> responder
     std::vector<WireRule> acks; // responder -> requester
-    double timeLimitS = 60.0;
+    double timeLimitS{};
 };
 
 /// The rule for packet `index` of a direction (the first that matches), none when it passes untouched.
 const WireRule* FindRule(const std::vector<WireRule>& rules, uint64_t index);
 
-/// Parse a scenario (JSON text); ConfigError names the bad value.
+/// Parse a scenario (JSON text); ConfigError names the bad value (every key is required, and no other taken:
+/// ns3sim/qp_script.py Scenario.to_json writes them all).
 QpScenario ParseQpScenario(const std::string& text);
 
 } // namespace gs
