@@ -55,6 +55,7 @@ from gradswitch.experiment.results_file import Outcome, Results
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, read_toml, spec_from_dict
 from gradswitch.experiment.summary_file import CompareExit, Summary
+from gradswitch.shipped_specs import shipped_spec
 
 TRAINING_FIGURE = "samples_per_s_real"
 # Figures where less is better (besides times, `*_s`): what picks the best baseline.
@@ -144,6 +145,8 @@ def load_spec(path: Path) -> CompareSpec:
     """A compare spec, every run checked (SpecError: one line per problem, naming the run)."""
     if not path.exists() and path.with_suffix(".toml").exists():
         path = path.with_suffix(".toml")  # `gradswitch compare experiments/tensorlights`
+    if not path.exists() and (shipped := shipped_spec(path.name)) is not None:
+        path = shipped  # a spec the package ships, named from outside a checkout: `gradswitch compare netreduce`
     raw = read_toml(path)
     try:
         unknown = sorted(set(raw) - set(SPEC_KEYS))

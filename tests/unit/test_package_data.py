@@ -136,3 +136,10 @@ def test_doctor_json_is_the_report(monkeypatch):
     monkeypatch.setattr(doctor, "program_checks",
                         lambda: [doctor.Check("compiled program", False, "stale", "every switch", required=True)])
     assert not doctor.doctor().ok
+
+
+def test_compare_finds_a_shipped_spec_by_name_from_any_directory(tmp_path, monkeypatch):
+    from gradswitch.experiment.compare import load_spec
+
+    monkeypatch.chdir(tmp_path)  # no experiments/ here: the name alone finds the shipped file
+    assert load_spec(Path("netreduce")).runs and load_spec(Path("experiments/netreduce.toml")).runs
