@@ -112,8 +112,8 @@ def run_resolve(side, peer: str, timeout: float) -> dict[str, object]:
 
 
 def test_a_peer_is_resolved_before_the_first_packet_and_an_absent_one_is_named():
-    """Address resolution before the first packet: the kernel holds packets to a neighbour it has yet to resolve and sends them out
-    of order when the reply comes. The engine resolves each QP's peer first, as a RoCE NIC does at
+    """Address resolution before the first packet: the kernel holds packets to a neighbour it has yet to resolve
+    and sends them out of order when the reply comes. The engine resolves each QP's peer first, as a RoCE NIC does at
     connection set-up; a peer that never answers is named within the timeout."""
     with veth_pair() as (a, b):
         assert "lladdr" not in neighbour(a, b.ip)  # a fresh namespace knows nobody
