@@ -1,4 +1,4 @@
-"""One small cross-validation pair (bench.crossval runs them all): the same ring spec on BMv2
+"""One small cross-validation pair (bench.crossval runs them all): the same ring spec on BMv2 at 8 Mb/s
 and on ns-3 with the testbed's measured costs (bench/results/testbed-costs.json), its median iteration within
 bench.crossval's 10 %."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.crossval import TOLERANCE, allreduce_specs, simulated
+from bench.crossval import DEFAULT_BW_MBPS, TOLERANCE, allreduce_specs, simulated
 from bench.testbed_costs import load_costs, measured_with
 from mininet_topos.bmv2 import BMV2_ENV
 from tests.results import run_experiment
@@ -19,7 +19,9 @@ pytestmark = [pytest.mark.mininet, pytest.mark.ns3]
 
 
 def test_a_ring_on_bmv2_and_on_ns3_agree(tmp_path, monkeypatch):
-    (ring,) = [s for s in allreduce_specs(["rack"], [4], 20.0, 256 << 10, 3) if str(s.algo) == "ring"]
+    # bench.crossval's own rate (8 Mb/s), where it judges every pair: at 20 Mb/s this ring on the 2-core machine
+    # was machine-bound in every attempt of two suite runs (busiest link 75 % loaded).
+    (ring,) = [s for s in allreduce_specs(["rack"], [4], DEFAULT_BW_MBPS, 256 << 10, 3) if str(s.algo) == "ring"]
     build = measured_with()
     if build is not None and Path(build).exists():
         monkeypatch.setenv(BMV2_ENV, build)  # the BMv2 build the costs were measured with
