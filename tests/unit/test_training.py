@@ -277,11 +277,12 @@ def test_training_through_netreduce_with_exponents(tmp_path):
 def test_zero_computation_is_the_all_reduce_loop(tmp_path):
     """With no computation, one reduction at a time and one tensor per bucket, a training run is
     today's all-reduce loop: the same reductions in the same order, and the same time. The two
-    run in turn, twice each, and the faster median of each is compared (the machine is shared)."""
+    run in turn, three times each, and the faster median of each is compared (the machine is shared: with two
+    turns each, one suite run on the 2-core machine had the trained median 1.26x the plain one, both passing alone)."""
     base = training_job("ring", 3, iterations=5, scale=0.002, workload="vgg16")
     train = replace(base, training=training(emulate=Emulation(25.0, compute_scale=0.0), bucket_bytes=4, in_flight=1))
     med: dict[str, float] = {}
-    for attempt in range(2):
+    for attempt in range(3):
         for name, cfg in (("plain", base), ("trained", train)):
             (tmp_path / f"{name}{attempt}").mkdir()
             res = run_ok(cfg, tmp_path / f"{name}{attempt}")
