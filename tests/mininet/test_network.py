@@ -61,11 +61,17 @@ def test_rack_full_reachability_and_clean_teardown(tmp_path):
     assert not (tmp_path / "net" / STATE_FILE).exists()
 
 
-def sender_script(dst: str, port: int, count: int, size: int = 1000) -> str:
+def sender_script(dst: str, port: int, count: int, size: int = 1000, rate_pps: int = 1000) -> str:
+    """Numbered datagrams, paced at `rate_pps` (1000 of 1 kB: 8 Mb/s, under the 20 Mb/s links, so
+    what is lost is lost to the fabric's rules and not to a queue the blast overran)."""
     return textwrap.dedent(f"""
-        import socket
+        import socket, time
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        start = time.monotonic()
         for i in range({count}):
+            ahead = start + i / {rate_pps} - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)  # pacing, not synchronisation
             s.sendto(i.to_bytes(4, "big") + b"x" * {size}, ("{dst}", {port}))
     """)
 
@@ -100,10 +106,10 @@ def udp_transfer(net: Testbed, src: str, dst: str, count: int, port: int = 5001)
     return int(out.strip().splitlines()[-1])
 
 
-# A blast of datagrams now and then loses a few inside a BMv2 that fell behind its veths (seen here about 1 run in
-# 5 with the code of either side of the move to gradswitch/: 5-35 datagrams gone with no drop in any qdisc, socket
-# or P4 counter): the machine, not the fabric. Each UDP claim below is judged on the first of up to this many
-# transfers that the machine did not touch, and fails when none was clean.
+# A transfer now and then loses a few datagrams inside a BMv2 that fell behind its veths (seen on this 2-core
+# machine about 1 run in 5 with the code of either side of the move to gradswitch/, and more often unpaced: 5-90
+# datagrams gone with no drop in any qdisc, socket or P4 counter): the machine, not the fabric. Each UDP claim
+# below is judged on the first of up to this many transfers that the machine did not touch, and fails when none was.
 UDP_ATTEMPTS = 3
 
 
@@ -113,6 +119,17 @@ def complete_transfers(net: Testbed, src: str, dst: str, count: int, port: int) 
     while len(got) < UDP_ATTEMPTS and count not in got:
         got.append(udp_transfer(net, src, dst, count, port=port + 100 * len(got)))
     return got
+
+
+def faulted_transfers(net: Testbed, switch: str, src: str, dst: str, count: int, port: int) -> list[tuple[int, int]]:
+    """Transfers through a fault-injection rule until one where every datagram that did not arrive is one the
+    rule counted (at most UDP_ATTEMPTS): (arrived, counted by the rule) of each."""
+    out: list[tuple[int, int]] = []
+    while len(out) < UDP_ATTEMPTS and not any(got + dropped == count for got, dropped in out):
+        before = net.fabric.drops(switch).get("fault-injected", 0)
+        got = udp_transfer(net, src, dst, count, port=port + 100 * len(out))
+        out.append((got, net.fabric.drops(switch).get("fault-injected", 0) - before))
+    return out
 
 
 def test_leafspine_udp_tcp_and_fault_injection(tmp_path):
@@ -137,16 +154,14 @@ def test_leafspine_udp_tcp_and_fault_injection(tmp_path):
         switch, port = topo.attachment("h4")
         net.fabric.set_port_loss(switch, port, 0.20, direction="out", ip_protocol=17)
         sent = 3000
-        before = net.fabric.drops(switch).get("fault-injected", 0)
-        got = udp_transfer(net, "h1", "h4", sent, port=5002)
-        dropped = net.fabric.drops(switch).get("fault-injected", 0) - before
-        # The rule drops its 20 % (counted by the switch) and never more than went missing. Whether nothing else
-        # went missing is not judged here: with the rule on, 36-90 of 3000 datagrams also vanished uncounted in
-        # some runs on this machine (see UDP_ATTEMPTS); where they go is not yet known.
-        assert abs(dropped / sent - 0.20) < 0.04, f"the rule dropped {dropped} of {sent}, 0.20 configured"
-        assert dropped <= sent - got, (dropped, sent, got)
-        loss = 1 - got / sent
-        assert abs(loss - 0.20) < 0.07, f"{loss:.3f} lost, 0.20 configured (4 sigma and what the machine lost)"
+        transfers = faulted_transfers(net, switch, "h1", "h4", sent, port=5002)
+        for got, dropped in transfers:
+            # The rule drops its 20 % (counted by the switch: 4 sigma of a binomial of 3000 is 0.03) and never more
+            # than went missing ...
+            assert abs(dropped / sent - 0.20) < 0.04, f"the rule dropped {dropped} of {sent}, 0.20 configured"
+            assert dropped <= sent - got, (dropped, sent, got)
+        # ... and, in a transfer the machine left alone, exactly what went missing.
+        assert any(got + dropped == sent for got, dropped in transfers), transfers
         # same sender, another port of leaf2: untouched
         assert 500 in complete_transfers(net, "h1", "h3", 500, port=5003)
         assert net.ping("h4", "h1")  # ICMP is not UDP: not dropped by the UDP-only rule

@@ -74,12 +74,12 @@ def test_ring_ps_and_netreduce_train_through_bmv2_in_the_order_their_bounds_give
     """experiments/training-speedup.toml's ResNet-50 runs on the rack, shortened: ring, a parameter
     server and NetReduce train with priority partitions through BMv2, every result exact. On link-bound
     runs NetReduce (S/B per all-reduce) trains faster than ring (1.5 S/B at N = 4), and ring faster than
-    one parameter server (4 S/B). The links run at 10 Mb/s here, not the spec's 20: on this 2-core machine
-    at 20 Mb/s the ring and NetReduce runs were machine-bound (busiest link 34-64 % loaded) and NetReduce
-    came out behind ring in 5 of 6 runs, with the code before and after the move to gradswitch/ alike; at
-    10 Mb/s NetReduce and the PS kept their links busy (not machine-bound) and the order held in every run."""
+    one parameter server (4 S/B). The links run at 5 Mb/s here, not the spec's 20: on the 2-core machines CI
+    and development use, ring and NetReduce were machine-bound at 20 Mb/s (NetReduce behind ring in 5 of 6 runs)
+    and still at 10 Mb/s in a CI run and on a quiet machine (busiest link 59-72 % loaded where the ideal keeps
+    76-99 %); at 5 Mb/s all three kept their links busy (74-88 %) and the order held."""
     spec = load_spec(EXPERIMENTS / "training-speedup.toml")
-    runs = [replace(r, iterations=3, bw_mbps=10) for r in spec.runs
+    runs = [replace(r, iterations=3, bw_mbps=5) for r in spec.runs
             if (r.workload, str(r.topo), str(r.scheduling)) == ("resnet50", "rack", "priority")]
     assert [str(r.algo) for r in runs] == ["ring", "ps", "netreduce"]
     biggest = max(runs, key=lambda r: r.hosts_needed())
