@@ -240,15 +240,14 @@ def validate(graph: JobGraph) -> None:
         _check_group(groups[name], per_rank)
     for key in sends.keys() | recvs.keys():
         s, v = sends.get(key, []), recvs.get(key, [])
-        for (a, at), (b, _) in zip(s, v):
+        for (a, at), (b, _) in zip(s, v, strict=False):
             if a.nbytes != b.nbytes:
                 raise GraphError(f"{at}: sends {a.nbytes} bytes to rank {key[1]} (tag {key[2]}), which receives "
                                  f"{b.nbytes}")
         if len(s) != len(v):
             extra = (s[len(v):] or v[len(s):])[0][1]
-            raise GraphError(f"{extra}: no matching {'receive' if len(s) > len(v) else 'send'} from rank "
-                             f"{key[0] if len(s) < len(v) else key[1]} with tag {key[2]} "
-                             f"({len(s)} sends, {len(v)} receives)")
+            missing = f"receive on rank {key[1]}" if len(s) > len(v) else f"send from rank {key[0]}"
+            raise GraphError(f"{extra}: no matching {missing} with tag {key[2]} ({len(s)} sends, {len(v)} receives)")
 
 
 def _check_group(group: ProcessGroup, per_rank: dict[int, list[tuple[CollectiveNode, str]]]) -> None:
@@ -260,7 +259,7 @@ def _check_group(group: ProcessGroup, per_rank: dict[int, list[tuple[CollectiveN
     ref = per_rank[ref_rank]
     for x in group.ranks[1:]:
         mine = per_rank[x]
-        for k, ((a, _), (b, at)) in enumerate(zip(ref, mine)):
+        for k, ((a, _), (b, at)) in enumerate(zip(ref, mine, strict=False)):
             if (a.collective, a.nbytes, a.root) != (b.collective, b.nbytes, b.root):
                 raise GraphError(f"{at}: collective {k} of group {group.name!r} is {b.collective} of {b.nbytes} "
                                  f"bytes here and {a.collective} of {a.nbytes} bytes on rank {ref_rank} "

@@ -9,6 +9,8 @@ import pytest
 from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
 from workload.graph import (
     CollectiveKind as C,
+)
+from workload.graph import (
     CollectiveNode,
     ComputeNode,
     GraphError,
@@ -50,8 +52,10 @@ def test_order_puts_dependencies_first_and_keeps_file_order_where_free():
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda g: g[0].append(ComputeNode(8, "x", 0, (42,))), "t.0.et: node 8 (x): depends on node 42, which does not exist"),
-    (lambda g: g[1].__setitem__(0, ComputeNode(1, "fwd", 0.01, (2,))), "t.1.et: node 1 (fwd): its dependencies form a cycle"),
+    (lambda g: g[0].append(ComputeNode(8, "x", 0, (42,))),
+     "t.0.et: node 8 (x): depends on node 42, which does not exist"),
+    (lambda g: g[1].__setitem__(0, ComputeNode(1, "fwd", 0.01, (2,))),
+     "t.1.et: node 1 (fwd): its dependencies form a cycle"),
     (lambda g: g[2].append(ComputeNode(3, "dup", 0)), "t.2.et: node 3 (dup): the id appears twice"),
     (lambda g: g[3].__setitem__(3, CollectiveNode(4, "ag", C.ALL_GATHER, "world", 2048, (3,))),
      "t.3.et: node 4 (ag): collective 1 of group 'world' is all_gather of 2048 bytes here and all_gather of 1024"),
@@ -60,7 +64,8 @@ def test_order_puts_dependencies_first_and_keeps_file_order_where_free():
     (lambda g: g[0].append(CollectiveNode(9, "ar", C.ALL_REDUCE, "tp", 8, (4,))),
      "t.0.et: node 9 (ar): process group 'tp' is not defined"),
     (lambda g: g[0].append(SendNode(9, "s", 4, 1, 8)), "t.0.et: node 9 (s): peer rank 4"),
-    (lambda g: g[0].append(SendNode(9, "s", 2, 1, 8)), "t.0.et: node 9 (s): no matching receive from rank 2 with tag 1"),
+    (lambda g: g[0].append(SendNode(9, "s", 2, 1, 8)),
+     "t.0.et: node 9 (s): no matching receive on rank 2 with tag 1"),
     (lambda g: g[2].__setitem__(5, RecvNode(6, "from-prev", 1, 7, 99, (4,))),
      "t.1.et: node 5 (to-next): sends 100 bytes to rank 2 (tag 7), which receives 99"),
     (lambda g: g[0].append(ComputeNode(9, "neg", -1.0)), "t.0.et: node 9 (neg): duration -1.0 s"),
