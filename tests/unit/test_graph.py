@@ -102,3 +102,22 @@ def test_bounds_by_hand():
     assert collective_bound_s(C.BROADCAST, 8, mib, rate) == pytest.approx(t)
     assert point_to_point_bound_s(mib, rate) == pytest.approx(t)
     assert collective_bound_s(C.ALL_REDUCE, 1, mib, rate) == 0.0
+
+
+def test_timings_group_collectives_by_position_and_count_exposed_communication():
+    from workload.graph_timing import GraphRun, NodeTiming
+
+    run = GraphRun((
+        NodeTiming(0, 1, "compute", 0.0, 1.0),
+        NodeTiming(0, 2, "collective", 0.5, 2.0, C.ALL_REDUCE, "world", 64, True),
+        NodeTiming(1, 7, "collective", 0.8, 2.5, C.ALL_REDUCE, "world", 64, True),
+        NodeTiming(1, 8, "collective", 3.0, 4.0, C.ALL_GATHER, "world", 8, False),
+        NodeTiming(0, 3, "collective", 2.1, 3.5, C.ALL_GATHER, "world", 8, True),
+    ))
+    first, second = run.collectives()
+    assert (first.collective, first.start_s, first.end_s, first.checked) == (C.ALL_REDUCE, 0.5, 2.5, True)
+    assert (second.collective, second.start_s, second.end_s, second.checked) == (C.ALL_GATHER, 2.1, 4.0, False)
+    # rank 0 communicates 0.5-3.5 and computes 0-1: 2.5 s exposed; rank 1 never computes: 1.7 + 1.0
+    assert run.exposed_communication_s() == {0: pytest.approx(2.5), 1: pytest.approx(2.7)}
+    assert run.job_s == 4.0
+    assert GraphRun.from_dict(run.to_dict()) == run
