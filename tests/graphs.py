@@ -1,0 +1,55 @@
+"""Small execution graphs for the hosts' graph engine tests (unit, in-memory and on BMv2)."""
+
+from __future__ import annotations
+
+from workload.graph import (
+    CollectiveKind,
+    CollectiveNode,
+    ComputeNode,
+    JobGraph,
+    ProcessGroup,
+    RankGraph,
+    RecvNode,
+    SendNode,
+    world_group,
+)
+
+
+def one_collective(kind: CollectiveKind, ranks: int, nbytes: int, root: int = 0, compute_s: float = 0.0) -> JobGraph:
+    """Every rank: (a computation of compute_s, then) one collective of the world group."""
+    out = []
+    for r in range(ranks):
+        nodes: list[ComputeNode | CollectiveNode] = []
+        deps: tuple[int, ...] = ()
+        if compute_s:
+            nodes.append(ComputeNode(1, "fwd", compute_s))
+            deps = (1,)
+        nodes.append(CollectiveNode(2, str(kind), kind, "world", nbytes, deps, root))
+        out.append(RankGraph(r, tuple(nodes), f"test.{r}.et"))
+    return JobGraph(f"{kind}-{ranks}", tuple(out), (world_group(ranks),))
+
+
+def send_recv(ranks: int, nbytes: int) -> JobGraph:
+    """Rank r sends to r+1 (tag 7) and receives from r-1: a ring of point-to-point transfers."""
+    out = []
+    for r in range(ranks):
+        out.append(RankGraph(r, (SendNode(1, "send", (r + 1) % ranks, 7, nbytes),
+                                 RecvNode(2, "recv", (r - 1) % ranks, 7, nbytes)), f"test.{r}.et"))
+    return JobGraph(f"sendrecv-{ranks}", tuple(out), ())
+
+
+def two_groups(ranks: int, nbytes: int) -> JobGraph:
+    """Two process groups (even and odd ranks), each an all-reduce and then an all-gather, at the same time,
+    then a world all-reduce that depends on both: collectives in flight on different groups at once."""
+    even = ProcessGroup("even", tuple(range(0, ranks, 2)))
+    odd = ProcessGroup("odd", tuple(range(1, ranks, 2)))
+    out = []
+    for r in range(ranks):
+        g = "even" if r % 2 == 0 else "odd"
+        out.append(RankGraph(r, (
+            ComputeNode(1, "fwd", 0.001),
+            CollectiveNode(2, "ar", CollectiveKind.ALL_REDUCE, g, nbytes, (1,)),
+            CollectiveNode(3, "ag", CollectiveKind.ALL_GATHER, g, nbytes // 2, (1,)),
+            CollectiveNode(4, "world", CollectiveKind.ALL_REDUCE, "world", nbytes, (2, 3)),
+        ), f"test.{r}.et"))
+    return JobGraph(f"two-groups-{ranks}", tuple(out), (even, odd, world_group(ranks)))

@@ -1,0 +1,66 @@
+"""What every rank puts into a collective and what it must get out, so each checks its own output.
+
+A rank's input to a communication operation is int32, deterministic from (job seed, operation, rank):
+the operation is the k-th collective of a process group, or the k-th send between two ranks with one
+tag (executor.OpKey), which every member numbers alike. Values lie within +-2^15, so a sum over up to
+2^16 ranks is exact in int32. The check compares every element of the output with the expectation
+computed here from every member's input (numpy, whatever the size).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from workers.collectives.schedule import chunk_bounds
+from workload.gradients import Int32Array
+from workload.graph import CollectiveKind
+
+VALUE_RANGE = 1 << 16
+
+
+def elements_of(nbytes: int) -> int:
+    """int32 elements that carry `nbytes` (a size that is not a multiple of 4 is rounded up)."""
+    return max(1, -(-nbytes // 4))
+
+
+def input_of(seed: int, op: str, rank: int, elements: int) -> Int32Array:
+    """Rank `rank`'s input to operation `op` (an OpKey's text): a different affine sequence per
+    (seed, op, rank), modulo VALUE_RANGE, centred on 0."""
+    digest = hashlib.blake2b(f"{seed}/{op}/{rank}".encode(), digest_size=8).digest()
+    h = int.from_bytes(digest, "big")
+    step = 2 * (h % 9973) + 1
+    start = (h >> 20) % VALUE_RANGE
+    values = (np.arange(elements, dtype=np.int64) * step + start) % VALUE_RANGE - VALUE_RANGE // 2
+    return values.astype(np.int32)
+
+
+def expected(kind: CollectiveKind, inputs: Sequence[Int32Array], p: int, root: int = 0) -> Int32Array:
+    """Member p's output of a collective whose members' inputs are `inputs` (in group order);
+    `root`: broadcast's root position."""
+    n = len(inputs)
+    out: Int32Array
+    if kind == CollectiveKind.ALL_REDUCE:
+        out = np.stack(inputs).astype(np.int64).sum(axis=0).astype(np.int32)
+        return out
+    if kind == CollectiveKind.REDUCE_SCATTER:
+        lo, hi = chunk_bounds(len(inputs[0]), n)[p]
+        out = np.stack([x[lo:hi] for x in inputs]).astype(np.int64).sum(axis=0).astype(np.int32)
+        return out
+    if kind == CollectiveKind.ALL_GATHER:
+        return np.concatenate(list(inputs)).astype(np.int32)
+    if kind == CollectiveKind.ALL_TO_ALL:
+        lo, hi = chunk_bounds(len(inputs[0]), n)[p]
+        return np.concatenate([x[lo:hi] for x in inputs]).astype(np.int32)
+    if kind == CollectiveKind.BROADCAST:
+        out = np.array(inputs[root], dtype=np.int32)
+        return out
+    raise ValueError(f"collective {kind!r}: no expected output")
+
+
+def wrong_elements(got: Int32Array, want: Int32Array) -> int:
+    """Elements that differ (every element compared); a length mismatch counts the longer's excess."""
+    n = min(len(got), len(want))
+    return int(np.count_nonzero(got[:n] != want[:n])) + abs(len(got) - len(want))
