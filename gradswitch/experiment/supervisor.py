@@ -62,11 +62,13 @@ def log_tail(path: Path, lines: int = 15) -> str:
 
 def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir: Path, bar: Progress,
               on_go: Callable[[], None] = lambda: None,
-              on_done: Callable[[], None] = lambda: None) -> dict[int, dict[int, NodeResult]]:
+              on_done: Callable[[], None] = lambda: None, module: str = "workers.main"
+              ) -> dict[int, dict[int, NodeResult]]:
     """Start every node of every job (their configs are config_dir/job<N>.json), release them
     together (on_go just before), wait; results per job and node. on_done: once every node of every
     job has done its work (within a poll, DONE_POLL_S, of the last), or else when they have all
-    exited: the end of the jobs' window, before the nodes linger and exit."""
+    exited: the end of the jobs' window, before the nodes linger and exit. `module`: what each node runs,
+    `python -m MODULE JOB_FILE RUN_DIR NODE_ID` (workers.graph_main for an execution-graph run)."""
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
     procs: dict[tuple[int, int], subprocess.Popen[bytes]] = {}
     logs: dict[tuple[int, int], Path] = {}
@@ -83,7 +85,7 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
                     # Workers run niced: on a small machine the BMv2 switches must not be starved by the
                     # emulated hosts, or they drop packets at their inputs.
                     procs[key] = net.host(node.host).popen(
-                        ["nice", "-n", str(WORKER_NICE), sys.executable, "-m", "workers.main",
+                        ["nice", "-n", str(WORKER_NICE), sys.executable, "-m", module,
                          str(config_dir / f"job{cfg.job_id}.json"), str(jd), str(node.node_id)],
                         stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), env=env)
 

@@ -8,18 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workers.ring import chunk_bounds  # the one cut of a buffer into N chunks (the all-reduce ring's)
+
+__all__ = ["Schedule", "Span", "Step", "chunk_bounds"]
+
 Span = tuple[int, int]  # [lo, hi) in int32 elements
-
-
-def chunk_bounds(elements: int, n: int) -> list[Span]:
-    """`elements` cut into n contiguous chunks, the first `elements % n` one element longer."""
-    base, extra = divmod(elements, n)
-    bounds, start = [], 0
-    for i in range(n):
-        size = base + (1 if i < extra else 0)
-        bounds.append((start, start + size))
-        start += size
-    return bounds
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,278 @@
+"""A job's execution graphs (workload/graph.py) run on a running BMv2 network: rank r a process
+(`python -m workers.graph_main`) on the host today's placement gives worker r (topology-aware: ring
+neighbours share a leaf), with the transport's window and timeout sized for the links as an experiment's
+are; back, every node's timing (workload.graph_timing.GraphRun) and a report: per collective its time
+against its link-rate bound (workload/collective_bounds.py), per collective type, exposed communication
+per rank and per process group, every output's check, the busiest link, and whether the machine (not
+the links) set the times (bottleneck.judge).
+
+Times are seconds of the emulated cluster: the testbed's divided by the run's dilation D (testbed
+seconds per emulated second; computation waits D x its duration). Bounds are at the emulated rate, the
+testbed's link rate x D, so a time over its bound reads the same on either clock.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from gradswitch.experiment.bottleneck import judge
+from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
+from gradswitch.experiment.links import LinkMeter
+from gradswitch.experiment.placement import job_config, place
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrder
+from gradswitch.experiment.supervisor import Progress, run_nodes
+from gradswitch.testbed import Testbed
+from gradswitch.version import code_version
+from roce.qp import Mode
+from topology.model import Topology
+from workers.collectives.ops import ops_of
+from workers.graph_job import GraphJob, read_timing, timing_path
+from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
+from workload.graph import ComputeNode, JobGraph, RecvNode, SendNode, validate
+from workload.graph_timing import GraphRun
+
+REPORT_FORMAT = 1
+SEND_RECV = "send_recv"  # the per-type summary's name for point-to-point transfers
+START_MARGIN_S = 60.0  # a graph's deadline: this plus TIMEOUT_FACTOR x its serial estimate
+TIMEOUT_FACTOR = 10.0
+
+
+@dataclass(frozen=True)
+class CollectiveResult:
+    """The k-th collective of a group: from its first member's start to its last member's end."""
+
+    group: str
+    index: int
+    collective: str
+    members: int
+    nbytes: int
+    start_s: float
+    end_s: float
+    bound_s: float
+    checked: bool | None
+
+    @property
+    def time_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    """A send and its receive: from the send's start to the later of the two ends."""
+
+    src: int
+    dst: int
+    tag: int
+    nbytes: int
+    start_s: float
+    end_s: float
+    bound_s: float
+    checked: bool | None
+
+    @property
+    def time_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+@dataclass(frozen=True)
+class KindSummary:
+    """Every collective of one type (or every transfer, SEND_RECV): how many, their times and bounds added up,
+    and the worst time over bound."""
+
+    kind: str
+    count: int
+    time_s: float
+    bound_s: float
+    worst_ratio: float
+
+
+@dataclass(frozen=True)
+class GraphRunReport:
+    graph: str
+    hosts: tuple[str, ...]  # rank r ran on hosts[r]
+    bw_mbps: float
+    dilation: float
+    run: GraphRun
+    collectives: tuple[CollectiveResult, ...]
+    transfers: tuple[TransferResult, ...]
+    by_kind: tuple[KindSummary, ...]
+    exposed_s: dict[int, float]  # per rank: waiting on the network with no computation running
+    exposed_by_group_s: dict[str, float]  # per process group: the most any member waited on that group's collectives
+    checked: bool  # every communication node's output exact on every rank
+    errors: tuple[str, ...]  # what went wrong on a rank (a wrong output, a failure)
+    busiest_link: str | None  # the shaped link direction that carried the most bytes
+    busiest_link_bytes: int | None
+    busiest_link_load: float | None
+    cpu_idle: float | None
+    machine_bound: bool | None
+    machine_bound_reason: str | None
+    wall_s: float
+    code_version: str = field(default_factory=code_version)
+
+    @property
+    def job_s(self) -> float:
+        return self.run.job_s
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["format"] = REPORT_FORMAT
+        d["run"] = self.run.to_dict()
+        d["job_s"] = self.job_s
+        for out in [*d["collectives"], *d["transfers"]]:
+            out["time_s"] = out["end_s"] - out["start_s"]
+        d["exposed_s"] = {str(k): v for k, v in self.exposed_s.items()}
+        return d
+
+
+def rate_bytes_per_s(bw_mbps: float, dilation: float) -> float:
+    """The emulated cluster's link rate: the testbed's x D."""
+    return bw_mbps * 1e6 / 8 * dilation
+
+
+def graph_job(topo: Topology, graph: JobGraph, *, bw_mbps: float, dilation: float = 1.0, seed: int = 1,
+              ring_order: RingOrder = RingOrder.LEAVES, transport: Mode = Mode.GBN, timeout_s: float | None = None
+              ) -> GraphJob:
+    """What the ranks run: the graph, and an experiment's transport settings for `workers` = the graph's
+    ranks on this network at bw_mbps (placement.job_config: window within the shaped queue, RTO from the
+    path), the window shared among the process groups a rank may receive from at once."""
+    validate(graph)
+    spec = ExperimentSpec(workers=graph.world_size, bw_mbps=bw_mbps, ring_order=ring_order, seed=seed,
+                          transport=transport, iterations=1)
+    hosts = len(topo.hosts)
+    if graph.world_size > hosts:
+        raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but the network has {hosts} hosts; "
+                              f"run it on a topology with at least {graph.world_size}")
+    nodes = place(spec, topo).jobs[0]
+    cfg = job_config(spec, 1, nodes, topo)
+    fan_in = max(1, max(sum(1 for g in graph.groups if r in g.ranks) for r in range(graph.world_size)))
+    timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
+        graph, bw_mbps, dilation)
+    return GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, dilation)
+
+
+def serial_estimate_s(graph: JobGraph, bw_mbps: float, dilation: float) -> float:
+    """Testbed seconds if every rank ran its nodes one after another at their bounds: the longest rank's."""
+    rate = bw_mbps * 1e6 / 8
+    worst = 0.0
+    for r in graph.ranks:
+        total = 0.0
+        for n in r.nodes:
+            if isinstance(n, ComputeNode):
+                total += n.duration_s * dilation
+            elif isinstance(n, (SendNode, RecvNode)):
+                total += point_to_point_bound_s(n.nbytes, rate)
+            else:
+                total += collective_bound_s(n.collective, len(graph.group(n.group).ranks), n.nbytes, rate)
+        worst = max(worst, total)
+    return worst
+
+
+def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, dilation: float = 1.0, seed: int = 1,
+              ring_order: RingOrder = RingOrder.LEAVES, transport: Mode = Mode.GBN,
+              timeout_s: float | None = None) -> GraphRunReport:
+    """Run `graph` on the running network `net` (links shaped to bw_mbps) and report; the job file, the
+    ranks' logs and results under run_dir, the report as run_dir/graph-results.json. GraphError (one
+    line) for a graph that cannot run and ExperimentError for a network that cannot hold it, before
+    anything starts; ExperimentError naming the rank when a rank failed to run its graph."""
+    job = graph_job(net.topo, graph, bw_mbps=bw_mbps, dilation=dilation, seed=seed, ring_order=ring_order,
+                    transport=transport, timeout_s=timeout_s)
+    run_dir = run_dir.resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    ranks_dir = run_dir / "run"
+    if ranks_dir.exists():
+        shutil.rmtree(ranks_dir)
+    ranks_dir.mkdir()
+    job.save(run_dir / f"job{job.job.job_id}.json")
+    links = LinkMeter.of(net)
+    cpu: list[CpuSample] = []
+    carried: dict[str, dict[str, Any]] = {}
+    wall = time.monotonic()
+
+    def go() -> None:
+        links.start()
+        cpu.append(cpu_sample())
+
+    def done() -> None:
+        cpu.append(cpu_sample())
+        carried.update(links.stop())
+
+    results = run_nodes(net, [job.job], run_dir, ranks_dir, Progress(1, graph.name, False), on_go=go, on_done=done,
+                        module="workers.graph_main")[job.job.job_id]
+    wall_s = time.monotonic() - wall
+    job_dir = ranks_dir / f"job{job.job.job_id}"
+    missing = [r for r in range(graph.world_size) if not timing_path(job_dir, r).exists()]
+    errors = tuple(f"rank {r} on {res['host']}: {res.get('error', 'failed')}" for r, res in sorted(results.items())
+                   if not res["ok"])
+    if missing:
+        raise ExperimentError(f"{graph.name}: rank {missing[0]} did not run its graph: "
+                              f"{results[missing[0]].get('error', 'no result')}")
+    run = GraphRun(tuple(n for r in range(graph.world_size) for n in read_timing(job_dir, r).nodes))
+    cpu_idle = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
+    report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s)
+    (run_dir / "graph-results.json").write_text(json.dumps(report.to_dict(), indent=1))
+    return report
+
+
+def summarize(job: GraphJob, run: GraphRun, hosts: list[str], bw_mbps: float, carried: dict[str, dict[str, Any]],
+              cpu_idle: float | None, errors: tuple[str, ...], wall_s: float) -> GraphRunReport:
+    """The report of a finished run (pure: tests give it a run and link usage)."""
+    graph, d = job.graph, job.dilation
+    rate = rate_bytes_per_s(bw_mbps, d)
+    sizes = {g.name: len(g.ranks) for g in graph.groups}
+    collectives = tuple(CollectiveResult(c.group, c.index, c.collective.value, sizes[c.group], c.nbytes, c.start_s,
+                                         c.end_s, collective_bound_s(c.collective, sizes[c.group], c.nbytes, rate),
+                                         c.checked) for c in run.collectives())
+    transfers = _transfers(job, run, rate)
+    kinds: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for c in collectives:
+        kinds[c.collective].append((c.time_s, c.bound_s))
+    for t in transfers:
+        kinds[SEND_RECV].append((t.time_s, t.bound_s))
+    by_kind = tuple(KindSummary(k, len(v), sum(t for t, _ in v), sum(b for _, b in v),
+                                max((t / b if b > 0 else 0.0) for t, b in v)) for k, v in sorted(kinds.items()))
+    by_group: dict[str, float] = {}
+    for g in graph.groups:
+        waits = [GraphRun(tuple(n for n in run.nodes if n.rank == r and (n.kind == "compute" or n.group == g.name)))
+                 .exposed_communication_s().get(r, 0.0) for r in g.ranks]
+        by_group[g.name] = max(waits, default=0.0)
+    comm = [n for n in run.nodes if n.kind != "compute"]
+    busiest = max(carried.items(), key=lambda kv: kv[1]["sent_bytes"], default=None)
+    load = busiest[1]["load"] if busiest else None
+    has_compute = any(n.kind == "compute" and n.duration_s > 0 for n in run.nodes)
+    # A graph that only communicates keeps its busiest link full when the links set its pace; with
+    # computation the links idle by design, and only the CPU is judged.
+    bottleneck = judge(cpu_idle, None if has_compute else load)
+    return GraphRunReport(graph.name, tuple(hosts), bw_mbps, d, run, collectives, transfers, by_kind,
+                          run.exposed_communication_s(), by_group,
+                          not errors and all(n.checked is True for n in comm), errors,
+                          busiest[0] if busiest else None, int(busiest[1]["sent_bytes"]) if busiest else None, load,
+                          cpu_idle, bottleneck.machine_bound, bottleneck.reason, wall_s)
+
+
+def _transfers(job: GraphJob, run: GraphRun, rate: float) -> tuple[TransferResult, ...]:
+    """Each send matched with its receive by operation key (workers/collectives/ops.py)."""
+    timing = {(n.rank, n.node_id): n for n in run.nodes}
+    recv_by_key = {}
+    for r in job.graph.ranks:
+        for nid, op in ops_of(job.graph, r.rank).items():
+            if op.kind == "recv":
+                recv_by_key[op.key] = timing[(r.rank, nid)]
+    out = []
+    for r in job.graph.ranks:
+        by_id = r.by_id()
+        for nid, op in ops_of(job.graph, r.rank).items():
+            if op.kind != "send":
+                continue
+            node = by_id[nid]
+            assert isinstance(node, SendNode)
+            s, v = timing[(r.rank, nid)], recv_by_key[op.key]
+            checked = None if s.checked is None or v.checked is None else s.checked and v.checked
+            out.append(TransferResult(r.rank, node.peer, node.tag, node.nbytes, s.start_s, max(s.end_s, v.end_s),
+                                      point_to_point_bound_s(node.nbytes, rate), checked))
+    return tuple(out)
