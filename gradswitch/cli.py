@@ -592,6 +592,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "directory")
     p.set_defaults(func=cmd_compare)
 
+    from gradswitch import export_et
+
+    export_et.add_commands(sub, add_command, parse_size)  # export-et, check-et: Chakra traces
+
     p = add_command(sub, "clean", "remove switches, hosts and veths left by a run that was killed",
                     "Remove what a network killed outright left behind (its switch processes, host namespaces, "
                     "veth interfaces, reserved ports), and switch-port veths no running switch uses. A network "

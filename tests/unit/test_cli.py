@@ -140,8 +140,9 @@ def test_bash_completes_subcommands_options_and_choices(tmp_path, monkeypatch):
     assert result.returncode == 0, result.stderr
     script = tmp_path / "gradswitch.bash"
     script.write_text(result.stdout)
-    assert completions(script, "gradswitch", "exp") == ["experiment"]
-    assert completions(script, "gradswitch", "c") == ["compare", "clean", "completion"]
+    assert completions(script, "gradswitch", "expe") == ["experiment"]
+    assert completions(script, "gradswitch", "expo") == ["export-et"]
+    assert completions(script, "gradswitch", "c") == ["compare", "check-et", "clean", "completion"]
     assert completions(script, "gradswitch", "experiment", "--back") == ["--backend"]
     assert completions(script, "gradswitch", "experiment", "--backend", "") == ["bmv2", "ns3"]
     assert "-v" in completions(script, "gradswitch", "doctor", "-")  # a global option after the command

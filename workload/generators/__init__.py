@@ -1,0 +1,7 @@
+"""gradswitch's workloads as execution graphs (workload.graph): one collective repeated, send/recv
+between neighbours, and the data-parallel training job of a model profile (docs/workloads.md)."""
+
+from workload.generators.collective import SEND_RECV, collective_graph, send_recv_graph
+from workload.generators.training import training_graph, training_job
+
+__all__ = ["SEND_RECV", "collective_graph", "send_recv_graph", "training_graph", "training_job"]
