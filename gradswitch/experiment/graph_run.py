@@ -24,11 +24,13 @@ from typing import Any
 from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from gradswitch.experiment.links import LinkMeter
-from gradswitch.experiment.placement import job_config, place
+from gradswitch.experiment.network_settings import RunSettings
+from gradswitch.experiment.placement import Placement, job_config, place, topology_for
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrder
 from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.testbed import Testbed
 from gradswitch.version import code_version
+from mininet_topos.network import NetworkOptions
 from roce.qp import Mode
 from topology.model import Topology
 from workers.collectives.ops import ops_of
@@ -135,25 +137,42 @@ def rate_bytes_per_s(bw_mbps: float, dilation: float) -> float:
     return bw_mbps * 1e6 / 8 * dilation
 
 
-def graph_job(topo: Topology, graph: JobGraph, *, bw_mbps: float, dilation: float = 1.0, seed: int = 1,
-              ring_order: RingOrder = RingOrder.LEAVES, transport: Mode = Mode.GBN, timeout_s: float | None = None
-              ) -> GraphJob:
-    """What the ranks run: the graph, and an experiment's transport settings for `workers` = the graph's
-    ranks on this network at bw_mbps (placement.job_config: window within the shaped queue, RTO from the
-    path), the window shared among the process groups a rank may receive from at once."""
+def graph_spec(graph: JobGraph, *, bw_mbps: float, seed: int = 1, ring_order: RingOrder = RingOrder.LEAVES,
+               transport: Mode = Mode.GBN, loss_pct: float = 0.0) -> ExperimentSpec:
+    """An experiment's settings for running `graph` on a rack of its ranks (what run_graph uses)."""
+    return ExperimentSpec(workers=graph.world_size, bw_mbps=bw_mbps, ring_order=ring_order, seed=seed,
+                          transport=transport, loss_pct=loss_pct, iterations=1)
+
+
+def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation: float | None = None,
+              timeout_s: float | None = None) -> tuple[GraphJob, Placement]:
+    """What the ranks run and where: the graph, with the spec's transport settings for its `workers` (the
+    graph's ranks) on this network (placement.place and job_config: hosts as an experiment's ring, window
+    within the shaped queue, RTO from the path), the window shared among the process groups a rank may
+    receive from at once. `dilation`: None, the spec's (1 without emulation). One-line errors (GraphError,
+    ExperimentError) before anything starts."""
     validate(graph)
-    spec = ExperimentSpec(workers=graph.world_size, bw_mbps=bw_mbps, ring_order=ring_order, seed=seed,
-                          transport=transport, iterations=1)
+    spec.validate()
+    if spec.simulated:
+        raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
+    if spec.workers != graph.world_size:
+        raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but workers = {spec.workers}; "
+                              f"set workers = {graph.world_size}")
+    if not spec.bw_mbps:
+        raise ExperimentError(f"{graph.name}: bw_mbps is not set; a graph run needs shaped links (its bounds "
+                              f"are at the link rate): give bw_mbps, e.g. 8")
     hosts = len(topo.hosts)
     if graph.world_size > hosts:
         raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but the network has {hosts} hosts; "
                               f"run it on a topology with at least {graph.world_size}")
-    nodes = place(spec, topo).jobs[0]
-    cfg = job_config(spec, 1, nodes, topo)
+    placement = place(spec, topo)
+    cfg = job_config(spec, 1, placement.jobs[0], topo)
+    d = dilation if dilation is not None else (spec.dilation or 1.0)
     fan_in = max(1, max(sum(1 for g in graph.groups if r in g.ranks) for r in range(graph.world_size)))
     timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
-        graph, bw_mbps, dilation)
-    return GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, dilation)
+        graph, spec.bw_mbps, d)
+    job = GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, d)
+    return job, placement
 
 
 def serial_estimate_s(graph: JobGraph, bw_mbps: float, dilation: float) -> float:
@@ -174,14 +193,33 @@ def serial_estimate_s(graph: JobGraph, bw_mbps: float, dilation: float) -> float
 
 
 def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, dilation: float = 1.0, seed: int = 1,
-              ring_order: RingOrder = RingOrder.LEAVES, transport: Mode = Mode.GBN,
+              ring_order: RingOrder = RingOrder.LEAVES, transport: Mode = Mode.GBN, loss_pct: float = 0.0,
               timeout_s: float | None = None) -> GraphRunReport:
-    """Run `graph` on the running network `net` (links shaped to bw_mbps) and report; the job file, the
-    ranks' logs and results under run_dir, the report as run_dir/graph-results.json. GraphError (one
-    line) for a graph that cannot run and ExperimentError for a network that cannot hold it, before
-    anything starts; ExperimentError naming the rank when a rank failed to run its graph."""
-    job = graph_job(net.topo, graph, bw_mbps=bw_mbps, dilation=dilation, seed=seed, ring_order=ring_order,
-                    transport=transport, timeout_s=timeout_s)
+    """run_graph_on with an experiment's settings made for the graph (graph_spec)."""
+    spec = graph_spec(graph, bw_mbps=bw_mbps, seed=seed, ring_order=ring_order, transport=transport,
+                      loss_pct=loss_pct)
+    return run_graph_on(net, spec, graph, run_dir, dilation=dilation, timeout_s=timeout_s)
+
+
+def run_graph_experiment(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, *, dilation: float | None = None,
+                         timeout_s: float | None = None) -> GraphRunReport:
+    """Bring up the spec's network (its topology with `workers` hosts or more), run the graph, tear down."""
+    graph_job(topology_for(spec), spec, graph, dilation=dilation, timeout_s=timeout_s)  # refuse before starting
+    out_dir = out_dir.resolve()
+    with Testbed(topology_for(spec), NetworkOptions(run_dir=out_dir / "net")) as net:
+        return run_graph_on(net, spec, graph, out_dir, dilation=dilation, timeout_s=timeout_s)
+
+
+def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: Path, *, dilation: float | None = None,
+                 timeout_s: float | None = None) -> GraphRunReport:
+    """Run `graph` on the running network `net` with the spec's settings (links at its bw_mbps, its loss
+    on every rank's link, placement, transport, seed; `workers` = the graph's ranks) and report; the job
+    file, the ranks' logs and results under run_dir, the report as run_dir/graph-results.json. GraphError
+    (one line) for a graph that cannot run and ExperimentError for settings or a network that cannot hold
+    it, before anything starts; ExperimentError naming the rank when a rank failed to run its graph."""
+    job, placement = graph_job(net.topo, spec, graph, dilation=dilation, timeout_s=timeout_s)
+    bw_mbps = spec.bw_mbps
+    assert bw_mbps is not None  # graph_job refused a spec without
     run_dir = run_dir.resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     ranks_dir = run_dir / "run"
@@ -202,8 +240,9 @@ def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, d
         cpu.append(cpu_sample())
         carried.update(links.stop())
 
-    results = run_nodes(net, [job.job], run_dir, ranks_dir, Progress(1, graph.name, False), on_go=go, on_done=done,
-                        module="workers.graph_main")[job.job.job_id]
+    with RunSettings(net, spec, [job.job], placement, ranks_dir):
+        results = run_nodes(net, [job.job], run_dir, ranks_dir, Progress(1, graph.name, False), on_go=go,
+                            on_done=done, module="workers.graph_main")[job.job.job_id]
     wall_s = time.monotonic() - wall
     job_dir = ranks_dir / f"job{job.job.job_id}"
     missing = [r for r in range(graph.world_size) if not timing_path(job_dir, r).exists()]

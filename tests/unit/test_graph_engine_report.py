@@ -5,29 +5,42 @@ transfers matched, the busiest link, the bottleneck), computed by hand."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
-from gradswitch.experiment.graph_run import SEND_RECV, graph_job, rate_bytes_per_s, serial_estimate_s, summarize
+from gradswitch.experiment.graph_run import (
+    SEND_RECV,
+    graph_job,
+    graph_spec,
+    rate_bytes_per_s,
+    serial_estimate_s,
+    summarize,
+)
 from gradswitch.experiment.spec import ExperimentError
 from tests.graphs import one_collective, send_recv, two_groups
 from topology.generators import build_topology
+from topology.model import Topology
 from workers.graph_job import GraphJob
-from workload.graph import CollectiveKind, GraphError
+from workload.graph import CollectiveKind, GraphError, JobGraph
 from workload.graph_timing import GraphRun, NodeTiming
 
 AR = CollectiveKind.ALL_REDUCE
 
 
+def job_on(topo: Topology, graph: JobGraph, dilation: float = 1.0) -> GraphJob:
+    return graph_job(topo, graph_spec(graph, bw_mbps=8.0), graph, dilation=dilation)[0]
+
+
 def test_job_placed_and_sized() -> None:
     topo = build_topology("leafspine", leaves=2, spines=2, hosts_per_leaf=2, bw_mbps=8.0)
-    job = graph_job(topo, two_groups(4, 1000), bw_mbps=8.0, dilation=2.0)
+    job = job_on(topo, two_groups(4, 1000), 2.0)
     hosts = [n.host for n in job.job.nodes]
     # leaves first (neighbours share a leaf), as an experiment's ring is placed
     leaf = {h: topo.attachment(h)[0] for h in hosts}
     assert leaf[hosts[0]] == leaf[hosts[1]] and leaf[hosts[2]] == leaf[hosts[3]] != leaf[hosts[0]]
     assert [n.node_id for n in job.job.nodes] == [0, 1, 2, 3] and job.dilation == 2.0
-    single = graph_job(topo, one_collective(AR, 4, 1000), bw_mbps=8.0)
+    single = job_on(topo, one_collective(AR, 4, 1000))
     assert job.job.window == max(1, single.job.window // 2)  # each rank is in two groups: "odd"/"even" and world
     assert GraphJob.from_json(job.to_json()) == job
 
@@ -35,11 +48,16 @@ def test_job_placed_and_sized() -> None:
 def test_job_refused_before_anything_starts() -> None:
     topo = build_topology("rack", hosts=3, bw_mbps=8.0)
     with pytest.raises(ExperimentError, match="4 ranks, but the network has 3 hosts"):
-        graph_job(topo, one_collective(AR, 4, 1000), bw_mbps=8.0)
+        job_on(topo, one_collective(AR, 4, 1000))
+    g = one_collective(AR, 2, 1000)
+    with pytest.raises(ExperimentError, match="2 ranks, but workers = 3; set workers = 2"):
+        graph_job(topo, replace(graph_spec(g, bw_mbps=8.0), workers=3), g)
+    with pytest.raises(ExperimentError, match="bw_mbps is not set"):
+        graph_job(topo, replace(graph_spec(g, bw_mbps=8.0), bw_mbps=None), g)
     bad = one_collective(AR, 2, 1000)
     bad = type(bad)(bad.name, bad.ranks, ())
     with pytest.raises(GraphError, match="process group 'world' is not defined"):
-        graph_job(topo, bad, bw_mbps=8.0)
+        job_on(topo, bad)
 
 
 def test_serial_estimate_by_hand() -> None:
@@ -60,7 +78,7 @@ def test_report_by_hand() -> None:
     g = one_collective(AR, 2, 1_000_000, compute_s=1.0)
     run = GraphRun((node(0, 1, "compute", 0, 1), node(1, 1, "compute", 0, 1),
                     node(0, 2, "collective", 1.0, 1.25), node(1, 2, "collective", 1.0, 1.3)))
-    job = graph_job(build_topology("rack", hosts=2, bw_mbps=8.0), g, bw_mbps=8.0, dilation=2.0)
+    job = job_on(build_topology("rack", hosts=2, bw_mbps=8.0), g, 2.0)
     carried = {"h1->s1": {"sent_bytes": 900, "load": 0.5}, "s1->h2": {"sent_bytes": 1200, "load": 0.7}}
     r = summarize(job, run, ["h1", "h2"], 8.0, carried, 0.5, (), 3.0)
     assert rate_bytes_per_s(8.0, 2.0) == 2e6
@@ -80,7 +98,7 @@ def test_report_machine_bound_and_wrong() -> None:
     output makes the report unchecked."""
     g = one_collective(AR, 2, 1000)
     run = GraphRun((node(0, 2, "collective", 0, 1), node(1, 2, "collective", 0, 1, checked=False)))
-    job = graph_job(build_topology("rack", hosts=2, bw_mbps=8.0), g, bw_mbps=8.0)
+    job = job_on(build_topology("rack", hosts=2, bw_mbps=8.0), g)
     r = summarize(job, run, ["h1", "h2"], 8.0, {"h1->s1": {"sent_bytes": 10, "load": 0.5}}, 0.5,
                   ("rank 1 on h2: 3 wrong",), 1.0)
     assert r.machine_bound is True and "busiest link 50%" in (r.machine_bound_reason or "")
@@ -94,7 +112,7 @@ def test_transfers_matched() -> None:
                     NodeTiming(0, 2, "recv", 0, 0.5, nbytes=1_000_000, checked=True),
                     NodeTiming(1, 1, "send", 0, 0.5, nbytes=1_000_000, checked=True),
                     NodeTiming(1, 2, "recv", 0, 0.7, nbytes=1_000_000, checked=True)))
-    job = graph_job(build_topology("rack", hosts=2, bw_mbps=8.0), g, bw_mbps=8.0)
+    job = job_on(build_topology("rack", hosts=2, bw_mbps=8.0), g)
     r = summarize(job, run, ["h1", "h2"], 8.0, {}, None, (), 1.0)
     assert [(t.src, t.dst, t.end_s) for t in r.transfers] == [(0, 1, 0.7), (1, 0, 0.5)]
     assert r.transfers[0].bound_s == pytest.approx(1.0)
