@@ -16,7 +16,7 @@ from tests.graphs import one_collective, send_recv, two_groups
 from tests.memlink import MemoryHub
 from workers.graph_job import GraphJob, read_timing
 from workers.graph_main import run_rank
-from workload.graph import CollectiveKind, JobGraph, validate
+from workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, validate, world_group
 from workload.graph_timing import GraphRun
 from workload.job import Algorithm, JobConfig, Node, Role
 
@@ -28,14 +28,17 @@ def job_of(graph: JobGraph, dilation: float = 1.0, seed: int = 5) -> GraphJob:
     return GraphJob(cfg, graph, dilation)
 
 
-def run_graph_threads(job: GraphJob, run_dir: Path, hub: MemoryHub | None = None) -> tuple[dict[int, Any], GraphRun]:
+def run_graph_threads(job: GraphJob, run_dir: Path, hub: MemoryHub | None = None,
+                      jobs: dict[int, GraphJob] | None = None) -> tuple[dict[int, Any], GraphRun]:
+    """Every rank a thread running workers.graph_main.run_rank; `jobs`: another job file for some ranks."""
     validate(job.graph)
+    jobs = jobs or {}
     hub = hub or MemoryHub(seed=3)
     links = {n.node_id: hub.link(n.ip) for n in job.job.nodes}
     results: dict[int, Any] = {}
 
     def rank(r: int) -> None:
-        results[r] = dict(run_rank(job, r, run_dir, links[r]))
+        results[r] = dict(run_rank(jobs.get(r, job), r, run_dir, links[r]))
 
     threads = [threading.Thread(target=rank, args=(r,), daemon=True) for r in links]
     for t in threads:
@@ -101,3 +104,26 @@ def test_compute_is_dilated(tmp_path: Path) -> None:
     assert all(n.duration_s == pytest.approx(0.05, rel=1e-6) for n in comp)
     coll = [n for n in run.nodes if n.kind == "collective"]
     assert all(c.start_s >= 0.05 - 1e-6 for c in coll)
+
+
+def test_collectives_of_one_group_at_once(tmp_path: Path) -> None:
+    """Three collectives of the world group with no dependency between them run at the same time."""
+    kinds = (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_TO_ALL)
+    ranks = tuple(RankGraph(r, tuple(CollectiveNode(i, str(k), k, "world", 20_000) for i, k in enumerate(kinds)))
+                  for r in range(3))
+    results, run = run_graph_threads(job_of(JobGraph("three", ranks, (world_group(3),))), tmp_path)
+    assert_exact(results, run)
+    for r in range(3):
+        mine = [n for n in run.nodes if n.rank == r]
+        assert max(n.start_s for n in mine) < min(n.end_s for n in mine)
+
+
+def test_a_wrong_output_is_caught(tmp_path: Path) -> None:
+    """Rank 1 draws its input with another seed than the others expect: every member's all-reduce is wrong,
+    and the ranks say which node and how many elements."""
+    graph = one_collective(CollectiveKind.ALL_REDUCE, 3, 4000)
+    results, run = run_graph_threads(job_of(graph), tmp_path, jobs={1: job_of(graph, seed=6)})
+    assert [r["ok"] for r in results.values()] == [False] * 3
+    assert all(r.get("check_failed") for r in results.values())
+    assert "node 2 (all_reduce, c/world/0): 1000 of 1000 elements wrong" in results[0]["error"]
+    assert [n.checked for n in run.nodes] == [False] * 3
