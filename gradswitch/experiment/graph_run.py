@@ -115,6 +115,7 @@ class GraphRunReport:
     machine_bound: bool | None
     machine_bound_reason: str | None
     wall_s: float
+    resent_packets: int = 0  # packets the ranks' transports sent again (loss, timeouts)
     code_version: str = field(default_factory=code_version)
 
     @property
@@ -253,13 +254,15 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
                               f"{results[missing[0]].get('error', 'no result')}")
     run = GraphRun(tuple(n for r in range(graph.world_size) for n in read_timing(job_dir, r).nodes))
     cpu_idle = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
-    report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s)
+    resent = sum(res.get("stats", {}).get("requester", {}).get("retransmitted", 0) for res in results.values())
+    report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent)
     (run_dir / "graph-results.json").write_text(json.dumps(report.to_dict(), indent=1))
     return report
 
 
 def summarize(job: GraphJob, run: GraphRun, hosts: list[str], bw_mbps: float, carried: dict[str, dict[str, Any]],
-              cpu_idle: float | None, errors: tuple[str, ...], wall_s: float) -> GraphRunReport:
+              cpu_idle: float | None, errors: tuple[str, ...], wall_s: float, resent_packets: int = 0
+              ) -> GraphRunReport:
     """The report of a finished run (pure: tests give it a run and link usage)."""
     graph, d = job.graph, job.dilation
     rate = rate_bytes_per_s(bw_mbps, d)
@@ -291,7 +294,7 @@ def summarize(job: GraphJob, run: GraphRun, hosts: list[str], bw_mbps: float, ca
                           run.exposed_communication_s(), by_group,
                           not errors and all(n.checked is True for n in comm), errors,
                           busiest[0] if busiest else None, int(busiest[1]["sent_bytes"]) if busiest else None, load,
-                          cpu_idle, bottleneck.machine_bound, bottleneck.reason, wall_s)
+                          cpu_idle, bottleneck.machine_bound, bottleneck.reason, wall_s, resent_packets)
 
 
 def _transfers(job: GraphJob, run: GraphRun, rate: float) -> tuple[TransferResult, ...]:
