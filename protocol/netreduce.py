@@ -26,11 +26,19 @@ assert WORDS * LANES == ELEMENTS, "config.p4: AGG_WORDS_PER_PACKET x AGG_WORD_BI
 assert 1 << CONFIG.AGG_PACKETS_PER_MESSAGE_LOG2 == PACKETS, "config.p4: AGG_PACKETS_PER_MESSAGE_LOG2"
 
 
+OWNER_VA_SHIFT = CONFIG.NR_OWNER_VA_SHIFT  # a message's owner field: RETH.virtual_addr >> this (0: all-reduce)
+assert 1 << (OWNER_VA_SHIFT - CONFIG.AGG_MESSAGE_BYTES_LOG2) >= 2 * CONFIG.AGG_MAX_CREDITS, \
+    "config.p4: NR_OWNER_VA_SHIFT leaves no room for a window of 2 x AGG_MAX_CREDITS messages"
+MAX_SCATTER_WORKERS = (1 << CONFIG.NR_CTX_OWNER_BITS) - 1  # owner fields 1..N must fit the per-QP context
+
+
 @dataclass(frozen=True)
 class JobLayout:
     job: int  # job id (index of the job's counters and multicast groups on the switches)
     workers: int  # N
     credits: int  # C: messages in flight per worker; the window holds 2C messages
+    scatter: bool = False  # the job's messages may name an owner (reduce-scatter) as well as go to every receiver
+    gather: bool = False  # ... or name an owner the other way round (all-gather: the owner sends, the others get it)
 
     def __post_init__(self) -> None:
         if not 1 <= self.job < CONFIG.AGG_MAX_JOBS:
@@ -39,6 +47,12 @@ class JobLayout:
             raise ValueError(f"credits {self.credits} outside 1..{CONFIG.AGG_MAX_CREDITS}")
         if not 2 <= self.workers <= CONFIG.AGG_MAX_MEMBERS:
             raise ValueError(f"{self.workers} workers: a NetReduce job has 2..{CONFIG.AGG_MAX_MEMBERS}")
+        if self.scatter and self.gather:
+            raise ValueError(f"job {self.job}: a NetReduce job reduce-scatters or all-gathers, not both "
+                             "(the switch reads a message's owner one way per job): give each its own job")
+        if self.owned and self.workers > MAX_SCATTER_WORKERS:
+            raise ValueError(f"{self.workers} workers: a NetReduce job that reduce-scatters or all-gathers has "
+                             f"2..{MAX_SCATTER_WORKERS} (the switch keeps a message's owner in 5 bits)")
 
     @property
     def rkey(self) -> int:
@@ -69,6 +83,32 @@ class JobLayout:
 
     def va(self, k: int) -> int:
         return self.window(k) * MESSAGE_BYTES
+
+    @property
+    def owned(self) -> bool:
+        """The job's messages may name an owner (it reduce-scatters or all-gathers)."""
+        return self.scatter or self.gather
+
+    @property
+    def owners(self) -> int:
+        """Owner fields a first packet's RETH may carry (the switch's set_job takes it): 0 alone (all-reduce),
+        or 0..N when the job reduce-scatters or all-gathers too (r + 1: rank r owns the message's shard)."""
+        return self.workers + 1 if self.owned else 1
+
+    def owner_va(self, k: int, owner: int) -> int:
+        """RETH.virtual_addr of reduce-scatter (or all-gather) message k whose shard rank `owner` owns: owner + 1
+        above the window index (the receivers' region holds one window per owner field, so it lands there too)."""
+        if not self.owned:
+            raise ValueError(f"job {self.job} neither reduce-scatters nor all-gathers: its messages go to every "
+                             "receiver")
+        if not 0 <= owner < self.workers:
+            raise ValueError(f"owner {owner} outside 0..{self.workers - 1}")
+        return (owner + 1) << OWNER_VA_SHIFT | self.va(k)
+
+    @property
+    def region_bytes(self) -> int:
+        """The receivers' result region: the window, once per owner field."""
+        return (self.owners - 1) * (1 << OWNER_VA_SHIFT) + self.window_messages * MESSAGE_BYTES
 
     def imm(self, k: int) -> int:
         return k & 0xFFFFFFFF

@@ -12,11 +12,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field, replace
 
-from protocol.netreduce import ELEMENTS, MESSAGE_BYTES, PACKETS, JobLayout
+from protocol.dlcp import TRIMMED
+from protocol.netreduce import ELEMENTS, MESSAGE_BYTES, OWNER_VA_SHIFT, PACKETS, JobLayout
 from protocol.p4_constants import CONFIG
 from protocol.qpn import qpn, udp_source_port
 from roce.headers import HeaderError, Opcode, Transport
-from roce.wire import build_ipv4, parse_ipv4
+from roce.wire import build_ipv4, parse_ipv4, trim_ipv4
 from tests.memlink import MemoryHub
 
 
@@ -37,7 +38,7 @@ class NetReduceHub(MemoryHub):
         self.ips = ips
         self.members = {(ip, qpn(layout.peer(r), r, layout.job)): r for r, ip in enumerate(ips)}
         self.cells = [Cell() for _ in range(layout.cells)]
-        self.context: dict[tuple[int, int], tuple[int, int]] = {}  # (rank, msg mod MAX) -> (msg, window)
+        self.context: dict[tuple[int, int], tuple[int, int, int]] = {}  # (rank, msg mod MAX) -> (msg, window, owner)
         self.events: dict[str, int] = {}
 
     def _event(self, name: str) -> None:
@@ -64,32 +65,34 @@ class NetReduceHub(MemoryHub):
 
     def _contribution(self, rank: int, t: Transport) -> None:
         lay = self.layout
-        if len(t.payload) != ELEMENTS * 4 or t.opcode not in (Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE,
-                                                                Opcode.WRITE_LAST_IMM):
+        placeholder = lay.gather and t.trimmed and not t.payload  # an all-gather's: zeros
+        if (len(t.payload) != ELEMENTS * 4 and not placeholder) or t.opcode not in (
+                Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST_IMM):
             self._event("malformed")
             return
         msg = lay.message_of(t.bth.psn)
         slot = (rank, msg % CONFIG.AGG_MAX_CREDITS)
         if t.opcode == Opcode.WRITE_FIRST:
             assert t.reth is not None
-            window = t.reth.virtual_addr // MESSAGE_BYTES
-            if t.bth.psn % PACKETS or window >= 2 * lay.credits:
+            window = t.reth.virtual_addr // MESSAGE_BYTES % (1 << (OWNER_VA_SHIFT - CONFIG.AGG_MESSAGE_BYTES_LOG2))
+            owner = t.reth.virtual_addr >> OWNER_VA_SHIFT  # 0: all-reduce; r + 1: reduce-scatter to rank r
+            if t.bth.psn % PACKETS or window >= 2 * lay.credits or owner >= lay.owners:
                 self._event("malformed")
                 return
-            self.context[slot] = (msg, window)
-        elif self.context.get(slot, (None, 0))[0] != msg:
+            self.context[slot] = (msg, window, owner)
+        elif self.context.get(slot, (None, 0, 0))[0] != msg:
             self._event("no-context")
             return
-        window = self.context[slot][1]
+        _, window, owner = self.context[slot]
         other = window - lay.credits if window >= lay.credits else window + lay.credits
         offset = t.bth.psn % PACKETS
         cell, twin = self.cells[window * PACKETS + offset], self.cells[other * PACKETS + offset]
         mask = 1 << rank
-        payload = list(struct.unpack(f"!{ELEMENTS}i", t.payload))
+        payload = [0] * ELEMENTS if placeholder else list(struct.unpack(f"!{ELEMENTS}i", t.payload))
         if cell.bitmap & mask:
             if cell.message == msg and cell.count == lay.workers:
                 self._event("retransmitted-result")
-                self._emit(t, cell.values, [rank])
+                self._emit(t, cell.values, [rank], owner)
             else:
                 self._event("duplicate")
             return
@@ -104,17 +107,24 @@ class NetReduceHub(MemoryHub):
         cell.bitmap |= mask
         twin.bitmap &= ~mask
         self._event("contribution")
+        if placeholder:
+            self._event("placeholder")  # (counted once, as the contribution it stands for)
         if cell.count == lay.workers:
             self._event("completion")
-            self._emit(t, cell.values, list(range(lay.workers)))
+            self._emit(t, cell.values, list(range(lay.workers)), owner)
 
-    def _emit(self, t: Transport, values: list[int], senders: list[int]) -> None:
-        """The completing packet, with the sums, rewritten into each sender's connection."""
+    def _emit(self, t: Transport, values: list[int], senders: list[int], owner: int) -> None:
+        """The completing packet, with the sums, rewritten into each sender's connection; trimmed to its
+        headers for a receiver that does not own a reduce-scatter message, or that owns an all-gather one
+        (owner: rank + 1, 0 all-reduce)."""
         lay = self.layout
         payload = struct.pack(f"!{ELEMENTS}i", *values)
         for j in senders:
             p = lay.peer(j)
             bth = replace(t.bth, dest_qp=qpn(p, j, lay.job), fecn=False, becn=False)
-            out = Transport(bth, payload, reth=t.reth, imm=t.imm)
+            out = Transport(replace(bth, resv7=bth.resv7 & ~TRIMMED), payload, reth=t.reth, imm=t.imm)
             datagram = build_ipv4(out, self.ips[j], self.ips[p], src_port=udp_source_port(qpn(j, p, lay.job)))
+            if owner and (p == owner - 1) == lay.gather:
+                self._event("trimmed" if len(senders) > 1 else "trimmed-answer")  # (an answer: one connection)
+                datagram = trim_ipv4(datagram)
             MemoryHub.deliver(self, datagram, self.ips[p])

@@ -9,22 +9,42 @@ is fully acknowledged.
 
 from __future__ import annotations
 
+from collections.abc import Generator, Sequence
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
 
+from protocol.dlcp import TRIMMED
 from protocol.netreduce import MESSAGE_BYTES, MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
 from protocol.qpn import qpn
 from roce.headers import Bth, Opcode, Reth, Transport
-from workers.comm import Comm, OpGen
+from roce.qp import Requester
+from workers.comm import Comm, OpGen, Wait
 from workers.loops import make_loop
 from workload.gradients import Int32Array, from_wire, to_wire
 from workload.job import JobConfig
 
 
-def layout_of_config(cfg: JobConfig) -> JobLayout:
-    """The NetReduce layout of a job: its id, its workers and its credits."""
-    return JobLayout(cfg.job_id, len(cfg.workers), cfg.credits)
+def layout_of_config(cfg: JobConfig, scatter: bool = False, gather: bool = False) -> JobLayout:
+    """The NetReduce layout of a job: its id, its workers and its credits (`scatter`, `gather`: its switches were
+    told that its messages may be reduce-scatter, or all-gather, ones: controller.netreduce_jobs.place_job)."""
+    return JobLayout(cfg.job_id, len(cfg.workers), cfg.credits, scatter, gather)
+
+
+PLACEHOLDER = "netreduce-placeholder"  # the tag of an all-gather message this rank does not own
+
+
+class PlaceholderRequester(Requester):
+    """A requester that sends the packets of a write tagged PLACEHOLDER as their headers alone, marked trimmed
+    (an all-gather message another rank owns: the switch takes them as zeros, docs/netreduce.md "All-gather");
+    every other write as any requester does. Its PSNs, ACKs and retransmissions are RC's own."""
+
+    def build(self, psn: int, retransmission: bool = False) -> Transport:
+        t = super().build(psn, retransmission)
+        if self.packets[psn][0].tag != PLACEHOLDER:
+            return t
+        return replace(t, bth=replace(t.bth, pad_count=0, resv7=t.bth.resv7 | TRIMMED), payload=b"")
 
 
 def message_packet(layout: JobLayout, rank: int, k: int, i: int, payload: bytes, opcode: Opcode | None = None
@@ -39,9 +59,14 @@ def message_packet(layout: JobLayout, rank: int, k: int, i: int, payload: bytes,
 
 
 class NetReduceWorker:
-    def __init__(self, comm: Comm) -> None:
+    """`scatter`: the job also reduce-scatters (workers/netreduce_scatter.py); `gather`: it also all-gathers
+    (workers/netreduce_gather.py). Either way its receivers take the headers of a message that is not theirs,
+    trimmed by the switch, as the zeros of a drop notification (loss budget 1); an all-gather job's requester
+    sends the messages other ranks own as placeholders (PlaceholderRequester)."""
+
+    def __init__(self, comm: Comm, scatter: bool = False, gather: bool = False) -> None:
         self.comm = comm
-        self.layout = layout_of_config(comm.cfg)
+        self.layout = layout_of_config(comm.cfg, scatter, gather)
         ranks = [w.node_id for w in comm.cfg.workers]
         self.rank = ranks.index(comm.me.node_id)
         self.peer = ranks[self.layout.peer(self.rank)]
@@ -50,7 +75,15 @@ class NetReduceWorker:
             raise ValueError(f"NetReduce packets are {MTU}-byte: the job's MTU must be {MTU}")
         self.send_qp = comm.qp(self.peer, initial_psn=self.layout.initial_psn)
         self.recv_qp = comm.qp(self.sender, initial_psn=self.layout.initial_psn)
-        self.region = comm.register(self.layout.rkey, self.layout.window_messages * MESSAGE_BYTES)
+        if self.layout.owned:
+            self.recv_qp.responder.cfg = replace(self.recv_qp.responder.cfg, loss_budget=1.0)
+        if gather:
+            old = self.send_qp.requester
+            if old.requests or old.next_post != self.layout.initial_psn:
+                raise ValueError(f"QP {self.send_qp.cfg.qpn:#x} already carried writes: an all-gather job needs "
+                                 "a job id of its own")
+            self.send_qp.requester = PlaceholderRequester(old.cfg, old.marker)
+        self.region = comm.register(self.layout.rkey, self.layout.region_bytes)
         self.loop = make_loop(comm, self)
         self.k = 0  # next message number to give a reduction (continues over reductions and iterations)
         self.posted = 0  # messages posted on the QP so far (they are posted in number order)
@@ -76,27 +109,46 @@ class NetReduceWorker:
         return self.comm.drive(self.reduce_op(iteration, index, 0, data, index), f"tensor {index}")
 
     def reduce_op(self, iteration: int, unit: int, seq: int, data: Int32Array, mark: int) -> OpGen:
-        """The reduction's messages get the next message numbers when it starts (every worker starts
-        reductions in the same order, so message k carries the same chunk everywhere) and go on the
-        QP in number order: a later reduction posts only after every earlier message is posted."""
+        """All-reduce of `data`: its messages' sums, every one to every receiver."""
         n = len(data)
         count = max(1, -(-n // MESSAGE_ELEMENTS))
         padded = np.zeros(count * MESSAGE_ELEMENTS, dtype=np.int32)
         padded[:n] = data
-        out = np.empty_like(padded)
+        chunks = [padded[i * MESSAGE_ELEMENTS : (i + 1) * MESSAGE_ELEMENTS] for i in range(count)]
+        sums = yield from self.messages_op(chunks, [None] * count)
+        out = np.concatenate([s for s in sums if s is not None]) if sums else padded
+        return out[:n]
+
+    def messages_op(self, chunks: Sequence[Int32Array], owners: Sequence[int | None]
+                    ) -> Generator[Wait, None, list[Int32Array | None]]:
+        """One message per chunk (MESSAGE_ELEMENTS values each); owners[i] None: message i is an all-reduce one
+        (its sum comes back here), else a reduce-scatter one whose sum goes to rank owners[i] alone (the others
+        get its headers, trimmed by the switch), or on an all-gather job one that rank owners[i] sends (the others
+        send a placeholder) and every other rank receives. Returns what this rank received whole (else None).
+
+        The messages get the next message numbers when this starts (every worker starts operations in the
+        same order, so message k carries the same chunk everywhere) and go on the QP in number order: a later
+        operation posts only after every earlier message is posted."""
+        count = len(chunks)
+        out: list[Int32Array | None] = [None] * count
         first = self.k
         self.k += count
         sent = 0
         done = 0
         tags = self.comm.tags[self.recv_qp.cfg.qpn]
         view = memoryview(self.region.buffer)
+
+        def va(i: int) -> int:
+            owner = owners[i]
+            return self.layout.va(first + i) if owner is None else self.layout.owner_va(first + i, owner)
+
         while done < count:
             while sent < count and self.posted == first + sent and self._credit(first + sent):
                 k = first + sent
                 self._release(k)
-                chunk = padded[sent * MESSAGE_ELEMENTS : (sent + 1) * MESSAGE_ELEMENTS]
-                wr = self.send_qp.requester.post_write(to_wire(chunk), self.layout.va(k), self.layout.rkey,
-                                                       imm=self.layout.imm(k))
+                placeholder = self.layout.gather and owners[sent] not in (None, self.rank)
+                wr = self.send_qp.requester.post_write(to_wire(chunks[sent]), va(sent), self.layout.rkey,
+                                                       imm=self.layout.imm(k), tag=PLACEHOLDER if placeholder else None)
                 self.wr_of[k] = wr.wr_id
                 sent += 1
                 self.posted += 1
@@ -107,13 +159,19 @@ class NetReduceWorker:
                     self.stats["credit_waits"] += 1
                 yield partial(self._progress, k, first + sent if sent < count else None)
                 continue
-            tags.pop(self.layout.imm(k))
-            va = self.layout.va(k)
-            out[done * MESSAGE_ELEMENTS : (done + 1) * MESSAGE_ELEMENTS] = from_wire(
-                view[va : va + MESSAGE_BYTES], MESSAGE_ELEMENTS)
+            completion = tags.pop(self.layout.imm(k))
+            owner = owners[done]
+            if owner is None or (owner == self.rank) != self.layout.gather:  # this rank's to receive whole
+                if owner is not None and completion.zero_filled:
+                    raise RuntimeError(f"rank {self.rank}: message {k} (rank {owner}'s shard) came trimmed "
+                                       f"({completion.zero_filled} packets): the switch must send it whole here")
+                out[done] = from_wire(view[va(done) : va(done) + MESSAGE_BYTES], MESSAGE_ELEMENTS)
+            elif completion.zero_filled != PACKETS:
+                raise RuntimeError(f"rank {self.rank}: message {k} (rank {owner}'s shard) came with "
+                                   f"{PACKETS - completion.zero_filled} whole packets: the switch must trim them all")
             self.results.add(k)
             done += 1
-        return out[:n]
+        return out
 
     def _progress(self, awaited: int, next_send: int | None) -> bool:
         """The awaited result is here, or the next message may now be posted."""
