@@ -479,6 +479,11 @@ def build_parser() -> argparse.ArgumentParser:
     shell.add_arguments(add_command(sub, "shell", "open p4runtime-shell on a switch of the running network",
                                     shell.DESCRIPTION, shell.EXAMPLES))
 
+    from gradswitch import trace_model
+
+    trace_model.add_arguments(add_command(sub, "trace-model", "measure a PyTorch model under DDP and write its "
+                                          "training as Chakra traces", trace_model.DESCRIPTION, trace_model.EXAMPLES))
+
     # Experiment options default to None: ExperimentSpec's defaults apply to what is not given.
     D, E, S = ExperimentSpec(), Emulation(), SimOptions()
     p = add_command(sub, "experiment", "run one all-reduce or training experiment (BMv2, or ns-3) and report it",

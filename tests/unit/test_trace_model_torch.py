@@ -1,0 +1,187 @@
+"""`gradswitch trace-model` with PyTorch (torch==2.13.0, the CPU build here): a small model, defined
+here, measured under DistributedDataParallel (workload/pytorch/measure.py). DDP's own record of its
+rebuilt buckets (sizes, parameters, order) is what the communication hook's view is judged against;
+training with the hook in place must move the weights exactly as plain training does.
+
+Without torch these tests skip with the reason; with GRADSWITCH_REQUIRE_TORCH=1 (.ci/run) they fail."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from typing import Any
+
+import pytest
+
+from gradswitch.cli import main
+from workload.graph import CollectiveNode, ComputeNode, to_dict, validate
+from workload.pytorch.job_graph import job_graph
+from workload.pytorch.profile import ModelProfile
+
+BUCKET_MB = 0.001  # small buckets (1 KiB: DDP closes one once it holds that much), so that there are several
+LAYERS = ["conv1", "relu", "conv2", "relu#2", "flatten", "fc1", "act", "fc2"]  # `relu` is called twice
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        if os.environ.get("GRADSWITCH_REQUIRE_TORCH") == "1":
+            pytest.fail("GRADSWITCH_REQUIRE_TORCH=1 and torch is not installed: pip install torch==2.13.0")
+        pytest.skip("needs PyTorch: pip install 'gradswitch[pytorch]' (the suite uses torch==2.13.0)")
+    return torch
+
+
+def make_model() -> Any:
+    """Two convolutions sharing one in-place ReLU, then two linear layers (the factory the command loads)."""
+    nn = _torch().nn
+
+    class Small(nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 8, 3)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(8, 8, 3)
+            self.flatten = nn.Flatten()
+            self.fc1 = nn.Linear(8 * 4 * 4, 32)
+            self.act = nn.ReLU()
+            self.fc2 = nn.Linear(32, 10)
+
+        def forward(self, x: Any) -> Any:
+            x = self.relu(self.conv2(self.relu(self.conv1(x))))
+            return self.fc2(self.act(self.fc1(self.flatten(x))))
+
+    torch = _torch()
+    torch.manual_seed(0)
+    return Small()
+
+
+def make_batch() -> Any:
+    return _torch().randn(4, 3, 8, 8, generator=_torch().Generator().manual_seed(1))
+
+
+def _ddp_own_buckets(model: Any, batch: Any) -> list[tuple[int, list[str]]]:
+    """DDP's record of its rebuilt buckets after three plain steps: (bytes, parameter names) in order."""
+    torch = _torch()
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        ddp = DistributedDataParallel(model, bucket_cap_mb=BUCKET_MB)
+        for _ in range(3):
+            ddp(batch).float().pow(2).mean().backward()
+        data = ddp._get_ddp_logging_data()
+    finally:
+        dist.destroy_process_group()
+    names = [n for n, _ in model.named_parameters()]
+    sizes = [int(x) for x in str(data["rebuilt_bucket_sizes"]).split(",")]
+    params = [[names[int(i)] for i in group.split()] for group in str(data["rebuilt_per_bucket_param_indices"])
+              .split(",")]
+    assert torch is not None and len(sizes) == len(params)
+    return list(zip(sizes, params, strict=True))
+
+
+@pytest.fixture(scope="module")
+def measured() -> tuple[ModelProfile, Any, Any]:
+    """The profile, the model after measuring and a copy of it from before."""
+    from workload.pytorch.measure import measure_model
+
+    model = make_model()
+    before = copy.deepcopy(model)
+    profile = measure_model(model, make_batch(), model_name="make_model", steps=3, warmup=2, device="cpu",
+                            bucket_mb=BUCKET_MB)
+    return profile, model, before
+
+
+def test_layers_are_each_call_in_forward_order_with_positive_times(measured):
+    profile, model, _ = measured
+    assert [x.name for x in profile.layers] == LAYERS
+    assert [x.module for x in profile.layers] == ["Conv2d", "ReLU", "Conv2d", "ReLU", "Flatten", "Linear", "ReLU",
+                                                  "Linear"]
+    assert all(x.forward_s > 0 and x.backward_s > 0 for x in profile.layers), profile.layers
+    assert profile.optimizer_s > 0 and (profile.steps, profile.warmup, profile.device) == (3, 2, "cpu")
+    assert profile.batch == "(4, 3, 8, 8) float32"
+    owned = {x.name: x.param_bytes for x in profile.layers}
+    for layer in ("conv1", "conv2", "fc1", "fc2"):
+        assert owned[layer] == sum(p.numel() * 4 for p in getattr(model, layer).parameters())
+    assert profile.param_bytes == sum(p.numel() * p.element_size() for p in model.parameters()) == 21_064
+
+
+def test_buckets_are_ddps_own_in_its_order_and_hold_every_gradient_byte(measured):
+    profile, model, _ = measured
+    own = _ddp_own_buckets(copy.deepcopy(model), make_batch())
+    assert len(own) == 4, own  # the cap makes several buckets: their order is a real check
+    assert [(b.nbytes, sorted(b.params)) for b in profile.buckets] == [(n, sorted(p)) for n, p in own]
+    assert [b.index for b in profile.buckets] == list(range(len(own)))
+    assert sum(b.nbytes for b in profile.buckets) == profile.param_bytes
+    # each bucket is ready after the backward of the layer, of those whose parameters it holds, that runs last
+    order = {name: i for i, name in enumerate(LAYERS)}
+    for b in profile.buckets:
+        assert b.ready_after == min((p.split(".")[0] for p in b.params), key=order.__getitem__), b
+
+
+def test_training_under_the_hook_moves_the_weights_as_plain_training_does(measured):
+    """The communication hook returns DDP's all-reduce's future: at world size 1, the 5 steps measure_model
+    ran equal 5 plain SGD steps on the same batch and loss; the module's hooks are gone, its ReLU in place again."""
+    torch = _torch()
+    _, model, before = measured
+    optimizer = torch.optim.SGD(before.parameters(), lr=1e-3)
+    batch = make_batch()
+    for _ in range(5):
+        optimizer.zero_grad(set_to_none=True)
+        before(batch).float().pow(2).mean().backward()
+        optimizer.step()
+    for (name, a), b in zip(model.named_parameters(), before.parameters(), strict=True):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-7), name
+    assert not torch.equal(next(model.parameters()), next(make_model().parameters()))  # it did train
+    assert model.relu.inplace and not model.act.inplace
+    assert not any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks for m in model.modules())
+
+
+def test_the_measured_graph_is_valid_at_any_rank_count(measured):
+    profile, _, _ = measured
+    for ranks in (1, 2, 7):
+        graph = job_graph(profile, ranks, iterations=2)
+        validate(graph)
+        nodes = graph.ranks[0].nodes
+        assert len(nodes) == 2 * (2 * len(LAYERS) + len(profile.buckets) + 1)
+        assert sum(n.nbytes for n in nodes if isinstance(n, CollectiveNode)) == 2 * profile.param_bytes
+        assert sum(n.duration_s for n in nodes if isinstance(n, ComputeNode) and ".fwd." in n.name) == pytest.approx(
+            2 * sum(x.forward_s for x in profile.layers))
+
+
+def _rounded(graph: Any) -> dict[str, Any]:
+    """The plain form with each duration as a trace holds it (whole microseconds) and no file names."""
+    d = to_dict(graph)
+    for r in d["ranks"]:
+        r["source"] = ""
+        for n in r["nodes"]:
+            if "duration_s" in n:
+                n["duration_s"] = round(n["duration_s"] * 1e6) / 1e6
+    d["name"] = ""
+    return d
+
+
+def test_the_command_writes_chakra_traces_that_read_back_equal(tmp_path, capsys):
+    _torch()
+    from workload.chakra import read_traces
+
+    prefix = tmp_path / "traces" / "small"
+    assert main(["trace-model", "--model", f"{__name__}:make_model", "--batch", f"{__name__}:make_batch",
+                 "--ranks", "3", "--iterations", "2", "--steps", "2", "--bucket-mb", str(BUCKET_MB),
+                 "--device", "cpu", "--out", str(prefix)]) == 0
+    out = capsys.readouterr().out
+    assert "8 layers" in out and "21064 gradient bytes" in out, out
+    assert sorted(p.name for p in prefix.parent.iterdir()) == [
+        "small.0.et", "small.1.et", "small.2.et", "small.profile.json"]
+    profile = ModelProfile.from_dict(json.loads((tmp_path / "traces" / "small.profile.json").read_text()))
+    assert [x.name for x in profile.layers] == LAYERS
+    back = read_traces(prefix)
+    assert _rounded(back) == _rounded(job_graph(profile, 3, 2))
+    # the profile builds the job again at another rank count, without measuring
+    again = tmp_path / "again" / "small"
+    assert main(["trace-model", "--from-profile", str(tmp_path / "traces" / "small.profile.json"), "--ranks", "5",
+                 "--out", str(again)]) == 0
+    assert read_traces(again).world_size == 5
