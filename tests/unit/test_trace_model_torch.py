@@ -28,8 +28,9 @@ def _torch() -> Any:
         import torch
     except ImportError:
         if os.environ.get("GRADSWITCH_REQUIRE_TORCH") == "1":
-            pytest.fail("GRADSWITCH_REQUIRE_TORCH=1 and torch is not installed: pip install torch==2.13.0")
-        pytest.skip("needs PyTorch: pip install 'gradswitch[pytorch]' (the suite uses torch==2.13.0)")
+            pytest.fail("GRADSWITCH_REQUIRE_TORCH=1 and torch is not installed: install the torch that "
+                        "pyproject.toml's dev extra pins (make venv)")
+        pytest.skip("needs PyTorch: pip install 'gradswitch[pytorch]' (the suite uses the torch .[dev] pins)")
     return torch
 
 
@@ -185,3 +186,46 @@ def test_the_command_writes_chakra_traces_that_read_back_equal(tmp_path, capsys)
     assert main(["trace-model", "--from-profile", str(tmp_path / "traces" / "small.profile.json"), "--ranks", "5",
                  "--out", str(again)]) == 0
     assert read_traces(again).world_size == 5
+
+
+def test_a_parameter_the_model_holds_itself_is_counted_and_ready_after_a_layer():
+    """A parameter of a module with children (here the model's own output scale) belongs to no layer's
+    module: its gradient is ready after the backward in progress when it is accumulated."""
+    torch = _torch()
+    from workload.pytorch.measure import measure_model
+
+    class Scaled(torch.nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = torch.nn.Linear(6, 16)
+            self.fc2 = torch.nn.Linear(16, 4)
+            self.scale = torch.nn.Parameter(torch.ones(4))
+
+        def forward(self, x: Any) -> Any:
+            return self.fc2(torch.relu(self.fc1(x))) * self.scale
+
+    model = Scaled()
+    profile = measure_model(model, {"x": torch.randn(3, 6)}, model_name="Scaled", steps=2, warmup=1, device="cpu")
+    assert [x.name for x in profile.layers] == ["fc1", "fc2"]
+    assert profile.param_bytes == sum(b.nbytes for b in profile.buckets) == (6 * 16 + 16 + 16 * 4 + 4 + 4) * 4
+    # the scale's gradient is accumulated before fc2's backward starts (the product is the last operation):
+    # it counts with the first layer of the backward
+    assert [x.param_bytes for x in profile.layers] == [(6 * 16 + 16) * 4, (16 * 4 + 4 + 4) * 4]
+    (bucket,) = profile.buckets  # DDP's default cap: one bucket
+    assert "scale" in bucket.params and bucket.ready_after == "fc1"
+    assert profile.batch == "{x: (3, 6) float32}"
+    validate(job_graph(profile, 2))
+
+
+@pytest.mark.parametrize(("device", "message"), [
+    ("gpu", "device 'gpu': give auto, cpu, cuda or cuda:N"),
+    ("cuda", "device 'cuda': this torch sees no CUDA device; give --device cpu (or auto)"),
+])
+def test_a_device_that_is_not_there_is_one_line(tmp_path, capsys, device, message):
+    torch = _torch()
+    if device == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert main(["trace-model", "--model", f"{__name__}:make_model", "--input-shape", "4,3,8,8", "--device", device,
+                 "--out", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err == f"error: {message}\n"
+    assert not list(tmp_path.iterdir())
