@@ -8,6 +8,7 @@ after installing `mlc-chakra==1.0.0 --no-deps`) makes them fail instead."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -219,3 +220,60 @@ def test_we_read_a_trace_written_with_chakras_et_def(tmp_path, et_def, protolib)
         (0, "1", 1 << 20), (1, "1", 1 << 20), (2, "2", 1 << 20), (3, "2", 1 << 20)]
     assert [type(r.nodes[2]).__name__ for r in graph.ranks] == ["SendNode", "SendNode", "RecvNode", "RecvNode"]
     assert graph.ranks[3].nodes[2].deps == (2,)
+
+
+DDP_STEPS = """
+import sys
+import torch
+import torch.distributed as dist
+from torch.profiler import ExecutionTraceObserver
+
+rank, store, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
+model = torch.nn.parallel.DistributedDataParallel(
+    torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+et = ExecutionTraceObserver().register_callback(out)
+x = torch.randn(8, 16)
+for step in range(2):
+    if step == 1:
+        et.start()
+    model(x).sum().backward()
+    opt.step()
+    opt.zero_grad()
+    if step == 1:
+        et.stop()
+et.unregister_callback()
+dist.destroy_process_group()
+"""
+
+
+def test_we_read_what_chakra_converter_pytorch_writes_of_a_gloo_ddp_run(tmp_path, et_def):
+    """A 2-rank gloo DDP step recorded with ExecutionTraceObserver and converted with `chakra_converter
+    PyTorch`, as a user would, unlinked: every node a COMP_NODE of 0 us, chained by data_deps (gloo's
+    all-reduce is no NCCL kernel, so it stays a computation)."""
+    if importlib.util.find_spec("torch") is None:
+        if os.environ.get("GRADSWITCH_REQUIRE_TORCH") == "1":
+            pytest.fail("[torch] required but missing: torch is not installed", pytrace=False)
+        pytest.skip("[torch] torch is not installed (pip install 'gradswitch[pytorch]')")
+    script = tmp_path / "ddp.py"
+    script.write_text(DDP_STEPS)
+    ranks = [subprocess.Popen([sys.executable, str(script), str(r), str(tmp_path / "store"),
+                               str(tmp_path / f"host_et.{r}.json")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) for r in range(2)]
+    for p in ranks:
+        out, _ = p.communicate(timeout=180)
+        assert p.returncode == 0, out
+    for r in range(2):
+        result = subprocess.run([tool("chakra_converter"), "--log-filename", str(tmp_path / "log"), "PyTorch",
+                                 "--input", str(tmp_path / f"host_et.{r}.json"), "--output",
+                                 str(tmp_path / f"ddp.{r}.et")], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+    graph = read_traces(tmp_path / "ddp")
+    assert graph.world_size == 2 and graph.groups == ()
+    for rank_graph in graph.ranks:
+        nodes = rank_graph.nodes
+        assert len(nodes) > 50
+        assert all(isinstance(n, ComputeNode) and n.duration_s == 0 for n in nodes)
+        assert any("all_reduce" in n.name for n in nodes)
+        assert sum(1 for n in nodes if n.deps) >= len(nodes) - 2  # the converter chains (nearly) every node
