@@ -32,7 +32,7 @@ def test_each_iteration_is_forwards_backwards_in_reverse_an_all_reduce_per_bucke
     nodes = graph.ranks[0].nodes
     assert [n.name for n in nodes[:8]] == [
         "it0.fwd.fc1", "it0.fwd.relu", "it0.fwd.fc2", "it0.bwd.fc2", "it0.bwd.relu", "it0.bwd.fc1",
-        "it0.allreduce.bucket0", "it0.allreduce.bucket1"]
+        "it0.allreduce.0", "it0.allreduce.1"]
     assert [n.id for n in nodes] == list(range(18))  # 2 x (3 forwards + 3 backwards + 2 all-reduces + 1 step)
     by_name = {n.name: n for n in nodes}
     # the chain of computation, each backward after the one before it
@@ -40,7 +40,7 @@ def test_each_iteration_is_forwards_backwards_in_reverse_an_all_reduce_per_bucke
     assert by_name["it0.bwd.fc2"].deps == (by_name["it0.fwd.fc2"].id,)
     assert by_name["it0.bwd.fc1"].deps == (by_name["it0.bwd.relu"].id,)
     # each bucket's all-reduce once the backward of the last layer whose gradients it holds is done
-    b0, b1 = by_name["it0.allreduce.bucket0"], by_name["it0.allreduce.bucket1"]
+    b0, b1 = by_name["it0.allreduce.0"], by_name["it0.allreduce.1"]
     assert isinstance(b0, CollectiveNode) and isinstance(b1, CollectiveNode)
     assert (b0.collective, b0.group, b0.nbytes, b0.deps) == (CollectiveKind.ALL_REDUCE, "world", 200,
                                                              (by_name["it0.bwd.fc2"].id,))

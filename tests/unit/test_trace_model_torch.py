@@ -138,7 +138,9 @@ def test_training_under_the_hook_moves_the_weights_as_plain_training_does(measur
         assert torch.allclose(a, b, rtol=1e-5, atol=1e-7), name
     assert not torch.equal(next(model.parameters()), next(make_model().parameters()))  # it did train
     assert model.relu.inplace and not model.act.inplace
-    assert not any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks for m in model.modules())
+    assert not any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks
+                   for m in model.modules())
+    assert not any(p._post_accumulate_grad_hooks for p in model.parameters())
 
 
 def test_the_measured_graph_is_valid_at_any_rank_count(measured):

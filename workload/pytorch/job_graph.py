@@ -42,7 +42,7 @@ def _rank_nodes(profile: ModelProfile, iterations: int, group: str) -> list[Node
         for layer in reversed(profile.layers):
             backward[layer.name] = add(ComputeNode(len(nodes), f"it{k}.bwd.{layer.name}", layer.backward_s, after))
             after = (backward[layer.name],)
-        reductions = tuple(add(CollectiveNode(len(nodes), f"it{k}.allreduce.bucket{b.index}", CollectiveKind.ALL_REDUCE,
+        reductions = tuple(add(CollectiveNode(len(nodes), f"it{k}.allreduce.{b.index}", CollectiveKind.ALL_REDUCE,
                                               group, b.nbytes, (backward[b.ready_after],)))
                            for b in profile.buckets)
         after = (add(ComputeNode(len(nodes), f"it{k}.optimizer", profile.optimizer_s, after + reductions)),)
