@@ -55,8 +55,9 @@ def add_commands(sub: object, add_command: AddCommand, size: Callable[[str], int
                     EXPORT_EXAMPLES)
     what = p.add_mutually_exclusive_group()
     what.add_argument("--collective", choices=COLLECTIVE_CHOICES, help="one collective (or send_recv) on every rank")
-    trainable = [w for w in workload_names() if compute_profile(w) is not None]
-    what.add_argument("--workload", choices=trainable, help="the data-parallel training job of a model profile")
+    trainable = [w for w in workload_names() if (c := compute_profile(w)) is not None and c.calibrations]
+    what.add_argument("--workload", choices=trainable, help="the data-parallel training job of a model profile "
+                      "(those with a calibrated computation, docs/training.md)")
     p.add_argument("--workers", type=int, help="ranks of the trace (required)")
     p.add_argument("--out", type=Path, metavar="DIR/PREFIX", help="write DIR/PREFIX.{rank}.et (required)")
     g = p.add_argument_group("--collective")
