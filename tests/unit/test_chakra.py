@@ -239,6 +239,14 @@ def test_sizes_that_do_not_match_across_a_group(tmp_path):
                            "of 65 bytes here and all_gather of 64 bytes on rank 0")
 
 
+def test_a_pg_name_that_is_not_a_string(tmp_path):
+    n = coll(0, "ALL_REDUCE", 64)
+    n.attr.append(attr("pg_name", int64_val=1))
+    write_raw(tmp_path / "t", [[n]])
+    assert refusal(tmp_path / "t") == (f"{tmp_path}/t.0.et: node 0 (ALL_REDUCE0): attribute pg_name is 1; it must be "
+                                       "a string (string_val) naming the group")
+
+
 def test_a_collective_without_its_size(tmp_path):
     n = schema.Node(id=0, name="ar", type=T["COMM_COLL_NODE"])
     n.attr.append(attr("comm_type", int64_val=0))

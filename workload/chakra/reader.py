@@ -145,7 +145,9 @@ def _node(msg: Any, at: str, deps: tuple[int, ...], ctx: _Context) -> Node:
                              f"(gradswitch runs {supported})")
         nbytes = _required(attrs, "comm_size", at, "COMM_COLL_NODE")
         pg = attrs.get("pg_name")
-        group = ctx.group(pg if isinstance(pg, str) else None, at)
+        if pg is not None and not isinstance(pg, str):
+            raise GraphError(f"{at}: attribute pg_name is {pg!r}; it must be a string (string_val) naming the group")
+        group = ctx.group(pg, at)
         root = _int(attrs, "root", at)  # gradswitch's own attribute: Chakra's schema has no broadcast root
         if root is None:
             root = group.ranks[0] if kind == CollectiveKind.BROADCAST else 0
