@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from workload.chakra import read_traces, schema, write_traces
 from workload.chakra.framing import FramingError, encode_varint, frame, records
@@ -79,6 +82,14 @@ def test_framed_records_read_back(tmp_path):
     payloads = [b"", b"a", b"x" * 300, b"y" * 70000]
     (tmp_path / "f").write_bytes(frame(payloads))
     assert list(records(tmp_path / "f")) == payloads
+
+
+@given(st.lists(st.binary(max_size=400), max_size=12))
+def test_any_messages_frame_and_read_back(payloads):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "f"
+        path.write_bytes(frame(payloads))
+        assert list(records(path)) == payloads
 
 
 def test_a_truncated_file_is_named(tmp_path):
@@ -317,3 +328,16 @@ def test_quirk_generator_node_ids_differ_between_ranks(tmp_path):
     write_raw(tmp_path / "t", [[coll(r, "ALL_TO_ALL", 65536)] for r in range(4)])
     graph = read_traces(tmp_path / "t")
     assert [r.nodes[0].id for r in graph.ranks] == [0, 1, 2, 3]
+
+
+def test_a_groups_file_that_is_missing_or_not_a_mapping(tmp_path):
+    write_raw(tmp_path / "t", [[coll(0, "ALL_REDUCE", 64, pg="1")] for _ in range(2)])
+    assert refusal(tmp_path / "t", groups_file=tmp_path / "nope.json") == f"{tmp_path}/nope.json: no such groups file"
+    (tmp_path / "t.groups.json").write_text("[[0, 1]]")
+    assert refusal(tmp_path / "t") == (f'{tmp_path}/t.groups.json: a list; a groups file is an object such as '
+                                       '{"1": [0, 1]}')
+    (tmp_path / "t.groups.json").write_text('{"1": [0, 0]}')
+    assert refusal(tmp_path / "t") == f"{tmp_path}/t.groups.json: group '1' names a rank twice: [0, 0]"
+    (tmp_path / "t.groups.json").write_text('{"1": "0,1"}')
+    assert refusal(tmp_path / "t") == (f"{tmp_path}/t.groups.json: group '1' is '0,1'; give a non-empty list of "
+                                       "rank numbers")
