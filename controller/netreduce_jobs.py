@@ -82,18 +82,19 @@ def _allocate_members(jobs: list[ActiveJob], switch: str, keys: list[str]) -> di
 
 
 def place_job(topo: Topology, job: int, workers: list[str] | tuple[str, ...], credits: int,
-              others: list[ActiveJob], spine: str | None = None) -> ActiveJob:
+              others: list[ActiveJob], spine: str | None = None,
+              scatter: bool = False, gather: bool = False) -> ActiveJob:
     """A job planned and given its regions and member slots next to `others`: the entries of
     every switch, ready to install (what `create` installs, and what trace tests replay)."""
     if any(o.layout.job == job for o in others):
         raise JobError(f"job {job} exists; tear it down first")
-    layout = JobLayout(job, len(workers), credits)
+    layout = JobLayout(job, len(workers), credits, scatter, gather)
     plan = nr.plan_job(topo, layout, tuple(workers), spine)
     active = ActiveJob(layout, tuple(workers), plan.aggregation_switch)
     for sw, sp in plan.switches.items():
         base = _allocate_cells(others, sw, layout.cells)
         members = _allocate_members(others, sw, sp.member_keys)
-        active.switches[sw] = SwitchState(base, layout.cells, members, nr.bind(sp, job, credits, base, members),
+        active.switches[sw] = SwitchState(base, layout.cells, members, nr.bind(sp, layout, base, members),
                                           sp.role_name)
     return active
 
@@ -164,8 +165,9 @@ class NetReduceJobs:
     # ---- life cycle ----
 
     def create(self, job: int, workers: list[str] | tuple[str, ...], credits: int = DEFAULT_CREDITS,
-               spine: str | None = None) -> JobInfo:
-        active = place_job(self.fabric.topo, job, workers, credits, list(self.jobs.values()), spine)
+               spine: str | None = None, scatter: bool = False, gather: bool = False) -> JobInfo:
+        """`scatter` (`gather`): the job's messages may also be reduce-scatter (all-gather) ones (docs/netreduce.md)."""
+        active = place_job(self.fabric.topo, job, workers, credits, list(self.jobs.values()), spine, scatter, gather)
         self.jobs[job] = active  # reserve the allocations while installing
         installed: list[tuple[str, list[Entity]]] = []
         try:

@@ -20,6 +20,7 @@
 #include "include/controls/l3_forwarding.p4"
 #include "include/controls/acl.p4"
 #include "include/controls/netreduce.p4"
+#include "include/controls/netreduce_scatter.p4"
 #include "include/controls/dlcp.p4"
 
 control GradswitchIngress(inout headers_t hdr,
@@ -75,6 +76,7 @@ control GradswitchEgress(inout headers_t hdr,
                          inout standard_metadata_t std_meta) {
     FaultInjection() egress_faults;
     NetReduceEgress() netreduce_egress;
+    NetReduceScatterEgress() netreduce_scatter;
     DlcpEgress() dlcp_egress;
     SourceMacRewrite() source_mac;
     PacketIoEgress() packet_io;
@@ -91,6 +93,9 @@ control GradswitchEgress(inout headers_t hdr,
         } else {
             if (meta.nr.emit) {
                 netreduce_egress.apply(hdr, meta, std_meta);
+                if (meta.nr.owner != 0) {  // a reduce-scatter message
+                    netreduce_scatter.apply(hdr, meta, std_meta);
+                }
             }
             if (!meta.dropped) {
                 egress_faults.apply(std_meta.egress_port, hdr, meta, std_meta);

@@ -88,6 +88,9 @@ class NetReduceHub(MemoryHub):
         offset = t.bth.psn % PACKETS
         cell, twin = self.cells[window * PACKETS + offset], self.cells[other * PACKETS + offset]
         mask = 1 << rank
+        if placeholder and (cell.bitmap & mask or (0 if cell.bitmap == 0 else cell.count) + 1 == lay.workers):
+            self._event("placeholder-last")  # it could complete or be answered only whole: its resend will be
+            return
         payload = [0] * ELEMENTS if placeholder else list(struct.unpack(f"!{ELEMENTS}i", t.payload))
         if cell.bitmap & mask:
             if cell.message == msg and cell.count == lay.workers:

@@ -37,12 +37,13 @@ PLACEHOLDER = "netreduce-placeholder"  # the tag of an all-gather message this r
 
 class PlaceholderRequester(Requester):
     """A requester that sends the packets of a write tagged PLACEHOLDER as their headers alone, marked trimmed
-    (an all-gather message another rank owns: the switch takes them as zeros, docs/netreduce.md "All-gather");
-    every other write as any requester does. Its PSNs, ACKs and retransmissions are RC's own."""
+    (an all-gather message another rank owns: the switch takes them as zeros, docs/netreduce.md "All-gather"),
+    the first time; a retransmission goes whole (zeros), since the switch may answer it, or complete a cell
+    with it, only whole. Every other write as any requester does; PSNs, ACKs and retransmissions are RC's own."""
 
     def build(self, psn: int, retransmission: bool = False) -> Transport:
         t = super().build(psn, retransmission)
-        if self.packets[psn][0].tag != PLACEHOLDER:
+        if retransmission or self.packets[psn][0].tag != PLACEHOLDER:
             return t
         return replace(t, bth=replace(t.bth, pad_count=0, resv7=t.bth.resv7 | TRIMMED), payload=b"")
 

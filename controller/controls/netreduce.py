@@ -38,7 +38,8 @@ ROLE_NAMES = {CONFIG.NR_ROLE_FLAT: "flat", CONFIG.NR_ROLE_LEAF: "leaf", CONFIG.N
 
 
 # The events of packets NetReduce drops (the refusals; the others count what it did).
-REFUSALS = frozenset({"duplicate", "no-credit", "not-member", "malformed", "no-context", "stale", "bad-icrc"})
+REFUSALS = frozenset({"duplicate", "no-credit", "not-member", "malformed", "no-context", "stale", "bad-icrc",
+                      "placeholder-last"})
 
 
 def event_names() -> dict[int, str]:
@@ -57,13 +58,15 @@ KIND_LENGTHS = {"icrc_first": BTH_LEN + RETH_LEN + PACKET_BYTES, "icrc_middle": 
                 "icrc_last": BTH_LEN + IMM_LEN + PACKET_BYTES}
 
 
-def rewrite(job: int, rid: int, src_addr: str, dst_addr: str, dst_mac: str, dest_qp: int, src_port: int) -> TableEntry:
+def rewrite(job: int, rid: int, src_addr: str, dst_addr: str, dst_mac: str, dest_qp: int, src_port: int,
+            receiver: int = CONFIG.NR_RECEIVER_SWITCH) -> TableEntry:
     """Egress rewrite of a result (or partial) copy with egress_rid `rid` into one connection, with the
-    connection's ICRC deltas for each kind of packet (controls/icrc.p4)."""
+    connection's ICRC deltas for each kind of packet (controls/icrc.p4), and the rank that receives it
+    (NR_RECEIVER_SWITCH: a switch; reduce-scatter trims a worker's copy of a message it does not own)."""
     deltas = {k: icrc_connection_delta(src_addr, dst_addr, src_port, dest_qp, n) for k, n in KIND_LENGTHS.items()}
     return TableEntry(CONNECTIONS, {"meta.nr.job": job, "std_meta.egress_rid": rid}, "rewrite", {
         "src_addr": src_addr, "dst_addr": dst_addr, "dst_mac": dst_mac, "dest_qp": dest_qp, "src_port": src_port,
-        **deltas})
+        **deltas, "receiver": receiver})
 
 
 def events_by_owner(cells: Mapping[int, int]) -> dict[int, dict[str, int]]:
@@ -142,7 +145,7 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
     def connection(j: int, dst_mac: str) -> TableEntry:
         """Egress rewrite of a copy into worker j's connection to its peer."""
         p = layout.peer(j)
-        return rewrite(job, j, hosts[j].ip, hosts[p].ip, dst_mac, qpn(p, j, job), udp_source_port(qpn(j, p, job)))
+        return rewrite(job, j, hosts[j].ip, hosts[p].ip, dst_mac, qpn(p, j, job), udp_source_port(qpn(j, p, job)), p)
 
     def claims() -> list[Entity]:
         out: list[Entity] = [TableEntry(JOB_KEYS, {"hdr.reth.rkey": layout.rkey}, "claim", {"job": job})]
@@ -227,11 +230,13 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
     return JobPlan(layout, workers, plans, agg)
 
 
-def bind(plan: SwitchPlan, job: int, credits: int, base_cell: int, member_ids: dict[str, int]) -> list[Entity]:
+def bind(plan: SwitchPlan, layout: JobLayout, base_cell: int, member_ids: dict[str, int]) -> list[Entity]:
     """The switch's entries with its region and member context slots filled in, job entry first."""
+    job, credits = layout.job, layout.credits
     out: list[Entity] = [TableEntry(JOBS, {"meta.nr_state.job": job}, "set_job", {
         "base_cell": base_cell, "credits": credits, "members": plan.members, "role": plan.role,
-        "group_base": group_base(job)})]
+        "group_base": group_base(job), "owners": layout.owners,
+        "gather": int(layout.gather)})]
     out += [TableEntry(e.table, e.match, e.action, {**e.params, "member_id": member_ids[key]})
             for key, e in plan.member_entries.items()]
     return out + plan.entries

@@ -203,6 +203,23 @@
 #define NR_EV_RESULT_DOWN 10
 // Event: an aggregation packet whose ICRC is wrong (corrupted on the way): dropped before any register is touched.
 #define NR_EV_BAD_ICRC 11
+// Event: an all-gather placeholder (headers alone) that would complete a cell or be answered: refused (BMv2 cannot
+// grow a packet by a payload to send it on); its sender resends it whole (zeros), which does.
+#define NR_EV_PLACEHOLDER_LAST 12
+// A message's owner field is RETH.virtual_addr >> this (the window index sits below it): 0 for an all-reduce message
+// (every receiver gets the sum), r + 1 for a reduce-scatter message whose shard rank r owns (r gets the sum, every
+// other receiver the packet's headers alone, trimmed as a DLCP drop notification, which keeps its RC connection's
+// PSNs whole: docs/netreduce.md, "Reduce-scatter"). A job's set_job says how many owner fields it accepts.
+#define NR_OWNER_VA_SHIFT 18
+// Bits of the window index in a per-QP context entry (a window holds 2 x AGG_MAX_CREDITS messages at most).
+#define NR_CTX_WINDOW_BITS 4
+// Bits of the owner in a per-QP context entry (an owner is a rank below AGG_MAX_MEMBERS).
+#define NR_CTX_OWNER_BITS 5
+// An all-gather job (set_job's gather 1) reads a message's owner field the other way round: rank r (owner field
+// r + 1) sends the message's values, every other rank a placeholder, the packet's headers alone marked trimmed,
+// which the switch takes as zeros; the sum (r's values) goes whole to every receiver but r, which gets the headers.
+// The receiver of a switch-to-switch copy (a partial up, a result down): never trimmed.
+#define NR_RECEIVER_SWITCH 255
 
 /* ---- DLCP: per-packet priority, bounded-loss dropping, spraying (docs/dlcp.md) ---- */
 

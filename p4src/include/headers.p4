@@ -150,6 +150,10 @@ struct netreduce_metadata_t {
     bool    emit;         // egress must rewrite the copy into a connection and give it its ICRC
     bit<8>  job;          // the job of an emitted copy (nr_connections)
     bit<32> icrc;         // an emitted copy's ICRC on the canonical connection (controls/icrc.p4, wire order)
+    bit<8>  owner;        // the emitted message's owner field: 0 all-reduce, r + 1 reduce-scatter to rank r
+    bool    gather;       // ... of an all-gather job: rank r sent the values, every receiver but r gets them
+    bit<7>  _pad;
+    bit<8>  receiver;     // the rank that receives the copy egress rewrote (NR_RECEIVER_SWITCH: a switch)
 }
 
 // NetReduce's working state while NetReduceIngress handles a packet: a header kept in the metadata,
@@ -171,6 +175,10 @@ header netreduce_state_h {
     bit<8>  members;      // contributions that complete a cell on this switch
     bit<8>  role;         // NR_ROLE_*
     bit<16> group_base;   // the job's first multicast group
+    bit<8>  owners;       // owner fields a RETH may carry: 1 (all-reduce only: 0), or N + 1 (reduce-scatter too)
+    bit<8>  owner;        // the message's owner field (NR_OWNER_VA_SHIFT; from the RETH, or the per-QP context)
+    bit<8>  gather;       // 1: an all-gather job (placeholder contributions are zeros; the owner's copy is trimmed)
+    bit<8>  filled;       // 1: the packet is a placeholder, filled with zeros (it may neither complete nor answer)
     bit<32> msg;          // message number: PSN >> AGG_PACKETS_PER_MESSAGE_LOG2
     bit<32> context;      // the message's entry in nr_qp_context (member QP, message mod AGG_MAX_CREDITS)
     bit<8>  window;       // the message's place in the job's window (0 .. 2C-1)

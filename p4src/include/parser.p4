@@ -18,6 +18,10 @@
 #define AGG_UDP_LENGTH_MIDDLE (8 + 12 + AGG_PAYLOAD_BYTES + 4)
 #define AGG_UDP_LENGTH_FIRST (8 + 12 + 16 + AGG_PAYLOAD_BYTES + 4)
 #define AGG_UDP_LENGTH_LAST_IMM (8 + 12 + 4 + AGG_PAYLOAD_BYTES + 4)
+// ... and of their headers alone (an all-gather's placeholder contribution, or a trimmed packet: no payload).
+#define AGG_UDP_LENGTH_BARE_MIDDLE (8 + 12 + 4)
+#define AGG_UDP_LENGTH_BARE_FIRST (8 + 12 + 16 + 4)
+#define AGG_UDP_LENGTH_BARE_LAST_IMM (8 + 12 + 4 + 4)
 
 error {
     IPv4NotSupported  // not version 4, or with options
@@ -110,6 +114,7 @@ parser GradswitchParser(packet_in packet,
         transition select(hdr.bth.opcode, hdr.udp.length) {
             (ROCE_WRITE_ONLY_IMM, _): parse_immdt;
             (ROCE_WRITE_FIRST, AGG_UDP_LENGTH_FIRST): parse_agg;
+            (ROCE_WRITE_FIRST, AGG_UDP_LENGTH_BARE_FIRST): parse_icrc;
             default: accept;
         }
     }
@@ -118,6 +123,7 @@ parser GradswitchParser(packet_in packet,
         packet.extract(hdr.immdt);
         transition select(hdr.bth.opcode, hdr.udp.length) {
             (ROCE_WRITE_LAST_IMM, AGG_UDP_LENGTH_LAST_IMM): parse_agg;
+            (ROCE_WRITE_LAST_IMM, AGG_UDP_LENGTH_BARE_LAST_IMM): parse_icrc;
             default: accept;
         }
     }
@@ -127,12 +133,19 @@ parser GradswitchParser(packet_in packet,
     state check_agg_middle {
         transition select(hdr.udp.length) {
             AGG_UDP_LENGTH_MIDDLE: parse_agg;
+            AGG_UDP_LENGTH_BARE_MIDDLE: parse_icrc;
             default: accept;
         }
     }
 
     state parse_agg {
         packet.extract(hdr.agg);
+        packet.extract(hdr.icrc);
+        transition accept;
+    }
+
+    // The headers of an aggregation packet alone: its ICRC follows them (NetReduce checks it).
+    state parse_icrc {
         packet.extract(hdr.icrc);
         transition accept;
     }

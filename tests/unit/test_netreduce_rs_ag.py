@@ -147,7 +147,10 @@ def test_all_gather_exact_each_shard_sent_once(workers):
     messages = len(gather_plan(ops[0][1], workers))
     assert hub.events["completion"] == messages * PACKETS
     assert hub.events["trimmed"] == messages * PACKETS  # the owner's own copy, the others whole
-    assert hub.events["placeholder"] == messages * PACKETS * (workers - 1)  # each shard sent once, by its owner
+    assert hub.events["contribution"] == messages * PACKETS * workers  # each rank's counted once
+    # The others sent placeholders; one that would have completed a cell was refused and resent whole.
+    assert hub.events["placeholder"] > 0
+    assert hub.events["placeholder"] + hub.events.get("placeholder-last", 0) >= messages * PACKETS * (workers - 1)
 
 
 @pytest.mark.parametrize("transport", ["gbn", "sr"])
@@ -157,3 +160,16 @@ def test_all_gather_and_all_reduce_on_one_job_under_loss(transport):
     check(outputs, ops, inputs)
     assert hub.dropped > 0
     assert hub.events.get("retransmitted-result", 0) + hub.events.get("duplicate", 0) > 0
+
+
+def test_the_check_process_names_a_missing_or_unknown_collective(tmp_path):
+    from workers.netreduce_rs_ag_check import collective_of
+
+    config = tmp_path / "job1.json"
+    with pytest.raises(ValueError, match=r"job1\.collective: cannot read the collective to run"):
+        collective_of(config)
+    (tmp_path / "job1.collective").write_text("all-to-all\n")
+    with pytest.raises(ValueError, match="'all-to-all' is not one of"):
+        collective_of(config)
+    (tmp_path / "job1.collective").write_text("all-gather\n")
+    assert collective_of(config) == CollectiveKind.ALL_GATHER

@@ -13,6 +13,7 @@
 #include "../headers.p4"
 #include "../actions.p4"
 #include "icrc.p4"
+#include "trim.p4"
 
 // Ingress: the RoCE class, the job's features, the packet's priority queue and droppability, the spray key.
 control DlcpIngress(inout headers_t hdr,
@@ -104,13 +105,6 @@ control DlcpIngress(inout headers_t hdr,
     }
 }
 
-// What a trimmed packet keeps: Ethernet, IPv4, UDP, BTH, the RETH or ImmDt it has, and a fresh ICRC.
-#define TRIM_UDP_LENGTH (8 + 12 + 4)
-#define TRIM_IPV4_LENGTH (20 + TRIM_UDP_LENGTH)
-#define TRIM_FRAME_BYTES (14 + TRIM_IPV4_LENGTH)
-#define TRIM_RETH 16
-#define TRIM_IMMDT 4
-
 // Egress: the port's virtual queue, the selective drop (the payload is cut, the headers go on as a drop
 // notification), and the DSCP the HTB tree schedules on.
 control DlcpEgress(inout headers_t hdr,
@@ -182,62 +176,8 @@ control DlcpEgress(inout headers_t hdr,
         meta.dlcp_state.setInvalid();
     }
 
-    // DLCP's selective drop: the payload goes, the headers go on as a drop notification (NDP's packet trimming).
-    // IPv4 and UDP lengths are the trimmed packet's, BTH.pad_count 0, the TRIMMED bit set in resv7 (the droppable
-    // bit stays), DSCP CS DLCP_ACK_PRIORITY; a fresh ICRC covers exactly those headers and is emitted after them
-    // (hdr.icrc), and truncate() cuts what follows it: the payload and the old ICRC. The ICRC is computed by
-    // making the packet's headers what it covers (controls/icrc.p4): Ethernet and the variant fields it
-    // overwrites are kept in meta.dlcp_state meanwhile and put back. (One action: a table's const entries give
-    // it the lengths of each shape, so that no length is computed, which p4c would make a temporary.)
-    action trim(bit<16> ipv4_length, bit<16> udp_length, bit<32> frame_bytes) {
-        meta.dlcp_state.setValid();
-        meta.dlcp_state.eth_dst = hdr.ethernet.dst_addr;
-        meta.dlcp_state.eth_src = hdr.ethernet.src_addr;
-        meta.dlcp_state.ttl = hdr.ipv4.ttl;
-        meta.dlcp_state.ecn = hdr.ipv4.ecn;
-        meta.dlcp_state.fecn_becn = hdr.bth.fecn_becn;
-        hdr.agg.setInvalid();  // (a payload of exactly an aggregation packet's size was parsed into it)
-        hdr.ipv4.total_len = ipv4_length;
-        hdr.udp.length = udp_length;
-        hdr.bth.pad_count = 0;
-        hdr.bth.resv7 = hdr.bth.resv7 | (1 << DLCP_TRIMMED_SHIFT);
-        ICRC_COVER()
-        ICRC_OF_HEADERS(meta.dlcp_state.icrc)
-        ICRC_UNCOVER()
-        hdr.icrc.value = meta.dlcp_state.icrc;
-        hdr.ethernet.dst_addr = meta.dlcp_state.eth_dst;
-        hdr.ethernet.src_addr = meta.dlcp_state.eth_src;
-        hdr.ethernet.ether_type = ETHERTYPE_IPV4;
-        hdr.ipv4.dscp = DLCP_ACK_PRIORITY << 3;
-        hdr.ipv4.ecn = meta.dlcp_state.ecn;
-        hdr.ipv4.ttl = meta.dlcp_state.ttl;
-        hdr.udp.checksum = 0;  // (none: RoCE v2 senders send 0, and a checksum of the old payload would be wrong)
-        hdr.bth.fecn_becn = meta.dlcp_state.fecn_becn;
-        truncate(frame_bytes);
-        meta.dlcp_state.setInvalid();
-    }
-
-    // The trimmed lengths of each shape of packet: with or without a RETH (WRITE First and Only), an ImmDt (*_IMM).
-    table dlcp_trim {
-        key = {
-            hdr.reth.isValid(): exact;
-            hdr.immdt.isValid(): exact;
-        }
-        actions = {
-            trim;
-            NoAction;
-        }
-        const entries = {
-            (false, false): trim(TRIM_IPV4_LENGTH, TRIM_UDP_LENGTH, TRIM_FRAME_BYTES);
-            (true, false): trim(TRIM_IPV4_LENGTH + TRIM_RETH, TRIM_UDP_LENGTH + TRIM_RETH,
-                                TRIM_FRAME_BYTES + TRIM_RETH);
-            (false, true): trim(TRIM_IPV4_LENGTH + TRIM_IMMDT, TRIM_UDP_LENGTH + TRIM_IMMDT,
-                                TRIM_FRAME_BYTES + TRIM_IMMDT);
-            (true, true): trim(TRIM_IPV4_LENGTH + TRIM_RETH + TRIM_IMMDT, TRIM_UDP_LENGTH + TRIM_RETH + TRIM_IMMDT,
-                               TRIM_FRAME_BYTES + TRIM_RETH + TRIM_IMMDT);
-        }
-        default_action = NoAction();
-    }
+    // DLCP's selective drop: the payload goes, the headers go on as a drop notification (controls/trim.p4).
+    TrimPayload() trimmer;
 
     action count_event(bit<32> event) {
         dlcp_events.count((bit<32>)meta.dlcp.job * DLCP_EVENTS + event);
@@ -251,7 +191,7 @@ control DlcpEgress(inout headers_t hdr,
         }
         if (meta.dlcp.drop_now) {
             count_event(DLCP_EV_DROPPED);  // (its payload)
-            dlcp_trim.apply();
+            trimmer.apply(hdr, meta, std_meta);
         } else if (meta.dlcp.droppable || meta.dlcp.classified) {  // a classified packet (one test for the others)
             if (meta.dlcp.droppable) {
                 count_event(DLCP_EV_KEPT);

@@ -36,6 +36,7 @@ const bool NR_OUT_DUPLICATE_IS_COMPLETE_PLUS_2 = static_assert(NR_OUT_DUPLICATE 
 
 // A contribution's verdict (contribute sets meta.nr_state.outcome to these bits; nr_verdicts maps them to
 // what happens, one table instead of a chain of conditions: BMv2 pays for every pipeline node).
+const bit<8> NR_V_HELD = 0x40;      // a placeholder that would complete the cell, or be answered: refused
 const bit<8> NR_V_MINE = 0x20;      // the member had already contributed to the cell's message
 const bit<8> NR_V_ACCEPT = 0x10;    // added (fresh cell, or another member's partial sum of the same message)
 const bit<8> NR_V_SAME = 0x08;      // the cell holds this message
@@ -47,10 +48,20 @@ const bit<8> NR_V_FINAL = 0x01;     // leaf: the cell holds its parent's result
 #define NR_MSG_BITS (24 - AGG_PACKETS_PER_MESSAGE_LOG2)
 #define NR_MSG_MASK ((1 << NR_MSG_BITS) - 1)
 #define NR_MSG_HALF (1 << (NR_MSG_BITS - 1))
-// Per-QP context entry: valid (bit 31) | window index (from bit NR_MSG_BITS) | message number (below it).
+// Per-QP context entry: valid (bit 31) | owner (reduce-scatter, from bit NR_CTX_OWNER_SHIFT) | window index
+// (from bit NR_MSG_BITS) | message number (below it).
 #define NR_CTX_VALID 0x80000000
-#if NR_MSG_BITS + 8 > 31
-#error "a per-QP context entry must hold the message number, an 8-bit window index and the valid bit"
+#define NR_CTX_OWNER_SHIFT (NR_MSG_BITS + NR_CTX_WINDOW_BITS)
+#define NR_CTX_WINDOW_MASK ((1 << NR_CTX_WINDOW_BITS) - 1)
+#define NR_CTX_OWNER_MASK ((1 << NR_CTX_OWNER_BITS) - 1)
+#if NR_CTX_OWNER_SHIFT + NR_CTX_OWNER_BITS > 31
+#error "a per-QP context entry must hold the message number, the window index, the owner and the valid bit"
+#endif
+#if (1 << NR_CTX_WINDOW_BITS) < 2 * AGG_MAX_CREDITS || (1 << NR_CTX_OWNER_BITS) < AGG_MAX_MEMBERS
+#error "a per-QP context entry must hold a window index below 2 x AGG_MAX_CREDITS and an owner below AGG_MAX_MEMBERS"
+#endif
+#if NR_OWNER_VA_SHIFT != AGG_MESSAGE_BYTES_LOG2 + NR_CTX_WINDOW_BITS
+#error "a RETH's owner must sit right above its window index"
 #endif
 #if NR_CELL_MSG_SHIFT < AGG_MAX_MEMBERS || NR_CELL_COUNT_SHIFT < NR_CELL_MSG_SHIFT + NR_MSG_BITS
 #error "a cell's state must hold the bitmap, then the message number"
@@ -161,12 +172,15 @@ control NetReduceIngress(inout headers_t hdr,
         size = AGG_MAX_QPS;
     }
 
-    action set_job(bit<32> base_cell, bit<8> credits, bit<8> members, bit<8> role, bit<16> group_base) {
+    action set_job(bit<32> base_cell, bit<8> credits, bit<8> members, bit<8> role, bit<16> group_base,
+                   bit<8> owners, bit<8> gather) {
+        meta.nr_state.gather = gather;
         meta.nr_state.base_cell = base_cell;
         meta.nr_state.credits = credits;
         meta.nr_state.members = members;
         meta.nr_state.role = role;
         meta.nr_state.group_base = group_base;
+        meta.nr_state.owners = owners;
     }
 
     table nr_jobs {
@@ -247,19 +261,23 @@ control NetReduceIngress(inout headers_t hdr,
 
     // ---- where a packet goes ----
 
-    // First packet: its RETH says where the message sits in the job's window; remember it for the
-    // message's later packets.
+    // First packet: its RETH says where the message sits in the job's window, and above it the message's owner
+    // field (0: all-reduce; r + 1: reduce-scatter, rank r owns the shard; a job that does not scatter accepts 0
+    // alone); remember both for the message's later packets.
     action learn_context() {
-        bit<64> window = hdr.reth.virtual_addr >> AGG_MESSAGE_BYTES_LOG2;
+        bit<64> window = (hdr.reth.virtual_addr >> AGG_MESSAGE_BYTES_LOG2) & NR_CTX_WINDOW_MASK;
         bit<64> limit = ((bit<64>)meta.nr_state.credits) << 1;
         bool aligned = (hdr.bth.psn & (AGG_PACKETS_PER_MESSAGE - 1)) == 0
             && (hdr.reth.virtual_addr & ((1 << AGG_MESSAGE_BYTES_LOG2) - 1)) == 0
             && hdr.reth.dma_length == (1 << AGG_MESSAGE_BYTES_LOG2);
-        meta.nr_state.context_ok = aligned && window < limit;
+        meta.nr_state.context_ok = aligned && window < limit
+            && (hdr.reth.virtual_addr >> NR_OWNER_VA_SHIFT) < (bit<64>)meta.nr_state.owners;
         meta.nr_state.window = (bit<8>)window;
+        meta.nr_state.owner = (bit<8>)(hdr.reth.virtual_addr >> NR_OWNER_VA_SHIFT);
         nr_qp_context.read(meta.nr_state.entry, meta.nr_state.context);
         meta.nr_state.entry = meta.nr_state.context_ok
-            ? NR_CTX_VALID | (((bit<32>)meta.nr_state.window) << NR_MSG_BITS) | (meta.nr_state.msg & NR_MSG_MASK)
+            ? NR_CTX_VALID | (((bit<32>)meta.nr_state.owner) << NR_CTX_OWNER_SHIFT)
+              | (((bit<32>)meta.nr_state.window) << NR_MSG_BITS) | (meta.nr_state.msg & NR_MSG_MASK)
             : meta.nr_state.entry;
         nr_qp_context.write(meta.nr_state.context, meta.nr_state.entry);
         NR_LOCATE()
@@ -268,10 +286,25 @@ control NetReduceIngress(inout headers_t hdr,
     // Middle and last packets: the window index learned at their message's first packet.
     action recall_context() {
         nr_qp_context.read(meta.nr_state.entry, meta.nr_state.context);
-        meta.nr_state.window = (bit<8>)(meta.nr_state.entry >> NR_MSG_BITS);
+        meta.nr_state.window = (bit<8>)((meta.nr_state.entry >> NR_MSG_BITS) & NR_CTX_WINDOW_MASK);
+        meta.nr_state.owner = (bit<8>)((meta.nr_state.entry >> NR_CTX_OWNER_SHIFT) & NR_CTX_OWNER_MASK);
         meta.nr_state.context_ok = (meta.nr_state.entry & NR_CTX_VALID) != 0
             && (meta.nr_state.entry & NR_MSG_MASK) == meta.nr_state.msg;
         NR_LOCATE()
+    }
+
+    // An all-gather job's placeholder (its sender does not own the message: the headers alone, marked trimmed)
+    // is a contribution of zeros: the payload it stands for, and the lengths and flag of a whole packet. It may
+    // not complete a cell nor be answered (contribute holds it: BMv2 cannot grow a packet by a payload when it
+    // sends it, packet_buffer.h's headroom is 512 bytes); its sender's retransmission, whole, does.
+    #define NR_ZERO(q) hdr.agg.w##q = 0;
+    action fill_placeholder() {
+        hdr.agg.setValid();
+        AGG_FOR_EACH_WORD(NR_ZERO)
+        hdr.ipv4.total_len = hdr.ipv4.total_len + AGG_PAYLOAD_BYTES;
+        hdr.udp.length = hdr.udp.length + AGG_PAYLOAD_BYTES;
+        hdr.bth.resv7 = hdr.bth.resv7 & ~(7w1 << DLCP_TRIMMED_SHIFT);
+        meta.nr_state.filled = 1;
     }
 
     // ---- the aggregation (one action: the whole read-modify-write is atomic) ----
@@ -286,15 +319,17 @@ control NetReduceIngress(inout headers_t hdr,
         bool mine = (bitmap & mask) != 0;
         bool fresh = bitmap == 0;
         bool same = msg == meta.nr_state.msg;
-        bool add = !mine && !fresh && same;
-        bool accept = fresh || add;
+        // A placeholder is only ever a first contribution that does not complete the cell (else: held, refused).
+        bool held = meta.nr_state.filled == 1 && (mine || (fresh ? 32w0 : count) + 1 == (bit<32>)meta.nr_state.members);
+        bool add = !mine && !fresh && same && !held;
+        bool accept = (fresh && !held) || add;
         bit<32> taken = ((bit<32>)(bit<1>)accept) << meta.nr_state.member_bit;  // the member's bit if accepted, else 0
         bit<32> new_count = (fresh ? 32w0 : count) + (bit<32>)(bit<1>)accept;
         bool behind = ((meta.nr_state.msg - msg) & NR_MSG_MASK) >= NR_MSG_HALF;
         // One assignment (nested ?: would become a chain of predicated temporaries). p4c copies each
         // local's expression into every place that reads it; BMv2 evaluates narrow expressions far
         // more cheaply than it assigns a field, so they are not kept in metadata fields.
-        meta.nr_state.outcome = 2w0 ++ (bit<1>)mine ++ (bit<1>)accept ++ (bit<1>)same
+        meta.nr_state.outcome = 1w0 ++ (bit<1>)held ++ (bit<1>)mine ++ (bit<1>)accept ++ (bit<1>)same
             ++ (bit<1>)(new_count == (bit<32>)meta.nr_state.members) ++ (bit<1>)behind
             ++ meta.nr_state.state[NR_CELL_FINAL_SHIFT:NR_CELL_FINAL_SHIFT];
         AGG_FOR_EACH_WORD(NR_ADD)
@@ -357,6 +392,8 @@ control NetReduceIngress(inout headers_t hdr,
         meta.nr.emit = true;
         meta.nr.consumed = true;
         meta.nr.job = meta.nr_state.job;
+        meta.nr.owner = meta.nr_state.owner;
+        meta.nr.gather = meta.nr_state.gather == 1;
     }
 
     action absorb() {
@@ -419,6 +456,7 @@ control NetReduceIngress(inout headers_t hdr,
         default_action = refuse(NR_EV_NO_CREDIT);
         // First match wins (entries are in priority order).
         const entries = {
+            (NR_V_HELD &&& NR_V_HELD, _) : refuse(NR_EV_PLACEHOLDER_LAST);
             ((NR_V_MINE | NR_V_SAME | NR_V_COMPLETE) &&& (NR_V_MINE | NR_V_SAME | NR_V_COMPLETE | NR_V_FINAL), NR_ROLE_LEAF &&& 0xFF) : resend_up();
             ((NR_V_MINE | NR_V_SAME | NR_V_COMPLETE) &&& (NR_V_MINE | NR_V_SAME | NR_V_COMPLETE), _) : answer();
             ((NR_V_MINE | NR_V_SAME) &&& (NR_V_MINE | NR_V_SAME), _) : refuse(NR_EV_DUPLICATE);
@@ -450,8 +488,12 @@ control NetReduceIngress(inout headers_t hdr,
                 }
             } else if (!nr_jobs.apply().hit) {
                 refuse(NR_EV_NOT_MEMBER);
-            } else if (!hdr.agg.isValid() || !(hdr.bth.opcode == ROCE_WRITE_FIRST || hdr.bth.opcode == ROCE_WRITE_MIDDLE
-                                               || hdr.bth.opcode == ROCE_WRITE_LAST_IMM)) {
+            } else if (!(hdr.bth.opcode == ROCE_WRITE_FIRST || hdr.bth.opcode == ROCE_WRITE_MIDDLE
+                         || hdr.bth.opcode == ROCE_WRITE_LAST_IMM)
+                       || (!hdr.agg.isValid() && !(meta.nr_state.gather == 1 && meta.nr_state.kind == NR_MEMBER_CONTRIBUTOR
+                                                   && hdr.icrc.isValid() && ((hdr.bth.resv7 >> DLCP_TRIMMED_SHIFT) & 1) == 1))) {
+                // (Headers alone only as an all-gather job's placeholder, from a contributor: parsed with its ICRC,
+                // marked trimmed.)
                 refuse(NR_EV_MALFORMED);
             } else {
                 // Before any register is read or written (learn_context writes the per-QP context).
@@ -459,6 +501,9 @@ control NetReduceIngress(inout headers_t hdr,
                 if (!meta.nr_state.icrc_ok) {
                     refuse_corrupted();
                 } else {
+                    if (!hdr.agg.isValid()) {
+                        fill_placeholder();
+                    }
                     if (hdr.reth.isValid()) {  // WRITE First (the parser extracts its RETH)
                         learn_context();
                         if (!meta.nr_state.context_ok) {
@@ -508,7 +553,8 @@ control NetReduceEgress(inout headers_t hdr,
                         inout standard_metadata_t std_meta) {
 
     action rewrite(ipv4_addr_t src_addr, ipv4_addr_t dst_addr, mac_addr_t dst_mac, qpn_t dest_qp, bit<16> src_port,
-                   bit<32> icrc_first, bit<32> icrc_middle, bit<32> icrc_last) {
+                   bit<32> icrc_first, bit<32> icrc_middle, bit<32> icrc_last, bit<8> receiver) {
+        meta.nr.receiver = receiver;
         hdr.ipv4.src_addr = src_addr;
         hdr.ipv4.dst_addr = dst_addr;
         hdr.ipv4.ttl = 64;
