@@ -4,7 +4,8 @@ workload/plan.py) and the run's SimSettings.
 
 The configuration carries every value the simulator reads: gradswitch-sim has no defaults of its own, refuses
 a document without one of them, with a key it does not know, or of another `format` than FORMAT. The defaults
-are Python's alone (SimSettings, JobConfig, DlcpPolicy, roce's header sizes)."""
+are Python's alone (SimSettings, JobConfig, DlcpPolicy, roce's header sizes). A job of execution graphs
+(workload/graph.py) carries them in its `graph` section (graph_job_json)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from roce.wire import ETH_HEADER_LEN, IPV4_HEADER_LEN, ROCE_OVERHEAD
 from topology.model import Topology
 from workload.dlcp import DlcpPolicy, layer_class
 from workload.encoding import job_profile
+from workload.graph import CollectiveNode, ComputeNode, JobGraph, Node, node_kind
 from workload.job import Algorithm, JobConfig, Role
 from workload.plan import Plan, op_mark, plan
 
@@ -193,3 +195,59 @@ def run_config(topo: Topology, jobs: list[JobConfig], settings: SimSettings) -> 
         out["loss"] = {"fraction": settings.loss_pct / 100.0,
                        "hosts": sorted({n.host for cfg in jobs for n in cfg.workers})}
     return out
+
+
+# --- a job of execution graphs (workload/graph.py; the simulator's graph engine, gs-graph-rank.h) ---
+
+# A broadcast's chain cuts the buffer into ceil(bytes / BROADCAST_CHUNK_BYTES) chunks, at least 1 and at most
+# BROADCAST_MAX_CHUNKS: the hosts' rule (workers/collectives/chain.py CHUNK_BYTES, MAX_CHUNKS, a floor this
+# package does not import; tests/ns3/test_graph_sim_config.py fails when the two differ).
+BROADCAST_CHUNK_BYTES = 8192
+BROADCAST_MAX_CHUNKS = 1024
+
+def graph_json(graph: JobGraph) -> dict[str, Any]:
+    """The job's `graph` section: workload.graph.to_dict's content, compact (what the C++ executes and no
+    more: process groups by index, no names or sources; the results name nodes by their ids)."""
+    index = {g.name: i for i, g in enumerate(graph.groups)}
+
+    def node(n: Node) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": n.id, "kind": node_kind(n), "deps": list(n.deps)}
+        if isinstance(n, ComputeNode):
+            d["duration_s"] = n.duration_s
+        elif isinstance(n, CollectiveNode):
+            d.update(collective=n.collective.value, group=index[n.group], nbytes=n.nbytes, root=n.root)
+        else:
+            d.update(peer=n.peer, tag=n.tag, nbytes=n.nbytes)
+        return d
+
+    return {"broadcast_chunk_bytes": BROADCAST_CHUNK_BYTES, "broadcast_max_chunks": BROADCAST_MAX_CHUNKS,
+            "groups": [{"ranks": list(g.ranks)} for g in graph.groups],
+            "ranks": [{"nodes": [node(n) for n in r.nodes]} for r in graph.ranks]}
+
+
+def graph_check_mode(graph: JobGraph, settings: SimSettings) -> CheckMode:
+    """AUTO: exact while the ranks' checks stay small (EXACT_LIMIT generated values: each communication node's
+    elements times its group's size, over every rank), else digest."""
+    if settings.check != CheckMode.AUTO:
+        return settings.check
+    sizes = {g.name: len(g.ranks) for g in graph.groups}
+    values = 0
+    for r in graph.ranks:
+        for n in r.nodes:
+            if isinstance(n, CollectiveNode):
+                values += (n.nbytes + 3) // 4 * sizes[n.group]
+            elif not isinstance(n, ComputeNode):
+                values += (n.nbytes + 3) // 4
+    return CheckMode.EXACT if values <= EXACT_LIMIT else CheckMode.DIGEST
+
+
+def graph_job_json(graph: JobGraph, cfg: JobConfig, settings: SimSettings) -> dict[str, Any]:
+    """A job of algo graph: rank r is cfg's worker r (its host), every node's transport is cfg's; the job runs
+    its graphs once (1 iteration)."""
+    if len(cfg.workers) != graph.world_size or cfg.servers:
+        raise SimConfigError(f"graph {graph.name}: {graph.world_size} ranks on {len(cfg.workers)} workers and "
+                             f"{len(cfg.servers)} servers: give one worker per rank and no server")
+    return {"job_id": cfg.job_id, "algo": "graph", "check": str(graph_check_mode(graph, settings)), "seed": cfg.seed,
+            "nodes": [{"node_id": n.node_id, "role": str(n.role), "host": n.host} for n in cfg.nodes],
+            "iterations": 1, "transport": transport_json(cfg), "ps_key_bytes": cfg.ps_key_bytes,
+            "credits": cfg.credits, "iteration_timeout_s": cfg.iteration_timeout, "graph": graph_json(graph)}

@@ -54,6 +54,8 @@ std::unique_ptr<Collective> MakePsWorker(JobNode* node);
 std::unique_ptr<Collective> MakePsServer(JobNode* node);
 /// algo = write: worker 0 writes each reduction to worker 1 (the hand-computed link tests).
 std::unique_ptr<Collective> MakeWrite(JobNode* node);
+/// algo = graph: the node's rank of the job's execution graphs (gs-graph-rank.h).
+std::unique_ptr<Collective> MakeGraphRank(JobNode* node);
 
 } // namespace gs
 } // namespace ns3

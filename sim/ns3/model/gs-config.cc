@@ -115,7 +115,11 @@ ParseJob(ConfigObject j)
     JobSpec job;
     job.jobId = j.Get<uint32_t>("job_id");
     job.algo = j.Choice<Algo>(
-        "algo", {{"ring", Algo::Ring}, {"ps", Algo::Ps}, {"netreduce", Algo::NetReduce}, {"write", Algo::Write}});
+        "algo", {{"ring", Algo::Ring},
+                 {"ps", Algo::Ps},
+                 {"netreduce", Algo::NetReduce},
+                 {"write", Algo::Write},
+                 {"graph", Algo::Graph}});
     job.check = j.Choice<Check>("check", {{"exact", Check::Exact}, {"digest", Check::Digest}, {"none", Check::None}});
     job.seed = j.Get<uint64_t>("seed");
     for (ConfigObject n : j.Objects("nodes"))
@@ -144,7 +148,28 @@ ParseJob(ConfigObject j)
     {
         job.training = ParseTraining(*t);
     }
-    if (!job.training && job.reductions.empty())
+    if (auto g = j.Section("graph"))
+    {
+        if (job.algo != Algo::Graph)
+        {
+            throw ConfigError(j.Where("graph") + ": only a job of algo graph runs execution graphs");
+        }
+        uint32_t workers = 0;
+        for (const auto& n : job.nodes)
+        {
+            workers += n.role == Role::Worker ? 1 : 0;
+        }
+        job.graph = std::make_shared<const GraphSpec>(ParseGraph(*g, workers));
+    }
+    if (job.algo == Algo::Graph)
+    {
+        if (!job.graph || job.training || !job.reductions.empty() || job.iterations != 1)
+        {
+            throw ConfigError(j.Where("graph") + ": a job of algo graph gives its graph, 1 iteration, and neither "
+                                                 "reductions nor training");
+        }
+    }
+    else if (!job.training && job.reductions.empty())
     {
         throw ConfigError(j.Where("reductions") + ": give reductions (the all-reduce loop) or training");
     }

@@ -8,11 +8,13 @@
 
 #include "gs-config-object.h"
 #include "gs-constants.h"
+#include "gs-graph-spec.h"
 
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -97,7 +99,8 @@ enum class Algo
     Ring,
     Ps,
     NetReduce,
-    Write
+    Write,
+    Graph // the job's execution graphs (`graph`, gs-graph-rank.h)
 };
 
 enum class Check
@@ -205,6 +208,7 @@ struct JobSpec
     std::optional<DlcpSpec> dlcp;
     double iterationTimeoutS{};
     std::optional<std::pair<uint32_t, uint32_t>> crash; // (node, after iteration): the node dies (fault injection)
+    std::shared_ptr<const GraphSpec> graph;             // algo graph: every worker's execution graph
 };
 
 struct BackgroundSpec

@@ -1,0 +1,134 @@
+"""Running a job's execution graphs (workload/graph.py) on the simulator: every rank's graph executed in C++ by
+the graph engine (docs/simulator.md "The graph engine"), node by node, with no Python per node or packet; the
+result is what both backends report (workload.graph_timing.GraphRun) and the simulated run's own (speed,
+switch ports, per rank the iteration check)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ns3sim.results import SimResult, parse
+from ns3sim.run import SimError, simulate
+from ns3sim.sim_config import base_config, graph_job_json
+from ns3sim.sim_settings import CheckMode, SimSettings
+from roce.qp import Mode
+from topology.model import Topology
+from workload.graph import CollectiveNode, ComputeNode, JobGraph, Node, node_kind, validate
+from workload.graph_timing import GraphRun, NodeTiming
+from workload.job import Algorithm, JobConfig, Role
+from workload.job import Node as JobNode
+
+
+@dataclass(frozen=True)
+class GraphTransport:
+    """The RC transport every rank's queue pairs use (workload.job.JobConfig's fields of the same names)."""
+
+    mode: Mode = Mode.GBN
+    mtu: int = 1024
+    window: int = 64  # packets in flight per queue pair
+    rto: float = 0.02
+    retry_limit: int = 7
+
+
+@dataclass(frozen=True)
+class GraphSimResult:
+    run: GraphRun  # every node's start, end and check
+    sim: SimResult  # the simulated run: speed (wall time, packet hops), switch ports, each rank's check
+    hosts: tuple[str, ...]  # rank r ran on hosts[r]
+    check: CheckMode  # what the packets carried
+
+    def ok(self) -> bool:
+        """Every rank finished, and every checked node's output held what its operation defines."""
+        return self.sim.ok() and all(n.checked is not False for n in self.run.nodes)
+
+
+def placement(graph: JobGraph, topology: Topology, hosts: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The host of each rank: `hosts` as given, else the topology's hosts in order (rank r on host r)."""
+    names = [h.name for h in topology.hosts]
+    if hosts is None:
+        if graph.world_size > len(names):
+            raise SimError(f"graph {graph.name}: {graph.world_size} ranks but {topology.name} has {len(names)} hosts: "
+                           f"give a topology with at least {graph.world_size} hosts")
+        return tuple(names[:graph.world_size])
+    if len(hosts) != graph.world_size:
+        raise SimError(f"graph {graph.name}: {len(hosts)} hosts for {graph.world_size} ranks: give one host per rank")
+    for h in hosts:
+        if not topology.is_host(h):
+            raise SimError(f"graph {graph.name}: {h!r} is not a host of {topology.name} (hosts: {', '.join(names)})")
+    return tuple(hosts)
+
+
+def job_config(graph: JobGraph, hosts: Sequence[str], topology: Topology, transport: GraphTransport,
+               seed: int = 1) -> JobConfig:
+    """The job whose workers run the ranks (its transport settings; the graph is the workload)."""
+    ip = {h.name: h.ip for h in topology.hosts}
+    nodes = tuple(JobNode(r, Role.WORKER, h, ip[h]) for r, h in enumerate(hosts))
+    return JobConfig(Algorithm.RING, nodes, iterations=1, transport=transport.mode, mtu=transport.mtu,
+                     window=transport.window, rto=transport.rto, retry_limit=transport.retry_limit, seed=seed)
+
+
+def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Sequence[str] | None = None,
+           transport: GraphTransport | None = None, job: JobConfig | None = None) -> tuple[dict[str, Any], JobConfig]:
+    """gradswitch-sim's configuration of the run, and the job it describes. GraphError on a graph that
+    cannot run, SimError on a placement that cannot be, before anything starts."""
+    validate(graph)
+    if job is not None:
+        if hosts is not None or transport is not None:
+            raise SimError(f"graph {graph.name}: give a job (its workers' hosts and its transport) or hosts and "
+                           f"transport, not both")
+        placed = placement(graph, topology, [n.host for n in job.workers])
+        cfg = replace(job, nodes=tuple(job.workers), iterations=1)
+    else:
+        placed = placement(graph, topology, hosts)
+        cfg = job_config(graph, placed, topology, transport or GraphTransport())
+    compute = max((sum(n.duration_s for n in r.nodes if isinstance(n, ComputeNode)) for r in graph.ranks), default=0.0)
+    limit = settings.time_limit_s if settings.time_limit_s is not None else cfg.iteration_timeout + compute
+    out = base_config(topology, settings, limit)
+    out["jobs"] = [graph_job_json(graph, cfg, settings)]
+    if settings.loss_pct > 0:
+        out["loss"] = {"fraction": settings.loss_pct / 100.0, "hosts": sorted(set(placed))}
+    return out, cfg
+
+
+def timings(graph: JobGraph, raw: dict[str, Any]) -> GraphRun:
+    """The simulator's per-node records (each rank's `graph`: [id, start, end, checked]) as a GraphRun."""
+    job = raw["jobs"][0]
+    out: list[NodeTiming] = []
+    for result in job["nodes"]:
+        rank = int(result["node_id"])
+        by_id: dict[int, Node] = graph.ranks[rank].by_id()
+        for node_id, start, end, checked in result.get("graph", []):
+            n = by_id[int(node_id)]
+            if start < 0 or end < 0:
+                continue  # never started or never finished (the run failed: the rank's error says why)
+            collective = n.collective if isinstance(n, CollectiveNode) else None
+            group = n.group if isinstance(n, CollectiveNode) else None
+            nbytes = 0 if isinstance(n, ComputeNode) else n.nbytes
+            out.append(NodeTiming(rank, n.id, node_kind(n), float(start), float(end), collective, group, nbytes,
+                                  None if checked is None else bool(checked)))
+    return GraphRun(tuple(out))
+
+
+def run_graph(graph: JobGraph, topology: Topology, settings: SimSettings | None = None, out_dir: Path | None = None,
+              hosts: Sequence[str] | None = None, transport: GraphTransport | None = None,
+              job: JobConfig | None = None) -> GraphSimResult:
+    """Simulate the job's graphs on the topology; writes out_dir's sim-config.json, sim-results.json and
+    sim.log (a temporary folder when None). Rank r runs on hosts[r], else on the topology's r-th host, with
+    `transport`'s queue pairs; or, given `job` (what the BMv2 run's placement made: gradswitch/experiment/
+    graph_run.py graph_job), on its worker r's host with its transport, seed and timeout, so both backends
+    run the same job. GraphError (a graph that cannot run) or SimError (a placement that cannot be, a
+    simulator that fails) before or instead of a result; a run that finished reports its nodes' checks
+    (ok())."""
+    settings = settings or SimSettings()
+    cfg_doc, cfg = config(graph, topology, settings, hosts, transport, job)
+    if out_dir is None:
+        with tempfile.TemporaryDirectory(prefix="gs-graph-") as tmp:
+            raw = simulate(cfg_doc, Path(tmp), settings)
+    else:
+        raw = simulate(cfg_doc, out_dir, settings)
+    sim = parse(raw, [cfg])
+    return GraphSimResult(timings(graph, raw), sim, tuple(n.host for n in cfg.nodes), sim.checks[cfg.job_id])

@@ -1,0 +1,606 @@
+#include "gs-graph-rank.h"
+
+#include "gs-job-node.h"
+
+#include "ns3/simulator.h"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+namespace ns3
+{
+namespace gs
+{
+
+namespace
+{
+
+constexpr uint32_t kGraphRkey = 0x47524150; // "GRAP"
+/// N chunks of `elements`, the first `elements % N` one element longer (workers/ring.py chunk_bounds).
+std::vector<std::pair<uint64_t, uint64_t>>
+Chunks(uint64_t elements, uint32_t n)
+{
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    uint64_t base = elements / n;
+    uint64_t extra = elements % n;
+    uint64_t start = 0;
+    for (uint32_t c = 0; c < n; c++)
+    {
+        uint64_t size = base + (c < extra ? 1 : 0);
+        out.emplace_back(start, size);
+        start += size;
+    }
+    return out;
+}
+
+uint64_t
+Elements(uint64_t nbytes)
+{
+    return (nbytes + 3) / 4;
+}
+
+uint32_t
+Position(const std::vector<uint32_t>& members, uint32_t rank)
+{
+    return static_cast<uint32_t>(std::find(members.begin(), members.end(), rank) - members.begin());
+}
+
+} // namespace
+
+GraphRank::GraphRank(JobNode* node)
+    : Collective(node),
+      m_spec(*node->Job().graph),
+      m_rank(node->NodeId()),
+      m_me(m_spec.ranks.at(m_rank)),
+      m_data(node->Gen(), node->Job().check, node->Job().transport.mtu),
+      m_mtu(node->Job().transport.mtu)
+{
+    // Every queue pair is set up before the run (a WRITE to a queue pair that does not exist yet is lost).
+    std::set<uint32_t> peers;
+    for (const GraphNode& n : m_me.nodes)
+    {
+        if (n.kind == GraphNodeKind::Send || n.kind == GraphNodeKind::Recv)
+        {
+            peers.insert(n.peer);
+            continue;
+        }
+        if (n.kind != GraphNodeKind::Collective)
+        {
+            continue;
+        }
+        const auto& members = m_spec.groups[n.group].ranks;
+        uint32_t size = static_cast<uint32_t>(members.size());
+        uint32_t pos = Position(members, m_rank);
+        if (n.collective == CollectiveKind::AllToAll)
+        {
+            peers.insert(members.begin(), members.end());
+        }
+        else
+        {
+            peers.insert(members[(pos + 1) % size]);
+            peers.insert(members[(pos + size - 1) % size]);
+        }
+    }
+    peers.erase(m_rank);
+    for (uint32_t p : peers)
+    {
+        m_node->Qp(p);
+    }
+    size_t count = m_me.nodes.size();
+    m_position.assign(count, 0);
+    for (uint32_t p = 0; p < count; p++)
+    {
+        m_position[m_me.order[p]] = p;
+    }
+    m_waiting.assign(count, 0);
+    m_users.assign(count, {});
+    m_records.assign(count, Record{});
+    for (uint32_t i = 0; i < count; i++)
+    {
+        std::set<uint32_t> deps(m_me.nodes[i].deps.begin(), m_me.nodes[i].deps.end());
+        m_waiting[i] = static_cast<uint32_t>(deps.size());
+        for (uint32_t d : deps)
+        {
+            m_users[d].push_back(i);
+        }
+    }
+}
+
+uint32_t
+GraphRank::CommunicationNodes(const GraphRankSpec& r)
+{
+    uint32_t n = 0;
+    for (const GraphNode& x : r.nodes)
+    {
+        n += x.kind == GraphNodeKind::Compute ? 0 : 1;
+    }
+    return n;
+}
+
+uint64_t
+GraphRank::CollectiveImm(uint32_t group, uint32_t k, uint32_t step)
+{
+    return static_cast<uint64_t>(group + 1) << 48 | static_cast<uint64_t>(k & 0xFFFFFF) << 24 | (step & 0xFFFFFF);
+}
+
+uint64_t
+GraphRank::MessageImm(uint64_t tag, uint32_t k)
+{
+    // the top 16 bits 0: never a collective's
+    return (tag & 0xFFFFFFFFULL) << 16 | (k & 0xFFFF);
+}
+
+void
+GraphRank::Start(uint32_t, uint32_t, uint64_t, uint64_t, WriteTag, std::function<void()> done)
+{
+    m_done = std::move(done);
+    if (m_me.nodes.empty())
+    {
+        m_done();
+        return;
+    }
+    // the nodes without dependencies, in the order every rank numbers its operations (a node that ends at
+    // once starts its users itself: they are not in this list)
+    std::vector<uint32_t> ready;
+    for (uint32_t i : m_me.order)
+    {
+        if (m_waiting[i] == 0)
+        {
+            ready.push_back(i);
+        }
+    }
+    for (uint32_t i : ready)
+    {
+        StartNode(i);
+    }
+    NextCompute();
+}
+
+void
+GraphRank::StartNode(uint32_t i)
+{
+    const GraphNode& n = m_me.nodes[i];
+    m_records[i].start = m_node->Now();
+    Done done = [this, i](bool ok) { NodeDone(i, ok); };
+    switch (n.kind)
+    {
+    case GraphNodeKind::Compute:
+        // one computation at a time: this one waits for the GPU (NodeDone starts the next)
+        m_records[i].start = -1;
+        m_readyCompute.insert(m_position[i]); // Start and NodeDone call NextCompute once all are in
+        break;
+    case GraphNodeKind::Collective:
+        RunCollective(n, done);
+        break;
+    case GraphNodeKind::Send:
+        RunSend(n, done);
+        break;
+    case GraphNodeKind::Recv:
+        RunRecv(n, done);
+        break;
+    }
+}
+
+void
+GraphRank::NextCompute()
+{
+    if (m_gpuBusy || m_readyCompute.empty())
+    {
+        return;
+    }
+    uint32_t i = m_me.order[*m_readyCompute.begin()];
+    m_readyCompute.erase(m_readyCompute.begin());
+    m_gpuBusy = true;
+    m_records[i].start = m_node->Now();
+    Simulator::Schedule(Seconds(m_me.nodes[i].durationS), [this, i]() {
+        m_gpuBusy = false;
+        NodeDone(i, true);
+    });
+}
+
+void
+GraphRank::NodeDone(uint32_t i, bool ok)
+{
+    Record& r = m_records[i];
+    r.end = m_node->Now();
+    if (m_me.nodes[i].kind != GraphNodeKind::Compute)
+    {
+        if (m_node->Job().check != Check::None)
+        {
+            r.checked = ok;
+        }
+        m_node->ReductionChecked(0);
+        if (!ok)
+        {
+            m_node->CheckOf(0).wrong++;
+        }
+    }
+    m_finished++;
+    for (uint32_t u : m_users[i])
+    {
+        if (--m_waiting[u] == 0)
+        {
+            StartNode(u);
+        }
+    }
+    NextCompute();
+    if (m_finished == m_me.nodes.size() && m_done)
+    {
+        auto f = std::move(m_done); // once, also when the last node ended within another's NodeDone
+        m_done = nullptr;
+        f();
+    }
+}
+
+void
+GraphRank::Expect(uint32_t peer, uint64_t imm, std::function<void(MsgPtr)> f)
+{
+    auto key = std::make_pair(peer, imm);
+    auto a = m_arrived.find(key);
+    if (a != m_arrived.end())
+    {
+        MsgPtr m = std::move(a->second);
+        m_arrived.erase(a);
+        f(std::move(m));
+        return;
+    }
+    m_expected[key] = std::move(f);
+}
+
+void
+GraphRank::OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled)
+{
+    if (zeroFilled)
+    {
+        m_node->AddZeroFilled(0, zeroFilled);
+    }
+    auto key = std::make_pair(qp->Config().remoteNode, imm);
+    auto e = m_expected.find(key);
+    if (e == m_expected.end())
+    {
+        m_arrived[key] = std::move(data);
+        return;
+    }
+    auto f = std::move(e->second);
+    m_expected.erase(e);
+    f(std::move(data));
+}
+
+void
+GraphRank::Post(uint32_t peer, MsgPtr m, uint64_t imm, std::function<void()> acked)
+{
+    RcQp* qp = m_node->Qp(peer);
+    uint64_t wr = qp->PostWrite(std::move(m), 0, kGraphRkey, imm, WriteTag{});
+    if (acked)
+    {
+        m_acked[{peer, wr}] = std::move(acked);
+    }
+}
+
+void
+GraphRank::OnSendComplete(RcQp* qp, uint64_t wrId)
+{
+    auto a = m_acked.find({qp->Config().remoteNode, wrId});
+    if (a == m_acked.end())
+    {
+        return;
+    }
+    auto f = std::move(a->second);
+    m_acked.erase(a);
+    f();
+}
+
+void
+GraphRank::RunCollective(const GraphNode& n, Done done)
+{
+    if (m_spec.groups[n.group].ranks.size() == 1)
+    {
+        done(true); // nothing to exchange
+        return;
+    }
+    switch (n.collective)
+    {
+    case CollectiveKind::AllReduce:
+    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::AllGather:
+        RunRing(n, std::move(done));
+        break;
+    case CollectiveKind::AllToAll:
+        RunAllToAll(n, std::move(done));
+        break;
+    case CollectiveKind::Broadcast:
+        RunBroadcast(n, std::move(done));
+        break;
+    }
+}
+
+void
+GraphRank::RunRing(const GraphNode& n, Done done)
+{
+    // Position j of N sends to j + 1 and receives from j - 1. Reduce-scatter step k (0..N-2): send chunk
+    // j - k - 1, receive chunk j - k - 2 and add it to its own: after N - 1 steps chunk j holds every member's
+    // sum. All-gather step k: send chunk j - k (its own first), receive chunk j - k - 1 as it is. All-reduce:
+    // reduce-scatter, then all-gather (steps N-1..2N-3).
+    struct Ring
+    {
+        std::vector<uint32_t> members;
+        uint32_t size = 0;
+        uint32_t pos = 0;
+        uint32_t group = 0;
+        uint32_t k = 0;
+        CollectiveKind kind{};
+        std::vector<std::pair<uint64_t, uint64_t>> bounds; // per chunk: first element, count
+        std::vector<MsgPtr> chunks;
+        uint32_t steps = 0;
+        uint32_t reduceSteps = 0; // the first steps that reduce
+        Piece piece;              // which data (blockBase and bounds per chunk)
+        Done done;
+    };
+    auto r = std::make_shared<Ring>();
+    r->members = m_spec.groups[n.group].ranks;
+    r->size = static_cast<uint32_t>(r->members.size());
+    r->pos = Position(r->members, m_rank);
+    r->group = n.group;
+    r->k = n.sequence;
+    r->kind = n.collective;
+    r->done = std::move(done);
+    r->piece.iteration = n.group + 1;
+    r->piece.op = n.sequence;
+    uint32_t N = r->size;
+    uint64_t elements = Elements(n.nbytes);
+    if (n.collective == CollectiveKind::AllGather)
+    {
+        // every member's shard is a chunk of the output: all of the same size, each its origin's data
+        for (uint32_t c = 0; c < N; c++)
+        {
+            r->bounds.emplace_back(0, elements);
+        }
+        r->chunks.assign(N, nullptr);
+        r->piece.count = elements;
+        r->chunks[r->pos] = m_data.Make(m_rank, r->piece);
+        r->steps = N - 1;
+        r->reduceSteps = 0;
+    }
+    else
+    {
+        r->bounds = Chunks(elements, N);
+        for (uint32_t c = 0; c < N; c++)
+        {
+            Piece p = r->piece;
+            p.blockBase = static_cast<uint64_t>(c) << 32;
+            p.first = r->bounds[c].first;
+            p.count = r->bounds[c].second;
+            r->chunks.push_back(m_data.Make(m_rank, p));
+        }
+        r->reduceSteps = N - 1;
+        r->steps = n.collective == CollectiveKind::AllReduce ? 2 * (N - 1) : N - 1;
+    }
+    auto step = std::make_shared<std::function<void(uint32_t)>>();
+    auto finish = [this, r]() {
+        uint32_t N = r->size;
+        bool ok = true;
+        auto piece = [&r](uint32_t c) {
+            Piece p = r->piece;
+            if (r->kind != CollectiveKind::AllGather)
+            {
+                p.blockBase = static_cast<uint64_t>(c) << 32;
+                p.first = r->bounds[c].first;
+                p.count = r->bounds[c].second;
+            }
+            return p;
+        };
+        if (r->kind == CollectiveKind::AllReduce)
+        {
+            for (uint32_t c = 0; c < N; c++)
+            {
+                ok = ok && m_data.Holds(*r->chunks[c], piece(c), r->members);
+            }
+        }
+        else if (r->kind == CollectiveKind::ReduceScatter)
+        {
+            ok = m_data.Holds(*r->chunks[r->pos], piece(r->pos), r->members);
+        }
+        else
+        {
+            for (uint32_t c = 0; c < N; c++)
+            {
+                ok = ok && r->chunks[c] != nullptr && m_data.Holds(*r->chunks[c], piece(c), {r->members[c]});
+            }
+        }
+        r->chunks.clear();
+        r->done(ok);
+    };
+    *step = [this, r, step, finish](uint32_t s) {
+        uint32_t N = r->size;
+        uint32_t j = r->pos;
+        bool reduce = s < r->reduceSteps;
+        uint32_t k = reduce ? s : s - r->reduceSteps;
+        uint32_t send = reduce ? (j + 2 * N - k - 1) % N : (j + N - k) % N;
+        uint32_t recv = reduce ? (j + 2 * N - k - 2) % N : (j + 2 * N - k - 1) % N;
+        uint64_t imm = CollectiveImm(r->group, r->k, s);
+        Post(r->members[(j + 1) % N], r->chunks[send], imm);
+        Expect(r->members[(j + N - 1) % N], imm, [r, step, finish, s, reduce, recv](MsgPtr got) {
+            if (reduce)
+            {
+                // a copy: the own chunk may still be on its way out (never here: a chunk is sent after it is
+                // complete), but the received message is shared with its sender
+                MsgPtr sum = std::make_shared<MsgData>(*r->chunks[recv]);
+                GraphData::Add(*sum, *got);
+                r->chunks[recv] = sum;
+            }
+            else
+            {
+                r->chunks[recv] = std::move(got);
+            }
+            if (s + 1 == r->steps)
+            {
+                finish();
+                // the step function may be on the stack (this arrival was already here): drop it later
+                Simulator::ScheduleNow([step]() { *step = nullptr; });
+                return;
+            }
+            (*step)(s + 1);
+        });
+    };
+    (*step)(0);
+}
+
+void
+GraphRank::RunAllToAll(const GraphNode& n, Done done)
+{
+    // Pairwise exchange: in step k (1..N-1) position j sends its chunk for j + k and receives from j - k; the
+    // writes are posted at once, in step order, each on its own queue pair.
+    const auto& members = m_spec.groups[n.group].ranks;
+    uint32_t N = static_cast<uint32_t>(members.size());
+    uint32_t j = Position(members, m_rank);
+    auto bounds = Chunks(Elements(n.nbytes), N);
+    auto piece = [&n, &bounds](uint32_t dest) {
+        Piece p;
+        p.iteration = n.group + 1;
+        p.op = n.sequence;
+        p.blockBase = static_cast<uint64_t>(dest) << 32;
+        p.first = bounds[dest].first;
+        p.count = bounds[dest].second;
+        return p;
+    };
+    uint64_t imm = CollectiveImm(n.group, n.sequence, 0);
+    struct State
+    {
+        uint32_t left = 0;
+        bool ok = true;
+        Done done;
+    };
+    auto st = std::make_shared<State>();
+    st->left = N - 1;
+    st->done = std::move(done);
+    for (uint32_t k = 1; k < N; k++)
+    {
+        uint32_t dest = (j + k) % N;
+        Post(members[dest], m_data.Make(m_rank, piece(dest)), imm);
+    }
+    Piece mine = piece(j);
+    for (uint32_t k = 1; k < N; k++)
+    {
+        uint32_t origin = members[(j + N - k) % N];
+        Expect(origin, imm, [this, st, mine, origin](MsgPtr got) {
+            st->ok = st->ok && m_data.Holds(*got, mine, {origin});
+            if (--st->left == 0)
+            {
+                st->done(st->ok);
+            }
+        });
+    }
+}
+
+void
+GraphRank::RunBroadcast(const GraphNode& n, Done done)
+{
+    // A pipelined chain from the root: members in the group's order starting at the root; each chunk goes on
+    // to the next member as soon as it is here (chunks as workers/collectives/chain.py cuts them).
+    const auto& members = m_spec.groups[n.group].ranks;
+    uint32_t N = static_cast<uint32_t>(members.size());
+    uint32_t j = Position(members, m_rank);
+    uint32_t rootPos = Position(members, n.root);
+    uint32_t chain = (j + N - rootPos) % N; // 0: the root
+    uint64_t elements = Elements(n.nbytes);
+    uint64_t want = (elements * 4 + m_spec.broadcastChunkBytes - 1) / m_spec.broadcastChunkBytes;
+    uint32_t chunks = static_cast<uint32_t>(std::clamp<uint64_t>(want, 1, m_spec.broadcastMaxChunks));
+    auto bounds = Chunks(elements, chunks);
+    auto piece = [&n, &bounds](uint32_t c) {
+        Piece p;
+        p.iteration = n.group + 1;
+        p.op = n.sequence;
+        p.blockBase = static_cast<uint64_t>(c) << 32;
+        p.first = bounds[c].first;
+        p.count = bounds[c].second;
+        return p;
+    };
+    bool last = chain == N - 1;
+    uint32_t next = members[(j + 1) % N];
+    uint32_t prev = members[(j + N - 1) % N];
+    if (chain == 0)
+    {
+        // the root is done once its last chunk is acknowledged
+        auto d = std::make_shared<Done>(std::move(done));
+        for (uint32_t c = 0; c < chunks; c++)
+        {
+            std::function<void()> acked = nullptr;
+            if (c + 1 == chunks)
+            {
+                acked = [d]() { (*d)(true); };
+            }
+            Post(next, m_data.Make(m_rank, piece(c)), CollectiveImm(n.group, n.sequence, c), acked);
+        }
+        return;
+    }
+    struct State
+    {
+        uint64_t left = 0;
+        bool ok = true;
+        Done done;
+    };
+    auto st = std::make_shared<State>();
+    st->left = chunks;
+    st->done = std::move(done);
+    uint32_t root = n.root;
+    for (uint32_t c = 0; c < chunks; c++)
+    {
+        uint64_t imm = CollectiveImm(n.group, n.sequence, c);
+        Piece p = piece(c);
+        Expect(prev, imm, [this, st, p, root, last, next, imm](MsgPtr got) {
+            if (!last)
+            {
+                Post(next, got, imm);
+            }
+            st->ok = st->ok && m_data.Holds(*got, p, {root});
+            if (--st->left == 0)
+            {
+                st->done(st->ok);
+            }
+        });
+    }
+}
+
+void
+GraphRank::RunSend(const GraphNode& n, Done done)
+{
+    Piece p;
+    p.op = static_cast<uint32_t>(Mix(static_cast<uint64_t>(m_rank) << 32 | n.peer, n.tag));
+    p.blockBase = static_cast<uint64_t>(n.sequence) << 32;
+    p.count = Elements(n.nbytes);
+    // done once the receiver has it all (acknowledged)
+    Post(n.peer, m_data.Make(m_rank, p), MessageImm(n.tag, n.sequence), [done]() { done(true); });
+}
+
+void
+GraphRank::RunRecv(const GraphNode& n, Done done)
+{
+    Piece p;
+    p.op = static_cast<uint32_t>(Mix(static_cast<uint64_t>(n.peer) << 32 | m_rank, n.tag));
+    p.blockBase = static_cast<uint64_t>(n.sequence) << 32;
+    p.count = Elements(n.nbytes);
+    uint32_t from = n.peer;
+    Expect(from, MessageImm(n.tag, n.sequence), [this, p, from, done](MsgPtr got) { done(m_data.Holds(*got, p, {from})); });
+}
+
+void
+GraphRank::Report(nlohmann::json& out) const
+{
+    nlohmann::json nodes = nlohmann::json::array();
+    for (size_t i = 0; i < m_me.nodes.size(); i++)
+    {
+        const Record& r = m_records[i];
+        nodes.push_back({m_me.nodes[i].id, r.start, r.end, r.checked ? nlohmann::json(*r.checked) : nlohmann::json(nullptr)});
+    }
+    out["graph"] = nodes;
+}
+
+std::unique_ptr<Collective>
+MakeGraphRank(JobNode* node)
+{
+    return std::make_unique<GraphRank>(node);
+}
+
+} // namespace gs
+} // namespace ns3

@@ -1,0 +1,99 @@
+// One rank's execution graph on the simulator's clock (docs/simulator.md "The graph engine"): a node starts
+// when every node it depends on is done; a compute node occupies the rank's one GPU for its duration (one
+// computation at a time, ready ones in the graph's order, as workers/graph_engine.py); a collective runs on its
+// process group's members with the algorithm a practitioner's library uses (ring all-reduce as reduce-scatter
+// then all-gather, ring reduce-scatter, ring all-gather, all-to-all by pairwise exchange, broadcast as a
+// pipelined chain from the root); send/recv is one RDMA WRITE. Several collectives may be in flight at once:
+// every message's immediate names its operation (group, k-th collective, step; or tag and k-th message), so
+// messages of different operations between the same two ranks share their queue pair without mixing.
+// Every communication node's output is checked (gs-graph-data.h) and reported with its start and end.
+#ifndef GS_GRAPH_RANK_H
+#define GS_GRAPH_RANK_H
+
+#include "gs-collective.h"
+#include "gs-graph-data.h"
+#include "gs-graph-spec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace ns3
+{
+namespace gs
+{
+
+class GraphRank : public Collective
+{
+  public:
+    /// The job node's rank of the job's graph; creates the queue pairs its operations use.
+    explicit GraphRank(JobNode* node);
+
+    /// Run the rank's whole graph; done() once every node is done.
+    void Start(uint32_t it, uint32_t op, uint64_t seq, uint64_t elements, WriteTag tag,
+               std::function<void()> done) override;
+    void OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled) override;
+    void OnSendComplete(RcQp* qp, uint64_t wrId) override;
+    /// `graph`: per node (in the configuration's order) [id, start s, end s, checked (null: not checked)].
+    void Report(nlohmann::json& out) const override;
+
+    /// The communication nodes of a rank (what its iteration's check counts).
+    static uint32_t CommunicationNodes(const GraphRankSpec& r);
+
+  private:
+    using Done = std::function<void(bool)>; // the output held what the operation defines
+
+    struct Record
+    {
+        double start = -1;
+        double end = -1;
+        std::optional<bool> checked;
+    };
+
+    void StartNode(uint32_t i);
+    /// The GPU is free and a computation is ready: start the first in the graph's order.
+    void NextCompute();
+    void NodeDone(uint32_t i, bool ok);
+    void RunCollective(const GraphNode& n, Done done);
+    void RunRing(const GraphNode& n, Done done);
+    void RunAllToAll(const GraphNode& n, Done done);
+    void RunBroadcast(const GraphNode& n, Done done);
+    void RunSend(const GraphNode& n, Done done);
+    void RunRecv(const GraphNode& n, Done done);
+
+    /// Call f with the message `imm` from rank `peer` once it is here (at once if it is).
+    void Expect(uint32_t peer, uint64_t imm, std::function<void(MsgPtr)> f);
+    /// Write m to rank `peer` with immediate `imm`; acked() once it is acknowledged.
+    void Post(uint32_t peer, MsgPtr m, uint64_t imm, std::function<void()> acked = nullptr);
+
+    static uint64_t CollectiveImm(uint32_t group, uint32_t k, uint32_t step);
+    static uint64_t MessageImm(uint64_t tag, uint32_t k);
+
+    const GraphSpec& m_spec;
+    uint32_t m_rank;
+    const GraphRankSpec& m_me;
+    GraphData m_data;
+    uint32_t m_mtu;
+    std::function<void()> m_done;
+    std::vector<uint32_t> m_waiting;            // per node: dependencies not done yet
+    std::vector<std::vector<uint32_t>> m_users; // per node: the nodes depending on it
+    std::vector<Record> m_records;
+    std::vector<uint32_t> m_position; // per node: its place in m_me.order
+    std::set<uint32_t> m_readyCompute; // places of the computations waiting for the GPU
+    bool m_gpuBusy = false;
+    uint32_t m_finished = 0;
+    std::map<std::pair<uint32_t, uint64_t>, MsgPtr> m_arrived;                       // (peer, imm)
+    std::map<std::pair<uint32_t, uint64_t>, std::function<void(MsgPtr)>> m_expected; // (peer, imm)
+    std::map<std::pair<uint32_t, uint64_t>, std::function<void()>> m_acked;          // (peer, wrId)
+};
+
+
+} // namespace gs
+} // namespace ns3
+
+#endif

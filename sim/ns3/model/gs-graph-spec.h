@@ -1,0 +1,83 @@
+// A job's workload as execution graphs (workload/graph.py JobGraph), as the configuration's job section
+// `graph` carries it (ns3sim/sim_config.py graph_json): per rank, compute and communication nodes with their
+// dependencies; process groups by index. ParseGraph checks it like every other section (ConfigError, one line
+// naming the rank, the node and the problem) and prepares what every rank's executor (gs-graph-rank.h) needs:
+// dependencies as positions, each rank's nodes in workload.graph.topological_order's order, and the number
+// every member gives the k-th collective of a group and the k-th message between two ranks with one tag.
+#ifndef GS_GRAPH_SPEC_H
+#define GS_GRAPH_SPEC_H
+
+#include "gs-config-object.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+namespace gs
+{
+
+enum class GraphNodeKind
+{
+    Compute,
+    Collective,
+    Send,
+    Recv
+};
+
+/// workload.graph.CollectiveKind
+enum class CollectiveKind
+{
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    AllToAll,
+    Broadcast
+};
+
+const char* CollectiveName(CollectiveKind k);
+
+struct GraphNode
+{
+    uint64_t id{};                 // the trace's node id
+    GraphNodeKind kind{};
+    std::vector<uint32_t> deps;    // positions in the rank's nodes
+    double durationS{};            // compute
+    CollectiveKind collective{};   // collective
+    uint32_t group{};              // collective: index of its process group
+    uint64_t nbytes{};             // communication (workload/graph.py: the rank's input, all-gather its shard)
+    uint32_t root{};               // broadcast: the root's global rank
+    uint32_t peer{};               // send: the receiver, recv: the sender (global ranks)
+    uint64_t tag{};                // send/recv
+    uint32_t sequence{};           // collective: k, its group's k-th; send/recv: the k-th with (peer, tag)
+};
+
+struct GraphGroup
+{
+    std::vector<uint32_t> ranks; // global ranks, in the group's order (ring order)
+};
+
+struct GraphRankSpec
+{
+    std::vector<GraphNode> nodes; // as the configuration lists them
+    std::vector<uint32_t> order;  // positions, each after its dependencies (file order where free)
+};
+
+struct GraphSpec
+{
+    // a broadcast's chain cuts the buffer into ceil(bytes / chunk) chunks, at least 1 and at most maxChunks
+    // (workers/collectives/chain.py's rule, written by ns3sim)
+    uint64_t broadcastChunkBytes{};
+    uint32_t broadcastMaxChunks{};
+    std::vector<GraphGroup> groups;
+    std::vector<GraphRankSpec> ranks; // by global rank = the job's worker node id
+};
+
+/// Parse and check a job's `graph` section for a job of `workers` workers (errors name the section's path).
+GraphSpec ParseGraph(ConfigObject g, uint32_t workers);
+
+} // namespace gs
+} // namespace ns3
+
+#endif

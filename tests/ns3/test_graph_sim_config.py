@@ -1,0 +1,103 @@
+"""The graph section of the simulator's configuration (ns3sim/sim_config.py graph_json, ns3sim/graph_run.py):
+what it carries of workload.graph's model, the check it chooses, and the placements it refuses before the
+simulator starts. No simulator needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from ns3sim.graph_run import config, placement
+from ns3sim.run import SimError
+from ns3sim.sim_config import BROADCAST_CHUNK_BYTES, BROADCAST_MAX_CHUNKS, graph_check_mode, graph_json
+from ns3sim.sim_settings import CheckMode, SimSettings
+from topology.generators import rack
+from workers.collectives import chain
+from workload.graph import (
+    CollectiveKind,
+    CollectiveNode,
+    ComputeNode,
+    GraphError,
+    JobGraph,
+    ProcessGroup,
+    RankGraph,
+    RecvNode,
+    SendNode,
+    from_dict,
+    to_dict,
+    world_group,
+)
+from workload.job import Algorithm, JobConfig, Node, Role
+
+
+def graph(nbytes: int = 4096) -> JobGraph:
+    groups = (world_group(3), ProcessGroup("pair", (2, 0)))
+    r0 = (ComputeNode(5, "fwd", 0.25), CollectiveNode(6, "ag", CollectiveKind.ALL_GATHER, "pair", nbytes, (5,)),
+          CollectiveNode(7, "bc", CollectiveKind.BROADCAST, "world", nbytes, (6,), root=2),
+          SendNode(8, "s", 1, 3, 100, (7,)))
+    r1 = (CollectiveNode(0, "bc", CollectiveKind.BROADCAST, "world", nbytes, (), root=2),
+          RecvNode(1, "r", 0, 3, 100, (0,)))
+    r2 = (CollectiveNode(0, "ag", CollectiveKind.ALL_GATHER, "pair", nbytes),
+          CollectiveNode(1, "bc", CollectiveKind.BROADCAST, "world", nbytes, root=2))
+    return JobGraph("g", (RankGraph(0, r0, "g.0.et"), RankGraph(1, r1), RankGraph(2, r2)), groups)
+
+
+def test_the_graph_section_is_the_plain_form_with_groups_by_index():
+    g = graph()
+    plain = to_dict(g)
+    section = graph_json(g)
+    assert section["groups"] == [{"ranks": [0, 1, 2]}, {"ranks": [2, 0]}]
+    for r, rank in enumerate(plain["ranks"]):
+        for mine, full in zip(section["ranks"][r]["nodes"], rank["nodes"], strict=True):
+            if full["kind"] == "collective":
+                assert g.groups[mine["group"]].name == full["group"]
+            expected = {k: v for k, v in full.items() if k not in ("name", "group")}
+            assert {k: v for k, v in mine.items() if k != "group"} == expected
+    assert from_dict(plain) == g
+
+
+def test_auto_check_is_exact_while_small_and_digest_at_scale():
+    assert graph_check_mode(graph(4096), SimSettings()) == CheckMode.EXACT
+    assert graph_check_mode(graph(64 << 20), SimSettings()) == CheckMode.DIGEST
+    assert graph_check_mode(graph(64 << 20), SimSettings(check=CheckMode.EXACT)) == CheckMode.EXACT
+
+
+def test_ranks_go_on_the_hosts_in_order_or_as_given():
+    assert placement(graph(), rack(4)) == ("h1", "h2", "h3")
+    assert placement(graph(), rack(4), ["h4", "h2", "h1"]) == ("h4", "h2", "h1")
+    doc, _ = config(graph(), rack(4), SimSettings(), ["h4", "h2", "h1"])
+    assert [n["host"] for n in doc["jobs"][0]["nodes"]] == ["h4", "h2", "h1"]
+    assert doc["jobs"][0]["algo"] == "graph" and doc["jobs"][0]["iterations"] == 1
+
+
+@pytest.mark.parametrize(("hosts", "said"), [
+    (None, "graph g: 3 ranks but rack has 2 hosts"),
+    (["h1"], "graph g: 1 hosts for 3 ranks"),
+])
+def test_a_placement_that_cannot_be_is_refused(hosts, said):
+    with pytest.raises(SimError, match=said):
+        placement(graph(), rack(2), hosts)
+
+
+def test_a_bad_graph_is_refused_before_the_simulator_starts():
+    g = graph()
+    bad = JobGraph(g.name, (g.ranks[0], RankGraph(1, (RecvNode(1, "r", 0, 3, 100, (9,)),)), g.ranks[2]), g.groups)
+    with pytest.raises(GraphError, match=r"rank 1: node 1 \(r\): depends on node 9, which does not exist"):
+        config(bad, rack(4), SimSettings())
+
+
+def test_the_broadcast_chunks_are_the_hosts():
+    """Both backends cut a broadcast's buffer alike (the chain's fill is part of its time)."""
+    assert (BROADCAST_CHUNK_BYTES, BROADCAST_MAX_CHUNKS) == (chain.CHUNK_BYTES, chain.MAX_CHUNKS)
+    assert graph_json(graph())["broadcast_chunk_bytes"] == chain.CHUNK_BYTES
+
+
+def test_a_job_places_the_ranks_and_sets_the_transport():
+    """The BMv2 run's job (its workers' hosts, window, seed) is what the simulator runs, servers left out."""
+    nodes = tuple(Node(r, Role.WORKER, h, "") for r, h in enumerate(["h3", "h1", "h2"]))
+    job = JobConfig(Algorithm.RING, nodes, window=17, seed=5, iterations=4)
+    doc, _ = config(graph(), rack(4), SimSettings(), job=job)
+    [j] = doc["jobs"]
+    assert [n["host"] for n in j["nodes"]] == ["h3", "h1", "h2"]
+    assert (j["transport"]["window"], j["seed"], j["iterations"]) == (17, 5, 1)
+    with pytest.raises(SimError, match="not both"):
+        config(graph(), rack(4), SimSettings(), hosts=["h1", "h2", "h3"], job=job)
