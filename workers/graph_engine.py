@@ -9,9 +9,14 @@ dependency ended or the GPU was free, whichever is later, and ends D x duration_
 loop notices a little later. Communication nodes start when noticed ready and end when their operation
 (workers/collectives) has received everything and had every write acknowledged; any number run at once.
 
+A finished operation's output goes to the runtime, which checks it when the host has nothing better to
+do: while the emulated GPU computes (at least BACKGROUND_SLACK_S more) and no communication is in
+progress, as the training path checks its sums, or after the graph.
+
 `GraphScheduler` is the timing logic alone, driven through a `Runtime` (a clock, a way to let the
-transport run, operations to start); tests drive it on a simulated clock. Times it records are the
-runtime's clock; workers/graph_main.py turns them into seconds of the emulated cluster (/ D).
+transport run, operations to start, outputs to keep, host work to do); tests drive it on a simulated
+clock. Times it records are the runtime's clock; workers/graph_main.py turns them into seconds of the
+emulated cluster (/ D).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from workload.gradients import Int32Array
 from workload.graph import ComputeNode, Node, RankGraph, topological_order
 
 POLL_S = 0.01  # longest single wait for packets
+BACKGROUND_SLACK_S = 0.02  # host work (output checks) only when the emulated GPU is busy at least this long
 
 OpRun = Generator[Wait, None, Int32Array]
 
@@ -38,15 +44,20 @@ class Runtime(Protocol):
     def start(self, node: Node) -> OpRun:
         """Begin a communication node; the generator yields what it waits for and returns the output."""
 
+    def finish(self, node: Node, output: Int32Array) -> None:
+        """A communication node ended with this output (to be checked)."""
+
+    def background(self) -> bool:
+        """Do one piece of host work (check an output); False when there is none."""
+
 
 @dataclass(frozen=True)
 class Span:
-    """When a node ran (the runtime's clock) and, for communication, its output."""
+    """When a node ran (the runtime's clock)."""
 
     node_id: int
     start: float
     end: float
-    output: Int32Array | None = None
 
 
 @dataclass
@@ -123,7 +134,8 @@ class GraphScheduler:
                     except StopIteration as done:
                         del running[i]
                         end = rt.now()
-                        self.spans[i] = Span(i, began, end, done.value)
+                        self.spans[i] = Span(i, began, end)
+                        rt.finish(by_id[i], done.value)
                         finished(by_id[i], end)
             if len(self.spans) == len(order):
                 break
@@ -132,6 +144,8 @@ class GraphScheduler:
                 busy = [f"node {i}" for i in sorted(running)] + ([f"node {gpu[0].id} (compute)"] if gpu else [])
                 raise TimeoutError(f"{self.rank.where()}: the graph took over {self.timeout:.1f} s; still running: "
                                    f"{', '.join(busy) or 'nothing (a dependency never ended)'}")
+            if gpu is not None and not running and gpu[2] - now > BACKGROUND_SLACK_S and rt.background():
+                continue
             what = ", ".join(f"node {i}" for i in sorted(running)) or "the emulated GPU"
             rt.wait(POLL_S if gpu is None else max(0.0, min(POLL_S, gpu[2] - now)), what)
         return self.spans

@@ -26,16 +26,20 @@ from workers.comm import Comm
 from workers.graph_engine import GraphScheduler, OpRun, Span
 from workers.graph_job import GraphJob, write_timing
 from workers.main import linger
+from workload.gradients import Int32Array
 from workload.graph import CollectiveNode, Node, node_kind
 from workload.graph_timing import GraphRun, NodeTiming
 from workload.worker_result import WorkerResult, worker_result, write
 
 
 class HostRuntime:
-    """The scheduler's runtime on a host: the monotonic clock, the transport, the rank's operations."""
+    """The scheduler's runtime on a host: the monotonic clock, the transport, the rank's operations, and
+    the checks of their outputs (`wrong`: per node checked, its wrong elements out of its length)."""
 
     def __init__(self, comm: Comm, ops: dict[int, Op], regions: dict[int, MemoryRegion], seed: int) -> None:
         self.comm, self.ops, self.regions, self.seed = comm, ops, regions, seed
+        self.pending: list[tuple[int, Int32Array]] = []
+        self.wrong: dict[int, tuple[int, int]] = {}
 
     def now(self) -> float:
         return time.monotonic()
@@ -47,6 +51,17 @@ class HostRuntime:
         op = self.ops[node.id]
         return execute(self.comm, op, self.regions[node.id], op.input(self.seed))
 
+    def finish(self, node: Node, output: Int32Array) -> None:
+        self.pending.append((node.id, output))
+
+    def background(self) -> bool:
+        """Check one finished operation's output against its definition, every element."""
+        if not self.pending:
+            return False
+        nid, output = self.pending.pop(0)
+        self.wrong[nid] = (wrong_elements(output, self.ops[nid].expected(self.seed)), len(output))
+        return True
+
 
 def prepare(comm: Comm, ops: dict[int, Op]) -> dict[int, MemoryRegion]:
     """Every operation's region and every queue pair it uses, before the first packet."""
@@ -57,21 +72,23 @@ def prepare(comm: Comm, ops: dict[int, Op]) -> dict[int, MemoryRegion]:
     return regions
 
 
-def timings(job: GraphJob, rank: int, spans: dict[int, Span], ops: dict[int, Op], t0: float
+def timings(job: GraphJob, rank: int, spans: dict[int, Span], runtime: HostRuntime, t0: float
             ) -> tuple[list[NodeTiming], list[str]]:
-    """Every node's timing in emulated seconds from t0, each communication node checked; and what
-    was wrong (one line per node whose output differs from its operation's definition)."""
+    """Every node's timing in emulated seconds from t0, each communication node checked (the checks
+    left are done now); and what was wrong (one line per node whose output differs from its definition)."""
+    while runtime.background():
+        pass
     d = job.dilation
     out, wrong = [], []
     for n in job.graph.ranks[rank].nodes:
         s = spans[n.id]
         checked: bool | None = None
-        if n.id in ops and s.output is not None:
-            op = ops[n.id]
-            bad = wrong_elements(s.output, op.expected(job.job.seed))
+        if n.id in runtime.wrong:
+            bad, length = runtime.wrong[n.id]
             checked = bad == 0
             if bad:
-                wrong.append(f"rank {rank} node {n.id} ({n.name}, {op.key}): {bad} of {len(s.output)} elements wrong")
+                wrong.append(f"rank {rank} node {n.id} ({n.name}, {runtime.ops[n.id].key}): {bad} of {length} "
+                             f"elements wrong")
         coll = n if isinstance(n, CollectiveNode) else None
         out.append(NodeTiming(rank, n.id, node_kind(n), (s.start - t0) / d, (s.end - t0) / d,
                               coll.collective if coll else None, coll.group if coll else None,
@@ -100,7 +117,7 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
             t0 = min(t0, float(go.read_text()))
         runtime = HostRuntime(comm, ops, regions, cfg.seed)
         spans = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout).run()
-        nodes, wrong = timings(job, rank, spans, ops, t0)
+        nodes, wrong = timings(job, rank, spans, runtime, t0)
         write_timing(run_dir, rank, GraphRun(tuple(nodes)))
         if wrong:
             error, check_failed = f"{me.host}: " + "; ".join(wrong), True

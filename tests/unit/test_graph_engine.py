@@ -190,6 +190,8 @@ class Clock:
         self.t = 100.0
         self.comm_s = comm_s
         self.started: dict[int, float] = {}
+        self.outputs: list[tuple[int, float, int]] = []  # (node, when, its output's first value)
+        self.checked: list[float] = []  # when each piece of host work ran
 
     def now(self) -> float:
         return self.t
@@ -201,7 +203,18 @@ class Clock:
         self.started[node.id] = self.t
         end = self.t + self.comm_s
         yield lambda: self.t >= end
-        return np.zeros(1, dtype=np.int32)
+        return np.full(1, node.id, dtype=np.int32)
+
+    def finish(self, node: Node, output: Int32Array) -> None:
+        self.outputs.append((node.id, self.t, int(output[0])))
+
+    def background(self) -> bool:
+        """One unit of host work (0.005 s of the clock) per finished output not yet looked at."""
+        if len(self.checked) == len(self.outputs):
+            return False
+        self.checked.append(self.t)
+        self.t += 0.005
+        return True
 
 
 def test_scheduler_timing() -> None:
@@ -240,3 +253,16 @@ def test_one_collective_graph_is_valid() -> None:
         validate(one_collective(kind, 4, 1000, root=3))
     validate(send_recv(4, 10))
     validate(two_groups(4, 1000))
+
+
+def test_outputs_checked_only_while_the_gpu_computes_alone() -> None:
+    """B (a collective, 0.3 s) ends while C (2 s of compute) runs: its output goes to the runtime and is
+    checked during C, once no communication is in progress; D's output, with no computation after it, is
+    left for after the graph."""
+    coll = CollectiveNode(2, "B", CollectiveKind.ALL_REDUCE, "world", 4, (1,))
+    last = CollectiveNode(4, "D", CollectiveKind.ALL_REDUCE, "world", 4, (3,))
+    rank = RankGraph(0, (ComputeNode(1, "A", 0.1), coll, ComputeNode(3, "C", 2.0, (1,)), last))
+    clock = Clock(comm_s=0.3)
+    spans = GraphScheduler(rank, clock, dilation=1.0, timeout=60).run()
+    assert [(n, v) for n, _, v in clock.outputs] == [(2, 2), (4, 4)]
+    assert len(clock.checked) == 1 and spans[2].end <= clock.checked[0] < spans[3].end - 0.02
