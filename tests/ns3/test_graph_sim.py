@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from ns3sim.build import binary
-from ns3sim.graph_run import GraphTransport, config, run_graph
+from ns3sim.graph_run import GraphTransport, config, run_graph, timings
+from ns3sim.run import simulate
 from ns3sim.sim_settings import CheckMode, SimSettings
 from topology.generators import rack
 from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
@@ -187,6 +188,22 @@ def test_a_collective_waits_for_its_last_member_and_compute_follows_it(tmp_path)
     assert 3 * ms + bound <= at[(0, 1)].end_s <= 3 * ms + 1.2 * bound
     assert result.run.job_s == pytest.approx(max(at[(0, 1)].end_s + 2 * ms, at[(1, 1)].end_s + 0.5 * ms), abs=1e-12)
     assert result.run.exposed_communication_s()[0] > 2 * ms  # rank 0 waited for rank 1
+
+
+@pytest.mark.parametrize("mode", [CheckMode.EXACT, CheckMode.DIGEST])
+def test_a_contribution_added_twice_is_caught(tmp_path, mode):
+    """The checks can fail: rank 2 adds the first chunk it receives twice (the graph section's `faults`, for
+    tests); the wrong sum reaches every rank in the all-gather phase, and every rank's check says so."""
+    graph = one_collective(CollectiveKind.ALL_REDUCE, 4, 64 << 10)
+    doc, _ = config(graph, rack(4, 1000), SimSettings(check=mode))
+    doc["jobs"][0]["graph"]["faults"] = {"double_add_rank": 2}
+    raw = simulate(doc, tmp_path)
+    run = timings(graph, raw)
+    assert raw["jobs"][0]["check"] == str(mode)
+    assert [n.checked for n in run.nodes] == [False] * 4
+    assert not any(it["correct"] for n in raw["jobs"][0]["nodes"] for it in n["iterations"])
+    del doc["jobs"][0]["graph"]["faults"]
+    assert [n.checked for n in timings(graph, simulate(doc, tmp_path)).nodes] == [True] * 4
 
 
 def check(doc: dict, tmp_path: Path) -> tuple[int, str]:

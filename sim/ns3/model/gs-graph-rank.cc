@@ -420,14 +420,15 @@ GraphRank::RunRing(const GraphNode& n, Done done)
         uint32_t recv = reduce ? (j + 2 * N - k - 2) % N : (j + 2 * N - k - 1) % N;
         uint64_t imm = CollectiveImm(r->group, r->k, s);
         Post(r->members[(j + 1) % N], r->chunks[send], imm);
-        Expect(r->members[(j + N - 1) % N], imm, [r, step, finish, s, reduce, recv](MsgPtr got) {
+        Expect(r->members[(j + N - 1) % N], imm, [this, r, step, finish, s, reduce, recv](MsgPtr got) {
             if (reduce)
             {
-                // a copy: the own chunk may still be on its way out (never here: a chunk is sent after it is
-                // complete), but the received message is shared with its sender
-                MsgPtr sum = std::make_shared<MsgData>(*r->chunks[recv]);
-                GraphData::Add(*sum, *got);
-                r->chunks[recv] = sum;
+                GraphData::Add(*r->chunks[recv], *got); // this rank's own chunk, not sent yet
+                if (m_spec.faultDoubleAddRank == m_rank && !m_faulted)
+                {
+                    m_faulted = true; // fault injection (tests): the check must catch it
+                    GraphData::Add(*r->chunks[recv], *got);
+                }
             }
             else
             {

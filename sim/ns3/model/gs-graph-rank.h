@@ -86,6 +86,7 @@ class GraphRank : public Collective
     std::vector<uint32_t> m_position; // per node: its place in m_me.order
     std::set<uint32_t> m_readyCompute; // places of the computations waiting for the GPU
     bool m_gpuBusy = false;
+    bool m_faulted = false; // the spec's fault injection happened
     uint32_t m_finished = 0;
     std::map<std::pair<uint32_t, uint64_t>, MsgPtr> m_arrived;                       // (peer, imm)
     std::map<std::pair<uint32_t, uint64_t>, std::function<void(MsgPtr)>> m_expected; // (peer, imm)

@@ -101,6 +101,11 @@ ParseGraph(ConfigObject g, uint32_t workers)
     {
         throw ConfigError(g.Where("broadcast_chunk_bytes") + " and broadcast_max_chunks: at least 1 (chunks: below 2^24)");
     }
+    if (auto f = g.Section("faults"))
+    {
+        spec.faultDoubleAddRank = f->Get<uint32_t>("double_add_rank");
+        f->Finish();
+    }
     for (ConfigObject grp : g.Objects("groups"))
     {
         GraphGroup group;

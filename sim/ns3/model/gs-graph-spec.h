@@ -10,6 +10,7 @@
 #include "gs-config-object.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,9 @@ struct GraphSpec
     // (workers/collectives/chain.py's rule, written by ns3sim)
     uint64_t broadcastChunkBytes{};
     uint32_t broadcastMaxChunks{};
+    // Fault injection for tests (`faults`, absent: none): this rank adds the first chunk it receives in a
+    // reduction twice; the checks must catch it.
+    std::optional<uint32_t> faultDoubleAddRank;
     std::vector<GraphGroup> groups;
     std::vector<GraphRankSpec> ranks; // by global rank = the job's worker node id
 };
