@@ -16,7 +16,7 @@ from ns3sim.build import binary
 from ns3sim.graph_run import GraphTransport, config, run_graph, timings
 from ns3sim.run import simulate
 from ns3sim.sim_settings import CheckMode, SimSettings
-from topology.generators import rack
+from topology.generators import leafspine, rack
 from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
 from workload.graph import (
     CollectiveKind,
@@ -69,6 +69,18 @@ def test_each_collective_of_64_mib_at_8_ranks_is_checked_and_within_1_2x_of_its_
     bound = collective_bound_s(kind, 8, nbytes, RATE)
     assert c.checked is True
     assert bound <= c.duration_s <= 1.2 * bound, (c.duration_s, bound, c.duration_s / bound)
+
+
+@pytest.mark.parametrize("kind", list(CollectiveKind))
+def test_each_collective_on_the_2x2_leaf_spine_is_checked_and_within_1_2x_of_its_bound(tmp_path, kind):
+    """4 ranks on 2 leaves and 2 spines (every link 10 Gb/s), 8 MiB: the ring's and the chain's cross-leaf
+    hops and the all-to-all's cross-leaf chunks share no link, so the bound of the non-blocking fabric holds."""
+    result = run_graph(one_collective(kind, 4, 8 * MIB), leafspine(2, 2, 2, 10_000), out_dir=tmp_path,
+                       transport=FAST)
+    assert result.ok() and all(n.checked is True for n in result.run.nodes)
+    [c] = result.run.collectives()
+    bound = collective_bound_s(kind, 4, 8 * MIB, 10_000e6 / 8)
+    assert bound <= c.duration_s <= 1.2 * bound, c.duration_s / bound
 
 
 def test_send_recv_of_64_mib_is_checked_and_within_1_2x_of_s_over_b(tmp_path):
