@@ -120,12 +120,14 @@ class NetReduceWorker:
         out = np.concatenate([s for s in sums if s is not None]) if sums else padded
         return out[:n]
 
-    def messages_op(self, chunks: Sequence[Int32Array], owners: Sequence[int | None]
-                    ) -> Generator[Wait, None, list[Int32Array | None]]:
+    def messages_op(self, chunks: Sequence[Int32Array], owners: Sequence[int | None],
+                    placeholders: Sequence[bool] | None = None) -> Generator[Wait, None, list[Int32Array | None]]:
         """One message per chunk (MESSAGE_ELEMENTS values each); owners[i] None: message i is an all-reduce one
         (its sum comes back here), else a reduce-scatter one whose sum goes to rank owners[i] alone (the others
-        get its headers, trimmed by the switch), or on an all-gather job one that rank owners[i] sends (the others
-        send a placeholder) and every other rank receives. Returns what this rank received whole (else None).
+        get its headers, trimmed by the switch), or on an all-gather job one that rank owners[i] sends and every
+        other rank receives; the others send zeros, as a placeholder (headers alone) where placeholders[i] says
+        so (default: every message this rank does not own), else whole. Returns what this rank received whole
+        (else None).
 
         The messages get the next message numbers when this starts (every worker starts operations in the
         same order, so message k carries the same chunk everywhere) and go on the QP in number order: a later
@@ -147,7 +149,8 @@ class NetReduceWorker:
             while sent < count and self.posted == first + sent and self._credit(first + sent):
                 k = first + sent
                 self._release(k)
-                placeholder = self.layout.gather and owners[sent] not in (None, self.rank)
+                placeholder = self.layout.gather and owners[sent] not in (None, self.rank) and (
+                    placeholders is None or placeholders[sent])
                 wr = self.send_qp.requester.post_write(to_wire(chunks[sent]), va(sent), self.layout.rkey,
                                                        imm=self.layout.imm(k), tag=PLACEHOLDER if placeholder else None)
                 self.wr_of[k] = wr.wr_id

@@ -7,7 +7,14 @@ connection and at the same PSNs, a placeholder: the packets' headers alone, mark
 (workers.netreduce.PlaceholderRequester), which the switch takes as zeros. So the cell's sum is the owner's
 values, and the switches send it whole to every receiver but the owner, whose copy is trimmed to its headers:
 every connection's PSNs stay whole and every sender is acknowledged end to end, as for all-reduce
-(docs/netreduce.md, "All-gather"). Messages go out interleaved over the owners, as reduce-scatter's do.
+(docs/netreduce.md, "All-gather"). Messages go out interleaved over the owners, as reduce-scatter's do, each
+round starting one owner further (round j: owners j, j+1, ... mod N).
+
+A placeholder may not complete a cell (the switch cannot send it on whole): it is held until resent whole.
+So a rank sends a placeholder only for the messages of a round that come before its own (it reaches them
+before the owner has sent its values: the placeholder is early); for those after its own (the owner is
+sending its values while this rank sent its own, so this rank's copy would come last) it sends zeros whole,
+which may complete the cell. Each rank then sends about half of a round's other messages whole.
 
 The graph engine calls `all_gather_op(worker, shard)` (a non-blocking operation, workers/comm.py) on a
 `NetReduceWorker(comm, gather=True)` of a job the controller placed with `gather=True`.
@@ -36,12 +43,22 @@ class Piece:
 
 def gather_plan(shard_elements: int, ranks: int) -> list[Piece]:
     """The messages of an all-gather of shards of `shard_elements` int32 values from `ranks` ranks, in the
-    order they are sent: round j holds piece j of every rank's shard."""
+    order they are sent: round j holds piece j of every rank's shard, owners j, j + 1, ... (mod ranks)."""
     if shard_elements < 1:
         raise ValueError(f"an all-gather of shards of {shard_elements} elements: give each at least one")
     rounds = -(-shard_elements // MESSAGE_ELEMENTS)
-    return [Piece(owner, j * MESSAGE_ELEMENTS, min(shard_elements, (j + 1) * MESSAGE_ELEMENTS))
-            for j in range(rounds) for owner in range(ranks)]
+    return [Piece((j + t) % ranks, j * MESSAGE_ELEMENTS, min(shard_elements, (j + 1) * MESSAGE_ELEMENTS))
+            for j in range(rounds) for t in range(ranks)]
+
+
+def placeholders_of(plan: list[Piece], ranks: int, rank: int) -> list[bool]:
+    """Which of the plan's messages `rank` sends as a placeholder: another rank's, before its own in the round."""
+    out = []
+    for i, piece in enumerate(plan):
+        start = i - i % ranks  # the round's first message
+        own = next(t for t in range(start, start + ranks) if plan[t].owner == rank)
+        out.append(piece.owner != rank and i < own)
+    return out
 
 
 def all_gather_op(worker: NetReduceWorker, shard: Int32Array) -> OpGen:
@@ -58,7 +75,7 @@ def all_gather_op(worker: NetReduceWorker, shard: Int32Array) -> OpGen:
         if piece.owner == worker.rank:
             chunk[: piece.hi - piece.lo] = shard[piece.lo : piece.hi]
         chunks.append(chunk)
-    got = yield from worker.messages_op(chunks, [p.owner for p in plan])
+    got = yield from worker.messages_op(chunks, [p.owner for p in plan], placeholders_of(plan, n, worker.rank))
     out = np.zeros(n * e, dtype=np.int32)
     out[worker.rank * e : (worker.rank + 1) * e] = shard
     for piece, values in zip(plan, got, strict=True):

@@ -20,7 +20,7 @@ from tests.netreduce_model import NetReduceHub
 from workers.collectives.data import expected, input_of
 from workers.comm import Comm
 from workers.netreduce import NetReduceWorker
-from workers.netreduce_gather import all_gather, gather_plan
+from workers.netreduce_gather import all_gather, gather_plan, placeholders_of
 from workers.netreduce_scatter import reduce_scatter, scatter_plan
 from workers.ring import chunk_bounds
 from workload.gradients import Int32Array
@@ -126,12 +126,19 @@ def test_reduce_scatter_and_all_reduce_on_one_job_under_loss(transport):
     assert hub.events.get("retransmitted-result", 0) + hub.events.get("duplicate", 0) > 0
 
 
-def test_gather_plan_interleaves_the_owners():
+def test_gather_plan_interleaves_the_owners_each_round_one_further():
     plan = gather_plan(MESSAGE_ELEMENTS + 1, 3)
     assert [(p.owner, p.lo, p.hi) for p in plan] == [
         (0, 0, MESSAGE_ELEMENTS), (1, 0, MESSAGE_ELEMENTS), (2, 0, MESSAGE_ELEMENTS),
-        (0, MESSAGE_ELEMENTS, MESSAGE_ELEMENTS + 1), (1, MESSAGE_ELEMENTS, MESSAGE_ELEMENTS + 1),
-        (2, MESSAGE_ELEMENTS, MESSAGE_ELEMENTS + 1)]
+        (1, MESSAGE_ELEMENTS, MESSAGE_ELEMENTS + 1), (2, MESSAGE_ELEMENTS, MESSAGE_ELEMENTS + 1),
+        (0, MESSAGE_ELEMENTS, MESSAGE_ELEMENTS + 1)]
+
+
+def test_placeholders_only_before_the_ranks_own_message_of_the_round():
+    plan = gather_plan(MESSAGE_ELEMENTS + 1, 3)  # rounds: owners 0 1 2, then 1 2 0
+    assert placeholders_of(plan, 3, 0) == [False, False, False, True, True, False]
+    assert placeholders_of(plan, 3, 1) == [True, False, False, False, False, False]
+    assert placeholders_of(plan, 3, 2) == [True, True, False, True, False, False]
 
 
 def test_a_job_reduce_scatters_or_all_gathers_not_both():
@@ -148,9 +155,11 @@ def test_all_gather_exact_each_shard_sent_once(workers):
     assert hub.events["completion"] == messages * PACKETS
     assert hub.events["trimmed"] == messages * PACKETS  # the owner's own copy, the others whole
     assert hub.events["contribution"] == messages * PACKETS * workers  # each rank's counted once
-    # The others sent placeholders; one that would have completed a cell was refused and resent whole.
+    # The ranks whose own message comes later in a round sent placeholders (a placeholder that would have
+    # completed a cell was refused and resent whole); the others zeros, whole.
     assert hub.events["placeholder"] > 0
-    assert hub.events["placeholder"] + hub.events.get("placeholder-last", 0) >= messages * PACKETS * (workers - 1)
+    placeholders = sum(placeholders_of(gather_plan(ops[0][1], workers), workers, r).count(True) for r in range(workers))
+    assert hub.events["placeholder"] + hub.events.get("placeholder-last", 0) >= placeholders * PACKETS
 
 
 @pytest.mark.parametrize("transport", ["gbn", "sr"])
