@@ -121,6 +121,7 @@ def tshark_fields(pcap: Path, fields: list[str]) -> list[dict[str, list[str]]]:
     return [p["_source"]["layers"] for p in json.loads(out.stdout)]
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("gather", [False, True], ids=["reduce-scatter", "all-gather"])
 def test_rack_sends_each_message_whole_where_it_belongs_and_trimmed_elsewhere(tmp_path, gather):
     topo = topology()
@@ -173,14 +174,13 @@ def test_rack_sends_each_message_whole_where_it_belongs_and_trimmed_elsewhere(tm
         pkt[BTH].icrc = None
         del pkt[IP].chksum
         assert raw(pkt) == f
-    if shutil.which("tshark"):
-        pcap = tmp_path / "copies.pcap"
-        write_pcap(pcap, [f for _, f in made])
-        decoded = tshark_fields(pcap, ["infiniband.bth.destqp", "infiniband.bth.opcode", "_ws.malformed"])
-        assert len(decoded) == len(made)
-        for (r, _), layers in zip(made, decoded, strict=True):
-            assert "_ws.malformed" not in layers
-            assert int(layers["infiniband.bth.destqp"][0], 0) == qpn(r, j.layout.sender_to(r), JOB)
+    pcap = tmp_path / "copies.pcap"
+    write_pcap(pcap, [f for _, f in made])
+    decoded = tshark_fields(pcap, ["infiniband.bth.destqp", "infiniband.bth.opcode", "_ws.malformed"])
+    assert len(decoded) == len(made)
+    for (r, _), layers in zip(made, decoded, strict=True):
+        assert "_ws.malformed" not in layers
+        assert int(layers["infiniband.bth.destqp"][0], 0) == qpn(r, j.layout.sender_to(r), JOB)
 
 
 def test_a_placeholder_never_completes_a_cell_its_whole_resend_does(tmp_path):
