@@ -93,7 +93,7 @@ control GradswitchEgress(inout headers_t hdr,
         } else {
             if (meta.nr.emit) {
                 netreduce_egress.apply(hdr, meta, std_meta);
-                if (meta.nr.owner != 0) {  // a reduce-scatter message
+                if (meta.nr_copy.owner != 0) {  // a reduce-scatter or all-gather job's message
                     netreduce_scatter.apply(hdr, meta, std_meta);
                 }
             }

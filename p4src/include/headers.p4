@@ -150,9 +150,13 @@ struct netreduce_metadata_t {
     bool    emit;         // egress must rewrite the copy into a connection and give it its ICRC
     bit<8>  job;          // the job of an emitted copy (nr_connections)
     bit<32> icrc;         // an emitted copy's ICRC on the canonical connection (controls/icrc.p4, wire order)
-    bit<8>  owner;        // the emitted message's owner field: 0 all-reduce, r + 1 reduce-scatter to rank r
-    bool    gather;       // ... of an all-gather job: rank r sent the values, every receiver but r gets them
-    bit<7>  _pad;
+}
+
+// What egress needs of an emitted NetReduce copy besides meta.nr (controls/netreduce_scatter.p4): a header kept
+// in the metadata, made valid by the action that emits, so that other packets do not pay for its fields
+// (netreduce_state_h says more).
+header netreduce_copy_h {
+    bit<8>  owner;        // the message's owner field (0 all-reduce, r + 1: rank r's shard), bit 7: an all-gather job
     bit<8>  receiver;     // the rank that receives the copy egress rewrote (NR_RECEIVER_SWITCH: a switch)
 }
 
@@ -282,6 +286,7 @@ struct local_metadata_t {
     @field_list(CPU_CLONE_FIELD_LIST)
     bit<32>      ingress_port;  // copy of the ingress port that clones keep (32 bits: port_rx's index)
     netreduce_metadata_t nr;    // in-network aggregation (docs/netreduce.md): what it decided
+    netreduce_copy_h nr_copy;   // ... and for an emitted copy, whose message it is and who receives it
     netreduce_state_h nr_state; // ... and its working state, valid only inside NetReduceIngress
     dlcp_metadata_t dlcp;       // priority, dropping, spraying (docs/dlcp.md)
     dlcp_state_h dlcp_state;    // ... and DlcpEgress's working state, valid only while it updates a queue or trims

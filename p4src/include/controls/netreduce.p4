@@ -392,8 +392,8 @@ control NetReduceIngress(inout headers_t hdr,
         meta.nr.emit = true;
         meta.nr.consumed = true;
         meta.nr.job = meta.nr_state.job;
-        meta.nr.owner = meta.nr_state.owner;
-        meta.nr.gather = meta.nr_state.gather == 1;
+        meta.nr_copy.setValid();
+        meta.nr_copy.owner = meta.nr_state.owner | (meta.nr_state.gather << 7);
     }
 
     action absorb() {
@@ -554,7 +554,7 @@ control NetReduceEgress(inout headers_t hdr,
 
     action rewrite(ipv4_addr_t src_addr, ipv4_addr_t dst_addr, mac_addr_t dst_mac, qpn_t dest_qp, bit<16> src_port,
                    bit<32> icrc_first, bit<32> icrc_middle, bit<32> icrc_last, bit<8> receiver) {
-        meta.nr.receiver = receiver;
+        meta.nr_copy.receiver = receiver;
         hdr.ipv4.src_addr = src_addr;
         hdr.ipv4.dst_addr = dst_addr;
         hdr.ipv4.ttl = 64;

@@ -10,7 +10,7 @@
  * placeholder of headers alone (NetReduceIngress takes it as zeros), and the sum, the owner's values, goes whole
  * to every receiver but the owner, whose copy is trimmed: each shard crosses each link once.
  *
- * Applied in egress after NetReduceEgress has rewritten the copy (meta.nr.receiver: the connection's receiver).
+ * Applied in egress after NetReduceEgress has rewritten the copy (meta.nr_copy.receiver: the connection's receiver).
  */
 #ifndef _GRADSWITCH_NETREDUCE_SCATTER_P4_
 #define _GRADSWITCH_NETREDUCE_SCATTER_P4_
@@ -27,9 +27,11 @@ control NetReduceScatterEgress(inout headers_t hdr,
     TrimPayload() trimmer;
 
     apply {
-        // (Applied to copies of owned messages only: meta.nr.owner is the owner's rank + 1.) Reduce-scatter: the
-        // owner's copy is whole, the others are trimmed; all-gather: the other way round.
-        if (meta.nr.receiver != NR_RECEIVER_SWITCH && (meta.nr.receiver + 1 == meta.nr.owner) == meta.nr.gather) {
+        // (Applied to copies of owned messages, or of an all-gather job's: meta.nr_copy.owner is the owner's rank
+        // + 1, bit 7 set for all-gather.) Reduce-scatter: the owner's copy is whole, the others are trimmed;
+        // all-gather: the other way round (an all-reduce message's, owner 0, is nobody's: whole).
+        if (meta.nr_copy.receiver != NR_RECEIVER_SWITCH
+                && (meta.nr_copy.receiver + 1 == (meta.nr_copy.owner & 0x7F)) == (meta.nr_copy.owner >= 0x80)) {
             trimmer.apply(hdr, meta, std_meta);
         }
     }
