@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ns3sim.ranks import MpiLaunch, MpiSync, PartitionError, partition
 from ns3sim.results import SimResult, parse
 from ns3sim.run import SimError, simulate
 from ns3sim.sim_config import base_config, graph_job_json
@@ -115,20 +116,31 @@ def timings(graph: JobGraph, raw: dict[str, Any]) -> GraphRun:
 
 def run_graph(graph: JobGraph, topology: Topology, settings: SimSettings | None = None, out_dir: Path | None = None,
               hosts: Sequence[str] | None = None, transport: GraphTransport | None = None,
-              job: JobConfig | None = None) -> GraphSimResult:
+              job: JobConfig | None = None, mpi_ranks: int = 1, hostfile: Path | None = None,
+              sync: MpiSync = MpiSync.BARRIER) -> GraphSimResult:
     """Simulate the job's graphs on the topology; writes out_dir's sim-config.json, sim-results.json and
     sim.log (a temporary folder when None). Rank r runs on hosts[r], else on the topology's r-th host, with
     `transport`'s queue pairs; or, given `job` (what the BMv2 run's placement made: gradswitch/experiment/
     graph_run.py graph_job), on its worker r's host with its transport, seed and timeout, so both backends
-    run the same job. GraphError (a graph that cannot run) or SimError (a placement that cannot be, a
-    simulator that fails) before or instead of a result; a run that finished reports its nodes' checks
-    (ok())."""
+    run the same job. mpi_ranks > 1: the MPI build under mpirun, the topology cut as ns3sim.run.run cuts it
+    (hostfile, sync as there); the same results as one process. GraphError (a graph that cannot run) or
+    SimError (a placement or partition that cannot be, a simulator that fails) before or instead of a
+    result; a run that finished reports its nodes' checks (ok())."""
     settings = settings or SimSettings()
+    if mpi_ranks < 1:
+        raise SimError(f"mpi_ranks = {mpi_ranks}: give 1 (one process, the default) or more (MPI)")
     cfg_doc, cfg = config(graph, topology, settings, hosts, transport, job)
+    launch = None
+    if mpi_ranks > 1:
+        try:
+            cfg_doc["mpi"] = partition(topology, [cfg], mpi_ranks).config(sync)
+        except PartitionError as e:
+            raise SimError(str(e)) from None
+        launch = MpiLaunch(mpi_ranks, hostfile)
     if out_dir is None:
         with tempfile.TemporaryDirectory(prefix="gs-graph-") as tmp:
-            raw = simulate(cfg_doc, Path(tmp), settings)
+            raw = simulate(cfg_doc, Path(tmp), settings, launch=launch)
     else:
-        raw = simulate(cfg_doc, out_dir, settings)
+        raw = simulate(cfg_doc, out_dir, settings, launch=launch)
     sim = parse(raw, [cfg])
     return GraphSimResult(timings(graph, raw), sim, tuple(n.host for n in cfg.nodes), sim.checks[cfg.job_id])

@@ -113,7 +113,7 @@ GraphRank::CommunicationNodes(const GraphRankSpec& r)
     uint32_t n = 0;
     for (const GraphNode& x : r.nodes)
     {
-        n += x.kind == GraphNodeKind::Compute ? 0 : 1;
+        n += x.kind == GraphNodeKind::Compute || x.kind == GraphNodeKind::Send ? 0 : 1;
     }
     return n;
 }
@@ -204,7 +204,8 @@ GraphRank::NodeDone(uint32_t i, bool ok)
 {
     Record& r = m_records[i];
     r.end = m_node->Now();
-    if (m_me.nodes[i].kind != GraphNodeKind::Compute)
+    GraphNodeKind kind = m_me.nodes[i].kind;
+    if (kind != GraphNodeKind::Compute && kind != GraphNodeKind::Send) // a send has no output to check
     {
         if (m_node->Job().check != Check::None)
         {

@@ -39,10 +39,11 @@ class GraphRank : public Collective
                std::function<void()> done) override;
     void OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled) override;
     void OnSendComplete(RcQp* qp, uint64_t wrId) override;
-    /// `graph`: per node (in the configuration's order) [id, start s, end s, checked (null: not checked)].
+    /// `graph`: per node (in the configuration's order) [id, start s, end s, checked (null: not checked: a
+    /// computation, a send, a run without checks)].
     void Report(nlohmann::json& out) const override;
 
-    /// The communication nodes of a rank (what its iteration's check counts).
+    /// The nodes of a rank whose output is checked: collectives and receives (what its iteration's check counts).
     static uint32_t CommunicationNodes(const GraphRankSpec& r);
 
   private:
