@@ -105,6 +105,25 @@ def test_each_collective_is_exact_at_small_sizes_also_under_loss(tmp_path, kind)
     assert [n.checked for n in result.run.nodes] == [True] * 5
 
 
+def test_every_collective_in_a_row_on_a_group_in_its_own_order(tmp_path):
+    """Ranks 3, 1, 0, 2 of a 5-rank job form a group in that order (ring and chain order), rank 4 idles; each
+    member runs all five collectives one after the other on it (the group's 0th to 4th), broadcast from rank
+    0 (position 2); every output exact."""
+    group = ProcessGroup("g", (3, 1, 0, 2))
+    kinds = list(CollectiveKind)
+    ranks = []
+    for r in range(5):
+        nodes: tuple[Node, ...] = ()
+        if r in group.ranks:
+            nodes = tuple(CollectiveNode(k, str(kind), kind, "g", 12_344, (k - 1,) if k else (), root=0)
+                          for k, kind in enumerate(kinds))
+        ranks.append(RankGraph(r, nodes))
+    result = run_graph(JobGraph("in-order", tuple(ranks), (group,)), rack(5, 1000), out_dir=tmp_path)
+    assert result.ok() and result.check == CheckMode.EXACT
+    assert len(result.run.nodes) == 20 and all(n.checked is True for n in result.run.nodes)
+    assert [c.collective for c in result.run.collectives()] == kinds
+
+
 def test_two_groups_run_their_collectives_at_once(tmp_path):
     """4 ranks in two kinds of groups (the pairs {0,1}, {2,3} and the strided {0,2}, {1,3}, as tensor and data
     parallelism): every rank starts an all-reduce on each of its two groups at time 0 with no dependency between
