@@ -105,6 +105,15 @@ def test_each_collective_is_exact_at_small_sizes_also_under_loss(tmp_path, kind)
     assert [n.checked for n in result.run.nodes] == [True] * 5
 
 
+@pytest.mark.parametrize("kind", list(CollectiveKind))
+def test_a_buffer_smaller_than_the_group_is_exact(tmp_path, kind):
+    """1 byte (one element) among 4 ranks: three of the ring's and the all-to-all's chunks are empty, zero-length
+    writes; every output still exact."""
+    result = run_graph(one_collective(kind, 4, 1, root=1), rack(4, 1000), out_dir=tmp_path)
+    assert result.ok() and result.check == CheckMode.EXACT
+    assert [n.checked for n in result.run.nodes] == [True] * 4
+
+
 def test_every_collective_in_a_row_on_a_group_in_its_own_order(tmp_path):
     """Ranks 3, 1, 0, 2 of a 5-rank job form a group in that order (ring and chain order), rank 4 idles; each
     member runs all five collectives one after the other on it (the group's 0th to 4th), broadcast from rank
