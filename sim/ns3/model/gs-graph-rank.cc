@@ -48,6 +48,26 @@ Position(const std::vector<uint32_t>& members, uint32_t rank)
 
 } // namespace
 
+/// An operation ends once everything it receives is here and every write it posted is acknowledged (its send
+/// buffers free again), as the hosts' executor ends one (workers/collectives/executor.py).
+struct GraphRank::Completion
+{
+    uint64_t unacked = 0;
+    bool received = false;
+    bool ok = true;
+    std::function<void(bool)> done;
+
+    void Check()
+    {
+        if (received && unacked == 0 && done)
+        {
+            auto f = std::move(done);
+            done = nullptr;
+            f(ok);
+        }
+    }
+};
+
 GraphRank::GraphRank(JobNode* node)
     : Collective(node),
       m_spec(*node->Job().graph),
@@ -280,6 +300,16 @@ GraphRank::Post(uint32_t peer, MsgPtr m, uint64_t imm, std::function<void()> ack
 }
 
 void
+GraphRank::PostCounted(const std::shared_ptr<Completion>& end, uint32_t peer, MsgPtr m, uint64_t imm)
+{
+    end->unacked++;
+    Post(peer, std::move(m), imm, [end]() {
+        end->unacked--;
+        end->Check();
+    });
+}
+
+void
 GraphRank::OnSendComplete(RcQp* qp, uint64_t wrId)
 {
     auto a = m_acked.find({qp->Config().remoteNode, wrId});
@@ -333,10 +363,10 @@ GraphRank::RunRing(const GraphNode& n, Done done)
         CollectiveKind kind{};
         std::vector<std::pair<uint64_t, uint64_t>> bounds; // per chunk: first element, count
         std::vector<MsgPtr> chunks;
+        std::shared_ptr<Completion> end = std::make_shared<Completion>();
         uint32_t steps = 0;
         uint32_t reduceSteps = 0; // the first steps that reduce
         Piece piece;              // which data (blockBase and bounds per chunk)
-        Done done;
     };
     auto r = std::make_shared<Ring>();
     r->members = m_spec.groups[n.group].ranks;
@@ -345,7 +375,7 @@ GraphRank::RunRing(const GraphNode& n, Done done)
     r->group = n.group;
     r->k = n.sequence;
     r->kind = n.collective;
-    r->done = std::move(done);
+    r->end->done = std::move(done);
     r->piece.iteration = n.group + 1;
     r->piece.op = n.sequence;
     uint32_t N = r->size;
@@ -410,7 +440,9 @@ GraphRank::RunRing(const GraphNode& n, Done done)
             }
         }
         r->chunks.clear();
-        r->done(ok);
+        r->end->ok = ok;
+        r->end->received = true;
+        r->end->Check();
     };
     *step = [this, r, step, finish](uint32_t s) {
         uint32_t N = r->size;
@@ -420,7 +452,7 @@ GraphRank::RunRing(const GraphNode& n, Done done)
         uint32_t send = reduce ? (j + 2 * N - k - 1) % N : (j + N - k) % N;
         uint32_t recv = reduce ? (j + 2 * N - k - 2) % N : (j + 2 * N - k - 1) % N;
         uint64_t imm = CollectiveImm(r->group, r->k, s);
-        Post(r->members[(j + 1) % N], r->chunks[send], imm);
+        PostCounted(r->end, r->members[(j + 1) % N], r->chunks[send], imm);
         Expect(r->members[(j + N - 1) % N], imm, [this, r, step, finish, s, reduce, recv](MsgPtr got) {
             if (reduce)
             {
@@ -467,29 +499,24 @@ GraphRank::RunAllToAll(const GraphNode& n, Done done)
         return p;
     };
     uint64_t imm = CollectiveImm(n.group, n.sequence, 0);
-    struct State
-    {
-        uint32_t left = 0;
-        bool ok = true;
-        Done done;
-    };
-    auto st = std::make_shared<State>();
-    st->left = N - 1;
-    st->done = std::move(done);
+    auto end = std::make_shared<Completion>();
+    end->done = std::move(done);
+    auto left = std::make_shared<uint32_t>(N - 1);
     for (uint32_t k = 1; k < N; k++)
     {
         uint32_t dest = (j + k) % N;
-        Post(members[dest], m_data.Make(m_rank, piece(dest)), imm);
+        PostCounted(end, members[dest], m_data.Make(m_rank, piece(dest)), imm);
     }
     Piece mine = piece(j);
     for (uint32_t k = 1; k < N; k++)
     {
         uint32_t origin = members[(j + N - k) % N];
-        Expect(origin, imm, [this, st, mine, origin](MsgPtr got) {
-            st->ok = st->ok && m_data.Holds(*got, mine, {origin});
-            if (--st->left == 0)
+        Expect(origin, imm, [this, end, left, mine, origin](MsgPtr got) {
+            end->ok = end->ok && m_data.Holds(*got, mine, {origin});
+            if (--*left == 0)
             {
-                st->done(st->ok);
+                end->received = true;
+                end->Check();
             }
         });
     }
@@ -521,44 +548,34 @@ GraphRank::RunBroadcast(const GraphNode& n, Done done)
     bool last = chain == N - 1;
     uint32_t next = members[(j + 1) % N];
     uint32_t prev = members[(j + N - 1) % N];
+    auto end = std::make_shared<Completion>();
+    end->done = std::move(done);
     if (chain == 0)
     {
-        // the root is done once its last chunk is acknowledged
-        auto d = std::make_shared<Done>(std::move(done));
+        // the root receives nothing: it is done once its chunks are acknowledged
+        end->received = true;
         for (uint32_t c = 0; c < chunks; c++)
         {
-            std::function<void()> acked = nullptr;
-            if (c + 1 == chunks)
-            {
-                acked = [d]() { (*d)(true); };
-            }
-            Post(next, m_data.Make(m_rank, piece(c)), CollectiveImm(n.group, n.sequence, c), acked);
+            PostCounted(end, next, m_data.Make(m_rank, piece(c)), CollectiveImm(n.group, n.sequence, c));
         }
         return;
     }
-    struct State
-    {
-        uint64_t left = 0;
-        bool ok = true;
-        Done done;
-    };
-    auto st = std::make_shared<State>();
-    st->left = chunks;
-    st->done = std::move(done);
+    auto left = std::make_shared<uint32_t>(chunks);
     uint32_t root = n.root;
     for (uint32_t c = 0; c < chunks; c++)
     {
         uint64_t imm = CollectiveImm(n.group, n.sequence, c);
         Piece p = piece(c);
-        Expect(prev, imm, [this, st, p, root, last, next, imm](MsgPtr got) {
+        Expect(prev, imm, [this, end, left, p, root, last, next, imm](MsgPtr got) {
             if (!last)
             {
-                Post(next, got, imm);
+                PostCounted(end, next, got, imm);
             }
-            st->ok = st->ok && m_data.Holds(*got, p, {root});
-            if (--st->left == 0)
+            end->ok = end->ok && m_data.Holds(*got, p, {root});
+            if (--*left == 0)
             {
-                st->done(st->ok);
+                end->received = true;
+                end->Check();
             }
         });
     }

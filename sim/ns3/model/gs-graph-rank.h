@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <utility>
@@ -48,6 +49,7 @@ class GraphRank : public Collective
 
   private:
     using Done = std::function<void(bool)>; // the output held what the operation defines
+    struct Completion;                       // when an operation ends (gs-graph-rank.cc)
 
     struct Record
     {
@@ -71,6 +73,8 @@ class GraphRank : public Collective
     void Expect(uint32_t peer, uint64_t imm, std::function<void(MsgPtr)> f);
     /// Write m to rank `peer` with immediate `imm`; acked() once it is acknowledged.
     void Post(uint32_t peer, MsgPtr m, uint64_t imm, std::function<void()> acked = nullptr);
+    /// Post a write of the operation `end` (which then also waits for its acknowledgement).
+    void PostCounted(const std::shared_ptr<Completion>& end, uint32_t peer, MsgPtr m, uint64_t imm);
 
     static uint64_t CollectiveImm(uint32_t group, uint32_t k, uint32_t step);
     static uint64_t MessageImm(uint64_t tag, uint32_t k);
