@@ -36,7 +36,7 @@ from topology.model import Topology
 from workers.collectives.ops import ops_of
 from workers.graph_job import GraphJob, read_timing, timing_path
 from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
-from workload.graph import ComputeNode, JobGraph, RecvNode, SendNode, validate
+from workload.graph import CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
 from workload.graph_timing import GraphRun
 
 REPORT_FORMAT = 1
@@ -169,11 +169,19 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     placement = place(spec, topo)
     cfg = job_config(spec, 1, placement.jobs[0], topo)
     d = dilation if dilation is not None else (spec.dilation or 1.0)
-    fan_in = max(1, max(sum(1 for g in graph.groups if r in g.ranks) for r in range(graph.world_size)))
+    fan_in = max(1, max(sum(senders_per_group(graph, g.name) for g in graph.groups if r in g.ranks)
+                        for r in range(graph.world_size)))
     timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
         graph, spec.bw_mbps, d)
     job = GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, d)
     return job, placement
+
+
+def senders_per_group(graph: JobGraph, group: str) -> int:
+    """How many members of a group may write into one member at once: one for a ring or a chain, two for a
+    pairwise all-to-all (a member one step ahead of the others; workers/collectives/pairwise.py)."""
+    kinds = {n.collective for _, n in graph.collectives() if n.group == group}
+    return 2 if CollectiveKind.ALL_TO_ALL in kinds else 1
 
 
 def serial_estimate_s(graph: JobGraph, bw_mbps: float, dilation: float) -> float:

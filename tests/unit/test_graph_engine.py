@@ -59,6 +59,8 @@ def test_pairwise_all_to_all_by_hand() -> None:
     assert sends(s) == [(2, (4, 6)), (3, (6, 8)), (0, (0, 2))]
     assert recvs(s) == [(0, (0, 2)), (3, (6, 8)), (2, (4, 6))]
     assert s.keep == ((2, 4), (2, 4))
+    assert all(st.settle for st in s.steps)  # a step ends with its send acknowledged (MPI_Sendrecv)
+    assert not any(st.settle for st in ring.all_reduce(1, 4, 8).steps + chain.broadcast(1, 4, 8, 0).steps)
 
 
 def test_broadcast_chain_by_hand() -> None:

@@ -43,6 +43,8 @@ def test_job_placed_and_sized() -> None:
     single = job_on(topo, one_collective(AR, 4, 1000))
     assert job.job.window == max(1, single.job.window // 2)  # each rank is in two groups: "odd"/"even" and world
     assert GraphJob.from_json(job.to_json()) == job
+    a2a = job_on(topo, one_collective(CollectiveKind.ALL_TO_ALL, 4, 1000))
+    assert a2a.job.window == job.job.window  # two pairwise senders may write into a rank at once
 
 
 def test_job_refused_before_anything_starts() -> None:

@@ -61,6 +61,10 @@ def execute(comm: Comm, op: Op, region: MemoryRegion, data: Int32Array) -> OpRun
                 dst[lo:hi] = got
         if st.send_to is not None and st.forward:
             send(i, st.send_to, *st.send)
+        if st.settle and st.send_to is not None:
+            qpn, wr = posted[-1]
+            if not _acked(comm, qpn, wr):
+                yield partial(_acked, comm, qpn, wr)
     for qpn, wr in posted:
         if not _acked(comm, qpn, wr):
             yield partial(_acked, comm, qpn, wr)

@@ -20,7 +20,10 @@ class Step:
     """One step of one member. `send_to`/`recv_from`: a member position, or None (nothing that way).
     `send` is a span of the source buffer, `recv` a span of the destination buffer. `add`: the received
     values are added to the destination span (a reduction), else they replace it. `forward`: send only
-    after this step's receive (a relay: a chain's member forwards what it just got)."""
+    after this step's receive (a relay: a chain's member forwards what it just got). `settle`: the next step
+    waits until this step's write is acknowledged too (MPI_Sendrecv: a pairwise step ends when its send and
+    its receive are both done), so no member runs more than a step ahead and at most two write into one
+    member at once."""
 
     send_to: int | None
     send: Span
@@ -28,6 +31,7 @@ class Step:
     recv: Span
     add: bool = False
     forward: bool = False
+    settle: bool = False
 
     @property
     def recv_elements(self) -> int:
