@@ -106,7 +106,7 @@ class GraphRunReport:
     by_kind: tuple[KindSummary, ...]
     exposed_s: dict[int, float]  # per rank: waiting on the network with no computation running
     exposed_by_group_s: dict[str, float]  # per process group: the most any member waited on that group's collectives
-    checked: bool  # every communication node's output exact on every rank
+    checked: bool  # every collective's and receive's output exact on every rank (a send has none: checked None)
     errors: tuple[str, ...]  # what went wrong on a rank (a wrong output, a failure)
     busiest_link: str | None  # the shaped link direction that carried the most bytes
     busiest_link_bytes: int | None
@@ -300,7 +300,7 @@ def summarize(job: GraphJob, run: GraphRun, hosts: list[str], bw_mbps: float, ca
     bottleneck = judge(cpu_idle, None if has_compute else load)
     return GraphRunReport(graph.name, tuple(hosts), bw_mbps, d, run, collectives, transfers, by_kind,
                           run.exposed_communication_s(), by_group,
-                          not errors and all(n.checked is True for n in comm), errors,
+                          not errors and all(n.checked is True for n in comm if n.kind != "send"), errors,
                           busiest[0] if busiest else None, int(busiest[1]["sent_bytes"]) if busiest else None, load,
                           cpu_idle, bottleneck.machine_bound, bottleneck.reason, wall_s, resent_packets)
 
@@ -322,7 +322,7 @@ def _transfers(job: GraphJob, run: GraphRun, rate: float) -> tuple[TransferResul
             node = by_id[nid]
             assert isinstance(node, SendNode)
             s, v = timing[(r.rank, nid)], recv_by_key[op.key]
-            checked = None if s.checked is None or v.checked is None else s.checked and v.checked
+            checked = v.checked  # the receiver's check (a send has no output of its own)
             out.append(TransferResult(r.rank, node.peer, node.tag, node.nbytes, s.start_s, max(s.end_s, v.end_s),
                                       point_to_point_bound_s(node.nbytes, rate), checked))
     return tuple(out)

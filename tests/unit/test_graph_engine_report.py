@@ -110,14 +110,14 @@ def test_report_machine_bound_and_wrong() -> None:
 def test_transfers_matched() -> None:
     """Rank r sends 1 MB to r+1: each transfer from the send's start to the later end; bound S/B."""
     g = send_recv(2, 1_000_000)
-    run = GraphRun((NodeTiming(0, 1, "send", 0, 0.6, nbytes=1_000_000, checked=True),
+    run = GraphRun((NodeTiming(0, 1, "send", 0, 0.6, nbytes=1_000_000, checked=None),
                     NodeTiming(0, 2, "recv", 0, 0.5, nbytes=1_000_000, checked=True),
-                    NodeTiming(1, 1, "send", 0, 0.5, nbytes=1_000_000, checked=True),
+                    NodeTiming(1, 1, "send", 0, 0.5, nbytes=1_000_000, checked=None),
                     NodeTiming(1, 2, "recv", 0, 0.7, nbytes=1_000_000, checked=True)))
     job = job_on(build_topology("rack", hosts=2, bw_mbps=8.0), g)
     r = summarize(job, run, ["h1", "h2"], 8.0, {}, None, (), 1.0)
     assert [(t.src, t.dst, t.end_s) for t in r.transfers] == [(0, 1, 0.7), (1, 0, 0.5)]
-    assert r.transfers[0].bound_s == pytest.approx(1.0)
+    assert r.transfers[0].bound_s == pytest.approx(1.0) and r.checked and r.transfers[0].checked is True
     (k,) = r.by_kind
     assert (k.kind, k.count) == (SEND_RECV, 2)
     assert [k.time_s, k.bound_s, k.worst_ratio] == pytest.approx([1.2, 2.0, 0.7])
