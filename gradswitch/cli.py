@@ -58,10 +58,12 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from mininet_topos.bmv2 import SwitchStartError
     from mininet_topos.bmv2_executable import Bmv2BuildError
     from mininet_topos.network import NetworkError
+    from ns3sim import SimError
     from topology.model import TopologyError
+    from workload.graph import GraphError
 
     return (UsageError, SpecError, ExperimentError, NetworkError, TopologyError, ControlSocketError, SwitchError,
-            JobError, Bmv2BuildError, SwitchStartError)
+            JobError, Bmv2BuildError, SwitchStartError, GraphError, SimError)
 
 
 class Parser(argparse.ArgumentParser):
@@ -340,12 +342,26 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from gradswitch.experiment.runner import run_experiment
 
     spec = experiment_spec(args)
+    if spec.workload_et is not None:
+        return _experiment_graph(spec, args)
     _ready_for([spec])
     out = args.out or Path("runs") / spec.label
     report = run_experiment(spec, out)
     print(format_table(report))
     print(f"results: {out / 'results.json'}, plots: {out / 'iterations.png'}")
     return 0 if report["ok"] else 1
+
+
+def _experiment_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
+    from gradswitch.experiment.graph_experiment import GRAPH_RESULTS, format_graph_table, load_graph, run_graph_spec
+
+    spec, graph = load_graph(spec, workers_given=args.workers is not None)
+    _ready_for([spec])
+    out = args.out or Path("runs") / (spec.name or f"{graph.name}-n{graph.world_size}-{spec.topo}")
+    report = run_graph_spec(spec, graph, out)
+    print(format_graph_table(report, str(spec.backend)))
+    print(f"results: {out / GRAPH_RESULTS}")
+    return 0 if report.checked else 1
 
 
 def _ready_for(runs: Sequence[ExperimentSpec]) -> None:
@@ -511,6 +527,10 @@ def build_parser() -> argparse.ArgumentParser:
                    f"{size_text(D.ps_key_bytes)}; smaller keys pipeline more)")
     p.add_argument("--size", type=parse_size, help=f"synthetic gradient size (default {size_text(D.size_bytes)})")
     p.add_argument("--workload", help=f"default {D.workload}; one of {', '.join(workload_names())}")
+    complete_paths(p.add_argument("--workload-et", metavar="DIR/PREFIX",
+                                  help="run Chakra execution traces (DIR/PREFIX.{rank}.et, e.g. from `gradswitch "
+                                  "export-et` or the Chakra tools) instead of --algo/--size/--workload; workers = "
+                                  "their ranks (docs/workloads.md)"))
     p.add_argument("--scale", type=float, help="fraction of a model profile's layer sizes, 0 < scale <= 1")
     p.add_argument("--dtype", choices=DType.names())
     p.add_argument("--float-mode", choices=FloatMode.names(),

@@ -171,6 +171,9 @@ def load_spec(path: Path) -> CompareSpec:
         raise SpecError(f"{path}: {e}") from None
     names = [r.label for r in runs]
     problems = [f"{path}: run {name!r}: {line}" for r, name in zip(runs, names, strict=True) for line in r.problems()]
+    problems += [f"{path}: run {name!r}: workload_et = {r.workload_et!r}: traces run with `gradswitch experiment "
+                 f"--workload-et` (or --spec FILE.toml of one run); compare does not run them yet"
+                 for r, name in zip(runs, names, strict=True) if r.workload_et is not None]
     if len(set(names)) != len(names):
         problems.append(f"{path}: run names repeat: {sorted({n for n in names if names.count(n) > 1})}")
     if not runs:

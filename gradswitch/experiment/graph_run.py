@@ -154,8 +154,6 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     ExperimentError) before anything starts."""
     validate(graph)
     spec.validate()
-    if spec.simulated:
-        raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
     if spec.workers != graph.world_size:
         raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but workers = {spec.workers}; "
                               f"set workers = {graph.world_size}")
@@ -213,6 +211,8 @@ def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, d
 def run_graph_experiment(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, *, dilation: float | None = None,
                          timeout_s: float | None = None) -> GraphRunReport:
     """Bring up the spec's network (its topology with `workers` hosts or more), run the graph, tear down."""
+    if spec.simulated:
+        raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
     graph_job(topology_for(spec), spec, graph, dilation=dilation, timeout_s=timeout_s)  # refuse before starting
     out_dir = out_dir.resolve()
     with Testbed(topology_for(spec), NetworkOptions(run_dir=out_dir / "net")) as net:
@@ -226,6 +226,8 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     file, the ranks' logs and results under run_dir, the report as run_dir/graph-results.json. GraphError
     (one line) for a graph that cannot run and ExperimentError for settings or a network that cannot hold
     it, before anything starts; ExperimentError naming the rank when a rank failed to run its graph."""
+    if spec.simulated:
+        raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
     job, placement = graph_job(net.topo, spec, graph, dilation=dilation, timeout_s=timeout_s)
     bw_mbps = spec.bw_mbps
     assert bw_mbps is not None  # graph_job refused a spec without

@@ -225,6 +225,9 @@ class ExperimentSpec:
     k: int | None = None  # fattree: its k (None: the smallest even k with k^3/4 >= the hosts)
     pods: int = 2  # leafspine3: pods (leaves and spines per pod: `leaves`, `spines`)
     superspines: int = 2  # leafspine3: super-spines, each linked to every spine
+    # A workload given as Chakra execution traces (DIR/PREFIX: files PREFIX.{rank}.et, docs/workloads.md): its
+    # graphs run instead of algo/size/workload; workers = its ranks
+    workload_et: str | None = None
 
     @property
     def label(self) -> str:

@@ -1,0 +1,88 @@
+"""`gradswitch experiment --workload-et DIR/PREFIX`: a workload given as Chakra execution traces run on
+either backend, reported alike.
+
+The traces are read and checked before anything starts (workload.chakra.read_traces: one line naming
+the file, node and problem). The job has as many workers as the traces have ranks. On BMv2 the hosts'
+graph engine runs it (graph_run.run_graph_experiment); on ns-3 the simulator's (ns3sim.graph_run), with
+the same job (placement, transport, window shared among the groups a rank receives from) so that both
+backends run one job. Both give a GraphRunReport (graph_run.summarize), written as graph-results.json.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from gradswitch.experiment.graph_run import SEND_RECV, GraphRunReport, graph_job, run_graph_experiment, summarize
+from gradswitch.experiment.placement import topology_for
+from gradswitch.experiment.simulated import link_usage, sim_settings
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from ns3sim.graph_run import run_graph as simulate_graph
+from workload.chakra import read_traces
+from workload.graph import JobGraph
+
+GRAPH_RESULTS = "graph-results.json"
+
+
+def load_graph(spec: ExperimentSpec, workers_given: bool) -> tuple[ExperimentSpec, JobGraph]:
+    """The spec's traces, read and checked, and the spec with workers = their ranks (a --workers that
+    differs is refused: the traces fix the job's size)."""
+    assert spec.workload_et is not None
+    graph = read_traces(Path(spec.workload_et))
+    if workers_given and spec.workers != graph.world_size:
+        raise ExperimentError(f"{spec.workload_et}: the traces have {graph.world_size} ranks, but --workers is "
+                              f"{spec.workers}; leave --workers out (the traces set it) or give {graph.world_size}")
+    spec = replace(spec, workers=graph.world_size)
+    spec.validate()
+    if not spec.bw_mbps:
+        raise ExperimentError(f"{spec.workload_et}: --bw is not set; a trace's run needs link rates (its bounds are "
+                              f"at the link rate): give --bw, e.g. --bw 8 on BMv2 or --bw 100000 on ns3")
+    return spec, graph
+
+
+def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> GraphRunReport:
+    """Run the graph on the spec's backend; the report is also out_dir/graph-results.json."""
+    out_dir = out_dir.resolve()
+    if not spec.simulated:
+        return run_graph_experiment(spec, graph, out_dir)
+    topo = topology_for(spec)
+    job, placement = graph_job(topo, spec, graph, dilation=1.0)  # the simulator runs at the links' own rate
+    settings = sim_settings(spec, [job.job], placement, progress=False)
+    started = time.monotonic()
+    result = simulate_graph(graph, topo, settings, out_dir / "sim", job=job.job, mpi_ranks=spec.ranks,
+                            hostfile=Path(spec.hostfile) if spec.hostfile else None)
+    errors = () if result.ok() else tuple(
+        f"rank {n.rank} node {n.node_id}: output not what its {n.collective or n.kind} defines"
+        for n in result.run.nodes if n.checked is False) or ("a rank did not finish its graph",)
+    assert spec.bw_mbps is not None
+    report = summarize(job, result.run, list(result.hosts), spec.bw_mbps, link_usage(topo, result.sim), None,
+                       errors, time.monotonic() - started)
+    # A simulated run is never machine-bound: its clock is the model's, not the machine's.
+    report = replace(report, machine_bound=None, machine_bound_reason=None)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / GRAPH_RESULTS).write_text(json.dumps(report.to_dict(), indent=1))
+    return report
+
+
+def format_graph_table(report: GraphRunReport, backend: str) -> str:
+    """What a person reads after the run: per collective type its time against its link-rate bound,
+    the job's time, exposed communication, the busiest link, the checks."""
+    lines = [f"{report.graph}: {len(report.hosts)} ranks on {backend} at {report.bw_mbps:g} Mb/s"
+             + (f" (dilation {report.dilation:g})" if report.dilation != 1 else ""),
+             f"{'collective':<16}{'count':>6}{'time s':>12}{'bound s':>12}{'time/bound':>12}{'worst':>8}"]
+    for k in report.by_kind:
+        name = "send/recv" if k.kind == SEND_RECV else k.kind
+        ratio = k.time_s / k.bound_s if k.bound_s > 0 else float("nan")
+        lines.append(f"{name:<16}{k.count:>6}{k.time_s:>12.4g}{k.bound_s:>12.4g}{ratio:>12.2f}{k.worst_ratio:>8.2f}")
+    exposed = max(report.exposed_s.values(), default=0.0)
+    lines.append(f"job {report.job_s:.4g} s; exposed communication up to {exposed:.4g} s on a rank")
+    if report.busiest_link is not None and report.busiest_link_load is not None:
+        lines.append(f"busiest link {report.busiest_link}: {report.busiest_link_bytes} bytes, "
+                     f"{report.busiest_link_load:.0%} loaded")
+    if report.machine_bound:
+        lines.append(f"MACHINE-BOUND: {report.machine_bound_reason}")
+    lines.append("checks: every output exact" if report.checked else
+                 "checks FAILED: " + "; ".join(report.errors or ("an output was not checked",)))
+    return "\n".join(lines)
