@@ -1,15 +1,16 @@
 """What a graph run's host processes read (RUN_DIR/job<N>.json) and what each writes back
 (RUN_DIR/graph-<rank>.json): the transport's settings as a JobConfig (rank r is node r), the job's
-execution graphs, and the run's dilation; back, the rank's node timings."""
+execution graphs, the run's dilation, and the NetReduce job of each collective type the switches run
+(workers/collectives/in_network.py; none when the hosts run everything); back, the rank's node timings."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workload.graph import JobGraph, from_dict, to_dict
+from workload.graph import CollectiveKind, JobGraph, from_dict, to_dict
 from workload.graph_timing import GraphRun
 from workload.job import JobConfig
 
@@ -19,15 +20,18 @@ class GraphJob:
     job: JobConfig  # nodes 0..N-1 are ranks 0..N-1; its seed seeds the inputs, its iteration_timeout the graph
     graph: JobGraph
     dilation: float = 1.0  # clock seconds per emulated second (compute waits are stretched by it)
+    in_network: dict[CollectiveKind, int] = field(default_factory=dict)  # collective type -> its NetReduce job
 
     def to_json(self) -> str:
         return json.dumps({"job": json.loads(self.job.to_json()), "graph": to_dict(self.graph),
-                           "dilation": self.dilation}, indent=1)
+                           "dilation": self.dilation,
+                           "in_network": {k.value: j for k, j in self.in_network.items()}}, indent=1)
 
     @classmethod
     def from_json(cls, text: str) -> GraphJob:
         raw: dict[str, Any] = json.loads(text)
-        return cls(JobConfig.from_json(json.dumps(raw["job"])), from_dict(raw["graph"]), float(raw["dilation"]))
+        return cls(JobConfig.from_json(json.dumps(raw["job"])), from_dict(raw["graph"]), float(raw["dilation"]),
+                   {CollectiveKind(k): int(j) for k, j in raw.get("in_network", {}).items()})
 
     def save(self, path: Path) -> None:
         path.write_text(self.to_json())

@@ -6,6 +6,10 @@ Every memory region and queue pair the rank's operations use exists before it sa
 peer's first write never finds a region missing. After the graph, every communication node's output is
 compared, element by element, with what its operation defines (workers/collectives/data.py), and the
 rank writes its node timings, in seconds of the emulated cluster from the go, to graph-<rank>.json.
+
+A job whose switches run some collectives (GraphJob.in_network, workers/collectives/in_network.py) gives the
+rank one more Comm per NetReduce job, on the same engine (each job its own QPs, with its own job id), and
+hears every job's packets; the runtime steps them all.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import contextlib
 import sys
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 from protocol.polling import wait_until
@@ -21,23 +26,29 @@ from roce.engine import Engine, Link, RawSocketLink
 from roce.qp import MemoryRegion
 from workers.collectives.data import wrong_elements
 from workers.collectives.executor import execute
+from workers.collectives.in_network import InNetworkJob, job_order, runs_in_network
 from workers.collectives.ops import Op, ops_of
 from workers.comm import Comm
 from workers.graph_engine import GraphScheduler, OpRun, Span
 from workers.graph_job import GraphJob, write_timing
 from workers.main import linger
+from workers.netreduce import NetReduceWorker
 from workload.gradients import Int32Array
-from workload.graph import CollectiveNode, Node, node_kind
+from workload.graph import CollectiveKind, CollectiveNode, Node, node_kind
 from workload.graph_timing import GraphRun, NodeTiming
 from workload.worker_result import WorkerResult, worker_result, write
 
 
 class HostRuntime:
     """The scheduler's runtime on a host: the monotonic clock, the transport, the rank's operations, and
-    the checks of their outputs (`wrong`: per node checked, its wrong elements out of its length)."""
+    the checks of their outputs (`wrong`: per node checked, its wrong elements out of its length).
+    `switched`: the nodes the switches run, each with its NetReduce job and its place in that job's order."""
 
-    def __init__(self, comm: Comm, ops: dict[int, Op], regions: dict[int, MemoryRegion], seed: int) -> None:
+    def __init__(self, comm: Comm, ops: dict[int, Op], regions: dict[int, MemoryRegion], seed: int,
+                 switched: dict[int, tuple[InNetworkJob, int]] | None = None) -> None:
         self.comm, self.ops, self.regions, self.seed = comm, ops, regions, seed
+        self.switched = switched or {}
+        self.others = list({id(j.worker.comm): j.worker.comm for j, _ in self.switched.values()}.values())
         self.pending: list[tuple[int, Int32Array]] = []
         self.wrong: dict[int, tuple[int, int]] = {}
 
@@ -46,9 +57,15 @@ class HostRuntime:
 
     def wait(self, max_wait: float, what: str) -> None:
         self.comm.step(max_wait, what)
+        for other in self.others:  # the engine has polled: take their completions too
+            other.step(0.0, what)
 
     def start(self, node: Node) -> OpRun:
         op = self.ops[node.id]
+        if node.id in self.switched:
+            job, place = self.switched[node.id]
+            assert op.collective is not None
+            return job.run(place, op.collective, op.input(self.seed))
         return execute(self.comm, op, self.regions[node.id], op.input(self.seed))
 
     def finish(self, node: Node, output: Int32Array) -> None:
@@ -63,13 +80,48 @@ class HostRuntime:
         return True
 
 
-def prepare(comm: Comm, ops: dict[int, Op]) -> dict[int, MemoryRegion]:
-    """Every operation's region and every queue pair it uses, before the first packet."""
-    regions = {nid: comm.register(op.rkey, op.region_bytes()) for nid, op in ops.items()}
-    for op in ops.values():
+def prepare(comm: Comm, ops: dict[int, Op], skip: frozenset[int] = frozenset()) -> dict[int, MemoryRegion]:
+    """Every operation's region and every queue pair it uses, before the first packet (but those in `skip`,
+    which the switches run)."""
+    mine = {nid: op for nid, op in ops.items() if nid not in skip}
+    regions = {nid: comm.register(op.rkey, op.region_bytes()) for nid, op in mine.items()}
+    for op in mine.values():
         for p in op.schedule().peers():
             comm.qp(op.members[p])
     return regions
+
+
+def in_network(job: GraphJob, rank: int, comm: Comm) -> dict[int, tuple[InNetworkJob, int]]:
+    """The rank's nodes that the switches run, each with its NetReduce job's worker (a Comm of that job id on
+    the rank's engine, its region and QPs made now) and its place in that job's start order."""
+    workers: dict[CollectiveKind, InNetworkJob] = {}
+    for kind, job_id in job.in_network.items():
+        other = Comm(replace(job.job, job_id=job_id), comm.me, comm.engine)
+        other.abort_file = comm.abort_file
+        workers[kind] = InNetworkJob(NetReduceWorker(other, scatter=kind == CollectiveKind.REDUCE_SCATTER,
+                                                     gather=kind == CollectiveKind.ALL_GATHER))
+    order = job_order(job.graph, rank, job.in_network)
+    out = {}
+    for n in job.graph.ranks[rank].nodes:
+        if runs_in_network(job.graph, n, job.in_network):
+            assert isinstance(n, CollectiveNode)
+            out[n.id] = (workers[n.collective], order[n.id])
+    return out
+
+
+def merged_stats(comms: list[Comm]) -> dict[str, object]:
+    """The first Comm's stats, its requester's and responder's counters summed over every Comm (one engine)."""
+    every = [c.stats() for c in comms]
+    stats = every[0]
+    for side in ("requester", "responder"):
+        total: dict[str, int] = {}
+        for one in every:
+            part = one.get(side)
+            if isinstance(part, dict):
+                for k, v in part.items():
+                    total[k] = total.get(k, 0) + int(v)
+        stats[side] = total
+    return stats
 
 
 def timings(job: GraphJob, rank: int, spans: dict[int, Span], runtime: HostRuntime, t0: float
@@ -99,15 +151,19 @@ def timings(job: GraphJob, rank: int, spans: dict[int, Span], runtime: HostRunti
 def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) -> WorkerResult:
     cfg = job.job
     me = cfg.node(rank)
-    engine = Engine(link if link is not None else RawSocketLink(me.ifname, me.ip, job=cfg.job_id), me.ip)
+    # with NetReduce jobs beside the graph's own, the rank hears every job's packets (they are all its)
+    engine = Engine(link if link is not None else RawSocketLink(me.ifname, me.ip,
+                                                                job=None if job.in_network else cfg.job_id), me.ip)
     comm = Comm(cfg, me, engine)
     comm.abort_file = run_dir / "abort"
+    switched: dict[int, tuple[InNetworkJob, int]] = {}
     ok, check_failed = False, False
     error: str | None = None
     trace: str | None = None
     try:
         ops = ops_of(job.graph, rank)
-        regions = prepare(comm, ops)
+        switched = in_network(job, rank, comm)
+        regions = prepare(comm, ops, frozenset(switched))
         engine.resolve_peers(cfg.start_timeout / 3)
         (run_dir / f"ready-{rank}").write_text(str(time.monotonic()))
         go = run_dir / "go"
@@ -115,7 +171,7 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         t0 = time.monotonic()
         with contextlib.suppress(ValueError):  # the runner's stamp: one clock for every rank of the machine
             t0 = min(t0, float(go.read_text()))
-        runtime = HostRuntime(comm, ops, regions, cfg.seed)
+        runtime = HostRuntime(comm, ops, regions, cfg.seed, switched)
         spans = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout).run()
         nodes, wrong = timings(job, rank, spans, runtime, t0)
         write_timing(run_dir, rank, GraphRun(tuple(nodes)))
@@ -130,7 +186,7 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         if not (run_dir / "abort").exists():
             (run_dir / "abort").write_text(f"rank {rank} on {me.host} failed: {error}")
     finally:
-        stats = comm.stats()
+        stats = merged_stats([comm, *{id(j.worker.comm): j.worker.comm for j, _ in switched.values()}.values()])
         engine.close()
     result = worker_result(rank, me.host, str(me.role), ok, [], stats, None, error, trace, check_failed)
     write(run_dir, result)

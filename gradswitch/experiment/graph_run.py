@@ -6,6 +6,10 @@ against its link-rate bound (workload/collective_bounds.py), per collective type
 per rank and per process group, every output's check, the busiest link, and whether the machine (not
 the links) set the times (bottleneck.judge).
 
+With algo = netreduce the switches run the world group's all-reduce, reduce-scatter and all-gather, one
+NetReduce switch job per collective type (workers/collectives/in_network.py), created for the run and removed
+after it; the report names the algorithm of each collective.
+
 Times are seconds of the emulated cluster: the testbed's divided by the run's dilation D (testbed
 seconds per emulated second; computation waits D x its duration). Bounds are at the emulated rate, the
 testbed's link rate x D, so a time over its bound reads the same on either clock.
@@ -17,6 +21,8 @@ import json
 import shutil
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,13 +37,16 @@ from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.testbed import Testbed
 from gradswitch.version import code_version
 from mininet_topos.network import NetworkOptions
+from protocol.netreduce import JobLayout
 from roce.qp import Mode
 from topology.model import Topology
+from workers.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
 from workers.collectives.ops import ops_of
 from workers.graph_job import GraphJob, read_timing, timing_path
 from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
 from workload.graph import CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
 from workload.graph_timing import GraphRun
+from workload.job import Algorithm
 
 REPORT_FORMAT = 1
 SEND_RECV = "send_recv"  # the per-type summary's name for point-to-point transfers
@@ -56,8 +65,9 @@ class CollectiveResult:
     nbytes: int
     start_s: float
     end_s: float
-    bound_s: float
+    bound_s: float  # the link-rate bound of the algorithm's kind (NetReduce all-reduce: S/B)
     checked: bool | None
+    algorithm: str = ""  # what ran it: netreduce (the switches), or the hosts' ring, pairwise or chain
 
     @property
     def time_s(self) -> float:
@@ -139,10 +149,11 @@ def rate_bytes_per_s(bw_mbps: float, dilation: float) -> float:
 
 
 def graph_spec(graph: JobGraph, *, bw_mbps: float, seed: int = 1, ring_order: RingOrder = RingOrder.LEAVES,
-               transport: Mode = Mode.GBN, loss_pct: float = 0.0) -> ExperimentSpec:
+               transport: Mode = Mode.GBN, loss_pct: float = 0.0, algo: Algorithm = Algorithm.RING
+               ) -> ExperimentSpec:
     """An experiment's settings for running `graph` on a rack of its ranks (what run_graph uses)."""
     return ExperimentSpec(workers=graph.world_size, bw_mbps=bw_mbps, ring_order=ring_order, seed=seed,
-                          transport=transport, loss_pct=loss_pct, iterations=1)
+                          transport=transport, loss_pct=loss_pct, iterations=1, algo=algo)
 
 
 def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation: float | None = None,
@@ -171,8 +182,39 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
                         for r in range(graph.world_size)))
     timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
         graph, spec.bw_mbps, d)
-    job = GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, d)
+    in_network = in_network_jobs(graph, cfg.job_id) if spec.algo == Algorithm.NETREDUCE else {}
+    if in_network and spec.simulated:
+        raise ExperimentError(f"{graph.name}: algo = netreduce runs a graph's collectives in the switches on BMv2 "
+                              f"only; the simulator's graph engine runs the hosts' algorithms: give backend = bmv2, "
+                              f"or algo = ring")
+    for kind, job_id in in_network.items():
+        try:
+            JobLayout(job_id, graph.world_size, cfg.credits, kind == CollectiveKind.REDUCE_SCATTER,
+                      kind == CollectiveKind.ALL_GATHER)
+        except ValueError as e:
+            raise ExperimentError(f"{graph.name}: the switches cannot run its {kind}: {e}; run it with "
+                                  f"algo = ring") from e
+    job = GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, d, in_network)
     return job, placement
+
+
+@contextmanager
+def switch_jobs(net: Testbed, job: GraphJob, credits: int) -> Iterator[list[int]]:
+    """The NetReduce switch jobs of the graph's in-network collectives (GraphJob.in_network), for the run:
+    each on the job's hosts, reduce-scatter's and all-gather's set up for them; removed after, whatever happens."""
+    control = net.control
+    assert control is not None, "the network is not running"
+    hosts = [n.host for n in job.job.workers]
+    made: list[int] = []
+    try:
+        for kind, job_id in sorted(job.in_network.items(), key=lambda kv: kv[1]):
+            control.netreduce.create(job_id, hosts, credits, scatter=kind == CollectiveKind.REDUCE_SCATTER,
+                                     gather=kind == CollectiveKind.ALL_GATHER)
+            made.append(job_id)
+        yield made
+    finally:
+        for job_id in made:
+            control.netreduce.teardown(job_id)
 
 
 def senders_per_group(graph: JobGraph, group: str) -> int:
@@ -201,10 +243,10 @@ def serial_estimate_s(graph: JobGraph, bw_mbps: float, dilation: float) -> float
 
 def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, dilation: float = 1.0, seed: int = 1,
               ring_order: RingOrder = RingOrder.LEAVES, transport: Mode = Mode.GBN, loss_pct: float = 0.0,
-              timeout_s: float | None = None) -> GraphRunReport:
+              timeout_s: float | None = None, algo: Algorithm = Algorithm.RING) -> GraphRunReport:
     """run_graph_on with an experiment's settings made for the graph (graph_spec)."""
     spec = graph_spec(graph, bw_mbps=bw_mbps, seed=seed, ring_order=ring_order, transport=transport,
-                      loss_pct=loss_pct)
+                      loss_pct=loss_pct, algo=algo)
     return run_graph_on(net, spec, graph, run_dir, dilation=dilation, timeout_s=timeout_s)
 
 
@@ -251,7 +293,9 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
         cpu.append(cpu_sample())
         carried.update(links.stop())
 
-    with RunSettings(net, spec, [job.job], placement, ranks_dir):
+    # the graph's own job id carries the hosts' algorithms: RunSettings must not make it a NetReduce job
+    host_spec = replace(spec, algo=Algorithm.RING)
+    with RunSettings(net, host_spec, [job.job], placement, ranks_dir), switch_jobs(net, job, job.job.credits):
         results = run_nodes(net, [job.job], run_dir, ranks_dir, Progress(1, graph.name, False), on_go=go,
                             on_done=done, module="workers.graph_main")[job.job.job_id]
     wall_s = time.monotonic() - wall
@@ -277,9 +321,12 @@ def summarize(job: GraphJob, run: GraphRun, hosts: list[str], bw_mbps: float, ca
     graph, d = job.graph, job.dilation
     rate = rate_bytes_per_s(bw_mbps, d)
     sizes = {g.name: len(g.ranks) for g in graph.groups}
+    algos = {(c.group, c.collective): algorithm(graph, c.group, c.collective, job.in_network)
+             for c in run.collectives()}
     collectives = tuple(CollectiveResult(c.group, c.index, c.collective.value, sizes[c.group], c.nbytes, c.start_s,
-                                         c.end_s, collective_bound_s(c.collective, sizes[c.group], c.nbytes, rate),
-                                         c.checked) for c in run.collectives())
+                                         c.end_s, collective_bound_s(c.collective, sizes[c.group], c.nbytes, rate,
+                                                                     algos[(c.group, c.collective)] == NETREDUCE),
+                                         c.checked, algos[(c.group, c.collective)]) for c in run.collectives())
     transfers = _transfers(job, run, rate)
     kinds: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for c in collectives:

@@ -1,0 +1,173 @@
+"""Which of a graph's collectives the switches run (algo = netreduce), on which NetReduce job, in which
+order a rank starts them, and how the job file and the report carry it; the runs themselves are on BMv2
+(tests/mininet/test_graph_bmv2.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import replace
+from typing import cast
+
+import numpy as np
+import pytest
+
+from gradswitch.experiment.graph_run import graph_job, graph_spec, summarize
+from gradswitch.experiment.spec import Backend, ExperimentError
+from topology.generators import build_topology
+from workers.collectives.in_network import (
+    HOST_ALGORITHM,
+    NETREDUCE,
+    InNetworkJob,
+    algorithm,
+    in_network_jobs,
+    job_order,
+)
+from workers.comm import Wait
+from workers.graph_job import GraphJob
+from workers.netreduce import NetReduceWorker
+from workload.gradients import Int32Array
+from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, ProcessGroup, RankGraph, world_group
+from workload.graph_timing import GraphRun, NodeTiming
+from workload.job import Algorithm
+
+K = CollectiveKind
+
+
+def mixed(ranks: int = 4) -> JobGraph:
+    """World all-reduce, reduce-scatter, all-gather, all-to-all and broadcast, a pair's all-reduce, and a
+    second world all-reduce; the first world all-reduce depends on a computation, the second does not."""
+    pair = ProcessGroup("pair", (0, 1))
+    out = []
+    for r in range(ranks):
+        nodes: list[ComputeNode | CollectiveNode] = [
+            ComputeNode(1, "fwd", 0.001),
+            CollectiveNode(2, "ar", K.ALL_REDUCE, "world", 4096, (1,)),
+            CollectiveNode(3, "rs", K.REDUCE_SCATTER, "world", 4096),
+            CollectiveNode(4, "ag", K.ALL_GATHER, "world", 1024),
+            CollectiveNode(5, "a2a", K.ALL_TO_ALL, "world", 4096),
+            CollectiveNode(6, "bc", K.BROADCAST, "world", 4096, (), 1),
+            CollectiveNode(8, "ar2", K.ALL_REDUCE, "world", 4096),
+        ]
+        if r in pair.ranks:
+            nodes.append(CollectiveNode(7, "pair-ar", K.ALL_REDUCE, "pair", 4096))
+        out.append(RankGraph(r, tuple(nodes), f"t.{r}.et"))
+    return JobGraph("mixed", tuple(out), (world_group(ranks), pair))
+
+
+def test_world_reductions_and_gathers_in_the_switches_one_job_each() -> None:
+    g = mixed()
+    jobs = in_network_jobs(g, 1)
+    assert jobs == {K.ALL_REDUCE: 2, K.REDUCE_SCATTER: 3, K.ALL_GATHER: 4}
+    assert algorithm(g, "world", K.ALL_REDUCE, jobs) == NETREDUCE
+    assert algorithm(g, "world", K.ALL_GATHER, jobs) == NETREDUCE
+    assert algorithm(g, "pair", K.ALL_REDUCE, jobs) == "ring"  # a sub-group stays on the hosts
+    assert algorithm(g, "world", K.ALL_TO_ALL, jobs) == "pairwise"
+    assert algorithm(g, "world", K.BROADCAST, jobs) == "chain"
+    assert algorithm(g, "world", K.ALL_REDUCE, {}) == "ring"  # algo = ring: everything on the hosts
+    assert set(HOST_ALGORITHM) == set(CollectiveKind)
+    # only the kinds the graph has get a job
+    only_ag = JobGraph("ag", tuple(RankGraph(r, (CollectiveNode(1, "ag", K.ALL_GATHER, "world", 64),), "x")
+                                   for r in range(2)), (world_group(2),))
+    assert in_network_jobs(only_ag, 5) == {K.ALL_GATHER: 8}
+
+
+def test_a_group_of_every_rank_out_of_order_stays_on_the_hosts() -> None:
+    """NetReduce's shards are owned in worker order: a world group listed in another order is not its."""
+    shuffled = ProcessGroup("w", (1, 0, 2))
+    g = JobGraph("s", tuple(RankGraph(r, (CollectiveNode(1, "rs", K.REDUCE_SCATTER, "w", 64),), "x")
+                            for r in range(3)), (shuffled,))
+    assert in_network_jobs(g, 1) == {}
+
+
+def test_start_order_per_job_is_topological_and_alike_on_every_rank() -> None:
+    g = mixed()
+    jobs = in_network_jobs(g, 1)
+    orders = [job_order(g, r, jobs) for r in range(4)]
+    assert all(o == orders[0] for o in orders)
+    assert orders[0][2] == 0 and orders[0][8] == 1  # the two world all-reduces, in topological order
+    assert orders[0][3] == 0 and orders[0][4] == 0  # reduce-scatter's and all-gather's own jobs
+    assert 7 not in orders[0] and 5 not in orders[0]
+
+
+class FakeWorker:
+    """Stands for a NetReduceWorker: hands out message numbers as reduce_op starts, as messages_op does."""
+
+    def __init__(self) -> None:
+        self.k = 0
+        self.gate = False
+
+    def reduce_op(self, iteration: int, unit: int, seq: int, data: Int32Array, mark: int
+                  ) -> Generator[Wait, None, Int32Array]:
+        first = self.k
+        self.k += 1
+        yield lambda: self.gate
+        return np.full(len(data), first, dtype=np.int32)
+
+
+def test_a_later_operation_waits_for_the_earlier_to_take_its_numbers() -> None:
+    fake = FakeWorker()
+    job = InNetworkJob(cast(NetReduceWorker, fake))
+    data = np.zeros(3, dtype=np.int32)
+    second = job.run(1, K.ALL_REDUCE, data)
+    wait = next(second)  # ready first, yet second in the order: it waits, taking no number
+    assert fake.k == 0 and not wait()
+    first = job.run(0, K.ALL_REDUCE, data)
+    next(first)
+    assert fake.k == 1 and job.started == 1 and wait()
+    next(second)
+    assert fake.k == 2
+    fake.gate = True
+    for gen, k in ((first, 0), (second, 1)):
+        with pytest.raises(StopIteration) as done:
+            gen.send(None)
+        assert list(done.value.value) == [k] * 3
+
+
+def test_job_file_carries_the_switch_jobs_and_the_spec_sets_them() -> None:
+    topo = build_topology("rack", hosts=4, bw_mbps=8.0)
+    g = mixed()
+    spec = graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE)
+    job, _ = graph_job(topo, spec, g)
+    assert job.in_network == {K.ALL_REDUCE: 2, K.REDUCE_SCATTER: 3, K.ALL_GATHER: 4}
+    assert GraphJob.from_json(job.to_json()) == job
+    ring, _ = graph_job(topo, graph_spec(g, bw_mbps=8.0), g)
+    assert ring.in_network == {}
+    legacy = ring.to_json().replace(',\n "in_network": {}', "")
+    assert "in_network" not in legacy and GraphJob.from_json(legacy) == ring  # a job file from before
+    with pytest.raises(ExperimentError, match="algo = netreduce runs a graph's collectives in the switches on BMv2"):
+        graph_job(topo, replace(spec, backend=Backend.NS3), g)
+
+
+def test_too_many_ranks_for_an_in_network_reduce_scatter_refused() -> None:
+    ranks = 32  # NetReduce on BMv2 takes 32 workers; reduce-scatter's owner field holds 31
+    g = JobGraph("big", tuple(RankGraph(r, (CollectiveNode(1, "rs", K.REDUCE_SCATTER, "world", 4096),), "x")
+                              for r in range(ranks)), (world_group(ranks),))
+    topo = build_topology("rack", hosts=ranks, bw_mbps=8.0)
+    with pytest.raises(ExperimentError, match=r"the switches cannot run its reduce_scatter: .*algo = ring"):
+        graph_job(topo, graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), g)
+
+
+def test_report_names_each_algorithm_and_bounds_netreduce_all_reduce_at_s_over_b() -> None:
+    topo = build_topology("rack", hosts=4, bw_mbps=8.0)
+    g = mixed()
+    job, _ = graph_job(topo, graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), g, dilation=1.0)
+    nodes = []
+    for r in range(4):
+        nodes.append(NodeTiming(r, 1, "compute", 0.0, 0.001, None, None, 0, None))
+        for n in g.ranks[r].nodes:
+            if isinstance(n, CollectiveNode):
+                nodes.append(NodeTiming(r, n.id, "collective", 0.0, 1.0, n.collective, n.group, n.nbytes, True))
+    report = summarize(job, GraphRun(tuple(nodes)), ["h1", "h2", "h3", "h4"], 8.0, {}, None, (), 1.0)
+    rate = 8e6 / 8
+    by = {(c.group, c.collective): c for c in report.collectives}
+    assert len(report.collectives) == 7
+    assert by[("world", "all_reduce")].algorithm == NETREDUCE
+    assert by[("world", "all_reduce")].bound_s == pytest.approx(4096 / rate)  # S/B, not 2 (N-1)/N S/B
+    assert by[("world", "reduce_scatter")].algorithm == NETREDUCE
+    assert by[("world", "reduce_scatter")].bound_s == pytest.approx(0.75 * 4096 / rate)
+    assert by[("world", "all_gather")].algorithm == NETREDUCE
+    assert by[("pair", "all_reduce")].algorithm == "ring"
+    assert by[("pair", "all_reduce")].bound_s == pytest.approx(4096 / rate)  # 2 (N-1)/N S/B at N = 2
+    assert by[("world", "all_to_all")].algorithm == "pairwise"
+    assert by[("world", "broadcast")].algorithm == "chain"
+    assert report.to_dict()["collectives"][0]["algorithm"] in (NETREDUCE, "ring", "pairwise", "chain")
