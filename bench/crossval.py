@@ -10,6 +10,10 @@ delay, a Python host's per-message delay; never fitted to these runs) and no pro
   emulated cluster's 10 Gb/s links dilated to the testbed's 20 Mb/s (D = 4), both backends with that dilation;
 - a DLCP pair: VGG-16 training under bulk TCP on the leaf-spine, `baseline-class` (every RoCE packet in one
   class above TCP) against DLCP priority on top of it.
+- collectives (bench/crossval_collectives.py; not in the default set, `--only collectives` writes
+  bench/results/crossval-collectives.json): ring all-reduce, reduce-scatter and all-gather, pairwise all-to-all,
+  broadcast and send/recv as the graph engines run them, at N = 4 and 8 on both fabrics; per pair the graph's
+  time and its time over ring all-reduce's.
 
 Each BMv2 run is repeated (--repeat, default 3: seed, seed + 1, ...) and its figure is the median over the
 repetitions that were not machine-bound (gradswitch/experiment/bottleneck.py; a pair without 3 such is not
@@ -20,7 +24,7 @@ bench/results/crossval.json and crossval.png; the runs' own reports under --out 
 same --out it resumes). Needs root, BMv2, Mininet and the built simulator. BMv2 runs want an idle machine:
 --quiet holds /tmp/gradswitch-quiet while they run (other helpers pause their heavy work).
 
-    python -m bench.crossval [--only allreduce,training,dlcp] [--topos rack,leafspine] [--workers 2,4,8]
+    python -m bench.crossval [--only allreduce,training,dlcp,collectives] [--topos rack,leafspine] [--workers 2,4,8]
                              [--repeat 3] [--out runs/bench-crossval] [--bmv2 PATH] [--quiet]
 """
 
@@ -29,12 +33,13 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, bmv2_option, save, use_bmv2
+from bench.crossval_figure import MIN_REPETITIONS, TOLERANCE, Figure
 from bench.testbed_costs import COSTS, load_costs, quiet_machine
 from gradswitch.experiment.compare import CompareSpec, run_compare
 from gradswitch.experiment.results_file import Results
@@ -42,11 +47,9 @@ from gradswitch.experiment.spec import Backend, ExperimentSpec, SimOptions, Topo
 from gradswitch.experiment.summary_file import Summary
 from workload.job import Algorithm
 
-TOLERANCE = 0.10  # |ns-3 / BMv2 - 1| at most this, per figure
 # The all-reduce runs' link rate: at 8 Mb/s BMv2 summing 8 workers' packets leaves the CPU idle enough to judge every
 # pair; at 20 Mb/s NetReduce at N >= 4 is machine-bound (bench/results/crossval-20mbps.json).
 DEFAULT_BW_MBPS = 8.0
-MIN_REPETITIONS = 3  # BMv2 repetitions that were not machine-bound, at least, for a judged pair
 ALGOS = (Algorithm.RING, Algorithm.NETREDUCE, Algorithm.PS)
 
 
@@ -126,27 +129,6 @@ def run_pairs(name: str, bmv2_runs: list[ExperimentSpec], costs: dict[str, float
 
 
 # ---- judging ----
-
-
-@dataclass(frozen=True)
-class Figure:
-    what: str
-    bmv2: float | None
-    ns3: float | None
-    usable: bool  # the BMv2 side has MIN_REPETITIONS repetitions that were not machine-bound
-
-    @property
-    def error(self) -> float | None:
-        return self.ns3 / self.bmv2 - 1 if self.bmv2 and self.ns3 is not None else None
-
-    @property
-    def within(self) -> bool | None:
-        """Within TOLERANCE (None: not judged)."""
-        return None if self.error is None or not self.usable else abs(self.error) <= TOLERANCE
-
-    def row(self) -> dict[str, Any]:
-        return {"what": self.what, "bmv2": self.bmv2, "ns3": self.ns3, "error": self.error, "usable": self.usable,
-                "within": self.within}
 
 
 def _usable(*summaries: dict[str, Any]) -> bool:
@@ -284,12 +266,15 @@ def _log(line: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.crossval", description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="allreduce,training,dlcp", help="allreduce, training, dlcp (comma-separated)")
+    parser.add_argument("--only", default="allreduce,training,dlcp",
+                        help="allreduce, training, dlcp, collectives (comma-separated)")
     parser.add_argument("--topos", default="rack,leafspine")
     parser.add_argument("--workers", default="2,4,8")
     parser.add_argument("--bw", type=float, default=DEFAULT_BW_MBPS,
                         help=f"all-reduce runs' link rate, Mb/s (default {DEFAULT_BW_MBPS:g})")
     parser.add_argument("--size", type=int, default=512 << 10, help="all-reduce bytes (default 512 KiB)")
+    parser.add_argument("--collective-bytes", type=int, default=1 << 20,
+                        help="the collectives part's buffer S (default 1 MiB; all-gather: S / N a rank)")
     parser.add_argument("--iterations", type=int, default=6)
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of every run (default 3)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-crossval"))
@@ -320,6 +305,15 @@ def main() -> None:
         summaries["dlcp"] = run_pairs("dlcp", dlcp_specs(), costs, args.out, args.repeat, args.quiet)
         figures += judge_pair(summaries["dlcp"], "DLCP priority / baseline-class (samples/s)", "dlcp-priority",
                               "dlcp-baseline-class")
+    if "collectives" in parts:
+        from bench import crossval_collectives as cc
+
+        workers_c = workers if args.workers != "2,4,8" else [4, 8]
+        plan = cc.Plan(args.bw, args.collective_bytes, args.repeat, MIN_REPETITIONS, args.repeat, costs, simulated)
+        store = cc.run_all(plan, topos, workers_c, args.out / "crossval-collectives")
+        figures += cc.judge(store.runs, topos, workers_c, MIN_REPETITIONS)
+        summaries["collectives"] = {"nbytes": args.collective_bytes, "bw_mbps": args.bw, "workers": workers_c,
+                                    "topos": topos, "runs": cc.rows(store, topos, workers_c)}
     print(table(figures, rankings))
     judged = [f for f in figures if f.within is not None] + [r for r in rankings if r["same"] is not None]
     passed = sum(1 for f in figures if f.within) + sum(1 for r in rankings if r["same"])

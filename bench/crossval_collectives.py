@@ -1,0 +1,235 @@
+"""bench.crossval's `collectives` part: every collective of the graph engines, BMv2 against ns-3.
+
+One graph per collective (workload.generators: ring all-reduce as the reference, ring reduce-scatter and
+all-gather, pairwise all-to-all, pipelined broadcast, send/recv to the next rank) at N = 4 and 8 on the rack
+and the 2x2 leaf-spine, each run on BMv2 (the hosts' graph engine, one network per topology and N) and on ns-3
+(the simulator's graph engine) through gradswitch.experiment.graph_experiment.run_graph_spec with the same
+job, the simulator given the testbed's costs exactly as bench.crossval.simulated sets them. Each BMv2 run is
+repeated (seed, seed + 1, ...); its figure is the median of the repetitions that were not machine-bound (a
+pair with fewer than MIN_REPETITIONS is not judged, and the table says so); the simulator runs the same seeds.
+Per pair: the graph's time (its makespan), and each collective's time over ring all-reduce's on the same fabric
+and backend, within TOLERANCE.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from bench.crossval_figure import Figure
+from gradswitch.experiment.graph_run import GraphRunReport
+from gradswitch.experiment.spec import ExperimentSpec, Topo
+from workload.generators import SEND_RECV, collective_graph, send_recv_graph
+from workload.graph import CollectiveKind, JobGraph
+
+REFERENCE = CollectiveKind.ALL_REDUCE.value
+# What the graph engines run, the reference first (send/recv: each rank to the next one, both at once).
+PATTERNS: tuple[str, ...] = (REFERENCE, CollectiveKind.REDUCE_SCATTER.value, CollectiveKind.ALL_GATHER.value,
+                             CollectiveKind.ALL_TO_ALL.value, CollectiveKind.BROADCAST.value, SEND_RECV)
+# The buffer S: 1 MiB at 8 Mb/s is 0.8-1.9 s at the bound per collective (tests/mininet/test_graph_bmv2.py's
+# size: at 256 KiB fixed costs left the links 70 % loaded). All-gather's nbytes is a rank's shard, S / N.
+DEFAULT_NBYTES = 1 << 20
+
+
+def pattern_graph(pattern: str, ranks: int, nbytes: int) -> JobGraph:
+    """One collective (or send/recv) on `ranks`, of the buffer `nbytes` (all-gather: output `nbytes`)."""
+    if pattern == SEND_RECV:
+        return send_recv_graph(ranks, nbytes, name=f"{SEND_RECV}-n{ranks}")
+    kind = CollectiveKind(pattern)
+    size = max(1, nbytes // ranks) if kind == CollectiveKind.ALL_GATHER else nbytes
+    return collective_graph(kind, ranks, size, name=f"{pattern}-n{ranks}")
+
+
+def run_name(topo: str, ranks: int, pattern: str) -> str:
+    return f"{topo}-n{ranks}-{pattern}"
+
+
+@dataclass(frozen=True)
+class Repetition:
+    """One run of one pattern on one backend: what judging needs of its GraphRunReport."""
+    seed: int
+    job_s: float
+    checked: bool
+    machine_bound: bool | None
+    reason: str | None
+
+    @staticmethod
+    def of(seed: int, report: GraphRunReport) -> Repetition:
+        return Repetition(seed, report.job_s, report.checked, report.machine_bound, report.machine_bound_reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seed": self.seed, "job_s": self.job_s, "checked": self.checked, "machine_bound": self.machine_bound,
+                "reason": self.reason}
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Repetition:
+        return Repetition(int(d["seed"]), float(d["job_s"]), bool(d["checked"]), d.get("machine_bound"),
+                          d.get("reason"))
+
+
+def usable(reps: Sequence[Repetition]) -> list[Repetition]:
+    """The repetitions whose time says something: exact, and not limited by the machine."""
+    return [r for r in reps if r.checked and not r.machine_bound]
+
+
+def median_time(reps: Sequence[Repetition]) -> float | None:
+    good = usable(reps)
+    return statistics.median(r.job_s for r in good) if good else None
+
+
+def spread(reps: Sequence[Repetition]) -> tuple[float, float] | None:
+    good = usable(reps)
+    return (min(r.job_s for r in good), max(r.job_s for r in good)) if good else None
+
+
+def judge(runs: dict[str, dict[str, list[Repetition]]], topos: Sequence[str], workers: Sequence[int],
+          min_repetitions: int) -> list[Figure]:
+    """Per (topology, N, pattern) the graph's median time on both backends, then per non-reference pattern its
+    time over ring all-reduce's. runs[name]["bmv2" | "ns3"]: the repetitions. A BMv2 side with fewer than
+    `min_repetitions` usable repetitions is not judged (a ratio: either of its two)."""
+    figures = []
+    for topo in topos:
+        for n in workers:
+            times: dict[str, tuple[float | None, float | None, bool]] = {}
+            for pattern in PATTERNS:
+                sides = runs.get(run_name(topo, n, pattern), {})
+                bmv2, ns3 = sides.get("bmv2", []), sides.get("ns3", [])
+                ok = len(usable(bmv2)) >= min_repetitions and bool(usable(ns3))
+                times[pattern] = (median_time(bmv2), median_time(ns3), ok)
+                figures.append(Figure(f"{topo} N={n} {pattern} (s)", times[pattern][0], times[pattern][1], ok))
+            rb, rs, rok = times[REFERENCE]
+            for pattern in PATTERNS[1:]:
+                b, s, ok = times[pattern]
+                figures.append(Figure(f"{topo} N={n} {pattern} / {REFERENCE}", _ratio(b, rb), _ratio(s, rs),
+                                      ok and rok))
+    return figures
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+# ---- running ----
+
+
+def bmv2_spec(topo: str, ranks: int, bw_mbps: float, seed: int) -> ExperimentSpec:
+    return ExperimentSpec(name=f"{topo}-n{ranks}", workers=ranks, topo=Topo(topo), bw_mbps=bw_mbps, seed=seed,
+                          iterations=1)
+
+
+class Store:
+    """The repetitions measured so far, in out/repetitions.json (run again with the same out, it resumes)."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / "repetitions.json"
+        raw: dict[str, dict[str, list[dict[str, Any]]]] = (json.loads(self.path.read_text())
+                                                           if self.path.exists() else {})
+        self.runs = {name: {side: [Repetition.from_dict(r) for r in reps] for side, reps in sides.items()}
+                     for name, sides in raw.items()}
+
+    def has(self, name: str, side: str, seed: int) -> bool:
+        return any(r.seed == seed for r in self.runs.get(name, {}).get(side, []))
+
+    def add(self, name: str, side: str, rep: Repetition) -> None:
+        self.runs.setdefault(name, {}).setdefault(side, []).append(rep)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(self.as_dict(), indent=1))
+
+    def as_dict(self) -> dict[str, dict[str, list[dict[str, Any]]]]:
+        return {name: {side: [r.to_dict() for r in reps] for side, reps in sides.items()}
+                for name, sides in self.runs.items()}
+
+
+Simulate = Callable[[ExperimentSpec, dict[str, float]], ExperimentSpec]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How bench.crossval runs this part: its settings, the simulator's spec from the testbed's."""
+    bw_mbps: float
+    nbytes: int
+    repeat: int
+    min_repetitions: int
+    extra: int  # runs again, at most, of a pattern whose BMv2 runs were machine-bound
+    costs: dict[str, float]
+    simulated: Simulate
+
+
+def run_all(plan: Plan, topos: Sequence[str], workers: Sequence[int], out: Path,
+            log: Callable[[str], None] = print) -> Store:
+    """Every pattern `repeat` times on BMv2 (one network per topology and N, the runs on it one after another)
+    and on ns-3 with the same seeds; a pattern with fewer than `min_repetitions` BMv2 runs that were not
+    machine-bound runs again (seeds repeat + 1 ...), `extra` times at most. Every run is kept and reported."""
+    store = Store(out)
+    for topo in topos:
+        for n in workers:
+            run_fabric(plan, topo, n, store, out, log)
+    return store
+
+
+def run_fabric(plan: Plan, topo: str, n: int, store: Store, out: Path, log: Callable[[str], None]) -> None:
+    from gradswitch.experiment.graph_experiment import run_graph_spec
+    from gradswitch.experiment.graph_run import run_graph_on
+    from gradswitch.experiment.placement import topology_for
+    from gradswitch.testbed import Testbed
+    from mininet_topos.network import NetworkOptions
+
+    graphs = {p: pattern_graph(p, n, plan.nbytes) for p in PATTERNS}
+    base = bmv2_spec(topo, n, plan.bw_mbps, 1)
+    seeds = range(1, plan.repeat + 1)
+
+    def simulate(pattern: str, seed: int) -> None:
+        name = run_name(topo, n, pattern)
+        if not store.has(name, "ns3", seed):
+            report = run_graph_spec(plan.simulated(replace(base, seed=seed), plan.costs), graphs[pattern],
+                                    out / name / f"ns3-{seed}")
+            store.add(name, "ns3", Repetition.of(seed, report))
+            log(f"[ns3] {name} seed {seed}: {report.job_s:.3f} s, exact {report.checked}")
+
+    def short(pattern: str) -> bool:
+        return len(usable(store.runs.get(run_name(topo, n, pattern), {}).get("bmv2", []))) < plan.min_repetitions
+
+    for pattern in PATTERNS:
+        for seed in seeds:
+            simulate(pattern, seed)
+    todo = [(p, s) for p in PATTERNS for s in seeds if not store.has(run_name(topo, n, p), "bmv2", s)]
+    if not todo and not any(short(p) for p in PATTERNS):
+        return
+    with Testbed(topology_for(base), NetworkOptions(run_dir=(out / f"net-{topo}-n{n}").resolve())) as net:
+        def once(pattern: str, seed: int) -> None:
+            name = run_name(topo, n, pattern)
+            report = run_graph_on(net, replace(base, seed=seed), graphs[pattern], out / name / f"bmv2-{seed}")
+            store.add(name, "bmv2", Repetition.of(seed, report))
+            log(f"[bmv2] {name} seed {seed}: {report.job_s:.3f} s, exact {report.checked}, "
+                f"machine-bound {report.machine_bound} ({report.machine_bound_reason})")
+            simulate(pattern, seed)
+
+        for seed in seeds:  # seeds outermost: a pattern's repetitions spread over the network's life
+            for pattern in PATTERNS:
+                if (pattern, seed) in todo:
+                    once(pattern, seed)
+        for seed in range(plan.repeat + 1, plan.repeat + plan.extra + 1):
+            for pattern in PATTERNS:
+                if short(pattern) and not store.has(run_name(topo, n, pattern), "bmv2", seed):
+                    once(pattern, seed)
+
+
+def rows(store: Store, topos: Sequence[str], workers: Sequence[int]) -> list[dict[str, Any]]:
+    """Per run its repetitions' spread on both backends (what the JSON keeps beside the figures)."""
+    out = []
+    for topo in topos:
+        for n in workers:
+            for pattern in PATTERNS:
+                name = run_name(topo, n, pattern)
+                sides = store.runs.get(name, {})
+                out.append({"run": name, "topo": topo, "workers": n, "pattern": pattern,
+                            **{side: {"median_s": median_time(sides.get(side, [])),
+                                      "spread_s": spread(sides.get(side, [])),
+                                      "usable": len(usable(sides.get(side, []))),
+                                      "repetitions": [r.to_dict() for r in sides.get(side, [])]}
+                               for side in ("bmv2", "ns3")}})
+    return out
