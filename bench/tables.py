@@ -36,6 +36,7 @@ from gradswitch.experiment.bottleneck import TARGET_CPU_IDLE, judge
 RESULTS = Path(__file__).resolve().parent / "results"
 README = Path(__file__).resolve().parent.parent / "README.md"
 PERFORMANCE = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+SIMULATOR = Path(__file__).resolve().parent.parent / "docs" / "simulator.md"  # its cross-validation section
 README_TABLES = ("claims",)  # the headline figures the README keeps; every table is in docs/performance.md
 
 Json = dict[str, Any]
@@ -527,6 +528,37 @@ def crossval_rankings_table(results: Path, name: str = "crossval.json") -> str:
                   "the same"], rows)
 
 
+def crossval_collectives_table(results: Path, name: str = "crossval-collectives.json") -> str:
+    """bench.crossval's collectives part: per fabric, N and collective the graph's time on both backends (BMv2:
+    median [min-max] of the exact runs not machine-bound, how many of all) and its time over ring all-reduce's."""
+    cv = load(results, name)
+    figures = {f["what"]: f for f in cv["figures"]}
+    tol = f"{100 * cv['tolerance']:g} %"
+
+    def verdict(f: Json | None) -> str:
+        if f is None or f["within"] is None:
+            return "not judged" + ("" if f is None or f["usable"] else f": under {cv['min_repetitions']} BMv2 runs")
+        return "yes" if f["within"] else "**no**"
+
+    def error(f: Json | None) -> str:
+        return f"{100 * f['error']:+.1f} %" if f is not None and f["error"] is not None else "-"
+
+    rows = []
+    for r in cv["runs"]["collectives"]["runs"]:
+        b, s = r["bmv2"], r["ns3"]
+        key = f"{r['topo']} N={r['workers']} {r['pattern']}"
+        t, ratio = figures.get(f"{key} (s)"), figures.get(f"{key} / all_reduce")
+        span = f" [{num(b['spread_s'][0], 3)}-{num(b['spread_s'][1], 3)}]" if b["spread_s"] else ""
+        rows.append([r["topo"], str(r["workers"]), r["pattern"],
+                     f"{num(b['median_s'], 3)}{span} ({b['usable']} of {len(b['repetitions'])})", num(s["median_s"], 3),
+                     error(t), verdict(t),
+                     "-" if ratio is None else f"{num(ratio['bmv2'], 3)} / {num(ratio['ns3'], 3)}",
+                     error(ratio), "-" if ratio is None else verdict(ratio)])
+    return table(["fabric", "N", "collective", "BMv2 s: median [min-max] (runs not machine-bound of all)", "ns-3 s",
+                  "ns-3 / BMv2 - 1", f"within {tol}", "over all-reduce: BMv2 / ns-3", "ns-3 / BMv2 - 1",
+                  f"within {tol}"], rows)
+
+
 # ---- the simulator's speed (bench/results/ns3-speed.json) ----
 
 
@@ -662,6 +694,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "crossval": ("crossval.json", crossval_table),
     "crossval-rankings": ("crossval.json", crossval_rankings_table),
     "crossval-20mbps": (CROSSVAL_20, lambda results: crossval_table(results, CROSSVAL_20)),
+    "crossval-collectives": ("crossval-collectives.json", crossval_collectives_table),
     "ns3-speed": ("ns3-speed.json", ns3_speed_table),
     "ns3-profile": ("ns3-profile.json", ns3_profile_table),
     "ns3-schedulers": ("ns3-profile.json", ns3_schedulers_table),
@@ -700,7 +733,7 @@ def _literal(new: str) -> Callable[[re.Match[str]], str]:
 def stale(tables: Mapping[str, str]) -> list[str]:
     """The documents whose tables differ from `tables` (what `--write` would change)."""
     headline = {name: tables[name] for name in README_TABLES}
-    return [str(doc) for doc, wanted in ((PERFORMANCE, tables), (README, headline))
+    return [str(doc) for doc, wanted in ((PERFORMANCE, tables), (SIMULATOR, tables), (README, headline))
             if update_readme(doc.read_text(), wanted) != doc.read_text()]
 
 
@@ -721,6 +754,7 @@ def main() -> None:
     if args.write:
         PERFORMANCE.write_text(update_readme(PERFORMANCE.read_text(), tables))
         print(f"written {len(tables)} tables into {PERFORMANCE}")
+        SIMULATOR.write_text(update_readme(SIMULATOR.read_text(), tables))
         headline = {name: tables[name] for name in README_TABLES}
         README.write_text(update_readme(README.read_text(), headline))
         print(f"written {len(headline)} into {README}")
