@@ -672,6 +672,7 @@ def scaling_dlcp_table(results: Path) -> str:
                   "within the error bound", "TCP goodput Gb/s", "busiest link"], rows)
 
 
+CROSSVAL_COLLECTIVES_4 = "crossval-collectives-4mbps.json"  # N = 8 at 4 Mb/s, where 8 Python hosts keep up
 CROSSVAL_20 = "crossval-20mbps.json"  # the same study at 20 Mb/s, where BMv2 is machine-bound for NetReduce at N >= 4
 
 TABLES: dict[str, Callable[[Path], str]] = {
@@ -695,6 +696,8 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "crossval-rankings": ("crossval.json", crossval_rankings_table),
     "crossval-20mbps": (CROSSVAL_20, lambda results: crossval_table(results, CROSSVAL_20)),
     "crossval-collectives": ("crossval-collectives.json", crossval_collectives_table),
+    "crossval-collectives-4mbps": (CROSSVAL_COLLECTIVES_4,
+                                   lambda results: crossval_collectives_table(results, CROSSVAL_COLLECTIVES_4)),
     "ns3-speed": ("ns3-speed.json", ns3_speed_table),
     "ns3-profile": ("ns3-profile.json", ns3_profile_table),
     "ns3-schedulers": ("ns3-profile.json", ns3_schedulers_table),
