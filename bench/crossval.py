@@ -53,6 +53,7 @@ from workload.job import Algorithm
 # pair; at 20 Mb/s NetReduce at N >= 4 is machine-bound (bench/results/crossval-20mbps.json).
 DEFAULT_BW_MBPS = 8.0
 ALGOS = (Algorithm.RING, Algorithm.NETREDUCE, Algorithm.PS)
+PARTS = ("allreduce", "training", "dlcp", "collectives")
 
 
 def simulated(spec: ExperimentSpec, costs: dict[str, float]) -> ExperimentSpec:
@@ -284,6 +285,10 @@ def main() -> None:
     parser.add_argument("--quiet", action="store_true", help="hold /tmp/gradswitch-quiet while BMv2 runs")
     bmv2_option(parser)
     args = parser.parse_args()
+    unknown = [p for p in args.only.split(",") if p not in PARTS]
+    if unknown:
+        parser.error(f"--only {args.only}: unknown part {unknown[0]!r}; give some of {', '.join(PARTS)}, "
+                     f"comma-separated")
     costs = load_costs(args.costs, str(use_bmv2(args)))
     print(f"testbed costs ({args.costs}): switch {costs['switch_delay_us']:.1f} us per packet, host "
           f"{costs['host_delay_us']:.1f} us per message", flush=True)
