@@ -18,7 +18,7 @@ from gradswitch.experiment.graph_run import GraphRunReport, run_graph
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
 from tests.graphs import one_collective, send_recv, two_groups
-from topology.generators import rack
+from topology.generators import leafspine, rack
 from workers.collectives.in_network import NETREDUCE
 from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, ProcessGroup, RankGraph, world_group
 from workload.job import Algorithm
@@ -160,3 +160,20 @@ def test_netreduce_beside_the_hosts_algorithms(tmp_path: Path) -> None:
     for r in range(4):  # the switch jobs and the pair's ring overlap
         ar, pair = by[(r, 2)], by[(r, 5)]
         assert max(ar.start_s, pair.start_s) < min(ar.end_s, pair.end_s), (r, ar, pair)
+
+
+def test_netreduce_on_a_leaf_spine_exact(tmp_path: Path) -> None:
+    """The same three on a 2x2 leaf-spine, two ranks a leaf: each aggregated (or replicated) in two levels,
+    leaves then a spine, exact (times here only on the rack: at this size the machine sets them)."""
+    graphs = [one_collective(kind, 4, NBYTES // 16 if kind == CollectiveKind.ALL_GATHER else NBYTES // 4)
+              for kind in IN_NETWORK]
+    with Testbed(leafspine(2, 2, 2, BW_MBPS), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        reports = [run_graph(net, g, tmp_path / g.name, bw_mbps=BW_MBPS, algo=Algorithm.NETREDUCE) for g in graphs]
+    for report in reports:
+        assert report.checked, report.errors
+        assert [c.algorithm for c in report.collectives] == [NETREDUCE]
+        assert len({net_leaf(h) for h in report.hosts}) == 2
+
+
+def net_leaf(host: str) -> str:
+    return leafspine(2, 2, 2, BW_MBPS).attachment(host)[0]
