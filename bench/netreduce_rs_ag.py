@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import MachineMeter, collective_args, save
+from bench.common import Limits, MachineMeter, collective_args, save
 from gradswitch.experiment.graph_run import graph_spec, run_graph_experiment
 from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.spec import Topo, spec_from_dict
@@ -129,16 +129,20 @@ def main() -> None:
                     ring_runs, ring_idle = ring_times(Path(tmp) / f"{topo}-{n}-{name}-ring", topo, kind, n, args.size,
                                                       args.iterations, args.bw, args.spines)
                     ring_median = statistics.median(ring_runs)
+                    # the links' load is not metered here (a collective's own times are): the CPU judges the run
+                    links = f"shaped at {args.bw:g} Mb/s, load not metered"
+                    limits, ring_limits = Limits(None, idle, links), Limits(None, ring_idle, links)
                     rows.append({"topo": topo, "spines": args.spines, "workers": n, "collective": name,
                                  "size_bytes": args.size,
                                  "bw_mbps": args.bw, "median_s": median, "ring_bound_s": ring,
                                  "in_network_bound_s": innet, "over_ring_bound": median / ring,
                                  "over_in_network_bound": median / innet, "cpu_idle": idle, "events": events,
                                  "ring_median_s": ring_median, "ring_cpu_idle": ring_idle,
-                                 "ring_over_netreduce": ring_median / median})
+                                 "ring_over_netreduce": ring_median / median, **limits.figures(),
+                                 "ring_limits": ring_limits.figures()})
                     print(f"  median {median:.3f} s, ring bound {ring:.3f} s ({median / ring:.2f}x), in-network "
                           f"bound {innet:.3f} s ({median / innet:.2f}x), idle CPU {idle}; the ring's median "
-                          f"{ring_median:.3f} s (idle CPU {ring_idle})", flush=True)
+                          f"{ring_median:.3f} s (idle CPU {ring_idle}); {limits.line()}", flush=True)
     name = "netreduce-rs-ag" + (f"-{args.tag}" if args.tag else "")
     path = save(name, {"code_version": code_version(), "rows": rows})
     print(f"wrote {path}")

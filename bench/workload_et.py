@@ -12,7 +12,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from bench.common import save
+from bench.common import Limits, save
 from gradswitch.cli import parse_size
 from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo
@@ -37,9 +37,12 @@ def main() -> None:
                  else collective_graph(CollectiveKind(kind), args.workers, args.size))
         report = run_graph_spec(replace(base, name=kind), graph, args.out / kind)
         (k,) = report.by_kind
+        limits = Limits(report.busiest_link_load, None)  # simulated: the machine never sets the pace
         rows.append({"collective": kind, "workers": args.workers, "nbytes": args.size, "count": k.count,
-                     "time_s": k.time_s, "bound_s": k.bound_s, "ratio": k.worst_ratio, "checked": report.checked})
-        print(f"{kind:<16}{k.time_s * 1e3:>10.3f}{k.bound_s * 1e3:>10.3f}{k.worst_ratio:>8.2f}  {report.checked}")
+                     "time_s": k.time_s, "bound_s": k.bound_s, "ratio": k.worst_ratio, "checked": report.checked,
+                     **limits.figures()})
+        print(f"{kind:<16}{k.time_s * 1e3:>10.3f}{k.bound_s * 1e3:>10.3f}{k.worst_ratio:>8.2f}  {report.checked}  "
+              f"{limits.line()}")
     path = save("workload-et-ns3", {"what": "each collective as an exported Chakra trace on ns-3, rack, "
                                             f"{BW_MBPS:g} Mb/s", "bottleneck": "the links (simulated)", "rows": rows})
     print(f"wrote {path}")

@@ -48,7 +48,9 @@ def test_a_high_class_overtakes_queued_low_class_packets(tmp_path, priority):
     try:
         with Bmv2Thrift(sw.address.thrift_port) as thrift:
             for prio in range(8):
-                thrift.set_queue_rate(2, 100, priority=prio)  # every queue of port 2: 100 packets/s
+                # every queue of port 2: 20 packets/s, so that all 15 packets are in before a few of the bulk
+                # ones have left even when the machine is busy (at 100/s, 3 had left before the ACK came in)
+                thrift.set_queue_rate(2, 20, priority=prio)
         low = [gradient_packet(topo, "h1", "h2", psn, marking(False, 7, 0)) for psn in range(12)]
         high = gradient_packet(topo, "h1", "h2", 100, marking(False, 0, 3))
         sw.replay([(1, p) for p in low] + [(1, high)])
@@ -144,7 +146,9 @@ def test_the_roce_class_puts_every_roce_packet_ahead_of_bulk_traffic(tmp_path, r
     try:
         with Bmv2Thrift(sw.address.thrift_port) as thrift:
             for prio in range(8):
-                thrift.set_queue_rate(2, 100, priority=prio)  # every queue of port 2: 100 packets/s
+                # every queue of port 2: 20 packets/s, so that all 15 packets are in before a few of the bulk
+                # ones have left even when the machine is busy (at 100/s, 3 had left before the ACK came in)
+                thrift.set_queue_rate(2, 20, priority=prio)
         bulk = [Ether(src=h1.mac, dst=h2.mac) / IP(src=h1.ip, dst=h2.ip, id=i) / UDP(sport=40000, dport=5201)
                 / Raw(bytes(1000)) for i in range(12)]
         plain = Transport(Bth(Opcode.WRITE_MIDDLE, qpn(1, 0, 9), 500), bytes(1000))  # job 9: no DLCP

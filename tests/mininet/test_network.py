@@ -171,10 +171,18 @@ def test_leafspine_udp_tcp_and_fault_injection(tmp_path):
     assert leftovers(tmp_path / "net", names) == []
 
 
+def _as_in_a_terminal() -> None:
+    """The command starts with SIGINT, SIGTERM and SIGHUP at their defaults, as from a terminal: a suite started in
+    the background (`(make test &)`, nohup) hands its children SIGINT and SIGHUP ignored, and Ctrl-C would then
+    do nothing, as it should for a command run in the background."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _start_cli(args: list[str], run_dir: Path, stdin: int | None = None) -> subprocess.Popen[str]:
     env = dict(os.environ, GRADSWITCH_RUNTIME_DIR=str(run_dir))
     return subprocess.Popen(GRADSWITCH + args, cwd=REPO_ROOT, env=env, stdin=stdin, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, preexec_fn=_as_in_a_terminal)
 
 
 def stop_cli(proc: subprocess.Popen[str], run_dir: Path) -> None:
