@@ -3,6 +3,9 @@ in the tests that replay a traced model on both backends."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -18,3 +21,19 @@ def make_batch() -> Any:
     import torch
 
     return torch.randn(16, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+
+
+def trace_small_model(prefix: Path, ranks: int = 4) -> None:
+    """`gradswitch trace-model` of this model on the CPU, as a user types it: PREFIX.{rank}.et at `ranks` ranks
+    (2 iterations). Skips when torch is absent, fails instead with GRADSWITCH_REQUIRE_TORCH=1."""
+    import os
+
+    import pytest
+
+    if os.environ.get("GRADSWITCH_REQUIRE_TORCH") != "1":
+        pytest.importorskip("torch", reason="[torch] not installed: pip install torch==2.13.0")
+    model = Path(__file__)
+    made = subprocess.run([sys.executable, "-m", "gradswitch.cli", "trace-model", "--model", f"{model}:make_model",
+                           "--batch", f"{model}:make_batch", "--ranks", str(ranks), "--iterations", "2", "--steps",
+                           "3", "--device", "cpu", "--out", str(prefix)], capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stdout + made.stderr

@@ -6,7 +6,6 @@ the two compared: bench.crossval's collectives part)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,11 +14,11 @@ from typing import Any
 import pytest
 
 from protocol.paths import REPO_ROOT
+from tests.small_model import trace_small_model
 
 pytestmark = pytest.mark.mininet
 
 GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
-MODEL = REPO_ROOT / "tests" / "small_model.py"
 
 
 def gradswitch(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -46,12 +45,8 @@ def test_an_exported_all_to_all_runs_exact_on_bmv2(tmp_path):
 
 
 def test_a_pytorch_model_traced_on_the_cpu_replays_on_bmv2(tmp_path):
-    if os.environ.get("GRADSWITCH_REQUIRE_TORCH") != "1":
-        pytest.importorskip("torch", reason="[torch] not installed: pip install torch==2.13.0")
     prefix = tmp_path / "et" / "small"
-    made = gradswitch("trace-model", "--model", f"{MODEL}:make_model", "--batch", f"{MODEL}:make_batch",
-                      "--ranks", "4", "--iterations", "2", "--steps", "3", "--device", "cpu", "--out", str(prefix))
-    assert made.returncode == 0, made.stdout + made.stderr
+    trace_small_model(prefix)
     report = run_bmv2(prefix, tmp_path / "run")
     assert {c["collective"] for c in report["collectives"]} == {"all_reduce"}
     assert all(c["checked"] for c in report["collectives"])

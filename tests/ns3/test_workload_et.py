@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from protocol.paths import REPO_ROOT
+from tests.small_model import trace_small_model
 
 pytestmark = pytest.mark.ns3
 
 GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
-MODEL = REPO_ROOT / "tests" / "small_model.py"
 
 
 def gradswitch(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -72,12 +72,8 @@ def test_traces_chakras_generator_writes_run_checked(tmp_path):
 
 
 def test_a_pytorch_model_traced_on_the_cpu_replays_with_its_computation(tmp_path):
-    if os.environ.get("GRADSWITCH_REQUIRE_TORCH") != "1":
-        pytest.importorskip("torch", reason="[torch] not installed: pip install torch==2.13.0")
     prefix = tmp_path / "et" / "small"
-    made = gradswitch("trace-model", "--model", f"{MODEL}:make_model", "--batch", f"{MODEL}:make_batch",
-                      "--ranks", "4", "--iterations", "2", "--steps", "3", "--device", "cpu", "--out", str(prefix))
-    assert made.returncode == 0, made.stdout + made.stderr
+    trace_small_model(prefix)
     report = run_ns3(prefix, tmp_path / "run")
     run = report["run"]["nodes"]
     compute = sum(n["end_s"] - n["start_s"] for n in run if n["rank"] == 0 and n["kind"] == "compute")
