@@ -541,6 +541,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate")
     p.add_argument("--loss", type=float, metavar="PCT", help="drop this percentage of RoCE packets on every worker "
                    "link, 0 <= PCT < 100")
+    p.add_argument("--fault", action="append", metavar="KIND:TARGET@SECONDS",
+                   help="a failure during the run (repeat for several): switch-crash:spine1@3,restart=5, "
+                   "link-down:leaf1-spine1@2,down=1, link-flap:leaf1-spine1@2,down=0.5,flaps=3, worker-crash:2@4, "
+                   "slow-worker:1@0,factor=3 (docs/faults.md)")
     p.add_argument("--transport", choices=Mode.names(), help=f"go-back-N (RoCE) or selective repeat (IRN); "
                    f"default {D.transport}")
     p.add_argument("--mtu", type=int, choices=VALID_MTUS, help=f"RoCE MTU of ring and PS (default {D.mtu}: "

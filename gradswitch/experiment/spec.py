@@ -30,6 +30,7 @@ from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.p4_constants import CONFIG
 from protocol.qpn import MAX_NODES
 from roce.qp import VALID_MTUS, Mode, QpConfig
+from topology.faults import Fault, FaultError, fault_from_dict, fault_problems, parse_fault
 from topology.generators import build_topology
 from topology.model import Topology, TopologyError
 from workers.ring import MAX_WORKERS as RING_MAX_WORKERS
@@ -52,7 +53,7 @@ class SpecError(ValueError):
 
 
 # `gradswitch experiment` options whose name is not the field's (the others are --<field> with '-' for '_').
-CLI_OPTIONS = {"size_bytes": "size", "bw_mbps": "bw", "loss_pct": "loss", "ps_key_bytes": "ps-key"}
+CLI_OPTIONS = {"size_bytes": "size", "bw_mbps": "bw", "loss_pct": "loss", "ps_key_bytes": "ps-key", "faults": "fault"}
 # `sim` fields and their options (`--check digest`)
 SIM_OPTIONS = {"check": "check", "link_delay_us": "link-delay-us", "switch_delay_us": "switch-delay-us",
                "host_delay_us": "host-delay-us", "queue_bytes": "queue-bytes", "shaped_links": "shaped-links"}
@@ -228,6 +229,8 @@ class ExperimentSpec:
     # A workload given as Chakra execution traces (DIR/PREFIX: files PREFIX.{rank}.et, docs/workloads.md): its
     # graphs run instead of algo/size/workload; workers = its ranks
     workload_et: str | None = None
+    # Failures during the run (topology/faults.py, docs/faults.md): a switch, a link or a worker, at a time
+    faults: tuple[Fault, ...] = ()
 
     @property
     def label(self) -> str:
@@ -371,6 +374,8 @@ class ExperimentSpec:
                 self.topology()
             except TopologyError as e:
                 out.append(f"topo = {self.topo} for {self.hosts_needed()} hosts: {e}")
+        if self.faults and not out:
+            out += fault_problems(self.faults, self.topology(), self.workers)
         return out
 
     def training_problems(self) -> list[str]:
@@ -444,6 +449,16 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
             return None
         (inner,) = [o for o in options if o is not type(None)]
         return _convert(value, inner, where)
+    if hint == tuple[Fault, ...]:
+        if not isinstance(value, list | tuple):
+            raise SpecError(f"{where} = {value!r}: a list of faults, e.g. [{{ kind = \"switch-crash\", "
+                            "target = \"spine1\", at_s = 3 }]")
+        try:
+            return tuple(v if isinstance(v, Fault) else fault_from_dict(v, f"{where}[{i}]") if isinstance(v, dict)
+                         else parse_fault(v) if isinstance(v, str) else fault_from_dict({}, f"{where}[{i}]")
+                         for i, v in enumerate(value))
+        except FaultError as e:
+            raise SpecError(str(e)) from None
     if isinstance(hint, type) and issubclass(hint, Choice):
         if isinstance(value, hint):
             return value
