@@ -79,3 +79,13 @@ def test_a_spec_takes_faults_as_tables_or_as_the_command_lines_strings_and_refus
         spec_from_dict({"faults": [{"kind": "switch-crash", "target": "s1"}]})
     problems = spec_from_dict({"topo": "leafspine", "faults": ["switch-crash:spine7@1"]}).problems()
     assert any("'spine7' is not a switch" in p for p in problems), problems
+
+
+def test_a_fault_record_says_the_times_to_detect_and_recover_and_reads_back():
+    from workload.fault_record import FaultOutcome, FaultRecord
+
+    record = FaultRecord(parse_fault("switch-crash:spine1@3,restart=5"), 3.01, FaultOutcome.RECOVERED, detected_s=3.2,
+                         recovered_s=3.9, iterations_lost=1, fallback="ring", detail="NetReduce fell back to ring")
+    assert record.time_to_detect_s == pytest.approx(0.19) and record.time_to_recover_s == pytest.approx(0.89)
+    assert FaultRecord.from_dict(record.to_dict()) == record
+    assert record.to_dict()["label"] == "switch-crash:spine1@3,restart=5"
