@@ -354,13 +354,15 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 def _experiment_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
     from gradswitch.experiment.graph_experiment import GRAPH_RESULTS, format_graph_table, load_graph, run_graph_spec
+    from gradswitch.experiment.graph_timeline import PLOT_FILE
 
     spec, graph = load_graph(spec, workers_given=args.workers is not None)
     _ready_for([spec])
     out = args.out or Path("runs") / (spec.name or f"{graph.name}-n{graph.world_size}-{spec.topo}")
     report = run_graph_spec(spec, graph, out)
     print(format_graph_table(report, str(spec.backend)))
-    print(f"results: {out / GRAPH_RESULTS}")
+    timeline = out / PLOT_FILE
+    print(f"results: {out / GRAPH_RESULTS}" + (f", timeline: {timeline}" if timeline.exists() else ""))
     return 0 if report.checked else 1
 
 

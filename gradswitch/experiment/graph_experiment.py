@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gradswitch.experiment.graph_run import SEND_RECV, GraphRunReport, graph_job, run_graph_experiment, summarize
+from gradswitch.experiment.graph_timeline import write_graph_timeline
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.simulated import link_usage, sim_settings
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
@@ -43,10 +44,16 @@ def load_graph(spec: ExperimentSpec, workers_given: bool) -> tuple[ExperimentSpe
 
 
 def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> GraphRunReport:
-    """Run the graph on the spec's backend; the report is also out_dir/graph-results.json."""
+    """Run the graph on the spec's backend; the report is also out_dir/graph-results.json, its timeline
+    out_dir/graph-timeline.{json,png} (compute and each collective per rank)."""
     out_dir = out_dir.resolve()
-    if not spec.simulated:
-        return run_graph_experiment(spec, graph, out_dir)
+    report = run_graph_experiment(spec, graph, out_dir) if not spec.simulated else _simulate(spec, graph, out_dir)
+    write_graph_timeline(report.run, report.hosts, out_dir, f"{graph.name}: {len(report.hosts)} ranks on "
+                         f"{spec.backend} at {report.bw_mbps:g} Mb/s")
+    return report
+
+
+def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> GraphRunReport:
     topo = topology_for(spec)
     job, placement = graph_job(topo, spec, graph, dilation=1.0)  # the simulator runs at the links' own rate
     settings = sim_settings(spec, [job.job], placement, progress=False)

@@ -57,18 +57,27 @@ def chrome_trace(results: Mapping[int, WorkerResult], iteration: int, dilation: 
 PLOTTED_WORKERS = 8  # a plot shows the first workers (timeline.json has every one: open it in Perfetto)
 
 
-def plot_timeline(trace: dict[str, Any], path: Path, title: str) -> None:
+def plot_timeline(trace: dict[str, Any], path: Path, title: str, colors: Mapping[str, str] | None = None,
+                  legend: Mapping[str, str] | None = None, x_label: str = "testbed seconds from the iteration's "
+                  "first forward start", what: str = "workers") -> None:
+    """A Chrome trace drawn as bars: one row per (process, thread), named by the trace's metadata, a colour per
+    event category (`colors`; grey for others), a legend entry per category present (`legend`: its words)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
+    colors = COLORS if colors is None else colors
+    legend = dict(zip(COLORS, ["forward", "backward", "reduction (bucket/partition)"], strict=True)) \
+        if legend is None else legend
     names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
              if e["ph"] == "M" and e["name"] == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
+               if e["ph"] == "M" and e["name"] == "thread_name"}
     shown = sorted(names)[:PLOTTED_WORKERS]
     if len(names) > len(shown):
-        title += f" ({len(shown)} of {len(names)} workers; timeline.json has all)"
+        title += f" ({len(shown)} of {len(names)} {what}; the trace's JSON has all)"
     spans = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] in shown]
     rows: list[tuple[int, int]] = sorted({(e["pid"], e["tid"]) for e in spans})
     fig, ax = plt.subplots(figsize=(11, 0.45 * max(4, len(rows)) + 1.2))
@@ -78,14 +87,13 @@ def plot_timeline(trace: dict[str, Any], path: Path, title: str) -> None:
     for e in spans:
         bars.setdefault(((e["pid"], e["tid"]), e["cat"]), []).append((e["ts"] / 1e6, max(e["dur"] / 1e6, 1e-5)))
     for (row, kind), xs in bars.items():
-        ax.broken_barh(xs, (y[row] - 0.4, 0.8), facecolors=COLORS.get(kind, "grey"), edgecolors="white",
+        ax.broken_barh(xs, (y[row] - 0.4, 0.8), facecolors=colors.get(kind, "grey"), edgecolors="white",
                        linewidth=0.3)
-    ax.set_yticks([y[r] for r in rows],
-                  [f"{names.get(p, p)}: {'compute' if t == COMPUTE_TID else f'reduction {t - 1}'}" for p, t in rows],
+    ax.set_yticks([y[r] for r in rows], [f"{names.get(r[0], r[0])}: {threads.get(r, r[1])}" for r in rows],
                   fontsize=7)
-    ax.set_xlabel("testbed seconds from the iteration's first forward start")
-    labels = ["forward", "backward", "reduction (bucket/partition)"]
-    ax.legend(handles=[Patch(color=c, label=n) for c, n in zip(COLORS.values(), labels, strict=True)],
+    ax.set_xlabel(x_label)
+    present = {kind for _, kind in bars}
+    ax.legend(handles=[Patch(color=colors.get(k, "grey"), label=legend.get(k, k)) for k in colors if k in present],
               loc="upper right", fontsize=7)
     ax.set_title(title, fontsize=9)
     fig.tight_layout()

@@ -81,6 +81,12 @@ def test_a_pytorch_model_traced_on_the_cpu_replays_with_its_computation(tmp_path
     # the job takes at least rank 0's computation (one GPU) and the all-reduces added to it
     assert report["job_s"] >= compute
     assert {c["collective"] for c in report["collectives"]} == {"all_reduce"}
+    # its timeline: a row of computation and one of the world group's all-reduces per rank, every node drawn
+    trace = json.loads((tmp_path / "run" / "graph-timeline.json").read_text())["traceEvents"]
+    spans = [e for e in trace if e["ph"] == "X"]
+    assert len(spans) == len(run) and {e["cat"] for e in spans} == {"compute", "all_reduce"}
+    assert {e["pid"] for e in spans} == set(range(len(report["hosts"])))
+    assert (tmp_path / "run" / "graph-timeline.png").stat().st_size > 10_000
 
 
 def test_a_broken_trace_is_refused_in_one_line_before_anything_starts(tmp_path):
