@@ -42,6 +42,11 @@ def test_an_exported_all_to_all_runs_exact_on_bmv2(tmp_path):
     assert [c["collective"] for c in report["collectives"]] == ["all_to_all"] * 2
     assert all(c["checked"] for c in report["collectives"])
     assert len(report["hosts"]) == 4
+    # the timeline: each rank's two all-to-alls on the world group's row, at the times the report holds
+    trace = json.loads((tmp_path / "run" / "graph-timeline.json").read_text())["traceEvents"]
+    spans = sorted((e["pid"], e["ts"]) for e in trace if e["ph"] == "X" and e["cat"] == "all_to_all")
+    assert spans == sorted((n["rank"], round(n["start_s"] * 1e6, 3)) for n in report["run"]["nodes"])
+    assert (tmp_path / "run" / "graph-timeline.png").exists()
 
 
 def test_a_pytorch_model_traced_on_the_cpu_replays_on_bmv2(tmp_path):
