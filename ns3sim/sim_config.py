@@ -20,6 +20,7 @@ from roce.headers import AETH_LEN, IMM_LEN, RETH_LEN
 from roce.qp import Mode, QpConfig
 from roce.wire import ETH_HEADER_LEN, IPV4_HEADER_LEN, ROCE_OVERHEAD
 from topology.model import Topology
+from workload import broadcast_chain
 from workload.dlcp import DlcpPolicy, layer_class
 from workload.encoding import job_profile
 from workload.graph import CollectiveNode, ComputeNode, JobGraph, Node, node_kind
@@ -199,11 +200,6 @@ def run_config(topo: Topology, jobs: list[JobConfig], settings: SimSettings) -> 
 
 # --- a job of execution graphs (workload/graph.py; the simulator's graph engine, gs-graph-rank.h) ---
 
-# A broadcast's chain cuts the buffer into ceil(bytes / BROADCAST_CHUNK_BYTES) chunks, at least 1 and at most
-# BROADCAST_MAX_CHUNKS: the hosts' rule (workers/collectives/chain.py CHUNK_BYTES, MAX_CHUNKS, a floor this
-# package does not import; tests/ns3/test_graph_sim_config.py fails when the two differ).
-BROADCAST_CHUNK_BYTES = 8192
-BROADCAST_MAX_CHUNKS = 1024
 
 def graph_json(graph: JobGraph) -> dict[str, Any]:
     """The job's `graph` section: workload.graph.to_dict's content, compact (what the C++ executes and no
@@ -220,7 +216,8 @@ def graph_json(graph: JobGraph) -> dict[str, Any]:
             d.update(peer=n.peer, tag=n.tag, nbytes=n.nbytes)
         return d
 
-    return {"broadcast_chunk_bytes": BROADCAST_CHUNK_BYTES, "broadcast_max_chunks": BROADCAST_MAX_CHUNKS,
+    # a broadcast's chain is cut as the hosts cut it (workload/broadcast_chain.py)
+    return {"broadcast_chunk_bytes": broadcast_chain.CHUNK_BYTES, "broadcast_max_chunks": broadcast_chain.MAX_CHUNKS,
             "groups": [{"ranks": list(g.ranks)} for g in graph.groups],
             "ranks": [{"nodes": [node(n) for n in r.nodes]} for r in graph.ranks]}
 

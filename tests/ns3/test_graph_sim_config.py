@@ -8,10 +8,10 @@ import pytest
 
 from ns3sim.graph_run import config, placement
 from ns3sim.run import SimError
-from ns3sim.sim_config import BROADCAST_CHUNK_BYTES, BROADCAST_MAX_CHUNKS, graph_check_mode, graph_json
+from ns3sim.sim_config import graph_check_mode, graph_json
 from ns3sim.sim_settings import CheckMode, SimSettings
 from topology.generators import rack
-from workers.collectives import chain
+from workload.broadcast_chain import CHUNK_BYTES, MAX_CHUNKS
 from workload.graph import (
     CollectiveKind,
     CollectiveNode,
@@ -86,9 +86,10 @@ def test_a_bad_graph_is_refused_before_the_simulator_starts():
 
 
 def test_the_broadcast_chunks_are_the_hosts():
-    """Both backends cut a broadcast's buffer alike (the chain's fill is part of its time)."""
-    assert (BROADCAST_CHUNK_BYTES, BROADCAST_MAX_CHUNKS) == (chain.CHUNK_BYTES, chain.MAX_CHUNKS)
-    assert graph_json(graph())["broadcast_chunk_bytes"] == chain.CHUNK_BYTES
+    """Both backends cut a broadcast's buffer alike (the chain's fill is part of its time): the simulator is told
+    the one rule the hosts follow."""
+    sent = graph_json(graph())
+    assert (sent["broadcast_chunk_bytes"], sent["broadcast_max_chunks"]) == (CHUNK_BYTES, MAX_CHUNKS)
 
 
 def test_a_job_places_the_ranks_and_sets_the_transport():
