@@ -130,6 +130,18 @@ class Bmv2Thrift:
     def register_reset(self, register: str) -> None:
         self._call("standard", "bm_register_reset", [(1, TType.I32, 0), (2, TType.STRING, register)], None)
 
+    # ---- ports (service "standard"): what a link taken down and up again needs ----
+
+    def port_remove(self, port: int) -> None:
+        """Stop using a port (its interface is closed: it can then go down without stopping the switch's
+        receive loop, which a packet socket on an interface taken down does)."""
+        self._call("standard", "bm_dev_mgr_remove_port", [(1, TType.I32, port)], None)
+
+    def port_add(self, interface: str, port: int) -> None:
+        """Use an interface as a port again (no pcap)."""
+        args = [(1, TType.STRING, interface), (2, TType.I32, port), (3, TType.STRING, "")]
+        self._call("standard", "bm_dev_mgr_add_port", args, None)
+
     # ---- queues (service "simple_switch"); rates are packets per second ----
 
     def set_queue_rate(self, port: int, rate_pps: int, priority: int | None = None) -> None:

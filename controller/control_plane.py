@@ -6,14 +6,19 @@ jobs, DLCP settings (and the RoCE class), load balancing. Inside `gradswitch net
 controller itself; `gradswitch repl` in another terminal gets one whose parts are proxies of
 the controller's (controller/control_socket.py), so every write is still made by the one
 primary session.
+
+`subscribe` hands the fabric's health events (a switch or link down or up, routes recomputed:
+controller/health.py) to a callback, in this process only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from controller.dlcp_settings import DlcpSettings
 from controller.fabric import Fabric
+from controller.health import HealthEvent
 from controller.load_balancing import LoadBalancing
 from controller.netreduce_jobs import NetReduceJobs
 
@@ -29,3 +34,8 @@ class ControlPlane:
     def over(cls, fabric: Fabric) -> ControlPlane:
         """The control plane of a fabric (connected or not)."""
         return cls(fabric, NetReduceJobs(fabric), DlcpSettings(fabric), LoadBalancing(fabric))
+
+    def subscribe(self, callback: Callable[[HealthEvent], None]) -> Callable[[], None]:
+        """Call `callback` with every HealthEvent of the fabric from now on (on the thread that noticed it: return
+        quickly, do not write to the switches from it); returns the function that unsubscribes it."""
+        return self.fabric.health.subscribe(callback)

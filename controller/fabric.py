@@ -6,19 +6,29 @@ packet I/O, fault injection. Features with state of their own build on it
 puts them together for the REPL, in process (inside `gradswitch net`) or through the control
 socket of a running network (`gradswitch repl`, controller/control_socket.py): every write to
 a switch goes through the one primary session this object holds.
+
+The fabric also keeps its switches running through failures (docs/faults.md, "Recovery in the switches"):
+every write is recorded per switch (controller/written_entries.py); a switch whose P4Runtime stream ends is
+marked down (`is_up`), left out of `switch_names`, and the live switches' routes and ECMP groups are recomputed
+around it and rewritten (`reroute`); `restore` gives a restarted switch its pipeline and every entry it held,
+then routes go back through it. Links are watched by their ports' carrier (`watch_links`, controller/health.py).
+What the fabric notices is published on `health` (HealthEvents).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from controller.controls import all_base_entries, fault_injection, port_counters
+from controller.controls import all_base_entries, fault_injection, l3_forwarding, port_counters
 from controller.controls.port_counters import PortStats
+from controller.health import Health, HealthKind, LinkWatch, WatchedLink, link_name
 from controller.p4rt import (
     CONTROLLER_ELECTION_ID,
     CounterValue,
@@ -29,11 +39,15 @@ from controller.p4rt import (
     SwitchAddress,
     SwitchError,
     SwitchSession,
+    SwitchUnavailable,
     TableEntry,
 )
 from controller.p4rt.entities import format_entry, normalize
 from controller.p4rt.session import DELETE, INSERT, MODIFY, ElectionId
+from controller.routing import NOTHING_OUT, Outage
+from controller.written_entries import TrackedSession, WrittenEntries, entity_key, same_entity
 from mininet_topos.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT, switch_ports
+from protocol.ecmp import Balancing
 from protocol.paths import BMV2_JSON, P4INFO
 from topology.model import Topology
 
@@ -74,6 +88,12 @@ class Fabric:
         self.p4info = p4info if p4info is not None else P4Info.from_file(P4INFO)
         self.election_id = election_id
         self.sessions: dict[str, SwitchSession] = {}
+        self.written: dict[str, WrittenEntries] = {name: WrittenEntries(self.p4info) for name in self.addresses}
+        self.health = Health()
+        self.outage: Outage = NOTHING_OUT  # what the controller knows is out now
+        self._failover = threading.RLock()  # one change of the outage (and its rerouting) at a time
+        self._link_watch: LinkWatch | None = None
+        self._balancing = l3_forwarding.PLAIN  # the last setting seen on the routes (for when none is ECMP)
 
     # ---- life cycle ----
 
@@ -84,9 +104,13 @@ class Fabric:
             futures = {name: pool.submit(fn, name) for name in names}
             return {name: fut.result() for name, fut in futures.items()}
 
+    def _open(self, name: str, timeout: float) -> TrackedSession:
+        return TrackedSession(self.addresses[name], self.p4info, self.election_id, timeout, self.written[name],
+                              self._stream_ended)
+
     def connect(self, timeout: float = 10.0) -> None:
         def open_one(name: str) -> SwitchSession:
-            return SwitchSession(self.addresses[name], self.p4info, self.election_id, timeout=timeout)
+            return self._open(name, timeout)
 
         try:
             self.sessions = self._each(open_one)
@@ -114,6 +138,9 @@ class Fabric:
         log.info("fabric %s: %d switches programmed, %d entries", self.topo.name, len(self.sessions), n)
 
     def close(self) -> None:
+        if self._link_watch is not None:
+            self._link_watch.stop()
+            self._link_watch = None
         for s in self.sessions.values():
             s.close()
         self.sessions = {}
@@ -127,7 +154,11 @@ class Fabric:
     # ---- the API of the REPL and of the control socket ----
 
     def switch_names(self) -> list[str]:
-        return list(self.addresses)
+        """The switches that are up (a dead one holds nothing to read or set until it is restored)."""
+        return [name for name in self.addresses if name not in self.outage.switches]
+
+    def is_up(self, switch: str) -> bool:
+        return switch not in self.outage.switches
 
     def session(self, switch: str) -> SwitchSession:
         try:
@@ -144,7 +175,7 @@ class Fabric:
             out.append({
                 "name": name, "role": sw.role, "device_id": addr.device_id, "grpc": addr.grpc_addr,
                 "thrift_port": addr.thrift_port, "ports": self.topo.ports_of(name),
-                "primary": bool(sess and sess.is_primary),
+                "primary": bool(sess and sess.is_primary), "up": self.is_up(name),
             })
         return out
 
@@ -201,10 +232,12 @@ class Fabric:
         rules = fault_injection.loss_entries(port, fraction, direction, ip_protocol, l4_dst_port, corrupt=corrupt)
         keys = {(n.table, frozenset(n.match.items())) for n in map(self.normalize, rules)}
         sess = self.session(switch)
+        # A dead switch holds nothing: only the record of what it held loses the rules (restore would give them back).
+        held = sess.read_table if self.is_up(switch) else self.written[switch].table
         stale = [
             e
             for table in {r.table for r in rules}
-            for e in sess.read_table(table)
+            for e in map(self.normalize, held(table))
             if (e.table, frozenset(e.match.items())) in keys
         ]
         sess.delete(stale)
@@ -212,3 +245,113 @@ class Fabric:
             return []
         sess.insert(rules)
         return rules
+
+    # ---- failures: noticed, routed around, restored ----
+
+    def _stream_ended(self, switch: str) -> None:
+        """A session's stream ended while open: its switch died (called on that stream's thread)."""
+        with self._failover:
+            if not self.is_up(switch):
+                return
+            at = time.monotonic()
+            self.outage = self.outage.with_switch(switch, True)
+            self.health.publish(HealthKind.SWITCH_DOWN, switch, "its P4Runtime stream ended", at=at)
+            self._reroute_after(switch)
+
+    def _reroute_after(self, cause: str) -> None:
+        """Reroute on a watcher's thread: a switch that dies meanwhile is rerouted around by its own event."""
+        try:
+            self.reroute(cause)
+        except SwitchError as e:
+            log.warning("rerouting after %s failed: %s", cause, e)
+
+    def link_changed(self, a: str, b: str, up: bool) -> None:
+        """A link went down or came back (LinkWatch, or a caller that knows): routes follow."""
+        with self._failover:
+            if (frozenset((a, b)) not in self.outage.links) == up:
+                return
+            at = time.monotonic()
+            self.outage = self.outage.with_link(a, b, not up)
+            self.health.publish(HealthKind.LINK_UP if up else HealthKind.LINK_DOWN, link_name(a, b), at=at)
+            self._reroute_after(link_name(a, b))
+
+    def watch_links(self, links: Iterable[WatchedLink], interval_s: float = 0.02) -> LinkWatch:
+        """Watch the carrier of the links' switch ports on a thread until `close`."""
+        if self._link_watch is not None:
+            self._link_watch.stop()
+        self._link_watch = LinkWatch(links, lambda lk, up: self.link_changed(lk.a, lk.b, up), interval_s).start()
+        return self._link_watch
+
+    def balancing(self) -> Balancing:
+        """How the ECMP groups balance (as the routes the controller wrote say; every switch is the same), or,
+        while what is out leaves no ECMP route, as they last did or were last set to."""
+        for name in self.switch_names():
+            for entry in self.written[name].table(l3_forwarding.ROUTES):
+                found = l3_forwarding.balancing_of(self.normalize(entry))
+                if found is not None:
+                    self._balancing = found
+                    return found
+        return self._balancing
+
+    def set_balancing(self, balancing: Balancing) -> None:
+        """What LoadBalancing.set chose: the routes written when something returns balance so."""
+        self._balancing = balancing
+
+    def reroute(self, cause: str) -> int:
+        """Recompute the routes and ECMP groups of every live switch around what is out and write what changed
+        (new members, then routes, then stale routes and members removed); publishes `rerouted`. Returns how
+        many entries were written."""
+        with self._failover:
+            balancing, outage = self.balancing(), self.outage
+            written = self._each(lambda n: self._rewrite_forwarding(n, balancing, outage), self.switch_names())
+            total = sum(written.values())
+            changed = sorted(n for n, count in written.items() if count)
+            self.health.publish(HealthKind.REROUTED, cause, f"out: {outage.describe()}; {total} entries written on "
+                                f"{', '.join(changed) or 'no switch'}")
+            return total
+
+    def _rewrite_forwarding(self, switch: str, balancing: Balancing, outage: Outage) -> int:
+        wanted = l3_forwarding.forwarding_entries(self.topo, switch, balancing, outage)
+        record = self.written[switch]
+        count = 0
+        for table in (l3_forwarding.ECMP_MEMBERS, l3_forwarding.ROUTES):
+            held = {entity_key(self.p4info, e): e for e in record.table(table)}
+            upserts: list[tuple[int, Entity]] = []
+            for entry in (e for e in wanted if e.table == table):
+                old = held.get(entity_key(self.p4info, entry))
+                if old is None:
+                    upserts.append((INSERT, entry))
+                elif not same_entity(self.p4info, old, entry):
+                    upserts.append((MODIFY, entry))
+            self.session(switch).write(upserts)
+            count += len(upserts)
+        for table in (l3_forwarding.ROUTES, l3_forwarding.ECMP_MEMBERS):
+            keep = {entity_key(self.p4info, e) for e in wanted if e.table == table}
+            stale: list[tuple[int, Entity]] = [(DELETE, e) for e in record.table(table)
+                                               if entity_key(self.p4info, e) not in keep]
+            self.session(switch).write(stale)
+            count += len(stale)
+        return count
+
+    def restore(self, switch: str, timeout: float = 10.0) -> float:
+        """A restarted switch (same ports and device id) taken back: a new session, its pipeline, every entry the
+        controller held for it, then the routes of every switch through it again. Returns the seconds it took."""
+        if switch not in self.addresses:
+            raise SwitchError(switch, f"no such switch in this network ({', '.join(self.addresses)})")
+        if self.is_up(switch):
+            raise SwitchError(switch, "is up: only a switch that died is restored")
+        start = time.monotonic()
+        old = self.sessions.get(switch)
+        if old is not None:
+            old.close()
+        session = self._open(switch, timeout)
+        self.sessions[switch] = session
+        session.push_pipeline()
+        session.write(self.written[switch].replay())
+        if session.dead:
+            raise SwitchUnavailable(switch, "died again while it was restored")
+        with self._failover:
+            self.outage = self.outage.with_switch(switch, False)
+            self.health.publish(HealthKind.SWITCH_UP, switch, f"{len(self.written[switch])} entries pushed again")
+            self.reroute(switch)
+        return time.monotonic() - start

@@ -36,8 +36,9 @@ class LoadBalancing:
         if problems:
             raise BalancingError("; ".join(problems))
         if wanted != current:
+            self.fabric.set_balancing(wanted)
             for name in self.fabric.switch_names():
-                ecmp = [e for e in l3_forwarding.route_entries(self.fabric.topo, name, wanted)
+                ecmp = [e for e in l3_forwarding.route_entries(self.fabric.topo, name, wanted, self.fabric.outage)
                         if l3_forwarding.balancing_of(e) is not None]
                 if ecmp:
                     self.fabric.modify(name, ecmp)

@@ -195,7 +195,8 @@ class NetReduceJobs:
         for sw, state in active.switches.items():
             try:
                 self.fabric.delete(sw, list(reversed(state.entries)))
-                self._reset(sw, state)
+                if self.fabric.is_up(sw):  # a dead switch's registers went with its process
+                    self._reset(sw, state)
             except (SwitchError, RuntimeError) as e:
                 errors.append(f"{sw}: {e}")
         del self.jobs[job]

@@ -9,12 +9,17 @@ An ECMP group's member is chosen per flow by a seeded hash of the 5-tuple (`load
 ecmp`), or per flowlet at random (LetFlow: `flowlet`, a new member after an idle gap); both
 are parameters of the route's action (controller/controls/l3_forwarding.py), so a run changes
 them by rewriting the routes, and no packet meets another table (docs/dlcp.md, "Load balancing").
+
+Routes are computed on the topology minus what is out (an `Outage`: dead switches, links down): the
+controller recomputes them when it notices a failure and when the element returns (controller/fabric.py).
+A destination that cannot be reached while something is out gets no route.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
 from protocol.ecmp import hash_multiplier
 from topology.model import Topology, TopologyError
@@ -43,25 +48,80 @@ def switch_port_mac(device_id: int, port: int) -> str:
     return f"02:00:{device_id >> 8:02x}:{device_id & 0xFF:02x}:00:{port:02x}"
 
 
-def compute_routes(topo: Topology) -> dict[str, list[Route]]:
-    """The IPv4 routes of every switch, keyed by switch name."""
-    dist_to = {edge.name: topo.distances_to(edge.name) for edge in topo.edge_switches()}
+@dataclass(frozen=True)
+class Outage:
+    """What is out of a fabric now: switches that died, links that are down (each as its two ends, any order)."""
+
+    switches: frozenset[str] = field(default_factory=frozenset)
+    links: frozenset[frozenset[str]] = field(default_factory=frozenset)
+
+    def __bool__(self) -> bool:
+        return bool(self.switches or self.links)
+
+    def link_up(self, a: str, b: str) -> bool:
+        return frozenset((a, b)) not in self.links and a not in self.switches and b not in self.switches
+
+    def with_switch(self, name: str, down: bool) -> Outage:
+        return Outage(self.switches | {name} if down else self.switches - {name}, self.links)
+
+    def with_link(self, a: str, b: str, down: bool) -> Outage:
+        key = frozenset((a, b))
+        return Outage(self.switches, self.links | {key} if down else self.links - {key})
+
+    def describe(self) -> str:
+        out = sorted(self.switches) + sorted("-".join(sorted(lk)) for lk in self.links)
+        return ", ".join(out) if out else "nothing"
+
+
+NOTHING_OUT = Outage()
+
+
+def distances_avoiding(topo: Topology, target: str, outage: Outage) -> dict[str, int]:
+    """Hop counts from every switch to the target switch over the switch links that are up (BFS); a dead
+    switch is reached by none."""
+    if not outage:
+        return topo.distances_to(target)
+    if target in outage.switches:
+        return {}
+    dist = {target: 0}
+    todo = deque([target])
+    while todo:
+        node = todo.popleft()
+        for _, peer, _ in topo.switch_neighbors(node):
+            if peer not in dist and outage.link_up(node, peer):
+                dist[peer] = dist[node] + 1
+                todo.append(peer)
+    return dist
+
+
+def compute_routes(topo: Topology, outage: Outage = NOTHING_OUT) -> dict[str, list[Route]]:
+    """The IPv4 routes of every switch, keyed by switch name (the dead ones have none). With nothing out,
+    every edge switch must be reachable (TopologyError); with something out, an unreachable destination
+    gets no route, and a host whose link is down neither."""
+    edges = topo.edge_switches()
+    dist_to = {edge.name: distances_avoiding(topo, edge.name, outage) for edge in edges}
     routes: dict[str, list[Route]] = {}
     for sw in topo.switches:
+        if sw.name in outage.switches:
+            routes[sw.name] = []
+            continue
         out: list[Route] = []
         for host, port in topo.hosts_of(sw.name):
-            out.append(Route(f"{host.ip}/32", (NextHop(port, host.mac),)))
-        for edge in topo.edge_switches():
+            if outage.link_up(sw.name, host.name):
+                out.append(Route(f"{host.ip}/32", (NextHop(port, host.mac),)))
+        for edge in edges:
             if edge.name == sw.name:
                 continue
             dist = dist_to[edge.name]
             if sw.name not in dist:
+                if outage:
+                    continue
                 raise TopologyError(f"{topo.name}: {sw.name} cannot reach {edge.name}")
             hops = tuple(
                 sorted(
                     NextHop(port, switch_port_mac(topo.switch(peer).device_id, peer_port))
                     for port, peer, peer_port in topo.switch_neighbors(sw.name)
-                    if dist.get(peer) == dist[sw.name] - 1
+                    if dist.get(peer) == dist[sw.name] - 1 and outage.link_up(sw.name, peer)
                 )
             )
             if edge.subnet is not None:

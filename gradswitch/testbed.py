@@ -4,12 +4,21 @@ experiment runner, the benchmarks and the end-to-end tests bring up.
 `Testbed` is a `mininet_topos.network.GradNetwork` whose switches, once running, are
 programmed by a fabric controller (pipeline and every control's base entries); on leaving,
 the controller's sessions close before the switches stop.
+
+Failures (docs/faults.md, "Recovery in the switches"): `crash_switch` kills a switch's process,
+`restart_switch` starts it again and has the controller give it back what it held, `set_link`
+takes a link down or up. The controller notices each by itself (a switch's P4Runtime stream, the
+carrier of the links' switch ports) and routes around it (controller/fabric.py).
 """
 
 from __future__ import annotations
 
+import time
+
+from controller.bmv2_thrift import Bmv2Thrift
 from controller.control_plane import ControlPlane
 from controller.fabric import Fabric, switch_addresses
+from controller.health import WatchedLink
 from mininet_topos.network import GradNetwork
 
 
@@ -17,11 +26,50 @@ class Testbed(GradNetwork):
     __test__ = False  # not a pytest test class, whatever its name
 
     control: ControlPlane | None = None
+    restart_s: dict[str, float]  # per switch: how long its last restart_switch took
 
     def programmed(self) -> None:
+        self.restart_s = {}
         fabric = Fabric(self.topo, switch_addresses(self.topo, self.options.grpc_base, self.options.thrift_base))
         self.control = ControlPlane.over(fabric)
         fabric.start(timeout=self.options.start_timeout)
+        fabric.watch_links(self.watched_links())
+
+    def watched_links(self) -> list[WatchedLink]:
+        """Every link with the interfaces of its switch ends (in the root namespace, where the controller runs)."""
+        return [WatchedLink(lk.a, lk.b, tuple(intf for node, intf in self.link_interfaces(lk.a, lk.b)
+                                              if self.topo.is_switch(node))) for lk in self.topo.links]
+
+    def set_link(self, a: str, b: str, up: bool) -> None:
+        """Both ends of a link down (or up again). A switch end is first taken from its BMv2 process (Thrift
+        port_remove; added back after it is up): BMv2 stops receiving on every port once one of its interfaces
+        goes down under it. The controller notices by the ports' carrier and reroutes."""
+        ends = [(node, port) for node, port in zip((a, b), self.topo.ports_between(a, b), strict=True)
+                if self.topo.is_switch(node)]
+        if not up:
+            for node, port in ends:
+                with Bmv2Thrift(self.ports[node].thrift) as thrift:
+                    thrift.port_remove(port)
+        super().set_link(a, b, up)
+        if up:
+            for (node, port), (_, intf) in zip(ends, [e for e in self.link_interfaces(a, b)
+                                                      if self.topo.is_switch(e[0])], strict=True):
+                with Bmv2Thrift(self.ports[node].thrift) as thrift:
+                    thrift.port_add(intf, port)
+
+    def crash_switch(self, name: str) -> None:
+        """SIGKILL the switch's BMv2 process; nothing else is touched (its interfaces stay). The controller
+        notices by itself (its P4Runtime stream ends) and routes around it."""
+        self.kill_switch(name)
+
+    def restart_switch(self, name: str) -> None:
+        """Start a crashed switch again (same ports, device id, interfaces); the controller reconnects, pushes
+        its pipeline and every entry it holds for it, and routes through it again. Returns once it forwards
+        (every write acknowledged); `restart_s[name]` is how long that took from the process's start."""
+        started = time.monotonic()
+        self.start_switch_again(name)
+        self.fabric.restore(name, timeout=self.options.start_timeout)
+        self.restart_s[name] = time.monotonic() - started
 
     def unprogrammed(self) -> None:
         if self.control is not None:

@@ -305,6 +305,62 @@ class GradNetwork:
     def host(self, name: str) -> Any:
         return self.net.get(name)
 
+    # ---- failures: a switch's process, a link ----
+
+    def _switch_node(self, name: str) -> Any:
+        if self.net is None:
+            raise NetworkError("the network is not running")
+        if not self.topo.is_switch(name):
+            raise NetworkError(f"{name} is not a switch of {self.topo.name} "
+                               f"({', '.join(s.name for s in self.topo.switches)})")
+        return self.net.get(name)
+
+    def kill_switch(self, name: str) -> int:
+        """SIGKILL a switch's BMv2 process (its interfaces stay, as a crashed switch's cables would); its pid."""
+        proc = self._switch_node(name).bmv2
+        if proc is None or proc.proc is None or not proc.alive():
+            raise NetworkError(f"switch {name} is not running")
+        pid = int(proc.proc.pid)
+        os.kill(pid, signal.SIGKILL)
+        proc.proc.wait(timeout=10)  # reaped: nothing of it is left
+        return pid
+
+    def start_switch_again(self, name: str) -> int:
+        """Start a killed switch's BMv2 process again with the same command line (ports, device id, interfaces,
+        gRPC and Thrift ports); returns once it listens (SwitchStartError otherwise), with its new pid. It
+        comes up empty, like at the network's start."""
+        proc = self._switch_node(name).bmv2
+        if proc is None:
+            raise NetworkError(f"switch {name} was never started")
+        if proc.alive():
+            raise NetworkError(f"switch {name} is running (pid {proc.pid}): only a dead switch is started again")
+        proc.start(timeout=self.options.start_timeout)
+        self._write_state()  # `gradswitch clean` knows its new pid
+        return int(proc.pid or 0)
+
+    def link_interfaces(self, a: str, b: str) -> list[tuple[str, str]]:
+        """The two ends of the link between nodes a and b: (node, interface name) each."""
+        if self.net is None:
+            raise NetworkError("the network is not running")
+        try:
+            ports = self.topo.ports_between(a, b)
+        except ValueError as e:  # TopologyError
+            raise NetworkError(str(e)) from None
+        return [(node, self.net.get(node).intfs[port].name) for node, port in zip((a, b), ports, strict=True)]
+
+    def set_link(self, a: str, b: str, up: bool) -> None:
+        """Both ends of a link down (or up again): `ip link set` in each end's namespace (a switch's ports
+        are in the root namespace, a host's in its own)."""
+        state = "up" if up else "down"
+        for node, intf in self.link_interfaces(a, b):
+            if self.topo.is_switch(node):
+                result = subprocess.run(["ip", "link", "set", "dev", intf, state], capture_output=True, text=True)
+                error = result.stderr.strip() if result.returncode else ""
+            else:
+                error = self.net.get(node).cmd(f"ip link set dev {intf} {state} 2>&1 || echo failed").strip()
+            if error:
+                raise NetworkError(f"link {a}-{b}: setting {node}'s {intf} {state} failed: {error}")
+
     def ping(self, src: str, dst: str, count: int = 1, timeout_s: int = 2) -> bool:
         ip = self.topo.host(dst).ip
         out = self.host(src).cmd(f"ping -n -q -c {count} -W {timeout_s} {ip}")

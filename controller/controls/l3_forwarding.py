@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controller.p4rt import Entity, TableEntry
-from controller.routing import NextHop, Route, compute_routes, ecmp_groups, switch_port_mac
+from controller.routing import NOTHING_OUT, NextHop, Outage, Route, compute_routes, ecmp_groups, switch_port_mac
 from protocol.ecmp import Balancing, LoadBalance, hash_multiplier, seed_of
 from protocol.p4_constants import CONFIG
 from topology.model import Topology, TopologyError
@@ -16,8 +16,9 @@ FLOWLET_ACTION = "set_flowlet_group"
 FLOWLET_REGISTERS = ("flowlet_time", "flowlet_member")
 
 
-def _groups(topo: Topology, switch: str) -> tuple[list[Route], dict[tuple[NextHop, ...], int]]:
-    routes = compute_routes(topo)[switch]
+def _groups(topo: Topology, switch: str, outage: Outage = NOTHING_OUT
+            ) -> tuple[list[Route], dict[tuple[NextHop, ...], int]]:
+    routes = compute_routes(topo, outage)[switch]
     groups = ecmp_groups(routes)
     if len(groups) > CONFIG.ECMP_GROUPS_SIZE:
         raise TopologyError(f"{switch}: {len(groups)} ECMP groups, the program holds {CONFIG.ECMP_GROUPS_SIZE}")
@@ -35,9 +36,10 @@ def group_action(group: int, size: int, balancing: Balancing) -> tuple[str, dict
 PLAIN = Balancing()  # what a network starts with: ECMP, the plain hash
 
 
-def route_entries(topo: Topology, switch: str, balancing: Balancing = PLAIN) -> list[TableEntry]:
-    """The switch's ipv4_routes entries; its ECMP groups' as `balancing` says."""
-    routes, groups = _groups(topo, switch)
+def route_entries(topo: Topology, switch: str, balancing: Balancing = PLAIN, outage: Outage = NOTHING_OUT
+                  ) -> list[TableEntry]:
+    """The switch's ipv4_routes entries (around what `outage` says is out); its ECMP groups' as `balancing` says."""
+    routes, groups = _groups(topo, switch, outage)
     entries: list[TableEntry] = []
     for route in routes:
         match = {"hdr.ipv4.dst_addr": route.prefix}
@@ -61,9 +63,10 @@ def balancing_of(entry: TableEntry) -> Balancing | None:
     return Balancing(LoadBalance.ECMP, seed=seed)
 
 
-def base_entries(topo: Topology, switch: str) -> list[Entity]:
-    _, groups = _groups(topo, switch)
-    entries: list[Entity] = []
+def member_entries(topo: Topology, switch: str, outage: Outage = NOTHING_OUT) -> list[TableEntry]:
+    """The switch's ecmp_members entries: every next hop of every ECMP group (around what is out)."""
+    _, groups = _groups(topo, switch, outage)
+    entries: list[TableEntry] = []
     for hops, group in groups.items():
         if len(hops) > CONFIG.ECMP_MAX_MEMBERS:
             raise TopologyError(f"{switch}: ECMP group of {len(hops)} next hops, at most {CONFIG.ECMP_MAX_MEMBERS}")
@@ -76,7 +79,17 @@ def base_entries(topo: Topology, switch: str) -> list[Entity]:
                     {"port": hop.port, "dst_mac": hop.mac},
                 )
             )
-    entries += route_entries(topo, switch)
+    return entries
+
+
+def forwarding_entries(topo: Topology, switch: str, balancing: Balancing = PLAIN, outage: Outage = NOTHING_OUT
+                       ) -> list[TableEntry]:
+    """ECMP members, then routes: what the controller recomputes and rewrites when something fails or returns."""
+    return [*member_entries(topo, switch, outage), *route_entries(topo, switch, balancing, outage)]
+
+
+def base_entries(topo: Topology, switch: str) -> list[Entity]:
+    entries: list[Entity] = [*forwarding_entries(topo, switch)]
     device = topo.switch(switch).device_id
     for port in topo.ports_of(switch):
         entries.append(TableEntry(PORT_MACS, {"std_meta.egress_port": port}, "set_source_mac",

@@ -1,0 +1,151 @@
+"""What the controller knows about the health of its fabric, and who it tells.
+
+The controller itself notices a switch that died (its P4Runtime stream ended: controller/fabric.py) and a link
+that went down (the carrier of a switch port: `LinkWatch` below), routes around what is out and puts it back
+when it returns (controller/fabric.py, `Fabric.reroute`). Each of these is a `HealthEvent`, handed to every
+subscriber (`ControlPlane.subscribe`, or `Fabric.health.subscribe`) on the thread that noticed it: a
+subscriber returns quickly and must not write to the fabric from inside the callback.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from protocol.choice import Choice
+
+log = logging.getLogger(__name__)
+
+
+class HealthKind(Choice):
+    SWITCH_DOWN = "switch-down"  # its P4Runtime stream ended (the process died)
+    SWITCH_UP = "switch-up"  # reconnected, its pipeline and every entry the controller holds for it pushed again
+    LINK_DOWN = "link-down"  # a port of the link lost its carrier
+    LINK_UP = "link-up"  # both ends carry again
+    REROUTED = "rerouted"  # routes and ECMP groups of the live switches recomputed and pushed
+
+
+@dataclass(frozen=True)
+class HealthEvent:
+    kind: HealthKind
+    target: str  # a switch name, a link as "A-B" (the topology's order), or, for rerouted, what caused it
+    at: float  # time.monotonic() when the controller noticed it (rerouted: when the last switch was written)
+    detail: str = ""
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.target}" + (f" ({self.detail})" if self.detail else "")
+
+
+Subscriber = Callable[[HealthEvent], None]
+
+
+@dataclass
+class Health:
+    """The events so far and the subscribers they go to (thread safe)."""
+
+    events: list[HealthEvent] = field(default_factory=list)
+    _subscribers: list[Subscriber] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call `callback` with every event from now on; returns a function that unsubscribes it."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def publish(self, kind: HealthKind, target: str, detail: str = "", at: float | None = None) -> HealthEvent:
+        event = HealthEvent(kind, target, time.monotonic() if at is None else at, detail)
+        with self._lock:
+            self.events.append(event)
+            subscribers = list(self._subscribers)
+        log.warning("fabric health: %s", event.describe())
+        for callback in subscribers:
+            try:
+                callback(event)
+            except Exception:  # one subscriber's bug must not stop the others or the controller
+                log.exception("health subscriber failed on %s", event.describe())
+        return event
+
+    def since(self, at: float) -> list[HealthEvent]:
+        with self._lock:
+            return [e for e in self.events if e.at >= at]
+
+
+def link_name(a: str, b: str) -> str:
+    """How a link is named in events: its two ends joined by '-' (the fault target's form)."""
+    return f"{a}-{b}"
+
+
+@dataclass(frozen=True)
+class WatchedLink:
+    """A link and the interfaces of its switch ends in this (the root) namespace."""
+
+    a: str
+    b: str
+    interfaces: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return link_name(self.a, self.b)
+
+
+SYS_NET = Path("/sys/class/net")
+
+
+def carrier_up(interface: str, sys_net: Path = SYS_NET) -> bool:
+    """Whether an interface is up and carries (a veth carries while both of its ends are up)."""
+    try:
+        return (sys_net / interface / "operstate").read_text().strip() == "up"
+    except OSError:  # gone
+        return False
+
+
+class LinkWatch:
+    """Polls the carrier of every switch port of a set of links on a thread; calls `changed(link, up)` when a
+    link goes down (any of its ends stops carrying) or comes back (all carry again)."""
+
+    def __init__(self, links: Iterable[WatchedLink], changed: Callable[[WatchedLink, bool], None],
+                 interval_s: float = 0.02, is_up: Callable[[str], bool] = carrier_up) -> None:
+        self.links = [lk for lk in links if lk.interfaces]
+        self.changed = changed
+        self.interval_s = interval_s
+        self.is_up = is_up
+        self.state = {lk.name: True for lk in self.links}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def poll(self) -> None:
+        """One look at every link (what the thread does every interval)."""
+        for lk in self.links:
+            up = all(self.is_up(i) for i in lk.interfaces)
+            if up != self.state[lk.name]:
+                self.state[lk.name] = up
+                try:
+                    self.changed(lk, up)
+                except Exception:
+                    log.exception("link %s: handling %s failed", lk.name, "up" if up else "down")
+
+    def start(self) -> LinkWatch:
+        self._thread = threading.Thread(target=self._run, name="link-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.poll()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None

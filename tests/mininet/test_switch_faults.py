@@ -1,0 +1,283 @@
+"""Switch and link failures on real BMv2, and the controller's recovery (docs/faults.md, "Recovery in the switches").
+
+On a 2x2 leaf-spine fabric, a UDP flow between hosts on different leaves, hashed through spine1, is watched
+packet by packet (its receiver writes each sequence number with the time it arrived) while spine1's process is
+killed (Testbed.crash_switch) and later started again (restart_switch), and while a leaf-spine uplink goes down
+and up (set_link). The controller notices each by itself (a P4Runtime stream that ends, a port that loses its
+carrier), reroutes, and says so in HealthEvents; the flow keeps arriving within a bounded gap, and after the
+restart or link-up it goes through spine1 again (spine1's counters move). A ring all-reduce run keeps every sum
+exact with spine1 killed in its middle (RC retransmission rides through). Every network leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.health import HealthEvent, HealthKind
+from controller.p4rt import TableEntry
+from controller.routing import ecmp_member
+from gradswitch.experiment.spec import spec_from_dict
+from gradswitch.testbed import Testbed
+from mininet_topos.network import NetworkOptions, switch_processes
+from protocol.polling import wait_until
+from tests.mininet.test_network import leftovers
+from tests.results import run_on
+from topology.generators import leafspine
+from topology.model import Topology
+
+pytestmark = pytest.mark.mininet
+
+RATE_PPS = 200  # the watched flow: one packet every 5 ms
+DPORT = 7000
+# Bounds, with room for a loaded 2-core machine: measured on one (see the test's print) detection took a few ms
+# and the reroute tens of ms; the flow's longest gap is the reroute plus a packet's interval.
+DETECT_S = 1.0
+REROUTE_S = 2.0
+GAP_S = 3.0
+
+SENDER = textwrap.dedent("""
+    import socket, struct, sys, time
+    dst, sport, dport, rate = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("", sport))
+    seq, t0 = 0, time.monotonic()
+    while True:
+        try:
+            s.sendto(struct.pack("!Q", seq) + bytes(100), (dst, dport))
+        except OSError:
+            pass
+        seq += 1
+        wait = t0 + seq / rate - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)  # the sender's pace, not a synchronisation
+""")
+RECEIVER = textwrap.dedent("""
+    import socket, struct, sys, time
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("", int(sys.argv[1])))
+    with open(sys.argv[2], "w") as out:
+        while True:
+            data = s.recv(2048)
+            out.write(f"{struct.unpack('!Q', data[:8])[0]} {time.monotonic()}\\n")
+            out.flush()
+""")
+
+
+@dataclass
+class Flow:
+    """A paced UDP flow from one host to another and what its receiver has seen."""
+
+    log: Path
+    procs: list[Any]
+
+    def arrivals(self) -> list[tuple[int, float]]:
+        lines = self.log.read_text().splitlines() if self.log.exists() else []
+        out = []
+        for line in lines:
+            parts = line.split()
+            if len(parts) == 2:
+                out.append((int(parts[0]), float(parts[1])))
+        return out
+
+    def count(self) -> int:
+        return len(self.arrivals())
+
+    def wait_for(self, more: int, timeout: float = 20.0) -> None:
+        """Until `more` packets have arrived beyond those seen now."""
+        target = self.count() + more
+        wait_until(lambda: self.count() >= target, timeout, what=f"{more} more packets of the flow")
+
+    def longest_gap(self, after: float) -> float:
+        """The longest time between two arrivals from `after` (the fault) on, counting from `after` itself."""
+        times = [after] + [t for _, t in self.arrivals() if t >= after]
+        return max(b - a for a, b in itertools.pairwise(times)) if len(times) > 1 else float("inf")
+
+
+def port_towards(topo: Topology, switch: str, peer: str) -> int:
+    return topo.ports_between(switch, peer)[0]
+
+
+def source_port_through(topo: Topology, src: str, dst: str, spine: str) -> int:
+    """A UDP source port whose flow leaf-of-src hashes onto the uplink to `spine` (the plain ECMP hash)."""
+    leaf, _ = topo.attachment(src)
+    uplinks = sorted(port for port, peer, _ in topo.switch_neighbors(leaf))
+    want = uplinks.index(port_towards(topo, leaf, spine))
+    for sport in range(20000, 21000):
+        if ecmp_member(topo.host(src).ip, topo.host(dst).ip, 17, sport, DPORT, len(uplinks)) == want:
+            return sport
+    raise AssertionError(f"no source port hashes onto {spine}")
+
+
+@pytest.fixture
+def fabric_net(tmp_path: Path) -> Iterator[Testbed]:
+    topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2)
+    net = Testbed(topo, NetworkOptions(run_dir=tmp_path / "net"))
+    with net:
+        yield net
+    names = [h.name for h in topo.hosts] + [s.name for s in topo.switches]
+    assert leftovers(tmp_path / "net", names) == []
+    assert not [a for a in switch_processes().values() if any(str(tmp_path) in x for x in a)]
+
+
+def start_flow(net: Testbed, src: str, dst: str, sport: int, log: Path) -> Flow:
+    receiver = net.host(dst).popen([sys.executable, "-c", RECEIVER, str(DPORT), str(log)])
+    wait_until(lambda: f":{DPORT}" in net.host(dst).cmd("ss -lun"), 10, what="the flow's receiver")
+    sender = net.host(src).popen([sys.executable, "-c", SENDER, net.topo.host(dst).ip, str(sport), str(DPORT),
+                                  str(RATE_PPS)])
+    flow = Flow(log, [sender, receiver])
+    flow.wait_for(20)
+    return flow
+
+
+def stop_flow(flow: Flow) -> None:
+    for p in flow.procs:
+        p.kill()
+        p.wait(timeout=10)
+
+
+def rx_through(net: Testbed, switch: str, port: int) -> int:
+    return {p.port: p.rx_packets for p in net.fabric.port_stats(switch)}[port]
+
+
+class Events:
+    """The HealthEvents a test subscribed to, as they arrive."""
+
+    def __init__(self, net: Testbed) -> None:
+        assert net.control is not None
+        self.seen: list[HealthEvent] = []
+        self.lock = threading.Lock()
+        self.unsubscribe = net.control.subscribe(self._add)
+
+    def _add(self, event: HealthEvent) -> None:
+        with self.lock:
+            self.seen.append(event)
+
+    def first(self, kind: HealthKind, target: str | None = None, after: float = 0.0, timeout: float = 10.0
+              ) -> HealthEvent:
+        def find() -> HealthEvent | None:
+            with self.lock:
+                return next((e for e in self.seen if e.kind == kind and e.at >= after
+                             and (target is None or e.target == target)), None)
+
+        found = wait_until(find, timeout, what=f"a {kind} event" + (f" for {target}" if target else ""))
+        assert found is not None
+        return found
+
+
+def test_spine_crash_reroutes_a_flow_and_restart_brings_it_back(fabric_net: Testbed, tmp_path: Path) -> None:
+    net, topo = fabric_net, fabric_net.topo
+    events = Events(net)
+    sport = source_port_through(topo, "h1", "h3", "spine1")
+    flow = start_flow(net, "h1", "h3", sport, tmp_path / "flow.log")
+    spine_in = port_towards(topo, "spine1", "leaf1")
+    before = rx_through(net, "spine1", spine_in)
+    flow.wait_for(20)
+    assert rx_through(net, "spine1", spine_in) >= before + 20, "the flow does not go through spine1"
+
+    crashed = time.monotonic()
+    net.crash_switch("spine1")
+    down = events.first(HealthKind.SWITCH_DOWN, "spine1", crashed)
+    rerouted = events.first(HealthKind.REROUTED, "spine1", crashed)
+    flow.wait_for(3 * RATE_PPS // 10)  # 0.3 s of packets after the crash, through spine2
+    gap = flow.longest_gap(crashed)
+    detect, reroute = down.at - crashed, rerouted.at - crashed
+    print(f"spine1 killed: detected in {detect * 1000:.1f} ms, rerouted in {reroute * 1000:.1f} ms, "
+          f"longest gap in the flow {gap * 1000:.1f} ms")
+    assert detect < DETECT_S and reroute < REROUTE_S and gap < GAP_S
+    assert "spine1" not in net.fabric.switch_names() and not net.fabric.is_up("spine1")
+
+    restarting = time.monotonic()
+    net.restart_switch("spine1")
+    up = events.first(HealthKind.SWITCH_UP, "spine1", restarting)
+    back = events.first(HealthKind.REROUTED, "spine1", up.at)
+    print(f"spine1 restarted: forwarding again after {net.restart_s['spine1'] * 1000:.0f} ms "
+          f"(switch-up {(up.at - restarting) * 1000:.0f} ms, routes back {(back.at - restarting) * 1000:.0f} ms)")
+    assert net.fabric.is_up("spine1") and "spine1" in net.fabric.switch_names()
+    # Every entry it held is back (what the switch returns, against the controller's record).
+    record = net.fabric.written["spine1"]
+    tables = {e.table for e in record.entities() if isinstance(e, TableEntry) and not e.is_default}
+    assert {"ipv4_routes", "port_macs"} <= tables
+    for table in tables:
+        held = sorted(net.fabric.normalize(e).describe() for e in record.table(table))
+        assert sorted(v.entry.describe() for v in net.fabric.read_entries("spine1", table)) == held, table
+    # The routes use it again: the flow's packets go through spine1 (its counters count from its restart).
+    flow.wait_for(20)
+    wait_until(lambda: rx_through(net, "spine1", spine_in) >= 20, 10, what="the flow through spine1 again")
+    sent_before = flow.count()
+    flow.wait_for(20)
+    assert flow.count() >= sent_before + 20
+    stop_flow(flow)
+    events.unsubscribe()
+
+
+def test_uplink_down_reroutes_and_up_brings_it_back(fabric_net: Testbed, tmp_path: Path) -> None:
+    net, topo = fabric_net, fabric_net.topo
+    events = Events(net)
+    sport = source_port_through(topo, "h1", "h3", "spine1")
+    flow = start_flow(net, "h1", "h3", sport, tmp_path / "flow.log")
+    spine_in = port_towards(topo, "spine1", "leaf1")
+
+    cut = time.monotonic()
+    net.set_link("leaf1", "spine1", up=False)
+    down = events.first(HealthKind.LINK_DOWN, "leaf1-spine1", cut)
+    rerouted = events.first(HealthKind.REROUTED, "leaf1-spine1", cut)
+    flow.wait_for(3 * RATE_PPS // 10)
+    gap = flow.longest_gap(cut)
+    print(f"leaf1-spine1 down: detected in {(down.at - cut) * 1000:.1f} ms, rerouted in "
+          f"{(rerouted.at - cut) * 1000:.1f} ms, longest gap in the flow {gap * 1000:.1f} ms")
+    assert down.at - cut < DETECT_S and rerouted.at - cut < REROUTE_S and gap < GAP_S
+    idle = rx_through(net, "spine1", spine_in)
+    flow.wait_for(20)
+    assert rx_through(net, "spine1", spine_in) == idle, "packets still reach spine1 over the cut link"
+
+    mended = time.monotonic()
+    net.set_link("leaf1", "spine1", up=True)
+    up = events.first(HealthKind.LINK_UP, "leaf1-spine1", mended)
+    events.first(HealthKind.REROUTED, "leaf1-spine1", up.at)
+    print(f"leaf1-spine1 up: noticed in {(up.at - mended) * 1000:.1f} ms")
+    wait_until(lambda: rx_through(net, "spine1", spine_in) >= idle + 20, 10, what="the flow over the link again")
+    stop_flow(flow)
+    events.unsubscribe()
+
+
+def test_ring_allreduce_rides_through_a_spine_crash(fabric_net: Testbed, tmp_path: Path) -> None:
+    """spine1 killed from a thread once the workers have completed an iteration; the run still ends exact."""
+    net = fabric_net
+    spec = spec_from_dict({"algo": "ring", "workers": 4, "topo": "leafspine", "size_bytes": 1 << 20,
+                           "iterations": 6, "bw_mbps": 20.0})
+    out = tmp_path / "ring"
+    crashed: list[float] = []
+    carried: list[int] = []  # what spine1 had received when it was killed
+
+    def crash_mid_run() -> None:
+        def one_done() -> bool:
+            files = list((out / "run").glob("job*/progress-*"))
+            return len(files) == 4 and all(int(f.read_text() or 0) >= 2 for f in files)
+
+        wait_until(one_done, 120, what="two iterations of the ring run")
+        carried.append(sum(p.rx_packets for p in net.fabric.port_stats("spine1")))
+        crashed.append(time.monotonic())
+        net.crash_switch("spine1")
+
+    killer = threading.Thread(target=crash_mid_run, daemon=True)
+    killer.start()
+    report = run_on(net, spec, out, progress=False)
+    killer.join(timeout=5)
+    assert crashed, "the run ended before spine1 was killed"
+    assert carried[0] > 100, "no ring traffic went through spine1 before it was killed"
+    assert report["ok"], report["errors"]
+    assert all(it["correct"] and it["wrong_elements"] == 0 for it in report["iterations"])
+    assert len(report["iterations"]) == spec.iterations
+    assert not net.fabric.is_up("spine1")
+    print(f"ring run with spine1 killed after iteration 2 ({carried[0]} packets through it by then): "
+          f"{report['retransmissions']} packets resent")
