@@ -13,6 +13,7 @@ carrier of the links' switch ports) and routes around it (controller/fabric.py).
 
 from __future__ import annotations
 
+import math
 import time
 
 from controller.bmv2_thrift import Bmv2Thrift
@@ -20,6 +21,7 @@ from controller.control_plane import ControlPlane
 from controller.fabric import Fabric, switch_addresses
 from controller.health import WatchedLink
 from mininet_topos.network import GradNetwork
+from mininet_topos.shaping import set_rate
 
 
 class Testbed(GradNetwork):
@@ -82,6 +84,23 @@ class Testbed(GradNetwork):
         if self.control is None:
             raise RuntimeError("the network is not running")
         return self.control.fabric
+
+    def set_link_rate(self, host: str, mbps: float) -> None:
+        """Cut (or give back) a host's link to `mbps`, both directions, now: the host's shaper and its switch port's
+        (mininet_topos/shaping.py, HTB classes changed in place; a link that had no rate gets its shapers). The
+        slow-worker fault's `rate=MBPS` (topology/faults.py)."""
+        if not (math.isfinite(mbps) and mbps > 0):
+            raise ValueError(f"link rate {mbps} Mb/s: a rate above 0 Mb/s")
+        if self.net is None:
+            raise RuntimeError("the network is not running")
+        links = list(self.topo.links_of(host))
+        if self.topo.is_switch(host) or len(links) != 1:
+            raise ValueError(f"{host} is not a host with one link (hosts: "
+                             f"{', '.join(h.name for h in self.topo.hosts)})")
+        lk = links[0]
+        for name, port in ((lk.a, lk.a_port), (lk.b, lk.b_port)):
+            node = self.net.get(name)
+            set_rate(node, node.intfs[port].name, mbps, switch=self.topo.is_switch(name), shaped=bool(lk.bw_mbps))
 
     def __enter__(self) -> Testbed:
         self.start()

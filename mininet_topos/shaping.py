@@ -91,6 +91,12 @@ def u32_filter(intf: str, handle: int, match: str, minor: int) -> str:
     return f"tc filter add dev {intf} parent 1: protocol ip prio 1 handle 800::{handle:x} u32 {match} flowid 1:{minor}"
 
 
+HOST_CLASSES = {10: 1, 11: 0}  # a host's leaf classes (minor: HTB prio): its data, and its RoCE ACKs ahead of it
+HOST_ACK_CLASS = 11
+# A switch egress's leaf classes: CS p -> class 1:1p, HTB prio 7 - p.
+SWITCH_CLASSES = {10 + p: 7 - p for p in range(PRIORITY_CLASSES)}
+
+
 def htb_commands(intf: str, rate_mbps: float) -> list[str]:
     """A host's shaper: the link rate, with the host's own RoCE ACKs sent ahead of its data.
 
@@ -98,21 +104,33 @@ def htb_commands(intf: str, rate_mbps: float) -> list[str]:
     a single FIFO here would hold every ACK behind a window of data (tens of ms at 20 Mb/s) and
     make the peers' retransmission timers fire for nothing.
     """
-    return htb_tree(intf, rate_mbps, {10: 1, 11: 0}, default=10) + [u32_filter(intf, 1, ROCE_ACK_MATCH, 11)]
+    return htb_tree(intf, rate_mbps, HOST_CLASSES, default=10) + [u32_filter(intf, 1, ROCE_ACK_MATCH, HOST_ACK_CLASS)]
 
 
 def priority_commands(intf: str, rate_mbps: float) -> list[str]:
     """A switch egress: one class per DSCP class selector (CS p -> class 1:1p, HTB prio 7-p),
     non-IP traffic and CS0 in priority 0."""
-    cmds = htb_tree(intf, rate_mbps, {10 + p: 7 - p for p in range(PRIORITY_CLASSES)}, default=10)
+    cmds = htb_tree(intf, rate_mbps, SWITCH_CLASSES, default=10)
     return cmds + [u32_filter(intf, p, f"match ip tos {p << 5:#x} 0xe0", 10 + p) for p in range(1, PRIORITY_CLASSES)]
 
 
-def run(node: Any, cmds: list[str]) -> None:
+def rate_commands(intf: str, rate_mbps: float, classes: dict[int, int]) -> list[str]:
+    """`tc ... change` of a shaped interface's tree (htb_tree's) to another rate, at run time: the parent class, every
+    leaf class (its 1 % floor, its ceiling) and every leaf's byte FIFO (about 100 ms of the new rate). Packets queued
+    stay queued; nothing is torn down, so the filters and the priorities stay as they were."""
+    rate = f"{rate_mbps:g}mbit"
+    cmds = [f"tc class change dev {intf} parent 1: classid 1:1 htb rate {rate} ceil {rate} {_opts(rate_mbps)}"]
+    for minor, prio in sorted(classes.items()):
+        cmds += [leaf_class("change", intf, rate_mbps, minor, prio),
+                 f"tc qdisc change dev {intf} parent 1:{minor} handle {minor}: bfifo limit {buffer_bytes(rate_mbps)}"]
+    return cmds
+
+
+def run(node: Any, cmds: list[str], first_may_fail: bool = True) -> None:
     """Run tc commands on a node; the first (deleting an old root) may fail, the others may not."""
     for i, cmd in enumerate(cmds):
         out = node.cmd(f"{cmd} 2>&1; echo rc=$?")
-        if i and not out.rstrip().endswith("rc=0"):
+        if (i or not first_may_fail) and not out.rstrip().endswith("rc=0"):
             raise ShapingError(f"{node.name}: `{cmd}` failed: {out.strip()}")
 
 
@@ -124,6 +142,15 @@ def shape(node: Any, intf: str, rate_mbps: float) -> None:
 def shape_priority(node: Any, intf: str, rate_mbps: float) -> None:
     """Limit what a switch sends on `intf` to rate_mbps, in strict priority of the DSCP it wrote."""
     run(node, priority_commands(intf, rate_mbps))
+
+
+def set_rate(node: Any, intf: str, rate_mbps: float, switch: bool, shaped: bool) -> None:
+    """Change what `intf` sends to rate_mbps now (`switch`: a switch egress's tree, else a host's); `shaped`: it has
+    its tree already (changed in place), else it gets one."""
+    if not shaped:
+        (shape_priority if switch else shape)(node, intf, rate_mbps)
+        return
+    run(node, rate_commands(intf, rate_mbps, SWITCH_CLASSES if switch else HOST_CLASSES), first_may_fail=False)
 
 
 def unshape(node: Any, intf: str) -> None:

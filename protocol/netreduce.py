@@ -30,6 +30,11 @@ OWNER_VA_SHIFT = CONFIG.NR_OWNER_VA_SHIFT  # a message's owner field: RETH.virtu
 assert 1 << (OWNER_VA_SHIFT - CONFIG.AGG_MESSAGE_BYTES_LOG2) >= 2 * CONFIG.AGG_MAX_CREDITS, \
     "config.p4: NR_OWNER_VA_SHIFT leaves no room for a window of 2 x AGG_MAX_CREDITS messages"
 MAX_SCATTER_WORKERS = (1 << CONFIG.NR_CTX_OWNER_BITS) - 1  # owner fields 1..N must fit the per-QP context
+# k of N: a result's Last packet carries the contributors' bitmap in its ImmDt from this bit, the message below it.
+IMM_MEMBERS_SHIFT = CONFIG.NR_IMM_MEMBERS_SHIFT
+IMM_MESSAGE_MASK = (1 << IMM_MEMBERS_SHIFT) - 1
+MAX_K_OF_N_WORKERS = CONFIG.NR_KOFN_MAX_MEMBERS
+assert MAX_K_OF_N_WORKERS <= 32 - IMM_MEMBERS_SHIFT, "config.p4: a k-of-N job's bitmap must fit the ImmDt"
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,7 @@ class JobLayout:
     credits: int  # C: messages in flight per worker; the window holds 2C messages
     scatter: bool = False  # the job's messages may name an owner (reduce-scatter) as well as go to every receiver
     gather: bool = False  # ... or name an owner the other way round (all-gather: the owner sends, the others get it)
+    quorum: int | None = None  # k of N: a cell's sum is emitted once this many workers are in (None: all of them)
 
     def __post_init__(self) -> None:
         if not 1 <= self.job < CONFIG.AGG_MAX_JOBS:
@@ -53,6 +59,31 @@ class JobLayout:
         if self.owned and self.workers > MAX_SCATTER_WORKERS:
             raise ValueError(f"{self.workers} workers: a NetReduce job that reduce-scatters or all-gathers has "
                              f"2..{MAX_SCATTER_WORKERS} (the switch keeps a message's owner in 5 bits)")
+        if self.quorum is not None:
+            if not 1 <= self.quorum <= self.workers:
+                raise ValueError(f"job {self.job}: k = {self.quorum} of {self.workers} workers: k is 1..{self.workers}")
+            if self.k_of_n and self.workers > MAX_K_OF_N_WORKERS:
+                raise ValueError(f"job {self.job}: {self.workers} workers: a k-of-N job has at most "
+                                 f"{MAX_K_OF_N_WORKERS} (its results name their contributors in 16 bits)")
+            if self.k_of_n and self.owned:
+                raise ValueError(f"job {self.job}: k of N is for all-reduce jobs, not reduce-scatter or all-gather")
+
+    @property
+    def need(self) -> int:
+        """Contributions a cell's sum waits for: k, or every worker."""
+        return self.workers if self.quorum is None else self.quorum
+
+    @property
+    def k_of_n(self) -> bool:
+        """The job's sums may leave workers out (k below N)."""
+        return self.need < self.workers
+
+    def contributors(self, imm: int) -> tuple[int, ...]:
+        """The ranks a k-of-N result holds, from its Last packet's ImmDt (every rank on any other job)."""
+        if not self.k_of_n:
+            return tuple(range(self.workers))
+        bitmap = imm >> IMM_MEMBERS_SHIFT
+        return tuple(r for r in range(self.workers) if bitmap >> r & 1)
 
     @property
     def rkey(self) -> int:
@@ -111,7 +142,12 @@ class JobLayout:
         return (self.owners - 1) * (1 << OWNER_VA_SHIFT) + self.window_messages * MESSAGE_BYTES
 
     def imm(self, k: int) -> int:
-        return k & 0xFFFFFFFF
+        """Message k's ImmDt as its sender writes it (k of N: the low bits; the switch adds the contributors)."""
+        return k & (IMM_MESSAGE_MASK if self.k_of_n else 0xFFFFFFFF)
+
+    def imm_message(self, imm: int) -> int:
+        """What of a received ImmDt names the message (`imm(k)` for message k)."""
+        return imm & IMM_MESSAGE_MASK if self.k_of_n else imm
 
     def peer(self, rank: int) -> int:
         """Worker `rank` sends its gradient on its QP to rank + 1 (mod N)."""

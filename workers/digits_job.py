@@ -13,6 +13,13 @@ gradient on its own model and the exact sum they must add up to. Without DLCP dr
 sum must be exact; with it (zero-filled packets), the relative error against that sum is
 recorded, and models may drift apart (a ring's all-gather carries a zero-filled chunk
 downstream only): each worker reports a digest of its parameters at the end.
+
+A slow worker (workers/slowdown.py) stretches its minibatch's computation by its factor: it waits (factor - 1) x
+what the gradient took, with the transport running. On a NetReduce job that aggregates k of N (docs/faults.md,
+"Stragglers: k of N"), a sum may hold fewer than N workers: every result names its contributors, the check is
+exact against the sum of exactly those, the update divides by their number (the same on every worker: the models
+stay identical), and the gradient's relative error against the mean of all N is recorded. A worker whose next sum
+is already here (the others got there first) stops computing: its contribution would be dropped anyway.
 """
 
 from __future__ import annotations
@@ -25,12 +32,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from protocol.netreduce import MESSAGE_ELEMENTS
 from workers.comm import Comm
+from workers.netreduce_quorum import PartialSums
+from workers.slowdown import Slowdown, run_dir_of, stretch
 from workload.encoding import AllReduce, Encoder, IterationCheck, job_profile
 from workload.gradients import DIGITS_MLP, digits_profile
 from workload.records import CheckKind, IterationRecord, WrongResult, crash_if_asked
 
 INPUTS, HIDDEN, CLASSES = DIGITS_MLP
+SLOW_POLL_S = 0.01  # a slow worker's longest single wait for packets while it 'computes'
 BATCH = 32
 LEARNING_RATE = 0.5
 TEST_FRACTION = 0.25
@@ -116,8 +127,12 @@ def data(seed: int) -> tuple[FloatArray, npt.NDArray[np.int64], FloatArray, npt.
 class TrainLoop:
     """Like WorkerLoop, but the gradients are a model's, and the records carry accuracy and loss."""
 
-    def __init__(self, comm: Comm, allreduce: AllReduce) -> None:
+    def __init__(self, comm: Comm, allreduce: AllReduce, collective: object = None) -> None:
         self.comm = comm
+        # k of N: the collective's sums may leave workers out, and say which (NetReduceWorker)
+        self.partial = collective if isinstance(collective, PartialSums) and collective.layout.k_of_n else None
+        self.slowdown = Slowdown(run_dir_of(comm), comm.me.node_id)
+        self.overtaken = False  # this iteration's computation was cut short: its sum was here already
         self.cfg = comm.cfg
         self.allreduce = allreduce
         self.profile = job_profile(self.cfg, digits_profile())  # what the all-reduce moves
@@ -136,6 +151,30 @@ class TrainLoop:
     def extra(self) -> dict[str, object]:
         return {"model_digest": self.model.digest()}
 
+    def _slow(self, computed_s: float) -> None:
+        """A slow worker's computation takes its factor x as long: the rest, waited with the transport running (cut
+        short on a k-of-N job once this iteration's first sum is here: this worker's part would come too late)."""
+        self.overtaken = False
+        wait = stretch(computed_s, self.slowdown.factor())
+        deadline = time.monotonic() + wait
+        while (now := time.monotonic()) < deadline:
+            if self.partial is not None and self.partial.overtaken():
+                self.overtaken = True
+                return
+            self.comm.step(min(SLOW_POLL_S, deadline - now), "this slow worker's computation")
+
+    def _held(self, elements: int) -> npt.NDArray[np.bool_]:
+        """Per rank and element: does the last reduction's sum hold that rank's value (k of N: the ranks each
+        message's result named; else every rank)."""
+        held = np.ones((self.n, elements), dtype=bool)
+        if self.partial is None:
+            return held
+        for i, ranks in enumerate(self.partial.last_contributors):
+            lo, hi = i * MESSAGE_ELEMENTS, min(elements, (i + 1) * MESSAGE_ELEMENTS)
+            held[:, lo:hi] = False
+            held[list(ranks), lo:hi] = True
+        return held
+
     def _gradients(self, model: Model, r: int) -> tuple[list[FloatArray], float]:
         """Worker r's gradients of this iteration (its next minibatch) on `model`, flat, in
         back-propagation order (the profile's), and its minibatch loss."""
@@ -152,13 +191,18 @@ class TrainLoop:
             start = time.monotonic()
             before = self.model.copy()  # the parameters this iteration's gradients come from
             mine, loss = self._gradients(before, self.rank)
+            self._slow(time.monotonic() - start)
             self.comm.set_magnitudes(it, [self.encoder.magnitude_values(g) for g in mine])
             zero_before = self.comm.zero_filled
             comm_start = time.monotonic()
-            reduced = [self.encoder.reduce(self.allreduce, it, index, g) for index, g in enumerate(mine)]
+            reduced, held = [], []
+            for index, g in enumerate(mine):
+                reduced.append(self.encoder.reduce(self.allreduce, it, index, g))
+                held.append(self._held(len(g)))
             self.comm.drain()
             comm_s = time.monotonic() - comm_start
-            updates = [self.encoder.decode(r).reshape(shape) / self.n for r, shape in zip(reduced, shapes, strict=True)]
+            means = [self.encoder.decode(r) / h.sum(axis=0) for r, h in zip(reduced, held, strict=True)]
+            updates = [m.reshape(shape) for m, shape in zip(means, shapes, strict=True)]
             for tensor, update in zip(self.model.tensors(), reversed(updates), strict=True):
                 tensor -= LEARNING_RATE * update
             end = time.monotonic()
@@ -166,12 +210,18 @@ class TrainLoop:
             # The check, outside the iteration's time: every worker's gradient on the same parameters.
             grads = [mine if r == self.rank else self._gradients(before, r)[0] for r in range(self.n)]
             check = IterationCheck()
-            for index, got in enumerate(reduced):
-                check.add(self.encoder, got, *self.encoder.expected_of([g[index] for g in grads]))
+            for index, got in enumerate(reduced):  # k of N: against the sum of exactly the ranks it names
+                check.add(self.encoder, got, *self.encoder.expected_of([g[index] * held[index][r]
+                                                                        for r, g in enumerate(grads)]))
             ok = check.correct(self.comm.dlcp)
+            full = [sum(g[index] for g in grads) / self.n for index in range(len(reduced))]  # the mean of all N
+            error = float(np.sqrt(sum(np.sum((m - f) ** 2) for m, f in zip(means, full, strict=True))
+                                  / max(sum(np.sum(f**2) for f in full), 1e-300)))
             extra = {"accuracy": self.model.accuracy(self.x_test, self.y_test), "loss": loss,
                      "zero_filled_packets": float(self.comm.zero_filled - zero_before),
-                     "relative_error": check.relative_error, "comm_s": comm_s, "train_s": train_s}
+                     "relative_error": check.relative_error, "comm_s": comm_s, "train_s": train_s,
+                     "gradient_error": error, "overtaken": float(self.overtaken),
+                     "contributors": float(min(int(h.sum(axis=0).min()) for h in held))}
             records.append(IterationRecord(it, start, end, ok, check.wrong, check.err, check.saturated, extra,
                                            check=CheckKind.EXACT))
             crash_if_asked(self.cfg, self.comm.me.node_id, it)

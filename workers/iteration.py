@@ -28,6 +28,7 @@ from typing import Protocol
 import numpy as np
 
 from workers.comm import Collective, Comm, Wait
+from workers.slowdown import Slowdown, run_dir_of
 from workload.encoding import Encoder, IterationCheck, Reduced, job_profile
 from workload.floats import ExponentArray, FloatArray
 from workload.gradients import Int32Array, Profile
@@ -68,6 +69,7 @@ class Scheduler:
     training: Training
     runtime: Runtime
     timeout: float  # an iteration that takes longer fails
+    slowdown: Callable[[], float] = lambda: 1.0  # this worker's slow-worker factor, read once per iteration
     events: list[Event] = field(default_factory=list)
     bounds: list[tuple[float, float]] = field(default_factory=list)
     _running: dict[int, tuple[ReductionGen, Wait, float, int]] = field(default_factory=dict)
@@ -92,6 +94,7 @@ class Scheduler:
             else:
                 self._deps.append({codes_of[t] for t in op.tensors if t in codes_of})
         self._dilation = self.training.dilation
+        self._slowdown = 1.0  # the slow-worker factor of the current iteration (workers/slowdown.py)
 
     # ---- reductions ----
 
@@ -158,7 +161,7 @@ class Scheduler:
         this loop noticing an end a little late does not delay the next layer. Returns the start."""
         now = self.runtime.now()
         start = now if waited or self._gpu_free is None else min(now, self._gpu_free)
-        end = start + seconds * self._dilation
+        end = start + seconds * self._dilation * self._slowdown
         self._advance(None, end, f"{kind} of {layer.name}")
         self._gpu_free = end
         self.events.append(Event(iteration, kind, layer.name, start, end))
@@ -172,6 +175,7 @@ class Scheduler:
         starts: list[float] = []
         for it in range(iterations):
             self._deadline = self.runtime.now() + self.timeout
+            self._slowdown = self.slowdown()
             for layer in layers:
                 waited = False
                 if it > 0:
@@ -249,7 +253,8 @@ class TrainingLoop:
         self.rank = comm.me.node_id
         self.largest_op = max(op.elements for op in self.plan.ops)
         self.in_flight = self.training.in_flight
-        self.scheduler = Scheduler(self.plan, self.training, self, self.cfg.iteration_timeout)
+        self.scheduler = Scheduler(self.plan, self.training, self, self.cfg.iteration_timeout,
+                                   Slowdown(run_dir_of(comm), self.rank).factor)
         self.tensors: dict[int, dict[int, _Tensor]] = {}  # iteration -> logical tensor -> state
         self.pending: list[tuple[int, int]] = []  # (iteration, tensor) reduced, not yet checked
         self.checks: dict[int, IterationCheck] = {}

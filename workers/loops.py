@@ -82,5 +82,5 @@ def make_loop(comm: Comm, collective: Collective) -> Loop:
 
         return TrainingLoop(comm, collective)
     if comm.cfg.workload == "train-digits":
-        return TrainLoop(comm, collective.allreduce)
+        return TrainLoop(comm, collective.allreduce, collective)
     return WorkerLoop(comm, collective.allreduce)

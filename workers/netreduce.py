@@ -22,6 +22,7 @@ from roce.headers import Bth, Opcode, Reth, Transport
 from roce.qp import Requester
 from workers.comm import Comm, OpGen, Wait
 from workers.loops import make_loop
+from workers.netreduce_quorum import QuorumRequester, tag_of
 from workload.gradients import Int32Array, from_wire, to_wire
 from workload.job import JobConfig
 
@@ -29,7 +30,7 @@ from workload.job import JobConfig
 def layout_of_config(cfg: JobConfig, scatter: bool = False, gather: bool = False) -> JobLayout:
     """The NetReduce layout of a job: its id, its workers and its credits (`scatter`, `gather`: its switches were
     told that its messages may be reduce-scatter, or all-gather, ones: controller.netreduce_jobs.place_job)."""
-    return JobLayout(cfg.job_id, len(cfg.workers), cfg.credits, scatter, gather)
+    return JobLayout(cfg.job_id, len(cfg.workers), cfg.credits, scatter, gather, cfg.netreduce_k)
 
 
 PLACEHOLDER = "netreduce-placeholder"  # the tag of an all-gather message this rank does not own
@@ -84,6 +85,10 @@ class NetReduceWorker:
                 raise ValueError(f"QP {self.send_qp.cfg.qpn:#x} already carried writes: an all-gather job needs "
                                  "a job id of its own")
             self.send_qp.requester = PlaceholderRequester(old.cfg, old.marker)
+        if self.layout.k_of_n:  # k of N: its sums are delivered on this connection with or without this worker
+            old = self.send_qp.requester
+            self.send_qp.requester = QuorumRequester(old.cfg, old.marker)
+        self.last_contributors: list[tuple[int, ...]] = []  # the ranks each message of the last reduction holds
         self.region = comm.register(self.layout.rkey, self.layout.region_bytes)
         self.loop = make_loop(comm, self)
         self.k = 0  # next message number to give a reduction (continues over reductions and iterations)
@@ -140,6 +145,7 @@ class NetReduceWorker:
         done = 0
         tags = self.comm.tags[self.recv_qp.cfg.qpn]
         view = memoryview(self.region.buffer)
+        contributors: list[tuple[int, ...]] = []
 
         def va(i: int) -> int:
             owner = owners[i]
@@ -158,12 +164,14 @@ class NetReduceWorker:
                 self.posted += 1
                 self.stats["messages"] += 1
             k = first + done
-            if self.layout.imm(k) not in tags:
+            key = tag_of(self.layout, tags, k)
+            if key is None:
                 if sent < count and self.posted == first + sent and not self._credit(first + sent):
                     self.stats["credit_waits"] += 1
                 yield partial(self._progress, k, first + sent if sent < count else None)
                 continue
-            completion = tags.pop(self.layout.imm(k))
+            completion = tags.pop(key)
+            contributors.append(self.layout.contributors(key))
             owner = owners[done]
             if owner is None or (owner == self.rank) != self.layout.gather:  # this rank's to receive whole
                 if owner is not None and completion.zero_filled:
@@ -175,13 +183,18 @@ class NetReduceWorker:
                                    f"{PACKETS - completion.zero_filled} whole packets: the switch must trim them all")
             self.results.add(k)
             done += 1
+        self.last_contributors = contributors
         return out
 
     def _progress(self, awaited: int, next_send: int | None) -> bool:
         """The awaited result is here, or the next message may now be posted."""
         tags = self.comm.tags[self.recv_qp.cfg.qpn]
-        return self.layout.imm(awaited) in tags or (
+        return tag_of(self.layout, tags, awaited) is not None or (
             next_send is not None and self.posted == next_send and self._credit(next_send))
+
+    def overtaken(self) -> bool:
+        """k of N: the sum of this worker's next message is here already (its contribution would be late)."""
+        return self.layout.k_of_n and tag_of(self.layout, self.comm.tags[self.recv_qp.cfg.qpn], self.k) is not None
 
     def report(self) -> dict[str, object]:
         return {"netreduce": dict(self.stats)}

@@ -141,6 +141,7 @@ class JobConfig:
     retry_limit: int = 7
     ps_key_bytes: int = 64 << 10  # parameter server: bytes per key (PHub-style fine-grained chunks)
     credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
+    netreduce_k: int | None = None  # NetReduce k of N: a sum leaves the switch once k workers are in (None: all)
     dlcp: DlcpPolicy | None = None  # DLCP marking and zero-filling of trimmed packets on the hosts (None: off)
     crash: Crash | None = None
     training: Training | None = None  # None: all-reduce every tensor in a row, no computation (workers/loops.py)

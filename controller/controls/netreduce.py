@@ -39,7 +39,7 @@ ROLE_NAMES = {CONFIG.NR_ROLE_FLAT: "flat", CONFIG.NR_ROLE_LEAF: "leaf", CONFIG.N
 
 # The events of packets NetReduce drops (the refusals; the others count what it did).
 REFUSALS = frozenset({"duplicate", "no-credit", "not-member", "malformed", "no-context", "stale", "bad-icrc",
-                      "placeholder-last"})
+                      "placeholder-last", "late"})
 
 
 def event_names() -> dict[int, str]:
@@ -178,6 +178,10 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
         return JobPlan(layout, workers, plans, sw)
 
     # Hierarchical: a spine linked to every edge switch of the job aggregates the leaves.
+    if layout.k_of_n:
+        raise TopologyError(f"job {job}: k = {layout.need} of {n} needs every worker on one switch (its hosts "
+                            f"{', '.join(workers)} are on {', '.join(edges)}): a leaf cannot tell which k of the job's "
+                            "N are in; use a rack topology or k = N")
     candidates = [s.name for s in topo.switches if s.name not in edges
                   and all(any(lk.other(s.name)[0] == e for lk in topo.links_of(s.name)) for e in edges)]
     if spine is not None:
@@ -234,7 +238,8 @@ def bind(plan: SwitchPlan, layout: JobLayout, base_cell: int, member_ids: dict[s
     """The switch's entries with its region and member context slots filled in, job entry first."""
     job, credits = layout.job, layout.credits
     out: list[Entity] = [TableEntry(JOBS, {"meta.nr_state.job": job}, "set_job", {
-        "base_cell": base_cell, "credits": credits, "members": plan.members, "role": plan.role,
+        "base_cell": base_cell, "credits": credits, "members": plan.members,
+        "quorum": plan.members if layout.quorum is None else layout.quorum, "role": plan.role,
         "group_base": group_base(job), "owners": layout.owners,
         "gather": int(layout.gather)})]
     out += [TableEntry(e.table, e.match, e.action, {**e.params, "member_id": member_ids[key]})

@@ -206,6 +206,18 @@
 // Event: an all-gather placeholder (headers alone) that would complete a cell or be answered: refused (BMv2 cannot
 // grow a packet by a payload to send it on); its sender resends it whole (zeros), which does.
 #define NR_EV_PLACEHOLDER_LAST 12
+// Event: a k-of-N job's contribution that came after its cell's sum was emitted without it (or a later packet of a
+// message whose first packet did): dropped, never added (docs/faults.md, "Stragglers: k of N").
+#define NR_EV_LATE 13
+// Event: such a late contribution to a cell that holds its message's sum: answered with the sum on its connection
+// only (its receiver ACKs the sender), not added.
+#define NR_EV_LATE_ANSWERED 14
+// A k-of-N job (set_job's quorum below its members) emits a cell's sum once `quorum` members are in; the Last packet
+// of each result carries the bitmap of the members the sum holds in its ImmDt from this bit up (member bit b = rank
+// b), the message number in the bits below.
+#define NR_IMM_MEMBERS_SHIFT 16
+// Most workers of a k-of-N job: its contributors' bitmap must fit the ImmDt above NR_IMM_MEMBERS_SHIFT.
+#define NR_KOFN_MAX_MEMBERS 16
 // A message's owner field is RETH.virtual_addr >> this (the window index sits below it): 0 for an all-reduce message
 // (every receiver gets the sum), r + 1 for a reduce-scatter message whose shard rank r owns (r gets the sum, every
 // other receiver the packet's headers alone, trimmed as a DLCP drop notification, which keeps its RC connection's

@@ -177,6 +177,7 @@ header netreduce_state_h {
     bit<32> base_cell;    // first cell of the job's region
     bit<8>  credits;      // the job's credits C (its window holds 2C messages)
     bit<8>  members;      // contributions that complete a cell on this switch
+    bit<8>  quorum;       // k of N: contributions that complete it (members: N of N, as every job but a k-of-N one)
     bit<8>  role;         // NR_ROLE_*
     bit<16> group_base;   // the job's first multicast group
     bit<8>  owners;       // owner fields a RETH may carry: 1 (all-reduce only: 0), or N + 1 (reduce-scatter too)
@@ -195,6 +196,8 @@ header netreduce_state_h {
     bit<32> icrc;         // the ICRC the packet came with (wire order)
     bit<64> state;        // a cell's state (nr_cells), read and written back by one action
     bit<64> twin;         // the state of the cell's other shadow copy
+    bit<64> head;         // the state of the cell of the message's first packet (k of N: who is in the message)
+    bit<8>  late;         // 1: k of N, the contribution came after its message's sum left without it (judge_late)
     bit<32> entry;        // a per-QP context entry (nr_qp_context), or a computed ICRC
     bit<AGG_WORD_BITS> word;  // one word of a cell's values (nr_values<q>)
     bit<32> job_events;   // nr_job_events index of the job's first event (job * NR_EVENTS)

@@ -36,11 +36,12 @@ const bool NR_OUT_DUPLICATE_IS_COMPLETE_PLUS_2 = static_assert(NR_OUT_DUPLICATE 
 
 // A contribution's verdict (contribute sets meta.nr_state.outcome to these bits; nr_verdicts maps them to
 // what happens, one table instead of a chain of conditions: BMv2 pays for every pipeline node).
+const bit<8> NR_V_LATE = 0x80;      // k of N: its cell's sum was emitted without this member's message: not added
 const bit<8> NR_V_HELD = 0x40;      // a placeholder that would complete the cell, or be answered: refused
 const bit<8> NR_V_MINE = 0x20;      // the member had already contributed to the cell's message
 const bit<8> NR_V_ACCEPT = 0x10;    // added (fresh cell, or another member's partial sum of the same message)
 const bit<8> NR_V_SAME = 0x08;      // the cell holds this message
-const bit<8> NR_V_COMPLETE = 0x04;  // every member has contributed (after this one)
+const bit<8> NR_V_COMPLETE = 0x04;  // the quorum has contributed (after this one): every member, but on a k-of-N job
 const bit<8> NR_V_BEHIND = 0x02;    // the message is older than the cell's
 const bit<8> NR_V_FINAL = 0x01;     // leaf: the cell holds its parent's result
 
@@ -172,8 +173,9 @@ control NetReduceIngress(inout headers_t hdr,
         size = AGG_MAX_QPS;
     }
 
-    action set_job(bit<32> base_cell, bit<8> credits, bit<8> members, bit<8> role, bit<16> group_base,
-                   bit<8> owners, bit<8> gather) {
+    action set_job(bit<32> base_cell, bit<8> credits, bit<8> members, bit<8> quorum, bit<8> role,
+                   bit<16> group_base, bit<8> owners, bit<8> gather) {
+        meta.nr_state.quorum = quorum;
         meta.nr_state.gather = gather;
         meta.nr_state.base_cell = base_cell;
         meta.nr_state.credits = credits;
@@ -255,6 +257,11 @@ control NetReduceIngress(inout headers_t hdr,
         hdr.ipv4.dst_addr = 0;
         hdr.udp.src_port = 0;
         hdr.bth.dest_qp = 0;
+        // k of N: the Last packet tells every receiver which members the sum holds (NR_IMM_MEMBERS_SHIFT).
+        hdr.immdt.data = meta.nr_state.quorum != meta.nr_state.members && hdr.immdt.isValid()
+            ? (hdr.immdt.data & ((32w1 << NR_IMM_MEMBERS_SHIFT) - 1))
+              | (((bit<32>)meta.nr_state.state[31:0]) << NR_IMM_MEMBERS_SHIFT)
+            : hdr.immdt.data;
         ICRC_OF_HEADERS(meta.nr.icrc)
         ICRC_UNCOVER()
     }
@@ -321,28 +328,55 @@ control NetReduceIngress(inout headers_t hdr,
         bool same = msg == meta.nr_state.msg;
         // A placeholder is only ever a first contribution that does not complete the cell (else: held, refused).
         bool held = meta.nr_state.filled == 1 && (mine || (fresh ? 32w0 : count) + 1 == (bit<32>)meta.nr_state.members);
-        bool add = !mine && !fresh && same && !held;
-        bool accept = (fresh && !held) || add;
+        bool behind = ((meta.nr_state.msg - msg) & NR_MSG_MASK) >= NR_MSG_HALF;
+        bool late = meta.nr_state.late == 1;  // (judge_late, k-of-N jobs only: a field, never an expression here)
+        bool add = !mine && !fresh && same && !held && !late;
+        bool accept = (fresh && !held && !late) || add;
         bit<32> taken = ((bit<32>)(bit<1>)accept) << meta.nr_state.member_bit;  // the member's bit if accepted, else 0
         bit<32> new_count = (fresh ? 32w0 : count) + (bit<32>)(bit<1>)accept;
-        bool behind = ((meta.nr_state.msg - msg) & NR_MSG_MASK) >= NR_MSG_HALF;
         // One assignment (nested ?: would become a chain of predicated temporaries). p4c copies each
         // local's expression into every place that reads it; BMv2 evaluates narrow expressions far
         // more cheaply than it assigns a field, so they are not kept in metadata fields.
-        meta.nr_state.outcome = 1w0 ++ (bit<1>)held ++ (bit<1>)mine ++ (bit<1>)accept ++ (bit<1>)same
-            ++ (bit<1>)(new_count == (bit<32>)meta.nr_state.members) ++ (bit<1>)behind
+        meta.nr_state.outcome = (bit<1>)late ++ (bit<1>)held ++ (bit<1>)mine ++ (bit<1>)accept ++ (bit<1>)same
+            ++ (bit<1>)(new_count == (bit<32>)meta.nr_state.quorum) ++ (bit<1>)behind
             ++ meta.nr_state.state[NR_CELL_FINAL_SHIFT:NR_CELL_FINAL_SHIFT];
         AGG_FOR_EACH_WORD(NR_ADD)
         // Values are written from a field updated in place, never from an expression: p4c makes an
         // extern call's expression argument a temporary (a metadata field of its own), and would
         // substitute a field's new value for the field if the value did not read the field itself.
-        // The member has moved on from the other copy's older message.
-        meta.nr_state.twin = meta.nr_state.twin & ~((bit<64>)taken);
+        // The member has moved on from the other copy's older message. k of N: a late member too; and once a
+        // cell completes, every member has (each of the quorum had the older result; a member left out may skip
+        // messages whole, never clearing its bit): the other copy is free.
+        meta.nr_state.twin = meta.nr_state.quorum != meta.nr_state.members && accept
+                             && new_count == (bit<32>)meta.nr_state.quorum
+            ? meta.nr_state.twin & ~((bit<64>)32w0xFFFFFFFF)
+            : meta.nr_state.twin & ~((bit<64>)(((bit<32>)(bit<1>)(accept || late)) << meta.nr_state.member_bit));
         nr_cells.write(meta.nr_state.other_cell, meta.nr_state.twin);
         // Fresh: this message, count 0, not final, no member; then the contribution is added (or nothing).
         meta.nr_state.state = ((fresh ? ((bit<64>)meta.nr_state.msg) << NR_CELL_MSG_SHIFT : meta.nr_state.state)
                                + (((bit<64>)(bit<1>)accept) << NR_CELL_COUNT_SHIFT)) | (bit<64>)taken;
         nr_cells.write(meta.nr_state.cell, meta.nr_state.state);
+    }
+
+    // k of N (quorum below members; never on any other job), before contribute: is the packet late? A member's
+    // message is in the sum or out of it whole, decided at its first packet: out when that packet's cell was
+    // complete (or done and released); a later packet is out unless its member's bit is in the first packet's cell
+    // for this message. In an action of its own: contribute copies its locals into every word's expressions.
+    action judge_late() {
+        nr_cells.read(meta.nr_state.state, meta.nr_state.cell);
+        nr_cells.read(meta.nr_state.head, meta.nr_state.cell - (bit<32>)(hdr.bth.psn & (AGG_PACKETS_PER_MESSAGE - 1)));
+        bit<32> mask = 32w1 << meta.nr_state.member_bit;
+        bit<32> bitmap = (bit<32>)meta.nr_state.state[NR_CELL_MSG_SHIFT - 1:0];
+        bit<32> msg = (bit<32>)meta.nr_state.state[NR_CELL_MSG_SHIFT + NR_MSG_BITS - 1:NR_CELL_MSG_SHIFT];
+        bit<32> count = (bit<32>)meta.nr_state.state[NR_CELL_COUNT_SHIFT + NR_CELL_COUNT_BITS - 1:NR_CELL_COUNT_SHIFT];
+        bool same = msg == meta.nr_state.msg;
+        bool behind = ((meta.nr_state.msg - msg) & NR_MSG_MASK) >= NR_MSG_HALF;
+        bool in_head = (((bit<32>)meta.nr_state.head[NR_CELL_MSG_SHIFT - 1:0]) & mask) != 0
+            && (bit<32>)meta.nr_state.head[NR_CELL_MSG_SHIFT + NR_MSG_BITS - 1:NR_CELL_MSG_SHIFT] == meta.nr_state.msg;
+        meta.nr_state.late = (bit<8>)(bit<1>)((bitmap & mask) == 0
+            && ((hdr.bth.psn & (AGG_PACKETS_PER_MESSAGE - 1)) == 0
+                ? (bitmap == 0 ? same || behind : same && count >= (bit<32>)meta.nr_state.quorum)
+                : !in_head));
     }
 
     // A parent's result: store it in the cell (if it is for the cell's message) and mark it final.
@@ -428,6 +462,13 @@ control NetReduceIngress(inout headers_t hdr,
         emit(meta.nr_state.group_base + NR_GROUP_PEER_BASE + (bit<16>)meta.nr_state.peer_index);
     }
 
+    // k of N: a late contribution to a cell that holds its message's sum: the sum, on that connection only (its
+    // receiver has it already, and ACKs the late sender).
+    action answer_late() {
+        NR_EVENT(0, NR_EV_LATE_ANSWERED)
+        emit(meta.nr_state.group_base + NR_GROUP_PEER_BASE + (bit<16>)meta.nr_state.peer_index);
+    }
+
     // A retransmission at a leaf whose cell holds the local partial (no result yet): the partial goes up again.
     action resend_up() {
         NR_EVENT(0, NR_EV_PARTIAL_UP)
@@ -450,6 +491,7 @@ control NetReduceIngress(inout headers_t hdr,
             completed;
             completed_up;
             answer;
+            answer_late;
             resend_up;
             refuse;
         }
@@ -457,6 +499,8 @@ control NetReduceIngress(inout headers_t hdr,
         // First match wins (entries are in priority order).
         const entries = {
             (NR_V_HELD &&& NR_V_HELD, _) : refuse(NR_EV_PLACEHOLDER_LAST);
+            ((NR_V_LATE | NR_V_SAME | NR_V_COMPLETE) &&& (NR_V_LATE | NR_V_SAME | NR_V_COMPLETE), _) : answer_late();
+            (NR_V_LATE &&& NR_V_LATE, _) : refuse(NR_EV_LATE);
             ((NR_V_MINE | NR_V_SAME | NR_V_COMPLETE) &&& (NR_V_MINE | NR_V_SAME | NR_V_COMPLETE | NR_V_FINAL), NR_ROLE_LEAF &&& 0xFF) : resend_up();
             ((NR_V_MINE | NR_V_SAME | NR_V_COMPLETE) &&& (NR_V_MINE | NR_V_SAME | NR_V_COMPLETE), _) : answer();
             ((NR_V_MINE | NR_V_SAME) &&& (NR_V_MINE | NR_V_SAME), _) : refuse(NR_EV_DUPLICATE);
@@ -528,6 +572,9 @@ control NetReduceIngress(inout headers_t hdr,
                                 refuse(NR_EV_STALE);
                             }
                         } else {
+                            if (meta.nr_state.quorum != meta.nr_state.members) {
+                                judge_late();
+                            }
                             contribute();
                             nr_verdicts.apply();
                         }

@@ -1,0 +1,143 @@
+"""Stragglers (docs/faults.md, "Stragglers: k of N"): the slow-worker factor a worker reads from its run
+directory, the link-rate change a slow-worker fault makes, a k-of-N job's layout (its results' ImmDt names the
+contributors) and the requester that takes an ACK for PSNs the switch delivered on its behalf."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from protocol.netreduce import IMM_MEMBERS_SHIFT, MAX_K_OF_N_WORKERS, JobLayout
+from protocol.p4_constants import CONFIG
+from roce.headers import Aeth, Bth, Opcode, Transport
+from roce.qp import QpConfig, Requester
+from tests.inmemory import training
+from tests.unit.test_training import layers3, one_op_per_layer
+from workers.iteration import Scheduler
+from workers.netreduce_quorum import QuorumRequester, tag_of
+from workers.slowdown import Slowdown, SlowdownError, read_slowdown, slowdown_path, stretch, write_slowdown
+from workload.plan import Plan
+
+# ---- the factor ----
+
+
+def test_a_worker_reads_the_factor_written_for_it_and_only_when_the_file_changed(tmp_path):
+    s = Slowdown(tmp_path, 2)
+    assert s.factor() == 1.0  # no file: normal speed
+    write_slowdown(tmp_path, 2, 3.0)
+    assert s.factor() == 3.0 and read_slowdown(tmp_path, 2) == 3.0
+    assert read_slowdown(tmp_path, 1) == 1.0  # another node's file is not this one's
+    path = slowdown_path(tmp_path, 2)
+    seen = path.stat()
+    path.write_text("7.0\n")  # same size, same mtime: not read again
+    os.utime(path, ns=(seen.st_atime_ns, seen.st_mtime_ns))
+    assert s.factor() == 3.0
+    write_slowdown(tmp_path, 2, 1.5)
+    assert s.factor() == 1.5
+    path.unlink()
+    assert s.factor() == 1.0
+    assert Slowdown(None, 2).factor() == 1.0
+
+
+@pytest.mark.parametrize("bad", [0.5, 0.0, -2.0, float("inf"), float("nan")])
+def test_a_factor_below_one_or_not_finite_is_refused_in_one_line(tmp_path, bad):
+    with pytest.raises(SlowdownError, match=r"slowdown factor .*at least 1 times as long") as e:
+        write_slowdown(tmp_path, 0, bad)
+    assert "\n" not in str(e.value) and not slowdown_path(tmp_path, 0).exists()
+
+
+def test_stretch_waits_the_rest_of_factor_times_the_computation():
+    assert stretch(0.2, 3.0) == pytest.approx(0.4)
+    assert stretch(0.2, 1.0) == 0.0 and stretch(-1.0, 5.0) == 0.0
+
+
+def test_the_training_scheduler_stretches_every_computation_of_a_slow_iteration():
+    """On a simulated clock: forward 1.5 s and backward 4.5 s of layers3; factor 2 from iteration 1 on."""
+    from tests.unit.test_training import SimRuntime
+
+    factors = iter([1.0, 2.0])
+    p = Plan(tuple(layers3()), tuple(one_op_per_layer()), (2, 1, 0), (100, 100, 100))
+    rt = SimRuntime({0: 0.1, 1: 0.1, 2: 0.1})
+    s = Scheduler(p, training(dilation=1.0), rt, timeout=1000, slowdown=lambda: next(factors))  # type: ignore[arg-type]
+    t = s.run(2)
+    assert t[0].compute_s == pytest.approx(4.5) and t[1].compute_s == pytest.approx(9.0)
+
+
+# ---- the link ----
+
+
+def test_a_link_rate_change_changes_every_class_of_the_tree_in_place():
+    from mininet_topos.shaping import HOST_CLASSES, SWITCH_CLASSES, htb_commands, rate_commands
+
+    cmds = rate_commands("h3-eth0", 2.5, HOST_CLASSES)
+    assert all(c.startswith(("tc class change", "tc qdisc change")) for c in cmds)
+    assert "rate 2.5mbit ceil 2.5mbit" in cmds[0]
+    made = {c.split("classid ")[1].split()[0] for c in htb_commands("h3-eth0", 20) if "classid" in c}
+    changed = {c.split("classid ")[1].split()[0] for c in cmds if "classid" in c}
+    assert changed == made  # every class the tree has, none it lacks
+    assert len([c for c in rate_commands("s1-eth1", 5, SWITCH_CLASSES) if "bfifo" in c]) == CONFIG.PRIORITY_QUEUES
+
+
+# ---- k of N: the layout ----
+
+
+def test_a_k_of_n_layout_sends_the_message_in_the_low_bits_and_reads_the_contributors_above():
+    lay = JobLayout(1, 4, 2, quorum=3)
+    assert lay.k_of_n and lay.need == 3
+    k = 0x12345
+    assert lay.imm(k) == k & 0xFFFF
+    got = lay.imm(k) | 0b1011 << IMM_MEMBERS_SHIFT  # what the switch makes of it
+    assert lay.imm_message(got) == lay.imm(k) and lay.contributors(got) == (0, 1, 3)
+    full = JobLayout(1, 4, 2)
+    assert not full.k_of_n and full.imm(k) == k and full.contributors(full.imm(k)) == (0, 1, 2, 3)
+    assert JobLayout(1, 4, 2, quorum=4).imm(k) == k  # k = N is N of N
+
+
+@pytest.mark.parametrize(("workers", "quorum", "scatter", "match"), [
+    (4, 0, False, "k = 0 of 4"), (4, 5, False, "k = 5 of 4"),
+    (MAX_K_OF_N_WORKERS + 1, 2, False, "at most 16"), (4, 3, True, "all-reduce jobs")])
+def test_a_k_of_n_job_it_cannot_run_is_refused(workers, quorum, scatter, match):
+    with pytest.raises(ValueError, match=match):
+        JobLayout(1, workers, 2, scatter=scatter, quorum=quorum)
+
+
+def test_a_result_is_found_by_its_message_whatever_contributors_it_names():
+    lay = JobLayout(1, 4, 2, quorum=3)
+    tags = {lay.imm(5) | 0b0111 << IMM_MEMBERS_SHIFT: object()}
+    assert tag_of(lay, tags, 5) == lay.imm(5) | 0b0111 << IMM_MEMBERS_SHIFT  # type: ignore[arg-type]
+    assert tag_of(lay, tags, 6) is None  # type: ignore[arg-type]
+
+
+def test_the_switch_program_and_python_agree_on_the_immdt_split():
+    assert IMM_MEMBERS_SHIFT + MAX_K_OF_N_WORKERS <= 32
+    assert CONFIG.NR_KOFN_MAX_MEMBERS <= CONFIG.AGG_MAX_MEMBERS
+
+
+# ---- k of N: the requester ----
+
+
+def ack(psn: int) -> Transport:
+    return Transport(Bth(Opcode.ACKNOWLEDGE, 1, psn), aeth=Aeth.ack(0))
+
+
+@pytest.mark.parametrize("cls", [Requester, QuorumRequester])
+def test_an_ack_past_what_was_sent_settles_what_is_posted_only_on_a_k_of_n_qp(cls):
+    """The receiver has PSNs 0..7 (the switch delivered the sums on this connection) while this side sent 0..3 of
+    message 0 and has not posted message 1: an RC requester ignores the ACK and will retransmit; a k-of-N one settles
+    message 0, and message 1 when it is posted, without sending it."""
+    req = cls(QpConfig(qpn=1, remote_qpn=2, mtu=256, ack_every=100))
+    req.post_write(bytes(1024), 0, 1)
+    assert len(req.transmit(0.0)) == 4
+    req.on_ack(ack(7), 0.01)
+    if cls is Requester:
+        assert req.una == 0 and req.counters["invalid_acks"] == 1
+        return
+    assert req.una == 4 and req.idle() and len(req.completions) == 1
+    req.post_write(bytes(1024), 1024, 1)  # message 1: its sum was delivered already
+    assert req.idle() and req.transmit(0.02) == [] and len(req.completions) == 2
+    assert req.counters["settled_unsent"] == 4
+    req.post_write(bytes(1024), 2048, 1)  # message 2: not delivered, sent as usual
+    assert len(req.transmit(0.03)) == 4 and not req.idle()
+    req.on_ack(ack(11), 0.04)  # within what was sent: RC's own acknowledgement
+    assert req.idle() and req.counters["invalid_acks"] == 0
