@@ -46,16 +46,17 @@ class Testbed(GradNetwork):
         """Both ends of a link down (or up again). A switch end is first taken from its BMv2 process (Thrift
         port_remove; added back after it is up): BMv2 stops receiving on every port once one of its interfaces
         goes down under it. The controller notices by the ports' carrier and reroutes."""
-        ends = [(node, port) for node, port in zip((a, b), self.topo.ports_between(a, b), strict=True)
+        ends = [(node, port, intf) for (node, intf), port in zip(self.link_interfaces(a, b),
+                                                                 self.topo.ports_between(a, b), strict=True)
                 if self.topo.is_switch(node)]
+        running = [(node, port, intf) for node, port, intf in ends if self._switch_node(node).bmv2.alive()]
         if not up:
-            for node, port in ends:
+            for node, port, _ in running:  # a crashed switch has no port to give up (restart_switch sees to it)
                 with Bmv2Thrift(self.ports[node].thrift) as thrift:
                     thrift.port_remove(port)
         super().set_link(a, b, up)
         if up:
-            for (node, port), (_, intf) in zip(ends, [e for e in self.link_interfaces(a, b)
-                                                      if self.topo.is_switch(e[0])], strict=True):
+            for node, port, intf in running:
                 with Bmv2Thrift(self.ports[node].thrift) as thrift:
                     thrift.port_add(intf, port)
 
@@ -69,7 +70,8 @@ class Testbed(GradNetwork):
         its pipeline and every entry it holds for it, and routes through it again. Returns once it forwards
         (every write acknowledged); `restart_s[name]` is how long that took from the process's start."""
         started = time.monotonic()
-        self.start_switch_again(name)
+        self.start_switch_again(name)  # an interface set_link took down is not taken as a port (BMv2 cannot open
+        # it: "Add port operation failed" in its log); set_link's up adds it
         self.fabric.restore(name, timeout=self.options.start_timeout)
         self.restart_s[name] = time.monotonic() - started
 
