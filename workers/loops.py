@@ -31,9 +31,10 @@ class WorkerLoop:
         self.largest_op = max(t.elements for t in self.profile.tensors)  # elements of the largest reduction
         self.in_flight = 1  # reductions at once
         self.extra = no_extra
+        self.records: list[IterationRecord] = []  # the iterations completed so far (kept when the run fails)
 
     def run(self, progress: Callable[[int], None] = lambda i: None) -> list[IterationRecord]:
-        records = []
+        records = self.records
         ranks = [w.node_id for w in self.cfg.workers]
         for it in range(self.cfg.iterations):
             data = [self.encoder.gradient(t.elements, self.rank, it, j) for j, t in enumerate(self.tensors)]

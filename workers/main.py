@@ -21,33 +21,42 @@ from protocol.polling import wait_until
 from roce.engine import Engine, Link, RawSocketLink
 from roce.qp import TransportError
 from workers.comm import Comm
+from workers.loops import Loop, WorkerLoop
 from workload.job import Algorithm, JobConfig, Role
 from workload.records import IterationRecord, WrongResult
 from workload.worker_result import WorkerResult, iteration_entry, worker_result, write
 
+RunFn = Callable[[Callable[[int], None]], tuple[list[IterationRecord], dict[str, object]]]
 
-def make_algorithm(comm: Comm) -> Callable[[Callable[[int], None]], tuple[list[IterationRecord], dict[str, object]]]:
-    """The function that runs this node's part of the job."""
+
+def make_algorithm(comm: Comm) -> tuple[RunFn, Loop | None]:
+    """The function that runs this node's part of the job, and its iteration loop (None: a server's)."""
     cfg, me = comm.cfg, comm.me
     if cfg.algo == Algorithm.RING:
         from workers.ring import Ring
 
         ring = Ring(comm)
-        return lambda progress: (ring.loop.run(progress), ring.loop.extra())
+        return (lambda progress: (ring.loop.run(progress), ring.loop.extra())), ring.loop
     if cfg.algo == Algorithm.PS:
         from workers.ps import PsServer, PsWorker
 
         if me.role == Role.SERVER:
             server = PsServer(comm)
-            return lambda progress: ([], {"keys_served": server.serve()})
+            return (lambda progress: ([], {"keys_served": server.serve()})), None
         worker = PsWorker(comm)
-        return lambda progress: (worker.loop.run(progress), worker.loop.extra())
+        return (lambda progress: (worker.loop.run(progress), worker.loop.extra())), worker.loop
     if cfg.algo == Algorithm.NETREDUCE:
         from workers.netreduce import NetReduceWorker
 
         nr = NetReduceWorker(comm)
-        return lambda progress: (nr.loop.run(progress), {**nr.report(), **nr.loop.extra()})
+        return (lambda progress: (nr.loop.run(progress), {**nr.report(), **nr.loop.extra()})), nr.loop
     raise ValueError(f"unknown algorithm {cfg.algo}")
+
+
+def completed(loop: Loop | None) -> list[IterationRecord]:
+    """The iterations a loop completed before its run failed (a peer died, the job was aborted): kept in the
+    node's result. Loops that keep none (training, train-digits) give none."""
+    return list(loop.records) if isinstance(loop, WorkerLoop) else []
 
 
 def linger(cfg: JobConfig, engine: Engine, run_dir: Path, node_id: int) -> None:
@@ -68,10 +77,11 @@ def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = No
     records: list[IterationRecord] = []
     extra: dict[str, object] = {}
     ok, check_failed = False, False
+    loop: Loop | None = None
     error: str | None = None
     trace: str | None = None
     try:
-        run = make_algorithm(comm)
+        run, loop = make_algorithm(comm)
         # Every peer's address is known before the first packet (a window to an unresolved peer
         # leaves out of order: roce/resolve.py); a third of the start time, so the runner hears why.
         engine.resolve_peers(cfg.start_timeout / 3)
@@ -91,6 +101,7 @@ def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = No
     except Exception as e:  # reported to the runner, which names the node
         error = f"{type(e).__name__}: {e}"
         trace = traceback.format_exc()
+        records = completed(loop)
         if not (run_dir / "abort").exists():  # tell the others at once (the runner also does on a crash)
             (run_dir / "abort").write_text(f"{me.role} {node_id} on {me.host} failed: {error}")
     finally:

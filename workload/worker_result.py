@@ -72,6 +72,7 @@ class WorkerResult(_Required, total=False):
     keys_served: int  # a parameter server's
     deliveries: int  # the simulator's deliveries of a node
     model_digest: str  # train-digits: the model's digest after the run
+    progress: int  # a node that left no result (killed): the iterations it said it completed (progress-<id>)
 
 
 EXTRA_KEYS = frozenset(WorkerResult.__annotations__) - frozenset(_Required.__annotations__) - {
@@ -146,6 +147,7 @@ WORKER_RESULT_DOCS: dict[str, str] = {
     "keys_served": "a parameter server: keys it served",
     "deliveries": "the simulator: messages delivered to it",
     "model_digest": "train-digits: its model's digest after the run (every worker's must agree)",
+    "progress": "a node that left no result (its process killed): the iterations it said it had completed",
 }
 
 ITERATION_ENTRY_DOCS: dict[str, str] = {

@@ -11,11 +11,11 @@ from topology.model import Topology
 Snapshot = dict[str, Any]
 
 
-def snapshot(fabric: Fabric) -> Snapshot:
+def snapshot(fabric: Fabric, skip: set[str] | frozenset[str] = frozenset()) -> Snapshot:
     """Per switch: drops by reason, and per port [rx packets, tx packets, tx bytes], at a time."""
     return {name: {"drops": fabric.drops(name), "time": time.monotonic(),
                    "ports": {p.port: [p.rx_packets, p.tx_packets, p.tx_bytes] for p in fabric.port_stats(name)}}
-            for name in fabric.switch_names()}
+            for name in fabric.switch_names() if name not in skip}
 
 
 def delta(after: Snapshot, before: Snapshot) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from gradswitch.experiment.results_file import Outcome, Results
 from gradswitch.experiment.spec import ExperimentSpec, step_bytes
 from roce.wire import ETH_HEADER_LEN
 from workers.ideal import ideal
+from workload.fault_record import FaultOutcome, FaultRecord
 from workload.job import Algorithm, DType, JobConfig
 from workload.plan import allreduce_bound_s
 from workload.worker_result import IterationEntry, WorkerResult
@@ -103,13 +104,16 @@ def weakest(checks: list[str]) -> str:
     return min(checks, key=CHECKS.index) if checks else "exact"
 
 
-def _iteration(i: int, recs: list[IterationEntry]) -> dict[str, Any]:
+def _iteration(i: int, recs: list[IterationEntry], workers: int | None = None) -> dict[str, Any]:
     """Iteration i of a job from its workers' records: the slowest worker's time; correctness and
-    errors only where every worker checked its result (`check`)."""
+    errors only where every worker checked its result (`check`). workers: how many the job has, when some of
+    them left no record of it (a worker killed after completing it: `reported_by` says how many did)."""
     extras = sorted({k for x in recs for k in x.get("extra", {})})
     check = weakest([record_check(x) for x in recs])
     it: dict[str, Any] = {"index": i, "time_s": max(x["time_s"] for x in recs), "check": check,
                           "start": min(x["start"] for x in recs), "end": max(x["end"] for x in recs)}
+    if workers is not None and len(recs) < workers:
+        it["reported_by"] = len(recs)
     if check != "none":
         it["correct"] = all(x["correct"] for x in recs)
         wrong = [x.get("wrong_elements") for x in recs]
@@ -146,8 +150,13 @@ def learning_figures(iterations: list[dict[str, Any]]) -> dict[str, Any]:
 def _job_summary(spec: ExperimentSpec, results: dict[int, WorkerResult]) -> dict[str, Any]:
     """Iterations (slowest worker per iteration), wire totals and headline figures of one job."""
     workers = [r for r in results.values() if r["role"] == "worker"]
-    n_iter = min((len(r["iterations"]) for r in workers), default=0)
-    iterations = [_iteration(i, [r["iterations"][i] for r in workers]) for i in range(n_iter)]
+    n_iter = min((completed_by(r) for r in workers), default=0)
+    iterations = []
+    for i in range(n_iter):  # every iteration every worker completed, from the records of those that kept them
+        recs = [r["iterations"][i] for r in workers if len(r["iterations"]) > i]
+        if not recs:
+            break
+        iterations.append(_iteration(i, recs, len(workers)))
     check = weakest([it["check"] for it in iterations])
     stats = [r.get("stats", {}) for r in results.values()]
     tx_bytes = sum(s.get("tx_bytes", 0) for s in stats)
@@ -162,7 +171,8 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, WorkerResult]) -> dict
     median = float(np.median(times)) if len(times) else None
     complete = bool(iterations) and len(iterations) == spec.iterations
     checked = check != "none"
-    correct = complete and all(it["correct"] for it in iterations) if checked else None
+    # correct: every iteration the job kept held its check (a job cut short by a crash keeps what it completed)
+    correct = bool(iterations) and all(it["correct"] for it in iterations) if checked else None
     summary: dict[str, Any] = {
         "median_s": median,
         "p99_s": float(np.percentile(times, 99)) if len(times) else None,
@@ -198,6 +208,14 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, WorkerResult]) -> dict
                                                                          "check_failed"}}
                   for nid, r in results.items()},
     }
+
+
+def completed_by(result: WorkerResult) -> int:
+    """Iterations a worker completed: its records, or, where it left no result (its process killed), what it
+    said it had completed (`progress`)."""
+    if not result["iterations"] and "progress" in result:
+        return int(result["progress"])
+    return len(result["iterations"])
 
 
 Usage = dict[str, dict[str, Any]]  # link direction ("leaf1->spine2") -> what it carried (experiment/links.py)
@@ -306,6 +324,48 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
     })
 
 
+def with_faults(report: Results, records: list[FaultRecord], go: float) -> Results:
+    """The run's faults in its results (both backends): `faults` (one FaultRecord each), `fault_outcome` (the
+    worst: interrupted over recovered over no-effect), each iteration that was running while a fault's target was
+    out marked with its label (`faults`), and each fault first in `errors`, before what followed from it (the
+    nodes' errors). go: the jobs' start on the iterations' clock."""
+    if not records:
+        return report
+    spans = [(r.fault.label, r.injected_s, _out_until(r)) for r in records]
+    for it in report["iterations"]:
+        hit = [label for label, a, b in spans if it["start"] - go < b and it["end"] - go > a]
+        if hit:
+            it["faults"] = hit
+    order = [FaultOutcome.INTERRUPTED, FaultOutcome.RECOVERED, FaultOutcome.NO_EFFECT]
+    report["faults"] = [r.to_dict() for r in records]
+    report["fault_outcome"] = str(min((r.outcome for r in records), key=order.index))
+    named = {f"fault {r.fault.label}": fault_line(r) for r in records if r.outcome == FaultOutcome.INTERRUPTED}
+    report["errors"] = {**named, **report["errors"]}
+    return report
+
+
+def _out_until(record: FaultRecord) -> float:
+    """When the fault's target was back, seconds after the go (inf: not in the run)."""
+    ends = [up for _, up in record.fault.windows()]
+    if any(e is None for e in ends):
+        return float("inf")
+    return record.injected_s + max(e for e in ends if e is not None) - record.fault.at_s
+
+
+def fault_line(r: FaultRecord) -> str:
+    """One line of what a fault did: `interrupted at 2.01 s (detected 0.05 s later): killed worker 1 on h2 ...`."""
+    parts = [f"{r.outcome} at {r.injected_s:.2f} s"]
+    if r.time_to_detect_s is not None:
+        parts.append(f"detected after {r.time_to_detect_s:.2f} s")
+    if r.time_to_recover_s is not None:
+        parts.append(f"recovered after {r.time_to_recover_s:.2f} s")
+    if r.iterations_lost:
+        parts.append(f"{r.iterations_lost} iterations lost")
+    if r.fallback:
+        parts.append(f"fell back to {r.fallback}")
+    return ", ".join(parts) + (f": {r.detail}" if r.detail else "")
+
+
 def _fmt(value: float | None, unit: str = "", digits: int = 3) -> str:
     if value is None:
         return "-"
@@ -316,6 +376,8 @@ def _verdict(report: Results) -> str:
     check = report.get("check", "exact")
     if check == "none":
         return "results not checked (check: none)"
+    if not report["iterations"]:
+        return "no iteration completed"
     if report.get("outcome") == Outcome.CHECK_FAILED or not report["summary"].get("correct"):
         worst = max((it.get("relative_error", 0.0) for it in report["iterations"]), default=0.0)
         bad = sum(1 for it in report["iterations"] if it.get("correct") is False)
@@ -348,6 +410,7 @@ def format_table(report: Results) -> str:
         f"{report['name']}: {spec['algo']} x{spec['workers']} on {spec['topo']} ({bw}), "
         f"{report['step_bytes'] / 2**20:.2f} MiB per step, {spec['transport']}, loss {spec['loss_pct']:g}%, "
         f"on {'the ns-3 simulator' if backend == 'ns3' else 'BMv2'}",
+        *[f"  fault {f['label']}: {fault_line(FaultRecord.from_dict(f))}" for f in report.get("faults", [])],
         f"  {'iterations':<22}{s['iterations_done']}/{spec['iterations']}  "
         f"{_verdict(report)}",
         f"  {'median iteration':<22}{_fmt(s['median_s'], ' s')}",
@@ -390,9 +453,10 @@ def format_table(report: Results) -> str:
         judged = {True: f"MACHINE-BOUND: {x.get('machine_bound_reason')}", False: "not machine-bound",
                   None: "not judged"}[x.get("machine_bound")]
         lines.append(f"  {'what limited it':<22}{', '.join(limits)}; {judged}")
-    if report["errors"]:
-        lines.append("  errors:")
-        lines += [f"    {who}: {err.splitlines()[0]}" for who, err in report["errors"].items()]
+    errors = {who: err for who, err in report["errors"].items() if not who.startswith("fault ")}  # (shown first)
+    if errors:
+        lines.append("  errors:" if not report.get("faults") else "  what followed:")
+        lines += [f"    {who}: {err.splitlines()[0]}" for who, err in errors.items()]
     return "\n".join(lines)
 
 

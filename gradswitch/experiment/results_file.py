@@ -58,6 +58,8 @@ class Iteration(TypedDict, total=False):
     accuracy: float
     loss: float
     train_s: float
+    reported_by: int
+    faults: list[str]
 
 
 class Summary(TypedDict, total=False):
@@ -187,6 +189,8 @@ class Results(ResultsBody, total=False):
     code_version: str
     tensorlights: Payload  # runs with TensorLights only
     simulator: SimulatorFigures  # backend ns3 only
+    faults: list[Payload]  # runs with faults only: workload.fault_record.FaultRecord.to_dict() each
+    fault_outcome: str  # runs with faults only: the worst of theirs (workload.fault_record.FaultOutcome)
 
 
 FIELD_DOCS: dict[str, str] = {
@@ -222,6 +226,11 @@ FIELD_DOCS: dict[str, str] = {
     "bmv2": "the BMv2 build the switches ran (path, version, logging_macros); null on ns3",
     "tensorlights": "TensorLights' rotations and interval_s, where it ran",
     "simulator": "backend ns3: how fast the simulator ran (see SimulatorFigures)",
+    "faults": "runs with faults (docs/faults.md): one per fault, as it was carried out: fault, label, injected_s, "
+              "outcome (`recovered`, `interrupted`, `no-effect`), detected_s, recovered_s, time_to_detect_s, "
+              "time_to_recover_s, iterations_lost, fallback, detail (seconds after the jobs' start)",
+    "fault_outcome": "runs with faults: the worst of their outcomes (`interrupted` over `recovered` over "
+                     "`no-effect`); an interrupted run's errors name the fault first",
 }
 
 ITERATION_DOCS: dict[str, str] = {
@@ -242,6 +251,9 @@ ITERATION_DOCS: dict[str, str] = {
     "accuracy": "train-digits: the worst worker's model's test accuracy",
     "loss": "train-digits: the largest minibatch loss",
     "train_s": "train-digits: the job's cumulative training time",
+    "reported_by": "workers whose record of it the entry holds, where fewer than all (a worker killed after it "
+                   "completed the iteration left none); left out otherwise",
+    "faults": "the faults (their labels) whose target was out while it ran; left out where none",
 }
 
 SUMMARY_DOCS: dict[str, str] = {

@@ -15,8 +15,12 @@ network is brought up, and results.json, the table and the plots come out the sa
 
 from __future__ import annotations
 
+import importlib
+import logging
 import shutil
+import signal
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -26,16 +30,21 @@ from gradswitch.experiment.background import GoodputMeter
 from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.counters import delta, label_ports, snapshot
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
+from gradswitch.experiment.fault_schedule import SLOWDOWN_MODULE, FaultSchedule, Mechanisms
 from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import BACKGROUND_PORT, RunSettings
 from gradswitch.experiment.placement import job_config, place, topology_for
-from gradswitch.experiment.report import summarize, write_report
+from gradswitch.experiment.report import summarize, with_faults, write_report
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
-from gradswitch.experiment.supervisor import Progress, run_nodes
+from gradswitch.experiment.supervisor import NodeKey, Processes, Progress, run_nodes
 from gradswitch.experiment.timeline import write_timeline
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
+from topology.faults import WORKER_FAULTS, Fault, worker_rank
+from workload.job import JobConfig
+
+log = logging.getLogger(__name__)
 
 
 def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None,
@@ -70,6 +79,8 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     for cfg in cfgs:
         cfg.save(out_dir / f"job{cfg.job_id}.json")
     fabric = net.fabric
+    procs: Processes = {}
+    schedule = fault_schedule_for(net, spec, cfgs[0], procs, run_dir)
     started = time.time()
     wall = time.monotonic()
     before: dict[str, Any] = {}
@@ -85,32 +96,53 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         if background is not None:
             background.start()
         cpu.append(cpu_sample())
+        schedule.start()  # the faults from now on
 
     def done() -> None:  # ... to their end
+        schedule.stop()  # a fault not yet due is not injected
         cpu.append(cpu_sample())
         after["links"] = links.stop()
         after["goodput"] = background.stop() if background is not None else None
-        after["switches"] = snapshot(fabric)
+        after["switches"] = snapshot(fabric, skip=schedule.down_switches())
 
-    with RunSettings(net, spec, cfgs, placement, run_dir) as settings:
+    def exited(key: NodeKey, status: int, at: float) -> None:  # a worker's process gone: when the run saw it
+        job, nid = key
+        if job == cfgs[0].job_id:
+            schedule.worker_exited(rank_of(cfgs[0], nid), at)
+
+    settings = RunSettings(net, spec, cfgs, placement, run_dir).__enter__()
+    unsubscribe = subscribe_health(net, schedule)
+    try:
         # DLCP's event counters count from the switch's start (several runs may share a network): this run's are
         # what they gained while its jobs ran (nothing of the jobs' runs before the go: their nodes only resolve
         # their peers, with ICMP).
         dlcp_before = {name: settings.dlcp_events(name) for name in fabric.switch_names()} if spec.dlcp.enabled else {}
-        results = run_nodes(net, cfgs, out_dir, run_dir, Progress(spec.iterations, spec.label, progress), on_go=go,
-                            on_done=done)
+        try:
+            results = run_nodes(net, cfgs, out_dir, run_dir, Progress(spec.iterations, spec.label, progress),
+                                on_go=go, on_done=done, on_started=procs.update, on_exit=exited)
+        finally:
+            schedule.stop()
+        down = schedule.down_switches()  # a switch crashed and not restarted: nothing to read from it
         carried, goodput = after.get("links", {}), after.get("goodput")
-        switches = delta(after.get("switches") or snapshot(fabric), before)
+        switches = delta(after.get("switches") or snapshot(fabric, skip=down), before)
         label_ports(switches, net.topo)
         if spec.dlcp.enabled:
             for name in fabric.switch_names():
+                if name in down:
+                    continue
                 now = settings.dlcp_events(name)
                 switches[name]["dlcp"] = {job: {event: n - dlcp_before[name].get(job, {}).get(event, 0)
                                                 for event, n in counts.items()} for job, counts in now.items()}
-        if settings.netreduce_jobs:
+        if settings.netreduce_jobs and not down:
             switches["netreduce"] = {str(job): asdict(status) for job, status in settings.netreduce_status().items()}
         rotations = settings.tensorlights_rotations()
+    finally:
+        unsubscribe()
+        undo_settings(settings, schedule.down_switches())
     report = summarize(spec, cfgs, results, switches, started, carried, goodput)
+    if schedule.faults:
+        kept = [(it["index"], it["start"], it["end"]) for it in report["iterations"]]
+        report = with_faults(report, schedule.records(kept, spec.iterations), schedule.go or wall)
     # What limited the run: the links (busiest_link_load, when shaped) or the machine (cpu_idle near 0).
     extra = report["headline_extra"]
     extra["cpu_idle"] = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
@@ -130,3 +162,59 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     report = results_file.write(out_dir / "results.json", report)
     write_report(report, out_dir)
     return report
+
+
+def rank_of(cfg: JobConfig, node_id: int) -> int:
+    """A worker's rank in its job (its place among the job's workers)."""
+    return next(i for i, w in enumerate(cfg.workers) if w.node_id == node_id)
+
+
+def fault_schedule_for(net: Testbed, spec: ExperimentSpec, cfg: JobConfig, procs: Processes, run_dir: Path
+                       ) -> FaultSchedule:
+    """The spec's faults on this network, against job 1 (`cfg`): the Testbed's switch and link mechanisms, the
+    supervisor's processes (`procs`, filled once they start) for a worker crash, the slow-down file a worker
+    reads and its link's rate for a slow worker."""
+    hosts = [w.host for w in cfg.workers]
+    ranks = {i: rank for i, f in enumerate(spec.faults) if f.kind in WORKER_FAULTS
+             and (rank := worker_rank(f, net.topo, hosts)) is not None}
+    job_dir = run_dir / f"job{cfg.job_id}"
+
+    def kill_worker(rank: int) -> str:
+        node = cfg.workers[rank]
+        proc = procs[(cfg.job_id, node.node_id)]
+        proc.send_signal(signal.SIGKILL)
+        return f"worker {rank} on {node.host} (node {node.node_id}, pid {proc.pid})"
+
+    def slow_worker(rank: int, fault: Fault) -> None:
+        node = cfg.workers[rank]
+        if fault.factor != 1:
+            slowdown = importlib.import_module(SLOWDOWN_MODULE)
+            slowdown.write_slowdown(job_dir, node.node_id, fault.factor)
+        if fault.rate_mbps is not None:
+            net_set_link_rate = getattr(net, "set_link_rate")  # noqa: B009 (a Testbed method bmv2_problems requires)
+            net_set_link_rate(node.host, fault.rate_mbps)
+
+    return FaultSchedule(spec.faults, Mechanisms(
+        crash_switch=getattr(net, "crash_switch", None), restart_switch=getattr(net, "restart_switch", None),
+        set_link=getattr(net, "set_link", None), kill_worker=kill_worker, slow_worker=slow_worker), ranks)
+
+
+def subscribe_health(net: Testbed, schedule: FaultSchedule) -> Callable[[], None]:
+    """The schedule hears the controller's health events (a switch or link noticed down, traffic rerouted, a switch
+    back), where the control plane publishes them; returns what undoes it."""
+    subscribe = getattr(net.control, "subscribe", None) or getattr(net.fabric, "subscribe", None)
+    if subscribe is None or not schedule.faults:
+        return lambda: None
+    undo = subscribe(schedule.on_health)
+    return undo if callable(undo) else lambda: None
+
+
+def undo_settings(settings: RunSettings, down: set[str]) -> None:
+    """Undo what the run set on the switches. With a switch crashed and not restarted, what cannot reach it is
+    expected to fail: logged at debug, not made the run's error (the fault is, first)."""
+    try:
+        settings.__exit__(None, None, None)
+    except Exception as e:
+        if not down:
+            raise
+        log.debug("undoing the run's settings with %s down: %s", ", ".join(sorted(down)), e)

@@ -10,6 +10,7 @@ its job at once (RUN_DIR/abort), and the whole run has a deadline: nothing waits
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -53,6 +54,16 @@ class Progress:
             sys.stderr.write("\n")
 
 
+def exit_words(status: int) -> str:
+    """How a node's process ended, for a person: `exited with status 3`, `was killed (SIGKILL)`."""
+    if status < 0:
+        try:
+            return f"was killed ({signal.Signals(-status).name})"
+        except ValueError:
+            return f"was killed (signal {-status})"
+    return f"exited with status {status}"
+
+
 def log_tail(path: Path, lines: int = 15) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -60,17 +71,40 @@ def log_tail(path: Path, lines: int = 15) -> str:
         return "(no log)"
 
 
+NodeKey = tuple[int, int]  # (job, node id)
+Processes = dict[NodeKey, "subprocess.Popen[bytes]"]
+
+
+def stop_deadline_s(cfgs: list[JobConfig]) -> float:
+    """How long the other nodes of a job may take to stop once one of them died (the runner's abort): a node
+    blocked on the dead one gives up when its QP has retried to its limit (give_up_s of the jobs' first
+    timeout and retry limit), and looks at the abort file every ABORT_CHECK_S anyway; and a second for the
+    process to write its result and exit."""
+    from gradswitch.experiment.fault_schedule import give_up_s
+
+    return max(give_up_s(c.rto, c.retry_limit) for c in cfgs) + ABORT_CHECK_S + 1.0
+
+
+ABORT_CHECK_S = 0.2  # workers.comm.Comm: how often a node looks at the abort file (a test keeps the two equal)
+
+
 def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir: Path, bar: Progress,
               on_go: Callable[[], None] = lambda: None,
-              on_done: Callable[[], None] = lambda: None, module: str = "workers.main"
+              on_done: Callable[[], None] = lambda: None, module: str = "workers.main",
+              on_started: Callable[[Processes], None] = lambda procs: None,
+              on_exit: Callable[[NodeKey, int, float], None] = lambda key, status, at: None,
               ) -> dict[int, dict[int, NodeResult]]:
     """Start every node of every job (their configs are config_dir/job<N>.json), release them
     together (on_go just before), wait; results per job and node. on_done: once every node of every
     job has done its work (within a poll, DONE_POLL_S, of the last), or else when they have all
     exited: the end of the jobs' window, before the nodes linger and exit. `module`: what each node runs,
-    `python -m MODULE JOB_FILE RUN_DIR NODE_ID` (workers.graph_main for an execution-graph run)."""
+    `python -m MODULE JOB_FILE RUN_DIR NODE_ID` (workers.graph_main for an execution-graph run). on_started:
+    every node's process, once all are started (a fault schedule kills one); on_exit: a node's process seen
+    gone with a failure status (its key, status, time.monotonic()). Once a node died, the rest of its job is
+    told at once (RUN_DIR/abort) and must be gone within stop_deadline_s, or they are killed and named."""
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
-    procs: dict[tuple[int, int], subprocess.Popen[bytes]] = {}
+    procs: Processes = {}
+    late: dict[NodeKey, str] = {}  # nodes killed because they did not stop after their job's abort: why
     logs: dict[tuple[int, int], Path] = {}
     dirs = {cfg.job_id: run_dir / f"job{cfg.job_id}" for cfg in cfgs}
     by_job = {cfg.job_id: cfg for cfg in cfgs}
@@ -97,6 +131,7 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
                                           f"(status {p.returncode}):\n{log_tail(logs[(job, nid)])}")
             return all((dirs[job] / f"ready-{nid}").exists() for job, nid in procs)
 
+        on_started(procs)
         start_timeout = max(c.start_timeout for c in cfgs)
         wait_until(ready, start_timeout, interval=0.05, what="every worker to be ready")
         on_go()
@@ -106,6 +141,9 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
         first = cfgs[0]
         deadline = first.iterations * first.iteration_timeout + start_timeout + first.linger_timeout
         ended = False
+        stop_within = stop_deadline_s(cfgs)
+        aborted_at: dict[int, float] = {}  # job -> when its abort was written (time.monotonic())
+        seen: set[NodeKey] = set()
 
         def finished() -> bool:
             nonlocal ended
@@ -115,12 +153,28 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
             done = [int(f.read_text() or 0) for w in first.workers
                     if (f := dirs[first.job_id] / f"progress-{w.node_id}").exists()]
             bar.update(min(done) if len(done) == len(first.workers) else 0)
+            now = time.monotonic()
             for (job, nid), p in procs.items():
                 abort = dirs[job] / "abort"
-                if p.poll() not in (None, 0) and not abort.exists():
+                status = p.poll()
+                if status not in (None, 0) and (job, nid) not in seen:
+                    seen.add((job, nid))
+                    on_exit((job, nid), int(status or 0), now)
+                if status not in (None, 0) and not abort.exists():
                     node = by_job[job].node(nid)
                     # A node that died (or failed) stops the rest of its job now, not at their timeouts.
-                    abort.write_text(f"{node.role} {nid} on {node.host} exited with status {p.returncode}")
+                    abort.write_text(f"{node.role} {nid} on {node.host} {exit_words(int(status or 0))}")
+                if abort.exists():
+                    aborted_at.setdefault(job, now)
+            for job, at in aborted_at.items():
+                if now - at <= stop_within:
+                    continue
+                # A node that said done lingers for its peers, bounded by linger_timeout; the others are late.
+                for (j, n), p in procs.items():
+                    if j == job and p.poll() is None and not (dirs[j] / f"done-{n}").exists():
+                        p.kill()
+                        late[(j, n)] = (f"still running {stop_within:.1f} s after the job was aborted "
+                                        f"({(dirs[j] / 'abort').read_text().strip()}): killed")
             return all(p.poll() is not None for p in procs.values())
 
         try:
@@ -143,7 +197,11 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
             results[job][nid] = worker_result.read(dirs[job], nid)
         else:
             node = by_job[job].node(nid)
+            why = late.get((job, nid)) or f"no result: it {exit_words(proc.returncode or 0)}"
+            # What it said it completed before it went (its progress file): kept, as the iterations its peers hold.
+            progress = dirs[job] / f"progress-{nid}"
+            done = int(progress.read_text() or 0) if progress.exists() else 0
             results[job][nid] = worker_result.worker_result(
-                nid, node.host, str(node.role), False, [],
-                error=f"no result (exit status {proc.returncode}):\n{log_tail(logs[(job, nid)])}")
+                nid, node.host, str(node.role), False, [], extra={"progress": done},
+                error=f"{why}:\n{log_tail(logs[(job, nid)])}")
     return results

@@ -1,0 +1,306 @@
+"""Faults fired during a BMv2 run: each of a spec's faults at the jobs' go + at_s, on a thread of its own.
+
+`FaultSchedule` does not implement a failure: it calls the mechanisms a run has (`Mechanisms`: the Testbed's
+crash_switch / restart_switch / set_link / set_link_rate, the slow-down file a worker reads, and the supervisor's
+kill of a worker's process), notes when it did, listens to the controller's health events where the control plane
+publishes them (when a dead switch or link was noticed, when traffic was rerouted or the switch was back), and
+after the run says per fault what it did to the job: one workload.fault_record.FaultRecord each.
+
+A fault whose time comes after the jobs ended is not injected (no-effect). Times are seconds after the go.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+from topology.faults import WORKER_FAULTS, Fault, FaultKind
+from workload.fault_record import FaultOutcome, FaultRecord
+
+log = logging.getLogger(__name__)
+
+RTO_MAX_S = 1.0  # roce.qp.QpConfig.rto_max: the workers' QPs run with its default (a test keeps the two equal)
+
+
+def give_up_s(rto: float, retry_limit: int, rto_max: float = RTO_MAX_S) -> float:
+    """How long a QP keeps retransmitting to a dead peer before it fails: its first timeout, doubled after each
+    one up to rto_max, retry_limit + 1 times (roce/qp.py: a QP fails once its retries in a row pass retry_limit)."""
+    return float(sum(min(rto * 2.0**i, rto_max) for i in range(retry_limit + 1)))
+
+
+class Step(Enum):
+    """One thing the schedule does at one time."""
+
+    CRASH = "crash"  # a switch's process killed
+    RESTART = "restart"  # ... started again
+    LINK_DOWN = "link-down"
+    LINK_UP = "link-up"
+    KILL = "kill"  # a worker's process killed
+    SLOW = "slow"  # a worker slowed down
+
+
+class HealthEvent(Protocol):
+    """What the controller publishes (controller/health.py): a kind (switch-down, switch-up, link-down,
+    link-up, rerouted), what it is about, and when (time.monotonic())."""
+
+    @property
+    def kind(self) -> Any: ...
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def at(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Mechanisms:
+    """How a run fails things; None: this run cannot (the fault is refused before it starts)."""
+
+    crash_switch: Callable[[str], None] | None = None
+    restart_switch: Callable[[str], None] | None = None
+    set_link: Callable[[str, str, bool], None] | None = None
+    kill_worker: Callable[[int], str] | None = None  # rank -> who was killed ("worker 1 on h2")
+    slow_worker: Callable[[int, Fault], None] | None = None  # rank, the slow-worker fault
+
+    def runs(self, kind: FaultKind) -> bool:
+        need: dict[FaultKind, tuple[object, ...]] = {
+            FaultKind.SWITCH_CRASH: (self.crash_switch, self.restart_switch),
+            FaultKind.LINK_DOWN: (self.set_link,), FaultKind.LINK_FLAP: (self.set_link,),
+            FaultKind.WORKER_CRASH: (self.kill_worker,), FaultKind.SLOW_WORKER: (self.slow_worker,)}
+        return all(m is not None for m in need[kind])
+
+
+TESTBED_METHODS: dict[FaultKind, tuple[str, ...]] = {  # gradswitch.testbed.Testbed's, per kind
+    FaultKind.SWITCH_CRASH: ("crash_switch", "restart_switch"), FaultKind.LINK_DOWN: ("set_link",),
+    FaultKind.LINK_FLAP: ("set_link",), FaultKind.WORKER_CRASH: (), FaultKind.SLOW_WORKER: ()}
+SLOWDOWN_MODULE = "workers.slowdown"  # write_slowdown(run_dir, node_id, factor): a worker's computation stretched
+
+
+def bmv2_problems(faults: Sequence[Fault]) -> list[str]:
+    """The faults a BMv2 run cannot carry out with this code, one line each (what is missing)."""
+    import importlib.util
+
+    from gradswitch.testbed import Testbed
+
+    out = []
+    for f in faults:
+        missing = [f"Testbed.{m}" for m in TESTBED_METHODS[f.kind] if not hasattr(Testbed, m)]
+        if f.kind == FaultKind.SLOW_WORKER:
+            if f.factor != 1 and importlib.util.find_spec(SLOWDOWN_MODULE) is None:
+                missing.append(f"{SLOWDOWN_MODULE}.write_slowdown")
+            if f.rate_mbps is not None and not hasattr(Testbed, "set_link_rate"):
+                missing.append("Testbed.set_link_rate")
+        if missing:
+            out.append(f"fault {f.label}: {f.kind} does not run on BMv2 yet (this code has no "
+                       f"{', '.join(missing)}); run it on the simulator (backend = ns3) or leave it out")
+    return out
+
+
+@dataclass(order=True)
+class _Action:
+    at_s: float
+    order: int  # the order of the faults and their steps, for equal times
+    step: Step = field(compare=False)
+    fault: int = field(compare=False)  # its index in the schedule's faults
+
+
+@dataclass
+class _Fired:
+    """What the schedule did for one fault."""
+
+    injected_s: float | None = None
+    detail: list[str] = field(default_factory=list)
+    error: str | None = None  # the mechanism failed: this fault's one line
+
+
+def plan_actions(faults: Sequence[Fault]) -> list[_Action]:
+    """Every step of every fault, in the order they happen (ties: the faults' order)."""
+    out: list[_Action] = []
+    for i, f in enumerate(faults):
+        if f.kind == FaultKind.SWITCH_CRASH:
+            out.append(_Action(f.at_s, len(out), Step.CRASH, i))
+            if f.restart_s is not None:
+                out.append(_Action(f.at_s + f.restart_s, len(out), Step.RESTART, i))
+        elif f.kind in (FaultKind.LINK_DOWN, FaultKind.LINK_FLAP):
+            for down, up in f.windows():
+                out.append(_Action(down, len(out), Step.LINK_DOWN, i))
+                if up is not None:
+                    out.append(_Action(up, len(out), Step.LINK_UP, i))
+        elif f.kind == FaultKind.WORKER_CRASH:
+            out.append(_Action(f.at_s, len(out), Step.KILL, i))
+        else:
+            out.append(_Action(f.at_s, len(out), Step.SLOW, i))
+    return sorted(out)
+
+
+class FaultSchedule:
+    """Fires `faults` from start() on (the runner's go); stop() when the jobs are over; records() after.
+
+    `ranks`: fault -> the worker rank it names (worker faults only). `clock` and `wait` are time.monotonic
+    and an Event's wait by default (a test may drive them)."""
+
+    def __init__(self, faults: Sequence[Fault], mechanisms: Mechanisms, ranks: dict[int, int] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        missing = sorted({str(f.kind) for f in faults if not mechanisms.runs(f.kind)})
+        if missing:
+            raise ValueError(f"this run has no mechanism for {', '.join(missing)}")
+        self.faults = list(faults)
+        self.mechanisms = mechanisms
+        self.ranks = ranks or {}
+        self.clock = clock
+        self.go: float | None = None
+        self.fired = [_Fired() for _ in self.faults]
+        self.health: list[tuple[float, str, str]] = []  # (seconds after go, kind, target)
+        self.worker_exits: dict[int, float] = {}  # rank -> when the runner saw its process gone (after go)
+        self._actions = plan_actions(self.faults)
+        self._restarted: set[int] = set()  # faults whose switch was restarted
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    # ---- while the run runs ----
+
+    def start(self) -> None:
+        """The go: from now on each fault fires at its time."""
+        self.go = self.clock()
+        if self._actions:
+            self._thread = threading.Thread(target=self._run, name="fault-schedule", daemon=True)
+            self._thread.start()
+
+    def run_due(self, wait: Callable[[float], bool]) -> None:
+        """Carry out every step in order, waiting (wait(seconds) -> True: stop now) until each one's time."""
+        assert self.go is not None, "start() first"
+        for action in self._actions:
+            delay = self.go + action.at_s - self.clock()
+            if (delay > 0 and wait(delay)) or self._stop.is_set():
+                return
+            self._do(action)
+
+    def _run(self) -> None:
+        self.run_due(self._stop.wait)
+
+    def down_switches(self) -> set[str]:
+        """The switches this schedule crashed and has not restarted (their counters cannot be read)."""
+        down: set[str] = set()
+        for action in self._actions:
+            fired = self.fired[action.fault]
+            if action.step == Step.CRASH and fired.injected_s is not None:
+                down.add(self.faults[action.fault].target)
+        for action in self._actions:
+            if action.step == Step.RESTART and action.fault in self._restarted:
+                down.discard(self.faults[action.fault].target)
+        return down
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """The jobs are over: nothing more fires (what was left is recorded as not injected)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def on_health(self, event: HealthEvent) -> None:
+        """A subscriber of the controller's health events."""
+        if self.go is None:
+            return
+        with self._lock:
+            self.health.append((event.at - self.go, str(getattr(event.kind, "value", event.kind)), event.target))
+
+    def worker_exited(self, rank: int, at: float) -> None:
+        """The runner saw a worker's process gone (at: time.monotonic())."""
+        if self.go is not None:
+            self.worker_exits.setdefault(rank, at - self.go)
+
+    def _do(self, action: _Action) -> None:
+        f = self.faults[action.fault]
+        fired = self.fired[action.fault]
+        m = self.mechanisms
+        now_s = self.clock() - (self.go or 0.0)
+        try:
+            if action.step == Step.CRASH and m.crash_switch is not None:
+                m.crash_switch(f.target)
+            elif action.step == Step.RESTART and m.restart_switch is not None:
+                m.restart_switch(f.target)
+                self._restarted.add(action.fault)
+                fired.detail.append(f"restarted at {now_s:.2f} s, back at {self.clock() - (self.go or 0.0):.2f} s")
+            elif action.step in (Step.LINK_DOWN, Step.LINK_UP) and m.set_link is not None:
+                a, b = f.link_ends()
+                m.set_link(a, b, action.step == Step.LINK_UP)
+            elif action.step == Step.KILL and m.kill_worker is not None:
+                fired.detail.append(f"killed {m.kill_worker(self.ranks[action.fault])} (SIGKILL)")
+            elif action.step == Step.SLOW and m.slow_worker is not None:
+                m.slow_worker(self.ranks[action.fault], f)
+        except Exception as e:  # the mechanism failed: the fault says so, the run goes on
+            fired.error = f"{action.step.value} failed: {type(e).__name__}: {e}"
+            log.warning("fault %s: %s", f.label, fired.error)
+            return
+        if fired.injected_s is None:
+            fired.injected_s = now_s
+        log.info("fault %s: %s at %.2f s", f.label, action.step.value, now_s)
+
+    # ---- after the run ----
+
+    def records(self, iterations: Sequence[tuple[int, float, float]], planned: int) -> list[FaultRecord]:
+        """One FaultRecord per fault. iterations: the job's completed ones as (index, start, end) in
+        time.monotonic(); planned: how many the job was to run."""
+        go = self.go or 0.0
+        done = [(i, s - go, e - go) for i, s, e in iterations]
+        complete = len(done) >= planned
+        return [self._record(i, done, complete, planned) for i in range(len(self.faults))]
+
+    def _record(self, i: int, done: list[tuple[int, float, float]], complete: bool, planned: int) -> FaultRecord:
+        f, fired = self.faults[i], self.fired[i]
+        if fired.injected_s is None:
+            why = fired.error or "not injected: the jobs had ended before its time"
+            return FaultRecord(f, f.at_s, FaultOutcome.NO_EFFECT, detail=why)
+        at = fired.injected_s
+        before = sum(1 for _, _, end in done if end <= at)
+        detected = self._detected(i, at)
+        if not complete:
+            lost = planned - len(done)
+            what = "; ".join(fired.detail) or f"{f.kind} on {f.target}"
+            return FaultRecord(f, at, FaultOutcome.INTERRUPTED, detected, None, lost, None,
+                               f"{what}: the job stopped after {len(done)} iterations ({before} completed before "
+                               "the fault)")
+        hit = [(i, s, e) for i, s, e in done if e > at and s < self._end_of(f, at)]
+        if f.kind == FaultKind.SLOW_WORKER:
+            return FaultRecord(f, at, FaultOutcome.RECOVERED if hit else FaultOutcome.NO_EFFECT, detected, None, 0,
+                               None, f"{len(hit)} iterations ran with the slow worker")
+        if not hit:
+            return FaultRecord(f, at, FaultOutcome.NO_EFFECT, detected, None, 0, None,
+                               "no iteration of the job ran while it was out")
+        recovered = self._recovered(f, at)
+        if recovered is None:  # no event says so: the first iteration that ended after it was back
+            back = self._end_of(f, at)
+            after = [e for _, _, e in hit if e >= back]
+            recovered = min(after) if after else max(e for _, _, e in hit)
+        return FaultRecord(f, at, FaultOutcome.RECOVERED, detected, recovered, 0, None,
+                           "; ".join([*fired.detail, f"{len(hit)} iterations overlapped it, every one completed"]))
+
+    def _end_of(self, f: Fault, at: float) -> float:
+        """When the fault's target was back (inf: never in the run), from when it was injected."""
+        ends = [up for _, up in f.windows()]
+        return float("inf") if any(e is None for e in ends) else at + (max(e for e in ends if e is not None)
+                                                                       - f.at_s)
+
+    def _events(self, f: Fault, kinds: tuple[str, ...], at: float) -> list[float]:
+        names = {f.target, *(f.link_ends() if f.kind in (FaultKind.LINK_DOWN, FaultKind.LINK_FLAP) else ())}
+        with self._lock:
+            return sorted(t for t, kind, target in self.health
+                          if kind in kinds and t >= at and (target in names or kind == "rerouted"))
+
+    def _detected(self, i: int, at: float) -> float | None:
+        f = self.faults[i]
+        if f.kind in WORKER_FAULTS:
+            gone = self.worker_exits.get(self.ranks.get(i, -1))
+            return gone if gone is not None and gone >= at else None
+        seen = self._events(f, ("switch-down", "link-down"), at)
+        return seen[0] if seen else None
+
+    def _recovered(self, f: Fault, at: float) -> float | None:
+        back = self._events(f, ("rerouted", "switch-up", "link-up"), at)
+        return back[0] if back else None
