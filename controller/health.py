@@ -68,7 +68,8 @@ class Health:
         with self._lock:
             self.events.append(event)
             subscribers = list(self._subscribers)
-        log.warning("fabric health: %s", event.describe())
+        log.log(logging.WARNING if kind in (HealthKind.SWITCH_DOWN, HealthKind.LINK_DOWN) else logging.INFO,
+                "fabric health: %s", event.describe())
         for callback in subscribers:
             try:
                 callback(event)

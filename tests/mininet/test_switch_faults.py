@@ -11,21 +11,16 @@ exact with spine1 killed in its middle (RC retransmission rides through). Every 
 
 from __future__ import annotations
 
-import itertools
-import sys
-import textwrap
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from controller.health import HealthEvent, HealthKind
+from bench.switch_faults import RATE_PPS, port_towards, rx_through, start_flow, watch_health
+from controller.health import HealthKind
 from controller.p4rt import MulticastGroup, TableEntry
-from controller.routing import ecmp_member
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions, switch_processes
@@ -33,89 +28,14 @@ from protocol.polling import wait_until
 from tests.mininet.test_network import leftovers
 from tests.results import run_on
 from topology.generators import leafspine
-from topology.model import Topology
 
 pytestmark = pytest.mark.mininet
 
-RATE_PPS = 200  # the watched flow: one packet every 5 ms
-DPORT = 7000
-# Bounds, with room for a loaded 2-core machine: measured on one (see the test's print) detection took a few ms
-# and the reroute tens of ms; the flow's longest gap is the reroute plus a packet's interval.
+# Bounds, with room for a loaded 2-core machine: measured on one (bench/results/switch-faults.json) detection took
+# a few ms to a tenth of a second and the reroute tens of ms; the flow's longest gap is about the reroute.
 DETECT_S = 1.0
 REROUTE_S = 2.0
 GAP_S = 3.0
-
-SENDER = textwrap.dedent("""
-    import socket, struct, sys, time
-    dst, sport, dport, rate = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("", sport))
-    seq, t0 = 0, time.monotonic()
-    while True:
-        try:
-            s.sendto(struct.pack("!Q", seq) + bytes(100), (dst, dport))
-        except OSError:
-            pass
-        seq += 1
-        wait = t0 + seq / rate - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)  # the sender's pace, not a synchronisation
-""")
-RECEIVER = textwrap.dedent("""
-    import socket, struct, sys, time
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("", int(sys.argv[1])))
-    with open(sys.argv[2], "w") as out:
-        while True:
-            data = s.recv(2048)
-            out.write(f"{struct.unpack('!Q', data[:8])[0]} {time.monotonic()}\\n")
-            out.flush()
-""")
-
-
-@dataclass
-class Flow:
-    """A paced UDP flow from one host to another and what its receiver has seen."""
-
-    log: Path
-    procs: list[Any]
-
-    def arrivals(self) -> list[tuple[int, float]]:
-        lines = self.log.read_text().splitlines() if self.log.exists() else []
-        out = []
-        for line in lines:
-            parts = line.split()
-            if len(parts) == 2:
-                out.append((int(parts[0]), float(parts[1])))
-        return out
-
-    def count(self) -> int:
-        return len(self.arrivals())
-
-    def wait_for(self, more: int, timeout: float = 20.0) -> None:
-        """Until `more` packets have arrived beyond those seen now."""
-        target = self.count() + more
-        wait_until(lambda: self.count() >= target, timeout, what=f"{more} more packets of the flow")
-
-    def longest_gap(self, after: float) -> float:
-        """The longest time between two arrivals from `after` (the fault) on, counting from `after` itself."""
-        times = [after] + [t for _, t in self.arrivals() if t >= after]
-        return max(b - a for a, b in itertools.pairwise(times)) if len(times) > 1 else float("inf")
-
-
-def port_towards(topo: Topology, switch: str, peer: str) -> int:
-    return topo.ports_between(switch, peer)[0]
-
-
-def source_port_through(topo: Topology, src: str, dst: str, spine: str) -> int:
-    """A UDP source port whose flow leaf-of-src hashes onto the uplink to `spine` (the plain ECMP hash)."""
-    leaf, _ = topo.attachment(src)
-    uplinks = sorted(port for port, peer, _ in topo.switch_neighbors(leaf))
-    want = uplinks.index(port_towards(topo, leaf, spine))
-    for sport in range(20000, 21000):
-        if ecmp_member(topo.host(src).ip, topo.host(dst).ip, 17, sport, DPORT, len(uplinks)) == want:
-            return sport
-    raise AssertionError(f"no source port hashes onto {spine}")
 
 
 @pytest.fixture
@@ -129,56 +49,10 @@ def fabric_net(tmp_path: Path) -> Iterator[Testbed]:
     assert not [a for a in switch_processes().values() if any(str(tmp_path) in x for x in a)]
 
 
-def start_flow(net: Testbed, src: str, dst: str, sport: int, log: Path) -> Flow:
-    receiver = net.host(dst).popen([sys.executable, "-c", RECEIVER, str(DPORT), str(log)])
-    wait_until(lambda: f":{DPORT}" in net.host(dst).cmd("ss -lun"), 10, what="the flow's receiver")
-    sender = net.host(src).popen([sys.executable, "-c", SENDER, net.topo.host(dst).ip, str(sport), str(DPORT),
-                                  str(RATE_PPS)])
-    flow = Flow(log, [sender, receiver])
-    flow.wait_for(20)
-    return flow
-
-
-def stop_flow(flow: Flow) -> None:
-    for p in flow.procs:
-        p.kill()
-        p.wait(timeout=10)
-
-
-def rx_through(net: Testbed, switch: str, port: int) -> int:
-    return {p.port: p.rx_packets for p in net.fabric.port_stats(switch)}[port]
-
-
-class Events:
-    """The HealthEvents a test subscribed to, as they arrive."""
-
-    def __init__(self, net: Testbed) -> None:
-        assert net.control is not None
-        self.seen: list[HealthEvent] = []
-        self.lock = threading.Lock()
-        self.unsubscribe = net.control.subscribe(self._add)
-
-    def _add(self, event: HealthEvent) -> None:
-        with self.lock:
-            self.seen.append(event)
-
-    def first(self, kind: HealthKind, target: str | None = None, after: float = 0.0, timeout: float = 10.0
-              ) -> HealthEvent:
-        def find() -> HealthEvent | None:
-            with self.lock:
-                return next((e for e in self.seen if e.kind == kind and e.at >= after
-                             and (target is None or e.target == target)), None)
-
-        found = wait_until(find, timeout, what=f"a {kind} event" + (f" for {target}" if target else ""))
-        assert found is not None
-        return found
-
-
 def test_spine_crash_reroutes_a_flow_and_restart_brings_it_back(fabric_net: Testbed, tmp_path: Path) -> None:
     net, topo = fabric_net, fabric_net.topo
-    events = Events(net)
-    sport = source_port_through(topo, "h1", "h3", "spine1")
-    flow = start_flow(net, "h1", "h3", sport, tmp_path / "flow.log")
+    events = watch_health(net)
+    flow = start_flow(net, "h1", "h3", "spine1", tmp_path / "flow.log")
     spine_in = port_towards(topo, "spine1", "leaf1")
     before = rx_through(net, "spine1", spine_in)
     flow.wait_for(20)
@@ -228,7 +102,7 @@ def test_spine_crash_reroutes_a_flow_and_restart_brings_it_back(fabric_net: Test
     sent_before = flow.count()
     flow.wait_for(20)
     assert flow.count() >= sent_before + 20
-    stop_flow(flow)
+    flow.stop()
 
     # Killed again, what a run sets is undone without an error (its entries went with the process): the
     # NetReduce job, the loss rule. The network's teardown then leaves nothing behind (the fixture).
@@ -238,14 +112,12 @@ def test_spine_crash_reroutes_a_flow_and_restart_brings_it_back(fabric_net: Test
     net.control.netreduce.teardown(1)
     assert net.fabric.set_port_loss("spine1", lossy_port, 0.0, "both", ip_protocol=6) == []
     assert len(record) == base_count
-    events.unsubscribe()
 
 
 def test_uplink_down_reroutes_and_up_brings_it_back(fabric_net: Testbed, tmp_path: Path) -> None:
     net, topo = fabric_net, fabric_net.topo
-    events = Events(net)
-    sport = source_port_through(topo, "h1", "h3", "spine1")
-    flow = start_flow(net, "h1", "h3", sport, tmp_path / "flow.log")
+    events = watch_health(net)
+    flow = start_flow(net, "h1", "h3", "spine1", tmp_path / "flow.log")
     spine_in = port_towards(topo, "spine1", "leaf1")
 
     cut = time.monotonic()
@@ -277,8 +149,7 @@ def test_uplink_down_reroutes_and_up_brings_it_back(fabric_net: Testbed, tmp_pat
     events.first(HealthKind.REROUTED, "leaf1-spine1", up.at)
     print(f"leaf1-spine1 up: noticed in {(up.at - mended) * 1000:.1f} ms")
     wait_until(lambda: rx_through(net, "spine1", spine_in) >= 20, 10, what="the flow over the link again")
-    stop_flow(flow)
-    events.unsubscribe()
+    flow.stop()
 
 
 def test_ring_allreduce_rides_through_a_spine_crash(fabric_net: Testbed, tmp_path: Path) -> None:
