@@ -62,11 +62,11 @@ class HealthEvent(Protocol):
 class Mechanisms:
     """How a run fails things; None: this run cannot (the fault is refused before it starts)."""
 
-    crash_switch: Callable[[str], None] | None = None
-    restart_switch: Callable[[str], None] | None = None
-    set_link: Callable[[str, str, bool], None] | None = None
+    crash_switch: Callable[[str], object] | None = None
+    restart_switch: Callable[[str], object] | None = None
+    set_link: Callable[[str, str, bool], object] | None = None
     kill_worker: Callable[[int], str] | None = None  # rank -> who was killed ("worker 1 on h2")
-    slow_worker: Callable[[int, Fault], None] | None = None  # rank, the slow-worker fault
+    slow_worker: Callable[[int, Fault], object] | None = None  # rank, the slow-worker fault
 
     def runs(self, kind: FaultKind) -> bool:
         need: dict[FaultKind, tuple[object, ...]] = {
@@ -74,32 +74,6 @@ class Mechanisms:
             FaultKind.LINK_DOWN: (self.set_link,), FaultKind.LINK_FLAP: (self.set_link,),
             FaultKind.WORKER_CRASH: (self.kill_worker,), FaultKind.SLOW_WORKER: (self.slow_worker,)}
         return all(m is not None for m in need[kind])
-
-
-TESTBED_METHODS: dict[FaultKind, tuple[str, ...]] = {  # gradswitch.testbed.Testbed's, per kind
-    FaultKind.SWITCH_CRASH: ("crash_switch", "restart_switch"), FaultKind.LINK_DOWN: ("set_link",),
-    FaultKind.LINK_FLAP: ("set_link",), FaultKind.WORKER_CRASH: (), FaultKind.SLOW_WORKER: ()}
-SLOWDOWN_MODULE = "workers.slowdown"  # write_slowdown(run_dir, node_id, factor): a worker's computation stretched
-
-
-def bmv2_problems(faults: Sequence[Fault]) -> list[str]:
-    """The faults a BMv2 run cannot carry out with this code, one line each (what is missing)."""
-    import importlib.util
-
-    from gradswitch.testbed import Testbed
-
-    out = []
-    for f in faults:
-        missing = [f"Testbed.{m}" for m in TESTBED_METHODS[f.kind] if not hasattr(Testbed, m)]
-        if f.kind == FaultKind.SLOW_WORKER:
-            if f.factor != 1 and importlib.util.find_spec(SLOWDOWN_MODULE) is None:
-                missing.append(f"{SLOWDOWN_MODULE}.write_slowdown")
-            if f.rate_mbps is not None and not hasattr(Testbed, "set_link_rate"):
-                missing.append("Testbed.set_link_rate")
-        if missing:
-            out.append(f"fault {f.label}: {f.kind} does not run on BMv2 yet (this code has no "
-                       f"{', '.join(missing)}); run it on the simulator (backend = ns3) or leave it out")
-    return out
 
 
 @dataclass(order=True)
@@ -288,7 +262,10 @@ class FaultSchedule:
                                                                        - f.at_s)
 
     def _events(self, f: Fault, kinds: tuple[str, ...], at: float) -> list[float]:
-        names = {f.target, *(f.link_ends() if f.kind in (FaultKind.LINK_DOWN, FaultKind.LINK_FLAP) else ())}
+        names = {f.target}
+        if f.kind in (FaultKind.LINK_DOWN, FaultKind.LINK_FLAP):
+            a, b = f.link_ends()
+            names |= {f"{a}-{b}", f"{b}-{a}"}
         with self._lock:
             return sorted(t for t, kind, target in self.health
                           if kind in kinds and t >= at and (target in names or kind == "rerouted"))

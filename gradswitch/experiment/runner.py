@@ -15,7 +15,6 @@ network is brought up, and results.json, the table and the plots come out the sa
 
 from __future__ import annotations
 
-import importlib
 import logging
 import shutil
 import signal
@@ -30,7 +29,7 @@ from gradswitch.experiment.background import GoodputMeter
 from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.counters import delta, label_ports, snapshot
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
-from gradswitch.experiment.fault_schedule import SLOWDOWN_MODULE, FaultSchedule, Mechanisms
+from gradswitch.experiment.fault_schedule import FaultSchedule, Mechanisms
 from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import BACKGROUND_PORT, RunSettings
 from gradswitch.experiment.placement import job_config, place, topology_for
@@ -42,6 +41,7 @@ from gradswitch.experiment.timeline import write_timeline
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
 from topology.faults import WORKER_FAULTS, Fault, worker_rank
+from workers.slowdown import write_slowdown
 from workload.job import JobConfig
 
 log = logging.getLogger(__name__)
@@ -188,25 +188,21 @@ def fault_schedule_for(net: Testbed, spec: ExperimentSpec, cfg: JobConfig, procs
     def slow_worker(rank: int, fault: Fault) -> None:
         node = cfg.workers[rank]
         if fault.factor != 1:
-            slowdown = importlib.import_module(SLOWDOWN_MODULE)
-            slowdown.write_slowdown(job_dir, node.node_id, fault.factor)
+            write_slowdown(job_dir, node.node_id, fault.factor)
         if fault.rate_mbps is not None:
-            net_set_link_rate = getattr(net, "set_link_rate")  # noqa: B009 (a Testbed method bmv2_problems requires)
-            net_set_link_rate(node.host, fault.rate_mbps)
+            net.set_link_rate(node.host, fault.rate_mbps)
 
     return FaultSchedule(spec.faults, Mechanisms(
-        crash_switch=getattr(net, "crash_switch", None), restart_switch=getattr(net, "restart_switch", None),
-        set_link=getattr(net, "set_link", None), kill_worker=kill_worker, slow_worker=slow_worker), ranks)
+        crash_switch=net.crash_switch, restart_switch=net.restart_switch, set_link=net.set_link,
+        kill_worker=kill_worker, slow_worker=slow_worker), ranks)
 
 
 def subscribe_health(net: Testbed, schedule: FaultSchedule) -> Callable[[], None]:
     """The schedule hears the controller's health events (a switch or link noticed down, traffic rerouted, a switch
     back), where the control plane publishes them; returns what undoes it."""
-    subscribe = getattr(net.control, "subscribe", None) or getattr(net.fabric, "subscribe", None)
-    if subscribe is None or not schedule.faults:
+    if net.control is None or not schedule.faults:
         return lambda: None
-    undo = subscribe(schedule.on_health)
-    return undo if callable(undo) else lambda: None
+    return net.control.subscribe(schedule.on_health)
 
 
 def undo_settings(settings: RunSettings, down: set[str]) -> None:

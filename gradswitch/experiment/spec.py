@@ -376,10 +376,6 @@ class ExperimentSpec:
                 out.append(f"topo = {self.topo} for {self.hosts_needed()} hosts: {e}")
         if self.faults and not out:
             out += fault_problems(self.faults, self.topology(), self.workers)
-        if self.faults and not sim:
-            from gradswitch.experiment.fault_schedule import bmv2_problems
-
-            out += bmv2_problems(self.faults)
         return out
 
     def training_problems(self) -> list[str]:

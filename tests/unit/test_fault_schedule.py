@@ -1,0 +1,177 @@
+"""The fault schedule's order and records (a driven clock: the order only; the proof that faults fire on a real
+network is tests/mininet/test_faults_bmv2.py), the report's marks, and the deadlines derived from the transport."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from gradswitch.experiment import fault_schedule, report, supervisor
+from gradswitch.experiment.fault_schedule import FaultSchedule, Mechanisms, Step, give_up_s, plan_actions
+from gradswitch.experiment.results_file import Results
+from roce.qp import QpConfig
+from topology.faults import parse_fault
+from workers import comm
+from workload.fault_record import FaultOutcome, FaultRecord
+from workload.job import JobConfig
+from workload.worker_result import WorkerResult
+
+
+class Clock:
+    """A clock the test drives: wait(s) moves it on by s."""
+
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def wait(self, seconds: float) -> bool:
+        self.t += seconds
+        return False
+
+
+class Calls:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.log: list[tuple[float, str]] = []
+
+    def note(self, what: str) -> str:
+        self.log.append((round(self.clock() - 100.0, 6), what))
+        return what
+
+    def mechanisms(self) -> Mechanisms:
+        return Mechanisms(crash_switch=lambda s: self.note(f"crash {s}"),
+                          restart_switch=lambda s: self.note(f"restart {s}"),
+                          set_link=lambda a, b, up: self.note(f"{a}-{b} {'up' if up else 'down'}"),
+                          kill_worker=lambda r: self.note(f"kill {r}").replace("kill", "worker") + f" on h{r + 1}",
+                          slow_worker=lambda r, f: self.note(f"slow {r} x{f.factor:g}"))
+
+
+def fire(texts: list[str], ranks: dict[int, int] | None = None) -> tuple[FaultSchedule, Calls]:
+    clock = Clock()
+    calls = Calls(clock)
+    schedule = FaultSchedule([parse_fault(t) for t in texts], calls.mechanisms(), ranks, clock=clock)
+    schedule.go = clock()
+    schedule.run_due(clock.wait)
+    return schedule, calls
+
+
+def test_steps_fire_in_time_order_across_faults() -> None:
+    _, calls = fire(["link-flap:leaf1-spine1@1,down=0.5,up=1,flaps=2", "switch-crash:spine2@1.2,restart=2",
+                     "worker-crash:1@4", "slow-worker:2@0,factor=3"], ranks={2: 1, 3: 2})
+    assert calls.log == [(0.0, "slow 2 x3"), (1.0, "leaf1-spine1 down"), (1.2, "crash spine2"),
+                         (1.5, "leaf1-spine1 up"), (2.5, "leaf1-spine1 down"), (3.0, "leaf1-spine1 up"),
+                         (3.2, "restart spine2"), (4.0, "kill 1")]
+
+
+def test_a_link_down_without_down_s_stays_down_and_a_crash_without_restart_stays_crashed() -> None:
+    steps = [a.step for a in plan_actions([parse_fault("link-down:leaf1-spine1@1"),
+                                           parse_fault("switch-crash:spine1@2")])]
+    assert steps == [Step.LINK_DOWN, Step.CRASH]
+
+
+def test_down_switches_are_those_crashed_and_not_restarted() -> None:
+    schedule, _ = fire(["switch-crash:spine1@1", "switch-crash:spine2@1,restart=1"])
+    assert schedule.down_switches() == {"spine1"}
+
+
+def test_a_fault_after_the_jobs_ended_is_not_injected() -> None:
+    clock = Clock()
+    calls = Calls(clock)
+    schedule = FaultSchedule([parse_fault("worker-crash:1@1"), parse_fault("switch-crash:spine1@50")],
+                             calls.mechanisms(), {0: 1}, clock=clock)
+    schedule.go = clock()
+    ended_at = 10.0
+
+    def wait(seconds: float) -> bool:  # the jobs end at 10 s: stop() during the wait
+        if clock() - 100.0 + seconds > ended_at:
+            clock.t = 100.0 + ended_at
+            return True
+        return clock.wait(seconds)
+
+    schedule.run_due(wait)
+    assert calls.log == [(1.0, "kill 1")]
+    records = schedule.records([(0, 100.0, 100.5)], planned=20)
+    assert records[0].outcome == FaultOutcome.INTERRUPTED and records[0].iterations_lost == 19
+    assert records[1].outcome == FaultOutcome.NO_EFFECT and "not injected" in records[1].detail
+
+
+def test_a_worker_crash_is_detected_when_its_process_is_seen_gone() -> None:
+    schedule, _ = fire(["worker-crash:h2@2"], ranks={0: 1})
+    schedule.worker_exited(1, 100.0 + 2.07)
+    (record,) = schedule.records([(i, 100.0 + i * 0.5, 100.5 + i * 0.5) for i in range(4)], planned=10)
+    assert record.outcome == FaultOutcome.INTERRUPTED
+    assert record.time_to_detect_s == pytest.approx(0.07)
+    assert "killed worker 1 on h2" in record.detail and "4 iterations (4 completed before" in record.detail
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    kind: str
+    target: str
+    at: float
+
+
+def test_a_switch_crash_the_job_rode_through_is_recovered_at_the_controller_s_reroute() -> None:
+    schedule, _ = fire(["switch-crash:spine1@1"])
+    for kind, at in (("switch-down", 1.01), ("rerouted", 1.06)):
+        schedule.on_health(Event(kind, "spine1", 100.0 + at))
+    iterations = [(i, 100.0 + i * 0.4, 100.0 + (i + 1) * 0.4) for i in range(10)]
+    (record,) = schedule.records(iterations, planned=10)
+    assert record.outcome == FaultOutcome.RECOVERED
+    assert record.time_to_detect_s == pytest.approx(0.01) and record.time_to_recover_s == pytest.approx(0.06)
+
+
+def test_a_fault_with_no_mechanism_is_refused() -> None:
+    with pytest.raises(ValueError, match="no mechanism for switch-crash"):
+        FaultSchedule([parse_fault("switch-crash:spine1@1")], Mechanisms(kill_worker=lambda r: ""))
+
+
+def test_the_give_up_time_follows_the_qp_s_doubling_timeouts() -> None:
+    assert QpConfig(1, 1).rto_max == fault_schedule.RTO_MAX_S  # the workers' QPs run with the default
+    assert give_up_s(0.02, 7) == pytest.approx(0.02 + 0.04 + 0.08 + 0.16 + 0.32 + 0.64 + 1.0 + 1.0)
+    cfg = JobConfig.__dataclass_fields__
+    deadline = supervisor.stop_deadline_s([cast(JobConfig, type("C", (), {"rto": cfg["rto"].default,
+                                                                        "retry_limit": cfg["retry_limit"].default}))])
+    assert deadline == pytest.approx(give_up_s(0.02, 7) + supervisor.ABORT_CHECK_S + 1.0)
+
+
+def test_the_abort_check_interval_is_the_workers() -> None:
+    source = Path(comm.__file__).read_text()
+    assert f"self._next_abort_check = now + {supervisor.ABORT_CHECK_S}" in source
+
+
+def _worker(nid: int, n: int, progress: int | None = None) -> WorkerResult:
+    its = [{"index": i, "start": 10.0 + i, "end": 10.5 + i, "time_s": 0.5, "correct": True, "wrong_elements": 0,
+            "max_abs_error": 0.0, "saturated": 0, "extra": {}, "check": "exact"} for i in range(n)]
+    out: dict[str, Any] = {"node_id": nid, "host": f"h{nid + 1}", "role": "worker", "ok": False, "iterations": its}
+    if progress is not None:
+        out["progress"] = progress
+        out["error"] = "no result: it was killed (SIGKILL)"
+    return cast(WorkerResult, out)
+
+
+def test_iterations_a_killed_worker_completed_are_kept_from_its_peers_records() -> None:
+    assert report.completed_by(_worker(1, 0, progress=3)) == 3
+    results = {0: _worker(0, 3), 1: _worker(1, 0, progress=3), 2: _worker(2, 4)}
+    n = min(report.completed_by(r) for r in results.values())
+    assert n == 3
+    it = report._iteration(1, [r["iterations"][1] for r in results.values() if r["iterations"]], 3)
+    assert it["reported_by"] == 2 and it["correct"] is True
+
+
+def test_with_faults_names_the_fault_first_and_marks_what_it_overlapped() -> None:
+    fault = parse_fault("worker-crash:1@1.2")
+    record = FaultRecord(fault, 1.2, FaultOutcome.INTERRUPTED, 1.25, None, 7, None, "killed worker 1 on h2")
+    body = {"iterations": [{"index": 0, "start": 10.0, "end": 11.0}, {"index": 1, "start": 11.0, "end": 12.0}],
+            "errors": {"worker 0 (h1)": "JobAborted: worker 1 on h2 was killed"}}
+    out = report.with_faults(cast(Results, body), [record], go=10.0)
+    assert next(iter(out["errors"])) == "fault worker-crash:1@1.2"
+    assert out["errors"]["fault worker-crash:1@1.2"].startswith("interrupted at 1.20 s, detected after 0.05 s")
+    assert "faults" not in out["iterations"][0] and out["iterations"][1]["faults"] == ["worker-crash:1@1.2"]
+    assert out["fault_outcome"] == "interrupted"
+    assert FaultRecord.from_dict(out["faults"][0]) == record
