@@ -52,6 +52,12 @@ class Comm:
         self.zero_filled = 0  # packets this node received as zeros (trimmed by a switch, within the budget)
         self.abort_file: Path | None = None  # written by the runner when a node of the job failed
         self._next_abort_check = 0.0
+        # Called at every turn of the transport (step, wait_any): work of an algorithm's own that no reduction
+        # waits for (NetReduce's fallback: reading the signal, redoing a reduction for the others).
+        self.pollers: list[Callable[[], object]] = []
+        # Called after every drain with the number of drains so far (NetReduce's fallback stays for the others).
+        self.after_drain: list[Callable[[int], None]] = []
+        self.drains = 0
 
     def qp(self, peer: int, initial_psn: int = 0) -> QueuePair:
         """The QP to a peer node (created on first use; both directions start at initial_psn)."""
@@ -89,6 +95,15 @@ class Comm:
 
     def register(self, rkey: int, size: int) -> MemoryRegion:
         return self.engine.register(rkey, size)
+
+    @property
+    def run_dir(self) -> Path | None:
+        """The run directory shared with the runner (where the abort file is); None outside a run."""
+        return None if self.abort_file is None else self.abort_file.parent
+
+    def collect(self) -> None:
+        """Take the completions of every QP (as a turn of the transport does)."""
+        self._collect()
 
     def _collect(self) -> None:
         for qp in self.qps.values():
@@ -145,6 +160,8 @@ class Comm:
         QP raises TransportError, another node's failure JobAborted (checked a few times a second)."""
         self.engine.poll(max_wait)
         self._collect()
+        for poll in self.pollers:
+            poll()
         for qp in self.qps.values():
             qp.check()
         now = time.monotonic()
@@ -173,14 +190,23 @@ class Comm:
     def wait_any(self, done: Callable[[], bool], what: str) -> None:
         def collected() -> bool:
             self._collect()
+            for poll in self.pollers:
+                poll()
             return done()
 
         self.engine.run_until(collected, self.cfg.iteration_timeout, what, self.aborted)
 
     def drain(self) -> None:
         """Wait until every write this process posted is acknowledged."""
-        self.engine.run_until(lambda: all(q.requester.idle() for q in self.qps.values()),
-                              self.cfg.iteration_timeout, "the last acknowledgements", self.aborted)
+        def idle() -> bool:
+            for poll in self.pollers:
+                poll()
+            return all(q.requester.idle() for q in self.qps.values())
+
+        self.engine.run_until(idle, self.cfg.iteration_timeout, "the last acknowledgements", self.aborted)
+        self.drains += 1
+        for hook in self.after_drain:
+            hook(self.drains)
 
     def stats(self) -> dict[str, object]:
         req = [q.requester.counters.values for q in self.qps.values()]

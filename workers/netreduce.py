@@ -19,8 +19,10 @@ from protocol.dlcp import TRIMMED
 from protocol.netreduce import MESSAGE_BYTES, MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
 from protocol.qpn import qpn
 from roce.headers import Bth, Opcode, Reth, Transport
+from roce.order_tolerant import make_responder
 from roce.qp import Requester
 from workers.comm import Comm, OpGen, Wait
+from workers.fallback import MIN_WORKERS, Fallback, ReverseRing, finished_file
 from workers.loops import make_loop
 from workers.netreduce_quorum import QuorumRequester, tag_of
 from workload.gradients import Int32Array, from_wire, to_wire
@@ -92,15 +94,65 @@ class NetReduceWorker:
         self.region = comm.register(self.layout.rkey, self.layout.region_bytes)
         self.loop = make_loop(comm, self)
         self.k = 0  # next message number to give a reduction (continues over reductions and iterations)
+        self.first_message = 0  # the job QPs' first message (a return from the fallback restarts them: resume)
         self.posted = 0  # messages posted on the QP so far (they are posted in number order)
         self.wr_of: dict[int, int] = {}  # message -> work request id, until acknowledged
         self.results: set[int] = set()  # messages whose result arrived, until their credit is used
         self.stats = {"messages": 0, "credit_waits": 0}
+        self.fallback = self._fallback(ranks)
+
+    def _fallback(self, ranks: list[int]) -> Fallback | None:
+        """Ring all-reduce for the reductions the switch cannot finish (workers/fallback.py): in a run (its
+        directory carries the signal), for an all-reduce job of N of N (k of N runs on one switch) and at least
+        MIN_WORKERS workers."""
+        run_dir = self.comm.run_dir
+        if run_dir is None or self.layout.owned or self.layout.k_of_n or len(ranks) < MIN_WORKERS:
+            return None
+        ring = ReverseRing(self.comm, self.rank, ranks, self.loop.largest_op)
+        fb = Fallback(self.comm, self, run_dir, self.layout.job, self.rank, len(ranks), ring)
+        self.comm.pollers.append(fb.poll)
+        last_drain = 1 if self.comm.cfg.training is not None else self.comm.cfg.iterations
+
+        def settle(drains: int) -> None:
+            if drains != last_drain:
+                return
+            finished_file(run_dir, self.layout.job, self.rank).write_text("")
+            fb.settle(lambda: all(finished_file(run_dir, self.layout.job, r).exists() for r in range(len(ranks))),
+                      self.comm.cfg.iteration_timeout)
+
+        self.comm.after_drain.append(settle)
+        return fb
+
+    # ---- the fallback's view of the in-network path (workers/fallback.py SwitchPath) ----
+
+    @property
+    def next_message(self) -> int:
+        return self.k
+
+    def switch_op(self, data: Int32Array) -> OpGen:
+        return self._switch_op(data)
+
+    def abandon(self) -> None:
+        old = self.send_qp.requester
+        self.send_qp.requester = type(old)(replace(old.cfg, initial_psn=old.next_post), old.marker)
+
+    def resume(self, message: int) -> None:
+        psn = self.layout.psn(message, 0)
+        old = self.send_qp.requester
+        self.send_qp.requester = type(old)(replace(old.cfg, initial_psn=psn), old.marker)
+        responder = self.recv_qp.responder
+        self.recv_qp.responder = make_responder(replace(responder.cfg, remote_initial_psn=psn),
+                                                self.comm.engine.regions)
+        self.comm.tags[self.recv_qp.cfg.qpn].clear()
+        self.comm.acked[self.send_qp.cfg.qpn].clear()
+        self.results.clear()
+        self.wr_of.clear()
+        self.k = self.posted = self.first_message = message
 
     def _credit(self, k: int) -> bool:
         """May message k be sent? Its slot copy is free once message k - C is done here."""
         old = k - self.layout.credits
-        if old < 0:
+        if old < self.first_message:
             return True
         acked = self.comm.acked[self.send_qp.cfg.qpn]
         return old in self.results and self.wr_of.get(old) in acked
@@ -115,7 +167,13 @@ class NetReduceWorker:
         return self.comm.drive(self.reduce_op(iteration, index, 0, data, index), f"tensor {index}")
 
     def reduce_op(self, iteration: int, unit: int, seq: int, data: Int32Array, mark: int) -> OpGen:
-        """All-reduce of `data`: its messages' sums, every one to every receiver."""
+        """All-reduce of `data`: its messages' sums, every one to every receiver (by ring instead while the
+        job's switch is lost: workers/fallback.py)."""
+        if self.fallback is not None:
+            return self.fallback.reduce_op(iteration, data)
+        return self._switch_op(data)
+
+    def _switch_op(self, data: Int32Array) -> OpGen:
         n = len(data)
         count = max(1, -(-n // MESSAGE_ELEMENTS))
         padded = np.zeros(count * MESSAGE_ELEMENTS, dtype=np.int32)
@@ -197,4 +255,7 @@ class NetReduceWorker:
         return self.layout.k_of_n and tag_of(self.layout, self.comm.tags[self.recv_qp.cfg.qpn], self.k) is not None
 
     def report(self) -> dict[str, object]:
-        return {"netreduce": dict(self.stats)}
+        out: dict[str, object] = {"netreduce": dict(self.stats)}
+        if self.fallback is not None:
+            out["fallback"] = self.fallback.report()
+        return out

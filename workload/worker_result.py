@@ -37,6 +37,27 @@ class PlanFigures(TypedDict):
     largest_op_elements: int
 
 
+class PathChangeEntry(TypedDict):
+    """A NetReduce job's agreed change of path (workers/fallback.py): times are time.monotonic() on the hosts."""
+
+    epoch: int  # odd: to ring, even: back to the switch
+    path: str  # ring or switch
+    switch: str  # the switch whose loss or return it follows
+    from_reduction: int  # the first reduction that took the path (reductions are numbered alike on every worker)
+    signalled_at: float  # when this worker saw the signal (a fallback: and stopped sending to the switch)
+    agreed_at: float  # when every worker's announcement was in: the path changed
+
+
+class FallbackEntry(TypedDict):
+    """Which path a NetReduce worker's reductions took (workers/fallback.py)."""
+
+    by_switch: int
+    by_ring: int
+    redone_for_others: int  # reductions it had from the switch and took part in again by ring for the others
+    ring_by_iteration: dict[str, int]  # iteration -> its reductions that ring gave (those with any)
+    changes: list[PathChangeEntry]
+
+
 class TransportStats(TypedDict, total=False):
     """A node's transport counters (workers/comm.py Comm.stats; the simulator's the same)."""
 
@@ -69,6 +90,7 @@ class WorkerResult(_Required, total=False):
     timeline: list[dict[str, object]]  # a training worker's events (workload/timeline.py Event)
     plan: PlanFigures  # a training worker's plan
     netreduce: dict[str, object]  # a NetReduce worker's counters
+    fallback: FallbackEntry  # a NetReduce worker: the path of its reductions (switch or ring, workers/fallback.py)
     keys_served: int  # a parameter server's
     deliveries: int  # the simulator's deliveries of a node
     model_digest: str  # train-digits: the model's digest after the run
@@ -147,6 +169,8 @@ WORKER_RESULT_DOCS: dict[str, str] = {
     "keys_served": "a parameter server: keys it served",
     "deliveries": "the simulator: messages delivered to it",
     "model_digest": "train-digits: its model's digest after the run (every worker's must agree)",
+    "fallback": "a NetReduce worker: how many reductions the switches and ring all-reduce gave (ring while the job's "
+                "aggregation switch was lost), per iteration, and each agreed change of path with its times",
     "progress": "a node that left no result (its process killed): the iterations it said it had completed",
 }
 
