@@ -76,7 +76,8 @@ class RunSettings:
             if spec.dlcp.enabled:
                 control.dlcp.set(cfg.job_id, spec.dlcp.priority, spec.dlcp.drop, spec.dlcp.spray)
             if spec.algo == Algorithm.NETREDUCE:
-                control.netreduce.create(cfg.job_id, [n.host for n in cfg.workers], spec.credits)
+                control.netreduce.create(cfg.job_id, [n.host for n in cfg.workers], spec.credits,
+                                         quorum=spec.netreduce_k)
                 self.netreduce_jobs.append(cfg.job_id)
         self._start_tensorlights()
         self._start_background()

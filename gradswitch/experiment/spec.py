@@ -25,7 +25,7 @@ from typing import Any
 
 from protocol.choice import Choice
 from protocol.ecmp import DEFAULT_FLOWLET_GAP_US, Balancing, LoadBalance
-from protocol.netreduce import DEFAULT_CREDITS
+from protocol.netreduce import DEFAULT_CREDITS, MAX_K_OF_N_WORKERS
 from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.p4_constants import CONFIG
 from protocol.qpn import MAX_NODES
@@ -199,6 +199,8 @@ class ExperimentSpec:
     background_flows: int = 0  # bulk TCP streams between two extra hosts on two switches
     ring_order: RingOrder = RingOrder.LEAVES  # ranks: neighbours on one leaf, every hop across the fabric, or random
     credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
+    # NetReduce k of N: a sum leaves the switch once k workers are in (None: all N; docs/faults.md, "Stragglers")
+    netreduce_k: int | None = None
     dlcp: DlcpOptions = field(default_factory=DlcpOptions)
     tensorlights: bool = False  # HTB priorities among the colocated servers at their host's NIC
     tensorlights_rotate_s: float = 0.0  # rotate the favoured server this often (0: fixed)
@@ -324,6 +326,17 @@ class ExperimentSpec:
         need(1 <= self.credits <= most_credits,
              f"credits = {self.credits}: NetReduce credits are 1..{most_credits}"
              + ("" if sim else " (AGG_MAX_CREDITS; the simulator takes more: backend = ns3)"))
+        if self.netreduce_k is not None:
+            k_of_n = f"netreduce_k = {self.netreduce_k}"
+            need(self.algo == Algorithm.NETREDUCE, f"{k_of_n}: k of N is NetReduce's (set algo = netreduce)")
+            need(1 <= self.netreduce_k <= self.workers, f"{k_of_n}: k is 1..{self.workers} (the workers)")
+            need(self.workers <= MAX_K_OF_N_WORKERS, f"{k_of_n}: a k-of-N job has at most {MAX_K_OF_N_WORKERS} "
+                 f"workers (its results name their contributors in 16 bits), not {self.workers}")
+            need(not sim and self.topo == Topo.RACK, f"{k_of_n}: k of N runs on BMv2 with every worker on one switch "
+                 "(backend = bmv2, topo = rack): a leaf cannot tell which k of the job's N are in")
+            need(self.workload == "train-digits" and self.float_mode == FloatMode.FIXED,
+                 f"{k_of_n}: k of N is for workload = 'train-digits' in fixed point (its loop divides each sum by "
+                 "the workers it holds and checks it against exactly those; other loops check against all N)")
         need(self.tensorlights_rotate_s >= 0,
              f"tensorlights_rotate_s = {self.tensorlights_rotate_s}: 0 (fixed) or more seconds")
         need(not self.tensorlights or (self.algo == Algorithm.PS and self.colocate_servers),

@@ -141,3 +141,30 @@ def test_an_ack_past_what_was_sent_settles_what_is_posted_only_on_a_k_of_n_qp(cl
     assert len(req.transmit(0.03)) == 4 and not req.idle()
     req.on_ack(ack(11), 0.04)  # within what was sent: RC's own acknowledgement
     assert req.idle() and req.counters["invalid_acks"] == 0
+
+
+# ---- k of N in a spec ----
+
+
+def test_a_spec_takes_k_of_n_for_netreduce_digits_on_one_switch():
+    from gradswitch.experiment.spec import spec_from_dict
+
+    ok = spec_from_dict({"algo": "netreduce", "workers": 4, "netreduce_k": 3, "workload": "train-digits",
+                         "dtype": "float32"})
+    assert ok.netreduce_k == 3 and ok.problems() == []
+
+
+@pytest.mark.parametrize(("changes", "match"), [
+    ({"algo": "ring"}, r"^netreduce_k = 3: k of N is NetReduce's \(set algo = netreduce\)$"),
+    ({"netreduce_k": 5}, r"^netreduce_k = 5: k is 1\.\.4 \(the workers\)$"),
+    ({"topo": "leafspine"}, r"^netreduce_k = 3: k of N runs on BMv2 with every worker on one switch"),
+    ({"workload": "synthetic", "dtype": "int32"}, r"^netreduce_k = 3: k of N is for workload = 'train-digits'"),
+])
+def test_a_k_of_n_spec_it_cannot_run_is_refused_in_one_line_each(changes, match):
+    import re
+
+    from gradswitch.experiment.spec import spec_from_dict
+
+    spec = spec_from_dict({"algo": "netreduce", "workers": 4, "netreduce_k": 3, "workload": "train-digits",
+                           "dtype": "float32", **changes})
+    assert any(re.search(match, p) for p in spec.problems()), spec.problems()
