@@ -206,6 +206,18 @@ class NetReduceJobs:
         if errors:
             raise JobError(f"job {job} torn down with errors: " + "; ".join(errors))
 
+    def reset_cells(self, job: int) -> list[str]:
+        """The job's cells and per-QP contexts back to empty on every switch of its tree that is up, its entries
+        kept: what a NetReduce job's fallback to ring frees (no reduction is left half summed in a cell) and what
+        its return to the switches starts from (workers/fallback.py). Returns the switches reset."""
+        active = self._job(job)
+        done = []
+        for sw, state in active.switches.items():
+            if self.fabric.is_up(sw):
+                self._reset(sw, state)
+                done.append(sw)
+        return done
+
     # ---- looking ----
 
     def _job(self, job: int) -> ActiveJob:
@@ -241,6 +253,7 @@ class NetReduceJobs:
         return sum(1 for c in cells[state.base_cell : state.base_cell + state.cells] if c & bitmap)
 
     def status(self, job: int) -> JobStatus:
+        """Its switches' counters and cells now (a switch that is down holds none: left out)."""
         info = self.describe(job)
         return JobStatus(info, {sw: SwitchActivity(part, self.slots_in_use(sw, job), self.events(sw, job))
-                                for sw, part in info.switches.items()})
+                                for sw, part in info.switches.items() if self.fabric.is_up(sw)})

@@ -7,12 +7,14 @@ happens, so one network can carry several runs.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
 from controller.control_plane import ControlPlane
 from controller.netreduce_jobs import JobStatus
+from gradswitch.experiment.netreduce_watch import NetReduceWatch
 from gradswitch.experiment.placement import Placement
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.testbed import Testbed
@@ -38,6 +40,8 @@ class RunSettings:
     netreduce_jobs: list[int] = field(default_factory=list)
     lights: TensorLights | None = None
     background: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    netreduce_watch: NetReduceWatch | None = None  # the NetReduce jobs' reaction to a switch's loss and return
+    _unsubscribe: Callable[[], None] | None = None
 
     @property
     def control(self) -> ControlPlane:
@@ -79,11 +83,28 @@ class RunSettings:
                 control.netreduce.create(cfg.job_id, [n.host for n in cfg.workers], spec.credits,
                                          quorum=spec.netreduce_k)
                 self.netreduce_jobs.append(cfg.job_id)
+        if self.netreduce_jobs:
+            self._watch_netreduce()
         self._start_tensorlights()
         self._start_background()
 
+    def _watch_netreduce(self) -> None:
+        """Fall back to ring when a job's aggregation switch dies, return when it is back (netreduce_watch.py)."""
+        watch = NetReduceWatch(self.control)
+        for cfg in self.cfgs:
+            if cfg.job_id in self.netreduce_jobs:  # (each job's run directory, as the supervisor makes it)
+                watch.add_job(cfg.job_id, len(cfg.workers), self.run_dir / f"job{cfg.job_id}", cfg.iteration_timeout)
+        watch.start()
+        self.netreduce_watch = watch
+        self._unsubscribe = self.control.subscribe(watch.on_health)
+
     def _undo(self) -> None:
         control = self.control
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self.netreduce_watch is not None:
+            self.netreduce_watch.stop()
         for proc in self.background:
             proc.kill()
             proc.wait(timeout=10)
