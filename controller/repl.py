@@ -19,6 +19,7 @@
     dlcp thresholds [default | BYTES | PRIORITY=BYTES ...]   DLCP selective-drop thresholds
     roce-class [on|off]                       every RoCE v2 packet in one priority class above bulk traffic
     balance [ecmp|flowlet] [gap=US] [seed=N]  how ECMP groups pick a member: per flow, per flowlet; the hash seed
+    fault KIND:TARGET[@SECONDS][,opt=V ...]   a switch or link fails now or SECONDS from now (docs/faults.md)
 
 Keys and arguments are P4 names (the last component is enough: dst_addr for
 hdr.ipv4.dst_addr); values are numbers, IPv4 or MAC addresses, 10.0.0.0/8 for LPM,
@@ -109,10 +110,11 @@ class Repl(cmd.Cmd):
     intro = "gradswitch REPL: `help` lists commands, Tab completes, Ctrl-D leaves."
     prompt = "gradswitch> "
 
-    def __init__(self, control: ControlPlane, p4info: P4Info | None = None, out: Callable[[str], None] = print
-                 ) -> None:
+    def __init__(self, control: ControlPlane, p4info: P4Info | None = None, out: Callable[[str], None] = print,
+                 inject: Callable[[str], str] | None = None) -> None:
         super().__init__()
         self.control = control
+        self.inject = inject  # fires a fault (its command line form) on the network; None: this REPL cannot
         self.fabric = control.fabric
         self.p4info = p4info or P4Info.from_file(P4INFO)
         self.out = out
@@ -428,6 +430,20 @@ class Repl(cmd.Cmd):
             return
         self.out(f"load balancing: {self.control.balancing.set(mode, gap, seed).describe()}")
 
+    def do_fault(self, arg: str) -> None:
+        """fault KIND:TARGET[@SECONDS][,restart=S][,down=S][,up=S][,flaps=N]: a switch crashes (restarted after
+        restart=S), a link goes down (up again after down=S) or flaps, now or SECONDS from now.
+
+        Kinds: switch-crash, link-down, link-flap (worker faults belong to a run: gradswitch experiment --fault).
+        Only in the REPL of the process that holds the network (`repl` in `gradswitch net`'s Mininet CLI)."""
+        words = self._args(arg, 1, "fault KIND:TARGET[@SECONDS][,opt=V ...], e.g. switch-crash:spine1@2,restart=5")
+        if len(words) > 1:
+            raise ReplError(f"fault: one fault per command, without spaces (got {len(words)} words: {arg.strip()})")
+        if self.inject is None:
+            raise ReplError("fault: this REPL is attached from another terminal; fire faults from the REPL of the "
+                            "`gradswitch net` process (its Mininet CLI's `repl`), which holds the switches")
+        self.out(self.inject(words[0]))
+
     def do_exit(self, arg: str) -> bool:
         """exit: leave the REPL (the network keeps running)."""
         return True
@@ -521,9 +537,10 @@ class Repl(cmd.Cmd):
     complete_packet_out = complete_packet_in = _complete_switch
 
 
-def run_repl(control: ControlPlane, commands: list[str] | None = None) -> None:
+def run_repl(control: ControlPlane, commands: list[str] | None = None, inject: Callable[[str], str] | None = None
+             ) -> None:
     """Interactive loop, or run the given commands (for scripts: `gradswitch repl -c ...`)."""
-    repl = Repl(control)
+    repl = Repl(control, inject=inject)
     if commands:
         for line in commands:
             print(f"{repl.prompt}{line}")

@@ -244,9 +244,11 @@ def _mininet_cli(net: Testbed) -> None:
     from mininet.cli import CLI
 
     from controller.repl import Repl, run_repl
+    from gradswitch.experiment.fault_schedule import injector
 
     assert net.control is not None, "the network is not running"
     control: ControlPlane = net.control
+    inject = injector(net)  # the REPL's `fault`: this process holds the switches
 
     class GradCLI(CLI):  # type: ignore[misc]
         # Before the first prompt and after each command: a SIGTERM whose SystemExit was lost
@@ -261,9 +263,9 @@ def _mininet_cli(net: Testbed) -> None:
         def do_repl(self, line: str) -> None:
             """repl [COMMAND]: the gradswitch REPL (tables, entries, counters), or one command of it."""
             if line.strip():
-                Repl(control).onecmd(line)
+                Repl(control, inject=inject).onecmd(line)
             else:
-                run_repl(control)
+                run_repl(control, inject=inject)
 
     print("Mininet CLI: `repl` opens the gradswitch REPL; `gradswitch repl` in another terminal attaches too.")
     GradCLI(net.net)

@@ -26,6 +26,7 @@ class FaultRecord:
     iterations_lost: int = 0  # iterations started and not completed because of it (redone, or never done)
     fallback: str | None = None  # what the job fell back to, e.g. "ring" for NetReduce reductions it hit
     detail: str = ""  # one line: what followed, for a person
+    job_stopped_s: float | None = None  # interrupted: when the job's last node was gone (None: not measured)
 
     @property
     def time_to_detect_s(self) -> float | None:
@@ -39,10 +40,11 @@ class FaultRecord:
         return {"fault": self.fault.to_dict(), "label": self.fault.label, "injected_s": self.injected_s,
                 "outcome": str(self.outcome), "detected_s": self.detected_s, "recovered_s": self.recovered_s,
                 "time_to_detect_s": self.time_to_detect_s, "time_to_recover_s": self.time_to_recover_s,
-                "iterations_lost": self.iterations_lost, "fallback": self.fallback, "detail": self.detail}
+                "iterations_lost": self.iterations_lost, "fallback": self.fallback, "detail": self.detail,
+                "job_stopped_s": self.job_stopped_s}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> FaultRecord:
         return cls(fault_from_dict(raw["fault"]), float(raw["injected_s"]), FaultOutcome(raw["outcome"]),
                    raw.get("detected_s"), raw.get("recovered_s"), int(raw.get("iterations_lost", 0)),
-                   raw.get("fallback"), str(raw.get("detail", "")))
+                   raw.get("fallback"), str(raw.get("detail", "")), raw.get("job_stopped_s"))

@@ -17,10 +17,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from topology.faults import WORKER_FAULTS, Fault, FaultKind
 from workload.fault_record import FaultOutcome, FaultRecord
+
+if TYPE_CHECKING:
+    from gradswitch.testbed import Testbed
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +135,8 @@ class FaultSchedule:
         self.fired = [_Fired() for _ in self.faults]
         self.health: list[tuple[float, str, str]] = []  # (seconds after go, kind, target)
         self.worker_exits: dict[int, float] = {}  # rank -> when the runner saw its process gone (after go)
+        self.paths: list[tuple[float, str, str]] = []  # (seconds after go, path, switch): agreed changes of path
+        self.stop_deadline_s: float | None = None  # how long the job's nodes may take to stop after one died
         self._actions = plan_actions(self.faults)
         self._restarted: set[int] = set()  # faults whose switch was restarted
         self._stop = threading.Event()
@@ -183,6 +188,13 @@ class FaultSchedule:
             return
         with self._lock:
             self.health.append((event.at - self.go, str(getattr(event.kind, "value", event.kind)), event.target))
+
+    def path_changed(self, switch: str, path: str, at: float) -> None:
+        """A job's workers agreed to change the path of their reductions because of `switch` (NetReduce: to
+        "ring" while it is out, back to "switch"); at: time.monotonic()."""
+        if self.go is not None:
+            with self._lock:
+                self.paths.append((at - self.go, path, switch))
 
     def worker_exited(self, rank: int, at: float) -> None:
         """The runner saw a worker's process gone (at: time.monotonic())."""
@@ -237,9 +249,13 @@ class FaultSchedule:
         if not complete:
             lost = planned - len(done)
             what = "; ".join(fired.detail) or f"{f.kind} on {f.target}"
+            gone = [t for t in self.worker_exits.values() if t >= at]
+            stopped = max(gone) if gone else None
+            within = "" if stopped is None else f"; every worker gone {stopped - at:.2f} s after it" + (
+                "" if self.stop_deadline_s is None else f" (deadline {self.stop_deadline_s:.2f} s)")
             return FaultRecord(f, at, FaultOutcome.INTERRUPTED, detected, None, lost, None,
                                f"{what}: the job stopped after {len(done)} iterations ({before} completed before "
-                               "the fault)")
+                               f"the fault){within}", stopped)
         hit = [(i, s, e) for i, s, e in done if e > at and s < self._end_of(f, at)]
         if f.kind == FaultKind.SLOW_WORKER:
             return FaultRecord(f, at, FaultOutcome.RECOVERED if hit else FaultOutcome.NO_EFFECT, detected, None, 0,
@@ -247,6 +263,15 @@ class FaultSchedule:
         if not hit:
             return FaultRecord(f, at, FaultOutcome.NO_EFFECT, detected, None, 0, None,
                                "no iteration of the job ran while it was out")
+        with self._lock:
+            changes = sorted((t, path) for t, path, switch in self.paths if switch == f.target and t >= at)
+        fallback = next(((t, p) for t, p in changes if p != "switch"), None)
+        if fallback is not None:  # the job's reductions left the switch: they flowed again once it agreed
+            returned = [t for t, p in changes if p == "switch" and t >= fallback[0]]
+            again = f"; returned to the switch at {returned[0]:.2f} s" if returned else "; never returned to it"
+            return FaultRecord(f, at, FaultOutcome.RECOVERED, detected, fallback[0], 0, fallback[1],
+                               "; ".join([*fired.detail, f"{fallback[1]} from {fallback[0]:.2f} s{again}",
+                                          f"{len(hit)} iterations overlapped it, every one completed"]))
         recovered = self._recovered(f, at)
         if recovered is None:  # no event says so: the first iteration that ended after it was back
             back = self._end_of(f, at)
@@ -281,3 +306,30 @@ class FaultSchedule:
     def _recovered(self, f: Fault, at: float) -> float | None:
         back = self._events(f, ("rerouted", "switch-up", "link-up"), at)
         return back[0] if back else None
+
+
+REPL_KINDS = (FaultKind.SWITCH_CRASH, FaultKind.LINK_DOWN, FaultKind.LINK_FLAP)  # worker faults need a run's workers
+
+
+def injector(net: Testbed, log_line: Callable[[str], None] = log.warning) -> Callable[[str], str]:
+    """The REPL's `fault` on a running network: a fault's command line form (`@SECONDS` optional: now) checked
+    against the network's topology (FaultError: one line) and fired on a schedule of its own, SECONDS from now;
+    returns what the REPL prints. What it did is logged (log_line) as it happens."""
+    from topology.faults import FaultError, fault_problems, parse_fault
+
+    def inject(text: str) -> str:
+        head = text.split(",", 1)[0]
+        fault = parse_fault(text if "@" in head else text.replace(head, head + "@0", 1))
+        if fault.kind not in REPL_KINDS:
+            raise FaultError(f"fault {fault.label}: {fault.kind} needs a run's workers: give it to gradswitch "
+                             f"experiment --fault (here: {', '.join(map(str, REPL_KINDS))})")
+        problems = fault_problems((fault,), net.topo, 0)
+        if problems:
+            raise FaultError(problems[0])
+        schedule = FaultSchedule([fault], Mechanisms(crash_switch=net.crash_switch, restart_switch=net.restart_switch,
+                                                     set_link=net.set_link))
+        schedule.start()
+        return f"fault {fault.label}: {'now' if fault.at_s == 0 else f'in {fault.at_s:g} s'}" + (
+            "" if not fault.windows()[-1][1] else f", back {fault.windows()[-1][1]:g} s from now")
+
+    return inject

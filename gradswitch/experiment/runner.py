@@ -36,7 +36,7 @@ from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.report import summarize, with_faults, write_report
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
-from gradswitch.experiment.supervisor import NodeKey, Processes, Progress, run_nodes
+from gradswitch.experiment.supervisor import NodeKey, Processes, Progress, run_nodes, stop_deadline_s
 from gradswitch.experiment.timeline import write_timeline
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
@@ -81,6 +81,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     fabric = net.fabric
     procs: Processes = {}
     schedule = fault_schedule_for(net, spec, cfgs[0], procs, run_dir)
+    schedule.stop_deadline_s = stop_deadline_s(cfgs)
     started = time.time()
     wall = time.monotonic()
     before: dict[str, Any] = {}
@@ -141,6 +142,9 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         undo_settings(settings, schedule.down_switches())
     report = summarize(spec, cfgs, results, switches, started, carried, goodput)
     if schedule.faults:
+        for result in results[cfgs[0].job_id].values():  # NetReduce: where the job's workers left the switch
+            for change in result.get("fallback", {}).get("changes", []):
+                schedule.path_changed(change["switch"], change["path"], change["agreed_at"])
         kept = [(it["index"], it["start"], it["end"]) for it in report["iterations"]]
         report = with_faults(report, schedule.records(kept, spec.iterations), schedule.go or wall)
     # What limited the run: the links (busiest_link_load, when shaped) or the machine (cpu_idle near 0).

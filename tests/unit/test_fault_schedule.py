@@ -4,16 +4,23 @@ network is tests/mininet/test_faults_bmv2.py), the report's marks, and the deadl
 from __future__ import annotations
 
 import dataclasses
+import threading
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
+from controller.control_plane import ControlPlane
+from controller.dlcp_settings import DlcpSettings
+from controller.load_balancing import LoadBalancing
+from controller.netreduce_jobs import NetReduceJobs
+from controller.repl import Repl
 from gradswitch.experiment import fault_schedule, report, supervisor
 from gradswitch.experiment.fault_schedule import FaultSchedule, Mechanisms, Step, give_up_s, plan_actions
 from gradswitch.experiment.results_file import Results
 from roce.qp import QpConfig
 from topology.faults import parse_fault
+from topology.generators import leafspine
 from workers import comm
 from workload.fault_record import FaultOutcome, FaultRecord
 from workload.job import JobConfig
@@ -175,3 +182,81 @@ def test_with_faults_names_the_fault_first_and_marks_what_it_overlapped() -> Non
     assert "faults" not in out["iterations"][0] and out["iterations"][1]["faults"] == ["worker-crash:1@1.2"]
     assert out["fault_outcome"] == "interrupted"
     assert FaultRecord.from_dict(out["faults"][0]) == record
+
+
+def test_a_netreduce_job_that_fell_back_to_ring_recovered_when_its_workers_agreed() -> None:
+    schedule, _ = fire(["switch-crash:spine1@1,restart=2"])
+    schedule.on_health(Event("rerouted", "spine1", 100.0 + 1.05))
+    schedule.path_changed("spine1", "ring", 100.0 + 1.3)
+    schedule.path_changed("spine1", "switch", 100.0 + 3.9)
+    (record,) = schedule.records([(i, 100.0 + i * 0.5, 100.5 + i * 0.5) for i in range(10)], planned=10)
+    assert record.outcome == FaultOutcome.RECOVERED and record.fallback == "ring"
+    assert record.time_to_recover_s == pytest.approx(0.3)  # the fallback, not the controller's reroute
+    assert "returned to the switch at 3.90 s" in record.detail
+
+
+class _Net:
+    """What the REPL's injector needs of a Testbed: its topology and the three switch and link mechanisms, here
+    recorded (their effect on real switches: tests/mininet/test_switch_faults.py)."""
+
+    def __init__(self) -> None:
+        self.topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2)
+        self.calls: list[str] = []
+        self.done = threading.Event()
+
+    def crash_switch(self, name: str) -> None:
+        self.calls.append(f"crash {name}")
+        self.done.set()
+
+    def restart_switch(self, name: str) -> None:
+        self.calls.append(f"restart {name}")
+
+    def set_link(self, a: str, b: str, up: bool) -> None:
+        self.calls.append(f"{a}-{b} {'up' if up else 'down'}")
+        self.done.set()
+
+
+def fault_repl(inject: bool = True) -> tuple[Repl, list[str], _Net]:
+    fabric: Any = type("F", (), {"switch_names": lambda self: ["leaf1", "leaf2", "spine1", "spine2"]})()
+    net = _Net()
+    out: list[str] = []
+    control = ControlPlane(fabric, NetReduceJobs(fabric), DlcpSettings(fabric), LoadBalancing(fabric))
+    return Repl(control, out=out.append, inject=fault_schedule.injector(cast(Any, net)) if inject else None), out, net
+
+
+def test_the_repl_fires_a_fault_now_without_a_time() -> None:
+    r, out, net = fault_repl()
+    r.onecmd("fault switch-crash:spine1")
+    assert out == ["fault switch-crash:spine1@0: now"]
+    assert net.done.wait(10) and net.calls == ["crash spine1"]
+
+
+def test_the_repl_says_when_a_delayed_link_fault_comes_back() -> None:
+    r, out, net = fault_repl()
+    r.onecmd("fault link-down:spine1-leaf2@0,down=30")
+    assert out == ["fault link-down:spine1-leaf2@0,down=30: now, back 30 s from now"]
+    assert net.done.wait(10) and net.calls == ["spine1-leaf2 down"]
+
+
+@pytest.mark.parametrize(("line", "says"), [
+    ("fault switch-crash:spine9", "'spine9' is not a switch of this topology (its switches: leaf1, leaf2, spine1"),
+    ("fault link-down:leaf1-leaf2@1", "'leaf1-leaf2' is not a link of this topology"),
+    ("fault worker-crash:1@2", "worker-crash needs a run's workers: give it to gradswitch experiment --fault"),
+    ("fault switch-crush:spine1", "kind 'switch-crush' is not one of switch-crash, link-down"),
+    ("fault switch-crash:spine1 link-down:leaf1-spine1", "one fault per command"),
+    ("fault", "usage: fault KIND:TARGET[@SECONDS]"),
+])
+def test_a_bad_repl_fault_is_one_line_and_fires_nothing(line: str, says: str) -> None:
+    r, out, net = fault_repl()
+    r.onecmd(line)
+    assert len(out) == 1 and out[0].startswith("error: ") and says in out[0], out
+    assert net.calls == []
+
+
+def test_an_attached_repl_says_where_faults_are_fired() -> None:
+    r, out, _ = fault_repl(inject=False)
+    r.onecmd("fault switch-crash:spine1")
+    assert len(out) == 1 and "the REPL of the `gradswitch net` process" in out[0]
+    out.clear()
+    r.onecmd("help")
+    assert any(line.strip().startswith("fault KIND:TARGET[@SECONDS]") for line in out)
