@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from ns3sim.faults import SimFault, sim_faults
 from ns3sim.sim_settings import CheckMode
 from workload.job import JobConfig
 from workload.plan import plan
@@ -109,6 +110,7 @@ class SimResult:
     raw: dict[str, Any]  # the simulator's own results document
     mpi: MpiStats | None = None  # a run over MPI ranks: the partition and each rank's cost
     ports: dict[str, dict[int, PortCounters]] = field(default_factory=dict)  # switch -> port -> its counters
+    faults: tuple[SimFault, ...] = ()  # what each of the run's faults did, in their order (ns3sim/faults.py)
 
     def ok(self) -> bool:
         return not self.time_limit_hit and all(n.get("ok") for job in self.nodes.values() for n in job.values())
@@ -197,4 +199,4 @@ def parse(raw: dict[str, Any], jobs: list[JobConfig]) -> SimResult:
         flows=int(bg["flows"]), mss=int(bg["mss"]), bytes=int(bg["bytes"]), seconds=float(bg["seconds"]),
         goodput_mbps=float(bg["goodput_mbps"]), retransmissions=int(bg["retransmissions"]), model=str(bg["model"]))
     return SimResult(nodes, checks, switch_counters(raw["switches"], raw["sim_s"]), background, speed,
-                     bool(raw["time_limit_hit"]), raw, mpi_stats(raw), ports)
+                     bool(raw["time_limit_hit"]), raw, mpi_stats(raw), ports, tuple(sim_faults(raw)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ns3sim.faults import SimFaultError, schedule_json
 from ns3sim.sim_settings import EXACT_LIMIT, CheckMode, DlcpSwitch, SimSettings
 from protocol.dlcp import default_thresholds
 from protocol.ecmp import hash_multiplier
@@ -195,6 +196,12 @@ def run_config(topo: Topology, jobs: list[JobConfig], settings: SimSettings) -> 
     if settings.loss_pct > 0:
         out["loss"] = {"fraction": settings.loss_pct / 100.0,
                        "hosts": sorted({n.host for cfg in jobs for n in cfg.workers})}
+    if settings.faults:
+        try:
+            out["fault_schedule"] = schedule_json(settings.faults, topo, jobs, settings.switch_detect_s,
+                                                  settings.link_detect_s)
+        except SimFaultError as e:
+            raise SimConfigError(str(e)) from None
     return out
 
 

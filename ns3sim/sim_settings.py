@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ns3sim.faults import LINK_DETECT_S, SWITCH_DETECT_S
 from protocol.choice import Choice
 from protocol.ecmp import DEFAULT_FLOWLET_GAP_US
 from protocol.ecmp import LoadBalance as LoadBalance  # the switches' choice, re-exported
+from topology.faults import Fault
 
 
 class CheckMode(Choice):
@@ -91,3 +93,6 @@ class SimSettings:
     time_limit_s: float | None = None  # simulated seconds at most (None: from the jobs' iteration timeouts)
     progress_s: float = 0.0  # wall seconds between progress lines on stderr (0: none)
     wall_limit_s: float | None = None  # kill the simulator after this many wall seconds
+    faults: tuple[Fault, ...] = ()  # failures during the run (ns3sim/faults.py; worker targets in the first job)
+    switch_detect_s: float = SWITCH_DETECT_S  # a dead switch noticed and routed around after this long
+    link_detect_s: float = LINK_DETECT_S  # a link's change noticed and routed around (or back) after this long

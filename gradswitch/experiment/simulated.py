@@ -17,7 +17,7 @@ from pathlib import Path
 from gradswitch.experiment import results_file
 from gradswitch.experiment.links import shaped_directions
 from gradswitch.experiment.placement import Placement, job_config, place, topology_for
-from gradswitch.experiment.report import Usage, summarize, write_report
+from gradswitch.experiment.report import Usage, summarize, with_faults, write_report
 from gradswitch.experiment.results_file import Results, SimulatorFigures
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from gradswitch.experiment.timeline import write_timeline
@@ -25,6 +25,7 @@ from ns3sim import Background, CheckMode, DlcpSwitch, SimError, SimResult, SimSe
 from ns3sim import read as read_result
 from ns3sim import run as simulate
 from ns3sim.build import status
+from ns3sim.faults import fault_records, phase_throughput
 from topology.model import Topology
 from workload.job import JobConfig
 
@@ -50,7 +51,7 @@ def sim_settings(spec: ExperimentSpec, cfgs: list[JobConfig], placement: Placeme
                        check=CheckMode(str(s.check)), ecmp_seed=spec.ecmp_seed, load_balance=spec.load_balance,
                        flowlet_gap_us=spec.flowlet_gap_us, roce_class=spec.roce_class, dlcp=dlcp,
                        loss_pct=spec.loss_pct, background=background, tensorlights=lights, seed=spec.seed,
-                       progress_s=PROGRESS_S if progress else 0.0)
+                       progress_s=PROGRESS_S if progress else 0.0, faults=spec.faults)
 
 
 def link_usage(topo: Topology, result: SimResult) -> Usage:
@@ -138,6 +139,13 @@ def _report(spec: ExperimentSpec, cfgs: list[JobConfig], topo: Topology, result:
     if result.time_limit_hit:
         report["ok"] = False
         report["errors"]["simulator"] = f"stopped at its simulated time limit ({result.speed.sim_s:.3g} s)"
+    if spec.faults:
+        # simulated time starts at the jobs' go: the iterations' clock is the faults' clock
+        records = fault_records(spec.faults, list(result.faults), result.nodes, cfgs)
+        report = with_faults(report, records, 0.0)
+        spans = [(it["start"], it["end"]) for it in report["iterations"]]
+        for entry, record in zip(report["faults"], records, strict=True):
+            entry["throughput_it_s"] = phase_throughput(spans, record).to_dict()
     training = report.get("training")
     if training and training.get("timeline_iteration") is not None:
         training["timeline"] = write_timeline(

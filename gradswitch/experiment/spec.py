@@ -389,6 +389,10 @@ class ExperimentSpec:
                 out.append(f"topo = {self.topo} for {self.hosts_needed()} hosts: {e}")
         if self.faults and not out:
             out += fault_problems(self.faults, self.topology(), self.workers)
+        if self.faults and sim:
+            from ns3sim.faults import sim_fault_problems
+
+            out += sim_fault_problems(self.faults, self.algo == Algorithm.NETREDUCE, self.workload_et is not None)
         return out
 
     def training_problems(self) -> list[str]:

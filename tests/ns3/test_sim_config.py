@@ -21,6 +21,7 @@ from ns3sim.ranks import MpiSync
 from ns3sim.sim_config import FORMAT, run_config
 from ns3sim.sim_settings import Background, DlcpSwitch, SimSettings, TensorLightsSetting
 from tests.ns3.helpers import background_of, spec_jobs
+from topology.faults import parse_fault
 from workload.dlcp import DlcpPolicy
 from workload.job import Algorithm, Crash, Device, Emulation
 
@@ -28,14 +29,15 @@ pytestmark = pytest.mark.ns3
 
 # Sections that may be left out (the feature is off); every other key of the document is required.
 OPTIONAL = {"loss", "background", "tensorlights", "ecmp_probes", "mpi", "switch.faults", "jobs[0].reductions",
-            "jobs[0].training", "jobs[0].dlcp", "jobs[0].crash"}
+            "jobs[0].training", "jobs[0].dlcp", "jobs[0].crash", "fault_schedule"}
 # Objects whose keys are names (switches, hosts), not keys of the format.
 MAPS = {"switch.dlcp_thresholds", "mpi.rank_of"}
 
 
 def full_config() -> dict[str, Any]:
     """A configuration with every section ns3sim writes: PS jobs that train, colocated servers under TensorLights,
-    DLCP with a crash on job 1, background TCP, loss, an MPI partition, a fault and an ECMP probe."""
+    DLCP with a crash on job 1, background TCP, loss, an MPI partition, faults of every kind, the test fault and an
+    ECMP probe."""
     spec = ExperimentSpec(algo=Algorithm.PS, workers=2, workload="resnet50", scale=0.002, bw_mbps=20, iterations=2,
                           emulate=Emulation(link_gbps=10, device=Device.V100, batch=32), jobs=2,
                           colocate_servers=True, tensorlights=True, background_flows=2)
@@ -46,7 +48,10 @@ def full_config() -> dict[str, Any]:
     assert background is not None
     settings = SimSettings(dlcp=DlcpSwitch(priority=True, drop=True), loss_pct=1.0,
                            background=Background(background.sender, background.receiver, flows=2),
-                           tensorlights=TensorLightsSetting(cfgs[0].servers[0].host, servers, rotate_s=0.01))
+                           tensorlights=TensorLightsSetting(cfgs[0].servers[0].host, servers, rotate_s=0.01),
+                           faults=tuple(parse_fault(f) for f in (
+                               "switch-crash:s1@0.5,restart=1", "link-flap:h1-s1@0.1", "worker-crash:1@0.2",
+                               "slow-worker:0@0,factor=2,rate=5")))
     config = run_config(topo, cfgs, settings)
     names = [h.name for h in topo.hosts] + [s.name for s in topo.switches]
     config["mpi"] = {"ranks": 2, "sync": str(MpiSync.BARRIER), "rank_of": {n: i % 2 for i, n in enumerate(names)}}

@@ -290,6 +290,77 @@ ParseSwitch(ConfigObject s)
     return sw;
 }
 
+FaultScheduleSpec
+ParseFaultSchedule(ConfigObject f)
+{
+    FaultScheduleSpec s;
+    s.switchDetectS = f.Get<double>("switch_detect_s");
+    s.linkDetectS = f.Get<double>("link_detect_s");
+    if (s.switchDetectS < 0 || s.linkDetectS < 0)
+    {
+        throw ConfigError(f.Where("switch_detect_s") + ", link_detect_s: 0 or more seconds");
+    }
+    for (ConfigObject x : f.Objects("faults"))
+    {
+        FaultSpec spec;
+        spec.kind = x.Choice<FaultKind>("kind", {{"switch-crash", FaultKind::SwitchCrash},
+                                                 {"link-down", FaultKind::LinkDown},
+                                                 {"worker-crash", FaultKind::WorkerCrash},
+                                                 {"slow-worker", FaultKind::SlowWorker}});
+        spec.label = x.Get<std::string>("label");
+        spec.atS = x.Get<double>("at_s");
+        if (!(spec.atS >= 0))
+        {
+            throw ConfigError(x.Where("at_s") + " = " + std::to_string(spec.atS) + ": 0 or more seconds");
+        }
+        switch (spec.kind)
+        {
+        case FaultKind::SwitchCrash:
+        case FaultKind::LinkDown:
+            if (spec.kind == FaultKind::SwitchCrash)
+            {
+                spec.sw = x.Get<std::string>("switch");
+            }
+            else
+            {
+                spec.a = x.Get<std::string>("a");
+                spec.b = x.Get<std::string>("b");
+            }
+            for (ConfigObject w : x.Objects("windows"))
+            {
+                double from = w.Get<double>("from_s");
+                std::optional<double> to = w.Nullable<double>("to_s");
+                if (!(from >= 0) || (to && !(*to > from)))
+                {
+                    throw ConfigError(w.Where("to_s") + ": a window ends after it starts (from_s >= 0)");
+                }
+                spec.windows.emplace_back(from, to);
+                w.Finish();
+            }
+            break;
+        case FaultKind::WorkerCrash:
+        case FaultKind::SlowWorker:
+            spec.job = x.Get<uint32_t>("job");
+            spec.node = x.Get<uint32_t>("node");
+            spec.host = x.Get<std::string>("host");
+            if (spec.kind == FaultKind::SlowWorker)
+            {
+                spec.factor = x.Get<double>("factor");
+                spec.rateBps = x.Nullable<double>("rate_bps");
+                if (!(spec.factor >= 1) || (spec.rateBps && !(*spec.rateBps > 0)))
+                {
+                    throw ConfigError(x.Where("factor") + ": at least 1, and rate_bps above 0 or null");
+                }
+            }
+            break;
+        }
+        x.Finish();
+        s.faults.push_back(std::move(spec));
+    }
+    f.Finish();
+    return s;
+}
+
 MpiSpec
 ParseMpi(ConfigObject m)
 {
@@ -452,6 +523,10 @@ ParseConfig(const std::string& text)
     if (auto m = j.Section("mpi"))
     {
         c.mpi = ParseMpi(*m);
+    }
+    if (auto f = j.Section("fault_schedule"))
+    {
+        c.faultSchedule = ParseFaultSchedule(*f);
     }
     j.Finish();
     return c;

@@ -245,6 +245,39 @@ enum class MpiSync
     NullMessage, // ns3::NullMessageSimulatorImpl: neighbouring ranks exchange null messages (Chandy-Misra-Bryant)
 };
 
+enum class FaultKind
+{
+    SwitchCrash, // the switch drops everything while out (its queues lost); back with its tables after the window
+    LinkDown,    // both directions of the link drop while out (a flap is several windows)
+    WorkerCrash, // the worker's process dies: its QPs neither send nor answer; its job stops (interrupted)
+    SlowWorker,  // from at_s on, its computation takes `factor` times as long and/or its link runs at rate_bps
+};
+
+/// One fault of the run (topology/faults.py Fault, resolved by ns3sim: its windows, the worker's node).
+struct FaultSpec
+{
+    FaultKind kind{};
+    std::string label; // the command line's form, for errors and results
+    double atS{};      // simulated seconds after the jobs' start
+    std::vector<std::pair<double, std::optional<double>>> windows; // switch, link: out from..to (none: for good)
+    std::string sw;                 // switch-crash
+    std::string a;                  // link faults: its two ends
+    std::string b;
+    uint32_t job{};                 // worker faults: the job and node id, and its host
+    uint32_t node{};
+    std::string host;
+    double factor{};                // slow-worker: computation x factor
+    std::optional<double> rateBps;  // slow-worker: the host's link cut to this rate (none: as it is)
+};
+
+/// The run's faults and how the control plane reacts (gs-fault-schedule.h; absent: no fault).
+struct FaultScheduleSpec
+{
+    double switchDetectS{}; // a dead switch (its P4Runtime stream) noticed and routed around after this long
+    double linkDetectS{};   // a dead link (port state) noticed and routed around after this long; also its return
+    std::vector<FaultSpec> faults;
+};
+
 /// Distributing the run over MPI ranks (docs/simulator.md "Distributed over MPI ranks"): every rank
 /// builds the whole topology; a node is simulated (its applications, its switch state) only on its rank.
 struct MpiSpec
@@ -271,6 +304,7 @@ struct RunConfig
     std::optional<TensorLightsSpec> tensorlights;
     std::vector<EcmpProbe> ecmpProbes; // for tests: which port a switch routes these flows to (--tables)
     MpiSpec mpi;
+    std::optional<FaultScheduleSpec> faultSchedule; // without `fault_schedule`: no fault
 };
 
 /// Parse a run's configuration (JSON text); ConfigError names the bad value.

@@ -175,8 +175,32 @@ GsDevice::TransmitDone()
 }
 
 void
+GsDevice::Flush()
+{
+    for (uint8_t prio = 0; prio < kPriorities; prio++)
+    {
+        m_counters.faultDrops += m_q[prio].size();
+        m_q[prio].clear();
+        m_qBytes[prio] = 0;
+    }
+    m_nonEmpty = 0;
+}
+
+void
+GsDevice::SetRate(double bps)
+{
+    m_bps = bps;
+    m_psPerByte = 8e12 / bps;
+}
+
+void
 GsDevice::Deliver(Ptr<Packet> p)
 {
+    if (m_down)
+    {
+        m_counters.faultDrops++;
+        return;
+    }
     s_hops++;
     m_counters.rxPackets++;
     m_owner->Receive(m_port, p);

@@ -51,6 +51,7 @@ struct PortCounters
     uint64_t dropBytes = 0;
     uint64_t busyPs = 0;     // time spent transmitting
     uint64_t maxQueueBytes = 0;
+    uint64_t faultDrops = 0; // lost to a fault: arrived while the link was down, or queued when its switch died
 };
 
 class GsDevice : public PointToPointNetDevice
@@ -70,6 +71,22 @@ class GsDevice : public PointToPointNetDevice
     void Kick();
     /// From the channel: a packet arrived (or from MPI, for a cut link).
     void Deliver(Ptr<Packet> p);
+
+    /// A fault (gs-fault-schedule.h): while down, what arrives on this end of the link is lost.
+    void SetDown(bool down)
+    {
+        m_down = down;
+    }
+
+    bool Down() const
+    {
+        return m_down;
+    }
+
+    /// Its switch died: every queued packet is lost (counted as fault drops).
+    void Flush();
+    /// A fault cuts (or restores) the link's rate, from the next packet on.
+    void SetRate(double bps);
 
     uint64_t QueueBytes(uint8_t prio) const
     {
@@ -128,6 +145,7 @@ class GsDevice : public PointToPointNetDevice
     int64_t m_busyUntil = 0;   // the link is busy until then (ps)
     bool m_wakePending = false; // a TransmitDone is scheduled
     bool m_pull = false;
+    bool m_down = false; // a fault: what arrives is lost
     uint32_t m_context = 0; // its node's id: the context of its events
     uint8_t m_nonEmpty = 0; // bit p: queue p holds packets
     std::array<std::deque<Item>, kPriorities> m_q;

@@ -361,7 +361,13 @@ JobNode::CrashIfAsked(uint32_t it)
     {
         return false;
     }
-    // The process is gone: its QPs neither send nor answer, and it reports no result of its own.
+    Die("crashed after iteration " + std::to_string(it) + " (fault injection)");
+    return true;
+}
+
+void
+JobNode::Die(const std::string& error)
+{
     for (RcQp* qp : m_qps)
     {
         if (qp != nullptr)
@@ -369,10 +375,28 @@ JobNode::CrashIfAsked(uint32_t it)
             qp->dead = true;
         }
     }
-    m_error = "crashed after iteration " + std::to_string(it) + " (fault injection)";
+    m_error = error;
     m_done = true;
     m_onDone(this);
-    return true;
+}
+
+void
+JobNode::CrashNow(const std::string& reason)
+{
+    if (m_done)
+    {
+        return;
+    }
+    Die(reason);
+}
+
+void
+JobNode::SetSlowdown(double factor)
+{
+    if (m_training)
+    {
+        m_training->slowdown = factor;
+    }
 }
 
 void

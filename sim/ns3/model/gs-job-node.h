@@ -68,6 +68,10 @@ class JobNode : public QpUser
     void Start();
     /// Another node of the job failed: stop.
     void Abort(const std::string& reason);
+    /// A worker-crash fault (gs-fault-schedule.h): the process dies now, as a crash after an iteration does.
+    void CrashNow(const std::string& reason);
+    /// A slow-worker fault: its computation from now on takes `factor` times as long (training jobs).
+    void SetSlowdown(double factor);
 
     // ---- for the collectives ----
     const JobSpec& Job() const
@@ -160,6 +164,8 @@ class JobNode : public QpUser
     void Finish();
     /// The job's fault injection: this node dies after iteration `it` if asked (workload/records.py crash_if_asked).
     bool CrashIfAsked(uint32_t it);
+    /// The process is gone: its QPs neither send nor answer, and it reports no result of its own.
+    void Die(const std::string& error);
 
     GsHost* m_host;
     std::shared_ptr<const JobContext> m_context;

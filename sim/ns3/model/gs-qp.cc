@@ -273,6 +273,14 @@ RcQp::OnTimer()
     }
     m_retries++;
     counters.Add(C_TIMEOUTS);
+    if (m_retries == 1)
+    {
+        m_stalledAt = NowTicks();
+        if (m_cfg.params->stalls != nullptr)
+        {
+            m_cfg.params->stalls->OnStall(*this);
+        }
+    }
     if (m_retries > m_t.retryLimit)
     {
         char qpn[16];
@@ -429,6 +437,10 @@ RcQp::AckThrough(uint32_t psn)
     {
         m_completed.push_back(m_requests.front().wrId);
         m_requests.pop_front();
+    }
+    if (m_retries > 0 && m_cfg.params->stalls != nullptr)
+    {
+        m_cfg.params->stalls->OnResume(*this, m_stalledAt);
     }
     m_retries = 0;
     m_rto = ComputeRto();

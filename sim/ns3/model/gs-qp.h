@@ -56,6 +56,18 @@ class QpUser
     virtual void OnError(RcQp* qp, const std::string& error) = 0;
 };
 
+/// Who watches queue pairs stall and resume (gs-fault-schedule.h: a fault's time to recover): a stall is a
+/// run of timeouts in a row, from the first; it ends when an acknowledgement makes progress.
+class StallObserver
+{
+  public:
+    virtual ~StallObserver() = default;
+    /// The first timeout of a stall, now.
+    virtual void OnStall(const RcQp& qp) = 0;
+    /// Progress after a stall that began at `stalledAtTicks`, now.
+    virtual void OnResume(const RcQp& qp, int64_t stalledAtTicks) = 0;
+};
+
 /// What every queue pair of a job shares: one copy per job, not one per queue pair (a parameter server job
 /// has N x N of them).
 struct QpParams
@@ -66,6 +78,7 @@ struct QpParams
     bool exact = false;                 // packets carry values
     std::optional<DlcpSpec> dlcp;       // marking of the job's data packets
     std::vector<std::string> hostNames; // by host index: a peer's name for error messages and results
+    StallObserver* stalls = nullptr;    // a run with faults: told of every stall and its end
 };
 
 struct QpConfig
@@ -293,6 +306,7 @@ class RcQp
     double m_rttvar = 0;
     SendTimes m_sentAt; // of the PSNs in flight: first-transmission time, -1: none (Karn)
     uint32_t m_retries = 0;
+    int64_t m_stalledAt = -1; // the first timeout of the current run of them (-1: none)
     std::string m_error;
     uint64_t m_nextWrId = 0;
     std::vector<uint64_t> m_completed; // work requests an ACK or NAK completed: reported once it is handled whole

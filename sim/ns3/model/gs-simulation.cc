@@ -85,7 +85,58 @@ Simulation::Build()
     BuildSwitches();
     BuildLinks();
     m_ranks->CreateControlNodes(MakeCallback(&Simulation::Control, this));
+    if (m_c.faultSchedule)
+    {
+        m_faults = CreateObject<FaultSchedule>();
+        m_faults->SetAttribute("SwitchDetectDelay", TimeValue(Seconds(m_c.faultSchedule->switchDetectS)));
+        m_faults->SetAttribute("LinkDetectDelay", TimeValue(Seconds(m_c.faultSchedule->linkDetectS)));
+    }
     BuildJobs();
+    BuildFaults();
+}
+
+void
+Simulation::BuildFaults()
+{
+    if (!m_faults)
+    {
+        return;
+    }
+    FaultNetwork net;
+    net.topo = m_topo.get();
+    net.hosts = &m_hosts;
+    net.switches = &m_switches;
+    net.node = [this](uint32_t jobId, uint32_t node) -> JobNode* {
+        for (size_t j = 0; j < m_c.jobs.size(); j++)
+        {
+            if (m_c.jobs[j].jobId != jobId)
+            {
+                continue;
+            }
+            for (auto& n : m_nodes[j])
+            {
+                if (n->NodeId() == node)
+                {
+                    return n.get();
+                }
+            }
+        }
+        return nullptr;
+    };
+    for (const FaultSpec& f : m_c.faultSchedule->faults)
+    {
+        if (f.kind != FaultKind::WorkerCrash && f.kind != FaultKind::SlowWorker)
+        {
+            continue;
+        }
+        auto job = std::find_if(m_c.jobs.begin(), m_c.jobs.end(), [&f](const JobSpec& j) { return j.jobId == f.job; });
+        if (job == m_c.jobs.end() || f.node >= job->nodes.size() || job->nodes[f.node].host != f.host)
+        {
+            throw ConfigError("fault_schedule: " + f.label + ": no node " + std::to_string(f.node) + " of job " +
+                              std::to_string(f.job) + " on " + f.host);
+        }
+    }
+    m_faults->Setup(m_c.faultSchedule->faults, std::move(net));
 }
 
 void
@@ -284,6 +335,7 @@ Simulation::BuildJobs()
         params->exact = job.check == Check::Exact;
         params->dlcp = job.dlcp;
         params->hostNames = names;
+        params->stalls = PeekPointer(m_faults); // null without faults
         auto context = std::make_shared<JobContext>();
         context->job = job;
         context->nodeHosts = nodeHosts;
@@ -474,6 +526,10 @@ Simulation::Run()
     {
         m_background->Start();
     }
+    if (m_faults)
+    {
+        m_faults->Start();
+    }
     m_setupRssMb = PeakRssMb();
     m_allgatherUs = m_ranks->AllgatherProbeUs(kAllgatherProbes);
     m_wallStart = std::chrono::steady_clock::now();
@@ -525,6 +581,10 @@ Simulation::LocalResults(double wall, double simS) const
     out["jobs"] = jobs;
     out["switches"] = SwitchResults();
     out["background"] = m_background ? m_background->Result(simS) : json(nullptr);
+    if (m_faults)
+    {
+        out["faults"] = m_faults->Results();
+    }
     if (m_ranks->Distributed())
     {
         uint32_t hosts = 0;
@@ -608,6 +668,33 @@ Simulation::Merge(const std::vector<std::string>& ranks) const
             bg["goodput_mbps"] = seconds > 0 ? bg["bytes"].get<double>() * 8 / seconds / 1e6 : 0.0;
         }
         perRank.push_back(part["rank"]);
+        if (r > 0 && part.contains("faults"))
+        {
+            // Every rank carries out the switch and link faults; a worker's on its host's rank. Packets lost and
+            // queue pairs stalled are counted where they happened; the last recovery is the run's.
+            json& faults = out["faults"];
+            for (size_t f = 0; f < faults.size(); f++)
+            {
+                const json& mine = part["faults"][f];
+                json& all = faults[f];
+                for (const char* key : {"injected_s", "detected_s"})
+                {
+                    if (all[key].is_null())
+                    {
+                        all[key] = mine[key];
+                    }
+                }
+                if (!mine["recovered_s"].is_null() &&
+                    (all["recovered_s"].is_null() || mine["recovered_s"].get<double>() > all["recovered_s"].get<double>()))
+                {
+                    all["recovered_s"] = mine["recovered_s"];
+                }
+                for (const char* key : {"stalled_qps", "resumed_qps", "lost_packets"})
+                {
+                    all[key] = all[key].get<uint64_t>() + mine[key].get<uint64_t>();
+                }
+            }
+        }
     }
     for (size_t j = 0; j < out["jobs"].size(); j++)
     {

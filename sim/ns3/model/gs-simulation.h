@@ -4,6 +4,7 @@
 #define GS_SIMULATION_H
 
 #include "gs-config.h"
+#include "gs-fault-schedule.h"
 #include "gs-host.h"
 #include "gs-job-node.h"
 #include "gs-ranks.h"
@@ -42,6 +43,7 @@ class Simulation
     void BuildLinks();
     void BuildSwitches();
     void BuildJobs();
+    void BuildFaults();
     void NodeDone(size_t job, JobNode* node);
     /// Node `node` of job index `job` finished at `atTicks` (here, or on another rank: `local` false); a
     /// failure stops the job's other nodes on this rank. Every rank counts every node of every job.
@@ -65,6 +67,7 @@ class Simulation
     std::vector<Ptr<GsDevice>> m_cutDevices;                     // this rank's ends of links cut between ranks
     std::vector<AggregationTree> m_trees;    // per job (NetReduce), else empty
     std::unique_ptr<TcpBackground> m_background;
+    Ptr<FaultSchedule> m_faults; // the run's faults (null: none)
     size_t m_total = 0; // job nodes of every rank
     size_t m_done = 0;
     int64_t m_lastDoneTicks = 0;

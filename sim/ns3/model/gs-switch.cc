@@ -132,8 +132,38 @@ GsSwitch::LossHits(uint32_t port)
 }
 
 void
+GsSwitch::SetDown(bool down)
+{
+    m_down = down;
+    if (down)
+    {
+        for (GsDevice* dev : m_ports)
+        {
+            if (dev != nullptr)
+            {
+                uint64_t before = dev->Counters().faultDrops;
+                dev->Flush();
+                m_downDrops += dev->Counters().faultDrops - before; // what it had queued
+            }
+        }
+    }
+}
+
+uint64_t
+GsSwitch::FaultDrops() const
+{
+    return m_downDrops;
+}
+
+void
 GsSwitch::Receive(uint32_t port, Ptr<Packet> p)
 {
+    if (m_down)
+    {
+        m_downDrops++;
+        drops["switch-down"]++;
+        return;
+    }
     if (m_delayTicks > 0)
     {
         Simulator::Schedule(TimeStep(m_delayTicks), &GsSwitch::Process, this, port, p);
@@ -145,6 +175,12 @@ GsSwitch::Receive(uint32_t port, Ptr<Packet> p)
 void
 GsSwitch::Process(uint32_t port, Ptr<Packet> p)
 {
+    if (m_down)
+    {
+        m_downDrops++; // it died while the packet was in its pipeline
+        drops["switch-down"]++;
+        return;
+    }
     Wire w;
     ReadWire(*p, w);
     m_ports[port]->CountRxBytes(w.wire);

@@ -76,6 +76,24 @@ class GsSwitch : public Node, public PortOwner
         return m_s.index;
     }
 
+    /// A fault (gs-fault-schedule.h): a crashed switch drops everything it receives and loses what it queued;
+    /// restarted, it forwards again by the table it is given.
+    void SetDown(bool down);
+
+    bool Down() const
+    {
+        return m_down;
+    }
+
+    /// The controller's routes after a reroute (gs-rerouter.h).
+    void SetTable(ForwardingTable table)
+    {
+        m_s.table = std::move(table);
+    }
+
+    /// Packets lost to faults here: received while down, and queued when it went down.
+    uint64_t FaultDrops() const;
+
     const std::string& Name() const
     {
         return m_s.name;
@@ -136,6 +154,8 @@ class GsSwitch : public Node, public PortOwner
 
     Settings m_s;
     int64_t m_delayTicks = 0;
+    bool m_down = false;
+    uint64_t m_downDrops = 0; // received while down, or queued when it went down
     std::vector<GsDevice*> m_ports; // by port number
     std::map<uint32_t, Ptr<GsDevice>> m_portMap;
     std::vector<double> m_loss;     // by port number: fraction of RoCE packets dropped both ways

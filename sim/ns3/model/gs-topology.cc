@@ -114,7 +114,17 @@ Topology::Attachment(uint32_t host) const
 std::vector<int32_t>
 Topology::Distances(uint32_t target) const
 {
+    return Distances(target, Outage{});
+}
+
+std::vector<int32_t>
+Topology::Distances(uint32_t target, const Outage& out) const
+{
     std::vector<int32_t> dist(Nodes(), -1);
+    if (out.switches.count(target))
+    {
+        return dist;
+    }
     std::deque<uint32_t> todo{target};
     dist[target] = 0;
     while (!todo.empty())
@@ -123,7 +133,7 @@ Topology::Distances(uint32_t target) const
         todo.pop_front();
         for (const auto& p : m_ports[n])
         {
-            if (!IsHost(p.peer) && dist[p.peer] < 0)
+            if (!IsHost(p.peer) && dist[p.peer] < 0 && !out.Blocks(n, p.peer))
             {
                 dist[p.peer] = dist[n] + 1;
                 todo.push_back(p.peer);
@@ -135,6 +145,12 @@ Topology::Distances(uint32_t target) const
 
 ForwardingTable
 Topology::Forwarding(uint32_t sw) const
+{
+    return Forwarding(sw, Outage{});
+}
+
+ForwardingTable
+Topology::Forwarding(uint32_t sw, const Outage& out) const
 {
     ForwardingTable t;
     t.hostPort.assign(m_hosts, -1);
@@ -163,15 +179,25 @@ Topology::Forwarding(uint32_t sw) const
             t.edgeGroup.push_back(-1);
             continue;
         }
-        const auto& dist = m_edgeDistances[e];
+        std::vector<int32_t> around;
+        if (!out.Empty())
+        {
+            around = Distances(m_edges[e], out);
+        }
+        const auto& dist = out.Empty() ? m_edgeDistances[e] : around;
         if (dist[sw] < 0)
         {
+            if (!out.Empty())
+            {
+                t.edgeGroup.push_back(-1); // cut off by the outage: no route
+                continue;
+            }
             throw ConfigError("topology: " + m_names[sw] + " cannot reach " + m_names[m_edges[e]]);
         }
         std::vector<uint16_t> hops;
         for (const auto& p : m_ports[sw])
         {
-            if (!IsHost(p.peer) && dist[p.peer] == dist[sw] - 1)
+            if (!IsHost(p.peer) && dist[p.peer] == dist[sw] - 1 && !out.Blocks(sw, p.peer))
             {
                 hops.push_back(static_cast<uint16_t>(p.port));
             }

@@ -7,7 +7,9 @@
 
 #include "gs-config.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -46,6 +48,24 @@ struct AggregationRole
     std::vector<uint32_t> localRanks;    // workers attached here (member bits 0.. in this order)
     std::vector<uint32_t> children;      // child switches (member bits after the workers)
     std::vector<uint32_t> childPorts;    // this switch's port to each child
+};
+
+/// What is out of the network (gs-rerouter.h): switches, and links by their two ends (lower index first).
+struct Outage
+{
+    std::set<uint32_t> switches;
+    std::set<std::pair<uint32_t, uint32_t>> links;
+
+    bool Empty() const
+    {
+        return switches.empty() && links.empty();
+    }
+
+    /// Whether a packet may cross from node a to its neighbour b.
+    bool Blocks(uint32_t a, uint32_t b) const
+    {
+        return switches.count(b) > 0 || switches.count(a) > 0 || links.count({std::min(a, b), std::max(a, b)}) > 0;
+    }
 };
 
 struct AggregationTree
@@ -113,8 +133,13 @@ class Topology
 
     /// Hop counts over switch-to-switch links from every node to switch `target` (-1: unreachable; hosts -1).
     std::vector<int32_t> Distances(uint32_t target) const;
+    /// The same over what is not out (an outage's switches unreachable, -1).
+    std::vector<int32_t> Distances(uint32_t target, const Outage& out) const;
 
     ForwardingTable Forwarding(uint32_t sw) const;
+    /// A switch's table around an outage (the controller's routes after it noticed): shortest paths over what
+    /// is up; an edge switch it cannot reach gets no route (-1), which drops its packets.
+    ForwardingTable Forwarding(uint32_t sw, const Outage& out) const;
 
     /// The aggregation tree of a NetReduce job whose workers (rank order) sit on these hosts.
     AggregationTree Tree(uint32_t job, const std::vector<uint32_t>& workerHosts) const;

@@ -190,7 +190,7 @@ TrainingScheduler::ForwardCompute(uint32_t layer, bool waited)
 {
     int64_t now = NowTicks();
     int64_t start = waited || !m_gpuFree ? now : std::min(now, *m_gpuFree);
-    int64_t end = start + m_forwardTicks[layer];
+    int64_t end = start + Stretched(m_forwardTicks[layer]);
     if (layer == 0)
     {
         m_starts.push_back(start);
@@ -232,7 +232,7 @@ TrainingScheduler::BackwardCompute(uint32_t layer)
 {
     int64_t now = NowTicks();
     int64_t start = m_gpuFree ? std::min(now, *m_gpuFree) : now;
-    int64_t end = start + m_backwardTicks[layer];
+    int64_t end = start + Stretched(m_backwardTicks[layer]);
     Pump();
     Simulator::Schedule(TimeStep(end - now), &TrainingScheduler::BackwardDone, this, layer, start, end);
 }

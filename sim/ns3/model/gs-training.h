@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
@@ -33,6 +34,8 @@ class TrainingScheduler
     TrainingScheduler(JobNode* node, Collective* collective, const TrainingSpec& spec, uint32_t iterations);
 
     /// Run every iteration from now; `finished` once the last reduction is complete.
+    /// A slow-worker fault: computation started from now on takes this many times as long.
+    double slowdown = 1.0;
     void Run(std::function<void()> finished);
     /// Called when iteration i's end is known (the next forward starts), as workers/iteration.py's `finished`.
     std::function<void(uint32_t)> onIteration;
@@ -52,6 +55,10 @@ class TrainingScheduler
     }
 
   private:
+    int64_t Stretched(int64_t ticks) const
+    {
+        return slowdown == 1.0 ? ticks : static_cast<int64_t>(std::llround(static_cast<double>(ticks) * slowdown));
+    }
     enum class Wait
     {
         None,

@@ -1,0 +1,317 @@
+#include "gs-fault-schedule.h"
+
+#include "gs-job-node.h"
+#include "gs-ticks.h"
+
+#include "ns3/simulator.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace ns3
+{
+namespace gs
+{
+
+using json = nlohmann::json;
+
+NS_OBJECT_ENSURE_REGISTERED(FaultSchedule);
+
+TypeId
+FaultSchedule::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::gs::FaultSchedule")
+            .SetParent<Object>()
+            .SetGroupName("Gradswitch")
+            .AddConstructor<FaultSchedule>()
+            .AddAttribute("SwitchDetectDelay",
+                          "From a switch's crash until the control plane has noticed it (its P4Runtime stream "
+                          "ended) and pushed routes around it",
+                          TimeValue(MilliSeconds(10)),
+                          MakeTimeAccessor(&FaultSchedule::m_switchDetect),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("LinkDetectDelay",
+                          "From a link going down (or up) until the control plane has noticed it (port state) "
+                          "and pushed routes around it (or back over it)",
+                          TimeValue(MilliSeconds(20)),
+                          MakeTimeAccessor(&FaultSchedule::m_linkDetect),
+                          MakeTimeChecker(Time(0)));
+    return tid;
+}
+
+FaultSchedule::FaultSchedule() = default;
+FaultSchedule::~FaultSchedule() = default;
+
+GsDevice*
+FaultSchedule::DeviceTo(uint32_t node, uint32_t peer) const
+{
+    const Topology& t = *m_net.topo;
+    if (t.IsHost(node))
+    {
+        return PeekPointer((*m_net.hosts)[node]->Nic());
+    }
+    const PortInfo* p = t.PortTo(node, peer);
+    return PeekPointer((*m_net.switches)[node - t.Hosts()]->Ports().at(p->port));
+}
+
+std::pair<GsDevice*, GsDevice*>
+FaultSchedule::LinkDevices(const FaultSpec& spec) const
+{
+    uint32_t a = m_net.topo->Index(spec.a);
+    uint32_t b = m_net.topo->Index(spec.b);
+    return {DeviceTo(a, b), DeviceTo(b, a)};
+}
+
+void
+FaultSchedule::Setup(std::vector<FaultSpec> faults, FaultNetwork net)
+{
+    m_faults = std::move(faults);
+    m_net = std::move(net);
+    m_records.assign(m_faults.size(), Record{});
+    m_rerouter = std::make_unique<Rerouter>(*m_net.topo, *m_net.switches);
+    const Topology& t = *m_net.topo;
+    for (const FaultSpec& f : m_faults)
+    {
+        std::string where = "fault_schedule: " + f.label + ": ";
+        switch (f.kind)
+        {
+        case FaultKind::SwitchCrash:
+            if (t.IsHost(t.Index(f.sw)))
+            {
+                throw ConfigError(where + f.sw + " is not a switch");
+            }
+            break;
+        case FaultKind::LinkDown:
+            if (t.PortTo(t.Index(f.a), t.Index(f.b)) == nullptr)
+            {
+                throw ConfigError(where + f.a + "-" + f.b + " is not a link");
+            }
+            break;
+        case FaultKind::WorkerCrash:
+        case FaultKind::SlowWorker:
+            if (!t.IsHost(t.Index(f.host)))
+            {
+                throw ConfigError(where + f.host + " is not a host");
+            }
+            break;
+        }
+    }
+}
+
+void
+FaultSchedule::Start()
+{
+    for (size_t f = 0; f < m_faults.size(); f++)
+    {
+        const FaultSpec& spec = m_faults[f];
+        if (spec.kind == FaultKind::WorkerCrash || spec.kind == FaultKind::SlowWorker)
+        {
+            Simulator::Schedule(Seconds(spec.atS), &FaultSchedule::Worker, this, f);
+            continue;
+        }
+        for (uint32_t w = 0; w < spec.windows.size(); w++)
+        {
+            const auto& [from, to] = spec.windows[w];
+            Simulator::Schedule(Seconds(from), &FaultSchedule::Down, this, f, w);
+            if (to)
+            {
+                Simulator::Schedule(Seconds(*to), &FaultSchedule::Up, this, f, w);
+            }
+        }
+    }
+}
+
+void
+FaultSchedule::Down(size_t f, uint32_t window)
+{
+    const FaultSpec& spec = m_faults[f];
+    Record& r = m_records[f];
+    if (r.injected < 0)
+    {
+        r.injected = NowTicks();
+    }
+    r.window = window;
+    r.out = true;
+    r.lastUp = -1;
+    if (spec.kind == FaultKind::SwitchCrash)
+    {
+        (*m_net.switches)[m_net.topo->Index(spec.sw) - m_net.topo->Hosts()]->SetDown(true);
+        Simulator::Schedule(m_switchDetect, &FaultSchedule::Detect, this, f, window);
+    }
+    else
+    {
+        auto [da, db] = LinkDevices(spec);
+        da->SetDown(true);
+        db->SetDown(true);
+        Simulator::Schedule(m_linkDetect, &FaultSchedule::Detect, this, f, window);
+    }
+}
+
+void
+FaultSchedule::Detect(size_t f, uint32_t window)
+{
+    const FaultSpec& spec = m_faults[f];
+    Record& r = m_records[f];
+    if (!r.out || r.window != window)
+    {
+        return; // back before anyone noticed: only retransmission saw it
+    }
+    if (r.detected < 0)
+    {
+        r.detected = NowTicks();
+    }
+    const Topology& t = *m_net.topo;
+    if (spec.kind == FaultKind::SwitchCrash)
+    {
+        m_rerouter->SwitchOut(t.Index(spec.sw), true);
+    }
+    else
+    {
+        m_rerouter->LinkOut(t.Index(spec.a), t.Index(spec.b), true);
+    }
+}
+
+void
+FaultSchedule::Up(size_t f, uint32_t window)
+{
+    const FaultSpec& spec = m_faults[f];
+    Record& r = m_records[f];
+    r.out = false;
+    r.lastUp = NowTicks();
+    const Topology& t = *m_net.topo;
+    if (spec.kind == FaultKind::SwitchCrash)
+    {
+        // restarted: the controller pushed its pipeline and tables, and puts it back into every route
+        (*m_net.switches)[t.Index(spec.sw) - t.Hosts()]->SetDown(false);
+        m_rerouter->SwitchOut(t.Index(spec.sw), false);
+        return;
+    }
+    auto [da, db] = LinkDevices(spec);
+    da->SetDown(false);
+    db->SetDown(false);
+    Simulator::Schedule(m_linkDetect, &FaultSchedule::DetectUp, this, f, window);
+}
+
+void
+FaultSchedule::DetectUp(size_t f, uint32_t window)
+{
+    const FaultSpec& spec = m_faults[f];
+    const Record& r = m_records[f];
+    if (r.out || r.window != window)
+    {
+        return; // down again before the port state said up
+    }
+    m_rerouter->LinkOut(m_net.topo->Index(spec.a), m_net.topo->Index(spec.b), false);
+}
+
+void
+FaultSchedule::Worker(size_t f)
+{
+    const FaultSpec& spec = m_faults[f];
+    Record& r = m_records[f];
+    JobNode* node = m_net.node(spec.job, spec.node);
+    if (spec.kind == FaultKind::SlowWorker && spec.rateBps)
+    {
+        // the host's link, both directions (every rank holds both ends)
+        uint32_t h = m_net.topo->Index(spec.host);
+        auto [sw, port] = m_net.topo->Attachment(h);
+        DeviceTo(h, sw)->SetRate(*spec.rateBps);
+        DeviceTo(sw, h)->SetRate(*spec.rateBps);
+    }
+    if (node == nullptr)
+    {
+        return; // its host is simulated by another rank: that rank records it
+    }
+    if (node->Done())
+    {
+        return; // it had finished: never injected
+    }
+    r.injected = NowTicks();
+    if (spec.kind == FaultKind::WorkerCrash)
+    {
+        std::ostringstream reason;
+        reason << "crashed at " << spec.atS << " s (fault " << spec.label << ")";
+        r.detected = r.injected; // its job stops at once, as the runner's abort does when a worker exits
+        node->CrashNow(reason.str());
+        return;
+    }
+    node->SetSlowdown(spec.factor);
+}
+
+void
+FaultSchedule::OnStall(const RcQp& qp)
+{
+    // Put down to the latest fault that put something out, if the stall began while it was out or within the
+    // largest timeout after it came back (a timer armed before the return).
+    int64_t now = NowTicks();
+    int64_t slack = SecondsToTicks(qp.Config().params->t.rtoMaxS);
+    for (size_t f = m_faults.size(); f-- > 0;)
+    {
+        const Record& r = m_records[f];
+        bool outage = m_faults[f].kind == FaultKind::SwitchCrash || m_faults[f].kind == FaultKind::LinkDown;
+        if (!outage || r.injected < 0 || r.injected > now)
+        {
+            continue;
+        }
+        if (r.out || r.lastUp < 0 || now <= r.lastUp + slack)
+        {
+            m_stalled[&qp] = f;
+            m_records[f].stalls++;
+        }
+        return;
+    }
+}
+
+void
+FaultSchedule::OnResume(const RcQp& qp, int64_t /*stalledAtTicks*/)
+{
+    auto it = m_stalled.find(&qp);
+    if (it == m_stalled.end())
+    {
+        return;
+    }
+    Record& r = m_records[it->second];
+    r.resumed++;
+    r.recovered = std::max(r.recovered, NowTicks());
+    m_stalled.erase(it);
+}
+
+uint64_t
+FaultSchedule::LostPackets(size_t f) const
+{
+    const FaultSpec& spec = m_faults[f];
+    if (spec.kind == FaultKind::SwitchCrash)
+    {
+        return (*m_net.switches)[m_net.topo->Index(spec.sw) - m_net.topo->Hosts()]->FaultDrops();
+    }
+    if (spec.kind == FaultKind::LinkDown)
+    {
+        auto [da, db] = LinkDevices(spec);
+        return da->Counters().faultDrops + db->Counters().faultDrops;
+    }
+    return 0;
+}
+
+json
+FaultSchedule::Results() const
+{
+    auto seconds = [](int64_t ticks) { return ticks < 0 ? json(nullptr) : json(TicksToSeconds(ticks)); };
+    json out = json::array();
+    for (size_t f = 0; f < m_faults.size(); f++)
+    {
+        const Record& r = m_records[f];
+        out.push_back({{"label", m_faults[f].label},
+                       {"injected_s", seconds(r.injected)},
+                       {"detected_s", seconds(r.detected)},
+                       {"recovered_s", seconds(r.recovered)},
+                       {"stalled_qps", r.stalls},
+                       {"resumed_qps", r.resumed},
+                       {"lost_packets", LostPackets(f)},
+                       {"out_at_end", r.out}});
+    }
+    return out;
+}
+
+} // namespace gs
+} // namespace ns3
