@@ -139,6 +139,7 @@ class FaultSchedule:
         self.stop_deadline_s: float | None = None  # how long the job's nodes may take to stop after one died
         self._actions = plan_actions(self.faults)
         self._restarted: set[int] = set()  # faults whose switch was restarted
+        self._done = 0  # steps carried out (in order)
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -160,6 +161,7 @@ class FaultSchedule:
             if (delay > 0 and wait(delay)) or self._stop.is_set():
                 return
             self._do(action)
+            self._done += 1
 
     def _run(self) -> None:
         self.run_due(self._stop.wait)
@@ -182,6 +184,26 @@ class FaultSchedule:
         if self._thread is not None:
             self._thread.join(timeout)
 
+    def restore(self) -> list[str]:
+        """After stop(): a switch this schedule crashed that was to restart, and a link it took down that was to
+        come up, are put back now, so the network is whole for what runs next on it; returns what was."""
+        if self._thread is not None and self._thread.is_alive():
+            return []  # (still inside a mechanism past stop's timeout: leave it be)
+        out: list[str] = []
+        out_actions: list[_Action] = []
+        for action in self._actions[self._done:]:
+            f, fired = self.faults[action.fault], self.fired[action.fault]
+            if fired.injected_s is None or action.step not in (Step.RESTART, Step.LINK_UP):
+                continue
+            if action.step == Step.LINK_UP and any(a.fault == action.fault and a.step == Step.LINK_UP
+                                                   for a in out_actions):
+                continue
+            self._do(action, restoring=True)
+            out_actions.append(action)
+            out.append(f"{f.label}: {action.step.value} at the run's end")
+        self._done = len(self._actions)
+        return out
+
     def on_health(self, event: HealthEvent) -> None:
         """A subscriber of the controller's health events."""
         if self.go is None:
@@ -201,7 +223,7 @@ class FaultSchedule:
         if self.go is not None:
             self.worker_exits.setdefault(rank, at - self.go)
 
-    def _do(self, action: _Action) -> None:
+    def _do(self, action: _Action, restoring: bool = False) -> None:
         f = self.faults[action.fault]
         fired = self.fired[action.fault]
         m = self.mechanisms
@@ -224,9 +246,13 @@ class FaultSchedule:
             fired.error = f"{action.step.value} failed: {type(e).__name__}: {e}"
             log.warning("fault %s: %s", f.label, fired.error)
             return
+        if restoring:
+            fired.detail.append(f"{action.step.value} at the run's end ({now_s:.2f} s)")
         if fired.injected_s is None:
             fired.injected_s = now_s
-        log.info("fault %s: %s at %.2f s", f.label, action.step.value, now_s)
+        # A person watching the run sees each step as it happens (the table names the fault again at the end).
+        log.warning("fault %s: %s%s at %.2f s after the start", f.label, action.step.value,
+                    f" ({fired.detail[-1]})" if action.step == Step.KILL and fired.detail else "", now_s)
 
     # ---- after the run ----
 

@@ -123,6 +123,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
                                 on_go=go, on_done=done, on_started=procs.update, on_exit=exited)
         finally:
             schedule.stop()
+            schedule.restore()  # a switch due to restart, a link due to come up: back now, for the next run
         down = schedule.down_switches()  # a switch crashed and not restarted: nothing to read from it
         carried, goodput = after.get("links", {}), after.get("goodput")
         switches = delta(after.get("switches") or snapshot(fabric, skip=down), before)

@@ -260,3 +260,22 @@ def test_an_attached_repl_says_where_faults_are_fired() -> None:
     out.clear()
     r.onecmd("help")
     assert any(line.strip().startswith("fault KIND:TARGET[@SECONDS]") for line in out)
+
+
+def test_what_was_due_to_come_back_after_the_jobs_is_put_back_at_their_end() -> None:
+    clock = Clock()
+    calls = Calls(clock)
+    schedule = FaultSchedule([parse_fault("switch-crash:spine1@1,restart=100"),
+                              parse_fault("link-flap:leaf1-spine2@2,down=1,up=1,flaps=20"),
+                              parse_fault("link-down:leaf2-spine2@3")], calls.mechanisms(), clock=clock)
+    schedule.go = clock()
+    schedule.run_due(lambda s: clock.wait(s) if clock() - 100.0 + s <= 4.5 else True)  # the jobs end at 4.5 s
+    assert schedule.down_switches() == {"spine1"}
+    assert [what for _, what in calls.log] == ["crash spine1", "leaf1-spine2 down", "leaf1-spine2 up",
+                                               "leaf2-spine2 down", "leaf1-spine2 down"]
+    calls.log.clear()
+    restored = schedule.restore()
+    # spine1 restarted, the flapping link up once; the link that was down for good stays down
+    assert [what for _, what in calls.log] == ["leaf1-spine2 up", "restart spine1"]
+    assert len(restored) == 2 and schedule.down_switches() == set()
+    assert schedule.restore() == []  # once
