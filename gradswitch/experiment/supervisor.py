@@ -197,11 +197,12 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
             results[job][nid] = worker_result.read(dirs[job], nid)
         else:
             node = by_job[job].node(nid)
-            why = late.get((job, nid)) or f"no result: it {exit_words(proc.returncode or 0)}"
+            code = proc.returncode or 0
+            why = late.get((job, nid)) or f"no result (exit status {code}): it {exit_words(code)}"
             # What it said it completed before it went (its progress file): kept, as the iterations its peers hold.
             progress = dirs[job] / f"progress-{nid}"
             done = int(progress.read_text() or 0) if progress.exists() else 0
             results[job][nid] = worker_result.worker_result(
                 nid, node.host, str(node.role), False, [], extra={"progress": done},
-                error=f"{why}:\n{log_tail(logs[(job, nid)])}")
+                error=f"{why}\n{log_tail(logs[(job, nid)])}")
     return results

@@ -1,0 +1,91 @@
+"""Faults fired during BMv2 runs (`faults` in a spec, `--fault` on the command line): a worker killed mid-run ends
+the run within the transport's deadline, naming the fault first and keeping every iteration completed before it,
+each exact; a leaf-spine ring rides through a spine link going down (the controller reroutes); nothing is left
+behind (switch processes, veths, the management fence)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gradswitch.experiment.placement import job_config, place, topology_for
+from gradswitch.experiment.spec import spec_from_dict
+from gradswitch.experiment.supervisor import stop_deadline_s
+from mininet_topos.fence import fence_tables, table_name
+from tests.mininet.test_network import leftovers
+from tests.results import read, run_experiment
+from topology.faults import FaultKind
+
+pytestmark = pytest.mark.mininet
+
+# 1 MiB per step at 20 Mb/s: about 0.5-0.9 s an iteration on this machine, several before a fault at 3 s.
+BASE = {"size_bytes": 1 << 20, "bw_mbps": 20.0, "workers": 4, "algo": "ring"}
+
+
+def assert_nothing_left(out_dir, topo: str) -> None:
+    names = ["s1", "h1", "h2", "h3", "h4"] if topo == "rack" else ["leaf1", "leaf2", "spine1", "spine2",
+                                                                   "h1", "h2", "h3", "h4"]
+    assert leftovers(out_dir / "net", names) == []
+    assert table_name(out_dir / "net") not in fence_tables()
+
+
+def test_a_killed_worker_ends_the_run_within_the_deadline_naming_it_and_keeps_what_was_completed(tmp_path):
+    spec = spec_from_dict({**BASE, "topo": "rack", "iterations": 40, "faults": ["worker-crash:1@3"]})
+    out = tmp_path / "run"
+    started = time.monotonic()
+    report = run_experiment(spec, out, progress=False)
+    elapsed = time.monotonic() - started
+    written = read(out / "results.json")  # what was returned is what was written
+    assert (written["faults"], written["iterations"], written["errors"]) == (report["faults"], report["iterations"],
+                                                                            report["errors"])
+
+    (fault,) = report["faults"]
+    assert fault["label"] == "worker-crash:1@3" and fault["outcome"] == "interrupted"
+    assert fault["injected_s"] == pytest.approx(3.0, abs=0.5)
+    assert 0 <= fault["time_to_detect_s"] < 1.0  # the runner saw the process gone within a few polls
+    # Every node of the job gone within the deadline the transport's retry limits give.
+    deadline = stop_deadline_s([spec_job(spec)])
+    assert fault["job_stopped_s"] - fault["injected_s"] <= deadline, (fault, deadline)
+    assert report["fault_outcome"] == "interrupted" and report["outcome"] == "failed" and not report["ok"]
+
+    # The fault first in the errors, then what followed: the killed worker and the others, each naming it.
+    who = list(report["errors"])
+    assert who[0] == "fault worker-crash:1@3" and "killed worker 1 on h2" in report["errors"][who[0]]
+    assert "was killed (SIGKILL)" in report["errors"]["worker 1 (h2)"]
+    survivors = [w for w in who[1:] if "h2" not in w]
+    assert len(survivors) == 3 and all("worker 1 on h2" in report["errors"][w] for w in survivors), report["errors"]
+
+    # The iterations completed before it are kept, each exact, and the count says so.
+    kept = report["iterations"]
+    assert len(kept) > 0 and report["summary"]["iterations_done"] == len(kept) < 40
+    assert all(it["correct"] and it["wrong_elements"] == 0 and it["check"] == "exact" for it in kept)
+    assert all(it["reported_by"] == 3 for it in kept)  # the killed worker left no records; its peers did
+    assert fault["iterations_lost"] == 40 - len(kept) and report["summary"]["correct"] is True
+    assert elapsed < 120
+
+    table = (out / "table.txt").read_text().splitlines()
+    assert table[1].startswith("  fault worker-crash:1@3: interrupted at")  # first, under the run's name
+    assert f"{len(kept)}/40" in table[2] and "all exact" in table[2]
+    assert_nothing_left(out, "rack")
+
+
+def spec_job(spec):
+    topo = topology_for(spec)
+    return job_config(spec, 1, place(spec, topo).jobs[0], topo)
+
+
+def test_a_leafspine_ring_rides_through_a_spine_link_going_down(tmp_path):
+    spec = spec_from_dict({**BASE, "topo": "leafspine", "iterations": 12, "faults": ["link-down:leaf1-spine1@2"]})
+    out = tmp_path / "run"
+    report = run_experiment(spec, out, progress=False)
+    assert report["ok"], report["errors"]
+    assert report["summary"]["iterations_done"] == 12
+    assert all(it["correct"] and it["wrong_elements"] == 0 for it in report["iterations"])
+    (fault,) = report["faults"]
+    assert fault["fault"]["kind"] == str(FaultKind.LINK_DOWN) and fault["outcome"] == "recovered", fault
+    # The controller noticed the port and rerouted around it (its health events), both within a second.
+    assert 0 <= fault["time_to_detect_s"] <= fault["time_to_recover_s"] < 1.0, fault
+    assert any("link-down:leaf1-spine1@2" in it.get("faults", []) for it in report["iterations"])
+    assert report["fault_outcome"] == "recovered"
+    assert_nothing_left(out, "leafspine")
