@@ -204,7 +204,8 @@ def workers_cut_off(topo: Topology, hosts: list[str], fault: Fault) -> list[int]
     """The ranks (hosts[rank]) a switch or link failure disconnects: the hosts of an edge switch that failed,
     or the host whose own link did. No reroute reaches them: they are replaced like a failed worker."""
     if fault.kind == FaultKind.SWITCH_CRASH:
-        return [r for r, h in enumerate(hosts) if topo.attachment(h)[0] == fault.target]
+        attached = {h.name for h, _ in topo.hosts_of(fault.target)}
+        return [r for r, h in enumerate(hosts) if h in attached]
     if fault.kind in (FaultKind.LINK_DOWN, FaultKind.LINK_FLAP):
         ends = set(fault.link_ends())
         return [r for r, h in enumerate(hosts) if h in ends]
