@@ -37,6 +37,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 README = Path(__file__).resolve().parent.parent / "README.md"
 PERFORMANCE = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 SIMULATOR = Path(__file__).resolve().parent.parent / "docs" / "simulator.md"  # its cross-validation section
+FAULTS = Path(__file__).resolve().parent.parent / "docs" / "faults.md"  # its recovery measurements
 README_TABLES = ("claims",)  # the headline figures the README keeps; every table is in docs/performance.md
 
 Json = dict[str, Any]
@@ -672,6 +673,23 @@ def scaling_dlcp_table(results: Path) -> str:
                   "within the error bound", "TCP goodput Gb/s", "busiest link"], rows)
 
 
+def switch_faults_table(results: Path) -> str:
+    """bench/switch_faults.py: the controller's detection and rerouting times, a switch's restart."""
+    data = json.loads((results / "switch-faults.json").read_text())
+    s = data["summary"]
+    mark = " (machine-bound)" if machine_bound(data) else ""
+
+    def ms(key: str) -> str:
+        return f"{s[key]['median'] * 1000:.0f} [{s[key]['min'] * 1000:.0f}-{s[key]['max'] * 1000:.0f}]"
+
+    rows = [["spine1's process killed" + mark, ms("switch_detect_s"), ms("switch_reroute_s"), ms("switch_gap_s"),
+             f"restarted, forwarding again: {ms('restart_s')}"],
+            ["leaf1-spine1 down (set_link)" + mark, ms("link_detect_s"), ms("link_reroute_s"), ms("link_gap_s"),
+             f"up: noticed {ms('link_up_detect_s')}, flow through spine1 {ms('link_back_s')}"]]
+    return table([f"fault ({data['rounds']} rounds, ms: median [min-max])", "detected", "rerouted",
+                  f"flow's longest gap ({data['flow']['rate_pps']:g} packets/s)", "back"], rows)
+
+
 CROSSVAL_COLLECTIVES_4 = "crossval-collectives-4mbps.json"  # N = 8 at 4 Mb/s, where 8 Python hosts keep up
 CROSSVAL_20 = "crossval-20mbps.json"  # the same study at 20 Mb/s, where BMv2 is machine-bound for NetReduce at N >= 4
 
@@ -706,6 +724,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "scaling": ("scaling.json", scaling_table),
     "scaling-bandwidth": ("scaling.json", scaling_bandwidth_table),
     "scaling-dlcp": ("scaling.json", scaling_dlcp_table),
+    "switch-faults": ("switch-faults.json", switch_faults_table),
 }
 
 
@@ -736,8 +755,9 @@ def _literal(new: str) -> Callable[[re.Match[str]], str]:
 def stale(tables: Mapping[str, str]) -> list[str]:
     """The documents whose tables differ from `tables` (what `--write` would change)."""
     headline = {name: tables[name] for name in README_TABLES}
-    return [str(doc) for doc, wanted in ((PERFORMANCE, tables), (SIMULATOR, tables), (README, headline))
-            if update_readme(doc.read_text(), wanted) != doc.read_text()]
+    documents = [(PERFORMANCE, tables), (SIMULATOR, tables), (README, headline)]
+    documents += [(FAULTS, tables)] if FAULTS.exists() else []
+    return [str(doc) for doc, wanted in documents if update_readme(doc.read_text(), wanted) != doc.read_text()]
 
 
 def main() -> None:
@@ -758,6 +778,8 @@ def main() -> None:
         PERFORMANCE.write_text(update_readme(PERFORMANCE.read_text(), tables))
         print(f"written {len(tables)} tables into {PERFORMANCE}")
         SIMULATOR.write_text(update_readme(SIMULATOR.read_text(), tables))
+        if FAULTS.exists():
+            FAULTS.write_text(update_readme(FAULTS.read_text(), tables))
         headline = {name: tables[name] for name in README_TABLES}
         README.write_text(update_readme(README.read_text(), headline))
         print(f"written {len(headline)} into {README}")
