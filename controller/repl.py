@@ -171,7 +171,7 @@ class Repl(cmd.Cmd):
     def do_switches(self, arg: str) -> None:
         """switches: list the switches of the network."""
         for s in self.fabric.describe_switches():
-            role = "primary" if s["primary"] else "not primary"
+            role = "down: its process died" if not s.get("up", True) else "primary" if s["primary"] else "not primary"
             self.out(f"{s['name']:<10} {s['role']:<6} device {s['device_id']:<3} gRPC {s['grpc']:<16} "
                      f"thrift {s['thrift_port']:<6} ports {s['ports']} ({role})")
 
