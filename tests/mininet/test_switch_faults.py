@@ -21,6 +21,7 @@ import pytest
 from bench.switch_faults import RATE_PPS, port_towards, rx_through, start_flow, watch_health
 from controller.health import HealthKind
 from controller.p4rt import MulticastGroup, TableEntry
+from controller.repl import Repl
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions, switch_processes
@@ -78,6 +79,9 @@ def test_spine_crash_reroutes_a_flow_and_restart_brings_it_back(fabric_net: Test
           f"longest gap in the flow {gap * 1000:.1f} ms")
     assert detect < DETECT_S and reroute < REROUTE_S and gap < GAP_S
     assert "spine1" not in net.fabric.switch_names() and not net.fabric.is_up("spine1")
+    listed: list[str] = []
+    Repl(net.control, out=listed.append).do_switches("")
+    assert [line for line in listed if line.startswith("spine1") and "down" in line], listed
 
     restarting = time.monotonic()
     net.restart_switch("spine1")
