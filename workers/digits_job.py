@@ -15,11 +15,12 @@ recorded, and models may drift apart (a ring's all-gather carries a zero-filled 
 downstream only): each worker reports a digest of its parameters at the end.
 
 A slow worker (workers/slowdown.py) stretches its minibatch's computation by its factor: it waits (factor - 1) x
-what the gradient took, with the transport running. On a NetReduce job that aggregates k of N (docs/faults.md,
-"Stragglers: k of N"), a sum may hold fewer than N workers: every result names its contributors, the check is
-exact against the sum of exactly those, the update divides by their number (the same on every worker: the models
-stay identical), and the gradient's relative error against the mean of all N is recorded. A worker whose next sum
-is already here (the others got there first) stops computing: its contribution would be dropped anyway.
+what a minibatch's gradient takes (timed warm at the start), with the transport running. On a NetReduce job that
+aggregates k of N (docs/faults.md, "Stragglers: k of N"), a sum may hold fewer than N workers: every result names
+its contributors, the check is exact against the sum of exactly those, the update divides by their number (the
+same on every worker: the models stay identical), and the gradient's relative error against the mean of all N is
+recorded. A worker whose next sum is already here (the others got there first) stops computing: its contribution
+would be dropped anyway.
 """
 
 from __future__ import annotations
@@ -145,11 +146,25 @@ class TrainLoop:
         self.shards = [(x[r :: self.n], y[r :: self.n]) for r in range(self.n)]
         self.draws = [np.random.default_rng(self.cfg.seed * 1000 + r) for r in range(self.n)]
         self.model = Model.initial(self.cfg.seed)
+        self.compute_s = self._minibatch_s()  # what a slow worker's factor stretches
         self.largest_op = max(t.elements for t in self.profile.tensors)
         self.in_flight = 1
 
     def extra(self) -> dict[str, object]:
         return {"model_digest": self.model.digest()}
+
+    def _minibatch_s(self, tries: int = 5) -> float:
+        """One minibatch's gradient, timed warm (the fastest of a few, after one untimed: the first call pays for
+        numpy's first use, tens of ms, which stretched by a factor would be a stall, not a slow worker)."""
+        x, y = self.shards[self.rank]
+        model = self.model.copy()
+        model.gradients(x[:BATCH], y[:BATCH])
+        best = float("inf")
+        for _ in range(tries):
+            t = time.perf_counter()
+            model.gradients(x[:BATCH], y[:BATCH])
+            best = min(best, time.perf_counter() - t)
+        return best
 
     def _slow(self, computed_s: float) -> None:
         """A slow worker's computation takes its factor x as long: the rest, waited with the transport running (cut
@@ -167,7 +182,7 @@ class TrainLoop:
         """Per rank and element: does the last reduction's sum hold that rank's value (k of N: the ranks each
         message's result named; else every rank)."""
         held = np.ones((self.n, elements), dtype=bool)
-        if self.partial is None:
+        if self.partial is None:  # (or a reduction the ring did, while the switch was lost: it names none)
             return held
         for i, ranks in enumerate(self.partial.last_contributors):
             lo, hi = i * MESSAGE_ELEMENTS, min(elements, (i + 1) * MESSAGE_ELEMENTS)
@@ -191,7 +206,7 @@ class TrainLoop:
             start = time.monotonic()
             before = self.model.copy()  # the parameters this iteration's gradients come from
             mine, loss = self._gradients(before, self.rank)
-            self._slow(time.monotonic() - start)
+            self._slow(self.compute_s)
             self.comm.set_magnitudes(it, [self.encoder.magnitude_values(g) for g in mine])
             zero_before = self.comm.zero_filled
             comm_start = time.monotonic()

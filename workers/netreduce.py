@@ -169,6 +169,7 @@ class NetReduceWorker:
     def reduce_op(self, iteration: int, unit: int, seq: int, data: Int32Array, mark: int) -> OpGen:
         """All-reduce of `data`: its messages' sums, every one to every receiver (by ring instead while the
         job's switch is lost: workers/fallback.py)."""
+        self.last_contributors = []  # (k of N: a reduction the ring does holds every worker)
         if self.fallback is not None:
             return self.fallback.reduce_op(iteration, data)
         return self._switch_op(data)
