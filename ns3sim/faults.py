@@ -39,14 +39,15 @@ class SimFault:
     injected_s: float | None  # None: the run had ended before its time
     detected_s: float | None  # when the control plane had routed around it (a worker crash: when its job stopped)
     recovered_s: float | None  # when the last queue pair it stalled made progress again
-    stalled_qps: int  # queue pairs that timed out because of it
+    first_stall_s: float | None  # when the first of them learnt of a loss (a timeout, or a NAK of a gap)
+    stalled_qps: int  # queue pairs that learnt of a loss because of it (a timeout or a NAK) and resent
     resumed_qps: int  # of which made progress again
     lost_packets: int  # packets it dropped (arriving at the dead switch or link, or queued there)
     out_at_end: bool  # its target was still out when the run ended
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> SimFault:
-        return cls(str(raw["label"]), raw["injected_s"], raw["detected_s"], raw["recovered_s"],
+        return cls(str(raw["label"]), raw["injected_s"], raw["detected_s"], raw["recovered_s"], raw["first_stall_s"],
                    int(raw["stalled_qps"]), int(raw["resumed_qps"]), int(raw["lost_packets"]), bool(raw["out_at_end"]))
 
 
@@ -123,7 +124,8 @@ def fault_records(faults: tuple[Fault, ...], measured: list[SimFault], nodes: di
             out.append(FaultRecord(fault, m.injected_s, FaultOutcome.INTERRUPTED, m.detected_s, None,
                                    int(done < job.iterations), None,
                                    f"worker {crashed['node_id']} on {crashed['host']} crashed: job {job.job_id} "
-                                   f"stopped after {done} of {job.iterations} iterations, kept"))
+                                   f"stopped after {done} of {job.iterations} iterations, kept",
+                                   job_stopped_s=m.injected_s))  # its peers stop at once (the runner's abort)
             continue
         if fault.kind == FaultKind.SLOW_WORKER:
             out.append(FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, None, None, 0, None,
@@ -143,8 +145,8 @@ def fault_records(faults: tuple[Fault, ...], measured: list[SimFault], nodes: di
             continue
         how = "rerouted, " if m.detected_s is not None else ""
         out.append(FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, m.detected_s, m.recovered_s, 0, None,
-                               f"{how}{m.lost_packets} packets lost, {m.stalled_qps} queue pairs timed out and "
-                               f"resent (RC retransmission)"))
+                               f"{how}{m.lost_packets} packets lost, resent by {m.stalled_qps} queue pairs (RC "
+                               "retransmission)"))
     return out
 
 

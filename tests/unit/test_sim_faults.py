@@ -82,7 +82,8 @@ def node(node_id: int, iterations: int, ok: bool = True, error: str | None = Non
 
 def measured(label: str, injected: float | None = 2.0, detected: float | None = 2.05,
              recovered: float | None = 2.2, stalled: int = 1, lost: int = 10) -> SimFault:
-    return SimFault(label, injected, detected, recovered, stalled, stalled, lost, False)
+    return SimFault(label, injected, detected, recovered, None if recovered is None else injected, stalled, stalled,
+                    lost, False)
 
 
 def test_what_the_simulator_measured_becomes_fault_records() -> None:
@@ -112,7 +113,8 @@ def test_a_worker_crash_is_interrupted_with_the_iterations_kept() -> None:
                  2: node(2, 3, False, "stopped: ..."), 3: node(3, 3, False, "stopped: ...")}}
     [r] = fault_records((kill,), [measured(kill.label, injected=3.5, detected=3.5, recovered=None, stalled=0)],
                         nodes, cfgs)
-    assert (r.outcome, r.iterations_lost, r.time_to_detect_s) == (FaultOutcome.INTERRUPTED, 1, 0.0)
+    assert (r.outcome, r.iterations_lost, r.time_to_detect_s, r.job_stopped_s) == (FaultOutcome.INTERRUPTED, 1, 0.0,
+                                                                                   3.5)
     assert r.detail == "worker 1 on h2 crashed: job 1 stopped after 3 of 10 iterations, kept"
 
 

@@ -257,7 +257,9 @@ FaultSchedule::OnStall(const RcQp& qp)
         if (r.out || r.lastUp < 0 || now <= r.lastUp + slack)
         {
             m_stalled[&qp] = f;
-            m_records[f].stalls++;
+            Record& stalled = m_records[f];
+            stalled.stalls++;
+            stalled.firstStall = stalled.firstStall < 0 ? now : std::min(stalled.firstStall, now);
         }
         return;
     }
@@ -305,6 +307,7 @@ FaultSchedule::Results() const
                        {"injected_s", seconds(r.injected)},
                        {"detected_s", seconds(r.detected)},
                        {"recovered_s", seconds(r.recovered)},
+                       {"first_stall_s", seconds(r.firstStall)},
                        {"stalled_qps", r.stalls},
                        {"resumed_qps", r.resumed},
                        {"lost_packets", LostPackets(f)},

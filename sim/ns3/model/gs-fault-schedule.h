@@ -66,8 +66,9 @@ class FaultSchedule : public Object, public StallObserver
         int64_t injected = -1;  // ticks (-1: not yet / never: the run ended first)
         int64_t detected = -1;
         int64_t recovered = -1; // the last stalled queue pair's progress
+        int64_t firstStall = -1; // the first stall put down to it (a queue pair learnt of a loss)
         int64_t lastUp = -1;    // the end of its last window (-1: none yet, or out for good)
-        uint64_t stalls = 0;    // queue pairs it stalled (a timeout)
+        uint64_t stalls = 0;    // queue pairs it stalled (a timeout or a NAK)
         uint64_t resumed = 0;   // of which made progress again
         uint32_t window = 0;    // the window under way (link faults: detection of this one only)
         bool out = false;       // the element is out now

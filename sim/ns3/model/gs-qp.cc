@@ -273,14 +273,7 @@ RcQp::OnTimer()
     }
     m_retries++;
     counters.Add(C_TIMEOUTS);
-    if (m_retries == 1)
-    {
-        m_stalledAt = NowTicks();
-        if (m_cfg.params->stalls != nullptr)
-        {
-            m_cfg.params->stalls->OnStall(*this);
-        }
-    }
+    StallBegins();
     if (m_retries > m_t.retryLimit)
     {
         char qpn[16];
@@ -311,6 +304,20 @@ RcQp::OnTimer()
 }
 
 void
+RcQp::StallBegins()
+{
+    if (m_stalledAt >= 0)
+    {
+        return;
+    }
+    m_stalledAt = NowTicks();
+    if (m_cfg.params->stalls != nullptr)
+    {
+        m_cfg.params->stalls->OnStall(*this);
+    }
+}
+
+void
 RcQp::OnAck(const Wire& w)
 {
     if (!m_error.empty())
@@ -337,6 +344,7 @@ RcQp::OnAck(const Wire& w)
             ReportCompleted();
             return;
         }
+        StallBegins(); // a loss the responder saw: until the resend is acknowledged
         if (m_t.mode == Mode::Gbn)
         {
             if (psn == m_una)
@@ -438,9 +446,13 @@ RcQp::AckThrough(uint32_t psn)
         m_completed.push_back(m_requests.front().wrId);
         m_requests.pop_front();
     }
-    if (m_retries > 0 && m_cfg.params->stalls != nullptr)
+    if (m_stalledAt >= 0)
     {
-        m_cfg.params->stalls->OnResume(*this, m_stalledAt);
+        if (m_cfg.params->stalls != nullptr)
+        {
+            m_cfg.params->stalls->OnResume(*this, m_stalledAt);
+        }
+        m_stalledAt = -1;
     }
     m_retries = 0;
     m_rto = ComputeRto();

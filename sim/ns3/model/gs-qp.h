@@ -56,13 +56,14 @@ class QpUser
     virtual void OnError(RcQp* qp, const std::string& error) = 0;
 };
 
-/// Who watches queue pairs stall and resume (gs-fault-schedule.h: a fault's time to recover): a stall is a
-/// run of timeouts in a row, from the first; it ends when an acknowledgement makes progress.
+/// Who watches queue pairs stall and resume (gs-fault-schedule.h: a fault's time to recover): a stall begins at
+/// a loss the requester learns of (a timeout, or a NAK of a sequence gap) and ends when an acknowledgement makes
+/// progress again.
 class StallObserver
 {
   public:
     virtual ~StallObserver() = default;
-    /// The first timeout of a stall, now.
+    /// A stall begins now (a timeout or a NAK while none was under way).
     virtual void OnStall(const RcQp& qp) = 0;
     /// Progress after a stall that began at `stalledAtTicks`, now.
     virtual void OnResume(const RcQp& qp, int64_t stalledAtTicks) = 0;
@@ -269,6 +270,8 @@ class RcQp
     std::optional<int64_t> Deadline() const;
     void ArmTimer();
     void OnTimer();
+    /// A loss learnt of: a stall begins unless one is under way (told to the StallObserver).
+    void StallBegins();
     void Fail(const std::string& reason);
 
     // responder
@@ -306,7 +309,7 @@ class RcQp
     double m_rttvar = 0;
     SendTimes m_sentAt; // of the PSNs in flight: first-transmission time, -1: none (Karn)
     uint32_t m_retries = 0;
-    int64_t m_stalledAt = -1; // the first timeout of the current run of them (-1: none)
+    int64_t m_stalledAt = -1; // when the current stall began (-1: none)
     std::string m_error;
     uint64_t m_nextWrId = 0;
     std::vector<uint64_t> m_completed; // work requests an ACK or NAK completed: reported once it is handled whole

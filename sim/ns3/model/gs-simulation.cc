@@ -515,6 +515,11 @@ Simulation::Progress()
 json
 Simulation::Run()
 {
+    if (m_faults)
+    {
+        // first: a fault at 0 s is in place before the jobs' first event (a slow worker's first layer is slow)
+        m_faults->Start();
+    }
     for (auto& job : m_nodes)
     {
         for (auto& node : job)
@@ -525,10 +530,6 @@ Simulation::Run()
     if (m_background && m_ranks->Local(m_topo->Index(m_c.background->sender)))
     {
         m_background->Start();
-    }
-    if (m_faults)
-    {
-        m_faults->Start();
     }
     m_setupRssMb = PeakRssMb();
     m_allgatherUs = m_ranks->AllgatherProbeUs(kAllgatherProbes);
@@ -683,6 +684,11 @@ Simulation::Merge(const std::vector<std::string>& ranks) const
                     {
                         all[key] = mine[key];
                     }
+                }
+                if (!mine["first_stall_s"].is_null() &&
+                    (all["first_stall_s"].is_null() || mine["first_stall_s"].get<double>() < all["first_stall_s"].get<double>()))
+                {
+                    all["first_stall_s"] = mine["first_stall_s"];
                 }
                 if (!mine["recovered_s"].is_null() &&
                     (all["recovered_s"].is_null() || mine["recovered_s"].get<double>() > all["recovered_s"].get<double>()))
