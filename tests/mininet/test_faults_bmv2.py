@@ -89,3 +89,21 @@ def test_a_leafspine_ring_rides_through_a_spine_link_going_down(tmp_path):
     assert any("link-down:leaf1-spine1@2" in it.get("faults", []) for it in report["iterations"])
     assert report["fault_outcome"] == "recovered"
     assert_nothing_left(out, "leafspine")
+
+
+def test_a_spine_crash_in_a_leafspine_netreduce_run_falls_back_to_ring_with_exact_sums(tmp_path):
+    spec = spec_from_dict({**BASE, "algo": "netreduce", "topo": "leafspine", "iterations": 20,
+                           "faults": ["switch-crash:spine1@3"]})
+    out = tmp_path / "run"
+    report = run_experiment(spec, out, progress=False)
+    assert report["ok"], report["errors"]
+    assert report["summary"]["iterations_done"] == 20
+    assert all(it["correct"] and it["wrong_elements"] == 0 and it["check"] == "exact" for it in report["iterations"])
+    (fault,) = report["faults"]
+    assert fault["outcome"] == "recovered" and fault["fallback"] == "ring", fault
+    assert 0 <= fault["time_to_detect_s"] <= fault["time_to_recover_s"] < 2.0, fault
+    assert "never returned to it" in fault["detail"]  # spine1 stayed down
+    assert "spine1" not in report["switches"]  # a dead switch is not read
+    table = (out / "table.txt").read_text().splitlines()
+    assert "fell back to ring" in table[1]
+    assert_nothing_left(out, "leafspine")
