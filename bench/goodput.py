@@ -29,6 +29,7 @@ Defaults, every one an option:
 
     python -m bench.goodput [--workers 1024] [--days 30] [--seeds 10] [--out runs/bench-goodput]
                             [--write-s 30] [--restart-s 600] [--rejoin-s 40] [--reroute-s 1] [--repair-h 4]
+                            [--sweep-days 365] [--measured-only] [--name goodput]
 
 Writes bench/results/goodput.json and goodput.png. The ns-3 runs are kept under --out (resumable).
 """
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, Limits, save
-from bench.goodput_fabric import ALGO, MODEL, FabricRun, measure_all
+from bench.goodput_fabric import ALGO, BATCH, MODEL, FabricRun, measure_all
 from bench.scaling import scaling_spec
 from gradswitch.experiment.placement import place, topology_for
 from gradswitch.version import code_version
@@ -229,13 +230,18 @@ def main() -> None:
                         help="hours until a failed switch or link is back")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-goodput"), help="where the ns-3 runs are kept")
     parser.add_argument("--name", default="goodput", help="bench/results/NAME.json and NAME.png")
+    parser.add_argument("--measured-only", action="store_true",
+                        help="use the ns-3 runs kept under --out, simulate none (a class not measured takes the "
+                             "largest measured slowdown, and the JSON says so)")
     args = parser.parse_args()
     if args.seeds < 2:
         parser.error(f"--seeds {args.seeds}: at least 2 (the spread over seeds is reported)")
     spec = replace(scaling_spec(MODEL, args.workers, ALGO), iterations=1, warmup=0)
     topo = topology_for(spec)
     hosts = [n.host for n in place(spec, topo).jobs[0]]
-    runs = measure_all(args.workers, args.out)
+    runs = measure_all(args.workers, args.out, simulate_missing=not args.measured_only)
+    if not any(r.element == "intact" for r in runs):
+        raise SystemExit(f"error: no ns-3 run of the intact fabric under {args.out}: run without --measured-only")
     bad = [r.label for r in runs if not r.ok]
     if bad:
         raise SystemExit(f"error: ns-3 runs without an exact iteration: {', '.join(bad)} (see {args.out})")
@@ -244,15 +250,18 @@ def main() -> None:
     result = study(topo, hosts, costs, rates, args)
     for r in runs:
         print(f"ns-3 {r.label:<14} {r.removed or '-':<16} iteration {r.iteration_s * 1e3:8.3f} ms "
-              f"({r.iteration_s / costs.iteration_s:.4f}x intact), {Limits.of_figures(r.limits).line()}")
+              f"({r.iteration_s / costs.iteration_s:.4f}x intact), "
+              f"{Limits.of_figures(r.limits).line().split(':')[0]}: {r.limits['limited_by']}")
     s = result["strategies"]
     print(f"rates: {rates.per_gpu_hour:.3g}/GPU-h, {rates.per_switch_hour:.3g}/switch-h, "
           f"{rates.per_link_hour:.3g}/link-h: job MTBF {result['job_mtbf_h']:.1f} h, "
           f"{result['expected_failures']:.1f} failures expected in {args.days:g} days")
+    samples_per_s = args.workers * BATCH / costs.iteration_s  # the intact fabric's training throughput
     for name in ("checkpoint_restart", "in_place"):
         g = s[name]["goodput"]
+        s[name]["effective_samples_per_s"] = g["mean"] * samples_per_s
         print(f"{name:<19} goodput {g['mean']:.4f} (sd {g['stdev']:.4f}, {g['low']:.4f}-{g['high']:.4f} over "
-              f"{args.seeds} seeds)")
+              f"{args.seeds} seeds): {g['mean'] * samples_per_s:,.0f} of {samples_per_s:,.0f} samples/s")
     ratio = result["in_place_over_checkpoint_restart"]
     print(f"in place / checkpoint restart: {ratio['mean']:.4f} ({ratio['low']:.4f}-{ratio['high']:.4f})")
     print(f"checkpoint interval: Young/Daly {result['young_daly_interval_s'] / 60:.1f} min, the sweep's best "
@@ -261,6 +270,7 @@ def main() -> None:
         print(f"rates x{row['rate_scale']:<4g} MTBF {row['job_mtbf_h']:7.2f} h: checkpoint restart "
               f"{row['checkpoint_restart']:.4f}, in place {row['in_place']:.4f}")
     document = {"code_version": code_version(), "workers": args.workers, "model": MODEL, "algo": ALGO,
+                "samples_per_s_intact": samples_per_s,
                 "topology": {"name": topo.name, "k": topo.params.get("k"), "switches": len(topo.switches),
                              "links": len(topo.links)},
                 "rates": rates.to_dict(), "repair_h": args.repair_h,

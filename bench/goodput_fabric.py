@@ -30,6 +30,7 @@ from workload.failure_schedule import ElementKind, without
 
 MODEL = "resnet50"
 ALGO = "ring"
+BATCH = 32  # samples per GPU per iteration (the scaling study's emulated V100s)
 SIMULATED = "simulated (ns-3): the machine's load does not change simulated time"
 
 
@@ -81,6 +82,7 @@ def measure(workers: int, label: str, kind: ElementKind | None, element: str, ou
         return FabricRun.from_dict(json.loads(path.read_text()))
     spec = replace(scaling_spec(MODEL, workers, ALGO), iterations=1, warmup=0, name=f"goodput-{label}-n{workers}")
     spec.validate()
+    assert spec.emulate is not None and spec.emulate.batch == BATCH
     intact = topology_for(spec)
     placement = place(spec, intact)
     cfgs = [job_config(spec, j + 1, nodes, intact) for j, nodes in enumerate(placement.jobs)]
@@ -102,10 +104,14 @@ def measure(workers: int, label: str, kind: ElementKind | None, element: str, ou
     return run
 
 
-def measure_all(workers: int, out: Path, progress: bool = False) -> list[FabricRun]:
+def measure_all(workers: int, out: Path, progress: bool = False, simulate_missing: bool = True) -> list[FabricRun]:
+    """Every case's run; simulate_missing False: only those already kept under `out`."""
     spec = replace(scaling_spec(MODEL, workers, ALGO), iterations=1, warmup=0)
     runs = []
     for label, kind, element in degraded_cases(topology_for(spec)):
+        if not simulate_missing and not (out / f"{label}-n{workers}.json").exists():
+            print(f"ns-3: {label} ({element or 'intact'}): not measured under {out}, left out", flush=True)
+            continue
         print(f"ns-3: {MODEL} {ALGO}, {workers} workers, {label} {element} ...", flush=True)
         run = measure(workers, label, kind, element, out, progress)
         print(f"  iteration {run.iteration_s * 1e3:.3f} ms, {'exact' if run.ok else 'FAILED'}, "
