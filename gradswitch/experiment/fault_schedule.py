@@ -12,6 +12,7 @@ A fault whose time comes after the jobs ended is not injected (no-effect). Times
 from __future__ import annotations
 
 import logging
+import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -70,6 +71,7 @@ class Mechanisms:
     set_link: Callable[[str, str, bool], object] | None = None
     kill_worker: Callable[[int], str] | None = None  # rank -> who was killed ("worker 1 on h2")
     slow_worker: Callable[[int, Fault], object] | None = None  # rank, the slow-worker fault
+    unslow_worker: Callable[[int, Fault], object] | None = None  # its link's rate given back after the run
 
     def runs(self, kind: FaultKind) -> bool:
         need: dict[FaultKind, tuple[object, ...]] = {
@@ -94,6 +96,18 @@ class _Fired:
     injected_s: float | None = None
     detail: list[str] = field(default_factory=list)
     error: str | None = None  # the mechanism failed: this fault's one line
+
+
+def phase_line(done: Sequence[tuple[int, float, float]], out_from: float, out_to: float) -> str:
+    """The job's median iteration before a fault, while its target was out and after it was back (iterations as
+    (index, start, end) in seconds after the go), for the fault's detail line."""
+    def median(times: list[float]) -> str:
+        return f"{statistics.median(times):.3f} s ({len(times)})" if times else "- (0)"
+
+    before = [e - s for _, s, e in done if e <= out_from]
+    during = [e - s for _, s, e in done if e > out_from and s < out_to]
+    after = [e - s for _, s, e in done if s >= out_to]
+    return f"median iteration {median(before)} before, {median(during)} while out, {median(after)} after"
 
 
 def plan_actions(faults: Sequence[Fault]) -> list[_Action]:
@@ -202,6 +216,14 @@ class FaultSchedule:
             out_actions.append(action)
             out.append(f"{f.label}: {action.step.value} at the run's end")
         self._done = len(self._actions)
+        for i, f in enumerate(self.faults):  # a slow worker's link: its own rate again (its factor ends with it)
+            if (f.kind == FaultKind.SLOW_WORKER and f.rate_mbps is not None and self.fired[i].injected_s is not None
+                    and self.mechanisms.unslow_worker is not None and i in self.ranks):
+                try:
+                    self.mechanisms.unslow_worker(self.ranks[i], f)
+                    out.append(f"{f.label}: its link's rate given back at the run's end")
+                except Exception as e:
+                    log.warning("fault %s: giving its link's rate back failed: %s: %s", f.label, type(e).__name__, e)
         return out
 
     def on_health(self, event: HealthEvent) -> None:
@@ -283,9 +305,10 @@ class FaultSchedule:
                                f"{what}: the job stopped after {len(done)} iterations ({before} completed before "
                                f"the fault){within}", stopped)
         hit = [(i, s, e) for i, s, e in done if e > at and s < self._end_of(f, at)]
+        phases = phase_line(done, at, self._end_of(f, at))
         if f.kind == FaultKind.SLOW_WORKER:
             return FaultRecord(f, at, FaultOutcome.RECOVERED if hit else FaultOutcome.NO_EFFECT, detected, None, 0,
-                               None, f"{len(hit)} iterations ran with the slow worker")
+                               None, f"{len(hit)} iterations ran with the slow worker; {phases}")
         if not hit:
             return FaultRecord(f, at, FaultOutcome.NO_EFFECT, detected, None, 0, None,
                                "no iteration of the job ran while it was out")
@@ -297,14 +320,15 @@ class FaultSchedule:
             again = f"; returned to the switch at {returned[0]:.2f} s" if returned else "; never returned to it"
             return FaultRecord(f, at, FaultOutcome.RECOVERED, detected, fallback[0], 0, fallback[1],
                                "; ".join([*fired.detail, f"{fallback[1]} from {fallback[0]:.2f} s{again}",
-                                          f"{len(hit)} iterations overlapped it, every one completed"]))
+                                          f"{len(hit)} iterations overlapped it, every one completed", phases]))
         recovered = self._recovered(f, at)
         if recovered is None:  # no event says so: the first iteration that ended after it was back
             back = self._end_of(f, at)
             after = [e for _, _, e in hit if e >= back]
             recovered = min(after) if after else max(e for _, _, e in hit)
         return FaultRecord(f, at, FaultOutcome.RECOVERED, detected, recovered, 0, None,
-                           "; ".join([*fired.detail, f"{len(hit)} iterations overlapped it, every one completed"]))
+                           "; ".join([*fired.detail, f"{len(hit)} iterations overlapped it, every one completed",
+                                      phases]))
 
     def _end_of(self, f: Fault, at: float) -> float:
         """When the fault's target was back (inf: never in the run), from when it was injected."""

@@ -197,9 +197,18 @@ def fault_schedule_for(net: Testbed, spec: ExperimentSpec, cfg: JobConfig, procs
         if fault.rate_mbps is not None:
             net.set_link_rate(node.host, fault.rate_mbps)
 
+    def unslow_worker(rank: int, fault: Fault) -> None:
+        host = cfg.workers[rank].host
+        (link,) = net.topo.links_of(host)
+        if link.bw_mbps:
+            net.set_link_rate(host, link.bw_mbps)
+        else:  # an unshaped link got shapers to be cut: it keeps them, at the cut rate
+            log.warning("fault %s: %s's link was unshaped; it stays at %g Mb/s until the network stops", fault.label,
+                        host, fault.rate_mbps)
+
     return FaultSchedule(spec.faults, Mechanisms(
         crash_switch=net.crash_switch, restart_switch=net.restart_switch, set_link=net.set_link,
-        kill_worker=kill_worker, slow_worker=slow_worker), ranks)
+        kill_worker=kill_worker, slow_worker=slow_worker, unslow_worker=unslow_worker), ranks)
 
 
 def subscribe_health(net: Testbed, schedule: FaultSchedule) -> Callable[[], None]:

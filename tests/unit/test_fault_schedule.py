@@ -131,6 +131,13 @@ def test_a_switch_crash_the_job_rode_through_is_recovered_at_the_controller_s_re
     (record,) = schedule.records(iterations, planned=10)
     assert record.outcome == FaultOutcome.RECOVERED
     assert record.time_to_detect_s == pytest.approx(0.01) and record.time_to_recover_s == pytest.approx(0.06)
+    assert record.detail.endswith("median iteration 0.400 s (2) before, 0.400 s (8) while out, - (0) after")
+
+
+def test_the_phases_split_at_the_outage() -> None:
+    done = [(0, 0.0, 1.0), (1, 1.0, 2.0), (2, 2.0, 5.0), (3, 5.0, 6.5), (4, 6.5, 7.0)]
+    assert fault_schedule.phase_line(done, 2.5, 5.0) == (
+        "median iteration 1.000 s (2) before, 3.000 s (1) while out, 1.000 s (2) after")
 
 
 def test_a_fault_with_no_mechanism_is_refused() -> None:
@@ -279,3 +286,15 @@ def test_what_was_due_to_come_back_after_the_jobs_is_put_back_at_their_end() -> 
     assert [what for _, what in calls.log] == ["leaf1-spine2 up", "restart spine1"]
     assert len(restored) == 2 and schedule.down_switches() == set()
     assert schedule.restore() == []  # once
+
+
+def test_a_slow_worker_s_link_gets_its_rate_back_after_the_run() -> None:
+    clock = Clock()
+    calls = Calls(clock)
+    mechanisms = dataclasses.replace(calls.mechanisms(), unslow_worker=lambda r, f: calls.note(f"unslow {r}"))
+    schedule = FaultSchedule([parse_fault("slow-worker:2@1,rate=5"), parse_fault("slow-worker:3@1,factor=2")],
+                             mechanisms, {0: 2, 1: 3}, clock=clock)
+    schedule.go = clock()
+    schedule.run_due(clock.wait)
+    assert schedule.restore() == ["slow-worker:2@1,rate=5: its link's rate given back at the run's end"]
+    assert [what for _, what in calls.log] == ["slow 2 x1", "slow 3 x2", "unslow 2"]
