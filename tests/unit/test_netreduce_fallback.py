@@ -85,8 +85,9 @@ def test_signal_and_agreement_files(tmp_path):
     assert all_announced(tmp_path, JOB, 1, 2)
 
 
-def run_with_loss_of_switch(tmp_path: Path, workers: int, restart: bool, **kw: Any) -> tuple[dict, LosableSwitch]:
-    iterations = 10
+def run_with_loss_of_switch(tmp_path: Path, workers: int, restart: bool, again: bool = False, **kw: Any
+                            ) -> tuple[dict, LosableSwitch]:
+    iterations = 12
     cfg = job("netreduce", workers, iterations=iterations, mtu=MTU, job_id=JOB, credits=2, size_bytes=40000,
               rto=0.05, **kw)
     hub = LosableSwitch(JobLayout(JOB, workers, 2), [n.ip for n in cfg.nodes], seed=5)
@@ -102,6 +103,11 @@ def run_with_loss_of_switch(tmp_path: Path, workers: int, restart: bool, **kw: A
                 wait_until(lambda: progress(tmp_path, workers) >= 5, 60, 0.005, "5 iterations")
                 hub.restart()
                 write_signal(tmp_path, JOB, PathSignal(2, "s1", "switch-up s1"))
+            if again:  # lost a second time, for good
+                wait_until(lambda: all_announced(tmp_path, JOB, 2, workers), 30, 0.005, "the return's announcements")
+                wait_until(lambda: progress(tmp_path, workers) >= 8, 60, 0.005, "8 iterations")
+                hub.lost = True
+                write_signal(tmp_path, JOB, PathSignal(3, "s1", "switch-down s1"))
         except BaseException as e:  # reported by the test
             errors.append(e)
 
@@ -135,6 +141,18 @@ def test_lost_switch_falls_back_to_ring_and_returns(tmp_path, transport):
         assert c["signalled_at"] <= c["agreed_at"]
     # after the return the switch summed again: more completions after the restart than none
     assert hub.events["completion"] > 0
+
+
+def test_a_switch_lost_again_after_its_return_falls_back_again(tmp_path):
+    results, _ = run_with_loss_of_switch(tmp_path, 3, restart=True, again=True)
+    starts = set()
+    for r in results.values():
+        fb = r["fallback"]
+        assert [c["path"] for c in fb["changes"]] == ["ring", "switch", "ring"]
+        first, back, second = (c["from_reduction"] for c in fb["changes"])
+        starts.add((first, back, second))
+        assert fb["by_ring"] + fb["redone_for_others"] == (back - first) + (12 - second)
+    assert len(starts) == 1
 
 
 def test_a_switch_that_never_comes_back_leaves_every_later_reduction_to_ring(tmp_path):
