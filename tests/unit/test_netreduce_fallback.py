@@ -227,3 +227,50 @@ def test_a_reduction_some_workers_finished_is_redone_by_ring_for_the_others(tmp_
     assert fb[2]["redone_for_others"] == fb[3]["redone_for_others"] == 0 and fb[2]["by_switch"] == start
     for f in fb.values():  # the ring ran every reduction from `start` on, on every worker
         assert f["by_ring"] + f["redone_for_others"] == 6 - start
+
+
+def test_training_with_several_reductions_in_flight_falls_back_and_returns(tmp_path):
+    """The training loop (workers/iteration.py) starts reductions while backward runs, three at a time, codes
+    before values (shared exponents): the ones in flight when the switch is lost are abandoned together and redone
+    by ring one at a time, in order; every tensor's sum still exact."""
+    from dataclasses import replace
+
+    from tests.inmemory import training, training_job
+    from workload.job import Scheduling
+
+    workers, iterations = 4, 6
+    cfg = replace(training_job("netreduce", workers, iterations=iterations, dtype="float32", float_mode="exponent",
+                               scale=0.002, credits=2, rto=0.05),
+                  training=training(scheduling=Scheduling.PRIORITY, in_flight=3))
+    hub = LosableSwitch(JobLayout(cfg.job_id, workers, 2), [n.ip for n in cfg.nodes], seed=5)
+    errors: list[BaseException] = []
+
+    def control() -> None:
+        try:
+            wait_until(lambda: progress(tmp_path, workers) >= 2, 60, 0.005, "2 iterations")
+            hub.lost = True
+            write_signal(tmp_path, cfg.job_id, PathSignal(1, "s1", "switch-down s1"))
+            wait_until(lambda: all_announced(tmp_path, cfg.job_id, 1, workers), 30, 0.005, "the announcements")
+            wait_until(lambda: progress(tmp_path, workers) >= 3, 60, 0.005, "3 iterations")
+            hub.restart()
+            write_signal(tmp_path, cfg.job_id, PathSignal(2, "s1", "switch-up s1"))
+        except BaseException as e:  # reported by the test
+            errors.append(e)
+
+    t = threading.Thread(target=control, daemon=True)
+    t.start()
+    results = run_job(cfg, tmp_path, hub)
+    t.join(timeout=60)
+    assert not errors, (errors, [r.get("error") for r in results.values()])
+    starts = set()
+    for r in results.values():
+        assert r["ok"], r.get("error")
+        assert len(r["iterations"]) == iterations
+        assert all(it["correct"] and it["max_abs_error"] < 1e-7 for it in r["iterations"])
+        fb = r["fallback"]
+        assert [c["path"] for c in fb["changes"]] == ["ring", "switch"]
+        first, back = (c["from_reduction"] for c in fb["changes"])
+        starts.add((first, back))
+        assert fb["by_ring"] + fb["redone_for_others"] == back - first > 0
+        assert fb["by_switch"] + fb["by_ring"] == r["plan"]["ops"] * iterations
+    assert len(starts) == 1
