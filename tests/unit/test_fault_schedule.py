@@ -18,6 +18,7 @@ from controller.repl import Repl
 from gradswitch.experiment import fault_schedule, report, supervisor
 from gradswitch.experiment.fault_schedule import FaultSchedule, Mechanisms, Step, give_up_s, plan_actions
 from gradswitch.experiment.results_file import Results
+from gradswitch.experiment.spec import spec_from_dict
 from roce.qp import QpConfig
 from topology.faults import parse_fault
 from topology.generators import leafspine
@@ -298,3 +299,9 @@ def test_a_slow_worker_s_link_gets_its_rate_back_after_the_run() -> None:
     schedule.run_due(clock.wait)
     assert schedule.restore() == ["slow-worker:2@1,rate=5: its link's rate given back at the run's end"]
     assert [what for _, what in calls.log] == ["slow 2 x1", "slow 3 x2", "unslow 2"]
+
+
+def test_faults_in_an_execution_graph_run_on_bmv2_are_refused_in_one_line() -> None:
+    spec = spec_from_dict({"workload_et": "traces/ag", "workers": 4, "faults": ["worker-crash:1@2"]})
+    assert spec.problems() == ["faults (worker-crash:1@2): an execution-graph run (workload_et) on BMv2 does not fire "
+                               "faults yet; leave them out, or run the faults with a spec's own workload"]
