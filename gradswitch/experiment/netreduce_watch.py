@@ -29,7 +29,7 @@ from pathlib import Path
 
 from controller.control_plane import ControlPlane
 from controller.health import HealthEvent, HealthKind
-from workers.fallback import PathSignal, ReductionPath, all_announced, path_of_epoch, write_signal
+from workers.fallback import MIN_WORKERS, PathSignal, ReductionPath, all_announced, path_of_epoch, write_signal
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +133,10 @@ class NetReduceWatch:
                 self._stop_job(j, switch, at, [w for w in active.workers
                                                if self.control.fabric.topo.attachment(w)[0] == switch])
                 continue
+            if j.workers < MIN_WORKERS:
+                self._stop_job(j, switch, at, [], f"a job of {j.workers} workers has no ring to fall back to (it "
+                               f"needs {MIN_WORKERS}: workers/fallback.py)")
+                continue
             if path_of_epoch(j.epoch) == ReductionPath.RING:
                 continue  # already on ring
             j.epoch += 1
@@ -164,12 +168,11 @@ class NetReduceWatch:
                                            f"cells cleared on {', '.join(cleared)}"))
             log.warning("NetReduce job %d: %s is back: its workers return to in-network aggregation", j.job, switch)
 
-    def _stop_job(self, j: _Job, switch: str, at: float, hosts: list[str]) -> None:
+    def _stop_job(self, j: _Job, switch: str, at: float, hosts: list[str], reason: str = "") -> None:
         why = (f"NetReduce job {j.job}: switch {switch} is down and "
-               + (f"{', '.join(hosts)} {'is' if len(hosts) == 1 else 'are'} attached to it" if hosts
-                  else "it holds the job's aggregation")
-               + ": neither in-network aggregation nor ring all-reduce can reach "
-               + ("them" if hosts else "every worker") + "; the job stops")
+               + (f"{', '.join(hosts)} {'is' if len(hosts) == 1 else 'are'} attached to it: neither in-network "
+                  "aggregation nor ring all-reduce can reach them" if hosts
+                  else f"it aggregated the job: {reason or 'no other path'}") + "; the job stops")
         abort = j.run_dir / "abort"
         if not abort.exists():
             j.run_dir.mkdir(parents=True, exist_ok=True)

@@ -29,8 +29,9 @@ class FakeJobs:
         return sorted(self.jobs[job].switches)
 
 
-def watch_of(topo: Topology, tmp_path: Path, workers: int = 4) -> tuple[NetReduceWatch, FakeJobs, Path]:
-    hosts = [h.name for h in topo.hosts][:workers]
+def watch_of(topo: Topology, tmp_path: Path, workers: int = 4, hosts: list[str] | None = None
+             ) -> tuple[NetReduceWatch, FakeJobs, Path]:
+    hosts = hosts or [h.name for h in topo.hosts][:workers]
     jobs = FakeJobs({1: place_job(topo, 1, hosts, 2, [])})
     control: Any = SimpleNamespace(netreduce=jobs, fabric=SimpleNamespace(topo=topo))
     watch = NetReduceWatch(control)
@@ -111,3 +112,16 @@ def test_events_are_handled_on_the_watchs_thread_and_recorded(tmp_path):
         watch.stop()
     (record,) = json.loads((job_dir / RECORDS_FILE).read_text())
     assert record["path"] == "ring" and record["switch"] == agg and record["cells_cleared_at"] is not None
+
+
+def test_a_job_of_two_workers_stops_when_its_spine_dies(tmp_path):
+    """Two workers have no ring distinct from their NetReduce connections (workers/fallback.py): stopped at once
+    with the reason, rather than left to its QPs' retries."""
+    watch, jobs, job_dir = watch_of(leafspine(), tmp_path, workers=2, hosts=["h1", "h3"])  # one on each leaf
+    agg = jobs.jobs[1].aggregation_switch
+    assert jobs.jobs[1].switches[agg].role == "spine"
+    watch.switch_down(agg, at=1.0)
+    assert (job_dir / "abort").read_text() == (
+        f"NetReduce job 1: switch {agg} is down and it aggregated the job: a job of 2 workers has no ring to fall "
+        "back to (it needs 3: workers/fallback.py); the job stops")
+    assert read_signal(job_dir, 1) is None
