@@ -104,9 +104,10 @@ def _job_failure(nodes: dict[int, WorkerResult]) -> str | None:
 
 
 def fault_records(faults: tuple[Fault, ...], measured: list[SimFault], nodes: dict[int, dict[int, WorkerResult]],
-                  jobs: list[JobConfig]) -> list[FaultRecord]:
+                  jobs: list[JobConfig], ended_s: float) -> list[FaultRecord]:
     """Per fault what it did to the run (both backends' record): its outcome from what the simulator measured and
-    how the jobs ended; iterations lost are those it cut short (a job stopped in the middle of one)."""
+    how the jobs ended; iterations lost are those it cut short (a job stopped in the middle of one). ended_s: when
+    the run's last node was done (the simulator's sim_s), which for an interrupted job is when it stopped."""
     if len(measured) != len(faults):
         raise SimFaultError(f"the simulator reported {len(measured)} faults for the {len(faults)} it was given")
     failures = {cfg.job_id: _job_failure(nodes[cfg.job_id]) for cfg in jobs}
@@ -125,7 +126,7 @@ def fault_records(faults: tuple[Fault, ...], measured: list[SimFault], nodes: di
                                    int(done < job.iterations), None,
                                    f"worker {crashed['node_id']} on {crashed['host']} crashed: job {job.job_id} "
                                    f"stopped after {done} of {job.iterations} iterations, kept",
-                                   job_stopped_s=m.injected_s))  # its peers stop at once (the runner's abort)
+                                   job_stopped_s=ended_s))  # its peers stop at once (the runner's abort)
             continue
         if fault.kind == FaultKind.SLOW_WORKER:
             out.append(FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, None, None, 0, None,
@@ -137,7 +138,7 @@ def fault_records(faults: tuple[Fault, ...], measured: list[SimFault], nodes: di
             lost = int(min(_completed(n) for n in nodes[job_id].values() if n["role"] == "worker") <
                        next(c.iterations for c in jobs if c.job_id == job_id))
             out.append(FaultRecord(fault, m.injected_s, FaultOutcome.INTERRUPTED, m.detected_s, None, lost, None,
-                                   f"job {job_id} stopped: {why}"))
+                                   f"job {job_id} stopped: {why}", ended_s))
             continue
         if m.stalled_qps == 0 and m.lost_packets == 0:
             out.append(FaultRecord(fault, m.injected_s, FaultOutcome.NO_EFFECT, m.detected_s, None, 0, None,

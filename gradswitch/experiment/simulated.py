@@ -141,7 +141,7 @@ def _report(spec: ExperimentSpec, cfgs: list[JobConfig], topo: Topology, result:
         report["errors"]["simulator"] = f"stopped at its simulated time limit ({result.speed.sim_s:.3g} s)"
     if spec.faults:
         # simulated time starts at the jobs' go: the iterations' clock is the faults' clock
-        records = fault_records(spec.faults, list(result.faults), result.nodes, cfgs)
+        records = fault_records(spec.faults, list(result.faults), result.nodes, cfgs, result.speed.sim_s)
         report = with_faults(report, records, 0.0)
         spans = [(it["start"], it["end"]) for it in report["iterations"]]
         for entry, record in zip(report["faults"], records, strict=True):

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from gradswitch.experiment import results_file
+from gradswitch.experiment.fault_schedule import give_up_s
 from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo
 from ns3sim.faults import SimFault, fault_records
 from ns3sim.results import SimResult
@@ -40,7 +41,7 @@ def simulate(spec: ExperimentSpec, out: Path, faults: tuple[Fault, ...], ranks: 
              **settings: Any) -> tuple[list[JobConfig], SimResult, list[FaultRecord]]:
     topo, cfgs = spec_jobs(spec)
     result = run(topo, cfgs, SimSettings(faults=faults, **settings), out, ranks=ranks)
-    return cfgs, result, fault_records(faults, list(result.faults), result.nodes, cfgs)
+    return cfgs, result, fault_records(faults, list(result.faults), result.nodes, cfgs, result.speed.sim_s)
 
 
 def all_exact(result: SimResult, cfg: JobConfig) -> bool:
@@ -126,6 +127,23 @@ def test_a_worker_crash_stops_the_job_interrupted_with_the_completed_iterations_
     assert next(iter(saved["errors"])) == f"fault worker-crash:1@{at:g}"  # the fault first, then what followed
 
 
+def test_a_hosts_link_down_for_good_stops_the_job_within_the_transports_deadline(tmp_path: Path) -> None:
+    """No route around a worker's own link: its queue pairs give up after their retries (give_up_s: the RTO doubled
+    up to rto_max, retry_limit + 1 times, from their last progress, at most one RTO before the fault) and the job
+    stops, interrupted, with what it completed kept."""
+    spec = ring()
+    host = spec_jobs(spec)[1][0].workers[1].host
+    cut = parse_fault(f"link-down:{host}-leaf1@{CRASH_AT_S}")
+    cfgs, result, [r] = simulate(spec, tmp_path / "cut", (cut,))
+    cfg = cfgs[0]
+    assert r.outcome == FaultOutcome.INTERRUPTED and r.iterations_lost == 1 and r.job_stopped_s is not None
+    assert "transport retry counter exceeded" in r.detail
+    give_up = give_up_s(cfg.rto, cfg.retry_limit)
+    assert CRASH_AT_S + give_up - cfg.rto <= r.job_stopped_s <= CRASH_AT_S + give_up
+    kept = [len(n["iterations"]) for n in result.nodes[cfg.job_id].values()]
+    assert min(kept) > 0 and all(it["correct"] for n in result.nodes[cfg.job_id].values() for it in n["iterations"])
+
+
 def test_a_link_flap_rides_through_on_retransmission(tmp_path: Path) -> None:
     """Each of spine1's two links flaps twice: out for 0.5 s (noticed and routed around) and back for 0.5 s. The
     ring's flows through spine1 lose what is in flight and resend it: every sum exact."""
@@ -177,7 +195,7 @@ def test_a_slow_worker_stretches_a_compute_bound_iteration_by_its_factor(tmp_pat
     base = iteration_s(clean)
     assert compute / base > 0.9  # compute-bound: the communication is at most a tenth
     assert iteration_s(slowed) == pytest.approx(base + (factor - 1) * compute, rel=0.01)
-    [r] = fault_records((slow_fault,), list(slowed.faults), slowed.nodes, cfgs)
+    [r] = fault_records((slow_fault,), list(slowed.faults), slowed.nodes, cfgs, slowed.speed.sim_s)
     assert (r.outcome, r.injected_s) == (FaultOutcome.RECOVERED, 0.0)
 
 

@@ -90,19 +90,21 @@ def test_what_the_simulator_measured_becomes_fault_records() -> None:
     _, cfgs = spec_jobs(leafspine())
     crash = parse_fault("switch-crash:spine1@2,restart=3")
     nodes = {1: {i: node(i, 10) for i in range(4)}}
-    [r] = fault_records((crash,), [measured(crash.label)], nodes, cfgs)
+    [r] = fault_records((crash,), [measured(crash.label)], nodes, cfgs, 12.0)
     assert (r.outcome, r.detected_s, r.recovered_s, r.iterations_lost) == (FaultOutcome.RECOVERED, 2.05, 2.2, 0)
     assert r.time_to_detect_s == pytest.approx(0.05) and "10 packets lost" in r.detail
-    [r] = fault_records((crash,), [measured(crash.label, stalled=0, lost=0, recovered=None)], nodes, cfgs)
+    [r] = fault_records((crash,), [measured(crash.label, stalled=0, lost=0, recovered=None)], nodes, cfgs, 12.0)
     assert r.outcome == FaultOutcome.NO_EFFECT
-    [r] = fault_records((crash,), [measured(crash.label, injected=None, detected=None, recovered=None)], nodes, cfgs)
+    unrun = measured(crash.label, injected=None, detected=None, recovered=None)
+    [r] = fault_records((crash,), [unrun], nodes, cfgs, 12.0)
     assert r.outcome == FaultOutcome.NO_EFFECT and r.detail == "the jobs had ended before its time"
     # a switch that stays down on the only path: the QPs give up, the job stops mid-iteration
     broken = {1: {0: node(0, 3, False, "transport retry counter exceeded: no acknowledgement from h2"),
                   **{i: node(i, 3, False, "stopped: node 0 of job 1 failed") for i in range(1, 4)}}}
-    [r] = fault_records((crash,), [measured(crash.label, recovered=None)], broken, cfgs)
+    [r] = fault_records((crash,), [measured(crash.label, recovered=None)], broken, cfgs, 8.0)
     assert (r.outcome, r.iterations_lost) == (FaultOutcome.INTERRUPTED, 1)
     assert r.detail.startswith("job 1 stopped: node 0 on h1: transport retry counter exceeded")
+    assert r.job_stopped_s == 8.0
 
 
 def test_a_worker_crash_is_interrupted_with_the_iterations_kept() -> None:
@@ -112,7 +114,7 @@ def test_a_worker_crash_is_interrupted_with_the_iterations_kept() -> None:
                  1: node(1, 3, False, "crashed at 3.5 s (fault worker-crash:1@3.5)"),
                  2: node(2, 3, False, "stopped: ..."), 3: node(3, 3, False, "stopped: ...")}}
     [r] = fault_records((kill,), [measured(kill.label, injected=3.5, detected=3.5, recovered=None, stalled=0)],
-                        nodes, cfgs)
+                        nodes, cfgs, 3.5)
     assert (r.outcome, r.iterations_lost, r.time_to_detect_s, r.job_stopped_s) == (FaultOutcome.INTERRUPTED, 1, 0.0,
                                                                                    3.5)
     assert r.detail == "worker 1 on h2 crashed: job 1 stopped after 3 of 10 iterations, kept"
