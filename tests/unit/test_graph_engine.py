@@ -17,6 +17,7 @@ from workers.collectives.ops import Op, ops_of
 from workers.collectives.schedule import Schedule, chunk_bounds
 from workers.comm import Wait
 from workers.graph_engine import GraphScheduler
+from workload.broadcast_chain import chunks_of
 from workload.collective_bounds import collective_bound_s
 from workload.gradients import Int32Array
 from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, Node, RankGraph
@@ -66,7 +67,7 @@ def test_pairwise_all_to_all_by_hand() -> None:
 def test_broadcast_chain_by_hand() -> None:
     """Root at position 2 of 4: the chain is 2, 3, 0, 1; 3 receives from 2 and forwards to 0; 1 is last."""
     n, e = 4, 5000  # 20 kB: 3 chunks of CHUNK_BYTES or less
-    assert chain.chunks_of(e * 4) == 3
+    assert chunks_of(e * 4) == 3
     root, middle, last = chain.broadcast(2, n, e, 2), chain.broadcast(3, n, e, 2), chain.broadcast(1, n, e, 2)
     assert {st.send_to for st in root.steps} == {3} and {st.recv_from for st in root.steps} == {None}
     assert {(st.recv_from, st.send_to, st.forward) for st in middle.steps} == {(2, 0, True)}
