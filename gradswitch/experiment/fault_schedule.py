@@ -266,7 +266,10 @@ class FaultSchedule:
                 m.slow_worker(self.ranks[action.fault], f)
         except Exception as e:  # the mechanism failed: the fault says so, the run goes on
             fired.error = f"{action.step.value} failed: {type(e).__name__}: {e}"
+            fired.detail.append(fired.error)
             log.warning("fault %s: %s", f.label, fired.error)
+            if fired.injected_s is None:  # (part of it may have happened: what followed is the job's to say)
+                fired.injected_s = now_s
             return
         if restoring:
             fired.detail.append(f"{action.step.value} at the run's end ({now_s:.2f} s)")

@@ -305,3 +305,17 @@ def test_faults_in_an_execution_graph_run_on_bmv2_are_refused_in_one_line() -> N
     spec = spec_from_dict({"workload_et": "traces/ag", "workers": 4, "faults": ["worker-crash:1@2"]})
     assert spec.problems() == ["faults (worker-crash:1@2): an execution-graph run (workload_et) on BMv2 does not fire "
                                "faults yet; leave them out, or run the faults with a spec's own workload"]
+
+
+def test_a_mechanism_that_fails_is_named_in_the_fault_s_record() -> None:
+    clock = Clock()
+
+    def set_link(a: str, b: str, up: bool) -> None:
+        raise RuntimeError("thrift port 9090: read timeout")
+
+    schedule = FaultSchedule([parse_fault("link-down:leaf1-spine1@1")], Mechanisms(set_link=set_link), clock=clock)
+    schedule.go = clock()
+    schedule.run_due(clock.wait)
+    (record,) = schedule.records([(0, 100.0, 100.5)], planned=5)
+    assert record.outcome == FaultOutcome.INTERRUPTED and record.injected_s == pytest.approx(1.0)
+    assert record.detail.startswith("link-down failed: RuntimeError: thrift port 9090: read timeout")
