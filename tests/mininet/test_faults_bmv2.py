@@ -5,6 +5,7 @@ behind (switch processes, veths, the management fence)."""
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import pytest
@@ -107,3 +108,18 @@ def test_a_spine_crash_in_a_leafspine_netreduce_run_falls_back_to_ring_with_exac
     table = (out / "table.txt").read_text().splitlines()
     assert "fell back to ring" in table[1]
     assert_nothing_left(out, "leafspine")
+
+
+def test_a_worker_whose_link_is_cut_slows_the_ring_from_the_fault_on(tmp_path):
+    spec = spec_from_dict({**BASE, "topo": "rack", "iterations": 8, "faults": ["slow-worker:2@2,rate=8"]})
+    out = tmp_path / "run"
+    report = run_experiment(spec, out, progress=False)
+    assert report["ok"], report["errors"]
+    assert all(it["correct"] and it["wrong_elements"] == 0 for it in report["iterations"])
+    (fault,) = report["faults"]
+    assert fault["outcome"] == "recovered" and "ran with the slow worker" in fault["detail"], fault
+    before = [it["time_s"] for it in report["iterations"] if not it.get("faults")]
+    during = [it["time_s"] for it in report["iterations"] if it.get("faults") == ["slow-worker:2@2,rate=8"]]
+    # A ring runs at its slowest link (the first iteration it hit was partly before it: the median).
+    assert before and len(during) >= 2 and statistics.median(during) > 1.5 * max(before), (before, during)
+    assert_nothing_left(out, "rack")
