@@ -419,8 +419,8 @@ class Fallback:
         switch's loss sent to ring."""
         def settled() -> bool:
             self.comm.collect()
-            self.poll()
-            return self.redo is None and self.pending is None and done()
+            self.poll()  # (announces, agrees and redoes for the others meanwhile)
+            return done()  # every worker has every result: no agreement or redo is needed by anyone any more
 
         self.comm.engine.run_until(settled, timeout,
                                    "the other workers to finish (NetReduce fallback)", self.comm.aborted)
