@@ -276,8 +276,11 @@ class FaultSchedule:
         if fired.injected_s is None:
             fired.injected_s = now_s
         # A person watching the run sees each step as it happens (the table names the fault again at the end).
-        log.warning("fault %s: %s%s at %.2f s after the start", f.label, action.step.value,
-                    f" ({fired.detail[-1]})" if action.step == Step.KILL and fired.detail else "", now_s)
+        what = {Step.CRASH: f"{f.target}'s switch process killed (SIGKILL)", Step.RESTART: f"{f.target} restarted",
+                Step.LINK_DOWN: f"link {f.target} down", Step.LINK_UP: f"link {f.target} up",
+                Step.KILL: fired.detail[-1] if fired.detail else f"worker {f.target} killed",
+                Step.SLOW: f"worker {f.target} slowed"}[action.step]
+        log.warning("fault %s at %.2f s after the start: %s", f.label, now_s, what)
 
     # ---- after the run ----
 
