@@ -15,6 +15,7 @@ import contextlib
 import os
 import secrets
 import threading
+from collections.abc import Callable
 from multiprocessing.managers import BaseManager
 from pathlib import Path
 from typing import Any
@@ -38,14 +39,26 @@ class _ClientManager(BaseManager):
 
 
 PARTS = ("fabric", "netreduce", "dlcp", "balancing")  # the fields of ControlPlane, one proxy each
-for _part in PARTS:
+FAULTS = "faults"  # the network's fault injector (the REPL's `fault`), where the process serving it has one
+for _part in (*PARTS, FAULTS):
     _ClientManager.register(_part)
+
+
+class FaultInjector:
+    """What the control socket serves as `faults`: fire(text) fires a fault (its command line form) on the
+    network and says what it did (gradswitch.experiment.fault_schedule.injector: this layer only carries it)."""
+
+    def __init__(self, inject: Callable[[str], str]) -> None:
+        self._inject = inject
+
+    def fire(self, text: str) -> str:
+        return self._inject(text)
 
 
 class ControlServer:
     """Serves one ControlPlane on <run_dir>/control.sock until closed."""
 
-    def __init__(self, control: ControlPlane, run_dir: Path) -> None:
+    def __init__(self, control: ControlPlane, run_dir: Path, inject: Callable[[str], str] | None = None) -> None:
         self.socket_path = run_dir / SOCKET_NAME
         self.key_path = run_dir / KEY_NAME
         self.socket_path.unlink(missing_ok=True)
@@ -56,6 +69,9 @@ class ControlServer:
         manager_cls: type[BaseManager] = type("ControlManager", (_ServerManager,), {})
         for part in PARTS:
             manager_cls.register(part, callable=lambda part=part: getattr(control, part))
+        if inject is not None:
+            injector = FaultInjector(inject)
+            manager_cls.register(FAULTS, callable=lambda: injector)
         self._manager = manager_cls(address=str(self.socket_path), authkey=key)
         self._server = self._manager.get_server()
         os.chmod(self.socket_path, 0o600)
@@ -103,3 +119,15 @@ def attach(run_dir: Path) -> ControlPlane:
         raise ControlSocketError(f"cannot reach the controller at {socket_path}: {e}") from None
     proxies: dict[str, Any] = {part: getattr(manager, part)() for part in PARTS}
     return ControlPlane(**proxies)
+
+
+def attach_faults(run_dir: Path) -> Callable[[str], str] | None:
+    """The running network's fault injector through its control socket (None: the process that serves it has
+    none); a bad fault comes back as the same exception, FaultError, one line."""
+    manager = _ClientManager(address=str(run_dir / SOCKET_NAME), authkey=(run_dir / KEY_NAME).read_bytes())
+    manager.connect()
+    try:
+        faults: Any = getattr(manager, FAULTS)()
+    except Exception:  # the server registered no injector (a network started without one)
+        return None
+    return lambda text: str(faults.fire(text))

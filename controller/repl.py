@@ -435,13 +435,13 @@ class Repl(cmd.Cmd):
         restart=S), a link goes down (up again after down=S) or flaps, now or SECONDS from now.
 
         Kinds: switch-crash, link-down, link-flap (worker faults belong to a run: gradswitch experiment --fault).
-        Only in the REPL of the process that holds the network (`repl` in `gradswitch net`'s Mininet CLI)."""
+        Fired by the process that holds the network (`gradswitch net`), from its REPL or an attached one."""
         words = self._args(arg, 1, "fault KIND:TARGET[@SECONDS][,opt=V ...], e.g. switch-crash:spine1@2,restart=5")
         if len(words) > 1:
             raise ReplError(f"fault: one fault per command, without spaces (got {len(words)} words: {arg.strip()})")
         if self.inject is None:
-            raise ReplError("fault: this REPL is attached from another terminal; fire faults from the REPL of the "
-                            "`gradswitch net` process (its Mininet CLI's `repl`), which holds the switches")
+            raise ReplError("fault: this REPL has no network to fire faults on (`gradswitch repl --direct` talks to "
+                            "the switches only); attach to a `gradswitch net` network, which fires them")
         self.out(self.inject(words[0]))
 
     def do_exit(self, arg: str) -> bool:

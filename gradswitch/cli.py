@@ -235,7 +235,9 @@ def cmd_net(args: argparse.Namespace) -> int:
             reach = net.pingall()
             print(reach.table())
             return 0 if reach.full else 1
-        with ControlServer(net.control, net.run_dir):
+        from gradswitch.experiment.fault_schedule import injector
+
+        with ControlServer(net.control, net.run_dir, inject=injector(net)):  # `fault` from an attached REPL too
             _mininet_cli(net)
         return 0
 
@@ -290,7 +292,7 @@ def _find_run_dir(explicit: Path | None) -> Path:
 
 def cmd_repl(args: argparse.Namespace) -> int:
     from controller.control_plane import ControlPlane
-    from controller.control_socket import attach
+    from controller.control_socket import attach, attach_faults
     from controller.fabric import Fabric
     from controller.p4rt import REPL_ELECTION_ID
     from controller.repl import run_repl
@@ -306,7 +308,8 @@ def cmd_repl(args: argparse.Namespace) -> int:
     if given:
         raise UsageError(f"{', '.join(dict.fromkeys(given))}: only with --direct (without it the REPL attaches to "
                          "the running network, which has its own topology)")
-    run_repl(attach(_find_run_dir(args.run_dir)), args.command)
+    run_dir = _find_run_dir(args.run_dir)
+    run_repl(attach(run_dir), args.command, inject=attach_faults(run_dir))
     return 0
 
 

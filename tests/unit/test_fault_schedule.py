@@ -4,6 +4,8 @@ network is tests/mininet/test_faults_bmv2.py), the report's marks, and the deadl
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, cast
@@ -11,6 +13,7 @@ from typing import Any, cast
 import pytest
 
 from controller.control_plane import ControlPlane
+from controller.control_socket import ControlServer, attach_faults
 from controller.dlcp_settings import DlcpSettings
 from controller.load_balancing import LoadBalancing
 from controller.netreduce_jobs import NetReduceJobs
@@ -261,10 +264,10 @@ def test_a_bad_repl_fault_is_one_line_and_fires_nothing(line: str, says: str) ->
     assert net.calls == []
 
 
-def test_an_attached_repl_says_where_faults_are_fired() -> None:
+def test_a_repl_without_a_network_says_where_faults_are_fired() -> None:
     r, out, _ = fault_repl(inject=False)
     r.onecmd("fault switch-crash:spine1")
-    assert len(out) == 1 and "the REPL of the `gradswitch net` process" in out[0]
+    assert len(out) == 1 and "attach to a `gradswitch net` network, which fires them" in out[0]
     out.clear()
     r.onecmd("help")
     assert any(line.strip().startswith("fault KIND:TARGET[@SECONDS]") for line in out)
@@ -319,3 +322,25 @@ def test_a_mechanism_that_fails_is_named_in_the_fault_s_record() -> None:
     (record,) = schedule.records([(0, 100.0, 100.5)], planned=5)
     assert record.outcome == FaultOutcome.INTERRUPTED and record.injected_s == pytest.approx(1.0)
     assert record.detail.startswith("link-down failed: RuntimeError: thrift port 9090: read timeout")
+
+
+def test_an_attached_repl_fires_faults_through_the_control_socket() -> None:
+    _, _, net = fault_repl()
+    fabric: Any = type("F", (), {"switch_names": lambda self: ["leaf1", "leaf2", "spine1", "spine2"]})()
+    control = ControlPlane(fabric, NetReduceJobs(fabric), DlcpSettings(fabric), LoadBalancing(fabric))
+    run_dir = Path(tempfile.mkdtemp(prefix="gs-faults-", dir="/tmp"))  # a short path: a Unix socket's limit
+    try:
+        with ControlServer(control, run_dir, inject=fault_schedule.injector(cast(Any, net))):
+            inject = attach_faults(run_dir)
+            assert inject is not None
+            out: list[str] = []
+            r = Repl(control, out=out.append, inject=inject)  # as `gradswitch repl` makes it, with the proxy
+            r.onecmd("fault link-down:leaf2-spine2")
+            r.onecmd("fault switch-crash:spine7")  # refused over there: the same one line here
+            assert out[0] == "fault link-down:leaf2-spine2@0: now"
+            assert out[1].startswith("error: fault switch-crash:spine7@0: 'spine7' is not a switch"), out
+            assert net.done.wait(10) and net.calls == ["leaf2-spine2 down"]
+        with ControlServer(control, run_dir):
+            assert attach_faults(run_dir) is None  # a network served without an injector
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
