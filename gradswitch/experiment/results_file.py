@@ -228,7 +228,8 @@ FIELD_DOCS: dict[str, str] = {
     "simulator": "backend ns3: how fast the simulator ran (see SimulatorFigures)",
     "faults": "runs with faults (docs/faults.md): one per fault, as it was carried out: fault, label, injected_s, "
               "outcome (`recovered`, `interrupted`, `no-effect`), detected_s, recovered_s, time_to_detect_s, "
-              "time_to_recover_s, iterations_lost, fallback, detail (seconds after the jobs' start)",
+              "time_to_recover_s, iterations_lost, fallback, detail (seconds after the jobs' start); on ns-3 also "
+              "throughput_it_s: iterations per second before, during (until recovered) and after",
     "fault_outcome": "runs with faults: the worst of their outcomes (`interrupted` over `recovered` over "
                      "`no-effect`); an interrupted run's errors name the fault first",
 }
