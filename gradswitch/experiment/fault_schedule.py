@@ -151,6 +151,7 @@ class FaultSchedule:
         self.worker_exits: dict[int, float] = {}  # rank -> when the runner saw its process gone (after go)
         self.paths: list[tuple[float, str, str]] = []  # (seconds after go, path, switch): agreed changes of path
         self.stop_deadline_s: float | None = None  # how long the job's nodes may take to stop after one died
+        self.since = "the start"  # what its times count from, for a person (the REPL's: "the command")
         self._actions = plan_actions(self.faults)
         self._restarted: set[int] = set()  # faults whose switch was restarted
         self._done = 0  # steps carried out (in order)
@@ -280,7 +281,7 @@ class FaultSchedule:
                 Step.LINK_DOWN: f"link {f.target} down", Step.LINK_UP: f"link {f.target} up",
                 Step.KILL: fired.detail[-1] if fired.detail else f"worker {f.target} killed",
                 Step.SLOW: f"worker {f.target} slowed"}[action.step]
-        log.warning("fault %s at %.2f s after the start: %s", f.label, now_s, what)
+        log.warning("fault %s at %.2f s after %s: %s", f.label, now_s, self.since, what)
 
     # ---- after the run ----
 
@@ -384,6 +385,7 @@ def injector(net: Testbed, log_line: Callable[[str], None] = log.warning) -> Cal
             raise FaultError(problems[0])
         schedule = FaultSchedule([fault], Mechanisms(crash_switch=net.crash_switch, restart_switch=net.restart_switch,
                                                      set_link=net.set_link))
+        schedule.since = "the command"
         schedule.start()
         return f"fault {fault.label}: {'now' if fault.at_s == 0 else f'in {fault.at_s:g} s'}" + (
             "" if not fault.windows()[-1][1] else f", back {fault.windows()[-1][1]:g} s from now")
