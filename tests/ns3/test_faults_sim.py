@@ -199,6 +199,24 @@ def test_a_slow_worker_stretches_a_compute_bound_iteration_by_its_factor(tmp_pat
     assert (r.outcome, r.injected_s) == (FaultOutcome.RECOVERED, 0.0)
 
 
+def test_a_slow_workers_link_cut_to_half_its_rate_halves_a_ring_s_pace(tmp_path: Path) -> None:
+    """A ring is paced by its slowest link: with one worker's link cut from 20 to 10 Mb/s (both directions) from the
+    start, every step waits for it, and an iteration takes twice as long."""
+    spec = ring(iterations=4)
+    topo, cfgs = spec_jobs(spec)
+    cfg = cfgs[0]
+    clean = run(topo, cfgs, SimSettings(), tmp_path / "clean")
+    cut = parse_fault("slow-worker:1@0,rate=10")
+    slowed = run(topo, cfgs, SimSettings(faults=(cut,)), tmp_path / "cut")
+
+    def iteration_s(result: SimResult) -> float:
+        return max(n["iterations"][-1]["end"] - n["iterations"][-1]["start"]
+                   for n in result.nodes[cfg.job_id].values())
+
+    assert all_exact(slowed, cfg)
+    assert iteration_s(slowed) == pytest.approx(2 * iteration_s(clean), rel=0.03)
+
+
 @pytest.mark.ns3_mpi
 def test_a_spine_crash_over_two_mpi_ranks_measures_what_one_rank_does(tmp_path: Path) -> None:
     """The leaf-spine is cut between its leaves and spines: the crashed spine's links cross ranks. Every rank
