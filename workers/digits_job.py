@@ -130,6 +130,7 @@ class TrainLoop:
 
     def __init__(self, comm: Comm, allreduce: AllReduce, collective: object = None) -> None:
         self.comm = comm
+        self.records: list[IterationRecord] = []
         # k of N: the collective's sums may leave workers out, and say which (NetReduceWorker)
         self.partial = collective if isinstance(collective, PartialSums) and collective.layout.k_of_n else None
         self.slowdown = Slowdown(run_dir_of(comm), comm.me.node_id)
@@ -199,7 +200,7 @@ class TrainLoop:
         return [g.ravel() for g in reversed(grads)], loss
 
     def run(self, progress: Callable[[int], None] = lambda i: None) -> list[IterationRecord]:
-        records: list[IterationRecord] = []
+        records = self.records  # the iterations completed so far (kept when the run fails)
         train_s = 0.0  # wall time of the iterations so far (checks and evaluation excluded)
         shapes = [t.shape for t in reversed(self.model.tensors())]
         for it in range(self.cfg.iterations):
