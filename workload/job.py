@@ -119,6 +119,16 @@ class Training:
                       "scheduling": Scheduling(raw["scheduling"])})
 
 
+def job_dir(run_dir: Path, job_id: int) -> Path:
+    """Where a job's nodes meet in a run directory (their ready/go/progress/result files and signals)."""
+    return run_dir / f"job{job_id}"
+
+
+def job_file(out_dir: Path, job_id: int) -> Path:
+    """A job's configuration file in a run's output directory (what `python -m workers.main` reads)."""
+    return out_dir / f"job{job_id}.json"
+
+
 @dataclass(frozen=True)
 class JobConfig:
     algo: Algorithm

@@ -46,7 +46,7 @@ from workers.graph_job import GraphJob, read_timing, timing_path
 from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
 from workload.graph import CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
 from workload.graph_timing import GraphRun
-from workload.job import Algorithm
+from workload.job import Algorithm, job_dir, job_file
 
 REPORT_FORMAT = 1
 SEND_RECV = "send_recv"  # the per-type summary's name for point-to-point transfers
@@ -279,7 +279,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     if ranks_dir.exists():
         shutil.rmtree(ranks_dir)
     ranks_dir.mkdir()
-    job.save(run_dir / f"job{job.job.job_id}.json")
+    job.save(job_file(run_dir, job.job.job_id))
     links = LinkMeter.of(net)
     cpu: list[CpuSample] = []
     carried: dict[str, dict[str, Any]] = {}
@@ -299,14 +299,14 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
         results = run_nodes(net, [job.job], run_dir, ranks_dir, Progress(1, graph.name, False), on_go=go,
                             on_done=done, module="workers.graph_main")[job.job.job_id]
     wall_s = time.monotonic() - wall
-    job_dir = ranks_dir / f"job{job.job.job_id}"
-    missing = [r for r in range(graph.world_size) if not timing_path(job_dir, r).exists()]
+    ranks_job_dir = job_dir(ranks_dir, job.job.job_id)
+    missing = [r for r in range(graph.world_size) if not timing_path(ranks_job_dir, r).exists()]
     errors = tuple(f"rank {r} on {res['host']}: {res.get('error', 'failed')}" for r, res in sorted(results.items())
                    if not res["ok"])
     if missing:
         raise ExperimentError(f"{graph.name}: rank {missing[0]} did not run its graph: "
                               f"{results[missing[0]].get('error', 'no result')}")
-    run = GraphRun(tuple(n for r in range(graph.world_size) for n in read_timing(job_dir, r).nodes))
+    run = GraphRun(tuple(n for r in range(graph.world_size) for n in read_timing(ranks_job_dir, r).nodes))
     cpu_idle = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
     resent = sum(res.get("stats", {}).get("requester", {}).get("retransmitted", 0) for res in results.values())
     report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent)

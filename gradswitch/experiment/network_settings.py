@@ -22,7 +22,7 @@ from mininet_topos.tensorlights import ServerClass, TensorLights
 from protocol.ecmp import Balancing
 from protocol.p4_constants import CONFIG
 from protocol.polling import wait_until
-from workload.job import Algorithm, JobConfig
+from workload.job import Algorithm, JobConfig, job_dir
 
 BACKGROUND_PORT = 5299  # iperf3 server of the bulk TCP traffic
 
@@ -93,7 +93,7 @@ class RunSettings:
         watch = NetReduceWatch(self.control)
         for cfg in self.cfgs:
             if cfg.job_id in self.netreduce_jobs:  # (each job's run directory, as the supervisor makes it)
-                watch.add_job(cfg.job_id, len(cfg.workers), self.run_dir / f"job{cfg.job_id}", cfg.iteration_timeout)
+                watch.add_job(cfg.job_id, len(cfg.workers), job_dir(self.run_dir, cfg.job_id), cfg.iteration_timeout)
         watch.start()
         self.netreduce_watch = watch
         self._unsubscribe = self.control.subscribe(watch.on_health)

@@ -42,7 +42,7 @@ from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
 from topology.faults import WORKER_FAULTS, Fault, worker_rank
 from workers.slowdown import write_slowdown
-from workload.job import JobConfig
+from workload.job import JobConfig, job_dir, job_file
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     placement = place(spec, net.topo)
     cfgs = [job_config(spec, j + 1, nodes, net.topo) for j, nodes in enumerate(placement.jobs)]
     for cfg in cfgs:
-        cfg.save(out_dir / f"job{cfg.job_id}.json")
+        cfg.save(job_file(out_dir, cfg.job_id))
     fabric = net.fabric
     procs: Processes = {}
     schedule = fault_schedule_for(net, spec, cfgs[0], procs, run_dir)
@@ -182,7 +182,7 @@ def fault_schedule_for(net: Testbed, spec: ExperimentSpec, cfg: JobConfig, procs
     hosts = [w.host for w in cfg.workers]
     ranks = {i: rank for i, f in enumerate(spec.faults) if f.kind in WORKER_FAULTS
              and (rank := worker_rank(f, net.topo, hosts)) is not None}
-    job_dir = run_dir / f"job{cfg.job_id}"
+    one_job_dir = job_dir(run_dir, cfg.job_id)
 
     def kill_worker(rank: int) -> str:
         node = cfg.workers[rank]
@@ -193,7 +193,7 @@ def fault_schedule_for(net: Testbed, spec: ExperimentSpec, cfg: JobConfig, procs
     def slow_worker(rank: int, fault: Fault) -> None:
         node = cfg.workers[rank]
         if fault.factor != 1:
-            write_slowdown(job_dir, node.node_id, fault.factor)
+            write_slowdown(one_job_dir, node.node_id, fault.factor)
         if fault.rate_mbps is not None:
             net.set_link_rate(node.host, fault.rate_mbps)
 

@@ -27,7 +27,7 @@ from ns3sim import run as simulate
 from ns3sim.build import status
 from ns3sim.faults import fault_records, phase_throughput
 from topology.model import Topology
-from workload.job import JobConfig
+from workload.job import JobConfig, job_file
 
 PROGRESS_S = 10.0  # wall seconds between the simulator's progress lines on a terminal
 
@@ -92,7 +92,7 @@ def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = N
     placement = place(spec, topo)
     cfgs = [job_config(spec, j + 1, nodes, topo) for j, nodes in enumerate(placement.jobs)]
     for cfg in cfgs:
-        cfg.save(out_dir / f"job{cfg.job_id}.json")
+        cfg.save(job_file(out_dir, cfg.job_id))
     show = sys.stderr.isatty() if progress is None else progress
     settings = sim_settings(spec, cfgs, placement, show)
     started = time.time()

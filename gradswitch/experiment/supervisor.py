@@ -22,7 +22,7 @@ from mininet_topos.network import GradNetwork
 from protocol.paths import REPO_ROOT
 from protocol.polling import wait_until
 from workload import worker_result
-from workload.job import JobConfig
+from workload.job import JobConfig, job_dir, job_file
 from workload.worker_result import WorkerResult as NodeResult
 
 DONE_POLL_S = 0.05  # how often the runner looks at the nodes' progress and done files
@@ -106,7 +106,7 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
     procs: Processes = {}
     late: dict[NodeKey, str] = {}  # nodes killed because they did not stop after their job's abort: why
     logs: dict[tuple[int, int], Path] = {}
-    dirs = {cfg.job_id: run_dir / f"job{cfg.job_id}" for cfg in cfgs}
+    dirs = {cfg.job_id: job_dir(run_dir, cfg.job_id) for cfg in cfgs}
     by_job = {cfg.job_id: cfg for cfg in cfgs}
     try:
         for cfg in cfgs:
@@ -120,7 +120,7 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
                     # emulated hosts, or they drop packets at their inputs.
                     procs[key] = net.host(node.host).popen(
                         ["nice", "-n", str(WORKER_NICE), sys.executable, "-m", module,
-                         str(config_dir / f"job{cfg.job_id}.json"), str(jd), str(node.node_id)],
+                         str(job_file(config_dir, cfg.job_id)), str(jd), str(node.node_id)],
                         stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT), env=env)
 
         def ready() -> bool:
