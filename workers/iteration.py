@@ -20,6 +20,7 @@ scheduler on a simulated clock.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass, field
@@ -185,6 +186,7 @@ class Scheduler:
                 if layer.index == 0:
                     starts.append(start)
                     if it > 0:
+                        self.bounds.append((starts[it - 1], start))  # iteration it-1 is complete: kept on a failure
                         finished(it - 1)
             self._new_iteration(it)
             for layer in reversed(layers):
@@ -195,9 +197,8 @@ class Scheduler:
                                   f"the reduced gradients (iteration {iterations - 1})")
         last_end = self._gpu_free if immediate and self._gpu_free is not None else self.runtime.now()
         self._advance(lambda: len(self._complete) == len(self.plan.ops), None, "the last reductions")
-        ends = [*starts[1:], last_end]
+        self.bounds.append((starts[-1], last_end))
         finished(iterations - 1)
-        self.bounds = list(zip(starts, ends, strict=True))
         return timings(self.events, self.bounds)
 
     def _new_iteration(self, it: int) -> None:
@@ -344,6 +345,16 @@ class TrainingLoop:
             raise WrongResult(f"{self.comm.me.host}: iteration {bad[0].index}: {bad[0].wrong_elements} wrong elements",
                               records)
         return records
+
+    @property
+    def records(self) -> list[IterationRecord]:
+        """The iterations completed so far, every reduction of each checked (what a node keeps when its run
+        fails: a peer died, the job was aborted). A wrong sum found here stays in its iteration's record."""
+        with contextlib.suppress(WrongResult):
+            while self.pending:  # reduced, not yet checked
+                self.background()
+        done = {i for i, c in self.checks.items() if c.checked == len(self.plan.elements)}
+        return [r for r in self._records(self.scheduler.bounds) if r.index in done]
 
     def _records(self, bounds: list[tuple[float, float]]) -> list[IterationRecord]:
         records = []

@@ -22,6 +22,7 @@ from roce.engine import Engine, Link, RawSocketLink
 from roce.qp import TransportError
 from workers.comm import Comm
 from workers.digits_job import TrainLoop
+from workers.iteration import TrainingLoop
 from workers.loops import Loop, WorkerLoop
 from workload.job import Algorithm, JobConfig, Role
 from workload.records import IterationRecord, WrongResult
@@ -56,8 +57,8 @@ def make_algorithm(comm: Comm) -> tuple[RunFn, Loop | None]:
 
 def completed(loop: Loop | None) -> list[IterationRecord]:
     """The iterations a loop completed before its run failed (a peer died, the job was aborted): kept in the
-    node's result. The training loop (emulated computation) keeps none: it gives none."""
-    return list(loop.records) if isinstance(loop, WorkerLoop | TrainLoop) else []
+    node's result."""
+    return list(loop.records) if isinstance(loop, WorkerLoop | TrainLoop | TrainingLoop) else []
 
 
 def linger(cfg: JobConfig, engine: Engine, run_dir: Path, node_id: int) -> None:

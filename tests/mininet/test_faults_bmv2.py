@@ -123,3 +123,20 @@ def test_a_worker_whose_link_is_cut_slows_the_ring_from_the_fault_on(tmp_path):
     # A ring runs at its slowest link (the first iteration it hit was partly before it: the median).
     assert before and len(during) >= 2 and statistics.median(during) > 1.5 * max(before), (before, during)
     assert_nothing_left(out, "rack")
+
+
+def test_a_killed_worker_of_an_emulated_training_run_keeps_the_iterations_completed_before(tmp_path):
+    """The training loop (emulated computation, per-layer reductions in flight) keeps what it completed too."""
+    spec = spec_from_dict({"algo": "ring", "workers": 3, "topo": "rack", "workload": "vgg16", "scale": 0.0005,
+                           "bw_mbps": 20.0, "iterations": 40, "warmup": 1, "sync": "layer",
+                           "emulate": {"link_gbps": 10.0, "batch": 16}, "faults": ["worker-crash:2@4"]})
+    out = tmp_path / "run"
+    report = run_experiment(spec, out, progress=False)
+    (fault,) = report["faults"]
+    assert fault["outcome"] == "interrupted" and report["fault_outcome"] == "interrupted"
+    kept = report["iterations"]
+    assert 0 < len(kept) < 40, report["summary"]
+    assert all(it["correct"] and it["check"] == "exact" and it["reported_by"] == 2 for it in kept)
+    assert [it["index"] for it in kept] == list(range(len(kept)))  # every iteration before the fault, in order
+    assert fault["iterations_lost"] == 40 - len(kept)
+    assert_nothing_left(out, "rack")
