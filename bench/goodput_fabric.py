@@ -24,6 +24,7 @@ from bench.scaling import scaling_spec
 from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.report import busiest_link_load
 from gradswitch.experiment.simulated import link_usage, sim_settings
+from gradswitch.version import code_version
 from ns3sim import run as simulate
 from topology.model import Topology
 from workload.failure_schedule import ElementKind, without
@@ -49,6 +50,7 @@ class FabricRun:
     busiest_link_load: float | None
     wall_s: float  # wall seconds the simulation took on this machine
     limits: dict[str, Any]
+    code_version: str = ""  # the code (and so the simulator's sources) the run was made with
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> FabricRun:
@@ -98,7 +100,7 @@ def measure(workers: int, label: str, kind: ElementKind | None, element: str, ou
     figures = {**limits.figures(), "machine_bound": False, "machine_bound_reason": None, "limited_by": SIMULATED}
     run = FabricRun(label, element, str(kind) if kind is not None else "intact", workers, MODEL, ALGO,
                     result.ok() and correct and bool(times), max(times) if times else float("nan"), load, wall,
-                    figures)
+                    figures, code_version())
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(asdict(run), indent=1) + "\n")
     return run

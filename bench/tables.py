@@ -690,6 +690,33 @@ def switch_faults_table(results: Path) -> str:
                   f"flow's longest gap ({data['flow']['rate_pps']:g} packets/s)", "back"], rows)
 
 
+def sim_faults_table(results: Path) -> str:
+    """bench/sim_faults.py: per fault on ns-3, detection (the assumed delay), recovery, iterations lost and the
+    job's iterations/s before, during and after (medians [min-max] over the seeds)."""
+    data = json.loads((results / "sim-faults.json").read_text())
+
+    def spread(v: Any, scale: float = 1.0, digits: int = 0) -> str:
+        if v is None:
+            return "-"
+        lo, mid, hi = (f"{v[k] * scale:.{digits}f}" for k in ("min", "median", "max"))
+        return mid if lo == hi else f"{mid} [{lo}-{hi}]"
+
+    rows = []
+    for s in data["summary"].values():
+        before, during, after = (spread(s[f"throughput_{p}"], digits=2) for p in ("before", "during", "after"))
+        rows.append([f"{s['fabric']} ({s['workers']} workers): {', '.join(s['faults'])}", "/".join(s["outcomes"]),
+                     spread(s["time_to_detect_s"], 1000), spread(s["time_to_recover_s"], 1000),
+                     spread(s["recover_over_rto"], digits=2), spread(s["iterations_lost"]), before, during, after,
+                     spread(s["during_over_clean"], digits=2), spread(s["after_over_clean"], digits=2),
+                     f"{s['exact']} of {s['runs']}" + ("" if "interrupted" not in s["outcomes"] else
+                                                      f" ({s['completed']['median']:.0f} of "
+                                                      f"{data['iterations'][s['fabric']]} iterations kept)")])
+    return table([f"fault ({data['model']} x{data['scale']:g}, {data['algo']}, {data['rate_mbps'] / 1000:g} Gb/s, "
+                  f"seeds {len(data['seeds'])}: median [min-max])", "outcome", "detected ms (assumed)",
+                  "recovered ms", "recovered / RTO", "iterations lost", "it/s before", "it/s during",
+                  "it/s after", "during / clean", "after / clean", "exact"], rows)
+
+
 def goodput_table(results: Path) -> str:
     """bench/goodput.py: goodput of a 1,024-worker job over 30 days with checkpoint restart or recovery in place."""
     data = json.loads((results / "goodput.json").read_text())
@@ -722,6 +749,18 @@ def goodput_sensitivity_table(results: Path) -> str:
              for r in s["restart_sweep"] if r["restart_s"] != restart]
     return table(["failure rates (x Llama 3's)", "job MTBF h", "checkpoint interval min", "restart s",
                   "checkpoint restart", "recovery in place", "in place / restart"], rows)
+
+
+def goodput_interval_table(results: Path) -> str:
+    """bench/goodput.py: checkpoint restart's goodput against its interval, around Young/Daly's."""
+    s = json.loads((results / "goodput.json").read_text())["study"]
+    best = max(p["goodput"] for p in s["interval_sweep"])
+    rows = [[num(p["of_young"], 3), f"{p['interval_s'] / 60:.1f}", f"{p['goodput']:.4f}",
+             ", ".join(([] if p["of_young"] != 1 else ["Young/Daly's"]) + (["the sweep's best"] if p["goodput"] == best
+                                                                           else []))]
+            for p in s["interval_sweep"]]
+    return table([f"checkpoint interval (x Young/Daly's {s['young_daly_interval_s'] / 60:.1f} min)", "minutes",
+                  f"goodput (mean of {s['seeds']} runs of {s['sweep_hours'] / 24:g} days)", ""], rows)
 
 
 def goodput_fabric_table(results: Path) -> str:
@@ -774,9 +813,11 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "scaling-bandwidth": ("scaling.json", scaling_bandwidth_table),
     "scaling-dlcp": ("scaling.json", scaling_dlcp_table),
     "switch-faults": ("switch-faults.json", switch_faults_table),
+    "sim-faults": ("sim-faults.json", sim_faults_table),
     "goodput": ("goodput.json", goodput_table),
     "goodput-sensitivity": ("goodput.json", goodput_sensitivity_table),
     "goodput-fabric": ("goodput.json", goodput_fabric_table),
+    "goodput-interval": ("goodput.json", goodput_interval_table),
 }
 
 
