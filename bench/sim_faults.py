@@ -1,0 +1,322 @@
+"""Faults on the simulator, measured (docs/faults.md, "On the simulator"): per fault, the time to detect and to
+recover, the iterations lost and the job's throughput (iterations/s) before, during and after.
+
+A ResNet-50 data-parallel job (ring all-reduce, one emulated V100 per worker, FP32, batch 32, DDP's buckets: the
+scaling study's cluster, bench/scaling.py, at a tenth of its link rate, 10 Gb/s, with its layer sizes scaled by
+SCALE so a run of many iterations takes seconds of wall time) trains on two fabrics: a 2x2 leaf-spine of 8 workers
+and a k = 8 fat tree of 64. Each fault is injected at 0.4 of the run, once per seed (the ECMP hash and the run's
+seed: which flows cross the failed element), and each run is measured from its ns-3 results:
+
+- a spine (fat tree: a core switch) crashed for good, and crashed then restarted;
+- a leaf-spine (fat tree: an aggregation-core) link down for good, and flapping;
+- a worker crashed (its job stops: interrupted, the iterations before it kept);
+- a slow worker (its computation x 2 from the fault on).
+
+What rests on assumptions, said plainly: the simulated control plane routes around a dead switch or link after a
+fixed delay, the BMv2 controller's measured medians (ns3sim/faults.py SWITCH_DETECT_S, LINK_DETECT_S, from
+bench/results/switch-faults.json): "time to detect" on the simulator is that delay, not a measurement. The time to
+recover IS measured: from the fault until the last queue pair it stalled made progress again (RC retransmission,
+its timer doubling from the job's RTO). A simulated figure does not depend on this machine's load.
+
+    python -m bench.sim_faults [--seeds 3] [--iterations 40] [--fabric leafspine --fabric fattree]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from bench.common import Limits, save
+from bench.scaling import base_spec
+from gradswitch.experiment.placement import job_config, place, topology_for
+from gradswitch.experiment.report import busiest_link_load
+from gradswitch.experiment.simulated import link_usage, sim_settings
+from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from gradswitch.version import code_version
+from ns3sim import run as simulate
+from ns3sim.faults import LINK_DETECT_S, SWITCH_DETECT_S, fault_records, phase_throughput
+from protocol.choice import Choice
+from topology.faults import Fault, parse_fault
+
+MODEL = "resnet50"
+SCALE = 0.05  # fraction of every layer's size kept (computation and gradients alike)
+RATE_MBPS = 10_000.0  # every link, the emulated cluster's too (a tenth of the scaling study's 100 Gb/s)
+SLOW_FACTOR = 2.0
+SIMULATED = "simulated (ns-3): the machine's load does not change simulated time"
+ASSUMPTION = (f"time to detect is the simulated control plane's fixed delay, the BMv2 controller's measured medians "
+              f"(switch {SWITCH_DETECT_S:g} s, link {LINK_DETECT_S:g} s: bench/results/switch-faults.json), not a "
+              "measurement; time to recover, iterations lost and throughput are measured in the simulation")
+
+
+class Fabric(Choice):
+    LEAFSPINE = "leafspine"  # 2 leaves x 2 spines, 8 workers
+    FATTREE = "fattree"  # k = 8, 64 workers
+
+
+WORKERS = {Fabric.LEAFSPINE: 8, Fabric.FATTREE: 64}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fault of the study on one fabric."""
+
+    name: str  # spine-crash, spine-crash-restart, link-down, link-flap, worker-crash, slow-worker
+    template: str  # the fault's command-line form with {at}, {restart}, {down}, {up} in seconds
+
+
+CASES = (Case("spine-crash", "switch-crash:{switch}@{at}"),
+         Case("spine-crash-restart", "switch-crash:{switch}@{at},restart={restart}"),
+         Case("link-down", "link-down:{link}@{at}"),
+         Case("link-flap", "link-flap:{link}@{at},down={down},up={up},flaps=2"),
+         Case("worker-crash", "worker-crash:1@{at}"),
+         Case("slow-worker", f"slow-worker:2@{{at}},factor={SLOW_FACTOR:g}"))
+
+TARGETS = {Fabric.LEAFSPINE: {"switch": "spine1", "link": "leaf1-spine1"},
+           Fabric.FATTREE: {"switch": "core0_0", "link": "agg0_0-core0_0"}}
+
+
+def fabric_spec(fabric: Fabric, iterations: int, seed: int, scale: float = SCALE) -> ExperimentSpec:
+    """The job on the fabric: the scaling study's cluster, ring, `scale` of ResNet-50, `seed` the ECMP hash."""
+    topo: dict[str, Any] = ({"topo": "leafspine", "leaves": 2, "spines": 2} if fabric == Fabric.LEAFSPINE
+                            else {"topo": "fattree", "k": 8})
+    base = replace(base_spec(RATE_MBPS), workload=MODEL, workers=WORKERS[fabric], iterations=iterations, warmup=0,
+                   name=f"sim-faults-{fabric}")
+    return spec_from_dict({"algo": "ring", "scale": scale, "ecmp_seed": seed, "seed": seed, **topo}, base)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One simulated run: the job on its fabric with one fault (none: the clean run) and what it measured."""
+
+    fabric: str
+    case: str  # a Case's name, or "clean"
+    fault: str  # its label ("" for the clean run)
+    seed: int
+    workers: int
+    iterations: int
+    completed: int  # iterations every worker completed
+    exact: bool  # every completed iteration's sum checked correct
+    iteration_s: float  # median iteration of the run (the slowest worker's end)
+    outcome: str | None
+    time_to_detect_s: float | None
+    time_to_recover_s: float | None
+    iterations_lost: int | None
+    throughput_before: float | None  # iterations/s
+    throughput_during: float | None
+    throughput_after: float | None
+    lost_packets: int | None
+    stalled_qps: int | None
+    rto_s: float
+    busiest_link_load: float | None
+    sim_s: float
+    wall_s: float
+    limits: dict[str, Any]
+    detail: str
+
+
+def _spans(nodes: dict[int, Any]) -> list[tuple[float, float]]:
+    """Each iteration every worker completed (a crashed worker's results are not kept: the others' are):
+    (its first worker's start, its last worker's end)."""
+    its = [n["iterations"] for n in nodes.values()
+           if n["role"] == "worker" and not (n.get("error") or "").startswith("crashed at")]
+    count = min(len(w) for w in its) if its else 0
+    return [(min(w[i]["start"] for w in its), max(w[i]["end"] for w in its)) for i in range(count)]
+
+
+def measure(spec: ExperimentSpec, fabric: Fabric, case: str, fault: Fault | None, out: Path) -> Run:
+    """One run of `spec` with `fault` on the simulator (kept as out.json: found there, not simulated again)."""
+    kept = out.with_suffix(".json")
+    if kept.exists():
+        return Run(**json.loads(kept.read_text()))
+    faults = (fault,) if fault is not None else ()
+    spec = replace(spec, faults=faults)
+    spec.validate()
+    topo = topology_for(spec)
+    placement = place(spec, topo)
+    cfgs = [job_config(spec, j + 1, nodes, topo) for j, nodes in enumerate(placement.jobs)]
+    started = time.monotonic()
+    result = simulate(topo, cfgs, sim_settings(spec, cfgs, placement, False), out)
+    wall = time.monotonic() - started
+    cfg = cfgs[0]
+    nodes = result.nodes[cfg.job_id]
+    spans = _spans(nodes)
+    exact = all(it["correct"] for n in nodes.values() for it in n["iterations"])
+    load = busiest_link_load(link_usage(topo, result))
+    limits = {**Limits(load, None, SIMULATED).figures(), "machine_bound": False, "machine_bound_reason": None,
+              "limited_by": SIMULATED}
+    times = sorted(e - s for s, e in spans)
+    row: dict[str, Any] = {"outcome": None, "time_to_detect_s": None, "time_to_recover_s": None,
+                           "iterations_lost": None, "throughput_before": None, "throughput_during": None,
+                           "throughput_after": None, "lost_packets": None, "stalled_qps": None, "detail": ""}
+    if fault is not None:
+        [record] = fault_records(faults, list(result.faults), result.nodes, cfgs, result.speed.sim_s)
+        [m] = result.faults
+        phases = phase_throughput(spans, record)
+        row.update(outcome=str(record.outcome), time_to_detect_s=record.time_to_detect_s,
+                   time_to_recover_s=record.time_to_recover_s, iterations_lost=record.iterations_lost,
+                   throughput_before=phases.before, throughput_during=phases.during, throughput_after=phases.after,
+                   lost_packets=m.lost_packets, stalled_qps=m.stalled_qps, detail=record.detail)
+    run = Run(fabric=str(fabric), case=case, fault=fault.label if fault is not None else "", seed=spec.ecmp_seed,
+               workers=len(cfg.workers), iterations=cfg.iterations, completed=len(spans), exact=exact,
+               iteration_s=statistics.median(times) if times else float("nan"), rto_s=cfg.rto,
+               busiest_link_load=load, sim_s=result.speed.sim_s, wall_s=wall, limits=limits, **row)
+    kept.write_text(json.dumps(asdict(run), indent=1) + "\n")
+    return run
+
+
+def case_fault(case: Case, fabric: Fabric, iteration_s: float, iterations: int, rto_s: float) -> Fault:
+    """The case's fault at 0.4 of a run whose clean iteration takes iteration_s. A restart comes 3 RTOs after the
+    crash, a flap's windows last 1.5 RTOs each (longer than the link's detection delay: each is noticed): the
+    queue pairs' timers, not the iteration, set how long a fault's effects last."""
+    def s(x: float) -> str:
+        return f"{x:.4g}"
+
+    at = iteration_s * iterations * 0.4
+    return parse_fault(case.template.format(at=s(at), restart=s(3 * rto_s), down=s(1.5 * rto_s),
+                                            up=s(1.5 * rto_s), **TARGETS[fabric]))
+
+
+def run_length(iteration_s: float, rto_s: float, iterations: int) -> int:
+    """At least `iterations`, and enough that the run lasts 16 RTOs: 0.4 of it before the fault, the rest holds a
+    restart or two flaps (6 RTOs) and the recovery after them."""
+    return max(iterations, math.ceil(16 * rto_s / iteration_s))
+
+
+def study(fabrics: Sequence[Fabric], seeds: Sequence[int], iterations: int, out: Path, scale: float = SCALE,
+          cases: Sequence[Case] = CASES) -> dict[str, Any]:
+    """Every case on every fabric for every seed, with the clean run each fault is timed from; the figures'
+    medians and spreads per fabric and case. A short clean probe gives the iteration the run's length is set from
+    (run_length)."""
+    runs: list[Run] = []
+    lengths: dict[str, int] = {}
+    for fabric in fabrics:
+        probe = measure(fabric_spec(fabric, 3, seeds[0], scale), fabric, "probe", None, out / f"{fabric}-probe")
+        n = run_length(probe.iteration_s, probe.rto_s, iterations)
+        lengths[str(fabric)] = n
+        for seed in seeds:
+            spec = fabric_spec(fabric, n, seed, scale)
+            clean = measure(spec, fabric, "clean", None, out / f"{fabric}-clean-s{seed}")
+            print(f"ns-3 {fabric} seed {seed}: {n} iterations, clean iteration {clean.iteration_s * 1e3:.2f} ms, "
+                  f"RTO {clean.rto_s * 1e3:.0f} ms, {'exact' if clean.exact else 'NOT EXACT'}, "
+                  f"wall {clean.wall_s:.0f} s", flush=True)
+            runs.append(clean)
+            for case in cases:
+                fault = case_fault(case, fabric, clean.iteration_s, n, clean.rto_s)
+                r = measure(spec, fabric, case.name, fault, out / f"{fabric}-{case.name}-s{seed}")
+                runs.append(r)
+                print(f"  {fault.label}: {r.outcome}, detect {_ms(r.time_to_detect_s)}, recover "
+                      f"{_ms(r.time_to_recover_s)}, lost {r.iterations_lost}, it/s {_f(r.throughput_before)} / "
+                      f"{_f(r.throughput_during)} / {_f(r.throughput_after)}, {r.completed}/{r.iterations} "
+                      f"{'exact' if r.exact else 'NOT EXACT'}, wall {r.wall_s:.0f} s", flush=True)
+    return {"model": MODEL, "scale": scale, "algo": "ring", "rate_mbps": RATE_MBPS,
+            "iterations": lengths, "seeds": list(seeds), "slow_factor": SLOW_FACTOR,
+            "switch_detect_s": SWITCH_DETECT_S, "link_detect_s": LINK_DETECT_S, "assumption": ASSUMPTION,
+            "code_version": code_version(), "limits": runs[0].limits if runs else {},
+            "runs": [asdict(r) for r in runs], "summary": summarize(runs)}
+
+
+def spread(values: Sequence[float | None]) -> dict[str, float] | None:
+    got = [v for v in values if v is not None]
+    if not got:
+        return None
+    return {"median": statistics.median(got), "min": min(got), "max": max(got), "n": len(got)}
+
+
+def summarize(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
+    """Per `fabric/case`: each figure's median [min, max] over the seeds, the outcomes, the ratios to the clean
+    run's throughput and what the ratios are bounded by."""
+    out: dict[str, dict[str, Any]] = {}
+    for key in dict.fromkeys(f"{r.fabric}/{r.case}" for r in runs if r.case != "clean"):
+        fabric, case = key.split("/")
+        group = [r for r in runs if (r.fabric, r.case) == (fabric, case)]
+        clean = {r.seed: r for r in runs if (r.fabric, r.case) == (fabric, "clean")}
+
+        def ratio(r: Run, value: float | None, clean: dict[int, Run] = clean) -> float | None:
+            """A throughput over the clean run's of the same seed (1 / its median iteration)."""
+            c = clean[r.seed]
+            return value * c.iteration_s if value is not None and c.iteration_s > 0 else None
+
+        out[key] = {"fabric": fabric, "case": case, "faults": sorted({r.fault for r in group}),
+                    "outcomes": sorted({str(r.outcome) for r in group}),
+                    "exact": sum(r.exact for r in group), "runs": len(group),
+                    "time_to_detect_s": spread([r.time_to_detect_s for r in group]),
+                    "time_to_recover_s": spread([r.time_to_recover_s for r in group]),
+                    "recover_over_rto": spread([r.time_to_recover_s / r.rto_s if r.time_to_recover_s is not None
+                                                else None for r in group]),
+                    "iterations_lost": spread([r.iterations_lost for r in group]),
+                    "throughput_before": spread([r.throughput_before for r in group]),
+                    "throughput_during": spread([r.throughput_during for r in group]),
+                    "throughput_after": spread([r.throughput_after for r in group]),
+                    "during_over_clean": spread([ratio(r, r.throughput_during) for r in group]),
+                    "after_over_clean": spread([ratio(r, r.throughput_after) for r in group]),
+                    "lost_packets": spread([r.lost_packets for r in group]),
+                    "completed": spread([r.completed for r in group]),
+                    "rto_s": group[0].rto_s, "workers": group[0].workers,
+                    "clean_iteration_s": spread([c.iteration_s for c in clean.values()])}
+    return out
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x * 1e3:.0f} ms"
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def plot(data: dict[str, Any], path: Path) -> None:
+    """Throughput before, during and after each fault (medians over the seeds, bars; the spread as whiskers)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fabrics = list(dict.fromkeys(s["fabric"] for s in data["summary"].values()))
+    fig, axes = plt.subplots(1, len(fabrics), figsize=(6 * len(fabrics), 4), squeeze=False)
+    for ax, fabric in zip(axes[0], fabrics, strict=True):
+        rows = [s for s in data["summary"].values() if s["fabric"] == fabric]
+        for j, phase in enumerate(("before", "during", "after")):
+            xs, ys, lo, hi = [], [], [], []
+            for i, s in enumerate(rows):
+                v = s[f"throughput_{phase}"]
+                if v is None:
+                    continue
+                xs.append(i + (j - 1) * 0.27)
+                ys.append(v["median"])
+                lo.append(v["median"] - v["min"])
+                hi.append(v["max"] - v["median"])
+            ax.bar(xs, ys, width=0.27, yerr=[lo, hi], label=phase, capsize=2)
+        ax.set_xticks(range(len(rows)), [s["case"] for s in rows], rotation=30, ha="right")
+        ax.set_ylabel("iterations/s (simulated)")
+        ax.set_title(f"{fabric}: {rows[0]['workers']} workers, {data['model']} x{data['scale']:g}, ring")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3, help="ECMP (and run) seeds 0..N-1 (default 3)")
+    parser.add_argument("--iterations", type=int, default=40, help="iterations per run (default 40)")
+    parser.add_argument("--fabric", action="append", choices=[str(f) for f in Fabric],
+                        help="leafspine, fattree (default both)")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/gradswitch-sim-faults"),
+                        help="where the simulator's runs are kept")
+    args = parser.parse_args()
+    fabrics = [Fabric(f) for f in args.fabric] if args.fabric else list(Fabric)
+    data = study(fabrics, range(args.seeds), args.iterations, args.out)
+    path = save("sim-faults", data)
+    plot(data, path.with_suffix(".png"))
+    print(f"{path}: {ASSUMPTION}")
+
+
+if __name__ == "__main__":
+    main()

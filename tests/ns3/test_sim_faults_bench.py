@@ -1,0 +1,54 @@
+"""bench/sim_faults.py, small and fast: the study's faults on the leaf-spine for one seed, each run's figures as the
+bench stores them (code version, limits, the clean run each fault is timed from), and the docs' table from them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.sim_faults import CASES, SIMULATED, Fabric, study
+from bench.tables import sim_faults_table
+from ns3sim.faults import SWITCH_DETECT_S
+
+pytestmark = pytest.mark.ns3
+
+ITERATIONS = 12
+
+
+def test_the_fault_study_measures_every_fault_and_its_table_shows_them(tmp_path: Path) -> None:
+    data = study([Fabric.LEAFSPINE], [0], ITERATIONS, tmp_path / "runs")
+    assert data["code_version"] and data["limits"]["limited_by"] == SIMULATED
+    assert data["limits"]["machine_bound"] is False
+    runs = {r["case"]: r for r in data["runs"]}
+    assert set(runs) == {"clean"} | {c.name for c in CASES}
+    clean = runs["clean"]
+    n = clean["iterations"]
+    assert n == data["iterations"]["leafspine"] >= ITERATIONS  # long enough for 30 RTOs (run_length)
+    assert clean["exact"] and clean["completed"] == n and clean["outcome"] is None
+    for name in ("spine-crash", "spine-crash-restart", "link-down", "link-flap"):
+        r = runs[name]
+        assert r["exact"] and r["completed"] == n, name  # ridden through on retransmission
+        assert r["outcome"] in ("recovered", "no-effect"), name
+        if r["outcome"] == "recovered":
+            assert r["time_to_recover_s"] is not None and r["time_to_recover_s"] > 0, name
+            assert r["lost_packets"] > 0, name
+    assert runs["spine-crash"]["time_to_detect_s"] == pytest.approx(SWITCH_DETECT_S, abs=1e-9)
+    restarted = runs["spine-crash-restart"]
+    assert restarted["throughput_after"] == pytest.approx(1 / clean["iteration_s"], rel=0.05)  # spine1 back: as clean
+    crash = runs["worker-crash"]
+    # interrupted, its job stopped at the crash; a training job's workers report no iteration once their job is
+    # stopped (the simulator keeps the loop's, tests/ns3/test_faults_sim.py, not yet a training job's)
+    assert crash["outcome"] == "interrupted" and crash["completed"] < n
+    assert crash["iterations_lost"] == 1 and crash["sim_s"] == pytest.approx(float(crash["fault"].split("@")[1]))
+    slow = runs["slow-worker"]
+    assert slow["outcome"] == "recovered" and slow["exact"]
+    assert slow["throughput_during"] is not None and slow["throughput_before"] is not None
+    assert slow["throughput_after"] < 0.9 * slow["throughput_before"]  # its computation x 2 from the fault on
+    # the docs' table: one row per fault, from the stored JSON
+    (tmp_path / "sim-faults.json").write_text(json.dumps(data))
+    lines = sim_faults_table(tmp_path).splitlines()
+    assert len(lines) == 2 + len(CASES)
+    assert lines[2].startswith("| leafspine (8 workers): switch-crash:spine1@")
+    assert lines[-1].endswith("| 1 of 1 |")
