@@ -127,7 +127,9 @@ def _records(node: dict[str, Any], cfg: JobConfig, check: CheckMode) -> list[Ite
         bounds = [(float(s), float(e)) for s, e in node.get("bounds", [])]
         by_index = {it["index"]: it for it in its}
         for t in timings(events, bounds):
-            it = by_index.get(t.index, {})
+            if t.index not in by_index:  # ended, not every reduction checked: the run stopped there
+                continue
+            it = by_index[t.index]
             extra = {"compute_s": t.compute_s, "comm_s": t.comm_s, "exposed_comm_s": t.exposed_comm_s,
                      "overlap": t.overlap, "zero_filled_packets": float(it.get("zero_filled_packets", 0)),
                      "relative_error": float(it.get("relative_error", 0.0))}

@@ -14,7 +14,7 @@ import pytest
 
 from gradswitch.experiment import results_file
 from gradswitch.experiment.fault_schedule import give_up_s
-from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo
+from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo, spec_from_dict
 from ns3sim.faults import SimFault, fault_records
 from ns3sim.results import SimResult
 from ns3sim.run import run
@@ -125,6 +125,24 @@ def test_a_worker_crash_stops_the_job_interrupted_with_the_completed_iterations_
     assert f["detail"] == f"worker 1 on {host} crashed: job 1 stopped after {len(before)} of {spec.iterations} " \
                           "iterations, kept"
     assert next(iter(saved["errors"])) == f"fault worker-crash:1@{at:g}"  # the fault first, then what followed
+
+
+def test_a_worker_crash_in_a_training_job_keeps_the_iterations_completed_before(tmp_path: Path) -> None:
+    """A training job (emulated computation, reductions overlapping backward) keeps what it completed too: each
+    iteration that ended with every reduction checked, at the times a clean run of the same job gives."""
+    spec = spec_from_dict({"backend": "ns3", "algo": "ring", "workers": 4, "topo": "leafspine", "bw_mbps": 10_000,
+                           "workload": "resnet50", "scale": 0.05, "iterations": 40,
+                           "emulate": {"device": "v100", "batch": 32}})
+    clean = run_experiment(spec, tmp_path / "clean", progress=False)
+    at = clean["iterations"][len(clean["iterations"]) // 2]["end"] + 1e-4  # just after an iteration ended
+    before = [it for it in clean["iterations"] if it["end"] <= at]
+    run_experiment(replace(spec, faults=(parse_fault(f"worker-crash:2@{at}"),)), tmp_path / "crash", progress=False)
+    saved = results_file.read(tmp_path / "crash" / "results.json")
+    assert saved["fault_outcome"] == "interrupted"
+    kept = saved["iterations"]
+    assert len(before) - 1 <= len(kept) <= len(before) and len(kept) > 0  # the last may still have had checks due
+    assert all(it["correct"] for it in kept)
+    assert [it["end"] for it in kept] == pytest.approx([it["end"] for it in before[:len(kept)]])
 
 
 def test_a_hosts_link_down_for_good_stops_the_job_within_the_transports_deadline(tmp_path: Path) -> None:

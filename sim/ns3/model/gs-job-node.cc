@@ -464,8 +464,29 @@ JobNode::Result() const
     {
         expected = GraphRank::CommunicationNodes(m_job.graph->ranks.at(m_nodeId));
     }
+    std::vector<IterationRecord> records = m_records;
+    if (m_training && records.empty())
+    {
+        // a run that stopped before its end (a worker crashed, the job was aborted): every iteration it completed,
+        // each with all its reductions checked, is kept (as workers/iteration.py TrainingLoop.records)
+        const auto& bounds = m_training->Bounds();
+        for (uint32_t i = 0; i < bounds.size(); i++)
+        {
+            auto found = m_checks.find(i);
+            if (found == m_checks.end() || found->second.checked != expected)
+            {
+                continue;
+            }
+            IterationRecord r;
+            r.index = i;
+            r.start = bounds[i].first;
+            r.end = bounds[i].second;
+            r.check = found->second;
+            records.push_back(r);
+        }
+    }
     json its = json::array();
-    for (const auto& r : m_records)
+    for (const auto& r : records)
     {
         const IterationCheck& c = r.check;
         double rel = c.norm2 > 0 ? std::sqrt(c.diff2 / c.norm2) : 0.0;

@@ -161,12 +161,7 @@ TrainingScheduler::CheckWaits()
         if (m_completeCount == m_spec.ops.size())
         {
             m_wait = Wait::None;
-            std::vector<int64_t> ends(m_starts.begin() + 1, m_starts.end());
-            ends.push_back(m_lastEnd);
-            for (size_t k = 0; k < m_starts.size(); k++)
-            {
-                m_bounds.emplace_back(TicksToSeconds(m_starts[k]), TicksToSeconds(ends[k]));
-            }
+            m_bounds.emplace_back(TicksToSeconds(m_starts.back()), TicksToSeconds(m_lastEnd));
             m_finished();
         }
         return;
@@ -194,9 +189,14 @@ TrainingScheduler::ForwardCompute(uint32_t layer, bool waited)
     if (layer == 0)
     {
         m_starts.push_back(start);
-        if (m_it > 0 && onIteration)
+        if (m_it > 0)
         {
-            onIteration(m_it - 1);
+            // iteration m_it - 1 ends here: its bounds are known (kept if the run stops before its end)
+            m_bounds.emplace_back(TicksToSeconds(m_starts[m_starts.size() - 2]), TicksToSeconds(start));
+            if (onIteration)
+            {
+                onIteration(m_it - 1);
+            }
         }
     }
     Pump();

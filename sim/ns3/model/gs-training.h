@@ -40,8 +40,8 @@ class TrainingScheduler
     /// Called when iteration i's end is known (the next forward starts), as workers/iteration.py's `finished`.
     std::function<void(uint32_t)> onIteration;
 
-    /// (start, end) of every iteration, seconds: forward start to the next forward start (the last: when it
-    /// could start).
+    /// (start, end) of every iteration ended so far, seconds: forward start to the next forward start (the
+    /// last: when it could start).
     const std::vector<std::pair<double, double>>& Bounds() const
     {
         return m_bounds;
