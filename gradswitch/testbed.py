@@ -23,6 +23,8 @@ from controller.health import WatchedLink
 from mininet_topos.network import GradNetwork
 from mininet_topos.shaping import set_rate
 
+PORT_CALL_TIMEOUT_S = 60.0  # a port_remove waits for BMv2's receive loop to let go of its ports
+
 
 class Testbed(GradNetwork):
     __test__ = False  # not a pytest test class, whatever its name
@@ -42,23 +44,27 @@ class Testbed(GradNetwork):
         return [WatchedLink(lk.a, lk.b, tuple(intf for node, intf in self.link_interfaces(lk.a, lk.b)
                                               if self.topo.is_switch(node))) for lk in self.topo.links]
 
-    def set_link(self, a: str, b: str, up: bool) -> None:
+    def set_link(self, a: str, b: str, up: bool) -> float:
         """Both ends of a link down (or up again). A switch end is first taken from its BMv2 process (Thrift
         port_remove; added back after it is up): BMv2 stops receiving on every port once one of its interfaces
-        goes down under it. The controller notices by the ports' carrier and reroutes."""
+        goes down under it. The controller notices by the ports' carrier and reroutes. Returns when the
+        interfaces changed (time.monotonic()): the moment the link failed or came back, which port_remove
+        (seconds on a loaded machine: BMv2's receive loop holds the port lock while its queue is full)
+        precedes."""
         ends = [(node, port, intf) for (node, intf), port in zip(self.link_interfaces(a, b),
                                                                  self.topo.ports_between(a, b), strict=True)
                 if self.topo.is_switch(node)]
         running = [(node, port, intf) for node, port, intf in ends if self._switch_node(node).bmv2.alive()]
         if not up:
             for node, port, _ in running:  # a crashed switch has no port to give up (restart_switch sees to it)
-                with Bmv2Thrift(self.ports[node].thrift) as thrift:
+                with Bmv2Thrift(self.ports[node].thrift, timeout=PORT_CALL_TIMEOUT_S) as thrift:
                     thrift.port_remove(port)
-        super().set_link(a, b, up)
+        changed = super().set_link(a, b, up)
         if up:
             for node, port, intf in running:
-                with Bmv2Thrift(self.ports[node].thrift) as thrift:
+                with Bmv2Thrift(self.ports[node].thrift, timeout=PORT_CALL_TIMEOUT_S) as thrift:
                     thrift.port_add(intf, port)
+        return changed
 
     def crash_switch(self, name: str) -> None:
         """SIGKILL the switch's BMv2 process; nothing else is touched (its interfaces stay). The controller

@@ -348,9 +348,9 @@ class GradNetwork:
             raise NetworkError(str(e)) from None
         return [(node, self.net.get(node).intfs[port].name) for node, port in zip((a, b), ports, strict=True)]
 
-    def set_link(self, a: str, b: str, up: bool) -> None:
+    def set_link(self, a: str, b: str, up: bool) -> float:
         """Both ends of a link down (or up again): `ip link set` in each end's namespace (a switch's ports
-        are in the root namespace, a host's in its own)."""
+        are in the root namespace, a host's in its own). Returns when that was done (time.monotonic())."""
         state = "up" if up else "down"
         for node, intf in self.link_interfaces(a, b):
             if self.topo.is_switch(node):
@@ -360,6 +360,7 @@ class GradNetwork:
                 error = self.net.get(node).cmd(f"ip link set dev {intf} {state} 2>&1 || echo failed").strip()
             if error:
                 raise NetworkError(f"link {a}-{b}: setting {node}'s {intf} {state} failed: {error}")
+        return time.monotonic()
 
     def ping(self, src: str, dst: str, count: int = 1, timeout_s: int = 2) -> bool:
         ip = self.topo.host(dst).ip

@@ -124,8 +124,7 @@ def test_uplink_down_reroutes_and_up_brings_it_back(fabric_net: Testbed, tmp_pat
     flow = start_flow(net, "h1", "h3", "spine1", tmp_path / "flow.log")
     spine_in = port_towards(topo, "spine1", "leaf1")
 
-    cut = time.monotonic()
-    net.set_link("leaf1", "spine1", up=False)
+    cut = net.set_link("leaf1", "spine1", up=False)
     down = events.first(HealthKind.LINK_DOWN, "leaf1-spine1", cut)
     rerouted = events.first(HealthKind.REROUTED, "leaf1-spine1", cut)
     flow.wait_for(3 * RATE_PPS // 10)
@@ -147,8 +146,7 @@ def test_uplink_down_reroutes_and_up_brings_it_back(fabric_net: Testbed, tmp_pat
     flow.wait_for(20)
     assert rx_through(net, "spine1", spine_in) == 0
 
-    mended = time.monotonic()
-    net.set_link("leaf1", "spine1", up=True)
+    mended = net.set_link("leaf1", "spine1", up=True)
     up = events.first(HealthKind.LINK_UP, "leaf1-spine1", mended)
     events.first(HealthKind.REROUTED, "leaf1-spine1", up.at)
     print(f"leaf1-spine1 up: noticed in {(up.at - mended) * 1000:.1f} ms")
