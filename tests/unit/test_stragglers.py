@@ -168,3 +168,16 @@ def test_a_k_of_n_spec_it_cannot_run_is_refused_in_one_line_each(changes, match)
     spec = spec_from_dict({"algo": "netreduce", "workers": 4, "netreduce_k": 3, "workload": "train-digits",
                            "dtype": "float32", **changes})
     assert any(re.search(match, p) for p in spec.problems()), spec.problems()
+
+
+def test_k_of_n_from_the_command_line() -> None:
+    """`--netreduce-k K` is the spec's netreduce_k; a k out of range is refused in one line naming the option."""
+    from gradswitch.cli import build_parser, experiment_spec
+    from gradswitch.experiment.spec import SpecError
+
+    base = ["experiment", "--algo", "netreduce", "--workers", "4", "--workload", "train-digits", "--dtype", "float32",
+            "--float-mode", "fixed"]
+    assert experiment_spec(build_parser().parse_args([*base, "--netreduce-k", "3"])).netreduce_k == 3
+    assert experiment_spec(build_parser().parse_args(base)).netreduce_k is None
+    with pytest.raises(SpecError, match=r"netreduce_k = 5: k is 1\.\.4 \(the workers\)"):
+        experiment_spec(build_parser().parse_args([*base, "--netreduce-k", "5"]))
