@@ -13,17 +13,21 @@ carrier of the links' switch ports) and routes around it (controller/fabric.py).
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 
-from controller.bmv2_thrift import Bmv2Thrift
+from controller.bmv2_thrift import Bmv2Thrift, ThriftError
 from controller.control_plane import ControlPlane
 from controller.fabric import Fabric, switch_addresses
 from controller.health import WatchedLink
 from mininet_topos.network import GradNetwork
 from mininet_topos.shaping import set_rate
 
-PORT_CALL_TIMEOUT_S = 60.0  # a port_remove waits for BMv2's receive loop to let go of its ports
+log = logging.getLogger(__name__)
+
+PORT_CALL_TIMEOUT_S = 10.0  # a Thrift port call (port_add)
+PORT_REMOVE_S = 5.0  # a port_remove that takes longer has deadlocked (Testbed._give_up_port)
 
 
 class Testbed(GradNetwork):
@@ -34,6 +38,7 @@ class Testbed(GradNetwork):
 
     def programmed(self) -> None:
         self.restart_s = {}
+        self._cut: dict[tuple[str, str], tuple[tuple[str, str], int, bool]] = {}  # link: the end set_link took down
         fabric = Fabric(self.topo, switch_addresses(self.topo, self.options.grpc_base, self.options.thrift_base))
         self.control = ControlPlane.over(fabric)
         fabric.start(timeout=self.options.start_timeout)
@@ -45,26 +50,45 @@ class Testbed(GradNetwork):
                                               if self.topo.is_switch(node))) for lk in self.topo.links]
 
     def set_link(self, a: str, b: str, up: bool) -> float:
-        """Both ends of a link down (or up again). A switch end is first taken from its BMv2 process (Thrift
-        port_remove; added back after it is up): BMv2 stops receiving on every port once one of its interfaces
-        goes down under it. The controller notices by the ports' carrier and reroutes. Returns when the
-        interfaces changed (time.monotonic()): the moment the link failed or came back, which port_remove
-        (seconds on a loaded machine: BMv2's receive loop holds the port lock while its queue is full)
-        precedes."""
-        ends = [(node, port, intf) for (node, intf), port in zip(self.link_interfaces(a, b),
-                                                                 self.topo.ports_between(a, b), strict=True)
-                if self.topo.is_switch(node)]
-        running = [(node, port, intf) for node, port, intf in ends if self._switch_node(node).bmv2.alive()]
-        if not up:
-            for node, port, _ in running:  # a crashed switch has no port to give up (restart_switch sees to it)
-                with Bmv2Thrift(self.ports[node].thrift, timeout=PORT_CALL_TIMEOUT_S) as thrift:
-                    thrift.port_remove(port)
-        changed = super().set_link(a, b, up)
+        """A link down (or up again): one end's interface is taken down, the other loses its carrier, as a cut
+        cable's would; the controller notices by the switch ports' carrier and reroutes. The end taken down is a
+        host's where the link has one, else a dead switch's, else the second switch's (b), whose BMv2 first
+        gives the port up (Thrift port_remove; added back once it is up): BMv2 stops receiving on every port
+        once an interface goes down under it, but not when one loses its carrier. Returns when the interface
+        changed (time.monotonic()): the moment the link failed or came back."""
+        ends = list(zip(self.link_interfaces(a, b), self.topo.ports_between(a, b), strict=True))
         if up:
-            for node, port, intf in running:
+            (node, intf), port, removed = self._cut.pop((a, b), (ends[1][0], ends[1][1], False))
+            self.set_interface(node, intf, True, f"link {a}-{b}")
+            changed = time.monotonic()
+            if removed and self._switch_node(node).bmv2.alive():  # (else: a restart took the port as it was up)
                 with Bmv2Thrift(self.ports[node].thrift, timeout=PORT_CALL_TIMEOUT_S) as thrift:
                     thrift.port_add(intf, port)
-        return changed
+            return changed
+        hosts = [e for e in ends if not self.topo.is_switch(e[0][0])]
+        dead = [e for e in ends if self.topo.is_switch(e[0][0]) and not self._switch_node(e[0][0]).bmv2.alive()]
+        (node, intf), port = (hosts or dead or [ends[1]])[0]
+        removed = not hosts and not dead
+        if removed:
+            self._give_up_port(node, port, intf)
+        self.set_interface(node, intf, False, f"link {a}-{b}")
+        self._cut[(a, b)] = ((node, intf), port, removed)
+        return time.monotonic()
+
+    def _give_up_port(self, switch: str, port: int, intf: str) -> None:
+        """port_remove, which BMv2 can deadlock: it takes the port lock, then waits for its receive thread to
+        answer, which may be waiting for that lock (bmi_port.c: more likely the busier the machine). A switch
+        that does not answer in PORT_REMOVE_S is restarted with the interface down (the controller gives it
+        its entries again; it comes up without the port) and the run's log says so."""
+        try:
+            with Bmv2Thrift(self.ports[switch].thrift, timeout=PORT_REMOVE_S) as thrift:
+                thrift.port_remove(port)
+        except ThriftError as e:
+            log.warning("switch %s: BMv2 did not give up port %d (%s): its port_remove deadlocked; restarting it "
+                        "with %s down", switch, port, e, intf)
+            self.kill_switch(switch)
+            self.set_interface(switch, intf, False, f"{switch}'s port {port}")
+            self.restart_switch(switch)
 
     def crash_switch(self, name: str) -> None:
         """SIGKILL the switch's BMv2 process; nothing else is touched (its interfaces stay). The controller

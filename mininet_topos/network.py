@@ -351,16 +351,22 @@ class GradNetwork:
     def set_link(self, a: str, b: str, up: bool) -> float:
         """Both ends of a link down (or up again): `ip link set` in each end's namespace (a switch's ports
         are in the root namespace, a host's in its own). Returns when that was done (time.monotonic())."""
-        state = "up" if up else "down"
         for node, intf in self.link_interfaces(a, b):
-            if self.topo.is_switch(node):
-                result = subprocess.run(["ip", "link", "set", "dev", intf, state], capture_output=True, text=True)
-                error = result.stderr.strip() if result.returncode else ""
-            else:
-                error = self.net.get(node).cmd(f"ip link set dev {intf} {state} 2>&1 || echo failed").strip()
-            if error:
-                raise NetworkError(f"link {a}-{b}: setting {node}'s {intf} {state} failed: {error}")
+            self.set_interface(node, intf, up, f"link {a}-{b}")
         return time.monotonic()
+
+    def set_interface(self, node: str, intf: str, up: bool, what: str) -> None:
+        """One interface down (or up): its peer loses (or regains) its carrier. `what` names it in an error."""
+        state = "up" if up else "down"
+        if self.net is None:
+            raise NetworkError("the network is not running")
+        if self.topo.is_switch(node):
+            result = subprocess.run(["ip", "link", "set", "dev", intf, state], capture_output=True, text=True)
+            error = result.stderr.strip() if result.returncode else ""
+        else:
+            error = self.net.get(node).cmd(f"ip link set dev {intf} {state} 2>&1 || echo failed").strip()
+        if error:
+            raise NetworkError(f"{what}: setting {node}'s {intf} {state} failed: {error}")
 
     def ping(self, src: str, dst: str, count: int = 1, timeout_s: int = 2) -> bool:
         ip = self.topo.host(dst).ip
