@@ -45,8 +45,8 @@ import numpy as np
 
 from protocol.choice import Choice
 from workers.comm import Comm, OpGen, Wait
-from workers.ring import chunk_bounds, step_tag
-from workload.gradients import Int32Array, from_wire, to_wire
+from workers.ring import ring_steps
+from workload.gradients import Int32Array
 from workload.worker_result import FallbackEntry, PathChangeEntry
 
 POLL_S = 0.02  # how often a worker reads the signal file
@@ -161,27 +161,9 @@ class ReverseRing:
         acc: Int32Array = data.astype(np.int32).copy()
         if len(acc) > self.slot_bytes // 4 * self.n:
             raise ValueError(f"reduction {r}: {len(acc)} values, more than the fallback ring's slots hold")
-        bounds = chunk_bounds(len(acc), self.n)
-        # The ring runs backwards: rank r's "next" is r - 1, so index chunks by the position in that ring.
-        pos = (-self.rank) % self.n
-        for step in range(self.steps):
-            reduce = step < self.n - 1
-            s = step if reduce else step - (self.n - 1)
-            send_chunk = (pos - s) % self.n if reduce else (pos + 1 - s) % self.n
-            recv_chunk = (pos - s - 1) % self.n if reduce else (pos - s) % self.n
-            lo, hi = bounds[send_chunk]
-            imm = step_tag(r, step)
-            self.comm.write(self.to, to_wire(acc[lo:hi]), self._va(r, step), RING_RKEY, imm)
-            if not self.comm.arrived(self.frm, imm):
-                yield partial(self.comm.arrived, self.frm, imm)
-            self.comm.take(self.frm, imm)
-            lo, hi = bounds[recv_chunk]
-            got = from_wire(self.comm.read(self.region, self._va(r, step), (hi - lo) * 4), hi - lo)
-            if reduce:
-                acc[lo:hi] += got
-            else:
-                acc[lo:hi] = got
-        return acc
+        # The ring runs backwards: rank r's "next" is r - 1, so chunks are indexed by the position in that ring.
+        return (yield from ring_steps(self.comm, acc, (-self.rank) % self.n, self.n, self.to, self.frm, r, RING_RKEY,
+                                      self.region, partial(self._va, r)))
 
 
 class SwitchPath(Protocol):

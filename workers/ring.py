@@ -10,12 +10,15 @@ slot not yet read) and the immediate data names (sequence, step).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
 
+from roce.qp import MemoryRegion
 from workers.comm import Comm, OpGen
 from workers.loops import make_loop
+from workload.dlcp import Tag
 from workload.gradients import Int32Array, from_wire, to_wire
 
 RKEY = 0x52494E47  # "RING"
@@ -75,24 +78,35 @@ class Ring:
         acc: Int32Array = data.astype(np.int32).copy()
         if self.n == 1:
             return acc
-        bounds = chunk_bounds(len(acc), self.n)
-        for step in range(self.steps):
-            reduce = step < self.n - 1
-            s = step if reduce else step - (self.n - 1)
-            send_chunk = (self.rank - s) % self.n if reduce else (self.rank + 1 - s) % self.n
-            recv_chunk = (self.rank - s - 1) % self.n if reduce else (self.rank - s) % self.n
-            lo, hi = bounds[send_chunk]
-            imm = step_tag(seq, step)
-            # the chunk sent in reduce-scatter step s sums s + 1 workers' gradients; in all-gather, all n
-            tag = self.comm.tag_for(mark, self.loop.profile, iteration, s + 1 if reduce else self.n)
-            self.comm.write(self.next, to_wire(acc[lo:hi]), self._va(seq, step), RKEY, imm, tag)
-            if not self.comm.arrived(self.prev, imm):
-                yield partial(self.comm.arrived, self.prev, imm)
-            self.comm.take(self.prev, imm)
-            lo, hi = bounds[recv_chunk]
-            got = from_wire(self.comm.read(self.region, self._va(seq, step), (hi - lo) * 4), hi - lo)
-            if reduce:
-                acc[lo:hi] += got
-            else:
-                acc[lo:hi] = got
-        return acc
+        # the chunk sent in reduce-scatter step s sums s + 1 workers' gradients; in all-gather, all n
+        return (yield from ring_steps(self.comm, acc, self.rank, self.n, self.next, self.prev, seq, RKEY, self.region,
+                                      partial(self._va, seq), lambda summed: self.comm.tag_for(
+                                          mark, self.loop.profile, iteration, summed)))
+
+
+def ring_steps(comm: Comm, acc: Int32Array, pos: int, n: int, to: int, frm: int, seq: int, rkey: int,
+               region: MemoryRegion, va: Callable[[int], int],
+               tag: Callable[[int], Tag | None] = lambda summed: None) -> OpGen:
+    """Ring all-reduce of acc in place (reduce-scatter, then all-gather): 2(n - 1) steps of one chunk written to
+    `to` (immediate: step_tag(seq, step), at va(step) of its region under rkey) and one read from `frm`'s. pos is
+    this worker's place on the ring that runs towards `to`; tag(summed): the DLCP tag of a chunk that sums
+    `summed` workers' values."""
+    bounds = chunk_bounds(len(acc), n)
+    for step in range(2 * (n - 1)):
+        reduce = step < n - 1
+        s = step if reduce else step - (n - 1)
+        send_chunk = (pos - s) % n if reduce else (pos + 1 - s) % n
+        recv_chunk = (pos - s - 1) % n if reduce else (pos - s) % n
+        lo, hi = bounds[send_chunk]
+        imm = step_tag(seq, step)
+        comm.write(to, to_wire(acc[lo:hi]), va(step), rkey, imm, tag(s + 1 if reduce else n))
+        if not comm.arrived(frm, imm):
+            yield partial(comm.arrived, frm, imm)
+        comm.take(frm, imm)
+        lo, hi = bounds[recv_chunk]
+        got = from_wire(comm.read(region, va(step), (hi - lo) * 4), hi - lo)
+        if reduce:
+            acc[lo:hi] += got
+        else:
+            acc[lo:hi] = got
+    return acc
