@@ -132,6 +132,9 @@ def test_uplink_down_reroutes_and_up_brings_it_back(fabric_net: Testbed, tmp_pat
     print(f"leaf1-spine1 down: detected in {(down.at - cut) * 1000:.1f} ms, rerouted in "
           f"{(rerouted.at - cut) * 1000:.1f} ms, longest gap in the flow {gap * 1000:.1f} ms")
     assert down.at - cut < DETECT_S and rerouted.at - cut < REROUTE_S and gap < GAP_S
+    # one end taken down (spine1's, given up by its BMv2 first), the other (leaf1's) up without carrier
+    (_, leaf_intf), (_, spine_intf) = net.link_interfaces("leaf1", "spine1")
+    assert operstate(spine_intf) == "down" and operstate(leaf_intf) == "lowerlayerdown"
     idle = rx_through(net, "spine1", spine_in)
     flow.wait_for(20)
     assert rx_through(net, "spine1", spine_in) == idle, "packets still reach spine1 over the cut link"
@@ -151,6 +154,45 @@ def test_uplink_down_reroutes_and_up_brings_it_back(fabric_net: Testbed, tmp_pat
     events.first(HealthKind.REROUTED, "leaf1-spine1", up.at)
     print(f"leaf1-spine1 up: noticed in {(up.at - mended) * 1000:.1f} ms")
     wait_until(lambda: rx_through(net, "spine1", spine_in) >= 20, 10, what="the flow over the link again")
+    flow.stop()
+
+
+def operstate(interface: str) -> str:
+    return Path(f"/sys/class/net/{interface}/operstate").read_text().strip()
+
+
+def test_a_port_removal_that_hangs_restarts_its_switch_with_the_link_down(
+        fabric_net: Testbed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BMv2's port_remove can deadlock (gradswitch/testbed.py, _give_up_port): one that times out, as the Thrift
+    client says it did (raised here in its place), has spine1 restarted with the interface down; the link is
+    routed around, and once up again spine1 takes the port back and carries the flow."""
+    import gradswitch.testbed as testbed
+
+    net, topo = fabric_net, fabric_net.topo
+    events = watch_health(net)
+    flow = start_flow(net, "h1", "h3", "spine1", tmp_path / "flow.log")
+    spine_in = port_towards(topo, "spine1", "leaf1")
+    old_pid = net._switch_node("spine1").bmv2.pid
+
+    def hangs(self: object, port: int) -> None:
+        raise testbed.ThriftError(f"thrift port 9091: bm_dev_mgr_remove_port: read timeout (port {port})")
+
+    monkeypatch.setattr(testbed.Bmv2Thrift, "port_remove", hangs)
+    cut = net.set_link("leaf1", "spine1", up=False)
+    assert net._switch_node("spine1").bmv2.pid != old_pid and "spine1" in net.restart_s
+    events.first(HealthKind.LINK_DOWN, "leaf1-spine1", cut - 10)
+    (_, leaf_intf), (_, spine_intf) = net.link_interfaces("leaf1", "spine1")
+    assert operstate(spine_intf) == "down" and net.fabric.is_up("spine1")
+    sent = flow.count()
+    flow.wait_for(20)
+    assert flow.count() >= sent + 20  # around the link, through spine2
+    assert rx_through(net, "spine1", spine_in) == 0  # spine1 came back without the port
+
+    monkeypatch.undo()
+    mended = net.set_link("leaf1", "spine1", up=True)
+    events.first(HealthKind.LINK_UP, "leaf1-spine1", mended)
+    wait_until(lambda: rx_through(net, "spine1", spine_in) >= 20, 10, what="the flow over the link again")
+    assert operstate(leaf_intf) == "up" and operstate(spine_intf) == "up"
     flow.stop()
 
 
