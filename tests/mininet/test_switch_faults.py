@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from bench.switch_faults import RATE_PPS, port_towards, rx_through, start_flow, watch_health
+from controller.bmv2_thrift import Bmv2Thrift, ThriftError
 from controller.health import HealthKind
 from controller.p4rt import MulticastGroup, TableEntry
 from controller.repl import Repl
@@ -166,8 +167,6 @@ def test_a_port_removal_that_hangs_restarts_its_switch_with_the_link_down(
     """BMv2's port_remove can deadlock (gradswitch/testbed.py, _give_up_port): one that times out, as the Thrift
     client says it did (raised here in its place), has spine1 restarted with the interface down; the link is
     routed around, and once up again spine1 takes the port back and carries the flow."""
-    import gradswitch.testbed as testbed
-
     net, topo = fabric_net, fabric_net.topo
     events = watch_health(net)
     flow = start_flow(net, "h1", "h3", "spine1", tmp_path / "flow.log")
@@ -175,9 +174,9 @@ def test_a_port_removal_that_hangs_restarts_its_switch_with_the_link_down(
     old_pid = net._switch_node("spine1").bmv2.pid
 
     def hangs(self: object, port: int) -> None:
-        raise testbed.ThriftError(f"thrift port 9091: bm_dev_mgr_remove_port: read timeout (port {port})")
+        raise ThriftError(f"thrift port 9091: bm_dev_mgr_remove_port: read timeout (port {port})")
 
-    monkeypatch.setattr(testbed.Bmv2Thrift, "port_remove", hangs)
+    monkeypatch.setattr(Bmv2Thrift, "port_remove", hangs)
     cut = net.set_link("leaf1", "spine1", up=False)
     assert net._switch_node("spine1").bmv2.pid != old_pid and "spine1" in net.restart_s
     events.first(HealthKind.LINK_DOWN, "leaf1-spine1", cut - 10)
