@@ -55,12 +55,13 @@ class Testbed(GradNetwork):
         host's where the link has one, else a dead switch's, else the second switch's (b), whose BMv2 first
         gives the port up (Thrift port_remove; added back once it is up): BMv2 stops receiving on every port
         once an interface goes down under it, but not when one loses its carrier. Returns when the interface
-        changed (time.monotonic()): the moment the link failed or came back."""
+        was set (time.monotonic(), just before: the controller may notice before this returns), the moment
+        the link failed or came back."""
         ends = list(zip(self.link_interfaces(a, b), self.topo.ports_between(a, b), strict=True))
         if up:
             (node, intf), port, removed = self._cut.pop((a, b), (ends[1][0], ends[1][1], False))
-            self.set_interface(node, intf, True, f"link {a}-{b}")
             changed = time.monotonic()
+            self.set_interface(node, intf, True, f"link {a}-{b}")
             if removed and self._switch_node(node).bmv2.alive():  # (else: a restart took the port as it was up)
                 with Bmv2Thrift(self.ports[node].thrift, timeout=PORT_CALL_TIMEOUT_S) as thrift:
                     thrift.port_add(intf, port)
@@ -69,26 +70,30 @@ class Testbed(GradNetwork):
         dead = [e for e in ends if self.topo.is_switch(e[0][0]) and not self._switch_node(e[0][0]).bmv2.alive()]
         (node, intf), port = (hosts or dead or [ends[1]])[0]
         removed = not hosts and not dead
-        if removed:
-            self._give_up_port(node, port, intf)
+        restarted_at = self._give_up_port(node, port, intf) if removed else None
+        changed = time.monotonic() if restarted_at is None else restarted_at
         self.set_interface(node, intf, False, f"link {a}-{b}")
         self._cut[(a, b)] = ((node, intf), port, removed)
-        return time.monotonic()
+        return changed
 
-    def _give_up_port(self, switch: str, port: int, intf: str) -> None:
+    def _give_up_port(self, switch: str, port: int, intf: str) -> float | None:
         """port_remove, which BMv2 can deadlock: it takes the port lock, then waits for its receive thread to
         answer, which may be waiting for that lock (bmi_port.c: more likely the busier the machine). A switch
         that does not answer in PORT_REMOVE_S is restarted with the interface down (the controller gives it
-        its entries again; it comes up without the port) and the run's log says so."""
+        its entries again; it comes up without the port) and the run's log says so; then returns when it took
+        the interface down (None: port_remove answered)."""
         try:
             with Bmv2Thrift(self.ports[switch].thrift, timeout=PORT_REMOVE_S) as thrift:
                 thrift.port_remove(port)
+            return None
         except ThriftError as e:
             log.warning("switch %s: BMv2 did not give up port %d (%s): its port_remove deadlocked; restarting it "
                         "with %s down", switch, port, e, intf)
             self.kill_switch(switch)
+            down = time.monotonic()
             self.set_interface(switch, intf, False, f"{switch}'s port {port}")
             self.restart_switch(switch)
+            return down
 
     def crash_switch(self, name: str) -> None:
         """SIGKILL the switch's BMv2 process; nothing else is touched (its interfaces stay). The controller

@@ -350,10 +350,11 @@ class GradNetwork:
 
     def set_link(self, a: str, b: str, up: bool) -> float:
         """Both ends of a link down (or up again): `ip link set` in each end's namespace (a switch's ports
-        are in the root namespace, a host's in its own). Returns when that was done (time.monotonic())."""
+        are in the root namespace, a host's in its own). Returns when that began (time.monotonic())."""
+        began = time.monotonic()
         for node, intf in self.link_interfaces(a, b):
             self.set_interface(node, intf, up, f"link {a}-{b}")
-        return time.monotonic()
+        return began
 
     def set_interface(self, node: str, intf: str, up: bool, what: str) -> None:
         """One interface down (or up): its peer loses (or regains) its carrier. `what` names it in an error."""

@@ -179,7 +179,7 @@ def test_a_port_removal_that_hangs_restarts_its_switch_with_the_link_down(
     monkeypatch.setattr(Bmv2Thrift, "port_remove", hangs)
     cut = net.set_link("leaf1", "spine1", up=False)
     assert net._switch_node("spine1").bmv2.pid != old_pid and "spine1" in net.restart_s
-    events.first(HealthKind.LINK_DOWN, "leaf1-spine1", cut - 10)
+    events.first(HealthKind.LINK_DOWN, "leaf1-spine1", cut)
     (_, leaf_intf), (_, spine_intf) = net.link_interfaces("leaf1", "spine1")
     assert operstate(spine_intf) == "down" and net.fabric.is_up("spine1")
     sent = flow.count()
