@@ -24,7 +24,7 @@ from workload.worker_result import WorkerResult
 # (the kernel resets the killed process's connection) and rewrites the live switches' routes and groups.
 SWITCH_DETECT_S = 0.05
 # From a link's loss of carrier until the routes are pushed: the controller watches its switch ports' carrier.
-LINK_DETECT_S = 0.09
+LINK_DETECT_S = 0.04
 
 
 class SimFaultError(ValueError):
