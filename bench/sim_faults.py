@@ -24,6 +24,7 @@ its timer doubling from the job's RTO). A simulated figure does not depend on th
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import statistics
@@ -131,18 +132,21 @@ def _spans(nodes: dict[int, Any]) -> list[tuple[float, float]]:
 
 
 def measure(spec: ExperimentSpec, fabric: Fabric, case: str, fault: Fault | None, out: Path) -> Run:
-    """One run of `spec` with `fault` on the simulator (kept as out.json: found there, not simulated again)."""
-    kept = out.with_suffix(".json")
-    if kept.exists():
-        return Run(**json.loads(kept.read_text()))
+    """One run of `spec` with `fault` on the simulator (kept as out-DIGEST.json, DIGEST of the jobs and the
+    simulator's settings: found there, not simulated again, while neither changed)."""
     faults = (fault,) if fault is not None else ()
     spec = replace(spec, faults=faults)
     spec.validate()
     topo = topology_for(spec)
     placement = place(spec, topo)
     cfgs = [job_config(spec, j + 1, nodes, topo) for j, nodes in enumerate(placement.jobs)]
+    settings = sim_settings(spec, cfgs, placement, False)
+    digest = hashlib.sha256(repr((cfgs, settings)).encode()).hexdigest()[:12]
+    kept = out.with_name(f"{out.name}-{digest}.json")
+    if kept.exists():
+        return Run(**json.loads(kept.read_text()))
     started = time.monotonic()
-    result = simulate(topo, cfgs, sim_settings(spec, cfgs, placement, False), out)
+    result = simulate(topo, cfgs, settings, out)
     wall = time.monotonic() - started
     cfg = cfgs[0]
     nodes = result.nodes[cfg.job_id]
