@@ -188,13 +188,13 @@ def one_round(net: Testbed, flow: Flow, health: HealthLog) -> Round:
     net.restart_switch("spine1")
     out["restart_s"] = time.monotonic() - t
     wait_until(lambda: rx_through(net, "spine1", spine_in) >= 10, 10, what="the flow through spine1 again")
-    t = net.set_link("leaf1", "spine1", up=False)  # from the carrier's loss (port_remove precedes it)
+    t = net.set_link("leaf1", "spine1", up=False).at  # from the carrier's loss (port_remove precedes it)
     out["link_detect_s"] = health.first(HealthKind.LINK_DOWN, "leaf1-spine1", t).at - t
     out["link_reroute_s"] = health.first(HealthKind.REROUTED, "leaf1-spine1", t).at - t
     flow.wait_for(settle)
     out["link_gap_s"] = flow.longest_gap(t)
     before = rx_through(net, "spine1", spine_in)
-    t = net.set_link("leaf1", "spine1", up=True)
+    t = net.set_link("leaf1", "spine1", up=True).at
     out["link_up_detect_s"] = health.first(HealthKind.LINK_UP, "leaf1-spine1", t).at - t
     wait_until(lambda: rx_through(net, "spine1", spine_in) > before, 10, what="the flow over leaf1-spine1 again")
     out["link_back_s"] = time.monotonic() - t

@@ -21,13 +21,13 @@ from controller.bmv2_thrift import Bmv2Thrift, ThriftError
 from controller.control_plane import ControlPlane
 from controller.fabric import Fabric, switch_addresses
 from controller.health import WatchedLink
-from mininet_topos.network import GradNetwork
+from mininet_topos.network import GradNetwork, LinkChange
 from mininet_topos.shaping import set_rate
 
 log = logging.getLogger(__name__)
 
 PORT_CALL_TIMEOUT_S = 10.0  # a Thrift port call (port_add)
-PORT_REMOVE_S = 5.0  # a port_remove that takes longer has deadlocked (Testbed._give_up_port)
+PORT_REMOVE_S = 2.0  # a port_remove that takes longer has deadlocked (Testbed._give_up_port)
 
 
 class Testbed(GradNetwork):
@@ -49,18 +49,17 @@ class Testbed(GradNetwork):
         return [WatchedLink(lk.a, lk.b, tuple(intf for node, intf in self.link_interfaces(lk.a, lk.b)
                                               if self.topo.is_switch(node))) for lk in self.topo.links]
 
-    def set_link(self, a: str, b: str, up: bool) -> float:
+    def set_link(self, a: str, b: str, up: bool) -> LinkChange:
         """A link down (or up again): one end's interface is taken down, the other loses its carrier, as a cut
         cable's would; the controller notices by the switch ports' carrier and reroutes. The end taken down is a
         host's where the link has one, else a dead switch's, else the second switch's (b), whose BMv2 first
         gives the port up (Thrift port_remove; added back once it is up): BMv2 stops receiving on every port
         once an interface goes down under it, but not when one loses its carrier. Returns when the interface
-        was set (time.monotonic(), just before: the controller may notice before this returns), the moment
-        the link failed or came back."""
+        was set, the moment the link failed or came back (LinkChange)."""
         ends = list(zip(self.link_interfaces(a, b), self.topo.ports_between(a, b), strict=True))
         if up:
             (node, intf), port, removed = self._cut.pop((a, b), (ends[1][0], ends[1][1], False))
-            changed = time.monotonic()
+            changed = LinkChange(time.monotonic())
             self.set_interface(node, intf, True, f"link {a}-{b}")
             if removed and self._switch_node(node).bmv2.alive():  # (else: a restart took the port as it was up)
                 with Bmv2Thrift(self.ports[node].thrift, timeout=PORT_CALL_TIMEOUT_S) as thrift:
@@ -71,7 +70,9 @@ class Testbed(GradNetwork):
         (node, intf), port = (hosts or dead or [ends[1]])[0]
         removed = not hosts and not dead
         restarted_at = self._give_up_port(node, port, intf) if removed else None
-        changed = time.monotonic() if restarted_at is None else restarted_at
+        changed = LinkChange(time.monotonic()) if restarted_at is None else LinkChange(
+            restarted_at, f"{node}'s BMv2 did not give up port {port} within {PORT_REMOVE_S:g} s (its port_remove "
+            f"deadlocks now and then under traffic): {node} was restarted with its end of the link down")
         self.set_interface(node, intf, False, f"link {a}-{b}")
         self._cut[(a, b)] = ((node, intf), port, removed)
         return changed

@@ -137,6 +137,15 @@ class DefaultSendBuffer:
             self.saved = None
 
 
+@dataclass(frozen=True)
+class LinkChange:
+    """A link taken down or up (set_link): when its interface was set (time.monotonic(), just before: the
+    controller may notice before set_link returns), and what else it took, for the run's record."""
+
+    at: float
+    note: str | None = None
+
+
 class GradNetwork:
     """A running Mininet network of BMv2 switches (empty until a controller programs them)."""
 
@@ -348,13 +357,13 @@ class GradNetwork:
             raise NetworkError(str(e)) from None
         return [(node, self.net.get(node).intfs[port].name) for node, port in zip((a, b), ports, strict=True)]
 
-    def set_link(self, a: str, b: str, up: bool) -> float:
+    def set_link(self, a: str, b: str, up: bool) -> LinkChange:
         """Both ends of a link down (or up again): `ip link set` in each end's namespace (a switch's ports
-        are in the root namespace, a host's in its own). Returns when that began (time.monotonic())."""
+        are in the root namespace, a host's in its own)."""
         began = time.monotonic()
         for node, intf in self.link_interfaces(a, b):
             self.set_interface(node, intf, up, f"link {a}-{b}")
-        return began
+        return LinkChange(began)
 
     def set_interface(self, node: str, intf: str, up: bool, what: str) -> None:
         """One interface down (or up): its peer loses (or regains) its carrier. `what` names it in an error."""

@@ -62,13 +62,20 @@ class HealthEvent(Protocol):
     def at(self) -> float: ...
 
 
+class LinkOutcome(Protocol):
+    """What a link taken down or up says besides (mininet_topos.network.LinkChange)."""
+
+    @property
+    def note(self) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class Mechanisms:
     """How a run fails things; None: this run cannot (the fault is refused before it starts)."""
 
     crash_switch: Callable[[str], object] | None = None
     restart_switch: Callable[[str], object] | None = None
-    set_link: Callable[[str, str, bool], object] | None = None
+    set_link: Callable[[str, str, bool], LinkOutcome | None] | None = None
     kill_worker: Callable[[int], str] | None = None  # rank -> who was killed ("worker 1 on h2")
     slow_worker: Callable[[int, Fault], object] | None = None  # rank, the slow-worker fault
     unslow_worker: Callable[[int, Fault], object] | None = None  # its link's rate given back after the run
@@ -260,7 +267,10 @@ class FaultSchedule:
                 fired.detail.append(f"restarted at {now_s:.2f} s, back at {self.clock() - (self.go or 0.0):.2f} s")
             elif action.step in (Step.LINK_DOWN, Step.LINK_UP) and m.set_link is not None:
                 a, b = f.link_ends()
-                m.set_link(a, b, action.step == Step.LINK_UP)
+                change = m.set_link(a, b, action.step == Step.LINK_UP)
+                if change is not None and change.note:
+                    fired.detail.append(change.note)
+                    log.warning("fault %s: %s", f.label, change.note)
             elif action.step == Step.KILL and m.kill_worker is not None:
                 fired.detail.append(f"killed {m.kill_worker(self.ranks[action.fault])} (SIGKILL)")
             elif action.step == Step.SLOW and m.slow_worker is not None:

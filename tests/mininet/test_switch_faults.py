@@ -125,7 +125,7 @@ def test_uplink_down_reroutes_and_up_brings_it_back(fabric_net: Testbed, tmp_pat
     flow = start_flow(net, "h1", "h3", "spine1", tmp_path / "flow.log")
     spine_in = port_towards(topo, "spine1", "leaf1")
 
-    cut = net.set_link("leaf1", "spine1", up=False)
+    cut = net.set_link("leaf1", "spine1", up=False).at
     down = events.first(HealthKind.LINK_DOWN, "leaf1-spine1", cut)
     rerouted = events.first(HealthKind.REROUTED, "leaf1-spine1", cut)
     flow.wait_for(3 * RATE_PPS // 10)
@@ -150,7 +150,7 @@ def test_uplink_down_reroutes_and_up_brings_it_back(fabric_net: Testbed, tmp_pat
     flow.wait_for(20)
     assert rx_through(net, "spine1", spine_in) == 0
 
-    mended = net.set_link("leaf1", "spine1", up=True)
+    mended = net.set_link("leaf1", "spine1", up=True).at
     up = events.first(HealthKind.LINK_UP, "leaf1-spine1", mended)
     events.first(HealthKind.REROUTED, "leaf1-spine1", up.at)
     print(f"leaf1-spine1 up: noticed in {(up.at - mended) * 1000:.1f} ms")
@@ -177,7 +177,7 @@ def test_a_port_removal_that_hangs_restarts_its_switch_with_the_link_down(
         raise ThriftError(f"thrift port 9091: bm_dev_mgr_remove_port: read timeout (port {port})")
 
     monkeypatch.setattr(Bmv2Thrift, "port_remove", hangs)
-    cut = net.set_link("leaf1", "spine1", up=False)
+    cut = net.set_link("leaf1", "spine1", up=False).at
     assert net._switch_node("spine1").bmv2.pid != old_pid and "spine1" in net.restart_s
     events.first(HealthKind.LINK_DOWN, "leaf1-spine1", cut)
     (_, leaf_intf), (_, spine_intf) = net.link_interfaces("leaf1", "spine1")
@@ -188,7 +188,7 @@ def test_a_port_removal_that_hangs_restarts_its_switch_with_the_link_down(
     assert rx_through(net, "spine1", spine_in) == 0  # spine1 came back without the port
 
     monkeypatch.undo()
-    mended = net.set_link("leaf1", "spine1", up=True)
+    mended = net.set_link("leaf1", "spine1", up=True).at
     events.first(HealthKind.LINK_UP, "leaf1-spine1", mended)
     wait_until(lambda: rx_through(net, "spine1", spine_in) >= 20, 10, what="the flow over the link again")
     assert operstate(leaf_intf) == "up" and operstate(spine_intf) == "up"

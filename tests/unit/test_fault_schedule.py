@@ -54,10 +54,13 @@ class Calls:
         self.log.append((round(self.clock() - 100.0, 6), what))
         return what
 
+    def link(self, a: str, b: str, up: bool) -> None:
+        self.note(f"{a}-{b} {'up' if up else 'down'}")
+
     def mechanisms(self) -> Mechanisms:
         return Mechanisms(crash_switch=lambda s: self.note(f"crash {s}"),
                           restart_switch=lambda s: self.note(f"restart {s}"),
-                          set_link=lambda a, b, up: self.note(f"{a}-{b} {'up' if up else 'down'}"),
+                          set_link=self.link,
                           kill_worker=lambda r: self.note(f"kill {r}").replace("kill", "worker") + f" on h{r + 1}",
                           slow_worker=lambda r, f: self.note(f"slow {r} x{f.factor:g}"))
 
@@ -344,3 +347,17 @@ def test_an_attached_repl_fires_faults_through_the_control_socket() -> None:
             assert attach_faults(run_dir) is None  # a network served without an injector
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def test_what_taking_a_link_down_took_besides_is_in_the_faults_detail() -> None:
+    """A set_link that had to restart a switch (Testbed: BMv2's port_remove deadlocked) says so; the record keeps it."""
+    from mininet_topos.network import LinkChange
+
+    clock = Clock()
+    note = "spine1's BMv2 did not give up port 1 within 2 s: spine1 was restarted with its end of the link down"
+    changes = iter([LinkChange(clock(), note), LinkChange(clock())])
+    schedule = FaultSchedule([parse_fault("link-down:leaf1-spine1@1,down=1")],
+                             Mechanisms(set_link=lambda a, b, up: next(changes)), clock=clock)
+    schedule.go = clock()
+    schedule.run_due(clock.wait)
+    assert schedule.fired[0].detail.count(note) == 1
