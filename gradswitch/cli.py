@@ -224,7 +224,7 @@ def cmd_net(args: argparse.Namespace) -> int:
 
     topo = topology_from_args(args)
     preflight()
-    options = NetworkOptions(log_level=args.log_level, pcap=args.pcap)
+    options = NetworkOptions(log_level=args.log_level, pcap=args.pcap, patch_links=args.patch_links)
     switches, hosts = len(topo.switches), len(topo.hosts)
     print(f"bringing up {topo.name}: {switches} BMv2 switch{'es' * (switches != 1)}, "
           f"{hosts} host{'s' * (hosts != 1)} ...", flush=True)
@@ -480,6 +480,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pingall", action="store_true", help="check every host pair, print the table, tear down")
     p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="BMv2 log level (debug logs every packet)")
     p.add_argument("--pcap", action="store_true", help="BMv2 writes pcaps of every port")
+    p.add_argument("--patch-links", action="store_true", help="every switch-to-switch link through a patch (a "
+                   "Linux bridge), so that the REPL's `fault link-down` cuts it without touching BMv2's ports "
+                   "(docs/faults.md)")
     p.set_defaults(func=cmd_net)
 
     p = add_command(sub, "repl", "inspect and change the switches of a running network",

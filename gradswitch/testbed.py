@@ -22,6 +22,7 @@ from controller.control_plane import ControlPlane
 from controller.fabric import Fabric, switch_addresses
 from controller.health import WatchedLink
 from mininet_topos.network import GradNetwork, LinkChange
+from mininet_topos.patch_links import set_patch
 from mininet_topos.shaping import set_rate
 
 log = logging.getLogger(__name__)
@@ -50,12 +51,19 @@ class Testbed(GradNetwork):
                                               if self.topo.is_switch(node))) for lk in self.topo.links]
 
     def set_link(self, a: str, b: str, up: bool) -> LinkChange:
-        """A link down (or up again): one end's interface is taken down, the other loses its carrier, as a cut
-        cable's would; the controller notices by the switch ports' carrier and reroutes. The end taken down is a
+        """A link down (or up again). A patched link (NetworkOptions.patch_links, mininet_topos/patch_links.py)
+        is cut in its patch: both switch ports lose their carrier. Otherwise one end's interface is taken down,
+        the other loses its carrier, as a cut cable's would. The controller notices by the switch ports'
+        carrier and reroutes. The end taken down is a
         host's where the link has one, else a dead switch's, else the second switch's (b), whose BMv2 first
         gives the port up (Thrift port_remove; added back once it is up): BMv2 stops receiving on every port
         once an interface goes down under it, but not when one loses its carrier. Returns when the interface
         was set, the moment the link failed or came back (LinkChange)."""
+        patch = self.patch_of(a, b)
+        if patch is not None:  # both switch ports lose (or regain) their carrier; BMv2 is not touched
+            at = time.monotonic()
+            set_patch(patch, up)
+            return LinkChange(at)
         ends = list(zip(self.link_interfaces(a, b), self.topo.ports_between(a, b), strict=True))
         if up:
             (node, intf), port, removed = self._cut.pop((a, b), (ends[1][0], ends[1][1], False))

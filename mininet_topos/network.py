@@ -40,6 +40,7 @@ from mininet_topos.bmv2_executable import Bmv2Build
 from mininet_topos.exit_signals import ExitSignals
 from mininet_topos.fence import FenceError, ManagementFence, remove_table, table_name
 from mininet_topos.local_ports import EphemeralReservation, format_ports, release_ports
+from mininet_topos.patch_links import Patch, patched_link_class
 from mininet_topos.shaping import shape, shape_priority, switch_send_buffer_bytes
 from protocol.paths import runtime_dir
 from topology.model import Topology
@@ -63,6 +64,9 @@ class NetworkOptions:
     thrift_base: int = THRIFT_BASE_PORT
     start_timeout: float = 30.0
     mtu: int = 9000  # every link: RoCE MTU 4096 packets need jumbo frames
+    # every switch-to-switch link through a patch (mininet_topos/patch_links.py), which a link fault cuts
+    # without touching BMv2's ports; a kernel bridge hop more per packet, so only where a run cuts links
+    patch_links: bool = False
 
 
 # The commands a network runs (Mininet's mnexec; ip, tc and ethtool on interfaces; ping; nft for the fence).
@@ -221,8 +225,11 @@ class GradNetwork:
                                    thrift_port=ports.thrift, run_dir=self.run_dir,
                                    log_level=self.options.log_level, pcap=self.options.pcap,
                                    executable=str(self.bmv2.executable))
+            patched = patched_link_class(self.options.mtu) if self.options.patch_links else None
             for lk in self.topo.links:
-                self.net.addLink(lk.a, lk.b, port1=lk.a_port, port2=lk.b_port)
+                between_switches = self.topo.is_switch(lk.a) and self.topo.is_switch(lk.b)
+                self.net.addLink(lk.a, lk.b, port1=lk.a_port, port2=lk.b_port,
+                                 **({"cls": patched} if patched and between_switches else {}))
             self.net.build()
             for node in self.net.hosts + self.net.switches:
                 for intf in node.intfList():
@@ -252,6 +259,20 @@ class GradNetwork:
         except BaseException:
             self.stop()
             raise
+
+    def patches(self) -> list[Patch]:
+        """The patches of this network's switch-to-switch links (none unless options.patch_links)."""
+        if not self.options.patch_links:
+            return []
+        return [Patch.between(f"{lk.a}-eth{lk.a_port}", f"{lk.b}-eth{lk.b_port}") for lk in self.topo.links
+                if self.topo.is_switch(lk.a) and self.topo.is_switch(lk.b)]
+
+    def patch_of(self, a: str, b: str) -> Patch | None:
+        """The patch of the link between nodes a and b, if it has one."""
+        if not self.options.patch_links or not (self.topo.is_switch(a) and self.topo.is_switch(b)):
+            return None
+        lk = next((lk for lk in self.topo.links if {lk.a, lk.b} == {a, b}), None)
+        return None if lk is None else Patch.between(f"{lk.a}-eth{lk.a_port}", f"{lk.b}-eth{lk.b_port}")
 
     def switch_interfaces(self) -> list[str]:
         """Names of the switch-side interfaces (root namespace) this topology creates."""
@@ -300,7 +321,7 @@ class GradNetwork:
             "switches": switches,
             "host_pids": {h.name: self.net.get(h.name).pid for h in self.topo.hosts},
             "interfaces": sorted({intf.name for node in self.net.switches for intf in node.intfList()
-                                  if intf.name != "lo"}),
+                                  if intf.name != "lo"} | {p.bridge for p in self.patches()}),
             "reserved_ports": list(self.reservation.added),
             "run_dir": str(self.run_dir),
             "started": time.time(),

@@ -40,7 +40,7 @@ from gradswitch.experiment.supervisor import NodeKey, Processes, Progress, run_n
 from gradswitch.experiment.timeline import write_timeline
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
-from topology.faults import WORKER_FAULTS, Fault, worker_rank
+from topology.faults import LINK_FAULTS, WORKER_FAULTS, Fault, worker_rank
 from workers.slowdown import write_slowdown
 from workload.job import JobConfig, job_dir, job_file
 
@@ -57,8 +57,11 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = 
         from gradswitch.experiment.simulated import run_simulated
 
         return run_simulated(spec, out_dir, progress)
-    options = network_options or NetworkOptions(run_dir=out_dir / "net")
-    with Testbed(topology_for(spec), options) as net:
+    topo = topology_for(spec)
+    # A link fault between switches cuts a patch (mininet_topos/patch_links.py), not a BMv2 port.
+    cuts = any(f.kind in LINK_FAULTS and all(topo.is_switch(end) for end in f.link_ends()) for f in spec.faults)
+    options = network_options or NetworkOptions(run_dir=out_dir / "net", patch_links=cuts)
+    with Testbed(topo, options) as net:
         return run_on(net, spec, out_dir, progress)
 
 

@@ -51,6 +51,20 @@ def fabric_net(tmp_path: Path) -> Iterator[Testbed]:
     assert not [a for a in switch_processes().values() if any(str(tmp_path) in x for x in a)]
 
 
+@pytest.fixture
+def patched_net(tmp_path: Path) -> Iterator[Testbed]:
+    """The fabric with its switch-to-switch links patched (mininet_topos/patch_links.py)."""
+    topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2)
+    net = Testbed(topo, NetworkOptions(run_dir=tmp_path / "net", patch_links=True))
+    with net:
+        patches = net.patches()
+        yield net
+    names = [h.name for h in topo.hosts] + [s.name for s in topo.switches]
+    assert leftovers(tmp_path / "net", names) == []
+    assert len(patches) == 4 and not [p for p in patches for i in (p.a_end, p.b_end, p.bridge)
+                                      if Path(f"/sys/class/net/{i}").exists()]
+
+
 def test_spine_crash_reroutes_a_flow_and_restart_brings_it_back(fabric_net: Testbed, tmp_path: Path) -> None:
     net, topo = fabric_net, fabric_net.topo
     events = watch_health(net)
@@ -192,6 +206,42 @@ def test_a_port_removal_that_hangs_restarts_its_switch_with_the_link_down(
     events.first(HealthKind.LINK_UP, "leaf1-spine1", mended)
     wait_until(lambda: rx_through(net, "spine1", spine_in) >= 20, 10, what="the flow over the link again")
     assert operstate(leaf_intf) == "up" and operstate(spine_intf) == "up"
+    flow.stop()
+
+
+def test_a_patched_uplink_is_cut_without_touching_bmv2(patched_net: Testbed, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A patched link is cut in its bridge: both switch ports lose their carrier and stay up, no port is given up
+    (port_remove would raise here), the flow is rerouted and comes back through spine1 once the link is up."""
+    net, topo = patched_net, patched_net.topo
+    events = watch_health(net)
+    flow = start_flow(net, "h1", "h3", "spine1", tmp_path / "flow.log")
+    spine_in = port_towards(topo, "spine1", "leaf1")
+
+    def never(self: object, port: int) -> None:
+        raise AssertionError(f"port_remove({port}) on a patched link")
+
+    monkeypatch.setattr(Bmv2Thrift, "port_remove", never)
+    change = net.set_link("leaf1", "spine1", up=False)
+    assert change.note is None
+    down = events.first(HealthKind.LINK_DOWN, "leaf1-spine1", change.at)
+    rerouted = events.first(HealthKind.REROUTED, "leaf1-spine1", change.at)
+    flow.wait_for(3 * RATE_PPS // 10)
+    gap = flow.longest_gap(change.at)
+    print(f"patched leaf1-spine1 cut: detected in {(down.at - change.at) * 1000:.1f} ms, rerouted in "
+          f"{(rerouted.at - change.at) * 1000:.1f} ms, longest gap in the flow {gap * 1000:.1f} ms")
+    assert down.at - change.at < DETECT_S and rerouted.at - change.at < REROUTE_S and gap < GAP_S
+    (_, leaf_intf), (_, spine_intf) = net.link_interfaces("leaf1", "spine1")
+    assert operstate(leaf_intf) == operstate(spine_intf) == "lowerlayerdown"
+    idle = rx_through(net, "spine1", spine_in)
+    flow.wait_for(20)
+    assert rx_through(net, "spine1", spine_in) == idle, "packets still reach spine1 over the cut link"
+    assert net.ping("h2", "h4")  # leaf1 and spine1 forward on their other ports
+
+    mended = net.set_link("leaf1", "spine1", up=True).at
+    events.first(HealthKind.LINK_UP, "leaf1-spine1", mended)
+    wait_until(lambda: rx_through(net, "spine1", spine_in) >= idle + 20, 10, what="the flow over the link again")
+    assert operstate(leaf_intf) == operstate(spine_intf) == "up"
     flow.stop()
 
 

@@ -89,3 +89,15 @@ def test_a_fault_record_says_the_times_to_detect_and_recover_and_reads_back():
     assert record.time_to_detect_s == pytest.approx(0.19) and record.time_to_recover_s == pytest.approx(0.89)
     assert FaultRecord.from_dict(record.to_dict()) == record
     assert record.to_dict()["label"] == "switch-crash:spine1@3,restart=5"
+
+
+def test_a_patch_has_short_stable_names_of_its_own() -> None:
+    """Linux takes interface names of 15 characters at most; a link's patch is named alike in every process
+    (Testbed.set_link finds the one the network made), and two links never share one."""
+    from mininet_topos.patch_links import Patch
+
+    a = Patch.between("leaf1-eth3", "spine1-eth1")
+    assert a == Patch.between("leaf1-eth3", "spine1-eth1") != Patch.between("leaf1-eth4", "spine2-eth1")
+    long = Patch.between("edge0_0-eth12", "aggregate0_1-eth12")
+    assert all(len(n) <= 15 for p in (a, long) for n in (p.a_end, p.b_end, p.bridge))
+    assert len({a.a_end, a.b_end, a.bridge}) == 3
