@@ -1,14 +1,15 @@
 """How fast the controller notices a failed switch or link and routes around it, and how long a restart takes
 (docs/faults.md, "Recovery in the switches").
 
-On a 2x2 leaf-spine fabric (unshaped links), a paced UDP flow from h1 to h3 is hashed through spine1; its
+On a 2x2 leaf-spine fabric (unshaped links, the switch-to-switch ones patched as a run with a link fault patches
+them: mininet_topos/patch_links.py), a paced UDP flow from h1 to h3 is hashed through spine1; its
 receiver writes each packet's sequence number with the time it arrived. Each round:
 
 - spine1's process killed (Testbed.crash_switch): `detect` (until the controller's switch-down event),
   `reroute` (until its rerouted event: every live switch written), `gap` (the flow's longest silence from the kill
   on: what the flow lost);
 - spine1 restarted (Testbed.restart_switch): `restart` (process start to pipeline, entries and routes written);
-- leaf1-spine1 taken down (Testbed.set_link): `detect`, `reroute`, `gap` as above, from the call;
+- leaf1-spine1 cut in its patch (Testbed.set_link): `detect`, `reroute`, `gap` as above, from the cut;
 - and up again: `detect` (link-up event) and `back` (until spine1 counts the flow's packets again).
 
 Every time is from the fault's call to the event's `at` (time.monotonic(), one clock for every namespace).
@@ -188,7 +189,7 @@ def one_round(net: Testbed, flow: Flow, health: HealthLog) -> Round:
     net.restart_switch("spine1")
     out["restart_s"] = time.monotonic() - t
     wait_until(lambda: rx_through(net, "spine1", spine_in) >= 10, 10, what="the flow through spine1 again")
-    t = net.set_link("leaf1", "spine1", up=False).at  # from the carrier's loss (port_remove precedes it)
+    t = net.set_link("leaf1", "spine1", up=False).at  # from the cut
     out["link_detect_s"] = health.first(HealthKind.LINK_DOWN, "leaf1-spine1", t).at - t
     out["link_reroute_s"] = health.first(HealthKind.REROUTED, "leaf1-spine1", t).at - t
     flow.wait_for(settle)
@@ -209,7 +210,7 @@ def summary(rounds: list[Round]) -> dict[str, dict[str, float]]:
 def measure(rounds: int, rate_pps: float) -> dict[str, Any]:
     topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2)
     with tempfile.TemporaryDirectory(prefix="gs-switch-faults-") as tmp, \
-            Testbed(topo, NetworkOptions(run_dir=Path(tmp) / "net")) as net:
+            Testbed(topo, NetworkOptions(run_dir=Path(tmp) / "net", patch_links=True)) as net:
         health = watch_health(net)
         flow = start_flow(net, "h1", "h3", "spine1", Path(tmp) / "flow.log", rate_pps)
         try:

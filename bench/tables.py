@@ -684,7 +684,7 @@ def switch_faults_table(results: Path) -> str:
 
     rows = [["spine1's process killed" + mark, ms("switch_detect_s"), ms("switch_reroute_s"), ms("switch_gap_s"),
              f"restarted, forwarding again: {ms('restart_s')}"],
-            ["leaf1-spine1 down (set_link)" + mark, ms("link_detect_s"), ms("link_reroute_s"), ms("link_gap_s"),
+            ["leaf1-spine1 cut (set_link, patched)" + mark, ms("link_detect_s"), ms("link_reroute_s"), ms("link_gap_s"),
              f"up: noticed {ms('link_up_detect_s')}, flow through spine1 {ms('link_back_s')}"]]
     return table([f"fault ({data['rounds']} rounds, ms: median [min-max])", "detected", "rerouted",
                   f"flow's longest gap ({data['flow']['rate_pps']:g} packets/s)", "back"], rows)

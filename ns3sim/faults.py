@@ -22,7 +22,7 @@ from workload.worker_result import WorkerResult
 
 # From a switch's crash until the routes around it are pushed: the controller sees its P4Runtime stream end
 # (the kernel resets the killed process's connection) and rewrites the live switches' routes and groups.
-SWITCH_DETECT_S = 0.05
+SWITCH_DETECT_S = 0.03
 # From a link's loss of carrier until the routes are pushed: the controller watches its switch ports' carrier.
 LINK_DETECT_S = 0.04
 
