@@ -54,19 +54,22 @@ class Testbed(GradNetwork):
         """A link down (or up again). A patched link (NetworkOptions.patch_links, mininet_topos/patch_links.py)
         is cut in its patch: both switch ports lose their carrier. Otherwise one end's interface is taken down,
         the other loses its carrier, as a cut cable's would. The controller notices by the switch ports'
-        carrier and reroutes. The end taken down is a
-        host's where the link has one, else a dead switch's, else the second switch's (b), whose BMv2 first
-        gives the port up (Thrift port_remove; added back once it is up): BMv2 stops receiving on every port
-        once an interface goes down under it, but not when one loses its carrier. Returns when the interface
-        was set, the moment the link failed or came back (LinkChange)."""
+        carrier and reroutes. The end taken down is a host's where the link has one, else a dead switch's,
+        else the second switch's (b), whose BMv2 first gives the port up (Thrift port_remove; added back once
+        it is up): BMv2 stops receiving on every port once an interface goes down under it, but not when one
+        loses its carrier. Returns when the interface was set, the moment the link failed or came back
+        (LinkChange)."""
         patch = self.patch_of(a, b)
         if patch is not None:  # both switch ports lose (or regain) their carrier; BMv2 is not touched
             at = time.monotonic()
             set_patch(patch, up)
             return LinkChange(at)
         ends = list(zip(self.link_interfaces(a, b), self.topo.ports_between(a, b), strict=True))
+        key = (min(a, b), max(a, b))
         if up:
-            (node, intf), port, removed = self._cut.pop((a, b), (ends[1][0], ends[1][1], False))
+            if key not in self._cut:  # not taken down here: both ends up, whatever they were
+                return super().set_link(a, b, up)
+            (node, intf), port, removed = self._cut.pop(key)
             changed = LinkChange(time.monotonic())
             self.set_interface(node, intf, True, f"link {a}-{b}")
             if removed and self._switch_node(node).bmv2.alive():  # (else: a restart took the port as it was up)
@@ -82,7 +85,7 @@ class Testbed(GradNetwork):
             restarted_at, f"{node}'s BMv2 did not give up port {port} within {PORT_REMOVE_S:g} s (its port_remove "
             f"deadlocks now and then under traffic): {node} was restarted with its end of the link down")
         self.set_interface(node, intf, False, f"link {a}-{b}")
-        self._cut[(a, b)] = ((node, intf), port, removed)
+        self._cut[key] = ((node, intf), port, removed)
         return changed
 
     def _give_up_port(self, switch: str, port: int, intf: str) -> float | None:
