@@ -717,6 +717,29 @@ def sim_faults_table(results: Path) -> str:
                   "it/s after", "during / clean", "after / clean", "exact"], rows)
 
 
+def sim_netreduce_fallback_table(results: Path) -> str:
+    """bench/sim_netreduce_fallback.py: NetReduce's fallback and return on ns-3 against the BMv2 runs of the same
+    scenario (medians [min-max] over the ECMP seeds; the ratio to BMv2's median)."""
+    data = json.loads((results / "sim-netreduce-fallback.json").read_text())
+
+    def cell(case: dict[str, Any], key: str) -> str:
+        v, ratio = case["ns3"][key], case["ns3_over_bmv2"][key]
+        lo, mid, hi = (f"{v[k] * 1000:.0f}" if key in ("fallback_s", "return_s") else f"{v[k]:.3f}"
+                       for k in ("min", "median", "max"))
+        return (mid if lo == hi else f"{mid} [{lo}-{hi}]") + f" ({ratio:.2f}x)"
+
+    rows = []
+    for case in data["cases"].values():
+        setup = case["setup"]
+        rows.append([f"{setup['bw_mbps']:g} Mb/s" + (" (BMv2 machine-bound)" if case["bmv2_machine_bound"] else ""),
+                     *(cell(case, k) for k in ("fallback_s", "return_s", "before_s", "during_s", "after_s")),
+                     f"{case['ring_over_netreduce']['ns3']:.2f} / {case['ring_over_netreduce']['bmv2']:.2f}",
+                     "yes" if case["all_exact"] else "NO"])
+    return table([f"every link (ns-3, seeds {data['seeds']}; x: over BMv2's median)", "switch-down -> all on ring ms",
+                  "switch-up -> all back ms", "iteration before s", "on ring s", "after s",
+                  "ring / in-network ns-3 / BMv2", "exact"], rows)
+
+
 def goodput_table(results: Path) -> str:
     """bench/goodput.py: goodput of a 1,024-worker job over 30 days with checkpoint restart or recovery in place."""
     data = json.loads((results / "goodput.json").read_text())
@@ -814,6 +837,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "scaling-dlcp": ("scaling.json", scaling_dlcp_table),
     "switch-faults": ("switch-faults.json", switch_faults_table),
     "sim-faults": ("sim-faults.json", sim_faults_table),
+    "sim-netreduce-fallback": ("sim-netreduce-fallback.json", sim_netreduce_fallback_table),
     "goodput": ("goodput.json", goodput_table),
     "goodput-sensitivity": ("goodput.json", goodput_sensitivity_table),
     "goodput-fabric": ("goodput.json", goodput_fabric_table),

@@ -44,11 +44,21 @@ class SimFault:
     resumed_qps: int  # of which made progress again
     lost_packets: int  # packets it dropped (arriving at the dead switch or link, or queued there)
     out_at_end: bool  # its target was still out when the run ended
+    # a switch crash under NetReduce jobs aggregating there: "ring" once their workers agreed to fall back, when,
+    # and when every one of their workers had completed a reduction on the ring (gs-netreduce-worker.cc); with a
+    # restart, when they agreed to return to the switch and when every one had completed a reduction there again
+    fallback: str | None = None
+    fallback_s: float | None = None
+    ring_recovered_s: float | None = None
+    returned_s: float | None = None
+    switch_recovered_s: float | None = None
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> SimFault:
         return cls(str(raw["label"]), raw["injected_s"], raw["detected_s"], raw["recovered_s"], raw["first_stall_s"],
-                   int(raw["stalled_qps"]), int(raw["resumed_qps"]), int(raw["lost_packets"]), bool(raw["out_at_end"]))
+                   int(raw["stalled_qps"]), int(raw["resumed_qps"]), int(raw["lost_packets"]), bool(raw["out_at_end"]),
+                   raw.get("fallback"), raw.get("fallback_s"), raw.get("ring_recovered_s"), raw.get("returned_s"),
+                   raw.get("switch_recovered_s"))
 
 
 def fault_json(fault: Fault, topo: Topology, jobs: list[JobConfig]) -> dict[str, Any]:
@@ -144,11 +154,29 @@ def fault_records(faults: tuple[Fault, ...], measured: list[SimFault], nodes: di
             out.append(FaultRecord(fault, m.injected_s, FaultOutcome.NO_EFFECT, m.detected_s, None, 0, None,
                                    "none of the jobs' packets crossed it while it was out"))
             continue
+        if m.fallback is not None:
+            out.append(FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, m.detected_s, m.ring_recovered_s, 0,
+                                   m.fallback, f"NetReduce fell back to {m.fallback} (workers agreed at "
+                                   f"{m.fallback_s:.3f} s, every worker's first {m.fallback} reduction done at "
+                                   f"{_seconds(m.ring_recovered_s)}){_return(m)}; {m.lost_packets} packets lost at "
+                                   "the switch"))
+            continue
         how = "rerouted, " if m.detected_s is not None else ""
         out.append(FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, m.detected_s, m.recovered_s, 0, None,
                                f"{how}{m.lost_packets} packets lost, resent by {m.stalled_qps} queue pairs (RC "
                                "retransmission)"))
     return out
+
+
+def _seconds(t: float | None) -> str:
+    return "never" if t is None else f"{t:.3f} s"
+
+
+def _return(m: SimFault) -> str:
+    if m.returned_s is None:
+        return ", never back on the switch"
+    return (f", back on the switch from {m.returned_s:.3f} s (every worker's first reduction there done at "
+            f"{_seconds(m.switch_recovered_s)})")
 
 
 @dataclass(frozen=True)
@@ -179,7 +207,7 @@ def phase_throughput(iterations: list[tuple[float, float]], record: FaultRecord)
                            rate([(s, e) for s, e in iterations if s >= b]))
 
 
-def sim_fault_problems(faults: tuple[Fault, ...], netreduce: bool, graph: bool) -> list[str]:
+def sim_fault_problems(faults: tuple[Fault, ...], netreduce: bool, ranks: int, graph: bool) -> list[str]:
     """The faults the simulator does not run on this job, one line each (spec.problems refuses them before
     anything starts)."""
     out = []
@@ -187,7 +215,7 @@ def sim_fault_problems(faults: tuple[Fault, ...], netreduce: bool, graph: bool) 
         if graph:
             out.append(f"fault {f.label}: the simulator's graph engine (workload_et) runs no faults: leave the "
                        "faults out, or run the loop or a training workload")
-        elif netreduce and f.kind == FaultKind.SWITCH_CRASH:
-            out.append(f"fault {f.label}: a NetReduce job on the simulator does not fall back to ring when a switch "
-                       "dies: run it on BMv2 (backend = bmv2), or with algo = ring or ps on ns-3")
+        elif netreduce and f.kind == FaultKind.SWITCH_CRASH and ranks > 1:
+            out.append(f"fault {f.label}: a NetReduce job's fallback to ring on the simulator needs all its workers "
+                       f"on one rank, not ranks = {ranks}: run it with ranks = 1")
     return out

@@ -392,7 +392,8 @@ class ExperimentSpec:
         if self.faults and sim:
             from ns3sim.faults import sim_fault_problems
 
-            out += sim_fault_problems(self.faults, self.algo == Algorithm.NETREDUCE, self.workload_et is not None)
+            out += sim_fault_problems(self.faults, self.algo == Algorithm.NETREDUCE, self.ranks,
+                                      self.workload_et is not None)
         need(not (self.faults and not sim and self.workload_et is not None),
              f"faults ({', '.join(f.label for f in self.faults)}): an execution-graph run (workload_et) on BMv2 does "
              "not fire faults yet; leave them out, or run the faults with a spec's own workload")

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace ns3
 {
@@ -43,11 +44,50 @@ class Collective
     {
     }
 
+    /// NetReduce's fallback (gs-netreduce-worker.cc): the first message number of the first reduction this
+    /// worker started and has not finished (the next one it will start if none); none for other algorithms.
+    virtual std::optional<uint64_t> FirstUnfinished() const
+    {
+        return std::nullopt;
+    }
+
+    /// NetReduce's fallback: the aggregating switch is gone; redo every reduction from message number
+    /// `from` (agreed by the job's workers) and every later one with ring all-reduce. `firstRingDone` is
+    /// called once, when the first reduction the ring does completes here.
+    virtual void FallBackToRing(uint64_t from, std::function<void()> firstRingDone)
+    {
+    }
+
+    /// NetReduce's return: the message number the next reduction this worker starts will take.
+    virtual std::optional<uint64_t> NextMessage() const
+    {
+        return std::nullopt;
+    }
+
+    /// NetReduce's return: the switch is back with its cells empty; every reduction from message number
+    /// `from` (agreed: the largest NextMessage of the job's workers) goes to it again, the earlier ones finish
+    /// on ring. `firstSwitchDone` is called once, when the first reduction back on the switch completes here.
+    virtual void ReturnToSwitch(uint64_t from, std::function<void()> firstSwitchDone)
+    {
+    }
+
   protected:
     JobNode* m_node;
 };
 
 std::unique_ptr<Collective> MakeRing(JobNode* node);
+
+/// Ring all-reduce as another algorithm's part (NetReduce's fallback): `rank` is this node's place on the
+/// ring, `next` and `prev` its queue pairs to its neighbours; Redo takes part in a reduction this node has
+/// finished already (its result not checked again, nothing called at the end).
+class RingPart : public Collective
+{
+  public:
+    using Collective::Collective;
+    virtual void Redo(uint32_t it, uint32_t op, uint64_t seq, uint64_t elements, WriteTag tag) = 0;
+};
+
+std::unique_ptr<RingPart> MakeRingOn(JobNode* node, uint32_t rank, RcQp* next, RcQp* prev);
 std::unique_ptr<Collective> MakeNetReduceWorker(JobNode* node);
 std::unique_ptr<Collective> MakePsWorker(JobNode* node);
 /// A parameter server: serves pushes by itself (Start is never called).

@@ -1,6 +1,7 @@
 #include "gs-fault-schedule.h"
 
 #include "gs-job-node.h"
+#include "gs-netreduce-switch.h"
 #include "gs-ticks.h"
 
 #include "ns3/simulator.h"
@@ -36,6 +37,13 @@ FaultSchedule::GetTypeId()
                           "and pushed routes around it (or back over it)",
                           TimeValue(MilliSeconds(20)),
                           MakeTimeAccessor(&FaultSchedule::m_linkDetect),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("FallbackAgreementDelay",
+                          "From the control plane noticing a NetReduce job's aggregating switch dead until the "
+                          "job's workers agreed on the first reduction to redo on ring (zero: the largest "
+                          "smoothed round trip of the job's queue pairs, an announcement and its answer)",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&FaultSchedule::m_agreement),
                           MakeTimeChecker(Time(0)));
     return tid;
 }
@@ -165,10 +173,137 @@ FaultSchedule::Detect(size_t f, uint32_t window)
     if (spec.kind == FaultKind::SwitchCrash)
     {
         m_rerouter->SwitchOut(t.Index(spec.sw), true);
+        FallBack(f);
     }
     else
     {
         m_rerouter->LinkOut(t.Index(spec.a), t.Index(spec.b), true);
+    }
+}
+
+void
+FaultSchedule::FallBack(size_t f)
+{
+    if (!m_net.netReduceJobsOn || m_records[f].fallback >= 0)
+    {
+        return; // fallen back already: the job stays on ring
+    }
+    const FaultSpec& spec = m_faults[f];
+    for (const NetReduceJobOn& job : m_net.netReduceJobsOn(m_net.topo->Index(spec.sw)))
+    {
+        std::optional<uint64_t> from;
+        for (JobNode* n : job.workers)
+        {
+            if (!n->Error().empty() || n->Done())
+            {
+                continue;
+            }
+            std::optional<uint64_t> first = n->Algorithm()->FirstUnfinished();
+            if (first)
+            {
+                from = from ? std::min(*from, *first) : *first;
+            }
+        }
+        if (!from || job.workers.size() < 3)
+        {
+            continue; // nothing to redo, or no ring distinct from the job's connections
+        }
+        Time delay = m_agreement.IsZero() ? Seconds(JobRtt(job.workers)) : m_agreement;
+        Simulator::Schedule(delay, &FaultSchedule::FallBackNow, this, f, job.workers, *from);
+    }
+}
+
+double
+FaultSchedule::JobRtt(const std::vector<JobNode*>& workers)
+{
+    double rtt = 0;
+    for (JobNode* n : workers)
+    {
+        RcQp* qp = n->Qp((n->NodeId() + 1) % n->Workers());
+        rtt = std::max(rtt, qp->Srtt().value_or(qp->Rto()));
+    }
+    return rtt;
+}
+
+void
+FaultSchedule::Return(size_t f)
+{
+    if (!m_net.netReduceJobsOn || m_records[f].fallback < 0)
+    {
+        return; // no job fell back
+    }
+    const FaultSpec& spec = m_faults[f];
+    for (const NetReduceJobOn& job : m_net.netReduceJobsOn(m_net.topo->Index(spec.sw)))
+    {
+        Time delay = m_agreement.IsZero() ? Seconds(JobRtt(job.workers)) : m_agreement;
+        Simulator::Schedule(delay, &FaultSchedule::ReturnNow, this, f, job);
+    }
+}
+
+void
+FaultSchedule::ReturnNow(size_t f, NetReduceJobOn job)
+{
+    std::optional<uint64_t> from;
+    for (JobNode* n : job.workers)
+    {
+        std::optional<uint64_t> next = n->Error().empty() ? n->Algorithm()->NextMessage() : std::nullopt;
+        if (next)
+        {
+            from = from ? std::max(*from, *next) : *next;
+        }
+    }
+    if (!from)
+    {
+        return;
+    }
+    for (NrSwitchJob* cells : job.cells)
+    {
+        cells->Clear();
+    }
+    Record& r = m_records[f];
+    r.returned = NowTicks();
+    for (JobNode* n : job.workers)
+    {
+        if (!n->Error().empty())
+        {
+            continue;
+        }
+        r.switchWorkers++;
+        n->Algorithm()->ReturnToSwitch(*from, [this, f]() {
+            Record& rec = m_records[f];
+            rec.switchWorkersDone++;
+            if (rec.switchWorkersDone == rec.switchWorkers)
+            {
+                rec.switchRecovered = NowTicks();
+            }
+        });
+    }
+}
+
+void
+FaultSchedule::FallBackNow(size_t f, std::vector<JobNode*> workers, uint64_t from)
+{
+    Record& r = m_records[f];
+    if (r.fallback < 0)
+    {
+        r.fallback = NowTicks();
+    }
+    r.fallbackJobs++;
+    for (JobNode* n : workers)
+    {
+        if (!n->Error().empty())
+        {
+            continue;
+        }
+        r.ringWorkers++;
+        n->Algorithm()->FallBackToRing(from, [this, f]() {
+            Record& rec = m_records[f];
+            rec.ringWorkersDone++;
+            if (rec.ringWorkersDone == rec.ringWorkers)
+            {
+                rec.ringRecovered = NowTicks();
+            }
+        });
     }
 }
 
@@ -185,6 +320,7 @@ FaultSchedule::Up(size_t f, uint32_t window)
         // restarted: the controller pushed its pipeline and tables, and puts it back into every route
         (*m_net.switches)[t.Index(spec.sw) - t.Hosts()]->SetDown(false);
         m_rerouter->SwitchOut(t.Index(spec.sw), false);
+        Return(f);
         return;
     }
     auto [da, db] = LinkDevices(spec);
@@ -311,7 +447,13 @@ FaultSchedule::Results() const
                        {"stalled_qps", r.stalls},
                        {"resumed_qps", r.resumed},
                        {"lost_packets", LostPackets(f)},
-                       {"out_at_end", r.out}});
+                       {"out_at_end", r.out},
+                       {"fallback", r.fallback >= 0 ? json("ring") : json(nullptr)},
+                       {"fallback_s", seconds(r.fallback)},
+                       {"fallback_jobs", r.fallbackJobs},
+                       {"ring_recovered_s", seconds(r.ringRecovered)},
+                       {"returned_s", seconds(r.returned)},
+                       {"switch_recovered_s", seconds(r.switchRecovered)}});
     }
     return out;
 }

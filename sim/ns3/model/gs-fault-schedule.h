@@ -32,6 +32,15 @@ namespace gs
 {
 
 class JobNode;
+class NrSwitchJob;
+
+/// A NetReduce job that aggregates on a switch without a worker attached to it: it falls back to ring when
+/// that switch dies and returns to it once it is back.
+struct NetReduceJobOn
+{
+    std::vector<JobNode*> workers;   // by rank (nullptr: on another MPI rank)
+    std::vector<NrSwitchJob*> cells; // its aggregation on every switch of its tree (cleared for the return)
+};
 
 /// What faults act on: the simulation's network and its job nodes.
 struct FaultNetwork
@@ -40,6 +49,8 @@ struct FaultNetwork
     const std::vector<Ptr<GsHost>>* hosts = nullptr;    // by host index
     const std::vector<Ptr<GsSwitch>>* switches = nullptr; // by switch index - hosts
     std::function<JobNode*(uint32_t jobId, uint32_t node)> node; // a job node on this rank (nullptr: elsewhere)
+    /// The NetReduce jobs that aggregate on switch `sw` without a worker attached to it.
+    std::function<std::vector<NetReduceJobOn>(uint32_t sw)> netReduceJobsOn;
 };
 
 class FaultSchedule : public Object, public StallObserver
@@ -72,6 +83,19 @@ class FaultSchedule : public Object, public StallObserver
         uint64_t resumed = 0;   // of which made progress again
         uint32_t window = 0;    // the window under way (link faults: detection of this one only)
         bool out = false;       // the element is out now
+        // a NetReduce job's fallback to ring (a switch crash): when its workers agreed (-1: none), how many
+        // jobs fell back, and how many of their workers have completed a reduction on the ring
+        int64_t fallback = -1;
+        uint32_t fallbackJobs = 0;
+        uint32_t ringWorkers = 0;
+        uint32_t ringWorkersDone = 0;
+        int64_t ringRecovered = -1; // every worker of every job that fell back completed one on the ring
+        // the return to the restarted switch: when the workers agreed (-1: never), and when every one of them
+        // had completed a reduction on the switch again
+        int64_t returned = -1;
+        uint32_t switchWorkers = 0;
+        uint32_t switchWorkersDone = 0;
+        int64_t switchRecovered = -1;
     };
 
     void Down(size_t f, uint32_t window);
@@ -79,6 +103,16 @@ class FaultSchedule : public Object, public StallObserver
     void Detect(size_t f, uint32_t window);
     void DetectUp(size_t f, uint32_t window);
     void Worker(size_t f);
+    /// The NetReduce jobs aggregating on a crashed switch: agree on the first unfinished reduction (computed
+    /// here at once; what it would cost the workers, one round trip, passes before they act) and fall back.
+    void FallBack(size_t f);
+    void FallBackNow(size_t f, std::vector<JobNode*> workers, uint64_t from);
+    /// The crashed switch is back: the jobs that fell back agree on the next reduction one of them will start
+    /// (one round trip later), their switches' cells are cleared, and they return to the switch from it.
+    void Return(size_t f);
+    void ReturnNow(size_t f, NetReduceJobOn job);
+    /// The largest smoothed round trip (else RTO) of the job's queue pairs to their next rank.
+    static double JobRtt(const std::vector<JobNode*>& workers);
     /// The ports of a link fault's two ends.
     std::pair<GsDevice*, GsDevice*> LinkDevices(const FaultSpec& spec) const;
     GsDevice* DeviceTo(uint32_t node, uint32_t peer) const;
@@ -86,6 +120,7 @@ class FaultSchedule : public Object, public StallObserver
 
     Time m_switchDetect;
     Time m_linkDetect;
+    Time m_agreement; // FallbackAgreementDelay (zero: one round trip of the job's queue pairs)
     std::vector<FaultSpec> m_faults;
     std::vector<Record> m_records;
     FaultNetwork m_net;

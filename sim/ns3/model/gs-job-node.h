@@ -110,6 +110,12 @@ class JobNode : public QpUser
         return m_host;
     }
 
+    /// Its algorithm (a NetReduce worker's fallback: gs-fault-schedule.h).
+    Collective* Algorithm() const
+    {
+        return m_collective.get();
+    }
+
     /// The QP to job node `peer` (created on first use; both directions start at initialPsn).
     RcQp* Qp(uint32_t peer, uint32_t initialPsn = 0, bool nrContribution = false);
     /// This worker's own data: `bytes` of reduction op of iteration it, packets of `mtu` bytes, elements

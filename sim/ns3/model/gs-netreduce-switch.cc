@@ -3,6 +3,7 @@
 #include "gs-constants.h"
 #include "gs-switch.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ns3
@@ -66,6 +67,15 @@ NrSwitchJob::NrSwitchJob(GsSwitch* sw, const JobSpec& job, const AggregationRole
     m_context.assign(static_cast<size_t>(m_members.size()) * m_ctxSlots, 0);
     m_scratch.resize(kAggElements);
     (void)workerNodes;
+}
+
+void
+NrSwitchJob::Clear()
+{
+    std::fill(m_cells.begin(), m_cells.end(), Cell{});
+    std::fill(m_bitmaps.begin(), m_bitmaps.end(), 0);
+    std::fill(m_values.begin(), m_values.end(), 0);
+    std::fill(m_context.begin(), m_context.end(), 0);
 }
 
 bool

@@ -57,6 +57,9 @@ class NrSwitchJob
     void Contribution(uint32_t member, Ptr<Packet> p, const Wire& w);
     /// The parent's result.
     void ParentResult(Ptr<Packet> p, const Wire& w);
+    /// Every cell and context empty, as the P4 program's registers after the controller cleared them (a job
+    /// returning from its fallback ring: gs-fault-schedule.h).
+    void Clear();
 
     /// Events by config.p4's names (contribution, completion, duplicate, ...).
     std::map<std::string, uint64_t> events;

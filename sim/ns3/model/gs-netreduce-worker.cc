@@ -3,6 +3,12 @@
 // deliver the sum on every connection, so the result comes on the QP from rank - 1. Message numbers run
 // on over reductions and iterations in start order (the same on every worker), messages are posted in
 // number order, and credits: message k + C only once the result of k is here and k is acknowledged.
+// When the job's aggregating switch dies (gs-fault-schedule.h), the workers agree on the first reduction
+// one of them has not finished and redo it and every later one with ring all-reduce (gs-ring.cc, in the
+// reverse direction on the halves of the job's queue pairs NetReduce leaves unused, as workers/fallback.py
+// does on BMv2): the contribution half is parked, every sum checked as before. When the switch is back (its
+// cells and those of the job's other switches empty), they agree on the next reduction one of them will start
+// and return to the switch from it: the contribution half restarts at that reduction's first PSN.
 #include "gs-collective.h"
 #include "gs-constants.h"
 #include "gs-job-node.h"
@@ -41,14 +47,28 @@ class NetReduceWorker : public Collective
     void Start(uint32_t it, uint32_t op, uint64_t seq, uint64_t elements, WriteTag tag, std::function<void()> done) override
     {
         uint64_t count = std::max<uint64_t>(1, (elements + kMessageElements - 1) / kMessageElements);
-        Op o{it, op, elements, m_nextK, count, 0, tag, std::move(done)};
-        m_ops.emplace(m_nextK, std::move(o));
+        Op o{it, op, seq, elements, m_nextK, count, 0, tag, std::move(done)};
         m_nextK += count;
+        if (m_ring && o.firstK < m_switchFrom)
+        {
+            StartOnRing(std::move(o));
+            return;
+        }
+        m_ops.emplace(o.firstK, std::move(o));
         TryPost();
     }
 
     void OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled) override
     {
+        if (m_ring && qp == m_send)
+        {
+            m_ring->OnRecv(qp, imm, std::move(data), zeroFilled);
+            return;
+        }
+        if (m_ring && m_switchFrom == kNever)
+        {
+            return; // a result the switch sent before it died: the ring redoes its reduction
+        }
         uint64_t k = imm;
         auto it = m_ops.upper_bound(k);
         if (it == m_ops.begin())
@@ -73,7 +93,15 @@ class NetReduceWorker : public Collective
         {
             Op done = std::move(o);
             m_ops.erase(it);
+            m_finished.emplace(done.firstK, Finished{done.it, done.op, done.seq, done.elements, done.count, done.tag});
+            Forget();
             m_node->ReductionChecked(done.it);
+            if (m_firstSwitchDone)
+            {
+                auto f = std::move(m_firstSwitchDone);
+                m_firstSwitchDone = nullptr;
+                f();
+            }
             done.done();
         }
         TryPost();
@@ -81,6 +109,10 @@ class NetReduceWorker : public Collective
 
     void OnSendComplete(RcQp* qp, uint64_t wrId) override
     {
+        if (qp != m_send)
+        {
+            return; // the fallback ring's writes (on the QP to rank - 1)
+        }
         m_acked.insert(wrId);
         TryPost();
     }
@@ -88,6 +120,66 @@ class NetReduceWorker : public Collective
     void Report(nlohmann::json& out) const override
     {
         out["netreduce"] = {{"messages", m_messages}, {"credit_waits", m_creditWaits}};
+        if (m_ring)
+        {
+            out["netreduce"]["fallback"] = {{"from_message", m_fallbackFrom},
+                                            {"redone", m_redone},
+                                            {"ring_reductions", m_ringReductions},
+                                            {"back_from_message", m_switchFrom == kNever ? nlohmann::json(nullptr)
+                                                                                         : nlohmann::json(m_switchFrom)}};
+        }
+    }
+
+    std::optional<uint64_t> FirstUnfinished() const override
+    {
+        return m_ops.empty() ? m_nextK : m_ops.begin()->first;
+    }
+
+    std::optional<uint64_t> NextMessage() const override
+    {
+        return m_nextK;
+    }
+
+    void ReturnToSwitch(uint64_t from, std::function<void()> firstSwitchDone) override
+    {
+        if (!m_ring || m_switchFrom != kNever || from < m_nextK)
+        {
+            return; // not on ring, back already, or past the agreed reduction (the agreement takes the largest)
+        }
+        m_switchFrom = from;
+        m_firstSwitchDone = std::move(firstSwitchDone);
+        uint32_t psn = (m_initialPsn + static_cast<uint32_t>(from * kAggPackets)) & 0xFFFFFF;
+        m_send->RestartRequester(psn);
+        m_recv->RestartResponder(psn);
+        m_posted = from;
+    }
+
+    void FallBackToRing(uint64_t from, std::function<void()> firstRingDone) override
+    {
+        if (m_ring || m_n < 3)
+        {
+            return; // two workers have no ring distinct from their connections
+        }
+        m_fallbackFrom = from;
+        m_firstRingDone = std::move(firstRingDone);
+        m_send->ParkRequester();
+        m_recv->SetNrContribution(false);
+        // the reverse ring: rank r sends to r - 1 on its QP to it, receives from r + 1 on its QP to it
+        m_ring = MakeRingOn(m_node, m_n - 1 - m_rank, m_recv, m_send);
+        for (const auto& [k, f] : m_finished)
+        {
+            if (k >= from)
+            {
+                m_ring->Redo(f.it, f.op, f.seq, f.elements, f.tag);
+                m_redone++;
+            }
+        }
+        std::map<uint64_t, Op> pending = std::move(m_ops);
+        m_ops.clear();
+        for (auto& [k, o] : pending)
+        {
+            StartOnRing(std::move(o));
+        }
     }
 
   private:
@@ -95,6 +187,7 @@ class NetReduceWorker : public Collective
     {
         uint32_t it;
         uint32_t op;
+        uint64_t seq;
         uint64_t elements;
         uint64_t firstK;
         uint64_t count;
@@ -103,9 +196,51 @@ class NetReduceWorker : public Collective
         std::function<void()> done;
     };
 
+    /// A finished reduction, kept while another worker may not have finished it (the fallback redoes it).
+    struct Finished
+    {
+        uint32_t it;
+        uint32_t op;
+        uint64_t seq;
+        uint64_t elements;
+        uint64_t count;
+        WriteTag tag;
+    };
+
+    /// Drop finished reductions no worker can still lack: a worker posts message k only with the result of
+    /// k - credits, and every message before this worker's first unfinished one was posted by all.
+    void Forget()
+    {
+        uint64_t first = *FirstUnfinished();
+        while (!m_finished.empty())
+        {
+            const auto& [k, f] = *m_finished.begin();
+            if (k + f.count + m_credits > first)
+            {
+                return;
+            }
+            m_finished.erase(m_finished.begin());
+        }
+    }
+
+    void StartOnRing(Op o)
+    {
+        auto done = std::move(o.done);
+        m_ringReductions++;
+        m_ring->Start(o.it, o.op, o.seq, o.elements, o.tag, [this, done = std::move(done)]() {
+            if (m_firstRingDone)
+            {
+                auto f = std::move(m_firstRingDone);
+                m_firstRingDone = nullptr;
+                f();
+            }
+            done();
+        });
+    }
+
     bool Credit(uint64_t k) const
     {
-        if (k < m_credits)
+        if (k < CreditBase() + m_credits)
         {
             return true;
         }
@@ -116,7 +251,7 @@ class NetReduceWorker : public Collective
 
     void Release(uint64_t k)
     {
-        if (k < m_credits)
+        if (k < CreditBase() + m_credits)
         {
             return;
         }
@@ -132,7 +267,7 @@ class NetReduceWorker : public Collective
 
     void TryPost()
     {
-        while (m_posted < m_nextK)
+        while ((!m_ring || m_switchFrom != kNever) && m_posted < m_nextK)
         {
             if (!Credit(m_posted))
             {
@@ -167,6 +302,23 @@ class NetReduceWorker : public Collective
     std::unordered_set<uint64_t> m_acked;
     uint64_t m_messages = 0;
     uint64_t m_creditWaits = 0;
+    std::map<uint64_t, Finished> m_finished; // by first message
+    // the fallback
+    std::unique_ptr<RingPart> m_ring; // set: the job's reductions go round the ring
+    std::function<void()> m_firstRingDone;
+    uint64_t m_fallbackFrom = 0;
+    uint64_t m_redone = 0;
+    uint64_t m_ringReductions = 0;
+    // the return: reductions from this message on go to the switch again
+    static constexpr uint64_t kNever = UINT64_MAX;
+    uint64_t m_switchFrom = kNever;
+    std::function<void()> m_firstSwitchDone;
+
+    /// The first message whose credit needs none returned (the first after the start or the return).
+    uint64_t CreditBase() const
+    {
+        return m_switchFrom == kNever ? 0 : m_switchFrom;
+    }
 };
 
 } // namespace

@@ -177,7 +177,7 @@ RcQp::Build(uint32_t psn, bool retransmission, uint32_t& wire)
 bool
 RcQp::NextPacket(Ptr<Packet>& p, uint32_t& wire)
 {
-    if (!m_error.empty() || dead)
+    if (!m_error.empty() || dead || m_parked)
     {
         return false;
     }
@@ -234,11 +234,60 @@ RcQp::NextPacket(Ptr<Packet>& p, uint32_t& wire)
 std::optional<int64_t>
 RcQp::Deadline() const
 {
-    if (!m_timerStart || !m_error.empty() || m_una == m_sentEnd)
+    if (m_parked || !m_timerStart || !m_error.empty() || m_una == m_sentEnd)
     {
         return std::nullopt;
     }
     return *m_timerStart + SecondsToTicks(m_rto);
+}
+
+void
+RcQp::ParkRequester()
+{
+    m_parked = true;
+    m_timer.Cancel();
+    m_timerAt = -1;
+    while (!m_resend.empty())
+    {
+        m_resend.pop_front();
+    }
+    m_resendPending.clear();
+}
+
+void
+RcQp::RestartRequester(uint32_t psn)
+{
+    ParkRequester();
+    m_parked = false;
+    while (!m_requests.empty())
+    {
+        m_requests.pop_front();
+    }
+    m_sacked.clear();
+    m_nakResent.clear();
+    m_recover.reset();
+    m_timerStart.reset();
+    m_sentAt.Release();
+    m_retries = 0;
+    m_stalledAt = -1;
+    m_completed.clear();
+    m_nextPost = m_una = m_nxt = m_sentEnd = psn;
+}
+
+void
+RcQp::RestartResponder(uint32_t psn)
+{
+    m_judge.Cancel();
+    m_judgeEventAt = -1;
+    m_judgeAt.reset();
+    m_epsn = psn;
+    m_nakSent = false;
+    m_buffered.clear();
+    m_endSeen.clear();
+    m_inWrite = false;
+    m_msg = nullptr;
+    m_offset = 0;
+    m_zeroFilledMsg = 0;
 }
 
 void

@@ -185,10 +185,29 @@ class RcQp
     uint64_t PostWrite(MsgPtr data, uint64_t va, uint32_t rkey, std::optional<uint64_t> imm, WriteTag tag = {});
     /// The NIC's link is free: the next packet to send (resends first, then new packets within the window).
     bool NextPacket(Ptr<Packet>& p, uint32_t& wire);
-    /// Nothing posted is unacknowledged.
+    /// Nothing posted is unacknowledged (or the requester was parked).
     bool Idle() const
     {
-        return m_una == m_nextPost;
+        return m_parked || m_una == m_nextPost;
+    }
+
+    /// The requester half stops for good: what it had posted is neither sent again nor timed out, and it
+    /// posts nothing more (a NetReduce worker's contributions to a switch that died: gs-netreduce-worker.cc).
+    /// The responder half goes on.
+    void ParkRequester();
+
+    /// The requester half starts again at `psn`, nothing posted or in flight (a NetReduce worker's return to a
+    /// switch that is back, its cells empty: gs-netreduce-worker.cc); what it had posted before is forgotten.
+    void RestartRequester(uint32_t psn);
+    /// The responder half expects `psn` next, nothing buffered or half received (the other end of
+    /// RestartRequester).
+    void RestartResponder(uint32_t psn);
+
+    /// Its data packets are NetReduce contributions or not (the fallback ring sends plain writes on a
+    /// contribution QP's unused half).
+    void SetNrContribution(bool nr)
+    {
+        m_cfg.nrContribution = nr;
     }
 
     bool Failed() const
@@ -231,6 +250,10 @@ class RcQp
 
     bool inActiveList = false; // the host's pull list
     bool dead = false;         // its process crashed: it sends and answers nothing
+    bool Parked() const
+    {
+        return m_parked;
+    }
 
     // Traffic of this QP (data it sent, ACKs and NAKs it sent; what it received): bytes on the link.
     uint64_t txPackets = 0;
@@ -295,6 +318,7 @@ class RcQp
     QpConfig m_cfg;
     const TransportSpec& m_t; // m_cfg.params->t
 
+    bool m_parked = false; // ParkRequester
     // requester state (roce/qp.py Requester)
     uint32_t m_nextPost, m_una, m_nxt, m_sentEnd;
     RingBuffer<WorkRequest> m_requests;

@@ -16,11 +16,11 @@ namespace
 
 constexpr uint32_t kRingRkey = 0x52494E47; // "RING"
 
-class Ring : public Collective
+class Ring : public RingPart
 {
   public:
     explicit Ring(JobNode* node)
-        : Collective(node),
+        : RingPart(node),
           m_n(node->Workers()),
           m_rank(node->NodeId())
     {
@@ -29,6 +29,21 @@ class Ring : public Collective
             m_next = node->Qp((m_rank + 1) % m_n);
             m_prev = node->Qp((m_rank + m_n - 1) % m_n);
         }
+    }
+
+    Ring(JobNode* node, uint32_t rank, RcQp* next, RcQp* prev)
+        : RingPart(node),
+          m_n(node->Workers()),
+          m_rank(rank),
+          m_next(next),
+          m_prev(prev)
+    {
+    }
+
+    void Redo(uint32_t it, uint32_t op, uint64_t seq, uint64_t elements, WriteTag tag) override
+    {
+        m_ops[seq].check = false;
+        Start(it, op, seq, elements, tag, []() {});
     }
 
     void Start(uint32_t it, uint32_t op, uint64_t seq, uint64_t elements, WriteTag tag, std::function<void()> done) override
@@ -86,6 +101,7 @@ class Ring : public Collective
         std::vector<std::pair<uint64_t, uint64_t>> bounds;
         std::vector<MsgPtr> chunks; // this worker's running sum of every chunk
         uint32_t step = 0;
+        bool check = true; // false: a reduction redone for the others (Redo)
     };
 
     static uint64_t Tag(uint64_t seq, uint32_t step)
@@ -155,6 +171,10 @@ class Ring : public Collective
         auto it = m_ops.find(seq);
         Op o = std::move(it->second);
         m_ops.erase(it);
+        if (!o.check)
+        {
+            return;
+        }
         for (uint32_t c = 0; c < m_n; c++)
         {
             m_node->CheckResult(o.it, o.op, o.bounds[c].first, o.elements, static_cast<uint64_t>(c) << 32, *o.chunks[c]);
@@ -177,6 +197,12 @@ std::unique_ptr<Collective>
 MakeRing(JobNode* node)
 {
     return std::make_unique<Ring>(node);
+}
+
+std::unique_ptr<RingPart>
+MakeRingOn(JobNode* node, uint32_t rank, RcQp* next, RcQp* prev)
+{
+    return std::make_unique<Ring>(node, rank, next, prev);
 }
 
 } // namespace gs

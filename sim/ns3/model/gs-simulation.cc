@@ -123,8 +123,59 @@ Simulation::BuildFaults()
         }
         return nullptr;
     };
+    net.netReduceJobsOn = [this](uint32_t sw) {
+        std::vector<NetReduceJobOn> jobs;
+        for (size_t j = 0; j < m_c.jobs.size(); j++)
+        {
+            if (m_c.jobs[j].algo != Algo::NetReduce)
+            {
+                continue;
+            }
+            bool aggregates = false;
+            for (const AggregationRole& role : m_trees[j].roles)
+            {
+                aggregates |= role.sw == sw && role.localRanks.empty();
+            }
+            if (!aggregates)
+            {
+                continue;
+            }
+            NetReduceJobOn job;
+            job.workers.assign(m_c.jobs[j].nodes.size(), nullptr);
+            for (auto& n : m_nodes[j])
+            {
+                job.workers.at(n->NodeId()) = n.get();
+            }
+            for (const AggregationRole& role : m_trees[j].roles)
+            {
+                for (const auto& cells : m_switches[role.sw - m_topo->Hosts()]->NetReduceJobs())
+                {
+                    if (cells->Job() == m_c.jobs[j].jobId)
+                    {
+                        job.cells.push_back(cells.get());
+                    }
+                }
+            }
+            jobs.push_back(std::move(job));
+        }
+        return jobs;
+    };
     for (const FaultSpec& f : m_c.faultSchedule->faults)
     {
+        if (f.kind == FaultKind::SwitchCrash)
+        {
+            // the fallback's agreement is computed at the detection from every worker's state: one rank
+            for (const NetReduceJobOn& job : net.netReduceJobsOn(m_topo->Index(f.sw)))
+            {
+                if (std::find(job.workers.begin(), job.workers.end(), nullptr) != job.workers.end())
+                {
+                    throw ConfigError("fault_schedule: " + f.label + ": a NetReduce job aggregating on " + f.sw +
+                                      " falls back to ring only with all its workers on one rank (run it with "
+                                      "one rank)");
+                }
+            }
+            continue;
+        }
         if (f.kind != FaultKind::WorkerCrash && f.kind != FaultKind::SlowWorker)
         {
             continue;
