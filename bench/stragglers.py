@@ -8,6 +8,9 @@ start). Each seed runs, on one network:
 - netreduce N of N: every sum waits for the slow worker;
 - netreduce k of N (k = 3): a sum leaves the switch at the third contribution, names the workers it holds, and the
   slow worker's late contributions are dropped (docs/faults.md, "Stragglers: k of N");
+- netreduce N of N with a deadline: a sum waits for all four, or leaves with those in once DEADLINE_MS have passed
+  since its first contribution (on a waiting worker's retransmission: the switch has no timer), with the job's
+  default retransmission timeout and with a smallest timeout of DEADLINE_RTO_MS;
 - ring: the host all-reduce, which waits for the slow worker too;
 - netreduce N of N without the slow worker: what the fast workers alone take per iteration.
 
@@ -41,11 +44,19 @@ BW_MBPS = 20.0
 ITERATIONS = 60
 SEEDS = (1, 2, 3)
 ACCURACY_TARGET = 0.85
+DEADLINE_MS = 20.0
+# A deadline takes effect on a waiting worker's retransmission: with the default timeout (a full queue's time and a
+# window on the path, 0.13 s here) and with one just above the deadline
+DEADLINE_RTO_MS = 40.0
 SLOW = "slow"  # (in CONFIGS: the slow-worker fault, at the run's factor)
 # name -> what the run's spec adds to the common part; the order is the table's
 CONFIGS: dict[str, dict[str, Any]] = {
     "netreduce N of N": {"algo": "netreduce", "faults": [SLOW]},
     f"netreduce {K} of N": {"algo": "netreduce", "netreduce_k": K, "faults": [SLOW]},
+    f"netreduce N of N, {DEADLINE_MS:g} ms deadline": {"algo": "netreduce", "netreduce_deadline_ms": DEADLINE_MS,
+                                                       "faults": [SLOW]},
+    f"netreduce N of N, {DEADLINE_MS:g} ms deadline, RTO {DEADLINE_RTO_MS:g} ms": {
+        "algo": "netreduce", "netreduce_deadline_ms": DEADLINE_MS, "min_rto_ms": DEADLINE_RTO_MS, "faults": [SLOW]},
     "ring": {"algo": "ring", "faults": [SLOW]},
     "netreduce N of N, no slow worker": {"algo": "netreduce"},
 }
@@ -134,7 +145,8 @@ def plot(data: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    colours = dict(zip(CONFIGS, ("tab:red", "tab:green", "tab:blue", "tab:gray"), strict=True))
+    colours = dict(zip(CONFIGS, ("tab:red", "tab:green", "tab:orange", "tab:purple", "tab:blue", "tab:gray"),
+                       strict=True))
     for row in data["rows"]:
         t, a = zip(*row["curve"], strict=True) if row["curve"] else ((), ())
         ax.plot(t, a, color=colours[row["config"]], alpha=0.8, lw=1.2,
@@ -181,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{Limits.of_report(report).line()}", flush=True)
             rows.append(row)
     data: dict[str, Any] = {"code_version": code_version(), "workers": WORKERS, "k": K, "slow_rank": SLOW_RANK,
+                            "deadline_ms": DEADLINE_MS, "deadline_min_rto_ms": DEADLINE_RTO_MS,
                             "factor": args.factor, "bw_mbps": BW_MBPS, "iterations": args.iterations, "seeds": seeds,
                             "accuracy_target": ACCURACY_TARGET, "rows": rows}
     data["summary"] = summary(rows)

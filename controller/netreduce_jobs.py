@@ -83,13 +83,15 @@ def _allocate_members(jobs: list[ActiveJob], switch: str, keys: list[str]) -> di
 
 def place_job(topo: Topology, job: int, workers: list[str] | tuple[str, ...], credits: int,
               others: list[ActiveJob], spine: str | None = None,
-              scatter: bool = False, gather: bool = False, quorum: int | None = None) -> ActiveJob:
+              scatter: bool = False, gather: bool = False, quorum: int | None = None,
+              deadline_us: int = 0) -> ActiveJob:
     """A job planned and given its regions and member slots next to `others`: the entries of
     every switch, ready to install (what `create` installs, and what trace tests replay). `quorum`: k of N, a cell's
-    sum leaves once k workers are in (None: all of them; docs/faults.md, "Stragglers: k of N")."""
+    sum leaves once k workers are in (None: all of them; docs/faults.md, "Stragglers: k of N"), or `deadline_us`
+    after its first contribution (0: never)."""
     if any(o.layout.job == job for o in others):
         raise JobError(f"job {job} exists; tear it down first")
-    layout = JobLayout(job, len(workers), credits, scatter, gather, quorum)
+    layout = JobLayout(job, len(workers), credits, scatter, gather, quorum, deadline_us)
     plan = nr.plan_job(topo, layout, tuple(workers), spine)
     active = ActiveJob(layout, tuple(workers), plan.aggregation_switch)
     for sw, sp in plan.switches.items():
@@ -167,10 +169,10 @@ class NetReduceJobs:
 
     def create(self, job: int, workers: list[str] | tuple[str, ...], credits: int = DEFAULT_CREDITS,
                spine: str | None = None, scatter: bool = False, gather: bool = False,
-               quorum: int | None = None) -> JobInfo:
+               quorum: int | None = None, deadline_us: int = 0) -> JobInfo:
         """`scatter` (`gather`): the job's messages may also be reduce-scatter (all-gather) ones (docs/netreduce.md)."""
         active = place_job(self.fabric.topo, job, workers, credits, list(self.jobs.values()), spine, scatter, gather,
-                           quorum)
+                           quorum, deadline_us)
         self.jobs[job] = active  # reserve the allocations while installing
         installed: list[tuple[str, list[Entity]]] = []
         try:

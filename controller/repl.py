@@ -46,7 +46,7 @@ from controller.netreduce_jobs import JobError
 from controller.p4rt import P4Info, SwitchError, TableEntry, UnknownName
 from controller.p4rt.entities import EntryError, MatchValue, Value, short
 from protocol.ecmp import MAX_ECMP_SEED, MAX_FLOWLET_GAP_US, LoadBalance
-from protocol.netreduce import DEFAULT_CREDITS
+from protocol.netreduce import DEFAULT_CREDITS, MAX_DEADLINE_US
 from protocol.p4_constants import CONFIG
 from protocol.paths import P4INFO
 
@@ -312,7 +312,8 @@ class Repl(cmd.Cmd):
                  f"{pin.payload[:64].hex()}")
 
     def do_job(self, arg: str) -> None:
-        """job create JOB HOST... [credits=N] [spine=SW] | job status JOB | job teardown JOB: NetReduce jobs."""
+        """job create JOB HOST... [credits=N] [spine=SW] [k=K] [deadline_ms=MS] | job status JOB | job teardown JOB:
+        NetReduce jobs (k, deadline_ms: a sum of k of the N, or of those in once the deadline passed)."""
         words = self._args(arg, 2, "job create|status|teardown JOB ...")
         verb, job = words[0], whole(words[1], "JOB", 1, CONFIG.AGG_MAX_JOBS - 1)
         if verb == "create":
@@ -320,10 +321,15 @@ class Repl(cmd.Cmd):
             hosts = [w for w in words[2:] if "=" not in w]
             if len(hosts) < 2:
                 raise ReplError("job create JOB HOST HOST... (at least two workers)")
-            if set(opts) - {"credits", "spine"}:
-                raise ReplError(f"job create takes credits= and spine= (got {', '.join(sorted(set(opts)))})")
+            if set(opts) - {"credits", "spine", "k", "deadline_ms"}:
+                raise ReplError("job create takes credits=, spine=, k= and deadline_ms= "
+                                f"(got {', '.join(sorted(set(opts) - {'credits', 'spine', 'k', 'deadline_ms'}))})")
             credits = whole(opts.get("credits", str(DEFAULT_CREDITS)), "credits", 1, CONFIG.AGG_MAX_CREDITS)
-            info = self.control.netreduce.create(job, hosts, credits, opts.get("spine"))
+            quorum = whole(opts["k"], "k", 1, len(hosts)) if "k" in opts else None
+            deadline_ms = number(opts["deadline_ms"], "deadline_ms", 0.001, MAX_DEADLINE_US / 1000) \
+                if "deadline_ms" in opts else 0.0
+            info = self.control.netreduce.create(job, hosts, credits, opts.get("spine"), quorum=quorum,
+                                                 deadline_us=round(deadline_ms * 1000))
             self.out(f"job {job}: workers {', '.join(info.workers)}, rkey {info.rkey:#x}, "
                      f"first PSN {info.initial_psn:#x}, aggregation at {info.aggregation_switch}")
             for sw, part in info.switches.items():

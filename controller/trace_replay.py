@@ -16,7 +16,7 @@ import queue
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -183,6 +183,50 @@ class TraceSwitch:
         self._fed = sum(len(b) for b in bursts)
         for p, writer in self._writers.items():
             writer.chunks.put(timed() if p == port else [])
+
+    def replay_stages(self, stages: Sequence[Sequence[tuple[int, bytes]]], between: Callable[[int], None],
+                      timeout: float = 30.0) -> None:
+        """Feed stages of (ingress port, frame), in order, and end every input: stage i + 1 only once the switch
+        has taken in every packet fed so far (its port counters) and `between(i)` has returned (the stimulus
+        between them, e.g. time passing for a deadline in the program).
+
+        BMv2 reads its input files merged by timestamp, so it waits for the next record of every input that is
+        not ended: the stages after the first are on one port, which also carries each stage's last packet, and
+        every other input ends with the first stage."""
+        if self._fed:
+            raise RuntimeError("a TraceSwitch replays one trace; start another for the next")
+        if not stages or not stages[0]:
+            raise ValueError("no stage, or an empty first stage")
+        port = stages[0][-1][0]
+        for i, stage in enumerate(stages):
+            if not stage or stage[-1][0] != port or (i and any(q != port for q, _ in stage)):
+                raise ValueError(f"stage {i}: the stages after the first are on one port ({port}), which sends "
+                                 "each stage's last packet")
+        for q, _ in stages[0]:
+            if q not in self._writers:
+                raise ValueError(f"port {q} is not one of the switch's ports {self.ports}")
+        later: queue.Queue[bytes | None] = queue.Queue()
+
+        def continued(first: bytes) -> Iterator[bytes]:
+            yield first
+            while (chunk := later.get()) is not None:
+                yield chunk
+
+        first = {p: b"".join(record(f, 1_000_000 + n) for n, (q, f) in enumerate(stages[0]) if q == p)
+                 for p in self._writers}
+        self._fed = len(stages[0])
+        for p, writer in self._writers.items():
+            writer.chunks.put(continued(first[p]) if p == port else [first[p]])
+        try:
+            for i, stage in enumerate(stages[1:], start=1):
+                fed = self._fed
+                wait_until(lambda: (self.received() or 0) >= fed, timeout,  # noqa: B023 (called here)
+                           what=f"stage {i - 1} to be taken in")
+                between(i - 1)
+                later.put(b"".join(record(f, 1_000_000 + self._fed + n) for n, (_, f) in enumerate(stage)))
+                self._fed += len(stage)
+        finally:
+            later.put(None)
 
     def received(self) -> int | None:
         """Packets the switch has taken in (its port_rx counters); None for a program without them."""

@@ -35,6 +35,8 @@ IMM_MEMBERS_SHIFT = CONFIG.NR_IMM_MEMBERS_SHIFT
 IMM_MESSAGE_MASK = (1 << IMM_MEMBERS_SHIFT) - 1
 MAX_K_OF_N_WORKERS = CONFIG.NR_KOFN_MAX_MEMBERS
 assert MAX_K_OF_N_WORKERS <= 32 - IMM_MEMBERS_SHIFT, "config.p4: a k-of-N job's bitmap must fit the ImmDt"
+# A deadline is compared with the switch's 32 low bits of microseconds (set_job's deadline_us): at most a minute.
+MAX_DEADLINE_US = 60_000_000
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,9 @@ class JobLayout:
     scatter: bool = False  # the job's messages may name an owner (reduce-scatter) as well as go to every receiver
     gather: bool = False  # ... or name an owner the other way round (all-gather: the owner sends, the others get it)
     quorum: int | None = None  # k of N: a cell's sum is emitted once this many workers are in (None: all of them)
+    # k of N: ... or once this many microseconds have passed since the cell's first contribution, on the next packet
+    # of one of its members (0: no deadline)
+    deadline_us: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.job < CONFIG.AGG_MAX_JOBS:
@@ -59,6 +64,13 @@ class JobLayout:
         if self.owned and self.workers > MAX_SCATTER_WORKERS:
             raise ValueError(f"{self.workers} workers: a NetReduce job that reduce-scatters or all-gathers has "
                              f"2..{MAX_SCATTER_WORKERS} (the switch keeps a message's owner in 5 bits)")
+        if not 0 <= self.deadline_us <= MAX_DEADLINE_US:
+            raise ValueError(f"job {self.job}: a deadline of {self.deadline_us} us: give 0 (none) .. {MAX_DEADLINE_US}")
+        if self.deadline_us and self.owned:
+            raise ValueError(f"job {self.job}: a deadline is for all-reduce jobs, not reduce-scatter or all-gather")
+        if self.deadline_us and self.workers > MAX_K_OF_N_WORKERS:
+            raise ValueError(f"job {self.job}: {self.workers} workers: a job with a deadline has at most "
+                             f"{MAX_K_OF_N_WORKERS} (its results name their contributors in 16 bits)")
         if self.quorum is not None:
             if not 1 <= self.quorum <= self.workers:
                 raise ValueError(f"job {self.job}: k = {self.quorum} of {self.workers} workers: k is 1..{self.workers}")
@@ -75,8 +87,8 @@ class JobLayout:
 
     @property
     def k_of_n(self) -> bool:
-        """The job's sums may leave workers out (k below N)."""
-        return self.need < self.workers
+        """The job's sums may leave workers out (k below N, or a deadline)."""
+        return self.need < self.workers or self.deadline_us > 0
 
     def contributors(self, imm: int) -> tuple[int, ...]:
         """The ranks a k-of-N result holds, from its Last packet's ImmDt (every rank on any other job)."""

@@ -32,7 +32,8 @@ from workload.job import JobConfig
 def layout_of_config(cfg: JobConfig, scatter: bool = False, gather: bool = False) -> JobLayout:
     """The NetReduce layout of a job: its id, its workers and its credits (`scatter`, `gather`: its switches were
     told that its messages may be reduce-scatter, or all-gather, ones: controller.netreduce_jobs.place_job)."""
-    return JobLayout(cfg.job_id, len(cfg.workers), cfg.credits, scatter, gather, cfg.netreduce_k)
+    return JobLayout(cfg.job_id, len(cfg.workers), cfg.credits, scatter, gather, cfg.netreduce_k,
+                     cfg.netreduce_deadline_us)
 
 
 PLACEHOLDER = "netreduce-placeholder"  # the tag of an all-gather message this rank does not own

@@ -152,6 +152,7 @@ class JobConfig:
     ps_key_bytes: int = 64 << 10  # parameter server: bytes per key (PHub-style fine-grained chunks)
     credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
     netreduce_k: int | None = None  # NetReduce k of N: a sum leaves the switch once k workers are in (None: all)
+    netreduce_deadline_us: int = 0  # ... or this long after a cell's first contribution, with fewer (0: never)
     dlcp: DlcpPolicy | None = None  # DLCP marking and zero-filling of trimmed packets on the hosts (None: off)
     crash: Crash | None = None
     training: Training | None = None  # None: all-reduce every tensor in a row, no computation (workers/loops.py)

@@ -239,7 +239,8 @@ def bind(plan: SwitchPlan, layout: JobLayout, base_cell: int, member_ids: dict[s
     job, credits = layout.job, layout.credits
     out: list[Entity] = [TableEntry(JOBS, {"meta.nr_state.job": job}, "set_job", {
         "base_cell": base_cell, "credits": credits, "members": plan.members,
-        "quorum": plan.members if layout.quorum is None else layout.quorum, "role": plan.role,
+        "quorum": plan.members if layout.quorum is None else layout.quorum, "partial": int(layout.k_of_n),
+        "deadline_us": layout.deadline_us, "role": plan.role,
         "group_base": group_base(job), "owners": layout.owners,
         "gather": int(layout.gather)})]
     out += [TableEntry(e.table, e.match, e.action, {**e.params, "member_id": member_ids[key]})

@@ -81,7 +81,7 @@ class RunSettings:
                 control.dlcp.set(cfg.job_id, spec.dlcp.priority, spec.dlcp.drop, spec.dlcp.spray)
             if spec.algo == Algorithm.NETREDUCE:
                 control.netreduce.create(cfg.job_id, [n.host for n in cfg.workers], spec.credits,
-                                         quorum=spec.netreduce_k)
+                                         quorum=spec.netreduce_k, deadline_us=spec.netreduce_deadline_us)
                 self.netreduce_jobs.append(cfg.job_id)
         if self.netreduce_jobs:
             self._watch_netreduce()

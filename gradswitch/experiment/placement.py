@@ -111,7 +111,7 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node], topo: Topol
                      float_mode=spec.float_mode, transport=spec.transport, ps_key_bytes=spec.ps_key_bytes,
                      mtu=mtu, window=window, rto=rto_of(spec, in_flight, mtu, levels),
                      reorder_window=reorder_window(spec.bw_mbps, queue_of(spec)), credits=credits,
-                     netreduce_k=spec.netreduce_k,
+                     netreduce_k=spec.netreduce_k, netreduce_deadline_us=spec.netreduce_deadline_us,
                      dlcp=spec.dlcp.host_policy(), crash=spec.crash, training=training, iteration_timeout=timeout,
                      seed=spec.seed + job_id - 1, job_id=job_id)
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from protocol.choice import Choice
 from protocol.ecmp import DEFAULT_FLOWLET_GAP_US, Balancing, LoadBalance
-from protocol.netreduce import DEFAULT_CREDITS, MAX_K_OF_N_WORKERS
+from protocol.netreduce import DEFAULT_CREDITS, MAX_DEADLINE_US, MAX_K_OF_N_WORKERS
 from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.p4_constants import CONFIG
 from protocol.qpn import MAX_NODES
@@ -201,6 +201,8 @@ class ExperimentSpec:
     credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
     # NetReduce k of N: a sum leaves the switch once k workers are in (None: all N; docs/faults.md, "Stragglers")
     netreduce_k: int | None = None
+    # ... or once this long has passed since a cell's first contribution, on a member's next packet (None: no deadline)
+    netreduce_deadline_ms: float | None = None
     dlcp: DlcpOptions = field(default_factory=DlcpOptions)
     tensorlights: bool = False  # HTB priorities among the colocated servers at their host's NIC
     tensorlights_rotate_s: float = 0.0  # rotate the favoured server this often (0: fixed)
@@ -242,6 +244,11 @@ class ExperimentSpec:
     def balancing(self) -> Balancing:
         """How the switches' ECMP groups balance during the run."""
         return Balancing(self.load_balance, self.flowlet_gap_us, self.ecmp_seed)
+
+    @property
+    def netreduce_deadline_us(self) -> int:
+        """The k-of-N deadline in the switch's microseconds (0: none)."""
+        return 0 if self.netreduce_deadline_ms is None else round(self.netreduce_deadline_ms * 1000)
 
     @property
     def servers_per_job(self) -> int:
@@ -327,9 +334,16 @@ class ExperimentSpec:
              f"credits = {self.credits}: NetReduce credits are 1..{most_credits}"
              + ("" if sim else " (AGG_MAX_CREDITS; the simulator takes more: backend = ns3)"))
         if self.netreduce_k is not None:
-            k_of_n = f"netreduce_k = {self.netreduce_k}"
+            need(1 <= self.netreduce_k <= self.workers,
+                 f"netreduce_k = {self.netreduce_k}: k is 1..{self.workers} (the workers)")
+        if self.netreduce_deadline_ms is not None:
+            need(0 < self.netreduce_deadline_ms * 1000 <= MAX_DEADLINE_US,
+                 f"netreduce_deadline_ms = {self.netreduce_deadline_ms}: a deadline above 0 and at most "
+                 f"{MAX_DEADLINE_US / 1000:g} ms")
+        if self.netreduce_k is not None or self.netreduce_deadline_ms is not None:
+            k_of_n = (f"netreduce_k = {self.netreduce_k}" if self.netreduce_deadline_ms is None else
+                      f"netreduce_deadline_ms = {self.netreduce_deadline_ms}")
             need(self.algo == Algorithm.NETREDUCE, f"{k_of_n}: k of N is NetReduce's (set algo = netreduce)")
-            need(1 <= self.netreduce_k <= self.workers, f"{k_of_n}: k is 1..{self.workers} (the workers)")
             need(self.workers <= MAX_K_OF_N_WORKERS, f"{k_of_n}: a k-of-N job has at most {MAX_K_OF_N_WORKERS} "
                  f"workers (its results name their contributors in 16 bits), not {self.workers}")
             need(not sim and self.topo == Topo.RACK, f"{k_of_n}: k of N runs on BMv2 with every worker on one switch "

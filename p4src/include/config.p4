@@ -212,6 +212,9 @@
 // Event: such a late contribution to a cell that holds its message's sum: answered with the sum on its connection
 // only (its receiver ACKs the sender), not added.
 #define NR_EV_LATE_ANSWERED 14
+// Event: a k-of-N job's cell closed with fewer than k members in, its deadline passed (set_job's deadline_us): its sum
+// left with the members it holds (docs/faults.md, "Stragglers: k of N").
+#define NR_EV_DEADLINE 15
 // A k-of-N job (set_job's quorum below its members) emits a cell's sum once `quorum` members are in; the Last packet
 // of each result carries the bitmap of the members the sum holds in its ImmDt from this bit up (member bit b = rank
 // b), the message number in the bits below.

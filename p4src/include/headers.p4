@@ -178,6 +178,12 @@ header netreduce_state_h {
     bit<8>  credits;      // the job's credits C (its window holds 2C messages)
     bit<8>  members;      // contributions that complete a cell on this switch
     bit<8>  quorum;       // k of N: contributions that complete it (members: N of N, as every job but a k-of-N one)
+    bit<8>  partial;      // 1: a job whose sums may leave members out (k below N, or a deadline): judge_late runs
+    bit<32> deadline;     // k of N: a cell's sum leaves with fewer than quorum members this long after its first
+                          // contribution, in microseconds of ingress_global_timestamp (0: never)
+    bit<32> started;      // the cell's first contribution's time (nr_cell_started; judge_late)
+    bit<8>  expired;      // 1: the packet closes its cell (judge_late: the deadline passed, or the message's first
+                          // cell closed with exactly the members this one holds after it)
     bit<8>  role;         // NR_ROLE_*
     bit<16> group_base;   // the job's first multicast group
     bit<8>  owners;       // owner fields a RETH may carry: 1 (all-reduce only: 0), or N + 1 (reduce-scatter too)
@@ -189,7 +195,7 @@ header netreduce_state_h {
     bit<8>  window;       // the message's place in the job's window (0 .. 2C-1)
     bit<32> cell;         // aggregator cell of this packet
     bit<32> other_cell;   // the same packet position in the slot's other shadow copy
-    bit<8>  outcome;      // a contribution's verdict (NR_V_* bits), or a parent's result's NR_OUT_*
+    bit<16> outcome;      // a contribution's verdict (NR_V_* bits), or a parent's result's NR_OUT_*
     bool    context_ok;   // the message's window index is known
     bool    icrc_ok;      // the packet's ICRC is right (checked before anything of it is used)
     bit<6>  _pad;

@@ -10,6 +10,7 @@ and counted. A job of N of N is untouched (tests/bmv2/test_traces.py replays its
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from controller.controls import all_base_entries
 from controller.controls import netreduce as nr
 from controller.netreduce_jobs import place_job
-from controller.trace_replay import run_trace
+from controller.trace_replay import TraceSwitch, run_trace
 from protocol.netreduce import IMM_MEMBERS_SHIFT, PACKETS, JobLayout
 from roce.wire import parse_frame
 from tests.packet_diff import diff
@@ -113,3 +114,55 @@ def test_k_of_n_is_refused_where_a_leaf_would_have_to_choose(tmp_path):
     topo = topology(LEAFSPINE)
     with pytest.raises(TopologyError, match="needs every worker on one switch"):
         place_job(topo, JOB, ["h1", "h2", "h3", "h4"], 2, [], quorum=K)
+
+
+DEADLINE_US = 100_000
+QUIET_S = 3 * DEADLINE_US / 1e6  # the stimulus: the switch's clock passes the deadline between the two stages
+
+
+def test_a_deadline_closes_a_cell_with_fewer_than_k_on_a_members_retransmission(tmp_path):
+    """3 of 4 with a deadline: message 0 has 2 contributors when the deadline passes. Before it, a member's packet
+    again is a duplicate (dropped); after it, the member's retransmission of the message's first packet closes that
+    cell, the sum of the 2 leaving to every receiver, named in the Last packet; each later packet of the message
+    closes its cell too, as it holds exactly the first cell's members. Message 1 completes at its 3rd, as before."""
+    topo = topology()
+    j = QuorumJob(topo, JOB, ["h1", "h2", "h3", "h4"], credits=2)
+    n = len(j.hosts)
+    job = place_job(topo, JOB, j.hosts, j.credits, [], quorum=K, deadline_us=DEADLINE_US)
+    assert job.layout.k_of_n and job.layout.deadline_us == DEADLINE_US
+    entries = all_base_entries(topo, "s1") + job.switches["s1"].entries
+    expected: dict[int, list[bytes]] = {j.port(r): [] for r in range(n)}
+    ident = 1
+
+    def sent(r: int, k: int, i: int) -> tuple[int, bytes, Sent]:
+        nonlocal ident
+        s = j.packet(r, k, i, ident)
+        ident += 1
+        return j.port(r), s.frame, s
+
+    early = ([sent(1, 0, i) for i in range(PACKETS)] + [sent(2, 1, i) for i in range(PACKETS)]
+             + [sent(1, 1, i) for i in range(PACKETS)] + [sent(1, 0, 0)] + [sent(0, 0, i) for i in range(PACKETS)])
+    again = [sent(0, 0, i) for i in range(PACKETS)]  # rank 0's retransmission of message 0, after the deadline
+    message1 = [sent(0, 1, i) for i in range(PACKETS)]
+    for _, _, s in again:
+        for receiver in range(n):
+            expected[j.port(receiver)].append(j.copy(receiver, s, [0, 1]))
+    for _, _, s in message1:
+        for receiver in range(n):
+            expected[j.port(receiver)].append(j.copy(receiver, s, [0, 1, 2]))
+    switch = TraceSwitch([j.port(r) for r in range(n)], run_dir=tmp_path / "sw")
+    switch.start(entries)
+    try:
+        switch.replay_stages([[(p, f) for p, f, _ in early], [(p, f) for p, f, _ in again + message1]],
+                             lambda _stage: time.sleep(QUIET_S))
+        switch.wait({p: len(v) for p, v in expected.items()}, drops=1)
+    finally:
+        result = switch.stop([nr.JOB_EVENTS])
+    problems = [d for p, want in expected.items() if (d := diff(result.out(p), want, f"port {p}"))]
+    assert not problems, "\n".join(problems)
+    assert sum(result.drops.values()) == 1  # rank 1's packet again before the deadline
+    events = nr.events_by_owner(result.counters[nr.JOB_EVENTS])[JOB]
+    assert events == {"contribution": 5 * PACKETS, "completion": 2 * PACKETS, "deadline": PACKETS, "duplicate": 1}
+    for r in range(n):
+        lasts = [parse_frame(f).transport.imm for f in result.out(j.port(r))]
+        assert [j.layout.contributors(imm) for imm in lasts if imm is not None] == [(0, 1), (0, 1, 2)]

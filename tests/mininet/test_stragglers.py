@@ -1,6 +1,8 @@
 """Stragglers on BMv2 (docs/faults.md, "Stragglers: k of N"): four workers train the digits model through one switch
 with worker 3 slowed by the slow-worker fault (its computation 3000x as long); NetReduce aggregating 3 of 4 takes
-about the fast workers' iteration time, N of 4 the slow one's; every sum is exact against the workers it names.
+about the fast workers' iteration time, N of 4 the slow one's, N of 4 with a deadline the fast workers' plus a
+retransmission timeout (the waiting workers' retransmissions close the sums); every sum is exact against the workers
+it names.
 And a slow link: Testbed.set_link_rate changes both ends of a host's link while the network runs."""
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench.stragglers import spec_for
+from bench.stragglers import DEADLINE_MS, spec_for
 from gradswitch.experiment.placement import topology_for
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
@@ -27,7 +29,8 @@ def median_iteration_s(report: dict[str, Any]) -> float:
 
 
 def test_k_of_n_iterates_at_the_fast_workers_pace_with_every_sum_exact_against_its_contributors(tmp_path):
-    configs = ["netreduce N of N, no slow worker", "netreduce 3 of N", "netreduce N of N"]
+    deadline = f"netreduce N of N, {DEADLINE_MS:g} ms deadline"
+    configs = ["netreduce N of N, no slow worker", "netreduce 3 of N", "netreduce N of N", deadline]
     specs = {c: spec_for(c, 1, ITERATIONS, FACTOR) for c in configs}
     reports = {}
     with Testbed(topology_for(specs[configs[0]]), NetworkOptions(run_dir=tmp_path / "net")) as net:
@@ -36,7 +39,7 @@ def test_k_of_n_iterates_at_the_fast_workers_pace_with_every_sum_exact_against_i
     for c, r in reports.items():
         assert r["ok"], f"{c}: {r['errors']}"  # every worker checked every sum (k of N: against its contributors)
         assert len(r["iterations"]) == ITERATIONS
-    fast, k_of_n, n_of_n = (median_iteration_s(reports[c]) for c in configs)
+    fast, k_of_n, n_of_n, closed = (median_iteration_s(reports[c]) for c in configs)
     # the k-th arrival sets k of N's pace: near the fast workers' own, far from the slow one's
     assert k_of_n - fast < 0.3 * (n_of_n - fast), (fast, k_of_n, n_of_n)
     its = reports["netreduce 3 of N"]["iterations"]
@@ -50,6 +53,14 @@ def test_k_of_n_iterates_at_the_fast_workers_pace_with_every_sum_exact_against_i
     assert events["completion"] > 0 and events["late"] + events["late-answered"] > 0
     n_events = reports["netreduce N of N"]["switches"]["netreduce"]["1"]["switches"]["s1"]["events"]
     assert n_events["late"] == n_events["late-answered"] == 0
+    # N of N with a deadline: the sums close without the slow worker on the others' retransmissions after it, so
+    # its pace is the fast workers' plus about a retransmission timeout, far from the slow worker's
+    assert closed - fast < 0.5 * (n_of_n - fast), (fast, closed, n_of_n)
+    its = reports[deadline]["iterations"]
+    assert [it["contributors"] for it in its].count(3) >= ITERATIONS // 2
+    assert all(it["gradient_error"] > 0.01 for it in its if it["contributors"] == 3)
+    d_events = reports[deadline]["switches"]["netreduce"]["1"]["switches"]["s1"]["events"]
+    assert d_events["deadline"] > 0 and d_events["late"] + d_events["late-answered"] > 0
 
 
 def test_set_link_rate_changes_both_ends_of_a_hosts_link_while_the_network_runs(tmp_path):

@@ -181,3 +181,46 @@ def test_k_of_n_from_the_command_line() -> None:
     assert experiment_spec(build_parser().parse_args(base)).netreduce_k is None
     with pytest.raises(SpecError, match=r"netreduce_k = 5: k is 1\.\.4 \(the workers\)"):
         experiment_spec(build_parser().parse_args([*base, "--netreduce-k", "5"]))
+
+
+# ---- k of N: a deadline ----
+
+
+def test_a_deadline_makes_a_job_k_of_n_even_at_n_of_n_and_the_switch_is_told_both():
+    """N of N with a deadline may leave workers out: the layout says k of N (its results name their contributors),
+    and set_job carries the flag and the deadline in microseconds, as config.p4's program reads them."""
+    from controller.netreduce_jobs import place_job
+    from tests.traces.netreduce_scenarios import topology
+
+    lay = JobLayout(1, 4, 2, deadline_us=20_000)
+    assert lay.k_of_n and lay.need == 4
+    assert lay.contributors(lay.imm(7) | 0b0111 << IMM_MEMBERS_SHIFT) == (0, 1, 2)
+    job = place_job(topology(), 1, ["h1", "h2", "h3", "h4"], 2, [], deadline_us=20_000)
+    [set_job] = [e for e in job.switches["s1"].entries if getattr(e, "action", "") == "set_job"]
+    assert (set_job.params["quorum"], set_job.params["partial"], set_job.params["deadline_us"]) == (4, 1, 20_000)
+    plain = place_job(topology(), 1, ["h1", "h2", "h3", "h4"], 2, [])
+    [set_plain] = [e for e in plain.switches["s1"].entries if getattr(e, "action", "") == "set_job"]
+    assert (set_plain.params["partial"], set_plain.params["deadline_us"]) == (0, 0)
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"deadline_us": -1}, "a deadline of -1 us"), ({"deadline_us": 60_000_001}, "a deadline of 60000001 us"),
+    ({"deadline_us": 1000, "scatter": True}, "a deadline is for all-reduce jobs")])
+def test_a_deadline_the_switch_cannot_keep_is_refused(kw, match):
+    with pytest.raises(ValueError, match=match):
+        JobLayout(1, 4, 2, **kw)
+
+
+def test_a_deadline_from_the_command_line_and_a_bad_one_in_one_line() -> None:
+    from gradswitch.cli import build_parser, experiment_spec
+    from gradswitch.experiment.spec import SpecError
+
+    base = ["experiment", "--algo", "netreduce", "--workers", "4", "--workload", "train-digits", "--dtype", "float32",
+            "--float-mode", "fixed"]
+    spec = experiment_spec(build_parser().parse_args([*base, "--netreduce-deadline-ms", "20"]))
+    assert spec.netreduce_deadline_ms == 20 and spec.netreduce_deadline_us == 20_000 and spec.netreduce_k is None
+    with pytest.raises(SpecError, match=r"netreduce_deadline_ms = 0\.0: a deadline above 0 and at most 60000 ms"):
+        experiment_spec(build_parser().parse_args([*base, "--netreduce-deadline-ms", "0"]))
+    ring = [*base[:2], "ring", *base[3:], "--netreduce-deadline-ms", "20"]
+    with pytest.raises(SpecError, match=r"netreduce_deadline_ms = 20\.0: k of N is NetReduce's"):
+        experiment_spec(build_parser().parse_args(ring))

@@ -28,22 +28,23 @@
 #endif
 
 // A parent's result at its cell (store_result sets meta.nr_state.outcome).
-const bit<8> NR_OUT_COMPLETE = 2;   // stored: emit it to the local receivers
-const bit<8> NR_OUT_DUPLICATE = 4;  // the cell already holds it (the parent answered a repeated partial): drop
-const bit<8> NR_OUT_STALE = 6;      // for a message older than the cell's: drop
+const bit<16> NR_OUT_COMPLETE = 2;   // stored: emit it to the local receivers
+const bit<16> NR_OUT_DUPLICATE = 4;  // the cell already holds it (the parent answered a repeated partial): drop
+const bit<16> NR_OUT_STALE = 6;      // for a message older than the cell's: drop
 const bool NR_OUT_DUPLICATE_IS_COMPLETE_PLUS_2 = static_assert(NR_OUT_DUPLICATE == NR_OUT_COMPLETE + 2,
     "store_result makes NR_OUT_DUPLICATE as NR_OUT_COMPLETE + 2");
 
 // A contribution's verdict (contribute sets meta.nr_state.outcome to these bits; nr_verdicts maps them to
 // what happens, one table instead of a chain of conditions: BMv2 pays for every pipeline node).
-const bit<8> NR_V_LATE = 0x80;      // k of N: its cell's sum was emitted without this member's message: not added
-const bit<8> NR_V_HELD = 0x40;      // a placeholder that would complete the cell, or be answered: refused
-const bit<8> NR_V_MINE = 0x20;      // the member had already contributed to the cell's message
-const bit<8> NR_V_ACCEPT = 0x10;    // added (fresh cell, or another member's partial sum of the same message)
-const bit<8> NR_V_SAME = 0x08;      // the cell holds this message
-const bit<8> NR_V_COMPLETE = 0x04;  // the quorum has contributed (after this one): every member, but on a k-of-N job
-const bit<8> NR_V_BEHIND = 0x02;    // the message is older than the cell's
-const bit<8> NR_V_FINAL = 0x01;     // leaf: the cell holds its parent's result
+const bit<16> NR_V_CLOSING = 0x100;  // k of N: the packet closes its cell with fewer than the quorum (judge_late)
+const bit<16> NR_V_LATE = 0x80;      // k of N: its cell's sum was emitted without this member's message: not added
+const bit<16> NR_V_HELD = 0x40;      // a placeholder that would complete the cell, or be answered: refused
+const bit<16> NR_V_MINE = 0x20;      // the member had already contributed to the cell's message
+const bit<16> NR_V_ACCEPT = 0x10;    // added (fresh cell, or another member's partial sum of the same message)
+const bit<16> NR_V_SAME = 0x08;      // the cell holds this message
+const bit<16> NR_V_COMPLETE = 0x04;  // the quorum has contributed (after this one): every member, but on a k-of-N job
+const bit<16> NR_V_BEHIND = 0x02;    // the message is older than the cell's
+const bit<16> NR_V_FINAL = 0x01;     // leaf: the cell holds its parent's result
 
 // Message numbers are PSN >> AGG_PACKETS_PER_MESSAGE_LOG2: the PSN's 24 bits less the packet offset.
 #define NR_MSG_BITS (24 - AGG_PACKETS_PER_MESSAGE_LOG2)
@@ -142,6 +143,8 @@ control NetReduceIngress(inout headers_t hdr,
     // NR_CELL_MSG_SHIFT), how many contributed (NR_CELL_COUNT_SHIFT), and on a leaf whether the parent's
     // result has arrived (NR_CELL_FINAL_SHIFT: the cell holds the result, not the local partial).
     register<bit<64>>(AGG_CELLS) nr_cells;
+    // k of N with a deadline: when each cell's first contribution came (ingress_global_timestamp, microseconds)
+    register<bit<32>>(AGG_CELLS) nr_cell_started;
     // Per member QP, per message in flight (message mod AGG_MAX_CREDITS): window index learned at the first packet.
     register<bit<32>>(AGG_MAX_QPS * AGG_MAX_CREDITS) nr_qp_context;
 
@@ -173,9 +176,11 @@ control NetReduceIngress(inout headers_t hdr,
         size = AGG_MAX_QPS;
     }
 
-    action set_job(bit<32> base_cell, bit<8> credits, bit<8> members, bit<8> quorum, bit<8> role,
-                   bit<16> group_base, bit<8> owners, bit<8> gather) {
+    action set_job(bit<32> base_cell, bit<8> credits, bit<8> members, bit<8> quorum, bit<8> partial,
+                   bit<32> deadline_us, bit<8> role, bit<16> group_base, bit<8> owners, bit<8> gather) {
         meta.nr_state.quorum = quorum;
+        meta.nr_state.partial = partial;
+        meta.nr_state.deadline = deadline_us;
         meta.nr_state.gather = gather;
         meta.nr_state.base_cell = base_cell;
         meta.nr_state.credits = credits;
@@ -258,7 +263,7 @@ control NetReduceIngress(inout headers_t hdr,
         hdr.udp.src_port = 0;
         hdr.bth.dest_qp = 0;
         // k of N: the Last packet tells every receiver which members the sum holds (NR_IMM_MEMBERS_SHIFT).
-        hdr.immdt.data = meta.nr_state.quorum != meta.nr_state.members && hdr.immdt.isValid()
+        hdr.immdt.data = meta.nr_state.partial == 1 && hdr.immdt.isValid()
             ? (hdr.immdt.data & ((32w1 << NR_IMM_MEMBERS_SHIFT) - 1))
               | (((bit<32>)meta.nr_state.state[31:0]) << NR_IMM_MEMBERS_SHIFT)
             : hdr.immdt.data;
@@ -332,12 +337,15 @@ control NetReduceIngress(inout headers_t hdr,
         bool late = meta.nr_state.late == 1;  // (judge_late, k-of-N jobs only: a field, never an expression here)
         bool add = !mine && !fresh && same && !held && !late;
         bool accept = (fresh && !held && !late) || add;
+        // k of N: the cell closes (its sum leaves with the members it holds) on this member's packet, new or again
+        bool closing = meta.nr_state.expired == 1 && (accept || mine);
         bit<32> taken = ((bit<32>)(bit<1>)accept) << meta.nr_state.member_bit;  // the member's bit if accepted, else 0
-        bit<32> new_count = (fresh ? 32w0 : count) + (bit<32>)(bit<1>)accept;
+        // (closing: the count says complete, as the quorum's would; the bitmap says who is in)
+        bit<32> new_count = closing ? (bit<32>)meta.nr_state.quorum : (fresh ? 32w0 : count) + (bit<32>)(bit<1>)accept;
         // One assignment (nested ?: would become a chain of predicated temporaries). p4c copies each
         // local's expression into every place that reads it; BMv2 evaluates narrow expressions far
         // more cheaply than it assigns a field, so they are not kept in metadata fields.
-        meta.nr_state.outcome = (bit<1>)late ++ (bit<1>)held ++ (bit<1>)mine ++ (bit<1>)accept ++ (bit<1>)same
+        meta.nr_state.outcome = 7w0 ++ (bit<1>)closing ++ (bit<1>)late ++ (bit<1>)held ++ (bit<1>)mine ++ (bit<1>)accept ++ (bit<1>)same
             ++ (bit<1>)(new_count == (bit<32>)meta.nr_state.quorum) ++ (bit<1>)behind
             ++ meta.nr_state.state[NR_CELL_FINAL_SHIFT:NR_CELL_FINAL_SHIFT];
         AGG_FOR_EACH_WORD(NR_ADD)
@@ -347,7 +355,7 @@ control NetReduceIngress(inout headers_t hdr,
         // The member has moved on from the other copy's older message. k of N: a late member too; and once a
         // cell completes, every member has (each of the quorum had the older result; a member left out may skip
         // messages whole, never clearing its bit): the other copy is free.
-        meta.nr_state.twin = meta.nr_state.quorum != meta.nr_state.members && accept
+        meta.nr_state.twin = meta.nr_state.partial == 1 && (accept || closing)
                              && new_count == (bit<32>)meta.nr_state.quorum
             ? meta.nr_state.twin & ~((bit<64>)32w0xFFFFFFFF)
             : meta.nr_state.twin & ~((bit<64>)(((bit<32>)(bit<1>)(accept || late)) << meta.nr_state.member_bit));
@@ -355,13 +363,21 @@ control NetReduceIngress(inout headers_t hdr,
         // Fresh: this message, count 0, not final, no member; then the contribution is added (or nothing).
         meta.nr_state.state = ((fresh ? ((bit<64>)meta.nr_state.msg) << NR_CELL_MSG_SHIFT : meta.nr_state.state)
                                + (((bit<64>)(bit<1>)accept) << NR_CELL_COUNT_SHIFT)) | (bit<64>)taken;
+        meta.nr_state.state = closing
+            ? (meta.nr_state.state & ~(((bit<64>)((1 << NR_CELL_COUNT_BITS) - 1)) << NR_CELL_COUNT_SHIFT))
+              | (((bit<64>)meta.nr_state.quorum) << NR_CELL_COUNT_SHIFT)
+            : meta.nr_state.state;
         nr_cells.write(meta.nr_state.cell, meta.nr_state.state);
     }
 
-    // k of N (quorum below members; never on any other job), before contribute: is the packet late? A member's
-    // message is in the sum or out of it whole, decided at its first packet: out when that packet's cell was
-    // complete (or done and released); a later packet is out unless its member's bit is in the first packet's cell
-    // for this message. In an action of its own: contribute copies its locals into every word's expressions.
+    // k of N (a partial job: quorum below members, or a deadline; never on any other job), before contribute: is
+    // the packet late? A member's message is in the sum or out of it whole, decided at its first packet: out when
+    // that packet's cell was complete (or done and released); a later packet is out unless its member's bit is in
+    // the first packet's cell for this message. And does it close its cell? The message's first cell closes on a
+    // member's packet (a retransmission, or a contribution) once `deadline` has passed since the cell's first
+    // contribution; every other cell of the message once its first cell has closed and it holds exactly the
+    // members that one holds; never a packet whose contribution brings the cell to the quorum (a completion as
+    // any other). In an action of its own: contribute copies its locals into every word's expressions.
     action judge_late() {
         nr_cells.read(meta.nr_state.state, meta.nr_state.cell);
         nr_cells.read(meta.nr_state.head, meta.nr_state.cell - (bit<32>)(hdr.bth.psn & (AGG_PACKETS_PER_MESSAGE - 1)));
@@ -373,10 +389,25 @@ control NetReduceIngress(inout headers_t hdr,
         bool behind = ((meta.nr_state.msg - msg) & NR_MSG_MASK) >= NR_MSG_HALF;
         bool in_head = (((bit<32>)meta.nr_state.head[NR_CELL_MSG_SHIFT - 1:0]) & mask) != 0
             && (bit<32>)meta.nr_state.head[NR_CELL_MSG_SHIFT + NR_MSG_BITS - 1:NR_CELL_MSG_SHIFT] == meta.nr_state.msg;
+        bool first = (hdr.bth.psn & (AGG_PACKETS_PER_MESSAGE - 1)) == 0;
         meta.nr_state.late = (bit<8>)(bit<1>)((bitmap & mask) == 0
-            && ((hdr.bth.psn & (AGG_PACKETS_PER_MESSAGE - 1)) == 0
+            && (first
                 ? (bitmap == 0 ? same || behind : same && count >= (bit<32>)meta.nr_state.quorum)
                 : !in_head));
+        bit<32> now = (bit<32>)std_meta.ingress_global_timestamp;
+        nr_cell_started.read(meta.nr_state.started, meta.nr_state.cell);
+        bit<32> head_count = (bit<32>)meta.nr_state.head[NR_CELL_COUNT_SHIFT + NR_CELL_COUNT_BITS - 1:NR_CELL_COUNT_SHIFT];
+        bool head_closed = (bit<32>)meta.nr_state.head[NR_CELL_MSG_SHIFT + NR_MSG_BITS - 1:NR_CELL_MSG_SHIFT]
+            == meta.nr_state.msg && head_count >= (bit<32>)meta.nr_state.quorum;
+        meta.nr_state.expired = (bit<8>)(bit<1>)(meta.nr_state.late == 0 && meta.nr_state.deadline != 0
+            && (same || bitmap == 0)
+            && (bitmap == 0 ? 32w0 : count) + (bit<32>)(bit<1>)((bitmap & mask) == 0) < (bit<32>)meta.nr_state.quorum
+            && (first
+                ? bitmap != 0 && now - meta.nr_state.started >= meta.nr_state.deadline
+                : head_closed && (bit<32>)meta.nr_state.head[NR_CELL_MSG_SHIFT - 1:0] == (bitmap | mask)));
+        // a fresh cell's first contribution starts its clock (a packet that is not added leaves it to the next)
+        meta.nr_state.started = bitmap == 0 ? now : meta.nr_state.started;
+        nr_cell_started.write(meta.nr_state.cell, meta.nr_state.started);
     }
 
     // A parent's result: store it in the cell (if it is for the cell's message) and mark it final.
@@ -390,7 +421,7 @@ control NetReduceIngress(inout headers_t hdr,
             == meta.nr_state.msg;
         bool fin = meta.nr_state.state[NR_CELL_FINAL_SHIFT:NR_CELL_FINAL_SHIFT] == 1;
         // (One ?: : a nested one would be a predicated temporary.)
-        meta.nr_state.outcome = current ? NR_OUT_COMPLETE + (((bit<8>)(bit<1>)fin) << 1) : NR_OUT_STALE;
+        meta.nr_state.outcome = current ? NR_OUT_COMPLETE + (((bit<16>)(bit<1>)fin) << 1) : NR_OUT_STALE;
         AGG_FOR_EACH_WORD(NR_STORE)
         meta.nr_state.state = meta.nr_state.state | (((bit<64>)(bit<1>)current) << NR_CELL_FINAL_SHIFT);
         nr_cells.write(meta.nr_state.cell, meta.nr_state.state);
@@ -448,6 +479,21 @@ control NetReduceIngress(inout headers_t hdr,
         emit(meta.nr_state.group_base);
     }
 
+    // k of N: the cell closes with fewer than the quorum (its deadline passed): its sum to every receiver, as a
+    // completion's; the packet was a contribution (added) or a member's packet again (not added: it carries the sum).
+    action closed_adding() {
+        NR_EVENT(0, NR_EV_CONTRIBUTION)
+        NR_EVENT(1, NR_EV_COMPLETION)
+        NR_EVENT(2, NR_EV_DEADLINE)
+        emit(meta.nr_state.group_base);
+    }
+
+    action closed_again() {
+        NR_EVENT(0, NR_EV_COMPLETION)
+        NR_EVENT(1, NR_EV_DEADLINE)
+        emit(meta.nr_state.group_base);
+    }
+
     // A leaf's local sum is complete: it goes up to the parent.
     action completed_up() {
         NR_EVENT(0, NR_EV_CONTRIBUTION)
@@ -490,6 +536,8 @@ control NetReduceIngress(inout headers_t hdr,
             absorbed;
             completed;
             completed_up;
+            closed_adding;
+            closed_again;
             answer;
             answer_late;
             resend_up;
@@ -499,6 +547,8 @@ control NetReduceIngress(inout headers_t hdr,
         // First match wins (entries are in priority order).
         const entries = {
             (NR_V_HELD &&& NR_V_HELD, _) : refuse(NR_EV_PLACEHOLDER_LAST);
+            ((NR_V_CLOSING | NR_V_ACCEPT) &&& (NR_V_CLOSING | NR_V_ACCEPT), _) : closed_adding();
+            ((NR_V_CLOSING | NR_V_MINE) &&& (NR_V_CLOSING | NR_V_MINE), _) : closed_again();
             ((NR_V_LATE | NR_V_SAME | NR_V_COMPLETE) &&& (NR_V_LATE | NR_V_SAME | NR_V_COMPLETE), _) : answer_late();
             (NR_V_LATE &&& NR_V_LATE, _) : refuse(NR_EV_LATE);
             ((NR_V_MINE | NR_V_SAME | NR_V_COMPLETE) &&& (NR_V_MINE | NR_V_SAME | NR_V_COMPLETE | NR_V_FINAL), NR_ROLE_LEAF &&& 0xFF) : resend_up();
@@ -572,7 +622,7 @@ control NetReduceIngress(inout headers_t hdr,
                                 refuse(NR_EV_STALE);
                             }
                         } else {
-                            if (meta.nr_state.quorum != meta.nr_state.members) {
+                            if (meta.nr_state.partial == 1) {
                                 judge_late();
                             }
                             contribute();
