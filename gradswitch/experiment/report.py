@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import statistics
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
@@ -353,8 +354,8 @@ def _out_until(record: FaultRecord) -> float:
 
 
 def fault_line(r: FaultRecord) -> str:
-    """One line of what a fault did: `interrupted at 2.01 s (detected 0.05 s later): killed worker 1 on h2 ...`."""
-    parts = [f"{r.outcome} at {r.injected_s:.2f} s"]
+    """One line of what a fault did: `interrupted: injected at 2.01 s, detected after 0.05 s: killed worker 1 ...`."""
+    parts = [f"{r.outcome}: injected at {r.injected_s:.2f} s"]
     if r.time_to_detect_s is not None:
         parts.append(f"detected after {r.time_to_detect_s:.2f} s")
     if r.time_to_recover_s is not None:
@@ -401,6 +402,32 @@ def _retransmitted(report: Results) -> str:
     return f"{n} retransmitted after {report['timeouts']} timeouts; {report['duplicates']} already received"
 
 
+def _partial_sums_lines(report: Results) -> list[str]:
+    """k of N (or a deadline): how many workers the sums held, their error against all N, what the switch did."""
+    spec = report["spec"]
+    k, deadline = spec.get("netreduce_k"), spec.get("netreduce_deadline_ms")
+    held = [float(it["contributors"]) for it in report["iterations"] if it.get("contributors") is not None]
+    if (k is None and deadline is None) or not held:
+        return []
+    n = spec["workers"]
+    rule = " or ".join(x for x in (f"{k} of {n}" if k is not None else f"{n} of {n}",
+                                   f"a {deadline:g} ms deadline" if deadline is not None else "") if x)
+    errors = [float(it["gradient_error"]) for it in report["iterations"] if it.get("gradient_error") is not None]
+    events: dict[str, int] = {}
+    for job in report.get("switches", {}).get("netreduce", {}).values():
+        for part in job.get("switches", {}).values():
+            for name, count in part.get("events", {}).items():
+                events[name] = events.get(name, 0) + int(count)
+    line = (f"  {'partial sums':<22}{rule}: an iteration's fewest per sum {min(held):g}-{max(held):g} workers "
+            f"(median {statistics.median(held):g})")
+    if errors:
+        line += f"; gradient error vs all {n} median {statistics.median(errors):.3f}"
+    if events:
+        line += (f"; switch: {events.get('deadline', 0)} cells closed by the deadline, "
+                 f"{events.get('late', 0) + events.get('late-answered', 0)} late packets left out")
+    return [line]
+
+
 def format_table(report: Results) -> str:
     s = report["summary"]
     spec = report["spec"]
@@ -437,6 +464,7 @@ def format_table(report: Results) -> str:
         if t.get("ideal_samples_per_s_real") is not None:
             lines.append(f"  {'ideal (link bounds)':<22}{t['ideal_samples_per_s_real']:.1f} samples/s; this run "
                          f"{_fmt(t.get('of_ideal'), '', 2)} of it")
+    lines += _partial_sums_lines(report)
     x = report.get("headline_extra", {})
     if x.get("background_goodput_mbps") is not None:
         lines.append(f"  {'background TCP':<22}{x['background_goodput_mbps']:.2f} Mb/s goodput over the jobs")

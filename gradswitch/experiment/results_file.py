@@ -58,6 +58,8 @@ class Iteration(TypedDict, total=False):
     accuracy: float
     loss: float
     train_s: float
+    contributors: float  # k of N (or a deadline): the fewest workers a sum of the iteration held
+    gradient_error: float  # k of N: the averaged gradient's relative error against the mean of all N workers'
     reported_by: int
     faults: list[str]
 
@@ -252,6 +254,8 @@ ITERATION_DOCS: dict[str, str] = {
     "accuracy": "train-digits: the worst worker's model's test accuracy",
     "loss": "train-digits: the largest minibatch loss",
     "train_s": "train-digits: the job's cumulative training time",
+    "contributors": "k of N (or a deadline): the fewest workers a sum of the iteration held",
+    "gradient_error": "k of N: the averaged gradient's relative error against the mean of all N workers'",
     "reported_by": "workers whose record of it the entry holds, where fewer than all (a worker killed after it "
                    "completed the iteration left none); left out otherwise",
     "faults": "the faults (their labels) whose target was out while it ran; left out where none",

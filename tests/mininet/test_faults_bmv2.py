@@ -66,7 +66,7 @@ def test_a_killed_worker_ends_the_run_within_the_deadline_naming_it_and_keeps_wh
     assert elapsed < 120
 
     table = (out / "table.txt").read_text().splitlines()
-    assert table[1].startswith("  fault worker-crash:1@3: interrupted at")  # first, under the run's name
+    assert table[1].startswith("  fault worker-crash:1@3: interrupted: injected at")  # first, under the run's name
     assert f"{len(kept)}/40" in table[2] and "all exact" in table[2]
     assert_nothing_left(out, "rack")
 

@@ -192,7 +192,8 @@ def test_with_faults_names_the_fault_first_and_marks_what_it_overlapped() -> Non
             "errors": {"worker 0 (h1)": "JobAborted: worker 1 on h2 was killed"}}
     out = report.with_faults(cast(Results, body), [record], go=10.0)
     assert next(iter(out["errors"])) == "fault worker-crash:1@1.2"
-    assert out["errors"]["fault worker-crash:1@1.2"].startswith("interrupted at 1.20 s, detected after 0.05 s")
+    assert out["errors"]["fault worker-crash:1@1.2"].startswith(
+        "interrupted: injected at 1.20 s, detected after 0.05 s")
     assert "faults" not in out["iterations"][0] and out["iterations"][1]["faults"] == ["worker-crash:1@1.2"]
     assert out["fault_outcome"] == "interrupted"
     assert FaultRecord.from_dict(out["faults"][0]) == record

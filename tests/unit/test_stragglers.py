@@ -5,6 +5,7 @@ contributors) and the requester that takes an ACK for PSNs the switch delivered 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
@@ -190,16 +191,17 @@ def test_a_deadline_makes_a_job_k_of_n_even_at_n_of_n_and_the_switch_is_told_bot
     """N of N with a deadline may leave workers out: the layout says k of N (its results name their contributors),
     and set_job carries the flag and the deadline in microseconds, as config.p4's program reads them."""
     from controller.netreduce_jobs import place_job
+    from controller.p4rt import TableEntry
     from tests.traces.netreduce_scenarios import topology
 
     lay = JobLayout(1, 4, 2, deadline_us=20_000)
     assert lay.k_of_n and lay.need == 4
     assert lay.contributors(lay.imm(7) | 0b0111 << IMM_MEMBERS_SHIFT) == (0, 1, 2)
     job = place_job(topology(), 1, ["h1", "h2", "h3", "h4"], 2, [], deadline_us=20_000)
-    [set_job] = [e for e in job.switches["s1"].entries if getattr(e, "action", "") == "set_job"]
+    [set_job] = [e for e in job.switches["s1"].entries if isinstance(e, TableEntry) and e.action == "set_job"]
     assert (set_job.params["quorum"], set_job.params["partial"], set_job.params["deadline_us"]) == (4, 1, 20_000)
     plain = place_job(topology(), 1, ["h1", "h2", "h3", "h4"], 2, [])
-    [set_plain] = [e for e in plain.switches["s1"].entries if getattr(e, "action", "") == "set_job"]
+    [set_plain] = [e for e in plain.switches["s1"].entries if isinstance(e, TableEntry) and e.action == "set_job"]
     assert (set_plain.params["partial"], set_plain.params["deadline_us"]) == (0, 0)
 
 
@@ -224,3 +226,21 @@ def test_a_deadline_from_the_command_line_and_a_bad_one_in_one_line() -> None:
     ring = [*base[:2], "ring", *base[3:], "--netreduce-deadline-ms", "20"]
     with pytest.raises(SpecError, match=r"netreduce_deadline_ms = 20\.0: k of N is NetReduce's"):
         experiment_spec(build_parser().parse_args(ring))
+
+
+def test_the_run_table_says_what_the_partial_sums_held_and_what_the_switch_left_out():
+    from gradswitch.experiment.report import _partial_sums_lines
+
+    report: Any = {"spec": {"workers": 4, "netreduce_k": None, "netreduce_deadline_ms": 20.0},
+                   "iterations": [{"contributors": 3.0, "gradient_error": 0.04}, {"contributors": 4.0,
+                                                                                 "gradient_error": 0.0},
+                                  {"contributors": 2.0, "gradient_error": 0.1}],
+                   "switches": {"netreduce": {"1": {"switches": {"s1": {"events": {"deadline": 80, "late": 2,
+                                                                                    "late-answered": 50}}}}}}}
+    assert _partial_sums_lines(report) == [
+        "  partial sums          4 of 4 or a 20 ms deadline: an iteration's fewest per sum 2-4 workers (median 3); "
+        "gradient error vs all 4 median 0.040; switch: 80 cells closed by the deadline, 52 late packets left out"]
+    report["spec"] = {"workers": 4, "netreduce_k": 3, "netreduce_deadline_ms": None}
+    assert _partial_sums_lines(report)[0].startswith("  partial sums          3 of 4: ")
+    report["spec"] = {"workers": 4}
+    assert _partial_sums_lines(report) == []  # N of N: no such line
