@@ -332,6 +332,10 @@ class Repl(cmd.Cmd):
                                                  deadline_us=round(deadline_ms * 1000))
             self.out(f"job {job}: workers {', '.join(info.workers)}, rkey {info.rkey:#x}, "
                      f"first PSN {info.initial_psn:#x}, aggregation at {info.aggregation_switch}")
+            if quorum is not None or deadline_ms:
+                rule = " or ".join(x for x in (f"{quorum or len(hosts)} of {len(hosts)}",
+                                               f"those in after {deadline_ms:g} ms" if deadline_ms else "") if x)
+                self.out(f"  partial sums: {rule} (the Last packet of each names who is in)")
             for sw, part in info.switches.items():
                 cells = f"{part.cells[0]}..{part.cells[1]}"
                 self.out(f"  {sw:<8} {part.role:<6} cells {cells}, {part.member_qps} member QPs")

@@ -338,7 +338,8 @@ def test_repl_attaches_to_the_running_controller(tmp_path):
                     "delete s1 acl_rules protocol=17 l4_dst_port=9999 priority=3", "entries s1 acl_rules",
                     "job create 3 h1 h2 credits=2", "jobs", "job status 3", "dlcp 3 priority=on", "dlcp 3 spray=on",
                     "dlcp 3", "dlcp 3 priority=off", "dlcp thresholds", "dlcp thresholds 1=500 6=0",
-                    "dlcp thresholds 1=x", "dlcp thresholds default", "job teardown 3", "jobs"]
+                    "dlcp thresholds 1=x", "dlcp thresholds default", "job teardown 3",
+                    "job create 4 h1 h2 k=1 deadline_ms=20", "job teardown 4", "jobs"]
         repl = _start_cli(["repl", *[a for c in commands for a in ("-c", c)]], tmp_path)
         out, _ = repl.communicate(timeout=60)
         assert repl.returncode == 0, out
@@ -359,6 +360,7 @@ def test_repl_attaches_to_the_running_controller(tmp_path):
         assert "s1: 0=16384 1=500 2=16384 3=32768 4=32768 5=32768 6=0\n" in out
         assert "error: BYTES 'x' is not a whole number (give 0..4294967295)" in out
         assert "job 3 torn down" in out and out.rstrip().endswith("(no NetReduce jobs)")
+        assert "job 4: workers h1, h2" in out and "  partial sums: 1 of 2 or those in after 20 ms" in out
         assert proc.stdin is not None
         proc.stdin.write("exit\n")
         proc.stdin.flush()
