@@ -68,14 +68,14 @@ def _ddp_own_buckets(model: Any, batch: Any) -> list[tuple[int, list[str]]]:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        ddp = DistributedDataParallel(model, bucket_cap_mb=BUCKET_MB)
-        for _ in range(3):
-            ddp(batch).float().pow(2).mean().backward()
-        data = ddp._get_ddp_logging_data()
-    finally:
-        dist.destroy_process_group()
+    from workload.pytorch.measure import world_of_one
+
+    world_of_one("gloo")  # the group measure_model uses too: one per process (measure.py says why)
+    assert dist.get_world_size() == 1
+    ddp = DistributedDataParallel(model, bucket_cap_mb=BUCKET_MB)
+    for _ in range(3):
+        ddp(batch).float().pow(2).mean().backward()
+    data = ddp._get_ddp_logging_data()
     names = [n for n, _ in model.named_parameters()]
     sizes = [int(x) for x in str(data["rebuilt_bucket_sizes"]).split(",")]
     params = [[names[int(i)] for i in group.split()] for group in str(data["rebuilt_per_bucket_param_indices"])
@@ -231,3 +231,20 @@ def test_a_device_that_is_not_there_is_one_line(tmp_path, capsys, device, messag
                  "--out", str(tmp_path / "x")]) == 2
     assert capsys.readouterr().err == f"error: {message}\n"
     assert not list(tmp_path.iterdir())
+
+
+def test_one_group_per_process_and_another_is_refused_in_one_line():
+    """measure_model makes its world-size-1 group once and uses it again (gloo can hang when a group is made
+    again after destroy_process_group); a group it did not make, or for another backend, is refused."""
+    _torch()
+    import torch.distributed as dist
+
+    from workload.pytorch.measure import world_of_one
+    from workload.pytorch.profile import ProfileError
+
+    world_of_one("gloo")
+    group = dist.group.WORLD
+    world_of_one("gloo")
+    assert dist.group.WORLD is group and dist.get_world_size() == 1
+    with pytest.raises(ProfileError, match=r"already initialized in this process \(for gloo, not nccl\); measure"):
+        world_of_one("nccl")

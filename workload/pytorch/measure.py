@@ -2,7 +2,9 @@
 backward time and DistributedDataParallel's gradient buckets (profile.py holds the result).
 
 The model runs for `warmup + steps` training steps under DistributedDataParallel in this process,
-world size 1 (gloo on CPU, NCCL on CUDA, a HashStore: no network), on the device the user has
+world size 1 (gloo on CPU, NCCL on CUDA, a HashStore: no network; the group is made once per process and
+destroyed at its exit, as gloo and NCCL can hang when a group is made again after destroy_process_group:
+pytorch/pytorch#74666, #114585), on the device the user has
 (CUDA where there is one, else the CPU). One rank's computation does not depend on how many ranks
 there are, and DDP forms and launches its buckets the same way at any world size, so one process
 measures what every rank of a larger job does.
@@ -26,6 +28,7 @@ Times are medians over the measured steps (the warm-up steps left out).
 
 from __future__ import annotations
 
+import atexit
 import statistics
 import time
 import warnings
@@ -50,6 +53,34 @@ def import_torch() -> Any:
     return torch
 
 
+_made_here: list[str] = []  # the backend of the world-size-1 group this module made in this process (at most one)
+
+
+def world_of_one(backend: str) -> None:
+    """The default process group: this process alone, with `backend`; made on the first call and kept until the
+    process exits (ProfileError where another group is in place: one this module did not make, or another
+    backend's)."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        if _made_here == [backend]:
+            return
+        raise ProfileError("a torch.distributed process group is already initialized in this process"
+                           + (f" (for {_made_here[0]}, not {backend})" if _made_here else "")
+                           + "; measure the model in a process of its own")
+    dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+    _made_here.append(backend)
+    atexit.register(_destroy)
+
+
+def _destroy() -> None:
+    import torch.distributed as dist
+
+    if dist.is_initialized() and _made_here:
+        dist.destroy_process_group()
+    _made_here.clear()
+
+
 @dataclass
 class _Step:
     """What the hooks saw in one training step, in the order it happened."""
@@ -66,7 +97,6 @@ def measure_model(module: Any, batch: Any, *, model_name: str, steps: int = 5, w
     arguments) for warmup + steps steps under DDP and return what was measured (ProfileError: one line).
     `bucket_mb` is DDP's bucket_cap_mb; None leaves DDP's default (25 MiB, the first bucket 1 MiB)."""
     torch = import_torch()
-    import torch.distributed as dist
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     from torch.nn.parallel import DistributedDataParallel
 
@@ -77,9 +107,6 @@ def measure_model(module: Any, batch: Any, *, model_name: str, steps: int = 5, w
     if not isinstance(module, torch.nn.Module):
         raise ProfileError(f"{model_name} returned a {type(module).__name__}, not a torch.nn.Module")
     on = _device(torch, device)
-    if dist.is_initialized():
-        raise ProfileError("a torch.distributed process group is already initialized in this process; "
-                           "measure the model in a process of its own")
     cuda = on.type == "cuda"
     sync: Callable[[], None] = torch.cuda.synchronize if cuda else (lambda: None)
     clock = time.perf_counter
@@ -120,8 +147,7 @@ def measure_model(module: Any, batch: Any, *, model_name: str, steps: int = 5, w
 
     args, kwargs = _forward_arguments(batch, on, torch)
     loss_fn = loss or _default_loss(torch)
-    backend = "nccl" if cuda else "gloo"
-    dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+    world_of_one("nccl" if cuda else "gloo")
     measured: list[_Step] = []
     optimizer_s: list[float] = []
     try:
@@ -153,7 +179,6 @@ def measure_model(module: Any, batch: Any, *, model_name: str, steps: int = 5, w
             h.remove()
         for m in inplace:
             m.inplace = True
-        dist.destroy_process_group()
     device_name = f"cuda ({torch.cuda.get_device_name(on)})" if cuda else "cpu"
     return _profile(measured, optimizer_s, model_name=model_name, device=device_name,
                     torch_version=str(torch.__version__), warmup=warmup, batch=_describe(batch, torch),
