@@ -564,9 +564,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--credits", type=int, help=f"NetReduce: messages in flight per worker (default {D.credits})")
     p.add_argument("--netreduce-k", type=int, metavar="K", help="NetReduce k of N: a sum leaves the switch once K "
                    "workers are in (default: all N); BMv2, rack, --workload train-digits (docs/faults.md)")
-    p.add_argument("--netreduce-deadline-ms", type=float, metavar="MS", help="NetReduce k of N: ... or, with fewer "
-                   "in, once MS have passed since a cell's first contribution, on a member's next packet (its "
-                   "retransmission); BMv2, rack, --workload train-digits (docs/faults.md)")
+    p.add_argument("--netreduce-deadline-ms", type=float, metavar="MS", help="NetReduce: a sum also leaves with the "
+                   "workers in once MS have passed since its first contribution, carried out on a waiting worker's "
+                   "retransmission (set --min-rto-ms near MS); with or without --netreduce-k; BMv2, rack, "
+                   "--workload train-digits (docs/faults.md)")
     p.add_argument("--min-rto-ms", type=float, metavar="MS", help="smallest retransmission timeout (default: a "
                    "full queue's time plus a window on the path, at least 50 ms; the RTT estimate may raise it)")
     p.add_argument("--name", help="run name (default: algo-nN-topo)")
