@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.switch_faults import RATE_PPS, port_towards, rx_through, start_flow, watch_health
+from bench.switch_faults import RATE_PPS, Flow, HealthLog, port_towards, rx_through, start_flow, watch_health
 from controller.bmv2_thrift import Bmv2Thrift, ThriftError
 from controller.health import HealthKind
 from controller.p4rt import MulticastGroup, TableEntry
 from controller.repl import Repl
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions, switch_processes
+from mininet_topos.network import LinkChange, NetworkOptions, switch_processes
 from protocol.polling import wait_until
 from tests.mininet.test_network import leftovers
 from tests.results import run_on
@@ -139,20 +139,11 @@ def test_uplink_down_reroutes_and_up_brings_it_back(fabric_net: Testbed, tmp_pat
     flow = start_flow(net, "h1", "h3", "spine1", tmp_path / "flow.log")
     spine_in = port_towards(topo, "spine1", "leaf1")
 
-    cut = net.set_link("leaf1", "spine1", up=False).at
-    down = events.first(HealthKind.LINK_DOWN, "leaf1-spine1", cut)
-    rerouted = events.first(HealthKind.REROUTED, "leaf1-spine1", cut)
-    flow.wait_for(3 * RATE_PPS // 10)
-    gap = flow.longest_gap(cut)
-    print(f"leaf1-spine1 down: detected in {(down.at - cut) * 1000:.1f} ms, rerouted in "
-          f"{(rerouted.at - cut) * 1000:.1f} ms, longest gap in the flow {gap * 1000:.1f} ms")
-    assert down.at - cut < DETECT_S and rerouted.at - cut < REROUTE_S and gap < GAP_S
+    cut_uplink(net, events, flow, "leaf1-spine1")
     # one end taken down (spine1's, given up by its BMv2 first), the other (leaf1's) up without carrier
     (_, leaf_intf), (_, spine_intf) = net.link_interfaces("leaf1", "spine1")
     assert operstate(spine_intf) == "down" and operstate(leaf_intf) == "lowerlayerdown"
-    idle = rx_through(net, "spine1", spine_in)
-    flow.wait_for(20)
-    assert rx_through(net, "spine1", spine_in) == idle, "packets still reach spine1 over the cut link"
+    nothing_crosses(net, flow, spine_in)
 
     # spine1 killed and restarted while its link to leaf1 is down: it comes back without that port, and the
     # link is still routed around (its counters count from the restart).
@@ -164,12 +155,39 @@ def test_uplink_down_reroutes_and_up_brings_it_back(fabric_net: Testbed, tmp_pat
     flow.wait_for(20)
     assert rx_through(net, "spine1", spine_in) == 0
 
+    mend_uplink(net, events, spine_in, 0)
+    flow.stop()
+
+
+def cut_uplink(net: Testbed, events: HealthLog, flow: Flow, what: str) -> LinkChange:
+    """leaf1-spine1 cut while the flow runs through it: noticed, rerouted and the flow's longest gap within their
+    bounds (printed)."""
+    change = net.set_link("leaf1", "spine1", up=False)
+    down = events.first(HealthKind.LINK_DOWN, "leaf1-spine1", change.at)
+    rerouted = events.first(HealthKind.REROUTED, "leaf1-spine1", change.at)
+    flow.wait_for(3 * RATE_PPS // 10)
+    gap = flow.longest_gap(change.at)
+    print(f"{what} cut: detected in {(down.at - change.at) * 1000:.1f} ms, rerouted in "
+          f"{(rerouted.at - change.at) * 1000:.1f} ms, longest gap in the flow {gap * 1000:.1f} ms")
+    assert down.at - change.at < DETECT_S and rerouted.at - change.at < REROUTE_S and gap < GAP_S
+    return change
+
+
+def nothing_crosses(net: Testbed, flow: Flow, spine_in: int) -> int:
+    """No packet of the flow reaches spine1 over the cut link while 20 more go round; its count then."""
+    idle = rx_through(net, "spine1", spine_in)
+    flow.wait_for(20)
+    assert rx_through(net, "spine1", spine_in) == idle, "packets still reach spine1 over the cut link"
+    return idle
+
+
+def mend_uplink(net: Testbed, events: HealthLog, spine_in: int, idle: int) -> None:
+    """leaf1-spine1 up again: noticed, routed over, and the flow through spine1 again (20 packets past `idle`)."""
     mended = net.set_link("leaf1", "spine1", up=True).at
     up = events.first(HealthKind.LINK_UP, "leaf1-spine1", mended)
     events.first(HealthKind.REROUTED, "leaf1-spine1", up.at)
     print(f"leaf1-spine1 up: noticed in {(up.at - mended) * 1000:.1f} ms")
-    wait_until(lambda: rx_through(net, "spine1", spine_in) >= 20, 10, what="the flow over the link again")
-    flow.stop()
+    wait_until(lambda: rx_through(net, "spine1", spine_in) >= idle + 20, 10, what="the flow over the link again")
 
 
 def operstate(interface: str) -> str:
@@ -222,25 +240,13 @@ def test_a_patched_uplink_is_cut_without_touching_bmv2(patched_net: Testbed, tmp
         raise AssertionError(f"port_remove({port}) on a patched link")
 
     monkeypatch.setattr(Bmv2Thrift, "port_remove", never)
-    change = net.set_link("leaf1", "spine1", up=False)
-    assert change.note is None
-    down = events.first(HealthKind.LINK_DOWN, "leaf1-spine1", change.at)
-    rerouted = events.first(HealthKind.REROUTED, "leaf1-spine1", change.at)
-    flow.wait_for(3 * RATE_PPS // 10)
-    gap = flow.longest_gap(change.at)
-    print(f"patched leaf1-spine1 cut: detected in {(down.at - change.at) * 1000:.1f} ms, rerouted in "
-          f"{(rerouted.at - change.at) * 1000:.1f} ms, longest gap in the flow {gap * 1000:.1f} ms")
-    assert down.at - change.at < DETECT_S and rerouted.at - change.at < REROUTE_S and gap < GAP_S
+    assert cut_uplink(net, events, flow, "patched leaf1-spine1").note is None
     (_, leaf_intf), (_, spine_intf) = net.link_interfaces("leaf1", "spine1")
     assert operstate(leaf_intf) == operstate(spine_intf) == "lowerlayerdown"
-    idle = rx_through(net, "spine1", spine_in)
-    flow.wait_for(20)
-    assert rx_through(net, "spine1", spine_in) == idle, "packets still reach spine1 over the cut link"
+    idle = nothing_crosses(net, flow, spine_in)
     assert net.ping("h2", "h4")  # leaf1 and spine1 forward on their other ports
 
-    mended = net.set_link("leaf1", "spine1", up=True).at
-    events.first(HealthKind.LINK_UP, "leaf1-spine1", mended)
-    wait_until(lambda: rx_through(net, "spine1", spine_in) >= idle + 20, 10, what="the flow over the link again")
+    mend_uplink(net, events, spine_in, idle)
     assert operstate(leaf_intf) == operstate(spine_intf) == "up"
     flow.stop()
 
