@@ -212,9 +212,9 @@ def sim_fault_problems(faults: tuple[Fault, ...], netreduce: bool, ranks: int, g
     anything starts)."""
     out = []
     for f in faults:
-        if graph:
-            out.append(f"fault {f.label}: the simulator's graph engine (workload_et) runs no faults: leave the "
-                       "faults out, or run the loop or a training workload")
+        if graph and f.kind in WORKER_FAULTS:
+            out.append(f"fault {f.label}: the simulator's graph engine (workload_et) runs switch and link faults, "
+                       "not a worker's: leave it out, or run it with the loop or a training workload")
         elif netreduce and f.kind == FaultKind.SWITCH_CRASH and ranks > 1:
             out.append(f"fault {f.label}: a NetReduce job's fallback to ring on the simulator needs all its workers "
                        f"on one rank, not ranks = {ranks}: run it with ranks = 1")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ns3sim.faults import SimFaultError, schedule_json
 from ns3sim.ranks import MpiLaunch, MpiSync, PartitionError, partition
 from ns3sim.results import SimResult, parse
 from ns3sim.run import SimError, simulate
@@ -90,6 +91,12 @@ def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Se
     limit = settings.time_limit_s if settings.time_limit_s is not None else cfg.iteration_timeout + compute
     out = base_config(topology, settings, limit)
     out["jobs"] = [graph_job_json(graph, cfg, settings)]
+    if settings.faults:  # switch and link faults (ns3sim.faults.sim_fault_problems refuses a worker's)
+        try:
+            out["fault_schedule"] = schedule_json(settings.faults, topology, [cfg], settings.switch_detect_s,
+                                                  settings.link_detect_s)
+        except SimFaultError as e:
+            raise SimError(str(e)) from None
     if settings.loss_pct > 0:
         out["loss"] = {"fraction": settings.loss_pct / 100.0, "hosts": sorted(set(placed))}
     return out, cfg

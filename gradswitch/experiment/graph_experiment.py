@@ -18,10 +18,13 @@ from pathlib import Path
 from gradswitch.experiment.graph_run import SEND_RECV, GraphRunReport, graph_job, run_graph_experiment, summarize
 from gradswitch.experiment.graph_timeline import write_graph_timeline
 from gradswitch.experiment.placement import topology_for
+from gradswitch.experiment.report import fault_line
 from gradswitch.experiment.simulated import link_usage, sim_settings
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from ns3sim.faults import fault_records
 from ns3sim.graph_run import run_graph as simulate_graph
 from workload.chakra import read_traces
+from workload.fault_record import FaultOutcome
 from workload.graph import JobGraph
 
 GRAPH_RESULTS = "graph-results.json"
@@ -64,8 +67,13 @@ def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> GraphRunR
         f"rank {n.rank} node {n.node_id}: output not what its {n.collective or n.kind} defines"
         for n in result.run.nodes if n.checked is False) or ("a rank did not finish its graph",)
     assert spec.bw_mbps is not None
+    faults = tuple(fault_records(spec.faults, list(result.sim.faults), result.sim.nodes, [job.job],
+                                 result.sim.speed.sim_s))
+    errors = tuple(f"fault {r.fault.label}: {fault_line(r)}" for r in faults
+                   if r.outcome == FaultOutcome.INTERRUPTED) + errors  # the fault first, as results.json does
     report = summarize(job, result.run, list(result.hosts), spec.bw_mbps, link_usage(topo, result.sim), None,
                        errors, time.monotonic() - started)
+    report = replace(report, faults=faults)
     # A simulated run is never machine-bound: its clock is the model's, not the machine's.
     report = replace(report, machine_bound=None, machine_bound_reason=None)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -78,6 +86,7 @@ def format_graph_table(report: GraphRunReport, backend: str) -> str:
     the job's time, exposed communication, the busiest link, the checks."""
     lines = [f"{report.graph}: {len(report.hosts)} ranks on {backend} at {report.bw_mbps:g} Mb/s"
              + (f" (dilation {report.dilation:g})" if report.dilation != 1 else ""),
+             *[f"  fault {r.fault.label}: {fault_line(r)}" for r in report.faults],
              f"{'collective':<16}{'count':>6}{'time s':>12}{'bound s':>12}{'time/bound':>12}{'worst':>8}"]
     for k in report.by_kind:
         name = "send/recv" if k.kind == SEND_RECV else k.kind

@@ -32,6 +32,8 @@ from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placement import Placement, job_config, place, topology_for
+from gradswitch.experiment.report import fault_line
+from gradswitch.experiment.runner import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrder
 from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.testbed import Testbed
@@ -44,6 +46,7 @@ from workers.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
 from workers.collectives.ops import ops_of
 from workers.graph_job import GraphJob, read_timing, timing_path
 from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
+from workload.fault_record import FaultOutcome, FaultRecord
 from workload.graph import CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
 from workload.graph_timing import GraphRun
 from workload.job import Algorithm, job_dir, job_file
@@ -126,6 +129,7 @@ class GraphRunReport:
     machine_bound_reason: str | None
     wall_s: float
     resent_packets: int = 0  # packets the ranks' transports sent again (loss, timeouts)
+    faults: tuple[FaultRecord, ...] = ()  # what each fault of the run did (its iterations: the graph's one run)
     code_version: str = field(default_factory=code_version)
 
     @property
@@ -140,6 +144,7 @@ class GraphRunReport:
         for out in [*d["collectives"], *d["transfers"]]:
             out["time_s"] = out["end_s"] - out["start_s"]
         d["exposed_s"] = {str(k): v for k, v in self.exposed_s.items()}
+        d["faults"] = [r.to_dict() for r in self.faults]
         return d
 
 
@@ -257,7 +262,7 @@ def run_graph_experiment(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, *
         raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
     graph_job(topology_for(spec), spec, graph, dilation=dilation, timeout_s=timeout_s)  # refuse before starting
     out_dir = out_dir.resolve()
-    with Testbed(topology_for(spec), NetworkOptions(run_dir=out_dir / "net")) as net:
+    with Testbed(topology_for(spec), NetworkOptions(run_dir=out_dir / "net", patch_links=cuts_patches(spec))) as net:
         return run_graph_on(net, spec, graph, out_dir, dilation=dilation, timeout_s=timeout_s)
 
 
@@ -284,20 +289,34 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     cpu: list[CpuSample] = []
     carried: dict[str, dict[str, Any]] = {}
     wall = time.monotonic()
+    # switch and link faults (spec.problems refuses a worker's on a graph run), in the testbed's seconds from the go
+    schedule = fault_schedule_for(net, spec, job.job, {}, ranks_dir)
 
     def go() -> None:
         links.start()
         cpu.append(cpu_sample())
+        schedule.start()
 
     def done() -> None:
+        schedule.stop()
         cpu.append(cpu_sample())
         carried.update(links.stop())
 
     # the graph's own job id carries the hosts' algorithms: RunSettings must not make it a NetReduce job
     host_spec = replace(spec, algo=Algorithm.RING)
-    with RunSettings(net, host_spec, [job.job], placement, ranks_dir), switch_jobs(net, job, job.job.credits):
-        results = run_nodes(net, [job.job], run_dir, ranks_dir, Progress(1, graph.name, False), on_go=go,
-                            on_done=done, module="workers.graph_main")[job.job.job_id]
+    settings = RunSettings(net, host_spec, [job.job], placement, ranks_dir).__enter__()
+    unsubscribe = subscribe_health(net, schedule)
+    try:
+        with switch_jobs(net, job, job.job.credits):
+            try:
+                results = run_nodes(net, [job.job], run_dir, ranks_dir, Progress(1, graph.name, False), on_go=go,
+                                    on_done=done, module="workers.graph_main")[job.job.job_id]
+            finally:
+                schedule.stop()
+                schedule.restore()  # a switch due to restart, a link due to come up: back now
+    finally:
+        unsubscribe()
+        undo_settings(settings, schedule.down_switches())
     wall_s = time.monotonic() - wall
     ranks_job_dir = job_dir(ranks_dir, job.job.job_id)
     missing = [r for r in range(graph.world_size) if not timing_path(ranks_job_dir, r).exists()]
@@ -309,7 +328,15 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     run = GraphRun(tuple(n for r in range(graph.world_size) for n in read_timing(ranks_job_dir, r).nodes))
     cpu_idle = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
     resent = sum(res.get("stats", {}).get("requester", {}).get("retransmitted", 0) for res in results.values())
+    faults: tuple[FaultRecord, ...] = ()
+    if schedule.faults:  # the graph's run is the one iteration a fault may cut short
+        began = schedule.go or wall
+        kept = [(0, began, began + run.job_s * job.dilation)] if not errors else []
+        faults = tuple(schedule.records(kept, 1))
+        errors = tuple(f"fault {r.fault.label}: {fault_line(r)}" for r in faults
+                       if r.outcome == FaultOutcome.INTERRUPTED) + errors  # the fault first
     report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent)
+    report = replace(report, faults=faults)
     (run_dir / "graph-results.json").write_text(json.dumps(report.to_dict(), indent=1))
     return report
 

@@ -57,11 +57,8 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = 
         from gradswitch.experiment.simulated import run_simulated
 
         return run_simulated(spec, out_dir, progress)
-    topo = topology_for(spec)
-    # A link fault between switches cuts a patch (mininet_topos/patch_links.py), not a BMv2 port.
-    cuts = any(f.kind in LINK_FAULTS and all(topo.is_switch(end) for end in f.link_ends()) for f in spec.faults)
-    options = network_options or NetworkOptions(run_dir=out_dir / "net", patch_links=cuts)
-    with Testbed(topo, options) as net:
+    options = network_options or NetworkOptions(run_dir=out_dir / "net", patch_links=cuts_patches(spec))
+    with Testbed(topology_for(spec), options) as net:
         return run_on(net, spec, out_dir, progress)
 
 
@@ -170,6 +167,13 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     report = results_file.write(out_dir / "results.json", report)
     write_report(report, out_dir)
     return report
+
+
+def cuts_patches(spec: ExperimentSpec) -> bool:
+    """The spec's network needs patched links: a link fault between switches cuts a patch
+    (mininet_topos/patch_links.py), not a BMv2 port."""
+    topo = topology_for(spec)
+    return any(f.kind in LINK_FAULTS and all(topo.is_switch(end) for end in f.link_ends()) for f in spec.faults)
 
 
 def rank_of(cfg: JobConfig, node_id: int) -> int:

@@ -30,7 +30,7 @@ from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.p4_constants import CONFIG
 from protocol.qpn import MAX_NODES
 from roce.qp import VALID_MTUS, Mode, QpConfig
-from topology.faults import Fault, FaultError, fault_from_dict, fault_problems, parse_fault
+from topology.faults import WORKER_FAULTS, Fault, FaultError, fault_from_dict, fault_problems, parse_fault
 from topology.generators import build_topology
 from topology.model import Topology, TopologyError
 from workers.ring import MAX_WORKERS as RING_MAX_WORKERS
@@ -408,9 +408,14 @@ class ExperimentSpec:
 
             out += sim_fault_problems(self.faults, self.algo == Algorithm.NETREDUCE, self.ranks,
                                       self.workload_et is not None)
-        need(not (self.faults and not sim and self.workload_et is not None),
-             f"faults ({', '.join(f.label for f in self.faults)}): an execution-graph run (workload_et) on BMv2 does "
-             "not fire faults yet; leave them out, or run the faults with a spec's own workload")
+        if self.workload_et is not None and not sim:
+            for f in self.faults:
+                need(f.kind not in WORKER_FAULTS,
+                     f"fault {f.label}: an execution-graph run (workload_et) on BMv2 runs switch and link faults, "
+                     "not a worker's: leave it out, or run it with the loop or a training workload")
+                need(self.algo != Algorithm.NETREDUCE,
+                     f"fault {f.label}: an execution-graph run's in-network collectives (algo = netreduce) on BMv2 "
+                     "run no faults yet: leave it out, or run the trace with algo = ring")
         return out
 
     def training_problems(self) -> list[str]:

@@ -100,3 +100,30 @@ def test_a_broken_trace_is_refused_in_one_line_before_anything_starts(tmp_path):
     assert done.stderr.strip().splitlines() == [f"error: {prefix}.2.et: missing (files of ranks 0-1, 3 are there; "
                                                 "a trace has one file per rank, 0..N-1)"], done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_switch_and_link_faults_on_a_trace_are_carried_out_recorded_and_exact(tmp_path):
+    """A trace runs with faults on the simulator as a spec's own workload does: the spine crash is routed around
+    after the control plane's delay, a link that goes down and comes back costs retransmissions, every output is
+    exact and graph-results.json holds each fault's record; a worker's fault on a trace is refused in one line."""
+    prefix = tmp_path / "et" / "ar"
+    made = gradswitch("export-et", "--collective", "all_reduce", "--workers", "4", "--size", "4MiB", "--repeat", "10",
+                      "--compute-us", "1000", "--out", str(prefix))
+    assert made.returncode == 0, made.stderr
+    out = tmp_path / "run"
+    done = gradswitch("experiment", "--backend", "ns3", "--workload-et", str(prefix), "--topo", "leafspine",
+                      "--bw", "1000", "--fault", "switch-crash:spine1@0.1,restart=0.2",
+                      "--fault", "link-down:leaf1-spine2@0.15,down=0.05", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "fault switch-crash:spine1@0.1,restart=0.2: recovered: injected at 0.10 s, detected after 0.03 s" \
+        in done.stdout and "checks: every output exact" in done.stdout, done.stdout
+    report = json.loads((out / "graph-results.json").read_text())
+    crash, cut = report["faults"]
+    assert (crash["outcome"], cut["outcome"]) == ("recovered", "recovered") and report["checked"]
+    assert crash["time_to_detect_s"] == pytest.approx(0.03) and cut["time_to_detect_s"] == pytest.approx(0.04)
+    assert cut["time_to_recover_s"] is not None and cut["time_to_recover_s"] > cut["time_to_detect_s"]
+    refused = gradswitch("experiment", "--backend", "ns3", "--workload-et", str(prefix), "--topo", "leafspine",
+                         "--bw", "1000", "--fault", "worker-crash:1@0.1", "--out", str(tmp_path / "no"))
+    assert refused.returncode == 2 and not (tmp_path / "no").exists()
+    assert "fault worker-crash:1@0.1: the simulator's graph engine (workload_et) runs switch and link faults, not " \
+        "a worker's" in refused.stderr, refused.stderr
