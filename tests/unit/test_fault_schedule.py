@@ -308,10 +308,12 @@ def test_a_slow_worker_s_link_gets_its_rate_back_after_the_run() -> None:
     assert [what for _, what in calls.log] == ["slow 2 x1", "slow 3 x2", "unslow 2"]
 
 
-def test_faults_in_an_execution_graph_run_on_bmv2_are_refused_in_one_line() -> None:
+def test_a_workers_fault_in_an_execution_graph_run_on_bmv2_is_refused_in_one_line() -> None:
     spec = spec_from_dict({"workload_et": "traces/ag", "workers": 4, "faults": ["worker-crash:1@2"]})
-    assert spec.problems() == ["faults (worker-crash:1@2): an execution-graph run (workload_et) on BMv2 does not fire "
-                               "faults yet; leave them out, or run the faults with a spec's own workload"]
+    assert spec.problems() == ["fault worker-crash:1@2: an execution-graph run (workload_et) on BMv2 runs switch and "
+                               "link faults, not a worker's: leave it out, or run it with the loop or a training "
+                               "workload"]
+    assert spec_from_dict({"workload_et": "traces/ag", "workers": 4, "faults": ["switch-crash:s1@2"]}).problems() == []
 
 
 def test_a_mechanism_that_fails_is_named_in_the_fault_s_record() -> None:
