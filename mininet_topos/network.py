@@ -43,7 +43,7 @@ from mininet_topos.local_ports import EphemeralReservation, format_ports, releas
 from mininet_topos.patch_links import Patch, patched_link_class
 from mininet_topos.shaping import shape, shape_priority, switch_send_buffer_bytes
 from protocol.paths import runtime_dir
-from topology.model import Topology
+from topology.model import Link, Topology
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,11 @@ class NetworkOptions:
 
 # The commands a network runs (Mininet's mnexec; ip, tc and ethtool on interfaces; ping; nft for the fence).
 NETWORK_TOOLS = ("mnexec", "ip", "tc", "ethtool", "ping", "nft")
+
+
+def _patch(lk: Link) -> Patch:
+    """The patch of a switch-to-switch link (NetworkOptions.patch_links), named after its two switch ports."""
+    return Patch.between(f"{lk.a}-eth{lk.a_port}", f"{lk.b}-eth{lk.b_port}")
 
 
 def missing_for_networks() -> list[str]:
@@ -264,15 +269,14 @@ class GradNetwork:
         """The patches of this network's switch-to-switch links (none unless options.patch_links)."""
         if not self.options.patch_links:
             return []
-        return [Patch.between(f"{lk.a}-eth{lk.a_port}", f"{lk.b}-eth{lk.b_port}") for lk in self.topo.links
-                if self.topo.is_switch(lk.a) and self.topo.is_switch(lk.b)]
+        return [_patch(lk) for lk in self.topo.links if self.topo.is_switch(lk.a) and self.topo.is_switch(lk.b)]
 
     def patch_of(self, a: str, b: str) -> Patch | None:
         """The patch of the link between nodes a and b, if it has one."""
         if not self.options.patch_links or not (self.topo.is_switch(a) and self.topo.is_switch(b)):
             return None
         lk = next((lk for lk in self.topo.links if {lk.a, lk.b} == {a, b}), None)
-        return None if lk is None else Patch.between(f"{lk.a}-eth{lk.a_port}", f"{lk.b}-eth{lk.b_port}")
+        return None if lk is None else _patch(lk)
 
     def switch_interfaces(self) -> list[str]:
         """Names of the switch-side interfaces (root namespace) this topology creates."""

@@ -18,13 +18,12 @@ from pathlib import Path
 from gradswitch.experiment.graph_run import SEND_RECV, GraphRunReport, graph_job, run_graph_experiment, summarize
 from gradswitch.experiment.graph_timeline import write_graph_timeline
 from gradswitch.experiment.placement import topology_for
-from gradswitch.experiment.report import fault_line
+from gradswitch.experiment.report import fault_line, interrupting
 from gradswitch.experiment.simulated import link_usage, sim_settings
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from ns3sim.faults import fault_records
 from ns3sim.graph_run import run_graph as simulate_graph
 from workload.chakra import read_traces
-from workload.fault_record import FaultOutcome
 from workload.graph import JobGraph
 
 GRAPH_RESULTS = "graph-results.json"
@@ -69,8 +68,7 @@ def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> GraphRunR
     assert spec.bw_mbps is not None
     faults = tuple(fault_records(spec.faults, list(result.sim.faults), result.sim.nodes, [job.job],
                                  result.sim.speed.sim_s))
-    errors = tuple(f"fault {r.fault.label}: {fault_line(r)}" for r in faults
-                   if r.outcome == FaultOutcome.INTERRUPTED) + errors  # the fault first, as results.json does
+    errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
     report = summarize(job, result.run, list(result.hosts), spec.bw_mbps, link_usage(topo, result.sim), None,
                        errors, time.monotonic() - started)
     report = replace(report, faults=faults)

@@ -32,7 +32,7 @@ from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placement import Placement, job_config, place, topology_for
-from gradswitch.experiment.report import fault_line
+from gradswitch.experiment.report import interrupting
 from gradswitch.experiment.runner import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrder
 from gradswitch.experiment.supervisor import Progress, run_nodes
@@ -46,7 +46,7 @@ from workers.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
 from workers.collectives.ops import ops_of
 from workers.graph_job import GraphJob, read_timing, timing_path
 from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
-from workload.fault_record import FaultOutcome, FaultRecord
+from workload.fault_record import FaultRecord
 from workload.graph import CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
 from workload.graph_timing import GraphRun
 from workload.job import Algorithm, job_dir, job_file
@@ -333,8 +333,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
         began = schedule.go or wall
         kept = [(0, began, began + run.job_s * job.dilation)] if not errors else []
         faults = tuple(schedule.records(kept, 1))
-        errors = tuple(f"fault {r.fault.label}: {fault_line(r)}" for r in faults
-                       if r.outcome == FaultOutcome.INTERRUPTED) + errors  # the fault first
+        errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
     report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent)
     report = replace(report, faults=faults)
     (run_dir / "graph-results.json").write_text(json.dumps(report.to_dict(), indent=1))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import statistics
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
@@ -340,9 +341,13 @@ def with_faults(report: Results, records: list[FaultRecord], go: float) -> Resul
     order = [FaultOutcome.INTERRUPTED, FaultOutcome.RECOVERED, FaultOutcome.NO_EFFECT]
     report["faults"] = [r.to_dict() for r in records]
     report["fault_outcome"] = str(min((r.outcome for r in records), key=order.index))
-    named = {f"fault {r.fault.label}": fault_line(r) for r in records if r.outcome == FaultOutcome.INTERRUPTED}
-    report["errors"] = {**named, **report["errors"]}
+    report["errors"] = {**interrupting(records), **report["errors"]}
     return report
+
+
+def interrupting(records: Sequence[FaultRecord]) -> dict[str, str]:
+    """The faults that interrupted a run, as its errors name them first: `fault LABEL` -> its line."""
+    return {f"fault {r.fault.label}": fault_line(r) for r in records if r.outcome == FaultOutcome.INTERRUPTED}
 
 
 def _out_until(record: FaultRecord) -> float:

@@ -268,15 +268,7 @@ FaultSchedule::ReturnNow(size_t f, NetReduceJobOn job)
         {
             continue;
         }
-        r.switchWorkers++;
-        n->Algorithm()->ReturnToSwitch(*from, [this, f]() {
-            Record& rec = m_records[f];
-            rec.switchWorkersDone++;
-            if (rec.switchWorkersDone == rec.switchWorkers)
-            {
-                rec.switchRecovered = NowTicks();
-            }
-        });
+        n->Algorithm()->ReturnToSwitch(*from, OneMore(f, &Record::backOnSwitch));
     }
 }
 
@@ -295,16 +287,22 @@ FaultSchedule::FallBackNow(size_t f, std::vector<JobNode*> workers, uint64_t fro
         {
             continue;
         }
-        r.ringWorkers++;
-        n->Algorithm()->FallBackToRing(from, [this, f]() {
-            Record& rec = m_records[f];
-            rec.ringWorkersDone++;
-            if (rec.ringWorkersDone == rec.ringWorkers)
-            {
-                rec.ringRecovered = NowTicks();
-            }
-        });
+        n->Algorithm()->FallBackToRing(from, OneMore(f, &Record::onRing));
     }
+}
+
+std::function<void()>
+FaultSchedule::OneMore(size_t f, WorkersDone Record::*which)
+{
+    (m_records[f].*which).workers++;
+    return [this, f, which]() {
+        WorkersDone& w = m_records[f].*which;
+        w.done++;
+        if (w.done == w.workers)
+        {
+            w.at = NowTicks();
+        }
+    };
 }
 
 void
@@ -451,9 +449,9 @@ FaultSchedule::Results() const
                        {"fallback", r.fallback >= 0 ? json("ring") : json(nullptr)},
                        {"fallback_s", seconds(r.fallback)},
                        {"fallback_jobs", r.fallbackJobs},
-                       {"ring_recovered_s", seconds(r.ringRecovered)},
+                       {"ring_recovered_s", seconds(r.onRing.at)},
                        {"returned_s", seconds(r.returned)},
-                       {"switch_recovered_s", seconds(r.switchRecovered)}});
+                       {"switch_recovered_s", seconds(r.backOnSwitch.at)}});
     }
     return out;
 }

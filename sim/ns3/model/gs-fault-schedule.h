@@ -72,6 +72,14 @@ class FaultSchedule : public Object, public StallObserver
     void OnResume(const RcQp& qp, int64_t stalledAtTicks) override;
 
   private:
+    /// Workers that each do one thing once (their first reduction on a new path), and when the last did.
+    struct WorkersDone
+    {
+        uint32_t workers = 0;
+        uint32_t done = 0;
+        int64_t at = -1; // -1: not every one yet
+    };
+
     struct Record
     {
         int64_t injected = -1;  // ticks (-1: not yet / never: the run ended first)
@@ -84,19 +92,18 @@ class FaultSchedule : public Object, public StallObserver
         uint32_t window = 0;    // the window under way (link faults: detection of this one only)
         bool out = false;       // the element is out now
         // a NetReduce job's fallback to ring (a switch crash): when its workers agreed (-1: none), how many
-        // jobs fell back, and how many of their workers have completed a reduction on the ring
+        // jobs fell back, and when every one of their workers had completed a reduction on the ring
         int64_t fallback = -1;
         uint32_t fallbackJobs = 0;
-        uint32_t ringWorkers = 0;
-        uint32_t ringWorkersDone = 0;
-        int64_t ringRecovered = -1; // every worker of every job that fell back completed one on the ring
+        WorkersDone onRing;
         // the return to the restarted switch: when the workers agreed (-1: never), and when every one of them
         // had completed a reduction on the switch again
         int64_t returned = -1;
-        uint32_t switchWorkers = 0;
-        uint32_t switchWorkersDone = 0;
-        int64_t switchRecovered = -1;
+        WorkersDone backOnSwitch;
     };
+
+    /// One more worker of `WorkersDone` member `which` of fault f's record: the callback it calls when done.
+    std::function<void()> OneMore(size_t f, WorkersDone Record::*which);
 
     void Down(size_t f, uint32_t window);
     void Up(size_t f, uint32_t window);
