@@ -317,16 +317,21 @@ def experiment_spec(args: argparse.Namespace) -> ExperimentSpec:
     """The experiment `gradswitch experiment`'s options describe: the --spec file's values (if given) with
     the options given beside it over them, ExperimentSpec's defaults for the rest; SpecError lists every
     problem, one line each."""
+    from gradswitch.experiment.spec import load_experiment, spec_from_dict
+
+    given = options_given(args)
+    if args.spec is not None:
+        return load_experiment(args.spec, given)
+    spec = spec_from_dict(given)
+    spec.validate()
+    return spec
+
+
+def options_given(args: argparse.Namespace) -> dict[str, Any]:
+    """The spec's fields `gradswitch experiment`'s options gave (the emulate and sim tables' as tables)."""
     from dataclasses import fields
 
-    from gradswitch.experiment.spec import (
-        CLI_OPTIONS,
-        EMULATE_OPTIONS,
-        SIM_OPTIONS,
-        ExperimentSpec,
-        load_experiment,
-        spec_from_dict,
-    )
+    from gradswitch.experiment.spec import CLI_OPTIONS, EMULATE_OPTIONS, SIM_OPTIONS, ExperimentSpec
 
     options = {f.name: CLI_OPTIONS.get(f.name, f.name).replace("-", "_") for f in fields(ExperimentSpec)}
     given = {field: value for field, option in options.items() if (value := getattr(args, option, None)) is not None}
@@ -335,11 +340,7 @@ def experiment_spec(args: argparse.Namespace) -> ExperimentSpec:
                   if (value := getattr(args, option.replace("-", "_"), None)) is not None}
         if values:
             given[table] = values
-    if args.spec is not None:
-        return load_experiment(args.spec, given)
-    spec = spec_from_dict(given)
-    spec.validate()
-    return spec
+    return given
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
@@ -360,8 +361,10 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 def _experiment_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
     from gradswitch.experiment.graph_experiment import GRAPH_RESULTS, format_graph_table, load_graph, run_graph_spec
     from gradswitch.experiment.graph_timeline import PLOT_FILE
+    from gradswitch.experiment.spec import read_toml
 
-    spec, graph = load_graph(spec, workers_given=args.workers is not None)
+    given = set(options_given(args)) | (set(read_toml(args.spec)) if args.spec is not None else set())
+    spec, graph = load_graph(spec, given)  # what a trace's run has no use for, refused
     _ready_for([spec])
     out = args.out or Path("runs") / (spec.name or f"{graph.name}-n{graph.world_size}-{spec.topo}")
     report = run_graph_spec(spec, graph, out)

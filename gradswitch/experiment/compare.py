@@ -33,6 +33,12 @@ over the baseline's smallest: the extremes any pairing of their repetitions give
 Started again on the same DIR, a compare skips every repetition whose results.json is complete
 (all its iterations done) for the same spec, and runs the rest.
 
+A run may replay Chakra traces (`workload_et = "DIR/PREFIX"`, from the spec file's folder when relative):
+every run of the spec then does (a spec mixing them with ordinary runs is refused), the traces are read
+and checked as the spec loads, and each repetition runs the graph on its backend (compare_traces.py:
+what is refused, graph-results.json and the key that keeps a repetition, the figures). Its headline
+figure is the job's time, `job_s`, unless `figures` names another first.
+
 Runs may differ in `backend` (bmv2: the testbed; ns3: the simulator): their rows sit in one table
 with a backend column, a simulated run's speed (wall_s, events_per_s, packet_hops_per_s) beside.
 """
@@ -40,27 +46,43 @@ with a backend column, a simulated run's speed (wall_s, events_per_s, packet_hop
 from __future__ import annotations
 
 import itertools
-import json
 import statistics
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, cast
 
 from gradswitch.experiment import results_file, summary_file
+from gradswitch.experiment.compare_traces import COLUMNS as TRACE_COLUMNS
+from gradswitch.experiment.compare_traces import FIGURES as TRACE_FIGURES
+from gradswitch.experiment.compare_traces import (
+    HEADLINE_FIGURE,
+    GraphRunner,
+    completed_graph_report,
+    failed_headline,
+    graph_headline,
+    load_trace_runs,
+    run_graph_repetition,
+)
+from gradswitch.experiment.compare_traces import details_line as trace_details
+from gradswitch.experiment.graph_experiment import format_graph_table, run_graph_spec
+from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.plots import plot_compare, plot_figures, plot_learning, plot_link_loads
 from gradswitch.experiment.report import format_table
 from gradswitch.experiment.results_file import Outcome, Results
 from gradswitch.experiment.runner import run_experiment
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, read_toml, spec_from_dict
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, read_toml, same_spec, spec_from_dict
 from gradswitch.experiment.summary_file import CompareExit, Summary
 from gradswitch.shipped_specs import shipped_spec
+from ns3sim import SimError
+from workload.chakra import read_traces
+from workload.graph import GraphError, JobGraph
 
 TRAINING_FIGURE = "samples_per_s_real"
 # Figures where less is better (besides times, `*_s`): what picks the best baseline.
-LOWER_IS_BETTER = {"ratio_to_bound", "retransmissions", "max_relative_error", "max_abs_error", "dlcp_dropped",
-                   "zero_filled_packets", "uplink_imbalance"}
+LOWER_IS_BETTER = {"ratio_to_bound", "worst_ratio_to_bound", "retransmissions", "max_relative_error", "max_abs_error",
+                   "dlcp_dropped", "zero_filled_packets", "uplink_imbalance"}
 # Keys of a headline that are not figures to take medians of.
 NOT_FIGURES = {"bmv2", "error", "machine_bound_reason", "check", "repetition", "seed", "backend"}
 
@@ -81,13 +103,26 @@ class CompareSpec:
     # A run is measured only against the baselines equal to it in these ExperimentSpec fields (e.g. ring_order:
     # spraying on a random placement against ECMP on the same placement, not on another)
     baselines_within: tuple[str, ...] = ()
+    graphs: dict[str, JobGraph] = field(default_factory=dict)  # trace runs: workload_et -> its traces, read
+
+    @property
+    def traces(self) -> bool:
+        """Every run runs Chakra traces (workload_et): a compare of job times (compare_traces.py)."""
+        return bool(self.runs) and all(r.workload_et is not None for r in self.runs)
 
     @property
     def headline_figure(self) -> str:
-        """What a run is measured by: training throughput for training specs, else the spec's first figure."""
+        """What a run is measured by: training throughput for training specs, else the spec's first figure
+        (by default the median iteration, for traces the job's time)."""
         if any(r.emulate is not None for r in self.runs):
             return TRAINING_FIGURE
-        return self.figures[0] if self.figures else "median_s"
+        return self.figures[0] if self.figures else HEADLINE_FIGURE if self.traces else "median_s"
+
+    def graph_of(self, run: ExperimentSpec) -> JobGraph:
+        """A trace run's graph: as the spec loaded it, else read now."""
+        assert run.workload_et is not None
+        graph = self.graphs.get(run.workload_et)
+        return graph if graph is not None else read_traces(Path(run.workload_et))
 
 
 @dataclass(frozen=True)
@@ -129,6 +164,8 @@ def _auto_name(spec: ExperimentSpec, varied: list[str]) -> str:
             parts.append(f"{value / 2**20:g}MiB")
         elif key == "workers":
             parts.append(f"n{value}")
+        elif key == "workload_et" and value is not None:
+            parts.append(Path(value).name)  # the trace's prefix: a run name is a directory's
         else:
             parts.append(f"{value}")
     return "-".join(parts) or spec.algo
@@ -154,6 +191,7 @@ def load_spec(path: Path) -> CompareSpec:
             raise SpecError(f"unknown keys {', '.join(unknown)} (known: {', '.join(SPEC_KEYS)})")
         defaults = spec_from_dict(raw.get("defaults", {}))
         runs: list[ExperimentSpec] = []
+        given: list[set[str]] = []  # the keys each run's spec set (what a trace run may refuse)
         matrix = raw.get("matrix", {})
         if matrix:
             keys = list(matrix)
@@ -162,18 +200,26 @@ def load_spec(path: Path) -> CompareSpec:
                 spec = spec_from_dict(dict(zip(keys, values, strict=True)), defaults)
                 varied = [k for k in keys if isinstance(matrix[k], list) and len(matrix[k]) > 1]
                 runs.append(spec_from_dict({"name": _auto_name(spec, varied)}, spec))
+                given.append(set(raw.get("defaults", {})) | set(keys))
         for i, run in enumerate(raw.get("runs", []), start=1):
             try:
                 runs.append(spec_from_dict(run, defaults))
+                given.append(set(raw.get("defaults", {})) | set(run))
             except SpecError as e:
                 raise SpecError(f"run {run.get('name', i)!r}: {e}") from None
     except SpecError as e:
         raise SpecError(f"{path}: {e}") from None
+    traced = [r.label for r in runs if r.workload_et is not None]
+    if traced and len(traced) < len(runs):
+        plain = [r.label for r in runs if r.workload_et is None]
+        raise SpecError(f"{path}: runs {', '.join(traced)} run traces (workload_et) and {', '.join(plain)} do not: a "
+                        "compare's runs are all traces or none (a trace run's figures are its job's time against "
+                        "its bounds, the others' their iterations'); put them in two specs")
+    traces = load_trace_runs(runs, given, path.parent)  # read once each, workers = their ranks
+    runs = traces.runs
     names = [r.label for r in runs]
-    problems = [f"{path}: run {name!r}: {line}" for r, name in zip(runs, names, strict=True) for line in r.problems()]
-    problems += [f"{path}: run {name!r}: workload_et = {r.workload_et!r}: traces run with `gradswitch experiment "
-                 f"--workload-et` (or --spec FILE.toml of one run); compare does not run them yet"
-                 for r, name in zip(runs, names, strict=True) if r.workload_et is not None]
+    problems = [f"{path}: {line}" for line in traces.problems]
+    problems += [f"{path}: run {name!r}: {line}" for r, name in zip(runs, names, strict=True) for line in r.problems()]
     if len(set(names)) != len(names):
         problems.append(f"{path}: run names repeat: {sorted({n for n in names if names.count(n) > 1})}")
     if not runs:
@@ -213,7 +259,7 @@ def load_spec(path: Path) -> CompareSpec:
     if problems:
         raise SpecError("\n".join(problems))
     return CompareSpec(raw.get("name", path.stem), runs, raw.get("notes", ""), raw.get("figures", []), repeat,
-                       baselines, tuple(varies), tuple(within))
+                       baselines, tuple(varies), tuple(within), traces.graphs)
 
 
 def headline(report: Results) -> dict[str, Any]:
@@ -353,20 +399,6 @@ def summarize_runs(spec: CompareSpec, heads: dict[str, list[dict[str, Any] | Non
     return summary
 
 
-def _normalised(spec: ExperimentSpec) -> Any:
-    """The spec as results.json keeps it (JSON values)."""
-    return json.loads(json.dumps(asdict(spec)))
-
-
-def _with_defaults(saved: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-    """`saved` with every field it lacks (at any depth of its tables) taken from `defaults`."""
-    out = {k: v for k, v in defaults.items() if k not in saved}
-    for k, v in saved.items():
-        d = defaults.get(k)
-        out[k] = _with_defaults(v, d) if isinstance(v, dict) and isinstance(d, dict) else v
-    return out
-
-
 def completed_report(directory: Path, spec: ExperimentSpec) -> Results | None:
     """The report a previous compare left in `directory` if it is complete (every iteration done)
     and for the same spec; None: run it (again)."""
@@ -374,12 +406,7 @@ def completed_report(directory: Path, spec: ExperimentSpec) -> Results | None:
         report = results_file.read(directory / "results.json")
     except results_file.ResultsFileError:
         return None
-    saved: object = report.get("spec")
-    if not isinstance(saved, dict):
-        return None
-    # A field the saved spec lacks is newer than its run, which ran with the field's default (e.g. `backend`,
-    # or `sim.shaped_links` inside a table).
-    if _with_defaults(saved, _normalised(ExperimentSpec())) != _normalised(spec):
+    if not same_spec(report.get("spec"), spec):
         return None
     if report.get("summary", {}).get("iterations_done") != spec.iterations or "headline_extra" not in report:
         return None
@@ -399,11 +426,13 @@ def _eta(durations: list[float], left: int) -> str:
 
 def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
                 log: Callable[[str], None] = print,
-                group: Callable[[ExperimentSpec], Any] | None = None) -> Summary:
+                group: Callable[[ExperimentSpec], Any] | None = None,
+                graph_runner: GraphRunner | None = None) -> Summary:
     """Run every repetition of every run that is not complete in out_dir yet, then summarize and
     report. `group`: runs with the same key run one after another (their repetitions too), groups
-    in the order they first appear (bench.training keeps one network per topology)."""
-    run = runner or run_experiment
+    in the order they first appear (bench.training keeps one network per topology). `runner` runs a
+    repetition of an ordinary run, `graph_runner` one of a trace run (defaults: run_experiment,
+    run_graph_spec; tests give stand-ins)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     plan = repetitions(spec)
     if group is not None:
@@ -411,40 +440,71 @@ def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
         plan.sort(key=lambda r: keys.index(group(r.run)))  # stable: rounds kept within a group
     heads: dict[str, list[dict[str, Any] | None]] = {r.label: [None] * spec.repeat for r in spec.runs}
     reports: dict[str, list[Results]] = {r.label: [] for r in spec.runs}
+    graph_reports: dict[str, list[GraphRunReport]] = {r.label: [] for r in spec.runs}
     durations: list[float] = []
     for k, rep in enumerate(plan, start=1):
         where = rep.directory(out_dir)
-        previous = completed_report(where, rep.spec)
         prefix = f"[{k}/{len(plan)}] {rep}"
-        if previous is not None:
-            log(f"{prefix}: complete in {where}, skipped")
-            report: Results | None = previous
+        if rep.run.workload_et is not None:
+            head = _graph_repetition(spec, rep, where, graph_runner or run_graph_spec, graph_reports, durations,
+                                     prefix, log, len(plan) - k + 1)
         else:
-            log(f"{prefix} ...{_eta(durations, len(plan) - k + 1)}")
-            started = time.monotonic()
-            try:
-                report = run(rep.spec, where)
-            except ExperimentError as e:
-                log(f"  failed: {e}")
-                report = None
-                heads[rep.label][rep.index] = {"median_s": None, "p99_s": None, "ok": False, "iteration_s": None,
-                                               "samples_per_s_real": None, "error": str(e),
-                                               "outcome": str(Outcome.FAILED),
-                                               "backend": str(rep.spec.backend)}
-            durations.append(time.monotonic() - started)
-        if report is not None:
-            reports[rep.label].append(report)
-            heads[rep.label][rep.index] = headline(report)
-            if previous is None:
-                log(format_table(report))
-        head = heads[rep.label][rep.index]
-        assert head is not None
+            head = _repetition(rep, where, runner or run_experiment, reports, durations, prefix, log,
+                               len(plan) - k + 1)
         head.update(repetition=rep.index + 1, seed=rep.spec.seed)
+        heads[rep.label][rep.index] = head
         # partial results survive a crash
         summary_file.write(out_dir / "summary.json", summarize_runs(spec, heads))
     summary = summarize_runs(spec, heads)
-    write_markdown(spec, summary, reports, out_dir)
+    write_markdown(spec, summary, reports, out_dir, graph_reports)
     return summary_file.write(out_dir / "summary.json", summary)
+
+
+def _repetition(rep: Repetition, where: Path, run: Runner, reports: dict[str, list[Results]], durations: list[float],
+                prefix: str, log: Callable[[str], None], left: int) -> dict[str, Any]:
+    """An ordinary run's repetition, kept from a previous compare (completed_report) or run: its headline."""
+    previous = completed_report(where, rep.spec)
+    if previous is not None:
+        log(f"{prefix}: complete in {where}, skipped")
+        report = previous
+    else:
+        log(f"{prefix} ...{_eta(durations, left)}")
+        started = time.monotonic()
+        try:
+            report = run(rep.spec, where)
+        except ExperimentError as e:
+            log(f"  failed: {e}")
+            return {"median_s": None, "p99_s": None, "ok": False, "iteration_s": None, "samples_per_s_real": None,
+                    "error": str(e), "outcome": str(Outcome.FAILED), "backend": str(rep.spec.backend)}
+        finally:
+            durations.append(time.monotonic() - started)
+        log(format_table(report))
+    reports[rep.label].append(report)
+    return headline(report)
+
+
+def _graph_repetition(spec: CompareSpec, rep: Repetition, where: Path, run: GraphRunner,
+                      reports: dict[str, list[GraphRunReport]], durations: list[float], prefix: str,
+                      log: Callable[[str], None], left: int) -> dict[str, Any]:
+    """A trace run's repetition, kept from a previous compare (completed_graph_report) or run: its headline."""
+    graph = spec.graph_of(rep.run)
+    previous = completed_graph_report(where, rep.spec, graph)
+    if previous is not None:
+        log(f"{prefix}: complete in {where}, skipped")
+        report = previous
+    else:
+        log(f"{prefix} ...{_eta(durations, left)}")
+        started = time.monotonic()
+        try:
+            report = run_graph_repetition(rep.spec, graph, where, run)
+        except (ExperimentError, GraphError, SimError) as e:
+            log(f"  failed: {e}")
+            return cast(dict[str, Any], failed_headline(rep.spec, str(e)))
+        finally:
+            durations.append(time.monotonic() - started)
+        log(format_graph_table(report, str(rep.spec.backend)))
+    reports[rep.label].append(report)
+    return cast(dict[str, Any], graph_headline(report, rep.spec, graph))
 
 
 def exit_status(summary: Summary) -> CompareExit:
@@ -461,17 +521,20 @@ def exit_status(summary: Summary) -> CompareExit:
 
 
 def _cell(v: Any, digits: int = 3) -> str:
+    """A figure as a table shows it: `digits` decimals (-1: 4 significant digits)."""
     if v is None:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "**no**"
     if isinstance(v, float):
-        return f"{v:.{digits}f}"
+        return f"{v:.4g}" if digits < 0 else f"{v:.{digits}f}"
     return str(v)
 
 
-def _figure(h: dict[str, Any], key: str, digits: int = 3) -> str:
-    """A figure's median, with [min, max] when its repetitions differ."""
+def _figure(h: dict[str, Any], key: str, digits: int | None = None) -> str:
+    """A figure's median, with [min, max] when its repetitions differ; 3 decimals unless `digits` says (a trace's
+    job time: 4 significant digits, for the milliseconds of a simulated job)."""
+    digits = digits if digits is not None else -1 if key == HEADLINE_FIGURE else 3
     s = h.get("spread", {}).get(key)
     text = _cell(h.get(key), digits)
     if s and s["n"] > 1 and s["min"] != s["max"]:
@@ -499,6 +562,14 @@ TABLE_FIXED = ("backend", "median_s", "p99_s", "correct", "algbw_mbps", "lower_b
                "bytes_on_wire", "error", "bmv2", "machine_bound", "machine_bound_reason", "check", "repetition", "seed",
                "spread", "repetitions", "over_baseline", "is_baseline", "repetitions_done", "headline_repetitions",
                "machine_bound_repetitions", "failed_repetitions", "check_failed_repetitions", "outcome")
+# report.md's columns of an ordinary run: (column, summary key, digits)
+COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("median s", "median_s", 3), ("p99 s", "p99_s", 3), ("check", "check", 3), ("correct", "correct", 3),
+    ("Mb/s", "algbw_mbps", 1), ("bound s", "lower_bound_s", 3), ("x bound", "ratio_to_bound", 2),
+    ("retrans", "retransmissions", 0))
+# ... and what a trace run's table leaves out of its further columns
+TRACE_TABLE_FIXED = tuple(k for k in TABLE_FIXED if k not in {key for _, key, _ in COLUMNS}) + tuple(
+    key for _, key, _ in TRACE_COLUMNS)
 
 
 def check_mark(h: dict[str, Any]) -> str:
@@ -508,27 +579,34 @@ def check_mark(h: dict[str, Any]) -> str:
 
 
 def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], reports: dict[str, list[Results]],
-                   out_dir: Path) -> None:
-    plot_compare(summary, out_dir / "compare.png")
+                   out_dir: Path, graph_reports: Mapping[str, list[GraphRunReport]] | None = None) -> None:
+    if spec.traces:
+        plot_figures(summary, list(TRACE_FIGURES), out_dir / "compare.png")
+    else:
+        plot_compare(summary, out_dir / "compare.png")
     figure = spec.headline_figure
-    extra_keys = sorted({k for h in summary.values() for k in h} - set(TABLE_FIXED))
+    columns = TRACE_COLUMNS if spec.traces else COLUMNS
+    extra_keys = sorted({k for h in summary.values() for k in h} - set(TRACE_TABLE_FIXED if spec.traces
+                                                                          else TABLE_FIXED))
     header = (["run", "backend", "repetitions in the medians", "machine-bound"]
-              + (["/ best baseline"] if spec.baselines else [])
-              + ["median s", "p99 s", "check", "correct", "Mb/s", "bound s", "x bound", "retrans"] + extra_keys)
+              + (["/ best baseline"] if spec.baselines else []) + [c for c, _, _ in columns] + extra_keys)
     lines = [f"# {spec.name}", ""]
     if spec.notes:
         lines += [spec.notes.strip(), ""]
     lines += [f"Every run {spec.repeat} time(s) (seed, seed + 1, ...): each figure is the median over the repetitions "
               "that were not machine-bound, [min, max] beside it when they differ.", ""]
+    if spec.traces:
+        lines += ["Every run replays Chakra traces (workload_et): `job s` is the job's time (its last node's end), "
+                  "`worst time / bound` its slowest collective's (or transfer's) time over its link-rate bound, "
+                  "`exposed s` the most any rank waited on communication with nothing to compute, `exact` whether "
+                  "every output held exactly what its collective defines.", ""]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, h in summary.items():
         row = [name + check_mark(h), str(h.get("backend", "bmv2")),
                f"{h.get('headline_repetitions', 0)} of {h.get('repetitions_done', 0)}", _bound(h)]
         if spec.baselines:
             row.append(_ratio(h))
-        row += [_figure(h, "median_s"), _figure(h, "p99_s"), _cell(h.get("check")), _cell(h.get("correct")),
-                _figure(h, "algbw_mbps", 1), _figure(h, "lower_bound_s"), _figure(h, "ratio_to_bound", 2),
-                _figure(h, "retransmissions", 0)] + [_figure(h, k) for k in extra_keys]
+        row += [_figure(h, key, digits) for _, key, digits in columns] + [_figure(h, k) for k in extra_keys]
         lines.append("| " + " | ".join(row) + " |")
     builds = sorted({f"{b['path']} {b['version']}, " + ("with" if b["logging_macros"] else "without")
                      + " logging macros" for h in summary.values() for r in h.get("repetitions", [])
@@ -539,8 +617,13 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
               "the load its ideal keeps (1 for an all-reduce): it is left out of the medians.", ""]
     lines += _headline_section(spec, summary, figure)
     lines += _machine_bound_section(summary)
-    lines += ["![median and p99 iteration time per run (bars: min to max over the repetitions)](compare.png)", ""]
-    if plot_figures(summary, [k for k in spec.figures if k not in ("median_s", "p99_s")], out_dir / "figures.png"):
+    if spec.traces:
+        lines += ["![job time, worst time over bound, exposed communication and busiest link load per run (bars: min "
+                  "to max over the repetitions)](compare.png)", ""]
+    else:
+        lines += ["![median and p99 iteration time per run (bars: min to max over the repetitions)](compare.png)", ""]
+    drawn = TRACE_FIGURES if spec.traces else ("median_s", "p99_s")
+    if plot_figures(summary, [k for k in spec.figures if k not in drawn], out_dir / "figures.png"):
         lines += ["![the spec's figures per run (bars: min to max over the repetitions)](figures.png)", ""]
     plotted = cast(dict[str, list[dict[str, Any]]], reports)
     if plot_learning(plotted, out_dir / "learning.png"):
@@ -551,13 +634,15 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
         if not rs:
             continue
         spec_d, first = rs[0]["spec"], rs[0]
-        dirs = [Repetition(_spec_of(spec, name), h["repetition"] - 1, spec.repeat).directory(Path("."))
-                for h in summary.get(name, {}).get("repetitions", []) if not h.get("error")]
-        links = ", ".join(f"[{d.name if spec.repeat > 1 else 'details'}]({d.as_posix()}/table.txt)" for d in dirs)
+        links = _detail_links(spec, summary, name)
         lines.append(f"- **{name}**: {spec_d['algo']} x{spec_d['workers']} on {spec_d['topo']} "
                      f"({rs[0].get('backend', 'bmv2')}), "
                      f"{first['step_bytes'] / 2**20:.2f} MiB, bw {spec_d['bw_mbps']}, loss {spec_d['loss_pct']}%, "
                      f"{spec_d['transport']} ({links})")
+    for name, graph_rs in (graph_reports or {}).items():
+        if graph_rs:
+            run = _spec_of(spec, name)
+            lines.append(trace_details(name, run, spec.graph_of(run), _detail_links(spec, summary, name)))
     errors = [(n, h["repetition"], h["error"]) for n, s in summary.items() for h in s.get("repetitions", [])
               if h.get("error")]
     broke = [(n, h["repetition"], h.get("max_relative_error")) for n, s in summary.items()
@@ -570,6 +655,13 @@ def write_markdown(spec: CompareSpec, summary: dict[str, dict[str, Any]], report
         lines += ["", "## Runs that could not run (exit status 4)", ""]
         lines += [f"- {n} (repetition {k}): {e.splitlines()[0]}" for n, k, e in errors]
     (out_dir / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def _detail_links(spec: CompareSpec, summary: dict[str, dict[str, Any]], name: str) -> str:
+    """Links to the table.txt of each repetition of a run that ran."""
+    dirs = [Repetition(_spec_of(spec, name), h["repetition"] - 1, spec.repeat).directory(Path("."))
+            for h in summary.get(name, {}).get("repetitions", []) if not h.get("error")]
+    return ", ".join(f"[{d.name if spec.repeat > 1 else 'details'}]({d.as_posix()}/table.txt)" for d in dirs)
 
 
 def _spec_of(spec: CompareSpec, name: str) -> ExperimentSpec:

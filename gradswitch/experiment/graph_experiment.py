@@ -2,7 +2,9 @@
 either backend, reported alike.
 
 The traces are read and checked before anything starts (workload.chakra.read_traces: one line naming
-the file, node and problem). The job has as many workers as the traces have ranks. On BMv2 the hosts'
+the file, node and problem). The job has as many workers as the traces have ranks; what a trace's run has
+no use for (a size, a workload, iterations, ...) is refused in one line (trace_problems: `gradswitch
+compare` refuses the same in a spec's trace runs, gradswitch/experiment/compare_traces.py). On BMv2 the hosts'
 graph engine runs it (graph_run.run_graph_experiment); on ns-3 the simulator's (ns3sim.graph_run), with
 the same job (placement, transport, window shared among the groups a rank receives from) so that both
 backends run one job. Both give a GraphRunReport (graph_run.summarize), written as graph-results.json.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,28 +23,55 @@ from gradswitch.experiment.graph_timeline import write_graph_timeline
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import fault_line, interrupting
 from gradswitch.experiment.simulated import link_usage, sim_settings
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from gradswitch.experiment.spec import ExperimentSpec, SpecError, named
 from ns3sim.faults import fault_records
 from ns3sim.graph_run import run_graph as simulate_graph
 from workload.chakra import read_traces
 from workload.graph import JobGraph
+from workload.job import Algorithm
 
 GRAPH_RESULTS = "graph-results.json"
 
 
-def load_graph(spec: ExperimentSpec, workers_given: bool) -> tuple[ExperimentSpec, JobGraph]:
-    """The spec's traces, read and checked, and the spec with workers = their ranks (a --workers that
-    differs is refused: the traces fix the job's size)."""
+# What a trace's run has no use for: its traces give the sizes, the computation and how often each runs, and it
+# runs one job (spec.problems keeps the rest: a worker's fault on a trace, NetReduce k of N, ...).
+TRACE_IGNORES = ("size_bytes", "workload", "scale", "dtype", "float_mode", "iterations", "servers", "ps_key_bytes",
+                 "emulate", "sync", "scheduling", "bucket_mb", "partition_mb", "warmup", "in_flight", "crash", "jobs",
+                 "colocate_servers", "tensorlights", "tensorlights_rotate_s", "netreduce_k", "netreduce_deadline_ms")
+
+
+def trace_problems(spec: ExperimentSpec, graph: JobGraph, given: Collection[str]) -> list[str]:
+    """What a run of the spec's traces (read: `graph`) refuses, one line each: keys a trace's run ignores among
+    those `given` (a spec's keys, the options typed), a `workers` given that differs from the traces' ranks, the
+    parameter server, no link rate."""
+    out = []
+    ignored = [named(k) for k in TRACE_IGNORES if k in given]
+    if ignored:
+        them = "it" if len(ignored) == 1 else "them"
+        out.append(f"{', '.join(ignored)}: a trace's run (workload_et) has no use for {them}: the traces give the "
+                   f"sizes, the computation and how often each runs; leave {them} out")
+    if "workers" in given and spec.workers != graph.world_size:
+        out.append(f"workers = {spec.workers}, but the traces {spec.workload_et} have {graph.world_size} ranks; "
+                   f"leave workers out (the traces set it) or give {graph.world_size}")
+    if spec.algo == Algorithm.PS:
+        out.append("algo = ps: a trace's collectives run on the hosts (algo = ring: ring, pairwise or chain by "
+                   "collective) or in the switches (algo = netreduce), not through parameter servers")
+    if not spec.bw_mbps:
+        out.append(f"{named('bw_mbps')} is not set: a trace's run needs link rates (its bounds are at the link "
+                   "rate): give it, e.g. 8 on BMv2 or 100000 on ns3")
+    return out
+
+
+def load_graph(spec: ExperimentSpec, given: Collection[str] = ()) -> tuple[ExperimentSpec, JobGraph]:
+    """The spec's traces, read and checked, and the spec with workers = their ranks; SpecError listing what
+    trace_problems refuses (`given`: the keys the spec file and the command line set)."""
     assert spec.workload_et is not None
     graph = read_traces(Path(spec.workload_et))
-    if workers_given and spec.workers != graph.world_size:
-        raise ExperimentError(f"{spec.workload_et}: the traces have {graph.world_size} ranks, but --workers is "
-                              f"{spec.workers}; leave --workers out (the traces set it) or give {graph.world_size}")
+    problems = trace_problems(spec, graph, given)
+    if problems:
+        raise SpecError("\n".join(problems))
     spec = replace(spec, workers=graph.world_size)
     spec.validate()
-    if not spec.bw_mbps:
-        raise ExperimentError(f"{spec.workload_et}: --bw is not set; a trace's run needs link rates (its bounds are "
-                              f"at the link rate): give --bw, e.g. --bw 8 on BMv2 or --bw 100000 on ns3")
     return spec, graph
 
 

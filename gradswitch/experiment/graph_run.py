@@ -23,7 +23,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +146,50 @@ class GraphRunReport:
         d["exposed_s"] = {str(k): v for k, v in self.exposed_s.items()}
         d["faults"] = [r.to_dict() for r in self.faults]
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GraphRunReport:
+        """The report graph-results.json holds (to_dict's); ValueError, KeyError or TypeError for one this code
+        cannot read (read_graph_report turns them into one line)."""
+        if d.get("format") != REPORT_FORMAT:
+            raise ValueError(f"format {d.get('format')!r}; this gradswitch reads format {REPORT_FORMAT}")
+
+        def own(kind: type[Any], raw: dict[str, Any]) -> Any:  # the dataclass's fields, not what to_dict adds
+            return kind(**{f.name: raw[f.name] for f in fields(kind) if f.name in raw})
+
+        return cls(str(d["graph"]), tuple(d["hosts"]), float(d["bw_mbps"]), float(d["dilation"]),
+                   GraphRun.from_dict(d["run"]), tuple(own(CollectiveResult, c) for c in d["collectives"]),
+                   tuple(own(TransferResult, t) for t in d["transfers"]),
+                   tuple(own(KindSummary, k) for k in d["by_kind"]),
+                   {int(r): float(v) for r, v in d["exposed_s"].items()},
+                   {str(g): float(v) for g, v in d["exposed_by_group_s"].items()}, bool(d["checked"]),
+                   tuple(d["errors"]), d["busiest_link"], d["busiest_link_bytes"], d["busiest_link_load"],
+                   d["cpu_idle"], d["machine_bound"], d["machine_bound_reason"], float(d["wall_s"]),
+                   int(d.get("resent_packets", 0)), tuple(FaultRecord.from_dict(f) for f in d.get("faults", [])),
+                   str(d.get("code_version", "")))
+
+
+class GraphReportError(ValueError):
+    """A graph-results.json this code cannot read (one line naming it)."""
+
+
+def read_graph_report(path: Path) -> GraphRunReport:
+    """The report a graph run wrote (graph-results.json); GraphReportError, one line, when it is missing or not
+    one this code reads."""
+    try:
+        raw = json.loads(path.read_text())
+    except OSError as e:
+        raise GraphReportError(f"{path}: cannot read it ({e.strerror})") from None
+    except ValueError as e:
+        raise GraphReportError(f"{path}: not JSON ({e})") from None
+    try:
+        if not isinstance(raw, dict):
+            raise ValueError("not a JSON object")
+        return GraphRunReport.from_dict(raw)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise GraphReportError(f"{path}: not a graph run's report this gradswitch reads ({type(e).__name__}: "
+                               f"{e}); run it again") from None
+
 
 
 def rate_bytes_per_s(bw_mbps: float, dilation: float) -> float:

@@ -15,7 +15,9 @@ the jobs and credits the switch holds) are BMv2's; the simulator has wider field
 from __future__ import annotations
 
 import difflib
+import json
 import math
+import os
 import sys
 import types
 import typing
@@ -581,6 +583,33 @@ def spec_dict(spec: ExperimentSpec) -> dict[str, Any]:
     return asdict(spec)
 
 
+def spec_json(spec: ExperimentSpec) -> Any:
+    """The spec as a file keeps it (JSON values: choices as strings, tuples as lists)."""
+    return json.loads(json.dumps(asdict(spec)))
+
+
+def _with_defaults(saved: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """`saved` with every field it lacks (at any depth of its tables) taken from `defaults`."""
+    out = {k: v for k, v in defaults.items() if k not in saved}
+    for k, v in saved.items():
+        d = defaults.get(k)
+        out[k] = _with_defaults(v, d) if isinstance(v, dict) and isinstance(d, dict) else v
+    return out
+
+
+def same_spec(saved: object, spec: ExperimentSpec) -> bool:
+    """Whether a spec a run saved (spec_json's, e.g. results.json's `spec`) is `spec`. A field the saved spec lacks
+    is newer than its run, which ran with the field's default (e.g. `backend`, or `sim.shaped_links` inside a
+    table)."""
+    return isinstance(saved, dict) and _with_defaults(saved, spec_json(ExperimentSpec())) == spec_json(spec)
+
+
+def resolve_path(value: str, folder: Path) -> str:
+    """A path a spec file gives (workload_et), as the file means it: a relative one from the file's folder, `~`
+    expanded; absolute either way."""
+    return os.path.abspath(folder / Path(value).expanduser())
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     """A TOML file's top table (an experiment or a compare spec); SpecError naming the file and what is wrong."""
     try:
@@ -607,8 +636,11 @@ def load_experiment(path: Path, overrides: dict[str, Any] | None = None) -> Expe
     given beside it, as spec_from_dict reads them: they win over the file's values, a table's keys one by
     one (`--device a100` keeps the file's `emulate.batch`). SpecError names the file for every key or
     value of the file at fault (a value the command line gave is named without it), what is allowed,
-    and, for an unknown key, the nearest known one."""
+    and, for an unknown key, the nearest known one. The file's `workload_et`, if relative, is from the file's
+    folder (a --workload-et beside it, from the working directory)."""
     raw = read_toml(path)
+    if isinstance(raw.get("workload_et"), str):  # the traces are where the file says, from its folder
+        raw["workload_et"] = resolve_path(raw["workload_et"], path.parent)
     try:
         if set(raw) & _COMPARE_ONLY and not set(raw) - _COMPARE_ONLY - {"name", "notes"}:
             raise SpecError("this is a compare spec (defaults, matrix, runs): run it with `gradswitch compare "

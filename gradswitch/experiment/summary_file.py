@@ -37,7 +37,8 @@ EXIT_MEANINGS = {
 
 
 class Headline(HeadlineExtra, total=False):
-    """One repetition's headline figures (compare.headline of its results.json), or its failure."""
+    """One repetition's headline figures (compare.headline of its results.json; a trace run's:
+    compare_traces.graph_headline of its graph-results.json), or its failure."""
 
     backend: str
     median_s: float | None
@@ -60,6 +61,8 @@ class Headline(HeadlineExtra, total=False):
     ideal_samples_per_s_real: float
     of_ideal: float | None
     ideal_link_load: float
+    job_s: float | None
+    worst_ratio_to_bound: float | None
     bmv2: dict[str, object]
     error: str
     repetition: int
@@ -101,6 +104,7 @@ Summary = dict[str, RunSummary]  # run name -> its summary
 HEADLINE_DOCS: dict[str, str] = {
     **HEADLINE_EXTRA_DOCS,
     "machine_bound": HEADLINE_EXTRA_DOCS["machine_bound"] + "; in a run's summary: every repetition was (no headline)",
+    "check": HEADLINE_EXTRA_DOCS["check"] + "; a trace run: `exact` (every output checked) or `none`",
     "backend": "`bmv2` or `ns3`",
     "median_s": "results.json summary.median_s",
     "p99_s": "summary.p99_s",
@@ -109,12 +113,14 @@ HEADLINE_DOCS: dict[str, str] = {
     "algbw_mbps": "summary.algbw_mbps",
     "lower_bound_s": "summary.lower_bound_s",
     "ratio_to_bound": "summary.ratio_to_bound",
-    "retransmissions": "results.json retransmissions",
+    "retransmissions": "results.json retransmissions; a trace run: packets its ranks sent again",
     "bytes_on_wire": "results.json bytes_on_wire",
-    "correct": "summary.correct (where a check ran); in a run's summary: every repetition's",
+    "correct": "summary.correct (where a check ran); a trace run: every output exact; in a run's summary: every "
+               "repetition's",
     "iteration_s": "training.iteration_s, or the median all-reduce iteration",
     "samples_per_s_real": "training.samples_per_s_real (null for an all-reduce)",
-    "exposed_comm_s": "training.exposed_comm_s",
+    "exposed_comm_s": "training.exposed_comm_s; a trace run: the most any rank waited on communication with no "
+                      "computation running (graph-results.json exposed_s)",
     "compute_s": "training.compute_s",
     "overlap": "training.overlap",
     "dilation": "training.dilation",
@@ -122,6 +128,9 @@ HEADLINE_DOCS: dict[str, str] = {
     "ideal_samples_per_s_real": "training.ideal_samples_per_s_real",
     "of_ideal": "training.of_ideal",
     "ideal_link_load": "training.ideal_link_load",
+    "job_s": "a trace run (workload_et): the job's time, its last node's end (graph-results.json job_s)",
+    "worst_ratio_to_bound": "a trace run: the worst collective's (or transfer's) time over its link-rate bound "
+                            "(graph-results.json by_kind worst_ratio)",
     "bmv2": "the BMv2 build: path, version, logging_macros",
     "error": "a repetition that could not run: why (it has no figures)",
     "repetition": "the repetition's number, from 1",
