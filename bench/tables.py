@@ -801,6 +801,46 @@ def goodput_fabric_table(results: Path) -> str:
                   "over intact", "busiest link", "exact"], rows)
 
 
+def scaling_graph_table(results: Path) -> str:
+    """bench/scaling_graph.py: the scaling study's ring points on the simulator's graph engine against the study's
+    own figures (its training loop)."""
+    doc = load(results, "scaling-graph.json")
+    tol = f"{100 * doc['tolerance']:g} %"
+    rows = [[MODELS.get(r["model"], r["model"]), str(r["workers"]), num(r["iteration_s_study"] * 1000, 3),
+             num(r["iteration_s"] * 1000, 3), f"{r['over_study']:.4f}", "yes" if r["within_tolerance"] else "**no**",
+             "yes" if r["checked"] else "**no**", f"{r['wall_s']:.1f} / {r['wall_s_study']:.1f}"]
+            for r in doc["rows"]]
+    return table(["model (ring, fat tree, 100 Gb/s)", "workers", "training loop: iteration ms",
+                  "graph engine: iteration ms", "graph / loop", f"within {tol}", "exact (digest)",
+                  "simulator wall s: graph / loop"], rows)
+
+
+def training_graph_table(results: Path) -> str:
+    """bench/training_graph.py: the training speed-up table's FIFO runs on the rack as graphs on BMv2's hosts,
+    against the training loop's figures; NetReduce / ring on each."""
+    doc = load(results, "training-graph.json")
+
+    def spread(s: Json | None) -> str:
+        return "-" if s is None else f"{s['median']:.0f} [{s['min']:.0f}-{s['max']:.0f}]"
+
+    def ratio_cell(q: Json | None, key: str) -> str:
+        return "-" if q is None else f"{q[key]:.2f} [{q[key + '_min']:.2f}-{q[key + '_max']:.2f}]"
+
+    ratios = {q["model"]: q for q in doc["ratios"]}
+    rows = []
+    for r in doc["runs"]:
+        model, algo = r["run"].split("-rack-")[0], r["run"].split("-rack-")[1].removesuffix("-fifo")
+        q = ratios.get(model) if algo == "netreduce" else None
+        rows.append([f"{MODELS.get(model, model)} {algo}", spread(r["samples_per_s_real_loop"]),
+                     f"{spread(r.get('samples_per_s_real'))} ({r['usable']} of {len(r['repetitions'])})",
+                     num(r.get("over_loop"), 3), "-" if "within_spread" not in r else
+                     ("yes" if r["within_spread"] else "no"), "yes" if r["exact"] else "**no**",
+                     ratio_cell(q, "loop_ratio"), ratio_cell(q, "ratio")])
+    return table(["run (rack, 4 emulated V100s, FIFO buckets)", "training loop: samples/s median [min-max]",
+                  "graph engine: samples/s (runs not machine-bound of all)", "graph / loop", "ranges overlap",
+                  "exact", "NetReduce / ring: loop", "NetReduce / ring: graph"], rows)
+
+
 CROSSVAL_COLLECTIVES_4 = "crossval-collectives-4mbps.json"  # N = 8 at 4 Mb/s, where 8 Python hosts keep up
 CROSSVAL_20 = "crossval-20mbps.json"  # the same study at 20 Mb/s, where BMv2 is machine-bound for NetReduce at N >= 4
 
@@ -838,6 +878,8 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "switch-faults": ("switch-faults.json", switch_faults_table),
     "sim-faults": ("sim-faults.json", sim_faults_table),
     "sim-netreduce-fallback": ("sim-netreduce-fallback.json", sim_netreduce_fallback_table),
+    "scaling-graph": ("scaling-graph.json", scaling_graph_table),
+    "training-graph": ("training-graph.json", training_graph_table),
     "goodput": ("goodput.json", goodput_table),
     "goodput-sensitivity": ("goodput.json", goodput_sensitivity_table),
     "goodput-fabric": ("goodput.json", goodput_fabric_table),

@@ -140,3 +140,22 @@ def test_send_recv_to_the_next_rank():
 def test_bad_values_are_refused_in_one_line(make, says):
     with pytest.raises(GraphError, match=says.replace("(", r"\(").replace(")", r"\)")):
         make()
+
+
+def test_iteration_times_run_from_one_iterations_first_forward_node_to_the_next():
+    from workload.generators import iteration_starts, iteration_times
+    from workload.graph_timing import GraphRun, NodeTiming
+
+    graph = training_graph(training_job("resnet50", 2, 3))
+    firsts = [next(n.id for n in graph.ranks[0].nodes if n.name.startswith(f"it{k}.fwd.")) for k in range(3)]
+    assert len(set(firsts)) == 3
+    # Rank 1 starts each iteration later than rank 0 except the second; the run ends at 1.0 s.
+    starts = {(0, firsts[0]): 0.0, (1, firsts[0]): 0.01, (0, firsts[1]): 0.32, (1, firsts[1]): 0.3,
+              (0, firsts[2]): 0.6, (1, firsts[2]): 0.65}
+    nodes = [NodeTiming(r, n.id, "compute", starts.get((r, n.id), 0.5), 1.0 if n.id == graph.ranks[0].nodes[-1].id
+                        else 0.7) for r in range(2) for n in graph.ranks[r].nodes]
+    run = GraphRun(tuple(nodes))
+    assert iteration_starts(graph, run) == (0.0, 0.3, 0.6)
+    assert iteration_times(graph, run) == pytest.approx((0.3, 0.3, 0.4))
+    with pytest.raises(GraphError, match="no timing for 1 iteration"):
+        iteration_starts(graph, GraphRun(tuple(t for t in nodes if t.node_id != firsts[2])))

@@ -2,6 +2,7 @@
 between neighbours, and the data-parallel training job of a model profile (docs/workloads.md)."""
 
 from workload.generators.collective import SEND_RECV, collective_graph, send_recv_graph
-from workload.generators.training import training_graph, training_job
+from workload.generators.training import iteration_starts, iteration_times, training_graph, training_job
 
-__all__ = ["SEND_RECV", "collective_graph", "send_recv_graph", "training_graph", "training_job"]
+__all__ = ["SEND_RECV", "collective_graph", "iteration_starts", "iteration_times", "send_recv_graph", "training_graph",
+           "training_job"]

@@ -22,6 +22,7 @@ from workload.graph import (
     validate,
     world_group,
 )
+from workload.graph_timing import GraphRun
 from workload.job import Algorithm, Emulation, JobConfig, Role, Scheduling, Sync, Training
 from workload.job import Node as Host
 from workload.plan import plan
@@ -31,13 +32,14 @@ BYTES_PER_ELEMENT = 4  # int32 on the wire, float32 converted (workload/floats.p
 
 def training_job(model: str, workers: int, iterations: int = 1, emulate: Emulation | None = None,
                  sync: Sync = Sync.ITERATION, scheduling: Scheduling = Scheduling.FIFO,
-                 bucket_bytes: int = 25 << 20, partition_bytes: int = 4 << 20) -> JobConfig:
-    """A ring training job of a model profile at real size (scale 1), as the plan needs it."""
+                 bucket_bytes: int = 25 << 20, partition_bytes: int = 4 << 20, scale: float = 1.0) -> JobConfig:
+    """A ring training job of a model profile, as the plan needs it: every layer's gradient `scale` of its
+    real size (1: real size; a BMv2 run's scale, with buckets and partitions of testbed bytes)."""
     if workers < 1:
         raise GraphError(f"{workers} workers: a job has at least 1")
     hosts = tuple(Host(i, Role.WORKER, f"h{i + 1}", f"10.0.0.{i + 1}") for i in range(workers))
     training = Training(emulate or Emulation(), 1.0, sync, scheduling, bucket_bytes, partition_bytes)
-    return JobConfig(Algorithm.RING, hosts, iterations, model, training=training)
+    return JobConfig(Algorithm.RING, hosts, iterations, model, scale=scale, training=training)
 
 
 def training_graph(cfg: JobConfig, iterations: int | None = None, name: str = "") -> JobGraph:
@@ -73,7 +75,7 @@ def training_graph(cfg: JobConfig, iterations: int | None = None, name: str = ""
                 else:
                     deps += [prev_ops[k] for k in sorted(layer_ops[layer.index])]
             fwd[layer.index] = len(nodes)
-            nodes.append(ComputeNode(len(nodes), f"it{it}.fwd.{layer.name}", layer.forward_s, tuple(deps)))
+            nodes.append(ComputeNode(len(nodes), _forward_name(it, layer.name), layer.forward_s, tuple(deps)))
         bwd: dict[int, int] = {}
         above = fwd[layers[-1].index]
         for layer in reversed(layers):
@@ -91,3 +93,32 @@ def training_graph(cfg: JobConfig, iterations: int | None = None, name: str = ""
                      (group,))
     validate(graph)
     return graph
+
+
+def _forward_name(iteration: int, layer: str) -> str:
+    return f"it{iteration}.fwd.{layer}"
+
+
+def iteration_starts(graph: JobGraph, run: GraphRun) -> tuple[float, ...]:
+    """When each iteration of a training_graph began: its first forward node's earliest start over the
+    ranks (the gaps between them are the iteration times a training run reports)."""
+    first: dict[int, int] = {}  # each iteration's first forward node: its id -> the iteration
+    for node in graph.ranks[0].nodes:
+        head, sep, _layer = node.name.partition(".fwd.")
+        if sep and head.startswith("it") and int(head[2:]) not in first.values():
+            first[node.id] = int(head[2:])
+    starts: dict[int, float] = {}
+    for timing in run.nodes:
+        k = first.get(timing.node_id)
+        if k is not None:
+            starts[k] = min(starts.get(k, timing.start_s), timing.start_s)
+    if len(starts) != len(first):
+        raise GraphError(f"{graph.name}: the run has no timing for {len(first) - len(starts)} iteration(s)")
+    return tuple(starts[k] for k in sorted(starts))
+
+
+def iteration_times(graph: JobGraph, run: GraphRun) -> tuple[float, ...]:
+    """Each iteration's time, as a training run reports them: from its first forward node's start to the
+    next iteration's (the last: to the run's end)."""
+    starts = iteration_starts(graph, run)
+    return tuple(b - a for a, b in zip(starts, (*starts[1:], run.job_s), strict=True))

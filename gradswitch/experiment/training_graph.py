@@ -1,0 +1,32 @@
+"""A training spec's job as an execution graph: what the training loop (workers/iteration.py, the
+simulator's gs-training.cc) runs, given to the graph engines instead.
+
+The graph is workload.generators.training_graph of the job the spec describes (its model, scale,
+emulated cluster, sync, scheduling, buckets and partitions, as placement.training_config makes them);
+the spec that runs it keeps the fabric, links, transport and placement, and leaves the workload to the
+graph. Its times come back as the emulated cluster's (the graph engines divide by the dilation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gradswitch.experiment.placement import training_config
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from workload.generators import training_graph, training_job
+from workload.graph import JobGraph
+from workload.job import Scheduling, Sync
+
+
+def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[ExperimentSpec, JobGraph, float]:
+    """The spec's training job as `iterations` iterations of a graph; the spec to run it with (no workload
+    of its own); the dilation D the graph's computation runs under."""
+    training = training_config(spec)
+    if training is None:
+        raise ExperimentError(f"{spec.label}: workload {spec.workload!r} without an emulated cluster: a training "
+                              f"graph needs a model profile and `emulate`")
+    cfg = replace(training_job(spec.workload, spec.workers, iterations, scale=spec.scale), training=training)
+    graph = training_graph(cfg, name=spec.label)
+    # The spec's training fields are the graph's now; the spec that runs it has the defaults.
+    plain = replace(spec, workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO)
+    return plain, graph, training.dilation

@@ -1,0 +1,49 @@
+"""A training spec's job as an execution graph (gradswitch/experiment/training_graph.py): the graph the
+generator makes of the job the spec's training loop would run, a spec without training fields to run
+it, and the spec's dilation."""
+
+from __future__ import annotations
+
+import pytest
+
+from gradswitch.experiment.placement import training_config
+from gradswitch.experiment.spec import ExperimentError, spec_from_dict
+from gradswitch.experiment.training_graph import spec_training_graph
+from workload.generators import training_graph, training_job
+from workload.graph import CollectiveNode
+from workload.job import Scheduling, Sync
+from workload.plan import plan
+
+
+def speedup_spec(**more):
+    return spec_from_dict({"workload": "resnet50", "workers": 4, "bw_mbps": 20, "scale": 0.008, "sync": "layer",
+                           "scheduling": "priority", "bucket_mb": 25, "partition_mb": 16, "iterations": 4,
+                           "emulate": {"link_gbps": 10, "device": "v100", "batch": 32}, **more})
+
+
+def test_the_graph_is_the_generators_of_the_job_the_spec_trains():
+    spec = speedup_spec()
+    run_spec, graph, dilation = spec_training_graph(spec, 3)
+    assert dilation == pytest.approx(0.008 * 10_000 / 20) == spec.dilation
+    training = training_config(spec)
+    assert training is not None and training.sync == Sync.LAYER and training.scheduling == Scheduling.PRIORITY
+    cfg = training_job("resnet50", 4, 3, spec.emulate, scale=0.008, sync=Sync.LAYER, scheduling=Scheduling.PRIORITY,
+                       bucket_bytes=training.bucket_bytes, partition_bytes=training.partition_bytes)
+    assert graph.ranks == training_graph(cfg).ranks
+    # Scaled: each iteration's all-reduces carry the plan's testbed bytes, in partitions of 16 MB x scale.
+    ops = plan(cfg).ops
+    sizes = [n.nbytes for n in graph.ranks[0].nodes if isinstance(n, CollectiveNode)]
+    assert sizes == [op.elements * 4 for op in ops] * 3
+    assert max(sizes) <= training.partition_bytes + 4
+    # The spec that runs it leaves the workload to the graph and keeps the fabric and links.
+    assert (run_spec.workload, run_spec.emulate, run_spec.sync, run_spec.scheduling) == \
+        ("synthetic", None, Sync.ITERATION, Scheduling.FIFO)
+    assert (run_spec.topo, run_spec.bw_mbps, run_spec.workers) == (spec.topo, spec.bw_mbps, spec.workers)
+    run_spec.validate()
+
+
+def test_a_spec_that_does_not_train_is_refused_in_one_line():
+    spec = spec_from_dict({"workload": "synthetic", "workers": 4, "bw_mbps": 20})
+    with pytest.raises(ExperimentError, match="without an emulated cluster") as e:
+        spec_training_graph(spec, 2)
+    assert "\n" not in str(e.value)
