@@ -1,7 +1,11 @@
 """Running a job's execution graphs (workload/graph.py) on the simulator: every rank's graph executed in C++ by
 the graph engine (docs/simulator.md "The graph engine"), node by node, with no Python per node or packet; the
 result is what both backends report (workload.graph_timing.GraphRun) and the simulated run's own (speed,
-switch ports, per rank the iteration check)."""
+switch ports, per rank the iteration check).
+
+Given a NetReduce job (`netreduce_job`, gradswitch/experiment/graph_run.py graph_job makes it for algo =
+netreduce), the world group's all-reduces run through the switches (IN_NETWORK); the other collectives, those of
+smaller groups among them, run on the hosts' algorithms as without it."""
 
 from __future__ import annotations
 
@@ -17,12 +21,17 @@ from ns3sim.results import SimResult, parse
 from ns3sim.run import SimError, simulate
 from ns3sim.sim_config import base_config, graph_job_json
 from ns3sim.sim_settings import CheckMode, SimSettings
+from protocol.netreduce import MTU as NETREDUCE_MTU
 from roce.qp import Mode
 from topology.model import Topology
-from workload.graph import CollectiveNode, ComputeNode, JobGraph, Node, node_kind, validate
+from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, Node, node_kind, validate
 from workload.graph_timing import GraphRun, NodeTiming
 from workload.job import Algorithm, JobConfig, Role
 from workload.job import Node as JobNode
+
+# What the simulator's switches run of a graph with a NetReduce job: the world group's all-reduce (the graph
+# engine's NetReduce worker, gs-graph-rank.h); reduce-scatter and all-gather stay on the hosts' ring.
+IN_NETWORK = (CollectiveKind.ALL_REDUCE,)
 
 
 @dataclass(frozen=True)
@@ -74,9 +83,11 @@ def job_config(graph: JobGraph, hosts: Sequence[str], topology: Topology, transp
 
 
 def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Sequence[str] | None = None,
-           transport: GraphTransport | None = None, job: JobConfig | None = None) -> tuple[dict[str, Any], JobConfig]:
-    """gradswitch-sim's configuration of the run, and the job it describes. GraphError on a graph that
-    cannot run, SimError on a placement that cannot be, before anything starts."""
+           transport: GraphTransport | None = None, job: JobConfig | None = None,
+           netreduce_job: int | None = None) -> tuple[dict[str, Any], JobConfig]:
+    """gradswitch-sim's configuration of the run, and the job it describes (`netreduce_job`: the NetReduce job
+    its world all-reduces run on). GraphError on a graph that cannot run, SimError on a placement or a NetReduce
+    job that cannot be, before anything starts."""
     validate(graph)
     if job is not None:
         if hosts is not None or transport is not None:
@@ -87,10 +98,12 @@ def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Se
     else:
         placed = placement(graph, topology, hosts)
         cfg = job_config(graph, placed, topology, transport or GraphTransport())
+    if netreduce_job is not None:
+        netreduce_problem(graph, cfg, placed, netreduce_job)
     compute = max((sum(n.duration_s for n in r.nodes if isinstance(n, ComputeNode)) for r in graph.ranks), default=0.0)
     limit = settings.time_limit_s if settings.time_limit_s is not None else cfg.iteration_timeout + compute
     out = base_config(topology, settings, limit)
-    out["jobs"] = [graph_job_json(graph, cfg, settings)]
+    out["jobs"] = [graph_job_json(graph, cfg, settings, netreduce_job)]
     if settings.faults:  # switch and link faults (ns3sim.faults.sim_fault_problems refuses a worker's)
         try:
             out["fault_schedule"] = schedule_json(settings.faults, topology, [cfg], settings.switch_detect_s,
@@ -100,6 +113,20 @@ def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Se
     if settings.loss_pct > 0:
         out["loss"] = {"fraction": settings.loss_pct / 100.0, "hosts": sorted(set(placed))}
     return out, cfg
+
+
+def netreduce_problem(graph: JobGraph, cfg: JobConfig, hosts: Sequence[str], netreduce_job: int) -> None:
+    """SimError, one line, when the job's world all-reduces cannot run through the switches as `netreduce_job`."""
+    if graph.world_size < 2:
+        raise SimError(f"graph {graph.name}: NetReduce needs at least 2 ranks, not {graph.world_size}")
+    if cfg.mtu != NETREDUCE_MTU:
+        raise SimError(f"graph {graph.name}: NetReduce packets are {NETREDUCE_MTU} bytes, but the transport's mtu is "
+                       f"{cfg.mtu}: give mtu = {NETREDUCE_MTU}")
+    if len(set(hosts)) != len(hosts):
+        raise SimError(f"graph {graph.name}: NetReduce needs every rank on a host of its own")
+    if netreduce_job == cfg.job_id:
+        raise SimError(f"graph {graph.name}: the NetReduce job needs an id of its own, not the graph's job id "
+                       f"{cfg.job_id}")
 
 
 def timings(graph: JobGraph, raw: dict[str, Any]) -> GraphRun:
@@ -124,19 +151,21 @@ def timings(graph: JobGraph, raw: dict[str, Any]) -> GraphRun:
 def run_graph(graph: JobGraph, topology: Topology, settings: SimSettings | None = None, out_dir: Path | None = None,
               hosts: Sequence[str] | None = None, transport: GraphTransport | None = None,
               job: JobConfig | None = None, mpi_ranks: int = 1, hostfile: Path | None = None,
-              sync: MpiSync = MpiSync.BARRIER) -> GraphSimResult:
+              sync: MpiSync = MpiSync.BARRIER, netreduce_job: int | None = None) -> GraphSimResult:
     """Simulate the job's graphs on the topology; writes out_dir's sim-config.json, sim-results.json and
     sim.log (a temporary folder when None). Rank r runs on hosts[r], else on the topology's r-th host, with
     `transport`'s queue pairs; or, given `job` (what the BMv2 run's placement made: gradswitch/experiment/
     graph_run.py graph_job), on its worker r's host with its transport, seed and timeout, so both backends
     run the same job. mpi_ranks > 1: the MPI build under mpirun, the topology cut as ns3sim.run.run cuts it
-    (hostfile, sync as there); the same results as one process. GraphError (a graph that cannot run) or
+    (hostfile, sync as there); the same results as one process. `netreduce_job`: the world group's all-reduces
+    run through the switches as that NetReduce job (its own id; the transport's mtu NetReduce's), checked by its
+    workers. GraphError (a graph that cannot run) or
     SimError (a placement or partition that cannot be, a simulator that fails) before or instead of a
     result; a run that finished reports its nodes' checks (ok())."""
     settings = settings or SimSettings()
     if mpi_ranks < 1:
         raise SimError(f"mpi_ranks = {mpi_ranks}: give 1 (one process, the default) or more (MPI)")
-    cfg_doc, cfg = config(graph, topology, settings, hosts, transport, job)
+    cfg_doc, cfg = config(graph, topology, settings, hosts, transport, job, netreduce_job)
     launch = None
     if mpi_ranks > 1:
         try:

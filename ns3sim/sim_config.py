@@ -208,9 +208,10 @@ def run_config(topo: Topology, jobs: list[JobConfig], settings: SimSettings) -> 
 # --- a job of execution graphs (workload/graph.py; the simulator's graph engine, gs-graph-rank.h) ---
 
 
-def graph_json(graph: JobGraph) -> dict[str, Any]:
+def graph_json(graph: JobGraph, netreduce_job: int | None = None) -> dict[str, Any]:
     """The job's `graph` section: workload.graph.to_dict's content, compact (what the C++ executes and no
-    more: process groups by index, no names or sources; the results name nodes by their ids)."""
+    more: process groups by index, no names or sources; the results name nodes by their ids). `netreduce_job`:
+    the world group's all-reduces run through the switches as this NetReduce job (its `netreduce` section)."""
     index = {g.name: i for i, g in enumerate(graph.groups)}
 
     def node(n: Node) -> dict[str, Any]:
@@ -224,9 +225,12 @@ def graph_json(graph: JobGraph) -> dict[str, Any]:
         return d
 
     # a broadcast's chain is cut as the hosts cut it (workload/broadcast_chain.py)
-    return {"broadcast_chunk_bytes": broadcast_chain.CHUNK_BYTES, "broadcast_max_chunks": broadcast_chain.MAX_CHUNKS,
-            "groups": [{"ranks": list(g.ranks)} for g in graph.groups],
-            "ranks": [{"nodes": [node(n) for n in r.nodes]} for r in graph.ranks]}
+    out = {"broadcast_chunk_bytes": broadcast_chain.CHUNK_BYTES, "broadcast_max_chunks": broadcast_chain.MAX_CHUNKS,
+           "groups": [{"ranks": list(g.ranks)} for g in graph.groups],
+           "ranks": [{"nodes": [node(n) for n in r.nodes]} for r in graph.ranks]}
+    if netreduce_job is not None:
+        out["netreduce"] = {"job_id": netreduce_job}
+    return out
 
 
 def graph_check_mode(graph: JobGraph, settings: SimSettings) -> CheckMode:
@@ -245,13 +249,16 @@ def graph_check_mode(graph: JobGraph, settings: SimSettings) -> CheckMode:
     return CheckMode.EXACT if values <= EXACT_LIMIT else CheckMode.DIGEST
 
 
-def graph_job_json(graph: JobGraph, cfg: JobConfig, settings: SimSettings) -> dict[str, Any]:
+def graph_job_json(graph: JobGraph, cfg: JobConfig, settings: SimSettings, netreduce_job: int | None = None
+                   ) -> dict[str, Any]:
     """A job of algo graph: rank r is cfg's worker r (its host), every node's transport is cfg's; the job runs
-    its graphs once (1 iteration)."""
+    its graphs once (1 iteration). `netreduce_job`: its world all-reduces run through the switches as that
+    NetReduce job (cfg's credits; the same transport on that job's queue pairs)."""
     if len(cfg.workers) != graph.world_size or cfg.servers:
         raise SimConfigError(f"graph {graph.name}: {graph.world_size} ranks on {len(cfg.workers)} workers and "
                              f"{len(cfg.servers)} servers: give one worker per rank and no server")
     return {"job_id": cfg.job_id, "algo": "graph", "check": str(graph_check_mode(graph, settings)), "seed": cfg.seed,
             "nodes": [{"node_id": n.node_id, "role": str(n.role), "host": n.host} for n in cfg.nodes],
             "iterations": 1, "transport": transport_json(cfg), "ps_key_bytes": cfg.ps_key_bytes,
-            "credits": cfg.credits, "iteration_timeout_s": cfg.iteration_timeout, "graph": graph_json(graph)}
+            "credits": cfg.credits, "iteration_timeout_s": cfg.iteration_timeout,
+            "graph": graph_json(graph, netreduce_job)}

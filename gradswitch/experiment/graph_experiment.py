@@ -6,8 +6,9 @@ the file, node and problem). The job has as many workers as the traces have rank
 no use for (a size, a workload, iterations, ...) is refused in one line (trace_problems: `gradswitch
 compare` refuses the same in a spec's trace runs, gradswitch/experiment/compare_traces.py). On BMv2 the hosts'
 graph engine runs it (graph_run.run_graph_experiment); on ns-3 the simulator's (ns3sim.graph_run), with
-the same job (placement, transport, window shared among the groups a rank receives from) so that both
-backends run one job. Both give a GraphRunReport (graph_run.summarize), written as graph-results.json.
+the same job (placement, transport, window shared among the groups a rank receives from; with algo =
+netreduce the all-reduce's NetReduce job) so that both backends run one job. Both give a GraphRunReport
+(graph_run.summarize), written as graph-results.json.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from gradswitch.experiment.spec import ExperimentSpec, SpecError, named
 from ns3sim.faults import fault_records
 from ns3sim.graph_run import run_graph as simulate_graph
 from workload.chakra import read_traces
-from workload.graph import JobGraph
+from workload.graph import CollectiveKind, JobGraph
 from workload.job import Algorithm
 
 GRAPH_RESULTS = "graph-results.json"
@@ -91,7 +92,8 @@ def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> GraphRunR
     settings = sim_settings(spec, [job.job], placement, progress=False)
     started = time.monotonic()
     result = simulate_graph(graph, topo, settings, out_dir / "sim", job=job.job, mpi_ranks=spec.ranks,
-                            hostfile=Path(spec.hostfile) if spec.hostfile else None)
+                            hostfile=Path(spec.hostfile) if spec.hostfile else None,
+                            netreduce_job=job.in_network.get(CollectiveKind.ALL_REDUCE))
     errors = () if result.ok() else tuple(
         f"rank {n.rank} node {n.node_id}: output not what its {n.collective or n.kind} defines"
         for n in result.run.nodes if n.checked is False) or ("a rank did not finish its graph",)

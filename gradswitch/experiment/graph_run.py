@@ -8,7 +8,8 @@ the links) set the times (bottleneck.judge).
 
 With algo = netreduce the switches run the world group's all-reduce, reduce-scatter and all-gather, one
 NetReduce switch job per collective type (workers/collectives/in_network.py), created for the run and removed
-after it; the report names the algorithm of each collective.
+after it; the report names the algorithm of each collective. The simulator's switches run the all-reduce alone
+(ns3sim/graph_run.py IN_NETWORK), as the same NetReduce job (graph_job: GraphJob.in_network).
 
 Times are seconds of the emulated cluster: the testbed's divided by the run's dilation D (testbed
 seconds per emulated second; computation waits D x its duration). Bounds are at the emulated rate, the
@@ -39,6 +40,7 @@ from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.testbed import Testbed
 from gradswitch.version import code_version
 from mininet_topos.network import NetworkOptions
+from ns3sim.graph_run import IN_NETWORK as SIM_IN_NETWORK
 from protocol.netreduce import JobLayout
 from roce.qp import Mode
 from topology.model import Topology
@@ -191,7 +193,6 @@ def read_graph_report(path: Path) -> GraphRunReport:
                                f"{e}); run it again") from None
 
 
-
 def rate_bytes_per_s(bw_mbps: float, dilation: float) -> float:
     """The emulated cluster's link rate: the testbed's x D."""
     return bw_mbps * 1e6 / 8 * dilation
@@ -232,17 +233,17 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
         graph, spec.bw_mbps, d)
     in_network = in_network_jobs(graph, cfg.job_id) if spec.algo == Algorithm.NETREDUCE else {}
-    if in_network and spec.simulated:
-        raise ExperimentError(f"{graph.name}: algo = netreduce runs a graph's collectives in the switches on BMv2 "
-                              f"only; the simulator's graph engine runs the hosts' algorithms: give backend = bmv2, "
-                              f"or algo = ring")
-    for kind, job_id in in_network.items():
-        try:
-            JobLayout(job_id, graph.world_size, cfg.credits, kind == CollectiveKind.REDUCE_SCATTER,
-                      kind == CollectiveKind.ALL_GATHER)
-        except ValueError as e:
-            raise ExperimentError(f"{graph.name}: the switches cannot run its {kind}: {e}; run it with "
-                                  f"algo = ring") from e
+    if spec.simulated:  # the simulator's switches run the all-reduce (any number of members and credits); its
+        # reduce-scatter and all-gather stay on ring
+        in_network = {k: j for k, j in in_network.items() if k in SIM_IN_NETWORK}
+    else:  # the P4 switches' limits
+        for kind, job_id in in_network.items():
+            try:
+                JobLayout(job_id, graph.world_size, cfg.credits, kind == CollectiveKind.REDUCE_SCATTER,
+                          kind == CollectiveKind.ALL_GATHER)
+            except ValueError as e:
+                raise ExperimentError(f"{graph.name}: the switches cannot run its {kind}: {e}; run it with "
+                                      f"algo = ring") from e
     job = GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, d, in_network)
     return job, placement
 

@@ -1,12 +1,12 @@
 """The graph section of the simulator's configuration (ns3sim/sim_config.py graph_json, ns3sim/graph_run.py):
-what it carries of workload.graph's model, the check it chooses, and the placements it refuses before the
-simulator starts. No simulator needed."""
+what it carries of workload.graph's model, the check it chooses, its NetReduce job (algo = netreduce), and the
+placements it refuses before the simulator starts. No simulator needed."""
 
 from __future__ import annotations
 
 import pytest
 
-from ns3sim.graph_run import config, placement
+from ns3sim.graph_run import GraphTransport, config, placement
 from ns3sim.run import SimError
 from ns3sim.sim_config import graph_check_mode, graph_json
 from ns3sim.sim_settings import CheckMode, SimSettings
@@ -102,3 +102,26 @@ def test_a_job_places_the_ranks_and_sets_the_transport():
     assert (j["transport"]["window"], j["seed"], j["iterations"]) == (17, 5, 1)
     with pytest.raises(SimError, match="not both"):
         config(graph(), rack(4), SimSettings(), hosts=["h1", "h2", "h3"], job=job)
+
+
+def test_a_netreduce_job_is_the_graph_sections_and_what_it_cannot_be_is_refused():
+    """algo = netreduce: the graph section names the switch job its world all-reduces run on (absent without); the
+    job's credits are the ones the switches and the workers use. A transport of another mtu, a rank sharing a host,
+    one rank, or the graph's own id are refused in one line."""
+    nr = GraphTransport(mtu=4096)
+    doc, cfg = config(graph(), rack(4), SimSettings(), transport=nr, netreduce_job=2)
+    [j] = doc["jobs"]
+    assert j["graph"]["netreduce"] == {"job_id": 2} and j["credits"] == cfg.credits and j["job_id"] == 1
+    assert "netreduce" not in config(graph(), rack(4), SimSettings(), transport=nr)[0]["jobs"][0]["graph"]
+    with pytest.raises(SimError, match=r"^graph g: NetReduce packets are 4096 bytes, but the transport's mtu is 1024: "
+                                       r"give mtu = 4096$"):
+        config(graph(), rack(4), SimSettings(), netreduce_job=2)
+    with pytest.raises(SimError, match=r"^graph g: NetReduce needs every rank on a host of its own$"):
+        config(graph(), rack(4), SimSettings(), ["h1", "h2", "h1"], nr, netreduce_job=2)
+    with pytest.raises(SimError, match=r"^graph g: the NetReduce job needs an id of its own, not the graph's job "
+                                       r"id 1$"):
+        config(graph(), rack(4), SimSettings(), transport=nr, netreduce_job=1)
+    one = JobGraph("one", (RankGraph(0, (CollectiveNode(0, "ar", CollectiveKind.ALL_REDUCE, "world", 4),)),),
+                   (world_group(1),))
+    with pytest.raises(SimError, match=r"^graph one: NetReduce needs at least 2 ranks, not 1$"):
+        config(one, rack(4), SimSettings(), transport=nr, netreduce_job=2)

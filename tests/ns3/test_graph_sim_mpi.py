@@ -1,5 +1,6 @@
 """The graph engine distributed over MPI ranks (docs/simulator.md "Distributed over MPI ranks"): the same
-execution graphs on one process and on two MPI ranks give the same node times and checks, to the tick."""
+execution graphs on one process and on two MPI ranks give the same node times and checks, to the tick, also
+with the world all-reduce in the switches (algo = netreduce)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,22 @@ def test_two_ranks_give_one_ranks_answer_exactly(tmp_path):
     key = lambda n: (n.rank, n.node_id)  # noqa: E731
     assert sorted(two.run.nodes, key=key) == sorted(one.run.nodes, key=key)
     assert all(n.checked is (True if n.kind in ("collective", "recv") else None) for n in one.run.nodes)
+
+
+def test_netreduce_on_two_ranks_gives_one_ranks_answer_exactly(tmp_path):
+    """algo = netreduce: the world all-reduce through the switches (its tree's leaves and spine on different
+    ranks, their partial sums and results crossing between them), the rest on the hosts; the same node times and
+    checks to the tick on two MPI ranks as on one process."""
+    topo = leafspine(4, 2, 2, 10_000)
+    transport = GraphTransport(mtu=4096, window=128)
+    one = run_graph(mixed(), topo, out_dir=tmp_path / "one", transport=transport, netreduce_job=2)
+    two = run_graph(mixed(), topo, out_dir=tmp_path / "two", transport=transport, mpi_ranks=2, netreduce_job=2)
+    assert one.ok() and two.ok()
+    assert two.sim.mpi is not None and two.sim.mpi.ranks == 2
+    key = lambda n: (n.rank, n.node_id)  # noqa: E731
+    assert sorted(two.run.nodes, key=key) == sorted(one.run.nodes, key=key)
+    assert all(n.checked is (True if n.kind in ("collective", "recv") else None) for n in one.run.nodes)
+    # the all-reduce went through the switches: every message of it summed at the tree's top
+    tops = [sw["netreduce"]["2"] for sw in two.sim.raw["switches"].values()
+            if sw.get("netreduce") and "partial-up" not in sw["netreduce"]["2"]]
+    assert [t["completion"] for t in tops] == [(1 << 20) // 4096]

@@ -1,6 +1,6 @@
 """Which of a graph's collectives the switches run (algo = netreduce), on which NetReduce job, in which
 order a rank starts them, and how the job file and the report carry it; the runs themselves are on BMv2
-(tests/mininet/test_graph_bmv2.py)."""
+(tests/mininet/test_graph_bmv2.py) and on the simulator (tests/ns3/test_graph_netreduce_sim.py)."""
 
 from __future__ import annotations
 
@@ -134,8 +134,10 @@ def test_job_file_carries_the_switch_jobs_and_the_spec_sets_them() -> None:
     assert ring.in_network == {}
     legacy = ring.to_json().replace(',\n "in_network": {}', "")
     assert "in_network" not in legacy and GraphJob.from_json(legacy) == ring  # a job file from before
-    with pytest.raises(ExperimentError, match="algo = netreduce runs a graph's collectives in the switches on BMv2"):
-        graph_job(topo, replace(spec, backend=Backend.NS3), g)
+    # the simulator's switches run the world all-reduce alone, as the same switch job (its reduce-scatter and
+    # all-gather stay on ring)
+    sim, _ = graph_job(topo, replace(spec, backend=Backend.NS3), g)
+    assert sim.in_network == {K.ALL_REDUCE: 2}
 
 
 def test_too_many_ranks_for_an_in_network_reduce_scatter_refused() -> None:
@@ -145,6 +147,14 @@ def test_too_many_ranks_for_an_in_network_reduce_scatter_refused() -> None:
     topo = build_topology("rack", hosts=ranks, bw_mbps=8.0)
     with pytest.raises(ExperimentError, match=r"the switches cannot run its reduce_scatter: .*algo = ring"):
         graph_job(topo, graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), g)
+    # the simulator runs its reduce-scatter on ring, and its switch model takes any number of members
+    sim = replace(graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), backend=Backend.NS3)
+    assert graph_job(topo, sim, g)[0].in_network == {}
+    ranks = 40
+    g = JobGraph("big", tuple(RankGraph(r, (CollectiveNode(1, "ar", K.ALL_REDUCE, "world", 4096),), "x")
+                              for r in range(ranks)), (world_group(ranks),))
+    topo = build_topology("rack", hosts=ranks, bw_mbps=8.0)
+    assert graph_job(topo, replace(sim, workers=ranks), g)[0].in_network == {K.ALL_REDUCE: 2}  # BMv2: 32 at most
 
 
 def test_report_names_each_algorithm_and_bounds_netreduce_all_reduce_at_s_over_b() -> None:
@@ -171,3 +181,13 @@ def test_report_names_each_algorithm_and_bounds_netreduce_all_reduce_at_s_over_b
     assert by[("world", "all_to_all")].algorithm == "pairwise"
     assert by[("world", "broadcast")].algorithm == "chain"
     assert report.to_dict()["collectives"][0]["algorithm"] in (NETREDUCE, "ring", "pairwise", "chain")
+    # on the simulator: the all-reduce in the switches at S/B, the reduce-scatter and all-gather on ring
+    sim, _ = graph_job(topo, replace(graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), backend=Backend.NS3), g,
+                       dilation=1.0)
+    on_sim = {(c.group, c.collective): c for c in summarize(sim, GraphRun(tuple(nodes)), ["h1", "h2", "h3", "h4"], 8.0,
+                                                            {}, None, (), 1.0).collectives}
+    assert on_sim[("world", "all_reduce")].algorithm == NETREDUCE
+    assert on_sim[("world", "all_reduce")].bound_s == pytest.approx(4096 / rate)
+    assert on_sim[("world", "reduce_scatter")].algorithm == "ring"
+    assert on_sim[("world", "reduce_scatter")].bound_s == pytest.approx(0.75 * 4096 / rate)  # (N-1)/N S/B either way
+    assert on_sim[("world", "all_gather")].algorithm == "ring"

@@ -88,6 +88,7 @@ class RingPart : public Collective
 };
 
 std::unique_ptr<RingPart> MakeRingOn(JobNode* node, uint32_t rank, RcQp* next, RcQp* prev);
+/// A NetReduce worker of the node's NetReduce job (JobNode::NetReduceJobId: its own, or a graph's switch job).
 std::unique_ptr<Collective> MakeNetReduceWorker(JobNode* node);
 std::unique_ptr<Collective> MakePsWorker(JobNode* node);
 /// A parameter server: serves pushes by itself (Start is never called).

@@ -160,6 +160,11 @@ ParseJob(ConfigObject j)
             workers += n.role == Role::Worker ? 1 : 0;
         }
         job.graph = std::make_shared<const GraphSpec>(ParseGraph(*g, workers));
+        if (job.graph->netReduceJob == job.jobId)
+        {
+            throw ConfigError(g->Where("netreduce") + ".job_id = " + std::to_string(job.jobId) +
+                              ": the graph's own job id; its switch job needs an id of its own");
+        }
     }
     if (job.algo == Algo::Graph)
     {

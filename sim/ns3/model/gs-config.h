@@ -209,6 +209,17 @@ struct JobSpec
     double iterationTimeoutS{};
     std::optional<std::pair<uint32_t, uint32_t>> crash; // (node, after iteration): the node dies (fault injection)
     std::shared_ptr<const GraphSpec> graph;             // algo graph: every worker's execution graph
+
+    /// The NetReduce job whose cells the switches keep for this job: its own (algo netreduce), a graph's for its
+    /// world all-reduces (GraphSpec::netReduceJob), none for the others.
+    std::optional<uint32_t> NetReduceJob() const
+    {
+        if (algo == Algo::NetReduce)
+        {
+            return jobId;
+        }
+        return graph ? graph->netReduceJob : std::nullopt;
+    }
 };
 
 struct BackgroundSpec

@@ -85,9 +85,9 @@ GraphRank::GraphRank(JobNode* node)
             peers.insert(n.peer);
             continue;
         }
-        if (n.kind != GraphNodeKind::Collective)
+        if (n.kind != GraphNodeKind::Collective || RunsInNetwork(m_spec, n))
         {
-            continue;
+            continue; // the switches' (the NetReduce worker's own queue pairs)
         }
         const auto& members = m_spec.groups[n.group].ranks;
         uint32_t size = static_cast<uint32_t>(members.size());
@@ -112,6 +112,19 @@ GraphRank::GraphRank(JobNode* node)
     for (uint32_t p = 0; p < count; p++)
     {
         m_position[m_me.order[p]] = p;
+    }
+    m_nrPlace.assign(count, kOnHosts);
+    if (m_spec.netReduceJob)
+    {
+        m_netReduce = MakeNetReduceWorker(node);
+        uint32_t place = 0;
+        for (uint32_t i : m_me.order)
+        {
+            if (RunsInNetwork(m_spec, m_me.nodes[i]))
+            {
+                m_nrPlace[i] = place++;
+            }
+        }
     }
     m_waiting.assign(count, 0);
     m_users.assign(count, {});
@@ -191,7 +204,14 @@ GraphRank::StartNode(uint32_t i)
         m_readyCompute.insert(m_position[i]); // Start and NodeDone call NextCompute once all are in
         break;
     case GraphNodeKind::Collective:
-        RunCollective(n, done);
+        if (m_nrPlace[i] != kOnHosts)
+        {
+            RunNetReduce(i, done);
+        }
+        else
+        {
+            RunCollective(n, done);
+        }
         break;
     case GraphNodeKind::Send:
         RunSend(n, done);
@@ -272,6 +292,11 @@ GraphRank::Expect(uint32_t peer, uint64_t imm, std::function<void(MsgPtr)> f)
 void
 GraphRank::OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled)
 {
+    if (m_netReduce && qp->Config().params->job != m_node->Job().jobId)
+    {
+        m_netReduce->OnRecv(qp, imm, std::move(data), zeroFilled); // a result on the NetReduce job's QP
+        return;
+    }
     if (zeroFilled)
     {
         m_node->AddZeroFilled(0, zeroFilled);
@@ -312,6 +337,11 @@ GraphRank::PostCounted(const std::shared_ptr<Completion>& end, uint32_t peer, Ms
 void
 GraphRank::OnSendComplete(RcQp* qp, uint64_t wrId)
 {
+    if (m_netReduce && qp->Config().params->job != m_node->Job().jobId)
+    {
+        m_netReduce->OnSendComplete(qp, wrId); // a contribution acknowledged
+        return;
+    }
     auto a = m_acked.find({qp->Config().remoteNode, wrId});
     if (a == m_acked.end())
     {
@@ -343,6 +373,27 @@ GraphRank::RunCollective(const GraphNode& n, Done done)
     case CollectiveKind::Broadcast:
         RunBroadcast(n, std::move(done));
         break;
+    }
+}
+
+void
+GraphRank::RunNetReduce(uint32_t i, Done done)
+{
+    m_nrReady[m_nrPlace[i]] = [this, i, done = std::move(done)]() {
+        const GraphNode& n = m_me.nodes[i];
+        // The reduction's data and check: iteration 1 + place, operation its group's k-th (the same on every
+        // rank; the iteration apart from the graph's own 0, so that its check is this node's alone).
+        uint32_t it = 1 + m_nrPlace[i];
+        m_netReduce->Start(it, n.sequence, m_nrPlace[i], Elements(n.nbytes), WriteTag{},
+                           [this, it, done]() { done(m_node->CheckOf(it).wrong == 0); });
+    };
+    // in the start order: this one and every later one that was waiting for it
+    for (auto next = m_nrReady.find(m_nrStarted); next != m_nrReady.end(); next = m_nrReady.find(m_nrStarted))
+    {
+        auto start = std::move(next->second);
+        m_nrReady.erase(next);
+        m_nrStarted++;
+        start();
     }
 }
 
@@ -613,6 +664,10 @@ GraphRank::Report(nlohmann::json& out) const
         nodes.push_back({m_me.nodes[i].id, r.start, r.end, r.checked ? nlohmann::json(*r.checked) : nlohmann::json(nullptr)});
     }
     out["graph"] = nodes;
+    if (m_netReduce)
+    {
+        m_netReduce->Report(out); // `netreduce`: its messages and credit waits
+    }
 }
 
 std::unique_ptr<Collective>

@@ -7,6 +7,13 @@
 // every message's immediate names its operation (group, k-th collective, step; or tag and k-th message), so
 // messages of different operations between the same two ranks share their queue pair without mixing.
 // Every communication node's output is checked (gs-graph-data.h) and reported with its start and end.
+// With algo = netreduce (GraphSpec::netReduceJob) every all-reduce of a world group runs through the switches
+// instead: the rank's NetReduce worker (gs-netreduce-worker.cc, of the graph's switch job, on that job's queue
+// pairs) reduces it, its done() ends the node and its own check of every message gives the node's. NetReduce
+// numbers messages as reductions start, so the rank starts them in the order of its topological order (the
+// same on every rank): one that is ready before an earlier one has started waits for it
+// (workers/collectives/in_network.py InNetworkJob).
+// The other collectives, and those of smaller groups, stay on the hosts' algorithms.
 #ifndef GS_GRAPH_RANK_H
 #define GS_GRAPH_RANK_H
 
@@ -63,6 +70,8 @@ class GraphRank : public Collective
     void NextCompute();
     void NodeDone(uint32_t i, bool ok);
     void RunCollective(const GraphNode& n, Done done);
+    /// Node i, which runs through the switches: started by the NetReduce worker in its turn.
+    void RunNetReduce(uint32_t i, Done done);
     void RunRing(const GraphNode& n, Done done);
     void RunAllToAll(const GraphNode& n, Done done);
     void RunBroadcast(const GraphNode& n, Done done);
@@ -96,6 +105,12 @@ class GraphRank : public Collective
     std::map<std::pair<uint32_t, uint64_t>, MsgPtr> m_arrived;                       // (peer, imm)
     std::map<std::pair<uint32_t, uint64_t>, std::function<void(MsgPtr)>> m_expected; // (peer, imm)
     std::map<std::pair<uint32_t, uint64_t>, std::function<void()>> m_acked;          // (peer, wrId)
+    // algo = netreduce
+    static constexpr uint32_t kOnHosts = UINT32_MAX;
+    std::unique_ptr<Collective> m_netReduce;             // the rank's NetReduce worker (null: none)
+    std::vector<uint32_t> m_nrPlace;                     // per node: its place in the start order (kOnHosts: none)
+    uint32_t m_nrStarted = 0;                            // reductions started
+    std::map<uint32_t, std::function<void()>> m_nrReady; // by place: ready, waiting for an earlier one to start
 };
 
 

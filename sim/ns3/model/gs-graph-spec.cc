@@ -33,6 +33,24 @@ CollectiveName(CollectiveKind k)
     return "?";
 }
 
+bool
+RunsInNetwork(const GraphSpec& g, const GraphNode& n)
+{
+    if (!g.netReduceJob || n.kind != GraphNodeKind::Collective || n.collective != CollectiveKind::AllReduce)
+    {
+        return false;
+    }
+    const auto& members = g.groups[n.group].ranks;
+    for (uint32_t i = 0; i < members.size(); i++)
+    {
+        if (members[i] != i)
+        {
+            return false;
+        }
+    }
+    return members.size() == g.ranks.size();
+}
+
 namespace
 {
 
@@ -105,6 +123,16 @@ ParseGraph(ConfigObject g, uint32_t workers)
     {
         spec.faultDoubleAddRank = f->Get<uint32_t>("double_add_rank");
         f->Finish();
+    }
+    if (auto nr = g.Section("netreduce"))
+    {
+        spec.netReduceJob = nr->Get<uint32_t>("job_id");
+        nr->Finish();
+        if (workers < 2)
+        {
+            throw ConfigError(g.Where("netreduce") + ": NetReduce needs at least 2 workers, the job has " +
+                              std::to_string(workers));
+        }
     }
     for (ConfigObject grp : g.Objects("groups"))
     {

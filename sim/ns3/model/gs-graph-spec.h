@@ -74,9 +74,17 @@ struct GraphSpec
     // Fault injection for tests (`faults`, absent: none): this rank adds the first chunk it receives in a
     // reduction twice; the checks must catch it.
     std::optional<uint32_t> faultDoubleAddRank;
+    // algo = netreduce (`netreduce`, absent: the hosts run every collective): every all-reduce of a world group
+    // runs through the switches as NetReduce job `netReduceJob` (its own queue pairs and switch cells, the
+    // job's credits), as workers/collectives/in_network.py runs it on BMv2; RunsInNetwork says which.
+    std::optional<uint32_t> netReduceJob;
     std::vector<GraphGroup> groups;
     std::vector<GraphRankSpec> ranks; // by global rank = the job's worker node id
 };
+
+/// The node runs through the switches: an all-reduce of a group that holds every rank in rank order (a world
+/// group: a member's position is its NetReduce worker number), in a graph with a NetReduce job.
+bool RunsInNetwork(const GraphSpec& g, const GraphNode& n);
 
 /// Parse and check a job's `graph` section for a job of `workers` workers (errors name the section's path).
 GraphSpec ParseGraph(ConfigObject g, uint32_t workers);

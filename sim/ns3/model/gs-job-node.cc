@@ -22,7 +22,7 @@ JobNode::JobNode(GsHost* host, std::shared_ptr<const JobContext> context, uint32
       m_nodeId(nodeId),
       m_role(m_job.nodes[nodeId].role),
       m_onDone(std::move(onDone)),
-      m_qps(m_job.nodes.size(), nullptr)
+      m_qps(m_job.nodes.size() * (m_context->nrQpParams ? 2 : 1), nullptr)
 {
     for (const auto& n : m_job.nodes)
     {
@@ -72,13 +72,35 @@ JobNode::Setup()
 RcQp*
 JobNode::Qp(uint32_t peer, uint32_t initialPsn, bool nrContribution)
 {
-    RcQp*& slot = m_qps.at(peer);
+    return QpIn(m_qps.at(peer), m_context->qpParams, peer, initialPsn, nrContribution);
+}
+
+uint32_t
+JobNode::NetReduceJobId() const
+{
+    return m_context->nrQpParams ? m_context->nrQpParams->job : m_job.jobId;
+}
+
+RcQp*
+JobNode::NetReduceQp(uint32_t peer, uint32_t initialPsn)
+{
+    if (!m_context->nrQpParams)
+    {
+        return Qp(peer, initialPsn, true);
+    }
+    return QpIn(m_qps.at(m_job.nodes.size() + peer), m_context->nrQpParams, peer, initialPsn, true);
+}
+
+RcQp*
+JobNode::QpIn(RcQp*& slot, const std::shared_ptr<const QpParams>& params, uint32_t peer, uint32_t initialPsn,
+              bool nrContribution)
+{
     if (slot != nullptr)
     {
         return slot;
     }
     QpConfig cfg;
-    cfg.params = m_context->qpParams;
+    cfg.params = params;
     cfg.localNode = m_nodeId;
     cfg.remoteNode = peer;
     cfg.localHost = m_context->nodeHosts[m_nodeId];
@@ -550,7 +572,7 @@ JobNode::Result() const
         {
             resp[k] += v;
         }
-        if (qp->Srtt())
+        if (qp->Srtt() && rtt.find(qp->Peer()) == rtt.end()) // the job's own QP's, before a NetReduce job's
         {
             rtt[qp->Peer()] = {{"srtt_ms", *qp->Srtt() * 1e3}, {"rto_ms", qp->Rto() * 1e3}};
         }

@@ -34,11 +34,11 @@ NextPow2(uint32_t x)
 
 } // namespace
 
-NrSwitchJob::NrSwitchJob(GsSwitch* sw, const JobSpec& job, const AggregationRole& role,
+NrSwitchJob::NrSwitchJob(GsSwitch* sw, uint32_t jobId, const JobSpec& job, const AggregationRole& role,
                          const std::vector<uint32_t>& workerHosts, const std::vector<uint32_t>& workerNodes,
                          const WireSizes& wire)
     : m_sw(sw),
-      m_job(job.jobId),
+      m_job(jobId),
       m_role(role),
       m_workerHosts(workerHosts),
       m_n(static_cast<uint32_t>(workerHosts.size())),

@@ -35,8 +35,11 @@ class NrSwitchJob
         uint32_t port = 0;   // port it arrives on
     };
 
-    NrSwitchJob(GsSwitch* sw, const JobSpec& job, const AggregationRole& role, const std::vector<uint32_t>& workerHosts,
-                const std::vector<uint32_t>& workerNodes, const WireSizes& wire);
+    /// The cells of NetReduce job `jobId` (JobSpec::NetReduceJob: the job's own id, or a graph job's switch job)
+    /// for `job`'s workers (its credits and check).
+    NrSwitchJob(GsSwitch* sw, uint32_t jobId, const JobSpec& job, const AggregationRole& role,
+                const std::vector<uint32_t>& workerHosts, const std::vector<uint32_t>& workerNodes,
+                const WireSizes& wire);
 
     uint32_t Job() const
     {

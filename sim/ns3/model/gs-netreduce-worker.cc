@@ -9,6 +9,8 @@
 // does on BMv2): the contribution half is parked, every sum checked as before. When the switch is back (its
 // cells and those of the job's other switches empty), they agree on the next reduction one of them will start
 // and return to the switch from it: the contribution half restarts at that reduction's first PSN.
+// A graph job's world all-reduces (gs-graph-rank.h) run on such a worker too: its own NetReduce job id and queue
+// pairs (JobNode::NetReduceQp), its reductions started by the graph's nodes in the same order on every rank.
 #include "gs-collective.h"
 #include "gs-constants.h"
 #include "gs-job-node.h"
@@ -36,12 +38,12 @@ class NetReduceWorker : public Collective
           m_rank(node->NodeId()),
           m_credits(node->Job().credits)
     {
-        uint32_t job = node->Job().jobId;
+        uint32_t job = node->NetReduceJobId();
         // protocol/netreduce.py JobLayout: every connection of the job starts at this PSN
         m_initialPsn = (job * 0x10000 + 0x100) & 0xFFFFFF & ~(kAggPackets - 1);
         m_rkey = 0x4E520000 | job;
-        m_send = node->Qp((m_rank + 1) % m_n, m_initialPsn, true);
-        m_recv = node->Qp((m_rank + m_n - 1) % m_n, m_initialPsn, true);
+        m_send = node->NetReduceQp((m_rank + 1) % m_n, m_initialPsn);
+        m_recv = node->NetReduceQp((m_rank + m_n - 1) % m_n, m_initialPsn);
     }
 
     void Start(uint32_t it, uint32_t op, uint64_t seq, uint64_t elements, WriteTag tag, std::function<void()> done) override

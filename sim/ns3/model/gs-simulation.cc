@@ -102,6 +102,15 @@ Simulation::BuildFaults()
     {
         return;
     }
+    for (const JobSpec& job : m_c.jobs)
+    {
+        if (job.algo == Algo::Graph && job.NetReduceJob())
+        {
+            throw ConfigError("fault_schedule: job " + std::to_string(job.jobId) + "'s in-network all-reduces "
+                              "(graph.netreduce) run no faults (a graph has no fallback to ring): leave the faults "
+                              "out, or run the graph on the hosts");
+        }
+    }
     FaultNetwork net;
     net.topo = m_topo.get();
     net.hosts = &m_hosts;
@@ -335,7 +344,8 @@ Simulation::BuildJobs()
                 sw->SetDlcp(job.jobId, DlcpJobFeatures{job.dlcp->priority, job.dlcp->drop, job.dlcp->spray});
             }
         }
-        if (job.algo == Algo::NetReduce)
+        std::optional<uint32_t> nrJob = job.NetReduceJob();
+        if (nrJob)
         {
             if (job.transport.mtu != kAggPacketBytes)
             {
@@ -347,7 +357,13 @@ Simulation::BuildJobs()
             {
                 throw ConfigError("jobs[" + std::to_string(j) + "]: a NetReduce job has one worker per host");
             }
-            m_trees[j] = m_topo->Tree(job.jobId, workerHosts);
+            // a graph's switch job has an id of its own (gs-config.cc refuses the graph's), no other job's
+            if (*nrJob != job.jobId && !ids.insert(*nrJob).second)
+            {
+                throw ConfigError("jobs[" + std::to_string(j) + "].graph.netreduce.job_id: job id " +
+                                  std::to_string(*nrJob) + " is used twice");
+            }
+            m_trees[j] = m_topo->Tree(*nrJob, workerHosts);
             std::vector<uint32_t> ranks;
             for (uint32_t r = 0; r < workerHosts.size(); r++)
             {
@@ -361,20 +377,20 @@ Simulation::BuildJobs()
                 }
                 GsSwitch* sw = PeekPointer(m_switches[role.sw - m_topo->Hosts()]);
                 NrSwitchJob* nr = sw->AddNetReduceJob(
-                    std::make_unique<NrSwitchJob>(sw, job, role, workerHosts, ranks, m_c.wire));
+                    std::make_unique<NrSwitchJob>(sw, *nrJob, job, role, workerHosts, ranks, m_c.wire));
                 uint32_t member = 0;
                 for (uint32_t r : role.localRanks)
                 {
                     uint32_t port = m_topo->Attachment(workerHosts[r]).second;
-                    sw->AddMember(port, workerHosts[r], job.jobId, r, nr, member++);
+                    sw->AddMember(port, workerHosts[r], *nrJob, r, nr, member++);
                 }
                 for (size_t c = 0; c < role.children.size(); c++)
                 {
-                    sw->AddMember(role.childPorts[c], role.children[c], job.jobId, 0xFFFFF, nr, member++);
+                    sw->AddMember(role.childPorts[c], role.children[c], *nrJob, 0xFFFFF, nr, member++);
                 }
                 if (role.parent >= 0)
                 {
-                    sw->AddMember(role.parentPort, static_cast<uint32_t>(role.parent), job.jobId, 0xFFFFE, nr, member);
+                    sw->AddMember(role.parentPort, static_cast<uint32_t>(role.parent), *nrJob, 0xFFFFE, nr, member);
                 }
             }
         }
@@ -390,6 +406,14 @@ Simulation::BuildJobs()
         auto context = std::make_shared<JobContext>();
         context->job = job;
         context->nodeHosts = nodeHosts;
+        if (nrJob && *nrJob != job.jobId)
+        {
+            // a graph's switch job: its queue pairs are the NetReduce job's (its id on every packet), apart from
+            // those of the graph's own id, which the switches forward
+            auto nrParams = std::make_shared<QpParams>(*params);
+            nrParams->job = *nrJob;
+            context->nrQpParams = std::move(nrParams);
+        }
         context->qpParams = std::move(params);
         m_finished[j].assign(job.nodes.size(), false);
         m_total += job.nodes.size();
@@ -871,7 +895,8 @@ Simulation::Tables() const
     json trees = json::object();
     for (size_t j = 0; j < m_c.jobs.size(); j++)
     {
-        if (m_c.jobs[j].algo != Algo::NetReduce)
+        std::optional<uint32_t> nrJob = m_c.jobs[j].NetReduceJob();
+        if (!nrJob)
         {
             continue;
         }
@@ -888,7 +913,7 @@ Simulation::Tables() const
                              {"children", children},
                              {"ranks", r.localRanks}});
         }
-        trees[std::to_string(m_c.jobs[j].jobId)] = {{"root", m_topo->Name(m_trees[j].root)}, {"roles", roles}};
+        trees[std::to_string(*nrJob)] = {{"root", m_topo->Name(m_trees[j].root)}, {"roles", roles}};
     }
     out["netreduce_trees"] = trees;
     return out;
