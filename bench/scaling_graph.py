@@ -7,8 +7,8 @@ layer, an all-reduce per DDP bucket depending on the backward node of its last g
 iteration's forward after every all-reduce) run on the simulator's graph engine (gs-graph-rank.cc),
 on the same fat tree at 100 Gb/s with the same emulated V100s, placement and transport. Per point:
 the steady-state iteration (the median of the iterations after the first, each from its first
-forward node's start to the next one's, as the study measures) against the study's own figure in bench/results/scaling.json,
-every output checked by digest. The study's points are single runs (its rings do not depend on the
+forward node's start to the next one's, as the study measures) against the study's own figure in
+bench/results/scaling.json, every output checked by digest. The study's points are single runs (its rings do not depend on the
 ECMP seed, so a repetition gives the same figure): the graph engine's figure is judged within 1 %
 of it. Writes bench/results/scaling-graph.json (table `scaling-graph` in docs/performance.md).
 
