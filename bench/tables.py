@@ -802,15 +802,17 @@ def goodput_fabric_table(results: Path) -> str:
 
 
 def scaling_graph_table(results: Path) -> str:
-    """bench/scaling_graph.py: the scaling study's ring points on the simulator's graph engine against the study's
-    own figures (its training loop)."""
+    """bench/scaling_graph.py: the scaling study's ring and NetReduce points on the simulator's graph engine against
+    the study's own figures (its training loop)."""
     doc = load(results, "scaling-graph.json")
     tol = f"{100 * doc['tolerance']:g} %"
-    rows = [[MODELS.get(r["model"], r["model"]), str(r["workers"]), num(r["iteration_s_study"] * 1000, 3),
-             num(r["iteration_s"] * 1000, 3), f"{r['over_study']:.4f}", "yes" if r["within_tolerance"] else "**no**",
-             "yes" if r["checked"] else "**no**", f"{r['wall_s']:.1f} / {r['wall_s_study']:.1f}"]
+    algos = {"ring": "ring", "netreduce-hier": "NetReduce (hierarchical)"}
+    rows = [[MODELS.get(r["model"], r["model"]), algos[r["algo"]], str(r["workers"]),
+             num(r["iteration_s_study"] * 1000, 3), num(r["iteration_s"] * 1000, 3), f"{r['over_study']:.4f}",
+             "yes" if r["within_tolerance"] else "**no**", "yes" if r["checked"] else "**no**",
+             f"{r['wall_s']:.1f} / {r['wall_s_study']:.1f}"]
             for r in doc["rows"]]
-    return table(["model (ring, fat tree, 100 Gb/s)", "workers", "training loop: iteration ms",
+    return table(["model (fat tree, 100 Gb/s)", "all-reduce", "workers", "training loop: iteration ms",
                   "graph engine: iteration ms", "graph / loop", f"within {tol}", "exact (digest)",
                   "simulator wall s: graph / loop"], rows)
 
