@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.crossval_figure import Figure
+from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
 from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.spec import ExperimentSpec, Topo
 from workload.generators import SEND_RECV, collective_graph, send_recv_graph
@@ -50,25 +51,30 @@ def run_name(topo: str, ranks: int, pattern: str) -> str:
 
 @dataclass(frozen=True)
 class Repetition:
-    """One run of one pattern on one backend: what judging needs of its GraphRunReport."""
+    """One run of one pattern on one backend: what judging needs of its GraphRunReport, and what limited it."""
     seed: int
     job_s: float
     checked: bool
     machine_bound: bool | None
     reason: str | None
+    busiest_link: str | None = None
+    busiest_link_load: float | None = None
+    cpu_idle: float | None = None  # None on ns-3: a simulated run's clock is the model's
 
     @staticmethod
     def of(seed: int, report: GraphRunReport) -> Repetition:
-        return Repetition(seed, report.job_s, report.checked, report.machine_bound, report.machine_bound_reason)
+        return Repetition(seed, report.job_s, report.checked, report.machine_bound, report.machine_bound_reason,
+                          report.busiest_link, report.busiest_link_load, report.cpu_idle)
 
     def to_dict(self) -> dict[str, Any]:
         return {"seed": self.seed, "job_s": self.job_s, "checked": self.checked, "machine_bound": self.machine_bound,
-                "reason": self.reason}
+                "reason": self.reason, "busiest_link": self.busiest_link, "busiest_link_load": self.busiest_link_load,
+                "cpu_idle": self.cpu_idle}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Repetition:
         return Repetition(int(d["seed"]), float(d["job_s"]), bool(d["checked"]), d.get("machine_bound"),
-                          d.get("reason"))
+                          d.get("reason"), d.get("busiest_link"), d.get("busiest_link_load"), d.get("cpu_idle"))
 
 
 def usable(reps: Sequence[Repetition]) -> list[Repetition]:
@@ -128,8 +134,19 @@ class Store:
         self.path = out / "repetitions.json"
         raw: dict[str, dict[str, list[dict[str, Any]]]] = (json.loads(self.path.read_text())
                                                            if self.path.exists() else {})
-        self.runs = {name: {side: [Repetition.from_dict(r) for r in reps] for side, reps in sides.items()}
+        self.runs = {name: {side: [self._complete(out, name, side, Repetition.from_dict(r)) for r in reps]
+                            for side, reps in sides.items()}
                      for name, sides in raw.items()}
+
+    @staticmethod
+    def _complete(out: Path, name: str, side: str, rep: Repetition) -> Repetition:
+        """A repetition kept before its busiest link and idle CPU were: those from its run's own report."""
+        report = out / name / f"{side}-{rep.seed}" / GRAPH_RESULTS
+        if rep.busiest_link is not None or not report.exists():
+            return rep
+        d = json.loads(report.read_text())
+        return replace(rep, busiest_link=d.get("busiest_link"), busiest_link_load=d.get("busiest_link_load"),
+                       cpu_idle=d.get("cpu_idle"))
 
     def has(self, name: str, side: str, seed: int) -> bool:
         return any(r.seed == seed for r in self.runs.get(name, {}).get(side, []))

@@ -536,10 +536,20 @@ def crossval_collectives_table(results: Path, name: str = "crossval-collectives.
     figures = {f["what"]: f for f in cv["figures"]}
     tol = f"{100 * cv['tolerance']:g} %"
 
-    def verdict(f: Json | None) -> str:
+    def verdict(f: Json | None, why: str = "") -> str:
         if f is None or f["within"] is None:
-            return "not judged" + ("" if f is None or f["usable"] else f": under {cv['min_repetitions']} BMv2 runs")
+            return "not judged" + ("" if f is None or f["usable"] else
+                                   f": under {cv['min_repetitions']} BMv2 runs{why}")
         return "yes" if f["within"] else "**no**"
+
+    def limits(reps: list[Json]) -> str:
+        """What the machine-bound BMv2 runs had, where their reports say: busiest link and idle CPU, min-max."""
+        loads = [r["busiest_link_load"] for r in reps if r.get("machine_bound") and r.get("busiest_link_load")]
+        idle = [r["cpu_idle"] for r in reps if r.get("machine_bound") and r.get("cpu_idle") is not None]
+        if not loads or not idle:
+            return ""
+        return (f" (busiest link {100 * min(loads):.0f}-{100 * max(loads):.0f} % loaded, "
+                f"CPU {100 * min(idle):.0f}-{100 * max(idle):.0f} % idle)")
 
     def error(f: Json | None) -> str:
         return f"{100 * f['error']:+.1f} %" if f is not None and f["error"] is not None else "-"
@@ -552,7 +562,7 @@ def crossval_collectives_table(results: Path, name: str = "crossval-collectives.
         span = f" [{num(b['spread_s'][0], 3)}-{num(b['spread_s'][1], 3)}]" if b["spread_s"] else ""
         rows.append([r["topo"], str(r["workers"]), r["pattern"],
                      f"{num(b['median_s'], 3)}{span} ({b['usable']} of {len(b['repetitions'])})", num(s["median_s"], 3),
-                     error(t), verdict(t),
+                     error(t), verdict(t, limits(b["repetitions"])),
                      "-" if ratio is None else f"{num(ratio['bmv2'], 3)} / {num(ratio['ns3'], 3)}",
                      error(ratio), "-" if ratio is None else verdict(ratio)])
     return table(["fabric", "N", "collective", "BMv2 s: median [min-max] (runs not machine-bound of all)", "ns-3 s",

@@ -51,10 +51,12 @@ def repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict
     run_spec, graph, dilation = spec_training_graph(replace(spec, seed=seed), spec.iterations)
     report = run_graph_on(net, run_spec, graph, out / f"{spec.label}-seed{seed}", dilation=dilation)
     assert spec.emulate is not None
-    iteration_s = statistics.median(iteration_times(graph, report.run)[spec.warmup:])  # the emulated cluster's
+    times = iteration_times(graph, report.run)  # the emulated cluster's seconds
+    iteration_s = statistics.median(times[spec.warmup:])
     # With computation the links idle by design: the graph engine judges the machine by its idle CPU alone.
     return {"seed": seed, "iteration_s_real": iteration_s, "samples_per_s_real": spec.workers * spec.emulate.batch /
-            iteration_s, "checked": report.checked, "errors": list(report.errors),
+            iteration_s, "iterations_s_real": list(times), "resent_packets": report.resent_packets,
+            "checked": report.checked, "errors": list(report.errors),
             "busiest_link_load": report.busiest_link_load, "cpu_idle": report.cpu_idle,
             "machine_bound": bool(report.machine_bound), "machine_bound_reason": report.machine_bound_reason}
 

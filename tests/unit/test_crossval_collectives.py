@@ -99,3 +99,39 @@ def test_store_resumes(tmp_path: Path) -> None:
     again = Store(tmp_path)
     assert again.has("rack-n4-all_reduce", "bmv2", 1) and not again.has("rack-n4-all_reduce", "bmv2", 2)
     assert again.runs == store.runs
+
+
+def test_a_kept_repetition_gets_its_busiest_link_and_idle_cpu_from_its_runs_report(tmp_path: Path) -> None:
+    import json
+
+    from bench.tables import crossval_collectives_table
+    from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
+
+    name = "leafspine-n8-all_to_all"
+    kept = {name: {"bmv2": [Repetition(s, 3.5, True, True, "busiest link 73% loaded").to_dict() for s in (1, 2)],
+                   "ns3": [Repetition(1, 3.586, True, None, None).to_dict()]}}
+    for r in kept[name]["bmv2"] + kept[name]["ns3"]:  # as a store written before the fields existed
+        del r["busiest_link"], r["busiest_link_load"], r["cpu_idle"]
+    (tmp_path / "repetitions.json").write_text(json.dumps(kept))
+    for side, seed, load, idle in (("bmv2", 1, 0.73, 0.41), ("bmv2", 2, 0.71, 0.45), ("ns3", 1, 0.996, None)):
+        (tmp_path / name / f"{side}-{seed}").mkdir(parents=True)
+        (tmp_path / name / f"{side}-{seed}" / GRAPH_RESULTS).write_text(json.dumps(
+            {"busiest_link": "leaf1->spine2", "busiest_link_load": load, "cpu_idle": idle}))
+    store = Store(tmp_path)
+    bmv2 = store.runs[name]["bmv2"]
+    assert [(r.busiest_link, r.busiest_link_load, r.cpu_idle) for r in bmv2] == [
+        ("leaf1->spine2", 0.73, 0.41), ("leaf1->spine2", 0.71, 0.45)]
+    assert store.runs[name]["ns3"][0].busiest_link_load == 0.996 and store.runs[name]["ns3"][0].cpu_idle is None
+    # The table says why a pair was not judged: what its machine-bound BMv2 runs had.
+    results = tmp_path / "results"
+    results.mkdir()
+    runs = [{"run": name, "topo": "leafspine", "workers": 8, "pattern": "all_to_all",
+             "bmv2": {"median_s": None, "spread_s": None, "usable": 0, "repetitions": [r.to_dict() for r in bmv2]},
+             "ns3": {"median_s": 3.586, "spread_s": [3.586, 3.586], "usable": 1,
+                     "repetitions": [r.to_dict() for r in store.runs[name]["ns3"]]}}]
+    figures = [{"what": "leafspine N=8 all_to_all (s)", "within": None, "usable": False, "error": None}]
+    (results / "crossval-collectives.json").write_text(json.dumps(
+        {"tolerance": TOLERANCE, "min_repetitions": MIN_REPETITIONS, "figures": figures,
+         "runs": {"collectives": {"runs": runs}}}))
+    assert "not judged: under 3 BMv2 runs (busiest link 71-73 % loaded, CPU 41-45 % idle)" in \
+        crossval_collectives_table(results)
