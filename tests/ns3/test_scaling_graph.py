@@ -1,6 +1,7 @@
 """The scaling study's training job run as an execution graph on the simulator's graph engine
 (bench/scaling_graph.py) iterates at the pace of the simulator's training loop (bench/scaling.py) on the
-same fat tree, with ring all-reduce and with NetReduce in the switches: both engines run now, so a change to either that moves them apart fails here."""
+same fat tree, with ring all-reduce and with NetReduce in the switches: both engines run now, so a change
+to either that moves them apart fails here."""
 
 from __future__ import annotations
 
