@@ -24,6 +24,7 @@ from gradswitch.experiment.results_file import Results
 from roce.qp import Mode
 
 RESULTS = Path(__file__).parent / "results"
+SIMULATED = "simulated (ns-3): the machine's load does not change simulated time"
 
 
 def toolchain(bmv2_log_level: str = "info") -> dict[str, Any]:
@@ -96,6 +97,12 @@ class Limits:
         return {"busiest_link_load": self.busiest_link_load, "cpu_idle": self.cpu_idle,
                 "ideal_link_load": self.ideal_link_load, "switch_cores": self.switch_cores,
                 **self.bottleneck().fields(), "limited_by": self.verdict()}
+
+    @staticmethod
+    def simulated_figures(busiest_link_load: float | None) -> dict[str, Any]:
+        """figures() of a simulated run: its busiest link's load; never machine-bound (its clock is the model's)."""
+        return {**Limits(busiest_link_load, None, SIMULATED).figures(), "machine_bound": False,
+                "machine_bound_reason": None, "limited_by": SIMULATED}
 
     @classmethod
     def of_figures(cls, figures: Mapping[str, Any], links: str = "") -> Limits:

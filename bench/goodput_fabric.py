@@ -32,7 +32,6 @@ from workload.failure_schedule import ElementKind, without
 MODEL = "resnet50"
 ALGO = "ring"
 BATCH = 32  # samples per GPU per iteration (the scaling study's emulated V100s)
-SIMULATED = "simulated (ns-3): the machine's load does not change simulated time"
 
 
 @dataclass(frozen=True)
@@ -96,8 +95,7 @@ def measure(workers: int, label: str, kind: ElementKind | None, element: str, ou
     times = [it["time_s"] for node in nodes for it in node["iterations"]]
     correct = all(it["correct"] for node in nodes for it in node["iterations"])
     load = busiest_link_load(link_usage(topo, result))
-    limits = Limits(load, None, SIMULATED)
-    figures = {**limits.figures(), "machine_bound": False, "machine_bound_reason": None, "limited_by": SIMULATED}
+    figures = Limits.simulated_figures(load)
     run = FabricRun(label, element, str(kind) if kind is not None else "intact", workers, MODEL, ALGO,
                     result.ok() and correct and bool(times), max(times) if times else float("nan"), load, wall,
                     figures, code_version())

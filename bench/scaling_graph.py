@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, save
+from bench.common import RESULTS, Limits, save
 from bench.scaling import MODELS, scaling_spec
 from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.training_graph import spec_training_graph
@@ -57,8 +57,8 @@ def point(model: str, workers: int, earlier: dict[str, Any], out: Path, algo: st
             "within_tolerance": abs(ratio - 1) <= TOLERANCE,
             "samples_per_s": workers * spec.emulate.batch / iteration_s,
             "samples_per_s_study": earlier["samples_per_s"],
-            "checked": report.checked, "errors": list(report.errors), "busiest_link_load": report.busiest_link_load,
-            "wall_s": wall_s, "wall_s_study": earlier["wall_s"]}
+            "checked": report.checked, "errors": list(report.errors), "wall_s": wall_s,
+            "wall_s_study": earlier["wall_s"], **Limits.simulated_figures(report.busiest_link_load)}
 
 
 def main() -> None:

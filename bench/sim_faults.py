@@ -50,7 +50,6 @@ MODEL = "resnet50"
 SCALE = 0.05  # fraction of every layer's size kept (computation and gradients alike)
 RATE_MBPS = 10_000.0  # every link, the emulated cluster's too (a tenth of the scaling study's 100 Gb/s)
 SLOW_FACTOR = 2.0
-SIMULATED = "simulated (ns-3): the machine's load does not change simulated time"
 ASSUMPTION = (f"time to detect is the simulated control plane's fixed delay, the BMv2 controller's measured medians "
               f"(switch {SWITCH_DETECT_S:g} s, link {LINK_DETECT_S:g} s: bench/results/switch-faults.json), not a "
               "measurement; time to recover, iterations lost and throughput are measured in the simulation")
@@ -153,8 +152,7 @@ def measure(spec: ExperimentSpec, fabric: Fabric, case: str, fault: Fault | None
     spans = _spans(nodes)
     exact = all(it["correct"] for n in nodes.values() for it in n["iterations"])
     load = busiest_link_load(link_usage(topo, result))
-    limits = {**Limits(load, None, SIMULATED).figures(), "machine_bound": False, "machine_bound_reason": None,
-              "limited_by": SIMULATED}
+    limits = Limits.simulated_figures(load)
     times = sorted(e - s for s, e in spans)
     row: dict[str, Any] = {"outcome": None, "time_to_detect_s": None, "time_to_recover_s": None,
                            "iterations_lost": None, "throughput_before": None, "throughput_during": None,

@@ -34,7 +34,6 @@ from ns3sim import run as simulate
 from ns3sim.faults import SimFault
 from topology.faults import parse_fault
 
-SIMULATED = "simulated (ns-3): the machine's load does not change simulated time"
 BMV2_RESULTS = ("netreduce-fallback-5mbps.json", "netreduce-fallback-20mbps.json")
 FIGURES = ("fallback_s", "return_s", "before_s", "during_s", "after_s")
 
@@ -104,8 +103,7 @@ def main() -> None:
               + ", ".join(f"{k} {ns3[k]['median']:.3f} s ({r[k]:.2f}x)" for k in FIGURES)
               + (" [BMv2 machine-bound: not a cross-validation]" if case["bmv2_machine_bound"] else ""))
     loads = [r["busiest_link_load"] for c in cases.values() for r in c["runs"]]
-    figures = {**Limits(max(loads), None, SIMULATED).figures(), "machine_bound": False,
-               "machine_bound_reason": None, "limited_by": SIMULATED}
+    figures = Limits.simulated_figures(max(loads))
     path = save("sim-netreduce-fallback", {"code_version": code_version(), "seeds": args.seeds,
                                            "cases": cases, **figures})
     print(f"wrote {path}")

@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, bmv2_option, save, use_bmv2
+from bench.common import RESULTS, Limits, bmv2_option, save, use_bmv2
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.graph_run import run_graph_on
 from gradswitch.experiment.placement import topology_for
@@ -39,6 +39,7 @@ from workload.generators import iteration_times
 SPEC = Path(__file__).parent.parent / "experiments" / "training-speedup.toml"
 MODELS = ("resnet50", "vgg16", "bert-base")
 ALGOS = ("ring", "netreduce")
+LINKS = "idle while the emulated GPUs compute: the machine is judged by its idle CPU"
 
 
 def runs(models: list[str]) -> list[ExperimentSpec]:
@@ -57,8 +58,7 @@ def repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict
     return {"seed": seed, "iteration_s_real": iteration_s, "samples_per_s_real": spec.workers * spec.emulate.batch /
             iteration_s, "iterations_s_real": list(times), "resent_packets": report.resent_packets,
             "checked": report.checked, "errors": list(report.errors),
-            "busiest_link_load": report.busiest_link_load, "cpu_idle": report.cpu_idle,
-            "machine_bound": bool(report.machine_bound), "machine_bound_reason": report.machine_bound_reason}
+            **Limits(None, report.cpu_idle, LINKS).figures(), "busiest_link_load": report.busiest_link_load}
 
 
 def spread(values: list[float]) -> dict[str, float]:

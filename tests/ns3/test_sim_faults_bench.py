@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.sim_faults import CASES, SIMULATED, Fabric, study
+from bench.common import SIMULATED
+from bench.sim_faults import CASES, Fabric, study
 from bench.tables import sim_faults_table
 from ns3sim.faults import SWITCH_DETECT_S
 
