@@ -51,7 +51,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from gradswitch.experiment import results_file, summary_file
 from gradswitch.experiment.compare_traces import COLUMNS as TRACE_COLUMNS
@@ -460,25 +460,38 @@ def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
     return summary_file.write(out_dir / "summary.json", summary)
 
 
+R = TypeVar("R")
+
+
+def _kept_or_run(prefix: str, where: Path, previous: R | None, run_it: Callable[[], R],
+                 errors: tuple[type[Exception], ...], table: Callable[[R], str], durations: list[float],
+                 log: Callable[[str], None], left: int) -> R | str:
+    """A repetition's report: the one a previous compare left complete in `where`, or run now (timed for the
+    ETA, its table logged); the error's line where it could not run."""
+    if previous is not None:
+        log(f"{prefix}: complete in {where}, skipped")
+        return previous
+    log(f"{prefix} ...{_eta(durations, left)}")
+    started = time.monotonic()
+    try:
+        report = run_it()
+    except errors as e:
+        log(f"  failed: {e}")
+        return str(e)
+    finally:
+        durations.append(time.monotonic() - started)
+    log(table(report))
+    return report
+
+
 def _repetition(rep: Repetition, where: Path, run: Runner, reports: dict[str, list[Results]], durations: list[float],
                 prefix: str, log: Callable[[str], None], left: int) -> dict[str, Any]:
     """An ordinary run's repetition, kept from a previous compare (completed_report) or run: its headline."""
-    previous = completed_report(where, rep.spec)
-    if previous is not None:
-        log(f"{prefix}: complete in {where}, skipped")
-        report = previous
-    else:
-        log(f"{prefix} ...{_eta(durations, left)}")
-        started = time.monotonic()
-        try:
-            report = run(rep.spec, where)
-        except ExperimentError as e:
-            log(f"  failed: {e}")
-            return {"median_s": None, "p99_s": None, "ok": False, "iteration_s": None, "samples_per_s_real": None,
-                    "error": str(e), "outcome": str(Outcome.FAILED), "backend": str(rep.spec.backend)}
-        finally:
-            durations.append(time.monotonic() - started)
-        log(format_table(report))
+    report = _kept_or_run(prefix, where, completed_report(where, rep.spec), lambda: run(rep.spec, where),
+                          (ExperimentError,), format_table, durations, log, left)
+    if isinstance(report, str):
+        return {"median_s": None, "p99_s": None, "ok": False, "iteration_s": None, "samples_per_s_real": None,
+                "error": report, "outcome": str(Outcome.FAILED), "backend": str(rep.spec.backend)}
     reports[rep.label].append(report)
     return headline(report)
 
@@ -488,21 +501,12 @@ def _graph_repetition(spec: CompareSpec, rep: Repetition, where: Path, run: Grap
                       log: Callable[[str], None], left: int) -> dict[str, Any]:
     """A trace run's repetition, kept from a previous compare (completed_graph_report) or run: its headline."""
     graph = spec.graph_of(rep.run)
-    previous = completed_graph_report(where, rep.spec, graph)
-    if previous is not None:
-        log(f"{prefix}: complete in {where}, skipped")
-        report = previous
-    else:
-        log(f"{prefix} ...{_eta(durations, left)}")
-        started = time.monotonic()
-        try:
-            report = run_graph_repetition(rep.spec, graph, where, run)
-        except (ExperimentError, GraphError, SimError) as e:
-            log(f"  failed: {e}")
-            return cast(dict[str, Any], failed_headline(rep.spec, str(e)))
-        finally:
-            durations.append(time.monotonic() - started)
-        log(format_graph_table(report, str(rep.spec.backend)))
+    report = _kept_or_run(prefix, where, completed_graph_report(where, rep.spec, graph),
+                          lambda: run_graph_repetition(rep.spec, graph, where, run),
+                          (ExperimentError, GraphError, SimError),
+                          lambda r: format_graph_table(r, str(rep.spec.backend)), durations, log, left)
+    if isinstance(report, str):
+        return cast(dict[str, Any], failed_headline(rep.spec, report))
     reports[rep.label].append(report)
     return cast(dict[str, Any], graph_headline(report, rep.spec, graph))
 

@@ -34,6 +34,7 @@ from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placement import Placement, job_config, place, topology_for
 from gradswitch.experiment.report import interrupting
+from gradswitch.experiment.results_file import read_json
 from gradswitch.experiment.runner import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrder
 from gradswitch.experiment.supervisor import Progress, run_nodes
@@ -178,12 +179,7 @@ class GraphReportError(ValueError):
 def read_graph_report(path: Path) -> GraphRunReport:
     """The report a graph run wrote (graph-results.json); GraphReportError, one line, when it is missing or not
     one this code reads."""
-    try:
-        raw = json.loads(path.read_text())
-    except OSError as e:
-        raise GraphReportError(f"{path}: cannot read it ({e.strerror})") from None
-    except ValueError as e:
-        raise GraphReportError(f"{path}: not JSON ({e})") from None
+    raw = read_json(path, GraphReportError)
     try:
         if not isinstance(raw, dict):
             raise ValueError("not a JSON object")

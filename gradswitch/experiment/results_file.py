@@ -393,12 +393,16 @@ def parse(raw: object, where: Path | str = "results.json") -> Results:
     return cast(Results, raw)
 
 
+def read_json(path: Path, error: type[ValueError]) -> Any:
+    """A JSON file's value; `error` (one line naming the file) when it is missing or not JSON."""
+    try:
+        return json.loads(path.read_text())
+    except OSError as e:
+        raise error(f"{path}: cannot read it ({e.strerror})") from None
+    except ValueError as e:
+        raise error(f"{path}: not JSON ({e})") from None
+
+
 def read(path: Path) -> Results:
     """Read a results.json; ResultsFileError (one line) when it is missing, not JSON or of an unknown format."""
-    try:
-        raw = json.loads(path.read_text())
-    except OSError as e:
-        raise ResultsFileError(f"{path}: cannot read it ({e.strerror})") from None
-    except ValueError as e:
-        raise ResultsFileError(f"{path}: not JSON ({e})") from None
-    return parse(raw, path)
+    return parse(read_json(path, ResultsFileError), path)
