@@ -10,8 +10,10 @@ loop notices a little later. Communication nodes start when noticed ready and en
 (workers/collectives) has received everything and had every write acknowledged; any number run at once.
 
 A finished operation's output goes to the runtime, which checks it when the host has nothing better to
-do: while the emulated GPU computes (at least BACKGROUND_SLACK_S more) and no communication is in
-progress, as the training path checks its sums, or after the graph.
+do: while the emulated GPU computes and no communication is in progress, as the training path checks its
+sums, and only a check expected to end BACKGROUND_SLACK_S before the computation does (a host busy past it
+would notice the next communication late, and a late member stalls a whole collective); the rest after the
+graph.
 
 `GraphScheduler` is the timing logic alone, driven through a `Runtime` (a clock, a way to let the
 transport run, operations to start, outputs to keep, host work to do); tests drive it on a simulated
@@ -30,7 +32,8 @@ from workload.gradients import Int32Array
 from workload.graph import ComputeNode, Node, RankGraph, topological_order
 
 POLL_S = 0.01  # longest single wait for packets
-BACKGROUND_SLACK_S = 0.02  # host work (output checks) only when the emulated GPU is busy at least this long
+BACKGROUND_SLACK_S = 0.02  # host work (output checks) ends at least this long before the emulated GPU's computation
+FIRST_S_PER_VALUE = 1e-8  # a first check's guessed cost per value (measured: 2-3 ns here, idle; more when loaded)
 
 OpRun = Generator[Wait, None, Int32Array]
 
@@ -47,8 +50,24 @@ class Runtime(Protocol):
     def finish(self, node: Node, output: Int32Array) -> None:
         """A communication node ended with this output (to be checked)."""
 
-    def background(self) -> bool:
-        """Do one piece of host work (check an output); False when there is none."""
+    def background(self, budget_s: float) -> bool:
+        """Do one piece of host work (check an output) expected to take at most budget_s; False when there is
+        none that fits."""
+
+
+@dataclass
+class CheckCost:
+    """What checking an output costs on this host, per value made or compared (every member's input and the
+    output): learnt from the checks done, the last one's rate but never under half the estimate before it (one
+    fast check on an idle moment does not make the next one look cheap)."""
+
+    per_value_s: float = FIRST_S_PER_VALUE
+
+    def estimate_s(self, values: int) -> float:
+        return values * self.per_value_s
+
+    def record(self, values: int, seconds: float) -> None:
+        self.per_value_s = max(seconds / max(1, values), self.per_value_s / 2)
 
 
 @dataclass(frozen=True)
@@ -144,7 +163,7 @@ class GraphScheduler:
                 busy = [f"node {i}" for i in sorted(running)] + ([f"node {gpu[0].id} (compute)"] if gpu else [])
                 raise TimeoutError(f"{self.rank.where()}: the graph took over {self.timeout:.1f} s; still running: "
                                    f"{', '.join(busy) or 'nothing (a dependency never ended)'}")
-            if gpu is not None and not running and gpu[2] - now > BACKGROUND_SLACK_S and rt.background():
+            if gpu is not None and not running and rt.background(gpu[2] - now - BACKGROUND_SLACK_S):
                 continue
             what = ", ".join(f"node {i}" for i in sorted(running)) or "the emulated GPU"
             rt.wait(POLL_S if gpu is None else max(0.0, min(POLL_S, gpu[2] - now)), what)

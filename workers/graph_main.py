@@ -15,6 +15,7 @@ hears every job's packets; the runtime steps them all.
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import time
 import traceback
@@ -29,7 +30,7 @@ from workers.collectives.executor import execute
 from workers.collectives.in_network import InNetworkJob, job_order, runs_in_network
 from workers.collectives.ops import Op, ops_of
 from workers.comm import Comm
-from workers.graph_engine import GraphScheduler, OpRun, Span
+from workers.graph_engine import CheckCost, GraphScheduler, OpRun, Span
 from workers.graph_job import GraphJob, write_timing
 from workers.main import linger
 from workers.netreduce import NetReduceWorker
@@ -50,6 +51,7 @@ class HostRuntime:
         self.switched = switched or {}
         self.others = list({id(j.worker.comm): j.worker.comm for j, _ in self.switched.values()}.values())
         self.pending: list[tuple[int, Int32Array]] = []
+        self.cost = CheckCost()
         self.wrong: dict[int, tuple[int, int]] = {}
 
     def now(self) -> float:
@@ -71,13 +73,18 @@ class HostRuntime:
     def finish(self, node: Node, output: Int32Array) -> None:
         self.pending.append((node.id, output))
 
-    def background(self) -> bool:
-        """Check one finished operation's output against its definition, every element."""
-        if not self.pending:
-            return False
-        nid, output = self.pending.pop(0)
-        self.wrong[nid] = (wrong_elements(output, self.ops[nid].expected(self.seed)), len(output))
-        return True
+    def background(self, budget_s: float = math.inf) -> bool:
+        """Check a finished operation's output against its definition, every element: the first whose check is
+        expected to take at most budget_s."""
+        for i, (nid, output) in enumerate(self.pending):
+            values = self.ops[nid].check_values()
+            if self.cost.estimate_s(values) <= budget_s:
+                del self.pending[i]
+                began = time.monotonic()
+                self.wrong[nid] = (wrong_elements(output, self.ops[nid].expected(self.seed)), len(output))
+                self.cost.record(values, time.monotonic() - began)
+                return True
+        return False
 
 
 def prepare(comm: Comm, ops: dict[int, Op], skip: frozenset[int] = frozenset()) -> dict[int, MemoryRegion]:

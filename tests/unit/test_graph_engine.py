@@ -16,7 +16,7 @@ from workers.collectives.data import expected, input_of
 from workers.collectives.ops import Op, ops_of
 from workers.collectives.schedule import Schedule, chunk_bounds
 from workers.comm import Wait
-from workers.graph_engine import GraphScheduler
+from workers.graph_engine import FIRST_S_PER_VALUE, CheckCost, GraphScheduler
 from workload.broadcast_chain import chunks_of
 from workload.collective_bounds import collective_bound_s
 from workload.gradients import Int32Array
@@ -155,6 +155,28 @@ def test_inputs_differ_and_repeat() -> None:
     assert int(np.abs(x).max()) <= 1 << 15
 
 
+def test_inputs_are_the_affine_sequence() -> None:
+    """input_of's uint32 arithmetic gives the documented sequence, (i x step + start) mod 2^16 - 2^15, computed
+    here with Python integers (the index times the step passes 2^32 at these lengths: wrap-around included)."""
+    import hashlib
+
+    for seed, op, rank, n in ((1, "c/world/0", 0, 1), (7, "s/0-1/3/2", 5, 4099), (2, "c/tp/9", 3, 2_000_003)):
+        h = int.from_bytes(hashlib.blake2b(f"{seed}/{op}/{rank}".encode(), digest_size=8).digest(), "big")
+        step, start = 2 * (h % 9973) + 1, (h >> 20) % (1 << 16)
+        x = input_of(seed, op, rank, n)
+        assert x.dtype == np.int32 and len(x) == n
+        for i in sorted({0, n // 3, n // 2, n - 1}):
+            assert int(x[i]) == (i * step + start) % (1 << 16) - (1 << 15), (op, i)
+
+
+def test_sums_are_exact_at_the_extremes() -> None:
+    """Every member at -2^15 (or 2^15 - 1): the all-reduce and reduce-scatter sums are exact in int32."""
+    for v in (-(1 << 15), (1 << 15) - 1):
+        inputs = [np.full(6, v, dtype=np.int32) for _ in range(1 << 10)]
+        assert expected(CollectiveKind.ALL_REDUCE, inputs, 0).tolist() == [v << 10] * 6
+        assert expected(CollectiveKind.REDUCE_SCATTER, inputs[:3], 2).tolist() == [3 * v] * 2
+
+
 @pytest.mark.parametrize("kind", [k for k in CollectiveKind if k != CollectiveKind.BROADCAST])
 def test_bytes_sent_meet_the_bound(kind: CollectiveKind) -> None:
     """Each member of the ring and pairwise algorithms sends exactly what the link-rate bound counts:
@@ -189,9 +211,10 @@ def test_ops_numbered_alike_on_every_rank() -> None:
 class Clock:
     """A runtime on a simulated clock: each wait advances it; an operation ends `comm_s` after it starts."""
 
-    def __init__(self, comm_s: float) -> None:
+    def __init__(self, comm_s: float, work_s: float = 0.005) -> None:
         self.t = 100.0
         self.comm_s = comm_s
+        self.work_s = work_s  # what one piece of host work (a check) takes
         self.started: dict[int, float] = {}
         self.outputs: list[tuple[int, float, int]] = []  # (node, when, its output's first value)
         self.checked: list[float] = []  # when each piece of host work ran
@@ -211,12 +234,12 @@ class Clock:
     def finish(self, node: Node, output: Int32Array) -> None:
         self.outputs.append((node.id, self.t, int(output[0])))
 
-    def background(self) -> bool:
-        """One unit of host work (0.005 s of the clock) per finished output not yet looked at."""
-        if len(self.checked) == len(self.outputs):
+    def background(self, budget_s: float) -> bool:
+        """One piece of host work (work_s of the clock) per finished output not yet looked at, if it fits."""
+        if len(self.checked) == len(self.outputs) or budget_s < self.work_s:
             return False
         self.checked.append(self.t)
-        self.t += 0.005
+        self.t += self.work_s
         return True
 
 
@@ -269,3 +292,29 @@ def test_outputs_checked_only_while_the_gpu_computes_alone() -> None:
     spans = GraphScheduler(rank, clock, dilation=1.0, timeout=60).run()
     assert [(n, v) for n, _, v in clock.outputs] == [(2, 2), (4, 4)]
     assert len(clock.checked) == 1 and spans[2].end <= clock.checked[0] < spans[3].end - 0.02
+
+
+def test_a_check_longer_than_the_computation_waits() -> None:
+    """The same graph with checks of 1.69 s: B's does not fit in what is left of C when B ends (1.7 s) with
+    BACKGROUND_SLACK_S to spare, so no check runs while the graph runs (a host busy past C's end would start D
+    late); with 1.6 s, it does."""
+    coll = CollectiveNode(2, "B", CollectiveKind.ALL_REDUCE, "world", 4, (1,))
+    last = CollectiveNode(4, "D", CollectiveKind.ALL_REDUCE, "world", 4, (3,))
+    rank = RankGraph(0, (ComputeNode(1, "A", 0.1), coll, ComputeNode(3, "C", 2.0, (1,)), last))
+    for work_s, during in ((1.69, 0), (1.6, 1)):
+        clock = Clock(comm_s=0.3, work_s=work_s)
+        spans = GraphScheduler(rank, clock, dilation=1.0, timeout=60).run()
+        assert len(clock.checked) == during
+        assert spans[4].start == pytest.approx(spans[3].end, abs=0.011)  # D starts when C ends either way
+
+
+def test_check_cost_is_learnt() -> None:
+    """A first guess; then the last check's rate, but never under half the estimate before it."""
+    cost = CheckCost()
+    assert cost.estimate_s(1_000_000) == pytest.approx(1_000_000 * FIRST_S_PER_VALUE)
+    cost.record(1_000_000, 0.002)  # 2 ns a value: the estimate halves, no more
+    assert cost.per_value_s == pytest.approx(FIRST_S_PER_VALUE / 2)
+    cost.record(1_000_000, 0.002)
+    assert cost.per_value_s == pytest.approx(FIRST_S_PER_VALUE / 4)
+    cost.record(100, 0.001)  # a slow one (a loaded machine) counts at once
+    assert cost.per_value_s == pytest.approx(1e-5)

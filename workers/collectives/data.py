@@ -28,13 +28,30 @@ def elements_of(nbytes: int) -> int:
 
 def input_of(seed: int, op: str, rank: int, elements: int) -> Int32Array:
     """Rank `rank`'s input to operation `op` (an OpKey's text): a different affine sequence per
-    (seed, op, rank), modulo VALUE_RANGE, centred on 0."""
+    (seed, op, rank), modulo VALUE_RANGE, centred on 0: (i x step + start) mod 2^16 - 2^15.
+
+    Computed in uint32, whose wrap-around leaves the residue mod 2^16 intact, with a mask for the
+    modulo: an order of magnitude faster than int64 arithmetic (a rank makes its input as the
+    operation starts, while its other operations' packets wait, and checks every member's)."""
     digest = hashlib.blake2b(f"{seed}/{op}/{rank}".encode(), digest_size=8).digest()
     h = int.from_bytes(digest, "big")
     step = 2 * (h % 9973) + 1
     start = (h >> 20) % VALUE_RANGE
-    values = (np.arange(elements, dtype=np.int64) * step + start) % VALUE_RANGE - VALUE_RANGE // 2
-    return values.astype(np.int32)
+    values = np.arange(elements, dtype=np.uint32)
+    values *= np.uint32(step)
+    values += np.uint32(start)
+    values &= np.uint32(VALUE_RANGE - 1)
+    out: Int32Array = values.view(np.int32)
+    out -= VALUE_RANGE // 2
+    return out
+
+
+def _sum(parts: Sequence[Int32Array]) -> Int32Array:
+    """Element-wise sum, exact in int32: values within +-2^15 over at most 2^16 members."""
+    out = np.array(parts[0], dtype=np.int32)
+    for x in parts[1:]:
+        out += x
+    return out
 
 
 def expected(kind: CollectiveKind, inputs: Sequence[Int32Array], p: int, root: int = 0) -> Int32Array:
@@ -43,12 +60,10 @@ def expected(kind: CollectiveKind, inputs: Sequence[Int32Array], p: int, root: i
     n = len(inputs)
     out: Int32Array
     if kind == CollectiveKind.ALL_REDUCE:
-        out = np.stack(inputs).astype(np.int64).sum(axis=0).astype(np.int32)
-        return out
+        return _sum(inputs)
     if kind == CollectiveKind.REDUCE_SCATTER:
         lo, hi = chunk_bounds(len(inputs[0]), n)[p]
-        out = np.stack([x[lo:hi] for x in inputs]).astype(np.int64).sum(axis=0).astype(np.int32)
-        return out
+        return _sum([x[lo:hi] for x in inputs])
     if kind == CollectiveKind.ALL_GATHER:
         return np.concatenate(list(inputs)).astype(np.int32)
     if kind == CollectiveKind.ALL_TO_ALL:

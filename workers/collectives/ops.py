@@ -73,6 +73,12 @@ class Op:
         p = self.position if position is None else position
         return input_of(seed, self.key, self.members[p], self.elements)
 
+    def check_values(self) -> int:
+        """Values expected() makes and a check compares: every member's input (a receive: the sender's), and
+        the output."""
+        made = self.elements * (1 if self.kind in ("send", "recv") else len(self.members))
+        return made + self.elements
+
     def expected(self, seed: int) -> Int32Array:
         """What this rank's output must be."""
         if self.kind == "recv":
