@@ -17,6 +17,7 @@ and its outcome: `check_failed` where an output was wrong, `failed` where a rank
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Collection, Sequence
@@ -145,6 +146,18 @@ def failed_headline(spec: ExperimentSpec, error: str) -> Headline:
 # ---- a repetition's directory: run, and kept ----
 
 
+def file_digest(path: Path) -> str:
+    """The file's SHA-256, hex; read once while its size and modification time stay the same (a compare keys
+    every repetition of every run by its traces: a thousand ranks' files are not read again each time)."""
+    st = path.stat()
+    return _digest(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 @dataclass(frozen=True)
 class GraphRunKey:
     """What a repetition's directory ran (graph-run-key.json): the spec and its trace files' SHA-256 (file name ->
@@ -158,7 +171,7 @@ class GraphRunKey:
         assert spec.workload_et is not None
         prefix = Path(spec.workload_et)
         files = [*trace_files(prefix), *([groups_path(prefix)] if groups_path(prefix).exists() else [])]
-        return cls(spec_json(spec), {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files})
+        return cls(spec_json(spec), {p.name: file_digest(p) for p in files})
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": KEY_FORMAT, "spec": self.spec, "traces": self.traces}

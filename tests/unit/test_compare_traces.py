@@ -276,3 +276,22 @@ def test_a_headline_from_the_report_read_back(tmp_path):
     assert head["worst_ratio_to_bound"] == max(k.worst_ratio for k in report.by_kind)
     short = graph_headline(replace(back, run=GraphRun(back.run.nodes[:-1])), spec, graph)
     assert short["outcome"] == str(Outcome.FAILED) and "error" in short
+
+
+def test_a_trace_file_is_hashed_once_while_it_stays_the_same(tmp_path):
+    """file_digest reads a file again only when its size or modification time changed."""
+    import hashlib
+    import os
+
+    from gradswitch.experiment.compare_traces import _digest, file_digest
+
+    f = tmp_path / "t.0.et"
+    f.write_bytes(b"a" * 100)
+    first = file_digest(f)
+    hits = _digest.cache_info().hits
+    assert file_digest(f) == first == hashlib.sha256(b"a" * 100).hexdigest()
+    assert _digest.cache_info().hits == hits + 1
+    f.write_bytes(b"b" * 100)  # the same size: its modification time tells
+    st = f.stat()
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert file_digest(f) == hashlib.sha256(b"b" * 100).hexdigest()
