@@ -1,14 +1,15 @@
 """bench.crossval's `collectives` part: every collective of the graph engines, BMv2 against ns-3.
 
 One graph per collective (workload.generators: ring all-reduce as the reference, ring reduce-scatter and
-all-gather, pairwise all-to-all, pipelined broadcast, send/recv to the next rank) at N = 4 and 8 on the rack
-and the 2x2 leaf-spine, each run on BMv2 (the hosts' graph engine, one network per topology and N) and on ns-3
+all-gather, pairwise all-to-all, pipelined broadcast, send/recv to the next rank; and NetReduce's, in the
+switches, of every collective both backends' switches run: `all_reduce-netreduce`, ...) at N = 4 and 8 on the
+rack and the 2x2 leaf-spine, each run on BMv2 (the hosts' graph engine, one network per topology and N) and on ns-3
 (the simulator's graph engine) through gradswitch.experiment.graph_experiment.run_graph_spec with the same
 job, the simulator given the testbed's costs exactly as bench.crossval.simulated sets them. Each BMv2 run is
 repeated (seed, seed + 1, ...); its figure is the median of the repetitions that were not machine-bound (a
 pair with fewer than MIN_REPETITIONS is not judged, and the table says so); the simulator runs the same seeds.
 Per pair: the graph's time (its makespan), and each collective's time over ring all-reduce's on the same fabric
-and backend, within TOLERANCE.
+and backend (NetReduce's: over the ring's of the same collective), within TOLERANCE.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from bench.crossval_figure import Figure
 from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
 from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.spec import ExperimentSpec, Topo
+from ns3sim.graph_run import IN_NETWORK as SIM_IN_NETWORK
+from workers.collectives.in_network import IN_NETWORK
 from workload.generators import SEND_RECV, collective_graph, send_recv_graph
 from workload.graph import CollectiveKind, JobGraph
+from workload.job import Algorithm
 
 REFERENCE = CollectiveKind.ALL_REDUCE.value
 # What the graph engines run, the reference first (send/recv: each rank to the next one, both at once).
@@ -34,10 +38,30 @@ PATTERNS: tuple[str, ...] = (REFERENCE, CollectiveKind.REDUCE_SCATTER.value, Col
 # The buffer S: 1 MiB at 8 Mb/s is 0.8-1.9 s at the bound per collective (tests/mininet/test_graph_bmv2.py's
 # size: at 256 KiB fixed costs left the links 70 % loaded). All-gather's nbytes is a rank's shard, S / N.
 DEFAULT_NBYTES = 1 << 20
+IN_SWITCHES = "-netreduce"  # a pattern's suffix: the collective run by the switches (algo = netreduce)
+
+
+def in_network_patterns() -> tuple[str, ...]:
+    """The collectives both backends' switches run, as patterns (`all_reduce-netreduce`, ...)."""
+    return tuple(f"{k.value}{IN_SWITCHES}" for k in IN_NETWORK if k in SIM_IN_NETWORK)
+
+
+def every_pattern() -> tuple[str, ...]:
+    return PATTERNS + in_network_patterns()
+
+
+def host_pattern(pattern: str) -> str:
+    """The pattern the hosts run for the same collective (itself for a host pattern)."""
+    return pattern.removesuffix(IN_SWITCHES)
+
+
+def pattern_algo(pattern: str) -> Algorithm:
+    return Algorithm.NETREDUCE if pattern.endswith(IN_SWITCHES) else Algorithm.RING
 
 
 def pattern_graph(pattern: str, ranks: int, nbytes: int) -> JobGraph:
     """One collective (or send/recv) on `ranks`, of the buffer `nbytes` (all-gather: output `nbytes`)."""
+    pattern = host_pattern(pattern)
     if pattern == SEND_RECV:
         return send_recv_graph(ranks, nbytes, name=f"{SEND_RECV}-n{ranks}")
     kind = CollectiveKind(pattern)
@@ -112,6 +136,17 @@ def judge(runs: dict[str, dict[str, list[Repetition]]], topos: Sequence[str], wo
                 b, s, ok = times[pattern]
                 figures.append(Figure(f"{topo} N={n} {pattern} / {REFERENCE}", _ratio(b, rb), _ratio(s, rs),
                                       ok and rok))
+            for pattern in in_network_patterns():
+                sides = runs.get(run_name(topo, n, pattern), {})
+                if not sides:
+                    continue  # not measured (a store from before the switches ran it)
+                bmv2, ns3 = sides.get("bmv2", []), sides.get("ns3", [])
+                b, s = median_time(bmv2), median_time(ns3)
+                ok = len(usable(bmv2)) >= min_repetitions and bool(usable(ns3))
+                figures.append(Figure(f"{topo} N={n} {pattern} (s)", b, s, ok))
+                hb, hs, hok = times[host_pattern(pattern)]
+                figures.append(Figure(f"{topo} N={n} {pattern} / {host_pattern(pattern)}", _ratio(b, hb),
+                                      _ratio(s, hs), ok and hok))
     return figures
 
 
@@ -195,42 +230,44 @@ def run_fabric(plan: Plan, topo: str, n: int, store: Store, out: Path, log: Call
     from gradswitch.testbed import Testbed
     from mininet_topos.network import NetworkOptions
 
-    graphs = {p: pattern_graph(p, n, plan.nbytes) for p in PATTERNS}
+    patterns = every_pattern()
+    graphs = {p: pattern_graph(p, n, plan.nbytes) for p in patterns}
     base = bmv2_spec(topo, n, plan.bw_mbps, 1)
     seeds = range(1, plan.repeat + 1)
 
     def simulate(pattern: str, seed: int) -> None:
         name = run_name(topo, n, pattern)
         if not store.has(name, "ns3", seed):
-            report = run_graph_spec(plan.simulated(replace(base, seed=seed), plan.costs), graphs[pattern],
-                                    out / name / f"ns3-{seed}")
+            spec = replace(base, seed=seed, algo=pattern_algo(pattern))
+            report = run_graph_spec(plan.simulated(spec, plan.costs), graphs[pattern], out / name / f"ns3-{seed}")
             store.add(name, "ns3", Repetition.of(seed, report))
             log(f"[ns3] {name} seed {seed}: {report.job_s:.3f} s, exact {report.checked}")
 
     def short(pattern: str) -> bool:
         return len(usable(store.runs.get(run_name(topo, n, pattern), {}).get("bmv2", []))) < plan.min_repetitions
 
-    for pattern in PATTERNS:
+    for pattern in patterns:
         for seed in seeds:
             simulate(pattern, seed)
-    todo = [(p, s) for p in PATTERNS for s in seeds if not store.has(run_name(topo, n, p), "bmv2", s)]
-    if not todo and not any(short(p) for p in PATTERNS):
+    todo = [(p, s) for p in patterns for s in seeds if not store.has(run_name(topo, n, p), "bmv2", s)]
+    if not todo and not any(short(p) for p in patterns):
         return
     with Testbed(topology_for(base), NetworkOptions(run_dir=(out / f"net-{topo}-n{n}").resolve())) as net:
         def once(pattern: str, seed: int) -> None:
             name = run_name(topo, n, pattern)
-            report = run_graph_on(net, replace(base, seed=seed), graphs[pattern], out / name / f"bmv2-{seed}")
+            report = run_graph_on(net, replace(base, seed=seed, algo=pattern_algo(pattern)), graphs[pattern],
+                                  out / name / f"bmv2-{seed}")
             store.add(name, "bmv2", Repetition.of(seed, report))
             log(f"[bmv2] {name} seed {seed}: {report.job_s:.3f} s, exact {report.checked}, "
                 f"machine-bound {report.machine_bound} ({report.machine_bound_reason})")
             simulate(pattern, seed)
 
         for seed in seeds:  # seeds outermost: a pattern's repetitions spread over the network's life
-            for pattern in PATTERNS:
+            for pattern in patterns:
                 if (pattern, seed) in todo:
                     once(pattern, seed)
         for seed in range(plan.repeat + 1, plan.repeat + plan.extra + 1):
-            for pattern in PATTERNS:
+            for pattern in patterns:
                 if short(pattern) and not store.has(run_name(topo, n, pattern), "bmv2", seed):
                     once(pattern, seed)
 
@@ -240,9 +277,11 @@ def rows(store: Store, topos: Sequence[str], workers: Sequence[int]) -> list[dic
     out = []
     for topo in topos:
         for n in workers:
-            for pattern in PATTERNS:
+            for pattern in every_pattern():
                 name = run_name(topo, n, pattern)
                 sides = store.runs.get(name, {})
+                if pattern not in PATTERNS and not sides:
+                    continue  # not measured (a store from before the switches ran it)
                 out.append({"run": name, "topo": topo, "workers": n, "pattern": pattern,
                             **{side: {"median_s": median_time(sides.get(side, [])),
                                       "spread_s": spread(sides.get(side, [])),

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.crossval_collectives import IN_SWITCHES
 from gradswitch.experiment.bottleneck import TARGET_CPU_IDLE, judge
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -531,7 +532,8 @@ def crossval_rankings_table(results: Path, name: str = "crossval.json") -> str:
 
 def crossval_collectives_table(results: Path, name: str = "crossval-collectives.json") -> str:
     """bench.crossval's collectives part: per fabric, N and collective the graph's time on both backends (BMv2:
-    median [min-max] of the exact runs not machine-bound, how many of all) and its time over ring all-reduce's."""
+    median [min-max] of the exact runs not machine-bound, how many of all) and its time over ring all-reduce's (a
+    collective in the switches, `...-netreduce`: over the ring's of the same collective)."""
     cv = load(results, name)
     figures = {f["what"]: f for f in cv["figures"]}
     tol = f"{100 * cv['tolerance']:g} %"
@@ -558,7 +560,8 @@ def crossval_collectives_table(results: Path, name: str = "crossval-collectives.
     for r in cv["runs"]["collectives"]["runs"]:
         b, s = r["bmv2"], r["ns3"]
         key = f"{r['topo']} N={r['workers']} {r['pattern']}"
-        t, ratio = figures.get(f"{key} (s)"), figures.get(f"{key} / all_reduce")
+        over = r["pattern"].removesuffix(IN_SWITCHES) if r["pattern"].endswith(IN_SWITCHES) else "all_reduce"
+        t, ratio = figures.get(f"{key} (s)"), figures.get(f"{key} / {over}")
         span = f" [{num(b['spread_s'][0], 3)}-{num(b['spread_s'][1], 3)}]" if b["spread_s"] else ""
         rows.append([r["topo"], str(r["workers"]), r["pattern"],
                      f"{num(b['median_s'], 3)}{span} ({b['usable']} of {len(b['repetitions'])})", num(s["median_s"], 3),

@@ -1,6 +1,6 @@
-"""Pairs of bench.crossval's collectives part (it runs them all): reduce-scatter and all-to-all at N = 4 on the
-rack, the same graph and job on BMv2 at 8 Mb/s and on ns-3 with the testbed's measured costs, each exact and
-the graph's time within bench.crossval's 10 %."""
+"""Pairs of bench.crossval's collectives part (it runs them all): reduce-scatter, all-to-all and NetReduce's
+all-reduce (in the switches of both backends) at N = 4 on the rack, the same graph and job on BMv2 at 8 Mb/s
+and on ns-3 with the testbed's measured costs, each exact and the graph's time within bench.crossval's 10 %."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.crossval import DEFAULT_BW_MBPS, simulated
-from bench.crossval_collectives import bmv2_spec, pattern_graph
+from bench.crossval_collectives import bmv2_spec, pattern_algo, pattern_graph
 from bench.crossval_figure import TOLERANCE
 from bench.testbed_costs import load_costs, measured_with
 from gradswitch.experiment.graph_experiment import run_graph_spec
@@ -23,7 +23,7 @@ from mininet_topos.network import NetworkOptions
 pytestmark = [pytest.mark.mininet, pytest.mark.ns3]
 
 BMV2_ATTEMPTS = 3
-PATTERNS = ("reduce_scatter", "all_to_all")
+PATTERNS = ("reduce_scatter", "all_to_all", "all_reduce-netreduce")
 
 
 def test_collectives_on_bmv2_and_on_ns3_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -40,7 +40,8 @@ def test_collectives_on_bmv2_and_on_ns3_agree(tmp_path: Path, monkeypatch: pytes
             # compare a run the links limited, and fail only if none of a few was.
             reasons = []
             for attempt in range(BMV2_ATTEMPTS):
-                report = run_graph_on(net, replace(spec, seed=1 + attempt), graph, tmp_path / f"{pattern}-{attempt}")
+                report = run_graph_on(net, replace(spec, seed=1 + attempt, algo=pattern_algo(pattern)), graph,
+                                      tmp_path / f"{pattern}-{attempt}")
                 assert report.checked, report.errors
                 if not report.machine_bound:
                     measured[pattern] = report
@@ -50,11 +51,12 @@ def test_collectives_on_bmv2_and_on_ns3_agree(tmp_path: Path, monkeypatch: pytes
                 pytest.fail(f"{pattern}: every BMv2 run was machine-bound (is something else using the CPU?): "
                             f"{reasons}")
     for pattern, testbed in measured.items():
-        twin = simulated(replace(spec, seed=1), costs)
+        twin = simulated(replace(spec, seed=1, algo=pattern_algo(pattern)), costs)
         assert twin.sim.switch_delay_us > 0 and twin.sim.link_delay_us == 0 and twin.sim.shaped_links
         model = run_graph_spec(twin, pattern_graph(pattern, 4, 1 << 20), tmp_path / f"{pattern}-ns3")
         assert model.checked, model.errors
         assert model.hosts == testbed.hosts
+        assert {c.algorithm for c in model.collectives} == {c.algorithm for c in testbed.collectives}
         error = model.job_s / testbed.job_s - 1
         print(f"{pattern}: BMv2 {testbed.job_s:.3f} s, ns-3 {model.job_s:.3f} s ({error:+.1%})")
         assert abs(error) <= TOLERANCE, (pattern, testbed.job_s, model.job_s)

@@ -7,7 +7,17 @@ from pathlib import Path
 import pytest
 
 from bench.crossval import table
-from bench.crossval_collectives import PATTERNS, REFERENCE, Repetition, Store, judge, pattern_graph
+from bench.crossval_collectives import (
+    PATTERNS,
+    REFERENCE,
+    Repetition,
+    Store,
+    host_pattern,
+    in_network_patterns,
+    judge,
+    pattern_algo,
+    pattern_graph,
+)
 from bench.crossval_figure import MIN_REPETITIONS, TOLERANCE, Figure
 from workload.generators import SEND_RECV
 from workload.graph import CollectiveKind, CollectiveNode, SendNode
@@ -90,6 +100,29 @@ def test_tolerance_edge() -> None:
     f = by_what(judge(all_runs(bmv2, ns3), ["rack"], [4], MIN_REPETITIONS))
     assert f["rack N=4 all_reduce (s)"].within is True
     assert f["rack N=4 all_gather (s)"].within is False
+
+
+def test_collectives_in_the_switches_over_the_rings_of_the_same_collective() -> None:
+    """`all_reduce-netreduce` (and every collective both backends' switches run): its own time on both backends,
+    and its time over the ring's of the same collective; the same graph as the ring's, run with algo netreduce."""
+    from ns3sim.graph_run import IN_NETWORK as SIM_IN_NETWORK
+    from workload.job import Algorithm
+
+    nr = in_network_patterns()
+    assert "all_reduce-netreduce" in nr
+    assert {host_pattern(p) for p in nr} == {k.value for k in SIM_IN_NETWORK}
+    assert pattern_algo("all_reduce-netreduce") == Algorithm.NETREDUCE and pattern_algo("all_reduce") == Algorithm.RING
+    assert pattern_graph("all_reduce-netreduce", 4, 1 << 20) == pattern_graph("all_reduce", 4, 1 << 20)
+    bmv2 = {p: reps(2.0, 2.0, 2.0) for p in PATTERNS} | {p: reps(1.2, 1.3, 1.4) for p in nr}
+    ns3 = {p: reps(2.0, 2.0, 2.0) for p in PATTERNS} | {p: reps(1.3, 1.3, 1.3) for p in nr}
+    runs = {f"rack-n4-{p}": {"bmv2": bmv2[p], "ns3": ns3[p]} for p in (*PATTERNS, *nr)}
+    f = by_what(judge(runs, ["rack"], [4], MIN_REPETITIONS))
+    assert f["rack N=4 all_reduce-netreduce (s)"].bmv2 == pytest.approx(1.3)
+    ratio = f["rack N=4 all_reduce-netreduce / all_reduce"]
+    assert ratio.bmv2 == pytest.approx(0.65) and ratio.ns3 == pytest.approx(0.65) and ratio.within is True
+    assert len(f) == 2 * len(PATTERNS) - 1 + 2 * len(nr)
+    # a store from before the switches ran them: the host patterns alone, as before
+    assert len(judge(all_runs(bmv2, ns3), ["rack"], [4], MIN_REPETITIONS)) == 2 * len(PATTERNS) - 1
 
 
 def test_store_resumes(tmp_path: Path) -> None:
