@@ -361,7 +361,7 @@ class ExperimentSpec:
         need(not (self.workload == "train-digits" and self.dtype != DType.FLOAT32),
              "workload = 'train-digits' trains a float model: set dtype = float32")
         if self.workload == "train-digits":
-            from workers.digits_job import DIGITS_EXTRA, digits_available
+            from workload.digits import DIGITS_EXTRA, digits_available
 
             need(digits_available(), f"workload = 'train-digits': {DIGITS_EXTRA}")
         need(not (self.dlcp.lossy or self.dlcp.spray) or self.transport == Mode.SR,
