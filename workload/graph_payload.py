@@ -9,9 +9,12 @@ worker's gradient; the hosts only (BMv2): the simulator's ranks compute no model
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
+
+from workload.worker_result import WorkerResult
 
 
 class PayloadKind(str, Enum):
@@ -36,6 +39,16 @@ class TrainingOutcome:
         """The digest every rank's model has, or None when they differ (or there is none)."""
         digests = set(self.model_digests.values())
         return digests.pop() if len(digests) == 1 else None
+
+    @classmethod
+    def of(cls, results: Mapping[int, WorkerResult]) -> TrainingOutcome:
+        """From the ranks' results (their iteration records and digests), over the iterations every rank
+        recorded."""
+        records = [r["iterations"] for r in results.values()]
+        done = min((len(its) for its in records), default=0)
+        return cls(tuple(min(its[i]["extra"]["accuracy"] for its in records) for i in range(done)),
+                   tuple(max(its[i]["extra"]["loss"] for its in records) for i in range(done)),
+                   {rank: r["model_digest"] for rank, r in sorted(results.items()) if "model_digest" in r})
 
     def to_dict(self) -> dict[str, Any]:
         return {"accuracy": list(self.accuracy), "loss": list(self.loss),
