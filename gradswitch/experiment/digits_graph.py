@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from gradswitch.experiment.graph_experiment import run_graph_spec
-from gradswitch.experiment.graph_run import GraphRunReport
+from gradswitch.experiment.graph_run import GraphRunReport, run_graph_on
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
+from gradswitch.testbed import Testbed
 from workload.generators import digits_graph
 from workload.graph import JobGraph
 from workload.graph_payload import PayloadKind
@@ -25,9 +26,19 @@ def spec_digits_graph(spec: ExperimentSpec) -> JobGraph:
     return digits_graph(spec.workers, spec.iterations, name=spec.label)
 
 
-def run_digits_graph(spec: ExperimentSpec, out_dir: Path) -> GraphRunReport:
-    """Run the spec (engine = graph) on BMv2; the report is also out_dir/graph-results.json."""
+def _checked(spec: ExperimentSpec) -> ExperimentSpec:
     spec.validate()
     if spec.engine != Engine.GRAPH:
         raise ExperimentError(f"{spec.label}: engine = {spec.engine}: the iteration loop runs it (runner.py)")
-    return run_graph_spec(spec, spec_digits_graph(spec), out_dir, PayloadKind.DIGITS)
+    return spec
+
+
+def run_digits_graph(spec: ExperimentSpec, out_dir: Path) -> GraphRunReport:
+    """Run the spec (engine = graph) on a BMv2 network of its own; the report is also out_dir/graph-results.json,
+    its timeline beside it."""
+    return run_graph_spec(_checked(spec), spec_digits_graph(spec), out_dir, PayloadKind.DIGITS)
+
+
+def run_digits_graph_on(net: Testbed, spec: ExperimentSpec, out_dir: Path) -> GraphRunReport:
+    """Run the spec (engine = graph) on the running network `net`; the report is also out_dir/graph-results.json."""
+    return run_graph_on(net, _checked(spec), spec_digits_graph(spec), out_dir, payload=PayloadKind.DIGITS)
