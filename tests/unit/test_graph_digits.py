@@ -147,3 +147,77 @@ def test_a_wrong_sum_is_caught_and_so_is_the_model_it_leaves(tmp_path: Path, mon
         assert [it["correct"] for it in results[r]["iterations"]] == [True, True, False]
         assert "it1" not in results[r]["error"] and "it2.all_reduce" in results[r]["error"]
     assert [n.checked for n in run.nodes if n.rank == 0 and n.kind == "collective"] == [True, True, False]
+
+
+class LockstepClock:
+    """Rank 0's scheduler on a simulated clock, the other ranks played alongside in lockstep: an all-reduce takes
+    `comm_s`, its output the sum of every rank's input (their sources'), and every rank's source hears it end; the
+    host work is rank 0's checks, as graph_main's runtime does them."""
+
+    def __init__(self, sources: list[DigitsData], ops: dict[int, Any], comm_s: float) -> None:
+        self.t, self.comm_s, self.sources, self.ops = 0.0, comm_s, sources, ops
+        self.pending: list[tuple[int, Any]] = []
+        self.checks: list[tuple[float, bool]] = []  # when each check ran, and whether it passed
+
+    def now(self) -> float:
+        return self.t
+
+    def wait(self, max_wait: float, what: str) -> None:
+        self.t += max(max_wait, 1e-4)
+
+    def start(self, node: Any) -> Any:
+        op = self.ops[node.id]
+        total = np.sum([s.input(op).astype(np.int64) for s in self.sources], axis=0).astype(np.int32)
+        end = self.t + self.comm_s
+        yield lambda: self.t >= end
+        return total
+
+    def finish(self, node: Any, output: Any) -> None:
+        for s in self.sources:
+            s.finished(self.ops[node.id], output)
+        self.pending.append((node.id, output))
+
+    def background(self) -> bool:
+        if not self.pending:
+            return False
+        nid, output = self.pending.pop(0)
+        self.checks.append((self.t, bool(np.array_equal(self.sources[0].expected(self.ops[nid]), output))))
+        return True
+
+
+def reference_digest(cfg: JobConfig) -> str:
+    """train-digits without any network or engine: every worker's gradient, fixed point, summed, averaged, applied."""
+    from workload.digits import Minibatches, Model
+    from workload.floats import FixedPoint
+
+    n = len(cfg.workers)
+    batches, model, fixed = Minibatches(cfg.seed, n), Model.initial(cfg.seed), FixedPoint(cfg.fixed_point_bits, n)
+    for _ in range(cfg.iterations):
+        grads = [np.concatenate(batches.gradients(model, r)[0]) for r in range(n)]
+        total = np.sum([fixed.encode(g)[0].astype(np.int64) for g in grads], axis=0).astype(np.int32)
+        mean = fixed.decode(total) / n
+        model.step(np.split(mean, np.cumsum([t.elements for t in digits_profile().tensors])[:-1]))
+    return model.digest()
+
+
+def test_on_a_simulated_clock_checks_run_while_the_gradient_computes_and_the_model_is_the_reference() -> None:
+    """4 ranks, 4 iterations, each gradient 50 ms at dilation 1: the scheduler applies each sum before the next
+    gradient is drawn (the source's model moves on), checks the previous sum during the next computation, every
+    check passes, and the model is the one plain numpy training gives."""
+    from workers.graph_engine import GraphScheduler
+
+    cfg = digits_job(4, 4)
+    graph = digits_graph(4, 4, compute_s=0.05)
+    ops = ops_of(graph, 0)
+    sources = [DigitsData(cfg, r, ops_of(graph, r)) for r in range(4)]
+    clock = LockstepClock(sources, ops, comm_s=0.02)
+    spans = GraphScheduler(graph.ranks[0], clock, dilation=1.0, timeout=60).run()
+    gradient_spans = [spans[n.id] for n in graph.ranks[0].nodes if isinstance(n, ComputeNode)]
+    checked_during = [t for t, _ in clock.checks if any(s.start <= t < s.end for s in gradient_spans)]
+    assert len(checked_during) == 3  # iterations 0-2's, each during the next gradient; the last one's is left
+    while clock.background():
+        pass
+    assert [ok for _, ok in clock.checks] == [True] * 4
+    report = sources[0].report()
+    assert [it["correct"] for it in report.iterations] == [True] * 4
+    assert {s.report().extra["model_digest"] for s in sources} == {reference_digest(cfg)}
