@@ -14,13 +14,14 @@ from pathlib import Path
 
 from workload.chakra import read_traces, write_traces
 from workload.chakra.reader import rank_ranges
-from workload.generators import SEND_RECV, collective_graph, send_recv_graph, training_graph, training_job
+from workload.generators import SEND_RECV, collective_graph, digits_graph, send_recv_graph, training_graph, training_job
 from workload.gradients import compute_profile, workload_names
 from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, GraphError, JobGraph, SendNode, node_kind
 from workload.job import Device, Emulation, Precision, Scheduling, Sync
 
 MIB = 1 << 20
 COLLECTIVE_CHOICES = [k.value for k in CollectiveKind] + [SEND_RECV]
+DIGITS = "train-digits"  # the digits MLP (workload/digits.py): its graph, workload.generators.digits_graph
 AddCommand = Callable[[object, str, str, str, list[str]], argparse.ArgumentParser]
 
 EXPORT_DESCRIPTION = (
@@ -36,6 +37,7 @@ EXPORT_EXAMPLES = [
     "gradswitch export-et --collective send_recv --size 1MiB --workers 4 --repeat 3 --out traces/p2p",
     "gradswitch export-et --workload resnet50 --workers 8 --iterations 2 --out traces/resnet50",
     "gradswitch export-et --workload bert-base --workers 16 --scheduling priority --device a100 --out traces/bert",
+    "gradswitch export-et --workload train-digits --workers 4 --iterations 10 --out traces/digits",
 ]
 CHECK_DESCRIPTION = (
     "Read a Chakra execution trace (DIR/PREFIX.{rank}.et for ranks 0..N-1, and DIR/PREFIX.groups.json "
@@ -56,8 +58,9 @@ def add_commands(sub: object, add_command: AddCommand, size: Callable[[str], int
     what = p.add_mutually_exclusive_group()
     what.add_argument("--collective", choices=COLLECTIVE_CHOICES, help="one collective (or send_recv) on every rank")
     trainable = [w for w in workload_names() if (c := compute_profile(w)) is not None and c.calibrations]
-    what.add_argument("--workload", choices=trainable, help="the data-parallel training job of a model profile "
-                      "(those with a calibrated computation, docs/training.md)")
+    what.add_argument("--workload", choices=[*trainable, DIGITS], help="the data-parallel training job of a model "
+                      f"profile (those with a calibrated computation, docs/training.md), or {DIGITS}'s graph (its "
+                      "sizes and order; a trace carries no gradients: synthetic data on a run)")
     p.add_argument("--workers", type=int, help="ranks of the trace (required)")
     p.add_argument("--out", type=Path, metavar="DIR/PREFIX", help="write DIR/PREFIX.{rank}.et (required)")
     g = p.add_argument_group("--collective")
@@ -101,6 +104,8 @@ def generated(args: argparse.Namespace) -> JobGraph:
     if args.collective is not None:
         return collective_graph(CollectiveKind(args.collective), args.workers, args.size, args.repeat,
                                 args.compute_us * 1e-6, args.root, name)
+    if args.workload == DIGITS:
+        return digits_graph(args.workers, args.iterations, name=name)
     for option in ("bucket_mb", "partition_mb"):
         if not getattr(args, option) > 0:
             raise GraphError(f"--{option.replace('_', '-')} {getattr(args, option)}: give more than 0 MiB")

@@ -1,6 +1,7 @@
 """A real (small) training job whose gradients go through the switches.
 
-Workload "train-digits": an MLP (64 -> HIDDEN -> 10, ReLU, softmax) learns scikit-learn's
+Workload "train-digits": an MLP (64 -> HIDDEN -> 10, ReLU, softmax; workload/digits.py, which the graph engine's
+run of the same job shares, workers/graph_digits.py) learns scikit-learn's
 digits data set (1797 8x8 images, shipped with the package). Every worker holds a shard of
 the training set; each iteration it computes the gradient of a minibatch with numpy, sends
 it as int32 fixed point through the chosen all-reduce (ring, PS or NetReduce, through BMv2),
@@ -25,10 +26,8 @@ would be dropped anyway.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -37,92 +36,12 @@ from protocol.netreduce import MESSAGE_ELEMENTS
 from workers.comm import Comm
 from workers.netreduce_quorum import PartialSums
 from workers.slowdown import Slowdown, run_dir_of, stretch
+from workload.digits import BATCH, FloatArray, Minibatches, Model
 from workload.encoding import AllReduce, Encoder, IterationCheck, job_profile
-from workload.gradients import DIGITS_MLP, digits_profile
+from workload.gradients import digits_profile
 from workload.records import CheckKind, IterationRecord, WrongResult, crash_if_asked
 
-INPUTS, HIDDEN, CLASSES = DIGITS_MLP
 SLOW_POLL_S = 0.01  # a slow worker's longest single wait for packets while it 'computes'
-BATCH = 32
-LEARNING_RATE = 0.5
-TEST_FRACTION = 0.25
-FloatArray = npt.NDArray[np.float64]
-
-
-@dataclass
-class Model:
-    w1: FloatArray
-    b1: FloatArray
-    w2: FloatArray
-    b2: FloatArray
-
-    @classmethod
-    def initial(cls, seed: int) -> Model:
-        rng = np.random.default_rng(seed)
-        return cls(rng.normal(0, 0.1, (INPUTS, HIDDEN)), np.zeros(HIDDEN), rng.normal(0, 0.1, (HIDDEN, CLASSES)),
-                   np.zeros(CLASSES))
-
-    def tensors(self) -> list[FloatArray]:
-        return [self.w1, self.b1, self.w2, self.b2]
-
-    def copy(self) -> Model:
-        return Model(self.w1.copy(), self.b1.copy(), self.w2.copy(), self.b2.copy())
-
-    def forward(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
-        h = np.maximum(0.0, x @ self.w1 + self.b1)
-        logits = h @ self.w2 + self.b2
-        logits -= logits.max(axis=1, keepdims=True)
-        p = np.exp(logits)
-        return h, p / p.sum(axis=1, keepdims=True)
-
-    def gradients(self, x: FloatArray, y: npt.NDArray[np.int64]) -> tuple[list[FloatArray], float]:
-        h, p = self.forward(x)
-        loss = float(-np.mean(np.log(p[np.arange(len(y)), y] + 1e-12)))
-        d = p.copy()
-        d[np.arange(len(y)), y] -= 1
-        d /= len(y)
-        gw2 = h.T @ d
-        gb2 = d.sum(axis=0)
-        dh = (d @ self.w2.T) * (h > 0)
-        return [x.T @ dh, dh.sum(axis=0), gw2, gb2], loss
-
-    def accuracy(self, x: FloatArray, y: npt.NDArray[np.int64]) -> float:
-        return float(np.mean(self.forward(x)[1].argmax(axis=1) == y))
-
-    def digest(self) -> str:
-        """A digest of the parameters: equal on two workers exactly when their models are identical."""
-        h = hashlib.sha256()
-        for t in self.tensors():
-            h.update(np.ascontiguousarray(t).tobytes())
-        return h.hexdigest()[:16]
-
-
-DIGITS_EXTRA = "the digits data set needs scikit-learn: pip install 'gradswitch[digits]'"
-
-
-def digits_available() -> bool:
-    """Whether the digits data set's scikit-learn is installed (the `digits` extra)."""
-    import importlib.util
-
-    return importlib.util.find_spec("sklearn") is not None
-
-
-def require_digits() -> None:
-    """Refuse, in one line saying what to install, when the digits data set's scikit-learn is missing."""
-    if not digits_available():
-        raise SystemExit(f"error: {DIGITS_EXTRA}")
-
-
-def data(seed: int) -> tuple[FloatArray, npt.NDArray[np.int64], FloatArray, npt.NDArray[np.int64]]:
-    require_digits()
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    x = digits.data.astype(np.float64) / 16.0
-    y = digits.target.astype(np.int64)
-    order = np.random.default_rng(seed).permutation(len(y))
-    split = int(len(y) * (1 - TEST_FRACTION))
-    return x[order[:split]], y[order[:split]], x[order[split:]], y[order[split:]]
 
 
 class TrainLoop:
@@ -142,10 +61,8 @@ class TrainLoop:
         ranks = [w.node_id for w in self.cfg.workers]
         self.rank = ranks.index(comm.me.node_id)
         self.n = len(ranks)
-        x, y, self.x_test, self.y_test = data(self.cfg.seed)
         # every worker's shard and minibatch draws, so that this worker can compute their gradients too
-        self.shards = [(x[r :: self.n], y[r :: self.n]) for r in range(self.n)]
-        self.draws = [np.random.default_rng(self.cfg.seed * 1000 + r) for r in range(self.n)]
+        self.batches = Minibatches(self.cfg.seed, self.n)
         self.model = Model.initial(self.cfg.seed)
         self.compute_s = self._minibatch_s()  # what a slow worker's factor stretches
         self.largest_op = max(t.elements for t in self.profile.tensors)
@@ -157,7 +74,7 @@ class TrainLoop:
     def _minibatch_s(self, tries: int = 5) -> float:
         """One minibatch's gradient, timed warm (the fastest of a few, after one untimed: the first call pays for
         numpy's first use, tens of ms, which stretched by a factor would be a stall, not a slow worker)."""
-        x, y = self.shards[self.rank]
+        x, y = self.batches.shards[self.rank]
         model = self.model.copy()
         model.gradients(x[:BATCH], y[:BATCH])
         best = float("inf")
@@ -194,15 +111,11 @@ class TrainLoop:
     def _gradients(self, model: Model, r: int) -> tuple[list[FloatArray], float]:
         """Worker r's gradients of this iteration (its next minibatch) on `model`, flat, in
         back-propagation order (the profile's), and its minibatch loss."""
-        x, y = self.shards[r]
-        batch = self.draws[r].choice(len(y), size=min(BATCH, len(y)), replace=False)
-        grads, loss = model.gradients(x[batch], y[batch])
-        return [g.ravel() for g in reversed(grads)], loss
+        return self.batches.gradients(model, r)
 
     def run(self, progress: Callable[[int], None] = lambda i: None) -> list[IterationRecord]:
         records = self.records  # the iterations completed so far (kept when the run fails)
         train_s = 0.0  # wall time of the iterations so far (checks and evaluation excluded)
-        shapes = [t.shape for t in reversed(self.model.tensors())]
         for it in range(self.cfg.iterations):
             start = time.monotonic()
             before = self.model.copy()  # the parameters this iteration's gradients come from
@@ -218,9 +131,7 @@ class TrainLoop:
             self.comm.drain()
             comm_s = time.monotonic() - comm_start
             means = [self.encoder.decode(r) / h.sum(axis=0) for r, h in zip(reduced, held, strict=True)]
-            updates = [m.reshape(shape) for m, shape in zip(means, shapes, strict=True)]
-            for tensor, update in zip(self.model.tensors(), reversed(updates), strict=True):
-                tensor -= LEARNING_RATE * update
+            self.model.step(means)
             end = time.monotonic()
             train_s += end - start
             # The check, outside the iteration's time: every worker's gradient on the same parameters.
@@ -233,7 +144,7 @@ class TrainLoop:
             full = [sum(g[index] for g in grads) / self.n for index in range(len(reduced))]  # the mean of all N
             error = float(np.sqrt(sum(np.sum((m - f) ** 2) for m, f in zip(means, full, strict=True))
                                   / max(sum(np.sum(f**2) for f in full), 1e-300)))
-            extra = {"accuracy": self.model.accuracy(self.x_test, self.y_test), "loss": loss,
+            extra = {"accuracy": self.batches.accuracy(self.model), "loss": loss,
                      "zero_filled_packets": float(self.comm.zero_filled - zero_before),
                      "relative_error": check.relative_error, "comm_s": comm_s, "train_s": train_s,
                      "gradient_error": error, "overtaken": float(self.overtaken),

@@ -1,7 +1,8 @@
 """What a graph run's host processes read (RUN_DIR/job<N>.json) and what each writes back
 (RUN_DIR/graph-<rank>.json): the transport's settings as a JobConfig (rank r is node r), the job's
 execution graphs, the run's dilation, and the NetReduce job of each collective type the switches run
-(workers/collectives/in_network.py; none when the hosts run everything); back, the rank's node timings."""
+(workers/collectives/in_network.py; none when the hosts run everything), and what its communication carries
+(workload/graph_payload.py: synthetic data, or the digits MLP's gradients); back, the rank's node timings."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from workload.graph import CollectiveKind, JobGraph, from_dict, to_dict
+from workload.graph_payload import PayloadKind
 from workload.graph_timing import GraphRun
 from workload.job import JobConfig
 
@@ -21,17 +23,20 @@ class GraphJob:
     graph: JobGraph
     dilation: float = 1.0  # clock seconds per emulated second (compute waits are stretched by it)
     in_network: dict[CollectiveKind, int] = field(default_factory=dict)  # collective type -> its NetReduce job
+    payload: PayloadKind = PayloadKind.SYNTHETIC  # what the communication nodes carry (workers/graph_data.py)
 
     def to_json(self) -> str:
         return json.dumps({"job": json.loads(self.job.to_json()), "graph": to_dict(self.graph),
                            "dilation": self.dilation,
-                           "in_network": {k.value: j for k, j in self.in_network.items()}}, indent=1)
+                           "in_network": {k.value: j for k, j in self.in_network.items()},
+                           "payload": self.payload.value}, indent=1)
 
     @classmethod
     def from_json(cls, text: str) -> GraphJob:
         raw: dict[str, Any] = json.loads(text)
         return cls(JobConfig.from_json(json.dumps(raw["job"])), from_dict(raw["graph"]), float(raw["dilation"]),
-                   {CollectiveKind(k): int(j) for k, j in raw.get("in_network", {}).items()})
+                   {CollectiveKind(k): int(j) for k, j in raw.get("in_network", {}).items()},
+                   PayloadKind(raw.get("payload", PayloadKind.SYNTHETIC.value)))
 
     def save(self, path: Path) -> None:
         path.write_text(self.to_json())

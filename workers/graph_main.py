@@ -3,9 +3,11 @@
 The same life as workers/main.py's nodes (ready, the runner's go, done, lingering, result-<rank>.json,
 the abort file), running the rank's execution graph (workers/graph_engine.py) instead of iterations.
 Every memory region and queue pair the rank's operations use exists before it says ready, so a fast
-peer's first write never finds a region missing. After the graph, every communication node's output is
-compared, element by element, with what its operation defines (workers/collectives/data.py), and the
-rank writes its node timings, in seconds of the emulated cluster from the go, to graph-<rank>.json.
+peer's first write never finds a region missing. What the operations carry comes from the job's data source
+(workers/graph_data.py: synthetic data from the seed, or the digits MLP's real gradients); every communication
+node's output is compared, element by element, with what the source says it must be (while the emulated GPU
+computes, or after the graph), and the rank writes its node timings, in seconds of the emulated cluster from the
+go, to graph-<rank>.json; its result holds what the source reports (per-iteration records, a model's digest).
 
 A job whose switches run some collectives (GraphJob.in_network, workers/collectives/in_network.py) gives the
 rank one more Comm per NetReduce job, on the same engine (each job its own QPs, with its own job id), and
@@ -30,8 +32,10 @@ from workers.collectives.executor import execute
 from workers.collectives.in_network import InNetworkJob, job_order, runs_in_network
 from workers.collectives.ops import Op, ops_of
 from workers.comm import Comm
+from workers.graph_data import DataSource, SourceReport
 from workers.graph_engine import CheckCost, GraphScheduler, OpRun, Span
 from workers.graph_job import GraphJob, write_timing
+from workers.graph_sources import data_source
 from workers.main import linger
 from workers.netreduce import NetReduceWorker
 from workload.gradients import Int32Array
@@ -41,13 +45,13 @@ from workload.worker_result import WorkerResult, worker_result, write
 
 
 class HostRuntime:
-    """The scheduler's runtime on a host: the monotonic clock, the transport, the rank's operations, and
-    the checks of their outputs (`wrong`: per node checked, its wrong elements out of its length).
-    `switched`: the nodes the switches run, each with its NetReduce job and its place in that job's order."""
+    """The scheduler's runtime on a host: the monotonic clock, the transport, the rank's operations, what they
+    carry (`source`), and the checks of their outputs (`wrong`: per node checked, its wrong elements out of its
+    length). `switched`: the nodes the switches run, each with its NetReduce job and its place in that job's order."""
 
-    def __init__(self, comm: Comm, ops: dict[int, Op], regions: dict[int, MemoryRegion], seed: int,
+    def __init__(self, comm: Comm, ops: dict[int, Op], regions: dict[int, MemoryRegion], source: DataSource,
                  switched: dict[int, tuple[InNetworkJob, int]] | None = None) -> None:
-        self.comm, self.ops, self.regions, self.seed = comm, ops, regions, seed
+        self.comm, self.ops, self.regions, self.source = comm, ops, regions, source
         self.switched = switched or {}
         self.others = list({id(j.worker.comm): j.worker.comm for j, _ in self.switched.values()}.values())
         self.pending: list[tuple[int, Int32Array]] = []
@@ -67,10 +71,11 @@ class HostRuntime:
         if node.id in self.switched:
             job, place = self.switched[node.id]
             assert op.collective is not None
-            return job.run(place, op.collective, op.input(self.seed))
-        return execute(self.comm, op, self.regions[node.id], op.input(self.seed))
+            return job.run(place, op.collective, self.source.input(op))
+        return execute(self.comm, op, self.regions[node.id], self.source.input(op))
 
     def finish(self, node: Node, output: Int32Array) -> None:
+        self.source.finished(self.ops[node.id], output)
         self.pending.append((node.id, output))
 
     def background(self, budget_s: float = math.inf) -> bool:
@@ -81,7 +86,7 @@ class HostRuntime:
             if self.cost.estimate_s(values) <= budget_s:
                 del self.pending[i]
                 began = time.monotonic()
-                self.wrong[nid] = (wrong_elements(output, self.ops[nid].expected(self.seed)), len(output))
+                self.wrong[nid] = (wrong_elements(output, self.source.expected(self.ops[nid])), len(output))
                 self.cost.record(values, time.monotonic() - began)
                 return True
         return False
@@ -167,8 +172,10 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
     ok, check_failed = False, False
     error: str | None = None
     trace: str | None = None
+    source: DataSource | None = None
     try:
         ops = ops_of(job.graph, rank)
+        source = data_source(job.payload, cfg, rank, ops)
         switched = in_network(job, rank, comm)
         regions = prepare(comm, ops, frozenset(switched))
         engine.resolve_peers(cfg.start_timeout / 3)
@@ -178,7 +185,7 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         t0 = time.monotonic()
         with contextlib.suppress(ValueError):  # the runner's stamp: one clock for every rank of the machine
             t0 = min(t0, float(go.read_text()))
-        runtime = HostRuntime(comm, ops, regions, cfg.seed, switched)
+        runtime = HostRuntime(comm, ops, regions, source, switched)
         spans = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout).run()
         nodes, wrong = timings(job, rank, spans, runtime, t0)
         write_timing(run_dir, rank, GraphRun(tuple(nodes)))
@@ -195,7 +202,9 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
     finally:
         stats = merged_stats([comm, *{id(j.worker.comm): j.worker.comm for j, _ in switched.values()}.values()])
         engine.close()
-    result = worker_result(rank, me.host, str(me.role), ok, [], stats, None, error, trace, check_failed)
+    report = source.report() if source is not None else SourceReport()  # what it did, also of a failed run
+    result = worker_result(rank, me.host, str(me.role), ok, report.iterations, stats, report.extra, error, trace,
+                           check_failed)
     write(run_dir, result)
     return result
 

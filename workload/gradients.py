@@ -45,7 +45,7 @@ class Profile:
         return sum(t.elements for t in self.tensors)
 
 
-DIGITS_MLP = (64, 128, 10)  # train-digits: the widths of the MLP workers/digits_job.py trains
+DIGITS_MLP = (64, 128, 10)  # train-digits: the widths of the MLP workload/digits.py defines
 
 
 def digits_profile() -> Profile:

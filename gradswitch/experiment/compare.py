@@ -72,7 +72,15 @@ from gradswitch.experiment.plots import plot_compare, plot_figures, plot_learnin
 from gradswitch.experiment.report import format_table
 from gradswitch.experiment.results_file import Outcome, Results
 from gradswitch.experiment.runner import run_experiment
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, read_toml, same_spec, spec_from_dict
+from gradswitch.experiment.spec import (
+    Engine,
+    ExperimentError,
+    ExperimentSpec,
+    SpecError,
+    read_toml,
+    same_spec,
+    spec_from_dict,
+)
 from gradswitch.experiment.summary_file import CompareExit, Summary
 from gradswitch.shipped_specs import shipped_spec
 from ns3sim import SimError
@@ -215,6 +223,10 @@ def load_spec(path: Path) -> CompareSpec:
         raise SpecError(f"{path}: runs {', '.join(traced)} run traces (workload_et) and {', '.join(plain)} do not: a "
                         "compare's runs are all traces or none (a trace run's figures are its job's time against "
                         "its bounds, the others' their iterations'); put them in two specs")
+    graphs = [r.label for r in runs if r.engine == Engine.GRAPH]
+    if graphs:
+        raise SpecError(f"{path}: runs {', '.join(graphs)}: engine = graph runs with gradswitch experiment (--engine "
+                        "graph); a compare runs the iteration loop: leave engine out")
     traces = load_trace_runs(runs, given, path.parent)  # read once each, workers = their ranks
     runs = traces.runs
     names = [r.label for r in runs]

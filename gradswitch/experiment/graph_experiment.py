@@ -29,6 +29,7 @@ from ns3sim.faults import fault_records
 from ns3sim.graph_run import run_graph as simulate_graph
 from workload.chakra import read_traces
 from workload.graph import CollectiveKind, JobGraph
+from workload.graph_payload import PayloadKind
 from workload.job import Algorithm
 
 GRAPH_RESULTS = "graph-results.json"
@@ -76,11 +77,16 @@ def load_graph(spec: ExperimentSpec, given: Collection[str] = ()) -> tuple[Exper
     return spec, graph
 
 
-def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> GraphRunReport:
-    """Run the graph on the spec's backend; the report is also out_dir/graph-results.json, its timeline
-    out_dir/graph-timeline.{json,png} (compute and each collective per rank)."""
+def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path,
+                   payload: PayloadKind = PayloadKind.SYNTHETIC) -> GraphRunReport:
+    """Run the graph on the spec's backend, its communication carrying `payload` (real gradients: BMv2 only); the
+    report is also out_dir/graph-results.json, its timeline out_dir/graph-timeline.{json,png} (compute and each
+    collective per rank)."""
     out_dir = out_dir.resolve()
-    report = run_graph_experiment(spec, graph, out_dir) if not spec.simulated else _simulate(spec, graph, out_dir)
+    if payload != PayloadKind.SYNTHETIC and spec.simulated:
+        graph_job(topology_for(spec), spec, graph, payload=payload)  # refused, in one line
+    report = run_graph_experiment(spec, graph, out_dir, payload=payload) if not spec.simulated else \
+        _simulate(spec, graph, out_dir)
     write_graph_timeline(report.run, report.hosts, out_dir, f"{graph.name}: {len(report.hosts)} ranks on "
                          f"{spec.backend} at {report.bw_mbps:g} Mb/s")
     return report
@@ -127,6 +133,12 @@ def format_graph_table(report: GraphRunReport, backend: str) -> str:
     if report.busiest_link is not None and report.busiest_link_load is not None:
         lines.append(f"busiest link {report.busiest_link}: {report.busiest_link_bytes} bytes, "
                      f"{report.busiest_link_load:.0%} loaded")
+    if report.training is not None and report.training.accuracy:
+        t = report.training
+        lines.append(f"training: accuracy {t.accuracy[0]:.3f} -> {t.accuracy[-1]:.3f} over {len(t.accuracy)} "
+                     f"iterations (the worst rank's), loss {t.loss[0]:.3f} -> {t.loss[-1]:.3f}")
+        lines.append(f"model digest {t.model_digest} on every rank" if t.model_digest is not None else
+                     "model digests DIFFER: " + ", ".join(f"rank {r} {d}" for r, d in t.model_digests.items()))
     if report.machine_bound:
         lines.append(f"MACHINE-BOUND: {report.machine_bound_reason}")
     lines.append("checks: every output exact" if report.checked else

@@ -11,6 +11,10 @@ NetReduce switch job per collective type (workers/collectives/in_network.py), cr
 after it; the report names the algorithm of each collective. The simulator's switches run the all-reduce alone
 (ns3sim/graph_run.py IN_NETWORK), as the same NetReduce job (graph_job: GraphJob.in_network).
 
+A job's communication carries synthetic data (any graph) or, with payload train-digits (digits_graph.py), the digits
+MLP's real gradients, the hosts only; the report then holds the training's outcome (accuracy per iteration, each
+rank's parameter digest: workload/graph_payload.py).
+
 Times are seconds of the emulated cluster: the testbed's divided by the run's dilation D (testbed
 seconds per emulated second; computation waits D x its duration). Bounds are at the emulated rate, the
 testbed's link rate x D, so a time over its bound reads the same on either clock.
@@ -47,10 +51,12 @@ from roce.qp import Mode
 from topology.model import Topology
 from workers.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
 from workers.collectives.ops import ops_of
+from workers.graph_digits import digits_problem
 from workers.graph_job import GraphJob, read_timing, timing_path
 from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
 from workload.fault_record import FaultRecord
 from workload.graph import CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
+from workload.graph_payload import PayloadKind, TrainingOutcome
 from workload.graph_timing import GraphRun
 from workload.job import Algorithm, job_dir, job_file
 
@@ -134,6 +140,7 @@ class GraphRunReport:
     resent_packets: int = 0  # packets the ranks' transports sent again (loss, timeouts)
     faults: tuple[FaultRecord, ...] = ()  # what each fault of the run did (its iterations: the graph's one run)
     code_version: str = field(default_factory=code_version)
+    training: TrainingOutcome | None = None  # a run of real gradients (payload train-digits): what it learnt
 
     @property
     def job_s(self) -> float:
@@ -148,6 +155,7 @@ class GraphRunReport:
             out["time_s"] = out["end_s"] - out["start_s"]
         d["exposed_s"] = {str(k): v for k, v in self.exposed_s.items()}
         d["faults"] = [r.to_dict() for r in self.faults]
+        d["training"] = self.training.to_dict() if self.training is not None else None
         return d
 
     @classmethod
@@ -169,7 +177,8 @@ class GraphRunReport:
                    tuple(d["errors"]), d["busiest_link"], d["busiest_link_bytes"], d["busiest_link_load"],
                    d["cpu_idle"], d["machine_bound"], d["machine_bound_reason"], float(d["wall_s"]),
                    int(d.get("resent_packets", 0)), tuple(FaultRecord.from_dict(f) for f in d.get("faults", [])),
-                   str(d.get("code_version", "")))
+                   str(d.get("code_version", "")),
+                   TrainingOutcome.from_dict(d["training"]) if d.get("training") is not None else None)
 
 
 class GraphReportError(ValueError):
@@ -203,14 +212,19 @@ def graph_spec(graph: JobGraph, *, bw_mbps: float, seed: int = 1, ring_order: Ri
 
 
 def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation: float | None = None,
-              timeout_s: float | None = None) -> tuple[GraphJob, Placement]:
+              timeout_s: float | None = None, payload: PayloadKind = PayloadKind.SYNTHETIC
+              ) -> tuple[GraphJob, Placement]:
     """What the ranks run and where: the graph, with the spec's transport settings for its `workers` (the
     graph's ranks) on this network (placement.place and job_config: hosts as an experiment's ring, window
     within the shaped queue, RTO from the path), the window shared among the process groups a rank may
-    receive from at once. `dilation`: None, the spec's (1 without emulation). One-line errors (GraphError,
-    ExperimentError) before anything starts."""
+    receive from at once, carrying `payload`. `dilation`: None, the spec's (1 without emulation). One-line
+    errors (GraphError, ExperimentError) before anything starts."""
     validate(graph)
     spec.validate()
+    if payload != PayloadKind.SYNTHETIC and spec.simulated:
+        raise ExperimentError(f"{graph.name}: payload {payload} computes its gradients on the hosts; the simulator "
+                              "carries synthetic data only (checked by digest): run it on BMv2 (backend = bmv2), or "
+                              "give the graph alone for timing")
     if spec.workers != graph.world_size:
         raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but workers = {spec.workers}; "
                               f"set workers = {graph.world_size}")
@@ -240,7 +254,10 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
             except ValueError as e:
                 raise ExperimentError(f"{graph.name}: the switches cannot run its {kind}: {e}; run it with "
                                       f"algo = ring") from e
-    job = GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, d, in_network)
+    if payload == PayloadKind.DIGITS and (problem := digits_problem(cfg)) is not None:
+        raise ExperimentError(f"{graph.name}: {problem}")
+    job = GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, d, in_network,
+                   payload)
     return job, placement
 
 
@@ -297,18 +314,19 @@ def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, d
 
 
 def run_graph_experiment(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, *, dilation: float | None = None,
-                         timeout_s: float | None = None) -> GraphRunReport:
+                         timeout_s: float | None = None, payload: PayloadKind = PayloadKind.SYNTHETIC
+                         ) -> GraphRunReport:
     """Bring up the spec's network (its topology with `workers` hosts or more), run the graph, tear down."""
     if spec.simulated:
         raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
-    graph_job(topology_for(spec), spec, graph, dilation=dilation, timeout_s=timeout_s)  # refuse before starting
+    graph_job(topology_for(spec), spec, graph, dilation=dilation, timeout_s=timeout_s, payload=payload)  # refuse now
     out_dir = out_dir.resolve()
     with Testbed(topology_for(spec), NetworkOptions(run_dir=out_dir / "net", patch_links=cuts_patches(spec))) as net:
-        return run_graph_on(net, spec, graph, out_dir, dilation=dilation, timeout_s=timeout_s)
+        return run_graph_on(net, spec, graph, out_dir, dilation=dilation, timeout_s=timeout_s, payload=payload)
 
 
 def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: Path, *, dilation: float | None = None,
-                 timeout_s: float | None = None) -> GraphRunReport:
+                 timeout_s: float | None = None, payload: PayloadKind = PayloadKind.SYNTHETIC) -> GraphRunReport:
     """Run `graph` on the running network `net` with the spec's settings (links at its bw_mbps, its loss
     on every rank's link, placement, transport, seed; `workers` = the graph's ranks) and report; the job
     file, the ranks' logs and results under run_dir, the report as run_dir/graph-results.json. GraphError
@@ -316,7 +334,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     it, before anything starts; ExperimentError naming the rank when a rank failed to run its graph."""
     if spec.simulated:
         raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
-    job, placement = graph_job(net.topo, spec, graph, dilation=dilation, timeout_s=timeout_s)
+    job, placement = graph_job(net.topo, spec, graph, dilation=dilation, timeout_s=timeout_s, payload=payload)
     bw_mbps = spec.bw_mbps
     assert bw_mbps is not None  # graph_job refused a spec without
     run_dir = run_dir.resolve()
@@ -376,7 +394,8 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
         faults = tuple(schedule.records(kept, 1))
         errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
     report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent)
-    report = replace(report, faults=faults)
+    training = TrainingOutcome.of(results) if payload == PayloadKind.DIGITS else None
+    report = replace(report, faults=faults, training=training)
     (run_dir / "graph-results.json").write_text(json.dumps(report.to_dict(), indent=1))
     return report
 

@@ -77,6 +77,13 @@ class Backend(Choice):
     NS3 = "ns3"  # the ns-3 simulator (docs/simulator.md): the same jobs at cluster scale
 
 
+class Engine(Choice):
+    """What runs a job's iterations on the hosts."""
+
+    LOOP = "loop"  # the iteration loop of each algorithm (workers/main.py)
+    GRAPH = "graph"  # the job as an execution graph, on the graph engine (workers/graph_main.py; train-digits)
+
+
 class Topo(Choice):
     RACK = "rack"  # one switch, every host on it
     LEAFSPINE = "leafspine"  # leaves and spines, hosts dealt over the leaves
@@ -235,6 +242,9 @@ class ExperimentSpec:
     # A workload given as Chakra execution traces (DIR/PREFIX: files PREFIX.{rank}.et, docs/workloads.md): its
     # graphs run instead of algo/size/workload; workers = its ranks
     workload_et: str | None = None
+    # What runs the iterations: each algorithm's loop, or the graph engine (the job as an execution graph; for now
+    # workload train-digits, its real gradients through the graph's all-reduces: docs/training.md)
+    engine: Engine = Engine.LOOP
     # Failures during the run (topology/faults.py, docs/faults.md): a switch, a link or a worker, at a time
     faults: tuple[Fault, ...] = ()
 
@@ -361,7 +371,7 @@ class ExperimentSpec:
         need(not (self.workload == "train-digits" and self.dtype != DType.FLOAT32),
              "workload = 'train-digits' trains a float model: set dtype = float32")
         if self.workload == "train-digits":
-            from workers.digits_job import DIGITS_EXTRA, digits_available
+            from workload.digits import DIGITS_EXTRA, digits_available
 
             need(digits_available(), f"workload = 'train-digits': {DIGITS_EXTRA}")
         need(not (self.dlcp.lossy or self.dlcp.spray) or self.transport == Mode.SR,
@@ -372,6 +382,7 @@ class ExperimentSpec:
              f"dlcp threshold_bytes = {self.dlcp.threshold_bytes}: 0 or more bytes")
         out += self.balancing.problems()
         out += self.training_problems()
+        out += self.engine_problems()
         need(self.crash is None or self.crash.node < self.workers + self.servers_per_job,
              f"crash node {self.crash.node if self.crash else ''}: no such node in a job")
         out += self.backend_problems()
@@ -390,7 +401,9 @@ class ExperimentSpec:
              f"topo = {self.topo}: too many switches for BMv2 on one machine; run it on the simulator "
              "(backend = ns3, --backend ns3) or use rack, leafspine or dumbbell")
         need(not sim or self.workload != "train-digits",
-             "workload = 'train-digits' computes its gradients in Python: it runs on BMv2 only (backend = bmv2)")
+             "workload = 'train-digits' computes its gradients in Python: it runs on BMv2 only (backend = bmv2); "
+             "on ns-3 its graph runs for timing only, synthetic data in its place (gradswitch export-et --workload "
+             "train-digits, then --workload-et)")
         need(self.k is None or self.topo == Topo.FATTREE, f"k = {self.k}: only a fat tree has a k (topo = fattree)")
         out.extend(self.sim.problems())
         need(self.ranks >= 1, f"ranks = {self.ranks}: at least 1 (one process)")
@@ -419,6 +432,31 @@ class ExperimentSpec:
                      f"fault {f.label}: an execution-graph run's in-network collectives (algo = netreduce) on BMv2 "
                      "run no faults yet: leave it out, or run the trace with algo = ring")
         return out
+
+    def engine_problems(self) -> list[str]:
+        """What the graph engine (engine = graph) does not run, one line each."""
+        if self.engine == Engine.LOOP:
+            return []
+        graph = "engine = graph"
+        limits = [
+            (self.workload == "train-digits", f"{graph} runs workload = 'train-digits' (its real gradients through "
+             f"the graph's all-reduces), not {self.workload!r}: a trace's graph runs with workload_et"),
+            (self.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
+             "engine out"),
+            (self.algo != Algorithm.PS, f"{graph}: the graph's all-reduces run on the hosts' ring (algo = ring) or in "
+             "the switches (algo = netreduce), not through parameter servers"),
+            (self.float_mode == FloatMode.FIXED, f"{graph}: train-digits' gradients go as fixed point "
+             "(float_mode = fixed), not block exponents"),
+            (not self.dlcp.lossy, f"{graph}: every sum is checked exact; no DLCP dropping"),
+            (self.jobs == 1, f"{graph}: one job (jobs = 1)"),
+            (self.netreduce_k is None and self.netreduce_deadline_ms is None,
+             f"{graph}: NetReduce k of N is the iteration loop's (leave engine out)"),
+            (self.crash is None and not any(f.kind in WORKER_FAULTS for f in self.faults),
+             f"{graph}: a graph run takes switch and link faults, not a worker's"),
+            (not (self.algo == Algorithm.NETREDUCE and self.faults), f"{graph}: the graph's in-network all-reduces "
+             "(algo = netreduce) run no faults yet"),
+        ]
+        return [line for ok, line in limits if not ok]
 
     def training_problems(self) -> list[str]:
         """The training fields' problems, one line each."""

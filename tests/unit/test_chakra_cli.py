@@ -65,6 +65,21 @@ def test_export_a_training_job_and_check_it(tmp_path):
     assert "  all_reduce          64     1.5 GiB" in check.stdout  # 8 ranks x 2 iterations x 4 buckets, 97.5 MiB each
 
 
+def test_export_the_digits_graph(tmp_path):
+    """train-digits' graph (workload.generators.digits_graph) as a trace: the sizes and order alone, read back as
+    the generator makes it."""
+    from workload.generators import digits_graph
+
+    out = tmp_path / "digits"
+    result = run("export-et", "--workload", "train-digits", "--workers", 4, "--iterations", 3, "--out", out)
+    assert result.returncode == 0, result.stderr
+    back = read_traces(out)
+    made = digits_graph(4, 3, name="digits")
+    assert [[(type(n).__name__, n.name, n.deps) for n in r.nodes] for r in back.ranks] == \
+        [[(type(n).__name__, n.name, n.deps) for n in r.nodes] for r in made.ranks]
+    assert [n.nbytes for _, n in back.collectives()] == [n.nbytes for _, n in made.collectives()]
+
+
 def test_check_names_a_missing_ranks_file(tmp_path):
     assert run("export-et", "--collective", "all_reduce", "--workers", 4, "--size", "4KiB",
                "--out", tmp_path / "t").returncode == 0

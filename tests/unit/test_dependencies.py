@@ -144,12 +144,12 @@ def test_protobuf_runs_its_upb_backend() -> None:
 def test_digits_without_its_extra_is_one_line_before_anything_starts(monkeypatch) -> None:
     """scikit-learn is the `digits` extra: a train-digits spec on a machine without it is refused by the
     spec's check, naming the extra, before a network comes up."""
-    import workers.digits_job
+    import workload.digits
     from gradswitch.experiment.spec import ExperimentSpec
     from workload.job import DType
 
     spec = ExperimentSpec(workload="train-digits", dtype=DType.FLOAT32)
     assert not [p for p in spec.problems() if "digits" in p]
-    monkeypatch.setattr(workers.digits_job, "digits_available", lambda: False)
+    monkeypatch.setattr(workload.digits, "digits_available", lambda: False)
     assert [p for p in spec.problems() if "scikit-learn" in p] == [
         "workload = 'train-digits': the digits data set needs scikit-learn: pip install 'gradswitch[digits]'"]

@@ -51,7 +51,7 @@ def ints(values: list[int]) -> bytes:
 
 def digits_gradient_values(mtu: int = 256) -> list[npt.NDArray[np.int32]]:
     """A real gradient: train-digits' MLP on a minibatch of scikit-learn's digits, in fixed point as sent."""
-    from workers.digits_job import Model, data
+    from workload.digits import Model, data
     from workload.floats import FixedPoint
 
     x, y, _, _ = data(1)

@@ -1,0 +1,224 @@
+"""train-digits as an execution graph (workload.generators.digits_graph) carrying the MLP's real gradients on the
+hosts' graph engine (GraphJob payload train-digits, workers/graph_digits.py): ranks as threads on an in-memory
+network (tests/memlink.py). Every sum checked exact, accuracy per iteration, and the model at the end the same,
+digest for digest, as the iteration loop's (workers/digits_job.py) with the same seed and settings."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.inmemory import job, run_ok
+from tests.memlink import MemoryHub
+from tests.unit.test_graph_engine_hosts import run_graph_threads
+from workers.collectives.ops import ops_of
+from workers.graph_data import SyntheticData
+from workers.graph_digits import DigitsData
+from workers.graph_job import GraphJob
+from workers.graph_sources import data_source
+from workload.generators import collective_graph, digits_graph
+from workload.generators.digits import digits_bytes
+from workload.gradients import digits_profile
+from workload.graph import CollectiveKind, CollectiveNode, ComputeNode
+from workload.graph_payload import PayloadKind
+from workload.job import DType, JobConfig
+
+DIGITS: dict[str, Any] = {"workload": "train-digits", "dtype": "float32", "transport": "sr", "linger_timeout": 1.0,
+                          "seed": 3}
+
+
+def digits_job(workers: int, iterations: int, **kw: Any) -> JobConfig:
+    return job("ring", workers, iterations=iterations, **{**DIGITS, **kw})
+
+
+def graph_job(cfg: JobConfig, payload: PayloadKind = PayloadKind.DIGITS) -> GraphJob:
+    return GraphJob(cfg, digits_graph(len(cfg.workers), cfg.iterations), payload=payload)
+
+
+def test_the_graph_is_a_gradient_then_its_all_reduce_per_iteration() -> None:
+    graph = digits_graph(3, 4, compute_s=0.002)
+    assert digits_bytes() == 4 * digits_profile().elements == 4 * (64 * 128 + 128 + 128 * 10 + 10)
+    for r in graph.ranks:
+        nodes = list(r.nodes)
+        assert [n.name for n in nodes[:4]] == ["it0.gradient", "it0.all_reduce", "it1.gradient", "it1.all_reduce"]
+        for i, n in enumerate(nodes):
+            assert n.deps == ((i - 1,) if i else ())  # each waits for the one before: the next gradient for the sum
+            if isinstance(n, ComputeNode):
+                assert n.duration_s == 0.002
+            else:
+                assert isinstance(n, CollectiveNode)
+                assert (n.collective, n.group, n.nbytes) == (CollectiveKind.ALL_REDUCE, "world", digits_bytes())
+    with pytest.raises(ValueError, match="0 iterations"):
+        digits_graph(2, 0)
+
+
+def test_the_payload_travels_with_the_job_file() -> None:
+    job_ = graph_job(digits_job(2, 2))
+    assert GraphJob.from_json(job_.to_json()).payload == PayloadKind.DIGITS
+    old = job_.to_json().replace('"payload": "train-digits"', '"payload_gone": 0')
+    assert GraphJob.from_json(old).payload == PayloadKind.SYNTHETIC  # a job file of before: synthetic
+
+
+def test_the_source_follows_the_payload() -> None:
+    cfg = digits_job(2, 2)
+    ops = ops_of(digits_graph(2, 2), 0)
+    assert isinstance(data_source(PayloadKind.SYNTHETIC, cfg, 0, ops), SyntheticData)
+    assert isinstance(data_source(PayloadKind.DIGITS, cfg, 0, ops), DigitsData)
+    with pytest.raises(ValueError, match="only all-reduces of the world group"):
+        data_source(PayloadKind.DIGITS, cfg, 0, ops_of(collective_graph(CollectiveKind.ALL_GATHER, 2, 400), 0))
+    with pytest.raises(ValueError, match="dtype = float32"):
+        data_source(PayloadKind.DIGITS, replace(cfg, dtype=DType.INT32, workload="synthetic"), 0, ops)
+
+
+def test_a_rank_alone_trains_as_the_loop_computes(tmp_path: Path) -> None:
+    """The source on its own, every rank's part played in one process: the sums it is given are the exact ones,
+    so each check passes, the model learns, and the records say so."""
+    cfg = digits_job(2, 3)
+    ops = ops_of(digits_graph(2, 3), 0)
+    sources = [DigitsData(cfg, r, ops_of(digits_graph(2, 3), r)) for r in range(2)]
+    for op in sorted(ops.values(), key=lambda o: o.number):
+        total = np.sum([s.input(op).astype(np.int64) for s in sources], axis=0).astype(np.int32)
+        for s in sources:
+            s.finished(op, total)
+            assert np.array_equal(s.expected(op), total)
+    reports = [s.report() for s in sources]
+    assert reports[0].extra == reports[1].extra and "model_digest" in reports[0].extra
+    assert [it["correct"] for it in reports[0].iterations] == [True] * 3
+    assert all(0 < it["extra"]["accuracy"] <= 1 for it in reports[0].iterations)
+
+
+def test_checks_run_in_order() -> None:
+    cfg = digits_job(2, 2)
+    ops = sorted(ops_of(digits_graph(2, 2), 0).values(), key=lambda o: o.number)
+    s = DigitsData(cfg, 0, {o.number: o for o in ops})
+    for op in ops:
+        s.finished(op, s.input(op))
+    with pytest.raises(RuntimeError, match="out of order"):
+        s.expected(ops[1])
+
+
+@pytest.mark.parametrize("workers,iterations", [(4, 5), (3, 3)])
+def test_the_graph_engine_trains_the_same_model_as_the_loop(tmp_path: Path, workers: int, iterations: int) -> None:
+    """Same seed and settings: the loop's four tensors and the graph's one vector add up the same fixed point, so
+    every rank of both runs ends with the same parameters; every sum exact, the accuracy per iteration equal."""
+    cfg = digits_job(workers, iterations)
+    (tmp_path / "loop").mkdir()
+    (tmp_path / "graph").mkdir()
+    loop = run_ok(cfg, tmp_path / "loop")
+    results, run = run_graph_threads(graph_job(cfg), tmp_path / "graph", MemoryHub(seed=4))
+    assert all(r["ok"] for r in results.values()), [r.get("error") for r in results.values()]
+    assert all(n.checked is True for n in run.nodes if n.kind == "collective")
+    digests = {r["model_digest"] for r in [*loop.values(), *results.values()]}
+    assert len(digests) == 1, digests
+    for rank, r in results.items():
+        its = r["iterations"]
+        assert [it["index"] for it in its] == list(range(iterations))
+        assert all(it["check"] == "exact" and it["correct"] and it["wrong_elements"] == 0 for it in its)
+        assert [it["extra"]["accuracy"] for it in its] == [it["extra"]["accuracy"] for it in loop[rank]["iterations"]]
+        assert [it["extra"]["loss"] for it in its] == [it["extra"]["loss"] for it in loop[rank]["iterations"]]
+
+
+def test_a_wrong_sum_is_caught_and_so_is_the_model_it_leaves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One element of rank 1's second sum changed as it arrives: rank 1's check finds it (the rank fails naming the
+    node); its model is no longer the others', so its next gradient is not the one they compute for it, and the
+    third sum fails every rank's check."""
+    import workers.graph_main as graph_main
+
+    original = graph_main.HostRuntime.finish
+
+    def corrupt(self: graph_main.HostRuntime, node: Any, output: Any) -> None:
+        if self.comm.me.node_id == 1 and node.id == 3:
+            output = output.copy()
+            output[7] += 1
+        original(self, node, output)
+
+    monkeypatch.setattr(graph_main.HostRuntime, "finish", corrupt)
+    cfg = digits_job(3, 3)
+    results, run = run_graph_threads(graph_job(cfg), tmp_path)
+    assert all(not r["ok"] and r.get("check_failed") for r in results.values())
+    assert "node 3 (it1.all_reduce, c/world/1): 1 of " in results[1]["error"]
+    assert [it["correct"] for it in results[1]["iterations"]] == [True, False, False]
+    assert [it["wrong_elements"] for it in results[1]["iterations"]][1] == 1
+    for r in (0, 2):
+        assert [it["correct"] for it in results[r]["iterations"]] == [True, True, False]
+        assert "it1" not in results[r]["error"] and "it2.all_reduce" in results[r]["error"]
+    assert [n.checked for n in run.nodes if n.rank == 0 and n.kind == "collective"] == [True, True, False]
+
+
+class LockstepClock:
+    """Rank 0's scheduler on a simulated clock, the other ranks played alongside in lockstep: an all-reduce takes
+    `comm_s`, its output the sum of every rank's input (their sources'), and every rank's source hears it end; the
+    host work is rank 0's checks, as graph_main's runtime does them."""
+
+    def __init__(self, sources: list[DigitsData], ops: dict[int, Any], comm_s: float) -> None:
+        self.t, self.comm_s, self.sources, self.ops = 0.0, comm_s, sources, ops
+        self.pending: list[tuple[int, Any]] = []
+        self.checks: list[tuple[float, bool]] = []  # when each check ran, and whether it passed
+
+    def now(self) -> float:
+        return self.t
+
+    def wait(self, max_wait: float, what: str) -> None:
+        self.t += max(max_wait, 1e-4)
+
+    def start(self, node: Any) -> Any:
+        op = self.ops[node.id]
+        total = np.sum([s.input(op).astype(np.int64) for s in self.sources], axis=0).astype(np.int32)
+        end = self.t + self.comm_s
+        yield lambda: self.t >= end
+        return total
+
+    def finish(self, node: Any, output: Any) -> None:
+        for s in self.sources:
+            s.finished(self.ops[node.id], output)
+        self.pending.append((node.id, output))
+
+    def background(self, budget_s: float = float("inf")) -> bool:
+        """A check takes no time on this clock: it fits in any budget left."""
+        if not self.pending or budget_s < 0:
+            return False
+        nid, output = self.pending.pop(0)
+        self.checks.append((self.t, bool(np.array_equal(self.sources[0].expected(self.ops[nid]), output))))
+        return True
+
+
+def reference_digest(cfg: JobConfig) -> str:
+    """train-digits without any network or engine: every worker's gradient, fixed point, summed, averaged, applied."""
+    from workload.digits import Minibatches, Model
+    from workload.floats import FixedPoint
+
+    n = len(cfg.workers)
+    batches, model, fixed = Minibatches(cfg.seed, n), Model.initial(cfg.seed), FixedPoint(cfg.fixed_point_bits, n)
+    for _ in range(cfg.iterations):
+        grads = [np.concatenate(batches.gradients(model, r)[0]) for r in range(n)]
+        total = np.sum([fixed.encode(g)[0].astype(np.int64) for g in grads], axis=0).astype(np.int32)
+        mean = fixed.decode(total) / n
+        model.step(np.split(mean, np.cumsum([t.elements for t in digits_profile().tensors])[:-1]))
+    return model.digest()
+
+
+def test_on_a_simulated_clock_checks_run_while_the_gradient_computes_and_the_model_is_the_reference() -> None:
+    """4 ranks, 4 iterations, each gradient 50 ms at dilation 1: the scheduler applies each sum before the next
+    gradient is drawn (the source's model moves on), checks the previous sum during the next computation, every
+    check passes, and the model is the one plain numpy training gives."""
+    from workers.graph_engine import GraphScheduler
+
+    cfg = digits_job(4, 4)
+    graph = digits_graph(4, 4, compute_s=0.05)
+    ops = ops_of(graph, 0)
+    sources = [DigitsData(cfg, r, ops_of(graph, r)) for r in range(4)]
+    clock = LockstepClock(sources, ops, comm_s=0.02)
+    spans = GraphScheduler(graph.ranks[0], clock, dilation=1.0, timeout=60).run()
+    gradient_spans = [spans[n.id] for n in graph.ranks[0].nodes if isinstance(n, ComputeNode)]
+    checked_during = [t for t, _ in clock.checks if any(s.start <= t < s.end for s in gradient_spans)]
+    assert len(checked_during) == 3  # iterations 0-2's, each during the next gradient; the last one's is left
+    while clock.background():
+        pass
+    assert [ok for _, ok in clock.checks] == [True] * 4
+    report = sources[0].report()
+    assert [it["correct"] for it in report.iterations] == [True] * 4
+    assert {s.report().extra["model_digest"] for s in sources} == {reference_digest(cfg)}
