@@ -185,7 +185,7 @@ def test_what_cannot_run_in_the_switches_is_refused_in_one_line(tmp_path):
         config(g, topo, SimSettings(), transport=NR, netreduce_job=1)
     # gradswitch-sim itself: the section's keys, the graph's own id, and faults (a graph has no fallback to ring)
     doc, _ = config(g, topo, SimSettings(), transport=NR, netreduce_job=NR_JOB)
-    for section, said in (({}, "jobs[0].graph.netreduce.job_id is missing"),
+    for section, said in (({}, "jobs[0].graph.netreduce: names no switch job"),
                           ({"job_id": 2, "credits": 4}, 'jobs[0].graph.netreduce: unknown key "credits"'),
                           ({"job_id": 1}, "jobs[0].graph.netreduce.job_id = 1: the graph's own job id; its switch job "
                                           "needs an id of its own")):
