@@ -9,12 +9,12 @@ switch job with the job's 4 credits, and with 8, the P4 program's most) and on r
 - oversubscribed leaf-spine: two leaves of N/2 hosts and one spine, its links at half the hosts' rate (N:1 at a
   leaf), so the spine's links, not the hosts', bound every operation.
 
-For N = 4 and 8, S = 4 MiB and 64 MiB, hosts at 10 and 100 Gb/s: per run the slowest rank's time, its link-rate
+For N = 4 and 8, S = 256 KiB, 4 MiB and 64 MiB, hosts at 10 and 100 Gb/s: per run the slowest rank's time, its link-rate
 bound (the in-network one for NetReduce: docs/netreduce.md's table, on the leaf-spine the spine link's bytes), the
 bytes the spine's links carried, every output's check, the busiest link's load (Limits: a simulated figure is never
 machine-bound), and per case NetReduce's time over the ring's.
 
-    python -m bench.sim_netreduce_rs_ag [--ranks 4 8] [--sizes-mib 4 64] [--gbps 10 100]
+    python -m bench.sim_netreduce_rs_ag [--ranks 4 8] [--sizes-kib 256 4096 65536] [--gbps 10 100]
 """
 
 from __future__ import annotations
@@ -95,24 +95,24 @@ def one_run(kind: CollectiveKind, algo: str, fabric: str, ranks: int, size: int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[4, 8])
-    parser.add_argument("--sizes-mib", type=int, nargs="+", default=[4, 64])
+    parser.add_argument("--sizes-kib", type=int, nargs="+", default=[256, 4096, 65536])
     parser.add_argument("--gbps", type=float, nargs="+", default=[10, 100])
     args = parser.parse_args()
-    runs = []
-    ratios = []
+    runs: list[dict[str, Any]] = []
+    ratios: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="gs-nr-rs-ag-") as tmp:
-        for fabric, ranks, mib, gbps, kind in itertools.product(FABRICS, args.ranks, args.sizes_mib, args.gbps,
+        for fabric, ranks, kib, gbps, kind in itertools.product(FABRICS, args.ranks, args.sizes_kib, args.gbps,
                                                                 KINDS):
-            case = {algo: one_run(kind, algo, fabric, ranks, mib << 20, gbps * 1000,
-                                  Path(tmp) / f"{fabric}-{ranks}-{mib}-{gbps:g}-{kind}-{algo}") for algo in ALGOS}
+            case = {algo: one_run(kind, algo, fabric, ranks, kib << 10, gbps * 1000,
+                                  Path(tmp) / f"{fabric}-{ranks}-{kib}-{gbps:g}-{kind}-{algo}") for algo in ALGOS}
             runs.extend(case.values())
             ring = case["ring"]["time_s"]
-            row = {"collective": str(kind), "fabric": fabric, "ranks": ranks, "size_mib": mib, "gbps": gbps,
+            row = {"collective": str(kind), "fabric": fabric, "ranks": ranks, "size_kib": kib, "gbps": gbps,
                    "netreduce_over_ring": case["netreduce"]["time_s"] / ring,
                    "netreduce_8_over_ring": case["netreduce-8"]["time_s"] / ring,
                    "all_exact": all(r["exact"] for r in case.values())}
             ratios.append(row)
-            print(f"{fabric:14s} N={ranks} {mib:3d} MiB {gbps:5g} Gb/s {kind!s:15s} NetReduce/ring "
+            print(f"{fabric:14s} N={ranks} {kib:5d} KiB {gbps:5g} Gb/s {kind!s:15s} NetReduce/ring "
                   f"{row['netreduce_over_ring']:.3f} (8 credits {row['netreduce_8_over_ring']:.3f}); over bound: "
                   + ", ".join(f"{a} {r['over_bound']:.3f}" for a, r in case.items())
                   + ("" if row["all_exact"] else "  NOT EXACT"))

@@ -18,12 +18,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from dataclasses import replace
 
 from ns3sim.graph_run import GraphSimResult, GraphTransport, config, job_config, placement, run_graph
 from ns3sim.run import SimError, simulate
@@ -93,7 +92,7 @@ def fabric(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     program's most), and on ring."""
     topo = rack(N, MBPS) if request.param == "rack" else leafspine(2, 2, 2, MBPS)
     tmp = tmp_path_factory.mktemp(f"rs-ag-{request.param}")
-    out: dict[str, Any] = {"name": request.param, "topo": topo}
+    out: dict[Any, Any] = {"name": request.param, "topo": topo}
     for kind in (K.REDUCE_SCATTER, K.ALL_GATHER):
         out[kind] = run(kind, topo, tmp / f"{kind}-nr")
         out[(kind, 8)] = run(kind, topo, tmp / f"{kind}-nr8", credits=8)
