@@ -146,8 +146,8 @@ NrSwitchJob::Locate(uint32_t member, const Wire& w, uint32_t& cell, uint32_t& ot
     if (w.flags & F_RETH)
     {
         // a job that reads no owners takes the whole address as the window's: an owner field is out of it
-        uint64_t field = m_owners == NrOwners::None ? 0 : w.va >> NR_OWNER_VA_SHIFT;
-        uint64_t place = m_owners == NrOwners::None ? w.va : w.va & ((1ULL << NR_OWNER_VA_SHIFT) - 1);
+        uint64_t field = m_owners == NrOwners::None ? 0 : w.va >> kOwnerVaShift;
+        uint64_t place = m_owners == NrOwners::None ? w.va : w.va & ((1ULL << kOwnerVaShift) - 1);
         uint64_t win = place >> kAggMessageBytesLog2;
         bool aligned = (w.psn & (kAggPackets - 1)) == 0 && (w.va & (kAggMessageBytes - 1)) == 0 &&
                        w.dmaLen == kAggMessageBytes;

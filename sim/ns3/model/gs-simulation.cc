@@ -368,12 +368,12 @@ Simulation::BuildJobs()
                 throw ConfigError("jobs[" + std::to_string(j) + "].graph.netreduce: job id " +
                                   std::to_string(nrJob) + " is used twice");
             }
-            if (nrRef.owners != NrOwners::None && job.credits > AGG_MAX_CREDITS)
+            if (nrRef.owners != NrOwners::None && job.credits > kMaxCredits)
             {
                 // a message's owner field sits right above the window index in its RETH (config.p4)
                 throw ConfigError("jobs[" + std::to_string(j) + "]: " + std::to_string(job.credits) +
                                   " credits, but a reduce-scatter's or all-gather's switch job takes at most " +
-                                  std::to_string(AGG_MAX_CREDITS) + " (NR_OWNER_VA_SHIFT)");
+                                  std::to_string(kMaxCredits) + " (its owner field sits above the window index)");
             }
             const AggregationTree& tree = m_trees[j][nrJob] = m_topo->Tree(nrJob, workerHosts);
             std::vector<uint32_t> ranks;
