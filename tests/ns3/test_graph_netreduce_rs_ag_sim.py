@@ -5,13 +5,15 @@ workers/collectives/in_network.py does on BMv2.
 
 On the rack and the 2x2 leaf-spine, 4 ranks at 10 Gb/s: a 4 MiB reduce-scatter and an all-gather of 1 MiB shards
 are exact (every node's check: the values a rank must get whole and exact, every other copy trimmed), every cell
-summed once at the top of the tree, and their times within a hand-computed bound of the in-network operation's
-link-rate time: reduce-scatter S/B (every rank sends its whole buffer), all-gather (N-1) s/B (every rank receives
-every other shard). Under 2 % loss on every rank's link both stay exact. Two MPI ranks give one process's node
-times to the tick. On an oversubscribed leaf-spine (one spine) the leaves aggregate: one copy of the buffer
-crosses a leaf's uplink, not one per rank behind it, and the times of ring and NetReduce keep the ratio of the
-bytes each puts on the uplinks. `gradswitch experiment --backend ns3 --algo netreduce` with a reduce-scatter
-trace runs it in the switches."""
+summed once at the top of the tree, and, with 8 credits, within 5 % of a hand-computed bound of the in-network
+operation's link-rate time: reduce-scatter S/B (every rank sends its whole buffer), all-gather (N-1) s/B (every
+rank receives every other shard) on the rack, S/B on the leaf-spine (a leaf sends every partial up whole); with the
+job's 4 the rack's all-gather waits for credits. Under 2 % loss on every rank's link both stay exact. Two MPI
+ranks give one process's node times to the tick. A 16-rank fat tree sums in its edges, pods and a core, exact. On
+an oversubscribed leaf-spine (one spine) the leaves aggregate: one copy of the buffer crosses a leaf's uplink each
+way, not one per rank behind it, and the times of ring and NetReduce keep the ratio of the bytes each puts on the
+spine's links. `gradswitch experiment --backend ns3 --algo netreduce` with a reduce-scatter trace runs it in the
+switches. A wrong sum is caught by its owner's check."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from ns3sim.run import SimError, simulate
 from ns3sim.sim_settings import CheckMode, SimSettings
 from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.paths import REPO_ROOT
-from topology.generators import leafspine, rack
+from topology.generators import fattree, leafspine, rack
 from topology.model import Topology
 from workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, world_group
 
@@ -191,6 +193,23 @@ def test_two_mpi_ranks_give_one_processs_times_to_the_tick(tmp_path):
     assert all(n.checked is True for n in single.run.nodes)
     for node in single.sim.raw["jobs"][0]["nodes"]:
         assert set(node["netreduce_jobs"]) == {"2", "3", "4"}
+
+
+def test_a_fat_tree_sums_in_its_edges_pods_and_a_core_exact(tmp_path):
+    """16 ranks on a k = 4 fat tree: a reduce-scatter of 1 MiB, then an all-gather of its shards, each summed by
+    every edge switch, one aggregation switch per pod and one core (gs-topology.h), exact."""
+    ranks = 16
+    nodes = tuple(RankGraph(r, (CollectiveNode(0, "rs", K.REDUCE_SCATTER, "world", 1 << 20),
+                                CollectiveNode(1, "ag", K.ALL_GATHER, "world", (1 << 20) // ranks, (0,))))
+                  for r in range(ranks))
+    result = run_graph(JobGraph("fat", nodes, (world_group(ranks),)), fattree(ranks, bw_mbps=MBPS),
+                       SimSettings(check=CheckMode.EXACT), out_dir=tmp_path, transport=NR, in_network=JOBS)
+    assert result.ok() and [n.checked for n in result.run.nodes] == [True] * 2 * ranks
+    for kind in (K.REDUCE_SCATTER, K.ALL_GATHER):
+        seen = events(result, JOBS[kind])
+        assert len(seen) == 8 + 4 + 1  # every edge, an aggregation switch in each pod, a core
+        tops = [e for e in seen.values() if "partial-up" not in e]
+        assert [t["completion"] for t in tops] == [(1 << 20) // NETREDUCE_MTU]
 
 
 def uplink_bytes(result: GraphSimResult, spine: str = "spine1") -> tuple[int, int]:
