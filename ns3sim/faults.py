@@ -216,7 +216,7 @@ def sim_fault_problems(faults: tuple[Fault, ...], netreduce: bool, ranks: int, g
             out.append(f"fault {f.label}: the simulator's graph engine (workload_et) runs switch and link faults, "
                        "not a worker's: leave it out, or run it with the loop or a training workload")
         elif graph and netreduce:
-            out.append(f"fault {f.label}: the simulator's graph engine runs a trace's in-network all-reduces (algo = "
+            out.append(f"fault {f.label}: the simulator's graph engine runs a trace's in-network collectives (algo = "
                        "netreduce) without faults (no fallback to ring yet): leave it out, or run the trace with "
                        "algo = ring")
         elif netreduce and f.kind == FaultKind.SWITCH_CRASH and ranks > 1:

@@ -3,14 +3,15 @@ the graph engine (docs/simulator.md "The graph engine"), node by node, with no P
 result is what both backends report (workload.graph_timing.GraphRun) and the simulated run's own (speed,
 switch ports, per rank the iteration check).
 
-Given a NetReduce job (`netreduce_job`, gradswitch/experiment/graph_run.py graph_job makes it for algo =
-netreduce), the world group's all-reduces run through the switches (IN_NETWORK); the other collectives, those of
-smaller groups among them, run on the hosts' algorithms as without it."""
+Given NetReduce jobs (`in_network`, a switch job per collective type, as gradswitch/experiment/graph_run.py
+graph_job makes them for algo = netreduce; `netreduce_job`: the all-reduce's alone), the world group's
+all-reduces, reduce-scatters and all-gathers run through the switches (IN_NETWORK); the other collectives, those
+of smaller groups among them, run on the hosts' algorithms as without them."""
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from ns3sim.run import SimError, simulate
 from ns3sim.sim_config import base_config, graph_job_json
 from ns3sim.sim_settings import CheckMode, SimSettings
 from protocol.netreduce import MTU as NETREDUCE_MTU
+from protocol.p4_constants import CONFIG
 from roce.qp import Mode
 from topology.model import Topology
 from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, Node, node_kind, validate
@@ -29,9 +31,10 @@ from workload.graph_timing import GraphRun, NodeTiming
 from workload.job import Algorithm, JobConfig, Role
 from workload.job import Node as JobNode
 
-# What the simulator's switches run of a graph with a NetReduce job: the world group's all-reduce (the graph
-# engine's NetReduce worker, gs-graph-rank.h); reduce-scatter and all-gather stay on the hosts' ring.
-IN_NETWORK = (CollectiveKind.ALL_REDUCE,)
+# What the simulator's switches run of a graph with NetReduce jobs: the world group's all-reduce, reduce-scatter
+# and all-gather, each type on its own switch job (the graph engine's NetReduce workers, gs-graph-rank.h), as
+# workers/collectives/in_network.py IN_NETWORK on BMv2.
+IN_NETWORK = (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER)
 
 
 @dataclass(frozen=True)
@@ -84,10 +87,11 @@ def job_config(graph: JobGraph, hosts: Sequence[str], topology: Topology, transp
 
 def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Sequence[str] | None = None,
            transport: GraphTransport | None = None, job: JobConfig | None = None,
-           netreduce_job: int | None = None) -> tuple[dict[str, Any], JobConfig]:
-    """gradswitch-sim's configuration of the run, and the job it describes (`netreduce_job`: the NetReduce job
-    its world all-reduces run on). GraphError on a graph that cannot run, SimError on a placement or a NetReduce
-    job that cannot be, before anything starts."""
+           netreduce_job: int | None = None, in_network: Mapping[CollectiveKind, int] | None = None
+           ) -> tuple[dict[str, Any], JobConfig]:
+    """gradswitch-sim's configuration of the run, and the job it describes (`in_network`: the NetReduce job each
+    type of its world collectives runs on; `netreduce_job`: the all-reduce's, alone). GraphError on a graph that
+    cannot run, SimError on a placement or a NetReduce job that cannot be, before anything starts."""
     validate(graph)
     if job is not None:
         if hosts is not None or transport is not None:
@@ -98,12 +102,13 @@ def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Se
     else:
         placed = placement(graph, topology, hosts)
         cfg = job_config(graph, placed, topology, transport or GraphTransport())
-    if netreduce_job is not None:
-        netreduce_problem(graph, cfg, placed, netreduce_job)
+    jobs = switch_jobs(graph, netreduce_job, in_network)
+    if jobs:
+        netreduce_problem(graph, cfg, placed, jobs)
     compute = max((sum(n.duration_s for n in r.nodes if isinstance(n, ComputeNode)) for r in graph.ranks), default=0.0)
     limit = settings.time_limit_s if settings.time_limit_s is not None else cfg.iteration_timeout + compute
     out = base_config(topology, settings, limit)
-    out["jobs"] = [graph_job_json(graph, cfg, settings, netreduce_job)]
+    out["jobs"] = [graph_job_json(graph, cfg, settings, jobs)]
     if settings.faults:  # switch and link faults (ns3sim.faults.sim_fault_problems refuses a worker's)
         try:
             out["fault_schedule"] = schedule_json(settings.faults, topology, [cfg], settings.switch_detect_s,
@@ -115,8 +120,24 @@ def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Se
     return out, cfg
 
 
-def netreduce_problem(graph: JobGraph, cfg: JobConfig, hosts: Sequence[str], netreduce_job: int) -> None:
-    """SimError, one line, when the job's world all-reduces cannot run through the switches as `netreduce_job`."""
+def switch_jobs(graph: JobGraph, netreduce_job: int | None, in_network: Mapping[CollectiveKind, int] | None
+                ) -> dict[CollectiveKind, int]:
+    """The switch job of each in-network collective type: `in_network`, with `netreduce_job` the all-reduce's."""
+    jobs = dict(in_network or {})
+    if netreduce_job is not None:
+        if jobs.get(CollectiveKind.ALL_REDUCE, netreduce_job) != netreduce_job:
+            raise SimError(f"graph {graph.name}: two all-reduce switch jobs, {netreduce_job} and "
+                           f"{jobs[CollectiveKind.ALL_REDUCE]}: give one")
+        jobs[CollectiveKind.ALL_REDUCE] = netreduce_job
+    for kind in jobs:
+        if kind not in IN_NETWORK:
+            raise SimError(f"graph {graph.name}: the switches run {', '.join(str(k) for k in IN_NETWORK)}, not {kind}")
+    return jobs
+
+
+def netreduce_problem(graph: JobGraph, cfg: JobConfig, hosts: Sequence[str], jobs: Mapping[CollectiveKind, int]
+                      ) -> None:
+    """SimError, one line, when the job's world collectives cannot run through the switches as `jobs` says."""
     if graph.world_size < 2:
         raise SimError(f"graph {graph.name}: NetReduce needs at least 2 ranks, not {graph.world_size}")
     if cfg.mtu != NETREDUCE_MTU:
@@ -124,9 +145,17 @@ def netreduce_problem(graph: JobGraph, cfg: JobConfig, hosts: Sequence[str], net
                        f"{cfg.mtu}: give mtu = {NETREDUCE_MTU}")
     if len(set(hosts)) != len(hosts):
         raise SimError(f"graph {graph.name}: NetReduce needs every rank on a host of its own")
-    if netreduce_job == cfg.job_id:
-        raise SimError(f"graph {graph.name}: the NetReduce job needs an id of its own, not the graph's job id "
-                       f"{cfg.job_id}")
+    for netreduce_job in jobs.values():
+        if netreduce_job == cfg.job_id:
+            raise SimError(f"graph {graph.name}: the NetReduce job needs an id of its own, not the graph's job id "
+                           f"{cfg.job_id}")
+    if len(set(jobs.values())) != len(jobs):
+        raise SimError(f"graph {graph.name}: each in-network collective type needs a switch job of its own, not "
+                       f"{', '.join(f'{k}: {j}' for k, j in jobs.items())}")
+    owners = [k for k in jobs if k != CollectiveKind.ALL_REDUCE]
+    if owners and cfg.credits > CONFIG.AGG_MAX_CREDITS:
+        raise SimError(f"graph {graph.name}: {cfg.credits} credits, but the switch job of a {owners[0]} takes at "
+                       f"most {CONFIG.AGG_MAX_CREDITS} (a message's owner sits above its window in the RETH)")
 
 
 def timings(graph: JobGraph, raw: dict[str, Any]) -> GraphRun:
@@ -151,21 +180,23 @@ def timings(graph: JobGraph, raw: dict[str, Any]) -> GraphRun:
 def run_graph(graph: JobGraph, topology: Topology, settings: SimSettings | None = None, out_dir: Path | None = None,
               hosts: Sequence[str] | None = None, transport: GraphTransport | None = None,
               job: JobConfig | None = None, mpi_ranks: int = 1, hostfile: Path | None = None,
-              sync: MpiSync = MpiSync.BARRIER, netreduce_job: int | None = None) -> GraphSimResult:
+              sync: MpiSync = MpiSync.BARRIER, netreduce_job: int | None = None,
+              in_network: Mapping[CollectiveKind, int] | None = None) -> GraphSimResult:
     """Simulate the job's graphs on the topology; writes out_dir's sim-config.json, sim-results.json and
     sim.log (a temporary folder when None). Rank r runs on hosts[r], else on the topology's r-th host, with
     `transport`'s queue pairs; or, given `job` (what the BMv2 run's placement made: gradswitch/experiment/
     graph_run.py graph_job), on its worker r's host with its transport, seed and timeout, so both backends
     run the same job. mpi_ranks > 1: the MPI build under mpirun, the topology cut as ns3sim.run.run cuts it
-    (hostfile, sync as there); the same results as one process. `netreduce_job`: the world group's all-reduces
-    run through the switches as that NetReduce job (its own id; the transport's mtu NetReduce's), checked by its
-    workers. GraphError (a graph that cannot run) or
+    (hostfile, sync as there); the same results as one process. `in_network`: the world group's collectives of
+    these types run through the switches, each type as its NetReduce job (ids of their own; the transport's mtu
+    NetReduce's), all-reduces checked by their workers, reduce-scatters and all-gathers by their nodes;
+    `netreduce_job`: the all-reduce's alone. GraphError (a graph that cannot run) or
     SimError (a placement or partition that cannot be, a simulator that fails) before or instead of a
     result; a run that finished reports its nodes' checks (ok())."""
     settings = settings or SimSettings()
     if mpi_ranks < 1:
         raise SimError(f"mpi_ranks = {mpi_ranks}: give 1 (one process, the default) or more (MPI)")
-    cfg_doc, cfg = config(graph, topology, settings, hosts, transport, job, netreduce_job)
+    cfg_doc, cfg = config(graph, topology, settings, hosts, transport, job, netreduce_job, in_network)
     launch = None
     if mpi_ranks > 1:
         try:

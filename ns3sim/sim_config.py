@@ -9,6 +9,7 @@ are Python's alone (SimSettings, JobConfig, DlcpPolicy, roce's header sizes). A 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ns3sim.faults import SimFaultError, schedule_json
@@ -24,12 +25,15 @@ from topology.model import Topology
 from workload import broadcast_chain
 from workload.dlcp import DlcpPolicy, layer_class
 from workload.encoding import job_profile
-from workload.graph import CollectiveNode, ComputeNode, JobGraph, Node, node_kind
+from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, Node, node_kind
 from workload.job import Algorithm, JobConfig, Role
 from workload.plan import Plan, op_mark, plan
 
 SACK_LEN = 4  # a selective-repeat NAK's SACK after the AETH (roce/qp.py)
 TCP_HEADER_LEN = 32  # TCP with the timestamp option, as Linux sends it
+# the graph section's `netreduce` keys: each in-network collective type's switch job (gs-graph-spec.h)
+NETREDUCE_KEYS = {CollectiveKind.ALL_REDUCE: "job_id", CollectiveKind.REDUCE_SCATTER: "reduce_scatter_job_id",
+                  CollectiveKind.ALL_GATHER: "all_gather_job_id"}
 FORMAT = 2  # the configuration's format: gradswitch-sim refuses any other (sim/ns3/model/gs-config.h CONFIG_FORMAT)
 
 
@@ -208,10 +212,11 @@ def run_config(topo: Topology, jobs: list[JobConfig], settings: SimSettings) -> 
 # --- a job of execution graphs (workload/graph.py; the simulator's graph engine, gs-graph-rank.h) ---
 
 
-def graph_json(graph: JobGraph, netreduce_job: int | None = None) -> dict[str, Any]:
+def graph_json(graph: JobGraph, in_network: Mapping[CollectiveKind, int] | None = None) -> dict[str, Any]:
     """The job's `graph` section: workload.graph.to_dict's content, compact (what the C++ executes and no
-    more: process groups by index, no names or sources; the results name nodes by their ids). `netreduce_job`:
-    the world group's all-reduces run through the switches as this NetReduce job (its `netreduce` section)."""
+    more: process groups by index, no names or sources; the results name nodes by their ids). `in_network`:
+    the world group's collectives of these types run through the switches, each type as its NetReduce job
+    (the `netreduce` section: all-reduce's job_id, reduce_scatter_job_id, all_gather_job_id)."""
     index = {g.name: i for i, g in enumerate(graph.groups)}
 
     def node(n: Node) -> dict[str, Any]:
@@ -228,8 +233,8 @@ def graph_json(graph: JobGraph, netreduce_job: int | None = None) -> dict[str, A
     out = {"broadcast_chunk_bytes": broadcast_chain.CHUNK_BYTES, "broadcast_max_chunks": broadcast_chain.MAX_CHUNKS,
            "groups": [{"ranks": list(g.ranks)} for g in graph.groups],
            "ranks": [{"nodes": [node(n) for n in r.nodes]} for r in graph.ranks]}
-    if netreduce_job is not None:
-        out["netreduce"] = {"job_id": netreduce_job}
+    if in_network:
+        out["netreduce"] = {NETREDUCE_KEYS[k]: j for k, j in in_network.items()}
     return out
 
 
@@ -249,11 +254,11 @@ def graph_check_mode(graph: JobGraph, settings: SimSettings) -> CheckMode:
     return CheckMode.EXACT if values <= EXACT_LIMIT else CheckMode.DIGEST
 
 
-def graph_job_json(graph: JobGraph, cfg: JobConfig, settings: SimSettings, netreduce_job: int | None = None
-                   ) -> dict[str, Any]:
+def graph_job_json(graph: JobGraph, cfg: JobConfig, settings: SimSettings,
+                   in_network: Mapping[CollectiveKind, int] | None = None) -> dict[str, Any]:
     """A job of algo graph: rank r is cfg's worker r (its host), every node's transport is cfg's; the job runs
-    its graphs once (1 iteration). `netreduce_job`: its world all-reduces run through the switches as that
-    NetReduce job (cfg's credits; the same transport on that job's queue pairs)."""
+    its graphs once (1 iteration). `in_network`: its world collectives of these types run through the switches,
+    each type as its NetReduce job (cfg's credits; the same transport on that job's queue pairs)."""
     if len(cfg.workers) != graph.world_size or cfg.servers:
         raise SimConfigError(f"graph {graph.name}: {graph.world_size} ranks on {len(cfg.workers)} workers and "
                              f"{len(cfg.servers)} servers: give one worker per rank and no server")
@@ -261,4 +266,4 @@ def graph_job_json(graph: JobGraph, cfg: JobConfig, settings: SimSettings, netre
             "nodes": [{"node_id": n.node_id, "role": str(n.role), "host": n.host} for n in cfg.nodes],
             "iterations": 1, "transport": transport_json(cfg), "ps_key_bytes": cfg.ps_key_bytes,
             "credits": cfg.credits, "iteration_timeout_s": cfg.iteration_timeout,
-            "graph": graph_json(graph, netreduce_job)}
+            "graph": graph_json(graph, in_network)}

@@ -28,7 +28,7 @@ from gradswitch.experiment.spec import ExperimentSpec, SpecError, named
 from ns3sim.faults import fault_records
 from ns3sim.graph_run import run_graph as simulate_graph
 from workload.chakra import read_traces
-from workload.graph import CollectiveKind, JobGraph
+from workload.graph import JobGraph
 from workload.graph_payload import PayloadKind
 from workload.job import Algorithm
 
@@ -99,7 +99,7 @@ def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> GraphRunR
     started = time.monotonic()
     result = simulate_graph(graph, topo, settings, out_dir / "sim", job=job.job, mpi_ranks=spec.ranks,
                             hostfile=Path(spec.hostfile) if spec.hostfile else None,
-                            netreduce_job=job.in_network.get(CollectiveKind.ALL_REDUCE))
+                            in_network=job.in_network)
     errors = () if result.ok() else tuple(
         f"rank {n.rank} node {n.node_id}: output not what its {n.collective or n.kind} defines"
         for n in result.run.nodes if n.checked is False) or ("a rank did not finish its graph",)

@@ -8,8 +8,8 @@ the links) set the times (bottleneck.judge).
 
 With algo = netreduce the switches run the world group's all-reduce, reduce-scatter and all-gather, one
 NetReduce switch job per collective type (workers/collectives/in_network.py), created for the run and removed
-after it; the report names the algorithm of each collective. The simulator's switches run the all-reduce alone
-(ns3sim/graph_run.py IN_NETWORK), as the same NetReduce job (graph_job: GraphJob.in_network).
+after it; the report names the algorithm of each collective. The simulator's switches run the same three
+(ns3sim/graph_run.py IN_NETWORK), as the same NetReduce jobs (graph_job: GraphJob.in_network).
 
 A job's communication carries synthetic data (any graph) or, with payload train-digits (digits_graph.py), the digits
 MLP's real gradients, the hosts only; the report then holds the training's outcome (accuracy per iteration, each
@@ -243,8 +243,8 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
         graph, spec.bw_mbps, d)
     in_network = in_network_jobs(graph, cfg.job_id) if spec.algo == Algorithm.NETREDUCE else {}
-    if spec.simulated:  # the simulator's switches run the all-reduce (any number of members and credits); its
-        # reduce-scatter and all-gather stay on ring
+    if spec.simulated:  # the simulator's switches run all three (any number of members; ns3sim.graph_run refuses
+        # what they cannot)
         in_network = {k: j for k, j in in_network.items() if k in SIM_IN_NETWORK}
     else:  # the P4 switches' limits
         for kind, job_id in in_network.items():

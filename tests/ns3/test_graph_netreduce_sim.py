@@ -1,7 +1,8 @@
 """NetReduce in the simulator's graph engine (docs/simulator.md "The graph engine", docs/collectives.md "In the
 switches"): with algo = netreduce every all-reduce of the world group runs through the switches, on the graph's
 NetReduce job (its own id, queue pairs and cells), checked by the NetReduce worker that ran it; the other
-collectives stay on the hosts' algorithms.
+collectives stay on the hosts' algorithms (reduce-scatter and all-gather in the switches:
+test_graph_netreduce_rs_ag_sim.py).
 
 A world all-reduce trace (`gradswitch export-et`, 4 ranks, 4 MiB at 10 Gb/s) on the rack and the 2x2 leaf-spine,
 as a user types it: every node exact, within 1.2x of S/B, clearly faster than the same trace on ring, and
@@ -115,8 +116,8 @@ def test_it_takes_the_old_engines_netreduce_time_within_5_percent(runs):
 def in_flight(ranks: int = 4) -> JobGraph:
     """Per rank: a computation (longer on odd ranks); world all-reduce `a` after it and world all-reduce `b`
     ready at once (`b` is second in every rank's order, so it waits for `a` to start, then both are in flight);
-    a ring all-reduce of the subgroup (3, 1) beside them; a world reduce-scatter (ring: the simulator's switches
-    run the all-reduce alone) after `a`; a third world all-reduce after `a` and `b`. Sizes not a multiple of a
+    a ring all-reduce of the subgroup (3, 1) beside them; a world reduce-scatter (on ring: the run gives the switches
+    the all-reduce's job alone) after `a`; a third world all-reduce after `a` and `b`. Sizes not a multiple of a
     NetReduce message (16 KiB) or of the ranks."""
     groups = (world_group(ranks), ProcessGroup("pair", (3, 1)))
     out = []
@@ -185,7 +186,7 @@ def test_what_cannot_run_in_the_switches_is_refused_in_one_line(tmp_path):
         config(g, topo, SimSettings(), transport=NR, netreduce_job=1)
     # gradswitch-sim itself: the section's keys, the graph's own id, and faults (a graph has no fallback to ring)
     doc, _ = config(g, topo, SimSettings(), transport=NR, netreduce_job=NR_JOB)
-    for section, said in (({}, "jobs[0].graph.netreduce.job_id is missing"),
+    for section, said in (({}, "jobs[0].graph.netreduce: names no switch job"),
                           ({"job_id": 2, "credits": 4}, 'jobs[0].graph.netreduce: unknown key "credits"'),
                           ({"job_id": 1}, "jobs[0].graph.netreduce.job_id = 1: the graph's own job id; its switch job "
                                           "needs an id of its own")):
@@ -197,4 +198,4 @@ def test_what_cannot_run_in_the_switches_is_refused_in_one_line(tmp_path):
                     netreduce_job=NR_JOB)
     with pytest.raises(SimError) as faults:
         simulate(doc, tmp_path / "faults")
-    assert "fault_schedule: job 1's in-network all-reduces (graph.netreduce) run no faults" in str(faults.value)
+    assert "fault_schedule: job 1's in-network collectives (graph.netreduce) run no faults" in str(faults.value)

@@ -134,10 +134,9 @@ def test_job_file_carries_the_switch_jobs_and_the_spec_sets_them() -> None:
     assert ring.in_network == {}
     legacy = ring.to_json().replace(',\n "in_network": {}', "")
     assert "in_network" not in legacy and GraphJob.from_json(legacy) == ring  # a job file from before
-    # the simulator's switches run the world all-reduce alone, as the same switch job (its reduce-scatter and
-    # all-gather stay on ring)
+    # the simulator's switches run the same three, as the same switch jobs
     sim, _ = graph_job(topo, replace(spec, backend=Backend.NS3), g)
-    assert sim.in_network == {K.ALL_REDUCE: 2}
+    assert sim.in_network == {K.ALL_REDUCE: 2, K.REDUCE_SCATTER: 3, K.ALL_GATHER: 4}
 
 
 def test_too_many_ranks_for_an_in_network_reduce_scatter_refused() -> None:
@@ -147,9 +146,9 @@ def test_too_many_ranks_for_an_in_network_reduce_scatter_refused() -> None:
     topo = build_topology("rack", hosts=ranks, bw_mbps=8.0)
     with pytest.raises(ExperimentError, match=r"the switches cannot run its reduce_scatter: .*algo = ring"):
         graph_job(topo, graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), g)
-    # the simulator runs its reduce-scatter on ring, and its switch model takes any number of members
+    # the simulator's switch model takes any number of members, owners too
     sim = replace(graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), backend=Backend.NS3)
-    assert graph_job(topo, sim, g)[0].in_network == {}
+    assert graph_job(topo, sim, g)[0].in_network == {K.REDUCE_SCATTER: 3}
     ranks = 40
     g = JobGraph("big", tuple(RankGraph(r, (CollectiveNode(1, "ar", K.ALL_REDUCE, "world", 4096),), "x")
                               for r in range(ranks)), (world_group(ranks),))
@@ -174,20 +173,21 @@ def test_report_names_each_algorithm_and_bounds_netreduce_all_reduce_at_s_over_b
     assert by[("world", "all_reduce")].algorithm == NETREDUCE
     assert by[("world", "all_reduce")].bound_s == pytest.approx(4096 / rate)  # S/B, not 2 (N-1)/N S/B
     assert by[("world", "reduce_scatter")].algorithm == NETREDUCE
-    assert by[("world", "reduce_scatter")].bound_s == pytest.approx(0.75 * 4096 / rate)
+    assert by[("world", "reduce_scatter")].bound_s == pytest.approx(4096 / rate)  # S/B: every buffer whole up
     assert by[("world", "all_gather")].algorithm == NETREDUCE
     assert by[("pair", "all_reduce")].algorithm == "ring"
     assert by[("pair", "all_reduce")].bound_s == pytest.approx(4096 / rate)  # 2 (N-1)/N S/B at N = 2
     assert by[("world", "all_to_all")].algorithm == "pairwise"
     assert by[("world", "broadcast")].algorithm == "chain"
     assert report.to_dict()["collectives"][0]["algorithm"] in (NETREDUCE, "ring", "pairwise", "chain")
-    # on the simulator: the all-reduce in the switches at S/B, the reduce-scatter and all-gather on ring
+    # on the simulator the same: the all-reduce and the reduce-scatter in the switches at S/B, the all-gather at
+    # (N-1) s/B
     sim, _ = graph_job(topo, replace(graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), backend=Backend.NS3), g,
                        dilation=1.0)
     on_sim = {(c.group, c.collective): c for c in summarize(sim, GraphRun(tuple(nodes)), ["h1", "h2", "h3", "h4"], 8.0,
                                                             {}, None, (), 1.0).collectives}
     assert on_sim[("world", "all_reduce")].algorithm == NETREDUCE
     assert on_sim[("world", "all_reduce")].bound_s == pytest.approx(4096 / rate)
-    assert on_sim[("world", "reduce_scatter")].algorithm == "ring"
-    assert on_sim[("world", "reduce_scatter")].bound_s == pytest.approx(0.75 * 4096 / rate)  # (N-1)/N S/B either way
-    assert on_sim[("world", "all_gather")].algorithm == "ring"
+    assert on_sim[("world", "reduce_scatter")].algorithm == NETREDUCE
+    assert on_sim[("world", "reduce_scatter")].bound_s == pytest.approx(4096 / rate)
+    assert on_sim[("world", "all_gather")].algorithm == NETREDUCE

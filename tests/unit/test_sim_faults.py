@@ -151,11 +151,11 @@ def test_a_trace_takes_switch_and_link_faults_and_refuses_a_workers_in_one_line(
               if "fault" in p]
     assert "fault slow-worker:2@0,factor=2: " in line and "runs switch and link faults, not a worker's" in line
     # an in-network trace: its switch jobs are not torn down around a crash on BMv2, and the simulator's graph
-    # engine has no fallback to ring for its all-reduces yet (a link's fault too)
+    # engine has no fallback to ring for its in-network collectives yet (a link's fault too)
     for fault in ("switch-crash:spine1@1", "link-flap:leaf1-spine1@1,down=0.2"):
         [line] = [p for p in leafspine(**trace, algo=Algorithm.NETREDUCE, faults=(parse_fault(fault),)).problems()
                   if "fault" in p]
         assert line.startswith(f"fault {fault}: " + ("an execution-graph run's in-network collectives"
                                                      if backend == Backend.BMV2 else
                                                      "the simulator's graph engine runs a trace's in-network "
-                                                     "all-reduces (algo = netreduce) without faults")), line
+                                                     "collectives (algo = netreduce) without faults")), line

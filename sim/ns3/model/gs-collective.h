@@ -19,6 +19,25 @@ namespace gs
 
 class JobNode;
 
+/// One message of a NetReduce reduce-scatter or all-gather (workers/netreduce_scatter.py, netreduce_gather.py):
+/// what this rank sends, one NetReduce message's bytes (null: an all-gather's placeholder, its packets' headers
+/// alone, which the switches take as zeros), and the rank that owns its shard.
+struct OwnedMessage
+{
+    MsgPtr data;
+    uint32_t owner = 0;
+};
+
+/// A NetReduce reduce-scatter or all-gather: its messages, made as they are posted, and the copy of each that
+/// comes back to this rank (the values whole, or trimmed to headers: zeroFilled of its packets).
+struct OwnedOperation
+{
+    uint64_t count = 0;
+    std::function<OwnedMessage(uint64_t m)> message;
+    std::function<void(uint64_t m, MsgPtr data, uint32_t zeroFilled)> arrived;
+    std::function<void()> done; // every message's copy is here
+};
+
 class Collective
 {
   public:
@@ -36,6 +55,12 @@ class Collective
     virtual void OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled) = 0;
 
     virtual void OnSendComplete(RcQp* qp, uint64_t wrId)
+    {
+    }
+
+    /// A NetReduce worker of a reduce-scatter's or all-gather's switch job: run the operation's messages, each
+    /// naming its owner, in the same message numbering as Start's reductions. Other algorithms have none.
+    virtual void StartOwned(OwnedOperation op)
     {
     }
 
@@ -88,8 +113,9 @@ class RingPart : public Collective
 };
 
 std::unique_ptr<RingPart> MakeRingOn(JobNode* node, uint32_t rank, RcQp* next, RcQp* prev);
-/// A NetReduce worker of the node's NetReduce job (JobNode::NetReduceJobId: its own, or a graph's switch job).
-std::unique_ptr<Collective> MakeNetReduceWorker(JobNode* node);
+/// A NetReduce worker of NetReduce job `job`: the node's own (algo netreduce), or a graph's switch job
+/// (JobNode::NetReduceQp).
+std::unique_ptr<Collective> MakeNetReduceWorker(JobNode* node, uint32_t job);
 std::unique_ptr<Collective> MakePsWorker(JobNode* node);
 /// A parameter server: serves pushes by itself (Start is never called).
 std::unique_ptr<Collective> MakePsServer(JobNode* node);

@@ -160,10 +160,16 @@ ParseJob(ConfigObject j)
             workers += n.role == Role::Worker ? 1 : 0;
         }
         job.graph = std::make_shared<const GraphSpec>(ParseGraph(*g, workers));
-        if (job.graph->netReduceJob == job.jobId)
+        for (const NetReduceJobRef& nr : job.NetReduceJobs())
         {
-            throw ConfigError(g->Where("netreduce") + ".job_id = " + std::to_string(job.jobId) +
-                              ": the graph's own job id; its switch job needs an id of its own");
+            if (nr.id == job.jobId)
+            {
+                const char* key = nr.owners == NrOwners::None      ? "job_id"
+                                  : nr.owners == NrOwners::Scatter ? "reduce_scatter_job_id"
+                                                                   : "all_gather_job_id";
+                throw ConfigError(g->Where("netreduce") + "." + key + " = " + std::to_string(job.jobId) +
+                                  ": the graph's own job id; its switch job needs an id of its own");
+            }
         }
     }
     if (job.algo == Algo::Graph)

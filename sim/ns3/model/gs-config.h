@@ -192,6 +192,23 @@ struct NodeSpec
     std::string host;
 };
 
+/// How a NetReduce job's switches read a message's owner (p4src/include/controls/netreduce_scatter.p4, set_job's
+/// owners and gather): not at all (all-reduce), reduce-scatter (the sum whole to its owner alone) or all-gather
+/// (the owner's values whole to every other member).
+enum class NrOwners
+{
+    None,
+    Scatter,
+    Gather
+};
+
+/// One NetReduce job the switches keep cells for: its id and how it reads owners.
+struct NetReduceJobRef
+{
+    uint32_t id{};
+    NrOwners owners{};
+};
+
 struct JobSpec
 {
     uint32_t jobId{};
@@ -210,15 +227,29 @@ struct JobSpec
     std::optional<std::pair<uint32_t, uint32_t>> crash; // (node, after iteration): the node dies (fault injection)
     std::shared_ptr<const GraphSpec> graph;             // algo graph: every worker's execution graph
 
-    /// The NetReduce job whose cells the switches keep for this job: its own (algo netreduce), a graph's for its
-    /// world all-reduces (GraphSpec::netReduceJob), none for the others.
-    std::optional<uint32_t> NetReduceJob() const
+    /// The NetReduce jobs whose cells the switches keep for this job: its own (algo netreduce), a graph's for its
+    /// world all-reduces, reduce-scatters and all-gathers (GraphSpec::netReduceJob, scatterJob, gatherJob), none
+    /// for the others.
+    std::vector<NetReduceJobRef> NetReduceJobs() const
     {
         if (algo == Algo::NetReduce)
         {
-            return jobId;
+            return {NetReduceJobRef{jobId, NrOwners::None}};
         }
-        return graph ? graph->netReduceJob : std::nullopt;
+        std::vector<NetReduceJobRef> out;
+        if (graph)
+        {
+            for (auto [id, owners] : {std::pair{graph->netReduceJob, NrOwners::None},
+                                      std::pair{graph->scatterJob, NrOwners::Scatter},
+                                      std::pair{graph->gatherJob, NrOwners::Gather}})
+            {
+                if (id)
+                {
+                    out.push_back(NetReduceJobRef{*id, owners});
+                }
+            }
+        }
+        return out;
     }
 };
 

@@ -22,6 +22,8 @@ constexpr uint32_t kAggMessageBytesLog2 = AGG_MESSAGE_BYTES_LOG2;
 constexpr uint32_t kAggMessageBytes = 1u << AGG_MESSAGE_BYTES_LOG2;
 constexpr uint32_t kAggPacketBytes = AGG_ELEMENTS_PER_PACKET * 4;
 constexpr uint32_t kRoceUdpPort = ROCE_V2_UDP_PORT;
+constexpr uint32_t kOwnerVaShift = NR_OWNER_VA_SHIFT; // a message's owner field: RETH.va >> this (0: all-reduce)
+constexpr uint32_t kMaxCredits = AGG_MAX_CREDITS;
 constexpr uint8_t kDroppable = 1u << DLCP_DROPPABLE_SHIFT;
 constexpr uint8_t kTrimmed = 1u << DLCP_TRIMMED_SHIFT;
 constexpr uint32_t kLayerShift = DLCP_LAYER_SHIFT;
@@ -34,6 +36,8 @@ constexpr uint32_t kSourcePortBits = 14;      // protocol/qpn.py SOURCE_PORT_BIT
 
 static_assert(kAggMessageBytes == kAggPackets * kAggPacketBytes, "config.p4: message size");
 static_assert((1u << kAggPacketsLog2) == kAggPackets, "config.p4: AGG_PACKETS_PER_MESSAGE_LOG2");
+static_assert((1u << (kOwnerVaShift - kAggMessageBytesLog2)) >= 2 * kMaxCredits,
+              "config.p4: NR_OWNER_VA_SHIFT leaves no room for a window of 2 x AGG_MAX_CREDITS messages");
 
 /// UDP source port of a QP's packets (protocol/qpn.py udp_source_port): one per (job, local node), as the
 /// QP number job << 16 | local << 8 | remote gives it; node ids above 255 wrap into it (the address tells

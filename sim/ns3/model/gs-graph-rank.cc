@@ -1,5 +1,6 @@
 #include "gs-graph-rank.h"
 
+#include "gs-constants.h"
 #include "gs-job-node.h"
 
 #include "ns3/simulator.h"
@@ -114,16 +115,21 @@ GraphRank::GraphRank(JobNode* node)
         m_position[m_me.order[p]] = p;
     }
     m_nrPlace.assign(count, kOnHosts);
-    if (m_spec.netReduceJob)
+    m_nrJob.assign(count, 0);
+    std::map<uint32_t, uint32_t> places; // by job: operations placed
+    for (uint32_t i : m_me.order)
     {
-        m_netReduce = MakeNetReduceWorker(node);
-        uint32_t place = 0;
-        for (uint32_t i : m_me.order)
+        if (std::optional<uint32_t> job = InNetworkJob(m_spec, m_me.nodes[i]))
         {
-            if (RunsInNetwork(m_spec, m_me.nodes[i]))
-            {
-                m_nrPlace[i] = place++;
-            }
+            m_nrJob[i] = *job;
+            m_nrPlace[i] = places[*job]++;
+        }
+    }
+    for (std::optional<uint32_t> job : {m_spec.netReduceJob, m_spec.scatterJob, m_spec.gatherJob})
+    {
+        if (job)
+        {
+            m_inNetwork[*job].worker = MakeNetReduceWorker(node, *job); // (its queue pairs set up here too)
         }
     }
     m_waiting.assign(count, 0);
@@ -292,9 +298,10 @@ GraphRank::Expect(uint32_t peer, uint64_t imm, std::function<void(MsgPtr)> f)
 void
 GraphRank::OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled)
 {
-    if (m_netReduce && qp->Config().params->job != m_node->Job().jobId)
+    auto nr = m_inNetwork.find(qp->Config().params->job);
+    if (nr != m_inNetwork.end())
     {
-        m_netReduce->OnRecv(qp, imm, std::move(data), zeroFilled); // a result on the NetReduce job's QP
+        nr->second.worker->OnRecv(qp, imm, std::move(data), zeroFilled); // a result on a NetReduce job's QP
         return;
     }
     if (zeroFilled)
@@ -337,9 +344,10 @@ GraphRank::PostCounted(const std::shared_ptr<Completion>& end, uint32_t peer, Ms
 void
 GraphRank::OnSendComplete(RcQp* qp, uint64_t wrId)
 {
-    if (m_netReduce && qp->Config().params->job != m_node->Job().jobId)
+    auto nr = m_inNetwork.find(qp->Config().params->job);
+    if (nr != m_inNetwork.end())
     {
-        m_netReduce->OnSendComplete(qp, wrId); // a contribution acknowledged
+        nr->second.worker->OnSendComplete(qp, wrId); // a contribution acknowledged
         return;
     }
     auto a = m_acked.find({qp->Config().remoteNode, wrId});
@@ -379,22 +387,134 @@ GraphRank::RunCollective(const GraphNode& n, Done done)
 void
 GraphRank::RunNetReduce(uint32_t i, Done done)
 {
-    m_nrReady[m_nrPlace[i]] = [this, i, done = std::move(done)]() {
+    InNetwork& job = m_inNetwork.at(m_nrJob[i]);
+    job.ready[m_nrPlace[i]] = [this, i, &job, done = std::move(done)]() {
         const GraphNode& n = m_me.nodes[i];
+        if (n.collective != CollectiveKind::AllReduce)
+        {
+            OwnedOperation op = OwnedOf(n, done);
+            if (op.count == 0)
+            {
+                done(true); // nothing to send: every shard empty
+                return;
+            }
+            job.worker->StartOwned(std::move(op));
+            return;
+        }
         // The reduction's data and check: iteration 1 + place, operation its group's k-th (the same on every
         // rank; the iteration apart from the graph's own 0, so that its check is this node's alone).
         uint32_t it = 1 + m_nrPlace[i];
-        m_netReduce->Start(it, n.sequence, m_nrPlace[i], Elements(n.nbytes), WriteTag{},
-                           [this, it, done]() { done(m_node->CheckOf(it).wrong == 0); });
+        job.worker->Start(it, n.sequence, m_nrPlace[i], Elements(n.nbytes), WriteTag{},
+                          [this, it, done]() { done(m_node->CheckOf(it).wrong == 0); });
     };
     // in the start order: this one and every later one that was waiting for it
-    for (auto next = m_nrReady.find(m_nrStarted); next != m_nrReady.end(); next = m_nrReady.find(m_nrStarted))
+    for (auto next = job.ready.find(job.started); next != job.ready.end(); next = job.ready.find(job.started))
     {
         auto start = std::move(next->second);
-        m_nrReady.erase(next);
-        m_nrStarted++;
+        job.ready.erase(next);
+        job.started++;
         start();
     }
+}
+
+OwnedOperation
+GraphRank::OwnedOf(const GraphNode& n, Done done)
+{
+    // One message per piece of a shard, in the order workers/netreduce_scatter.py scatter_plan (round j: piece
+    // j of every shard that has one, owners in rank order) or workers/netreduce_gather.py gather_plan (round j:
+    // piece j of every rank's shard, owners j, j + 1, ...) sends them. The data are the ring's of the same
+    // collective (gs-graph-data.h: the same pieces of the same chunks, blocks numbered within the chunk).
+    struct Message
+    {
+        uint32_t owner;
+        Piece piece; // elements of the owner's chunk (reduce-scatter) or shard (all-gather)
+    };
+    struct State
+    {
+        std::vector<Message> plan;
+        std::vector<uint32_t> members;
+        bool gather = false;
+        bool ok = true;
+        Done done;
+    };
+    constexpr uint64_t kMessageElements = static_cast<uint64_t>(kAggMessageBytes) / 4;
+    constexpr uint64_t kMessagePackets = kAggMessageBytes / kAggPacketBytes;
+    auto st = std::make_shared<State>();
+    st->members = m_spec.groups[n.group].ranks;
+    st->gather = n.collective == CollectiveKind::AllGather;
+    st->done = std::move(done);
+    uint32_t N = static_cast<uint32_t>(st->members.size());
+    uint64_t elements = Elements(n.nbytes);
+    Piece base;
+    base.iteration = n.group + 1;
+    base.op = n.sequence;
+    // per owner: its chunk's first element and length (all-gather: every shard is elements [0, elements) of its
+    // owner's data, as the ring's)
+    std::vector<std::pair<uint64_t, uint64_t>> chunks =
+        st->gather ? std::vector<std::pair<uint64_t, uint64_t>>(N, {0, elements}) : Chunks(elements, N);
+    uint64_t rounds = 0;
+    for (const auto& c : chunks)
+    {
+        rounds = std::max<uint64_t>(rounds, (c.second + kMessageElements - 1) / kMessageElements);
+    }
+    for (uint64_t j = 0; j < rounds; j++)
+    {
+        for (uint32_t t = 0; t < N; t++)
+        {
+            uint32_t owner = st->gather ? static_cast<uint32_t>((j + t) % N) : t;
+            const auto& [first, length] = chunks[owner];
+            uint64_t start = j * kMessageElements;
+            if (start >= length)
+            {
+                continue; // this shard has no piece j (a reduce-scatter's shorter shards, an empty one)
+            }
+            Piece p = base;
+            p.blockBase = (st->gather ? 0 : static_cast<uint64_t>(owner) << 32) | (j * kMessagePackets);
+            p.first = first + start;
+            p.count = std::min<uint64_t>(kMessageElements, length - start);
+            st->plan.push_back(Message{owner, p});
+        }
+    }
+    OwnedOperation op;
+    op.count = st->plan.size();
+    op.message = [this, st](uint64_t m) {
+        const Message& msg = st->plan[m];
+        OwnedMessage out;
+        out.owner = msg.owner;
+        if (st->gather && msg.owner != m_rank)
+        {
+            return out; // a placeholder: the owner's values come from the owner
+        }
+        // this rank's data of the piece, padded with zeros to a whole NetReduce message
+        MsgPtr piece = m_data.Make(m_rank, msg.piece);
+        MsgPtr whole = MsgData::Make(kAggMessageBytes, kAggPacketBytes, piece->exact);
+        std::copy(piece->values.begin(), piece->values.end(), whole->values.begin());
+        std::copy(piece->digest.begin(), piece->digest.end(), whole->digest.begin());
+        out.data = whole;
+        return out;
+    };
+    op.arrived = [this, st](uint64_t m, MsgPtr data, uint32_t zeroFilled) {
+        const Message& msg = st->plan[m];
+        // reduce-scatter: its owner gets the sum whole; all-gather: every rank but the owner gets its values
+        bool whole = (msg.owner == m_rank) != st->gather;
+        if (!whole)
+        {
+            st->ok = st->ok && zeroFilled == data->Packets(); // trimmed to headers, taken as zeros
+            return;
+        }
+        // the piece's own elements and blocks of the whole message
+        MsgPtr got = MsgData::Make(msg.piece.count * 4, kAggPacketBytes, data->exact);
+        if (got->exact)
+        {
+            std::copy(data->values.begin(), data->values.begin() + got->values.size(), got->values.begin());
+        }
+        std::copy(data->digest.begin(), data->digest.begin() + got->digest.size(), got->digest.begin());
+        std::copy(data->lossy.begin(), data->lossy.begin() + got->lossy.size(), got->lossy.begin());
+        std::vector<uint32_t> from = st->gather ? std::vector<uint32_t>{st->members[msg.owner]} : st->members;
+        st->ok = st->ok && zeroFilled == 0 && m_data.Holds(*got, msg.piece, from);
+    };
+    op.done = [st]() { st->done(st->ok); };
+    return op;
 }
 
 void
@@ -664,9 +784,22 @@ GraphRank::Report(nlohmann::json& out) const
         nodes.push_back({m_me.nodes[i].id, r.start, r.end, r.checked ? nlohmann::json(*r.checked) : nlohmann::json(nullptr)});
     }
     out["graph"] = nodes;
-    if (m_netReduce)
+    // `netreduce`: the all-reduce worker's messages and credit waits (else the only job's); `netreduce_jobs`: every
+    // switch job's, by id
+    nlohmann::json jobs = nlohmann::json::object();
+    for (const auto& [id, job] : m_inNetwork)
     {
-        m_netReduce->Report(out); // `netreduce`: its messages and credit waits
+        nlohmann::json one;
+        job.worker->Report(one);
+        jobs[std::to_string(id)] = one["netreduce"];
+        if (id == m_spec.netReduceJob || m_inNetwork.size() == 1)
+        {
+            out["netreduce"] = one["netreduce"];
+        }
+    }
+    if (!m_inNetwork.empty())
+    {
+        out["netreduce_jobs"] = jobs;
     }
 }
 

@@ -7,12 +7,15 @@
 // every message's immediate names its operation (group, k-th collective, step; or tag and k-th message), so
 // messages of different operations between the same two ranks share their queue pair without mixing.
 // Every communication node's output is checked (gs-graph-data.h) and reported with its start and end.
-// With algo = netreduce (GraphSpec::netReduceJob) every all-reduce of a world group runs through the switches
-// instead: the rank's NetReduce worker (gs-netreduce-worker.cc, of the graph's switch job, on that job's queue
-// pairs) reduces it, its done() ends the node and its own check of every message gives the node's. NetReduce
-// numbers messages as reductions start, so the rank starts them in the order of its topological order (the
-// same on every rank): one that is ready before an earlier one has started waits for it
-// (workers/collectives/in_network.py InNetworkJob).
+// With algo = netreduce (GraphSpec::netReduceJob, scatterJob, gatherJob) every all-reduce, reduce-scatter and
+// all-gather of a world group runs through the switches instead, each type on a NetReduce worker of its own
+// switch job (gs-netreduce-worker.cc, on that job's queue pairs): an all-reduce's done() ends the node and the
+// worker's own check of every message gives the node's; a reduce-scatter's or all-gather's messages
+// (workers/netreduce_scatter.py scatter_plan, netreduce_gather.py gather_plan) carry this rank's data, or a
+// placeholder, and the node checks every copy that comes back: the values it must get whole and exact, the
+// others trimmed. NetReduce numbers messages as operations start, so the rank starts a job's operations in the
+// order of its topological order (the same on every rank): one that is ready before an earlier one of its job
+// has started waits for it (workers/collectives/in_network.py InNetworkJob).
 // The other collectives, and those of smaller groups, stay on the hosts' algorithms.
 #ifndef GS_GRAPH_RANK_H
 #define GS_GRAPH_RANK_H
@@ -70,8 +73,10 @@ class GraphRank : public Collective
     void NextCompute();
     void NodeDone(uint32_t i, bool ok);
     void RunCollective(const GraphNode& n, Done done);
-    /// Node i, which runs through the switches: started by the NetReduce worker in its turn.
+    /// Node i, which runs through the switches: started by its job's NetReduce worker in its turn.
     void RunNetReduce(uint32_t i, Done done);
+    /// A reduce-scatter's or all-gather's messages and their checks (node i's on its job's worker).
+    OwnedOperation OwnedOf(const GraphNode& n, Done done);
     void RunRing(const GraphNode& n, Done done);
     void RunAllToAll(const GraphNode& n, Done done);
     void RunBroadcast(const GraphNode& n, Done done);
@@ -105,12 +110,17 @@ class GraphRank : public Collective
     std::map<std::pair<uint32_t, uint64_t>, MsgPtr> m_arrived;                       // (peer, imm)
     std::map<std::pair<uint32_t, uint64_t>, std::function<void(MsgPtr)>> m_expected; // (peer, imm)
     std::map<std::pair<uint32_t, uint64_t>, std::function<void()>> m_acked;          // (peer, wrId)
-    // algo = netreduce
+    // algo = netreduce: per switch job (by id)
+    struct InNetwork
+    {
+        std::unique_ptr<Collective> worker;                // the rank's NetReduce worker of the job
+        uint32_t started = 0;                              // operations started
+        std::map<uint32_t, std::function<void()>> ready;   // by place: ready, waiting for an earlier one to start
+    };
     static constexpr uint32_t kOnHosts = UINT32_MAX;
-    std::unique_ptr<Collective> m_netReduce;             // the rank's NetReduce worker (null: none)
-    std::vector<uint32_t> m_nrPlace;                     // per node: its place in the start order (kOnHosts: none)
-    uint32_t m_nrStarted = 0;                            // reductions started
-    std::map<uint32_t, std::function<void()>> m_nrReady; // by place: ready, waiting for an earlier one to start
+    std::map<uint32_t, InNetwork> m_inNetwork;
+    std::vector<uint32_t> m_nrPlace; // per node: its place in its job's start order (kOnHosts: on the hosts)
+    std::vector<uint32_t> m_nrJob;   // per node: its switch job
 };
 
 

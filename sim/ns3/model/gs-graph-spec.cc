@@ -33,22 +33,43 @@ CollectiveName(CollectiveKind k)
     return "?";
 }
 
-bool
-RunsInNetwork(const GraphSpec& g, const GraphNode& n)
+std::optional<uint32_t>
+NetReduceJobOf(const GraphSpec& g, CollectiveKind k)
 {
-    if (!g.netReduceJob || n.kind != GraphNodeKind::Collective || n.collective != CollectiveKind::AllReduce)
+    switch (k)
     {
-        return false;
+    case CollectiveKind::AllReduce:
+        return g.netReduceJob;
+    case CollectiveKind::ReduceScatter:
+        return g.scatterJob;
+    case CollectiveKind::AllGather:
+        return g.gatherJob;
+    default:
+        return std::nullopt;
+    }
+}
+
+std::optional<uint32_t>
+InNetworkJob(const GraphSpec& g, const GraphNode& n)
+{
+    if (n.kind != GraphNodeKind::Collective)
+    {
+        return std::nullopt;
+    }
+    std::optional<uint32_t> job = NetReduceJobOf(g, n.collective);
+    if (!job)
+    {
+        return std::nullopt;
     }
     const auto& members = g.groups[n.group].ranks;
     for (uint32_t i = 0; i < members.size(); i++)
     {
         if (members[i] != i)
         {
-            return false;
+            return std::nullopt;
         }
     }
-    return members.size() == g.ranks.size();
+    return members.size() == g.ranks.size() ? job : std::nullopt;
 }
 
 namespace
@@ -126,8 +147,27 @@ ParseGraph(ConfigObject g, uint32_t workers)
     }
     if (auto nr = g.Section("netreduce"))
     {
-        spec.netReduceJob = nr->Get<uint32_t>("job_id");
+        for (auto [key, slot] : {std::pair{"job_id", &spec.netReduceJob},
+                                 std::pair{"reduce_scatter_job_id", &spec.scatterJob},
+                                 std::pair{"all_gather_job_id", &spec.gatherJob}})
+        {
+            if (nr->Has(key))
+            {
+                *slot = nr->Get<uint32_t>(key);
+            }
+        }
         nr->Finish();
+        if (!spec.netReduceJob && !spec.scatterJob && !spec.gatherJob)
+        {
+            throw ConfigError(g.Where("netreduce") + ": names no switch job: give job_id (all-reduce), "
+                              "reduce_scatter_job_id or all_gather_job_id");
+        }
+        if ((spec.netReduceJob && (spec.netReduceJob == spec.scatterJob || spec.netReduceJob == spec.gatherJob)) ||
+            (spec.scatterJob && spec.scatterJob == spec.gatherJob))
+        {
+            throw ConfigError(g.Where("netreduce") + ": each collective type needs a switch job of its own (the "
+                              "switch reads a message's owner one way per job)");
+        }
         if (workers < 2)
         {
             throw ConfigError(g.Where("netreduce") + ": NetReduce needs at least 2 workers, the job has " +

@@ -74,17 +74,31 @@ struct GraphSpec
     // Fault injection for tests (`faults`, absent: none): this rank adds the first chunk it receives in a
     // reduction twice; the checks must catch it.
     std::optional<uint32_t> faultDoubleAddRank;
-    // algo = netreduce (`netreduce`, absent: the hosts run every collective): every all-reduce of a world group
-    // runs through the switches as NetReduce job `netReduceJob` (its own queue pairs and switch cells, the
-    // job's credits), as workers/collectives/in_network.py runs it on BMv2; RunsInNetwork says which.
-    std::optional<uint32_t> netReduceJob;
+    // algo = netreduce (`netreduce`, absent: the hosts run every collective): every all-reduce, reduce-scatter
+    // and all-gather of a world group runs through the switches, each type as a NetReduce job of its own (its
+    // own queue pairs and switch cells, the job's credits; `job_id`, `reduce_scatter_job_id`,
+    // `all_gather_job_id`, each absent where the graph has none), as workers/collectives/in_network.py runs them
+    // on BMv2; InNetworkJob says which.
+    std::optional<uint32_t> netReduceJob; // all-reduce
+    std::optional<uint32_t> scatterJob;   // reduce-scatter
+    std::optional<uint32_t> gatherJob;    // all-gather
     std::vector<GraphGroup> groups;
     std::vector<GraphRankSpec> ranks; // by global rank = the job's worker node id
 };
 
-/// The node runs through the switches: an all-reduce of a group that holds every rank in rank order (a world
-/// group: a member's position is its NetReduce worker number), in a graph with a NetReduce job.
-bool RunsInNetwork(const GraphSpec& g, const GraphNode& n);
+/// The NetReduce job of a collective type (none: the hosts run it).
+std::optional<uint32_t> NetReduceJobOf(const GraphSpec& g, CollectiveKind k);
+
+/// The NetReduce job that runs the node through the switches: an all-reduce, reduce-scatter or all-gather of a
+/// group that holds every rank in rank order (a world group: a member's position is its NetReduce worker number
+/// and a shard's owner its rank), in a graph with a NetReduce job for its type; none: the hosts run it.
+std::optional<uint32_t> InNetworkJob(const GraphSpec& g, const GraphNode& n);
+
+inline bool
+RunsInNetwork(const GraphSpec& g, const GraphNode& n)
+{
+    return InNetworkJob(g, n).has_value();
+}
 
 /// Parse and check a job's `graph` section for a job of `workers` workers (errors name the section's path).
 GraphSpec ParseGraph(ConfigObject g, uint32_t workers);

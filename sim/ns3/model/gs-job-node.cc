@@ -6,6 +6,7 @@
 #include "ns3/simulator.h"
 
 #include <cmath>
+#include <stdexcept>
 
 namespace ns3
 {
@@ -22,7 +23,7 @@ JobNode::JobNode(GsHost* host, std::shared_ptr<const JobContext> context, uint32
       m_nodeId(nodeId),
       m_role(m_job.nodes[nodeId].role),
       m_onDone(std::move(onDone)),
-      m_qps(m_job.nodes.size() * (m_context->nrQpParams ? 2 : 1), nullptr)
+      m_qps(m_job.nodes.size() * (1 + m_context->nrQpParams.size()), nullptr)
 {
     for (const auto& n : m_job.nodes)
     {
@@ -50,7 +51,7 @@ JobNode::Setup()
         m_collective = MakeRing(this);
         break;
     case Algo::NetReduce:
-        m_collective = MakeNetReduceWorker(this);
+        m_collective = MakeNetReduceWorker(this, m_job.jobId);
         break;
     case Algo::Ps:
         m_collective = m_role == Role::Server ? MakePsServer(this) : MakePsWorker(this);
@@ -75,20 +76,22 @@ JobNode::Qp(uint32_t peer, uint32_t initialPsn, bool nrContribution)
     return QpIn(m_qps.at(peer), m_context->qpParams, peer, initialPsn, nrContribution);
 }
 
-uint32_t
-JobNode::NetReduceJobId() const
-{
-    return m_context->nrQpParams ? m_context->nrQpParams->job : m_job.jobId;
-}
-
 RcQp*
-JobNode::NetReduceQp(uint32_t peer, uint32_t initialPsn)
+JobNode::NetReduceQp(uint32_t job, uint32_t peer, uint32_t initialPsn)
 {
-    if (!m_context->nrQpParams)
+    if (job == m_job.jobId)
     {
         return Qp(peer, initialPsn, true);
     }
-    return QpIn(m_qps.at(m_job.nodes.size() + peer), m_context->nrQpParams, peer, initialPsn, true);
+    for (size_t k = 0; k < m_context->nrQpParams.size(); k++)
+    {
+        if (m_context->nrQpParams[k]->job == job)
+        {
+            return QpIn(m_qps.at(m_job.nodes.size() * (1 + k) + peer), m_context->nrQpParams[k], peer, initialPsn,
+                        true);
+        }
+    }
+    throw std::logic_error("job " + std::to_string(m_job.jobId) + " has no NetReduce job " + std::to_string(job));
 }
 
 RcQp*

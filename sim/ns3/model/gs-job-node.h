@@ -33,9 +33,9 @@ struct JobContext
     JobSpec job;
     std::vector<uint32_t> nodeHosts;          // by node id: the host index
     std::shared_ptr<const QpParams> qpParams; // with every host's name
-    // a graph job whose world all-reduces run through the switches (GraphSpec::netReduceJob): the queue pairs of
-    // that NetReduce job (its id, the same transport); null: none, or the job's own (algo netreduce)
-    std::shared_ptr<const QpParams> nrQpParams;
+    // a graph job whose world collectives run through the switches (JobSpec::NetReduceJobs): the queue pairs of
+    // each of those NetReduce jobs (its id, the same transport); empty: none, or the job's own (algo netreduce)
+    std::vector<std::shared_ptr<const QpParams>> nrQpParams;
 };
 
 /// One iteration's check (workload/encoding.py IterationCheck).
@@ -121,12 +121,10 @@ class JobNode : public QpUser
 
     /// The QP to job node `peer` (created on first use; both directions start at initialPsn).
     RcQp* Qp(uint32_t peer, uint32_t initialPsn = 0, bool nrContribution = false);
-    /// The NetReduce job its NetReduce worker (gs-netreduce-worker.cc) belongs to: its own job, or a graph job's
-    /// switch job (JobSpec::NetReduceJob).
-    uint32_t NetReduceJobId() const;
-    /// That worker's QP to job node `peer`, its data packets NetReduce contributions: the job's own QP (algo
-    /// netreduce), or one of the graph's switch job, beside the graph's own QP to the same peer.
-    RcQp* NetReduceQp(uint32_t peer, uint32_t initialPsn);
+    /// The QP to job node `peer` of a NetReduce worker (gs-netreduce-worker.cc) of NetReduce job `job`, its data
+    /// packets NetReduce contributions: the job's own QP (algo netreduce), or one of a graph's switch job
+    /// (JobSpec::NetReduceJobs), beside the graph's own QP to the same peer.
+    RcQp* NetReduceQp(uint32_t job, uint32_t peer, uint32_t initialPsn);
     /// This worker's own data: `bytes` of reduction op of iteration it, packets of `mtu` bytes, elements
     /// from `first` (zero beyond `elements`), digests of blocks `blockBase | packet`.
     MsgPtr OwnData(uint32_t it, uint32_t op, uint64_t first, uint64_t bytes, uint64_t elements, uint64_t blockBase) const;
@@ -197,7 +195,7 @@ class JobNode : public QpUser
     RcQp* QpIn(RcQp*& slot, const std::shared_ptr<const QpParams>& params, uint32_t peer, uint32_t initialPsn,
                bool nrContribution);
 
-    std::vector<RcQp*> m_qps; // by peer node id, then (nrQpParams) the NetReduce job's by peer (null: none)
+    std::vector<RcQp*> m_qps; // by peer node id, then (nrQpParams) each NetReduce job's by peer (null: none)
     std::map<uint32_t, IterationCheck> m_checks;
     std::vector<IterationRecord> m_records;
     bool m_done = false;

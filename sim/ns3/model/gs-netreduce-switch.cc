@@ -17,7 +17,6 @@ namespace
 constexpr uint32_t kMsgBits = 24 - kAggPacketsLog2; // a message number is the PSN less its packet offset
 constexpr uint32_t kMsgMask = (1u << kMsgBits) - 1;
 constexpr uint32_t kMsgHalf = 1u << (kMsgBits - 1);
-constexpr uint64_t kCtxValid = 1ULL << 63;
 constexpr uint32_t kChildTag = 0xFFFFF;  // a child's partial sums (GsSwitch member keys)
 constexpr uint32_t kParentTag = 0xFFFFE; // the parent's results
 
@@ -34,11 +33,12 @@ NextPow2(uint32_t x)
 
 } // namespace
 
-NrSwitchJob::NrSwitchJob(GsSwitch* sw, uint32_t jobId, const JobSpec& job, const AggregationRole& role,
-                         const std::vector<uint32_t>& workerHosts, const std::vector<uint32_t>& workerNodes,
-                         const WireSizes& wire)
+NrSwitchJob::NrSwitchJob(GsSwitch* sw, uint32_t jobId, NrOwners owners, const JobSpec& job,
+                         const AggregationRole& role, const std::vector<uint32_t>& workerHosts,
+                         const std::vector<uint32_t>& workerNodes, const WireSizes& wire)
     : m_sw(sw),
       m_job(jobId),
+      m_owners(owners),
       m_role(role),
       m_workerHosts(workerHosts),
       m_n(static_cast<uint32_t>(workerHosts.size())),
@@ -64,7 +64,7 @@ NrSwitchJob::NrSwitchJob(GsSwitch* sw, uint32_t jobId, const JobSpec& job, const
     {
         m_values.assign(static_cast<size_t>(cells) * kAggElements, 0);
     }
-    m_context.assign(static_cast<size_t>(m_members.size()) * m_ctxSlots, 0);
+    m_context.assign(static_cast<size_t>(m_members.size()) * m_ctxSlots, Context{});
     m_scratch.resize(kAggElements);
     (void)workerNodes;
 }
@@ -75,7 +75,7 @@ NrSwitchJob::Clear()
     std::fill(m_cells.begin(), m_cells.end(), Cell{});
     std::fill(m_bitmaps.begin(), m_bitmaps.end(), 0);
     std::fill(m_values.begin(), m_values.end(), 0);
-    std::fill(m_context.begin(), m_context.end(), 0);
+    std::fill(m_context.begin(), m_context.end(), Context{});
 }
 
 bool
@@ -136,40 +136,57 @@ NrSwitchJob::ReadValues(Ptr<Packet> p, const Wire& w, std::vector<int32_t>& out)
 }
 
 bool
-NrSwitchJob::Locate(uint32_t member, const Wire& w, uint32_t& cell, uint32_t& other)
+NrSwitchJob::Locate(uint32_t member, const Wire& w, uint32_t& cell, uint32_t& other, uint32_t& owner)
 {
-    // learn_context / recall_context: the first packet's RETH places the message in the job's window;
-    // later packets find that place from their PSN (per member QP, per message in flight).
+    // learn_context / recall_context: the first packet's RETH places the message in the job's window (and,
+    // on a reduce-scatter's or all-gather's job, names its owner above the window index: rank + 1, 0 for an
+    // all-reduce message); later packets find both from their PSN (per member QP, per message in flight).
     uint32_t msg = (w.psn >> kAggPacketsLog2) & kMsgMask;
-    uint64_t& ctx = m_context[static_cast<size_t>(member) * m_ctxSlots + (msg & (m_ctxSlots - 1))];
-    uint32_t window;
+    Context& ctx = m_context[static_cast<size_t>(member) * m_ctxSlots + (msg & (m_ctxSlots - 1))];
     if (w.flags & F_RETH)
     {
-        uint64_t win = w.va >> kAggMessageBytesLog2;
+        // a job that reads no owners takes the whole address as the window's: an owner field is out of it
+        uint64_t field = m_owners == NrOwners::None ? 0 : w.va >> kOwnerVaShift;
+        uint64_t place = m_owners == NrOwners::None ? w.va : w.va & ((1ULL << kOwnerVaShift) - 1);
+        uint64_t win = place >> kAggMessageBytesLog2;
         bool aligned = (w.psn & (kAggPackets - 1)) == 0 && (w.va & (kAggMessageBytes - 1)) == 0 &&
                        w.dmaLen == kAggMessageBytes;
-        if (!aligned || win >= 2ULL * m_credits)
+        if (!aligned || win >= 2ULL * m_credits || field > m_n)
         {
             Refuse("malformed");
             return false;
         }
-        window = static_cast<uint32_t>(win);
-        ctx = kCtxValid | (static_cast<uint64_t>(window) << 32) | msg;
+        ctx = Context{true, msg, static_cast<uint32_t>(win), static_cast<uint32_t>(field)};
     }
-    else
+    else if (!ctx.valid || ctx.msg != msg)
     {
-        if (!(ctx & kCtxValid) || static_cast<uint32_t>(ctx & 0xFFFFFFFFULL) != msg)
-        {
-            Refuse("no-context");
-            return false;
-        }
-        window = static_cast<uint32_t>((ctx >> 32) & 0x7FFFFFFF);
+        Refuse("no-context");
+        return false;
     }
+    uint32_t window = ctx.window;
+    owner = ctx.owner;
     uint32_t offset = w.psn & (kAggPackets - 1);
     cell = window * kAggPackets + offset;
     uint32_t twin = window >= m_credits ? window - m_credits : window + m_credits;
     other = twin * kAggPackets + offset;
     return true;
+}
+
+bool
+NrSwitchJob::Trimmed(uint32_t r, uint32_t owner) const
+{
+    // reduce-scatter: every copy but the owner's; all-gather: the owner's alone; an all-reduce message's
+    // (owner 0) is nobody's: whole
+    return owner != 0 && (r + 1 == owner) == (m_owners == NrOwners::Gather);
+}
+
+void
+NrSwitchJob::Size(Wire& w, bool trimmed) const
+{
+    uint32_t headers = m_wire.roceOverhead + ((w.flags & F_RETH) ? m_wire.reth : 0) + ((w.flags & F_IMM) ? m_wire.imm : 0);
+    w.payload = trimmed ? 0 : kAggPacketBytes;
+    w.wire = headers + w.payload;
+    w.resv7 = static_cast<uint8_t>(trimmed ? (w.resv7 | kTrimmed) : (w.resv7 & ~kTrimmed));
 }
 
 Ptr<Packet>
@@ -189,13 +206,15 @@ NrSwitchJob::Make(Wire& w, uint32_t cell) const
 }
 
 void
-NrSwitchJob::Emit(const Wire& in, uint32_t cell, const std::vector<uint32_t>& ranks, bool children)
+NrSwitchJob::Emit(const Wire& in, uint32_t cell, uint32_t owner, const std::vector<uint32_t>& ranks, bool children)
 {
-    // The result on the connection of every local receiver r (its sender is r - 1), and down to children.
+    // The result on the connection of every local receiver r (its sender is r - 1), whole or trimmed as its
+    // owner field says, and down to children whole.
     for (uint32_t r : ranks)
     {
         uint32_t j = (r + m_n - 1) % m_n;
         Wire w = in;
+        Size(w, false);
         w.kind = KIND_ROCE;
         w.flags = static_cast<uint16_t>(w.flags & ~(F_NR | F_RETX));
         w.src = m_workerHosts[j];
@@ -204,14 +223,19 @@ NrSwitchJob::Emit(const Wire& in, uint32_t cell, const std::vector<uint32_t>& ra
         w.dstNode = r;
         w.sport = UdpSourcePort(m_job, j);
         w.dport = kRoceUdpPort;
+        // classified whole in ingress, trimmed in egress (netreduce_scatter.p4): it keeps its connection's queue,
+        // behind the whole copies before it (no copy overtakes another on a connection)
+        uint8_t queue = m_sw->Classify(w);
+        Size(w, Trimmed(r, owner));
         Ptr<Packet> p = Make(w, cell);
-        m_sw->Forward(p, w);
+        m_sw->Forward(p, w, queue);
     }
     if (children)
     {
         for (size_t c = 0; c < m_role.children.size(); c++)
         {
             Wire w = in;
+            Size(w, false);
             w.kind = KIND_NR_RESULT;
             w.flags = static_cast<uint16_t>(w.flags & ~(F_NR | F_RETX));
             w.src = m_sw->Index();
@@ -227,6 +251,7 @@ void
 NrSwitchJob::SendUp(const Wire& in, uint32_t cell)
 {
     Wire w = in;
+    Size(w, false);
     w.kind = KIND_NR_PARTIAL;
     w.flags = static_cast<uint16_t>(w.flags & ~(F_NR | F_RETX));
     w.src = m_sw->Index();
@@ -237,7 +262,7 @@ NrSwitchJob::SendUp(const Wire& in, uint32_t cell)
 }
 
 void
-NrSwitchJob::Answer(uint32_t member, const Wire& in, uint32_t cell)
+NrSwitchJob::Answer(uint32_t member, const Wire& in, uint32_t cell, uint32_t owner)
 {
     const Member& m = m_members[member];
     if (m.worker)
@@ -247,6 +272,7 @@ NrSwitchJob::Answer(uint32_t member, const Wire& in, uint32_t cell)
         uint32_t j = m.index;
         uint32_t peer = (j + 1) % m_n;
         Wire w = in;
+        Size(w, false);
         w.kind = KIND_ROCE;
         w.flags = static_cast<uint16_t>(w.flags & ~(F_NR | F_RETX));
         w.src = m_workerHosts[j];
@@ -255,11 +281,14 @@ NrSwitchJob::Answer(uint32_t member, const Wire& in, uint32_t cell)
         w.dstNode = peer;
         w.sport = UdpSourcePort(m_job, j);
         w.dport = kRoceUdpPort;
+        uint8_t queue = m_sw->Classify(w); // (as Emit's)
+        Size(w, Trimmed(peer, owner));
         Ptr<Packet> p = Make(w, cell);
-        m_sw->Forward(p, w);
+        m_sw->Forward(p, w, queue);
         return;
     }
     Wire w = in;
+    Size(w, false);
     w.kind = KIND_NR_RESULT;
     w.flags = static_cast<uint16_t>(w.flags & ~(F_NR | F_RETX));
     w.src = m_sw->Index();
@@ -306,17 +335,25 @@ NrSwitchJob::Accept(uint32_t cell, bool fresh, bool counted, Ptr<Packet> p, cons
 void
 NrSwitchJob::Contribution(uint32_t member, Ptr<Packet> p, const Wire& w)
 {
+    // an all-gather job's placeholder: headers alone, marked trimmed, from a worker: a contribution of zeros
+    bool placeholder = m_owners == NrOwners::Gather && m_members[member].worker && (w.resv7 & kTrimmed) &&
+                       w.payload == 0;
     if (!(w.opcode == ROCE_WRITE_FIRST || w.opcode == ROCE_WRITE_MIDDLE || w.opcode == ROCE_WRITE_LAST_IMM) ||
-        w.payload != kAggPacketBytes)
+        (w.payload != kAggPacketBytes && !placeholder))
     {
         Refuse("malformed");
         return;
     }
     uint32_t cell;
     uint32_t other;
-    if (!Locate(member, w, cell, other))
+    uint32_t owner;
+    if (!Locate(member, w, cell, other, owner))
     {
         return;
+    }
+    if (placeholder)
+    {
+        events["placeholder"]++;
     }
     // contribute(): one read-modify-write of the cell and its twin.
     Cell& c = m_cells[cell];
@@ -350,7 +387,7 @@ NrSwitchJob::Contribution(uint32_t member, Ptr<Packet> p, const Wire& w)
     else if (mine && same && complete)
     {
         events["retransmitted-result"]++;
-        Answer(member, w, cell);
+        Answer(member, w, cell, owner);
     }
     else if (mine && same)
     {
@@ -371,7 +408,7 @@ NrSwitchJob::Contribution(uint32_t member, Ptr<Packet> p, const Wire& w)
     {
         events["contribution"]++;
         events["completion"]++;
-        Emit(w, cell, m_receivers.empty() ? m_role.localRanks : m_receivers, true);
+        Emit(w, cell, owner, m_receivers.empty() ? m_role.localRanks : m_receivers, true);
     }
     else if (accept)
     {
@@ -398,12 +435,13 @@ NrSwitchJob::ParentResult(Ptr<Packet> p, const Wire& w)
     // The parent is the last member slot + 1 for its context.
     uint32_t cell;
     uint32_t other;
+    uint32_t owner;
     uint32_t parentSlot = static_cast<uint32_t>(m_members.size());
     if (m_context.size() < static_cast<size_t>(parentSlot + 1) * m_ctxSlots)
     {
-        m_context.resize(static_cast<size_t>(parentSlot + 1) * m_ctxSlots, 0);
+        m_context.resize(static_cast<size_t>(parentSlot + 1) * m_ctxSlots, Context{});
     }
-    if (!Locate(parentSlot, w, cell, other))
+    if (!Locate(parentSlot, w, cell, other, owner))
     {
         return;
     }
@@ -431,7 +469,7 @@ NrSwitchJob::ParentResult(Ptr<Packet> p, const Wire& w)
         return;
     }
     events["result-down"]++;
-    Emit(w, cell, m_role.localRanks, true);
+    Emit(w, cell, owner, m_role.localRanks, true);
 }
 
 } // namespace gs

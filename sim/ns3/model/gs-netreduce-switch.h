@@ -3,8 +3,14 @@
 // copies per credit slot, the first packet's context per member QP, the verdicts of nr_verdicts), on every
 // switch of the job's aggregation tree (gs-topology.h): members are the workers attached here and the
 // child switches; a switch with a parent sends its partial sum up and returns the parent's result; the
-// root returns the result. Fields are wider than the P4 program's (any number of members and credits,
-// any depth): docs/simulator.md lists every difference.
+// root returns the result. A reduce-scatter's or all-gather's job (NrOwners, p4src/include/controls/
+// netreduce_scatter.p4) reads a message's owner from its first packet's RETH (rank + 1 above the window index,
+// kept in the per-QP context): reduce-scatter sends the sum whole to the owner alone and a copy trimmed to its
+// headers to every other receiver; all-gather takes a placeholder (headers alone, marked trimmed) as zeros and
+// sends the owner's values whole to every receiver but the owner, whose copy is trimmed. Copies between
+// switches stay whole. Fields are wider than the P4 program's (any number of members and credits, any depth),
+// and a placeholder may complete a cell (BMv2 cannot grow it into the values: placeholder-last):
+// docs/simulator.md lists every difference.
 #ifndef GS_NETREDUCE_SWITCH_H
 #define GS_NETREDUCE_SWITCH_H
 
@@ -35,9 +41,9 @@ class NrSwitchJob
         uint32_t port = 0;   // port it arrives on
     };
 
-    /// The cells of NetReduce job `jobId` (JobSpec::NetReduceJob: the job's own id, or a graph job's switch job)
-    /// for `job`'s workers (its credits and check).
-    NrSwitchJob(GsSwitch* sw, uint32_t jobId, const JobSpec& job, const AggregationRole& role,
+    /// The cells of NetReduce job `jobId` (JobSpec::NetReduceJobs: the job's own id, or a graph job's switch
+    /// job), reading owners as `owners` says, for `job`'s workers (its credits and check).
+    NrSwitchJob(GsSwitch* sw, uint32_t jobId, NrOwners owners, const JobSpec& job, const AggregationRole& role,
                 const std::vector<uint32_t>& workerHosts, const std::vector<uint32_t>& workerNodes,
                 const WireSizes& wire);
 
@@ -77,12 +83,25 @@ class NrSwitchJob
         uint64_t digest = 0;
     };
 
-    bool Locate(uint32_t member, const Wire& w, uint32_t& cell, uint32_t& other);
+    /// A per-QP context entry (learn_context): the message, its window index and its owner field (0: none).
+    struct Context
+    {
+        bool valid = false;
+        uint32_t msg = 0;
+        uint32_t window = 0;
+        uint32_t owner = 0;
+    };
+
+    bool Locate(uint32_t member, const Wire& w, uint32_t& cell, uint32_t& other, uint32_t& owner);
     void Accept(uint32_t cell, bool fresh, bool counted, Ptr<Packet> p, const Wire& w);
     void Refuse(const char* event);
-    void Emit(const Wire& in, uint32_t cell, const std::vector<uint32_t>& ranks, bool children);
+    void Emit(const Wire& in, uint32_t cell, uint32_t owner, const std::vector<uint32_t>& ranks, bool children);
     void SendUp(const Wire& in, uint32_t cell);
-    void Answer(uint32_t member, const Wire& in, uint32_t cell);
+    void Answer(uint32_t member, const Wire& in, uint32_t cell, uint32_t owner);
+    /// The copy for receiver rank r of a message with this owner field goes trimmed (netreduce_scatter.p4).
+    bool Trimmed(uint32_t r, uint32_t owner) const;
+    /// A copy's lengths: the values whole, or its headers alone marked trimmed (controls/trim.p4).
+    void Size(Wire& w, bool trimmed) const;
     Ptr<Packet> Make(Wire& w, uint32_t cell) const;
     bool Bit(uint32_t cell, uint32_t member) const;
     void SetBit(uint32_t cell, uint32_t member, bool on);
@@ -92,6 +111,7 @@ class NrSwitchJob
 
     GsSwitch* m_sw;
     uint32_t m_job;
+    NrOwners m_owners;
     AggregationRole m_role;
     std::vector<uint32_t> m_workerHosts; // host of every rank of the job
     uint32_t m_n = 0;                    // workers of the job
@@ -106,7 +126,7 @@ class NrSwitchJob
     std::vector<Cell> m_cells;
     std::vector<uint64_t> m_bitmaps;
     std::vector<int32_t> m_values;       // exact mode: kAggElements per cell
-    std::vector<uint64_t> m_context;     // per member x slot: valid (bit 63) | window << 32 | message
+    std::vector<Context> m_context;      // per member x slot
     std::vector<int32_t> m_scratch;
 };
 

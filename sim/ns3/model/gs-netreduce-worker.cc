@@ -10,7 +10,11 @@
 // cells and those of the job's other switches empty), they agree on the next reduction one of them will start
 // and return to the switch from it: the contribution half restarts at that reduction's first PSN.
 // A graph job's world all-reduces (gs-graph-rank.h) run on such a worker too: its own NetReduce job id and queue
-// pairs (JobNode::NetReduceQp), its reductions started by the graph's nodes in the same order on every rank.
+// pairs (JobNode::NetReduceQp), its reductions started by the graph's nodes in the same order on every rank. So
+// do its reduce-scatters and all-gathers, each type on a worker of a switch job of its own (StartOwned,
+// workers/netreduce_scatter.py and netreduce_gather.py): every message names its owner above the window index
+// of its RETH (config.p4 NR_OWNER_VA_SHIFT), an all-gather's placeholder goes as headers alone, and each
+// message's copy, whole or trimmed, goes to the operation, which checks it. Credits are the all-reduce's.
 #include "gs-collective.h"
 #include "gs-constants.h"
 #include "gs-job-node.h"
@@ -32,24 +36,33 @@ constexpr uint32_t kMessageElements = kAggElements * kAggPackets;
 class NetReduceWorker : public Collective
 {
   public:
-    explicit NetReduceWorker(JobNode* node)
+    NetReduceWorker(JobNode* node, uint32_t job)
         : Collective(node),
           m_n(node->Workers()),
           m_rank(node->NodeId()),
           m_credits(node->Job().credits)
     {
-        uint32_t job = node->NetReduceJobId();
         // protocol/netreduce.py JobLayout: every connection of the job starts at this PSN
         m_initialPsn = (job * 0x10000 + 0x100) & 0xFFFFFF & ~(kAggPackets - 1);
         m_rkey = 0x4E520000 | job;
-        m_send = node->NetReduceQp((m_rank + 1) % m_n, m_initialPsn);
-        m_recv = node->NetReduceQp((m_rank + m_n - 1) % m_n, m_initialPsn);
+        m_send = node->NetReduceQp(job, (m_rank + 1) % m_n, m_initialPsn);
+        m_recv = node->NetReduceQp(job, (m_rank + m_n - 1) % m_n, m_initialPsn);
+    }
+
+    void StartOwned(OwnedOperation op) override
+    {
+        // (a graph's operation: a graph runs no faults, so this worker never falls back to ring)
+        auto owned = std::make_shared<OwnedOperation>(std::move(op));
+        Op o{0, 0, 0, 0, m_nextK, owned->count, 0, WriteTag{}, owned->done, owned};
+        m_nextK += owned->count;
+        m_ops.emplace(o.firstK, std::move(o));
+        TryPost();
     }
 
     void Start(uint32_t it, uint32_t op, uint64_t seq, uint64_t elements, WriteTag tag, std::function<void()> done) override
     {
         uint64_t count = std::max<uint64_t>(1, (elements + kMessageElements - 1) / kMessageElements);
-        Op o{it, op, seq, elements, m_nextK, count, 0, tag, std::move(done)};
+        Op o{it, op, seq, elements, m_nextK, count, 0, tag, std::move(done), nullptr};
         m_nextK += count;
         if (m_ring && o.firstK < m_switchFrom)
         {
@@ -84,12 +97,19 @@ class NetReduceWorker : public Collective
             return;
         }
         m_results.insert(k);
-        if (zeroFilled)
-        {
-            m_node->AddZeroFilled(o.it, zeroFilled);
-        }
         uint64_t mi = k - o.firstK;
-        m_node->CheckResult(o.it, o.op, mi * kMessageElements, o.elements, mi << 32, *data);
+        if (o.owned)
+        {
+            o.owned->arrived(mi, std::move(data), zeroFilled); // whole or trimmed: the operation checks which
+        }
+        else
+        {
+            if (zeroFilled)
+            {
+                m_node->AddZeroFilled(o.it, zeroFilled);
+            }
+            m_node->CheckResult(o.it, o.op, mi * kMessageElements, o.elements, mi << 32, *data);
+        }
         o.received++;
         if (o.received == o.count)
         {
@@ -97,7 +117,10 @@ class NetReduceWorker : public Collective
             m_ops.erase(it);
             m_finished.emplace(done.firstK, Finished{done.it, done.op, done.seq, done.elements, done.count, done.tag});
             Forget();
-            m_node->ReductionChecked(done.it);
+            if (!done.owned)
+            {
+                m_node->ReductionChecked(done.it);
+            }
             if (m_firstSwitchDone)
             {
                 auto f = std::move(m_firstSwitchDone);
@@ -196,6 +219,7 @@ class NetReduceWorker : public Collective
         uint64_t received;
         WriteTag tag;
         std::function<void()> done;
+        std::shared_ptr<OwnedOperation> owned; // a reduce-scatter or all-gather (null: a reduction)
     };
 
     /// A finished reduction, kept while another worker may not have finished it (the fallback redoes it).
@@ -281,9 +305,24 @@ class NetReduceWorker : public Collective
             const Op& o = it->second;
             uint64_t mi = k - o.firstK;
             Release(k);
-            MsgPtr data = m_node->OwnData(o.it, o.op, mi * kMessageElements, kAggMessageBytes, o.elements, mi << 32);
             uint64_t window = k % m_credits + m_credits * ((k / m_credits) % 2);
-            m_wrOf[k] = m_send->PostWrite(data, window * kAggMessageBytes, m_rkey, k, o.tag);
+            uint64_t va = window * kAggMessageBytes;
+            MsgPtr data;
+            WriteTag tag = o.tag;
+            if (o.owned)
+            {
+                // protocol/netreduce.py JobLayout.owner_va: the owner's rank + 1 above the window index
+                OwnedMessage msg = o.owned->message(mi);
+                va |= static_cast<uint64_t>(msg.owner + 1) << kOwnerVaShift;
+                tag.placeholder = msg.data == nullptr;
+                data = msg.data ? msg.data
+                                : MsgData::Make(kAggMessageBytes, kAggPacketBytes, m_send->Config().params->exact);
+            }
+            else
+            {
+                data = m_node->OwnData(o.it, o.op, mi * kMessageElements, kAggMessageBytes, o.elements, mi << 32);
+            }
+            m_wrOf[k] = m_send->PostWrite(data, va, m_rkey, k, tag);
             m_posted++;
             m_messages++;
         }
@@ -326,9 +365,9 @@ class NetReduceWorker : public Collective
 } // namespace
 
 std::unique_ptr<Collective>
-MakeNetReduceWorker(JobNode* node)
+MakeNetReduceWorker(JobNode* node, uint32_t job)
 {
-    return std::make_unique<NetReduceWorker>(node);
+    return std::make_unique<NetReduceWorker>(node, job);
 }
 
 } // namespace gs

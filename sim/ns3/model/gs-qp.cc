@@ -164,6 +164,12 @@ RcQp::Build(uint32_t psn, bool retransmission, uint32_t& wire)
         w.imm = wr->imm;
         wire += m_cfg.params->wire.imm;
     }
+    if (wr->tag.placeholder)
+    {
+        w.resv7 = static_cast<uint8_t>(w.resv7 | kTrimmed);
+        wire -= w.payload;
+        w.payload = 0;
+    }
     w.wire = wire;
     txPackets++;
     txBytes += wire;

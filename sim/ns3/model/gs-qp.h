@@ -100,6 +100,9 @@ struct WriteTag
 {
     uint8_t layerClass = 0;
     bool droppable = true;
+    // a NetReduce all-gather's placeholder (workers.netreduce.PlaceholderRequester): every packet, resent ones
+    // too, goes out as its headers alone, marked trimmed; the switches take it as zeros
+    bool placeholder = false;
 };
 
 enum Counter

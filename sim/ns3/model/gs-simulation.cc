@@ -104,9 +104,9 @@ Simulation::BuildFaults()
     }
     for (const JobSpec& job : m_c.jobs)
     {
-        if (job.algo == Algo::Graph && job.NetReduceJob())
+        if (job.algo == Algo::Graph && !job.NetReduceJobs().empty())
         {
-            throw ConfigError("fault_schedule: job " + std::to_string(job.jobId) + "'s in-network all-reduces "
+            throw ConfigError("fault_schedule: job " + std::to_string(job.jobId) + "'s in-network collectives "
                               "(graph.netreduce) run no faults (a graph has no fallback to ring): leave the faults "
                               "out, or run the graph on the hosts");
         }
@@ -141,7 +141,8 @@ Simulation::BuildFaults()
                 continue;
             }
             bool aggregates = false;
-            for (const AggregationRole& role : m_trees[j].roles)
+            const AggregationTree& tree = m_trees[j].at(m_c.jobs[j].jobId);
+            for (const AggregationRole& role : tree.roles)
             {
                 aggregates |= role.sw == sw && role.localRanks.empty();
             }
@@ -155,7 +156,7 @@ Simulation::BuildFaults()
             {
                 job.workers.at(n->NodeId()) = n.get();
             }
-            for (const AggregationRole& role : m_trees[j].roles)
+            for (const AggregationRole& role : tree.roles)
             {
                 for (const auto& cells : m_switches[role.sw - m_topo->Hosts()]->NetReduceJobs())
                 {
@@ -344,8 +345,8 @@ Simulation::BuildJobs()
                 sw->SetDlcp(job.jobId, DlcpJobFeatures{job.dlcp->priority, job.dlcp->drop, job.dlcp->spray});
             }
         }
-        std::optional<uint32_t> nrJob = job.NetReduceJob();
-        if (nrJob)
+        std::vector<NetReduceJobRef> nrJobs = job.NetReduceJobs();
+        if (!nrJobs.empty())
         {
             if (job.transport.mtu != kAggPacketBytes)
             {
@@ -357,40 +358,51 @@ Simulation::BuildJobs()
             {
                 throw ConfigError("jobs[" + std::to_string(j) + "]: a NetReduce job has one worker per host");
             }
+        }
+        for (const NetReduceJobRef& nrRef : nrJobs)
+        {
+            uint32_t nrJob = nrRef.id;
             // a graph's switch job has an id of its own (gs-config.cc refuses the graph's), no other job's
-            if (*nrJob != job.jobId && !ids.insert(*nrJob).second)
+            if (nrJob != job.jobId && !ids.insert(nrJob).second)
             {
-                throw ConfigError("jobs[" + std::to_string(j) + "].graph.netreduce.job_id: job id " +
-                                  std::to_string(*nrJob) + " is used twice");
+                throw ConfigError("jobs[" + std::to_string(j) + "].graph.netreduce: job id " +
+                                  std::to_string(nrJob) + " is used twice");
             }
-            m_trees[j] = m_topo->Tree(*nrJob, workerHosts);
+            if (nrRef.owners != NrOwners::None && job.credits > kMaxCredits)
+            {
+                // a message's owner field sits right above the window index in its RETH (config.p4)
+                throw ConfigError("jobs[" + std::to_string(j) + "]: " + std::to_string(job.credits) +
+                                  " credits, but a reduce-scatter's or all-gather's switch job takes at most " +
+                                  std::to_string(kMaxCredits) + " (its owner field sits above the window index)");
+            }
+            const AggregationTree& tree = m_trees[j][nrJob] = m_topo->Tree(nrJob, workerHosts);
             std::vector<uint32_t> ranks;
             for (uint32_t r = 0; r < workerHosts.size(); r++)
             {
                 ranks.push_back(r);
             }
-            for (const AggregationRole& role : m_trees[j].roles)
+            for (const AggregationRole& role : tree.roles)
             {
                 if (!m_ranks->Local(role.sw))
                 {
                     continue; // the switch's state for the job lives on its rank only
                 }
                 GsSwitch* sw = PeekPointer(m_switches[role.sw - m_topo->Hosts()]);
-                NrSwitchJob* nr = sw->AddNetReduceJob(
-                    std::make_unique<NrSwitchJob>(sw, *nrJob, job, role, workerHosts, ranks, m_c.wire));
+                NrSwitchJob* nr = sw->AddNetReduceJob(std::make_unique<NrSwitchJob>(
+                    sw, nrJob, nrRef.owners, job, role, workerHosts, ranks, m_c.wire));
                 uint32_t member = 0;
                 for (uint32_t r : role.localRanks)
                 {
                     uint32_t port = m_topo->Attachment(workerHosts[r]).second;
-                    sw->AddMember(port, workerHosts[r], *nrJob, r, nr, member++);
+                    sw->AddMember(port, workerHosts[r], nrJob, r, nr, member++);
                 }
                 for (size_t c = 0; c < role.children.size(); c++)
                 {
-                    sw->AddMember(role.childPorts[c], role.children[c], *nrJob, 0xFFFFF, nr, member++);
+                    sw->AddMember(role.childPorts[c], role.children[c], nrJob, 0xFFFFF, nr, member++);
                 }
                 if (role.parent >= 0)
                 {
-                    sw->AddMember(role.parentPort, static_cast<uint32_t>(role.parent), *nrJob, 0xFFFFE, nr, member);
+                    sw->AddMember(role.parentPort, static_cast<uint32_t>(role.parent), nrJob, 0xFFFFE, nr, member);
                 }
             }
         }
@@ -406,13 +418,23 @@ Simulation::BuildJobs()
         auto context = std::make_shared<JobContext>();
         context->job = job;
         context->nodeHosts = nodeHosts;
-        if (nrJob && *nrJob != job.jobId)
+        for (const NetReduceJobRef& nrRef : nrJobs)
         {
+            if (nrRef.id == job.jobId)
+            {
+                continue;
+            }
             // a graph's switch job: its queue pairs are the NetReduce job's (its id on every packet), apart from
             // those of the graph's own id, which the switches forward
             auto nrParams = std::make_shared<QpParams>(*params);
-            nrParams->job = *nrJob;
-            context->nrQpParams = std::move(nrParams);
+            nrParams->job = nrRef.id;
+            if (nrRef.owners != NrOwners::None)
+            {
+                // a reduce-scatter's or all-gather's copies for the receivers that do not get the values come
+                // trimmed to their headers: taken as zeros, every one (workers/netreduce.py: loss budget 1)
+                nrParams->t.lossBudget = 1.0;
+            }
+            context->nrQpParams.push_back(std::move(nrParams));
         }
         context->qpParams = std::move(params);
         m_finished[j].assign(job.nodes.size(), false);
@@ -895,25 +917,23 @@ Simulation::Tables() const
     json trees = json::object();
     for (size_t j = 0; j < m_c.jobs.size(); j++)
     {
-        std::optional<uint32_t> nrJob = m_c.jobs[j].NetReduceJob();
-        if (!nrJob)
+        for (const auto& [nrJob, tree] : m_trees[j])
         {
-            continue;
-        }
-        json roles = json::array();
-        for (const auto& r : m_trees[j].roles)
-        {
-            json children = json::array();
-            for (uint32_t c : r.children)
+            json roles = json::array();
+            for (const auto& r : tree.roles)
             {
-                children.push_back(m_topo->Name(c));
+                json children = json::array();
+                for (uint32_t c : r.children)
+                {
+                    children.push_back(m_topo->Name(c));
+                }
+                roles.push_back({{"switch", m_topo->Name(r.sw)},
+                                 {"parent", r.parent >= 0 ? json(m_topo->Name(static_cast<uint32_t>(r.parent))) : json(nullptr)},
+                                 {"children", children},
+                                 {"ranks", r.localRanks}});
             }
-            roles.push_back({{"switch", m_topo->Name(r.sw)},
-                             {"parent", r.parent >= 0 ? json(m_topo->Name(static_cast<uint32_t>(r.parent))) : json(nullptr)},
-                             {"children", children},
-                             {"ranks", r.localRanks}});
+            trees[std::to_string(nrJob)] = {{"root", m_topo->Name(tree.root)}, {"roles", roles}};
         }
-        trees[std::to_string(*nrJob)] = {{"root", m_topo->Name(m_trees[j].root)}, {"roles", roles}};
     }
     out["netreduce_trees"] = trees;
     return out;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -65,7 +66,7 @@ class Simulation
     std::vector<std::vector<std::unique_ptr<JobNode>>> m_nodes; // per job: the nodes on this rank's hosts
     std::vector<std::vector<bool>> m_finished;                   // per job, per node id: done (on any rank)
     std::vector<Ptr<GsDevice>> m_cutDevices;                     // this rank's ends of links cut between ranks
-    std::vector<AggregationTree> m_trees;    // per job (NetReduce), else empty
+    std::vector<std::map<uint32_t, AggregationTree>> m_trees; // per job: by NetReduce job id (none: empty)
     std::unique_ptr<TcpBackground> m_background;
     Ptr<FaultSchedule> m_faults; // the run's faults (null: none)
     size_t m_total = 0; // job nodes of every rank

@@ -329,7 +329,7 @@ GsSwitch::Route(const Wire& w)
 }
 
 void
-GsSwitch::Forward(Ptr<Packet> p, Wire& w)
+GsSwitch::Forward(Ptr<Packet> p, Wire& w, std::optional<uint8_t> queue)
 {
     int32_t port = Route(w);
     if (port < 0 || static_cast<uint32_t>(port) >= m_ports.size() || m_ports[port] == nullptr)
@@ -337,7 +337,7 @@ GsSwitch::Forward(Ptr<Packet> p, Wire& w)
         drops["no-route"]++;
         return;
     }
-    SendToPort(static_cast<uint32_t>(port), p, w);
+    SendToPort(static_cast<uint32_t>(port), p, w, queue);
 }
 
 void
@@ -351,7 +351,7 @@ GsSwitch::Rewrite(Ptr<Packet> p, const Wire& w)
 }
 
 void
-GsSwitch::SendToPort(uint32_t port, Ptr<Packet> p, Wire& w)
+GsSwitch::SendToPort(uint32_t port, Ptr<Packet> p, Wire& w, std::optional<uint8_t> queue)
 {
     GsDevice* dev = m_ports[port];
     if (w.kind == KIND_ROCE && LossHits(port))
@@ -359,7 +359,8 @@ GsSwitch::SendToPort(uint32_t port, Ptr<Packet> p, Wire& w)
         drops["fault-injected"]++;
         return;
     }
-    uint8_t prio = Classify(w); // every switch classifies again (the P4 program's ingress): not written back
+    // every switch classifies again (the P4 program's ingress): not written back
+    uint8_t prio = queue ? *queue : Classify(w);
     w.prio = prio;
     auto it = w.kind == KIND_ROCE ? m_dlcp.find(w.job) : m_dlcp.end();
     if (it != m_dlcp.end())

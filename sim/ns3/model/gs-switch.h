@@ -16,6 +16,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -102,10 +103,14 @@ class GsSwitch : public Node, public PortOwner
     // PortOwner
     void Receive(uint32_t port, Ptr<Packet> p) override;
 
-    /// Route a packet by its destination host and send it (egress: DLCP, loss, queue).
-    void Forward(Ptr<Packet> p, Wire& w);
+    /// Route a packet by its destination host and send it (egress: DLCP, loss, queue). `queue`: the priority
+    /// queue it joins, when not the one this switch classifies it to (a copy trimmed in egress joins the queue its
+    /// whole packet was classified to in ingress: NrSwitchJob).
+    void Forward(Ptr<Packet> p, Wire& w, std::optional<uint8_t> queue = std::nullopt);
     /// Send a packet out of a given port (egress: DLCP, loss, queue).
-    void SendToPort(uint32_t port, Ptr<Packet> p, Wire& w);
+    void SendToPort(uint32_t port, Ptr<Packet> p, Wire& w, std::optional<uint8_t> queue = std::nullopt);
+    /// The priority queue a packet joins here (the P4 program's ingress classification).
+    uint8_t Classify(const Wire& w) const;
     /// Replace a packet's header (the packet keeps its payload).
     static void Rewrite(Ptr<Packet> p, const Wire& w);
 
@@ -138,7 +143,6 @@ class GsSwitch : public Node, public PortOwner
 
   private:
     void Process(uint32_t port, Ptr<Packet> p);
-    uint8_t Classify(const Wire& w) const;
     int32_t Route(const Wire& w);
     uint32_t FlowHash(const Wire& w, bool spray) const;
 
