@@ -39,6 +39,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 PERFORMANCE = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 SIMULATOR = Path(__file__).resolve().parent.parent / "docs" / "simulator.md"  # its cross-validation section
 FAULTS = Path(__file__).resolve().parent.parent / "docs" / "faults.md"  # its recovery measurements
+NETREDUCE_DOC = Path(__file__).resolve().parent.parent / "docs" / "netreduce.md"  # the simulator's RS/AG figures
 README_TABLES = ("claims",)  # the headline figures the README keeps; every table is in docs/performance.md
 
 Json = dict[str, Any]
@@ -730,6 +731,28 @@ def sim_faults_table(results: Path) -> str:
                   "it/s after", "during / clean", "after / clean", "exact"], rows)
 
 
+def sim_netreduce_rs_ag_table(results: Path) -> str:
+    """bench.sim_netreduce_rs_ag: NetReduce reduce-scatter and all-gather over the hosts' ring on the simulator, per
+    collective, buffer and link rate, on each fabric and N (the job's 4 credits; 8, the P4 program's most, after)."""
+    doc = load(results, "sim-netreduce-rs-ag.json")
+    cells = {(r["collective"], r["size_kib"], r["gbps"], r["fabric"], r["ranks"]): r for r in doc["ratios"]}
+    fabrics = sorted({(r["fabric"], r["ranks"]) for r in doc["ratios"]}, key=lambda f: (f[0] != "rack", f))
+    rows = []
+    for kind in ("reduce_scatter", "all_gather"):
+        for size in sorted({r["size_kib"] for r in doc["ratios"]}):
+            for gbps in sorted({r["gbps"] for r in doc["ratios"]}):
+                row = [kind.replace("_", "-"), mib(size * 1024), f"{gbps:g} Gb/s"]
+                exact = True
+                for fabric, n in fabrics:
+                    c = cells.get((kind, size, gbps, fabric, n))
+                    row.append("-" if c is None else
+                               f"{c['netreduce_over_ring']:.2f} ({c['netreduce_8_over_ring']:.2f})")
+                    exact = exact and (c is None or c["all_exact"])
+                rows.append([*row, "yes" if exact else "**no**"])
+    return table(["collective", "buffer", "hosts' links",
+                  *(f"{f}, N = {n}: NetReduce / ring, 4 (8) credits" for f, n in fabrics), "exact"], rows)
+
+
 def sim_netreduce_fallback_table(results: Path) -> str:
     """bench/sim_netreduce_fallback.py: NetReduce's fallback and return on ns-3 against the BMv2 runs of the same
     scenario (medians [min-max] over the ECMP seeds; the ratio to BMv2's median)."""
@@ -893,6 +916,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "switch-faults": ("switch-faults.json", switch_faults_table),
     "sim-faults": ("sim-faults.json", sim_faults_table),
     "sim-netreduce-fallback": ("sim-netreduce-fallback.json", sim_netreduce_fallback_table),
+    "sim-netreduce-rs-ag": ("sim-netreduce-rs-ag.json", sim_netreduce_rs_ag_table),
     "scaling-graph": ("scaling-graph.json", scaling_graph_table),
     "training-graph": ("training-graph.json", training_graph_table),
     "goodput": ("goodput.json", goodput_table),
@@ -930,7 +954,7 @@ def stale(tables: Mapping[str, str]) -> list[str]:
     """The documents whose tables differ from `tables` (what `--write` would change)."""
     headline = {name: tables[name] for name in README_TABLES}
     documents = [(PERFORMANCE, tables), (SIMULATOR, tables), (README, headline)]
-    documents += [(FAULTS, tables)] if FAULTS.exists() else []
+    documents += [(doc, tables) for doc in (FAULTS, NETREDUCE_DOC) if doc.exists()]
     return [str(doc) for doc, wanted in documents if update_readme(doc.read_text(), wanted) != doc.read_text()]
 
 
@@ -952,8 +976,9 @@ def main() -> None:
         PERFORMANCE.write_text(update_readme(PERFORMANCE.read_text(), tables))
         print(f"written {len(tables)} tables into {PERFORMANCE}")
         SIMULATOR.write_text(update_readme(SIMULATOR.read_text(), tables))
-        if FAULTS.exists():
-            FAULTS.write_text(update_readme(FAULTS.read_text(), tables))
+        for path in (FAULTS, NETREDUCE_DOC):
+            if path.exists():
+                path.write_text(update_readme(path.read_text(), tables))
         headline = {name: tables[name] for name in README_TABLES}
         README.write_text(update_readme(README.read_text(), headline))
         print(f"written {len(headline)} into {README}")
