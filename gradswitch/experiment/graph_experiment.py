@@ -118,16 +118,23 @@ def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> GraphRunR
 
 
 def format_graph_table(report: GraphRunReport, backend: str) -> str:
-    """What a person reads after the run: per collective type its time against its link-rate bound,
-    the job's time, exposed communication, the busiest link, the checks."""
+    """What a person reads after the run: per collective type the algorithm that ran it (the hosts' or
+    netreduce, in the switches) and its time against its link-rate bound, the job's time, exposed
+    communication, the busiest link, the checks."""
     lines = [f"{report.graph}: {len(report.hosts)} ranks on {backend} at {report.bw_mbps:g} Mb/s"
              + (f" (dilation {report.dilation:g})" if report.dilation != 1 else ""),
              *[f"  fault {r.fault.label}: {fault_line(r)}" for r in report.faults],
-             f"{'collective':<16}{'count':>6}{'time s':>12}{'bound s':>12}{'time/bound':>12}{'worst':>8}"]
+             f"{'collective':<16}{'algorithm':<12}{'count':>6}{'time s':>12}{'bound s':>12}{'time/bound':>12}"
+             f"{'worst':>8}"]
+    algorithms: dict[str, set[str]] = {}
+    for c in report.collectives:
+        algorithms.setdefault(c.collective, set()).add(c.algorithm)
     for k in report.by_kind:
         name = "send/recv" if k.kind == SEND_RECV else k.kind
+        algorithm = "direct" if k.kind == SEND_RECV else "+".join(sorted(algorithms.get(k.kind, set()))) or "-"
         ratio = k.time_s / k.bound_s if k.bound_s > 0 else float("nan")
-        lines.append(f"{name:<16}{k.count:>6}{k.time_s:>12.4g}{k.bound_s:>12.4g}{ratio:>12.2f}{k.worst_ratio:>8.2f}")
+        lines.append(f"{name:<16}{algorithm:<12}{k.count:>6}{k.time_s:>12.4g}{k.bound_s:>12.4g}{ratio:>12.2f}"
+                     f"{k.worst_ratio:>8.2f}")
     exposed = max(report.exposed_s.values(), default=0.0)
     lines.append(f"job {report.job_s:.4g} s; exposed communication up to {exposed:.4g} s on a rank")
     if report.busiest_link is not None and report.busiest_link_load is not None:

@@ -93,6 +93,12 @@ def test_report_by_hand() -> None:
     assert (r.busiest_link, r.busiest_link_bytes, r.busiest_link_load) == ("s1->h2", 1200, 0.7)
     assert r.machine_bound is False  # computation: only the CPU is judged, and it was half idle
     assert json.loads(json.dumps(r.to_dict()))["collectives"][0]["time_s"] == pytest.approx(0.3)
+    from gradswitch.experiment.graph_experiment import format_graph_table
+
+    row = next(line for line in format_graph_table(r, "bmv2").splitlines() if line.startswith("all_reduce "))
+    assert row.split()[:3] == ["all_reduce", "ring", "1"]  # the type, the algorithm that ran it, how many
+    switched = replace(r, collectives=tuple(replace(x, algorithm="netreduce") for x in r.collectives))
+    assert "all_reduce      netreduce" in format_graph_table(switched, "ns3")
 
 
 def test_report_machine_bound_and_wrong() -> None:
