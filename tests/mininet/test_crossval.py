@@ -4,6 +4,7 @@ bench.crossval's 10 %."""
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from bench.testbed_costs import load_costs, measured_with
 from mininet_topos.bmv2 import BMV2_ENV
 from tests.results import run_experiment
 
-BMV2_ATTEMPTS = 3
+BMV2_RUNS = 3
 
 pytestmark = [pytest.mark.mininet, pytest.mark.ns3]
 
@@ -27,19 +28,21 @@ def test_a_ring_on_bmv2_and_on_ns3_agree(tmp_path, monkeypatch):
         monkeypatch.setenv(BMV2_ENV, build)  # the BMv2 build the costs were measured with
     twin = simulated(ring, load_costs())
     assert twin.sim.switch_delay_us > 0 and twin.sim.host_delay_us > 0 and twin.sim.link_delay_us == 0
-    # A machine-bound BMv2 run (another process took a core) says nothing about the model: as
-    # bench.crossval, compare a run the links limited, and fail only if none of a few was.
-    reasons = []
-    for attempt in range(BMV2_ATTEMPTS):
+    # As bench.crossval: the BMv2 figure is the median of the runs the links limited (a machine-bound run, another
+    # process having taken a core, says nothing about the model); the test fails if none of BMV2_RUNS was.
+    usable, seen = [], []
+    for attempt in range(BMV2_RUNS):
         testbed = run_experiment(ring, tmp_path / f"bmv2-{attempt}", progress=False)
         assert testbed["ok"] and testbed["summary"]["correct"], testbed["errors"]
-        if not testbed["headline_extra"]["machine_bound"]:
-            break
-        reasons.append(testbed["headline_extra"]["machine_bound_reason"])
-    else:
-        pytest.fail(f"every BMv2 run was machine-bound (is something else using the CPU?): {reasons}")
+        extra = testbed["headline_extra"]
+        seen.append(f"{testbed['summary']['median_s']:.3f} s, CPU {extra.get('cpu_idle')} idle, busiest link "
+                    f"{extra.get('busiest_link_load')} loaded, machine-bound {extra['machine_bound']}")
+        if not extra["machine_bound"]:
+            usable.append(testbed["summary"]["median_s"])
+    if not usable:
+        pytest.fail(f"every BMv2 run was machine-bound (is something else using the CPU?): {seen}")
     model = run_experiment(twin, tmp_path / "ns3", progress=False)
     assert model["ok"] and model["summary"]["correct"], model["errors"]
     assert testbed["backend"] == "bmv2" and model["backend"] == "ns3"
-    measured, simulated_s = testbed["summary"]["median_s"], model["summary"]["median_s"]
-    assert abs(simulated_s / measured - 1) <= TOLERANCE, (measured, simulated_s)
+    measured, simulated_s = statistics.median(usable), model["summary"]["median_s"]
+    assert abs(simulated_s / measured - 1) <= TOLERANCE, (measured, simulated_s, seen)
