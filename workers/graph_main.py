@@ -79,17 +79,19 @@ class HostRuntime:
         self.pending.append((node.id, output))
 
     def background(self, budget_s: float = math.inf) -> bool:
-        """Check a finished operation's output against its definition, every element: the first whose check is
-        expected to take at most budget_s."""
-        for i, (nid, output) in enumerate(self.pending):
-            values = self.ops[nid].check_values()
-            if self.cost.estimate_s(values) <= budget_s:
-                del self.pending[i]
-                began = time.monotonic()
-                self.wrong[nid] = (wrong_elements(output, self.source.expected(self.ops[nid])), len(output))
-                self.cost.record(values, time.monotonic() - began)
-                return True
-        return False
+        """Check the oldest finished operation's output against its definition, every element, if its check is
+        expected to take at most budget_s (in finish order: a data source may check its iterations in order)."""
+        if not self.pending:
+            return False
+        nid, output = self.pending[0]
+        values = self.ops[nid].check_values()
+        if self.cost.estimate_s(values) > budget_s:
+            return False
+        self.pending.pop(0)
+        began = time.monotonic()
+        self.wrong[nid] = (wrong_elements(output, self.source.expected(self.ops[nid])), len(output))
+        self.cost.record(values, time.monotonic() - began)
+        return True
 
 
 def prepare(comm: Comm, ops: dict[int, Op], skip: frozenset[int] = frozenset()) -> dict[int, MemoryRegion]:
