@@ -1,12 +1,13 @@
 """NetReduce reduce-scatter and all-gather on BMv2 against their link-rate bounds and the ring.
 
-For each collective, N workers on a rack (one switch) or a 2x2 leaf-spine run `--iterations` operations of
+For each collective (all-gather twice: the other ranks' messages sent as zeros, whole, and as placeholders),
+N workers on a rack (one switch) or a 2x2 leaf-spine run `--iterations` operations of
 `--size` bytes per rank (reduce-scatter: the rank's buffer S; all-gather: its shard s) through the switches
 (workers/netreduce_rs_ag_check.py, every output checked), every link shaped to --bw. An operation's time is
 from the first rank's start to the last rank's end; the median is printed next to two link-rate bounds: the
 ring's (workload/collective_bounds.py: (N-1)/N S/B for reduce-scatter, (N-1) s/B for all-gather) and the
-in-network one (every rank's whole buffer must reach the switch: S/B for reduce-scatter; (N-1) s/B for
-all-gather, each rank receiving every other shard), with the machine's idle CPU during the runs (near 0: the
+in-network one (S/B: every rank's whole buffer, or for all-gather the whole output, reaches the switch; with
+placeholders (N-1) s/B, each rank receiving every other shard), with the machine's idle CPU during the runs (near 0: the
 run was machine-bound, its time says nothing about the network). The same collectives run by the hosts' ring
 (workers/collectives, through the graph engine: gradswitch.experiment.graph_run) on the same topology and links
 give the ring's median next to it. Writes bench/results/netreduce-rs-ag.json. Needs root, BMv2 and Mininet.
@@ -37,7 +38,8 @@ from workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, 
 from workload.job import JobConfig
 from workload.worker_result import WorkerResult
 
-KINDS = {"reduce-scatter": CollectiveKind.REDUCE_SCATTER, "all-gather": CollectiveKind.ALL_GATHER}
+KINDS = {"reduce-scatter": CollectiveKind.REDUCE_SCATTER, "all-gather": CollectiveKind.ALL_GATHER,
+         "all-gather-placeholders": CollectiveKind.ALL_GATHER}  # (workers/netreduce_rs_ag_check.py's names)
 
 
 def run_collective(work_dir: Path, topo_name: str, kind: str, loss_pct: float, workers: int = 4,
@@ -62,7 +64,7 @@ def run_collective(work_dir: Path, topo_name: str, kind: str, loss_pct: float, w
         if net.control is None:
             raise RuntimeError("the network has no controller")
         jobs = net.control.netreduce
-        jobs.create(1, hosts, cfg.credits, scatter=kind == "reduce-scatter", gather=kind == "all-gather")
+        jobs.create(1, hosts, cfg.credits, scatter=kind == "reduce-scatter", gather=kind.startswith("all-gather"))
         for h in hosts:
             switch, port = topo.attachment(h)
             net.fabric.set_port_loss(switch, port, loss_pct / 100.0, "both", CONFIG.IP_PROTO_UDP,
@@ -98,9 +100,12 @@ def ring_times(work_dir: Path, topo_name: str, kind: CollectiveKind, workers: in
     return [c.time_s for c in report.collectives], report.cpu_idle
 
 
-def in_network_bound_s(kind: CollectiveKind, ranks: int, nbytes: float, rate: float) -> float:
-    """Reduce-scatter: every rank's whole buffer reaches the switch (S/B); all-gather: the ring's."""
-    return nbytes / rate if kind == CollectiveKind.REDUCE_SCATTER else collective_bound_s(kind, ranks, nbytes, rate)
+def in_network_bound_s(name: str, ranks: int, nbytes: float, rate: float) -> float:
+    """Reduce-scatter: every rank's whole buffer reaches the switch (S/B); all-gather: every rank sends the
+    output S (the other ranks' messages as zeros, whole), or with placeholders (N-1) s/B, the ring's, which only
+    a switch that could grow them would reach."""
+    kind = KINDS[name]
+    return collective_bound_s(kind, ranks, nbytes, rate, in_network=name != "all-gather-placeholders")
 
 
 def main() -> None:
@@ -125,7 +130,7 @@ def main() -> None:
                         raise RuntimeError(f"{topo} N={n} {name} failed: {failed}")
                     median = statistics.median(op_times(results))
                     ring = collective_bound_s(kind, n, args.size, rate)
-                    innet = in_network_bound_s(kind, n, args.size, rate)
+                    innet = in_network_bound_s(name, n, args.size, rate)
                     ring_runs, ring_idle = ring_times(Path(tmp) / f"{topo}-{n}-{name}-ring", topo, kind, n, args.size,
                                                       args.iterations, args.bw, args.spines)
                     ring_median = statistics.median(ring_runs)

@@ -3,7 +3,10 @@
 
 One world collective per run on the graph engine (ns3sim.graph_run.run_graph), every rank on a host of its own:
 reduce-scatter of an S-byte buffer, all-gather of S/N-byte shards (output S), through the switches (the graph's
-switch job with the job's 4 credits, and with 8, the P4 program's most) and on ring, on two fabrics:
+switch job with the job's 4 credits, and with 8, the P4 program's most) and on ring; all-gather through the
+switches twice: as the hosts run it on BMv2 (every rank sends the other ranks' messages as zeros, whole), and the
+what-if of placeholders on switches that could grow them into the owner's values (SimSettings
+gather_placeholders and grow_placeholders: `grown`). On two fabrics:
 
 - rack: N hosts on one switch;
 - oversubscribed leaf-spine: two leaves of N/2 hosts and one spine, its links at half the hosts' rate (N:1 at a
@@ -42,6 +45,7 @@ KINDS = (K.REDUCE_SCATTER, K.ALL_GATHER)
 FABRICS = ("rack", "oversubscribed")
 SWITCH_JOB = {K.REDUCE_SCATTER: 3, K.ALL_GATHER: 4}  # graph_job's ids (the graph's job 1 + 2, + 3)
 ALGOS = {"netreduce": 4, "netreduce-8": 8, "ring": None}  # credits of the switch job (ring: none)
+GROWN = {"grown": 4, "grown-8": 8}  # all-gather's what-if runs: switches that can grow a placeholder
 
 
 def topology(fabric: str, ranks: int, mbps: float) -> Topology:
@@ -81,13 +85,16 @@ def one_run(kind: CollectiveKind, algo: str, fabric: str, ranks: int, size: int,
     g = graph(kind, ranks, size)
     transport = GraphTransport(mtu=NETREDUCE_MTU, window=64)
     job = job_config(g, placement(g, topo), topo, transport)
-    credits = ALGOS[algo]
-    result = run_graph(g, topo, SimSettings(), out_dir=out, job=replace(job, credits=credits or job.credits),
+    credits = (ALGOS | GROWN)[algo]
+    grown = algo in GROWN
+    result = run_graph(g, topo, SimSettings(gather_placeholders=grown, grow_placeholders=grown), out_dir=out,
+                       job=replace(job, credits=credits or job.credits),
                        in_network={kind: SWITCH_JOB[kind]} if credits else None)
     time_s = max(n.end_s - n.start_s for n in result.run.nodes)
     bound = bound_s(kind, algo, fabric, ranks, size, mbps)
     return {"collective": str(kind), "algo": algo, "fabric": fabric, "ranks": ranks, "size_bytes": size,
-            "gbps": mbps / 1000, "credits": credits, "time_s": time_s, "bound_s": bound, "over_bound": time_s / bound,
+            "gbps": mbps / 1000, "credits": credits, "grow_placeholders": grown,
+            "time_s": time_s, "bound_s": bound, "over_bound": time_s / bound,
             "exact": result.ok(), "check": str(result.check), "spine_bytes": spine_bytes(result),
             "busiest_link_load": busiest_link_load(link_usage(topo, result.sim))}
 
@@ -103,13 +110,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gs-nr-rs-ag-") as tmp:
         for fabric, ranks, kib, gbps, kind in itertools.product(FABRICS, args.ranks, args.sizes_kib, args.gbps,
                                                                 KINDS):
+            algos = [*ALGOS, *(GROWN if kind == K.ALL_GATHER else ())]
             case = {algo: one_run(kind, algo, fabric, ranks, kib << 10, gbps * 1000,
-                                  Path(tmp) / f"{fabric}-{ranks}-{kib}-{gbps:g}-{kind}-{algo}") for algo in ALGOS}
+                                  Path(tmp) / f"{fabric}-{ranks}-{kib}-{gbps:g}-{kind}-{algo}") for algo in algos}
             runs.extend(case.values())
             ring = case["ring"]["time_s"]
             row = {"collective": str(kind), "fabric": fabric, "ranks": ranks, "size_kib": kib, "gbps": gbps,
                    "netreduce_over_ring": case["netreduce"]["time_s"] / ring,
                    "netreduce_8_over_ring": case["netreduce-8"]["time_s"] / ring,
+                   **({"grown_over_ring": case["grown"]["time_s"] / ring,
+                       "grown_8_over_ring": case["grown-8"]["time_s"] / ring} if "grown" in case else {}),
                    "all_exact": all(r["exact"] for r in case.values())}
             ratios.append(row)
             print(f"{fabric:14s} N={ranks} {kib:5d} KiB {gbps:5g} Gb/s {kind!s:15s} NetReduce/ring "

@@ -734,20 +734,23 @@ def sim_faults_table(results: Path) -> str:
 
 def sim_netreduce_rs_ag_table(results: Path) -> str:
     """bench.sim_netreduce_rs_ag: NetReduce reduce-scatter and all-gather over the hosts' ring on the simulator, per
-    collective, buffer and link rate, on each fabric and N (the job's 4 credits; 8, the P4 program's most, after)."""
+    collective, buffer and link rate, on each fabric and N (the job's 4 credits; 8, the P4 program's most, after);
+    all-gather again on switches that could grow a placeholder (the what-if rows)."""
     doc = load(results, "sim-netreduce-rs-ag.json")
     cells = {(r["collective"], r["size_kib"], r["gbps"], r["fabric"], r["ranks"]): r for r in doc["ratios"]}
     fabrics = sorted({(r["fabric"], r["ranks"]) for r in doc["ratios"]}, key=lambda f: (f[0] != "rack", f))
     rows = []
-    for kind in ("reduce_scatter", "all_gather"):
+    for kind, label, key in (("reduce_scatter", "reduce-scatter", "netreduce"),
+                             ("all_gather", "all-gather", "netreduce"),
+                             ("all_gather", "all-gather, switches that could grow a placeholder (what-if)", "grown")):
         for size in sorted({r["size_kib"] for r in doc["ratios"]}):
             for gbps in sorted({r["gbps"] for r in doc["ratios"]}):
-                row = [kind.replace("_", "-"), mib(size * 1024), f"{gbps:g} Gb/s"]
+                row = [label, mib(size * 1024), f"{gbps:g} Gb/s"]
                 exact = True
                 for fabric, n in fabrics:
                     c = cells.get((kind, size, gbps, fabric, n))
-                    row.append("-" if c is None else
-                               f"{c['netreduce_over_ring']:.2f} ({c['netreduce_8_over_ring']:.2f})")
+                    row.append("-" if c is None or f"{key}_over_ring" not in c else
+                               f"{c[f'{key}_over_ring']:.2f} ({c[f'{key}_8_over_ring']:.2f})")
                     exact = exact and (c is None or c["all_exact"])
                 rows.append([*row, "yes" if exact else "**no**"])
     return table(["collective", "buffer", "hosts' links",

@@ -212,11 +212,13 @@ def run_config(topo: Topology, jobs: list[JobConfig], settings: SimSettings) -> 
 # --- a job of execution graphs (workload/graph.py; the simulator's graph engine, gs-graph-rank.h) ---
 
 
-def graph_json(graph: JobGraph, in_network: Mapping[CollectiveKind, int] | None = None) -> dict[str, Any]:
+def graph_json(graph: JobGraph, in_network: Mapping[CollectiveKind, int] | None = None,
+               placeholders: bool = False, grow_placeholders: bool = False) -> dict[str, Any]:
     """The job's `graph` section: workload.graph.to_dict's content, compact (what the C++ executes and no
     more: process groups by index, no names or sources; the results name nodes by their ids). `in_network`:
     the world group's collectives of these types run through the switches, each type as its NetReduce job
-    (the `netreduce` section: all-reduce's job_id, reduce_scatter_job_id, all_gather_job_id)."""
+    (the `netreduce` section: all-reduce's job_id, reduce_scatter_job_id, all_gather_job_id; `placeholders` and
+    `grow_placeholders`: SimSettings' gather_placeholders and grow_placeholders)."""
     index = {g.name: i for i, g in enumerate(graph.groups)}
 
     def node(n: Node) -> dict[str, Any]:
@@ -235,6 +237,7 @@ def graph_json(graph: JobGraph, in_network: Mapping[CollectiveKind, int] | None 
            "ranks": [{"nodes": [node(n) for n in r.nodes]} for r in graph.ranks]}
     if in_network:
         out["netreduce"] = {NETREDUCE_KEYS[k]: j for k, j in in_network.items()}
+        out["netreduce"] |= {"placeholders": placeholders, "grow_placeholders": grow_placeholders}
     return out
 
 
@@ -266,4 +269,4 @@ def graph_job_json(graph: JobGraph, cfg: JobConfig, settings: SimSettings,
             "nodes": [{"node_id": n.node_id, "role": str(n.role), "host": n.host} for n in cfg.nodes],
             "iterations": 1, "transport": transport_json(cfg), "ps_key_bytes": cfg.ps_key_bytes,
             "credits": cfg.credits, "iteration_timeout_s": cfg.iteration_timeout,
-            "graph": graph_json(graph, in_network)}
+            "graph": graph_json(graph, in_network, settings.gather_placeholders, settings.grow_placeholders)}

@@ -96,3 +96,9 @@ class SimSettings:
     faults: tuple[Fault, ...] = ()  # failures during the run (ns3sim/faults.py; worker targets in the first job)
     switch_detect_s: float = SWITCH_DETECT_S  # a dead switch noticed and routed around after this long
     link_detect_s: float = LINK_DETECT_S  # a link's change noticed and routed around (or back) after this long
+    # A graph's NetReduce all-gathers (docs/netreduce.md, "All-gather"): the ranks send the messages other ranks
+    # own as placeholders (headers alone), not as zeros whole (workers/netreduce_gather.py's `placeholders`); and
+    # the what-if of switches that can grow a placeholder into the owner's values, which BMv2 cannot (without it
+    # a placeholder that would complete its cell is held until resent whole, as netreduce.p4 does).
+    gather_placeholders: bool = False
+    grow_placeholders: bool = False

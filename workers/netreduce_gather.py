@@ -10,11 +10,14 @@ every connection's PSNs stay whole and every sender is acknowledged end to end, 
 (docs/netreduce.md, "All-gather"). Messages go out interleaved over the owners, as reduce-scatter's do, each
 round starting one owner further (round j: owners j, j+1, ... mod N).
 
-A placeholder may not complete a cell (the switch cannot send it on whole): it is held until resent whole.
-So a rank sends a placeholder only for the messages of a round that come before its own (it reaches them
-before the owner has sent its values: the placeholder is early); for those after its own (the owner is
-sending its values while this rank sent its own, so this rank's copy would come last) it sends zeros whole,
-which may complete the cell. Each rank then sends about half of a round's other messages whole.
+A placeholder may not complete a cell (the switch cannot send it on whole): it is held until resent whole, a
+retransmission later, and go-back-N resends every packet after it. Whichever packet of a cell comes last is the
+one that completes it, and a host that pauses (as Python processes on a busy machine do) sends the last one
+whatever the schedule, so no choice of who sends placeholders keeps them early (measured: docs/netreduce.md,
+"All-gather"). So by default every rank sends every message it does not own as zeros, whole: each uplink carries
+the whole output S, the operation's link-rate time is S/B, N/(N-1) the ring's (N-1) s/B, and no cell waits;
+`placeholders=True` sends them as placeholders, which only a switch that could grow one into the values
+would keep at (N-1) s/B (the simulator's what-if, SimSettings.grow_placeholders).
 
 The graph engine calls `all_gather_op(worker, shard)` (a non-blocking operation, workers/comm.py) on a
 `NetReduceWorker(comm, gather=True)` of a job the controller placed with `gather=True`.
@@ -51,19 +54,15 @@ def gather_plan(shard_elements: int, ranks: int) -> list[Piece]:
             for j in range(rounds) for t in range(ranks)]
 
 
-def placeholders_of(plan: list[Piece], ranks: int, rank: int) -> list[bool]:
-    """Which of the plan's messages `rank` sends as a placeholder: another rank's, before its own in the round."""
-    out = []
-    for i, piece in enumerate(plan):
-        start = i - i % ranks  # the round's first message
-        own = next(t for t in range(start, start + ranks) if plan[t].owner == rank)
-        out.append(piece.owner != rank and i < own)
-    return out
+def placeholders_of(plan: list[Piece], rank: int, placeholders: bool) -> list[bool]:
+    """Which of the plan's messages `rank` sends as a placeholder: with `placeholders`, every other rank's."""
+    return [placeholders and piece.owner != rank for piece in plan]
 
 
-def all_gather_op(worker: NetReduceWorker, shard: Int32Array) -> OpGen:
-    """Every rank's `shard` (the same length on every rank), in rank order, replicated by the switches:
-    yields what it waits for (run it with Comm.drive, or beside others with Comm.step)."""
+def all_gather_op(worker: NetReduceWorker, shard: Int32Array, placeholders: bool = False) -> OpGen:
+    """Every rank's `shard` (the same length on every rank), in rank order, replicated by the switches (the
+    other ranks' messages sent as zeros, whole, or with `placeholders` as placeholders): yields what it waits
+    for (run it with Comm.drive, or beside others with Comm.step)."""
     if not worker.layout.gather:
         raise ValueError(f"NetReduce job {worker.layout.job} was not set up to all-gather: "
                          "create its worker with NetReduceWorker(comm, gather=True)")
@@ -75,7 +74,8 @@ def all_gather_op(worker: NetReduceWorker, shard: Int32Array) -> OpGen:
         if piece.owner == worker.rank:
             chunk[: piece.hi - piece.lo] = shard[piece.lo : piece.hi]
         chunks.append(chunk)
-    got = yield from worker.messages_op(chunks, [p.owner for p in plan], placeholders_of(plan, n, worker.rank))
+    owners = [p.owner for p in plan]
+    got = yield from worker.messages_op(chunks, owners, placeholders_of(plan, worker.rank, placeholders))
     out = np.zeros(n * e, dtype=np.int32)
     out[worker.rank * e : (worker.rank + 1) * e] = shard
     for piece, values in zip(plan, got, strict=True):
@@ -85,6 +85,6 @@ def all_gather_op(worker: NetReduceWorker, shard: Int32Array) -> OpGen:
     return out
 
 
-def all_gather(worker: NetReduceWorker, shard: Int32Array) -> Int32Array:
+def all_gather(worker: NetReduceWorker, shard: Int32Array, placeholders: bool = False) -> Int32Array:
     """all_gather_op run to its end, blocking."""
-    return worker.comm.drive(all_gather_op(worker, shard), "a NetReduce all-gather")
+    return worker.comm.drive(all_gather_op(worker, shard, placeholders), "a NetReduce all-gather")

@@ -5,7 +5,8 @@
 JOB_CONFIG is a NetReduce job (workload.job.JobConfig: its workers, credits, transport, RTO); it runs
 `iterations` operations, each rank's input `size_bytes` (reduce-scatter: the whole buffer; all-gather: the
 rank's own shard), of the collective named in the file beside it, JOB_CONFIG's stem + ".collective"
-("reduce-scatter" or "all-gather"). Inputs are workers.collectives.data.input_of (every rank computes every
+("reduce-scatter", "all-gather", or "all-gather-placeholders": the other ranks' messages as placeholders,
+workers/netreduce_gather.py). Inputs are workers.collectives.data.input_of (every rank computes every
 rank's, so each checks its own output element by element against workers.collectives.data.expected). The
 runner protocol is workers.main's (ready, go, progress, done, linger, result-<id>.json), so
 gradswitch.experiment.supervisor.run_nodes runs it (module="workers.netreduce_rs_ag_check"); the switches must
@@ -32,11 +33,14 @@ from workload.job import JobConfig
 from workload.records import CheckKind
 from workload.worker_result import IterationEntry, worker_result, write
 
-KINDS = {"reduce-scatter": CollectiveKind.REDUCE_SCATTER, "all-gather": CollectiveKind.ALL_GATHER}
+# name -> the collective, and whether an all-gather sends the other ranks' messages as placeholders
+KINDS = {"reduce-scatter": (CollectiveKind.REDUCE_SCATTER, False), "all-gather": (CollectiveKind.ALL_GATHER, False),
+         "all-gather-placeholders": (CollectiveKind.ALL_GATHER, True)}
 
 
-def collective_of(config: Path) -> CollectiveKind:
-    """The collective named beside the job file (one line: ValueError naming the file and what is allowed)."""
+def collective_of(config: Path) -> tuple[CollectiveKind, bool]:
+    """The collective named beside the job file, and whether an all-gather sends placeholders (one line:
+    ValueError naming the file and what is allowed)."""
     path = config.with_suffix(".collective")
     try:
         name = path.read_text().strip()
@@ -58,7 +62,7 @@ def run(config: Path, run_dir: Path, node_id: int) -> bool:
     trace: str | None = None
     ok = False
     try:
-        kind = collective_of(config)
+        kind, placeholders = collective_of(config)
         worker = NetReduceWorker(comm, scatter=kind == CollectiveKind.REDUCE_SCATTER,
                                  gather=kind == CollectiveKind.ALL_GATHER)
         engine.resolve_peers(cfg.start_timeout / 3)
@@ -71,7 +75,7 @@ def run(config: Path, run_dir: Path, node_id: int) -> bool:
             inputs = [input_of(cfg.seed, op, r, elements) for r in range(ranks)]
             start = time.time()
             gen = (reduce_scatter_op(worker, inputs[worker.rank]) if kind == CollectiveKind.REDUCE_SCATTER
-                   else all_gather_op(worker, inputs[worker.rank]))
+                   else all_gather_op(worker, inputs[worker.rank], placeholders))
             out = comm.drive(gen, f"{kind.value} {it}")
             end = time.time()
             wrong = wrong_elements(out, expected(kind, inputs, worker.rank))

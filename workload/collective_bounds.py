@@ -7,7 +7,9 @@ size is the rank's shard s (the output S = N s). With N ranks:
 - all-reduce, ring: 2 (N-1)/N S/B (reduce-scatter then all-gather); in the network: S/B
 - reduce-scatter: (N-1)/N S/B (each rank sends every shard but its own once); in the network: S/B (every rank
   sends its whole buffer to the switch, docs/netreduce.md)
-- all-gather: (N-1) s/B = (N-1)/N S/B with S = N s (each rank receives every other shard once)
+- all-gather: (N-1) s/B = (N-1)/N S/B with S = N s (each rank receives every other shard once); in the network:
+  S/B (a completer on each switch sends every message whole, workload/gather_completers.py: the P4 program
+  cannot grow a placeholder into the values)
 - all-to-all: (N-1)/N S/B (a rank keeps 1/N of its buffer and sends the rest)
 - broadcast: S/B (every other rank must receive the whole buffer)
 - send/recv: S/B
@@ -22,7 +24,7 @@ def collective_bound_s(kind: CollectiveKind, ranks: int, nbytes: float, rate_byt
                        in_network: bool = False) -> float:
     """Lower bound, in seconds, of one collective of `nbytes` (graph sizes) among `ranks` ranks;
     `in_network`: the switches reduce or replicate (all-reduce S/B instead of ring's 2 (N-1)/N S/B, reduce-scatter
-    S/B instead of (N-1)/N S/B; all-gather's (N-1) s/B either way)."""
+    S/B instead of (N-1)/N S/B, all-gather N s/B instead of (N-1) s/B)."""
     if ranks < 1 or rate_bytes_per_s <= 0:
         raise ValueError(f"{ranks} ranks at {rate_bytes_per_s} B/s: a bound needs 1 rank or more and a rate above 0")
     if ranks == 1:
@@ -35,7 +37,7 @@ def collective_bound_s(kind: CollectiveKind, ranks: int, nbytes: float, rate_byt
     if kind in (CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_TO_ALL):
         return share * nbytes / rate_bytes_per_s
     if kind == CollectiveKind.ALL_GATHER:
-        return (ranks - 1) * nbytes / rate_bytes_per_s
+        return (ranks if in_network else ranks - 1) * nbytes / rate_bytes_per_s
     if kind == CollectiveKind.BROADCAST:
         return nbytes / rate_bytes_per_s
     raise ValueError(f"collective {kind!r}: no bound")

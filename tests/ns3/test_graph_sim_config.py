@@ -111,7 +111,11 @@ def test_a_netreduce_job_is_the_graph_sections_and_what_it_cannot_be_is_refused(
     nr = GraphTransport(mtu=4096)
     doc, cfg = config(graph(), rack(4), SimSettings(), transport=nr, netreduce_job=2)
     [j] = doc["jobs"]
-    assert j["graph"]["netreduce"] == {"job_id": 2} and j["credits"] == cfg.credits and j["job_id"] == 1
+    assert j["graph"]["netreduce"] == {"job_id": 2, "placeholders": False, "grow_placeholders": False}
+    assert j["credits"] == cfg.credits and j["job_id"] == 1
+    grown = config(graph(), rack(4), SimSettings(gather_placeholders=True, grow_placeholders=True), transport=nr,
+                   netreduce_job=2)[0]
+    assert grown["jobs"][0]["graph"]["netreduce"] == {"job_id": 2, "placeholders": True, "grow_placeholders": True}
     assert "netreduce" not in config(graph(), rack(4), SimSettings(), transport=nr)[0]["jobs"][0]["graph"]
     with pytest.raises(SimError, match=r"^graph g: NetReduce packets are 4096 bytes, but the transport's mtu is 1024: "
                                        r"give mtu = 4096$"):

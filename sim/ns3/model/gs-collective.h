@@ -20,11 +20,13 @@ namespace gs
 class JobNode;
 
 /// One message of a NetReduce reduce-scatter or all-gather (workers/netreduce_scatter.py, netreduce_gather.py):
-/// what this rank sends, one NetReduce message's bytes (null: an all-gather's placeholder, its packets' headers
-/// alone, which the switches take as zeros), and the rank that owns its shard.
+/// what this rank sends, one NetReduce message's bytes (null: zeros, an all-gather's message another rank owns),
+/// whether it goes as a placeholder (its packets' headers alone, which the switches take as zeros; resent
+/// whole), and the rank that owns its shard.
 struct OwnedMessage
 {
     MsgPtr data;
+    bool placeholder = false;
     uint32_t owner = 0;
 };
 

@@ -428,6 +428,9 @@ GraphRank::OwnedOf(const GraphNode& n, Done done)
     {
         uint32_t owner;
         Piece piece; // elements of the owner's chunk (reduce-scatter) or shard (all-gather)
+        // all-gather: another rank's message that this one sends as a placeholder (headers alone), when the graph
+        // says so (GraphSpec::sendPlaceholders); else as zeros, whole (workers/netreduce_gather.py)
+        bool placeholder = false;
     };
     struct State
     {
@@ -472,7 +475,7 @@ GraphRank::OwnedOf(const GraphNode& n, Done done)
             p.blockBase = (st->gather ? 0 : static_cast<uint64_t>(owner) << 32) | (j * kMessagePackets);
             p.first = first + start;
             p.count = std::min<uint64_t>(kMessageElements, length - start);
-            st->plan.push_back(Message{owner, p});
+            st->plan.push_back(Message{owner, p, st->gather && owner != m_rank && m_spec.sendPlaceholders});
         }
     }
     OwnedOperation op;
@@ -483,7 +486,8 @@ GraphRank::OwnedOf(const GraphNode& n, Done done)
         out.owner = msg.owner;
         if (st->gather && msg.owner != m_rank)
         {
-            return out; // a placeholder: the owner's values come from the owner
+            out.placeholder = msg.placeholder;
+            return out; // zeros: the owner's values come from the owner
         }
         // this rank's data of the piece, padded with zeros to a whole NetReduce message
         MsgPtr piece = m_data.Make(m_rank, msg.piece);

@@ -156,6 +156,14 @@ ParseGraph(ConfigObject g, uint32_t workers)
                 *slot = nr->Get<uint32_t>(key);
             }
         }
+        if (nr->Has("placeholders"))
+        {
+            spec.sendPlaceholders = nr->Get<bool>("placeholders");
+        }
+        if (nr->Has("grow_placeholders"))
+        {
+            spec.growPlaceholders = nr->Get<bool>("grow_placeholders");
+        }
         nr->Finish();
         if (!spec.netReduceJob && !spec.scatterJob && !spec.gatherJob)
         {

@@ -82,6 +82,12 @@ struct GraphSpec
     std::optional<uint32_t> netReduceJob; // all-reduce
     std::optional<uint32_t> scatterJob;   // reduce-scatter
     std::optional<uint32_t> gatherJob;    // all-gather
+    // an all-gather's ranks send the messages other ranks own as placeholders (`placeholders`, absent: false: as
+    // zeros, whole, as workers/netreduce_gather.py does by default); and a what-if (`grow_placeholders`): the
+    // switches can grow a placeholder into the owner's values, which BMv2 cannot (docs/netreduce.md,
+    // "All-gather"), so one may complete its cell
+    bool sendPlaceholders = false;
+    bool growPlaceholders = false;
     std::vector<GraphGroup> groups;
     std::vector<GraphRankSpec> ranks; // by global rank = the job's worker node id
 };

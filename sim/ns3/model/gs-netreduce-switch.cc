@@ -45,6 +45,7 @@ NrSwitchJob::NrSwitchJob(GsSwitch* sw, uint32_t jobId, NrOwners owners, const Jo
       m_credits(job.credits),
       m_ctxSlots(NextPow2(job.credits)),
       m_exact(job.check == Check::Exact),
+      m_growPlaceholders(job.graph && job.graph->growPlaceholders),
       m_wire(wire)
 {
     m_localPort.assign(m_n, 0);
@@ -351,18 +352,18 @@ NrSwitchJob::Contribution(uint32_t member, Ptr<Packet> p, const Wire& w)
     {
         return;
     }
-    if (placeholder)
-    {
-        events["placeholder"]++;
-    }
     // contribute(): one read-modify-write of the cell and its twin.
     Cell& c = m_cells[cell];
     uint32_t msg = (w.psn >> kAggPacketsLog2) & kMsgMask;
     bool mine = Bit(cell, member);
     bool fresh = Empty(cell);
     bool same = c.msg == msg;
-    bool add = !mine && !fresh && same;
-    bool accept = fresh || add;
+    // A placeholder is only ever a first contribution that does not complete the cell: one that would complete
+    // it, or be answered, is held (the P4 program's `held`: BMv2 cannot grow it into the values to send it on).
+    // (The what-if of a switch that can grow it: GraphSpec::growPlaceholders.)
+    bool held = placeholder && !m_growPlaceholders && (mine || (fresh ? 0 : c.count) + 1 == m_members.size());
+    bool add = !mine && !fresh && same && !held;
+    bool accept = (fresh && !held) || add;
     uint32_t newCount = (fresh ? 0 : c.count) + (accept ? 1 : 0);
     bool complete = newCount == m_members.size();
     bool behind = ((msg - c.msg) & kMsgMask) >= kMsgHalf;
@@ -376,10 +377,18 @@ NrSwitchJob::Contribution(uint32_t member, Ptr<Packet> p, const Wire& w)
         }
         SetBit(cell, member, true);
         SetBit(other, member, false); // the member has moved on from the twin's older message
+        if (placeholder)
+        {
+            events["placeholder"]++; // taken as zeros
+        }
     }
     bool hasParent = m_role.parent >= 0;
     // nr_verdicts, first match wins.
-    if (mine && same && complete && !final && hasParent)
+    if (held)
+    {
+        Refuse("placeholder-last"); // untouched: its sender's retransmission goes whole (zeros)
+    }
+    else if (mine && same && complete && !final && hasParent)
     {
         events["partial-up"]++;
         SendUp(w, cell); // a retransmission at a switch still waiting for its parent: the partial again

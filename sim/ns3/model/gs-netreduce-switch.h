@@ -8,9 +8,10 @@
 // kept in the per-QP context): reduce-scatter sends the sum whole to the owner alone and a copy trimmed to its
 // headers to every other receiver; all-gather takes a placeholder (headers alone, marked trimmed) as zeros and
 // sends the owner's values whole to every receiver but the owner, whose copy is trimmed. Copies between
-// switches stay whole. Fields are wider than the P4 program's (any number of members and credits, any depth),
-// and a placeholder may complete a cell (BMv2 cannot grow it into the values: placeholder-last):
-// docs/simulator.md lists every difference.
+// switches stay whole. A placeholder that would complete its cell or be answered is refused untouched
+// (placeholder-last), as the P4 program must (BMv2 cannot grow it into the values); its sender resends it whole.
+// Fields are wider than the P4 program's (any number of members and credits, any depth): docs/simulator.md lists
+// every difference.
 #ifndef GS_NETREDUCE_SWITCH_H
 #define GS_NETREDUCE_SWITCH_H
 
@@ -118,6 +119,7 @@ class NrSwitchJob
     uint32_t m_credits;
     uint32_t m_ctxSlots;                 // per member: context entries (a power of two >= credits)
     bool m_exact;
+    bool m_growPlaceholders; // a what-if: a placeholder may complete its cell (GraphSpec::growPlaceholders)
     WireSizes m_wire;
     std::vector<Member> m_members;
     std::vector<uint32_t> m_receivers;   // local ranks: results go to them (on the connection from rank - 1)

@@ -314,7 +314,7 @@ class NetReduceWorker : public Collective
                 // protocol/netreduce.py JobLayout.owner_va: the owner's rank + 1 above the window index
                 OwnedMessage msg = o.owned->message(mi);
                 va |= static_cast<uint64_t>(msg.owner + 1) << kOwnerVaShift;
-                tag.placeholder = msg.data == nullptr;
+                tag.placeholder = msg.placeholder;
                 data = msg.data ? msg.data
                                 : MsgData::Make(kAggMessageBytes, kAggPacketBytes, m_send->Config().params->exact);
             }

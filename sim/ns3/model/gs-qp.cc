@@ -164,8 +164,9 @@ RcQp::Build(uint32_t psn, bool retransmission, uint32_t& wire)
         w.imm = wr->imm;
         wire += m_cfg.params->wire.imm;
     }
-    if (wr->tag.placeholder)
+    if (wr->tag.placeholder && !retransmission)
     {
+        // (a retransmission goes whole, zeros: the switch may complete a cell or answer with it only whole)
         w.resv7 = static_cast<uint8_t>(w.resv7 | kTrimmed);
         wire -= w.payload;
         w.payload = 0;

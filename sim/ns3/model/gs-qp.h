@@ -100,8 +100,8 @@ struct WriteTag
 {
     uint8_t layerClass = 0;
     bool droppable = true;
-    // a NetReduce all-gather's placeholder (workers.netreduce.PlaceholderRequester): every packet, resent ones
-    // too, goes out as its headers alone, marked trimmed; the switches take it as zeros
+    // a NetReduce all-gather's placeholder (workers.netreduce.PlaceholderRequester): every packet goes out the
+    // first time as its headers alone, marked trimmed, which the switches take as zeros; a resent one whole
     bool placeholder = false;
 };
 
