@@ -236,8 +236,8 @@ def graph_json(graph: JobGraph, in_network: Mapping[CollectiveKind, int] | None 
            "groups": [{"ranks": list(g.ranks)} for g in graph.groups],
            "ranks": [{"nodes": [node(n) for n in r.nodes]} for r in graph.ranks]}
     if in_network:
-        out["netreduce"] = {NETREDUCE_KEYS[k]: j for k, j in in_network.items()}
-        out["netreduce"] |= {"placeholders": placeholders, "grow_placeholders": grow_placeholders}
+        section: dict[str, int | bool] = {NETREDUCE_KEYS[k]: j for k, j in in_network.items()}
+        out["netreduce"] = section | {"placeholders": placeholders, "grow_placeholders": grow_placeholders}
     return out
 
 

@@ -280,7 +280,7 @@ def test_where_a_link_between_switches_sets_the_pace_a_placeholder_may_come_last
         return sum(n["stats"]["requester"].get("retransmitted", 0) for n in raw["jobs"][0]["nodes"])
 
     def slowest(raw: dict[str, Any]) -> float:
-        return max(n["graph"][0][2] - n["graph"][0][1] for n in raw["jobs"][0]["nodes"])
+        return max(float(n["graph"][0][2]) - float(n["graph"][0][1]) for n in raw["jobs"][0]["nodes"])
 
     assert counts(whole, "placeholder") == counts(whole, "placeholder-last") == resent(whole) == 0
     assert counts(held, "placeholder-last") > 0 and resent(held) > counts(held, "placeholder-last")
