@@ -19,7 +19,14 @@ from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
-from gradswitch.experiment.graph_run import SEND_RECV, GraphRunReport, graph_job, run_graph_experiment, summarize
+from gradswitch.experiment.graph_run import (
+    SEND_RECV,
+    GraphRunReport,
+    graph_job,
+    resent_packets,
+    run_graph_experiment,
+    summarize,
+)
 from gradswitch.experiment.graph_timeline import write_graph_timeline
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import fault_line, interrupting
@@ -108,7 +115,8 @@ def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> GraphRunR
                                  result.sim.speed.sim_s))
     errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
     report = summarize(job, result.run, list(result.hosts), spec.bw_mbps, link_usage(topo, result.sim), None,
-                       errors, time.monotonic() - started)
+                       errors, time.monotonic() - started,
+                       resent_packets(n for nodes in result.sim.nodes.values() for n in nodes.values()))
     report = replace(report, faults=faults)
     # A simulated run is never machine-bound: its clock is the model's, not the machine's.
     report = replace(report, machine_bound=None, machine_bound_reason=None)

@@ -26,7 +26,7 @@ import json
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -59,6 +59,7 @@ from workload.graph import CollectiveKind, ComputeNode, JobGraph, RecvNode, Send
 from workload.graph_payload import PayloadKind, TrainingOutcome
 from workload.graph_timing import GraphRun
 from workload.job import Algorithm, job_dir, job_file
+from workload.worker_result import WorkerResult
 
 REPORT_FORMAT = 1
 SEND_RECV = "send_recv"  # the per-type summary's name for point-to-point transfers
@@ -386,7 +387,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
                               f"{results[missing[0]].get('error', 'no result')}")
     run = GraphRun(tuple(n for r in range(graph.world_size) for n in read_timing(ranks_job_dir, r).nodes))
     cpu_idle = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
-    resent = sum(res.get("stats", {}).get("requester", {}).get("retransmitted", 0) for res in results.values())
+    resent = resent_packets(results.values())
     faults: tuple[FaultRecord, ...] = ()
     if schedule.faults:  # the graph's run is the one iteration a fault may cut short
         began = schedule.go or wall
@@ -398,6 +399,11 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     report = replace(report, faults=faults, training=training)
     (run_dir / "graph-results.json").write_text(json.dumps(report.to_dict(), indent=1))
     return report
+
+
+def resent_packets(results: Iterable[WorkerResult]) -> int:
+    """Packets the ranks' requesters sent again, every queue pair of theirs (a NetReduce job's too)."""
+    return sum(int(r.get("stats", {}).get("requester", {}).get("retransmitted", 0)) for r in results)
 
 
 def summarize(job: GraphJob, run: GraphRun, hosts: list[str], bw_mbps: float, carried: dict[str, dict[str, Any]],

@@ -289,7 +289,9 @@ def test_where_a_link_between_switches_sets_the_pace_a_placeholder_may_come_last
 
 def test_an_experiment_hands_a_reduce_scatter_trace_to_the_switches(tmp_path):
     """`gradswitch export-et` then `gradswitch experiment --backend ns3 --algo netreduce --workload-et`: the
-    trace's world reduce-scatter runs on the graph's reduce-scatter switch job, reported as netreduce, exact."""
+    trace's world reduce-scatter runs on the graph's reduce-scatter switch job, reported as netreduce, exact;
+    with `--loss 2` still exact, the report's resent packets those of every rank's queue pairs (the switch job's
+    included), as the BMv2 report counts them."""
     prefix = tmp_path / "et" / "rs"
     made = subprocess.run([sys.executable, "-m", "gradswitch.cli", "export-et", "--collective", "reduce_scatter",
                            "--workers", "4", "--size", "1MiB", "--out", str(prefix)],
@@ -306,6 +308,17 @@ def test_an_experiment_hands_a_reduce_scatter_trace_to_the_switches(tmp_path):
     assert c["bound_s"] == pytest.approx((1 << 20) / RATE)  # the in-network reduce-scatter's bound, S/B
     sim = json.loads((tmp_path / "run" / "sim" / "sim-results.json").read_text())
     assert sim["switches"]["s1"]["netreduce"][str(JOBS[K.REDUCE_SCATTER])]["completion"] == (1 << 20) // NETREDUCE_MTU
+    assert report["resent_packets"] == 0
+    lossy = subprocess.run([sys.executable, "-m", "gradswitch.cli", "experiment", "--backend", "ns3", "--bw",
+                            str(MBPS), "--out", str(tmp_path / "lossy"), "--workload-et", str(prefix), "--topo", "rack",
+                            "--algo", "netreduce", "--loss", "2"], capture_output=True, text=True, timeout=300,
+                           cwd=REPO_ROOT)
+    assert lossy.returncode == 0, lossy.stdout + lossy.stderr
+    assert "checks: every output exact" in lossy.stdout
+    report = json.loads((tmp_path / "lossy" / "graph-results.json").read_text())
+    sim = json.loads((tmp_path / "lossy" / "sim" / "sim-results.json").read_text())
+    resent = sum(n["stats"]["requester"].get("retransmitted", 0) for n in sim["jobs"][0]["nodes"])
+    assert report["resent_packets"] == resent > 0
 
 
 def test_what_the_switches_cannot_run_is_refused_in_one_line(tmp_path):
