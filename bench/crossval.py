@@ -14,6 +14,9 @@ delay, a Python host's per-message delay; never fitted to these runs) and no pro
   bench/results/crossval-collectives.json): ring all-reduce, reduce-scatter and all-gather, pairwise all-to-all,
   broadcast and send/recv as the graph engines run them, at N = 4 and 8 on both fabrics; per pair the graph's
   time and its time over ring all-reduce's.
+- training-graph (bench/crossval_training_graph.py; not in the default set, `--only training-graph` writes
+  bench/results/crossval-training-graph.json): the training pair as execution graphs on both graph engines, the
+  simulator's computation dilated as BMv2's; each run's median iteration and the speed-up.
 
 Each BMv2 run is repeated (--repeat, default 3: seed, seed + 1, ...) and its figure is the median over the
 repetitions that were not machine-bound (gradswitch/experiment/bottleneck.py; a pair without 3 such is not
@@ -24,7 +27,8 @@ bench/results/crossval.json and crossval.png; the runs' own reports under --out 
 same --out it resumes). Needs root, BMv2, Mininet and the built simulator. BMv2 runs want an idle machine:
 --quiet holds /tmp/gradswitch-quiet while they run (other helpers pause their heavy work).
 
-    python -m bench.crossval [--only allreduce,training,dlcp,collectives] [--topos rack,leafspine] [--workers 2,4,8]
+    python -m bench.crossval [--only allreduce,training,dlcp,collectives,training-graph] [--topos rack,leafspine]
+                             [--workers 2,4,8]
                              [--repeat 3] [--out runs/bench-crossval] [--bmv2 PATH] [--quiet]
 """
 
@@ -53,7 +57,7 @@ from workload.job import Algorithm
 # pair; at 20 Mb/s NetReduce at N >= 4 is machine-bound (bench/results/crossval-20mbps.json).
 DEFAULT_BW_MBPS = 8.0
 ALGOS = (Algorithm.RING, Algorithm.NETREDUCE, Algorithm.PS)
-PARTS = ("allreduce", "training", "dlcp", "collectives")
+PARTS = ("allreduce", "training", "dlcp", "collectives", "training-graph")
 
 
 def simulated(spec: ExperimentSpec, costs: dict[str, float]) -> ExperimentSpec:
@@ -274,7 +278,7 @@ def _log(line: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.crossval", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="allreduce,training,dlcp",
-                        help="allreduce, training, dlcp, collectives (comma-separated)")
+                        help="allreduce, training, dlcp, collectives, training-graph (comma-separated)")
     parser.add_argument("--topos", default="rack,leafspine")
     parser.add_argument("--workers", default="2,4,8")
     parser.add_argument("--bw", type=float, default=DEFAULT_BW_MBPS,
@@ -325,6 +329,15 @@ def main() -> None:
         figures += cc.judge(store.runs, topos, workers_c, MIN_REPETITIONS)
         summaries["collectives"] = {"nbytes": args.collective_bytes, "bw_mbps": args.bw, "workers": workers_c,
                                     "topos": topos, "runs": cc.rows(store, topos, workers_c)}
+    if "training-graph" in parts:
+        from bench import crossval_training_graph as tg
+
+        specs = training_specs()
+        with quiet_machine(args.quiet):
+            store = tg.run_all(specs, simulated, costs, args.repeat, MIN_REPETITIONS, args.repeat,
+                               args.out / "crossval-training-graph")
+        figures += tg.judge(store, specs[0].label, specs[1].label, MIN_REPETITIONS)
+        summaries["training-graph"] = {"runs": tg.rows(store, [s.label for s in specs])}
     print(table(figures, rankings))
     judged = [f for f in figures if f.within is not None] + [r for r in rankings if r["same"] is not None]
     passed = sum(1 for f in figures if f.within) + sum(1 for r in rankings if r["same"])

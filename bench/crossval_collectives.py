@@ -126,32 +126,32 @@ def judge(runs: dict[str, dict[str, list[Repetition]]], topos: Sequence[str], wo
         for n in workers:
             times: dict[str, tuple[float | None, float | None, bool]] = {}
             for pattern in PATTERNS:
-                times[pattern] = _times(runs.get(run_name(topo, n, pattern), {}), min_repetitions)
+                times[pattern] = judged_times(runs.get(run_name(topo, n, pattern), {}), min_repetitions)
                 figures.append(Figure(f"{topo} N={n} {pattern} (s)", *times[pattern]))
             rb, rs, rok = times[REFERENCE]
             for pattern in PATTERNS[1:]:
                 b, s, ok = times[pattern]
-                figures.append(Figure(f"{topo} N={n} {pattern} / {REFERENCE}", _ratio(b, rb), _ratio(s, rs),
+                figures.append(Figure(f"{topo} N={n} {pattern} / {REFERENCE}", ratio_of(b, rb), ratio_of(s, rs),
                                       ok and rok))
             for pattern in in_network_patterns():
                 sides = runs.get(run_name(topo, n, pattern), {})
                 if not sides:
                     continue  # not measured (a store from before the switches ran it)
-                b, s, ok = _times(sides, min_repetitions)
+                b, s, ok = judged_times(sides, min_repetitions)
                 figures.append(Figure(f"{topo} N={n} {pattern} (s)", b, s, ok))
                 hb, hs, hok = times[host_pattern(pattern)]
-                figures.append(Figure(f"{topo} N={n} {pattern} / {host_pattern(pattern)}", _ratio(b, hb),
-                                      _ratio(s, hs), ok and hok))
+                figures.append(Figure(f"{topo} N={n} {pattern} / {host_pattern(pattern)}", ratio_of(b, hb),
+                                      ratio_of(s, hs), ok and hok))
     return figures
 
 
-def _times(sides: dict[str, list[Repetition]], min_repetitions: int) -> tuple[float | None, float | None, bool]:
+def judged_times(sides: dict[str, list[Repetition]], min_repetitions: int) -> tuple[float | None, float | None, bool]:
     """A run's median time on BMv2 and on ns-3, and whether it is judged (enough usable BMv2 runs, one on ns-3)."""
     bmv2, ns3 = sides.get("bmv2", []), sides.get("ns3", [])
     return median_time(bmv2), median_time(ns3), len(usable(bmv2)) >= min_repetitions and bool(usable(ns3))
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
+def ratio_of(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -134,6 +134,13 @@ class JobGraph:
             if g.name == name:
                 return g
         raise GraphError(f"no process group {name!r} (groups: {', '.join(g.name for g in self.groups) or 'none'})")
+
+    def dilated(self, factor: float) -> JobGraph:
+        """The graph with every computation `factor` times as long (what a run dilated by it computes on the
+        clock: a simulated twin of a dilated testbed run)."""
+        return replace(self, ranks=tuple(replace(r, nodes=tuple(
+            replace(n, duration_s=n.duration_s * factor) if isinstance(n, ComputeNode) else n for n in r.nodes))
+            for r in self.ranks))
 
     def collectives(self) -> Iterator[tuple[int, CollectiveNode]]:
         for r in self.ranks:

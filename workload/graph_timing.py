@@ -9,7 +9,7 @@ job's start.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from workload.graph import CollectiveKind
@@ -94,6 +94,10 @@ class GraphRun:
             comp = _union([(n.start_s, n.end_s) for n in nodes if n.kind == "compute"])
             out[rank] = _length(comm) - _overlap(comm, comp)
         return out
+
+    def undilated(self, factor: float) -> GraphRun:
+        """Times on the clock of a run dilated by `factor` as the emulated cluster's (divided by it)."""
+        return GraphRun(tuple(replace(n, start_s=n.start_s / factor, end_s=n.end_s / factor) for n in self.nodes))
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": TIMING_FORMAT, "nodes": [

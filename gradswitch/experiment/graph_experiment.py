@@ -31,7 +31,7 @@ from gradswitch.experiment.graph_timeline import write_graph_timeline
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import fault_line, interrupting
 from gradswitch.experiment.simulated import link_usage, sim_settings
-from gradswitch.experiment.spec import ExperimentSpec, SpecError, named
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, named
 from ns3sim.faults import fault_records
 from ns3sim.graph_run import run_graph as simulate_graph
 from workload.chakra import read_traces
@@ -85,36 +85,41 @@ def load_graph(spec: ExperimentSpec, given: Collection[str] = ()) -> tuple[Exper
 
 
 def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path,
-                   payload: PayloadKind = PayloadKind.SYNTHETIC) -> GraphRunReport:
+                   payload: PayloadKind = PayloadKind.SYNTHETIC, sim_dilation: float = 1.0) -> GraphRunReport:
     """Run the graph on the spec's backend, its communication carrying `payload` (real gradients: BMv2 only); the
     report is also out_dir/graph-results.json, its timeline out_dir/graph-timeline.{json,png} (compute and each
-    collective per rank)."""
+    collective per rank). `sim_dilation`: on ns-3, the computation stretched by it on the simulated clock and the
+    times reported divided by it, as a BMv2 run dilated by it does (the twin of such a run)."""
     out_dir = out_dir.resolve()
     if payload != PayloadKind.SYNTHETIC and spec.simulated:
         graph_job(topology_for(spec), spec, graph, payload=payload)  # refused, in one line
     report = run_graph_experiment(spec, graph, out_dir, payload=payload) if not spec.simulated else \
-        _simulate(spec, graph, out_dir)
+        _simulate(spec, graph, out_dir, sim_dilation)
     write_graph_timeline(report.run, report.hosts, out_dir, f"{graph.name}: {len(report.hosts)} ranks on "
                          f"{spec.backend} at {report.bw_mbps:g} Mb/s")
     return report
 
 
-def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> GraphRunReport:
+def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, dilation: float = 1.0) -> GraphRunReport:
+    if dilation <= 0:
+        raise ExperimentError(f"{graph.name}: a dilation of {dilation:g}: give one above 0 (1: none)")
     topo = topology_for(spec)
-    job, placement = graph_job(topo, spec, graph, dilation=1.0)  # the simulator runs at the links' own rate
+    # the simulator runs at the links' own rate; dilated, its computation is as long as a dilated BMv2 run's
+    job, placement = graph_job(topo, spec, graph, dilation=dilation)
     settings = sim_settings(spec, [job.job], placement, progress=False)
     started = time.monotonic()
-    result = simulate_graph(graph, topo, settings, out_dir / "sim", job=job.job, mpi_ranks=spec.ranks,
-                            hostfile=Path(spec.hostfile) if spec.hostfile else None,
+    result = simulate_graph(graph.dilated(dilation) if dilation != 1.0 else graph, topo, settings, out_dir / "sim",
+                            job=job.job, mpi_ranks=spec.ranks, hostfile=Path(spec.hostfile) if spec.hostfile else None,
                             in_network=job.in_network)
+    run = result.run.undilated(dilation) if dilation != 1.0 else result.run
     errors = () if result.ok() else tuple(
         f"rank {n.rank} node {n.node_id}: output not what its {n.collective or n.kind} defines"
-        for n in result.run.nodes if n.checked is False) or ("a rank did not finish its graph",)
+        for n in run.nodes if n.checked is False) or ("a rank did not finish its graph",)
     assert spec.bw_mbps is not None
     faults = tuple(fault_records(spec.faults, list(result.sim.faults), result.sim.nodes, [job.job],
                                  result.sim.speed.sim_s))
     errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
-    report = summarize(job, result.run, list(result.hosts), spec.bw_mbps, link_usage(topo, result.sim), None,
+    report = summarize(job, run, list(result.hosts), spec.bw_mbps, link_usage(topo, result.sim), None,
                        errors, time.monotonic() - started,
                        resent_packets(n for nodes in result.sim.nodes.values() for n in nodes.values()))
     report = replace(report, faults=faults)

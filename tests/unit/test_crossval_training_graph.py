@@ -1,0 +1,62 @@
+"""bench.crossval's training-graph part: judging each run's median iteration and the speed-up (the runs
+themselves: tests/ns3/test_graph_sim_dilation.py for the simulator's twin, bench.crossval for BMv2), and the
+graph helpers the simulator's dilated twin uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.crossval_collectives import Repetition, Store
+from bench.crossval_figure import MIN_REPETITIONS
+from bench.crossval_training_graph import judge, rows
+from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, RankGraph, world_group
+from workload.graph_timing import GraphRun, NodeTiming
+
+
+def reps(*times: float, bound: tuple[int, ...] = ()) -> list[Repetition]:
+    return [Repetition(i + 1, t, True, i in bound, "cpu" if i in bound else None) for i, t in enumerate(times)]
+
+
+def store(tmp_path: Path, runs: dict[str, dict[str, list[Repetition]]]) -> Store:
+    s = Store(tmp_path)
+    for label, sides in runs.items():
+        for side, rs in sides.items():
+            for r in rs:
+                s.add(label, side, r)
+    return s
+
+
+def test_median_iterations_and_the_speed_up_within_tolerance(tmp_path: Path) -> None:
+    s = store(tmp_path, {"ring": {"bmv2": reps(0.160, 0.158, 0.9, 0.159, bound=(2,)), "ns3": reps(0.158)},
+                         "nr": {"bmv2": reps(0.120, 0.123, 0.119), "ns3": reps(0.118)}})
+    f = {x.what: x for x in judge(s, "ring", "nr", MIN_REPETITIONS)}
+    ring = f["training graph ring: iteration (s)"]
+    assert ring.bmv2 == pytest.approx(0.159) and ring.ns3 == pytest.approx(0.158) and ring.within is True
+    speed_up = f["training graph speed-up: NetReduce / ring (samples/s)"]
+    assert speed_up.bmv2 == pytest.approx(0.159 / 0.120) and speed_up.ns3 == pytest.approx(0.158 / 0.118)
+    assert speed_up.within is True
+    [row] = [r for r in rows(s, ["ring"])]
+    assert row["bmv2"]["usable"] == 3 and row["bmv2"]["spread_s"] == (0.158, 0.160)
+
+
+def test_a_run_far_off_or_short_of_usable_repetitions(tmp_path: Path) -> None:
+    s = store(tmp_path, {"ring": {"bmv2": reps(0.16, 0.16, 0.16), "ns3": reps(0.20)},  # 25 % off
+                         "nr": {"bmv2": reps(0.12, 0.12, bound=(0,)), "ns3": reps(0.12)}})
+    f = {x.what: x for x in judge(s, "ring", "nr", MIN_REPETITIONS)}
+    assert f["training graph ring: iteration (s)"].within is False
+    assert f["training graph nr: iteration (s)"].within is None  # one usable BMv2 repetition: not judged
+    assert f["training graph speed-up: NetReduce / ring (samples/s)"].within is None
+
+
+def test_a_dilated_graph_computes_longer_and_its_run_reads_back_undilated() -> None:
+    group = world_group(2)
+    graph = JobGraph("g", tuple(RankGraph(r, (ComputeNode(0, "fwd", 0.01),
+                                              CollectiveNode(1, "ar", CollectiveKind.ALL_REDUCE, group.name, 64, (0,))))
+                                for r in range(2)), (group,))
+    slow = graph.dilated(4.0)
+    assert [n.duration_s for n in slow.ranks[0].nodes if isinstance(n, ComputeNode)] == [0.04]
+    assert slow.ranks[0].nodes[1] == graph.ranks[0].nodes[1]  # communication as it was
+    run = GraphRun((NodeTiming(0, 0, "compute", 0.0, 0.04), NodeTiming(0, 1, "collective", 0.04, 0.08)))
+    assert [(n.start_s, n.end_s) for n in run.undilated(4.0).nodes] == [(0.0, 0.01), (0.01, 0.02)]
