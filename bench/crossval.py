@@ -46,6 +46,7 @@ from bench.common import RESULTS, bmv2_option, save, use_bmv2
 from bench.crossval_figure import MIN_REPETITIONS as MIN_REPETITIONS  # re-exported: the parts' one definition
 from bench.crossval_figure import TOLERANCE as TOLERANCE
 from bench.crossval_figure import Figure as Figure
+from bench.crossval_figure import quotient
 from bench.testbed_costs import COSTS, load_costs, quiet_machine
 from gradswitch.experiment.compare import CompareSpec, run_compare
 from gradswitch.experiment.results_file import Results
@@ -147,10 +148,6 @@ def _value(s: dict[str, Any], key: str) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a is not None and b else None
-
-
 def judge_allreduce(summary: dict[str, dict[str, Any]], topos: list[str], workers: list[int]
                     ) -> tuple[list[Figure], list[dict[str, Any]]]:
     """Per run its median iteration; per (topology, N) ring / NetReduce, PS / NetReduce and the ranking."""
@@ -168,8 +165,8 @@ def judge_allreduce(summary: dict[str, dict[str, Any]], topos: list[str], worker
                 figures.append(Figure(f"{topo} N={n} {algo}: median iteration (s)", times["bmv2"][str(algo)],
                                       times["ns3"][str(algo)], ok))
             for other in (Algorithm.RING, Algorithm.PS):
-                figures.append(Figure(f"{topo} N={n} {other} / netreduce", _ratio(times["bmv2"][str(other)],
-                                      times["bmv2"]["netreduce"]), _ratio(times["ns3"][str(other)],
+                figures.append(Figure(f"{topo} N={n} {other} / netreduce", quotient(times["bmv2"][str(other)],
+                                      times["bmv2"]["netreduce"]), quotient(times["ns3"][str(other)],
                                       times["ns3"]["netreduce"]), usable))
             order = {side: _fastest_first(t) for side, t in times.items()}
             ties = _ties(times["bmv2"], times["ns3"])
@@ -217,8 +214,8 @@ def judge_pair(summary: dict[str, dict[str, Any]], what: str, run: str, base: st
                           _usable(b)))
     rb, bb = summary.get(run, {}), summary.get(base, {})
     rs, bs = summary.get(f"{run}-ns3", {}), summary.get(f"{base}-ns3", {})
-    out.append(Figure(what, _ratio(_value(rb, "samples_per_s_real"), _value(bb, "samples_per_s_real")),
-                      _ratio(_value(rs, "samples_per_s_real"), _value(bs, "samples_per_s_real")), _usable(rb, bb)))
+    out.append(Figure(what, quotient(_value(rb, "samples_per_s_real"), _value(bb, "samples_per_s_real")),
+                      quotient(_value(rs, "samples_per_s_real"), _value(bs, "samples_per_s_real")), _usable(rb, bb)))
     return out
 
 

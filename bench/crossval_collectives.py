@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench.crossval_figure import Figure
+from bench.crossval_figure import Figure, quotient
 from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
 from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.spec import ExperimentSpec, Topo
@@ -131,7 +131,7 @@ def judge(runs: dict[str, dict[str, list[Repetition]]], topos: Sequence[str], wo
             rb, rs, rok = times[REFERENCE]
             for pattern in PATTERNS[1:]:
                 b, s, ok = times[pattern]
-                figures.append(Figure(f"{topo} N={n} {pattern} / {REFERENCE}", ratio_of(b, rb), ratio_of(s, rs),
+                figures.append(Figure(f"{topo} N={n} {pattern} / {REFERENCE}", quotient(b, rb), quotient(s, rs),
                                       ok and rok))
             for pattern in in_network_patterns():
                 sides = runs.get(run_name(topo, n, pattern), {})
@@ -140,8 +140,8 @@ def judge(runs: dict[str, dict[str, list[Repetition]]], topos: Sequence[str], wo
                 b, s, ok = judged_times(sides, min_repetitions)
                 figures.append(Figure(f"{topo} N={n} {pattern} (s)", b, s, ok))
                 hb, hs, hok = times[host_pattern(pattern)]
-                figures.append(Figure(f"{topo} N={n} {pattern} / {host_pattern(pattern)}", ratio_of(b, hb),
-                                      ratio_of(s, hs), ok and hok))
+                figures.append(Figure(f"{topo} N={n} {pattern} / {host_pattern(pattern)}", quotient(b, hb),
+                                      quotient(s, hs), ok and hok))
     return figures
 
 
@@ -149,10 +149,6 @@ def judged_times(sides: dict[str, list[Repetition]], min_repetitions: int) -> tu
     """A run's median time on BMv2 and on ns-3, and whether it is judged (enough usable BMv2 runs, one on ns-3)."""
     bmv2, ns3 = sides.get("bmv2", []), sides.get("ns3", [])
     return median_time(bmv2), median_time(ns3), len(usable(bmv2)) >= min_repetitions and bool(usable(ns3))
-
-
-def ratio_of(a: float | None, b: float | None) -> float | None:
-    return a / b if a is not None and b else None
 
 
 # ---- running ----

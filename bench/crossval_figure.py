@@ -28,3 +28,8 @@ class Figure:
     def row(self) -> dict[str, Any]:
         return {"what": self.what, "bmv2": self.bmv2, "ns3": self.ns3, "error": self.error, "usable": self.usable,
                 "within": self.within}
+
+
+def quotient(a: float | None, b: float | None) -> float | None:
+    """a / b, or None where either is missing (or b is 0): the ratio figures of every part."""
+    return a / b if a is not None and b else None

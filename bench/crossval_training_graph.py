@@ -20,8 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.crossval_collectives import Repetition, Simulate, Store, judged_times, median_time, ratio_of, spread, usable
-from bench.crossval_figure import Figure
+from bench.crossval_collectives import Repetition, Simulate, Store, judged_times, median_time, spread, usable
+from bench.crossval_figure import Figure, quotient
 from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.experiment.training_graph import spec_training_graph
@@ -98,8 +98,8 @@ def judge(store: Store, ring: str, netreduce: str, min_repetitions: int) -> list
         times[label] = judged_times(store.runs.get(label, {}), min_repetitions)
         figures.append(Figure(f"training graph {label}: iteration (s)", *times[label]))
     (rb, rs, rok), (nb, ns, nok) = times[ring], times[netreduce]
-    figures.append(Figure("training graph speed-up: NetReduce / ring (samples/s)", ratio_of(rb, nb),
-                          ratio_of(rs, ns), rok and nok))
+    figures.append(Figure("training graph speed-up: NetReduce / ring (samples/s)", quotient(rb, nb),
+                          quotient(rs, ns), rok and nok))
     return figures
 
 
