@@ -25,10 +25,8 @@ from bench.crossval_figure import Figure, quotient
 from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
 from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.spec import ExperimentSpec, Topo
-from ns3sim.graph_run import IN_NETWORK as SIM_IN_NETWORK
-from workers.collectives.in_network import IN_NETWORK
 from workload.generators import SEND_RECV, collective_graph, send_recv_graph
-from workload.graph import CollectiveKind, JobGraph
+from workload.graph import IN_NETWORK, CollectiveKind, JobGraph
 from workload.job import Algorithm
 
 REFERENCE = CollectiveKind.ALL_REDUCE.value
@@ -43,7 +41,7 @@ IN_SWITCHES = "-netreduce"  # a pattern's suffix: the collective run by the swit
 
 def in_network_patterns() -> tuple[str, ...]:
     """The collectives both backends' switches run, as patterns (`all_reduce-netreduce`, ...)."""
-    return tuple(f"{k.value}{IN_SWITCHES}" for k in IN_NETWORK if k in SIM_IN_NETWORK)
+    return tuple(f"{k.value}{IN_SWITCHES}" for k in IN_NETWORK)
 
 
 def every_pattern() -> tuple[str, ...]:

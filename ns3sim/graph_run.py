@@ -5,8 +5,8 @@ switch ports, per rank the iteration check).
 
 Given NetReduce jobs (`in_network`, a switch job per collective type, as gradswitch/experiment/graph_run.py
 graph_job makes them for algo = netreduce; `netreduce_job`: the all-reduce's alone), the world group's
-all-reduces, reduce-scatters and all-gathers run through the switches (IN_NETWORK); the other collectives, those
-of smaller groups among them, run on the hosts' algorithms as without them."""
+all-reduces, reduce-scatters and all-gathers run through the switches (workload/graph.py IN_NETWORK); the other
+collectives, those of smaller groups among them, run on the hosts' algorithms as without them."""
 
 from __future__ import annotations
 
@@ -26,15 +26,19 @@ from protocol.netreduce import MTU as NETREDUCE_MTU
 from protocol.p4_constants import CONFIG
 from roce.qp import Mode
 from topology.model import Topology
-from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, Node, node_kind, validate
+from workload.graph import (
+    IN_NETWORK,
+    CollectiveKind,
+    CollectiveNode,
+    ComputeNode,
+    JobGraph,
+    Node,
+    node_kind,
+    validate,
+)
 from workload.graph_timing import GraphRun, NodeTiming
 from workload.job import Algorithm, JobConfig, Role
 from workload.job import Node as JobNode
-
-# What the simulator's switches run of a graph with NetReduce jobs: the world group's all-reduce, reduce-scatter
-# and all-gather, each type on its own switch job (the graph engine's NetReduce workers, gs-graph-rank.h), as
-# workers/collectives/in_network.py IN_NETWORK on BMv2.
-IN_NETWORK = (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER)
 
 
 @dataclass(frozen=True)

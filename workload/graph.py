@@ -38,6 +38,13 @@ class CollectiveKind(str, Enum):
         return self.value
 
 
+# What NetReduce runs in the switches of a graph (each type on its own switch job): the world group's all-reduce,
+# reduce-scatter and all-gather; the other collectives, and the ones of smaller groups, run on the hosts. Both
+# backends read it: BMv2's graph engine (workers/collectives/in_network.py) and the simulator's (ns3sim/graph_run.py).
+IN_NETWORK: tuple[CollectiveKind, ...] = (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER,
+                                          CollectiveKind.ALL_GATHER)
+
+
 class GraphError(ValueError):
     """A graph that cannot run: one line, naming where (the rank's file, the node) and what."""
 

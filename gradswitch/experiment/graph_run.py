@@ -9,7 +9,7 @@ the links) set the times (bottleneck.judge).
 With algo = netreduce the switches run the world group's all-reduce, reduce-scatter and all-gather, one
 NetReduce switch job per collective type (workers/collectives/in_network.py), created for the run and removed
 after it; the report names the algorithm of each collective. The simulator's switches run the same three
-(ns3sim/graph_run.py IN_NETWORK), as the same NetReduce jobs (graph_job: GraphJob.in_network).
+(workload/graph.py IN_NETWORK), as the same NetReduce jobs (graph_job: GraphJob.in_network).
 
 A job's communication carries synthetic data (any graph) or, with payload train-digits (digits_graph.py), the digits
 MLP's real gradients, the hosts only; the report then holds the training's outcome (accuracy per iteration, each
@@ -45,7 +45,6 @@ from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.testbed import Testbed
 from gradswitch.version import code_version
 from mininet_topos.network import NetworkOptions
-from ns3sim.graph_run import IN_NETWORK as SIM_IN_NETWORK
 from protocol.netreduce import JobLayout
 from roce.qp import Mode
 from topology.model import Topology
@@ -244,10 +243,8 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
         graph, spec.bw_mbps, d)
     in_network = in_network_jobs(graph, cfg.job_id) if spec.algo == Algorithm.NETREDUCE else {}
-    if spec.simulated:  # the simulator's switches run all three (any number of members; ns3sim.graph_run refuses
-        # what they cannot)
-        in_network = {k: j for k, j in in_network.items() if k in SIM_IN_NETWORK}
-    else:  # the P4 switches' limits
+    if not spec.simulated:  # the P4 switches' limits (the simulator's run every IN_NETWORK type, any number of
+        # members; ns3sim.graph_run refuses what they cannot)
         for kind, job_id in in_network.items():
             try:
                 JobLayout(job_id, graph.world_size, cfg.credits, kind == CollectiveKind.REDUCE_SCATTER,

@@ -20,7 +20,16 @@ from mininet_topos.network import NetworkOptions
 from tests.graphs import one_collective, send_recv, two_groups
 from topology.generators import leafspine, rack
 from workers.collectives.in_network import NETREDUCE
-from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, ProcessGroup, RankGraph, world_group
+from workload.graph import (
+    IN_NETWORK,
+    CollectiveKind,
+    CollectiveNode,
+    ComputeNode,
+    JobGraph,
+    ProcessGroup,
+    RankGraph,
+    world_group,
+)
 from workload.job import Algorithm
 
 pytestmark = pytest.mark.mininet
@@ -93,7 +102,6 @@ def test_two_groups_at_once_and_under_loss(tmp_path: Path) -> None:
 # which the switch holds when one would complete its cell, all-gather took 3.3x, 3,731 packets resent:
 # docs/netreduce.md "All-gather"). The factors leave room for a busier machine.
 NETREDUCE_FACTOR = {"all_reduce": 1.25, "reduce_scatter": 1.25, "all_gather": 1.25}
-IN_NETWORK = (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER)
 
 
 def test_netreduce_collectives_exact_and_against_their_bounds(tmp_path: Path) -> None:

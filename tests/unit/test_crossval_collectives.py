@@ -105,12 +105,12 @@ def test_tolerance_edge() -> None:
 def test_collectives_in_the_switches_over_the_rings_of_the_same_collective() -> None:
     """`all_reduce-netreduce` (and every collective both backends' switches run): its own time on both backends,
     and its time over the ring's of the same collective; the same graph as the ring's, run with algo netreduce."""
-    from ns3sim.graph_run import IN_NETWORK as SIM_IN_NETWORK
+    from workload.graph import IN_NETWORK
     from workload.job import Algorithm
 
     nr = in_network_patterns()
     assert "all_reduce-netreduce" in nr
-    assert {host_pattern(p) for p in nr} == {k.value for k in SIM_IN_NETWORK}
+    assert {host_pattern(p) for p in nr} == {k.value for k in IN_NETWORK}
     assert pattern_algo("all_reduce-netreduce") == Algorithm.NETREDUCE and pattern_algo("all_reduce") == Algorithm.RING
     assert pattern_graph("all_reduce-netreduce", 4, 1 << 20) == pattern_graph("all_reduce", 4, 1 << 20)
     bmv2 = {p: reps(2.0, 2.0, 2.0) for p in PATTERNS} | {p: reps(1.2, 1.3, 1.4) for p in nr}

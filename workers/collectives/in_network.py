@@ -28,10 +28,9 @@ from workers.netreduce import NetReduceWorker
 from workers.netreduce_gather import all_gather_op
 from workers.netreduce_scatter import reduce_scatter_op
 from workload.gradients import Int32Array
-from workload.graph import CollectiveKind, CollectiveNode, JobGraph, Node, topological_order
+from workload.graph import IN_NETWORK, CollectiveKind, CollectiveNode, JobGraph, Node, topological_order
 
 NETREDUCE = "netreduce"  # the algorithm's name in a report
-IN_NETWORK = (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER, CollectiveKind.ALL_GATHER)
 HOST_ALGORITHM: dict[CollectiveKind, str] = {  # what workers/collectives/ops.py Op.schedule runs
     CollectiveKind.ALL_REDUCE: "ring",
     CollectiveKind.REDUCE_SCATTER: "ring",
