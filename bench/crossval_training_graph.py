@@ -22,19 +22,27 @@ from typing import Any
 
 from bench.crossval_collectives import Repetition, Simulate, Store, judged_times, median_time, spread, usable
 from bench.crossval_figure import Figure, quotient
+from gradswitch.experiment import bottleneck
 from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.spec import ExperimentSpec
-from gradswitch.experiment.training_graph import spec_training_graph
+from gradswitch.experiment.training_graph import ideal_link_load, spec_training_graph
 from workload.generators import iteration_times
 from workload.graph import JobGraph
 
 
-def repetition(seed: int, report: GraphRunReport, graph: JobGraph, warmup: int) -> Repetition:
-    """A run's repetition, its time the median iteration after the warm-up (the emulated cluster's seconds)."""
+def repetition(seed: int, report: GraphRunReport, graph: JobGraph, warmup: int, ideal_load: float | None = None
+               ) -> Repetition:
+    """A run's repetition, its time the median iteration after the warm-up (the emulated cluster's seconds). With
+    the job's ideal link load (a BMv2 run), judged as the training loop's runs are: idle CPU, and the busiest link
+    against the ideal's load (a graph report alone judges a graph with computation by its CPU)."""
     times = iteration_times(graph, report.run)
     if len(times) <= warmup:
         raise ValueError(f"{graph.name}: {len(times)} iterations, none after the {warmup} of warm-up")
-    return replace(Repetition.of(seed, report), job_s=statistics.median(times[warmup:]))
+    rep = replace(Repetition.of(seed, report), job_s=statistics.median(times[warmup:]))
+    if ideal_load is None:
+        return rep
+    judged = bottleneck.judge(report.cpu_idle, report.busiest_link_load, ideal_load)
+    return replace(rep, machine_bound=judged.machine_bound, reason=judged.reason)
 
 
 def run_all(specs: Sequence[ExperimentSpec], simulated: Simulate, costs: dict[str, float], repeat: int,
@@ -75,10 +83,10 @@ def run_all(specs: Sequence[ExperimentSpec], simulated: Simulate, costs: dict[st
             run_spec, graph, dilation = plans[spec.label]
             report = run_graph_on(net, replace(run_spec, seed=seed), graph, out / spec.label / f"bmv2-{seed}",
                                   dilation=dilation)
-            rep = repetition(seed, report, graph, spec.warmup)
+            rep = repetition(seed, report, graph, spec.warmup, ideal_link_load(spec, net.topo))
             store.add(spec.label, "bmv2", rep)
             log(f"[bmv2] {spec.label} seed {seed}: iteration {rep.job_s:.4f} s, exact {report.checked}, "
-                f"machine-bound {report.machine_bound} ({report.machine_bound_reason})")
+                f"machine-bound {rep.machine_bound} ({rep.reason})")
             simulate(spec, seed)
 
         for spec, seed in todo:

@@ -857,30 +857,47 @@ def scaling_graph_table(results: Path) -> str:
                   "simulator wall s: graph / loop"], rows)
 
 
-def training_graph_table(results: Path) -> str:
+TRAINING_GRAPH_10 = "training-graph-10mbps.json"  # the same jobs at 10 Mb/s (D = 8), where NetReduce keeps up
+
+
+def training_graph_table(results: Path, name: str = "training-graph.json") -> str:
     """bench/training_graph.py: the training speed-up table's FIFO runs on the rack as graphs on BMv2's hosts,
-    against the training loop's figures; NetReduce / ring on each."""
-    doc = load(results, "training-graph.json")
+    against the training loop's runs of the same jobs the same day and against the table's loop figures;
+    NetReduce / ring on each."""
+    doc = load(results, name)
 
     def spread(s: Json | None) -> str:
         return "-" if s is None else f"{s['median']:.0f} [{s['min']:.0f}-{s['max']:.0f}]"
 
+    def counted(s: Json | None, used: int, of: int) -> str:
+        return f"{spread(s)} ({used} of {of})"
+
     def ratio_cell(q: Json | None, key: str) -> str:
-        return "-" if q is None else f"{q[key]:.2f} [{q[key + '_min']:.2f}-{q[key + '_max']:.2f}]"
+        return "-" if q is None or key not in q else f"{q[key]:.2f} [{q[key + '_min']:.2f}-{q[key + '_max']:.2f}]"
+
+    def versus(r: Json, over: str, within: str) -> str:
+        return "-" if over not in r else f"{r[over]:.3f} ({'overlap' if r[within] else 'apart'})"
 
     ratios = {q["model"]: q for q in doc["ratios"]}
     rows = []
     for r in doc["runs"]:
         model, algo = r["run"].split("-rack-")[0], r["run"].split("-rack-")[1].removesuffix("-fifo")
         q = ratios.get(model) if algo == "netreduce" else None
-        rows.append([f"{MODELS.get(model, model)} {algo}", spread(r["samples_per_s_real_loop"]),
-                     f"{spread(r.get('samples_per_s_real'))} ({r['usable']} of {len(r['repetitions'])})",
-                     num(r.get("over_loop"), 3), "-" if "within_spread" not in r else
-                     ("yes" if r["within_spread"] else "no"), "yes" if r["exact"] else "**no**",
-                     ratio_cell(q, "loop_ratio"), ratio_cell(q, "ratio")])
-    return table(["run (rack, 4 emulated V100s, FIFO buckets)", "training loop: samples/s median [min-max]",
-                  "graph engine: samples/s (runs not machine-bound of all)", "graph / loop", "ranges overlap",
-                  "exact", "NetReduce / ring: loop", "NetReduce / ring: graph"], rows)
+        loops = r.get("loop_repetitions", [])
+        exact = r["exact"] and r.get("loop_exact", True)
+        rows.append([f"{MODELS.get(model, model)} {algo}",
+                     counted(r.get("samples_per_s_real_loop_today"), r.get("loop_usable", 0), len(loops)),
+                     counted(r.get("samples_per_s_real"), r["usable"], len(r["repetitions"])),
+                     versus(r, "over_loop_today", "within_spread_today"),
+                     spread(r["samples_per_s_real_loop"]), versus(r, "over_loop", "within_spread"),
+                     "yes" if exact else "**no**", ratio_cell(q, "loop_today_ratio"), ratio_cell(q, "ratio"),
+                     ratio_cell(q, "loop_ratio")])
+    when = str(doc.get("table_when", "another day"))[:10]
+    return table(["run (rack, 4 emulated V100s, FIFO buckets)",
+                  "training loop today: samples/s median [min-max] (runs not machine-bound of all)",
+                  "graph engine today: samples/s (not machine-bound of all)", "graph / loop today (ranges)",
+                  f"training loop, table of {when}", "graph / table (ranges)", "exact (both engines)",
+                  "NetReduce / ring: loop today", "NetReduce / ring: graph", "NetReduce / ring: table"], rows)
 
 
 CROSSVAL_COLLECTIVES_4 = "crossval-collectives-4mbps.json"  # N = 8 at 4 Mb/s, where 8 Python hosts keep up
@@ -923,6 +940,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "sim-netreduce-rs-ag": ("sim-netreduce-rs-ag.json", sim_netreduce_rs_ag_table),
     "scaling-graph": ("scaling-graph.json", scaling_graph_table),
     "training-graph": ("training-graph.json", training_graph_table),
+    "training-graph-10mbps": (TRAINING_GRAPH_10, lambda results: training_graph_table(results, TRAINING_GRAPH_10)),
     "goodput": ("goodput.json", goodput_table),
     "goodput-sensitivity": ("goodput.json", goodput_sensitivity_table),
     "goodput-fabric": ("goodput.json", goodput_fabric_table),

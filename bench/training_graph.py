@@ -7,14 +7,20 @@ run on the hosts' graph engine (workers/graph_engine.py), ring all-reduce or Net
 on one rack network of BMv2 switches at the spec's 20 Mb/s, computation dilated by the spec's D = 4.
 Per run and repetition (seeds 1..R, as the compare's): samples/s of the emulated cluster (N x batch
 over the median iteration after the warm-up, each iteration from its first forward node to the next
-one's) and whether every sum was exact; per run the median over the repetitions that were not
-machine-bound, with [min, max], against the training loop's figure in bench/results/training-speedup.json
-and its own spread; NetReduce / ring per model, against the table's ratio. Writes
+one's) and whether every sum was exact. Each repetition's job also runs on the training loop, on the same
+network right after it (`gradswitch.experiment.runner.run_on`, bench.training's runs), so the two engines
+are compared on the same machine the same day. Per run the median over the repetitions that were not
+machine-bound, with [min, max], for both engines, and against the training loop's figure in the table
+(bench/results/training-speedup.json, measured on another day) with its spread; NetReduce / ring per model
+on each. Writes
 bench/results/training-graph.json (table `training-graph` in docs/performance.md). Needs root, BMv2,
 Mininet.
 
-    python -m bench.training_graph [--models resnet50,vgg16,bert-base] [--repeat 3] [--out runs/bench-training-graph]
-                                   [--bmv2 PATH]
+    python -m bench.training_graph [--models resnet50,vgg16,bert-base] [--repeat 3] [--bw MBPS]
+                                   [--out runs/bench-training-graph] [--bmv2 PATH]
+
+At another rate (--bw: the same emulated cluster, D following the rate, so the emulated samples/s are comparable
+with the table's) the figures go to bench/results/training-graph-<rate>mbps.json.
 """
 
 from __future__ import annotations
@@ -27,11 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, Limits, bmv2_option, save, use_bmv2
-from gradswitch.experiment.compare import load_spec
+from gradswitch.experiment.compare import headline, load_spec
 from gradswitch.experiment.graph_run import run_graph_on
 from gradswitch.experiment.placement import topology_for
+from gradswitch.experiment.runner import run_on
 from gradswitch.experiment.spec import ExperimentSpec
-from gradswitch.experiment.training_graph import spec_training_graph
+from gradswitch.experiment.training_graph import ideal_link_load, spec_training_graph
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
 from workload.generators import iteration_times
@@ -39,13 +46,21 @@ from workload.generators import iteration_times
 SPEC = Path(__file__).parent.parent / "experiments" / "training-speedup.toml"
 MODELS = ("resnet50", "vgg16", "bert-base")
 ALGOS = ("ring", "netreduce")
-LINKS = "idle while the emulated GPUs compute: the machine is judged by its idle CPU"
 
 
-def runs(models: list[str]) -> list[ExperimentSpec]:
-    """The speed-up spec's FIFO runs on the rack for these models and algorithms."""
+def runs(models: list[str], bw_mbps: float | None = None) -> list[ExperimentSpec]:
+    """The speed-up spec's FIFO runs on the rack for these models and algorithms; at another link rate (the same
+    emulated cluster: its dilation follows the rate), if given."""
     by_label = {r.label: r for r in load_spec(SPEC).runs}
-    return [by_label[f"{m}-rack-{a}-fifo"] for m in models for a in ALGOS]
+    specs = [by_label[f"{m}-rack-{a}-fifo"] for m in models for a in ALGOS]
+    return specs if bw_mbps is None else [replace(s, bw_mbps=bw_mbps) for s in specs]
+
+
+def result_name(specs: list[ExperimentSpec]) -> str:
+    """training-graph at the spec's rate; training-graph-<rate>mbps at another."""
+    default = load_spec(SPEC).runs[0].bw_mbps
+    rate = specs[0].bw_mbps
+    return "training-graph" if rate == default else f"training-graph-{rate:g}mbps"
 
 
 def repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict[str, Any]:
@@ -54,45 +69,81 @@ def repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict
     assert spec.emulate is not None
     times = iteration_times(graph, report.run)  # the emulated cluster's seconds
     iteration_s = statistics.median(times[spec.warmup:])
-    # With computation the links idle by design: the graph engine judges the machine by its idle CPU alone.
+    # Judged as the loop's runs are: idle CPU, and the busiest link against the ideal iteration's load.
+    limits = Limits(report.busiest_link_load, report.cpu_idle, ideal_link_load=ideal_link_load(spec, net.topo))
     return {"seed": seed, "iteration_s_real": iteration_s, "samples_per_s_real": spec.workers * spec.emulate.batch /
             iteration_s, "iterations_s_real": list(times), "resent_packets": report.resent_packets,
-            "checked": report.checked, "errors": list(report.errors),
-            **Limits(None, report.cpu_idle, LINKS).figures(), "busiest_link_load": report.busiest_link_load}
+            "checked": report.checked, "errors": list(report.errors), **limits.figures()}
+
+
+def loop_repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict[str, Any]:
+    """The same job on the training loop (workers/iteration.py), as bench.training runs it."""
+    h = headline(run_on(net, replace(spec, seed=seed), out / f"{spec.label}-loop-seed{seed}", progress=False))
+    return {"seed": seed, "iteration_s_real": h["iteration_s"], "samples_per_s_real": h["samples_per_s_real"],
+            "resent_packets": h["retransmissions"], "checked": bool(h.get("correct")) and h["ok"],
+            "busiest_link_load": h.get("busiest_link_load"), "ideal_link_load": h.get("ideal_link_load"),
+            "cpu_idle": h.get("cpu_idle"), "machine_bound": bool(h.get("machine_bound")),
+            "machine_bound_reason": h.get("machine_bound_reason")}
+
+
+def usable(reps: list[dict[str, Any]]) -> list[float]:
+    """Samples/s of the repetitions that count: exact and not machine-bound."""
+    return [r["samples_per_s_real"] for r in reps if not r["machine_bound"] and r["checked"]]
+
+
+def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    """Within the repetitions' spread: the two ranges overlap."""
+    return a["min"] <= b["max"] and b["min"] <= a["max"]
 
 
 def spread(values: list[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
-def summary(spec: ExperimentSpec, reps: list[dict[str, Any]], table: dict[str, Any]) -> dict[str, Any]:
-    usable = [r["samples_per_s_real"] for r in reps if not r["machine_bound"] and r["checked"]]
-    loop = table["runs"][spec.label]
-    loop_spread = loop["spread"]["samples_per_s_real"]
-    row: dict[str, Any] = {"run": spec.label, "repetitions": reps, "usable": len(usable),
-                           "exact": all(r["checked"] for r in reps),
-                           "samples_per_s_real_loop": {k: loop_spread[k] for k in ("min", "median", "max")}}
-    if usable:
-        s = spread(usable)
+def summary(spec: ExperimentSpec, reps: list[dict[str, Any]], loop_reps: list[dict[str, Any]],
+            table: dict[str, Any]) -> dict[str, Any]:
+    graph, today = usable(reps), usable(loop_reps)
+    loop_spread = table["runs"][spec.label]["spread"]["samples_per_s_real"]
+    table_loop = {k: loop_spread[k] for k in ("min", "median", "max")}
+    row: dict[str, Any] = {"run": spec.label, "repetitions": reps, "usable": len(graph),
+                           "exact": all(r["checked"] for r in reps), "samples_per_s_real_loop": table_loop,
+                           "loop_repetitions": loop_reps, "loop_usable": len(today),
+                           "loop_exact": all(r["checked"] for r in loop_reps)}
+    if today:
+        row["samples_per_s_real_loop_today"] = spread(today)
+        row["loop_today_over_table"] = row["samples_per_s_real_loop_today"]["median"] / table_loop["median"]
+    if graph:
+        s = spread(graph)
         row["samples_per_s_real"] = s
-        row["over_loop"] = s["median"] / loop_spread["median"]
-        # Within the repetitions' spread: the two ranges overlap.
-        row["within_spread"] = s["min"] <= loop_spread["max"] and loop_spread["min"] <= s["max"]
+        row["over_loop"] = s["median"] / table_loop["median"]
+        row["within_spread"] = overlap(s, table_loop)
+        if today:
+            row["over_loop_today"] = s["median"] / row["samples_per_s_real_loop_today"]["median"]
+            row["within_spread_today"] = overlap(s, row["samples_per_s_real_loop_today"])
     return row
+
+
+def ratio_figures(ring: dict[str, float], nr: dict[str, float]) -> tuple[float, float, float]:
+    """NetReduce / ring of two runs' spreads: medians, smallest over largest, largest over smallest."""
+    return nr["median"] / ring["median"], nr["min"] / ring["max"], nr["max"] / ring["min"]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--bw", type=float, default=None, metavar="MBPS",
+                    help="every link at this rate instead of the spec's 20 Mb/s (the same emulated cluster, its "
+                         "dilation D following the rate): where the machine keeps up with NetReduce")
     ap.add_argument("--out", type=Path, default=Path("runs/bench-training-graph"))
     bmv2_option(ap)
     args = ap.parse_args()
     use_bmv2(args)
     table = json.loads((RESULTS / "training-speedup.json").read_text())["speedup"]
-    specs = runs([m for m in args.models.split(",") if m])
+    specs = runs([m for m in args.models.split(",") if m], args.bw)
     out = args.out.resolve()
     reps: dict[str, list[dict[str, Any]]] = {s.label: [] for s in specs}
+    loop_reps: dict[str, list[dict[str, Any]]] = {s.label: [] for s in specs}
     with Testbed(topology_for(specs[0]), NetworkOptions(run_dir=out / "net")) as net:
         for seed in range(1, args.repeat + 1):  # round by round, as a compare runs its repetitions
             for spec in specs:
@@ -102,7 +153,13 @@ def main() -> None:
                       f"exact {r['checked']}; busiest link {r['busiest_link_load']:.0%} loaded, "
                       f"CPU {r['cpu_idle']:.0%} idle: "
                       f"{r['machine_bound_reason'] or 'not machine-bound'}", flush=True)
-    rows = [summary(s, reps[s.label], table) for s in specs]
+                q = loop_repetition(net, spec, seed, out)
+                loop_reps[spec.label].append(q)
+                idle = "CPU idle unknown" if q["cpu_idle"] is None else f"CPU {q['cpu_idle']:.0%} idle"
+                print(f"  {spec.label} seed {seed} on the training loop: {q['samples_per_s_real']:.1f} samples/s "
+                      f"(emulated), exact {q['checked']}, {q['resent_packets']:.0f} packets resent; {idle}: "
+                      f"{q['machine_bound_reason'] or 'not machine-bound'}", flush=True)
+    rows = [summary(s, reps[s.label], loop_reps[s.label], table) for s in specs]
     ratios = []
     loop_ratios = {(r["model"], r["what"]): r for r in table["ratios"] if r["topo"] == "rack"}
     for m in sorted({s.workload for s in specs}, key=list(MODELS).index):
@@ -110,25 +167,42 @@ def main() -> None:
         if "samples_per_s_real" not in ring or "samples_per_s_real" not in nr:
             continue
         loop = loop_ratios[(m, "NetReduce / ring (fifo)")]
-        ratios.append({"model": m, "ratio": nr["samples_per_s_real"]["median"] / ring["samples_per_s_real"]["median"],
-                       "ratio_min": nr["samples_per_s_real"]["min"] / ring["samples_per_s_real"]["max"],
-                       "ratio_max": nr["samples_per_s_real"]["max"] / ring["samples_per_s_real"]["min"],
-                       "loop_ratio": loop["ratio"], "loop_ratio_min": loop["ratio_min"],
-                       "loop_ratio_max": loop["ratio_max"]})
+        q = dict(zip(("ratio", "ratio_min", "ratio_max"),
+                     ratio_figures(ring["samples_per_s_real"], nr["samples_per_s_real"]), strict=True))
+        q.update(model=m, loop_ratio=loop["ratio"], loop_ratio_min=loop["ratio_min"], loop_ratio_max=loop["ratio_max"])
+        if "samples_per_s_real_loop_today" in ring and "samples_per_s_real_loop_today" in nr:
+            q.update(zip(("loop_today_ratio", "loop_today_ratio_min", "loop_today_ratio_max"),
+                         ratio_figures(ring["samples_per_s_real_loop_today"], nr["samples_per_s_real_loop_today"]),
+                         strict=True))
+        ratios.append(q)
     for r in rows:
         got = r.get("samples_per_s_real")
         print(f"{r['run']:<28} graph {got['median']:.1f} [{got['min']:.1f}-{got['max']:.1f}]" if got else
               f"{r['run']:<28} graph: no usable repetition", end="")
+        today = r.get("samples_per_s_real_loop_today")
+        print(f"  loop today {today['median']:.1f} [{today['min']:.1f}-{today['max']:.1f}]" if today else
+              "  loop today: no usable repetition", end="")
+        if got and today:
+            print(f" ({r['over_loop_today']:.3f}x, overlap: {r['within_spread_today']})", end="")
         loop = r["samples_per_s_real_loop"]
-        print(f"  loop {loop['median']:.1f} [{loop['min']:.1f}-{loop['max']:.1f}]"
-              + (f"  {r['over_loop']:.3f}x, within spread: {r['within_spread']}" if got else ""))
+        print(f"  table's loop {loop['median']:.1f} [{loop['min']:.1f}-{loop['max']:.1f}]"
+              + (f" ({r['over_loop']:.3f}x, overlap: {r['within_spread']})" if got else ""))
     for q in ratios:
+        today_ratio = (f", {q['loop_today_ratio']:.3f} [{q['loop_today_ratio_min']:.3f}-"
+                       f"{q['loop_today_ratio_max']:.3f}] on the loop today" if "loop_today_ratio" in q else "")
         print(f"{q['model']}: NetReduce / ring {q['ratio']:.3f} [{q['ratio_min']:.3f}-{q['ratio_max']:.3f}] on the "
-              f"graph engine, {q['loop_ratio']:.3f} [{q['loop_ratio_min']:.3f}-{q['loop_ratio_max']:.3f}] on the loop")
-    path = save("training-graph", {
-        "what": "training-speedup.toml's FIFO runs on the rack (4 emulated V100s, 20 Mb/s, D = 4) as execution graphs "
-                "on the hosts' graph engine, against the training loop's figures (training-speedup.json)",
-        "bottleneck": "see each repetition's busiest_link_load and cpu_idle; machine-bound ones are left out",
+              f"graph engine{today_ratio}, {q['loop_ratio']:.3f} [{q['loop_ratio_min']:.3f}-{q['loop_ratio_max']:.3f}] "
+              f"in the table's loop runs")
+    spec = specs[0]
+    path = save(result_name(specs), {
+        "what": f"training-speedup.toml's FIFO runs on the rack (4 emulated V100s, {spec.bw_mbps:g} Mb/s, "
+                f"D = {spec.dilation:g}) as execution graphs "
+                "on the hosts' graph engine, against the training loop's runs of the same jobs on the same network "
+                "right after each (today) and against the loop's figures in training-speedup.json (table)",
+        "table_when": json.loads((RESULTS / "training-speedup.json").read_text())["when"],
+        "bw_mbps": spec.bw_mbps, "dilation": spec.dilation,
+        "bottleneck": "see each repetition's busiest_link_load (against its ideal_link_load) and cpu_idle, judged "
+                      "alike on both engines; machine-bound ones are left out",
         "repeat": args.repeat, "runs": rows, "ratios": ratios}, bmv2_log_level="info")
     print(f"wrote {path}")
 

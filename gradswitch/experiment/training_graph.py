@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gradswitch.experiment.placement import training_config
+from gradswitch.experiment.placement import job_config, place, training_config
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from topology.model import Topology
+from workers.ideal import ideal
 from workload.generators import training_graph, training_job
 from workload.graph import JobGraph
 from workload.job import Scheduling, Sync
@@ -30,3 +32,10 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
     # The spec's training fields are the graph's now; the spec that runs it has the defaults.
     plain = replace(spec, workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO)
     return plain, graph, training.dilation
+
+
+def ideal_link_load(spec: ExperimentSpec, topo: Topology) -> float:
+    """The busiest link's load of the spec's job at its ideal iteration (workers/ideal.py): what a link-bound run
+    keeps while the emulated GPUs compute, as the training loop's report has it (`ideal_link_load`)."""
+    return ideal(job_config(spec, 1, place(spec, topo).jobs[0], topo)).link_load
+

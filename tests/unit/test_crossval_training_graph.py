@@ -60,3 +60,29 @@ def test_a_dilated_graph_computes_longer_and_its_run_reads_back_undilated() -> N
     assert slow.ranks[0].nodes[1] == graph.ranks[0].nodes[1]  # communication as it was
     run = GraphRun((NodeTiming(0, 0, "compute", 0.0, 0.04), NodeTiming(0, 1, "collective", 0.04, 0.08)))
     assert [(n.start_s, n.end_s) for n in run.undilated(4.0).nodes] == [(0.0, 0.01), (0.01, 0.02)]
+
+
+def test_a_bmv2_repetition_is_judged_against_the_ideal_link_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graph's own report judges a graph with computation by its CPU alone (half idle: not machine-bound); given
+    the job's ideal link load, a BMv2 repetition is judged as the training loop's runs are: its busiest link at
+    50 % against an ideal's 90 % (under 0.8 of it) is machine-bound."""
+    from bench import crossval_training_graph
+    from gradswitch.experiment.graph_run import graph_job, graph_spec, summarize
+    from tests.graphs import one_collective
+    from topology.generators import build_topology
+
+    graph = one_collective(CollectiveKind.ALL_REDUCE, 2, 1_000_000, compute_s=1.0)
+    run = GraphRun((NodeTiming(0, 1, "compute", 0, 1, None, None, 0, None),
+                    NodeTiming(1, 1, "compute", 0, 1, None, None, 0, None),
+                    NodeTiming(0, 2, "collective", 1.0, 1.3, CollectiveKind.ALL_REDUCE, "world", 1_000_000, True),
+                    NodeTiming(1, 2, "collective", 1.0, 1.3, CollectiveKind.ALL_REDUCE, "world", 1_000_000, True)))
+    topo = build_topology("rack", hosts=2, bw_mbps=8.0)
+    job = graph_job(topo, graph_spec(graph, bw_mbps=8.0), graph)[0]
+    report = summarize(job, run, ["h1", "h2"], 8.0, {"h1->s1": {"sent_bytes": 10, "load": 0.5}}, 0.5, (), 1.0)
+    monkeypatch.setattr(crossval_training_graph, "iteration_times", lambda g, r: (1.3, 1.3))
+    assert report.machine_bound is False
+    alone = crossval_training_graph.repetition(1, report, graph, 1)
+    assert alone.machine_bound is False and alone.job_s == pytest.approx(1.3)
+    judged = crossval_training_graph.repetition(1, report, graph, 1, ideal_load=0.9)
+    assert judged.machine_bound is True and "busiest link 50%" in (judged.reason or "")
+    assert crossval_training_graph.repetition(1, report, graph, 1, ideal_load=0.6).machine_bound is False

@@ -1,13 +1,18 @@
-"""bench/training_graph.py's judgement of a graph-engine run against the training loop's figure: the median over
-the repetitions that were exact and not machine-bound, and whether its range overlaps the loop's."""
+"""bench/training_graph.py's judgement of a graph-engine run against the training loop's runs of the same day and
+the table's figure: the median over the repetitions that were exact and not machine-bound, and whether its range
+overlaps the loop's."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from bench.training_graph import SPEC, runs, summary
+from bench.common import RESULTS
+from bench.training_graph import SPEC, result_name, runs, summary
+from gradswitch.experiment.placement import topology_for
+from gradswitch.experiment.training_graph import ideal_link_load
 
 
 def rep(samples: float, machine_bound: bool = False, checked: bool = True) -> dict[str, Any]:
@@ -28,12 +33,34 @@ def test_the_runs_are_the_speedup_specs_rack_fifo_pairs() -> None:
 def test_machine_bound_and_wrong_repetitions_are_left_out_and_the_ranges_compared() -> None:
     spec = runs(["resnet50"])[0]
     table = loop_table(spec.label, 100.0, 101.0, 102.0)
-    row = summary(spec, [rep(99.0), rep(101.5), rep(50.0, machine_bound=True), rep(200.0, checked=False)], table)
-    assert row["usable"] == 2 and not row["exact"]
+    today = [rep(80.0), rep(85.0, machine_bound=True), rep(90.0)]
+    row = summary(spec, [rep(99.0), rep(101.5), rep(50.0, machine_bound=True), rep(200.0, checked=False)], today,
+                  table)
+    assert row["usable"] == 2 and not row["exact"] and row["loop_usable"] == 2 and row["loop_exact"]
     assert row["samples_per_s_real"] == {"min": 99.0, "median": 100.25, "max": 101.5}
     assert row["over_loop"] == pytest.approx(100.25 / 101.0)
     assert row["within_spread"]  # [99, 101.5] overlaps [100, 102]
-    below = summary(spec, [rep(90.0), rep(95.0), rep(99.9)], table)
-    assert not below["within_spread"] and below["exact"]
-    none = summary(spec, [rep(90.0, machine_bound=True)], table)
+    assert row["samples_per_s_real_loop_today"] == {"min": 80.0, "median": 85.0, "max": 90.0}
+    assert row["over_loop_today"] == pytest.approx(100.25 / 85.0) and not row["within_spread_today"]
+    assert row["loop_today_over_table"] == pytest.approx(85.0 / 101.0)
+    below = summary(spec, [rep(90.0), rep(95.0), rep(99.9)], today, table)
+    assert not below["within_spread"] and below["exact"] and below["within_spread_today"]  # [90, 99.9] and [80, 90]
+    none = summary(spec, [rep(90.0, machine_bound=True)], [rep(90.0, machine_bound=True)], table)
     assert none["usable"] == 0 and "samples_per_s_real" not in none and "within_spread" not in none
+    assert none["loop_usable"] == 0 and "samples_per_s_real_loop_today" not in none
+    assert "over_loop_today" not in none
+
+
+def test_graph_runs_are_judged_against_the_ideal_link_load_the_loops_report_gives() -> None:
+    """The graph engine's repetitions are machine-bound by the loop's rule: the busiest link under 0.8 of the ideal
+    iteration's load, which the loop's results (training-speedup.json) give per run."""
+    table = json.loads((RESULTS / "training-speedup.json").read_text())["speedup"]["runs"]
+    for spec in runs(["resnet50", "vgg16", "bert-base"]):
+        assert ideal_link_load(spec, topology_for(spec)) == pytest.approx(table[spec.label]["ideal_link_load"])
+
+
+def test_another_rate_keeps_the_emulated_cluster_and_writes_its_own_file() -> None:
+    at_20, at_10 = runs(["vgg16"]), runs(["vgg16"], 10.0)
+    assert [s.bw_mbps for s in at_10] == [10.0, 10.0]
+    assert at_10[0].dilation == pytest.approx(8.0) and at_20[0].dilation == pytest.approx(4.0)
+    assert result_name(at_20) == "training-graph" and result_name(at_10) == "training-graph-10mbps"
