@@ -858,6 +858,7 @@ def scaling_graph_table(results: Path) -> str:
 
 
 TRAINING_GRAPH_10 = "training-graph-10mbps.json"  # the same jobs at 10 Mb/s (D = 8), where NetReduce keeps up
+TRAINING_GRAPH_LEAFSPINE_5 = "training-graph-leafspine-5mbps.json"  # the 2x2 leaf-spine's, at 5 Mb/s (D = 16)
 
 
 def training_graph_table(results: Path, name: str = "training-graph.json") -> str:
@@ -878,14 +879,17 @@ def training_graph_table(results: Path, name: str = "training-graph.json") -> st
     def versus(r: Json, over: str, within: str) -> str:
         return "-" if over not in r else f"{r[over]:.3f} ({'overlap' if r[within] else 'apart'})"
 
-    ratios = {q["model"]: q for q in doc["ratios"]}
+    ratios = {(q["model"], q.get("topo", "rack")): q for q in doc["ratios"]}
     rows = []
     for r in doc["runs"]:
-        model, algo = r["run"].split("-rack-")[0], r["run"].split("-rack-")[1].removesuffix("-fifo")
-        q = ratios.get(model) if algo == "netreduce" else None
+        label = re.fullmatch(r"(.+)-(rack|leafspine)-(\w+)-fifo", r["run"])
+        if label is None:
+            raise ValueError(f"{name}: run {r['run']!r} is not MODEL-TOPOLOGY-ALGORITHM-fifo")
+        model, topo, algo = label.groups()
+        q = ratios.get((model, topo)) if algo == "netreduce" else None
         loops = r.get("loop_repetitions", [])
         exact = r["exact"] and r.get("loop_exact", True)
-        rows.append([f"{MODELS.get(model, model)} {algo}",
+        rows.append([f"{MODELS.get(model, model)} {algo}" + ("" if topo == "rack" else f" ({topo})"),
                      counted(r.get("samples_per_s_real_loop_today"), r.get("loop_usable", 0), len(loops)),
                      counted(r.get("samples_per_s_real"), r["usable"], len(r["repetitions"])),
                      versus(r, "over_loop_today", "within_spread_today"),
@@ -893,7 +897,7 @@ def training_graph_table(results: Path, name: str = "training-graph.json") -> st
                      "yes" if exact else "**no**", ratio_cell(q, "loop_today_ratio"), ratio_cell(q, "ratio"),
                      ratio_cell(q, "loop_ratio")])
     when = str(doc.get("table_when", "another day"))[:10]
-    return table(["run (rack, 4 emulated V100s, FIFO buckets)",
+    return table([f"run ({', '.join(doc.get('topos', ['rack']))}, 4 emulated V100s, FIFO buckets)",
                   "training loop today: samples/s median [min-max] (runs not machine-bound of all)",
                   "graph engine today: samples/s (not machine-bound of all)", "graph / loop today (ranges)",
                   f"training loop, table of {when}", "graph / table (ranges)", "exact (both engines)",
@@ -941,6 +945,8 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "scaling-graph": ("scaling-graph.json", scaling_graph_table),
     "training-graph": ("training-graph.json", training_graph_table),
     "training-graph-10mbps": (TRAINING_GRAPH_10, lambda results: training_graph_table(results, TRAINING_GRAPH_10)),
+    "training-graph-leafspine-5mbps": (TRAINING_GRAPH_LEAFSPINE_5,
+                                        lambda results: training_graph_table(results, TRAINING_GRAPH_LEAFSPINE_5)),
     "goodput": ("goodput.json", goodput_table),
     "goodput-sensitivity": ("goodput.json", goodput_sensitivity_table),
     "goodput-fabric": ("goodput.json", goodput_fabric_table),

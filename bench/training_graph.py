@@ -1,10 +1,11 @@
-"""The training speed-up table's FIFO pairs on the rack measured again on the graph engine (BMv2).
+"""The training speed-up table's FIFO pairs measured again on the graph engine (BMv2).
 
 bench.training runs experiments/training-speedup.toml with the hosts' training loop (workers/iteration.py).
 The same jobs as execution graphs (gradswitch/experiment/training_graph.py: the spec's model, scale,
 emulated V100s, sync, buckets; a forward and a backward node per layer, an all-reduce per DDP bucket)
 run on the hosts' graph engine (workers/graph_engine.py), ring all-reduce or NetReduce in the switches,
-on one rack network of BMv2 switches at the spec's 20 Mb/s, computation dilated by the spec's D = 4.
+on one network of BMv2 switches per topology (the rack; the 2x2 leaf-spine with --topos) at the spec's 20 Mb/s,
+computation dilated by the spec's D = 4.
 Per run and repetition (seeds 1..R, as the compare's): samples/s of the emulated cluster (N x batch
 over the median iteration after the warm-up, each iteration from its first forward node to the next
 one's) and whether every sum was exact. Each repetition's job also runs on the training loop, on the same
@@ -12,15 +13,15 @@ network right after it (`gradswitch.experiment.runner.run_on`, bench.training's 
 are compared on the same machine the same day. Per run the median over the repetitions that were not
 machine-bound, with [min, max], for both engines, and against the training loop's figure in the table
 (bench/results/training-speedup.json, measured on another day) with its spread; NetReduce / ring per model
-on each. Writes
-bench/results/training-graph.json (table `training-graph` in docs/performance.md). Needs root, BMv2,
-Mininet.
+and topology on each. Writes bench/results/training-graph.json (table `training-graph` in docs/performance.md).
+Needs root, BMv2, Mininet.
 
-    python -m bench.training_graph [--models resnet50,vgg16,bert-base] [--repeat 3] [--bw MBPS]
+    python -m bench.training_graph [--models resnet50,vgg16,bert-base] [--topos rack] [--repeat 3] [--bw MBPS]
                                    [--out runs/bench-training-graph] [--bmv2 PATH]
 
 At another rate (--bw: the same emulated cluster, D following the rate, so the emulated samples/s are comparable
-with the table's) the figures go to bench/results/training-graph-<rate>mbps.json.
+with the table's) or with other topologies (--topos rack,leafspine) the figures go to
+bench/results/training-graph[-<topologies>][-<rate>mbps].json.
 """
 
 from __future__ import annotations
@@ -45,22 +46,26 @@ from workload.generators import iteration_times
 
 SPEC = Path(__file__).parent.parent / "experiments" / "training-speedup.toml"
 MODELS = ("resnet50", "vgg16", "bert-base")
+TOPOS = ("rack", "leafspine")
 ALGOS = ("ring", "netreduce")
 
 
-def runs(models: list[str], bw_mbps: float | None = None) -> list[ExperimentSpec]:
-    """The speed-up spec's FIFO runs on the rack for these models and algorithms; at another link rate (the same
-    emulated cluster: its dilation follows the rate), if given."""
+def runs(models: list[str], bw_mbps: float | None = None, topos: tuple[str, ...] = ("rack",)) -> list[ExperimentSpec]:
+    """The speed-up spec's FIFO runs on these topologies for these models and algorithms (topology by topology);
+    at another link rate (the same emulated cluster: its dilation follows the rate), if given."""
     by_label = {r.label: r for r in load_spec(SPEC).runs}
-    specs = [by_label[f"{m}-rack-{a}-fifo"] for m in models for a in ALGOS]
+    specs = [by_label[f"{m}-{t}-{a}-fifo"] for t in topos for m in models for a in ALGOS]
     return specs if bw_mbps is None else [replace(s, bw_mbps=bw_mbps) for s in specs]
 
 
 def result_name(specs: list[ExperimentSpec]) -> str:
-    """training-graph at the spec's rate; training-graph-<rate>mbps at another."""
+    """training-graph for the rack at the spec's rate; the topologies and the rate named otherwise
+    (training-graph-10mbps, training-graph-leafspine-10mbps)."""
     default = load_spec(SPEC).runs[0].bw_mbps
     rate = specs[0].bw_mbps
-    return "training-graph" if rate == default else f"training-graph-{rate:g}mbps"
+    topos = list(dict.fromkeys(s.topo for s in specs))
+    return ("training-graph" + ("" if topos == ["rack"] else "-" + "-".join(topos))
+            + ("" if rate == default else f"-{rate:g}mbps"))
 
 
 def repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict[str, Any]:
@@ -105,7 +110,8 @@ def summary(spec: ExperimentSpec, reps: list[dict[str, Any]], loop_reps: list[di
     graph, today = usable(reps), usable(loop_reps)
     loop_spread = table["runs"][spec.label]["spread"]["samples_per_s_real"]
     table_loop = {k: loop_spread[k] for k in ("min", "median", "max")}
-    row: dict[str, Any] = {"run": spec.label, "repetitions": reps, "usable": len(graph),
+    row: dict[str, Any] = {"run": spec.label, "model": spec.workload, "topo": spec.topo, "algo": str(spec.algo),
+                           "repetitions": reps, "usable": len(graph),
                            "exact": all(r["checked"] for r in reps), "samples_per_s_real_loop": table_loop,
                            "loop_repetitions": loop_reps, "loop_usable": len(today),
                            "loop_exact": all(r["checked"] for r in loop_reps)}
@@ -131,6 +137,7 @@ def ratio_figures(ring: dict[str, float], nr: dict[str, float]) -> tuple[float, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--topos", default="rack", help=f"of {', '.join(TOPOS)} (comma-separated): one network each")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--bw", type=float, default=None, metavar="MBPS",
                     help="every link at this rate instead of the spec's 20 Mb/s (the same emulated cluster, its "
@@ -140,12 +147,41 @@ def main() -> None:
     args = ap.parse_args()
     use_bmv2(args)
     table = json.loads((RESULTS / "training-speedup.json").read_text())["speedup"]
-    specs = runs([m for m in args.models.split(",") if m], args.bw)
+    topos = tuple(t for t in args.topos.split(",") if t)
+    if bad := [t for t in topos if t not in TOPOS]:
+        ap.error(f"--topos {','.join(bad)}: the speed-up spec's topologies are {', '.join(TOPOS)}")
+    models = [m for m in args.models.split(",") if m]
+    if bad := [m for m in models if m not in MODELS]:
+        ap.error(f"--models {','.join(bad)}: the speed-up spec's models are {', '.join(MODELS)}")
+    specs = runs(models, args.bw, topos)
     out = args.out.resolve()
     reps: dict[str, list[dict[str, Any]]] = {s.label: [] for s in specs}
     loop_reps: dict[str, list[dict[str, Any]]] = {s.label: [] for s in specs}
+    for topo in topos:
+        measure([s for s in specs if s.topo == topo], args.repeat, out / topo, reps, loop_reps)
+    rows = [summary(s, reps[s.label], loop_reps[s.label], table) for s in specs]
+    ratios = speedups(rows, table)
+    report(rows, ratios)
+    spec = specs[0]
+    path = save(result_name(specs), {
+        "what": f"training-speedup.toml's FIFO runs on {' and '.join(topos)} (4 emulated V100s, {spec.bw_mbps:g} "
+                f"Mb/s, D = {spec.dilation:g}) as execution graphs "
+                "on the hosts' graph engine, against the training loop's runs of the same jobs on the same network "
+                "right after each (today) and against the loop's figures in training-speedup.json (table)",
+        "table_when": json.loads((RESULTS / "training-speedup.json").read_text())["when"],
+        "bw_mbps": spec.bw_mbps, "dilation": spec.dilation, "topos": list(topos),
+        "bottleneck": "see each repetition's busiest_link_load (against its ideal_link_load) and cpu_idle, judged "
+                      "alike on both engines; machine-bound ones are left out",
+        "repeat": args.repeat, "runs": rows, "ratios": ratios}, bmv2_log_level="info")
+    print(f"wrote {path}")
+
+
+def measure(specs: list[ExperimentSpec], repeat: int, out: Path, reps: dict[str, list[dict[str, Any]]],
+            loop_reps: dict[str, list[dict[str, Any]]]) -> None:
+    """Every spec (one topology) on one network, round by round as a compare runs its repetitions: the graph
+    engine's repetition, then the training loop's of the same job."""
     with Testbed(topology_for(specs[0]), NetworkOptions(run_dir=out / "net")) as net:
-        for seed in range(1, args.repeat + 1):  # round by round, as a compare runs its repetitions
+        for seed in range(1, repeat + 1):
             for spec in specs:
                 r = repetition(net, spec, seed, out)
                 reps[spec.label].append(r)
@@ -159,26 +195,36 @@ def main() -> None:
                 print(f"  {spec.label} seed {seed} on the training loop: {q['samples_per_s_real']:.1f} samples/s "
                       f"(emulated), exact {q['checked']}, {q['resent_packets']:.0f} packets resent; {idle}: "
                       f"{q['machine_bound_reason'] or 'not machine-bound'}", flush=True)
-    rows = [summary(s, reps[s.label], loop_reps[s.label], table) for s in specs]
+
+
+def speedups(rows: list[dict[str, Any]], table: dict[str, Any]) -> list[dict[str, Any]]:
+    """NetReduce / ring per model and topology on the graph engine and the loop today (where both runs had usable
+    repetitions), beside the table's."""
     ratios = []
-    loop_ratios = {(r["model"], r["what"]): r for r in table["ratios"] if r["topo"] == "rack"}
-    for m in sorted({s.workload for s in specs}, key=list(MODELS).index):
-        ring, nr = (next(r for r in rows if r["run"] == f"{m}-rack-{a}-fifo") for a in ALGOS)
-        if "samples_per_s_real" not in ring or "samples_per_s_real" not in nr:
-            continue
-        loop = loop_ratios[(m, "NetReduce / ring (fifo)")]
-        q = dict(zip(("ratio", "ratio_min", "ratio_max"),
-                     ratio_figures(ring["samples_per_s_real"], nr["samples_per_s_real"]), strict=True))
-        q.update(model=m, loop_ratio=loop["ratio"], loop_ratio_min=loop["ratio_min"], loop_ratio_max=loop["ratio_max"])
+    loop_ratios = {(r["model"], r["topo"], r["what"]): r for r in table["ratios"]}
+    pairs = {(r["model"], r["topo"]) for r in rows}
+    for m, topo in sorted(pairs, key=lambda p: (TOPOS.index(p[1]), MODELS.index(p[0]))):
+        ring, nr = (next(r for r in rows if r["run"] == f"{m}-{topo}-{a}-fifo") for a in ALGOS)
+        loop = loop_ratios[(m, topo, "NetReduce / ring (fifo)")]
+        q: dict[str, Any] = {"model": m, "topo": topo, "loop_ratio": loop["ratio"], "loop_ratio_min": loop["ratio_min"],
+                             "loop_ratio_max": loop["ratio_max"]}
+        if "samples_per_s_real" in ring and "samples_per_s_real" in nr:
+            q.update(zip(("ratio", "ratio_min", "ratio_max"),
+                         ratio_figures(ring["samples_per_s_real"], nr["samples_per_s_real"]), strict=True))
         if "samples_per_s_real_loop_today" in ring and "samples_per_s_real_loop_today" in nr:
             q.update(zip(("loop_today_ratio", "loop_today_ratio_min", "loop_today_ratio_max"),
                          ratio_figures(ring["samples_per_s_real_loop_today"], nr["samples_per_s_real_loop_today"]),
                          strict=True))
         ratios.append(q)
+    return ratios
+
+
+def report(rows: list[dict[str, Any]], ratios: list[dict[str, Any]]) -> None:
+    """What the run measured, one line a run and a line a ratio."""
     for r in rows:
         got = r.get("samples_per_s_real")
-        print(f"{r['run']:<28} graph {got['median']:.1f} [{got['min']:.1f}-{got['max']:.1f}]" if got else
-              f"{r['run']:<28} graph: no usable repetition", end="")
+        print(f"{r['run']:<33} graph {got['median']:.1f} [{got['min']:.1f}-{got['max']:.1f}]" if got else
+              f"{r['run']:<33} graph: no usable repetition", end="")
         today = r.get("samples_per_s_real_loop_today")
         print(f"  loop today {today['median']:.1f} [{today['min']:.1f}-{today['max']:.1f}]" if today else
               "  loop today: no usable repetition", end="")
@@ -188,23 +234,12 @@ def main() -> None:
         print(f"  table's loop {loop['median']:.1f} [{loop['min']:.1f}-{loop['max']:.1f}]"
               + (f" ({r['over_loop']:.3f}x, overlap: {r['within_spread']})" if got else ""))
     for q in ratios:
-        today_ratio = (f", {q['loop_today_ratio']:.3f} [{q['loop_today_ratio_min']:.3f}-"
-                       f"{q['loop_today_ratio_max']:.3f}] on the loop today" if "loop_today_ratio" in q else "")
-        print(f"{q['model']}: NetReduce / ring {q['ratio']:.3f} [{q['ratio_min']:.3f}-{q['ratio_max']:.3f}] on the "
-              f"graph engine{today_ratio}, {q['loop_ratio']:.3f} [{q['loop_ratio_min']:.3f}-{q['loop_ratio_max']:.3f}] "
-              f"in the table's loop runs")
-    spec = specs[0]
-    path = save(result_name(specs), {
-        "what": f"training-speedup.toml's FIFO runs on the rack (4 emulated V100s, {spec.bw_mbps:g} Mb/s, "
-                f"D = {spec.dilation:g}) as execution graphs "
-                "on the hosts' graph engine, against the training loop's runs of the same jobs on the same network "
-                "right after each (today) and against the loop's figures in training-speedup.json (table)",
-        "table_when": json.loads((RESULTS / "training-speedup.json").read_text())["when"],
-        "bw_mbps": spec.bw_mbps, "dilation": spec.dilation,
-        "bottleneck": "see each repetition's busiest_link_load (against its ideal_link_load) and cpu_idle, judged "
-                      "alike on both engines; machine-bound ones are left out",
-        "repeat": args.repeat, "runs": rows, "ratios": ratios}, bmv2_log_level="info")
-    print(f"wrote {path}")
+        graph = (f"{q['ratio']:.3f} [{q['ratio_min']:.3f}-{q['ratio_max']:.3f}] on the graph engine" if "ratio" in q
+                 else "none on the graph engine")
+        today = (f"{q['loop_today_ratio']:.3f} [{q['loop_today_ratio_min']:.3f}-{q['loop_today_ratio_max']:.3f}] on "
+                 "the loop today" if "loop_today_ratio" in q else "none on the loop today")
+        print(f"{q['model']} on {q['topo']}: NetReduce / ring {graph}, {today}, {q['loop_ratio']:.3f} "
+              f"[{q['loop_ratio_min']:.3f}-{q['loop_ratio_max']:.3f}] in the table's loop runs")
 
 
 if __name__ == "__main__":

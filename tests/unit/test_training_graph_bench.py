@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bench.common import RESULTS
-from bench.training_graph import SPEC, result_name, runs, summary
+from bench.training_graph import SPEC, result_name, runs, speedups, summary
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.training_graph import ideal_link_load
 
@@ -64,3 +64,25 @@ def test_another_rate_keeps_the_emulated_cluster_and_writes_its_own_file() -> No
     assert [s.bw_mbps for s in at_10] == [10.0, 10.0]
     assert at_10[0].dilation == pytest.approx(8.0) and at_20[0].dilation == pytest.approx(4.0)
     assert result_name(at_20) == "training-graph" and result_name(at_10) == "training-graph-10mbps"
+
+
+def test_speed_ups_per_model_and_topology_beside_the_tables() -> None:
+    """NetReduce / ring per model and topology: the graph engine's and the loop's of the day where both runs had
+    usable repetitions (medians, and the extremes crossed), always the table's."""
+    specs = runs(["resnet50"], 10.0, ("rack", "leafspine"))
+    assert [s.label for s in specs] == ["resnet50-rack-ring-fifo", "resnet50-rack-netreduce-fifo",
+                                        "resnet50-leafspine-ring-fifo", "resnet50-leafspine-netreduce-fifo"]
+    assert result_name(specs) == "training-graph-rack-leafspine-10mbps"
+    table_ratios = (("rack", 1.34), ("leafspine", 1.19))
+    table = {"runs": {s.label: loop_table(s.label, 99.0, 100.0, 101.0)["runs"][s.label] for s in specs},
+             "ratios": [{"model": "resnet50", "topo": t, "what": "NetReduce / ring (fifo)", "ratio": r,
+                         "ratio_min": r - 0.01, "ratio_max": r + 0.01} for t, r in table_ratios]}
+    fast, slow = [rep(130.0), rep(132.0), rep(134.0)], [rep(100.0), rep(98.0), rep(102.0)]
+    rows = [summary(specs[0], slow, slow, table), summary(specs[1], fast, [rep(1.0, machine_bound=True)], table),
+            summary(specs[2], slow, slow, table), summary(specs[3], fast, fast, table)]
+    rack, leafspine = speedups(rows, table)
+    assert (rack["topo"], leafspine["topo"]) == ("rack", "leafspine")
+    assert rack["ratio"] == pytest.approx(1.32) and rack["ratio_min"] == pytest.approx(130.0 / 102.0)
+    assert rack["ratio_max"] == pytest.approx(134.0 / 98.0) and rack["loop_ratio"] == 1.34
+    assert "loop_today_ratio" not in rack  # the loop's NetReduce runs were all machine-bound
+    assert leafspine["loop_today_ratio"] == pytest.approx(1.32) and leafspine["loop_ratio"] == 1.19
