@@ -146,7 +146,8 @@ def main() -> None:
     bmv2_option(ap)
     args = ap.parse_args()
     use_bmv2(args)
-    table = json.loads((RESULTS / "training-speedup.json").read_text())["speedup"]
+    table_doc = json.loads((RESULTS / "training-speedup.json").read_text())
+    table = table_doc["speedup"]
     topos = tuple(t for t in args.topos.split(",") if t)
     if bad := [t for t in topos if t not in TOPOS]:
         ap.error(f"--topos {','.join(bad)}: the speed-up spec's topologies are {', '.join(TOPOS)}")
@@ -168,7 +169,7 @@ def main() -> None:
                 f"Mb/s, D = {spec.dilation:g}) as execution graphs "
                 "on the hosts' graph engine, against the training loop's runs of the same jobs on the same network "
                 "right after each (today) and against the loop's figures in training-speedup.json (table)",
-        "table_when": json.loads((RESULTS / "training-speedup.json").read_text())["when"],
+        "table_when": table_doc["when"],
         "bw_mbps": spec.bw_mbps, "dilation": spec.dilation, "topos": list(topos),
         "bottleneck": "see each repetition's busiest_link_load (against its ideal_link_load) and cpu_idle, judged "
                       "alike on both engines; machine-bound ones are left out",

@@ -38,4 +38,3 @@ def ideal_link_load(spec: ExperimentSpec, topo: Topology) -> float:
     """The busiest link's load of the spec's job at its ideal iteration (workers/ideal.py): what a link-bound run
     keeps while the emulated GPUs compute, as the training loop's report has it (`ideal_link_load`)."""
     return ideal(job_config(spec, 1, place(spec, topo).jobs[0], topo)).link_load
-
