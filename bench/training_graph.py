@@ -1,8 +1,9 @@
-"""The training speed-up table's FIFO pairs measured again on the graph engine (BMv2).
+"""The training speed-up table's ring and NetReduce runs measured again on the graph engine (BMv2).
 
 bench.training runs experiments/training-speedup.toml with the hosts' training loop (workers/iteration.py).
 The same jobs as execution graphs (gradswitch/experiment/training_graph.py: the spec's model, scale,
-emulated V100s, sync, buckets; a forward and a backward node per layer, an all-reduce per DDP bucket)
+emulated V100s, sync, buckets or priority partitions; a forward and a backward node per layer, an all-reduce
+per DDP bucket or ByteScheduler partition, started by its dependencies when the training loop starts it)
 run on the hosts' graph engine (workers/graph_engine.py), ring all-reduce or NetReduce in the switches,
 on one network of BMv2 switches per topology (the rack; the 2x2 leaf-spine with --topos) at the spec's 20 Mb/s,
 computation dilated by the spec's D = 4.
@@ -16,12 +17,13 @@ machine-bound, with [min, max], for both engines, and against the training loop'
 and topology on each. Writes bench/results/training-graph.json (table `training-graph` in docs/performance.md).
 Needs root, BMv2, Mininet.
 
-    python -m bench.training_graph [--models resnet50,vgg16,bert-base] [--topos rack] [--repeat 3] [--bw MBPS]
-                                   [--out runs/bench-training-graph] [--bmv2 PATH]
+    python -m bench.training_graph [--models resnet50,vgg16,bert-base] [--topos rack] [--scheduling fifo]
+                                   [--repeat 3] [--bw MBPS] [--out runs/bench-training-graph] [--bmv2 PATH]
 
 At another rate (--bw: the same emulated cluster, D following the rate, so the emulated samples/s are comparable
-with the table's) or with other topologies (--topos rack,leafspine) the figures go to
-bench/results/training-graph[-<topologies>][-<rate>mbps].json.
+with the table's), with other topologies (--topos rack,leafspine) or the table's priority runs (--scheduling
+priority, or fifo,priority) the figures go to
+bench/results/training-graph[-<topologies>][-<schedulings>][-<rate>mbps].json.
 """
 
 from __future__ import annotations
@@ -48,23 +50,27 @@ SPEC = Path(__file__).parent.parent / "experiments" / "training-speedup.toml"
 MODELS = ("resnet50", "vgg16", "bert-base")
 TOPOS = ("rack", "leafspine")
 ALGOS = ("ring", "netreduce")
+SCHEDULINGS = ("fifo", "priority")
 
 
-def runs(models: list[str], bw_mbps: float | None = None, topos: tuple[str, ...] = ("rack",)) -> list[ExperimentSpec]:
-    """The speed-up spec's FIFO runs on these topologies for these models and algorithms (topology by topology);
-    at another link rate (the same emulated cluster: its dilation follows the rate), if given."""
+def runs(models: list[str], bw_mbps: float | None = None, topos: tuple[str, ...] = ("rack",),
+         schedulings: tuple[str, ...] = ("fifo",)) -> list[ExperimentSpec]:
+    """The speed-up spec's ring and NetReduce runs on these topologies for these models and schedulings (topology
+    by topology); at another link rate (the same emulated cluster: its dilation follows the rate), if given."""
     by_label = {r.label: r for r in load_spec(SPEC).runs}
-    specs = [by_label[f"{m}-{t}-{a}-fifo"] for t in topos for m in models for a in ALGOS]
+    specs = [by_label[f"{m}-{t}-{a}-{s}"] for t in topos for s in schedulings for m in models for a in ALGOS]
     return specs if bw_mbps is None else [replace(s, bw_mbps=bw_mbps) for s in specs]
 
 
 def result_name(specs: list[ExperimentSpec]) -> str:
-    """training-graph for the rack at the spec's rate; the topologies and the rate named otherwise
-    (training-graph-10mbps, training-graph-leafspine-10mbps)."""
+    """training-graph for the rack's FIFO runs at the spec's rate; the topologies, the schedulings and the rate
+    named otherwise (training-graph-10mbps, training-graph-leafspine-10mbps, training-graph-priority-10mbps)."""
     default = load_spec(SPEC).runs[0].bw_mbps
     rate = specs[0].bw_mbps
     topos = list(dict.fromkeys(s.topo for s in specs))
+    schedulings = list(dict.fromkeys(str(s.scheduling) for s in specs))
     return ("training-graph" + ("" if topos == ["rack"] else "-" + "-".join(topos))
+            + ("" if schedulings == ["fifo"] else "-" + "-".join(schedulings))
             + ("" if rate == default else f"-{rate:g}mbps"))
 
 
@@ -111,6 +117,7 @@ def summary(spec: ExperimentSpec, reps: list[dict[str, Any]], loop_reps: list[di
     loop_spread = table["runs"][spec.label]["spread"]["samples_per_s_real"]
     table_loop = {k: loop_spread[k] for k in ("min", "median", "max")}
     row: dict[str, Any] = {"run": spec.label, "model": spec.workload, "topo": spec.topo, "algo": str(spec.algo),
+                           "scheduling": str(spec.scheduling),
                            "repetitions": reps, "usable": len(graph),
                            "exact": all(r["checked"] for r in reps), "samples_per_s_real_loop": table_loop,
                            "loop_repetitions": loop_reps, "loop_usable": len(today),
@@ -138,6 +145,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--topos", default="rack", help=f"of {', '.join(TOPOS)} (comma-separated): one network each")
+    ap.add_argument("--scheduling", default="fifo",
+                    help=f"of {', '.join(SCHEDULINGS)} (comma-separated): DDP buckets, ByteScheduler's partitions")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--bw", type=float, default=None, metavar="MBPS",
                     help="every link at this rate instead of the spec's 20 Mb/s (the same emulated cluster, its "
@@ -154,7 +163,11 @@ def main() -> None:
     models = [m for m in args.models.split(",") if m]
     if bad := [m for m in models if m not in MODELS]:
         ap.error(f"--models {','.join(bad)}: the speed-up spec's models are {', '.join(MODELS)}")
-    specs = runs(models, args.bw, topos)
+    schedulings = tuple(s for s in args.scheduling.split(",") if s)
+    if not schedulings or (bad := [s for s in schedulings if s not in SCHEDULINGS]):
+        bad = bad if schedulings else [args.scheduling]
+        ap.error(f"--scheduling {','.join(bad)}: the speed-up spec's schedulings are {', '.join(SCHEDULINGS)}")
+    specs = runs(models, args.bw, topos, schedulings)
     out = args.out.resolve()
     reps: dict[str, list[dict[str, Any]]] = {s.label: [] for s in specs}
     loop_reps: dict[str, list[dict[str, Any]]] = {s.label: [] for s in specs}
@@ -165,12 +178,13 @@ def main() -> None:
     report(rows, ratios)
     spec = specs[0]
     path = save(result_name(specs), {
-        "what": f"training-speedup.toml's FIFO runs on {' and '.join(topos)} (4 emulated V100s, {spec.bw_mbps:g} "
-                f"Mb/s, D = {spec.dilation:g}) as execution graphs "
+        "what": f"training-speedup.toml's {' and '.join(schedulings)} ring and NetReduce runs on {' and '.join(topos)} "
+                f"(4 emulated V100s, {spec.bw_mbps:g} Mb/s, D = {spec.dilation:g}) as execution graphs "
                 "on the hosts' graph engine, against the training loop's runs of the same jobs on the same network "
                 "right after each (today) and against the loop's figures in training-speedup.json (table)",
         "table_when": table_doc["when"],
         "bw_mbps": spec.bw_mbps, "dilation": spec.dilation, "topos": list(topos),
+        "schedulings": list(schedulings),
         "bottleneck": "see each repetition's busiest_link_load (against its ideal_link_load) and cpu_idle, judged "
                       "alike on both engines; machine-bound ones are left out",
         "repeat": args.repeat, "runs": rows, "ratios": ratios}, bmv2_log_level="info")
@@ -199,16 +213,17 @@ def measure(specs: list[ExperimentSpec], repeat: int, out: Path, reps: dict[str,
 
 
 def speedups(rows: list[dict[str, Any]], table: dict[str, Any]) -> list[dict[str, Any]]:
-    """NetReduce / ring per model and topology on the graph engine and the loop today (where both runs had usable
-    repetitions), beside the table's."""
+    """NetReduce / ring per model, topology and scheduling on the graph engine and the loop today (where both runs
+    had usable repetitions), beside the table's."""
     ratios = []
     loop_ratios = {(r["model"], r["topo"], r["what"]): r for r in table["ratios"]}
-    pairs = {(r["model"], r["topo"]) for r in rows}
-    for m, topo in sorted(pairs, key=lambda p: (TOPOS.index(p[1]), MODELS.index(p[0]))):
-        ring, nr = (next(r for r in rows if r["run"] == f"{m}-{topo}-{a}-fifo") for a in ALGOS)
-        loop = loop_ratios[(m, topo, "NetReduce / ring (fifo)")]
-        q: dict[str, Any] = {"model": m, "topo": topo, "loop_ratio": loop["ratio"], "loop_ratio_min": loop["ratio_min"],
-                             "loop_ratio_max": loop["ratio_max"]}
+    pairs = {(r["model"], r["topo"], r["scheduling"]) for r in rows}
+    for m, topo, sched in sorted(pairs, key=lambda p: (TOPOS.index(p[1]), SCHEDULINGS.index(p[2]),
+                                                        MODELS.index(p[0]))):
+        ring, nr = (next(r for r in rows if r["run"] == f"{m}-{topo}-{a}-{sched}") for a in ALGOS)
+        loop = loop_ratios[(m, topo, f"NetReduce / ring ({sched})")]
+        q: dict[str, Any] = {"model": m, "topo": topo, "scheduling": sched, "loop_ratio": loop["ratio"],
+                             "loop_ratio_min": loop["ratio_min"], "loop_ratio_max": loop["ratio_max"]}
         if "samples_per_s_real" in ring and "samples_per_s_real" in nr:
             q.update(zip(("ratio", "ratio_min", "ratio_max"),
                          ratio_figures(ring["samples_per_s_real"], nr["samples_per_s_real"]), strict=True))
@@ -239,8 +254,8 @@ def report(rows: list[dict[str, Any]], ratios: list[dict[str, Any]]) -> None:
                  else "none on the graph engine")
         today = (f"{q['loop_today_ratio']:.3f} [{q['loop_today_ratio_min']:.3f}-{q['loop_today_ratio_max']:.3f}] on "
                  "the loop today" if "loop_today_ratio" in q else "none on the loop today")
-        print(f"{q['model']} on {q['topo']}: NetReduce / ring {graph}, {today}, {q['loop_ratio']:.3f} "
-              f"[{q['loop_ratio_min']:.3f}-{q['loop_ratio_max']:.3f}] in the table's loop runs")
+        print(f"{q['model']} on {q['topo']} ({q['scheduling']}): NetReduce / ring {graph}, {today}, "
+              f"{q['loop_ratio']:.3f} [{q['loop_ratio_min']:.3f}-{q['loop_ratio_max']:.3f}] in the table's loop runs")
 
 
 if __name__ == "__main__":

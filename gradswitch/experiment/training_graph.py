@@ -27,7 +27,9 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
     if training is None:
         raise ExperimentError(f"{spec.label}: workload {spec.workload!r} without an emulated cluster: a training "
                               f"graph needs a model profile and `emulate`")
-    cfg = replace(training_job(spec.workload, spec.workers, iterations, scale=spec.scale), training=training)
+    # the spec's algorithm: priority partitions go in the order its link-rate bound gives (workload/plan.py)
+    cfg = replace(training_job(spec.workload, spec.workers, iterations, scale=spec.scale), algo=spec.algo,
+                  training=training)
     graph = training_graph(cfg, name=spec.label)
     # The spec's training fields are the graph's now; the spec that runs it has the defaults.
     plain = replace(spec, workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO)

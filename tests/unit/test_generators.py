@@ -55,15 +55,22 @@ def test_the_all_reduces_run_in_the_plans_order(model, scheduling):
     assert got == [(f"it{i}.allreduce.{op.index}", 4 * op.elements) for i in range(2) for op in ops]
 
 
-def test_an_all_reduce_waits_for_the_backward_node_of_its_last_gradient():
-    cfg = training_job("resnet50", 2, 1)
+def test_an_all_reduce_waits_for_the_last_gradient_so_far_and_the_window():
+    """Op k waits for the backward node of the front-most layer ops 0..k carry (in a bucket order, its own
+    last gradient) and for ops k-2W+1..k-W (the loop's window of W = in_flight; the rest by transitivity)."""
+    cfg = training_job("resnet50", 2, 1, bucket_bytes=4 << 20)
+    assert cfg.training is not None and cfg.training.in_flight == 4
     p = plan(cfg)
     rank = training_graph(cfg).ranks[0]
     by_id = rank.by_id()
-    for op, node in zip(p.ops, (n for n in rank.nodes if isinstance(n, CollectiveNode)), strict=True):
-        (dep,) = node.deps
+    ops = [n for n in rank.nodes if isinstance(n, CollectiveNode)]
+    assert len(ops) > 8
+    for k, (op, node) in enumerate(zip(p.ops, ops, strict=True)):
         front = min(p.tensor_layer[piece.tensor] for piece in op.pieces)
-        assert by_id[dep].name == f"it0.bwd.{p.layers[front].name}"
+        bwd = [by_id[d].name for d in node.deps if isinstance(by_id[d], ComputeNode)]
+        assert bwd == [f"it0.bwd.{p.layers[front].name}"]  # buckets come in backward's order
+        assert {d for d in node.deps if isinstance(by_id[d], CollectiveNode)} == {
+            ops[j].id for j in range(max(0, k - 7), max(0, k - 3))}
 
 
 def test_forward_and_backward_times_are_the_compute_models():

@@ -4,6 +4,8 @@ it, and the spec's dilation."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gradswitch.experiment.placement import training_config
@@ -11,7 +13,7 @@ from gradswitch.experiment.spec import ExperimentError, spec_from_dict
 from gradswitch.experiment.training_graph import spec_training_graph
 from workload.generators import training_graph, training_job
 from workload.graph import CollectiveNode
-from workload.job import Scheduling, Sync
+from workload.job import Algorithm, Scheduling, Sync
 from workload.plan import plan
 
 
@@ -47,3 +49,19 @@ def test_a_spec_that_does_not_train_is_refused_in_one_line():
     with pytest.raises(ExperimentError, match="without an emulated cluster") as e:
         spec_training_graph(spec, 2)
     assert "\n" not in str(e.value)
+
+
+def test_netreduces_partitions_go_in_the_order_the_netreduce_loop_plans_them():
+    """The modelled sender of priority partitions runs at the algorithm's link-rate bound (NetReduce's S/B against
+    the ring's 2(N-1)S/(NB), 1.5 S/B at N = 4): the graph of a NetReduce spec has the NetReduce job's order, which
+    is not the ring's."""
+    spec = speedup_spec(algo="netreduce", scale=0.2, partition_mb=4)
+    _, graph, _ = spec_training_graph(spec, 1)
+    training = training_config(spec)
+    assert training is not None
+    ring = training_job("resnet50", 4, 1, scale=0.2)
+    orders = {}
+    for algo in (Algorithm.NETREDUCE, Algorithm.RING):
+        orders[algo] = [op.elements * 4 for op in plan(replace(ring, algo=algo, training=training)).ops]
+    assert orders[Algorithm.NETREDUCE] != orders[Algorithm.RING]
+    assert [n.nbytes for n in graph.ranks[0].nodes if isinstance(n, CollectiveNode)] == orders[Algorithm.NETREDUCE]

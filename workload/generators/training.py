@@ -2,9 +2,13 @@
 
 Per iteration and rank: a forward node per layer (forward order), a backward node per layer (last
 layer first), and an all-reduce per op of workload/plan.py (a DDP bucket with `fifo`, a partition
-with `priority`), in the plan's order, each depending on the backward node that produced its
-last gradient (its front-most layer's). The next iteration's forward waits as the job's `sync`
-says: `iteration`, its first layer on every all-reduce of the iteration before (DDP); `layer`,
+with `priority`, in the order the plan's modelled sender takes them). The training loop starts op i once
+its gradients exist, op i-1 has started and op i - in_flight is complete (workers/iteration.py); as
+dependencies (which end, never start): op i waits for the backward node of the front-most layer any op
+0..i carries (the last of their gradients to appear) and for ops i-2W+1..i-W (W = in_flight; their own
+dependencies cover the earlier ones), so each op starts when the loop would start it: in the plan's order,
+a priority partition never before a more urgent one that is not ready yet. The next iteration's forward
+waits as the job's `sync` says: `iteration`, its first layer on every all-reduce of the iteration before (DDP); `layer`,
 each layer on the all-reduces that carry its gradient (P3, ByteScheduler). Times are the
 emulated cluster's real seconds (no dilation); sizes 4 bytes per element (int32 or float32).
 """
@@ -58,6 +62,7 @@ def training_graph(cfg: JobConfig, iterations: int | None = None, name: str = ""
     layers = p.layers
     op_last_layer = [min(p.tensor_layer[piece.tensor] for piece in op.pieces) for op in p.ops]
     layer_ops = p.layer_ops()
+    window = cfg.training.in_flight
     nodes: list[Node] = []
     prev_ops: list[int] = []  # the previous iteration's all-reduce node ids, by op index
     prev_last_backward: int | None = None
@@ -84,11 +89,14 @@ def training_graph(cfg: JobConfig, iterations: int | None = None, name: str = ""
             above = bwd[layer.index]
         prev_last_backward = above
         prev_ops = []
-        for op, last in zip(p.ops, op_last_layer, strict=True):
+        front = layers[-1].index  # the front-most layer carried by the ops so far
+        for k, (op, last) in enumerate(zip(p.ops, op_last_layer, strict=True)):
+            front = min(front, last)
+            before = tuple(prev_ops[max(0, k - 2 * window + 1):max(0, k - window + 1)])
             prev_ops.append(len(nodes))
             label = "codes" if op.codes else "allreduce"
             nodes.append(CollectiveNode(len(nodes), f"it{it}.{label}.{op.index}", CollectiveKind.ALL_REDUCE,
-                                        group.name, op.elements * BYTES_PER_ELEMENT, (bwd[last],)))
+                                        group.name, op.elements * BYTES_PER_ELEMENT, (bwd[front], *before)))
     graph = JobGraph(name or f"{cfg.workload}-n{ranks}", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)),
                      (group,))
     validate(graph)
