@@ -859,10 +859,11 @@ def scaling_graph_table(results: Path) -> str:
 
 TRAINING_GRAPH_10 = "training-graph-10mbps.json"  # the same jobs at 10 Mb/s (D = 8), where NetReduce keeps up
 TRAINING_GRAPH_LEAFSPINE_5 = "training-graph-leafspine-5mbps.json"  # the 2x2 leaf-spine's, at 5 Mb/s (D = 16)
+TRAINING_GRAPH_PRIORITY_10 = "training-graph-priority-10mbps.json"  # ByteScheduler's partitions, at 10 Mb/s (D = 8)
 
 
 def training_graph_table(results: Path, name: str = "training-graph.json") -> str:
-    """bench/training_graph.py: the training speed-up table's FIFO runs on the rack as graphs on BMv2's hosts,
+    """bench/training_graph.py: the training speed-up table's ring and NetReduce runs as graphs on BMv2's hosts,
     against the training loop's runs of the same jobs the same day and against the table's loop figures;
     NetReduce / ring on each."""
     doc = load(results, name)
@@ -879,17 +880,19 @@ def training_graph_table(results: Path, name: str = "training-graph.json") -> st
     def versus(r: Json, over: str, within: str) -> str:
         return "-" if over not in r else f"{r[over]:.3f} ({'overlap' if r[within] else 'apart'})"
 
-    ratios = {(q["model"], q.get("topo", "rack")): q for q in doc["ratios"]}
+    ratios = {(q["model"], q.get("topo", "rack"), q.get("scheduling", "fifo")): q for q in doc["ratios"]}
+    schedulings = doc.get("schedulings", ["fifo"])
     rows = []
     for r in doc["runs"]:
-        label = re.fullmatch(r"(.+)-(rack|leafspine)-(\w+)-fifo", r["run"])
+        label = re.fullmatch(r"(.+)-(rack|leafspine)-(\w+)-(fifo|priority)", r["run"])
         if label is None:
-            raise ValueError(f"{name}: run {r['run']!r} is not MODEL-TOPOLOGY-ALGORITHM-fifo")
-        model, topo, algo = label.groups()
-        q = ratios.get((model, topo)) if algo == "netreduce" else None
+            raise ValueError(f"{name}: run {r['run']!r} is not MODEL-TOPOLOGY-ALGORITHM-SCHEDULING")
+        model, topo, algo, sched = label.groups()
+        q = ratios.get((model, topo, sched)) if algo == "netreduce" else None
         loops = r.get("loop_repetitions", [])
         exact = r["exact"] and r.get("loop_exact", True)
-        rows.append([f"{MODELS.get(model, model)} {algo}" + ("" if topo == "rack" else f" ({topo})"),
+        rows.append([f"{MODELS.get(model, model)} {algo}" + ("" if topo == "rack" else f" ({topo})")
+                     + ("" if len(schedulings) == 1 else f", {sched}"),
                      counted(r.get("samples_per_s_real_loop_today"), r.get("loop_usable", 0), len(loops)),
                      counted(r.get("samples_per_s_real"), r["usable"], len(r["repetitions"])),
                      versus(r, "over_loop_today", "within_spread_today"),
@@ -897,7 +900,9 @@ def training_graph_table(results: Path, name: str = "training-graph.json") -> st
                      "yes" if exact else "**no**", ratio_cell(q, "loop_today_ratio"), ratio_cell(q, "ratio"),
                      ratio_cell(q, "loop_ratio")])
     when = str(doc.get("table_when", "another day"))[:10]
-    return table([f"run ({', '.join(doc.get('topos', ['rack']))}, 4 emulated V100s, FIFO buckets)",
+    kinds = {"fifo": "FIFO buckets", "priority": "priority partitions"}
+    return table([f"run ({', '.join(doc.get('topos', ['rack']))}, 4 emulated V100s, "
+                  f"{' and '.join(kinds[s] for s in schedulings)})",
                   "training loop today: samples/s median [min-max] (runs not machine-bound of all)",
                   "graph engine today: samples/s (not machine-bound of all)", "graph / loop today (ranges)",
                   f"training loop, table of {when}", "graph / table (ranges)", "exact (both engines)",
@@ -947,6 +952,8 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "training-graph-10mbps": (TRAINING_GRAPH_10, lambda results: training_graph_table(results, TRAINING_GRAPH_10)),
     "training-graph-leafspine-5mbps": (TRAINING_GRAPH_LEAFSPINE_5,
                                         lambda results: training_graph_table(results, TRAINING_GRAPH_LEAFSPINE_5)),
+    "training-graph-priority-10mbps": (TRAINING_GRAPH_PRIORITY_10,
+                                        lambda results: training_graph_table(results, TRAINING_GRAPH_PRIORITY_10)),
     "goodput": ("goodput.json", goodput_table),
     "goodput-sensitivity": ("goodput.json", goodput_sensitivity_table),
     "goodput-fabric": ("goodput.json", goodput_fabric_table),

@@ -5,6 +5,7 @@ their last gradient, and the next iteration waits as `sync` says; single collect
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
@@ -166,3 +167,35 @@ def test_iteration_times_run_from_one_iterations_first_forward_node_to_the_next(
     assert iteration_times(graph, run) == pytest.approx((0.3, 0.3, 0.4))
     with pytest.raises(GraphError, match="no timing for 1 iteration"):
         iteration_starts(graph, GraphRun(tuple(t for t in nodes if t.node_id != firsts[2])))
+
+
+def test_under_layer_sync_the_last_iteration_ends_when_a_next_forward_could_start():
+    """The training loop ends its last iteration once the first layer's gradients are reduced and backward is
+    done (a next forward could start), not when the back layers' all-reduces end: so does iteration_times."""
+    from workload.generators import iteration_times
+    from workload.graph_timing import GraphRun, NodeTiming
+
+    cfg = training_job("resnet50", 2, 2, sync=Sync.LAYER, scheduling=Scheduling.PRIORITY, partition_bytes=1 << 20)
+    graph = training_graph(cfg)
+    p = plan(cfg)
+    rank = graph.ranks[0]
+    front_ops = {f"it1.allreduce.{k}" for k in p.layer_ops()[0]}
+    last_bwd = f"it1.bwd.{p.layers[0].name}"
+    assert front_ops and len(front_ops) < len(p.ops)
+
+    def end(name: str) -> float:
+        if name in front_ops:
+            return 1.5
+        if name == last_bwd:
+            return 1.2
+        return 3.0 if name.startswith("it1.allreduce.") else 0.5  # the back layers' all-reduces end last
+
+    nodes = [NodeTiming(r, n.id, "compute", 1.0 if n.name == f"it1.fwd.{p.layers[0].name}" else 0.0, end(n.name))
+             for r in range(2) for n in rank.nodes]
+    assert iteration_times(graph, GraphRun(tuple(nodes))) == pytest.approx((1.0, 0.5))
+    late = [replace(t, end_s=1.7) if t.rank == 1 and rank.by_id()[t.node_id].name == last_bwd else t for t in nodes]
+    assert iteration_times(graph, GraphRun(tuple(late)))[1] == pytest.approx(0.7)  # on every rank
+    one = training_graph(training_job("resnet50", 2, 1, sync=Sync.LAYER))
+    assert iteration_times(one, GraphRun(tuple(NodeTiming(0, n.id, "compute", 0.0, 0.1 * n.id)
+                                              for n in one.ranks[0].nodes))) == pytest.approx((0.1 * max(
+                                                  n.id for n in one.ranks[0].nodes),))

@@ -126,7 +126,26 @@ def iteration_starts(graph: JobGraph, run: GraphRun) -> tuple[float, ...]:
 
 
 def iteration_times(graph: JobGraph, run: GraphRun) -> tuple[float, ...]:
-    """Each iteration's time, as a training run reports them: from its first forward node's start to the
-    next iteration's (the last: to the run's end)."""
+    """Each iteration's time, as a training run reports them (workers/iteration.py, gs-training.cc): from its
+    first forward node's start to the next iteration's; the last one to when a next iteration's first forward
+    could start, which is when the last of what the last iteration's first forward waited for in the iteration
+    before it (the backward node that ended that iteration, the all-reduces `sync` makes it wait for), counted
+    in the last iteration, has ended on every rank. Under layer sync that is before the last iteration's
+    all-reduces of the back layers end, which the graph's end includes; with one iteration, the graph's end."""
     starts = iteration_starts(graph, run)
-    return tuple(b - a for a, b in zip(starts, (*starts[1:], run.job_s), strict=True))
+    return tuple(b - a for a, b in zip(starts, (*starts[1:], _last_end(graph, run, len(starts))), strict=True))
+
+
+def _last_end(graph: JobGraph, run: GraphRun, iterations: int) -> float:
+    if iterations < 2:
+        return run.job_s
+    rank = graph.ranks[0]
+    by_id = rank.by_id()
+    before, last = f"it{iterations - 2}.", f"it{iterations - 1}."
+    first = next(n for n in rank.nodes if n.name.startswith(f"{last}fwd."))
+    waited = {by_id[d].name.replace(before, last, 1) for d in first.deps if by_id[d].name.startswith(before)}
+    ids = {n.id for n in rank.nodes if n.name in waited}
+    if len(ids) != len(waited):
+        raise GraphError(f"{graph.name}: iteration {iterations - 1} has no node for {len(waited) - len(ids)} of what "
+                         f"its first forward waited for in the iteration before")
+    return max(t.end_s for t in run.nodes if t.node_id in ids)
