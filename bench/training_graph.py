@@ -9,12 +9,14 @@ on one network of BMv2 switches per topology (the rack; the 2x2 leaf-spine with 
 computation dilated by the spec's D = 4.
 Per run and repetition (seeds 1..R, as the compare's): samples/s of the emulated cluster (N x batch
 over the median iteration after the warm-up, each iteration from its first forward node to the next
-one's) and whether every sum was exact. Each repetition's job also runs on the training loop, on the same
-network right after it (`gradswitch.experiment.runner.run_on`, bench.training's runs), so the two engines
-are compared on the same machine the same day. Per run the median over the repetitions that were not
-machine-bound, with [min, max], for both engines, and against the training loop's figure in the table
-(bench/results/training-speedup.json, measured on another day) with its spread; NetReduce / ring per model
-and topology on each. Writes bench/results/training-graph.json (table `training-graph` in docs/performance.md).
+one's, the last to when a next forward could start, as the loop counts them) and whether every sum was
+exact. Each repetition's job also runs on the training loop, on the same network right after it
+(`gradswitch.experiment.runner.run_on`, bench.training's runs), so the two engines are compared on the
+same machine the same day. Per run the median over the repetitions that were not machine-bound, with
+[min, max], for both engines, and against the training loop's figure in the table
+(bench/results/training-speedup.json, measured on another day) with its spread; NetReduce / ring per
+model, topology and scheduling on each. Writes bench/results/training-graph.json (table `training-graph`
+in docs/performance.md).
 Needs root, BMv2, Mininet.
 
     python -m bench.training_graph [--models resnet50,vgg16,bert-base] [--topos rack] [--scheduling fifo]

@@ -86,3 +86,23 @@ def test_speed_ups_per_model_and_topology_beside_the_tables() -> None:
     assert rack["ratio_max"] == pytest.approx(134.0 / 98.0) and rack["loop_ratio"] == 1.34
     assert "loop_today_ratio" not in rack  # the loop's NetReduce runs were all machine-bound
     assert leafspine["loop_today_ratio"] == pytest.approx(1.32) and leafspine["loop_ratio"] == 1.19
+
+
+def test_priority_runs_are_paired_with_the_tables_priority_ratio() -> None:
+    """--scheduling priority: the table's priority runs, their own file, NetReduce / ring against the table's
+    priority ratio (not its FIFO one), FIFO and priority apart when both run."""
+    specs = runs(["bert-base"], 10.0, ("rack",), ("fifo", "priority"))
+    assert [s.label for s in specs] == ["bert-base-rack-ring-fifo", "bert-base-rack-netreduce-fifo",
+                                        "bert-base-rack-ring-priority", "bert-base-rack-netreduce-priority"]
+    assert all(str(s.scheduling) == s.label.rsplit("-", 1)[1] for s in specs)
+    assert result_name(specs) == "training-graph-fifo-priority-10mbps"
+    assert result_name(runs(["bert-base"], 10.0, ("rack",), ("priority",))) == "training-graph-priority-10mbps"
+    table = {"runs": {s.label: loop_table(s.label, 99.0, 100.0, 101.0)["runs"][s.label] for s in specs},
+             "ratios": [{"model": "bert-base", "topo": "rack", "what": f"NetReduce / ring ({k})", "ratio": r,
+                         "ratio_min": r, "ratio_max": r} for k, r in (("fifo", 1.36), ("priority", 1.32))]}
+    slow, fast, faster = [rep(100.0)], [rep(130.0)], [rep(140.0)]
+    rows = [summary(specs[0], slow, slow, table), summary(specs[1], fast, fast, table),
+            summary(specs[2], slow, slow, table), summary(specs[3], faster, faster, table)]
+    fifo, prio = speedups(rows, table)
+    assert (fifo["scheduling"], fifo["ratio"], fifo["loop_ratio"]) == ("fifo", pytest.approx(1.3), 1.36)
+    assert (prio["scheduling"], prio["ratio"], prio["loop_ratio"]) == ("priority", pytest.approx(1.4), 1.32)
