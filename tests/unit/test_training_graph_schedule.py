@@ -1,6 +1,7 @@
 """The training job as an execution graph (workload/generators/training.py) starts its all-reduces when the
 hosts' training loop (workers/iteration.py Scheduler) starts them: in the plan's order, each once its gradients
-exist, the one before it has started and the one `in_flight` before it is complete. Both schedulers run on one
+exist, the one before it has started, the one `in_flight` before it is complete and (exponent mode) its tensors'
+exponent codes are reduced. Both schedulers run on one
 simulated clock with the same link (reductions one at a time, in the order they start, each taking a time of its
 own), so the same start rule gives the same start times to the microsecond; a graph whose all-reduces started as
 soon as their gradients exist would start ByteScheduler's overtaken partitions early and fail here."""
@@ -18,7 +19,7 @@ from workers.iteration import Scheduler
 from workload.generators import training_graph, training_job
 from workload.gradients import Int32Array
 from workload.graph import CollectiveNode, Node
-from workload.job import JobConfig, Scheduling, Sync
+from workload.job import DType, FloatMode, JobConfig, Scheduling, Sync
 from workload.plan import Layer, Op, plan
 
 EPS = 1e-9
@@ -51,7 +52,7 @@ class Link:
 
 class LoopRuntime(Link):
     def start(self, iteration: int, op: Op) -> Generator[object, None, None]:
-        return self.reduce(f"it{iteration}.allreduce.{op.index}")
+        return self.reduce(f"it{iteration}.{'codes' if op.codes else 'allreduce'}.{op.index}")
 
     def gradients(self, iteration: int, layer: Layer) -> None:
         pass
@@ -86,18 +87,23 @@ def durations(cfg: JobConfig, per_byte_s: float) -> dict[str, float]:
     return {n.name: n.nbytes * per_byte_s for n in training_graph(cfg).ranks[0].nodes if isinstance(n, CollectiveNode)}
 
 
-@pytest.mark.parametrize(("model", "scheduling", "sync", "in_flight"), [
-    ("resnet50", Scheduling.PRIORITY, Sync.LAYER, 4),
-    ("bert-base", Scheduling.PRIORITY, Sync.LAYER, 2),
-    ("vgg16", Scheduling.PRIORITY, Sync.ITERATION, 4),
-    ("vgg16", Scheduling.FIFO, Sync.ITERATION, 4),
-    ("resnet50", Scheduling.FIFO, Sync.LAYER, 1),
+@pytest.mark.parametrize(("model", "scheduling", "sync", "in_flight", "exponents"), [
+    ("resnet50", Scheduling.PRIORITY, Sync.LAYER, 4, False),
+    ("bert-base", Scheduling.PRIORITY, Sync.LAYER, 2, False),
+    ("vgg16", Scheduling.PRIORITY, Sync.ITERATION, 4, False),
+    ("vgg16", Scheduling.FIFO, Sync.ITERATION, 4, False),
+    ("resnet50", Scheduling.FIFO, Sync.LAYER, 1, False),
+    ("resnet50", Scheduling.PRIORITY, Sync.LAYER, 8, True),
 ])
 def test_the_graph_starts_each_all_reduce_when_the_training_loop_does(model: str, scheduling: Scheduling,
-                                                                      sync: Sync, in_flight: int) -> None:
+                                                                      sync: Sync, in_flight: int,
+                                                                      exponents: bool) -> None:
     cfg = training_job(model, 4, 3, sync=sync, scheduling=scheduling, bucket_bytes=4 << 20, partition_bytes=1 << 20)
     assert cfg.training is not None
     cfg = replace(cfg, training=replace(cfg.training, in_flight=in_flight))
+    if exponents:  # each tensor's exponent codes reduced before its values, an op of their own
+        cfg = replace(cfg, dtype=DType.FLOAT32, float_mode=FloatMode.EXPONENT)
+        assert any(op.codes for op in plan(cfg).ops)
     # a link slow enough that partitions queue behind it (the loop's overtaking and its window both matter)
     op_s = durations(cfg, 2e-10 if model == "resnet50" else 5e-11)
     loop, graph = both(cfg, op_s)

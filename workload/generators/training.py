@@ -2,15 +2,17 @@
 
 Per iteration and rank: a forward node per layer (forward order), a backward node per layer (last
 layer first), and an all-reduce per op of workload/plan.py (a DDP bucket with `fifo`, a partition
-with `priority`, in the order the plan's modelled sender takes them). The training loop starts op i once
-its gradients exist, op i-1 has started and op i - in_flight is complete (workers/iteration.py); as
-dependencies (which end, never start): op i waits for the backward node of the front-most layer any op
-0..i carries (the last of their gradients to appear) and for ops i-2W+1..i-W (W = in_flight; their own
-dependencies cover the earlier ones), so each op starts when the loop would start it: in the plan's order,
-a priority partition never before a more urgent one that is not ready yet. The next iteration's forward
-waits as the job's `sync` says: `iteration`, its first layer on every all-reduce of the iteration before (DDP); `layer`,
-each layer on the all-reduces that carry its gradient (P3, ByteScheduler). Times are the
-emulated cluster's real seconds (no dilation); sizes 4 bytes per element (int32 or float32).
+with `priority`, in the order the plan's modelled sender takes them). The training loop starts op i
+once its gradients exist, op i-1 has started, op i - in_flight is complete and (exponent mode) the
+ops carrying its tensors' exponent codes are complete (workers/iteration.py); as dependencies (which
+end, never start): op i waits for the backward node of the front-most layer any op 0..i carries (the
+last of their gradients to appear), for ops i-2W+1..i-W (W = in_flight; their own dependencies cover
+the earlier ones) and for the codes ops that ops 0..i wait for (those after i-W), so each op starts
+when the loop would start it: in the plan's order, a priority partition never before a more urgent
+one that is not ready yet. The next iteration's forward waits as the job's `sync` says: `iteration`,
+its first layer on every all-reduce of the iteration before (DDP); `layer`, each layer on the
+all-reduces that carry its gradient (P3, ByteScheduler). Times are the emulated cluster's real
+seconds (no dilation); sizes 4 bytes per element (int32 or float32).
 """
 
 from __future__ import annotations
@@ -90,13 +92,21 @@ def training_graph(cfg: JobConfig, iterations: int | None = None, name: str = ""
         prev_last_backward = above
         prev_ops = []
         front = layers[-1].index  # the front-most layer carried by the ops so far
+        codes_of: dict[int, int] = {}  # exponent mode: tensor -> the op reducing its codes
+        needed: set[int] = set()  # the codes ops that ops 0..k wait for, not yet covered by the window
         for k, (op, last) in enumerate(zip(p.ops, op_last_layer, strict=True)):
             front = min(front, last)
-            before = tuple(prev_ops[max(0, k - 2 * window + 1):max(0, k - window + 1)])
+            before = prev_ops[max(0, k - 2 * window + 1):max(0, k - window + 1)]
+            if op.codes:
+                codes_of.update(dict.fromkeys(op.tensors, k))
+            else:
+                needed |= {codes_of[t] for t in op.tensors if t in codes_of}
+            needed = {j for j in needed if j > k - window}  # ops 0..k-W are complete (the window's dependencies)
+            codes = [prev_ops[j] for j in sorted(needed)]
             prev_ops.append(len(nodes))
             label = "codes" if op.codes else "allreduce"
             nodes.append(CollectiveNode(len(nodes), f"it{it}.{label}.{op.index}", CollectiveKind.ALL_REDUCE,
-                                        group.name, op.elements * BYTES_PER_ELEMENT, (bwd[front], *before)))
+                                        group.name, op.elements * BYTES_PER_ELEMENT, (bwd[front], *before, *codes)))
     graph = JobGraph(name or f"{cfg.workload}-n{ranks}", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)),
                      (group,))
     validate(graph)
