@@ -860,6 +860,7 @@ def scaling_graph_table(results: Path) -> str:
 TRAINING_GRAPH_10 = "training-graph-10mbps.json"  # the same jobs at 10 Mb/s (D = 8), where NetReduce keeps up
 TRAINING_GRAPH_LEAFSPINE_5 = "training-graph-leafspine-5mbps.json"  # the 2x2 leaf-spine's, at 5 Mb/s (D = 16)
 TRAINING_GRAPH_PRIORITY_10 = "training-graph-priority-10mbps.json"  # ByteScheduler's partitions, at 10 Mb/s (D = 8)
+TRAINING_GRAPH_LEAFSPINE_PRIORITY_5 = "training-graph-leafspine-priority-5mbps.json"  # theirs on the leaf-spine
 
 
 def training_graph_table(results: Path, name: str = "training-graph.json") -> str:
@@ -954,6 +955,9 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
                                         lambda results: training_graph_table(results, TRAINING_GRAPH_LEAFSPINE_5)),
     "training-graph-priority-10mbps": (TRAINING_GRAPH_PRIORITY_10,
                                         lambda results: training_graph_table(results, TRAINING_GRAPH_PRIORITY_10)),
+    "training-graph-leafspine-priority-5mbps": (
+        TRAINING_GRAPH_LEAFSPINE_PRIORITY_5,
+        lambda results: training_graph_table(results, TRAINING_GRAPH_LEAFSPINE_PRIORITY_5)),
     "goodput": ("goodput.json", goodput_table),
     "goodput-sensitivity": ("goodput.json", goodput_sensitivity_table),
     "goodput-fabric": ("goodput.json", goodput_fabric_table),
