@@ -33,7 +33,6 @@ from workload.graph import ComputeNode, Node, RankGraph, topological_order
 
 POLL_S = 0.01  # longest single wait for packets
 BACKGROUND_SLACK_S = 0.02  # host work (output checks) ends at least this long before the emulated GPU's computation
-FIRST_S_PER_VALUE = 1e-8  # a first check's guessed cost per value (measured: 2-3 ns here, idle; more when loaded)
 
 OpRun = Generator[Wait, None, Int32Array]
 
@@ -53,21 +52,6 @@ class Runtime(Protocol):
     def background(self, budget_s: float) -> bool:
         """Do one piece of host work (check an output) expected to take at most budget_s; False when there is
         none that fits."""
-
-
-@dataclass
-class CheckCost:
-    """What checking an output costs on this host, per value made or compared (every member's input and the
-    output): learnt from the checks done, the last one's rate but never under half the estimate before it (one
-    fast check on an idle moment does not make the next one look cheap)."""
-
-    per_value_s: float = FIRST_S_PER_VALUE
-
-    def estimate_s(self, values: int) -> float:
-        return values * self.per_value_s
-
-    def record(self, values: int, seconds: float) -> None:
-        self.per_value_s = max(seconds / max(1, values), self.per_value_s / 2)
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,14 @@ from pathlib import Path
 from protocol.polling import wait_until
 from roce.engine import Engine, Link, RawSocketLink
 from roce.qp import MemoryRegion
+from workers.check_cost import CheckCost
 from workers.collectives.data import wrong_elements
 from workers.collectives.executor import execute
 from workers.collectives.in_network import InNetworkJob, job_order, runs_in_network
 from workers.collectives.ops import Op, ops_of
 from workers.comm import Comm
 from workers.graph_data import DataSource, SourceReport
-from workers.graph_engine import CheckCost, GraphScheduler, OpRun, Span
+from workers.graph_engine import GraphScheduler, OpRun, Span
 from workers.graph_job import GraphJob, write_timing
 from workers.graph_sources import data_source
 from workers.main import linger

@@ -46,7 +46,7 @@ class LinkModel:
     def gradients(self, iteration: int, layer: Layer) -> None:
         pass
 
-    def background(self) -> bool:
+    def background(self, budget_s: float) -> bool:
         return False
 
 

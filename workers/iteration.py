@@ -11,7 +11,8 @@ Computation is emulated: a layer "computes" by waiting for the clock while the t
 running (`Scheduler._advance` polls the engine and resumes every reduction whose condition
 holds), never by sleeping blind. Computation times are the compute model's real seconds
 stretched by the run's dilation D. The exact check of every result element runs while the
-emulated GPU computes (the host's CPU is free then), or after the last iteration.
+emulated GPU computes (the host's CPU is free then) when it is expected to end before the computation
+does, or after the last iteration.
 
 `Scheduler` is the timing logic alone, driven through a `Runtime`: `TrainingLoop` is the
 runtime of a worker process (its Comm, its collective, its gradients); tests drive the
@@ -21,6 +22,7 @@ scheduler on a simulated clock.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass, field
@@ -28,6 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
+from workers.check_cost import CheckCost
 from workers.comm import Collective, Comm, Wait
 from workers.slowdown import Slowdown, run_dir_of
 from workload.encoding import Encoder, IterationCheck, Reduced, job_profile
@@ -58,8 +61,9 @@ class Runtime(Protocol):
     def gradients(self, iteration: int, layer: Layer) -> None:
         """Backward of `layer` has just produced its gradients."""
 
-    def background(self) -> bool:
-        """Do one piece of host work (e.g. check a result); False when there is none."""
+    def background(self, budget_s: float) -> bool:
+        """Do one piece of host work (e.g. check a result) expected to take at most budget_s; False when there is
+        none that fits."""
 
 
 @dataclass
@@ -146,7 +150,8 @@ class Scheduler:
                 running = ", ".join(f"op {i}" for i in sorted(self._running)) or "none"
                 raise TimeoutError(f"iteration {self._iteration} took over {self.timeout:.1f} s waiting for {what} "
                                    f"(reductions in progress: {running}; next to start: op {self._next})")
-            if until is not None and until - now > BACKGROUND_SLACK_S and rt.background():
+            budget = None if until is None else until - now - BACKGROUND_SLACK_S
+            if budget is not None and budget > 0 and rt.background(budget):
                 continue
             rt.wait(POLL_S if until is None else max(0.0, min(POLL_S, until - now)), what)
 
@@ -258,6 +263,7 @@ class TrainingLoop:
                                    Slowdown(run_dir_of(comm), self.rank).factor)
         self.tensors: dict[int, dict[int, _Tensor]] = {}  # iteration -> logical tensor -> state
         self.pending: list[tuple[int, int]] = []  # (iteration, tensor) reduced, not yet checked
+        self.cost = CheckCost()
         self.checks: dict[int, IterationCheck] = {}
         self.zero_filled: dict[int, int] = {}
         self._zero_at_start = 0
@@ -310,10 +316,20 @@ class TrainingLoop:
             if t.left == 0:
                 self.pending.append((iteration, p.tensor))
 
-    def background(self) -> bool:
+    def background(self, budget_s: float = math.inf) -> bool:
+        """Check the oldest reduced tensor if its check is expected to take at most budget_s: a host busy past the
+        computation would answer its peers late (their writes unacknowledged past the RTO: spurious timeouts, whole
+        windows resent), as the graph engine's checks are budgeted (workers/graph_engine.py CheckCost)."""
         if not self.pending:
             return False
-        self._check(*self.pending.pop(0))
+        iteration, j = self.pending[0]
+        values = self.plan.elements[j] * (len(self.ranks) + 1)  # every member's gradient made, and the sum compared
+        if self.cost.estimate_s(values) > budget_s:
+            return False
+        self.pending.pop(0)
+        began = time.monotonic()
+        self._check(iteration, j)
+        self.cost.record(values, time.monotonic() - began)
         return True
 
     def _check(self, iteration: int, j: int) -> None:

@@ -104,7 +104,7 @@ class Replay:
     def gradients(self, iteration: int, layer: Layer) -> None:
         pass
 
-    def background(self) -> bool:
+    def background(self, budget_s: float) -> bool:
         return False
 
 

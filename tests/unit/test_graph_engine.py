@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from tests.graphs import one_collective, send_recv, two_groups
+from workers.check_cost import FIRST_S_PER_VALUE, CheckCost
 from workers.collectives import chain, pairwise, ring
 from workers.collectives.data import expected, input_of
 from workers.collectives.ops import Op, ops_of
 from workers.collectives.schedule import Schedule, chunk_bounds
 from workers.comm import Wait
-from workers.graph_engine import FIRST_S_PER_VALUE, CheckCost, GraphScheduler
+from workers.graph_engine import GraphScheduler
 from workload.broadcast_chain import chunks_of
 from workload.collective_bounds import collective_bound_s
 from workload.gradients import Int32Array

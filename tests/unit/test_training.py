@@ -148,7 +148,7 @@ class SimRuntime:
     def gradients(self, iteration: int, layer: Layer) -> None:
         self.produced.append((iteration, layer.name, self.t))
 
-    def background(self) -> bool:
+    def background(self, budget_s: float) -> bool:
         return False
 
 
@@ -214,6 +214,51 @@ def test_in_flight_bounds_reductions_started_and_not_done():
     spans = sorted((e.start, e.end) for e in s.events if e.kind == EventKind.OP)
     for t, _ in spans:
         assert sum(1 for a, b in spans if a <= t < b - 1e-9) <= 2
+
+
+class CheckingRuntime(SimRuntime):
+    """SimRuntime with host work: each check takes `check_s` of the clock, done only if it fits the budget."""
+
+    def __init__(self, op_s: dict[int, float], check_s: float) -> None:
+        super().__init__(op_s)
+        self.check_s = check_s
+        self.to_check = 0
+        self.checks: list[tuple[float, float]] = []  # (start, end)
+        self.budgets: list[tuple[float, float]] = []  # (when asked, budget)
+
+    def start(self, iteration: int, op: Op) -> Generator[object, None, None]:
+        yield from super().start(iteration, op)
+        self.to_check += 1
+
+    def background(self, budget_s: float) -> bool:
+        self.budgets.append((self.t, budget_s))
+        if not self.to_check or self.check_s > budget_s:
+            return False
+        self.to_check -= 1
+        self.checks.append((self.t, self.t + self.check_s))
+        self.t += self.check_s
+        return True
+
+
+def test_host_work_runs_only_where_the_computation_leaves_time_for_it():
+    """The scheduler offers host work (checks) the time the emulated GPU's computation has left, less the slack;
+    a check that does not fit waits (a host busy past the computation answers its peers late). Every check done
+    ends before the computation it ran under does; the long ones are left for later."""
+    from workers.iteration import BACKGROUND_SLACK_S
+
+    for check_s, fits in ((0.1, True), (5.0, False)):
+        rt = CheckingRuntime({0: 0.2, 1: 0.2, 2: 0.2}, check_s)
+        p = Plan(tuple(layers3()), tuple(one_op_per_layer()), (2, 1, 0), (100, 100, 100))
+        s = Scheduler(p, training(dilation=1.0), rt, timeout=1000)  # type: ignore[arg-type]
+        s.run(2)
+        computing = [(e.start, e.end) for e in s.events if e.kind in (EventKind.FORWARD, EventKind.BACKWARD)]
+        assert rt.budgets and all(b > 0 for _, b in rt.budgets)
+        for t, b in rt.budgets:  # offered: what the computation in progress has left, less the slack
+            ends = [e for a, e in computing if a <= t < e]
+            assert ends and b == pytest.approx(ends[0] - t - BACKGROUND_SLACK_S, abs=1e-9)
+        for a, e in rt.checks:
+            assert any(ca <= a and e <= ce - BACKGROUND_SLACK_S + 1e-9 for ca, ce in computing)
+        assert bool(rt.checks) == fits
 
 
 def test_exposed_communication_arithmetic():

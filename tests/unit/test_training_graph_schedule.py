@@ -57,7 +57,7 @@ class LoopRuntime(Link):
     def gradients(self, iteration: int, layer: Layer) -> None:
         pass
 
-    def background(self) -> bool:
+    def background(self, budget_s: float) -> bool:
         return False
 
 
