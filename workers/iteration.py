@@ -319,7 +319,7 @@ class TrainingLoop:
     def background(self, budget_s: float = math.inf) -> bool:
         """Check the oldest reduced tensor if its check is expected to take at most budget_s: a host busy past the
         computation would answer its peers late (their writes unacknowledged past the RTO: spurious timeouts, whole
-        windows resent), as the graph engine's checks are budgeted (workers/graph_engine.py CheckCost)."""
+        windows resent), as the graph engine's checks are budgeted (workers/check_cost.py)."""
         if not self.pending:
             return False
         iteration, j = self.pending[0]
