@@ -47,12 +47,13 @@ from gradswitch.experiment.training_graph import ideal_link_load, spec_training_
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
 from workload.generators import iteration_times
+from workload.job import Scheduling
 
 SPEC = Path(__file__).parent.parent / "experiments" / "training-speedup.toml"
 MODELS = ("resnet50", "vgg16", "bert-base")
 TOPOS = ("rack", "leafspine")
 ALGOS = ("ring", "netreduce")
-SCHEDULINGS = ("fifo", "priority")
+SCHEDULINGS = tuple(Scheduling.names())  # fifo (DDP buckets), priority (ByteScheduler partitions)
 
 
 def runs(models: list[str], bw_mbps: float | None = None, topos: tuple[str, ...] = ("rack",),
@@ -166,8 +167,8 @@ def main() -> None:
     if bad := [m for m in models if m not in MODELS]:
         ap.error(f"--models {','.join(bad)}: the speed-up spec's models are {', '.join(MODELS)}")
     schedulings = tuple(s for s in args.scheduling.split(",") if s)
-    if not schedulings or (bad := [s for s in schedulings if s not in SCHEDULINGS]):
-        bad = bad if schedulings else [args.scheduling]
+    bad = [s for s in schedulings if s not in SCHEDULINGS] if schedulings else [args.scheduling]
+    if bad:
         ap.error(f"--scheduling {','.join(bad)}: the speed-up spec's schedulings are {', '.join(SCHEDULINGS)}")
     specs = runs(models, args.bw, topos, schedulings)
     out = args.out.resolve()
