@@ -29,7 +29,7 @@ same --out it resumes). Needs root, BMv2, Mininet and the built simulator. BMv2 
 
     python -m bench.crossval [--only allreduce,training,dlcp,collectives,training-graph] [--topos rack,leafspine]
                              [--workers 2,4,8]
-                             [--repeat 3] [--out runs/bench-crossval] [--bmv2 PATH] [--quiet]
+                             [--repeat 3] [--out runs/bench-crossval] [--bmv2 PATH] [--quiet] [--tag TAG]
 """
 
 from __future__ import annotations
@@ -288,8 +288,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/bench-crossval"))
     parser.add_argument("--costs", type=Path, default=COSTS, help="the testbed's measured costs")
     parser.add_argument("--quiet", action="store_true", help="hold /tmp/gradswitch-quiet while BMv2 runs")
+    parser.add_argument("--tag", default="", help="ends the results' name (crossval-PARTS[-RATEmbps][-TAG].json): "
+                        "keeps a measurement of other workers or fabrics beside the default one")
     bmv2_option(parser)
     args = parser.parse_args()
+    if args.tag and not args.tag.replace("-", "").isalnum():
+        parser.error(f"--tag {args.tag!r}: letters, digits and '-' only (it ends a file name), e.g. n2")
     unknown = [p for p in args.only.split(",") if p not in PARTS]
     if unknown:
         parser.error(f"--only {args.only}: unknown part {unknown[0]!r}; give some of {', '.join(PARTS)}, "
@@ -342,6 +346,8 @@ def main() -> None:
     name = "crossval" if args.only == "allreduce,training,dlcp" else "crossval-" + args.only.replace(",", "-")
     if args.bw != DEFAULT_BW_MBPS:
         name += f"-{args.bw:g}mbps"
+    if args.tag:
+        name += f"-{args.tag}"
     plot(figures, RESULTS / f"{name}.png")
     path = save(name, {"tolerance": TOLERANCE, "min_repetitions": MIN_REPETITIONS, "repeat": args.repeat,
                        "costs": costs, "costs_file": str(args.costs), "figures": [f.row() for f in figures],

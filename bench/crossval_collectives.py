@@ -82,21 +82,26 @@ class Repetition:
     busiest_link: str | None = None
     busiest_link_load: float | None = None
     cpu_idle: float | None = None  # None on ns-3: a simulated run's clock is the model's
+    ideal_link_load: float | None = None  # what a link-paced run keeps where its paths make it under 1 (placed_load)
+    resent_packets: int | None = None  # packets the ranks sent again (None: a repetition kept before it was)
 
     @staticmethod
     def of(seed: int, report: GraphRunReport) -> Repetition:
         return Repetition(seed, report.job_s, report.checked, report.machine_bound, report.machine_bound_reason,
-                          report.busiest_link, report.busiest_link_load, report.cpu_idle)
+                          report.busiest_link, report.busiest_link_load, report.cpu_idle, report.ideal_link_load,
+                          report.resent_packets)
 
     def to_dict(self) -> dict[str, Any]:
         return {"seed": self.seed, "job_s": self.job_s, "checked": self.checked, "machine_bound": self.machine_bound,
                 "reason": self.reason, "busiest_link": self.busiest_link, "busiest_link_load": self.busiest_link_load,
-                "cpu_idle": self.cpu_idle}
+                "cpu_idle": self.cpu_idle, "ideal_link_load": self.ideal_link_load,
+                "resent_packets": self.resent_packets}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Repetition:
         return Repetition(int(d["seed"]), float(d["job_s"]), bool(d["checked"]), d.get("machine_bound"),
-                          d.get("reason"), d.get("busiest_link"), d.get("busiest_link_load"), d.get("cpu_idle"))
+                          d.get("reason"), d.get("busiest_link"), d.get("busiest_link_load"), d.get("cpu_idle"),
+                          d.get("ideal_link_load"), d.get("resent_packets"))
 
 
 def usable(reps: Sequence[Repetition]) -> list[Repetition]:

@@ -557,6 +557,13 @@ def crossval_collectives_table(results: Path, name: str = "crossval-collectives.
     def error(f: Json | None) -> str:
         return f"{100 * f['error']:+.1f} %" if f is not None and f["error"] is not None else "-"
 
+    def resent(reps: list[Json]) -> str:
+        """Packets sent again in a run, min-max over the repetitions (kept since 2026-11-27; '-' before)."""
+        counts = [int(r["resent_packets"]) for r in reps if r.get("resent_packets") is not None]
+        if not counts:
+            return "-"
+        return str(min(counts)) if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
+
     rows = []
     for r in cv["runs"]["collectives"]["runs"]:
         b, s = r["bmv2"], r["ns3"]
@@ -568,11 +575,12 @@ def crossval_collectives_table(results: Path, name: str = "crossval-collectives.
                      f"{num(b['median_s'], 3)}{span} ({b['usable']} of {len(b['repetitions'])})", num(s["median_s"], 3),
                      error(t), verdict(t, limits(b["repetitions"])),
                      "-" if ratio is None else f"{num(ratio['bmv2'], 3)} / {num(ratio['ns3'], 3)}",
-                     error(ratio), "-" if ratio is None else verdict(ratio)])
+                     error(ratio), "-" if ratio is None else verdict(ratio),
+                     f"{resent(b['repetitions'])} / {resent(s['repetitions'])}"])
     return table(["fabric", "N", "collective", "BMv2 s: median [min-max] (runs not machine-bound of all)", "ns-3 s",
                   "ns-3 / BMv2 - 1", f"within {tol}",
                   "over ring all-reduce (`-netreduce`: over the ring's same collective): BMv2 / ns-3",
-                  "ns-3 / BMv2 - 1", f"within {tol}"], rows)
+                  "ns-3 / BMv2 - 1", f"within {tol}", "packets sent again a run: BMv2 / ns-3"], rows)
 
 
 # ---- the simulator's speed (bench/results/ns3-speed.json) ----
@@ -911,6 +919,7 @@ def training_graph_table(results: Path, name: str = "training-graph.json") -> st
 
 
 CROSSVAL_COLLECTIVES_4 = "crossval-collectives-4mbps.json"  # N = 8 at 4 Mb/s, where 8 Python hosts keep up
+CROSSVAL_COLLECTIVES_N2 = "crossval-collectives-n2.json"  # N = 2 at 8 Mb/s (--workers 2 --tag n2)
 CROSSVAL_20 = "crossval-20mbps.json"  # the same study at 20 Mb/s, where BMv2 is machine-bound for NetReduce at N >= 4
 
 TABLES: dict[str, Callable[[Path], str]] = {
@@ -936,6 +945,8 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "crossval-collectives": ("crossval-collectives.json", crossval_collectives_table),
     "crossval-collectives-4mbps": (CROSSVAL_COLLECTIVES_4,
                                    lambda results: crossval_collectives_table(results, CROSSVAL_COLLECTIVES_4)),
+    "crossval-collectives-n2": (CROSSVAL_COLLECTIVES_N2,
+                                lambda results: crossval_collectives_table(results, CROSSVAL_COLLECTIVES_N2)),
     "ns3-speed": ("ns3-speed.json", ns3_speed_table),
     "ns3-profile": ("ns3-profile.json", ns3_profile_table),
     "ns3-schedulers": ("ns3-profile.json", ns3_schedulers_table),

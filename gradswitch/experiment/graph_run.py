@@ -36,6 +36,7 @@ from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import RunSettings
+from gradswitch.experiment.placed_load import ideal_link_load
 from gradswitch.experiment.placement import Placement, job_config, place, topology_for
 from gradswitch.experiment.report import interrupting
 from gradswitch.experiment.results_file import read_json
@@ -141,6 +142,9 @@ class GraphRunReport:
     faults: tuple[FaultRecord, ...] = ()  # what each fault of the run did (its iterations: the graph's one run)
     code_version: str = field(default_factory=code_version)
     training: TrainingOutcome | None = None  # a run of real gradients (payload train-digits): what it learnt
+    # the busiest link's load in a run its links pace, where the flows' paths make it under 1.0
+    # (gradswitch/experiment/placed_load.py; None: 1.0, or a graph with computation, judged by its CPU only)
+    ideal_link_load: float | None = None
 
     @property
     def job_s(self) -> float:
@@ -178,7 +182,8 @@ class GraphRunReport:
                    d["cpu_idle"], d["machine_bound"], d["machine_bound_reason"], float(d["wall_s"]),
                    int(d.get("resent_packets", 0)), tuple(FaultRecord.from_dict(f) for f in d.get("faults", [])),
                    str(d.get("code_version", "")),
-                   TrainingOutcome.from_dict(d["training"]) if d.get("training") is not None else None)
+                   TrainingOutcome.from_dict(d["training"]) if d.get("training") is not None else None,
+                   d.get("ideal_link_load"))
 
 
 class GraphReportError(ValueError):
@@ -391,7 +396,9 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
         kept = [(0, began, began + run.job_s * job.dilation)] if not errors else []
         faults = tuple(schedule.records(kept, 1))
         errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
-    report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent)
+    ideal = ideal_link_load(job, net.topo, spec.load_balance, spec.ecmp_seed)
+    report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent,
+                       ideal)
     training = TrainingOutcome.of(results) if payload == PayloadKind.DIGITS else None
     report = replace(report, faults=faults, training=training)
     (run_dir / "graph-results.json").write_text(json.dumps(report.to_dict(), indent=1))
@@ -404,9 +411,10 @@ def resent_packets(results: Iterable[WorkerResult]) -> int:
 
 
 def summarize(job: GraphJob, run: GraphRun, hosts: list[str], bw_mbps: float, carried: dict[str, dict[str, Any]],
-              cpu_idle: float | None, errors: tuple[str, ...], wall_s: float, resent_packets: int = 0
-              ) -> GraphRunReport:
-    """The report of a finished run (pure: tests give it a run and link usage)."""
+              cpu_idle: float | None, errors: tuple[str, ...], wall_s: float, resent_packets: int = 0,
+              ideal_load: float | None = None) -> GraphRunReport:
+    """The report of a finished run (pure: tests give it a run and link usage); `ideal_load`: the busiest link's
+    load in a run its links pace, on this run's paths (placed_load.ideal_link_load; None: 1.0)."""
     graph, d = job.graph, job.dilation
     rate = rate_bytes_per_s(bw_mbps, d)
     sizes = {g.name: len(g.ranks) for g in graph.groups}
@@ -433,14 +441,17 @@ def summarize(job: GraphJob, run: GraphRun, hosts: list[str], bw_mbps: float, ca
     busiest = max(carried.items(), key=lambda kv: kv[1]["sent_bytes"], default=None)
     load = busiest[1]["load"] if busiest else None
     has_compute = any(n.kind == "compute" and n.duration_s > 0 for n in run.nodes)
-    # A graph that only communicates keeps its busiest link full when the links set its pace; with
-    # computation the links idle by design, and only the CPU is judged.
-    bottleneck = judge(cpu_idle, None if has_compute else load)
+    # A graph that only communicates keeps its busiest link full when the links set its pace (or as loaded as
+    # `ideal_load`, where steps wait for links that others do not share); with computation the links idle by
+    # design, and only the CPU is judged.
+    ideal = None if has_compute else ideal_load
+    bottleneck = judge(cpu_idle, None if has_compute else load, ideal)
     return GraphRunReport(graph.name, tuple(hosts), bw_mbps, d, run, collectives, transfers, by_kind,
                           run.exposed_communication_s(), by_group,
                           not errors and all(n.checked is True for n in comm if n.kind != "send"), errors,
                           busiest[0] if busiest else None, int(busiest[1]["sent_bytes"]) if busiest else None, load,
-                          cpu_idle, bottleneck.machine_bound, bottleneck.reason, wall_s, resent_packets)
+                          cpu_idle, bottleneck.machine_bound, bottleneck.reason, wall_s, resent_packets,
+                          ideal_link_load=ideal)
 
 
 def _transfers(job: GraphJob, run: GraphRun, rate: float) -> tuple[TransferResult, ...]:
