@@ -161,6 +161,9 @@ def format_graph_table(report: GraphRunReport, backend: str) -> str:
                      f"iterations (the worst rank's), loss {t.loss[0]:.3f} -> {t.loss[-1]:.3f}")
         lines.append(f"model digest {t.model_digest} on every rank" if t.model_digest is not None else
                      "model digests DIFFER: " + ", ".join(f"rank {r} {d}" for r, d in t.model_digests.items()))
+    if report.resent_packets or report.link_drops:
+        dropped = "" if report.link_drops is None else f", {report.link_drops} dropped by the links' queues"
+        lines.append(f"packets sent again: {report.resent_packets}{dropped}")
     if report.machine_bound:
         lines.append(f"MACHINE-BOUND: {report.machine_bound_reason}")
     lines.append("checks: every output exact" if report.checked else

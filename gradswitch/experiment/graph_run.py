@@ -145,6 +145,7 @@ class GraphRunReport:
     # the busiest link's load in a run its links pace, where the flows' paths make it under 1.0
     # (gradswitch/experiment/placed_load.py; None: 1.0, or a graph with computation, judged by its CPU only)
     ideal_link_load: float | None = None
+    link_drops: int | None = None  # packets every shaped link's queue dropped (None: no link measured)
 
     @property
     def job_s(self) -> float:
@@ -183,7 +184,7 @@ class GraphRunReport:
                    int(d.get("resent_packets", 0)), tuple(FaultRecord.from_dict(f) for f in d.get("faults", [])),
                    str(d.get("code_version", "")),
                    TrainingOutcome.from_dict(d["training"]) if d.get("training") is not None else None,
-                   d.get("ideal_link_load"))
+                   d.get("ideal_link_load"), d.get("link_drops"))
 
 
 class GraphReportError(ValueError):
@@ -397,8 +398,9 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
         faults = tuple(schedule.records(kept, 1))
         errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
     ideal = ideal_link_load(job, net.topo, spec.load_balance, spec.ecmp_seed)
+    lossless = not spec.loss_pct and not spec.faults
     report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent,
-                       ideal)
+                       ideal, lossless)
     training = TrainingOutcome.of(results) if payload == PayloadKind.DIGITS else None
     report = replace(report, faults=faults, training=training)
     (run_dir / "graph-results.json").write_text(json.dumps(report.to_dict(), indent=1))
@@ -412,9 +414,10 @@ def resent_packets(results: Iterable[WorkerResult]) -> int:
 
 def summarize(job: GraphJob, run: GraphRun, hosts: list[str], bw_mbps: float, carried: dict[str, dict[str, Any]],
               cpu_idle: float | None, errors: tuple[str, ...], wall_s: float, resent_packets: int = 0,
-              ideal_load: float | None = None) -> GraphRunReport:
+              ideal_load: float | None = None, lossless: bool = False) -> GraphRunReport:
     """The report of a finished run (pure: tests give it a run and link usage); `ideal_load`: the busiest link's
-    load in a run its links pace, on this run's paths (placed_load.ideal_link_load; None: 1.0)."""
+    load in a run its links pace, on this run's paths (placed_load.ideal_link_load; None: 1.0); `lossless`: no
+    loss injected and no fault, so a packet sent again that no link dropped was the machine's doing."""
     graph, d = job.graph, job.dilation
     rate = rate_bytes_per_s(bw_mbps, d)
     sizes = {g.name: len(g.ranks) for g in graph.groups}
@@ -445,13 +448,15 @@ def summarize(job: GraphJob, run: GraphRun, hosts: list[str], bw_mbps: float, ca
     # `ideal_load`, where steps wait for links that others do not share); with computation the links idle by
     # design, and only the CPU is judged.
     ideal = None if has_compute else ideal_load
-    bottleneck = judge(cpu_idle, None if has_compute else load, ideal)
+    drops = sum(int(u.get("dropped_packets", 0)) for u in carried.values()) if carried else None
+    unexplained = resent_packets if lossless and drops == 0 else 0
+    bottleneck = judge(cpu_idle, None if has_compute else load, ideal, unexplained)
     return GraphRunReport(graph.name, tuple(hosts), bw_mbps, d, run, collectives, transfers, by_kind,
                           run.exposed_communication_s(), by_group,
                           not errors and all(n.checked is True for n in comm if n.kind != "send"), errors,
                           busiest[0] if busiest else None, int(busiest[1]["sent_bytes"]) if busiest else None, load,
                           cpu_idle, bottleneck.machine_bound, bottleneck.reason, wall_s, resent_packets,
-                          ideal_link_load=ideal)
+                          ideal_link_load=ideal, link_drops=drops)
 
 
 def _transfers(job: GraphJob, run: GraphRun, rate: float) -> tuple[TransferResult, ...]:

@@ -174,3 +174,30 @@ def test_the_report_judges_against_it() -> None:
     slow = summarize(job, run, [n.host for n in job.job.nodes], 4.0,
                      {"leaf1->spine2": {"sent_bytes": 1_000_000, "load": 0.55}}, 0.4, (), 4.0, 0, ideal)
     assert slow.machine_bound is True and "of the 77%" in (slow.machine_bound_reason or "")
+
+
+def test_resends_no_link_explains_are_the_machines() -> None:
+    """A clean run (no loss injected, no fault) whose ranks sent packets again while no link's queue dropped any:
+    the machine lost or held them, machine-bound; with a link's drops, or loss injected, they are the network's."""
+    topo = rack(4, 8.0)
+    graph = one_collective(CollectiveKind.ALL_REDUCE, 4, MIB)
+    job = graph_job(topo, graph_spec(graph, bw_mbps=8.0), graph)[0]
+    run = GraphRun(tuple(NodeTiming(r, 2, "collective", 0.0, 1.6, CollectiveKind.ALL_REDUCE, "world", MIB, True)
+                         for r in range(4)))
+    hosts = [n.host for n in job.job.nodes]
+
+    def report(drops: int, resent: int, lossless: bool) -> GraphRunReport:
+        carried = {"h1->s1": {"sent_bytes": 1_600_000, "load": 0.98, "dropped_packets": drops},
+                   "s1->h2": {"sent_bytes": 1_500_000, "load": 0.95, "dropped_packets": 0}}
+        return summarize(job, run, hosts, 8.0, carried, 0.4, (), 2.0, resent, None, lossless)
+
+    machine = report(0, 150, True)
+    assert machine.machine_bound is True and machine.link_drops == 0
+    assert "150 packets sent again with none dropped by a link" in (machine.machine_bound_reason or "")
+    assert report(3, 150, True).machine_bound is False  # the links dropped: congestion, the network's
+    assert report(0, 150, False).machine_bound is False  # loss injected
+    assert report(0, 0, True).machine_bound is False
+    assert GraphRunReport.from_dict(json.loads(json.dumps(machine.to_dict()))).link_drops == 0
+    from gradswitch.experiment.graph_experiment import format_graph_table
+
+    assert "packets sent again: 150, 0 dropped by the links' queues" in format_graph_table(machine, "bmv2")
