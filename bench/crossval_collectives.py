@@ -84,24 +84,25 @@ class Repetition:
     cpu_idle: float | None = None  # None on ns-3: a simulated run's clock is the model's
     ideal_link_load: float | None = None  # what a link-paced run keeps where its paths make it under 1 (placed_load)
     resent_packets: int | None = None  # packets the ranks sent again (None: a repetition kept before it was)
+    link_drops: int | None = None  # packets the links' queues dropped (None: not measured, or kept before it was)
 
     @staticmethod
     def of(seed: int, report: GraphRunReport) -> Repetition:
         return Repetition(seed, report.job_s, report.checked, report.machine_bound, report.machine_bound_reason,
                           report.busiest_link, report.busiest_link_load, report.cpu_idle, report.ideal_link_load,
-                          report.resent_packets)
+                          report.resent_packets, report.link_drops)
 
     def to_dict(self) -> dict[str, Any]:
         return {"seed": self.seed, "job_s": self.job_s, "checked": self.checked, "machine_bound": self.machine_bound,
                 "reason": self.reason, "busiest_link": self.busiest_link, "busiest_link_load": self.busiest_link_load,
                 "cpu_idle": self.cpu_idle, "ideal_link_load": self.ideal_link_load,
-                "resent_packets": self.resent_packets}
+                "resent_packets": self.resent_packets, "link_drops": self.link_drops}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Repetition:
         return Repetition(int(d["seed"]), float(d["job_s"]), bool(d["checked"]), d.get("machine_bound"),
                           d.get("reason"), d.get("busiest_link"), d.get("busiest_link_load"), d.get("cpu_idle"),
-                          d.get("ideal_link_load"), d.get("resent_packets"))
+                          d.get("ideal_link_load"), d.get("resent_packets"), d.get("link_drops"))
 
 
 def usable(reps: Sequence[Repetition]) -> list[Repetition]:
@@ -175,13 +176,16 @@ class Store:
 
     @staticmethod
     def _complete(out: Path, name: str, side: str, rep: Repetition) -> Repetition:
-        """A repetition kept before its busiest link and idle CPU were: those from its run's own report."""
+        """A repetition kept before its busiest link, idle CPU or the links' drops were: those from its run's own
+        report, where it says."""
         report = out / name / f"{side}-{rep.seed}" / GRAPH_RESULTS
-        if rep.busiest_link is not None or not report.exists():
+        if (rep.busiest_link is not None and rep.link_drops is not None) or not report.exists():
             return rep
         d = json.loads(report.read_text())
-        return replace(rep, busiest_link=d.get("busiest_link"), busiest_link_load=d.get("busiest_link_load"),
-                       cpu_idle=d.get("cpu_idle"))
+        if rep.busiest_link is None:
+            rep = replace(rep, busiest_link=d.get("busiest_link"), busiest_link_load=d.get("busiest_link_load"),
+                          cpu_idle=d.get("cpu_idle"))
+        return replace(rep, link_drops=d.get("link_drops"))
 
     def has(self, name: str, side: str, seed: int) -> bool:
         return any(r.seed == seed for r in self.runs.get(name, {}).get(side, []))

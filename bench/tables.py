@@ -557,12 +557,17 @@ def crossval_collectives_table(results: Path, name: str = "crossval-collectives.
     def error(f: Json | None) -> str:
         return f"{100 * f['error']:+.1f} %" if f is not None and f["error"] is not None else "-"
 
+    def min_max(values: list[int]) -> str:
+        return str(min(values)) if min(values) == max(values) else f"{min(values)}-{max(values)}"
+
     def resent(reps: list[Json]) -> str:
-        """Packets sent again in a run, min-max over the repetitions (kept since 2026-11-27; '-' before)."""
+        """Packets sent again in a run and, where kept, those the links' queues dropped, min-max over the
+        repetitions (kept since 2026-11-27: '-' before)."""
         counts = [int(r["resent_packets"]) for r in reps if r.get("resent_packets") is not None]
+        drops = [int(r["link_drops"]) for r in reps if r.get("link_drops") is not None]
         if not counts:
             return "-"
-        return str(min(counts)) if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
+        return min_max(counts) + (f" ({min_max(drops)})" if drops else "")
 
     rows = []
     for r in cv["runs"]["collectives"]["runs"]:
@@ -580,7 +585,8 @@ def crossval_collectives_table(results: Path, name: str = "crossval-collectives.
     return table(["fabric", "N", "collective", "BMv2 s: median [min-max] (runs not machine-bound of all)", "ns-3 s",
                   "ns-3 / BMv2 - 1", f"within {tol}",
                   "over ring all-reduce (`-netreduce`: over the ring's same collective): BMv2 / ns-3",
-                  "ns-3 / BMv2 - 1", f"within {tol}", "packets sent again a run: BMv2 / ns-3"], rows)
+                  "ns-3 / BMv2 - 1", f"within {tol}",
+                  "packets sent again a run (dropped by the links): BMv2 / ns-3"], rows)
 
 
 # ---- the simulator's speed (bench/results/ns3-speed.json) ----
