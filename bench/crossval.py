@@ -272,7 +272,9 @@ def _log(line: str) -> None:
         print(line, flush=True)
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked: a bad value is one line before anything starts (before the machine's lock is
+    waited for)."""
     parser = argparse.ArgumentParser(prog="python -m bench.crossval", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="allreduce,training,dlcp",
                         help="allreduce, training, dlcp, collectives, training-graph (comma-separated)")
@@ -291,13 +293,17 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="ends the results' name (crossval-PARTS[-RATEmbps][-TAG].json): "
                         "keeps a measurement of other workers or fabrics beside the default one")
     bmv2_option(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.tag and not args.tag.replace("-", "").isalnum():
         parser.error(f"--tag {args.tag!r}: letters, digits and '-' only (it ends a file name), e.g. n2")
     unknown = [p for p in args.only.split(",") if p not in PARTS]
     if unknown:
         parser.error(f"--only {args.only}: unknown part {unknown[0]!r}; give some of {', '.join(PARTS)}, "
                      f"comma-separated")
+    return args
+
+
+def main(args: argparse.Namespace) -> None:
     costs = load_costs(args.costs, str(use_bmv2(args)))
     print(f"testbed costs ({args.costs}): switch {costs['switch_delay_us']:.1f} us per packet, host "
           f"{costs['host_delay_us']:.1f} us per message", flush=True)
@@ -359,5 +365,6 @@ def main() -> None:
 if __name__ == "__main__":
     from mininet_topos.bmv2 import one_switch_user_at_a_time
 
+    arguments = parse_args()
     with one_switch_user_at_a_time():
-        main()
+        main(arguments)

@@ -168,3 +168,16 @@ def test_a_kept_repetition_gets_its_busiest_link_and_idle_cpu_from_its_runs_repo
          "runs": {"collectives": {"runs": runs}}}))
     assert "not judged: under 3 BMv2 runs (busiest link 71-73 % loaded, CPU 41-45 % idle)" in \
         crossval_collectives_table(results)
+
+
+def test_command_line_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad --tag or --only is one line naming it and what is allowed, before the machine's lock is waited for
+    (parse_args runs outside it); a good tag ends the results' name."""
+    from bench.crossval import parse_args
+
+    for argv, says in ((["--tag", "a b"], "--tag 'a b': letters, digits and '-' only"),
+                       (["--only", "colectives"], "unknown part 'colectives'")):
+        with pytest.raises(SystemExit):
+            parse_args(argv)
+        assert says in capsys.readouterr().err
+    assert parse_args(["--only", "collectives", "--workers", "2", "--tag", "n2"]).tag == "n2"
