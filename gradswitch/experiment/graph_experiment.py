@@ -153,8 +153,11 @@ def format_graph_table(report: GraphRunReport, backend: str) -> str:
     exposed = max(report.exposed_s.values(), default=0.0)
     lines.append(f"job {report.job_s:.4g} s; exposed communication up to {exposed:.4g} s on a rank")
     if report.busiest_link is not None and report.busiest_link_load is not None:
+        paced = "" if report.ideal_link_load is None or report.ideal_link_load >= 1 else (
+            f" (its flows' paths let a link-paced run keep {report.ideal_link_load:.0%}: steps that share an uplink "
+            "wait for it)")
         lines.append(f"busiest link {report.busiest_link}: {report.busiest_link_bytes} bytes, "
-                     f"{report.busiest_link_load:.0%} loaded")
+                     f"{report.busiest_link_load:.0%} loaded{paced}")
     if report.training is not None and report.training.accuracy:
         t = report.training
         lines.append(f"training: accuracy {t.accuracy[0]:.3f} -> {t.accuracy[-1]:.3f} over {len(t.accuracy)} "

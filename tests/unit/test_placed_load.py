@@ -201,3 +201,20 @@ def test_resends_no_link_explains_are_the_machines() -> None:
     from gradswitch.experiment.graph_experiment import format_graph_table
 
     assert "packets sent again: 150, 0 dropped by the links' queues" in format_graph_table(machine, "bmv2")
+
+
+def test_the_run_table_says_what_the_paths_allow() -> None:
+    """What a person reads after the run: the busiest link's load beside what its paths let a link-paced run keep,
+    where that is under a full link; nothing added where it is full."""
+    from gradswitch.experiment.graph_experiment import format_graph_table
+
+    topo = leafspine(2, 2, 4, 4.0)
+    graph = one_collective(A2A, 8, MIB)
+    job = graph_job(topo, graph_spec(graph, bw_mbps=4.0), graph)[0]
+    run = GraphRun(tuple(node(r, 0.0, 3.5) for r in range(8)))
+    carried = {"leaf1->spine2": {"sent_bytes": 1_300_000, "load": 0.73, "dropped_packets": 0}}
+    hosts = [n.host for n in job.job.nodes]
+    placed = summarize(job, run, hosts, 4.0, carried, 0.4, (), 4.0, 0, ideal_link_load(job, topo))
+    assert "73% loaded (its flows' paths let a link-paced run keep 77%" in format_graph_table(placed, "bmv2")
+    full = summarize(job, run, hosts, 4.0, carried, 0.4, (), 4.0, 0, 1.0)
+    assert "73% loaded\n" in format_graph_table(full, "bmv2")
