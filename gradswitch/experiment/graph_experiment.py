@@ -28,7 +28,6 @@ from gradswitch.experiment.graph_run import (
     summarize,
 )
 from gradswitch.experiment.graph_timeline import write_graph_timeline
-from gradswitch.experiment.placed_load import ideal_link_load
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import fault_line, interrupting
 from gradswitch.experiment.simulated import link_usage, sim_settings
@@ -122,8 +121,7 @@ def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, dilation: fl
     errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
     report = summarize(job, run, list(result.hosts), spec.bw_mbps, link_usage(topo, result.sim), None,
                        errors, time.monotonic() - started,
-                       resent_packets(n for nodes in result.sim.nodes.values() for n in nodes.values()),
-                       ideal_link_load(job, topo, spec.load_balance, spec.ecmp_seed))
+                       resent_packets(n for nodes in result.sim.nodes.values() for n in nodes.values()))
     report = replace(report, faults=faults)
     # A simulated run is never machine-bound: its clock is the model's, not the machine's.
     report = replace(report, machine_bound=None, machine_bound_reason=None)

@@ -143,7 +143,8 @@ class GraphRunReport:
     code_version: str = field(default_factory=code_version)
     training: TrainingOutcome | None = None  # a run of real gradients (payload train-digits): what it learnt
     # the busiest link's load in a run its links pace, where the flows' paths make it under 1.0
-    # (gradswitch/experiment/placed_load.py; None: 1.0, or a graph with computation, judged by its CPU only)
+    # (gradswitch/experiment/placed_load.py; None: 1.0, a graph with computation, judged by its CPU only, or a
+    # simulated run, never machine-bound)
     ideal_link_load: float | None = None
     link_drops: int | None = None  # packets every shaped link's queue dropped (None: no link measured)
 
