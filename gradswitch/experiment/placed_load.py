@@ -86,7 +86,10 @@ def placed_traffic(job: GraphJob, topo: Topology, ecmp_seed: int = 0) -> PlacedT
     """The job's communication on the paths ECMP gives its flows under `ecmp_seed` (None: not this model's to
     say; see the module's docstring)."""
     graph = job.graph
-    if job.in_network or not _communication_in_sequence(graph):
+    if job.in_network or any(isinstance(n, ComputeNode) and n.duration_s > 0 for r in graph.ranks for n in r.nodes):
+        return None
+    ops = {r.rank: ops_of(graph, r.rank) for r in graph.ranks}  # every rank's, once
+    if not _communication_in_sequence(graph, ops):
         return None
     nodes = {n.node_id: n for n in job.job.nodes}
     routes = compute_routes(topo)
@@ -97,7 +100,7 @@ def placed_traffic(job: GraphJob, topo: Topology, ecmp_seed: int = 0) -> PlacedT
 
     total: dict[Link, float] = defaultdict(float)
     duration = 0.0
-    for phase in _phases(graph):
+    for phase in _phases(graph, ops):
         carried: dict[Link, float] = defaultdict(float)
         for src, dst, nbytes in phase:
             for link in path(src, dst):
@@ -120,14 +123,15 @@ def ideal_link_load(job: GraphJob, topo: Topology, load_balance: LoadBalance = L
 Flow = tuple[int, int, float]  # (sending rank, receiving rank, bytes)
 
 
-def _phases(graph: JobGraph) -> list[list[Flow]]:
+def _phases(graph: JobGraph, by_rank: dict[int, dict[int, Op]]) -> list[list[Flow]]:
     """The graph's communication as phases of flows, operation after operation (in rank 0's order, which
-    _communication_in_sequence found the same on every rank; then those rank 0 takes no part in)."""
+    _communication_in_sequence found the same on every rank; then those rank 0 takes no part in). `by_rank`:
+    ops_of(graph, r) of every rank r."""
     ops: dict[int, Op] = {}
-    for r in graph.ranks:
-        for op in ops_of(graph, r.rank).values():
+    for rank_ops in by_rank.values():
+        for op in rank_ops.values():
             ops.setdefault(op.number, op)
-    first = ops_of(graph, 0)
+    first = by_rank[0]
     order = [first[n.id].number for n in topological_order(graph.ranks[0]) if n.id in first]
     order += [number for number in sorted(ops) if number not in order]
     out: list[list[Flow]] = []
@@ -148,14 +152,12 @@ def _flows(op: Op, position: int, steps: Iterable[Step]) -> list[Flow]:
             if s.send_to is not None]
 
 
-def _communication_in_sequence(graph: JobGraph) -> bool:
-    """No computation that takes time, and every rank's communication nodes one after another (each depends,
-    through others or not, on the one before it), in the same operations' order on every rank."""
+def _communication_in_sequence(graph: JobGraph, by_rank: dict[int, dict[int, Op]]) -> bool:
+    """Every rank's communication nodes one after another (each depends, through others or not, on the one before
+    it), in the same operations' order on every rank."""
     orders = []
     for r in graph.ranks:
-        if any(isinstance(n, ComputeNode) and n.duration_s > 0 for n in r.nodes):
-            return False
-        ops = ops_of(graph, r.rank)
+        ops = by_rank[r.rank]
         comm = [n for n in topological_order(r) if n.id in ops]
         before = _ancestors(r)
         if any(a.id not in before[b.id] for a, b in pairwise(comm)):
