@@ -35,7 +35,6 @@ from controller.pcap import write_pcap
 from controller.trace_replay import run_trace
 from protocol.dlcp import TRIMMED
 from protocol.netreduce import MESSAGE_BYTES, PACKET_BYTES, PACKETS, JobLayout
-from protocol.p4_constants import CONFIG
 from protocol.qpn import qpn
 from roce.headers import Opcode, Reth, Transport
 from roce.scapy_layers import BTH
@@ -45,7 +44,6 @@ from tests.traces.netreduce_scenarios import LEAFSPINE, NrJob, Sent, topology
 
 pytestmark = [pytest.mark.bmv2]
 JOB = 6
-CS7 = CONFIG.DLCP_ACK_PRIORITY << 3  # the DSCP of a trimmed packet
 
 
 @dataclass
@@ -88,7 +86,7 @@ class OwnedJob(NrJob):
     def copy_for(self, receiver: int, completing: Sent, total: np.ndarray) -> bytes:
         """What `receiver` must get of a completed cell: the result whole (made from the completing packet, a
         placeholder's trimmed mark cleared) if it is the receiver's (all-reduce; reduce-scatter: it owns it;
-        all-gather: it does not), else its headers, trimmed (DSCP CS7, no payload, its own ICRC)."""
+        all-gather: it does not), else its headers, trimmed (no payload, its own ICRC, in the whole copy's class)."""
         t = completing.transport
         completing = replace(completing, transport=replace(t, bth=replace(t.bth, resv7=t.bth.resv7 & ~TRIMMED)))
         whole = self.result_for(receiver, completing, total)
@@ -99,12 +97,13 @@ class OwnedJob(NrJob):
 
 
 def trimmed(frame: bytes) -> bytes:
-    """The frame as a trimming switch sends it: the same headers, TRIMMED set, no payload, DSCP CS7."""
+    """The frame as NetReduce's trimming sends it: the same headers, TRIMMED set, no payload, and the whole copy's
+    DSCP (its connection's class: a copy in a higher one would overtake the whole copies queued before it)."""
     d = parse_frame(frame)
     t = d.transport
     bth = replace(t.bth, pad_count=0, resv7=t.bth.resv7 | TRIMMED)
     out = build_frame(Transport(bth, b"", reth=t.reth, imm=t.imm), d.src, d.dst, mac(frame, 6), mac(frame, 0),
-                      tos=CS7 << 2, ttl=d.ttl, ident=d.ident, src_port=d.src_port)
+                      tos=d.tos, ttl=d.ttl, ident=d.ident, src_port=d.src_port)
     return out
 
 
@@ -167,6 +166,9 @@ def test_rack_sends_each_message_whole_where_it_belongs_and_trimmed_elsewhere(tm
     # answers: rank 1 owns (0, 0), rank 3 does not own (0, 1) (one of the two trimmed either way), rank 2 gets
     # the all-reduce (1, 3) whole.
     assert len(trimmed_copies) == 2 * PACKETS * (1 if gather else n - 1) + 1
+    # One class for every copy, whole or trimmed (a result's, CS0): a trimmed copy in a higher class (DLCP's drop
+    # notifications' CS7) would leave before the whole copies queued ahead of it on its connection.
+    assert {parse_frame(f).tos >> 2 for _, f in made} == {0}
     for r, f in made:
         parsed = parse_frame(f)
         assert parsed.icrc_ok and parsed.transport.bth.dest_qp == qpn(r, j.layout.sender_to(r), JOB)

@@ -191,7 +191,7 @@ control DlcpEgress(inout headers_t hdr,
         }
         if (meta.dlcp.drop_now) {
             count_event(DLCP_EV_DROPPED);  // (its payload)
-            trimmer.apply(hdr, meta, std_meta);
+            trimmer.apply(hdr, meta, std_meta, DLCP_ACK_PRIORITY << 3);  // first out
         } else if (meta.dlcp.droppable || meta.dlcp.classified) {  // a classified packet (one test for the others)
             if (meta.dlcp.droppable) {
                 count_event(DLCP_EV_KEPT);

@@ -3,7 +3,8 @@
  * all-reduce (controls/netreduce.p4), but the sum of a message goes whole only to the rank that owns its shard,
  * named by the first packet's RETH (the owner field above the window index, rank + 1, kept in the per-QP context
  * for the message's later packets). Every other receiver gets its copy, rewritten into its own connection like any result, trimmed
- * to its headers (controls/trim.p4): the PSN counts on its RC connection and the sender is acknowledged end to
+ * to its headers (controls/trim.p4), in the class of the connection's whole copies (its DSCP kept, so that it
+ * leaves behind them): the PSN counts on its RC connection and the sender is acknowledged end to
  * end, for 58 to 74 bytes instead of 4 KiB. Copies between switches (partials up, results down) stay whole.
  *
  * All-gather (a job whose set_job says gather): the message's owner sends its values, every other rank a
@@ -32,7 +33,7 @@ control NetReduceScatterEgress(inout headers_t hdr,
         // all-gather: the other way round (an all-reduce message's, owner 0, is nobody's: whole).
         if (meta.nr_copy.receiver != NR_RECEIVER_SWITCH
                 && (meta.nr_copy.receiver + 1 == (meta.nr_copy.owner & 0x7F)) == (meta.nr_copy.owner >= 0x80)) {
-            trimmer.apply(hdr, meta, std_meta);
+            trimmer.apply(hdr, meta, std_meta, hdr.ipv4.dscp);  // in its connection's class, in order
         }
     }
 }
