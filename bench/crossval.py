@@ -263,7 +263,7 @@ def plot(figures: list[Figure], path: Path) -> None:
     ax.set_xlabel("ns-3 / BMv2 (green band: within 10 %; red: outside it;\ngrey: BMv2 side machine-bound, not judged)")
     ax.set_title("cross-validation: the simulator against the testbed, same specs", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # (a long figure's name would be cut at the left)
     plt.close(fig)
 
 

@@ -926,6 +926,8 @@ def training_graph_table(results: Path, name: str = "training-graph.json") -> st
 
 CROSSVAL_COLLECTIVES_4 = "crossval-collectives-4mbps.json"  # N = 8 at 4 Mb/s, where 8 Python hosts keep up
 CROSSVAL_COLLECTIVES_N2 = "crossval-collectives-n2.json"  # N = 2 at 8 Mb/s (--workers 2 --tag n2)
+# the leaf-spine at N = 8 and 2 Mb/s (--workers 8 --bw 2 --topos leafspine), where its NetReduce runs keep up
+CROSSVAL_COLLECTIVES_2 = "crossval-collectives-2mbps.json"
 CROSSVAL_20 = "crossval-20mbps.json"  # the same study at 20 Mb/s, where BMv2 is machine-bound for NetReduce at N >= 4
 
 TABLES: dict[str, Callable[[Path], str]] = {
@@ -953,6 +955,8 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
                                    lambda results: crossval_collectives_table(results, CROSSVAL_COLLECTIVES_4)),
     "crossval-collectives-n2": (CROSSVAL_COLLECTIVES_N2,
                                 lambda results: crossval_collectives_table(results, CROSSVAL_COLLECTIVES_N2)),
+    "crossval-collectives-2mbps": (CROSSVAL_COLLECTIVES_2,
+                                   lambda results: crossval_collectives_table(results, CROSSVAL_COLLECTIVES_2)),
     "ns3-speed": ("ns3-speed.json", ns3_speed_table),
     "ns3-profile": ("ns3-profile.json", ns3_profile_table),
     "ns3-schedulers": ("ns3-profile.json", ns3_schedulers_table),
