@@ -4,7 +4,8 @@ For each collective (all-gather twice: the other ranks' messages sent as zeros, 
 N workers on a rack (one switch) or a 2x2 leaf-spine run `--iterations` operations of
 `--size` bytes per rank (reduce-scatter: the rank's buffer S; all-gather: its shard s) through the switches
 (workers/netreduce_rs_ag_check.py, every output checked), every link shaped to --bw. An operation's time is
-from the first rank's start to the last rank's end; the median is printed next to two link-rate bounds: the
+from the first rank's start to the last rank's end; the median (and the operations' [min-max]) is printed next to
+two link-rate bounds: the
 ring's (workload/collective_bounds.py: (N-1)/N S/B for reduce-scatter, (N-1) s/B for all-gather) and the
 in-network one (S/B: every rank's whole buffer, or for all-gather the whole output, reaches the switch; with
 placeholders (N-1) s/B, each rank receiving every other shard), with the machine's idle CPU during the runs (near 0: the
@@ -128,7 +129,8 @@ def main() -> None:
                     failed = {nid: r.get("error") for nid, r in results.items() if not r["ok"]}
                     if failed:
                         raise RuntimeError(f"{topo} N={n} {name} failed: {failed}")
-                    median = statistics.median(op_times(results))
+                    times = op_times(results)
+                    median = statistics.median(times)
                     ring = collective_bound_s(kind, n, args.size, rate)
                     innet = in_network_bound_s(name, n, args.size, rate)
                     ring_runs, ring_idle = ring_times(Path(tmp) / f"{topo}-{n}-{name}-ring", topo, kind, n, args.size,
@@ -139,15 +141,18 @@ def main() -> None:
                     limits, ring_limits = Limits(None, idle, links), Limits(None, ring_idle, links)
                     rows.append({"topo": topo, "spines": args.spines, "workers": n, "collective": name,
                                  "size_bytes": args.size,
-                                 "bw_mbps": args.bw, "median_s": median, "ring_bound_s": ring,
+                                 "bw_mbps": args.bw, "median_s": median, "spread_s": [min(times), max(times)],
+                                 "ring_bound_s": ring,
                                  "in_network_bound_s": innet, "over_ring_bound": median / ring,
                                  "over_in_network_bound": median / innet, "cpu_idle": idle, "events": events,
-                                 "ring_median_s": ring_median, "ring_cpu_idle": ring_idle,
+                                 "ring_median_s": ring_median, "ring_spread_s": [min(ring_runs), max(ring_runs)],
+                                 "ring_cpu_idle": ring_idle,
                                  "ring_over_netreduce": ring_median / median, **limits.figures(),
                                  "ring_limits": ring_limits.figures()})
-                    print(f"  median {median:.3f} s, ring bound {ring:.3f} s ({median / ring:.2f}x), in-network "
-                          f"bound {innet:.3f} s ({median / innet:.2f}x), idle CPU {idle}; the ring's median "
-                          f"{ring_median:.3f} s (idle CPU {ring_idle}); {limits.line()}", flush=True)
+                    print(f"  median {median:.3f} s [{min(times):.3f}-{max(times):.3f}], ring bound {ring:.3f} s "
+                          f"({median / ring:.2f}x), in-network bound {innet:.3f} s ({median / innet:.2f}x), idle CPU "
+                          f"{idle}; the ring's median {ring_median:.3f} s [{min(ring_runs):.3f}-{max(ring_runs):.3f}] "
+                          f"(idle CPU {ring_idle}); {limits.line()}", flush=True)
     name = "netreduce-rs-ag" + (f"-{args.tag}" if args.tag else "")
     path = save(name, {"code_version": code_version(), "rows": rows})
     print(f"wrote {path}")
