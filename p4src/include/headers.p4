@@ -244,7 +244,7 @@ header dlcp_state_h {
     bit<8>  ttl;
     bit<8>  fecn_becn;
     bit<2>  ecn;
-    bit<6>  _pad;
+    bit<6>  dscp;
     bit<32> icrc;         // the trimmed packet's ICRC (wire order)
 }
 

@@ -177,7 +177,7 @@ control DlcpEgress(inout headers_t hdr,
     }
 
     // DLCP's selective drop: the payload goes, the headers go on as a drop notification (controls/trim.p4).
-    TrimPayload() trimmer;
+    TrimPayload(true) trimmer;  // a notification: first out
 
     action count_event(bit<32> event) {
         dlcp_events.count((bit<32>)meta.dlcp.job * DLCP_EVENTS + event);
@@ -191,7 +191,7 @@ control DlcpEgress(inout headers_t hdr,
         }
         if (meta.dlcp.drop_now) {
             count_event(DLCP_EV_DROPPED);  // (its payload)
-            trimmer.apply(hdr, meta, std_meta, DLCP_ACK_PRIORITY << 3);  // first out
+            trimmer.apply(hdr, meta, std_meta);
         } else if (meta.dlcp.droppable || meta.dlcp.classified) {  // a classified packet (one test for the others)
             if (meta.dlcp.droppable) {
                 count_event(DLCP_EV_KEPT);

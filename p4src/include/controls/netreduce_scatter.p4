@@ -25,7 +25,7 @@
 control NetReduceScatterEgress(inout headers_t hdr,
                                inout local_metadata_t meta,
                                inout standard_metadata_t std_meta) {
-    TrimPayload() trimmer;
+    TrimPayload(false) trimmer;  // in its connection's class, in order
 
     apply {
         // (Applied to copies of owned messages, or of an all-gather job's: meta.nr_copy.owner is the owner's rank
@@ -33,7 +33,7 @@ control NetReduceScatterEgress(inout headers_t hdr,
         // all-gather: the other way round (an all-reduce message's, owner 0, is nobody's: whole).
         if (meta.nr_copy.receiver != NR_RECEIVER_SWITCH
                 && (meta.nr_copy.receiver + 1 == (meta.nr_copy.owner & 0x7F)) == (meta.nr_copy.owner >= 0x80)) {
-            trimmer.apply(hdr, meta, std_meta, hdr.ipv4.dscp);  // in its connection's class, in order
+            trimmer.apply(hdr, meta, std_meta);
         }
     }
 }

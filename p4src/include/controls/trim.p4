@@ -21,17 +21,18 @@
 #define TRIM_RETH 16
 #define TRIM_IMMDT 4
 
-// `dscp`: the trimmed packet's DSCP. A drop notification goes first out (CS DLCP_ACK_PRIORITY); a NetReduce
-// copy keeps its connection's (an RC connection's packets leave in order: a trimmed copy in a higher class than
-// the whole ones queued before it would overtake them, and its receiver would take the copies that follow it
-// as lost).
+// `notification`: a drop notification (DLCP) goes first out, in CS DLCP_ACK_PRIORITY; a NetReduce copy keeps its
+// DSCP, its connection's (an RC connection's packets leave in order: a trimmed copy in a higher class than the
+// whole ones queued before it would overtake them, and its receiver would take the copies that follow it as
+// lost). A constructor parameter, so each instance is compiled with its own (an argument would cost a temporary
+// field in every packet's metadata: tests/unit/test_metadata_budget.py).
 control TrimPayload(inout headers_t hdr,
                     inout local_metadata_t meta,
-                    inout standard_metadata_t std_meta,
-                    in bit<6> dscp) {
+                    inout standard_metadata_t std_meta)(bool notification) {
 
     // The payload goes, the headers go on. IPv4 and UDP lengths are the trimmed packet's, BTH.pad_count 0, the
-    // TRIMMED bit set in resv7 (the droppable bit stays), DSCP `dscp`; a fresh ICRC
+    // TRIMMED bit set in resv7 (the droppable bit stays), a notification's DSCP CS DLCP_ACK_PRIORITY (a copy's kept,
+    // as ECN, TTL and FECN/BECN are: computing the ICRC overwrites them); a fresh ICRC
     // covers exactly those headers and is emitted after them (hdr.icrc), and truncate() cuts what follows it: the
     // payload and the old ICRC. The ICRC is computed by making the packet's headers what it covers
     // (controls/icrc.p4): Ethernet and the variant fields it overwrites are kept in meta.dlcp_state meanwhile and
@@ -43,6 +44,7 @@ control TrimPayload(inout headers_t hdr,
         meta.dlcp_state.eth_src = hdr.ethernet.src_addr;
         meta.dlcp_state.ttl = hdr.ipv4.ttl;
         meta.dlcp_state.ecn = hdr.ipv4.ecn;
+        meta.dlcp_state.dscp = hdr.ipv4.dscp;
         meta.dlcp_state.fecn_becn = hdr.bth.fecn_becn;
         hdr.agg.setInvalid();  // (a payload of exactly an aggregation packet's size was parsed into it)
         hdr.ipv4.total_len = ipv4_length;
@@ -56,7 +58,11 @@ control TrimPayload(inout headers_t hdr,
         hdr.ethernet.dst_addr = meta.dlcp_state.eth_dst;
         hdr.ethernet.src_addr = meta.dlcp_state.eth_src;
         hdr.ethernet.ether_type = ETHERTYPE_IPV4;
-        hdr.ipv4.dscp = dscp;
+        if (notification) {
+            hdr.ipv4.dscp = DLCP_ACK_PRIORITY << 3;
+        } else {
+            hdr.ipv4.dscp = meta.dlcp_state.dscp;
+        }
         hdr.ipv4.ecn = meta.dlcp_state.ecn;
         hdr.ipv4.ttl = meta.dlcp_state.ttl;
         hdr.udp.checksum = 0;  // (none: RoCE v2 senders send 0, and a checksum of the old payload would be wrong)
