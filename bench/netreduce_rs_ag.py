@@ -136,22 +136,23 @@ def main() -> None:
                     ring_runs, ring_idle = ring_times(Path(tmp) / f"{topo}-{n}-{name}-ring", topo, kind, n, args.size,
                                                       args.iterations, args.bw, args.spines)
                     ring_median = statistics.median(ring_runs)
+                    low, high, ring_low, ring_high = min(times), max(times), min(ring_runs), max(ring_runs)
                     # the links' load is not metered here (a collective's own times are): the CPU judges the run
                     links = f"shaped at {args.bw:g} Mb/s, load not metered"
                     limits, ring_limits = Limits(None, idle, links), Limits(None, ring_idle, links)
                     rows.append({"topo": topo, "spines": args.spines, "workers": n, "collective": name,
                                  "size_bytes": args.size,
-                                 "bw_mbps": args.bw, "median_s": median, "spread_s": [min(times), max(times)],
+                                 "bw_mbps": args.bw, "median_s": median, "spread_s": [low, high],
                                  "ring_bound_s": ring,
                                  "in_network_bound_s": innet, "over_ring_bound": median / ring,
                                  "over_in_network_bound": median / innet, "cpu_idle": idle, "events": events,
-                                 "ring_median_s": ring_median, "ring_spread_s": [min(ring_runs), max(ring_runs)],
+                                 "ring_median_s": ring_median, "ring_spread_s": [ring_low, ring_high],
                                  "ring_cpu_idle": ring_idle,
                                  "ring_over_netreduce": ring_median / median, **limits.figures(),
                                  "ring_limits": ring_limits.figures()})
-                    print(f"  median {median:.3f} s [{min(times):.3f}-{max(times):.3f}], ring bound {ring:.3f} s "
+                    print(f"  median {median:.3f} s [{low:.3f}-{high:.3f}], ring bound {ring:.3f} s "
                           f"({median / ring:.2f}x), in-network bound {innet:.3f} s ({median / innet:.2f}x), idle CPU "
-                          f"{idle}; the ring's median {ring_median:.3f} s [{min(ring_runs):.3f}-{max(ring_runs):.3f}] "
+                          f"{idle}; the ring's median {ring_median:.3f} s [{ring_low:.3f}-{ring_high:.3f}] "
                           f"(idle CPU {ring_idle}); {limits.line()}", flush=True)
     name = "netreduce-rs-ag" + (f"-{args.tag}" if args.tag else "")
     path = save(name, {"code_version": code_version(), "rows": rows})
