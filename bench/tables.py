@@ -878,9 +878,9 @@ TRAINING_GRAPH_LEAFSPINE_PRIORITY_5 = "training-graph-leafspine-priority-5mbps.j
 
 
 def training_graph_table(results: Path, name: str = "training-graph.json") -> str:
-    """bench/training_graph.py: the training speed-up table's ring and NetReduce runs as graphs on BMv2's hosts,
-    against the training loop's runs of the same jobs the same day and against the table's loop figures;
-    NetReduce / ring on each."""
+    """bench/training_graph.py: the training speed-up table's ring and NetReduce (or parameter-server) runs as graphs
+    on BMv2's hosts, against the training loop's runs of the same jobs the same day and against the table's loop
+    figures; NetReduce / ring (or PS / ring) on each."""
     doc = load(results, name)
 
     def spread(s: Json | None) -> str:
@@ -895,7 +895,10 @@ def training_graph_table(results: Path, name: str = "training-graph.json") -> st
     def versus(r: Json, over: str, within: str) -> str:
         return "-" if over not in r else f"{r[over]:.3f} ({'overlap' if r[within] else 'apart'})"
 
-    ratios = {(q["model"], q.get("topo", "rack"), q.get("scheduling", "fifo")): q for q in doc["ratios"]}
+    ratios = {(q["model"], q.get("topo", "rack"), q.get("scheduling", "fifo"), q.get("algo", "netreduce")): q
+              for q in doc["ratios"]}
+    over = " and ".join({"netreduce": "NetReduce", "ps": "PS"}[a] for a in doc.get("algos", ["ring", "netreduce"])
+                        if a != "ring")
     schedulings = doc.get("schedulings", ["fifo"])
     rows = []
     for r in doc["runs"]:
@@ -903,7 +906,7 @@ def training_graph_table(results: Path, name: str = "training-graph.json") -> st
         if label is None:
             raise ValueError(f"{name}: run {r['run']!r} is not MODEL-TOPOLOGY-ALGORITHM-SCHEDULING")
         model, topo, algo, sched = label.groups()
-        q = ratios.get((model, topo, sched)) if algo == "netreduce" else None
+        q = ratios.get((model, topo, sched, algo))
         loops = r.get("loop_repetitions", [])
         exact = r["exact"] and r.get("loop_exact", True)
         rows.append([f"{MODELS.get(model, model)} {algo}" + ("" if topo == "rack" else f" ({topo})")
@@ -921,7 +924,7 @@ def training_graph_table(results: Path, name: str = "training-graph.json") -> st
                   "training loop today: samples/s median [min-max] (runs not machine-bound of all)",
                   "graph engine today: samples/s (not machine-bound of all)", "graph / loop today (ranges)",
                   f"training loop, table of {when}", "graph / table (ranges)", "exact (both engines)",
-                  "NetReduce / ring: loop today", "NetReduce / ring: graph", "NetReduce / ring: table"], rows)
+                  f"{over} / ring: loop today", f"{over} / ring: graph", f"{over} / ring: table"], rows)
 
 
 CROSSVAL_COLLECTIVES_4 = "crossval-collectives-4mbps.json"  # N = 8 at 4 Mb/s, where 8 Python hosts keep up

@@ -1,10 +1,11 @@
-"""The training speed-up table's ring and NetReduce runs measured again on the graph engine (BMv2).
+"""The training speed-up table's ring, NetReduce and parameter-server runs measured again on the graph engine (BMv2).
 
 bench.training runs experiments/training-speedup.toml with the hosts' training loop (workers/iteration.py).
 The same jobs as execution graphs (gradswitch/experiment/training_graph.py: the spec's model, scale,
 emulated V100s, sync, buckets or priority partitions; a forward and a backward node per layer, an all-reduce
 per DDP bucket or ByteScheduler partition, started by its dependencies when the training loop starts it)
-run on the hosts' graph engine (workers/graph_engine.py), ring all-reduce or NetReduce in the switches,
+run on the hosts' graph engine (workers/graph_engine.py), ring all-reduce, NetReduce in the switches or a
+parameter server (--algos ring,ps: workers/collectives/ps.py, one server on a host of its own),
 on one network of BMv2 switches per topology (the rack; the 2x2 leaf-spine with --topos) at the spec's 20 Mb/s,
 computation dilated by the spec's D = 4.
 Per run and repetition (seeds 1..R, as the compare's): samples/s of the emulated cluster (N x batch
@@ -15,17 +16,19 @@ exact. Each repetition's job also runs on the training loop, on the same network
 same machine the same day. Per run the median over the repetitions that were not machine-bound, with
 [min, max], for both engines, and against the training loop's figure in the table
 (bench/results/training-speedup.json, measured on another day) with its spread; NetReduce / ring per
-model, topology and scheduling on each. Writes bench/results/training-graph.json (table `training-graph`
-in docs/performance.md).
+model, topology and scheduling on each (PS / ring with --algos ring,ps). Writes
+bench/results/training-graph.json (table `training-graph` in docs/performance.md).
 Needs root, BMv2, Mininet.
 
     python -m bench.training_graph [--models resnet50,vgg16,bert-base] [--topos rack] [--scheduling fifo]
-                                   [--repeat 3] [--bw MBPS] [--out runs/bench-training-graph] [--bmv2 PATH]
+                                   [--algos ring,netreduce] [--repeat 3] [--bw MBPS]
+                                   [--out runs/bench-training-graph] [--bmv2 PATH]
 
 At another rate (--bw: the same emulated cluster, D following the rate, so the emulated samples/s are comparable
 with the table's), with other topologies (--topos rack,leafspine) or the table's priority runs (--scheduling
 priority, or fifo,priority) the figures go to
-bench/results/training-graph[-<topologies>][-<schedulings>][-<rate>mbps].json.
+bench/results/training-graph[-<algorithms but ring>][-<topologies>][-<schedulings>][-<rate>mbps].json (the
+algorithms named unless they are ring and NetReduce: training-graph-ps.json for --algos ring,ps).
 """
 
 from __future__ import annotations
@@ -52,27 +55,33 @@ from workload.job import Scheduling
 SPEC = Path(__file__).parent.parent / "experiments" / "training-speedup.toml"
 MODELS = ("resnet50", "vgg16", "bert-base")
 TOPOS = ("rack", "leafspine")
-ALGOS = ("ring", "netreduce")
+ALGOS = ("ring", "ps", "netreduce")
+DEFAULT_ALGOS = ("ring", "netreduce")  # training-graph*.json; with ps the name says it (result_name)
+RATIO_NAMES = {"netreduce": "NetReduce", "ps": "PS"}  # the table's ratios: "NetReduce / ring (fifo)", "PS / ring ..."
 SCHEDULINGS = tuple(Scheduling.names())  # fifo (DDP buckets), priority (ByteScheduler partitions)
 
 
 def runs(models: list[str], bw_mbps: float | None = None, topos: tuple[str, ...] = ("rack",),
-         schedulings: tuple[str, ...] = ("fifo",)) -> list[ExperimentSpec]:
-    """The speed-up spec's ring and NetReduce runs on these topologies for these models and schedulings (topology
-    by topology); at another link rate (the same emulated cluster: its dilation follows the rate), if given."""
+         schedulings: tuple[str, ...] = ("fifo",), algos: tuple[str, ...] = DEFAULT_ALGOS) -> list[ExperimentSpec]:
+    """The speed-up spec's runs of these algorithms (ring, ps, netreduce) on these topologies for these models and
+    schedulings (topology by topology); at another link rate (the same emulated cluster: its dilation follows the
+    rate), if given."""
     by_label = {r.label: r for r in load_spec(SPEC).runs}
-    specs = [by_label[f"{m}-{t}-{a}-{s}"] for t in topos for s in schedulings for m in models for a in ALGOS]
+    specs = [by_label[f"{m}-{t}-{a}-{s}"] for t in topos for s in schedulings for m in models for a in algos]
     return specs if bw_mbps is None else [replace(s, bw_mbps=bw_mbps) for s in specs]
 
 
 def result_name(specs: list[ExperimentSpec]) -> str:
-    """training-graph for the rack's FIFO runs at the spec's rate; the topologies, the schedulings and the rate
-    named otherwise (training-graph-10mbps, training-graph-leafspine-10mbps, training-graph-priority-10mbps)."""
+    """training-graph for the rack's FIFO ring and NetReduce runs at the spec's rate; the algorithms but ring, the
+    topologies, the schedulings and the rate named otherwise (training-graph-ps, training-graph-10mbps,
+    training-graph-leafspine-10mbps, training-graph-priority-10mbps)."""
     default = load_spec(SPEC).runs[0].bw_mbps
     rate = specs[0].bw_mbps
+    algos = [a for a in dict.fromkeys(str(s.algo) for s in specs) if a != "ring"]
     topos = list(dict.fromkeys(s.topo for s in specs))
     schedulings = list(dict.fromkeys(str(s.scheduling) for s in specs))
-    return ("training-graph" + ("" if topos == ["rack"] else "-" + "-".join(topos))
+    return ("training-graph" + ("" if algos == ["netreduce"] else "-" + "-".join(algos))
+            + ("" if topos == ["rack"] else "-" + "-".join(topos))
             + ("" if schedulings == ["fifo"] else "-" + "-".join(schedulings))
             + ("" if rate == default else f"-{rate:g}mbps"))
 
@@ -140,7 +149,7 @@ def summary(spec: ExperimentSpec, reps: list[dict[str, Any]], loop_reps: list[di
 
 
 def ratio_figures(ring: dict[str, float], nr: dict[str, float]) -> tuple[float, float, float]:
-    """NetReduce / ring of two runs' spreads: medians, smallest over largest, largest over smallest."""
+    """An algorithm's over ring of two runs' spreads: medians, smallest over largest, largest over smallest."""
     return nr["median"] / ring["median"], nr["min"] / ring["max"], nr["max"] / ring["min"]
 
 
@@ -150,6 +159,8 @@ def main() -> None:
     ap.add_argument("--topos", default="rack", help=f"of {', '.join(TOPOS)} (comma-separated): one network each")
     ap.add_argument("--scheduling", default="fifo",
                     help=f"of {', '.join(SCHEDULINGS)} (comma-separated): DDP buckets, ByteScheduler's partitions")
+    ap.add_argument("--algos", default=",".join(DEFAULT_ALGOS),
+                    help=f"of {', '.join(ALGOS)} (comma-separated; ring is each ratio's baseline)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--bw", type=float, default=None, metavar="MBPS",
                     help="every link at this rate instead of the spec's 20 Mb/s (the same emulated cluster, its "
@@ -170,24 +181,29 @@ def main() -> None:
     bad = [s for s in schedulings if s not in SCHEDULINGS] if schedulings else [args.scheduling]
     if bad:
         ap.error(f"--scheduling {','.join(bad)}: the speed-up spec's schedulings are {', '.join(SCHEDULINGS)}")
-    specs = runs(models, args.bw, topos, schedulings)
+    algos = tuple(a for a in args.algos.split(",") if a)
+    if bad := [a for a in algos if a not in ALGOS]:
+        ap.error(f"--algos {','.join(bad)}: the speed-up spec's algorithms are {', '.join(ALGOS)}")
+    if "ring" not in algos or len(algos) < 2:
+        ap.error(f"--algos {args.algos}: ring and at least one of {', '.join(RATIO_NAMES)} (each ratio is over ring)")
+    specs = runs(models, args.bw, topos, schedulings, algos)
     out = args.out.resolve()
     reps: dict[str, list[dict[str, Any]]] = {s.label: [] for s in specs}
     loop_reps: dict[str, list[dict[str, Any]]] = {s.label: [] for s in specs}
     for topo in topos:
         measure([s for s in specs if s.topo == topo], args.repeat, out / topo, reps, loop_reps)
     rows = [summary(s, reps[s.label], loop_reps[s.label], table) for s in specs]
-    ratios = speedups(rows, table)
+    ratios = speedups(rows, table, algos)
     report(rows, ratios)
     spec = specs[0]
     path = save(result_name(specs), {
-        "what": f"training-speedup.toml's {' and '.join(schedulings)} ring and NetReduce runs on {' and '.join(topos)} "
+        "what": f"training-speedup.toml's {' and '.join(schedulings)} {', '.join(algos)} runs on {' and '.join(topos)} "
                 f"(4 emulated V100s, {spec.bw_mbps:g} Mb/s, D = {spec.dilation:g}) as execution graphs "
                 "on the hosts' graph engine, against the training loop's runs of the same jobs on the same network "
                 "right after each (today) and against the loop's figures in training-speedup.json (table)",
         "table_when": table_doc["when"],
         "bw_mbps": spec.bw_mbps, "dilation": spec.dilation, "topos": list(topos),
-        "schedulings": list(schedulings),
+        "schedulings": list(schedulings), "algos": list(algos),
         "bottleneck": "see each repetition's busiest_link_load (against its ideal_link_load) and cpu_idle, judged "
                       "alike on both engines; machine-bound ones are left out",
         "repeat": args.repeat, "runs": rows, "ratios": ratios}, bmv2_log_level="info")
@@ -198,7 +214,8 @@ def measure(specs: list[ExperimentSpec], repeat: int, out: Path, reps: dict[str,
             loop_reps: dict[str, list[dict[str, Any]]]) -> None:
     """Every spec (one topology) on one network, round by round as a compare runs its repetitions: the graph
     engine's repetition, then the training loop's of the same job."""
-    with Testbed(topology_for(specs[0]), NetworkOptions(run_dir=out / "net")) as net:
+    widest = max(specs, key=lambda s: s.hosts_needed())  # a parameter server's run needs a host more
+    with Testbed(topology_for(widest), NetworkOptions(run_dir=out / "net")) as net:
         for seed in range(1, repeat + 1):
             for spec in specs:
                 r = repetition(net, spec, seed, out)
@@ -215,17 +232,18 @@ def measure(specs: list[ExperimentSpec], repeat: int, out: Path, reps: dict[str,
                       f"{q['machine_bound_reason'] or 'not machine-bound'}", flush=True)
 
 
-def speedups(rows: list[dict[str, Any]], table: dict[str, Any]) -> list[dict[str, Any]]:
-    """NetReduce / ring per model, topology and scheduling on the graph engine and the loop today (where both runs
-    had usable repetitions), beside the table's."""
+def speedups(rows: list[dict[str, Any]], table: dict[str, Any], algos: tuple[str, ...] = DEFAULT_ALGOS
+             ) -> list[dict[str, Any]]:
+    """Each algorithm but ring over ring (NetReduce / ring, PS / ring) per model, topology and scheduling on the
+    graph engine and the loop today (where both runs had usable repetitions), beside the table's."""
     ratios = []
     loop_ratios = {(r["model"], r["topo"], r["what"]): r for r in table["ratios"]}
     pairs = {(r["model"], r["topo"], r["scheduling"]) for r in rows}
-    for m, topo, sched in sorted(pairs, key=lambda p: (TOPOS.index(p[1]), SCHEDULINGS.index(p[2]),
-                                                        MODELS.index(p[0]))):
-        ring, nr = (next(r for r in rows if r["run"] == f"{m}-{topo}-{a}-{sched}") for a in ALGOS)
-        loop = loop_ratios[(m, topo, f"NetReduce / ring ({sched})")]
-        q: dict[str, Any] = {"model": m, "topo": topo, "scheduling": sched, "loop_ratio": loop["ratio"],
+    for m, topo, sched, algo in sorted(((*p, a) for p in pairs for a in algos if a != "ring"), key=lambda p: (
+            TOPOS.index(p[1]), SCHEDULINGS.index(p[2]), MODELS.index(p[0]), ALGOS.index(p[3]))):
+        ring, nr = (next(r for r in rows if r["run"] == f"{m}-{topo}-{a}-{sched}") for a in ("ring", algo))
+        loop = loop_ratios[(m, topo, f"{RATIO_NAMES[algo]} / ring ({sched})")]
+        q: dict[str, Any] = {"model": m, "topo": topo, "scheduling": sched, "algo": algo, "loop_ratio": loop["ratio"],
                              "loop_ratio_min": loop["ratio_min"], "loop_ratio_max": loop["ratio_max"]}
         if "samples_per_s_real" in ring and "samples_per_s_real" in nr:
             q.update(zip(("ratio", "ratio_min", "ratio_max"),
@@ -257,7 +275,8 @@ def report(rows: list[dict[str, Any]], ratios: list[dict[str, Any]]) -> None:
                  else "none on the graph engine")
         today = (f"{q['loop_today_ratio']:.3f} [{q['loop_today_ratio_min']:.3f}-{q['loop_today_ratio_max']:.3f}] on "
                  "the loop today" if "loop_today_ratio" in q else "none on the loop today")
-        print(f"{q['model']} on {q['topo']} ({q['scheduling']}): NetReduce / ring {graph}, {today}, "
+        print(f"{q['model']} on {q['topo']} ({q['scheduling']}): {RATIO_NAMES[q.get('algo', 'netreduce')]} / ring "
+              f"{graph}, {today}, "
               f"{q['loop_ratio']:.3f} [{q['loop_ratio_min']:.3f}-{q['loop_ratio_max']:.3f}] in the table's loop runs")
 
 

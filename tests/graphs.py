@@ -53,3 +53,24 @@ def two_groups(ranks: int, nbytes: int) -> JobGraph:
             CollectiveNode(4, "world", CollectiveKind.ALL_REDUCE, "world", nbytes, (2, 3)),
         ), f"test.{r}.et"))
     return JobGraph(f"two-groups-{ranks}", tuple(out), (even, odd, world_group(ranks)))
+
+
+def in_network_and_hosts(ranks: int, nbytes: int) -> JobGraph:
+    """After a computation, at once: a world all-reduce, reduce-scatter and all-gather (with algo = netreduce three
+    switch jobs; with algo = ps the all-reduce through the servers) and an all-reduce of each pair (0, 1) and (2, 3)
+    (the hosts' ring); then a world all-to-all (the hosts') and a second world all-reduce that depends on everything
+    before."""
+    pairs = [ProcessGroup(f"pair{i}", (2 * i, 2 * i + 1)) for i in range(ranks // 2)]
+    out = []
+    for r in range(ranks):
+        nodes = (
+            ComputeNode(1, "fwd", 0.001),
+            CollectiveNode(2, "ar", CollectiveKind.ALL_REDUCE, "world", nbytes, (1,)),
+            CollectiveNode(3, "rs", CollectiveKind.REDUCE_SCATTER, "world", nbytes, (1,)),
+            CollectiveNode(4, "ag", CollectiveKind.ALL_GATHER, "world", nbytes // ranks, (1,)),
+            CollectiveNode(5, "pair-ar", CollectiveKind.ALL_REDUCE, f"pair{r // 2}", nbytes, (1,)),
+            CollectiveNode(6, "a2a", CollectiveKind.ALL_TO_ALL, "world", nbytes, (2, 3, 4, 5)),
+            CollectiveNode(7, "ar2", CollectiveKind.ALL_REDUCE, "world", nbytes, (6,)),
+        )
+        out.append(RankGraph(r, nodes, f"test.{r}.et"))
+    return JobGraph(f"in-network-and-hosts-{ranks}", tuple(out), (world_group(ranks), *pairs))

@@ -1,4 +1,5 @@
-"""Entry point of a rank of a graph run: `python -m workers.graph_main JOB RUN_DIR RANK`.
+"""Entry point of a rank of a graph run: `python -m workers.graph_main JOB RUN_DIR RANK` (a node id past the
+ranks: one of the job's parameter servers, workers/graph_ps_server.py).
 
 The same life as workers/main.py's nodes (ready, the runner's go, done, lingering, result-<rank>.json,
 the abort file), running the rank's execution graph (workers/graph_engine.py) instead of iterations.
@@ -27,11 +28,13 @@ from pathlib import Path
 from protocol.polling import wait_until
 from roce.engine import Engine, Link, RawSocketLink
 from roce.qp import MemoryRegion
+from workers import graph_ps_server as ps_server
 from workers.check_cost import CheckCost
 from workers.collectives.data import wrong_elements
 from workers.collectives.executor import execute
 from workers.collectives.in_network import InNetworkJob, job_order, runs_in_network
 from workers.collectives.ops import Op, ops_of
+from workers.collectives.ps import PsLayout, layout, member_region_bytes, ps_all_reduce, runs_on_servers
 from workers.comm import Comm
 from workers.graph_data import DataSource, SourceReport
 from workers.graph_engine import GraphScheduler, OpRun, Span
@@ -48,12 +51,15 @@ from workload.worker_result import WorkerResult, worker_result, write
 class HostRuntime:
     """The scheduler's runtime on a host: the monotonic clock, the transport, the rank's operations, what they
     carry (`source`), and the checks of their outputs (`wrong`: per node checked, its wrong elements out of its
-    length). `switched`: the nodes the switches run, each with its NetReduce job and its place in that job's order."""
+    length). `switched`: the nodes the switches run, each with its NetReduce job and its place in that job's order;
+    `served`: the nodes the parameter servers run, each with its keys."""
 
     def __init__(self, comm: Comm, ops: dict[int, Op], regions: dict[int, MemoryRegion], source: DataSource,
-                 switched: dict[int, tuple[InNetworkJob, int]] | None = None) -> None:
+                 switched: dict[int, tuple[InNetworkJob, int]] | None = None,
+                 served: dict[int, PsLayout] | None = None) -> None:
         self.comm, self.ops, self.regions, self.source = comm, ops, regions, source
         self.switched = switched or {}
+        self.served = served or {}
         self.others = list({id(j.worker.comm): j.worker.comm for j, _ in self.switched.values()}.values())
         self.pending: list[tuple[int, Int32Array]] = []
         self.cost = CheckCost()
@@ -73,6 +79,8 @@ class HostRuntime:
             job, place = self.switched[node.id]
             assert op.collective is not None
             return job.run(place, op.collective, self.source.input(op))
+        if node.id in self.served:
+            return ps_all_reduce(self.comm, op, self.served[node.id], self.regions[node.id], self.source.input(op))
         return execute(self.comm, op, self.regions[node.id], self.source.input(op))
 
     def finish(self, node: Node, output: Int32Array) -> None:
@@ -95,15 +103,28 @@ class HostRuntime:
         return True
 
 
-def prepare(comm: Comm, ops: dict[int, Op], skip: frozenset[int] = frozenset()) -> dict[int, MemoryRegion]:
+def prepare(comm: Comm, ops: dict[int, Op], skip: frozenset[int] = frozenset(),
+            served: dict[int, PsLayout] | None = None) -> dict[int, MemoryRegion]:
     """Every operation's region and every queue pair it uses, before the first packet (but those in `skip`,
-    which the switches run)."""
+    which the switches run; those `served`, by the parameter servers, with a region for their sums and a queue
+    pair to each of their servers)."""
+    served = served or {}
     mine = {nid: op for nid, op in ops.items() if nid not in skip}
-    regions = {nid: comm.register(op.rkey, op.region_bytes()) for nid, op in mine.items()}
-    for op in mine.values():
-        for p in op.schedule().peers():
-            comm.qp(op.members[p])
+    regions = {nid: comm.register(op.rkey, member_region_bytes(op) if nid in served else op.region_bytes())
+               for nid, op in mine.items()}
+    for nid, op in mine.items():
+        peers = served[nid].block if nid in served else [op.members[p] for p in op.schedule().peers()]
+        for peer in peers:
+            comm.qp(peer)
     return regions
+
+
+def on_servers(job: GraphJob, rank: int, ops: dict[int, Op]) -> dict[int, PsLayout]:
+    """The rank's nodes that the parameter servers run (none without servers), each with its keys."""
+    servers = tuple(s.node_id for s in job.job.servers)
+    nodes = job.graph.ranks[rank].by_id()
+    return {nid: layout(op, servers, job.job.ps_key_bytes) for nid, op in ops.items()
+            if runs_on_servers(job.graph, nodes[nid], servers)}
 
 
 def in_network(job: GraphJob, rank: int, comm: Comm) -> dict[int, tuple[InNetworkJob, int]]:
@@ -180,7 +201,8 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         ops = ops_of(job.graph, rank)
         source = data_source(job.payload, cfg, rank, ops)
         switched = in_network(job, rank, comm)
-        regions = prepare(comm, ops, frozenset(switched))
+        served = on_servers(job, rank, ops)
+        regions = prepare(comm, ops, frozenset(switched), served)
         engine.resolve_peers(cfg.start_timeout / 3)
         (run_dir / f"ready-{rank}").write_text(str(time.monotonic()))
         go = run_dir / "go"
@@ -188,7 +210,7 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         t0 = time.monotonic()
         with contextlib.suppress(ValueError):  # the runner's stamp: one clock for every rank of the machine
             t0 = min(t0, float(go.read_text()))
-        runtime = HostRuntime(comm, ops, regions, source, switched)
+        runtime = HostRuntime(comm, ops, regions, source, switched, served)
         spans = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout).run()
         nodes, wrong = timings(job, rank, spans, runtime, t0)
         write_timing(run_dir, rank, GraphRun(tuple(nodes)))
@@ -212,12 +234,48 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
     return result
 
 
+def run_server(job: GraphJob, node_id: int, run_dir: Path, link: Link | None = None) -> WorkerResult:
+    """A parameter server's life in a graph run (algo = ps): its keys of every all-reduce the servers run
+    (workers/graph_ps_server.py), the same ready, go, done and result as a rank's; no node timings."""
+    cfg = job.job
+    me = cfg.node(node_id)
+    engine = Engine(link if link is not None else RawSocketLink(me.ifname, me.ip, job=cfg.job_id), me.ip)
+    comm = Comm(cfg, me, engine)
+    comm.abort_file = run_dir / "abort"
+    ok, error, trace, served = False, None, None, 0
+    try:
+        keys = ps_server.prepare(comm, job.graph)
+        engine.resolve_peers(cfg.start_timeout / 3)
+        (run_dir / f"ready-{node_id}").write_text(str(time.monotonic()))
+        wait_until((run_dir / "go").exists, cfg.start_timeout, interval=0.02, what="the runner's go")
+        served = ps_server.serve(comm, keys)
+        ok = True
+        linger(cfg, engine, run_dir, node_id)
+    except Exception as e:  # reported to the runner, which names the server
+        error = f"{type(e).__name__}: {e}"
+        trace = traceback.format_exc()
+        if not (run_dir / "abort").exists():
+            (run_dir / "abort").write_text(f"server {node_id} on {me.host} failed: {error}")
+    finally:
+        stats = comm.stats()
+        engine.close()
+    result = worker_result(node_id, me.host, str(me.role), ok, [], stats, {"keys_served": served}, error, trace)
+    write(run_dir, result)
+    return result
+
+
+def run_node(job: GraphJob, node_id: int, run_dir: Path, link: Link | None = None) -> WorkerResult:
+    """Node `node_id` of the job: a rank (0..N-1) or one of its parameter servers (the nodes after)."""
+    run = run_rank if node_id < job.graph.world_size else run_server
+    return run(job, node_id, run_dir, link)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3:
         print("usage: python -m workers.graph_main JOB RUN_DIR RANK", file=sys.stderr)
         return 2
-    result = run_rank(GraphJob.load(Path(args[0])), int(args[2]), Path(args[1]))
+    result = run_node(GraphJob.load(Path(args[0])), int(args[2]), Path(args[1]))
     if not result["ok"]:
         print(result.get("error", "failed"), file=sys.stderr)
     return 0 if result["ok"] else 1

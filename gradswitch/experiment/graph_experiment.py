@@ -47,14 +47,16 @@ GRAPH_RESULTS = "graph-results.json"
 TRACE_IGNORES = ("size_bytes", "workload", "scale", "dtype", "float_mode", "iterations", "servers", "ps_key_bytes",
                  "emulate", "sync", "scheduling", "bucket_mb", "partition_mb", "warmup", "in_flight", "crash", "jobs",
                  "colocate_servers", "tensorlights", "tensorlights_rotate_s", "netreduce_k", "netreduce_deadline_ms")
+PS_KEYS = ("servers", "ps_key_bytes")  # what a trace's run through parameter servers (algo = ps) uses
 
 
 def trace_problems(spec: ExperimentSpec, graph: JobGraph, given: Collection[str]) -> list[str]:
     """What a run of the spec's traces (read: `graph`) refuses, one line each: keys a trace's run ignores among
-    those `given` (a spec's keys, the options typed), a `workers` given that differs from the traces' ranks, the
-    parameter server, no link rate."""
+    those `given` (a spec's keys, the options typed), a `workers` given that differs from the traces' ranks, a
+    parameter server on the simulator, no link rate."""
     out = []
-    ignored = [named(k) for k in TRACE_IGNORES if k in given]
+    used = PS_KEYS if spec.algo == Algorithm.PS else ()
+    ignored = [named(k) for k in TRACE_IGNORES if k in given and k not in used]
     if ignored:
         them = "it" if len(ignored) == 1 else "them"
         out.append(f"{', '.join(ignored)}: a trace's run (workload_et) has no use for {them}: the traces give the "
@@ -62,9 +64,10 @@ def trace_problems(spec: ExperimentSpec, graph: JobGraph, given: Collection[str]
     if "workers" in given and spec.workers != graph.world_size:
         out.append(f"workers = {spec.workers}, but the traces {spec.workload_et} have {graph.world_size} ranks; "
                    f"leave workers out (the traces set it) or give {graph.world_size}")
-    if spec.algo == Algorithm.PS:
-        out.append("algo = ps: a trace's collectives run on the hosts (algo = ring: ring, pairwise or chain by "
-                   "collective) or in the switches (algo = netreduce), not through parameter servers")
+    if spec.algo == Algorithm.PS and spec.simulated:
+        out.append("algo = ps on ns3: the simulator runs a trace's collectives on the hosts (algo = ring: ring, "
+                   "pairwise or chain by collective) or in the switches (algo = netreduce), not through parameter "
+                   "servers; run algo = ps on bmv2")
     if not spec.bw_mbps:
         out.append(f"{named('bw_mbps')} is not set: a trace's run needs link rates (its bounds are at the link "
                    "rate): give it, e.g. 8 on BMv2 or 100000 on ns3")

@@ -51,6 +51,7 @@ from roce.qp import Mode
 from topology.model import Topology
 from workers.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
 from workers.collectives.ops import ops_of
+from workers.collectives.ps import PS, layout, runs_on_servers, servers_run
 from workers.graph_digits import digits_problem
 from workers.graph_job import GraphJob, read_timing, timing_path
 from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
@@ -59,6 +60,7 @@ from workload.graph import CollectiveKind, ComputeNode, JobGraph, RecvNode, Send
 from workload.graph_payload import PayloadKind, TrainingOutcome
 from workload.graph_timing import GraphRun
 from workload.job import Algorithm, job_dir, job_file
+from workload.plan import allreduce_bound_s
 from workload.worker_result import WorkerResult
 
 REPORT_FORMAT = 1
@@ -211,11 +213,13 @@ def rate_bytes_per_s(bw_mbps: float, dilation: float) -> float:
 
 
 def graph_spec(graph: JobGraph, *, bw_mbps: float, seed: int = 1, ring_order: RingOrder = RingOrder.LEAVES,
-               transport: Mode = Mode.GBN, loss_pct: float = 0.0, algo: Algorithm = Algorithm.RING
-               ) -> ExperimentSpec:
-    """An experiment's settings for running `graph` on a rack of its ranks (what run_graph uses)."""
+               transport: Mode = Mode.GBN, loss_pct: float = 0.0, algo: Algorithm = Algorithm.RING, servers: int = 1,
+               ps_key_bytes: int = ExperimentSpec.ps_key_bytes) -> ExperimentSpec:
+    """An experiment's settings for running `graph` on a rack of its ranks (and, with algo = ps, `servers`
+    parameter servers, keys of `ps_key_bytes`: what run_graph uses)."""
     return ExperimentSpec(workers=graph.world_size, bw_mbps=bw_mbps, ring_order=ring_order, seed=seed,
-                          transport=transport, loss_pct=loss_pct, iterations=1, algo=algo)
+                          transport=transport, loss_pct=loss_pct, iterations=1, algo=algo, servers=servers,
+                          ps_key_bytes=ps_key_bytes)
 
 
 def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation: float | None = None,
@@ -238,17 +242,28 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     if not spec.bw_mbps:
         raise ExperimentError(f"{graph.name}: bw_mbps is not set; a graph run needs shaped links (its bounds "
                               f"are at the link rate): give bw_mbps, e.g. 8")
-    hosts = len(topo.hosts)
-    if graph.world_size > hosts:
-        raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but the network has {hosts} hosts; "
-                              f"run it on a topology with at least {graph.world_size}")
+    hosts, needed = len(topo.hosts), graph.world_size + spec.servers_per_job
+    if needed > hosts:
+        with_servers = f" and {spec.servers_per_job} parameter server(s)" if spec.servers_per_job else ""
+        raise ExperimentError(f"{graph.name}: {graph.world_size} ranks{with_servers}, but the network has {hosts} "
+                              f"hosts; run it on a topology with at least {needed}")
     placement = place(spec, topo)
     cfg = job_config(spec, 1, placement.jobs[0], topo)
+    servers = tuple(s.node_id for s in cfg.servers)
+    if servers:  # every all-reduce the servers run must number its keys (one line naming the first that cannot)
+        for r in graph.ranks:
+            nodes = r.by_id()
+            for nid, op in ops_of(graph, r.rank).items():
+                if runs_on_servers(graph, nodes[nid], servers):
+                    try:
+                        layout(op, servers, cfg.ps_key_bytes)
+                    except ValueError as e:
+                        raise ExperimentError(f"{r.where()} node {nid} ({nodes[nid].name}): {e}") from None
     d = dilation if dilation is not None else (spec.dilation or 1.0)
     fan_in = max(1, max(sum(senders_per_group(graph, g.name) for g in graph.groups if r in g.ranks)
                         for r in range(graph.world_size)))
     timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
-        graph, spec.bw_mbps, d)
+        graph, spec.bw_mbps, d, len(servers))
     in_network = in_network_jobs(graph, cfg.job_id) if spec.algo == Algorithm.NETREDUCE else {}
     if not spec.simulated:  # the P4 switches' limits (the simulator's run every IN_NETWORK type, any number of
         # members; ns3sim.graph_run refuses what they cannot)
@@ -292,8 +307,9 @@ def senders_per_group(graph: JobGraph, group: str) -> int:
     return 2 if CollectiveKind.ALL_TO_ALL in kinds else 1
 
 
-def serial_estimate_s(graph: JobGraph, bw_mbps: float, dilation: float) -> float:
-    """Testbed seconds if every rank ran its nodes one after another at their bounds: the longest rank's."""
+def serial_estimate_s(graph: JobGraph, bw_mbps: float, dilation: float, servers: int = 0) -> float:
+    """Testbed seconds if every rank ran its nodes one after another at their bounds: the longest rank's (the
+    world's all-reduces through `servers` parameter servers, if any)."""
     rate = bw_mbps * 1e6 / 8
     worst = 0.0
     for r in graph.ranks:
@@ -303,6 +319,8 @@ def serial_estimate_s(graph: JobGraph, bw_mbps: float, dilation: float) -> float
                 total += n.duration_s * dilation
             elif isinstance(n, (SendNode, RecvNode)):
                 total += point_to_point_bound_s(n.nbytes, rate)
+            elif servers_run(graph, n.group, n.collective, range(servers)):
+                total += allreduce_bound_s(Algorithm.PS, graph.world_size, servers, n.nbytes, rate)
             else:
                 total += collective_bound_s(n.collective, len(graph.group(n.group).ranks), n.nbytes, rate)
         worst = max(worst, total)
@@ -311,10 +329,11 @@ def serial_estimate_s(graph: JobGraph, bw_mbps: float, dilation: float) -> float
 
 def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, dilation: float = 1.0, seed: int = 1,
               ring_order: RingOrder = RingOrder.LEAVES, transport: Mode = Mode.GBN, loss_pct: float = 0.0,
-              timeout_s: float | None = None, algo: Algorithm = Algorithm.RING) -> GraphRunReport:
+              timeout_s: float | None = None, algo: Algorithm = Algorithm.RING, servers: int = 1,
+              ps_key_bytes: int = ExperimentSpec.ps_key_bytes) -> GraphRunReport:
     """run_graph_on with an experiment's settings made for the graph (graph_spec)."""
     spec = graph_spec(graph, bw_mbps=bw_mbps, seed=seed, ring_order=ring_order, transport=transport,
-                      loss_pct=loss_pct, algo=algo)
+                      loss_pct=loss_pct, algo=algo, servers=servers, ps_key_bytes=ps_key_bytes)
     return run_graph_on(net, spec, graph, run_dir, dilation=dilation, timeout_s=timeout_s)
 
 
@@ -422,11 +441,17 @@ def summarize(job: GraphJob, run: GraphRun, hosts: list[str], bw_mbps: float, ca
     graph, d = job.graph, job.dilation
     rate = rate_bytes_per_s(bw_mbps, d)
     sizes = {g.name: len(g.ranks) for g in graph.groups}
-    algos = {(c.group, c.collective): algorithm(graph, c.group, c.collective, job.in_network)
-             for c in run.collectives()}
+    servers = [s.node_id for s in job.job.servers]
+    algos = {(c.group, c.collective): PS if servers_run(graph, c.group, c.collective, servers)
+             else algorithm(graph, c.group, c.collective, job.in_network) for c in run.collectives()}
+
+    def bound_s(group: str, kind: CollectiveKind, nbytes: int) -> float:
+        if algos[(group, kind)] == PS:  # N S/(P B): the servers' links carry every member's push and pull
+            return allreduce_bound_s(Algorithm.PS, sizes[group], len(servers), nbytes, rate)
+        return collective_bound_s(kind, sizes[group], nbytes, rate, algos[(group, kind)] == NETREDUCE)
+
     collectives = tuple(CollectiveResult(c.group, c.index, c.collective.value, sizes[c.group], c.nbytes, c.start_s,
-                                         c.end_s, collective_bound_s(c.collective, sizes[c.group], c.nbytes, rate,
-                                                                     algos[(c.group, c.collective)] == NETREDUCE),
+                                         c.end_s, bound_s(c.group, c.collective, c.nbytes),
                                          c.checked, algos[(c.group, c.collective)]) for c in run.collectives())
     transfers = _transfers(job, run, rate)
     kinds: dict[str, list[tuple[float, float]]] = defaultdict(list)

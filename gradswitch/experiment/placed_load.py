@@ -15,6 +15,8 @@ port protocol/qpn.py derives from the job and the sending node; the simulator ha
 tests/ns3/test_ecmp.py), and the collectives' schedules as the hosts run them (workers/collectives/ops.py). A
 collective whose steps settle is a phase per step, others (pipelined: ring, chain, a send) one phase; a phase
 lasts as long as its most loaded link needs, and the load is the busiest link's bytes over the phases' total.
+An all-reduce through parameter servers (algo = ps) is its pushes and pulls at once, pipelined by key, and then
+each server's last key's pulls: a server's link out idles while the first key's pushes arrive.
 It answers None (the rule keeps 1.0) where that model does not hold: computation, a collective in the switches,
 flowlet switching (its uplinks are drawn at random), or communication nodes of a rank that may overlap.
 """
@@ -33,6 +35,7 @@ from protocol.p4_constants import CONFIG
 from protocol.qpn import qpn, udp_source_port
 from topology.model import Topology, TopologyError
 from workers.collectives.ops import Op, ops_of
+from workers.collectives.ps import PsKey, PsLayout, layout, op_on_servers
 from workers.collectives.schedule import Step
 from workers.graph_job import GraphJob
 from workload.graph import ComputeNode, JobGraph, RankGraph, topological_order
@@ -100,7 +103,8 @@ def placed_traffic(job: GraphJob, topo: Topology, ecmp_seed: int = 0) -> PlacedT
 
     total: dict[Link, float] = defaultdict(float)
     duration = 0.0
-    for phase in _phases(graph, ops):
+    servers = tuple(n.node_id for n in job.job.servers)
+    for phase in _phases(graph, ops, servers, job.job.ps_key_bytes):
         carried: dict[Link, float] = defaultdict(float)
         for src, dst, nbytes in phase:
             for link in path(src, dst):
@@ -123,10 +127,11 @@ def ideal_link_load(job: GraphJob, topo: Topology, load_balance: LoadBalance = L
 Flow = tuple[int, int, float]  # (sending rank, receiving rank, bytes)
 
 
-def _phases(graph: JobGraph, by_rank: dict[int, dict[int, Op]]) -> list[list[Flow]]:
+def _phases(graph: JobGraph, by_rank: dict[int, dict[int, Op]], servers: tuple[int, ...] = (),
+            key_bytes: int = 0) -> list[list[Flow]]:
     """The graph's communication as phases of flows, operation after operation (in rank 0's order, which
     _communication_in_sequence found the same on every rank; then those rank 0 takes no part in). `by_rank`:
-    ops_of(graph, r) of every rank r."""
+    ops_of(graph, r) of every rank r; `servers`, `key_bytes`: the job's parameter servers and their keys' size."""
     ops: dict[int, Op] = {}
     for rank_ops in by_rank.values():
         for op in rank_ops.values():
@@ -137,6 +142,9 @@ def _phases(graph: JobGraph, by_rank: dict[int, dict[int, Op]]) -> list[list[Flo
     out: list[list[Flow]] = []
     for number in order:
         op = ops[number]
+        if op_on_servers(graph, op, servers):
+            out += _server_phases(op, layout(op, servers, key_bytes))
+            continue
         schedules = [op.schedule(p) for p in range(len(op.members))]
         if any(s.settle for sched in schedules for s in sched.steps):  # a phase per step
             for i in range(max(len(sched.steps) for sched in schedules)):
@@ -144,6 +152,20 @@ def _phases(graph: JobGraph, by_rank: dict[int, dict[int, Op]]) -> list[list[Flo
         else:
             out.append([f for p, sched in enumerate(schedules) for f in _flows(op, p, sched.steps)])
     return out
+
+
+def _server_phases(op: Op, plan: PsLayout) -> list[list[Flow]]:
+    """An all-reduce through parameter servers, pipelined by key: every push, and every pull but those of each
+    server's last key, at once; then those last pulls (a key's pull waits for every member's push of it, so each
+    server's link out idles for a key's pushes, which is the same time at the end)."""
+    last = {k.server: k.index for k in plan.keys}
+
+    def pulls(keys: Iterable[PsKey]) -> list[Flow]:
+        return [(k.server, m, float(k.nbytes)) for k in keys for m in op.members]
+
+    pushes = [(m, k.server, float(k.nbytes)) for k in plan.keys for m in op.members]
+    return [pushes + pulls(k for k in plan.keys if last[k.server] != k.index),
+            pulls(k for k in plan.keys if last[k.server] == k.index)]
 
 
 def _flows(op: Op, position: int, steps: Iterable[Step]) -> list[Flow]:

@@ -17,19 +17,10 @@ import pytest
 from gradswitch.experiment.graph_run import GraphRunReport, run_graph
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
-from tests.graphs import one_collective, send_recv, two_groups
+from tests.graphs import in_network_and_hosts, one_collective, send_recv, two_groups
 from topology.generators import leafspine, rack
 from workers.collectives.in_network import NETREDUCE
-from workload.graph import (
-    IN_NETWORK,
-    CollectiveKind,
-    CollectiveNode,
-    ComputeNode,
-    JobGraph,
-    ProcessGroup,
-    RankGraph,
-    world_group,
-)
+from workload.graph import IN_NETWORK, CollectiveKind, JobGraph
 from workload.job import Algorithm
 
 pytestmark = pytest.mark.mininet
@@ -128,26 +119,6 @@ def test_netreduce_collectives_exact_and_against_their_bounds(tmp_path: Path) ->
         assert report.checked, report.errors
         assert all(n.checked for n in report.run.nodes if n.kind != "compute")
         assert report.resent_packets > 0, f"{report.graph}: 2 % loss, yet nothing was resent"
-
-
-def in_network_and_hosts(ranks: int, nbytes: int) -> JobGraph:
-    """After a computation, at once: a world all-reduce, reduce-scatter and all-gather (three switch jobs) and
-    an all-reduce of each pair (0, 1) and (2, 3) (the hosts' ring); then a world all-to-all (the hosts') and a
-    second world all-reduce that depends on everything before."""
-    pairs = [ProcessGroup(f"pair{i}", (2 * i, 2 * i + 1)) for i in range(ranks // 2)]
-    out = []
-    for r in range(ranks):
-        nodes = (
-            ComputeNode(1, "fwd", 0.001),
-            CollectiveNode(2, "ar", CollectiveKind.ALL_REDUCE, "world", nbytes, (1,)),
-            CollectiveNode(3, "rs", CollectiveKind.REDUCE_SCATTER, "world", nbytes, (1,)),
-            CollectiveNode(4, "ag", CollectiveKind.ALL_GATHER, "world", nbytes // ranks, (1,)),
-            CollectiveNode(5, "pair-ar", CollectiveKind.ALL_REDUCE, f"pair{r // 2}", nbytes, (1,)),
-            CollectiveNode(6, "a2a", CollectiveKind.ALL_TO_ALL, "world", nbytes, (2, 3, 4, 5)),
-            CollectiveNode(7, "ar2", CollectiveKind.ALL_REDUCE, "world", nbytes, (6,)),
-        )
-        out.append(RankGraph(r, nodes, f"test.{r}.et"))
-    return JobGraph(f"in-network-and-hosts-{ranks}", tuple(out), (world_group(ranks), *pairs))
 
 
 def test_netreduce_beside_the_hosts_algorithms(tmp_path: Path) -> None:

@@ -94,7 +94,12 @@ def test_a_matrix_over_the_algorithm_on_bmv2_and_an_absolute_path(tmp_path):
      "sizes, the computation and how often each runs; leave them out"),
     ('workload_et = "et/ar"\nworkload = "resnet50"', "run 'x': workload: a trace's run (workload_et) has no use for "
                                                      "it"),
-    ('workload_et = "et/ar"\nalgo = "ps"', "run 'x': algo = ps: a trace's collectives run on the hosts"),
+    ('workload_et = "et/ar"\nalgo = "ps"\nbackend = "ns3"', "run 'x': algo = ps on ns3: the simulator runs a "
+                                                           "trace's collectives on the hosts"),
+    ('workload_et = "et/ar"\nalgo = "ps"\nps_key_bytes = 8\nbackend = "ns3"',
+     "run 'x': algo = ps on ns3"),  # ps_key_bytes is not called ignored: it is the refusal's business
+    ('workload_et = "et/ar"\nalgo = "ring"\nservers = 2', "run 'x': servers: a trace's run (workload_et) has no "
+                                                          "use for it"),
     ('workload_et = "et/big"\nalgo = "netreduce"', "run 'x': workers = 33: NetReduce on BMv2 has at most 32 workers"),
     ('workload_et = "et/ar"\nbw_mbps = 1000\ntopo = "dumbbell"\nfaults = ["worker-crash:1@0.1"]\nbackend = "ns3"',
      "run 'x': fault worker-crash:1@0.1: the simulator's graph engine (workload_et) runs switch and link faults"),
@@ -108,6 +113,28 @@ def test_what_a_trace_run_cannot_use_is_one_line_naming_the_run(tmp_path, run, s
     lines = refusal(path).splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"{path}: " + says.format(et=tmp_path / "et", tmp=tmp_path)), lines[0]
+
+
+def test_a_trace_through_parameter_servers_on_bmv2_is_taken(tmp_path):
+    """algo = ps on BMv2 runs a trace's world all-reduces through `servers` servers, keys of ps_key_bytes: both
+    keys are used, not refused as ignored; the network has a host for each rank and each server."""
+    traces(tmp_path / "et", "ar", 1 << 20)
+    path = spec_file(tmp_path, '[[runs]]\nname = "x"\nworkload_et = "et/ar"\nbw_mbps = 8\nalgo = "ps"\n'
+                               'servers = 2\nps_key_bytes = 16384\n')
+    (run,) = load_spec(path).runs
+    assert (run.servers, run.ps_key_bytes, run.workers) == (2, 16384, 4)
+    assert len(topology_for(run).hosts) >= 6
+
+
+def test_a_trace_through_parameter_servers_with_too_many_keys_is_refused_naming_the_node(tmp_path):
+    """An operation numbers at most 4,096 keys (its immediate data's steps): 1 MiB in keys of 4 bytes is 262,144,
+    refused when the spec loads, one line naming the trace file and node, with the smallest key that would do."""
+    traces(tmp_path / "et", "ar", 1 << 20)
+    path = spec_file(tmp_path, '[[runs]]\nname = "x"\nworkload_et = "et/ar"\nbw_mbps = 8\nalgo = "ps"\n'
+                               'ps_key_bytes = 4\n')
+    assert refusal(path) == (f"{path}: run 'x': {tmp_path}/et/ar.0.et node 0 (all_reduce.0): c/world/0: 1048576 "
+                             "bytes make 262144 keys of ps_key_bytes = 4; an operation has at most 4096: raise "
+                             "ps_key_bytes to at least 256")
 
 
 def test_a_trace_without_a_link_rate_or_a_rank_is_refused(tmp_path):

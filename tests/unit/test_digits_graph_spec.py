@@ -37,6 +37,7 @@ def test_a_digits_spec_on_the_graph_engine_is_fine_and_makes_the_digits_graph() 
     s = spec()
     assert s.engine == Engine.GRAPH and s.problems() == []
     assert spec(algo="netreduce").problems() == []
+    assert spec(algo="ps", servers=2).problems() == []  # on BMv2 the servers run the graph's world all-reduces
     graph = spec_digits_graph(s)
     assert graph.world_size == 4 and len(graph.ranks[0].nodes) == 2 * 3 and graph.name == s.label
     job, _ = graph_job(s.topology(), s, graph, payload=PayloadKind.DIGITS)
@@ -46,7 +47,9 @@ def test_a_digits_spec_on_the_graph_engine_is_fine_and_makes_the_digits_graph() 
 
 @pytest.mark.parametrize(("kw", "says"), [
     ({"workload": "resnet50", "dtype": "int32"}, "engine = graph runs workload = 'train-digits'"),
-    ({"algo": "ps"}, "engine = graph: the graph's all-reduces run on the hosts' ring"),
+    ({"algo": "ps", "backend": "ns3", "bw_mbps": 1000}, "engine = graph on ns3: the simulator's graph engine runs "
+                                                         "the all-reduces on the hosts' ring"),
+    ({"algo": "ps", "colocate_servers": True}, "parameter servers on hosts of their own (colocate_servers = false)"),
     ({"float_mode": "exponent"}, "fixed point (float_mode = fixed)"),
     ({"jobs": 2}, "engine = graph: one job"),
     ({"fault": None, "faults": [{"kind": "worker-crash", "target": "1", "at_s": 1.0}]}, "not a worker's"),

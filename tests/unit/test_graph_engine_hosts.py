@@ -15,7 +15,7 @@ from protocol.polling import wait_until
 from tests.graphs import one_collective, send_recv, two_groups
 from tests.memlink import MemoryHub
 from workers.graph_job import GraphJob, read_timing
-from workers.graph_main import run_rank
+from workers.graph_main import run_node
 from workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, validate, world_group
 from workload.graph_timing import GraphRun
 from workload.job import Algorithm, JobConfig, Node, Role
@@ -30,7 +30,8 @@ def job_of(graph: JobGraph, dilation: float = 1.0, seed: int = 5) -> GraphJob:
 
 def run_graph_threads(job: GraphJob, run_dir: Path, hub: MemoryHub | None = None,
                       jobs: dict[int, GraphJob] | None = None) -> tuple[dict[int, Any], GraphRun]:
-    """Every rank a thread running workers.graph_main.run_rank; `jobs`: another job file for some ranks."""
+    """Every node (rank or parameter server) a thread running workers.graph_main.run_node; `jobs`: another job
+    file for some ranks."""
     validate(job.graph)
     jobs = jobs or {}
     hub = hub or MemoryHub(seed=3)
@@ -38,7 +39,7 @@ def run_graph_threads(job: GraphJob, run_dir: Path, hub: MemoryHub | None = None
     results: dict[int, Any] = {}
 
     def rank(r: int) -> None:
-        results[r] = dict(run_rank(jobs.get(r, job), r, run_dir, links[r]))
+        results[r] = dict(run_node(jobs.get(r, job), r, run_dir, links[r]))
 
     threads = [threading.Thread(target=rank, args=(r,), daemon=True) for r in links]
     for t in threads:
