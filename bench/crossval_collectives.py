@@ -2,14 +2,15 @@
 
 One graph per collective (workload.generators: ring all-reduce as the reference, ring reduce-scatter and
 all-gather, pairwise all-to-all, pipelined broadcast, send/recv to the next rank; and NetReduce's, in the
-switches, of every collective both backends' switches run: `all_reduce-netreduce`, ...) at N = 4 and 8 on the
-rack and the 2x2 leaf-spine, each run on BMv2 (the hosts' graph engine, one network per topology and N) and on ns-3
+switches, of every collective both backends' switches run: `all_reduce-netreduce`, ...; and the all-reduce through
+one parameter server, `all_reduce-ps`, on a network with a host more for it) at N = 4 and 8 on the rack and the
+2x2 leaf-spine, each run on BMv2 (the hosts' graph engine, one network per topology and N) and on ns-3
 (the simulator's graph engine) through gradswitch.experiment.graph_experiment.run_graph_spec with the same
 job, the simulator given the testbed's costs exactly as bench.crossval.simulated sets them. Each BMv2 run is
 repeated (seed, seed + 1, ...); its figure is the median of the repetitions that were not machine-bound (a
 pair with fewer than MIN_REPETITIONS is not judged, and the table says so); the simulator runs the same seeds.
 Per pair: the graph's time (its makespan), and each collective's time over ring all-reduce's on the same fabric
-and backend (NetReduce's: over the ring's of the same collective), within TOLERANCE.
+and backend (NetReduce's and the parameter server's: over the ring's of the same collective), within TOLERANCE.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ PATTERNS: tuple[str, ...] = (REFERENCE, CollectiveKind.REDUCE_SCATTER.value, Col
 # size: at 256 KiB fixed costs left the links 70 % loaded). All-gather's nbytes is a rank's shard, S / N.
 DEFAULT_NBYTES = 1 << 20
 IN_SWITCHES = "-netreduce"  # a pattern's suffix: the collective run by the switches (algo = netreduce)
+ON_SERVERS = "-ps"  # a pattern's suffix: the all-reduce run by one parameter server (algo = ps)
 
 
 def in_network_patterns() -> tuple[str, ...]:
@@ -44,16 +46,23 @@ def in_network_patterns() -> tuple[str, ...]:
     return tuple(f"{k.value}{IN_SWITCHES}" for k in IN_NETWORK)
 
 
+def server_patterns() -> tuple[str, ...]:
+    """The collectives the parameter servers run (the graph engines' world all-reduces), as patterns."""
+    return (f"{REFERENCE}{ON_SERVERS}",)
+
+
 def every_pattern() -> tuple[str, ...]:
-    return PATTERNS + in_network_patterns()
+    return PATTERNS + in_network_patterns() + server_patterns()
 
 
 def host_pattern(pattern: str) -> str:
     """The pattern the hosts run for the same collective (itself for a host pattern)."""
-    return pattern.removesuffix(IN_SWITCHES)
+    return pattern.removesuffix(IN_SWITCHES).removesuffix(ON_SERVERS)
 
 
 def pattern_algo(pattern: str) -> Algorithm:
+    if pattern.endswith(ON_SERVERS):
+        return Algorithm.PS
     return Algorithm.NETREDUCE if pattern.endswith(IN_SWITCHES) else Algorithm.RING
 
 
@@ -137,10 +146,10 @@ def judge(runs: dict[str, dict[str, list[Repetition]]], topos: Sequence[str], wo
                 b, s, ok = times[pattern]
                 figures.append(Figure(f"{topo} N={n} {pattern} / {REFERENCE}", quotient(b, rb), quotient(s, rs),
                                       ok and rok))
-            for pattern in in_network_patterns():
+            for pattern in in_network_patterns() + server_patterns():
                 sides = runs.get(run_name(topo, n, pattern), {})
                 if not sides:
-                    continue  # not measured (a store from before the switches ran it)
+                    continue  # not measured (a store from before the switches or the servers ran it)
                 b, s, ok = judged_times(sides, min_repetitions)
                 figures.append(Figure(f"{topo} N={n} {pattern} (s)", b, s, ok))
                 hb, hs, hok = times[host_pattern(pattern)]
@@ -229,10 +238,6 @@ def run_all(plan: Plan, topos: Sequence[str], workers: Sequence[int], out: Path,
 
 def run_fabric(plan: Plan, topo: str, n: int, store: Store, out: Path, log: Callable[[str], None]) -> None:
     from gradswitch.experiment.graph_experiment import run_graph_spec
-    from gradswitch.experiment.graph_run import run_graph_on
-    from gradswitch.experiment.placement import topology_for
-    from gradswitch.testbed import Testbed
-    from mininet_topos.network import NetworkOptions
 
     patterns = every_pattern()
     graphs = {p: pattern_graph(p, n, plan.nbytes) for p in patterns}
@@ -254,19 +259,36 @@ def run_fabric(plan: Plan, topo: str, n: int, store: Store, out: Path, log: Call
         for seed in seeds:
             simulate(pattern, seed)
     todo = [(p, s) for p in patterns for s in seeds if not store.has(run_name(topo, n, p), "bmv2", s)]
-    if not todo and not any(short(p) for p in patterns):
-        return
-    with Testbed(topology_for(base), NetworkOptions(run_dir=(out / f"net-{topo}-n{n}").resolve())) as net:
+    # one network for the hosts' and the switches' patterns, one with a host more for the parameter server's
+    for network in ([p for p in patterns if pattern_algo(p) != Algorithm.PS],
+                    [p for p in patterns if pattern_algo(p) == Algorithm.PS]):
+        if any(p in network for p, _ in todo) or any(short(p) for p in network):
+            network_runs(plan, replace(base, algo=pattern_algo(network[0])), network, graphs, todo, store, out,
+                         log, short, simulate)
+
+
+def network_runs(plan: Plan, spec: ExperimentSpec, patterns: list[str], graphs: dict[str, JobGraph],
+                 todo: list[tuple[str, int]], store: Store, out: Path, log: Callable[[str], None],
+                 short: Callable[[str], bool], simulate: Callable[[str, int], None]) -> None:
+    """The BMv2 runs of these patterns still to do, on one network made for `spec` (its topology and hosts)."""
+    from gradswitch.experiment.graph_run import run_graph_on
+    from gradswitch.experiment.placement import topology_for
+    from gradswitch.testbed import Testbed
+    from mininet_topos.network import NetworkOptions
+
+    topo, n = str(spec.topo), spec.workers
+    suffix = "" if spec.algo != Algorithm.PS else "-ps"
+    with Testbed(topology_for(spec), NetworkOptions(run_dir=(out / f"net-{topo}-n{n}{suffix}").resolve())) as net:
         def once(pattern: str, seed: int) -> None:
             name = run_name(topo, n, pattern)
-            report = run_graph_on(net, replace(base, seed=seed, algo=pattern_algo(pattern)), graphs[pattern],
+            report = run_graph_on(net, replace(spec, seed=seed, algo=pattern_algo(pattern)), graphs[pattern],
                                   out / name / f"bmv2-{seed}")
             store.add(name, "bmv2", Repetition.of(seed, report))
             log(f"[bmv2] {name} seed {seed}: {report.job_s:.3f} s, exact {report.checked}, "
                 f"machine-bound {report.machine_bound} ({report.machine_bound_reason})")
             simulate(pattern, seed)
 
-        for seed in seeds:  # seeds outermost: a pattern's repetitions spread over the network's life
+        for seed in range(1, plan.repeat + 1):  # seeds outermost: a pattern's repetitions spread over the network
             for pattern in patterns:
                 if (pattern, seed) in todo:
                     once(pattern, seed)
@@ -285,7 +307,7 @@ def rows(store: Store, topos: Sequence[str], workers: Sequence[int]) -> list[dic
                 name = run_name(topo, n, pattern)
                 sides = store.runs.get(name, {})
                 if pattern not in PATTERNS and not sides:
-                    continue  # not measured (a store from before the switches ran it)
+                    continue  # not measured (a store from before the switches or the servers ran it)
                 out.append({"run": name, "topo": topo, "workers": n, "pattern": pattern,
                             **{side: {"median_s": median_time(sides.get(side, [])),
                                       "spread_s": spread(sides.get(side, [])),

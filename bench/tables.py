@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.crossval_collectives import IN_SWITCHES
+from bench.crossval_collectives import host_pattern
 from gradswitch.experiment.bottleneck import TARGET_CPU_IDLE, judge
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -534,7 +534,8 @@ def crossval_rankings_table(results: Path, name: str = "crossval.json") -> str:
 def crossval_collectives_table(results: Path, name: str = "crossval-collectives.json") -> str:
     """bench.crossval's collectives part: per fabric, N and collective the graph's time on both backends (BMv2:
     median [min-max] of the exact runs not machine-bound, how many of all) and its time over ring all-reduce's (a
-    collective in the switches, `...-netreduce`: over the ring's of the same collective)."""
+    collective in the switches, `...-netreduce`, or on a parameter server, `...-ps`: over the ring's of the same
+    collective)."""
     cv = load(results, name)
     figures = {f["what"]: f for f in cv["figures"]}
     tol = f"{100 * cv['tolerance']:g} %"
@@ -573,7 +574,7 @@ def crossval_collectives_table(results: Path, name: str = "crossval-collectives.
     for r in cv["runs"]["collectives"]["runs"]:
         b, s = r["bmv2"], r["ns3"]
         key = f"{r['topo']} N={r['workers']} {r['pattern']}"
-        over = r["pattern"].removesuffix(IN_SWITCHES) if r["pattern"].endswith(IN_SWITCHES) else "all_reduce"
+        over = host_pattern(r["pattern"]) if host_pattern(r["pattern"]) != r["pattern"] else "all_reduce"
         t, ratio = figures.get(f"{key} (s)"), figures.get(f"{key} / {over}")
         span = f" [{num(b['spread_s'][0], 3)}-{num(b['spread_s'][1], 3)}]" if b["spread_s"] else ""
         rows.append([r["topo"], str(r["workers"]), r["pattern"],
@@ -584,7 +585,7 @@ def crossval_collectives_table(results: Path, name: str = "crossval-collectives.
                      f"{resent(b['repetitions'])} / {resent(s['repetitions'])}"])
     return table(["fabric", "N", "collective", "BMv2 s: median [min-max] (runs not machine-bound of all)", "ns-3 s",
                   "ns-3 / BMv2 - 1", f"within {tol}",
-                  "over ring all-reduce (`-netreduce`: over the ring's same collective): BMv2 / ns-3",
+                  "over ring all-reduce (`-netreduce`, `-ps`: over the ring's same collective): BMv2 / ns-3",
                   "ns-3 / BMv2 - 1", f"within {tol}",
                   "packets sent again a run (dropped by the links): BMv2 / ns-3"], rows)
 
@@ -874,6 +875,7 @@ def scaling_graph_table(results: Path) -> str:
 TRAINING_GRAPH_10 = "training-graph-10mbps.json"  # the same jobs at 10 Mb/s (D = 8), where NetReduce keeps up
 TRAINING_GRAPH_LEAFSPINE_5 = "training-graph-leafspine-5mbps.json"  # the 2x2 leaf-spine's, at 5 Mb/s (D = 16)
 TRAINING_GRAPH_PRIORITY_10 = "training-graph-priority-10mbps.json"  # ByteScheduler's partitions, at 10 Mb/s (D = 8)
+TRAINING_GRAPH_PS = "training-graph-ps.json"  # the table's parameter-server rows (--algos ring,ps), at 20 Mb/s
 TRAINING_GRAPH_LEAFSPINE_PRIORITY_5 = "training-graph-leafspine-priority-5mbps.json"  # theirs on the leaf-spine
 
 
@@ -975,6 +977,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "scaling-graph": ("scaling-graph.json", scaling_graph_table),
     "training-graph": ("training-graph.json", training_graph_table),
     "training-graph-10mbps": (TRAINING_GRAPH_10, lambda results: training_graph_table(results, TRAINING_GRAPH_10)),
+    "training-graph-ps": (TRAINING_GRAPH_PS, lambda results: training_graph_table(results, TRAINING_GRAPH_PS)),
     "training-graph-leafspine-5mbps": (TRAINING_GRAPH_LEAFSPINE_5,
                                         lambda results: training_graph_table(results, TRAINING_GRAPH_LEAFSPINE_5)),
     "training-graph-priority-10mbps": (TRAINING_GRAPH_PRIORITY_10,

@@ -102,7 +102,8 @@ def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Se
             raise SimError(f"graph {graph.name}: give a job (its workers' hosts and its transport) or hosts and "
                            f"transport, not both")
         placed = placement(graph, topology, [n.host for n in job.workers])
-        cfg = replace(job, nodes=tuple(job.workers), iterations=1)
+        servers = tuple(job.servers) if job.algo == Algorithm.PS else ()  # they run the world's all-reduces
+        cfg = replace(job, nodes=tuple(job.workers) + servers, iterations=1)
     else:
         placed = placement(graph, topology, hosts)
         cfg = job_config(graph, placed, topology, transport or GraphTransport())
@@ -168,6 +169,8 @@ def timings(graph: JobGraph, raw: dict[str, Any]) -> GraphRun:
     out: list[NodeTiming] = []
     for result in job["nodes"]:
         rank = int(result["node_id"])
+        if rank >= graph.world_size:
+            continue  # a parameter server: no graph of its own
         by_id: dict[int, Node] = graph.ranks[rank].by_id()
         for node_id, start, end, checked in result.get("graph", []):
             n = by_id[int(node_id)]

@@ -261,10 +261,11 @@ def graph_job_json(graph: JobGraph, cfg: JobConfig, settings: SimSettings,
                    in_network: Mapping[CollectiveKind, int] | None = None) -> dict[str, Any]:
     """A job of algo graph: rank r is cfg's worker r (its host), every node's transport is cfg's; the job runs
     its graphs once (1 iteration). `in_network`: its world collectives of these types run through the switches,
-    each type as its NetReduce job (cfg's credits; the same transport on that job's queue pairs)."""
-    if len(cfg.workers) != graph.world_size or cfg.servers:
+    each type as its NetReduce job (cfg's credits; the same transport on that job's queue pairs). With algo = ps,
+    cfg's servers (nodes after the ranks) run its world all-reduces in keys of cfg's ps_key_bytes."""
+    if len(cfg.workers) != graph.world_size or (cfg.servers and cfg.algo != Algorithm.PS):
         raise SimConfigError(f"graph {graph.name}: {graph.world_size} ranks on {len(cfg.workers)} workers and "
-                             f"{len(cfg.servers)} servers: give one worker per rank and no server")
+                             f"{len(cfg.servers)} servers: give one worker per rank, and servers only with algo = ps")
     return {"job_id": cfg.job_id, "algo": "graph", "check": str(graph_check_mode(graph, settings)), "seed": cfg.seed,
             "nodes": [{"node_id": n.node_id, "role": str(n.role), "host": n.host} for n in cfg.nodes],
             "iterations": 1, "transport": transport_json(cfg), "ps_key_bytes": cfg.ps_key_bytes,

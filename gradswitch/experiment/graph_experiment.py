@@ -52,8 +52,8 @@ PS_KEYS = ("servers", "ps_key_bytes")  # what a trace's run through parameter se
 
 def trace_problems(spec: ExperimentSpec, graph: JobGraph, given: Collection[str]) -> list[str]:
     """What a run of the spec's traces (read: `graph`) refuses, one line each: keys a trace's run ignores among
-    those `given` (a spec's keys, the options typed), a `workers` given that differs from the traces' ranks, a
-    parameter server on the simulator, no link rate."""
+    those `given` (a spec's keys, the options typed), a `workers` given that differs from the traces' ranks, no link
+    rate."""
     out = []
     used = PS_KEYS if spec.algo == Algorithm.PS else ()
     ignored = [named(k) for k in TRACE_IGNORES if k in given and k not in used]
@@ -64,10 +64,6 @@ def trace_problems(spec: ExperimentSpec, graph: JobGraph, given: Collection[str]
     if "workers" in given and spec.workers != graph.world_size:
         out.append(f"workers = {spec.workers}, but the traces {spec.workload_et} have {graph.world_size} ranks; "
                    f"leave workers out (the traces set it) or give {graph.world_size}")
-    if spec.algo == Algorithm.PS and spec.simulated:
-        out.append("algo = ps on ns3: the simulator runs a trace's collectives on the hosts (algo = ring: ring, "
-                   "pairwise or chain by collective) or in the switches (algo = netreduce), not through parameter "
-                   "servers; run algo = ps on bmv2")
     if not spec.bw_mbps:
         out.append(f"{named('bw_mbps')} is not set: a trace's run needs link rates (its bounds are at the link "
                    "rate): give it, e.g. 8 on BMv2 or 100000 on ns3")
@@ -98,7 +94,7 @@ def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path,
         graph_job(topology_for(spec), spec, graph, payload=payload)  # refused, in one line
     report = run_graph_experiment(spec, graph, out_dir, payload=payload) if not spec.simulated else \
         _simulate(spec, graph, out_dir, sim_dilation)
-    write_graph_timeline(report.run, report.hosts, out_dir, f"{graph.name}: {len(report.hosts)} ranks on "
+    write_graph_timeline(report.run, report.hosts, out_dir, f"{graph.name}: {placed(report)} on "
                          f"{spec.backend} at {report.bw_mbps:g} Mb/s")
     return report
 
@@ -133,11 +129,18 @@ def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, dilation: fl
     return report
 
 
+def placed(report: GraphRunReport) -> str:
+    """`4 ranks`, or `4 ranks and 2 parameter servers` (the hosts after the ranks)."""
+    ranks = len({n.rank for n in report.run.nodes})
+    servers = len(report.hosts) - ranks
+    return f"{ranks} ranks" + (f" and {servers} parameter server{'s' if servers > 1 else ''}" if servers > 0 else "")
+
+
 def format_graph_table(report: GraphRunReport, backend: str) -> str:
     """What a person reads after the run: per collective type the algorithm that ran it (the hosts' or
     netreduce, in the switches) and its time against its link-rate bound, the job's time, exposed
     communication, the busiest link, the checks."""
-    lines = [f"{report.graph}: {len(report.hosts)} ranks on {backend} at {report.bw_mbps:g} Mb/s"
+    lines = [f"{report.graph}: {placed(report)} on {backend} at {report.bw_mbps:g} Mb/s"
              + (f" (dilation {report.dilation:g})" if report.dilation != 1 else ""),
              *[f"  fault {r.fault.label}: {fault_line(r)}" for r in report.faults],
              f"{'collective':<16}{'algorithm':<12}{'count':>6}{'time s':>12}{'bound s':>12}{'time/bound':>12}"
@@ -155,8 +158,8 @@ def format_graph_table(report: GraphRunReport, backend: str) -> str:
     lines.append(f"job {report.job_s:.4g} s; exposed communication up to {exposed:.4g} s on a rank")
     if report.busiest_link is not None and report.busiest_link_load is not None:
         paced = "" if report.ideal_link_load is None or report.ideal_link_load >= 1 else (
-            f" (its flows' paths let a link-paced run keep {report.ideal_link_load:.0%}: steps that share an uplink "
-            "wait for it)")
+            f" (a link-paced run keeps {report.ideal_link_load:.0%} on its flows' paths: steps that share an uplink "
+            "wait for it, a parameter server's link out for its first key)")
         lines.append(f"busiest link {report.busiest_link}: {report.busiest_link_bytes} bytes, "
                      f"{report.busiest_link_load:.0%} loaded{paced}")
     if report.training is not None and report.training.accuracy:

@@ -443,9 +443,6 @@ class ExperimentSpec:
              f"the graph's all-reduces), not {self.workload!r}: a trace's graph runs with workload_et"),
             (self.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (self.algo != Algorithm.PS or not self.simulated, f"{graph} on ns3: the simulator's graph engine runs "
-             "the all-reduces on the hosts' ring (algo = ring) or in the switches (algo = netreduce), not through "
-             "parameter servers; run algo = ps on bmv2, or leave engine out"),
             (not self.colocate_servers, f"{graph}: one job's parameter servers on hosts of their own "
              "(colocate_servers = false)"),
             (self.float_mode == FloatMode.FIXED, f"{graph}: train-digits' gradients go as fixed point "

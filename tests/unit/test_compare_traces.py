@@ -94,10 +94,6 @@ def test_a_matrix_over_the_algorithm_on_bmv2_and_an_absolute_path(tmp_path):
      "sizes, the computation and how often each runs; leave them out"),
     ('workload_et = "et/ar"\nworkload = "resnet50"', "run 'x': workload: a trace's run (workload_et) has no use for "
                                                      "it"),
-    ('workload_et = "et/ar"\nalgo = "ps"\nbackend = "ns3"', "run 'x': algo = ps on ns3: the simulator runs a "
-                                                           "trace's collectives on the hosts"),
-    ('workload_et = "et/ar"\nalgo = "ps"\nps_key_bytes = 8\nbackend = "ns3"',
-     "run 'x': algo = ps on ns3"),  # ps_key_bytes is not called ignored: it is the refusal's business
     ('workload_et = "et/ar"\nalgo = "ring"\nservers = 2', "run 'x': servers: a trace's run (workload_et) has no "
                                                           "use for it"),
     ('workload_et = "et/big"\nalgo = "netreduce"', "run 'x': workers = 33: NetReduce on BMv2 has at most 32 workers"),
@@ -115,12 +111,13 @@ def test_what_a_trace_run_cannot_use_is_one_line_naming_the_run(tmp_path, run, s
     assert lines[0].startswith(f"{path}: " + says.format(et=tmp_path / "et", tmp=tmp_path)), lines[0]
 
 
-def test_a_trace_through_parameter_servers_on_bmv2_is_taken(tmp_path):
-    """algo = ps on BMv2 runs a trace's world all-reduces through `servers` servers, keys of ps_key_bytes: both
-    keys are used, not refused as ignored; the network has a host for each rank and each server."""
+@pytest.mark.parametrize("backend", ["bmv2", "ns3"])
+def test_a_trace_through_parameter_servers_is_taken(tmp_path, backend):
+    """algo = ps runs a trace's world all-reduces through `servers` servers, keys of ps_key_bytes, on either
+    backend: both keys are used, not refused as ignored; the network has a host for each rank and each server."""
     traces(tmp_path / "et", "ar", 1 << 20)
-    path = spec_file(tmp_path, '[[runs]]\nname = "x"\nworkload_et = "et/ar"\nbw_mbps = 8\nalgo = "ps"\n'
-                               'servers = 2\nps_key_bytes = 16384\n')
+    path = spec_file(tmp_path, f'[[runs]]\nname = "x"\nworkload_et = "et/ar"\nbw_mbps = 8\nalgo = "ps"\n'
+                               f'servers = 2\nps_key_bytes = 16384\nbackend = "{backend}"\n')
     (run,) = load_spec(path).runs
     assert (run.servers, run.ps_key_bytes, run.workers) == (2, 16384, 4)
     assert len(topology_for(run).hosts) >= 6

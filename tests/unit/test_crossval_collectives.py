@@ -12,11 +12,13 @@ from bench.crossval_collectives import (
     REFERENCE,
     Repetition,
     Store,
+    every_pattern,
     host_pattern,
     in_network_patterns,
     judge,
     pattern_algo,
     pattern_graph,
+    server_patterns,
 )
 from bench.crossval_figure import MIN_REPETITIONS, TOLERANCE, Figure
 from workload.generators import SEND_RECV
@@ -123,6 +125,24 @@ def test_collectives_in_the_switches_over_the_rings_of_the_same_collective() -> 
     assert len(f) == 2 * len(PATTERNS) - 1 + 2 * len(nr)
     # a store from before the switches ran them: the host patterns alone, as before
     assert len(judge(all_runs(bmv2, ns3), ["rack"], [4], MIN_REPETITIONS)) == 2 * len(PATTERNS) - 1
+
+
+def test_the_all_reduce_through_a_parameter_server_over_the_rings() -> None:
+    """`all_reduce-ps`: the ring's graph run with algo ps, its time on both backends and over ring all-reduce's."""
+    from workload.job import Algorithm
+
+    (ps,) = server_patterns()
+    assert ps == "all_reduce-ps" and ps in every_pattern() and host_pattern(ps) == REFERENCE
+    assert pattern_algo(ps) == Algorithm.PS
+    assert pattern_graph(ps, 4, 1 << 20) == pattern_graph(REFERENCE, 4, 1 << 20)
+    bmv2 = {p: reps(2.0, 2.0, 2.0) for p in PATTERNS} | {ps: reps(5.0, 5.2, 5.4)}
+    ns3 = {p: reps(2.0, 2.0, 2.0) for p in PATTERNS} | {ps: reps(5.6, 5.6, 5.6)}
+    runs = {f"rack-n4-{p}": {"bmv2": bmv2[p], "ns3": ns3[p]} for p in (*PATTERNS, ps)}
+    f = by_what(judge(runs, ["rack"], [4], MIN_REPETITIONS))
+    assert f["rack N=4 all_reduce-ps (s)"].bmv2 == pytest.approx(5.2)
+    ratio = f["rack N=4 all_reduce-ps / all_reduce"]
+    assert ratio.bmv2 == pytest.approx(2.6) and ratio.ns3 == pytest.approx(2.8) and ratio.within is True
+    assert len(f) == 2 * len(PATTERNS) - 1 + 2
 
 
 def test_store_resumes(tmp_path: Path) -> None:

@@ -47,8 +47,6 @@ def test_a_digits_spec_on_the_graph_engine_is_fine_and_makes_the_digits_graph() 
 
 @pytest.mark.parametrize(("kw", "says"), [
     ({"workload": "resnet50", "dtype": "int32"}, "engine = graph runs workload = 'train-digits'"),
-    ({"algo": "ps", "backend": "ns3", "bw_mbps": 1000}, "engine = graph on ns3: the simulator's graph engine runs "
-                                                         "the all-reduces on the hosts' ring"),
     ({"algo": "ps", "colocate_servers": True}, "parameter servers on hosts of their own (colocate_servers = false)"),
     ({"float_mode": "exponent"}, "fixed point (float_mode = fixed)"),
     ({"jobs": 2}, "engine = graph: one job"),

@@ -35,13 +35,13 @@ def ps_job(graph: JobGraph, servers: int, key_bytes: int) -> GraphJob:
     return GraphJob(cfg, graph)
 
 
-def test_keys_are_dealt_round_robin_from_the_operations_number() -> None:
-    """10 elements in keys of 3 over servers 7 and 8: 4 keys, the last short, the first on server (number + 0) mod 2;
-    each server's member block holds its keys back to back."""
+def test_keys_are_dealt_round_robin_from_the_operations_k() -> None:
+    """10 elements in keys of 3 over servers 7 and 8: 4 keys, the last short, the k-th all-reduce's first on server
+    k mod 2; each server's member block holds its keys back to back."""
     (op,) = ops_of(one_collective(AR, 3, 40), 0).values()
-    plan = layout(op, (7, 8), 12)
-    first = (7, 8)[op.number % 2]
-    other = 15 - first
+    assert op.sequence == 0
+    plan = layout(replace(op, sequence=1), (7, 8), 12)
+    first, other = 8, 7
     assert plan.keys == (PsKey(0, 0, 3, first, 0), PsKey(1, 3, 6, other, 0), PsKey(2, 6, 9, first, 12),
                          PsKey(3, 9, 10, other, 12))
     assert plan.block == {first: 24, other: 16}
@@ -74,7 +74,7 @@ def test_servers_beside_the_hosts_algorithms_and_under_loss(tmp_path: Path) -> N
     job = ps_job(graph, 2, 2048)
     assert [runs_on_servers(graph, n, (4, 5)) for n in graph.ranks[0].nodes] == [
         False, True, False, False, False, False, True]
-    assert len(server_ops(graph, (4, 5))) == 2
+    assert [op.sequence for op in server_ops(graph, (4, 5))] == [0, 4]  # the world's 1st and 5th collectives
     results, run = run_graph_threads(job, tmp_path, MemoryHub(loss=0.03, seed=11))
     assert_exact(results, run)
     resent = sum(r["stats"]["requester"].get("retransmitted", 0) for r in results.values())
@@ -94,3 +94,20 @@ def test_a_link_paced_run_keeps_the_servers_link_out_busy_but_for_one_key() -> N
         assert ideal_link_load(job, topo) == pytest.approx(load)
     assert serial_estimate_s(graph, 8, 1.0, servers=2) == pytest.approx(4 * (256 << 10) / 2 / 1e6)
     assert serial_estimate_s(graph, 8, 1.0) == pytest.approx(1.5 * (256 << 10) / 1e6)  # the ring's
+
+
+def test_the_table_names_the_ranks_and_the_servers() -> None:
+    """What a person reads first: the ranks and the parameter servers apart (the report's hosts hold both)."""
+    from gradswitch.experiment.graph_experiment import placed
+    from gradswitch.experiment.graph_run import summarize
+    from workload.graph_timing import GraphRun, NodeTiming
+
+    graph = one_collective(AR, 4, 1024)
+    job = ps_job(graph, 2, 256)
+    run = GraphRun(tuple(NodeTiming(r, 0, "collective", 0.0, 1.0, AR, "world", 1024, True) for r in range(4)))
+    report = summarize(job, run, ["h1", "h2", "h3", "h4", "h5", "h6"], 8.0, {}, None, (), 1.0)
+    assert placed(report) == "4 ranks and 2 parameter servers"
+    assert placed(summarize(ps_job(graph, 1, 256), run, ["h1", "h2", "h3", "h4", "h5"], 8.0, {}, None, (), 1.0)) \
+        == "4 ranks and 1 parameter server"
+    (c,) = report.collectives
+    assert c.algorithm == "ps" and c.bound_s == pytest.approx(4 * 1024 / (2 * 1e6))  # N S/(P B), B = 1 MB/s

@@ -215,6 +215,6 @@ def test_the_run_table_says_what_the_paths_allow() -> None:
     carried = {"leaf1->spine2": {"sent_bytes": 1_300_000, "load": 0.73, "dropped_packets": 0}}
     hosts = [n.host for n in job.job.nodes]
     placed = summarize(job, run, hosts, 4.0, carried, 0.4, (), 4.0, 0, ideal_link_load(job, topo))
-    assert "73% loaded (its flows' paths let a link-paced run keep 77%" in format_graph_table(placed, "bmv2")
+    assert "73% loaded (a link-paced run keeps 77% on its flows' paths" in format_graph_table(placed, "bmv2")
     full = summarize(job, run, hosts, 4.0, carried, 0.4, (), 4.0, 0, 1.0)
     assert "73% loaded\n" in format_graph_table(full, "bmv2")

@@ -35,6 +35,7 @@ class Op:
     position: int  # this rank's
     elements: int  # of the node's size (all-gather: the shard)
     root: int = 0  # broadcast: the root's position
+    sequence: int = 0  # the k of its key: its group's k-th collective (the k-th send with its tag)
 
     @property
     def rkey(self) -> int:
@@ -104,7 +105,7 @@ def ops_of(graph: JobGraph, rank: int) -> dict[int, Op]:
                 base = f"p/{n.peer}-{r.rank}/{n.tag}"
             else:
                 continue
-            keys[(r.rank, n.id)] = (f"{base}/{counts[base]}", base)
+            keys[(r.rank, n.id)] = (f"{base}/{counts[base]}", str(counts[base]))
             counts[base] += 1
     numbers = {k: i + 1 for i, k in enumerate(sorted({k for k, _ in keys.values()}))}
     if len(numbers) >= MAX_OPS:
@@ -114,15 +115,15 @@ def ops_of(graph: JobGraph, rank: int) -> dict[int, Op]:
     for n in graph.ranks[rank].nodes:
         if (rank, n.id) not in keys:
             continue
-        key = keys[(rank, n.id)][0]
-        number = numbers[key]
+        key, k = keys[(rank, n.id)]
+        number, sequence = numbers[key], int(k)
         if isinstance(n, CollectiveNode):
             members = graph.group(n.group).ranks
             root = members.index(n.root) if n.collective == CollectiveKind.BROADCAST else 0
             out[n.id] = Op(key, number, "collective", n.collective, members, members.index(rank),
-                           elements_of(n.nbytes), root)
+                           elements_of(n.nbytes), root, sequence)
         elif isinstance(n, SendNode):
-            out[n.id] = Op(key, number, "send", None, (rank, n.peer), 0, elements_of(n.nbytes))
+            out[n.id] = Op(key, number, "send", None, (rank, n.peer), 0, elements_of(n.nbytes), sequence=sequence)
         elif isinstance(n, RecvNode):
-            out[n.id] = Op(key, number, "recv", None, (n.peer, rank), 1, elements_of(n.nbytes))
+            out[n.id] = Op(key, number, "recv", None, (n.peer, rank), 1, elements_of(n.nbytes), sequence=sequence)
     return out

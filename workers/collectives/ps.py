@@ -1,6 +1,7 @@
 """A graph's all-reduces through parameter servers (an experiment's algo = ps), PHub-style as the training loop's
 (workers/ps.py): the world group's all-reduces, each cut into keys of ps_key_bytes dealt round-robin to the
-servers (from the operation's number on, so one-key operations spread too). A member pushes every key to its
+servers (from the operation's k on, the k-th all-reduce of the world, so one-key operations spread too; the
+simulator's graph engine deals them alike, sim/ns3/model/gs-graph-spec.cc PsKeys). A member pushes every key to its
 server (an RDMA WRITE with immediate into the member's block of the operation's region there); a server that
 has every member's push of a key sums them and writes the sum into every member's region of the operation
 (the pull). A member's operation ends when every key has come back and every push is acknowledged.
@@ -83,7 +84,7 @@ def layout(op: Op, servers: Sequence[int], key_bytes: int) -> PsLayout:
     keys, block = [], dict.fromkeys(servers, 0)
     for i in range(count):
         lo, hi = i * per_key, min(op.elements, (i + 1) * per_key)
-        server = servers[(op.number + i) % len(servers)]
+        server = servers[(op.sequence + i) % len(servers)]
         keys.append(PsKey(i, lo, hi, server, block[server]))
         block[server] += (hi - lo) * 4
     return PsLayout(tuple(keys), block)

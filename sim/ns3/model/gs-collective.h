@@ -125,6 +125,8 @@ std::unique_ptr<Collective> MakePsServer(JobNode* node);
 std::unique_ptr<Collective> MakeWrite(JobNode* node);
 /// algo = graph: the node's rank of the job's execution graphs (gs-graph-rank.h).
 std::unique_ptr<Collective> MakeGraphRank(JobNode* node);
+/// algo = graph with parameter servers: a server of the graph's world all-reduces (gs-graph-ps-server.cc).
+std::unique_ptr<Collective> MakeGraphPsServer(JobNode* node);
 
 } // namespace gs
 } // namespace ns3

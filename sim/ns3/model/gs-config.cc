@@ -148,6 +148,7 @@ ParseJob(ConfigObject j)
     {
         job.training = ParseTraining(*t);
     }
+    job.psKeyBytes = j.Get<uint64_t>("ps_key_bytes");
     if (auto g = j.Section("graph"))
     {
         if (job.algo != Algo::Graph)
@@ -159,7 +160,16 @@ ParseJob(ConfigObject j)
         {
             workers += n.role == Role::Worker ? 1 : 0;
         }
-        job.graph = std::make_shared<const GraphSpec>(ParseGraph(*g, workers));
+        GraphSpec graph = ParseGraph(*g, workers);
+        for (const auto& n : job.nodes)
+        {
+            if (n.role == Role::Server)
+            {
+                graph.servers.push_back(n.nodeId); // their all-reduces (RunsOnServers), in keys of ps_key_bytes
+            }
+        }
+        graph.psKeyBytes = job.psKeyBytes;
+        job.graph = std::make_shared<const GraphSpec>(std::move(graph));
         for (const NetReduceJobRef& nr : job.NetReduceJobs())
         {
             if (nr.id == job.jobId)
@@ -184,7 +194,6 @@ ParseJob(ConfigObject j)
     {
         throw ConfigError(j.Where("reductions") + ": give reductions (the all-reduce loop) or training");
     }
-    job.psKeyBytes = j.Get<uint64_t>("ps_key_bytes");
     job.credits = j.Get<uint32_t>("credits");
     if (auto d = j.Section("dlcp"))
     {

@@ -90,6 +90,11 @@ GraphRank::GraphRank(JobNode* node)
         {
             continue; // the switches' (the NetReduce worker's own queue pairs)
         }
+        if (RunsOnServers(m_spec, n))
+        {
+            peers.insert(m_spec.servers.begin(), m_spec.servers.end());
+            continue;
+        }
         const auto& members = m_spec.groups[n.group].ranks;
         uint32_t size = static_cast<uint32_t>(members.size());
         uint32_t pos = Position(members, m_rank);
@@ -213,6 +218,10 @@ GraphRank::StartNode(uint32_t i)
         if (m_nrPlace[i] != kOnHosts)
         {
             RunNetReduce(i, done);
+        }
+        else if (RunsOnServers(m_spec, n))
+        {
+            RunPs(n, done);
         }
         else
         {
@@ -653,6 +662,42 @@ GraphRank::RunRing(const GraphNode& n, Done done)
         });
     };
     (*step)(0);
+}
+
+void
+GraphRank::RunPs(const GraphNode& n, Done done)
+{
+    // Every key's push at once (the transport paces them), each key's sum checked as it comes back: the sum over
+    // every member of the key's elements, which the piece (group, k, key) names.
+    auto end = std::make_shared<Completion>();
+    end->done = std::move(done);
+    std::vector<PsKey> keys = PsKeys(m_spec, n);
+    auto left = std::make_shared<size_t>(keys.size());
+    uint32_t group = n.group;
+    for (const PsKey& k : keys)
+    {
+        Piece p;
+        p.iteration = n.group + 1;
+        p.op = n.sequence;
+        p.blockBase = static_cast<uint64_t>(k.index) << 32;
+        p.first = k.first;
+        p.count = k.count;
+        uint64_t imm = CollectiveImm(n.group, n.sequence, k.index);
+        PostCounted(end, k.server, m_data.Make(m_rank, p), imm);
+        Expect(k.server, imm, [this, end, left, p, group](MsgPtr got) {
+            end->ok = end->ok && m_data.Holds(*got, p, m_spec.groups[group].ranks);
+            if (--*left == 0)
+            {
+                end->received = true;
+                end->Check();
+            }
+        });
+    }
+    if (keys.empty())
+    {
+        end->received = true; // nothing to reduce
+        end->Check();
+    }
 }
 
 void

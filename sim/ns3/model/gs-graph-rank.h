@@ -16,6 +16,9 @@
 // others trimmed. NetReduce numbers messages as operations start, so the rank starts a job's operations in the
 // order of its topological order (the same on every rank): one that is ready before an earlier one of its job
 // has started waits for it (workers/collectives/in_network.py InNetworkJob).
+// With algo = ps (GraphSpec::servers) every all-reduce of a world group runs through the job's parameter servers
+// instead (workers/collectives/ps.py): the rank pushes each key (PsKeys) to its server and the node ends once
+// every key's sum is back, checked, and every push acknowledged; the servers are GraphPsServer nodes.
 // The other collectives, and those of smaller groups, stay on the hosts' algorithms.
 #ifndef GS_GRAPH_RANK_H
 #define GS_GRAPH_RANK_H
@@ -78,6 +81,8 @@ class GraphRank : public Collective
     /// A reduce-scatter's or all-gather's messages and their checks (node i's on its job's worker).
     OwnedOperation OwnedOf(const GraphNode& n, Done done);
     void RunRing(const GraphNode& n, Done done);
+    /// An all-reduce through the parameter servers (RunsOnServers).
+    void RunPs(const GraphNode& n, Done done);
     void RunAllToAll(const GraphNode& n, Done done);
     void RunBroadcast(const GraphNode& n, Done done);
     void RunSend(const GraphNode& n, Done done);

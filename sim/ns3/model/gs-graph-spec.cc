@@ -61,15 +61,43 @@ InNetworkJob(const GraphSpec& g, const GraphNode& n)
     {
         return std::nullopt;
     }
-    const auto& members = g.groups[n.group].ranks;
+    return IsWorld(g, n.group) ? job : std::nullopt;
+}
+
+bool
+IsWorld(const GraphSpec& g, uint32_t group)
+{
+    const auto& members = g.groups[group].ranks;
     for (uint32_t i = 0; i < members.size(); i++)
     {
         if (members[i] != i)
         {
-            return std::nullopt;
+            return false;
         }
     }
-    return members.size() == g.ranks.size() ? job : std::nullopt;
+    return members.size() == g.ranks.size();
+}
+
+bool
+RunsOnServers(const GraphSpec& g, const GraphNode& n)
+{
+    return !g.servers.empty() && n.kind == GraphNodeKind::Collective && n.collective == CollectiveKind::AllReduce &&
+           IsWorld(g, n.group);
+}
+
+std::vector<PsKey>
+PsKeys(const GraphSpec& g, const GraphNode& n)
+{
+    uint64_t perKey = std::max<uint64_t>(1, g.psKeyBytes / 4);
+    uint64_t elements = (n.nbytes + 3) / 4;
+    std::vector<PsKey> keys;
+    for (uint64_t first = 0; first < elements; first += perKey)
+    {
+        auto index = static_cast<uint32_t>(keys.size());
+        keys.push_back(PsKey{index, first, std::min(perKey, elements - first),
+                             g.servers[(n.sequence + index) % g.servers.size()]});
+    }
+    return keys;
 }
 
 namespace

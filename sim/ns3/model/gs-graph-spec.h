@@ -88,6 +88,11 @@ struct GraphSpec
     // "All-gather"), so one may complete its cell
     bool sendPlaceholders = false;
     bool growPlaceholders = false;
+    // algo = ps (the job's server nodes, none: the hosts or the switches run every all-reduce): every all-reduce
+    // of a world group runs through the job's parameter servers in keys of psKeyBytes, as
+    // workers/collectives/ps.py runs them on BMv2; RunsOnServers says which, PsKeys where each key goes.
+    std::vector<uint32_t> servers; // node ids, after the ranks (from the job's nodes, not the graph section)
+    uint64_t psKeyBytes{};
     std::vector<GraphGroup> groups;
     std::vector<GraphRankSpec> ranks; // by global rank = the job's worker node id
 };
@@ -105,6 +110,26 @@ RunsInNetwork(const GraphSpec& g, const GraphNode& n)
 {
     return InNetworkJob(g, n).has_value();
 }
+
+/// The group holds every rank, in rank order.
+bool IsWorld(const GraphSpec& g, uint32_t group);
+
+/// The job's parameter servers run the node: an all-reduce of a world group, in a job with servers.
+bool RunsOnServers(const GraphSpec& g, const GraphNode& n);
+
+/// One key of an all-reduce through the parameter servers: its index (the step of its immediate data), its
+/// elements [first, first + count) and its server's node id.
+struct PsKey
+{
+    uint32_t index{};
+    uint64_t first{};
+    uint64_t count{};
+    uint32_t server{};
+};
+
+/// The keys of node n (RunsOnServers): its elements cut into keys of psKeyBytes / 4 elements (at least 1), dealt
+/// round robin to the servers from the node's sequence on (workers/collectives/ps.py layout).
+std::vector<PsKey> PsKeys(const GraphSpec& g, const GraphNode& n);
 
 /// Parse and check a job's `graph` section for a job of `workers` workers (errors name the section's path).
 GraphSpec ParseGraph(ConfigObject g, uint32_t workers);

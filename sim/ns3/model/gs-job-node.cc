@@ -60,7 +60,7 @@ JobNode::Setup()
         m_collective = MakeWrite(this);
         break;
     case Algo::Graph:
-        m_collective = MakeGraphRank(this);
+        m_collective = m_role == Role::Server ? MakeGraphPsServer(this) : MakeGraphRank(this);
         break;
     }
     if (m_role == Role::Worker && m_job.training)
@@ -487,7 +487,7 @@ JobNode::Result() const
     }
     if (m_job.graph)
     {
-        expected = GraphRank::CommunicationNodes(m_job.graph->ranks.at(m_nodeId));
+        expected = m_role == Role::Server ? 0 : GraphRank::CommunicationNodes(m_job.graph->ranks.at(m_nodeId));
     }
     std::vector<IterationRecord> records = m_records;
     if (m_training && records.empty())
