@@ -203,16 +203,21 @@ def reorder_window(bw_mbps: float | None, queue_bytes: int | None = None) -> flo
 
 
 def rto_of(spec: ExperimentSpec, window: int, mtu: int, levels: int) -> float:
-    """A job's smallest retransmission timeout, s: the spec's `min_rto_ms`, else min_rto's from the path."""
+    """A job's smallest retransmission timeout, s: the spec's `min_rto_ms`, else min_rto's from the path (with
+    parameter servers, two full queues: min_rto's `queues`)."""
     if spec.min_rto_ms is not None:
         return spec.min_rto_ms / 1000
-    return min_rto(window, mtu, spec.bw_mbps, levels, queue_of(spec))
+    return min_rto(window, mtu, spec.bw_mbps, levels, queue_of(spec), 2 if spec.algo == Algorithm.PS else 1)
 
 
-def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0, queue_bytes: int | None = None) -> float:
-    """The smallest retransmission timeout: at least 50 ms, a full shaped queue's time plus a window's
-    (under incast, as at a parameter server, the packet may sit behind the whole buffer), and
-    (3 + 2 levels) windows' time on the link; the RTT estimate raises it further.
+def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0, queue_bytes: int | None = None,
+            queues: int = 1) -> float:
+    """The smallest retransmission timeout: at least 50 ms, `queues` full shaped queues' time plus a window's
+    (under incast the packet may sit behind the whole buffer; at a parameter server both ways: a pull behind the
+    server's windows to every worker on its own link, its acknowledgement behind every worker's pushes on the
+    server's link in, and a push and its acknowledgement alike: 2), and (3 + 2 levels) windows' time on the
+    link; the RTT estimate raises it further. (Graph runs of 8 workers through one server at 8 Mb/s timed out
+    spuriously with one queue: 2 timeouts a run, RTTs of 49-67 ms against an RTO of 108 ms.)
 
     3 windows: a packet waits behind its own window at the sender's link, and its ACK behind the
     receiver's own window (they share its link); for NetReduce the third is the wait for the slowest
@@ -226,4 +231,4 @@ def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0, queue
         return 0.05
     rate = bw_mbps * 1e6 / 8
     window_s = window * (mtu + PACKET_OVERHEAD) / rate
-    return max(0.05, (3 + 2 * levels) * window_s, (queue_bytes or buffer_bytes(bw_mbps)) / rate + window_s)
+    return max(0.05, (3 + 2 * levels) * window_s, queues * (queue_bytes or buffer_bytes(bw_mbps)) / rate + window_s)

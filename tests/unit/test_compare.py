@@ -136,6 +136,9 @@ def test_min_rto_covers_a_full_shaped_queue():
     assert min_rto(32, 1024, None) == 0.05
     assert 0.1 < min_rto(32, 1024, 20) < 0.12  # a 250 kB queue at 2.5 MB/s, plus one window
     assert min_rto(32, 1024, 1) > 0.5  # the 64 KiB minimum buffer at 125 kB/s
+    # a parameter server's packets and their acknowledgements each wait behind a full queue: two queues' time
+    window_s = 32 * (1024 + PACKET_OVERHEAD) / 2.5e6
+    assert min_rto(32, 1024, 20, queues=2) - window_s == pytest.approx(2 * (min_rto(32, 1024, 20) - window_s))
 
 
 def test_a_spec_may_set_the_smallest_rto_for_both_backends():
@@ -147,7 +150,7 @@ def test_a_spec_may_set_the_smallest_rto_for_both_backends():
     topo = topology_for(spec)
     nodes = place(spec, topo).jobs[0]
     default = job_config(spec, 1, nodes, topo).rto
-    assert default >= min_rto(1, spec.mtu, 20.0) > 0.1  # a full shaped queue's time at least
+    assert default >= min_rto(1, spec.mtu, 20.0, queues=2) > 0.2  # two full shaped queues' time at least (ps)
     given = job_config(replace(spec, min_rto_ms=600.0), 1, nodes, topo)
     assert given.rto == 0.6 and transport_json(given)["rto_s"] == 0.6
     for bad in (0.0, -5.0, 1500.0):

@@ -43,6 +43,9 @@ def test_a_digits_spec_on_the_graph_engine_is_fine_and_makes_the_digits_graph() 
     job, _ = graph_job(s.topology(), s, graph, payload=PayloadKind.DIGITS)
     assert job.payload == PayloadKind.DIGITS and job.job.dtype == DType.FLOAT32
     assert {n.nbytes for _, n in graph.collectives()} == {digits_bytes()}
+    ps = spec(algo="ps", servers=2)
+    ps_job, _ = graph_job(ps.topology(), ps, spec_digits_graph(ps), payload=PayloadKind.DIGITS)
+    assert [n.host for n in ps_job.job.servers] == ["h5", "h6"] and ps_job.payload == PayloadKind.DIGITS
 
 
 @pytest.mark.parametrize(("kw", "says"), [

@@ -122,6 +122,23 @@ def test_the_graph_engine_trains_the_same_model_as_the_loop(tmp_path: Path, work
         assert [it["extra"]["loss"] for it in its] == [it["extra"]["loss"] for it in loop[rank]["iterations"]]
 
 
+def test_through_parameter_servers_the_graph_engine_trains_the_same_model(tmp_path: Path) -> None:
+    """The graph's all-reduces through two parameter servers (algo = ps, keys of 1 KiB) add up the same fixed point
+    as the loop's ring: every rank ends with the loop's parameters, every sum exact, every key served."""
+    cfg = digits_job(3, 3)
+    (tmp_path / "loop").mkdir()
+    (tmp_path / "graph").mkdir()
+    loop = run_ok(cfg, tmp_path / "loop")
+    ps = job("ps", 3, servers=2, iterations=3, ps_key_bytes=1024, **DIGITS)
+    results, run = run_graph_threads(graph_job(ps), tmp_path / "graph", MemoryHub(seed=4))
+    assert all(r["ok"] for r in results.values()), [r.get("error") for r in results.values()]
+    assert all(n.checked is True for n in run.nodes if n.kind == "collective")
+    ranks = [r for r in results.values() if r["role"] == "worker"]
+    assert len(ranks) == 3 and {r["model_digest"] for r in [*loop.values(), *ranks]} == {loop[0]["model_digest"]}
+    keys = -(-digits_bytes() // 1024)
+    assert sum(r["keys_served"] for r in results.values() if r["role"] == "server") == 3 * keys
+
+
 def test_a_wrong_sum_is_caught_and_so_is_the_model_it_leaves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One element of rank 1's second sum changed as it arrives: rank 1's check finds it (the rank fails naming the
     node); its model is no longer the others', so its next gradient is not the one they compute for it, and the
