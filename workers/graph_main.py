@@ -21,11 +21,9 @@ import contextlib
 import math
 import sys
 import time
-import traceback
 from dataclasses import replace
 from pathlib import Path
 
-from protocol.polling import wait_until
 from roce.engine import Engine, Link, RawSocketLink
 from roce.qp import MemoryRegion
 from workers import graph_ps_server as ps_server
@@ -40,7 +38,7 @@ from workers.graph_data import DataSource, SourceReport
 from workers.graph_engine import GraphScheduler, OpRun, Span
 from workers.graph_job import GraphJob, write_timing
 from workers.graph_sources import data_source
-from workers.main import linger
+from workers.main import failed, linger, ready_then_go
 from workers.netreduce import NetReduceWorker
 from workload.gradients import Int32Array
 from workload.graph import CollectiveKind, CollectiveNode, Node, node_kind
@@ -204,9 +202,7 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         served = on_servers(job, rank, ops)
         regions = prepare(comm, ops, frozenset(switched), served)
         engine.resolve_peers(cfg.start_timeout / 3)
-        (run_dir / f"ready-{rank}").write_text(str(time.monotonic()))
-        go = run_dir / "go"
-        wait_until(go.exists, cfg.start_timeout, interval=0.02, what="the runner's go")
+        go = ready_then_go(cfg, run_dir, rank)
         t0 = time.monotonic()
         with contextlib.suppress(ValueError):  # the runner's stamp: one clock for every rank of the machine
             t0 = min(t0, float(go.read_text()))
@@ -220,10 +216,7 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
             ok = True
         linger(cfg, engine, run_dir, rank)
     except Exception as e:  # reported to the runner, which names the rank
-        error = f"{type(e).__name__}: {e}"
-        trace = traceback.format_exc()
-        if not (run_dir / "abort").exists():
-            (run_dir / "abort").write_text(f"rank {rank} on {me.host} failed: {error}")
+        error, trace = failed(run_dir, f"rank {rank} on {me.host}", e)
     finally:
         stats = merged_stats([comm, *{id(j.worker.comm): j.worker.comm for j, _ in switched.values()}.values()])
         engine.close()
@@ -246,16 +239,12 @@ def run_server(job: GraphJob, node_id: int, run_dir: Path, link: Link | None = N
     try:
         keys = ps_server.prepare(comm, job.graph)
         engine.resolve_peers(cfg.start_timeout / 3)
-        (run_dir / f"ready-{node_id}").write_text(str(time.monotonic()))
-        wait_until((run_dir / "go").exists, cfg.start_timeout, interval=0.02, what="the runner's go")
+        ready_then_go(cfg, run_dir, node_id)
         served = ps_server.serve(comm, keys)
         ok = True
         linger(cfg, engine, run_dir, node_id)
     except Exception as e:  # reported to the runner, which names the server
-        error = f"{type(e).__name__}: {e}"
-        trace = traceback.format_exc()
-        if not (run_dir / "abort").exists():
-            (run_dir / "abort").write_text(f"server {node_id} on {me.host} failed: {error}")
+        error, trace = failed(run_dir, f"server {node_id} on {me.host}", e)
     finally:
         stats = comm.stats()
         engine.close()

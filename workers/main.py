@@ -71,6 +71,24 @@ def linger(cfg: JobConfig, engine: Engine, run_dir: Path, node_id: int) -> None:
         engine.run_until(lambda: all(p.exists() for p in everyone), cfg.linger_timeout, "the other nodes to finish")
 
 
+def ready_then_go(cfg: JobConfig, run_dir: Path, node_id: int) -> Path:
+    """Say this node is ready (RUN_DIR/ready-<id>) and wait for the runner's go; the go file (it holds the runner's
+    stamp)."""
+    (run_dir / f"ready-{node_id}").write_text(str(time.monotonic()))
+    go = run_dir / "go"
+    wait_until(go.exists, cfg.start_timeout, interval=0.02, what="the runner's go")
+    return go
+
+
+def failed(run_dir: Path, who: str, e: Exception) -> tuple[str, str]:
+    """A node's failure: its error line and traceback; the abort file, if no node wrote one yet, tells the others at
+    once (the runner also does on a crash), naming `who`."""
+    error = f"{type(e).__name__}: {e}"
+    if not (run_dir / "abort").exists():
+        (run_dir / "abort").write_text(f"{who} failed: {error}")
+    return error, traceback.format_exc()
+
+
 def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = None) -> WorkerResult:
     me = cfg.node(node_id)
     engine = Engine(link if link is not None else RawSocketLink(me.ifname, me.ip, job=cfg.job_id), me.ip)
@@ -87,8 +105,7 @@ def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = No
         # Every peer's address is known before the first packet (a window to an unresolved peer
         # leaves out of order: roce/resolve.py); a third of the start time, so the runner hears why.
         engine.resolve_peers(cfg.start_timeout / 3)
-        (run_dir / f"ready-{node_id}").write_text(str(time.monotonic()))
-        wait_until((run_dir / "go").exists, cfg.start_timeout, interval=0.02, what="the runner's go")
+        ready_then_go(cfg, run_dir, node_id)
         progress_file = run_dir / f"progress-{node_id}"
 
         def progress(iteration: int) -> None:
@@ -101,11 +118,8 @@ def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = No
         records = e.records
         error, check_failed = str(e), True
     except Exception as e:  # reported to the runner, which names the node
-        error = f"{type(e).__name__}: {e}"
-        trace = traceback.format_exc()
+        error, trace = failed(run_dir, f"{me.role} {node_id} on {me.host}", e)
         records = completed(loop)
-        if not (run_dir / "abort").exists():  # tell the others at once (the runner also does on a crash)
-            (run_dir / "abort").write_text(f"{me.role} {node_id} on {me.host} failed: {error}")
     finally:
         stats = comm.stats()
         engine.close()

@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import sys
 import time
-import traceback
 from pathlib import Path
 
-from protocol.polling import wait_until
 from roce.engine import Engine, RawSocketLink
 from workers.collectives.data import expected, input_of, wrong_elements
 from workers.comm import Comm
-from workers.main import linger
+from workers.main import failed, linger, ready_then_go
 from workers.netreduce import NetReduceWorker
 from workers.netreduce_gather import all_gather_op
 from workers.netreduce_scatter import reduce_scatter_op
@@ -66,8 +64,7 @@ def run(config: Path, run_dir: Path, node_id: int) -> bool:
         worker = NetReduceWorker(comm, scatter=kind == CollectiveKind.REDUCE_SCATTER,
                                  gather=kind == CollectiveKind.ALL_GATHER)
         engine.resolve_peers(cfg.start_timeout / 3)
-        (run_dir / f"ready-{node_id}").write_text(str(time.monotonic()))
-        wait_until((run_dir / "go").exists, cfg.start_timeout, interval=0.02, what="the runner's go")
+        ready_then_go(cfg, run_dir, node_id)
         elements = max(1, cfg.size_bytes // 4)
         ranks = len(cfg.workers)
         for it in range(cfg.iterations):
@@ -89,10 +86,7 @@ def run(config: Path, run_dir: Path, node_id: int) -> bool:
             error = f"rank {worker.rank}: wrong {kind.value} output"
         linger(cfg, engine, run_dir, node_id)
     except Exception as e:  # reported to the runner, which names the node
-        error = f"{type(e).__name__}: {e}"
-        trace = traceback.format_exc()
-        if not (run_dir / "abort").exists():
-            (run_dir / "abort").write_text(f"{me.role} {node_id} on {me.host} failed: {error}")
+        error, trace = failed(run_dir, f"{me.role} {node_id} on {me.host}", e)
     finally:
         stats = comm.stats()
         engine.close()

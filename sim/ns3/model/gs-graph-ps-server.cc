@@ -4,11 +4,9 @@
 // the key's index); once every rank's is in, the sum goes to every rank with the same immediate. The node is
 // done when every key of its own is served (and, through JobNode::ServeDone, every pull acknowledged).
 #include "gs-collective.h"
-#include "gs-graph-data.h"
 #include "gs-graph-spec.h"
 #include "gs-job-node.h"
-
-#include <unordered_map>
+#include "gs-key-sums.h"
 
 namespace ns3
 {
@@ -57,21 +55,11 @@ class GraphPsServer : public Collective
 
     void OnRecv(RcQp*, uint64_t imm, MsgPtr data, uint32_t) override
     {
-        Sum& s = m_sums[imm];
-        if (!s.data)
-        {
-            s.data = std::make_shared<MsgData>(*data);
-        }
-        else
-        {
-            GraphData::Add(*s.data, *data);
-        }
-        if (++s.count < m_ranks)
+        MsgPtr sum = m_sums.Add(imm, data, m_ranks);
+        if (!sum)
         {
             return;
         }
-        MsgPtr sum = s.data;
-        m_sums.erase(imm);
         for (uint32_t r = 0; r < m_ranks; r++)
         {
             m_node->Qp(r)->PostWrite(sum, 0, kGraphPsRkey, imm, WriteTag{});
@@ -88,17 +76,11 @@ class GraphPsServer : public Collective
     }
 
   private:
-    struct Sum
-    {
-        MsgPtr data;
-        uint32_t count = 0;
-    };
-
     const GraphSpec& m_spec;
     uint32_t m_ranks;
     uint64_t m_mine = 0;
     uint64_t m_served = 0;
-    std::unordered_map<uint64_t, Sum> m_sums; // by immediate: the pushes of a key so far
+    KeySums m_sums;
 };
 
 } // namespace

@@ -4,6 +4,7 @@
 // of a key sums them and writes the sum to every worker (the pull).
 #include "gs-collective.h"
 #include "gs-job-node.h"
+#include "gs-key-sums.h"
 #include "gs-ticks.h"
 
 #include <algorithm>
@@ -225,33 +226,13 @@ class PsServer : public Collective
 
     void OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled) override
     {
-        Sum& s = m_sums[imm];
-        if (!s.data)
-        {
-            s.data = std::make_shared<MsgData>(*data);
-        }
-        else
-        {
-            MsgData& acc = *s.data;
-            for (size_t p = 0; p < acc.digest.size() && p < data->digest.size(); p++)
-            {
-                acc.digest[p] += data->digest[p];
-                acc.lossy[p] |= data->lossy[p];
-            }
-            for (size_t i = 0; i < acc.values.size() && i < data->values.size(); i++)
-            {
-                acc.values[i] = static_cast<int32_t>(static_cast<uint32_t>(acc.values[i]) +
-                                                     static_cast<uint32_t>(data->values[i]));
-            }
-        }
-        if (++s.count < m_node->Workers())
+        MsgPtr sum = m_sums.Add(imm, data, m_node->Workers());
+        if (!sum)
         {
             return;
         }
         uint32_t id = static_cast<uint32_t>(imm & 0xFFFFFFFF);
         WriteTag tag = id < m_plan.Count() ? m_plan.Units()[m_plan.At(id).unit].tag : WriteTag{};
-        MsgPtr sum = s.data;
-        m_sums.erase(imm);
         for (uint32_t w = 0; w < m_node->Workers(); w++)
         {
             m_node->Qp(w)->PostWrite(sum, 0, kWorkerRkey, imm, tag);
@@ -269,16 +250,10 @@ class PsServer : public Collective
     }
 
   private:
-    struct Sum
-    {
-        MsgPtr data;
-        uint32_t count = 0;
-    };
-
     KeyPlan m_plan;
     uint64_t m_mine = 0;
     uint64_t m_served = 0;
-    std::unordered_map<uint64_t, Sum> m_sums;
+    KeySums m_sums; // by (iteration, key): the pushes so far
 };
 
 // algo = write: worker 0 writes each reduction of each iteration to worker 1 and waits for its
