@@ -1,6 +1,6 @@
 """A graph's all-reduces through parameter servers (an experiment's algo = ps), PHub-style as the training loop's
 (workers/ps.py): the world group's all-reduces, each cut into keys of ps_key_bytes dealt round-robin to the
-servers (from the operation's k on, the k-th all-reduce of the world, so one-key operations spread too; the
+servers (from the operation's k on, the world group's k-th collective, so one-key operations spread too; the
 simulator's graph engine deals them alike, sim/ns3/model/gs-graph-spec.cc PsKeys). A member pushes every key to its
 server (an RDMA WRITE with immediate into the member's block of the operation's region there); a server that
 has every member's push of a key sums them and writes the sum into every member's region of the operation
