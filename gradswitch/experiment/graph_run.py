@@ -37,7 +37,7 @@ from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placed_load import ideal_link_load
-from gradswitch.experiment.placement import Placement, job_config, place, topology_for
+from gradswitch.experiment.placement import Placement, job_config, place, rto_of, topology_for
 from gradswitch.experiment.report import interrupting
 from gradswitch.experiment.results_file import read_json
 from gradswitch.experiment.runner import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
@@ -250,6 +250,8 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     placement = place(spec, topo)
     cfg = job_config(spec, 1, placement.jobs[0], topo)
     servers = tuple(s.node_id for s in cfg.servers)
+    if servers:  # a pull waits behind the server's windows, its acknowledgement behind every rank's pushes
+        cfg = replace(cfg, rto=rto_of(spec, cfg.window, cfg.mtu, 0, queues=2))
     if servers:  # every all-reduce the servers run must number its keys (one line naming the first that cannot)
         for r in graph.ranks:
             nodes = r.by_id()

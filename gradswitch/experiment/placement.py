@@ -202,12 +202,12 @@ def reorder_window(bw_mbps: float | None, queue_bytes: int | None = None) -> flo
     return (queue_bytes or buffer_bytes(bw_mbps)) / (bw_mbps * 1e6 / 8) if bw_mbps else None
 
 
-def rto_of(spec: ExperimentSpec, window: int, mtu: int, levels: int) -> float:
-    """A job's smallest retransmission timeout, s: the spec's `min_rto_ms`, else min_rto's from the path (with
-    parameter servers, two full queues: min_rto's `queues`)."""
+def rto_of(spec: ExperimentSpec, window: int, mtu: int, levels: int, queues: int = 1) -> float:
+    """A job's smallest retransmission timeout, s: the spec's `min_rto_ms`, else min_rto's from the path (`queues`
+    full queues: 2 for a graph run's parameter servers, gradswitch/experiment/graph_run.py graph_job)."""
     if spec.min_rto_ms is not None:
         return spec.min_rto_ms / 1000
-    return min_rto(window, mtu, spec.bw_mbps, levels, queue_of(spec), 2 if spec.algo == Algorithm.PS else 1)
+    return min_rto(window, mtu, spec.bw_mbps, levels, queue_of(spec), queues)
 
 
 def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0, queue_bytes: int | None = None,
@@ -217,7 +217,9 @@ def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0, queue
     server's windows to every worker on its own link, its acknowledgement behind every worker's pushes on the
     server's link in, and a push and its acknowledgement alike: 2), and (3 + 2 levels) windows' time on the
     link; the RTT estimate raises it further. (Graph runs of 8 workers through one server at 8 Mb/s timed out
-    spuriously with one queue: 2 timeouts a run, RTTs of 49-67 ms against an RTO of 108 ms.)
+    spuriously with one queue: 2 timeouts a run, smoothed RTTs of 49-67 ms against an RTO of 108 ms. The training
+    loop's parameter servers keep one queue: the scaling study's PS runs were measured with it and its spurious
+    timeouts are a figure of that study, bench/scaling.py `--only rto`.)
 
     3 windows: a packet waits behind its own window at the sender's link, and its ACK behind the
     receiver's own window (they share its link); for NetReduce the third is the wait for the slowest

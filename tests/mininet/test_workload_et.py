@@ -6,6 +6,7 @@ the two compared: bench.crossval's collectives part)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,7 +73,10 @@ def test_a_spine_crash_under_a_trace_is_routed_around_recorded_and_exact(tmp_pat
     done = gradswitch("experiment", "--workload-et", str(prefix), "--topo", "leafspine", "--bw", "8", "--fault",
                       "switch-crash:spine1@1.5,restart=1", "--out", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "  fault switch-crash:spine1@1.5,restart=1: recovered: injected at 1.50 s, detected after" in done.stdout
+    said = re.search(r"  fault switch-crash:spine1@1\.5,restart=1: recovered: injected at (\d+\.\d+) s, detected "
+                     r"after", done.stdout)
+    assert said is not None, done.stdout
+    assert float(said[1]) == pytest.approx(1.5, abs=0.1)  # the timer's own lateness on a busy machine (1.52 s seen)
     assert "checks: every output exact" in done.stdout, done.stdout
     report = json.loads((out / "graph-results.json").read_text())
     (crash,) = report["faults"]

@@ -12,6 +12,7 @@ import pytest
 
 from gradswitch.experiment.graph_run import graph_job, graph_spec, serial_estimate_s
 from gradswitch.experiment.placed_load import ideal_link_load
+from gradswitch.experiment.placement import min_rto
 from tests.graphs import in_network_and_hosts, one_collective
 from tests.memlink import MemoryHub
 from tests.unit.test_graph_engine_hosts import assert_exact, run_graph_threads
@@ -92,6 +93,9 @@ def test_a_link_paced_run_keeps_the_servers_link_out_busy_but_for_one_key() -> N
         job, _ = graph_job(topo, spec, graph)
         assert [n.host for n in job.job.servers] == ["h5", "h6"][:servers]
         assert ideal_link_load(job, topo) == pytest.approx(load)
+        # two full queues before a retransmission: a pull behind the server's windows, its ACK behind the pushes
+        assert job.job.rto == pytest.approx(min_rto(job.job.window, job.job.mtu, 8, queues=2))
+        assert job.job.rto - min_rto(job.job.window, job.job.mtu, 8) == pytest.approx(0.1)  # a 100 ms queue more
     assert serial_estimate_s(graph, 8, 1.0, servers=2) == pytest.approx(4 * (256 << 10) / 2 / 1e6)
     assert serial_estimate_s(graph, 8, 1.0) == pytest.approx(1.5 * (256 << 10) / 1e6)  # the ring's
 
