@@ -250,17 +250,19 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     placement = place(spec, topo)
     cfg = job_config(spec, 1, placement.jobs[0], topo)
     servers = tuple(s.node_id for s in cfg.servers)
-    if servers:  # a pull waits behind the server's windows, its acknowledgement behind every rank's pushes
+    if servers:
+        # a pull waits behind the server's windows, its acknowledgement behind every rank's pushes: two queues
         cfg = replace(cfg, rto=rto_of(spec, cfg.window, cfg.mtu, 0, queues=2))
-    if servers:  # every all-reduce the servers run must number its keys (one line naming the first that cannot)
-        for r in graph.ranks:
-            nodes = r.by_id()
-            for nid, op in ops_of(graph, r.rank).items():
-                if runs_on_servers(graph, nodes[nid], servers):
-                    try:
-                        layout(op, servers, cfg.ps_key_bytes)
-                    except ValueError as e:
-                        raise ExperimentError(f"{r.where()} node {nid} ({nodes[nid].name}): {e}") from None
+        # every all-reduce the servers run must number its keys (one line naming the first that cannot); they are
+        # the world's, so rank 0 holds every one
+        first = graph.ranks[0]
+        nodes = first.by_id()
+        for nid, op in ops_of(graph, first.rank).items():
+            if runs_on_servers(graph, nodes[nid], servers):
+                try:
+                    layout(op, servers, cfg.ps_key_bytes)
+                except ValueError as e:
+                    raise ExperimentError(f"{first.where()} node {nid} ({nodes[nid].name}): {e}") from None
     d = dilation if dilation is not None else (spec.dilation or 1.0)
     fan_in = max(1, max(sum(senders_per_group(graph, g.name) for g in graph.groups if r in g.ranks)
                         for r in range(graph.world_size)))
