@@ -56,9 +56,12 @@ def test_k_of_n_iterates_at_the_fast_workers_pace_with_every_sum_exact_against_i
     # N of N with a deadline: the sums close without the slow worker on the others' retransmissions after it, so
     # its pace is the fast workers' plus about a retransmission timeout, far from the slow worker's
     assert closed - fast < 0.5 * (n_of_n - fast), (fast, closed, n_of_n)
+    # the slow worker left out of most sums; under load a fast worker's packet may miss the 20 ms deadline too (a
+    # sum of 2, exact against the 2 it names: the report's ok), as CI saw
     its = reports[deadline]["iterations"]
-    assert [it["contributors"] for it in its].count(3) >= ITERATIONS // 2
-    assert all(it["gradient_error"] > 0.01 for it in its if it["contributors"] == 3)
+    held = [it["contributors"] for it in its]
+    assert min(held) >= 1 and sum(c < 4 for c in held) >= ITERATIONS // 2, held
+    assert all(it["gradient_error"] > 0.01 for it in its if it["contributors"] < 4)
     d_events = reports[deadline]["switches"]["netreduce"]["1"]["switches"]["s1"]["events"]
     assert d_events["deadline"] > 0 and d_events["late"] + d_events["late-answered"] > 0
 
