@@ -226,7 +226,8 @@ def graph_json(graph: JobGraph, in_network: Mapping[CollectiveKind, int] | None 
         if isinstance(n, ComputeNode):
             d["duration_s"] = n.duration_s
         elif isinstance(n, CollectiveNode):
-            d.update(collective=n.collective.value, group=index[n.group], nbytes=n.nbytes, root=n.root)
+            d.update(collective=n.collective.value, group=index[n.group], nbytes=n.nbytes, root=n.root,
+                     layer_class=n.layer_class)
         else:
             d.update(peer=n.peer, tag=n.tag, nbytes=n.nbytes)
         return d
@@ -266,8 +267,11 @@ def graph_job_json(graph: JobGraph, cfg: JobConfig, settings: SimSettings,
     if len(cfg.workers) != graph.world_size or (cfg.servers and cfg.algo != Algorithm.PS):
         raise SimConfigError(f"graph {graph.name}: {graph.world_size} ranks on {len(cfg.workers)} workers and "
                              f"{len(cfg.servers)} servers: give one worker per rank, and servers only with algo = ps")
-    return {"job_id": cfg.job_id, "algo": "graph", "check": str(graph_check_mode(graph, settings)), "seed": cfg.seed,
-            "nodes": [{"node_id": n.node_id, "role": str(n.role), "host": n.host} for n in cfg.nodes],
-            "iterations": 1, "transport": transport_json(cfg), "ps_key_bytes": cfg.ps_key_bytes,
-            "credits": cfg.credits, "iteration_timeout_s": cfg.iteration_timeout,
-            "graph": graph_json(graph, in_network, settings.gather_placeholders, settings.grow_placeholders)}
+    out = {"job_id": cfg.job_id, "algo": "graph", "check": str(graph_check_mode(graph, settings)), "seed": cfg.seed,
+           "nodes": [{"node_id": n.node_id, "role": str(n.role), "host": n.host} for n in cfg.nodes],
+           "iterations": 1, "transport": transport_json(cfg), "ps_key_bytes": cfg.ps_key_bytes,
+           "credits": cfg.credits, "iteration_timeout_s": cfg.iteration_timeout,
+           "graph": graph_json(graph, in_network, settings.gather_placeholders, settings.grow_placeholders)}
+    if cfg.dlcp is not None:  # the switches' DLCP for the graph's job (its collectives' layer classes)
+        out["dlcp"] = dlcp_json(settings.dlcp, cfg.dlcp)
+    return out

@@ -72,7 +72,7 @@ def serve(comm: Comm, keys: list[ServedKey]) -> int:
                 total += from_wire(comm.read(s.region, position * s.plan.block[me] + s.key.offset, s.key.nbytes), n)
             wire = to_wire(total)
             for m in s.op.members:
-                comm.write(m, wire, s.key.lo * 4, s.op.rkey, imm)
+                comm.write(m, wire, s.key.lo * 4, s.op.rkey, imm, s.op.tag)
             pending.remove(s)
             served += 1
     comm.drain()

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
+from protocol.dlcp import LAYER_CLASSES
+
 
 class CollectiveKind(str, Enum):
     """The collectives a graph may hold (Chakra's CollectiveCommType names, lower case)."""
@@ -78,6 +80,9 @@ class CollectiveNode:
     nbytes: int  # see the module's docstring for what the size of each collective means
     deps: tuple[int, ...] = ()
     root: int = 0  # broadcast: the group's rank (a global rank) whose buffer every member receives
+    # DLCP (docs/dlcp.md): the layer class its packets carry, 0 (the front layers: the top priority) to
+    # LAYER_CLASSES - 1; switches with DLCP priority on schedule by it
+    layer_class: int = 0
 
 
 @dataclass(frozen=True)
@@ -241,6 +246,9 @@ def validate(graph: JobGraph) -> None:
                                      f"which holds ranks {list(pg.ranks)}")
                 if n.collective == CollectiveKind.BROADCAST and n.root not in pg.ranks:
                     raise GraphError(f"{at}: broadcast root {n.root} is not in group {n.group!r} {list(pg.ranks)}")
+                if not 0 <= n.layer_class < LAYER_CLASSES:
+                    raise GraphError(f"{at}: layer class {n.layer_class}; DLCP's layer classes are 0 (the front "
+                                     f"layers) to {LAYER_CLASSES - 1}")
                 sequences[n.group].setdefault(r.rank, []).append((n, at))
             else:
                 if not 0 <= n.peer < n_ranks or n.peer == r.rank:
@@ -296,7 +304,8 @@ def to_dict(graph: JobGraph) -> dict[str, Any]:
         if isinstance(n, ComputeNode):
             d["duration_s"] = n.duration_s
         elif isinstance(n, CollectiveNode):
-            d.update(collective=n.collective.value, group=n.group, nbytes=n.nbytes, root=n.root)
+            d.update(collective=n.collective.value, group=n.group, nbytes=n.nbytes, root=n.root,
+                     layer_class=n.layer_class)
         else:
             d.update(peer=n.peer, tag=n.tag, nbytes=n.nbytes)
         return d
@@ -317,7 +326,7 @@ def from_dict(d: dict[str, Any]) -> JobGraph:
             return ComputeNode(int(x["id"]), str(x["name"]), float(x["duration_s"]), deps)
         if kind == "collective":
             return CollectiveNode(int(x["id"]), str(x["name"]), CollectiveKind(x["collective"]), str(x["group"]),
-                                  int(x["nbytes"]), deps, int(x["root"]))
+                                  int(x["nbytes"]), deps, int(x["root"]), int(x.get("layer_class", 0)))
         if kind in ("send", "recv"):
             cls = SendNode if kind == "send" else RecvNode
             return cls(int(x["id"]), str(x["name"]), int(x["peer"]), int(x["tag"]), int(x["nbytes"]), deps)

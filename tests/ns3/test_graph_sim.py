@@ -269,6 +269,8 @@ def check(doc: dict, tmp_path: Path) -> tuple[int, str]:
      "all_reduce of 4096 bytes on rank 0"),
     (lambda g: g["ranks"].pop(),
      "jobs[0].graph.ranks: 2 ranks' graphs for a job of 3 workers"),
+    (lambda g: g["ranks"][2]["nodes"][1].update(layer_class=8),
+     "jobs[0].graph.ranks[2].nodes[1].layer_class = 8: DLCP's layer classes are 0 (the front layers) to 7"),
 ])
 def test_a_bad_graph_section_is_refused_in_one_line(tmp_path, change, said):
     """What workload.graph.validate refuses in Python, gradswitch-sim refuses too, before it builds anything,

@@ -43,7 +43,8 @@ def execute(comm: Comm, op: Op, region: MemoryRegion, data: Int32Array) -> OpRun
 
     def send(i: int, to: int, lo: int, hi: int) -> None:
         qp = comm.qp(op.members[to])
-        posted.append((qp.cfg.qpn, qp.requester.post_write(to_wire(src[lo:hi]), i * slot, op.rkey, imm=op.imm(i))))
+        posted.append((qp.cfg.qpn, qp.requester.post_write(to_wire(src[lo:hi]), i * slot, op.rkey, imm=op.imm(i),
+                                                                 tag=op.tag)))
 
     for i, st in enumerate(sched.steps):
         if st.send_to is not None and not st.forward:

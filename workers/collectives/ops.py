@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from workers.collectives import chain, p2p, pairwise, ring
 from workers.collectives.data import elements_of, expected, input_of
 from workers.collectives.schedule import Schedule
+from workload.dlcp import Tag
 from workload.gradients import Int32Array
 from workload.graph import CollectiveKind, CollectiveNode, JobGraph, RecvNode, SendNode, topological_order
 
@@ -36,6 +37,13 @@ class Op:
     elements: int  # of the node's size (all-gather: the shard)
     root: int = 0  # broadcast: the root's position
     sequence: int = 0  # the k of its key: its group's k-th collective (the k-th send with its tag)
+    layer_class: int = 0  # DLCP: the layer class every packet of its writes carries (a collective node's)
+
+    @property
+    def tag(self) -> Tag:
+        """Its writes' DLCP tag (marked only in a DLCP job): its layer class, every packet in the top magnitude
+        class (a graph's values are generated, not gradients) and none droppable (every output is checked)."""
+        return Tag(self.layer_class, droppable=False)
 
     @property
     def rkey(self) -> int:
@@ -121,7 +129,7 @@ def ops_of(graph: JobGraph, rank: int) -> dict[int, Op]:
             members = graph.group(n.group).ranks
             root = members.index(n.root) if n.collective == CollectiveKind.BROADCAST else 0
             out[n.id] = Op(key, number, "collective", n.collective, members, members.index(rank),
-                           elements_of(n.nbytes), root, sequence)
+                           elements_of(n.nbytes), root, sequence, n.layer_class)
         elif isinstance(n, SendNode):
             out[n.id] = Op(key, number, "send", None, (rank, n.peer), 0, elements_of(n.nbytes), sequence=sequence)
         elif isinstance(n, RecvNode):

@@ -111,7 +111,8 @@ def ps_all_reduce(comm: Comm, op: Op, plan: PsLayout, region: MemoryRegion, data
     for k in plan.keys:
         qp = comm.qp(k.server)
         va = op.position * plan.block[k.server] + k.offset
-        posted.append((qp.cfg.qpn, qp.requester.post_write(to_wire(data[k.lo : k.hi]), va, rkey, imm=op.imm(k.index))))
+        posted.append((qp.cfg.qpn, qp.requester.post_write(to_wire(data[k.lo : k.hi]), va, rkey, imm=op.imm(k.index),
+                                                           tag=op.tag)))
     out: Int32Array = np.empty_like(data)
     for k in plan.keys:
         imm = op.imm(k.index)

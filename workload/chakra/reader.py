@@ -151,7 +151,8 @@ def _node(msg: Any, at: str, deps: tuple[int, ...], ctx: _Context) -> Node:
         root = _int(attrs, "root", at)  # gradswitch's own attribute: Chakra's schema has no broadcast root
         if root is None:
             root = group.ranks[0] if kind == CollectiveKind.BROADCAST else 0
-        return CollectiveNode(node_id, name, kind, group.name, nbytes, deps, root)
+        layer = _int(attrs, "layer_class", at)  # gradswitch's own too: a DLCP layer class (validate checks it)
+        return CollectiveNode(node_id, name, kind, group.name, nbytes, deps, root, layer or 0)
     if ntype in (T["COMM_SEND_NODE"], T["COMM_RECV_NODE"]):
         send = ntype == T["COMM_SEND_NODE"]
         what = NODE_TYPE_NAMES[ntype]

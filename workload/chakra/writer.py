@@ -38,6 +38,8 @@ def _message(node: Node, rank: int, graph: JobGraph) -> Any:
             msg.attr.append(_attr("pg_name", node.group))
         if node.collective == CollectiveKind.BROADCAST:
             msg.attr.append(_attr("root", node.root))
+        if node.layer_class:
+            msg.attr.append(_attr("layer_class", node.layer_class))
     else:
         send = isinstance(node, SendNode)
         msg.type = T["COMM_SEND_NODE"] if send else T["COMM_RECV_NODE"]

@@ -12,11 +12,14 @@ when the loop would start it: in the plan's order, a priority partition never be
 one that is not ready yet. The next iteration's forward waits as the job's `sync` says: `iteration`,
 its first layer on every all-reduce of the iteration before (DDP); `layer`, each layer on the
 all-reduces that carry its gradient (P3, ByteScheduler). Times are the emulated cluster's real
-seconds (no dilation); sizes 4 bytes per element (int32 or float32).
+seconds (no dilation); sizes 4 bytes per element (int32 or float32). Each all-reduce carries the DLCP
+layer class of its front-most tensor (workload/plan.py op_mark), as the loop's writes do.
 """
 
 from __future__ import annotations
 
+from workload.dlcp import layer_class
+from workload.encoding import job_profile
 from workload.graph import (
     CollectiveKind,
     CollectiveNode,
@@ -31,7 +34,7 @@ from workload.graph import (
 from workload.graph_timing import GraphRun
 from workload.job import Algorithm, Emulation, JobConfig, Role, Scheduling, Sync, Training
 from workload.job import Node as Host
-from workload.plan import plan
+from workload.plan import op_mark, plan
 
 BYTES_PER_ELEMENT = 4  # int32 on the wire, float32 converted (workload/floats.py)
 
@@ -65,6 +68,8 @@ def training_graph(cfg: JobConfig, iterations: int | None = None, name: str = ""
     op_last_layer = [min(p.tensor_layer[piece.tensor] for piece in op.pieces) for op in p.ops]
     layer_ops = p.layer_ops()
     window = cfg.training.in_flight
+    tensors = len(job_profile(cfg).tensors)
+    classes = [layer_class(op_mark(cfg, op), tensors) for op in p.ops]  # DLCP: as the loop's writes carry them
     nodes: list[Node] = []
     prev_ops: list[int] = []  # the previous iteration's all-reduce node ids, by op index
     prev_last_backward: int | None = None
@@ -106,7 +111,8 @@ def training_graph(cfg: JobConfig, iterations: int | None = None, name: str = ""
             prev_ops.append(len(nodes))
             label = "codes" if op.codes else "allreduce"
             nodes.append(CollectiveNode(len(nodes), f"it{it}.{label}.{op.index}", CollectiveKind.ALL_REDUCE,
-                                        group.name, op.elements * BYTES_PER_ELEMENT, (bwd[front], *before, *codes)))
+                                        group.name, op.elements * BYTES_PER_ELEMENT, (bwd[front], *before, *codes),
+                                        layer_class=classes[k]))
     graph = JobGraph(name or f"{cfg.workload}-n{ranks}", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)),
                      (group,))
     validate(graph)

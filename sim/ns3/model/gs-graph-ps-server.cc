@@ -8,6 +8,8 @@
 #include "gs-job-node.h"
 #include "gs-key-sums.h"
 
+#include <unordered_map>
+
 namespace ns3
 {
 namespace gs
@@ -35,7 +37,11 @@ class GraphPsServer : public Collective
             }
             for (const PsKey& k : PsKeys(m_spec, n))
             {
-                m_mine += k.server == node->NodeId() ? 1 : 0;
+                if (k.server == node->NodeId())
+                {
+                    m_mine++;
+                    m_tags[CollectiveImm(n.group, n.sequence, k.index)] = TagOf(n); // the sum goes as it came
+                }
             }
         }
         for (uint32_t r = 0; r < m_ranks; r++)
@@ -62,7 +68,7 @@ class GraphPsServer : public Collective
         }
         for (uint32_t r = 0; r < m_ranks; r++)
         {
-            m_node->Qp(r)->PostWrite(sum, 0, kGraphPsRkey, imm, WriteTag{});
+            m_node->Qp(r)->PostWrite(sum, 0, kGraphPsRkey, imm, m_tags.at(imm));
         }
         if (++m_served == m_mine)
         {
@@ -80,6 +86,7 @@ class GraphPsServer : public Collective
     uint32_t m_ranks;
     uint64_t m_mine = 0;
     uint64_t m_served = 0;
+    std::unordered_map<uint64_t, WriteTag> m_tags; // per key's immediate: what its sum's writes carry
     KeySums m_sums;
 };
 

@@ -56,6 +56,7 @@ struct GraphRank::Completion
     uint64_t unacked = 0;
     bool received = false;
     bool ok = true;
+    WriteTag tag{0, false}; // what the operation's writes carry (TagOf its node)
     std::function<void(bool)> done;
 
     void Check()
@@ -160,12 +161,6 @@ GraphRank::CommunicationNodes(const GraphRankSpec& r)
         n += x.kind == GraphNodeKind::Compute || x.kind == GraphNodeKind::Send ? 0 : 1;
     }
     return n;
-}
-
-uint64_t
-GraphRank::CollectiveImm(uint32_t group, uint32_t k, uint32_t step)
-{
-    return static_cast<uint64_t>(group + 1) << 48 | static_cast<uint64_t>(k & 0xFFFFFF) << 24 | (step & 0xFFFFFF);
 }
 
 uint64_t
@@ -330,10 +325,10 @@ GraphRank::OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled)
 }
 
 void
-GraphRank::Post(uint32_t peer, MsgPtr m, uint64_t imm, std::function<void()> acked)
+GraphRank::Post(uint32_t peer, MsgPtr m, uint64_t imm, WriteTag tag, std::function<void()> acked)
 {
     RcQp* qp = m_node->Qp(peer);
-    uint64_t wr = qp->PostWrite(std::move(m), 0, kGraphRkey, imm, WriteTag{});
+    uint64_t wr = qp->PostWrite(std::move(m), 0, kGraphRkey, imm, tag);
     if (acked)
     {
         m_acked[{peer, wr}] = std::move(acked);
@@ -344,7 +339,7 @@ void
 GraphRank::PostCounted(const std::shared_ptr<Completion>& end, uint32_t peer, MsgPtr m, uint64_t imm)
 {
     end->unacked++;
-    Post(peer, std::move(m), imm, [end]() {
+    Post(peer, std::move(m), imm, end->tag, [end]() {
         end->unacked--;
         end->Check();
     });
@@ -558,6 +553,7 @@ GraphRank::RunRing(const GraphNode& n, Done done)
     r->pos = Position(r->members, m_rank);
     r->group = n.group;
     r->k = n.sequence;
+    r->end->tag = TagOf(n);
     r->kind = n.collective;
     r->end->done = std::move(done);
     r->piece.iteration = n.group + 1;
@@ -670,6 +666,7 @@ GraphRank::RunPs(const GraphNode& n, Done done)
     // Every key's push at once (the transport paces them), each key's sum checked as it comes back: the sum over
     // every member of the key's elements, which the piece (group, k, key) names.
     auto end = std::make_shared<Completion>();
+    end->tag = TagOf(n);
     end->done = std::move(done);
     std::vector<PsKey> keys = PsKeys(m_spec, n);
     auto left = std::make_shared<size_t>(keys.size());
@@ -720,6 +717,7 @@ GraphRank::RunAllToAll(const GraphNode& n, Done done)
     };
     uint64_t imm = CollectiveImm(n.group, n.sequence, 0);
     auto end = std::make_shared<Completion>();
+    end->tag = TagOf(n);
     end->done = std::move(done);
     auto left = std::make_shared<uint32_t>(N - 1);
     for (uint32_t k = 1; k < N; k++)
@@ -769,6 +767,7 @@ GraphRank::RunBroadcast(const GraphNode& n, Done done)
     uint32_t next = members[(j + 1) % N];
     uint32_t prev = members[(j + N - 1) % N];
     auto end = std::make_shared<Completion>();
+    end->tag = TagOf(n);
     end->done = std::move(done);
     if (chain == 0)
     {
@@ -809,7 +808,7 @@ GraphRank::RunSend(const GraphNode& n, Done done)
     p.blockBase = static_cast<uint64_t>(n.sequence) << 32;
     p.count = Elements(n.nbytes);
     // done once the receiver has it all (acknowledged)
-    Post(n.peer, m_data.Make(m_rank, p), MessageImm(n.tag, n.sequence), [done]() { done(true); });
+    Post(n.peer, m_data.Make(m_rank, p), MessageImm(n.tag, n.sequence), TagOf(n), [done]() { done(true); });
 }
 
 void

@@ -91,11 +91,10 @@ class GraphRank : public Collective
     /// Call f with the message `imm` from rank `peer` once it is here (at once if it is).
     void Expect(uint32_t peer, uint64_t imm, std::function<void(MsgPtr)> f);
     /// Write m to rank `peer` with immediate `imm`; acked() once it is acknowledged.
-    void Post(uint32_t peer, MsgPtr m, uint64_t imm, std::function<void()> acked = nullptr);
-    /// Post a write of the operation `end` (which then also waits for its acknowledgement).
+    void Post(uint32_t peer, MsgPtr m, uint64_t imm, WriteTag tag, std::function<void()> acked = nullptr);
+    /// Post a write of the operation `end` (which then also waits for its acknowledgement), with its tag.
     void PostCounted(const std::shared_ptr<Completion>& end, uint32_t peer, MsgPtr m, uint64_t imm);
 
-    static uint64_t CollectiveImm(uint32_t group, uint32_t k, uint32_t step);
     static uint64_t MessageImm(uint64_t tag, uint32_t k);
 
     const GraphSpec& m_spec;

@@ -1,5 +1,8 @@
 #include "gs-graph-spec.h"
 
+#include "gs-constants.h"
+#include "gs-qp.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -83,6 +86,18 @@ RunsOnServers(const GraphSpec& g, const GraphNode& n)
 {
     return !g.servers.empty() && n.kind == GraphNodeKind::Collective && n.collective == CollectiveKind::AllReduce &&
            IsWorld(g, n.group);
+}
+
+uint64_t
+CollectiveImm(uint32_t group, uint32_t k, uint32_t step)
+{
+    return static_cast<uint64_t>(group + 1) << 48 | static_cast<uint64_t>(k & 0xFFFFFF) << 24 | (step & 0xFFFFFF);
+}
+
+WriteTag
+TagOf(const GraphNode& n)
+{
+    return WriteTag{n.layerClass, false};
 }
 
 std::vector<PsKey>
@@ -291,6 +306,14 @@ ParseGraph(ConfigObject g, uint32_t workers)
                                                                         {"broadcast", CollectiveKind::Broadcast}});
                 n.group = no.Get<uint32_t>("group");
                 n.root = no.Get<uint32_t>("root");
+                auto layer = no.Get<uint32_t>("layer_class");
+                if (layer >= kLayerClasses)
+                {
+                    throw ConfigError(no.Where("layer_class") + " = " + std::to_string(layer) +
+                                      ": DLCP's layer classes are 0 (the front layers) to " +
+                                      std::to_string(kLayerClasses - 1));
+                }
+                n.layerClass = static_cast<uint8_t>(layer);
                 if (n.group >= spec.groups.size())
                 {
                     throw ConfigError(at + ": group " + std::to_string(n.group) + " does not exist (groups 0.." +

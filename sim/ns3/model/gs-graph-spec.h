@@ -19,6 +19,8 @@ namespace ns3
 namespace gs
 {
 
+struct WriteTag; // gs-qp.h
+
 enum class GraphNodeKind
 {
     Compute,
@@ -49,6 +51,7 @@ struct GraphNode
     uint32_t group{};              // collective: index of its process group
     uint64_t nbytes{};             // communication (workload/graph.py: the rank's input, all-gather its shard)
     uint32_t root{};               // broadcast: the root's global rank
+    uint8_t layerClass{};          // collective: the DLCP layer class its writes carry (0: the top priority)
     uint32_t peer{};               // send: the receiver, recv: the sender (global ranks)
     uint64_t tag{};                // send/recv
     uint32_t sequence{};           // collective: k, its group's k-th; send/recv: the k-th with (peer, tag)
@@ -130,6 +133,13 @@ struct PsKey
 /// The keys of node n (RunsOnServers): its elements cut into keys of psKeyBytes / 4 elements (at least 1), dealt
 /// round robin to the servers from the node's sequence on (workers/collectives/ps.py layout).
 std::vector<PsKey> PsKeys(const GraphSpec& g, const GraphNode& n);
+
+/// The immediate data of step `step` of group `group`'s k-th collective (a parameter server's key: its index).
+uint64_t CollectiveImm(uint32_t group, uint32_t k, uint32_t step);
+
+/// What a collective's writes carry for the marker (DLCP): its layer class, none droppable (every output is
+/// checked), as workers/collectives/ops.py Op.tag.
+WriteTag TagOf(const GraphNode& n);
 
 /// Parse and check a job's `graph` section for a job of `workers` workers (errors name the section's path).
 GraphSpec ParseGraph(ConfigObject g, uint32_t workers);

@@ -1,0 +1,38 @@
+"""DLCP priority on the hosts' graph engine through BMv2: a collective's layer class is the priority its packets
+get at a switch with DLCP priority on (tests/graph_fan_in.py: two broadcasts into one port, layer classes 0 and
+7), as on the simulator (tests/ns3/test_graph_dlcp_sim.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gradswitch.experiment.graph_run import graph_spec, run_graph_on
+from gradswitch.experiment.spec import DlcpOptions
+from gradswitch.testbed import Testbed
+from mininet_topos.network import NetworkOptions
+from tests.graph_fan_in import fan_in, received_s
+from topology.generators import rack
+
+pytestmark = pytest.mark.mininet
+
+BW_MBPS = 8.0
+NBYTES = 256 << 10
+
+
+def test_the_top_layer_class_goes_first_through_a_shared_port(tmp_path: Path) -> None:
+    graph = fan_in(NBYTES)
+    alone = NBYTES / (BW_MBPS * 1e6 / 8)  # one broadcast at the link rate
+    got = {}
+    with Testbed(rack(hosts=3, bw_mbps=BW_MBPS), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        for priority in (True, False):
+            spec = replace(graph_spec(graph, bw_mbps=BW_MBPS), dlcp=DlcpOptions(priority=priority))
+            report = run_graph_on(net, spec, graph, tmp_path / f"priority-{priority}")
+            assert report.checked, report.errors
+            got[priority] = received_s(report.run)
+    front, back = got[True]
+    assert front < 1.3 * alone and back > 1.7 * alone, (front, back, alone)
+    front, back = got[False]
+    assert front > 1.5 * alone and abs(front - back) < 0.2 * back, (front, back, alone)
