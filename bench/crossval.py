@@ -17,6 +17,8 @@ delay, a Python host's per-message delay; never fitted to these runs) and no pro
 - training-graph (bench/crossval_training_graph.py; not in the default set, `--only training-graph` writes
   bench/results/crossval-training-graph.json): the training pair as execution graphs on both graph engines, the
   simulator's computation dilated as BMv2's; each run's median iteration and the speed-up.
+- dlcp-graph (the same module; `--only dlcp-graph` writes bench/results/crossval-dlcp-graph.json): the DLCP pair
+  as execution graphs on both graph engines, each partition's all-reduce in its DLCP layer class.
 
 Each BMv2 run is repeated (--repeat, default 3: seed, seed + 1, ...) and its figure is the median over the
 repetitions that were not machine-bound (gradswitch/experiment/bottleneck.py; a pair without 3 such is not
@@ -27,7 +29,8 @@ bench/results/crossval.json and crossval.png; the runs' own reports under --out 
 same --out it resumes). Needs root, BMv2, Mininet and the built simulator. BMv2 runs want an idle machine:
 --quiet holds /tmp/gradswitch-quiet while they run (other helpers pause their heavy work).
 
-    python -m bench.crossval [--only allreduce,training,dlcp,collectives,training-graph] [--topos rack,leafspine]
+    python -m bench.crossval [--only allreduce,training,dlcp,collectives,training-graph,dlcp-graph]
+                             [--topos rack,leafspine]
                              [--workers 2,4,8]
                              [--repeat 3] [--out runs/bench-crossval] [--bmv2 PATH] [--quiet] [--tag TAG]
 """
@@ -58,7 +61,7 @@ from workload.job import Algorithm
 # pair; at 20 Mb/s NetReduce at N >= 4 is machine-bound (bench/results/crossval-20mbps.json).
 DEFAULT_BW_MBPS = 8.0
 ALGOS = (Algorithm.RING, Algorithm.NETREDUCE, Algorithm.PS)
-PARTS = ("allreduce", "training", "dlcp", "collectives", "training-graph")
+PARTS = ("allreduce", "training", "dlcp", "collectives", "training-graph", "dlcp-graph")
 
 
 def simulated(spec: ExperimentSpec, costs: dict[str, float]) -> ExperimentSpec:
@@ -277,7 +280,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     waited for)."""
     parser = argparse.ArgumentParser(prog="python -m bench.crossval", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="allreduce,training,dlcp",
-                        help="allreduce, training, dlcp, collectives, training-graph (comma-separated)")
+                        help="allreduce, training, dlcp, collectives, training-graph, dlcp-graph (comma-separated)")
     parser.add_argument("--topos", default="rack,leafspine")
     parser.add_argument("--workers", default="2,4,8")
     parser.add_argument("--bw", type=float, default=DEFAULT_BW_MBPS,
@@ -345,6 +348,16 @@ def main(args: argparse.Namespace) -> None:
                                args.out / "crossval-training-graph")
         figures += tg.judge(store, specs[0].label, specs[1].label, MIN_REPETITIONS)
         summaries["training-graph"] = {"runs": tg.rows(store, [s.label for s in specs])}
+    if "dlcp-graph" in parts:
+        from bench import crossval_training_graph as tg
+
+        specs = dlcp_specs()
+        with quiet_machine(args.quiet):
+            store = tg.run_all(specs, simulated, costs, args.repeat, MIN_REPETITIONS, args.repeat,
+                               args.out / "crossval-dlcp-graph")
+        figures += tg.judge(store, specs[0].label, specs[1].label, MIN_REPETITIONS,
+                            "DLCP graph: priority / baseline-class (samples/s)")
+        summaries["dlcp-graph"] = {"runs": tg.rows(store, [s.label for s in specs])}
     print(table(figures, rankings))
     judged = [f for f in figures if f.within is not None] + [r for r in rankings if r["same"] is not None]
     passed = sum(1 for f in figures if f.within) + sum(1 for r in rankings if r["same"])

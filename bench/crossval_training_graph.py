@@ -1,4 +1,5 @@
-"""bench.crossval's `training-graph` part: the training part's pair on the graph engines, BMv2 against ns-3.
+"""bench.crossval's `training-graph` and `dlcp-graph` parts: the training and DLCP parts' pairs on the graph
+engines, BMv2 against ns-3.
 
 The training part (bench.crossval.training_specs: ResNet-50 at scale 0.008 on a rack of 4 at 20 Mb/s, emulated
 V100s, layer sync, 25 MB DDP buckets; ring and NetReduce) runs the hosts' and the simulator's training loops.
@@ -9,7 +10,9 @@ bench.crossval.simulated sets them, its computation dilated by the same D (graph
 that both runs see the same links against the same computation. Each BMv2 run is repeated (seeds 1..R); a run's
 figure is its median iteration (after the warm-up, the emulated cluster's seconds) over the repetitions that were
 not machine-bound (a side with fewer than MIN_REPETITIONS is not judged); then NetReduce's speed-up over ring,
-ring's iteration over NetReduce's (samples/s), each within bench.crossval's tolerance.
+ring's iteration over NetReduce's (samples/s), each within bench.crossval's tolerance. The DLCP pair
+(bench.crossval.dlcp_specs: VGG-16 priority partitions under bulk TCP on the leaf-spine, baseline-class against
+DLCP priority) runs the same way, each partition's all-reduce in the layer class the loop's writes carry.
 """
 
 from __future__ import annotations
@@ -98,16 +101,17 @@ def run_all(specs: Sequence[ExperimentSpec], simulated: Simulate, costs: dict[st
     return store
 
 
-def judge(store: Store, ring: str, netreduce: str, min_repetitions: int) -> list[Figure]:
-    """Each run's median iteration on both backends, then NetReduce's speed-up over ring (samples/s)."""
+def judge(store: Store, ring: str, netreduce: str, min_repetitions: int,
+          ratio: str = "training graph speed-up: NetReduce / ring (samples/s)") -> list[Figure]:
+    """Each run's median iteration on both backends, then the second run's speed-up over the first (samples/s),
+    named `ratio` (the DLCP pair: priority over baseline-class)."""
     figures = []
     times = {}
     for label in (ring, netreduce):
         times[label] = judged_times(store.runs.get(label, {}), min_repetitions)
         figures.append(Figure(f"training graph {label}: iteration (s)", *times[label]))
     (rb, rs, rok), (nb, ns, nok) = times[ring], times[netreduce]
-    figures.append(Figure("training graph speed-up: NetReduce / ring (samples/s)", quotient(rb, nb),
-                          quotient(rs, ns), rok and nok))
+    figures.append(Figure(ratio, quotient(rb, nb), quotient(rs, ns), rok and nok))
     return figures
 
 
