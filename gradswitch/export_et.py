@@ -155,6 +155,10 @@ def summary(graph: JobGraph) -> list[str]:
         for t, sizes_b in sorted(per_type.items()):
             lines.append(f"  {t:<15} {len(sizes_b):>6}  {_bytes(sum(sizes_b)):>10}  "
                          f"(sizes {_bytes(min(sizes_b))} to {_bytes(max(sizes_b))})")
+    classes = Counter(n.layer_class for r in graph.ranks for n in r.nodes if isinstance(n, CollectiveNode))
+    if set(classes) - {0}:  # (every collective in class 0: the default, nothing to say)
+        lines.append("DLCP layer classes (all ranks; 0: the top priority, docs/dlcp.md): " +
+                     ", ".join(f"{c}: {classes[c]}" for c in sorted(classes)))
     p2p = [n.nbytes for r in graph.ranks for n in r.nodes if isinstance(n, SendNode)]
     if p2p:
         lines.append(f"send/recv: {len(p2p)} sends, {_bytes(sum(p2p))}")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import replace
 from pathlib import Path
 
 import pytest

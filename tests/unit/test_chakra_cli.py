@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,11 @@ def test_export_a_training_job_and_check_it(tmp_path):
     assert check.returncode == 0, check.stderr
     assert check.stdout.splitlines()[0] == "rn: 8 ranks, 436-436 nodes per rank"
     assert "  all_reduce          64     1.5 GiB" in check.stdout  # 8 ranks x 2 iterations x 4 buckets, 97.5 MiB each
+    # each bucket's all-reduce in its DLCP layer class (its front-most tensor's), written and read back
+    classes = Counter(n.layer_class for _, n in read_traces(out).collectives())
+    assert len(classes) > 1
+    assert ("DLCP layer classes (all ranks; 0: the top priority, docs/dlcp.md): "
+            + ", ".join(f"{c}: {classes[c]}" for c in sorted(classes))) in check.stdout.splitlines()
 
 
 def test_export_the_digits_graph(tmp_path):
