@@ -17,7 +17,7 @@ from workload.chakra.reader import rank_ranges
 from workload.generators import SEND_RECV, collective_graph, digits_graph, send_recv_graph, training_graph, training_job
 from workload.gradients import compute_profile, workload_names
 from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, GraphError, JobGraph, SendNode, node_kind
-from workload.job import Device, Emulation, Precision, Scheduling, Sync
+from workload.job import MAX_IN_FLIGHT, Device, Emulation, Precision, Scheduling, Sync, Training
 
 MIB = 1 << 20
 COLLECTIVE_CHOICES = [k.value for k in CollectiveKind] + [SEND_RECV]
@@ -81,6 +81,9 @@ def add_commands(sub: object, add_command: AddCommand, size: Callable[[str], int
     g.add_argument("--scheduling", choices=Scheduling.names(), default=Scheduling.FIFO.value, help="default fifo")
     g.add_argument("--bucket-mb", type=float, default=25.0, help="fifo: MiB per bucket (default 25, DDP's)")
     g.add_argument("--partition-mb", type=float, default=4.0, help="priority: MiB per partition (default 4)")
+    g.add_argument("--in-flight", type=int, default=Training.in_flight,
+                   help=f"all-reduces started and not complete, at most, 1 to {MAX_IN_FLIGHT} (default "
+                        f"{Training.in_flight}, a spec's in_flight)")
     p.set_defaults(func=cmd_export_et)
 
     p = add_command(sub, "check-et", "check a Chakra execution trace and summarise it", CHECK_DESCRIPTION,
@@ -111,10 +114,12 @@ def generated(args: argparse.Namespace) -> JobGraph:
             raise GraphError(f"--{option.replace('_', '-')} {getattr(args, option)}: give more than 0 MiB")
     if args.batch < 1:
         raise GraphError(f"--batch {args.batch}: give 1 sample or more")
+    if not 1 <= args.in_flight <= MAX_IN_FLIGHT:
+        raise GraphError(f"--in-flight {args.in_flight}: give 1 to {MAX_IN_FLIGHT} all-reduces at once")
     emulate = Emulation(args.emulate_link, Device(args.device), Precision(args.precision), args.batch)
     cfg = training_job(args.workload, args.workers, args.iterations, emulate, Sync(args.sync),
                        Scheduling(args.scheduling), max(4, round(args.bucket_mb * MIB)),
-                       max(4, round(args.partition_mb * MIB)))
+                       max(4, round(args.partition_mb * MIB)), in_flight=args.in_flight)
     return training_graph(cfg, name=name)
 
 

@@ -98,6 +98,9 @@ def dilation(scale: float, link_gbps: float, testbed_mbps: float) -> float:
     return scale * link_gbps * 1000.0 / testbed_mbps
 
 
+MAX_IN_FLIGHT = 64  # a training job's reductions at once, at most (spec.in_flight, export-et --in-flight)
+
+
 @dataclass(frozen=True)
 class Training:
     """A job that trains the way frameworks do (workers/iteration.py), with the emulated cluster's computation."""

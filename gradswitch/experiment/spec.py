@@ -38,7 +38,7 @@ from topology.model import Topology, TopologyError
 from workers.ring import MAX_WORKERS as RING_MAX_WORKERS
 from workload.dlcp import DlcpPolicy
 from workload.gradients import compute_profile, workload, workload_names
-from workload.job import Algorithm, Crash, DType, Emulation, FloatMode, Scheduling, Sync, dilation
+from workload.job import MAX_IN_FLIGHT, Algorithm, Crash, DType, Emulation, FloatMode, Scheduling, Sync, dilation
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -493,7 +493,8 @@ class ExperimentSpec:
              f"{named('bucket_mb')} = {self.bucket_mb}: a bucket of more than 0 MiB (DDP's default is 25)")
         need(math.isfinite(self.partition_mb) and self.partition_mb > 0,
              f"{named('partition_mb')} = {self.partition_mb}: a partition of more than 0 MiB")
-        need(1 <= self.in_flight <= 64, f"{named('in_flight')} = {self.in_flight}: 1 to 64 reductions at once")
+        need(1 <= self.in_flight <= MAX_IN_FLIGHT,
+             f"{named('in_flight')} = {self.in_flight}: 1 to {MAX_IN_FLIGHT} reductions at once")
         need(self.workload != "train-digits", "workload = 'train-digits' trains a real model: emulate applies to "
              "model profiles")
         return out

@@ -71,6 +71,23 @@ def test_export_a_training_job_and_check_it(tmp_path):
             + ", ".join(f"{c}: {classes[c]}" for c in sorted(classes))) in check.stdout.splitlines()
 
 
+@pytest.mark.parametrize("in_flight", [1, 2])
+def test_export_a_training_job_with_its_all_reduces_in_flight(tmp_path, in_flight):
+    """--in-flight W: an iteration's all-reduce k waits for all-reduces k - 2W + 1 .. k - W (the earlier ones are
+    their dependencies; none after k - W: those may still run), as the training loop starts them."""
+    out = tmp_path / "vgg"
+    result = run("export-et", "--workload", "vgg16", "--workers", 2, "--scheduling", "priority", "--in-flight",
+                 in_flight, "--out", out)
+    assert result.returncode == 0, result.stderr
+    nodes = read_traces(out).ranks[0].nodes
+    ops = [n for n in nodes if n.name.startswith("it0.allreduce.")]
+    assert len(ops) > 4
+    for k, op in enumerate(ops):
+        earlier = {o.id for o in ops[:k]}
+        waits = {o.id for o in ops[max(0, k - 2 * in_flight + 1):max(0, k - in_flight + 1)]}
+        assert earlier & set(op.deps) == waits, op.name
+
+
 def test_export_the_digits_graph(tmp_path):
     """train-digits' graph (workload.generators.digits_graph) as a trace: the sizes and order alone, read back as
     the generator makes it."""
@@ -117,6 +134,8 @@ def test_check_says_when_every_computation_lasts_0_s(tmp_path):
     (["--collective", "all_reduce"], "error: give --workers N (ranks of the trace) and --out DIR/PREFIX"),
     (["--collective", "send_recv", "--workers", 1], "error: 1 ranks: this workload needs at least 2"),
     (["--workload", "resnet50", "--workers", 2, "--bucket-mb", 0], "error: --bucket-mb 0.0: give more than 0 MiB"),
+    (["--workload", "resnet50", "--workers", 2, "--in-flight", 0],
+     "error: --in-flight 0: give 1 to 64 all-reduces at once"),
 ])
 def test_export_refuses_bad_values_in_one_line(tmp_path, args, says):
     out = [] if args == ["--collective", "all_reduce"] else ["--out", tmp_path / "x"]

@@ -32,7 +32,7 @@ from workload.graph import (
     world_group,
 )
 from workload.graph_timing import GraphRun
-from workload.job import Algorithm, Emulation, JobConfig, Role, Scheduling, Sync, Training
+from workload.job import MAX_IN_FLIGHT, Algorithm, Emulation, JobConfig, Role, Scheduling, Sync, Training
 from workload.job import Node as Host
 from workload.plan import op_mark, plan
 
@@ -41,13 +41,18 @@ BYTES_PER_ELEMENT = 4  # int32 on the wire, float32 converted (workload/floats.p
 
 def training_job(model: str, workers: int, iterations: int = 1, emulate: Emulation | None = None,
                  sync: Sync = Sync.ITERATION, scheduling: Scheduling = Scheduling.FIFO,
-                 bucket_bytes: int = 25 << 20, partition_bytes: int = 4 << 20, scale: float = 1.0) -> JobConfig:
+                 bucket_bytes: int = 25 << 20, partition_bytes: int = 4 << 20, scale: float = 1.0,
+                 in_flight: int = Training.in_flight) -> JobConfig:
     """A ring training job of a model profile, as the plan needs it: every layer's gradient `scale` of its
-    real size (1: real size; a BMv2 run's scale, with buckets and partitions of testbed bytes)."""
+    real size (1: real size; a BMv2 run's scale, with buckets and partitions of testbed bytes); at most
+    `in_flight` all-reduces started and not complete."""
     if workers < 1:
         raise GraphError(f"{workers} workers: a job has at least 1")
     hosts = tuple(Host(i, Role.WORKER, f"h{i + 1}", f"10.0.0.{i + 1}") for i in range(workers))
-    training = Training(emulate or Emulation(), 1.0, sync, scheduling, bucket_bytes, partition_bytes)
+    if not 1 <= in_flight <= MAX_IN_FLIGHT:
+        raise GraphError(f"in flight {in_flight}: 1 to {MAX_IN_FLIGHT} all-reduces at once")
+    training = Training(emulate or Emulation(), 1.0, sync, scheduling, bucket_bytes, partition_bytes,
+                        in_flight=in_flight)
     return JobConfig(Algorithm.RING, hosts, iterations, model, scale=scale, training=training)
 
 
