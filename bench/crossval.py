@@ -339,25 +339,19 @@ def main(args: argparse.Namespace) -> None:
         figures += cc.judge(store.runs, topos, workers_c, MIN_REPETITIONS)
         summaries["collectives"] = {"nbytes": args.collective_bytes, "bw_mbps": args.bw, "workers": workers_c,
                                     "topos": topos, "runs": cc.rows(store, topos, workers_c)}
-    if "training-graph" in parts:
+    graph_pairs = {"training-graph": (training_specs, "training graph speed-up: NetReduce / ring (samples/s)"),
+                   "dlcp-graph": (dlcp_specs, "DLCP graph: priority / baseline-class (samples/s)")}
+    for part, (pair, ratio) in graph_pairs.items():  # a loop part's pair as execution graphs on both graph engines
+        if part not in parts:
+            continue
         from bench import crossval_training_graph as tg
 
-        specs = training_specs()
+        specs = pair()
         with quiet_machine(args.quiet):
             store = tg.run_all(specs, simulated, costs, args.repeat, MIN_REPETITIONS, args.repeat,
-                               args.out / "crossval-training-graph")
-        figures += tg.judge(store, specs[0].label, specs[1].label, MIN_REPETITIONS)
-        summaries["training-graph"] = {"runs": tg.rows(store, [s.label for s in specs])}
-    if "dlcp-graph" in parts:
-        from bench import crossval_training_graph as tg
-
-        specs = dlcp_specs()
-        with quiet_machine(args.quiet):
-            store = tg.run_all(specs, simulated, costs, args.repeat, MIN_REPETITIONS, args.repeat,
-                               args.out / "crossval-dlcp-graph")
-        figures += tg.judge(store, specs[0].label, specs[1].label, MIN_REPETITIONS,
-                            "DLCP graph: priority / baseline-class (samples/s)")
-        summaries["dlcp-graph"] = {"runs": tg.rows(store, [s.label for s in specs])}
+                               args.out / f"crossval-{part}")
+        figures += tg.judge(store, specs[0].label, specs[1].label, MIN_REPETITIONS, ratio)
+        summaries[part] = {"runs": tg.rows(store, [s.label for s in specs])}
     print(table(figures, rankings))
     judged = [f for f in figures if f.within is not None] + [r for r in rankings if r["same"] is not None]
     passed = sum(1 for f in figures if f.within) + sum(1 for r in rankings if r["same"])
