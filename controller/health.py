@@ -10,6 +10,7 @@ subscriber returns quickly and must not write to the fabric from inside the call
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -103,12 +104,35 @@ class WatchedLink:
 SYS_NET = Path("/sys/class/net")
 
 
-def carrier_up(interface: str, sys_net: Path = SYS_NET) -> bool:
-    """Whether an interface is up and carries (a veth carries while both of its ends are up)."""
-    try:
-        return (sys_net / interface / "operstate").read_text().strip() == "up"
-    except OSError:  # gone
-        return False
+class CarrierReader:
+    """Whether an interface is up and carries (a veth carries while both of its ends are up), from its
+    `operstate` in sysfs. Each interface's file stays open and is read again in place (LinkWatch asks for every
+    switch port every 20 ms, on the machine the measured runs share: 1.5 us a read here, against 62 us opening
+    the path each time); a read that fails (the interface was deleted) says down and opens the path anew next
+    time, which finds an interface created again under the same name."""
+
+    def __init__(self, sys_net: Path = SYS_NET) -> None:
+        self.sys_net = sys_net
+        self._fds: dict[str, int] = {}
+
+    def __call__(self, interface: str) -> bool:
+        fd = self._fds.get(interface)
+        try:
+            if fd is None:
+                fd = self._fds[interface] = os.open(f"{self.sys_net}/{interface}/operstate", os.O_RDONLY)
+            return os.pread(fd, 16, 0).strip() == b"up"
+        except OSError:  # gone (or never there)
+            self._forget(interface)
+            return False
+
+    def _forget(self, interface: str) -> None:
+        fd = self._fds.pop(interface, None)
+        if fd is not None:
+            os.close(fd)
+
+    def close(self) -> None:
+        for interface in list(self._fds):
+            self._forget(interface)
 
 
 class LinkWatch:
@@ -116,10 +140,13 @@ class LinkWatch:
     link goes down (any of its ends stops carrying) or comes back (all carry again)."""
 
     def __init__(self, links: Iterable[WatchedLink], changed: Callable[[WatchedLink, bool], None],
-                 interval_s: float = 0.02, is_up: Callable[[str], bool] = carrier_up) -> None:
+                 interval_s: float = 0.02, is_up: Callable[[str], bool] | None = None) -> None:
         self.links = [lk for lk in links if lk.interfaces]
         self.changed = changed
         self.interval_s = interval_s
+        self._reader: CarrierReader | None = None  # its own reader's sysfs files stay open until stop
+        if is_up is None:
+            is_up = self._reader = CarrierReader()
         self.is_up = is_up
         self.state = {lk.name: True for lk in self.links}
         self._stop = threading.Event()
@@ -150,3 +177,5 @@ class LinkWatch:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        if self._reader is not None:
+            self._reader.close()

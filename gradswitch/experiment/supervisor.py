@@ -145,26 +145,38 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
         aborted_at: dict[int, float] = {}  # job -> when its abort was written (time.monotonic())
         seen: set[NodeKey] = set()
 
+        # The paths finished() looks at, as strings, made once: it runs every DONE_POLL_S on the machine the
+        # measured runs share (pathlib objects built each time cost several % of a core).
+        done_files = [str(dirs[job] / f"done-{nid}") for job, nid in procs]
+        progress_files = [str(dirs[first.job_id] / f"progress-{w.node_id}") for w in first.workers]
+        abort_files = {job: str(jd / "abort") for job, jd in dirs.items()}
+
+        def progress_of(path: str) -> int | None:
+            try:
+                with open(path, "rb", buffering=0) as f:
+                    return int(f.read() or 0)
+            except FileNotFoundError:
+                return None
+
         def finished() -> bool:
             nonlocal ended
-            if not ended and all((dirs[job] / f"done-{nid}").exists() for job, nid in procs):
+            if not ended and all(os.path.exists(f) for f in done_files):
                 ended = True
                 on_done()
-            done = [int(f.read_text() or 0) for w in first.workers
-                    if (f := dirs[first.job_id] / f"progress-{w.node_id}").exists()]
+            done = [n for f in progress_files if (n := progress_of(f)) is not None]
             bar.update(min(done) if len(done) == len(first.workers) else 0)
             now = time.monotonic()
             for (job, nid), p in procs.items():
-                abort = dirs[job] / "abort"
+                abort = abort_files[job]
                 status = p.poll()
                 if status not in (None, 0) and (job, nid) not in seen:
                     seen.add((job, nid))
                     on_exit((job, nid), int(status or 0), now)
-                if status not in (None, 0) and not abort.exists():
+                if status not in (None, 0) and not os.path.exists(abort):
                     node = by_job[job].node(nid)
                     # A node that died (or failed) stops the rest of its job now, not at their timeouts.
-                    abort.write_text(f"{node.role} {nid} on {node.host} {exit_words(int(status or 0))}")
-                if abort.exists():
+                    Path(abort).write_text(f"{node.role} {nid} on {node.host} {exit_words(int(status or 0))}")
+                if os.path.exists(abort):
                     aborted_at.setdefault(job, now)
             for job, at in aborted_at.items():
                 if now - at <= stop_within:
