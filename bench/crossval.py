@@ -18,7 +18,11 @@ delay, a Python host's per-message delay; never fitted to these runs) and no pro
   bench/results/crossval-training-graph.json): the training pair as execution graphs on both graph engines, the
   simulator's computation dilated as BMv2's; each run's median iteration and the speed-up.
 - dlcp-graph (the same module; `--only dlcp-graph` writes bench/results/crossval-dlcp-graph.json): the DLCP pair
-  as execution graphs on both graph engines, each partition's all-reduce in its DLCP layer class.
+  as execution graphs on both graph engines, each partition's all-reduce in its DLCP layer class. `--dlcp-bw`
+  runs the DLCP pair (loop and graph) at another link rate (results named ...-dlcpRATEmbps).
+
+A loop part run with its graph part (`--only dlcp,dlcp-graph`, `--only training,training-graph`) also sets each
+run's graph beside its loop on each backend (bench/crossval_engines.py; `runs.graph_vs_loop` in the JSON).
 
 Each BMv2 run is repeated (--repeat, default 3: seed, seed + 1, ...) and its figure is the median over the
 repetitions that were not machine-bound (gradswitch/experiment/bottleneck.py; a pair without 3 such is not
@@ -32,7 +36,8 @@ same --out it resumes). Needs root, BMv2, Mininet and the built simulator. BMv2 
     python -m bench.crossval [--only allreduce,training,dlcp,collectives,training-graph,dlcp-graph]
                              [--topos rack,leafspine]
                              [--workers 2,4,8]
-                             [--repeat 3] [--out runs/bench-crossval] [--bmv2 PATH] [--quiet] [--tag TAG]
+                             [--dlcp-bw 5] [--repeat 3] [--out runs/bench-crossval] [--bmv2 PATH] [--quiet]
+                             [--tag TAG]
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, bmv2_option, save, use_bmv2
+from bench.crossval_engines import EngineAgreement, compare_engines
 from bench.crossval_figure import MIN_REPETITIONS as MIN_REPETITIONS  # re-exported: the parts' one definition
 from bench.crossval_figure import TOLERANCE as TOLERANCE
 from bench.crossval_figure import Figure as Figure
@@ -60,6 +66,9 @@ from workload.job import Algorithm
 # The all-reduce runs' link rate: at 8 Mb/s BMv2 summing 8 workers' packets leaves the CPU idle enough to judge every
 # pair; at 20 Mb/s NetReduce at N >= 4 is machine-bound (bench/results/crossval-20mbps.json).
 DEFAULT_BW_MBPS = 8.0
+# The DLCP pair's link rate (the loop's pair was judged there on 2026-11-25); --dlcp-bw runs it at another, e.g.
+# where a slower machine leaves the CPU idle enough to judge it.
+DLCP_BW_MBPS = 5.0
 ALGOS = (Algorithm.RING, Algorithm.NETREDUCE, Algorithm.PS)
 PARTS = ("allreduce", "training", "dlcp", "collectives", "training-graph", "dlcp-graph")
 
@@ -91,8 +100,8 @@ def training_specs() -> list[ExperimentSpec]:
     return [replace(base, name=f"training-{algo}", algo=algo) for algo in (Algorithm.RING, Algorithm.NETREDUCE)]
 
 
-def dlcp_specs() -> list[ExperimentSpec]:
-    base = spec_from_dict({"algo": "ring", "workers": 4, "topo": "leafspine", "bw_mbps": 5, "background_flows": 4,
+def dlcp_specs(bw_mbps: float = DLCP_BW_MBPS) -> list[ExperimentSpec]:
+    base = spec_from_dict({"algo": "ring", "workers": 4, "topo": "leafspine", "bw_mbps": bw_mbps, "background_flows": 4,
                            "workload": "vgg16", "scale": 0.002, "sync": "layer", "scheduling": "priority",
                            "partition_mb": 16, "iterations": 5, "warmup": 1, "transport": "sr", "mtu": 1024,
                            "roce_class": True,
@@ -285,6 +294,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", default="2,4,8")
     parser.add_argument("--bw", type=float, default=DEFAULT_BW_MBPS,
                         help=f"all-reduce runs' link rate, Mb/s (default {DEFAULT_BW_MBPS:g})")
+    parser.add_argument("--dlcp-bw", type=float, default=DLCP_BW_MBPS,
+                        help=f"the DLCP pair's link rate, Mb/s (dlcp and dlcp-graph; default {DLCP_BW_MBPS:g})")
     parser.add_argument("--size", type=int, default=512 << 10, help="all-reduce bytes (default 512 KiB)")
     parser.add_argument("--collective-bytes", type=int, default=1 << 20,
                         help="the collectives part's buffer S (default 1 MiB; all-gather: S / N a rank)")
@@ -299,6 +310,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.tag and not args.tag.replace("-", "").isalnum():
         parser.error(f"--tag {args.tag!r}: letters, digits and '-' only (it ends a file name), e.g. n2")
+    if not args.dlcp_bw > 0:
+        parser.error(f"--dlcp-bw {args.dlcp_bw:g}: give the DLCP pair's link rate in Mb/s, above 0 (default "
+                     f"{DLCP_BW_MBPS:g})")
     unknown = [p for p in args.only.split(",") if p not in PARTS]
     if unknown:
         parser.error(f"--only {args.only}: unknown part {unknown[0]!r}; give some of {', '.join(PARTS)}, "
@@ -327,7 +341,7 @@ def main(args: argparse.Namespace) -> None:
         figures += judge_pair(summaries["training"], "training speed-up: NetReduce / ring (samples/s)",
                               "training-netreduce", "training-ring")
     if "dlcp" in parts:
-        summaries["dlcp"] = run_pairs("dlcp", dlcp_specs(), costs, args.out, args.repeat, args.quiet)
+        summaries["dlcp"] = run_pairs("dlcp", dlcp_specs(args.dlcp_bw), costs, args.out, args.repeat, args.quiet)
         figures += judge_pair(summaries["dlcp"], "DLCP priority / baseline-class (samples/s)", "dlcp-priority",
                               "dlcp-baseline-class")
     if "collectives" in parts:
@@ -339,26 +353,37 @@ def main(args: argparse.Namespace) -> None:
         figures += cc.judge(store.runs, topos, workers_c, MIN_REPETITIONS)
         summaries["collectives"] = {"nbytes": args.collective_bytes, "bw_mbps": args.bw, "workers": workers_c,
                                     "topos": topos, "runs": cc.rows(store, topos, workers_c)}
-    graph_pairs = {"training-graph": (training_specs, "training graph speed-up: NetReduce / ring (samples/s)"),
-                   "dlcp-graph": (dlcp_specs, "DLCP graph: priority / baseline-class (samples/s)")}
-    for part, (pair, ratio) in graph_pairs.items():  # a loop part's pair as execution graphs on both graph engines
+    graph_pairs = {"training-graph": ("training", training_specs(),
+                                      "training graph speed-up: NetReduce / ring (samples/s)"),
+                   "dlcp-graph": ("dlcp", dlcp_specs(args.dlcp_bw),
+                                  "DLCP graph: priority / baseline-class (samples/s)")}
+    engines: list[EngineAgreement] = []
+    for part, (loop_part, specs, ratio) in graph_pairs.items():  # a loop part's pair as graphs on both graph engines
         if part not in parts:
             continue
         from bench import crossval_training_graph as tg
 
-        specs = pair()
         with quiet_machine(args.quiet):
             store = tg.run_all(specs, simulated, costs, args.repeat, MIN_REPETITIONS, args.repeat,
                                args.out / f"crossval-{part}")
         figures += tg.judge(store, specs[0].label, specs[1].label, MIN_REPETITIONS, ratio)
         summaries[part] = {"runs": tg.rows(store, [s.label for s in specs])}
+        if loop_part in summaries:  # both engines measured here: the graph's iteration beside the loop's
+            engines += compare_engines(summaries[loop_part], store, [s.label for s in specs], MIN_REPETITIONS)
     print(table(figures, rankings))
     judged = [f for f in figures if f.within is not None] + [r for r in rankings if r["same"] is not None]
     passed = sum(1 for f in figures if f.within) + sum(1 for r in rankings if r["same"])
     print(f"{passed} of {len(judged)} judged figures agree ({len(figures) + len(rankings) - len(judged)} not judged)")
+    if engines:
+        print("the graph engine against the training loop, each backend (bench/crossval_engines.py):")
+        for e in engines:
+            print("  " + e.line())
+        summaries["graph_vs_loop"] = [e.row() for e in engines]
     name = "crossval" if args.only == "allreduce,training,dlcp" else "crossval-" + args.only.replace(",", "-")
     if args.bw != DEFAULT_BW_MBPS:
         name += f"-{args.bw:g}mbps"
+    if args.dlcp_bw != DLCP_BW_MBPS and {"dlcp", "dlcp-graph"} & set(parts):
+        name += f"-dlcp{args.dlcp_bw:g}mbps"
     if args.tag:
         name += f"-{args.tag}"
     plot(figures, RESULTS / f"{name}.png")

@@ -531,6 +531,23 @@ def crossval_rankings_table(results: Path, name: str = "crossval.json") -> str:
                   "the same"], rows)
 
 
+def crossval_engines_table(results: Path, name: str) -> str:
+    """A loop part and its graph part measured in one bench.crossval run: each run's graph beside its loop on each
+    backend (runs.graph_vs_loop, bench/crossval_engines.py; the graph's emulated seconds times the loop's
+    dilation)."""
+    cv = load(results, name)
+
+    def rng(r: Any) -> str:
+        return "-" if not r else f"[{r[0]:.3f}-{r[1]:.3f}]"
+
+    verdict = {None: "not judged", True: "yes", False: "**no**"}
+    rows = [[r["run"], r["backend"], f"{num(r['loop_iteration_s'], 3)} {rng(r['loop_range_s'])}",
+             f"{num(r['graph_iteration_s'], 3)} {rng(r['graph_range_s'])}", num(r["graph_over_loop"], 3),
+             verdict[r["agrees"]]] for r in cv["runs"]["graph_vs_loop"]]
+    return table(["run", "backend", "training loop: iteration s [range]", "graph, dilated: iteration s [range]",
+                  "graph / loop", "agree (ranges widened by 1 %)"], rows)
+
+
 def crossval_collectives_table(results: Path, name: str = "crossval-collectives.json") -> str:
     """bench.crossval's collectives part: per fabric, N and collective the graph's time on both backends (BMv2:
     median [min-max] of the exact runs not machine-bound, how many of all) and its time over ring all-reduce's (a
@@ -933,6 +950,8 @@ CROSSVAL_COLLECTIVES_4 = "crossval-collectives-4mbps.json"  # N = 8 at 4 Mb/s, w
 CROSSVAL_COLLECTIVES_N2 = "crossval-collectives-n2.json"  # N = 2 at 8 Mb/s (--workers 2 --tag n2)
 # the leaf-spine at N = 8 and 2 Mb/s (--workers 8 --bw 2 --topos leafspine), where its NetReduce runs keep up
 CROSSVAL_COLLECTIVES_2 = "crossval-collectives-2mbps.json"
+# the DLCP pair's loop and graph parts at 2.5 Mb/s (--only dlcp,dlcp-graph --dlcp-bw 2.5), where this machine keeps up
+CROSSVAL_DLCP_25 = "crossval-dlcp-dlcp-graph-dlcp2.5mbps.json"
 CROSSVAL_20 = "crossval-20mbps.json"  # the same study at 20 Mb/s, where BMv2 is machine-bound for NetReduce at N >= 4
 
 TABLES: dict[str, Callable[[Path], str]] = {
@@ -960,6 +979,9 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
                                    lambda results: crossval_collectives_table(results, CROSSVAL_COLLECTIVES_4)),
     "crossval-collectives-n2": (CROSSVAL_COLLECTIVES_N2,
                                 lambda results: crossval_collectives_table(results, CROSSVAL_COLLECTIVES_N2)),
+    "crossval-dlcp-2.5mbps": (CROSSVAL_DLCP_25, lambda results: crossval_table(results, CROSSVAL_DLCP_25)),
+    "crossval-engines-dlcp-2.5mbps": (CROSSVAL_DLCP_25,
+                                      lambda results: crossval_engines_table(results, CROSSVAL_DLCP_25)),
     "crossval-collectives-2mbps": (CROSSVAL_COLLECTIVES_2,
                                    lambda results: crossval_collectives_table(results, CROSSVAL_COLLECTIVES_2)),
     "ns3-speed": ("ns3-speed.json", ns3_speed_table),
