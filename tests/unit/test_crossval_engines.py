@@ -8,23 +8,10 @@ from typing import Any
 
 import pytest
 
-from bench.crossval_collectives import Repetition, Store
 from bench.crossval_engines import GRAPH_LOOP_SLACK, compare_engines
 from bench.crossval_figure import MIN_REPETITIONS
 from gradswitch.experiment.summary_file import RunSummary
-
-
-def reps(*times: float, bound: tuple[int, ...] = ()) -> list[Repetition]:
-    return [Repetition(i + 1, t, True, i in bound, "cpu" if i in bound else None) for i, t in enumerate(times)]
-
-
-def store(tmp_path: Path, runs: dict[str, dict[str, list[Repetition]]]) -> Store:
-    s = Store(tmp_path)
-    for label, sides in runs.items():
-        for side, rs in sides.items():
-            for r in rs:
-                s.add(label, side, r)
-    return s
+from tests.crossval_store import reps, store
 
 
 def loop_run(median: float, lo: float, hi: float, headline: int = 3, dilation: float = 4.0) -> RunSummary:

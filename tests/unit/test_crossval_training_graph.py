@@ -8,24 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.crossval_collectives import Repetition, Store
 from bench.crossval_figure import MIN_REPETITIONS
 from bench.crossval_training_graph import judge, rows
+from tests.crossval_store import reps, store
 from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, RankGraph, world_group
 from workload.graph_timing import GraphRun, NodeTiming
-
-
-def reps(*times: float, bound: tuple[int, ...] = ()) -> list[Repetition]:
-    return [Repetition(i + 1, t, True, i in bound, "cpu" if i in bound else None) for i, t in enumerate(times)]
-
-
-def store(tmp_path: Path, runs: dict[str, dict[str, list[Repetition]]]) -> Store:
-    s = Store(tmp_path)
-    for label, sides in runs.items():
-        for side, rs in sides.items():
-            for r in rs:
-                s.add(label, side, r)
-    return s
 
 
 def test_median_iterations_and_the_speed_up_within_tolerance(tmp_path: Path) -> None:
