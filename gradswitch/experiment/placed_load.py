@@ -49,21 +49,29 @@ def flow_path(topo: Topology, routes: dict[str, list[Route]], src: Node, dst: No
               ecmp_seed: int = 0) -> tuple[Link, ...]:
     """The link directions a RoCE flow from node `src` to node `dst` of job `job_id` crosses, host to host."""
     sport = udp_source_port(qpn(src.node_id, dst.node_id, job_id))
-    switch, _ = topo.attachment(src.host)
-    path = [f"{src.host}->{switch}"]
+    return five_tuple_path(topo, routes, src.host, dst.host, UDP, sport, CONFIG.ROCE_V2_UDP_PORT, ecmp_seed)
+
+
+def five_tuple_path(topo: Topology, routes: dict[str, list[Route]], src_host: str, dst_host: str, protocol: int,
+                    sport: int, dport: int, ecmp_seed: int = 0) -> tuple[Link, ...]:
+    """The link directions the packets of a 5-tuple from host `src_host` to `dst_host` cross, host to host: at
+    every ECMP group the member `ecmp_member` gives them (the switches' hash)."""
+    src_ip, dst_ip = topo.host(src_host).ip, topo.host(dst_host).ip
+    switch, _ = topo.attachment(src_host)
+    path = [f"{src_host}->{switch}"]
     for _ in range(len(topo.switches)):
-        route = route_for(routes[switch], dst.ip)
+        route = route_for(routes[switch], dst_ip)
         if route is None:
-            raise TopologyError(f"{topo.name}: {switch} has no route to {dst.host} ({dst.ip})")
-        member = ecmp_member(src.ip, dst.ip, UDP, sport, CONFIG.ROCE_V2_UDP_PORT, len(route.next_hops),
+            raise TopologyError(f"{topo.name}: {switch} has no route to {dst_host} ({dst_ip})")
+        member = ecmp_member(src_ip, dst_ip, protocol, sport, dport, len(route.next_hops),
                              ecmp_seed) if route.is_ecmp else 0
         port = route.next_hops[member].port
         peer = next(lk.other(switch)[0] for lk in topo.links_of(switch) if lk.port_of(switch) == port)
         path.append(f"{switch}->{peer}")
-        if peer == dst.host:
+        if peer == dst_host:
             return tuple(path)
         switch = peer
-    raise TopologyError(f"{topo.name}: no loop-free path from {src.host} to {dst.host}")
+    raise TopologyError(f"{topo.name}: no loop-free path from {src_host} to {dst_host}")
 
 
 @dataclass(frozen=True)
