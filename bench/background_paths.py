@@ -4,7 +4,7 @@ A compare with `background_flows` (bench.crossval's DLCP pair, experiments/dlcp-
 hosts on different leaves beside a ring job. The switches hash each TCP flow's 5-tuple onto a spine, its data one
 way and its ACKs the other, and the ring's RoCE flows, in a strict-priority class above TCP where the run says
 so, hold one spine in each direction. The testbed's iperf3 takes ephemeral source ports, so its flows land on
-new paths every run; the simulator's flows leave from fixed ports (ns3sim.sim_settings.SIM_CLIENT_PORT_BASE + f)
+new paths every run; the simulator's flows leave from fixed ports (protocol.background_tcp.CLIENT_PORT_BASE + f)
 and take the same paths every run. This reads, for every BMv2 repetition of a compare directory:
 
 - the iperf3 client's streams (source port and the bytes written to each, from run/background.log),
@@ -29,10 +29,9 @@ from typing import Any
 
 from bench.common import save
 from controller.routing import compute_routes
-from gradswitch.experiment.network_settings import BACKGROUND_PORT
 from gradswitch.experiment.placed_load import five_tuple_path, flow_path
 from gradswitch.experiment.spec import spec_from_dict
-from ns3sim.sim_settings import SIM_CLIENT_PORT_BASE
+from protocol.background_tcp import BACKGROUND_PORT, CLIENT_PORT_BASE
 from topology.model import Topology
 from workload.job import JobConfig
 
@@ -135,7 +134,7 @@ def analyse(compare_dir: Path) -> list[RunPaths]:
             out.append(RunPaths(run_dir.name, int(rep_dir.name.removeprefix("rep")), goodput, uplinks(results),
                                 streams_of(topo, sender, receiver, dict(written), ring, spec.ecmp_seed)))
             if not sim_done:
-                sim_ports: dict[int, float | None] = {SIM_CLIENT_PORT_BASE + f: None for f in range(len(written))}
+                sim_ports: dict[int, float | None] = {CLIENT_PORT_BASE + f: None for f in range(len(written))}
                 out.append(RunPaths(f"{run_dir.name} (ns-3's flows)", None, None, {},
                                     streams_of(topo, sender, receiver, sim_ports, ring, spec.ecmp_seed)))
                 sim_done = True

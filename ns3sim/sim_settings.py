@@ -49,14 +49,12 @@ class DlcpSwitch:
     threshold_bytes: int | None = None  # every priority's drop threshold; None: default_thresholds per switch
 
 
-SIM_CLIENT_PORT_BASE = 40000  # gs-tcp.cc kClientPortBase (tests/unit/test_background_paths.py)
-
-
 @dataclass(frozen=True)
 class Background:
     """Bulk TCP between two hosts (iperf3 -P flows -M mss on the testbed). The simulator's flows leave from the
-    client ports SIM_CLIENT_PORT_BASE + 0, 1, ... to the server port (gs-tcp.cc kClientPortBase), so ECMP puts
-    them on the same paths in every run; the testbed's iperf3 takes ephemeral ports, new paths every run."""
+    client ports protocol.background_tcp.CLIENT_PORT_BASE + 0, 1, ... (gs-tcp.cc kClientPortBase), so ECMP puts
+    them on the same paths in every run; the testbed's iperf3 takes ephemeral ports, new paths every run, unless
+    the spec's `background_fixed_ports` gives it these."""
 
     sender: str
     receiver: str

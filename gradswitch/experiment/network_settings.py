@@ -19,12 +19,11 @@ from gradswitch.experiment.placement import Placement
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.testbed import Testbed
 from mininet_topos.tensorlights import ServerClass, TensorLights
+from protocol.background_tcp import BACKGROUND_PORT, CLIENT_PORT_BASE
 from protocol.ecmp import Balancing
 from protocol.p4_constants import CONFIG
 from protocol.polling import wait_until
 from workload.job import Algorithm, JobConfig, job_dir
-
-BACKGROUND_PORT = 5299  # iperf3 server of the bulk TCP traffic
 
 
 @dataclass
@@ -161,7 +160,10 @@ class RunSettings:
         self.background.append(self.net.host(receiver).popen(
             ["iperf3", "-s", "-p", port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         wait_until(lambda: port in self.net.host(receiver).cmd("ss -ltn"), 10, what="the background iperf3 server")
+        # --forceflush: every interval's lines reach the log (a run's end kills iperf3); --cport: stream k from
+        # CLIENT_PORT_BASE + k, the simulator's ports, where the spec asks for them
+        cport = ["--cport", str(CLIENT_PORT_BASE)] if self.spec.background_fixed_ports else []
         with (self.run_dir / "background.log").open("wb") as log:
             self.background.append(self.net.host(sender).popen(
                 ["iperf3", "-c", dst, "-p", port, "-t", "86400", "-M", str(self.spec.mtu), "-P",
-                 str(self.spec.background_flows)], stdout=log, stderr=subprocess.STDOUT))
+                 str(self.spec.background_flows), "--forceflush", *cport], stdout=log, stderr=subprocess.STDOUT))

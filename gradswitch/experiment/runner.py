@@ -31,7 +31,7 @@ from gradswitch.experiment.counters import delta, label_ports, snapshot
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from gradswitch.experiment.fault_schedule import FaultSchedule, Mechanisms
 from gradswitch.experiment.links import LinkMeter
-from gradswitch.experiment.network_settings import BACKGROUND_PORT, RunSettings
+from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.report import summarize, with_faults, write_report
 from gradswitch.experiment.results_file import Results
@@ -40,6 +40,7 @@ from gradswitch.experiment.supervisor import NodeKey, Processes, Progress, run_n
 from gradswitch.experiment.timeline import write_timeline
 from gradswitch.testbed import Testbed
 from mininet_topos.network import NetworkOptions
+from protocol.background_tcp import BACKGROUND_PORT
 from topology.faults import LINK_FAULTS, WORKER_FAULTS, Fault, worker_rank
 from workers.slowdown import write_slowdown
 from workload.job import JobConfig, job_dir, job_file

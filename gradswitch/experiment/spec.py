@@ -206,6 +206,9 @@ class ExperimentSpec:
     jobs: int = 1  # identical jobs run at once, ids 1..jobs, on their own hosts
     colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
     background_flows: int = 0  # bulk TCP streams between two extra hosts on two switches
+    # the testbed's streams leave from the simulator's client ports (protocol.background_tcp, + k), so ECMP puts them on
+    # the same paths every run and on both backends; false: iperf3's ephemeral ports, new paths every run
+    background_fixed_ports: bool = False
     ring_order: RingOrder = RingOrder.LEAVES  # ranks: neighbours on one leaf, every hop across the fabric, or random
     credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
     # NetReduce k of N: a sum leaves the switch once k workers are in (None: all N; docs/faults.md, "Stragglers")

@@ -10,9 +10,8 @@ import pytest
 
 from bench.background_paths import RunPaths, iperf_streams, main, streams_of
 from controller.routing import compute_routes, ecmp_member, route_for
-from gradswitch.experiment.network_settings import BACKGROUND_PORT
 from ns3sim.build import SOURCES
-from ns3sim.sim_settings import SIM_CLIENT_PORT_BASE
+from protocol.background_tcp import BACKGROUND_PORT, CLIENT_PORT_BASE
 from topology.generators import leafspine
 
 LOG = """Connecting to host 10.0.2.3, port 5299
@@ -31,7 +30,7 @@ LOG = """Connecting to host 10.0.2.3, port 5299
 def test_the_simulators_client_ports_are_gs_tcps() -> None:
     source = (SOURCES / "model" / "gs-tcp.cc").read_text()
     m = re.search(r"kClientPortBase\s*=\s*(\d+)", source)
-    assert m is not None and int(m.group(1)) == SIM_CLIENT_PORT_BASE
+    assert m is not None and int(m.group(1)) == CLIENT_PORT_BASE
     m = re.search(r"kServerPort\s*=\s*(\d+)", source)
     assert m is not None and int(m.group(1)) == BACKGROUND_PORT
 
@@ -49,7 +48,7 @@ def test_each_flow_takes_the_switches_member_both_ways_and_names_the_rings_links
     routes = compute_routes(topo)
     sender, receiver = topo.hosts[2].name, topo.hosts[5].name  # different leaves
     (leaf1, _), (leaf2, _) = topo.attachment(sender), topo.attachment(receiver)
-    ports = {SIM_CLIENT_PORT_BASE + f: None for f in range(8)}
+    ports = {CLIENT_PORT_BASE + f: None for f in range(8)}
     data_spines = set()
     for seed in (0, 3):
         ring = {f"{leaf1}->spine1", f"{leaf2}->spine2"}

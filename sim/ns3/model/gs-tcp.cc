@@ -17,8 +17,8 @@ namespace gs
 namespace
 {
 
-constexpr uint16_t kServerPort = 5299; // the testbed's iperf3 server port (gradswitch/experiment/network_settings.py)
-constexpr uint16_t kClientPortBase = 40000;
+constexpr uint16_t kServerPort = 5299;      // protocol/background_tcp.py BACKGROUND_PORT (the testbed's iperf3 server)
+constexpr uint16_t kClientPortBase = 40000; // protocol/background_tcp.py CLIENT_PORT_BASE (flow f: base + f)
 
 double
 NowS()
