@@ -104,7 +104,7 @@ def dlcp_specs(bw_mbps: float = DLCP_BW_MBPS) -> list[ExperimentSpec]:
     base = spec_from_dict({"algo": "ring", "workers": 4, "topo": "leafspine", "bw_mbps": bw_mbps, "background_flows": 4,
                            "workload": "vgg16", "scale": 0.002, "sync": "layer", "scheduling": "priority",
                            "partition_mb": 16, "iterations": 5, "warmup": 1, "transport": "sr", "mtu": 1024,
-                           "roce_class": True,
+                           "roce_class": True, "background_fixed_ports": True,
                            "emulate": {"link_gbps": 10, "device": "v100", "precision": "fp32", "batch": 32}})
     return [replace(base, name="dlcp-baseline-class"),
             spec_from_dict({"name": "dlcp-priority", "dlcp": {"priority": True}}, base)]
@@ -218,12 +218,17 @@ def _same_ranking(bmv2: Mapping[str, float | None], ns3: Mapping[str, float | No
 
 
 def judge_pair(summary: dict[str, dict[str, Any]], what: str, run: str, base: str) -> list[Figure]:
-    """Two training runs: each one's steady-state iteration, and run / base in samples/s."""
+    """Two training runs: each one's steady-state iteration (and, with bulk TCP beside them, its goodput: the
+    DLCP pair's streams leave from the simulator's ports, `background_fixed_ports`, so both backends put them on
+    the same paths), and run / base in samples/s."""
     out = []
     for name in (base, run):
         b, s = summary.get(name, {}), summary.get(f"{name}-ns3", {})
         out.append(Figure(f"{name}: training iteration (s)", _value(b, "iteration_s"), _value(s, "iteration_s"),
                           _usable(b)))
+        if _value(b, "background_goodput_mbps") is not None:
+            out.append(Figure(f"{name}: bulk TCP goodput (Mb/s)", _value(b, "background_goodput_mbps"),
+                              _value(s, "background_goodput_mbps"), _usable(b)))
     rb, bb = summary.get(run, {}), summary.get(base, {})
     rs, bs = summary.get(f"{run}-ns3", {}), summary.get(f"{base}-ns3", {})
     out.append(Figure(what, quotient(_value(rb, "samples_per_s_real"), _value(bb, "samples_per_s_real")),

@@ -952,6 +952,8 @@ CROSSVAL_COLLECTIVES_N2 = "crossval-collectives-n2.json"  # N = 2 at 8 Mb/s (--w
 CROSSVAL_COLLECTIVES_2 = "crossval-collectives-2mbps.json"
 # the DLCP pair's loop and graph parts at 2.5 Mb/s (--only dlcp,dlcp-graph --dlcp-bw 2.5), where this machine keeps up
 CROSSVAL_DLCP_25 = "crossval-dlcp-dlcp-graph-dlcp2.5mbps.json"
+# the loop's DLCP pair again with the testbed's TCP streams on the simulator's ports (background_fixed_ports)
+CROSSVAL_DLCP_25_FIXED = "crossval-dlcp-dlcp2.5mbps-fixedports.json"
 CROSSVAL_20 = "crossval-20mbps.json"  # the same study at 20 Mb/s, where BMv2 is machine-bound for NetReduce at N >= 4
 
 TABLES: dict[str, Callable[[Path], str]] = {
@@ -980,6 +982,8 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "crossval-collectives-n2": (CROSSVAL_COLLECTIVES_N2,
                                 lambda results: crossval_collectives_table(results, CROSSVAL_COLLECTIVES_N2)),
     "crossval-dlcp-2.5mbps": (CROSSVAL_DLCP_25, lambda results: crossval_table(results, CROSSVAL_DLCP_25)),
+    "crossval-dlcp-2.5mbps-fixedports": (CROSSVAL_DLCP_25_FIXED,
+                                         lambda results: crossval_table(results, CROSSVAL_DLCP_25_FIXED)),
     "crossval-engines-dlcp-2.5mbps": (CROSSVAL_DLCP_25,
                                       lambda results: crossval_engines_table(results, CROSSVAL_DLCP_25)),
     "crossval-collectives-2mbps": (CROSSVAL_COLLECTIVES_2,

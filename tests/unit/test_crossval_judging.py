@@ -45,3 +45,18 @@ def test_a_pair_whose_simulator_run_failed_is_not_judged():
                "rack-n2-ps": {"median_s": 0.5, "headline_repetitions": 3}}
     figures, rankings = judge_allreduce(summary, ["rack"], [2])
     assert rankings[0]["same"] is None and all(f.within is None for f in figures)
+
+
+def test_a_training_pair_with_bulk_tcp_judges_its_goodput_too():
+    from bench.crossval import dlcp_specs, judge_pair
+
+    assert all(s.background_flows and s.background_fixed_ports for s in dlcp_specs())  # the same paths on both
+    run = {"iteration_s": 5.8, "samples_per_s_real": 100.0, "headline_repetitions": 3}
+    summary = {"base": {**run, "background_goodput_mbps": 2.25}, "base-ns3": {**run, "background_goodput_mbps": 2.30},
+               "prio": {**run, "background_goodput_mbps": 1.2}, "prio-ns3": {**run, "background_goodput_mbps": 2.30},
+               "plain": run, "plain-ns3": run}
+    f = {x.what: x for x in judge_pair(summary, "prio / base", "prio", "base")}
+    assert f["base: bulk TCP goodput (Mb/s)"].within is True
+    assert f["prio: bulk TCP goodput (Mb/s)"].within is False  # 1.2 against 2.30
+    assert f["prio / base"].within is True
+    assert not any("goodput" in x.what for x in judge_pair(summary, "r", "plain", "plain"))  # no bulk TCP: none
