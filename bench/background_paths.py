@@ -11,7 +11,7 @@ and take the same paths every run. This reads, for every BMv2 repetition of a co
 - each stream's data path (sender to receiver) and ACK path (back) by the switches' hash
   (gradswitch/experiment/placed_load.five_tuple_path),
 - which of those links the job's ring flows cross too (node k to node k + 1, job1.json),
-- the run's goodput and its leaf uplinks' loads (results.json),
+- the run's goodput, its leaf uplinks' loads and what limited it (results.json),
 
 and the same paths for the simulator's fixed ports. Writes bench/results/background-paths[-TAG].json.
 
@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import save
+from bench.common import Limits, save
 from controller.routing import compute_routes
 from gradswitch.experiment.placed_load import five_tuple_path, flow_path
 from gradswitch.experiment.spec import spec_from_dict
@@ -60,6 +60,7 @@ class RunPaths:
     goodput_mbps: float | None
     uplink_loads: dict[str, float]
     streams: tuple[Stream, ...]
+    limits: dict[str, Any] | None = None  # what limited the run (its results.json, bench.common.Limits)
 
     @property
     def clear_streams(self) -> int:
@@ -132,7 +133,8 @@ def analyse(compare_dir: Path) -> list[RunPaths]:
             sender, receiver = host_of(topo, local), host_of(topo, server)
             goodput = results.get("headline_extra", {}).get("background_goodput_mbps")
             out.append(RunPaths(run_dir.name, int(rep_dir.name.removeprefix("rep")), goodput, uplinks(results),
-                                streams_of(topo, sender, receiver, dict(written), ring, spec.ecmp_seed)))
+                                streams_of(topo, sender, receiver, dict(written), ring, spec.ecmp_seed),
+                                Limits.of_report(results).figures()))
             if not sim_done:
                 sim_ports: dict[int, float | None] = {CLIENT_PORT_BASE + f: None for f in range(len(written))}
                 out.append(RunPaths(f"{run_dir.name} (ns-3's flows)", None, None, {},
@@ -151,7 +153,8 @@ def line(r: RunPaths) -> str:
         + ("" if s.written_bytes is None else f" {s.written_bytes / 1e6:.2f} MB") for s in r.streams)
     goodput = "" if r.goodput_mbps is None else f" goodput {r.goodput_mbps:.2f} Mb/s,"
     rep = "" if r.repetition is None else f" rep {r.repetition}"
-    return f"{r.run}{rep}:{goodput} {r.clear_streams} clear of {len(r.streams)}; {streams}"
+    limited = "" if r.limits is None else f" ({r.limits['limited_by']})"
+    return f"{r.run}{rep}:{goodput} {r.clear_streams} clear of {len(r.streams)}; {streams}{limited}"
 
 
 def main(argv: list[str] | None = None) -> None:
