@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Limits, save
-from controller.routing import compute_routes
+from controller.routing import Route, compute_routes
 from gradswitch.experiment.placed_load import five_tuple_path, flow_path
 from gradswitch.experiment.spec import spec_from_dict
 from protocol.background_tcp import BACKGROUND_PORT, CLIENT_PORT_BASE
@@ -89,17 +89,15 @@ def host_of(topo: Topology, ip: str) -> str:
     return next(h.name for h in topo.hosts if h.ip == ip)
 
 
-def ring_links(topo: Topology, job: JobConfig, seed: int) -> set[str]:
+def ring_links(topo: Topology, routes: dict[str, list[Route]], job: JobConfig, seed: int) -> set[str]:
     """The link directions the ring's flows (worker k to worker k + 1) cross."""
-    routes = compute_routes(topo)
     workers = job.workers
     return {link for k, w in enumerate(workers)
             for link in flow_path(topo, routes, w, workers[(k + 1) % len(workers)], job.job_id, seed)}
 
 
-def streams_of(topo: Topology, sender: str, receiver: str, ports: dict[int, float | None], ring: set[str],
-               seed: int) -> tuple[Stream, ...]:
-    routes = compute_routes(topo)
+def streams_of(topo: Topology, routes: dict[str, list[Route]], sender: str, receiver: str,
+               ports: dict[int, float | None], ring: set[str], seed: int) -> tuple[Stream, ...]:
     out = []
     for sport, written in sorted(ports.items()):
         data = five_tuple_path(topo, routes, sender, receiver, TCP, sport, BACKGROUND_PORT, seed)
@@ -121,25 +119,24 @@ def analyse(compare_dir: Path) -> list[RunPaths]:
         reps = sorted(run_dir.glob("rep*/run/background.log"))
         if not reps:
             continue
-        sim_done = False
         for log in reps:
             rep_dir = log.parent.parent
             results = json.loads((rep_dir / "results.json").read_text())
             spec = spec_from_dict(results["spec"])
             topo = spec.topology()
             job = JobConfig.load(rep_dir / "job1.json")
-            ring = ring_links(topo, job, spec.ecmp_seed)
+            routes = compute_routes(topo)
+            ring = ring_links(topo, routes, job, spec.ecmp_seed)
             local, server, written = iperf_streams(log.read_text())
             sender, receiver = host_of(topo, local), host_of(topo, server)
             goodput = results.get("headline_extra", {}).get("background_goodput_mbps")
             out.append(RunPaths(run_dir.name, int(rep_dir.name.removeprefix("rep")), goodput, uplinks(results),
-                                streams_of(topo, sender, receiver, dict(written), ring, spec.ecmp_seed),
+                                streams_of(topo, routes, sender, receiver, dict(written), ring, spec.ecmp_seed),
                                 Limits.of_report(results).figures()))
-            if not sim_done:
+            if log == reps[0]:  # the simulator's flows: the same paths in every repetition
                 sim_ports: dict[int, float | None] = {CLIENT_PORT_BASE + f: None for f in range(len(written))}
                 out.append(RunPaths(f"{run_dir.name} (ns-3's flows)", None, None, {},
-                                    streams_of(topo, sender, receiver, sim_ports, ring, spec.ecmp_seed)))
-                sim_done = True
+                                    streams_of(topo, routes, sender, receiver, sim_ports, ring, spec.ecmp_seed)))
     return out
 
 

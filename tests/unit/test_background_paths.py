@@ -52,7 +52,7 @@ def test_each_flow_takes_the_switches_member_both_ways_and_names_the_rings_links
     data_spines = set()
     for seed in (0, 3):
         ring = {f"{leaf1}->spine1", f"{leaf2}->spine2"}
-        streams = streams_of(topo, sender, receiver, dict(ports), ring, seed)
+        streams = streams_of(topo, routes, sender, receiver, dict(ports), ring, seed)
         for s in streams:
             route = route_for(routes[leaf1], topo.host(receiver).ip)
             assert route is not None
