@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo -E)
 
 help:
 	@echo "make venv       create $(VENV) with every Python dependency"
-	@echo "make build      compile p4src/gradswitch.p4 with p4c-bm2-ss (warnings are errors)"
+	@echo "make build      compile gradswitch/p4src/gradswitch.p4 with p4c-bm2-ss (warnings are errors)"
 	@echo "make sim        install the ns-3 wheel into $(VENV) and build the simulator (build/ns3/gradswitch-sim)"
 	@echo "make test       the test suite (tests needing BMv2/p4c/root skip where those are missing)"
 	@echo "make lint       ruff, mypy and vermin (nothing newer than Python 3.10, the floor)"
@@ -34,14 +34,14 @@ build: $(INSTALLED)
 	$(GRADSWITCH) build
 
 sim: $(INSTALLED)
-	$(PY) -m ns3sim.build
+	$(PY) -m gradswitch.sim.build
 
 test: $(INSTALLED)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Python 3.10 is the floor (requires-python; Ubuntu 22.04 in the Vagrant VM): mypy checks as 3.10
 # (pyproject.toml), vermin finds any module, function or syntax newer than that.
-LINTED := protocol topology roce workload mininet_topos workers controller ns3sim gradswitch tests bench
+LINTED := gradswitch tests bench
 
 lint: $(INSTALLED)
 	$(PY) -m ruff check $(LINTED)

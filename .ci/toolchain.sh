@@ -33,13 +33,13 @@ ensure_toolchain() {
 # Debian 12 (the prebuilt archive's system), run ../shared/toolchain/install-ns3-mpi.sh (or
 # $GRADSWITCH_NS3_MPI_INSTALLER) first; elsewhere (the Ubuntu 22.04 VM builds ns-3 with --enable-mpi
 # itself: vm/provision.sh, docs/simulator.md) only use what is there. Then build the simulator against it
-# ($GRADSWITCH_NS3_MPI_BUILD, by default the venv's `python -m ns3sim.build --mpi`), and once that
+# ($GRADSWITCH_NS3_MPI_BUILD, by default the venv's `python -m gradswitch.sim.build --mpi`), and once that
 # succeeded export GRADSWITCH_REQUIRE_NS3_MPI=1 so that an MPI test that would skip fails instead.
 ensure_ns3_mpi() {
     local installer="${GRADSWITCH_NS3_MPI_INSTALLER:-../shared/toolchain/install-ns3-mpi.sh}"
     local prefix="${GRADSWITCH_NS3_MPI_PREFIX:-/opt/ns3-mpi}"
     local os_release="${GRADSWITCH_OS_RELEASE:-/etc/os-release}"
-    local build="${GRADSWITCH_NS3_MPI_BUILD:-.venv/bin/python -m ns3sim.build --mpi}"
+    local build="${GRADSWITCH_NS3_MPI_BUILD:-.venv/bin/python -m gradswitch.sim.build --mpi}"
     local debian12=0
     if [ -f "$os_release" ] && grep -qx 'ID=debian' "$os_release" && grep -qx 'VERSION_ID="12"' "$os_release"; then
         debian12=1

@@ -16,9 +16,9 @@ from typing import Any
 
 from bench.common import Limits, bmv2_option, collective_args, run_specs, save, use_bmv2
 from gradswitch.experiment.spec import ExperimentSpec, Topo
-from mininet_topos.bmv2 import one_switch_user_at_a_time
-from roce.qp import Mode
-from workload.job import Algorithm
+from gradswitch.net.bmv2 import one_switch_user_at_a_time
+from gradswitch.roce.qp import Mode
+from gradswitch.workload.job import Algorithm
 
 
 def main() -> None:

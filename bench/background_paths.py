@@ -1,10 +1,11 @@
 """Where ECMP put each bulk TCP flow of a run with background traffic, and what each flow carried.
 
-A compare with `background_flows` (bench.crossval's DLCP pair, experiments/dlcp-*.toml) runs iperf3 between two
+A compare with `background_flows` (bench.crossval's DLCP pair, gradswitch/specs/dlcp-*.toml) runs iperf3 between two
 hosts on different leaves beside a ring job. The switches hash each TCP flow's 5-tuple onto a spine, its data one
 way and its ACKs the other, and the ring's RoCE flows, in a strict-priority class above TCP where the run says
 so, hold one spine in each direction. The testbed's iperf3 takes ephemeral source ports, so its flows land on
-new paths every run; the simulator's flows leave from fixed ports (protocol.background_tcp.CLIENT_PORT_BASE + f)
+new paths every run; the simulator's flows leave from fixed ports (gradswitch.protocol.background_tcp.CLIENT_PORT_BASE
++ f)
 and take the same paths every run. This reads, for every BMv2 repetition of a compare directory:
 
 - the iperf3 client's streams (source port and the bytes written to each, from run/background.log),
@@ -28,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Limits, save
-from controller.routing import Route, compute_routes
+from gradswitch.control.routing import Route, compute_routes
 from gradswitch.experiment.placed_load import five_tuple_path, flow_path
 from gradswitch.experiment.spec import spec_from_dict
-from protocol.background_tcp import BACKGROUND_PORT, CLIENT_PORT_BASE
-from topology.model import Topology
-from workload.job import JobConfig
+from gradswitch.protocol.background_tcp import BACKGROUND_PORT, CLIENT_PORT_BASE
+from gradswitch.topology.model import Topology
+from gradswitch.workload.job import JobConfig
 
 TCP = 6
 CONNECTED = re.compile(r"^\[\s*(\d+)\] local (\S+) port (\d+) connected to (\S+) port (\d+)")

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gradswitch.doctor import tool_version
+from gradswitch.cli.doctor import tool_version
 from gradswitch.experiment.bottleneck import Bottleneck, judge
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample, process_cpu_seconds
 from gradswitch.experiment.results_file import Results
-from roce.qp import Mode
+from gradswitch.roce.qp import Mode
 
 RESULTS = Path(__file__).parent / "results"
 SIMULATED = "simulated (ns-3): the machine's load does not change simulated time"
@@ -30,7 +30,7 @@ SIMULATED = "simulated (ns-3): the machine's load does not change simulated time
 def toolchain(bmv2_log_level: str = "info") -> dict[str, Any]:
     """The BMv2 build (path, version, logging macros or not), the -L its switches ran with, and the
     p4c a figure comes from."""
-    from mininet_topos.bmv2 import resolve_bmv2
+    from gradswitch.net.bmv2 import resolve_bmv2
 
     return {"machine": f"{platform.node()} {platform.machine()}, {platform.processor() or 'cpu'}, "
                        f"{os.cpu_count()} CPUs",
@@ -47,8 +47,8 @@ def bmv2_option(parser: argparse.ArgumentParser) -> None:
 def use_bmv2(args: argparse.Namespace) -> Path:
     """Apply --bmv2 (a wrong path ends the benchmark with one line naming it); print the build that runs and
     return its simple_switch_grpc."""
-    from mininet_topos.bmv2 import resolve_bmv2, use_bmv2
-    from mininet_topos.bmv2_executable import Bmv2BuildError
+    from gradswitch.net.bmv2 import resolve_bmv2, use_bmv2
+    from gradswitch.net.bmv2_executable import Bmv2BuildError
 
     try:
         build = use_bmv2(args.bmv2) if args.bmv2 else resolve_bmv2()
@@ -165,8 +165,8 @@ def run_specs(specs: list[Any], out_dir: Path) -> dict[str, Results]:
     """
     from gradswitch.experiment.placement import topology_for
     from gradswitch.experiment.runner import run_on
-    from gradswitch.testbed import Testbed
-    from mininet_topos.network import NetworkOptions
+    from gradswitch.experiment.testbed import Testbed
+    from gradswitch.net.network import NetworkOptions
 
     biggest = max(specs, key=lambda s: s.hosts_needed())
     reports: dict[str, Results] = {}
@@ -182,7 +182,7 @@ def run_specs(specs: list[Any], out_dir: Path) -> dict[str, Results]:
 
 def collective_args(doc: str, workers: str, bw: float, size: str, iterations: int) -> argparse.ArgumentParser:
     """The options every all-reduce benchmark takes, with its own defaults; add more, then parse."""
-    from gradswitch.cli import parse_size
+    from gradswitch.cli.main import parse_size
 
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--workers", default=workers, help="worker counts, comma-separated")

@@ -61,7 +61,7 @@ from gradswitch.experiment.compare import CompareSpec, run_compare
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import Backend, ExperimentSpec, SimOptions, Topo, spec_from_dict
 from gradswitch.experiment.summary_file import Summary
-from workload.job import Algorithm
+from gradswitch.workload.job import Algorithm
 
 # The all-reduce runs' link rate: at 8 Mb/s BMv2 summing 8 workers' packets leaves the CPU idle enough to judge every
 # pair; at 20 Mb/s NetReduce at N >= 4 is machine-bound (bench/results/crossval-20mbps.json).
@@ -400,7 +400,7 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    from mininet_topos.bmv2 import one_switch_user_at_a_time
+    from gradswitch.net.bmv2 import one_switch_user_at_a_time
 
     arguments = parse_args()
     with one_switch_user_at_a_time():

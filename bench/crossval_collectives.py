@@ -1,6 +1,6 @@
 """bench.crossval's `collectives` part: every collective of the graph engines, BMv2 against ns-3.
 
-One graph per collective (workload.generators: ring all-reduce as the reference, ring reduce-scatter and
+One graph per collective (gradswitch.workload.generators: ring all-reduce as the reference, ring reduce-scatter and
 all-gather, pairwise all-to-all, pipelined broadcast, send/recv to the next rank; and NetReduce's, in the
 switches, of every collective both backends' switches run: `all_reduce-netreduce`, ...; and the all-reduce through
 one parameter server, `all_reduce-ps`, on a network with a host more for it) at N = 4 and 8 on the rack and the
@@ -26,9 +26,9 @@ from bench.crossval_figure import Figure, quotient
 from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
 from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.spec import ExperimentSpec, Topo
-from workload.generators import SEND_RECV, collective_graph, send_recv_graph
-from workload.graph import IN_NETWORK, CollectiveKind, JobGraph
-from workload.job import Algorithm
+from gradswitch.workload.generators import SEND_RECV, collective_graph, send_recv_graph
+from gradswitch.workload.graph import IN_NETWORK, CollectiveKind, JobGraph
+from gradswitch.workload.job import Algorithm
 
 REFERENCE = CollectiveKind.ALL_REDUCE.value
 # What the graph engines run, the reference first (send/recv: each rank to the next one, both at once).
@@ -273,8 +273,8 @@ def network_runs(plan: Plan, spec: ExperimentSpec, patterns: list[str], graphs: 
     """The BMv2 runs of these patterns still to do, on one network made for `spec` (its topology and hosts)."""
     from gradswitch.experiment.graph_run import run_graph_on
     from gradswitch.experiment.placement import topology_for
-    from gradswitch.testbed import Testbed
-    from mininet_topos.network import NetworkOptions
+    from gradswitch.experiment.testbed import Testbed
+    from gradswitch.net.network import NetworkOptions
 
     topo, n = str(spec.topo), spec.workers
     suffix = "" if spec.algo != Algorithm.PS else "-ps"

@@ -29,8 +29,8 @@ from gradswitch.experiment import bottleneck
 from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.experiment.training_graph import ideal_link_load, spec_training_graph
-from workload.generators import iteration_times
-from workload.graph import JobGraph
+from gradswitch.workload.generators import iteration_times
+from gradswitch.workload.graph import JobGraph
 
 
 def repetition(seed: int, report: GraphRunReport, graph: JobGraph, warmup: int, ideal_load: float | None = None
@@ -56,8 +56,8 @@ def run_all(specs: Sequence[ExperimentSpec], simulated: Simulate, costs: dict[st
     from gradswitch.experiment.graph_experiment import run_graph_spec
     from gradswitch.experiment.graph_run import run_graph_on
     from gradswitch.experiment.placement import topology_for
-    from gradswitch.testbed import Testbed
-    from mininet_topos.network import NetworkOptions
+    from gradswitch.experiment.testbed import Testbed
+    from gradswitch.net.network import NetworkOptions
 
     store = Store(out)
     plans = {s.label: spec_training_graph(s, s.iterations) for s in specs}

@@ -1,7 +1,7 @@
 """DLCP and TensorLights as ratios to their baselines, from repeated runs.
 
-Runs the compare specs experiments/dlcp-contention.toml (training jobs under contention: its
-baselines and DLCP's mechanisms) and experiments/tensorlights.toml (training jobs whose
+Runs the compare specs gradswitch/specs/dlcp-contention.toml (training jobs under contention: its
+baselines and DLCP's mechanisms) and gradswitch/specs/tensorlights.toml (training jobs whose
 parameter servers share one host, without and with TensorLights), each run as many times as the
 spec's `repeat` says (or --repeat), then prints the p99 (and median) iteration time of each DLCP
 run over the best of the spec's baselines, and the average job completion time with
@@ -25,8 +25,8 @@ from typing import Any
 
 from bench.common import Limits, bmv2_option, save, use_bmv2
 from gradswitch.experiment.compare import CompareSpec, best_baseline, load_spec, ratio_of, run_compare
-from mininet_topos.bmv2 import one_switch_user_at_a_time
-from protocol.paths import REPO_ROOT
+from gradswitch.net.bmv2 import one_switch_user_at_a_time
+from gradswitch.protocol.paths import REPO_ROOT
 
 SPECS = REPO_ROOT / "experiments"
 

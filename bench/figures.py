@@ -17,7 +17,7 @@ from typing import Any
 from bench.common import RESULTS
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.plots import plot_figures
-from protocol.paths import REPO_ROOT
+from gradswitch.protocol.paths import REPO_ROOT
 
 SPECS = REPO_ROOT / "experiments"
 SOURCES = {"dlcp-contention": "training-dlcp.json", "dlcp-spray": "training-dlcp.json"}

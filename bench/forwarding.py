@@ -25,12 +25,12 @@ from typing import Any
 
 from bench.common import Limits, MachineMeter, bmv2_option, save, use_bmv2
 from bench.programs import Program, compiled_option, gradswitch, one_table, plain_udp
-from controller.bmv2_thrift import Bmv2Thrift
-from controller.p4rt import P4Info
-from controller.pcap import PcapTail, read_timed
-from controller.trace_replay import TraceSwitch
-from mininet_topos.bmv2 import one_switch_user_at_a_time
-from protocol.polling import wait_until
+from gradswitch.control.bmv2_thrift import Bmv2Thrift
+from gradswitch.control.p4rt import P4Info
+from gradswitch.control.pcap import PcapTail, read_timed
+from gradswitch.control.trace_replay import TraceSwitch
+from gradswitch.net.bmv2 import one_switch_user_at_a_time
+from gradswitch.protocol.polling import wait_until
 
 WINDOW = 256  # packets in flight at most
 WARMUP = 10000  # output packets left out of the rate (PHVs built once per packet in flight)

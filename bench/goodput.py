@@ -6,10 +6,10 @@ published rates, surviving them by checkpoint restart or by recovery in place; t
    a k = 16 fat tree at 100 Gb/s, as the scaling study runs it) with the fabric intact and with one element of
    each class gone (an edge-aggregation link, an aggregation-core link, an aggregation switch, a core switch):
    what recovery in place runs at until the element is repaired.
-2. Failures (workload/failure_schedule.py): drawn per seed from the Llama 3 paper's rates (per GPU-hour, and
+2. Failures (gradswitch/workload/failure_schedule.py): drawn per seed from the Llama 3 paper's rates (per GPU-hour, and
    its network failures spread over this fat tree's switches and links), a switch or link repaired after
    --repair-h hours.
-3. Goodput (workload/goodput.py) of each seed's run with each strategy: mean and spread over the seeds; the
+3. Goodput (gradswitch/workload/goodput.py) of each seed's run with each strategy: mean and spread over the seeds; the
    checkpoint interval swept against Young/Daly's sqrt(2 x write x MTBF); the restart cost and the failure
    rate varied.
 
@@ -48,10 +48,10 @@ from bench.common import RESULTS, Limits, save
 from bench.goodput_fabric import ALGO, BATCH, MODEL, FabricRun, measure_all
 from bench.scaling import scaling_spec
 from gradswitch.experiment.placement import place, topology_for
+from gradswitch.topology.faults import Fault, FaultKind
+from gradswitch.topology.model import Topology
 from gradswitch.version import code_version
-from topology.faults import Fault, FaultKind
-from topology.model import Topology
-from workload.failure_schedule import (
+from gradswitch.workload.failure_schedule import (
     DEFAULT_REPAIR_S,
     HOUR_S,
     FailureRates,
@@ -59,7 +59,15 @@ from workload.failure_schedule import (
     draw_schedule,
     element_class,
 )
-from workload.goodput import CheckpointRestart, FabricCosts, Goodput, InPlace, Strategy, goodput, young_daly_interval_s
+from gradswitch.workload.goodput import (
+    CheckpointRestart,
+    FabricCosts,
+    Goodput,
+    InPlace,
+    Strategy,
+    goodput,
+    young_daly_interval_s,
+)
 
 WORKERS = 1024
 DAYS = 30.0

@@ -24,10 +24,10 @@ from bench.scaling import scaling_spec
 from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.report import busiest_link_load
 from gradswitch.experiment.simulated import link_usage, sim_settings
+from gradswitch.sim import run as simulate
+from gradswitch.topology.model import Topology
 from gradswitch.version import code_version
-from ns3sim import run as simulate
-from topology.model import Topology
-from workload.failure_schedule import ElementKind, without
+from gradswitch.workload.failure_schedule import ElementKind, without
 
 MODEL = "resnet50"
 ALGO = "ring"

@@ -27,10 +27,10 @@ from pathlib import Path
 
 from bench.common import Limits, MachineMeter, bmv2_option, save, use_bmv2
 from bench.programs import Program, compiled_option, gradswitch, one_table, plain_udp
-from controller.bmv2_thrift import Bmv2Thrift
-from controller.p4rt import P4Info
-from controller.trace_replay import TraceSwitch
-from mininet_topos.bmv2 import one_switch_user_at_a_time
+from gradswitch.control.bmv2_thrift import Bmv2Thrift
+from gradswitch.control.p4rt import P4Info
+from gradswitch.control.trace_replay import TraceSwitch
+from gradswitch.net.bmv2 import one_switch_user_at_a_time
 
 PARTS = {  # what callgrind_annotate calls each part of a packet's way (inclusive counts)
     "receive": "SimpleSwitch::receive_(", "reset_metadata": "bm::PHV::reset_metadata()",

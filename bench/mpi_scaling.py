@@ -3,7 +3,7 @@ and 2 ranks of this machine (2 ranks with the barrier and with null messages), w
 answer, and the scaling projected from the partition sizes and the lookahead.
 
 The run: NetReduce (or ring) over 1024 workers on a k=16 fat tree at 100 Gb/s, 64 MiB, one iteration, every
-sum checked by digest (bench.ns3_speed's large-1024). On R ranks the fat tree is cut by pod (ns3sim.ranks).
+sum checked by digest (bench.ns3_speed's large-1024). On R ranks the fat tree is cut by pod (gradswitch.sim.ranks).
 
 Projection (a model, not a measurement; the JSON says so). ns-3's barrier synchronisation runs window after
 window of one lookahead (the cut links' delay) of simulated time; a rank simulates the events of its own nodes
@@ -12,7 +12,7 @@ and sends every packet that crosses to another rank as an MPI message, so
     wall(R) = wall(1) x share(R) + windows x allgather(2) x log2(R) + cut(R) x per_message
 
 share(R): the busiest rank's share of the packet deliveries and cut(R): its packets over cut links (both from
-the one-rank run's port counters, for the partition ns3sim.ranks makes for R ranks); windows = simulated
+the one-rank run's port counters, for the partition gradswitch.sim.ranks makes for R ranks); windows = simulated
 time / lookahead (at most that many); allgather(2): one MPI_Allgather between the 2 ranks, timed by the
 simulator before its run (log2(R) rounds for R); per_message: what the 2-rank run spent beyond its busiest
 rank's share and its windows, per packet it sent or received over a cut link. Memory: every rank builds the
@@ -21,7 +21,8 @@ share of the traffic while it runs: peak(R) = set-up(2) + (peak(2) - set-up(2)) 
 
     python -m bench.mpi_scaling [--algo netreduce|ring] [--workers 1024] [--out FILE.json]
 
-Needs both builds (`make sim`, `python -m ns3sim.build --mpi`) and mpirun. Writes bench/results/mpi-scaling.json.
+Needs both builds (`make sim`, `python -m gradswitch.sim.build --mpi`) and mpirun. Writes
+bench/results/mpi-scaling.json.
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.ns3_speed import CREDITS, RATE_MBPS, WINDOW, ring_order
-from ns3sim import SimResult, SimSettings, run
-from ns3sim.build import status
-from ns3sim.ranks import MpiSync, partition
-from topology.generators import fattree
-from topology.model import Topology
-from workload.job import Algorithm, JobConfig, Node, Role
+from gradswitch.sim import SimResult, SimSettings, run
+from gradswitch.sim.build import status
+from gradswitch.sim.ranks import MpiSync, partition
+from gradswitch.topology.generators import fattree
+from gradswitch.topology.model import Topology
+from gradswitch.workload.job import Algorithm, JobConfig, Node, Role
 
 RESULTS = Path(__file__).parent / "results"
 SIZE = 64 << 20

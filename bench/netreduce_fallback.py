@@ -4,7 +4,7 @@ to ring").
 A 2x2 leaf-spine fabric, 4 NetReduce workers (one reduction an iteration), links shaped to --bw; each round is one
 run with `--fault switch-crash:spine1@AT,restart=R` (spine1 aggregates job 1), on one network for every round.
 Per round, from the run's results.json, the watch's records (gradswitch/experiment/netreduce_watch.py) and the
-workers' results (workers/fallback.py):
+workers' results (gradswitch/hosts/fallback.py):
 
 - `detect_s`: the kill to the controller's switch-down event;
 - `fallback_s`: that event to the last worker agreeing on ring (the time the job had no path);
@@ -34,9 +34,9 @@ from gradswitch.experiment.netreduce_watch import RECORDS_FILE
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.runner import run_on
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
-from gradswitch.testbed import Testbed
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
 from gradswitch.version import code_version
-from mininet_topos.network import NetworkOptions
 
 SIZE_BYTES = 256 << 10
 

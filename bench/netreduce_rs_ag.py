@@ -3,14 +3,14 @@
 For each collective (all-gather twice: the other ranks' messages sent as zeros, whole, and as placeholders),
 N workers on a rack (one switch) or a 2x2 leaf-spine run `--iterations` operations of
 `--size` bytes per rank (reduce-scatter: the rank's buffer S; all-gather: its shard s) through the switches
-(workers/netreduce_rs_ag_check.py, every output checked), every link shaped to --bw. An operation's time is
+(gradswitch/hosts/netreduce_rs_ag_check.py, every output checked), every link shaped to --bw. An operation's time is
 from the first rank's start to the last rank's end; the median (and the operations' [min-max]) is printed next to
 two link-rate bounds: the
-ring's (workload/collective_bounds.py: (N-1)/N S/B for reduce-scatter, (N-1) s/B for all-gather) and the
+ring's (gradswitch/workload/collective_bounds.py: (N-1)/N S/B for reduce-scatter, (N-1) s/B for all-gather) and the
 in-network one (S/B: every rank's whole buffer, or for all-gather the whole output, reaches the switch; with
 placeholders (N-1) s/B, each rank receiving every other shard), with the machine's idle CPU during the runs (near 0: the
 run was machine-bound, its time says nothing about the network). The same collectives run by the hosts' ring
-(workers/collectives, through the graph engine: gradswitch.experiment.graph_run) on the same topology and links
+(gradswitch/hosts/collectives, through the graph engine: gradswitch.experiment.graph_run) on the same topology and links
 give the ring's median next to it. Writes bench/results/netreduce-rs-ag.json. Needs root, BMv2 and Mininet.
 
     python -m bench.netreduce_rs_ag [--workers 4] [--topos rack] [--bw 4] [--size 128KiB] [--iterations 5]
@@ -30,17 +30,17 @@ from gradswitch.experiment.graph_run import graph_spec, run_graph_experiment
 from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.spec import Topo, spec_from_dict
 from gradswitch.experiment.supervisor import Progress, run_nodes
-from gradswitch.testbed import Testbed
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
+from gradswitch.protocol.p4_constants import CONFIG
 from gradswitch.version import code_version
-from mininet_topos.network import NetworkOptions
-from protocol.p4_constants import CONFIG
-from workload.collective_bounds import collective_bound_s
-from workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, world_group
-from workload.job import JobConfig
-from workload.worker_result import WorkerResult
+from gradswitch.workload.collective_bounds import collective_bound_s
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, world_group
+from gradswitch.workload.job import JobConfig
+from gradswitch.workload.worker_result import WorkerResult
 
 KINDS = {"reduce-scatter": CollectiveKind.REDUCE_SCATTER, "all-gather": CollectiveKind.ALL_GATHER,
-         "all-gather-placeholders": CollectiveKind.ALL_GATHER}  # (workers/netreduce_rs_ag_check.py's names)
+         "all-gather-placeholders": CollectiveKind.ALL_GATHER}  # (gradswitch/hosts/netreduce_rs_ag_check.py's names)
 
 
 def run_collective(work_dir: Path, topo_name: str, kind: str, loss_pct: float, workers: int = 4,
@@ -72,7 +72,7 @@ def run_collective(work_dir: Path, topo_name: str, kind: str, loss_pct: float, w
                                      CONFIG.ROCE_V2_UDP_PORT)
         with MachineMeter() as meter:
             results = run_nodes(net, [cfg], config_dir, run_dir, Progress(cfg.iterations, kind, enabled=False),
-                                module="workers.netreduce_rs_ag_check")[1]
+                                module="gradswitch.hosts.netreduce_rs_ag_check")[1]
         events = {sw: a.events for sw, a in jobs.status(1).switches.items()}
         jobs.teardown(1)
     return cfg, results, events, meter.cpu_idle

@@ -29,19 +29,19 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import Limits, bmv2_option, save, use_bmv2
-from controller.controls import all_base_entries
-from controller.netreduce_jobs import place_job
-from controller.p4rt import P4Info, SwitchAddress, SwitchSession
+from gradswitch.control.controls import all_base_entries
+from gradswitch.control.netreduce_jobs import place_job
+from gradswitch.control.p4rt import P4Info, SwitchAddress, SwitchSession
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
-from mininet_topos.bmv2 import Bmv2Config, Bmv2Process, one_switch_user_at_a_time
-from mininet_topos.local_ports import free_ports
-from protocol.netreduce import DEFAULT_CREDITS, ELEMENTS, PACKET_BYTES, PACKETS, JobLayout
-from protocol.paths import BMV2_JSON, P4INFO
-from protocol.qpn import qpn, udp_source_port
-from roce.headers import ICRC_LEN
-from roce.wire import build_frame, parse_frame
-from topology.generators import rack
-from workers.netreduce import message_packet
+from gradswitch.hosts.netreduce import message_packet
+from gradswitch.net.bmv2 import Bmv2Config, Bmv2Process, one_switch_user_at_a_time
+from gradswitch.net.local_ports import free_ports
+from gradswitch.protocol.netreduce import DEFAULT_CREDITS, ELEMENTS, PACKET_BYTES, PACKETS, JobLayout
+from gradswitch.protocol.paths import BMV2_JSON, P4INFO
+from gradswitch.protocol.qpn import qpn, udp_source_port
+from gradswitch.roce.headers import ICRC_LEN
+from gradswitch.roce.wire import build_frame, parse_frame
+from gradswitch.topology.generators import rack
 
 ETH_P_ALL = 0x0003
 JOB = 1

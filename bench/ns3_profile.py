@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.ns3_speed import RESULTS, SCENARIOS, scenario_job, scenario_names
-from ns3sim import SimSettings
-from ns3sim.build import status
-from ns3sim.sim_config import run_config
+from gradswitch.sim import SimSettings
+from gradswitch.sim.build import status
+from gradswitch.sim.sim_config import run_config
 
 # (category, pattern on "dso<TAB>symbol"), in order: the first that matches a function names its category.
 GS = r"ns3::gs::(?:\(anonymous namespace\)::)?"  # the models' namespace (some classes are file-local)

@@ -26,12 +26,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ns3sim import SimSettings, run
-from ns3sim.build import status
-from topology.generators import fattree
-from topology.model import Topology
-from workload.job import Algorithm, Device, Emulation, JobConfig, Node, Role, Training
-from workload.plan import allreduce_bound_s
+from gradswitch.sim import SimSettings, run
+from gradswitch.sim.build import status
+from gradswitch.topology.generators import fattree
+from gradswitch.topology.model import Topology
+from gradswitch.workload.job import Algorithm, Device, Emulation, JobConfig, Node, Role, Training
+from gradswitch.workload.plan import allreduce_bound_s
 
 RESULTS = Path(__file__).parent / "results"
 RATE_MBPS = 100_000.0

@@ -39,14 +39,14 @@ from typing import Any
 from google.protobuf.internal import api_implementation
 
 from bench.common import RESULTS, MachineMeter, bmv2_option, toolchain, use_bmv2
-from controller.p4rt import P4Info, SwitchAddress, SwitchSession, TableEntry
-from controller.p4rt.entities import encode_entity
-from mininet_topos.bmv2 import Bmv2Config, Bmv2Process
-from mininet_topos.local_ports import free_ports
+from gradswitch.control.p4rt import P4Info, SwitchAddress, SwitchSession, TableEntry
+from gradswitch.control.p4rt.entities import encode_entity
+from gradswitch.net.bmv2 import Bmv2Config, Bmv2Process
+from gradswitch.net.local_ports import free_ports
 
 NAME = "p4runtime-writes"
 TABLE = "ipv4_routes"
-TABLE_SIZE = 1024  # IPV4_ROUTES_SIZE (p4src/include/config.p4): N must fit
+TABLE_SIZE = 1024  # IPV4_ROUTES_SIZE (gradswitch/p4src/include/config.p4): N must fit
 STACK_PACKAGES = ("protobuf", "grpcio", "p4runtime", "p4runtime-shell", "googleapis-common-protos")
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from controller.controls import all_base_entries
-from controller.p4rt import Entity, TableEntry
-from gradswitch.p4_compile import compile_program
-from protocol.paths import BMV2_JSON, P4INFO
-from topology.generators import rack
+from gradswitch.cli.p4_compile import compile_program
+from gradswitch.control.controls import all_base_entries
+from gradswitch.control.p4rt import Entity, TableEntry
+from gradswitch.protocol.paths import BMV2_JSON, P4INFO
+from gradswitch.topology.generators import rack
 
 ONE_TABLE_P4 = Path(__file__).parent / "p4" / "minimal.p4"
 TOPOLOGY = rack(hosts=2)  # the switch's port 1 and port 2, as a rack of two hosts has them
@@ -30,9 +30,9 @@ class Program:
 
 
 def compiled_option(parser: argparse.ArgumentParser) -> None:
-    """--compiled JSON P4INFO: another compile of gradswitch.p4 to measure (default: p4src/build's)."""
+    """--compiled JSON P4INFO: another compile of gradswitch.p4 to measure (default: gradswitch/p4src/build's)."""
     parser.add_argument("--compiled", nargs=2, metavar=("JSON", "P4INFO"), type=Path, default=(BMV2_JSON, P4INFO),
-                        help="another compile of gradswitch.p4 to measure (default: p4src/build's)")
+                        help="another compile of gradswitch.p4 to measure (default: gradswitch/p4src/build's)")
 
 
 def gradswitch(compiled: Sequence[Path]) -> Program:

@@ -9,7 +9,7 @@ simulator, every link at 100 Gb/s, computation at real speed (dilation 1).
   flat (`netreduce-flat`: two levels as the P4 program has them, the leaves and one spine of a non-blocking
   two-tier leaf-spine of the same size: leaves of up to 32 hosts, as many spines as hosts per leaf).
 - Beside them: the linear ideal (N x one GPU's throughput) and each algorithm's ideal (every reduction at
-  its link-rate bound, workers/ideal.py: ring 2(N-1)/N S/B, NetReduce S/B).
+  its link-rate bound, gradswitch/hosts/ideal.py: ring 2(N-1)/N S/B, NetReduce S/B).
 - Where in-network aggregation pays (`--only bandwidth`): at 100 Gb/s an emulated V100 computes longer than
   ring needs to reduce its gradients, so NetReduce's byte saving hides behind computation. The same three
   models at 64 workers with links of 10, 25 and 40 Gb/s (100 from the study itself), ring against
@@ -51,7 +51,7 @@ from gradswitch.experiment.compare import CompareSpec, completed_report, run_com
 from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
-from protocol.queues import buffer_bytes
+from gradswitch.protocol.queues import buffer_bytes
 
 RATE_MBPS = 100_000.0
 MODELS = ("resnet50", "vgg16", "bert-base")

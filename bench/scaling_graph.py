@@ -2,7 +2,7 @@
 
 bench.scaling runs each model's data-parallel training with the simulator's training loop
 (gs-training.cc: per iteration the plan's buckets reduced as the backward pass produces them). The
-same jobs as execution graphs (workload/generators/training.py: a forward and a backward node per
+same jobs as execution graphs (gradswitch/workload/generators/training.py: a forward and a backward node per
 layer, an all-reduce per DDP bucket depending on the backward node of its last gradient, the next
 iteration's forward after every all-reduce) run on the simulator's graph engine (gs-graph-rank.cc),
 on the same fat tree at 100 Gb/s with the same emulated V100s, placement and transport: ring
@@ -32,7 +32,7 @@ from bench.common import RESULTS, Limits, save
 from bench.scaling import MODELS, scaling_spec
 from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.training_graph import spec_training_graph
-from workload.generators import iteration_times
+from gradswitch.workload.generators import iteration_times
 
 WORKERS = (8, 16, 32, 64)
 ITERATIONS = 3  # as the study's runs: 2 measured after one warm-up

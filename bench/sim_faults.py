@@ -13,7 +13,7 @@ seed: which flows cross the failed element), and each run is measured from its n
 - a slow worker (its computation x 2 from the fault on).
 
 What rests on assumptions, said plainly: the simulated control plane routes around a dead switch or link after a
-fixed delay, the BMv2 controller's measured medians (ns3sim/faults.py SWITCH_DETECT_S, LINK_DETECT_S, from
+fixed delay, the BMv2 controller's measured medians (gradswitch/sim/faults.py SWITCH_DETECT_S, LINK_DETECT_S, from
 bench/results/switch-faults.json): "time to detect" on the simulator is that delay, not a measurement. The time to
 recover IS measured: from the fault until the last queue pair it stalled made progress again (RC retransmission,
 its timer doubling from the job's RTO). A simulated figure does not depend on this machine's load.
@@ -40,11 +40,11 @@ from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.report import busiest_link_load
 from gradswitch.experiment.simulated import link_usage, sim_settings
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from gradswitch.protocol.choice import Choice
+from gradswitch.sim import run as simulate
+from gradswitch.sim.faults import LINK_DETECT_S, SWITCH_DETECT_S, fault_records, phase_throughput
+from gradswitch.topology.faults import Fault, parse_fault
 from gradswitch.version import code_version
-from ns3sim import run as simulate
-from ns3sim.faults import LINK_DETECT_S, SWITCH_DETECT_S, fault_records, phase_throughput
-from protocol.choice import Choice
-from topology.faults import Fault, parse_fault
 
 MODEL = "resnet50"
 SCALE = 0.05  # fraction of every layer's size kept (computation and gradients alike)

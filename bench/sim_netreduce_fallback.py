@@ -8,7 +8,7 @@ before the crash, wholly on ring, and back on the switch, and every sum's check.
 median is in the JSON; the BMv2 run at 20 Mb/s is machine-bound (its in-network iteration is the switches' and
 hosts' per-packet cost), so only the 5 Mb/s one is a cross-validation.
 
-What rests on assumptions: the simulated control plane notices the crash after a fixed delay (ns3sim/faults.py
+What rests on assumptions: the simulated control plane notices the crash after a fixed delay (gradswitch/sim/faults.py
 SWITCH_DETECT_S, BMv2's measured median) and the workers' agreement, on ring and back, takes one round trip of
 their queue pairs (gs-fault-schedule's FallbackAgreementDelay at zero); on BMv2 the agreement goes through files
 the workers poll a few times a second.
@@ -29,10 +29,10 @@ from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.report import busiest_link_load
 from gradswitch.experiment.simulated import link_usage, sim_settings
 from gradswitch.experiment.spec import spec_from_dict
+from gradswitch.sim import run as simulate
+from gradswitch.sim.faults import SimFault
+from gradswitch.topology.faults import parse_fault
 from gradswitch.version import code_version
-from ns3sim import run as simulate
-from ns3sim.faults import SimFault
-from topology.faults import parse_fault
 
 BMV2_RESULTS = ("netreduce-fallback-5mbps.json", "netreduce-fallback-20mbps.json")
 FIGURES = ("fallback_s", "return_s", "before_s", "during_s", "after_s")

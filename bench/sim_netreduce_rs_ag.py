@@ -1,7 +1,7 @@
 """NetReduce reduce-scatter and all-gather against the hosts' ring, on the simulator (docs/netreduce.md
 "Reduce-scatter and all-gather", "On the simulator").
 
-One world collective per run on the graph engine (ns3sim.graph_run.run_graph), every rank on a host of its own:
+One world collective per run on the graph engine (gradswitch.sim.graph_run.run_graph), every rank on a host of its own:
 reduce-scatter of an S-byte buffer, all-gather of S/N-byte shards (output S), through the switches (the graph's
 switch job with the job's 4 credits, and with 8, the P4 program's most) and on ring; all-gather through the
 switches twice: as the hosts run it on BMv2 (every rank sends the other ranks' messages as zeros, whole), and the
@@ -32,13 +32,13 @@ from typing import Any
 from bench.common import Limits, save
 from gradswitch.experiment.report import busiest_link_load
 from gradswitch.experiment.simulated import link_usage
+from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
+from gradswitch.sim.graph_run import GraphSimResult, GraphTransport, job_config, placement, run_graph
+from gradswitch.sim.sim_settings import SimSettings
+from gradswitch.topology.generators import leafspine, rack
+from gradswitch.topology.model import Topology
 from gradswitch.version import code_version
-from ns3sim.graph_run import GraphSimResult, GraphTransport, job_config, placement, run_graph
-from ns3sim.sim_settings import SimSettings
-from protocol.netreduce import MTU as NETREDUCE_MTU
-from topology.generators import leafspine, rack
-from topology.model import Topology
-from workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, world_group
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, world_group
 
 K = CollectiveKind
 KINDS = (K.REDUCE_SCATTER, K.ALL_GATHER)

@@ -1,8 +1,8 @@
 """Stragglers: the digits model learning with one slow worker, NetReduce N of N vs k of N vs ring (3 seeds each).
 
-Four workers train workload train-digits (a real MLP, real gradients, workers/digits_job.py) through one BMv2
+Four workers train workload train-digits (a real MLP, real gradients, gradswitch/hosts/digits_job.py) through one BMv2
 switch (rack, 20 Mb/s links). Worker 3 is slow from the start: the fault slow-worker:3@0,factor=F stretches its
-minibatch's computation F times (workers/slowdown.py; the digits job times one minibatch's gradient warm at its
+minibatch's computation F times (gradswitch/hosts/slowdown.py; the digits job times one minibatch's gradient warm at its
 start). Each seed runs, on one network:
 
 - netreduce N of N: every sum waits for the slow worker;
@@ -39,7 +39,8 @@ from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
 WORKERS = 4
 K = 3
 SLOW_RANK = 3
-FACTOR = 1000.0  # the slow worker's computation, stretched (a minibatch's gradient, timed warm: workers/digits_job.py)
+# the slow worker's computation, stretched (a minibatch's gradient, timed warm: gradswitch/hosts/digits_job.py)
+FACTOR = 1000.0
 BW_MBPS = 20.0
 ITERATIONS = 60
 SEEDS = (1, 2, 3)
@@ -173,9 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(s) for s in args.seeds.split(",")]
     from gradswitch.experiment.placement import topology_for
     from gradswitch.experiment.runner import run_on
-    from gradswitch.testbed import Testbed
+    from gradswitch.experiment.testbed import Testbed
+    from gradswitch.net.network import NetworkOptions
     from gradswitch.version import code_version
-    from mininet_topos.network import NetworkOptions
 
     specs = [(config, seed, spec_for(config, seed, args.iterations, args.factor)) for seed in seeds
              for config in CONFIGS]

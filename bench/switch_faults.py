@@ -2,7 +2,7 @@
 (docs/faults.md, "Recovery in the switches").
 
 On a 2x2 leaf-spine fabric (unshaped links, the switch-to-switch ones patched as a run with a link fault patches
-them: mininet_topos/patch_links.py), a paced UDP flow from h1 to h3 is hashed through spine1; its
+them: gradswitch/net/patch_links.py), a paced UDP flow from h1 to h3 is hashed through spine1; its
 receiver writes each packet's sequence number with the time it arrived. Each round:
 
 - spine1's process killed (Testbed.crash_switch): `detect` (until the controller's switch-down event),
@@ -33,14 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Limits, MachineMeter, bmv2_option, save, use_bmv2
-from controller.health import HealthEvent, HealthKind
-from controller.routing import ecmp_member
-from gradswitch.testbed import Testbed
+from gradswitch.control.health import HealthEvent, HealthKind
+from gradswitch.control.routing import ecmp_member
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
+from gradswitch.protocol.polling import wait_until
+from gradswitch.topology.generators import leafspine
+from gradswitch.topology.model import Topology
 from gradswitch.version import code_version
-from mininet_topos.network import NetworkOptions
-from protocol.polling import wait_until
-from topology.generators import leafspine
-from topology.model import Topology
 
 RATE_PPS = 200  # the watched flow: one packet every 5 ms
 DPORT = 7000

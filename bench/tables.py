@@ -420,7 +420,7 @@ def dlcp_spray_table(results: Path) -> str:
 
 TENSORLIGHTS = {"tensorlights-2jobs": "2 jobs", "tensorlights": "4 jobs",
                 "tensorlights-rr": "4 jobs, favoured server rotating every 2 s",
-                "tensorlights-25g": "4 jobs, 25 Gb/s emulated"}  # experiments/tensorlights.toml
+                "tensorlights-25g": "4 jobs, 25 Gb/s emulated"}  # gradswitch/specs/tensorlights.toml
 
 
 def tensorlights_table(results: Path) -> str:

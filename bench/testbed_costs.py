@@ -7,7 +7,8 @@ The simulator stands for the testbed when it is given what the testbed itself ad
   links), against the same ping between two namespaces joined by a bare veth pair: half the difference of
   the median round trips (a round trip crosses the switch twice).
 - `host_delay_us`: what a Python host adds to each message it receives before the next one leaves. A RoCE
-  ping-pong of one-packet WRITEs with immediate (the userspace transport of workers/, roce/engine.py) over the
+  ping-pong of one-packet WRITEs with immediate (the userspace transport of gradswitch/hosts/,
+  gradswitch/roce/engine.py) over the
   bare veth pair, against the kernel's ping of the same size there: half the difference of the medians.
 - A check, not an input: the same RoCE ping-pong through the switch, against the round trip the two costs
   predict (direct RoCE round trip + 2 x switch_delay).
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, MachineMeter, bmv2_option, save, use_bmv2
-from protocol.paths import REPO_ROOT
+from gradswitch.protocol.paths import REPO_ROOT
 
 PACKET_BYTES = 4096  # payload of one RoCE packet at MTU 4096 (NetReduce's, and the compared runs')
 ICMP_HEADER = 8
@@ -67,8 +68,8 @@ def quiet_machine(enabled: bool) -> Iterator[None]:
 def peer(role: str, local_ip: str, peer_ip: str, rounds: int, ifname: str) -> None:
     """ping: post a one-packet WRITE with immediate, wait for the peer's, `rounds` times; prints one JSON line
     with every round trip. pong: answer each arriving message with one of its own."""
-    from roce.engine import Engine, RawSocketLink
-    from roce.qp import Mode, QpConfig
+    from gradswitch.roce.engine import Engine, RawSocketLink
+    from gradswitch.roce.qp import Mode, QpConfig
 
     engine = Engine(RawSocketLink(ifname, local_ip, job=JOB), local_ip)
     engine.register(RKEY, PACKET_BYTES)
@@ -152,10 +153,10 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def measure(rounds: int) -> dict[str, Any]:
-    from gradswitch.testbed import Testbed
-    from mininet_topos.network import NetworkOptions
-    from mininet_topos.vethpair import veth_pair
-    from topology.generators import rack
+    from gradswitch.experiment.testbed import Testbed
+    from gradswitch.net.network import NetworkOptions
+    from gradswitch.net.vethpair import veth_pair
+    from gradswitch.topology.generators import rack
 
     figures: dict[str, Any] = {"packet_bytes": PACKET_BYTES, "rounds": rounds}
     env = {"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/local/bin:/usr/bin:/bin"}
@@ -238,7 +239,7 @@ def main() -> None:
     bmv2_option(parser)
     args = parser.parse_args()
     use_bmv2(args)
-    from mininet_topos.bmv2 import one_switch_user_at_a_time
+    from gradswitch.net.bmv2 import one_switch_user_at_a_time
 
     with one_switch_user_at_a_time(), quiet_machine(args.quiet):
         figures = measure(args.rounds)

@@ -1,21 +1,21 @@
 """Training speed-ups as ratios of real-equivalent training throughput, measured in one run.
 
-Runs the compare specs experiments/training-speedup.toml (ResNet-50, VGG-16, BERT-base; ring,
+Runs the compare specs gradswitch/specs/training-speedup.toml (ResNet-50, VGG-16, BERT-base; ring,
 PS and NetReduce; FIFO buckets and priority partitions; rack and 2x2 leaf-spine),
-experiments/dlcp-contention.toml (a training job under contention, DLCP's mechanisms in turn,
-against its baselines) and experiments/dlcp-spray.toml (spraying where ECMP's flow hashing
+gradswitch/specs/dlcp-contention.toml (a training job under contention, DLCP's mechanisms in turn,
+against its baselines) and gradswitch/specs/dlcp-spray.toml (spraying where ECMP's flow hashing
 collides), each run as many times as the spec's `repeat` says (or --repeat), and prints the
 ratios of samples_per_s_real (N x batch / real-equivalent iteration):
 
 - NetReduce / ring and PS / ring, per model and topology, under the same scheduling;
 - priority / FIFO per model, topology and algorithm;
 - each DLCP run / the best of its spec's baselines, and spraying and flowlets / ECMP on the same placement;
-- (learning, experiments/training.toml: a real model) time to 90 % test accuracy / the best baseline's;
+- (learning, gradswitch/specs/training.toml: a real model) time to 90 % test accuracy / the best baseline's;
 
 each the ratio of the two runs' medians over their repetitions, with its min and max (one run's
 smallest repetition over the other's largest, and its largest over the other's smallest), next to the
 ideal ratio (both runs' iterations with every reduction at its link-rate bound on the emulated
-cluster, workers/ideal.py) and with what limited the runs it compares: the busiest link's load
+cluster, gradswitch/hosts/ideal.py) and with what limited the runs it compares: the busiest link's load
 (near what the ideal keeps: the links) and the machine's idle CPU during the iterations (near 0:
 the machine). Repetitions that were machine-bound (gradswitch/experiment/bottleneck.py) are left
 out of the medians; a ratio whose runs had no other is marked and is not a headline. Runs of
@@ -45,8 +45,8 @@ from gradswitch.experiment.compare import TRAINING_FIGURE, CompareSpec, best_bas
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.experiment.summary_file import Summary
-from mininet_topos.bmv2 import one_switch_user_at_a_time
-from protocol.paths import REPO_ROOT
+from gradswitch.net.bmv2 import one_switch_user_at_a_time
+from gradswitch.protocol.paths import REPO_ROOT
 
 SPECS = REPO_ROOT / "experiments"
 
@@ -73,8 +73,8 @@ class SharedNetworks:
     def __call__(self, spec: ExperimentSpec, out_dir: Path) -> Results:
         from gradswitch.experiment.placement import topology_for
         from gradswitch.experiment.runner import run_on
-        from gradswitch.testbed import Testbed
-        from mininet_topos.network import NetworkOptions
+        from gradswitch.experiment.testbed import Testbed
+        from gradswitch.net.network import NetworkOptions
 
         key = _network_key(spec)
         if key != self._key:
@@ -120,7 +120,7 @@ def limits(*runs: Mapping[str, Any]) -> dict[str, float | None]:
 
 def compared(what: str, a: Mapping[str, Any], b: Mapping[str, Any], **where: str) -> dict[str, Any]:
     """Run a's training throughput over run b's (medians over their repetitions, the ratio's min and
-    max beside), measured and ideal (every reduction at its link bound, workers/ideal.py), with what
+    max beside), measured and ideal (every reduction at its link bound, gradswitch/hosts/ideal.py), with what
     limited the two runs. `headline`: neither run was machine-bound in every repetition."""
     r = ratio_of(a, b, TRAINING_FIGURE) if a and b else ratio_of({}, {}, TRAINING_FIGURE)
     ideal = ratio_of(a, b, "ideal_samples_per_s_real")["ratio"] if a and b else None
@@ -209,7 +209,7 @@ def dlcp(out: Path, repeat: int | None) -> dict[str, Any]:
     for spec_name in ("dlcp-contention", "dlcp-spray"):
         spec = load_spec(SPECS / f"{spec_name}.toml")
         if not spec.baselines:
-            raise SystemExit(f"error: experiments/{spec_name}.toml names no baselines: give "
+            raise SystemExit(f"error: gradswitch/specs/{spec_name}.toml names no baselines: give "
                              "baselines = [\"run\", ...] (the runs DLCP is measured against)")
         summary = run(spec, out, repeat)
         best = best_baseline(spec, summary, TRAINING_FIGURE)
@@ -242,7 +242,7 @@ def dlcp(out: Path, repeat: int | None) -> dict[str, Any]:
 
 
 def learning(out: Path, repeat: int | None) -> dict[str, Any]:
-    """experiments/training.toml: a real model (train-digits) under bulk TCP, exact against DLCP's dropping by the
+    """gradswitch/specs/training.toml: a real model (train-digits) under bulk TCP, exact against DLCP's dropping by the
     switches: per run the training time and iterations to 90 % test accuracy, the final accuracy, the gradient's
     error, what the switches trimmed and the receivers zero-filled, the bulk streams' goodput; each run's median
     time to accuracy over the best baseline's."""

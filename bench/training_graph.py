@@ -1,11 +1,12 @@
 """The training speed-up table's ring, NetReduce and parameter-server runs measured again on the graph engine (BMv2).
 
-bench.training runs experiments/training-speedup.toml with the hosts' training loop (workers/iteration.py).
+bench.training runs gradswitch/specs/training-speedup.toml with the hosts' training loop
+(gradswitch/hosts/iteration.py).
 The same jobs as execution graphs (gradswitch/experiment/training_graph.py: the spec's model, scale,
 emulated V100s, sync, buckets or priority partitions; a forward and a backward node per layer, an all-reduce
 per DDP bucket or ByteScheduler partition, started by its dependencies when the training loop starts it)
-run on the hosts' graph engine (workers/graph_engine.py), ring all-reduce, NetReduce in the switches or a
-parameter server (--algos ring,ps: workers/collectives/ps.py, one server on a host of its own),
+run on the hosts' graph engine (gradswitch/hosts/graph_engine.py), ring all-reduce, NetReduce in the switches or a
+parameter server (--algos ring,ps: gradswitch/hosts/collectives/ps.py, one server on a host of its own),
 on one network of BMv2 switches per topology (the rack; the 2x2 leaf-spine with --topos) at the spec's 20 Mb/s,
 computation dilated by the spec's D = 4.
 Per run and repetition (seeds 1..R, as the compare's): samples/s of the emulated cluster (N x batch
@@ -46,13 +47,13 @@ from gradswitch.experiment.graph_run import run_graph_on
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.runner import run_on
 from gradswitch.experiment.spec import ExperimentSpec
+from gradswitch.experiment.testbed import Testbed
 from gradswitch.experiment.training_graph import ideal_link_load, spec_training_graph
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
-from workload.generators import iteration_times
-from workload.job import Scheduling
+from gradswitch.net.network import NetworkOptions
+from gradswitch.workload.generators import iteration_times
+from gradswitch.workload.job import Scheduling
 
-SPEC = Path(__file__).parent.parent / "experiments" / "training-speedup.toml"
+SPEC = Path(__file__).parent.parent / "gradswitch" / "specs" / "training-speedup.toml"
 MODELS = ("resnet50", "vgg16", "bert-base")
 TOPOS = ("rack", "leafspine")
 ALGOS = ("ring", "ps", "netreduce")
@@ -100,7 +101,7 @@ def repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict
 
 
 def loop_repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict[str, Any]:
-    """The same job on the training loop (workers/iteration.py), as bench.training runs it."""
+    """The same job on the training loop (gradswitch/hosts/iteration.py), as bench.training runs it."""
     h = headline(run_on(net, replace(spec, seed=seed), out / f"{spec.label}-loop-seed{seed}", progress=False))
     return {"seed": seed, "iteration_s_real": h["iteration_s"], "samples_per_s_real": h["samples_per_s_real"],
             "resent_packets": h["retransmissions"], "checked": bool(h.get("correct")) and h["ok"],

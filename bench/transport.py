@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Limits, MachineMeter, bmv2_option, save, use_bmv2
-from gradswitch.cli import parse_size
-from gradswitch.testbed import Testbed
-from mininet_topos.bmv2 import one_switch_user_at_a_time
-from mininet_topos.network import NetworkOptions
-from mininet_topos.vethpair import veth_pair
-from protocol.paths import REPO_ROOT
-from roce.wire import ROCE_OVERHEAD
-from topology.generators import rack
+from gradswitch.cli.main import parse_size
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.bmv2 import one_switch_user_at_a_time
+from gradswitch.net.network import NetworkOptions
+from gradswitch.net.vethpair import veth_pair
+from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.roce.wire import ROCE_OVERHEAD
+from gradswitch.topology.generators import rack
 
 Popen = Callable[[str, list[str]], "subprocess.Popen[str]"]  # (side, argv) -> process
 

@@ -14,8 +14,8 @@ import argparse
 import json
 import time
 
-from roce.engine import Engine, RawSocketLink
-from roce.qp import Mode, QpConfig
+from gradswitch.roce.engine import Engine, RawSocketLink
+from gradswitch.roce.qp import Mode, QpConfig
 
 JOB = 9
 RKEY = 0xBE5C

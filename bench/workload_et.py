@@ -1,6 +1,6 @@
 """Every collective as a Chakra trace on the simulator, as `gradswitch experiment --backend ns3 --workload-et`
 runs it: `gradswitch export-et`'s trace of one collective (8 ranks, 64 MiB, the rank's buffer; all-gather: its
-shard), on the rack at 100 Gb/s; each one's time against its link-rate bound (workload/collective_bounds.py)
+shard), on the rack at 100 Gb/s; each one's time against its link-rate bound (gradswitch/workload/collective_bounds.py)
 and its check. Writes bench/results/workload-et-ns3.json and prints the table (docs/workloads.md).
 
     python -m bench.workload_et [--workers 8] [--size 64MiB] [--out runs/bench-workload-et]
@@ -13,11 +13,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.common import Limits, save
-from gradswitch.cli import parse_size
+from gradswitch.cli.main import parse_size
 from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo
-from workload.generators import collective_graph, send_recv_graph
-from workload.graph import CollectiveKind
+from gradswitch.workload.generators import collective_graph, send_recv_graph
+from gradswitch.workload.graph import CollectiveKind
 
 BW_MBPS = 100_000.0
 KINDS = [k.value for k in CollectiveKind] + ["send_recv"]

@@ -6,7 +6,7 @@ tests that need it skip with the reason. With GRADSWITCH_REQUIRE_TOOLCHAIN=1 (or
 sets it when the toolchain is installed, so a broken install cannot pass as skips. The ns-3
 simulator (`ns3`: the wheel and build/ns3/gradswitch-sim, `make sim`) has its own switch,
 GRADSWITCH_REQUIRE_NS3=1, and so has its MPI build (`ns3_mpi`: ns-3 with MPI under /opt/ns3-mpi,
-mpirun, build/ns3-mpi/gradswitch-sim from `python -m ns3sim.build --mpi`), GRADSWITCH_REQUIRE_NS3_MPI=1.
+mpirun, build/ns3-mpi/gradswitch-sim from `python -m gradswitch.sim.build --mpi`), GRADSWITCH_REQUIRE_NS3_MPI=1.
 
 Tests that start BMv2 switches or Mininet networks hold a machine-wide lock while they run:
 switches listen on fixed ports and networks name their interfaces after their nodes, so two
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from mininet_topos.network import missing_for_networks
+from gradswitch.net.network import missing_for_networks
 
 
 def _which(tool: str) -> Callable[[], str | None]:
@@ -36,20 +36,21 @@ def _exists(path: str) -> Callable[[], str | None]:
 
 
 def _ns3() -> str | None:
-    from ns3sim.build import status
+    from gradswitch.sim.build import status
 
     return status().missing()
 
 
 def _ns3_mpi() -> str | None:
-    from ns3sim.build import MPI_PREFIX, status
+    from gradswitch.sim.build import MPI_PREFIX, status
 
     if not (MPI_PREFIX / "include" / "ns3" / "mpi-interface.h").exists():
         return f"{MPI_PREFIX} holds no ns-3 built with MPI (docs/simulator.md, section ns-3 with MPI)"
     if shutil.which("mpirun") is None:
         return "mpirun is not on PATH (Open MPI: apt install openmpi-bin libopenmpi-dev)"
     missing = status(mpi=True).missing()
-    return missing.replace("run `make sim`", "run `.venv/bin/python -m ns3sim.build --mpi`") if missing else None
+    build = "run `.venv/bin/python -m gradswitch.sim.build --mpi`"
+    return missing.replace("run `make sim`", build) if missing else None
 
 
 def _root() -> str | None:
@@ -114,7 +115,7 @@ def _one_switch_user_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]
     if not any(m.name in LOCKED_MARKERS for m in request.node.iter_markers()):
         yield
         return
-    from mininet_topos.bmv2 import one_switch_user_at_a_time
+    from gradswitch.net.bmv2 import one_switch_user_at_a_time
 
     with one_switch_user_at_a_time():
         yield
@@ -130,7 +131,7 @@ def _nothing_left_running(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     tmp_path = request.getfixturevalue("tmp_path")
     yield
-    from mininet_topos.network import STATE_FILE, cleanup_run, kill_switches_under
+    from gradswitch.net.network import STATE_FILE, cleanup_run, kill_switches_under
 
     for state in tmp_path.rglob(STATE_FILE):  # a network that did not tear down: hosts, veths, fence, switches
         cleanup_run(state.parent)

@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 from google.protobuf import any_pb2
 
-from controller.p4rt.proto import code_pb2, p4runtime_pb2, p4runtime_pb2_grpc, status_pb2
+from gradswitch.control.p4rt.proto import code_pb2, p4runtime_pb2, p4runtime_pb2_grpc, status_pb2
 
 
 class FakeP4Runtime(p4runtime_pb2_grpc.P4RuntimeServicer):

@@ -5,9 +5,9 @@ last class."""
 
 from __future__ import annotations
 
-from protocol.dlcp import LAYER_CLASSES
-from workload.graph import CollectiveKind, CollectiveNode, JobGraph, ProcessGroup, RankGraph
-from workload.graph_timing import GraphRun
+from gradswitch.protocol.dlcp import LAYER_CLASSES
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, ProcessGroup, RankGraph
+from gradswitch.workload.graph_timing import GraphRun
 
 
 def fan_in(nbytes: int) -> JobGraph:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workload.graph import (
+from gradswitch.workload.graph import (
     CollectiveKind,
     CollectiveNode,
     ComputeNode,

@@ -1,5 +1,5 @@
 """Running a job's worker and server processes as threads on an in-memory network (tests/memlink.py),
-for tests of the hosts' side without Mininet: the same `workers.main.run_node` a Mininet host runs."""
+for tests of the hosts' side without Mininet: the same `gradswitch.hosts.main.run_node` a Mininet host runs."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from protocol.choice import Choice
-from protocol.netreduce import MTU as NETREDUCE_MTU
-from protocol.polling import wait_until
-from roce.qp import Mode
+from gradswitch.hosts.main import run_node
+from gradswitch.protocol.choice import Choice
+from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
+from gradswitch.protocol.polling import wait_until
+from gradswitch.roce.qp import Mode
+from gradswitch.workload.job import Algorithm, DType, Emulation, FloatMode, JobConfig, Node, Role, Training
 from tests.memlink import MemoryHub
-from workers.main import run_node
-from workload.job import Algorithm, DType, Emulation, FloatMode, JobConfig, Node, Role, Training
 
 CHOICES: dict[str, type[Choice]] = {"dtype": DType, "float_mode": FloatMode, "transport": Mode}
 DEFAULTS: dict[str, Any] = {"iterations": 2, "size_bytes": 6000, "mtu": 256, "window": 16, "rto": 0.01,

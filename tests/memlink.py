@@ -5,7 +5,7 @@ For tests and simulation without Mininet: every engine gets a `MemoryLink` on a 
 hold datagrams back by a scripted delay (`delay(datagram) -> seconds`) to reorder them the
 way strict priorities or per-packet spraying over paths of different delay would, and trim
 the droppable RoCE packets a rule selects (`trim(datagram) -> bool`) as a DLCP switch over its
-drop threshold does (roce/wire.py trim_ipv4).
+drop threshold does (gradswitch/roce/wire.py trim_ipv4).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import threading
 import time
 from collections.abc import Callable, Collection
 
-from protocol.dlcp import DROPPABLE
-from protocol.polling import wait_until
-from roce.wire import IPV4_HEADER_LEN, UDP_HEADER_LEN, trim_ipv4
+from gradswitch.protocol.dlcp import DROPPABLE
+from gradswitch.protocol.polling import wait_until
+from gradswitch.roce.wire import IPV4_HEADER_LEN, UDP_HEADER_LEN, trim_ipv4
 
 Delay = Callable[[bytes], float]  # seconds a datagram is held before it is delivered (0: at once)
 Trim = Callable[[bytes], bool]  # which droppable datagrams a DLCP switch would drop: trimmed instead

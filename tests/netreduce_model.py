@@ -1,7 +1,7 @@
 """A Python model of one flat NetReduce switch, for tests of the workers without BMv2.
 
 It follows docs/netreduce.md (the same slot life cycle, credits check and result rewriting as
-p4src/include/controls/netreduce.p4) on an in-memory network: datagrams sent to any address
+gradswitch/p4src/include/controls/netreduce.p4) on an in-memory network: datagrams sent to any address
 pass through `NetReduceHub.deliver`, which aggregates the job's contributions and forwards
 everything else. It is a model for testing the hosts' side; the switch itself is tested on
 BMv2 (tests/bmv2, tests/mininet).
@@ -12,12 +12,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field, replace
 
-from protocol.dlcp import TRIMMED
-from protocol.netreduce import ELEMENTS, MESSAGE_BYTES, OWNER_VA_SHIFT, PACKETS, JobLayout
-from protocol.p4_constants import CONFIG
-from protocol.qpn import qpn, udp_source_port
-from roce.headers import HeaderError, Opcode, Transport
-from roce.wire import build_ipv4, parse_ipv4, trim_ipv4
+from gradswitch.protocol.dlcp import TRIMMED
+from gradswitch.protocol.netreduce import ELEMENTS, MESSAGE_BYTES, OWNER_VA_SHIFT, PACKETS, JobLayout
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.qpn import qpn, udp_source_port
+from gradswitch.roce.headers import HeaderError, Opcode, Transport
+from gradswitch.roce.wire import build_ipv4, parse_ipv4, trim_ipv4
 from tests.memlink import MemoryHub
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scapy.layers.l2 import Ether
 
-import roce.scapy_layers  # noqa: F401  (RETH / ImmDt decoding)
+import gradswitch.roce.scapy_layers  # noqa: F401  (RETH / ImmDt decoding)
 
 
 def describe(pkt: bytes) -> str:

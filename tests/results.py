@@ -10,8 +10,8 @@ from typing import Any
 
 from gradswitch.experiment import compare, results_file, runner
 from gradswitch.experiment.spec import ExperimentSpec
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
 
 Report = dict[str, Any]  # a results.json as JSON
 

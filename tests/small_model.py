@@ -33,7 +33,7 @@ def trace_small_model(prefix: Path, ranks: int = 4) -> None:
     if os.environ.get("GRADSWITCH_REQUIRE_TORCH") != "1":
         pytest.importorskip("torch", reason="[torch] not installed: pip install torch==2.13.0")
     model = Path(__file__)
-    made = subprocess.run([sys.executable, "-m", "gradswitch.cli", "trace-model", "--model", f"{model}:make_model",
+    made = subprocess.run([sys.executable, "-m", "gradswitch.cli.main", "trace-model", "--model", f"{model}:make_model",
                            "--batch", f"{model}:make_batch", "--ranks", str(ranks), "--iterations", "2", "--steps",
                            "3", "--device", "cpu", "--out", str(prefix)], capture_output=True, text=True, timeout=300)
     assert made.returncode == 0, made.stdout + made.stderr

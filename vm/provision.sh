@@ -20,7 +20,7 @@ if [ ! -f /etc/apt/sources.list.d/p4lang.list ]; then
 fi
 apt-get install -y -qq p4lang-pi p4lang-bmv2 p4lang-p4c
 
-# The committed compiled program records the p4c that made it (p4src/build/p4c-stamp.json); the p4lang packages
+# The committed compiled program records the p4c that made it (gradswitch/p4src/build/p4c-stamp.json); the p4lang packages
 # carry whatever p4c is current, and tests/bmv2/test_build.py compares a fresh compile only with the same version.
 stamped=$(sed -n 's/.*"p4c_version": "\([^"]*\)".*/\1/p' /vagrant/p4src/build/p4c-stamp.json)
 installed=$(p4c-bm2-ss --version 2>&1 | sed -n 's/^Version \([^ ]*\).*/\1/p')
@@ -50,8 +50,8 @@ if [ ! -f /opt/ns3-mpi/include/ns3/mpi-interface.h ]; then
     fi
     rm -rf "$src"
 fi
-(cd /vagrant && "${VENV}/bin/python" -m ns3sim.build --mpi) \
-    || echo "the simulator's MPI build did not build (python -m ns3sim.build --mpi)"
+(cd /vagrant && "${VENV}/bin/python" -m gradswitch.sim.build --mpi) \
+    || echo "the simulator's MPI build did not build (python -m gradswitch.sim.build --mpi)"
 chmod -R a+rX "${VENV}"
 
 simple_switch_grpc --version

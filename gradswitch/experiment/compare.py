@@ -1,6 +1,6 @@
 """`gradswitch compare SPEC`: a matrix of experiments on equal terms, repeated, one report.
 
-A spec is a TOML file (see experiments/):
+A spec is a TOML file (see gradswitch/specs/):
 
     name = "baselines"
     repeat = 3                # every run 3 times (seed, seed + 1, seed + 2); default 1
@@ -72,6 +72,7 @@ from gradswitch.experiment.plots import plot_compare, plot_figures, plot_learnin
 from gradswitch.experiment.report import format_table
 from gradswitch.experiment.results_file import Outcome, Results
 from gradswitch.experiment.runner import run_experiment
+from gradswitch.experiment.shipped_specs import shipped_spec
 from gradswitch.experiment.spec import (
     Engine,
     ExperimentError,
@@ -82,10 +83,9 @@ from gradswitch.experiment.spec import (
     spec_from_dict,
 )
 from gradswitch.experiment.summary_file import CompareExit, Summary
-from gradswitch.shipped_specs import shipped_spec
-from ns3sim import SimError
-from workload.chakra import read_traces
-from workload.graph import GraphError, JobGraph
+from gradswitch.sim import SimError
+from gradswitch.workload.chakra import read_traces
+from gradswitch.workload.graph import GraphError, JobGraph
 
 TRAINING_FIGURE = "samples_per_s_real"
 # Figures where less is better (besides times, `*_s`): what picks the best baseline.
@@ -189,7 +189,7 @@ REPEAT_VARIES = ("seed", "ecmp_seed")
 def load_spec(path: Path) -> CompareSpec:
     """A compare spec, every run checked (SpecError: one line per problem, naming the run)."""
     if not path.exists() and path.with_suffix(".toml").exists():
-        path = path.with_suffix(".toml")  # `gradswitch compare experiments/tensorlights`
+        path = path.with_suffix(".toml")  # `gradswitch compare gradswitch/specs/tensorlights`
     if not path.exists() and (shipped := shipped_spec(path.name)) is not None:
         path = shipped  # a spec the package ships, named from outside a checkout: `gradswitch compare netreduce`
     raw = read_toml(path)

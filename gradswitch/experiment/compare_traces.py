@@ -31,10 +31,10 @@ from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.results_file import Outcome, Payload
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, resolve_path, same_spec, spec_json
 from gradswitch.experiment.summary_file import Headline
-from topology.model import TopologyError
-from workload.chakra import read_traces, trace_files
-from workload.chakra.groups import groups_path
-from workload.graph import GraphError, JobGraph
+from gradswitch.topology.model import TopologyError
+from gradswitch.workload.chakra import read_traces, trace_files
+from gradswitch.workload.chakra.groups import groups_path
+from gradswitch.workload.graph import GraphError, JobGraph
 
 GRAPH_KEY = "graph-run-key.json"
 KEY_FORMAT = 1

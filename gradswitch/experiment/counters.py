@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from controller.fabric import Fabric
-from topology.model import Topology
+from gradswitch.control.fabric import Fabric
+from gradswitch.topology.model import Topology
 
 Snapshot = dict[str, Any]
 

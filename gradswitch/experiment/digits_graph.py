@@ -1,7 +1,8 @@
 """`gradswitch experiment --workload train-digits --engine graph`: the digits MLP's training as an execution graph
-(workload.generators.digits_graph) on the hosts' graph engine, its all-reduces carrying the real gradients
-(payload train-digits, workers/graph_digits.py), through the spec's network: ring on the hosts or NetReduce in the
-switches. The same spec without `engine` runs the iteration loop (workers/digits_job.py); both train the same
+(gradswitch.workload.generators.digits_graph) on the hosts' graph engine, its all-reduces carrying the real gradients
+(payload train-digits, gradswitch/hosts/graph_digits.py), through the spec's network: ring on the hosts or NetReduce in
+the
+switches. The same spec without `engine` runs the iteration loop (gradswitch/hosts/digits_job.py); both train the same
 model (same seed and settings: the same parameter digest at the end). Writes graph-results.json (with the
 training's accuracy per iteration and every rank's digest) and the graph's timeline, as a trace's run does.
 """
@@ -13,10 +14,10 @@ from pathlib import Path
 from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.graph_run import GraphRunReport, run_graph_on
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
-from gradswitch.testbed import Testbed
-from workload.generators import digits_graph
-from workload.graph import JobGraph
-from workload.graph_payload import PayloadKind
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.workload.generators import digits_graph
+from gradswitch.workload.graph import JobGraph
+from gradswitch.workload.graph_payload import PayloadKind
 
 
 def spec_digits_graph(spec: ExperimentSpec) -> JobGraph:

@@ -4,7 +4,7 @@
 crash_switch / restart_switch / set_link / set_link_rate, the slow-down file a worker reads, and the supervisor's
 kill of a worker's process), notes when it did, listens to the controller's health events where the control plane
 publishes them (when a dead switch or link was noticed, when traffic was rerouted or the switch was back), and
-after the run says per fault what it did to the job: one workload.fault_record.FaultRecord each.
+after the run says per fault what it did to the job: one gradswitch.workload.fault_record.FaultRecord each.
 
 A fault whose time comes after the jobs ended is not injected (no-effect). Times are seconds after the go.
 """
@@ -20,20 +20,22 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from topology.faults import WORKER_FAULTS, Fault, FaultKind
-from workload.fault_record import FaultOutcome, FaultRecord
+from gradswitch.topology.faults import WORKER_FAULTS, Fault, FaultKind
+from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
 
 if TYPE_CHECKING:
-    from gradswitch.testbed import Testbed
+    from gradswitch.experiment.testbed import Testbed
 
 log = logging.getLogger(__name__)
 
-RTO_MAX_S = 1.0  # roce.qp.QpConfig.rto_max: the workers' QPs run with its default (a test keeps the two equal)
+# gradswitch.roce.qp.QpConfig.rto_max: the workers' QPs run with its default (a test keeps the two equal)
+RTO_MAX_S = 1.0
 
 
 def give_up_s(rto: float, retry_limit: int, rto_max: float = RTO_MAX_S) -> float:
     """How long a QP keeps retransmitting to a dead peer before it fails: its first timeout, doubled after each
-    one up to rto_max, retry_limit + 1 times (roce/qp.py: a QP fails once its retries in a row pass retry_limit)."""
+    one up to rto_max, retry_limit + 1 times (gradswitch/roce/qp.py: a QP fails once its retries in a row pass
+    retry_limit)."""
     return float(sum(min(rto * 2.0**i, rto_max) for i in range(retry_limit + 1)))
 
 
@@ -49,7 +51,7 @@ class Step(Enum):
 
 
 class HealthEvent(Protocol):
-    """What the controller publishes (controller/health.py): a kind (switch-down, switch-up, link-down,
+    """What the controller publishes (gradswitch/control/health.py): a kind (switch-down, switch-up, link-down,
     link-up, rerouted), what it is about, and when (time.monotonic())."""
 
     @property
@@ -63,7 +65,7 @@ class HealthEvent(Protocol):
 
 
 class LinkOutcome(Protocol):
-    """What a link taken down or up says besides (mininet_topos.network.LinkChange)."""
+    """What a link taken down or up says besides (gradswitch.net.network.LinkChange)."""
 
     @property
     def note(self) -> str | None: ...
@@ -382,7 +384,7 @@ def injector(net: Testbed, log_line: Callable[[str], None] = log.warning) -> Cal
     """The REPL's `fault` on a running network: a fault's command line form (`@SECONDS` optional: now) checked
     against the network's topology (FaultError: one line) and fired on a schedule of its own, SECONDS from now;
     returns what the REPL prints. What it did is logged (log_line) as it happens."""
-    from topology.faults import FaultError, fault_problems, parse_fault
+    from gradswitch.topology.faults import FaultError, fault_problems, parse_fault
 
     def inject(text: str) -> str:
         head = text.split(",", 1)[0]

@@ -1,11 +1,11 @@
 """`gradswitch experiment --workload-et DIR/PREFIX`: a workload given as Chakra execution traces run on
 either backend, reported alike.
 
-The traces are read and checked before anything starts (workload.chakra.read_traces: one line naming
+The traces are read and checked before anything starts (gradswitch.workload.chakra.read_traces: one line naming
 the file, node and problem). The job has as many workers as the traces have ranks; what a trace's run has
 no use for (a size, a workload, iterations, ...) is refused in one line (trace_problems: `gradswitch
 compare` refuses the same in a spec's trace runs, gradswitch/experiment/compare_traces.py). On BMv2 the hosts'
-graph engine runs it (graph_run.run_graph_experiment); on ns-3 the simulator's (ns3sim.graph_run), with
+graph engine runs it (graph_run.run_graph_experiment); on ns-3 the simulator's (gradswitch.sim.graph_run), with
 the same job (placement, transport, window shared among the groups a rank receives from; with algo =
 netreduce the all-reduce's NetReduce job) so that both backends run one job. Both give a GraphRunReport
 (graph_run.summarize), written as graph-results.json.
@@ -32,12 +32,12 @@ from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import fault_line, interrupting
 from gradswitch.experiment.simulated import link_usage, sim_settings
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, named
-from ns3sim.faults import fault_records
-from ns3sim.graph_run import run_graph as simulate_graph
-from workload.chakra import read_traces
-from workload.graph import JobGraph
-from workload.graph_payload import PayloadKind
-from workload.job import Algorithm
+from gradswitch.sim.faults import fault_records
+from gradswitch.sim.graph_run import run_graph as simulate_graph
+from gradswitch.workload.chakra import read_traces
+from gradswitch.workload.graph import JobGraph
+from gradswitch.workload.graph_payload import PayloadKind
+from gradswitch.workload.job import Algorithm
 
 GRAPH_RESULTS = "graph-results.json"
 

@@ -1,19 +1,19 @@
-"""A job's execution graphs (workload/graph.py) run on a running BMv2 network: rank r a process
-(`python -m workers.graph_main`) on the host today's placement gives worker r (topology-aware: ring
+"""A job's execution graphs (gradswitch/workload/graph.py) run on a running BMv2 network: rank r a process
+(`python -m gradswitch.hosts.graph_main`) on the host today's placement gives worker r (topology-aware: ring
 neighbours share a leaf), with the transport's window and timeout sized for the links as an experiment's
-are; back, every node's timing (workload.graph_timing.GraphRun) and a report: per collective its time
-against its link-rate bound (workload/collective_bounds.py), per collective type, exposed communication
+are; back, every node's timing (gradswitch.workload.graph_timing.GraphRun) and a report: per collective its time
+against its link-rate bound (gradswitch/workload/collective_bounds.py), per collective type, exposed communication
 per rank and per process group, every output's check, the busiest link, and whether the machine (not
 the links) set the times (bottleneck.judge).
 
 With algo = netreduce the switches run the world group's all-reduce, reduce-scatter and all-gather, one
-NetReduce switch job per collective type (workers/collectives/in_network.py), created for the run and removed
+NetReduce switch job per collective type (gradswitch/hosts/collectives/in_network.py), created for the run and removed
 after it; the report names the algorithm of each collective. The simulator's switches run the same three
-(workload/graph.py IN_NETWORK), as the same NetReduce jobs (graph_job: GraphJob.in_network).
+(gradswitch/workload/graph.py IN_NETWORK), as the same NetReduce jobs (graph_job: GraphJob.in_network).
 
 A job's communication carries synthetic data (any graph) or, with payload train-digits (digits_graph.py), the digits
 MLP's real gradients, the hosts only; the report then holds the training's outcome (accuracy per iteration, each
-rank's parameter digest: workload/graph_payload.py).
+rank's parameter digest: gradswitch/workload/graph_payload.py).
 
 Times are seconds of the emulated cluster: the testbed's divided by the run's dilation D (testbed
 seconds per emulated second; computation waits D x its duration). Bounds are at the emulated rate, the
@@ -43,25 +43,25 @@ from gradswitch.experiment.results_file import read_json
 from gradswitch.experiment.runner import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrder
 from gradswitch.experiment.supervisor import Progress, run_nodes
-from gradswitch.testbed import Testbed
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.hosts.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
+from gradswitch.hosts.collectives.ops import ops_of
+from gradswitch.hosts.collectives.ps import PS, layout, runs_on_servers, servers_run
+from gradswitch.hosts.graph_digits import digits_problem
+from gradswitch.hosts.graph_job import GraphJob, read_timing, timing_path
+from gradswitch.net.network import NetworkOptions
+from gradswitch.protocol.netreduce import JobLayout
+from gradswitch.roce.qp import Mode
+from gradswitch.topology.model import Topology
 from gradswitch.version import code_version
-from mininet_topos.network import NetworkOptions
-from protocol.netreduce import JobLayout
-from roce.qp import Mode
-from topology.model import Topology
-from workers.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
-from workers.collectives.ops import ops_of
-from workers.collectives.ps import PS, layout, runs_on_servers, servers_run
-from workers.graph_digits import digits_problem
-from workers.graph_job import GraphJob, read_timing, timing_path
-from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
-from workload.fault_record import FaultRecord
-from workload.graph import CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
-from workload.graph_payload import PayloadKind, TrainingOutcome
-from workload.graph_timing import GraphRun
-from workload.job import Algorithm, job_dir, job_file
-from workload.plan import allreduce_bound_s
-from workload.worker_result import WorkerResult
+from gradswitch.workload.collective_bounds import collective_bound_s, point_to_point_bound_s
+from gradswitch.workload.fault_record import FaultRecord
+from gradswitch.workload.graph import CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
+from gradswitch.workload.graph_payload import PayloadKind, TrainingOutcome
+from gradswitch.workload.graph_timing import GraphRun
+from gradswitch.workload.job import Algorithm, job_dir, job_file
+from gradswitch.workload.plan import allreduce_bound_s
+from gradswitch.workload.worker_result import WorkerResult
 
 REPORT_FORMAT = 1
 SEND_RECV = "send_recv"  # the per-type summary's name for point-to-point transfers
@@ -270,7 +270,7 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
         graph, spec.bw_mbps, d, len(servers))
     in_network = in_network_jobs(graph, cfg.job_id) if spec.algo == Algorithm.NETREDUCE else {}
     if not spec.simulated:  # the P4 switches' limits (the simulator's run every IN_NETWORK type, any number of
-        # members; ns3sim.graph_run refuses what they cannot)
+        # members; gradswitch.sim.graph_run refuses what they cannot)
         for kind, job_id in in_network.items():
             try:
                 JobLayout(job_id, graph.world_size, cfg.credits, kind == CollectiveKind.REDUCE_SCATTER,
@@ -306,7 +306,7 @@ def switch_jobs(net: Testbed, job: GraphJob, credits: int) -> Iterator[list[int]
 
 def senders_per_group(graph: JobGraph, group: str) -> int:
     """How many members of a group may write into one member at once: one for a ring or a chain, two for a
-    pairwise all-to-all (a member one step ahead of the others; workers/collectives/pairwise.py)."""
+    pairwise all-to-all (a member one step ahead of the others; gradswitch/hosts/collectives/pairwise.py)."""
     kinds = {n.collective for _, n in graph.collectives() if n.group == group}
     return 2 if CollectiveKind.ALL_TO_ALL in kinds else 1
 
@@ -397,7 +397,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
         with switch_jobs(net, job, job.job.credits):
             try:
                 results = run_nodes(net, [job.job], run_dir, ranks_dir, Progress(1, graph.name, False), on_go=go,
-                                    on_done=done, module="workers.graph_main")[job.job.job_id]
+                                    on_done=done, module="gradswitch.hosts.graph_main")[job.job.job_id]
             finally:
                 schedule.stop()
                 schedule.restore()  # a switch due to restart, a link due to come up: back now
@@ -490,7 +490,7 @@ def summarize(job: GraphJob, run: GraphRun, hosts: list[str], bw_mbps: float, ca
 
 
 def _transfers(job: GraphJob, run: GraphRun, rate: float) -> tuple[TransferResult, ...]:
-    """Each send matched with its receive by operation key (workers/collectives/ops.py)."""
+    """Each send matched with its receive by operation key (gradswitch/hosts/collectives/ops.py)."""
     timing = {(n.rank, n.node_id): n for n in run.nodes}
     recv_by_key = {}
     for r in job.graph.ranks:

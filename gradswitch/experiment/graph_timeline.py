@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from gradswitch.experiment.timeline import plot_timeline
-from workload.graph import CollectiveKind
-from workload.graph_timing import GraphRun
+from gradswitch.workload.graph import CollectiveKind
+from gradswitch.workload.graph_timing import GraphRun
 
 TRACE_FILE, PLOT_FILE = "graph-timeline.json", "graph-timeline.png"
 COMPUTE_TID = 0

@@ -1,6 +1,6 @@
 """What every shaped link carried over a run, from its sender's shaper.
 
-Each direction of a shaped link is limited at its sender (mininet_topos/shaping.py): a switch's
+Each direction of a shaped link is limited at its sender (gradswitch/net/shaping.py): a switch's
 egress HTB tree in the root namespace, a host's on its eth0. The bytes that shaper SENT (its
 root qdisc's counter, read at the go and at the jobs' end) are what the link carried; divided by
 what the link's rate carries in that time, its load (at most about 1: HTB lends a burst of about
@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from mininet_topos.shaping import SHAPER_STATS_COMMAND, ShaperStats, parse_shaper_stats
-from topology.model import Topology
+from gradswitch.net.shaping import SHAPER_STATS_COMMAND, ShaperStats, parse_shaper_stats
+from gradswitch.topology.model import Topology
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """What a run's NetReduce jobs do when a switch of theirs dies or comes back (RunSettings subscribes it to the
-controller's health events, controller/health.py).
+controller's health events, gradswitch/control/health.py).
 
 - The job's aggregation switch (a spine above the leaves) is down: its workers are told to fall back to ring
-  all-reduce (workers/fallback.py: the signal file of the job's run directory, next odd epoch); once every
+  all-reduce (gradswitch/hosts/fallback.py: the signal file of the job's run directory, next odd epoch); once every
   worker has announced (they stopped sending to the switches), the job's cells on the switches still up are
   cleared, so no reduction is left half summed in them.
 - It is back (the controller pushed its pipeline and every entry again, its registers start empty): once every
@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller.control_plane import ControlPlane
-from controller.health import HealthEvent, HealthKind
-from workers.fallback import MIN_WORKERS, PathSignal, ReductionPath, all_announced, path_of_epoch, write_signal
+from gradswitch.control.control_plane import ControlPlane
+from gradswitch.control.health import HealthEvent, HealthKind
+from gradswitch.hosts.fallback import MIN_WORKERS, PathSignal, ReductionPath, all_announced, path_of_epoch, write_signal
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class NetReduceWatch:
                 continue
             if j.workers < MIN_WORKERS:
                 self._stop_job(j, switch, at, [], f"a job of {j.workers} workers has no ring to fall back to (it "
-                               f"needs {MIN_WORKERS}: workers/fallback.py)")
+                               f"needs {MIN_WORKERS}: gradswitch/hosts/fallback.py)")
                 continue
             if path_of_epoch(j.epoch) == ReductionPath.RING:
                 continue  # already on ring

@@ -12,18 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from controller.control_plane import ControlPlane
-from controller.netreduce_jobs import JobStatus
+from gradswitch.control.control_plane import ControlPlane
+from gradswitch.control.netreduce_jobs import JobStatus
 from gradswitch.experiment.netreduce_watch import NetReduceWatch
 from gradswitch.experiment.placement import Placement
 from gradswitch.experiment.spec import ExperimentSpec
-from gradswitch.testbed import Testbed
-from mininet_topos.tensorlights import ServerClass, TensorLights
-from protocol.background_tcp import BACKGROUND_PORT, CLIENT_PORT_BASE
-from protocol.ecmp import Balancing
-from protocol.p4_constants import CONFIG
-from protocol.polling import wait_until
-from workload.job import Algorithm, JobConfig, job_dir
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.tensorlights import ServerClass, TensorLights
+from gradswitch.protocol.background_tcp import BACKGROUND_PORT, CLIENT_PORT_BASE
+from gradswitch.protocol.ecmp import Balancing
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.polling import wait_until
+from gradswitch.workload.job import Algorithm, JobConfig, job_dir
 
 
 @dataclass

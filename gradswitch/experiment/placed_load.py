@@ -3,16 +3,16 @@
 The machine-bound rule (gradswitch/experiment/bottleneck.py) asks whether a run's busiest link carried what a
 run set by its links would. For a graph that only communicates that was 1.0: a ring, a chain or a send keeps
 its busiest link full. A pairwise all-to-all need not when its flows share uplinks unevenly: a member's step
-ends when its send is acknowledged and its receive is in (MPI_Sendrecv, workers/collectives/pairwise.py), so
+ends when its send is acknowledged and its receive is in (MPI_Sendrecv, gradswitch/hosts/collectives/pairwise.py), so
 a step in which ECMP put three flows on one uplink of a leaf lasts three chunks while the leaf's other uplink
 carries one, then waits. On the 2x2 leaf-spine at N = 8 (ECMP seed 0, job 1) the busiest uplinks carry 10
 chunks of steps that last 13 one after another: 10/13, 77 %. Steps may overlap (a member one step ahead), which
 keeps that uplink busier; the rule takes the least a link-bound run keeps, the steps one after another.
 
 `ideal_link_load` computes that load from the facts the switches use: every flow's path through the fabric
-(controller/routing.py's routes; at an ECMP group the member `ecmp_member` gives its 5-tuple, the UDP source
-port protocol/qpn.py derives from the job and the sending node; the simulator hashes alike,
-tests/ns3/test_ecmp.py), and the collectives' schedules as the hosts run them (workers/collectives/ops.py). A
+(gradswitch/control/routing.py's routes; at an ECMP group the member `ecmp_member` gives its 5-tuple, the UDP source
+port gradswitch/protocol/qpn.py derives from the job and the sending node; the simulator hashes alike,
+tests/ns3/test_ecmp.py), and the collectives' schedules as the hosts run them (gradswitch/hosts/collectives/ops.py). A
 collective whose steps settle is a phase per step, others (pipelined: ring, chain, a send) one phase; a phase
 lasts as long as its most loaded link needs, and the load is the busiest link's bytes over the phases' total.
 An all-reduce through parameter servers (algo = ps) is its pushes and pulls at once, pipelined by key, and then
@@ -29,17 +29,17 @@ from dataclasses import dataclass
 from functools import cache
 from itertools import pairwise
 
-from controller.routing import Route, compute_routes, ecmp_member, route_for
-from protocol.ecmp import LoadBalance
-from protocol.p4_constants import CONFIG
-from protocol.qpn import qpn, udp_source_port
-from topology.model import Topology, TopologyError
-from workers.collectives.ops import Op, ops_of
-from workers.collectives.ps import PsKey, PsLayout, layout, op_on_servers
-from workers.collectives.schedule import Step
-from workers.graph_job import GraphJob
-from workload.graph import ComputeNode, JobGraph, RankGraph, topological_order
-from workload.job import Node
+from gradswitch.control.routing import Route, compute_routes, ecmp_member, route_for
+from gradswitch.hosts.collectives.ops import Op, ops_of
+from gradswitch.hosts.collectives.ps import PsKey, PsLayout, layout, op_on_servers
+from gradswitch.hosts.collectives.schedule import Step
+from gradswitch.hosts.graph_job import GraphJob
+from gradswitch.protocol.ecmp import LoadBalance
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.qpn import qpn, udp_source_port
+from gradswitch.topology.model import Topology, TopologyError
+from gradswitch.workload.graph import ComputeNode, JobGraph, RankGraph, topological_order
+from gradswitch.workload.job import Node
 
 Link = str  # a link direction, "sender->receiver" (gradswitch/experiment/links.py Direction.name)
 UDP = 17

@@ -1,7 +1,7 @@
 """Where an experiment's processes go, and the job configuration each of them reads.
 
 The topology a spec needs, its hosts dealt to jobs and roles (`place`), and every job's
-`workload.job.JobConfig`, with the transport's window and timeout sized for the links: on the
+`gradswitch.workload.job.JobConfig`, with the transport's window and timeout sized for the links: on the
 simulator at high rates the windows and NetReduce's credits also cover the bandwidth-delay product
 (`bdp_packets`), which the testbed's rates never need.
 """
@@ -13,15 +13,15 @@ import random
 from dataclasses import dataclass
 
 from gradswitch.experiment.spec import ExperimentSpec, RingOrder
-from protocol.netreduce import MTU as NETREDUCE_MTU
-from protocol.netreduce import PACKETS as NETREDUCE_PACKETS
-from protocol.queues import buffer_bytes
-from roce.headers import RETH_LEN
-from roce.wire import ROCE_OVERHEAD
-from topology.model import Topology
-from workload.compute import iteration_s
-from workload.gradients import compute_profile
-from workload.job import Algorithm, JobConfig, Node, Role, Training
+from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
+from gradswitch.protocol.netreduce import PACKETS as NETREDUCE_PACKETS
+from gradswitch.protocol.queues import buffer_bytes
+from gradswitch.roce.headers import RETH_LEN
+from gradswitch.roce.wire import ROCE_OVERHEAD
+from gradswitch.topology.model import Topology
+from gradswitch.workload.compute import iteration_s
+from gradswitch.workload.gradients import compute_profile
+from gradswitch.workload.job import Algorithm, JobConfig, Node, Role, Training
 
 MIB = 1 << 20
 
@@ -154,7 +154,7 @@ def incast_window(spec: ExperimentSpec, mtu: int, window: int | None = None) -> 
     leaf's partials resent up). (Fresh leaf-spine networks running NetReduce with 8 credits once
     resent over a thousand packets more often with windows filling the whole queue, 4 of 5, than
     with 3/4 of it, 2 of 7: a bigger first window waited longer for ARP, and left more out of order.
-    With peers resolved before the first packet, roce/resolve.py, 10 of 10 resent nothing with
+    With peers resolved before the first packet, gradswitch/roce/resolve.py, 10 of 10 resent nothing with
     windows filling the whole queue; the share stays as a margin.) At least one packet: a floor
     above that overflowed the queue with 4 KiB packets (8 windows of 4 into 64 KiB)."""
     window = spec.window if window is None else window
@@ -190,7 +190,7 @@ def bdp_packets(spec: ExperimentSpec, topo: Topology, mtu: int) -> int:
 
 def queue_of(spec: ExperimentSpec) -> int | None:
     """Bytes of a port's priority queue when the spec gives them (the simulator's `sim.queue_bytes`); None: the
-    testbed's shaped buffer for the rate (mininet_topos/shaping.py buffer_bytes)."""
+    testbed's shaped buffer for the rate (gradswitch/net/shaping.py buffer_bytes)."""
     return spec.sim.queue_bytes if spec.simulated else None
 
 

@@ -16,17 +16,17 @@ from gradswitch.experiment.placement import modelled_compute_s
 from gradswitch.experiment.plots import plot_iterations
 from gradswitch.experiment.results_file import Outcome, Results
 from gradswitch.experiment.spec import ExperimentSpec, step_bytes
-from roce.wire import ETH_HEADER_LEN
-from workers.ideal import ideal
-from workload.fault_record import FaultOutcome, FaultRecord
-from workload.job import Algorithm, DType, JobConfig
-from workload.plan import allreduce_bound_s
-from workload.worker_result import IterationEntry, WorkerResult
+from gradswitch.hosts.ideal import ideal
+from gradswitch.roce.wire import ETH_HEADER_LEN
+from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
+from gradswitch.workload.job import Algorithm, DType, JobConfig
+from gradswitch.workload.plan import allreduce_bound_s
+from gradswitch.workload.worker_result import IterationEntry, WorkerResult
 
 
 def lower_bound_s(algo: Algorithm, workers: int, servers: int, nbytes: int, bw_mbps: float | None) -> float | None:
     """Link-rate lower bound of one all-reduce of nbytes (docs/architecture.md, "Link-rate bounds";
-    workload.plan.allreduce_bound_s)."""
+    gradswitch.workload.plan.allreduce_bound_s)."""
     if not bw_mbps:
         return None
     return allreduce_bound_s(algo, workers, servers, nbytes, bw_mbps * 1e6 / 8)
@@ -37,7 +37,7 @@ def training_summary(spec: ExperimentSpec, iterations: list[dict[str, Any]], cfg
     """results.json's `training` object: steady-state iteration time and its parts (testbed seconds),
     the dilation, real-equivalent time and samples/s, scaling efficiency against one GPU's modelled
     iteration, and (given the job's configuration) the ideal: the same iteration with every
-    reduction at its link-rate bound (workers/ideal.py). Per iteration the job's figure is its
+    reduction at its link-rate bound (gradswitch/hosts/ideal.py). Per iteration the job's figure is its
     slowest worker's."""
     if spec.emulate is None or spec.dilation is None:
         return None

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
-from protocol.choice import Choice
+from gradswitch.protocol.choice import Choice
 
 FORMAT = 1
 # Payloads results.json carries as they come (the spec's fields, BMv2's counters, a link's usage, a node's extras):
@@ -191,8 +191,8 @@ class Results(ResultsBody, total=False):
     code_version: str
     tensorlights: Payload  # runs with TensorLights only
     simulator: SimulatorFigures  # backend ns3 only
-    faults: list[Payload]  # runs with faults only: workload.fault_record.FaultRecord.to_dict() each
-    fault_outcome: str  # runs with faults only: the worst of theirs (workload.fault_record.FaultOutcome)
+    faults: list[Payload]  # runs with faults only: gradswitch.workload.fault_record.FaultRecord.to_dict() each
+    fault_outcome: str  # runs with faults only: the worst of theirs (gradswitch.workload.fault_record.FaultOutcome)
 
 
 FIELD_DOCS: dict[str, str] = {

@@ -1,6 +1,6 @@
 """`gradswitch experiment`: bring a network up, run a spec's jobs on its hosts, tear down, report.
 
-Workers and servers are real processes in Mininet hosts (`python -m workers.main`), talking
+Workers and servers are real processes in Mininet hosts (`python -m gradswitch.hosts.main`), talking
 RoCE v2 through the BMv2 fabric (gradswitch/experiment/supervisor.py). One spec may run
 several identical jobs at once (each on its own hosts, or with their parameter servers
 colocated on one host), with bulk TCP background traffic, DLCP features and TensorLights
@@ -37,13 +37,13 @@ from gradswitch.experiment.report import summarize, with_faults, write_report
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from gradswitch.experiment.supervisor import NodeKey, Processes, Progress, run_nodes, stop_deadline_s
+from gradswitch.experiment.testbed import Testbed
 from gradswitch.experiment.timeline import write_timeline
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
-from protocol.background_tcp import BACKGROUND_PORT
-from topology.faults import LINK_FAULTS, WORKER_FAULTS, Fault, worker_rank
-from workers.slowdown import write_slowdown
-from workload.job import JobConfig, job_dir, job_file
+from gradswitch.hosts.slowdown import write_slowdown
+from gradswitch.net.network import NetworkOptions
+from gradswitch.protocol.background_tcp import BACKGROUND_PORT
+from gradswitch.topology.faults import LINK_FAULTS, WORKER_FAULTS, Fault, worker_rank
+from gradswitch.workload.job import JobConfig, job_dir, job_file
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
 
 def cuts_patches(spec: ExperimentSpec) -> bool:
     """The spec's network needs patched links: a link fault between switches cuts a patch
-    (mininet_topos/patch_links.py), not a BMv2 port."""
+    (gradswitch/net/patch_links.py), not a BMv2 port."""
     topo = topology_for(spec)
     return any(f.kind in LINK_FAULTS and all(topo.is_switch(end) for end in f.link_ends()) for f in spec.faults)
 

@@ -21,13 +21,13 @@ from gradswitch.experiment.report import Usage, summarize, with_faults, write_re
 from gradswitch.experiment.results_file import Results, SimulatorFigures
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from gradswitch.experiment.timeline import write_timeline
-from ns3sim import Background, CheckMode, DlcpSwitch, SimError, SimResult, SimSettings, TensorLightsSetting
-from ns3sim import read as read_result
-from ns3sim import run as simulate
-from ns3sim.build import status
-from ns3sim.faults import fault_records, phase_throughput
-from topology.model import Topology
-from workload.job import JobConfig, job_file
+from gradswitch.sim import Background, CheckMode, DlcpSwitch, SimError, SimResult, SimSettings, TensorLightsSetting
+from gradswitch.sim import read as read_result
+from gradswitch.sim import run as simulate
+from gradswitch.sim.build import status
+from gradswitch.sim.faults import fault_records, phase_throughput
+from gradswitch.topology.model import Topology
+from gradswitch.workload.job import JobConfig, job_file
 
 PROGRESS_S = 10.0  # wall seconds between the simulator's progress lines on a terminal
 

@@ -25,20 +25,30 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass,
 from pathlib import Path
 from typing import Any
 
-from protocol.choice import Choice
-from protocol.ecmp import DEFAULT_FLOWLET_GAP_US, Balancing, LoadBalance
-from protocol.netreduce import DEFAULT_CREDITS, MAX_DEADLINE_US, MAX_K_OF_N_WORKERS
-from protocol.netreduce import MTU as NETREDUCE_MTU
-from protocol.p4_constants import CONFIG
-from protocol.qpn import MAX_NODES
-from roce.qp import VALID_MTUS, Mode, QpConfig
-from topology.faults import WORKER_FAULTS, Fault, FaultError, fault_from_dict, fault_problems, parse_fault
-from topology.generators import build_topology
-from topology.model import Topology, TopologyError
-from workers.ring import MAX_WORKERS as RING_MAX_WORKERS
-from workload.dlcp import DlcpPolicy
-from workload.gradients import compute_profile, workload, workload_names
-from workload.job import MAX_IN_FLIGHT, Algorithm, Crash, DType, Emulation, FloatMode, Scheduling, Sync, dilation
+from gradswitch.hosts.ring import MAX_WORKERS as RING_MAX_WORKERS
+from gradswitch.protocol.choice import Choice
+from gradswitch.protocol.ecmp import DEFAULT_FLOWLET_GAP_US, Balancing, LoadBalance
+from gradswitch.protocol.netreduce import DEFAULT_CREDITS, MAX_DEADLINE_US, MAX_K_OF_N_WORKERS
+from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.qpn import MAX_NODES
+from gradswitch.roce.qp import VALID_MTUS, Mode, QpConfig
+from gradswitch.topology.faults import WORKER_FAULTS, Fault, FaultError, fault_from_dict, fault_problems, parse_fault
+from gradswitch.topology.generators import build_topology
+from gradswitch.topology.model import Topology, TopologyError
+from gradswitch.workload.dlcp import DlcpPolicy
+from gradswitch.workload.gradients import compute_profile, workload, workload_names
+from gradswitch.workload.job import (
+    MAX_IN_FLIGHT,
+    Algorithm,
+    Crash,
+    DType,
+    Emulation,
+    FloatMode,
+    Scheduling,
+    Sync,
+    dilation,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,8 +90,8 @@ class Backend(Choice):
 class Engine(Choice):
     """What runs a job's iterations on the hosts."""
 
-    LOOP = "loop"  # the iteration loop of each algorithm (workers/main.py)
-    GRAPH = "graph"  # the job as an execution graph, on the graph engine (workers/graph_main.py; train-digits)
+    LOOP = "loop"  # the iteration loop of each algorithm (gradswitch/hosts/main.py)
+    GRAPH = "graph"  # the job as an execution graph, on the graph engine (gradswitch/hosts/graph_main.py; train-digits)
 
 
 class Topo(Choice):
@@ -100,7 +110,7 @@ MAX_SIM_CREDITS = 4096  # NetReduce credits on the simulator (the P4 program's A
 class Check(Choice):
     """What a simulated run's packets carry and how every result is checked (ns3sim CheckMode)."""
 
-    AUTO = "auto"  # exact while the values fit (ns3sim.sim_settings.EXACT_LIMIT), else digest
+    AUTO = "auto"  # exact while the values fit (gradswitch.sim.sim_settings.EXACT_LIMIT), else digest
     EXACT = "exact"
     DIGEST = "digest"
     NONE = "none"
@@ -145,7 +155,7 @@ class DlcpOptions:
     """DLCP for every job of a run: the switches' features and the hosts' policy.
 
     In a TOML spec, `dlcp = { priority = true, drop = true, loss_budget = 0.1 }`: the keys are
-    this class's switch fields and workload.dlcp.DlcpPolicy's host fields, side by side.
+    this class's switch fields and gradswitch.workload.dlcp.DlcpPolicy's host fields, side by side.
     """
 
     priority: bool = False  # switches: strict priority by layer class (front layers first)
@@ -206,7 +216,8 @@ class ExperimentSpec:
     jobs: int = 1  # identical jobs run at once, ids 1..jobs, on their own hosts
     colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
     background_flows: int = 0  # bulk TCP streams between two extra hosts on two switches
-    # the testbed's streams leave from the simulator's client ports (protocol.background_tcp, + k), so ECMP puts them on
+    # the testbed's streams leave from the simulator's client ports (gradswitch.protocol.background_tcp, + k), so ECMP
+    # puts them on
     # the same paths every run and on both backends; false: iperf3's ephemeral ports, new paths every run
     background_fixed_ports: bool = False
     ring_order: RingOrder = RingOrder.LEAVES  # ranks: neighbours on one leaf, every hop across the fabric, or random
@@ -248,7 +259,7 @@ class ExperimentSpec:
     # What runs the iterations: each algorithm's loop, or the graph engine (the job as an execution graph; for now
     # workload train-digits, its real gradients through the graph's all-reduces: docs/training.md)
     engine: Engine = Engine.LOOP
-    # Failures during the run (topology/faults.py, docs/faults.md): a switch, a link or a worker, at a time
+    # Failures during the run (gradswitch/topology/faults.py, docs/faults.md): a switch, a link or a worker, at a time
     faults: tuple[Fault, ...] = ()
 
     @property
@@ -374,7 +385,7 @@ class ExperimentSpec:
         need(not (self.workload == "train-digits" and self.dtype != DType.FLOAT32),
              "workload = 'train-digits' trains a float model: set dtype = float32")
         if self.workload == "train-digits":
-            from workload.digits import DIGITS_EXTRA, digits_available
+            from gradswitch.workload.digits import DIGITS_EXTRA, digits_available
 
             need(digits_available(), f"workload = 'train-digits': {DIGITS_EXTRA}")
         need(not (self.dlcp.lossy or self.dlcp.spray) or self.transport == Mode.SR,
@@ -422,7 +433,7 @@ class ExperimentSpec:
         if self.faults and not out:
             out += fault_problems(self.faults, self.topology(), self.workers)
         if self.faults and sim:
-            from ns3sim.faults import sim_fault_problems
+            from gradswitch.sim.faults import sim_fault_problems
 
             out += sim_fault_problems(self.faults, self.algo == Algorithm.NETREDUCE, self.ranks,
                                       self.workload_et is not None)
@@ -504,7 +515,7 @@ class ExperimentSpec:
 
     @property
     def dilation(self) -> float | None:
-        """D of an emulated cluster (workload.job.dilation), None without one."""
+        """D of an emulated cluster (gradswitch.workload.job.dilation), None without one."""
         if self.emulate is None or not self.bw_mbps:
             return None
         return dilation(self.scale, self.emulate.link_gbps, self.bw_mbps)

@@ -1,6 +1,6 @@
 """Running a run's worker and server processes in their Mininet hosts, and collecting their results.
 
-Each node is `python -m workers.main JOB_CONFIG RUN_DIR NODE_ID` in its host. They say they are
+Each node is `python -m gradswitch.hosts.main JOB_CONFIG RUN_DIR NODE_ID` in its host. They say they are
 ready (RUN_DIR/ready-<id>), start together on the runner's go (RUN_DIR/go), report progress
 after every iteration, say when their work is done (RUN_DIR/done-<id>: they linger after it for
 peers' retransmissions) and write RUN_DIR/result-<id>.json. A node that dies stops the rest of
@@ -18,12 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gradswitch.experiment.spec import ExperimentError
-from mininet_topos.network import GradNetwork
-from protocol.paths import REPO_ROOT
-from protocol.polling import wait_until
-from workload import worker_result
-from workload.job import JobConfig, job_dir, job_file
-from workload.worker_result import WorkerResult as NodeResult
+from gradswitch.net.network import GradNetwork
+from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.protocol.polling import wait_until
+from gradswitch.workload import worker_result
+from gradswitch.workload.job import JobConfig, job_dir, job_file
+from gradswitch.workload.worker_result import WorkerResult as NodeResult
 
 DONE_POLL_S = 0.05  # how often the runner looks at the nodes' progress and done files
 WORKER_NICE = 10  # workers yield to the BMv2 switches on a small machine (docs/performance.md)
@@ -85,12 +85,12 @@ def stop_deadline_s(cfgs: list[JobConfig]) -> float:
     return max(give_up_s(c.rto, c.retry_limit) for c in cfgs) + ABORT_CHECK_S + 1.0
 
 
-ABORT_CHECK_S = 0.2  # workers.comm.Comm: how often a node looks at the abort file (a test keeps the two equal)
+ABORT_CHECK_S = 0.2  # gradswitch.hosts.comm.Comm: how often a node looks at the abort file (a test keeps the two equal)
 
 
 def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir: Path, bar: Progress,
               on_go: Callable[[], None] = lambda: None,
-              on_done: Callable[[], None] = lambda: None, module: str = "workers.main",
+              on_done: Callable[[], None] = lambda: None, module: str = "gradswitch.hosts.main",
               on_started: Callable[[Processes], None] = lambda procs: None,
               on_exit: Callable[[NodeKey, int, float], None] = lambda key, status, at: None,
               ) -> dict[int, dict[int, NodeResult]]:
@@ -98,7 +98,7 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
     together (on_go just before), wait; results per job and node. on_done: once every node of every
     job has done its work (within a poll, DONE_POLL_S, of the last), or else when they have all
     exited: the end of the jobs' window, before the nodes linger and exit. `module`: what each node runs,
-    `python -m MODULE JOB_FILE RUN_DIR NODE_ID` (workers.graph_main for an execution-graph run). on_started:
+    `python -m MODULE JOB_FILE RUN_DIR NODE_ID` (gradswitch.hosts.graph_main for an execution-graph run). on_started:
     every node's process, once all are started (a fault schedule kills one); on_exit: a node's process seen
     gone with a failure status (its key, status, time.monotonic()). Once a node died, the rest of its job is
     told at once (RUN_DIR/abort) and must be gone within stop_deadline_s, or they are killed and named."""

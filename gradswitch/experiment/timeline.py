@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from workload.worker_result import WorkerResult
+from gradswitch.workload.worker_result import WorkerResult
 
 COMPUTE_TID = 0
 COLORS = {"forward": "tab:blue", "backward": "tab:orange", "op": "tab:green"}

@@ -1,7 +1,7 @@
-"""A training spec's job as an execution graph: what the training loop (workers/iteration.py, the
+"""A training spec's job as an execution graph: what the training loop (gradswitch/hosts/iteration.py, the
 simulator's gs-training.cc) runs, given to the graph engines instead.
 
-The graph is workload.generators.training_graph of the job the spec describes (its model, scale,
+The graph is gradswitch.workload.generators.training_graph of the job the spec describes (its model, scale,
 emulated cluster, sync, scheduling, buckets and partitions, as placement.training_config makes them);
 the spec that runs it keeps the fabric, links, transport and placement, and leaves the workload to the
 graph. Its times come back as the emulated cluster's (the graph engines divide by the dilation).
@@ -13,11 +13,11 @@ from dataclasses import replace
 
 from gradswitch.experiment.placement import job_config, place, training_config
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
-from topology.model import Topology
-from workers.ideal import ideal
-from workload.generators import training_graph, training_job
-from workload.graph import JobGraph
-from workload.job import Scheduling, Sync
+from gradswitch.hosts.ideal import ideal
+from gradswitch.topology.model import Topology
+from gradswitch.workload.generators import training_graph, training_job
+from gradswitch.workload.graph import JobGraph
+from gradswitch.workload.job import Scheduling, Sync
 
 
 def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[ExperimentSpec, JobGraph, float]:
@@ -27,7 +27,7 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
     if training is None:
         raise ExperimentError(f"{spec.label}: workload {spec.workload!r} without an emulated cluster: a training "
                               f"graph needs a model profile and `emulate`")
-    # the spec's algorithm: priority partitions go in the order its link-rate bound gives (workload/plan.py)
+    # the spec's algorithm: priority partitions go in the order its link-rate bound gives (gradswitch/workload/plan.py)
     cfg = replace(training_job(spec.workload, spec.workers, iterations, scale=spec.scale), algo=spec.algo,
                   training=training)
     graph = training_graph(cfg, name=spec.label)
@@ -37,6 +37,7 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
 
 
 def ideal_link_load(spec: ExperimentSpec, topo: Topology) -> float:
-    """The busiest link's load of the spec's job at its ideal iteration (workers/ideal.py): what a link-bound run
+    """The busiest link's load of the spec's job at its ideal iteration (gradswitch/hosts/ideal.py): what a link-bound
+    run
     keeps while the emulated GPUs compute, as the training loop's report has it (`ideal_link_load`)."""
     return ideal(job_config(spec, 1, place(spec, topo).jobs[0], topo)).link_load

@@ -15,9 +15,9 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from controller.p4rt import TableEntry
-from controller.trace_replay import TraceSwitch
-from mininet_topos.bmv2 import resolve_bmv2
+from gradswitch.control.p4rt import TableEntry
+from gradswitch.control.trace_replay import TraceSwitch
+from gradswitch.net.bmv2 import resolve_bmv2
 from tests.conftest import BMV2_NOLOG
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.bmv2_nolog]

@@ -1,7 +1,8 @@
 """The committed BMv2 JSON and P4Info are what p4c makes of the current sources.
 
 Another p4c writes other bytes (ids, source positions): the comparison runs with the p4c version the committed
-program's stamp records (p4src/build/p4c-stamp.json) and skips, naming both versions, with another one. Whatever
+program's stamp records (gradswitch/p4src/build/p4c-stamp.json) and skips, naming both versions, with another one.
+Whatever
 the compiler, tests/unit/test_package_data.py checks the stamp's hash of the sources against the sources.
 """
 
@@ -9,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from gradswitch.p4_compile import BuildError, BuildStamp, compile_program, p4c_version
-from protocol.paths import BMV2_JSON, P4_PROGRAM, P4INFO
+from gradswitch.cli.p4_compile import BuildError, BuildStamp, compile_program, p4c_version
+from gradswitch.protocol.paths import BMV2_JSON, P4_PROGRAM, P4INFO
 
 pytestmark = pytest.mark.p4c
 
@@ -23,7 +24,7 @@ def test_committed_artifacts_are_fresh(tmp_path):
     result = compile_program(P4_PROGRAM, tmp_path / "gradswitch.json", tmp_path / "gradswitch.p4info.txtpb")
     stale = [name for fresh, committed, name in ((result.json, BMV2_JSON, "JSON"), (result.p4info, P4INFO, "P4Info"))
              if fresh.read_bytes() != committed.read_bytes()]
-    assert not stale, f"committed {', '.join(stale)} out of date: run `make build` and commit p4src/build/"
+    assert not stale, f"committed {', '.join(stale)} out of date: run `make build` and commit gradswitch/p4src/build/"
 
 
 def test_warnings_fail_the_build(tmp_path):

@@ -10,18 +10,18 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from controller.bmv2_thrift import Bmv2Thrift
-from controller.controls import all_base_entries, dlcp
-from controller.p4rt import TableEntry
-from controller.trace_replay import TraceSwitch
-from protocol.dlcp import TRIMMED, marking
-from protocol.p4_constants import CONFIG
-from protocol.polling import wait_until
-from protocol.qpn import qpn
-from roce.headers import Aeth, Bth, Opcode, Transport
-from roce.scapy_layers import BTH
-from roce.wire import build_frame
-from topology.generators import leafspine, rack
+from gradswitch.control.bmv2_thrift import Bmv2Thrift
+from gradswitch.control.controls import all_base_entries, dlcp
+from gradswitch.control.p4rt import TableEntry
+from gradswitch.control.trace_replay import TraceSwitch
+from gradswitch.protocol.dlcp import TRIMMED, marking
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.polling import wait_until
+from gradswitch.protocol.qpn import qpn
+from gradswitch.roce.headers import Aeth, Bth, Opcode, Transport
+from gradswitch.roce.scapy_layers import BTH
+from gradswitch.roce.wire import build_frame
+from gradswitch.topology.generators import leafspine, rack
 
 pytestmark = pytest.mark.bmv2
 JOB = 5

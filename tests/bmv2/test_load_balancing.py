@@ -2,7 +2,7 @@
 DLCP spraying overriding flowlets.
 
 leaf1 of a leaf-spine fabric routes h1's traffic to leaf2's hosts over its uplinks to the spines; the
-routes' action carries the setting (controller/controls/l3_forwarding.py), installed as the controller
+routes' action carries the setting (gradswitch/control/controls/l3_forwarding.py), installed as the controller
 installs it.
 """
 
@@ -16,19 +16,19 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from controller.bmv2_thrift import Bmv2Thrift
-from controller.controls import all_base_entries, dlcp, l3_forwarding
-from controller.p4rt import Entity, TableEntry
-from controller.pcap import read_pcap
-from controller.routing import ecmp_member
-from controller.trace_replay import TraceSwitch
-from protocol.ecmp import Balancing, LoadBalance
-from protocol.polling import wait_until
-from protocol.qpn import qpn
-from roce.headers import Bth, Opcode, Transport
-from roce.wire import build_frame
-from topology.generators import leafspine
-from topology.model import Topology
+from gradswitch.control.bmv2_thrift import Bmv2Thrift
+from gradswitch.control.controls import all_base_entries, dlcp, l3_forwarding
+from gradswitch.control.p4rt import Entity, TableEntry
+from gradswitch.control.pcap import read_pcap
+from gradswitch.control.routing import ecmp_member
+from gradswitch.control.trace_replay import TraceSwitch
+from gradswitch.protocol.ecmp import Balancing, LoadBalance
+from gradswitch.protocol.polling import wait_until
+from gradswitch.protocol.qpn import qpn
+from gradswitch.roce.headers import Bth, Opcode, Transport
+from gradswitch.roce.wire import build_frame
+from gradswitch.topology.generators import leafspine
+from gradswitch.topology.model import Topology
 
 pytestmark = pytest.mark.bmv2
 JOB = 5
@@ -61,7 +61,7 @@ def uplink_of(result_outputs: dict[int, list[bytes]], uplinks: Sequence[int]) ->
 
 def test_each_ecmp_seed_splits_the_flows_its_own_way(tmp_path):
     """48 flows over 4 uplinks: with every seed each flow takes exactly the member the model of the hash says
-    (controller.routing.ecmp_member), and the seeds group the flows differently, not just renamed members."""
+    (gradswitch.control.routing.ecmp_member), and the seeds group the flows differently, not just renamed members."""
     topo = leafspine(leaves=2, spines=4, hosts_per_leaf=2)
     uplinks = [3, 4, 5, 6]
     h1, h3 = topo.host("h1"), topo.host("h3")

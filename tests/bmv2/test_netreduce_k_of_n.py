@@ -1,4 +1,5 @@
-"""NetReduce k of N on real BMv2 (p4src/include/controls/netreduce.p4, judge_late): workers' RoCE packets into one
+"""NetReduce k of N on real BMv2 (gradswitch/p4src/include/controls/netreduce.p4, judge_late): workers' RoCE packets
+into one
 switch programmed with the entries the controller installs for a job of 4 workers that aggregates 3 of them, the
 switch's output compared byte for byte with what docs/faults.md ("Stragglers: k of N") says it must send.
 
@@ -15,12 +16,12 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from controller.controls import all_base_entries
-from controller.controls import netreduce as nr
-from controller.netreduce_jobs import place_job
-from controller.trace_replay import TraceSwitch, run_trace
-from protocol.netreduce import IMM_MEMBERS_SHIFT, PACKETS, JobLayout
-from roce.wire import parse_frame
+from gradswitch.control.controls import all_base_entries
+from gradswitch.control.controls import netreduce as nr
+from gradswitch.control.netreduce_jobs import place_job
+from gradswitch.control.trace_replay import TraceSwitch, run_trace
+from gradswitch.protocol.netreduce import IMM_MEMBERS_SHIFT, PACKETS, JobLayout
+from gradswitch.roce.wire import parse_frame
 from tests.packet_diff import diff
 from tests.traces.netreduce_scenarios import NrJob, Sent, topology
 
@@ -108,8 +109,8 @@ def test_k_of_n_emits_at_the_kth_names_the_contributors_and_never_adds_a_late_on
 
 def test_k_of_n_is_refused_where_a_leaf_would_have_to_choose(tmp_path):
     """On a leaf-spine fabric a leaf cannot know which k of the job's N are in: placing such a job says so."""
+    from gradswitch.topology.model import TopologyError
     from tests.traces.netreduce_scenarios import LEAFSPINE
-    from topology.model import TopologyError
 
     topo = topology(LEAFSPINE)
     with pytest.raises(TopologyError, match="needs every worker on one switch"):

@@ -1,4 +1,5 @@
-"""NetReduce reduce-scatter and all-gather on real BMv2 (p4src/include/controls/netreduce_scatter.p4): workers'
+"""NetReduce reduce-scatter and all-gather on real BMv2 (gradswitch/p4src/include/controls/netreduce_scatter.p4):
+workers'
 RoCE packets into one switch programmed with the entries the controller installs for a job that scatters (or
 gathers), the switch's output compared byte for byte with what docs/netreduce.md says it must send, built here
 with our RoCE packet code.
@@ -28,17 +29,17 @@ from scapy.compat import raw
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from controller.controls import all_base_entries
-from controller.controls import netreduce as nr
-from controller.netreduce_jobs import place_job
-from controller.pcap import write_pcap
-from controller.trace_replay import run_trace
-from protocol.dlcp import TRIMMED
-from protocol.netreduce import MESSAGE_BYTES, PACKET_BYTES, PACKETS, JobLayout
-from protocol.qpn import qpn
-from roce.headers import Opcode, Reth, Transport
-from roce.scapy_layers import BTH
-from roce.wire import ETH_HEADER_LEN, build_frame, parse_frame
+from gradswitch.control.controls import all_base_entries
+from gradswitch.control.controls import netreduce as nr
+from gradswitch.control.netreduce_jobs import place_job
+from gradswitch.control.pcap import write_pcap
+from gradswitch.control.trace_replay import run_trace
+from gradswitch.protocol.dlcp import TRIMMED
+from gradswitch.protocol.netreduce import MESSAGE_BYTES, PACKET_BYTES, PACKETS, JobLayout
+from gradswitch.protocol.qpn import qpn
+from gradswitch.roce.headers import Opcode, Reth, Transport
+from gradswitch.roce.scapy_layers import BTH
+from gradswitch.roce.wire import ETH_HEADER_LEN, build_frame, parse_frame
 from tests.packet_diff import diff
 from tests.traces.netreduce_scenarios import LEAFSPINE, NrJob, Sent, topology
 

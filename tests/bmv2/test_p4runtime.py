@@ -6,9 +6,9 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import ARP, Ether
 
-from controller.controls import acl
-from controller.controls.packet_io import punt_reason
-from controller.p4rt import (
+from gradswitch.control.controls import acl
+from gradswitch.control.controls.packet_io import punt_reason
+from gradswitch.control.p4rt import (
     CloneSession,
     MulticastGroup,
     NotPrimary,
@@ -18,11 +18,11 @@ from controller.p4rt import (
     TableEntry,
     WriteError,
 )
-from controller.p4rt.entities import normalize
-from controller.pcap import read_pcap
-from controller.trace_replay import TraceSwitch
-from protocol.p4_constants import CONFIG
-from protocol.polling import wait_until
+from gradswitch.control.p4rt.entities import normalize
+from gradswitch.control.pcap import read_pcap
+from gradswitch.control.trace_replay import TraceSwitch
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.polling import wait_until
 
 pytestmark = pytest.mark.bmv2
 
@@ -128,8 +128,8 @@ def test_arbitration_backup_is_refused_and_higher_election_takes_over(switch):
 def test_delete_by_key_alone_as_the_repl_types_it(switch):
     """docs/repl.md's `delete leaf1 acl_rules protocol=17 l4_dst_port=4791 priority=10`, and a delete
     in one of the two `faults` tables named by the short name that tells them apart."""
-    from controller.controls.fault_injection import loss_entries
-    from controller.repl import parse_entry
+    from gradswitch.control.controls.fault_injection import loss_entries
+    from gradswitch.control.repl import parse_entry
 
     s = switch.session
     p4info = s.p4info

@@ -1,4 +1,5 @@
-"""Register writes through BMv2's Thrift API as controller/bmv2_thrift.py makes them: a range is written from its
+"""Register writes through BMv2's Thrift API as gradswitch/control/bmv2_thrift.py makes them: a range is written from
+its
 first index to its last, both included (BMv2's own end index is exclusive: a NetReduce job's teardown used to
 leave its last cell and context slots behind, and the next, smaller job of that number stalled; bench.crossval
 found it)."""
@@ -7,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from controller.bmv2_thrift import Bmv2Thrift
-from controller.controls import all_base_entries
-from controller.controls import netreduce as nr
-from controller.netreduce_jobs import register_names
-from controller.trace_replay import TraceSwitch
-from topology.generators import rack
+from gradswitch.control.bmv2_thrift import Bmv2Thrift
+from gradswitch.control.controls import all_base_entries
+from gradswitch.control.controls import netreduce as nr
+from gradswitch.control.netreduce_jobs import register_names
+from gradswitch.control.trace_replay import TraceSwitch
+from gradswitch.topology.generators import rack
 
 pytestmark = pytest.mark.bmv2
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from controller.controls import all_base_entries
-from controller.controls import netreduce as nr
-from controller.controls.packet_io import punt_reason
-from controller.netreduce_jobs import ActiveJob, place_job
-from controller.trace_replay import run_trace
+from gradswitch.control.controls import all_base_entries
+from gradswitch.control.controls import netreduce as nr
+from gradswitch.control.controls.packet_io import punt_reason
+from gradswitch.control.netreduce_jobs import ActiveJob, place_job
+from gradswitch.control.trace_replay import run_trace
+from gradswitch.topology.generators import build_topology
 from tests.packet_diff import diff
 from tests.traces.generate import SCENARIOS, load
-from topology.generators import build_topology
 
 pytestmark = pytest.mark.bmv2
 
@@ -54,8 +54,8 @@ def test_switch_made_results_verify_in_scapy_and_tshark(tmp_path):
     from scapy.compat import raw
     from scapy.layers.l2 import Ether
 
-    from controller.pcap import write_pcap
-    from roce.scapy_layers import BTH
+    from gradswitch.control.pcap import write_pcap
+    from gradswitch.roce.scapy_layers import BTH
 
     trace = load("netreduce_interleavings")
     meta = trace.meta

@@ -3,7 +3,7 @@
 Packets of every shape (WRITE First, Middle, Last, Only, with and without ImmDt, payloads the parser
 takes as an aggregation packet's or not, a padded one) are marked droppable by a job whose drop
 threshold is 0, so the switch trims each one. What comes out is checked three ways: byte for byte
-against the notification built independently by roce/wire.py, by scapy (its own ICRC, IPv4 checksum
+against the notification built independently by gradswitch/roce/wire.py, by scapy (its own ICRC, IPv4 checksum
 and lengths), and by tshark's InfiniBand dissector. A notification arriving at the next switch is
 neither trimmed nor dropped again and overtakes queued gradient packets (priority 7).
 """
@@ -20,19 +20,19 @@ from scapy.compat import raw
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from controller.bmv2_thrift import Bmv2Thrift
-from controller.controls import all_base_entries, dlcp
-from controller.p4rt import Entity, TableEntry
-from controller.pcap import write_pcap
-from controller.routing import switch_port_mac
-from controller.trace_replay import TraceSwitch
-from protocol.dlcp import DROPPABLE, TRIMMED, marking
-from protocol.p4_constants import CONFIG
-from protocol.qpn import qpn
-from roce.headers import Bth, Opcode, Reth, Transport
-from roce.scapy_layers import BTH, RETH, ImmDt
-from roce.wire import build_frame, parse_frame
-from topology.generators import rack
+from gradswitch.control.bmv2_thrift import Bmv2Thrift
+from gradswitch.control.controls import all_base_entries, dlcp
+from gradswitch.control.p4rt import Entity, TableEntry
+from gradswitch.control.pcap import write_pcap
+from gradswitch.control.routing import switch_port_mac
+from gradswitch.control.trace_replay import TraceSwitch
+from gradswitch.protocol.dlcp import DROPPABLE, TRIMMED, marking
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.qpn import qpn
+from gradswitch.roce.headers import Bth, Opcode, Reth, Transport
+from gradswitch.roce.scapy_layers import BTH, RETH, ImmDt
+from gradswitch.roce.wire import build_frame, parse_frame
+from gradswitch.topology.generators import rack
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.tshark]
 JOB = 5

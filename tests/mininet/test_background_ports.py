@@ -10,7 +10,7 @@ import pytest
 
 from bench.background_paths import analyse, iperf_streams
 from gradswitch.experiment.spec import spec_from_dict
-from protocol.background_tcp import CLIENT_PORT_BASE
+from gradswitch.protocol.background_tcp import CLIENT_PORT_BASE
 from tests.results import run_experiment
 
 pytestmark = pytest.mark.mininet

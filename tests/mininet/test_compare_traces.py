@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
-from protocol.paths import REPO_ROOT
+from gradswitch.protocol.paths import REPO_ROOT
 
 pytestmark = pytest.mark.mininet
 
-GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
+GRADSWITCH = [sys.executable, "-m", "gradswitch.cli.main"]
 
 
 def gradswitch(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,7 @@ import pytest
 
 from bench.crossval import DEFAULT_BW_MBPS, TOLERANCE, allreduce_specs, simulated
 from bench.testbed_costs import load_costs, measured_with
-from mininet_topos.bmv2 import BMV2_ENV
+from gradswitch.net.bmv2 import BMV2_ENV
 from tests.results import run_experiment
 
 BMV2_RUNS = 3

@@ -16,9 +16,9 @@ from bench.testbed_costs import load_costs, measured_with
 from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.graph_run import GraphRunReport, run_graph_on
 from gradswitch.experiment.placement import topology_for
-from gradswitch.testbed import Testbed
-from mininet_topos.bmv2 import BMV2_ENV
-from mininet_topos.network import NetworkOptions
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.bmv2 import BMV2_ENV
+from gradswitch.net.network import NetworkOptions
 
 pytestmark = [pytest.mark.mininet, pytest.mark.ns3]
 

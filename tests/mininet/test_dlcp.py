@@ -21,18 +21,18 @@ from typing import Any
 
 import pytest
 
-from controller.repl import Repl
-from controller.routing import ecmp_member
+from gradswitch.control.repl import Repl
+from gradswitch.control.routing import ecmp_member
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placement import Placement, topology_for
+from gradswitch.experiment.shipped_specs import EXPERIMENTS
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
-from gradswitch.shipped_specs import EXPERIMENTS
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
-from protocol.ecmp import Balancing
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
+from gradswitch.protocol.ecmp import Balancing
+from gradswitch.topology.generators import leafspine
 from tests.results import run_on
-from topology.generators import leafspine
 
 pytestmark = pytest.mark.mininet
 
@@ -47,7 +47,7 @@ def accuracy(report: dict[str, Any]) -> list[float]:
 
 
 def digests(report: dict[str, Any]) -> set[str]:
-    """The workers' model digests at the end (workers/digits_job.py)."""
+    """The workers' model digests at the end (gradswitch/hosts/digits_job.py)."""
     return {node["model_digest"] for node in report["extra"].values() if "model_digest" in node}
 
 
@@ -86,7 +86,7 @@ def test_switches_trim_droppable_packets_and_receivers_zero_fill_them(tmp_path):
 
 
 def test_spraying_evens_out_colliding_uplinks_and_order_tolerant_receivers_resend_nothing(tmp_path):
-    """experiments/dlcp-spray.toml's `alternate` placement, shortened: a ring of 8 workers whose every hop
+    """gradswitch/specs/dlcp-spray.toml's `alternate` placement, shortened: a ring of 8 workers whose every hop
     crosses a fabric of 2 leaves and 4 spines trains VGG-16. ECMP (seed 0) hashes leaf1's 4 flows onto 2 of
     its 4 uplinks (two carry two flows each, the others nothing); spraying loads all of them evenly and trains
     faster. Order-tolerant receivers resend (next to) nothing under spraying's reordering, never more than the

@@ -16,9 +16,9 @@ from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.experiment.supervisor import Progress, run_nodes
-from gradswitch.testbed import Testbed
-from mininet_topos.bmv2 import resolve_bmv2
-from mininet_topos.network import NetworkOptions
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.bmv2 import resolve_bmv2
+from gradswitch.net.network import NetworkOptions
 from tests.results import read, run_compare, run_experiment
 
 pytestmark = pytest.mark.mininet
@@ -84,7 +84,7 @@ def neighbours(net: Testbed, host: str) -> dict[str, str]:
 
 def test_every_node_knows_its_peers_addresses_before_the_go(tmp_path):
     """A fresh host knows no neighbour, and the kernel holds a window sent to an unresolved peer, then
-    sends it out of order with what follows (roce/resolve.py; the go-back-N episodes it caused). So each
+    sends it out of order with what follows (gradswitch/roce/resolve.py; the go-back-N episodes it caused). So each
     node resolves the peers of its QPs before it says ready: at the runner's go, every ring neighbour
     is in each host's table, and before the nodes start, none is."""
     spec = spec_from_dict({**SMALL, "algo": "ring", "topo": "leafspine", "iterations": 1})

@@ -13,10 +13,10 @@ import pytest
 from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.experiment.supervisor import stop_deadline_s
-from mininet_topos.fence import fence_tables, table_name
+from gradswitch.net.fence import fence_tables, table_name
+from gradswitch.topology.faults import FaultKind
 from tests.mininet.test_network import leftovers
 from tests.results import read, run_experiment
-from topology.faults import FaultKind
 
 pytestmark = pytest.mark.mininet
 

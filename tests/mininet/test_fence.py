@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from controller.bmv2_thrift import Bmv2Thrift
-from gradswitch.testbed import Testbed
-from mininet_topos.bmv2 import port_open
-from mininet_topos.fence import fence_tables, table_name
-from mininet_topos.network import NetworkOptions
-from topology.generators import rack
+from gradswitch.control.bmv2_thrift import Bmv2Thrift
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.bmv2 import port_open
+from gradswitch.net.fence import fence_tables, table_name
+from gradswitch.net.network import NetworkOptions
+from gradswitch.topology.generators import rack
 
 pytestmark = pytest.mark.mininet
 

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from gradswitch.experiment.graph_run import GraphRunReport, run_graph
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.hosts.collectives.in_network import NETREDUCE
+from gradswitch.net.network import NetworkOptions
+from gradswitch.topology.generators import leafspine, rack
+from gradswitch.workload.graph import IN_NETWORK, CollectiveKind, JobGraph
+from gradswitch.workload.job import Algorithm
 from tests.graphs import in_network_and_hosts, one_collective, send_recv, two_groups
-from topology.generators import leafspine, rack
-from workers.collectives.in_network import NETREDUCE
-from workload.graph import IN_NETWORK, CollectiveKind, JobGraph
-from workload.job import Algorithm
 
 pytestmark = pytest.mark.mininet
 
@@ -87,7 +87,8 @@ def test_two_groups_at_once_and_under_loss(tmp_path: Path) -> None:
     assert lossy.resent_packets > 0, "2 % loss, yet nothing was resent"
 
 
-# NetReduce's time over the report's in-network bound (workload/collective_bounds.py: S/B for all three; all-gather's
+# NetReduce's time over the report's in-network bound (gradswitch/workload/collective_bounds.py: S/B for all three;
+# all-gather's
 # ranks send the other ranks' messages as zeros, whole), measured here (1 MiB, 4 ranks, 8 Mb/s, clean, not
 # machine-bound): all-reduce 1.03-1.07, reduce-scatter 1.03, all-gather 1.02, nothing resent (with placeholders,
 # which the switch holds when one would complete its cell, all-gather took 3.3x, 3,731 packets resent:

@@ -1,7 +1,8 @@
 """train-digits on the hosts' graph engine through BMv2 (engine = graph, gradswitch/experiment/digits_graph.py):
 4 workers on a rack at 20 Mb/s, a few iterations, the graph's all-reduces on the hosts' ring and in the switches
 (NetReduce), each carrying the MLP's real gradients. Every sum exact on every rank, and the model at the end the
-iteration loop's (workers/digits_job.py), digest for digest, with the same seed and settings: the same gradients,
+iteration loop's (gradswitch/hosts/digits_job.py), digest for digest, with the same seed and settings: the same
+gradients,
 the same sums, the same SGD steps; the accuracy per iteration the loop's too."""
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import pytest
 from gradswitch.experiment.digits_graph import run_digits_graph_on
 from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.spec import Engine, spec_from_dict
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.hosts.collectives.in_network import NETREDUCE
+from gradswitch.net.network import NetworkOptions
+from gradswitch.topology.generators import rack
 from tests.results import run_on
-from topology.generators import rack
-from workers.collectives.in_network import NETREDUCE
 
 pytestmark = pytest.mark.mininet
 

@@ -11,10 +11,10 @@ import pytest
 
 from gradswitch.experiment.graph_run import graph_spec, run_graph_on
 from gradswitch.experiment.spec import DlcpOptions
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
+from gradswitch.topology.generators import rack
 from tests.graph_fan_in import fan_in, received_s
-from topology.generators import rack
 
 pytestmark = pytest.mark.mininet
 

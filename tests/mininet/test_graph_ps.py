@@ -1,5 +1,6 @@
-"""The hosts' graph engine with parameter servers (algo = ps, workers/collectives/ps.py and
-workers/graph_ps_server.py) on BMv2: 4 ranks and their servers on the rack at 8 Mb/s. A world all-reduce through
+"""The hosts' graph engine with parameter servers (algo = ps, gradswitch/hosts/collectives/ps.py and
+gradswitch/hosts/graph_ps_server.py) on BMv2: 4 ranks and their servers on the rack at 8 Mb/s. A world all-reduce
+through
 one server is exact, reported as `ps`, and within a stated factor of its bound N S/(P B); through two servers,
 beside the hosts' collectives and several in flight at once, every output exact, clean and under 2 % loss."""
 
@@ -10,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from gradswitch.experiment.graph_run import GraphRunReport, run_graph
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.hosts.collectives.ps import PS
+from gradswitch.net.network import NetworkOptions
+from gradswitch.topology.generators import rack
+from gradswitch.workload.graph import CollectiveKind
+from gradswitch.workload.job import Algorithm
 from tests.graphs import in_network_and_hosts, one_collective
-from topology.generators import rack
-from workers.collectives.ps import PS
-from workload.graph import CollectiveKind
-from workload.job import Algorithm
 
 pytestmark = pytest.mark.mininet
 

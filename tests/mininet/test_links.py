@@ -19,11 +19,11 @@ from gradswitch.experiment.links import LinkMeter, read_shapers
 from gradswitch.experiment.placement import place, topology_for
 from gradswitch.experiment.report import busiest_link_load, busiest_offered_load
 from gradswitch.experiment.spec import spec_from_dict
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
-from protocol.polling import wait_until
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
+from gradswitch.protocol.polling import wait_until
+from gradswitch.topology.generators import rack
 from tests.results import run_experiment
-from topology.generators import rack
 
 pytestmark = pytest.mark.mininet
 

@@ -19,14 +19,14 @@ import pytest
 
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.spec import spec_from_dict
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
-from protocol.netreduce import MESSAGE_BYTES, PACKETS
-from protocol.p4_constants import CONFIG
-from protocol.paths import REPO_ROOT
-from protocol.polling import wait_until
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
+from gradswitch.protocol.netreduce import MESSAGE_BYTES, PACKETS
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.protocol.polling import wait_until
+from gradswitch.topology.generators import rack
 from tests.results import run_experiment, run_on
-from topology.generators import rack
 
 pytestmark = pytest.mark.mininet
 
@@ -60,7 +60,7 @@ def test_eight_credits_on_fresh_leaf_spine_fabrics_resend_nothing(tmp_path):
     had carried a run. The cause: a fresh host knows no neighbour, and the kernel sent the first window,
     held while it resolved the peer, out of order with what the worker sent meanwhile; a message's middle
     packet reached the leaf before its first (dropped: no context), every receiver saw a hole, and every
-    sender went back a window. Workers now resolve their peers before they say ready (roce/resolve.py:
+    sender went back a window. Workers now resolve their peers before they say ready (gradswitch/roce/resolve.py:
     25 of 25 fresh networks then resent nothing). Each network here is fresh; nothing may be resent, and
     no packet may reach a switch out of its message's order."""
     spec = spec_from_dict({**BASE, "workers": 8, "topo": "leafspine", "credits": 8, "size_bytes": 256 << 10,
@@ -183,7 +183,7 @@ def test_mutated_packets_do_not_disturb_a_running_job(tmp_path):
 
         def fuzzer() -> None:  # h5 is not a member of the job
             wait_until(config.exists, 60, what="the job config")
-            proc = net.host("h5").popen([sys.executable, "-m", "workers.fuzz", str(config), "4000", "7"],
+            proc = net.host("h5").popen([sys.executable, "-m", "tests.mininet.fuzz", str(config), "4000", "7"],
                                         cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True,
                                         env={"PYTHONPATH": str(REPO_ROOT)})
             out, _ = proc.communicate(timeout=300)

@@ -1,4 +1,5 @@
-"""NetReduce reduce-scatter and all-gather end to end: workers in Mininet hosts (workers/netreduce_rs_ag_check.py),
+"""NetReduce reduce-scatter and all-gather end to end: workers in Mininet hosts
+(gradswitch/hosts/netreduce_rs_ag_check.py),
 sums and copies made by the BMv2 switches, 2 % loss on every worker link in both directions, flat on a rack and
 hierarchical on a 2x2 leaf-spine fabric. Every rank checks every element of every output; the losses must have
 made the hosts retransmit, and the switches answer retransmissions (never counting a contribution twice).

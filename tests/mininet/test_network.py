@@ -19,18 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from gradswitch.testbed import Testbed
-from mininet_topos.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT
-from mininet_topos.fence import fence_tables, table_name
-from mininet_topos.local_ports import RESERVED_PORTS, parse_ports
-from mininet_topos.network import STATE_FILE, NetworkOptions
-from protocol.paths import REPO_ROOT
-from protocol.polling import wait_until
-from topology.generators import leafspine, rack
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT
+from gradswitch.net.fence import fence_tables, table_name
+from gradswitch.net.local_ports import RESERVED_PORTS, parse_ports
+from gradswitch.net.network import STATE_FILE, NetworkOptions
+from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.protocol.polling import wait_until
+from gradswitch.topology.generators import leafspine, rack
 
 pytestmark = pytest.mark.mininet
 
-GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
+GRADSWITCH = [sys.executable, "-m", "gradswitch.cli.main"]
 
 
 def leftovers(run_dir: Path, names: list[str]) -> list[str]:
@@ -216,7 +216,7 @@ def _reserved_ports() -> str:
 
 def _hold_port(port: int, time_wait: bool) -> list[socket.socket]:
     """A connection whose local port is `port`, open or closed into TIME-WAIT: what a controller's or a
-    probe's connection given that port by the kernel leaves (mininet_topos/local_ports.py)."""
+    probe's connection given that port by the kernel leaves (gradswitch/net/local_ports.py)."""
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen()
@@ -316,7 +316,7 @@ def test_clean_removes_what_a_killed_run_left(tmp_path):
     proc.kill()  # no chance to clean up
     proc.wait(timeout=10)
     assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) != []
-    assert table_name(tmp_path / "rack") in fence_tables()  # the management-port fence (mininet_topos/fence.py)
+    assert table_name(tmp_path / "rack") in fence_tables()  # the management-port fence (gradswitch/net/fence.py)
     assert {GRPC_BASE_PORT, THRIFT_BASE_PORT} <= parse_ports(_reserved_ports())  # out of the ephemeral range
     clean = _start_cli(["clean"], tmp_path)
     out, _ = clean.communicate(timeout=60)
@@ -374,7 +374,7 @@ def test_repl_attaches_to_the_running_controller(tmp_path):
 def test_a_second_network_is_refused_naming_the_first(tmp_path):
     """The machine's switch ports are held (here by this test session); a network started by
     someone else says who holds them at once, instead of colliding on ports and interfaces."""
-    from mininet_topos.bmv2 import LOCK_HOLDER_ENV
+    from gradswitch.net.bmv2 import LOCK_HOLDER_ENV
 
     env = {k: v for k, v in os.environ.items() if k != LOCK_HOLDER_ENV}  # not a child of the holder
     env["GRADSWITCH_RUNTIME_DIR"] = str(tmp_path)

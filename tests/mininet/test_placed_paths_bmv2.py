@@ -14,11 +14,11 @@ import pytest
 
 from gradswitch.experiment.graph_run import GraphRunReport, graph_job, graph_spec, run_graph
 from gradswitch.experiment.placed_load import placed_traffic
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
+from gradswitch.topology.generators import leafspine
+from gradswitch.workload.graph import CollectiveKind
 from tests.graphs import one_collective
-from topology.generators import leafspine
-from workload.graph import CollectiveKind
 
 pytestmark = pytest.mark.mininet
 

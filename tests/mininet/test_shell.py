@@ -16,13 +16,13 @@ import sys
 
 import pytest
 
-from controller.p4rt import TableEntry
-from controller.p4rt.entities import Lpm
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
-from protocol.paths import REPO_ROOT
-from protocol.polling import wait_until
-from topology.generators import rack
+from gradswitch.control.p4rt import TableEntry
+from gradswitch.control.p4rt.entities import Lpm
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
+from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.protocol.polling import wait_until
+from gradswitch.topology.generators import rack
 
 pytestmark = [pytest.mark.mininet, pytest.mark.bmv2]
 
@@ -47,7 +47,7 @@ COUNT = 'print("ROUTES", len(list(table_entry["ipv4_routes"].read())))'
 def shell(switch: str, lines: list[str], run_dir, *options: str) -> str:
     """Run `gradswitch shell` with these statements on stdin; what it printed (stdout and stderr)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.run([sys.executable, "-m", "gradswitch.cli", "shell", switch, "--run-dir", str(run_dir),
+    proc = subprocess.run([sys.executable, "-m", "gradswitch.cli.main", "shell", switch, "--run-dir", str(run_dir),
                            *options], input="\n".join([*lines, "exit"]) + "\n", cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr

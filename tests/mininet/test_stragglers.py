@@ -14,8 +14,8 @@ import pytest
 
 from bench.stragglers import DEADLINE_MS, spec_for
 from gradswitch.experiment.placement import topology_for
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
 from tests.results import run_on
 
 pytestmark = pytest.mark.mininet

@@ -19,17 +19,17 @@ from pathlib import Path
 import pytest
 
 from bench.switch_faults import RATE_PPS, Flow, HealthLog, port_towards, rx_through, start_flow, watch_health
-from controller.bmv2_thrift import Bmv2Thrift, ThriftError
-from controller.health import HealthKind
-from controller.p4rt import MulticastGroup, TableEntry
-from controller.repl import Repl
+from gradswitch.control.bmv2_thrift import Bmv2Thrift, ThriftError
+from gradswitch.control.health import HealthKind
+from gradswitch.control.p4rt import MulticastGroup, TableEntry
+from gradswitch.control.repl import Repl
 from gradswitch.experiment.spec import spec_from_dict
-from gradswitch.testbed import Testbed
-from mininet_topos.network import LinkChange, NetworkOptions, switch_processes
-from protocol.polling import wait_until
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import LinkChange, NetworkOptions, switch_processes
+from gradswitch.protocol.polling import wait_until
+from gradswitch.topology.generators import leafspine
 from tests.mininet.test_network import leftovers
 from tests.results import run_on
-from topology.generators import leafspine
 
 pytestmark = pytest.mark.mininet
 
@@ -53,7 +53,7 @@ def fabric_net(tmp_path: Path) -> Iterator[Testbed]:
 
 @pytest.fixture
 def patched_net(tmp_path: Path) -> Iterator[Testbed]:
-    """The fabric with its switch-to-switch links patched (mininet_topos/patch_links.py)."""
+    """The fabric with its switch-to-switch links patched (gradswitch/net/patch_links.py)."""
     topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2)
     net = Testbed(topo, NetworkOptions(run_dir=tmp_path / "net", patch_links=True))
     with net:
@@ -196,7 +196,8 @@ def operstate(interface: str) -> str:
 
 def test_a_port_removal_that_hangs_restarts_its_switch_with_the_link_down(
         fabric_net: Testbed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """BMv2's port_remove can deadlock (gradswitch/testbed.py, _give_up_port): one that times out, as the Thrift
+    """BMv2's port_remove can deadlock (gradswitch/experiment/testbed.py, _give_up_port): one that times out, as the
+    Thrift
     client says it did (raised here in its place), has spine1 restarted with the interface down; the link is
     routed around, and once up again spine1 takes the port back and carries the flow."""
     net, topo = fabric_net, fabric_net.topo

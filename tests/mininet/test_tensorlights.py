@@ -9,10 +9,10 @@ import textwrap
 
 import pytest
 
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
-from mininet_topos.tensorlights import ServerClass, TensorLights, source_port_match
-from topology.generators import rack
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
+from gradswitch.net.tensorlights import ServerClass, TensorLights, source_port_match
+from gradswitch.topology.generators import rack
 
 pytestmark = pytest.mark.mininet
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from protocol.paths import REPO_ROOT
+from gradswitch.protocol.paths import REPO_ROOT
 from tests.mininet.test_network import leftovers
 
 pytestmark = pytest.mark.mininet
@@ -25,7 +25,7 @@ REPL_PROMPT = "gradswitch> "
 
 def spawn(args: list[str], run_dir: Path) -> pexpect.spawn:
     env = dict(os.environ, GRADSWITCH_RUNTIME_DIR=str(run_dir), TERM="dumb")
-    child = pexpect.spawn(sys.executable, ["-m", "gradswitch.cli", *args], cwd=str(REPO_ROOT), env=env,
+    child = pexpect.spawn(sys.executable, ["-m", "gradswitch.cli.main", *args], cwd=str(REPO_ROOT), env=env,
                           encoding="utf-8", timeout=30, dimensions=(50, 200))
     child.logfile_read = _Transcript()
     return child

@@ -20,12 +20,12 @@ import pytest
 
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.placement import modelled_compute_s, topology_for
+from gradswitch.experiment.shipped_specs import EXPERIMENTS
 from gradswitch.experiment.spec import spec_from_dict
-from gradswitch.shipped_specs import EXPERIMENTS
-from gradswitch.testbed import Testbed
-from mininet_topos.network import NetworkOptions
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
+from gradswitch.workload.plan import allreduce_bound_s
 from tests.results import run_on
-from workload.plan import allreduce_bound_s
 
 pytestmark = pytest.mark.mininet
 
@@ -71,7 +71,7 @@ def test_priority_reduces_exposed_communication_behind_a_slow_link(tmp_path):
 
 
 def test_ring_ps_and_netreduce_train_through_bmv2_in_the_order_their_bounds_give(tmp_path):
-    """experiments/training-speedup.toml's ResNet-50 runs on the rack, shortened: ring, a parameter
+    """gradswitch/specs/training-speedup.toml's ResNet-50 runs on the rack, shortened: ring, a parameter
     server and NetReduce train with priority partitions through BMv2, every result exact. On link-bound
     runs NetReduce (S/B per all-reduce) trains faster than ring (1.5 S/B at N = 4), and ring faster than
     one parameter server (4 S/B). The links run at 5 Mb/s here, not the spec's 20: on the 2-core machines CI

@@ -8,16 +8,16 @@ from typing import Any
 
 from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.spec import ExperimentSpec
-from ns3sim.results import SimResult, parse
-from ns3sim.run import simulate
-from ns3sim.sim_config import base_config, dlcp_json, transport_json
-from ns3sim.sim_settings import Background, DlcpSwitch, SimSettings
-from roce.headers import IMM_LEN, RETH_LEN
-from roce.qp import Mode
-from roce.wire import ROCE_OVERHEAD
-from topology.model import Topology
-from workload.dlcp import DlcpPolicy
-from workload.job import Algorithm, JobConfig, Node, Role
+from gradswitch.roce.headers import IMM_LEN, RETH_LEN
+from gradswitch.roce.qp import Mode
+from gradswitch.roce.wire import ROCE_OVERHEAD
+from gradswitch.sim.results import SimResult, parse
+from gradswitch.sim.run import simulate
+from gradswitch.sim.sim_config import base_config, dlcp_json, transport_json
+from gradswitch.sim.sim_settings import Background, DlcpSwitch, SimSettings
+from gradswitch.topology.model import Topology
+from gradswitch.workload.dlcp import DlcpPolicy
+from gradswitch.workload.job import Algorithm, JobConfig, Node, Role
 
 ACK_WIRE = ROCE_OVERHEAD + 4  # an ACK on the wire: headers and AETH
 
@@ -31,7 +31,7 @@ def spec_jobs(spec: ExperimentSpec) -> tuple[Topology, list[JobConfig]]:
 
 
 def run_spec(spec: ExperimentSpec, out: Path, settings: SimSettings | None = None) -> tuple[list[JobConfig], SimResult]:
-    from ns3sim.run import run
+    from gradswitch.sim.run import run
 
     topo, cfgs = spec_jobs(spec)
     return cfgs, run(topo, cfgs, settings or SimSettings(), out)
@@ -52,7 +52,7 @@ def write_job(job_id: int, sender: str, receiver: str, sizes: list[int], *, mtu:
               check: str = "digest") -> dict[str, Any]:
     """A job of algo `write`: `sender` writes one message of each size (bytes, a multiple of 4) to `receiver`
     per iteration, each after the previous one is acknowledged. Every value the simulator needs comes from
-    ns3sim.sim_config's writers and the Python defaults (JobConfig, DlcpPolicy); `dlcp` sets the switches'
+    gradswitch.sim.sim_config's writers and the Python defaults (JobConfig, DlcpPolicy); `dlcp` sets the switches'
     features (DlcpSwitch's fields)."""
     nodes = (Node(0, Role.WORKER, sender, ""), Node(1, Role.WORKER, receiver, ""))
     cfg = JobConfig(Algorithm.RING, nodes, iterations=iterations, transport=Mode(mode), mtu=mtu, window=window,
@@ -86,7 +86,8 @@ def deliveries(result: dict[str, Any], job_id: int) -> list[dict[str, Any]]:
 
 
 def message_wires(size: int, mtu: int) -> list[int]:
-    """Bytes on the wire of each packet of one RDMA WRITE with immediate of `size` bytes (roce/qp.py cuts it so)."""
+    """Bytes on the wire of each packet of one RDMA WRITE with immediate of `size` bytes (gradswitch/roce/qp.py cuts it
+    so)."""
     packets = max(1, -(-size // mtu))
     out = []
     for i in range(packets):

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from gradswitch.experiment.spec import ExperimentSpec, Topo
-from ns3sim.results import parse
-from ns3sim.run import simulate
-from ns3sim.sim_config import run_config
-from ns3sim.sim_settings import CheckMode, SimSettings
+from gradswitch.sim.results import parse
+from gradswitch.sim.run import simulate
+from gradswitch.sim.sim_config import run_config
+from gradswitch.sim.sim_settings import CheckMode, SimSettings
+from gradswitch.workload.job import Algorithm
 from tests.ns3.helpers import spec_jobs
-from workload.job import Algorithm
 
 pytestmark = pytest.mark.ns3
 
@@ -57,7 +57,7 @@ def test_no_check_is_reported_as_none(tmp_path):
 
 
 def test_auto_is_exact_small_and_digest_large():
-    from ns3sim.sim_config import check_mode
+    from gradswitch.sim.sim_config import check_mode
 
     _, small = spec_jobs(ExperimentSpec(algo=Algorithm.RING, workers=4, size_bytes=1 << 20))
     _, large = spec_jobs(ExperimentSpec(algo=Algorithm.RING, workers=64, size_bytes=64 << 20))

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from gradswitch.experiment.spec import ExperimentSpec, Topo
-from ns3sim.sim_settings import CheckMode, SimSettings
-from roce.qp import Mode
+from gradswitch.roce.qp import Mode
+from gradswitch.sim.sim_settings import CheckMode, SimSettings
+from gradswitch.workload.job import Algorithm
+from gradswitch.workload.plan import allreduce_bound_s
 from tests.ns3.helpers import ACK_WIRE, message_wires, run_spec
-from workload.job import Algorithm
-from workload.plan import allreduce_bound_s
 
 pytestmark = pytest.mark.ns3
 
@@ -118,7 +118,7 @@ def test_loss_is_recovered_and_every_sum_stays_exact(tmp_path, algo, transport):
 
 @pytest.mark.parametrize("algo", [Algorithm.RING, Algorithm.NETREDUCE])
 def test_a_crashed_worker_stops_its_job_and_hangs_nothing(tmp_path, algo):
-    from workload.job import Crash
+    from gradswitch.workload.job import Crash
 
     spec = ExperimentSpec(algo=algo, workers=4, size_bytes=256 << 10, bw_mbps=MBPS, iterations=4,
                           crash=Crash(node=2, after=1))

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from protocol.paths import REPO_ROOT
+from gradswitch.protocol.paths import REPO_ROOT
 
 pytestmark = pytest.mark.ns3
 
-GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
+GRADSWITCH = [sys.executable, "-m", "gradswitch.cli.main"]
 
 
 def gradswitch(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -17,8 +17,8 @@ from bench.testbed_costs import load_costs
 from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.training_graph import spec_training_graph
-from workload.generators import iteration_times
-from workload.graph import CollectiveNode
+from gradswitch.workload.generators import iteration_times
+from gradswitch.workload.graph import CollectiveNode
 
 pytestmark = pytest.mark.ns3
 

@@ -1,5 +1,5 @@
 """The simulator's ECMP and flowlet choices are the P4 program's: a flow's
-member is controller/routing.py ecmp_member (CRC-16 of the flow key times hash_multiplier(seed), bits 16..31,
+member is gradswitch/control/routing.py ecmp_member (CRC-16 of the flow key times hash_multiplier(seed), bits 16..31,
 mod the group's size) over the group's next hops in ascending port order, for every seed; flowlets keep their
 state per slot (the low bits of the CRC-16) like set_flowlet_group's registers; the gap's default is the
 P4 controller's. The switches are asked through `gradswitch-sim --tables` with `ecmp_probes` (the real
@@ -15,16 +15,16 @@ from typing import Any
 
 import pytest
 
-from controller.routing import Route, compute_routes, crc16_arc, ecmp_member, route_for
+from gradswitch.control.routing import Route, compute_routes, crc16_arc, ecmp_member, route_for
 from gradswitch.experiment.spec import ExperimentSpec
-from ns3sim.build import status
-from ns3sim.sim_config import run_config
-from ns3sim.sim_settings import LoadBalance, SimSettings
-from protocol.ecmp import DEFAULT_FLOWLET_GAP_US, MAX_ECMP_SEED, Balancing
-from protocol.p4_constants import CONFIG
-from topology.generators import fattree, leafspine
-from topology.model import Topology
-from workload.job import Algorithm, JobConfig, Node, Role
+from gradswitch.protocol.ecmp import DEFAULT_FLOWLET_GAP_US, MAX_ECMP_SEED, Balancing
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.sim.build import status
+from gradswitch.sim.sim_config import run_config
+from gradswitch.sim.sim_settings import LoadBalance, SimSettings
+from gradswitch.topology.generators import fattree, leafspine
+from gradswitch.topology.model import Topology
+from gradswitch.workload.job import Algorithm, JobConfig, Node, Role
 
 pytestmark = pytest.mark.ns3
 

@@ -15,16 +15,16 @@ import pytest
 from gradswitch.experiment import results_file
 from gradswitch.experiment.fault_schedule import give_up_s
 from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo, spec_from_dict
-from ns3sim.faults import SimFault, fault_records
-from ns3sim.results import SimResult
-from ns3sim.run import run
-from ns3sim.sim_settings import SimSettings
+from gradswitch.sim.faults import SimFault, fault_records
+from gradswitch.sim.results import SimResult
+from gradswitch.sim.run import run
+from gradswitch.sim.sim_settings import SimSettings
+from gradswitch.topology.faults import Fault, parse_fault
+from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
+from gradswitch.workload.job import Algorithm, Device, Emulation, JobConfig
+from gradswitch.workload.plan import plan
 from tests.ns3.helpers import spec_jobs
 from tests.results import run_experiment
-from topology.faults import Fault, parse_fault
-from workload.fault_record import FaultOutcome, FaultRecord
-from workload.job import Algorithm, Device, Emulation, JobConfig
-from workload.plan import plan
 
 pytestmark = pytest.mark.ns3
 

@@ -12,8 +12,8 @@ from bench.goodput import fabric_costs
 from bench.goodput_fabric import ALGO, MODEL, degraded_cases, measure_all
 from bench.scaling import scaling_spec
 from gradswitch.experiment.placement import place, topology_for
-from workload.failure_schedule import FailureRates, draw_schedule
-from workload.goodput import CheckpointRestart, InPlace, goodput
+from gradswitch.workload.failure_schedule import FailureRates, draw_schedule
+from gradswitch.workload.goodput import CheckpointRestart, InPlace, goodput
 
 pytestmark = pytest.mark.ns3
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from protocol.paths import REPO_ROOT
-from workload.generators.digits import digits_bytes
+from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.workload.generators.digits import digits_bytes
 
 pytestmark = pytest.mark.ns3
 
-GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
+GRADSWITCH = [sys.executable, "-m", "gradswitch.cli.main"]
 
 
 def gradswitch(*args: str) -> subprocess.CompletedProcess[str]:

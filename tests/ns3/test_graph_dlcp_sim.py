@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ns3sim.graph_run import GraphTransport, job_config, run_graph
-from ns3sim.sim_settings import DlcpSwitch, SimSettings
+from gradswitch.sim.graph_run import GraphTransport, job_config, run_graph
+from gradswitch.sim.sim_settings import DlcpSwitch, SimSettings
+from gradswitch.topology.generators import rack
+from gradswitch.workload.dlcp import DlcpPolicy
 from tests.graph_fan_in import fan_in, received_s
-from topology.generators import rack
-from workload.dlcp import DlcpPolicy
 
 pytestmark = pytest.mark.ns3
 

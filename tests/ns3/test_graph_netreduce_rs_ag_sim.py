@@ -1,7 +1,7 @@
 """NetReduce reduce-scatter and all-gather in the simulator's switches (docs/netreduce.md "Reduce-scatter and
 all-gather", docs/simulator.md "The graph engine"): with algo = netreduce the graph engine hands a world group's
 reduce-scatters and all-gathers to the switches, each type on a NetReduce switch job of its own, as
-workers/collectives/in_network.py does on BMv2.
+gradswitch/hosts/collectives/in_network.py does on BMv2.
 
 On the rack and the 2x2 leaf-spine, 4 ranks at 10 Gb/s: a 4 MiB reduce-scatter and an all-gather of 1 MiB shards
 are exact (every node's check: the values a rank must get whole and exact, every other copy trimmed), every cell
@@ -29,14 +29,14 @@ from typing import Any
 
 import pytest
 
-from ns3sim.graph_run import GraphSimResult, GraphTransport, config, job_config, placement, run_graph
-from ns3sim.run import SimError, simulate
-from ns3sim.sim_settings import CheckMode, SimSettings
-from protocol.netreduce import MTU as NETREDUCE_MTU
-from protocol.paths import REPO_ROOT
-from topology.generators import fattree, leafspine, rack
-from topology.model import Topology
-from workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, world_group
+from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
+from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.sim.graph_run import GraphSimResult, GraphTransport, config, job_config, placement, run_graph
+from gradswitch.sim.run import SimError, simulate
+from gradswitch.sim.sim_settings import CheckMode, SimSettings
+from gradswitch.topology.generators import fattree, leafspine, rack
+from gradswitch.topology.model import Topology
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, world_group
 
 pytestmark = pytest.mark.ns3
 
@@ -47,7 +47,7 @@ MBPS = 10_000
 RATE = MBPS * 1e6 / 8  # bytes per second
 NR = GraphTransport(mtu=NETREDUCE_MTU, window=64)
 JOBS = {K.ALL_REDUCE: 2, K.REDUCE_SCATTER: 3, K.ALL_GATHER: 4}  # graph_job's: the graph's job 1 + 1, + 2, + 3
-MESSAGE = 16 << 10  # a NetReduce message (protocol.netreduce MESSAGE_ELEMENTS int32)
+MESSAGE = 16 << 10  # a NetReduce message (gradswitch.protocol.netreduce MESSAGE_ELEMENTS int32)
 PACKETS = MESSAGE // NETREDUCE_MTU
 GROWN = "grown"  # an all-gather on switches that could grow a placeholder (SimSettings.grow_placeholders)
 
@@ -256,7 +256,7 @@ def test_on_an_oversubscribed_leaf_spine_the_leaves_aggregate(tmp_path, kind):
 
 def test_where_a_link_between_switches_sets_the_pace_a_placeholder_may_come_last_and_is_held(tmp_path):
     """The oversubscribed leaf-spine of the test above, its all-gather with placeholders on switches that cannot
-    grow them (as netreduce.p4; workers/netreduce_gather.py's `placeholders`): the spine's links set the pace,
+    grow them (as netreduce.p4; gradswitch/hosts/netreduce_gather.py's `placeholders`): the spine's links set the pace,
     the ranks wait for credits in step and placeholders often reach a leaf last; the switch holds each
     (placeholder-last), its sender resends it whole after a NAK or a timeout, go-back-N: exact, but many times
     the time of every rank sending the others' messages whole (the default)."""
@@ -293,11 +293,11 @@ def test_an_experiment_hands_a_reduce_scatter_trace_to_the_switches(tmp_path):
     with `--loss 2` still exact, the report's resent packets those of every rank's queue pairs (the switch job's
     included), as the BMv2 report counts them."""
     prefix = tmp_path / "et" / "rs"
-    made = subprocess.run([sys.executable, "-m", "gradswitch.cli", "export-et", "--collective", "reduce_scatter",
+    made = subprocess.run([sys.executable, "-m", "gradswitch.cli.main", "export-et", "--collective", "reduce_scatter",
                            "--workers", "4", "--size", "1MiB", "--out", str(prefix)],
                           capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
     assert made.returncode == 0, made.stderr
-    done = subprocess.run([sys.executable, "-m", "gradswitch.cli", "experiment", "--backend", "ns3", "--bw",
+    done = subprocess.run([sys.executable, "-m", "gradswitch.cli.main", "experiment", "--backend", "ns3", "--bw",
                            str(MBPS), "--out", str(tmp_path / "run"), "--workload-et", str(prefix), "--topo", "rack",
                            "--algo", "netreduce"], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -309,7 +309,7 @@ def test_an_experiment_hands_a_reduce_scatter_trace_to_the_switches(tmp_path):
     sim = json.loads((tmp_path / "run" / "sim" / "sim-results.json").read_text())
     assert sim["switches"]["s1"]["netreduce"][str(JOBS[K.REDUCE_SCATTER])]["completion"] == (1 << 20) // NETREDUCE_MTU
     assert report["resent_packets"] == 0
-    lossy = subprocess.run([sys.executable, "-m", "gradswitch.cli", "experiment", "--backend", "ns3", "--bw",
+    lossy = subprocess.run([sys.executable, "-m", "gradswitch.cli.main", "experiment", "--backend", "ns3", "--bw",
                             str(MBPS), "--out", str(tmp_path / "lossy"), "--workload-et", str(prefix), "--topo", "rack",
                             "--algo", "netreduce", "--loss", "2"], capture_output=True, text=True, timeout=300,
                            cwd=REPO_ROOT)

@@ -21,20 +21,28 @@ from typing import Any
 
 import pytest
 
-from ns3sim.graph_run import GraphTransport, config, run_graph, timings
-from ns3sim.run import SimError, simulate
-from ns3sim.sim_settings import CheckMode, SimSettings
-from protocol.netreduce import MTU as NETREDUCE_MTU
-from protocol.paths import REPO_ROOT
-from topology.faults import parse_fault
-from topology.generators import leafspine
-from workload.collective_bounds import collective_bound_s
-from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, ProcessGroup, RankGraph, world_group
+from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
+from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.sim.graph_run import GraphTransport, config, run_graph, timings
+from gradswitch.sim.run import SimError, simulate
+from gradswitch.sim.sim_settings import CheckMode, SimSettings
+from gradswitch.topology.faults import parse_fault
+from gradswitch.topology.generators import leafspine
+from gradswitch.workload.collective_bounds import collective_bound_s
+from gradswitch.workload.graph import (
+    CollectiveKind,
+    CollectiveNode,
+    ComputeNode,
+    JobGraph,
+    ProcessGroup,
+    RankGraph,
+    world_group,
+)
 
 pytestmark = pytest.mark.ns3
 
 K = CollectiveKind
-GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
+GRADSWITCH = [sys.executable, "-m", "gradswitch.cli.main"]
 SIZE = 4 << 20
 MBPS = 10_000
 RATE = MBPS * 1e6 / 8  # bytes per second

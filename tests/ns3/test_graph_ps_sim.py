@@ -1,4 +1,4 @@
-"""Parameter servers in the simulator's graph engine (algo = ps: sim/ns3/model/gs-graph-rank.cc RunPs,
+"""Parameter servers in the simulator's graph engine (algo = ps: gradswitch/sim/ns3/model/gs-graph-rank.cc RunPs,
 gs-graph-ps-server.cc; docs/collectives.md "Through parameter servers"), as a user types it: a 4-rank world
 all-reduce trace of 4 MiB at 10 Gb/s on the rack through one server and through two, every output checked exact,
 reported as `ps` with its bound N S/(P B), within the key pipeline's time of it, twice as fast with twice the
@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from protocol.paths import REPO_ROOT
+from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.workload.chakra import write_traces
 from tests.graphs import in_network_and_hosts
-from workload.chakra import write_traces
 
 pytestmark = pytest.mark.ns3
 
-GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
+GRADSWITCH = [sys.executable, "-m", "gradswitch.cli.main"]
 SIZE = 4 << 20
 KEY = 64 << 10  # the spec's ps_key_bytes: 64 keys
 MBPS = 10_000

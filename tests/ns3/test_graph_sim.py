@@ -1,6 +1,6 @@
 """The simulator's graph engine (docs/simulator.md "The graph engine"): every collective of a job's execution
 graphs run in C++ on its process group, checked (exact at small sizes, by digest at scale) and within 1.2x of
-its link-rate bound (workload/collective_bounds.py) at N = 8 on the rack at 100 Gb/s with 64 MiB; two groups
+its link-rate bound (gradswitch/workload/collective_bounds.py) at N = 8 on the rack at 100 Gb/s with 64 MiB; two groups
 in flight at once; a send/recv chain; compute nodes on the critical path computed by hand; a bad graph section
 refused by gradswitch-sim in one line."""
 
@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from ns3sim.build import binary
-from ns3sim.graph_run import GraphTransport, config, run_graph, timings
-from ns3sim.run import simulate
-from ns3sim.sim_settings import CheckMode, SimSettings
-from topology.generators import leafspine, rack
-from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
-from workload.graph import (
+from gradswitch.sim.build import binary
+from gradswitch.sim.graph_run import GraphTransport, config, run_graph, timings
+from gradswitch.sim.run import simulate
+from gradswitch.sim.sim_settings import CheckMode, SimSettings
+from gradswitch.topology.generators import leafspine, rack
+from gradswitch.workload.collective_bounds import collective_bound_s, point_to_point_bound_s
+from gradswitch.workload.graph import (
     CollectiveKind,
     CollectiveNode,
     ComputeNode,
@@ -174,7 +174,7 @@ def test_a_send_recv_chain_passes_the_message_rank_by_rank(tmp_path):
 
 
 def test_compute_only_graph_takes_its_critical_path_on_one_gpu(tmp_path):
-    """a (1 ms) before b (2 ms) and c (5 ms), both before d (1 ms). One GPU per rank (workers/graph_engine.py):
+    """a (1 ms) before b (2 ms) and c (5 ms), both before d (1 ms). One GPU per rank (gradswitch/hosts/graph_engine.py):
     b and c, both ready at 1 ms, run one after the other in the graph's order: d starts at 1 + 2 + 5 = 8 ms and
     the job ends at 9 ms; rank 1's single 3 ms computation ends at 3 ms."""
     ms = 1e-3
@@ -273,7 +273,7 @@ def check(doc: dict, tmp_path: Path) -> tuple[int, str]:
      "jobs[0].graph.ranks[2].nodes[1].layer_class = 8: DLCP's layer classes are 0 (the front layers) to 7"),
 ])
 def test_a_bad_graph_section_is_refused_in_one_line(tmp_path, change, said):
-    """What workload.graph.validate refuses in Python, gradswitch-sim refuses too, before it builds anything,
+    """What gradswitch.workload.graph.validate refuses in Python, gradswitch-sim refuses too, before it builds anything,
     in one line naming the rank, the node and the problem."""
     ranks = tuple(RankGraph(r, (ComputeNode(0, "fwd", 1e-3),
                                 CollectiveNode(1, "ar", CollectiveKind.ALL_REDUCE, "world", 4096, (0,))))

@@ -1,18 +1,20 @@
-"""The graph section of the simulator's configuration (ns3sim/sim_config.py graph_json, ns3sim/graph_run.py):
-what it carries of workload.graph's model, the check it chooses, its NetReduce job (algo = netreduce), and the
+"""The graph section of the simulator's configuration (gradswitch/sim/sim_config.py graph_json,
+gradswitch/sim/graph_run.py):
+what it carries of gradswitch.workload.graph's model, the check it chooses, its NetReduce job (algo = netreduce), and
+the
 placements it refuses before the simulator starts. No simulator needed."""
 
 from __future__ import annotations
 
 import pytest
 
-from ns3sim.graph_run import GraphTransport, config, placement
-from ns3sim.run import SimError
-from ns3sim.sim_config import graph_check_mode, graph_json
-from ns3sim.sim_settings import CheckMode, SimSettings
-from topology.generators import rack
-from workload.broadcast_chain import CHUNK_BYTES, MAX_CHUNKS
-from workload.graph import (
+from gradswitch.sim.graph_run import GraphTransport, config, placement
+from gradswitch.sim.run import SimError
+from gradswitch.sim.sim_config import graph_check_mode, graph_json
+from gradswitch.sim.sim_settings import CheckMode, SimSettings
+from gradswitch.topology.generators import rack
+from gradswitch.workload.broadcast_chain import CHUNK_BYTES, MAX_CHUNKS
+from gradswitch.workload.graph import (
     CollectiveKind,
     CollectiveNode,
     ComputeNode,
@@ -26,7 +28,7 @@ from workload.graph import (
     to_dict,
     world_group,
 )
-from workload.job import Algorithm, JobConfig, Node, Role
+from gradswitch.workload.job import Algorithm, JobConfig, Node, Role
 
 
 def graph(nbytes: int = 4096) -> JobGraph:

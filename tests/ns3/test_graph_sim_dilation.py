@@ -11,7 +11,7 @@ import pytest
 from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.spec import Backend, ExperimentError, ExperimentSpec, Topo
-from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, RankGraph, world_group
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, RankGraph, world_group
 
 pytestmark = pytest.mark.ns3
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from ns3sim.graph_run import GraphTransport, run_graph
-from topology.generators import leafspine
-from workload.graph import (
+from gradswitch.sim.graph_run import GraphTransport, run_graph
+from gradswitch.topology.generators import leafspine
+from gradswitch.workload.graph import (
     CollectiveKind,
     CollectiveNode,
     ComputeNode,

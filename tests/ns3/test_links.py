@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ns3sim.sim_settings import SimSettings
+from gradswitch.sim.sim_settings import SimSettings
+from gradswitch.topology.generators import rack
 from tests.ns3.helpers import deliveries, message_wires, run_writes, store_and_forward_s, write_job
-from topology.generators import rack
 
 pytestmark = pytest.mark.ns3
 

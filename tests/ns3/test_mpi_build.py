@@ -10,12 +10,12 @@ import subprocess
 
 import pytest
 
-from ns3sim.build import binary
-from ns3sim.ranks import MpiSync
-from ns3sim.sim_config import base_config
-from ns3sim.sim_settings import SimSettings
+from gradswitch.sim.build import binary
+from gradswitch.sim.ranks import MpiSync
+from gradswitch.sim.sim_config import base_config
+from gradswitch.sim.sim_settings import SimSettings
+from gradswitch.topology.generators import leafspine
 from tests.ns3.helpers import write_job
-from topology.generators import leafspine
 
 pytestmark = [pytest.mark.ns3, pytest.mark.ns3_mpi]
 

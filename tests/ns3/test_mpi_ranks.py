@@ -13,14 +13,14 @@ import pytest
 
 from gradswitch.experiment.placement import job_config, place
 from gradswitch.experiment.spec import ExperimentSpec
-from ns3sim import Background, CheckMode, MpiSync, SimResult, SimSettings, run
-from ns3sim.ranks import MpiLaunch
-from ns3sim.run import SimError, simulate
-from ns3sim.sim_config import base_config
+from gradswitch.sim import Background, CheckMode, MpiSync, SimResult, SimSettings, run
+from gradswitch.sim.ranks import MpiLaunch
+from gradswitch.sim.run import SimError, simulate
+from gradswitch.sim.sim_config import base_config
+from gradswitch.topology.generators import fattree, leafspine
+from gradswitch.topology.model import Topology
+from gradswitch.workload.job import Algorithm, Crash, Device, Emulation, JobConfig, Node, Role, Training
 from tests.ns3.helpers import write_job
-from topology.generators import fattree, leafspine
-from topology.model import Topology
-from workload.job import Algorithm, Crash, Device, Emulation, JobConfig, Node, Role, Training
 
 pytestmark = [pytest.mark.ns3, pytest.mark.ns3_mpi]
 
@@ -186,7 +186,8 @@ def test_null_messages_need_every_pair_of_ranks_to_share_a_link(tmp_path):
 def test_the_issues_run_gives_the_same_answer_on_two_ranks(tmp_path):
     """The documented `gradswitch experiment --backend ns3 --ranks 2 --topo fattree --workers 64 --bw 100000 --algo
     netreduce --size 64MiB --iterations 3` against `--ranks 1`, as the orchestration makes the job (placement.py)
-    and calls ns3sim.run: the same iteration times (here identical) and every sum checked, by digest at this size."""
+    and calls gradswitch.sim.run: the same iteration times (here identical) and every sum checked, by digest at this
+    size."""
     spec = ExperimentSpec(algo=Algorithm.NETREDUCE, workers=64, bw_mbps=100_000, size_bytes=64 << 20, iterations=3)
     topo = fattree(64, bw_mbps=100_000)
     cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)

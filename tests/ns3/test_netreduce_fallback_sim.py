@@ -22,15 +22,15 @@ import pytest
 
 from gradswitch.experiment import results_file
 from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo
-from ns3sim.faults import SimFault, fault_records
-from ns3sim.results import SimResult
-from ns3sim.run import run
-from ns3sim.sim_settings import SimSettings
+from gradswitch.sim.faults import SimFault, fault_records
+from gradswitch.sim.results import SimResult
+from gradswitch.sim.run import run
+from gradswitch.sim.sim_settings import SimSettings
+from gradswitch.topology.faults import Fault, parse_fault
+from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
+from gradswitch.workload.job import Algorithm, JobConfig
 from tests.ns3.helpers import spec_jobs
 from tests.results import run_experiment
-from topology.faults import Fault, parse_fault
-from workload.fault_record import FaultOutcome, FaultRecord
-from workload.job import Algorithm, JobConfig
 
 pytestmark = pytest.mark.ns3
 

@@ -19,11 +19,11 @@ from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.placement import PACKET_OVERHEAD, job_config, place, topology_for
 from gradswitch.experiment.simulated import sim_settings
 from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo, spec_from_dict
+from gradswitch.protocol.paths import REPO_ROOT
 from gradswitch.version import code_version
-from protocol.paths import REPO_ROOT
+from gradswitch.workload.job import Algorithm
+from gradswitch.workload.plan import allreduce_bound_s
 from tests.results import read, run_compare, run_experiment
-from workload.job import Algorithm
-from workload.plan import allreduce_bound_s
 
 pytestmark = pytest.mark.ns3
 
@@ -42,7 +42,7 @@ def test_the_issues_first_command_as_written(tmp_path):
     """`gradswitch experiment --backend ns3 --algo ring --workers 4 --topo rack --size 1MiB --bw 20 --iterations 3`:
     exact, within 15 % of its link-rate bound, "backend": "ns3" in results.json."""
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "gradswitch.cli", "experiment", "--backend", "ns3", "--algo", "ring",
+    proc = subprocess.run([sys.executable, "-m", "gradswitch", "experiment", "--backend", "ns3", "--algo", "ring",
                            "--workers", "4", "--topo", "rack", "--size", "1MiB", "--bw", "20", "--iterations", "3",
                            "--out", str(out)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
                           env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
@@ -140,7 +140,7 @@ def test_features_of_a_spec_reach_the_simulator():
 def test_dlcp_contention_with_background_tcp_and_tensorlights_run(tmp_path):
     """DLCP trimming at threshold 0 under bulk TCP (every droppable packet behind another is trimmed), with the
     BMv2 test's loss settings (tests/mininet/test_dlcp.py LOSSY): receivers zero-fill within the budget and
-    NAK the rest at once, as roce/qp.py does. (Dropping those silently and waiting for the sender's timer
+    NAK the rest at once, as gradswitch/roce/qp.py does. (Dropping those silently and waiting for the sender's timer
     made iterations 46x their bound.)"""
     contention = spec_from_dict({"backend": "ns3", "algo": "ring", "workers": 4, "jobs": 2, "background_flows": 2,
                                  "topo": "leafspine", "bw_mbps": 10, "workload": "vgg16", "scale": 0.002,

@@ -1,6 +1,6 @@
-"""Cutting a run over MPI ranks (ns3sim.ranks): by ns-3's rule only across point-to-point links, a
+"""Cutting a run over MPI ranks (gradswitch.sim.ranks): by ns-3's rule only across point-to-point links, a
 fat tree by pod, a leaf-spine by leaf, the top tier dealt round robin, every rank holding some of the jobs'
-nodes; and what ns3sim.run refuses before anything starts. Pure Python: no simulator needed."""
+nodes; and what gradswitch.sim.run refuses before anything starts. Pure Python: no simulator needed."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from ns3sim import SimSettings
-from ns3sim.ranks import MpiLaunch, MpiSync, PartitionError, partition, pieces
-from ns3sim.run import SimError, mpirun_command, run
-from topology.generators import dumbbell, fattree, leafspine, leafspine3, rack
-from topology.model import Topology
-from workload.job import Algorithm, JobConfig, Node, Role
+from gradswitch.sim import SimSettings
+from gradswitch.sim.ranks import MpiLaunch, MpiSync, PartitionError, partition, pieces
+from gradswitch.sim.run import SimError, mpirun_command, run
+from gradswitch.topology.generators import dumbbell, fattree, leafspine, leafspine3, rack
+from gradswitch.topology.model import Topology
+from gradswitch.workload.job import Algorithm, JobConfig, Node, Role
 
 
 def job(topo: Topology, hosts: list[str], algo: Algorithm = Algorithm.RING) -> JobConfig:
@@ -132,7 +132,7 @@ def test_the_mpi_tests_skip_with_a_reason_or_fail_when_required(monkeypatch, tmp
     """tests/conftest.py's ns3_mpi requirement: what is missing, named; GRADSWITCH_REQUIRE_NS3_MPI=1 requires it."""
     from tests.conftest import REQUIREMENTS, _required
 
-    monkeypatch.setattr("ns3sim.build.MPI_PREFIX", tmp_path)
+    monkeypatch.setattr("gradswitch.sim.build.MPI_PREFIX", tmp_path)
     assert "holds no ns-3 built with MPI" in (REQUIREMENTS["ns3_mpi"]() or "")
     monkeypatch.setenv("GRADSWITCH_REQUIRE_NS3_MPI", "1")
     assert _required(pytestconfig, "ns3_mpi")

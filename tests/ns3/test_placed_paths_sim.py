@@ -16,8 +16,8 @@ from gradswitch.experiment.graph_run import graph_job
 from gradswitch.experiment.placed_load import placed_traffic
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.spec import Backend, ExperimentSpec, SimOptions, Topo
+from gradswitch.workload.graph import CollectiveKind
 from tests.graphs import one_collective
-from workload.graph import CollectiveKind
 
 pytestmark = pytest.mark.ns3
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.ns3_profile import profile
-from ns3sim.build import status
+from gradswitch.sim.build import status
 
 pytestmark = pytest.mark.ns3
 

@@ -1,20 +1,20 @@
 """The simulator's build and the facts it shares with Python: config.p4's constants, the forwarding rule of
-controller/routing.py, the aggregation spine of controller/controls/netreduce.py."""
+gradswitch/control/routing.py, the aggregation spine of gradswitch/control/controls/netreduce.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.controls.netreduce import plan_job
-from controller.routing import compute_routes
-from ns3sim.build import status
-from ns3sim.run import constants, tables
-from ns3sim.sim_settings import SimSettings
-from protocol.netreduce import JobLayout
-from protocol.p4_constants import CONFIG
-from topology.generators import build_topology, fattree, leafspine, rack
-from topology.model import Topology
-from workload.job import Algorithm, JobConfig, Node, Role
+from gradswitch.control.controls.netreduce import plan_job
+from gradswitch.control.routing import compute_routes
+from gradswitch.protocol.netreduce import JobLayout
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.sim.build import status
+from gradswitch.sim.run import constants, tables
+from gradswitch.sim.sim_settings import SimSettings
+from gradswitch.topology.generators import build_topology, fattree, leafspine, rack
+from gradswitch.topology.model import Topology
+from gradswitch.workload.job import Algorithm, JobConfig, Node, Role
 
 pytestmark = pytest.mark.ns3
 
@@ -41,7 +41,7 @@ def routes_of(topo: Topology, tmp_path):
 
 
 def expected_routes(topo: Topology) -> dict:
-    """controller/routing.py's routes as (local host -> port) and (edge switch -> next-hop ports)."""
+    """gradswitch/control/routing.py's routes as (local host -> port) and (edge switch -> next-hop ports)."""
     edge_of_subnet = {s.subnet: s.name for s in topo.switches if s.subnet}
     out: dict = {}
     for sw, routes in compute_routes(topo).items():

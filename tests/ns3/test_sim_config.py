@@ -1,5 +1,5 @@
 """The simulator's configuration is strict: gradswitch-sim reads the `format` it knows, requires every value
-(the defaults are Python's alone: ns3sim/sim_config.py writes them all), and refuses a key it does not know,
+(the defaults are Python's alone: gradswitch/sim/sim_config.py writes them all), and refuses a key it does not know,
 each with one line naming the file and the value, before anything is simulated (docs/simulator.md
 "Configuration"). The same holds for gs-qp-script's scenarios."""
 
@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 
 from gradswitch.experiment.spec import ExperimentSpec
-from ns3sim.build import binary, qp_script_binary
-from ns3sim.qp_script import Message, Scenario, TransportSettings
-from ns3sim.ranks import MpiSync
-from ns3sim.sim_config import FORMAT, run_config
-from ns3sim.sim_settings import Background, DlcpSwitch, SimSettings, TensorLightsSetting
+from gradswitch.sim.build import binary, qp_script_binary
+from gradswitch.sim.ranks import MpiSync
+from gradswitch.sim.sim_config import FORMAT, run_config
+from gradswitch.sim.sim_settings import Background, DlcpSwitch, SimSettings, TensorLightsSetting
+from gradswitch.topology.faults import parse_fault
+from gradswitch.workload.dlcp import DlcpPolicy
+from gradswitch.workload.job import Algorithm, Crash, Device, Emulation
 from tests.ns3.helpers import background_of, spec_jobs
-from topology.faults import parse_fault
-from workload.dlcp import DlcpPolicy
-from workload.job import Algorithm, Crash, Device, Emulation
+from tests.ns3.qp_script import Message, Scenario, TransportSettings
 
 pytestmark = pytest.mark.ns3
 

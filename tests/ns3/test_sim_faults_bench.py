@@ -11,7 +11,7 @@ import pytest
 from bench.common import SIMULATED
 from bench.sim_faults import CASES, Fabric, study
 from bench.tables import sim_faults_table
-from ns3sim.faults import SWITCH_DETECT_S
+from gradswitch.sim.faults import SWITCH_DETECT_S
 
 pytestmark = pytest.mark.ns3
 

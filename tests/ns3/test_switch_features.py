@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from gradswitch.experiment.spec import DlcpOptions, ExperimentSpec, Topo
-from ns3sim.sim_settings import CheckMode, DlcpSwitch, LoadBalance, SimSettings, TensorLightsSetting
-from roce.qp import Mode
+from gradswitch.roce.qp import Mode
+from gradswitch.sim.sim_settings import CheckMode, DlcpSwitch, LoadBalance, SimSettings, TensorLightsSetting
+from gradswitch.workload.dlcp import DlcpPolicy
+from gradswitch.workload.job import Algorithm
 from tests.ns3.helpers import background_of, run_spec
-from workload.dlcp import DlcpPolicy
-from workload.job import Algorithm
 
 pytestmark = pytest.mark.ns3
 
@@ -35,7 +35,8 @@ def test_at_threshold_zero_every_droppable_packet_is_trimmed_and_zero_filled_wit
     assert sw["spine1"]["dlcp"][1]["dropped"] == 0 and sw["spine2"]["dlcp"][1]["dropped"] == 0
     assert sw["leaf1"]["dlcp"][1]["kept"] == 0
     budget = cfgs[0].dlcp.loss_budget if cfgs[0].dlcp else 0.0
-    # every packet a switch trimmed reaches its receiver, counted there as roce/qp.py counts it (nothing is lost)
+    # every packet a switch trimmed reaches its receiver, counted there as gradswitch/roce/qp.py counts it (nothing is
+    # lost)
     trimmed = sum(node["stats"]["responder"].get("trimmed", 0) for node in result.nodes[1].values())
     assert trimmed == sum(s["dlcp"][1]["dropped"] for s in sw.values())
     for node in result.nodes[1].values():

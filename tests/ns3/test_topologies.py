@@ -1,4 +1,4 @@
-"""The simulator's topologies as data (topology/generators.py): a k-ary fat tree and a three-tier
+"""The simulator's topologies as data (gradswitch/topology/generators.py): a k-ary fat tree and a three-tier
 leaf-spine, importable without Mininet, checked by their structure (no simulator needed)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from collections import Counter
 
 import pytest
 
-from controller.routing import compute_routes
-from topology.generators import build_topology, fattree, fattree_k, leafspine3
-from topology.model import TopologyError
+from gradswitch.control.routing import compute_routes
+from gradswitch.topology.generators import build_topology, fattree, fattree_k, leafspine3
+from gradswitch.topology.model import TopologyError
 
 
 @pytest.mark.parametrize(("hosts", "k"), [(1, 2), (2, 2), (3, 4), (16, 4), (17, 6), (54, 6), (128, 8), (250, 10),
@@ -90,5 +90,5 @@ def test_topologies_by_name():
 
 def test_importable_without_mininet():
     code = ("import sys; sys.modules['mininet'] = None; "
-            "from topology.generators import fattree, leafspine3; fattree(16); leafspine3()")
+            "from gradswitch.topology.generators import fattree, leafspine3; fattree(16); leafspine3()")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,6 +1,6 @@
-"""The simulator's training iterations follow workers/iteration.py's Scheduler: the same plan executed in the
+"""The simulator's training iterations follow gradswitch/hosts/iteration.py's Scheduler: the same plan executed in the
 same order at the same times. With links too fast to take any time the iteration is the computation alone,
-as the ideal iteration (workers/ideal.py) has it with reductions of no length; with real links, the Python
+as the ideal iteration (gradswitch/hosts/ideal.py) has it with reductions of no length; with real links, the Python
 scheduler given each reduction's simulated start-to-end time reproduces the simulator's timeline."""
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from dataclasses import dataclass, field, replace
 import pytest
 
 from gradswitch.experiment.spec import ExperimentSpec
-from ns3sim.results import parse
-from ns3sim.run import simulate
-from ns3sim.sim_config import run_config
-from ns3sim.sim_settings import SimSettings
+from gradswitch.hosts.ideal import LinkModel
+from gradswitch.hosts.iteration import ReductionGen, Scheduler
+from gradswitch.sim.results import parse
+from gradswitch.sim.run import simulate
+from gradswitch.sim.sim_config import run_config
+from gradswitch.sim.sim_settings import SimSettings
+from gradswitch.workload.job import Algorithm, Device, Emulation, Scheduling, Sync
+from gradswitch.workload.plan import Layer, Op, plan
+from gradswitch.workload.timeline import Event, EventKind
 from tests.ns3.helpers import spec_jobs
-from workers.ideal import LinkModel
-from workers.iteration import ReductionGen, Scheduler
-from workload.job import Algorithm, Device, Emulation, Scheduling, Sync
-from workload.plan import Layer, Op, plan
-from workload.timeline import Event, EventKind
 
 pytestmark = pytest.mark.ns3
 

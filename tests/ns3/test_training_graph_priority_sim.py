@@ -1,4 +1,5 @@
-"""ByteScheduler's priority partitions as an execution graph (workload/generators/training.py: each all-reduce
+"""ByteScheduler's priority partitions as an execution graph (gradswitch/workload/generators/training.py: each
+all-reduce
 started by its dependencies when the training loop would start it) iterate on the simulator's graph engine at the
 pace of the simulator's training loop (gs-training.cc), on the scaling study's fat tree with its emulated V100s at
 1 Gb/s (where ResNet-50's partitions queue behind each other on the links), with ring all-reduce and with NetReduce
@@ -18,7 +19,7 @@ from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.experiment.training_graph import spec_training_graph
-from workload.generators import iteration_times
+from gradswitch.workload.generators import iteration_times
 
 pytestmark = pytest.mark.ns3
 

@@ -1,9 +1,9 @@
-"""The RC transport's two implementations agree: roce/qp.py (the testbed's hosts) and the simulator's RcQp
-(sim/ns3/model/gs-qp.cc) run the same scripted exchanges and must send the same packets.
+"""The RC transport's two implementations agree: gradswitch/roce/qp.py (the testbed's hosts) and the simulator's RcQp
+(gradswitch/sim/ns3/model/gs-qp.cc) run the same scripted exchanges and must send the same packets.
 
-Each scenario is one requester QP and one responder QP over a scripted wire (ns3sim/qp_script.py): the same
+Each scenario is one requester QP and one responder QP over a scripted wire (tests/ns3/qp_script.py): the same
 transport settings, the same posted WRITEs, the same fixed delay, and the same actions on the k-th packet of
-each direction (drop, duplicate, delay, trim). `run_python` drives roce/qp.py with an event loop of its own,
+each direction (drop, duplicate, delay, trim). `run_python` drives gradswitch/roce/qp.py with an event loop of its own,
 `run_simulator` the simulator's `gs-qp-script` (ns-3's event loop); the two traces are compared by
 `differences`:
 
@@ -14,16 +14,18 @@ Compared (a wire without a rate: `Level.PACKETS`):
   seconds to picoseconds each its own way, so they may differ by a picosecond, never more);
 - the completions each side reported: the requester's work requests in order and whether each succeeded,
   the responder's WRITEs (length, immediate, address, packets zero-filled, the bytes it holds);
-- both sides' counters (but roce/qp.py's `rnr_naks` and `placed_ahead`, which tests/unit/test_sim_counters.py
+- both sides' counters (but gradswitch/roce/qp.py's `rnr_naks` and `placed_ahead`, which tests/unit/test_sim_counters.py
   documents as Python's only), the failure's reason, whether the requester is idle, its RTO and smoothed RTT
   at the end (to 1e-9 relative).
-Not compared: an ACK's credit field (roce/qp.py writes "no credits", the simulator models none), the DLCP class
+Not compared: an ACK's credit field (gradswitch/roce/qp.py writes "no credits", the simulator models none), the DLCP
+class
 bits of a data packet (a marker's business, absent here), the QP numbers in the packets (the simulator's
 packets name nodes) and the order of events of the two directions at one instant (each direction is compared
 on its own).
 
 With a rate (`Level.OUTCOME`) the two NICs differ by design (docs/simulator.md: the simulator's NIC pulls one
-packet when its link is free, roce/qp.py hands a whole batch to the kernel's queue), so an ACK arriving while a
+packet when its link is free, gradswitch/roce/qp.py hands a whole batch to the kernel's queue), so an ACK arriving
+while a
 batch waits changes what the simulator sends next and not what Python's queue holds: those scenarios compare
 what the applications saw (completions, bytes, failure, packets accepted and zero-filled) and nothing else.
 """
@@ -37,8 +39,10 @@ from typing import Any
 
 import pytest
 
-from ns3sim.build import qp_script_binary
-from ns3sim.qp_script import (
+from gradswitch.roce.psn import PSN_MASK
+from gradswitch.roce.qp import Mode
+from gradswitch.sim.build import qp_script_binary
+from tests.ns3.qp_script import (
     Level,
     Message,
     NicPull,
@@ -52,8 +56,6 @@ from ns3sim.qp_script import (
     run_python,
     run_simulator,
 )
-from roce.psn import PSN_MASK
-from roce.qp import Mode
 
 pytestmark = pytest.mark.ns3
 
@@ -166,7 +168,7 @@ def scenarios() -> list[Scenario]:
         m = str(t.mode)
         out += [
             # The application posts its next WRITE when one completes: the simulator's job nodes from within
-            # RcQp's callback, roce/qp.py's once they have collected the completion. Completed by an ACK, the
+            # RcQp's callback, gradswitch/roce/qp.py's once they have collected the completion. Completed by an ACK, the
             # simulator's NIC may take the new packets at once (GsDevice::Kick); completed by a NAK, after the
             # NAK's event (at once: reentrant()).
             _s(f"post-on-completion-{m}", t, AFTER_FIRST, pull=NicPull.AT_ONCE),
@@ -192,7 +194,7 @@ def paced() -> list[Scenario]:
 def reentrant() -> list[Scenario]:
     """A NAK acknowledges the first WRITE; the application posts its next one from the completion callback and
     the simulator's NIC, its link free, pulls at once (GsDevice::Kick). RcQp reports the completion once the NAK
-    is handled whole (its go-back, or its hole's resend, first), as roce/qp.py's applications see it."""
+    is handled whole (its go-back, or its hole's resend, first), as gradswitch/roce/qp.py's applications see it."""
     return [_s(f"post-from-callback-during-nak-{t.mode}", t, AFTER_FIRST, pull=NicPull.AT_ONCE,
                data=(on(4, DROP),), acks=(on(0, DROP),)) for t in (GBN, SR)]
 
@@ -202,7 +204,8 @@ PACED = {s.name: s for s in paced()}
 
 
 def _explain(s: Scenario, py: Trace, ns: Trace, diffs: list[str]) -> str:
-    return "\n".join([f"{s.name}: roce/qp.py and the simulator's RcQp disagree:", *diffs, py.table(), ns.table()])
+    head = f"{s.name}: gradswitch/roce/qp.py and the simulator's RcQp disagree:"
+    return "\n".join([head, *diffs, py.table(), ns.table()])
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from protocol.paths import REPO_ROOT
+from gradswitch.protocol.paths import REPO_ROOT
 from tests.small_model import trace_small_model
 
 pytestmark = pytest.mark.ns3
 
-GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
+GRADSWITCH = [sys.executable, "-m", "gradswitch.cli.main"]
 
 
 def gradswitch(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

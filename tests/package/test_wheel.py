@@ -16,14 +16,15 @@ import shutil
 import subprocess
 import sys
 import venv
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from ns3sim.build import WHEEL as NS3_WHEEL
-from protocol.paths import REPO_ROOT, user_cache_dir
+from gradswitch.protocol.paths import REPO_ROOT, user_cache_dir
+from gradswitch.sim.build import WHEEL as NS3_WHEEL
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -109,12 +110,12 @@ def test_version(installed):
 def test_the_code_and_its_data_come_from_the_installed_package(installed):
     proc = installed.python(
         "import json\n"
-        "import gradswitch, protocol.paths as p\n"
-        "from protocol.p4_constants import CONFIG\n"
-        "from workload.gradients import workload_names, MODELS_DIR\n"
-        "from gradswitch.shipped_specs import EXPERIMENTS\n"
+        "import gradswitch, gradswitch.protocol.paths as p\n"
+        "from gradswitch.protocol.p4_constants import CONFIG\n"
+        "from gradswitch.workload.gradients import workload_names, MODELS_DIR\n"
+        "from gradswitch.experiment.shipped_specs import EXPERIMENTS\n"
         "from gradswitch.experiment.compare import load_spec\n"
-        "import ns3sim.build as b\n"
+        "import gradswitch.sim.build as b\n"
         "print(json.dumps({'package': gradswitch.__file__, 'checkout': str(p.CHECKOUT), 'p4src': str(p.P4SRC),\n"
         "    'port': CONFIG.ROCE_V2_UDP_PORT, 'workloads': workload_names(), 'models': str(MODELS_DIR),\n"
         "    'runs': len(load_spec(EXPERIMENTS / 'baselines.toml').runs), 'sources': len(b.sources()),\n"
@@ -126,10 +127,10 @@ def test_the_code_and_its_data_come_from_the_installed_package(installed):
         assert Path(got[key]).is_relative_to(site), (key, got[key])
     assert got["checkout"] == "None"
     from gradswitch.experiment.compare import load_spec
-    from gradswitch.shipped_specs import EXPERIMENTS
-    from ns3sim.build import sources
-    from protocol.p4_constants import CONFIG
-    from workload.gradients import workload_names
+    from gradswitch.experiment.shipped_specs import EXPERIMENTS
+    from gradswitch.protocol.p4_constants import CONFIG
+    from gradswitch.sim.build import sources
+    from gradswitch.workload.gradients import workload_names
 
     assert got["port"] == CONFIG.ROCE_V2_UDP_PORT
     assert got["workloads"] == workload_names()
@@ -178,3 +179,73 @@ def test_experiment_on_bmv2_with_the_shipped_program(installed, tmp_path):
     proc = installed.gradswitch("experiment", *JOB, "--out", str(tmp_path / "run"), timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "run" / "results.json").is_file()
+
+
+def test_the_wheel_holds_one_top_level_package(tmp_path):
+    """Everything the product ships is under `gradswitch`: the wheel's files have no other first folder, and its
+    package data are real files (no links), the test harnesses stay out."""
+    source = checkout_copy(tmp_path / "clone")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path / "w"),
+                    str(source)], check=True, timeout=600)
+    (wheel,) = (tmp_path / "w").glob("gradswitch-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"gradswitch"}, tops
+    for needed in ("gradswitch/p4src/build/gradswitch.json", "gradswitch/specs/baselines.toml",
+                   "gradswitch/sim/ns3/CMakeLists.txt", "gradswitch/workload/models/resnet50.json"):
+        assert needed in names, needed
+    assert not [n for n in names if "qp_script" in n or "gs-qp-script" in n or n.endswith("/fuzz.py")]
+
+
+def test_installs_beside_pypis_topology_and_workers_and_uninstalls_leaving_them_whole(tmp_path):
+    """Two of the names the project's folders once had at the top level belong to other PyPI packages (`topology`,
+    a network-topology framework, and `workers`). gradswitch's wheel installs beside them, each still imports as it
+    did (PyPI's `workers` 0.1 is Python 2 code: it fails to import on any Python 3, alone as beside gradswitch,
+    and that failure is the same), and uninstalling gradswitch leaves both whole, file for file."""
+    source = checkout_copy(tmp_path / "clone")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path / "w"),
+                    str(source)], check=True, timeout=600)
+    (wheel,) = (tmp_path / "w").glob("gradswitch-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    py = str(env_dir / "bin" / "python")
+    pip = [py, "-m", "pip", "install", "--quiet", "--no-deps"]
+    subprocess.run([*pip, "topology", "workers"], check=True, timeout=900)
+    before = _probe(py, tmp_path)
+    assert before["topology"]["imports"] == "ok", before
+    assert before["workers"]["origin"].endswith("site-packages/workers/__init__.py"), before
+    subprocess.run([*pip, str(wheel)], check=True, timeout=600)
+    beside = _probe(py, tmp_path)
+    assert beside == before
+    # --no-deps: only the package's own files are at stake; importing its root and its parts needs none of them
+    proc = subprocess.run([py, "-c", "import gradswitch, gradswitch.topology, gradswitch.hosts; print('ok')"],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert proc.stdout.strip() == "ok", proc.stderr
+    subprocess.run([py, "-m", "pip", "uninstall", "--quiet", "--yes", "gradswitch"], check=True, timeout=300)
+    assert _probe(py, tmp_path) == before
+
+
+def _probe(python: str, cwd: Path) -> dict[str, dict[str, str]]:
+    """Of PyPI's topology and workers: each installed .py file's SHA-256 (their RECORD's list), where the import
+    system finds the package, and what importing it gives ("ok" or the exception's type)."""
+    code = ("import hashlib, importlib, importlib.util, json\nfrom importlib.metadata import files\nout = {}\n"
+            "for name in ('topology', 'workers'):\n"
+            "    record = {}\n"
+            "    for f in files(name) or []:\n"
+            "        p = f.locate()\n"
+            "        if p.is_file() and p.suffix == '.py':\n"
+            "            record[str(f)] = hashlib.sha256(p.read_bytes()).hexdigest()\n"
+            "    spec = importlib.util.find_spec(name)\n"
+            "    try:\n"
+            "        importlib.import_module(name)\n"
+            "        imports = 'ok'\n"
+            "    except Exception as e:\n"
+            "        imports = type(e).__name__\n"
+            "    out[name] = {'files': json.dumps(record, sort_keys=True), 'origin': str(spec and spec.origin),\n"
+            "                 'imports': imports}\n"
+            "print(json.dumps(out))")
+    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=cwd, check=True)
+    found: dict[str, dict[str, str]] = json.loads(proc.stdout)
+    assert all(json.loads(v["files"]) for v in found.values()), found
+    return found

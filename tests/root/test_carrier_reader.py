@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.health import CarrierReader, LinkWatch, WatchedLink
-from protocol.polling import wait_until
+from gradswitch.control.health import CarrierReader, LinkWatch, WatchedLink
+from gradswitch.protocol.polling import wait_until
 
 pytestmark = [pytest.mark.root]
 

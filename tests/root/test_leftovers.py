@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos.network import NetworkError, live_switch_interfaces, remove_orphan_interfaces
-from protocol.polling import wait_until
+from gradswitch.net.network import NetworkError, live_switch_interfaces, remove_orphan_interfaces
+from gradswitch.protocol.polling import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
 
@@ -65,10 +65,10 @@ def test_an_interface_a_live_switch_uses_is_kept(veth: None, tmp_path: Path) -> 
 
 def test_a_switch_started_but_not_recorded_is_stopped_by_cleanup(tmp_path: Path) -> None:
     """Ctrl-C inside Popen leaves a switch whose pid nobody recorded; its paths name the run."""
-    from mininet_topos.bmv2 import port_open
-    from mininet_topos.local_ports import free_ports
-    from mininet_topos.network import STATE_FILE, cleanup_run
-    from protocol.polling import wait_until
+    from gradswitch.net.bmv2 import port_open
+    from gradswitch.net.local_ports import free_ports
+    from gradswitch.net.network import STATE_FILE, cleanup_run
+    from gradswitch.protocol.polling import wait_until
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()

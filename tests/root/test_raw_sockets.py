@@ -14,15 +14,15 @@ import textwrap
 
 import pytest
 
-from mininet_topos.vethpair import veth_pair
-from protocol.paths import REPO_ROOT
+from gradswitch.net.vethpair import veth_pair
+from gradswitch.protocol.paths import REPO_ROOT
 
 pytestmark = pytest.mark.root
 
 RECEIVER = textwrap.dedent("""
     import json, sys, time
-    from roce.engine import Engine, RawSocketLink
-    from roce.qp import QpConfig
+    from gradswitch.roce.engine import Engine, RawSocketLink
+    from gradswitch.roce.qp import QpConfig
     job = int(sys.argv[1])
     link = RawSocketLink("eth0", "10.99.0.2", job=job)
     eng = Engine(link, "10.99.0.2")
@@ -39,10 +39,10 @@ RECEIVER = textwrap.dedent("""
 
 SENDER = textwrap.dedent("""
     import sys
-    from roce.engine import Engine, RawSocketLink
-    from roce.headers import Bth, Opcode, Transport
-    from roce.qp import QpConfig
-    from roce.wire import build_ipv4
+    from gradswitch.roce.engine import Engine, RawSocketLink
+    from gradswitch.roce.headers import Bth, Opcode, Transport
+    from gradswitch.roce.qp import QpConfig
+    from gradswitch.roce.wire import build_ipv4
     job = int(sys.argv[1])
     link = RawSocketLink("eth0", "10.99.0.1", job=job)
     eng = Engine(link, "10.99.0.1")
@@ -84,9 +84,9 @@ def test_engine_over_raw_sockets_between_namespaces():
 
 RESOLVE = textwrap.dedent("""
     import json, sys, time
-    from roce.engine import Engine, RawSocketLink
-    from roce.qp import QpConfig
-    from roce.resolve import ResolveError
+    from gradswitch.roce.engine import Engine, RawSocketLink
+    from gradswitch.roce.qp import QpConfig
+    from gradswitch.roce.resolve import ResolveError
     eng = Engine(RawSocketLink("eth0", "10.99.0.1"), "10.99.0.1")
     eng.connect(QpConfig(qpn=0x11, remote_qpn=0x22), sys.argv[1])
     start = time.monotonic()

@@ -16,14 +16,14 @@ import textwrap
 
 import pytest
 
-from protocol.paths import REPO_ROOT
+from gradswitch.protocol.paths import REPO_ROOT
 
 pytestmark = pytest.mark.root
 
 SCRIPT = textwrap.dedent("""
     import errno, json, socket, subprocess
     from pathlib import Path
-    from mininet_topos.local_ports import EphemeralReservation, RESERVED_PORTS
+    from gradswitch.net.local_ports import EphemeralReservation, RESERVED_PORTS
 
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     Path("/proc/sys/net/ipv4/ip_local_port_range").write_text("40000 40003")

@@ -25,16 +25,16 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Packet, Raw
 
-from controller.netreduce_jobs import place_job
-from controller.pcap import read_timed, write_stream
-from controller.routing import switch_port_mac
-from protocol.netreduce import PACKETS
-from roce.headers import Bth, Opcode, Reth, Transport
-from roce.wire import build_frame, build_ipv4
+from gradswitch.control.netreduce_jobs import place_job
+from gradswitch.control.pcap import read_timed, write_stream
+from gradswitch.control.routing import switch_port_mac
+from gradswitch.protocol.netreduce import PACKETS
+from gradswitch.roce.headers import Bth, Opcode, Reth, Transport
+from gradswitch.roce.wire import build_frame, build_ipv4
+from gradswitch.topology.generators import build_topology
 from tests.traces.netreduce_scenarios import LEAFSPINE, NrJob, Sent, corrupt
 from tests.traces.netreduce_scenarios import TOPOLOGY as NR_TOPOLOGY
 from tests.traces.netreduce_scenarios import topology as nr_topology
-from topology.generators import build_topology
 
 HERE = Path(__file__).parent
 BROADCAST = "ff:ff:ff:ff:ff:ff"

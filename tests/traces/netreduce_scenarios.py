@@ -12,15 +12,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from controller.controls.netreduce import down_qp, switch_address, up_qp
-from controller.routing import switch_port_mac
-from protocol.netreduce import ELEMENTS, JobLayout
-from protocol.qpn import qpn, udp_source_port
-from roce.headers import RETH_LEN, Opcode, Transport
-from roce.wire import ETH_HEADER_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN, build_frame
-from topology.generators import build_topology
-from topology.model import Topology
-from workers.netreduce import message_packet
+from gradswitch.control.controls.netreduce import down_qp, switch_address, up_qp
+from gradswitch.control.routing import switch_port_mac
+from gradswitch.hosts.netreduce import message_packet
+from gradswitch.protocol.netreduce import ELEMENTS, JobLayout
+from gradswitch.protocol.qpn import qpn, udp_source_port
+from gradswitch.roce.headers import RETH_LEN, Opcode, Transport
+from gradswitch.roce.wire import ETH_HEADER_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN, build_frame
+from gradswitch.topology.generators import build_topology
+from gradswitch.topology.model import Topology
 
 TOPOLOGY = {"name": "rack", "hosts": 4}
 LEAFSPINE = {"name": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2}

@@ -21,11 +21,11 @@ from gradswitch.experiment.spec import (
     Topo,
     spec_from_dict,
 )
-from protocol.p4_constants import CONFIG
-from protocol.qpn import MAX_NODES
-from topology.generators import fattree, leafspine, leafspine3, rack
-from workers.ring import MAX_WORKERS as RING_MAX_WORKERS
-from workload.job import Algorithm
+from gradswitch.hosts.ring import MAX_WORKERS as RING_MAX_WORKERS
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.qpn import MAX_NODES
+from gradswitch.topology.generators import fattree, leafspine, leafspine3, rack
+from gradswitch.workload.job import Algorithm
 
 NS3 = Backend.NS3
 

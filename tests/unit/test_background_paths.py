@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from bench.background_paths import RunPaths, iperf_streams, main, streams_of
-from controller.routing import compute_routes, ecmp_member, route_for
-from ns3sim.build import SOURCES
-from protocol.background_tcp import BACKGROUND_PORT, CLIENT_PORT_BASE
-from topology.generators import leafspine
+from gradswitch.control.routing import compute_routes, ecmp_member, route_for
+from gradswitch.protocol.background_tcp import BACKGROUND_PORT, CLIENT_PORT_BASE
+from gradswitch.sim.build import SOURCES
+from gradswitch.topology.generators import leafspine
 
 LOG = """Connecting to host 10.0.2.3, port 5299
 [  7] local 10.0.1.3 port 43700 connected to 10.0.2.3 port 5299

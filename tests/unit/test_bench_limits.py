@@ -42,7 +42,7 @@ def test_every_network_benchmark_records_the_build_and_the_bottleneck():
     has them per run (gradswitch/experiment/compare.py)."""
     import ast
 
-    from protocol.paths import REPO_ROOT
+    from gradswitch.protocol.paths import REPO_ROOT
 
     benches = sorted(p for p in (REPO_ROOT / "bench").glob("*.py") if "save(" in p.read_text() and p.stem != "common")
     assert {p.stem for p in benches} >= {"allreduce", "netreduce", "netreduce_switch", "training", "dlcp",

@@ -1,4 +1,4 @@
-"""Choosing the BMv2 build: one resolver (mininet_topos.bmv2.resolve_bmv2) for --bmv2, $GRADSWITCH_BMV2 and PATH.
+"""Choosing the BMv2 build: one resolver (gradswitch.net.bmv2.resolve_bmv2) for --bmv2, $GRADSWITCH_BMV2 and PATH.
 
 Stand-in executables (shell scripts answering --help and --version like simple_switch_grpc)
 check the resolver's logic anywhere; tests/bmv2/test_bmv2_builds.py checks the real builds.
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gradswitch.cli import main
-from mininet_topos.bmv2 import BMV2_ENV, Bmv2Config, resolve_bmv2
-from mininet_topos.bmv2_executable import Bmv2BuildError
+from gradswitch.cli.main import main
+from gradswitch.net.bmv2 import BMV2_ENV, Bmv2Config, resolve_bmv2
+from gradswitch.net.bmv2_executable import Bmv2BuildError
 
 HELP = "Usage: SWITCH_NAME [options] <path to JSON config file>\\n  --grpc-server-addr arg  Bind gRPC server"
 
@@ -88,7 +88,7 @@ def test_the_command_line_reports_it_before_anything_starts(tmp_path, capsys, mo
 
 
 def test_the_option_sets_the_one_setting(tmp_path, monkeypatch):
-    from mininet_topos.bmv2 import use_bmv2
+    from gradswitch.net.bmv2 import use_bmv2
 
     unset_bmv2_env(monkeypatch)
     path = fake_switch(tmp_path / "b", logging=False)

@@ -1,4 +1,4 @@
-"""Chakra execution traces in and out (workload/chakra): framing, the round trip, every refusal in
+"""Chakra execution traces in and out (gradswitch/workload/chakra): framing, the round trip, every refusal in
 one line naming the file, node and problem, and the quirks of what Chakra's tools write, accepted."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workload.chakra import read_traces, schema, write_traces
-from workload.chakra.framing import FramingError, encode_varint, frame, records
-from workload.graph import (
+from gradswitch.workload.chakra import read_traces, schema, write_traces
+from gradswitch.workload.chakra.framing import FramingError, encode_varint, frame, records
+from gradswitch.workload.graph import (
     CollectiveKind,
     CollectiveNode,
     ComputeNode,

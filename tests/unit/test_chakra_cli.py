@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from workload.chakra import read_traces, schema
-from workload.chakra.framing import frame
-from workload.graph import CollectiveKind
+from gradswitch.workload.chakra import read_traces, schema
+from gradswitch.workload.chakra.framing import frame
+from gradswitch.workload.graph import CollectiveKind
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
+GRADSWITCH = [sys.executable, "-m", "gradswitch.cli.main"]
 
 
 def run(*args: object) -> subprocess.CompletedProcess[str]:
@@ -89,9 +89,10 @@ def test_export_a_training_job_with_its_all_reduces_in_flight(tmp_path, in_fligh
 
 
 def test_export_the_digits_graph(tmp_path):
-    """train-digits' graph (workload.generators.digits_graph) as a trace: the sizes and order alone, read back as
+    """train-digits' graph (gradswitch.workload.generators.digits_graph) as a trace: the sizes and order alone, read
+    back as
     the generator makes it."""
-    from workload.generators import digits_graph
+    from gradswitch.workload.generators import digits_graph
 
     out = tmp_path / "digits"
     result = run("export-et", "--workload", "train-digits", "--workers", 4, "--iterations", 3, "--out", out)

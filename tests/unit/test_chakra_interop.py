@@ -20,9 +20,17 @@ from typing import Any
 
 import pytest
 
-from workload.chakra import read_traces, schema, write_traces
-from workload.generators import send_recv_graph, training_graph, training_job
-from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, GraphError, JobGraph, ProcessGroup, RankGraph
+from gradswitch.workload.chakra import read_traces, schema, write_traces
+from gradswitch.workload.generators import send_recv_graph, training_graph, training_job
+from gradswitch.workload.graph import (
+    CollectiveKind,
+    CollectiveNode,
+    ComputeNode,
+    GraphError,
+    JobGraph,
+    ProcessGroup,
+    RankGraph,
+)
 
 INSTALL = "pip install --no-deps mlc-chakra==1.0.0"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from protocol.paths import REPO_ROOT
+from gradswitch.protocol.paths import REPO_ROOT
 
 CI = REPO_ROOT / ".ci"
 TOOLCHAIN = ("simple_switch_grpc", "p4c-bm2-ss")

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from gradswitch.cli import COMPLETION_SHELLS, build_parser, experiment_spec
+from gradswitch.cli.main import COMPLETION_SHELLS, build_parser, experiment_spec
 from gradswitch.experiment.spec import ExperimentSpec, SpecError, load_experiment
+from gradswitch.protocol.paths import REPO_ROOT
 from gradswitch.version import code_version, package_version
-from protocol.paths import REPO_ROOT
 
-GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
+GRADSWITCH = [sys.executable, "-m", "gradswitch.cli.main"]
 
 
 def run(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from protocol.p4_constants import CONFIG
-from protocol.paths import REPO_ROOT
-from topology.generators import MAX_HOSTS_PER_EDGE
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.topology.generators import MAX_HOSTS_PER_EDGE
 
-GRADSWITCH = [sys.executable, "-m", "gradswitch.cli"]
+GRADSWITCH = [sys.executable, "-m", "gradswitch.cli.main"]
 
 
 def run(*args: str, env_dir: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -25,12 +25,12 @@ from gradswitch.experiment.placement import (
 )
 from gradswitch.experiment.report import busiest_link_load, fabric_link_loads, uplink_imbalance
 from gradswitch.experiment.results_file import Results
+from gradswitch.experiment.shipped_specs import EXPERIMENTS
 from gradswitch.experiment.spec import DlcpOptions, ExperimentSpec, RingOrder, SpecError, Topo, spec_from_dict
-from gradswitch.shipped_specs import EXPERIMENTS
-from mininet_topos.shaping import ShaperStats
-from protocol.queues import buffer_bytes
-from workload.dlcp import DlcpPolicy
-from workload.job import Algorithm, Role, Scheduling, Sync
+from gradswitch.net.shaping import ShaperStats
+from gradswitch.protocol.queues import buffer_bytes
+from gradswitch.workload.dlcp import DlcpPolicy
+from gradswitch.workload.job import Algorithm, Role, Scheduling, Sync
 
 PS, RING, NETREDUCE = Algorithm.PS, Algorithm.RING, Algorithm.NETREDUCE
 
@@ -144,7 +144,7 @@ def test_min_rto_covers_a_full_shaped_queue():
 def test_a_spec_may_set_the_smallest_rto_for_both_backends():
     """min_rto_ms replaces the path's floor in the job's configuration (what the Python hosts and the
     simulator's queue pairs start from); out of range it is refused naming the field and what is allowed."""
-    from ns3sim.sim_config import transport_json
+    from gradswitch.sim.sim_config import transport_json
 
     spec = ExperimentSpec(algo=PS, workers=4, bw_mbps=20.0)
     topo = topology_for(spec)
@@ -249,7 +249,7 @@ def test_order_tolerant_receivers_wait_a_full_queue_after_a_message_end():
     """A DLCP job whose switches reorder (priorities, spraying): its order-tolerant receivers judge a
     hole a full shaped queue's time after its message's end (the most a packet can fall behind a
     later one of its message); the previous receivers a quarter of the RTO; no reordering, no wait."""
-    from workers.comm import Comm
+    from gradswitch.hosts.comm import Comm
 
     def comm(dlcp: dict[str, object]) -> Comm:
         spec = spec_from_dict({"algo": "ring", "workers": 2, "bw_mbps": 5.0, "transport": "sr", "dlcp": dlcp})
@@ -269,7 +269,7 @@ def test_netreduce_rto_allows_for_the_slowest_worker_and_the_hierarchy():
     result crossed every shaped link of the aggregation tree: 3 windows flat, 5 over a leaf-spine
     fabric (the partial's link up and the result's down), a window being credits x packets per message
     (32-packet go-back-N bursts from timeouts on leafspine N=8, credits 8)."""
-    from protocol.netreduce import PACKETS
+    from gradswitch.protocol.netreduce import PACKETS
 
     def rto_over_window_time(spec: ExperimentSpec) -> float:
         topo = topology_for(spec)

@@ -23,12 +23,12 @@ from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.results_file import Outcome
 from gradswitch.experiment.spec import Backend, ExperimentError, ExperimentSpec, SpecError, load_experiment
 from gradswitch.experiment.summary_file import CompareExit
-from protocol.paths import REPO_ROOT
-from workload.chakra import write_traces
-from workload.generators import collective_graph
-from workload.graph import CollectiveKind, JobGraph
-from workload.graph_timing import GraphRun, NodeTiming
-from workload.job import Algorithm
+from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.workload.chakra import write_traces
+from gradswitch.workload.generators import collective_graph
+from gradswitch.workload.graph import CollectiveKind, JobGraph
+from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.job import Algorithm
 
 AR = CollectiveKind.ALL_REDUCE
 
@@ -159,7 +159,7 @@ def test_traces_and_ordinary_runs_do_not_mix(tmp_path):
 
 def test_gradswitch_experiment_refuses_the_same_keys_and_takes_a_files_trace_from_its_folder(tmp_path):
     prefix = traces(tmp_path / "et", "ar", 1 << 20)
-    done = subprocess.run([sys.executable, "-m", "gradswitch.cli", "experiment", "--workload-et", str(prefix),
+    done = subprocess.run([sys.executable, "-m", "gradswitch.cli.main", "experiment", "--workload-et", str(prefix),
                            "--bw", "8", "--size", "1MiB", "--out", str(tmp_path / "run")], capture_output=True,
                           text=True, timeout=60, cwd=REPO_ROOT)
     assert done.returncode == 2 and not (tmp_path / "run").exists()

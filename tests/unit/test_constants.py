@@ -10,13 +10,13 @@ from scapy.contrib.roce import BTH
 from scapy.layers.inet import UDP
 from scapy.packet import Packet
 
-from controller.p4rt.proto import p4info_pb2
-from mininet_topos.bmv2 import Bmv2Config
-from protocol import dlcp, qpn
-from protocol.p4_constants import CONFIG, ConfigError, parse_config
-from protocol.paths import BMV2_JSON, P4INFO
-from roce import wire
-from roce.headers import Opcode
+from gradswitch.control.p4rt.proto import p4info_pb2
+from gradswitch.net.bmv2 import Bmv2Config
+from gradswitch.protocol import dlcp, qpn
+from gradswitch.protocol.p4_constants import CONFIG, ConfigError, parse_config
+from gradswitch.protocol.paths import BMV2_JSON, P4INFO
+from gradswitch.roce import wire
+from gradswitch.roce.headers import Opcode
 
 P4INFO_MSG = p4info_pb2.P4Info()
 text_format.Merge(P4INFO.read_text(), P4INFO_MSG)
@@ -86,7 +86,7 @@ def test_parse_errors_name_the_line(tmp_path):
 
 
 def test_rc_opcodes_match_scapy():
-    """config.p4's opcodes (roce.headers.Opcode reads them) against scapy's independent table."""
+    """config.p4's opcodes (gradswitch.roce.headers.Opcode reads them) against scapy's independent table."""
     from scapy.contrib import roce as scapy_roce
 
     scapy_names = {name.replace("RDMA_", "").replace("_WITH_IMMEDIATE", "_IMM"): value
@@ -113,7 +113,7 @@ def test_dlcp_class_layout_fits_the_reserved_bits():
 
 
 def test_netreduce_groups_stay_inside_the_job_block():
-    from protocol import netreduce
+    from gradswitch.protocol import netreduce
 
     last_peer = netreduce.peer_group(1, CONFIG.AGG_MAX_MEMBERS - 1)
     assert netreduce.group_base(1) < netreduce.up_group(1) < netreduce.peer_group(1, 0)
@@ -122,7 +122,7 @@ def test_netreduce_groups_stay_inside_the_job_block():
 
 
 def test_tensorlights_matches_the_source_port_the_engine_sends_from():
-    from mininet_topos.tensorlights import source_port_match
+    from gradswitch.net.tensorlights import source_port_match
 
     for job, node, peer in ((1, 2, 0), (3, 0, 5), (63, 7, 1)):
         assert source_port_match(job, node)[0] == qpn.udp_source_port(qpn.qpn(node, peer, job))
@@ -130,8 +130,8 @@ def test_tensorlights_matches_the_source_port_the_engine_sends_from():
 
 def test_aggregation_payload_and_registers_come_from_config():
     """The payload's wide fields, the aggregator's registers and Python's packet layout agree with config.p4."""
-    from controller.controls import netreduce as nr
-    from protocol import netreduce
+    from gradswitch.control.controls import netreduce as nr
+    from gradswitch.protocol import netreduce
 
     (agg,) = [h for h in BMV2["header_types"] if h["name"] == "agg_payload_h"]
     assert [f[1] for f in agg["fields"]] == [CONFIG.AGG_WORD_BITS] * CONFIG.AGG_WORDS_PER_PACKET
@@ -148,8 +148,8 @@ def test_aggregation_payload_and_registers_come_from_config():
 def test_the_job_mtu_is_what_experiments_give_netreduce_workers():
     from gradswitch.experiment.placement import job_config, topology_for
     from gradswitch.experiment.spec import ExperimentSpec
-    from protocol import netreduce
-    from workload.job import Algorithm, Node, Role
+    from gradswitch.protocol import netreduce
+    from gradswitch.workload.job import Algorithm, Node, Role
 
     spec = ExperimentSpec(algo=Algorithm.NETREDUCE, workers=2)
     cfg = job_config(spec, 1, [Node(0, Role.WORKER, "h1", "10.0.1.1"), Node(1, Role.WORKER, "h2", "10.0.1.2")],
@@ -158,6 +158,6 @@ def test_the_job_mtu_is_what_experiments_give_netreduce_workers():
 
 
 def test_every_netreduce_refusal_is_an_event_of_the_program():
-    from controller.controls import netreduce
+    from gradswitch.control.controls import netreduce
 
     assert set(netreduce.event_names().values()) >= netreduce.REFUSALS

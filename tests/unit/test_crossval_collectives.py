@@ -21,8 +21,8 @@ from bench.crossval_collectives import (
     server_patterns,
 )
 from bench.crossval_figure import MIN_REPETITIONS, TOLERANCE, Figure
-from workload.generators import SEND_RECV
-from workload.graph import CollectiveKind, CollectiveNode, SendNode
+from gradswitch.workload.generators import SEND_RECV
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, SendNode
 
 
 def reps(*times: float, bound: tuple[int, ...] = (), wrong: tuple[int, ...] = ()) -> list[Repetition]:
@@ -107,8 +107,8 @@ def test_tolerance_edge() -> None:
 def test_collectives_in_the_switches_over_the_rings_of_the_same_collective() -> None:
     """`all_reduce-netreduce` (and every collective both backends' switches run): its own time on both backends,
     and its time over the ring's of the same collective; the same graph as the ring's, run with algo netreduce."""
-    from workload.graph import IN_NETWORK
-    from workload.job import Algorithm
+    from gradswitch.workload.graph import IN_NETWORK
+    from gradswitch.workload.job import Algorithm
 
     nr = in_network_patterns()
     assert "all_reduce-netreduce" in nr
@@ -129,7 +129,7 @@ def test_collectives_in_the_switches_over_the_rings_of_the_same_collective() -> 
 
 def test_the_all_reduce_through_a_parameter_server_over_the_rings() -> None:
     """`all_reduce-ps`: the ring's graph run with algo ps, its time on both backends and over ring all-reduce's."""
-    from workload.job import Algorithm
+    from gradswitch.workload.job import Algorithm
 
     (ps,) = server_patterns()
     assert ps == "all_reduce-ps" and ps in every_pattern() and host_pattern(ps) == REFERENCE

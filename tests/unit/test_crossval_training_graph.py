@@ -10,9 +10,9 @@ import pytest
 
 from bench.crossval_figure import MIN_REPETITIONS
 from bench.crossval_training_graph import judge, rows
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, RankGraph, world_group
+from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from tests.crossval_store import reps, store
-from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, RankGraph, world_group
-from workload.graph_timing import GraphRun, NodeTiming
 
 
 def test_median_iterations_and_the_speed_up_within_tolerance(tmp_path: Path) -> None:
@@ -55,8 +55,8 @@ def test_a_bmv2_repetition_is_judged_against_the_ideal_link_load(monkeypatch: py
     50 % against an ideal's 90 % (under 0.8 of it) is machine-bound."""
     from bench import crossval_training_graph
     from gradswitch.experiment.graph_run import graph_job, graph_spec, summarize
+    from gradswitch.topology.generators import build_topology
     from tests.graphs import one_collective
-    from topology.generators import build_topology
 
     graph = one_collective(CollectiveKind.ALL_REDUCE, 2, 1_000_000, compute_s=1.0)
     run = GraphRun((NodeTiming(0, 1, "compute", 0, 1, None, None, 0, None),

@@ -121,11 +121,11 @@ def test_dev_installs_every_extra() -> None:
 
 
 def test_p4runtime_messages_come_from_one_module() -> None:
-    """The P4Runtime and google.rpc messages come from controller/p4rt/proto.py (finsy's, generated for
+    """The P4Runtime and google.rpc messages come from gradswitch/control/p4rt/proto.py (finsy's, generated for
     protobuf 6): the p4runtime wheel's `p4.*` modules do not load on protobuf's upb backend, and
     googleapis-common-protos' `google.rpc` modules register the same proto files as finsy's, so one
     process that imports both fails."""
-    proto = ROOT / "controller" / "p4rt" / "proto.py"
+    proto = ROOT / "gradswitch" / "control" / "p4rt" / "proto.py"
     imports = _import_nodes([*PACKAGES, "bench", "tests"])
     wrong = sorted({f"{path.relative_to(ROOT)}: {name}" for name, path, _ in imports
                     if (name == "p4" or name.startswith(("p4.", "google.rpc"))
@@ -144,12 +144,12 @@ def test_protobuf_runs_its_upb_backend() -> None:
 def test_digits_without_its_extra_is_one_line_before_anything_starts(monkeypatch) -> None:
     """scikit-learn is the `digits` extra: a train-digits spec on a machine without it is refused by the
     spec's check, naming the extra, before a network comes up."""
-    import workload.digits
+    import gradswitch.workload.digits
     from gradswitch.experiment.spec import ExperimentSpec
-    from workload.job import DType
+    from gradswitch.workload.job import DType
 
     spec = ExperimentSpec(workload="train-digits", dtype=DType.FLOAT32)
     assert not [p for p in spec.problems() if "digits" in p]
-    monkeypatch.setattr(workload.digits, "digits_available", lambda: False)
+    monkeypatch.setattr(gradswitch.workload.digits, "digits_available", lambda: False)
     assert [p for p in spec.problems() if "scikit-learn" in p] == [
         "workload = 'train-digits': the digits data set needs scikit-learn: pip install 'gradswitch[digits]'"]

@@ -18,12 +18,12 @@ from gradswitch.experiment.digits_graph import run_digits_graph, spec_digits_gra
 from gradswitch.experiment.graph_experiment import format_graph_table, run_graph_spec
 from gradswitch.experiment.graph_run import GraphRunReport, graph_job, summarize
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec, SpecError, spec_from_dict
-from workload.generators import digits_graph
-from workload.generators.digits import digits_bytes
-from workload.graph import CollectiveKind
-from workload.graph_payload import PayloadKind, TrainingOutcome
-from workload.graph_timing import GraphRun, NodeTiming
-from workload.job import Algorithm, DType, FloatMode
+from gradswitch.workload.generators import digits_graph
+from gradswitch.workload.generators.digits import digits_bytes
+from gradswitch.workload.graph import CollectiveKind
+from gradswitch.workload.graph_payload import PayloadKind, TrainingOutcome
+from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.job import Algorithm, DType, FloatMode
 
 DIGITS: dict[str, Any] = {"workload": "train-digits", "dtype": "float32", "engine": "graph", "workers": 4,
                           "iterations": 3, "bw_mbps": 20.0, "transport": "sr"}
@@ -131,7 +131,7 @@ def test_the_outcome_from_the_ranks_results_and_in_the_report() -> None:
 
 
 def test_the_command_line_takes_engine() -> None:
-    from gradswitch.cli import build_parser, experiment_spec
+    from gradswitch.cli.main import build_parser, experiment_spec
 
     args = build_parser().parse_args(["experiment", "--workload", "train-digits", "--dtype", "float32", "--engine",
                                       "graph", "--bw", "20", "--algo", "netreduce"])

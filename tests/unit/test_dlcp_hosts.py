@@ -9,13 +9,13 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from controller.controls.dlcp import default_classes, rate_param
-from controller.p4rt import TableEntry, Ternary
-from protocol.dlcp import DROPPABLE, MAGNITUDE_CLASSES, marking
-from roce.headers import Opcode, Transport
-from roce.qp import QpConfig, Requester
+from gradswitch.control.controls.dlcp import default_classes, rate_param
+from gradswitch.control.p4rt import TableEntry, Ternary
+from gradswitch.protocol.dlcp import DROPPABLE, MAGNITUDE_CLASSES, marking
+from gradswitch.roce.headers import Opcode, Transport
+from gradswitch.roce.qp import QpConfig, Requester
+from gradswitch.workload.dlcp import DlcpPolicy, Magnitudes, Marker, Tag, layer_class, magnitude_class, packet_means
 from tests.memlink import RESV7_BYTE, MemoryHub
-from workload.dlcp import DlcpPolicy, Magnitudes, Marker, Tag, layer_class, magnitude_class, packet_means
 
 
 def test_marking_layout():
@@ -51,8 +51,8 @@ def ints(values: list[int]) -> bytes:
 
 def digits_gradient_values(mtu: int = 256) -> list[npt.NDArray[np.int32]]:
     """A real gradient: train-digits' MLP on a minibatch of scikit-learn's digits, in fixed point as sent."""
-    from workload.digits import Model, data
-    from workload.floats import FixedPoint
+    from gradswitch.workload.digits import Model, data
+    from gradswitch.workload.floats import FixedPoint
 
     x, y, _, _ = data(1)
     grads, _ = Model.initial(1).gradients(x[:32], y[:32])
@@ -103,8 +103,8 @@ def test_the_marker_classes_every_packet_by_its_values_per_contribution():
 def test_the_values_a_worker_contributes_for_its_thresholds(dtype, float_mode):
     """What Magnitudes.of sees: int32 gradients as they are, fixed point as sent, and in exponent mode the
     values scaled by the worker's own block exponents (each nonzero block's peak in [2**(B-1), 2**B))."""
+    from gradswitch.workload.encoding import Encoder
     from tests.inmemory import job
-    from workload.encoding import Encoder
 
     enc = Encoder(job("ring", 4, dtype=dtype, float_mode=float_mode))
     x = enc.gradient(3000, 1, 0, 0)
@@ -202,7 +202,7 @@ def test_a_parameter_server_classes_its_pulls_from_the_pushes_it_received(tmp_pa
 
 
 def test_dlcp_job_ids_beyond_the_switch_counters_are_refused():
-    from controller.controls.dlcp import Features, features_entry
+    from gradswitch.control.controls.dlcp import Features, features_entry
 
     assert features_entry(63, Features(priority=True)).params["priority"] == 1
     for job in (0, 64, 200):
@@ -233,8 +233,8 @@ def test_reordering_alone_causes_no_retransmission_with_order_tolerant_receivers
     past it, NAK packets that are still queued, and those are resent."""
     from dataclasses import replace
 
+    from gradswitch.workload.job import Scheduling, Sync
     from tests.inmemory import run_ok, training, training_job
-    from workload.job import Scheduling, Sync
 
     hub = MemoryHub(seed=1, delay=reorder_like_dlcp)
     cfg = replace(training_job("ring", 3, iterations=2, transport="sr", workload="vgg16", scale=0.0005, rto=0.2),
@@ -281,8 +281,8 @@ def test_a_partial_threshold_change_keeps_each_switchs_own_defaults():
     priority 1 on every switch must not copy the first switch's other thresholds to the rest."""
     from typing import Any
 
-    from controller.dlcp_settings import DlcpSettings
-    from topology.generators import leafspine
+    from gradswitch.control.dlcp_settings import DlcpSettings
+    from gradswitch.topology.generators import leafspine
 
     topo = leafspine(leaves=2, spines=1, hosts_per_leaf=1, bw_mbps=10.0, fabric_bw_mbps=100.0)
     sessions = {s.name: _Tables() for s in topo.switches}

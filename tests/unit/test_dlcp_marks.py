@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import itertools
 
-from controller.controls import dlcp
-from protocol.dlcp import DROPPABLE, LAYER_CLASSES, LAYER_MASK, MAGNITUDE_CLASSES, MAGNITUDE_MASK, TRIMMED, marking
-from protocol.p4_constants import CONFIG
-from protocol.qpn import qpn
-from roce.headers import Bth, Opcode, Reth, Transport
-from roce.wire import build_frame, parse_frame
+from gradswitch.control.controls import dlcp
+from gradswitch.protocol.dlcp import (
+    DROPPABLE,
+    LAYER_CLASSES,
+    LAYER_MASK,
+    MAGNITUDE_CLASSES,
+    MAGNITUDE_MASK,
+    TRIMMED,
+    marking,
+)
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.qpn import qpn
+from gradswitch.roce.headers import Bth, Opcode, Reth, Transport
+from gradswitch.roce.wire import build_frame, parse_frame
 
 
 def test_the_trimmed_bit_is_bit_0_of_resv7_and_no_host_marking_sets_it():
@@ -28,7 +36,7 @@ def test_the_roce_class_sits_above_bulk_traffic_and_below_dlcp_acks():
 
 
 def test_the_hosts_parser_reads_a_notification_as_an_empty_packet_with_a_valid_icrc():
-    """What roce/wire.py makes of a trimmed packet (the receivers' handling is the hosts' part)."""
+    """What gradswitch/roce/wire.py makes of a trimmed packet (the receivers' handling is the hosts' part)."""
     t = Transport(Bth(int(Opcode.WRITE_FIRST), qpn(1, 0, 3), 17, resv7=marking(True, 2, 0) | TRIMMED), b"",
                   reth=Reth(0x4000, 9, 3 * 4096))
     got = parse_frame(build_frame(t, "10.0.1.1", "10.0.2.1", "00:00:0a:00:01:01", "00:00:0a:00:02:01"))

@@ -1,5 +1,5 @@
 """ExitSignals: a SIGTERM ends a blocked main thread, wherever the kernel delivered it, and a lost
-SystemExit is raised again (mininet_topos/exit_signals.py)."""
+SystemExit is raised again (gradswitch/net/exit_signals.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos.exit_signals import ExitSignals
-from protocol.polling import wait_until
+from gradswitch.net.exit_signals import ExitSignals
+from gradswitch.protocol.polling import wait_until
 
 WATCHDOG_S = 10.0  # a test that would hang fails instead: the blocked read is fed after this long
 

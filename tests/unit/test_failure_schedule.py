@@ -1,5 +1,5 @@
-"""Failures drawn from rates (workload/failure_schedule.py) and the goodput of a run that meets them with
-checkpoint restart or recovery in place (workload/goodput.py)."""
+"""Failures drawn from rates (gradswitch/workload/failure_schedule.py) and the goodput of a run that meets them with
+checkpoint restart or recovery in place (gradswitch/workload/goodput.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import statistics
 
 import pytest
 
-from topology.faults import Fault, FaultKind, fault_problems
-from topology.generators import fattree, rack
-from topology.model import TopologyError
-from workload.failure_schedule import (
+from gradswitch.topology.faults import Fault, FaultKind, fault_problems
+from gradswitch.topology.generators import fattree, rack
+from gradswitch.topology.model import TopologyError
+from gradswitch.workload.failure_schedule import (
     HOUR_S,
     LLAMA3_GPU_HOURS,
     ElementKind,
@@ -23,7 +23,14 @@ from workload.failure_schedule import (
     without,
     workers_cut_off,
 )
-from workload.goodput import CheckpointRestart, FabricCosts, GoodputError, InPlace, goodput, young_daly_interval_s
+from gradswitch.workload.goodput import (
+    CheckpointRestart,
+    FabricCosts,
+    GoodputError,
+    InPlace,
+    goodput,
+    young_daly_interval_s,
+)
 
 
 def hosts_of(topo, n):

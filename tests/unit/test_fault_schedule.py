@@ -12,23 +12,23 @@ from typing import Any, cast
 
 import pytest
 
-from controller.control_plane import ControlPlane
-from controller.control_socket import ControlServer, attach_faults
-from controller.dlcp_settings import DlcpSettings
-from controller.load_balancing import LoadBalancing
-from controller.netreduce_jobs import NetReduceJobs
-from controller.repl import Repl
+from gradswitch.control.control_plane import ControlPlane
+from gradswitch.control.control_socket import ControlServer, attach_faults
+from gradswitch.control.dlcp_settings import DlcpSettings
+from gradswitch.control.load_balancing import LoadBalancing
+from gradswitch.control.netreduce_jobs import NetReduceJobs
+from gradswitch.control.repl import Repl
 from gradswitch.experiment import fault_schedule, report, supervisor
 from gradswitch.experiment.fault_schedule import FaultSchedule, Mechanisms, Step, give_up_s, plan_actions
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import spec_from_dict
-from roce.qp import QpConfig
-from topology.faults import parse_fault
-from topology.generators import leafspine
-from workers import comm
-from workload.fault_record import FaultOutcome, FaultRecord
-from workload.job import JobConfig
-from workload.worker_result import WorkerResult
+from gradswitch.hosts import comm
+from gradswitch.roce.qp import QpConfig
+from gradswitch.topology.faults import parse_fault
+from gradswitch.topology.generators import leafspine
+from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
+from gradswitch.workload.job import JobConfig
+from gradswitch.workload.worker_result import WorkerResult
 
 
 class Clock:
@@ -354,7 +354,7 @@ def test_an_attached_repl_fires_faults_through_the_control_socket() -> None:
 
 def test_what_taking_a_link_down_took_besides_is_in_the_faults_detail() -> None:
     """A set_link that had to restart a switch (Testbed: BMv2's port_remove deadlocked) says so; the record keeps it."""
-    from mininet_topos.network import LinkChange
+    from gradswitch.net.network import LinkChange
 
     clock = Clock()
     note = "spine1's BMv2 did not give up port 1 within 2 s: spine1 was restarted with its end of the link down"

@@ -1,12 +1,13 @@
-"""Faults as input (topology/faults.py): the command line's form, a spec's table, and the one-line refusals."""
+"""Faults as input (gradswitch/topology/faults.py): the command line's form, a spec's table, and the one-line
+refusals."""
 
 from __future__ import annotations
 
 import pytest
 
 from gradswitch.experiment.spec import SpecError, spec_from_dict
-from topology.faults import Fault, FaultError, FaultKind, fault_from_dict, fault_problems, parse_fault
-from topology.generators import build_topology
+from gradswitch.topology.faults import Fault, FaultError, FaultKind, fault_from_dict, fault_problems, parse_fault
+from gradswitch.topology.generators import build_topology
 
 LEAFSPINE = build_topology("leafspine", leaves=2, spines=2, hosts_per_leaf=2)
 
@@ -82,7 +83,7 @@ def test_a_spec_takes_faults_as_tables_or_as_the_command_lines_strings_and_refus
 
 
 def test_a_fault_record_says_the_times_to_detect_and_recover_and_reads_back():
-    from workload.fault_record import FaultOutcome, FaultRecord
+    from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
 
     record = FaultRecord(parse_fault("switch-crash:spine1@3,restart=5"), 3.01, FaultOutcome.RECOVERED, detected_s=3.2,
                          recovered_s=3.9, iterations_lost=1, fallback="ring", detail="NetReduce fell back to ring")
@@ -94,7 +95,7 @@ def test_a_fault_record_says_the_times_to_detect_and_recover_and_reads_back():
 def test_a_patch_has_short_stable_names_of_its_own() -> None:
     """Linux takes interface names of 15 characters at most; a link's patch is named alike in every process
     (Testbed.set_link finds the one the network made), and two links never share one."""
-    from mininet_topos.patch_links import Patch
+    from gradswitch.net.patch_links import Patch
 
     a = Patch.between("leaf1-eth3", "spine1-eth1")
     assert a == Patch.between("leaf1-eth3", "spine1-eth1") != Patch.between("leaf1-eth4", "spine2-eth1")

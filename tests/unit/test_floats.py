@@ -1,4 +1,4 @@
-"""float32 through int32 sums: the fixed scale and the shared block exponent (workload/floats.py)."""
+"""float32 through int32 sums: the fixed scale and the shared block exponent (gradswitch/workload/floats.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workload.encoding import Encoder, job_profile
-from workload.floats import BLOCK, BlockExponent, FixedPoint
-from workload.job import Algorithm, DType, FloatMode, JobConfig, Node, Role
+from gradswitch.workload.encoding import Encoder, job_profile
+from gradswitch.workload.floats import BLOCK, BlockExponent, FixedPoint
+from gradswitch.workload.job import Algorithm, DType, FloatMode, JobConfig, Node, Role
 
 
 def test_block_is_one_netreduce_packet():
@@ -16,7 +16,7 @@ def test_block_is_one_netreduce_packet():
     payload header (p4c's JSON, not config.p4's constant, which BLOCK is defined from) holds BLOCK int32."""
     import json
 
-    from protocol.paths import BMV2_JSON
+    from gradswitch.protocol.paths import BMV2_JSON
 
     header = next(h for h in json.loads(BMV2_JSON.read_text())["header_types"] if h["name"] == "agg_payload_h")
     assert sum(width for _, width, *_ in header["fields"]) == BLOCK * 32

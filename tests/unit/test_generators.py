@@ -1,4 +1,4 @@
-"""gradswitch's workloads as execution graphs (workload/generators): the training job's bytes are the
+"""gradswitch's workloads as execution graphs (gradswitch/workload/generators): the training job's bytes are the
 model's gradient bytes, its all-reduces run in plan.py's order after the backward node that made
 their last gradient, and the next iteration waits as `sync` says; single collectives and send/recv."""
 
@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from workload.chakra import read_traces, write_traces
-from workload.generators import collective_graph, send_recv_graph, training_graph, training_job
-from workload.gradients import workload
-from workload.graph import (
+from gradswitch.workload.chakra import read_traces, write_traces
+from gradswitch.workload.generators import collective_graph, send_recv_graph, training_graph, training_job
+from gradswitch.workload.gradients import workload
+from gradswitch.workload.graph import (
     CollectiveKind,
     CollectiveNode,
     ComputeNode,
@@ -22,8 +22,8 @@ from workload.graph import (
     to_dict,
     topological_order,
 )
-from workload.job import Device, Emulation, Scheduling, Sync
-from workload.plan import plan
+from gradswitch.workload.job import Device, Emulation, Scheduling, Sync
+from gradswitch.workload.plan import plan
 
 MODELS = ["resnet50", "vgg16", "bert-base"]  # the profiles with a calibrated computation
 
@@ -151,8 +151,8 @@ def test_bad_values_are_refused_in_one_line(make, says):
 
 
 def test_iteration_times_run_from_one_iterations_first_forward_node_to_the_next():
-    from workload.generators import iteration_starts, iteration_times
-    from workload.graph_timing import GraphRun, NodeTiming
+    from gradswitch.workload.generators import iteration_starts, iteration_times
+    from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 
     graph = training_graph(training_job("resnet50", 2, 3))
     firsts = [next(n.id for n in graph.ranks[0].nodes if n.name.startswith(f"it{k}.fwd.")) for k in range(3)]
@@ -172,8 +172,8 @@ def test_iteration_times_run_from_one_iterations_first_forward_node_to_the_next(
 def test_under_layer_sync_the_last_iteration_ends_when_a_next_forward_could_start():
     """The training loop ends its last iteration once the first layer's gradients are reduced and backward is
     done (a next forward could start), not when the back layers' all-reduces end: so does iteration_times."""
-    from workload.generators import iteration_times
-    from workload.graph_timing import GraphRun, NodeTiming
+    from gradswitch.workload.generators import iteration_times
+    from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 
     cfg = training_job("resnet50", 2, 2, sync=Sync.LAYER, scheduling=Scheduling.PRIORITY, partition_bytes=1 << 20)
     graph = training_graph(cfg)

@@ -1,16 +1,16 @@
-"""The execution-graph model (workload/graph.py): what runs is accepted, what cannot is refused in
+"""The execution-graph model (gradswitch/workload/graph.py): what runs is accepted, what cannot is refused in
 one line naming the rank's file, the node and the problem; and the collectives' link-rate bounds
-(workload/collective_bounds.py), computed by hand."""
+(gradswitch/workload/collective_bounds.py), computed by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from workload.collective_bounds import collective_bound_s, point_to_point_bound_s
-from workload.graph import (
+from gradswitch.workload.collective_bounds import collective_bound_s, point_to_point_bound_s
+from gradswitch.workload.graph import (
     CollectiveKind as C,
 )
-from workload.graph import (
+from gradswitch.workload.graph import (
     CollectiveNode,
     ComputeNode,
     GraphError,
@@ -107,7 +107,7 @@ def test_bounds_by_hand():
 
 
 def test_timings_group_collectives_by_position_and_count_exposed_communication():
-    from workload.graph_timing import GraphRun, NodeTiming
+    from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 
     run = GraphRun((
         NodeTiming(0, 1, "compute", 0.0, 1.0),

@@ -1,7 +1,8 @@
-"""train-digits as an execution graph (workload.generators.digits_graph) carrying the MLP's real gradients on the
-hosts' graph engine (GraphJob payload train-digits, workers/graph_digits.py): ranks as threads on an in-memory
+"""train-digits as an execution graph (gradswitch.workload.generators.digits_graph) carrying the MLP's real gradients
+on the
+hosts' graph engine (GraphJob payload train-digits, gradswitch/hosts/graph_digits.py): ranks as threads on an in-memory
 network (tests/memlink.py). Every sum checked exact, accuracy per iteration, and the model at the end the same,
-digest for digest, as the iteration loop's (workers/digits_job.py) with the same seed and settings."""
+digest for digest, as the iteration loop's (gradswitch/hosts/digits_job.py) with the same seed and settings."""
 
 from __future__ import annotations
 
@@ -12,20 +13,20 @@ from typing import Any
 import numpy as np
 import pytest
 
+from gradswitch.hosts.collectives.ops import ops_of
+from gradswitch.hosts.graph_data import SyntheticData
+from gradswitch.hosts.graph_digits import DigitsData
+from gradswitch.hosts.graph_job import GraphJob
+from gradswitch.hosts.graph_sources import data_source
+from gradswitch.workload.generators import collective_graph, digits_graph
+from gradswitch.workload.generators.digits import digits_bytes
+from gradswitch.workload.gradients import digits_profile
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, ComputeNode
+from gradswitch.workload.graph_payload import PayloadKind
+from gradswitch.workload.job import DType, JobConfig
 from tests.inmemory import job, run_ok
 from tests.memlink import MemoryHub
 from tests.unit.test_graph_engine_hosts import run_graph_threads
-from workers.collectives.ops import ops_of
-from workers.graph_data import SyntheticData
-from workers.graph_digits import DigitsData
-from workers.graph_job import GraphJob
-from workers.graph_sources import data_source
-from workload.generators import collective_graph, digits_graph
-from workload.generators.digits import digits_bytes
-from workload.gradients import digits_profile
-from workload.graph import CollectiveKind, CollectiveNode, ComputeNode
-from workload.graph_payload import PayloadKind
-from workload.job import DType, JobConfig
 
 DIGITS: dict[str, Any] = {"workload": "train-digits", "dtype": "float32", "transport": "sr", "linger_timeout": 1.0,
                           "seed": 3}
@@ -143,7 +144,7 @@ def test_a_wrong_sum_is_caught_and_so_is_the_model_it_leaves(tmp_path: Path, mon
     """One element of rank 1's second sum changed as it arrives: rank 1's check finds it (the rank fails naming the
     node); its model is no longer the others', so its next gradient is not the one they compute for it, and the
     third sum fails every rank's check."""
-    import workers.graph_main as graph_main
+    import gradswitch.hosts.graph_main as graph_main
 
     original = graph_main.HostRuntime.finish
 
@@ -205,8 +206,8 @@ class LockstepClock:
 
 def reference_digest(cfg: JobConfig) -> str:
     """train-digits without any network or engine: every worker's gradient, fixed point, summed, averaged, applied."""
-    from workload.digits import Minibatches, Model
-    from workload.floats import FixedPoint
+    from gradswitch.workload.digits import Minibatches, Model
+    from gradswitch.workload.floats import FixedPoint
 
     n = len(cfg.workers)
     batches, model, fixed = Minibatches(cfg.seed, n), Model.initial(cfg.seed), FixedPoint(cfg.fixed_point_bits, n)
@@ -222,7 +223,7 @@ def test_on_a_simulated_clock_checks_run_while_the_gradient_computes_and_the_mod
     """4 ranks, 4 iterations, each gradient 50 ms at dilation 1: the scheduler applies each sum before the next
     gradient is drawn (the source's model moves on), checks the previous sum during the next computation, every
     check passes, and the model is the one plain numpy training gives."""
-    from workers.graph_engine import GraphScheduler
+    from gradswitch.hosts.graph_engine import GraphScheduler
 
     cfg = digits_job(4, 4)
     graph = digits_graph(4, 4, compute_s=0.05)

@@ -12,16 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from ns3sim.sim_config import graph_json
-from protocol.dlcp import DROPPABLE, LAYER_CLASSES, LAYER_MASK
-from protocol.p4_constants import CONFIG
-from roce.wire import parse_ipv4
-from tests.memlink import MemoryHub
-from tests.unit.test_graph_engine_hosts import job_of, run_graph_threads
-from workload.chakra.reader import read_traces
-from workload.chakra.writer import write_traces
-from workload.dlcp import DlcpPolicy
-from workload.graph import (
+from gradswitch.protocol.dlcp import DROPPABLE, LAYER_CLASSES, LAYER_MASK
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.roce.wire import parse_ipv4
+from gradswitch.sim.sim_config import graph_json
+from gradswitch.workload.chakra.reader import read_traces
+from gradswitch.workload.chakra.writer import write_traces
+from gradswitch.workload.dlcp import DlcpPolicy
+from gradswitch.workload.graph import (
     CollectiveKind,
     CollectiveNode,
     ComputeNode,
@@ -33,6 +31,8 @@ from workload.graph import (
     validate,
     world_group,
 )
+from tests.memlink import MemoryHub
+from tests.unit.test_graph_engine_hosts import job_of, run_graph_threads
 
 RANKS = 4
 BIG, SMALL = 40_000, 4_000  # bytes: ring all-reduces of each, at once

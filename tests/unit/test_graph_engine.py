@@ -10,18 +10,18 @@ from collections.abc import Generator
 import numpy as np
 import pytest
 
+from gradswitch.hosts.check_cost import FIRST_S_PER_VALUE, CheckCost
+from gradswitch.hosts.collectives import chain, pairwise, ring
+from gradswitch.hosts.collectives.data import expected, input_of
+from gradswitch.hosts.collectives.ops import Op, ops_of
+from gradswitch.hosts.collectives.schedule import Schedule, chunk_bounds
+from gradswitch.hosts.comm import Wait
+from gradswitch.hosts.graph_engine import GraphScheduler
+from gradswitch.workload.broadcast_chain import chunks_of
+from gradswitch.workload.collective_bounds import collective_bound_s
+from gradswitch.workload.gradients import Int32Array
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, ComputeNode, Node, RankGraph
 from tests.graphs import one_collective, send_recv, two_groups
-from workers.check_cost import FIRST_S_PER_VALUE, CheckCost
-from workers.collectives import chain, pairwise, ring
-from workers.collectives.data import expected, input_of
-from workers.collectives.ops import Op, ops_of
-from workers.collectives.schedule import Schedule, chunk_bounds
-from workers.comm import Wait
-from workers.graph_engine import GraphScheduler
-from workload.broadcast_chain import chunks_of
-from workload.collective_bounds import collective_bound_s
-from workload.gradients import Int32Array
-from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, Node, RankGraph
 
 
 def test_chunk_bounds() -> None:
@@ -274,7 +274,7 @@ def test_scheduler_deadline() -> None:
 
 
 def test_one_collective_graph_is_valid() -> None:
-    from workload.graph import validate
+    from gradswitch.workload.graph import validate
 
     for kind in CollectiveKind:
         validate(one_collective(kind, 4, 1000, root=3))

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from protocol.polling import wait_until
+from gradswitch.hosts.graph_job import GraphJob, read_timing
+from gradswitch.hosts.graph_main import run_node
+from gradswitch.protocol.polling import wait_until
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, validate, world_group
+from gradswitch.workload.graph_timing import GraphRun
+from gradswitch.workload.job import Algorithm, JobConfig, Node, Role
 from tests.graphs import one_collective, send_recv, two_groups
 from tests.memlink import MemoryHub
-from workers.graph_job import GraphJob, read_timing
-from workers.graph_main import run_node
-from workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, validate, world_group
-from workload.graph_timing import GraphRun
-from workload.job import Algorithm, JobConfig, Node, Role
 
 
 def job_of(graph: JobGraph, dilation: float = 1.0, seed: int = 5) -> GraphJob:
@@ -30,7 +30,7 @@ def job_of(graph: JobGraph, dilation: float = 1.0, seed: int = 5) -> GraphJob:
 
 def run_graph_threads(job: GraphJob, run_dir: Path, hub: MemoryHub | None = None,
                       jobs: dict[int, GraphJob] | None = None) -> tuple[dict[int, Any], GraphRun]:
-    """Every node (rank or parameter server) a thread running workers.graph_main.run_node; `jobs`: another job
+    """Every node (rank or parameter server) a thread running gradswitch.hosts.graph_main.run_node; `jobs`: another job
     file for some ranks."""
     validate(job.graph)
     jobs = jobs or {}

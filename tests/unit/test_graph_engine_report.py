@@ -18,12 +18,12 @@ from gradswitch.experiment.graph_run import (
     summarize,
 )
 from gradswitch.experiment.spec import ExperimentError
+from gradswitch.hosts.graph_job import GraphJob
+from gradswitch.topology.generators import build_topology
+from gradswitch.topology.model import Topology
+from gradswitch.workload.graph import CollectiveKind, GraphError, JobGraph
+from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from tests.graphs import one_collective, send_recv, two_groups
-from topology.generators import build_topology
-from topology.model import Topology
-from workers.graph_job import GraphJob
-from workload.graph import CollectiveKind, GraphError, JobGraph
-from workload.graph_timing import GraphRun, NodeTiming
 
 AR = CollectiveKind.ALL_REDUCE
 

@@ -13,8 +13,7 @@ import pytest
 
 from gradswitch.experiment.graph_run import graph_job, graph_spec, summarize
 from gradswitch.experiment.spec import Backend, ExperimentError
-from topology.generators import build_topology
-from workers.collectives.in_network import (
+from gradswitch.hosts.collectives.in_network import (
     HOST_ALGORITHM,
     NETREDUCE,
     InNetworkJob,
@@ -22,13 +21,22 @@ from workers.collectives.in_network import (
     in_network_jobs,
     job_order,
 )
-from workers.comm import Wait
-from workers.graph_job import GraphJob
-from workers.netreduce import NetReduceWorker
-from workload.gradients import Int32Array
-from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, ProcessGroup, RankGraph, world_group
-from workload.graph_timing import GraphRun, NodeTiming
-from workload.job import Algorithm
+from gradswitch.hosts.comm import Wait
+from gradswitch.hosts.graph_job import GraphJob
+from gradswitch.hosts.netreduce import NetReduceWorker
+from gradswitch.topology.generators import build_topology
+from gradswitch.workload.gradients import Int32Array
+from gradswitch.workload.graph import (
+    CollectiveKind,
+    CollectiveNode,
+    ComputeNode,
+    JobGraph,
+    ProcessGroup,
+    RankGraph,
+    world_group,
+)
+from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.job import Algorithm
 
 K = CollectiveKind
 

@@ -1,4 +1,5 @@
-"""A graph's all-reduces through parameter servers (algo = ps: workers/collectives/ps.py, workers/graph_ps_server.py)
+"""A graph's all-reduces through parameter servers (algo = ps: gradswitch/hosts/collectives/ps.py,
+gradswitch/hosts/graph_ps_server.py)
 on the hosts' graph engine, ranks and servers as threads on an in-memory network (tests/memlink.py): exact for sizes
 that cut into uneven keys, with several operations in flight beside the hosts' own algorithms, and under loss; the
 keys' layout by hand; and the busiest-link load a link-paced run keeps (gradswitch/experiment/placed_load.py)."""
@@ -13,16 +14,16 @@ import pytest
 from gradswitch.experiment.graph_run import graph_job, graph_spec, serial_estimate_s
 from gradswitch.experiment.placed_load import ideal_link_load
 from gradswitch.experiment.placement import min_rto
+from gradswitch.hosts.collectives.ops import ops_of
+from gradswitch.hosts.collectives.ps import PsKey, layout, runs_on_servers
+from gradswitch.hosts.graph_job import GraphJob
+from gradswitch.hosts.graph_ps_server import server_ops
+from gradswitch.topology.generators import rack
+from gradswitch.workload.graph import CollectiveKind, JobGraph
+from gradswitch.workload.job import Algorithm, JobConfig, Node, Role
 from tests.graphs import in_network_and_hosts, one_collective
 from tests.memlink import MemoryHub
 from tests.unit.test_graph_engine_hosts import assert_exact, run_graph_threads
-from topology.generators import rack
-from workers.collectives.ops import ops_of
-from workers.collectives.ps import PsKey, layout, runs_on_servers
-from workers.graph_job import GraphJob
-from workers.graph_ps_server import server_ops
-from workload.graph import CollectiveKind, JobGraph
-from workload.job import Algorithm, JobConfig, Node, Role
 
 AR = CollectiveKind.ALL_REDUCE
 
@@ -104,7 +105,7 @@ def test_the_table_names_the_ranks_and_the_servers() -> None:
     """What a person reads first: the ranks and the parameter servers apart (the report's hosts hold both)."""
     from gradswitch.experiment.graph_experiment import placed
     from gradswitch.experiment.graph_run import summarize
-    from workload.graph_timing import GraphRun, NodeTiming
+    from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 
     graph = one_collective(AR, 4, 1024)
     job = ps_job(graph, 2, 256)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 from gradswitch.experiment.graph_timeline import PLOT_FILE, TRACE_FILE, write_graph_timeline
-from workload.graph import CollectiveKind
-from workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.graph import CollectiveKind
+from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 
 
 def test_each_rank_has_rows_for_compute_each_group_and_transfers_and_every_node_is_drawn_at_its_time(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import cast
 
 from gradswitch.experiment.report import TARGET_ACCURACY, _iteration, learning_figures
-from workload.worker_result import IterationEntry
+from gradswitch.workload.worker_result import IterationEntry
 
 
 def _its(accuracies: list[float]) -> list[dict[str, float]]:

@@ -9,16 +9,23 @@ import json
 
 import pytest
 
-from controller.controls import l3_forwarding
-from controller.p4rt import P4Info
-from controller.routing import ecmp_member
-from gradswitch.cli import build_parser
+from gradswitch.cli.main import build_parser
+from gradswitch.control.controls import l3_forwarding
+from gradswitch.control.p4rt import P4Info
+from gradswitch.control.routing import ecmp_member
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
-from protocol.ecmp import DEFAULT_FLOWLET_GAP_US, MAX_ECMP_SEED, Balancing, LoadBalance, hash_multiplier, seed_of
-from protocol.p4_constants import CONFIG
-from protocol.paths import BMV2_JSON, P4INFO
+from gradswitch.protocol.ecmp import (
+    DEFAULT_FLOWLET_GAP_US,
+    MAX_ECMP_SEED,
+    Balancing,
+    LoadBalance,
+    hash_multiplier,
+    seed_of,
+)
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.paths import BMV2_JSON, P4INFO
+from gradswitch.topology.generators import leafspine, rack
 from tests.traces.generate import crc16_arc
-from topology.generators import leafspine, rack
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 7, 12345, MAX_ECMP_SEED])

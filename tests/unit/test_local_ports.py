@@ -2,7 +2,7 @@
 
 CI once failed to bring up a leaf-spine: an outgoing connection had been given 127.0.0.1:50052 as its
 local port, so leaf2's gRPC bind failed with "Address already in use" and the switch timed out after
-30 s, though no one listened there (mininet_topos/local_ports.py).
+30 s, though no one listened there (gradswitch/net/local_ports.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mininet_topos.local_ports import (
+from gradswitch.net.local_ports import (
     UNASSIGNED_FLOOR,
     EphemeralReservation,
     PortHeldError,
@@ -25,7 +25,7 @@ from mininet_topos.local_ports import (
     release_ports,
     wait_port_free,
 )
-from protocol.polling import wait_until
+from gradswitch.protocol.polling import wait_until
 
 
 def test_reserved_port_values_round_trip() -> None:

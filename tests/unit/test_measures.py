@@ -3,7 +3,7 @@ the bulk flows' goodput (their receiver's sockets), whether the machine was the 
 check the workers ran.
 
 tests/unit/captured/ holds real output of this machine's tools (iproute2 6.1, Debian 12): a veth
-in a network namespace shaped as a switch's egress is (mininet_topos/shaping.py, 5 Mb/s), iperf3
+in a network namespace shaped as a switch's egress is (gradswitch/net/shaping.py, 5 Mb/s), iperf3
 sending UDP at 20 Mb/s through it, `tc -s -j qdisc show` read 2.115 s apart
 (tc-qdisc-before.json, tc-qdisc-after.json; tc-qdisc-dev.json is `... show dev gsa` after 3.1 s
 of it); then two iperf3 TCP streams through the same link and `ss -tinH state established
@@ -22,8 +22,8 @@ from gradswitch.experiment.background import parse_bytes_received, received_sinc
 from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.links import Direction, usage
 from gradswitch.experiment.report import _iteration, busiest_link_load, busiest_offered_load
-from mininet_topos.shaping import ShaperStats, parse_shaper_stats
-from workload.worker_result import IterationEntry, WorkerResult, worker_result
+from gradswitch.net.shaping import ShaperStats, parse_shaper_stats
+from gradswitch.workload.worker_result import IterationEntry, WorkerResult, worker_result
 
 CAPTURED = Path(__file__).parent / "captured"
 SECONDS_BETWEEN = 2.11539784699994  # between the two tc readings (time.monotonic)

@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from protocol.paths import BMV2_JSON
+from gradswitch.protocol.paths import BMV2_JSON
 
 # The program's metadata fields (standard_metadata's 17 included): 589 in its first version, 145
 # before NetReduce's working state became a header, 42 now. Raise it only on purpose: each one is

@@ -1,4 +1,5 @@
-"""NetReduce falls back to ring all-reduce when its switch is lost, and returns (workers/fallback.py), against the
+"""NetReduce falls back to ring all-reduce when its switch is lost, and returns (gradswitch/hosts/fallback.py), against
+the
 Python switch model: the switch is made to drop every contribution (lost), the signal written as RunSettings
 writes it, the switch's cells cleared, the return signalled. Every sum exact; the paths as the workers report them.
 The same on real BMv2: tests/mininet/test_netreduce_fallback.py."""
@@ -12,11 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from protocol.netreduce import MESSAGE_BYTES, MTU, PACKETS, JobLayout
-from protocol.polling import wait_until
-from tests.inmemory import job, run_job
-from tests.netreduce_model import Cell, NetReduceHub
-from workers.fallback import (
+from gradswitch.hosts.fallback import (
     Announcement,
     PathSignal,
     ReductionPath,
@@ -27,6 +24,10 @@ from workers.fallback import (
     read_signal,
     write_signal,
 )
+from gradswitch.protocol.netreduce import MESSAGE_BYTES, MTU, PACKETS, JobLayout
+from gradswitch.protocol.polling import wait_until
+from tests.inmemory import job, run_job
+from tests.netreduce_model import Cell, NetReduceHub
 
 JOB = 3
 ITERATIONS = 30
@@ -233,13 +234,13 @@ def test_a_reduction_some_workers_finished_is_redone_by_ring_for_the_others(tmp_
 
 
 def test_training_with_several_reductions_in_flight_falls_back_and_returns(tmp_path):
-    """The training loop (workers/iteration.py) starts reductions while backward runs, three at a time, codes
+    """The training loop (gradswitch/hosts/iteration.py) starts reductions while backward runs, three at a time, codes
     before values (shared exponents): the ones in flight when the switch is lost are abandoned together and redone
     by ring one at a time, in order; every tensor's sum still exact."""
     from dataclasses import replace
 
+    from gradswitch.workload.job import Scheduling
     from tests.inmemory import training, training_job
-    from workload.job import Scheduling
 
     workers, iterations = 4, 6
     cfg = replace(training_job("netreduce", workers, iterations=iterations, dtype="float32", float_mode="exponent",

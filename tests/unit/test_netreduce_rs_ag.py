@@ -1,4 +1,5 @@
-"""NetReduce reduce-scatter and all-gather on the hosts' side (workers/netreduce_scatter.py, netreduce_gather.py)
+"""NetReduce reduce-scatter and all-gather on the hosts' side (gradswitch/hosts/netreduce_scatter.py,
+netreduce_gather.py)
 against the Python switch model (tests/netreduce_model.py: reduce-scatter's owner gets a message's sum, the other
 receivers its headers, trimmed; all-gather's owner sends the values, the others placeholders, and every receiver
 but the owner gets them), with loss, in both transport modes, mixed with all-reduce messages on one job. The
@@ -12,19 +13,19 @@ import threading
 import numpy as np
 import pytest
 
-from protocol.netreduce import MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
-from protocol.polling import wait_until
-from roce.engine import Engine
+from gradswitch.hosts.collectives.data import expected, input_of
+from gradswitch.hosts.comm import Comm
+from gradswitch.hosts.netreduce import NetReduceWorker
+from gradswitch.hosts.netreduce_gather import all_gather, gather_plan, placeholders_of
+from gradswitch.hosts.netreduce_scatter import reduce_scatter, scatter_plan
+from gradswitch.hosts.ring import chunk_bounds
+from gradswitch.protocol.netreduce import MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
+from gradswitch.protocol.polling import wait_until
+from gradswitch.roce.engine import Engine
+from gradswitch.workload.gradients import Int32Array
+from gradswitch.workload.graph import CollectiveKind
 from tests.inmemory import job
 from tests.netreduce_model import NetReduceHub
-from workers.collectives.data import expected, input_of
-from workers.comm import Comm
-from workers.netreduce import NetReduceWorker
-from workers.netreduce_gather import all_gather, gather_plan, placeholders_of
-from workers.netreduce_scatter import reduce_scatter, scatter_plan
-from workers.ring import chunk_bounds
-from workload.gradients import Int32Array
-from workload.graph import CollectiveKind
 
 
 def test_plan_covers_every_shard_in_rounds():
@@ -177,7 +178,7 @@ def test_all_gather_and_all_reduce_on_one_job_under_loss(transport):
 
 
 def test_the_check_process_names_a_missing_or_unknown_collective(tmp_path):
-    from workers.netreduce_rs_ag_check import collective_of
+    from gradswitch.hosts.netreduce_rs_ag_check import collective_of
 
     config = tmp_path / "job1.json"
     with pytest.raises(ValueError, match=r"job1\.collective: cannot read the collective to run"):

@@ -1,5 +1,5 @@
 """What a run's NetReduce jobs do on the controller's health events (gradswitch/experiment/netreduce_watch.py),
-without switches: the job placed as the controller places it (controller.netreduce_jobs.place_job), the
+without switches: the job placed as the controller places it (gradswitch.control.netreduce_jobs.place_job), the
 control plane's NetReduce part recorded. The same on BMv2: tests/mininet/test_netreduce_fallback.py."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from controller.health import HealthEvent, HealthKind
-from controller.netreduce_jobs import ActiveJob, place_job
+from gradswitch.control.health import HealthEvent, HealthKind
+from gradswitch.control.netreduce_jobs import ActiveJob, place_job
 from gradswitch.experiment.netreduce_watch import RECORDS_FILE, NetReduceWatch
-from protocol.polling import wait_until
-from topology.generators import leafspine, rack
-from topology.model import Topology
-from workers.fallback import Announcement, PathSignal, announce, read_signal
+from gradswitch.hosts.fallback import Announcement, PathSignal, announce, read_signal
+from gradswitch.protocol.polling import wait_until
+from gradswitch.topology.generators import leafspine, rack
+from gradswitch.topology.model import Topology
 
 
 class FakeJobs:
@@ -115,7 +115,8 @@ def test_events_are_handled_on_the_watchs_thread_and_recorded(tmp_path):
 
 
 def test_a_job_of_two_workers_stops_when_its_spine_dies(tmp_path):
-    """Two workers have no ring distinct from their NetReduce connections (workers/fallback.py): stopped at once
+    """Two workers have no ring distinct from their NetReduce connections (gradswitch/hosts/fallback.py): stopped at
+    once
     with the reason, rather than left to its QPs' retries."""
     watch, jobs, job_dir = watch_of(leafspine(), tmp_path, workers=2, hosts=["h1", "h3"])  # one on each leaf
     agg = jobs.jobs[1].aggregation_switch
@@ -123,5 +124,5 @@ def test_a_job_of_two_workers_stops_when_its_spine_dies(tmp_path):
     watch.switch_down(agg, at=1.0)
     assert (job_dir / "abort").read_text() == (
         f"NetReduce job 1: switch {agg} is down and it aggregated the job: a job of 2 workers has no ring to fall "
-        "back to (it needs 3: workers/fallback.py); the job stops")
+        "back to (it needs 3: gradswitch/hosts/fallback.py); the job stops")
     assert read_signal(job_dir, 1) is None

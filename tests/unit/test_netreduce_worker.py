@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from protocol.netreduce import MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
+from gradswitch.protocol.netreduce import MESSAGE_ELEMENTS, MTU, PACKETS, JobLayout
+from gradswitch.workload.floats import BLOCK
 from tests.inmemory import job, run_job
 from tests.netreduce_model import NetReduceHub
-from workload.floats import BLOCK
 
 
 def run(tmp_path: Path, workers: int, loss: float = 0.0, credits: int = 2, **kw: Any) -> tuple[dict, NetReduceHub]:

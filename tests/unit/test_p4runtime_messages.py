@@ -1,6 +1,6 @@
 """The controller's P4Runtime requests, checked as exact protobufs at an in-process gRPC server.
 
-Ids are looked up in the raw P4Info message by name here (independently of controller.p4rt),
+Ids are looked up in the raw P4Info message by name here (independently of gradswitch.control.p4rt),
 so a wrong id, a non-canonical value or a missing field fails these tests.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from google.protobuf import text_format
 
-from controller.controls.fault_injection import loss_entries
-from controller.p4rt import (
+from gradswitch.control.controls.fault_injection import loss_entries
+from gradswitch.control.p4rt import (
     CloneSession,
     EntryError,
     MulticastGroup,
@@ -23,11 +23,11 @@ from controller.p4rt import (
     UnknownName,
     WriteError,
 )
-from controller.p4rt.entities import Lpm, Ternary, normalize
-from controller.p4rt.proto import code_pb2, p4info_pb2, p4runtime_pb2
-from controller.p4rt.session import pipeline_cookie
-from protocol.p4_constants import CONFIG
-from protocol.paths import BMV2_JSON, P4INFO
+from gradswitch.control.p4rt.entities import Lpm, Ternary, normalize
+from gradswitch.control.p4rt.proto import code_pb2, p4info_pb2, p4runtime_pb2
+from gradswitch.control.p4rt.session import pipeline_cookie
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.paths import BMV2_JSON, P4INFO
 from tests.fake_p4runtime import FakeServer
 
 RAW = p4info_pb2.P4Info()
@@ -234,7 +234,7 @@ def test_backup_client_refuses_to_write_with_a_clear_error(fake):
     ],
 )
 def test_bad_entries_name_what_is_wrong(entry, message):
-    from controller.p4rt.entities import encode_table_entry
+    from gradswitch.control.p4rt.entities import encode_table_entry
 
     with pytest.raises((EntryError, UnknownName), match=message):
         encode_table_entry(P4Info.from_file(), entry)
@@ -256,6 +256,6 @@ def test_cpu_port_constant_matches_packet_io_width():
 
 
 def _wait_for(fn, timeout=5.0):
-    from protocol.polling import wait_until
+    from gradswitch.protocol.polling import wait_until
 
     return wait_until(fn, timeout, what="the fake server to see the request")

@@ -12,12 +12,21 @@ from pathlib import Path
 
 import pytest
 
-import ns3sim.build as sim_build
-from gradswitch import doctor, p4_compile
-from gradswitch.p4_compile import BuildError, BuildStamp, build_program, sources_digest, stale_reasons
-from gradswitch.shipped_specs import EXPERIMENTS, shipped_spec
-from protocol.paths import BMV2_JSON, CHECKOUT, P4_STAMP, P4INFO, P4SRC, REPO_ROOT, PackageDataError, package_folder
-from workload.gradients import MODELS_DIR
+import gradswitch.sim.build as sim_build
+from gradswitch.cli import doctor, p4_compile
+from gradswitch.cli.p4_compile import BuildError, BuildStamp, build_program, sources_digest, stale_reasons
+from gradswitch.experiment.shipped_specs import EXPERIMENTS, shipped_spec
+from gradswitch.protocol.paths import (
+    BMV2_JSON,
+    CHECKOUT,
+    P4_STAMP,
+    P4INFO,
+    P4SRC,
+    REPO_ROOT,
+    PackageDataError,
+    package_folder,
+)
+from gradswitch.workload.gradients import MODELS_DIR
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -28,10 +37,12 @@ PACKAGE_DATA: dict[str, list[str]] = tomllib.loads((REPO_ROOT / "pyproject.toml"
     "setuptools"]["package-data"]
 
 
-def shipped(package: str) -> set[Path]:
-    """The files setuptools puts in the wheel as package's data (its patterns, globbed in the checkout)."""
+def shipped(package: str, under: str = "") -> set[Path]:
+    """The files setuptools puts in the wheel as package's data (its patterns, globbed in the checkout), those
+    under its folder `under` only when given."""
     folder = REPO_ROOT.joinpath(*package.split("."))
-    return {p.resolve() for pattern in PACKAGE_DATA[package] for p in folder.glob(pattern) if p.is_file()}
+    found = {p.resolve() for pattern in PACKAGE_DATA[package] for p in folder.glob(pattern) if p.is_file()}
+    return {p for p in found if p.is_relative_to((folder / under).resolve())}
 
 
 def test_the_checkout_is_a_checkout():
@@ -39,32 +50,32 @@ def test_the_checkout_is_a_checkout():
 
 
 @pytest.mark.parametrize(("package", "name", "root_folder"), [
-    ("protocol", "p4src", "p4src"), ("gradswitch", "specs", "experiments"), ("ns3sim", "sources", "sim/ns3"),
-    ("workload", "models", "workload/models"),
+    ("gradswitch", "p4src", "gradswitch/p4src"), ("gradswitch", "specs", "gradswitch/specs"),
+    ("gradswitch.sim", "ns3", "gradswitch/sim/ns3"), ("gradswitch.workload", "models", "gradswitch/workload/models"),
 ])
 def test_shipped_folders_are_the_checkouts_folders(package, name, root_folder):
     assert package_folder(package, name) == REPO_ROOT / root_folder
 
 
 def test_a_missing_folder_is_one_line_naming_it():
-    with pytest.raises(PackageDataError, match=r"protocol/nothing: not a folder"):
-        package_folder("protocol", "nothing")
+    with pytest.raises(PackageDataError, match=r"gradswitch.protocol/nothing: not a folder"):
+        package_folder("gradswitch.protocol", "nothing")
 
 
 def test_the_wheel_ships_the_p4_program_and_its_build():
     needed = {p.resolve() for p in P4SRC.rglob("*.p4")} | {BMV2_JSON, P4INFO, P4_STAMP}
-    assert needed - shipped("protocol.p4src") == set()
+    assert needed - shipped("gradswitch", "p4src") == set()
 
 
 def test_the_wheel_ships_the_simulators_sources():
     needed = {p.resolve() for p in sim_build.sources() if p != sim_build.CONFIG_P4}
     assert len(needed) > 20
-    assert needed - shipped("ns3sim.sources") == set()
+    assert needed - shipped("gradswitch.sim", "ns3") == set()
 
 
 def test_the_wheel_ships_the_specs_and_the_model_profiles():
-    assert {p.resolve() for p in EXPERIMENTS.glob("*.toml")} - shipped("gradswitch.specs") == set()
-    assert {p.resolve() for p in MODELS_DIR.glob("*.json")} - shipped("workload.models") == set()
+    assert {p.resolve() for p in EXPERIMENTS.glob("*.toml")} - shipped("gradswitch", "specs") == set()
+    assert {p.resolve() for p in MODELS_DIR.glob("*.json")} - shipped("gradswitch.workload.models") == set()
     assert shipped_spec("baselines") == EXPERIMENTS / "baselines.toml" == shipped_spec("baselines.toml")
     assert shipped_spec("no-such-spec") is None
 
@@ -113,7 +124,8 @@ def test_an_installed_package_builds_the_simulator_in_the_users_cache(monkeypatc
     assert sim_build.status().built and sim_build.status().missing() is None
     shutil.rmtree(built)
     monkeypatch.setattr(sim_build, "NLOHMANN_JSON", tmp_path / "no-such-json.hpp")
-    monkeypatch.setattr("ns3sim.build.shutil.which", lambda tool: None if tool == "cmake" else "/usr/bin/" + tool)
+    monkeypatch.setattr("gradswitch.sim.build.shutil.which",
+                        lambda tool: None if tool == "cmake" else "/usr/bin/" + tool)
     assert sim_build.status().missing() == (f"building the ns-3 simulator needs cmake, {tmp_path}/no-such-json.hpp "
                                             "(nlohmann-json3-dev): apt install cmake g++ nlohmann-json3-dev")
     monkeypatch.setattr(sim_build, "wheel_prefix", lambda: None)
@@ -141,5 +153,5 @@ def test_doctor_json_is_the_report(monkeypatch):
 def test_compare_finds_a_shipped_spec_by_name_from_any_directory(tmp_path, monkeypatch):
     from gradswitch.experiment.compare import load_spec
 
-    monkeypatch.chdir(tmp_path)  # no experiments/ here: the name alone finds the shipped file
-    assert load_spec(Path("netreduce")).runs and load_spec(Path("experiments/netreduce.toml")).runs
+    monkeypatch.chdir(tmp_path)  # no gradswitch/specs/ here: the name alone finds the shipped file
+    assert load_spec(Path("netreduce")).runs and load_spec(Path("gradswitch/specs/netreduce.toml")).runs

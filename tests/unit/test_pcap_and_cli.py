@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from controller.control_plane import ControlPlane
-from controller.p4rt import P4Info, TableEntry
-from controller.p4rt.entities import normalize
-from controller.pcap import GLOBAL_HEADER, PcapTail, read_pcap, read_timed, record, write_pcap
-from controller.repl import Repl, ReplError, parse_entry
-from gradswitch.cli import build_parser, parse_size
+from gradswitch.cli.main import build_parser, parse_size
+from gradswitch.control.control_plane import ControlPlane
+from gradswitch.control.p4rt import P4Info, TableEntry
+from gradswitch.control.p4rt.entities import normalize
+from gradswitch.control.pcap import GLOBAL_HEADER, PcapTail, read_pcap, read_timed, record, write_pcap
+from gradswitch.control.repl import Repl, ReplError, parse_entry
 
 
 def test_pcap_round_trip(tmp_path):

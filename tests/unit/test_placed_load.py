@@ -1,6 +1,6 @@
 """gradswitch/experiment/placed_load.py: the busiest-link load a link-paced run of a communication-only graph
 keeps on the paths ECMP gives its flows, worked out by hand from the uplinks the P4 program's hash picks
-(controller.routing.ecmp_member on each flow's 5-tuple), and what the graph report's machine-bound rule makes
+(gradswitch.control.routing.ecmp_member on each flow's 5-tuple), and what the graph report's machine-bound rule makes
 of it."""
 
 from __future__ import annotations
@@ -12,21 +12,21 @@ from itertools import pairwise
 
 import pytest
 
-from controller.routing import ecmp_member
+from gradswitch.control.routing import ecmp_member
 from gradswitch.experiment.graph_run import GraphRunReport, graph_job, graph_spec, summarize
 from gradswitch.experiment.links import shaped_directions
 from gradswitch.experiment.placed_load import flow_path, ideal_link_load, placed_traffic
 from gradswitch.experiment.spec import ExperimentSpec
-from protocol.ecmp import LoadBalance
-from protocol.p4_constants import CONFIG
-from protocol.qpn import qpn, udp_source_port
+from gradswitch.hosts.graph_job import GraphJob
+from gradswitch.protocol.ecmp import LoadBalance
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.qpn import qpn, udp_source_port
+from gradswitch.topology.generators import leafspine, rack
+from gradswitch.topology.model import Topology
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, world_group
+from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.job import Algorithm
 from tests.graphs import one_collective, send_recv
-from topology.generators import leafspine, rack
-from topology.model import Topology
-from workers.graph_job import GraphJob
-from workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, world_group
-from workload.graph_timing import GraphRun, NodeTiming
-from workload.job import Algorithm
 
 A2A = CollectiveKind.ALL_TO_ALL
 MIB = 1 << 20
@@ -96,7 +96,7 @@ def test_paths_follow_the_links() -> None:
     """Every flow's path: the sender's link first, the receiver's last, each hop a shaped link direction."""
     topo = leafspine(2, 2, 4, 4.0)
     job = job_on(topo, one_collective(A2A, 8, MIB))
-    from controller.routing import compute_routes
+    from gradswitch.control.routing import compute_routes
 
     routes, names = compute_routes(topo), {d.name for d in shaped_directions(topo)}
     for a in job.job.nodes:

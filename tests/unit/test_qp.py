@@ -19,11 +19,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from protocol.dlcp import DROPPABLE, TRIMMED
-from roce.headers import AckType, Aeth, Bth, NakCode, Opcode, Transport
-from roce.order_tolerant import OrderTolerantResponder, make_responder
-from roce.psn import PSN_MASK, psn_add, psn_diff, psn_le, psn_lt
-from roce.qp import MemoryRegion, Mode, QpConfig, Requester, Responder
+from gradswitch.protocol.dlcp import DROPPABLE, TRIMMED
+from gradswitch.roce.headers import AckType, Aeth, Bth, NakCode, Opcode, Transport
+from gradswitch.roce.order_tolerant import OrderTolerantResponder, make_responder
+from gradswitch.roce.psn import PSN_MASK, psn_add, psn_diff, psn_le, psn_lt
+from gradswitch.roce.qp import MemoryRegion, Mode, QpConfig, Requester, Responder
 
 Fate = Callable[[str, int, Transport], list[float]]  # (direction, sequence no, packet) -> delays of copies
 Trim = Callable[[Transport], bool]  # which droppable packets the scripted switch trims
@@ -43,7 +43,7 @@ class Event:
 
 
 def trimmed(t: Transport) -> Transport:
-    """What a DLCP switch forwards of a droppable packet it drops: its headers (roce/wire.py trim_ipv4)."""
+    """What a DLCP switch forwards of a droppable packet it drops: its headers (gradswitch/roce/wire.py trim_ipv4)."""
     bth = Bth(t.bth.opcode, t.bth.dest_qp, t.bth.psn, ack_req=t.bth.ack_req, resv7=t.bth.resv7 | TRIMMED)
     return Transport(bth, b"", reth=t.reth, imm=t.imm)
 

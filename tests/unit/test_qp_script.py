@@ -1,4 +1,4 @@
-"""ns3sim/qp_script.py without the simulator: its scenarios speak the simulator's transport format, its wire does
+"""tests/ns3/qp_script.py without the simulator: its scenarios speak the simulator's transport format, its wire does
 what the scenario says, it refuses ties, and `differences` sees a changed packet (the conformance test itself,
 against gs-qp-script, is tests/ns3/test_transport_conformance.py)."""
 
@@ -8,7 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from ns3sim.qp_script import (
+from gradswitch.roce.qp import Mode
+from gradswitch.sim.sim_config import transport_json
+from gradswitch.workload.job import Algorithm, JobConfig, Node, Role
+from tests.ns3.qp_script import (
     Level,
     Message,
     Scenario,
@@ -21,9 +24,6 @@ from ns3sim.qp_script import (
     on,
     run_python,
 )
-from ns3sim.sim_config import transport_json
-from roce.qp import Mode
-from workload.job import Algorithm, JobConfig, Node, Role
 
 ONE = (Message(4 * 1024, imm=7),)
 

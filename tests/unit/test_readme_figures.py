@@ -210,7 +210,7 @@ def test_the_readmes_first_experiment_has_its_plot():
 def test_the_readme_lists_every_subcommand():
     import argparse
 
-    from gradswitch.cli import build_parser
+    from gradswitch.cli.main import build_parser
 
     (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     table = README.read_text().split("## Command line", 1)[1].split("\n## ", 1)[0]

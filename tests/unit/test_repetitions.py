@@ -174,7 +174,7 @@ def test_one_repetition_keeps_one_directory_per_run(tmp_path):
 
 
 def test_training_specs_are_measured_by_their_throughput():
-    from gradswitch.shipped_specs import EXPERIMENTS
+    from gradswitch.experiment.shipped_specs import EXPERIMENTS
 
     dlcp = load_spec(EXPERIMENTS / "dlcp-contention")
     assert dlcp.headline_figure == "samples_per_s_real" and dlcp.baselines and dlcp.repeat >= 3

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from controller.control_plane import ControlPlane
-from controller.dlcp_settings import DlcpSettings
-from controller.load_balancing import LoadBalancing
-from controller.netreduce_jobs import NetReduceJobs
-from controller.repl import Repl
-from protocol.p4_constants import CONFIG
+from gradswitch.control.control_plane import ControlPlane
+from gradswitch.control.dlcp_settings import DlcpSettings
+from gradswitch.control.load_balancing import LoadBalancing
+from gradswitch.control.netreduce_jobs import NetReduceJobs
+from gradswitch.control.repl import Repl
+from gradswitch.protocol.p4_constants import CONFIG
 
 
 class _Switchless:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 from google.protobuf import text_format
 
-from controller.p4rt import AmbiguousName, P4Info, SwitchAddress, SwitchSession, TableEntry
-from controller.p4rt.entities import EntryError, encode_table_entry
-from controller.p4rt.proto import p4runtime_pb2
-from controller.repl import ReplError, parse_entry
+from gradswitch.control.p4rt import AmbiguousName, P4Info, SwitchAddress, SwitchSession, TableEntry
+from gradswitch.control.p4rt.entities import EntryError, encode_table_entry
+from gradswitch.control.p4rt.proto import p4runtime_pb2
+from gradswitch.control.repl import ReplError, parse_entry
 from tests.fake_p4runtime import FakeServer
 from tests.unit.test_p4runtime_messages import raw_field_id, raw_id
 
@@ -97,7 +97,7 @@ def test_delete_request_is_the_key_and_priority_alone():
 
 
 def test_entries_are_shown_with_a_name_that_tells_the_tables_apart():
-    from controller.p4rt.entities import format_entry
+    from gradswitch.control.p4rt.entities import format_entry
 
     entry = TableEntry(EGRESS_FAULTS, {"port": 2, "hdr.ipv4.protocol": "0&&&0", "meta.l4_dst_port": "0&&&0"},
                        "drop_fraction", {"ppm": 5}, priority=10)

@@ -9,17 +9,17 @@ from typing import cast
 
 import pytest
 
-from controller.controls import l3_forwarding
-from controller.fabric import Fabric
-from controller.health import Health, HealthEvent, HealthKind, LinkWatch, WatchedLink
-from controller.p4rt import Entity, MulticastGroup, P4Info, Replica, SwitchSession, TableEntry
-from controller.p4rt.session import DELETE, INSERT, MODIFY
-from controller.routing import NOTHING_OUT, Outage, compute_routes, ecmp_groups, route_for
-from controller.written_entries import WrittenEntries, entity_key
-from protocol.ecmp import Balancing, LoadBalance
-from protocol.paths import P4INFO
-from topology.generators import leafspine
-from topology.model import Topology, TopologyError
+from gradswitch.control.controls import l3_forwarding
+from gradswitch.control.fabric import Fabric
+from gradswitch.control.health import Health, HealthEvent, HealthKind, LinkWatch, WatchedLink
+from gradswitch.control.p4rt import Entity, MulticastGroup, P4Info, Replica, SwitchSession, TableEntry
+from gradswitch.control.p4rt.session import DELETE, INSERT, MODIFY
+from gradswitch.control.routing import NOTHING_OUT, Outage, compute_routes, ecmp_groups, route_for
+from gradswitch.control.written_entries import WrittenEntries, entity_key
+from gradswitch.protocol.ecmp import Balancing, LoadBalance
+from gradswitch.protocol.paths import P4INFO
+from gradswitch.topology.generators import leafspine
+from gradswitch.topology.model import Topology, TopologyError
 
 P4 = P4Info.from_file(P4INFO)
 TOPO = leafspine(leaves=2, spines=2, hosts_per_leaf=2)

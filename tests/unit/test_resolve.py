@@ -1,4 +1,4 @@
-"""The ICMP echo that resolves a peer's address before a QP's first packet (roce/resolve.py),
+"""The ICMP echo that resolves a peer's address before a QP's first packet (gradswitch/roce/resolve.py),
 checked against scapy's ICMP (an independent encoder and checksum)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from scapy.layers.inet import ICMP, IP, UDP
 
-from roce.resolve import ICMP_ECHO_REQUEST, echo_reply_from, echo_request
+from gradswitch.roce.resolve import ICMP_ECHO_REQUEST, echo_reply_from, echo_request
 
 
 @pytest.mark.parametrize(("ident", "seq"), [(0, 0), (0x1234, 7), (0xFFFF, 0xFFFF)])

@@ -17,8 +17,8 @@ from gradswitch.experiment import results_doc, results_file, summary_file
 from gradswitch.experiment.results_file import Outcome, Results, ResultsFileError
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from gradswitch.version import code_version
-from workload import worker_result
-from workload.records import CheckKind, IterationRecord
+from gradswitch.workload import worker_result
+from gradswitch.workload.records import CheckKind, IterationRecord
 
 
 def test_docs_results_md_is_what_the_types_give():
@@ -208,7 +208,7 @@ def test_the_bench_tables_mark_a_run_whose_check_failed():
 def test_gradswitch_compare_exits_with_what_became_of_its_runs(tmp_path, monkeypatch, capsys, wrong, crash, status):
     """The command's exit status: 0 all held, 3 a result broke its check, 4 a run could not run (with a line
     saying which on stderr)."""
-    from gradswitch import cli
+    from gradswitch.cli import main as cli
     from gradswitch.experiment import compare
 
     real = compare.run_compare

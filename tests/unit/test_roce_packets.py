@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scapy.compat import raw
 from scapy.layers.inet import IP, UDP
 
-from roce.headers import (
+from gradswitch.roce.headers import (
     HAS_AETH,
     HAS_IMM,
     HAS_RETH,
@@ -23,8 +23,8 @@ from roce.headers import (
     Reth,
     Transport,
 )
-from roce.scapy_layers import AETH, BTH, RETH, ImmDt
-from roce.wire import ROCE_V2_UDP_PORT, build_ipv4, compute_icrc, parse_ipv4
+from gradswitch.roce.scapy_layers import AETH, BTH, RETH, ImmDt
+from gradswitch.roce.wire import ROCE_V2_UDP_PORT, build_ipv4, compute_icrc, parse_ipv4
 
 # RDMA WRITE First, QP 0x000102, PSN 0xfffffe, RETH va 0x1122334455667788 rkey 0xaabbccdd len 64,
 # 8 bytes of payload, IP id 0x1234. Fields spelled out: IPv4 | UDP | BTH | RETH | payload | ICRC (LSB first).
@@ -168,7 +168,7 @@ def test_compute_icrc_masks_only_the_variant_bth_bits():
 
 
 def test_bpf_programs_are_the_hand_checked_ones():
-    from roce.engine import bpf_program
+    from gradswitch.roce.engine import bpf_program
 
     assert bpf_program() == [
         (0x30, 0, 0, 9), (0x15, 0, 3, 17), (0xB1, 0, 0, 0), (0x48, 0, 0, 2), (0x15, 1, 0, 4791),
@@ -184,8 +184,8 @@ def test_icrc_of_a_connection_is_the_canonical_icrc_plus_its_delta(opcode):
     UDP source port and QP) ^ icrc_connection_delta(those four fields, length), for any payload."""
     import os
 
-    from roce.headers import Reth
-    from roce.wire import build_ipv4, icrc_connection_delta
+    from gradswitch.roce.headers import Reth
+    from gradswitch.roce.wire import build_ipv4, icrc_connection_delta
 
     payload = os.urandom(1024)
     reth = Reth(0x3000, 0x4E520001, 4096) if opcode == Opcode.WRITE_FIRST else None

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.routing import NextHop, Route, compute_routes, ecmp_groups, route_for, switch_port_mac
-from topology.generators import build_topology, dumbbell, leafspine, rack
-from topology.model import Host, Link, Switch, Topology, TopologyError
+from gradswitch.control.routing import NextHop, Route, compute_routes, ecmp_groups, route_for, switch_port_mac
+from gradswitch.topology.generators import build_topology, dumbbell, leafspine, rack
+from gradswitch.topology.model import Host, Link, Switch, Topology, TopologyError
 
 
 def test_rack_has_one_host_route_per_host():

@@ -1,13 +1,13 @@
-"""The switches' packet sockets get a send buffer their HTB tree cannot fill (mininet_topos/shaping.py,
+"""The switches' packet sockets get a send buffer their HTB tree cannot fill (gradswitch/net/shaping.py,
 network.py): a full one made BMv2 block and hold every packet of the port in its FIFO, whatever its class."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from mininet_topos.network import DefaultSendBuffer
-from mininet_topos.shaping import MAX_SEND_BUFFER_BYTES, PRIORITY_CLASSES, switch_send_buffer_bytes
-from protocol.queues import buffer_bytes
+from gradswitch.net.network import DefaultSendBuffer
+from gradswitch.net.shaping import MAX_SEND_BUFFER_BYTES, PRIORITY_CLASSES, switch_send_buffer_bytes
+from gradswitch.protocol.queues import buffer_bytes
 
 DEFAULT = 212992  # Debian's net.core.wmem_default
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from controller.p4rt.session import (
+from gradswitch.cli.shell import ShellError, ShellTarget, find_network, shell_command, target
+from gradswitch.control.p4rt.session import (
     CONTROLLER_ELECTION_ID,
     REPL_ELECTION_ID,
     SHELL_ELECTION_ID,
     SHELL_PRIMARY_ELECTION_ID,
 )
-from gradswitch.shell import ShellError, ShellTarget, find_network, shell_command, target
-from mininet_topos.network import STATE_FILE
-from protocol.paths import REPO_ROOT
+from gradswitch.net.network import STATE_FILE
+from gradswitch.protocol.paths import REPO_ROOT
 
 
 def network(run_dir: Path, controller_pid: int) -> Path:
@@ -65,7 +65,7 @@ def test_find_network_takes_only_a_live_one(tmp_path, monkeypatch):
 
 def test_cli_names_the_switches_in_one_line(tmp_path):
     run_dir = network(tmp_path / "rack", os.getpid())
-    proc = subprocess.run([sys.executable, "-m", "gradswitch.cli", "shell", "leaf9", "--run-dir", str(run_dir)],
+    proc = subprocess.run([sys.executable, "-m", "gradswitch.cli.main", "shell", "leaf9", "--run-dir", str(run_dir)],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stderr) == (2, "error: no switch 'leaf9' in the running network: "
                                                  "give one of leaf1, spine1\n")

@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ns3sim.build import SOURCES
-from ns3sim.sim_config import FORMAT, run_config, wire_json
-from ns3sim.sim_settings import Background, EventList, SimSettings
-from protocol.ecmp import DEFAULT_FLOWLET_GAP_US
-from roce.wire import ROCE_OVERHEAD
-from topology.generators import rack
-from workload.job import Algorithm, JobConfig, Node, Role
+from gradswitch.protocol.ecmp import DEFAULT_FLOWLET_GAP_US
+from gradswitch.roce.wire import ROCE_OVERHEAD
+from gradswitch.sim.build import SOURCES
+from gradswitch.sim.sim_config import FORMAT, run_config, wire_json
+from gradswitch.sim.sim_settings import Background, EventList, SimSettings
+from gradswitch.topology.generators import rack
+from gradswitch.workload.job import Algorithm, JobConfig, Node, Role
 
 
 def _config(settings: SimSettings) -> dict[str, Any]:

@@ -1,7 +1,8 @@
-"""The simulator's queue-pair counters are roce/qp.py's: the same names, counted by the same side.
+"""The simulator's queue-pair counters are gradswitch/roce/qp.py's: the same names, counted by the same side.
 
-results.json puts a run's requester and responder counters side by side for both backends (workers/comm.py
-Comm.stats, and sim/ns3/model/gs-job-node.cc after it), so a name the simulator spells differently, or counts on
+results.json puts a run's requester and responder counters side by side for both backends (gradswitch/hosts/comm.py
+Comm.stats, and gradswitch/sim/ns3/model/gs-job-node.cc after it), so a name the simulator spells differently, or
+counts on
 the other side, makes BMv2 and ns-3 rows disagree without an error. These read both sources and fail on drift.
 """
 
@@ -13,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from protocol.paths import REPO_ROOT
-from roce.headers import NakCode
+from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.roce.headers import NakCode
 
-QP_H = REPO_ROOT / "sim/ns3/model/gs-qp.h"
+QP_H = REPO_ROOT / "gradswitch/sim/ns3/model/gs-qp.h"
 PYTHON_SIDES = {"Requester": "requester", "Responder": "responder", "OrderTolerantResponder": "responder"}
 # Counted by the Python hosts only, each for a reason the simulator does not have.
 PYTHON_ONLY = {
@@ -74,7 +75,7 @@ def _python_counters(*sources: Path) -> dict[str, set[str]]:
 
 
 CPP = _cpp_counters(QP_H.read_text())
-PYTHON = _python_counters(REPO_ROOT / "roce/qp.py", REPO_ROOT / "roce/order_tolerant.py")
+PYTHON = _python_counters(REPO_ROOT / "gradswitch/roce/qp.py", REPO_ROOT / "gradswitch/roce/order_tolerant.py")
 
 
 def test_python_counts_each_name_on_one_side():
@@ -83,14 +84,14 @@ def test_python_counts_each_name_on_one_side():
 
 @pytest.mark.parametrize("name", sorted(CPP))
 def test_the_simulator_counts_a_name_the_hosts_count_on_the_same_side(name):
-    assert name in PYTHON, f"the simulator counts {name!r}, which roce/qp.py never does"
-    assert PYTHON[name] == {CPP[name]}, f"{name!r}: the simulator's {CPP[name]}, roce/qp.py's {PYTHON[name]}"
+    assert name in PYTHON, f"the simulator counts {name!r}, which gradswitch/roce/qp.py never does"
+    assert PYTHON[name] == {CPP[name]}, f"{name!r}: the simulator's {CPP[name]}, gradswitch/roce/qp.py's {PYTHON[name]}"
 
 
 def test_every_host_counter_is_in_the_simulator_or_explained():
     missing = set(PYTHON) - set(CPP) - set(PYTHON_ONLY)
-    assert missing == set(), f"counted by roce/qp.py but not by the simulator: {sorted(missing)}"
-    assert set(PYTHON_ONLY) <= set(PYTHON), "PYTHON_ONLY names a counter roce/qp.py no longer has"
+    assert missing == set(), f"counted by gradswitch/roce/qp.py but not by the simulator: {sorted(missing)}"
+    assert set(PYTHON_ONLY) <= set(PYTHON), "PYTHON_ONLY names a counter gradswitch/roce/qp.py no longer has"
 
 
 def test_the_reader_catches_a_name_counted_on_the_other_side():

@@ -1,4 +1,4 @@
-"""Faults on the simulator, the Python side (ns3sim/faults.py): a spec's faults resolved into the simulator's
+"""Faults on the simulator, the Python side (gradswitch/sim/faults.py): a spec's faults resolved into the simulator's
 configuration, what it measured turned into FaultRecords, the throughput around a fault, the refusals; the
 simulated runs themselves are tests/ns3/test_faults_sim.py's."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo
-from ns3sim.faults import (
+from gradswitch.sim.faults import (
     LINK_DETECT_S,
     SWITCH_DETECT_S,
     SimFault,
@@ -20,13 +20,13 @@ from ns3sim.faults import (
     fault_records,
     phase_throughput,
 )
-from ns3sim.sim_config import SimConfigError, run_config
-from ns3sim.sim_settings import SimSettings
+from gradswitch.sim.sim_config import SimConfigError, run_config
+from gradswitch.sim.sim_settings import SimSettings
+from gradswitch.topology.faults import parse_fault
+from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
+from gradswitch.workload.job import Algorithm
+from gradswitch.workload.worker_result import WorkerResult
 from tests.ns3.helpers import spec_jobs
-from topology.faults import parse_fault
-from workload.fault_record import FaultOutcome, FaultRecord
-from workload.job import Algorithm
-from workload.worker_result import WorkerResult
 
 SWITCH_FAULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "switch-faults.json"
 

@@ -11,10 +11,10 @@ import pytest
 from gradswitch.experiment.placement import training_config
 from gradswitch.experiment.spec import ExperimentError, spec_from_dict
 from gradswitch.experiment.training_graph import spec_training_graph
-from workload.generators import training_graph, training_job
-from workload.graph import CollectiveNode
-from workload.job import Algorithm, Scheduling, Sync
-from workload.plan import plan
+from gradswitch.workload.generators import training_graph, training_job
+from gradswitch.workload.graph import CollectiveNode
+from gradswitch.workload.job import Algorithm, Scheduling, Sync
+from gradswitch.workload.plan import plan
 
 
 def speedup_spec(**more):

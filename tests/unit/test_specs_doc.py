@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gradswitch.cli import build_parser
+from gradswitch.cli.main import build_parser
 from gradswitch.experiment.compare import SPEC_KEYS
 from gradswitch.experiment.spec import (
     CLI_OPTIONS,
@@ -21,9 +21,9 @@ from gradswitch.experiment.spec import (
     ExperimentSpec,
     SimOptions,
 )
-from protocol.choice import Choice
-from workload.dlcp import DlcpPolicy
-from workload.job import Crash, Emulation
+from gradswitch.protocol.choice import Choice
+from gradswitch.workload.dlcp import DlcpPolicy
+from gradswitch.workload.job import Crash, Emulation
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "specs.md"
 

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from protocol.netreduce import IMM_MEMBERS_SHIFT, MAX_K_OF_N_WORKERS, JobLayout
-from protocol.p4_constants import CONFIG
-from roce.headers import Aeth, Bth, Opcode, Transport
-from roce.qp import QpConfig, Requester
+from gradswitch.hosts.iteration import Scheduler
+from gradswitch.hosts.netreduce_quorum import QuorumRequester, tag_of
+from gradswitch.hosts.slowdown import Slowdown, SlowdownError, read_slowdown, slowdown_path, stretch, write_slowdown
+from gradswitch.protocol.netreduce import IMM_MEMBERS_SHIFT, MAX_K_OF_N_WORKERS, JobLayout
+from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.roce.headers import Aeth, Bth, Opcode, Transport
+from gradswitch.roce.qp import QpConfig, Requester
+from gradswitch.workload.plan import Plan
 from tests.inmemory import training
 from tests.unit.test_training import layers3, one_op_per_layer
-from workers.iteration import Scheduler
-from workers.netreduce_quorum import QuorumRequester, tag_of
-from workers.slowdown import Slowdown, SlowdownError, read_slowdown, slowdown_path, stretch, write_slowdown
-from workload.plan import Plan
 
 # ---- the factor ----
 
@@ -69,7 +69,7 @@ def test_the_training_scheduler_stretches_every_computation_of_a_slow_iteration(
 
 
 def test_a_link_rate_change_changes_every_class_of_the_tree_in_place():
-    from mininet_topos.shaping import HOST_CLASSES, SWITCH_CLASSES, htb_commands, rate_commands
+    from gradswitch.net.shaping import HOST_CLASSES, SWITCH_CLASSES, htb_commands, rate_commands
 
     cmds = rate_commands("h3-eth0", 2.5, HOST_CLASSES)
     assert all(c.startswith(("tc class change", "tc qdisc change")) for c in cmds)
@@ -173,7 +173,7 @@ def test_a_k_of_n_spec_it_cannot_run_is_refused_in_one_line_each(changes, match)
 
 def test_k_of_n_from_the_command_line() -> None:
     """`--netreduce-k K` is the spec's netreduce_k; a k out of range is refused in one line naming the option."""
-    from gradswitch.cli import build_parser, experiment_spec
+    from gradswitch.cli.main import build_parser, experiment_spec
     from gradswitch.experiment.spec import SpecError
 
     base = ["experiment", "--algo", "netreduce", "--workers", "4", "--workload", "train-digits", "--dtype", "float32",
@@ -190,8 +190,8 @@ def test_k_of_n_from_the_command_line() -> None:
 def test_a_deadline_makes_a_job_k_of_n_even_at_n_of_n_and_the_switch_is_told_both():
     """N of N with a deadline may leave workers out: the layout says k of N (its results name their contributors),
     and set_job carries the flag and the deadline in microseconds, as config.p4's program reads them."""
-    from controller.netreduce_jobs import place_job
-    from controller.p4rt import TableEntry
+    from gradswitch.control.netreduce_jobs import place_job
+    from gradswitch.control.p4rt import TableEntry
     from tests.traces.netreduce_scenarios import topology
 
     lay = JobLayout(1, 4, 2, deadline_us=20_000)
@@ -214,7 +214,7 @@ def test_a_deadline_the_switch_cannot_keep_is_refused(kw, match):
 
 
 def test_a_deadline_from_the_command_line_and_a_bad_one_in_one_line() -> None:
-    from gradswitch.cli import build_parser, experiment_spec
+    from gradswitch.cli.main import build_parser, experiment_spec
     from gradswitch.experiment.spec import SpecError
 
     base = ["experiment", "--algo", "netreduce", "--workers", "4", "--workload", "train-digits", "--dtype", "float32",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from bench.stragglers import CONFIGS, table
-from protocol.paths import REPO_ROOT
+from gradswitch.protocol.paths import REPO_ROOT
 
 RESULTS = REPO_ROOT / "bench" / "results" / "stragglers.json"
 

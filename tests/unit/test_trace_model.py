@@ -1,4 +1,5 @@
-"""`gradswitch trace-model` without PyTorch: the job graph of a measured profile (workload/pytorch/job_graph.py),
+"""`gradswitch trace-model` without PyTorch: the job graph of a measured profile
+(gradswitch/workload/pytorch/job_graph.py),
 computed by hand on a small profile; the profile's file form; the command's one-line refusals."""
 
 from __future__ import annotations
@@ -8,11 +9,11 @@ import sys
 
 import pytest
 
-from gradswitch.cli import main
-from gradswitch.trace_model import TraceModelError, load_object, parse_shape, read_profile
-from workload.graph import CollectiveKind, CollectiveNode, ComputeNode, validate
-from workload.pytorch.job_graph import job_graph
-from workload.pytorch.profile import BucketProfile, LayerProfile, ModelProfile, ProfileError
+from gradswitch.cli.main import main
+from gradswitch.cli.trace_model import TraceModelError, load_object, parse_shape, read_profile
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, ComputeNode, validate
+from gradswitch.workload.pytorch.job_graph import job_graph
+from gradswitch.workload.pytorch.profile import BucketProfile, LayerProfile, ModelProfile, ProfileError
 
 # A 3-layer model: fc1 (1000 B of gradients), relu (none), fc2 (200 B); DDP's buckets: fc2's first, then fc1's.
 PROFILE = ModelProfile(

@@ -1,5 +1,5 @@
 """`gradswitch trace-model` with PyTorch (torch==2.13.0, the CPU build here): a small model, defined
-here, measured under DistributedDataParallel (workload/pytorch/measure.py). DDP's own record of its
+here, measured under DistributedDataParallel (gradswitch/workload/pytorch/measure.py). DDP's own record of its
 rebuilt buckets (sizes, parameters, order) is what the communication hook's view is judged against;
 training with the hook in place must move the weights exactly as plain training does.
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from gradswitch.cli import main
-from workload.graph import CollectiveNode, ComputeNode, to_dict, validate
-from workload.pytorch.job_graph import job_graph
-from workload.pytorch.profile import ModelProfile
+from gradswitch.cli.main import main
+from gradswitch.workload.graph import CollectiveNode, ComputeNode, to_dict, validate
+from gradswitch.workload.pytorch.job_graph import job_graph
+from gradswitch.workload.pytorch.profile import ModelProfile
 
 BUCKET_MB = 0.001  # small buckets (1 KiB: DDP closes one once it holds that much), so that there are several
 LAYERS = ["conv1", "relu", "conv2", "relu#2", "flatten", "fc1", "act", "fc2"]  # `relu` is called twice
@@ -68,7 +68,7 @@ def _ddp_own_buckets(model: Any, batch: Any) -> list[tuple[int, list[str]]]:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    from workload.pytorch.measure import world_of_one
+    from gradswitch.workload.pytorch.measure import world_of_one
 
     world_of_one("gloo")  # the group measure_model uses too: one per process (measure.py says why)
     assert dist.get_world_size() == 1
@@ -87,7 +87,7 @@ def _ddp_own_buckets(model: Any, batch: Any) -> list[tuple[int, list[str]]]:
 @pytest.fixture(scope="module")
 def measured() -> tuple[ModelProfile, Any, Any]:
     """The profile, the model after measuring and a copy of it from before."""
-    from workload.pytorch.measure import measure_model
+    from gradswitch.workload.pytorch.measure import measure_model
 
     model = make_model()
     before = copy.deepcopy(model)
@@ -169,7 +169,7 @@ def _rounded(graph: Any) -> dict[str, Any]:
 
 def test_the_command_writes_chakra_traces_that_read_back_equal(tmp_path, capsys):
     _torch()
-    from workload.chakra import read_traces
+    from gradswitch.workload.chakra import read_traces
 
     prefix = tmp_path / "traces" / "small"
     assert main(["trace-model", "--model", f"{__name__}:make_model", "--batch", f"{__name__}:make_batch",
@@ -194,7 +194,7 @@ def test_a_parameter_the_model_holds_itself_is_counted_and_ready_after_a_layer()
     """A parameter of a module with children (here the model's own output scale) belongs to no layer's
     module: its gradient is ready after the backward in progress when it is accumulated."""
     torch = _torch()
-    from workload.pytorch.measure import measure_model
+    from gradswitch.workload.pytorch.measure import measure_model
 
     class Scaled(torch.nn.Module):  # type: ignore[misc, name-defined]
         def __init__(self) -> None:
@@ -239,8 +239,8 @@ def test_one_group_per_process_and_another_is_refused_in_one_line():
     _torch()
     import torch.distributed as dist
 
-    from workload.pytorch.measure import world_of_one
-    from workload.pytorch.profile import ProfileError
+    from gradswitch.workload.pytorch.measure import world_of_one
+    from gradswitch.workload.pytorch.profile import ProfileError
 
     world_of_one("gloo")
     group = dist.group.WORLD

@@ -1,4 +1,4 @@
-"""The fabric's session with a switch (controller/written_entries.py TrackedSession) at an in-process P4Runtime
+"""The fabric's session with a switch (gradswitch/control/written_entries.py TrackedSession) at an in-process P4Runtime
 server: what it writes is recorded, the end of its stream is reported once, and a switch whose stream ended takes
 deletes (the record only) and refuses the rest. (On BMv2, with a killed process:
 tests/mininet/test_switch_faults.py.)"""
@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.p4rt import P4Info, SwitchAddress, SwitchUnavailable, TableEntry
-from controller.p4rt.session import CONTROLLER_ELECTION_ID
-from controller.written_entries import TrackedSession, WrittenEntries
-from protocol.polling import wait_until
+from gradswitch.control.p4rt import P4Info, SwitchAddress, SwitchUnavailable, TableEntry
+from gradswitch.control.p4rt.session import CONTROLLER_ELECTION_ID
+from gradswitch.control.written_entries import TrackedSession, WrittenEntries
+from gradswitch.protocol.polling import wait_until
 from tests.fake_p4runtime import FakeServer
 
 P4 = P4Info.from_file()

@@ -1,4 +1,4 @@
-"""train-digits (workers/digits_job.py) checks its sums: every worker computes every other worker's gradient
+"""train-digits (gradswitch/hosts/digits_job.py) checks its sums: every worker computes every other worker's gradient
 on its own model, so a wrong element fails the run and, with DLCP's zero-filling, the error against that
 exact sum is what the records report. Real worker threads on an in-memory network (tests/inmemory.py)."""
 
@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from gradswitch.workload.dlcp import DlcpPolicy
 from tests.inmemory import job, run_job, run_ok
 from tests.memlink import MemoryHub
-from workload.dlcp import DlcpPolicy
 
 DIGITS: dict[str, Any] = {"workload": "train-digits", "dtype": "float32", "transport": "sr", "linger_timeout": 1.0}
 
@@ -40,7 +40,7 @@ def test_an_exact_run_checks_every_sum_and_keeps_the_models_identical(tmp_path):
 def test_a_wrong_element_fails_the_worker_that_received_it(tmp_path, monkeypatch):
     """One element of one sum changed on one worker (as a switch or receiver bug would): that worker's
     check finds it and the run fails naming the iteration; the others' sums were right."""
-    from workers.ring import Ring
+    from gradswitch.hosts.ring import Ring
 
     original = Ring.allreduce
 

@@ -1,6 +1,6 @@
 """The training iteration: compute model, plan, the scheduler on a simulated clock, and real workers.
 
-The scheduler tests drive `workers.iteration.Scheduler` through a runtime whose clock only moves
+The scheduler tests drive `gradswitch.hosts.iteration.Scheduler` through a runtime whose clock only moves
 when the scheduler waits and whose reductions take a fixed time each, one at a time (a link):
 every time asserted is computed from the test's own layer and op durations.
 """
@@ -12,15 +12,15 @@ from dataclasses import replace
 
 import pytest
 
+from gradswitch.hosts.iteration import Scheduler
+from gradswitch.workload.compute import iteration_s, layer_times
+from gradswitch.workload.gradients import compute_profile
+from gradswitch.workload.job import Emulation, JobConfig, Scheduling, Sync
+from gradswitch.workload.plan import Layer, Op, Piece, Plan, fifo_ops, plan, priority_ops
+from gradswitch.workload.timeline import Event, EventKind, timings
 from tests.inmemory import run_ok, training, training_job
 from tests.memlink import MemoryHub
 from tests.netreduce_model import NetReduceHub
-from workers.iteration import Scheduler
-from workload.compute import iteration_s, layer_times
-from workload.gradients import compute_profile
-from workload.job import Emulation, JobConfig, Scheduling, Sync
-from workload.plan import Layer, Op, Piece, Plan, fifo_ops, plan, priority_ops
-from workload.timeline import Event, EventKind, timings
 
 # ---- compute model ----
 
@@ -35,10 +35,10 @@ def test_forward_flops_match_the_published_multiply_accumulates(model, gflops):
 
 
 # Training FLOPs per sample of the models the calibrations were measured on, counted independently
-# of workload/models/generate.py: 3x the forward pass (forward, input and weight gradients) of the
+# of gradswitch/workload/models/generate.py: 3x the forward pass (forward, input and weight gradients) of the
 # published multiply-accumulates (ResNet-50: 4.1 G per 224x224 image), and for BERT-large the usual
 # 6 x parameters x tokens (its 302 M non-embedding weights, Kaplan et al. 2020) plus attention's
-# 6 x 2 x layers x tokens^2 x hidden. The efficiencies stored in workload/models/*.json were derived
+# 6 x 2 x layers x tokens^2 x hidden. The efficiencies stored in gradswitch/workload/models/*.json were derived
 # from the measured throughputs with generate.py's own layer-by-layer count: agreeing with these
 # within a few percent shows that each was computed on the model that was measured, not on the
 # model that borrows it (BERT-base borrows BERT-large's: its own FLOPs are 3x fewer).
@@ -51,7 +51,7 @@ INDEPENDENT_TRAIN_FLOPS = {
 
 @pytest.mark.parametrize("model", ["resnet50", "vgg16", "bert-base"])
 def test_calibrated_efficiency_is_the_measured_throughput_on_the_measured_model(model):
-    from workload.compute import PEAK_FLOPS
+    from gradswitch.workload.compute import PEAK_FLOPS
 
     compute = compute_profile(model)
     assert compute is not None and len(compute.calibrations) == 4
@@ -244,7 +244,7 @@ def test_host_work_runs_only_where_the_computation_leaves_time_for_it():
     """The scheduler offers host work (checks) the time the emulated GPU's computation has left, less the slack;
     a check that does not fit waits (a host busy past the computation answers its peers late). Every check done
     ends before the computation it ran under does; the long ones are left for later."""
-    from workers.iteration import BACKGROUND_SLACK_S
+    from gradswitch.hosts.iteration import BACKGROUND_SLACK_S
 
     for check_s, fits in ((0.1, True), (5.0, False)):
         rt = CheckingRuntime({0: 0.2, 1: 0.2, 2: 0.2}, check_s)
@@ -310,7 +310,7 @@ def test_training_reductions_are_exact_with_several_in_flight_and_loss(tmp_path,
 def test_training_through_netreduce_with_exponents(tmp_path):
     cfg = replace(training_job("netreduce", 3, iterations=3, dtype="float32", float_mode="exponent", scale=0.002),
                   training=training(scheduling=Scheduling.PRIORITY, in_flight=3))
-    from protocol.netreduce import JobLayout
+    from gradswitch.protocol.netreduce import JobLayout
 
     hub = NetReduceHub(JobLayout(3, 3, 2), [n.ip for n in cfg.nodes], seed=5)
     results = run_ok(cfg, tmp_path, hub)
@@ -343,8 +343,8 @@ def test_zero_computation_is_the_all_reduce_loop(tmp_path):
 
 
 def test_ideal_iteration_is_computation_plus_what_the_link_bounds_leave_exposed():
-    from workers.ideal import ideal, ideal_iteration_s
-    from workload.plan import allreduce_bound_s
+    from gradswitch.hosts.ideal import ideal, ideal_iteration_s
+    from gradswitch.workload.plan import allreduce_bound_s
 
     tr = training(emulate=Emulation(10.0, batch=32), bucket_bytes=1 << 30)  # one bucket: nothing overlaps
     cfgs = {algo: replace(training_job(algo, 4, 1 if algo == "ps" else 0), training=tr)

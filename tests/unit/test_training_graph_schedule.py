@@ -1,5 +1,5 @@
-"""The training job as an execution graph (workload/generators/training.py) starts its all-reduces when the
-hosts' training loop (workers/iteration.py Scheduler) starts them: in the plan's order, each once its gradients
+"""The training job as an execution graph (gradswitch/workload/generators/training.py) starts its all-reduces when the
+hosts' training loop (gradswitch/hosts/iteration.py Scheduler) starts them: in the plan's order, each once its gradients
 exist, the one before it has started, the one `in_flight` before it is complete and (exponent mode) its tensors'
 exponent codes are reduced. Both schedulers run on one
 simulated clock with the same link (reductions one at a time, in the order they start, each taking a time of its
@@ -14,13 +14,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from workers.graph_engine import GraphScheduler
-from workers.iteration import Scheduler
-from workload.generators import training_graph, training_job
-from workload.gradients import Int32Array
-from workload.graph import CollectiveNode, Node
-from workload.job import DType, FloatMode, JobConfig, Scheduling, Sync
-from workload.plan import Layer, Op, plan
+from gradswitch.hosts.graph_engine import GraphScheduler
+from gradswitch.hosts.iteration import Scheduler
+from gradswitch.workload.generators import training_graph, training_job
+from gradswitch.workload.gradients import Int32Array
+from gradswitch.workload.graph import CollectiveNode, Node
+from gradswitch.workload.job import DType, FloatMode, JobConfig, Scheduling, Sync
+from gradswitch.workload.plan import Layer, Op, plan
 
 EPS = 1e-9
 

@@ -1,5 +1,5 @@
 """Trimmed packets on the wire: a DLCP switch's drop notification (headers, no payload, fresh ICRC,
-BTH.resv7 TRIMMED) as roce/wire.py builds and accepts it, checked against scapy's own decoding."""
+BTH.resv7 TRIMMED) as gradswitch/roce/wire.py builds and accepts it, checked against scapy's own decoding."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pytest
 from scapy.compat import raw
 from scapy.layers.inet import IP, UDP
 
-from protocol.dlcp import DROPPABLE, TRIMMED, marking
-from roce.headers import HAS_IMM, HAS_RETH, ICRC_LEN, Bth, HeaderError, Opcode, Reth, Transport
-from roce.scapy_layers import BTH, RETH, ImmDt
-from roce.wire import (
+from gradswitch.protocol.dlcp import DROPPABLE, TRIMMED, marking
+from gradswitch.roce.headers import HAS_IMM, HAS_RETH, ICRC_LEN, Bth, HeaderError, Opcode, Reth, Transport
+from gradswitch.roce.scapy_layers import BTH, RETH, ImmDt
+from gradswitch.roce.wire import (
     ETH_HEADER_LEN,
     IPV4_HEADER_LEN,
     ROCE_OVERHEAD,

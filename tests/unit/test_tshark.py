@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from controller.pcap import write_pcap
-from roce.wire import build_frame
+from gradswitch.control.pcap import write_pcap
+from gradswitch.roce.wire import build_frame
 from tests.unit.test_roce_packets import SENT_OPCODES, _sample
 
 pytestmark = pytest.mark.tshark

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from protocol.paths import REPO_ROOT
+from gradswitch.protocol.paths import REPO_ROOT
 
 VAGRANTFILE = REPO_ROOT / "Vagrantfile"
 PROVISION = REPO_ROOT / "vm" / "provision.sh"
@@ -44,7 +44,7 @@ def test_libvirt_gets_a_box_built_for_libvirt():
 def test_provisioning_compares_p4c_with_the_stamp():
     """The p4lang packages carry whatever p4c is current; the VM says when it is not the stamped one."""
     text = PROVISION.read_text()
-    assert "p4src/build/p4c-stamp.json" in text
+    assert "gradswitch/p4src/build/p4c-stamp.json" in text
     assert '"p4c_version"' in text
 
 

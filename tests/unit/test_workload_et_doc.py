@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from protocol.paths import REPO_ROOT
+from gradswitch.protocol.paths import REPO_ROOT
 
 
 def test_the_table_is_the_measured_one():

@@ -1,0 +1,1 @@
+"""The command line (`gradswitch`, main.py) and the tools behind its subcommands."""

@@ -1,0 +1,73 @@
+"""Running one operation's schedule over the RoCE transport (gradswitch/hosts/comm.py), as a generator that
+yields what it waits for, so a rank runs many at once (gradswitch/hosts/graph_engine.py).
+
+Step i of operation o lands in o's memory region at the receiver (rkey ops.RKEY_BASE + o), at
+i x the operation's slot, with immediate data o << STEP_BITS | i: operations in flight on one queue
+pair never mix, whatever their groups. The operation ends when every step's receive is in and every
+write it posted is acknowledged (its send buffer is free again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from functools import partial
+
+import numpy as np
+
+from gradswitch.hosts.collectives.ops import Op
+from gradswitch.hosts.comm import Comm, Wait
+from gradswitch.roce.qp import MemoryRegion, WorkRequest
+from gradswitch.workload.gradients import Int32Array, from_wire, to_wire
+
+OpRun = Generator[Wait, None, Int32Array]  # yields what it waits for, returns this rank's output
+
+
+def _acked(comm: Comm, qpn: int, wr: WorkRequest) -> bool:
+    return wr.wr_id in comm.acked[qpn]
+
+
+def execute(comm: Comm, op: Op, region: MemoryRegion, data: Int32Array) -> OpRun:
+    """Run this rank's part of `op` with input `data`; `region`: the op's region on this rank."""
+    sched = op.schedule()
+    slot = op.slot_elements() * 4
+    dst: Int32Array = np.zeros(sched.dst_elements, dtype=np.int32)
+    if sched.in_place:
+        dst[sched.input_at : sched.input_at + len(data)] = data
+        src = dst
+    else:
+        src = data
+        if sched.keep is not None:
+            (ilo, ihi), (dlo, dhi) = sched.keep
+            dst[dlo:dhi] = data[ilo:ihi]
+    posted: list[tuple[int, WorkRequest]] = []
+
+    def send(i: int, to: int, lo: int, hi: int) -> None:
+        qp = comm.qp(op.members[to])
+        posted.append((qp.cfg.qpn, qp.requester.post_write(to_wire(src[lo:hi]), i * slot, op.rkey, imm=op.imm(i),
+                                                                 tag=op.tag)))
+
+    for i, st in enumerate(sched.steps):
+        if st.send_to is not None and not st.forward:
+            send(i, st.send_to, *st.send)
+        if st.recv_from is not None:
+            peer, imm = op.members[st.recv_from], op.imm(i)
+            if not comm.arrived(peer, imm):
+                yield partial(comm.arrived, peer, imm)
+            comm.take(peer, imm)
+            lo, hi = st.recv
+            got = from_wire(comm.read(region, i * slot, (hi - lo) * 4), hi - lo)
+            if st.add:
+                dst[lo:hi] += got
+            else:
+                dst[lo:hi] = got
+        if st.send_to is not None and st.forward:
+            send(i, st.send_to, *st.send)
+        if st.settle and st.send_to is not None:
+            qpn, wr = posted[-1]
+            if not _acked(comm, qpn, wr):
+                yield partial(_acked, comm, qpn, wr)
+    for qpn, wr in posted:
+        if not _acked(comm, qpn, wr):
+            yield partial(_acked, comm, qpn, wr)
+    lo, hi = sched.output
+    return dst[lo:hi]

@@ -1,0 +1,137 @@
+"""Every communication node of a job's graph as an operation the hosts run: its key (the same on every
+rank that takes part), its number (rkeys and immediate data derive from it), its members in order,
+this rank's position and schedule, and the check of its output.
+
+An operation is the k-th collective of a process group (key `c/GROUP/k`) or the k-th send from one
+rank to another with one tag (key `p/SRC-DST/TAG/k`), counted in each rank's topological order, which
+gradswitch.workload.graph.validate makes the same sequence on every member.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from gradswitch.hosts.collectives import chain, p2p, pairwise, ring
+from gradswitch.hosts.collectives.data import elements_of, expected, input_of
+from gradswitch.hosts.collectives.schedule import Schedule
+from gradswitch.workload.dlcp import Tag
+from gradswitch.workload.gradients import Int32Array
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RecvNode, SendNode, topological_order
+
+STEP_BITS = 12  # a write's immediate data: operation number << STEP_BITS | step
+MAX_OPS = 1 << (32 - STEP_BITS)
+RKEY_BASE = 0x47000000  # an operation's memory region: RKEY_BASE + its number
+
+
+@dataclass(frozen=True)
+class Op:
+    """One communication node as this rank runs it."""
+
+    key: str
+    number: int
+    kind: str  # "collective", "send" or "recv"
+    collective: CollectiveKind | None
+    members: tuple[int, ...]  # global ranks by position (send/recv: sender, receiver)
+    position: int  # this rank's
+    elements: int  # of the node's size (all-gather: the shard)
+    root: int = 0  # broadcast: the root's position
+    sequence: int = 0  # the k of its key: its group's k-th collective (the k-th send with its tag)
+    layer_class: int = 0  # DLCP: the layer class every packet of its writes carries (a collective node's)
+
+    @property
+    def tag(self) -> Tag:
+        """Its writes' DLCP tag (marked only in a DLCP job): its layer class, every packet in the top magnitude
+        class (a graph's values are generated, not gradients) and none droppable (every output is checked)."""
+        return Tag(self.layer_class, droppable=False)
+
+    @property
+    def rkey(self) -> int:
+        return RKEY_BASE + self.number
+
+    def imm(self, step: int) -> int:
+        return self.number << STEP_BITS | step
+
+    def schedule(self, position: int | None = None) -> Schedule:
+        """The schedule of the member at `position` (this rank's by default)."""
+        p = self.position if position is None else position
+        n, e = len(self.members), self.elements
+        if self.kind == "send" or self.kind == "recv":
+            return p2p.send(e) if p == 0 else p2p.recv(e)
+        if self.collective == CollectiveKind.ALL_REDUCE:
+            return ring.all_reduce(p, n, e)
+        if self.collective == CollectiveKind.REDUCE_SCATTER:
+            return ring.reduce_scatter(p, n, e)
+        if self.collective == CollectiveKind.ALL_GATHER:
+            return ring.all_gather(p, n, e)
+        if self.collective == CollectiveKind.ALL_TO_ALL:
+            return pairwise.all_to_all(p, n, e)
+        if self.collective == CollectiveKind.BROADCAST:
+            return chain.broadcast(p, n, e, self.root)
+        raise ValueError(f"{self.key}: no algorithm for {self.collective!r}")
+
+    def slot_elements(self) -> int:
+        """Every member's receive slots have the size of the largest receive of any member, so a sender
+        knows where step i lands: at i x slot."""
+        return max(max(self.schedule(q).slot_elements for q in range(len(self.members))), 1)
+
+    def region_bytes(self) -> int:
+        return max(4, len(self.schedule().steps) * self.slot_elements() * 4)
+
+    def input(self, seed: int, position: int | None = None) -> Int32Array:
+        p = self.position if position is None else position
+        return input_of(seed, self.key, self.members[p], self.elements)
+
+    def check_values(self) -> int:
+        """Values expected() makes and a check compares: every member's input (a receive: the sender's), and
+        the output."""
+        made = self.elements * (1 if self.kind in ("send", "recv") else len(self.members))
+        return made + self.elements
+
+    def expected(self, seed: int) -> Int32Array:
+        """What this rank's output must be."""
+        if self.kind == "recv":
+            return self.input(seed, 0)
+        if self.kind == "send":
+            return self.input(seed)[:0]
+        assert self.collective is not None
+        inputs = [self.input(seed, q) for q in range(len(self.members))]
+        return expected(self.collective, inputs, self.position, self.root)
+
+
+def ops_of(graph: JobGraph, rank: int) -> dict[int, Op]:
+    """Rank `rank`'s communication nodes by node id, as operations numbered alike on every rank."""
+    keys: dict[tuple[int, int], tuple[str, str]] = {}  # (rank, node id) -> (key, kind)
+    for r in graph.ranks:
+        counts: dict[str, int] = defaultdict(int)
+        for n in topological_order(r):
+            if isinstance(n, CollectiveNode):
+                base = f"c/{n.group}"
+            elif isinstance(n, SendNode):
+                base = f"p/{r.rank}-{n.peer}/{n.tag}"
+            elif isinstance(n, RecvNode):
+                base = f"p/{n.peer}-{r.rank}/{n.tag}"
+            else:
+                continue
+            keys[(r.rank, n.id)] = (f"{base}/{counts[base]}", str(counts[base]))
+            counts[base] += 1
+    numbers = {k: i + 1 for i, k in enumerate(sorted({k for k, _ in keys.values()}))}
+    if len(numbers) >= MAX_OPS:
+        raise ValueError(f"{graph.name}: {len(numbers)} communication operations; the hosts number at most "
+                         f"{MAX_OPS - 1} (immediate data of {32 - STEP_BITS} bits)")
+    out: dict[int, Op] = {}
+    for n in graph.ranks[rank].nodes:
+        if (rank, n.id) not in keys:
+            continue
+        key, k = keys[(rank, n.id)]
+        number, sequence = numbers[key], int(k)
+        if isinstance(n, CollectiveNode):
+            members = graph.group(n.group).ranks
+            root = members.index(n.root) if n.collective == CollectiveKind.BROADCAST else 0
+            out[n.id] = Op(key, number, "collective", n.collective, members, members.index(rank),
+                           elements_of(n.nbytes), root, sequence, n.layer_class)
+        elif isinstance(n, SendNode):
+            out[n.id] = Op(key, number, "send", None, (rank, n.peer), 0, elements_of(n.nbytes), sequence=sequence)
+        elif isinstance(n, RecvNode):
+            out[n.id] = Op(key, number, "recv", None, (n.peer, rank), 1, elements_of(n.nbytes), sequence=sequence)
+    return out

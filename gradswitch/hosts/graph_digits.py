@@ -1,0 +1,117 @@
+"""The digits MLP's real gradients through a graph run (GraphJob payload train-digits): the hosts' side of
+gradswitch.workload.generators.digits_graph, the same training as the iteration loop's (gradswitch/hosts/digits_job.py).
+
+Each all-reduce of the world group is an iteration, in the order they start: its input is this rank's gradient
+of its next minibatch on its model (gradswitch/workload/digits.py), all tensors in one vector, int32 fixed point as the
+loop's encoder makes it (gradswitch/workload/encoding.py); when it ends, the sum is decoded, divided by N and applied
+(SGD), and the model's held-out accuracy recorded. Its check, later: every worker's gradient on the parameters
+the iteration started from (the seed gives every shard and minibatch draw), encoded and summed, must equal the
+output element for element. Element-wise fixed point makes one vector the same arithmetic as the loop's four
+tensors: same gradients, same sums, same steps, the same model (its digest) at the end.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from gradswitch.hosts.collectives.ops import Op
+from gradswitch.hosts.graph_data import SourceReport
+from gradswitch.workload.digits import FloatArray, Minibatches, Model
+from gradswitch.workload.encoding import Encoder, IterationCheck, Reduced, uses_exponents
+from gradswitch.workload.gradients import Int32Array, digits_profile
+from gradswitch.workload.graph import CollectiveKind
+from gradswitch.workload.job import DType, JobConfig
+from gradswitch.workload.records import CheckKind, IterationRecord
+from gradswitch.workload.worker_result import iteration_entry
+
+
+@dataclass
+class _Iteration:
+    """One iteration on this rank: the parameters it started from and its own gradient, until checked."""
+
+    index: int
+    start: float
+    before: Model | None
+    mine: FloatArray | None
+    loss: float
+    saturated: int
+    end: float = 0.0
+    output: Int32Array | None = None
+    accuracy: float = 0.0
+
+
+def digits_problem(cfg: JobConfig) -> str | None:
+    """Why a job's settings cannot carry the digits MLP's gradients on the graph engine (None: they can)."""
+    if cfg.dtype != DType.FLOAT32:
+        return "train-digits trains a float model: dtype = float32"
+    if uses_exponents(cfg):
+        return "train-digits on the graph engine sends fixed point (float_mode = fixed), not block exponents"
+    if cfg.dlcp is not None and cfg.dlcp.drop:
+        return "train-digits on the graph engine checks every sum exact: no DLCP dropping"
+    return None
+
+
+class DigitsData:
+    """A rank's data source (gradswitch/hosts/graph_data.py) for a train-digits graph."""
+
+    def __init__(self, cfg: JobConfig, rank: int, ops: Mapping[int, Op]) -> None:
+        problem = digits_problem(cfg)
+        if problem is not None:
+            raise ValueError(problem)
+        self.n = len(cfg.workers)
+        self.rank = rank
+        sizes = [t.elements for t in digits_profile().tensors]
+        self.splits = list(np.cumsum(sizes)[:-1])
+        for op in ops.values():
+            if op.collective != CollectiveKind.ALL_REDUCE or op.members != tuple(range(self.n)) \
+                    or op.elements != sum(sizes):
+                raise ValueError(f"{op.key}: a train-digits graph has only all-reduces of the world group of "
+                                 f"{sum(sizes)} elements (gradswitch.workload.generators.digits_graph), not this "
+                                 f"{op.collective or op.kind} of {op.elements} on ranks {list(op.members)}")
+        self.encoder = Encoder(cfg)
+        self.batches = Minibatches(cfg.seed, self.n)
+        self.model = Model.initial(cfg.seed)
+        self.iterations: dict[str, _Iteration] = {}  # by operation key, in the order they started
+        self.checked = 0
+        self.records: list[IterationRecord] = []
+
+    def input(self, op: Op) -> Int32Array:
+        before = self.model.copy()  # the parameters this iteration's gradients come from
+        grads, loss = self.batches.gradients(before, self.rank)
+        mine = np.concatenate(grads)
+        ints, saturated = self.encoder.first_wire(mine)
+        self.iterations[op.key] = _Iteration(len(self.iterations), time.monotonic(), before, mine, loss, saturated)
+        return ints
+
+    def finished(self, op: Op, output: Int32Array) -> None:
+        it = self.iterations[op.key]
+        mean = self.encoder.decode(Reduced(output)) / self.n
+        self.model.step(np.split(mean, self.splits))
+        it.end, it.output = time.monotonic(), output
+        it.accuracy = self.batches.accuracy(self.model)
+
+    def expected(self, op: Op) -> Int32Array:
+        """Every worker's gradient on the iteration's parameters, summed as the all-reduce must (their draws
+        advance: iterations are checked in order)."""
+        it = self.iterations[op.key]
+        if it.index != self.checked or it.before is None or it.mine is None or it.output is None:
+            raise RuntimeError(f"{op.key}: iteration {it.index} checked out of order (next: {self.checked})")
+        before, mine, got = it.before, it.mine, Reduced(it.output, saturated=it.saturated)
+        grads = [mine if r == self.rank else np.concatenate(self.batches.gradients(before, r)[0])
+                 for r in range(self.n)]
+        want, reference = self.encoder.expected_of(grads)
+        check = IterationCheck()
+        check.add(self.encoder, got, want, reference)
+        self.records.append(IterationRecord(
+            it.index, it.start, it.end, check.wrong == 0, check.wrong, check.err, check.saturated,
+            {"accuracy": it.accuracy, "loss": it.loss, "relative_error": check.relative_error}, check=CheckKind.EXACT))
+        it.before = it.mine = it.output = None  # checked: keep no copies
+        self.checked += 1
+        return want.total
+
+    def report(self) -> SourceReport:
+        return SourceReport([iteration_entry(r) for r in self.records], {"model_digest": self.model.digest()})

@@ -1,0 +1,58 @@
+"""What a graph run's host processes read (RUN_DIR/job<N>.json) and what each writes back
+(RUN_DIR/graph-<rank>.json): the transport's settings as a JobConfig (rank r is node r), the job's
+execution graphs, the run's dilation, and the NetReduce job of each collective type the switches run
+(gradswitch/hosts/collectives/in_network.py; none when the hosts run everything), and what its communication carries
+(gradswitch/workload/graph_payload.py: synthetic data, or the digits MLP's gradients); back, the rank's node timings."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gradswitch.workload.graph import CollectiveKind, JobGraph, from_dict, to_dict
+from gradswitch.workload.graph_payload import PayloadKind
+from gradswitch.workload.graph_timing import GraphRun
+from gradswitch.workload.job import JobConfig
+
+
+@dataclass(frozen=True)
+class GraphJob:
+    job: JobConfig  # nodes 0..N-1 are ranks 0..N-1; its seed seeds the inputs, its iteration_timeout the graph
+    graph: JobGraph
+    dilation: float = 1.0  # clock seconds per emulated second (compute waits are stretched by it)
+    in_network: dict[CollectiveKind, int] = field(default_factory=dict)  # collective type -> its NetReduce job
+    payload: PayloadKind = PayloadKind.SYNTHETIC  # what the communication nodes carry (gradswitch/hosts/graph_data.py)
+
+    def to_json(self) -> str:
+        return json.dumps({"job": json.loads(self.job.to_json()), "graph": to_dict(self.graph),
+                           "dilation": self.dilation,
+                           "in_network": {k.value: j for k, j in self.in_network.items()},
+                           "payload": self.payload.value}, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> GraphJob:
+        raw: dict[str, Any] = json.loads(text)
+        return cls(JobConfig.from_json(json.dumps(raw["job"])), from_dict(raw["graph"]), float(raw["dilation"]),
+                   {CollectiveKind(k): int(j) for k, j in raw.get("in_network", {}).items()},
+                   PayloadKind(raw.get("payload", PayloadKind.SYNTHETIC.value)))
+
+    def save(self, path: Path) -> None:
+        path.write_text(self.to_json())
+
+    @classmethod
+    def load(cls, path: Path) -> GraphJob:
+        return cls.from_json(path.read_text())
+
+
+def timing_path(run_dir: Path, rank: int) -> Path:
+    return run_dir / f"graph-{rank}.json"
+
+
+def write_timing(run_dir: Path, rank: int, run: GraphRun) -> None:
+    timing_path(run_dir, rank).write_text(json.dumps(run.to_dict()))
+
+
+def read_timing(run_dir: Path, rank: int) -> GraphRun:
+    return GraphRun.from_dict(json.loads(timing_path(run_dir, rank).read_text()))

@@ -1,0 +1,274 @@
+"""Entry point of a rank of a graph run: `python -m gradswitch.hosts.graph_main JOB RUN_DIR RANK` (a node id past the
+ranks: one of the job's parameter servers, gradswitch/hosts/graph_ps_server.py).
+
+The same life as gradswitch/hosts/main.py's nodes (ready, the runner's go, done, lingering, result-<rank>.json,
+the abort file), running the rank's execution graph (gradswitch/hosts/graph_engine.py) instead of iterations.
+Every memory region and queue pair the rank's operations use exists before it says ready, so a fast
+peer's first write never finds a region missing. What the operations carry comes from the job's data source
+(gradswitch/hosts/graph_data.py: synthetic data from the seed, or the digits MLP's real gradients); every communication
+node's output is compared, element by element, with what the source says it must be (while the emulated GPU
+computes, or after the graph), and the rank writes its node timings, in seconds of the emulated cluster from the
+go, to graph-<rank>.json; its result holds what the source reports (per-iteration records, a model's digest).
+
+A job whose switches run some collectives (GraphJob.in_network, gradswitch/hosts/collectives/in_network.py) gives the
+rank one more Comm per NetReduce job, on the same engine (each job its own QPs, with its own job id), and
+hears every job's packets; the runtime steps them all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from gradswitch.hosts import graph_ps_server as ps_server
+from gradswitch.hosts.check_cost import CheckCost
+from gradswitch.hosts.collectives.data import wrong_elements
+from gradswitch.hosts.collectives.executor import execute
+from gradswitch.hosts.collectives.in_network import InNetworkJob, job_order, runs_in_network
+from gradswitch.hosts.collectives.ops import Op, ops_of
+from gradswitch.hosts.collectives.ps import PsLayout, layout, member_region_bytes, ps_all_reduce, runs_on_servers
+from gradswitch.hosts.comm import Comm
+from gradswitch.hosts.graph_data import DataSource, SourceReport
+from gradswitch.hosts.graph_engine import GraphScheduler, OpRun, Span
+from gradswitch.hosts.graph_job import GraphJob, write_timing
+from gradswitch.hosts.graph_sources import data_source
+from gradswitch.hosts.main import failed, linger, ready_then_go
+from gradswitch.hosts.netreduce import NetReduceWorker
+from gradswitch.roce.engine import Engine, Link, RawSocketLink
+from gradswitch.roce.qp import MemoryRegion
+from gradswitch.workload.gradients import Int32Array
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, Node, node_kind
+from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.worker_result import WorkerResult, worker_result, write
+
+
+class HostRuntime:
+    """The scheduler's runtime on a host: the monotonic clock, the transport, the rank's operations, what they
+    carry (`source`), and the checks of their outputs (`wrong`: per node checked, its wrong elements out of its
+    length). `switched`: the nodes the switches run, each with its NetReduce job and its place in that job's order;
+    `served`: the nodes the parameter servers run, each with its keys."""
+
+    def __init__(self, comm: Comm, ops: dict[int, Op], regions: dict[int, MemoryRegion], source: DataSource,
+                 switched: dict[int, tuple[InNetworkJob, int]] | None = None,
+                 served: dict[int, PsLayout] | None = None) -> None:
+        self.comm, self.ops, self.regions, self.source = comm, ops, regions, source
+        self.switched = switched or {}
+        self.served = served or {}
+        self.others = list({id(j.worker.comm): j.worker.comm for j, _ in self.switched.values()}.values())
+        self.pending: list[tuple[int, Int32Array]] = []
+        self.cost = CheckCost()
+        self.wrong: dict[int, tuple[int, int]] = {}
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def wait(self, max_wait: float, what: str) -> None:
+        self.comm.step(max_wait, what)
+        for other in self.others:  # the engine has polled: take their completions too
+            other.step(0.0, what)
+
+    def start(self, node: Node) -> OpRun:
+        op = self.ops[node.id]
+        if node.id in self.switched:
+            job, place = self.switched[node.id]
+            assert op.collective is not None
+            return job.run(place, op.collective, self.source.input(op))
+        if node.id in self.served:
+            return ps_all_reduce(self.comm, op, self.served[node.id], self.regions[node.id], self.source.input(op))
+        return execute(self.comm, op, self.regions[node.id], self.source.input(op))
+
+    def finish(self, node: Node, output: Int32Array) -> None:
+        self.source.finished(self.ops[node.id], output)
+        self.pending.append((node.id, output))
+
+    def background(self, budget_s: float = math.inf) -> bool:
+        """Check the oldest finished operation's output against its definition, every element, if its check is
+        expected to take at most budget_s (in finish order: a data source may check its iterations in order)."""
+        if not self.pending:
+            return False
+        nid, output = self.pending[0]
+        values = self.ops[nid].check_values()
+        if self.cost.estimate_s(values) > budget_s:
+            return False
+        self.pending.pop(0)
+        began = time.monotonic()
+        self.wrong[nid] = (wrong_elements(output, self.source.expected(self.ops[nid])), len(output))
+        self.cost.record(values, time.monotonic() - began)
+        return True
+
+
+def prepare(comm: Comm, ops: dict[int, Op], skip: frozenset[int] = frozenset(),
+            served: dict[int, PsLayout] | None = None) -> dict[int, MemoryRegion]:
+    """Every operation's region and every queue pair it uses, before the first packet (but those in `skip`,
+    which the switches run; those `served`, by the parameter servers, with a region for their sums and a queue
+    pair to each of their servers)."""
+    served = served or {}
+    mine = {nid: op for nid, op in ops.items() if nid not in skip}
+    regions = {nid: comm.register(op.rkey, member_region_bytes(op) if nid in served else op.region_bytes())
+               for nid, op in mine.items()}
+    for nid, op in mine.items():
+        peers = served[nid].block if nid in served else [op.members[p] for p in op.schedule().peers()]
+        for peer in peers:
+            comm.qp(peer)
+    return regions
+
+
+def on_servers(job: GraphJob, rank: int, ops: dict[int, Op]) -> dict[int, PsLayout]:
+    """The rank's nodes that the parameter servers run (none without servers), each with its keys."""
+    servers = tuple(s.node_id for s in job.job.servers)
+    nodes = job.graph.ranks[rank].by_id()
+    return {nid: layout(op, servers, job.job.ps_key_bytes) for nid, op in ops.items()
+            if runs_on_servers(job.graph, nodes[nid], servers)}
+
+
+def in_network(job: GraphJob, rank: int, comm: Comm) -> dict[int, tuple[InNetworkJob, int]]:
+    """The rank's nodes that the switches run, each with its NetReduce job's worker (a Comm of that job id on
+    the rank's engine, its region and QPs made now) and its place in that job's start order."""
+    workers: dict[CollectiveKind, InNetworkJob] = {}
+    for kind, job_id in job.in_network.items():
+        other = Comm(replace(job.job, job_id=job_id), comm.me, comm.engine)
+        other.abort_file = comm.abort_file
+        workers[kind] = InNetworkJob(NetReduceWorker(other, scatter=kind == CollectiveKind.REDUCE_SCATTER,
+                                                     gather=kind == CollectiveKind.ALL_GATHER))
+    order = job_order(job.graph, rank, job.in_network)
+    out = {}
+    for n in job.graph.ranks[rank].nodes:
+        if runs_in_network(job.graph, n, job.in_network):
+            assert isinstance(n, CollectiveNode)
+            out[n.id] = (workers[n.collective], order[n.id])
+    return out
+
+
+def merged_stats(comms: list[Comm]) -> dict[str, object]:
+    """The first Comm's stats, its requester's and responder's counters summed over every Comm (one engine)."""
+    every = [c.stats() for c in comms]
+    stats = every[0]
+    for side in ("requester", "responder"):
+        total: dict[str, int] = {}
+        for one in every:
+            part = one.get(side)
+            if isinstance(part, dict):
+                for k, v in part.items():
+                    total[k] = total.get(k, 0) + int(v)
+        stats[side] = total
+    return stats
+
+
+def timings(job: GraphJob, rank: int, spans: dict[int, Span], runtime: HostRuntime, t0: float
+            ) -> tuple[list[NodeTiming], list[str]]:
+    """Every node's timing in emulated seconds from t0, each communication node checked (the checks
+    left are done now); and what was wrong (one line per node whose output differs from its definition)."""
+    while runtime.background():
+        pass
+    d = job.dilation
+    out, wrong = [], []
+    for n in job.graph.ranks[rank].nodes:
+        s = spans[n.id]
+        checked: bool | None = None
+        if n.id in runtime.wrong and runtime.ops[n.id].kind != "send":  # a send has no output: its receiver checks
+            bad, length = runtime.wrong[n.id]
+            checked = bad == 0
+            if bad:
+                wrong.append(f"rank {rank} node {n.id} ({n.name}, {runtime.ops[n.id].key}): {bad} of {length} "
+                             f"elements wrong")
+        coll = n if isinstance(n, CollectiveNode) else None
+        out.append(NodeTiming(rank, n.id, node_kind(n), (s.start - t0) / d, (s.end - t0) / d,
+                              coll.collective if coll else None, coll.group if coll else None,
+                              getattr(n, "nbytes", 0), checked))
+    return out, wrong
+
+
+def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) -> WorkerResult:
+    cfg = job.job
+    me = cfg.node(rank)
+    # with NetReduce jobs beside the graph's own, the rank hears every job's packets (they are all its)
+    engine = Engine(link if link is not None else RawSocketLink(me.ifname, me.ip,
+                                                                job=None if job.in_network else cfg.job_id), me.ip)
+    comm = Comm(cfg, me, engine)
+    comm.abort_file = run_dir / "abort"
+    switched: dict[int, tuple[InNetworkJob, int]] = {}
+    ok, check_failed = False, False
+    error: str | None = None
+    trace: str | None = None
+    source: DataSource | None = None
+    try:
+        ops = ops_of(job.graph, rank)
+        source = data_source(job.payload, cfg, rank, ops)
+        switched = in_network(job, rank, comm)
+        served = on_servers(job, rank, ops)
+        regions = prepare(comm, ops, frozenset(switched), served)
+        engine.resolve_peers(cfg.start_timeout / 3)
+        go = ready_then_go(cfg, run_dir, rank)
+        t0 = time.monotonic()
+        with contextlib.suppress(ValueError):  # the runner's stamp: one clock for every rank of the machine
+            t0 = min(t0, float(go.read_text()))
+        runtime = HostRuntime(comm, ops, regions, source, switched, served)
+        spans = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout).run()
+        nodes, wrong = timings(job, rank, spans, runtime, t0)
+        write_timing(run_dir, rank, GraphRun(tuple(nodes)))
+        if wrong:
+            error, check_failed = f"{me.host}: " + "; ".join(wrong), True
+        else:
+            ok = True
+        linger(cfg, engine, run_dir, rank)
+    except Exception as e:  # reported to the runner, which names the rank
+        error, trace = failed(run_dir, f"rank {rank} on {me.host}", e)
+    finally:
+        stats = merged_stats([comm, *{id(j.worker.comm): j.worker.comm for j, _ in switched.values()}.values()])
+        engine.close()
+    report = source.report() if source is not None else SourceReport()  # what it did, also of a failed run
+    result = worker_result(rank, me.host, str(me.role), ok, report.iterations, stats, report.extra, error, trace,
+                           check_failed)
+    write(run_dir, result)
+    return result
+
+
+def run_server(job: GraphJob, node_id: int, run_dir: Path, link: Link | None = None) -> WorkerResult:
+    """A parameter server's life in a graph run (algo = ps): its keys of every all-reduce the servers run
+    (gradswitch/hosts/graph_ps_server.py), the same ready, go, done and result as a rank's; no node timings."""
+    cfg = job.job
+    me = cfg.node(node_id)
+    engine = Engine(link if link is not None else RawSocketLink(me.ifname, me.ip, job=cfg.job_id), me.ip)
+    comm = Comm(cfg, me, engine)
+    comm.abort_file = run_dir / "abort"
+    ok, error, trace, served = False, None, None, 0
+    try:
+        keys = ps_server.prepare(comm, job.graph)
+        engine.resolve_peers(cfg.start_timeout / 3)
+        ready_then_go(cfg, run_dir, node_id)
+        served = ps_server.serve(comm, keys)
+        ok = True
+        linger(cfg, engine, run_dir, node_id)
+    except Exception as e:  # reported to the runner, which names the server
+        error, trace = failed(run_dir, f"server {node_id} on {me.host}", e)
+    finally:
+        stats = comm.stats()
+        engine.close()
+    result = worker_result(node_id, me.host, str(me.role), ok, [], stats, {"keys_served": served}, error, trace)
+    write(run_dir, result)
+    return result
+
+
+def run_node(job: GraphJob, node_id: int, run_dir: Path, link: Link | None = None) -> WorkerResult:
+    """Node `node_id` of the job: a rank (0..N-1) or one of its parameter servers (the nodes after)."""
+    run = run_rank if node_id < job.graph.world_size else run_server
+    return run(job, node_id, run_dir, link)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 3:
+        print("usage: python -m gradswitch.hosts.graph_main JOB RUN_DIR RANK", file=sys.stderr)
+        return 2
+    result = run_node(GraphJob.load(Path(args[0])), int(args[2]), Path(args[1]))
+    if not result["ok"]:
+        print(result.get("error", "failed"), file=sys.stderr)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

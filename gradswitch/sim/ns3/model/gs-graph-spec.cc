@@ -1,0 +1,471 @@
+#include "gs-graph-spec.h"
+
+#include "gs-constants.h"
+#include "gs-qp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <queue>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+namespace ns3
+{
+namespace gs
+{
+
+const char*
+CollectiveName(CollectiveKind k)
+{
+    switch (k)
+    {
+    case CollectiveKind::AllReduce:
+        return "all_reduce";
+    case CollectiveKind::ReduceScatter:
+        return "reduce_scatter";
+    case CollectiveKind::AllGather:
+        return "all_gather";
+    case CollectiveKind::AllToAll:
+        return "all_to_all";
+    case CollectiveKind::Broadcast:
+        return "broadcast";
+    }
+    return "?";
+}
+
+std::optional<uint32_t>
+NetReduceJobOf(const GraphSpec& g, CollectiveKind k)
+{
+    switch (k)
+    {
+    case CollectiveKind::AllReduce:
+        return g.netReduceJob;
+    case CollectiveKind::ReduceScatter:
+        return g.scatterJob;
+    case CollectiveKind::AllGather:
+        return g.gatherJob;
+    default:
+        return std::nullopt;
+    }
+}
+
+std::optional<uint32_t>
+InNetworkJob(const GraphSpec& g, const GraphNode& n)
+{
+    if (n.kind != GraphNodeKind::Collective)
+    {
+        return std::nullopt;
+    }
+    std::optional<uint32_t> job = NetReduceJobOf(g, n.collective);
+    if (!job)
+    {
+        return std::nullopt;
+    }
+    return IsWorld(g, n.group) ? job : std::nullopt;
+}
+
+bool
+IsWorld(const GraphSpec& g, uint32_t group)
+{
+    const auto& members = g.groups[group].ranks;
+    for (uint32_t i = 0; i < members.size(); i++)
+    {
+        if (members[i] != i)
+        {
+            return false;
+        }
+    }
+    return members.size() == g.ranks.size();
+}
+
+bool
+RunsOnServers(const GraphSpec& g, const GraphNode& n)
+{
+    return !g.servers.empty() && n.kind == GraphNodeKind::Collective && n.collective == CollectiveKind::AllReduce &&
+           IsWorld(g, n.group);
+}
+
+uint64_t
+CollectiveImm(uint32_t group, uint32_t k, uint32_t step)
+{
+    return static_cast<uint64_t>(group + 1) << 48 | static_cast<uint64_t>(k & 0xFFFFFF) << 24 | (step & 0xFFFFFF);
+}
+
+WriteTag
+TagOf(const GraphNode& n)
+{
+    return WriteTag{n.layerClass, false};
+}
+
+std::vector<PsKey>
+PsKeys(const GraphSpec& g, const GraphNode& n)
+{
+    uint64_t perKey = std::max<uint64_t>(1, g.psKeyBytes / 4);
+    uint64_t elements = (n.nbytes + 3) / 4;
+    std::vector<PsKey> keys;
+    for (uint64_t first = 0; first < elements; first += perKey)
+    {
+        auto index = static_cast<uint32_t>(keys.size());
+        keys.push_back(PsKey{index, first, std::min(perKey, elements - first),
+                             g.servers[(n.sequence + index) % g.servers.size()]});
+    }
+    return keys;
+}
+
+namespace
+{
+
+/// Positions in file order, each after its dependencies (gradswitch/workload/graph.py topological_order: Kahn's, the
+/// earliest ready node first); ConfigError naming the first node of a cycle.
+std::vector<uint32_t>
+Order(const GraphRankSpec& r, const std::string& where)
+{
+    size_t n = r.nodes.size();
+    std::vector<uint32_t> waiting(n, 0);
+    std::vector<std::vector<uint32_t>> users(n);
+    for (uint32_t i = 0; i < n; i++)
+    {
+        std::set<uint32_t> deps(r.nodes[i].deps.begin(), r.nodes[i].deps.end());
+        waiting[i] = static_cast<uint32_t>(deps.size());
+        for (uint32_t d : deps)
+        {
+            users[d].push_back(i);
+        }
+    }
+    std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> ready;
+    for (uint32_t i = 0; i < n; i++)
+    {
+        if (waiting[i] == 0)
+        {
+            ready.push(i);
+        }
+    }
+    std::vector<uint32_t> order;
+    while (!ready.empty())
+    {
+        uint32_t i = ready.top();
+        ready.pop();
+        order.push_back(i);
+        for (uint32_t u : users[i])
+        {
+            if (--waiting[u] == 0)
+            {
+                ready.push(u);
+            }
+        }
+    }
+    if (order.size() != n)
+    {
+        for (uint32_t i = 0; i < n; i++)
+        {
+            if (waiting[i] > 0)
+            {
+                throw ConfigError(where + ".nodes[" + std::to_string(i) + "] (node " + std::to_string(r.nodes[i].id) +
+                                  "): its dependencies form a cycle");
+            }
+        }
+    }
+    return order;
+}
+
+} // namespace
+
+GraphSpec
+ParseGraph(ConfigObject g, uint32_t workers)
+{
+    GraphSpec spec;
+    spec.broadcastChunkBytes = g.Get<uint64_t>("broadcast_chunk_bytes");
+    spec.broadcastMaxChunks = g.Get<uint32_t>("broadcast_max_chunks");
+    if (spec.broadcastChunkBytes == 0 || spec.broadcastMaxChunks == 0 || spec.broadcastMaxChunks >= (1u << 24))
+    {
+        throw ConfigError(g.Where("broadcast_chunk_bytes") + " and broadcast_max_chunks: at least 1 (chunks: below 2^24)");
+    }
+    if (auto f = g.Section("faults"))
+    {
+        spec.faultDoubleAddRank = f->Get<uint32_t>("double_add_rank");
+        f->Finish();
+    }
+    if (auto nr = g.Section("netreduce"))
+    {
+        for (auto [key, slot] : {std::pair{"job_id", &spec.netReduceJob},
+                                 std::pair{"reduce_scatter_job_id", &spec.scatterJob},
+                                 std::pair{"all_gather_job_id", &spec.gatherJob}})
+        {
+            if (nr->Has(key))
+            {
+                *slot = nr->Get<uint32_t>(key);
+            }
+        }
+        if (nr->Has("placeholders"))
+        {
+            spec.sendPlaceholders = nr->Get<bool>("placeholders");
+        }
+        if (nr->Has("grow_placeholders"))
+        {
+            spec.growPlaceholders = nr->Get<bool>("grow_placeholders");
+        }
+        nr->Finish();
+        if (!spec.netReduceJob && !spec.scatterJob && !spec.gatherJob)
+        {
+            throw ConfigError(g.Where("netreduce") + ": names no switch job: give job_id (all-reduce), "
+                              "reduce_scatter_job_id or all_gather_job_id");
+        }
+        if ((spec.netReduceJob && (spec.netReduceJob == spec.scatterJob || spec.netReduceJob == spec.gatherJob)) ||
+            (spec.scatterJob && spec.scatterJob == spec.gatherJob))
+        {
+            throw ConfigError(g.Where("netreduce") + ": each collective type needs a switch job of its own (the "
+                              "switch reads a message's owner one way per job)");
+        }
+        if (workers < 2)
+        {
+            throw ConfigError(g.Where("netreduce") + ": NetReduce needs at least 2 workers, the job has " +
+                              std::to_string(workers));
+        }
+    }
+    for (ConfigObject grp : g.Objects("groups"))
+    {
+        GraphGroup group;
+        group.ranks = grp.Get<std::vector<uint32_t>>("ranks");
+        grp.Finish();
+        if (group.ranks.empty())
+        {
+            throw ConfigError(grp.Where("ranks") + ": a process group needs at least one rank");
+        }
+        std::set<uint32_t> seen;
+        for (uint32_t r : group.ranks)
+        {
+            if (r >= workers)
+            {
+                throw ConfigError(grp.Where("ranks") + ": rank " + std::to_string(r) + " is out of range (the job has ranks 0.." +
+                                  std::to_string(workers - 1) + ")");
+            }
+            if (!seen.insert(r).second)
+            {
+                throw ConfigError(grp.Where("ranks") + ": rank " + std::to_string(r) + " appears twice");
+            }
+        }
+        spec.groups.push_back(std::move(group));
+    }
+    std::vector<ConfigObject> ranks = g.Objects("ranks");
+    if (ranks.size() != workers)
+    {
+        throw ConfigError(g.Where("ranks") + ": " + std::to_string(ranks.size()) + " ranks' graphs for a job of " +
+                          std::to_string(workers) + " workers (one graph per worker)");
+    }
+    // what every member must agree on: per group its collectives (kind, bytes, root) in order; per (src, dst, tag)
+    // the sizes of the messages in order, from the sender and from the receiver
+    using Sig = std::tuple<CollectiveKind, uint64_t, uint32_t>;
+    std::vector<std::map<uint32_t, std::vector<std::pair<Sig, std::string>>>> sequences(spec.groups.size());
+    std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::vector<std::pair<uint64_t, std::string>>> sends;
+    std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::vector<std::pair<uint64_t, std::string>>> recvs;
+    for (uint32_t rank = 0; rank < workers; rank++)
+    {
+        ConfigObject& ro = ranks[rank];
+        std::string where = g.Where("ranks") + "[" + std::to_string(rank) + "]";
+        GraphRankSpec r;
+        std::vector<ConfigObject> nodes = ro.Objects("nodes");
+        ro.Finish();
+        std::unordered_map<uint64_t, uint32_t> position;
+        std::vector<std::vector<uint64_t>> depIds;
+        for (ConfigObject& no : nodes)
+        {
+            GraphNode n;
+            n.id = no.Get<uint64_t>("id");
+            std::string at = no.Where("id").substr(0, no.Where("id").size() - 3) + " (node " + std::to_string(n.id) + ")";
+            n.kind = no.Choice<GraphNodeKind>("kind", {{"compute", GraphNodeKind::Compute},
+                                                       {"collective", GraphNodeKind::Collective},
+                                                       {"send", GraphNodeKind::Send},
+                                                       {"recv", GraphNodeKind::Recv}});
+            depIds.push_back(no.Get<std::vector<uint64_t>>("deps"));
+            if (n.kind == GraphNodeKind::Compute)
+            {
+                n.durationS = no.Get<double>("duration_s");
+                if (!(n.durationS >= 0) || !std::isfinite(n.durationS))
+                {
+                    throw ConfigError(at + ": duration_s = " + std::to_string(n.durationS) +
+                                      ": a computation takes 0 s or more");
+                }
+            }
+            else
+            {
+                n.nbytes = no.Get<uint64_t>("nbytes");
+                if (n.nbytes == 0)
+                {
+                    throw ConfigError(at + ": nbytes = 0: communication moves at least 1 byte");
+                }
+            }
+            if (n.kind == GraphNodeKind::Collective)
+            {
+                n.collective = no.Choice<CollectiveKind>("collective", {{"all_reduce", CollectiveKind::AllReduce},
+                                                                        {"reduce_scatter", CollectiveKind::ReduceScatter},
+                                                                        {"all_gather", CollectiveKind::AllGather},
+                                                                        {"all_to_all", CollectiveKind::AllToAll},
+                                                                        {"broadcast", CollectiveKind::Broadcast}});
+                n.group = no.Get<uint32_t>("group");
+                n.root = no.Get<uint32_t>("root");
+                auto layer = no.Get<uint32_t>("layer_class");
+                if (layer >= kLayerClasses)
+                {
+                    throw ConfigError(no.Where("layer_class") + " = " + std::to_string(layer) +
+                                      ": DLCP's layer classes are 0 (the front layers) to " +
+                                      std::to_string(kLayerClasses - 1));
+                }
+                n.layerClass = static_cast<uint8_t>(layer);
+                if (n.group >= spec.groups.size())
+                {
+                    throw ConfigError(at + ": group " + std::to_string(n.group) + " does not exist (groups 0.." +
+                                      std::to_string(spec.groups.size()) + " - 1)");
+                }
+                const auto& members = spec.groups[n.group].ranks;
+                if (std::find(members.begin(), members.end(), rank) == members.end())
+                {
+                    throw ConfigError(at + ": rank " + std::to_string(rank) + " runs a collective of group " +
+                                      std::to_string(n.group) + ", which does not hold it");
+                }
+                if (n.collective == CollectiveKind::Broadcast &&
+                    std::find(members.begin(), members.end(), n.root) == members.end())
+                {
+                    throw ConfigError(at + ": broadcast root " + std::to_string(n.root) + " is not in group " +
+                                      std::to_string(n.group));
+                }
+            }
+            if (n.kind == GraphNodeKind::Send || n.kind == GraphNodeKind::Recv)
+            {
+                n.peer = no.Get<uint32_t>("peer");
+                n.tag = no.Get<uint64_t>("tag");
+                if (n.peer >= workers || n.peer == rank)
+                {
+                    throw ConfigError(at + ": peer rank " + std::to_string(n.peer) + " (the job has ranks 0.." +
+                                      std::to_string(workers - 1) + ", and a rank does not send to itself)");
+                }
+            }
+            no.Finish();
+            if (!position.emplace(n.id, static_cast<uint32_t>(r.nodes.size())).second)
+            {
+                throw ConfigError(at + ": the id appears twice");
+            }
+            r.nodes.push_back(n);
+        }
+        for (size_t i = 0; i < r.nodes.size(); i++)
+        {
+            std::string at = where + ".nodes[" + std::to_string(i) + "] (node " + std::to_string(r.nodes[i].id) + ")";
+            for (uint64_t d : depIds[i])
+            {
+                auto p = position.find(d);
+                if (p == position.end())
+                {
+                    throw ConfigError(at + ": depends on node " + std::to_string(d) + ", which does not exist");
+                }
+                if (p->second == i)
+                {
+                    throw ConfigError(at + ": depends on itself");
+                }
+                r.nodes[i].deps.push_back(p->second);
+            }
+        }
+        r.order = Order(r, where);
+        std::vector<uint32_t> groupCount(spec.groups.size(), 0);
+        std::map<std::pair<uint32_t, uint64_t>, uint32_t> sent;
+        std::map<std::pair<uint32_t, uint64_t>, uint32_t> received;
+        for (uint32_t i : r.order)
+        {
+            GraphNode& n = r.nodes[i];
+            std::string at = where + ".nodes[" + std::to_string(i) + "] (node " + std::to_string(n.id) + ")";
+            if (n.kind == GraphNodeKind::Collective)
+            {
+                n.sequence = groupCount[n.group]++;
+                sequences[n.group][rank].emplace_back(Sig{n.collective, n.nbytes, n.root}, at);
+            }
+            else if (n.kind == GraphNodeKind::Send)
+            {
+                n.sequence = sent[{n.peer, n.tag}]++;
+                sends[{rank, n.peer, n.tag}].emplace_back(n.nbytes, at);
+            }
+            else if (n.kind == GraphNodeKind::Recv)
+            {
+                n.sequence = received[{n.peer, n.tag}]++;
+                recvs[{n.peer, rank, n.tag}].emplace_back(n.nbytes, at);
+            }
+        }
+        spec.ranks.push_back(std::move(r));
+    }
+    g.Finish();
+    for (size_t gi = 0; gi < spec.groups.size(); gi++)
+    {
+        const auto& members = spec.groups[gi].ranks;
+        const auto& per = sequences[gi];
+        if (per.empty())
+        {
+            continue;
+        }
+        static const std::vector<std::pair<Sig, std::string>> none;
+        auto of = [&per](uint32_t r) -> const std::vector<std::pair<Sig, std::string>>& {
+            auto it = per.find(r);
+            return it == per.end() ? none : it->second;
+        };
+        const auto& ref = of(members[0]);
+        for (uint32_t m : members)
+        {
+            const auto& mine = of(m);
+            for (size_t k = 0; k < std::min(ref.size(), mine.size()); k++)
+            {
+                if (mine[k].first != ref[k].first)
+                {
+                    throw ConfigError(mine[k].second + ": collective " + std::to_string(k) + " of group " +
+                                      std::to_string(gi) + " is " + CollectiveName(std::get<0>(mine[k].first)) + " of " +
+                                      std::to_string(std::get<1>(mine[k].first)) + " bytes here and " +
+                                      CollectiveName(std::get<0>(ref[k].first)) + " of " +
+                                      std::to_string(std::get<1>(ref[k].first)) + " bytes on rank " +
+                                      std::to_string(members[0]) + " (every member runs the same sequence)");
+                }
+            }
+            if (mine.size() != ref.size())
+            {
+                const auto& longer = mine.size() > ref.size() ? mine : ref;
+                throw ConfigError(longer[std::min(mine.size(), ref.size())].second + ": group " + std::to_string(gi) +
+                                  " runs " + std::to_string(ref.size()) + " collectives on rank " +
+                                  std::to_string(members[0]) + " and " + std::to_string(mine.size()) + " on rank " +
+                                  std::to_string(m));
+            }
+        }
+    }
+    std::set<std::tuple<uint32_t, uint32_t, uint64_t>> keys;
+    for (const auto& [k, _] : sends)
+    {
+        keys.insert(k);
+    }
+    for (const auto& [k, _] : recvs)
+    {
+        keys.insert(k);
+    }
+    for (const auto& key : keys)
+    {
+        const auto& s = sends[key];
+        const auto& v = recvs[key];
+        for (size_t i = 0; i < std::min(s.size(), v.size()); i++)
+        {
+            if (s[i].first != v[i].first)
+            {
+                throw ConfigError(s[i].second + ": sends " + std::to_string(s[i].first) + " bytes to rank " +
+                                  std::to_string(std::get<1>(key)) + " (tag " + std::to_string(std::get<2>(key)) +
+                                  "), which receives " + std::to_string(v[i].first));
+            }
+        }
+        if (s.size() != v.size())
+        {
+            const std::string& extra = s.size() > v.size() ? s[v.size()].second : v[s.size()].second;
+            throw ConfigError(extra + ": no matching " +
+                              (s.size() > v.size() ? "receive on rank " + std::to_string(std::get<1>(key))
+                                                   : "send from rank " + std::to_string(std::get<0>(key))) +
+                              " with tag " + std::to_string(std::get<2>(key)) + " (" + std::to_string(s.size()) +
+                              " sends, " + std::to_string(v.size()) + " receives)");
+        }
+    }
+    return spec;
+}
+
+} // namespace gs
+} // namespace ns3

@@ -1,0 +1,133 @@
+"""What a backend measured running a job's execution graphs: when each node of each rank started and
+ended, and whether a communication node's output held what its operation defines. Both backends
+(the Python hosts on BMv2, the C++ simulator) report this one type; reports and comparisons read it.
+
+Times are seconds of the emulated cluster (real seconds of the job being modelled), from the
+job's start.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gradswitch.workload.graph import CollectiveKind
+
+TIMING_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class NodeTiming:
+    rank: int
+    node_id: int
+    kind: str  # gradswitch.workload.graph.NODE_KINDS's key: compute, collective, send, recv
+    start_s: float
+    end_s: float
+    collective: CollectiveKind | None = None
+    group: str | None = None
+    nbytes: int = 0
+    checked: bool | None = None  # communication: its output held exactly what it should (None: not checked)
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+@dataclass(frozen=True)
+class CollectiveTime:
+    """One collective of a group (the k-th of that group, run by every member): from its first
+    member's start to its last member's end."""
+
+    group: str
+    index: int
+    collective: CollectiveKind
+    nbytes: int
+    start_s: float
+    end_s: float
+    checked: bool | None  # every member's output exact (None: not checked)
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+@dataclass(frozen=True)
+class GraphRun:
+    """Every node's timing, and the job's time (its last node's end)."""
+
+    nodes: tuple[NodeTiming, ...]
+
+    @property
+    def job_s(self) -> float:
+        return max((n.end_s for n in self.nodes), default=0.0)
+
+    def collectives(self) -> list[CollectiveTime]:
+        """Each group's collectives in order, members matched by position (as gradswitch.workload.graph.validate
+        requires: every member runs a group's collectives in one sequence)."""
+        per: dict[tuple[str, int], list[NodeTiming]] = defaultdict(list)
+        seen: dict[tuple[str, int], int] = defaultdict(int)
+        for n in sorted(self.nodes, key=lambda n: (n.rank, n.start_s, n.node_id)):
+            if n.kind == "collective" and n.group is not None:
+                k = seen[(n.group, n.rank)]
+                seen[(n.group, n.rank)] += 1
+                per[(n.group, k)].append(n)
+        out = []
+        for (group, k), members in sorted(per.items(), key=lambda kv: min(m.start_s for m in kv[1])):
+            first = members[0]
+            assert first.collective is not None
+            checks = [m.checked for m in members]
+            out.append(CollectiveTime(group, k, first.collective, first.nbytes, min(m.start_s for m in members),
+                                      max(m.end_s for m in members),
+                                      None if any(c is None for c in checks) else all(checks)))
+        return out
+
+    def exposed_communication_s(self) -> dict[int, float]:
+        """Per rank: the time it had no computation running and waited on communication (the
+        union of its communication intervals minus what overlapped a computation)."""
+        out: dict[int, float] = {}
+        by_rank: dict[int, list[NodeTiming]] = defaultdict(list)
+        for n in self.nodes:
+            by_rank[n.rank].append(n)
+        for rank, nodes in by_rank.items():
+            comm = _union([(n.start_s, n.end_s) for n in nodes if n.kind != "compute"])
+            comp = _union([(n.start_s, n.end_s) for n in nodes if n.kind == "compute"])
+            out[rank] = _length(comm) - _overlap(comm, comp)
+        return out
+
+    def undilated(self, factor: float) -> GraphRun:
+        """Times on the clock of a run dilated by `factor` as the emulated cluster's (divided by it)."""
+        return GraphRun(tuple(replace(n, start_s=n.start_s / factor, end_s=n.end_s / factor) for n in self.nodes))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": TIMING_FORMAT, "nodes": [
+            {"rank": n.rank, "node_id": n.node_id, "kind": n.kind, "start_s": n.start_s, "end_s": n.end_s,
+             "collective": None if n.collective is None else n.collective.value, "group": n.group,
+             "nbytes": n.nbytes, "checked": n.checked} for n in self.nodes]}
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> GraphRun:
+        if d.get("format") != TIMING_FORMAT:
+            raise ValueError(f"graph timing format {d.get('format')!r}; this gradswitch reads {TIMING_FORMAT}")
+        return GraphRun(tuple(
+            NodeTiming(int(x["rank"]), int(x["node_id"]), str(x["kind"]), float(x["start_s"]), float(x["end_s"]),
+                       None if x["collective"] is None else CollectiveKind(x["collective"]), x["group"],
+                       int(x["nbytes"]), x["checked"]) for x in d["nodes"]))
+
+
+def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _length(spans: list[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in spans)
+
+
+def _overlap(x: list[tuple[float, float]], y: list[tuple[float, float]]) -> float:
+    return sum(max(0.0, min(b, d) - max(a, c)) for a, b in x for c, d in y)

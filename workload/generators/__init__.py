@@ -1,9 +1,0 @@
-"""gradswitch's workloads as execution graphs (workload.graph): one collective repeated, send/recv
-between neighbours, the data-parallel training job of a model profile, and train-digits (docs/workloads.md)."""
-
-from workload.generators.collective import SEND_RECV, collective_graph, send_recv_graph
-from workload.generators.digits import digits_graph
-from workload.generators.training import iteration_starts, iteration_times, training_graph, training_job
-
-__all__ = ["SEND_RECV", "collective_graph", "digits_graph", "iteration_starts", "iteration_times", "send_recv_graph",
-           "training_graph", "training_job"]
