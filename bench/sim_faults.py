@@ -40,6 +40,7 @@ from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.report import busiest_link_load
 from gradswitch.experiment.simulated import link_usage, sim_settings
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from gradswitch.experiment.stats import spread_known as spread
 from gradswitch.protocol.choice import Choice
 from gradswitch.sim import run as simulate
 from gradswitch.sim.faults import LINK_DETECT_S, SWITCH_DETECT_S, fault_records, phase_throughput
@@ -222,13 +223,6 @@ def study(fabrics: Sequence[Fabric], seeds: Sequence[int], iterations: int, out:
             "switch_detect_s": SWITCH_DETECT_S, "link_detect_s": LINK_DETECT_S, "assumption": ASSUMPTION,
             "code_version": code_version(), "limits": runs[0].limits if runs else {},
             "runs": [asdict(r) for r in runs], "summary": summarize(runs)}
-
-
-def spread(values: Sequence[float | None]) -> dict[str, float] | None:
-    got = [v for v in values if v is not None]
-    if not got:
-        return None
-    return {"median": statistics.median(got), "min": min(got), "max": max(got), "n": len(got)}
 
 
 def summarize(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:

@@ -29,6 +29,7 @@ from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.report import busiest_link_load
 from gradswitch.experiment.simulated import link_usage, sim_settings
 from gradswitch.experiment.spec import spec_from_dict
+from gradswitch.experiment.stats import spread
 from gradswitch.sim import run as simulate
 from gradswitch.sim.faults import SimFault
 from gradswitch.topology.faults import parse_fault
@@ -70,10 +71,6 @@ def one_run(setup: dict[str, Any], seed: int, out: Path) -> dict[str, Any]:
             "during_s": statistics.median([e - s for s, e in times if s >= m.fallback_s and e < m.switch_recovered_s]),
             "after_s": statistics.median([e - s for s, e in times if s >= m.switch_recovered_s]),
             "busiest_link_load": busiest_link_load(link_usage(topo, result))}
-
-
-def spread(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def compare(bmv2: dict[str, Any], seeds: int, out: Path) -> dict[str, Any]:

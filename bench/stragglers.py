@@ -35,6 +35,7 @@ from typing import Any
 from bench.common import RESULTS, Limits, bmv2_option, save, use_bmv2
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from gradswitch.experiment.stats import spread_known
 
 WORKERS = 4
 K = 3
@@ -99,15 +100,13 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not mine:
             continue
 
-        def spread(key: str, runs: list[dict[str, Any]] = mine) -> dict[str, float | None]:
-            values = [r[key] for r in runs if r[key] is not None]
-            if not values:
-                return {"median": None, "min": None, "max": None}
-            return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+        def figure(key: str, runs: list[dict[str, Any]] = mine) -> dict[str, float | None]:
+            known = spread_known(r[key] for r in runs)
+            return dict(known) if known else {"min": None, "median": None, "max": None, "n": 0}
 
         out.append({"config": config, "seeds": [r["seed"] for r in mine],
                     "reached_target": sum(r["time_to_target_s"] is not None for r in mine),
-                    **{k: spread(k) for k in ("median_iteration_s", "time_to_target_s", "final_accuracy",
+                    **{k: figure(k) for k in ("median_iteration_s", "time_to_target_s", "final_accuracy",
                                               "median_gradient_error", "mean_contributors")}})
     return out
 

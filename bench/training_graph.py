@@ -47,6 +47,7 @@ from gradswitch.experiment.graph_run import run_graph_on
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.runner import run_on
 from gradswitch.experiment.spec import ExperimentSpec
+from gradswitch.experiment.stats import spread
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.experiment.training_graph import ideal_link_load, spec_training_graph
 from gradswitch.net.network import NetworkOptions
@@ -118,10 +119,6 @@ def usable(reps: list[dict[str, Any]]) -> list[float]:
 def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
     """Within the repetitions' spread: the two ranges overlap."""
     return a["min"] <= b["max"] and b["min"] <= a["max"]
-
-
-def spread(values: list[float]) -> dict[str, float]:
-    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
 def summary(spec: ExperimentSpec, reps: list[dict[str, Any]], loop_reps: list[dict[str, Any]],

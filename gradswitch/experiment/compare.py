@@ -82,6 +82,7 @@ from gradswitch.experiment.spec import (
     same_spec,
     spec_from_dict,
 )
+from gradswitch.experiment.stats import spread
 from gradswitch.experiment.summary_file import CompareExit, Summary
 from gradswitch.sim import SimError
 from gradswitch.workload.chakra import read_traces
@@ -312,10 +313,6 @@ def check_failed(h: Mapping[str, Any]) -> bool:
     return h.get("outcome") == Outcome.CHECK_FAILED or (not h.get("error") and h.get("correct") is False)
 
 
-def spread(values: list[float]) -> dict[str, float | int]:
-    return {"min": min(values), "median": statistics.median(values), "max": max(values), "n": len(values)}
-
-
 def combine(heads: list[dict[str, Any] | None]) -> dict[str, Any]:
     """A run's summary from its repetitions' headlines (None: not run yet): every figure's median
     over the repetitions that were neither machine-bound nor failed nor broke their check (all completed
@@ -326,7 +323,7 @@ def combine(heads: list[dict[str, Any] | None]) -> dict[str, Any]:
     basis = valid or completed
     out: dict[str, Any] = {}
     keys = list(dict.fromkeys(k for h in basis for k in h))
-    spreads: dict[str, dict[str, float | int]] = {}
+    spreads: dict[str, dict[str, float]] = {}
     for k in keys:
         values = [h[k] for h in basis if k in h]
         numbers = [float(v) for v in values if _number(v)]

@@ -37,10 +37,10 @@ def test_machine_bound_and_wrong_repetitions_are_left_out_and_the_ranges_compare
     row = summary(spec, [rep(99.0), rep(101.5), rep(50.0, machine_bound=True), rep(200.0, checked=False)], today,
                   table)
     assert row["usable"] == 2 and not row["exact"] and row["loop_usable"] == 2 and row["loop_exact"]
-    assert row["samples_per_s_real"] == {"min": 99.0, "median": 100.25, "max": 101.5}
+    assert row["samples_per_s_real"] == {"min": 99.0, "median": 100.25, "max": 101.5, "n": 2}
     assert row["over_loop"] == pytest.approx(100.25 / 101.0)
     assert row["within_spread"]  # [99, 101.5] overlaps [100, 102]
-    assert row["samples_per_s_real_loop_today"] == {"min": 80.0, "median": 85.0, "max": 90.0}
+    assert row["samples_per_s_real_loop_today"] == {"min": 80.0, "median": 85.0, "max": 90.0, "n": 2}
     assert row["over_loop_today"] == pytest.approx(100.25 / 85.0) and not row["within_spread_today"]
     assert row["loop_today_over_table"] == pytest.approx(85.0 / 101.0)
     below = summary(spec, [rep(90.0), rep(95.0), rep(99.9)], today, table)
