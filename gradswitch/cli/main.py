@@ -54,16 +54,18 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from gradswitch.control.control_socket import ControlSocketError
     from gradswitch.control.netreduce_jobs import JobError
     from gradswitch.control.p4rt import SwitchError
+    from gradswitch.experiment.goodput_study import GoodputError
     from gradswitch.experiment.spec import ExperimentError, SpecError
     from gradswitch.net.bmv2 import SwitchStartError
     from gradswitch.net.bmv2_executable import Bmv2BuildError
     from gradswitch.net.network import NetworkError
     from gradswitch.sim import SimError
     from gradswitch.topology.model import TopologyError
+    from gradswitch.workload.failure_schedule import ScheduleError
     from gradswitch.workload.graph import GraphError
 
     return (UsageError, SpecError, ExperimentError, NetworkError, TopologyError, ControlSocketError, SwitchError,
-            JobError, Bmv2BuildError, SwitchStartError, GraphError, SimError)
+            JobError, Bmv2BuildError, SwitchStartError, GraphError, SimError, GoodputError, ScheduleError)
 
 
 class Parser(argparse.ArgumentParser):
@@ -661,6 +663,11 @@ def build_parser() -> argparse.ArgumentParser:
     complete_paths(p.add_argument("--out", type=Path, help="output directory (default: runs/<spec name>)"),
                    "directory")
     p.set_defaults(func=cmd_compare)
+
+    from gradswitch.cli import goodput
+
+    goodput.add_arguments(add_command(sub, "goodput", goodput.SUMMARY, goodput.DESCRIPTION, goodput.EXAMPLES),
+                          complete_paths)
 
     from gradswitch.cli import export_et
 

@@ -9,7 +9,7 @@ progress kept at the end, with two ways of surviving a failure.
   switch or link whose loss leaves every worker connected is routed around: the job waits `reroute_s` (its
   reliable transport resends what was lost; no iteration is lost).
 Either way, while a switch or link is out (until it is repaired: the fault's restart_s / down_s) iterations
-take as long as on the fabric without it (`FabricCosts.degraded_s`, measured on ns-3: bench/goodput.py).
+take as long as on the fabric without it (`FabricCosts.degraded_s`, measured on ns-3: `gradswitch goodput`).
 
 Progress is counted in seconds of intact-fabric training, so goodput = progress / wall time, and the wall time
 splits exactly into progress + lost work + down time + checkpoint writes + the slowdown of degraded iterations
@@ -43,7 +43,7 @@ class FabricCosts:
     def slowdown(self, cls: str) -> float:
         if cls not in self.degraded_s:
             raise GoodputError(f"no degraded iteration time for a lost {cls}: measured for "
-                               f"{', '.join(sorted(self.degraded_s)) or 'none'}; measure it (bench/goodput.py)")
+                               f"{', '.join(sorted(self.degraded_s)) or 'none'}; measure it (`gradswitch goodput`)")
         return max(1.0, self.degraded_s[cls] / self.iteration_s)
 
 

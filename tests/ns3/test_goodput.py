@@ -1,16 +1,12 @@
-"""The goodput study's ns-3 measurement (bench/goodput_fabric.py), small: a 16-worker ResNet-50 ring on a k = 4
-fat tree with its fabric intact and with an element of each class gone, each iteration exact; the fabric's
-costs the study derives from them (bench/goodput.py) feed the goodput model."""
+"""The goodput study's ns-3 measurement (gradswitch/experiment/goodput_study.py), small: a 16-worker ResNet-50
+ring on a k = 4 fat tree with its fabric intact and with an element of each class gone, each iteration exact;
+the fabric's costs the study derives from them feed the goodput model."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
-from bench.goodput import fabric_costs
-from bench.goodput_fabric import ALGO, MODEL, degraded_cases, measure_all
-from bench.scaling import scaling_spec
+from gradswitch.experiment.goodput_study import degraded_cases, fabric_costs, job_spec, measure_all
 from gradswitch.experiment.placement import place, topology_for
 from gradswitch.workload.failure_schedule import FailureRates, draw_schedule
 from gradswitch.workload.goodput import CheckpointRestart, InPlace, goodput
@@ -22,7 +18,7 @@ WORKERS = 16
 
 def test_iterations_with_an_element_gone_are_exact_and_no_faster(tmp_path):
     runs = measure_all(WORKERS, tmp_path)
-    spec = replace(scaling_spec(MODEL, WORKERS, ALGO), iterations=1, warmup=0)
+    spec = job_spec(WORKERS)
     topo = topology_for(spec)
     assert [r.label for r in runs] == [label for label, _, _ in degraded_cases(topo)]
     for r in runs:

@@ -34,6 +34,8 @@ def test_every_benchmark_figure_says_what_limited_it():
 
 
 LATENCY_BENCHMARKS = {"testbed_costs"}  # round trips of one packet: BMv2's and a Python host's own delay
+# benchmarks that save a study of the package: the study's module keeps each run's Limits figures
+PACKAGE_STUDIES = {"goodput": "gradswitch/experiment/goodput_study.py"}
 
 
 def test_every_network_benchmark_records_the_build_and_the_bottleneck():
@@ -54,6 +56,9 @@ def test_every_network_benchmark_records_the_build_and_the_bottleneck():
         assert "save" in names, path
         if path.stem in LATENCY_BENCHMARKS:  # one packet in flight: no link is loaded, the machine must be idle
             assert "cpu_idle" in path.read_text(), f"{path.name} records no idle CPU"
+            continue
+        if path.stem in PACKAGE_STUDIES:
+            assert "Limits.simulated_figures" in (REPO_ROOT / PACKAGE_STUDIES[path.stem]).read_text(), path.name
             continue
         assert "Limits" in names or "run_compare" in names, f"{path.name} records no bottleneck"
 
