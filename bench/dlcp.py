@@ -25,10 +25,10 @@ from typing import Any
 
 from bench.common import Limits, bmv2_option, save, use_bmv2
 from gradswitch.experiment.compare import CompareSpec, best_baseline, load_spec, ratio_of, run_compare
+from gradswitch.experiment.shipped_specs import EXPERIMENTS
 from gradswitch.net.bmv2 import one_switch_user_at_a_time
-from gradswitch.protocol.paths import REPO_ROOT
 
-SPECS = REPO_ROOT / "experiments"
+SPECS = EXPERIMENTS  # the shipped compare specs (gradswitch/specs/)
 
 
 def _spec(name: str, repeat: int | None) -> CompareSpec:
@@ -85,12 +85,21 @@ def tensorlights(out: Path, repeat: int | None) -> dict[str, Any]:
                                  "tensorlights_avg_jct_s": t.get("avg_jct_s"), **_ratio(t, b, "avg_jct_s"),
                                  "repetitions": t.get("headline_repetitions"),
                                  "machine_bound_repetitions": t.get("machine_bound_repetitions"),
+                                 # every repetition's own figures, the medians' and ratios' inputs
+                                 "baseline_each": _each(b), "tensorlights_each": _each(t),
                                  **Limits.of_figures(t).figures()}
     print(f"\n{'run':<20}{'avg JCT base s':>15}{'avg JCT TL s':>14}{'TL/base [min, max]':>22}")
     for name, r in rows.items():
         print(f"{name:<20}{_f(r['baseline_avg_jct_s'], 15)}{_f(r['tensorlights_avg_jct_s'], 14)}{_span(r, 22)}")
     _print_limits(rows)
     return rows
+
+
+def _each(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each repetition of a compare's run: its number and seed, its average job completion time (over the jobs),
+    whether its check held (ok, outcome) and whether the machine bound it."""
+    keep = ("repetition", "seed", "avg_jct_s", "check", "ok", "outcome", "correct", "machine_bound", "error")
+    return [{k: rep[k] for k in keep if k in rep} for rep in run.get("repetitions", [])]
 
 
 def _span(r: dict[str, Any], width: int) -> str:

@@ -17,9 +17,9 @@ from typing import Any
 from bench.common import RESULTS
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.plots import plot_figures
-from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.experiment.shipped_specs import EXPERIMENTS
 
-SPECS = REPO_ROOT / "experiments"
+SPECS = EXPERIMENTS  # the shipped compare specs (gradswitch/specs/)
 SOURCES = {"dlcp-contention": "training-dlcp.json", "dlcp-spray": "training-dlcp.json"}
 TIMES = ("median_s", "p99_s")  # a compare plots these in its times plot, not among the figures (compare.py)
 

@@ -43,12 +43,12 @@ from typing import Any
 from bench.common import RESULTS, bmv2_option, save, use_bmv2
 from gradswitch.experiment.compare import TRAINING_FIGURE, CompareSpec, best_baseline, load_spec, ratio_of, run_compare
 from gradswitch.experiment.results_file import Results
+from gradswitch.experiment.shipped_specs import EXPERIMENTS
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.experiment.summary_file import Summary
 from gradswitch.net.bmv2 import one_switch_user_at_a_time
-from gradswitch.protocol.paths import REPO_ROOT
 
-SPECS = REPO_ROOT / "experiments"
+SPECS = EXPERIMENTS  # the shipped compare specs (gradswitch/specs/)
 
 
 # ---- runs sharing networks ----
