@@ -44,20 +44,15 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Mapping
 from dataclasses import replace
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, bmv2_option, save, use_bmv2
 from bench.crossval_engines import EngineAgreement, compare_engines
-from bench.crossval_figure import MIN_REPETITIONS as MIN_REPETITIONS  # re-exported: the parts' one definition
-from bench.crossval_figure import TOLERANCE as TOLERANCE
-from bench.crossval_figure import Figure as Figure
-from bench.crossval_figure import quotient
 from bench.testbed_costs import COSTS, load_costs, quiet_machine
 from gradswitch.experiment.compare import CompareSpec, run_compare
+from gradswitch.experiment.crossval import ALGOS, MIN_REPETITIONS, TOLERANCE, Figure, judge_allreduce, judge_pair
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import Backend, ExperimentSpec, SimOptions, Topo, spec_from_dict
 from gradswitch.experiment.summary_file import Summary
@@ -69,7 +64,6 @@ DEFAULT_BW_MBPS = 8.0
 # The DLCP pair's link rate (the loop's pair was judged there on 2026-11-25); --dlcp-bw runs it at another, e.g.
 # where a slower machine leaves the CPU idle enough to judge it.
 DLCP_BW_MBPS = 5.0
-ALGOS = (Algorithm.RING, Algorithm.NETREDUCE, Algorithm.PS)
 PARTS = ("allreduce", "training", "dlcp", "collectives", "training-graph", "dlcp-graph")
 
 
@@ -148,92 +142,7 @@ def run_pairs(name: str, bmv2_runs: list[ExperimentSpec], costs: dict[str, float
         runner.close()
 
 
-# ---- judging ----
-
-
-def _usable(*summaries: dict[str, Any]) -> bool:
-    return all(s.get("headline_repetitions", 0) >= MIN_REPETITIONS for s in summaries)
-
-
-def _value(s: dict[str, Any], key: str) -> float | None:
-    v = s.get(key)
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-
-def judge_allreduce(summary: dict[str, dict[str, Any]], topos: list[str], workers: list[int]
-                    ) -> tuple[list[Figure], list[dict[str, Any]]]:
-    """Per run its median iteration; per (topology, N) ring / NetReduce, PS / NetReduce and the ranking."""
-    figures, rankings = [], []
-    for topo in topos:
-        for n in workers:
-            times: dict[str, dict[str, float | None]] = {"bmv2": {}, "ns3": {}}
-            usable = True
-            for algo in ALGOS:
-                b = summary.get(f"{topo}-n{n}-{algo}", {})
-                s = summary.get(f"{topo}-n{n}-{algo}-ns3", {})
-                ok = _usable(b)
-                usable = usable and ok
-                times["bmv2"][str(algo)], times["ns3"][str(algo)] = _value(b, "median_s"), _value(s, "median_s")
-                figures.append(Figure(f"{topo} N={n} {algo}: median iteration (s)", times["bmv2"][str(algo)],
-                                      times["ns3"][str(algo)], ok))
-            for other in (Algorithm.RING, Algorithm.PS):
-                figures.append(Figure(f"{topo} N={n} {other} / netreduce", quotient(times["bmv2"][str(other)],
-                                      times["bmv2"]["netreduce"]), quotient(times["ns3"][str(other)],
-                                      times["ns3"]["netreduce"]), usable))
-            order = {side: _fastest_first(t) for side, t in times.items()}
-            ties = _ties(times["bmv2"], times["ns3"])
-            complete = all(t is not None for side in times.values() for t in side.values())
-            rankings.append({"what": f"{topo} N={n}", "bmv2": order["bmv2"], "ns3": order["ns3"], "usable": usable,
-                             "ties": ties, "same": _same_ranking(times["bmv2"], times["ns3"]) if usable and complete
-                             else None})
-    return figures, rankings
-
-
-def _fastest_first(times: dict[str, float | None]) -> list[str]:
-    return sorted(times, key=lambda algo: times[algo] or float("inf"))
-
-
-def _tied(times: Mapping[str, float | None], a: str, b: str) -> bool:
-    """Two algorithms' times within TOLERANCE of each other: an order between them means nothing."""
-    ta, tb = times.get(a), times.get(b)
-    return ta is not None and tb is not None and tb > 0 and abs(ta / tb - 1) <= TOLERANCE
-
-
-def _ties(bmv2: Mapping[str, float | None], ns3: Mapping[str, float | None]) -> list[list[str]]:
-    """Pairs of algorithms tied (within TOLERANCE) on both backends."""
-    return [[a, b] for a, b in combinations(sorted(bmv2), 2) if _tied(bmv2, a, b) and _tied(ns3, a, b)]
-
-
-def _same_ranking(bmv2: Mapping[str, float | None], ns3: Mapping[str, float | None]) -> bool:
-    """The same order of the algorithms, fastest first, up to ties: two algorithms within TOLERANCE of each other
-    on both backends may come in either order (ring and NetReduce at N = 2 move the same bytes: 0.99 against 1.01
-    is no ranking). Every other pair in the same order on both; a missing time ranks nowhere."""
-    for a, b in combinations(sorted(bmv2), 2):
-        ba, bb, sa, sb = bmv2.get(a), bmv2.get(b), ns3.get(a), ns3.get(b)
-        if ba is None or bb is None or sa is None or sb is None:
-            return False
-        if (ba < bb) != (sa < sb) and not (_tied(bmv2, a, b) and _tied(ns3, a, b)):
-            return False
-    return True
-
-
-def judge_pair(summary: dict[str, dict[str, Any]], what: str, run: str, base: str) -> list[Figure]:
-    """Two training runs: each one's steady-state iteration (and, with bulk TCP beside them, its goodput: the
-    DLCP pair's streams leave from the simulator's ports, `background_fixed_ports`, so both backends put them on
-    the same paths), and run / base in samples/s."""
-    out = []
-    for name in (base, run):
-        b, s = summary.get(name, {}), summary.get(f"{name}-ns3", {})
-        out.append(Figure(f"{name}: training iteration (s)", _value(b, "iteration_s"), _value(s, "iteration_s"),
-                          _usable(b)))
-        if _value(b, "background_goodput_mbps") is not None:
-            out.append(Figure(f"{name}: bulk TCP goodput (Mb/s)", _value(b, "background_goodput_mbps"),
-                              _value(s, "background_goodput_mbps"), _usable(b)))
-    rb, bb = summary.get(run, {}), summary.get(base, {})
-    rs, bs = summary.get(f"{run}-ns3", {}), summary.get(f"{base}-ns3", {})
-    out.append(Figure(what, quotient(_value(rb, "samples_per_s_real"), _value(bb, "samples_per_s_real")),
-                      quotient(_value(rs, "samples_per_s_real"), _value(bs, "samples_per_s_real")), _usable(rb, bb)))
-    return out
+# ---- judging: gradswitch.experiment.crossval (judge_allreduce, judge_pair) ----
 
 
 # ---- reporting ----

@@ -16,15 +16,13 @@ and backend (NetReduce's and the parameter server's: over the ring's of the same
 from __future__ import annotations
 
 import json
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench.crossval_figure import Figure, quotient
+from gradswitch.experiment.crossval import Figure, Repetition, judged_times, median_time, quotient, time_range, usable
 from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
-from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.spec import ExperimentSpec, Topo
 from gradswitch.workload.generators import SEND_RECV, collective_graph, send_recv_graph
 from gradswitch.workload.graph import IN_NETWORK, CollectiveKind, JobGraph
@@ -80,55 +78,6 @@ def run_name(topo: str, ranks: int, pattern: str) -> str:
     return f"{topo}-n{ranks}-{pattern}"
 
 
-@dataclass(frozen=True)
-class Repetition:
-    """One run of one pattern on one backend: what judging needs of its GraphRunReport, and what limited it."""
-    seed: int
-    job_s: float
-    checked: bool
-    machine_bound: bool | None
-    reason: str | None
-    busiest_link: str | None = None
-    busiest_link_load: float | None = None
-    cpu_idle: float | None = None  # None on ns-3: a simulated run's clock is the model's
-    ideal_link_load: float | None = None  # what a link-paced run keeps where its paths make it under 1 (placed_load)
-    resent_packets: int | None = None  # packets the ranks sent again (None: a repetition kept before it was)
-    link_drops: int | None = None  # packets the links' queues dropped (None: not measured, or kept before it was)
-
-    @staticmethod
-    def of(seed: int, report: GraphRunReport) -> Repetition:
-        return Repetition(seed, report.job_s, report.checked, report.machine_bound, report.machine_bound_reason,
-                          report.busiest_link, report.busiest_link_load, report.cpu_idle, report.ideal_link_load,
-                          report.resent_packets, report.link_drops)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"seed": self.seed, "job_s": self.job_s, "checked": self.checked, "machine_bound": self.machine_bound,
-                "reason": self.reason, "busiest_link": self.busiest_link, "busiest_link_load": self.busiest_link_load,
-                "cpu_idle": self.cpu_idle, "ideal_link_load": self.ideal_link_load,
-                "resent_packets": self.resent_packets, "link_drops": self.link_drops}
-
-    @staticmethod
-    def from_dict(d: dict[str, Any]) -> Repetition:
-        return Repetition(int(d["seed"]), float(d["job_s"]), bool(d["checked"]), d.get("machine_bound"),
-                          d.get("reason"), d.get("busiest_link"), d.get("busiest_link_load"), d.get("cpu_idle"),
-                          d.get("ideal_link_load"), d.get("resent_packets"), d.get("link_drops"))
-
-
-def usable(reps: Sequence[Repetition]) -> list[Repetition]:
-    """The repetitions whose time says something: exact, and not limited by the machine."""
-    return [r for r in reps if r.checked and not r.machine_bound]
-
-
-def median_time(reps: Sequence[Repetition]) -> float | None:
-    good = usable(reps)
-    return statistics.median(r.job_s for r in good) if good else None
-
-
-def spread(reps: Sequence[Repetition]) -> tuple[float, float] | None:
-    good = usable(reps)
-    return (min(r.job_s for r in good), max(r.job_s for r in good)) if good else None
-
-
 def judge(runs: dict[str, dict[str, list[Repetition]]], topos: Sequence[str], workers: Sequence[int],
           min_repetitions: int) -> list[Figure]:
     """Per (topology, N, pattern) the graph's median time on both backends, then per non-reference pattern its
@@ -156,12 +105,6 @@ def judge(runs: dict[str, dict[str, list[Repetition]]], topos: Sequence[str], wo
                 figures.append(Figure(f"{topo} N={n} {pattern} / {host_pattern(pattern)}", quotient(b, hb),
                                       quotient(s, hs), ok and hok))
     return figures
-
-
-def judged_times(sides: dict[str, list[Repetition]], min_repetitions: int) -> tuple[float | None, float | None, bool]:
-    """A run's median time on BMv2 and on ns-3, and whether it is judged (enough usable BMv2 runs, one on ns-3)."""
-    bmv2, ns3 = sides.get("bmv2", []), sides.get("ns3", [])
-    return median_time(bmv2), median_time(ns3), len(usable(bmv2)) >= min_repetitions and bool(usable(ns3))
 
 
 # ---- running ----
@@ -310,7 +253,7 @@ def rows(store: Store, topos: Sequence[str], workers: Sequence[int]) -> list[dic
                     continue  # not measured (a store from before the switches or the servers ran it)
                 out.append({"run": name, "topo": topo, "workers": n, "pattern": pattern,
                             **{side: {"median_s": median_time(sides.get(side, [])),
-                                      "spread_s": spread(sides.get(side, [])),
+                                      "spread_s": time_range(sides.get(side, [])),
                                       "usable": len(usable(sides.get(side, []))),
                                       "repetitions": [r.to_dict() for r in sides.get(side, [])]}
                                for side in ("bmv2", "ns3")}})

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.crossval_collectives import Store, median_time, spread, usable
+from bench.crossval_collectives import Store
+from gradswitch.experiment.crossval import median_time, time_range, usable
 from gradswitch.experiment.summary_file import RunSummary, Summary
 
 GRAPH_LOOP_SLACK = 0.01  # the ns-3 test (tests/ns3/test_dlcp_graph_sim.py) holds the two engines within 1 %
@@ -88,7 +89,7 @@ def compare_engines(loop: Summary, graph: Store, runs: Sequence[str], min_repeti
             loop_s, loop_range, loop_n, dilation = _loop_side(loop.get(run if side == "bmv2" else f"{run}-ns3"))
             reps = graph.runs.get(run, {}).get(side, [])
             g = median_time(reps)
-            g_range = spread(reps)
+            g_range = time_range(reps)
             need = min_repetitions if side == "bmv2" else 1
             out.append(EngineAgreement(
                 run, side, loop_s, loop_range, None if g is None else g * dilation,

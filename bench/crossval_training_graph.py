@@ -23,9 +23,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.crossval_collectives import Repetition, Simulate, Store, judged_times, median_time, spread, usable
-from bench.crossval_figure import Figure, quotient
+from bench.crossval_collectives import Simulate, Store
 from gradswitch.experiment import bottleneck
+from gradswitch.experiment.crossval import Figure, Repetition, judged_times, median_time, quotient, time_range, usable
 from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.experiment.training_graph import ideal_link_load, spec_training_graph
@@ -117,7 +117,7 @@ def judge(store: Store, ring: str, netreduce: str, min_repetitions: int,
 
 def rows(store: Store, labels: Sequence[str]) -> list[dict[str, Any]]:
     """Per run its repetitions' spread on both backends (what the JSON keeps beside the figures)."""
-    return [{"run": label, **{side: {"median_iteration_s": median_time(reps), "spread_s": spread(reps),
+    return [{"run": label, **{side: {"median_iteration_s": median_time(reps), "spread_s": time_range(reps),
                                      "usable": len(usable(reps)), "repetitions": [r.to_dict() for r in reps]}
                               for side in ("bmv2", "ns3")
                               for reps in [store.runs.get(label, {}).get(side, [])]}}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.crossval_collectives import Repetition, Store
+from bench.crossval_collectives import Store
+from gradswitch.experiment.crossval import Repetition
 
 
 def reps(*times: float, bound: tuple[int, ...] = ()) -> list[Repetition]:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.crossval import DEFAULT_BW_MBPS, TOLERANCE, allreduce_specs, simulated
+from bench.crossval import DEFAULT_BW_MBPS, allreduce_specs, simulated
 from bench.testbed_costs import load_costs, measured_with
+from gradswitch.experiment.crossval import TOLERANCE
 from gradswitch.net.bmv2 import BMV2_ENV
 from tests.results import run_experiment
 

@@ -11,8 +11,8 @@ import pytest
 
 from bench.crossval import DEFAULT_BW_MBPS, simulated
 from bench.crossval_collectives import bmv2_spec, pattern_algo, pattern_graph
-from bench.crossval_figure import TOLERANCE
 from bench.testbed_costs import load_costs, measured_with
+from gradswitch.experiment.crossval import TOLERANCE
 from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.graph_run import GraphRunReport, run_graph_on
 from gradswitch.experiment.placement import topology_for

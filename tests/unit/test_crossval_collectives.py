@@ -10,7 +10,6 @@ from bench.crossval import table
 from bench.crossval_collectives import (
     PATTERNS,
     REFERENCE,
-    Repetition,
     Store,
     every_pattern,
     host_pattern,
@@ -20,7 +19,7 @@ from bench.crossval_collectives import (
     pattern_graph,
     server_patterns,
 )
-from bench.crossval_figure import MIN_REPETITIONS, TOLERANCE, Figure
+from gradswitch.experiment.crossval import MIN_REPETITIONS, TOLERANCE, Figure, Repetition
 from gradswitch.workload.generators import SEND_RECV
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, SendNode
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bench.crossval_engines import GRAPH_LOOP_SLACK, compare_engines
-from bench.crossval_figure import MIN_REPETITIONS
+from gradswitch.experiment.crossval import MIN_REPETITIONS
 from gradswitch.experiment.summary_file import RunSummary
 from tests.crossval_store import reps, store
 

@@ -1,28 +1,29 @@
-"""bench.crossval's judging: the ranking of ring, NetReduce and PS agrees up to ties within the tolerance."""
+"""The cross-validation's judging (gradswitch/experiment/crossval.py): the ranking of ring, NetReduce and PS
+agrees up to ties within the tolerance."""
 
 from __future__ import annotations
 
-from bench.crossval import _same_ranking, _ties, judge_allreduce
+from gradswitch.experiment.crossval import judge_allreduce, judge_pair, same_ranking, ties
 
 
 def test_a_tie_on_both_backends_may_come_in_either_order():
     bmv2 = {"ring": 0.212, "netreduce": 0.214, "ps": 0.496}  # ring 1 % faster: a tie
     ns3 = {"ring": 0.217, "netreduce": 0.216, "ps": 0.497}
-    assert _same_ranking(bmv2, ns3)
-    assert _ties(bmv2, ns3) == [["netreduce", "ring"]]
+    assert same_ranking(bmv2, ns3)
+    assert ties(bmv2, ns3) == [["netreduce", "ring"]]
 
 
 def test_a_clear_order_on_one_backend_must_hold_on_the_other():
     bmv2 = {"ring": 0.30, "netreduce": 0.22, "ps": 1.0}  # NetReduce clearly faster on BMv2...
     ns3 = {"ring": 0.21, "netreduce": 0.22, "ps": 1.0}  # ...ring (a tie here) on ns-3
-    assert not _same_ranking(bmv2, ns3)
-    assert _ties(bmv2, ns3) == []
-    assert not _same_ranking({"ring": 1.0, "netreduce": 2.0, "ps": 3.0}, {"ring": 3.0, "netreduce": 2.0, "ps": 1.0})
-    assert _same_ranking({"ring": 1.0, "netreduce": 2.0, "ps": 3.0}, {"ring": 1.5, "netreduce": 2.5, "ps": 9.0})
+    assert not same_ranking(bmv2, ns3)
+    assert ties(bmv2, ns3) == []
+    assert not same_ranking({"ring": 1.0, "netreduce": 2.0, "ps": 3.0}, {"ring": 3.0, "netreduce": 2.0, "ps": 1.0})
+    assert same_ranking({"ring": 1.0, "netreduce": 2.0, "ps": 3.0}, {"ring": 1.5, "netreduce": 2.5, "ps": 9.0})
 
 
 def test_a_missing_time_ranks_nowhere():
-    assert not _same_ranking({"ring": 1.0, "netreduce": 2.0, "ps": 3.0}, {"ring": 1.0, "netreduce": None, "ps": 3.0})
+    assert not same_ranking({"ring": 1.0, "netreduce": 2.0, "ps": 3.0}, {"ring": 1.0, "netreduce": None, "ps": 3.0})
 
 
 def test_judge_allreduce_reports_ties_and_judges_only_usable_sides():
@@ -48,7 +49,7 @@ def test_a_pair_whose_simulator_run_failed_is_not_judged():
 
 
 def test_a_training_pair_with_bulk_tcp_judges_its_goodput_too():
-    from bench.crossval import dlcp_specs, judge_pair
+    from bench.crossval import dlcp_specs
 
     assert all(s.background_flows and s.background_fixed_ports for s in dlcp_specs())  # the same paths on both
     run = {"iteration_s": 5.8, "samples_per_s_real": 100.0, "headline_repetitions": 3}

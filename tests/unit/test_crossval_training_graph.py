@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.crossval_figure import MIN_REPETITIONS
 from bench.crossval_training_graph import judge, rows
+from gradswitch.experiment.crossval import MIN_REPETITIONS
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, RankGraph, world_group
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from tests.crossval_store import reps, store
