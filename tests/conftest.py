@@ -6,7 +6,10 @@ tests that need it skip with the reason. With GRADSWITCH_REQUIRE_TOOLCHAIN=1 (or
 sets it when the toolchain is installed, so a broken install cannot pass as skips. The ns-3
 simulator (`ns3`: the wheel and build/ns3/gradswitch-sim, `make sim`) has its own switch,
 GRADSWITCH_REQUIRE_NS3=1, and so has its MPI build (`ns3_mpi`: ns-3 with MPI under /opt/ns3-mpi,
-mpirun, build/ns3-mpi/gradswitch-sim from `python -m gradswitch.sim.build --mpi`), GRADSWITCH_REQUIRE_NS3_MPI=1.
+mpirun, build/ns3-mpi/gradswitch-sim from `python -m gradswitch.sim.build --mpi`), GRADSWITCH_REQUIRE_NS3_MPI=1,
+and so has the BMv2 without logging macros (`bmv2_nolog`, benchmarks only), GRADSWITCH_REQUIRE_BMV2_NOLOG=1
+(`.ci/run` sets it where the shared toolchain, which holds it, is installed). Skips outside markers go through
+tests/require.py's `missing`, which honours the same switches (and those for Chakra, torch and perf).
 
 Tests that start BMv2 switches or Mininet networks hold a machine-wide lock while they run:
 switches listen on fixed ports and networks name their interfaces after their nodes, so two
@@ -22,6 +25,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from gradswitch.net.network import missing_for_networks
+from tests.require import missing, required
 
 
 def _which(tool: str) -> Callable[[], str | None]:
@@ -83,16 +87,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="fail (do not skip) tests whose tools are missing")
 
 
+def _switch(marker: str) -> str:
+    """The key of tests/require.py's SWITCHES that requires what `marker` needs."""
+    return marker if marker in ("ns3", "ns3_mpi", "bmv2_nolog") else "toolchain"
+
+
 def _required(config: pytest.Config, marker: str) -> bool:
-    if marker == "ns3":
-        return os.environ.get("GRADSWITCH_REQUIRE_NS3") == "1"
-    if marker == "ns3_mpi":
-        return os.environ.get("GRADSWITCH_REQUIRE_NS3_MPI") == "1"
-    return bool(config.getoption("--require-toolchain")) or os.environ.get("GRADSWITCH_REQUIRE_TOOLCHAIN") == "1"
-
-
-# Optional even when the toolchain is required: only benchmarks need them.
-OPTIONAL = {"bmv2_nolog"}
+    switch = _switch(marker)
+    return required(switch, forced=switch == "toolchain" and bool(config.getoption("--require-toolchain")))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -100,11 +102,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         check = REQUIREMENTS.get(marker.name)
         if check is None:
             continue
-        missing = check()
-        if missing:
-            if _required(item.config, marker.name) and marker.name not in OPTIONAL:
-                pytest.fail(f"[{marker.name}] required but missing: {missing}", pytrace=False)
-            pytest.skip(f"[{marker.name}] {missing}")
+        reason = check()
+        if reason:
+            missing(_switch(marker.name), reason, forced=_required(item.config, marker.name), label=marker.name)
 
 
 LOCKED_MARKERS = {"bmv2", "bmv2_nolog", "mininet", "root"}

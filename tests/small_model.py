@@ -26,12 +26,12 @@ def make_batch() -> Any:
 def trace_small_model(prefix: Path, ranks: int = 4) -> None:
     """`gradswitch trace-model` of this model on the CPU, as a user types it: PREFIX.{rank}.et at `ranks` ranks
     (2 iterations). Skips when torch is absent, fails instead with GRADSWITCH_REQUIRE_TORCH=1."""
-    import os
+    import importlib.util
 
-    import pytest
+    from tests.require import missing
 
-    if os.environ.get("GRADSWITCH_REQUIRE_TORCH") != "1":
-        pytest.importorskip("torch", reason="[torch] not installed: pip install torch==2.13.0")
+    if importlib.util.find_spec("torch") is None:
+        missing("torch", "torch is not installed: pip install torch==2.13.0")
     model = Path(__file__)
     made = subprocess.run([sys.executable, "-m", "gradswitch.cli.main", "trace-model", "--model", f"{model}:make_model",
                            "--batch", f"{model}:make_batch", "--ranks", str(ranks), "--iterations", "2", "--steps",

@@ -1,9 +1,10 @@
 """The committed BMv2 JSON and P4Info are what p4c makes of the current sources.
 
 Another p4c writes other bytes (ids, source positions): the comparison runs with the p4c version the committed
-program's stamp records (gradswitch/p4src/build/p4c-stamp.json) and skips, naming both versions, with another one.
-Whatever
-the compiler, tests/unit/test_package_data.py checks the stamp's hash of the sources against the sources.
+program's stamp records (gradswitch/p4src/build/p4c-stamp.json) and skips, naming both versions, with another one;
+with GRADSWITCH_REQUIRE_TOOLCHAIN=1 (.ci/run, whose shared toolchain has the p4c the program is built with) that
+fails instead. Whatever the compiler, tests/unit/test_package_data.py checks the stamp's hash of the sources
+against the sources.
 """
 
 from __future__ import annotations
@@ -12,15 +13,16 @@ import pytest
 
 from gradswitch.cli.p4_compile import BuildError, BuildStamp, compile_program, p4c_version
 from gradswitch.protocol.paths import BMV2_JSON, P4_PROGRAM, P4INFO
+from tests.require import missing
 
 pytestmark = pytest.mark.p4c
 
 
-def test_committed_artifacts_are_fresh(tmp_path):
+def test_committed_artifacts_are_fresh(tmp_path, pytestconfig):
     stamped, here = BuildStamp.read().p4c_version, p4c_version()
     if here != stamped:
-        pytest.skip(f"p4c {here} here, the committed program is p4c {stamped}'s: their outputs differ in bytes "
-                    "whatever the sources")
+        missing("toolchain", f"p4c {here} here, the committed program is p4c {stamped}'s: their outputs differ in "
+                "bytes whatever the sources", forced=bool(pytestconfig.getoption("--require-toolchain")), label="p4c")
     result = compile_program(P4_PROGRAM, tmp_path / "gradswitch.json", tmp_path / "gradswitch.p4info.txtpb")
     stale = [name for fresh, committed, name in ((result.json, BMV2_JSON, "JSON"), (result.p4info, P4INFO, "P4Info"))
              if fresh.read_bytes() != committed.read_bytes()]

@@ -9,7 +9,6 @@ Once released, the kernel hands the reserved ones out (so the first half is not 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,7 @@ import textwrap
 import pytest
 
 from gradswitch.protocol.paths import REPO_ROOT
+from tests.require import need_tool
 
 pytestmark = pytest.mark.root
 
@@ -53,9 +53,9 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(shutil.which("unshare") is None, reason="unshare (util-linux) is not installed")
 def test_reserved_switch_ports_are_not_given_to_connections() -> None:
-    proc = subprocess.run(["unshare", "-n", sys.executable, "-c", SCRIPT], cwd=REPO_ROOT, capture_output=True,
+    unshare = need_tool("unshare", "util-linux")  # fails instead with GRADSWITCH_REQUIRE_TOOLCHAIN=1
+    proc = subprocess.run([unshare, "-n", sys.executable, "-c", SCRIPT], cwd=REPO_ROOT, capture_output=True,
                           text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)

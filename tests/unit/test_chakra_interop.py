@@ -10,13 +10,12 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -31,14 +30,13 @@ from gradswitch.workload.graph import (
     ProcessGroup,
     RankGraph,
 )
+from tests.require import missing
 
 INSTALL = "pip install --no-deps mlc-chakra==1.0.0"
 
 
-def _missing(reason: str) -> None:
-    if os.environ.get("GRADSWITCH_REQUIRE_CHAKRA") == "1":
-        pytest.fail(f"[chakra] required but missing: {reason}", pytrace=False)
-    pytest.skip(f"[chakra] {reason} ({INSTALL})")
+def _missing(reason: str) -> NoReturn:
+    missing("chakra", f"{reason} ({INSTALL})")  # fails instead with GRADSWITCH_REQUIRE_CHAKRA=1 (.ci/run)
 
 
 @pytest.fixture(scope="module")
@@ -267,9 +265,7 @@ def test_we_read_what_chakra_converter_pytorch_writes_of_a_gloo_ddp_run(tmp_path
     PyTorch`, as a user would, unlinked: every node a COMP_NODE of 0 us, chained by data_deps (gloo's
     all-reduce is no NCCL kernel, so it stays a computation)."""
     if importlib.util.find_spec("torch") is None:
-        if os.environ.get("GRADSWITCH_REQUIRE_TORCH") == "1":
-            pytest.fail("[torch] required but missing: torch is not installed", pytrace=False)
-        pytest.skip("[torch] torch is not installed (pip install 'gradswitch[pytorch]')")
+        missing("torch", "torch is not installed (pip install 'gradswitch[pytorch]')")
     script = tmp_path / "ddp.py"
     script.write_text(DDP_STEPS)
     ranks = [subprocess.Popen([sys.executable, str(script), str(r), str(tmp_path / "store"),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from gradswitch.cli.main import COMPLETION_SHELLS, build_parser, experiment_spec
 from gradswitch.experiment.spec import ExperimentSpec, SpecError, load_experiment
 from gradswitch.protocol.paths import REPO_ROOT
 from gradswitch.version import code_version, package_version
+from tests.require import need_tool
 
 GRADSWITCH = [sys.executable, "-m", "gradswitch.cli.main"]
 
@@ -134,8 +134,8 @@ def completions(script: Path, *words: str) -> list[str]:
     return out[1:]
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash to complete in")
 def test_bash_completes_subcommands_options_and_choices(tmp_path, monkeypatch):
+    need_tool("bash", "no bash to complete in")  # fails instead with GRADSWITCH_REQUIRE_TOOLCHAIN=1
     result = run("completion", "bash")
     assert result.returncode == 0, result.stderr
     script = tmp_path / "gradswitch.bash"

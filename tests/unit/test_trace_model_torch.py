@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from gradswitch.cli.main import main
 from gradswitch.workload.graph import CollectiveNode, ComputeNode, to_dict, validate
 from gradswitch.workload.pytorch.job_graph import job_graph
 from gradswitch.workload.pytorch.profile import ModelProfile
+from tests.require import missing
 
 BUCKET_MB = 0.001  # small buckets (1 KiB: DDP closes one once it holds that much), so that there are several
 LAYERS = ["conv1", "relu", "conv2", "relu#2", "flatten", "fc1", "act", "fc2"]  # `relu` is called twice
@@ -27,10 +27,8 @@ def _torch() -> Any:
     try:
         import torch
     except ImportError:
-        if os.environ.get("GRADSWITCH_REQUIRE_TORCH") == "1":
-            pytest.fail("GRADSWITCH_REQUIRE_TORCH=1 and torch is not installed: install the torch that "
-                        "pyproject.toml's dev extra pins (make venv)")
-        pytest.skip("needs PyTorch: pip install 'gradswitch[pytorch]' (the suite uses the torch .[dev] pins)")
+        missing("torch", "torch is not installed: pip install 'gradswitch[pytorch]' (the suite uses the torch "
+                "pyproject.toml's dev extra pins: make venv)")
     return torch
 
 
@@ -223,10 +221,9 @@ def test_a_parameter_the_model_holds_itself_is_counted_and_ready_after_a_layer()
     ("gpu", "device 'gpu': give auto, cpu, cuda or cuda:N"),
     ("cuda", "device 'cuda': this torch sees no CUDA device; give --device cpu (or auto)"),
 ])
-def test_a_device_that_is_not_there_is_one_line(tmp_path, capsys, device, message):
+def test_a_device_that_is_not_there_is_one_line(tmp_path, capsys, monkeypatch, device, message):
     torch = _torch()
-    if device == "cuda" and torch.cuda.is_available():
-        pytest.skip("this machine has CUDA")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # what a machine without CUDA sees
     assert main(["trace-model", "--model", f"{__name__}:make_model", "--input-shape", "4,3,8,8", "--device", device,
                  "--out", str(tmp_path / "x")]) == 2
     assert capsys.readouterr().err == f"error: {message}\n"

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
-import pytest
-
 from gradswitch.protocol.paths import REPO_ROOT
+from tests.require import need_tool
 
 VAGRANTFILE = REPO_ROOT / "Vagrantfile"
 PROVISION = REPO_ROOT / "vm" / "provision.sh"
 MAKEFILE = REPO_ROOT / "Makefile"
 
 
-@pytest.mark.skipif(shutil.which("ruby") is None, reason="ruby is not installed (apt install ruby)")
 def test_vagrantfile_is_valid_ruby():
-    proc = subprocess.run(["ruby", "-c", str(VAGRANTFILE)], capture_output=True, text=True)
+    ruby = need_tool("ruby", "apt install ruby")  # fails instead with GRADSWITCH_REQUIRE_TOOLCHAIN=1 (.ci/run)
+    proc = subprocess.run([ruby, "-c", str(VAGRANTFILE)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "Syntax OK" in proc.stdout
 
@@ -59,8 +57,7 @@ def test_the_venv_target_touches_a_stamp_not_the_interpreter():
 
 
 def test_make_venv_does_not_touch_the_interpreter():
-    if shutil.which("make") is None:
-        pytest.skip("make is not installed")
+    need_tool("make", "apt install make")  # fails instead with GRADSWITCH_REQUIRE_TOOLCHAIN=1
     proc = subprocess.run(["make", "-n", "venv", "VENV=/nonexistent/venv"], capture_output=True, text=True,
                           cwd=REPO_ROOT, check=True)
     touched = [line for line in proc.stdout.splitlines() if line.startswith("touch")]
