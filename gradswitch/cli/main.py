@@ -56,6 +56,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from gradswitch.control.p4rt import SwitchError
     from gradswitch.experiment.goodput_study import GoodputError
     from gradswitch.experiment.spec import ExperimentError, SpecError
+    from gradswitch.formats import FormatError
     from gradswitch.net.bmv2 import SwitchStartError
     from gradswitch.net.bmv2_executable import Bmv2BuildError
     from gradswitch.net.network import NetworkError
@@ -65,7 +66,8 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from gradswitch.workload.graph import GraphError
 
     return (UsageError, SpecError, ExperimentError, NetworkError, TopologyError, ControlSocketError, SwitchError,
-            JobError, Bmv2BuildError, SwitchStartError, GraphError, SimError, GoodputError, ScheduleError)
+            JobError, Bmv2BuildError, SwitchStartError, GraphError, SimError, GoodputError, ScheduleError,
+            FormatError)
 
 
 class Parser(argparse.ArgumentParser):

@@ -50,6 +50,7 @@ from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.report import busiest_link_load
 from gradswitch.experiment.simulated import link_usage, sim_settings
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from gradswitch.formats import check_format
 from gradswitch.sim import run as simulate
 from gradswitch.topology.faults import Fault, FaultKind
 from gradswitch.topology.model import Topology
@@ -89,6 +90,9 @@ RESTART_SWEEP_S = (150.0, 600.0, 1800.0)
 RATE_SCALES = (1.0, 4.0, 16.0)  # the Llama 3 rates times these: more failure-prone hardware, or a longer job
 SWEEP_DAYS = 365.0  # the interval sweep's runs: a year, so that its mean is over ~180 failures per seed
 INTERVAL_STEPS = [2 ** (i / 2) for i in range(-6, 7)]  # x Young/Daly's interval: 1/8 .. 8 in steps of sqrt(2)
+# `format` of the files the study writes (gradswitch/formats.py); files from before they carried one read as 1
+GOODPUT_FORMAT = 1  # goodput.json: the study's document
+FABRIC_RUN_FORMAT = 1  # <label>-n<workers>.json: one ns-3 run kept under the output directory
 ELEMENT_CLASSES = ("link:edge-agg", "link:agg-core", "switch:agg", "switch:core")
 
 
@@ -157,7 +161,17 @@ class FabricRun:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> FabricRun:
-        return cls(**raw)
+        return cls(**{k: v for k, v in raw.items() if k != "format"})
+
+    @classmethod
+    def read(cls, path: Path) -> FabricRun:
+        """A kept run (FormatError: of another format than FABRIC_RUN_FORMAT)."""
+        raw = check_format(json.loads(path.read_text()), path, "goodput study's ns-3 run", FABRIC_RUN_FORMAT,
+                           missing_is=1)
+        return cls.from_dict(raw)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FABRIC_RUN_FORMAT, **asdict(self)}
 
 
 def degraded_cases(topo: Topology) -> list[tuple[str, ElementKind | None, str]]:
@@ -189,7 +203,7 @@ def measure(workers: int, label: str, kind: ElementKind | None, element: str, ou
     again)."""
     path = run_path(out, label, workers)
     if path.exists():
-        return FabricRun.from_dict(json.loads(path.read_text()))
+        return FabricRun.read(path)
     spec = job_spec(workers, f"goodput-{label}-n{workers}")
     spec.validate()
     assert spec.emulate is not None and spec.emulate.batch == BATCH
@@ -208,7 +222,7 @@ def measure(workers: int, label: str, kind: ElementKind | None, element: str, ou
                     result.ok() and correct and bool(times), max(times) if times else float("nan"), load, wall,
                     Limits.simulated_figures(load), code_version())
     out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(asdict(run), indent=1) + "\n")
+    path.write_text(json.dumps(run.to_dict(), indent=1) + "\n")
     return run
 
 
@@ -352,8 +366,8 @@ def run_study(options: StudyOptions, out: Path, simulate_missing: bool = True, p
     for name in ("checkpoint_restart", "in_place"):
         s = result["strategies"][name]
         s["effective_samples_per_s"] = s["goodput"]["mean"] * samples_per_s
-    return {"code_version": code_version(), "workers": options.workers, "model": MODEL, "algo": ALGO,
-            "samples_per_s_intact": samples_per_s,
+    return {"format": GOODPUT_FORMAT, "code_version": code_version(), "workers": options.workers, "model": MODEL,
+            "algo": ALGO, "samples_per_s_intact": samples_per_s,
             "topology": {"name": topo.name, "k": topo.params.get("k"), "switches": len(topo.switches),
                          "links": len(topo.links)},
             "rates": rates.to_dict(), "repair_h": options.repair_h,
@@ -369,6 +383,12 @@ def save_study(document: dict[str, Any], out: Path, name: str = "goodput") -> tu
     path.write_text(json.dumps(document, indent=1) + "\n")
     plot(document, png)
     return path, png
+
+
+def read_study(path: Path) -> dict[str, Any]:
+    """A goodput.json (FormatError: of another format than GOODPUT_FORMAT; one without `format`, written before
+    it had one, reads as 1)."""
+    return check_format(json.loads(path.read_text()), path, "goodput study", GOODPUT_FORMAT, missing_is=1)
 
 
 def report_lines(document: dict[str, Any]) -> list[str]:

@@ -9,8 +9,10 @@ results.json unchanged."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypedDict
 
+from gradswitch.formats import check_format
 from gradswitch.sim.faults import SimFault, sim_faults
 from gradswitch.sim.sim_settings import CheckMode
 from gradswitch.workload.job import JobConfig
@@ -19,6 +21,7 @@ from gradswitch.workload.records import CheckKind, IterationRecord
 from gradswitch.workload.timeline import Event, EventKind, timings
 from gradswitch.workload.worker_result import WorkerResult, iteration_entry, worker_result
 
+RESULTS_FORMAT = 1  # sim-results.json's `format`: gs-simulation.cc's Simulation::LocalResults writes it
 NodeResult = WorkerResult  # as gradswitch/hosts/main.py writes it (gradswitch/workload/worker_result.py)
 
 
@@ -182,7 +185,10 @@ def switch_counters(raw: dict[str, Any], seconds: float) -> dict[str, Any]:
     return out
 
 
-def parse(raw: dict[str, Any], jobs: list[JobConfig]) -> SimResult:
+def parse(raw: dict[str, Any], jobs: list[JobConfig], path: Path | str = "sim-results.json") -> SimResult:
+    """The simulator's results (`path`: the file they came from, for FormatError when its format is not
+    RESULTS_FORMAT) for `jobs`."""
+    check_format(raw, path, "simulator's results", RESULTS_FORMAT)
     by_id = {cfg.job_id: cfg for cfg in jobs}
     nodes: dict[int, dict[int, NodeResult]] = {}
     checks: dict[int, CheckMode] = {}

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gradswitch.formats import check_format
 from gradswitch.sim.build import BuildError, Status, ensure_built
 from gradswitch.sim.ranks import MpiLaunch, MpiSync, PartitionError, partition
-from gradswitch.sim.results import SimResult, parse
+from gradswitch.sim.results import RESULTS_FORMAT, SimResult, parse
 from gradswitch.sim.sim_config import run_config
 from gradswitch.sim.sim_settings import SimSettings
 from gradswitch.topology.model import Topology
@@ -97,8 +98,7 @@ def simulate(config: dict[str, Any], out_dir: Path, settings: SimSettings | None
         raise SimError(f"gradswitch-sim exited with status {proc.returncode}: " + " / ".join(said))
     if not res_path.exists():
         raise SimError(f"gradswitch-sim wrote no {res_path}; see {log_path}")
-    result: dict[str, Any] = json.loads(res_path.read_text())
-    return result
+    return check_format(json.loads(res_path.read_text()), res_path, "simulator's results", RESULTS_FORMAT)
 
 
 def run(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out_dir: Path, ranks: int = 1,
@@ -133,7 +133,7 @@ def read(out_dir: Path, jobs: list[JobConfig]) -> SimResult:
         raw: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise SimError(f"{path}: no simulator results to read ({e})") from None
-    return parse(raw, jobs)
+    return parse(raw, jobs, path)
 
 
 def tables(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out_dir: Path) -> dict[str, Any]:
