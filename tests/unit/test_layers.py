@@ -2,6 +2,7 @@
 
   0  gradswitch.protocol    facts the switch program, its control plane, the hosts and the simulator share;
      gradswitch.version     which code a run came from (the package's root modules sit on floor 0)
+     gradswitch.formats     the `format` every JSON file carries, and its readers' check
   1  gradswitch.topology    the backend-neutral topology model;  gradswitch.roce  the host RoCE v2 transport
   2  gradswitch.workload    jobs, model profiles, compute, execution graphs;  gradswitch.net  the emulated network
   3  gradswitch.hosts       the host processes;  gradswitch.control  the switch control plane (P4Runtime, REPL);
@@ -25,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOORS: dict[str, int] = {
-    "gradswitch.protocol": 0, "gradswitch.version": 0, "gradswitch": 0,
+    "gradswitch.protocol": 0, "gradswitch.version": 0, "gradswitch.formats": 0, "gradswitch": 0,
     "gradswitch.topology": 1, "gradswitch.roce": 1,
     "gradswitch.workload": 2, "gradswitch.net": 2,
     "gradswitch.hosts": 3, "gradswitch.control": 3, "gradswitch.sim": 3,
