@@ -368,9 +368,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 def _experiment_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
     from gradswitch.experiment.graph_experiment import GRAPH_RESULTS, format_graph_table, load_graph, run_graph_spec
     from gradswitch.experiment.graph_timeline import PLOT_FILE
-    from gradswitch.experiment.spec import read_toml
+    from gradswitch.experiment.spec import flat_spec, read_toml
 
-    given = set(options_given(args)) | (set(read_toml(args.spec)) if args.spec is not None else set())
+    given = set(options_given(args)) | (set(flat_spec(read_toml(args.spec))) if args.spec is not None else set())
     spec, graph = load_graph(spec, given)  # what a trace's run has no use for, refused
     _ready_for([spec])
     out = args.out or Path("runs") / (spec.name or f"{graph.name}-n{graph.world_size}-{spec.topo}")

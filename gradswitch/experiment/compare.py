@@ -6,16 +6,20 @@ A spec is a TOML file (see gradswitch/specs/):
     repeat = 3                # every run 3 times (seed, seed + 1, seed + 2); default 1
     baselines = ["ring-n4"]   # runs the others are measured against (optional)
     figures = ["median_s"]    # summary keys to plot side by side; the first is the headline figure
-    [defaults]                # every run starts from these (ExperimentSpec fields)
-    iterations = 5
+    [defaults.measurement]    # every run starts from these (ExperimentSpec fields, in their sections:
+    iterations = 5            # spec.SECTIONS; docs/specs.md)
+    [defaults.network]
     bw_mbps = 20
-    [matrix]                  # the cartesian product of these lists...
+    [matrix.algorithm]        # the cartesian product of these lists...
     algo = ["ring", "ps"]
+    [matrix.network]
     workers = [2, 4]
     [[runs]]                  # ...plus runs given one by one (each may set `name`)
     name = "ring-sr"
-    algo = "ring"
-    transport = "sr"
+    algorithm.algo = "ring"
+    transport.transport = "sr"
+
+A run's keys may also be given flat, without their sections (the form before sections, read as before).
 
 It writes a directory per repetition of each run (DIR/<run>/ with repeat = 1, DIR/<run>/rep<k>/
 otherwise: each experiment's own results and plots), DIR/summary.json, DIR/report.md and
@@ -74,10 +78,15 @@ from gradswitch.experiment.results_file import Outcome, Results
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.shipped_specs import shipped_spec
 from gradswitch.experiment.spec import (
+    COMPARE_ONLY,
+    SECTION_OF,
+    SECTIONS,
     Engine,
     ExperimentError,
     ExperimentSpec,
     SpecError,
+    flat_spec,
+    nearest_key,
     read_toml,
     same_spec,
     spec_from_dict,
@@ -180,11 +189,28 @@ def _auto_name(spec: ExperimentSpec, varied: list[str]) -> str:
     return "-".join(parts) or spec.algo
 
 
-SPEC_KEYS = ("name", "notes", "figures", "repeat", "repeat_varies", "baselines", "baselines_within", "defaults",
-             "matrix", "runs")
+SPEC_KEYS = ("name", *COMPARE_ONLY)
 # What a repetition may draw anew: the seed (payload values, random placements) and the ECMP hash seed (which flows
 # collide), so that repetitions sample a distribution rather than repeat one draw.
 REPEAT_VARIES = ("seed", "ecmp_seed")
+
+
+def _prefixed(prefix: str, e: SpecError) -> str:
+    """Every line of an error, `prefix` before each (one line per problem)."""
+    return "\n".join(prefix + line for line in str(e).splitlines())
+
+
+def _top_level_problem(key: str) -> str:
+    """The line for a key at the top level of a compare spec that is not one of its keys: where it belongs (a run's
+    key, a section), or the nearest key."""
+    if key in SECTION_OF:
+        return (f"{key} belongs under [defaults.{SECTION_OF[key]}] (every run) or in a run, not at the top level of a "
+                "compare spec")
+    if key in SECTIONS:
+        return f"[{key}] belongs under [defaults] ([defaults.{key}]: every run) or in a run, not at the top level"
+    close = nearest_key(key, list(SPEC_KEYS))
+    return f"{key}: no such key; " + (f"did you mean {close}?" if close else
+                                      f"a compare spec has {', '.join(SPEC_KEYS)}")
 
 
 def load_spec(path: Path) -> CompareSpec:
@@ -195,13 +221,14 @@ def load_spec(path: Path) -> CompareSpec:
         path = shipped  # a spec the package ships, named from outside a checkout: `gradswitch compare netreduce`
     raw = read_toml(path)
     try:
-        unknown = sorted(set(raw) - set(SPEC_KEYS))
+        unknown = [_top_level_problem(key) for key in raw if key not in SPEC_KEYS]
         if unknown:
-            raise SpecError(f"unknown keys {', '.join(unknown)} (known: {', '.join(SPEC_KEYS)})")
-        defaults = spec_from_dict(raw.get("defaults", {}))
+            raise SpecError("\n".join(unknown))
+        given_defaults = flat_spec(raw.get("defaults", {}), "defaults")
+        defaults = spec_from_dict(given_defaults)
         runs: list[ExperimentSpec] = []
         given: list[set[str]] = []  # the keys each run's spec set (what a trace run may refuse)
-        matrix = raw.get("matrix", {})
+        matrix = flat_spec(raw.get("matrix", {}), "matrix")
         if matrix:
             keys = list(matrix)
             for values in itertools.product(*(matrix[k] if isinstance(matrix[k], list) else [matrix[k]]
@@ -209,15 +236,16 @@ def load_spec(path: Path) -> CompareSpec:
                 spec = spec_from_dict(dict(zip(keys, values, strict=True)), defaults)
                 varied = [k for k in keys if isinstance(matrix[k], list) and len(matrix[k]) > 1]
                 runs.append(spec_from_dict({"name": _auto_name(spec, varied)}, spec))
-                given.append(set(raw.get("defaults", {})) | set(keys))
+                given.append(set(given_defaults) | set(keys))
         for i, run in enumerate(raw.get("runs", []), start=1):
             try:
+                run = flat_spec(run, "runs")
                 runs.append(spec_from_dict(run, defaults))
-                given.append(set(raw.get("defaults", {})) | set(run))
+                given.append(set(given_defaults) | set(run))
             except SpecError as e:
-                raise SpecError(f"run {run.get('name', i)!r}: {e}") from None
+                raise SpecError(_prefixed(f"run {run.get('name', i)!r}: ", e)) from None
     except SpecError as e:
-        raise SpecError(f"{path}: {e}") from None
+        raise SpecError(_prefixed(f"{path}: ", e)) from None
     traced = [r.label for r in runs if r.workload_et is not None]
     if traced and len(traced) < len(runs):
         plain = [r.label for r in runs if r.workload_et is None]

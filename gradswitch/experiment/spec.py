@@ -4,7 +4,9 @@
 one run's keys, `--spec`: `load_experiment`) and what every run of `gradswitch compare` builds
 from its TOML file (`spec_from_dict`). `problems()` lists every value that cannot run, one line
 each naming the value, what is allowed and what to do; the command line and the compare loader
-stop on them before any switch starts.
+stop on them before any switch starts. A spec file gives a run's keys in sections ([network], [workload],
+[algorithm], [transport], [faults], [measurement]: SECTIONS, the one definition of which key goes where) or flat,
+as before sections; flat_spec reads both and says where a misplaced key belongs.
 
 A spec runs on BMv2 and Mininet (`backend = "bmv2"`, the testbed) or on the ns-3 simulator
 (`backend = "ns3"`, docs/simulator.md): the same fields mean the same on both. The limits of the
@@ -565,7 +567,7 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
             return value
         if not isinstance(value, dict):
             raise SpecError(f"{where} = {value!r}: a table of {', '.join(f.name for f in fields(hint))}")
-        return dataclass_from_dict(hint, value, where)
+        return dataclass_from_dict(hint, value, f"{where}.")
     if hint is bool:
         if isinstance(value, bool):
             return value
@@ -598,14 +600,16 @@ def dataclass_from_dict(cls: Any, raw: dict[str, Any], where: str = "", base: An
         flat = {k: raw.pop(k) for k in list(raw) if k in host_fields}
         if flat:
             current = base.hosts if base is not None else DlcpPolicy()
-            raw["hosts"] = dataclass_from_dict(DlcpPolicy, flat, f"{where}.", current)
+            raw["hosts"] = dataclass_from_dict(DlcpPolicy, flat, where, current)
     unknown = sorted(set(raw) - set(names))
     if unknown:
-        known = names if cls is not DlcpOptions else [n for n in names if n != "hosts"] + sorted(
-            {f.name for f in fields(DlcpPolicy)} - {"drop", "reorder"})
-        close = [m for u in unknown for m in difflib.get_close_matches(u, known, n=1)]
-        raise SpecError(f"unknown {where.rstrip('.') or 'experiment'} parameter(s) {', '.join(unknown)}"
-                        + (f": did you mean {', '.join(close)}?" if close else "") + f" (known: {', '.join(known)})")
+        known = table_keys(cls)
+        lines = []
+        for u in unknown:
+            close = nearest_key(u, known)
+            lines.append(f"{where}{u}: no such key; " + (f"did you mean {close}?" if close else
+                                                          f"{where.rstrip('.') or 'a run'} has {', '.join(known)}"))
+        raise SpecError("\n".join(lines))
     values = {k: v if k == "hosts" and cls is DlcpOptions else _convert(v, hints[k], f"{where}{k}")
               for k, v in raw.items()}
     if base is not None:
@@ -617,16 +621,160 @@ def dataclass_from_dict(cls: Any, raw: dict[str, Any], where: str = "", base: An
     return cls(**values)
 
 
-def spec_from_dict(raw: dict[str, Any], base: ExperimentSpec | None = None) -> ExperimentSpec:
-    """A spec from a TOML table (`base`'s values for what it leaves out); SpecError names a bad key or value.
+def table_keys(cls: Any) -> list[str]:
+    """The keys a TOML table of dataclass `cls` takes (DlcpOptions: its own and DlcpPolicy's host fields, flat)."""
+    names = [f.name for f in fields(cls)]
+    if cls is DlcpOptions:
+        return [n for n in names if n != "hosts"] + sorted({f.name for f in fields(DlcpPolicy)} - {"drop", "reorder"})
+    return names
+
+
+# ---- sections: where each key of a run goes ----
+
+# A run's keys, section by section: a spec file gives them under [network], [workload], ... (a compare spec under
+# [defaults.network], [[runs]] `network.workers = 8`, ...) or flat, at the top of the run, as before sections (the
+# same names). The one definition of which key goes where: the parser, its error lines and docs/specs.md's tables
+# follow it (tests/unit/test_specs_doc.py). A key is ExperimentSpec's field of that name; a table's keys (sim,
+# dlcp, emulate, crash) stay in their table, inside its section.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    # the fabric, its hosts and what runs it
+    "network": ("backend", "topo", "workers", "leaves", "spines", "k", "pods", "superspines", "bw_mbps", "ring_order",
+                "colocate_servers", "load_balance", "flowlet_gap_us", "ecmp_seed", "sim", "ranks", "hostfile"),
+    # what the jobs exchange or train, how many jobs, and the traffic beside them
+    "workload": ("workload", "size_bytes", "scale", "dtype", "float_mode", "workload_et", "jobs", "emulate",
+                 "background_flows", "background_fixed_ports"),
+    # how a job reduces its gradients and schedules them
+    "algorithm": ("algo", "engine", "servers", "ps_key_bytes", "credits", "netreduce_k", "netreduce_deadline_ms",
+                  "sync", "scheduling", "bucket_mb", "partition_mb", "in_flight", "tensorlights",
+                  "tensorlights_rotate_s"),
+    # how the packets go: RoCE's recovery, packets and windows, their traffic class, DLCP
+    "transport": ("transport", "mtu", "window", "min_rto_ms", "roce_class", "dlcp"),
+    # what goes wrong on purpose
+    "faults": ("faults", "crash", "loss_pct"),
+    # what is measured, and the seed a repetition draws anew
+    "measurement": ("iterations", "warmup", "seed"),
+}
+RUN_KEYS = ("name",)  # a run's own keys, at its top, in no section
+SECTION_OF = {key: section for section, keys in SECTIONS.items() for key in keys}
+# The tables a run's key may hold, and their classes (their keys: table_keys)
+TABLES: dict[str, Any] = {"sim": SimOptions, "dlcp": DlcpOptions, "emulate": Emulation, "crash": Crash}
+# The top-level keys of a compare spec (gradswitch/experiment/compare.py) besides `name`: none is a run's
+COMPARE_ONLY = ("notes", "figures", "repeat", "repeat_varies", "baselines", "baselines_within", "defaults", "matrix",
+                "runs")
+# Where flat_spec's `table` is, as a message names it
+_PLACES = {"": "the top level", "defaults": "[defaults]", "matrix": "[matrix]", "runs": "a run ([[runs]])"}
+
+
+def _is_section(key: str, value: Any) -> bool:
+    """Whether a run's `key = value` is a section (a table named after one: `transport = "sr"` is the key
+    transport, `[transport]` the section; `faults = [...]` the key, `[faults]` the section)."""
+    return key in SECTIONS and isinstance(value, dict)
+
+
+_UNITS = ("_bytes", "_mbps", "_gbps", "_pct", "_ms", "_us", "_mb", "_s")
+
+
+def nearest_key(key: str, known: list[str], options: dict[str, str] | None = None) -> str | None:
+    """The known key nearest `key`, by its name, its name without its unit (`bww`: bw_mbps) or its command-line
+    option's (`size`: size_bytes); None when none is near."""
+    names: dict[str, str] = {}
+    for k in known:
+        names.setdefault(k, k)
+        names.setdefault(next((k[:-len(u)] for u in _UNITS if k.endswith(u)), k), k)
+        names.setdefault((options or {}).get(k, k).replace("-", "_"), k)
+    close = difflib.get_close_matches(key, list(names), n=1)
+    return names[close[0]] if close else None
+
+
+def _nearest(key: str, table: str, prefix: str = "") -> str:
+    """`key: no such key` with the nearest known key and where it goes (a run's key, a table's, a section)."""
+    homes: dict[str, str] = {}
+    for known, section in SECTION_OF.items():
+        homes[known] = f"under [{_dotted(table, section)}]"
+    for name, cls in TABLES.items():
+        for known in table_keys(cls):
+            homes.setdefault(known, f"in {name} = {{ ... }} under [{_dotted(table, SECTION_OF[name])}]")
+    for section in SECTIONS:
+        homes.setdefault(section, f"a section: [{_dotted(table, section)}]")
+    close = nearest_key(key, [*homes, *RUN_KEYS], CLI_OPTIONS)
+    where = _dotted(prefix, key)
+    if close is None:
+        return f"{where}: no such key (a run's keys, section by section: docs/specs.md)"
+    return f"{where}: no such key; did you mean {close}" + (f" ({homes[close]})" if close in homes else "") + "?"
+
+
+def _dotted(*parts: str) -> str:
+    return ".".join(p for p in parts if p)
+
+
+def _misplaced(key: str, table: str, place: str) -> str | None:
+    """Where `key`, found at `place` (a section's [..] or the run's top), belongs, if it is a key elsewhere: None
+    for a key known nowhere."""
+    if key in SECTION_OF:
+        return f"{key} belongs under [{_dotted(table, SECTION_OF[key])}], not {place}"
+    if key in RUN_KEYS:
+        return f"{key} belongs at the top of the run, not {place}"
+    if key in COMPARE_ONLY:
+        if table:
+            return f"{key} belongs at the top level of a compare spec (it applies to every run), not {place}"
+        return f"{key} is a compare spec's key (gradswitch compare), not an experiment's"
+    tables = [name for name, cls in TABLES.items() if key in table_keys(cls)]
+    if tables:
+        name = tables[0]
+        return (f"{key} belongs in {name} = {{ {key} = ... }} under [{_dotted(table, SECTION_OF[name])}], "
+                f"not {place}")
+    return None
+
+
+def flat_spec(raw: dict[str, Any], table: str = "") -> dict[str, Any]:
+    """A run's keys as ExperimentSpec's fields, from a TOML table of a run in sections ([network], ...), flat (the
+    form before sections) or both; `table` is where the run's table is in its file: "" (an experiment file, or
+    a table built in code), "defaults", "matrix" or "runs" (a compare spec's). SpecError, one line per key:
+    an unknown key with the nearest known one and where it goes, a key in the wrong section (or in none) with
+    where it belongs, a key given both flat and in its section."""
+    out: dict[str, Any] = {}
+    problems: list[str] = []
+    place = _PLACES.get(table, f"[{table}]")
+    for key, value in raw.items():
+        if not _is_section(key, value):
+            if key in SECTION_OF or key in RUN_KEYS:
+                out[key] = value
+            else:
+                problems.append(_misplaced(key, table, place) or _nearest(key, table))
+            continue
+        if key == "faults" and "kind" in value:
+            problems.append(f"faults = {{ kind = ... }}: faults is a list, faults = [{{ kind = ..., target = ..., "
+                            f"at_s = ... }}] (a table named faults is the section [{_dotted(table, 'faults')}])")
+            continue
+        section = f"[{_dotted(table, key)}]"
+        for inner, v in value.items():
+            if SECTION_OF.get(inner) != key:
+                if _is_section(inner, v):
+                    problems.append(f"[{_dotted(table, key, inner)}]: sections do not nest; give "
+                                    f"[{_dotted(table, inner)}] beside {section}")
+                else:
+                    problems.append(_misplaced(inner, table, section) or _nearest(inner, table, key))
+            elif inner in raw and not _is_section(inner, raw[inner]):
+                problems.append(f"{inner} is given twice, at {place} and under {section}: keep one")
+            else:
+                out[inner] = v
+    if problems:
+        raise SpecError("\n".join(problems))
+    return out
+
+
+def spec_from_dict(raw: dict[str, Any], base: ExperimentSpec | None = None, table: str = "") -> ExperimentSpec:
+    """A spec from a TOML table of a run, sectioned or flat (flat_spec; `table`: where it is in its file), `base`'s
+    values for what it leaves out; SpecError names a bad key or value.
 
     On the simulator an `emulate` table without `link_gbps` emulates the simulated links themselves
     (link_gbps = bw_mbps / 1000: dilation `scale`, 1 at full size): ns-3 runs computation at real speed."""
     base = base or ExperimentSpec()
+    raw = flat_spec(raw, table)
     spec: ExperimentSpec = dataclass_from_dict(ExperimentSpec, raw, "", base)
-    table = raw.get("emulate")
-    if (spec.simulated and spec.emulate is not None and spec.bw_mbps and isinstance(table, dict)
-            and "link_gbps" not in table):
+    emulate = raw.get("emulate")
+    if (spec.simulated and spec.emulate is not None and spec.bw_mbps and isinstance(emulate, dict)
+            and "link_gbps" not in emulate):
         spec = replace(spec, emulate=replace(spec.emulate, link_gbps=spec.bw_mbps / 1000.0))
     return spec
 
@@ -677,27 +825,25 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise SpecError(f"{path}: not valid TOML: {e}") from None
 
 
-# Keys of a compare spec (gradswitch/experiment/compare.py) that an experiment file does not have.
-_COMPARE_ONLY = {"defaults", "matrix", "runs", "repeat", "baselines", "figures"}
-
-
 def load_experiment(path: Path, overrides: dict[str, Any] | None = None) -> ExperimentSpec:
     """One experiment from a TOML file (`gradswitch experiment --spec FILE.toml`), `overrides` over its values.
 
-    The file holds the keys of one run of a compare spec (ExperimentSpec's fields: `algo = "ring"`,
-    `size_bytes = 1048576`, `sim = { check = "digest" }`). `overrides` are the command line's options
+    The file holds the keys of one run of a compare spec (ExperimentSpec's fields) in their sections
+    (SECTIONS: `[algorithm] algo = "ring"`, `[workload] size_bytes = 1048576`, `[network.sim] check = "digest"`)
+    or flat, as before sections (`algo = "ring"`; flat_spec). `overrides` are the command line's options
     given beside it, as spec_from_dict reads them: they win over the file's values, a table's keys one by
     one (`--device a100` keeps the file's `emulate.batch`). SpecError names the file for every key or
     value of the file at fault (a value the command line gave is named without it), what is allowed,
     and, for an unknown key, the nearest known one. The file's `workload_et`, if relative, is from the file's
     folder (a --workload-et beside it, from the working directory)."""
     raw = read_toml(path)
-    if isinstance(raw.get("workload_et"), str):  # the traces are where the file says, from its folder
-        raw["workload_et"] = resolve_path(raw["workload_et"], path.parent)
     try:
-        if set(raw) & _COMPARE_ONLY and not set(raw) - _COMPARE_ONLY - {"name", "notes"}:
+        if {"defaults", "matrix", "runs"} & set(raw) and not set(raw) - set(COMPARE_ONLY) - {"name"}:
             raise SpecError("this is a compare spec (defaults, matrix, runs): run it with `gradswitch compare "
                             f"{path}`, or give one run's keys at the top level")
+        raw = flat_spec(raw)
+        if isinstance(raw.get("workload_et"), str):  # the traces are where the file says, from its folder
+            raw["workload_et"] = resolve_path(raw["workload_et"], path.parent)
         from_file = spec_from_dict(raw)
     except SpecError as e:
         raise SpecError("\n".join(f"{path}: {line}" for line in str(e).splitlines())) from None

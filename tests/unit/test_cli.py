@@ -206,11 +206,11 @@ def test_options_beside_a_spec_file_override_its_values_key_by_key(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "says"), [
-    ("wrkers = 4\n", "{path}: unknown experiment parameter(s) wrkers: did you mean workers? (known: algo, workers,"),
+    ("wrkers = 4\n", "{path}: wrkers: no such key; did you mean workers (under [network])?"),
     ("workers = 0\n", "{path}: workers = 0: give at least 1 worker"),
     ('bw_mbps = "fast"\n', "{path}: bw_mbps = 'fast': a number"),
     ('algo = "nccl"\n', "{path}: algo = 'nccl': one of ring, ps, netreduce"),
-    ("sim = { chek = 'digest' }\n", "{path}: unknown sim parameter(s) chek: did you mean check?"),
+    ("sim = { chek = 'digest' }\n", "{path}: sim.chek: no such key; did you mean check?"),
     ("algo = ring\n", "{path}: not valid TOML: "),
     ('name = "m"\n[matrix]\nalgo = ["ring", "ps"]\n', "{path}: this is a compare spec (defaults, matrix, runs): run it "
      "with `gradswitch compare {path}`"),

@@ -1,5 +1,6 @@
 """docs/specs.md names every key of a compare spec and of a run, with the defaults and command-line options
-the code has: a key added, removed or changed in the dataclasses fails here until the document follows."""
+the code has, each run key under the section spec.SECTIONS puts it in: a key added, removed, changed or moved in
+the code fails here until the document follows."""
 
 from __future__ import annotations
 
@@ -16,11 +17,16 @@ from gradswitch.experiment.compare import SPEC_KEYS
 from gradswitch.experiment.spec import (
     CLI_OPTIONS,
     EMULATE_OPTIONS,
+    RUN_KEYS,
+    SECTION_OF,
+    SECTIONS,
     SIM_OPTIONS,
     DlcpOptions,
     ExperimentSpec,
     SimOptions,
+    load_experiment,
 )
+from gradswitch.experiment.spec import TABLES as RUN_TABLES
 from gradswitch.protocol.choice import Choice
 from gradswitch.workload.dlcp import DlcpPolicy
 from gradswitch.workload.job import Crash, Emulation
@@ -114,3 +120,44 @@ def test_every_top_level_key_of_a_compare_spec_is_in_the_document():
 def test_the_document_explains_size_bytes_against_size():
     text = section("Sizes")
     assert "`size_bytes = 1048576`" in text and "`--size 1MiB`" in text
+
+
+def subsection_rows(heading: str) -> dict[str, list[str]]:
+    """A `### heading` table of the section "A run": its rows."""
+    text = section("A run")
+    start = text.index(f"\n### {heading}")
+    end = text.find("\n### ", start + 1)
+    out = {}
+    for line in (text[start:] if end < 0 else text[start:end]).splitlines():
+        match = re.match(r"^\| `(\w+)` \|(.*)\|$", line)
+        if match:
+            out[match.group(1)] = [cell.strip() for cell in match.group(2).split("|")]
+    return out
+
+
+def test_every_run_key_is_in_one_section_and_the_document_says_which():
+    """SECTIONS is the one definition of where a run's keys go: every field of ExperimentSpec in exactly one
+    section (or at the run's top, RUN_KEYS), and docs/specs.md's table of each section lists exactly its keys."""
+    placed = [k for keys in SECTIONS.values() for k in keys] + list(RUN_KEYS)
+    assert sorted(placed) == sorted(f.name for f in fields(ExperimentSpec)), (
+        f"spec.SECTIONS: not placed {sorted({f.name for f in fields(ExperimentSpec)} - set(placed))}, "
+        f"placed twice {sorted({k for k in placed if placed.count(k) > 1})}, "
+        f"not fields {sorted(set(placed) - {f.name for f in fields(ExperimentSpec)})}")
+    assert set(RUN_TABLES) <= set(SECTION_OF)
+    headings = re.findall(r"^### `\[(\w+)\]`", section("A run"), re.M)
+    assert headings == list(SECTIONS), f"docs/specs.md's sections of a run: {headings}, the code's {list(SECTIONS)}"
+    for name, keys in SECTIONS.items():
+        documented = list(subsection_rows(f"`[{name}]`"))
+        assert sorted(documented) == sorted(keys), (
+            f"docs/specs.md, [{name}]: missing {sorted(set(keys) - set(documented))}, "
+            f"not in the code's [{name}]: {sorted(set(documented) - set(keys))}")
+    assert list(subsection_rows("At the top of a run")) == list(RUN_KEYS)
+
+
+def test_the_documents_example_of_a_sectioned_experiment_file_runs(tmp_path):
+    (example,) = re.findall(r"```toml\n(name = \"ring-sr\".*?)```", section("A run"), re.S)
+    path = tmp_path / "run.toml"
+    path.write_text(example)
+    spec = load_experiment(path)
+    assert (spec.name, spec.topo, spec.workers, spec.bw_mbps, spec.sim.check, spec.transport, spec.dlcp.spray,
+            spec.iterations) == ("ring-sr", "leafspine", 8, 20.0, "digest", "sr", True, 5)
