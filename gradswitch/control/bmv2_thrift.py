@@ -7,6 +7,10 @@ services ("standard" and "simple_switch", multiplexed, binary protocol) directly
 (thrift_src/standard.thrift, targets/simple_switch/thrift/simple_switch.thrift).
 Tables are never written through Thrift: mixing Thrift and P4Runtime writes on one table
 corrupts the PI server's state (p4lang/tutorials#285).
+
+Every call is bounded (docs/faults.md, "A switch that hangs"): the socket's connect and each of its sends and
+receives carry a deadline, THRIFT_DEADLINE_S unless the client is given another; a switch that does not answer in
+time (its process stopped, or deadlocked) is a ThriftError naming the call.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport import TSocket, TTransport
 
 REGISTER_ERRORS = {1: "invalid register name", 2: "invalid index", 3: "error"}
+THRIFT_DEADLINE_S = 5.0  # a Thrift socket's connect, and each send and receive of a call
 
 
 class ThriftError(RuntimeError):
@@ -31,7 +36,7 @@ Arg = tuple[int, int, Any]  # (field id, thrift type, value)
 class Bmv2Thrift:
     """Client of one switch's Thrift server (context 0)."""
 
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 5.0) -> None:
+    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = THRIFT_DEADLINE_S) -> None:
         self.port = port
         sock = TSocket.TSocket(host, port)
         sock.setTimeout(int(timeout * 1000))

@@ -12,6 +12,14 @@ every write is recorded per switch (gradswitch/control/written_entries.py); a sw
 marked down (`is_up`), left out of `switch_names`, and the live switches' routes and ECMP groups are recomputed
 around it and rewritten (`reroute`); `restore` gives a restarted switch its pipeline and every entry it held,
 then routes go back through it. Links are watched by their ports' carrier (`watch_links`, gradswitch/control/health.py).
+A switch that stops answering without dying (its process stopped: the switch-hang fault) keeps its stream open;
+the heartbeat (`watch_heartbeat`) notices it: every HEARTBEAT_INTERVAL_S it asks every live switch for its
+pipeline's cookie with a deadline of HEARTBEAT_DEADLINE_S, asks again at once after a miss, and names a switch
+that missed HEARTBEAT_MISSES in a row hung (`switch-hung`): its session abandoned (every call in flight to it
+ended, every later one refused at once), the switch out as a dead one is, routed around. So a switch is named
+hung at most HUNG_DETECT_BOUND_S after it stopped answering (docs/faults.md, "A switch that hangs"; the constants:
+gradswitch/protocol/heartbeat.py). `released` takes it back once its process goes on: its pipeline pushed again
+and every entry the controller holds.
 What the fabric notices is published on `health` (HealthEvents).
 """
 
@@ -24,7 +32,9 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import grpc
 
 from gradswitch.control.controls import all_base_entries, fault_injection, l3_forwarding, port_counters
 from gradswitch.control.controls.port_counters import PortStats
@@ -48,11 +58,14 @@ from gradswitch.control.routing import NOTHING_OUT, Outage
 from gradswitch.control.written_entries import TrackedSession, WrittenEntries, entity_key, same_entity
 from gradswitch.net.bmv2 import GRPC_BASE_PORT, THRIFT_BASE_PORT, switch_ports
 from gradswitch.protocol.ecmp import Balancing
+from gradswitch.protocol.heartbeat import HEARTBEAT_DEADLINE_S, HEARTBEAT_INTERVAL_S, HEARTBEAT_MISSES
 from gradswitch.protocol.paths import BMV2_JSON, P4INFO
 from gradswitch.topology.model import Topology
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+RELEASE_RETRIES = 3  # a switch let go on: tries at taking it back (its old stream may still hold the election id)
 
 def switch_addresses(topo: Topology, grpc_base: int = GRPC_BASE_PORT, thrift_base: int = THRIFT_BASE_PORT
                      ) -> dict[str, SwitchAddress]:
@@ -93,6 +106,10 @@ class Fabric:
         self.outage: Outage = NOTHING_OUT  # what the controller knows is out now
         self._failover = threading.RLock()  # one change of the outage (and its rerouting) at a time
         self._link_watch: LinkWatch | None = None
+        self._heartbeat: threading.Thread | None = None
+        self._heartbeat_stop = threading.Event()
+        self._released_at: dict[str, float] = {}  # a hung switch let go on: when (time.monotonic())
+        self.missed: dict[str, int] = {}  # per switch: heartbeats missed in a row now
         self._balancing = l3_forwarding.PLAIN  # the last setting seen on the routes (for when none is ECMP)
 
     # ---- life cycle ----
@@ -138,6 +155,10 @@ class Fabric:
         log.info("fabric %s: %d switches programmed, %d entries", self.topo.name, len(self.sessions), n)
 
     def close(self) -> None:
+        self._heartbeat_stop.set()
+        if self._heartbeat is not None:
+            self._heartbeat.join(timeout=HEARTBEAT_DEADLINE_S + 1.0)
+            self._heartbeat = None
         if self._link_watch is not None:
             self._link_watch.stop()
             self._link_watch = None
@@ -282,6 +303,93 @@ class Fabric:
         self._link_watch = LinkWatch(links, lambda lk, up: self.link_changed(lk.a, lk.b, up), interval_s).start()
         return self._link_watch
 
+    # ---- the heartbeat: a switch that stops answering ----
+
+    def watch_heartbeat(self, interval_s: float = HEARTBEAT_INTERVAL_S, deadline_s: float = HEARTBEAT_DEADLINE_S,
+                        misses: int = HEARTBEAT_MISSES) -> None:
+        """Ask every live switch on a thread until `close` (the module's docstring); a switch that missed `misses`
+        deadlines in a row is named hung (`hung`)."""
+        self._heartbeat_stop.clear()
+
+        def run() -> None:
+            pause = interval_s
+            while not self._heartbeat_stop.wait(pause):
+                try:
+                    self.heartbeat_round(deadline_s, misses)
+                except Exception:  # the heartbeat goes on whatever one round met
+                    log.exception("fabric heartbeat: a round failed")
+                pause = 0.0 if any(self.missed.values()) else interval_s
+
+        self._heartbeat = threading.Thread(target=run, name="fabric-heartbeat", daemon=True)
+        self._heartbeat.start()
+
+    def heartbeat_round(self, deadline_s: float = HEARTBEAT_DEADLINE_S, misses: int = HEARTBEAT_MISSES) -> list[str]:
+        """One round: every live switch asked at once, each answer awaited at most deadline_s; returns the switches
+        named hung in it."""
+        started = time.monotonic()
+        probes: dict[str, Any] = {}
+        for name in self.switch_names():
+            session = self.sessions.get(name)
+            if session is None or getattr(session, "dead", False) or session.abandoned is not None:
+                continue
+            try:
+                probes[name] = session.ping(deadline_s)
+            except (SwitchError, ValueError):  # (closed meanwhile: a restore or the end)
+                continue
+        hung: list[str] = []
+        for name, probe in probes.items():
+            try:
+                probe.result()
+                self.missed[name] = 0
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.DEADLINE_EXCEEDED:  # refused, cancelled: a crash's stream says so
+                    self.missed[name] = 0
+                    continue
+                self.missed[name] = self.missed.get(name, 0) + 1
+                log.warning("fabric heartbeat: %s did not answer within %.1f s (%d in a row)", name, deadline_s,
+                            self.missed[name])
+                if self.missed[name] >= misses and self.hung(name, started, misses, deadline_s):
+                    hung.append(name)
+        return hung
+
+    def hung(self, switch: str, probed_at: float, misses: int = HEARTBEAT_MISSES,
+             deadline_s: float = HEARTBEAT_DEADLINE_S) -> bool:
+        """Name a switch hung (its last probe went out at probed_at, time.monotonic()): out as a dead one is, its
+        session abandoned, the live switches rerouted around it. False: it was out already, or let go on after
+        the probe went out."""
+        with self._failover:
+            if not self.is_up(switch) or self._released_at.get(switch, -1.0) >= probed_at:
+                return False
+            at = time.monotonic()
+            self.outage = self.outage.with_switch(switch, True)
+        self.missed[switch] = 0
+        why = f"hung: no answer to {misses} heartbeats in a row, each within {deadline_s:g} s"
+        session = self.sessions.get(switch)
+        if session is not None:
+            session.abandon(why)  # every call in flight to it ends now, every later one is refused at once
+        with self._failover:
+            self.health.publish(HealthKind.SWITCH_HUNG, switch, why, at=at)
+            self._reroute_after(switch)
+        return True
+
+    def released(self, switch: str, timeout: float = 10.0) -> float | None:
+        """A hung switch's process goes on again (SIGCONT): if the controller had named it hung, it is taken back as
+        a restarted one is (`restore`, its pipeline pushed again: what it held is replaced by what the controller
+        holds for it); returns the seconds that took (None: it had not been named hung, nothing to do)."""
+        with self._failover:
+            self._released_at[switch] = time.monotonic()
+            if self.is_up(switch):
+                return None
+        for attempt in range(RELEASE_RETRIES):
+            try:
+                return self.restore(switch, timeout, force=True)
+            except SwitchUnavailable as e:
+                if attempt == RELEASE_RETRIES - 1:
+                    raise
+                log.warning("switch %s let go on: taking it back failed (%s); again", switch, e)
+                time.sleep(0.5)
+        return None
+
     def balancing(self) -> Balancing:
         """How the ECMP groups balance (as the routes the controller wrote say; every switch is the same), or,
         while what is out leaves no ECMP route, as they last did or were last set to."""
@@ -333,9 +441,11 @@ class Fabric:
             count += len(stale)
         return count
 
-    def restore(self, switch: str, timeout: float = 10.0) -> float:
+    def restore(self, switch: str, timeout: float = 10.0, force: bool = False) -> float:
         """A restarted switch (same ports and device id) taken back: a new session, its pipeline, every entry the
-        controller held for it, then the routes of every switch through it again. Returns the seconds it took."""
+        controller held for it, then the routes of every switch through it again. Returns the seconds it took.
+        force: the pipeline pushed even where the switch has it (a hung switch let go on: what it held is
+        replaced)."""
         if switch not in self.addresses:
             raise SwitchError(switch, f"no such switch in this network ({', '.join(self.addresses)})")
         if self.is_up(switch):
@@ -346,7 +456,7 @@ class Fabric:
             old.close()
         session = self._open(switch, timeout)
         self.sessions[switch] = session
-        session.push_pipeline()
+        session.push_pipeline(force=force)
         session.write(self.written[switch].replay())
         if session.dead:
             raise SwitchUnavailable(switch, "died again while it was restored")

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 class HealthKind(Choice):
     SWITCH_DOWN = "switch-down"  # its P4Runtime stream ended (the process died)
+    SWITCH_HUNG = "switch-hung"  # it stopped answering: its heartbeat missed its deadline (fabric.Heartbeat)
     SWITCH_UP = "switch-up"  # reconnected, its pipeline and every entry the controller holds for it pushed again
     LINK_DOWN = "link-down"  # a port of the link lost its carrier
     LINK_UP = "link-up"  # both ends carry again

@@ -441,10 +441,12 @@ class Repl(cmd.Cmd):
         self.out(f"load balancing: {self.control.balancing.set(mode, gap, seed).describe()}")
 
     def do_fault(self, arg: str) -> None:
-        """fault KIND:TARGET[@SECONDS][,restart=S][,down=S][,up=S][,flaps=N]: a switch crashes (restarted after
-        restart=S), a link goes down (up again after down=S) or flaps, now or SECONDS from now.
+        """fault KIND:TARGET[@SECONDS][,restart=S][,release=S][,down=S][,up=S][,flaps=N]: a switch crashes
+        (restarted after restart=S) or hangs (its process stopped; let go on after release=S), a link goes down
+        (up again after down=S) or flaps, now or SECONDS from now.
 
-        Kinds: switch-crash, link-down, link-flap (worker faults belong to a run: gradswitch experiment --fault).
+        Kinds: switch-crash, switch-hang, link-down, link-flap (worker faults belong to a run: gradswitch
+        experiment --fault).
         Fired by the process that holds the network (`gradswitch net`), from its REPL or an attached one."""
         words = self._args(arg, 1, "fault KIND:TARGET[@SECONDS][,opt=V ...], e.g. switch-crash:spine1@2,restart=5")
         if len(words) > 1:

@@ -112,11 +112,20 @@ class TrackedSession(SwitchSession):
                 if self._opened:
                     self._on_stream_end(self.name)
 
+    def abandon(self, why: str) -> None:
+        """A hung switch given up: dead as a crashed one's session is (deletes only recorded, what else is
+        written refused), its calls in flight ended (SwitchSession.abandon)."""
+        self.dead = True
+        super().abandon(why)
+
     def write(self, updates: Sequence[tuple[int, Entity]]) -> None:
         if self.dead:
             if all(op == DELETE for op, _ in updates):
-                self.written.record(updates)  # gone with the switch's process
+                self.written.record(updates)  # gone with the switch's process (or refused by a hung one)
                 return
+            if self.abandoned is not None:
+                raise SwitchUnavailable(self.name, f"{self.abandoned}; nothing can be written to it until it is "
+                                                   "let go on (Testbed.release_switch) or restarted")
             raise SwitchUnavailable(self.name, "is down (its BMv2 process died); nothing can be written to it "
                                                "until it is restarted (Testbed.restart_switch)")
         super().write(updates)

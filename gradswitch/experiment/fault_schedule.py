@@ -1,12 +1,15 @@
 """Faults fired during a BMv2 run: each of a spec's faults at the jobs' go + at_s, on a thread of its own.
 
 `FaultSchedule` does not implement a failure: it calls the mechanisms a run has (`Mechanisms`: the Testbed's
-crash_switch / restart_switch / set_link / set_link_rate, the slow-down file a worker reads, and the supervisor's
-kill of a worker's process), notes when it did, listens to the controller's health events where the control plane
-publishes them (when a dead switch or link was noticed, when traffic was rerouted or the switch was back), and
-after the run says per fault what it did to the job: one gradswitch.workload.fault_record.FaultRecord each.
+crash_switch / restart_switch / hang_switch / release_switch / set_link / set_link_rate, the slow-down file a
+worker reads, and the supervisor's kill of a worker's process), notes when it did, listens to the controller's
+health events where the control plane publishes them (when a dead switch or link was noticed, when traffic was
+rerouted or the switch was back), and after the run says per fault what it did to the job: one
+gradswitch.workload.fault_record.FaultRecord each.
 
-A fault whose time comes after the jobs ended is not injected (no-effect). Times are seconds after the go.
+A fault whose time comes after the jobs ended is not injected (no-effect), and so is one whose mechanism failed
+at its first step (the kill or the SIGSTOP refused, the switch already gone): its record says `injected: false`
+and why, and it never counts as recovered. Times are seconds after the go.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gradswitch.topology.faults import WORKER_FAULTS, Fault, FaultKind
+from gradswitch.protocol.heartbeat import HUNG_DETECT_BOUND_S
+from gradswitch.topology.faults import SWITCH_FAULTS, WORKER_FAULTS, Fault, FaultKind
 from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
 
 if TYPE_CHECKING:
@@ -39,11 +43,29 @@ def give_up_s(rto: float, retry_limit: int, rto_max: float = RTO_MAX_S) -> float
     return float(sum(min(rto * 2.0**i, rto_max) for i in range(retry_limit + 1)))
 
 
+# The run's own end once its jobs stopped: the switches' counters read, what the run set undone, results.json
+# written. Nothing of it waits on a hung switch once the controller named it so (its session refuses every call at
+# once, gradswitch/control/p4rt/session.py; Thrift is not asked of a switch that is out): this is the loaded
+# machine's time for the rest.
+TEARDOWN_BOUND_S = 10.0
+
+
+def hang_end_bound_s(rto: float, retry_limit: int, stop_deadline_s: float) -> float:
+    """From a switch's hang until the run's results.json is written, when the job stops because of it
+    (docs/faults.md, "A switch that hangs"): the job's first worker fails when its transport gives up on the hung
+    switch (give_up_s) or the controller names it hung (HUNG_DETECT_BOUND_S; a job that cannot fall back stops
+    then), whichever is later at worst; the rest of the job is gone within stop_deadline_s of that; then the
+    teardown, TEARDOWN_BOUND_S."""
+    return max(HUNG_DETECT_BOUND_S, give_up_s(rto, retry_limit)) + stop_deadline_s + TEARDOWN_BOUND_S
+
+
 class Step(Enum):
     """One thing the schedule does at one time."""
 
     CRASH = "crash"  # a switch's process killed
     RESTART = "restart"  # ... started again
+    HANG = "hang"  # a switch's process stopped (SIGSTOP)
+    RELEASE = "release"  # ... let go on (SIGCONT)
     LINK_DOWN = "link-down"
     LINK_UP = "link-up"
     KILL = "kill"  # a worker's process killed
@@ -77,6 +99,8 @@ class Mechanisms:
 
     crash_switch: Callable[[str], object] | None = None
     restart_switch: Callable[[str], object] | None = None
+    hang_switch: Callable[[str], object] | None = None
+    release_switch: Callable[[str], object] | None = None
     set_link: Callable[[str, str, bool], LinkOutcome | None] | None = None
     kill_worker: Callable[[int], str] | None = None  # rank -> who was killed ("worker 1 on h2")
     slow_worker: Callable[[int, Fault], object] | None = None  # rank, the slow-worker fault
@@ -85,6 +109,7 @@ class Mechanisms:
     def runs(self, kind: FaultKind) -> bool:
         need: dict[FaultKind, tuple[object, ...]] = {
             FaultKind.SWITCH_CRASH: (self.crash_switch, self.restart_switch),
+            FaultKind.SWITCH_HANG: (self.hang_switch, self.release_switch),
             FaultKind.LINK_DOWN: (self.set_link,), FaultKind.LINK_FLAP: (self.set_link,),
             FaultKind.WORKER_CRASH: (self.kill_worker,), FaultKind.SLOW_WORKER: (self.slow_worker,)}
         return all(m is not None for m in need[kind])
@@ -105,6 +130,7 @@ class _Fired:
     injected_s: float | None = None
     detail: list[str] = field(default_factory=list)
     error: str | None = None  # the mechanism failed: this fault's one line
+    not_injected: str | None = None  # its first step failed: it never happened (why)
 
 
 def phase_line(done: Sequence[tuple[int, float, float]], out_from: float, out_to: float) -> str:
@@ -127,6 +153,10 @@ def plan_actions(faults: Sequence[Fault]) -> list[_Action]:
             out.append(_Action(f.at_s, len(out), Step.CRASH, i))
             if f.restart_s is not None:
                 out.append(_Action(f.at_s + f.restart_s, len(out), Step.RESTART, i))
+        elif f.kind == FaultKind.SWITCH_HANG:
+            out.append(_Action(f.at_s, len(out), Step.HANG, i))
+            if f.release_s is not None:
+                out.append(_Action(f.at_s + f.release_s, len(out), Step.RELEASE, i))
         elif f.kind in (FaultKind.LINK_DOWN, FaultKind.LINK_FLAP):
             for down, up in f.windows():
                 out.append(_Action(down, len(out), Step.LINK_DOWN, i))
@@ -184,21 +214,23 @@ class FaultSchedule:
             delay = self.go + action.at_s - self.clock()
             if (delay > 0 and wait(delay)) or self._stop.is_set():
                 return
-            self._do(action)
+            if self.fired[action.fault].not_injected is None:  # (a fault never injected has nothing to undo)
+                self._do(action)
             self._done += 1
 
     def _run(self) -> None:
         self.run_due(self._stop.wait)
 
     def down_switches(self) -> set[str]:
-        """The switches this schedule crashed and has not restarted (their counters cannot be read)."""
+        """The switches this schedule crashed or hung and has not restarted or let go on (their counters cannot be
+        read: a hung one would not answer)."""
         down: set[str] = set()
         for action in self._actions:
             fired = self.fired[action.fault]
-            if action.step == Step.CRASH and fired.injected_s is not None:
+            if action.step in (Step.CRASH, Step.HANG) and fired.injected_s is not None:
                 down.add(self.faults[action.fault].target)
         for action in self._actions:
-            if action.step == Step.RESTART and action.fault in self._restarted:
+            if action.step in (Step.RESTART, Step.RELEASE) and action.fault in self._restarted:
                 down.discard(self.faults[action.fault].target)
         return down
 
@@ -217,7 +249,7 @@ class FaultSchedule:
         out_actions: list[_Action] = []
         for action in self._actions[self._done:]:
             f, fired = self.faults[action.fault], self.fired[action.fault]
-            if fired.injected_s is None or action.step not in (Step.RESTART, Step.LINK_UP):
+            if fired.injected_s is None or action.step not in (Step.RESTART, Step.RELEASE, Step.LINK_UP):
                 continue
             if action.step == Step.LINK_UP and any(a.fault == action.fault and a.step == Step.LINK_UP
                                                    for a in out_actions):
@@ -267,6 +299,14 @@ class FaultSchedule:
                 m.restart_switch(f.target)
                 self._restarted.add(action.fault)
                 fired.detail.append(f"restarted at {now_s:.2f} s, back at {self.clock() - (self.go or 0.0):.2f} s")
+            elif action.step == Step.HANG and m.hang_switch is not None:
+                m.hang_switch(f.target)
+                fired.detail.append(f"{f.target}'s switch process stopped (SIGSTOP) at {now_s:.2f} s")
+            elif action.step == Step.RELEASE and m.release_switch is not None:
+                m.release_switch(f.target)
+                self._restarted.add(action.fault)
+                fired.detail.append(f"let go on (SIGCONT) at {now_s:.2f} s, back at "
+                                    f"{self.clock() - (self.go or 0.0):.2f} s")
             elif action.step in (Step.LINK_DOWN, Step.LINK_UP) and m.set_link is not None:
                 a, b = f.link_ends()
                 change = m.set_link(a, b, action.step == Step.LINK_UP)
@@ -281,8 +321,8 @@ class FaultSchedule:
             fired.error = f"{action.step.value} failed: {type(e).__name__}: {e}"
             fired.detail.append(fired.error)
             log.warning("fault %s: %s", f.label, fired.error)
-            if fired.injected_s is None:  # (part of it may have happened: what followed is the job's to say)
-                fired.injected_s = now_s
+            if fired.injected_s is None:  # its first step: the fault never happened (not injected, never
+                fired.not_injected = f"{fired.error} (at {now_s:.2f} s)"  # recovered: nothing follows from it)
             return
         if restoring:
             fired.detail.append(f"{action.step.value} at the run's end ({now_s:.2f} s)")
@@ -290,6 +330,8 @@ class FaultSchedule:
             fired.injected_s = now_s
         # A person watching the run sees each step as it happens (the table names the fault again at the end).
         what = {Step.CRASH: f"{f.target}'s switch process killed (SIGKILL)", Step.RESTART: f"{f.target} restarted",
+                Step.HANG: f"{f.target}'s switch process stopped (SIGSTOP)",
+                Step.RELEASE: f"{f.target}'s switch process let go on (SIGCONT)",
                 Step.LINK_DOWN: f"link {f.target} down", Step.LINK_UP: f"link {f.target} up",
                 Step.KILL: fired.detail[-1] if fired.detail else f"worker {f.target} killed",
                 Step.SLOW: f"worker {f.target} slowed"}[action.step]
@@ -307,12 +349,18 @@ class FaultSchedule:
 
     def _record(self, i: int, done: list[tuple[int, float, float]], complete: bool, planned: int) -> FaultRecord:
         f, fired = self.faults[i], self.fired[i]
+        if fired.not_injected is not None:
+            return FaultRecord.not_injected_because(f, fired.not_injected)
         if fired.injected_s is None:
-            why = fired.error or "not injected: the jobs had ended before its time"
-            return FaultRecord(f, f.at_s, FaultOutcome.NO_EFFECT, detail=why)
+            return FaultRecord.not_injected_because(f, "the jobs had ended before its time")
         at = fired.injected_s
         before = sum(1 for _, _, end in done if end <= at)
         detected = self._detected(i, at)
+        if f.kind == FaultKind.SWITCH_HANG:  # the record names the switch hung (or says it was never named so)
+            named = self._events(f, ("switch-hung",), at)
+            fired.detail = [d for d in fired.detail if "named hung" not in d] + [
+                f"{f.target} named hung by the control plane {named[0] - at:.2f} s after it stopped" if named else
+                f"{f.target} never named hung by the control plane"]
         if not complete:
             lost = planned - len(done)
             what = "; ".join(fired.detail) or f"{f.kind} on {f.target}"
@@ -329,8 +377,9 @@ class FaultSchedule:
             return FaultRecord(f, at, FaultOutcome.RECOVERED if hit else FaultOutcome.NO_EFFECT, detected, None, 0,
                                None, f"{len(hit)} iterations ran with the slow worker; {phases}")
         if not hit:
+            hung = fired.detail[-1:] if f.kind == FaultKind.SWITCH_HANG else []
             return FaultRecord(f, at, FaultOutcome.NO_EFFECT, detected, None, 0, None,
-                               "no iteration of the job ran while it was out")
+                               "; ".join([*hung, "no iteration of the job ran while it was out"]))
         with self._lock:
             changes = sorted((t, path) for t, path, switch in self.paths if switch == f.target and t >= at)
         fallback = next(((t, p) for t, p in changes if p != "switch"), None)
@@ -369,7 +418,7 @@ class FaultSchedule:
         if f.kind in WORKER_FAULTS:
             gone = self.worker_exits.get(self.ranks.get(i, -1))
             return gone if gone is not None and gone >= at else None
-        seen = self._events(f, ("switch-down", "link-down"), at)
+        seen = self._events(f, ("switch-down", "switch-hung", "link-down"), at)
         return seen[0] if seen else None
 
     def _recovered(self, f: Fault, at: float) -> float | None:
@@ -377,7 +426,7 @@ class FaultSchedule:
         return back[0] if back else None
 
 
-REPL_KINDS = (FaultKind.SWITCH_CRASH, FaultKind.LINK_DOWN, FaultKind.LINK_FLAP)  # worker faults need a run's workers
+REPL_KINDS = (*SWITCH_FAULTS, FaultKind.LINK_DOWN, FaultKind.LINK_FLAP)  # worker faults need a run's workers
 
 
 def injector(net: Testbed, log_line: Callable[[str], None] = log.warning) -> Callable[[str], str]:
@@ -396,6 +445,7 @@ def injector(net: Testbed, log_line: Callable[[str], None] = log.warning) -> Cal
         if problems:
             raise FaultError(problems[0])
         schedule = FaultSchedule([fault], Mechanisms(crash_switch=net.crash_switch, restart_switch=net.restart_switch,
+                                                     hang_switch=net.hang_switch, release_switch=net.release_switch,
                                                      set_link=net.set_link))
         schedule.since = "the command"
         schedule.start()

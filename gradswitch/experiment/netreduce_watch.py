@@ -97,7 +97,7 @@ class NetReduceWatch:
 
     def on_health(self, event: HealthEvent) -> None:
         """The controller's subscriber: queue it (returns at once)."""
-        if event.kind in (HealthKind.SWITCH_DOWN, HealthKind.SWITCH_UP):
+        if event.kind in (HealthKind.SWITCH_DOWN, HealthKind.SWITCH_HUNG, HealthKind.SWITCH_UP):
             self._events.put(event)
 
     # ---- the watch's thread ----
@@ -108,7 +108,8 @@ class NetReduceWatch:
             if event is None:
                 return
             try:
-                if event.kind == HealthKind.SWITCH_DOWN:
+                # a hung switch is out as a dead one is (the controller routes around it)
+                if event.kind in (HealthKind.SWITCH_DOWN, HealthKind.SWITCH_HUNG):
                     self.switch_down(event.target, event.at)
                 else:
                     self.switch_up(event.target, event.at)

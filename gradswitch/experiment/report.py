@@ -333,7 +333,8 @@ def with_faults(report: Results, records: list[FaultRecord], go: float) -> Resul
     nodes' errors). go: the jobs' start on the iterations' clock."""
     if not records:
         return report
-    spans = [(r.fault.label, r.injected_s, _out_until(r)) for r in records]
+    # A fault never injected was never out: it marks no iteration.
+    spans = [(r.fault.label, r.injected_s, _out_until(r)) for r in records if r.injected]
     for it in report["iterations"]:
         hit = [label for label, a, b in spans if it["start"] - go < b and it["end"] - go > a]
         if hit:

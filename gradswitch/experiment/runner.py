@@ -24,10 +24,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from gradswitch.control.fabric import Fabric
+from gradswitch.control.p4rt import SwitchError
 from gradswitch.experiment import results_file
 from gradswitch.experiment.background import GoodputMeter
 from gradswitch.experiment.bottleneck import judge
-from gradswitch.experiment.counters import delta, label_ports, snapshot
+from gradswitch.experiment.counters import Snapshot, delta, label_ports, snapshot
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from gradswitch.experiment.fault_schedule import FaultSchedule, Mechanisms
 from gradswitch.experiment.links import LinkMeter
@@ -105,7 +107,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         cpu.append(cpu_sample())
         after["links"] = links.stop()
         after["goodput"] = background.stop() if background is not None else None
-        after["switches"] = snapshot(fabric, skip=schedule.down_switches())
+        after["switches"] = live_snapshot(fabric, schedule.down_switches())
 
     def exited(key: NodeKey, status: int, at: float) -> None:  # a worker's process gone: when the run saw it
         job, nid = key
@@ -127,7 +129,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
             schedule.restore()  # a switch due to restart, a link due to come up: back now, for the next run
         down = schedule.down_switches()  # a switch crashed and not restarted: nothing to read from it
         carried, goodput = after.get("links", {}), after.get("goodput")
-        switches = delta(after.get("switches") or snapshot(fabric, skip=down), before)
+        switches = delta(after.get("switches") or live_snapshot(fabric, down), before)
         label_ports(switches, net.topo)
         if spec.dlcp.enabled:
             for name in fabric.switch_names():
@@ -168,6 +170,21 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     report = results_file.write(out_dir / "results.json", report)
     write_report(report, out_dir)
     return report
+
+
+def live_snapshot(fabric: Fabric, skip: set[str]) -> Snapshot:
+    """The switches' counters now, but for `skip` (crashed or hung by the run's faults) and any switch that does not
+    answer (one hung and named so by the controller's heartbeat while its counters were read: each read waits at
+    most until then, gradswitch/control/fabric.py): logged and left out, as a dead switch's are."""
+    skip = set(skip)
+    while True:
+        try:
+            return snapshot(fabric, skip=skip)
+        except SwitchError as e:
+            if e.switch in skip or e.switch not in fabric.addresses:
+                raise
+            log.warning("switch %s: its counters could not be read (%s): left out of the run's", e.switch, e.detail)
+            skip.add(e.switch)
 
 
 def cuts_patches(spec: ExperimentSpec) -> bool:
@@ -215,7 +232,8 @@ def fault_schedule_for(net: Testbed, spec: ExperimentSpec, cfg: JobConfig, procs
                         host, fault.rate_mbps)
 
     return FaultSchedule(spec.faults, Mechanisms(
-        crash_switch=net.crash_switch, restart_switch=net.restart_switch, set_link=net.set_link,
+        crash_switch=net.crash_switch, restart_switch=net.restart_switch, hang_switch=net.hang_switch,
+        release_switch=net.release_switch, set_link=net.set_link,
         kill_worker=kill_worker, slow_worker=slow_worker, unslow_worker=unslow_worker), ranks)
 
 

@@ -6,22 +6,26 @@ programmed by a fabric controller (pipeline and every control's base entries); o
 the controller's sessions close before the switches stop.
 
 Failures (docs/faults.md, "Recovery in the switches"): `crash_switch` kills a switch's process,
-`restart_switch` starts it again and has the controller give it back what it held, `set_link`
-takes a link down or up. The controller notices each by itself (a switch's P4Runtime stream, the
-carrier of the links' switch ports) and routes around it (gradswitch/control/fabric.py).
+`restart_switch` starts it again and has the controller give it back what it held, `hang_switch`
+stops its process (SIGSTOP) and `release_switch` lets it go on (SIGCONT), `set_link` takes a link
+down or up. The controller notices each by itself (a switch's P4Runtime stream, its heartbeat, the
+carrier of the links' switch ports) and routes around it (gradswitch/control/fabric.py). The
+network's stop lets a stopped switch go on before it ends it (gradswitch/net/bmv2.py).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
+import signal
 import time
 
 from gradswitch.control.bmv2_thrift import Bmv2Thrift, ThriftError
 from gradswitch.control.control_plane import ControlPlane
 from gradswitch.control.fabric import Fabric, switch_addresses
 from gradswitch.control.health import WatchedLink
-from gradswitch.net.network import GradNetwork, LinkChange
+from gradswitch.net.network import GradNetwork, LinkChange, NetworkError
 from gradswitch.net.patch_links import set_patch
 from gradswitch.net.shaping import set_rate
 
@@ -44,6 +48,7 @@ class Testbed(GradNetwork):
         self.control = ControlPlane.over(fabric)
         fabric.start(timeout=self.options.start_timeout)
         fabric.watch_links(self.watched_links())
+        fabric.watch_heartbeat()  # a switch that stops answering is named hung (docs/faults.md)
 
     def watched_links(self) -> list[WatchedLink]:
         """Every link with the interfaces of its switch ends (in the root namespace, where the controller runs)."""
@@ -111,6 +116,25 @@ class Testbed(GradNetwork):
         """SIGKILL the switch's BMv2 process; nothing else is touched (its interfaces stay). The controller
         notices by itself (its P4Runtime stream ends) and routes around it."""
         self.kill_switch(name)
+
+    def _running_pid(self, name: str) -> int:
+        proc = self._switch_node(name).bmv2
+        if proc is None or proc.proc is None or not proc.alive():
+            raise NetworkError(f"switch {name} is not running")
+        return int(proc.proc.pid)
+
+    def hang_switch(self, name: str) -> None:
+        """SIGSTOP the switch's BMv2 process: it forwards nothing and answers nothing (P4Runtime, Thrift) while
+        its connections stay open. The controller's heartbeat names it hung (gradswitch/control/fabric.py)."""
+        os.kill(self._running_pid(name), signal.SIGSTOP)
+
+    def release_switch(self, name: str) -> None:
+        """SIGCONT a hung switch's process; if the controller had named it hung it takes it back (its pipeline
+        pushed again, every entry it holds for it, routes through it again), as after a restart."""
+        started = time.monotonic()
+        os.kill(self._running_pid(name), signal.SIGCONT)
+        self.fabric.released(name, timeout=self.options.start_timeout)
+        self.restart_s[name] = time.monotonic() - started
 
     def restart_switch(self, name: str) -> None:
         """Start a crashed switch again (same ports, device id, interfaces); the controller reconnects, pushes

@@ -220,12 +220,14 @@ class Bmv2Process:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop exactly this process: SIGTERM, then SIGKILL after timeout."""
+        """Stop exactly this process: SIGTERM, then SIGKILL after timeout. A process stopped by SIGSTOP (the
+        switch-hang fault) is let go on (SIGCONT) after the SIGTERM, so that it acts on it at once."""
         proc = self.proc
         if proc is None or proc.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGTERM)
+            os.kill(proc.pid, signal.SIGCONT)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -9,14 +9,21 @@ link's change of state `link_detect_s` after it (routes around it, or back over 
 the BMv2 controller has pushed its new routes (gradswitch/control/health.py, gradswitch/control/fabric.py). The
 defaults are the
 medians bench/switch_faults.py measured on BMv2 (bench/results/switch-faults.json `switch_reroute_s`,
-`link_reroute_s`, rounded to 10 ms; tests/unit/test_sim_faults.py keeps them equal)."""
+`link_reroute_s`, rounded to 10 ms; tests/unit/test_sim_faults.py keeps them equal).
+
+A hung switch (switch-hang: on BMv2 its process stopped) forwards and answers nothing from its at_s until its
+release (if any), as a crashed one does; the control plane names it hung and routes around it
+`switch_hang_detect_s` after it stopped: the BMv2 controller's heartbeat bound (gradswitch/protocol/heartbeat.py
+HUNG_DETECT_BOUND_S, the worst case: a switch that stopped just after it answered). What the job does then follows
+from its transport, as for a crash; its record names the switch hung."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from gradswitch.topology.faults import WORKER_FAULTS, Fault, FaultKind, worker_rank
+from gradswitch.protocol.heartbeat import HUNG_DETECT_BOUND_S
+from gradswitch.topology.faults import SWITCH_FAULTS, WORKER_FAULTS, Fault, FaultKind, worker_rank
 from gradswitch.topology.model import Topology
 from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
 from gradswitch.workload.job import JobConfig
@@ -27,6 +34,8 @@ from gradswitch.workload.worker_result import WorkerResult
 SWITCH_DETECT_S = 0.03
 # From a link's loss of carrier until the routes are pushed: the controller watches its switch ports' carrier.
 LINK_DETECT_S = 0.04
+# From a switch's hang until the routes around it are pushed: the heartbeat's bound (its deadlines missed in a row).
+SWITCH_HANG_DETECT_S = HUNG_DETECT_BOUND_S
 
 
 class SimFaultError(ValueError):
@@ -78,10 +87,10 @@ def fault_json(fault: Fault, topo: Topology, jobs: list[JobConfig]) -> dict[str,
             out.update(factor=fault.factor, rate_bps=None if fault.rate_mbps is None else fault.rate_mbps * 1e6)
         return out
     windows = [{"from_s": a, "to_s": b} for a, b in fault.windows()]
-    if fault.kind == FaultKind.SWITCH_CRASH:
+    if fault.kind in SWITCH_FAULTS:
         if not topo.is_switch(fault.target):
             raise SimFaultError(f"fault {fault.label}: {fault.target!r} is not a switch of {topo.name}")
-        out.update(kind="switch-crash", switch=fault.target, windows=windows)
+        out.update(kind=str(fault.kind), switch=fault.target, windows=windows)
         return out
     a, b = fault.link_ends()
     if not any({lk.a, lk.b} == {a, b} for lk in topo.links):
@@ -91,9 +100,10 @@ def fault_json(fault: Fault, topo: Topology, jobs: list[JobConfig]) -> dict[str,
 
 
 def schedule_json(faults: tuple[Fault, ...], topo: Topology, jobs: list[JobConfig], switch_detect_s: float,
-                  link_detect_s: float) -> dict[str, Any]:
+                  link_detect_s: float, switch_hang_detect_s: float = SWITCH_HANG_DETECT_S) -> dict[str, Any]:
     """The configuration's `fault_schedule`."""
     return {"switch_detect_s": switch_detect_s, "link_detect_s": link_detect_s,
+            "switch_hang_detect_s": switch_hang_detect_s,
             "faults": [fault_json(f, topo, jobs) for f in faults]}
 
 
@@ -126,48 +136,61 @@ def fault_records(faults: tuple[Fault, ...], measured: list[SimFault], nodes: di
     out = []
     for fault, m in zip(faults, measured, strict=True):
         if m.injected_s is None:
-            out.append(FaultRecord(fault, fault.at_s, FaultOutcome.NO_EFFECT,
-                                   detail="the jobs had ended before its time"))
+            out.append(FaultRecord.not_injected_because(fault, "the jobs had ended before its time"))
             continue
-        if fault.kind == FaultKind.WORKER_CRASH:
-            job = jobs[0]
-            workers = [nodes[job.job_id][w.node_id] for w in job.workers]
-            done = min(_completed(w) for w in workers)
-            crashed = next(w for w in workers if (w.get("error") or "").startswith("crashed at"))
-            out.append(FaultRecord(fault, m.injected_s, FaultOutcome.INTERRUPTED, m.detected_s, None,
-                                   int(done < job.iterations), None,
-                                   f"worker {crashed['node_id']} on {crashed['host']} crashed: job {job.job_id} "
-                                   f"stopped after {done} of {job.iterations} iterations, kept",
-                                   job_stopped_s=ended_s))  # its peers stop at once (the runner's abort)
+        if fault.kind == FaultKind.SWITCH_HANG:
+            out.append(_named_hung(fault, m, _record(fault, m, nodes, jobs, ended_s, failures)))
             continue
-        if fault.kind == FaultKind.SLOW_WORKER:
-            out.append(FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, None, None, 0, None,
-                                   "the job went on at the slow worker's pace"))
-            continue
-        failed = {job: why for job, why in failures.items() if why is not None}
-        if failed:
-            job_id, why = next(iter(failed.items()))
-            lost = int(min(_completed(n) for n in nodes[job_id].values() if n["role"] == "worker") <
-                       next(c.iterations for c in jobs if c.job_id == job_id))
-            out.append(FaultRecord(fault, m.injected_s, FaultOutcome.INTERRUPTED, m.detected_s, None, lost, None,
-                                   f"job {job_id} stopped: {why}", ended_s))
-            continue
-        if m.stalled_qps == 0 and m.lost_packets == 0:
-            out.append(FaultRecord(fault, m.injected_s, FaultOutcome.NO_EFFECT, m.detected_s, None, 0, None,
-                                   "none of the jobs' packets crossed it while it was out"))
-            continue
-        if m.fallback is not None:
-            out.append(FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, m.detected_s, m.ring_recovered_s, 0,
-                                   m.fallback, f"NetReduce fell back to {m.fallback} (workers agreed at "
-                                   f"{m.fallback_s:.3f} s, every worker's first {m.fallback} reduction done at "
-                                   f"{_seconds(m.ring_recovered_s)}){_return(m)}; {m.lost_packets} packets lost at "
-                                   "the switch"))
-            continue
-        how = "rerouted, " if m.detected_s is not None else ""
-        out.append(FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, m.detected_s, m.recovered_s, 0, None,
-                               f"{how}{m.lost_packets} packets lost, resent by {m.stalled_qps} queue pairs (RC "
-                               "retransmission)"))
+        out.append(_record(fault, m, nodes, jobs, ended_s, failures))
     return out
+
+
+def _named_hung(fault: Fault, m: SimFault, record: FaultRecord) -> FaultRecord:
+    """A hang's record, its detail naming the switch hung (and when the control plane named it so)."""
+    assert m.injected_s is not None
+    named = ("never named hung by the control plane" if m.detected_s is None else
+             f"named hung by the control plane {m.detected_s - m.injected_s:.3f} s after it stopped")
+    line = f"{fault.target} hung (forwarded and answered nothing) at {m.injected_s:.3f} s, {named}"
+    return replace(record, detail=f"{line}; {record.detail}" if record.detail else line)
+
+
+def _record(fault: Fault, m: SimFault, nodes: dict[int, dict[int, WorkerResult]], jobs: list[JobConfig],
+            ended_s: float, failures: dict[int, str | None]) -> FaultRecord:
+    """One injected fault's record (fault_records)."""
+    assert m.injected_s is not None
+    if fault.kind == FaultKind.WORKER_CRASH:
+        job = jobs[0]
+        workers = [nodes[job.job_id][w.node_id] for w in job.workers]
+        done = min(_completed(w) for w in workers)
+        crashed = next(w for w in workers if (w.get("error") or "").startswith("crashed at"))
+        return FaultRecord(fault, m.injected_s, FaultOutcome.INTERRUPTED, m.detected_s, None,
+                           int(done < job.iterations), None,
+                           f"worker {crashed['node_id']} on {crashed['host']} crashed: job {job.job_id} "
+                           f"stopped after {done} of {job.iterations} iterations, kept",
+                           job_stopped_s=ended_s)  # its peers stop at once (the runner's abort)
+    if fault.kind == FaultKind.SLOW_WORKER:
+        return FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, None, None, 0, None,
+                           "the job went on at the slow worker's pace")
+    failed = {job: why for job, why in failures.items() if why is not None}
+    if failed:
+        job_id, why = next(iter(failed.items()))
+        lost = int(min(_completed(n) for n in nodes[job_id].values() if n["role"] == "worker") <
+                   next(c.iterations for c in jobs if c.job_id == job_id))
+        return FaultRecord(fault, m.injected_s, FaultOutcome.INTERRUPTED, m.detected_s, None, lost, None,
+                           f"job {job_id} stopped: {why}", ended_s)
+    if m.stalled_qps == 0 and m.lost_packets == 0:
+        return FaultRecord(fault, m.injected_s, FaultOutcome.NO_EFFECT, m.detected_s, None, 0, None,
+                           "none of the jobs' packets crossed it while it was out")
+    if m.fallback is not None:
+        return FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, m.detected_s, m.ring_recovered_s, 0,
+                           m.fallback, f"NetReduce fell back to {m.fallback} (workers agreed at "
+                           f"{m.fallback_s:.3f} s, every worker's first {m.fallback} reduction done at "
+                           f"{_seconds(m.ring_recovered_s)}){_return(m)}; {m.lost_packets} packets lost at "
+                           "the switch")
+    how = "rerouted, " if m.detected_s is not None else ""
+    return FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, m.detected_s, m.recovered_s, 0, None,
+                       f"{how}{m.lost_packets} packets lost, resent by {m.stalled_qps} queue pairs (RC "
+                       "retransmission)")
 
 
 def _seconds(t: float | None) -> str:
@@ -221,7 +244,7 @@ def sim_fault_problems(faults: tuple[Fault, ...], netreduce: bool, ranks: int, g
             out.append(f"fault {f.label}: the simulator's graph engine runs a trace's in-network collectives (algo = "
                        "netreduce) without faults (no fallback to ring yet): leave it out, or run the trace with "
                        "algo = ring")
-        elif netreduce and f.kind == FaultKind.SWITCH_CRASH and ranks > 1:
+        elif netreduce and f.kind in SWITCH_FAULTS and ranks > 1:
             out.append(f"fault {f.label}: a NetReduce job's fallback to ring on the simulator needs all its workers "
                        f"on one rank, not ranks = {ranks}: run it with ranks = 1")
     return out

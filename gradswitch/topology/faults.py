@@ -1,12 +1,11 @@
 """Failures as an experiment's input, the same for every backend: what fails (a switch, a link, a worker), when
 (seconds from the jobs' start), and how (stays down, comes back, flaps, runs slow).
 
-A fault is written in a spec (`faults = [{ kind = "switch-crash", target = "spine1", at_s = 3 }]`), on the
-command line (`--fault switch-crash:spine1@3,restart=5`) or in the REPL (`fault switch-crash:spine1@0`). Targets
-are the topology's names: a switch (`spine1`), a link as its two ends (`leaf1-spine1`, either order), a worker
-as its rank in job 1 (`2`) or its host (`h3`). `fault_problems` says, one line each, what a list of faults
-cannot run with on a topology, before anything starts.
-"""
+A fault is written in a spec (`faults = [{ kind = "switch-crash", target = "spine1", at_s = 3 }]`), on the command
+line (`--fault switch-crash:spine1@3,restart=5`, `--fault switch-hang:spine1@3,release=5`) or in the REPL (`fault
+switch-crash:spine1@0`). Targets are the topology's names: a switch (`spine1`), a link as its two ends
+(`leaf1-spine1`, either order), a worker as its rank in job 1 (`2`) or its host (`h3`). `fault_problems` says, one
+line each, what a list of faults cannot run with on a topology, before anything starts."""
 
 from __future__ import annotations
 
@@ -20,6 +19,8 @@ from gradswitch.topology.model import Topology
 
 class FaultKind(Choice):
     SWITCH_CRASH = "switch-crash"  # the switch's process killed; restarted (tables pushed again) after restart_s
+    SWITCH_HANG = "switch-hang"  # the switch's process stopped (SIGSTOP): it forwards and answers nothing; let go
+    # on (SIGCONT) after release_s (None: hung for the rest of the run)
     LINK_DOWN = "link-down"  # both ends of a link down; up again after down_s (None: for the rest of the run)
     LINK_FLAP = "link-flap"  # down for down_s, up for up_s, `flaps` times
     WORKER_CRASH = "worker-crash"  # the worker's process killed
@@ -28,13 +29,14 @@ class FaultKind(Choice):
 
 WORKER_FAULTS = (FaultKind.WORKER_CRASH, FaultKind.SLOW_WORKER)
 LINK_FAULTS = (FaultKind.LINK_DOWN, FaultKind.LINK_FLAP)
+SWITCH_FAULTS = (FaultKind.SWITCH_CRASH, FaultKind.SWITCH_HANG)
 
 # The command line's short option names (KIND:TARGET@SECONDS,key=value,...) and the fields they set.
-OPTION_FIELDS = {"restart": "restart_s", "down": "down_s", "up": "up_s", "flaps": "flaps", "factor": "factor",
-                 "rate": "rate_mbps"}
-FAULT_SYNTAX = ("KIND:TARGET@SECONDS[,restart=S][,down=S][,up=S][,flaps=N][,factor=X][,rate=MBPS], e.g. "
-                "switch-crash:spine1@3,restart=5 or link-flap:leaf1-spine1@2,down=0.5,flaps=3 or "
-                "slow-worker:2@0,factor=3")
+OPTION_FIELDS = {"restart": "restart_s", "release": "release_s", "down": "down_s", "up": "up_s", "flaps": "flaps",
+                 "factor": "factor", "rate": "rate_mbps"}
+FAULT_SYNTAX = ("KIND:TARGET@SECONDS[,restart=S][,release=S][,down=S][,up=S][,flaps=N][,factor=X][,rate=MBPS], e.g. "
+                "switch-crash:spine1@3,restart=5 or switch-hang:spine1@3,release=5 or "
+                "link-flap:leaf1-spine1@2,down=0.5,flaps=3 or slow-worker:2@0,factor=3")
 
 
 class FaultError(ValueError):
@@ -47,6 +49,7 @@ class Fault:
     target: str
     at_s: float  # seconds after the jobs' start
     restart_s: float | None = None  # switch-crash: restarted this long after the crash (None: stays down)
+    release_s: float | None = None  # switch-hang: let go on (SIGCONT) this long after it hung (None: stays hung)
     down_s: float | None = None  # link-down: up again after this long (None: down for good); link-flap: each down
     up_s: float = 1.0  # link-flap: up between two downs
     flaps: int = 3  # link-flap: how many times it goes down
@@ -72,6 +75,8 @@ class Fault:
         slow worker is 'out' (slow) from at_s on."""
         if self.kind == FaultKind.SWITCH_CRASH:
             return [(self.at_s, None if self.restart_s is None else self.at_s + self.restart_s)]
+        if self.kind == FaultKind.SWITCH_HANG:
+            return [(self.at_s, None if self.release_s is None else self.at_s + self.release_s)]
         if self.kind == FaultKind.LINK_DOWN:
             return [(self.at_s, None if self.down_s is None else self.at_s + self.down_s)]
         if self.kind == FaultKind.LINK_FLAP:
@@ -163,12 +168,14 @@ def fault_problems(faults: tuple[Fault, ...], topo: Topology, workers: int) -> l
         name = f"fault {f.label}"
         if not (math.isfinite(f.at_s) and f.at_s >= 0):
             out.append(f"{name}: at {f.at_s} s: a time of 0 or more seconds after the jobs' start")
-        if f.kind == FaultKind.SWITCH_CRASH:
+        if f.kind in SWITCH_FAULTS:
             if not topo.is_switch(f.target):
                 out.append(f"{name}: {f.target!r} is not a switch of this topology (its switches: "
                            f"{', '.join(s.name for s in topo.switches)})")
             if f.restart_s is not None and not (math.isfinite(f.restart_s) and f.restart_s > 0):
                 out.append(f"{name}: restart={f.restart_s}: seconds above 0 (leave it out: stays down)")
+            if f.release_s is not None and not (math.isfinite(f.release_s) and f.release_s > 0):
+                out.append(f"{name}: release={f.release_s}: seconds above 0 (leave it out: stays hung)")
         elif f.kind in LINK_FAULTS:
             a, sep, b = f.target.partition("-")
             if not sep or not any({lk.a, lk.b} == {a, b} for lk in topo.links):
@@ -197,6 +204,7 @@ def fault_problems(faults: tuple[Fault, ...], topo: Topology, workers: int) -> l
     return out
 
 
-_OPTIONS_OF = {FaultKind.SWITCH_CRASH: {"restart_s"}, FaultKind.LINK_DOWN: {"down_s"},
+_OPTIONS_OF = {FaultKind.SWITCH_CRASH: {"restart_s"}, FaultKind.SWITCH_HANG: {"release_s"},
+               FaultKind.LINK_DOWN: {"down_s"},
                FaultKind.LINK_FLAP: {"down_s", "up_s", "flaps"}, FaultKind.WORKER_CRASH: set(),
                FaultKind.SLOW_WORKER: {"factor", "rate_mbps"}}

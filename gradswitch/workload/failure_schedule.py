@@ -188,7 +188,7 @@ def element_class(topo: Topology, fault: Fault) -> str:
     `link:<role>-<role>` (roles in the order the link's ends have them; a host's role is `host`)."""
     if fault.kind in (FaultKind.WORKER_CRASH, FaultKind.SLOW_WORKER):
         return str(ElementKind.GPU)
-    if fault.kind == FaultKind.SWITCH_CRASH:
+    if fault.kind in (FaultKind.SWITCH_CRASH, FaultKind.SWITCH_HANG):
         return f"switch:{topo.switch(fault.target).role}"
     a, b = fault.link_ends()
     link = next((lk for lk in topo.links if {lk.a, lk.b} == {a, b}), None)
@@ -204,7 +204,7 @@ def element_class(topo: Topology, fault: Fault) -> str:
 def workers_cut_off(topo: Topology, hosts: list[str], fault: Fault) -> list[int]:
     """The ranks (hosts[rank]) a switch or link failure disconnects: the hosts of an edge switch that failed,
     or the host whose own link did. No reroute reaches them: they are replaced like a failed worker."""
-    if fault.kind == FaultKind.SWITCH_CRASH:
+    if fault.kind in (FaultKind.SWITCH_CRASH, FaultKind.SWITCH_HANG):
         attached = {h.name for h, _ in topo.hosts_of(fault.target)}
         return [r for r, h in enumerate(hosts) if h in attached]
     if fault.kind in (FaultKind.LINK_DOWN, FaultKind.LINK_FLAP):

@@ -13,7 +13,8 @@ from gradswitch.topology.faults import Fault, fault_from_dict
 class FaultOutcome(Choice):
     RECOVERED = "recovered"  # the job went on: rerouted, restarted, fell back, rode through on retransmission
     INTERRUPTED = "interrupted"  # the job stopped there: the iterations completed before it are kept
-    NO_EFFECT = "no-effect"  # nothing of the job crossed it (a link or switch the job's traffic did not use)
+    NO_EFFECT = "no-effect"  # nothing of the job crossed it (a link or switch the job's traffic did not use), or it
+    # was never injected (FaultRecord.not_injected says why)
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,19 @@ class FaultRecord:
     fallback: str | None = None  # what the job fell back to, e.g. "ring" for NetReduce reductions it hit
     detail: str = ""  # one line: what followed, for a person
     job_stopped_s: float | None = None  # interrupted: when the job's last node was gone (None: not measured)
+    # Why the fault was not injected (None: it was): its time came after the jobs had ended, or its mechanism
+    # failed (the kill or SIGSTOP refused, the switch already gone). A fault not injected is no-effect, never
+    # recovered nor interrupted: nothing of what the job did follows from it.
+    not_injected: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.not_injected is not None and self.outcome != FaultOutcome.NO_EFFECT:
+            raise ValueError(f"fault {self.fault.label}: not injected ({self.not_injected}), so no-effect, not "
+                             f"{self.outcome}")
+
+    @property
+    def injected(self) -> bool:
+        return self.not_injected is None
 
     @property
     def time_to_detect_s(self) -> float | None:
@@ -41,10 +55,16 @@ class FaultRecord:
                 "outcome": str(self.outcome), "detected_s": self.detected_s, "recovered_s": self.recovered_s,
                 "time_to_detect_s": self.time_to_detect_s, "time_to_recover_s": self.time_to_recover_s,
                 "iterations_lost": self.iterations_lost, "fallback": self.fallback, "detail": self.detail,
-                "job_stopped_s": self.job_stopped_s}
+                "job_stopped_s": self.job_stopped_s, "injected": self.injected, "not_injected": self.not_injected}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> FaultRecord:
         return cls(fault_from_dict(raw["fault"]), float(raw["injected_s"]), FaultOutcome(raw["outcome"]),
                    raw.get("detected_s"), raw.get("recovered_s"), int(raw.get("iterations_lost", 0)),
-                   raw.get("fallback"), str(raw.get("detail", "")), raw.get("job_stopped_s"))
+                   raw.get("fallback"), str(raw.get("detail", "")), raw.get("job_stopped_s"),
+                   raw.get("not_injected"))
+
+    @classmethod
+    def not_injected_because(cls, fault: Fault, why: str) -> FaultRecord:
+        """A fault that was never injected: no-effect, `why` its reason and its detail."""
+        return cls(fault, fault.at_s, FaultOutcome.NO_EFFECT, detail=f"not injected: {why}", not_injected=why)

@@ -60,6 +60,8 @@ class Calls:
     def mechanisms(self) -> Mechanisms:
         return Mechanisms(crash_switch=lambda s: self.note(f"crash {s}"),
                           restart_switch=lambda s: self.note(f"restart {s}"),
+                          hang_switch=lambda s: self.note(f"hang {s}"),
+                          release_switch=lambda s: self.note(f"release {s}"),
                           set_link=self.link,
                           kill_worker=lambda r: self.note(f"kill {r}").replace("kill", "worker") + f" on h{r + 1}",
                           slow_worker=lambda r, f: self.note(f"slow {r} x{f.factor:g}"))
@@ -226,6 +228,13 @@ class _Net:
     def restart_switch(self, name: str) -> None:
         self.calls.append(f"restart {name}")
 
+    def hang_switch(self, name: str) -> None:
+        self.calls.append(f"hang {name}")
+        self.done.set()
+
+    def release_switch(self, name: str) -> None:
+        self.calls.append(f"release {name}")
+
     def set_link(self, a: str, b: str, up: bool) -> None:
         self.calls.append(f"{a}-{b} {'up' if up else 'down'}")
         self.done.set()
@@ -257,7 +266,7 @@ def test_the_repl_says_when_a_delayed_link_fault_comes_back() -> None:
     ("fault switch-crash:spine9", "'spine9' is not a switch of this topology (its switches: leaf1, leaf2, spine1"),
     ("fault link-down:leaf1-leaf2@1", "'leaf1-leaf2' is not a link of this topology"),
     ("fault worker-crash:1@2", "worker-crash needs a run's workers: give it to gradswitch experiment --fault"),
-    ("fault switch-crush:spine1", "kind 'switch-crush' is not one of switch-crash, link-down"),
+    ("fault switch-crush:spine1", "kind 'switch-crush' is not one of switch-crash, switch-hang, link-down"),
     ("fault switch-crash:spine1 link-down:leaf1-spine1", "one fault per command"),
     ("fault", "usage: fault KIND:TARGET[@SECONDS]"),
 ])
@@ -316,7 +325,9 @@ def test_a_workers_fault_in_an_execution_graph_run_on_bmv2_is_refused_in_one_lin
     assert spec_from_dict({"workload_et": "traces/ag", "workers": 4, "faults": ["switch-crash:s1@2"]}).problems() == []
 
 
-def test_a_mechanism_that_fails_is_named_in_the_fault_s_record() -> None:
+def test_a_mechanism_that_fails_to_inject_is_named_in_the_fault_s_record_as_not_injected() -> None:
+    """A fault whose injection failed is recorded as not injected, never as recovered (nor as
+    what stopped the job: the job's own failure is its own)."""
     clock = Clock()
 
     def set_link(a: str, b: str, up: bool) -> None:
@@ -326,8 +337,75 @@ def test_a_mechanism_that_fails_is_named_in_the_fault_s_record() -> None:
     schedule.go = clock()
     schedule.run_due(clock.wait)
     (record,) = schedule.records([(0, 100.0, 100.5)], planned=5)
-    assert record.outcome == FaultOutcome.INTERRUPTED and record.injected_s == pytest.approx(1.0)
-    assert record.detail.startswith("link-down failed: RuntimeError: thrift port 9090: read timeout")
+    assert record.outcome == FaultOutcome.NO_EFFECT and not record.injected
+    assert record.not_injected is not None
+    assert record.not_injected.startswith("link-down failed: RuntimeError: thrift port 9090: read timeout (at 1.00 s)")
+    assert record.to_dict()["injected"] is False
+
+
+def test_a_switch_hang_whose_sigstop_fails_is_not_injected_even_when_the_job_completes() -> None:
+    clock = Clock()
+    released: list[str] = []
+
+    def hang(switch: str) -> None:
+        raise RuntimeError(f"switch {switch} is not running")  # (Testbed.hang_switch: the switch already gone)
+
+    schedule = FaultSchedule([parse_fault("switch-hang:spine1@1,release=2")],
+                             Mechanisms(hang_switch=hang, release_switch=released.append), clock=clock)
+    schedule.go = clock()
+    schedule.run_due(clock.wait)
+    assert released == []  # nothing to let go on: it never hung
+    assert schedule.down_switches() == set()
+    iterations = [(i, 100.0 + i * 0.5, 100.5 + i * 0.5) for i in range(10)]  # every iteration, across its window
+    (record,) = schedule.records(iterations, planned=10)
+    assert record.outcome == FaultOutcome.NO_EFFECT and not record.injected
+    assert record.not_injected == "hang failed: RuntimeError: switch spine1 is not running (at 1.00 s)"
+    out = report.with_faults(cast(Results, {"iterations": [{"index": 0, "start": 10.0, "end": 12.0}], "errors": {}}),
+                             [record], go=10.0)
+    assert out["fault_outcome"] == "no-effect" and out["faults"][0]["injected"] is False
+    assert "faults" not in out["iterations"][0]  # no iteration ran while it was 'out': it never was
+
+
+def test_a_switch_hang_stops_then_releases_and_is_down_until_released() -> None:
+    schedule, calls = fire(["switch-hang:spine1@1,release=2", "switch-hang:spine2@1.5"])
+    assert calls.log == [(1.0, "hang spine1"), (1.5, "hang spine2"), (3.0, "release spine1")]
+    assert schedule.down_switches() == {"spine2"}
+    steps = [a.step for a in plan_actions([parse_fault("switch-hang:spine1@1,release=2")])]
+    assert steps == [Step.HANG, Step.RELEASE]
+
+
+def test_a_switch_hang_s_record_names_the_switch_hung_when_the_control_plane_did() -> None:
+    schedule, _ = fire(["switch-hang:spine1@1"])
+    schedule.on_health(Event("switch-hung", "spine1", 100.0 + 1.0 + 4.2))
+    schedule.worker_exited(0, 100.0 + 4.3)
+    (record,) = schedule.records([(i, 100.0 + i * 0.4, 100.0 + (i + 1) * 0.4) for i in range(2)], planned=10)
+    assert record.outcome == FaultOutcome.INTERRUPTED and record.injected and record.iterations_lost == 8
+    assert record.time_to_detect_s == pytest.approx(4.2)
+    assert "spine1's switch process stopped (SIGSTOP) at 1.00 s" in record.detail
+    assert "spine1 named hung by the control plane 4.20 s after it stopped" in record.detail
+    assert "the job stopped after 2 iterations" in record.detail
+
+    unseen, _ = fire(["switch-hang:spine2@1"])
+    (record,) = unseen.records([(0, 100.0, 100.4)], planned=5)
+    assert "spine2 never named hung by the control plane" in record.detail and record.detected_s is None
+
+
+def test_what_was_hung_and_due_to_be_released_is_let_go_on_at_the_jobs_end() -> None:
+    clock = Clock()
+    calls = Calls(clock)
+    schedule = FaultSchedule([parse_fault("switch-hang:spine1@1,release=100")], calls.mechanisms(), clock=clock)
+    schedule.go = clock()
+    schedule.run_due(lambda s: clock.wait(s) if clock() - 100.0 + s <= 4.5 else True)
+    assert schedule.down_switches() == {"spine1"}
+    assert schedule.restore() == ["switch-hang:spine1@1,release=100: release at the run's end"]
+    assert [what for _, what in calls.log] == ["hang spine1", "release spine1"] and schedule.down_switches() == set()
+
+
+def test_the_repl_hangs_a_switch_and_lets_it_go_on() -> None:
+    r, out, net = fault_repl()
+    r.onecmd("fault switch-hang:spine1,release=30")
+    assert out == ["fault switch-hang:spine1@0,release=30: now, back 30 s from now"]
+    assert net.done.wait(10) and net.calls == ["hang spine1"]
 
 
 def test_an_attached_repl_fires_faults_through_the_control_socket() -> None:

@@ -30,7 +30,7 @@ def test_the_command_line_form_reads_every_kind_and_option_and_prints_back_the_s
 @pytest.mark.parametrize("text, says", [
     ("spine1@3", "write KIND:TARGET@SECONDS"),
     ("switch-crash:spine1", "write KIND:TARGET@SECONDS"),
-    ("power-cut:spine1@3", "kind 'power-cut' is not one of switch-crash, link-down"),
+    ("power-cut:spine1@3", "kind 'power-cut' is not one of switch-crash, switch-hang, link-down"),
     ("switch-crash:spine1@soon", "the time after @ = 'soon': a number"),
     ("switch-crash:spine1@3,reboot=2", "option 'reboot=2' is not one of restart="),
     ("link-flap:leaf1-spine1@1,flaps=2.5", "flaps = '2.5': a whole number"),
@@ -102,3 +102,54 @@ def test_a_patch_has_short_stable_names_of_its_own() -> None:
     long = Patch.between("edge0_0-eth12", "aggregate0_1-eth12")
     assert all(len(n) <= 15 for p in (a, long) for n in (p.a_end, p.b_end, p.bridge))
     assert len({a.a_end, a.b_end, a.bridge}) == 3
+
+
+def test_a_switch_hang_reads_from_every_form_with_its_release_and_prints_back_the_same():
+    hang = Fault(FaultKind.SWITCH_HANG, "spine1", 3.0, release_s=5.0)
+    assert parse_fault("switch-hang:spine1@3,release=5") == hang and hang.label == "switch-hang:spine1@3,release=5"
+    assert fault_from_dict(hang.to_dict()) == hang
+    assert fault_from_dict({"kind": "switch-hang", "target": "spine1", "at_s": 3, "release_s": 5}) == hang
+    spec = spec_from_dict({"topo": "leafspine", "faults": ["switch-hang:spine1@3"]})
+    assert spec.faults == (Fault(FaultKind.SWITCH_HANG, "spine1", 3.0),) and spec.problems() == []
+    assert hang.windows() == [(3.0, 8.0)] and parse_fault("switch-hang:spine1@3").windows() == [(3.0, None)]
+    assert fault_problems((hang,), LEAFSPINE, workers=4) == []
+
+
+@pytest.mark.parametrize("text, says", [
+    ("switch-hang:spine3@1", "fault switch-hang:spine3@1: 'spine3' is not a switch of this topology (its switches: "
+                             "leaf1, leaf2, spine1, spine2)"),
+    ("switch-hang:h1@1", "'h1' is not a switch"),
+    ("switch-hang:spine1@1,release=0", "release=0.0: seconds above 0 (leave it out: stays hung)"),
+    ("switch-hang:spine1@1,restart=2", "restart= does not apply to switch-hang (its options: release)"),
+    ("switch-crash:spine1@1,release=2", "release= does not apply to switch-crash (its options: restart)"),
+    ("link-down:leaf1-spine1@1,release=2", "release= does not apply to link-down (its options: down)"),
+])
+def test_a_switch_hang_the_topology_cannot_run_is_refused_in_one_line(text, says):
+    problems = fault_problems((parse_fault(text),), LEAFSPINE, workers=4)
+    assert len(problems) == 1 and says in problems[0] and "\n" not in problems[0], problems
+
+
+def test_a_bad_switch_hang_on_the_command_line_is_one_line():
+    with pytest.raises(FaultError) as e:
+        parse_fault("switch-hang:spine1@3,release=soon")
+    assert "release = 'soon': a number" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(FaultError) as e:
+        parse_fault("switch-hang:spine1@3,resume=2")
+    assert "option 'resume=2' is not one of restart=, release=" in str(e.value)
+    with pytest.raises(FaultError, match="kind 'switch-hung' is not one of switch-crash, switch-hang, link-down"):
+        parse_fault("switch-hung:spine1@3")
+
+
+def test_a_fault_not_injected_is_no_effect_says_why_and_never_recovered():
+    from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
+
+    fault = parse_fault("switch-hang:spine1@3")
+    record = FaultRecord.not_injected_because(fault, "hang failed: NetworkError: switch spine1 is not running")
+    assert not record.injected and record.outcome == FaultOutcome.NO_EFFECT
+    raw = record.to_dict()
+    assert raw["injected"] is False and raw["not_injected"].startswith("hang failed: NetworkError")
+    assert FaultRecord.from_dict(raw) == record
+    with pytest.raises(ValueError, match=r"not injected \(the switch was gone\), so no-effect, not recovered"):
+        FaultRecord(fault, 3.0, FaultOutcome.RECOVERED, not_injected="the switch was gone")
+    ok = FaultRecord(fault, 3.0, FaultOutcome.RECOVERED)
+    assert ok.injected and ok.to_dict()["injected"] is True and ok.to_dict()["not_injected"] is None

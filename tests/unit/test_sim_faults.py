@@ -97,7 +97,8 @@ def test_what_the_simulator_measured_becomes_fault_records() -> None:
     assert r.outcome == FaultOutcome.NO_EFFECT
     unrun = measured(crash.label, injected=None, detected=None, recovered=None)
     [r] = fault_records((crash,), [unrun], nodes, cfgs, 12.0)
-    assert r.outcome == FaultOutcome.NO_EFFECT and r.detail == "the jobs had ended before its time"
+    assert r.outcome == FaultOutcome.NO_EFFECT and r.detail == "not injected: the jobs had ended before its time"
+    assert not r.injected and r.not_injected == "the jobs had ended before its time"
     # a switch that stays down on the only path: the QPs give up, the job stops mid-iteration
     broken = {1: {0: node(0, 3, False, "transport retry counter exceeded: no acknowledgement from h2"),
                   **{i: node(i, 3, False, "stopped: node 0 of job 1 failed") for i in range(1, 4)}}}

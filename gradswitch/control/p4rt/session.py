@@ -13,6 +13,14 @@ Election ids (see docs/architecture.md, "Who is primary"):
   refused with a clear NotPrimary error instead of the two fighting;
 - `gradswitch shell` (p4runtime-shell) is a backup below both (SHELL_ELECTION_ID), or with
   --primary takes over above the controller (SHELL_PRIMARY_ELECTION_ID) until it exits.
+
+Deadlines (docs/faults.md, "A switch that hangs"): no call waits unbounded on a switch that stopped answering.
+Connecting (the channel ready, the arbitration answer) waits at most the session's `timeout`
+(CONNECT_DEADLINE_S by default); every Read, Write and pipeline RPC carries CALL_DEADLINE_S (a unary ping,
+`ping`, the heartbeat's deadline); closing waits STREAM_CLOSE_S for the stream's thread. The stream itself
+lives as long as the session and has no deadline: a switch whose process is stopped keeps it open, which is
+why the fabric's heartbeat (gradswitch/control/fabric.py) asks each switch every few seconds. `abandon` gives
+a session up at once: its channel closed, every call in flight ended, every later call refused.
 """
 
 from __future__ import annotations
@@ -67,6 +75,9 @@ INSERT = p4runtime_pb2.Update.INSERT
 MODIFY = p4runtime_pb2.Update.MODIFY
 DELETE = p4runtime_pb2.Update.DELETE
 PACKET_IN_BACKLOG = 4096
+CONNECT_DEADLINE_S = 10.0  # the channel ready and the arbitration answered (a session's `timeout` by default)
+CALL_DEADLINE_S = 60.0  # every Read, Write, Get/SetForwardingPipelineConfig (a big batch on a loaded machine)
+STREAM_CLOSE_S = 5.0  # close(): how long it waits for the stream's thread to end
 _OPERATIONS: dict[int, str] = {INSERT: "insert", MODIFY: "modify", DELETE: "delete"}
 
 
@@ -114,7 +125,7 @@ class SwitchSession:
         address: SwitchAddress,
         p4info: P4Info,
         election_id: ElectionId = CONTROLLER_ELECTION_ID,
-        timeout: float = 10.0,
+        timeout: float = CONNECT_DEADLINE_S,
     ) -> None:
         self.address = address
         self.name = address.name
@@ -125,6 +136,7 @@ class SwitchSession:
         self._timeout = timeout
         self._packet_handlers: list[Callable[[PacketIn], None]] = []
         self._closed = False
+        self.abandoned: str | None = None  # given up (abandon): why; every call is refused at once
         self.stream_recv_thread: threading.Thread | None = None
         self.stream: Any = None
         self.stream_out_q: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
@@ -215,9 +227,28 @@ class SwitchSession:
         self.stream_out_q.put(None)
         if self.stream is not None:
             self.stream.cancel()
-        if self.stream_recv_thread is not None:
-            self.stream_recv_thread.join(timeout=5)
+        if self.stream_recv_thread is not None and self.stream_recv_thread is not threading.current_thread():
+            self.stream_recv_thread.join(timeout=STREAM_CLOSE_S)
         self.channel.close()
+
+    def abandon(self, why: str) -> None:
+        """Give the switch up now (it stopped answering): the channel closed, which ends every call in flight on
+        it (each raises SwitchUnavailable naming `why`), and every later call refused at once."""
+        self.abandoned = why
+        self.close()
+
+    def _check(self) -> None:
+        if self.abandoned is not None:
+            raise SwitchUnavailable(self.name, self.abandoned)
+
+    def ping(self, deadline_s: float) -> Any:
+        """A cheap unary read (the pipeline's cookie) with its deadline, as a future (the heartbeat's probe):
+        its result() raises grpc.RpcError (DEADLINE_EXCEEDED: no answer in deadline_s)."""
+        self._check()
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest()
+        req.device_id = self.device_id
+        req.response_type = p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY
+        return self.stub.GetForwardingPipelineConfig.future(req, timeout=deadline_s)
 
     def __enter__(self) -> SwitchSession:
         return self
@@ -232,11 +263,13 @@ class SwitchSession:
         req = p4runtime_pb2.GetForwardingPipelineConfigRequest()
         req.device_id = self.device_id
         req.response_type = p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY
+        self._check()
         try:
             rep = self.stub.GetForwardingPipelineConfig(req, timeout=self._timeout)
         except grpc.RpcError as e:
             if e.code() == grpc.StatusCode.FAILED_PRECONDITION:  # no pipeline yet
                 return None
+            self._check()
             raise SwitchUnavailable(self.name, f"GetForwardingPipelineConfig: {e.details()}") from None
         return int(rep.config.cookie.cookie) if rep.config.HasField("cookie") else None
 
@@ -255,9 +288,11 @@ class SwitchSession:
         text_format.Merge(p4info_path.read_text(), req.config.p4info)
         req.config.p4_device_config = device_config
         req.config.cookie.cookie = cookie
+        self._check()
         try:
-            self.stub.SetForwardingPipelineConfig(req, timeout=60)
+            self.stub.SetForwardingPipelineConfig(req, timeout=CALL_DEADLINE_S)
         except grpc.RpcError as e:
+            self._check()
             raise WriteError(
                 self.name, "SetForwardingPipelineConfig", [UpdateFailure(0, json_path.name, e.code().name, e.details())]
             ) from None
@@ -277,6 +312,7 @@ class SwitchSession:
         """Write a batch of (INSERT|MODIFY|DELETE, entity); WriteError lists each refused one."""
         if not updates:
             return
+        self._check()
         self._require_primary("write")
         req = p4runtime_pb2.WriteRequest()
         for op, entity in updates:
@@ -290,9 +326,11 @@ class SwitchSession:
         req.device_id = self.device_id
         req.election_id.high = self.election_id[0]
         req.election_id.low = self.election_id[1]
+        self._check()
         try:
-            self.stub.Write(req, timeout=self._timeout * 6)
+            self.stub.Write(req, timeout=CALL_DEADLINE_S)
         except grpc.RpcError as e:
+            self._check()  # abandoned meanwhile: the switch is named, not a write's failure
             if e.code() == grpc.StatusCode.PERMISSION_DENIED:
                 self.is_primary = False
                 raise NotPrimary(self.name, f"{operation} refused: {e.details()}") from None
@@ -305,6 +343,7 @@ class SwitchSession:
 
     def clear_counter(self, counter: str, indices: Iterable[int]) -> None:
         """Set indexed counter cells back to zero (packets and bytes)."""
+        self._check()
         self._require_primary("write")
         info = self.p4info.counter(counter)
         req = p4runtime_pb2.WriteRequest()
@@ -335,9 +374,11 @@ class SwitchSession:
         req = p4runtime_pb2.ReadRequest()
         req.device_id = self.device_id
         req.entities.add().CopyFrom(entity)
+        self._check()
         try:
-            return [e for rep in self.stub.Read(req, timeout=self._timeout * 6) for e in rep.entities]
+            return [e for rep in self.stub.Read(req, timeout=CALL_DEADLINE_S) for e in rep.entities]
         except grpc.RpcError as e:
+            self._check()
             raise SwitchUnavailable(self.name, f"read failed: {e.code().name}: {e.details()}") from None
 
     def read_table(self, table: str) -> list[TableEntry]:

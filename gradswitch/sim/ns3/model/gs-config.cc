@@ -316,14 +316,16 @@ ParseFaultSchedule(ConfigObject f)
     FaultScheduleSpec s;
     s.switchDetectS = f.Get<double>("switch_detect_s");
     s.linkDetectS = f.Get<double>("link_detect_s");
-    if (s.switchDetectS < 0 || s.linkDetectS < 0)
+    s.switchHangDetectS = f.Get<double>("switch_hang_detect_s");
+    if (s.switchDetectS < 0 || s.linkDetectS < 0 || s.switchHangDetectS < 0)
     {
-        throw ConfigError(f.Where("switch_detect_s") + ", link_detect_s: 0 or more seconds");
+        throw ConfigError(f.Where("switch_detect_s") + ", link_detect_s, switch_hang_detect_s: 0 or more seconds");
     }
     for (ConfigObject x : f.Objects("faults"))
     {
         FaultSpec spec;
         spec.kind = x.Choice<FaultKind>("kind", {{"switch-crash", FaultKind::SwitchCrash},
+                                                 {"switch-hang", FaultKind::SwitchHang},
                                                  {"link-down", FaultKind::LinkDown},
                                                  {"worker-crash", FaultKind::WorkerCrash},
                                                  {"slow-worker", FaultKind::SlowWorker}});
@@ -336,8 +338,9 @@ ParseFaultSchedule(ConfigObject f)
         switch (spec.kind)
         {
         case FaultKind::SwitchCrash:
+        case FaultKind::SwitchHang:
         case FaultKind::LinkDown:
-            if (spec.kind == FaultKind::SwitchCrash)
+            if (spec.kind != FaultKind::LinkDown)
             {
                 spec.sw = x.Get<std::string>("switch");
             }

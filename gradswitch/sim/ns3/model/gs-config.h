@@ -290,6 +290,8 @@ enum class MpiSync
 enum class FaultKind
 {
     SwitchCrash, // the switch drops everything while out (its queues lost); back with its tables after the window
+    SwitchHang,  // its process stopped: it forwards and answers nothing while out (what it queued is lost, as a
+                 // crash's is); noticed by the control plane's heartbeat; back with its tables after the window
     LinkDown,    // both directions of the link drop while out (a flap is several windows)
     WorkerCrash, // the worker's process dies: its QPs neither send nor answer; its job stops (interrupted)
     SlowWorker,  // from at_s on, its computation takes `factor` times as long and/or its link runs at rate_bps
@@ -302,7 +304,7 @@ struct FaultSpec
     std::string label; // the command line's form, for errors and results
     double atS{};      // simulated seconds after the jobs' start
     std::vector<std::pair<double, std::optional<double>>> windows; // switch, link: out from..to (none: for good)
-    std::string sw;                 // switch-crash
+    std::string sw;                 // switch-crash, switch-hang
     std::string a;                  // link faults: its two ends
     std::string b;
     uint32_t job{};                 // worker faults: the job and node id, and its host
@@ -316,6 +318,7 @@ struct FaultSpec
 struct FaultScheduleSpec
 {
     double switchDetectS{}; // a dead switch (its P4Runtime stream) noticed and routed around after this long
+    double switchHangDetectS{}; // a hung switch (its heartbeat's deadlines missed) noticed and routed around
     double linkDetectS{};   // a dead link (port state) noticed and routed around after this long; also its return
     std::vector<FaultSpec> faults;
 };

@@ -32,6 +32,13 @@ FaultSchedule::GetTypeId()
                           TimeValue(MilliSeconds(10)),
                           MakeTimeAccessor(&FaultSchedule::m_switchDetect),
                           MakeTimeChecker(Time(0)))
+            .AddAttribute("SwitchHangDetectDelay",
+                          "From a switch's hang (its process stopped: it forwards and answers nothing) until the "
+                          "control plane has named it hung (its heartbeat missed its deadlines: "
+                          "gradswitch/protocol/heartbeat.py HUNG_DETECT_BOUND_S) and pushed routes around it",
+                          TimeValue(Seconds(5)),
+                          MakeTimeAccessor(&FaultSchedule::m_switchHangDetect),
+                          MakeTimeChecker(Time(0)))
             .AddAttribute("LinkDetectDelay",
                           "From a link going down (or up) until the control plane has noticed it (port state) "
                           "and pushed routes around it (or back over it)",
@@ -50,6 +57,12 @@ FaultSchedule::GetTypeId()
 
 FaultSchedule::FaultSchedule() = default;
 FaultSchedule::~FaultSchedule() = default;
+
+bool
+FaultSchedule::IsSwitchFault(size_t f) const
+{
+    return m_faults[f].kind == FaultKind::SwitchCrash || m_faults[f].kind == FaultKind::SwitchHang;
+}
 
 GsDevice*
 FaultSchedule::DeviceTo(uint32_t node, uint32_t peer) const
@@ -85,6 +98,7 @@ FaultSchedule::Setup(std::vector<FaultSpec> faults, FaultNetwork net)
         switch (f.kind)
         {
         case FaultKind::SwitchCrash:
+        case FaultKind::SwitchHang:
             if (t.IsHost(t.Index(f.sw)))
             {
                 throw ConfigError(where + f.sw + " is not a switch");
@@ -142,10 +156,13 @@ FaultSchedule::Down(size_t f, uint32_t window)
     r.window = window;
     r.out = true;
     r.lastUp = -1;
-    if (spec.kind == FaultKind::SwitchCrash)
+    if (IsSwitchFault(f))
     {
+        // a crashed process and a stopped one alike forward nothing; only how the control plane notices differs
+        // (a crash: its P4Runtime stream ends; a hang: its heartbeat's deadlines pass)
         (*m_net.switches)[m_net.topo->Index(spec.sw) - m_net.topo->Hosts()]->SetDown(true);
-        Simulator::Schedule(m_switchDetect, &FaultSchedule::Detect, this, f, window);
+        Time detect = spec.kind == FaultKind::SwitchHang ? m_switchHangDetect : m_switchDetect;
+        Simulator::Schedule(detect, &FaultSchedule::Detect, this, f, window);
     }
     else
     {
@@ -170,7 +187,7 @@ FaultSchedule::Detect(size_t f, uint32_t window)
         r.detected = NowTicks();
     }
     const Topology& t = *m_net.topo;
-    if (spec.kind == FaultKind::SwitchCrash)
+    if (IsSwitchFault(f))
     {
         m_rerouter->SwitchOut(t.Index(spec.sw), true);
         FallBack(f);
@@ -313,9 +330,9 @@ FaultSchedule::Up(size_t f, uint32_t window)
     r.out = false;
     r.lastUp = NowTicks();
     const Topology& t = *m_net.topo;
-    if (spec.kind == FaultKind::SwitchCrash)
+    if (IsSwitchFault(f))
     {
-        // restarted: the controller pushed its pipeline and tables, and puts it back into every route
+        // restarted (or let go on): the controller pushed its pipeline and tables, and puts it back into every route
         (*m_net.switches)[t.Index(spec.sw) - t.Hosts()]->SetDown(false);
         m_rerouter->SwitchOut(t.Index(spec.sw), false);
         Return(f);
@@ -383,7 +400,7 @@ FaultSchedule::OnStall(const RcQp& qp)
     for (size_t f = m_faults.size(); f-- > 0;)
     {
         const Record& r = m_records[f];
-        bool outage = m_faults[f].kind == FaultKind::SwitchCrash || m_faults[f].kind == FaultKind::LinkDown;
+        bool outage = IsSwitchFault(f) || m_faults[f].kind == FaultKind::LinkDown;
         if (!outage || r.injected < 0 || r.injected > now)
         {
             continue;
@@ -417,7 +434,7 @@ uint64_t
 FaultSchedule::LostPackets(size_t f) const
 {
     const FaultSpec& spec = m_faults[f];
-    if (spec.kind == FaultKind::SwitchCrash)
+    if (IsSwitchFault(f))
     {
         return (*m_net.switches)[m_net.topo->Index(spec.sw) - m_net.topo->Hosts()]->FaultDrops();
     }

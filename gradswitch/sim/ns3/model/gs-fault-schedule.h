@@ -1,6 +1,8 @@
 // The run's faults (gradswitch/topology/faults.py, written by ns3sim as `fault_schedule`), carried out in simulated time
 // after the jobs' start, and what each did: a switch crash (it drops everything and loses its queues; back
-// with its tables after the window), a link down or flapping (both directions drop), a worker crash (its
+// with its tables after the window), a switch hang (its process stopped: it forwards and answers nothing from
+// the window's start until its release, if any; the control plane names it hung after SwitchHangDetectDelay,
+// its heartbeat's bound, and routes around it as around a dead one), a link down or flapping (both directions drop), a worker crash (its
 // process dies: its job stops, the iterations it completed kept), a slow worker (computation x factor, its
 // link's rate cut). The control plane notices a dead switch after SwitchDetectDelay (its P4Runtime stream) and
 // a dead link after LinkDetectDelay (port state), and routes around it (gs-rerouter.h); the queue pairs ride
@@ -110,6 +112,8 @@ class FaultSchedule : public Object, public StallObserver
     void Detect(size_t f, uint32_t window);
     void DetectUp(size_t f, uint32_t window);
     void Worker(size_t f);
+    /// A switch crash or hang: the switch is out (forwards nothing) during its windows.
+    bool IsSwitchFault(size_t f) const;
     /// The NetReduce jobs aggregating on a crashed switch: agree on the first unfinished reduction (computed
     /// here at once; what it would cost the workers, one round trip, passes before they act) and fall back.
     void FallBack(size_t f);
@@ -126,6 +130,7 @@ class FaultSchedule : public Object, public StallObserver
     uint64_t LostPackets(size_t f) const;
 
     Time m_switchDetect;
+    Time m_switchHangDetect;
     Time m_linkDetect;
     Time m_agreement; // FallbackAgreementDelay (zero: one round trip of the job's queue pairs)
     std::vector<FaultSpec> m_faults;

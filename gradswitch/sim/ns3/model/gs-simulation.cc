@@ -90,6 +90,7 @@ Simulation::Build()
         m_faults = CreateObject<FaultSchedule>();
         m_faults->SetAttribute("SwitchDetectDelay", TimeValue(Seconds(m_c.faultSchedule->switchDetectS)));
         m_faults->SetAttribute("LinkDetectDelay", TimeValue(Seconds(m_c.faultSchedule->linkDetectS)));
+        m_faults->SetAttribute("SwitchHangDetectDelay", TimeValue(Seconds(m_c.faultSchedule->switchHangDetectS)));
     }
     BuildJobs();
     BuildFaults();
@@ -172,7 +173,7 @@ Simulation::BuildFaults()
     };
     for (const FaultSpec& f : m_c.faultSchedule->faults)
     {
-        if (f.kind == FaultKind::SwitchCrash)
+        if (f.kind == FaultKind::SwitchCrash || f.kind == FaultKind::SwitchHang)
         {
             // the fallback's agreement is computed at the detection from every worker's state: one rank
             for (const NetReduceJobOn& job : net.netReduceJobsOn(m_topo->Index(f.sw)))

@@ -1,0 +1,184 @@
+"""A switch that hangs instead of crashing, on real BMv2 (docs/faults.md, "A switch that hangs").
+
+spine1's BMv2 process is stopped (SIGSTOP): its P4Runtime stream stays open, so only the controller's heartbeat can
+notice. It names spine1 hung within the heartbeat's bound, routes around it (a UDP flow through spine1 comes back
+through spine2), and once the process is let go on (SIGCONT) takes it back as a restarted switch (its tables pushed
+again, the flow through it again). In a NetReduce run whose aggregation spine hangs mid-run, the run ends within
+the stated bound with results.json holding the iterations completed before, exact, and the fault's record naming
+the switch hung; the network's teardown does not wait on the stopped process. Every network leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.switch_faults import port_towards, rx_through, start_flow, watch_health
+from gradswitch.control.health import HealthKind
+from gradswitch.control.p4rt import SwitchUnavailable
+from gradswitch.experiment.fault_schedule import hang_end_bound_s
+from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from gradswitch.experiment.supervisor import stop_deadline_s
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions, switch_processes
+from gradswitch.protocol.heartbeat import HUNG_DETECT_BOUND_S
+from gradswitch.protocol.polling import wait_until
+from gradswitch.topology.generators import leafspine
+from gradswitch.workload.job import JobConfig
+from tests.mininet.test_network import leftovers
+from tests.results import read, run_on
+
+pytestmark = pytest.mark.mininet
+
+SLACK_S = 1.0  # the loaded machine's: a heartbeat round's own time, the event's thread
+
+
+@pytest.fixture
+def fabric_net(tmp_path: Path) -> Iterator[Testbed]:
+    topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2)
+    net = Testbed(topo, NetworkOptions(run_dir=tmp_path / "net"))
+    with net:
+        yield net
+    names = [h.name for h in topo.hosts] + [s.name for s in topo.switches]
+    assert leftovers(tmp_path / "net", names) == []
+    assert not [a for a in switch_processes().values() if any(str(tmp_path) in x for x in a)]
+
+
+def process_state(pid: int) -> str:
+    """A process's state letter (T: stopped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_hung_spine_is_named_hung_routed_around_and_taken_back_when_let_go_on(fabric_net: Testbed,
+                                                                                 tmp_path: Path) -> None:
+    net, topo = fabric_net, fabric_net.topo
+    events = watch_health(net)
+    flow = start_flow(net, "h1", "h3", "spine1", tmp_path / "flow.log")
+    spine_in = port_towards(topo, "spine1", "leaf1")
+    flow.wait_for(20)
+    pid = net._switch_node("spine1").bmv2.pid
+
+    hung_at = time.monotonic()
+    net.hang_switch("spine1")
+    assert process_state(pid) == "T"
+    hung = events.first(HealthKind.SWITCH_HUNG, "spine1", hung_at, timeout=HUNG_DETECT_BOUND_S + 10)
+    rerouted = events.first(HealthKind.REROUTED, "spine1", hung.at)
+    detect = hung.at - hung_at
+    print(f"spine1 stopped: named hung after {detect:.2f} s (bound {HUNG_DETECT_BOUND_S:g} s), rerouted "
+          f"{(rerouted.at - hung_at):.2f} s after")
+    assert detect <= HUNG_DETECT_BOUND_S + SLACK_S and "heartbeats" in hung.detail
+    assert not net.fabric.is_up("spine1") and "spine1" not in net.fabric.switch_names()
+    assert not [e for e in events.seen if e.kind == HealthKind.SWITCH_DOWN], "a hung switch is not a dead one"
+    # Every call to it is refused at once, not after its deadline.
+    asked = time.monotonic()
+    with pytest.raises(SwitchUnavailable, match="hung"):
+        net.fabric.port_stats("spine1")
+    assert time.monotonic() - asked < 1.0
+    sent = flow.count()
+    flow.wait_for(20)
+    assert flow.count() >= sent + 20  # around spine1, through spine2
+
+    released_at = time.monotonic()
+    net.release_switch("spine1")
+    up = events.first(HealthKind.SWITCH_UP, "spine1", released_at)
+    print(f"spine1 let go on: taken back after {up.at - released_at:.2f} s")
+    assert net.fabric.is_up("spine1") and process_state(pid) != "T"
+    flow.wait_for(20)
+    wait_until(lambda: rx_through(net, "spine1", spine_in) >= 20, 10, what="the flow through spine1 again")
+    flow.stop()
+
+
+def hang_run(net: Testbed, spec: ExperimentSpec, out: Path) -> tuple[dict[str, Any], float, float]:
+    """Run the spec (its one fault hangs a switch); its results.json, how long after the SIGSTOP the run ended, and
+    the bound it had (hang_end_bound_s)."""
+    (hang,) = spec.faults
+    switch = hang.target
+    pid = net._switch_node(switch).bmv2.pid
+    stopped: list[float] = []
+    done = threading.Event()
+
+    def watch_stop() -> None:  # when the fault's SIGSTOP took (polled: the run's own thread sends it)
+        while not done.is_set():
+            if process_state(pid) == "T":
+                stopped.append(time.monotonic())
+                return
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch_stop, daemon=True)
+    watcher.start()
+    run_on(net, spec, out, progress=False)
+    ended = time.monotonic()
+    done.set()
+    watcher.join(timeout=5)
+    assert stopped, f"{switch} was never stopped"
+    cfg = JobConfig.load(out / "job1.json")
+    bound = hang_end_bound_s(cfg.rto, cfg.retry_limit, stop_deadline_s([cfg]))
+    saved = read(out / "results.json")
+    (fault,) = saved["faults"]
+    print(f"{spec.algo}: {switch} hung mid-run: {fault['outcome']} after {len(saved['iterations'])} iterations, run "
+          f"ended {ended - stopped[0]:.2f} s after the SIGSTOP (bound {bound:.2f} s): {fault['detail']}")
+    assert fault["injected"] is True and fault["fault"]["kind"] == "switch-hang"
+    assert f"{switch} named hung by the control plane" in fault["detail"], fault
+    assert fault["time_to_detect_s"] is not None and fault["time_to_detect_s"] <= HUNG_DETECT_BOUND_S + SLACK_S
+    its = saved["iterations"]
+    assert its and all(it["correct"] and it["wrong_elements"] == 0 for it in its)
+    assert switch not in saved["switches"]  # a hung switch is not read
+    assert process_state(pid) == "T"  # still hung: the network's stop lets it go on and ends it (the fixture)
+    return saved, ended - stopped[0], bound
+
+
+def interrupted_within(saved: dict[str, Any], took: float, bound: float, iterations: int) -> None:
+    (fault,) = saved["faults"]
+    its = saved["iterations"]
+    assert fault["outcome"] == "interrupted", fault
+    assert took <= bound, (took, bound)
+    assert 0 < len(its) < iterations and [it["index"] for it in its] == list(range(len(its)))
+    assert fault["iterations_lost"] == iterations - len(its)
+    assert next(iter(saved["errors"])) == f"fault {fault['label']}"
+
+
+def test_a_ring_run_whose_spine_hangs_rides_through_once_it_is_named_hung(fabric_net: Testbed,
+                                                                           tmp_path: Path) -> None:
+    """spine1 stopped mid-run by the run's own fault, never let go on: named hung, routed around, and the ring's
+    queue pairs through it ride through on their retransmissions (as for a crash, later); every iteration exact."""
+    iterations = 60
+    spec = spec_from_dict({"algo": "ring", "workers": 4, "topo": "leafspine", "size_bytes": 256 << 10,
+                           "bw_mbps": 20.0, "iterations": iterations, "faults": ["switch-hang:spine1@3"]})
+    saved, _, _ = hang_run(fabric_net, spec, tmp_path / "run")
+    (fault,) = saved["faults"]
+    assert fault["outcome"] == "recovered" and len(saved["iterations"]) == iterations and saved["ok"], fault
+
+
+def test_a_ring_run_whose_leaf_hangs_ends_within_its_bound_with_its_iterations_kept(fabric_net: Testbed,
+                                                                                    tmp_path: Path) -> None:
+    """The issue's run, short: a switch that cuts workers off (leaf2: h3 and h4) stopped mid-run, never let go on.
+    No route goes around it: the queue pairs to h3 and h4 give up, and the job stops, interrupted, within
+    hang_end_bound_s of the SIGSTOP (the teardown waits on no call to the hung switch), its results.json holding
+    every iteration completed before, exact."""
+    iterations = 300
+    spec = spec_from_dict({"algo": "ring", "workers": 4, "topo": "leafspine", "size_bytes": 256 << 10,
+                           "bw_mbps": 20.0, "iterations": iterations, "faults": ["switch-hang:leaf2@3"]})
+    saved, took, bound = hang_run(fabric_net, spec, tmp_path / "run")
+    interrupted_within(saved, took, bound, iterations)
+
+
+def test_a_netreduce_run_whose_aggregation_spine_hangs_falls_back_or_ends_within_its_bound(fabric_net: Testbed,
+                                                                                           tmp_path: Path) -> None:
+    """spine1 is job 1's aggregation switch: named hung, the job falls back to ring (gradswitch/hosts/fallback.py)
+    if its workers' queue pairs to the switch have not given up yet, and goes on exact; else it stops, interrupted,
+    within the bound, its iterations kept."""
+    iterations = 120
+    spec = spec_from_dict({"algo": "netreduce", "workers": 4, "topo": "leafspine", "size_bytes": 256 << 10,
+                           "bw_mbps": 20.0, "iterations": iterations, "faults": ["switch-hang:spine1@3"]})
+    saved, took, bound = hang_run(fabric_net, spec, tmp_path / "run")
+    (fault,) = saved["faults"]
+    if fault["outcome"] == "interrupted":
+        interrupted_within(saved, took, bound, iterations)
+    else:
+        assert fault["outcome"] == "recovered" and fault["fallback"] == "ring", fault
+        assert len(saved["iterations"]) == iterations and saved["ok"]
