@@ -582,7 +582,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "link, 0 <= PCT < 100")
     p.add_argument("--fault", action="append", metavar="KIND:TARGET@SECONDS",
                    help="a failure during the run (repeat for several): switch-crash:spine1@3,restart=5, "
-                   "link-down:leaf1-spine1@2,down=1, link-flap:leaf1-spine1@2,down=0.5,flaps=3, worker-crash:2@4, "
+                   "switch-hang:spine1@3,release=5, link-down:leaf1-spine1@2,down=1, "
+                   "link-flap:leaf1-spine1@2,down=0.5,flaps=3, worker-crash:2@4, "
                    "slow-worker:1@0,factor=3 (docs/faults.md)")
     p.add_argument("--transport", choices=Mode.names(), help=f"go-back-N (RoCE) or selective repeat (IRN); "
                    f"default {D.transport}")
