@@ -182,3 +182,27 @@ def test_a_netreduce_run_whose_aggregation_spine_hangs_falls_back_or_ends_within
     else:
         assert fault["outcome"] == "recovered" and fault["fallback"] == "ring", fault
         assert len(saved["iterations"]) == iterations and saved["ok"]
+
+
+def test_a_netreduce_run_whose_aggregation_spine_hangs_and_is_let_go_on_falls_back_and_returns(
+        fabric_net: Testbed, tmp_path: Path) -> None:
+    """spine1 hung at 3 s and let go on at 9 s (after it was named hung): the job falls back to ring once it is
+    named hung, the controller takes spine1 back when its process goes on (its pipeline and entries pushed again),
+    and the job returns to it; every iteration exact."""
+    iterations = 120
+    spec = spec_from_dict({"algo": "netreduce", "workers": 4, "topo": "leafspine", "size_bytes": 256 << 10,
+                           "bw_mbps": 20.0, "iterations": iterations, "faults": ["switch-hang:spine1@3,release=6"]})
+    out = tmp_path / "run"
+    events = watch_health(fabric_net)
+    report = run_on(fabric_net, spec, out, progress=False)
+    saved = read(out / "results.json")
+    (fault,) = saved["faults"]
+    print(f"netreduce: spine1 hung 6 s: {fault['outcome']}: {fault['detail']}")
+    assert saved["ok"] and len(saved["iterations"]) == iterations, report["errors"]
+    assert all(it["correct"] and it["wrong_elements"] == 0 for it in saved["iterations"])
+    assert fault["outcome"] == "recovered" and fault["fallback"] == "ring", fault
+    assert "spine1 named hung by the control plane" in fault["detail"] and "let go on (SIGCONT)" in fault["detail"]
+    assert "returned to the switch at" in fault["detail"], fault
+    hung = events.first(HealthKind.SWITCH_HUNG, "spine1")
+    events.first(HealthKind.SWITCH_UP, "spine1", hung.at)
+    assert fabric_net.fabric.is_up("spine1")
