@@ -93,3 +93,19 @@ def test_a_spine_hang_through_the_orchestration_names_it_hung_in_results_json(tm
                                                                             None)
     assert f["time_to_detect_s"] == pytest.approx(HUNG_DETECT_BOUND_S, abs=1e-9)
     assert "spine1 hung (forwarded and answered nothing)" in f["detail"]
+
+
+@pytest.mark.ns3_mpi
+def test_a_spine_hang_over_two_mpi_ranks_measures_what_one_rank_does(tmp_path: Path) -> None:
+    """The hung spine's links cross ranks: every rank carries out the hang and the reroute once it is named hung;
+    the record merged from the ranks is one rank's."""
+    spec = ring()
+    hang = (parse_fault(f"switch-hang:spine1@{AT_S},release=6"),)
+    cfgs, one, [r1] = simulate(spec, tmp_path / "one", hang)
+    _, two, [r2] = simulate(spec, tmp_path / "two", hang, ranks=2)
+    assert all_exact(two, cfgs[0])
+    assert (r2.outcome, r2.injected_s, r2.detected_s, r2.detail) == (r1.outcome, r1.injected_s, r1.detected_s,
+                                                                     r1.detail)
+    assert r2.detected_s == pytest.approx(AT_S + HUNG_DETECT_BOUND_S, abs=1e-9)
+    assert (two.faults[0].lost_packets, two.faults[0].stalled_qps) == (one.faults[0].lost_packets,
+                                                                       one.faults[0].stalled_qps)
