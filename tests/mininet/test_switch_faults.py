@@ -25,7 +25,7 @@ from gradswitch.control.p4rt import MulticastGroup, TableEntry
 from gradswitch.control.repl import Repl
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.experiment.testbed import Testbed
-from gradswitch.net.network import LinkChange, NetworkOptions, switch_processes
+from gradswitch.net.network import LinkChange, NetworkOptions
 from gradswitch.protocol.polling import wait_until
 from gradswitch.topology.generators import leafspine
 from tests.mininet.test_network import leftovers
@@ -38,17 +38,6 @@ pytestmark = pytest.mark.mininet
 DETECT_S = 1.0
 REROUTE_S = 2.0
 GAP_S = 3.0
-
-
-@pytest.fixture
-def fabric_net(tmp_path: Path) -> Iterator[Testbed]:
-    topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2)
-    net = Testbed(topo, NetworkOptions(run_dir=tmp_path / "net"))
-    with net:
-        yield net
-    names = [h.name for h in topo.hosts] + [s.name for s in topo.switches]
-    assert leftovers(tmp_path / "net", names) == []
-    assert not [a for a in switch_processes().values() if any(str(tmp_path) in x for x in a)]
 
 
 @pytest.fixture

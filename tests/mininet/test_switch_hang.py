@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,28 +24,14 @@ from gradswitch.experiment.fault_schedule import hang_end_bound_s
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
 from gradswitch.experiment.supervisor import stop_deadline_s
 from gradswitch.experiment.testbed import Testbed
-from gradswitch.net.network import NetworkOptions, switch_processes
 from gradswitch.protocol.heartbeat import HUNG_DETECT_BOUND_S
 from gradswitch.protocol.polling import wait_until
-from gradswitch.topology.generators import leafspine
 from gradswitch.workload.job import JobConfig
-from tests.mininet.test_network import leftovers
 from tests.results import read, run_on
 
 pytestmark = pytest.mark.mininet
 
 SLACK_S = 1.0  # the loaded machine's: a heartbeat round's own time, the event's thread
-
-
-@pytest.fixture
-def fabric_net(tmp_path: Path) -> Iterator[Testbed]:
-    topo = leafspine(leaves=2, spines=2, hosts_per_leaf=2)
-    net = Testbed(topo, NetworkOptions(run_dir=tmp_path / "net"))
-    with net:
-        yield net
-    names = [h.name for h in topo.hosts] + [s.name for s in topo.switches]
-    assert leftovers(tmp_path / "net", names) == []
-    assert not [a for a in switch_processes().values() if any(str(tmp_path) in x for x in a)]
 
 
 def process_state(pid: int) -> str:
