@@ -5,8 +5,7 @@ hosts on different leaves beside a ring job. The switches hash each TCP flow's 5
 way and its ACKs the other, and the ring's RoCE flows, in a strict-priority class above TCP where the run says
 so, hold one spine in each direction. The testbed's iperf3 takes ephemeral source ports, so its flows land on
 new paths every run; the simulator's flows leave from fixed ports (gradswitch.protocol.background_tcp.CLIENT_PORT_BASE
-+ f)
-and take the same paths every run. This reads, for every BMv2 repetition of a compare directory:
++ f) and take the same paths every run. This reads, for every BMv2 repetition of a compare directory:
 
 - the iperf3 client's streams (source port and the bytes written to each, from run/background.log),
 - each stream's data path (sender to receiver) and ACK path (back) by the switches' hash

@@ -1,9 +1,9 @@
 """Compiling the switch program with p4c-bm2-ss (warnings are errors), and the stamp beside the compiled program.
 
 `gradswitch build` compiles gradswitch/p4src/gradswitch.p4 into gradswitch/p4src/build/ and writes
-gradswitch/p4src/build/p4c-stamp.json: the
-compiler's version and the SHA-256 of the P4 sources and of the two outputs. `gradswitch doctor` checks the
-committed (or shipped) program against it; the freshness test compares a fresh compile only with the same p4c.
+gradswitch/p4src/build/p4c-stamp.json: the compiler's version and the SHA-256 of the P4 sources and of the two outputs.
+`gradswitch doctor` checks the committed (or shipped) program against it; the freshness test compares a fresh compile
+only with the same p4c.
 """
 
 from __future__ import annotations
@@ -123,8 +123,7 @@ def compile_program(program: Path = P4_PROGRAM, json_out: Path = BMV2_JSON, p4in
 
 def build_program() -> BuildResult:
     """`gradswitch build`: compile gradswitch/p4src/gradswitch.p4 into gradswitch/p4src/build/ and stamp it; a
-    checkout's only (an
-    installed package's compiled program ships with it, and site-packages is no place to write)."""
+    checkout's only (an installed package's compiled program ships with it, and site-packages is no place to write)."""
     if CHECKOUT is None:
         raise BuildError(f"{P4SRC} belongs to the installed package, whose compiled program ships with it (see "
                          "`gradswitch doctor`): to change the P4 program, build in a checkout (git clone, then "

@@ -1,9 +1,8 @@
 """`gradswitch experiment --workload train-digits --engine graph`: the digits MLP's training as an execution graph
 (gradswitch.workload.generators.digits_graph) on the hosts' graph engine, its all-reduces carrying the real gradients
 (payload train-digits, gradswitch/hosts/graph_digits.py), through the spec's network: ring on the hosts or NetReduce in
-the
-switches. The same spec without `engine` runs the iteration loop (gradswitch/hosts/digits_job.py); both train the same
-model (same seed and settings: the same parameter digest at the end). Writes graph-results.json (with the
+the switches. The same spec without `engine` runs the iteration loop (gradswitch/hosts/digits_job.py); both train the
+same model (same seed and settings: the same parameter digest at the end). Writes graph-results.json (with the
 training's accuracy per iteration and every rank's digest) and the graph's timeline, as a trace's run does.
 """
 

@@ -219,8 +219,7 @@ class ExperimentSpec:
     colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
     background_flows: int = 0  # bulk TCP streams between two extra hosts on two switches
     # the testbed's streams leave from the simulator's client ports (gradswitch.protocol.background_tcp, + k), so ECMP
-    # puts them on
-    # the same paths every run and on both backends; false: iperf3's ephemeral ports, new paths every run
+    # puts them on the same paths every run and on both backends; false: iperf3's ephemeral ports, new paths every run
     background_fixed_ports: bool = False
     ring_order: RingOrder = RingOrder.LEAVES  # ranks: neighbours on one leaf, every hop across the fabric, or random
     credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker

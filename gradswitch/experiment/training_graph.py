@@ -38,6 +38,5 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
 
 def ideal_link_load(spec: ExperimentSpec, topo: Topology) -> float:
     """The busiest link's load of the spec's job at its ideal iteration (gradswitch/hosts/ideal.py): what a link-bound
-    run
-    keeps while the emulated GPUs compute, as the training loop's report has it (`ideal_link_load`)."""
+    run keeps while the emulated GPUs compute, as the training loop's report has it (`ideal_link_load`)."""
     return ideal(job_config(spec, 1, place(spec, topo).jobs[0], topo)).link_load

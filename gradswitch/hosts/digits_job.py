@@ -1,13 +1,11 @@
 """A real (small) training job whose gradients go through the switches.
 
 Workload "train-digits": an MLP (64 -> HIDDEN -> 10, ReLU, softmax; gradswitch/workload/digits.py, which the graph
-engine's
-run of the same job shares, gradswitch/hosts/graph_digits.py) learns scikit-learn's
-digits data set (1797 8x8 images, shipped with the package). Every worker holds a shard of
-the training set; each iteration it computes the gradient of a minibatch with numpy, sends
-it as int32 fixed point through the chosen all-reduce (ring, PS or NetReduce, through BMv2),
-averages, and takes an SGD step. Accuracy on the held-out set is measured every iteration,
-so runs with and without DLCP's dropping can be compared on learning, not only on time.
+engine's run of the same job shares, gradswitch/hosts/graph_digits.py) learns scikit-learn's digits data set (1797 8x8
+images, shipped with the package). Every worker holds a shard of the training set; each iteration it computes the
+gradient of a minibatch with numpy, sends it as int32 fixed point through the chosen all-reduce (ring, PS or NetReduce,
+through BMv2), averages, and takes an SGD step. Accuracy on the held-out set is measured every iteration, so runs with
+and without DLCP's dropping can be compared on learning, not only on time.
 
 Every iteration's sum is checked (docs/training.md, "train-digits"): shards, minibatch draws
 and the initial model come from the job's seed, so a worker computes every other worker's
@@ -17,13 +15,11 @@ recorded, and models may drift apart (a ring's all-gather carries a zero-filled 
 downstream only): each worker reports a digest of its parameters at the end.
 
 A slow worker (gradswitch/hosts/slowdown.py) stretches its minibatch's computation by its factor: it waits (factor - 1)
-x
-what a minibatch's gradient takes (timed warm at the start), with the transport running. On a NetReduce job that
-aggregates k of N (docs/faults.md, "Stragglers: k of N"), a sum may hold fewer than N workers: every result names
-its contributors, the check is exact against the sum of exactly those, the update divides by their number (the
-same on every worker: the models stay identical), and the gradient's relative error against the mean of all N is
-recorded. A worker whose next sum is already here (the others got there first) stops computing: its contribution
-would be dropped anyway.
+x what a minibatch's gradient takes (timed warm at the start), with the transport running. On a NetReduce job that
+aggregates k of N (docs/faults.md, "Stragglers: k of N"), a sum may hold fewer than N workers: every result names its
+contributors, the check is exact against the sum of exactly those, the update divides by their number (the same on every
+worker: the models stay identical), and the gradient's relative error against the mean of all N is recorded. A worker
+whose next sum is already here (the others got there first) stops computing: its contribution would be dropped anyway.
 """
 
 from __future__ import annotations

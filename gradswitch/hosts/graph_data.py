@@ -1,10 +1,8 @@
 """What a rank's communication nodes carry on the hosts' graph engine (gradswitch/hosts/graph_main.py): a `DataSource`
-gives
-each operation's input, the output it must have, and what happens when an operation ends; after the graph, its
+gives each operation's input, the output it must have, and what happens when an operation ends; after the graph, its
 report (per-iteration records and a worker result's extra fields). The job's payload (GraphJob.payload) picks it
 (gradswitch/hosts/graph_sources.py): synthetic data from the seed (gradswitch/hosts/collectives/data.py, here) or the
-digits MLP's
-real gradients (gradswitch/hosts/graph_digits.py).
+digits MLP's real gradients (gradswitch/hosts/graph_digits.py).
 
 The runtime calls `input` as an operation starts, `finished` as soon as it ends (before anything that depends on
 it starts), and `expected` when it checks the output, in the order the operations ended.

@@ -1,14 +1,12 @@
 """Faults on the simulator (docs/faults.md "On the simulator"): a run's faults (gradswitch/topology/faults.py Fault) as
-the
-configuration's `fault_schedule`, each resolved on the topology and job 1 (a switch or link fault's windows from
-Fault.windows(), a worker fault's node and host), and what gradswitch-sim measured per fault (`faults` in its
-results) read back as gradswitch.workload.fault_record.FaultRecord, the record both backends report.
+the configuration's `fault_schedule`, each resolved on the topology and job 1 (a switch or link fault's windows from
+Fault.windows(), a worker fault's node and host), and what gradswitch-sim measured per fault (`faults` in its results)
+read back as gradswitch.workload.fault_record.FaultRecord, the record both backends report.
 
 The simulated control plane notices a dead switch and routes around it `switch_detect_s` after its crash, and a
 link's change of state `link_detect_s` after it (routes around it, or back over it): the time from the failure until
 the BMv2 controller has pushed its new routes (gradswitch/control/health.py, gradswitch/control/fabric.py). The
-defaults are the
-medians bench/switch_faults.py measured on BMv2 (bench/results/switch-faults.json `switch_reroute_s`,
+defaults are the medians bench/switch_faults.py measured on BMv2 (bench/results/switch-faults.json `switch_reroute_s`,
 `link_reroute_s`, rounded to 10 ms; tests/unit/test_sim_faults.py keeps them equal).
 
 A hung switch (switch-hang: on BMv2 its process stopped) forwards and answers nothing from its at_s until its

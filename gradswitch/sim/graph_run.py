@@ -1,14 +1,12 @@
 """Running a job's execution graphs (gradswitch/workload/graph.py) on the simulator: every rank's graph executed in C++
-by
-the graph engine (docs/simulator.md "The graph engine"), node by node, with no Python per node or packet; the
-result is what both backends report (gradswitch.workload.graph_timing.GraphRun) and the simulated run's own (speed,
-switch ports, per rank the iteration check).
+by the graph engine (docs/simulator.md "The graph engine"), node by node, with no Python per node or packet; the result
+is what both backends report (gradswitch.workload.graph_timing.GraphRun) and the simulated run's own (speed, switch
+ports, per rank the iteration check).
 
 Given NetReduce jobs (`in_network`, a switch job per collective type, as gradswitch/experiment/graph_run.py
 graph_job makes them for algo = netreduce; `netreduce_job`: the all-reduce's alone), the world group's
 all-reduces, reduce-scatters and all-gathers run through the switches (gradswitch/workload/graph.py IN_NETWORK); the
-other
-collectives, those of smaller groups among them, run on the hosts' algorithms as without them."""
+other collectives, those of smaller groups among them, run on the hosts' algorithms as without them."""
 
 from __future__ import annotations
 

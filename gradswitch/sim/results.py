@@ -1,10 +1,8 @@
 """The simulator's results turned into what the testbed's processes write: per job and node the result a
 worker's result-<id>.json holds (gradswitch/workload/worker_result.py WorkerResult: iterations as
 gradswitch.workload.records.IterationRecord, stats as gradswitch/hosts/comm.py Comm.stats, a training worker's timeline
-and
-plan), and per switch the counters gradswitch/experiment/counters.py takes from BMv2 (drops by reason,
-[rx packets, tx packets, tx bytes] per port, seconds), so gradswitch/experiment/report.summarize builds
-results.json unchanged."""
+and plan), and per switch the counters gradswitch/experiment/counters.py takes from BMv2 (drops by reason, [rx packets,
+tx packets, tx bytes] per port, seconds), so gradswitch/experiment/report.summarize builds results.json unchanged."""
 
 from __future__ import annotations
 

@@ -154,8 +154,7 @@ def dlcp_thresholds(topo: Topology, settings: SimSettings) -> dict[str, list[int
 
 def wire_json(framing_bytes: int) -> dict[str, int]:
     """The header sizes the simulator counts on the wire (gradswitch/roce/headers.py, gradswitch/roce/wire.py): the
-    configuration's and
-    a transport scenario's `wire` (tests/ns3/qp_script.py)."""
+    configuration's and a transport scenario's `wire` (tests/ns3/qp_script.py)."""
     return {"roce_overhead": ROCE_OVERHEAD, "reth": RETH_LEN, "imm": IMM_LEN, "aeth": AETH_LEN, "sack": SACK_LEN,
             "tcp_overhead": ETH_HEADER_LEN + IPV4_HEADER_LEN + TCP_HEADER_LEN, "framing": framing_bytes}
 

@@ -53,8 +53,7 @@ class DlcpSwitch:
 class Background:
     """Bulk TCP between two hosts (iperf3 -P flows -M mss on the testbed). The simulator's flows leave from the
     client ports gradswitch.protocol.background_tcp.CLIENT_PORT_BASE + 0, 1, ... (gs-tcp.cc kClientPortBase), so ECMP
-    puts
-    them on the same paths in every run; the testbed's iperf3 takes ephemeral ports, new paths every run, unless
+    puts them on the same paths in every run; the testbed's iperf3 takes ephemeral ports, new paths every run, unless
     the spec's `background_fixed_ports` gives it these."""
 
     sender: str
@@ -103,8 +102,7 @@ class SimSettings:
     link_detect_s: float = LINK_DETECT_S  # a link's change noticed and routed around (or back) after this long
     # A graph's NetReduce all-gathers (docs/netreduce.md, "All-gather"): the ranks send the messages other ranks
     # own as placeholders (headers alone), not as zeros whole (gradswitch/hosts/netreduce_gather.py's `placeholders`);
-    # and
-    # the what-if of switches that can grow a placeholder into the owner's values, which BMv2 cannot (without it
-    # a placeholder that would complete its cell is held until resent whole, as netreduce.p4 does).
+    # and the what-if of switches that can grow a placeholder into the owner's values, which BMv2 cannot (without it a
+    # placeholder that would complete its cell is held until resent whole, as netreduce.p4 does).
     gather_placeholders: bool = False
     grow_placeholders: bool = False

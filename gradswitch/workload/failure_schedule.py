@@ -3,8 +3,7 @@
 Every element of the job fails as a Poisson process of its own rate (per GPU-hour, per switch-hour, per
 link-hour: `FailureRates`); `draw_schedule` draws, seeded, the faults of a run of H hours on a topology as
 gradswitch/topology/faults.Fault values (worker-crash, switch-crash, link-down) that every backend reads. A switch or
-link
-is repaired (back up) `repair_s` after it fails; a worker's GPU is not: a spare replaces it, or the job restarts.
+link is repaired (back up) `repair_s` after it fails; a worker's GPU is not: a spare replaces it, or the job restarts.
 
 The default rates (`FailureRates.llama3`) are the Llama 3 paper's: A. Dubey et al., "The Llama 3 Herd of
 Models", arXiv:2407.21783, 2024, section 3.3.4 (Reliability and operational challenges) and its Table 5:

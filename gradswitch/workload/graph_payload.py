@@ -3,10 +3,8 @@
 `synthetic` (the default): every operation's input is drawn from the job's seed and its output checked against
 what the operation defines (gradswitch/hosts/collectives/data.py); any graph, either backend (the simulator checks it by
 digest). `train-digits`: the graph is gradswitch.workload.generators.digits_graph and each all-reduce carries a rank's
-real
-gradient of the digits MLP (gradswitch/hosts/graph_digits.py), checked exactly against the sum the rank computes of
-every
-worker's gradient; the hosts only (BMv2): the simulator's ranks compute no model.
+real gradient of the digits MLP (gradswitch/hosts/graph_digits.py), checked exactly against the sum the rank computes of
+every worker's gradient; the hosts only (BMv2): the simulator's ranks compute no model.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What one worker or server reports of its run (RUN_DIR/result-<id>.json), its type, and the one place that
 writes and reads it: gradswitch/hosts/main.py writes it, the simulator's driver (gradswitch/sim/results.py) makes the
-same value
-from the simulator's output, and the orchestration reads it (gradswitch/experiment/supervisor.py, report.py)."""
+same value from the simulator's output, and the orchestration reads it (gradswitch/experiment/supervisor.py,
+report.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """NetReduce k of N on real BMv2 (gradswitch/p4src/include/controls/netreduce.p4, judge_late): workers' RoCE packets
-into one
-switch programmed with the entries the controller installs for a job of 4 workers that aggregates 3 of them, the
-switch's output compared byte for byte with what docs/faults.md ("Stragglers: k of N") says it must send.
+into one switch programmed with the entries the controller installs for a job of 4 workers that aggregates 3 of them,
+the switch's output compared byte for byte with what docs/faults.md ("Stragglers: k of N") says it must send.
 
 A cell's sum leaves once k members are in, to every receiver, and its Last packet names the members it holds in
 its ImmDt (bits 16 and up, member bit = rank); a member's whole message is in or out, decided at its first packet;

@@ -1,8 +1,7 @@
 """NetReduce reduce-scatter and all-gather on real BMv2 (gradswitch/p4src/include/controls/netreduce_scatter.p4):
-workers'
-RoCE packets into one switch programmed with the entries the controller installs for a job that scatters (or
-gathers), the switch's output compared byte for byte with what docs/netreduce.md says it must send, built here
-with our RoCE packet code.
+workers' RoCE packets into one switch programmed with the entries the controller installs for a job that scatters (or
+gathers), the switch's output compared byte for byte with what docs/netreduce.md says it must send, built here with our
+RoCE packet code.
 
 A reduce-scatter message names its owner in its first packet's RETH; the owner gets the sum whole on its incoming
 connection, every other receiver the same packet trimmed to its headers (a drop notification its RC responder

@@ -1,8 +1,6 @@
 """Register writes through BMv2's Thrift API as gradswitch/control/bmv2_thrift.py makes them: a range is written from
-its
-first index to its last, both included (BMv2's own end index is exclusive: a NetReduce job's teardown used to
-leave its last cell and context slots behind, and the next, smaller job of that number stalled; bench.crossval
-found it)."""
+its first index to its last, both included (BMv2's own end index is exclusive: a NetReduce job's teardown used to leave
+its last cell and context slots behind, and the next, smaller job of that number stalled; bench.crossval found it)."""
 
 from __future__ import annotations
 

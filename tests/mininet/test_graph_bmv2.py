@@ -88,11 +88,10 @@ def test_two_groups_at_once_and_under_loss(tmp_path: Path) -> None:
 
 
 # NetReduce's time over the report's in-network bound (gradswitch/workload/collective_bounds.py: S/B for all three;
-# all-gather's
-# ranks send the other ranks' messages as zeros, whole), measured here (1 MiB, 4 ranks, 8 Mb/s, clean, not
-# machine-bound): all-reduce 1.03-1.07, reduce-scatter 1.03, all-gather 1.02, nothing resent (with placeholders,
-# which the switch holds when one would complete its cell, all-gather took 3.3x, 3,731 packets resent:
-# docs/netreduce.md "All-gather"). The factors leave room for a busier machine.
+# all-gather's ranks send the other ranks' messages as zeros, whole), measured here (1 MiB, 4 ranks, 8 Mb/s, clean, not
+# machine-bound): all-reduce 1.03-1.07, reduce-scatter 1.03, all-gather 1.02, nothing resent (with placeholders, which
+# the switch holds when one would complete its cell, all-gather took 3.3x, 3,731 packets resent: docs/netreduce.md
+# "All-gather"). The factors leave room for a busier machine.
 NETREDUCE_FACTOR = {"all_reduce": 1.25, "reduce_scatter": 1.25, "all_gather": 1.25}
 
 

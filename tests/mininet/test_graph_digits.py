@@ -2,8 +2,7 @@
 4 workers on a rack at 20 Mb/s, a few iterations, the graph's all-reduces on the hosts' ring and in the switches
 (NetReduce), each carrying the MLP's real gradients. Every sum exact on every rank, and the model at the end the
 iteration loop's (gradswitch/hosts/digits_job.py), digest for digest, with the same seed and settings: the same
-gradients,
-the same sums, the same SGD steps; the accuracy per iteration the loop's too."""
+gradients, the same sums, the same SGD steps; the accuracy per iteration the loop's too."""
 
 from __future__ import annotations
 

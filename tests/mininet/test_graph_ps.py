@@ -1,7 +1,6 @@
 """The hosts' graph engine with parameter servers (algo = ps, gradswitch/hosts/collectives/ps.py and
 gradswitch/hosts/graph_ps_server.py) on BMv2: 4 ranks and their servers on the rack at 8 Mb/s. A world all-reduce
-through
-one server is exact, reported as `ps`, and within a stated factor of its bound N S/(P B); through two servers,
+through one server is exact, reported as `ps`, and within a stated factor of its bound N S/(P B); through two servers,
 beside the hosts' collectives and several in flight at once, every output exact, clean and under 2 % loss."""
 
 from __future__ import annotations

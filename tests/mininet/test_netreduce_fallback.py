@@ -1,9 +1,8 @@
 """NetReduce falls back to ring all-reduce when its aggregation switch dies, and returns when it is back, on real
 BMv2 (gradswitch/hosts/fallback.py, gradswitch/experiment/netreduce_watch.py): a 2x2 leaf-spine, 4 workers, spine1 (job
-1's
-aggregation switch) killed mid-run by the run's own fault schedule (`--fault switch-crash:spine1@...`), restarted
-or not; every iteration exact, the reductions between the two agreements by ring, the later ones by the switch
-again. On a rack the only switch cannot be replaced by ring: the job stops at once, naming the switch."""
+1's aggregation switch) killed mid-run by the run's own fault schedule (`--fault switch-crash:spine1@...`), restarted or
+not; every iteration exact, the reductions between the two agreements by ring, the later ones by the switch again. On a
+rack the only switch cannot be replaced by ring: the job stops at once, naming the switch."""
 
 from __future__ import annotations
 

@@ -186,8 +186,7 @@ def operstate(interface: str) -> str:
 def test_a_port_removal_that_hangs_restarts_its_switch_with_the_link_down(
         fabric_net: Testbed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """BMv2's port_remove can deadlock (gradswitch/experiment/testbed.py, _give_up_port): one that times out, as the
-    Thrift
-    client says it did (raised here in its place), has spine1 restarted with the interface down; the link is
+    Thrift client says it did (raised here in its place), has spine1 restarted with the interface down; the link is
     routed around, and once up again spine1 takes the port back and carries the flow."""
     net, topo = fabric_net, fabric_net.topo
     events = watch_health(net)

@@ -1,8 +1,7 @@
 """The graph section of the simulator's configuration (gradswitch/sim/sim_config.py graph_json,
 gradswitch/sim/graph_run.py):
 what it carries of gradswitch.workload.graph's model, the check it chooses, its NetReduce job (algo = netreduce), and
-the
-placements it refuses before the simulator starts. No simulator needed."""
+the placements it refuses before the simulator starts. No simulator needed."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """ByteScheduler's priority partitions as an execution graph (gradswitch/workload/generators/training.py: each
-all-reduce
-started by its dependencies when the training loop would start it) iterate on the simulator's graph engine at the
-pace of the simulator's training loop (gs-training.cc), on the scaling study's fat tree with its emulated V100s at
-1 Gb/s (where ResNet-50's partitions queue behind each other on the links), with ring all-reduce and with NetReduce
-in the switches: a graph whose partitions started as soon as their own gradients
-existed would run them all at once, sharing the links, and iterate at another pace."""
+all-reduce started by its dependencies when the training loop would start it) iterate on the simulator's graph engine at
+the pace of the simulator's training loop (gs-training.cc), on the scaling study's fat tree with its emulated V100s at 1
+Gb/s (where ResNet-50's partitions queue behind each other on the links), with ring all-reduce and with NetReduce in the
+switches: a graph whose partitions started as soon as their own gradients existed would run them all at once, sharing
+the links, and iterate at another pace."""
 
 from __future__ import annotations
 

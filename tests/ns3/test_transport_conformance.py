@@ -18,15 +18,12 @@ Compared (a wire without a rate: `Level.PACKETS`):
   documents as Python's only), the failure's reason, whether the requester is idle, its RTO and smoothed RTT
   at the end (to 1e-9 relative).
 Not compared: an ACK's credit field (gradswitch/roce/qp.py writes "no credits", the simulator models none), the DLCP
-class
-bits of a data packet (a marker's business, absent here), the QP numbers in the packets (the simulator's
-packets name nodes) and the order of events of the two directions at one instant (each direction is compared
-on its own).
+class bits of a data packet (a marker's business, absent here), the QP numbers in the packets (the simulator's packets
+name nodes) and the order of events of the two directions at one instant (each direction is compared on its own).
 
 With a rate (`Level.OUTCOME`) the two NICs differ by design (docs/simulator.md: the simulator's NIC pulls one
 packet when its link is free, gradswitch/roce/qp.py hands a whole batch to the kernel's queue), so an ACK arriving
-while a
-batch waits changes what the simulator sends next and not what Python's queue holds: those scenarios compare
+while a batch waits changes what the simulator sends next and not what Python's queue holds: those scenarios compare
 what the applications saw (completions, bytes, failure, packets accepted and zero-filled) and nothing else.
 """
 

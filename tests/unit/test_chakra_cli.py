@@ -90,8 +90,7 @@ def test_export_a_training_job_with_its_all_reduces_in_flight(tmp_path, in_fligh
 
 def test_export_the_digits_graph(tmp_path):
     """train-digits' graph (gradswitch.workload.generators.digits_graph) as a trace: the sizes and order alone, read
-    back as
-    the generator makes it."""
+    back as the generator makes it."""
     from gradswitch.workload.generators import digits_graph
 
     out = tmp_path / "digits"

@@ -1,8 +1,7 @@
 """train-digits as an execution graph (gradswitch.workload.generators.digits_graph) carrying the MLP's real gradients
-on the
-hosts' graph engine (GraphJob payload train-digits, gradswitch/hosts/graph_digits.py): ranks as threads on an in-memory
-network (tests/memlink.py). Every sum checked exact, accuracy per iteration, and the model at the end the same,
-digest for digest, as the iteration loop's (gradswitch/hosts/digits_job.py) with the same seed and settings."""
+on the hosts' graph engine (GraphJob payload train-digits, gradswitch/hosts/graph_digits.py): ranks as threads on an
+in-memory network (tests/memlink.py). Every sum checked exact, accuracy per iteration, and the model at the end the
+same, digest for digest, as the iteration loop's (gradswitch/hosts/digits_job.py) with the same seed and settings."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """NetReduce falls back to ring all-reduce when its switch is lost, and returns (gradswitch/hosts/fallback.py), against
-the
-Python switch model: the switch is made to drop every contribution (lost), the signal written as RunSettings
-writes it, the switch's cells cleared, the return signalled. Every sum exact; the paths as the workers report them.
-The same on real BMv2: tests/mininet/test_netreduce_fallback.py."""
+the Python switch model: the switch is made to drop every contribution (lost), the signal written as RunSettings writes
+it, the switch's cells cleared, the return signalled. Every sum exact; the paths as the workers report them. The same on
+real BMv2: tests/mininet/test_netreduce_fallback.py."""
 
 from __future__ import annotations
 

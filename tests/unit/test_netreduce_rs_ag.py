@@ -1,8 +1,7 @@
 """NetReduce reduce-scatter and all-gather on the hosts' side (gradswitch/hosts/netreduce_scatter.py,
-netreduce_gather.py)
-against the Python switch model (tests/netreduce_model.py: reduce-scatter's owner gets a message's sum, the other
-receivers its headers, trimmed; all-gather's owner sends the values, the others placeholders, and every receiver
-but the owner gets them), with loss, in both transport modes, mixed with all-reduce messages on one job. The
+netreduce_gather.py) against the Python switch model (tests/netreduce_model.py: reduce-scatter's owner gets a message's
+sum, the other receivers its headers, trimmed; all-gather's owner sends the values, the others placeholders, and every
+receiver but the owner gets them), with loss, in both transport modes, mixed with all-reduce messages on one job. The
 switch program itself is tested on BMv2 (tests/bmv2/test_netreduce_rs_ag.py, tests/mininet/test_netreduce_rs_ag.py)."""
 
 from __future__ import annotations

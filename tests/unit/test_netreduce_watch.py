@@ -116,8 +116,7 @@ def test_events_are_handled_on_the_watchs_thread_and_recorded(tmp_path):
 
 def test_a_job_of_two_workers_stops_when_its_spine_dies(tmp_path):
     """Two workers have no ring distinct from their NetReduce connections (gradswitch/hosts/fallback.py): stopped at
-    once
-    with the reason, rather than left to its QPs' retries."""
+    once with the reason, rather than left to its QPs' retries."""
     watch, jobs, job_dir = watch_of(leafspine(), tmp_path, workers=2, hosts=["h1", "h3"])  # one on each leaf
     agg = jobs.jobs[1].aggregation_switch
     assert jobs.jobs[1].switches[agg].role == "spine"

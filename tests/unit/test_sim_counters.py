@@ -2,8 +2,7 @@
 
 results.json puts a run's requester and responder counters side by side for both backends (gradswitch/hosts/comm.py
 Comm.stats, and gradswitch/sim/ns3/model/gs-job-node.cc after it), so a name the simulator spells differently, or
-counts on
-the other side, makes BMv2 and ns-3 rows disagree without an error. These read both sources and fail on drift.
+counts on the other side, makes BMv2 and ns-3 rows disagree without an error. These read both sources and fail on drift.
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 (gradswitch/hosts/ps.py): the world group's all-reduces, each cut into keys of ps_key_bytes dealt round-robin to the
 servers (from the operation's k on, the world group's k-th collective, so one-key operations spread too; the
 simulator's graph engine deals them alike, gradswitch/sim/ns3/model/gs-graph-spec.cc PsKeys). A member pushes every key
-to its
-server (an RDMA WRITE with immediate into the member's block of the operation's region there); a server that
-has every member's push of a key sums them and writes the sum into every member's region of the operation
-(the pull). A member's operation ends when every key has come back and every push is acknowledged.
+to its server (an RDMA WRITE with immediate into the member's block of the operation's region there); a server that has
+every member's push of a key sums them and writes the sum into every member's region of the operation (the pull). A
+member's operation ends when every key has come back and every push is acknowledged.
 
 Everything else (other collective types, smaller groups, send/recv) stays on the hosts' algorithms
 (gradswitch/hosts/collectives/ops.py). Immediate data are the operation's (ops.Op.imm) with the key's index as the step,
