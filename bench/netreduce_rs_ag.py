@@ -27,7 +27,8 @@ from typing import Any
 
 from bench.common import Limits, MachineMeter, collective_args, save
 from gradswitch.experiment.graph_run import graph_spec, run_graph_experiment
-from gradswitch.experiment.placement import job_config, place, topology_for
+from gradswitch.experiment.placement import topology_for
+from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import Topo, spec_from_dict
 from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.experiment.testbed import Testbed
@@ -54,7 +55,7 @@ def run_collective(work_dir: Path, topo_name: str, kind: str, loss_pct: float, w
                            "iterations": iterations, "bw_mbps": bw_mbps, "credits": credits, "topo": topo_name,
                            "loss_pct": loss_pct, "spines": spines})
     topo = topology_for(spec)
-    cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
+    cfg = plan_run(spec, topo).first
     hosts = [n.host for n in cfg.workers]
     config_dir, run_dir = work_dir / "config", work_dir / "run"
     config_dir.mkdir(parents=True)

@@ -48,8 +48,9 @@ from typing import Any
 
 from bench.common import RESULTS
 from gradswitch.experiment.compare import CompareSpec, completed_report, run_compare
-from gradswitch.experiment.placement import job_config, place, topology_for
+from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.results_file import Results
+from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
 from gradswitch.protocol.queues import buffer_bytes
 
@@ -192,7 +193,7 @@ def rto_figures(out: Path) -> dict[str, Any] | None:
     if len(got) < 2:
         return None
     topo = topology_for(default)
-    path_rto_s = job_config(default, 1, place(default, topo).jobs[0], topo).rto
+    path_rto_s = plan_run(default, topo).first.rto
 
     def row(spec: ExperimentSpec, min_rto_s: float) -> dict[str, Any]:
         p = got[spec.label]

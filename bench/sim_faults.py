@@ -36,9 +36,9 @@ from typing import Any
 
 from bench.common import Limits, save
 from bench.scaling import base_spec
-from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.report import busiest_link_load
-from gradswitch.experiment.simulated import link_usage, sim_settings
+from gradswitch.experiment.run_plan import plan_run
+from gradswitch.experiment.simulated import link_usage
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
 from gradswitch.experiment.stats import spread_known as spread
 from gradswitch.protocol.choice import Choice
@@ -137,10 +137,9 @@ def measure(spec: ExperimentSpec, fabric: Fabric, case: str, fault: Fault | None
     faults = (fault,) if fault is not None else ()
     spec = replace(spec, faults=faults)
     spec.validate()
-    topo = topology_for(spec)
-    placement = place(spec, topo)
-    cfgs = [job_config(spec, j + 1, nodes, topo) for j, nodes in enumerate(placement.jobs)]
-    settings = sim_settings(spec, cfgs, placement, False)
+    plan = plan_run(spec)
+    topo, cfgs = plan.topology, list(plan.jobs)
+    settings = plan.sim_settings(False)
     digest = hashlib.sha256(repr((cfgs, settings)).encode()).hexdigest()[:12]
     kept = out.with_name(f"{out.name}-{digest}.json")
     if kept.exists():

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, Limits, save
-from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.report import busiest_link_load
-from gradswitch.experiment.simulated import link_usage, sim_settings
+from gradswitch.experiment.run_plan import plan_run
+from gradswitch.experiment.simulated import link_usage
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.experiment.stats import spread
 from gradswitch.sim import run as simulate
@@ -49,10 +49,9 @@ def one_run(setup: dict[str, Any], seed: int, out: Path) -> dict[str, Any]:
                            "iterations": setup["iterations"], "backend": "ns3", "ecmp_seed": seed, "seed": seed,
                            "faults": [setup["fault"]]})
     spec.validate()
-    topo = topology_for(spec)
-    placement = place(spec, topo)
-    cfgs = [job_config(spec, j + 1, nodes, topo) for j, nodes in enumerate(placement.jobs)]
-    result = simulate(topo, cfgs, sim_settings(spec, cfgs, placement, False), out)
+    plan = plan_run(spec)
+    topo, cfgs = plan.topology, list(plan.jobs)
+    result = simulate(topo, cfgs, plan.sim_settings(False), out)
     cfg = cfgs[0]
     nodes = result.nodes[cfg.job_id]
     [m] = result.faults

@@ -46,9 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from gradswitch.experiment.limits import Limits
-from gradswitch.experiment.placement import job_config, place, topology_for
+from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import busiest_link_load
-from gradswitch.experiment.simulated import link_usage, sim_settings
+from gradswitch.experiment.run_plan import plan_run
+from gradswitch.experiment.simulated import link_usage
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
 from gradswitch.formats import check_format
 from gradswitch.sim import run as simulate
@@ -207,12 +208,11 @@ def measure(workers: int, label: str, kind: ElementKind | None, element: str, ou
     spec = job_spec(workers, f"goodput-{label}-n{workers}")
     spec.validate()
     assert spec.emulate is not None and spec.emulate.batch == BATCH
-    intact = topology_for(spec)
-    placement = place(spec, intact)
-    cfgs = [job_config(spec, j + 1, nodes, intact) for j, nodes in enumerate(placement.jobs)]
-    topo = without(intact, kind, element)
+    plan = plan_run(spec)
+    cfgs = list(plan.jobs)
+    topo = without(plan.topology, kind, element)
     started = time.monotonic()
-    result = simulate(topo, cfgs, sim_settings(spec, cfgs, placement, progress), out / f"sim-{label}-n{workers}")
+    result = simulate(topo, cfgs, plan.sim_settings(progress), out / f"sim-{label}-n{workers}")
     wall = time.monotonic() - started
     nodes = result.nodes[cfgs[0].job_id].values()
     times = [it["time_s"] for node in nodes for it in node["iterations"]]
@@ -351,8 +351,9 @@ def run_study(options: StudyOptions, out: Path, simulate_missing: bool = True, p
     options.validate()
     spec = job_spec(options.workers)
     spec.validate()
-    topo = topology_for(spec)
-    hosts = [n.host for n in place(spec, topo).jobs[0]]
+    plan = plan_run(spec)
+    topo = plan.topology
+    hosts = [n.host for n in plan.placement.jobs[0]]
     runs = measure_all(options.workers, out, progress, simulate_missing, log)
     if not any(r.element == "intact" for r in runs):
         raise GoodputError(f"no ns-3 run of the intact fabric under {out}: run it without --measured-only")

@@ -30,7 +30,8 @@ from gradswitch.experiment.graph_run import (
 from gradswitch.experiment.graph_timeline import write_graph_timeline
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import fault_line, interrupting
-from gradswitch.experiment.simulated import link_usage, sim_settings
+from gradswitch.experiment.run_plan import sim_settings
+from gradswitch.experiment.simulated import link_usage
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, named
 from gradswitch.sim.faults import fault_records
 from gradswitch.sim.graph_run import run_graph as simulate_graph

@@ -37,9 +37,10 @@ from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placed_load import ideal_link_load
-from gradswitch.experiment.placement import Placement, job_config, place, rto_of, topology_for
+from gradswitch.experiment.placement import Placement, rto_of, topology_for
 from gradswitch.experiment.report import interrupting
 from gradswitch.experiment.results_file import read_json
+from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.runner import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrder
 from gradswitch.experiment.supervisor import Progress, run_nodes
@@ -247,8 +248,8 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
         with_servers = f" and {spec.servers_per_job} parameter server(s)" if spec.servers_per_job else ""
         raise ExperimentError(f"{graph.name}: {graph.world_size} ranks{with_servers}, but the network has {hosts} "
                               f"hosts; run it on a topology with at least {needed}")
-    placement = place(spec, topo)
-    cfg = job_config(spec, 1, placement.jobs[0], topo)
+    plan = plan_run(spec, topo)
+    placement, cfg = plan.placement, plan.first
     servers = tuple(s.node_id for s in cfg.servers)
     if servers:
         # a pull waits behind the server's windows, its acknowledgement behind every rank's pushes: two queues

@@ -34,9 +34,10 @@ from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from gradswitch.experiment.fault_schedule import FaultSchedule, Mechanisms
 from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import RunSettings
-from gradswitch.experiment.placement import job_config, place, topology_for
+from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import summarize, with_faults, write_report
 from gradswitch.experiment.results_file import Results
+from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from gradswitch.experiment.supervisor import NodeKey, Processes, Progress, run_nodes, stop_deadline_s
 from gradswitch.experiment.testbed import Testbed
@@ -45,7 +46,7 @@ from gradswitch.hosts.slowdown import write_slowdown
 from gradswitch.net.network import NetworkOptions
 from gradswitch.protocol.background_tcp import BACKGROUND_PORT
 from gradswitch.topology.faults import LINK_FAULTS, WORKER_FAULTS, Fault, worker_rank
-from gradswitch.workload.job import JobConfig, job_dir, job_file
+from gradswitch.workload.job import JobConfig, job_dir
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +78,9 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir()
-    placement = place(spec, net.topo)
-    cfgs = [job_config(spec, j + 1, nodes, net.topo) for j, nodes in enumerate(placement.jobs)]
-    for cfg in cfgs:
-        cfg.save(job_file(out_dir, cfg.job_id))
+    plan = plan_run(spec, net.topo)
+    plan.save(out_dir)
+    placement, cfgs = plan.placement, list(plan.jobs)
     fabric = net.fabric
     procs: Processes = {}
     schedule = fault_schedule_for(net, spec, cfgs[0], procs, run_dir)

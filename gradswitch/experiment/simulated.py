@@ -16,42 +16,19 @@ from pathlib import Path
 
 from gradswitch.experiment import results_file
 from gradswitch.experiment.links import shaped_directions
-from gradswitch.experiment.placement import Placement, job_config, place, topology_for
+from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import Usage, summarize, with_faults, write_report
 from gradswitch.experiment.results_file import Results, SimulatorFigures
+from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from gradswitch.experiment.timeline import write_timeline
-from gradswitch.sim import Background, CheckMode, DlcpSwitch, SimError, SimResult, SimSettings, TensorLightsSetting
+from gradswitch.sim import SimError, SimResult
 from gradswitch.sim import read as read_result
 from gradswitch.sim import run as simulate
 from gradswitch.sim.build import status
 from gradswitch.sim.faults import fault_records, phase_throughput
 from gradswitch.topology.model import Topology
-from gradswitch.workload.job import JobConfig, job_file
-
-PROGRESS_S = 10.0  # wall seconds between the simulator's progress lines on a terminal
-
-
-def sim_settings(spec: ExperimentSpec, cfgs: list[JobConfig], placement: Placement, progress: bool) -> SimSettings:
-    """What the run sets besides its topology and jobs, as RunSettings sets it on the BMv2 switches."""
-    background = None
-    if placement.background is not None:
-        sender, receiver = placement.background
-        background = Background(sender, receiver, spec.background_flows, spec.mtu)  # iperf3 -P flows -M mtu
-    lights = None
-    if spec.tensorlights and placement.server_host is not None:
-        servers = tuple((cfg.job_id, s.node_id) for cfg in cfgs for s in cfg.servers)
-        lights = TensorLightsSetting(placement.server_host, servers, spec.tensorlights_rotate_s)
-    d = spec.dlcp
-    dlcp = DlcpSwitch(d.priority, d.drop, d.spray, d.threshold_bytes) if d.enabled else DlcpSwitch()
-    s = spec.sim
-    return SimSettings(link_delay_s=s.link_delay_us * 1e-6, switch_delay_s=s.switch_delay_us * 1e-6,
-                       host_message_delay_s=s.host_delay_us * 1e-6, queue_bytes=s.queue_bytes,
-                       shaped_links=s.shaped_links,
-                       check=CheckMode(str(s.check)), ecmp_seed=spec.ecmp_seed, load_balance=spec.load_balance,
-                       flowlet_gap_us=spec.flowlet_gap_us, roce_class=spec.roce_class, dlcp=dlcp,
-                       loss_pct=spec.loss_pct, background=background, tensorlights=lights, seed=spec.seed,
-                       progress_s=PROGRESS_S if progress else 0.0, faults=spec.faults)
+from gradswitch.workload.job import JobConfig
 
 
 def link_usage(topo: Topology, result: SimResult) -> Usage:
@@ -88,13 +65,10 @@ def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = N
     if missing:
         raise ExperimentError(f"the ns-3 simulator cannot run: {missing}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    topo = topology_for(spec)
-    placement = place(spec, topo)
-    cfgs = [job_config(spec, j + 1, nodes, topo) for j, nodes in enumerate(placement.jobs)]
-    for cfg in cfgs:
-        cfg.save(job_file(out_dir, cfg.job_id))
-    show = sys.stderr.isatty() if progress is None else progress
-    settings = sim_settings(spec, cfgs, placement, show)
+    plan = plan_run(spec)
+    plan.save(out_dir)
+    topo, cfgs = plan.topology, list(plan.jobs)
+    settings = plan.sim_settings(sys.stderr.isatty() if progress is None else progress)
     started = time.time()
     hostfile = Path(spec.hostfile) if spec.hostfile is not None else None
     try:

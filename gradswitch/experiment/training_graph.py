@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gradswitch.experiment.placement import job_config, place, training_config
+from gradswitch.experiment.placement import training_config
+from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from gradswitch.hosts.ideal import ideal
 from gradswitch.topology.model import Topology
@@ -39,4 +40,4 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
 def ideal_link_load(spec: ExperimentSpec, topo: Topology) -> float:
     """The busiest link's load of the spec's job at its ideal iteration (gradswitch/hosts/ideal.py): what a link-bound
     run keeps while the emulated GPUs compute, as the training loop's report has it (`ideal_link_load`)."""
-    return ideal(job_config(spec, 1, place(spec, topo).jobs[0], topo)).link_load
+    return ideal(plan_run(spec, topo).first).link_load

@@ -16,8 +16,8 @@ import pytest
 
 from gradswitch.experiment import results_file
 from gradswitch.experiment.compare import load_spec
-from gradswitch.experiment.placement import PACKET_OVERHEAD, job_config, place, topology_for
-from gradswitch.experiment.simulated import sim_settings
+from gradswitch.experiment.placement import PACKET_OVERHEAD, place, topology_for
+from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo, spec_from_dict
 from gradswitch.protocol.paths import REPO_ROOT
 from gradswitch.version import code_version
@@ -121,10 +121,9 @@ def test_features_of_a_spec_reach_the_simulator():
                            "sim": {"switch_delay_us": 20, "host_delay_us": 30, "link_delay_us": 2, "check": "exact",
                                    "queue_bytes": 100_000}, "bw_mbps": 20, "seed": 5})
     assert spec.problems() == []
-    topo = topology_for(spec)
-    placement = place(spec, topo)
-    cfgs = [job_config(spec, j + 1, nodes, topo) for j, nodes in enumerate(placement.jobs)]
-    s = sim_settings(spec, cfgs, placement, progress=True)
+    plan = plan_run(spec)
+    placement = plan.placement
+    s = plan.sim_settings(progress=True)
     assert (s.loss_pct, s.roce_class, s.ecmp_seed, str(s.load_balance), s.flowlet_gap_us) == (1.5, True, 7, "flowlet",
                                                                                                300)
     assert (s.dlcp.priority, s.dlcp.drop, s.dlcp.spray, s.dlcp.threshold_bytes) == (True, True, False, 9000)
@@ -134,7 +133,7 @@ def test_features_of_a_spec_reach_the_simulator():
     assert s.background.flows == 3 and s.background.mss == spec.mtu
     assert s.tensorlights is not None and s.tensorlights.host == placement.server_host
     assert s.tensorlights.servers == ((1, 2), (2, 2)) and s.tensorlights.rotate_s == 0.5
-    assert sim_settings(spec, cfgs, placement, progress=False).progress_s == 0
+    assert plan.sim_settings(progress=False).progress_s == 0
 
 
 def test_dlcp_contention_with_background_tcp_and_tensorlights_run(tmp_path):
