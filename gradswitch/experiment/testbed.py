@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import signal
 import time
 
 from gradswitch.control.bmv2_thrift import Bmv2Thrift, ThriftError
 from gradswitch.control.control_plane import ControlPlane
 from gradswitch.control.fabric import Fabric, switch_addresses
 from gradswitch.control.health import WatchedLink
+from gradswitch.net import process_state
 from gradswitch.net.network import GradNetwork, LinkChange, NetworkError
 from gradswitch.net.patch_links import set_patch
 from gradswitch.net.shaping import set_rate
@@ -125,14 +124,15 @@ class Testbed(GradNetwork):
 
     def hang_switch(self, name: str) -> None:
         """SIGSTOP the switch's BMv2 process: it forwards nothing and answers nothing (P4Runtime, Thrift) while
-        its connections stay open. The controller's heartbeat names it hung (gradswitch/control/fabric.py)."""
-        os.kill(self._running_pid(name), signal.SIGSTOP)
+        its connections stay open. The controller's heartbeat names it hung (gradswitch/control/fabric.py). Returns
+        once the process is stopped."""
+        process_state.stop(self._running_pid(name), f"{name}'s BMv2 process")
 
     def release_switch(self, name: str) -> None:
         """SIGCONT a hung switch's process; if the controller had named it hung it takes it back (its pipeline
         pushed again, every entry it holds for it, routes through it again), as after a restart."""
         started = time.monotonic()
-        os.kill(self._running_pid(name), signal.SIGCONT)
+        process_state.resume(self._running_pid(name), f"{name}'s BMv2 process")
         self.fabric.released(name, timeout=self.options.start_timeout)
         self.restart_s[name] = time.monotonic() - started
 

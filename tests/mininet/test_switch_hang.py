@@ -24,6 +24,7 @@ from gradswitch.experiment.fault_schedule import hang_end_bound_s
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
 from gradswitch.experiment.supervisor import stop_deadline_s
 from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.process_state import process_state
 from gradswitch.protocol.heartbeat import HUNG_DETECT_BOUND_S
 from gradswitch.protocol.polling import wait_until
 from gradswitch.workload.job import JobConfig
@@ -32,11 +33,6 @@ from tests.results import read, run_on
 pytestmark = pytest.mark.mininet
 
 SLACK_S = 1.0  # the loaded machine's: a heartbeat round's own time, the event's thread
-
-
-def process_state(pid: int) -> str:
-    """A process's state letter (T: stopped)."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
 def test_a_hung_spine_is_named_hung_routed_around_and_taken_back_when_let_go_on(fabric_net: Testbed,
