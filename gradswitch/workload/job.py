@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from gradswitch.formats import check_format
 from gradswitch.protocol.choice import Choice
 from gradswitch.protocol.netreduce import DEFAULT_CREDITS
 from gradswitch.roce.qp import Mode
@@ -98,6 +99,7 @@ def dilation(scale: float, link_gbps: float, testbed_mbps: float) -> float:
     return scale * link_gbps * 1000.0 / testbed_mbps
 
 
+JOB_FORMAT = 1  # job<id>.json's format (gradswitch/formats.py; one written before it had one reads as 1)
 MAX_IN_FLIGHT = 64  # a training job's reductions at once, at most (spec.in_flight, export-et --in-flight)
 
 
@@ -183,11 +185,15 @@ class JobConfig:
         return next(n for n in self.nodes if n.node_id == node_id)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+        return json.dumps({"format": JOB_FORMAT, **asdict(self)}, indent=2)
 
     @classmethod
-    def from_json(cls, text: str) -> JobConfig:
-        raw: dict[str, Any] = json.loads(text)
+    def from_json(cls, text: str, where: str = "a job's configuration") -> JobConfig:
+        """The configuration in `text`; FormatError (naming `where`) when it is of another format than this code's
+        (one written before configurations had `format` reads as format 1)."""
+        raw: dict[str, Any] = dict(check_format(json.loads(text), where, "job configuration", JOB_FORMAT,
+                                                missing_is=1))
+        raw.pop("format", None)
         raw["nodes"] = tuple(Node(n["node_id"], Role(n["role"]), n["host"], n["ip"], n["ifname"])
                              for n in raw["nodes"])
         raw["algo"] = Algorithm(raw["algo"])
@@ -204,4 +210,4 @@ class JobConfig:
 
     @classmethod
     def load(cls, path: Path) -> JobConfig:
-        return cls.from_json(path.read_text())
+        return cls.from_json(path.read_text(), str(path))

@@ -10,7 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TypedDict, cast
 
+from gradswitch.formats import FormatError, check_format
 from gradswitch.workload.records import IterationRecord
+
+FORMAT = 1  # result-<id>.json's format (gradswitch/formats.py; a file written before it had one reads as 1)
 
 
 class WorkerResultError(ValueError):
@@ -98,10 +101,11 @@ class WorkerResult(_Required, total=False):
     deliveries: int  # the simulator's deliveries of a node
     model_digest: str  # train-digits: the model's digest after the run
     progress: int  # a node that left no result (killed): the iterations it said it completed (progress-<id>)
+    format: int  # the file's format (FORMAT), written by `write`
 
 
 EXTRA_KEYS = frozenset(WorkerResult.__annotations__) - frozenset(_Required.__annotations__) - {
-    "error", "traceback", "check_failed", "stats"}
+    "error", "traceback", "check_failed", "stats", "format"}
 
 
 def iteration_entry(record: IterationRecord) -> IterationEntry:
@@ -135,7 +139,7 @@ def path_of(run_dir: Path, node_id: int) -> Path:
 
 def write(run_dir: Path, result: WorkerResult) -> Path:
     path = path_of(run_dir, result["node_id"])
-    path.write_text(json.dumps(result, indent=1))
+    path.write_text(json.dumps({"format": FORMAT, **result}, indent=1))
     return path
 
 
@@ -146,6 +150,10 @@ def read(run_dir: Path, node_id: int) -> WorkerResult:
         raw = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise WorkerResultError(f"{path}: cannot read it: {e}") from None
+    try:
+        check_format(raw, path, "node's result", FORMAT, missing_is=1)
+    except FormatError as e:
+        raise WorkerResultError(str(e)) from None
     missing = sorted(set(_Required.__annotations__) - set(raw)) if isinstance(raw, dict) else ["node_id"]
     if missing:
         raise WorkerResultError(f"{path}: not a node's result (no {', '.join(missing)})")
@@ -153,6 +161,7 @@ def read(run_dir: Path, node_id: int) -> WorkerResult:
     if unknown:
         raise WorkerResultError(f"{path}: unknown field {unknown[0]!r} (known: "
                                 f"{', '.join(sorted(WorkerResult.__annotations__))})")
+    raw.pop("format", None)  # the file's, not the node's: the value read is the one written
     return cast(WorkerResult, raw)
 
 
@@ -175,6 +184,7 @@ WORKER_RESULT_DOCS: dict[str, str] = {
     "fallback": "a NetReduce worker: how many reductions the switches and ring all-reduce gave (ring while the job's "
                 "aggregation switch was lost), per iteration, and each agreed change of path with its times",
     "progress": "a node that left no result (its process killed): the iterations it said it had completed",
+    "format": "the file's format: 1 (a file without it is read as 1; any other is refused in one line)",
 }
 
 ITERATION_ENTRY_DOCS: dict[str, str] = {

@@ -81,3 +81,38 @@ def test_goodput_json_is_checked(tmp_path):
     bench = REPO_ROOT / "bench/results/goodput.json"
     if bench.exists():  # written before the study's document carried `format`: format 1
         assert "study" in read_study(bench)
+
+
+def test_a_jobs_configuration_carries_its_format_and_its_reader_checks_it(tmp_path):
+    from gradswitch.experiment.run_plan import plan_run
+    from gradswitch.experiment.spec import spec_from_dict
+    from gradswitch.workload.job import JOB_FORMAT, JobConfig
+
+    cfg = plan_run(spec_from_dict({"algo": "ring", "workers": 2})).first
+    path = tmp_path / "job1.json"
+    cfg.save(path)
+    raw = json.loads(path.read_text())
+    assert raw["format"] == JOB_FORMAT == 1
+    assert JobConfig.load(path) == cfg
+    del raw["format"]  # written before configurations had a format: read as format 1
+    path.write_text(json.dumps(raw))
+    assert JobConfig.load(path) == cfg
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a job configuration of format 2; this gradswitch "
+                                                    "reads format 1")):
+        JobConfig.load(path)
+
+
+def test_a_nodes_result_carries_its_format_and_its_reader_checks_it(tmp_path):
+    from gradswitch.workload.worker_result import FORMAT, WorkerResultError, read, worker_result, write
+
+    path = write(tmp_path, worker_result(3, "h4", "worker", True, []))
+    assert json.loads(path.read_text())["format"] == FORMAT == 1
+    assert read(tmp_path, 3)["host"] == "h4"
+    raw = json.loads(path.read_text())
+    path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # from before: format 1
+    assert read(tmp_path, 3)["host"] == "h4"
+    path.write_text(json.dumps({**raw, "format": 7}))
+    with pytest.raises(WorkerResultError, match=re.escape(f"{path}: a node's result of format 7; this gradswitch "
+                                                          "reads format 1")):
+        read(tmp_path, 3)
