@@ -171,60 +171,79 @@ Order(const GraphRankSpec& r, const std::string& where)
     return order;
 }
 
-} // namespace
-
-GraphSpec
-ParseGraph(ConfigObject g, uint32_t workers)
+/// The broadcast chain's chunking (`broadcast_chunk_bytes`, `broadcast_max_chunks`).
+void
+ParseBroadcast(ConfigObject& g, GraphSpec& spec)
 {
-    GraphSpec spec;
     spec.broadcastChunkBytes = g.Get<uint64_t>("broadcast_chunk_bytes");
     spec.broadcastMaxChunks = g.Get<uint32_t>("broadcast_max_chunks");
     if (spec.broadcastChunkBytes == 0 || spec.broadcastMaxChunks == 0 || spec.broadcastMaxChunks >= (1u << 24))
     {
         throw ConfigError(g.Where("broadcast_chunk_bytes") + " and broadcast_max_chunks: at least 1 (chunks: below 2^24)");
     }
+}
+
+/// The optional `faults` section (fault injection for tests).
+void
+ParseFaults(ConfigObject& g, GraphSpec& spec)
+{
     if (auto f = g.Section("faults"))
     {
         spec.faultDoubleAddRank = f->Get<uint32_t>("double_add_rank");
         f->Finish();
     }
-    if (auto nr = g.Section("netreduce"))
+}
+
+/// The optional `netreduce` section: the switch job of each collective type and the placeholders' options.
+void
+ParseNetReduce(ConfigObject& g, uint32_t workers, GraphSpec& spec)
+{
+    auto nr = g.Section("netreduce");
+    if (!nr)
     {
-        for (auto [key, slot] : {std::pair{"job_id", &spec.netReduceJob},
-                                 std::pair{"reduce_scatter_job_id", &spec.scatterJob},
-                                 std::pair{"all_gather_job_id", &spec.gatherJob}})
+        return;
+    }
+    for (auto [key, slot] : {std::pair{"job_id", &spec.netReduceJob},
+                             std::pair{"reduce_scatter_job_id", &spec.scatterJob},
+                             std::pair{"all_gather_job_id", &spec.gatherJob}})
+    {
+        if (nr->Has(key))
         {
-            if (nr->Has(key))
-            {
-                *slot = nr->Get<uint32_t>(key);
-            }
-        }
-        if (nr->Has("placeholders"))
-        {
-            spec.sendPlaceholders = nr->Get<bool>("placeholders");
-        }
-        if (nr->Has("grow_placeholders"))
-        {
-            spec.growPlaceholders = nr->Get<bool>("grow_placeholders");
-        }
-        nr->Finish();
-        if (!spec.netReduceJob && !spec.scatterJob && !spec.gatherJob)
-        {
-            throw ConfigError(g.Where("netreduce") + ": names no switch job: give job_id (all-reduce), "
-                              "reduce_scatter_job_id or all_gather_job_id");
-        }
-        if ((spec.netReduceJob && (spec.netReduceJob == spec.scatterJob || spec.netReduceJob == spec.gatherJob)) ||
-            (spec.scatterJob && spec.scatterJob == spec.gatherJob))
-        {
-            throw ConfigError(g.Where("netreduce") + ": each collective type needs a switch job of its own (the "
-                              "switch reads a message's owner one way per job)");
-        }
-        if (workers < 2)
-        {
-            throw ConfigError(g.Where("netreduce") + ": NetReduce needs at least 2 workers, the job has " +
-                              std::to_string(workers));
+            *slot = nr->Get<uint32_t>(key);
         }
     }
+    if (nr->Has("placeholders"))
+    {
+        spec.sendPlaceholders = nr->Get<bool>("placeholders");
+    }
+    if (nr->Has("grow_placeholders"))
+    {
+        spec.growPlaceholders = nr->Get<bool>("grow_placeholders");
+    }
+    nr->Finish();
+    if (!spec.netReduceJob && !spec.scatterJob && !spec.gatherJob)
+    {
+        throw ConfigError(g.Where("netreduce") + ": names no switch job: give job_id (all-reduce), "
+                          "reduce_scatter_job_id or all_gather_job_id");
+    }
+    if ((spec.netReduceJob && (spec.netReduceJob == spec.scatterJob || spec.netReduceJob == spec.gatherJob)) ||
+        (spec.scatterJob && spec.scatterJob == spec.gatherJob))
+    {
+        throw ConfigError(g.Where("netreduce") + ": each collective type needs a switch job of its own (the "
+                          "switch reads a message's owner one way per job)");
+    }
+    if (workers < 2)
+    {
+        throw ConfigError(g.Where("netreduce") + ": NetReduce needs at least 2 workers, the job has " +
+                          std::to_string(workers));
+    }
+}
+
+/// The process groups (`groups`): each a non-empty list of distinct ranks of the job.
+std::vector<GraphGroup>
+ParseGroups(ConfigObject& g, uint32_t workers)
+{
+    std::vector<GraphGroup> groups;
     for (ConfigObject grp : g.Objects("groups"))
     {
         GraphGroup group;
@@ -247,162 +266,233 @@ ParseGraph(ConfigObject g, uint32_t workers)
                 throw ConfigError(grp.Where("ranks") + ": rank " + std::to_string(r) + " appears twice");
             }
         }
-        spec.groups.push_back(std::move(group));
+        groups.push_back(std::move(group));
     }
-    std::vector<ConfigObject> ranks = g.Objects("ranks");
-    if (ranks.size() != workers)
+    return groups;
+}
+
+/// A node's place in errors: "<path>.nodes[i] (node <id>)".
+std::string
+NodeAt(const std::string& where, size_t i, uint64_t id)
+{
+    return where + ".nodes[" + std::to_string(i) + "] (node " + std::to_string(id) + ")";
+}
+
+/// The same from the node's object (its path, less ".id").
+std::string
+NodeAt(const ConfigObject& no, uint64_t id)
+{
+    return no.Where("id").substr(0, no.Where("id").size() - 3) + " (node " + std::to_string(id) + ")";
+}
+
+/// A computation's duration, or a communication's bytes.
+void
+ParseCost(ConfigObject& no, const std::string& at, GraphNode& n)
+{
+    if (n.kind == GraphNodeKind::Compute)
     {
-        throw ConfigError(g.Where("ranks") + ": " + std::to_string(ranks.size()) + " ranks' graphs for a job of " +
-                          std::to_string(workers) + " workers (one graph per worker)");
+        n.durationS = no.Get<double>("duration_s");
+        if (!(n.durationS >= 0) || !std::isfinite(n.durationS))
+        {
+            throw ConfigError(at + ": duration_s = " + std::to_string(n.durationS) +
+                              ": a computation takes 0 s or more");
+        }
     }
-    // what every member must agree on: per group its collectives (kind, bytes, root) in order; per (src, dst, tag)
-    // the sizes of the messages in order, from the sender and from the receiver
+    else
+    {
+        n.nbytes = no.Get<uint64_t>("nbytes");
+        if (n.nbytes == 0)
+        {
+            throw ConfigError(at + ": nbytes = 0: communication moves at least 1 byte");
+        }
+    }
+}
+
+/// A collective's type, group, root and layer class; rank `rank` must be in its group (and a broadcast's root).
+void
+ParseCollective(ConfigObject& no, const std::string& at, uint32_t rank, const std::vector<GraphGroup>& groups,
+                GraphNode& n)
+{
+    n.collective = no.Choice<CollectiveKind>("collective", {{"all_reduce", CollectiveKind::AllReduce},
+                                                            {"reduce_scatter", CollectiveKind::ReduceScatter},
+                                                            {"all_gather", CollectiveKind::AllGather},
+                                                            {"all_to_all", CollectiveKind::AllToAll},
+                                                            {"broadcast", CollectiveKind::Broadcast}});
+    n.group = no.Get<uint32_t>("group");
+    n.root = no.Get<uint32_t>("root");
+    auto layer = no.Get<uint32_t>("layer_class");
+    if (layer >= kLayerClasses)
+    {
+        throw ConfigError(no.Where("layer_class") + " = " + std::to_string(layer) +
+                          ": DLCP's layer classes are 0 (the front layers) to " + std::to_string(kLayerClasses - 1));
+    }
+    n.layerClass = static_cast<uint8_t>(layer);
+    if (n.group >= groups.size())
+    {
+        throw ConfigError(at + ": group " + std::to_string(n.group) + " does not exist (groups 0.." +
+                          std::to_string(groups.size()) + " - 1)");
+    }
+    const auto& members = groups[n.group].ranks;
+    if (std::find(members.begin(), members.end(), rank) == members.end())
+    {
+        throw ConfigError(at + ": rank " + std::to_string(rank) + " runs a collective of group " +
+                          std::to_string(n.group) + ", which does not hold it");
+    }
+    if (n.collective == CollectiveKind::Broadcast && std::find(members.begin(), members.end(), n.root) == members.end())
+    {
+        throw ConfigError(at + ": broadcast root " + std::to_string(n.root) + " is not in group " +
+                          std::to_string(n.group));
+    }
+}
+
+/// A send's or receive's peer and tag; the peer is another rank of the job.
+void
+ParsePeer(ConfigObject& no, const std::string& at, uint32_t rank, uint32_t workers, GraphNode& n)
+{
+    n.peer = no.Get<uint32_t>("peer");
+    n.tag = no.Get<uint64_t>("tag");
+    if (n.peer >= workers || n.peer == rank)
+    {
+        throw ConfigError(at + ": peer rank " + std::to_string(n.peer) + " (the job has ranks 0.." +
+                          std::to_string(workers - 1) + ", and a rank does not send to itself)");
+    }
+}
+
+/// One node of rank `rank`; its dependencies as the trace's ids go to `depIds`.
+GraphNode
+ParseNode(ConfigObject& no, uint32_t rank, uint32_t workers, const std::vector<GraphGroup>& groups,
+          std::vector<uint64_t>& depIds)
+{
+    GraphNode n;
+    n.id = no.Get<uint64_t>("id");
+    std::string at = NodeAt(no, n.id);
+    n.kind = no.Choice<GraphNodeKind>("kind", {{"compute", GraphNodeKind::Compute},
+                                               {"collective", GraphNodeKind::Collective},
+                                               {"send", GraphNodeKind::Send},
+                                               {"recv", GraphNodeKind::Recv}});
+    depIds = no.Get<std::vector<uint64_t>>("deps");
+    ParseCost(no, at, n);
+    if (n.kind == GraphNodeKind::Collective)
+    {
+        ParseCollective(no, at, rank, groups, n);
+    }
+    if (n.kind == GraphNodeKind::Send || n.kind == GraphNodeKind::Recv)
+    {
+        ParsePeer(no, at, rank, workers, n);
+    }
+    no.Finish();
+    return n;
+}
+
+/// Each node's dependencies as positions (`position`: by the trace's id), from the ids `depIds` (by position).
+void
+ResolveDeps(GraphRankSpec& r, const std::vector<std::vector<uint64_t>>& depIds,
+            const std::unordered_map<uint64_t, uint32_t>& position, const std::string& where)
+{
+    for (size_t i = 0; i < r.nodes.size(); i++)
+    {
+        std::string at = NodeAt(where, i, r.nodes[i].id);
+        for (uint64_t d : depIds[i])
+        {
+            auto p = position.find(d);
+            if (p == position.end())
+            {
+                throw ConfigError(at + ": depends on node " + std::to_string(d) + ", which does not exist");
+            }
+            if (p->second == i)
+            {
+                throw ConfigError(at + ": depends on itself");
+            }
+            r.nodes[i].deps.push_back(p->second);
+        }
+    }
+}
+
+/// Rank `rank`'s graph (`ranks[rank]`, at `where`): its nodes, their dependencies as positions, and its order.
+GraphRankSpec
+ParseRank(ConfigObject& ro, const std::string& where, uint32_t rank, uint32_t workers,
+          const std::vector<GraphGroup>& groups)
+{
+    GraphRankSpec r;
+    std::vector<ConfigObject> nodes = ro.Objects("nodes");
+    ro.Finish();
+    std::unordered_map<uint64_t, uint32_t> position;
+    std::vector<std::vector<uint64_t>> depIds(nodes.size());
+    for (ConfigObject& no : nodes)
+    {
+        GraphNode n = ParseNode(no, rank, workers, groups, depIds[r.nodes.size()]);
+        if (!position.emplace(n.id, static_cast<uint32_t>(r.nodes.size())).second)
+        {
+            throw ConfigError(NodeAt(no, n.id) + ": the id appears twice");
+        }
+        r.nodes.push_back(n);
+    }
+    ResolveDeps(r, depIds, position, where);
+    r.order = Order(r, where);
+    return r;
+}
+
+/// What every member must agree on: per group its collectives (kind, bytes, root) in order; per (src, dst, tag)
+/// the sizes of the messages in order, from the sender and from the receiver. Each entry with the node's place.
+struct Agreement
+{
     using Sig = std::tuple<CollectiveKind, uint64_t, uint32_t>;
-    std::vector<std::map<uint32_t, std::vector<std::pair<Sig, std::string>>>> sequences(spec.groups.size());
-    std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::vector<std::pair<uint64_t, std::string>>> sends;
-    std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::vector<std::pair<uint64_t, std::string>>> recvs;
-    for (uint32_t rank = 0; rank < workers; rank++)
+    using Messages = std::map<std::tuple<uint32_t, uint32_t, uint64_t>, std::vector<std::pair<uint64_t, std::string>>>;
+
+    explicit Agreement(size_t groups)
+        : sequences(groups)
     {
-        ConfigObject& ro = ranks[rank];
-        std::string where = g.Where("ranks") + "[" + std::to_string(rank) + "]";
-        GraphRankSpec r;
-        std::vector<ConfigObject> nodes = ro.Objects("nodes");
-        ro.Finish();
-        std::unordered_map<uint64_t, uint32_t> position;
-        std::vector<std::vector<uint64_t>> depIds;
-        for (ConfigObject& no : nodes)
-        {
-            GraphNode n;
-            n.id = no.Get<uint64_t>("id");
-            std::string at = no.Where("id").substr(0, no.Where("id").size() - 3) + " (node " + std::to_string(n.id) + ")";
-            n.kind = no.Choice<GraphNodeKind>("kind", {{"compute", GraphNodeKind::Compute},
-                                                       {"collective", GraphNodeKind::Collective},
-                                                       {"send", GraphNodeKind::Send},
-                                                       {"recv", GraphNodeKind::Recv}});
-            depIds.push_back(no.Get<std::vector<uint64_t>>("deps"));
-            if (n.kind == GraphNodeKind::Compute)
-            {
-                n.durationS = no.Get<double>("duration_s");
-                if (!(n.durationS >= 0) || !std::isfinite(n.durationS))
-                {
-                    throw ConfigError(at + ": duration_s = " + std::to_string(n.durationS) +
-                                      ": a computation takes 0 s or more");
-                }
-            }
-            else
-            {
-                n.nbytes = no.Get<uint64_t>("nbytes");
-                if (n.nbytes == 0)
-                {
-                    throw ConfigError(at + ": nbytes = 0: communication moves at least 1 byte");
-                }
-            }
-            if (n.kind == GraphNodeKind::Collective)
-            {
-                n.collective = no.Choice<CollectiveKind>("collective", {{"all_reduce", CollectiveKind::AllReduce},
-                                                                        {"reduce_scatter", CollectiveKind::ReduceScatter},
-                                                                        {"all_gather", CollectiveKind::AllGather},
-                                                                        {"all_to_all", CollectiveKind::AllToAll},
-                                                                        {"broadcast", CollectiveKind::Broadcast}});
-                n.group = no.Get<uint32_t>("group");
-                n.root = no.Get<uint32_t>("root");
-                auto layer = no.Get<uint32_t>("layer_class");
-                if (layer >= kLayerClasses)
-                {
-                    throw ConfigError(no.Where("layer_class") + " = " + std::to_string(layer) +
-                                      ": DLCP's layer classes are 0 (the front layers) to " +
-                                      std::to_string(kLayerClasses - 1));
-                }
-                n.layerClass = static_cast<uint8_t>(layer);
-                if (n.group >= spec.groups.size())
-                {
-                    throw ConfigError(at + ": group " + std::to_string(n.group) + " does not exist (groups 0.." +
-                                      std::to_string(spec.groups.size()) + " - 1)");
-                }
-                const auto& members = spec.groups[n.group].ranks;
-                if (std::find(members.begin(), members.end(), rank) == members.end())
-                {
-                    throw ConfigError(at + ": rank " + std::to_string(rank) + " runs a collective of group " +
-                                      std::to_string(n.group) + ", which does not hold it");
-                }
-                if (n.collective == CollectiveKind::Broadcast &&
-                    std::find(members.begin(), members.end(), n.root) == members.end())
-                {
-                    throw ConfigError(at + ": broadcast root " + std::to_string(n.root) + " is not in group " +
-                                      std::to_string(n.group));
-                }
-            }
-            if (n.kind == GraphNodeKind::Send || n.kind == GraphNodeKind::Recv)
-            {
-                n.peer = no.Get<uint32_t>("peer");
-                n.tag = no.Get<uint64_t>("tag");
-                if (n.peer >= workers || n.peer == rank)
-                {
-                    throw ConfigError(at + ": peer rank " + std::to_string(n.peer) + " (the job has ranks 0.." +
-                                      std::to_string(workers - 1) + ", and a rank does not send to itself)");
-                }
-            }
-            no.Finish();
-            if (!position.emplace(n.id, static_cast<uint32_t>(r.nodes.size())).second)
-            {
-                throw ConfigError(at + ": the id appears twice");
-            }
-            r.nodes.push_back(n);
-        }
-        for (size_t i = 0; i < r.nodes.size(); i++)
-        {
-            std::string at = where + ".nodes[" + std::to_string(i) + "] (node " + std::to_string(r.nodes[i].id) + ")";
-            for (uint64_t d : depIds[i])
-            {
-                auto p = position.find(d);
-                if (p == position.end())
-                {
-                    throw ConfigError(at + ": depends on node " + std::to_string(d) + ", which does not exist");
-                }
-                if (p->second == i)
-                {
-                    throw ConfigError(at + ": depends on itself");
-                }
-                r.nodes[i].deps.push_back(p->second);
-            }
-        }
-        r.order = Order(r, where);
-        std::vector<uint32_t> groupCount(spec.groups.size(), 0);
-        std::map<std::pair<uint32_t, uint64_t>, uint32_t> sent;
-        std::map<std::pair<uint32_t, uint64_t>, uint32_t> received;
-        for (uint32_t i : r.order)
-        {
-            GraphNode& n = r.nodes[i];
-            std::string at = where + ".nodes[" + std::to_string(i) + "] (node " + std::to_string(n.id) + ")";
-            if (n.kind == GraphNodeKind::Collective)
-            {
-                n.sequence = groupCount[n.group]++;
-                sequences[n.group][rank].emplace_back(Sig{n.collective, n.nbytes, n.root}, at);
-            }
-            else if (n.kind == GraphNodeKind::Send)
-            {
-                n.sequence = sent[{n.peer, n.tag}]++;
-                sends[{rank, n.peer, n.tag}].emplace_back(n.nbytes, at);
-            }
-            else if (n.kind == GraphNodeKind::Recv)
-            {
-                n.sequence = received[{n.peer, n.tag}]++;
-                recvs[{n.peer, rank, n.tag}].emplace_back(n.nbytes, at);
-            }
-        }
-        spec.ranks.push_back(std::move(r));
     }
-    g.Finish();
-    for (size_t gi = 0; gi < spec.groups.size(); gi++)
+
+    std::vector<std::map<uint32_t, std::vector<std::pair<Sig, std::string>>>> sequences; // per group, per rank
+    Messages sends;
+    Messages recvs;
+};
+
+/// Number rank `rank`'s collectives per group and its messages per (peer, tag) in its order, and record them.
+void
+NumberRank(GraphRankSpec& r, uint32_t rank, const std::string& where, Agreement& agreement)
+{
+    std::vector<uint32_t> groupCount(agreement.sequences.size(), 0);
+    std::map<std::pair<uint32_t, uint64_t>, uint32_t> sent;
+    std::map<std::pair<uint32_t, uint64_t>, uint32_t> received;
+    for (uint32_t i : r.order)
     {
-        const auto& members = spec.groups[gi].ranks;
-        const auto& per = sequences[gi];
+        GraphNode& n = r.nodes[i];
+        std::string at = NodeAt(where, i, n.id);
+        if (n.kind == GraphNodeKind::Collective)
+        {
+            n.sequence = groupCount[n.group]++;
+            agreement.sequences[n.group][rank].emplace_back(Agreement::Sig{n.collective, n.nbytes, n.root}, at);
+        }
+        else if (n.kind == GraphNodeKind::Send)
+        {
+            n.sequence = sent[{n.peer, n.tag}]++;
+            agreement.sends[{rank, n.peer, n.tag}].emplace_back(n.nbytes, at);
+        }
+        else if (n.kind == GraphNodeKind::Recv)
+        {
+            n.sequence = received[{n.peer, n.tag}]++;
+            agreement.recvs[{n.peer, rank, n.tag}].emplace_back(n.nbytes, at);
+        }
+    }
+}
+
+/// Every member of every group runs the same sequence of collectives.
+void
+CheckCollectivesAgree(const std::vector<GraphGroup>& groups, const Agreement& agreement)
+{
+    using Sequence = std::vector<std::pair<Agreement::Sig, std::string>>;
+    for (size_t gi = 0; gi < groups.size(); gi++)
+    {
+        const auto& members = groups[gi].ranks;
+        const auto& per = agreement.sequences[gi];
         if (per.empty())
         {
             continue;
         }
-        static const std::vector<std::pair<Sig, std::string>> none;
-        auto of = [&per](uint32_t r) -> const std::vector<std::pair<Sig, std::string>>& {
+        static const Sequence none;
+        auto of = [&per](uint32_t r) -> const Sequence& {
             auto it = per.find(r);
             return it == per.end() ? none : it->second;
         };
@@ -432,19 +522,25 @@ ParseGraph(ConfigObject g, uint32_t workers)
             }
         }
     }
+}
+
+/// Every send has its receive of the same size, in order, per (sender, receiver, tag).
+void
+CheckMessagesMatch(Agreement& agreement)
+{
     std::set<std::tuple<uint32_t, uint32_t, uint64_t>> keys;
-    for (const auto& [k, _] : sends)
+    for (const auto& [k, _] : agreement.sends)
     {
         keys.insert(k);
     }
-    for (const auto& [k, _] : recvs)
+    for (const auto& [k, _] : agreement.recvs)
     {
         keys.insert(k);
     }
     for (const auto& key : keys)
     {
-        const auto& s = sends[key];
-        const auto& v = recvs[key];
+        const auto& s = agreement.sends[key];
+        const auto& v = agreement.recvs[key];
         for (size_t i = 0; i < std::min(s.size(), v.size()); i++)
         {
             if (s[i].first != v[i].first)
@@ -464,6 +560,35 @@ ParseGraph(ConfigObject g, uint32_t workers)
                               " sends, " + std::to_string(v.size()) + " receives)");
         }
     }
+}
+
+} // namespace
+
+GraphSpec
+ParseGraph(ConfigObject g, uint32_t workers)
+{
+    GraphSpec spec;
+    ParseBroadcast(g, spec);
+    ParseFaults(g, spec);
+    ParseNetReduce(g, workers, spec);
+    spec.groups = ParseGroups(g, workers);
+    std::vector<ConfigObject> ranks = g.Objects("ranks");
+    if (ranks.size() != workers)
+    {
+        throw ConfigError(g.Where("ranks") + ": " + std::to_string(ranks.size()) + " ranks' graphs for a job of " +
+                          std::to_string(workers) + " workers (one graph per worker)");
+    }
+    Agreement agreement(spec.groups.size());
+    for (uint32_t rank = 0; rank < workers; rank++)
+    {
+        std::string where = g.Where("ranks") + "[" + std::to_string(rank) + "]";
+        GraphRankSpec r = ParseRank(ranks[rank], where, rank, workers, spec.groups);
+        NumberRank(r, rank, where, agreement);
+        spec.ranks.push_back(std::move(r));
+    }
+    g.Finish();
+    CheckCollectivesAgree(spec.groups, agreement);
+    CheckMessagesMatch(agreement);
     return spec;
 }
 

@@ -305,6 +305,63 @@ Simulation::BuildLinks()
     }
 }
 
+namespace
+{
+
+/// The host indices of the job's workers (by rank), from its nodes' hosts (by node id).
+std::vector<uint32_t>
+WorkerHosts(const JobSpec& job, const std::vector<uint32_t>& nodeHosts)
+{
+    std::vector<uint32_t> workerHosts;
+    for (size_t n = 0; n < job.nodes.size(); n++)
+    {
+        if (job.nodes[n].role == Role::Worker)
+        {
+            workerHosts.push_back(nodeHosts[n]);
+        }
+    }
+    return workerHosts;
+}
+
+/// What the queue pairs of a graph's switch job `nrRef` take: the job's, with the switch job's id.
+std::shared_ptr<const QpParams>
+NetReduceQpParams(const QpParams& params, const NetReduceJobRef& nrRef)
+{
+    // a graph's switch job: its queue pairs are the NetReduce job's (its id on every packet), apart from
+    // those of the graph's own id, which the switches forward
+    auto nrParams = std::make_shared<QpParams>(params);
+    nrParams->job = nrRef.id;
+    if (nrRef.owners != NrOwners::None)
+    {
+        // a reduce-scatter's or all-gather's copies for the receivers that do not get the values come
+        // trimmed to their headers: taken as zeros, every one (gradswitch/hosts/netreduce.py: loss budget 1)
+        nrParams->t.lossBudget = 1.0;
+    }
+    return nrParams;
+}
+
+/// TensorLights (gradswitch/net/tensorlights.py): the NIC classes of the host's queue pairs to t's servers, the
+/// favoured server's pulls first, then the others in turn.
+void
+SetTensorLightsClasses(GsHost* host, const TensorLightsSpec& t, size_t favoured)
+{
+    size_t n = t.servers.size();
+    for (const auto& [key, qp] : host->Qps())
+    {
+        const QpConfig& cfg = qp->Config();
+        for (size_t i = 0; i < n; i++)
+        {
+            if (t.servers[i].first == cfg.params->job && t.servers[i].second == cfg.localNode)
+            {
+                size_t position = (i + n - favoured) % n;
+                host->SetNicClass(qp.get(), static_cast<uint8_t>(kPriorities - 2 - std::min<size_t>(position, 5)));
+            }
+        }
+    }
+}
+
+} // namespace
+
 void
 Simulation::BuildJobs()
 {
@@ -319,175 +376,207 @@ Simulation::BuildJobs()
     std::set<uint32_t> ids;
     for (size_t j = 0; j < m_c.jobs.size(); j++)
     {
-        const JobSpec& job = m_c.jobs[j];
-        if (!ids.insert(job.jobId).second)
-        {
-            throw ConfigError("jobs: job id " + std::to_string(job.jobId) + " is used twice");
-        }
-        std::vector<uint32_t> nodeHosts;
-        std::vector<uint32_t> workerHosts;
-        for (const auto& n : job.nodes)
-        {
-            uint32_t h = m_topo->Index(n.host);
-            if (!m_topo->IsHost(h))
-            {
-                throw ConfigError("jobs: " + n.host + " is not a host");
-            }
-            nodeHosts.push_back(h);
-            if (n.role == Role::Worker)
-            {
-                workerHosts.push_back(h);
-            }
-        }
-        if (job.dlcp)
-        {
-            for (auto& sw : m_switches)
-            {
-                sw->SetDlcp(job.jobId, DlcpJobFeatures{job.dlcp->priority, job.dlcp->drop, job.dlcp->spray});
-            }
-        }
-        std::vector<NetReduceJobRef> nrJobs = job.NetReduceJobs();
-        if (!nrJobs.empty())
-        {
-            if (job.transport.mtu != kAggPacketBytes)
-            {
-                throw ConfigError("jobs[" + std::to_string(j) + "]: NetReduce packets are " +
-                                  std::to_string(kAggPacketBytes) + "-byte: the job's mtu must be that");
-            }
-            std::set<uint32_t> distinct(workerHosts.begin(), workerHosts.end());
-            if (distinct.size() != workerHosts.size())
-            {
-                throw ConfigError("jobs[" + std::to_string(j) + "]: a NetReduce job has one worker per host");
-            }
-        }
-        for (const NetReduceJobRef& nrRef : nrJobs)
-        {
-            uint32_t nrJob = nrRef.id;
-            // a graph's switch job has an id of its own (gs-config.cc refuses the graph's), no other job's
-            if (nrJob != job.jobId && !ids.insert(nrJob).second)
-            {
-                throw ConfigError("jobs[" + std::to_string(j) + "].graph.netreduce: job id " +
-                                  std::to_string(nrJob) + " is used twice");
-            }
-            if (nrRef.owners != NrOwners::None && job.credits > kMaxCredits)
-            {
-                // a message's owner field sits right above the window index in its RETH (config.p4)
-                throw ConfigError("jobs[" + std::to_string(j) + "]: " + std::to_string(job.credits) +
-                                  " credits, but a reduce-scatter's or all-gather's switch job takes at most " +
-                                  std::to_string(kMaxCredits) + " (its owner field sits above the window index)");
-            }
-            const AggregationTree& tree = m_trees[j][nrJob] = m_topo->Tree(nrJob, workerHosts);
-            std::vector<uint32_t> ranks;
-            for (uint32_t r = 0; r < workerHosts.size(); r++)
-            {
-                ranks.push_back(r);
-            }
-            for (const AggregationRole& role : tree.roles)
-            {
-                if (!m_ranks->Local(role.sw))
-                {
-                    continue; // the switch's state for the job lives on its rank only
-                }
-                GsSwitch* sw = PeekPointer(m_switches[role.sw - m_topo->Hosts()]);
-                NrSwitchJob* nr = sw->AddNetReduceJob(std::make_unique<NrSwitchJob>(
-                    sw, nrJob, nrRef.owners, job, role, workerHosts, ranks, m_c.wire));
-                uint32_t member = 0;
-                for (uint32_t r : role.localRanks)
-                {
-                    uint32_t port = m_topo->Attachment(workerHosts[r]).second;
-                    sw->AddMember(port, workerHosts[r], nrJob, r, nr, member++);
-                }
-                for (size_t c = 0; c < role.children.size(); c++)
-                {
-                    sw->AddMember(role.childPorts[c], role.children[c], nrJob, 0xFFFFF, nr, member++);
-                }
-                if (role.parent >= 0)
-                {
-                    sw->AddMember(role.parentPort, static_cast<uint32_t>(role.parent), nrJob, 0xFFFFE, nr, member);
-                }
-            }
-        }
-        // One copy of what the job's nodes share, not one per node.
-        auto params = std::make_shared<QpParams>();
-        params->job = job.jobId;
-        params->t = job.transport;
-        params->wire = m_c.wire;
-        params->exact = job.check == Check::Exact;
-        params->dlcp = job.dlcp;
-        params->hostNames = names;
-        params->stalls = PeekPointer(m_faults); // null without faults
-        auto context = std::make_shared<JobContext>();
-        context->job = job;
-        context->nodeHosts = nodeHosts;
-        for (const NetReduceJobRef& nrRef : nrJobs)
-        {
-            if (nrRef.id == job.jobId)
-            {
-                continue;
-            }
-            // a graph's switch job: its queue pairs are the NetReduce job's (its id on every packet), apart from
-            // those of the graph's own id, which the switches forward
-            auto nrParams = std::make_shared<QpParams>(*params);
-            nrParams->job = nrRef.id;
-            if (nrRef.owners != NrOwners::None)
-            {
-                // a reduce-scatter's or all-gather's copies for the receivers that do not get the values come
-                // trimmed to their headers: taken as zeros, every one (gradswitch/hosts/netreduce.py: loss budget 1)
-                nrParams->t.lossBudget = 1.0;
-            }
-            context->nrQpParams.push_back(std::move(nrParams));
-        }
-        context->qpParams = std::move(params);
-        m_finished[j].assign(job.nodes.size(), false);
-        m_total += job.nodes.size();
-        for (uint32_t n = 0; n < job.nodes.size(); n++)
-        {
-            if (!m_ranks->Local(nodeHosts[n]))
-            {
-                continue; // an application runs on its host's rank only
-            }
-            GsHost* host = PeekPointer(m_hosts[nodeHosts[n]]);
-            m_nodes[j].push_back(std::make_unique<JobNode>(host, context, n,
-                                                           [this, j](JobNode* node) { NodeDone(j, node); }));
-        }
-        for (auto& node : m_nodes[j])
-        {
-            node->Setup();
-        }
+        BuildJob(j, names, ids);
     }
-    if (m_c.tensorlights && m_ranks->Local(m_topo->Index(m_c.tensorlights->host)))
+    BuildTensorLights();
+    BuildBackground();
+}
+
+void
+Simulation::BuildJob(size_t j, const std::vector<std::string>& names, std::set<uint32_t>& ids)
+{
+    const JobSpec& job = m_c.jobs[j];
+    if (!ids.insert(job.jobId).second)
     {
-        const TensorLightsSpec& t = *m_c.tensorlights;
-        GsHost* host = PeekPointer(m_hosts.at(m_topo->Index(t.host)));
-        auto classes = [host, t](size_t favoured) {
-            // TensorLights (gradswitch/net/tensorlights.py): the favoured server's pulls first, then the others in turn.
-            size_t n = t.servers.size();
-            for (const auto& [key, qp] : host->Qps())
-            {
-                const QpConfig& cfg = qp->Config();
-                for (size_t i = 0; i < n; i++)
-                {
-                    if (t.servers[i].first == cfg.params->job && t.servers[i].second == cfg.localNode)
-                    {
-                        size_t position = (i + n - favoured) % n;
-                        host->SetNicClass(qp.get(), static_cast<uint8_t>(kPriorities - 2 - std::min<size_t>(position, 5)));
-                    }
-                }
-            }
-        };
-        classes(0);
-        if (t.rotateS > 0)
+        throw ConfigError("jobs: job id " + std::to_string(job.jobId) + " is used twice");
+    }
+    std::vector<uint32_t> nodeHosts = JobHosts(job);
+    std::vector<uint32_t> workerHosts = WorkerHosts(job, nodeHosts);
+    if (job.dlcp)
+    {
+        for (auto& sw : m_switches)
         {
-            auto favoured = std::make_shared<size_t>(0);
-            auto rotate = std::make_shared<std::function<void()>>();
-            *rotate = [classes, favoured, rotate, t]() {
-                *favoured = (*favoured + 1) % t.servers.size();
-                classes(*favoured);
-                Simulator::Schedule(Seconds(t.rotateS), *rotate);
-            };
-            Simulator::Schedule(Seconds(t.rotateS), *rotate);
+            sw->SetDlcp(job.jobId, DlcpJobFeatures{job.dlcp->priority, job.dlcp->drop, job.dlcp->spray});
         }
     }
+    std::vector<NetReduceJobRef> nrJobs = job.NetReduceJobs();
+    if (!nrJobs.empty())
+    {
+        CheckNetReduceJob(j, workerHosts);
+    }
+    for (const NetReduceJobRef& nrRef : nrJobs)
+    {
+        BuildNetReduceJob(j, nrRef, workerHosts, ids);
+    }
+    std::shared_ptr<const JobContext> context = MakeJobContext(job, nodeHosts, nrJobs, names);
+    m_finished[j].assign(job.nodes.size(), false);
+    m_total += job.nodes.size();
+    CreateJobNodes(j, context);
+}
+
+std::vector<uint32_t>
+Simulation::JobHosts(const JobSpec& job) const
+{
+    std::vector<uint32_t> nodeHosts;
+    for (const auto& n : job.nodes)
+    {
+        uint32_t h = m_topo->Index(n.host);
+        if (!m_topo->IsHost(h))
+        {
+            throw ConfigError("jobs: " + n.host + " is not a host");
+        }
+        nodeHosts.push_back(h);
+    }
+    return nodeHosts;
+}
+
+void
+Simulation::CheckNetReduceJob(size_t j, const std::vector<uint32_t>& workerHosts) const
+{
+    if (m_c.jobs[j].transport.mtu != kAggPacketBytes)
+    {
+        throw ConfigError("jobs[" + std::to_string(j) + "]: NetReduce packets are " + std::to_string(kAggPacketBytes) +
+                          "-byte: the job's mtu must be that");
+    }
+    std::set<uint32_t> distinct(workerHosts.begin(), workerHosts.end());
+    if (distinct.size() != workerHosts.size())
+    {
+        throw ConfigError("jobs[" + std::to_string(j) + "]: a NetReduce job has one worker per host");
+    }
+}
+
+void
+Simulation::BuildNetReduceJob(size_t j, const NetReduceJobRef& nrRef, const std::vector<uint32_t>& workerHosts,
+                              std::set<uint32_t>& ids)
+{
+    const JobSpec& job = m_c.jobs[j];
+    uint32_t nrJob = nrRef.id;
+    // a graph's switch job has an id of its own (gs-config.cc refuses the graph's), no other job's
+    if (nrJob != job.jobId && !ids.insert(nrJob).second)
+    {
+        throw ConfigError("jobs[" + std::to_string(j) + "].graph.netreduce: job id " + std::to_string(nrJob) +
+                          " is used twice");
+    }
+    if (nrRef.owners != NrOwners::None && job.credits > kMaxCredits)
+    {
+        // a message's owner field sits right above the window index in its RETH (config.p4)
+        throw ConfigError("jobs[" + std::to_string(j) + "]: " + std::to_string(job.credits) +
+                          " credits, but a reduce-scatter's or all-gather's switch job takes at most " +
+                          std::to_string(kMaxCredits) + " (its owner field sits above the window index)");
+    }
+    const AggregationTree& tree = m_trees[j][nrJob] = m_topo->Tree(nrJob, workerHosts);
+    std::vector<uint32_t> ranks;
+    for (uint32_t r = 0; r < workerHosts.size(); r++)
+    {
+        ranks.push_back(r);
+    }
+    for (const AggregationRole& role : tree.roles)
+    {
+        if (!m_ranks->Local(role.sw))
+        {
+            continue; // the switch's state for the job lives on its rank only
+        }
+        AddNetReduceSwitch(job, nrRef, role, workerHosts, ranks);
+    }
+}
+
+void
+Simulation::AddNetReduceSwitch(const JobSpec& job, const NetReduceJobRef& nrRef, const AggregationRole& role,
+                               const std::vector<uint32_t>& workerHosts, const std::vector<uint32_t>& ranks)
+{
+    uint32_t nrJob = nrRef.id;
+    GsSwitch* sw = PeekPointer(m_switches[role.sw - m_topo->Hosts()]);
+    NrSwitchJob* nr = sw->AddNetReduceJob(
+        std::make_unique<NrSwitchJob>(sw, nrJob, nrRef.owners, job, role, workerHosts, ranks, m_c.wire));
+    uint32_t member = 0;
+    for (uint32_t r : role.localRanks)
+    {
+        uint32_t port = m_topo->Attachment(workerHosts[r]).second;
+        sw->AddMember(port, workerHosts[r], nrJob, r, nr, member++);
+    }
+    for (size_t c = 0; c < role.children.size(); c++)
+    {
+        sw->AddMember(role.childPorts[c], role.children[c], nrJob, 0xFFFFF, nr, member++);
+    }
+    if (role.parent >= 0)
+    {
+        sw->AddMember(role.parentPort, static_cast<uint32_t>(role.parent), nrJob, 0xFFFFE, nr, member);
+    }
+}
+
+std::shared_ptr<const JobContext>
+Simulation::MakeJobContext(const JobSpec& job, const std::vector<uint32_t>& nodeHosts,
+                           const std::vector<NetReduceJobRef>& nrJobs, const std::vector<std::string>& names) const
+{
+    // One copy of what the job's nodes share, not one per node.
+    auto params = std::make_shared<QpParams>();
+    params->job = job.jobId;
+    params->t = job.transport;
+    params->wire = m_c.wire;
+    params->exact = job.check == Check::Exact;
+    params->dlcp = job.dlcp;
+    params->hostNames = names;
+    params->stalls = PeekPointer(m_faults); // null without faults
+    auto context = std::make_shared<JobContext>();
+    context->job = job;
+    context->nodeHosts = nodeHosts;
+    for (const NetReduceJobRef& nrRef : nrJobs)
+    {
+        if (nrRef.id != job.jobId)
+        {
+            context->nrQpParams.push_back(NetReduceQpParams(*params, nrRef));
+        }
+    }
+    context->qpParams = std::move(params);
+    return context;
+}
+
+void
+Simulation::CreateJobNodes(size_t j, const std::shared_ptr<const JobContext>& context)
+{
+    for (uint32_t n = 0; n < context->job.nodes.size(); n++)
+    {
+        if (!m_ranks->Local(context->nodeHosts[n]))
+        {
+            continue; // an application runs on its host's rank only
+        }
+        GsHost* host = PeekPointer(m_hosts[context->nodeHosts[n]]);
+        m_nodes[j].push_back(
+            std::make_unique<JobNode>(host, context, n, [this, j](JobNode* node) { NodeDone(j, node); }));
+    }
+    for (auto& node : m_nodes[j])
+    {
+        node->Setup();
+    }
+}
+
+void
+Simulation::BuildTensorLights()
+{
+    if (!m_c.tensorlights || !m_ranks->Local(m_topo->Index(m_c.tensorlights->host)))
+    {
+        return;
+    }
+    const TensorLightsSpec& t = *m_c.tensorlights;
+    GsHost* host = PeekPointer(m_hosts.at(m_topo->Index(t.host)));
+    auto classes = [host, t](size_t favoured) { SetTensorLightsClasses(host, t, favoured); };
+    classes(0);
+    if (t.rotateS > 0)
+    {
+        auto favoured = std::make_shared<size_t>(0);
+        auto rotate = std::make_shared<std::function<void()>>();
+        *rotate = [classes, favoured, rotate, t]() {
+            *favoured = (*favoured + 1) % t.servers.size();
+            classes(*favoured);
+            Simulator::Schedule(Seconds(t.rotateS), *rotate);
+        };
+        Simulator::Schedule(Seconds(t.rotateS), *rotate);
+    }
+}
+
+void
+Simulation::BuildBackground()
+{
     if (m_c.background)
     {
         const BackgroundSpec& b = *m_c.background;

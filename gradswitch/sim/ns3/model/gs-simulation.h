@@ -16,6 +16,8 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace ns3
@@ -44,6 +46,27 @@ class Simulation
     void BuildLinks();
     void BuildSwitches();
     void BuildJobs();
+    /// Job index j: its nodes' hosts, its switch jobs, its nodes on this rank (`names`: every node's name;
+    /// `ids`: the job ids taken so far, its own and its switch jobs' added).
+    void BuildJob(size_t j, const std::vector<std::string>& names, std::set<uint32_t>& ids);
+    /// The host index of each of the job's nodes (by node id).
+    std::vector<uint32_t> JobHosts(const JobSpec& job) const;
+    /// A job with NetReduce jobs: NetReduce-sized packets, one worker per host.
+    void CheckNetReduceJob(size_t j, const std::vector<uint32_t>& workerHosts) const;
+    /// One NetReduce job of job index j: its aggregation tree and its state on this rank's switches.
+    void BuildNetReduceJob(size_t j, const NetReduceJobRef& nrRef, const std::vector<uint32_t>& workerHosts,
+                           std::set<uint32_t>& ids);
+    /// A switch's state for a NetReduce job (its role in the tree) and its members' ports.
+    void AddNetReduceSwitch(const JobSpec& job, const NetReduceJobRef& nrRef, const AggregationRole& role,
+                            const std::vector<uint32_t>& workerHosts, const std::vector<uint32_t>& ranks);
+    /// What the job's nodes share: the job, its hosts and its queue pairs' parameters.
+    std::shared_ptr<const JobContext> MakeJobContext(const JobSpec& job, const std::vector<uint32_t>& nodeHosts,
+                                                     const std::vector<NetReduceJobRef>& nrJobs,
+                                                     const std::vector<std::string>& names) const;
+    /// Job index j's nodes on this rank's hosts, set up.
+    void CreateJobNodes(size_t j, const std::shared_ptr<const JobContext>& context);
+    void BuildTensorLights();
+    void BuildBackground();
     void BuildFaults();
     void NodeDone(size_t job, JobNode* node);
     /// Node `node` of job index `job` finished at `atTicks` (here, or on another rank: `local` false); a
