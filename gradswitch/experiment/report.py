@@ -442,7 +442,8 @@ def format_table(report: Results) -> str:
     lines = [
         f"{report['name']}: {spec['algo']} x{spec['workers']} on {spec['topo']} ({bw}), "
         f"{report['step_bytes'] / 2**20:.2f} MiB per step, {spec['transport']}, loss {spec['loss_pct']:g}%, "
-        f"on {'the ns-3 simulator' if backend == 'ns3' else 'BMv2'}",
+        f"on {'the ns-3 simulator' if backend == 'ns3' else 'BMv2'}"
+        f"{', graph engine' if spec.get('engine') == 'graph' else ''}",
         *[f"  fault {f['label']}: {fault_line(FaultRecord.from_dict(f))}" for f in report.get("faults", [])],
         f"  {'iterations':<22}{s['iterations_done']}/{spec['iterations']}  "
         f"{_verdict(report)}",

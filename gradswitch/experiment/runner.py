@@ -38,7 +38,7 @@ from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import summarize, with_faults, write_report
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.run_plan import plan_run
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
 from gradswitch.experiment.supervisor import NodeKey, Processes, Progress, run_nodes, stop_deadline_s
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.experiment.timeline import write_timeline
@@ -57,6 +57,10 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = 
     (and writes) results.json's content."""
     spec.validate()
     out_dir = out_dir.resolve()  # the workers run in other working directories: they get absolute paths
+    if spec.simulated and spec.engine == Engine.GRAPH:
+        from gradswitch.experiment.simulated_graph import run_simulated_graph
+
+        return run_simulated_graph(spec, out_dir, progress)
     if spec.simulated:
         from gradswitch.experiment.simulated import run_simulated
 

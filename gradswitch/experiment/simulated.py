@@ -75,7 +75,7 @@ def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = N
         result = simulate(topo, cfgs, settings, out_dir / "sim", ranks=spec.ranks, hostfile=hostfile)
     except SimError as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
-    return _report(spec, cfgs, topo, result, started, out_dir)
+    return report_simulated(spec, cfgs, topo, result, started, out_dir)
 
 
 def resummarize(spec: ExperimentSpec, out_dir: Path) -> Results | None:
@@ -95,10 +95,10 @@ def resummarize(spec: ExperimentSpec, out_dir: Path) -> Results | None:
     except SimError as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
     started = dt.datetime.fromisoformat(previous["started"]).timestamp()
-    return _report(spec, cfgs, topology_for(spec), result, started, out_dir)
+    return report_simulated(spec, cfgs, topology_for(spec), result, started, out_dir)
 
 
-def _report(spec: ExperimentSpec, cfgs: list[JobConfig], topo: Topology, result: SimResult, started: float,
+def report_simulated(spec: ExperimentSpec, cfgs: list[JobConfig], topo: Topology, result: SimResult, started: float,
             out_dir: Path) -> Results:
     """results.json, the table and the timeline of a simulated run."""
     goodput = result.background["goodput_mbps"] if result.background else None

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from gradswitch.experiment.placement import training_config
 from gradswitch.experiment.run_plan import plan_run
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
 from gradswitch.hosts.ideal import ideal
 from gradswitch.topology.model import Topology
 from gradswitch.workload.generators import training_graph, training_job
@@ -33,7 +33,8 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
                   training=training)
     graph = training_graph(cfg, name=spec.label)
     # The spec's training fields are the graph's now; the spec that runs it has the defaults.
-    plain = replace(spec, workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO)
+    plain = replace(spec, workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO,
+                    engine=Engine.LOOP)
     return plain, graph, training.dilation
 
 

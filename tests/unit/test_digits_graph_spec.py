@@ -99,7 +99,7 @@ def test_a_compare_refuses_engine_graph_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text('[defaults]\nworkload = "train-digits"\ndtype = "float32"\nengine = "graph"\nbw_mbps = 20\n'
                     '[matrix]\nalgo = ["ring", "netreduce"]\n')
-    with pytest.raises(SpecError, match="engine = graph runs with gradswitch experiment"):
+    with pytest.raises(SpecError, match=r"engine = graph on BMv2 \(train-digits\) runs with gradswitch experiment"):
         load_spec(path)
 
 

@@ -1,0 +1,105 @@
+"""A training graph's run (gradswitch/workload/generators/training.py) as the training loop reports it: per rank, its
+timeline (each forward and backward node a computation event, each all-reduce an op event) and its iterations
+(IterationRecords from that timeline, gradswitch/workload/timeline.py `timings`), so a graph engine's run gives
+the loop's result-<id>.json and, through the same report, the loop's results.json.
+
+A rank's iteration i runs from its own first forward node of iteration i to its own first forward node of
+iteration i + 1, as each worker of the loop measures its own; the last one ends when this rank's nodes that a
+next iteration's first forward would wait for have ended (gradswitch/workload/generators/training.py
+`iteration_times` takes the same nodes over every rank). An iteration is correct when every all-reduce of it on
+the rank held exactly what it should (a node not checked counts as held; `check` says which check ran).
+"""
+
+from __future__ import annotations
+
+from gradswitch.workload.graph import CollectiveNode, GraphError, JobGraph
+from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.records import CheckKind, IterationRecord
+from gradswitch.workload.timeline import Event, EventKind, timings
+
+_KINDS = {"fwd": EventKind.FORWARD, "bwd": EventKind.BACKWARD, "allreduce": EventKind.OP, "codes": EventKind.OP}
+
+
+def _parts(name: str) -> tuple[int, str, str] | None:
+    """`it3.fwd.conv1` -> (3, "fwd", "conv1"); None for a name the training generator does not give."""
+    head, _, rest = name.partition(".")
+    label, _, what = rest.partition(".")
+    if not head.startswith("it") or not head[2:].isdigit() or label not in _KINDS or not what:
+        return None
+    return int(head[2:]), label, what
+
+
+def _rank_timings(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[NodeTiming, tuple[int, str, str]]]:
+    names = {n.id: n.name for n in graph.ranks[rank].nodes}
+    out = []
+    for t in run.nodes:
+        if t.rank == rank and (parts := _parts(names.get(t.node_id, ""))) is not None:
+            out.append((t, parts))
+    return out
+
+
+def rank_events(graph: JobGraph, run: GraphRun, rank: int, in_flight: int = 1) -> list[Event]:
+    """The rank's timeline as the loop records it: a layer's forward and backward passes by the layer's name, an
+    all-reduce as `op K` on lane K mod `in_flight` (the loop's slot; the graph does not record which it took)."""
+    events = []
+    for t, (it, label, what) in _rank_timings(graph, run, rank):
+        kind = _KINDS[label]
+        if kind == EventKind.OP:
+            events.append(Event(it, kind, f"op {what}", t.start_s, t.end_s, int(what) % max(1, in_flight)))
+        else:
+            events.append(Event(it, kind, what, t.start_s, t.end_s))
+    return sorted(events, key=lambda e: (e.start, e.end))
+
+
+def rank_bounds(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[float, float]]:
+    """Each finished iteration's (start, end) on the rank; an iteration that did not finish is left out."""
+    timed = _rank_timings(graph, run, rank)
+    starts: dict[int, float] = {}
+    for t, (it, label, _what) in timed:
+        if label == "fwd":
+            starts[it] = min(starts.get(it, t.start_s), t.start_s)
+    if not starts:
+        return []
+    iterations = max(starts) + 1
+    if sorted(starts) != list(range(iterations)):
+        raise GraphError(f"{graph.name}: rank {rank} started iterations {sorted(starts)}, not 0..{iterations - 1}")
+    bounds = [(starts[i], starts[i + 1]) for i in range(iterations - 1)]
+    last_end = _last_end(graph, timed, rank, iterations)
+    if last_end is not None:
+        bounds.append((starts[iterations - 1], last_end))
+    return bounds
+
+
+def _last_end(graph: JobGraph, timed: list[tuple[NodeTiming, tuple[int, str, str]]], rank: int, iterations: int
+              ) -> float | None:
+    """When the rank's last iteration ended: its nodes that a next iteration's first forward would wait for (what
+    iteration 1's first forward waits for in iteration 0, taken one iteration on), all ended; None: some did not.
+    One iteration: its every node ended."""
+    last = iterations - 1
+    mine = [t for t, parts in timed if parts[0] == last]
+    if iterations < 2:
+        total = sum(1 for n in graph.ranks[rank].nodes if (p := _parts(n.name)) is not None and p[0] == last)
+        return max(t.end_s for t in mine) if mine and len(mine) == total else None
+    by_id = graph.ranks[rank].by_id()
+    first = next(n for n in graph.ranks[rank].nodes if n.name.startswith("it1.fwd."))
+    waited = {by_id[d].name.replace("it0.", f"it{last}.", 1) for d in first.deps if by_id[d].name.startswith("it0.")}
+    ends = [t.end_s for t, _parts_ in timed if by_id[t.node_id].name in waited]
+    return max(ends) if len(ends) == len(waited) else None
+
+
+def rank_iterations(graph: JobGraph, run: GraphRun, rank: int, check: CheckKind, in_flight: int = 1
+                    ) -> list[IterationRecord]:
+    """The rank's finished iterations as the training loop records them: times, computation, communication and
+    their overlap from its timeline, and whether every all-reduce of the iteration held its sum."""
+    held: dict[int, bool] = {}
+    by_id = graph.ranks[rank].by_id()
+    for t, (it, _label, _what) in _rank_timings(graph, run, rank):
+        if isinstance(by_id[t.node_id], CollectiveNode):
+            held[it] = held.get(it, True) and t.checked is not False
+    out = []
+    for timing in timings(rank_events(graph, run, rank, in_flight), rank_bounds(graph, run, rank)):
+        extra = {"compute_s": timing.compute_s, "comm_s": timing.comm_s, "exposed_comm_s": timing.exposed_comm_s,
+                 "overlap": timing.overlap, "zero_filled_packets": 0.0, "relative_error": 0.0}
+        correct = held.get(timing.index, True)
+        out.append(IterationRecord(timing.index, timing.start, timing.end, correct, 0, 0.0, 0, extra, check=check))
+    return out

@@ -1,0 +1,62 @@
+"""`engine = graph` on the simulator through the product's run (gradswitch/experiment/simulated_graph.py): the same
+spec's training job on the graph engine gives the training loop's results.json, figures within 1 % (the issue's
+judgement on ns-3), on runs of gradswitch/specs/training-speedup.toml (4 emulated V100s, D = 4: the computation
+dilated as the loop's is) and a point of the scaling study (8 workers on the fat tree at 100 Gb/s)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bench.scaling import scaling_spec
+from gradswitch.experiment.compare import load_spec
+from gradswitch.experiment.report import format_table
+from gradswitch.experiment.results_file import Results
+from gradswitch.experiment.runner import run_experiment
+from gradswitch.experiment.shipped_specs import shipped_spec
+from gradswitch.experiment.spec import Backend, Engine, ExperimentSpec
+
+pytestmark = pytest.mark.ns3
+
+TOLERANCE = 0.01
+
+
+def speedup_run(label: str) -> ExperimentSpec:
+    path = shipped_spec("training-speedup")
+    assert path is not None
+    [run] = [r for r in load_spec(path).runs if r.label == label]
+    return replace(run, backend=Backend.NS3)
+
+
+def both(spec: ExperimentSpec, out: Path) -> tuple[Results, Results]:
+    return (run_experiment(replace(spec, engine=Engine.LOOP), out / "loop", progress=False),
+            run_experiment(replace(spec, engine=Engine.GRAPH), out / "graph", progress=False))
+
+
+@pytest.mark.parametrize("label", ["resnet50-rack-ring-fifo", "bert-base-rack-ps-priority",
+                                   "vgg16-leafspine-netreduce-fifo"])
+def test_a_training_speedup_run_on_the_graph_engine_gives_the_loops_results(tmp_path: Path, label: str) -> None:
+    loop, graph = both(speedup_run(label), tmp_path)
+    assert loop["ok"] and graph["ok"] and graph["outcome"] == "ok" and graph["check"] == loop["check"] == "exact"
+    assert len(graph["iterations"]) == len(loop["iterations"]) == 4
+    lt, gt = loop["training"], graph["training"]
+    assert lt is not None and gt is not None
+    assert gt["dilation"] == lt["dilation"] == 4.0
+    assert gt["samples_per_s_real"] == pytest.approx(lt["samples_per_s_real"], rel=TOLERANCE)
+    assert gt["compute_s"] == pytest.approx(lt["compute_s"], rel=1e-6)  # the same emulated GPUs, dilated alike
+    assert gt["exposed_comm_s"] == pytest.approx(lt["exposed_comm_s"], rel=0.05, abs=1e-3)
+    assert graph["bytes_on_wire"] == loop["bytes_on_wire"]  # the same all-reduces, packet for packet
+    assert graph["retransmissions"] == loop["retransmissions"] == 0
+    assert gt["timeline"] and all((tmp_path / "graph" / f).exists() for f in gt["timeline"])
+    assert (tmp_path / "graph" / "sim" / "sim-results.json").exists()
+
+
+def test_a_scaling_point_on_the_graph_engine_gives_the_loops_iteration(tmp_path: Path) -> None:
+    loop, graph = both(replace(scaling_spec("resnet50", 8, "netreduce-hier"), iterations=3), tmp_path)
+    assert loop["ok"] and graph["ok"] and graph["check"] == "digest"
+    assert graph["summary"]["median_s"] == pytest.approx(loop["summary"]["median_s"], rel=TOLERANCE)
+    assert graph["simulator"]["packet_hops"] > 0 and not graph["simulator"]["time_limit_hit"]
+    assert "on the ns-3 simulator, graph engine" in format_table(graph)
+    assert "graph engine" not in format_table(loop)

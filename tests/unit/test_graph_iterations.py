@@ -1,0 +1,107 @@
+"""A training graph's run as the training loop reports it (gradswitch/workload/graph_iterations.py), on a run whose
+every time is given here, and the rules of `engine = graph` for a model's training (gradswitch/experiment/spec.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gradswitch.experiment.spec import spec_from_dict
+from gradswitch.workload.generators import training_graph, training_job
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, RankGraph, world_group
+from gradswitch.workload.graph_iterations import rank_bounds, rank_events, rank_iterations
+from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.records import CheckKind
+from gradswitch.workload.timeline import EventKind
+
+GROUP = world_group(2)
+
+
+def two_iterations() -> JobGraph:
+    """Per iteration: forward, backward, one all-reduce; iteration 1's forward waits for iteration 0's all-reduce."""
+    nodes = (ComputeNode(0, "it0.fwd.l", 1.0, ()), ComputeNode(1, "it0.bwd.l", 2.0, (0,)),
+             CollectiveNode(2, "it0.allreduce.0", CollectiveKind.ALL_REDUCE, GROUP.name, 64, (1,)),
+             ComputeNode(3, "it1.fwd.l", 1.0, (1, 2)), ComputeNode(4, "it1.bwd.l", 2.0, (3,)),
+             CollectiveNode(5, "it1.allreduce.0", CollectiveKind.ALL_REDUCE, GROUP.name, 64, (4,)))
+    return JobGraph("two", tuple(RankGraph(r, nodes) for r in range(2)), (GROUP,))
+
+
+def timing(rank: int, node: int, start: float, end: float, checked: bool | None = None) -> NodeTiming:
+    kind = "collective" if node in (2, 5) else "compute"
+    return NodeTiming(rank, node, kind, start, end, CollectiveKind.ALL_REDUCE if kind == "collective" else None,
+                      GROUP.name if kind == "collective" else None, 64 if kind == "collective" else 0,
+                      checked if kind == "collective" else None)
+
+
+def run(rank1_late: float = 0.0, rank0_wrong: bool = False) -> GraphRun:
+    # rank 0: fwd 0-1, bwd 1-3, all-reduce 3-4.5; iteration 1 from 4.5: fwd -5.5, bwd -7.5, all-reduce -8
+    out = [timing(0, 0, 0, 1), timing(0, 1, 1, 3), timing(0, 2, 3, 4.5, True), timing(0, 3, 4.5, 5.5),
+           timing(0, 4, 5.5, 7.5), timing(0, 5, 7.5, 8.0, not rank0_wrong)]
+    d = rank1_late
+    out += [timing(1, 0, d, 1 + d), timing(1, 1, 1 + d, 3 + d), timing(1, 2, 3 + d, 4.5, True),
+            timing(1, 3, 4.5, 5.5), timing(1, 4, 5.5, 7.5), timing(1, 5, 7.5, 8.0, True)]
+    return GraphRun(tuple(out))
+
+
+def test_each_rank_iteration_runs_from_its_own_forward_to_the_next_and_the_last_to_what_a_next_would_wait_for() -> None:
+    g = two_iterations()
+    assert rank_bounds(g, run(), 0) == [(0.0, 4.5), (4.5, 8.0)]
+    assert rank_bounds(g, run(rank1_late=0.5), 1) == [(0.5, 4.5), (4.5, 8.0)]
+
+
+def test_iterations_carry_computation_communication_and_their_overlap_as_the_loop_measures_them() -> None:
+    [first, second] = rank_iterations(two_iterations(), run(), 0, CheckKind.DIGEST)
+    assert (first.index, first.start, first.end, first.time_s) == (0, 0.0, 4.5, 4.5)
+    assert first.extra["compute_s"] == 3.0 and first.extra["comm_s"] == 1.5 and first.extra["exposed_comm_s"] == 1.5
+    assert first.extra["overlap"] == 0.0 and first.correct and first.check == CheckKind.DIGEST
+    assert second.time_s == 3.5 and second.extra["exposed_comm_s"] == 0.5
+
+
+def test_an_iteration_whose_all_reduce_did_not_hold_is_not_correct() -> None:
+    [first, second] = rank_iterations(two_iterations(), run(rank0_wrong=True), 0, CheckKind.EXACT)
+    assert first.correct and not second.correct
+
+
+def test_an_unfinished_last_iteration_is_left_out() -> None:
+    g = two_iterations()
+    cut = GraphRun(tuple(t for t in run().nodes if not (t.rank == 0 and t.node_id == 5)))
+    assert rank_bounds(g, cut, 0) == [(0.0, 4.5)]
+    assert [r.index for r in rank_iterations(g, cut, 0, CheckKind.EXACT)] == [0]
+
+
+def test_the_timeline_names_layers_and_ops_as_the_loop_does() -> None:
+    events = rank_events(two_iterations(), run(), 0, in_flight=2)
+    assert [(e.iteration, e.kind, e.name) for e in events[:3]] == [
+        (0, EventKind.FORWARD, "l"), (0, EventKind.BACKWARD, "l"), (0, EventKind.OP, "op 0")]
+
+
+def test_a_generated_training_graph_gives_one_record_per_iteration() -> None:
+    g = training_graph(training_job("resnet50", 2, iterations=3))
+    t, timings = 0.0, []
+    for rank in g.ranks:  # every node run in id order, one after another, 1 ms each
+        t = 0.0
+        for n in rank.nodes:
+            kind = "collective" if isinstance(n, CollectiveNode) else "compute"
+            timings.append(NodeTiming(rank.rank, n.id, kind, t, t + 0.001, checked=True if kind == "collective" else
+                                      None))
+            t += 0.001
+    records = rank_iterations(g, GraphRun(tuple(timings)), 1, CheckKind.EXACT)
+    assert [r.index for r in records] == [0, 1, 2] and all(r.correct for r in records)
+    assert records[-1].end == pytest.approx(t)  # the last iteration: its last all-reduce's end
+
+
+@pytest.mark.parametrize(("kw", "says"), [
+    ({}, None),
+    ({"backend": "bmv2"}, "a model's training (emulate) on the simulator (backend = ns3), not 'resnet50' on bmv2"),
+    ({"emulate": None}, "not 'resnet50' on ns3"),
+    ({"jobs": 2}, "engine = graph: one job"),
+])
+def test_engine_graph_runs_a_models_training_on_the_simulator(kw: dict[str, Any], says: str | None) -> None:
+    raw = {"workload": "resnet50", "engine": "graph", "backend": "ns3", "workers": 4, "bw_mbps": 20.0,
+           "emulate": {"link_gbps": 10, "device": "v100", "batch": 32}, **kw}
+    problems = spec_from_dict({k: v for k, v in raw.items() if v is not None}).problems()
+    if says is None:
+        assert problems == []
+    else:
+        assert [p for p in problems if says in p], problems
