@@ -1,16 +1,16 @@
-"""The training loop against the graph engine on ns-3, through the product's own run (`engine = loop` and
-`engine = graph` of the same spec, gradswitch.experiment.runner.run_experiment): the graph engine is to take over
-the loop's runs (issue 39, "one engine"), so each run's results.json must agree.
+"""The training loop against the graph engine on ns-3, through the product's own run (`engine = loop` and `engine =
+graph` of the same spec, gradswitch.experiment.runner.run_experiment): the graph engine is to take over the loop's
+runs (one engine for every workload), so each run's results.json must agree.
 
-Runs: every run of gradswitch/specs/training-speedup.toml on the simulator (3 models x rack and leaf-spine x ring,
-PS and NetReduce x FIFO buckets and priority partitions, 4 emulated V100s, D = 4), and the scaling study's points
+Runs: every run of gradswitch/specs/training-speedup.toml on the simulator (3 models x rack and leaf-spine x ring, PS
+and NetReduce x FIFO buckets and priority partitions, 4 emulated V100s, D = 4), and the scaling study's points
 (bench/scaling.py scaling_spec: the fat tree at 100 Gb/s, ring, PS, NetReduce hierarchical and flat) at `--workers`.
-Per run: both engines' median iteration (simulated seconds), samples/s of the emulated cluster, exposed
-communication, bytes on the wire, outcome and check, and the simulator's wall seconds (the machine is
-shared while it runs: bench.scaling_graph and docs/performance.md judge the engines' speed). A run agrees when
-its samples/s are within 1 % (the issue's judgement on ns-3) and both are checked and ok; bytes on the wire are
-reported, equal or not. The simulator's runs do not vary with the seed here, so each is run once.
-Writes bench/results/engines-sim.json; a run of some points keeps the file's other rows.
+Per run: both engines' median iteration (simulated seconds), samples/s of the emulated cluster, exposed communication,
+bytes on the wire, outcome and check, and the simulator's wall seconds (the machine is shared while it runs:
+bench.scaling_graph and docs/performance.md judge the engines' speed). A run agrees when its samples/s are within 1 %
+(the judgement for the simulator, whose runs do not vary) and both are checked and ok; bytes on the wire are reported,
+equal or not. The simulator's runs do not vary with the seed here, so each is run once. Writes
+bench/results/engines-sim.json; a run of some points keeps the file's other rows.
 
     python -m bench.engines_sim [--only speedup|scaling] [--workers 8,16] [--models resnet50,vgg16,bert-base]
 """
@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, save
+from bench.common import RESULTS, Limits, save
 from bench.scaling import scaling_spec
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.runner import run_experiment
@@ -32,7 +32,7 @@ from gradswitch.experiment.shipped_specs import shipped_spec
 from gradswitch.experiment.spec import Backend, Engine, ExperimentSpec
 
 NAME = "engines-sim"
-TOLERANCE = 0.01  # issue 39: the graph engine reproduces the loop's figures on ns-3 within 1 %
+TOLERANCE = 0.01  # the graph engine reproduces the loop's figures on ns-3 within 1 %
 SCALING_ALGOS = ("ring", "ps", "netreduce-hier", "netreduce-flat")
 MODELS = ("resnet50", "vgg16", "bert-base")
 
@@ -60,6 +60,7 @@ def engine_figures(spec: ExperimentSpec, engine: Engine, out: Path) -> dict[str,
             "samples_per_s_real": training.get("samples_per_s_real"), "exposed_comm_s": training.get("exposed_comm_s"),
             "overlap": training.get("overlap"), "bytes_on_wire": r["bytes_on_wire"],
             "simulator_wall_s": r["simulator"]["wall_s"],
+            **Limits.simulated_figures(r["headline_extra"].get("busiest_link_load")),
             "run_wall_s": time.monotonic() - started}
 
 
@@ -106,7 +107,8 @@ def main() -> None:
                "same_bytes": sum(r["same_bytes"] for r in rows),
                "graph_over_loop_min": min(ratios, default=None), "graph_over_loop_max": max(ratios, default=None),
                "tolerance": TOLERANCE,
-               "bottleneck": "the simulated links and emulated GPUs (simulated time: the machine does not set it)"}
+               "bottleneck": "the simulated links and emulated GPUs (each row's limited_by: simulated time, "
+                             "the machine does not set it)"}
     print(f"{summary['agree']} of {summary['runs']} runs agree within {TOLERANCE:.0%}; graph / loop samples/s "
           f"{summary['graph_over_loop_min']} to {summary['graph_over_loop_max']}; bottleneck: {summary['bottleneck']}")
     save(NAME, {"summary": summary, "rows": rows})

@@ -355,7 +355,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     spec = experiment_spec(args)
     if spec.workload_et is not None:
         return _experiment_graph(spec, args)
-    if spec.engine == Engine.GRAPH and not spec.simulated:  # (spec.problems refuses any workload but train-digits)
+    if spec.engine == Engine.GRAPH and spec.workload == "train-digits":  # a model's training: the run below
         return _experiment_digits_graph(spec, args)
     _ready_for([spec])
     out = args.out or Path("runs") / spec.label
@@ -568,9 +568,9 @@ def build_parser() -> argparse.ArgumentParser:
                                   "export-et` or the Chakra tools) instead of --algo/--size/--workload; workers = "
                                   "their ranks (docs/workloads.md)"))
     p.add_argument("--engine", choices=Engine.names(), help=f"what runs the iterations (default {D.engine}): each "
-                   "algorithm's loop, or the job as an execution graph on the graph engine (--workload train-digits on "
-                   "BMv2: its real gradients through the graph's all-reduces; a model's training on --backend ns3: "
-                   "the loop's results.json; docs/training.md)")
+                   "algorithm's loop, or the job as an execution graph on the graph engine (a model's training, "
+                   "reported as the loop's; --workload train-digits: its real gradients through the graph's "
+                   "all-reduces; docs/training.md)")
     p.add_argument("--scale", type=float, help="fraction of a model profile's layer sizes, 0 < scale <= 1")
     p.add_argument("--dtype", choices=DType.names())
     p.add_argument("--float-mode", choices=FloatMode.names(),

@@ -41,10 +41,10 @@ from gradswitch.experiment.placement import Placement, rto_of, topology_for
 from gradswitch.experiment.report import interrupting
 from gradswitch.experiment.results_file import read_json
 from gradswitch.experiment.run_plan import plan_run
-from gradswitch.experiment.runner import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrder
 from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.experiment.testbed import Testbed
+from gradswitch.experiment.testbed_run import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
 from gradswitch.hosts.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
 from gradswitch.hosts.collectives.ops import ops_of
 from gradswitch.hosts.collectives.ps import PS, layout, runs_on_servers, servers_run

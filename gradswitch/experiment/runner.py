@@ -15,11 +15,10 @@ network is brought up, and results.json, the table and the plots come out the sa
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
-import signal
 import time
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,8 @@ from gradswitch.experiment.background import GoodputMeter
 from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.counters import Snapshot, delta, label_ports, snapshot
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
-from gradswitch.experiment.fault_schedule import FaultSchedule, Mechanisms
+from gradswitch.experiment.graph_as_loop import TrainingGraphJob, loop_results, on_clock, training_graph_job
+from gradswitch.experiment.graph_run import switch_jobs
 from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placement import topology_for
@@ -41,12 +41,23 @@ from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
 from gradswitch.experiment.supervisor import NodeKey, Processes, Progress, run_nodes, stop_deadline_s
 from gradswitch.experiment.testbed import Testbed
+from gradswitch.experiment.testbed_run import (
+    cuts_patches,
+    fault_schedule_for,
+    rank_of,
+    subscribe_health,
+    undo_settings,
+)
 from gradswitch.experiment.timeline import write_timeline
-from gradswitch.hosts.slowdown import write_slowdown
+from gradswitch.hosts.graph_job import read_timing, timing_path
 from gradswitch.net.network import NetworkOptions
 from gradswitch.protocol.background_tcp import BACKGROUND_PORT
-from gradswitch.topology.faults import LINK_FAULTS, WORKER_FAULTS, Fault, worker_rank
-from gradswitch.workload.job import JobConfig, job_dir
+from gradswitch.workload.graph_timing import GraphRun
+from gradswitch.workload.job import JobConfig, job_dir, job_file
+from gradswitch.workload.records import CheckKind
+from gradswitch.workload.worker_result import WorkerResult as NodeResult
+
+GRAPH_JOB_DIR = "graph"  # engine = graph: the ranks' job (its graph) here; job<N>.json stays the spec's
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +96,12 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     plan = plan_run(spec, net.topo)
     plan.save(out_dir)
     placement, cfgs = plan.placement, list(plan.jobs)
+    # engine = graph: the job's ranks run its training graph (gradswitch.hosts.graph_main), reported as the loop's
+    tg = training_graph_job(spec, net.topo) if spec.engine == Engine.GRAPH else None
+    nodes_cfgs, config_dir = (cfgs, out_dir) if tg is None else ([tg.job.job], out_dir / GRAPH_JOB_DIR)
+    if tg is not None:
+        config_dir.mkdir(exist_ok=True)
+        tg.job.save(job_file(config_dir, tg.job.job.job_id))
     fabric = net.fabric
     procs: Processes = {}
     schedule = fault_schedule_for(net, spec, cfgs[0], procs, run_dir)
@@ -118,16 +135,20 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         if job == cfgs[0].job_id:
             schedule.worker_exited(rank_of(cfgs[0], nid), at)
 
-    settings = RunSettings(net, spec, cfgs, placement, run_dir).__enter__()
+    settings = RunSettings(net, spec if tg is None else tg.host_spec, nodes_cfgs, placement, run_dir).__enter__()
     unsubscribe = subscribe_health(net, schedule)
+    in_network = contextlib.nullcontext() if tg is None else switch_jobs(net, tg.job, tg.job.job.credits)
     try:
+        in_network.__enter__()
         # DLCP's event counters count from the switch's start (several runs may share a network): this run's are
         # what they gained while its jobs ran (nothing of the jobs' runs before the go: their nodes only resolve
         # their peers, with ICMP).
         dlcp_before = {name: settings.dlcp_events(name) for name in fabric.switch_names()} if spec.dlcp.enabled else {}
         try:
-            results = run_nodes(net, cfgs, out_dir, run_dir, Progress(spec.iterations, spec.label, progress),
-                                on_go=go, on_done=done, on_started=procs.update, on_exit=exited)
+            results = run_nodes(net, nodes_cfgs, config_dir, run_dir,
+                                Progress(spec.iterations if tg is None else 1, spec.label, progress),
+                                on_go=go, on_done=done, on_started=procs.update, on_exit=exited,
+                                module="gradswitch.hosts.main" if tg is None else "gradswitch.hosts.graph_main")
         finally:
             schedule.stop()
             schedule.restore()  # a switch due to restart, a link due to come up: back now, for the next run
@@ -146,8 +167,12 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
             switches["netreduce"] = {str(job): asdict(status) for job, status in settings.netreduce_status().items()}
         rotations = settings.tensorlights_rotations()
     finally:
+        in_network.__exit__(None, None, None)
         unsubscribe()
         undo_settings(settings, schedule.down_switches())
+    if tg is not None:
+        results = {cfgs[0].job_id: graph_results(tg, job_dir(run_dir, tg.job.job.job_id), results[tg.job.job.job_id],
+                                                 cfgs[0])}
     report = summarize(spec, cfgs, results, switches, started, carried, goodput)
     if schedule.faults:
         for result in results[cfgs[0].job_id].values():  # NetReduce: where the job's workers left the switch
@@ -176,6 +201,16 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     return report
 
 
+def graph_results(tg: TrainingGraphJob, ranks_dir: Path, results: dict[int, NodeResult], training: JobConfig
+                  ) -> dict[int, NodeResult]:
+    """The ranks' results of a training graph's run as the loop's workers report theirs: their node timings
+    (graph-<rank>.json, emulated seconds from the go) on the testbed's clock, a rank that left none with none."""
+    go = float((ranks_dir / "go").read_text()) if (ranks_dir / "go").exists() else 0.0
+    timed = [r for r in range(tg.graph.world_size) if timing_path(ranks_dir, r).exists()]
+    run = GraphRun(tuple(n for r in timed for n in read_timing(ranks_dir, r).nodes))
+    return loop_results(tg.graph, on_clock(run, go, tg.dilation), results, training, CheckKind.EXACT)
+
+
 def live_snapshot(fabric: Fabric, skip: set[str]) -> Snapshot:
     """The switches' counters now, but for `skip` (crashed or hung by the run's faults) and any switch that does not
     answer (one hung and named so by the controller's heartbeat while its counters were read: each read waits at
@@ -189,72 +224,3 @@ def live_snapshot(fabric: Fabric, skip: set[str]) -> Snapshot:
                 raise
             log.warning("switch %s: its counters could not be read (%s): left out of the run's", e.switch, e.detail)
             skip.add(e.switch)
-
-
-def cuts_patches(spec: ExperimentSpec) -> bool:
-    """The spec's network needs patched links: a link fault between switches cuts a patch
-    (gradswitch/net/patch_links.py), not a BMv2 port."""
-    topo = topology_for(spec)
-    return any(f.kind in LINK_FAULTS and all(topo.is_switch(end) for end in f.link_ends()) for f in spec.faults)
-
-
-def rank_of(cfg: JobConfig, node_id: int) -> int:
-    """A worker's rank in its job (its place among the job's workers)."""
-    return next(i for i, w in enumerate(cfg.workers) if w.node_id == node_id)
-
-
-def fault_schedule_for(net: Testbed, spec: ExperimentSpec, cfg: JobConfig, procs: Processes, run_dir: Path
-                       ) -> FaultSchedule:
-    """The spec's faults on this network, against job 1 (`cfg`): the Testbed's switch and link mechanisms, the
-    supervisor's processes (`procs`, filled once they start) for a worker crash, the slow-down file a worker
-    reads and its link's rate for a slow worker."""
-    hosts = [w.host for w in cfg.workers]
-    ranks = {i: rank for i, f in enumerate(spec.faults) if f.kind in WORKER_FAULTS
-             and (rank := worker_rank(f, net.topo, hosts)) is not None}
-    one_job_dir = job_dir(run_dir, cfg.job_id)
-
-    def kill_worker(rank: int) -> str:
-        node = cfg.workers[rank]
-        proc = procs[(cfg.job_id, node.node_id)]
-        proc.send_signal(signal.SIGKILL)
-        return f"worker {rank} on {node.host} (node {node.node_id}, pid {proc.pid})"
-
-    def slow_worker(rank: int, fault: Fault) -> None:
-        node = cfg.workers[rank]
-        if fault.factor != 1:
-            write_slowdown(one_job_dir, node.node_id, fault.factor)
-        if fault.rate_mbps is not None:
-            net.set_link_rate(node.host, fault.rate_mbps)
-
-    def unslow_worker(rank: int, fault: Fault) -> None:
-        host = cfg.workers[rank].host
-        (link,) = net.topo.links_of(host)
-        if link.bw_mbps:
-            net.set_link_rate(host, link.bw_mbps)
-        else:  # an unshaped link got shapers to be cut: it keeps them, at the cut rate
-            log.warning("fault %s: %s's link was unshaped; it stays at %g Mb/s until the network stops", fault.label,
-                        host, fault.rate_mbps)
-
-    return FaultSchedule(spec.faults, Mechanisms(
-        crash_switch=net.crash_switch, restart_switch=net.restart_switch, hang_switch=net.hang_switch,
-        release_switch=net.release_switch, set_link=net.set_link,
-        kill_worker=kill_worker, slow_worker=slow_worker, unslow_worker=unslow_worker), ranks)
-
-
-def subscribe_health(net: Testbed, schedule: FaultSchedule) -> Callable[[], None]:
-    """The schedule hears the controller's health events (a switch or link noticed down, traffic rerouted, a switch
-    back), where the control plane publishes them; returns what undoes it."""
-    if net.control is None or not schedule.faults:
-        return lambda: None
-    return net.control.subscribe(schedule.on_health)
-
-
-def undo_settings(settings: RunSettings, down: set[str]) -> None:
-    """Undo what the run set on the switches. With a switch crashed and not restarted, what cannot reach it is
-    expected to fail: logged at debug, not made the run's error (the fault is, first)."""
-    try:
-        settings.__exit__(None, None, None)
-    except Exception as e:
-        if not down:
-            raise
-        log.debug("undoing the run's settings with %s down: %s", ", ".join(sorted(down)), e)

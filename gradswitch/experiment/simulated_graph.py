@@ -15,27 +15,18 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import cast
 
-from gradswitch.experiment.graph_run import graph_job
+from gradswitch.experiment.graph_as_loop import loop_results, training_graph_job
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.run_plan import plan_run, sim_settings
 from gradswitch.experiment.simulated import report_simulated
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
-from gradswitch.experiment.training_graph import spec_training_graph
 from gradswitch.sim import SimError
 from gradswitch.sim.build import status
 from gradswitch.sim.graph_run import run_graph as simulate_graph
-from gradswitch.sim.results import NodeResult
 from gradswitch.sim.sim_config import check_mode
-from gradswitch.sim.sim_settings import CheckMode
-from gradswitch.workload.graph import GraphError, JobGraph
-from gradswitch.workload.graph_iterations import rank_events, rank_iterations
-from gradswitch.workload.graph_timing import GraphRun
-from gradswitch.workload.job import JobConfig
-from gradswitch.workload.plan import plan
+from gradswitch.workload.graph import GraphError
 from gradswitch.workload.records import CheckKind
-from gradswitch.workload.worker_result import iteration_entry
 
 
 def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None) -> Results:
@@ -49,11 +40,11 @@ def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | No
     run_plan.save(out_dir)
     training = run_plan.first
     try:
-        run_spec, graph, dilation = spec_training_graph(spec, spec.iterations)
-        job, placement = graph_job(run_plan.topology, run_spec, graph, dilation=dilation)
+        tg = training_graph_job(spec, run_plan.topology)
     except GraphError as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
-    settings = sim_settings(run_spec, [job.job], placement, sys.stderr.isatty() if progress is None else progress)
+    job, graph, dilation = tg.job, tg.graph, tg.dilation
+    settings = sim_settings(tg.run_spec, [job.job], tg.placement, sys.stderr.isatty() if progress is None else progress)
     # the loop's check, per iteration's elements (the graph's AUTO counts every iteration's: a weaker check sooner)
     settings = replace(settings, check=check_mode(training, settings))
     started = time.time()
@@ -65,31 +56,5 @@ def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | No
     except (SimError, GraphError) as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
     nodes = {training.job_id: loop_results(graph, result.run, result.sim.nodes[job.job.job_id], training,
-                                           result.check)}
+                                           CheckKind(str(result.check)))}
     return report_simulated(spec, [training], run_plan.topology, replace(result.sim, nodes=nodes), started, out_dir)
-
-
-def loop_results(graph: JobGraph, run: GraphRun, ranks: dict[int, NodeResult], training: JobConfig,
-                 check: CheckMode) -> dict[int, NodeResult]:
-    """Each rank's result as the training loop's worker `training.nodes[rank]` reports it (its iterations, timeline
-    and plan; the transport's counters the simulator's own); a parameter server's as the simulator gave it."""
-    kind = CheckKind(str(check))
-    in_flight = training.training.in_flight if training.training is not None else 1
-    p = plan(training)
-    figures = {"ops": len(p.ops), "layers": len(p.layers), "largest_op_elements": max(op.elements for op in p.ops)}
-    out: dict[int, NodeResult] = {}
-    for node_id, node in ranks.items():
-        if node["role"] != "worker" or node_id >= graph.world_size:
-            out[node_id] = node
-            continue
-        iterations = []
-        for record in rank_iterations(graph, run, node_id, kind, in_flight):
-            entry = iteration_entry(record)
-            if kind != CheckKind.EXACT:
-                entry["max_abs_error"] = None  # a digest, or no check: the error is not known
-            iterations.append(entry)
-        timeline: list[dict[str, object]] = [
-            {"iteration": e.iteration, "kind": str(e.kind), "name": e.name, "start": e.start, "end": e.end,
-             "lane": e.lane} for e in rank_events(graph, run, node_id, in_flight)]
-        out[node_id] = cast(NodeResult, {**node, "iterations": iterations, "timeline": timeline, "plan": figures})
-    return out

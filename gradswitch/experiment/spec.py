@@ -454,10 +454,10 @@ class ExperimentSpec:
             return []
         graph = "engine = graph"
         limits = [
-            (self.workload == "train-digits" or (self.simulated and self.emulate is not None),
-             f"{graph} runs workload = 'train-digits' (its real gradients through the graph's all-reduces) on BMv2 "
-             f"and a model's training (emulate) on the simulator (backend = ns3), not {self.workload!r} on "
-             f"{self.backend}: a trace's graph runs with workload_et"),
+            (self.workload == "train-digits" or self.emulate is not None,
+             f"{graph} runs a model's training (a model profile with emulate) and workload = 'train-digits' (its "
+             f"real gradients through the graph's all-reduces), not {self.workload!r} without emulate: a trace's "
+             "graph runs with workload_et"),
             (self.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
             (not self.colocate_servers, f"{graph}: one job's parameter servers on hosts of their own "

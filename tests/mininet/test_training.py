@@ -21,7 +21,7 @@ import pytest
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.placement import modelled_compute_s, topology_for
 from gradswitch.experiment.shipped_specs import EXPERIMENTS
-from gradswitch.experiment.spec import spec_from_dict
+from gradswitch.experiment.spec import Engine, spec_from_dict
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.network import NetworkOptions
 from gradswitch.workload.plan import allreduce_bound_s
@@ -93,3 +93,33 @@ def test_ring_ps_and_netreduce_train_through_bmv2_in_the_order_their_bounds_give
             bound[str(run.algo)] = report["headline_extra"]["machine_bound"]
     assert not bound["netreduce"], bound  # the switch kept up: the order below is the links', not the machine's
     assert samples["netreduce"] > samples["ring"] > samples["ps"], samples
+
+
+def test_the_graph_engine_trains_through_bmv2_and_reports_as_the_loop(tmp_path):
+    """engine = graph on BMv2 (gradswitch/experiment/runner.py run_on with the ranks running the job's training
+    graph, gradswitch.hosts.graph_main): the same ResNet-50 rack runs as above, ring and NetReduce, on the loop and
+    on the graph engine on one network. Each gives the loop's results.json: every iteration exact, the training
+    figures, the timeline; the graph's samples/s within 15 % of the loop's (the same emulated GPUs and links; a
+    wrong clock or dilation in the conversion is a factor of 4 here)."""
+    spec = load_spec(EXPERIMENTS / "training-speedup.toml")
+    runs = [replace(r, iterations=3, bw_mbps=5) for r in spec.runs
+            if (r.workload, str(r.topo), str(r.scheduling), str(r.algo)) in
+            {("resnet50", "rack", "priority", "ring"), ("resnet50", "rack", "priority", "netreduce")}]
+    assert len(runs) == 2
+    samples: dict[tuple[str, str], float] = {}
+    with Testbed(topology_for(runs[0]), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        for run in runs:
+            for engine in ("loop", "graph"):
+                out = tmp_path / f"{run.label}-{engine}"
+                report = run_on(net, replace(run, engine=Engine(engine)), out, progress=False)
+                assert report["ok"], report["errors"]
+                assert report["check"] == "exact" and len(report["iterations"]) == 3
+                assert all(it["correct"] and it["wrong_elements"] == 0 for it in report["iterations"])
+                training = report["training"]
+                assert training is not None and training["dilation"] == run.dilation
+                assert training["timeline"] and (out / "timeline.json").exists()
+                samples[(str(run.algo), engine)] = training["samples_per_s_real"]
+                # the ranks' graph job beside the spec's job (what a later run's resummary reads)
+                assert (out / "graph" / "job1.json").exists() == (engine == "graph") and (out / "job1.json").exists()
+    for algo in ("ring", "netreduce"):
+        assert samples[(algo, "graph")] == pytest.approx(samples[(algo, "loop")], rel=0.15), samples

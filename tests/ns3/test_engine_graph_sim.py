@@ -1,5 +1,5 @@
 """`engine = graph` on the simulator through the product's run (gradswitch/experiment/simulated_graph.py): the same
-spec's training job on the graph engine gives the training loop's results.json, figures within 1 % (the issue's
+spec's training job on the graph engine gives the training loop's results.json, figures within 1 % (the
 judgement on ns-3), on runs of gradswitch/specs/training-speedup.toml (4 emulated V100s, D = 4: the computation
 dilated as the loop's is) and a point of the scaling study (8 workers on the fat tree at 100 Gb/s)."""
 

@@ -49,7 +49,7 @@ def test_a_digits_spec_on_the_graph_engine_is_fine_and_makes_the_digits_graph() 
 
 
 @pytest.mark.parametrize(("kw", "says"), [
-    ({"workload": "resnet50", "dtype": "int32"}, "engine = graph runs workload = 'train-digits'"),
+    ({"workload": "resnet50", "dtype": "int32"}, "not 'resnet50' without emulate"),
     ({"algo": "ps", "colocate_servers": True}, "parameter servers on hosts of their own (colocate_servers = false)"),
     ({"float_mode": "exponent"}, "fixed point (float_mode = fixed)"),
     ({"jobs": 2}, "engine = graph: one job"),
@@ -99,7 +99,7 @@ def test_a_compare_refuses_engine_graph_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text('[defaults]\nworkload = "train-digits"\ndtype = "float32"\nengine = "graph"\nbw_mbps = 20\n'
                     '[matrix]\nalgo = ["ring", "netreduce"]\n')
-    with pytest.raises(SpecError, match=r"engine = graph on BMv2 \(train-digits\) runs with gradswitch experiment"):
+    with pytest.raises(SpecError, match="train-digits on the graph engine runs with gradswitch experiment"):
         load_spec(path)
 
 

@@ -93,11 +93,11 @@ def test_a_generated_training_graph_gives_one_record_per_iteration() -> None:
 
 @pytest.mark.parametrize(("kw", "says"), [
     ({}, None),
-    ({"backend": "bmv2"}, "a model's training (emulate) on the simulator (backend = ns3), not 'resnet50' on bmv2"),
-    ({"emulate": None}, "not 'resnet50' on ns3"),
+    ({"backend": "bmv2"}, None),
+    ({"emulate": None}, "not 'resnet50' without emulate"),
     ({"jobs": 2}, "engine = graph: one job"),
 ])
-def test_engine_graph_runs_a_models_training_on_the_simulator(kw: dict[str, Any], says: str | None) -> None:
+def test_engine_graph_runs_a_models_training_on_either_backend(kw: dict[str, Any], says: str | None) -> None:
     raw = {"workload": "resnet50", "engine": "graph", "backend": "ns3", "workers": 4, "bw_mbps": 20.0,
            "emulate": {"link_gbps": 10, "device": "v100", "batch": 32}, **kw}
     problems = spec_from_dict({k: v for k, v in raw.items() if v is not None}).problems()

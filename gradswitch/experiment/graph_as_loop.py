@@ -1,0 +1,82 @@
+"""A training graph's run reported as the training loop's: what the graph engines measured
+of a spec's job run as its training graph (gradswitch/experiment/training_graph.py), turned into the loop's node
+results (result-<id>.json's content: iterations, timeline, plan; gradswitch/workload/graph_iterations.py), so the
+loop's report (gradswitch/experiment/report.py summarize) makes the same results.json of either engine, on either
+backend (gradswitch/experiment/simulated_graph.py on ns-3, gradswitch/experiment/runner.py run_on on BMv2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import cast
+
+from gradswitch.experiment.graph_run import graph_job
+from gradswitch.experiment.placement import Placement
+from gradswitch.experiment.spec import ExperimentSpec
+from gradswitch.experiment.training_graph import spec_training_graph
+from gradswitch.hosts.graph_job import GraphJob
+from gradswitch.topology.model import Topology
+from gradswitch.workload.graph import JobGraph
+from gradswitch.workload.graph_iterations import rank_events, rank_iterations
+from gradswitch.workload.graph_timing import GraphRun
+from gradswitch.workload.job import Algorithm, JobConfig
+from gradswitch.workload.plan import plan
+from gradswitch.workload.records import CheckKind
+from gradswitch.workload.worker_result import WorkerResult, iteration_entry
+
+
+@dataclass(frozen=True)
+class TrainingGraphJob:
+    """A spec's training job as the graph engine runs it: the spec to run its graph with (no workload of its own,
+    the hosts' algorithms: the graph's in-network all-reduces are NetReduce jobs of their own), the graph, the
+    job the ranks run (gradswitch/experiment/graph_run.py graph_job) and the dilation."""
+
+    run_spec: ExperimentSpec
+    graph: JobGraph
+    job: GraphJob
+    placement: Placement  # where the ranks (and servers) run
+    dilation: float
+
+    @property
+    def host_spec(self) -> ExperimentSpec:
+        """The run's settings on the switches: the spec's, but the graph's own job id carries the hosts'
+        algorithms (the in-network ones are the GraphJob's NetReduce jobs)."""
+        return replace(self.run_spec, algo=Algorithm.RING)
+
+
+def training_graph_job(spec: ExperimentSpec, topology: Topology) -> TrainingGraphJob:
+    """The spec's training job (`spec.iterations` iterations) as a graph job on the topology; one-line errors
+    (GraphError, ExperimentError) before anything starts."""
+    run_spec, graph, dilation = spec_training_graph(spec, spec.iterations)
+    job, placement = graph_job(topology, run_spec, graph, dilation=dilation)
+    return TrainingGraphJob(run_spec, graph, job, placement, dilation)
+
+
+def on_clock(run: GraphRun, go: float, dilation: float) -> GraphRun:
+    """A run's times (emulated seconds from the go) on the testbed's clock: go + t x D, as the loop records them."""
+    return GraphRun(tuple(replace(n, start_s=go + n.start_s * dilation, end_s=go + n.end_s * dilation)
+                          for n in run.nodes))
+
+
+def loop_results(graph: JobGraph, run: GraphRun, ranks: dict[int, WorkerResult], training: JobConfig,
+                 check: CheckKind) -> dict[int, WorkerResult]:
+    """Each rank's result as the training loop's worker `training.nodes[rank]` reports it (its iterations, timeline
+    and plan; the transport's counters its own); a parameter server's as it is."""
+    in_flight = training.training.in_flight if training.training is not None else 1
+    p = plan(training)
+    figures = {"ops": len(p.ops), "layers": len(p.layers), "largest_op_elements": max(op.elements for op in p.ops)}
+    out: dict[int, WorkerResult] = {}
+    for node_id, node in ranks.items():
+        if node["role"] != "worker" or node_id >= graph.world_size:
+            out[node_id] = node
+            continue
+        iterations = []
+        for record in rank_iterations(graph, run, node_id, check, in_flight):
+            entry = iteration_entry(record)
+            if check != CheckKind.EXACT:
+                entry["max_abs_error"] = None  # a digest, or no check: the error is not known
+            iterations.append(entry)
+        timeline: list[dict[str, object]] = [
+            {"iteration": e.iteration, "kind": str(e.kind), "name": e.name, "start": e.start, "end": e.end,
+             "lane": e.lane} for e in rank_events(graph, run, node_id, in_flight)]
+        out[node_id] = cast(WorkerResult, {**node, "iterations": iterations, "timeline": timeline, "plan": figures})
+    return out
