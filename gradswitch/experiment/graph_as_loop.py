@@ -43,12 +43,16 @@ class TrainingGraphJob:
         return replace(self.run_spec, algo=Algorithm.RING)
 
 
-def training_graph_job(spec: ExperimentSpec, topology: Topology) -> TrainingGraphJob:
-    """The spec's training job (`spec.iterations` iterations) as a graph job on the topology; one-line errors
-    (GraphError, ExperimentError) before anything starts."""
+def training_graph_jobs(spec: ExperimentSpec, topology: Topology) -> list[TrainingGraphJob]:
+    """The spec's training jobs (`jobs` of them, each `spec.iterations` iterations on hosts of its own, as the loop
+    places them) as graph jobs on the topology; one-line errors (GraphError, ExperimentError) before anything
+    starts."""
     run_spec, graph, dilation = spec_training_graph(spec, spec.iterations)
-    job, placement = graph_job(topology, run_spec, graph, dilation=dilation)
-    return TrainingGraphJob(run_spec, graph, job, placement, dilation)
+    out = []
+    for k in range(spec.jobs):
+        job, placement = graph_job(topology, run_spec, graph, dilation=dilation, job_index=k)
+        out.append(TrainingGraphJob(run_spec, graph, job, placement, dilation))
+    return out
 
 
 def on_clock(run: GraphRun, go: float, dilation: float) -> GraphRun:

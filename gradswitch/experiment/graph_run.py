@@ -57,7 +57,7 @@ from gradswitch.topology.model import Topology
 from gradswitch.version import code_version
 from gradswitch.workload.collective_bounds import collective_bound_s, point_to_point_bound_s
 from gradswitch.workload.fault_record import FaultRecord
-from gradswitch.workload.graph import CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
+from gradswitch.workload.graph import IN_NETWORK, CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
 from gradswitch.workload.graph_payload import PayloadKind, TrainingOutcome
 from gradswitch.workload.graph_timing import GraphRun
 from gradswitch.workload.job import Algorithm, job_dir, job_file
@@ -224,13 +224,14 @@ def graph_spec(graph: JobGraph, *, bw_mbps: float, seed: int = 1, ring_order: Ri
 
 
 def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation: float | None = None,
-              timeout_s: float | None = None, payload: PayloadKind = PayloadKind.SYNTHETIC
+              timeout_s: float | None = None, payload: PayloadKind = PayloadKind.SYNTHETIC, job_index: int = 0
               ) -> tuple[GraphJob, Placement]:
     """What the ranks run and where: the graph, with the spec's transport settings for its `workers` (the
     graph's ranks) on this network (placement.place and job_config: hosts as an experiment's ring, window
     within the shaped queue, RTO from the path), the window shared among the process groups a rank may
     receive from at once, carrying `payload`. `dilation`: None, the spec's (1 without emulation). One-line
-    errors (GraphError, ExperimentError) before anything starts."""
+    errors (GraphError, ExperimentError) before anything starts. `job_index`: which of the spec's `jobs` (each on
+    hosts of its own; its in-network collectives' NetReduce jobs numbered after every job's id)."""
     validate(graph)
     spec.validate()
     if payload != PayloadKind.SYNTHETIC and spec.simulated:
@@ -249,7 +250,7 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
         raise ExperimentError(f"{graph.name}: {graph.world_size} ranks{with_servers}, but the network has {hosts} "
                               f"hosts; run it on a topology with at least {needed}")
     plan = plan_run(spec, topo)
-    placement, cfg = plan.placement, plan.first
+    placement, cfg = plan.placement, plan.jobs[job_index]
     servers = tuple(s.node_id for s in cfg.servers)
     if servers:
         # a pull waits behind the server's windows, its acknowledgement behind every rank's pushes: two queues
@@ -269,7 +270,9 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
                         for r in range(graph.world_size)))
     timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
         graph, spec.bw_mbps, d, len(servers))
-    in_network = in_network_jobs(graph, cfg.job_id) if spec.algo == Algorithm.NETREDUCE else {}
+    # one job: its own id + 1 on (as ever); several: after every job's id, len(IN_NETWORK) a job
+    first_id = None if len(plan.jobs) == 1 else len(plan.jobs) + 1 + job_index * len(IN_NETWORK)
+    in_network = in_network_jobs(graph, cfg.job_id, first_id) if spec.algo == Algorithm.NETREDUCE else {}
     if not spec.simulated:  # the P4 switches' limits (the simulator's run every IN_NETWORK type, any number of
         # members; gradswitch.sim.graph_run refuses what they cannot)
         for kind, job_id in in_network.items():

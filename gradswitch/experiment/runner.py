@@ -30,7 +30,7 @@ from gradswitch.experiment.background import GoodputMeter
 from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.counters import Snapshot, delta, label_ports, snapshot
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
-from gradswitch.experiment.graph_as_loop import TrainingGraphJob, loop_results, on_clock, training_graph_job
+from gradswitch.experiment.graph_as_loop import TrainingGraphJob, loop_results, on_clock, training_graph_jobs
 from gradswitch.experiment.graph_run import switch_jobs
 from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import RunSettings
@@ -97,11 +97,12 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     plan.save(out_dir)
     placement, cfgs = plan.placement, list(plan.jobs)
     # engine = graph: the job's ranks run its training graph (gradswitch.hosts.graph_main), reported as the loop's
-    tg = training_graph_job(spec, net.topo) if spec.engine == Engine.GRAPH else None
-    nodes_cfgs, config_dir = (cfgs, out_dir) if tg is None else ([tg.job.job], out_dir / GRAPH_JOB_DIR)
-    if tg is not None:
+    tgs = training_graph_jobs(spec, net.topo) if spec.engine == Engine.GRAPH else []
+    nodes_cfgs, config_dir = (cfgs, out_dir) if not tgs else ([tg.job.job for tg in tgs], out_dir / GRAPH_JOB_DIR)
+    if tgs:
         config_dir.mkdir(exist_ok=True)
-        tg.job.save(job_file(config_dir, tg.job.job.job_id))
+        for tg in tgs:
+            tg.job.save(job_file(config_dir, tg.job.job.job_id))
     fabric = net.fabric
     procs: Processes = {}
     schedule = fault_schedule_for(net, spec, cfgs[0], procs, run_dir)
@@ -135,20 +136,21 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         if job == cfgs[0].job_id:
             schedule.worker_exited(rank_of(cfgs[0], nid), at)
 
-    settings = RunSettings(net, spec if tg is None else tg.host_spec, nodes_cfgs, placement, run_dir).__enter__()
+    settings = RunSettings(net, tgs[0].host_spec if tgs else spec, nodes_cfgs, placement, run_dir).__enter__()
     unsubscribe = subscribe_health(net, schedule)
-    in_network = contextlib.nullcontext() if tg is None else switch_jobs(net, tg.job, tg.job.job.credits)
+    in_network = contextlib.ExitStack()  # the graph jobs' NetReduce jobs, removed after whatever happens
     try:
-        in_network.__enter__()
+        for tg in tgs:
+            in_network.enter_context(switch_jobs(net, tg.job, tg.job.job.credits))
         # DLCP's event counters count from the switch's start (several runs may share a network): this run's are
         # what they gained while its jobs ran (nothing of the jobs' runs before the go: their nodes only resolve
         # their peers, with ICMP).
         dlcp_before = {name: settings.dlcp_events(name) for name in fabric.switch_names()} if spec.dlcp.enabled else {}
         try:
             results = run_nodes(net, nodes_cfgs, config_dir, run_dir,
-                                Progress(spec.iterations if tg is None else 1, spec.label, progress),
+                                Progress(1 if tgs else spec.iterations, spec.label, progress),
                                 on_go=go, on_done=done, on_started=procs.update, on_exit=exited,
-                                module="gradswitch.hosts.main" if tg is None else "gradswitch.hosts.graph_main")
+                                module="gradswitch.hosts.graph_main" if tgs else "gradswitch.hosts.main")
         finally:
             schedule.stop()
             schedule.restore()  # a switch due to restart, a link due to come up: back now, for the next run
@@ -167,12 +169,12 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
             switches["netreduce"] = {str(job): asdict(status) for job, status in settings.netreduce_status().items()}
         rotations = settings.tensorlights_rotations()
     finally:
-        in_network.__exit__(None, None, None)
+        in_network.close()
         unsubscribe()
         undo_settings(settings, schedule.down_switches())
-    if tg is not None:
-        results = {cfgs[0].job_id: graph_results(tg, job_dir(run_dir, tg.job.job.job_id), results[tg.job.job.job_id],
-                                                 cfgs[0])}
+    if tgs:
+        results = {cfg.job_id: graph_results(tg, job_dir(run_dir, cfg.job_id), results[cfg.job_id], cfg)
+                   for tg, cfg in zip(tgs, cfgs, strict=True)}
     report = summarize(spec, cfgs, results, switches, started, carried, goodput)
     if schedule.faults:
         for result in results[cfgs[0].job_id].values():  # NetReduce: where the job's workers left the switch

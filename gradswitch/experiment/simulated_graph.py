@@ -16,14 +16,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from gradswitch.experiment.graph_as_loop import loop_results, training_graph_job
+from gradswitch.experiment.graph_as_loop import loop_results, training_graph_jobs
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.run_plan import plan_run, sim_settings
 from gradswitch.experiment.simulated import report_simulated
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from gradswitch.sim import SimError
 from gradswitch.sim.build import status
-from gradswitch.sim.graph_run import run_graph as simulate_graph
+from gradswitch.sim.graph_run import PlacedGraph, run_graphs
 from gradswitch.sim.sim_config import check_mode
 from gradswitch.workload.graph import GraphError
 from gradswitch.workload.records import CheckKind
@@ -38,23 +38,27 @@ def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | No
     out_dir.mkdir(parents=True, exist_ok=True)
     run_plan = plan_run(spec)
     run_plan.save(out_dir)
-    training = run_plan.first
+    trainings = list(run_plan.jobs)
     try:
-        tg = training_graph_job(spec, run_plan.topology)
+        tgs = training_graph_jobs(spec, run_plan.topology)
     except GraphError as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
-    job, graph, dilation = tg.job, tg.graph, tg.dilation
-    settings = sim_settings(tg.run_spec, [job.job], tg.placement, sys.stderr.isatty() if progress is None else progress)
+    first = tgs[0]
+    settings = sim_settings(first.run_spec, [tg.job.job for tg in tgs], first.placement,
+                            sys.stderr.isatty() if progress is None else progress)
     # the loop's check, per iteration's elements (the graph's AUTO counts every iteration's: a weaker check sooner)
-    settings = replace(settings, check=check_mode(training, settings))
+    settings = replace(settings, check=check_mode(trainings[0], settings))
     started = time.time()
     hostfile = Path(spec.hostfile) if spec.hostfile is not None else None
+    placed = [PlacedGraph(tg.graph.dilated(tg.dilation) if tg.dilation != 1.0 else tg.graph, tg.job.job,
+                          tg.job.in_network) for tg in tgs]
     try:
-        result = simulate_graph(graph.dilated(dilation) if dilation != 1.0 else graph, run_plan.topology, settings,
-                                out_dir / "sim", job=job.job, mpi_ranks=spec.ranks, hostfile=hostfile,
-                                in_network=job.in_network)
+        results = run_graphs(placed, run_plan.topology, settings, out_dir / "sim", mpi_ranks=spec.ranks,
+                             hostfile=hostfile)
     except (SimError, GraphError) as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
-    nodes = {training.job_id: loop_results(graph, result.run, result.sim.nodes[job.job.job_id], training,
-                                           CheckKind(str(result.check)))}
-    return report_simulated(spec, [training], run_plan.topology, replace(result.sim, nodes=nodes), started, out_dir)
+    nodes = {cfg.job_id: loop_results(tg.graph, result.run, result.sim.nodes[cfg.job_id], cfg,
+                                      CheckKind(str(result.check)))
+             for tg, cfg, result in zip(tgs, trainings, results, strict=True)}
+    return report_simulated(spec, trainings, run_plan.topology, replace(results[0].sim, nodes=nodes), started,
+                            out_dir)

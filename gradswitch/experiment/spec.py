@@ -465,7 +465,7 @@ class ExperimentSpec:
             (self.float_mode == FloatMode.FIXED, f"{graph}: train-digits' gradients go as fixed point "
              "(float_mode = fixed), not block exponents"),
             (not self.dlcp.lossy, f"{graph}: every sum is checked exact; no DLCP dropping"),
-            (self.jobs == 1, f"{graph}: one job (jobs = 1)"),
+            (self.jobs == 1 or self.emulate is not None, f"{graph}: one job (jobs = 1) of train-digits"),
             (self.netreduce_k is None and self.netreduce_deadline_ms is None,
              f"{graph}: NetReduce k of N is the iteration loop's (leave engine out)"),
             (self.crash is None and not any(f.kind in WORKER_FAULTS for f in self.faults),

@@ -163,9 +163,10 @@ def netreduce_problem(graph: JobGraph, cfg: JobConfig, hosts: Sequence[str], job
                        f"most {CONFIG.AGG_MAX_CREDITS} (a message's owner sits above its window in the RETH)")
 
 
-def timings(graph: JobGraph, raw: dict[str, Any]) -> GraphRun:
-    """The simulator's per-node records (each rank's `graph`: [id, start, end, checked]) as a GraphRun."""
-    job = raw["jobs"][0]
+def timings(graph: JobGraph, raw: dict[str, Any], index: int = 0) -> GraphRun:
+    """The simulator's per-node records of its `index`-th job (each rank's `graph`: [id, start, end, checked]) as a
+    GraphRun."""
+    job = raw["jobs"][index]
     out: list[NodeTiming] = []
     for result in job["nodes"]:
         rank = int(result["node_id"])
@@ -218,3 +219,59 @@ def run_graph(graph: JobGraph, topology: Topology, settings: SimSettings | None 
         raw = simulate(cfg_doc, out_dir, settings, launch=launch)
     sim = parse(raw, [cfg])
     return GraphSimResult(timings(graph, raw), sim, tuple(n.host for n in cfg.nodes), sim.checks[cfg.job_id])
+
+
+@dataclass(frozen=True)
+class PlacedGraph:
+    """One job of a run of several graphs at once: its graph, the job its workers are (hosts, transport, id) and
+    the NetReduce job of each of its in-network collective types (ids of their own, apart from every job's)."""
+
+    graph: JobGraph
+    job: JobConfig
+    in_network: Mapping[CollectiveKind, int]
+
+
+def run_graphs(jobs: Sequence[PlacedGraph], topology: Topology, settings: SimSettings, out_dir: Path,
+               mpi_ranks: int = 1, hostfile: Path | None = None, sync: MpiSync = MpiSync.BARRIER
+               ) -> list[GraphSimResult]:
+    """Simulate several jobs' graphs at once on the topology (each on its job's hosts, as run_graph runs one given
+    `job`), in one simulation: their packets share the fabric. One result per job, in their order, each with the
+    run's SimResult. The same one-line errors as run_graph, and SimError for jobs that share a host or an id."""
+    if not jobs:
+        raise SimError("no graph to run: give at least one job")
+    if mpi_ranks < 1:
+        raise SimError(f"mpi_ranks = {mpi_ranks}: give 1 (one process, the default) or more (MPI)")
+    docs, cfgs = [], []
+    for p in jobs:
+        doc, cfg = config(p.graph, topology, settings, job=p.job, in_network=p.in_network)
+        docs.append(doc)
+        cfgs.append(cfg)
+    hosts = [n.host for cfg in cfgs for n in cfg.nodes]
+    if len(set(hosts)) != len(hosts):
+        raise SimError(f"graphs {', '.join(p.graph.name for p in jobs)}: their jobs share a host; give each its own")
+    ids = [cfg.job_id for cfg in cfgs] + [j for p in jobs for j in p.in_network.values()]
+    if len(set(ids)) != len(ids):
+        raise SimError(f"graphs {', '.join(p.graph.name for p in jobs)}: job ids {sorted(ids)} meet; give each job "
+                       "and each NetReduce job an id of its own")
+    cfg_doc = docs[0]
+    cfg_doc["time_limit_s"] = max(d["time_limit_s"] for d in docs)
+    cfg_doc["jobs"] = [d["jobs"][0] for d in docs]
+    if settings.faults:
+        try:
+            cfg_doc["fault_schedule"] = schedule_json(settings.faults, topology, cfgs, settings.switch_detect_s,
+                                                      settings.link_detect_s)
+        except SimFaultError as e:
+            raise SimError(str(e)) from None
+    if settings.loss_pct > 0:
+        cfg_doc["loss"] = {"fraction": settings.loss_pct / 100.0, "hosts": sorted(set(hosts))}
+    launch = None
+    if mpi_ranks > 1:
+        try:
+            cfg_doc["mpi"] = partition(topology, cfgs, mpi_ranks).config(sync)
+        except PartitionError as e:
+            raise SimError(str(e)) from None
+        launch = MpiLaunch(mpi_ranks, hostfile)
+    raw = simulate(cfg_doc, out_dir, settings, launch=launch)
+    sim = parse(raw, cfgs)
+    return [GraphSimResult(timings(p.graph, raw, k), sim, tuple(n.host for n in cfg.nodes), sim.checks[cfg.job_id])
+            for k, (p, cfg) in enumerate(zip(jobs, cfgs, strict=True))]

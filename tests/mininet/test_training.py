@@ -123,3 +123,19 @@ def test_the_graph_engine_trains_through_bmv2_and_reports_as_the_loop(tmp_path):
                 assert (out / "graph" / "job1.json").exists() == (engine == "graph") and (out / "job1.json").exists()
     for algo in ("ring", "netreduce"):
         assert samples[(algo, "graph")] == pytest.approx(samples[(algo, "loop")], rel=0.15), samples
+
+
+def test_two_jobs_train_at_once_on_the_graph_engine_through_bmv2(tmp_path):
+    """jobs = 2 on the graph engine: each job's ranks on hosts of their own, NetReduce jobs of their own in the
+    switch (ids after both jobs'), both jobs' results as the loop reports them, every iteration exact."""
+    spec = load_spec(EXPERIMENTS / "training-speedup.toml")
+    [run] = [replace(r, iterations=3, bw_mbps=5, jobs=2, engine=Engine.GRAPH) for r in spec.runs
+             if r.label == "resnet50-rack-netreduce-fifo"]
+    with Testbed(topology_for(run), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        report = run_on(net, run, tmp_path / "run", progress=False)
+    assert report["ok"], report["errors"]
+    assert set(report["jobs"]) == {"1", "2"}
+    assert all(j["outcome"] == "ok" and j["check"] == "exact" and j["iterations_done"] == 3
+               for j in report["jobs"].values()), report["jobs"]
+    assert {json.loads((tmp_path / "run" / "graph" / f"job{j}.json").read_text())["in_network"]["all_reduce"]
+            for j in (1, 2)} == {3, 6}

@@ -60,3 +60,16 @@ def test_a_scaling_point_on_the_graph_engine_gives_the_loops_iteration(tmp_path:
     assert graph["simulator"]["packet_hops"] > 0 and not graph["simulator"]["time_limit_hit"]
     assert "on the ns-3 simulator, graph engine" in format_table(graph)
     assert "graph engine" not in format_table(loop)
+
+
+@pytest.mark.parametrize("label", ["resnet50-rack-ring-fifo", "resnet50-leafspine-netreduce-fifo"])
+def test_two_jobs_at_once_on_the_graph_engine_give_the_loops_results(tmp_path: Path, label: str) -> None:
+    """jobs = 2: both jobs' graphs in one simulation, on hosts of their own, sharing the fabric (NetReduce: each its
+    own switch job), as the loop runs them."""
+    loop, graph = both(replace(speedup_run(label), jobs=2, iterations=3), tmp_path)
+    assert loop["ok"] and graph["ok"] and set(graph["jobs"]) == {"1", "2"} == set(loop["jobs"])
+    assert all(j["outcome"] == "ok" and j["check"] == "exact" for j in graph["jobs"].values())
+    # which job a shared link serves first may differ; the pair's median iterations agree
+    assert sorted(j["median_s"] for j in graph["jobs"].values()) == pytest.approx(
+        sorted(j["median_s"] for j in loop["jobs"].values()), rel=TOLERANCE)
+    assert graph["bytes_on_wire"] == loop["bytes_on_wire"]

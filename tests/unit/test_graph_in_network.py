@@ -77,6 +77,9 @@ def test_world_reductions_and_gathers_in_the_switches_one_job_each() -> None:
     only_ag = JobGraph("ag", tuple(RankGraph(r, (CollectiveNode(1, "ag", K.ALL_GATHER, "world", 64),), "x")
                                    for r in range(2)), (world_group(2),))
     assert in_network_jobs(only_ag, 5) == {K.ALL_GATHER: 8}
+    # several graphs: ids from `first`, a place for every type, so two graphs' ids never meet
+    assert in_network_jobs(g, 1, 3) == {K.ALL_REDUCE: 3, K.REDUCE_SCATTER: 4, K.ALL_GATHER: 5}
+    assert in_network_jobs(only_ag, 2, 6) == {K.ALL_GATHER: 8}
 
 
 def test_a_group_of_every_rank_out_of_order_stays_on_the_hosts() -> None:

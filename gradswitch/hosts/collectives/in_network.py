@@ -49,11 +49,14 @@ def runs_in_network(graph: JobGraph, node: Node, in_network: dict[CollectiveKind
     return isinstance(node, CollectiveNode) and node.collective in in_network and is_world(graph, node.group)
 
 
-def in_network_jobs(graph: JobGraph, job: int) -> dict[CollectiveKind, int]:
-    """The NetReduce job of each collective type of `graph` that the switches run, the graph's job being `job`."""
+def in_network_jobs(graph: JobGraph, job: int, first: int | None = None) -> dict[CollectiveKind, int]:
+    """The NetReduce job of each collective type of `graph` that the switches run, the graph's job being `job`: ids
+    from `first` on (default job + 1), one per type of IN_NETWORK in its order, whether the graph has it or not (so
+    several graphs' ids, `first` len(IN_NETWORK) apart, never meet)."""
     kinds = {n.collective for r in graph.ranks for n in r.nodes
              if isinstance(n, CollectiveNode) and n.collective in IN_NETWORK and is_world(graph, n.group)}
-    return {k: job + 1 + i for i, k in enumerate(IN_NETWORK) if k in kinds}
+    start = job + 1 if first is None else first
+    return {k: start + i for i, k in enumerate(IN_NETWORK) if k in kinds}
 
 
 def algorithm(graph: JobGraph, group: str, kind: CollectiveKind, in_network: dict[CollectiveKind, int]) -> str:
