@@ -70,6 +70,7 @@ def test_two_jobs_at_once_on_the_graph_engine_give_the_loops_results(tmp_path: P
     assert loop["ok"] and graph["ok"] and set(graph["jobs"]) == {"1", "2"} == set(loop["jobs"])
     assert all(j["outcome"] == "ok" and j["check"] == "exact" for j in graph["jobs"].values())
     # which job a shared link serves first may differ; the pair's median iterations agree
-    assert sorted(j["median_s"] for j in graph["jobs"].values()) == pytest.approx(
-        sorted(j["median_s"] for j in loop["jobs"].values()), rel=TOLERANCE)
+    medians = {name: sorted(float(j["median_s"] or 0.0) for j in r["jobs"].values())
+               for name, r in (("loop", loop), ("graph", graph))}
+    assert medians["graph"] == pytest.approx(medians["loop"], rel=TOLERANCE) and min(medians["loop"]) > 0
     assert graph["bytes_on_wire"] == loop["bytes_on_wire"]
