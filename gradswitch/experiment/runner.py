@@ -52,7 +52,7 @@ from gradswitch.experiment.timeline import write_timeline
 from gradswitch.hosts.graph_job import read_timing, timing_path
 from gradswitch.net.network import NetworkOptions
 from gradswitch.protocol.background_tcp import BACKGROUND_PORT
-from gradswitch.workload.graph_timing import GraphRun
+from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.job import JobConfig, job_dir, job_file
 from gradswitch.workload.records import CheckKind
 from gradswitch.workload.worker_result import WorkerResult as NodeResult
@@ -206,10 +206,16 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
 def graph_results(tg: TrainingGraphJob, ranks_dir: Path, results: dict[int, NodeResult], training: JobConfig
                   ) -> dict[int, NodeResult]:
     """The ranks' results of a training graph's run as the loop's workers report theirs: their node timings
-    (graph-<rank>.json, emulated seconds from the go) on the testbed's clock, a rank that left none with none."""
+    (graph-<rank>.json, emulated seconds from the go; a rank that stopped mid-graph, the nodes it ended) on the
+    testbed's clock, a rank that left none with none (its iterations: none kept, as a killed loop worker's)."""
     go = float((ranks_dir / "go").read_text()) if (ranks_dir / "go").exists() else 0.0
-    timed = [r for r in range(tg.graph.world_size) if timing_path(ranks_dir, r).exists()]
-    run = GraphRun(tuple(n for r in timed for n in read_timing(ranks_dir, r).nodes))
+    nodes: list[NodeTiming] = []
+    for r in range(tg.graph.world_size):
+        for partial in (False, True):
+            if timing_path(ranks_dir, r, partial).exists():
+                nodes += read_timing(ranks_dir, r, partial).nodes
+                break
+    run = GraphRun(tuple(nodes))
     return loop_results(tg.graph, on_clock(run, go, tg.dilation), results, training, CheckKind.EXACT)
 
 

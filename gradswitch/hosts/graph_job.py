@@ -46,13 +46,15 @@ class GraphJob:
         return cls.from_json(path.read_text())
 
 
-def timing_path(run_dir: Path, rank: int) -> Path:
-    return run_dir / f"graph-{rank}.json"
+def timing_path(run_dir: Path, rank: int, partial: bool = False) -> Path:
+    """A rank's node timings: graph-<rank>.json once it ran its graph; graph-<rank>.partial.json, the nodes it
+    ended, when it stopped before the end (gradswitch/hosts/graph_main.py keep_partial)."""
+    return run_dir / (f"graph-{rank}.partial.json" if partial else f"graph-{rank}.json")
 
 
-def write_timing(run_dir: Path, rank: int, run: GraphRun) -> None:
-    timing_path(run_dir, rank).write_text(json.dumps(run.to_dict()))
+def write_timing(run_dir: Path, rank: int, run: GraphRun, partial: bool = False) -> None:
+    timing_path(run_dir, rank, partial).write_text(json.dumps(run.to_dict()))
 
 
-def read_timing(run_dir: Path, rank: int) -> GraphRun:
-    return GraphRun.from_dict(json.loads(timing_path(run_dir, rank).read_text()))
+def read_timing(run_dir: Path, rank: int, partial: bool = False) -> GraphRun:
+    return GraphRun.from_dict(json.loads(timing_path(run_dir, rank, partial).read_text()))

@@ -167,6 +167,8 @@ def timings(job: GraphJob, rank: int, spans: dict[int, Span], runtime: HostRunti
     d = job.dilation
     out, wrong = [], []
     for n in job.graph.ranks[rank].nodes:
+        if n.id not in spans:  # a run that stopped: the nodes it never ended
+            continue
         s = spans[n.id]
         checked: bool | None = None
         if n.id in runtime.wrong and runtime.ops[n.id].kind != "send":  # a send has no output: its receiver checks
@@ -182,6 +184,18 @@ def timings(job: GraphJob, rank: int, spans: dict[int, Span], runtime: HostRunti
     return out, wrong
 
 
+def keep_partial(job: GraphJob, rank: int, spans: dict[int, Span], runtime: HostRuntime, t0: float, run_dir: Path
+                 ) -> None:
+    """A rank that stopped mid-graph (its peers gone, a fault, the timeout): the nodes it ended, checked, in
+    graph-<rank>.partial.json, so a training run keeps the iterations completed before, as the loop does; never
+    a reason to hide the failure (its result says it)."""
+    try:
+        nodes, _wrong = timings(job, rank, spans, runtime, t0)
+        write_timing(run_dir, rank, GraphRun(tuple(nodes)), partial=True)
+    except Exception as e:  # the failure is reported already: what ran is kept only where it can be
+        print(f"rank {rank}: what ran before the failure could not be kept: {type(e).__name__}: {e}", flush=True)
+
+
 def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) -> WorkerResult:
     cfg = job.job
     me = cfg.node(rank)
@@ -195,6 +209,9 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
     error: str | None = None
     trace: str | None = None
     source: DataSource | None = None
+    scheduler: GraphScheduler | None = None
+    runtime: HostRuntime | None = None
+    t0 = 0.0
     try:
         ops = ops_of(job.graph, rank)
         source = data_source(job.payload, cfg, rank, ops)
@@ -207,7 +224,8 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         with contextlib.suppress(ValueError):  # the runner's stamp: one clock for every rank of the machine
             t0 = min(t0, float(go.read_text()))
         runtime = HostRuntime(comm, ops, regions, source, switched, served)
-        spans = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout).run()
+        scheduler = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout)
+        spans = scheduler.run()
         nodes, wrong = timings(job, rank, spans, runtime, t0)
         write_timing(run_dir, rank, GraphRun(tuple(nodes)))
         if wrong:
@@ -217,6 +235,8 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         linger(cfg, engine, run_dir, rank)
     except Exception as e:  # reported to the runner, which names the rank
         error, trace = failed(run_dir, f"rank {rank} on {me.host}", e)
+        if scheduler is not None and runtime is not None and scheduler.spans:
+            keep_partial(job, rank, scheduler.spans, runtime, t0, run_dir)
     finally:
         stats = merged_stats([comm, *{id(j.worker.comm): j.worker.comm for j, _ in switched.values()}.values()])
         engine.close()

@@ -187,3 +187,17 @@ def test_a_netreduce_run_whose_aggregation_spine_hangs_and_is_let_go_on_falls_ba
     hung = events.first(HealthKind.SWITCH_HUNG, "spine1")
     events.first(HealthKind.SWITCH_UP, "spine1", hung.at)
     assert fabric_net.fabric.is_up("spine1")
+
+
+def test_a_training_graph_whose_leaf_hangs_ends_within_its_bound_with_its_iterations_kept(fabric_net: Testbed,
+                                                                                         tmp_path: Path) -> None:
+    """The same on the graph engine (engine = graph: the ranks run the job's training graph): the ranks that stop
+    mid-graph keep the nodes they ended (gradswitch/hosts/graph_main.py keep_partial), so the run's results.json
+    holds every iteration completed before the hang, exact, as the loop's does."""
+    iterations = 30
+    spec = spec_from_dict({"algo": "ring", "workers": 4, "topo": "leafspine", "workload": "resnet50", "scale": 0.008,
+                           "emulate": {"link_gbps": 10.0, "batch": 32}, "engine": "graph", "bw_mbps": 20.0,
+                           "iterations": iterations, "warmup": 1, "faults": ["switch-hang:leaf2@3"]})
+    saved, took, bound = hang_run(fabric_net, spec, tmp_path / "run")
+    interrupted_within(saved, took, bound, iterations)
+    assert saved["spec"]["engine"] == "graph" and (tmp_path / "run" / "graph" / "job1.json").exists()
