@@ -23,7 +23,7 @@ emulated cluster (/ D).
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -70,6 +70,9 @@ class GraphScheduler:
     dilation: float  # clock seconds per emulated second: a computation of d s takes d x dilation
     timeout: float  # the whole graph must be done within this many clock seconds
     spans: dict[int, Span] = field(default_factory=dict)
+    # a slow worker's factor (gradswitch/hosts/slowdown.py), read as each computation starts: it takes d x dilation x it
+    slowdown: Callable[[], float] = lambda: 1.0
+    on_end: Callable[[int], None] = lambda node_id: None  # each node's id once it ended (a rank's progress)
 
     def run(self) -> dict[int, Span]:
         rt = self.runtime
@@ -98,6 +101,7 @@ class GraphScheduler:
         running: dict[int, tuple[OpRun, Wait, float]] = {}
 
         def finished(n: Node, end: float) -> None:
+            self.on_end(n.id)
             for u in users[n.id]:
                 waiting[u.id] -= 1
                 ready_at[u.id] = max(ready_at.get(u.id, end), end)
@@ -126,7 +130,7 @@ class GraphScheduler:
                 if gpu is None and ready_compute:
                     c = ready_compute.pop(0)
                     s = max(ready_at[c.id], gpu_free)
-                    gpu = (c, s, s + c.duration_s * self.dilation)
+                    gpu = (c, s, s + c.duration_s * self.dilation * self.slowdown())
                     progressed = True
                 for i, (gen, wait, began) in list(running.items()):
                     if not wait():

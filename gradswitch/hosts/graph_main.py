@@ -38,10 +38,12 @@ from gradswitch.hosts.graph_job import GraphJob, write_timing
 from gradswitch.hosts.graph_sources import data_source
 from gradswitch.hosts.main import failed, linger, ready_then_go
 from gradswitch.hosts.netreduce import NetReduceWorker
+from gradswitch.hosts.slowdown import Slowdown
 from gradswitch.roce.engine import Engine, Link, RawSocketLink
 from gradswitch.roce.qp import MemoryRegion
 from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, Node, node_kind
+from gradswitch.workload.graph_iterations import IterationProgress
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.worker_result import WorkerResult, worker_result, write
 
@@ -224,7 +226,15 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         with contextlib.suppress(ValueError):  # the runner's stamp: one clock for every rank of the machine
             t0 = min(t0, float(go.read_text()))
         runtime = HostRuntime(comm, ops, regions, source, switched, served)
-        scheduler = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout)
+        progress = IterationProgress(job.graph.ranks[rank])
+        progress_file = run_dir / f"progress-{rank}"  # what it completed, kept should it be killed (as the loop's)
+
+        def ended(node_id: int) -> None:
+            if progress.ended(node_id):
+                progress_file.write_text(str(progress.done))
+
+        scheduler = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout,
+                                   slowdown=Slowdown(run_dir, rank).factor, on_end=ended)
         spans = scheduler.run()
         nodes, wrong = timings(job, rank, spans, runtime, t0)
         write_timing(run_dir, rank, GraphRun(tuple(nodes)))

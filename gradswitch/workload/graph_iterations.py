@@ -12,12 +12,18 @@ the rank held exactly what it should (a node not checked counts as held; `check`
 
 from __future__ import annotations
 
-from gradswitch.workload.graph import CollectiveNode, GraphError, JobGraph
+from gradswitch.workload.graph import CollectiveNode, GraphError, JobGraph, RankGraph
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.records import CheckKind, IterationRecord
 from gradswitch.workload.timeline import Event, EventKind, timings
 
 _KINDS = {"fwd": EventKind.FORWARD, "bwd": EventKind.BACKWARD, "allreduce": EventKind.OP, "codes": EventKind.OP}
+
+
+def iteration_of(name: str) -> int | None:
+    """The training iteration a training graph's node belongs to (`it3.fwd.conv1`: 3); None for another graph's."""
+    parts = _parts(name)
+    return parts[0] if parts is not None else None
 
 
 def _parts(name: str) -> tuple[int, str, str] | None:
@@ -103,3 +109,27 @@ def rank_iterations(graph: JobGraph, run: GraphRun, rank: int, check: CheckKind,
         correct = held.get(timing.index, True)
         out.append(IterationRecord(timing.index, timing.start, timing.end, correct, 0, 0.0, 0, extra, check=check))
     return out
+
+
+class IterationProgress:
+    """How many of a rank's training iterations have ended, node by node (`ended`), for the rank's progress file:
+    iteration i is done once every node of iterations 0..i has ended, as a training loop's worker counts it. A
+    graph of no training iterations counts none."""
+
+    def __init__(self, rank: RankGraph) -> None:
+        self._iteration = {n.id: it for n in rank.nodes if (it := iteration_of(n.name)) is not None}
+        self._left: dict[int, int] = {}
+        for it in self._iteration.values():
+            self._left[it] = self._left.get(it, 0) + 1
+        self.done = 0
+
+    def ended(self, node_id: int) -> bool:
+        """Count a node's end; True when that completed one or more iterations (`done` grew)."""
+        it = self._iteration.get(node_id)
+        if it is None:
+            return False
+        self._left[it] -= 1
+        before = self.done
+        while self._left.get(self.done) == 0:
+            self.done += 1
+        return self.done > before

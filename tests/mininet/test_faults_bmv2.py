@@ -125,10 +125,13 @@ def test_a_worker_whose_link_is_cut_slows_the_ring_from_the_fault_on(tmp_path):
     assert_nothing_left(out, "rack")
 
 
-def test_a_killed_worker_of_an_emulated_training_run_keeps_the_iterations_completed_before(tmp_path):
-    """The training loop (emulated computation, per-layer reductions in flight) keeps what it completed too."""
+@pytest.mark.parametrize("engine", ["loop", "graph"])
+def test_a_killed_worker_of_an_emulated_training_run_keeps_the_iterations_completed_before(tmp_path, engine):
+    """The training loop (emulated computation, per-layer reductions in flight) keeps what it completed too, and so
+    does the graph engine running the same job (engine = graph: the killed rank's progress file, the others' nodes
+    ended before they stopped)."""
     spec = spec_from_dict({"algo": "ring", "workers": 3, "topo": "rack", "workload": "vgg16", "scale": 0.0005,
-                           "bw_mbps": 20.0, "iterations": 40, "warmup": 1, "sync": "layer",
+                           "bw_mbps": 20.0, "iterations": 40, "warmup": 1, "sync": "layer", "engine": engine,
                            "emulate": {"link_gbps": 10.0, "batch": 16}, "faults": ["worker-crash:2@4"]})
     out = tmp_path / "run"
     report = run_experiment(spec, out, progress=False)
@@ -140,3 +143,22 @@ def test_a_killed_worker_of_an_emulated_training_run_keeps_the_iterations_comple
     assert [it["index"] for it in kept] == list(range(len(kept)))  # every iteration before the fault, in order
     assert fault["iterations_lost"] == 40 - len(kept)
     assert_nothing_left(out, "rack")
+
+
+def test_a_slow_worker_stretches_a_training_graphs_iterations_from_the_fault_on(tmp_path):
+    """slow-worker with a factor on the graph engine (engine = graph): the rank's computations from the fault on take
+    `factor` times as long on the clock (gradswitch/hosts/graph_engine.py reads the factor as each starts), so the
+    job's iterations after it are slower than before it, every one exact."""
+    spec = spec_from_dict({"algo": "ring", "workers": 3, "topo": "rack", "workload": "resnet50", "scale": 0.008,
+                           "bw_mbps": 20.0, "iterations": 12, "warmup": 1, "engine": "graph",
+                           "emulate": {"link_gbps": 10.0, "batch": 32}, "faults": ["slow-worker:1@2,factor=3"]})
+    report = run_experiment(spec, tmp_path / "run", progress=False)
+    assert report["ok"], report["errors"]
+    (fault,) = report["faults"]
+    assert fault["injected"] is True
+    its = report["iterations"]
+    assert len(its) == 12 and all(it["correct"] and it["check"] == "exact" for it in its)
+    before = [it["time_s"] for it in its[1:] if not it.get("faults") and it["end"] - its[0]["start"] < 2.0]
+    after = [it["time_s"] for it in its[-4:]]
+    assert before and min(after) > 1.5 * max(before), (before, after)
+

@@ -133,3 +133,20 @@ def test_several_jobs_are_graph_jobs_on_hosts_and_ids_of_their_own() -> None:
     met = PlacedGraph(two.graph, two.job.job, {CollectiveKind.ALL_REDUCE: 1})
     with pytest.raises(SimError, match="meet"):
         run_graphs([PlacedGraph(one.graph, one.job.job, {}), met], s.topology(), SimSettings(), Path("/nonexistent"))
+
+
+def test_a_workers_fault_on_the_graph_engine_is_bmv2s_for_a_models_training() -> None:
+    raw = {"workload": "resnet50", "engine": "graph", "workers": 4, "bw_mbps": 20.0,
+           "emulate": {"link_gbps": 10, "device": "v100", "batch": 32}, "faults": ["slow-worker:1@2,factor=3"]}
+    assert spec_from_dict(raw).problems() == []
+    on_sim = spec_from_dict({**raw, "backend": "ns3"}).problems()
+    assert [p for p in on_sim if "not crash or a worker's fault on the simulator" in p], on_sim
+
+
+def test_progress_counts_an_iteration_once_every_node_of_it_and_before_it_ended() -> None:
+    from gradswitch.workload.graph_iterations import IterationProgress
+
+    progress = IterationProgress(two_iterations().ranks[0])
+    assert [progress.ended(n) for n in (0, 1, 3)] == [False, False, False] and progress.done == 0
+    assert progress.ended(2) and progress.done == 1  # iteration 0's all-reduce: iteration 0 done
+    assert not progress.ended(4) and progress.ended(5) and progress.done == 2
