@@ -460,8 +460,8 @@ class ExperimentSpec:
              "graph runs with workload_et"),
             (self.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (not self.colocate_servers, f"{graph}: one job's parameter servers on hosts of their own "
-             "(colocate_servers = false)"),
+            (not self.colocate_servers or self.emulate is not None, f"{graph}: train-digits' parameter servers on "
+             "hosts of their own (colocate_servers = false)"),
             (self.float_mode == FloatMode.FIXED, f"{graph}: train-digits' gradients go as fixed point "
              "(float_mode = fixed), not block exponents"),
             (not self.dlcp.lossy, f"{graph}: every sum is checked exact; no DLCP dropping"),

@@ -247,8 +247,9 @@ def run_graphs(jobs: Sequence[PlacedGraph], topology: Topology, settings: SimSet
         docs.append(doc)
         cfgs.append(cfg)
     hosts = [n.host for cfg in cfgs for n in cfg.nodes]
-    if len(set(hosts)) != len(hosts):
-        raise SimError(f"graphs {', '.join(p.graph.name for p in jobs)}: their jobs share a host; give each its own")
+    ranks = [n.host for cfg in cfgs for n in cfg.workers]  # parameter servers may share a host (colocated)
+    if len(set(ranks)) != len(ranks):
+        raise SimError(f"graphs {', '.join(p.graph.name for p in jobs)}: their ranks share a host; give each its own")
     ids = [cfg.job_id for cfg in cfgs] + [j for p in jobs for j in p.in_network.values()]
     if len(set(ids)) != len(ids):
         raise SimError(f"graphs {', '.join(p.graph.name for p in jobs)}: job ids {sorted(ids)} meet; give each job "

@@ -139,3 +139,21 @@ def test_two_jobs_train_at_once_on_the_graph_engine_through_bmv2(tmp_path):
                for j in report["jobs"].values()), report["jobs"]
     assert {json.loads((tmp_path / "run" / "graph" / f"job{j}.json").read_text())["in_network"]["all_reduce"]
             for j in (1, 2)} == {3, 6}
+
+
+def test_tensorlights_parameter_servers_on_one_host_run_on_the_graph_engine(tmp_path):
+    """Two PS jobs whose servers share a host, TensorLights ordering their pulls at its NIC, on the graph engine: the
+    servers' queue pairs are the loop's (gradswitch/hosts/comm.py, the same UDP source ports TensorLights classifies),
+    both jobs train, every iteration exact, and the run records the TensorLights setting it ran with."""
+    spec = load_spec(EXPERIMENTS / "training-speedup.toml")
+    [run] = [replace(r, iterations=3, bw_mbps=5, jobs=2, colocate_servers=True, tensorlights=True,
+                     engine=Engine.GRAPH) for r in spec.runs if r.label == "resnet50-rack-ps-fifo"]
+    assert run.problems() == []
+    with Testbed(topology_for(run), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        report = run_on(net, run, tmp_path / "run", progress=False)
+    assert report["ok"], report["errors"]
+    assert all(j["outcome"] == "ok" and j["check"] == "exact" and j["iterations_done"] == 3
+               for j in report["jobs"].values()), report["jobs"]
+    jobs = [json.loads((tmp_path / "run" / "graph" / f"job{j}.json").read_text())["job"] for j in (1, 2)]
+    servers = {node["host"] for job in jobs for node in job["nodes"] if node["role"] == "server"}
+    assert len(servers) == 1 and report["tensorlights"]["interval_s"] == run.tensorlights_rotate_s

@@ -74,3 +74,14 @@ def test_two_jobs_at_once_on_the_graph_engine_give_the_loops_results(tmp_path: P
                for name, r in (("loop", loop), ("graph", graph))}
     assert medians["graph"] == pytest.approx(medians["loop"], rel=TOLERANCE) and min(medians["loop"]) > 0
     assert graph["bytes_on_wire"] == loop["bytes_on_wire"]
+
+
+def test_two_jobs_parameter_servers_on_one_host_on_the_graph_engine_give_the_loops_results(tmp_path: Path) -> None:
+    """colocate_servers (TensorLights' setting): both jobs' parameter servers on one host, as the loop places them;
+    the graph engine gives the loop's iterations, job by job."""
+    loop, graph = both(replace(speedup_run("resnet50-rack-ps-fifo"), jobs=2, colocate_servers=True, iterations=3),
+                       tmp_path)
+    assert loop["ok"] and graph["ok"]
+    for job in ("1", "2"):
+        assert graph["jobs"][job]["median_s"] == pytest.approx(loop["jobs"][job]["median_s"], rel=TOLERANCE)
+    assert graph["bytes_on_wire"] == loop["bytes_on_wire"]
