@@ -21,7 +21,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gradswitch.experiment.crossval import Figure, Repetition, judged_times, median_time, quotient, time_range, usable
+from gradswitch.experiment.crossval import (
+    IN_SWITCHES,
+    ON_SERVERS,
+    Figure,
+    Repetition,
+    host_pattern,
+    judged_times,
+    median_time,
+    quotient,
+    time_range,
+    usable,
+)
 from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
 from gradswitch.experiment.spec import ExperimentSpec, Topo
 from gradswitch.workload.generators import SEND_RECV, collective_graph, send_recv_graph
@@ -35,8 +46,6 @@ PATTERNS: tuple[str, ...] = (REFERENCE, CollectiveKind.REDUCE_SCATTER.value, Col
 # The buffer S: 1 MiB at 8 Mb/s is 0.8-1.9 s at the bound per collective (tests/mininet/test_graph_bmv2.py's
 # size: at 256 KiB fixed costs left the links 70 % loaded). All-gather's nbytes is a rank's shard, S / N.
 DEFAULT_NBYTES = 1 << 20
-IN_SWITCHES = "-netreduce"  # a pattern's suffix: the collective run by the switches (algo = netreduce)
-ON_SERVERS = "-ps"  # a pattern's suffix: the all-reduce run by one parameter server (algo = ps)
 
 
 def in_network_patterns() -> tuple[str, ...]:
@@ -51,11 +60,6 @@ def server_patterns() -> tuple[str, ...]:
 
 def every_pattern() -> tuple[str, ...]:
     return PATTERNS + in_network_patterns() + server_patterns()
-
-
-def host_pattern(pattern: str) -> str:
-    """The pattern the hosts run for the same collective (itself for a host pattern)."""
-    return pattern.removesuffix(IN_SWITCHES).removesuffix(ON_SERVERS)
 
 
 def pattern_algo(pattern: str) -> Algorithm:

@@ -672,6 +672,11 @@ def build_parser() -> argparse.ArgumentParser:
     goodput.add_arguments(add_command(sub, "goodput", goodput.SUMMARY, goodput.DESCRIPTION, goodput.EXAMPLES),
                           complete_paths)
 
+    from gradswitch.cli import tables
+
+    tables.add_arguments(add_command(sub, "tables", tables.SUMMARY, tables.DESCRIPTION, tables.EXAMPLES),
+                         complete_paths)
+
     from gradswitch.cli import export_et
 
     export_et.add_commands(sub, add_command, parse_size)  # export-et, check-et: Chakra traces

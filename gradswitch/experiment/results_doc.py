@@ -94,7 +94,7 @@ def render() -> str:
         "| `failed` | the run could not run: a crash, a timeout, the simulator's time limit, iterations missing |",
         "",
         "A result that broke its check is marked wherever it appears: `CHECK FAILED` in table.txt, "
-        "`(check failed: k of n)` beside the run in a compare's report.md and in the tables bench.tables makes "
+        "`(check failed: k of n)` beside the run in a compare's report.md and in the tables `gradswitch tables` makes "
         "(docs/performance.md), and it is left out of a compare's medians and is never a headline ratio.",
         "",
         "`gradswitch compare`'s exit status:",
