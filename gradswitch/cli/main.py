@@ -437,13 +437,14 @@ def cmd_completion(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
+    from gradswitch.formats import FormatError
     from gradswitch.net.network import STATE_FILE, NetworkError, cleanup_run, remove_orphan_interfaces
 
     status = 0
     for state in sorted(runtime_dir().glob(f"*/{STATE_FILE}")):
         try:
             removed = cleanup_run(state.parent)
-        except NetworkError as e:
+        except (NetworkError, FormatError) as e:
             print(f"skipped: {e}")
             status = 1
             continue

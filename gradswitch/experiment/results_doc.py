@@ -109,8 +109,9 @@ def render() -> str:
     ]
     for part in RESULTS:
         lines += _section(*part)
-    lines += ["## summary.json", "", "Run name -> its summary: every figure the median over the repetitions in "
-              "the medians (not machine-bound, not failed, their checks held), and these fields.", ""]
+    lines += ["## summary.json", "", f"`format` ({summary_file.SUMMARY_FORMAT}; a summary without it, written before "
+              "it had one, reads as 1), and run name -> its summary: every figure the median over the repetitions "
+              "in the medians (not machine-bound, not failed, their checks held), and these fields.", ""]
     for part in SUMMARY:
         lines += _section(*part)
     lines += ["## result-<id>.json (one node)", ""]

@@ -116,3 +116,147 @@ def test_a_nodes_result_carries_its_format_and_its_reader_checks_it(tmp_path):
     with pytest.raises(WorkerResultError, match=re.escape(f"{path}: a node's result of format 7; this gradswitch "
                                                           "reads format 1")):
         read(tmp_path, 3)
+
+
+def test_a_compares_summary_carries_its_format_and_its_reader_checks_it(tmp_path):
+    from gradswitch.experiment.summary_file import SUMMARY_FORMAT, SummaryFileError, read, write
+
+    path = tmp_path / "summary.json"
+    runs = {"ring": {"median_s": 1.5, "repetitions_done": 3}, "netreduce": {"median_s": 1.0, "is_baseline": False}}
+    assert write(path, runs) == runs
+    raw = json.loads(path.read_text())
+    assert raw["format"] == SUMMARY_FORMAT == 1 and read(path) == runs
+    path.write_text(json.dumps(runs))  # written before summaries had a format: read as format 1
+    assert read(path) == runs
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a compare's summary of format 2; this gradswitch "
+                                                    "reads format 1")):
+        read(path)
+    with pytest.raises(SummaryFileError, match="a run named 'format'"):
+        write(path, {"format": {"median_s": 1.0}})
+
+
+def test_a_compare_refuses_a_run_named_format(tmp_path):
+    from gradswitch.experiment.compare import load_spec
+    from gradswitch.experiment.spec import SpecError
+
+    spec = tmp_path / "c.toml"
+    spec.write_text('[defaults]\nalgo = "ring"\n[[runs]]\nname = "format"\n[[runs]]\nname = "other"\n')
+    with pytest.raises(SpecError, match=re.escape("a run named 'format': summary.json keeps its format under that "
+                                                  "name")):
+        load_spec(spec)
+
+
+class _Node:
+    switch_pid, pid = 101, 202
+
+    def intfList(self) -> list[object]:
+        return []
+
+
+def test_a_networks_state_carries_its_format_and_its_readers_check_it(tmp_path):
+    from types import SimpleNamespace
+
+    from gradswitch.cli.shell import ShellError, target
+    from gradswitch.net.bmv2 import SwitchPorts
+    from gradswitch.net.network import STATE_FILE, STATE_FORMAT, GradNetwork, read_state
+    from gradswitch.topology.generators import rack
+
+    topo = rack(hosts=2)
+    net = SimpleNamespace(topo=topo, net=SimpleNamespace(get=lambda name: _Node(), switches=[_Node()]),
+                          ports={s.name: SwitchPorts(50051, 9090) for s in topo.switches},
+                          reservation=SimpleNamespace(added=[]), patches=lambda: [], run_dir=tmp_path)
+    GradNetwork._write_state(net)  # type: ignore[arg-type]
+    path = tmp_path / STATE_FILE
+    raw = json.loads(path.read_text())
+    assert raw["format"] == STATE_FORMAT == 1 and read_state(path) == raw
+    assert target(tmp_path, "s1").grpc_addr == "127.0.0.1:50051"
+    path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # from before: format 1
+    assert target(tmp_path, "s1").grpc_addr == "127.0.0.1:50051"
+    path.write_text(json.dumps({**raw, "format": 2}))
+    message = f"{path}: a network's state of format 2; this gradswitch reads format 1"
+    with pytest.raises(FormatError, match=re.escape(message)):
+        read_state(path)
+    with pytest.raises(ShellError, match=re.escape(message)):
+        target(tmp_path, "s1")
+
+
+def test_the_netreduce_watchs_records_carry_their_format_and_their_reader_checks_them(tmp_path):
+    from typing import Any, cast
+
+    from gradswitch.experiment.netreduce_watch import (
+        RECORDS_FILE,
+        RECORDS_FORMAT,
+        NetReduceWatch,
+        PathRecord,
+        read_records,
+    )
+    from gradswitch.hosts.fallback import ReductionPath
+
+    watch = NetReduceWatch(cast(Any, None))
+    watch.add_job(1, 4, tmp_path, 10.0)
+    watch.records.append(PathRecord(1, ReductionPath.RING, "spine1", 1.0, 1.5))
+    watch.stop()
+    path = tmp_path / RECORDS_FILE
+    raw = json.loads(path.read_text())
+    assert raw["format"] == RECORDS_FORMAT == 1
+    assert read_records(path) == [watch.records[0].to_dict()]
+    path.write_text(json.dumps(raw["records"]))  # written before the file had a format (a bare list): format 1
+    assert read_records(path) == [watch.records[0].to_dict()]
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a NetReduce watch's records of format 2; this "
+                                                    "gradswitch reads format 1")):
+        read_records(path)
+
+
+def test_the_fallback_signal_carries_its_format_and_its_reader_checks_it(tmp_path):
+    from gradswitch.hosts.fallback import SIGNAL_FORMAT, PathSignal, read_signal, signal_file, write_signal
+
+    assert read_signal(tmp_path, 1) is None
+    signal = PathSignal(1, "spine1", "spine1 down")
+    write_signal(tmp_path, 1, signal)
+    path = signal_file(tmp_path, 1)
+    raw = json.loads(path.read_text())
+    assert raw["format"] == SIGNAL_FORMAT == 1 and read_signal(tmp_path, 1) == signal
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a NetReduce path signal of format 2; this gradswitch "
+                                                    "reads format 1")):
+        read_signal(tmp_path, 1)
+    path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # a file of one run: no old ones
+    with pytest.raises(FormatError, match="without `format`"):
+        read_signal(tmp_path, 1)
+
+
+def test_the_chakra_groups_file_is_astra_sims_and_a_format_in_it_is_checked(tmp_path):
+    from gradswitch.workload.chakra.groups import GROUPS_FORMAT, read_groups, write_groups
+    from gradswitch.workload.graph import GraphError, ProcessGroup
+
+    path = tmp_path / "t.groups.json"
+    groups = [ProcessGroup("1", (0, 1)), ProcessGroup("2", (2, 3))]
+    write_groups(path, groups)
+    assert json.loads(path.read_text()) == {"1": [0, 1], "2": [2, 3]}  # ASTRA-sim's layout: no `format` key
+    assert list(read_groups(path, 4).values()) == groups
+    path.write_text(json.dumps({"format": GROUPS_FORMAT, "1": [0, 1], "2": [2, 3]}))
+    assert list(read_groups(path, 4).values()) == groups
+    path.write_text(json.dumps({"format": 2, "1": [0, 1]}))
+    with pytest.raises(GraphError, match=re.escape(f"{path}: a process groups file of format 2; this gradswitch "
+                                                   "reads format 1")):
+        read_groups(path, 4)
+
+
+def test_a_benchmarks_results_carry_their_format_and_the_tables_check_it(tmp_path, monkeypatch):
+    from bench import common
+    from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, load
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setattr(common, "toolchain", lambda level="info": {"bmv2": {"logging_macros": False}})
+    path = common.save("figures", {"rows": [1]})
+    raw = json.loads(path.read_text())
+    assert raw["format"] == BENCHMARK_FORMAT == 1 and load(tmp_path, "figures.json")["rows"] == [1]
+    assert json.loads(common.save("study", {"format": 1, "study": {}}).read_text())["format"] == 1  # its own
+    path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # from before: format 1
+    assert load(tmp_path, "figures.json")["rows"] == [1]
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a benchmark's results of format 2; this gradswitch "
+                                                    "reads format 1")):
+        load(tmp_path, "figures.json")
