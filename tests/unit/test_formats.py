@@ -260,3 +260,61 @@ def test_a_benchmarks_results_carry_their_format_and_the_tables_check_it(tmp_pat
     with pytest.raises(FormatError, match=re.escape(f"{path}: a benchmark's results of format 2; this gradswitch "
                                                     "reads format 1")):
         load(tmp_path, "figures.json")
+
+
+def test_a_graph_runs_job_file_and_its_ranks_timings_carry_their_formats_and_are_checked(tmp_path):
+    from gradswitch.experiment.run_plan import plan_run
+    from gradswitch.experiment.spec import spec_from_dict
+    from gradswitch.hosts.graph_job import GRAPH_JOB_FORMAT, GraphJob, read_timing, timing_path, write_timing
+    from gradswitch.workload.generators import collective_graph
+    from gradswitch.workload.graph import CollectiveKind
+    from gradswitch.workload.graph_timing import TIMING_FORMAT, GraphRun, NodeTiming
+
+    cfg = plan_run(spec_from_dict({"algo": "ring", "workers": 2})).first
+    job = GraphJob(cfg, collective_graph(CollectiveKind.ALL_REDUCE, 2, 1024))
+    path = tmp_path / "job1.json"
+    job.save(path)
+    raw = json.loads(path.read_text())
+    assert raw["format"] == GRAPH_JOB_FORMAT == 1 and GraphJob.load(path) == job
+    path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # from before: format 1
+    assert GraphJob.load(path) == job
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a graph run's job of format 2; this gradswitch reads "
+                                                    "format 1")):
+        GraphJob.load(path)
+    run = GraphRun((NodeTiming(0, 0, "collective", 0.0, 1.0, CollectiveKind.ALL_REDUCE, "world", 1024, True),))
+    write_timing(tmp_path, 0, run)
+    assert json.loads(timing_path(tmp_path, 0).read_text())["format"] == TIMING_FORMAT == 1
+    assert read_timing(tmp_path, 0) == run
+    timing_path(tmp_path, 0).write_text(json.dumps({**run.to_dict(), "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{timing_path(tmp_path, 0)}: a graph rank's timings of format 2")):
+        read_timing(tmp_path, 0)
+
+
+def test_a_graph_runs_report_of_another_format_is_refused_in_one_line(tmp_path):
+    from gradswitch.experiment.graph_run import REPORT_FORMAT, GraphReportError, read_graph_report
+
+    path = tmp_path / "graph-results.json"
+    path.write_text(json.dumps({"format": REPORT_FORMAT + 1}))
+    with pytest.raises(GraphReportError) as e:
+        read_graph_report(path)
+    assert str(e.value) == (f"{path}: a graph run's report of format {REPORT_FORMAT + 1}; this gradswitch reads "
+                            f"format {REPORT_FORMAT} (read it with the gradswitch that wrote it, or write it again)")
+
+
+def test_the_model_profiles_carry_their_format_and_their_reader_checks_it(tmp_path):
+    from gradswitch.workload.compute import MODEL_FORMAT
+    from gradswitch.workload.gradients import MODELS_DIR, model_names, read_profile
+
+    assert model_names() and all(json.loads((MODELS_DIR / f"{m}.json").read_text())["format"] == MODEL_FORMAT == 1
+                                 for m in model_names())
+    source = (REPO_ROOT / "gradswitch/workload/models/generate.py").read_text()
+    assert '"format": MODEL_FORMAT' in source  # the generator writes what the reader expects
+    raw = json.loads((MODELS_DIR / "small-cnn.json").read_text())
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # from before: format 1
+    assert read_profile(path)["model"] == raw["model"]
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a model profile of format 2; this gradswitch reads "
+                                                    "format 1")):
+        read_profile(path)
