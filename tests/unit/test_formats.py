@@ -318,3 +318,16 @@ def test_the_model_profiles_carry_their_format_and_their_reader_checks_it(tmp_pa
     with pytest.raises(FormatError, match=re.escape(f"{path}: a model profile of format 2; this gradswitch reads "
                                                     "format 1")):
         read_profile(path)
+
+
+def test_the_timelines_carry_their_format_beside_the_chrome_trace():
+    from gradswitch.experiment.graph_timeline import graph_trace
+    from gradswitch.experiment.timeline import TIMELINE_FORMAT
+    from gradswitch.workload.graph import CollectiveKind
+    from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+
+    run = GraphRun((NodeTiming(0, 0, "collective", 0.0, 1.0, CollectiveKind.ALL_REDUCE, "world", 1024, True),))
+    trace = graph_trace(run, ["h1"], "seconds")
+    assert trace["format"] == TIMELINE_FORMAT == 1 and trace["traceEvents"]
+    source = (REPO_ROOT / "gradswitch/experiment/timeline.py").read_text()
+    assert source.count('"format": TIMELINE_FORMAT') == 1  # chrome_trace's: timeline.json
