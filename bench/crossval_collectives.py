@@ -35,6 +35,8 @@ from gradswitch.experiment.crossval import (
 )
 from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
 from gradswitch.experiment.spec import ExperimentSpec, Topo
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
+from gradswitch.formats import check_format
 from gradswitch.workload.generators import SEND_RECV, collective_graph, send_recv_graph
 from gradswitch.workload.graph import IN_NETWORK, CollectiveKind, JobGraph
 from gradswitch.workload.job import Algorithm
@@ -120,12 +122,14 @@ def bmv2_spec(topo: str, ranks: int, bw_mbps: float, seed: int) -> ExperimentSpe
 
 
 class Store:
-    """The repetitions measured so far, in out/repetitions.json (run again with the same out, it resumes)."""
+    """The repetitions measured so far, in out/repetitions.json (run again with the same out, it resumes): its
+    `format` (BENCHMARK_FORMAT; a file from before it had one reads as 1) beside the runs."""
 
     def __init__(self, out: Path) -> None:
         self.path = out / "repetitions.json"
-        raw: dict[str, dict[str, list[dict[str, Any]]]] = (json.loads(self.path.read_text())
-                                                           if self.path.exists() else {})
+        kept = (check_format(json.loads(self.path.read_text()), self.path, "cross-validation's repetitions",
+                             BENCHMARK_FORMAT, missing_is=1) if self.path.exists() else {})
+        raw: dict[str, dict[str, list[dict[str, Any]]]] = {k: v for k, v in kept.items() if k != "format"}
         self.runs = {name: {side: [self._complete(out, name, side, Repetition.from_dict(r)) for r in reps]
                             for side, reps in sides.items()}
                      for name, sides in raw.items()}
@@ -149,7 +153,7 @@ class Store:
     def add(self, name: str, side: str, rep: Repetition) -> None:
         self.runs.setdefault(name, {}).setdefault(side, []).append(rep)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(self.as_dict(), indent=1))
+        self.path.write_text(json.dumps({"format": BENCHMARK_FORMAT, **self.as_dict()}, indent=1))
 
     def as_dict(self) -> dict[str, dict[str, list[dict[str, Any]]]]:
         return {name: {side: [r.to_dict() for r in reps] for side, reps in sides.items()}

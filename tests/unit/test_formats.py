@@ -331,3 +331,19 @@ def test_the_timelines_carry_their_format_beside_the_chrome_trace():
     assert trace["format"] == TIMELINE_FORMAT == 1 and trace["traceEvents"]
     source = (REPO_ROOT / "gradswitch/experiment/timeline.py").read_text()
     assert source.count('"format": TIMELINE_FORMAT') == 1  # chrome_trace's: timeline.json
+
+
+def test_the_benchmarks_kept_repetitions_carry_their_format_and_are_checked(tmp_path):
+    from bench.crossval_collectives import Store
+    from gradswitch.experiment.crossval import Repetition
+    from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
+
+    store = Store(tmp_path)
+    store.add("rack-n4-all_reduce", "bmv2", Repetition(1, 1.5, True, False, None))
+    raw = json.loads(store.path.read_text())
+    assert raw["format"] == BENCHMARK_FORMAT == 1 and Store(tmp_path).runs == store.runs
+    store.path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # from before: format 1
+    assert Store(tmp_path).runs == store.runs
+    store.path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{store.path}: a cross-validation's repetitions of format 2")):
+        Store(tmp_path)
