@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import Limits, bmv2_option, collective_args, run_specs, save, use_bmv2
+from bench.common import Limits, bmv2_option, collective_args, save, use_bmv2
+from gradswitch.experiment.shared_network import run_specs
 from gradswitch.experiment.spec import ExperimentSpec, Topo
 from gradswitch.net.bmv2 import one_switch_user_at_a_time
 from gradswitch.roce.qp import Mode

@@ -21,7 +21,6 @@ and the same paths for the simulator's fixed ports. Writes bench/results/backgro
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 
 from bench.common import Limits, save
 from gradswitch.control.routing import Route, compute_routes
+from gradswitch.experiment import results_file
 from gradswitch.experiment.placed_load import five_tuple_path, flow_path
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.protocol.background_tcp import BACKGROUND_PORT, CLIENT_PORT_BASE
@@ -121,7 +121,7 @@ def analyse(compare_dir: Path) -> list[RunPaths]:
             continue
         for log in reps:
             rep_dir = log.parent.parent
-            results = json.loads((rep_dir / "results.json").read_text())
+            results: dict[str, Any] = dict(results_file.read(rep_dir / "results.json"))
             spec = spec_from_dict(results["spec"])
             topo = spec.topology()
             job = JobConfig.load(rep_dir / "job1.json")

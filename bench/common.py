@@ -1,7 +1,9 @@
 """What every benchmark shares: the build it ran on, what limited it, and writing its figures.
 
 Limits and SIMULATED live in the package (gradswitch/experiment/limits.py: its studies record them too); every
-benchmark imports them from here.
+benchmark imports them from here. Specs run in turn on one network: gradswitch/experiment/shared_network.py's
+run_specs. What a benchmark writes into bench/results/ carries `format` (BENCHMARK_FORMAT, which the tables in
+gradswitch/experiment/tables/ check).
 
 Every benchmark prints `Limits.line()` for its measurement: the busiest link's load (near 1:
 the links limited it) and the machine's idle CPU (near 0: the machine did), so that a figure
@@ -22,7 +24,7 @@ from gradswitch.cli.doctor import tool_version
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample, process_cpu_seconds
 from gradswitch.experiment.limits import SIMULATED as SIMULATED
 from gradswitch.experiment.limits import Limits as Limits
-from gradswitch.experiment.results_file import Results
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
 from gradswitch.roce.qp import Mode
 
 RESULTS = Path(__file__).parent / "results"
@@ -90,35 +92,14 @@ class MachineMeter:
 
 
 def save(name: str, figures: dict[str, Any], bmv2_log_level: str = "info") -> Path:
+    """bench/results/NAME.json: its `format` (BENCHMARK_FORMAT, unless the figures carry their own: a study's
+    document), when, the toolchain, the figures (the tables read it: gradswitch/experiment/tables/)."""
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps({"when": time.strftime("%Y-%m-%d %H:%M:%S"), "toolchain": toolchain(bmv2_log_level),
-                                **figures},
-                               indent=1) + "\n")
+    document = {"format": BENCHMARK_FORMAT, "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "toolchain": toolchain(bmv2_log_level), **figures}
+    path.write_text(json.dumps(document, indent=1) + "\n")
     return path
-
-
-def run_specs(specs: list[Any], out_dir: Path) -> dict[str, Results]:
-    """Run experiment specs that fit one topology on one network, in turn; their reports by name.
-
-    One network for all of them: the same switches, links and hosts, so ratios between the
-    runs compare the algorithms, not two bring-ups.
-    """
-    from gradswitch.experiment.placement import topology_for
-    from gradswitch.experiment.runner import run_on
-    from gradswitch.experiment.testbed import Testbed
-    from gradswitch.net.network import NetworkOptions
-
-    biggest = max(specs, key=lambda s: s.hosts_needed())
-    reports: dict[str, Results] = {}
-    with Testbed(topology_for(biggest), NetworkOptions(run_dir=out_dir / "net")) as net:
-        for i, spec in enumerate(specs, start=1):
-            print(f"  [{i}/{len(specs)}] {spec.label} ...", flush=True)
-            report = run_on(net, spec, out_dir / spec.label, progress=False)
-            if not report["ok"]:
-                raise RuntimeError(f"{spec.label} failed: {report['errors']}")
-            reports[spec.label] = report
-    return reports
 
 
 def collective_args(doc: str, workers: str, bw: float, size: str, iterations: int) -> argparse.ArgumentParser:

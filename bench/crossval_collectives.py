@@ -21,9 +21,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gradswitch.experiment.crossval import Figure, Repetition, judged_times, median_time, quotient, time_range, usable
+from gradswitch.experiment.crossval import (
+    IN_SWITCHES,
+    ON_SERVERS,
+    Figure,
+    Repetition,
+    host_pattern,
+    judged_times,
+    median_time,
+    quotient,
+    time_range,
+    usable,
+)
 from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
 from gradswitch.experiment.spec import ExperimentSpec, Topo
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
+from gradswitch.formats import check_format
 from gradswitch.workload.generators import SEND_RECV, collective_graph, send_recv_graph
 from gradswitch.workload.graph import IN_NETWORK, CollectiveKind, JobGraph
 from gradswitch.workload.job import Algorithm
@@ -35,8 +48,6 @@ PATTERNS: tuple[str, ...] = (REFERENCE, CollectiveKind.REDUCE_SCATTER.value, Col
 # The buffer S: 1 MiB at 8 Mb/s is 0.8-1.9 s at the bound per collective (tests/mininet/test_graph_bmv2.py's
 # size: at 256 KiB fixed costs left the links 70 % loaded). All-gather's nbytes is a rank's shard, S / N.
 DEFAULT_NBYTES = 1 << 20
-IN_SWITCHES = "-netreduce"  # a pattern's suffix: the collective run by the switches (algo = netreduce)
-ON_SERVERS = "-ps"  # a pattern's suffix: the all-reduce run by one parameter server (algo = ps)
 
 
 def in_network_patterns() -> tuple[str, ...]:
@@ -51,11 +62,6 @@ def server_patterns() -> tuple[str, ...]:
 
 def every_pattern() -> tuple[str, ...]:
     return PATTERNS + in_network_patterns() + server_patterns()
-
-
-def host_pattern(pattern: str) -> str:
-    """The pattern the hosts run for the same collective (itself for a host pattern)."""
-    return pattern.removesuffix(IN_SWITCHES).removesuffix(ON_SERVERS)
 
 
 def pattern_algo(pattern: str) -> Algorithm:
@@ -116,12 +122,14 @@ def bmv2_spec(topo: str, ranks: int, bw_mbps: float, seed: int) -> ExperimentSpe
 
 
 class Store:
-    """The repetitions measured so far, in out/repetitions.json (run again with the same out, it resumes)."""
+    """The repetitions measured so far, in out/repetitions.json (run again with the same out, it resumes): its
+    `format` (BENCHMARK_FORMAT; a file from before it had one reads as 1) beside the runs."""
 
     def __init__(self, out: Path) -> None:
         self.path = out / "repetitions.json"
-        raw: dict[str, dict[str, list[dict[str, Any]]]] = (json.loads(self.path.read_text())
-                                                           if self.path.exists() else {})
+        kept = (check_format(json.loads(self.path.read_text()), self.path, "cross-validation's repetitions",
+                             BENCHMARK_FORMAT, missing_is=1) if self.path.exists() else {})
+        raw: dict[str, dict[str, list[dict[str, Any]]]] = {k: v for k, v in kept.items() if k != "format"}
         self.runs = {name: {side: [self._complete(out, name, side, Repetition.from_dict(r)) for r in reps]
                             for side, reps in sides.items()}
                      for name, sides in raw.items()}
@@ -145,7 +153,7 @@ class Store:
     def add(self, name: str, side: str, rep: Repetition) -> None:
         self.runs.setdefault(name, {}).setdefault(side, []).append(rep)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(self.as_dict(), indent=1))
+        self.path.write_text(json.dumps({"format": BENCHMARK_FORMAT, **self.as_dict()}, indent=1))
 
     def as_dict(self) -> dict[str, dict[str, list[dict[str, Any]]]]:
         return {name: {side: [r.to_dict() for r in reps] for side, reps in sides.items()}

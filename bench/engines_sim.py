@@ -18,7 +18,6 @@ bench/results/engines-sim.json; a run of some points keeps the file's other rows
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -30,6 +29,7 @@ from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.shipped_specs import shipped_spec
 from gradswitch.experiment.spec import Backend, Engine, ExperimentSpec
+from gradswitch.experiment.tables.reading import load
 
 NAME = "engines-sim"
 TOLERANCE = 0.01  # the graph engine reproduces the loop's figures on ns-3 within 1 %
@@ -92,7 +92,7 @@ def main() -> None:
     if args.only in (None, "scaling"):
         todo += [("scaling", s) for s in scaling_runs(models, tuple(int(w) for w in args.workers.split(",")))]
     path = RESULTS / f"{NAME}.json"
-    kept = {(r["study"], r["run"]): r for r in json.loads(path.read_text())["rows"]} if path.exists() else {}
+    kept = {(r["study"], r["run"]): r for r in load(RESULTS, f"{NAME}.json")["rows"]} if path.exists() else {}
     for i, (study, spec) in enumerate(todo, start=1):
         r = row(spec, study, args.out)
         kept[(study, spec.label)] = r

@@ -10,7 +10,6 @@ running an experiment, e.g. after a change to how gradswitch/experiment/plots.py
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from bench.common import RESULTS
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.plots import plot_figures
 from gradswitch.experiment.shipped_specs import EXPERIMENTS
+from gradswitch.experiment.tables.reading import load
 
 SPECS = EXPERIMENTS  # the shipped compare specs (gradswitch/specs/)
 SOURCES = {"dlcp-contention": "training-dlcp.json", "dlcp-spray": "training-dlcp.json"}
@@ -28,7 +28,7 @@ def redraw(results: Path = RESULTS) -> list[Path]:
     """Each spec's figures plot from its stored runs; the paths written."""
     written = []
     for spec_name, source in SOURCES.items():
-        stored: dict[str, Any] = json.loads((results / source).read_text())
+        stored: dict[str, Any] = load(results, source)
         runs: dict[str, dict[str, Any]] = stored["dlcp"][spec_name]["runs"]
         keys = [k for k in load_spec(SPECS / f"{spec_name}.toml").figures if k not in TIMES]
         path = results / f"{spec_name}-figures.png"

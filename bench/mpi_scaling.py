@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.ns3_speed import CREDITS, RATE_MBPS, WINDOW, ring_order
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
 from gradswitch.sim import SimResult, SimSettings, run
 from gradswitch.sim.build import status
 from gradswitch.sim.ranks import MpiSync, partition
@@ -225,7 +226,7 @@ def main() -> None:
         "projected": [asdict(p) for p in projected],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(document, indent=1) + "\n")
+    args.out.write_text(json.dumps({"format": BENCHMARK_FORMAT, **document}, indent=1) + "\n")
     print(f"wrote {args.out}")
 
 

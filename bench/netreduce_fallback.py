@@ -22,7 +22,6 @@ Needs root and BMv2; writes bench/results/netreduce-fallback-<bw>mbps.json.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -30,13 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Limits, bmv2_option, save, use_bmv2
-from gradswitch.experiment.netreduce_watch import RECORDS_FILE
+from gradswitch.experiment.netreduce_watch import RECORDS_FILE, read_records
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.runner import run_on
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.network import NetworkOptions
 from gradswitch.version import code_version
+from gradswitch.workload import worker_result
 
 SIZE_BYTES = 256 << 10
 
@@ -52,8 +52,9 @@ def one_round(net: Testbed, spec: ExperimentSpec, out: Path) -> dict[str, Any]:
     if not report["ok"]:
         raise RuntimeError(f"{out}: the run failed: {report['errors']}")
     job_dir = out / "run" / "job1"
-    workers = [json.loads(p.read_text()) for p in sorted(job_dir.glob("result-*.json"))]
-    down, up = json.loads((job_dir / RECORDS_FILE).read_text())
+    workers = [worker_result.read(job_dir, int(p.stem.removeprefix("result-")))
+               for p in sorted(job_dir.glob("result-*.json"))]
+    down, up = read_records(job_dir / RECORDS_FILE)
     changes = [w["fallback"]["changes"] for w in workers]
     ring_from, switch_from = changes[0][0]["from_reduction"], changes[0][1]["from_reduction"]
     times = [float(it["time_s"]) for it in report["iterations"]]

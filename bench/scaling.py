@@ -52,6 +52,7 @@ from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
 from gradswitch.protocol.queues import buffer_bytes
 
 RATE_MBPS = 100_000.0
@@ -371,7 +372,8 @@ def report(models: list[str], workers: list[int], algos: list[str], out: Path) -
     plot_speedup(rows, models, RESULTS / "scaling-speedup.png")
     if bandwidth:
         plot_bandwidth(bandwidth, RESULTS / "scaling-bandwidth.png")
-    figures = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "rate_mbps": RATE_MBPS, "models": models,
+    figures = {"format": BENCHMARK_FORMAT, "when": time.strftime("%Y-%m-%d %H:%M:%S"), "rate_mbps": RATE_MBPS,
+               "models": models,
                "workers": workers, "algos": algos, "runs_expected": len(runs), "runs_found": len(points),
                "points": points, "speedups": rows, "paper_speedup": PAPER_SPEEDUP,
                "netreduce_hier_reaches_paper": first_reaching(rows, "netreduce-hier / ring", PAPER_SPEEDUP),

@@ -22,7 +22,6 @@ points keeps the file's other rows.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 from bench.common import RESULTS, Limits, save
 from bench.scaling import MODELS, scaling_spec
 from gradswitch.experiment.graph_experiment import run_graph_spec
+from gradswitch.experiment.tables.reading import load
 from gradswitch.experiment.training_graph import spec_training_graph
 from gradswitch.workload.generators import iteration_times
 
@@ -73,7 +73,7 @@ def main() -> None:
     algos = [a for a in args.algos.split(",") if a]
     if unknown := [a for a in algos if a not in ALGOS]:
         raise SystemExit(f"error: --algos {','.join(unknown)}: the graph engines run {', '.join(ALGOS)}")
-    study = json.loads((RESULTS / "scaling.json").read_text())["points"]
+    study = load(RESULTS, "scaling.json")["points"]
     names = {(m, a, n): f"{m}-{a}-n{n}" for m in models for a in algos for n in workers}
     missing = [name for name in names.values() if name not in study]
     if missing:
@@ -108,7 +108,7 @@ def main() -> None:
 
 def previous_rows() -> list[dict[str, Any]]:
     path = RESULTS / "scaling-graph.json"
-    return list(json.loads(path.read_text())["rows"]) if path.exists() else []
+    return list(load(RESULTS, path.name)["rows"]) if path.exists() else []
 
 
 def study_workers(study: dict[str, Any]) -> list[int]:

@@ -41,6 +41,8 @@ from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.simulated import link_usage
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
 from gradswitch.experiment.stats import spread_known as spread
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
+from gradswitch.formats import check_format
 from gradswitch.protocol.choice import Choice
 from gradswitch.sim import run as simulate
 from gradswitch.sim.faults import LINK_DETECT_S, SWITCH_DETECT_S, fault_records, phase_throughput
@@ -143,7 +145,8 @@ def measure(spec: ExperimentSpec, fabric: Fabric, case: str, fault: Fault | None
     digest = hashlib.sha256(repr((cfgs, settings)).encode()).hexdigest()[:12]
     kept = out.with_name(f"{out.name}-{digest}.json")
     if kept.exists():
-        return Run(**json.loads(kept.read_text()))
+        raw = check_format(json.loads(kept.read_text()), kept, "kept simulator run", BENCHMARK_FORMAT, missing_is=1)
+        return Run(**{k: v for k, v in raw.items() if k != "format"})
     started = time.monotonic()
     result = simulate(topo, cfgs, settings, out)
     wall = time.monotonic() - started
@@ -169,7 +172,7 @@ def measure(spec: ExperimentSpec, fabric: Fabric, case: str, fault: Fault | None
                workers=len(cfg.workers), iterations=cfg.iterations, completed=len(spans), exact=exact,
                iteration_s=statistics.median(times) if times else float("nan"), rto_s=cfg.rto,
                busiest_link_load=load, sim_s=result.speed.sim_s, wall_s=wall, limits=limits, **row)
-    kept.write_text(json.dumps(asdict(run), indent=1) + "\n")
+    kept.write_text(json.dumps({"format": BENCHMARK_FORMAT, **asdict(run)}, indent=1) + "\n")
     return run
 
 

@@ -19,7 +19,6 @@ the workers poll a few times a second.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.simulated import link_usage
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.experiment.stats import spread
+from gradswitch.experiment.tables.reading import load
 from gradswitch.sim import run as simulate
 from gradswitch.sim.faults import SimFault
 from gradswitch.topology.faults import parse_fault
@@ -91,7 +91,7 @@ def main() -> None:
     args = parser.parse_args()
     cases = {}
     for name in BMV2_RESULTS:
-        bmv2 = json.loads((RESULTS / name).read_text())
+        bmv2 = load(RESULTS, name)
         case = compare(bmv2, args.seeds, args.out / name.removesuffix(".json"))
         cases[name.removesuffix(".json")] = case
         ns3, r = case["ns3"], case["ns3_over_bmv2"]

@@ -27,7 +27,6 @@ equal). Needs root, BMv2, Mininet (one network: wrap it in flock /tmp/gradswitch
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from bench.common import RESULTS, Limits, bmv2_option, save, use_bmv2
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
 from gradswitch.experiment.stats import spread_known
+from gradswitch.experiment.tables.reading import load
 
 WORKERS = 4
 K = 3
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                             "accuracy_target": ACCURACY_TARGET, "rows": rows}
     data["summary"] = summary(rows)
     path = save("stragglers", data)
-    plot(json.loads(path.read_text()), RESULTS / "stragglers.png")
+    plot(load(RESULTS, path.name), RESULTS / "stragglers.png")
     print(table(data))
     print(f"wrote {path} and {RESULTS / 'stragglers.png'}")
     return 0

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, MachineMeter, bmv2_option, save, use_bmv2
+from gradswitch.experiment.tables.reading import load
 from gradswitch.protocol.paths import REPO_ROOT
 
 PACKET_BYTES = 4096  # payload of one RoCE packet at MTU 4096 (NetReduce's, and the compared runs')
@@ -202,7 +203,7 @@ def _build_of(doc: dict[str, Any]) -> str | None:
 def measured_with(path: Path = COSTS) -> str | None:
     """The simple_switch_grpc the costs were measured with (None: not recorded)."""
     try:
-        return _build_of(json.loads(path.read_text()))
+        return _build_of(load(path.parent, path.name))
     except (OSError, ValueError):
         return None
 
@@ -211,7 +212,7 @@ def load_costs(path: Path = COSTS, bmv2: str | None = None) -> dict[str, float]:
     """The measured costs (switch_delay_us, host_delay_us) bench.crossval gives the simulator; with `bmv2` (the
     simple_switch_grpc the runs will use) only costs measured with that same build."""
     try:
-        doc = json.loads(path.read_text())
+        doc = load(path.parent, path.name)
         costs: dict[str, float] = doc["costs"]
     except (OSError, ValueError, KeyError) as e:
         raise SystemExit(f"error: {path}: no measured costs ({e}); run `python -m bench.testbed_costs` first") from None

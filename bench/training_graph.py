@@ -35,7 +35,6 @@ algorithms named unless they are ring and NetReduce: training-graph-ps.json for 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -48,6 +47,7 @@ from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.runner import run_on
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.experiment.stats import spread
+from gradswitch.experiment.tables.reading import load
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.experiment.training_graph import ideal_link_load, spec_training_graph
 from gradswitch.net.network import NetworkOptions
@@ -167,7 +167,7 @@ def main() -> None:
     bmv2_option(ap)
     args = ap.parse_args()
     use_bmv2(args)
-    table_doc = json.loads((RESULTS / "training-speedup.json").read_text())
+    table_doc = load(RESULTS, "training-speedup.json")
     table = table_doc["speedup"]
     topos = tuple(t for t in args.topos.split(",") if t)
     if bad := [t for t in topos if t not in TOPOS]:

@@ -6,7 +6,12 @@ goodput_study.GOODPUT_FORMAT, ...), and bumps it when a reader of the old one wo
 calls `check_format`, which refuses a file of another format, or without one, in one line naming the file, the
 format found and the one expected. A kind that was written for a while without `format` says so with
 `missing_is`: such a file is read as that format (the rule: files from before a kind had `format` are its
-format 1, whose fields they have).
+format 1, whose fields they have). A file that lives only within one run (the fallback signal, a rank's timings)
+has no such past: its reader gives no `missing_is`.
+
+Two files keep another's layout: a Chakra trace's process groups file is ASTRA-sim's and is written without
+`format` (its reader checks one when there: workload/chakra/groups.py), and a timeline is a Chrome trace with
+`format` among its top-level keys, which the viewers keep as metadata.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gradswitch.experiment import compare, results_file, runner
+from gradswitch.experiment import compare, results_file, runner, summary_file
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.network import NetworkOptions
@@ -33,3 +33,8 @@ def run_compare(spec: compare.CompareSpec, out_dir: Path, runner: compare.Runner
 def read(path: Path) -> Report:
     """A results.json as results_file reads it (its format checked)."""
     return dict(results_file.read(path))
+
+
+def read_summary(path: Path) -> dict[str, Report]:
+    """A compare's summary.json as summary_file reads it (its format checked)."""
+    return {name: dict(run) for name, run in summary_file.read(path).items()}

@@ -437,13 +437,14 @@ def cmd_completion(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
+    from gradswitch.formats import FormatError
     from gradswitch.net.network import STATE_FILE, NetworkError, cleanup_run, remove_orphan_interfaces
 
     status = 0
     for state in sorted(runtime_dir().glob(f"*/{STATE_FILE}")):
         try:
             removed = cleanup_run(state.parent)
-        except NetworkError as e:
+        except (NetworkError, FormatError) as e:
             print(f"skipped: {e}")
             status = 1
             continue
@@ -672,6 +673,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     goodput.add_arguments(add_command(sub, "goodput", goodput.SUMMARY, goodput.DESCRIPTION, goodput.EXAMPLES),
                           complete_paths)
+
+    from gradswitch.cli import tables
+
+    tables.add_arguments(add_command(sub, "tables", tables.SUMMARY, tables.DESCRIPTION, tables.EXAMPLES),
+                         complete_paths)
 
     from gradswitch.cli import export_et
 

@@ -16,7 +16,6 @@ refused while the shell is open; when the shell exits, the switch makes the cont
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gradswitch.formats import FormatError
 from gradswitch.protocol.paths import runtime_dir, user_cache_dir
 
 SHELL_REQUIREMENT = "p4runtime-shell==0.0.6"
@@ -66,8 +66,12 @@ def find_network(run_dir: Path | None) -> Path:
 
 
 def _controller_alive(state: Path) -> bool:
+    from gradswitch.net.network import read_state
+
     try:
-        pid = int(json.loads(state.read_text()).get("controller_pid") or 0)
+        pid = int(read_state(state).get("controller_pid") or 0)
+    except FormatError as e:
+        raise ShellError(str(e)) from None
     except (OSError, ValueError, AttributeError):
         return False
     return pid > 0 and Path(f"/proc/{pid}").exists()
@@ -75,10 +79,12 @@ def _controller_alive(state: Path) -> bool:
 
 def target(run_dir: Path, switch: str) -> ShellTarget:
     """Where `switch` of the network in run_dir listens; ShellError names the switches there."""
-    from gradswitch.net.network import STATE_FILE
+    from gradswitch.net.network import STATE_FILE, read_state
 
     try:
-        switches = json.loads((run_dir / STATE_FILE).read_text())["switches"]
+        switches = read_state(run_dir / STATE_FILE)["switches"]
+    except FormatError as e:
+        raise ShellError(str(e)) from None
     except (OSError, ValueError, KeyError) as e:
         raise ShellError(f"{run_dir / STATE_FILE}: cannot read the network's switches ({e})") from None
     if switch not in switches:

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gradswitch.formats import FormatError, check_format
 from gradswitch.workload.graph import GraphError, JobGraph, validate
 from gradswitch.workload.pytorch.job_graph import job_graph
-from gradswitch.workload.pytorch.profile import ModelProfile, ProfileError
+from gradswitch.workload.pytorch.profile import PROFILE_FORMAT, ModelProfile, ProfileError
 
 PROFILE_SUFFIX = ".profile.json"
 
@@ -119,10 +120,18 @@ def write(profile: ModelProfile, prefix: Path, ranks: int, iterations: int, name
 
 
 def read_profile(path: Path) -> ModelProfile:
+    """A profile trace-model wrote (ProfileError, naming it: of another format than PROFILE_FORMAT)."""
     try:
-        return ModelProfile.from_dict(json.loads(path.read_text()))
+        raw = check_format(json.loads(path.read_text()), path, "trace-model profile", PROFILE_FORMAT)
+    except FormatError as e:
+        raise ProfileError(f"{e}; or measure the model again with `gradswitch trace-model --model ...`") from None
     except OSError as e:
         raise TraceModelError(f"--from-profile {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise TraceModelError(f"--from-profile {path}: not a profile trace-model wrote ({type(e).__name__}: {e})") \
+            from None
+    try:
+        return ModelProfile.from_dict(raw)
     except (ValueError, KeyError, TypeError) as e:
         if isinstance(e, ProfileError):
             raise

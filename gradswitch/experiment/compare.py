@@ -264,6 +264,9 @@ def load_spec(path: Path) -> CompareSpec:
     problems += [f"{path}: run {name!r}: {line}" for r, name in zip(runs, names, strict=True) for line in r.problems()]
     if len(set(names)) != len(names):
         problems.append(f"{path}: run names repeat: {sorted({n for n in names if names.count(n) > 1})}")
+    if "format" in names:
+        problems.append(f"{path}: a run named 'format': summary.json keeps its format under that name; name the run "
+                        "otherwise")
     if not runs:
         problems.append(f"{path}: no runs (give a [matrix] or [[runs]])")
     repeat = raw.get("repeat", 1)

@@ -25,6 +25,15 @@ from gradswitch.workload.job import Algorithm
 TOLERANCE = 0.10  # |ns-3 / BMv2 - 1| at most this, per figure
 MIN_REPETITIONS = 3  # BMv2 repetitions that were not machine-bound, at least, for a judged pair
 ALGOS = (Algorithm.RING, Algorithm.NETREDUCE, Algorithm.PS)  # the all-reduce pairs' algorithms, ranked
+# The collectives part's patterns (bench/crossval_collectives.py): a collective of the hosts' graph engines by name,
+# or with one of these suffixes the same collective run by the switches or by one parameter server.
+IN_SWITCHES = "-netreduce"  # a pattern's suffix: the collective run by the switches (algo = netreduce)
+ON_SERVERS = "-ps"  # a pattern's suffix: the all-reduce run by one parameter server (algo = ps)
+
+
+def host_pattern(pattern: str) -> str:
+    """The pattern the hosts run for the same collective (itself for a host pattern)."""
+    return pattern.removesuffix(IN_SWITCHES).removesuffix(ON_SERVERS)
 
 
 @dataclass(frozen=True)

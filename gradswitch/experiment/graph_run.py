@@ -45,6 +45,7 @@ from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrde
 from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.experiment.testbed_run import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
+from gradswitch.formats import FormatError, check_format
 from gradswitch.hosts.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
 from gradswitch.hosts.collectives.ops import ops_of
 from gradswitch.hosts.collectives.ps import PS, layout, runs_on_servers, servers_run
@@ -200,8 +201,10 @@ def read_graph_report(path: Path) -> GraphRunReport:
     one this code reads."""
     raw = read_json(path, GraphReportError)
     try:
-        if not isinstance(raw, dict):
-            raise ValueError("not a JSON object")
+        check_format(raw, path, "graph run's report", REPORT_FORMAT)
+    except FormatError as e:
+        raise GraphReportError(str(e)) from None
+    try:
         return GraphRunReport.from_dict(raw)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise GraphReportError(f"{path}: not a graph run's report this gradswitch reads ({type(e).__name__}: "

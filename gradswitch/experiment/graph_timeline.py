@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gradswitch.experiment.timeline import plot_timeline
+from gradswitch.experiment.timeline import TIMELINE_FORMAT, plot_timeline
 from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.graph_timing import GraphRun
 
@@ -50,7 +50,7 @@ def graph_trace(run: GraphRun, hosts: tuple[str, ...] | list[str], clock: str) -
         trace.append({"ph": "X", "name": f"{KIND_WORDS.get(cat, cat)} #{n.node_id}", "cat": cat, "pid": n.rank,
                       "tid": tid, "ts": round(n.start_s * 1e6, 3), "dur": round(n.duration_s * 1e6, 3),
                       "args": {"node": n.node_id, "bytes": n.nbytes, "group": n.group, "checked": n.checked}})
-    return {"traceEvents": trace, "displayTimeUnit": "ms", "otherData": {"clock": clock}}
+    return {"format": TIMELINE_FORMAT, "traceEvents": trace, "displayTimeUnit": "ms", "otherData": {"clock": clock}}
 
 
 def write_graph_timeline(run: GraphRun, hosts: tuple[str, ...] | list[str], out_dir: Path, title: str,

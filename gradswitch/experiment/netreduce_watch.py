@@ -26,15 +26,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gradswitch.control.control_plane import ControlPlane
 from gradswitch.control.health import HealthEvent, HealthKind
+from gradswitch.formats import check_format
 from gradswitch.hosts.fallback import MIN_WORKERS, PathSignal, ReductionPath, all_announced, path_of_epoch, write_signal
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.01
 RECORDS_FILE = "netreduce-paths.json"  # in a job's run directory: what the watch did (PathRecord)
+# RECORDS_FILE's `format`, beside its `records`; a file written before it had one (a bare list of the records)
+# reads as 1
+RECORDS_FORMAT = 1
 
 
 @dataclass
@@ -53,6 +58,17 @@ class PathRecord:
         return {"job": self.job, "path": None if self.path is None else str(self.path), "switch": self.switch,
                 "noticed_at": self.noticed_at, "signalled_at": self.signalled_at,
                 "cells_cleared_at": self.cells_cleared_at, "detail": self.detail}
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """A job's RECORDS_FILE: PathRecord.to_dict of each change, in order (FormatError: of another format than
+    RECORDS_FORMAT)."""
+    raw = json.loads(path.read_text())
+    if isinstance(raw, list):  # written before the file had `format`: format 1's records
+        raw = {"records": raw}
+    records: list[dict[str, Any]] = check_format(raw, path, "NetReduce watch's records", RECORDS_FORMAT,
+                                                 missing_is=1)["records"]
+    return records
 
 
 @dataclass
@@ -93,7 +109,8 @@ class NetReduceWatch:
             mine = [r.to_dict() for r in self.records if r.job == j.job]
             if mine:
                 j.run_dir.mkdir(parents=True, exist_ok=True)
-                (j.run_dir / RECORDS_FILE).write_text(json.dumps(mine, indent=1))
+                (j.run_dir / RECORDS_FILE).write_text(json.dumps({"format": RECORDS_FORMAT, "records": mine},
+                                                                 indent=1))
 
     def on_health(self, event: HealthEvent) -> None:
         """The controller's subscriber: queue it (returns at once)."""

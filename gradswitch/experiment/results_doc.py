@@ -94,7 +94,7 @@ def render() -> str:
         "| `failed` | the run could not run: a crash, a timeout, the simulator's time limit, iterations missing |",
         "",
         "A result that broke its check is marked wherever it appears: `CHECK FAILED` in table.txt, "
-        "`(check failed: k of n)` beside the run in a compare's report.md and in the tables bench.tables makes "
+        "`(check failed: k of n)` beside the run in a compare's report.md and in the tables `gradswitch tables` makes "
         "(docs/performance.md), and it is left out of a compare's medians and is never a headline ratio.",
         "",
         "`gradswitch compare`'s exit status:",
@@ -109,8 +109,9 @@ def render() -> str:
     ]
     for part in RESULTS:
         lines += _section(*part)
-    lines += ["## summary.json", "", "Run name -> its summary: every figure the median over the repetitions in "
-              "the medians (not machine-bound, not failed, their checks held), and these fields.", ""]
+    lines += ["## summary.json", "", f"`format` ({summary_file.SUMMARY_FORMAT}; a summary without it, written before "
+              "it had one, reads as 1), and run name -> its summary: every figure the median over the repetitions "
+              "in the medians (not machine-bound, not failed, their checks held), and these fields.", ""]
     for part in SUMMARY:
         lines += _section(*part)
     lines += ["## result-<id>.json (one node)", ""]

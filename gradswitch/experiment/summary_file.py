@@ -11,6 +11,11 @@ from pathlib import Path
 from typing import TypedDict, cast
 
 from gradswitch.experiment.results_file import HEADLINE_EXTRA_DOCS, HeadlineExtra, Outcome
+from gradswitch.formats import check_format
+
+# summary.json's `format`, beside its runs (a run may not be named `format`); a summary written before it had one
+# reads as 1
+SUMMARY_FORMAT = 1
 
 
 class SummaryFileError(ValueError):
@@ -161,6 +166,9 @@ def run_outcome(heads: list[Headline]) -> str:
 def typed(raw: Mapping[str, Mapping[str, object]]) -> Summary:
     """summary.json's content, every run's keys checked against RunSummary (ValueError naming an unknown one)."""
     known = set(RunSummary.__annotations__)
+    if "format" in raw:
+        raise SummaryFileError("a run named 'format': summary.json keeps its format under that name; name the run "
+                               "otherwise")
     for run, fields in raw.items():
         unknown = sorted(set(fields) - known)
         if unknown:
@@ -170,16 +178,21 @@ def typed(raw: Mapping[str, Mapping[str, object]]) -> Summary:
 
 
 def write(path: Path, summary: Mapping[str, Mapping[str, object]]) -> Summary:
+    """summary.json: its format and every run's summary (SummaryFileError: a run's unknown field)."""
     out = typed(summary)
-    path.write_text(json.dumps(out, indent=1))
+    path.write_text(json.dumps({"format": SUMMARY_FORMAT, **out}, indent=1))
     return out
 
 
 def read(path: Path) -> Summary:
+    """summary.json's runs (FormatError: of another format than SUMMARY_FORMAT; SummaryFileError: unreadable, or
+    not a summary)."""
     try:
         raw = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise SummaryFileError(f"{path}: cannot read it: {e}") from None
-    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+    runs = {k: v for k, v in check_format(raw, path, "compare's summary", SUMMARY_FORMAT, missing_is=1).items()
+            if k != "format"}
+    if not all(isinstance(v, dict) for v in runs.values()):
         raise SummaryFileError(f"{path}: not a compare's summary.json (run name -> its figures)")
-    return typed(raw)
+    return typed(runs)

@@ -43,6 +43,7 @@ from typing import Protocol
 
 import numpy as np
 
+from gradswitch.formats import check_format
 from gradswitch.hosts.comm import Comm, OpGen, Wait
 from gradswitch.hosts.ring import ring_steps
 from gradswitch.protocol.choice import Choice
@@ -50,6 +51,7 @@ from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.worker_result import FallbackEntry, PathChangeEntry
 
 POLL_S = 0.02  # how often a worker reads the signal file
+SIGNAL_FORMAT = 1  # the signal file's `format` (a file of one run: written and read by the same gradswitch)
 RING_RKEY = 0x52494E46  # "RINF": the fallback ring's region (not a NetReduce job's key, 0x4E52....)
 MIN_WORKERS = 3  # a reverse ring distinct from the job's connections
 
@@ -100,15 +102,17 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def write_signal(run_dir: Path, job: int, signal: PathSignal) -> None:
-    _write_atomic(signal_file(run_dir, job), json.dumps(signal.to_dict()))
+    _write_atomic(signal_file(run_dir, job), json.dumps({"format": SIGNAL_FORMAT, **signal.to_dict()}))
 
 
 def read_signal(run_dir: Path, job: int) -> PathSignal | None:
+    """The job's signal, None before the first (FormatError: of another format than SIGNAL_FORMAT)."""
     path = signal_file(run_dir, job)
     try:
-        d = json.loads(path.read_text())
+        raw = json.loads(path.read_text())
     except FileNotFoundError:
         return None
+    d = check_format(raw, path, "NetReduce path signal", SIGNAL_FORMAT)
     return PathSignal(int(d["epoch"]), str(d["switch"]), str(d["reason"]))
 
 

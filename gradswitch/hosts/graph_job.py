@@ -11,10 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gradswitch.formats import check_format
 from gradswitch.workload.graph import CollectiveKind, JobGraph, from_dict, to_dict
 from gradswitch.workload.graph_payload import PayloadKind
-from gradswitch.workload.graph_timing import GraphRun
+from gradswitch.workload.graph_timing import TIMING_FORMAT, GraphRun
 from gradswitch.workload.job import JobConfig
+
+# job<N>.json of a graph run: `format` beside the job (which carries its own, JOB_FORMAT) and its graph (GRAPH_FORMAT);
+# a job file written before it had one reads as 1
+GRAPH_JOB_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -26,14 +31,16 @@ class GraphJob:
     payload: PayloadKind = PayloadKind.SYNTHETIC  # what the communication nodes carry (gradswitch/hosts/graph_data.py)
 
     def to_json(self) -> str:
-        return json.dumps({"job": json.loads(self.job.to_json()), "graph": to_dict(self.graph),
-                           "dilation": self.dilation,
+        return json.dumps({"format": GRAPH_JOB_FORMAT, "job": json.loads(self.job.to_json()),
+                           "graph": to_dict(self.graph), "dilation": self.dilation,
                            "in_network": {k.value: j for k, j in self.in_network.items()},
                            "payload": self.payload.value}, indent=1)
 
     @classmethod
-    def from_json(cls, text: str) -> GraphJob:
-        raw: dict[str, Any] = json.loads(text)
+    def from_json(cls, text: str, where: str = "graph job") -> GraphJob:
+        """FormatError, naming `where`: of another format than GRAPH_JOB_FORMAT."""
+        raw: dict[str, Any] = check_format(json.loads(text), where, "graph run's job", GRAPH_JOB_FORMAT,
+                                              missing_is=1)
         return cls(JobConfig.from_json(json.dumps(raw["job"])), from_dict(raw["graph"]), float(raw["dilation"]),
                    {CollectiveKind(k): int(j) for k, j in raw.get("in_network", {}).items()},
                    PayloadKind(raw.get("payload", PayloadKind.SYNTHETIC.value)))
@@ -43,7 +50,7 @@ class GraphJob:
 
     @classmethod
     def load(cls, path: Path) -> GraphJob:
-        return cls.from_json(path.read_text())
+        return cls.from_json(path.read_text(), str(path))
 
 
 def timing_path(run_dir: Path, rank: int, partial: bool = False) -> Path:
@@ -57,4 +64,6 @@ def write_timing(run_dir: Path, rank: int, run: GraphRun, partial: bool = False)
 
 
 def read_timing(run_dir: Path, rank: int, partial: bool = False) -> GraphRun:
-    return GraphRun.from_dict(json.loads(timing_path(run_dir, rank, partial).read_text()))
+    """A rank's node timings (FormatError, naming the file: of another format than TIMING_FORMAT)."""
+    path = timing_path(run_dir, rank, partial)
+    return GraphRun.from_dict(check_format(json.loads(path.read_text()), path, "graph rank's timings", TIMING_FORMAT))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gradswitch.formats import check_format
 from gradswitch.net.bmv2 import (
     BMV2_ENV,
     GRPC_BASE_PORT,
@@ -48,6 +49,8 @@ from gradswitch.topology.model import Link, Topology
 log = logging.getLogger(__name__)
 
 STATE_FILE = "network.json"
+# network.json's `format` (read_state); a state file written before it had one reads as 1
+STATE_FORMAT = 1
 MININET_LOG_LEVEL = "output"  # mininet.log: the CLI's command output and warnings, not bring-up details
 
 
@@ -319,6 +322,7 @@ class GradNetwork:
             switches[s.name] = {"device_id": s.device_id, "grpc_port": ports.grpc,
                                 "thrift_port": ports.thrift, "pid": node.switch_pid}
         state = {
+            "format": STATE_FORMAT,
             "topology": self.topo.name,
             "params": self.topo.params,
             "controller_pid": os.getpid(),
@@ -531,13 +535,19 @@ def kill_switches_under(directory: Path) -> list[int]:
     return killed
 
 
+def read_state(path: Path) -> dict[str, Any]:
+    """A network's state file (FormatError: of another format than STATE_FORMAT; OSError, JSONDecodeError: none,
+    or not JSON)."""
+    return check_format(json.loads(path.read_text()), path, "network's state", STATE_FORMAT, missing_is=1)
+
+
 def cleanup_run(run_dir: Path) -> list[str]:
     """Remove what a run left behind: its switches (found by their paths under run_dir, recorded or
     not), and the hosts, interfaces and fence its state file records; returns what was removed."""
     state_path = run_dir / STATE_FILE
     removed: list[str] = []
     try:
-        state = json.loads(state_path.read_text())
+        state = read_state(state_path)
     except (OSError, json.JSONDecodeError):
         state = {}  # none, or cut short: the switches are still found by their paths below
     controller = state.get("controller_pid")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from gradswitch.workload.job import Device, Precision
 
+MODEL_FORMAT = 1  # a model profile's `format` (models/*.json: generate.py writes it, gradients.read_profile reads it)
 BACKWARD_FACTOR = 2.0  # backward FLOPs of a module over its forward FLOPs (input + weight gradients)
 FIRST_BACKWARD_FACTOR = 1.0  # the first module: weight gradient only
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from gradswitch.formats import check_format
 from gradswitch.protocol.paths import package_folder
-from gradswitch.workload.compute import Calibration, ComputeProfile, Module
+from gradswitch.workload.compute import MODEL_FORMAT, Calibration, ComputeProfile, Module
 from gradswitch.workload.job import Device, Precision
 
 MODELS_DIR = package_folder("gradswitch.workload", "models")  # the model profiles, package data of an installed wheel
@@ -65,13 +68,19 @@ def workload_names() -> list[str]:
     return ["synthetic", *model_names(), *(m + "-stanza" for m in model_names()), "train-digits"]
 
 
+def read_profile(path: Path) -> dict[str, Any]:
+    """A model profile's JSON (FormatError, naming it: of another format than MODEL_FORMAT; one without `format`,
+    written before it had one, reads as 1)."""
+    return check_format(json.loads(path.read_text()), path, "model profile", MODEL_FORMAT, missing_is=1)
+
+
 @cache
 def load_model(name: str) -> Profile:
     path = MODELS_DIR / f"{name.removesuffix('-stanza')}.json"
     if not path.exists():
         known = ", ".join(model_names() + [m + "-stanza" for m in model_names()])
         raise ValueError(f"unknown model profile {name!r} (known: synthetic, {known})")
-    raw = json.loads(path.read_text())
+    raw = read_profile(path)
     tensors = tuple(Tensor(t["name"], t["elements"], t["kind"]) for t in raw["layers"])
     if name.endswith("-stanza"):
         # Stanza-style layer separation: the workers exchange only the convolutional (and their
@@ -90,7 +99,7 @@ def compute_profile(name: str) -> ComputeProfile | None:
     path = MODELS_DIR / f"{name.removesuffix('-stanza')}.json"
     if not path.exists():
         return None
-    raw = json.loads(path.read_text()).get("compute")
+    raw = read_profile(path).get("compute")
     if raw is None:
         return None
     modules = tuple(Module(m["name"], float(m["forward_flops"]), tuple(m["tensors"])) for m in raw["modules"])

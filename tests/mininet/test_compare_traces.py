@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from gradswitch.protocol.paths import REPO_ROOT
+from tests.results import read_summary
 
 pytestmark = pytest.mark.mininet
 
@@ -32,7 +33,7 @@ def test_ring_against_netreduce_on_one_trace(tmp_path):
     out = tmp_path / "out"
     done = gradswitch("compare", str(spec), "--out", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
-    summary = json.loads((out / "summary.json").read_text())
+    summary = read_summary(out / "summary.json")
     assert set(summary) == {"ring", "netreduce"}
     for s in summary.values():
         assert s["backend"] == "bmv2" and s["outcome"] == "ok" and s["correct"] and s["check"] == "exact"

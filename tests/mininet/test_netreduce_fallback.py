@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gradswitch.experiment.netreduce_watch import RECORDS_FILE
+from gradswitch.experiment.netreduce_watch import RECORDS_FILE, read_records
 from gradswitch.experiment.spec import spec_from_dict
 from tests.results import run_experiment
 
@@ -27,7 +27,7 @@ def worker_results(out: Path) -> list[dict[str, Any]]:
 
 
 def watch_records(out: Path) -> list[dict[str, Any]]:
-    return list(json.loads((out / "run" / "job1" / RECORDS_FILE).read_text()))
+    return read_records(out / "run" / "job1" / RECORDS_FILE)
 
 
 def exact(report: dict[str, Any], iterations: int) -> bool:

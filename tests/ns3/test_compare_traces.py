@@ -5,7 +5,6 @@ repetition is kept; a run whose job a fault cuts short could not run (exit statu
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gradswitch.protocol.paths import REPO_ROOT
+from tests.results import read_summary
 
 pytestmark = pytest.mark.ns3
 
@@ -39,7 +39,7 @@ def test_two_sizes_of_a_trace_compared_and_kept_when_started_again(tmp_path):
     done = gradswitch("compare", str(spec), "--out", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("checks: every output exact") == 4, done.stdout
-    summary = json.loads((out / "summary.json").read_text())
+    summary = read_summary(out / "summary.json")
     small, large = summary["ar-1MiB"], summary["ar-4MiB"]
     for s in (small, large):
         assert s["outcome"] == "ok" and s["correct"] and s["headline_repetitions"] == 2
@@ -60,7 +60,7 @@ def test_two_sizes_of_a_trace_compared_and_kept_when_started_again(tmp_path):
     again = gradswitch("compare", str(spec), "--out", str(out))
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.count(", skipped") == 4 and "checks:" not in again.stdout, again.stdout
-    assert json.loads((out / "summary.json").read_text()) == summary
+    assert read_summary(out / "summary.json") == summary
 
 
 def test_a_run_that_could_not_run_is_exit_status_4_and_named(tmp_path):
@@ -72,7 +72,7 @@ def test_a_run_that_could_not_run_is_exit_status_4_and_named(tmp_path):
     done = gradswitch("compare", str(spec), "--out", str(out))
     assert done.returncode == 4, done.stdout + done.stderr
     assert "exit status 4: some repetition could not run" in done.stderr
-    summary = json.loads((out / "summary.json").read_text())
+    summary = read_summary(out / "summary.json")
     assert summary["fine"]["outcome"] == "ok" and summary["cut"]["outcome"] == "failed"
     assert summary["cut"]["failed_repetitions"] == [1] and "job_s" not in summary["cut"]
     report = (out / "report.md").read_text()

@@ -10,7 +10,7 @@ import pytest
 
 from bench.common import SIMULATED
 from bench.sim_faults import CASES, Fabric, study
-from bench.tables import sim_faults_table
+from gradswitch.experiment.tables.faults import sim_faults_table
 from gradswitch.sim.faults import SWITCH_DETECT_S
 
 pytestmark = pytest.mark.ns3

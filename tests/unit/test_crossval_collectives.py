@@ -12,14 +12,13 @@ from bench.crossval_collectives import (
     REFERENCE,
     Store,
     every_pattern,
-    host_pattern,
     in_network_patterns,
     judge,
     pattern_algo,
     pattern_graph,
     server_patterns,
 )
-from gradswitch.experiment.crossval import MIN_REPETITIONS, TOLERANCE, Figure, Repetition
+from gradswitch.experiment.crossval import MIN_REPETITIONS, TOLERANCE, Figure, Repetition, host_pattern
 from gradswitch.workload.generators import SEND_RECV
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, SendNode
 
@@ -156,8 +155,8 @@ def test_store_resumes(tmp_path: Path) -> None:
 def test_a_kept_repetition_gets_its_busiest_link_and_idle_cpu_from_its_runs_report(tmp_path: Path) -> None:
     import json
 
-    from bench.tables import crossval_collectives_table
     from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
+    from gradswitch.experiment.tables.crossval import crossval_collectives_table
 
     name = "leafspine-n8-all_to_all"
     kept = {name: {"bmv2": [Repetition(s, 3.5, True, True, "busiest link 73% loaded").to_dict() for s in (1, 2)],

@@ -116,3 +116,234 @@ def test_a_nodes_result_carries_its_format_and_its_reader_checks_it(tmp_path):
     with pytest.raises(WorkerResultError, match=re.escape(f"{path}: a node's result of format 7; this gradswitch "
                                                           "reads format 1")):
         read(tmp_path, 3)
+
+
+def test_a_compares_summary_carries_its_format_and_its_reader_checks_it(tmp_path):
+    from gradswitch.experiment.summary_file import SUMMARY_FORMAT, SummaryFileError, read, write
+
+    path = tmp_path / "summary.json"
+    runs = {"ring": {"median_s": 1.5, "repetitions_done": 3}, "netreduce": {"median_s": 1.0, "is_baseline": False}}
+    assert write(path, runs) == runs
+    raw = json.loads(path.read_text())
+    assert raw["format"] == SUMMARY_FORMAT == 1 and read(path) == runs
+    path.write_text(json.dumps(runs))  # written before summaries had a format: read as format 1
+    assert read(path) == runs
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a compare's summary of format 2; this gradswitch "
+                                                    "reads format 1")):
+        read(path)
+    with pytest.raises(SummaryFileError, match="a run named 'format'"):
+        write(path, {"format": {"median_s": 1.0}})
+
+
+def test_a_compare_refuses_a_run_named_format(tmp_path):
+    from gradswitch.experiment.compare import load_spec
+    from gradswitch.experiment.spec import SpecError
+
+    spec = tmp_path / "c.toml"
+    spec.write_text('[defaults]\nalgo = "ring"\n[[runs]]\nname = "format"\n[[runs]]\nname = "other"\n')
+    with pytest.raises(SpecError, match=re.escape("a run named 'format': summary.json keeps its format under that "
+                                                  "name")):
+        load_spec(spec)
+
+
+class _Node:
+    switch_pid, pid = 101, 202
+
+    def intfList(self) -> list[object]:
+        return []
+
+
+def test_a_networks_state_carries_its_format_and_its_readers_check_it(tmp_path):
+    from types import SimpleNamespace
+
+    from gradswitch.cli.shell import ShellError, target
+    from gradswitch.net.bmv2 import SwitchPorts
+    from gradswitch.net.network import STATE_FILE, STATE_FORMAT, GradNetwork, read_state
+    from gradswitch.topology.generators import rack
+
+    topo = rack(hosts=2)
+    net = SimpleNamespace(topo=topo, net=SimpleNamespace(get=lambda name: _Node(), switches=[_Node()]),
+                          ports={s.name: SwitchPorts(50051, 9090) for s in topo.switches},
+                          reservation=SimpleNamespace(added=[]), patches=lambda: [], run_dir=tmp_path)
+    GradNetwork._write_state(net)  # type: ignore[arg-type]
+    path = tmp_path / STATE_FILE
+    raw = json.loads(path.read_text())
+    assert raw["format"] == STATE_FORMAT == 1 and read_state(path) == raw
+    assert target(tmp_path, "s1").grpc_addr == "127.0.0.1:50051"
+    path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # from before: format 1
+    assert target(tmp_path, "s1").grpc_addr == "127.0.0.1:50051"
+    path.write_text(json.dumps({**raw, "format": 2}))
+    message = f"{path}: a network's state of format 2; this gradswitch reads format 1"
+    with pytest.raises(FormatError, match=re.escape(message)):
+        read_state(path)
+    with pytest.raises(ShellError, match=re.escape(message)):
+        target(tmp_path, "s1")
+
+
+def test_the_netreduce_watchs_records_carry_their_format_and_their_reader_checks_them(tmp_path):
+    from typing import Any, cast
+
+    from gradswitch.experiment.netreduce_watch import (
+        RECORDS_FILE,
+        RECORDS_FORMAT,
+        NetReduceWatch,
+        PathRecord,
+        read_records,
+    )
+    from gradswitch.hosts.fallback import ReductionPath
+
+    watch = NetReduceWatch(cast(Any, None))
+    watch.add_job(1, 4, tmp_path, 10.0)
+    watch.records.append(PathRecord(1, ReductionPath.RING, "spine1", 1.0, 1.5))
+    watch.stop()
+    path = tmp_path / RECORDS_FILE
+    raw = json.loads(path.read_text())
+    assert raw["format"] == RECORDS_FORMAT == 1
+    assert read_records(path) == [watch.records[0].to_dict()]
+    path.write_text(json.dumps(raw["records"]))  # written before the file had a format (a bare list): format 1
+    assert read_records(path) == [watch.records[0].to_dict()]
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a NetReduce watch's records of format 2; this "
+                                                    "gradswitch reads format 1")):
+        read_records(path)
+
+
+def test_the_fallback_signal_carries_its_format_and_its_reader_checks_it(tmp_path):
+    from gradswitch.hosts.fallback import SIGNAL_FORMAT, PathSignal, read_signal, signal_file, write_signal
+
+    assert read_signal(tmp_path, 1) is None
+    signal = PathSignal(1, "spine1", "spine1 down")
+    write_signal(tmp_path, 1, signal)
+    path = signal_file(tmp_path, 1)
+    raw = json.loads(path.read_text())
+    assert raw["format"] == SIGNAL_FORMAT == 1 and read_signal(tmp_path, 1) == signal
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a NetReduce path signal of format 2; this gradswitch "
+                                                    "reads format 1")):
+        read_signal(tmp_path, 1)
+    path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # a file of one run: no old ones
+    with pytest.raises(FormatError, match="without `format`"):
+        read_signal(tmp_path, 1)
+
+
+def test_the_chakra_groups_file_is_astra_sims_and_a_format_in_it_is_checked(tmp_path):
+    from gradswitch.workload.chakra.groups import GROUPS_FORMAT, read_groups, write_groups
+    from gradswitch.workload.graph import GraphError, ProcessGroup
+
+    path = tmp_path / "t.groups.json"
+    groups = [ProcessGroup("1", (0, 1)), ProcessGroup("2", (2, 3))]
+    write_groups(path, groups)
+    assert json.loads(path.read_text()) == {"1": [0, 1], "2": [2, 3]}  # ASTRA-sim's layout: no `format` key
+    assert list(read_groups(path, 4).values()) == groups
+    path.write_text(json.dumps({"format": GROUPS_FORMAT, "1": [0, 1], "2": [2, 3]}))
+    assert list(read_groups(path, 4).values()) == groups
+    path.write_text(json.dumps({"format": 2, "1": [0, 1]}))
+    with pytest.raises(GraphError, match=re.escape(f"{path}: a process groups file of format 2; this gradswitch "
+                                                   "reads format 1")):
+        read_groups(path, 4)
+
+
+def test_a_benchmarks_results_carry_their_format_and_the_tables_check_it(tmp_path, monkeypatch):
+    from bench import common
+    from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, load
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setattr(common, "toolchain", lambda level="info": {"bmv2": {"logging_macros": False}})
+    path = common.save("figures", {"rows": [1]})
+    raw = json.loads(path.read_text())
+    assert raw["format"] == BENCHMARK_FORMAT == 1 and load(tmp_path, "figures.json")["rows"] == [1]
+    assert json.loads(common.save("study", {"format": 1, "study": {}}).read_text())["format"] == 1  # its own
+    path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # from before: format 1
+    assert load(tmp_path, "figures.json")["rows"] == [1]
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a benchmark's results of format 2; this gradswitch "
+                                                    "reads format 1")):
+        load(tmp_path, "figures.json")
+
+
+def test_a_graph_runs_job_file_and_its_ranks_timings_carry_their_formats_and_are_checked(tmp_path):
+    from gradswitch.experiment.run_plan import plan_run
+    from gradswitch.experiment.spec import spec_from_dict
+    from gradswitch.hosts.graph_job import GRAPH_JOB_FORMAT, GraphJob, read_timing, timing_path, write_timing
+    from gradswitch.workload.generators import collective_graph
+    from gradswitch.workload.graph import CollectiveKind
+    from gradswitch.workload.graph_timing import TIMING_FORMAT, GraphRun, NodeTiming
+
+    cfg = plan_run(spec_from_dict({"algo": "ring", "workers": 2})).first
+    job = GraphJob(cfg, collective_graph(CollectiveKind.ALL_REDUCE, 2, 1024))
+    path = tmp_path / "job1.json"
+    job.save(path)
+    raw = json.loads(path.read_text())
+    assert raw["format"] == GRAPH_JOB_FORMAT == 1 and GraphJob.load(path) == job
+    path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # from before: format 1
+    assert GraphJob.load(path) == job
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a graph run's job of format 2; this gradswitch reads "
+                                                    "format 1")):
+        GraphJob.load(path)
+    run = GraphRun((NodeTiming(0, 0, "collective", 0.0, 1.0, CollectiveKind.ALL_REDUCE, "world", 1024, True),))
+    write_timing(tmp_path, 0, run)
+    assert json.loads(timing_path(tmp_path, 0).read_text())["format"] == TIMING_FORMAT == 1
+    assert read_timing(tmp_path, 0) == run
+    timing_path(tmp_path, 0).write_text(json.dumps({**run.to_dict(), "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{timing_path(tmp_path, 0)}: a graph rank's timings of format 2")):
+        read_timing(tmp_path, 0)
+
+
+def test_a_graph_runs_report_of_another_format_is_refused_in_one_line(tmp_path):
+    from gradswitch.experiment.graph_run import REPORT_FORMAT, GraphReportError, read_graph_report
+
+    path = tmp_path / "graph-results.json"
+    path.write_text(json.dumps({"format": REPORT_FORMAT + 1}))
+    with pytest.raises(GraphReportError) as e:
+        read_graph_report(path)
+    assert str(e.value) == (f"{path}: a graph run's report of format {REPORT_FORMAT + 1}; this gradswitch reads "
+                            f"format {REPORT_FORMAT} (read it with the gradswitch that wrote it, or write it again)")
+
+
+def test_the_model_profiles_carry_their_format_and_their_reader_checks_it(tmp_path):
+    from gradswitch.workload.compute import MODEL_FORMAT
+    from gradswitch.workload.gradients import MODELS_DIR, model_names, read_profile
+
+    assert model_names() and all(json.loads((MODELS_DIR / f"{m}.json").read_text())["format"] == MODEL_FORMAT == 1
+                                 for m in model_names())
+    source = (REPO_ROOT / "gradswitch/workload/models/generate.py").read_text()
+    assert '"format": MODEL_FORMAT' in source  # the generator writes what the reader expects
+    raw = json.loads((MODELS_DIR / "small-cnn.json").read_text())
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # from before: format 1
+    assert read_profile(path)["model"] == raw["model"]
+    path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{path}: a model profile of format 2; this gradswitch reads "
+                                                    "format 1")):
+        read_profile(path)
+
+
+def test_the_timelines_carry_their_format_beside_the_chrome_trace():
+    from gradswitch.experiment.graph_timeline import graph_trace
+    from gradswitch.experiment.timeline import TIMELINE_FORMAT
+    from gradswitch.workload.graph import CollectiveKind
+    from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+
+    run = GraphRun((NodeTiming(0, 0, "collective", 0.0, 1.0, CollectiveKind.ALL_REDUCE, "world", 1024, True),))
+    trace = graph_trace(run, ["h1"], "seconds")
+    assert trace["format"] == TIMELINE_FORMAT == 1 and trace["traceEvents"]
+    source = (REPO_ROOT / "gradswitch/experiment/timeline.py").read_text()
+    assert source.count('"format": TIMELINE_FORMAT') == 1  # chrome_trace's: timeline.json
+
+
+def test_the_benchmarks_kept_repetitions_carry_their_format_and_are_checked(tmp_path):
+    from bench.crossval_collectives import Store
+    from gradswitch.experiment.crossval import Repetition
+    from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
+
+    store = Store(tmp_path)
+    store.add("rack-n4-all_reduce", "bmv2", Repetition(1, 1.5, True, False, None))
+    raw = json.loads(store.path.read_text())
+    assert raw["format"] == BENCHMARK_FORMAT == 1 and Store(tmp_path).runs == store.runs
+    store.path.write_text(json.dumps({k: v for k, v in raw.items() if k != "format"}))  # from before: format 1
+    assert Store(tmp_path).runs == store.runs
+    store.path.write_text(json.dumps({**raw, "format": 2}))
+    with pytest.raises(FormatError, match=re.escape(f"{store.path}: a cross-validation's repetitions of format 2")):
+        Store(tmp_path)

@@ -4,7 +4,6 @@ control plane's NetReduce part recorded. The same on BMv2: tests/mininet/test_ne
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,7 +11,7 @@ from typing import Any
 
 from gradswitch.control.health import HealthEvent, HealthKind
 from gradswitch.control.netreduce_jobs import ActiveJob, place_job
-from gradswitch.experiment.netreduce_watch import RECORDS_FILE, NetReduceWatch
+from gradswitch.experiment.netreduce_watch import RECORDS_FILE, NetReduceWatch, read_records
 from gradswitch.hosts.fallback import Announcement, PathSignal, announce, read_signal
 from gradswitch.protocol.polling import wait_until
 from gradswitch.topology.generators import leafspine, rack
@@ -110,7 +109,7 @@ def test_events_are_handled_on_the_watchs_thread_and_recorded(tmp_path):
         wait_until(lambda: jobs.resets == [1], 10, 0.005, "the fallback's cells cleared")
     finally:
         watch.stop()
-    (record,) = json.loads((job_dir / RECORDS_FILE).read_text())
+    (record,) = read_records(job_dir / RECORDS_FILE)
     assert record["path"] == "ring" and record["switch"] == agg and record["cells_cleared_at"] is not None
 
 

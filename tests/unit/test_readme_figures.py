@@ -1,5 +1,5 @@
 """docs/performance.md's tables and the README's headline figures are the JSON under bench/results/, as
-bench/tables.py renders them.
+gradswitch/experiment/tables/ renders them (`gradswitch tables`).
 
 Re-running a benchmark without regenerating the documents fails here, naming the table; and the
 tables come out right from a small hand-made JSON (medians with [min, max], ratios to the
@@ -15,20 +15,13 @@ from typing import Any
 
 import pytest
 
-from bench.tables import (
-    PERFORMANCE,
-    README,
-    README_TABLES,
-    RESULTS,
-    allreduce_table,
-    dlcp_spray_table,
-    generate,
-    machine_bound,
-    marker,
-    tensorlights_table,
-    update_readme,
-)
+from gradswitch.experiment.tables.catalogue import README_TABLES, generate
+from gradswitch.experiment.tables.documents import PACKAGE_CHECKOUT, marker, with_tables
+from gradswitch.experiment.tables.reading import machine_bound
+from gradswitch.experiment.tables.testbed import allreduce_table
+from gradswitch.experiment.tables.training import dlcp_spray_table, tensorlights_table
 
+PERFORMANCE, README, RESULTS = PACKAGE_CHECKOUT.performance, PACKAGE_CHECKOUT.readme, PACKAGE_CHECKOUT.results
 README_MAX_LINES = 250  # a newcomer reads it through; the measurements are in docs/performance.md
 
 
@@ -40,16 +33,16 @@ def _table_after_marker(document: Path, text: str, name: str) -> None:
     table = generate(RESULTS)[name]
     where = document.relative_to(README.parent)
     assert marker(name) in text, f"{where} has no `{marker(name)}` line before its {name} table: add it and run " \
-                                 f"`python -m bench.tables --write`"
+                                 f"`gradswitch tables --write`"
     got = text.split(marker(name) + "\n", 1)[1]
     got = "\n".join(re.match(r"(?:\|[^\n]*(?:\n|$))*", got).group(0).splitlines())  # type: ignore[union-attr]
     diff = "\n".join(difflib.unified_diff(got.splitlines(), table.splitlines(), str(where), "bench/results",
                                           lineterm="", n=0))
     assert got == table, (f"{where}'s table {name!r} is not what bench/results/ gives (a benchmark was run again?): "
-                          f"run `python -m bench.tables --write` (or paste `python -m bench.tables`'s table)\n{diff}")
+                          f"run `gradswitch tables --write` (or paste `gradswitch tables`'s table)\n{diff}")
 
 
-@pytest.mark.parametrize("name", list(generate()))
+@pytest.mark.parametrize("name", list(generate(RESULTS)))
 def test_the_performance_document_has_every_table_as_its_json_gives_it(name):
     _table_after_marker(PERFORMANCE, performance(), name)
 
@@ -61,13 +54,15 @@ def test_the_readme_has_its_headline_tables_as_their_json_gives_them(name):
 
 def test_every_table_marker_in_the_performance_document_names_a_table():
     names = re.findall(r"^<!-- table: (\S+) -->$", performance(), re.MULTILINE)
-    assert sorted(names) == sorted(generate()), "a marker without a generated table, or a table without its marker"
+    assert sorted(names) == sorted(generate(RESULTS)), ("a marker without a generated table, or a table without its "
+                                                        "marker")
 
 
 def test_the_readme_marks_only_its_headline_tables():
     names = re.findall(r"^<!-- table: (\S+) -->$", README.read_text(), re.MULTILINE)
-    assert sorted(names) == sorted(README_TABLES), (f"README.md has table markers {names}, bench.tables.README_TABLES "
-                                                    f"says {list(README_TABLES)}: the other tables belong in "
+    assert sorted(names) == sorted(README_TABLES), (f"README.md has table markers {names}, "
+                                                    f"gradswitch.experiment.tables.catalogue.README_TABLES says "
+                                                    f"{list(README_TABLES)}: the other tables belong in "
                                                     f"docs/performance.md")
 
 
@@ -169,7 +164,7 @@ def test_the_jsons_own_mark_wins_over_the_rule():
 
 def test_writing_the_readme_replaces_only_the_table_after_its_marker():
     text = "before\n<!-- table: t -->\n| old |\n|---|\n| 1 |\n\nafter | not a table\n<!-- table: u -->\n| u |\n"
-    got = update_readme(text, {"t": "| new \\1 |\n|---|"})
+    got = with_tables(text, {"t": "| new \\1 |\n|---|"})
     assert got == "before\n<!-- table: t -->\n| new \\1 |\n|---|\n\nafter | not a table\n<!-- table: u -->\n| u |\n"
 
 
@@ -224,3 +219,54 @@ def test_every_document_the_readme_names_exists():
     assert named, "the README links no document"
     missing = sorted(d for d in named if not (README.parent / d).is_file())
     assert not missing, f"README.md names {missing}, which do not exist"
+
+
+# ---- `gradswitch tables` ----
+
+
+def _checkout(tmp_path: Path) -> Path:
+    """A copy of this checkout's results and documents: the command's stand-in checkout."""
+    import shutil
+
+    for doc in ("README.md", "docs/performance.md", "docs/simulator.md", "docs/faults.md", "docs/netreduce.md"):
+        (tmp_path / doc).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(PACKAGE_CHECKOUT.root / doc, tmp_path / doc)
+    shutil.copytree(RESULTS, tmp_path / "bench" / "results", ignore=shutil.ignore_patterns("*.png"))
+    return tmp_path
+
+
+def test_gradswitch_tables_checks_and_writes_a_checkouts_documents(tmp_path, capsys):
+    from gradswitch.cli.main import main
+
+    root = _checkout(tmp_path)
+    assert main(["tables", "--check", "--root", str(root)]) == 0
+    performance = root / "docs" / "performance.md"
+    performance.write_text(performance.read_text().replace("| go-back-N |", "| go-back-M |", 1))
+    assert main(["tables", "--check", "--root", str(root)]) == 1
+    assert capsys.readouterr().out == (f"{performance}: its tables are not what {root / 'bench' / 'results'} "
+                                       "gives: run `gradswitch tables --write`\n")
+    assert main(["tables", "--write", "--root", str(root)]) == 0
+    assert f"written {len(generate(RESULTS))} tables into {performance}" in capsys.readouterr().out
+    assert performance.read_text() == PERFORMANCE.read_text()
+    assert main(["tables", "--check", "--root", str(root)]) == 0
+
+
+def test_gradswitch_tables_refuses_a_folder_that_is_not_a_checkout_and_a_json_of_another_format(tmp_path, capsys):
+    from gradswitch.cli.main import main
+
+    assert main(["tables", "--check", "--root", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (f"error: {tmp_path} is not a gradswitch checkout (one with bench/results/ and "
+                                       "docs/performance.md): run it in one or give --root CHECKOUT\n")
+    root = _checkout(tmp_path / "checkout")
+    transport = root / "bench" / "results" / "transport.json"
+    transport.write_text(json.dumps({**json.loads(transport.read_text()), "format": 2}))
+    assert main(["tables", "--root", str(root)]) == 2
+    assert capsys.readouterr().err == (f"error: {transport}: a benchmark's results of format 2; this gradswitch reads "
+                                       "format 1 (read it with the gradswitch that wrote it, or write it again)\n")
+
+
+def test_gradswitch_tables_prints_another_directorys_tables(tmp_path, capsys):
+    from gradswitch.cli.main import main
+
+    assert main(["tables", "--results", str(RESULTS)]) == 0
+    assert capsys.readouterr().out == "".join(f"{marker(n)}\n{t}\n\n" for n, t in generate(RESULTS).items())

@@ -188,17 +188,18 @@ def test_compare_tells_a_run_that_could_not_run_and_exits_4(tmp_path):
     assert "## Runs that could not run (exit status 4)" in report and "h3 exited with status 3" in report
 
 
-def test_the_bench_tables_mark_a_run_whose_check_failed():
+def test_the_performance_tables_mark_a_run_whose_check_failed():
     """training-dlcp.json's `drop` run is correct: false in all its repetitions: marked in the DLCP and claims
     tables, and its ratio is not a headline."""
-    from bench import tables
+    from gradswitch.experiment.tables import claims, training
+    from gradswitch.experiment.tables.documents import PACKAGE_CHECKOUT
 
-    results = tables.RESULTS
-    contention = tables.dlcp_contention_table(results)
+    results = PACKAGE_CHECKOUT.results
+    contention = training.dlcp_contention_table(results)
     drop = next(line for line in contention.splitlines() if line.startswith("| drop"))
     assert drop.startswith("| drop (check failed: 5 of 5) |") and "not a headline" in drop
-    claims = tables.claims_table(results)
-    assert re.search(r"drop [0-9.]+ \[[0-9.]+, [0-9.]+\] \(check failed: 5 of 5\), not a headline", claims)
+    claimed = claims.claims_table(results)
+    assert re.search(r"drop [0-9.]+ \[[0-9.]+, [0-9.]+\] \(check failed: 5 of 5\), not a headline", claimed)
     clean = next(line for line in contention.splitlines() if line.startswith("| priority |"))
     assert "check failed" not in clean
 

@@ -21,7 +21,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from gradswitch.workload.compute import Calibration, efficiency, train_flops
+from gradswitch.workload.compute import MODEL_FORMAT, Calibration, efficiency, train_flops
 from gradswitch.workload.job import Device, Precision
 
 HERE = Path(__file__).parent
@@ -271,7 +271,7 @@ def main() -> None:
         layers = build()
         count = sum(n for _, n, _ in layers)
         assert count == total, (name, count, total)
-        doc = {"model": name, "source": source, "parameters": count,
+        doc = {"format": MODEL_FORMAT, "model": name, "source": source, "parameters": count,
                "layers": [{"name": n, "elements": e, "kind": k} for n, e, k in layers],
                "compute": compute_doc(name, layers)}
         (HERE / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
