@@ -30,6 +30,7 @@ from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.shipped_specs import shipped_spec
 from gradswitch.experiment.spec import Backend, Engine, ExperimentSpec
 from gradswitch.experiment.tables.reading import load
+from gradswitch.version import code_version
 
 NAME = "engines-sim"
 TOLERANCE = 0.01  # the graph engine reproduces the loop's figures on ns-3 within 1 %
@@ -106,7 +107,7 @@ def main() -> None:
     summary = {"runs": len(rows), "agree": sum(r["agrees"] for r in rows),
                "same_bytes": sum(r["same_bytes"] for r in rows),
                "graph_over_loop_min": min(ratios, default=None), "graph_over_loop_max": max(ratios, default=None),
-               "tolerance": TOLERANCE,
+               "tolerance": TOLERANCE, "code_version": code_version(),
                "bottleneck": "the simulated links and emulated GPUs (each row's limited_by: simulated time, "
                              "the machine does not set it)"}
     print(f"{summary['agree']} of {summary['runs']} runs agree within {TOLERANCE:.0%}; graph / loop samples/s "

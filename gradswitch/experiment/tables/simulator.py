@@ -5,6 +5,7 @@ MPI ranks (mpi-scaling.json), training at scale (scaling.json), NetReduce's redu
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from gradswitch.experiment.tables.cells import MODELS, mib, num, pct, table
 from gradswitch.experiment.tables.reading import load
@@ -159,3 +160,25 @@ def scaling_graph_table(results: Path) -> str:
     return table(["model (fat tree, 100 Gb/s)", "all-reduce", "workers", "training loop: iteration ms",
                   "graph engine: iteration ms", "graph / loop", f"within {tol}", "exact (digest)",
                   "simulator wall s: graph / loop"], rows)
+
+
+def engines_sim_table(results: Path) -> str:
+    """bench/engines_sim.py: the same spec on the simulator's training loop and on its graph engine (engine = loop,
+    engine = graph), through the product's run: samples/s of each, their ratio, the bytes on the wire."""
+    doc = load(results, "engines-sim.json")
+    tol = f"{100 * doc['summary']['tolerance']:g} %"
+    def samples(run: dict[str, Any]) -> str:
+        return f"{run['samples_per_s_real']:,.1f}" if "samples_per_s_real" in run else f"failed: {run.get('error')}"
+
+    def wall(run: dict[str, Any]) -> str:
+        return f"{run['simulator_wall_s']:.1f}" if "simulator_wall_s" in run else "-"
+
+    rows = []
+    for r in doc["rows"]:
+        loop, graph = r["loop"], r["graph"]
+        ratio = r["graph_over_loop"]
+        rows.append([r["study"], r["run"], samples(loop), samples(graph), "-" if ratio is None else f"{ratio:.4f}",
+                     "yes" if r["agrees"] else "**no**", "yes" if r["same_bytes"] else "no",
+                     f"{wall(graph)} / {wall(loop)}"])
+    return table(["study", "run (ns-3)", "loop: samples/s", "graph engine: samples/s", "graph / loop",
+                  f"within {tol}", "same bytes", "simulator wall s: graph / loop (shared machine)"], rows)
