@@ -3,8 +3,10 @@ from what the orchestration already has: the topology, the jobs' JobConfig (with
 gradswitch/workload/plan.py) and the run's SimSettings.
 
 The configuration carries every value the simulator reads: gradswitch-sim has no defaults of its own, refuses
-a document without one of them, with a key it does not know, or of another `format` than FORMAT. The defaults
-are Python's alone (SimSettings, JobConfig, DlcpPolicy, roce's header sizes). A job of execution graphs
+a document without one of them, with a key it does not know, or of another `format` than FORMAT. Its sections and
+keys, their types and meanings are gradswitch/sim/sim_schema.py CONFIG (docs/simulator-keys.md), from which C++
+takes them; tests/unit/test_sim_schema.py checks what this module writes against it. The defaults are Python's
+alone (SimSettings, JobConfig, DlcpPolicy, roce's header sizes). A job of execution graphs
 (gradswitch/workload/graph.py) carries them in its `graph` section (graph_job_json)."""
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from gradswitch.roce.headers import AETH_LEN, IMM_LEN, RETH_LEN
 from gradswitch.roce.qp import Mode, QpConfig
 from gradswitch.roce.wire import ETH_HEADER_LEN, IPV4_HEADER_LEN, ROCE_OVERHEAD
 from gradswitch.sim.faults import SimFaultError, schedule_json
+from gradswitch.sim.sim_schema import CONFIG_FORMAT
 from gradswitch.sim.sim_settings import EXACT_LIMIT, CheckMode, DlcpSwitch, SimSettings
 from gradswitch.topology.model import Topology
 from gradswitch.workload import broadcast_chain
@@ -34,8 +37,9 @@ TCP_HEADER_LEN = 32  # TCP with the timestamp option, as Linux sends it
 # the graph section's `netreduce` keys: each in-network collective type's switch job (gs-graph-spec.h)
 NETREDUCE_KEYS = {CollectiveKind.ALL_REDUCE: "job_id", CollectiveKind.REDUCE_SCATTER: "reduce_scatter_job_id",
                   CollectiveKind.ALL_GATHER: "all_gather_job_id"}
-# the configuration's format: gradswitch-sim refuses any other (gradswitch/sim/ns3/model/gs-config.h CONFIG_FORMAT)
-FORMAT = 2
+# the configuration's format: gradswitch-sim refuses any other (gradswitch/sim/sim_schema.py defines it and every key
+# of the configuration; gs-keys.h, generated from it, gives C++ the same)
+FORMAT = CONFIG_FORMAT
 
 
 class SimConfigError(ValueError):
