@@ -86,7 +86,7 @@ class Section:
 class Document:
     name: str  # cfg, res: the namespace of its sections in gs-keys.h
     title: str
-    format: int
+    format: int | None  # its `format` (None: the document has none)
     sections: tuple[Section, ...]
 
     def section(self, id_: str) -> Section:
@@ -524,7 +524,35 @@ RESULTS = Document("res", "gradswitch-sim's results (sim-results.json)", RESULTS
     )),
 ))
 
-DOCUMENTS = (CONFIG, RESULTS)
+TABLES = Document("tab", "gradswitch-sim --tables's output (for tests: run.py tables)", None, (
+    Section("tables", "", "What the switches of a run's configuration forward by, and its NetReduce trees", (
+        _k("switches", "map", "per switch its forwarding", "switch_tables"),
+        _k("netreduce_trees", "map", "per NetReduce job (its id) its aggregation tree", "tree"),
+        _k("ecmp_probes", "uints", "per probe of the configuration's `ecmp_probes`, the port it leaves its switch by"),
+    )),
+    Section("switch_tables", "switches.<name>", "A switch's forwarding", (
+        _k("hosts", "map", "per host it reaches the port to it", "uint"),
+        _k("edges", "map", "per edge switch its ECMP group: the ports towards it", "uints"),
+    )),
+    Section("tree", "netreduce_trees.<job>", "A NetReduce job's aggregation tree", (
+        _k("root", "string", "the switch that completes the sums"),
+        _k("roles", "objects", "each switch's part", "tree_role"),
+    )),
+    Section("tree_role", "netreduce_trees.<job>.roles[]", "A switch of the tree", (
+        _k("switch", "string", "the switch"),
+        _k("parent", "string", "the switch it sends its partial sums to (null: the root)", nullable=True),
+        _k("children", "strings", "the switches whose partial sums it adds"),
+        _k("ranks", "uints", "the job's ranks on its own ports"),
+    )),
+))
+
+CONSTANTS = Document("consts", "gradswitch-sim --constants's output (run.py constants)", None, (
+    Section("constants", "", "The config.p4 constants the simulator was built with", (
+        _k("constants", "map", "per name (config.p4's #define) its value", "uint"),
+    )),
+))
+
+DOCUMENTS = (CONFIG, RESULTS, TABLES, CONSTANTS)
 
 
 # --- checking a document against its schema (the tests; Python's writers are checked by them, not at run time) ---
@@ -559,7 +587,7 @@ def problems(doc: object, schema: Document) -> list[str]:
     other value, and a `format` other than the schema's; one line each (empty: none)."""
     out: list[str] = []
     _check(doc, schema, schema.top, "", out)
-    if isinstance(doc, dict) and doc.get("format") != schema.format:
+    if schema.format is not None and isinstance(doc, dict) and doc.get("format") != schema.format:
         out.append(f"format = {doc.get('format')!r}: the schema's is {schema.format}")
     return out
 

@@ -2,7 +2,8 @@
 gs-keys.h and Python reads): for a ring with DLCP, loss and background TCP, a parameter server that trains, NetReduce
 falling back to ring when its switch crashes and returning, a worker that crashes, an algo-write job and a graph
 job in the network, every key of every object is the schema's, of its type, and none it requires is missing; and
-together the runs write every key of the schema but a distributed run's (tests/ns3/test_mpi_ranks.py's build)."""
+together the runs write every key of the schema but a distributed run's (tests/ns3/test_mpi_ranks.py's build). Its
+--tables and --constants outputs are the schema's TABLES and CONSTANTS."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from gradswitch.experiment.spec import DlcpOptions, ExperimentSpec, Topo
 from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
 from gradswitch.sim import sim_schema
 from gradswitch.sim.graph_run import GraphTransport, job_config, placement, run_graph
-from gradswitch.sim.run import run
-from gradswitch.sim.sim_schema import CONFIG, RESULTS, Document, Section, problems
+from gradswitch.sim.run import constants, run, tables
+from gradswitch.sim.sim_schema import CONFIG, CONSTANTS, RESULTS, TABLES, Document, Section, problems
 from gradswitch.sim.sim_settings import SimSettings
 from gradswitch.topology.faults import parse_fault
 from gradswitch.topology.generators import rack
@@ -105,3 +106,11 @@ def test_together_the_runs_write_every_key_but_a_distributed_runs(written):
         ("rank", k.name) for k in RESULTS.section("rank").keys}
     never = {(s.id, k.name) for s, k in sim_schema.walk(RESULTS)} - written - distributed
     assert not never, f"keys of the schema no run wrote: {sorted(never)}"
+
+
+def test_the_tables_and_constants_outputs_are_the_schema(tmp_path):
+    plan = plan_run(SPECS["netreduce-switch-crash"])
+    out = tables(plan.topology, list(plan.jobs), SimSettings(), tmp_path)
+    assert out["netreduce_trees"] and out["switches"]
+    found = problems(out, TABLES) + problems(constants(), CONSTANTS)
+    assert not found, "\n".join(found)

@@ -1,10 +1,11 @@
-"""The simulator's configuration and results keys are defined once (gradswitch/sim/sim_schema.py): gs-keys.h and
-docs/simulator-keys.md are what it generates (gradswitch/sim/schema_files.py); the C++ names no key of either
-document by a string literal, reads every key of the configuration with the schema's type (Get<T>, Object, Section,
-Choice and its values, ...) and reads and writes no key the schema does not have; and every configuration Python
-writes (ring, PS with training, NetReduce, DLCP, graph jobs in and out of the network, every kind of fault,
-background TCP, TensorLights, MPI) holds only keys of the schema, each of its type, and every key it requires. No
-simulator needed: tests/ns3/test_sim_schema_results.py checks the results gradswitch-sim writes against the schema."""
+"""The simulator's configuration and results keys are defined once (gradswitch/sim/sim_schema.py, with its --tables
+and --constants outputs): gs-keys.h and docs/simulator-keys.md are what it generates (gradswitch/sim/schema_files.py);
+the C++ names no key of any of them by a string literal, reads every key of the configuration with the schema's
+type (Get<T>, Object, Section, Choice and its values, ...) and reads and writes no key the schema does not have; and
+every configuration Python writes (ring, PS with training, NetReduce, DLCP, graph jobs in and out of the network,
+every kind of fault, background TCP, TensorLights, MPI) holds only keys of the schema, each of its type, and every
+key it requires. No simulator needed: tests/ns3/test_sim_schema_results.py checks what gradswitch-sim writes
+against the schema."""
 
 from __future__ import annotations
 
@@ -102,34 +103,18 @@ ACCESSOR = re.compile(r'(?:\.|->)(?:Get<[^()]*?>|Need|Has|Section|Object|Objects
                       r'Choice<[^()]*?>|Where|contains|erase|at|value)\(\s*' + LITERAL)
 SUBSCRIPT = re.compile(r'(?<!\bdrops)(?<!\bevents)\[\s*' + LITERAL + r'\s*\]')
 INITIALIZER = re.compile(r'(?<!= )\{\s*' + LITERAL + r'\s*,(?!\s*[A-Z]\w*::\w+\s*\}|\s*"ns3::)')
-# gradswitch-sim's other outputs (--tables, --constants, the ECMP probes): not the configuration or the results
-NOT_RESULTS = {"gs-simulation.cc": ("Simulation::Probes", "Simulation::Tables"), "gs-switch.cc": ("GsSwitch::Probe",),
-               "gradswitch-sim.cc": ("Constants", "main")}
-
-
-def _without_other_outputs(path: Path, text: str) -> str:
-    """The source less the functions that write gradswitch-sim's other outputs (NOT_RESULTS)."""
-    for name in NOT_RESULTS.get(path.name, ()):
-        start = re.search(rf"^(?:\S.*\s)?{re.escape(name)}\(.*$", text, re.M)
-        if start is None:
-            continue
-        end = text.find("\n}\n", start.end())
-        text = text[:start.start()] + text[end:]
-    return text
-
-
 def test_the_cxx_names_no_key_by_a_literal():
     found = []
     for path, text in cxx_sources().items():
-        body = _without_other_outputs(path, text)
-        for line in body.splitlines():
+        for line in text.splitlines():
             code = line.split("//")[0]
             found += [f"{path.name}: {line.strip()}" for pattern in (ACCESSOR, SUBSCRIPT, INITIALIZER)
                       if pattern.search(code)]
     assert not found, "keys by literal (use gs-keys.h's constants):\n" + "\n".join(found)
 
 
-CONSTANT = re.compile(r"\b(cfg|res)::(\w+)::(k\w+)\b")
+CONSTANT = re.compile(r"\b(cfg|res|tab|consts)::(\w+)::(k\w+)\b")
+SCHEMAS = {schema.name: schema for schema in sim_schema.DOCUMENTS}
 
 
 def _constants_used() -> dict[tuple[str, str, str], list[str]]:
@@ -141,7 +126,7 @@ def _constants_used() -> dict[tuple[str, str, str], list[str]]:
 
 
 def _key(doc: str, section: str, constant: str) -> sim_schema.Key:
-    schema = CONFIG if doc == "cfg" else RESULTS
+    schema = SCHEMAS[doc]
     matches = [k for k in schema.section(section).keys if k.constant == constant]
     assert matches, f"{doc}::{section}::{constant} is no key of the schema"
     return matches[0]

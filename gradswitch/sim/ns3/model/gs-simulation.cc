@@ -1002,9 +1002,9 @@ Simulation::Tables() const
                 edges[m_topo->Name(m_topo->EdgeSwitches()[e])] = t.groups[t.edgeGroup[e]];
             }
         }
-        switches[m_topo->Name(s)] = {{"hosts", hosts}, {"edges", edges}};
+        switches[m_topo->Name(s)] = {{tab::switch_tables::kHosts, hosts}, {tab::switch_tables::kEdges, edges}};
     }
-    out["switches"] = switches;
+    out[tab::tables::kSwitches] = switches;
     json trees = json::object();
     for (size_t j = 0; j < m_c.jobs.size(); j++)
     {
@@ -1018,15 +1018,15 @@ Simulation::Tables() const
                 {
                     children.push_back(m_topo->Name(c));
                 }
-                roles.push_back({{"switch", m_topo->Name(r.sw)},
-                                 {"parent", r.parent >= 0 ? json(m_topo->Name(static_cast<uint32_t>(r.parent))) : json(nullptr)},
-                                 {"children", children},
-                                 {"ranks", r.localRanks}});
+                roles.push_back({{tab::tree_role::kSwitch, m_topo->Name(r.sw)},
+                                 {tab::tree_role::kParent, r.parent >= 0 ? json(m_topo->Name(static_cast<uint32_t>(r.parent))) : json(nullptr)},
+                                 {tab::tree_role::kChildren, children},
+                                 {tab::tree_role::kRanks, r.localRanks}});
             }
-            trees[std::to_string(nrJob)] = {{"root", m_topo->Name(tree.root)}, {"roles", roles}};
+            trees[std::to_string(nrJob)] = {{tab::tree::kRoot, m_topo->Name(tree.root)}, {tab::tree::kRoles, roles}};
         }
     }
-    out["netreduce_trees"] = trees;
+    out[tab::tables::kNetreduceTrees] = trees;
     return out;
 }
 
