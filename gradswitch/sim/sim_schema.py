@@ -4,16 +4,18 @@ every section and key, its type and meaning, and both documents' `format`, defin
 Python writes the configuration (gradswitch/sim/sim_config.py, faults.py, ranks.py) and reads the results
 (gradswitch/sim/results.py, faults.py, graph_run.py); C++ reads the configuration through ConfigObject
 (gs-config-object.h, which refuses a key it was not asked for) and writes the results. Both take the names from
-here: C++ from gradswitch/sim/ns3/model/gs-keys.h, generated from this module (gradswitch/sim/schema_files.py;
-checked in: the build needs no Python), with one constant per key (`cfg::transport::kMtu` is "mtu" of
-`jobs[].transport`, `res::node::kOk` is "ok" of a node's results) and the formats (CONFIG_FORMAT, RESULTS_FORMAT);
-docs/simulator-keys.md is generated from it too. tests/unit/test_sim_schema.py fails when the header or the
-document is not what this module gives, when C++ reads or writes a key by a string literal, a key that is not here
-or one as another type than the key's, and when a configuration Python writes for any kind of run has a key that
-is not here, lacks one it requires or holds a value of another type; tests/ns3/test_sim_schema_results.py checks
-the results gradswitch-sim writes the same way.
+here, through files generated from this module (gradswitch/sim/schema_files.py) and checked in: C++ from
+gradswitch/sim/ns3/model/gs-keys.h (the build needs no Python), one constant per key (`cfg::transport::kMtu` is
+"mtu" of `jobs[].transport`, `res::node::kOk` is "ok" of a node's results) and the formats (CONFIG_FORMAT,
+RESULTS_FORMAT); Python's writers build each section as its TypedDict in gradswitch/sim/sim_keys.py (mypy checks
+every key they write and its type); docs/simulator-keys.md lists them. tests/unit/test_sim_schema.py fails when a
+generated file is not what this module gives, when C++ reads or writes a key by a string literal, a key that is not
+here or one as another type than the key's, and when a configuration Python writes for any kind of run has a key
+that is not here, lacks one it requires or holds a value of another type; tests/ns3/test_sim_schema_results.py
+checks what gradswitch-sim writes the same way. gradswitch-sim's --tables and --constants outputs (for tests) are
+here too (TABLES, CONSTANTS).
 
-    python -m gradswitch.sim.schema_files --write      # write gs-keys.h and docs/simulator-keys.md
+    python -m gradswitch.sim.schema_files --write      # write gs-keys.h, sim_keys.py and docs/simulator-keys.md
 
 A key's type is one of TYPES. `object` and `objects` name the section that is their value (`of`); a `map` is an
 object whose keys are names of the writer's choosing (switches, hosts, ports, job ids), its values `of` a type or

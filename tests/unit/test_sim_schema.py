@@ -1,5 +1,5 @@
 """The simulator's configuration and results keys are defined once (gradswitch/sim/sim_schema.py, with its --tables
-and --constants outputs): gs-keys.h and docs/simulator-keys.md are what it generates (gradswitch/sim/schema_files.py);
+and --constants outputs): gs-keys.h, sim_keys.py and docs/simulator-keys.md are what it generates (schema_files.py);
 the C++ names no key of any of them by a string literal, reads every key of the configuration with the schema's
 type (Get<T>, Object, Section, Choice and its values, ...) and reads and writes no key the schema does not have; and
 every configuration Python writes (ring, PS with training, NetReduce, DLCP, graph jobs in and out of the network,
@@ -54,7 +54,7 @@ def cxx_sources() -> dict[Path, str]:
 # --- the generated files ---
 
 
-@pytest.mark.parametrize("path", [schema_files.HEADER, schema_files.DOC], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [schema_files.HEADER, schema_files.DOC, schema_files.TYPED], ids=lambda p: p.name)
 def test_the_generated_files_are_what_the_schema_gives(path):
     assert path.read_text() == schema_files.generated()[path], (
         f"{path} differs from gradswitch/sim/sim_schema.py: run `python -m gradswitch.sim.schema_files --write`")
