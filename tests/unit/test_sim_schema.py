@@ -4,11 +4,12 @@ the C++ names no key of any of them by a string literal, reads every key of the 
 type (Get<T>, Object, Section, Choice and its values, ...) and reads and writes no key the schema does not have; and
 every configuration Python writes (ring, PS with training, NetReduce, DLCP, graph jobs in and out of the network,
 every kind of fault, background TCP, TensorLights, MPI) holds only keys of the schema, each of its type, and every
-key it requires. No simulator needed: tests/ns3/test_sim_schema_results.py checks what gradswitch-sim writes
-against the schema."""
+key it requires; and the keys Python reads of the results are keys of the schema. No simulator needed:
+tests/ns3/test_sim_schema_results.py checks what gradswitch-sim writes against the schema."""
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -330,3 +331,30 @@ def test_the_sketches_in_docs_simulator_md_name_keys_of_the_schema(heading, sche
     names = set(re.findall(r'"([a-z_]+)":', sketch)) - COUNTER_NAMES
     keys = {k.name for _, k in sim_schema.walk(schema)}
     assert len(names) > 40 and names <= keys, sorted(names - keys)
+
+
+# --- what Python reads of the results ---
+
+READERS = ("results.py", "faults.py", "graph_run.py", "run.py")  # gradswitch/sim's modules that read sim-results.json
+
+
+def _keys_read(path: Path) -> list[tuple[int, str]]:
+    """Every string key the module reads: a subscript that loads (d["key"], not d["key"] = ...) and d.get("key")."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Constant)
+                and isinstance(node.slice.value, str)):
+            out.append((node.lineno, node.slice.value))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            out.append((node.lineno, node.args[0].value))
+    return out
+
+
+def test_python_reads_only_keys_of_the_results():
+    keys = {k.name for _, k in sim_schema.walk(RESULTS)}
+    folder = Path(sim_schema.__file__).resolve().parent
+    read = {f: _keys_read(folder / f) for f in READERS}
+    assert sum(len(r) for r in read.values()) > 80
+    unknown = [f"{f}:{line}: {key!r}" for f, r in read.items() for line, key in r if key not in keys]
+    assert not unknown, "keys read that are no key of sim_schema.RESULTS:\n" + "\n".join(unknown)
