@@ -57,7 +57,8 @@ ParseTraining(ConfigObject j)
     for (ConfigObject l : j.Objects(cfg::training::kLayers))
     {
         t.layers.push_back(
-            LayerSpec{l.Get<std::string>(cfg::layer::kName), l.Get<double>(cfg::layer::kForwardS), l.Get<double>(cfg::layer::kBackwardS)});
+            LayerSpec{l.Get<std::string>(cfg::layer::kName), l.Get<double>(cfg::layer::kForwardS),
+                      l.Get<double>(cfg::layer::kBackwardS)});
         l.Finish();
     }
     size_t i = 0;
@@ -121,7 +122,8 @@ ParseJob(ConfigObject j)
                  {"netreduce", Algo::NetReduce},
                  {"write", Algo::Write},
                  {"graph", Algo::Graph}});
-    job.check = j.Choice<Check>(cfg::job::kCheck, {{"exact", Check::Exact}, {"digest", Check::Digest}, {"none", Check::None}});
+    job.check = j.Choice<Check>(cfg::job::kCheck,
+                                {{"exact", Check::Exact}, {"digest", Check::Digest}, {"none", Check::None}});
     job.seed = j.Get<uint64_t>(cfg::job::kSeed);
     for (ConfigObject n : j.Objects(cfg::job::kNodes))
     {
@@ -142,7 +144,8 @@ ParseJob(ConfigObject j)
     for (ConfigObject r : j.OptionalObjects(cfg::job::kReductions))
     {
         job.reductions.push_back(
-            ReductionSpec{r.Get<uint64_t>(cfg::reduction::kElements), r.Get<uint32_t>(cfg::reduction::kLayerClass), r.Get<bool>(cfg::reduction::kDroppable)});
+            ReductionSpec{r.Get<uint64_t>(cfg::reduction::kElements), r.Get<uint32_t>(cfg::reduction::kLayerClass),
+                          r.Get<bool>(cfg::reduction::kDroppable)});
         r.Finish();
     }
     if (auto t = j.Section(cfg::job::kTraining))
@@ -187,8 +190,8 @@ ParseJob(ConfigObject j)
     {
         if (!job.graph || job.training || !job.reductions.empty() || job.iterations != 1)
         {
-            throw ConfigError(j.Where(cfg::job::kGraph) + ": a job of algo graph gives its graph, 1 iteration, and neither "
-                                                 "reductions nor training");
+            throw ConfigError(j.Where(cfg::job::kGraph) + ": a job of algo graph gives its graph, 1 iteration, and "
+                                                          "neither reductions nor training");
         }
     }
     else if (!job.training && job.reductions.empty())
@@ -247,13 +250,17 @@ ParseTopology(ConfigObject t)
     topo.name = t.Get<std::string>(cfg::topology::kName);
     for (ConfigObject h : t.Objects(cfg::topology::kHosts))
     {
-        topo.hosts.push_back(HostSpec{h.Get<std::string>(cfg::topology_host::kName), ParseIp(h.Get<std::string>(cfg::topology_host::kIp), h.Where(cfg::topology_host::kIp))});
+        topo.hosts.push_back(
+            HostSpec{h.Get<std::string>(cfg::topology_host::kName),
+                     ParseIp(h.Get<std::string>(cfg::topology_host::kIp), h.Where(cfg::topology_host::kIp))});
         h.Finish();
     }
     for (ConfigObject s : t.Objects(cfg::topology::kSwitches))
     {
         topo.switches.push_back(
-            SwitchSpec{s.Get<std::string>(cfg::topology_switch::kName), s.Get<uint32_t>(cfg::topology_switch::kDeviceId), s.Get<std::string>(cfg::topology_switch::kRole)});
+            SwitchSpec{s.Get<std::string>(cfg::topology_switch::kName),
+                       s.Get<uint32_t>(cfg::topology_switch::kDeviceId),
+                       s.Get<std::string>(cfg::topology_switch::kRole)});
         s.Finish();
     }
     for (ConfigObject l : t.Objects(cfg::topology::kLinks))
@@ -286,7 +293,8 @@ ParseSwitch(ConfigObject s)
     sw.processingDelayS = s.Get<double>(cfg::switch_settings::kProcessingDelayS);
     sw.ecmpMultiplier = s.Get<uint32_t>(cfg::switch_settings::kEcmpMultiplier);
     sw.loadBalance =
-        s.Choice<LoadBalance>(cfg::switch_settings::kLoadBalance, {{"ecmp", LoadBalance::Ecmp}, {"flowlet", LoadBalance::Flowlet}});
+        s.Choice<LoadBalance>(cfg::switch_settings::kLoadBalance,
+                              {{"ecmp", LoadBalance::Ecmp}, {"flowlet", LoadBalance::Flowlet}});
     sw.flowletGapS = s.Get<double>(cfg::switch_settings::kFlowletGapS);
     sw.roceClass = s.Get<bool>(cfg::switch_settings::kRoceClass);
     if (auto f = s.Section(cfg::switch_settings::kFaults))
@@ -320,7 +328,8 @@ ParseFaultSchedule(ConfigObject f)
     s.switchHangDetectS = f.Get<double>(cfg::fault_schedule::kSwitchHangDetectS);
     if (s.switchDetectS < 0 || s.linkDetectS < 0 || s.switchHangDetectS < 0)
     {
-        throw ConfigError(f.Where(cfg::fault_schedule::kSwitchDetectS) + ", link_detect_s, switch_hang_detect_s: 0 or more seconds");
+        throw ConfigError(f.Where(cfg::fault_schedule::kSwitchDetectS) +
+                          ", link_detect_s, switch_hang_detect_s: 0 or more seconds");
     }
     for (ConfigObject x : f.Objects(cfg::fault_schedule::kFaults))
     {
@@ -394,7 +403,8 @@ ParseMpi(ConfigObject m)
     {
         throw ConfigError(m.Where(cfg::mpi::kRanks) + ": at least 1");
     }
-    mpi.sync = m.Choice<MpiSync>(cfg::mpi::kSync, {{"barrier", MpiSync::Barrier}, {"null-message", MpiSync::NullMessage}});
+    mpi.sync = m.Choice<MpiSync>(cfg::mpi::kSync,
+                                 {{"barrier", MpiSync::Barrier}, {"null-message", MpiSync::NullMessage}});
     const json& rankOf = m.Map(cfg::mpi::kRankOf);
     for (const auto& [name, r] : rankOf.items())
     {
@@ -406,8 +416,8 @@ ParseMpi(ConfigObject m)
         uint32_t rank = r.get<uint32_t>();
         if (rank >= mpi.ranks)
         {
-            throw ConfigError(m.Where(cfg::mpi::kRankOf) + "." + name + " = " + std::to_string(rank) + ": ranks are 0.." +
-                              std::to_string(mpi.ranks - 1));
+            throw ConfigError(m.Where(cfg::mpi::kRankOf) + "." + name + " = " + std::to_string(rank) +
+                              ": ranks are 0.." + std::to_string(mpi.ranks - 1));
         }
         mpi.rankOf[name] = rank;
     }
@@ -526,7 +536,8 @@ ParseConfig(const std::string& text)
         s.rotateS = t->Get<double>(cfg::tensorlights::kRotateS);
         for (ConfigObject srv : t->Objects(cfg::tensorlights::kServers))
         {
-            s.servers.emplace_back(srv.Get<uint32_t>(cfg::tensorlights_server::kJob), srv.Get<uint32_t>(cfg::tensorlights_server::kNode));
+            s.servers.emplace_back(srv.Get<uint32_t>(cfg::tensorlights_server::kJob),
+                                   srv.Get<uint32_t>(cfg::tensorlights_server::kNode));
             srv.Finish();
         }
         t->Finish();

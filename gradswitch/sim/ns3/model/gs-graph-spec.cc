@@ -180,7 +180,8 @@ ParseBroadcast(ConfigObject& g, GraphSpec& spec)
     spec.broadcastMaxChunks = g.Get<uint32_t>(cfg::graph::kBroadcastMaxChunks);
     if (spec.broadcastChunkBytes == 0 || spec.broadcastMaxChunks == 0 || spec.broadcastMaxChunks >= (1u << 24))
     {
-        throw ConfigError(g.Where(cfg::graph::kBroadcastChunkBytes) + " and broadcast_max_chunks: at least 1 (chunks: below 2^24)");
+        throw ConfigError(g.Where(cfg::graph::kBroadcastChunkBytes) +
+                          " and broadcast_max_chunks: at least 1 (chunks: below 2^24)");
     }
 }
 
@@ -259,7 +260,8 @@ ParseGroups(ConfigObject& g, uint32_t workers)
         {
             if (r >= workers)
             {
-                throw ConfigError(grp.Where(cfg::group::kRanks) + ": rank " + std::to_string(r) + " is out of range (the job has ranks 0.." +
+                throw ConfigError(grp.Where(cfg::group::kRanks) + ": rank " + std::to_string(r) +
+                                  " is out of range (the job has ranks 0.." +
                                   std::to_string(workers - 1) + ")");
             }
             if (!seen.insert(r).second)
@@ -283,7 +285,8 @@ NodeAt(const std::string& where, size_t i, uint64_t id)
 std::string
 NodeAt(const ConfigObject& no, uint64_t id)
 {
-    return no.Where(cfg::graph_node::kId).substr(0, no.Where(cfg::graph_node::kId).size() - 3) + " (node " + std::to_string(id) + ")";
+    std::string at = no.Where(cfg::graph_node::kId);
+    return at.substr(0, at.size() - 3) + " (node " + std::to_string(id) + ")";
 }
 
 /// A computation's duration, or a communication's bytes.
@@ -576,7 +579,8 @@ ParseGraph(ConfigObject g, uint32_t workers)
     std::vector<ConfigObject> ranks = g.Objects(cfg::graph::kRanks);
     if (ranks.size() != workers)
     {
-        throw ConfigError(g.Where(cfg::graph::kRanks) + ": " + std::to_string(ranks.size()) + " ranks' graphs for a job of " +
+        throw ConfigError(g.Where(cfg::graph::kRanks) + ": " + std::to_string(ranks.size()) +
+                          " ranks' graphs for a job of " +
                           std::to_string(workers) + " workers (one graph per worker)");
     }
     Agreement agreement(spec.groups.size());

@@ -145,14 +145,16 @@ class NetReduceWorker : public Collective
 
     void Report(nlohmann::json& out) const override
     {
-        out[res::node::kNetreduce] = {{res::netreduce::kMessages, m_messages}, {res::netreduce::kCreditWaits, m_creditWaits}};
+        out[res::node::kNetreduce] = {{res::netreduce::kMessages, m_messages},
+                                      {res::netreduce::kCreditWaits, m_creditWaits}};
         if (m_ring)
         {
-            out[res::node::kNetreduce][res::netreduce::kFallback] = {{res::fallback::kFromMessage, m_fallbackFrom},
-                                            {res::fallback::kRedone, m_redone},
-                                            {res::fallback::kRingReductions, m_ringReductions},
-                                            {res::fallback::kBackFromMessage, m_switchFrom == kNever ? nlohmann::json(nullptr)
-                                                                                         : nlohmann::json(m_switchFrom)}};
+            out[res::node::kNetreduce][res::netreduce::kFallback] = {
+                {res::fallback::kFromMessage, m_fallbackFrom},
+                {res::fallback::kRedone, m_redone},
+                {res::fallback::kRingReductions, m_ringReductions},
+                {res::fallback::kBackFromMessage,
+                 m_switchFrom == kNever ? nlohmann::json(nullptr) : nlohmann::json(m_switchFrom)}};
         }
     }
 

@@ -797,11 +797,19 @@ Simulation::LocalResults(double wall, double simS) const
         {
             jobNodes += job.size();
         }
-        out[res::results::kRank] = {{res::rank::kRank, m_ranks->Me()}, {res::rank::kHosts, hosts}, {res::rank::kSwitches, switches}, {res::rank::kJobNodes, jobNodes},
-                       {res::rank::kWallS, wall}, {res::rank::kEvents, events}, {res::rank::kPacketHops, GsDevice::Hops()},
-                       {res::rank::kCutLinks, m_cutDevices.size()}, {res::rank::kCutTxPackets, cutTx}, {res::rank::kCutRxPackets, cutRx},
-                       {res::rank::kAllgatherUs, m_allgatherUs},
-                       {res::rank::kSetupRssMb, m_setupRssMb}, {res::rank::kPeakRssMb, PeakRssMb()}};
+        out[res::results::kRank] = {{res::rank::kRank, m_ranks->Me()},
+                                    {res::rank::kHosts, hosts},
+                                    {res::rank::kSwitches, switches},
+                                    {res::rank::kJobNodes, jobNodes},
+                                    {res::rank::kWallS, wall},
+                                    {res::rank::kEvents, events},
+                                    {res::rank::kPacketHops, GsDevice::Hops()},
+                                    {res::rank::kCutLinks, m_cutDevices.size()},
+                                    {res::rank::kCutTxPackets, cutTx},
+                                    {res::rank::kCutRxPackets, cutRx},
+                                    {res::rank::kAllgatherUs, m_allgatherUs},
+                                    {res::rank::kSetupRssMb, m_setupRssMb},
+                                    {res::rank::kPeakRssMb, PeakRssMb()}};
     }
     return out;
 }
@@ -851,10 +859,14 @@ Simulation::Merge(const std::vector<std::string>& ranks) const
         {
             // The sender's rank counts retransmissions, the receiver's the bytes delivered (the other's stay 0).
             json& bg = out[res::results::kBackground];
-            bg[res::background::kBytes] = bg[res::background::kBytes].get<uint64_t>() + part[res::results::kBackground][res::background::kBytes].get<uint64_t>();
-            bg[res::background::kRetransmissions] = bg[res::background::kRetransmissions].get<uint64_t>() + part[res::results::kBackground][res::background::kRetransmissions].get<uint64_t>();
+            const json& mine = part[res::results::kBackground];
+            for (const char* key : {res::background::kBytes, res::background::kRetransmissions})
+            {
+                bg[key] = bg[key].get<uint64_t>() + mine[key].get<uint64_t>();
+            }
             double seconds = bg[res::background::kSeconds].get<double>();
-            bg[res::background::kGoodputMbps] = seconds > 0 ? bg[res::background::kBytes].get<double>() * 8 / seconds / 1e6 : 0.0;
+            bg[res::background::kGoodputMbps] =
+                seconds > 0 ? bg[res::background::kBytes].get<double>() * 8 / seconds / 1e6 : 0.0;
         }
         perRank.push_back(part[res::results::kRank]);
         if (r > 0 && part.contains(res::results::kFaults))
@@ -873,15 +885,17 @@ Simulation::Merge(const std::vector<std::string>& ranks) const
                         all[key] = mine[key];
                     }
                 }
-                if (!mine[res::fault::kFirstStallS].is_null() &&
-                    (all[res::fault::kFirstStallS].is_null() || mine[res::fault::kFirstStallS].get<double>() < all[res::fault::kFirstStallS].get<double>()))
+                const char* first = res::fault::kFirstStallS;
+                if (!mine[first].is_null() &&
+                    (all[first].is_null() || mine[first].get<double>() < all[first].get<double>()))
                 {
-                    all[res::fault::kFirstStallS] = mine[res::fault::kFirstStallS];
+                    all[first] = mine[first];
                 }
-                if (!mine[res::fault::kRecoveredS].is_null() &&
-                    (all[res::fault::kRecoveredS].is_null() || mine[res::fault::kRecoveredS].get<double>() > all[res::fault::kRecoveredS].get<double>()))
+                const char* recovered = res::fault::kRecoveredS;
+                if (!mine[recovered].is_null() &&
+                    (all[recovered].is_null() || mine[recovered].get<double>() > all[recovered].get<double>()))
                 {
-                    all[res::fault::kRecoveredS] = mine[res::fault::kRecoveredS];
+                    all[recovered] = mine[recovered];
                 }
                 for (const char* key : {res::fault::kStalledQps, res::fault::kResumedQps, res::fault::kLostPackets})
                 {
@@ -894,7 +908,9 @@ Simulation::Merge(const std::vector<std::string>& ranks) const
     {
         json& nodes = out[res::results::kJobs][j][res::job::kNodes];
         std::sort(nodes.begin(), nodes.end(),
-                  [](const json& a, const json& b) { return a[res::node::kNodeId].get<uint32_t>() < b[res::node::kNodeId].get<uint32_t>(); });
+                  [](const json& a, const json& b) {
+                      return a[res::node::kNodeId].get<uint32_t>() < b[res::node::kNodeId].get<uint32_t>();
+                  });
     }
     out.erase(res::results::kRank);
     out[res::results::kWallS] = wall;
@@ -927,9 +943,12 @@ Simulation::SwitchResults() const
         for (const auto& [port, dev] : sw->Ports())
         {
             const PortCounters& c = dev->Counters();
-            ports[std::to_string(port)] = {{res::port::kRxPackets, c.rxPackets}, {res::port::kRxBytes, c.rxBytes},
-                                           {res::port::kTxPackets, c.txPackets}, {res::port::kTxBytes, c.txBytes},
-                                           {res::port::kDrops, c.drops},          {res::port::kBusyS, TicksToSeconds(static_cast<int64_t>(c.busyPs))},
+            ports[std::to_string(port)] = {{res::port::kRxPackets, c.rxPackets},
+                                           {res::port::kRxBytes, c.rxBytes},
+                                           {res::port::kTxPackets, c.txPackets},
+                                           {res::port::kTxBytes, c.txBytes},
+                                           {res::port::kDrops, c.drops},
+                                           {res::port::kBusyS, TicksToSeconds(static_cast<int64_t>(c.busyPs))},
                                            {res::port::kMaxQueueBytes, c.maxQueueBytes}};
         }
         json nr = json::object();
@@ -940,7 +959,9 @@ Simulation::SwitchResults() const
         json dlcp = json::object();
         for (const auto& [job, ev] : sw->dlcpEvents)
         {
-            dlcp[std::to_string(job)] = {{res::dlcp_events::kKept, ev.kept}, {res::dlcp_events::kDropped, ev.dropped}, {res::dlcp_events::kClassified, ev.classified}};
+            dlcp[std::to_string(job)] = {{res::dlcp_events::kKept, ev.kept},
+                                         {res::dlcp_events::kDropped, ev.dropped},
+                                         {res::dlcp_events::kClassified, ev.classified}};
         }
         json s = {{res::switch_counters::kPorts, ports}, {res::switch_counters::kDrops, sw->drops}};
         if (!nr.empty())
@@ -1019,7 +1040,8 @@ Simulation::Tables() const
                     children.push_back(m_topo->Name(c));
                 }
                 roles.push_back({{tab::tree_role::kSwitch, m_topo->Name(r.sw)},
-                                 {tab::tree_role::kParent, r.parent >= 0 ? json(m_topo->Name(static_cast<uint32_t>(r.parent))) : json(nullptr)},
+                                 {tab::tree_role::kParent,
+                                  r.parent >= 0 ? json(m_topo->Name(static_cast<uint32_t>(r.parent))) : json(nullptr)},
                                  {tab::tree_role::kChildren, children},
                                  {tab::tree_role::kRanks, r.localRanks}});
             }
