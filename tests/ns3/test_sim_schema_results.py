@@ -2,8 +2,9 @@
 gs-keys.h and Python reads): for a ring with DLCP, loss and background TCP, a parameter server that trains, NetReduce
 falling back to ring when its switch crashes and returning, a worker that crashes, an algo-write job and a graph
 job in the network, every key of every object is the schema's, of its type, and none it requires is missing; and
-together the runs write every key of the schema but a distributed run's (tests/ns3/test_mpi_ranks.py's build). Its
---tables and --constants outputs are the schema's TABLES and CONSTANTS."""
+together the runs write every key of the schema but a distributed run's; a run over 2 MPI ranks (the MPI build) writes
+those too, and the same results as one process but for its cost. Its --tables and --constants outputs are the
+schema's TABLES and CONSTANTS."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from gradswitch.experiment.spec import DlcpOptions, ExperimentSpec, Topo
 from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
 from gradswitch.sim import sim_schema
 from gradswitch.sim.graph_run import GraphTransport, job_config, placement, run_graph
+from gradswitch.sim.ranks import MpiSync
 from gradswitch.sim.run import constants, run, tables
 from gradswitch.sim.sim_schema import CONFIG, CONSTANTS, RESULTS, TABLES, Document, Section, problems
 from gradswitch.sim.sim_settings import SimSettings
@@ -114,3 +116,21 @@ def test_the_tables_and_constants_outputs_are_the_schema(tmp_path):
     assert out["netreduce_trees"] and out["switches"]
     found = problems(out, TABLES) + problems(constants(), CONSTANTS)
     assert not found, "\n".join(found)
+
+
+@pytest.mark.ns3_mpi
+@pytest.mark.parametrize("sync", list(MpiSync))
+def test_a_distributed_runs_results_are_the_schema(tmp_path, sync):
+    """Over 2 MPI ranks, with background TCP and a switch crash (Simulation::Merge sums them over the ranks): the
+    schema's, `mpi` and its `per_rank` included, and the same results as one process but for the figures of cost."""
+    spec = ExperimentSpec(algo=Algorithm.RING, workers=8, topo=Topo.FATTREE, size_bytes=1 << 18, bw_mbps=1000,
+                          iterations=2, background_flows=1, faults=(parse_fault("switch-crash:core0_0@0.001"),))
+    plan = plan_run(spec)
+    settings = plan.sim_settings(False)
+    many = run(plan.topology, list(plan.jobs), settings, tmp_path / "many", ranks=2, sync=sync).raw
+    found = problems(many, RESULTS)
+    assert not found, "\n".join(found)
+    assert many["mpi"]["ranks"] == 2 and len(many["mpi"]["per_rank"]) == 2 and "rank" not in many
+    one = run(plan.topology, list(plan.jobs), settings, tmp_path / "one").raw
+    cost = {"wall_s", "events", "events_per_s", "packet_hops_per_s", "peak_rss_mb", "setup_rss_mb", "mpi"}
+    assert {k: v for k, v in many.items() if k not in cost} == {k: v for k, v in one.items() if k not in cost}
