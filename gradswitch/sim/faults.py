@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gradswitch.protocol.heartbeat import HUNG_DETECT_BOUND_S
+from gradswitch.sim.sim_keys import CfgFault, CfgFaultSchedule, CfgWindow
 from gradswitch.topology.faults import SWITCH_FAULTS, WORKER_FAULTS, Fault, FaultKind, worker_rank
 from gradswitch.topology.model import Topology
 from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
@@ -70,9 +71,9 @@ class SimFault:
                    raw.get("switch_recovered_s"))
 
 
-def fault_json(fault: Fault, topo: Topology, jobs: list[JobConfig]) -> dict[str, Any]:
+def fault_json(fault: Fault, topo: Topology, jobs: list[JobConfig]) -> CfgFault:
     """One fault as gradswitch-sim reads it: its kind, label and time, and its resolved target."""
-    out: dict[str, Any] = {"label": fault.label, "at_s": fault.at_s}
+    out: CfgFault = {"label": fault.label, "at_s": fault.at_s, "kind": str(fault.kind)}  # in this order (the bytes)
     if fault.kind in WORKER_FAULTS:
         job = jobs[0]
         hosts = [n.host for n in job.workers]
@@ -80,25 +81,27 @@ def fault_json(fault: Fault, topo: Topology, jobs: list[JobConfig]) -> dict[str,
         if rank is None:
             raise SimFaultError(f"fault {fault.label}: {fault.target!r} is not a worker of job {job.job_id} "
                                 f"(its ranks 0..{len(hosts) - 1}, on {', '.join(hosts)})")
-        out.update(kind=str(fault.kind), job=job.job_id, node=job.workers[rank].node_id, host=hosts[rank])
+        out["job"], out["node"], out["host"] = job.job_id, job.workers[rank].node_id, hosts[rank]
         if fault.kind == FaultKind.SLOW_WORKER:
-            out.update(factor=fault.factor, rate_bps=None if fault.rate_mbps is None else fault.rate_mbps * 1e6)
+            out["factor"] = fault.factor
+            out["rate_bps"] = None if fault.rate_mbps is None else fault.rate_mbps * 1e6
         return out
-    windows = [{"from_s": a, "to_s": b} for a, b in fault.windows()]
+    windows: list[CfgWindow] = [{"from_s": a, "to_s": b} for a, b in fault.windows()]
     if fault.kind in SWITCH_FAULTS:
         if not topo.is_switch(fault.target):
             raise SimFaultError(f"fault {fault.label}: {fault.target!r} is not a switch of {topo.name}")
-        out.update(kind=str(fault.kind), switch=fault.target, windows=windows)
+        out["switch"], out["windows"] = fault.target, windows
         return out
     a, b = fault.link_ends()
     if not any({lk.a, lk.b} == {a, b} for lk in topo.links):
         raise SimFaultError(f"fault {fault.label}: {fault.target!r} is not a link of {topo.name}")
-    out.update(kind="link-down", a=a, b=b, windows=windows)  # a flap is a link down in several windows
+    out["kind"] = "link-down"  # a flap is a link down in several windows
+    out["a"], out["b"], out["windows"] = a, b, windows
     return out
 
 
 def schedule_json(faults: tuple[Fault, ...], topo: Topology, jobs: list[JobConfig], switch_detect_s: float,
-                  link_detect_s: float, switch_hang_detect_s: float = SWITCH_HANG_DETECT_S) -> dict[str, Any]:
+                  link_detect_s: float, switch_hang_detect_s: float = SWITCH_HANG_DETECT_S) -> CfgFaultSchedule:
     """The configuration's `fault_schedule`."""
     return {"switch_detect_s": switch_detect_s, "link_detect_s": link_detect_s,
             "switch_hang_detect_s": switch_hang_detect_s,

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gradswitch.protocol.choice import Choice
+from gradswitch.sim.sim_keys import CfgMpi
 from gradswitch.topology.model import Topology
 from gradswitch.workload.job import JobConfig
 
@@ -61,7 +61,7 @@ class Partition:
     def cut_links(self, topo: Topology) -> int:
         return sum(1 for lk in topo.links if self.rank_of[lk.a] != self.rank_of[lk.b])
 
-    def config(self, sync: MpiSync) -> dict[str, Any]:
+    def config(self, sync: MpiSync) -> CfgMpi:
         """The configuration's `mpi` section (docs/simulator.md)."""
         return {"ranks": self.ranks, "sync": str(sync), "rank_of": dict(self.rank_of)}
 

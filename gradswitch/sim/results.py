@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from gradswitch.formats import check_format
+from gradswitch.sim import sim_schema
 from gradswitch.sim.faults import SimFault, sim_faults
 from gradswitch.sim.sim_settings import CheckMode
 from gradswitch.workload.job import JobConfig
@@ -19,7 +20,9 @@ from gradswitch.workload.records import CheckKind, IterationRecord
 from gradswitch.workload.timeline import Event, EventKind, timings
 from gradswitch.workload.worker_result import WorkerResult, iteration_entry, worker_result
 
-RESULTS_FORMAT = 1  # sim-results.json's `format`: gs-simulation.cc's Simulation::LocalResults writes it
+# sim-results.json's `format` (gradswitch/sim/sim_schema.py, with every key of the results; gs-simulation.cc's
+# Simulation::LocalResults writes it from gs-keys.h)
+RESULTS_FORMAT = sim_schema.RESULTS_FORMAT
 NodeResult = WorkerResult  # as gradswitch/hosts/main.py writes it (gradswitch/workload/worker_result.py)
 
 

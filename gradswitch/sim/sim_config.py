@@ -3,14 +3,16 @@ from what the orchestration already has: the topology, the jobs' JobConfig (with
 gradswitch/workload/plan.py) and the run's SimSettings.
 
 The configuration carries every value the simulator reads: gradswitch-sim has no defaults of its own, refuses
-a document without one of them, with a key it does not know, or of another `format` than FORMAT. The defaults
-are Python's alone (SimSettings, JobConfig, DlcpPolicy, roce's header sizes). A job of execution graphs
+a document without one of them, with a key it does not know, or of another `format` than FORMAT. Its sections and
+keys, their types and meanings are gradswitch/sim/sim_schema.py CONFIG (docs/simulator-keys.md), from which C++
+takes them; tests/unit/test_sim_schema.py checks what this module writes against it. The defaults are Python's
+alone (SimSettings, JobConfig, DlcpPolicy, roce's header sizes). A job of execution graphs
 (gradswitch/workload/graph.py) carries them in its `graph` section (graph_job_json)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, cast
 
 from gradswitch.protocol.dlcp import default_thresholds
 from gradswitch.protocol.ecmp import hash_multiplier
@@ -20,6 +22,22 @@ from gradswitch.roce.headers import AETH_LEN, IMM_LEN, RETH_LEN
 from gradswitch.roce.qp import Mode, QpConfig
 from gradswitch.roce.wire import ETH_HEADER_LEN, IPV4_HEADER_LEN, ROCE_OVERHEAD
 from gradswitch.sim.faults import SimFaultError, schedule_json
+from gradswitch.sim.sim_keys import (
+    CfgDlcp,
+    CfgGraph,
+    CfgGraphNetreduce,
+    CfgGraphNode,
+    CfgJob,
+    CfgLink,
+    CfgLoss,
+    CfgOp,
+    CfgRun,
+    CfgTopology,
+    CfgTraining,
+    CfgTransport,
+    CfgWire,
+)
+from gradswitch.sim.sim_schema import CONFIG_FORMAT
 from gradswitch.sim.sim_settings import EXACT_LIMIT, CheckMode, DlcpSwitch, SimSettings
 from gradswitch.topology.model import Topology
 from gradswitch.workload import broadcast_chain
@@ -32,10 +50,12 @@ from gradswitch.workload.plan import Plan, op_mark, plan
 SACK_LEN = 4  # a selective-repeat NAK's SACK after the AETH (gradswitch/roce/qp.py)
 TCP_HEADER_LEN = 32  # TCP with the timestamp option, as Linux sends it
 # the graph section's `netreduce` keys: each in-network collective type's switch job (gs-graph-spec.h)
-NETREDUCE_KEYS = {CollectiveKind.ALL_REDUCE: "job_id", CollectiveKind.REDUCE_SCATTER: "reduce_scatter_job_id",
-                  CollectiveKind.ALL_GATHER: "all_gather_job_id"}
-# the configuration's format: gradswitch-sim refuses any other (gradswitch/sim/ns3/model/gs-config.h CONFIG_FORMAT)
-FORMAT = 2
+NETREDUCE_KEYS: dict[CollectiveKind, Literal["job_id", "reduce_scatter_job_id", "all_gather_job_id"]] = {
+    CollectiveKind.ALL_REDUCE: "job_id", CollectiveKind.REDUCE_SCATTER: "reduce_scatter_job_id",
+    CollectiveKind.ALL_GATHER: "all_gather_job_id"}
+# the configuration's format: gradswitch-sim refuses any other (gradswitch/sim/sim_schema.py defines it and every key
+# of the configuration; gs-keys.h, generated from it, gives C++ the same)
+FORMAT = CONFIG_FORMAT
 
 
 class SimConfigError(ValueError):
@@ -51,8 +71,8 @@ def check_mode(cfg: JobConfig, settings: SimSettings) -> CheckMode:
     return CheckMode.EXACT if workers * workers * elements <= EXACT_LIMIT else CheckMode.DIGEST
 
 
-def topology_json(topo: Topology, settings: SimSettings) -> dict[str, Any]:
-    links = []
+def topology_json(topo: Topology, settings: SimSettings) -> CfgTopology:
+    links: list[CfgLink] = []
     for lk in topo.links:
         mbps = lk.bw_mbps if lk.bw_mbps else settings.unshaped_mbps
         queue = settings.queue_bytes if settings.queue_bytes is not None else buffer_bytes(mbps)
@@ -63,7 +83,7 @@ def topology_json(topo: Topology, settings: SimSettings) -> dict[str, Any]:
             "links": links}
 
 
-def transport_json(cfg: JobConfig) -> dict[str, Any]:
+def transport_json(cfg: JobConfig) -> CfgTransport:
     """The QP settings every node of the job uses (gradswitch/hosts/comm.py Comm.qp)."""
     dlcp = cfg.dlcp
     order_tolerant = dlcp is not None and dlcp.order_tolerant and cfg.transport == Mode.SR
@@ -79,14 +99,14 @@ def transport_json(cfg: JobConfig) -> dict[str, Any]:
             "reorder_delay_s": reorder, "order_tolerant": order_tolerant}
 
 
-def training_json(cfg: JobConfig, p: Plan) -> dict[str, Any]:
+def training_json(cfg: JobConfig, p: Plan) -> CfgTraining:
     """The plan as the simulator's scheduler needs it: layers' times, ops' sizes, the layers whose gradients
     each carries, the ops it waits for (exponent codes before values), its DLCP class."""
     tr = cfg.training
     assert tr is not None
     tensors = len(job_profile(cfg).tensors)
     codes_of: dict[int, int] = {}
-    ops = []
+    ops: list[CfgOp] = []
     for op in p.ops:
         if op.codes:
             codes_of.update({t: op.index for t in op.tensors})
@@ -101,7 +121,7 @@ def training_json(cfg: JobConfig, p: Plan) -> dict[str, Any]:
             "ops": ops}
 
 
-def dlcp_json(switch: DlcpSwitch, policy: DlcpPolicy) -> dict[str, Any]:
+def dlcp_json(switch: DlcpSwitch, policy: DlcpPolicy) -> CfgDlcp:
     """A job's `dlcp` section: the switches' features and the job's host policy."""
     return {"priority": switch.priority, "drop": switch.drop, "spray": switch.spray, "loss_budget": policy.loss_budget,
             "drop_min_layer_class": policy.drop_min_layer_class,
@@ -109,12 +129,12 @@ def dlcp_json(switch: DlcpSwitch, policy: DlcpPolicy) -> dict[str, Any]:
             "max_relative_error": policy.max_relative_error}
 
 
-def job_json(cfg: JobConfig, settings: SimSettings) -> dict[str, Any]:
+def job_json(cfg: JobConfig, settings: SimSettings) -> CfgJob:
     if cfg.workload == "train-digits":
         raise SimConfigError(f"job {cfg.job_id}: workload train-digits trains a real model in Python: BMv2 only")
     profile = job_profile(cfg)
     tensors = len(profile.tensors)
-    out: dict[str, Any] = {
+    out: CfgJob = {
         "job_id": cfg.job_id, "algo": str(cfg.algo), "check": str(check_mode(cfg, settings)), "seed": cfg.seed,
         "nodes": [{"node_id": n.node_id, "role": str(n.role), "host": n.host} for n in cfg.nodes],
         "iterations": cfg.iterations, "transport": transport_json(cfg), "ps_key_bytes": cfg.ps_key_bytes,
@@ -152,7 +172,7 @@ def dlcp_thresholds(topo: Topology, settings: SimSettings) -> dict[str, list[int
     return out
 
 
-def wire_json(framing_bytes: int) -> dict[str, int]:
+def wire_json(framing_bytes: int) -> CfgWire:
     """The header sizes the simulator counts on the wire (gradswitch/roce/headers.py, gradswitch/roce/wire.py): the
     configuration's and a transport scenario's `wire` (tests/ns3/qp_script.py)."""
     return {"roce_overhead": ROCE_OVERHEAD, "reth": RETH_LEN, "imm": IMM_LEN, "aeth": AETH_LEN, "sack": SACK_LEN,
@@ -160,8 +180,9 @@ def wire_json(framing_bytes: int) -> dict[str, int]:
 
 
 def base_config(topo: Topology, settings: SimSettings, time_limit_s: float) -> dict[str, Any]:
-    """Everything of a run's configuration but its jobs."""
-    out: dict[str, Any] = {
+    """Everything of a run's configuration but its jobs (built as the schema's CfgRun; a plain dict to its callers,
+    which add jobs and sections)."""
+    out: CfgRun = {
         "format": FORMAT, "seed": settings.seed, "time_limit_s": time_limit_s, "progress_s": settings.progress_s,
         "scheduler": str(settings.scheduler), "wire": wire_json(settings.framing_bytes),
         "topology": topology_json(topo, settings),
@@ -180,7 +201,7 @@ def base_config(topo: Topology, settings: SimSettings, time_limit_s: float) -> d
         t = settings.tensorlights
         out["tensorlights"] = {"host": t.host, "rotate_s": t.rotate_s,
                                "servers": [{"job": j, "node": n} for j, n in t.servers]}
-    return out
+    return cast("dict[str, Any]", out)
 
 
 def run_config(topo: Topology, jobs: list[JobConfig], settings: SimSettings) -> dict[str, Any]:
@@ -199,8 +220,9 @@ def run_config(topo: Topology, jobs: list[JobConfig], settings: SimSettings) -> 
     out = base_config(topo, settings, limit)
     out["jobs"] = [job_json(cfg, settings) for cfg in jobs]
     if settings.loss_pct > 0:
-        out["loss"] = {"fraction": settings.loss_pct / 100.0,
-                       "hosts": sorted({n.host for cfg in jobs for n in cfg.workers})}
+        loss: CfgLoss = {"fraction": settings.loss_pct / 100.0,
+                         "hosts": sorted({n.host for cfg in jobs for n in cfg.workers})}
+        out["loss"] = loss
     if settings.faults:
         try:
             out["fault_schedule"] = schedule_json(settings.faults, topo, jobs, settings.switch_detect_s,
@@ -214,7 +236,7 @@ def run_config(topo: Topology, jobs: list[JobConfig], settings: SimSettings) -> 
 
 
 def graph_json(graph: JobGraph, in_network: Mapping[CollectiveKind, int] | None = None,
-               placeholders: bool = False, grow_placeholders: bool = False) -> dict[str, Any]:
+               placeholders: bool = False, grow_placeholders: bool = False) -> CfgGraph:
     """The job's `graph` section: gradswitch.workload.graph.to_dict's content, compact (what the C++ executes and no
     more: process groups by index, no names or sources; the results name nodes by their ids). `in_network`:
     the world group's collectives of these types run through the switches, each type as its NetReduce job
@@ -222,24 +244,28 @@ def graph_json(graph: JobGraph, in_network: Mapping[CollectiveKind, int] | None 
     `grow_placeholders`: SimSettings' gather_placeholders and grow_placeholders)."""
     index = {g.name: i for i, g in enumerate(graph.groups)}
 
-    def node(n: Node) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": n.id, "kind": node_kind(n), "deps": list(n.deps)}
+    def node(n: Node) -> CfgGraphNode:
+        d: CfgGraphNode = {"id": n.id, "kind": node_kind(n), "deps": list(n.deps)}
         if isinstance(n, ComputeNode):
             d["duration_s"] = n.duration_s
         elif isinstance(n, CollectiveNode):
-            d.update(collective=n.collective.value, group=index[n.group], nbytes=n.nbytes, root=n.root,
-                     layer_class=n.layer_class)
+            d["collective"], d["group"], d["nbytes"] = n.collective.value, index[n.group], n.nbytes
+            d["root"], d["layer_class"] = n.root, n.layer_class
         else:
-            d.update(peer=n.peer, tag=n.tag, nbytes=n.nbytes)
+            d["peer"], d["tag"], d["nbytes"] = n.peer, n.tag, n.nbytes
         return d
 
     # a broadcast's chain is cut as the hosts cut it (gradswitch/workload/broadcast_chain.py)
-    out = {"broadcast_chunk_bytes": broadcast_chain.CHUNK_BYTES, "broadcast_max_chunks": broadcast_chain.MAX_CHUNKS,
-           "groups": [{"ranks": list(g.ranks)} for g in graph.groups],
-           "ranks": [{"nodes": [node(n) for n in r.nodes]} for r in graph.ranks]}
+    out: CfgGraph = {"broadcast_chunk_bytes": broadcast_chain.CHUNK_BYTES,
+                     "broadcast_max_chunks": broadcast_chain.MAX_CHUNKS,
+                     "groups": [{"ranks": list(g.ranks)} for g in graph.groups],
+                     "ranks": [{"nodes": [node(n) for n in r.nodes]} for r in graph.ranks]}
     if in_network:
-        section: dict[str, int | bool] = {NETREDUCE_KEYS[k]: j for k, j in in_network.items()}
-        out["netreduce"] = section | {"placeholders": placeholders, "grow_placeholders": grow_placeholders}
+        section: CfgGraphNetreduce = {}
+        for k, j in in_network.items():
+            section[NETREDUCE_KEYS[k]] = j
+        section["placeholders"], section["grow_placeholders"] = placeholders, grow_placeholders
+        out["netreduce"] = section
     return out
 
 
@@ -260,7 +286,7 @@ def graph_check_mode(graph: JobGraph, settings: SimSettings) -> CheckMode:
 
 
 def graph_job_json(graph: JobGraph, cfg: JobConfig, settings: SimSettings,
-                   in_network: Mapping[CollectiveKind, int] | None = None) -> dict[str, Any]:
+                   in_network: Mapping[CollectiveKind, int] | None = None) -> CfgJob:
     """A job of algo graph: rank r is cfg's worker r (its host), every node's transport is cfg's; the job runs
     its graphs once (1 iteration). `in_network`: its world collectives of these types run through the switches,
     each type as its NetReduce job (cfg's credits; the same transport on that job's queue pairs). With algo = ps,
@@ -268,11 +294,12 @@ def graph_job_json(graph: JobGraph, cfg: JobConfig, settings: SimSettings,
     if len(cfg.workers) != graph.world_size or (cfg.servers and cfg.algo != Algorithm.PS):
         raise SimConfigError(f"graph {graph.name}: {graph.world_size} ranks on {len(cfg.workers)} workers and "
                              f"{len(cfg.servers)} servers: give one worker per rank, and servers only with algo = ps")
-    out = {"job_id": cfg.job_id, "algo": "graph", "check": str(graph_check_mode(graph, settings)), "seed": cfg.seed,
-           "nodes": [{"node_id": n.node_id, "role": str(n.role), "host": n.host} for n in cfg.nodes],
-           "iterations": 1, "transport": transport_json(cfg), "ps_key_bytes": cfg.ps_key_bytes,
-           "credits": cfg.credits, "iteration_timeout_s": cfg.iteration_timeout,
-           "graph": graph_json(graph, in_network, settings.gather_placeholders, settings.grow_placeholders)}
+    out: CfgJob = {"job_id": cfg.job_id, "algo": "graph", "check": str(graph_check_mode(graph, settings)),
+                   "seed": cfg.seed, "nodes": [{"node_id": n.node_id, "role": str(n.role), "host": n.host}
+                                               for n in cfg.nodes],
+                   "iterations": 1, "transport": transport_json(cfg), "ps_key_bytes": cfg.ps_key_bytes,
+                   "credits": cfg.credits, "iteration_timeout_s": cfg.iteration_timeout,
+                   "graph": graph_json(graph, in_network, settings.gather_placeholders, settings.grow_placeholders)}
     if cfg.dlcp is not None:  # the switches' DLCP for the graph's job (its collectives' layer classes)
         out["dlcp"] = dlcp_json(settings.dlcp, cfg.dlcp)
     return out

@@ -52,8 +52,11 @@ def test_the_simulators_results_are_refused_in_another_format(tmp_path):
 
 
 def test_the_simulator_writes_the_format_its_reader_expects():
+    """Both take it from gradswitch/sim/sim_schema.py (C++ through gs-keys.h: tests/unit/test_sim_schema.py)."""
     source = (REPO_ROOT / "gradswitch/sim/ns3/model/gs-simulation.cc").read_text()
-    assert re.findall(r'out\["format"\] = (\d+);', source) == [str(RESULTS_FORMAT)]
+    assert re.findall(r"out\[res::results::kFormat\] = (\w+);", source) == ["RESULTS_FORMAT"]
+    header = (REPO_ROOT / "gradswitch/sim/ns3/model/gs-keys.h").read_text()
+    assert re.findall(r"constexpr uint32_t RESULTS_FORMAT = (\d+);", header) == [str(RESULTS_FORMAT)]
 
 
 def run_dict() -> dict[str, object]:

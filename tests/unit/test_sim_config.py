@@ -23,7 +23,7 @@ def _config(settings: SimSettings) -> dict[str, Any]:
 
 
 def test_the_format_written_is_the_one_the_simulator_reads():
-    header = (SOURCES / "model" / "gs-config.h").read_text()
+    header = (SOURCES / "model" / "gs-keys.h").read_text()  # generated from gradswitch/sim/sim_schema.py
     found = re.findall(r"constexpr uint32_t CONFIG_FORMAT = (\d+);", header)
     assert found == [str(FORMAT)]
     assert _config(SimSettings())["format"] == FORMAT

@@ -9,6 +9,7 @@
 #include "gs-config-object.h"
 #include "gs-constants.h"
 #include "gs-graph-spec.h"
+#include "gs-keys.h" // the configuration's keys and CONFIG_FORMAT (gradswitch/sim/sim_schema.py)
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -24,9 +25,6 @@ namespace ns3
 {
 namespace gs
 {
-
-/// The configuration's `format` this build reads (gradswitch/sim/sim_config.py FORMAT writes it).
-constexpr uint32_t CONFIG_FORMAT = 2;
 
 struct WireSizes
 {

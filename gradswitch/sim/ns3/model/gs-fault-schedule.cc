@@ -1,6 +1,7 @@
 #include "gs-fault-schedule.h"
 
 #include "gs-job-node.h"
+#include "gs-keys.h"
 #include "gs-netreduce-switch.h"
 #include "gs-ticks.h"
 
@@ -454,21 +455,21 @@ FaultSchedule::Results() const
     for (size_t f = 0; f < m_faults.size(); f++)
     {
         const Record& r = m_records[f];
-        out.push_back({{"label", m_faults[f].label},
-                       {"injected_s", seconds(r.injected)},
-                       {"detected_s", seconds(r.detected)},
-                       {"recovered_s", seconds(r.recovered)},
-                       {"first_stall_s", seconds(r.firstStall)},
-                       {"stalled_qps", r.stalls},
-                       {"resumed_qps", r.resumed},
-                       {"lost_packets", LostPackets(f)},
-                       {"out_at_end", r.out},
-                       {"fallback", r.fallback >= 0 ? json("ring") : json(nullptr)},
-                       {"fallback_s", seconds(r.fallback)},
-                       {"fallback_jobs", r.fallbackJobs},
-                       {"ring_recovered_s", seconds(r.onRing.at)},
-                       {"returned_s", seconds(r.returned)},
-                       {"switch_recovered_s", seconds(r.backOnSwitch.at)}});
+        out.push_back({{res::fault::kLabel, m_faults[f].label},
+                       {res::fault::kInjectedS, seconds(r.injected)},
+                       {res::fault::kDetectedS, seconds(r.detected)},
+                       {res::fault::kRecoveredS, seconds(r.recovered)},
+                       {res::fault::kFirstStallS, seconds(r.firstStall)},
+                       {res::fault::kStalledQps, r.stalls},
+                       {res::fault::kResumedQps, r.resumed},
+                       {res::fault::kLostPackets, LostPackets(f)},
+                       {res::fault::kOutAtEnd, r.out},
+                       {res::fault::kFallback, r.fallback >= 0 ? json("ring") : json(nullptr)},
+                       {res::fault::kFallbackS, seconds(r.fallback)},
+                       {res::fault::kFallbackJobs, r.fallbackJobs},
+                       {res::fault::kRingRecoveredS, seconds(r.onRing.at)},
+                       {res::fault::kReturnedS, seconds(r.returned)},
+                       {res::fault::kSwitchRecoveredS, seconds(r.backOnSwitch.at)}});
     }
     return out;
 }

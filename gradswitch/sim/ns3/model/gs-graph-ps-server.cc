@@ -7,6 +7,7 @@
 #include "gs-graph-spec.h"
 #include "gs-job-node.h"
 #include "gs-key-sums.h"
+#include "gs-keys.h"
 
 #include <unordered_map>
 
@@ -78,7 +79,7 @@ class GraphPsServer : public Collective
 
     void Report(nlohmann::json& out) const override
     {
-        out["keys_served"] = m_served;
+        out[res::node::kKeysServed] = m_served;
     }
 
   private:

@@ -2,6 +2,7 @@
 
 #include "gs-constants.h"
 #include "gs-job-node.h"
+#include "gs-keys.h"
 
 #include "ns3/simulator.h"
 
@@ -831,7 +832,7 @@ GraphRank::Report(nlohmann::json& out) const
         const Record& r = m_records[i];
         nodes.push_back({m_me.nodes[i].id, r.start, r.end, r.checked ? nlohmann::json(*r.checked) : nlohmann::json(nullptr)});
     }
-    out["graph"] = nodes;
+    out[res::node::kGraph] = nodes;
     // `netreduce`: the all-reduce worker's messages and credit waits (else the only job's); `netreduce_jobs`: every
     // switch job's, by id
     nlohmann::json jobs = nlohmann::json::object();
@@ -839,15 +840,15 @@ GraphRank::Report(nlohmann::json& out) const
     {
         nlohmann::json one;
         job.worker->Report(one);
-        jobs[std::to_string(id)] = one["netreduce"];
+        jobs[std::to_string(id)] = one[res::node::kNetreduce];
         if (id == m_spec.netReduceJob || m_inNetwork.size() == 1)
         {
-            out["netreduce"] = one["netreduce"];
+            out[res::node::kNetreduce] = one[res::node::kNetreduce];
         }
     }
     if (!m_inNetwork.empty())
     {
-        out["netreduce_jobs"] = jobs;
+        out[res::node::kNetreduceJobs] = jobs;
     }
 }
 

@@ -1,6 +1,7 @@
 #include "gs-graph-spec.h"
 
 #include "gs-constants.h"
+#include "gs-keys.h"
 #include "gs-qp.h"
 
 #include <algorithm>
@@ -175,11 +176,12 @@ Order(const GraphRankSpec& r, const std::string& where)
 void
 ParseBroadcast(ConfigObject& g, GraphSpec& spec)
 {
-    spec.broadcastChunkBytes = g.Get<uint64_t>("broadcast_chunk_bytes");
-    spec.broadcastMaxChunks = g.Get<uint32_t>("broadcast_max_chunks");
+    spec.broadcastChunkBytes = g.Get<uint64_t>(cfg::graph::kBroadcastChunkBytes);
+    spec.broadcastMaxChunks = g.Get<uint32_t>(cfg::graph::kBroadcastMaxChunks);
     if (spec.broadcastChunkBytes == 0 || spec.broadcastMaxChunks == 0 || spec.broadcastMaxChunks >= (1u << 24))
     {
-        throw ConfigError(g.Where("broadcast_chunk_bytes") + " and broadcast_max_chunks: at least 1 (chunks: below 2^24)");
+        throw ConfigError(g.Where(cfg::graph::kBroadcastChunkBytes) +
+                          " and broadcast_max_chunks: at least 1 (chunks: below 2^24)");
     }
 }
 
@@ -187,9 +189,9 @@ ParseBroadcast(ConfigObject& g, GraphSpec& spec)
 void
 ParseFaults(ConfigObject& g, GraphSpec& spec)
 {
-    if (auto f = g.Section("faults"))
+    if (auto f = g.Section(cfg::graph::kFaults))
     {
-        spec.faultDoubleAddRank = f->Get<uint32_t>("double_add_rank");
+        spec.faultDoubleAddRank = f->Get<uint32_t>(cfg::graph_faults::kDoubleAddRank);
         f->Finish();
     }
 }
@@ -198,43 +200,43 @@ ParseFaults(ConfigObject& g, GraphSpec& spec)
 void
 ParseNetReduce(ConfigObject& g, uint32_t workers, GraphSpec& spec)
 {
-    auto nr = g.Section("netreduce");
+    auto nr = g.Section(cfg::graph::kNetreduce);
     if (!nr)
     {
         return;
     }
-    for (auto [key, slot] : {std::pair{"job_id", &spec.netReduceJob},
-                             std::pair{"reduce_scatter_job_id", &spec.scatterJob},
-                             std::pair{"all_gather_job_id", &spec.gatherJob}})
+    for (auto [key, slot] : {std::pair{cfg::graph_netreduce::kJobId, &spec.netReduceJob},
+                             std::pair{cfg::graph_netreduce::kReduceScatterJobId, &spec.scatterJob},
+                             std::pair{cfg::graph_netreduce::kAllGatherJobId, &spec.gatherJob}})
     {
         if (nr->Has(key))
         {
             *slot = nr->Get<uint32_t>(key);
         }
     }
-    if (nr->Has("placeholders"))
+    if (nr->Has(cfg::graph_netreduce::kPlaceholders))
     {
-        spec.sendPlaceholders = nr->Get<bool>("placeholders");
+        spec.sendPlaceholders = nr->Get<bool>(cfg::graph_netreduce::kPlaceholders);
     }
-    if (nr->Has("grow_placeholders"))
+    if (nr->Has(cfg::graph_netreduce::kGrowPlaceholders))
     {
-        spec.growPlaceholders = nr->Get<bool>("grow_placeholders");
+        spec.growPlaceholders = nr->Get<bool>(cfg::graph_netreduce::kGrowPlaceholders);
     }
     nr->Finish();
     if (!spec.netReduceJob && !spec.scatterJob && !spec.gatherJob)
     {
-        throw ConfigError(g.Where("netreduce") + ": names no switch job: give job_id (all-reduce), "
+        throw ConfigError(g.Where(cfg::graph::kNetreduce) + ": names no switch job: give job_id (all-reduce), "
                           "reduce_scatter_job_id or all_gather_job_id");
     }
     if ((spec.netReduceJob && (spec.netReduceJob == spec.scatterJob || spec.netReduceJob == spec.gatherJob)) ||
         (spec.scatterJob && spec.scatterJob == spec.gatherJob))
     {
-        throw ConfigError(g.Where("netreduce") + ": each collective type needs a switch job of its own (the "
+        throw ConfigError(g.Where(cfg::graph::kNetreduce) + ": each collective type needs a switch job of its own (the "
                           "switch reads a message's owner one way per job)");
     }
     if (workers < 2)
     {
-        throw ConfigError(g.Where("netreduce") + ": NetReduce needs at least 2 workers, the job has " +
+        throw ConfigError(g.Where(cfg::graph::kNetreduce) + ": NetReduce needs at least 2 workers, the job has " +
                           std::to_string(workers));
     }
 }
@@ -244,26 +246,27 @@ std::vector<GraphGroup>
 ParseGroups(ConfigObject& g, uint32_t workers)
 {
     std::vector<GraphGroup> groups;
-    for (ConfigObject grp : g.Objects("groups"))
+    for (ConfigObject grp : g.Objects(cfg::graph::kGroups))
     {
         GraphGroup group;
-        group.ranks = grp.Get<std::vector<uint32_t>>("ranks");
+        group.ranks = grp.Get<std::vector<uint32_t>>(cfg::group::kRanks);
         grp.Finish();
         if (group.ranks.empty())
         {
-            throw ConfigError(grp.Where("ranks") + ": a process group needs at least one rank");
+            throw ConfigError(grp.Where(cfg::group::kRanks) + ": a process group needs at least one rank");
         }
         std::set<uint32_t> seen;
         for (uint32_t r : group.ranks)
         {
             if (r >= workers)
             {
-                throw ConfigError(grp.Where("ranks") + ": rank " + std::to_string(r) + " is out of range (the job has ranks 0.." +
+                throw ConfigError(grp.Where(cfg::group::kRanks) + ": rank " + std::to_string(r) +
+                                  " is out of range (the job has ranks 0.." +
                                   std::to_string(workers - 1) + ")");
             }
             if (!seen.insert(r).second)
             {
-                throw ConfigError(grp.Where("ranks") + ": rank " + std::to_string(r) + " appears twice");
+                throw ConfigError(grp.Where(cfg::group::kRanks) + ": rank " + std::to_string(r) + " appears twice");
             }
         }
         groups.push_back(std::move(group));
@@ -282,7 +285,8 @@ NodeAt(const std::string& where, size_t i, uint64_t id)
 std::string
 NodeAt(const ConfigObject& no, uint64_t id)
 {
-    return no.Where("id").substr(0, no.Where("id").size() - 3) + " (node " + std::to_string(id) + ")";
+    std::string at = no.Where(cfg::graph_node::kId);
+    return at.substr(0, at.size() - 3) + " (node " + std::to_string(id) + ")";
 }
 
 /// A computation's duration, or a communication's bytes.
@@ -291,7 +295,7 @@ ParseCost(ConfigObject& no, const std::string& at, GraphNode& n)
 {
     if (n.kind == GraphNodeKind::Compute)
     {
-        n.durationS = no.Get<double>("duration_s");
+        n.durationS = no.Get<double>(cfg::graph_node::kDurationS);
         if (!(n.durationS >= 0) || !std::isfinite(n.durationS))
         {
             throw ConfigError(at + ": duration_s = " + std::to_string(n.durationS) +
@@ -300,7 +304,7 @@ ParseCost(ConfigObject& no, const std::string& at, GraphNode& n)
     }
     else
     {
-        n.nbytes = no.Get<uint64_t>("nbytes");
+        n.nbytes = no.Get<uint64_t>(cfg::graph_node::kNbytes);
         if (n.nbytes == 0)
         {
             throw ConfigError(at + ": nbytes = 0: communication moves at least 1 byte");
@@ -313,17 +317,17 @@ void
 ParseCollective(ConfigObject& no, const std::string& at, uint32_t rank, const std::vector<GraphGroup>& groups,
                 GraphNode& n)
 {
-    n.collective = no.Choice<CollectiveKind>("collective", {{"all_reduce", CollectiveKind::AllReduce},
+    n.collective = no.Choice<CollectiveKind>(cfg::graph_node::kCollective, {{"all_reduce", CollectiveKind::AllReduce},
                                                             {"reduce_scatter", CollectiveKind::ReduceScatter},
                                                             {"all_gather", CollectiveKind::AllGather},
                                                             {"all_to_all", CollectiveKind::AllToAll},
                                                             {"broadcast", CollectiveKind::Broadcast}});
-    n.group = no.Get<uint32_t>("group");
-    n.root = no.Get<uint32_t>("root");
-    auto layer = no.Get<uint32_t>("layer_class");
+    n.group = no.Get<uint32_t>(cfg::graph_node::kGroup);
+    n.root = no.Get<uint32_t>(cfg::graph_node::kRoot);
+    auto layer = no.Get<uint32_t>(cfg::graph_node::kLayerClass);
     if (layer >= kLayerClasses)
     {
-        throw ConfigError(no.Where("layer_class") + " = " + std::to_string(layer) +
+        throw ConfigError(no.Where(cfg::graph_node::kLayerClass) + " = " + std::to_string(layer) +
                           ": DLCP's layer classes are 0 (the front layers) to " + std::to_string(kLayerClasses - 1));
     }
     n.layerClass = static_cast<uint8_t>(layer);
@@ -349,8 +353,8 @@ ParseCollective(ConfigObject& no, const std::string& at, uint32_t rank, const st
 void
 ParsePeer(ConfigObject& no, const std::string& at, uint32_t rank, uint32_t workers, GraphNode& n)
 {
-    n.peer = no.Get<uint32_t>("peer");
-    n.tag = no.Get<uint64_t>("tag");
+    n.peer = no.Get<uint32_t>(cfg::graph_node::kPeer);
+    n.tag = no.Get<uint64_t>(cfg::graph_node::kTag);
     if (n.peer >= workers || n.peer == rank)
     {
         throw ConfigError(at + ": peer rank " + std::to_string(n.peer) + " (the job has ranks 0.." +
@@ -364,13 +368,13 @@ ParseNode(ConfigObject& no, uint32_t rank, uint32_t workers, const std::vector<G
           std::vector<uint64_t>& depIds)
 {
     GraphNode n;
-    n.id = no.Get<uint64_t>("id");
+    n.id = no.Get<uint64_t>(cfg::graph_node::kId);
     std::string at = NodeAt(no, n.id);
-    n.kind = no.Choice<GraphNodeKind>("kind", {{"compute", GraphNodeKind::Compute},
+    n.kind = no.Choice<GraphNodeKind>(cfg::graph_node::kKind, {{"compute", GraphNodeKind::Compute},
                                                {"collective", GraphNodeKind::Collective},
                                                {"send", GraphNodeKind::Send},
                                                {"recv", GraphNodeKind::Recv}});
-    depIds = no.Get<std::vector<uint64_t>>("deps");
+    depIds = no.Get<std::vector<uint64_t>>(cfg::graph_node::kDeps);
     ParseCost(no, at, n);
     if (n.kind == GraphNodeKind::Collective)
     {
@@ -414,7 +418,7 @@ ParseRank(ConfigObject& ro, const std::string& where, uint32_t rank, uint32_t wo
           const std::vector<GraphGroup>& groups)
 {
     GraphRankSpec r;
-    std::vector<ConfigObject> nodes = ro.Objects("nodes");
+    std::vector<ConfigObject> nodes = ro.Objects(cfg::rank_graph::kNodes);
     ro.Finish();
     std::unordered_map<uint64_t, uint32_t> position;
     std::vector<std::vector<uint64_t>> depIds(nodes.size());
@@ -572,16 +576,17 @@ ParseGraph(ConfigObject g, uint32_t workers)
     ParseFaults(g, spec);
     ParseNetReduce(g, workers, spec);
     spec.groups = ParseGroups(g, workers);
-    std::vector<ConfigObject> ranks = g.Objects("ranks");
+    std::vector<ConfigObject> ranks = g.Objects(cfg::graph::kRanks);
     if (ranks.size() != workers)
     {
-        throw ConfigError(g.Where("ranks") + ": " + std::to_string(ranks.size()) + " ranks' graphs for a job of " +
+        throw ConfigError(g.Where(cfg::graph::kRanks) + ": " + std::to_string(ranks.size()) +
+                          " ranks' graphs for a job of " +
                           std::to_string(workers) + " workers (one graph per worker)");
     }
     Agreement agreement(spec.groups.size());
     for (uint32_t rank = 0; rank < workers; rank++)
     {
-        std::string where = g.Where("ranks") + "[" + std::to_string(rank) + "]";
+        std::string where = g.Where(cfg::graph::kRanks) + "[" + std::to_string(rank) + "]";
         GraphRankSpec r = ParseRank(ranks[rank], where, rank, workers, spec.groups);
         NumberRank(r, rank, where, agreement);
         spec.ranks.push_back(std::move(r));

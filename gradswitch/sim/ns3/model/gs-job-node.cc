@@ -1,6 +1,7 @@
 #include "gs-job-node.h"
 
 #include "gs-graph-rank.h"
+#include "gs-keys.h"
 #include "gs-training.h"
 
 #include "ns3/simulator.h"
@@ -468,17 +469,17 @@ json
 JobNode::Result() const
 {
     json out;
-    out["node_id"] = m_nodeId;
-    out["role"] = m_role == Role::Worker ? "worker" : "server";
-    out["host"] = m_context->qpParams->hostNames[m_context->nodeHosts[m_nodeId]];
-    out["ok"] = Ok();
+    out[res::node::kNodeId] = m_nodeId;
+    out[res::node::kRole] = m_role == Role::Worker ? "worker" : "server";
+    out[res::node::kHost] = m_context->qpParams->hostNames[m_context->nodeHosts[m_nodeId]];
+    out[res::node::kOk] = Ok();
     if (!m_error.empty())
     {
-        out["error"] = m_error;
+        out[res::node::kError] = m_error;
     }
     else if (!m_done)
     {
-        out["error"] = "did not finish within the simulated time limit";
+        out[res::node::kError] = "did not finish within the simulated time limit";
     }
     size_t expected = m_job.training ? m_job.training->ops.size() : m_job.reductions.size();
     if (m_job.algo == Algo::Write && m_nodeId == 0)
@@ -525,29 +526,29 @@ JobNode::Result() const
         {
             correct = c.checked == expected && c.wrong == 0 && (c.diff2 == 0 || lossyOk);
         }
-        its.push_back({{"index", r.index},
-                       {"start", r.start},
-                       {"end", r.end},
-                       {"correct", correct},
-                       {"wrong_elements", c.wrong},
-                       {"max_abs_error", 0.0},
-                       {"saturated", 0},
-                       {"zero_filled_packets", c.zeroFilled},
-                       {"relative_error", rel},
-                       {"checked", c.checked},
-                       {"blocks", c.blocks},
-                       {"lossy_blocks", c.lossyBlocks}});
+        its.push_back({{res::iteration::kIndex, r.index},
+                       {res::iteration::kStart, r.start},
+                       {res::iteration::kEnd, r.end},
+                       {res::iteration::kCorrect, correct},
+                       {res::iteration::kWrongElements, c.wrong},
+                       {res::iteration::kMaxAbsError, 0.0},
+                       {res::iteration::kSaturated, 0},
+                       {res::iteration::kZeroFilledPackets, c.zeroFilled},
+                       {res::iteration::kRelativeError, rel},
+                       {res::iteration::kChecked, c.checked},
+                       {res::iteration::kBlocks, c.blocks},
+                       {res::iteration::kLossyBlocks, c.lossyBlocks}});
     }
-    out["iterations"] = its;
+    out[res::node::kIterations] = its;
     if (m_training)
     {
-        out["timeline"] = m_training->Timeline();
+        out[res::node::kTimeline] = m_training->Timeline();
         json bounds = json::array();
         for (const auto& [s, e] : m_training->Bounds())
         {
             bounds.push_back({s, e});
         }
-        out["bounds"] = bounds;
+        out[res::node::kBounds] = bounds;
     }
     // stats: as gradswitch/hosts/comm.py Comm.stats (bytes are IP bytes: the frame less its Ethernet header)
     uint64_t txP = 0;
@@ -577,18 +578,18 @@ JobNode::Result() const
         }
         if (qp->Srtt() && rtt.find(qp->Peer()) == rtt.end()) // the job's own QP's, before a NetReduce job's
         {
-            rtt[qp->Peer()] = {{"srtt_ms", *qp->Srtt() * 1e3}, {"rto_ms", qp->Rto() * 1e3}};
+            rtt[qp->Peer()] = {{res::rtt::kSrttMs, *qp->Srtt() * 1e3}, {res::rtt::kRtoMs, qp->Rto() * 1e3}};
         }
     }
     constexpr uint64_t eth = 14;
-    out["stats"] = {{"tx_packets", txP},
-                    {"tx_bytes", txB - eth * txP},
-                    {"rx_packets", rxP},
-                    {"rx_bytes", rxB - eth * rxP},
-                    {"drops", json::object()},
-                    {"requester", req},
-                    {"responder", resp},
-                    {"rtt", rtt}};
+    out[res::node::kStats] = {{res::stats::kTxPackets, txP},
+                    {res::stats::kTxBytes, txB - eth * txP},
+                    {res::stats::kRxPackets, rxP},
+                    {res::stats::kRxBytes, rxB - eth * rxP},
+                    {res::stats::kDrops, json::object()},
+                    {res::stats::kRequester, req},
+                    {res::stats::kResponder, resp},
+                    {res::stats::kRtt, rtt}};
     if (m_collective)
     {
         m_collective->Report(out);

@@ -18,6 +18,7 @@
 #include "gs-collective.h"
 #include "gs-constants.h"
 #include "gs-job-node.h"
+#include "gs-keys.h"
 
 #include <map>
 #include <unordered_map>
@@ -144,14 +145,16 @@ class NetReduceWorker : public Collective
 
     void Report(nlohmann::json& out) const override
     {
-        out["netreduce"] = {{"messages", m_messages}, {"credit_waits", m_creditWaits}};
+        out[res::node::kNetreduce] = {{res::netreduce::kMessages, m_messages},
+                                      {res::netreduce::kCreditWaits, m_creditWaits}};
         if (m_ring)
         {
-            out["netreduce"]["fallback"] = {{"from_message", m_fallbackFrom},
-                                            {"redone", m_redone},
-                                            {"ring_reductions", m_ringReductions},
-                                            {"back_from_message", m_switchFrom == kNever ? nlohmann::json(nullptr)
-                                                                                         : nlohmann::json(m_switchFrom)}};
+            out[res::node::kNetreduce][res::netreduce::kFallback] = {
+                {res::fallback::kFromMessage, m_fallbackFrom},
+                {res::fallback::kRedone, m_redone},
+                {res::fallback::kRingReductions, m_ringReductions},
+                {res::fallback::kBackFromMessage,
+                 m_switchFrom == kNever ? nlohmann::json(nullptr) : nlohmann::json(m_switchFrom)}};
         }
     }
 

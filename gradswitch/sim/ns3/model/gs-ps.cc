@@ -5,6 +5,7 @@
 #include "gs-collective.h"
 #include "gs-job-node.h"
 #include "gs-key-sums.h"
+#include "gs-keys.h"
 #include "gs-ticks.h"
 
 #include <algorithm>
@@ -246,7 +247,7 @@ class PsServer : public Collective
 
     void Report(nlohmann::json& out) const override
     {
-        out["keys_served"] = m_served;
+        out[res::node::kKeysServed] = m_served;
     }
 
   private:
@@ -294,10 +295,10 @@ class Write : public Collective
                 c.wrong += std::max<uint32_t>(1, data->PacketBytes(p) / 4);
             }
         }
-        m_deliveries.push_back({{"iteration", it},
-                                {"op", op},
-                                {"posted", TicksToSeconds(static_cast<int64_t>(data->va))},
-                                {"delivered", m_node->Now()}});
+        m_deliveries.push_back({{res::delivery::kIteration, it},
+                                {res::delivery::kOp, op},
+                                {res::delivery::kPosted, TicksToSeconds(static_cast<int64_t>(data->va))},
+                                {res::delivery::kDelivered, m_node->Now()}});
         m_arrived.insert(imm);
         Deliver(imm);
     }
@@ -315,7 +316,7 @@ class Write : public Collective
 
     void Report(nlohmann::json& out) const override
     {
-        out["deliveries"] = m_deliveries;
+        out[res::node::kDeliveries] = m_deliveries;
     }
 
   private:

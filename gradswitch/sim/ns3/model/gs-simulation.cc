@@ -1,6 +1,7 @@
 #include "gs-simulation.h"
 
 #include "gs-channel.h"
+#include "gs-keys.h"
 #include "gs-netreduce-switch.h"
 #include "gs-tcp.h"
 #include "gs-ticks.h"
@@ -745,16 +746,16 @@ Simulation::LocalResults(double wall, double simS) const
 {
     uint64_t events = Simulator::GetEventCount();
     json out;
-    out["format"] = 1;
-    out["wall_s"] = wall;
-    out["sim_s"] = simS;
-    out["events"] = events;
-    out["events_per_s"] = wall > 0 ? static_cast<double>(events) / wall : 0.0;
-    out["packet_hops"] = GsDevice::Hops();
-    out["packet_hops_per_s"] = wall > 0 ? static_cast<double>(GsDevice::Hops()) / wall : 0.0;
-    out["peak_rss_mb"] = PeakRssMb();
-    out["setup_rss_mb"] = m_setupRssMb;
-    out["time_limit_hit"] = m_done < m_total;
+    out[res::results::kFormat] = RESULTS_FORMAT;
+    out[res::results::kWallS] = wall;
+    out[res::results::kSimS] = simS;
+    out[res::results::kEvents] = events;
+    out[res::results::kEventsPerS] = wall > 0 ? static_cast<double>(events) / wall : 0.0;
+    out[res::results::kPacketHops] = GsDevice::Hops();
+    out[res::results::kPacketHopsPerS] = wall > 0 ? static_cast<double>(GsDevice::Hops()) / wall : 0.0;
+    out[res::results::kPeakRssMb] = PeakRssMb();
+    out[res::results::kSetupRssMb] = m_setupRssMb;
+    out[res::results::kTimeLimitHit] = m_done < m_total;
     json jobs = json::array();
     for (size_t j = 0; j < m_nodes.size(); j++)
     {
@@ -764,14 +765,14 @@ Simulation::LocalResults(double wall, double simS) const
             nodes.push_back(n->Result());
         }
         const char* check = m_c.jobs[j].check == Check::Exact ? "exact" : m_c.jobs[j].check == Check::Digest ? "digest" : "none";
-        jobs.push_back({{"job_id", m_c.jobs[j].jobId}, {"check", check}, {"nodes", nodes}});
+        jobs.push_back({{res::job::kJobId, m_c.jobs[j].jobId}, {res::job::kCheck, check}, {res::job::kNodes, nodes}});
     }
-    out["jobs"] = jobs;
-    out["switches"] = SwitchResults();
-    out["background"] = m_background ? m_background->Result(simS) : json(nullptr);
+    out[res::results::kJobs] = jobs;
+    out[res::results::kSwitches] = SwitchResults();
+    out[res::results::kBackground] = m_background ? m_background->Result(simS) : json(nullptr);
     if (m_faults)
     {
-        out["faults"] = m_faults->Results();
+        out[res::results::kFaults] = m_faults->Results();
     }
     if (m_ranks->Distributed())
     {
@@ -796,11 +797,19 @@ Simulation::LocalResults(double wall, double simS) const
         {
             jobNodes += job.size();
         }
-        out["rank"] = {{"rank", m_ranks->Me()}, {"hosts", hosts}, {"switches", switches}, {"job_nodes", jobNodes},
-                       {"wall_s", wall}, {"events", events}, {"packet_hops", GsDevice::Hops()},
-                       {"cut_links", m_cutDevices.size()}, {"cut_tx_packets", cutTx}, {"cut_rx_packets", cutRx},
-                       {"allgather_us", m_allgatherUs},
-                       {"setup_rss_mb", m_setupRssMb}, {"peak_rss_mb", PeakRssMb()}};
+        out[res::results::kRank] = {{res::rank::kRank, m_ranks->Me()},
+                                    {res::rank::kHosts, hosts},
+                                    {res::rank::kSwitches, switches},
+                                    {res::rank::kJobNodes, jobNodes},
+                                    {res::rank::kWallS, wall},
+                                    {res::rank::kEvents, events},
+                                    {res::rank::kPacketHops, GsDevice::Hops()},
+                                    {res::rank::kCutLinks, m_cutDevices.size()},
+                                    {res::rank::kCutTxPackets, cutTx},
+                                    {res::rank::kCutRxPackets, cutRx},
+                                    {res::rank::kAllgatherUs, m_allgatherUs},
+                                    {res::rank::kSetupRssMb, m_setupRssMb},
+                                    {res::rank::kPeakRssMb, PeakRssMb()}};
     }
     return out;
 }
@@ -821,94 +830,102 @@ Simulation::Merge(const std::vector<std::string>& ranks) const
     double setupRss = 0;
     bool limit = false;
     json perRank = json::array();
-    for (size_t j = 0; j < out["jobs"].size(); j++)
+    for (size_t j = 0; j < out[res::results::kJobs].size(); j++)
     {
-        out["jobs"][j]["nodes"] = json::array();
+        out[res::results::kJobs][j][res::job::kNodes] = json::array();
     }
-    out["switches"] = json::object();
+    out[res::results::kSwitches] = json::object();
     for (size_t r = 0; r < parts.size(); r++)
     {
         const json& part = parts[r];
-        wall = std::max(wall, part["wall_s"].get<double>());
-        events += part["events"].get<uint64_t>();
-        hops += part["packet_hops"].get<uint64_t>();
-        rss = std::max(rss, part["peak_rss_mb"].get<double>());
-        setupRss = std::max(setupRss, part["setup_rss_mb"].get<double>());
-        limit = limit || part["time_limit_hit"].get<bool>();
-        for (size_t j = 0; j < part["jobs"].size(); j++)
+        wall = std::max(wall, part[res::results::kWallS].get<double>());
+        events += part[res::results::kEvents].get<uint64_t>();
+        hops += part[res::results::kPacketHops].get<uint64_t>();
+        rss = std::max(rss, part[res::results::kPeakRssMb].get<double>());
+        setupRss = std::max(setupRss, part[res::results::kSetupRssMb].get<double>());
+        limit = limit || part[res::results::kTimeLimitHit].get<bool>();
+        for (size_t j = 0; j < part[res::results::kJobs].size(); j++)
         {
-            for (const json& node : part["jobs"][j]["nodes"])
+            for (const json& node : part[res::results::kJobs][j][res::job::kNodes])
             {
-                out["jobs"][j]["nodes"].push_back(node);
+                out[res::results::kJobs][j][res::job::kNodes].push_back(node);
             }
         }
-        for (const auto& [name, sw] : part["switches"].items())
+        for (const auto& [name, sw] : part[res::results::kSwitches].items())
         {
-            out["switches"][name] = sw;
+            out[res::results::kSwitches][name] = sw;
         }
-        if (r > 0 && !part["background"].is_null())
+        if (r > 0 && !part[res::results::kBackground].is_null())
         {
             // The sender's rank counts retransmissions, the receiver's the bytes delivered (the other's stay 0).
-            json& bg = out["background"];
-            bg["bytes"] = bg["bytes"].get<uint64_t>() + part["background"]["bytes"].get<uint64_t>();
-            bg["retransmissions"] = bg["retransmissions"].get<uint64_t>() + part["background"]["retransmissions"].get<uint64_t>();
-            double seconds = bg["seconds"].get<double>();
-            bg["goodput_mbps"] = seconds > 0 ? bg["bytes"].get<double>() * 8 / seconds / 1e6 : 0.0;
+            json& bg = out[res::results::kBackground];
+            const json& mine = part[res::results::kBackground];
+            for (const char* key : {res::background::kBytes, res::background::kRetransmissions})
+            {
+                bg[key] = bg[key].get<uint64_t>() + mine[key].get<uint64_t>();
+            }
+            double seconds = bg[res::background::kSeconds].get<double>();
+            bg[res::background::kGoodputMbps] =
+                seconds > 0 ? bg[res::background::kBytes].get<double>() * 8 / seconds / 1e6 : 0.0;
         }
-        perRank.push_back(part["rank"]);
-        if (r > 0 && part.contains("faults"))
+        perRank.push_back(part[res::results::kRank]);
+        if (r > 0 && part.contains(res::results::kFaults))
         {
             // Every rank carries out the switch and link faults; a worker's on its host's rank. Packets lost and
             // queue pairs stalled are counted where they happened; the last recovery is the run's.
-            json& faults = out["faults"];
+            json& faults = out[res::results::kFaults];
             for (size_t f = 0; f < faults.size(); f++)
             {
-                const json& mine = part["faults"][f];
+                const json& mine = part[res::results::kFaults][f];
                 json& all = faults[f];
-                for (const char* key : {"injected_s", "detected_s"})
+                for (const char* key : {res::fault::kInjectedS, res::fault::kDetectedS})
                 {
                     if (all[key].is_null())
                     {
                         all[key] = mine[key];
                     }
                 }
-                if (!mine["first_stall_s"].is_null() &&
-                    (all["first_stall_s"].is_null() || mine["first_stall_s"].get<double>() < all["first_stall_s"].get<double>()))
+                const char* first = res::fault::kFirstStallS;
+                if (!mine[first].is_null() &&
+                    (all[first].is_null() || mine[first].get<double>() < all[first].get<double>()))
                 {
-                    all["first_stall_s"] = mine["first_stall_s"];
+                    all[first] = mine[first];
                 }
-                if (!mine["recovered_s"].is_null() &&
-                    (all["recovered_s"].is_null() || mine["recovered_s"].get<double>() > all["recovered_s"].get<double>()))
+                const char* recovered = res::fault::kRecoveredS;
+                if (!mine[recovered].is_null() &&
+                    (all[recovered].is_null() || mine[recovered].get<double>() > all[recovered].get<double>()))
                 {
-                    all["recovered_s"] = mine["recovered_s"];
+                    all[recovered] = mine[recovered];
                 }
-                for (const char* key : {"stalled_qps", "resumed_qps", "lost_packets"})
+                for (const char* key : {res::fault::kStalledQps, res::fault::kResumedQps, res::fault::kLostPackets})
                 {
                     all[key] = all[key].get<uint64_t>() + mine[key].get<uint64_t>();
                 }
             }
         }
     }
-    for (size_t j = 0; j < out["jobs"].size(); j++)
+    for (size_t j = 0; j < out[res::results::kJobs].size(); j++)
     {
-        json& nodes = out["jobs"][j]["nodes"];
+        json& nodes = out[res::results::kJobs][j][res::job::kNodes];
         std::sort(nodes.begin(), nodes.end(),
-                  [](const json& a, const json& b) { return a["node_id"].get<uint32_t>() < b["node_id"].get<uint32_t>(); });
+                  [](const json& a, const json& b) {
+                      return a[res::node::kNodeId].get<uint32_t>() < b[res::node::kNodeId].get<uint32_t>();
+                  });
     }
-    out.erase("rank");
-    out["wall_s"] = wall;
-    out["events"] = events;
-    out["events_per_s"] = wall > 0 ? static_cast<double>(events) / wall : 0.0;
-    out["packet_hops"] = hops;
-    out["packet_hops_per_s"] = wall > 0 ? static_cast<double>(hops) / wall : 0.0;
-    out["peak_rss_mb"] = rss;
-    out["setup_rss_mb"] = setupRss;
-    out["time_limit_hit"] = limit;
-    out["mpi"] = {{"ranks", m_ranks->Count()},
-                  {"sync", m_c.mpi.sync == MpiSync::Barrier ? "barrier" : "null-message"},
-                  {"lookahead_s", m_ranks->LookaheadS()},
-                  {"cut_links", m_ranks->CutLinks()},
-                  {"per_rank", perRank}};
+    out.erase(res::results::kRank);
+    out[res::results::kWallS] = wall;
+    out[res::results::kEvents] = events;
+    out[res::results::kEventsPerS] = wall > 0 ? static_cast<double>(events) / wall : 0.0;
+    out[res::results::kPacketHops] = hops;
+    out[res::results::kPacketHopsPerS] = wall > 0 ? static_cast<double>(hops) / wall : 0.0;
+    out[res::results::kPeakRssMb] = rss;
+    out[res::results::kSetupRssMb] = setupRss;
+    out[res::results::kTimeLimitHit] = limit;
+    out[res::results::kMpi] = {{res::mpi::kRanks, m_ranks->Count()},
+                  {res::mpi::kSync, m_c.mpi.sync == MpiSync::Barrier ? "barrier" : "null-message"},
+                  {res::mpi::kLookaheadS, m_ranks->LookaheadS()},
+                  {res::mpi::kCutLinks, m_ranks->CutLinks()},
+                  {res::mpi::kPerRank, perRank}};
     return out;
 }
 
@@ -926,10 +943,13 @@ Simulation::SwitchResults() const
         for (const auto& [port, dev] : sw->Ports())
         {
             const PortCounters& c = dev->Counters();
-            ports[std::to_string(port)] = {{"rx_packets", c.rxPackets}, {"rx_bytes", c.rxBytes},
-                                           {"tx_packets", c.txPackets}, {"tx_bytes", c.txBytes},
-                                           {"drops", c.drops},          {"busy_s", TicksToSeconds(static_cast<int64_t>(c.busyPs))},
-                                           {"max_queue_bytes", c.maxQueueBytes}};
+            ports[std::to_string(port)] = {{res::port::kRxPackets, c.rxPackets},
+                                           {res::port::kRxBytes, c.rxBytes},
+                                           {res::port::kTxPackets, c.txPackets},
+                                           {res::port::kTxBytes, c.txBytes},
+                                           {res::port::kDrops, c.drops},
+                                           {res::port::kBusyS, TicksToSeconds(static_cast<int64_t>(c.busyPs))},
+                                           {res::port::kMaxQueueBytes, c.maxQueueBytes}};
         }
         json nr = json::object();
         for (const auto& job : sw->NetReduceJobs())
@@ -939,16 +959,18 @@ Simulation::SwitchResults() const
         json dlcp = json::object();
         for (const auto& [job, ev] : sw->dlcpEvents)
         {
-            dlcp[std::to_string(job)] = {{"kept", ev.kept}, {"dropped", ev.dropped}, {"classified", ev.classified}};
+            dlcp[std::to_string(job)] = {{res::dlcp_events::kKept, ev.kept},
+                                         {res::dlcp_events::kDropped, ev.dropped},
+                                         {res::dlcp_events::kClassified, ev.classified}};
         }
-        json s = {{"ports", ports}, {"drops", sw->drops}};
+        json s = {{res::switch_counters::kPorts, ports}, {res::switch_counters::kDrops, sw->drops}};
         if (!nr.empty())
         {
-            s["netreduce"] = nr;
+            s[res::switch_counters::kNetreduce] = nr;
         }
         if (!dlcp.empty())
         {
-            s["dlcp"] = dlcp;
+            s[res::switch_counters::kDlcp] = dlcp;
         }
         out[sw->Name()] = s;
     }
@@ -1001,9 +1023,9 @@ Simulation::Tables() const
                 edges[m_topo->Name(m_topo->EdgeSwitches()[e])] = t.groups[t.edgeGroup[e]];
             }
         }
-        switches[m_topo->Name(s)] = {{"hosts", hosts}, {"edges", edges}};
+        switches[m_topo->Name(s)] = {{tab::switch_tables::kHosts, hosts}, {tab::switch_tables::kEdges, edges}};
     }
-    out["switches"] = switches;
+    out[tab::tables::kSwitches] = switches;
     json trees = json::object();
     for (size_t j = 0; j < m_c.jobs.size(); j++)
     {
@@ -1017,15 +1039,16 @@ Simulation::Tables() const
                 {
                     children.push_back(m_topo->Name(c));
                 }
-                roles.push_back({{"switch", m_topo->Name(r.sw)},
-                                 {"parent", r.parent >= 0 ? json(m_topo->Name(static_cast<uint32_t>(r.parent))) : json(nullptr)},
-                                 {"children", children},
-                                 {"ranks", r.localRanks}});
+                roles.push_back({{tab::tree_role::kSwitch, m_topo->Name(r.sw)},
+                                 {tab::tree_role::kParent,
+                                  r.parent >= 0 ? json(m_topo->Name(static_cast<uint32_t>(r.parent))) : json(nullptr)},
+                                 {tab::tree_role::kChildren, children},
+                                 {tab::tree_role::kRanks, r.localRanks}});
             }
-            trees[std::to_string(nrJob)] = {{"root", m_topo->Name(tree.root)}, {"roles", roles}};
+            trees[std::to_string(nrJob)] = {{tab::tree::kRoot, m_topo->Name(tree.root)}, {tab::tree::kRoles, roles}};
         }
     }
-    out["netreduce_trees"] = trees;
+    out[tab::tables::kNetreduceTrees] = trees;
     return out;
 }
 

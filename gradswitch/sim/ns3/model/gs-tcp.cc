@@ -1,6 +1,7 @@
 #include "gs-tcp.h"
 
 #include "gs-header.h"
+#include "gs-keys.h"
 #include "gs-ticks.h"
 
 #include "ns3/simulator.h"
@@ -351,13 +352,13 @@ TcpBackground::Result(double simS) const
         retransmissions += f.retransmissions;
     }
     double seconds = simS - m_startS;
-    return {{"flows", m_spec.flows},
-            {"mss", m_spec.mss},
-            {"bytes", bytes},
-            {"seconds", seconds},
-            {"goodput_mbps", seconds > 0 ? static_cast<double>(bytes) * 8 / seconds / 1e6 : 0.0},
-            {"retransmissions", retransmissions},
-            {"model", "NewReno-like AIMD (gs-tcp.h), not ns-3's TCP"}};
+    return {{res::background::kFlows, m_spec.flows},
+            {res::background::kMss, m_spec.mss},
+            {res::background::kBytes, bytes},
+            {res::background::kSeconds, seconds},
+            {res::background::kGoodputMbps, seconds > 0 ? static_cast<double>(bytes) * 8 / seconds / 1e6 : 0.0},
+            {res::background::kRetransmissions, retransmissions},
+            {res::background::kModel, "NewReno-like AIMD (gs-tcp.h), not ns-3's TCP"}};
 }
 
 } // namespace gs

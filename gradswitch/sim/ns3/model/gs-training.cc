@@ -1,6 +1,7 @@
 #include "gs-training.h"
 
 #include "gs-job-node.h"
+#include "gs-keys.h"
 #include "gs-ticks.h"
 
 #include "ns3/simulator.h"
@@ -278,12 +279,12 @@ TrainingScheduler::Timeline() const
     nlohmann::json out = nlohmann::json::array();
     for (const auto& e : m_events)
     {
-        out.push_back({{"iteration", e.iteration},
-                       {"kind", e.kind},
-                       {"name", e.name},
-                       {"start", TicksToSeconds(e.start)},
-                       {"end", TicksToSeconds(e.end)},
-                       {"lane", e.lane}});
+        out.push_back({{res::event::kIteration, e.iteration},
+                       {res::event::kKind, e.kind},
+                       {res::event::kName, e.name},
+                       {res::event::kStart, TicksToSeconds(e.start)},
+                       {res::event::kEnd, TicksToSeconds(e.end)},
+                       {res::event::kLane, e.lane}});
     }
     return out;
 }

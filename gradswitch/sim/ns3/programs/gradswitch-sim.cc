@@ -68,7 +68,7 @@ Constants()
         GS_CONSTANT(ROCE_CLASS_PRIORITY),
         GS_CONSTANT(DLCP_TRIMMED_SHIFT),
     };
-    return {{"constants", c}};
+    return {{gs::consts::constants::kConstants, c}};
 }
 
 int
@@ -182,7 +182,7 @@ main(int argc, char** argv)
         json result = tables ? sim.Tables() : sim.Run();
         if (tables)
         {
-            result["ecmp_probes"] = sim.Probes();
+            result[gs::tab::tables::kEcmpProbes] = sim.Probes();
         }
         if (!writer)
         {
