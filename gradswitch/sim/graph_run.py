@@ -110,9 +110,7 @@ def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Se
     jobs = switch_jobs(graph, netreduce_job, in_network)
     if jobs:
         netreduce_problem(graph, cfg, placed, jobs)
-    compute = max((sum(n.duration_s for n in r.nodes if isinstance(n, ComputeNode)) for r in graph.ranks), default=0.0)
-    limit = settings.time_limit_s if settings.time_limit_s is not None else cfg.iteration_timeout + compute
-    out = base_config(topology, settings, limit)
+    out = base_config(topology, settings, time_limit_s(graph, cfg, settings))
     out["jobs"] = [graph_job_json(graph, cfg, settings, jobs)]
     if settings.faults:  # switch and link faults (gradswitch.sim.faults.sim_fault_problems refuses a worker's)
         try:
@@ -123,6 +121,13 @@ def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Se
     if settings.loss_pct > 0:
         out["loss"] = {"fraction": settings.loss_pct / 100.0, "hosts": sorted(set(placed))}
     return out, cfg
+
+
+def time_limit_s(graph: JobGraph, cfg: JobConfig, settings: SimSettings) -> float:
+    """The simulated time the run may take: the settings', else the job's timeout and its longest rank's
+    computation."""
+    compute = max((sum(n.duration_s for n in r.nodes if isinstance(n, ComputeNode)) for r in graph.ranks), default=0.0)
+    return settings.time_limit_s if settings.time_limit_s is not None else cfg.iteration_timeout + compute
 
 
 def switch_jobs(graph: JobGraph, netreduce_job: int | None, in_network: Mapping[CollectiveKind, int] | None
@@ -241,11 +246,7 @@ def run_graphs(jobs: Sequence[PlacedGraph], topology: Topology, settings: SimSet
         raise SimError("no graph to run: give at least one job")
     if mpi_ranks < 1:
         raise SimError(f"mpi_ranks = {mpi_ranks}: give 1 (one process, the default) or more (MPI)")
-    docs, cfgs = [], []
-    for p in jobs:
-        doc, cfg = config(p.graph, topology, settings, job=p.job, in_network=p.in_network)
-        docs.append(doc)
-        cfgs.append(cfg)
+    cfgs = [config(p.graph, topology, settings, job=p.job, in_network=p.in_network)[1] for p in jobs]  # refusals
     hosts = [n.host for cfg in cfgs for n in cfg.nodes]
     ranks = [n.host for cfg in cfgs for n in cfg.workers]  # parameter servers may share a host (colocated)
     if len(set(ranks)) != len(ranks):
@@ -254,9 +255,10 @@ def run_graphs(jobs: Sequence[PlacedGraph], topology: Topology, settings: SimSet
     if len(set(ids)) != len(ids):
         raise SimError(f"graphs {', '.join(p.graph.name for p in jobs)}: job ids {sorted(ids)} meet; give each job "
                        "and each NetReduce job an id of its own")
-    cfg_doc = docs[0]
-    cfg_doc["time_limit_s"] = max(d["time_limit_s"] for d in docs)
-    cfg_doc["jobs"] = [d["jobs"][0] for d in docs]
+    limit = max(time_limit_s(p.graph, cfg, settings) for p, cfg in zip(jobs, cfgs, strict=True))
+    cfg_doc = base_config(topology, settings, limit)
+    cfg_doc["jobs"] = [graph_job_json(p.graph, cfg, settings, switch_jobs(p.graph, None, p.in_network))
+                       for p, cfg in zip(jobs, cfgs, strict=True)]
     if settings.faults:
         try:
             cfg_doc["fault_schedule"] = schedule_json(settings.faults, topology, cfgs, settings.switch_detect_s,
