@@ -11,34 +11,47 @@ through the job's aggregation tree). Per point: the steady-state iteration (the 
 iterations after the first, each from its first forward node's start to the next one's, as the study
 measures) against the study's own figure in bench/results/scaling.json, every output checked by
 digest. The study's points are single runs (they do not depend on the ECMP seed, so a repetition
-gives the same figure): the graph engine's figure is judged within 1 % of it. Writes
-bench/results/scaling-graph.json (table `scaling-graph` in docs/performance.md); a run of some
-points keeps the file's other rows.
+gives the same figure): the graph engine's figure is judged within 1 % of it.
+
+What each engine costs the simulator: the study's runs are 2 iterations and the graph 3 (ITERATIONS), so each
+point also runs the training loop on the same job (ITERATIONS iterations, the study's spec otherwise) right
+after the graph, on the same machine state: per engine the simulator's run wall (its own `wall_s`: the event
+loop, set-up aside) and the CPU seconds of the gradswitch-sim process (set-up and output included: on a machine
+shared with other work wall time is disturbed, CPU time much less), and the graph's whole run through its
+driver (`wall_s`: configuration, simulator, report and timeline). `--no-loop` leaves the loop out. A rerun
+point keeps the figures of the row it replaces under `before`. Writes bench/results/scaling-graph.json (table
+`scaling-graph` in docs/performance.md); a run of some points keeps the file's other rows.
 
     python -m bench.scaling_graph [--models resnet50,vgg16,bert-base] [--workers 8,16,32,64]
-                                  [--algos ring,netreduce-hier] [--out runs/bench-scaling-graph]
+                                  [--algos ring,netreduce-hier] [--out runs/bench-scaling-graph] [--no-loop]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
 import statistics
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bench.common import RESULTS, Limits, save
 from bench.scaling import MODELS, scaling_spec
 from gradswitch.experiment.graph_experiment import run_graph_spec
+from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.tables.reading import load
 from gradswitch.experiment.training_graph import spec_training_graph
 from gradswitch.workload.generators import iteration_times
 
 WORKERS = (8, 16, 32, 64)
-ITERATIONS = 3  # as the study's runs: 2 measured after one warm-up
+ITERATIONS = 3  # 2 measured after one warm-up (the study's runs are 2 iterations, 1 measured)
 WARMUP = 1
 ALGOS = ("ring", "netreduce-hier")  # of the study's: the graph engines have no parameter server
 TOLERANCE = 0.01  # the study's points are single runs that do not vary with the seed
+T = TypeVar("T")
 
 
 def point(model: str, workers: int, earlier: dict[str, Any], out: Path, algo: str = "ring") -> dict[str, Any]:
@@ -48,7 +61,7 @@ def point(model: str, workers: int, earlier: dict[str, Any], out: Path, algo: st
     # The graph carries the workload: the spec keeps the study's fabric, rate, transport and checks.
     run_spec, graph, _dilation = spec_training_graph(spec, ITERATIONS)  # dilation 1 on the simulator
     started = time.monotonic()
-    report = run_graph_spec(run_spec, graph, out / spec.label)
+    report, cpu_s = child_cpu(lambda: run_graph_spec(run_spec, graph, out / spec.label))
     wall_s = time.monotonic() - started
     iteration_s = statistics.median(iteration_times(graph, report.run)[WARMUP:])
     ratio = iteration_s / earlier["iteration_s"]
@@ -58,7 +71,35 @@ def point(model: str, workers: int, earlier: dict[str, Any], out: Path, algo: st
             "samples_per_s": workers * spec.emulate.batch / iteration_s,
             "samples_per_s_study": earlier["samples_per_s"],
             "checked": report.checked, "errors": list(report.errors), "wall_s": wall_s,
+            "sim_wall_s": sim_wall_s(out / spec.label / "sim"), "sim_cpu_s": cpu_s,
             "wall_s_study": earlier["wall_s"], **Limits.simulated_figures(report.busiest_link_load)}
+
+
+def loop_point(model: str, workers: int, out: Path, algo: str = "ring") -> dict[str, Any]:
+    """The study's point on the training loop for the graph's ITERATIONS iterations (the same job as the graph's):
+    what the loop costs the simulator (`loop_*` figures of the row) and its iteration (the study's is of 2)."""
+    spec = replace(scaling_spec(model, workers, algo), iterations=ITERATIONS)
+    where = out / f"{spec.label}-loop{ITERATIONS}"
+    started = time.monotonic()
+    results, cpu_s = child_cpu(lambda: run_experiment(spec, where))
+    wall_s = time.monotonic() - started
+    training = results.get("training") or {}
+    return {"loop_iterations": ITERATIONS, "loop_ok": bool(results.get("ok")),
+            "loop_iteration_s": training.get("iteration_s_real"), "loop_wall_s": wall_s,
+            "loop_sim_wall_s": sim_wall_s(where / "sim"), "loop_sim_cpu_s": cpu_s}
+
+
+def child_cpu(run: Callable[[], T]) -> tuple[T, float]:
+    """run()'s value and the CPU seconds (user and system) of the processes it ran and waited for: the simulator."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    value = run()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return value, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def sim_wall_s(sim_dir: Path) -> float:
+    """The simulator's own wall time of its run (its event loop), from the results it wrote."""
+    return float(json.loads((sim_dir / "sim-results.json").read_text())["wall_s"])
 
 
 def main() -> None:
@@ -67,6 +108,7 @@ def main() -> None:
     ap.add_argument("--workers", default=",".join(map(str, WORKERS)))
     ap.add_argument("--algos", default=",".join(ALGOS), help=f"of {', '.join(ALGOS)}")
     ap.add_argument("--out", type=Path, default=Path("runs/bench-scaling-graph"))
+    ap.add_argument("--no-loop", action="store_true", help="do not run the training loop on the same job beside it")
     args = ap.parse_args()
     models = [m for m in args.models.split(",") if m]
     workers = [int(n) for n in args.workers.split(",") if n]
@@ -83,13 +125,18 @@ def main() -> None:
     kept = {(r["model"], r.get("algo", "ring"), r["workers"]): r for r in previous_rows()}
     print("simulated: the links and the computation set the pace, never this machine", flush=True)
     print(f"{'model':<10}{'algorithm':<16}{'N':>5}{'graph ms':>11}{'study ms':>11}{'ratio':>8}  checked  "
-          f"wall s (study)", flush=True)
+          f"sim wall s, CPU s: graph / loop ({ITERATIONS} iterations each)", flush=True)
     for (m, a, n), name in names.items():
         row = point(m, n, study[name], args.out, a)
+        if not args.no_loop:
+            row.update(loop_point(m, n, args.out, a))
+        if (old := kept.get((m, a, n))) is not None:
+            row["before"] = old.get("before") or {"wall_s": old["wall_s"], "wall_s_study": old["wall_s_study"]}
         kept[(m, a, n)] = row
+        loop = (f"{row['loop_sim_wall_s']:.1f}, {row['loop_sim_cpu_s']:.1f}" if "loop_sim_wall_s" in row else "-")
         print(f"{m:<10}{a:<16}{n:>5}{row['iteration_s'] * 1e3:>11.3f}{row['iteration_s_study'] * 1e3:>11.3f}"
-              f"{row['over_study']:>8.4f}  {row['checked']!s:<7}  {row['wall_s']:.1f} ({row['wall_s_study']:.1f})",
-              flush=True)
+              f"{row['over_study']:>8.4f}  {row['checked']!s:<7}  {row['sim_wall_s']:.1f}, {row['sim_cpu_s']:.1f} / "
+              f"{loop}", flush=True)
     order = {m: i for i, m in enumerate(MODELS)}
     rows = [kept[k] for k in sorted(kept, key=lambda k: (ALGOS.index(k[1]), order.get(k[0], 99), k[2]))]
     for r in rows:

@@ -47,7 +47,7 @@ from gradswitch.experiment.testbed import Testbed
 from gradswitch.experiment.testbed_run import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
 from gradswitch.formats import FormatError, check_format
 from gradswitch.hosts.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
-from gradswitch.hosts.collectives.ops import ops_of
+from gradswitch.hosts.collectives.ops import all_ops, ops_of
 from gradswitch.hosts.collectives.ps import PS, layout, runs_on_servers, servers_run
 from gradswitch.hosts.graph_digits import digits_problem
 from gradswitch.hosts.graph_job import GraphJob, read_timing, timing_path
@@ -157,7 +157,8 @@ class GraphRunReport:
         return self.run.job_s
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        # every field as asdict gives it but the run, which is its own to_dict's (asdict would copy every node first)
+        d = asdict(replace(self, run=GraphRun(())))
         d["format"] = REPORT_FORMAT
         d["run"] = self.run.to_dict()
         d["job_s"] = self.job_s
@@ -269,8 +270,8 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
                 except ValueError as e:
                     raise ExperimentError(f"{first.where()} node {nid} ({nodes[nid].name}): {e}") from None
     d = dilation if dilation is not None else (spec.dilation or 1.0)
-    fan_in = max(1, max(sum(senders_per_group(graph, g.name) for g in graph.groups if r in g.ranks)
-                        for r in range(graph.world_size)))
+    senders = {g.name: senders_per_group(graph, g.name) for g in graph.groups}  # each group's, once
+    fan_in = max(1, max(sum(senders[g.name] for g in graph.groups if r in g.ranks) for r in range(graph.world_size)))
     timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
         graph, spec.bw_mbps, d, len(servers))
     # one job: its own id + 1 on (as ever); several: after every job's id, len(IN_NETWORK) a job
@@ -500,14 +501,15 @@ def _transfers(job: GraphJob, run: GraphRun, rate: float) -> tuple[TransferResul
     """Each send matched with its receive by operation key (gradswitch/hosts/collectives/ops.py)."""
     timing = {(n.rank, n.node_id): n for n in run.nodes}
     recv_by_key = {}
+    ops = all_ops(job.graph)  # every rank's, numbered once
     for r in job.graph.ranks:
-        for nid, op in ops_of(job.graph, r.rank).items():
+        for nid, op in ops[r.rank].items():
             if op.kind == "recv":
                 recv_by_key[op.key] = timing[(r.rank, nid)]
     out = []
     for r in job.graph.ranks:
         by_id = r.by_id()
-        for nid, op in ops_of(job.graph, r.rank).items():
+        for nid, op in ops[r.rank].items():
             if op.kind != "send":
                 continue
             node = by_id[nid]

@@ -30,7 +30,7 @@ from functools import cache
 from itertools import pairwise
 
 from gradswitch.control.routing import Route, compute_routes, ecmp_member, route_for
-from gradswitch.hosts.collectives.ops import Op, ops_of
+from gradswitch.hosts.collectives.ops import Op, all_ops
 from gradswitch.hosts.collectives.ps import PsKey, PsLayout, layout, op_on_servers
 from gradswitch.hosts.collectives.schedule import Step
 from gradswitch.hosts.graph_job import GraphJob
@@ -99,7 +99,7 @@ def placed_traffic(job: GraphJob, topo: Topology, ecmp_seed: int = 0) -> PlacedT
     graph = job.graph
     if job.in_network or any(isinstance(n, ComputeNode) and n.duration_s > 0 for r in graph.ranks for n in r.nodes):
         return None
-    ops = {r.rank: ops_of(graph, r.rank) for r in graph.ranks}  # every rank's, once
+    ops = all_ops(graph)  # every rank's, numbered once
     if not _communication_in_sequence(graph, ops):
         return None
     nodes = {n.node_id: n for n in job.job.nodes}

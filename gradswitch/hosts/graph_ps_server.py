@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gradswitch.hosts.collectives.ops import Op, ops_of
+from gradswitch.hosts.collectives.ops import Op, all_ops
 from gradswitch.hosts.collectives.ps import PS_RKEY_BASE, PsKey, PsLayout, layout, op_on_servers, server_region_bytes
 from gradswitch.hosts.comm import Comm
 from gradswitch.roce.qp import MemoryRegion
@@ -29,8 +29,8 @@ class ServedKey:
 def server_ops(graph: JobGraph, servers: tuple[int, ...]) -> list[Op]:
     """Every operation the servers run, once (each from the rank that holds it first), by number."""
     found: dict[str, Op] = {}
-    for r in graph.ranks:
-        for op in ops_of(graph, r.rank).values():
+    for ops in all_ops(graph).values():
+        for op in ops.values():
             if op.key not in found and op_on_servers(graph, op, servers):
                 found[op.key] = op
     return sorted(found.values(), key=lambda o: o.number)

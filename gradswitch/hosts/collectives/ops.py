@@ -101,6 +101,22 @@ class Op:
 
 def ops_of(graph: JobGraph, rank: int) -> dict[int, Op]:
     """Rank `rank`'s communication nodes by node id, as operations numbered alike on every rank."""
+    return _ops_of(graph, rank, _numbering(graph))
+
+
+def all_ops(graph: JobGraph) -> dict[int, dict[int, Op]]:
+    """ops_of(graph, r) of every rank r, by rank: the graph's operations numbered once (ops_of numbers them over
+    every rank each time it is called)."""
+    numbering = _numbering(graph)
+    return {r.rank: _ops_of(graph, r.rank, numbering) for r in graph.ranks}
+
+
+# (rank, node id) -> (key, k); key -> number
+_Numbering = tuple[dict[tuple[int, int], tuple[str, str]], dict[str, int]]
+
+
+def _numbering(graph: JobGraph) -> _Numbering:
+    """Every communication node's key and k (counted in each rank's topological order) and every key's number."""
     keys: dict[tuple[int, int], tuple[str, str]] = {}  # (rank, node id) -> (key, kind)
     for r in graph.ranks:
         counts: dict[str, int] = defaultdict(int)
@@ -119,6 +135,11 @@ def ops_of(graph: JobGraph, rank: int) -> dict[int, Op]:
     if len(numbers) >= MAX_OPS:
         raise ValueError(f"{graph.name}: {len(numbers)} communication operations; the hosts number at most "
                          f"{MAX_OPS - 1} (immediate data of {32 - STEP_BITS} bits)")
+    return keys, numbers
+
+
+def _ops_of(graph: JobGraph, rank: int, numbering: _Numbering) -> dict[int, Op]:
+    keys, numbers = numbering
     out: dict[int, Op] = {}
     for n in graph.ranks[rank].nodes:
         if (rank, n.id) not in keys:
