@@ -456,8 +456,9 @@ class ExperimentSpec:
         limits = [
             (self.workload == "train-digits" or self.emulate is not None,
              f"{graph} runs a model's training (a model profile with emulate) and workload = 'train-digits' (its "
-             f"real gradients through the graph's all-reduces), not {self.workload!r} without emulate: a trace's "
-             "graph runs with workload_et"),
+             f"real gradients through the graph's all-reduces), not {self.workload!r} without emulate: give a model "
+             "and its emulated cluster (--workload resnet50 --emulate-link 10 --batch 32), or leave engine out; a "
+             "trace's graph runs with workload_et"),
             (self.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
             (not self.colocate_servers or self.emulate is not None, f"{graph}: train-digits' parameter servers on "
