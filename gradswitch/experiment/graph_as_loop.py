@@ -6,6 +6,7 @@ backend (gradswitch/experiment/simulated_graph.py on ns-3, gradswitch/experiment
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import cast
 
@@ -17,7 +18,7 @@ from gradswitch.hosts.graph_job import GraphJob
 from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import JobGraph
 from gradswitch.workload.graph_iterations import rank_events, rank_iterations
-from gradswitch.workload.graph_timing import GraphRun
+from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.job import Algorithm, JobConfig
 from gradswitch.workload.plan import plan
 from gradswitch.workload.records import CheckKind
@@ -69,18 +70,22 @@ def loop_results(graph: JobGraph, run: GraphRun, ranks: dict[int, WorkerResult],
     p = plan(training)
     figures = {"ops": len(p.ops), "layers": len(p.layers), "largest_op_elements": max(op.elements for op in p.ops)}
     out: dict[int, WorkerResult] = {}
+    by_rank: dict[int, list[NodeTiming]] = defaultdict(list)  # each rank's timings, split once (not per rank)
+    for t in run.nodes:
+        by_rank[t.rank].append(t)
     for node_id, node in ranks.items():
         if node["role"] != "worker" or node_id >= graph.world_size:
             out[node_id] = node
             continue
+        mine = GraphRun(tuple(by_rank[node_id]))
         iterations = []
-        for record in rank_iterations(graph, run, node_id, check, in_flight):
+        for record in rank_iterations(graph, mine, node_id, check, in_flight):
             entry = iteration_entry(record)
             if check != CheckKind.EXACT:
                 entry["max_abs_error"] = None  # a digest, or no check: the error is not known
             iterations.append(entry)
         timeline: list[dict[str, object]] = [
             {"iteration": e.iteration, "kind": str(e.kind), "name": e.name, "start": e.start, "end": e.end,
-             "lane": e.lane} for e in rank_events(graph, run, node_id, in_flight)]
+             "lane": e.lane} for e in rank_events(graph, mine, node_id, in_flight)]
         out[node_id] = cast(WorkerResult, {**node, "iterations": iterations, "timeline": timeline, "plan": figures})
     return out

@@ -19,7 +19,7 @@ from gradswitch.experiment.links import shaped_directions
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import Usage, summarize, with_faults, write_report
 from gradswitch.experiment.results_file import Results, SimulatorFigures
-from gradswitch.experiment.run_plan import plan_run
+from gradswitch.experiment.run_plan import RunPlan, plan_run
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from gradswitch.experiment.timeline import write_timeline
 from gradswitch.sim import SimError, SimResult
@@ -60,13 +60,7 @@ def _speed(result: SimResult, spec: ExperimentSpec) -> SimulatorFigures:
 
 def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None) -> Results:
     """Run one spec on the simulator; returns (and writes) results.json's content."""
-    spec.validate()
-    missing = status().missing()
-    if missing:
-        raise ExperimentError(f"the ns-3 simulator cannot run: {missing}")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    plan = plan_run(spec)
-    plan.save(out_dir)
+    plan = planned(spec, out_dir)
     topo, cfgs = plan.topology, list(plan.jobs)
     settings = plan.sim_settings(sys.stderr.isatty() if progress is None else progress)
     started = time.time()
@@ -76,6 +70,19 @@ def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = N
     except SimError as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
     return report_simulated(spec, cfgs, topo, result, started, out_dir)
+
+
+def planned(spec: ExperimentSpec, out_dir: Path) -> RunPlan:
+    """Before a simulated run (either engine): the spec checked, the simulator there, the run's plan computed and
+    saved in out_dir (job<N>.json)."""
+    spec.validate()
+    missing = status().missing()
+    if missing:
+        raise ExperimentError(f"the ns-3 simulator cannot run: {missing}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plan = plan_run(spec)
+    plan.save(out_dir)
+    return plan
 
 
 def resummarize(spec: ExperimentSpec, out_dir: Path) -> Results | None:

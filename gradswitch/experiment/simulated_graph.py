@@ -18,11 +18,10 @@ from pathlib import Path
 
 from gradswitch.experiment.graph_as_loop import loop_results, training_graph_jobs
 from gradswitch.experiment.results_file import Results
-from gradswitch.experiment.run_plan import plan_run, sim_settings
-from gradswitch.experiment.simulated import report_simulated
+from gradswitch.experiment.run_plan import sim_settings
+from gradswitch.experiment.simulated import planned, report_simulated
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
 from gradswitch.sim import SimError
-from gradswitch.sim.build import status
 from gradswitch.sim.graph_run import PlacedGraph, run_graphs
 from gradswitch.sim.sim_config import check_mode
 from gradswitch.workload.graph import GraphError
@@ -31,13 +30,7 @@ from gradswitch.workload.records import CheckKind
 
 def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None) -> Results:
     """Run one spec's training job on the simulator's graph engine; returns (and writes) results.json's content."""
-    spec.validate()
-    missing = status().missing()
-    if missing:
-        raise ExperimentError(f"the ns-3 simulator cannot run: {missing}")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    run_plan = plan_run(spec)
-    run_plan.save(out_dir)
+    run_plan = planned(spec, out_dir)
     trainings = list(run_plan.jobs)
     try:
         tgs = training_graph_jobs(spec, run_plan.topology)

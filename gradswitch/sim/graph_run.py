@@ -96,6 +96,15 @@ def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Se
     """gradswitch-sim's configuration of the run, and the job it describes (`in_network`: the NetReduce job each
     type of its world collectives runs on; `netreduce_job`: the all-reduce's, alone). GraphError on a graph that
     cannot run, SimError on a placement or a NetReduce job that cannot be, before anything starts."""
+    cfg, jobs, placed = resolve(graph, topology, hosts, transport, job, netreduce_job, in_network)
+    return document(topology, settings, [(graph, cfg, jobs)], placed), cfg
+
+
+def resolve(graph: JobGraph, topology: Topology, hosts: Sequence[str] | None, transport: GraphTransport | None,
+            job: JobConfig | None, netreduce_job: int | None, in_network: Mapping[CollectiveKind, int] | None
+            ) -> tuple[JobConfig, dict[CollectiveKind, int], tuple[str, ...]]:
+    """The job that runs the graph (its ranks' hosts and transport), its switch jobs and its ranks' hosts; the
+    one-line refusals of config."""
     validate(graph)
     if job is not None:
         if hosts is not None or transport is not None:
@@ -110,17 +119,25 @@ def config(graph: JobGraph, topology: Topology, settings: SimSettings, hosts: Se
     jobs = switch_jobs(graph, netreduce_job, in_network)
     if jobs:
         netreduce_problem(graph, cfg, placed, jobs)
-    out = base_config(topology, settings, time_limit_s(graph, cfg, settings))
-    out["jobs"] = [graph_job_json(graph, cfg, settings, jobs)]
+    return cfg, jobs, placed
+
+
+def document(topology: Topology, settings: SimSettings,
+             parts: Sequence[tuple[JobGraph, JobConfig, Mapping[CollectiveKind, int]]], ranks: Sequence[str]
+             ) -> dict[str, Any]:
+    """gradswitch-sim's configuration of one or several graph jobs (graph, job, switch jobs) run at once; loss, if
+    any, on the ranks' hosts."""
+    out = base_config(topology, settings, max(time_limit_s(g, cfg, settings) for g, cfg, _ in parts))
+    out["jobs"] = [graph_job_json(g, cfg, settings, jobs) for g, cfg, jobs in parts]
     if settings.faults:  # switch and link faults (gradswitch.sim.faults.sim_fault_problems refuses a worker's)
         try:
-            out["fault_schedule"] = schedule_json(settings.faults, topology, [cfg], settings.switch_detect_s,
-                                                  settings.link_detect_s)
+            out["fault_schedule"] = schedule_json(settings.faults, topology, [cfg for _, cfg, _ in parts],
+                                                  settings.switch_detect_s, settings.link_detect_s)
         except SimFaultError as e:
             raise SimError(str(e)) from None
     if settings.loss_pct > 0:
-        out["loss"] = {"fraction": settings.loss_pct / 100.0, "hosts": sorted(set(placed))}
-    return out, cfg
+        out["loss"] = {"fraction": settings.loss_pct / 100.0, "hosts": sorted(set(ranks))}
+    return out
 
 
 def time_limit_s(graph: JobGraph, cfg: JobConfig, settings: SimSettings) -> float:
@@ -207,23 +224,35 @@ def run_graph(graph: JobGraph, topology: Topology, settings: SimSettings | None 
     SimError (a placement or partition that cannot be, a simulator that fails) before or instead of a
     result; a run that finished reports its nodes' checks (ok())."""
     settings = settings or SimSettings()
+    check_ranks(mpi_ranks)
+    cfg_doc, cfg = config(graph, topology, settings, hosts, transport, job, netreduce_job, in_network)
+    raw, sim = launch(cfg_doc, [cfg], topology, settings, out_dir, mpi_ranks, hostfile, sync)
+    return GraphSimResult(timings(graph, raw), sim, tuple(n.host for n in cfg.nodes), sim.checks[cfg.job_id])
+
+
+def check_ranks(mpi_ranks: int) -> None:
     if mpi_ranks < 1:
         raise SimError(f"mpi_ranks = {mpi_ranks}: give 1 (one process, the default) or more (MPI)")
-    cfg_doc, cfg = config(graph, topology, settings, hosts, transport, job, netreduce_job, in_network)
-    launch = None
+
+
+def launch(cfg_doc: dict[str, Any], cfgs: list[JobConfig], topology: Topology, settings: SimSettings,
+           out_dir: Path | None, mpi_ranks: int, hostfile: Path | None, sync: MpiSync
+           ) -> tuple[dict[str, Any], SimResult]:
+    """Run the configuration (on `mpi_ranks` MPI ranks, the topology cut as gradswitch.sim.run.run cuts it) in
+    out_dir (a temporary folder when None); the simulator's document and its SimResult."""
+    mpi = None
     if mpi_ranks > 1:
         try:
-            cfg_doc["mpi"] = partition(topology, [cfg], mpi_ranks).config(sync)
+            cfg_doc["mpi"] = partition(topology, cfgs, mpi_ranks).config(sync)
         except PartitionError as e:
             raise SimError(str(e)) from None
-        launch = MpiLaunch(mpi_ranks, hostfile)
+        mpi = MpiLaunch(mpi_ranks, hostfile)
     if out_dir is None:
         with tempfile.TemporaryDirectory(prefix="gs-graph-") as tmp:
-            raw = simulate(cfg_doc, Path(tmp), settings, launch=launch)
+            raw = simulate(cfg_doc, Path(tmp), settings, launch=mpi)
     else:
-        raw = simulate(cfg_doc, out_dir, settings, launch=launch)
-    sim = parse(raw, [cfg])
-    return GraphSimResult(timings(graph, raw), sim, tuple(n.host for n in cfg.nodes), sim.checks[cfg.job_id])
+        raw = simulate(cfg_doc, out_dir, settings, launch=mpi)
+    return raw, parse(raw, cfgs)
 
 
 @dataclass(frozen=True)
@@ -244,10 +273,12 @@ def run_graphs(jobs: Sequence[PlacedGraph], topology: Topology, settings: SimSet
     run's SimResult. The same one-line errors as run_graph, and SimError for jobs that share a host or an id."""
     if not jobs:
         raise SimError("no graph to run: give at least one job")
-    if mpi_ranks < 1:
-        raise SimError(f"mpi_ranks = {mpi_ranks}: give 1 (one process, the default) or more (MPI)")
-    cfgs = [config(p.graph, topology, settings, job=p.job, in_network=p.in_network)[1] for p in jobs]  # refusals
-    hosts = [n.host for cfg in cfgs for n in cfg.nodes]
+    check_ranks(mpi_ranks)
+    parts = []
+    for p in jobs:
+        cfg, switched, _placed = resolve(p.graph, topology, None, None, p.job, None, p.in_network)
+        parts.append((p.graph, cfg, switched))
+    cfgs = [cfg for _, cfg, _ in parts]
     ranks = [n.host for cfg in cfgs for n in cfg.workers]  # parameter servers may share a host (colocated)
     if len(set(ranks)) != len(ranks):
         raise SimError(f"graphs {', '.join(p.graph.name for p in jobs)}: their ranks share a host; give each its own")
@@ -255,26 +286,7 @@ def run_graphs(jobs: Sequence[PlacedGraph], topology: Topology, settings: SimSet
     if len(set(ids)) != len(ids):
         raise SimError(f"graphs {', '.join(p.graph.name for p in jobs)}: job ids {sorted(ids)} meet; give each job "
                        "and each NetReduce job an id of its own")
-    limit = max(time_limit_s(p.graph, cfg, settings) for p, cfg in zip(jobs, cfgs, strict=True))
-    cfg_doc = base_config(topology, settings, limit)
-    cfg_doc["jobs"] = [graph_job_json(p.graph, cfg, settings, switch_jobs(p.graph, None, p.in_network))
-                       for p, cfg in zip(jobs, cfgs, strict=True)]
-    if settings.faults:
-        try:
-            cfg_doc["fault_schedule"] = schedule_json(settings.faults, topology, cfgs, settings.switch_detect_s,
-                                                      settings.link_detect_s)
-        except SimFaultError as e:
-            raise SimError(str(e)) from None
-    if settings.loss_pct > 0:
-        cfg_doc["loss"] = {"fraction": settings.loss_pct / 100.0, "hosts": sorted(set(hosts))}
-    launch = None
-    if mpi_ranks > 1:
-        try:
-            cfg_doc["mpi"] = partition(topology, cfgs, mpi_ranks).config(sync)
-        except PartitionError as e:
-            raise SimError(str(e)) from None
-        launch = MpiLaunch(mpi_ranks, hostfile)
-    raw = simulate(cfg_doc, out_dir, settings, launch=launch)
-    sim = parse(raw, cfgs)
+    raw, sim = launch(document(topology, settings, parts, ranks), cfgs, topology, settings, out_dir, mpi_ranks,
+                      hostfile, sync)
     return [GraphSimResult(timings(p.graph, raw, k), sim, tuple(n.host for n in cfg.nodes), sim.checks[cfg.job_id])
             for k, (p, cfg) in enumerate(zip(jobs, cfgs, strict=True))]
