@@ -9,10 +9,17 @@ Per run: both engines' median iteration (simulated seconds), samples/s of the em
 bytes on the wire, outcome and check, and the simulator's wall seconds (the machine is shared while it runs:
 bench.scaling_graph and docs/performance.md judge the engines' speed). A run agrees when its samples/s are within 1 %
 (the judgement for the simulator, whose runs do not vary) and both are checked and ok; bytes on the wire are reported,
-equal or not. The simulator's runs do not vary with the seed here, so each is run once. Writes
-bench/results/engines-sim.json; a run of some points keeps the file's other rows.
+equal or not. The simulator's runs do not vary with the seed here, so each is run once.
 
-    python -m bench.engines_sim [--only speedup|scaling] [--workers 8,16] [--models resnet50,vgg16,bert-base]
+Faults (`--only faults`): the worker's faults docs/faults.md publishes from the loop on ns-3 (bench/sim_faults.py's
+leaf-spine rows of bench/results/sim-faults.json: a worker crash and a slow worker, each at its published time, per
+published seed) run on both engines. Such a run agrees when its samples/s are within 1 % and both engines end it
+alike: the same outcome, the same iterations completed and the same record of the fault (outcome, time, iterations
+lost, detail); each row keeps the published figures (iterations completed, outcome) it is a re-run of.
+
+Writes bench/results/engines-sim.json; a run of some points keeps the file's other rows.
+
+    python -m bench.engines_sim [--only speedup|scaling|faults] [--workers 8,16] [--models resnet50,vgg16,bert-base]
 """
 
 from __future__ import annotations
@@ -25,17 +32,21 @@ from typing import Any
 
 from bench.common import RESULTS, Limits, save
 from bench.scaling import scaling_spec
+from bench.sim_faults import Fabric, fabric_spec
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.shipped_specs import shipped_spec
 from gradswitch.experiment.spec import Backend, Engine, ExperimentSpec
 from gradswitch.experiment.tables.reading import load
+from gradswitch.topology.faults import parse_fault
 from gradswitch.version import code_version
 
 NAME = "engines-sim"
 TOLERANCE = 0.01  # the graph engine reproduces the loop's figures on ns-3 within 1 %
 SCALING_ALGOS = ("ring", "ps", "netreduce-hier", "netreduce-flat")
 MODELS = ("resnet50", "vgg16", "bert-base")
+FAULT_CASES = ("worker-crash", "slow-worker")  # bench/sim_faults.py's cases of a worker's fault
+FAULT_FIGURES = ("fault", "outcome", "injected_s", "time_to_detect_s", "iterations_lost", "job_stopped_s", "detail")
 
 
 def speedup_runs(models: tuple[str, ...]) -> list[ExperimentSpec]:
@@ -49,6 +60,23 @@ def scaling_runs(models: tuple[str, ...], workers: tuple[int, ...]) -> list[Expe
     return [replace(scaling_spec(m, n, a), iterations=3) for m in models for n in workers for a in SCALING_ALGOS]
 
 
+def fault_runs() -> list[tuple[ExperimentSpec, dict[str, Any]]]:
+    """The worker faults bench/results/sim-faults.json publishes from the loop on the leaf-spine: each its spec with
+    the fault, and the published figures it re-runs."""
+    published = load(RESULTS, "sim-faults.json")
+    iterations = int(published["iterations"][str(Fabric.LEAFSPINE)])
+    out = []
+    for run in published["runs"]:
+        if run["fabric"] != str(Fabric.LEAFSPINE) or run["case"] not in FAULT_CASES:
+            continue
+        base = fabric_spec(Fabric.LEAFSPINE, iterations, int(run["seed"]), float(published["scale"]))
+        spec = replace(base, faults=(parse_fault(run["fault"]),),
+                       name=f"sim-faults-{run['fabric']}-{run['case']}-seed{run['seed']}")
+        out.append((spec, {k: run[k] for k in ("fault", "seed", "completed", "outcome", "iterations_lost",
+                                               "detail")}))
+    return out
+
+
 def engine_figures(spec: ExperimentSpec, engine: Engine, out: Path) -> dict[str, Any]:
     """One engine's run of the spec: its figures, or the one line that stopped it."""
     started = time.monotonic()
@@ -60,18 +88,26 @@ def engine_figures(spec: ExperimentSpec, engine: Engine, out: Path) -> dict[str,
     return {"outcome": r["outcome"], "ok": r["ok"], "check": r["check"], "median_s": r["summary"]["median_s"],
             "samples_per_s_real": training.get("samples_per_s_real"), "exposed_comm_s": training.get("exposed_comm_s"),
             "overlap": training.get("overlap"), "bytes_on_wire": r["bytes_on_wire"],
-            "simulator_wall_s": r["simulator"]["wall_s"],
+            "simulator_wall_s": r["simulator"]["wall_s"], "iterations_done": r["summary"]["iterations_done"],
+            "fault_outcome": r.get("fault_outcome"),
+            "faults": [{k: f.get(k) for k in FAULT_FIGURES} for f in r.get("faults") or []],
             **Limits.simulated_figures(r["headline_extra"].get("busiest_link_load")),
             "run_wall_s": time.monotonic() - started}
 
 
-def row(spec: ExperimentSpec, study: str, out: Path) -> dict[str, Any]:
+def row(spec: ExperimentSpec, study: str, out: Path, published: dict[str, Any] | None = None) -> dict[str, Any]:
     loop, graph = engine_figures(spec, Engine.LOOP, out), engine_figures(spec, Engine.GRAPH, out)
     ratio = None
     if loop.get("samples_per_s_real") and graph.get("samples_per_s_real"):
         ratio = graph["samples_per_s_real"] / loop["samples_per_s_real"]
-    agrees = ratio is not None and abs(ratio - 1) <= TOLERANCE and loop.get("ok") is True and graph.get("ok") is True
-    return {"study": study, "run": spec.label, "workload": spec.workload, "topo": str(spec.topo),
+    agrees = ratio is not None and abs(ratio - 1) <= TOLERANCE
+    if published is None:
+        agrees = agrees and loop.get("ok") is True and graph.get("ok") is True
+    else:  # a fault's run: ended alike on both engines (an interrupted run is not ok on either)
+        ended = ("outcome", "check", "iterations_done", "fault_outcome", "faults")
+        agrees = agrees and "outcome" in loop and all(loop.get(k) == graph.get(k) for k in ended)
+    extra = {} if published is None else {"published": published}
+    return {**extra, "study": study, "run": spec.label, "workload": spec.workload, "topo": str(spec.topo),
             "algo": str(spec.algo), "scheduling": str(spec.scheduling), "workers": spec.workers,
             "dilation": spec.dilation, "loop": loop, "graph": graph, "graph_over_loop": ratio, "agrees": agrees,
             "same_bytes": loop.get("bytes_on_wire") == graph.get("bytes_on_wire") and "bytes_on_wire" in loop,
@@ -81,21 +117,24 @@ def row(spec: ExperimentSpec, study: str, out: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("speedup", "scaling"), help="one study's runs (default: both)")
+    parser.add_argument("--only", choices=("speedup", "scaling", "faults"),
+                        help="one study's runs (default: all three)")
     parser.add_argument("--workers", default="8,16", help="the scaling study's worker counts (default 8,16)")
     parser.add_argument("--models", default=",".join(MODELS), help="models (default: all three)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-engines-sim"))
     args = parser.parse_args()
     models = tuple(m for m in args.models.split(",") if m)
-    todo: list[tuple[str, ExperimentSpec]] = []
+    todo: list[tuple[str, ExperimentSpec, dict[str, Any] | None]] = []
     if args.only in (None, "speedup"):
-        todo += [("training-speedup", s) for s in speedup_runs(models)]
+        todo += [("training-speedup", s, None) for s in speedup_runs(models)]
     if args.only in (None, "scaling"):
-        todo += [("scaling", s) for s in scaling_runs(models, tuple(int(w) for w in args.workers.split(",")))]
+        todo += [("scaling", s, None) for s in scaling_runs(models, tuple(int(w) for w in args.workers.split(",")))]
+    if args.only in (None, "faults"):
+        todo += [("faults", s, published) for s, published in fault_runs()]
     path = RESULTS / f"{NAME}.json"
     kept = {(r["study"], r["run"]): r for r in load(RESULTS, f"{NAME}.json")["rows"]} if path.exists() else {}
-    for i, (study, spec) in enumerate(todo, start=1):
-        r = row(spec, study, args.out)
+    for i, (study, spec, published) in enumerate(todo, start=1):
+        r = row(spec, study, args.out, published)
         kept[(study, spec.label)] = r
         ratio = f"{r['graph_over_loop']:.4f}" if r["graph_over_loop"] is not None else "-"
         walls = [r[e].get("simulator_wall_s", float("nan")) for e in ("graph", "loop")]

@@ -18,7 +18,7 @@ from gradswitch.hosts.graph_job import GraphJob
 from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import JobGraph
 from gradswitch.workload.graph_iterations import rank_events, rank_iterations
-from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.graph_timing import GraphRun, NodeStart, NodeTiming
 from gradswitch.workload.job import Algorithm, JobConfig
 from gradswitch.workload.plan import plan
 from gradswitch.workload.records import CheckKind
@@ -59,7 +59,8 @@ def training_graph_jobs(spec: ExperimentSpec, topology: Topology) -> list[Traini
 def on_clock(run: GraphRun, go: float, dilation: float) -> GraphRun:
     """A run's times (emulated seconds from the go) on the testbed's clock: go + t x D, as the loop records them."""
     return GraphRun(tuple(replace(n, start_s=go + n.start_s * dilation, end_s=go + n.end_s * dilation)
-                          for n in run.nodes))
+                          for n in run.nodes),
+                    tuple(replace(n, start_s=go + n.start_s * dilation) for n in run.started))
 
 
 def loop_results(graph: JobGraph, run: GraphRun, ranks: dict[int, WorkerResult], training: JobConfig,
@@ -73,11 +74,14 @@ def loop_results(graph: JobGraph, run: GraphRun, ranks: dict[int, WorkerResult],
     by_rank: dict[int, list[NodeTiming]] = defaultdict(list)  # each rank's timings, split once (not per rank)
     for t in run.nodes:
         by_rank[t.rank].append(t)
+    begun: dict[int, list[NodeStart]] = defaultdict(list)  # a stopped rank's node started and not ended
+    for s in run.started:
+        begun[s.rank].append(s)
     for node_id, node in ranks.items():
         if node["role"] != "worker" or node_id >= graph.world_size:
             out[node_id] = node
             continue
-        mine = GraphRun(tuple(by_rank[node_id]))
+        mine = GraphRun(tuple(by_rank[node_id]), tuple(begun[node_id]))
         iterations = []
         for record in rank_iterations(graph, mine, node_id, check, in_flight):
             entry = iteration_entry(record)

@@ -469,10 +469,12 @@ class ExperimentSpec:
             (self.jobs == 1 or self.emulate is not None, f"{graph}: one job (jobs = 1) of train-digits"),
             (self.netreduce_k is None and self.netreduce_deadline_ms is None,
              f"{graph}: NetReduce k of N is the iteration loop's (leave engine out)"),
-            (self.crash is None and (not any(f.kind in WORKER_FAULTS for f in self.faults)
-                                     or (self.emulate is not None and not self.simulated)),
-             f"{graph}: a graph run takes switch and link faults, and a worker's in a model's training on BMv2 "
-             "(its faults: worker-crash, slow-worker), not crash or a worker's fault on the simulator"),
+            (self.crash is None or self.simulated,
+             f"{graph}: crash (a node dies after an iteration) runs on the simulator's graph engine, not yet on "
+             "BMv2's: run it with backend = ns3, give a worker-crash fault instead, or leave engine out"),
+            (not any(f.kind in WORKER_FAULTS for f in self.faults) or self.emulate is not None,
+             f"{graph}: a worker's fault (worker-crash, slow-worker) runs in a model's training (emulate), not in "
+             "train-digits' graph: leave it out, or leave engine out"),
             (not (self.algo == Algorithm.NETREDUCE and self.faults), f"{graph}: the graph's in-network all-reduces "
              "(algo = netreduce) run no faults yet"),
         ]

@@ -36,7 +36,7 @@ from gradswitch.workload.graph import (
     node_kind,
     validate,
 )
-from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.graph_timing import GraphRun, NodeStart, NodeTiming
 from gradswitch.workload.job import Algorithm, JobConfig, Role
 from gradswitch.workload.job import Node as JobNode
 
@@ -129,7 +129,7 @@ def document(topology: Topology, settings: SimSettings,
     any, on the ranks' hosts."""
     out = base_config(topology, settings, max(time_limit_s(g, cfg, settings) for g, cfg, _ in parts))
     out["jobs"] = [graph_job_json(g, cfg, settings, jobs) for g, cfg, jobs in parts]
-    if settings.faults:  # switch and link faults (gradswitch.sim.faults.sim_fault_problems refuses a worker's)
+    if settings.faults:  # a worker's on its rank (a training graph's: sim_fault_problems refuses them on a trace's)
         try:
             out["fault_schedule"] = schedule_json(settings.faults, topology, [cfg for _, cfg, _ in parts],
                                                   settings.switch_detect_s, settings.link_detect_s)
@@ -187,9 +187,10 @@ def netreduce_problem(graph: JobGraph, cfg: JobConfig, hosts: Sequence[str], job
 
 def timings(graph: JobGraph, raw: dict[str, Any], index: int = 0) -> GraphRun:
     """The simulator's per-node records of its `index`-th job (each rank's `graph`: [id, start, end, checked]) as a
-    GraphRun."""
+    GraphRun; a node started and never ended (its rank stopped first) as its start."""
     job = raw["jobs"][index]
     out: list[NodeTiming] = []
+    started: list[NodeStart] = []
     for result in job["nodes"]:
         rank = int(result["node_id"])
         if rank >= graph.world_size:
@@ -197,6 +198,8 @@ def timings(graph: JobGraph, raw: dict[str, Any], index: int = 0) -> GraphRun:
         by_id: dict[int, Node] = graph.ranks[rank].by_id()
         for node_id, start, end, checked in result.get("graph", []):
             n = by_id[int(node_id)]
+            if start >= 0 > end:
+                started.append(NodeStart(rank, n.id, float(start)))  # its rank stopped first (its error says why)
             if start < 0 or end < 0:
                 continue  # never started or never finished (the run failed: the rank's error says why)
             collective = n.collective if isinstance(n, CollectiveNode) else None
@@ -204,7 +207,7 @@ def timings(graph: JobGraph, raw: dict[str, Any], index: int = 0) -> GraphRun:
             nbytes = 0 if isinstance(n, ComputeNode) else n.nbytes
             out.append(NodeTiming(rank, n.id, node_kind(n), float(start), float(end), collective, group, nbytes,
                                   None if checked is None else bool(checked)))
-    return GraphRun(tuple(out))
+    return GraphRun(tuple(out), tuple(started))
 
 
 def run_graph(graph: JobGraph, topology: Topology, settings: SimSettings | None = None, out_dir: Path | None = None,

@@ -213,6 +213,8 @@ class CfgCrashKeys(TypedDict):
 class CfgCrash(CfgCrashKeys, total=False):
     """jobs[].crash: A node that crashes."""
 
+    graph_node: int
+
 
 class CfgDlcpKeys(TypedDict):
     """CfgDlcp's required keys."""

@@ -3,9 +3,10 @@ timeline (each forward and backward node a computation event, each all-reduce an
 (IterationRecords from that timeline, gradswitch/workload/timeline.py `timings`), so a graph engine's run gives
 the loop's result-<id>.json and, through the same report, the loop's results.json.
 
-A rank's iteration i runs from its own first forward node of iteration i to its own first forward node of
-iteration i + 1, as each worker of the loop measures its own; the last one ends when this rank's nodes that a
-next iteration's first forward would wait for have ended (gradswitch/workload/generators/training.py
+A rank's iteration i runs from its own first forward node of iteration i to the start of its own first forward
+node of iteration i + 1 (ended or not: a rank that stopped as that node started had ended iteration i, as a loop's
+worker that crashes after iteration i has), as each worker of the loop measures its own; the last one ends when this
+rank's nodes that a next iteration's first forward would wait for have ended (gradswitch/workload/generators/training.py
 `iteration_times` takes the same nodes over every rank). An iteration is correct when every all-reduce of it on
 the rank held exactly what it should (a node not checked counts as held; `check` says which check ran).
 """
@@ -35,6 +36,13 @@ def _parts(name: str) -> tuple[int, str, str] | None:
     return int(head[2:]), label, what
 
 
+def iteration_start(rank: RankGraph, iteration: int) -> int | None:
+    """The id of the rank's first forward node of a training iteration (whose start ends the iteration before it,
+    where a loop's worker that crashes after that one dies); None: the graph has no such iteration."""
+    return next((n.id for n in rank.nodes if (p := _parts(n.name)) is not None and p[:2] == (iteration, "fwd")),
+                None)
+
+
 def _rank_timings(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[NodeTiming, tuple[int, str, str]]]:
     names = {n.id: n.name for n in graph.ranks[rank].nodes}
     out = []
@@ -60,10 +68,13 @@ def rank_events(graph: JobGraph, run: GraphRun, rank: int, in_flight: int = 1) -
 def rank_bounds(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[float, float]]:
     """Each finished iteration's (start, end) on the rank; an iteration that did not finish is left out."""
     timed = _rank_timings(graph, run, rank)
+    names = {n.id: n.name for n in graph.ranks[rank].nodes}
+    begun = [(s.start_s, parts) for s in run.started
+             if s.rank == rank and (parts := _parts(names.get(s.node_id, ""))) is not None]
     starts: dict[int, float] = {}
-    for t, (it, label, _what) in timed:
+    for start_s, (it, label, _what) in [(t.start_s, parts) for t, parts in timed] + begun:
         if label == "fwd":
-            starts[it] = min(starts.get(it, t.start_s), t.start_s)
+            starts[it] = min(starts.get(it, start_s), start_s)
     if not starts:
         return []
     iterations = max(starts) + 1

@@ -35,6 +35,15 @@ class NodeTiming:
 
 
 @dataclass(frozen=True)
+class NodeStart:
+    """A node a rank started and had not ended when it stopped (it died, or its job failed): when it started."""
+
+    rank: int
+    node_id: int
+    start_s: float
+
+
+@dataclass(frozen=True)
 class CollectiveTime:
     """One collective of a group (the k-th of that group, run by every member): from its first
     member's start to its last member's end."""
@@ -54,9 +63,12 @@ class CollectiveTime:
 
 @dataclass(frozen=True)
 class GraphRun:
-    """Every node's timing, and the job's time (its last node's end)."""
+    """Every node's timing, and the job's time (its last node's end); a rank that stopped mid-graph, the start of
+    each node it had started and not ended (`started`: a training iteration ends as its next one's first forward
+    starts, ended or not)."""
 
     nodes: tuple[NodeTiming, ...]
+    started: tuple[NodeStart, ...] = ()
 
     @property
     def job_s(self) -> float:
@@ -97,13 +109,17 @@ class GraphRun:
 
     def undilated(self, factor: float) -> GraphRun:
         """Times on the clock of a run dilated by `factor` as the emulated cluster's (divided by it)."""
-        return GraphRun(tuple(replace(n, start_s=n.start_s / factor, end_s=n.end_s / factor) for n in self.nodes))
+        return GraphRun(tuple(replace(n, start_s=n.start_s / factor, end_s=n.end_s / factor) for n in self.nodes),
+                        tuple(replace(n, start_s=n.start_s / factor) for n in self.started))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": TIMING_FORMAT, "nodes": [
+        out: dict[str, Any] = {"format": TIMING_FORMAT, "nodes": [
             {"rank": n.rank, "node_id": n.node_id, "kind": n.kind, "start_s": n.start_s, "end_s": n.end_s,
              "collective": None if n.collective is None else n.collective.value, "group": n.group,
              "nbytes": n.nbytes, "checked": n.checked} for n in self.nodes]}
+        if self.started:  # (absent: none, as a run that did not stop)
+            out["started"] = [{"rank": n.rank, "node_id": n.node_id, "start_s": n.start_s} for n in self.started]
+        return out
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> GraphRun:
@@ -112,7 +128,8 @@ class GraphRun:
         return GraphRun(tuple(
             NodeTiming(int(x["rank"]), int(x["node_id"]), str(x["kind"]), float(x["start_s"]), float(x["end_s"]),
                        None if x["collective"] is None else CollectiveKind(x["collective"]), x["group"],
-                       int(x["nbytes"]), x["checked"]) for x in d["nodes"]))
+                       int(x["nbytes"]), x["checked"]) for x in d["nodes"]),
+            tuple(NodeStart(int(x["rank"]), int(x["node_id"]), float(x["start_s"])) for x in d.get("started", [])))
 
 
 def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -11,8 +11,8 @@ import pytest
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.workload.generators import training_graph, training_job
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, RankGraph, world_group
-from gradswitch.workload.graph_iterations import rank_bounds, rank_events, rank_iterations
-from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.graph_iterations import iteration_start, rank_bounds, rank_events, rank_iterations
+from gradswitch.workload.graph_timing import GraphRun, NodeStart, NodeTiming
 from gradswitch.workload.records import CheckKind
 from gradswitch.workload.timeline import EventKind
 
@@ -135,12 +135,33 @@ def test_several_jobs_are_graph_jobs_on_hosts_and_ids_of_their_own() -> None:
         run_graphs([PlacedGraph(one.graph, one.job.job, {}), met], s.topology(), SimSettings(), Path("/nonexistent"))
 
 
-def test_a_workers_fault_on_the_graph_engine_is_bmv2s_for_a_models_training() -> None:
+@pytest.mark.parametrize("fault", ["slow-worker:1@2,factor=3", "worker-crash:1@2"])
+def test_a_workers_fault_on_the_graph_engine_runs_in_a_models_training_on_either_backend(fault: str) -> None:
     raw = {"workload": "resnet50", "engine": "graph", "workers": 4, "bw_mbps": 20.0,
-           "emulate": {"link_gbps": 10, "device": "v100", "batch": 32}, "faults": ["slow-worker:1@2,factor=3"]}
+           "emulate": {"link_gbps": 10, "device": "v100", "batch": 32}, "faults": [fault]}
     assert spec_from_dict(raw).problems() == []
-    on_sim = spec_from_dict({**raw, "backend": "ns3"}).problems()
-    assert [p for p in on_sim if "not crash or a worker's fault on the simulator" in p], on_sim
+    assert spec_from_dict({**raw, "backend": "ns3"}).problems() == []
+    digits = spec_from_dict({"workload": "train-digits", "engine": "graph", "workers": 4, "faults": [fault]})
+    assert [p for p in digits.problems() if "not in train-digits' graph" in p], digits.problems()
+
+
+def test_crash_on_the_graph_engine_runs_on_the_simulator_not_yet_on_bmv2() -> None:
+    raw = {"workload": "resnet50", "engine": "graph", "workers": 4, "bw_mbps": 20.0, "iterations": 4,
+           "emulate": {"link_gbps": 10, "device": "v100", "batch": 32}, "crash": {"node": 1, "after": 1}}
+    assert spec_from_dict({**raw, "backend": "ns3"}).problems() == []
+    on_bmv2 = spec_from_dict(raw).problems()
+    assert [p for p in on_bmv2 if "crash (a node dies after an iteration) runs on the simulator's" in p], on_bmv2
+
+
+def test_a_rank_that_stopped_as_its_next_forward_started_ended_the_iteration_before() -> None:
+    """A rank killed as iteration 1's forward starts (a crash after iteration 0): that node started, never ended;
+    iteration 0 ended at its start, as the loop's worker ends an iteration as the next forward starts."""
+    g = two_iterations()
+    cut = GraphRun(tuple(t for t in run().nodes if not (t.rank == 0 and t.node_id >= 3)), (NodeStart(0, 3, 4.5),))
+    assert rank_bounds(g, cut, 0) == [(0.0, 4.5)]
+    assert [r.index for r in rank_iterations(g, cut, 0, CheckKind.EXACT)] == [0]
+    assert iteration_start(g.ranks[0], 1) == 3 and iteration_start(g.ranks[0], 2) is None
+    assert GraphRun.from_dict(cut.to_dict()) == cut
 
 
 def test_progress_counts_an_iteration_once_every_node_of_it_and_before_it_ended() -> None:

@@ -207,6 +207,10 @@ ParseJob(ConfigObject j)
     if (auto c = j.Section(cfg::job::kCrash))
     {
         job.crash = std::make_pair(c->Get<uint32_t>(cfg::crash::kNode), c->Get<uint32_t>(cfg::crash::kAfter));
+        if (c->Has(cfg::crash::kGraphNode))
+        {
+            job.crashGraphNode = c->Get<uint64_t>(cfg::crash::kGraphNode);
+        }
         c->Finish();
     }
     j.Finish();

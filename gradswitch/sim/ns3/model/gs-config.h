@@ -223,6 +223,9 @@ struct JobSpec
     std::optional<DlcpSpec> dlcp;
     double iterationTimeoutS{};
     std::optional<std::pair<uint32_t, uint32_t>> crash; // (node, after iteration): the node dies (fault injection)
+    // a graph job's crash: the node (trace id) of the crashing rank whose computation's start ends iteration
+    // `after` (the next iteration's first forward); it dies as that computation would start. None: it never does
+    std::optional<uint64_t> crashGraphNode;
     std::shared_ptr<const GraphSpec> graph;             // algo graph: every worker's execution graph
 
     /// The NetReduce jobs whose cells the switches keep for this job: its own (algo netreduce), a graph's for its

@@ -3,6 +3,7 @@
 #include "gs-constants.h"
 #include "gs-job-node.h"
 #include "gs-keys.h"
+#include "gs-ticks.h"
 
 #include "ns3/simulator.h"
 
@@ -139,6 +140,19 @@ GraphRank::GraphRank(JobNode* node)
             m_inNetwork[*job].worker = MakeNetReduceWorker(node, *job); // (its queue pairs set up here too)
         }
     }
+    const JobSpec& job = node->Job();
+    if (job.crash && job.crash->first == m_rank && job.crashGraphNode)
+    {
+        for (uint32_t i = 0; i < count; i++)
+        {
+            m_crashAt = m_me.nodes[i].id == *job.crashGraphNode ? i : m_crashAt;
+        }
+        if (m_crashAt == kNoCrash || m_me.nodes[m_crashAt].kind != GraphNodeKind::Compute)
+        {
+            throw ConfigError("jobs[].crash.graph_node = " + std::to_string(*job.crashGraphNode) +
+                              ": no computation of rank " + std::to_string(m_rank) + "'s graph");
+        }
+    }
     m_waiting.assign(count, 0);
     m_users.assign(count, {});
     m_records.assign(count, Record{});
@@ -240,11 +254,23 @@ GraphRank::NextCompute()
     {
         return;
     }
+    if (m_node->Done())
+    {
+        return; // the rank stopped
+    }
     uint32_t i = m_me.order[*m_readyCompute.begin()];
     m_readyCompute.erase(m_readyCompute.begin());
     m_gpuBusy = true;
     m_records[i].start = m_node->Now();
-    Simulator::Schedule(Seconds(m_me.nodes[i].durationS), [this, i]() {
+    if (i == m_crashAt && m_node->CrashIfAsked(m_node->Job().crash->second))
+    {
+        return; // it died as the computation would start (its start kept: the iteration before it ended)
+    }
+    // a slow worker's computation is stretched as the training loop's (gs-training.h), from the same ticks
+    double factor = m_node->Slowdown();
+    Time duration = factor == 1.0 ? Seconds(m_me.nodes[i].durationS)
+                                  : TimeStep(StretchedTicks(SecondsToTicks(m_me.nodes[i].durationS), factor));
+    Simulator::Schedule(duration, [this, i]() {
         m_gpuBusy = false;
         NodeDone(i, true);
     });
@@ -253,6 +279,10 @@ GraphRank::NextCompute()
 void
 GraphRank::NodeDone(uint32_t i, bool ok)
 {
+    if (m_node->Done())
+    {
+        return; // the rank stopped (it died, or its job failed): it ends nothing more
+    }
     Record& r = m_records[i];
     r.end = m_node->Now();
     GraphNodeKind kind = m_me.nodes[i].kind;

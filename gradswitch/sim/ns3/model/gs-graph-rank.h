@@ -20,6 +20,12 @@
 // instead (gradswitch/hosts/collectives/ps.py): the rank pushes each key (PsKeys) to its server and the node ends once
 // every key's sum is back, checked, and every push acknowledged; the servers are GraphPsServer nodes.
 // The other collectives, and those of smaller groups, stay on the hosts' algorithms.
+// A worker's faults act on the rank as on the training loop's worker (gs-training.h): a slow worker's
+// computations started from the fault on take its factor times as long (JobNode::Slowdown, StretchedTicks); a
+// crash after iteration k (JobSpec::crash, crashGraphNode) kills the rank as its iteration k + 1's first forward
+// would start; a worker-crash fault kills it at its time. A rank that stopped (died, or stopped by its job's
+// failure) ends and starts nothing more: its report keeps the nodes it ended, and the start of the one it had
+// started and not ended (end -1), as a stopped loop keeps the iterations it completed.
 #ifndef GS_GRAPH_RANK_H
 #define GS_GRAPH_RANK_H
 
@@ -110,6 +116,8 @@ class GraphRank : public Collective
     std::set<uint32_t> m_readyCompute; // places of the computations waiting for the GPU
     bool m_gpuBusy = false;
     bool m_faulted = false; // the spec's fault injection happened
+    static constexpr uint32_t kNoCrash = UINT32_MAX;
+    uint32_t m_crashAt = kNoCrash; // the node whose computation's start ends the crash's iteration on this rank
     uint32_t m_finished = 0;
     std::map<std::pair<uint32_t, uint64_t>, MsgPtr> m_arrived;                       // (peer, imm)
     std::map<std::pair<uint32_t, uint64_t>, std::function<void(MsgPtr)>> m_expected; // (peer, imm)

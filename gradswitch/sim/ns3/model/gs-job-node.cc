@@ -419,6 +419,7 @@ JobNode::CrashNow(const std::string& reason)
 void
 JobNode::SetSlowdown(double factor)
 {
+    m_slowdown = factor;
     if (m_training)
     {
         m_training->slowdown = factor;

@@ -73,8 +73,19 @@ class JobNode : public QpUser
     void Abort(const std::string& reason);
     /// A worker-crash fault (gs-fault-schedule.h): the process dies now, as a crash after an iteration does.
     void CrashNow(const std::string& reason);
-    /// A slow-worker fault: its computation from now on takes `factor` times as long (training jobs).
+    /// A slow-worker fault: its computation from now on takes `factor` times as long (training jobs: the loop's
+    /// and a graph's computations).
     void SetSlowdown(double factor);
+
+    /// The slow-worker fault's factor now (1: none): a computation started now takes this many times as long.
+    double Slowdown() const
+    {
+        return m_slowdown;
+    }
+
+    /// The job's fault injection: this node dies after iteration `it` if asked (gradswitch/workload/records.py
+    /// crash_if_asked); true when it did.
+    bool CrashIfAsked(uint32_t it);
 
     // ---- for the collectives ----
     const JobSpec& Job() const
@@ -175,8 +186,6 @@ class JobNode : public QpUser
     void Drain(std::function<void()> then);
     void CheckDrain();
     void Finish();
-    /// The job's fault injection: this node dies after iteration `it` if asked (gradswitch/workload/records.py crash_if_asked).
-    bool CrashIfAsked(uint32_t it);
     /// The process is gone: its QPs neither send nor answer, and it reports no result of its own.
     void Die(const std::string& error);
 
@@ -200,6 +209,7 @@ class JobNode : public QpUser
     std::vector<IterationRecord> m_records;
     bool m_done = false;
     bool m_started = false;
+    double m_slowdown = 1.0; // the slow-worker fault's factor
     std::string m_error;
     std::function<void()> m_drained;
     // the all-reduce loop

@@ -30,6 +30,15 @@ SecondsToTicks(double seconds)
     return static_cast<int64_t>(std::llround(seconds * kTicksPerSecond));
 }
 
+/// A slow worker's computation (the slow-worker fault): `ticks` of it take `factor` times as long, to the nearest
+/// tick; factor 1: as they are. The one definition the training loop (gs-training.h) and the graph engine
+/// (gs-graph-rank.h) stretch a computation by.
+inline int64_t
+StretchedTicks(int64_t ticks, double factor)
+{
+    return factor == 1.0 ? ticks : static_cast<int64_t>(std::llround(static_cast<double>(ticks) * factor));
+}
+
 /// A number of ticks in seconds.
 inline double
 TicksToSeconds(int64_t ticks)

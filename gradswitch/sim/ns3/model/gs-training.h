@@ -10,6 +10,7 @@
 
 #include "gs-collective.h"
 #include "gs-config.h"
+#include "gs-ticks.h"
 
 #include <nlohmann/json.hpp>
 
@@ -57,7 +58,7 @@ class TrainingScheduler
   private:
     int64_t Stretched(int64_t ticks) const
     {
-        return slowdown == 1.0 ? ticks : static_cast<int64_t>(std::llround(static_cast<double>(ticks) * slowdown));
+        return StretchedTicks(ticks, slowdown);
     }
     enum class Wait
     {

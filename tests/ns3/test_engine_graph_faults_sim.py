@@ -1,0 +1,111 @@
+"""A worker's faults on the simulator's graph engine (gs-graph-rank.cc) against the training loop's (gs-training.cc),
+through the product's run: the same spec with a slow worker (its computation x factor from the fault on), a worker
+crash (its node dies at the fault's time) and a crash after an iteration (`crash`: a node dies as its next
+iteration's first forward would start) gives, on both engines, the same iterations (each within 1 %, the judgement
+on ns-3), the same completed count, outcome and recorded fault in results.json. A ResNet-50 ring (x0.05, one
+emulated V100 per worker at 10 Gb/s) on a 2x2 leaf-spine of 4 workers: a few seconds of wall time per run."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gradswitch.experiment.spec import Engine, ExperimentSpec, spec_from_dict
+from gradswitch.topology.faults import parse_fault
+from gradswitch.workload.job import Crash
+from tests.results import Report, run_experiment
+
+pytestmark = pytest.mark.ns3
+
+TOLERANCE = 0.01
+ITERATIONS = 12
+
+
+def training() -> ExperimentSpec:
+    return spec_from_dict({"backend": "ns3", "algo": "ring", "workers": 4, "topo": "leafspine", "bw_mbps": 10_000,
+                           "workload": "resnet50", "scale": 0.05, "iterations": ITERATIONS,
+                           "emulate": {"device": "v100", "batch": 32}})
+
+
+def both(spec: ExperimentSpec, out: Path) -> tuple[Report, Report]:
+    loop = run_experiment(replace(spec, engine=Engine.LOOP), out / "loop", progress=False)
+    graph = run_experiment(replace(spec, engine=Engine.GRAPH), out / "graph", progress=False)
+    return loop, graph
+
+
+def agree(loop: Report, graph: Report) -> None:
+    """The same run on both engines: iterations (each within 1 %), outcome, check and every fault's record."""
+    assert (graph["ok"], graph["outcome"], graph["check"]) == (loop["ok"], loop["outcome"], loop["check"])
+    assert len(graph["iterations"]) == len(loop["iterations"]) > 0
+    assert [it["time_s"] for it in graph["iterations"]] == pytest.approx([it["time_s"] for it in loop["iterations"]],
+                                                                        rel=TOLERANCE)
+    assert [it["end"] for it in graph["iterations"]] == pytest.approx([it["end"] for it in loop["iterations"]],
+                                                                     rel=TOLERANCE)
+    assert all(it["correct"] for r in (loop, graph) for it in r["iterations"])
+    assert graph.get("fault_outcome") == loop.get("fault_outcome")
+    assert len(graph["faults"]) == len(loop["faults"])
+    for g, lp in zip(graph["faults"], loop["faults"], strict=True):
+        same = ("fault", "outcome", "injected_s", "iterations_lost", "fallback", "detail")
+        assert {k: g.get(k) for k in same} == {k: lp.get(k) for k in same}
+        for k in ("time_to_detect_s", "job_stopped_s"):
+            assert (g.get(k) is None) == (lp.get(k) is None)
+            if g.get(k) is not None:
+                assert g[k] == pytest.approx(lp[k], rel=TOLERANCE, abs=1e-9)
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> Report:
+    return run_experiment(training(), tmp_path_factory.mktemp("clean"), progress=False)
+
+
+def mid_iteration(clean: Report, k: int) -> float:
+    """A time inside iteration k of the clean run (a fault then cuts into an iteration, not between two)."""
+    it = clean["iterations"][k]
+    return round(float(it["start"]) + 0.37 * (float(it["end"]) - float(it["start"])), 6)
+
+
+def test_a_slow_worker_on_the_graph_engine_runs_at_the_loops_pace(tmp_path: Path, clean: Report) -> None:
+    at = mid_iteration(clean, 3)
+    spec = replace(training(), faults=(parse_fault(f"slow-worker:2@{at:g},factor=2"),))
+    loop, graph = both(spec, tmp_path)
+    agree(loop, graph)
+    assert graph["ok"] and len(graph["iterations"]) == ITERATIONS
+    [f] = graph["faults"]
+    assert (f["outcome"], f["injected_s"]) == ("recovered", at)
+    # slowed: every iteration after the fault takes longer than the clean run's (the others wait for the worker)
+    late = [it["time_s"] / c["time_s"] for it, c in zip(graph["iterations"], clean["iterations"], strict=True)
+            if it["start"] > at]
+    assert late and min(late) > 1.3
+
+
+def test_a_worker_crash_on_the_graph_engine_stops_the_job_as_the_loop_does(tmp_path: Path, clean: Report) -> None:
+    at = mid_iteration(clean, 5)
+    spec = replace(training(), faults=(parse_fault(f"worker-crash:1@{at:g}"),))
+    loop, graph = both(spec, tmp_path)
+    agree(loop, graph)
+    assert graph["fault_outcome"] == "interrupted" and not graph["ok"]
+    assert len(graph["iterations"]) == len([it for it in clean["iterations"] if it["end"] <= at]) == 5
+    [f] = graph["faults"]
+    assert (f["outcome"], f["injected_s"], f["iterations_lost"]) == ("interrupted", at, 1)
+
+
+def test_a_crash_after_an_iteration_on_the_graph_engine_keeps_what_the_loop_keeps(tmp_path: Path) -> None:
+    spec = replace(training(), crash=Crash(node=2, after=6))
+    loop, graph = both(spec, tmp_path)
+    agree(loop, graph)
+    assert graph["outcome"] == loop["outcome"] == "failed" and not graph["ok"]
+    assert len(graph["iterations"]) == 7  # iterations 0..6, the crashed node's last one with them
+    errors: dict[str, Any] = graph["errors"]
+    assert any("crashed after iteration 6" in e for e in errors.values()), errors
+    assert set(errors) == set(loop["errors"])
+
+
+def test_a_crash_after_the_last_iteration_never_happens_on_either_engine(tmp_path: Path) -> None:
+    """The loop's worker crashes as its next iteration starts: after the last there is none, and the graph's rank
+    has no next first forward to die at."""
+    loop, graph = both(replace(training(), iterations=3, crash=Crash(node=1, after=2)), tmp_path)
+    agree(loop, graph)
+    assert graph["ok"] and len(graph["iterations"]) == 3
