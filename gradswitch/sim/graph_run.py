@@ -25,6 +25,7 @@ from gradswitch.sim.results import SimResult, parse
 from gradswitch.sim.run import SimError, simulate
 from gradswitch.sim.sim_config import base_config, graph_job_json
 from gradswitch.sim.sim_settings import CheckMode, SimSettings
+from gradswitch.topology.faults import FaultKind
 from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import (
     IN_NETWORK,
@@ -142,9 +143,10 @@ def document(topology: Topology, settings: SimSettings,
 
 def time_limit_s(graph: JobGraph, cfg: JobConfig, settings: SimSettings) -> float:
     """The simulated time the run may take: the settings', else the job's timeout and its longest rank's
-    computation."""
+    computation (stretched by the largest slow-worker factor: a slowed rank's may take that long)."""
     compute = max((sum(n.duration_s for n in r.nodes if isinstance(n, ComputeNode)) for r in graph.ranks), default=0.0)
-    return settings.time_limit_s if settings.time_limit_s is not None else cfg.iteration_timeout + compute
+    slowest = max((f.factor for f in settings.faults if f.kind == FaultKind.SLOW_WORKER), default=1.0)
+    return settings.time_limit_s if settings.time_limit_s is not None else cfg.iteration_timeout + compute * slowest
 
 
 def switch_jobs(graph: JobGraph, netreduce_job: int | None, in_network: Mapping[CollectiveKind, int] | None
