@@ -54,7 +54,7 @@ def test_a_digits_spec_on_the_graph_engine_is_fine_and_makes_the_digits_graph() 
     ({"float_mode": "exponent"}, "fixed point (float_mode = fixed)"),
     ({"jobs": 2}, "engine = graph: one job"),
     ({"fault": None, "faults": [{"kind": "worker-crash", "target": "1", "at_s": 1.0}]},
-     "a worker's in a model's training on BMv2"),
+     "a worker's fault (worker-crash, slow-worker) runs in a model's training (emulate), not in train-digits' graph"),
 ])
 def test_what_the_graph_engine_does_not_run_is_one_line(kw: dict[str, Any], says: str) -> None:
     raw = {**DIGITS, **kw}
