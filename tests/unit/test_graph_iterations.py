@@ -171,3 +171,27 @@ def test_progress_counts_an_iteration_once_every_node_of_it_and_before_it_ended(
     assert [progress.ended(n) for n in (0, 1, 3)] == [False, False, False] and progress.done == 0
     assert progress.ended(2) and progress.done == 1  # iteration 0's all-reduce: iteration 0 done
     assert not progress.ended(4) and progress.ended(5) and progress.done == 2
+
+
+@pytest.mark.parametrize(("node", "after", "graph_node"), [(1, 0, "it1.fwd"), (1, 1, None), (0, 0, "it1.fwd")])
+def test_a_crash_on_a_graph_job_names_the_forward_its_rank_dies_at(node: int, after: int,
+                                                                   graph_node: str | None) -> None:
+    """jobs[].crash.graph_node: the crashing rank's first forward of iteration after + 1 (none after the last)."""
+    from dataclasses import replace as with_
+
+    from gradswitch.experiment.graph_as_loop import training_graph_jobs
+    from gradswitch.sim.sim_config import graph_job_json
+    from gradswitch.sim.sim_settings import SimSettings
+    from gradswitch.workload.job import Crash
+
+    s = spec_from_dict({"workload": "resnet50", "engine": "graph", "backend": "ns3", "workers": 2, "bw_mbps": 20.0,
+                        "iterations": 2, "scale": 0.01, "emulate": {"link_gbps": 10, "device": "v100", "batch": 32}})
+    [tg] = training_graph_jobs(s, s.topology())
+    crash = graph_job_json(tg.graph, with_(tg.job.job, crash=Crash(node, after)), SimSettings())["crash"]
+    assert (crash["node"], crash["after"]) == (node, after)
+    if graph_node is None:
+        assert "graph_node" not in crash
+    else:
+        named = {n.id: n.name for n in tg.graph.ranks[node].nodes}[crash["graph_node"]]
+        first = next(n.name for n in tg.graph.ranks[node].nodes if n.name.startswith(graph_node + "."))
+        assert named == first
