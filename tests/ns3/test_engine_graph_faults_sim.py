@@ -118,3 +118,17 @@ def test_a_crash_after_the_last_iteration_never_happens_on_either_engine(tmp_pat
     loop, graph = both(replace(training(), iterations=3, crash=Crash(node=1, after=2)), tmp_path)
     agree(loop, graph)
     assert graph["ok"] and len(graph["iterations"]) == 3
+
+
+@pytest.mark.ns3_mpi
+@pytest.mark.parametrize("fault", ["slow-worker:2@0.0281,factor=2", "worker-crash:1@0.0431"])
+def test_a_workers_fault_on_the_graph_engine_over_two_mpi_ranks_is_one_ranks_run(tmp_path: Path, fault: str) -> None:
+    """The topology cut over 2 MPI ranks (as gradswitch/sim/ranks.py cuts it): the graph engine's run is one
+    process's to the tick, and the loop's on 2 ranks agrees with it."""
+    spec = replace(training(), faults=(parse_fault(fault),))
+    one = run_experiment(replace(spec, engine=Engine.GRAPH), tmp_path / "one", progress=False)
+    two = run_experiment(replace(spec, engine=Engine.GRAPH, ranks=2), tmp_path / "two", progress=False)
+    assert [it["time_s"] for it in two["iterations"]] == [it["time_s"] for it in one["iterations"]]
+    assert (two["fault_outcome"], two["faults"][0]["detail"]) == (one["fault_outcome"], one["faults"][0]["detail"])
+    loop = run_experiment(replace(spec, engine=Engine.LOOP, ranks=2), tmp_path / "loop", progress=False)
+    agree(loop, two)
