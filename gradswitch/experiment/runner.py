@@ -52,6 +52,7 @@ from gradswitch.experiment.timeline import write_timeline
 from gradswitch.hosts.graph_job import read_timing, timing_path
 from gradswitch.net.network import NetworkOptions
 from gradswitch.protocol.background_tcp import BACKGROUND_PORT
+from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.job import JobConfig, job_dir, job_file
 from gradswitch.workload.records import CheckKind
@@ -208,6 +209,8 @@ def graph_results(tg: TrainingGraphJob, ranks_dir: Path, results: dict[int, Node
     """The ranks' results of a training graph's run as the loop's workers report theirs: their node timings
     (graph-<rank>.json, emulated seconds from the go; a rank that stopped mid-graph, the nodes it ended) on the
     testbed's clock, a rank that left none with none (its iterations: none kept, as a killed loop worker's)."""
+    if tg.job.payload == PayloadKind.DIGITS:  # the ranks trained a real model: their records are the loop's already
+        return results
     go = float((ranks_dir / "go").read_text()) if (ranks_dir / "go").exists() else 0.0
     nodes: list[NodeTiming] = []
     for r in range(tg.graph.world_size):

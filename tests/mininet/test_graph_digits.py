@@ -1,65 +1,101 @@
-"""train-digits on the hosts' graph engine through BMv2 (engine = graph, gradswitch/experiment/digits_graph.py):
-4 workers on a rack at 20 Mb/s, a few iterations, the graph's all-reduces on the hosts' ring and in the switches
-(NetReduce), each carrying the MLP's real gradients. Every sum exact on every rank, and the model at the end the
-iteration loop's (gradswitch/hosts/digits_job.py), digest for digest, with the same seed and settings: the same
-gradients, the same sums, the same SGD steps; the accuracy per iteration the loop's too."""
+"""train-digits on the hosts' graph engine through BMv2 (engine = graph: gradswitch/experiment/runner.py run_on with the
+ranks running the digits graph, gradswitch.hosts.graph_main, payload train-digits): the same spec on the iteration loop
+(gradswitch/hosts/digits_job.py) and on the graph engine, on one network, trains the same model: every worker's
+parameter digest at the end the loop's, the accuracy per iteration the loop's, every sum exact, and both write the
+loop's results.json. On a rack at 20 Mb/s, a few iterations: the graph's all-reduces on the hosts' ring and in the
+switches (NetReduce), fixed point and block exponents (float_mode = exponent: each iteration's exponent codes first);
+and two jobs at once whose parameter servers share one host (jobs = 2, algo = ps, colocate_servers = true), each job's
+model the loop's job's."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gradswitch.experiment.digits_graph import run_digits_graph_on
-from gradswitch.experiment.graph_run import GraphRunReport
-from gradswitch.experiment.spec import Engine, spec_from_dict
+from gradswitch.experiment.placement import topology_for
+from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.experiment.testbed import Testbed
-from gradswitch.hosts.collectives.in_network import NETREDUCE
 from gradswitch.net.network import NetworkOptions
-from gradswitch.topology.generators import rack
 from tests.results import run_on
 
 pytestmark = pytest.mark.mininet
 
-ITERATIONS = 5
+ITERATIONS = 4
 SPEC: dict[str, Any] = {"workers": 4, "topo": "rack", "workload": "train-digits", "dtype": "float32",
                         "iterations": ITERATIONS, "bw_mbps": 20.0, "seed": 7}
 
 
-def loop_digests(report: dict[str, Any]) -> set[str]:
-    return {node["model_digest"] for node in report["extra"].values() if "model_digest" in node}
+def digests(out: Path, job: int) -> dict[int, str]:
+    """Each worker's parameter digest at the end (its result-<id>.json), by node id."""
+    found = {}
+    for path in sorted((out / "run" / f"job{job}").glob("result-*.json")):
+        result = json.loads(path.read_text())
+        if result["role"] == "worker":
+            found[int(result["node_id"])] = result["model_digest"]
+    return found
 
 
-def assert_exact(report: GraphRunReport) -> None:
-    assert report.checked, report.errors
-    assert len(report.collectives) == ITERATIONS and all(c.checked is True for c in report.collectives)
-    assert all(n.checked is True for n in report.run.nodes if n.kind == "collective")
-    assert report.training is not None and len(report.training.accuracy) == ITERATIONS
+def assert_exact(report: dict[str, Any], jobs: int = 1) -> None:
+    assert report["ok"], report["errors"]
+    assert report["check"] == "exact" and len(report["iterations"]) == ITERATIONS
+    assert all(it["correct"] and it["wrong_elements"] == 0 for it in report["iterations"])
+    assert set(report["jobs"]) == {str(j) for j in range(1, jobs + 1)}
+    assert all(j["outcome"] == "ok" and j["iterations_done"] == ITERATIONS for j in report["jobs"].values())
 
 
 def test_the_graph_engine_trains_the_loops_model_through_bmv2(tmp_path: Path) -> None:
-    loop: dict[str, dict[str, Any]] = {}
-    graph: dict[str, GraphRunReport] = {}
-    with Testbed(rack(hosts=4, bw_mbps=SPEC["bw_mbps"]), NetworkOptions(run_dir=tmp_path / "net")) as net:
-        for algo in ("ring", "netreduce"):
-            spec = spec_from_dict({**SPEC, "algo": algo, "name": f"loop-{algo}"})
-            loop[algo] = run_on(net, spec, tmp_path / f"loop-{algo}")
-            graph[algo] = run_digits_graph_on(net, replace(spec, engine=Engine.GRAPH, name=f"graph-{algo}"),
-                                              tmp_path / f"graph-{algo}")
-    for algo in ("ring", "netreduce"):
-        assert loop[algo]["ok"], loop[algo]["errors"]
-        assert all(it["wrong_elements"] == 0 for it in loop[algo]["iterations"])
-        assert_exact(graph[algo])
-    assert {c.algorithm for c in graph["netreduce"].collectives} == {NETREDUCE}  # the switches summed them
-    assert {c.algorithm for c in graph["ring"].collectives} == {"ring"}
-    (digest,) = loop_digests(loop["ring"])  # every worker's model the same
-    assert loop_digests(loop["netreduce"]) == {digest}
-    for algo in ("ring", "netreduce"):
-        training = graph[algo].training
-        assert training is not None
-        assert set(training.model_digests) == {0, 1, 2, 3} and training.model_digest == digest, (algo, training)
-        # the loop's accuracy per iteration (its report: the worst worker's), the same model after each step
-        assert list(training.accuracy) == [it["accuracy"] for it in loop[algo]["iterations"]]
-    assert training is not None and training.accuracy[-1] > training.accuracy[0]  # it learns
+    runs = {f"{algo}-{mode}": spec_from_dict({**SPEC, "algo": algo, "float_mode": mode})
+            for algo, mode in (("ring", "fixed"), ("netreduce", "fixed"), ("netreduce", "exponent"))}
+    reports: dict[tuple[str, str], dict[str, Any]] = {}
+    with Testbed(topology_for(runs["ring-fixed"]), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        for name, spec in runs.items():
+            for engine in ("loop", "graph"):
+                run = spec_from_dict({**SPEC, "algo": str(spec.algo), "float_mode": str(spec.float_mode),
+                                      "engine": engine, "name": f"{name}-{engine}"})
+                reports[(name, engine)] = run_on(net, run, tmp_path / f"{name}-{engine}", progress=False)
+    for name in runs:
+        loop, graph = reports[(name, "loop")], reports[(name, "graph")]
+        for report in (loop, graph):
+            assert_exact(report)
+        # the graph's job file beside the spec's; the ranks' results hold the loop's records
+        assert (tmp_path / f"{name}-graph" / "graph" / "job1.json").exists()
+        assert not (tmp_path / f"{name}-graph" / "graph-results.json").exists()
+        (digest,) = set(digests(tmp_path / f"{name}-loop", 1).values())  # every worker's model the same
+        assert digests(tmp_path / f"{name}-graph", 1) == {r: digest for r in range(4)}, name
+        # the loop's accuracy and loss per iteration (the worst worker's model), its learning figures
+        for key in ("accuracy", "loss"):
+            assert [it[key] for it in graph["iterations"]] == [it[key] for it in loop["iterations"]], (name, key)
+        assert graph["headline_extra"]["final_accuracy"] == loop["headline_extra"]["final_accuracy"]
+        assert graph["iterations"][-1]["train_s"] > 0
+    assert reports[("ring-fixed", "loop")]["iterations"][-1]["accuracy"] > \
+        reports[("ring-fixed", "loop")]["iterations"][0]["accuracy"]  # it learns
+    # block exponents train another model than fixed point (the codes' all-reduce ran: not the fixed point's sums)
+    assert set(digests(tmp_path / "netreduce-exponent-graph", 1).values()) != \
+        set(digests(tmp_path / "netreduce-fixed-graph", 1).values())
+    graph_job = json.loads((tmp_path / "netreduce-exponent-graph" / "graph" / "job1.json").read_text())
+    names = [n["name"] for n in graph_job["graph"]["ranks"][0]["nodes"]]
+    assert names[:3] == ["it0.gradient", "it0.exponents", "it0.all_reduce"]
+
+
+def test_two_jobs_whose_servers_share_a_host_train_the_loops_models_on_the_graph_engine(tmp_path: Path) -> None:
+    base = {**SPEC, "workers": 3, "algo": "ps", "servers": 1, "jobs": 2, "colocate_servers": True}
+    specs = {engine: spec_from_dict({**base, "engine": engine, "name": engine}) for engine in ("loop", "graph")}
+    assert specs["graph"].problems() == []
+    reports = {}
+    with Testbed(topology_for(specs["loop"]), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        for engine, spec in specs.items():
+            reports[engine] = run_on(net, spec, tmp_path / engine, progress=False)
+    for report in reports.values():
+        assert_exact(report, jobs=2)
+    jobs = [json.loads((tmp_path / "graph" / "graph" / f"job{j}.json").read_text())["job"] for j in (1, 2)]
+    servers = {node["host"] for job in jobs for node in job["nodes"] if node["role"] == "server"}
+    workers = [{node["host"] for node in job["nodes"] if node["role"] == "worker"} for job in jobs]
+    assert len(servers) == 1 and not workers[0] & workers[1] and not servers & (workers[0] | workers[1])
+    for job in (1, 2):
+        (digest,) = set(digests(tmp_path / "loop", job).values())
+        assert digests(tmp_path / "graph", job) == {r: digest for r in range(3)}, job
+    assert [it["accuracy"] for it in reports["graph"]["iterations"]] == \
+        [it["accuracy"] for it in reports["loop"]["iterations"]]
