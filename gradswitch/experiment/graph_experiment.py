@@ -86,8 +86,9 @@ def load_graph(spec: ExperimentSpec, given: Collection[str] = ()) -> tuple[Exper
 def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, sim_dilation: float = 1.0
                    ) -> GraphRunReport:
     """Run the graph on the spec's backend, its communication carrying synthetic data; the report is also
-    out_dir/graph-results.json, its timeline out_dir/graph-timeline.{json,png} (compute and each collective per rank). `sim_dilation`: on ns-3, the computation stretched by it on the simulated clock and the
-    times reported divided by it, as a BMv2 run dilated by it does (the twin of such a run)."""
+    out_dir/graph-results.json, its timeline out_dir/graph-timeline.{json,png} (compute and each collective per
+    rank). `sim_dilation`: on ns-3, the computation stretched by it on the simulated clock and the times reported
+    divided by it, as a BMv2 run dilated by it does (the twin of such a run)."""
     out_dir = out_dir.resolve()
     report = run_graph_experiment(spec, graph, out_dir) if not spec.simulated else \
         _simulate(spec, graph, out_dir, sim_dilation)

@@ -17,8 +17,8 @@ from gradswitch.hosts.graph_data import SyntheticData
 from gradswitch.hosts.graph_digits import DigitsData
 from gradswitch.hosts.graph_job import GraphJob
 from gradswitch.hosts.graph_sources import data_source
-from gradswitch.workload.generators import collective_graph, digits_graph
 from gradswitch.workload.encoding import uses_exponents
+from gradswitch.workload.generators import collective_graph, digits_graph
 from gradswitch.workload.generators.digits import digits_bytes, digits_codes
 from gradswitch.workload.gradients import digits_profile
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, ComputeNode
