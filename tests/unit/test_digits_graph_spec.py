@@ -148,3 +148,17 @@ def test_the_command_line_takes_engine() -> None:
     s = experiment_spec(args)
     assert (s.engine, s.algo, s.workload, str(s.float_mode)) == (Engine.GRAPH, Algorithm.NETREDUCE, "train-digits",
                                                                  "exponent")
+
+
+def test_the_results_table_says_what_the_model_learnt() -> None:
+    """format_table's learning line (either engine): the accuracy first to last, and one digest on every worker of job
+    1 or each worker's where they differ; nothing for a job that trains no model."""
+    from gradswitch.experiment.report import _learning_lines
+
+    report: Any = {"iterations": [{"accuracy": 0.25}, {"accuracy": 0.5}],
+                   "extra": {"0": {"model_digest": "ab"}, "1": {"model_digest": "ab"}, "2": {"keys_served": 3}}}
+    assert _learning_lines(report) == ["  learning              accuracy 0.250 -> 0.500 over 2 iterations (the worst "
+                                       "worker's); model digest ab on every worker"]
+    report["extra"]["1"]["model_digest"] = "cd"
+    assert _learning_lines(report)[0].endswith("model digests DIFFER: node 0 ab, node 1 cd")
+    assert _learning_lines({**report, "iterations": [{"time_s": 1.0}]}) == []
