@@ -173,13 +173,16 @@ def test_a_netreduce_training_graph_falls_back_and_returns_as_the_loop_does(tmp_
     (the fault schedule drives the graph ranks' NetReduce worker of the graph's all-reduce switch job, job 2, which
     aggregates on spine2; the loop's job 1 on spine1): every iteration exact on both engines, the fault recovered
     with `fallback = "ring"`, the same agreed first message on every rank, back on the switch, and the iterations
-    before the crash, wholly on ring and after the return within 1 % of the loop's."""
+    before the crash, wholly on ring (before the return's agreement) and after the return within 1 % of the loop's.
+    The iteration the return falls in is left out: how much ring and switch traffic meet on a link then follows from
+    how ECMP hashes the job's queue pairs, whose numbers hold the job id (tried with ECMP seeds 1-4: either engine
+    met retransmissions there, or neither)."""
     base: dict[str, Any] = {"algo": "netreduce", "workers": 4, "topo": "leafspine", "workload": "resnet50",
                             "scale": 0.008, "bw_mbps": 20.0, "iterations": ITERATIONS, "warmup": 1, "backend": "ns3",
                             "emulate": {"link_gbps": 10.0, "batch": 32}}
     phases: dict[str, tuple[float, float, float]] = {}
     for engine, spine in (("graph", "spine2"), ("loop", "spine1")):
-        spec = spec_from_dict({**base, "engine": engine, "faults": [f"switch-crash:{spine}@1.5,restart=1.5"]})
+        spec = spec_from_dict({**base, "engine": engine, "faults": [f"switch-crash:{spine}@1.5,restart=3"]})
         out = tmp_path / engine
         run_experiment(spec, out, progress=False)
         saved = results_file.read(out / "results.json")
@@ -196,8 +199,8 @@ def test_a_netreduce_training_graph_falls_back_and_returns_as_the_loop_does(tmp_
         [m] = sim["faults"]
         times = [(it["start"], it["end"]) for it in its]
         before = [e - s for s, e in times if e <= 1.5]
-        on_ring = [e - s for s, e in times if s >= m["fallback_s"] and e < m["switch_recovered_s"] - 1e-9]
-        after = [e - s for s, e in times if s >= m["switch_recovered_s"] - 1e-9]
+        on_ring = [e - s for s, e in times if s >= m["fallback_s"] and e <= m["returned_s"]]
+        after = [e - s for s, e in times[-4:] if s >= m["switch_recovered_s"] - 1e-9]
         assert before[1:] and on_ring and after, (engine, times, m)
         phases[engine] = (statistics.median(before[1:]), statistics.median(on_ring), statistics.median(after))
     for graph, loop in zip(phases["graph"], phases["loop"], strict=True):
