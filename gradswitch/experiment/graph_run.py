@@ -26,7 +26,7 @@ import json
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -35,6 +35,7 @@ from typing import Any
 from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from gradswitch.experiment.links import LinkMeter
+from gradswitch.experiment.netreduce_watch import NetReduceWatch
 from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placed_load import ideal_link_load
 from gradswitch.experiment.placement import Placement, rto_of, topology_for
@@ -290,20 +291,37 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
 
 
 @contextmanager
-def switch_jobs(net: Testbed, job: GraphJob, credits: int) -> Iterator[list[int]]:
+def switch_jobs(net: Testbed, job: GraphJob, credits: int, ranks_dir: Path | None = None) -> Iterator[list[int]]:
     """The NetReduce switch jobs of the graph's in-network collectives (GraphJob.in_network), for the run:
-    each on the job's hosts, reduce-scatter's and all-gather's set up for them; removed after, whatever happens."""
+    each on the job's hosts, reduce-scatter's and all-gather's set up for them; removed after, whatever happens.
+    With `ranks_dir` (the run directory its ranks share: job_dir of the graph's job), the jobs are watched as a
+    loop's NetReduce jobs are (gradswitch/experiment/netreduce_watch.py): the all-reduce job's ranks fall back to
+    ring when its aggregation switch is lost and return when it is back; a reduce-scatter or all-gather job,
+    which has no fallback, is stopped then, saying so."""
     control = net.control
     assert control is not None, "the network is not running"
     hosts = [n.host for n in job.job.workers]
     made: list[int] = []
+    watch: NetReduceWatch | None = None
+    unsubscribe: Callable[[], None] | None = None
     try:
         for kind, job_id in sorted(job.in_network.items(), key=lambda kv: kv[1]):
             control.netreduce.create(job_id, hosts, credits, scatter=kind == CollectiveKind.REDUCE_SCATTER,
                                      gather=kind == CollectiveKind.ALL_GATHER)
             made.append(job_id)
+        if ranks_dir is not None and made:
+            watch = NetReduceWatch(control)
+            for kind, job_id in job.in_network.items():
+                watch.add_job(job_id, len(hosts), ranks_dir, job.job.iteration_timeout,
+                              kind == CollectiveKind.ALL_REDUCE)
+            watch.start()
+            unsubscribe = control.subscribe(watch.on_health)
         yield made
     finally:
+        if unsubscribe is not None:
+            unsubscribe()
+        if watch is not None:
+            watch.stop()
         for job_id in made:
             control.netreduce.teardown(job_id)
 
@@ -397,7 +415,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     settings = RunSettings(net, host_spec, [job.job], placement, ranks_dir).__enter__()
     unsubscribe = subscribe_health(net, schedule)
     try:
-        with switch_jobs(net, job, job.job.credits):
+        with switch_jobs(net, job, job.job.credits, job_dir(ranks_dir, job.job.job_id)):
             try:
                 results = run_nodes(net, [job.job], run_dir, ranks_dir, Progress(1, graph.name, False), on_go=go,
                                     on_done=done, module="gradswitch.hosts.graph_main")[job.job.job_id]

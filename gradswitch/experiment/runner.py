@@ -142,7 +142,8 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     in_network = contextlib.ExitStack()  # the graph jobs' NetReduce jobs, removed after whatever happens
     try:
         for tg in tgs:
-            in_network.enter_context(switch_jobs(net, tg.job, tg.job.job.credits))
+            in_network.enter_context(switch_jobs(net, tg.job, tg.job.job.credits,
+                                                 job_dir(run_dir, tg.job.job.job_id)))
         # DLCP's event counters count from the switch's start (several runs may share a network): this run's are
         # what they gained while its jobs ran (nothing of the jobs' runs before the go: their nodes only resolve
         # their peers, with ICMP).

@@ -16,6 +16,11 @@ Every rank starts a job's operations in the same order (NetReduce gives message 
 starts, and message k must carry the same chunk everywhere): the order of the world group's collectives in
 the rank's topological order, the same on every rank (gradswitch.workload.graph.validate). An operation that becomes
 ready before an earlier one of its job has started waits for it.
+
+When the all-reduce job's aggregation switch is lost, its workers fall back to the hosts' ring as the training
+loop's do (gradswitch/hosts/fallback.py: the control plane's signal, the agreement on the first reduction not
+finished, every later one by ring until the switch is back): each all-reduce operation is one reduction of that
+job's fallback, numbered in the same start order on every rank. Reduce-scatter and all-gather jobs have none.
 """
 
 from __future__ import annotations
@@ -83,11 +88,13 @@ class InNetworkJob:
     worker: NetReduceWorker
     started: int = 0
 
-    def run(self, place: int, kind: CollectiveKind, data: Int32Array) -> OpGen:
-        """Operation number `place` of this job on this rank: waits for the earlier ones to start, then runs."""
+    def run(self, place: int, kind: CollectiveKind, data: Int32Array, iteration: int = 0) -> OpGen:
+        """Operation number `place` of this job on this rank: waits for the earlier ones to start, then runs;
+        `iteration`: the training iteration it belongs to (an all-reduce's fallback to ring keeps each input
+        until no worker can need it: two iterations, gradswitch/hosts/fallback.py)."""
         if self.started != place:
             yield self._turn(place)
-        op = self._op(kind, data)
+        op = self._op(kind, data, iteration)
         try:
             wait = next(op)  # its message numbers are taken here
         except StopIteration as done:
@@ -106,9 +113,9 @@ class InNetworkJob:
     def _turn(self, place: int) -> Wait:
         return lambda: self.started == place
 
-    def _op(self, kind: CollectiveKind, data: Int32Array) -> Generator[Wait, None, Int32Array]:
-        if kind == CollectiveKind.ALL_REDUCE:
-            return self.worker.reduce_op(0, 0, 0, data, 0)
+    def _op(self, kind: CollectiveKind, data: Int32Array, iteration: int) -> Generator[Wait, None, Int32Array]:
+        if kind == CollectiveKind.ALL_REDUCE:  # (by ring instead while the job's switch is lost)
+            return self.worker.reduce_op(iteration, 0, 0, data, 0)
         if kind == CollectiveKind.REDUCE_SCATTER:
             return reduce_scatter_op(self.worker, data)
         if kind == CollectiveKind.ALL_GATHER:
