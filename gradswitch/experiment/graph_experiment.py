@@ -169,6 +169,11 @@ def format_graph_table(report: GraphRunReport, backend: str) -> str:
                      f"iterations (the worst rank's), loss {t.loss[0]:.3f} -> {t.loss[-1]:.3f}")
         lines.append(f"model digest {t.model_digest} on every rank" if t.model_digest is not None else
                      "model digests DIFFER: " + ", ".join(f"rank {r} {d}" for r, d in t.model_digests.items()))
+        if t.contributors:  # k of N (or a deadline): the sums that left workers out
+            short = sum(1 for c in t.contributors if c < len(t.model_digests))
+            lines.append(f"partial sums: {short} of {len(t.contributors)} iterations with a sum of fewer than every "
+                         f"rank (fewest {min(t.contributors):g} workers); gradient error vs all ranks at most "
+                         f"{max(t.gradient_error):.3f}")
     if report.resent_packets or report.link_drops:
         dropped = "" if report.link_drops is None else f", {report.link_drops} dropped by the links' queues"
         lines.append(f"packets sent again: {report.resent_packets}{dropped}")

@@ -61,7 +61,7 @@ from gradswitch.workload.fault_record import FaultRecord
 from gradswitch.workload.graph import IN_NETWORK, CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
 from gradswitch.workload.graph_payload import PayloadKind, TrainingOutcome
 from gradswitch.workload.graph_timing import GraphRun
-from gradswitch.workload.job import Algorithm, job_dir, job_file
+from gradswitch.workload.job import Algorithm, JobConfig, job_dir, job_file
 from gradswitch.workload.plan import allreduce_bound_s
 from gradswitch.workload.worker_result import WorkerResult
 
@@ -280,9 +280,14 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     if not spec.simulated:  # the P4 switches' limits (the simulator's run every IN_NETWORK type, any number of
         # members; gradswitch.sim.graph_run refuses what they cannot)
         for kind, job_id in in_network.items():
+            quorum, deadline_us = k_of_n(cfg, kind)
+            if kind != CollectiveKind.ALL_REDUCE and (cfg.netreduce_k is not None or cfg.netreduce_deadline_us):
+                raise ExperimentError(f"{graph.name}: k of N (netreduce_k, netreduce_deadline_ms) is for the "
+                                      f"switches' all-reduces; the graph has a {kind} in the switches too: run it "
+                                      "without k of N, or with algo = ring")
             try:
                 JobLayout(job_id, graph.world_size, cfg.credits, kind == CollectiveKind.REDUCE_SCATTER,
-                          kind == CollectiveKind.ALL_GATHER)
+                          kind == CollectiveKind.ALL_GATHER, quorum, deadline_us)
             except ValueError as e:
                 raise ExperimentError(f"{graph.name}: the switches cannot run its {kind}: {e}; run it with "
                                       f"algo = ring") from e
@@ -293,18 +298,29 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     return job, placement
 
 
+def k_of_n(cfg: JobConfig, kind: CollectiveKind) -> tuple[int | None, int]:
+    """The switch job's k of N and deadline (us) for the graph's in-network collectives of this type: the job's
+    (netreduce_k, netreduce_deadline_us, as the loop's NetReduce job is installed) for all-reduce, none for the
+    others (the switches run k of N for all-reduce jobs only)."""
+    if kind != CollectiveKind.ALL_REDUCE:
+        return None, 0
+    return cfg.netreduce_k, cfg.netreduce_deadline_us
+
+
 @contextmanager
 def switch_jobs(net: Testbed, job: GraphJob, credits: int) -> Iterator[list[int]]:
     """The NetReduce switch jobs of the graph's in-network collectives (GraphJob.in_network), for the run:
-    each on the job's hosts, reduce-scatter's and all-gather's set up for them; removed after, whatever happens."""
+    each on the job's hosts, reduce-scatter's and all-gather's set up for them, all-reduce's with the job's k of N
+    and deadline; removed after, whatever happens."""
     control = net.control
     assert control is not None, "the network is not running"
     hosts = [n.host for n in job.job.workers]
     made: list[int] = []
     try:
         for kind, job_id in sorted(job.in_network.items(), key=lambda kv: kv[1]):
+            quorum, deadline_us = k_of_n(job.job, kind)
             control.netreduce.create(job_id, hosts, credits, scatter=kind == CollectiveKind.REDUCE_SCATTER,
-                                     gather=kind == CollectiveKind.ALL_GATHER)
+                                     gather=kind == CollectiveKind.ALL_GATHER, quorum=quorum, deadline_us=deadline_us)
             made.append(job_id)
         yield made
     finally:

@@ -467,8 +467,6 @@ class ExperimentSpec:
              "(float_mode = fixed), not block exponents"),
             (not self.dlcp.lossy, f"{graph}: every sum is checked exact; no DLCP dropping"),
             (self.jobs == 1 or self.emulate is not None, f"{graph}: one job (jobs = 1) of train-digits"),
-            (self.netreduce_k is None and self.netreduce_deadline_ms is None,
-             f"{graph}: NetReduce k of N is the iteration loop's (leave engine out)"),
             (self.crash is None and (not any(f.kind in WORKER_FAULTS for f in self.faults)
                                      or (self.emulate is not None and not self.simulated)),
              f"{graph}: a graph run takes switch and link faults, and a worker's in a model's training on BMv2 "

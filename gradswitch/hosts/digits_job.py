@@ -31,9 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gradswitch.hosts.comm import Comm
-from gradswitch.hosts.netreduce_quorum import PartialSums
+from gradswitch.hosts.netreduce_quorum import PartialSums, held_mask
 from gradswitch.hosts.slowdown import Slowdown, run_dir_of, stretch
-from gradswitch.protocol.netreduce import MESSAGE_ELEMENTS
 from gradswitch.workload.digits import BATCH, FloatArray, Minibatches, Model
 from gradswitch.workload.encoding import AllReduce, Encoder, IterationCheck, job_profile
 from gradswitch.workload.gradients import digits_profile
@@ -97,14 +96,8 @@ class TrainLoop:
     def _held(self, elements: int) -> npt.NDArray[np.bool_]:
         """Per rank and element: does the last reduction's sum hold that rank's value (k of N: the ranks each
         message's result named; else every rank)."""
-        held = np.ones((self.n, elements), dtype=bool)
-        if self.partial is None:  # (or a reduction the ring did, while the switch was lost: it names none)
-            return held
-        for i, ranks in enumerate(self.partial.last_contributors):
-            lo, hi = i * MESSAGE_ELEMENTS, min(elements, (i + 1) * MESSAGE_ELEMENTS)
-            held[:, lo:hi] = False
-            held[list(ranks), lo:hi] = True
-        return held
+        # (or a reduction the ring did, while the switch was lost: it names none)
+        return held_mask(None if self.partial is None else self.partial.last_contributors, self.n, elements)
 
     def _gradients(self, model: Model, r: int) -> tuple[list[FloatArray], float]:
         """Worker r's gradients of this iteration (its next minibatch) on `model`, flat, in

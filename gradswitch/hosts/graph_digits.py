@@ -8,6 +8,12 @@ loop's encoder makes it (gradswitch/workload/encoding.py); when it ends, the sum
 the iteration started from (the seed gives every shard and minibatch draw), encoded and summed, must equal the
 output element for element. Element-wise fixed point makes one vector the same arithmetic as the loop's four
 tensors: same gradients, same sums, same steps, the same model (its digest) at the end.
+
+On a NetReduce job of k of N (or with a deadline: docs/faults.md, "Stragglers: k of N") a sum may hold fewer
+than N workers, each message naming its own: as the loop does, the update divides each element by the workers its
+sum holds (the same on every rank: the models stay identical), the check is exact against the sum of exactly
+those workers' gradients, and each iteration records `contributors` (the fewest a message held) and
+`gradient_error` (the averaged gradient's relative error against the mean of all N).
 """
 
 from __future__ import annotations
@@ -17,9 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from gradswitch.hosts.collectives.ops import Op
-from gradswitch.hosts.graph_data import SourceReport
+from gradswitch.hosts.graph_data import Contributors, SourceReport
+from gradswitch.hosts.netreduce_quorum import held_mask
 from gradswitch.workload.digits import FloatArray, Minibatches, Model
 from gradswitch.workload.encoding import Encoder, IterationCheck, Reduced, uses_exponents
 from gradswitch.workload.gradients import Int32Array, digits_profile
@@ -42,6 +50,8 @@ class _Iteration:
     end: float = 0.0
     output: Int32Array | None = None
     accuracy: float = 0.0
+    held: npt.NDArray[np.bool_] | None = None  # k of N: per rank and element, is it in the sum (None: all)
+    mean: FloatArray | None = None  # the averaged gradient the step took
 
 
 def digits_problem(cfg: JobConfig) -> str | None:
@@ -87,11 +97,13 @@ class DigitsData:
         self.iterations[op.key] = _Iteration(len(self.iterations), time.monotonic(), before, mine, loss, saturated)
         return ints
 
-    def finished(self, op: Op, output: Int32Array) -> None:
+    def finished(self, op: Op, output: Int32Array, contributors: Contributors | None = None) -> None:
         it = self.iterations[op.key]
-        mean = self.encoder.decode(Reduced(output)) / self.n
+        if contributors is not None:
+            it.held = held_mask(contributors, self.n, len(output))
+        mean = self.encoder.decode(Reduced(output)) / (self.n if it.held is None else it.held.sum(axis=0))
         self.model.step(np.split(mean, self.splits))
-        it.end, it.output = time.monotonic(), output
+        it.end, it.output, it.mean = time.monotonic(), output, mean
         it.accuracy = self.batches.accuracy(self.model)
 
     def expected(self, op: Op) -> Int32Array:
@@ -103,13 +115,20 @@ class DigitsData:
         before, mine, got = it.before, it.mine, Reduced(it.output, saturated=it.saturated)
         grads = [mine if r == self.rank else np.concatenate(self.batches.gradients(before, r)[0])
                  for r in range(self.n)]
-        want, reference = self.encoder.expected_of(grads)
+        held = it.held  # k of N: against the sum of exactly the ranks each message's sum holds
+        want, reference = self.encoder.expected_of(grads if held is None else
+                                                   [g * held[r] for r, g in enumerate(grads)])
         check = IterationCheck()
         check.add(self.encoder, got, want, reference)
+        extra = {"accuracy": it.accuracy, "loss": it.loss, "relative_error": check.relative_error}
+        if held is not None and it.mean is not None:
+            full = sum(grads) / self.n  # the mean of all N
+            extra["contributors"] = float(held.sum(axis=0).min())
+            extra["gradient_error"] = float(np.sqrt(np.sum((it.mean - full) ** 2) / max(np.sum(full**2), 1e-300)))
         self.records.append(IterationRecord(
-            it.index, it.start, it.end, check.wrong == 0, check.wrong, check.err, check.saturated,
-            {"accuracy": it.accuracy, "loss": it.loss, "relative_error": check.relative_error}, check=CheckKind.EXACT))
-        it.before = it.mine = it.output = None  # checked: keep no copies
+            it.index, it.start, it.end, check.wrong == 0, check.wrong, check.err, check.saturated, extra,
+            check=CheckKind.EXACT))
+        it.before = it.mine = it.output = it.mean = it.held = None  # checked: keep no copies
         self.checked += 1
         return want.total
 

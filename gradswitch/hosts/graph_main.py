@@ -12,7 +12,9 @@ go, to graph-<rank>.json; its result holds what the source reports (per-iteratio
 
 A job whose switches run some collectives (GraphJob.in_network, gradswitch/hosts/collectives/in_network.py) gives the
 rank one more Comm per NetReduce job, on the same engine (each job its own QPs, with its own job id), and
-hears every job's packets; the runtime steps them all.
+hears every job's packets; the runtime steps them all. The all-reduce job takes the job's k of N and deadline
+(JobConfig.netreduce_k, netreduce_deadline_us): each of its sums names the ranks it holds, and the data source
+checks it against exactly those (gradswitch/hosts/graph_data.py).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from gradswitch.hosts.collectives.in_network import InNetworkJob, job_order, run
 from gradswitch.hosts.collectives.ops import Op, ops_of
 from gradswitch.hosts.collectives.ps import PsLayout, layout, member_region_bytes, ps_all_reduce, runs_on_servers
 from gradswitch.hosts.comm import Comm
-from gradswitch.hosts.graph_data import DataSource, SourceReport
+from gradswitch.hosts.graph_data import Contributors, DataSource, SourceReport
 from gradswitch.hosts.graph_engine import GraphScheduler, OpRun, Span
 from gradswitch.hosts.graph_job import GraphJob, write_timing
 from gradswitch.hosts.graph_sources import data_source
@@ -84,7 +86,12 @@ class HostRuntime:
         return execute(self.comm, op, self.regions[node.id], self.source.input(op))
 
     def finish(self, node: Node, output: Int32Array) -> None:
-        self.source.finished(self.ops[node.id], output)
+        contributors: Contributors | None = None
+        if node.id in self.switched:  # k of N: the ranks each message's sum holds (the operation that just ended's)
+            worker = self.switched[node.id][0].worker
+            if worker.layout.k_of_n:
+                contributors = tuple(worker.last_contributors)
+        self.source.finished(self.ops[node.id], output, contributors)
         self.pending.append((node.id, output))
 
     def background(self, budget_s: float = math.inf) -> bool:
@@ -132,7 +139,10 @@ def in_network(job: GraphJob, rank: int, comm: Comm) -> dict[int, tuple[InNetwor
     the rank's engine, its region and QPs made now) and its place in that job's start order."""
     workers: dict[CollectiveKind, InNetworkJob] = {}
     for kind, job_id in job.in_network.items():
-        other = Comm(replace(job.job, job_id=job_id), comm.me, comm.engine)
+        cfg = replace(job.job, job_id=job_id)
+        if kind != CollectiveKind.ALL_REDUCE:  # k of N is the all-reduce job's (graph_run.switch_jobs)
+            cfg = replace(cfg, netreduce_k=None, netreduce_deadline_us=0)
+        other = Comm(cfg, comm.me, comm.engine)
         other.abort_file = comm.abort_file
         workers[kind] = InNetworkJob(NetReduceWorker(other, scatter=kind == CollectiveKind.REDUCE_SCATTER,
                                                      gather=kind == CollectiveKind.ALL_GATHER))

@@ -33,6 +33,10 @@ class TrainingOutcome:
     accuracy: tuple[float, ...]
     loss: tuple[float, ...]
     model_digests: dict[int, str]
+    # NetReduce k of N (or a deadline): per iteration the fewest workers a sum held (over every rank's messages),
+    # and the largest relative error of a rank's averaged gradient against the mean of all N; empty otherwise
+    contributors: tuple[float, ...] = ()
+    gradient_error: tuple[float, ...] = ()
 
     @property
     def model_digest(self) -> str | None:
@@ -46,15 +50,25 @@ class TrainingOutcome:
         recorded."""
         records = [r["iterations"] for r in results.values()]
         done = min((len(its) for its in records), default=0)
+        partial = done > 0 and all("contributors" in its[i]["extra"] for its in records for i in range(done))
         return cls(tuple(min(its[i]["extra"]["accuracy"] for its in records) for i in range(done)),
                    tuple(max(its[i]["extra"]["loss"] for its in records) for i in range(done)),
-                   {rank: r["model_digest"] for rank, r in sorted(results.items()) if "model_digest" in r})
+                   {rank: r["model_digest"] for rank, r in sorted(results.items()) if "model_digest" in r},
+                   tuple(min(its[i]["extra"]["contributors"] for its in records) for i in range(done))
+                   if partial else (),
+                   tuple(max(its[i]["extra"]["gradient_error"] for its in records) for i in range(done))
+                   if partial else ())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"accuracy": list(self.accuracy), "loss": list(self.loss),
-                "model_digests": {str(r): d for r, d in self.model_digests.items()}}
+        d: dict[str, Any] = {"accuracy": list(self.accuracy), "loss": list(self.loss),
+                             "model_digests": {str(r): d for r, d in self.model_digests.items()}}
+        if self.contributors:
+            d["contributors"], d["gradient_error"] = list(self.contributors), list(self.gradient_error)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainingOutcome:
         return cls(tuple(float(a) for a in d["accuracy"]), tuple(float(x) for x in d["loss"]),
-                   {int(r): str(v) for r, v in d["model_digests"].items()})
+                   {int(r): str(v) for r, v in d["model_digests"].items()},
+                   tuple(float(c) for c in d.get("contributors", ())),
+                   tuple(float(e) for e in d.get("gradient_error", ())))
