@@ -26,7 +26,6 @@ from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.worker_result import IterationEntry
 
-
 # per message of an in-network all-reduce (MESSAGE_ELEMENTS values each, in order): the ranks its sum holds
 Contributors = tuple[tuple[int, ...], ...]
 

@@ -63,3 +63,37 @@ def test_the_graph_engine_trains_the_loops_model_through_bmv2(tmp_path: Path) ->
         # the loop's accuracy per iteration (its report: the worst worker's), the same model after each step
         assert list(training.accuracy) == [it["accuracy"] for it in loop[algo]["iterations"]]
     assert training is not None and training.accuracy[-1] > training.accuracy[0]  # it learns
+
+
+def test_k_of_n_on_the_graph_engine_releases_sums_early_and_checks_them_as_the_loop(tmp_path: Path) -> None:
+    """NetReduce 3 of 4 (docs/faults.md, "Stragglers: k of N") on both engines through one BMv2 switch: the switch
+    emits each cell's sum once 3 workers are in, so the fourth's packet comes late (its receiver already holds the
+    sum) and every message's sum names 3 workers. Both engines' runs are ok: every sum checked exact against the
+    workers its message names, each element divided by them, every rank's model the same at the end; each iteration
+    records its fewest contributors (3) and a gradient error against all 4 above the fixed point's rounding. The
+    graph engine's sums leave workers out as often as the loop's; a 20 ms deadline alone (N of N) runs exact too."""
+    iterations = 8
+    base = {**SPEC, "algo": "netreduce", "iterations": iterations, "netreduce_k": 3}
+    with Testbed(rack(hosts=4, bw_mbps=SPEC["bw_mbps"]), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        loop = run_on(net, spec_from_dict({**base, "name": "loop-k3"}), tmp_path / "loop-k3")
+        graph = run_digits_graph_on(net, spec_from_dict({**base, "engine": "graph", "name": "graph-k3"}),
+                                    tmp_path / "graph-k3")
+        deadline = {**base, "engine": "graph", "name": "graph-deadline", "netreduce_deadline_ms": 20.0}
+        deadline.pop("netreduce_k")
+        closed = run_digits_graph_on(net, spec_from_dict(deadline), tmp_path / "graph-deadline")
+    assert loop["ok"], loop["errors"]
+    held_loop = [it["contributors"] for it in loop["iterations"]]
+    assert held_loop.count(3) >= iterations // 2, held_loop  # the loop's sums leave one worker out
+    events = loop["switches"]["netreduce"]["1"]["switches"]["s1"]["events"]
+    assert events["late"] + events["late-answered"] > 0
+    assert graph.checked, graph.errors  # every sum exact against the workers it names
+    assert len(graph.collectives) == iterations and {c.algorithm for c in graph.collectives} == {NETREDUCE}
+    training = graph.training
+    assert training is not None and training.model_digest is not None  # every rank's model the same
+    assert len(training.contributors) == iterations and min(training.contributors) == 3
+    assert training.contributors.count(3) >= iterations // 2, training.contributors  # sums that left early
+    assert all(e > 0.01 for c, e in zip(training.contributors, training.gradient_error, strict=True) if c < 4)
+    assert training.accuracy[-1] > training.accuracy[0]  # it learns from 3 of 4
+    assert closed.checked, closed.errors
+    assert closed.training is not None and len(closed.training.contributors) == iterations
+    assert closed.training.model_digest is not None

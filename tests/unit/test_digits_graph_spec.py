@@ -138,3 +138,26 @@ def test_the_command_line_takes_engine() -> None:
                                       "graph", "--bw", "20", "--algo", "netreduce"])
     s = experiment_spec(args)
     assert (s.engine, s.algo, s.workload) == (Engine.GRAPH, Algorithm.NETREDUCE, "train-digits")
+
+
+def test_k_of_n_on_the_graph_engine_is_the_all_reduce_switch_jobs() -> None:
+    """NetReduce k of N (and its deadline) on the graph engine: the spec is fine, the job carries k and the deadline
+    as the loop's does, the all-reduce switch job takes them and the others none; k of N stays on one switch; the
+    outcome carries the sums' contributors."""
+    from gradswitch.experiment.graph_run import k_of_n
+
+    s = spec(algo="netreduce", netreduce_k=3, netreduce_deadline_ms=20.0)
+    assert s.problems() == []
+    job, _ = graph_job(s.topology(), s, spec_digits_graph(s), payload=PayloadKind.DIGITS)
+    assert (job.job.netreduce_k, job.job.netreduce_deadline_us) == (3, 20_000)
+    assert k_of_n(job.job, CollectiveKind.ALL_REDUCE) == (3, 20_000)
+    assert k_of_n(job.job, CollectiveKind.REDUCE_SCATTER) == (None, 0)
+    assert [p for p in spec(algo="netreduce", netreduce_k=3, topo="leafspine").problems() if "one switch" in p]
+
+    def result(contributors: list[float], error: list[float]) -> Any:
+        return {"iterations": [{"extra": {"accuracy": 0.5, "loss": 1.0, "contributors": c, "gradient_error": e}}
+                               for c, e in zip(contributors, error, strict=True)], "model_digest": "ab"}
+
+    outcome = TrainingOutcome.of({0: result([3.0, 4.0], [0.3, 0.0]), 1: result([4.0, 3.0], [0.1, 0.2])})
+    assert outcome.contributors == (3.0, 3.0) and outcome.gradient_error == (0.3, 0.2)
+    assert TrainingOutcome.from_dict(json.loads(json.dumps(outcome.to_dict()))) == outcome

@@ -101,7 +101,17 @@ class InNetworkJob:
                 wait = op.send(None)
             except StopIteration as done:
                 result = done.value
-                return result
+                break
+        if self.worker.layout.k_of_n and not self._drained():
+            yield self._drained  # k of N: as the loop drains after each iteration (below)
+        return result
+
+    def _drained(self) -> bool:
+        """k of N: every write this job's worker posted is acknowledged, as the loop's worker waits after each
+        iteration (Comm.drain) before it computes the next: a worker whose sums left without it settles its
+        writes (QuorumRequester) before the next operation posts, so the ranks stay within a window of one
+        another."""
+        return all(q.requester.idle() for q in self.worker.comm.qps.values())
 
     def _turn(self, place: int) -> Wait:
         return lambda: self.started == place
