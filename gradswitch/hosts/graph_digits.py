@@ -13,7 +13,10 @@ On a NetReduce job of k of N (or with a deadline: docs/faults.md, "Stragglers: k
 than N workers, each message naming its own: as the loop does, the update divides each element by the workers its
 sum holds (the same on every rank: the models stay identical), the check is exact against the sum of exactly
 those workers' gradients, and each iteration records `contributors` (the fewest a message held) and
-`gradient_error` (the averaged gradient's relative error against the mean of all N).
+`gradient_error` (the averaged gradient's relative error against the mean of all N). A slow worker (slow-worker's
+factor) stretches each gradient's computation as the loop does, by (factor - 1) x a minibatch's gradient timed warm
+(`compute_s`: the graph's computation nodes wait it, gradswitch/hosts/graph_engine.py), cut short on a k-of-N job once
+the sum it would join is here.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradswitch.hosts.collectives.ops import Op
+from gradswitch.hosts.digits_job import minibatch_s
 from gradswitch.hosts.graph_data import Contributors, SourceReport
 from gradswitch.hosts.netreduce_quorum import held_mask
 from gradswitch.workload.digits import FloatArray, Minibatches, Model
@@ -85,6 +89,7 @@ class DigitsData:
         self.encoder = Encoder(cfg)
         self.batches = Minibatches(cfg.seed, self.n)
         self.model = Model.initial(cfg.seed)
+        self.compute_s = minibatch_s(self.batches, rank, self.model)  # what a slow worker's factor stretches
         self.iterations: dict[str, _Iteration] = {}  # by operation key, in the order they started
         self.checked = 0
         self.records: list[IterationRecord] = []

@@ -23,6 +23,7 @@ import contextlib
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from gradswitch.hosts.collectives.ops import Op, ops_of
 from gradswitch.hosts.collectives.ps import PsLayout, layout, member_region_bytes, ps_all_reduce, runs_on_servers
 from gradswitch.hosts.comm import Comm
 from gradswitch.hosts.graph_data import Contributors, DataSource, SourceReport
+from gradswitch.hosts.graph_digits import DigitsData
 from gradswitch.hosts.graph_engine import GraphScheduler, OpRun, Span
 from gradswitch.hosts.graph_job import GraphJob, write_timing
 from gradswitch.hosts.graph_sources import data_source
@@ -155,6 +157,15 @@ def in_network(job: GraphJob, rank: int, comm: Comm) -> dict[int, tuple[InNetwor
     return out
 
 
+def overtaken(switched: dict[int, tuple[InNetworkJob, int]]) -> Callable[[], bool]:
+    """k of N: whether the sum of the rank's next all-reduce in the switches is here already (its k-of-N worker's
+    NetReduceWorker.overtaken; always False without one)."""
+    workers = {id(j.worker): j.worker for j, _ in switched.values() if j.worker.layout.k_of_n}
+    if not workers:
+        return lambda: False
+    return lambda: any(w.overtaken() for w in workers.values())
+
+
 def merged_stats(comms: list[Comm]) -> dict[str, object]:
     """The first Comm's stats, its requester's and responder's counters summed over every Comm (one engine)."""
     every = [c.stats() for c in comms]
@@ -244,7 +255,9 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
                 progress_file.write_text(str(progress.done))
 
         scheduler = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout,
-                                   slowdown=Slowdown(run_dir, rank).factor, on_end=ended)
+                                   slowdown=Slowdown(run_dir, rank).factor, on_end=ended,
+                                   host_compute_s=source.compute_s if isinstance(source, DigitsData) else 0.0,
+                                   overtaken=overtaken(switched))
         spans = scheduler.run()
         nodes, wrong = timings(job, rank, spans, runtime, t0)
         write_timing(run_dir, rank, GraphRun(tuple(nodes)))

@@ -153,6 +153,10 @@ def test_k_of_n_on_the_graph_engine_is_the_all_reduce_switch_jobs() -> None:
     assert k_of_n(job.job, CollectiveKind.ALL_REDUCE) == (3, 20_000)
     assert k_of_n(job.job, CollectiveKind.REDUCE_SCATTER) == (None, 0)
     assert [p for p in spec(algo="netreduce", netreduce_k=3, topo="leafspine").problems() if "one switch" in p]
+    slow = spec(algo="netreduce", netreduce_k=3, faults=["slow-worker:3@0,factor=1000"])
+    assert slow.problems() == []  # the straggler case on BMv2: a slow worker, its computation stretched
+    crash = spec(algo="netreduce", netreduce_k=3, faults=["worker-crash:3@1"]).problems()
+    assert [p for p in crash if "slow-worker in train-digits on BMv2" in p], crash
 
     def result(contributors: list[float], error: list[float]) -> Any:
         return {"iterations": [{"extra": {"accuracy": 0.5, "loss": 1.0, "contributors": c, "gradient_error": e}}

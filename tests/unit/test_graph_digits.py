@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gradswitch.hosts.collectives.ops import ops_of
+from gradswitch.hosts.collectives.ops import Op, ops_of
 from gradswitch.hosts.graph_data import SyntheticData
 from gradswitch.hosts.graph_digits import DigitsData
 from gradswitch.hosts.graph_job import GraphJob
@@ -243,12 +243,12 @@ def test_on_a_simulated_clock_checks_run_while_the_gradient_computes_and_the_mod
     assert {s.report().extra["model_digest"] for s in sources} == {reference_digest(cfg)}
 
 
-def left_out(op: Any, message: int) -> int:
+def left_out(op: Op, message: int) -> int:
     """The rank a k-of-N sum leaves out of a message (a different one per message and iteration)."""
     return (op.number + message) % 4
 
 
-def partial_sum(sources: list[DigitsData], op: Any) -> tuple[Any, tuple[tuple[int, ...], ...]]:
+def partial_sum(sources: list[DigitsData], op: Op) -> tuple[Any, tuple[tuple[int, ...], ...]]:
     """A 3-of-4 all-reduce's output as the switch makes it: per message, the sum of every rank but one."""
     inputs = [s.input(op) for s in sources]
     messages = -(-op.elements // MESSAGE_ELEMENTS)
