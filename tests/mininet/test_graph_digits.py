@@ -6,6 +6,7 @@ gradients, the same sums, the same SGD steps; the accuracy per iteration the loo
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -105,36 +106,42 @@ def iteration_s(graph: GraphRunReport, rank: int) -> float:
     """A rank's median iteration on the graph engine: from one all-reduce's end to the next's (its computation, a
     slow worker's wait and the all-reduce), the first two left out (warming up), as the loop's median is taken."""
     ends = sorted(n.end_s for n in graph.run.nodes if n.rank == rank and n.kind == "collective")
-    return float(statistics.median(b - a for a, b in zip(ends[2:], ends[3:], strict=False)))
+    return float(statistics.median(b - a for a, b in itertools.pairwise(ends[2:])))
 
 
 def test_a_slow_worker_left_out_by_k_of_n_on_the_graph_engine_as_by_the_loop(tmp_path: Path) -> None:
     """The straggler case the docs use (docs/faults.md, "Stragglers: k of N"; bench/stragglers.py) on both engines:
     worker 3's computation 3000x as long (slow-worker, its minibatch's gradient timed warm, then waited), NetReduce
-    3 of 4. The graph engine's fast ranks iterate at the loop's pace, far from the slow worker's (N of 4 on the graph
-    engine, which waits for it every iteration); the slow worker is left out of most sums (it stops computing once
-    its next sum is here, as the loop's does); every sum exact against the workers it names, one model on every rank."""
+    3 of 4. On the graph engine the fast ranks' iteration is near their own without a slow worker, far from N of 4's
+    with it (every rank at the slow worker's pace), as tests/mininet/test_stragglers.py judges the loop, and no slower
+    than the loop's 3 of 4 (with slack: the machine sets both paces); the slow worker is left out of most sums on
+    both engines (it stops computing once its next sum is here, as the loop's does); every sum exact against the
+    workers it names, one model on every rank."""
     from bench.stragglers import spec_for
     from tests.mininet.test_stragglers import FACTOR, median_iteration_s
 
     iterations = 12
-    k_of_n = spec_for("netreduce 3 of N", 1, iterations, FACTOR)
-    n_of_n = spec_for("netreduce N of N", 1, iterations, FACTOR)
+    specs = {c: spec_for(c, 1, iterations, FACTOR)
+             for c in ("netreduce 3 of N", "netreduce N of N", "netreduce N of N, no slow worker")}
+    k_of_n = specs["netreduce 3 of N"]
     with Testbed(rack(hosts=4, bw_mbps=k_of_n.bw_mbps or 20.0), NetworkOptions(run_dir=tmp_path / "net")) as net:
         loop = run_on(net, k_of_n, tmp_path / "loop-k3", progress=False)
-        graph = run_digits_graph_on(net, replace(k_of_n, engine=Engine.GRAPH, name="graph-k3"), tmp_path / "graph-k3")
-        waits = run_digits_graph_on(net, replace(n_of_n, engine=Engine.GRAPH, name="graph-n"), tmp_path / "graph-n")
+        graph = {c: run_digits_graph_on(net, replace(s, engine=Engine.GRAPH, name=f"graph-{i}"),
+                                        tmp_path / f"graph-{i}") for i, (c, s) in enumerate(specs.items())}
     assert loop["ok"], loop["errors"]
-    for report in (graph, waits):
+    for report in graph.values():
         assert report.checked, report.errors
         assert report.training is not None and report.training.model_digest is not None
     loop_s = median_iteration_s(loop)
-    graph_s = statistics.median(iteration_s(graph, r) for r in range(3))  # the fast ranks'
-    slow_s = iteration_s(waits, 0)  # N of 4: every rank at the slow worker's pace
-    assert graph_s < 0.3 * slow_s and loop_s < 0.3 * slow_s, (graph_s, loop_s, slow_s)
-    assert graph_s < 2 * loop_s + 0.05, (graph_s, loop_s)  # (the machine sets both paces: 2x and 50 ms of slack)
-    training = graph.training
-    assert training is not None and training.contributors.count(3) >= iterations // 2, training.contributors
+    graph_s = statistics.median(iteration_s(graph["netreduce 3 of N"], r) for r in range(3))  # the fast ranks'
+    slow_s = iteration_s(graph["netreduce N of N"], 0)  # every rank at the slow worker's pace
+    fast_s = iteration_s(graph["netreduce N of N, no slow worker"], 0)
+    assert graph_s - fast_s < 0.3 * (slow_s - fast_s), (fast_s, graph_s, slow_s)
+    assert graph_s < 1.5 * loop_s + 0.02, (graph_s, loop_s)
+    training = graph["netreduce 3 of N"].training
+    assert training is not None
+    assert training.contributors.count(3) >= iterations // 2, training.contributors
     held_loop = [it["contributors"] for it in loop["iterations"]]
     assert held_loop.count(3) >= iterations // 2, held_loop
-    assert waits.training is not None and not waits.training.contributors  # N of N: every sum holds all 4
+    waits = graph["netreduce N of N"].training
+    assert waits is not None and not waits.contributors  # N of N: every sum holds all 4
