@@ -89,10 +89,9 @@ class HostRuntime:
 
     def finish(self, node: Node, output: Int32Array) -> None:
         contributors: Contributors | None = None
-        if node.id in self.switched:  # k of N: the ranks each message's sum holds (the operation that just ended's)
-            worker = self.switched[node.id][0].worker
-            if worker.layout.k_of_n:
-                contributors = tuple(worker.last_contributors)
+        if node.id in self.switched:  # k of N: the ranks each message's sum holds
+            job, place = self.switched[node.id]
+            contributors = job.contributors.pop(place, None)
         self.source.finished(self.ops[node.id], output, contributors)
         self.pending.append((node.id, output))
 

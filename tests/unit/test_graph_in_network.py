@@ -118,6 +118,7 @@ class FakeWorker:
         self.k = 0
         self.gate = False
         self.layout = JobLayout(2, 4, 2, quorum=quorum)
+        self.last_contributors = [(0, 1, 2)]
         self.requester = FakeRequester()
         self.comm = SimpleNamespace(qps={1: SimpleNamespace(requester=self.requester)})
 
@@ -225,7 +226,8 @@ def test_a_k_of_n_operation_ends_once_its_writes_are_acknowledged_as_the_loop_dr
     for quorum, waits in ((3, True), (None, False)):
         fake = FakeWorker(quorum)
         fake.gate = True
-        op = InNetworkJob(cast(NetReduceWorker, fake)).run(0, K.ALL_REDUCE, data)
+        job = InNetworkJob(cast(NetReduceWorker, fake))
+        op = job.run(0, K.ALL_REDUCE, data)
         assert next(op)()  # its sums are in
         if waits:
             drained = op.send(None)
@@ -235,3 +237,4 @@ def test_a_k_of_n_operation_ends_once_its_writes_are_acknowledged_as_the_loop_dr
         with pytest.raises(StopIteration) as done:
             op.send(None)
         assert list(done.value.value) == [0] * 3
+        assert job.contributors == ({0: ((0, 1, 2),)} if waits else {})  # kept for the runtime, by place

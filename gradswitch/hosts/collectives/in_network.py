@@ -21,7 +21,7 @@ ready before an earlier one of its job has started waits for it.
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gradswitch.hosts.comm import OpGen, Wait
 from gradswitch.hosts.netreduce import NetReduceWorker
@@ -82,6 +82,8 @@ class InNetworkJob:
 
     worker: NetReduceWorker
     started: int = 0
+    # k of N: per operation (its place) that ended, the ranks each of its messages' sums holds, until taken
+    contributors: dict[int, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
     def run(self, place: int, kind: CollectiveKind, data: Int32Array) -> OpGen:
         """Operation number `place` of this job on this rank: waits for the earlier ones to start, then runs."""
@@ -93,6 +95,8 @@ class InNetworkJob:
         except StopIteration as done:
             self.started += 1
             result: Int32Array = done.value
+            if self.worker.layout.k_of_n:
+                self.contributors[place] = tuple(self.worker.last_contributors)
             return result
         self.started += 1
         while True:
@@ -102,8 +106,11 @@ class InNetworkJob:
             except StopIteration as done:
                 result = done.value
                 break
-        if self.worker.layout.k_of_n and not self._drained():
-            yield self._drained  # k of N: as the loop drains after each iteration (below)
+        if self.worker.layout.k_of_n:
+            # (now: another operation of the job may end while this one waits for its acknowledgements)
+            self.contributors[place] = tuple(self.worker.last_contributors)
+            if not self._drained():
+                yield self._drained  # as the loop drains after each iteration (below)
         return result
 
     def _drained(self) -> bool:
