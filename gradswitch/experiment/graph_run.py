@@ -279,23 +279,29 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     in_network = in_network_jobs(graph, cfg.job_id, first_id) if spec.algo == Algorithm.NETREDUCE else {}
     if not spec.simulated:  # the P4 switches' limits (the simulator's run every IN_NETWORK type, any number of
         # members; gradswitch.sim.graph_run refuses what they cannot)
-        for kind, job_id in in_network.items():
-            quorum, deadline_us = k_of_n(cfg, kind)
-            if kind != CollectiveKind.ALL_REDUCE and (cfg.netreduce_k is not None or cfg.netreduce_deadline_us):
-                raise ExperimentError(f"{graph.name}: k of N (netreduce_k, netreduce_deadline_ms) is for the "
-                                      f"switches' all-reduces; the graph has a {kind} in the switches too: run it "
-                                      "without k of N, or with algo = ring")
-            try:
-                JobLayout(job_id, graph.world_size, cfg.credits, kind == CollectiveKind.REDUCE_SCATTER,
-                          kind == CollectiveKind.ALL_GATHER, quorum, deadline_us)
-            except ValueError as e:
-                raise ExperimentError(f"{graph.name}: the switches cannot run its {kind}: {e}; run it with "
-                                      f"algo = ring") from e
+        check_switch_jobs(graph, cfg, in_network)
     if payload == PayloadKind.DIGITS and (problem := digits_problem(cfg)) is not None:
         raise ExperimentError(f"{graph.name}: {problem}")
     job = GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, d, in_network,
                    payload)
     return job, placement
+
+
+def check_switch_jobs(graph: JobGraph, cfg: JobConfig, in_network: dict[CollectiveKind, int]) -> None:
+    """ExperimentError (one line) when the P4 switches cannot run the graph's in-network jobs with the job's
+    settings (its credits, its workers, its k of N)."""
+    for kind, job_id in in_network.items():
+        quorum, deadline_us = k_of_n(cfg, kind)
+        if kind != CollectiveKind.ALL_REDUCE and (cfg.netreduce_k is not None or cfg.netreduce_deadline_us):
+            raise ExperimentError(f"{graph.name}: k of N (netreduce_k, netreduce_deadline_ms) is for the switches' "
+                                  f"all-reduces; the graph has a {kind} in the switches too: run it without k of N, "
+                                  "or with algo = ring")
+        try:
+            JobLayout(job_id, graph.world_size, cfg.credits, kind == CollectiveKind.REDUCE_SCATTER,
+                      kind == CollectiveKind.ALL_GATHER, quorum, deadline_us)
+        except ValueError as e:
+            raise ExperimentError(f"{graph.name}: the switches cannot run its {kind}: {e}; run it with "
+                                  f"algo = ring") from e
 
 
 def k_of_n(cfg: JobConfig, kind: CollectiveKind) -> tuple[int | None, int]:
