@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import cast
 
-from gradswitch.experiment.graph_run import check_switch_jobs, graph_job
+from gradswitch.experiment.graph_run import graph_job
 from gradswitch.experiment.placement import Placement
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.experiment.training_graph import spec_training_graph
@@ -52,10 +52,6 @@ def training_graph_jobs(spec: ExperimentSpec, topology: Topology) -> list[Traini
     out = []
     for k in range(spec.jobs):
         job, placement = graph_job(topology, run_spec, graph, dilation=dilation, job_index=k)
-        if spec.netreduce_k is not None or spec.netreduce_deadline_ms is not None:  # k of N: the spec's, as the loop's
-            cfg = replace(job.job, netreduce_k=spec.netreduce_k, netreduce_deadline_us=spec.netreduce_deadline_us)
-            check_switch_jobs(graph, cfg, job.in_network)
-            job = replace(job, job=cfg)
         out.append(TrainingGraphJob(run_spec, graph, job, placement, dilation))
     return out
 

@@ -383,12 +383,9 @@ class ExperimentSpec:
                  f"workers (its results name their contributors in 16 bits), not {self.workers}")
             need(not sim and self.topo == Topo.RACK, f"{k_of_n}: k of N runs on BMv2 with every worker on one switch "
                  "(backend = bmv2, topo = rack): a leaf cannot tell which k of the job's N are in")
-            need((self.workload == "train-digits" and self.float_mode == FloatMode.FIXED)
-                 or (self.engine == Engine.GRAPH and self.emulate is not None),
+            need(self.workload == "train-digits" and self.float_mode == FloatMode.FIXED,
                  f"{k_of_n}: k of N is for workload = 'train-digits' in fixed point (its loop divides each sum by "
-                 "the workers it holds and checks it against exactly those; other loops check against all N), or a "
-                 "model's training on the graph engine (engine = graph with emulate: each all-reduce checked "
-                 "against the workers its sums name)")
+                 "the workers it holds and checks it against exactly those; other loops check against all N)")
         need(self.tensorlights_rotate_s >= 0,
              f"tensorlights_rotate_s = {self.tensorlights_rotate_s}: 0 (fixed) or more seconds")
         need(not self.tensorlights or (self.algo == Algorithm.PS and self.colocate_servers),

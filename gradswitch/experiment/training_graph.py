@@ -33,9 +33,8 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
                   training=training)
     graph = training_graph(cfg, name=spec.label)
     # The spec's training fields are the graph's now; the spec that runs it has the defaults.
-    # (k of N, a training's on the graph engine, goes to the graph's job after: graph_as_loop.training_graph_jobs)
     plain = replace(spec, workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO,
-                    engine=Engine.LOOP, netreduce_k=None, netreduce_deadline_ms=None)
+                    engine=Engine.LOOP)
     return plain, graph, training.dilation
 
 
