@@ -16,6 +16,11 @@ Every rank starts a job's operations in the same order (NetReduce gives message 
 starts, and message k must carry the same chunk everywhere): the order of the world group's collectives in
 the rank's topological order, the same on every rank (gradswitch.workload.graph.validate). An operation that becomes
 ready before an earlier one of its job has started waits for it.
+
+On a job of k of N (or with a deadline: JobConfig.netreduce_k, netreduce_deadline_us; docs/faults.md "Stragglers:
+k of N") the all-reduce's sums may leave without this rank: its operation keeps which ranks each message's sum holds
+(`InNetworkJob.contributors`, by its place, for the rank's data source to check against) and ends, as the loop's
+iteration does, once its sums are in and every write it posted is acknowledged (or settled: QuorumRequester).
 """
 
 from __future__ import annotations
