@@ -11,9 +11,9 @@ NetReduce switch job per collective type (gradswitch/hosts/collectives/in_networ
 after it; the report names the algorithm of each collective. The simulator's switches run the same three
 (gradswitch/workload/graph.py IN_NETWORK), as the same NetReduce jobs (graph_job: GraphJob.in_network).
 
-A job's communication carries synthetic data (any graph) or, with payload train-digits (digits_graph.py), the digits
-MLP's real gradients, the hosts only; the report then holds the training's outcome (accuracy per iteration, each
-rank's parameter digest: gradswitch/workload/graph_payload.py).
+A job's communication carries synthetic data here (any graph); graph_job also makes the job of payload train-digits
+(the digits MLP's real gradients, the hosts only), which runs as the loop's training does (graph_as_loop.py,
+runner.run_on) and reports as the loop's.
 
 Times are seconds of the emulated cluster: the testbed's divided by the run's dilation D (testbed
 seconds per emulated second; computation waits D x its duration). Bounds are at the emulated rate, the
@@ -59,7 +59,7 @@ from gradswitch.version import code_version
 from gradswitch.workload.collective_bounds import collective_bound_s, point_to_point_bound_s
 from gradswitch.workload.fault_record import FaultRecord
 from gradswitch.workload.graph import IN_NETWORK, CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
-from gradswitch.workload.graph_payload import PayloadKind, TrainingOutcome
+from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.graph_timing import GraphRun
 from gradswitch.workload.job import Algorithm, JobConfig, job_dir, job_file
 from gradswitch.workload.plan import allreduce_bound_s
@@ -145,7 +145,6 @@ class GraphRunReport:
     resent_packets: int = 0  # packets the ranks' transports sent again (loss, timeouts)
     faults: tuple[FaultRecord, ...] = ()  # what each fault of the run did (its iterations: the graph's one run)
     code_version: str = field(default_factory=code_version)
-    training: TrainingOutcome | None = None  # a run of real gradients (payload train-digits): what it learnt
     # the busiest link's load in a run its links pace, where the flows' paths make it under 1.0
     # (gradswitch/experiment/placed_load.py; None: 1.0, a graph with computation, judged by its CPU only, or a
     # simulated run, never machine-bound)
@@ -166,7 +165,6 @@ class GraphRunReport:
             out["time_s"] = out["end_s"] - out["start_s"]
         d["exposed_s"] = {str(k): v for k, v in self.exposed_s.items()}
         d["faults"] = [r.to_dict() for r in self.faults]
-        d["training"] = self.training.to_dict() if self.training is not None else None
         return d
 
     @classmethod
@@ -188,9 +186,7 @@ class GraphRunReport:
                    tuple(d["errors"]), d["busiest_link"], d["busiest_link_bytes"], d["busiest_link_load"],
                    d["cpu_idle"], d["machine_bound"], d["machine_bound_reason"], float(d["wall_s"]),
                    int(d.get("resent_packets", 0)), tuple(FaultRecord.from_dict(f) for f in d.get("faults", [])),
-                   str(d.get("code_version", "")),
-                   TrainingOutcome.from_dict(d["training"]) if d.get("training") is not None else None,
-                   d.get("ideal_link_load"), d.get("link_drops"))
+                   str(d.get("code_version", "")), d.get("ideal_link_load"), d.get("link_drops"))
 
 
 class GraphReportError(ValueError):
@@ -372,19 +368,18 @@ def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, d
 
 
 def run_graph_experiment(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, *, dilation: float | None = None,
-                         timeout_s: float | None = None, payload: PayloadKind = PayloadKind.SYNTHETIC
-                         ) -> GraphRunReport:
+                         timeout_s: float | None = None) -> GraphRunReport:
     """Bring up the spec's network (its topology with `workers` hosts or more), run the graph, tear down."""
     if spec.simulated:
         raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
-    graph_job(topology_for(spec), spec, graph, dilation=dilation, timeout_s=timeout_s, payload=payload)  # refuse now
+    graph_job(topology_for(spec), spec, graph, dilation=dilation, timeout_s=timeout_s)  # refuse now
     out_dir = out_dir.resolve()
     with Testbed(topology_for(spec), NetworkOptions(run_dir=out_dir / "net", patch_links=cuts_patches(spec))) as net:
-        return run_graph_on(net, spec, graph, out_dir, dilation=dilation, timeout_s=timeout_s, payload=payload)
+        return run_graph_on(net, spec, graph, out_dir, dilation=dilation, timeout_s=timeout_s)
 
 
 def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: Path, *, dilation: float | None = None,
-                 timeout_s: float | None = None, payload: PayloadKind = PayloadKind.SYNTHETIC) -> GraphRunReport:
+                 timeout_s: float | None = None) -> GraphRunReport:
     """Run `graph` on the running network `net` with the spec's settings (links at its bw_mbps, its loss
     on every rank's link, placement, transport, seed; `workers` = the graph's ranks) and report; the job
     file, the ranks' logs and results under run_dir, the report as run_dir/graph-results.json. GraphError
@@ -392,7 +387,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     it, before anything starts; ExperimentError naming the rank when a rank failed to run its graph."""
     if spec.simulated:
         raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
-    job, placement = graph_job(net.topo, spec, graph, dilation=dilation, timeout_s=timeout_s, payload=payload)
+    job, placement = graph_job(net.topo, spec, graph, dilation=dilation, timeout_s=timeout_s)
     bw_mbps = spec.bw_mbps
     assert bw_mbps is not None  # graph_job refused a spec without
     run_dir = run_dir.resolve()
@@ -455,8 +450,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     lossless = not spec.loss_pct and not spec.faults
     report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent,
                        ideal, lossless)
-    training = TrainingOutcome.of(results) if payload == PayloadKind.DIGITS else None
-    report = replace(report, faults=faults, training=training)
+    report = replace(report, faults=faults)
     (run_dir / "graph-results.json").write_text(json.dumps(report.to_dict(), indent=1))
     return report
 

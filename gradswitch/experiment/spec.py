@@ -469,12 +469,10 @@ class ExperimentSpec:
              "trace's graph runs with workload_et"),
             (self.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (not self.colocate_servers or self.emulate is not None, f"{graph}: train-digits' parameter servers on "
-             "hosts of their own (colocate_servers = false)"),
-            (self.float_mode == FloatMode.FIXED, f"{graph}: train-digits' gradients go as fixed point "
-             "(float_mode = fixed), not block exponents"),
+            (self.float_mode == FloatMode.FIXED or self.dtype != DType.FLOAT32 or self.emulate is None,
+             f"{graph}: a model's training graph carries no exponent codes: float_mode = fixed (block exponents on "
+             "the graph engine: workload = 'train-digits')"),
             (not self.dlcp.lossy, f"{graph}: every sum is checked exact; no DLCP dropping"),
-            (self.jobs == 1 or self.emulate is not None, f"{graph}: one job (jobs = 1) of train-digits"),
             (self.crash is None and (not any(f.kind in WORKER_FAULTS for f in self.faults)
                                      or (self.emulate is not None and not self.simulated)
                                      or (self.workload == "train-digits" and not self.simulated
