@@ -15,7 +15,9 @@ rank one more Comm per NetReduce job, on the same engine (each job its own QPs, 
 hears every job's packets; the runtime steps them all. The all-reduce job's worker falls back to the hosts' ring
 when the control plane says its aggregation switch is lost (gradswitch/hosts/fallback.py): the rank runs its graph as
 ever, and before it leaves it stays for its peers until each has run every reduction (one may need this rank in a
-ring that redoes a reduction this rank had from the switch); its result carries the job's `fallback`.
+ring that redoes a reduction this rank had from the switch); its result carries the job's `fallback`. The
+all-reduce job takes the job's k of N and deadline (JobConfig.netreduce_k, netreduce_deadline_us): each of its sums
+names the ranks it holds, and the data source checks it against exactly those (gradswitch/hosts/graph_data.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import contextlib
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,7 +38,8 @@ from gradswitch.hosts.collectives.in_network import InNetworkJob, job_order, run
 from gradswitch.hosts.collectives.ops import Op, ops_of
 from gradswitch.hosts.collectives.ps import PsLayout, layout, member_region_bytes, ps_all_reduce, runs_on_servers
 from gradswitch.hosts.comm import Comm
-from gradswitch.hosts.graph_data import DataSource, SourceReport
+from gradswitch.hosts.graph_data import Contributors, DataSource, SourceReport
+from gradswitch.hosts.graph_digits import DigitsData
 from gradswitch.hosts.graph_engine import GraphScheduler, OpRun, Span
 from gradswitch.hosts.graph_job import GraphJob, write_timing
 from gradswitch.hosts.graph_sources import data_source
@@ -87,7 +91,11 @@ class HostRuntime:
         return execute(self.comm, op, self.regions[node.id], self.source.input(op))
 
     def finish(self, node: Node, output: Int32Array) -> None:
-        self.source.finished(self.ops[node.id], output)
+        contributors: Contributors | None = None
+        if node.id in self.switched:  # k of N: the ranks each message's sum holds
+            job, place = self.switched[node.id]
+            contributors = job.contributors.pop(place, None)
+        self.source.finished(self.ops[node.id], output, contributors)
         self.pending.append((node.id, output))
 
     def background(self, budget_s: float = math.inf) -> bool:
@@ -136,7 +144,10 @@ def in_network(job: GraphJob, rank: int, comm: Comm) -> dict[int, tuple[InNetwor
     workers: dict[CollectiveKind, InNetworkJob] = {}
     nodes = [n for n in job.graph.ranks[rank].nodes if runs_in_network(job.graph, n, job.in_network)]
     for kind, job_id in job.in_network.items():
-        other = Comm(replace(job.job, job_id=job_id), comm.me, comm.engine)
+        cfg = replace(job.job, job_id=job_id)
+        if kind != CollectiveKind.ALL_REDUCE:  # k of N is the all-reduce job's (graph_run.switch_jobs)
+            cfg = replace(cfg, netreduce_k=None, netreduce_deadline_us=0)
+        other = Comm(cfg, comm.me, comm.engine)
         other.abort_file = comm.abort_file
         # the largest of its operations: the all-reduce job's fallback ring sizes its slots by it
         largest = max((elements_of(n.nbytes) for n in nodes if isinstance(n, CollectiveNode) and n.collective == kind),
@@ -156,6 +167,15 @@ def in_network_workers(switched: dict[int, tuple[InNetworkJob, int]]) -> list[Ne
     """The rank's NetReduce workers (one per switch job), in job order."""
     workers = {j.worker.layout.job: j.worker for j, _ in switched.values()}
     return [workers[k] for k in sorted(workers)]
+
+
+def overtaken(switched: dict[int, tuple[InNetworkJob, int]]) -> Callable[[], bool]:
+    """k of N: whether the sum of the rank's next all-reduce in the switches is here already (its k-of-N worker's
+    NetReduceWorker.overtaken; always False without one)."""
+    workers = {id(j.worker): j.worker for j, _ in switched.values() if j.worker.layout.k_of_n}
+    if not workers:
+        return lambda: False
+    return lambda: any(w.overtaken() for w in workers.values())
 
 
 def merged_stats(comms: list[Comm]) -> dict[str, object]:
@@ -247,7 +267,9 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
                 progress_file.write_text(str(progress.done))
 
         scheduler = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout,
-                                   slowdown=Slowdown(run_dir, rank).factor, on_end=ended)
+                                   slowdown=Slowdown(run_dir, rank).factor, on_end=ended,
+                                   host_compute_s=source.compute_s if isinstance(source, DigitsData) else 0.0,
+                                   overtaken=overtaken(switched))
         spans = scheduler.run()
         for worker in in_network_workers(switched):  # stay until every peer ran its reductions (a fallback's)
             worker.settle_fallback()

@@ -21,12 +21,17 @@ When the all-reduce job's aggregation switch is lost, its workers fall back to t
 loop's do (gradswitch/hosts/fallback.py: the control plane's signal, the agreement on the first reduction not
 finished, every later one by ring until the switch is back): each all-reduce operation is one reduction of that
 job's fallback, numbered in the same start order on every rank. Reduce-scatter and all-gather jobs have none.
+
+On a job of k of N (or with a deadline: JobConfig.netreduce_k, netreduce_deadline_us; docs/faults.md "Stragglers:
+k of N") the all-reduce's sums may leave without this rank: its operation keeps which ranks each message's sum holds
+(`InNetworkJob.contributors`, by its place, for the rank's data source to check against) and ends, as the loop's
+iteration does, once its sums are in and every write it posted is acknowledged (or settled: QuorumRequester).
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gradswitch.hosts.comm import OpGen, Wait
 from gradswitch.hosts.netreduce import NetReduceWorker
@@ -87,6 +92,8 @@ class InNetworkJob:
 
     worker: NetReduceWorker
     started: int = 0
+    # k of N: per operation (its place) that ended, the ranks each of its messages' sums holds, until taken
+    contributors: dict[int, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
     def run(self, place: int, kind: CollectiveKind, data: Int32Array, iteration: int = 0) -> OpGen:
         """Operation number `place` of this job on this rank: waits for the earlier ones to start, then runs;
@@ -100,6 +107,8 @@ class InNetworkJob:
         except StopIteration as done:
             self.started += 1
             result: Int32Array = done.value
+            if self.worker.layout.k_of_n:
+                self.contributors[place] = tuple(self.worker.last_contributors)
             return result
         self.started += 1
         while True:
@@ -108,7 +117,20 @@ class InNetworkJob:
                 wait = op.send(None)
             except StopIteration as done:
                 result = done.value
-                return result
+                break
+        if self.worker.layout.k_of_n:
+            # (now: another operation of the job may end while this one waits for its acknowledgements)
+            self.contributors[place] = tuple(self.worker.last_contributors)
+            if not self._drained():
+                yield self._drained  # as the loop drains after each iteration (below)
+        return result
+
+    def _drained(self) -> bool:
+        """k of N: every write this job's worker posted is acknowledged, as the loop's worker waits after each
+        iteration (Comm.drain) before it computes the next: a worker whose sums left without it settles its
+        writes (QuorumRequester) before the next operation posts, so the ranks stay within a window of one
+        another."""
+        return all(q.requester.idle() for q in self.worker.comm.qps.values())
 
     def _turn(self, place: int) -> Wait:
         return lambda: self.started == place
