@@ -465,7 +465,9 @@ class ExperimentSpec:
              "hosts of their own (colocate_servers = false)"),
             (self.float_mode == FloatMode.FIXED, f"{graph}: train-digits' gradients go as fixed point "
              "(float_mode = fixed), not block exponents"),
-            (not self.dlcp.lossy, f"{graph}: every sum is checked exact; no DLCP dropping"),
+            (not self.dlcp.lossy or self.emulate is not None, f"{graph}: DLCP dropping in a model's training (a "
+             "model profile with emulate), not in train-digits' real gradients (its sums are checked exact): leave "
+             "engine out"),
             (self.jobs == 1 or self.emulate is not None, f"{graph}: one job (jobs = 1) of train-digits"),
             (self.netreduce_k is None and self.netreduce_deadline_ms is None,
              f"{graph}: NetReduce k of N is the iteration loop's (leave engine out)"),

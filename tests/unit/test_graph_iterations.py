@@ -150,3 +150,25 @@ def test_progress_counts_an_iteration_once_every_node_of_it_and_before_it_ended(
     assert [progress.ended(n) for n in (0, 1, 3)] == [False, False, False] and progress.done == 0
     assert progress.ended(2) and progress.done == 1  # iteration 0's all-reduce: iteration 0 done
     assert not progress.ended(4) and progress.ended(5) and progress.done == 2
+
+
+def test_zero_filled_packets_are_judged_against_the_loss_bound_as_the_loop_judges_them() -> None:
+    """DLCP dropping: an iteration's nodes report their zero-filled packets and the squared error they left against
+    the squared norm checked; the iteration carries both (zero_filled_packets, relative_error) and is correct while
+    that error is at most max_relative_error, only where the job drops (as gs-job-node.cc and
+    gradswitch/workload/encoding.py IterationCheck.correct judge the loop's)."""
+    from dataclasses import replace
+
+    from gradswitch.workload.dlcp import DlcpPolicy
+
+    lossy = GraphRun(tuple(replace(t, zero_filled=3, error2=4.0, norm2=100.0) if (t.rank, t.node_id) == (0, 5) else t
+                           for t in run().nodes))
+    g = two_iterations()
+    [first, second] = rank_iterations(g, lossy, 0, CheckKind.DIGEST, dlcp=DlcpPolicy(drop=True, max_relative_error=0.25))
+    assert first.correct and first.extra["zero_filled_packets"] == 0.0 and first.extra["relative_error"] == 0.0
+    assert second.extra["zero_filled_packets"] == 3.0 and second.extra["relative_error"] == pytest.approx(0.2)
+    assert second.correct  # 0.2 <= 0.25
+    [_, over] = rank_iterations(g, lossy, 0, CheckKind.DIGEST, dlcp=DlcpPolicy(drop=True, max_relative_error=0.1))
+    assert not over.correct and over.extra["relative_error"] == pytest.approx(0.2)
+    [_, exact] = rank_iterations(g, lossy, 0, CheckKind.DIGEST)  # no dropping: any error is wrong
+    assert not exact.correct
