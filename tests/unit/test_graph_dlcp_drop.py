@@ -39,11 +39,13 @@ def training_like() -> JobGraph:
     return JobGraph("training-like", ranks, (world_group(RANKS),))
 
 
-def run(tmp_path: Path, policy: DlcpPolicy) -> tuple[dict[int, dict[str, object]], GraphRun, Counter[tuple[int, int, bool]],
-                                                     MemoryHub]:
+Marks = Counter[tuple[int, int, bool]]  # (layer class, magnitude class, droppable) -> packets
+
+
+def run(tmp_path: Path, policy: DlcpPolicy) -> tuple[dict[int, dict[str, object]], GraphRun, Marks, MemoryHub]:
     """Run training_like() with every droppable packet trimmed; the first copy of every data packet (trimmed or
     whole) counted by (layer class, magnitude class, droppable)."""
-    marks: Counter[tuple[int, int, bool]] = Counter()
+    marks: Marks = Counter()
     sent: set[tuple[str, int, int]] = set()
     lock = threading.Lock()
 
@@ -55,8 +57,8 @@ def run(tmp_path: Path, policy: DlcpPolicy) -> tuple[dict[int, dict[str, object]
                 if (d.src, t.bth.dest_qp, t.bth.psn) not in sent:
                     sent.add((d.src, t.bth.dest_qp, t.bth.psn))
                     r = t.bth.resv7
-                    marks[((r & LAYER_MASK) >> CONFIG.DLCP_LAYER_SHIFT, (r & MAGNITUDE_MASK) >> CONFIG.DLCP_MAGNITUDE_SHIFT,
-                           bool(r & DROPPABLE))] += 1
+                    layer = (r & LAYER_MASK) >> CONFIG.DLCP_LAYER_SHIFT
+                    marks[(layer, (r & MAGNITUDE_MASK) >> CONFIG.DLCP_MAGNITUDE_SHIFT, bool(r & DROPPABLE))] += 1
         return 0.0
 
     job = job_of(training_like())
@@ -84,7 +86,7 @@ def test_droppable_packets_are_the_loops_and_trimmed_ones_are_zero_filled_and_ju
     # the back all-reduce lost values and says how much (its output is not failed for it)
     assert all(by_node[(r, 3)].checked for r in range(RANKS))
     assert sum(by_node[(r, 3)].error2 for r in range(RANKS)) > 0
-    assert all(0 < by_node[(r, 3)].norm2 for r in range(RANKS))
+    assert all(by_node[(r, 3)].norm2 > 0 for r in range(RANKS))
     responder = Counter[str]()
     for r in results.values():
         stats = r["stats"]

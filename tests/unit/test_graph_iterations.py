@@ -164,7 +164,8 @@ def test_zero_filled_packets_are_judged_against_the_loss_bound_as_the_loop_judge
     lossy = GraphRun(tuple(replace(t, zero_filled=3, error2=4.0, norm2=100.0) if (t.rank, t.node_id) == (0, 5) else t
                            for t in run().nodes))
     g = two_iterations()
-    [first, second] = rank_iterations(g, lossy, 0, CheckKind.DIGEST, dlcp=DlcpPolicy(drop=True, max_relative_error=0.25))
+    within = DlcpPolicy(drop=True, max_relative_error=0.25)
+    [first, second] = rank_iterations(g, lossy, 0, CheckKind.DIGEST, dlcp=within)
     assert first.correct and first.extra["zero_filled_packets"] == 0.0 and first.extra["relative_error"] == 0.0
     assert second.extra["zero_filled_packets"] == 3.0 and second.extra["relative_error"] == pytest.approx(0.2)
     assert second.correct  # 0.2 <= 0.25
