@@ -195,7 +195,9 @@ def timings(graph: JobGraph, raw: dict[str, Any], index: int = 0) -> GraphRun:
         if rank >= graph.world_size:
             continue  # a parameter server: no graph of its own
         by_id: dict[int, Node] = graph.ranks[rank].by_id()
-        for node_id, start, end, checked, zero_filled, error2, norm2 in result.get("graph", []):
+        for node_id, start, end, checked, *loss in result.get("graph", []):
+            # DLCP's loss per node: [zero_filled, error2, norm2] (a file written before it had none: no loss)
+            zero_filled, error2, norm2 = loss if len(loss) == 3 else (0, 0.0, 0.0)
             n = by_id[int(node_id)]
             if start < 0 or end < 0:
                 continue  # never started or never finished (the run failed: the rank's error says why)
