@@ -216,7 +216,7 @@ def engines_sim_dlcp_table(results: Path) -> str:
         if r["study"] != "dlcp-drop":
             continue
         ratio = r["graph_over_loop"]
-        rows.append([r["run"], r["workers"], pair(r, "samples_per_s_real", ",.1f"),
+        rows.append([r["run"], str(r["workers"]), pair(r, "samples_per_s_real", ",.1f"),
                      "-" if ratio is None else f"{ratio:.4f}", pair(r, "outcome", "s"),
                      "yes" if r["agrees"] else "**no**", pair(r, "dlcp_dropped", ",.0f"),
                      pair(r, "zero_filled_packets", ",.0f"), pair(r, "max_relative_error", ".3f"),
