@@ -70,7 +70,8 @@ def on_clock(run: GraphRun, go: float, dilation: float) -> GraphRun:
 def loop_results(graph: JobGraph, run: GraphRun, ranks: dict[int, WorkerResult], training: JobConfig,
                  check: CheckKind) -> dict[int, WorkerResult]:
     """Each rank's result as the training loop's worker `training.nodes[rank]` reports it (its iterations, timeline
-    and plan; the transport's counters its own); a parameter server's as it is."""
+    and plan; the transport's counters its own); a parameter server's as it is. With DLCP dropping (the job's
+    `dlcp`), each iteration's zero-filled packets and relative error, judged against its max_relative_error."""
     in_flight = training.training.in_flight if training.training is not None else 1
     p = plan(training)
     figures = {"ops": len(p.ops), "layers": len(p.layers), "largest_op_elements": max(op.elements for op in p.ops)}
@@ -84,7 +85,7 @@ def loop_results(graph: JobGraph, run: GraphRun, ranks: dict[int, WorkerResult],
             continue
         mine = GraphRun(tuple(by_rank[node_id]))
         iterations = []
-        for record in rank_iterations(graph, mine, node_id, check, in_flight):
+        for record in rank_iterations(graph, mine, node_id, check, in_flight, training.dlcp):
             entry = iteration_entry(record)
             if check != CheckKind.EXACT:
                 entry["max_abs_error"] = None  # a digest, or no check: the error is not known

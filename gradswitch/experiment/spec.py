@@ -472,7 +472,9 @@ class ExperimentSpec:
             (self.float_mode == FloatMode.FIXED or self.dtype != DType.FLOAT32 or self.emulate is None,
              f"{graph}: a model's training graph carries no exponent codes: float_mode = fixed (block exponents on "
              "the graph engine: workload = 'train-digits')"),
-            (not self.dlcp.lossy, f"{graph}: every sum is checked exact; no DLCP dropping"),
+            (not self.dlcp.lossy or self.emulate is not None, f"{graph}: DLCP dropping in a model's training (a "
+             "model profile with emulate), not in train-digits' real gradients (its sums are checked exact): leave "
+             "engine out"),
             (self.crash is None and (not any(f.kind in WORKER_FAULTS for f in self.faults)
                                      or (self.emulate is not None and not self.simulated)
                                      or (self.workload == "train-digits" and not self.simulated

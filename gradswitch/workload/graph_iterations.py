@@ -12,6 +12,11 @@ the rank held exactly what it should (a node not checked counts as held; `check`
 
 from __future__ import annotations
 
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from gradswitch.workload.dlcp import DlcpPolicy
 from gradswitch.workload.graph import CollectiveNode, GraphError, JobGraph, RankGraph
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.records import CheckKind, IterationRecord
@@ -93,20 +98,45 @@ def _last_end(graph: JobGraph, timed: list[tuple[NodeTiming, tuple[int, str, str
     return max(ends) if len(ends) == len(waited) else None
 
 
-def rank_iterations(graph: JobGraph, run: GraphRun, rank: int, check: CheckKind, in_flight: int = 1
-                    ) -> list[IterationRecord]:
+@dataclass
+class _IterationCheck:
+    """One iteration's all-reduces on a rank: whether each held its sum (DLCP: but for zero-filled contributions),
+    the packets received zero-filled and the squared error they left against the squared norm checked."""
+
+    held: bool = True
+    zero_filled: int = 0
+    error2: float = 0.0
+    norm2: float = 0.0
+
+    @property
+    def relative_error(self) -> float:
+        return math.sqrt(self.error2 / self.norm2) if self.norm2 > 0 else 0.0
+
+
+def rank_iterations(graph: JobGraph, run: GraphRun, rank: int, check: CheckKind, in_flight: int = 1,
+                    dlcp: DlcpPolicy | None = None) -> list[IterationRecord]:
     """The rank's finished iterations as the training loop records them: times, computation, communication and
-    their overlap from its timeline, and whether every all-reduce of the iteration held its sum."""
-    held: dict[int, bool] = {}
+    their overlap from its timeline, and whether every all-reduce of the iteration held its sum. With DLCP dropping
+    (`dlcp.drop`) an iteration's zero-filled packets and the relative error they left are its own, and it is correct
+    while that error is at most `dlcp.max_relative_error`, as the loop judges it (gs-job-node.cc, docs/dlcp.md
+    "Trimmed packets and the loss budget")."""
+    checks: dict[int, _IterationCheck] = defaultdict(_IterationCheck)
     by_id = graph.ranks[rank].by_id()
     for t, (it, _label, _what) in _rank_timings(graph, run, rank):
         if isinstance(by_id[t.node_id], CollectiveNode):
-            held[it] = held.get(it, True) and t.checked is not False
+            c = checks[it]
+            c.held = c.held and t.checked is not False
+            c.zero_filled += t.zero_filled
+            c.error2 += t.error2
+            c.norm2 += t.norm2
+    bound = dlcp.max_relative_error if dlcp is not None and dlcp.drop else None
     out = []
     for timing in timings(rank_events(graph, run, rank, in_flight), rank_bounds(graph, run, rank)):
+        c = checks.get(timing.index, _IterationCheck())
+        rel = c.relative_error
         extra = {"compute_s": timing.compute_s, "comm_s": timing.comm_s, "exposed_comm_s": timing.exposed_comm_s,
-                 "overlap": timing.overlap, "zero_filled_packets": 0.0, "relative_error": 0.0}
-        correct = held.get(timing.index, True)
+                 "overlap": timing.overlap, "zero_filled_packets": float(c.zero_filled), "relative_error": rel}
+        correct = c.held and (c.error2 == 0 or (bound is not None and rel <= bound))
         out.append(IterationRecord(timing.index, timing.start, timing.end, correct, 0, 0.0, 0, extra, check=check))
     return out
 

@@ -75,7 +75,7 @@ def test_several_jobs_and_servers_sharing_a_host_are_the_loops_placement() -> No
     ({"workload": "resnet50", "dtype": "int32"}, "not 'resnet50' without emulate"),
     ({"fault": None, "faults": [{"kind": "worker-crash", "target": "1", "at_s": 1.0}]},
      "a worker's in a model's training on BMv2"),
-    ({"dlcp": {"drop": True}}, "no DLCP dropping"),
+    ({"dlcp": {"drop": True}}, "not in train-digits' real gradients"),
 ])
 def test_what_the_graph_engine_does_not_run_is_one_line(kw: dict[str, Any], says: str) -> None:
     raw = {**DIGITS, **kw}

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from gradswitch.hosts.collectives import chain, p2p, pairwise, ring
 from gradswitch.hosts.collectives.data import elements_of, expected, input_of
 from gradswitch.hosts.collectives.schedule import Schedule
-from gradswitch.workload.dlcp import Tag
+from gradswitch.workload.dlcp import Magnitudes, Tag
 from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RecvNode, SendNode, topological_order
+from gradswitch.workload.graph_iterations import iteration_of
 
 STEP_BITS = 12  # a write's immediate data: operation number << STEP_BITS | step
 MAX_OPS = 1 << (32 - STEP_BITS)
@@ -38,12 +39,27 @@ class Op:
     root: int = 0  # broadcast: the root's position
     sequence: int = 0  # the k of its key: its group's k-th collective (the k-th send with its tag)
     layer_class: int = 0  # DLCP: the layer class every packet of its writes carries (a collective node's)
+    droppable: bool = False  # DLCP dropping: its packets may be droppable (a training graph's all-reduces)
+    iteration: int | None = None  # a training graph's iteration (its node's name); None: another graph's
 
     @property
     def tag(self) -> Tag:
-        """Its writes' DLCP tag (marked only in a DLCP job): its layer class, every packet in the top magnitude
-        class (a graph's values are generated, not gradients) and none droppable (every output is checked)."""
+        """Its writes' DLCP tag without magnitudes (marked only in a DLCP job): its layer class, every packet in the
+        top magnitude class, none droppable (tag_at gives a droppable operation's)."""
         return Tag(self.layer_class, droppable=False)
+
+    def tag_at(self, step: int, magnitudes: Magnitudes | None) -> Tag:
+        """The DLCP tag of its step's write, as the training loop's writes carry theirs (gradswitch/hosts/comm.py
+        tag_for): its layer class, the sender's magnitude thresholds of the iteration (None: every packet in the top
+        class), how many members' inputs the values sum (a ring's reduce-scatter step s: s + 1; its all-gather's:
+        all; any other write: its sender's own), and whether its packets may be droppable."""
+        if not self.droppable or magnitudes is None:
+            return self.tag
+        n = len(self.members)
+        contributions = 1
+        if self.collective in (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER):
+            contributions = min(step + 1, n)
+        return Tag(self.layer_class, magnitudes, contributions, droppable=True)
 
     @property
     def rkey(self) -> int:
@@ -150,7 +166,7 @@ def _ops_of(graph: JobGraph, rank: int, numbering: _Numbering) -> dict[int, Op]:
             members = graph.group(n.group).ranks
             root = members.index(n.root) if n.collective == CollectiveKind.BROADCAST else 0
             out[n.id] = Op(key, number, "collective", n.collective, members, members.index(rank),
-                           elements_of(n.nbytes), root, sequence, n.layer_class)
+                           elements_of(n.nbytes), root, sequence, n.layer_class, n.droppable, iteration_of(n.name))
         elif isinstance(n, SendNode):
             out[n.id] = Op(key, number, "send", None, (rank, n.peer), 0, elements_of(n.nbytes), sequence=sequence)
         elif isinstance(n, RecvNode):

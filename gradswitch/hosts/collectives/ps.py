@@ -108,11 +108,14 @@ def ps_all_reduce(comm: Comm, op: Op, plan: PsLayout, region: MemoryRegion, data
     """This member's all-reduce of `data` through the servers; `region`: the operation's region here."""
     posted: list[tuple[int, WorkRequest]] = []
     rkey = PS_RKEY_BASE + op.number
+    # DLCP: a push carries this member's own values (one contribution), classed as the loop's pushes; the servers'
+    # sums go unclassed (gradswitch/hosts/graph_ps_server.py: a server has no thresholds of its own here)
+    tag = op.tag_at(0, comm.magnitudes.get(op.iteration) if op.iteration is not None else None)
     for k in plan.keys:
         qp = comm.qp(k.server)
         va = op.position * plan.block[k.server] + k.offset
         posted.append((qp.cfg.qpn, qp.requester.post_write(to_wire(data[k.lo : k.hi]), va, rkey, imm=op.imm(k.index),
-                                                           tag=op.tag)))
+                                                           tag=tag)))
     out: Int32Array = np.empty_like(data)
     for k in plan.keys:
         imm = op.imm(k.index)
