@@ -245,7 +245,7 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     if spec.workers != graph.world_size:
         raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but workers = {spec.workers}; "
                               f"set workers = {graph.world_size}")
-    if not spec.bw_mbps:
+    if not spec.bw_mbps and timeout_s is None:
         raise ExperimentError(f"{graph.name}: bw_mbps is not set; a graph run needs shaped links (its bounds "
                               f"are at the link rate): give bw_mbps, e.g. 8")
     hosts, needed = len(topo.hosts), graph.world_size + spec.servers_per_job

@@ -453,26 +453,24 @@ class ExperimentSpec:
         if self.engine == Engine.LOOP:
             return []
         graph = "engine = graph"
+        digits = self.workload == "train-digits"  # its graph carries real gradients (digits_graph.py)
         limits = [
-            (self.workload == "train-digits" or self.emulate is not None,
-             f"{graph} runs a model's training (a model profile with emulate) and workload = 'train-digits' (its "
-             f"real gradients through the graph's all-reduces), not {self.workload!r} without emulate: give a model "
-             "and its emulated cluster (--workload resnet50 --emulate-link 10 --batch 32), or leave engine out; a "
-             "trace's graph runs with workload_et"),
             (self.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (not self.colocate_servers or self.emulate is not None, f"{graph}: train-digits' parameter servers on "
+            (not self.colocate_servers or not digits, f"{graph}: train-digits' parameter servers on "
              "hosts of their own (colocate_servers = false)"),
-            (self.float_mode == FloatMode.FIXED, f"{graph}: train-digits' gradients go as fixed point "
-             "(float_mode = fixed), not block exponents"),
+            (self.float_mode == FloatMode.FIXED or (not digits and self.emulate is None),
+             f"{graph}: train-digits' and a model's training's gradients go as fixed point (float_mode = fixed), "
+             "not block exponents"),
             (not self.dlcp.lossy, f"{graph}: every sum is checked exact; no DLCP dropping"),
-            (self.jobs == 1 or self.emulate is not None, f"{graph}: one job (jobs = 1) of train-digits"),
+            (self.jobs == 1 or not digits, f"{graph}: one job (jobs = 1) of train-digits"),
             (self.netreduce_k is None and self.netreduce_deadline_ms is None,
              f"{graph}: NetReduce k of N is the iteration loop's (leave engine out)"),
             (self.crash is None and (not any(f.kind in WORKER_FAULTS for f in self.faults)
                                      or (self.emulate is not None and not self.simulated)),
              f"{graph}: a graph run takes switch and link faults, and a worker's in a model's training on BMv2 "
-             "(its faults: worker-crash, slow-worker), not crash or a worker's fault on the simulator"),
+             "(its faults: worker-crash, slow-worker), not crash, nor a worker's fault on the simulator or in a run "
+             "without emulate"),
             (not (self.algo == Algorithm.NETREDUCE and self.faults), f"{graph}: the graph's in-network all-reduces "
              "(algo = netreduce) run no faults yet"),
         ]
