@@ -469,8 +469,8 @@ class ExperimentSpec:
             (self.crash is None and (not any(f.kind in WORKER_FAULTS for f in self.faults)
                                      or (self.emulate is not None and not self.simulated)),
              f"{graph}: a graph run takes switch and link faults, and a worker's in a model's training on BMv2 "
-             "(its faults: worker-crash, slow-worker), not crash, nor a worker's fault on the simulator or in a run "
-             "without emulate"),
+             "(its faults: worker-crash, slow-worker), not crash or a worker's fault on the simulator, nor one in a "
+             "run without emulate"),
             (not (self.algo == Algorithm.NETREDUCE and self.faults), f"{graph}: the graph's in-network all-reduces "
              "(algo = netreduce) run no faults yet"),
         ]

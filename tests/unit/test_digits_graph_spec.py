@@ -49,7 +49,6 @@ def test_a_digits_spec_on_the_graph_engine_is_fine_and_makes_the_digits_graph() 
 
 
 @pytest.mark.parametrize(("kw", "says"), [
-    ({"workload": "resnet50", "dtype": "int32"}, "not 'resnet50' without emulate"),
     ({"algo": "ps", "colocate_servers": True}, "parameter servers on hosts of their own (colocate_servers = false)"),
     ({"float_mode": "exponent"}, "fixed point (float_mode = fixed)"),
     ({"jobs": 2}, "engine = graph: one job"),
