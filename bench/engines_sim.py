@@ -3,16 +3,21 @@ graph` of the same spec, gradswitch.experiment.runner.run_experiment): the graph
 runs (one engine for every workload), so each run's results.json must agree.
 
 Runs: every run of gradswitch/specs/training-speedup.toml on the simulator (3 models x rack and leaf-spine x ring, PS
-and NetReduce x FIFO buckets and priority partitions, 4 emulated V100s, D = 4), and the scaling study's points
-(bench/scaling.py scaling_spec: the fat tree at 100 Gb/s, ring, PS, NetReduce hierarchical and flat) at `--workers`.
+and NetReduce x FIFO buckets and priority partitions, 4 emulated V100s, D = 4), the scaling study's points
+(bench/scaling.py scaling_spec: the fat tree at 100 Gb/s, ring, PS, NetReduce hierarchical and flat) at `--workers`,
+and (`allreduce`) the all-reduce runs without emulate whose ns-3 figures docs/performance.md publishes:
+bench.crossval's (512 KiB of synthetic gradient, 6 iterations, `rack` and the 2x2 leaf-spine at 8 Mb/s, N = 2, 4, 8,
+ring, PS and NetReduce, with the testbed's measured costs, bench/results/testbed-costs.json).
 Per run: both engines' median iteration (simulated seconds), samples/s of the emulated cluster, exposed communication,
 bytes on the wire, outcome and check, and the simulator's wall seconds (the machine is shared while it runs:
-bench.scaling_graph and docs/performance.md judge the engines' speed). A run agrees when its samples/s are within 1 %
-(the judgement for the simulator, whose runs do not vary) and both are checked and ok; bytes on the wire are reported,
-equal or not. The simulator's runs do not vary with the seed here, so each is run once. Writes
-bench/results/engines-sim.json; a run of some points keeps the file's other rows.
+bench.scaling_graph and docs/performance.md judge the engines' speed). A run agrees when its samples/s (without
+emulate: iterations per second, 1 / median iteration) are within 1 % (the judgement for the simulator, whose runs do
+not vary) and both are checked and ok; bytes on the wire are reported, equal or not. The simulator's runs do not vary
+with the seed here, so each is run once. Writes bench/results/engines-sim.json; a run of some points keeps the file's
+other rows.
 
-    python -m bench.engines_sim [--only speedup|scaling] [--workers 8,16] [--models resnet50,vgg16,bert-base]
+    python -m bench.engines_sim [--only speedup|scaling|allreduce] [--workers 8,16]
+                                [--models resnet50,vgg16,bert-base]
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, Limits, save
+from bench.crossval import DEFAULT_BW_MBPS, allreduce_specs, simulated
 from bench.scaling import scaling_spec
+from bench.testbed_costs import COSTS, load_costs
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.shipped_specs import shipped_spec
@@ -36,6 +43,13 @@ NAME = "engines-sim"
 TOLERANCE = 0.01  # the graph engine reproduces the loop's figures on ns-3 within 1 %
 SCALING_ALGOS = ("ring", "ps", "netreduce-hier", "netreduce-flat")
 MODELS = ("resnet50", "vgg16", "bert-base")
+
+
+def allreduce_runs() -> list[ExperimentSpec]:
+    """bench.crossval's all-reduce runs on the simulator, as docs/performance.md publishes them (its defaults)."""
+    costs = load_costs(COSTS)
+    runs = allreduce_specs(["rack", "leafspine"], [2, 4, 8], DEFAULT_BW_MBPS, 512 << 10, 6)
+    return [simulated(r, costs) for r in runs]
 
 
 def speedup_runs(models: tuple[str, ...]) -> list[ExperimentSpec]:
@@ -70,6 +84,8 @@ def row(spec: ExperimentSpec, study: str, out: Path) -> dict[str, Any]:
     ratio = None
     if loop.get("samples_per_s_real") and graph.get("samples_per_s_real"):
         ratio = graph["samples_per_s_real"] / loop["samples_per_s_real"]
+    elif spec.emulate is None and loop.get("median_s") and graph.get("median_s"):
+        ratio = loop["median_s"] / graph["median_s"]  # iterations per second: no samples without emulate
     agrees = ratio is not None and abs(ratio - 1) <= TOLERANCE and loop.get("ok") is True and graph.get("ok") is True
     return {"study": study, "run": spec.label, "workload": spec.workload, "topo": str(spec.topo),
             "algo": str(spec.algo), "scheduling": str(spec.scheduling), "workers": spec.workers,
@@ -81,7 +97,8 @@ def row(spec: ExperimentSpec, study: str, out: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("speedup", "scaling"), help="one study's runs (default: both)")
+    parser.add_argument("--only", choices=("speedup", "scaling", "allreduce"),
+                        help="one study's runs (default: every one)")
     parser.add_argument("--workers", default="8,16", help="the scaling study's worker counts (default 8,16)")
     parser.add_argument("--models", default=",".join(MODELS), help="models (default: all three)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-engines-sim"))
@@ -92,6 +109,8 @@ def main() -> None:
         todo += [("training-speedup", s) for s in speedup_runs(models)]
     if args.only in (None, "scaling"):
         todo += [("scaling", s) for s in scaling_runs(models, tuple(int(w) for w in args.workers.split(",")))]
+    if args.only in (None, "allreduce"):
+        todo += [("allreduce", s) for s in allreduce_runs()]
     path = RESULTS / f"{NAME}.json"
     kept = {(r["study"], r["run"]): r for r in load(RESULTS, f"{NAME}.json")["rows"]} if path.exists() else {}
     for i, (study, spec) in enumerate(todo, start=1):
