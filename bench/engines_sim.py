@@ -17,7 +17,7 @@ with the seed here, so each is run once. Writes bench/results/engines-sim.json; 
 other rows.
 
     python -m bench.engines_sim [--only speedup|scaling|allreduce] [--workers 8,16]
-                                [--models resnet50,vgg16,bert-base]
+                                [--models resnet50,vgg16,bert-base] [--algos ring,ps,netreduce-hier,netreduce-flat]
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ def speedup_runs(models: tuple[str, ...]) -> list[ExperimentSpec]:
     return [replace(r, backend=Backend.NS3) for r in spec.runs if r.workload in models]
 
 
-def scaling_runs(models: tuple[str, ...], workers: tuple[int, ...]) -> list[ExperimentSpec]:
-    return [replace(scaling_spec(m, n, a), iterations=3) for m in models for n in workers for a in SCALING_ALGOS]
+def scaling_runs(models: tuple[str, ...], workers: tuple[int, ...], algos: tuple[str, ...] = SCALING_ALGOS
+                 ) -> list[ExperimentSpec]:
+    return [replace(scaling_spec(m, n, a), iterations=3) for m in models for n in workers for a in algos]
 
 
 def engine_figures(spec: ExperimentSpec, engine: Engine, out: Path) -> dict[str, Any]:
@@ -101,6 +102,8 @@ def main() -> None:
                         help="one study's runs (default: every one)")
     parser.add_argument("--workers", default="8,16", help="the scaling study's worker counts (default 8,16)")
     parser.add_argument("--models", default=",".join(MODELS), help="models (default: all three)")
+    parser.add_argument("--algos", default=",".join(SCALING_ALGOS),
+                        help=f"the scaling study's algorithms (default: {','.join(SCALING_ALGOS)})")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-engines-sim"))
     args = parser.parse_args()
     models = tuple(m for m in args.models.split(",") if m)
@@ -108,7 +111,10 @@ def main() -> None:
     if args.only in (None, "speedup"):
         todo += [("training-speedup", s) for s in speedup_runs(models)]
     if args.only in (None, "scaling"):
-        todo += [("scaling", s) for s in scaling_runs(models, tuple(int(w) for w in args.workers.split(",")))]
+        algos = tuple(a for a in args.algos.split(",") if a)
+        if unknown := [a for a in algos if a not in SCALING_ALGOS]:
+            parser.error(f"--algos {args.algos}: unknown {unknown[0]!r}; give some of {', '.join(SCALING_ALGOS)}")
+        todo += [("scaling", s) for s in scaling_runs(models, tuple(int(w) for w in args.workers.split(",")), algos)]
     if args.only in (None, "allreduce"):
         todo += [("allreduce", s) for s in allreduce_runs()]
     path = RESULTS / f"{NAME}.json"

@@ -48,7 +48,7 @@ from gradswitch.experiment.testbed_run import cuts_patches, fault_schedule_for, 
 from gradswitch.formats import FormatError, check_format
 from gradswitch.hosts.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
 from gradswitch.hosts.collectives.ops import all_ops, ops_of
-from gradswitch.hosts.collectives.ps import PS, layout, runs_on_servers, servers_run
+from gradswitch.hosts.collectives.ps import PS, key_count, layout, runs_on_servers, servers_run
 from gradswitch.hosts.graph_digits import digits_problem
 from gradswitch.hosts.graph_job import GraphJob, read_timing, timing_path
 from gradswitch.net.network import NetworkOptions
@@ -67,6 +67,8 @@ from gradswitch.workload.worker_result import WorkerResult
 
 REPORT_FORMAT = 1
 SEND_RECV = "send_recv"  # the per-type summary's name for point-to-point transfers
+# the simulator's graph engine numbers a key in 24 bits of its writes' immediate data (gs-graph-spec.cc CollectiveImm)
+SIM_PS_KEYS = 1 << 24
 START_MARGIN_S = 60.0  # a graph's deadline: this plus TIMEOUT_FACTOR x its serial estimate
 TIMEOUT_FACTOR = 10.0
 
@@ -265,6 +267,12 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
         nodes = first.by_id()
         for nid, op in ops_of(graph, first.rank).items():
             if runs_on_servers(graph, nodes[nid], servers):
+                keys = key_count(op, cfg.ps_key_bytes)
+                if spec.simulated and keys > SIM_PS_KEYS:
+                    raise ExperimentError(f"{first.where()} node {nid} ({nodes[nid].name}): {op.key}: {keys} keys of "
+                                          f"ps_key_bytes = {cfg.ps_key_bytes}; the simulator numbers at most "
+                                          f"{SIM_PS_KEYS} an operation: raise ps_key_bytes to at least "
+                                          f"{-(-op.elements // SIM_PS_KEYS) * 4}")
                 try:
                     layout(op, servers, cfg.ps_key_bytes)
                 except ValueError as e:
