@@ -14,6 +14,8 @@ from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.spec import Engine, spec_from_dict
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.network import NetworkOptions
+from gradswitch.workload import worker_result
+from gradswitch.workload.job import job_dir
 from tests.results import read, run_on
 
 pytestmark = pytest.mark.mininet
@@ -45,3 +47,19 @@ def test_a_synthetic_all_reduce_runs_on_the_graph_engine_through_bmv2_as_the_loo
         assert set(graph["summary"]) == set(loop["summary"])
         assert graph["step_bytes"] == loop["step_bytes"] and graph["training"] is None
         assert graph["spec"]["engine"] == "graph" and loop["spec"]["engine"] == "loop"
+
+
+def test_a_parameter_server_all_reduce_of_more_than_4096_keys_runs_on_the_graph_engine_through_bmv2(
+        tmp_path: Path) -> None:
+    """20 KiB in keys of 4 bytes: 5,120 keys an all-reduce, past the 4,096 steps one operation number holds in the
+    writes' immediate data (the rest in a second round, gradswitch/hosts/collectives/ops.py Op.imm): both
+    iterations exact, every key served once an iteration."""
+    spec = spec_from_dict({"algo": "ps", "workers": 2, "size_bytes": 20 << 10, "ps_key_bytes": 4, "iterations": 2,
+                           "bw_mbps": 20.0, "engine": "graph"})
+    with Testbed(topology_for(spec), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        report = run_on(net, spec, tmp_path / "run", progress=False)
+    assert report["ok"] and report["outcome"] == "ok", report["errors"]
+    assert report["check"] == "exact" and len(report["iterations"]) == 2
+    assert all(it["correct"] and it["wrong_elements"] == 0 for it in report["iterations"])
+    server = worker_result.read(job_dir(tmp_path / "run" / "run", 1), 2)  # node 2: after the two ranks
+    assert server["role"] == "server" and server["ok"] and server["keys_served"] == 2 * 5120

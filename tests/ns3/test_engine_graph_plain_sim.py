@@ -73,3 +73,12 @@ def test_two_jobs_and_block_exponents_on_the_graph_engine_give_the_loops_results
         assert graph["jobs"][job]["median_s"] == pytest.approx(loop["jobs"][job]["median_s"], rel=TOLERANCE)
     loop, graph = both(plain(dtype="float32", float_mode="exponent", size_bytes=1 << 20), tmp_path / "exponent")
     agree(loop, graph)
+
+
+def test_more_than_4096_keys_an_operation_on_the_graph_engine_give_the_loops_results(tmp_path: Path) -> None:
+    """PS with 1 MiB in keys of 128 bytes over two servers: 8,192 keys an all-reduce, past the 4,096 one
+    operation number's steps hold on the hosts (gradswitch/hosts/collectives/ops.py Op.imm: rounds), run on the
+    simulator's graph engine (24-bit steps) as the loop runs them."""
+    loop, graph = both(plain(algo="ps", servers=2, size_bytes=1 << 20, ps_key_bytes=128), tmp_path)
+    agree(loop, graph)
+    assert graph["check"] == "exact"
