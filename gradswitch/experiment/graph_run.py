@@ -280,8 +280,10 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     d = dilation if dilation is not None else (spec.dilation or 1.0)
     senders = {g.name: senders_per_group(graph, g.name) for g in graph.groups}  # each group's, once
     fan_in = max(1, max(sum(senders[g.name] for g in graph.groups if r in g.ranks) for r in range(graph.world_size)))
-    timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
-        graph, spec.bw_mbps, d, len(servers))
+    timeout = timeout_s
+    if timeout is None:
+        assert spec.bw_mbps, "refused above: a graph without a deadline of its own needs shaped links"
+        timeout = START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(graph, spec.bw_mbps, d, len(servers))
     # one job: its own id + 1 on (as ever); several: after every job's id, len(IN_NETWORK) a job
     first_id = None if len(plan.jobs) == 1 else len(plan.jobs) + 1 + job_index * len(IN_NETWORK)
     in_network = in_network_jobs(graph, cfg.job_id, first_id) if spec.algo == Algorithm.NETREDUCE else {}

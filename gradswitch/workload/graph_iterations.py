@@ -8,8 +8,9 @@ iteration i + 1, as each worker of the loop measures its own; the last one ends 
 next iteration's first forward would wait for have ended (gradswitch/workload/generators/training.py
 `iteration_times` takes the same nodes over every rank). A graph without computation (a job's all-reduces in a
 row, gradswitch/workload/generators/plain.py) times an iteration from its first all-reduce's start to its last's
-end on the rank, as the loop without training does (gradswitch/hosts/loops.py). An iteration is correct when every all-reduce of it on
-the rank held exactly what it should (a node not checked counts as held; `check` says which check ran).
+end on the rank, as the loop without training does (gradswitch/hosts/loops.py). An iteration is correct when every
+all-reduce of it on the rank held exactly what it should (a node not checked counts as held; `check` says which
+check ran).
 """
 
 from __future__ import annotations

@@ -12,8 +12,16 @@ from __future__ import annotations
 from gradswitch.workload.dlcp import layer_class
 from gradswitch.workload.encoding import job_profile
 from gradswitch.workload.generators.training import BYTES_PER_ELEMENT
-from gradswitch.workload.graph import CollectiveKind, CollectiveNode, GraphError, JobGraph, Node, RankGraph, validate, \
-    world_group
+from gradswitch.workload.graph import (
+    CollectiveKind,
+    CollectiveNode,
+    GraphError,
+    JobGraph,
+    Node,
+    RankGraph,
+    validate,
+    world_group,
+)
 from gradswitch.workload.job import JobConfig
 
 CODES_KIND = "exponents"  # a profile tensor of exponent codes (gradswitch/workload/encoding.py with_exponents)
