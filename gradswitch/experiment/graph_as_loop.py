@@ -14,11 +14,12 @@ from typing import cast
 from gradswitch.experiment.graph_run import START_MARGIN_S, graph_job
 from gradswitch.experiment.placement import Placement
 from gradswitch.experiment.spec import ExperimentSpec
-from gradswitch.experiment.training_graph import spec_graph
+from gradswitch.experiment.training_graph import DIGITS, spec_digits_graph, spec_graph
 from gradswitch.hosts.graph_job import GraphJob
 from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import JobGraph
 from gradswitch.workload.graph_iterations import rank_events, rank_iterations
+from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.job import Algorithm, JobConfig
 from gradswitch.workload.plan import plan
@@ -47,15 +48,21 @@ class TrainingGraphJob:
 
 def training_graph_jobs(spec: ExperimentSpec, topology: Topology) -> list[TrainingGraphJob]:
     """The spec's training jobs (`jobs` of them, each `spec.iterations` iterations on hosts of its own, as the loop
-    places them) as graph jobs on the topology; one-line errors (GraphError, ExperimentError) before anything
-    starts."""
-    run_spec, graph, dilation = spec_graph(spec, spec.iterations)
+    places them, parameter servers too) as graph jobs on the topology: a model's training graph, a job's all-reduces
+    in a row without training, or train-digits' carrying its real gradients; one-line errors (GraphError,
+    ExperimentError) before anything starts."""
+    if spec.workload == DIGITS:
+        run_spec, graph, dilation, payload = spec, spec_digits_graph(spec), 1.0, PayloadKind.DIGITS
+    else:
+        run_spec, graph, dilation = spec_graph(spec, spec.iterations)
+        payload = PayloadKind.SYNTHETIC
     # unshaped links (a run without training may leave bw_mbps out): no rate to bound the graph by, so the loop's
     # deadline, each iteration's
     timeout = None if spec.bw_mbps else START_MARGIN_S + spec.iterations * JobConfig.iteration_timeout
     out = []
     for k in range(spec.jobs):
-        job, placement = graph_job(topology, run_spec, graph, dilation=dilation, timeout_s=timeout, job_index=k)
+        job, placement = graph_job(topology, run_spec, graph, dilation=dilation, timeout_s=timeout, job_index=k,
+                                   payload=payload)
         out.append(TrainingGraphJob(run_spec, graph, job, placement, dilation))
     return out
 
