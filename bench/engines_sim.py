@@ -5,7 +5,7 @@ runs (one engine for every workload), so each run's results.json must agree.
 Runs: every run of gradswitch/specs/training-speedup.toml on the simulator (3 models x rack and leaf-spine x ring, PS
 and NetReduce x FIFO buckets and priority partitions, 4 emulated V100s, D = 4), and the scaling study's points
 (bench/scaling.py scaling_spec: the fat tree at 100 Gb/s, ring, PS, NetReduce hierarchical and flat) at `--workers`;
-and the DLCP-drop training runs the docs publish (`dlcp-drop`: gradswitch/specs/dlcp-contention.toml's runs with
+the DLCP-drop training runs the docs publish (`dlcp-drop`: gradswitch/specs/dlcp-contention.toml's runs with
 `drop`, two VGG-16 ring jobs and 4 bulk TCP streams on a 2x2 leaf-spine at 10 Mb/s, on the simulator; and the
 scaling study's DLCP runs with `drop`, bench/scaling.py dlcp_runs, two ResNet-50 jobs under 16 bulk streams, at
 `--workers` instead of the study's 64), whose rows also carry the switches' trimmed packets, the zero-filled
@@ -13,14 +13,19 @@ packets, the largest relative error and the retransmissions of both engines. A D
 are within 1 % and both engines reach the same outcome (a check that fails on the loop, its error over the job's
 max_relative_error, must fail on the graph engine too); `drops_graph_over_loop` compares the trimmed packets
 (which packets are droppable differs packet by packet: the engines' data differ, docs/dlcp.md).
+And (`allreduce`) the all-reduce runs without emulate whose ns-3 figures docs/performance.md publishes:
+bench.crossval's (512 KiB of synthetic gradient, 6 iterations, `rack` and the 2x2 leaf-spine at 8 Mb/s, N = 2, 4, 8,
+ring, PS and NetReduce, with the testbed's measured costs, bench/results/testbed-costs.json).
 Per run: both engines' median iteration (simulated seconds), samples/s of the emulated cluster, exposed communication,
 bytes on the wire, outcome and check, and the simulator's wall seconds (the machine is shared while it runs:
-bench.scaling_graph and docs/performance.md judge the engines' speed). A run agrees when its samples/s are within 1 %
-(the judgement for the simulator, whose runs do not vary) and both are checked and ok; bytes on the wire are reported,
-equal or not. The simulator's runs do not vary with the seed here, so each is run once. Writes
-bench/results/engines-sim.json; a run of some points keeps the file's other rows.
+bench.scaling_graph and docs/performance.md judge the engines' speed). A run agrees when its samples/s (without
+emulate: iterations per second, 1 / median iteration) are within 1 % (the judgement for the simulator, whose runs do
+not vary) and both are checked and ok; bytes on the wire are reported, equal or not. The simulator's runs do not vary
+with the seed here, so each is run once. Writes bench/results/engines-sim.json; a run of some points keeps the file's
+other rows.
 
-    python -m bench.engines_sim [--only speedup|scaling|dlcp-drop] [--workers 8,16] [--models resnet50,vgg16,bert-base]
+    python -m bench.engines_sim [--only speedup|scaling|dlcp-drop|allreduce] [--workers 8,16]
+                                [--models resnet50,vgg16,bert-base] [--algos ring,ps,netreduce-hier,netreduce-flat]
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, Limits, save
+from bench.crossval import DEFAULT_BW_MBPS, allreduce_specs, simulated
 from bench.scaling import dlcp_runs, scaling_spec
+from bench.testbed_costs import COSTS, load_costs
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.shipped_specs import shipped_spec
@@ -44,6 +51,13 @@ NAME = "engines-sim"
 TOLERANCE = 0.01  # the graph engine reproduces the loop's figures on ns-3 within 1 %
 SCALING_ALGOS = ("ring", "ps", "netreduce-hier", "netreduce-flat")
 MODELS = ("resnet50", "vgg16", "bert-base")
+
+
+def allreduce_runs() -> list[ExperimentSpec]:
+    """bench.crossval's all-reduce runs on the simulator, as docs/performance.md publishes them (its defaults)."""
+    costs = load_costs(COSTS)
+    runs = allreduce_specs(["rack", "leafspine"], [2, 4, 8], DEFAULT_BW_MBPS, 512 << 10, 6)
+    return [simulated(r, costs) for r in runs]
 
 
 def speedup_runs(models: tuple[str, ...]) -> list[ExperimentSpec]:
@@ -65,8 +79,9 @@ def dlcp_drop_runs(workers: tuple[int, ...]) -> list[ExperimentSpec]:
     return contention + study
 
 
-def scaling_runs(models: tuple[str, ...], workers: tuple[int, ...]) -> list[ExperimentSpec]:
-    return [replace(scaling_spec(m, n, a), iterations=3) for m in models for n in workers for a in SCALING_ALGOS]
+def scaling_runs(models: tuple[str, ...], workers: tuple[int, ...], algos: tuple[str, ...] = SCALING_ALGOS
+                 ) -> list[ExperimentSpec]:
+    return [replace(scaling_spec(m, n, a), iterations=3) for m in models for n in workers for a in algos]
 
 
 def engine_figures(spec: ExperimentSpec, engine: Engine, out: Path) -> dict[str, Any]:
@@ -94,6 +109,8 @@ def row(spec: ExperimentSpec, study: str, out: Path) -> dict[str, Any]:
     ratio = None
     if loop.get("samples_per_s_real") and graph.get("samples_per_s_real"):
         ratio = graph["samples_per_s_real"] / loop["samples_per_s_real"]
+    elif spec.emulate is None and loop.get("median_s") and graph.get("median_s"):
+        ratio = loop["median_s"] / graph["median_s"]  # iterations per second: no samples without emulate
     within = ratio is not None and abs(ratio - 1) <= TOLERANCE
     if spec.dlcp.drop:  # bounded loss: the same outcome on both (the loop's failed check fails the graph's too)
         agrees = within and "outcome" in loop and loop.get("outcome") == graph.get("outcome")
@@ -112,9 +129,12 @@ def row(spec: ExperimentSpec, study: str, out: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("speedup", "scaling", "dlcp-drop"), help="one study's runs (default: all)")
+    parser.add_argument("--only", choices=("speedup", "scaling", "dlcp-drop", "allreduce"),
+                        help="one study's runs (default: every one)")
     parser.add_argument("--workers", default="8,16", help="the scaling study's worker counts (default 8,16)")
     parser.add_argument("--models", default=",".join(MODELS), help="models (default: all three)")
+    parser.add_argument("--algos", default=",".join(SCALING_ALGOS),
+                        help=f"the scaling study's algorithms (default: {','.join(SCALING_ALGOS)})")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-engines-sim"))
     args = parser.parse_args()
     models = tuple(m for m in args.models.split(",") if m)
@@ -122,7 +142,12 @@ def main() -> None:
     if args.only in (None, "speedup"):
         todo += [("training-speedup", s) for s in speedup_runs(models)]
     if args.only in (None, "scaling"):
-        todo += [("scaling", s) for s in scaling_runs(models, tuple(int(w) for w in args.workers.split(",")))]
+        algos = tuple(a for a in args.algos.split(",") if a)
+        if unknown := [a for a in algos if a not in SCALING_ALGOS]:
+            parser.error(f"--algos {args.algos}: unknown {unknown[0]!r}; give some of {', '.join(SCALING_ALGOS)}")
+        todo += [("scaling", s) for s in scaling_runs(models, tuple(int(w) for w in args.workers.split(",")), algos)]
+    if args.only in (None, "allreduce"):
+        todo += [("allreduce", s) for s in allreduce_runs()]
     if args.only in (None, "dlcp-drop"):
         todo += [("dlcp-drop", s) for s in dlcp_drop_runs(tuple(int(w) for w in args.workers.split(",")))]
     path = RESULTS / f"{NAME}.json"

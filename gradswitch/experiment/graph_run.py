@@ -49,7 +49,7 @@ from gradswitch.experiment.testbed_run import cuts_patches, fault_schedule_for, 
 from gradswitch.formats import FormatError, check_format
 from gradswitch.hosts.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
 from gradswitch.hosts.collectives.ops import all_ops, ops_of
-from gradswitch.hosts.collectives.ps import PS, layout, runs_on_servers, servers_run
+from gradswitch.hosts.collectives.ps import PS, key_count, layout, runs_on_servers, servers_run
 from gradswitch.hosts.graph_digits import digits_problem
 from gradswitch.hosts.graph_job import GraphJob, read_timing, timing_path
 from gradswitch.net.network import NetworkOptions
@@ -68,6 +68,8 @@ from gradswitch.workload.worker_result import WorkerResult
 
 REPORT_FORMAT = 1
 SEND_RECV = "send_recv"  # the per-type summary's name for point-to-point transfers
+# the simulator's graph engine numbers a key in 24 bits of its writes' immediate data (gs-graph-spec.cc CollectiveImm)
+SIM_PS_KEYS = 1 << 24
 START_MARGIN_S = 60.0  # a graph's deadline: this plus TIMEOUT_FACTOR x its serial estimate
 TIMEOUT_FACTOR = 10.0
 
@@ -242,7 +244,7 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     if spec.workers != graph.world_size:
         raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but workers = {spec.workers}; "
                               f"set workers = {graph.world_size}")
-    if not spec.bw_mbps:
+    if not spec.bw_mbps and timeout_s is None:
         raise ExperimentError(f"{graph.name}: bw_mbps is not set; a graph run needs shaped links (its bounds "
                               f"are at the link rate): give bw_mbps, e.g. 8")
     hosts, needed = len(topo.hosts), graph.world_size + spec.servers_per_job
@@ -262,6 +264,12 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
         nodes = first.by_id()
         for nid, op in ops_of(graph, first.rank).items():
             if runs_on_servers(graph, nodes[nid], servers):
+                keys = key_count(op, cfg.ps_key_bytes)
+                if spec.simulated and keys > SIM_PS_KEYS:
+                    raise ExperimentError(f"{first.where()} node {nid} ({nodes[nid].name}): {op.key}: {keys} keys of "
+                                          f"ps_key_bytes = {cfg.ps_key_bytes}; the simulator numbers at most "
+                                          f"{SIM_PS_KEYS} an operation: raise ps_key_bytes to at least "
+                                          f"{-(-op.elements // SIM_PS_KEYS) * 4}")
                 try:
                     layout(op, servers, cfg.ps_key_bytes)
                 except ValueError as e:
@@ -269,8 +277,10 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     d = dilation if dilation is not None else (spec.dilation or 1.0)
     senders = {g.name: senders_per_group(graph, g.name) for g in graph.groups}  # each group's, once
     fan_in = max(1, max(sum(senders[g.name] for g in graph.groups if r in g.ranks) for r in range(graph.world_size)))
-    timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
-        graph, spec.bw_mbps, d, len(servers))
+    timeout = timeout_s
+    if timeout is None:
+        assert spec.bw_mbps, "refused above: a graph without a deadline of its own needs shaped links"
+        timeout = START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(graph, spec.bw_mbps, d, len(servers))
     # one job: its own id + 1 on (as ever); several: after every job's id, len(IN_NETWORK) a job
     first_id = None if len(plan.jobs) == 1 else len(plan.jobs) + 1 + job_index * len(IN_NETWORK)
     in_network = in_network_jobs(graph, cfg.job_id, first_id) if spec.algo == Algorithm.NETREDUCE else {}

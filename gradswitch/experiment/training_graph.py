@@ -1,5 +1,7 @@
-"""A training spec's job as an execution graph: what the training loop (gradswitch/hosts/iteration.py, the
-simulator's gs-training.cc) runs, given to the graph engines instead.
+"""A spec's job as an execution graph: what the training loop (gradswitch/hosts/iteration.py, the
+simulator's gs-training.cc) runs, given to the graph engines instead; a job without training (a synthetic
+gradient, or a model profile without `emulate`: every tensor all-reduced in a row, gradswitch/hosts/loops.py) as
+gradswitch.workload.generators.plain_graph (spec_graph).
 
 The graph is gradswitch.workload.generators.training_graph of the job the spec describes (its model, scale,
 emulated cluster, sync, scheduling, buckets and partitions, as placement.training_config makes them);
@@ -20,11 +22,27 @@ from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
 from gradswitch.hosts.ideal import ideal
 from gradswitch.topology.model import Topology
-from gradswitch.workload.generators import digits_graph, training_graph, training_job
+from gradswitch.workload.generators import digits_graph, plain_graph, training_graph, training_job
 from gradswitch.workload.graph import JobGraph
-from gradswitch.workload.job import DType, FloatMode, Scheduling, Sync
+from gradswitch.workload.job import Algorithm, DType, FloatMode, JobConfig, Role, Scheduling, Sync
+from gradswitch.workload.job import Node as Host
 
 DIGITS = "train-digits"  # the workload whose graph carries a real model's gradients
+
+
+def spec_graph(spec: ExperimentSpec, iterations: int) -> tuple[ExperimentSpec, JobGraph, float]:
+    """The spec's job as `iterations` iterations of a graph (its training's, or its all-reduces in a row without
+    training), the spec to run it with and the dilation (1 without training); train-digits' is spec_digits_graph."""
+    if training_config(spec) is not None:
+        return spec_training_graph(spec, iterations)
+    if spec.workload == DIGITS:
+        raise ExperimentError(f"{spec.label}: workload 'train-digits': its graph carries real gradients "
+                              "(spec_digits_graph)")
+    hosts = tuple(Host(i, Role.WORKER, f"h{i + 1}", f"10.0.0.{i + 1}") for i in range(spec.workers))
+    cfg = JobConfig(Algorithm.RING, hosts, iterations, spec.workload, size_bytes=spec.size_bytes, scale=spec.scale,
+                    dtype=spec.dtype, float_mode=spec.float_mode)
+    # the spec's workload is the graph's now; the spec that runs it keeps its network, transport and placement
+    return replace(spec, engine=Engine.LOOP), plain_graph(cfg, name=spec.label), 1.0
 
 
 def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[ExperimentSpec, JobGraph, float]:

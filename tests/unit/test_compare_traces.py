@@ -124,14 +124,20 @@ def test_a_trace_through_parameter_servers_is_taken(tmp_path, backend):
 
 
 def test_a_trace_through_parameter_servers_with_too_many_keys_is_refused_naming_the_node(tmp_path):
-    """An operation numbers at most 4,096 keys (its immediate data's steps): 1 MiB in keys of 4 bytes is 262,144,
-    refused when the spec loads, one line naming the trace file and node, with the smallest key that would do."""
-    traces(tmp_path / "et", "ar", 1 << 20)
+    """The hosts number an operation's keys past 4,096 in rounds (64 KiB in keys of 4 bytes, 16,384 keys, loads); the
+    simulator numbers at most 2^24 an operation: 128 MiB in keys of 4 bytes is refused when the spec loads, one
+    line naming the trace file and node, with the smallest key that would do."""
+    traces(tmp_path / "et", "ar", 64 << 10)
     path = spec_file(tmp_path, '[[runs]]\nname = "x"\nworkload_et = "et/ar"\nbw_mbps = 8\nalgo = "ps"\n'
                                'ps_key_bytes = 4\n')
-    assert refusal(path) == (f"{path}: run 'x': {tmp_path}/et/ar.0.et node 0 (all_reduce.0): c/world/0: 1048576 "
-                             "bytes make 262144 keys of ps_key_bytes = 4; an operation has at most 4096: raise "
-                             "ps_key_bytes to at least 256")
+    (run,) = load_spec(path).runs
+    assert run.ps_key_bytes == 4
+    traces(tmp_path / "et", "big", 128 << 20)
+    path = spec_file(tmp_path, '[[runs]]\nname = "x"\nworkload_et = "et/big"\nbw_mbps = 8\nalgo = "ps"\n'
+                               'ps_key_bytes = 4\nbackend = "ns3"\n')
+    assert refusal(path) == (f"{path}: run 'x': {tmp_path}/et/big.0.et node 0 (all_reduce.0): c/world/0: 33554432 "
+                             "keys of ps_key_bytes = 4; the simulator numbers at most 16777216 an operation: raise "
+                             "ps_key_bytes to at least 8")
 
 
 def test_a_trace_without_a_link_rate_or_a_rank_is_refused(tmp_path):

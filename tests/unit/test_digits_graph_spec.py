@@ -72,7 +72,6 @@ def test_several_jobs_and_servers_sharing_a_host_are_the_loops_placement() -> No
 
 
 @pytest.mark.parametrize(("kw", "says"), [
-    ({"workload": "resnet50", "dtype": "int32"}, "not 'resnet50' without emulate"),
     ({"fault": None, "faults": [{"kind": "worker-crash", "target": "1", "at_s": 1.0}]},
      "a worker's in a model's training on BMv2"),
     ({"dlcp": {"drop": True}}, "not in train-digits' real gradients"),

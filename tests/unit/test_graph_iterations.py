@@ -95,7 +95,11 @@ def test_a_generated_training_graph_gives_one_record_per_iteration() -> None:
 @pytest.mark.parametrize(("kw", "says"), [
     ({}, None),
     ({"backend": "bmv2"}, None),
-    ({"emulate": None}, "not 'resnet50' without emulate"),
+    ({"emulate": None}, None),  # a model's all-reduces in a row (gradswitch/workload/generators/plain.py)
+    ({"emulate": None, "backend": "bmv2"}, None),
+    ({"emulate": None, "float_mode": "exponent", "dtype": "float32"}, None),
+    ({"float_mode": "exponent", "dtype": "float32"}, "a model's training graph carries no exponent codes"),
+    ({"emulate": None, "backend": "bmv2", "faults": ["slow-worker:1@2,rate=2"]}, "in a run without emulate"),
     ({"jobs": 2}, None),
 ])
 def test_engine_graph_runs_a_models_training_on_either_backend(kw: dict[str, Any], says: str | None) -> None:

@@ -22,6 +22,7 @@ from gradswitch.workload.graph_iterations import iteration_of
 
 STEP_BITS = 12  # a write's immediate data: operation number << STEP_BITS | step
 MAX_OPS = 1 << (32 - STEP_BITS)
+STEPS = 1 << STEP_BITS  # the steps one number names; an operation of more runs them in rounds (Op.imm)
 RKEY_BASE = 0x47000000  # an operation's memory region: RKEY_BASE + its number
 
 
@@ -41,6 +42,7 @@ class Op:
     layer_class: int = 0  # DLCP: the layer class every packet of its writes carries (a collective node's)
     droppable: bool = False  # DLCP dropping: its packets may be droppable (a training graph's all-reduces)
     iteration: int | None = None  # a training graph's iteration (its node's name); None: another graph's
+    numbers: int = 0  # the graph's operations are numbered 1..numbers - 1 (an operation's rounds: Op.imm)
 
     @property
     def tag(self) -> Tag:
@@ -66,7 +68,23 @@ class Op:
         return RKEY_BASE + self.number
 
     def imm(self, step: int) -> int:
-        return self.number << STEP_BITS | step
+        """Step `step`'s immediate data: number << STEP_BITS | step for the first STEPS steps (every operation's
+        wire as ever); an operation of more steps (a parameter server's keys) runs them in rounds of STEPS, round r
+        under the number r x `numbers` + number, after every operation's own, so no two operations' writes share
+        one (ValueError, one line, past what the immediate data can number: at most MAX_OPS - 1)."""
+        rounds, within = divmod(step, STEPS)
+        number = self.number + rounds * self.numbers
+        if rounds and (not self.numbers or number >= MAX_OPS):
+            raise ValueError(f"{self.key}: step {step} needs round {rounds} of its {STEPS}-step numbers, past the "
+                             f"{MAX_OPS - 1} numbers immediate data of {32 - STEP_BITS} bits hold for "
+                             f"{max(1, self.numbers) - 1} operations")
+        return number << STEP_BITS | within
+
+    def most_steps(self) -> int:
+        """The most steps this operation can number (in rounds of STEPS)."""
+        if not self.numbers:
+            return STEPS
+        return STEPS * (1 + (MAX_OPS - 1 - self.number) // self.numbers)
 
     def schedule(self, position: int | None = None) -> Schedule:
         """The schedule of the member at `position` (this rank's by default)."""
@@ -156,6 +174,7 @@ def _numbering(graph: JobGraph) -> _Numbering:
 
 def _ops_of(graph: JobGraph, rank: int, numbering: _Numbering) -> dict[int, Op]:
     keys, numbers = numbering
+    count = len(numbers) + 1  # numbers 1..len(numbers); an operation's later rounds after them (Op.imm)
     out: dict[int, Op] = {}
     for n in graph.ranks[rank].nodes:
         if (rank, n.id) not in keys:
@@ -166,9 +185,12 @@ def _ops_of(graph: JobGraph, rank: int, numbering: _Numbering) -> dict[int, Op]:
             members = graph.group(n.group).ranks
             root = members.index(n.root) if n.collective == CollectiveKind.BROADCAST else 0
             out[n.id] = Op(key, number, "collective", n.collective, members, members.index(rank),
-                           elements_of(n.nbytes), root, sequence, n.layer_class, n.droppable, iteration_of(n.name))
+                           elements_of(n.nbytes), root, sequence, n.layer_class, n.droppable, iteration_of(n.name),
+                           count)
         elif isinstance(n, SendNode):
-            out[n.id] = Op(key, number, "send", None, (rank, n.peer), 0, elements_of(n.nbytes), sequence=sequence)
+            out[n.id] = Op(key, number, "send", None, (rank, n.peer), 0, elements_of(n.nbytes), sequence=sequence,
+                           numbers=count)
         elif isinstance(n, RecvNode):
-            out[n.id] = Op(key, number, "recv", None, (n.peer, rank), 1, elements_of(n.nbytes), sequence=sequence)
+            out[n.id] = Op(key, number, "recv", None, (n.peer, rank), 1, elements_of(n.nbytes), sequence=sequence,
+                           numbers=count)
     return out
