@@ -19,7 +19,7 @@ from gradswitch.experiment.runner import graph_results
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec, SpecError, spec_from_dict
 from gradswitch.experiment.training_graph import spec_digits_graph
 from gradswitch.workload.generators import digits_graph
-from gradswitch.workload.generators.digits import digits_bytes, digits_codes
+from gradswitch.workload.generators.digits import digits_bytes, digits_codes, digits_reductions
 from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.job import Algorithm, DType
 from tests.results import run_experiment
@@ -36,8 +36,9 @@ def test_a_digits_spec_on_the_graph_engine_makes_the_digits_graph_and_its_jobs()
     s = spec()
     assert s.engine == Engine.GRAPH and s.problems() == []
     graph = spec_digits_graph(s)
-    assert graph.world_size == 4 and len(graph.ranks[0].nodes) == 2 * 3 and graph.name == s.label
-    assert {n.nbytes for _, n in graph.collectives()} == {digits_bytes()}
+    assert graph.world_size == 4 and len(graph.ranks[0].nodes) == 5 * 3 and graph.name == s.label
+    assert [n.nbytes for _, n in graph.collectives()][:4] == [4 * r.elements for r in digits_reductions()]
+    assert sum(n.nbytes for _, n in graph.collectives()) == 4 * 3 * digits_bytes()  # 4 ranks, 3 iterations
     [tg] = training_graph_jobs(s, topology_for(s))
     assert tg.job.payload == PayloadKind.DIGITS and tg.job.job.dtype == DType.FLOAT32 and tg.dilation == 1.0
     assert tg.job.job.workload == "train-digits" and tg.job.job.seed == s.seed
@@ -48,11 +49,12 @@ def test_block_exponents_make_the_codes_all_reduce_before_the_values() -> None:
     s = spec(float_mode="exponent", algo="netreduce")
     assert s.problems() == []
     graph = spec_digits_graph(s)
-    assert [n.name for n in graph.ranks[0].nodes[:3]] == ["it0.gradient", "it0.exponents", "it0.all_reduce"]
-    assert [n.nbytes for _, n in graph.collectives()][:2] == [4 * digits_codes(), digits_bytes()]
+    assert [n.name for n in graph.ranks[0].nodes[:3]] == ["it0.gradient", "it0.exponents.fc2.bias",
+                                                          "it0.all_reduce.fc2.bias"]
+    assert sum(n.nbytes for _, n in graph.collectives()) == 4 * 3 * (4 * digits_codes() + digits_bytes())
     [tg] = training_graph_jobs(s, topology_for(s))
     assert set(tg.job.in_network) == {"all_reduce"}  # codes and values: one NetReduce job
-    assert len(spec_digits_graph(spec(float_mode="exponent", dtype="float32")).ranks[0].nodes) == 3 * 3
+    assert len(spec_digits_graph(spec(float_mode="exponent", dtype="float32")).ranks[0].nodes) == 9 * 3
 
 
 def test_several_jobs_and_servers_sharing_a_host_are_the_loops_placement() -> None:

@@ -19,7 +19,7 @@ from gradswitch.hosts.graph_job import GraphJob
 from gradswitch.hosts.graph_sources import data_source
 from gradswitch.workload.encoding import uses_exponents
 from gradswitch.workload.generators import collective_graph, digits_graph
-from gradswitch.workload.generators.digits import digits_bytes, digits_codes
+from gradswitch.workload.generators.digits import digits_bytes, digits_codes, digits_reductions
 from gradswitch.workload.gradients import digits_profile
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, ComputeNode
 from gradswitch.workload.graph_payload import PayloadKind
@@ -41,32 +41,46 @@ def graph_job(cfg: JobConfig, payload: PayloadKind = PayloadKind.DIGITS) -> Grap
                     payload=payload)
 
 
-def test_the_graph_is_a_gradient_then_its_all_reduce_per_iteration() -> None:
+TENSORS = ["fc2.bias", "fc2.weight", "fc1.bias", "fc1.weight"]  # back-propagation order, as the loop reduces them
+SIZES = [10, 128 * 10, 128, 64 * 128]
+CODES = [1, 2, 1, 8]  # one per block of 1024 values of each tensor
+
+
+def test_the_graph_is_a_gradient_then_the_loops_all_reduce_of_each_tensor_per_iteration() -> None:
+    """One all-reduce per tensor, in the loop's order and sizes (gradswitch/hosts/digits_job.py: Encoder.reduce of
+    each tensor, one at a time), so the wire carries what the loop's does."""
     graph = digits_graph(3, 4, compute_s=0.002)
-    assert digits_bytes() == 4 * digits_profile().elements == 4 * (64 * 128 + 128 + 128 * 10 + 10)
+    assert digits_bytes() == 4 * digits_profile().elements == 4 * sum(SIZES)
+    assert [t.name for t in digits_profile().tensors] == TENSORS
     for r in graph.ranks:
         nodes = list(r.nodes)
-        assert [n.name for n in nodes[:4]] == ["it0.gradient", "it0.all_reduce", "it1.gradient", "it1.all_reduce"]
+        assert [n.name for n in nodes[:6]] == ["it0.gradient", *(f"it0.all_reduce.{t}" for t in TENSORS),
+                                               "it1.gradient"]
+        assert len(nodes) == 4 * 5
         for i, n in enumerate(nodes):
-            assert n.deps == ((i - 1,) if i else ())  # each waits for the one before: the next gradient for the sum
+            assert n.deps == ((i - 1,) if i else ())  # each waits for the one before: the next gradient for the sums
             if isinstance(n, ComputeNode):
                 assert n.duration_s == 0.002
             else:
                 assert isinstance(n, CollectiveNode)
-                assert (n.collective, n.group, n.nbytes) == (CollectiveKind.ALL_REDUCE, "world", digits_bytes())
+                assert (n.collective, n.group, n.nbytes) == (CollectiveKind.ALL_REDUCE, "world",
+                                                             4 * SIZES[i % 5 - 1])
     with pytest.raises(ValueError, match="0 iterations"):
         digits_graph(2, 0)
 
 
-def test_with_block_exponents_each_iteration_reduces_its_codes_first() -> None:
-    """float_mode = exponent: per iteration the gradient, the all-reduce of every tensor's exponent codes (one per
-    block of 1024 values of each tensor: 1 + 2 + 1 + 8), then the values' after it."""
+def test_with_block_exponents_each_tensor_reduces_its_codes_first() -> None:
+    """float_mode = exponent: per iteration the gradient, then per tensor the all-reduce of its exponent codes (one
+    per block of 1024 values: 1, 2, 1, 8) and its values' after it, as the loop's Encoder.reduce does."""
     graph = digits_graph(2, 2, exponents=True)
-    assert digits_codes() == 12
+    assert digits_codes() == sum(CODES) == 12
+    assert [(r.name, r.codes, r.elements) for r in digits_reductions(True)] == [
+        x for t, c, e in zip(TENSORS, CODES, SIZES, strict=True) for x in ((t, True, c), (t, False, e))]
     nodes = list(graph.ranks[0].nodes)
-    assert [n.name for n in nodes] == ["it0.gradient", "it0.exponents", "it0.all_reduce", "it1.gradient",
-                                       "it1.exponents", "it1.all_reduce"]
-    assert [getattr(n, "nbytes", 0) for n in nodes[:3]] == [0, 4 * 12, digits_bytes()]
+    per_iteration = [x for t in TENSORS for x in (f"exponents.{t}", f"all_reduce.{t}")]
+    assert [n.name for n in nodes] == [f"it{i}.{x}" for i in range(2) for x in ("gradient", *per_iteration)]
+    assert [getattr(n, "nbytes", 0) for n in nodes[:9]] == [0, *(4 * x for c, e in zip(CODES, SIZES, strict=True)
+                                                                 for x in (c, e))]
     assert all(n.deps == ((i - 1,) if i else ()) for i, n in enumerate(nodes))
 
 
@@ -86,7 +100,7 @@ def test_the_source_follows_the_payload() -> None:
         data_source(PayloadKind.DIGITS, cfg, 0, ops_of(collective_graph(CollectiveKind.ALL_GATHER, 2, 400), 0))
     with pytest.raises(ValueError, match="dtype = float32"):
         data_source(PayloadKind.DIGITS, replace(cfg, dtype=DType.INT32, workload="synthetic"), 0, ops)
-    with pytest.raises(ValueError, match="with block exponents has only all-reduces of the world group of 12 and"):
+    with pytest.raises(ValueError, match="with block exponents has only all-reduces of the world group of 1, 10, 2, 1280, 1"):
         data_source(PayloadKind.DIGITS, replace(cfg, float_mode=FloatMode.EXPONENT), 0, ops)  # the codes' missing
 
 
@@ -96,7 +110,7 @@ def test_a_rank_alone_trains_as_the_loop_computes(tmp_path: Path) -> None:
     cfg = digits_job(2, 3)
     ops = ops_of(digits_graph(2, 3), 0)
     sources = [DigitsData(cfg, r, ops_of(digits_graph(2, 3), r)) for r in range(2)]
-    for op in sorted(ops.values(), key=lambda o: o.number):
+    for op in sorted(ops.values(), key=lambda o: o.sequence):
         total = np.sum([s.input(op).astype(np.int64) for s in sources], axis=0).astype(np.int32)
         for s in sources:
             s.finished(op, total)
@@ -109,7 +123,7 @@ def test_a_rank_alone_trains_as_the_loop_computes(tmp_path: Path) -> None:
 
 def test_checks_run_in_order() -> None:
     cfg = digits_job(2, 2)
-    ops = sorted(ops_of(digits_graph(2, 2), 0).values(), key=lambda o: o.number)
+    ops = sorted(ops_of(digits_graph(2, 2), 0).values(), key=lambda o: o.sequence)
     s = DigitsData(cfg, 0, {o.number: o for o in ops})
     for op in ops:
         s.finished(op, s.input(op))
@@ -120,8 +134,8 @@ def test_checks_run_in_order() -> None:
 @pytest.mark.parametrize("workers,iterations,mode", [(4, 5, "fixed"), (3, 3, "fixed"), (3, 4, "exponent")])
 def test_the_graph_engine_trains_the_same_model_as_the_loop(tmp_path: Path, workers: int, iterations: int,
                                                             mode: str) -> None:
-    """Same seed and settings: the loop's four tensors and the graph's one vector add up the same fixed point (with
-    block exponents: the same codes, then the same values scaled by each tensor's shared exponents), so every rank
+    """Same seed and settings: the loop's and the graph's all-reduces of the four tensors add up the same fixed point
+    (with block exponents: the same codes, then the same values scaled by each tensor's shared exponents), so every rank
     of both runs ends with the same parameters; every sum exact, the accuracy and loss per iteration equal."""
     cfg = digits_job(workers, iterations, float_mode=mode)
     (tmp_path / "loop").mkdir()
@@ -155,20 +169,20 @@ def test_through_parameter_servers_the_graph_engine_trains_the_same_model(tmp_pa
     assert all(n.checked is True for n in run.nodes if n.kind == "collective")
     ranks = [r for r in results.values() if r["role"] == "worker"]
     assert len(ranks) == 3 and {r["model_digest"] for r in [*loop.values(), *ranks]} == {loop[0]["model_digest"]}
-    keys = -(-digits_bytes() // 1024)
+    keys = sum(-(-4 * e // 1024) for e in SIZES)  # each tensor's all-reduce in keys of its own, as the loop's
     assert sum(r["keys_served"] for r in results.values() if r["role"] == "server") == 3 * keys
 
 
 def test_a_wrong_sum_is_caught_and_so_is_the_model_it_leaves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """One element of rank 1's second sum changed as it arrives: rank 1's check finds it (the rank fails naming the
-    node); its model is no longer the others', so its next gradient is not the one they compute for it, and the
-    third sum fails every rank's check."""
+    """One element of rank 1's second iteration's first sum (fc2.bias) changed as it arrives: rank 1's check finds it
+    (the rank fails naming the node); its model is no longer the others', so its next gradient is not the one they
+    compute for it, and the third iteration's sums fail every rank's check."""
     import gradswitch.hosts.graph_main as graph_main
 
     original = graph_main.HostRuntime.finish
 
     def corrupt(self: graph_main.HostRuntime, node: Any, output: Any) -> None:
-        if self.comm.me.node_id == 1 and node.id == 3:
+        if self.comm.me.node_id == 1 and node.id == 6:
             output = output.copy()
             output[7] += 1
         original(self, node, output)
@@ -177,13 +191,14 @@ def test_a_wrong_sum_is_caught_and_so_is_the_model_it_leaves(tmp_path: Path, mon
     cfg = digits_job(3, 3)
     results, run = run_graph_threads(graph_job(cfg), tmp_path)
     assert all(not r["ok"] and r.get("check_failed") for r in results.values())
-    assert "node 3 (it1.all_reduce, c/world/1): 1 of " in results[1]["error"]
+    assert "node 6 (it1.all_reduce.fc2.bias, c/world/4): 1 of 10 elements wrong" in results[1]["error"]
     assert [it["correct"] for it in results[1]["iterations"]] == [True, False, False]
     assert [it["wrong_elements"] for it in results[1]["iterations"]][1] == 1
     for r in (0, 2):
         assert [it["correct"] for it in results[r]["iterations"]] == [True, True, False]
         assert "it1" not in results[r]["error"] and "it2.all_reduce" in results[r]["error"]
-    assert [n.checked for n in run.nodes if n.rank == 0 and n.kind == "collective"] == [True, True, False]
+    checked = [n.checked for n in run.nodes if n.rank == 0 and n.kind == "collective"]
+    assert checked[:8] == [True] * 8 and False in checked[8:], checked
 
 
 class LockstepClock:
@@ -252,10 +267,10 @@ def test_on_a_simulated_clock_checks_run_while_the_gradient_computes_and_the_mod
     spans = GraphScheduler(graph.ranks[0], clock, dilation=1.0, timeout=60).run()
     gradient_spans = [spans[n.id] for n in graph.ranks[0].nodes if isinstance(n, ComputeNode)]
     checked_during = [t for t, _ in clock.checks if any(s.start <= t < s.end for s in gradient_spans)]
-    assert len(checked_during) == 3  # iterations 0-2's, each during the next gradient; the last one's is left
+    assert len(checked_during) == 3 * 4  # iterations 0-2's four sums, each during the next gradient; the last's left
     while clock.background():
         pass
-    assert [ok for _, ok in clock.checks] == [True] * 4
+    assert [ok for _, ok in clock.checks] == [True] * 4 * 4
     report = sources[0].report()
     assert [it["correct"] for it in report.iterations] == [True] * 4
     assert {s.report().extra["model_digest"] for s in sources} == {reference_digest(cfg)}
