@@ -461,9 +461,6 @@ class ExperimentSpec:
              "trace's graph runs with workload_et"),
             (self.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (self.float_mode == FloatMode.FIXED or self.dtype != DType.FLOAT32 or self.emulate is None,
-             f"{graph}: a model's training graph carries no exponent codes: float_mode = fixed (block exponents on "
-             "the graph engine: workload = 'train-digits')"),
             (not self.dlcp.lossy, f"{graph}: every sum is checked exact; no DLCP dropping"),
             (self.netreduce_k is None and self.netreduce_deadline_ms is None,
              f"{graph}: NetReduce k of N is the iteration loop's (leave engine out)"),

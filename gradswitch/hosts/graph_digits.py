@@ -18,8 +18,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from gradswitch.hosts.collectives.ops import Op
 from gradswitch.hosts.graph_data import SourceReport
 from gradswitch.workload.digits import FloatArray, Minibatches, Model

@@ -5,7 +5,11 @@ parameter digest at the end the loop's, the accuracy per iteration the loop's, e
 loop's results.json. On a rack at 20 Mb/s, a few iterations: the graph's all-reduces on the hosts' ring and in the
 switches (NetReduce), fixed point and block exponents (float_mode = exponent: each iteration's exponent codes first);
 and two jobs at once whose parameter servers share one host (jobs = 2, algo = ps, colocate_servers = true), each job's
-model the loop's job's."""
+model the loop's job's. The graph reduces as the loop does (one all-reduce per tensor, with block exponents its codes
+first: gradswitch.workload.generators.digits_reductions), so both put the same bytes on the wire: exactly, when
+neither run resent a packet (a retransmission, or a duplicate's acknowledgement, adds a packet of its own).
+
+Each pair's wire is printed (pytest -s) for the record."""
 
 from __future__ import annotations
 
@@ -19,11 +23,13 @@ from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.network import NetworkOptions
+from gradswitch.protocol.netreduce import MTU  # the specs' (ExperimentSpec's default)
 from tests.results import run_on
 
 pytestmark = pytest.mark.mininet
 
 ITERATIONS = 4
+HEADERS = 256  # more than any packet's headers (Ethernet, IP, UDP, RoCE's, NetReduce's)
 SPEC: dict[str, Any] = {"workers": 4, "topo": "rack", "workload": "train-digits", "dtype": "float32",
                         "iterations": ITERATIONS, "bw_mbps": 20.0, "seed": 7}
 
@@ -36,6 +42,25 @@ def digests(out: Path, job: int) -> dict[int, str]:
         if result["role"] == "worker":
             found[int(result["node_id"])] = result["model_digest"]
     return found
+
+
+def resent(report: dict[str, Any]) -> int:
+    """Packets a run sent more than once, or acknowledged again (a duplicate received)."""
+    return int(report["retransmissions"]) + int(report["duplicates"])
+
+
+def assert_same_wire(loop: dict[str, Any], graph: dict[str, Any], name: str) -> None:
+    """The same bytes and packets on the wire; a run that resent packets differs by at most those packets (none
+    larger than an MTU's payload with its headers), each resent packet counted."""
+    print(f"{name}: bytes on the wire loop {loop['bytes_on_wire']} graph {graph['bytes_on_wire']}, packets "
+          f"{loop['packets_on_wire']} / {graph['packets_on_wire']}, resent {resent(loop)} / {resent(graph)}")
+    if resent(loop) == resent(graph) == 0:
+        assert (graph["bytes_on_wire"], graph["packets_on_wire"]) == \
+            (loop["bytes_on_wire"], loop["packets_on_wire"]), name
+    else:
+        extra = resent(loop) + resent(graph)
+        assert abs(graph["packets_on_wire"] - loop["packets_on_wire"]) <= extra, name
+        assert abs(graph["bytes_on_wire"] - loop["bytes_on_wire"]) <= extra * (MTU + HEADERS), name
 
 
 def assert_exact(report: dict[str, Any], jobs: int = 1) -> None:
@@ -70,6 +95,7 @@ def test_the_graph_engine_trains_the_loops_model_through_bmv2(tmp_path: Path) ->
             assert [it[key] for it in graph["iterations"]] == [it[key] for it in loop["iterations"]], (name, key)
         assert graph["headline_extra"]["final_accuracy"] == loop["headline_extra"]["final_accuracy"]
         assert graph["iterations"][-1]["train_s"] > 0
+        assert_same_wire(loop, graph, name)
     assert reports[("ring-fixed", "loop")]["iterations"][-1]["accuracy"] > \
         reports[("ring-fixed", "loop")]["iterations"][0]["accuracy"]  # it learns
     # block exponents train another model than fixed point (the codes' all-reduce ran: not the fixed point's sums)
@@ -77,7 +103,7 @@ def test_the_graph_engine_trains_the_loops_model_through_bmv2(tmp_path: Path) ->
         set(digests(tmp_path / "netreduce-fixed-graph", 1).values())
     graph_job = json.loads((tmp_path / "netreduce-exponent-graph" / "graph" / "job1.json").read_text())
     names = [n["name"] for n in graph_job["graph"]["ranks"][0]["nodes"]]
-    assert names[:3] == ["it0.gradient", "it0.exponents", "it0.all_reduce"]
+    assert names[:3] == ["it0.gradient", "it0.exponents.fc2.bias", "it0.all_reduce.fc2.bias"]
 
 
 def test_two_jobs_whose_servers_share_a_host_train_the_loops_models_on_the_graph_engine(tmp_path: Path) -> None:
@@ -99,3 +125,4 @@ def test_two_jobs_whose_servers_share_a_host_train_the_loops_models_on_the_graph
         assert digests(tmp_path / "graph", job) == {r: digest for r in range(3)}, job
     assert [it["accuracy"] for it in reports["graph"]["iterations"]] == \
         [it["accuracy"] for it in reports["loop"]["iterations"]]
+    assert_same_wire(reports["loop"], reports["graph"], "ps-two-jobs")

@@ -88,16 +88,6 @@ def test_what_the_graph_engine_does_not_run_is_one_line(kw: dict[str, Any], says
     assert [p for p in problems if says in p], problems
 
 
-def test_a_models_training_graph_still_refuses_block_exponents() -> None:
-    """A model's training graph carries no exponent codes: float32 with float_mode = exponent is refused there (an
-    int32 job has no float mode to honour)."""
-    model = {"workload": "resnet50", "engine": "graph", "workers": 2, "bw_mbps": 20.0, "scale": 0.001,
-             "emulate": {"link_gbps": 10.0, "batch": 32}}
-    problems = spec_from_dict({**model, "dtype": "float32", "float_mode": "exponent"}).problems()
-    assert [p for p in problems if "a model's training graph carries no exponent codes" in p], problems
-    assert spec_from_dict({**model, "float_mode": "exponent"}).problems() == []
-
-
 def test_on_the_simulator_it_is_one_line_pointing_at_the_graph_for_timing() -> None:
     problems = spec(backend="ns3").problems()
     assert problems == ["workload = 'train-digits' computes its gradients in Python: it runs on BMv2 only (backend = "

@@ -100,7 +100,7 @@ def test_the_source_follows_the_payload() -> None:
         data_source(PayloadKind.DIGITS, cfg, 0, ops_of(collective_graph(CollectiveKind.ALL_GATHER, 2, 400), 0))
     with pytest.raises(ValueError, match="dtype = float32"):
         data_source(PayloadKind.DIGITS, replace(cfg, dtype=DType.INT32, workload="synthetic"), 0, ops)
-    with pytest.raises(ValueError, match="with block exponents has only all-reduces of the world group of 1, 10, 2, 1280, 1"):
+    with pytest.raises(ValueError, match="block exponents has only all-reduces of the world group of 1, 10, 2, 1280, "):
         data_source(PayloadKind.DIGITS, replace(cfg, float_mode=FloatMode.EXPONENT), 0, ops)  # the codes' missing
 
 
