@@ -23,13 +23,11 @@ from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.network import NetworkOptions
-from gradswitch.protocol.netreduce import MTU  # the specs' (ExperimentSpec's default)
-from tests.results import run_on
+from tests.results import assert_same_wire, run_on
 
 pytestmark = pytest.mark.mininet
 
 ITERATIONS = 4
-HEADERS = 256  # more than any packet's headers (Ethernet, IP, UDP, RoCE's, NetReduce's)
 SPEC: dict[str, Any] = {"workers": 4, "topo": "rack", "workload": "train-digits", "dtype": "float32",
                         "iterations": ITERATIONS, "bw_mbps": 20.0, "seed": 7}
 
@@ -42,25 +40,6 @@ def digests(out: Path, job: int) -> dict[int, str]:
         if result["role"] == "worker":
             found[int(result["node_id"])] = result["model_digest"]
     return found
-
-
-def resent(report: dict[str, Any]) -> int:
-    """Packets a run sent more than once, or acknowledged again (a duplicate received)."""
-    return int(report["retransmissions"]) + int(report["duplicates"])
-
-
-def assert_same_wire(loop: dict[str, Any], graph: dict[str, Any], name: str) -> None:
-    """The same bytes and packets on the wire; a run that resent packets differs by at most those packets (none
-    larger than an MTU's payload with its headers), each resent packet counted."""
-    print(f"{name}: bytes on the wire loop {loop['bytes_on_wire']} graph {graph['bytes_on_wire']}, packets "
-          f"{loop['packets_on_wire']} / {graph['packets_on_wire']}, resent {resent(loop)} / {resent(graph)}")
-    if resent(loop) == resent(graph) == 0:
-        assert (graph["bytes_on_wire"], graph["packets_on_wire"]) == \
-            (loop["bytes_on_wire"], loop["packets_on_wire"]), name
-    else:
-        extra = resent(loop) + resent(graph)
-        assert abs(graph["packets_on_wire"] - loop["packets_on_wire"]) <= extra, name
-        assert abs(graph["bytes_on_wire"] - loop["bytes_on_wire"]) <= extra * (MTU + HEADERS), name
 
 
 def assert_exact(report: dict[str, Any], jobs: int = 1) -> None:
