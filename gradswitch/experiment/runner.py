@@ -142,7 +142,8 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     in_network = contextlib.ExitStack()  # the graph jobs' NetReduce jobs, removed after whatever happens
     try:
         for tg in tgs:
-            in_network.enter_context(switch_jobs(net, tg.job, tg.job.job.credits))
+            in_network.enter_context(switch_jobs(net, tg.job, tg.job.job.credits,
+                                                 job_dir(run_dir, tg.job.job.job_id)))
         # DLCP's event counters count from the switch's start (several runs may share a network): this run's are
         # what they gained while its jobs ran (nothing of the jobs' runs before the go: their nodes only resolve
         # their peers, with ICMP).
@@ -168,6 +169,9 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
                                                 for event, n in counts.items()} for job, counts in now.items()}
         if settings.netreduce_jobs and not down:
             switches["netreduce"] = {str(job): asdict(status) for job, status in settings.netreduce_status().items()}
+        graph_jobs = [job for tg in tgs for job in sorted(tg.job.in_network.values())]
+        if graph_jobs and not down and net.control is not None:  # the graph's in-network jobs' switch counters
+            switches["netreduce"] = {str(job): asdict(net.control.netreduce.status(job)) for job in graph_jobs}
         rotations = settings.tensorlights_rotations()
     finally:
         in_network.close()

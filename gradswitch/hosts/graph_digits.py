@@ -10,6 +10,16 @@ decoded, divided by N and applied (SGD), and the model's held-out accuracy recor
 gradient on the parameters the iteration started from (the seed gives every shard and minibatch draw), encoded and
 summed tensor by tensor, must equal each output element for element: same gradients, same sums, same steps, the same
 model (its digest) as the loop's.
+
+On a NetReduce job of k of N (or with a deadline: docs/faults.md, "Stragglers: k of N"; fixed point only, as the
+loop's) a tensor's sum may hold fewer than N workers, each message naming its own: as the loop does, the update
+divides each element of each tensor by the workers its own sum holds (the same on every rank: the models stay
+identical) and each tensor's check is exact against the sum of exactly those workers' gradients. Each iteration
+records, as the loop's, `contributors` (the fewest workers a message's sum held, over the iteration's tensors: N
+without k of N) and `gradient_error` (the averaged gradient's relative error against the mean of all N, over all
+tensors). A slow worker (slow-worker's factor) stretches each gradient's computation as the loop does, by
+(factor - 1) x a minibatch's gradient timed warm (`compute_s`: the graph's computation nodes wait it,
+gradswitch/hosts/graph_engine.py), cut short on a k-of-N job once the sum it would join is here.
 """
 
 from __future__ import annotations
@@ -18,8 +28,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from gradswitch.hosts.collectives.ops import Op
-from gradswitch.hosts.graph_data import SourceReport
+from gradswitch.hosts.digits_job import minibatch_s
+from gradswitch.hosts.graph_data import Contributors, SourceReport
+from gradswitch.hosts.netreduce_quorum import held_mask
 from gradswitch.workload.digits import FloatArray, Minibatches, Model
 from gradswitch.workload.encoding import Encoder, IterationCheck, Reduced, uses_exponents
 from gradswitch.workload.floats import ExponentArray
@@ -30,11 +45,14 @@ from gradswitch.workload.job import DType, JobConfig
 from gradswitch.workload.records import CheckKind, IterationRecord
 from gradswitch.workload.worker_result import iteration_entry
 
+HeldMask = npt.NDArray[np.bool_]  # per rank and element of a tensor: is that rank's value in its sum
+
 
 @dataclass
 class _Iteration:
     """One iteration on this rank: the parameters it started from and its own gradient (per tensor), until
-    checked; per tensor, its sum received and (block exponents) its codes' sum and the shared exponents they give."""
+    checked; per tensor, its sum received, (block exponents) its codes' sum and the shared exponents they give, and
+    (k of N) the ranks its sum holds."""
 
     index: int
     start: float
@@ -47,16 +65,21 @@ class _Iteration:
     codes: list[Int32Array | None] = field(default_factory=list)  # block exponents: each tensor's codes' sum
     exponents: list[ExponentArray | None] = field(default_factory=list)  # ... and its shared exponents
     totals: list[Int32Array | None] = field(default_factory=list)  # each tensor's sum
+    held: list[HeldMask | None] = field(default_factory=list)  # k of N: each tensor's held mask (None: every rank's)
     end: float = 0.0
     ended: bool = False
     accuracy: float = 0.0
     train_s: float = 0.0  # the iterations' wall time until this one's end (checks and evaluation excluded)
-    want: list[tuple[Reduced, FloatArray | None]] | None = None  # per tensor, what the sums must be (once computed)
+    grads: list[list[FloatArray]] | None = None  # every worker's gradient on `before` (once computed)
+    want: list[tuple[Reduced, FloatArray | None] | None] = field(default_factory=list)  # per tensor, its sum's must
+    means: list[FloatArray] | None = None  # per tensor, the averaged gradient the step took
 
     def __post_init__(self) -> None:
         self.codes = [None] * self.tensors
         self.exponents = [None] * self.tensors
         self.totals = [None] * self.tensors
+        self.held = [None] * self.tensors
+        self.want = [None] * self.tensors
 
 
 def digits_problem(cfg: JobConfig) -> str | None:
@@ -92,6 +115,7 @@ class DigitsData:
                                  f"{op.collective or op.kind} of {op.elements} on ranks {list(op.members)}")
         self.batches = Minibatches(cfg.seed, self.n)
         self.model = Model.initial(cfg.seed)
+        self.compute_s = minibatch_s(self.batches, rank, self.model)  # what a slow worker's factor stretches
         self.iterations: list[_Iteration] = []  # in the order they started
         self.checked = 0  # operations checked
         self.train_s = 0.0  # the iterations' wall time so far (checks and evaluation excluded), as the loop's
@@ -138,55 +162,83 @@ class DigitsData:
             out.append(Reduced(total, codes, exponents))
         return out
 
-    def finished(self, op: Op, output: Int32Array) -> None:
+    def finished(self, op: Op, output: Int32Array, contributors: Contributors | None = None) -> None:
         it, r = self._iteration(op), self._reduction(op)
+        if contributors is not None:
+            if self.exponent:
+                raise ValueError(f"{op.key}: a sum of some ranks alone (k of N) is for fixed point; block exponents' "
+                                 "codes and values hold every rank's")
+            it.held[r.tensor] = held_mask(contributors, self.n, len(output))  # this tensor's own sum's
         if r.codes:
             it.codes[r.tensor] = output
             return
         it.totals[r.tensor] = output
         if not self._last(op):
             return
-        self.model.step([self.encoder.decode(s) / self.n for s in self._sums(it)])
+        # each tensor's elements divided by the workers its own sum holds (N without k of N), as the loop's
+        it.means = [self.encoder.decode(s) / (self.n if h is None else h.sum(axis=0))
+                    for s, h in zip(self._sums(it), it.held, strict=True)]
+        self.model.step(it.means)
         it.end, it.ended = time.monotonic(), True
         self.train_s += it.end - it.start
         it.train_s = self.train_s
         it.accuracy = self.batches.accuracy(self.model)
 
-    def _wanted(self, it: _Iteration) -> list[tuple[Reduced, FloatArray | None]]:
-        """Per tensor, what every worker's gradient on the iteration's parameters sums to (their draws advance:
-        computed once per iteration, in order)."""
-        if it.want is None:
+    def _grads(self, it: _Iteration) -> list[list[FloatArray]]:
+        """Every worker's gradient on the iteration's parameters (their draws advance: computed once per iteration,
+        in order)."""
+        if it.grads is None:
             assert it.before is not None and it.mine is not None
-            grads = [it.mine if r == self.rank else self.batches.gradients(it.before, r)[0] for r in range(self.n)]
-            it.want = [self.encoder.expected_of([g[j] for g in grads]) for j in range(self.tensors)]
-        return it.want
+            it.grads = [it.mine if r == self.rank else self.batches.gradients(it.before, r)[0] for r in range(self.n)]
+        return it.grads
+
+    def _wanted(self, it: _Iteration, j: int) -> tuple[Reduced, FloatArray | None]:
+        """What tensor j's sum must be: every worker's gradient of it summed (k of N: exactly the workers its sum
+        holds, known once it ended; with block exponents, codes and values, every worker's)."""
+        want = it.want[j]
+        if want is None:
+            held = it.held[j]
+            want = self.encoder.expected_of([g[j] if held is None else g[j] * held[q]
+                                             for q, g in enumerate(self._grads(it))])
+            it.want[j] = want
+        return want
 
     def expected(self, op: Op) -> Int32Array:
         """What the operation's sum must be: its tensor's codes' or values' of every worker's gradient on the
-        iteration's parameters (operations are checked in order; the iteration's record at its last)."""
+        iteration's parameters (k of N: of exactly the workers its sum holds; operations are checked in order, the
+        iteration's record at its last)."""
         if op.sequence != self.checked:
             raise RuntimeError(f"{op.key}: operation {op.sequence} checked out of order (next: {self.checked})")
         it, r = self._iteration(op), self._reduction(op)
         if it.before is None or (self._last(op) and not it.ended):
             raise RuntimeError(f"{op.key}: iteration {it.index} checked before it ended")
-        want, _ = self._wanted(it)[r.tensor]
+        want, _ = self._wanted(it, r.tensor)
         self.checked += 1
         if r.codes:
             assert want.codes is not None
             return want.codes
         if not self._last(op):
             return want.total
+        assert it.means is not None
         check = IterationCheck()
-        for (w, ref), got in zip(self._wanted(it), self._sums(it), strict=True):
-            check.add(self.encoder, got, w, ref)
+        for j, got in enumerate(self._sums(it)):
+            w, reference = self._wanted(it, j)
+            check.add(self.encoder, got, w, reference)
         check.saturated = it.saturated
+        grads = self._grads(it)
+        full = [sum((g[j] for g in grads[1:]), grads[0][j]) / self.n  # the mean of all N
+                for j in range(self.tensors)]
+        error = float(np.sqrt(sum(np.sum((m - f) ** 2) for m, f in zip(it.means, full, strict=True))
+                              / max(sum(np.sum(f**2) for f in full), 1e-300)))
+        held = min(self.n if h is None else int(h.sum(axis=0).min()) for h in it.held)
         self.records.append(IterationRecord(
             it.index, it.start, it.end, check.wrong == 0, check.wrong, check.err, check.saturated,
             {"accuracy": it.accuracy, "loss": it.loss, "relative_error": check.relative_error,
-             "comm_s": it.end - it.comm_start, "train_s": it.train_s},
+             "comm_s": it.end - it.comm_start, "train_s": it.train_s, "gradient_error": error,
+             "contributors": float(held)},
             check=CheckKind.EXACT))
-        it.before = it.mine = it.want = None  # checked: keep no copies
-        it.codes, it.exponents, it.totals = [], [], []
+        it.before = it.mine = it.grads = it.means = None  # checked: keep no copies
+        it.codes, it.exponents, it.totals, it.held, it.want = [], [], [], [], []
         return want.total
 
     def report(self) -> SourceReport:

@@ -12,12 +12,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gradswitch.hosts.collectives.ops import ops_of
+from gradswitch.hosts.collectives.ops import Op, ops_of
 from gradswitch.hosts.graph_data import SyntheticData
 from gradswitch.hosts.graph_digits import DigitsData
 from gradswitch.hosts.graph_job import GraphJob
 from gradswitch.hosts.graph_sources import data_source
-from gradswitch.workload.encoding import uses_exponents
+from gradswitch.hosts.netreduce_quorum import held_mask
+from gradswitch.protocol.netreduce import MESSAGE_ELEMENTS
+from gradswitch.workload.digits import Minibatches, Model
+from gradswitch.workload.encoding import Encoder, Reduced, uses_exponents
 from gradswitch.workload.generators import collective_graph, digits_graph
 from gradswitch.workload.generators.digits import digits_bytes, digits_codes, digits_reductions
 from gradswitch.workload.gradients import digits_profile
@@ -153,6 +156,8 @@ def test_the_graph_engine_trains_the_same_model_as_the_loop(tmp_path: Path, work
         assert [it["extra"]["accuracy"] for it in its] == [it["extra"]["accuracy"] for it in loop[rank]["iterations"]]
         assert [it["extra"]["loss"] for it in its] == [it["extra"]["loss"] for it in loop[rank]["iterations"]]
         assert [it["saturated"] for it in its] == [it["saturated"] for it in loop[rank]["iterations"]]
+        for key in ("contributors", "gradient_error"):  # N of N: every worker in every sum, as the loop's
+            assert [it["extra"][key] for it in its] == [it["extra"][key] for it in loop[rank]["iterations"]], key
         assert all(0 < it["extra"]["comm_s"] <= it["time_s"] <= it["extra"]["train_s"] for it in its)
 
 
@@ -274,3 +279,112 @@ def test_on_a_simulated_clock_checks_run_while_the_gradient_computes_and_the_mod
     report = sources[0].report()
     assert [it["correct"] for it in report.iterations] == [True] * 4
     assert {s.report().extra["model_digest"] for s in sources} == {reference_digest(cfg)}
+
+
+def contributors_of(op: Op) -> tuple[tuple[int, ...], ...]:
+    """A 3-of-4 all-reduce's contributors as the switch names them, per message: each tensor's sum of its own, a
+    different rank left out per message, tensor and iteration; an iteration's second tensor (fc2.weight) holds all 4,
+    and the last iteration's every tensor (the fewest an iteration held: 3, 3, 4)."""
+    messages = -(-op.elements // MESSAGE_ELEMENTS)
+    reductions = len(digits_reductions())
+    if op.sequence % reductions == 1 or op.sequence // reductions == 2:
+        return tuple((0, 1, 2, 3) for _ in range(messages))
+    return tuple(tuple(r for r in range(4) if r != (op.number + m) % 4) for m in range(messages))
+
+
+def partial_sum(sources: list[DigitsData], op: Op) -> tuple[Any, tuple[tuple[int, ...], ...]]:
+    """A k-of-N all-reduce's output as the switch makes it: per message, the sum of the ranks it names."""
+    inputs = [s.input(op) for s in sources]
+    contributors = contributors_of(op)
+    held = held_mask(contributors, 4, op.elements)
+    total = np.sum([np.where(held[r], x, 0).astype(np.int64) for r, x in enumerate(inputs)], axis=0)
+    return total.astype(np.int32), contributors
+
+
+def loop_of(cfg: JobConfig, ops: list[Op]) -> tuple[str, list[tuple[float, float]]]:
+    """The loop's arithmetic (gradswitch/hosts/digits_job.py TrainLoop.run) on the same sums: per tensor the fixed
+    point of exactly the ranks its messages name, each element divided by them, SGD; per iteration the fewest
+    contributors over the tensors and the averaged gradient's relative error against the mean of all 4. The final
+    model's digest and, per iteration, (contributors, gradient_error)."""
+    batches, model, encoder = Minibatches(cfg.seed, 4), Model.initial(cfg.seed), Encoder(cfg)
+    per_iteration = len(digits_reductions())
+    records = []
+    for i in range(cfg.iterations):
+        before = model.copy()
+        grads = [batches.gradients(before, r)[0] for r in range(4)]
+        held = [held_mask(contributors_of(op), 4, op.elements) for op in ops[i * per_iteration:(i + 1) * per_iteration]]
+        means = []
+        for j, h in enumerate(held):
+            total = np.sum([np.where(h[r], encoder.fixed.encode(g[j])[0], 0).astype(np.int64)
+                            for r, g in enumerate(grads)], axis=0).astype(np.int32)
+            means.append(encoder.decode(Reduced(total)) / h.sum(axis=0))
+        model.step(means)
+        full = [sum(g[j] for g in grads) / 4 for j in range(len(held))]
+        error = float(np.sqrt(sum(np.sum((m - f) ** 2) for m, f in zip(means, full, strict=True))
+                              / sum(np.sum(f**2) for f in full)))
+        records.append((float(min(int(h.sum(axis=0).min()) for h in held)), error))
+    return model.digest(), records
+
+
+def test_a_k_of_n_sum_is_checked_against_the_ranks_it_holds_and_divided_by_them() -> None:
+    """NetReduce 3 of 4, per tensor: each tensor's all-reduce names its own messages' contributors; every rank divides
+    each tensor's elements by the workers its own sum holds (the same step everywhere: one model, the loop's
+    arithmetic's), checks each tensor's sum exactly against those ranks' gradients, and records the fewest contributors
+    over the iteration's tensors and the gradient's error against the mean of all 4 over all tensors, both as the
+    loop computes them. A sum of all 4 that names 3 fails the check."""
+    cfg = digits_job(4, 3)
+    graph = digits_graph(4, 3)
+    sources = [DigitsData(cfg, r, ops_of(graph, r)) for r in range(4)]
+    ops = sorted(ops_of(graph, 0).values(), key=lambda o: o.sequence)
+    assert [o.elements for o in ops[:4]] == SIZES and SIZES[-1] > MESSAGE_ELEMENTS  # fc1.weight: several messages
+    for op in ops:
+        total, contributors = partial_sum(sources, op)
+        for s in sources:
+            s.finished(op, total, contributors)
+            assert np.array_equal(s.expected(op), total)
+    reports = [s.report() for s in sources]
+    digest, loop = loop_of(cfg, ops)
+    assert {r.extra["model_digest"] for r in reports} == {digest}  # every rank took the loop's step
+    for r in reports:
+        assert all(it["correct"] and it["wrong_elements"] == 0 for it in r.iterations)
+        assert [(it["extra"]["contributors"], it["extra"]["gradient_error"]) for it in r.iterations] == loop
+    assert [c for c, _ in loop] == [3.0, 3.0, 4.0]
+    assert all(0.01 < e < 1 for _, e in loop[:2]) and loop[2][1] < 1e-3  # all 4: the fixed point's rounding alone
+    n_of_n = [DigitsData(cfg, r, ops_of(graph, r)) for r in range(4)]  # the same sums, told nothing: divided by N
+    for op in ops:
+        total, _ = partial_sum(n_of_n, op)
+        for s in n_of_n:
+            s.finished(op, total)
+    assert n_of_n[0].model.digest() != digest  # another model than each tensor divided by its own sum's workers
+
+    wrong = [DigitsData(cfg, r, ops_of(graph, r)) for r in range(4)]
+    op = ops[0]
+    full = np.sum([s.input(op).astype(np.int64) for s in wrong], axis=0).astype(np.int32)
+    wrong[0].finished(op, full, contributors_of(op))
+    assert not np.array_equal(wrong[0].expected(op), full)  # fc2.bias: the sum of all 4 where 3 were named
+
+    exponent = digits_job(4, 1, float_mode="exponent")  # block exponents' sums hold every rank (the spec says so too)
+    source = DigitsData(exponent, 0, ops_of(digits_graph(4, 1, exponents=True), 0))
+    codes = min(ops_of(digits_graph(4, 1, exponents=True), 0).values(), key=lambda o: o.sequence)
+    with pytest.raises(ValueError, match=r"k of N\) is for fixed point"):
+        source.finished(codes, source.input(codes), ((0, 1, 2),))
+
+
+def test_synthetic_data_checks_a_k_of_n_sum_against_its_contributors() -> None:
+    """A synthetic all-reduce's k-of-N output must be the sum of exactly the ranks each message names; an N-of-N
+    one every rank's, as before; only an all-reduce's sum may leave ranks out."""
+    graph = collective_graph(CollectiveKind.ALL_REDUCE, 4, 3 * MESSAGE_ELEMENTS * 4)
+    op = next(iter(ops_of(graph, 0).values()))
+    source = SyntheticData(5)
+    inputs = [op.input(5, q) for q in range(4)]
+    contributors = ((0, 1, 2), (1, 2, 3), (0, 1, 2, 3))
+    source.finished(op, inputs[0], contributors)
+    want = source.expected(op)
+    m = MESSAGE_ELEMENTS
+    assert np.array_equal(want[:m], inputs[0][:m] + inputs[1][:m] + inputs[2][:m])
+    assert np.array_equal(want[m : 2 * m], inputs[1][m : 2 * m] + inputs[2][m : 2 * m] + inputs[3][m : 2 * m])
+    assert np.array_equal(want[2 * m :], np.sum(inputs, axis=0)[2 * m :])
+    assert np.array_equal(source.expected(op), op.expected(5))  # told nothing: every rank
+    gather = next(iter(ops_of(collective_graph(CollectiveKind.ALL_GATHER, 4, 4096), 0).values()))
+    with pytest.raises(ValueError, match="only an all-reduce's sum holds some ranks alone, not all_gather's"):
+        source.finished(gather, inputs[0][:4], contributors)
