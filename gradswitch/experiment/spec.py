@@ -464,9 +464,6 @@ class ExperimentSpec:
         limits = [
             (self.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (self.float_mode == FloatMode.FIXED or self.dtype != DType.FLOAT32 or self.emulate is None,
-             f"{graph}: a model's training graph carries no exponent codes: float_mode = fixed (block exponents on "
-             "the graph engine: workload = 'train-digits')"),
             (not self.dlcp.lossy or self.emulate is not None, f"{graph}: DLCP dropping in a model's training (a "
              "model profile with emulate), not in train-digits' real gradients (its sums are checked exact): leave "
              "engine out"),

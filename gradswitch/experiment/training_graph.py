@@ -4,7 +4,8 @@ gradient, or a model profile without `emulate`: every tensor all-reduced in a ro
 gradswitch.workload.generators.plain_graph (spec_graph).
 
 The graph is gradswitch.workload.generators.training_graph of the job the spec describes (its model, scale,
-emulated cluster, sync, scheduling, buckets and partitions, as placement.training_config makes them);
+emulated cluster, sync, scheduling, buckets and partitions, as placement.training_config makes them, and its dtype
+and float mode: with block exponents the exponent codes' all-reduces the loop's plan has);
 the spec that runs it keeps the fabric, links, transport and placement, and leaves the workload to the
 graph. Its times come back as the emulated cluster's (the graph engines divide by the dilation).
 
@@ -52,9 +53,11 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
     if training is None:
         raise ExperimentError(f"{spec.label}: workload {spec.workload!r} without an emulated cluster: a training "
                               f"graph needs a model profile and `emulate`")
-    # the spec's algorithm: priority partitions go in the order its link-rate bound gives (gradswitch/workload/plan.py)
+    # the spec's algorithm: priority partitions go in the order its link-rate bound gives (gradswitch/workload/plan.py);
+    # its dtype and float mode: float32 with block exponents puts each op's exponent codes on the wire before it, as
+    # the loop's plan does (gradswitch/workload/plan.py with_codes; the graph's `it{i}.codes.{k}` ops)
     cfg = replace(training_job(spec.workload, spec.workers, iterations, scale=spec.scale), algo=spec.algo,
-                  training=training)
+                  training=training, dtype=spec.dtype, float_mode=spec.float_mode)
     graph = training_graph(cfg, name=spec.label)
     # The spec's training fields are the graph's now; the spec that runs it has the defaults.
     plain = replace(spec, workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO,

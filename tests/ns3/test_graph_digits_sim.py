@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gradswitch.protocol.paths import REPO_ROOT
-from gradswitch.workload.generators.digits import digits_bytes
+from gradswitch.workload.generators.digits import digits_reductions
 
 pytestmark = pytest.mark.ns3
 
@@ -36,7 +36,7 @@ def test_the_digits_graph_runs_on_the_simulator_for_timing(tmp_path: Path, algo:
     report = json.loads((tmp_path / "run" / "graph-results.json").read_text())
     assert report["checked"] and "training" not in report  # no model: the graph alone, for timing
     assert [(c["collective"], c["nbytes"], c["checked"]) for c in report["collectives"]] == \
-        [("all_reduce", digits_bytes(), True)] * 3
+        [("all_reduce", 4 * r.elements, True) for r in digits_reductions()] * 3  # the loop's: one per tensor
     assert {c["algorithm"] for c in report["collectives"]} == {algo}
     assert report["job_s"] > 0
 
