@@ -8,18 +8,20 @@ compare` refuses the same in a spec's trace runs, gradswitch/experiment/compare_
 graph engine runs it (graph_run.run_graph_experiment); on ns-3 the simulator's (gradswitch.sim.graph_run), with
 the same job (placement, transport, window shared among the groups a rank receives from; with algo =
 netreduce the all-reduce's NetReduce job) so that both backends run one job. Both give a GraphRunReport
-(graph_run.summarize), written as graph-results.json.
+(graph_run.summarize), written into the run's results.json as every run's results are (its `graph` section:
+gradswitch/experiment/trace_results.py).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
+from gradswitch.experiment import results_file
 from gradswitch.experiment.graph_run import (
+    RESULTS,
     SEND_RECV,
     GraphRunReport,
     graph_job,
@@ -30,17 +32,16 @@ from gradswitch.experiment.graph_run import (
 from gradswitch.experiment.graph_timeline import write_graph_timeline
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import fault_line, interrupting
+from gradswitch.experiment.results_file import Outcome
 from gradswitch.experiment.run_plan import sim_settings
-from gradswitch.experiment.simulated import link_usage
+from gradswitch.experiment.simulated import link_usage, speed
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, named
+from gradswitch.experiment.trace_results import trace_results
 from gradswitch.sim.faults import fault_records
 from gradswitch.sim.graph_run import run_graph as simulate_graph
 from gradswitch.workload.chakra import read_traces
 from gradswitch.workload.graph import JobGraph
 from gradswitch.workload.job import Algorithm
-
-GRAPH_RESULTS = "graph-results.json"
-
 
 # What a trace's run has no use for: its traces give the sizes, the computation and how often each runs, and it
 # runs one job (spec.problems keeps the rest: a worker's fault on a trace, NetReduce k of N, ...).
@@ -86,7 +87,7 @@ def load_graph(spec: ExperimentSpec, given: Collection[str] = ()) -> tuple[Exper
 def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, sim_dilation: float = 1.0
                    ) -> GraphRunReport:
     """Run the graph on the spec's backend, its communication carrying synthetic data; the report is also
-    out_dir/graph-results.json, its timeline out_dir/graph-timeline.{json,png} (compute and each collective per
+    out_dir/results.json (its `graph`), its timeline out_dir/graph-timeline.{json,png} (compute and each collective per
     rank). `sim_dilation`: on ns-3, the computation stretched by it on the simulated clock and the times reported
     divided by it, as a BMv2 run dilated by it does (the twin of such a run)."""
     out_dir = out_dir.resolve()
@@ -104,7 +105,7 @@ def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, dilation: fl
     # the simulator runs at the links' own rate; dilated, its computation is as long as a dilated BMv2 run's
     job, placement = graph_job(topo, spec, graph, dilation=dilation)
     settings = sim_settings(spec, [job.job], placement, progress=False)
-    started = time.monotonic()
+    started, started_at = time.monotonic(), time.time()
     result = simulate_graph(graph.dilated(dilation) if dilation != 1.0 else graph, topo, settings, out_dir / "sim",
                             job=job.job, mpi_ranks=spec.ranks, hostfile=Path(spec.hostfile) if spec.hostfile else None,
                             in_network=job.in_network)
@@ -116,14 +117,21 @@ def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, dilation: fl
     faults = tuple(fault_records(spec.faults, list(result.sim.faults), result.sim.nodes, [job.job],
                                  result.sim.speed.sim_s))
     errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
-    report = summarize(job, run, list(result.hosts), spec.bw_mbps, link_usage(topo, result.sim), None,
+    usage = link_usage(topo, result.sim)
+    report = summarize(job, run, list(result.hosts), spec.bw_mbps, usage, None,
                        errors, time.monotonic() - started,
                        resent_packets(n for nodes in result.sim.nodes.values() for n in nodes.values()))
     report = replace(report, faults=faults)
     # A simulated run is never machine-bound: its clock is the model's, not the machine's.
     report = replace(report, machine_bound=None, machine_bound_reason=None)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / GRAPH_RESULTS).write_text(json.dumps(report.to_dict(), indent=1))
+    body = trace_results(spec, graph, report, started_at, result.sim.nodes[job.job.job_id].values(), usage,
+                         result.sim.switches, job.job.job_id)
+    body["simulator"] = speed(result.sim, spec)
+    if result.sim.time_limit_hit:
+        body["ok"], body["outcome"] = False, str(Outcome.FAILED)
+        body["errors"]["simulator"] = f"stopped at its simulated time limit ({result.sim.speed.sim_s:.3g} s)"
+    results_file.write(out_dir / RESULTS, body)
     return report
 
 

@@ -22,7 +22,6 @@ testbed's link rate x D, so a time over its bound reads the same on either clock
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections import defaultdict
@@ -30,8 +29,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from gradswitch.experiment import results_file
 from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from gradswitch.experiment.links import LinkMeter
@@ -39,13 +39,13 @@ from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placed_load import ideal_link_load
 from gradswitch.experiment.placement import Placement, rto_of, topology_for
 from gradswitch.experiment.report import interrupting
-from gradswitch.experiment.results_file import read_json
+from gradswitch.experiment.results_file import GraphFigures, Results
 from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrder
 from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.experiment.testbed_run import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
-from gradswitch.formats import FormatError, check_format
+from gradswitch.experiment.trace_results import trace_results
 from gradswitch.hosts.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
 from gradswitch.hosts.collectives.ops import all_ops, ops_of
 from gradswitch.hosts.collectives.ps import PS, layout, runs_on_servers, servers_run
@@ -65,7 +65,7 @@ from gradswitch.workload.job import Algorithm, job_dir, job_file
 from gradswitch.workload.plan import allreduce_bound_s
 from gradswitch.workload.worker_result import WorkerResult
 
-REPORT_FORMAT = 1
+RESULTS = "results.json"  # what a run writes (gradswitch/experiment/results_file.py), a trace run's too
 SEND_RECV = "send_recv"  # the per-type summary's name for point-to-point transfers
 START_MARGIN_S = 60.0  # a graph's deadline: this plus TIMEOUT_FACTOR x its serial estimate
 TIMEOUT_FACTOR = 10.0
@@ -155,56 +155,63 @@ class GraphRunReport:
     def job_s(self) -> float:
         return self.run.job_s
 
-    def to_dict(self) -> dict[str, Any]:
-        # every field as asdict gives it but the run, which is its own to_dict's (asdict would copy every node first)
-        d = asdict(replace(self, run=GraphRun(())))
-        d["format"] = REPORT_FORMAT
-        d["run"] = self.run.to_dict()
-        d["job_s"] = self.job_s
+    def section(self) -> GraphFigures:
+        """results.json's `graph`: what the report holds beyond the loop's figures (its errors, faults, CPU, machine
+        judgement and wall time are results.json's own: trace_results.trace_results puts them there)."""
+        d = asdict(replace(self, run=GraphRun(()), faults=()))
         for out in [*d["collectives"], *d["transfers"]]:
             out["time_s"] = out["end_s"] - out["start_s"]
-        d["exposed_s"] = {str(k): v for k, v in self.exposed_s.items()}
-        d["faults"] = [r.to_dict() for r in self.faults]
-        return d
+        section = {k: d[k] for k in GRAPH_SECTION if k not in ("run", "job_s", "exposed_s", "hosts")}
+        section.update(run=self.run.to_dict(), job_s=self.job_s, hosts=list(self.hosts),
+                       exposed_s={str(k): v for k, v in self.exposed_s.items()})
+        return cast(GraphFigures, section)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> GraphRunReport:
-        """The report graph-results.json holds (to_dict's); ValueError, KeyError or TypeError for one this code
-        cannot read (read_graph_report turns them into one line)."""
-        if d.get("format") != REPORT_FORMAT:
-            raise ValueError(f"format {d.get('format')!r}; this gradswitch reads format {REPORT_FORMAT}")
+    def from_results(cls, results: Results) -> GraphRunReport:
+        """The report a trace run's results.json holds (its `graph`, with the run's errors, faults, CPU and wall
+        time); ValueError, KeyError or TypeError for one this code cannot read (read_graph_report makes them one
+        line)."""
+        d = results["graph"]
+        extra = results["headline_extra"]
 
-        def own(kind: type[Any], raw: dict[str, Any]) -> Any:  # the dataclass's fields, not what to_dict adds
+        def own(kind: type[Any], raw: Any) -> Any:  # the dataclass's fields, not what section() adds
             return kind(**{f.name: raw[f.name] for f in fields(kind) if f.name in raw})
 
+        errors = tuple(f"{who}: {line}" for who, line in results["errors"].items())
         return cls(str(d["graph"]), tuple(d["hosts"]), float(d["bw_mbps"]), float(d["dilation"]),
                    GraphRun.from_dict(d["run"]), tuple(own(CollectiveResult, c) for c in d["collectives"]),
                    tuple(own(TransferResult, t) for t in d["transfers"]),
                    tuple(own(KindSummary, k) for k in d["by_kind"]),
                    {int(r): float(v) for r, v in d["exposed_s"].items()},
-                   {str(g): float(v) for g, v in d["exposed_by_group_s"].items()}, bool(d["checked"]),
-                   tuple(d["errors"]), d["busiest_link"], d["busiest_link_bytes"], d["busiest_link_load"],
-                   d["cpu_idle"], d["machine_bound"], d["machine_bound_reason"], float(d["wall_s"]),
-                   int(d.get("resent_packets", 0)), tuple(FaultRecord.from_dict(f) for f in d.get("faults", [])),
-                   str(d.get("code_version", "")), d.get("ideal_link_load"), d.get("link_drops"))
+                   {str(g): float(v) for g, v in d["exposed_by_group_s"].items()}, bool(d["checked"]), errors,
+                   d["busiest_link"], d["busiest_link_bytes"], d["busiest_link_load"], extra.get("cpu_idle"),
+                   extra.get("machine_bound"), extra.get("machine_bound_reason"), float(extra.get("wall_s", 0.0)),
+                   int(d["resent_packets"]), tuple(FaultRecord.from_dict(f) for f in results.get("faults", [])),
+                   str(results.get("code_version", "")), d["ideal_link_load"], d["link_drops"])
+
+
+# results.json's `graph` (results_file.GraphFigures): the report's own figures
+GRAPH_SECTION = tuple(GraphFigures.__annotations__)
 
 
 class GraphReportError(ValueError):
-    """A graph-results.json this code cannot read (one line naming it)."""
+    """A results.json this code cannot read as a trace run's (one line naming it)."""
 
 
 def read_graph_report(path: Path) -> GraphRunReport:
-    """The report a graph run wrote (graph-results.json); GraphReportError, one line, when it is missing or not
-    one this code reads."""
-    raw = read_json(path, GraphReportError)
+    """The report of a trace run (its results.json's `graph`, errors, faults and machine figures); GraphReportError,
+    one line, when the file is missing, of a format this code does not read, or no trace run's."""
     try:
-        check_format(raw, path, "graph run's report", REPORT_FORMAT)
-    except FormatError as e:
+        results = results_file.read(path)
+    except results_file.ResultsFileError as e:
         raise GraphReportError(str(e)) from None
+    if "graph" not in results:
+        raise GraphReportError(f"{path}: no `graph` in it: not a trace run's results (workload_et); run the traces "
+                               "with `gradswitch experiment --workload-et`")
     try:
-        return GraphRunReport.from_dict(raw)
+        return GraphRunReport.from_results(results)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise GraphReportError(f"{path}: not a graph run's report this gradswitch reads ({type(e).__name__}: "
+        raise GraphReportError(f"{path}: not a trace run's results this gradswitch reads ({type(e).__name__}: "
                                f"{e}); run it again") from None
 
 
@@ -360,7 +367,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
                  timeout_s: float | None = None) -> GraphRunReport:
     """Run `graph` on the running network `net` with the spec's settings (links at its bw_mbps, its loss
     on every rank's link, placement, transport, seed; `workers` = the graph's ranks) and report; the job
-    file, the ranks' logs and results under run_dir, the report as run_dir/graph-results.json. GraphError
+    file, the ranks' logs and results under run_dir, the report in run_dir/results.json (trace_results). GraphError
     (one line) for a graph that cannot run and ExperimentError for settings or a network that cannot hold
     it, before anything starts; ExperimentError naming the rank when a rank failed to run its graph."""
     if spec.simulated:
@@ -378,7 +385,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     links = LinkMeter.of(net)
     cpu: list[CpuSample] = []
     carried: dict[str, dict[str, Any]] = {}
-    wall = time.monotonic()
+    wall, started = time.monotonic(), time.time()
     # switch and link faults (spec.problems refuses a worker's on a graph run), in the testbed's seconds from the go
     schedule = fault_schedule_for(net, spec, job.job, {}, ranks_dir)
 
@@ -429,7 +436,9 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent,
                        ideal, lossless)
     report = replace(report, faults=faults)
-    (run_dir / "graph-results.json").write_text(json.dumps(report.to_dict(), indent=1))
+    results_body = trace_results(spec, graph, report, started, results.values(), carried, job_id=job.job.job_id)
+    results_body["bmv2"] = net.bmv2.describe() if net.bmv2 is not None else None
+    results_file.write(run_dir / RESULTS, results_body)
     return report
 
 
