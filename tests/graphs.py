@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gradswitch.workload.graph import (
     CollectiveKind,
@@ -93,3 +94,15 @@ def through_results(report: GraphRunReport, graph: JobGraph, spec: ExperimentSpe
     written = results_file.dumps(trace_results(spec or graph_spec(graph, bw_mbps=report.bw_mbps), graph, report, 0.0,
                                                []))
     return GraphRunReport.from_results(results_file.parse(json.loads(written)))
+
+
+def trace_figures(path: Path) -> dict[str, Any]:
+    """A trace run's results.json (the one results.json type, its format and code version checked) as its tests
+    read it: its `graph` section, with the run's errors, faults and outcome."""
+    from gradswitch.experiment import results_file
+
+    results = results_file.read(path)
+    assert results["format"] == results_file.FORMAT and results["code_version"], path
+    assert "graph" in results, f"{path}: no graph section"
+    return {**results["graph"], "errors": results["errors"], "faults": results.get("faults", []),
+            "outcome": results["outcome"]}

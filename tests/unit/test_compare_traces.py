@@ -18,11 +18,11 @@ from gradswitch.experiment import summary_file
 from gradswitch.experiment.compare import exit_status, load_spec, run_compare
 from gradswitch.experiment.compare_traces import GRAPH_KEY, graph_headline
 from gradswitch.experiment.graph_run import RESULTS, GraphRunReport, graph_job, read_graph_report, summarize
-from gradswitch.experiment.trace_results import write_trace_results
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.results_file import Outcome
 from gradswitch.experiment.spec import Backend, ExperimentError, ExperimentSpec, SpecError, load_experiment
 from gradswitch.experiment.summary_file import CompareExit
+from gradswitch.experiment.trace_results import write_trace_results
 from gradswitch.protocol.paths import REPO_ROOT
 from gradswitch.workload.chakra import write_traces
 from gradswitch.workload.generators import collective_graph

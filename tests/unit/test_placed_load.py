@@ -5,7 +5,6 @@ of it."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from fractions import Fraction
 from itertools import pairwise

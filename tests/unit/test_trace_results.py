@@ -12,11 +12,12 @@ from gradswitch.experiment import results_file
 from gradswitch.experiment.graph_run import RESULTS, graph_job, graph_spec, read_graph_report, summarize
 from gradswitch.experiment.results_doc import undocumented
 from gradswitch.experiment.trace_results import error_map, write_trace_results
+from gradswitch.topology.faults import parse_fault
 from gradswitch.topology.generators import build_topology
 from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
-from gradswitch.topology.faults import parse_fault
 from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.worker_result import WorkerResult
 from tests.graphs import one_collective
 
 AR = CollectiveKind.ALL_REDUCE
@@ -39,9 +40,9 @@ def test_a_trace_runs_results_json_is_the_one_type_and_reads_back(tmp_path) -> N
     carried = {"h1->s1": {"kind": "host", "sent_bytes": 900, "load": 0.5},
                "s1->h2": {"kind": "host", "sent_bytes": 1200, "load": 0.7}}
     report = summarize(job, two_ranks(), ["h1", "h2"], 8.0, carried, 0.5, (), 3.0, 2)
-    nodes = [{"node_id": r, "role": "worker", "host": f"h{r + 1}", "ok": True, "iterations": [],
+    nodes: list[WorkerResult] = [{"node_id": r, "role": "worker", "host": f"h{r + 1}", "ok": True, "iterations": [],
               "stats": {"tx_bytes": 1000, "tx_packets": 10, "requester": {"retransmitted": 1}}} for r in (0, 1)]
-    written = write_trace_results(tmp_path / RESULTS, spec, g, report, 0.0, nodes, carried)  # type: ignore[arg-type]
+    written = write_trace_results(tmp_path / RESULTS, spec, g, report, 0.0, nodes, carried)
     raw = json.loads((tmp_path / RESULTS).read_text())
     # the loop's figures: one iteration, the job; the format and the code's version, as every results.json
     assert raw["format"] == results_file.FORMAT == 2 and raw["code_version"] == written["code_version"] != ""
