@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from gradswitch.experiment import results_file
 from gradswitch.experiment.crossval import (
     IN_SWITCHES,
     ON_SERVERS,
@@ -33,7 +34,6 @@ from gradswitch.experiment.crossval import (
     time_range,
     usable,
 )
-from gradswitch.experiment import results_file
 from gradswitch.experiment.graph_run import RESULTS
 from gradswitch.experiment.spec import ExperimentSpec, Topo
 from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
@@ -229,7 +229,7 @@ def network_runs(plan: Plan, spec: ExperimentSpec, patterns: list[str], graphs: 
                  todo: list[tuple[str, int]], store: Store, out: Path, log: Callable[[str], None],
                  short: Callable[[str], bool], simulate: Callable[[str, int], None]) -> None:
     """The BMv2 runs of these patterns still to do, on one network made for `spec` (its topology and hosts)."""
-    from gradswitch.experiment.graph_run import run_graph_on
+    from gradswitch.experiment.graph_experiment import run_workload_on
     from gradswitch.experiment.placement import topology_for
     from gradswitch.experiment.testbed import Testbed
     from gradswitch.net.network import NetworkOptions
@@ -239,7 +239,7 @@ def network_runs(plan: Plan, spec: ExperimentSpec, patterns: list[str], graphs: 
     with Testbed(topology_for(spec), NetworkOptions(run_dir=(out / f"net-{topo}-n{n}{suffix}").resolve())) as net:
         def once(pattern: str, seed: int) -> None:
             name = run_name(topo, n, pattern)
-            report = run_graph_on(net, replace(spec, seed=seed, algo=pattern_algo(pattern)), graphs[pattern],
+            report = run_workload_on(net, replace(spec, seed=seed, algo=pattern_algo(pattern)), graphs[pattern],
                                   out / name / f"bmv2-{seed}")
             store.add(name, "bmv2", Repetition.of(seed, report))
             log(f"[bmv2] {name} seed {seed}: {report.job_s:.3f} s, exact {report.checked}, "

@@ -22,10 +22,8 @@ testbed's link rate x D, so a time over its bound reads the same on either clock
 
 from __future__ import annotations
 
-import shutil
-import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -33,25 +31,18 @@ from typing import Any, cast
 
 from gradswitch.experiment import results_file
 from gradswitch.experiment.bottleneck import judge
-from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
-from gradswitch.experiment.links import LinkMeter
-from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placed_load import ideal_link_load
-from gradswitch.experiment.placement import Placement, rto_of, topology_for
+from gradswitch.experiment.placement import Placement, rto_of
 from gradswitch.experiment.report import interrupting
 from gradswitch.experiment.results_file import GraphFigures, Results
 from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrder
-from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.experiment.testbed import Testbed
-from gradswitch.experiment.testbed_run import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
-from gradswitch.experiment.trace_results import trace_results
 from gradswitch.hosts.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
 from gradswitch.hosts.collectives.ops import all_ops, ops_of
 from gradswitch.hosts.collectives.ps import PS, layout, runs_on_servers, servers_run
 from gradswitch.hosts.graph_digits import digits_problem
 from gradswitch.hosts.graph_job import GraphJob, read_timing, timing_path
-from gradswitch.net.network import NetworkOptions
 from gradswitch.protocol.netreduce import JobLayout
 from gradswitch.roce.qp import Mode
 from gradswitch.topology.model import Topology
@@ -61,7 +52,7 @@ from gradswitch.workload.fault_record import FaultRecord
 from gradswitch.workload.graph import IN_NETWORK, CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
 from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.graph_timing import GraphRun
-from gradswitch.workload.job import Algorithm, job_dir, job_file
+from gradswitch.workload.job import Algorithm
 from gradswitch.workload.plan import allreduce_bound_s
 from gradswitch.workload.worker_result import WorkerResult
 
@@ -342,80 +333,30 @@ def serial_estimate_s(graph: JobGraph, bw_mbps: float, dilation: float, servers:
     return worst
 
 
-def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, dilation: float = 1.0, seed: int = 1,
-              ring_order: RingOrder = RingOrder.LEAVES, transport: Mode = Mode.GBN, loss_pct: float = 0.0,
-              timeout_s: float | None = None, algo: Algorithm = Algorithm.RING, servers: int = 1,
-              ps_key_bytes: int = ExperimentSpec.ps_key_bytes) -> GraphRunReport:
-    """run_graph_on with an experiment's settings made for the graph (graph_spec)."""
-    spec = graph_spec(graph, bw_mbps=bw_mbps, seed=seed, ring_order=ring_order, transport=transport,
-                      loss_pct=loss_pct, algo=algo, servers=servers, ps_key_bytes=ps_key_bytes)
-    return run_graph_on(net, spec, graph, run_dir, dilation=dilation, timeout_s=timeout_s)
+@dataclass(frozen=True)
+class GraphWorkload:
+    """A run's workload given as execution graphs rather than by the spec's fields: a trace's (workload_et, read by
+    gradswitch.workload.chakra.read_traces) or any graph code makes. `dilation`: None, the spec's (1 without
+    emulation); on ns-3 the computation is stretched by it on the simulated clock and the times reported divided by
+    it, as a BMv2 run dilated by it does (the twin of such a run). `timeout_s`: None, sized from the graph
+    (graph_job)."""
+
+    graph: JobGraph
+    dilation: float | None = None
+    timeout_s: float | None = None
 
 
-def run_graph_experiment(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, *, dilation: float | None = None,
-                         timeout_s: float | None = None) -> GraphRunReport:
-    """Bring up the spec's network (its topology with `workers` hosts or more), run the graph, tear down."""
-    if spec.simulated:
-        raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
-    graph_job(topology_for(spec), spec, graph, dilation=dilation, timeout_s=timeout_s)  # refuse now
-    out_dir = out_dir.resolve()
-    with Testbed(topology_for(spec), NetworkOptions(run_dir=out_dir / "net", patch_links=cuts_patches(spec))) as net:
-        return run_graph_on(net, spec, graph, out_dir, dilation=dilation, timeout_s=timeout_s)
-
-
-def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: Path, *, dilation: float | None = None,
-                 timeout_s: float | None = None) -> GraphRunReport:
-    """Run `graph` on the running network `net` with the spec's settings (links at its bw_mbps, its loss
-    on every rank's link, placement, transport, seed; `workers` = the graph's ranks) and report; the job
-    file, the ranks' logs and results under run_dir, the report in run_dir/results.json (trace_results). GraphError
-    (one line) for a graph that cannot run and ExperimentError for settings or a network that cannot hold
-    it, before anything starts; ExperimentError naming the rank when a rank failed to run its graph."""
-    if spec.simulated:
-        raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
-    job, placement = graph_job(net.topo, spec, graph, dilation=dilation, timeout_s=timeout_s)
+def trace_report(spec: ExperimentSpec, job: GraphJob, ranks_job_dir: Path, results: dict[int, WorkerResult],
+                 hosts: list[str], carried: dict[str, dict[str, Any]], cpu_idle: float | None, wall_s: float,
+                 topo: Topology, faults: Callable[[list[tuple[int, float, float]]], tuple[FaultRecord, ...]]
+                 ) -> GraphRunReport:
+    """The report of a graph's run on BMv2 (gradswitch/experiment/runner.py run_on): every rank's node timings
+    (ranks_job_dir/graph-<rank>.json), the ranks' results, what the links carried; `faults` gives the run's fault
+    records from the iterations kept (the graph's one run, testbed seconds). ExperimentError naming the rank when a
+    rank left no timings."""
+    graph = job.graph
     bw_mbps = spec.bw_mbps
     assert bw_mbps is not None  # graph_job refused a spec without
-    run_dir = run_dir.resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    ranks_dir = run_dir / "run"
-    if ranks_dir.exists():
-        shutil.rmtree(ranks_dir)
-    ranks_dir.mkdir()
-    job.save(job_file(run_dir, job.job.job_id))
-    links = LinkMeter.of(net)
-    cpu: list[CpuSample] = []
-    carried: dict[str, dict[str, Any]] = {}
-    wall, started = time.monotonic(), time.time()
-    # switch and link faults (spec.problems refuses a worker's on a graph run), in the testbed's seconds from the go
-    schedule = fault_schedule_for(net, spec, job.job, {}, ranks_dir)
-
-    def go() -> None:
-        links.start()
-        cpu.append(cpu_sample())
-        schedule.start()
-
-    def done() -> None:
-        schedule.stop()
-        cpu.append(cpu_sample())
-        carried.update(links.stop())
-
-    # the graph's own job id carries the hosts' algorithms: RunSettings must not make it a NetReduce job
-    host_spec = replace(spec, algo=Algorithm.RING)
-    settings = RunSettings(net, host_spec, [job.job], placement, ranks_dir).__enter__()
-    unsubscribe = subscribe_health(net, schedule)
-    try:
-        with switch_jobs(net, job, job.job.credits):
-            try:
-                results = run_nodes(net, [job.job], run_dir, ranks_dir, Progress(1, graph.name, False), on_go=go,
-                                    on_done=done, module="gradswitch.hosts.graph_main")[job.job.job_id]
-            finally:
-                schedule.stop()
-                schedule.restore()  # a switch due to restart, a link due to come up: back now
-    finally:
-        unsubscribe()
-        undo_settings(settings, schedule.down_switches())
-    wall_s = time.monotonic() - wall
-    ranks_job_dir = job_dir(ranks_dir, job.job.job_id)
     missing = [r for r in range(graph.world_size) if not timing_path(ranks_job_dir, r).exists()]
     errors = tuple(f"rank {r} on {res['host']}: {res.get('error', 'failed')}" for r, res in sorted(results.items())
                    if not res["ok"])
@@ -423,23 +364,14 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
         raise ExperimentError(f"{graph.name}: rank {missing[0]} did not run its graph: "
                               f"{results[missing[0]].get('error', 'no result')}")
     run = GraphRun(tuple(n for r in range(graph.world_size) for n in read_timing(ranks_job_dir, r).nodes))
-    cpu_idle = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
-    resent = resent_packets(results.values())
-    faults: tuple[FaultRecord, ...] = ()
-    if schedule.faults:  # the graph's run is the one iteration a fault may cut short
-        began = schedule.go or wall
-        kept = [(0, began, began + run.job_s * job.dilation)] if not errors else []
-        faults = tuple(schedule.records(kept, 1))
-        errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
-    ideal = ideal_link_load(job, net.topo, spec.load_balance, spec.ecmp_seed)
+    records = faults([(0, 0.0, run.job_s * job.dilation)] if not errors else [])
+    if records:
+        errors = tuple(f"{who}: {line}" for who, line in interrupting(records).items()) + errors  # the fault first
+    ideal = ideal_link_load(job, topo, spec.load_balance, spec.ecmp_seed)
     lossless = not spec.loss_pct and not spec.faults
-    report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent,
+    report = summarize(job, run, hosts, bw_mbps, carried, cpu_idle, errors, wall_s, resent_packets(results.values()),
                        ideal, lossless)
-    report = replace(report, faults=faults)
-    results_body = trace_results(spec, graph, report, started, results.values(), carried, job_id=job.job.job_id)
-    results_body["bmv2"] = net.bmv2.describe() if net.bmv2 is not None else None
-    results_file.write(run_dir / RESULTS, results_body)
-    return report
+    return replace(report, faults=records)
 
 
 def resent_packets(results: Iterable[WorkerResult]) -> int:

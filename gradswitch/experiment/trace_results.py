@@ -11,8 +11,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from gradswitch.experiment.report import Usage, busiest_link_load, fabric_link_loads, wire_totals, with_faults
 from gradswitch.experiment import results_file
+from gradswitch.experiment.report import Usage, busiest_link_load, fabric_link_loads, wire_totals, with_faults
 from gradswitch.experiment.results_file import Iteration, Outcome, Results, Summary
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.workload.graph import JobGraph
