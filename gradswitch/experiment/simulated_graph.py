@@ -77,7 +77,8 @@ def graph_results(spec: ExperimentSpec, tg: TrainingGraphJob, result: GraphSimRe
                   started: float, out_dir: Path) -> Results:
     """results.json of a simulated run of a workload of graphs (trace_results: the loop's figures of its one run and
     the graphs' own, `graph`; its times the emulated cluster's, the simulated ones over the dilation), written in
-    out_dir. A simulated run is never machine-bound: its clock is the model's, not the machine's."""
+    out_dir. A simulated run is never judged machine-bound (machine_bound null, as its report had it): its clock is the
+    model's, not the machine's."""
     job, d = tg.job, tg.dilation
     run = result.run.undilated(d) if d != 1.0 else result.run
     errors = () if result.ok() else tuple(
@@ -95,7 +96,6 @@ def graph_results(spec: ExperimentSpec, tg: TrainingGraphJob, result: GraphSimRe
     body = trace_results(spec, tg.graph, report, started, nodes.values(), usage, result.sim.switches,
                          job.job.job_id)
     body["simulator"] = speed(result.sim, spec)
-    body["headline_extra"]["machine_bound"] = False
     if result.sim.time_limit_hit:
         body["ok"], body["outcome"] = False, str(Outcome.FAILED)
         body["errors"]["simulator"] = f"stopped at its simulated time limit ({result.sim.speed.sim_s:.3g} s)"

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from gradswitch.experiment import results_file
 from gradswitch.protocol.paths import REPO_ROOT
 from tests.graphs import trace_figures
 from tests.small_model import trace_small_model
@@ -49,6 +50,13 @@ def test_an_exported_all_to_all_runs_exact_on_bmv2(tmp_path):
     spans = sorted((e["pid"], e["ts"]) for e in trace if e["ph"] == "X" and e["cat"] == "all_to_all")
     assert spans == sorted((n["rank"], round(n["start_s"] * 1e6, 3)) for n in report["run"]["nodes"])
     assert (tmp_path / "run" / "graph-timeline.png").exists()
+    # the one results.json type, as a spec's training writes it on BMv2 (runner.run_on): the run's one iteration, the
+    # switches' counters and build, the graphs' figures as its `graph`
+    results = results_file.read(tmp_path / "run" / "results.json")
+    assert results["backend"] == "bmv2" and results["outcome"] == "ok" and results["check"] == "exact"
+    assert [it["time_s"] for it in results["iterations"]] == [report["job_s"]] == [results["summary"]["median_s"]]
+    assert results["bmv2"] is not None and set(results["switches"]) >= {"s1"} and results["links"]
+    assert results["packets_on_wire"] > 0
 
 
 def test_a_pytorch_model_traced_on_the_cpu_replays_on_bmv2(tmp_path):
