@@ -240,7 +240,7 @@ def network_runs(plan: Plan, spec: ExperimentSpec, patterns: list[str], graphs: 
         def once(pattern: str, seed: int) -> None:
             name = run_name(topo, n, pattern)
             report = run_workload_on(net, replace(spec, seed=seed, algo=pattern_algo(pattern)), graphs[pattern],
-                                  out / name / f"bmv2-{seed}")
+                                     out / name / f"bmv2-{seed}")
             store.add(name, "bmv2", Repetition.of(seed, report))
             log(f"[bmv2] {name} seed {seed}: {report.job_s:.3f} s, exact {report.checked}, "
                 f"machine-bound {report.machine_bound} ({report.machine_bound_reason})")

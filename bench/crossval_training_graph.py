@@ -84,7 +84,7 @@ def run_all(specs: Sequence[ExperimentSpec], simulated: Simulate, costs: dict[st
         def once(spec: ExperimentSpec, seed: int) -> None:
             run_spec, graph, dilation = plans[spec.label]
             report = run_workload_on(net, replace(run_spec, seed=seed), graph, out / spec.label / f"bmv2-{seed}",
-                                  dilation=dilation)
+                                     dilation=dilation)
             rep = repetition(seed, report, graph, spec.warmup, ideal_link_load(spec, net.topo))
             store.add(spec.label, "bmv2", rep)
             log(f"[bmv2] {spec.label} seed {seed}: iteration {rep.job_s:.4f} s, exact {report.checked}, "

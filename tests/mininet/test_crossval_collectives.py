@@ -41,7 +41,7 @@ def test_collectives_on_bmv2_and_on_ns3_agree(tmp_path: Path, monkeypatch: pytes
             reasons = []
             for attempt in range(BMV2_ATTEMPTS):
                 report = run_workload_on(net, replace(spec, seed=1 + attempt, algo=pattern_algo(pattern)), graph,
-                                      tmp_path / f"{pattern}-{attempt}")
+                                         tmp_path / f"{pattern}-{attempt}")
                 assert report.checked, report.errors
                 if not report.machine_bound:
                     measured[pattern] = report
