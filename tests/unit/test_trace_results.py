@@ -86,3 +86,21 @@ def test_errors_and_faults_go_to_the_results_own_fields_and_come_back(tmp_path) 
 
 def test_error_map_keeps_two_lines_of_one_node() -> None:
     assert error_map(["rank 0: a", "rank 0: b", "plain"]) == {"rank 0": "a", "rank 0 (2)": "b", "run": "plain"}
+
+
+def test_a_format_1_results_json_still_reads_and_is_no_trace_runs(tmp_path) -> None:
+    """results.json format 1 (before `graph`) is read as it was; asked for a trace run's report, it names what is
+    missing; a format this code does not know is refused in one line."""
+    from gradswitch.experiment.graph_run import GraphReportError
+
+    path = tmp_path / RESULTS
+    old = {"format": 1, "code_version": "0.1.0", "name": "ring-n4", "summary": {"median_s": 0.5}, "ok": True,
+           "outcome": "ok", "iterations": []}
+    path.write_text(json.dumps(old))
+    assert results_file.read(path)["summary"]["median_s"] == 0.5
+    with pytest.raises(GraphReportError, match="no `graph` in it"):
+        read_graph_report(path)
+    path.write_text(json.dumps({**old, "format": 3}))
+    with pytest.raises(results_file.ResultsFileError, match="format = 3: this gradswitch reads results.json formats "
+                                                            "0, 1, 2"):
+        results_file.read(path)
