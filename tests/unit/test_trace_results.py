@@ -4,6 +4,7 @@ made of the graphs' run and its `graph` section, read back as the report that wr
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -101,6 +102,6 @@ def test_a_format_1_results_json_still_reads_and_is_no_trace_runs(tmp_path) -> N
     with pytest.raises(GraphReportError, match="no `graph` in it"):
         read_graph_report(path)
     path.write_text(json.dumps({**old, "format": 3}))
-    with pytest.raises(results_file.ResultsFileError, match="format = 3: this gradswitch reads results.json formats "
-                                                            "0, 1, 2"):
+    with pytest.raises(results_file.ResultsFileError,
+                       match=re.escape("format = 3: this gradswitch reads results.json formats 0, 1, 2")):
         results_file.read(path)
