@@ -1,7 +1,10 @@
-"""A job's execution graphs (gradswitch/workload/graph.py) run on a running BMv2 network: rank r a process
-(`python -m gradswitch.hosts.graph_main`) on the host today's placement gives worker r (topology-aware: ring
-neighbours share a leaf), with the transport's window and timeout sized for the links as an experiment's
-are; back, every node's timing (gradswitch.workload.graph_timing.GraphRun) and a report: per collective its time
+"""A job's execution graphs (gradswitch/workload/graph.py) as a run's job, and their report. graph_job makes what the
+ranks run and where: rank r a process (`python -m gradswitch.hosts.graph_main`, or the simulator's graph engine) on the
+host today's placement gives worker r (topology-aware: ring neighbours share a leaf), with the transport's window and
+timeout sized for the links as an experiment's are. A run goes the one way every spec's does (runner.run_on on
+BMv2, gradswitch/experiment/simulated_graph.py on ns-3; a workload of graphs given as GraphWorkload); back, every
+node's timing (gradswitch.workload.graph_timing.GraphRun) and a report (GraphRunReport, results.json's `graph`:
+gradswitch/experiment/trace_results.py writes it, read_graph_report reads it): per collective its time
 against its link-rate bound (gradswitch/workload/collective_bounds.py), per collective type, exposed communication
 per rank and per process group, every output's check, the busiest link, and whether the machine (not
 the links) set the times (bottleneck.judge).
