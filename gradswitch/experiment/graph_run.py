@@ -34,6 +34,7 @@ from typing import Any, cast
 
 from gradswitch.experiment import results_file
 from gradswitch.experiment.bottleneck import judge
+from gradswitch.experiment.netreduce_watch import NetReduceWatch
 from gradswitch.experiment.placed_load import ideal_link_load
 from gradswitch.experiment.placement import Placement, rto_of
 from gradswitch.experiment.report import interrupting
@@ -55,7 +56,7 @@ from gradswitch.workload.fault_record import FaultRecord
 from gradswitch.workload.graph import IN_NETWORK, CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
 from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.graph_timing import GraphRun
-from gradswitch.workload.job import Algorithm
+from gradswitch.workload.job import Algorithm, JobConfig
 from gradswitch.workload.plan import allreduce_bound_s
 from gradswitch.workload.worker_result import WorkerResult
 
@@ -276,13 +277,7 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     in_network = in_network_jobs(graph, cfg.job_id, first_id) if spec.algo == Algorithm.NETREDUCE else {}
     if not spec.simulated:  # the P4 switches' limits (the simulator's run every IN_NETWORK type, any number of
         # members; gradswitch.sim.graph_run refuses what they cannot)
-        for kind, job_id in in_network.items():
-            try:
-                JobLayout(job_id, graph.world_size, cfg.credits, kind == CollectiveKind.REDUCE_SCATTER,
-                          kind == CollectiveKind.ALL_GATHER)
-            except ValueError as e:
-                raise ExperimentError(f"{graph.name}: the switches cannot run its {kind}: {e}; run it with "
-                                      f"algo = ring") from e
+        check_switch_jobs(graph, cfg, in_network)
     if payload == PayloadKind.DIGITS and (problem := digits_problem(cfg)) is not None:
         raise ExperimentError(f"{graph.name}: {problem}")
     job = GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, d, in_network,
@@ -290,21 +285,65 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     return job, placement
 
 
+def check_switch_jobs(graph: JobGraph, cfg: JobConfig, in_network: dict[CollectiveKind, int]) -> None:
+    """ExperimentError (one line) when the P4 switches cannot run the graph's in-network jobs with the job's
+    settings (its credits, its workers, its k of N)."""
+    for kind, job_id in in_network.items():
+        quorum, deadline_us = k_of_n(cfg, kind)
+        if kind != CollectiveKind.ALL_REDUCE and (cfg.netreduce_k is not None or cfg.netreduce_deadline_us):
+            raise ExperimentError(f"{graph.name}: k of N (netreduce_k, netreduce_deadline_ms) is for the switches' "
+                                  f"all-reduces; the graph has a {kind} in the switches too: run it without k of N, "
+                                  "or with algo = ring")
+        try:
+            JobLayout(job_id, graph.world_size, cfg.credits, kind == CollectiveKind.REDUCE_SCATTER,
+                      kind == CollectiveKind.ALL_GATHER, quorum, deadline_us)
+        except ValueError as e:
+            raise ExperimentError(f"{graph.name}: the switches cannot run its {kind}: {e}; run it with "
+                                  f"algo = ring") from e
+
+
+def k_of_n(cfg: JobConfig, kind: CollectiveKind) -> tuple[int | None, int]:
+    """The switch job's k of N and deadline (us) for the graph's in-network collectives of this type: the job's
+    (netreduce_k, netreduce_deadline_us, as the loop's NetReduce job is installed) for all-reduce, none for the
+    others (the switches run k of N for all-reduce jobs only)."""
+    if kind != CollectiveKind.ALL_REDUCE:
+        return None, 0
+    return cfg.netreduce_k, cfg.netreduce_deadline_us
+
+
 @contextmanager
-def switch_jobs(net: Testbed, job: GraphJob, credits: int) -> Iterator[list[int]]:
+def switch_jobs(net: Testbed, job: GraphJob, credits: int, ranks_dir: Path | None = None) -> Iterator[list[int]]:
     """The NetReduce switch jobs of the graph's in-network collectives (GraphJob.in_network), for the run:
-    each on the job's hosts, reduce-scatter's and all-gather's set up for them; removed after, whatever happens."""
+    each on the job's hosts, reduce-scatter's and all-gather's set up for them, all-reduce's with the job's k of N
+    and deadline; removed after, whatever happens. With `ranks_dir` (the run directory its ranks share: job_dir of
+    the graph's job), the jobs are watched as a loop's NetReduce jobs are (gradswitch/experiment/netreduce_watch.py):
+    the all-reduce job's ranks fall back to ring when its aggregation switch is lost and return when it is back; a
+    reduce-scatter or all-gather job, which has no fallback, is stopped then, saying so."""
     control = net.control
     assert control is not None, "the network is not running"
     hosts = [n.host for n in job.job.workers]
     made: list[int] = []
+    watch: NetReduceWatch | None = None
+    unsubscribe: Callable[[], None] | None = None
     try:
         for kind, job_id in sorted(job.in_network.items(), key=lambda kv: kv[1]):
+            quorum, deadline_us = k_of_n(job.job, kind)
             control.netreduce.create(job_id, hosts, credits, scatter=kind == CollectiveKind.REDUCE_SCATTER,
-                                     gather=kind == CollectiveKind.ALL_GATHER)
+                                     gather=kind == CollectiveKind.ALL_GATHER, quorum=quorum, deadline_us=deadline_us)
             made.append(job_id)
+        if ranks_dir is not None and made:
+            watch = NetReduceWatch(control)
+            for kind, job_id in job.in_network.items():
+                watch.add_job(job_id, len(hosts), ranks_dir, job.job.iteration_timeout,
+                              kind == CollectiveKind.ALL_REDUCE)
+            watch.start()
+            unsubscribe = control.subscribe(watch.on_health)
         yield made
     finally:
+        if unsubscribe is not None:
+            unsubscribe()
+        if watch is not None:
+            watch.stop()
         for job_id in made:
             control.netreduce.teardown(job_id)
 

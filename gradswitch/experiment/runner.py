@@ -169,7 +169,8 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     in_network = contextlib.ExitStack()  # the graph jobs' NetReduce jobs, removed after whatever happens
     try:
         for tg in tgs:
-            in_network.enter_context(switch_jobs(net, tg.job, tg.job.job.credits))
+            in_network.enter_context(switch_jobs(net, tg.job, tg.job.job.credits,
+                                                 job_dir(run_dir, tg.job.job.job_id)))
         # DLCP's event counters count from the switch's start (several runs may share a network): this run's are
         # what they gained while its jobs ran (nothing of the jobs' runs before the go: their nodes only resolve
         # their peers, with ICMP).
@@ -195,6 +196,9 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
                                                 for event, n in counts.items()} for job, counts in now.items()}
         if settings.netreduce_jobs and not down:
             switches["netreduce"] = {str(job): asdict(status) for job, status in settings.netreduce_status().items()}
+        graph_jobs = [job for tg in tgs for job in sorted(tg.job.in_network.values())]
+        if graph_jobs and not down and net.control is not None:  # the graph's in-network jobs' switch counters
+            switches["netreduce"] = {str(job): asdict(net.control.netreduce.status(job)) for job in graph_jobs}
         rotations = settings.tensorlights_rotations()
     finally:
         in_network.close()
@@ -242,8 +246,13 @@ def _graph_results(net: Testbed, spec: ExperimentSpec, tg: TrainingGraphJob, out
     job = tg.job
 
     def faults(kept: list[tuple[int, float, float]]) -> tuple[FaultRecord, ...]:  # the graph's one run, cut short?
+        if not schedule.faults:
+            return ()
+        for result in results.values():  # NetReduce: where the ranks left the switch, as a loop job's workers do
+            for change in result.get("fallback", {}).get("changes", []):
+                schedule.path_changed(change["switch"], change["path"], change["agreed_at"])
         began = schedule.go or wall
-        return tuple(schedule.records([(i, began + a, began + b) for i, a, b in kept], 1)) if schedule.faults else ()
+        return tuple(schedule.records([(i, began + a, began + b) for i, a, b in kept], 1))
 
     report = trace_report(spec, job, job_dir(out_dir / "run", job.job.job_id), results,
                           [n.host for n in job.job.nodes], carried,

@@ -10,6 +10,15 @@ later: every worker's gradient on the parameters the iteration started from (the
 minibatch draw), encoded and summed tensor by tensor, must equal the output element for element. Fixed point, the
 codes and the values scaled by per-tensor exponents are all element by element, so one vector of each is the same
 arithmetic as the loop's per-tensor reductions: same gradients, same sums, same steps, the same model (its digest).
+
+On a NetReduce job of k of N (or with a deadline: docs/faults.md, "Stragglers: k of N"; fixed point only, as the
+loop's) a sum may hold fewer than N workers, each message naming its own: as the loop does, the update divides each
+element by the workers its sum holds (the same on every rank: the models stay identical) and the check is exact
+against the sum of exactly those workers' gradients. Each iteration records, as the loop's, `contributors` (the
+fewest workers a message's sum held: N without k of N) and `gradient_error` (the averaged gradient's relative error
+against the mean of all N). A slow worker (slow-worker's factor) stretches each gradient's computation as the loop
+does, by (factor - 1) x a minibatch's gradient timed warm (`compute_s`: the graph's computation nodes wait it,
+gradswitch/hosts/graph_engine.py), cut short on a k-of-N job once the sum it would join is here.
 """
 
 from __future__ import annotations
@@ -19,9 +28,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from gradswitch.hosts.collectives.ops import Op
-from gradswitch.hosts.graph_data import SourceReport
+from gradswitch.hosts.digits_job import minibatch_s
+from gradswitch.hosts.graph_data import Contributors, SourceReport
+from gradswitch.hosts.netreduce_quorum import held_mask
 from gradswitch.workload.digits import FloatArray, Minibatches, Model
 from gradswitch.workload.encoding import Encoder, IterationCheck, Reduced, uses_exponents
 from gradswitch.workload.floats import ExponentArray
@@ -52,6 +64,10 @@ class _Iteration:
     accuracy: float = 0.0
     train_s: float = 0.0  # the iterations' wall time until this one's end (checks and evaluation excluded)
     want: list[tuple[Reduced, FloatArray | None]] | None = None  # per tensor, what the sums must be (once computed)
+    # k of N: per tensor, per rank and element, is that rank's value in the sum (None: every rank's)
+    held: list[npt.NDArray[np.bool_]] | None = None
+    means: list[FloatArray] | None = None  # per tensor, the averaged gradient the step took
+    full: list[FloatArray] | None = None  # per tensor, the mean of all N workers' gradients (once computed)
 
 
 def digits_problem(cfg: JobConfig) -> str | None:
@@ -88,6 +104,7 @@ class DigitsData:
                                  f"{op.collective or op.kind} of {op.elements} on ranks {list(op.members)}")
         self.batches = Minibatches(cfg.seed, self.n)
         self.model = Model.initial(cfg.seed)
+        self.compute_s = minibatch_s(self.batches, rank, self.model)  # what a slow worker's factor stretches
         self.iterations: list[_Iteration] = []  # in the order they started
         self.checked = 0  # operations checked
         self.train_s = 0.0  # the iterations' wall time so far (checks and evaluation excluded), as the loop's
@@ -131,13 +148,22 @@ class DigitsData:
         return [Reduced(t, c, e) for t, c, e in zip(totals, np.split(it.codes, self.code_splits), it.exponents,
                                                     strict=True)]
 
-    def finished(self, op: Op, output: Int32Array) -> None:
+    def finished(self, op: Op, output: Int32Array, contributors: Contributors | None = None) -> None:
         it = self._iteration(op)
+        if contributors is not None:
+            if self.exponent:
+                raise ValueError(f"{op.key}: a sum of some ranks alone (k of N) is for fixed point; block exponents' "
+                                 "codes and values hold every rank's")
+            it.held = np.split(held_mask(contributors, self.n, len(output)), self.splits, axis=1)
         if self._codes_op(op):
             it.codes = output
             return
         sums = self._sums(it, output)
-        self.model.step([self.encoder.decode(r) / self.n for r in sums])
+        if it.held is None:
+            it.means = [self.encoder.decode(r) / self.n for r in sums]
+        else:  # k of N: each element divided by the workers its sum holds, as the loop's
+            it.means = [self.encoder.decode(r) / h.sum(axis=0) for r, h in zip(sums, it.held, strict=True)]
+        self.model.step(it.means)
         it.end, it.output = time.monotonic(), output
         self.train_s += it.end - it.start
         it.train_s = self.train_s
@@ -149,12 +175,17 @@ class DigitsData:
         if it.want is None:
             assert it.before is not None and it.mine is not None
             grads = [it.mine if r == self.rank else self.batches.gradients(it.before, r)[0] for r in range(self.n)]
-            it.want = [self.encoder.expected_of([g[j] for g in grads]) for j in range(len(self.sizes))]
+            held = it.held  # k of N: the sum of exactly the ranks each message's sum holds
+            it.want = [self.encoder.expected_of([g[j] if held is None else g[j] * held[j][r]
+                                                 for r, g in enumerate(grads)]) for j in range(len(self.sizes))]
+            it.full = [sum((g[j] for g in grads[1:]), grads[0][j]) / self.n  # the mean of all N
+                       for j in range(len(self.sizes))]
         return it.want
 
     def expected(self, op: Op) -> Int32Array:
         """What the operation's sum must be: the codes' or the values' of every worker's gradient on the
-        iteration's parameters (operations are checked in order)."""
+        iteration's parameters (k of N: of exactly the workers each message's sum holds; operations are checked in
+        order)."""
         if op.sequence != self.checked:
             raise RuntimeError(f"{op.key}: operation {op.sequence} checked out of order (next: {self.checked})")
         it = self._iteration(op)
@@ -164,17 +195,21 @@ class DigitsData:
         self.checked += 1
         if self._codes_op(op):
             return np.concatenate([w.codes for w, _ in want if w.codes is not None])
-        assert it.output is not None
+        assert it.output is not None and it.means is not None and it.full is not None
         check = IterationCheck()
         for (w, reference), got in zip(want, self._sums(it, it.output), strict=True):
             check.add(self.encoder, got, w, reference)
         check.saturated = it.saturated
+        error = float(np.sqrt(sum(np.sum((m - f) ** 2) for m, f in zip(it.means, it.full, strict=True))
+                              / max(sum(np.sum(f**2) for f in it.full), 1e-300)))
+        held = self.n if it.held is None else min(int(h.sum(axis=0).min()) for h in it.held)
         self.records.append(IterationRecord(
             it.index, it.start, it.end, check.wrong == 0, check.wrong, check.err, check.saturated,
             {"accuracy": it.accuracy, "loss": it.loss, "relative_error": check.relative_error,
-             "comm_s": it.end - it.comm_start, "train_s": it.train_s},
+             "comm_s": it.end - it.comm_start, "train_s": it.train_s, "gradient_error": error,
+             "contributors": float(held)},
             check=CheckKind.EXACT))
-        it.before = it.mine = it.output = it.codes = it.want = None  # checked: keep no copies
+        it.before = it.mine = it.output = it.codes = it.want = it.held = it.means = it.full = None  # checked
         it.exponents = []
         return np.concatenate([w.total for w, _ in want])
 

@@ -20,6 +20,7 @@ from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec, 
 from gradswitch.experiment.training_graph import spec_digits_graph
 from gradswitch.workload.generators import digits_graph
 from gradswitch.workload.generators.digits import digits_bytes, digits_codes
+from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.job import Algorithm, DType
 from tests.results import run_experiment
@@ -163,3 +164,43 @@ def test_the_results_table_says_what_the_model_learnt() -> None:
     assert _learning_lines(report)[0].endswith("model digests DIFFER: node 0 ab, node 1 cd")
     report["iterations"] = [{"time_s": 1.0}]
     assert _learning_lines(report) == []
+
+
+def test_k_of_n_on_the_graph_engine_is_the_all_reduce_switch_jobs() -> None:
+    """NetReduce k of N (and its deadline) on the graph engine: the spec is fine (fixed point, as the loop's), the job
+    carries k and the deadline as the loop's does, the all-reduce switch job takes them and the others none; k of N
+    stays on one switch; a slow worker runs with it, a crash does not."""
+    from gradswitch.experiment.graph_run import k_of_n
+
+    s = spec(algo="netreduce", netreduce_k=3, netreduce_deadline_ms=20.0)
+    assert s.problems() == []
+    [tg] = training_graph_jobs(s, topology_for(s))
+    assert (tg.job.job.netreduce_k, tg.job.job.netreduce_deadline_us) == (3, 20_000)
+    assert k_of_n(tg.job.job, CollectiveKind.ALL_REDUCE) == (3, 20_000)
+    assert k_of_n(tg.job.job, CollectiveKind.REDUCE_SCATTER) == (None, 0)
+    assert [p for p in spec(algo="netreduce", netreduce_k=3, topo="leafspine").problems() if "one switch" in p]
+    exponent = spec(algo="netreduce", netreduce_k=3, float_mode="exponent").problems()
+    assert [p for p in exponent if "train-digits' in fixed point" in p], exponent
+    slow = spec(algo="netreduce", netreduce_k=3, faults=["slow-worker:3@0,factor=1000"])
+    assert slow.problems() == []  # the straggler case on BMv2: a slow worker, its computation stretched
+    crash = spec(algo="netreduce", netreduce_k=3, faults=["worker-crash:3@1"]).problems()
+    assert [p for p in crash if "slow-worker in train-digits on BMv2" in p], crash
+
+
+def test_the_results_table_says_how_many_workers_the_sums_held() -> None:
+    """results.json's iterations take the workers' contributors and gradient error as the loop's (report._iteration:
+    the largest of each), and format_table's partial-sums line reads them (either engine)."""
+    from gradswitch.experiment.report import _iteration, _partial_sums_lines
+
+    def record(contributors: float, error: float) -> Any:
+        return {"index": 0, "time_s": 0.1, "start": 0.0, "end": 0.1, "check": "exact", "correct": True,
+                "wrong_elements": 0, "extra": {"contributors": contributors, "gradient_error": error}}
+
+    it = _iteration(0, [record(3.0, 0.3), record(3.0, 0.2)])
+    assert (it["contributors"], it["gradient_error"]) == (3.0, 0.3)
+    report: Any = {"spec": {"netreduce_k": 3, "netreduce_deadline_ms": None, "workers": 4},
+                   "iterations": [it, _iteration(1, [record(4.0, 0.0), record(4.0, 0.0)])]}
+    [line] = _partial_sums_lines(report)
+    assert "3 of 4: an iteration's fewest per sum 3-4 workers" in line, line
+    report["spec"]["netreduce_k"] = None
+    assert _partial_sums_lines(report) == []
