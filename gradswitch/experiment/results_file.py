@@ -328,8 +328,8 @@ GRAPH_DOCS: dict[str, str] = {
                        "(null: 1, a graph with computation, or ns-3)",
     "link_drops": "packets every shaped link's queue dropped (null: no link measured)",
     "resent_packets": "packets the ranks' transports sent again (loss, timeouts)",
-    "run": "every node's timing: `nodes`, each [rank, node id, kind, start_s, end_s, collective, group, nbytes, "
-           "checked] (gradswitch/workload/graph_timing.py GraphRun)",
+    "run": "every node's timing (its own `format`, the ranks' timings'): `nodes`, each with rank, node_id, kind, "
+           "start_s, end_s, collective, group, nbytes and checked (gradswitch/workload/graph_timing.py GraphRun)",
 }
 
 COLLECTIVE_DOCS: dict[str, str] = {
