@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import cast
 
-from gradswitch.experiment.graph_run import START_MARGIN_S, graph_job
+from gradswitch.experiment.graph_run import START_MARGIN_S, GraphWorkload, graph_job
 from gradswitch.experiment.placement import Placement
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.experiment.training_graph import DIGITS, spec_digits_graph, spec_graph
@@ -29,9 +29,10 @@ from gradswitch.workload.worker_result import WorkerResult, iteration_entry
 
 @dataclass(frozen=True)
 class TrainingGraphJob:
-    """A spec's training job as the graph engine runs it: the spec to run its graph with (no workload of its own,
-    the hosts' algorithms: the graph's in-network all-reduces are NetReduce jobs of their own), the graph, the
-    job the ranks run (gradswitch/experiment/graph_run.py graph_job) and the dilation."""
+    """A spec's training job (or a workload of graphs: trace_graph_job) as the graph engine runs it: the spec to run
+    its graph with (no workload of its own, the hosts' algorithms: the graph's in-network all-reduces are NetReduce
+    jobs of their own), the graph, the job the ranks run (gradswitch/experiment/graph_run.py graph_job) and the
+    dilation."""
 
     run_spec: ExperimentSpec
     graph: JobGraph
@@ -65,6 +66,15 @@ def training_graph_jobs(spec: ExperimentSpec, topology: Topology) -> list[Traini
                                    payload=payload)
         out.append(TrainingGraphJob(run_spec, graph, job, placement, dilation))
     return out
+
+
+def trace_graph_job(spec: ExperimentSpec, topology: Topology, workload: GraphWorkload) -> TrainingGraphJob:
+    """A workload of graphs (a trace's) as the graph job its ranks run on the topology: the spec as it is (its
+    `workers` the graph's ranks), its dilation the workload's or the spec's; one-line errors (GraphError,
+    ExperimentError) before anything starts."""
+    job, placement = graph_job(topology, spec, workload.graph, dilation=workload.dilation,
+                               timeout_s=workload.timeout_s)
+    return TrainingGraphJob(spec, workload.graph, job, placement, job.dilation)
 
 
 def on_clock(run: GraphRun, go: float, dilation: float) -> GraphRun:

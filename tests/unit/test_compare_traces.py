@@ -17,12 +17,12 @@ import pytest
 from gradswitch.experiment import summary_file
 from gradswitch.experiment.compare import exit_status, load_spec, run_compare
 from gradswitch.experiment.compare_traces import GRAPH_KEY, graph_headline
-from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
-from gradswitch.experiment.graph_run import GraphRunReport, graph_job, read_graph_report, summarize
+from gradswitch.experiment.graph_run import RESULTS, GraphRunReport, graph_job, read_graph_report, summarize
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.results_file import Outcome
 from gradswitch.experiment.spec import Backend, ExperimentError, ExperimentSpec, SpecError, load_experiment
 from gradswitch.experiment.summary_file import CompareExit
+from gradswitch.experiment.trace_results import write_trace_results
 from gradswitch.protocol.paths import REPO_ROOT
 from gradswitch.workload.chakra import write_traces
 from gradswitch.workload.generators import collective_graph
@@ -214,7 +214,7 @@ class Engine:
             ("a rank did not finish its graph",) if spec.label == self.unfinished else ())
         report = summarize(job, run, [n.host for n in job.job.nodes], spec.bw_mbps or 1.0, {}, None, errors, 0.5)
         out.mkdir(parents=True, exist_ok=True)
-        (out / GRAPH_RESULTS).write_text(json.dumps(report.to_dict(), indent=1))
+        write_trace_results(out / RESULTS, spec, graph, report, 0.0, [])
         return report
 
 
@@ -295,11 +295,11 @@ def test_a_wrong_output_is_check_failed_and_a_run_that_could_not_run_is_named(tm
 
 
 def test_a_headline_from_the_report_read_back(tmp_path):
-    """graph-results.json reads back into the report that wrote it (what a compare started again keeps)."""
+    """A trace run's results.json reads back into the report that wrote it (what a compare started again keeps)."""
     graph = collective_graph(AR, 4, 1 << 20, 2, name="ar")
     spec = ExperimentSpec(workers=4, bw_mbps=1000.0, backend=Backend.NS3, workload_et="ar")
     report = Engine()(spec, graph, tmp_path)
-    back = read_graph_report(tmp_path / GRAPH_RESULTS)
+    back = read_graph_report(tmp_path / RESULTS)
     assert back == report
     head = graph_headline(back, spec, graph)
     assert head["outcome"] == str(Outcome.OK) and head["job_s"] == report.job_s and head["correct"]
