@@ -350,13 +350,10 @@ def options_given(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_experiment(args: argparse.Namespace) -> int:
     from gradswitch.experiment.report import format_table
     from gradswitch.experiment.runner import run_experiment
-    from gradswitch.experiment.spec import Engine
 
     spec = experiment_spec(args)
     if spec.workload_et is not None:
         return _experiment_graph(spec, args)
-    if spec.engine == Engine.GRAPH and spec.workload == "train-digits":  # a model's training: the run below
-        return _experiment_digits_graph(spec, args)
     _ready_for([spec])
     out = args.out or Path("runs") / spec.label
     report = run_experiment(spec, out)
@@ -366,7 +363,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def _experiment_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
-    from gradswitch.experiment.graph_experiment import GRAPH_RESULTS, format_graph_table, load_graph, run_graph_spec
+    from gradswitch.experiment.graph_experiment import format_graph_table, load_graph, run_graph_spec
+    from gradswitch.experiment.graph_run import RESULTS
     from gradswitch.experiment.graph_timeline import PLOT_FILE
     from gradswitch.experiment.spec import flat_spec, read_toml
 
@@ -377,21 +375,7 @@ def _experiment_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
     report = run_graph_spec(spec, graph, out)
     print(format_graph_table(report, str(spec.backend)))
     timeline = out / PLOT_FILE
-    print(f"results: {out / GRAPH_RESULTS}" + (f", timeline: {timeline}" if timeline.exists() else ""))
-    return 0 if report.checked else 1
-
-
-def _experiment_digits_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
-    from gradswitch.experiment.digits_graph import run_digits_graph
-    from gradswitch.experiment.graph_experiment import GRAPH_RESULTS, format_graph_table
-    from gradswitch.experiment.graph_timeline import PLOT_FILE
-
-    _ready_for([spec])
-    out = args.out or Path("runs") / spec.label
-    report = run_digits_graph(spec, out)
-    print(format_graph_table(report, str(spec.backend)))
-    timeline = out / PLOT_FILE
-    print(f"results: {out / GRAPH_RESULTS}" + (f", timeline: {timeline}" if timeline.exists() else ""))
+    print(f"results: {out / RESULTS}" + (f", timeline: {timeline}" if timeline.exists() else ""))
     return 0 if report.checked else 1
 
 
@@ -571,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=Engine.names(), help=f"what runs the iterations (default {D.engine}): each "
                    "algorithm's loop, or the job as an execution graph on the graph engine (a model's training, "
                    "reported as the loop's; --workload train-digits: its real gradients through the graph's "
-                   "all-reduces; docs/training.md)")
+                   "all-reduces, results.json as the loop's; docs/training.md)")
     p.add_argument("--scale", type=float, help="fraction of a model profile's layer sizes, 0 < scale <= 1")
     p.add_argument("--dtype", choices=DType.names())
     p.add_argument("--float-mode", choices=FloatMode.names(),

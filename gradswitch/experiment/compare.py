@@ -40,7 +40,7 @@ Started again on the same DIR, a compare skips every repetition whose results.js
 A run may replay Chakra traces (`workload_et = "DIR/PREFIX"`, from the spec file's folder when relative):
 every run of the spec then does (a spec mixing them with ordinary runs is refused), the traces are read
 and checked as the spec loads, and each repetition runs the graph on its backend (compare_traces.py:
-what is refused, graph-results.json and the key that keeps a repetition, the figures). Its headline
+what is refused, results.json (its `graph`) and the key that keeps a repetition, the figures). Its headline
 figure is the job's time, `job_s`, unless `figures` names another first.
 
 Runs may differ in `backend` (bmv2: the testbed; ns3: the simulator): their rows sit in one table
@@ -81,7 +81,6 @@ from gradswitch.experiment.spec import (
     COMPARE_ONLY,
     SECTION_OF,
     SECTIONS,
-    Engine,
     ExperimentError,
     ExperimentSpec,
     SpecError,
@@ -252,11 +251,6 @@ def load_spec(path: Path) -> CompareSpec:
         raise SpecError(f"{path}: runs {', '.join(traced)} run traces (workload_et) and {', '.join(plain)} do not: a "
                         "compare's runs are all traces or none (a trace run's figures are its job's time against "
                         "its bounds, the others' their iterations'); put them in two specs")
-    graphs = [r.label for r in runs if r.engine == Engine.GRAPH and r.workload == "train-digits"]
-    if graphs:
-        raise SpecError(f"{path}: runs {', '.join(graphs)}: train-digits on the graph engine runs with gradswitch "
-                        "experiment (--engine graph); a compare runs a model's training on it, or train-digits on "
-                        "the iteration loop: leave engine out")
     traces = load_trace_runs(runs, given, path.parent)  # read once each, workers = their ranks
     runs = traces.runs
     names = [r.label for r in runs]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
@@ -160,13 +160,6 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, WorkerResult]) -> dict
             break
         iterations.append(_iteration(i, recs, len(workers)))
     check = weakest([it["check"] for it in iterations])
-    stats = [r.get("stats", {}) for r in results.values()]
-    tx_bytes = sum(s.get("tx_bytes", 0) for s in stats)
-    tx_packets = sum(s.get("tx_packets", 0) for s in stats)
-    host_drops: dict[str, int] = {}
-    for s in stats:
-        for k, v in s.get("drops", {}).items():
-            host_drops[k] = host_drops.get(k, 0) + v
     times = np.array([it["time_s"] for it in iterations]) if iterations else np.array([])
     sbytes = step_bytes(spec)
     bound = lower_bound_s(spec.algo, spec.workers, spec.servers, sbytes, spec.bw_mbps)
@@ -196,6 +189,27 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, WorkerResult]) -> dict
         "errors": {f"{r['role']} {r['node_id']} ({r['host']})": r["error"] for r in results.values() if r.get("error")},
         "check": check,
         "iterations": iterations,
+        **wire_totals(results.values()),
+        "jct_s": iterations[-1]["end"] - iterations[0]["start"] if iterations else None,
+        "summary": summary,
+        "extra": {str(nid): {k: v for k, v in r.items() if k not in {"iterations", "stats", "traceback", "error",
+                                                                         "node_id", "host", "role", "ok", "timeline",
+                                                                         "check_failed"}}
+                  for nid, r in results.items()},
+    }
+
+
+def wire_totals(results: Iterable[WorkerResult]) -> dict[str, Any]:
+    """What a job's hosts sent and dropped, from their transports' counters: results.json's bytes_on_wire,
+    packets_on_wire, retransmissions, timeouts, duplicates and host_drops."""
+    stats = [r.get("stats", {}) for r in results]
+    tx_bytes = sum(s.get("tx_bytes", 0) for s in stats)
+    tx_packets = sum(s.get("tx_packets", 0) for s in stats)
+    host_drops: dict[str, int] = {}
+    for s in stats:
+        for k, v in s.get("drops", {}).items():
+            host_drops[k] = host_drops.get(k, 0) + v
+    return {
         "bytes_on_wire": tx_bytes + ETH_HEADER_LEN * tx_packets,  # the hosts count IP bytes
         "packets_on_wire": tx_packets,
         "retransmissions": sum(s.get("requester", {}).get("retransmitted", 0) for s in stats),
@@ -203,12 +217,6 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, WorkerResult]) -> dict
         # packets a receiver already had: a retransmission that was not needed (or whose ACK was lost)
         "duplicates": sum(s.get("responder", {}).get("duplicates", 0) for s in stats),
         "host_drops": host_drops,
-        "jct_s": iterations[-1]["end"] - iterations[0]["start"] if iterations else None,
-        "summary": summary,
-        "extra": {str(nid): {k: v for k, v in r.items() if k not in {"iterations", "stats", "traceback", "error",
-                                                                         "node_id", "host", "role", "ok", "timeline",
-                                                                         "check_failed"}}
-                  for nid, r in results.items()},
     }
 
 
@@ -434,6 +442,22 @@ def _partial_sums_lines(report: Results) -> list[str]:
     return [line]
 
 
+def _learning_lines(report: Results) -> list[str]:
+    """A job that trains a real model (train-digits): its accuracy from the first iteration to the last (the worst
+    worker's), and whether every worker of job 1 ended with one model (their parameter digests)."""
+    its = report["iterations"]
+    if not its or "accuracy" not in its[0]:
+        return []
+    digests = {str(who): str(node["model_digest"]) for who, node in report.get("extra", {}).items()
+               if isinstance(node, dict) and "model_digest" in node}
+    same = set(digests.values())
+    model = (f"model digest {same.pop()} on every worker" if len(same) == 1 else
+             "model digests DIFFER: " + ", ".join(f"node {who} {d}" for who, d in digests.items()) if digests else
+             "no model digest")
+    return [f"  {'learning':<22}accuracy {its[0]['accuracy']:.3f} -> {its[-1]['accuracy']:.3f} over {len(its)} "
+            f"iterations (the worst worker's); {model}"]
+
+
 def format_table(report: Results) -> str:
     s = report["summary"]
     spec = report["spec"]
@@ -472,6 +496,7 @@ def format_table(report: Results) -> str:
             lines.append(f"  {'ideal (link bounds)':<22}{t['ideal_samples_per_s_real']:.1f} samples/s; this run "
                          f"{_fmt(t.get('of_ideal'), '', 2)} of it")
     lines += _partial_sums_lines(report)
+    lines += _learning_lines(report)
     x = report.get("headline_extra", {})
     if x.get("background_goodput_mbps") is not None:
         lines.append(f"  {'background TCP':<22}{x['background_goodput_mbps']:.2f} Mb/s goodput over the jobs")

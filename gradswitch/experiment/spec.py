@@ -35,7 +35,15 @@ from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
 from gradswitch.protocol.p4_constants import CONFIG
 from gradswitch.protocol.qpn import MAX_NODES
 from gradswitch.roce.qp import VALID_MTUS, Mode, QpConfig
-from gradswitch.topology.faults import WORKER_FAULTS, Fault, FaultError, fault_from_dict, fault_problems, parse_fault
+from gradswitch.topology.faults import (
+    WORKER_FAULTS,
+    Fault,
+    FaultError,
+    FaultKind,
+    fault_from_dict,
+    fault_problems,
+    parse_fault,
+)
 from gradswitch.topology.generators import build_topology
 from gradswitch.topology.model import Topology, TopologyError
 from gradswitch.workload.dlcp import DlcpPolicy
@@ -454,29 +462,21 @@ class ExperimentSpec:
             return []
         graph = "engine = graph"
         limits = [
-            (self.workload == "train-digits" or self.emulate is not None,
-             f"{graph} runs a model's training (a model profile with emulate) and workload = 'train-digits' (its "
-             f"real gradients through the graph's all-reduces), not {self.workload!r} without emulate: give a model "
-             "and its emulated cluster (--workload resnet50 --emulate-link 10 --batch 32), or leave engine out; a "
-             "trace's graph runs with workload_et"),
             (self.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (not self.colocate_servers or self.emulate is not None, f"{graph}: train-digits' parameter servers on "
-             "hosts of their own (colocate_servers = false)"),
-            (self.float_mode == FloatMode.FIXED, f"{graph}: train-digits' gradients go as fixed point "
-             "(float_mode = fixed), not block exponents"),
-            (not self.dlcp.lossy, f"{graph}: every sum is checked exact; no DLCP dropping"),
-            (self.jobs == 1 or self.emulate is not None, f"{graph}: one job (jobs = 1) of train-digits"),
-            (self.netreduce_k is None and self.netreduce_deadline_ms is None,
-             f"{graph}: NetReduce k of N is the iteration loop's (leave engine out)"),
-            (self.crash is None or self.simulated,
-             f"{graph}: crash (a node dies after an iteration) runs on the simulator's graph engine, not yet on "
-             "BMv2's: run it with backend = ns3, give a worker-crash fault instead, or leave engine out"),
-            (not any(f.kind in WORKER_FAULTS for f in self.faults) or self.emulate is not None,
-             f"{graph}: a worker's fault (worker-crash, slow-worker) runs in a model's training (emulate), not in "
-             "train-digits' graph: leave it out, or leave engine out"),
-            (not (self.algo == Algorithm.NETREDUCE and self.faults), f"{graph}: the graph's in-network all-reduces "
-             "(algo = netreduce) run no faults yet"),
+            (not self.dlcp.lossy or self.emulate is not None, f"{graph}: DLCP dropping in a model's training (a "
+             "model profile with emulate), not in train-digits' real gradients (its sums are checked exact): leave "
+             "engine out"),
+            (self.crash is None or (self.simulated and self.emulate is not None),
+             f"{graph}: crash (a node dies after an iteration) runs on the simulator's graph engine in a model's "
+             "training (emulate), not yet on BMv2's nor in a run without emulate: run it with backend = ns3, give a "
+             "worker-crash fault instead, or leave engine out"),
+            (not any(f.kind in WORKER_FAULTS for f in self.faults) or self.emulate is not None
+             or (self.workload == "train-digits" and not self.simulated
+                 and all(f.kind == FaultKind.SLOW_WORKER for f in self.faults if f.kind in WORKER_FAULTS)),
+             f"{graph}: a worker's fault (worker-crash, slow-worker) runs in a model's training (emulate) on either "
+             "backend and slow-worker in train-digits on BMv2, not another worker's fault in train-digits' graph "
+             "nor one in a run without emulate: leave it out, or leave engine out"),
         ]
         return [line for ok, line in limits if not ok]
 

@@ -1,10 +1,17 @@
-"""A training spec's job as an execution graph: what the training loop (gradswitch/hosts/iteration.py, the
-simulator's gs-training.cc) runs, given to the graph engines instead.
+"""A spec's job as an execution graph: what the training loop (gradswitch/hosts/iteration.py, the
+simulator's gs-training.cc) runs, given to the graph engines instead; a job without training (a synthetic
+gradient, or a model profile without `emulate`: every tensor all-reduced in a row, gradswitch/hosts/loops.py) as
+gradswitch.workload.generators.plain_graph (spec_graph).
 
 The graph is gradswitch.workload.generators.training_graph of the job the spec describes (its model, scale,
-emulated cluster, sync, scheduling, buckets and partitions, as placement.training_config makes them);
+emulated cluster, sync, scheduling, buckets and partitions, as placement.training_config makes them, and its dtype
+and float mode: with block exponents the exponent codes' all-reduces the loop's plan has);
 the spec that runs it keeps the fabric, links, transport and placement, and leaves the workload to the
 graph. Its times come back as the emulated cluster's (the graph engines divide by the dilation).
+
+workload = "train-digits" is a graph of its own (gradswitch.workload.generators.digits_graph: each iteration's
+all-reduce of the MLP's gradient, after its exponent codes' with block exponents), run with the spec as it is: the
+ranks compute the real gradients it carries (payload train-digits, gradswitch/hosts/graph_digits.py).
 """
 
 from __future__ import annotations
@@ -16,9 +23,27 @@ from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
 from gradswitch.hosts.ideal import ideal
 from gradswitch.topology.model import Topology
-from gradswitch.workload.generators import training_graph, training_job
+from gradswitch.workload.generators import digits_graph, plain_graph, training_graph, training_job
 from gradswitch.workload.graph import JobGraph
-from gradswitch.workload.job import Scheduling, Sync
+from gradswitch.workload.job import Algorithm, DType, FloatMode, JobConfig, Role, Scheduling, Sync
+from gradswitch.workload.job import Node as Host
+
+DIGITS = "train-digits"  # the workload whose graph carries a real model's gradients
+
+
+def spec_graph(spec: ExperimentSpec, iterations: int) -> tuple[ExperimentSpec, JobGraph, float]:
+    """The spec's job as `iterations` iterations of a graph (its training's, or its all-reduces in a row without
+    training), the spec to run it with and the dilation (1 without training); train-digits' is spec_digits_graph."""
+    if training_config(spec) is not None:
+        return spec_training_graph(spec, iterations)
+    if spec.workload == DIGITS:
+        raise ExperimentError(f"{spec.label}: workload 'train-digits': its graph carries real gradients "
+                              "(spec_digits_graph)")
+    hosts = tuple(Host(i, Role.WORKER, f"h{i + 1}", f"10.0.0.{i + 1}") for i in range(spec.workers))
+    cfg = JobConfig(Algorithm.RING, hosts, iterations, spec.workload, size_bytes=spec.size_bytes, scale=spec.scale,
+                    dtype=spec.dtype, float_mode=spec.float_mode)
+    # the spec's workload is the graph's now; the spec that runs it keeps its network, transport and placement
+    return replace(spec, engine=Engine.LOOP), plain_graph(cfg, name=spec.label), 1.0
 
 
 def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[ExperimentSpec, JobGraph, float]:
@@ -28,14 +53,25 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
     if training is None:
         raise ExperimentError(f"{spec.label}: workload {spec.workload!r} without an emulated cluster: a training "
                               f"graph needs a model profile and `emulate`")
-    # the spec's algorithm: priority partitions go in the order its link-rate bound gives (gradswitch/workload/plan.py)
+    # the spec's algorithm: priority partitions go in the order its link-rate bound gives (gradswitch/workload/plan.py);
+    # its dtype and float mode: float32 with block exponents puts each op's exponent codes on the wire before it, as
+    # the loop's plan does (gradswitch/workload/plan.py with_codes; the graph's `it{i}.codes.{k}` ops)
     cfg = replace(training_job(spec.workload, spec.workers, iterations, scale=spec.scale), algo=spec.algo,
-                  training=training)
+                  training=training, dtype=spec.dtype, float_mode=spec.float_mode)
     graph = training_graph(cfg, name=spec.label)
     # The spec's training fields are the graph's now; the spec that runs it has the defaults.
     plain = replace(spec, workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO,
                     engine=Engine.LOOP)
     return plain, graph, training.dilation
+
+
+def spec_digits_graph(spec: ExperimentSpec) -> JobGraph:
+    """The spec's train-digits job as a graph: its workers, its iterations, block exponents where its float mode
+    has them, named as the run."""
+    if spec.workload != DIGITS:
+        raise ExperimentError(f"{spec.label}: workload {spec.workload!r}: the digits graph is workload {DIGITS}'")
+    exponents = spec.dtype == DType.FLOAT32 and spec.float_mode == FloatMode.EXPONENT  # as encoding.uses_exponents
+    return digits_graph(spec.workers, spec.iterations, name=spec.label, exponents=exponents)
 
 
 def ideal_link_load(spec: ExperimentSpec, topo: Topology) -> float:

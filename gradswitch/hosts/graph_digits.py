@@ -1,55 +1,91 @@
 """The digits MLP's real gradients through a graph run (GraphJob payload train-digits): the hosts' side of
 gradswitch.workload.generators.digits_graph, the same training as the iteration loop's (gradswitch/hosts/digits_job.py).
 
-Each all-reduce of the world group is an iteration, in the order they start: its input is this rank's gradient
-of its next minibatch on its model (gradswitch/workload/digits.py), all tensors in one vector, int32 fixed point as the
-loop's encoder makes it (gradswitch/workload/encoding.py); when it ends, the sum is decoded, divided by N and applied
-(SGD), and the model's held-out accuracy recorded. Its check, later: every worker's gradient on the parameters
-the iteration started from (the seed gives every shard and minibatch draw), encoded and summed, must equal the
-output element for element. Element-wise fixed point makes one vector the same arithmetic as the loop's four
-tensors: same gradients, same sums, same steps, the same model (its digest) at the end.
+Each iteration is the loop's reductions (digits_reductions): one all-reduce of the world group per tensor (fixed
+point), or two (block exponents: its exponent codes, then its values), in the order they start. The iteration's first
+operation computes this rank's gradient of its next minibatch on its model (gradswitch/workload/digits.py); each
+operation's input is its tensor as the loop's encoder makes it (gradswitch/workload/encoding.py: int32 fixed point, the
+codes, or the values scaled by the shared exponents the codes' sum gave); when the iteration's last ends, its sums are
+decoded, divided by N and applied (SGD), and the model's held-out accuracy recorded. Its check, later: every worker's
+gradient on the parameters the iteration started from (the seed gives every shard and minibatch draw), encoded and
+summed tensor by tensor, must equal each output element for element: same gradients, same sums, same steps, the same
+model (its digest) as the loop's.
+
+On a NetReduce job of k of N (or with a deadline: docs/faults.md, "Stragglers: k of N"; fixed point only, as the
+loop's) a tensor's sum may hold fewer than N workers, each message naming its own: as the loop does, the update
+divides each element of each tensor by the workers its own sum holds (the same on every rank: the models stay
+identical) and each tensor's check is exact against the sum of exactly those workers' gradients. Each iteration
+records, as the loop's, `contributors` (the fewest workers a message's sum held, over the iteration's tensors: N
+without k of N) and `gradient_error` (the averaged gradient's relative error against the mean of all N, over all
+tensors). A slow worker (slow-worker's factor) stretches each gradient's computation as the loop does, by
+(factor - 1) x a minibatch's gradient timed warm (`compute_s`: the graph's computation nodes wait it,
+gradswitch/hosts/graph_engine.py), cut short on a k-of-N job once the sum it would join is here.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from gradswitch.hosts.collectives.ops import Op
-from gradswitch.hosts.graph_data import SourceReport
+from gradswitch.hosts.digits_job import minibatch_s
+from gradswitch.hosts.graph_data import Contributors, SourceReport
+from gradswitch.hosts.netreduce_quorum import held_mask
 from gradswitch.workload.digits import FloatArray, Minibatches, Model
 from gradswitch.workload.encoding import Encoder, IterationCheck, Reduced, uses_exponents
+from gradswitch.workload.floats import ExponentArray
+from gradswitch.workload.generators.digits import DigitsReduction, digits_reductions
 from gradswitch.workload.gradients import Int32Array, digits_profile
 from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.job import DType, JobConfig
 from gradswitch.workload.records import CheckKind, IterationRecord
 from gradswitch.workload.worker_result import iteration_entry
 
+HeldMask = npt.NDArray[np.bool_]  # per rank and element of a tensor: is that rank's value in its sum
+
 
 @dataclass
 class _Iteration:
-    """One iteration on this rank: the parameters it started from and its own gradient, until checked."""
+    """One iteration on this rank: the parameters it started from and its own gradient (per tensor), until
+    checked; per tensor, its sum received, (block exponents) its codes' sum and the shared exponents they give, and
+    (k of N) the ranks its sum holds."""
 
     index: int
     start: float
     before: Model | None
-    mine: FloatArray | None
+    mine: list[FloatArray] | None
     loss: float
-    saturated: int
+    tensors: int
+    comm_start: float = 0.0
+    saturated: int = 0
+    codes: list[Int32Array | None] = field(default_factory=list)  # block exponents: each tensor's codes' sum
+    exponents: list[ExponentArray | None] = field(default_factory=list)  # ... and its shared exponents
+    totals: list[Int32Array | None] = field(default_factory=list)  # each tensor's sum
+    held: list[HeldMask | None] = field(default_factory=list)  # k of N: each tensor's held mask (None: every rank's)
     end: float = 0.0
-    output: Int32Array | None = None
+    ended: bool = False
     accuracy: float = 0.0
+    train_s: float = 0.0  # the iterations' wall time until this one's end (checks and evaluation excluded)
+    grads: list[list[FloatArray]] | None = None  # every worker's gradient on `before` (once computed)
+    want: list[tuple[Reduced, FloatArray | None] | None] = field(default_factory=list)  # per tensor, its sum's must
+    means: list[FloatArray] | None = None  # per tensor, the averaged gradient the step took
+
+    def __post_init__(self) -> None:
+        self.codes = [None] * self.tensors
+        self.exponents = [None] * self.tensors
+        self.totals = [None] * self.tensors
+        self.held = [None] * self.tensors
+        self.want = [None] * self.tensors
 
 
 def digits_problem(cfg: JobConfig) -> str | None:
     """Why a job's settings cannot carry the digits MLP's gradients on the graph engine (None: they can)."""
     if cfg.dtype != DType.FLOAT32:
         return "train-digits trains a float model: dtype = float32"
-    if uses_exponents(cfg):
-        return "train-digits on the graph engine sends fixed point (float_mode = fixed), not block exponents"
     if cfg.dlcp is not None and cfg.dlcp.drop:
         return "train-digits on the graph engine checks every sum exact: no DLCP dropping"
     return None
@@ -64,53 +100,145 @@ class DigitsData:
             raise ValueError(problem)
         self.n = len(cfg.workers)
         self.rank = rank
-        sizes = [t.elements for t in digits_profile().tensors]
-        self.splits = list(np.cumsum(sizes)[:-1])
-        for op in ops.values():
-            if op.collective != CollectiveKind.ALL_REDUCE or op.members != tuple(range(self.n)) \
-                    or op.elements != sum(sizes):
-                raise ValueError(f"{op.key}: a train-digits graph has only all-reduces of the world group of "
-                                 f"{sum(sizes)} elements (gradswitch.workload.generators.digits_graph), not this "
-                                 f"{op.collective or op.kind} of {op.elements} on ranks {list(op.members)}")
+        self.tensors = len(digits_profile().tensors)
+        self.exponent = uses_exponents(cfg)
         self.encoder = Encoder(cfg)
+        self.reductions = digits_reductions(self.exponent)  # an iteration's, in order
+        for op in ops.values():
+            want = self.reductions[op.sequence % len(self.reductions)]
+            if op.collective != CollectiveKind.ALL_REDUCE or op.members != tuple(range(self.n)) \
+                    or op.elements != want.elements:
+                sizes = ", ".join(str(r.elements) for r in self.reductions)
+                raise ValueError(f"{op.key}: a train-digits graph{' with block exponents' if self.exponent else ''} "
+                                 f"has only all-reduces of the world group of {sizes} elements in turn "
+                                 f"(gradswitch.workload.generators.digits_graph), not this "
+                                 f"{op.collective or op.kind} of {op.elements} on ranks {list(op.members)}")
         self.batches = Minibatches(cfg.seed, self.n)
         self.model = Model.initial(cfg.seed)
-        self.iterations: dict[str, _Iteration] = {}  # by operation key, in the order they started
-        self.checked = 0
+        self.compute_s = minibatch_s(self.batches, rank, self.model)  # what a slow worker's factor stretches
+        self.iterations: list[_Iteration] = []  # in the order they started
+        self.checked = 0  # operations checked
+        self.train_s = 0.0  # the iterations' wall time so far (checks and evaluation excluded), as the loop's
         self.records: list[IterationRecord] = []
 
+    def _reduction(self, op: Op) -> DigitsReduction:
+        return self.reductions[op.sequence % len(self.reductions)]
+
+    def _iteration(self, op: Op) -> _Iteration:
+        return self.iterations[op.sequence // len(self.reductions)]
+
+    def _last(self, op: Op) -> bool:
+        """Is the operation its iteration's last reduction?"""
+        return op.sequence % len(self.reductions) == len(self.reductions) - 1
+
     def input(self, op: Op) -> Int32Array:
-        before = self.model.copy()  # the parameters this iteration's gradients come from
-        grads, loss = self.batches.gradients(before, self.rank)
-        mine = np.concatenate(grads)
-        ints, saturated = self.encoder.first_wire(mine)
-        self.iterations[op.key] = _Iteration(len(self.iterations), time.monotonic(), before, mine, loss, saturated)
+        r = self._reduction(op)
+        if op.sequence % len(self.reductions) == 0:  # the iteration's first: its gradient
+            start = time.monotonic()
+            before = self.model.copy()  # the parameters this iteration's gradients come from
+            mine, loss = self.batches.gradients(before, self.rank)
+            self.iterations.append(_Iteration(len(self.iterations), start, before, mine, loss, self.tensors,
+                                              comm_start=time.monotonic()))
+        it = self._iteration(op)
+        assert it.mine is not None
+        x = it.mine[r.tensor]
+        if r.codes:
+            return self.encoder.block.codes(x)
+        if self.exponent:  # the values, scaled by the exponents the codes' sum gives
+            codes = it.codes[r.tensor]
+            assert codes is not None
+            ints, exponents, saturated = self.encoder.values_wire(x, codes)
+            it.exponents[r.tensor] = exponents
+        else:
+            ints, saturated = self.encoder.fixed.encode(x)
+        it.saturated += saturated
         return ints
 
-    def finished(self, op: Op, output: Int32Array) -> None:
-        it = self.iterations[op.key]
-        mean = self.encoder.decode(Reduced(output)) / self.n
-        self.model.step(np.split(mean, self.splits))
-        it.end, it.output = time.monotonic(), output
+    def _sums(self, it: _Iteration) -> list[Reduced]:
+        """The iteration's sums as the loop holds them, tensor by tensor."""
+        out = []
+        for total, codes, exponents in zip(it.totals, it.codes, it.exponents, strict=True):
+            assert total is not None
+            out.append(Reduced(total, codes, exponents))
+        return out
+
+    def finished(self, op: Op, output: Int32Array, contributors: Contributors | None = None) -> None:
+        it, r = self._iteration(op), self._reduction(op)
+        if contributors is not None:
+            if self.exponent:
+                raise ValueError(f"{op.key}: a sum of some ranks alone (k of N) is for fixed point; block exponents' "
+                                 "codes and values hold every rank's")
+            it.held[r.tensor] = held_mask(contributors, self.n, len(output))  # this tensor's own sum's
+        if r.codes:
+            it.codes[r.tensor] = output
+            return
+        it.totals[r.tensor] = output
+        if not self._last(op):
+            return
+        # each tensor's elements divided by the workers its own sum holds (N without k of N), as the loop's
+        it.means = [self.encoder.decode(s) / (self.n if h is None else h.sum(axis=0))
+                    for s, h in zip(self._sums(it), it.held, strict=True)]
+        self.model.step(it.means)
+        it.end, it.ended = time.monotonic(), True
+        self.train_s += it.end - it.start
+        it.train_s = self.train_s
         it.accuracy = self.batches.accuracy(self.model)
 
+    def _grads(self, it: _Iteration) -> list[list[FloatArray]]:
+        """Every worker's gradient on the iteration's parameters (their draws advance: computed once per iteration,
+        in order)."""
+        if it.grads is None:
+            assert it.before is not None and it.mine is not None
+            it.grads = [it.mine if r == self.rank else self.batches.gradients(it.before, r)[0] for r in range(self.n)]
+        return it.grads
+
+    def _wanted(self, it: _Iteration, j: int) -> tuple[Reduced, FloatArray | None]:
+        """What tensor j's sum must be: every worker's gradient of it summed (k of N: exactly the workers its sum
+        holds, known once it ended; with block exponents, codes and values, every worker's)."""
+        want = it.want[j]
+        if want is None:
+            held = it.held[j]
+            want = self.encoder.expected_of([g[j] if held is None else g[j] * held[q]
+                                             for q, g in enumerate(self._grads(it))])
+            it.want[j] = want
+        return want
+
     def expected(self, op: Op) -> Int32Array:
-        """Every worker's gradient on the iteration's parameters, summed as the all-reduce must (their draws
-        advance: iterations are checked in order)."""
-        it = self.iterations[op.key]
-        if it.index != self.checked or it.before is None or it.mine is None or it.output is None:
-            raise RuntimeError(f"{op.key}: iteration {it.index} checked out of order (next: {self.checked})")
-        before, mine, got = it.before, it.mine, Reduced(it.output, saturated=it.saturated)
-        grads = [mine if r == self.rank else np.concatenate(self.batches.gradients(before, r)[0])
-                 for r in range(self.n)]
-        want, reference = self.encoder.expected_of(grads)
+        """What the operation's sum must be: its tensor's codes' or values' of every worker's gradient on the
+        iteration's parameters (k of N: of exactly the workers its sum holds; operations are checked in order, the
+        iteration's record at its last)."""
+        if op.sequence != self.checked:
+            raise RuntimeError(f"{op.key}: operation {op.sequence} checked out of order (next: {self.checked})")
+        it, r = self._iteration(op), self._reduction(op)
+        if it.before is None or (self._last(op) and not it.ended):
+            raise RuntimeError(f"{op.key}: iteration {it.index} checked before it ended")
+        want, _ = self._wanted(it, r.tensor)
+        self.checked += 1
+        if r.codes:
+            assert want.codes is not None
+            return want.codes
+        if not self._last(op):
+            return want.total
+        assert it.means is not None
         check = IterationCheck()
-        check.add(self.encoder, got, want, reference)
+        for j, got in enumerate(self._sums(it)):
+            w, reference = self._wanted(it, j)
+            check.add(self.encoder, got, w, reference)
+        check.saturated = it.saturated
+        grads = self._grads(it)
+        full = [sum((g[j] for g in grads[1:]), grads[0][j]) / self.n  # the mean of all N
+                for j in range(self.tensors)]
+        error = float(np.sqrt(sum(np.sum((m - f) ** 2) for m, f in zip(it.means, full, strict=True))
+                              / max(sum(np.sum(f**2) for f in full), 1e-300)))
+        held = min(self.n if h is None else int(h.sum(axis=0).min()) for h in it.held)
         self.records.append(IterationRecord(
             it.index, it.start, it.end, check.wrong == 0, check.wrong, check.err, check.saturated,
-            {"accuracy": it.accuracy, "loss": it.loss, "relative_error": check.relative_error}, check=CheckKind.EXACT))
-        it.before = it.mine = it.output = None  # checked: keep no copies
-        self.checked += 1
+            {"accuracy": it.accuracy, "loss": it.loss, "relative_error": check.relative_error,
+             "comm_s": it.end - it.comm_start, "train_s": it.train_s, "gradient_error": error,
+             "contributors": float(held)},
+            check=CheckKind.EXACT))
+        it.before = it.mine = it.grads = it.means = None  # checked: keep no copies
+        it.codes, it.exponents, it.totals, it.held, it.want = [], [], [], [], []
         return want.total
 
     def report(self) -> SourceReport:

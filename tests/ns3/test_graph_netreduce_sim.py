@@ -38,6 +38,7 @@ from gradswitch.workload.graph import (
     RankGraph,
     world_group,
 )
+from tests.graphs import trace_figures
 
 pytestmark = pytest.mark.ns3
 
@@ -62,7 +63,7 @@ def experiment(out: Path, *args: str) -> str:
 
 @pytest.fixture(scope="module", params=["rack", "leafspine"])
 def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """On one fabric: the 4-rank world all-reduce trace with algo netreduce and with ring (graph-results.json,
+    """On one fabric: the 4-rank world all-reduce trace with algo netreduce and with ring (results.json,
     and the NetReduce run's sim-results.json), and the old engine's NetReduce all-reduce of the same size."""
     topo = request.param
     tmp = tmp_path_factory.mktemp(f"nr-{topo}")
@@ -74,7 +75,7 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     for algo in ("netreduce", "ring"):
         said = experiment(tmp / algo, "--workload-et", str(prefix), "--topo", topo, "--algo", algo)
         assert "checks: every output exact" in said, said
-        out[algo] = json.loads((tmp / algo / "graph-results.json").read_text())
+        out[algo] = trace_figures(tmp / algo / "results.json")
     out["sim"] = json.loads((tmp / "netreduce" / "sim" / "sim-results.json").read_text())
     experiment(tmp / "old", "--algo", "netreduce", "--workers", "4", "--size", "4MiB", "--iterations", "1",
                "--topo", topo)
@@ -192,7 +193,8 @@ def test_what_cannot_run_in_the_switches_is_refused_in_one_line(tmp_path):
         config(g, topo, SimSettings(), transport=GraphTransport(mtu=1024), netreduce_job=NR_JOB)
     with pytest.raises(SimError, match=r"the NetReduce job needs an id of its own, not the graph's job id 1$"):
         config(g, topo, SimSettings(), transport=NR, netreduce_job=1)
-    # gradswitch-sim itself: the section's keys, the graph's own id, and faults (a graph has no fallback to ring)
+    # gradswitch-sim itself: the section's keys, the graph's own id, and faults under a reduce-scatter or all-gather
+    # in the switches (they have no fallback to ring; the all-reduces do: test_netreduce_fallback_sim.py)
     doc, _ = config(g, topo, SimSettings(), transport=NR, netreduce_job=NR_JOB)
     for section, said in (({}, "jobs[0].graph.netreduce: names no switch job"),
                           ({"job_id": 2, "credits": 4}, 'jobs[0].graph.netreduce: unknown key "credits"'),
@@ -203,7 +205,8 @@ def test_what_cannot_run_in_the_switches_is_refused_in_one_line(tmp_path):
             simulate(doc, tmp_path / "own")
         assert said in str(refused.value)
     doc, _ = config(g, topo, SimSettings(faults=(parse_fault("switch-crash:spine1@0.001"),)), transport=NR,
-                    netreduce_job=NR_JOB)
+                    in_network={K.ALL_REDUCE: NR_JOB, K.REDUCE_SCATTER: NR_JOB + 1})
     with pytest.raises(SimError) as faults:
         simulate(doc, tmp_path / "faults")
-    assert "fault_schedule: job 1's in-network collectives (graph.netreduce) run no faults" in str(faults.value)
+    assert ("fault_schedule: job 1's in-network reduce-scatter and all-gather (graph.netreduce) run no faults"
+            in str(faults.value))

@@ -1,14 +1,22 @@
 """Workload train-digits (gradswitch/workload/digits.py: an MLP learning scikit-learn's digits) as an execution graph.
 
-Per iteration and rank: a compute node, the minibatch's gradient (`it{i}.gradient`), then the all-reduce of the
-whole gradient vector on the world group (`it{i}.all_reduce`, digits_profile's elements x 4 bytes: the int32
-fixed point the workers send), and the next iteration's computation after it (the SGD step needs the sum).
-The graph carries sizes and order only; a host run with the real gradients (GraphJob's payload
-PayloadKind.DIGITS, gradswitch/hosts/graph_digits.py) computes them as each all-reduce's input.
+Per iteration and rank: a compute node, the minibatch's gradient (`it{i}.gradient`), then the loop's reductions
+(gradswitch/hosts/digits_job.py through gradswitch/workload/encoding.py Encoder.reduce), one all-reduce of the world
+group per tensor in back-propagation order (digits_profile's, output layer first), each its tensor's elements x 4
+bytes (the int32 fixed point the workers send: `it{i}.all_reduce.{tensor}`); with block exponents (`exponents`:
+float_mode = exponent, gradswitch/workload/floats.py) every tensor's values after the all-reduce of its exponent codes
+(`it{i}.exponents.{tensor}`, one int32 per block). Each waits for the one before, as the loop runs them one at a
+time, and the next iteration's computation for the last (the SGD step needs every sum): the loop's reductions in
+the loop's order and sizes, so the same bytes on the wire. The graph carries sizes and order only; a host run with
+the real gradients (GraphJob's payload PayloadKind.DIGITS, gradswitch/hosts/graph_digits.py) computes them as each
+all-reduce's input.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from gradswitch.workload.floats import BlockExponent
 from gradswitch.workload.gradients import digits_profile
 from gradswitch.workload.graph import (
     CollectiveKind,
@@ -25,16 +33,54 @@ from gradswitch.workload.graph import (
 BYTES_PER_ELEMENT = 4  # int32 fixed point on the wire
 GRADIENT = "gradient"
 ALL_REDUCE = "all_reduce"
+EXPONENTS = "exponents"
 
 
 def digits_bytes() -> int:
-    """The bytes of one iteration's all-reduce: every gradient of the MLP, as int32."""
+    """The values' bytes of one iteration's all-reduces: every gradient of the MLP, as int32."""
     return digits_profile().elements * BYTES_PER_ELEMENT
 
 
-def digits_graph(ranks: int, iterations: int, compute_s: float = 0.0, name: str = "") -> JobGraph:
+def digits_codes() -> int:
+    """The exponent codes of one iteration (block exponents): one per block of each tensor, every tensor's blocks
+    its own (as the loop's per-tensor reductions make them)."""
+    block = BlockExponent(1)  # the blocks' count depends on the block's size alone
+    return sum(block.blocks(t.elements) for t in digits_profile().tensors)
+
+
+@dataclass(frozen=True)
+class DigitsReduction:
+    """One of an iteration's reductions: tensor `tensor` (its index in digits_profile), its exponent codes (`codes`)
+    or its values, of `elements` int32."""
+
+    tensor: int
+    name: str  # the tensor's
+    codes: bool
+    elements: int
+
+    @property
+    def label(self) -> str:
+        """Its node's name after the iteration's: `exponents.fc2.bias`, `all_reduce.fc2.bias`."""
+        return f"{EXPONENTS if self.codes else ALL_REDUCE}.{self.name}"
+
+
+def digits_reductions(exponents: bool = False) -> tuple[DigitsReduction, ...]:
+    """An iteration's reductions in order, as the loop's Encoder.reduce makes them tensor by tensor: each tensor's
+    values (fixed point), or its codes then its values (`exponents`)."""
+    block = BlockExponent(1)
+    out: list[DigitsReduction] = []
+    for j, t in enumerate(digits_profile().tensors):
+        if exponents:
+            out.append(DigitsReduction(j, t.name, True, block.blocks(t.elements)))
+        out.append(DigitsReduction(j, t.name, False, t.elements))
+    return tuple(out)
+
+
+def digits_graph(ranks: int, iterations: int, compute_s: float = 0.0, name: str = "", exponents: bool = False
+                 ) -> JobGraph:
     """train-digits on `ranks` workers for `iterations` iterations; `compute_s`: each gradient's computation,
-    in seconds of the emulated cluster (0: the graph times communication alone)."""
+    in seconds of the emulated cluster (0: the graph times communication alone); `exponents`: block exponents, each
+    tensor's values after the all-reduce of its exponent codes (digits_reductions)."""
     if ranks < 1:
         raise GraphError(f"{ranks} ranks: train-digits needs at least 1")
     if iterations < 1:
@@ -42,13 +88,14 @@ def digits_graph(ranks: int, iterations: int, compute_s: float = 0.0, name: str 
     if not compute_s >= 0:
         raise GraphError(f"a gradient's computation of {compute_s} s: give 0 s or more")
     group = world_group(ranks)
-    nbytes = digits_bytes()
+    reductions = digits_reductions(exponents)
     nodes: list[Node] = []
     for it in range(iterations):
         deps = (nodes[-1].id,) if nodes else ()
         nodes.append(ComputeNode(len(nodes), f"it{it}.{GRADIENT}", compute_s, deps))
-        nodes.append(CollectiveNode(len(nodes), f"it{it}.{ALL_REDUCE}", CollectiveKind.ALL_REDUCE, group.name, nbytes,
-                                    (nodes[-1].id,)))
+        for r in reductions:
+            nodes.append(CollectiveNode(len(nodes), f"it{it}.{r.label}", CollectiveKind.ALL_REDUCE, group.name,
+                                        r.elements * BYTES_PER_ELEMENT, (nodes[-1].id,)))
     graph = JobGraph(name or f"train-digits-n{ranks}", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)),
                      (group,))
     validate(graph)
