@@ -333,11 +333,9 @@ def experiment_spec(args: argparse.Namespace) -> ExperimentSpec:
 
 def options_given(args: argparse.Namespace) -> dict[str, Any]:
     """The spec's fields `gradswitch experiment`'s options gave (the emulate and sim tables' as tables)."""
-    from dataclasses import fields
+    from gradswitch.experiment.spec import CLI_OPTIONS, EMULATE_OPTIONS, RUN_KEYS, SECTION_OF, SIM_OPTIONS
 
-    from gradswitch.experiment.spec import CLI_OPTIONS, EMULATE_OPTIONS, SIM_OPTIONS, ExperimentSpec
-
-    options = {f.name: CLI_OPTIONS.get(f.name, f.name).replace("-", "_") for f in fields(ExperimentSpec)}
+    options = {key: CLI_OPTIONS.get(key, key).replace("-", "_") for key in (*RUN_KEYS, *SECTION_OF)}
     given = {field: value for field, option in options.items() if (value := getattr(args, option, None)) is not None}
     for table, names in (("emulate", EMULATE_OPTIONS), ("sim", SIM_OPTIONS)):
         values = {field: value for field, option in names.items()

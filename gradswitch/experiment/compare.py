@@ -53,7 +53,7 @@ import itertools
 import statistics
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -79,6 +79,7 @@ from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.shipped_specs import shipped_spec
 from gradswitch.experiment.spec import (
     COMPARE_ONLY,
+    RUN_KEYS,
     SECTION_OF,
     SECTIONS,
     Engine,
@@ -160,7 +161,7 @@ class Repetition:
     def spec(self) -> ExperimentSpec:
         """The run with this repetition's seed (seed + index: other payloads, other placements when random) and,
         where the compare says so, its other varied fields (ecmp_seed + index: another hash of the flows)."""
-        return replace(self.run, **{f: getattr(self.run, f) + self.index for f in self.varies})
+        return self.run.but(**{f: self.run.get(f) + self.index for f in self.varies})
 
     def directory(self, out_dir: Path) -> Path:
         return out_dir / self.label if self.repeat == 1 else out_dir / self.label / f"rep{self.index + 1}"
@@ -177,7 +178,7 @@ def repetitions(spec: CompareSpec) -> list[Repetition]:
 def _auto_name(spec: ExperimentSpec, varied: list[str]) -> str:
     parts = []
     for key in varied:
-        value = getattr(spec, key)
+        value = spec.get(key)
         if key == "size_bytes":
             parts.append(f"{value / 2**20:g}MiB")
         elif key == "workers":
@@ -291,14 +292,14 @@ def load_spec(path: Path) -> CompareSpec:
     if baselines and len(baselines) == len(names):
         problems.append(f"{path}: baselines name every run: leave at least one run to measure against them")
     within = raw.get("baselines_within", [])
-    spec_fields = {f.name for f in fields(ExperimentSpec)}
+    spec_fields = {*SECTION_OF, *RUN_KEYS}
     if not isinstance(within, list) or not all(isinstance(w, str) and w in spec_fields for w in within):
         problems.append(f"{path}: baselines_within = {within!r}: a list of experiment fields a run and its "
                         "baselines share, e.g. [\"ring_order\"]")
         within = []
     for run in runs:
         if baselines and run.label not in baselines and within and not any(
-                all(getattr(b, w) == getattr(run, w) for w in within) for b in runs if b.label in baselines):
+                all(b.get(w) == run.get(w) for w in within) for b in runs if b.label in baselines):
             problems.append(f"{path}: run {run.label!r}: no baseline shares its {', '.join(within)} "
                             "(baselines_within)")
     if problems:
@@ -396,7 +397,7 @@ def best_baseline(spec: CompareSpec, summary: Mapping[str, Mapping[str, Any]], f
     def comparable(b: str) -> bool:
         if run is None or run not in specs or b not in specs:
             return True
-        return all(getattr(specs[b], w) == getattr(specs[run], w) for w in spec.baselines_within)
+        return all(specs[b].get(w) == specs[run].get(w) for w in spec.baselines_within)
 
     usable = [b for b in spec.baselines if _number(summary.get(b, {}).get(figure))
               and not summary[b].get("machine_bound") and not check_failed(summary[b]) and comparable(b)]
