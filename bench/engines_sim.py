@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,18 +41,18 @@ def speedup_runs(models: tuple[str, ...]) -> list[ExperimentSpec]:
     path = shipped_spec("training-speedup")
     assert path is not None, "gradswitch/specs/training-speedup.toml is shipped"
     spec = load_spec(path)
-    return [replace(r, backend=Backend.NS3) for r in spec.runs if r.workload in models]
+    return [r.but(backend=Backend.NS3) for r in spec.runs if r.workload.workload in models]
 
 
 def scaling_runs(models: tuple[str, ...], workers: tuple[int, ...]) -> list[ExperimentSpec]:
-    return [replace(scaling_spec(m, n, a), iterations=3) for m in models for n in workers for a in SCALING_ALGOS]
+    return [scaling_spec(m, n, a).but(iterations=3) for m in models for n in workers for a in SCALING_ALGOS]
 
 
 def engine_figures(spec: ExperimentSpec, engine: Engine, out: Path) -> dict[str, Any]:
     """One engine's run of the spec: its figures, or the one line that stopped it."""
     started = time.monotonic()
     try:
-        r = run_experiment(replace(spec, engine=engine), out / f"{spec.label}-{engine}", progress=False)
+        r = run_experiment(spec.but(engine=engine), out / f"{spec.label}-{engine}", progress=False)
     except Exception as e:  # a run that cannot be is a row saying why, not the end of the benchmark
         return {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
     training = r["training"] or {}
@@ -71,8 +70,9 @@ def row(spec: ExperimentSpec, study: str, out: Path) -> dict[str, Any]:
     if loop.get("samples_per_s_real") and graph.get("samples_per_s_real"):
         ratio = graph["samples_per_s_real"] / loop["samples_per_s_real"]
     agrees = ratio is not None and abs(ratio - 1) <= TOLERANCE and loop.get("ok") is True and graph.get("ok") is True
-    return {"study": study, "run": spec.label, "workload": spec.workload, "topo": str(spec.topo),
-            "algo": str(spec.algo), "scheduling": str(spec.scheduling), "workers": spec.workers,
+    return {"study": study, "run": spec.label, "workload": spec.workload.workload, "topo": str(spec.network.topo),
+            "algo": str(spec.algorithm.algo), "scheduling": str(spec.algorithm.scheduling),
+            "workers": spec.network.workers,
             "dilation": spec.dilation, "loop": loop, "graph": graph, "graph_over_loop": ratio, "agrees": agrees,
             "same_bytes": loop.get("bytes_on_wire") == graph.get("bytes_on_wire") and "bytes_on_wire" in loop,
             "wall_graph_over_loop": graph["simulator_wall_s"] / loop["simulator_wall_s"]

@@ -127,21 +127,21 @@ class CompareSpec:
     @property
     def traces(self) -> bool:
         """Every run runs Chakra traces (workload_et): a compare of job times (compare_traces.py)."""
-        return bool(self.runs) and all(r.workload_et is not None for r in self.runs)
+        return bool(self.runs) and all(r.workload.workload_et is not None for r in self.runs)
 
     @property
     def headline_figure(self) -> str:
         """What a run is measured by: training throughput for training specs, else the spec's first figure
         (by default the median iteration, for traces the job's time)."""
-        if any(r.emulate is not None for r in self.runs):
+        if any(r.workload.emulate is not None for r in self.runs):
             return TRAINING_FIGURE
         return self.figures[0] if self.figures else HEADLINE_FIGURE if self.traces else "median_s"
 
     def graph_of(self, run: ExperimentSpec) -> JobGraph:
         """A trace run's graph: as the spec loaded it, else read now."""
-        assert run.workload_et is not None
-        graph = self.graphs.get(run.workload_et)
-        return graph if graph is not None else read_traces(Path(run.workload_et))
+        assert run.workload.workload_et is not None
+        graph = self.graphs.get(run.workload.workload_et)
+        return graph if graph is not None else read_traces(Path(run.workload.workload_et))
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ def _auto_name(spec: ExperimentSpec, varied: list[str]) -> str:
             parts.append(Path(value).name)  # the trace's prefix: a run name is a directory's
         else:
             parts.append(f"{value}")
-    return "-".join(parts) or spec.algo
+    return "-".join(parts) or spec.algorithm.algo
 
 
 SPEC_KEYS = ("name", *COMPARE_ONLY)
@@ -247,13 +247,13 @@ def load_spec(path: Path) -> CompareSpec:
                 raise SpecError(_prefixed(f"run {run.get('name', i)!r}: ", e)) from None
     except SpecError as e:
         raise SpecError(_prefixed(f"{path}: ", e)) from None
-    traced = [r.label for r in runs if r.workload_et is not None]
+    traced = [r.label for r in runs if r.workload.workload_et is not None]
     if traced and len(traced) < len(runs):
-        plain = [r.label for r in runs if r.workload_et is None]
+        plain = [r.label for r in runs if r.workload.workload_et is None]
         raise SpecError(f"{path}: runs {', '.join(traced)} run traces (workload_et) and {', '.join(plain)} do not: a "
                         "compare's runs are all traces or none (a trace run's figures are its job's time against "
                         "its bounds, the others' their iterations'); put them in two specs")
-    graphs = [r.label for r in runs if r.engine == Engine.GRAPH and r.workload == "train-digits"]
+    graphs = [r.label for r in runs if r.algorithm.engine == Engine.GRAPH and r.workload.workload == "train-digits"]
     if graphs:
         raise SpecError(f"{path}: runs {', '.join(graphs)}: train-digits on the graph engine runs with gradswitch "
                         "experiment (--engine graph); a compare runs a model's training on it, or train-digits on "
@@ -450,7 +450,8 @@ def completed_report(directory: Path, spec: ExperimentSpec) -> Results | None:
         return None
     if not same_spec(report.get("spec"), spec):
         return None
-    if report.get("summary", {}).get("iterations_done") != spec.iterations or "headline_extra" not in report:
+    if report.get("summary",
+                  {}).get("iterations_done") != spec.measurement.iterations or "headline_extra" not in report:
         return None
     return report
 
@@ -487,13 +488,13 @@ def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
     for k, rep in enumerate(plan, start=1):
         where = rep.directory(out_dir)
         prefix = f"[{k}/{len(plan)}] {rep}"
-        if rep.run.workload_et is not None:
+        if rep.run.workload.workload_et is not None:
             head = _graph_repetition(spec, rep, where, graph_runner or run_graph_spec, graph_reports, durations,
                                      prefix, log, len(plan) - k + 1)
         else:
             head = _repetition(rep, where, runner or run_experiment, reports, durations, prefix, log,
                                len(plan) - k + 1)
-        head.update(repetition=rep.index + 1, seed=rep.spec.seed)
+        head.update(repetition=rep.index + 1, seed=rep.spec.measurement.seed)
         heads[rep.label][rep.index] = head
         # partial results survive a crash
         summary_file.write(out_dir / "summary.json", summarize_runs(spec, heads))
@@ -533,7 +534,7 @@ def _repetition(rep: Repetition, where: Path, run: Runner, reports: dict[str, li
                           (ExperimentError,), format_table, durations, log, left)
     if isinstance(report, str):
         return {"median_s": None, "p99_s": None, "ok": False, "iteration_s": None, "samples_per_s_real": None,
-                "error": report, "outcome": str(Outcome.FAILED), "backend": str(rep.spec.backend)}
+                "error": report, "outcome": str(Outcome.FAILED), "backend": str(rep.spec.network.backend)}
     reports[rep.label].append(report)
     return headline(report)
 
@@ -546,7 +547,7 @@ def _graph_repetition(spec: CompareSpec, rep: Repetition, where: Path, run: Grap
     report = _kept_or_run(prefix, where, completed_graph_report(where, rep.spec, graph),
                           lambda: run_graph_repetition(rep.spec, graph, where, run),
                           (ExperimentError, GraphError, SimError),
-                          lambda r: format_graph_table(r, str(rep.spec.backend)), durations, log, left)
+                          lambda r: format_graph_table(r, str(rep.spec.network.backend)), durations, log, left)
     if isinstance(report, str):
         return cast(dict[str, Any], failed_headline(rep.spec, report))
     reports[rep.label].append(report)

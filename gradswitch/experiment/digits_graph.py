@@ -21,15 +21,15 @@ from gradswitch.workload.graph_payload import PayloadKind
 
 def spec_digits_graph(spec: ExperimentSpec) -> JobGraph:
     """The spec's train-digits job as a graph: its workers, its iterations, named as the run."""
-    if spec.workload != "train-digits":
-        raise ExperimentError(f"{spec.label}: workload {spec.workload!r}: the digits graph is workload train-digits'")
-    return digits_graph(spec.workers, spec.iterations, name=spec.label)
+    if spec.workload.workload != "train-digits":
+        raise ExperimentError(f"{spec.label}: workload {spec.workload.workload!r}: the digits graph is workload train-digits'")
+    return digits_graph(spec.network.workers, spec.measurement.iterations, name=spec.label)
 
 
 def _checked(spec: ExperimentSpec) -> ExperimentSpec:
     spec.validate()
-    if spec.engine != Engine.GRAPH:
-        raise ExperimentError(f"{spec.label}: engine = {spec.engine}: the iteration loop runs it (runner.py)")
+    if spec.algorithm.engine != Engine.GRAPH:
+        raise ExperimentError(f"{spec.label}: engine = {spec.algorithm.engine}: the iteration loop runs it (runner.py)")
     return spec
 
 

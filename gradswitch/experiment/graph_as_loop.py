@@ -41,16 +41,16 @@ class TrainingGraphJob:
     def host_spec(self) -> ExperimentSpec:
         """The run's settings on the switches: the spec's, but the graph's own job id carries the hosts'
         algorithms (the in-network ones are the GraphJob's NetReduce jobs)."""
-        return replace(self.run_spec, algo=Algorithm.RING)
+        return self.run_spec.but(algo=Algorithm.RING)
 
 
 def training_graph_jobs(spec: ExperimentSpec, topology: Topology) -> list[TrainingGraphJob]:
     """The spec's training jobs (`jobs` of them, each `spec.iterations` iterations on hosts of its own, as the loop
     places them) as graph jobs on the topology; one-line errors (GraphError, ExperimentError) before anything
     starts."""
-    run_spec, graph, dilation = spec_training_graph(spec, spec.iterations)
+    run_spec, graph, dilation = spec_training_graph(spec, spec.measurement.iterations)
     out = []
-    for k in range(spec.jobs):
+    for k in range(spec.workload.jobs):
         job, placement = graph_job(topology, run_spec, graph, dilation=dilation, job_index=k)
         out.append(TrainingGraphJob(run_spec, graph, job, placement, dilation))
     return out

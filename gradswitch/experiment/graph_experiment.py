@@ -56,16 +56,16 @@ def trace_problems(spec: ExperimentSpec, graph: JobGraph, given: Collection[str]
     those `given` (a spec's keys, the options typed), a `workers` given that differs from the traces' ranks, no link
     rate."""
     out = []
-    used = PS_KEYS if spec.algo == Algorithm.PS else ()
+    used = PS_KEYS if spec.algorithm.algo == Algorithm.PS else ()
     ignored = [named(k) for k in TRACE_IGNORES if k in given and k not in used]
     if ignored:
         them = "it" if len(ignored) == 1 else "them"
         out.append(f"{', '.join(ignored)}: a trace's run (workload_et) has no use for {them}: the traces give the "
                    f"sizes, the computation and how often each runs; leave {them} out")
-    if "workers" in given and spec.workers != graph.world_size:
-        out.append(f"workers = {spec.workers}, but the traces {spec.workload_et} have {graph.world_size} ranks; "
+    if "workers" in given and spec.network.workers != graph.world_size:
+        out.append(f"workers = {spec.network.workers}, but the traces {spec.workload.workload_et} have {graph.world_size} ranks; "
                    f"leave workers out (the traces set it) or give {graph.world_size}")
-    if not spec.bw_mbps:
+    if not spec.network.bw_mbps:
         out.append(f"{named('bw_mbps')} is not set: a trace's run needs link rates (its bounds are at the link "
                    "rate): give it, e.g. 8 on BMv2 or 100000 on ns3")
     return out
@@ -74,12 +74,12 @@ def trace_problems(spec: ExperimentSpec, graph: JobGraph, given: Collection[str]
 def load_graph(spec: ExperimentSpec, given: Collection[str] = ()) -> tuple[ExperimentSpec, JobGraph]:
     """The spec's traces, read and checked, and the spec with workers = their ranks; SpecError listing what
     trace_problems refuses (`given`: the keys the spec file and the command line set)."""
-    assert spec.workload_et is not None
-    graph = read_traces(Path(spec.workload_et))
+    assert spec.workload.workload_et is not None
+    graph = read_traces(Path(spec.workload.workload_et))
     problems = trace_problems(spec, graph, given)
     if problems:
         raise SpecError("\n".join(problems))
-    spec = replace(spec, workers=graph.world_size)
+    spec = spec.but(workers=graph.world_size)
     spec.validate()
     return spec, graph
 
@@ -91,12 +91,12 @@ def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path,
     collective per rank). `sim_dilation`: on ns-3, the computation stretched by it on the simulated clock and the
     times reported divided by it, as a BMv2 run dilated by it does (the twin of such a run)."""
     out_dir = out_dir.resolve()
-    if payload != PayloadKind.SYNTHETIC and spec.simulated:
+    if payload != PayloadKind.SYNTHETIC and spec.network.simulated:
         graph_job(topology_for(spec), spec, graph, payload=payload)  # refused, in one line
-    report = run_graph_experiment(spec, graph, out_dir, payload=payload) if not spec.simulated else \
+    report = run_graph_experiment(spec, graph, out_dir, payload=payload) if not spec.network.simulated else \
         _simulate(spec, graph, out_dir, sim_dilation)
     write_graph_timeline(report.run, report.hosts, out_dir, f"{graph.name}: {placed(report)} on "
-                         f"{spec.backend} at {report.bw_mbps:g} Mb/s")
+                         f"{spec.network.backend} at {report.bw_mbps:g} Mb/s")
     return report
 
 
@@ -109,17 +109,18 @@ def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, dilation: fl
     settings = sim_settings(spec, [job.job], placement, progress=False)
     started = time.monotonic()
     result = simulate_graph(graph.dilated(dilation) if dilation != 1.0 else graph, topo, settings, out_dir / "sim",
-                            job=job.job, mpi_ranks=spec.ranks, hostfile=Path(spec.hostfile) if spec.hostfile else None,
+                            job=job.job, mpi_ranks=spec.network.ranks,
+                            hostfile=Path(spec.network.hostfile) if spec.network.hostfile else None,
                             in_network=job.in_network)
     run = result.run.undilated(dilation) if dilation != 1.0 else result.run
     errors = () if result.ok() else tuple(
         f"rank {n.rank} node {n.node_id}: output not what its {n.collective or n.kind} defines"
         for n in run.nodes if n.checked is False) or ("a rank did not finish its graph",)
-    assert spec.bw_mbps is not None
-    faults = tuple(fault_records(spec.faults, list(result.sim.faults), result.sim.nodes, [job.job],
+    assert spec.network.bw_mbps is not None
+    faults = tuple(fault_records(spec.faults.faults, list(result.sim.faults), result.sim.nodes, [job.job],
                                  result.sim.speed.sim_s))
     errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
-    report = summarize(job, run, list(result.hosts), spec.bw_mbps, link_usage(topo, result.sim), None,
+    report = summarize(job, run, list(result.hosts), spec.network.bw_mbps, link_usage(topo, result.sim), None,
                        errors, time.monotonic() - started,
                        resent_packets(n for nodes in result.sim.nodes.values() for n in nodes.values()))
     report = replace(report, faults=faults)

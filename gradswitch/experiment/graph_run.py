@@ -219,12 +219,12 @@ def rate_bytes_per_s(bw_mbps: float, dilation: float) -> float:
 
 def graph_spec(graph: JobGraph, *, bw_mbps: float, seed: int = 1, ring_order: RingOrder = RingOrder.LEAVES,
                transport: Mode = Mode.GBN, loss_pct: float = 0.0, algo: Algorithm = Algorithm.RING, servers: int = 1,
-               ps_key_bytes: int = ExperimentSpec.ps_key_bytes) -> ExperimentSpec:
+               ps_key_bytes: int = ExperimentSpec().algorithm.ps_key_bytes) -> ExperimentSpec:
     """An experiment's settings for running `graph` on a rack of its ranks (and, with algo = ps, `servers`
     parameter servers, keys of `ps_key_bytes`: what run_graph uses)."""
-    return ExperimentSpec(workers=graph.world_size, bw_mbps=bw_mbps, ring_order=ring_order, seed=seed,
-                          transport=transport, loss_pct=loss_pct, iterations=1, algo=algo, servers=servers,
-                          ps_key_bytes=ps_key_bytes)
+    return ExperimentSpec.of(workers=graph.world_size, bw_mbps=bw_mbps, ring_order=ring_order, seed=seed,
+                             transport=transport, loss_pct=loss_pct, iterations=1, algo=algo, servers=servers,
+                             ps_key_bytes=ps_key_bytes)
 
 
 def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation: float | None = None,
@@ -238,19 +238,19 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     hosts of its own; its in-network collectives' NetReduce jobs numbered after every job's id)."""
     validate(graph)
     spec.validate()
-    if payload != PayloadKind.SYNTHETIC and spec.simulated:
+    if payload != PayloadKind.SYNTHETIC and spec.network.simulated:
         raise ExperimentError(f"{graph.name}: payload {payload} computes its gradients on the hosts; the simulator "
                               "carries synthetic data only (checked by digest): run it on BMv2 (backend = bmv2), or "
                               "give the graph alone for timing")
-    if spec.workers != graph.world_size:
-        raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but workers = {spec.workers}; "
+    if spec.network.workers != graph.world_size:
+        raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but workers = {spec.network.workers}; "
                               f"set workers = {graph.world_size}")
-    if not spec.bw_mbps:
+    if not spec.network.bw_mbps:
         raise ExperimentError(f"{graph.name}: bw_mbps is not set; a graph run needs shaped links (its bounds "
                               f"are at the link rate): give bw_mbps, e.g. 8")
-    hosts, needed = len(topo.hosts), graph.world_size + spec.servers_per_job
+    hosts, needed = len(topo.hosts), graph.world_size + spec.algorithm.servers_per_job
     if needed > hosts:
-        with_servers = f" and {spec.servers_per_job} parameter server(s)" if spec.servers_per_job else ""
+        with_servers = f" and {spec.algorithm.servers_per_job} parameter server(s)" if spec.algorithm.servers_per_job else ""
         raise ExperimentError(f"{graph.name}: {graph.world_size} ranks{with_servers}, but the network has {hosts} "
                               f"hosts; run it on a topology with at least {needed}")
     plan = plan_run(spec, topo)
@@ -273,11 +273,11 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     senders = {g.name: senders_per_group(graph, g.name) for g in graph.groups}  # each group's, once
     fan_in = max(1, max(sum(senders[g.name] for g in graph.groups if r in g.ranks) for r in range(graph.world_size)))
     timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
-        graph, spec.bw_mbps, d, len(servers))
+        graph, spec.network.bw_mbps, d, len(servers))
     # one job: its own id + 1 on (as ever); several: after every job's id, len(IN_NETWORK) a job
     first_id = None if len(plan.jobs) == 1 else len(plan.jobs) + 1 + job_index * len(IN_NETWORK)
-    in_network = in_network_jobs(graph, cfg.job_id, first_id) if spec.algo == Algorithm.NETREDUCE else {}
-    if not spec.simulated:  # the P4 switches' limits (the simulator's run every IN_NETWORK type, any number of
+    in_network = in_network_jobs(graph, cfg.job_id, first_id) if spec.algorithm.algo == Algorithm.NETREDUCE else {}
+    if not spec.network.simulated:  # the P4 switches' limits (the simulator's run every IN_NETWORK type, any number of
         # members; gradswitch.sim.graph_run refuses what they cannot)
         for kind, job_id in in_network.items():
             try:
@@ -342,7 +342,7 @@ def serial_estimate_s(graph: JobGraph, bw_mbps: float, dilation: float, servers:
 def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, dilation: float = 1.0, seed: int = 1,
               ring_order: RingOrder = RingOrder.LEAVES, transport: Mode = Mode.GBN, loss_pct: float = 0.0,
               timeout_s: float | None = None, algo: Algorithm = Algorithm.RING, servers: int = 1,
-              ps_key_bytes: int = ExperimentSpec.ps_key_bytes) -> GraphRunReport:
+              ps_key_bytes: int = ExperimentSpec().algorithm.ps_key_bytes) -> GraphRunReport:
     """run_graph_on with an experiment's settings made for the graph (graph_spec)."""
     spec = graph_spec(graph, bw_mbps=bw_mbps, seed=seed, ring_order=ring_order, transport=transport,
                       loss_pct=loss_pct, algo=algo, servers=servers, ps_key_bytes=ps_key_bytes)
@@ -353,7 +353,7 @@ def run_graph_experiment(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, *
                          timeout_s: float | None = None, payload: PayloadKind = PayloadKind.SYNTHETIC
                          ) -> GraphRunReport:
     """Bring up the spec's network (its topology with `workers` hosts or more), run the graph, tear down."""
-    if spec.simulated:
+    if spec.network.simulated:
         raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
     graph_job(topology_for(spec), spec, graph, dilation=dilation, timeout_s=timeout_s, payload=payload)  # refuse now
     out_dir = out_dir.resolve()
@@ -368,10 +368,10 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     file, the ranks' logs and results under run_dir, the report as run_dir/graph-results.json. GraphError
     (one line) for a graph that cannot run and ExperimentError for settings or a network that cannot hold
     it, before anything starts; ExperimentError naming the rank when a rank failed to run its graph."""
-    if spec.simulated:
+    if spec.network.simulated:
         raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
     job, placement = graph_job(net.topo, spec, graph, dilation=dilation, timeout_s=timeout_s, payload=payload)
-    bw_mbps = spec.bw_mbps
+    bw_mbps = spec.network.bw_mbps
     assert bw_mbps is not None  # graph_job refused a spec without
     run_dir = run_dir.resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -398,7 +398,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
         carried.update(links.stop())
 
     # the graph's own job id carries the hosts' algorithms: RunSettings must not make it a NetReduce job
-    host_spec = replace(spec, algo=Algorithm.RING)
+    host_spec = spec.but(algo=Algorithm.RING)
     settings = RunSettings(net, host_spec, [job.job], placement, ranks_dir).__enter__()
     unsubscribe = subscribe_health(net, schedule)
     try:
@@ -429,8 +429,8 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
         kept = [(0, began, began + run.job_s * job.dilation)] if not errors else []
         faults = tuple(schedule.records(kept, 1))
         errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
-    ideal = ideal_link_load(job, net.topo, spec.load_balance, spec.ecmp_seed)
-    lossless = not spec.loss_pct and not spec.faults
+    ideal = ideal_link_load(job, net.topo, spec.network.load_balance, spec.network.ecmp_seed)
+    lossless = not spec.faults.loss_pct and not spec.faults.faults
     report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent,
                        ideal, lossless)
     training = TrainingOutcome.of(results) if payload == PayloadKind.DIGITS else None

@@ -42,11 +42,11 @@ def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | No
     # the loop's check, per iteration's elements (the graph's AUTO counts every iteration's: a weaker check sooner)
     settings = replace(settings, check=check_mode(trainings[0], settings))
     started = time.time()
-    hostfile = Path(spec.hostfile) if spec.hostfile is not None else None
+    hostfile = Path(spec.network.hostfile) if spec.network.hostfile is not None else None
     placed = [PlacedGraph(tg.graph.dilated(tg.dilation) if tg.dilation != 1.0 else tg.graph, tg.job.job,
                           tg.job.in_network) for tg in tgs]
     try:
-        results = run_graphs(placed, run_plan.topology, settings, out_dir / "sim", mpi_ranks=spec.ranks,
+        results = run_graphs(placed, run_plan.topology, settings, out_dir / "sim", mpi_ranks=spec.network.ranks,
                              hostfile=hostfile)
     except (SimError, GraphError) as e:
         raise ExperimentError(f"{spec.label}: {e}") from None

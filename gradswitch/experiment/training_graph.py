@@ -26,15 +26,16 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
     of its own); the dilation D the graph's computation runs under."""
     training = training_config(spec)
     if training is None:
-        raise ExperimentError(f"{spec.label}: workload {spec.workload!r} without an emulated cluster: a training "
+        raise ExperimentError(f"{spec.label}: workload {spec.workload.workload!r} without an emulated cluster: a training "
                               f"graph needs a model profile and `emulate`")
     # the spec's algorithm: priority partitions go in the order its link-rate bound gives (gradswitch/workload/plan.py)
-    cfg = replace(training_job(spec.workload, spec.workers, iterations, scale=spec.scale), algo=spec.algo,
+    cfg = replace(training_job(spec.workload.workload, spec.network.workers, iterations, scale=spec.workload.scale),
+                  algo=spec.algorithm.algo,
                   training=training)
     graph = training_graph(cfg, name=spec.label)
     # The spec's training fields are the graph's now; the spec that runs it has the defaults.
-    plain = replace(spec, workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO,
-                    engine=Engine.LOOP)
+    plain = spec.but(workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO,
+                     engine=Engine.LOOP)
     return plain, graph, training.dilation
 
 

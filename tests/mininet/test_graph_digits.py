@@ -6,7 +6,6 @@ gradients, the same sums, the same SGD steps; the accuracy per iteration the loo
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ def test_the_graph_engine_trains_the_loops_model_through_bmv2(tmp_path: Path) ->
         for algo in ("ring", "netreduce"):
             spec = spec_from_dict({**SPEC, "algo": algo, "name": f"loop-{algo}"})
             loop[algo] = run_on(net, spec, tmp_path / f"loop-{algo}")
-            graph[algo] = run_digits_graph_on(net, replace(spec, engine=Engine.GRAPH, name=f"graph-{algo}"),
+            graph[algo] = run_digits_graph_on(net, spec.but(engine=Engine.GRAPH, name=f"graph-{algo}"),
                                               tmp_path / f"graph-{algo}")
     for algo in ("ring", "netreduce"):
         assert loop[algo]["ok"], loop[algo]["errors"]

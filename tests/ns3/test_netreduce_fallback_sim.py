@@ -156,7 +156,7 @@ def test_the_fallback_through_the_orchestration_names_it_in_results_json(tmp_pat
     report = run_experiment(spec, tmp_path / "run", progress=False)
     saved = results_file.read(tmp_path / "run" / "results.json")
     assert report["summary"]["correct"] and saved["fault_outcome"] == "recovered"
-    assert len(saved["iterations"]) == spec.iterations
+    assert len(saved["iterations"]) == spec.measurement.iterations
     [f] = saved["faults"]
     assert (f["label"], f["outcome"], f["fallback"]) == (f"switch-crash:spine1@{CRASH_AT_S:g}", "recovered", "ring")
     assert f["time_to_detect_s"] == pytest.approx(SimSettings().switch_detect_s, abs=1e-9)

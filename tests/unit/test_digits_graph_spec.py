@@ -35,7 +35,7 @@ def spec(**kw: Any) -> ExperimentSpec:
 
 def test_a_digits_spec_on_the_graph_engine_is_fine_and_makes_the_digits_graph() -> None:
     s = spec()
-    assert s.engine == Engine.GRAPH and s.problems() == []
+    assert s.algorithm.engine == Engine.GRAPH and s.problems() == []
     assert spec(algo="netreduce").problems() == []
     assert spec(algo="ps", servers=2).problems() == []  # on BMv2 the servers run the graph's world all-reduces
     graph = spec_digits_graph(s)
@@ -71,7 +71,7 @@ def test_on_the_simulator_it_is_one_line_pointing_at_the_graph_for_timing() -> N
     assert problems == ["workload = 'train-digits' computes its gradients in Python: it runs on BMv2 only (backend = "
                         "bmv2); on ns-3 its graph runs for timing only, synthetic data in its place (gradswitch "
                         "export-et --workload train-digits, then --workload-et)"]
-    s = replace(spec(), backend=spec(backend="ns3").backend)
+    s = spec().but(backend=spec(backend="ns3").network.backend)
     graph = digits_graph(4, 2)
     with pytest.raises(SpecError, match="BMv2 only"):
         run_graph_spec(s, graph, Path("/nonexistent"), PayloadKind.DIGITS)
@@ -82,7 +82,7 @@ def test_on_the_simulator_it_is_one_line_pointing_at_the_graph_for_timing() -> N
 def test_the_payload_is_refused_on_the_simulator_by_the_job_too() -> None:
     """graph_job, whatever the spec's workload: real gradients never go to the simulator."""
     graph = digits_graph(4, 2)
-    s = ExperimentSpec(workers=4, bw_mbps=20.0, backend=spec(backend="ns3").backend)
+    s = ExperimentSpec.of(workers=4, bw_mbps=20.0, backend=spec(backend="ns3").network.backend)
     assert s.problems() == []
     with pytest.raises(ExperimentError, match="the simulator carries synthetic data only"):
         graph_job(s.topology(), s, graph, payload=PayloadKind.DIGITS)
@@ -91,7 +91,7 @@ def test_the_payload_is_refused_on_the_simulator_by_the_job_too() -> None:
 
 def test_the_job_refuses_settings_the_gradients_cannot_take() -> None:
     graph = digits_graph(4, 2)
-    s = ExperimentSpec(workers=4, bw_mbps=20.0, dtype=DType.FLOAT32, float_mode=FloatMode.EXPONENT)
+    s = ExperimentSpec.of(workers=4, bw_mbps=20.0, dtype=DType.FLOAT32, float_mode=FloatMode.EXPONENT)
     with pytest.raises(ExperimentError, match="not block exponents"):
         graph_job(s.topology(), s, graph, payload=PayloadKind.DIGITS)
 
@@ -137,4 +137,5 @@ def test_the_command_line_takes_engine() -> None:
     args = build_parser().parse_args(["experiment", "--workload", "train-digits", "--dtype", "float32", "--engine",
                                       "graph", "--bw", "20", "--algo", "netreduce"])
     s = experiment_spec(args)
-    assert (s.engine, s.algo, s.workload) == (Engine.GRAPH, Algorithm.NETREDUCE, "train-digits")
+    assert (s.algorithm.engine, s.algorithm.algo, s.workload.workload) == (Engine.GRAPH, Algorithm.NETREDUCE,
+                                                                           "train-digits")

@@ -82,8 +82,9 @@ def test_a_sectioned_file_is_the_flat_file_it_spells_out(tmp_path):
     sectioned.write_text(SECTIONED)
     spec = load_experiment(sectioned)
     assert spec == load_experiment(flat) != ExperimentSpec()
-    assert (spec.workers, spec.transport, spec.sim.check, spec.dlcp.spray, spec.dlcp.hosts.loss_budget,
-            len(spec.faults), spec.loss_pct) == (8, "sr", "digest", True, 0.2, 1, 1.0)
+    assert (spec.network.workers, spec.transport.transport, spec.network.sim.check, spec.transport.dlcp.spray,
+            spec.transport.dlcp.hosts.loss_budget,
+            len(spec.faults.faults), spec.faults.loss_pct) == (8, "sr", "digest", True, 0.2, 1, 1.0)
     # a key, a value: `transport = "sr"` is the key, a table named transport the section
     assert flat_spec({"transport": "sr", "faults": [], "workload": "vgg16"}) == {
         "transport": "sr", "faults": [], "workload": "vgg16"}
@@ -94,7 +95,7 @@ def test_forms_mix_and_options_beside_a_sectioned_file_win_key_by_key(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text('workers = 4\n[network.sim]\ncheck = "digest"\nlink_delay_us = 2.5\n')
     spec = load_experiment(path, {"sim": {"link_delay_us": 7.0}, "workers": 6})
-    assert (spec.workers, spec.sim.check, spec.sim.link_delay_us) == (6, "digest", 7.0)
+    assert (spec.network.workers, spec.network.sim.check, spec.network.sim.link_delay_us) == (6, "digest", 7.0)
 
 
 @pytest.mark.parametrize(("raw", "table", "says"), [

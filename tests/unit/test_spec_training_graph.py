@@ -38,9 +38,11 @@ def test_the_graph_is_the_generators_of_the_job_the_spec_trains():
     assert sizes == [op.elements * 4 for op in ops] * 3
     assert max(sizes) <= training.partition_bytes + 4
     # The spec that runs it leaves the workload to the graph and keeps the fabric and links.
-    assert (run_spec.workload, run_spec.emulate, run_spec.sync, run_spec.scheduling) == \
+    assert (run_spec.workload.workload, run_spec.workload.emulate, run_spec.algorithm.sync,
+            run_spec.algorithm.scheduling) == \
         ("synthetic", None, Sync.ITERATION, Scheduling.FIFO)
-    assert (run_spec.topo, run_spec.bw_mbps, run_spec.workers) == (spec.topo, spec.bw_mbps, spec.workers)
+    assert (run_spec.network.topo, run_spec.network.bw_mbps, run_spec.network.workers) == (spec.topo, spec.bw_mbps,
+                                                                                           spec.workers)
     run_spec.validate()
 
 

@@ -159,5 +159,6 @@ def test_the_documents_example_of_a_sectioned_experiment_file_runs(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text(example)
     spec = load_experiment(path)
-    assert (spec.name, spec.topo, spec.workers, spec.bw_mbps, spec.sim.check, spec.transport, spec.dlcp.spray,
-            spec.iterations) == ("ring-sr", "leafspine", 8, 20.0, "digest", "sr", True, 5)
+    assert (spec.name, spec.network.topo, spec.network.workers, spec.network.bw_mbps, spec.network.sim.check,
+            spec.transport.transport, spec.transport.dlcp.spray,
+            spec.measurement.iterations) == ("ring-sr", "leafspine", 8, 20.0, "digest", "sr", True, 5)
