@@ -70,7 +70,8 @@ def main() -> None:
                              "ideal_ps": ideal_ps, "ideal_ring_headers": ideal_ring * header_factor,
                              "ideal_ps_headers": ideal_ps * header_factor,
                              "netreduce_ratio_to_bound": reports[f"netreduce-n{n}"]["summary"]["ratio_to_bound"],
-                             "retransmissions": {str(s.algorithm.algo): reports[s.label]["retransmissions"] for s in specs},
+                             "retransmissions": {str(s.algorithm.algo): reports[s.label]["retransmissions"]
+                                                 for s in specs},
                              "limits": limits})
     print(f"\n{'topology':<10}{'N':>3}{'NetReduce s':>13}{'ring s':>9}{'PS s':>9}"
           f"{'ring/NR':>9}{'ideal':>7}{'(hdr)':>7}{'PS/NR':>8}{'ideal':>7}{'(hdr)':>7}  resent NR/ring/PS")

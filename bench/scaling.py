@@ -230,13 +230,14 @@ def run(runs: list[ExperimentSpec], out: Path, shard: tuple[int, int]) -> None:
 def point(report: Mapping[str, Any], spec: ExperimentSpec) -> dict[str, Any]:
     t = report.get("training") or {}
     sim = report.get("simulator") or {}
+    emulate = spec.workload.emulate
     return {"model": spec.workload.workload, "workers": spec.network.workers, "ok": report["ok"],
             "check": report.get("check"),
             "correct": report.get("summary", {}).get("correct"),
             "samples_per_s": t.get("samples_per_s_real"), "iteration_s": t.get("iteration_s_real"),
             "ideal_samples_per_s": t.get("ideal_samples_per_s_real"),
-            "linear_samples_per_s": (spec.network.workers * spec.workload.emulate.batch / t["single_gpu_iteration_s_real"]
-                                     if spec.workload.emulate and t.get("single_gpu_iteration_s_real") else None),
+            "linear_samples_per_s": (spec.network.workers * emulate.batch / t["single_gpu_iteration_s_real"]
+                                     if emulate and t.get("single_gpu_iteration_s_real") else None),
             "scaling_efficiency": t.get("scaling_efficiency"), "exposed_comm_s": t.get("exposed_comm_s"),
             "of_ideal": t.get("of_ideal"), "retransmissions": report.get("retransmissions"),
             "timeouts": report.get("timeouts"), "duplicates": report.get("duplicates"),

@@ -353,7 +353,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     spec = experiment_spec(args)
     if spec.workload.workload_et is not None:
         return _experiment_graph(spec, args)
-    if spec.algorithm.engine == Engine.GRAPH and spec.workload.workload == "train-digits":  # a model's training: the run below
+    if spec.algorithm.engine == Engine.GRAPH and spec.workload.workload == "train-digits":  # a model's training
         return _experiment_digits_graph(spec, args)
     _ready_for([spec])
     out = args.out or Path("runs") / spec.label

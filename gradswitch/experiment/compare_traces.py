@@ -211,6 +211,7 @@ def run_graph_repetition(spec: ExperimentSpec, graph: JobGraph, directory: Path,
 def details_line(name: str, spec: ExperimentSpec, graph: JobGraph, links: str) -> str:
     """report.md's line about a trace run."""
     nodes = sum(len(r.nodes) for r in graph.ranks)
-    return (f"- **{name}**: trace `{spec.workload.workload_et}` ({graph.name}: {graph.world_size} ranks, {nodes} nodes in all), "
-            f"algo {spec.algorithm.algo} on {spec.network.topo} ({spec.network.backend}), bw {spec.network.bw_mbps}, loss {spec.faults.loss_pct}%, "
-            f"{spec.transport.transport} ({links})")
+    net = spec.network
+    return (f"- **{name}**: trace `{spec.workload.workload_et}` ({graph.name}: {graph.world_size} ranks, {nodes} "
+            f"nodes in all), algo {spec.algorithm.algo} on {net.topo} ({net.backend}), bw {net.bw_mbps}, "
+            f"loss {spec.faults.loss_pct}%, {spec.transport.transport} ({links})")

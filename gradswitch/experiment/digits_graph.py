@@ -22,7 +22,8 @@ from gradswitch.workload.graph_payload import PayloadKind
 def spec_digits_graph(spec: ExperimentSpec) -> JobGraph:
     """The spec's train-digits job as a graph: its workers, its iterations, named as the run."""
     if spec.workload.workload != "train-digits":
-        raise ExperimentError(f"{spec.label}: workload {spec.workload.workload!r}: the digits graph is workload train-digits'")
+        raise ExperimentError(f"{spec.label}: workload {spec.workload.workload!r}: the digits graph is workload "
+                              "train-digits'")
     return digits_graph(spec.network.workers, spec.measurement.iterations, name=spec.label)
 
 

@@ -45,9 +45,9 @@ class TrainingGraphJob:
 
 
 def training_graph_jobs(spec: ExperimentSpec, topology: Topology) -> list[TrainingGraphJob]:
-    """The spec's training jobs (`jobs` of them, each `spec.iterations` iterations on hosts of its own, as the loop
-    places them) as graph jobs on the topology; one-line errors (GraphError, ExperimentError) before anything
-    starts."""
+    """The spec's training jobs (`jobs` of them, each `spec.measurement.iterations` iterations on hosts of its own,
+    as the loop places them) as graph jobs on the topology; one-line errors (GraphError, ExperimentError) before
+    anything starts."""
     run_spec, graph, dilation = spec_training_graph(spec, spec.measurement.iterations)
     out = []
     for k in range(spec.workload.jobs):

@@ -63,8 +63,8 @@ def trace_problems(spec: ExperimentSpec, graph: JobGraph, given: Collection[str]
         out.append(f"{', '.join(ignored)}: a trace's run (workload_et) has no use for {them}: the traces give the "
                    f"sizes, the computation and how often each runs; leave {them} out")
     if "workers" in given and spec.network.workers != graph.world_size:
-        out.append(f"workers = {spec.network.workers}, but the traces {spec.workload.workload_et} have {graph.world_size} ranks; "
-                   f"leave workers out (the traces set it) or give {graph.world_size}")
+        out.append(f"workers = {spec.network.workers}, but the traces {spec.workload.workload_et} have "
+                   f"{graph.world_size} ranks; leave workers out (the traces set it) or give {graph.world_size}")
     if not spec.network.bw_mbps:
         out.append(f"{named('bw_mbps')} is not set: a trace's run needs link rates (its bounds are at the link "
                    "rate): give it, e.g. 8 on BMv2 or 100000 on ns3")

@@ -250,7 +250,8 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
                               f"are at the link rate): give bw_mbps, e.g. 8")
     hosts, needed = len(topo.hosts), graph.world_size + spec.algorithm.servers_per_job
     if needed > hosts:
-        with_servers = f" and {spec.algorithm.servers_per_job} parameter server(s)" if spec.algorithm.servers_per_job else ""
+        per_job = spec.algorithm.servers_per_job
+        with_servers = f" and {per_job} parameter server(s)" if per_job else ""
         raise ExperimentError(f"{graph.name}: {graph.world_size} ranks{with_servers}, but the network has {hosts} "
                               f"hosts; run it on a topology with at least {needed}")
     plan = plan_run(spec, topo)

@@ -15,7 +15,7 @@ import numpy as np
 from gradswitch.experiment.placement import modelled_compute_s
 from gradswitch.experiment.plots import plot_iterations
 from gradswitch.experiment.results_file import Outcome, Results
-from gradswitch.experiment.spec import ExperimentSpec, step_bytes
+from gradswitch.experiment.spec import ExperimentSpec, spec_dict, step_bytes
 from gradswitch.hosts.ideal import ideal
 from gradswitch.roce.wire import ETH_HEADER_LEN
 from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
@@ -309,7 +309,7 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
     return cast(Results, {
         "name": spec.label,
         "backend": str(spec.network.backend),  # bmv2 (the testbed) or ns3 (the simulator)
-        "spec": asdict(spec),
+        "spec": spec_dict(spec),
         "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
         "step_bytes": step_bytes(spec),
         **main,

@@ -145,7 +145,8 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         # DLCP's event counters count from the switch's start (several runs may share a network): this run's are
         # what they gained while its jobs ran (nothing of the jobs' runs before the go: their nodes only resolve
         # their peers, with ICMP).
-        dlcp_before = {name: settings.dlcp_events(name) for name in fabric.switch_names()} if spec.transport.dlcp.enabled else {}
+        dlcp_before = ({name: settings.dlcp_events(name) for name in fabric.switch_names()}
+                       if spec.transport.dlcp.enabled else {})
         try:
             results = run_nodes(net, nodes_cfgs, config_dir, run_dir,
                                 Progress(1 if tgs else spec.measurement.iterations, spec.label, progress),

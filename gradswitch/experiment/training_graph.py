@@ -26,8 +26,8 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
     of its own); the dilation D the graph's computation runs under."""
     training = training_config(spec)
     if training is None:
-        raise ExperimentError(f"{spec.label}: workload {spec.workload.workload!r} without an emulated cluster: a training "
-                              f"graph needs a model profile and `emulate`")
+        raise ExperimentError(f"{spec.label}: workload {spec.workload.workload!r} without an emulated cluster: a "
+                              "training graph needs a model profile and `emulate`")
     # the spec's algorithm: priority partitions go in the order its link-rate bound gives (gradswitch/workload/plan.py)
     cfg = replace(training_job(spec.workload.workload, spec.network.workers, iterations, scale=spec.workload.scale),
                   algo=spec.algorithm.algo,

@@ -29,7 +29,8 @@ def test_a_ring_on_bmv2_and_on_ns3_agree(tmp_path, monkeypatch):
     if build is not None and Path(build).exists():
         monkeypatch.setenv(BMV2_ENV, build)  # the BMv2 build the costs were measured with
     twin = simulated(ring, load_costs())
-    assert twin.network.sim.switch_delay_us > 0 and twin.network.sim.host_delay_us > 0 and twin.network.sim.link_delay_us == 0
+    sim = twin.network.sim
+    assert sim.switch_delay_us > 0 and sim.host_delay_us > 0 and sim.link_delay_us == 0
     # As bench.crossval: the BMv2 figure is the median of the runs the links limited (a machine-bound run, another
     # process having taken a core, says nothing about the model); the test fails if none of BMV2_RUNS was.
     usable, seen = [], []

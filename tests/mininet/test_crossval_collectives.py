@@ -51,7 +51,8 @@ def test_collectives_on_bmv2_and_on_ns3_agree(tmp_path: Path, monkeypatch: pytes
                             f"{reasons}")
     for pattern, testbed in measured.items():
         twin = simulated(spec.but(seed=1, algo=pattern_algo(pattern)), costs)
-        assert twin.network.sim.switch_delay_us > 0 and twin.network.sim.link_delay_us == 0 and twin.network.sim.shaped_links
+        sim = twin.network.sim
+        assert sim.switch_delay_us > 0 and sim.link_delay_us == 0 and sim.shaped_links
         model = run_graph_spec(twin, pattern_graph(pattern, 4, 1 << 20), tmp_path / f"{pattern}-ns3")
         assert model.checked, model.errors
         assert model.hosts == testbed.hosts

@@ -161,7 +161,7 @@ def test_load_balancing_settings_move_a_real_flow_over_the_expected_uplinks(tmp_
             return lambda: net.host("h1").cmd(f"{sys.executable} -c '{script}'")
 
         def settings(**fields: Any) -> RunSettings:
-            return RunSettings(net, ExperimentSpec(**fields), [], placement, tmp_path)
+            return RunSettings(net, ExperimentSpec.of(**fields), [], placement, tmp_path)
 
         def on_one(counts: dict[int, int], uplink: int) -> bool:  # (a few of the 200 may be lost on the way in)
             return counts[uplink] >= 180 and sum(counts.values()) - counts[uplink] < 5

@@ -101,8 +101,9 @@ def hang_run(net: Testbed, spec: ExperimentSpec, out: Path) -> tuple[dict[str, A
     bound = hang_end_bound_s(cfg.rto, cfg.retry_limit, stop_deadline_s([cfg]))
     saved = read(out / "results.json")
     (fault,) = saved["faults"]
-    print(f"{spec.algorithm.algo}: {switch} hung mid-run: {fault['outcome']} after {len(saved['iterations'])} iterations, run "
-          f"ended {ended - stopped[0]:.2f} s after the SIGSTOP (bound {bound:.2f} s): {fault['detail']}")
+    print(f"{spec.algorithm.algo}: {switch} hung mid-run: {fault['outcome']} after {len(saved['iterations'])} "
+          f"iterations, run ended {ended - stopped[0]:.2f} s after the SIGSTOP (bound {bound:.2f} s): "
+          f"{fault['detail']}")
     assert fault["injected"] is True and fault["fault"]["kind"] == "switch-hang"
     assert f"{switch} named hung by the control plane" in fault["detail"], fault
     assert fault["time_to_detect_s"] is not None and fault["time_to_detect_s"] <= HUNG_DETECT_BOUND_S + SLACK_S

@@ -34,7 +34,7 @@ CRASH_AT_S = 2.0
 def ring(**kw: Any) -> ExperimentSpec:
     fields: dict[str, Any] = {"algo": Algorithm.RING, "workers": 4, "topo": Topo.LEAFSPINE, "size_bytes": 1 << 20,
                               "bw_mbps": 20, "iterations": 12, "backend": Backend.NS3}
-    return ExperimentSpec(**{**fields, **kw})
+    return ExperimentSpec.of(**{**fields, **kw})
 
 
 def simulate(spec: ExperimentSpec, out: Path, faults: tuple[Fault, ...], ranks: int = 1,
@@ -122,8 +122,8 @@ def test_a_worker_crash_stops_the_job_interrupted_with_the_completed_iterations_
     [f] = saved["faults"]
     host = spec_jobs(spec)[1][0].workers[1].host
     assert (f["outcome"], f["injected_s"], f["time_to_detect_s"], f["iterations_lost"]) == ("interrupted", at, 0.0, 1)
-    assert f["detail"] == f"worker 1 on {host} crashed: job 1 stopped after {len(before)} of {spec.measurement.iterations} " \
-                          "iterations, kept"
+    assert f["detail"] == (f"worker 1 on {host} crashed: job 1 stopped after {len(before)} of "
+                           f"{spec.measurement.iterations} iterations, kept")
     assert next(iter(saved["errors"])) == f"fault worker-crash:1@{at:g}"  # the fault first, then what followed
 
 
@@ -188,7 +188,7 @@ def training(**kw: Any) -> ExperimentSpec:
     fields: dict[str, Any] = {"algo": Algorithm.RING, "workers": 4, "topo": Topo.RACK, "workload": "resnet50",
                               "scale": 0.002, "bw_mbps": 100_000, "iterations": 4, "backend": Backend.NS3,
                               "emulate": Emulation(link_gbps=100, device=Device.V100, batch=32)}
-    return ExperimentSpec(**{**fields, **kw})
+    return ExperimentSpec.of(**{**fields, **kw})
 
 
 def test_a_slow_worker_stretches_a_compute_bound_iteration_by_its_factor(tmp_path: Path) -> None:

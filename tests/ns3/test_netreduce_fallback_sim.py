@@ -41,7 +41,7 @@ ITERATIONS = 12
 def netreduce(**kw: Any) -> ExperimentSpec:
     fields: dict[str, Any] = {"algo": Algorithm.NETREDUCE, "workers": 4, "topo": Topo.LEAFSPINE,
                               "size_bytes": 1 << 20, "bw_mbps": 20, "iterations": ITERATIONS, "backend": Backend.NS3}
-    return ExperimentSpec(**{**fields, **kw})
+    return ExperimentSpec.of(**{**fields, **kw})
 
 
 def simulate(spec: ExperimentSpec, out: Path, faults: tuple[Fault, ...],

@@ -117,7 +117,7 @@ def test_windows_and_credits_cover_the_bandwidth_delay_product_only_where_needed
         slow_topo = topology_for(slow)
         assert bdp_packets(slow, slow_topo, 4096) < slow.transport.window
         cfg = job_config(slow, 1, place(slow, slow_topo).jobs[0], slow_topo)
-        bmv2 = job_config(ExperimentSpec(**{**slow.__dict__, "backend": Backend.BMV2}), 1,
+        bmv2 = job_config(slow.but(backend=Backend.BMV2), 1,
                           place(slow, slow_topo).jobs[0], slow_topo)
         assert cfg == bmv2
 

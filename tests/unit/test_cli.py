@@ -203,8 +203,8 @@ def test_options_beside_a_spec_file_override_its_values_key_by_key(tmp_path):
     spec = spec_of("--spec", str(path), "--workers", "8", "--backend", "ns3", "--link-delay-us", "7")
     expected = spec_of(*SAME_OPTIONS, "--workers", "8", "--backend", "ns3", "--link-delay-us", "7")
     assert spec == expected
-    assert (spec.network.workers, spec.network.sim.link_delay_us, spec.network.sim.check) == (8, 7.0,
-                                                                                              "digest")  # the file's check kept
+    net = spec.network
+    assert (net.workers, net.sim.link_delay_us, net.sim.check) == (8, 7.0, "digest")  # the file's check kept
 
 
 @pytest.mark.parametrize(("text", "says"), [

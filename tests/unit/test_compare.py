@@ -47,11 +47,13 @@ def test_matrix_and_named_runs():
     dlcp = load_spec(EXPERIMENTS / "dlcp-contention")  # without .toml, as the README's command table writes it
     assert [r.label for r in dlcp.runs] == ["baseline-fifo", "baseline-class", "drop", "priority", "priority+drop",
                                             "priority+drop+spray", "alone"]
-    assert not dlcp.runs[0].transport.roce_class and all(r.transport.roce_class for r in dlcp.runs[1:] if r.label != "drop")
+    assert not dlcp.runs[0].transport.roce_class
+    assert all(r.transport.roce_class for r in dlcp.runs[1:] if r.label != "drop")
     assert dlcp.runs[5].transport.dlcp == DlcpOptions(priority=True, drop=True, spray=True,
                                                       hosts=DlcpPolicy(loss_budget=0.2))
-    assert all(r.workload.emulate is not None and r.algorithm.sync == Sync.LAYER and r.algorithm.scheduling == Scheduling.PRIORITY
-               for r in dlcp.runs)  # training throughput, with the best host-side scheduling in every run
+    # training throughput, with the best host-side scheduling in every run
+    assert all(r.workload.emulate is not None and r.algorithm.sync == Sync.LAYER
+               and r.algorithm.scheduling == Scheduling.PRIORITY for r in dlcp.runs)
     spray = load_spec(EXPERIMENTS / "dlcp-spray")
     assert spray.repeat_varies == ("seed", "ecmp_seed") and spray.baselines_within == ("ring_order",)
     assert {r.label: r.transport.dlcp.spray for r in spray.runs}["random-spray"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from dataclasses import asdict
 from pathlib import Path
 from typing import cast
 
@@ -26,7 +25,7 @@ from gradswitch.experiment.compare import (
     run_compare,
 )
 from gradswitch.experiment.results_file import Results
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, spec_dict
 
 SPEC = """
 name = "rep"
@@ -65,7 +64,7 @@ class Runner:
             raise ExperimentError(f"{spec.label}: h3 exited with status 3")
         t = self.times[spec.label][k]
         bound = (spec.label, k) in self.machine_bound
-        report = {"name": spec.label, "spec": asdict(spec), "step_bytes": spec.workload.size_bytes, "ok": True,
+        report = {"name": spec.label, "spec": spec_dict(spec), "step_bytes": spec.workload.size_bytes, "ok": True,
                   "check": "exact", "retransmissions": 10 * k, "bytes_on_wire": 10, "packets_on_wire": 1,
                   "summary": {"median_s": t, "p99_s": t * 1.5, "correct": True, "algbw_mbps": 1.0 / t,
                               "lower_bound_s": 0.4, "ratio_to_bound": t / 0.4,

@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from gradswitch.experiment import results_doc, results_file, summary_file
 from gradswitch.experiment.results_file import Outcome, Results, ResultsFileError
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, spec_dict
 from gradswitch.version import code_version
 from gradswitch.workload import worker_result
 from gradswitch.workload.records import CheckKind, IterationRecord
@@ -139,7 +138,8 @@ class Runner:
             raise ExperimentError(f"{spec.label}: h3 exited with status 3")
         correct = (spec.label, k) not in self.wrong
         t = 1.0 if spec.label == "base" else 0.5
-        report = {"name": spec.label, "backend": "bmv2", "spec": asdict(spec), "step_bytes": spec.workload.size_bytes,
+        report = {"name": spec.label, "backend": "bmv2", "spec": spec_dict(spec),
+                  "step_bytes": spec.workload.size_bytes,
                   "ok": correct, "outcome": "ok" if correct else "check_failed", "check": "exact",
                   "retransmissions": 0, "bytes_on_wire": 10, "packets_on_wire": 1, "iterations": [], "errors": {},
                   "summary": {"median_s": t, "p99_s": t, "correct": correct, "algbw_mbps": 1 / t, "lower_bound_s": 0.4,

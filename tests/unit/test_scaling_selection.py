@@ -36,7 +36,8 @@ def test_the_rto_probe_is_the_study_run_with_only_its_smallest_rto_raised(tmp_pa
 
     (probe,) = scaling.rto_runs()
     default = scaling.scaling_spec(*scaling.RTO_PROBE)
-    assert probe.transport.min_rto_ms == 600.0  # six 100 ms queues at 100 Gb/s (gradswitch/net/shaping.py: 0.1 s of the rate)
+    # six 100 ms queues at 100 Gb/s (gradswitch/net/shaping.py: 0.1 s of the rate)
+    assert probe.transport.min_rto_ms == 600.0
     assert probe.but(min_rto_ms=None, name=default.name) == default
     topo = topology_for(default)
     nodes = place(default, topo).jobs[0]

@@ -220,7 +220,9 @@ def test_a_deadline_from_the_command_line_and_a_bad_one_in_one_line() -> None:
     base = ["experiment", "--algo", "netreduce", "--workers", "4", "--workload", "train-digits", "--dtype", "float32",
             "--float-mode", "fixed"]
     spec = experiment_spec(build_parser().parse_args([*base, "--netreduce-deadline-ms", "20"]))
-    assert spec.algorithm.netreduce_deadline_ms == 20 and spec.algorithm.netreduce_deadline_us == 20_000 and spec.algorithm.netreduce_k is None
+    algorithm = spec.algorithm
+    assert algorithm.netreduce_deadline_ms == 20 and algorithm.netreduce_deadline_us == 20_000
+    assert algorithm.netreduce_k is None
     with pytest.raises(SpecError, match=r"netreduce_deadline_ms = 0\.0: a deadline above 0 and at most 60000 ms"):
         experiment_spec(build_parser().parse_args([*base, "--netreduce-deadline-ms", "0"]))
     ring = [*base[:2], "ring", *base[3:], "--netreduce-deadline-ms", "20"]
