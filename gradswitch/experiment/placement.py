@@ -12,7 +12,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from gradswitch.experiment.spec import ExperimentSpec, RingOrder
+from gradswitch.experiment.spec import ExperimentSpec, NetworkSpec, RingOrder
 from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
 from gradswitch.protocol.netreduce import PACKETS as NETREDUCE_PACKETS
 from gradswitch.protocol.queues import buffer_bytes
@@ -91,7 +91,7 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node], topo: Topol
     mtu = NETREDUCE_MTU if spec.algorithm.algo == Algorithm.NETREDUCE else spec.transport.mtu
     window, credits = spec.transport.window, spec.algorithm.credits
     if spec.network.simulated:  # at the simulator's rates a window must cover the path's bandwidth-delay product
-        needed = bdp_packets(spec, topo, mtu)
+        needed = bdp_packets(spec.network, topo, mtu)
         window = max(window, needed)
         credits = max(credits, math.ceil(needed / NETREDUCE_PACKETS))
     window = incast_window(spec, mtu, window)
@@ -112,7 +112,7 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node], topo: Topol
                      float_mode=spec.workload.float_mode, transport=spec.transport.transport,
                      ps_key_bytes=spec.algorithm.ps_key_bytes,
                      mtu=mtu, window=window, rto=rto_of(spec, in_flight, mtu, levels),
-                     reorder_window=reorder_window(spec.network.bw_mbps, queue_of(spec)), credits=credits,
+                     reorder_window=reorder_window(spec.network.bw_mbps, queue_of(spec.network)), credits=credits,
                      netreduce_k=spec.algorithm.netreduce_k, netreduce_deadline_us=spec.algorithm.netreduce_deadline_us,
                      dlcp=spec.transport.dlcp.host_policy(), crash=spec.faults.crash, training=training,
                      iteration_timeout=timeout,
@@ -163,7 +163,7 @@ def incast_window(spec: ExperimentSpec, mtu: int, window: int | None = None) -> 
     window = spec.transport.window if window is None else window
     if not spec.network.bw_mbps:
         return window
-    room = int((queue_of(spec) or buffer_bytes(spec.network.bw_mbps)) * QUEUE_SHARE)
+    room = int((queue_of(spec.network) or buffer_bytes(spec.network.bw_mbps)) * QUEUE_SHARE)
     return max(1, min(window, room // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
 
 
@@ -177,24 +177,24 @@ def widest_hops(topo: Topology) -> int:
 BDP_MARGIN = 2.0  # windows of twice the path's delays: an ACK comes every window / 4 packets, and queues vary
 
 
-def bdp_packets(spec: ExperimentSpec, topo: Topology, mtu: int) -> int:
+def bdp_packets(network: NetworkSpec, topo: Topology, mtu: int) -> int:
     """Packets a QP needs in flight to keep its link busy across the topology's widest path on the simulator:
     the packets each store-and-forward link holds while it serializes one (both ways: NetReduce's results come
     back as whole packets), plus BDP_MARGIN times the path's delays (propagation and a switch's per-packet
     delay, both ways) over one packet's time. At the testbed's tens of Mb/s this is a few packets (the spec's
     window rules); at 100 Gb/s across a fat tree about a hundred (docs/simulator.md: a window of 32 limits a
     hop to about 66 Gb/s there)."""
-    rate = (spec.network.bw_mbps or 10_000.0) * 1e6 / 8
+    rate = (network.bw_mbps or 10_000.0) * 1e6 / 8
     packet_s = (mtu + PACKET_OVERHEAD) / rate
     hops = widest_hops(topo)
-    delays = 2 * hops * (spec.network.sim.link_delay_us + spec.network.sim.switch_delay_us) * 1e-6
+    delays = 2 * hops * (network.sim.link_delay_us + network.sim.switch_delay_us) * 1e-6
     return 2 * hops + math.ceil(BDP_MARGIN * delays / packet_s)
 
 
-def queue_of(spec: ExperimentSpec) -> int | None:
-    """Bytes of a port's priority queue when the spec gives them (the simulator's `sim.queue_bytes`); None: the
+def queue_of(network: NetworkSpec) -> int | None:
+    """Bytes of a port's priority queue when the network gives them (the simulator's `sim.queue_bytes`); None: the
     testbed's shaped buffer for the rate (gradswitch/net/shaping.py buffer_bytes)."""
-    return spec.network.sim.queue_bytes if spec.network.simulated else None
+    return network.sim.queue_bytes if network.simulated else None
 
 
 def reorder_window(bw_mbps: float | None, queue_bytes: int | None = None) -> float | None:
@@ -210,7 +210,7 @@ def rto_of(spec: ExperimentSpec, window: int, mtu: int, levels: int, queues: int
     full queues: 2 for a graph run's parameter servers, gradswitch/experiment/graph_run.py graph_job)."""
     if spec.transport.min_rto_ms is not None:
         return spec.transport.min_rto_ms / 1000
-    return min_rto(window, mtu, spec.network.bw_mbps, levels, queue_of(spec), queues)
+    return min_rto(window, mtu, spec.network.bw_mbps, levels, queue_of(spec.network), queues)
 
 
 def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0, queue_bytes: int | None = None,

@@ -108,14 +108,14 @@ def test_widest_paths():
 def test_windows_and_credits_cover_the_bandwidth_delay_product_only_where_needed():
     fast = ExperimentSpec.of(backend=NS3, topo=Topo.FATTREE, workers=128, bw_mbps=100_000, algo=Algorithm.NETREDUCE)
     topo = topology_for(fast)
-    needed = bdp_packets(fast, topo, 4096)
+    needed = bdp_packets(fast.network, topo, 4096)
     assert needed > 64  # a window of 32 cannot fill a 100 Gb/s path across the tree (docs/simulator.md)
     cfg = job_config(fast, 1, place(fast, topo).jobs[0], topo)
     assert cfg.window >= needed and cfg.credits * CONFIG.AGG_PACKETS_PER_MESSAGE >= needed
     for backend in Backend:  # at the testbed's rates a window of 32 covers it: the simulator's job is BMv2's
         slow = ExperimentSpec.of(backend=backend, topo=Topo.LEAFSPINE, workers=4, bw_mbps=20, algo=Algorithm.NETREDUCE)
         slow_topo = topology_for(slow)
-        assert bdp_packets(slow, slow_topo, 4096) < slow.transport.window
+        assert bdp_packets(slow.network, slow_topo, 4096) < slow.transport.window
         cfg = job_config(slow, 1, place(slow, slow_topo).jobs[0], slow_topo)
         bmv2 = job_config(slow.but(backend=Backend.BMV2), 1,
                           place(slow, slow_topo).jobs[0], slow_topo)

@@ -235,9 +235,9 @@ def test_the_file_is_named_only_for_its_own_bad_values(tmp_path):
     result = run("experiment", "--spec", str(path), "--loss", "150", "--scale", "2", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"error: {path}: workers = 0: give at least 1 worker",
-        "error: loss_pct (--loss) = 150.0: a loss rate is 0 <= percent < 100",
-        "error: scale = 2.0: a layer-size fraction is 0 < scale <= 1"]
+        f"error: {path}: workers = 0: give at least 1 worker",  # section by section: [network], [workload], ...
+        "error: scale = 2.0: a layer-size fraction is 0 < scale <= 1",
+        "error: loss_pct (--loss) = 150.0: a loss rate is 0 <= percent < 100"]
 
 
 def test_an_option_may_mend_a_value_of_the_file(tmp_path):
