@@ -4,9 +4,16 @@
 one run's keys, `--spec`: `load_experiment`) and what every run of `gradswitch compare` builds
 from its TOML file (`spec_from_dict`). `problems()` lists every value that cannot run, one line
 each naming the value, what is allowed and what to do; the command line and the compare loader
-stop on them before any switch starts. A spec file gives a run's keys in sections ([network], [workload],
-[algorithm], [transport], [faults], [measurement]: SECTIONS, the one definition of which key goes where) or flat,
-as before sections; flat_spec reads both and says where a misplaced key belongs.
+stop on them before any switch starts.
+
+A spec is its name and six sections, one frozen dataclass each, as a spec file groups its keys: NetworkSpec
+([network]), WorkloadSpec, AlgorithmSpec, TransportSpec, FaultsSpec, MeasurementSpec; code reads
+`spec.network.workers`, `spec.algorithm.algo`. Their fields are the one definition of which key goes where
+(SECTIONS lists them); a section checks its own values (its `problems()`), ExperimentSpec what concerns several.
+A key's name is unique across the sections, so code builds and changes a spec by the keys' flat names as well:
+`ExperimentSpec.of(algo=..., workers=8)`, `spec.but(workers=8)`. A spec file gives a run's keys in their sections
+or flat, as before sections; flat_spec reads both and says where a misplaced key belongs. Files keep a spec flat
+(spec_dict: every key at its top, the layout from before sections).
 
 A spec runs on BMv2 and Mininet (`backend = "bmv2"`, the testbed) or on the ns-3 simulator
 (`backend = "ns3"`, docs/simulator.md): the same fields mean the same on both. The limits of the
@@ -761,8 +768,8 @@ def dataclass_from_dict(cls: Any, raw: dict[str, Any], where: str = "", base: An
             lines.append(f"{where}{u}: no such key; " + (f"did you mean {close}?" if close else
                                                           f"{where.rstrip('.') or 'a run'} has {', '.join(known)}"))
         raise SpecError("\n".join(lines))
-    values = {k: v if k == "hosts" and cls is DlcpOptions else _convert(v, hints[k], f"{where}{k}")
-              for k, v in raw.items()}
+    values = {k: _convert(v, DlcpPolicy, f"{where}{k}") if k == "hosts" and cls is DlcpOptions
+              else _convert(v, hints[k], f"{where}{k}") for k, v in raw.items()}  # hosts: a saved spec's (spec_dict)
     if base is not None:
         return replace(base, **values)
     missing = [f.name for f in fields(cls) if f.name not in values and f.default is MISSING
