@@ -348,13 +348,10 @@ def options_given(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_experiment(args: argparse.Namespace) -> int:
     from gradswitch.experiment.report import format_table
     from gradswitch.experiment.runner import run_experiment
-    from gradswitch.experiment.spec import Engine
 
     spec = experiment_spec(args)
     if spec.workload.workload_et is not None:
         return _experiment_graph(spec, args)
-    if spec.algorithm.engine == Engine.GRAPH and spec.workload.workload == "train-digits":  # a model's training
-        return _experiment_digits_graph(spec, args)
     _ready_for([spec])
     out = args.out or Path("runs") / spec.label
     report = run_experiment(spec, out)
@@ -373,20 +370,6 @@ def _experiment_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
     _ready_for([spec])
     out = args.out or Path("runs") / (spec.name or f"{graph.name}-n{graph.world_size}-{spec.network.topo}")
     report = run_graph_spec(spec, graph, out)
-    print(format_graph_table(report, str(spec.network.backend)))
-    timeline = out / PLOT_FILE
-    print(f"results: {out / GRAPH_RESULTS}" + (f", timeline: {timeline}" if timeline.exists() else ""))
-    return 0 if report.checked else 1
-
-
-def _experiment_digits_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
-    from gradswitch.experiment.digits_graph import run_digits_graph
-    from gradswitch.experiment.graph_experiment import GRAPH_RESULTS, format_graph_table
-    from gradswitch.experiment.graph_timeline import PLOT_FILE
-
-    _ready_for([spec])
-    out = args.out or Path("runs") / spec.label
-    report = run_digits_graph(spec, out)
     print(format_graph_table(report, str(spec.network.backend)))
     timeline = out / PLOT_FILE
     print(f"results: {out / GRAPH_RESULTS}" + (f", timeline: {timeline}" if timeline.exists() else ""))
@@ -572,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"what runs the iterations (default {D.algorithm.engine}): each "
                    "algorithm's loop, or the job as an execution graph on the graph engine (a model's training, "
                    "reported as the loop's; --workload train-digits: its real gradients through the graph's "
-                   "all-reduces; docs/training.md)")
+                   "all-reduces, results.json as the loop's; docs/training.md)")
     p.add_argument("--scale", type=float, help="fraction of a model profile's layer sizes, 0 < scale <= 1")
     p.add_argument("--dtype", choices=DType.names())
     p.add_argument("--float-mode", choices=FloatMode.names(),

@@ -82,7 +82,6 @@ from gradswitch.experiment.spec import (
     RUN_KEYS,
     SECTION_OF,
     SECTIONS,
-    Engine,
     ExperimentError,
     ExperimentSpec,
     SpecError,
@@ -253,11 +252,6 @@ def load_spec(path: Path) -> CompareSpec:
         raise SpecError(f"{path}: runs {', '.join(traced)} run traces (workload_et) and {', '.join(plain)} do not: a "
                         "compare's runs are all traces or none (a trace run's figures are its job's time against "
                         "its bounds, the others' their iterations'); put them in two specs")
-    graphs = [r.label for r in runs if r.algorithm.engine == Engine.GRAPH and r.workload.workload == "train-digits"]
-    if graphs:
-        raise SpecError(f"{path}: runs {', '.join(graphs)}: train-digits on the graph engine runs with gradswitch "
-                        "experiment (--engine graph); a compare runs a model's training on it, or train-digits on "
-                        "the iteration loop: leave engine out")
     traces = load_trace_runs(runs, given, path.parent)  # read once each, workers = their ranks
     runs = traces.runs
     names = [r.label for r in runs]

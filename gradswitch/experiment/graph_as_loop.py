@@ -13,11 +13,12 @@ from typing import cast
 from gradswitch.experiment.graph_run import graph_job
 from gradswitch.experiment.placement import Placement
 from gradswitch.experiment.spec import ExperimentSpec
-from gradswitch.experiment.training_graph import spec_training_graph
+from gradswitch.experiment.training_graph import DIGITS, spec_digits_graph, spec_training_graph
 from gradswitch.hosts.graph_job import GraphJob
 from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import JobGraph
 from gradswitch.workload.graph_iterations import rank_events, rank_iterations
+from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.job import Algorithm, JobConfig
 from gradswitch.workload.plan import plan
@@ -46,12 +47,17 @@ class TrainingGraphJob:
 
 def training_graph_jobs(spec: ExperimentSpec, topology: Topology) -> list[TrainingGraphJob]:
     """The spec's training jobs (`jobs` of them, each `spec.measurement.iterations` iterations on hosts of its own,
-    as the loop places them) as graph jobs on the topology; one-line errors (GraphError, ExperimentError) before
-    anything starts."""
-    run_spec, graph, dilation = spec_training_graph(spec, spec.measurement.iterations)
+    as the loop places them, parameter servers too) as graph jobs on the topology: a model's training graph, or
+    train-digits' carrying its real gradients; one-line errors (GraphError, ExperimentError) before anything
+    starts."""
+    if spec.workload.workload == DIGITS:
+        run_spec, graph, dilation, payload = spec, spec_digits_graph(spec), 1.0, PayloadKind.DIGITS
+    else:
+        run_spec, graph, dilation = spec_training_graph(spec, spec.measurement.iterations)
+        payload = PayloadKind.SYNTHETIC
     out = []
     for k in range(spec.workload.jobs):
-        job, placement = graph_job(topology, run_spec, graph, dilation=dilation, job_index=k)
+        job, placement = graph_job(topology, run_spec, graph, dilation=dilation, job_index=k, payload=payload)
         out.append(TrainingGraphJob(run_spec, graph, job, placement, dilation))
     return out
 

@@ -37,7 +37,6 @@ from gradswitch.sim.faults import fault_records
 from gradswitch.sim.graph_run import run_graph as simulate_graph
 from gradswitch.workload.chakra import read_traces
 from gradswitch.workload.graph import JobGraph
-from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.job import Algorithm
 
 GRAPH_RESULTS = "graph-results.json"
@@ -84,16 +83,14 @@ def load_graph(spec: ExperimentSpec, given: Collection[str] = ()) -> tuple[Exper
     return spec, graph
 
 
-def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path,
-                   payload: PayloadKind = PayloadKind.SYNTHETIC, sim_dilation: float = 1.0) -> GraphRunReport:
-    """Run the graph on the spec's backend, its communication carrying `payload` (real gradients: BMv2 only); the
-    report is also out_dir/graph-results.json, its timeline out_dir/graph-timeline.{json,png} (compute and each
-    collective per rank). `sim_dilation`: on ns-3, the computation stretched by it on the simulated clock and the
-    times reported divided by it, as a BMv2 run dilated by it does (the twin of such a run)."""
+def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, sim_dilation: float = 1.0
+                   ) -> GraphRunReport:
+    """Run the graph on the spec's backend, its communication carrying synthetic data; the report is also
+    out_dir/graph-results.json, its timeline out_dir/graph-timeline.{json,png} (compute and each collective per
+    rank). `sim_dilation`: on ns-3, the computation stretched by it on the simulated clock and the times reported
+    divided by it, as a BMv2 run dilated by it does (the twin of such a run)."""
     out_dir = out_dir.resolve()
-    if payload != PayloadKind.SYNTHETIC and spec.network.simulated:
-        graph_job(topology_for(spec), spec, graph, payload=payload)  # refused, in one line
-    report = run_graph_experiment(spec, graph, out_dir, payload=payload) if not spec.network.simulated else \
+    report = run_graph_experiment(spec, graph, out_dir) if not spec.network.simulated else \
         _simulate(spec, graph, out_dir, sim_dilation)
     write_graph_timeline(report.run, report.hosts, out_dir, f"{graph.name}: {placed(report)} on "
                          f"{spec.network.backend} at {report.bw_mbps:g} Mb/s")
@@ -164,12 +161,6 @@ def format_graph_table(report: GraphRunReport, backend: str) -> str:
             "wait for it, a parameter server's link out for its first key)")
         lines.append(f"busiest link {report.busiest_link}: {report.busiest_link_bytes} bytes, "
                      f"{report.busiest_link_load:.0%} loaded{paced}")
-    if report.training is not None and report.training.accuracy:
-        t = report.training
-        lines.append(f"training: accuracy {t.accuracy[0]:.3f} -> {t.accuracy[-1]:.3f} over {len(t.accuracy)} "
-                     f"iterations (the worst rank's), loss {t.loss[0]:.3f} -> {t.loss[-1]:.3f}")
-        lines.append(f"model digest {t.model_digest} on every rank" if t.model_digest is not None else
-                     "model digests DIFFER: " + ", ".join(f"rank {r} {d}" for r, d in t.model_digests.items()))
     if report.resent_packets or report.link_drops:
         dropped = "" if report.link_drops is None else f", {report.link_drops} dropped by the links' queues"
         lines.append(f"packets sent again: {report.resent_packets}{dropped}")

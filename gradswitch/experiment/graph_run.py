@@ -11,9 +11,9 @@ NetReduce switch job per collective type (gradswitch/hosts/collectives/in_networ
 after it; the report names the algorithm of each collective. The simulator's switches run the same three
 (gradswitch/workload/graph.py IN_NETWORK), as the same NetReduce jobs (graph_job: GraphJob.in_network).
 
-A job's communication carries synthetic data (any graph) or, with payload train-digits (digits_graph.py), the digits
-MLP's real gradients, the hosts only; the report then holds the training's outcome (accuracy per iteration, each
-rank's parameter digest: gradswitch/workload/graph_payload.py).
+A job's communication carries synthetic data here (any graph); graph_job also makes the job of payload train-digits
+(the digits MLP's real gradients, the hosts only), which runs as the loop's training does (graph_as_loop.py,
+runner.run_on) and reports as the loop's.
 
 Times are seconds of the emulated cluster: the testbed's divided by the run's dilation D (testbed
 seconds per emulated second; computation waits D x its duration). Bounds are at the emulated rate, the
@@ -26,7 +26,7 @@ import json
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -35,6 +35,7 @@ from typing import Any
 from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
 from gradswitch.experiment.links import LinkMeter
+from gradswitch.experiment.netreduce_watch import NetReduceWatch
 from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placed_load import ideal_link_load
 from gradswitch.experiment.placement import Placement, rto_of, topology_for
@@ -59,9 +60,9 @@ from gradswitch.version import code_version
 from gradswitch.workload.collective_bounds import collective_bound_s, point_to_point_bound_s
 from gradswitch.workload.fault_record import FaultRecord
 from gradswitch.workload.graph import IN_NETWORK, CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
-from gradswitch.workload.graph_payload import PayloadKind, TrainingOutcome
+from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.graph_timing import GraphRun
-from gradswitch.workload.job import Algorithm, job_dir, job_file
+from gradswitch.workload.job import Algorithm, JobConfig, job_dir, job_file
 from gradswitch.workload.plan import allreduce_bound_s
 from gradswitch.workload.worker_result import WorkerResult
 
@@ -145,7 +146,6 @@ class GraphRunReport:
     resent_packets: int = 0  # packets the ranks' transports sent again (loss, timeouts)
     faults: tuple[FaultRecord, ...] = ()  # what each fault of the run did (its iterations: the graph's one run)
     code_version: str = field(default_factory=code_version)
-    training: TrainingOutcome | None = None  # a run of real gradients (payload train-digits): what it learnt
     # the busiest link's load in a run its links pace, where the flows' paths make it under 1.0
     # (gradswitch/experiment/placed_load.py; None: 1.0, a graph with computation, judged by its CPU only, or a
     # simulated run, never machine-bound)
@@ -166,7 +166,6 @@ class GraphRunReport:
             out["time_s"] = out["end_s"] - out["start_s"]
         d["exposed_s"] = {str(k): v for k, v in self.exposed_s.items()}
         d["faults"] = [r.to_dict() for r in self.faults]
-        d["training"] = self.training.to_dict() if self.training is not None else None
         return d
 
     @classmethod
@@ -188,9 +187,7 @@ class GraphRunReport:
                    tuple(d["errors"]), d["busiest_link"], d["busiest_link_bytes"], d["busiest_link_load"],
                    d["cpu_idle"], d["machine_bound"], d["machine_bound_reason"], float(d["wall_s"]),
                    int(d.get("resent_packets", 0)), tuple(FaultRecord.from_dict(f) for f in d.get("faults", [])),
-                   str(d.get("code_version", "")),
-                   TrainingOutcome.from_dict(d["training"]) if d.get("training") is not None else None,
-                   d.get("ideal_link_load"), d.get("link_drops"))
+                   str(d.get("code_version", "")), d.get("ideal_link_load"), d.get("link_drops"))
 
 
 class GraphReportError(ValueError):
@@ -280,13 +277,7 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     in_network = in_network_jobs(graph, cfg.job_id, first_id) if spec.algorithm.algo == Algorithm.NETREDUCE else {}
     if not spec.network.simulated:  # the P4 switches' limits (the simulator's run every IN_NETWORK type, any number of
         # members; gradswitch.sim.graph_run refuses what they cannot)
-        for kind, job_id in in_network.items():
-            try:
-                JobLayout(job_id, graph.world_size, cfg.credits, kind == CollectiveKind.REDUCE_SCATTER,
-                          kind == CollectiveKind.ALL_GATHER)
-            except ValueError as e:
-                raise ExperimentError(f"{graph.name}: the switches cannot run its {kind}: {e}; run it with "
-                                      f"algo = ring") from e
+        check_switch_jobs(graph, cfg, in_network)
     if payload == PayloadKind.DIGITS and (problem := digits_problem(cfg)) is not None:
         raise ExperimentError(f"{graph.name}: {problem}")
     job = GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, d, in_network,
@@ -294,21 +285,65 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     return job, placement
 
 
+def check_switch_jobs(graph: JobGraph, cfg: JobConfig, in_network: dict[CollectiveKind, int]) -> None:
+    """ExperimentError (one line) when the P4 switches cannot run the graph's in-network jobs with the job's
+    settings (its credits, its workers, its k of N)."""
+    for kind, job_id in in_network.items():
+        quorum, deadline_us = k_of_n(cfg, kind)
+        if kind != CollectiveKind.ALL_REDUCE and (cfg.netreduce_k is not None or cfg.netreduce_deadline_us):
+            raise ExperimentError(f"{graph.name}: k of N (netreduce_k, netreduce_deadline_ms) is for the switches' "
+                                  f"all-reduces; the graph has a {kind} in the switches too: run it without k of N, "
+                                  "or with algo = ring")
+        try:
+            JobLayout(job_id, graph.world_size, cfg.credits, kind == CollectiveKind.REDUCE_SCATTER,
+                      kind == CollectiveKind.ALL_GATHER, quorum, deadline_us)
+        except ValueError as e:
+            raise ExperimentError(f"{graph.name}: the switches cannot run its {kind}: {e}; run it with "
+                                  f"algo = ring") from e
+
+
+def k_of_n(cfg: JobConfig, kind: CollectiveKind) -> tuple[int | None, int]:
+    """The switch job's k of N and deadline (us) for the graph's in-network collectives of this type: the job's
+    (netreduce_k, netreduce_deadline_us, as the loop's NetReduce job is installed) for all-reduce, none for the
+    others (the switches run k of N for all-reduce jobs only)."""
+    if kind != CollectiveKind.ALL_REDUCE:
+        return None, 0
+    return cfg.netreduce_k, cfg.netreduce_deadline_us
+
+
 @contextmanager
-def switch_jobs(net: Testbed, job: GraphJob, credits: int) -> Iterator[list[int]]:
+def switch_jobs(net: Testbed, job: GraphJob, credits: int, ranks_dir: Path | None = None) -> Iterator[list[int]]:
     """The NetReduce switch jobs of the graph's in-network collectives (GraphJob.in_network), for the run:
-    each on the job's hosts, reduce-scatter's and all-gather's set up for them; removed after, whatever happens."""
+    each on the job's hosts, reduce-scatter's and all-gather's set up for them, all-reduce's with the job's k of N
+    and deadline; removed after, whatever happens. With `ranks_dir` (the run directory its ranks share: job_dir of
+    the graph's job), the jobs are watched as a loop's NetReduce jobs are (gradswitch/experiment/netreduce_watch.py):
+    the all-reduce job's ranks fall back to ring when its aggregation switch is lost and return when it is back; a
+    reduce-scatter or all-gather job, which has no fallback, is stopped then, saying so."""
     control = net.control
     assert control is not None, "the network is not running"
     hosts = [n.host for n in job.job.workers]
     made: list[int] = []
+    watch: NetReduceWatch | None = None
+    unsubscribe: Callable[[], None] | None = None
     try:
         for kind, job_id in sorted(job.in_network.items(), key=lambda kv: kv[1]):
+            quorum, deadline_us = k_of_n(job.job, kind)
             control.netreduce.create(job_id, hosts, credits, scatter=kind == CollectiveKind.REDUCE_SCATTER,
-                                     gather=kind == CollectiveKind.ALL_GATHER)
+                                     gather=kind == CollectiveKind.ALL_GATHER, quorum=quorum, deadline_us=deadline_us)
             made.append(job_id)
+        if ranks_dir is not None and made:
+            watch = NetReduceWatch(control)
+            for kind, job_id in job.in_network.items():
+                watch.add_job(job_id, len(hosts), ranks_dir, job.job.iteration_timeout,
+                              kind == CollectiveKind.ALL_REDUCE)
+            watch.start()
+            unsubscribe = control.subscribe(watch.on_health)
         yield made
     finally:
+        if unsubscribe is not None:
+            unsubscribe()
+        if watch is not None:
+            watch.stop()
         for job_id in made:
             control.netreduce.teardown(job_id)
 
@@ -351,19 +386,18 @@ def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, d
 
 
 def run_graph_experiment(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, *, dilation: float | None = None,
-                         timeout_s: float | None = None, payload: PayloadKind = PayloadKind.SYNTHETIC
-                         ) -> GraphRunReport:
+                         timeout_s: float | None = None) -> GraphRunReport:
     """Bring up the spec's network (its topology with `workers` hosts or more), run the graph, tear down."""
     if spec.network.simulated:
         raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
-    graph_job(topology_for(spec), spec, graph, dilation=dilation, timeout_s=timeout_s, payload=payload)  # refuse now
+    graph_job(topology_for(spec), spec, graph, dilation=dilation, timeout_s=timeout_s)  # refuse now
     out_dir = out_dir.resolve()
     with Testbed(topology_for(spec), NetworkOptions(run_dir=out_dir / "net", patch_links=cuts_patches(spec))) as net:
-        return run_graph_on(net, spec, graph, out_dir, dilation=dilation, timeout_s=timeout_s, payload=payload)
+        return run_graph_on(net, spec, graph, out_dir, dilation=dilation, timeout_s=timeout_s)
 
 
 def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: Path, *, dilation: float | None = None,
-                 timeout_s: float | None = None, payload: PayloadKind = PayloadKind.SYNTHETIC) -> GraphRunReport:
+                 timeout_s: float | None = None) -> GraphRunReport:
     """Run `graph` on the running network `net` with the spec's settings (links at its bw_mbps, its loss
     on every rank's link, placement, transport, seed; `workers` = the graph's ranks) and report; the job
     file, the ranks' logs and results under run_dir, the report as run_dir/graph-results.json. GraphError
@@ -371,7 +405,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     it, before anything starts; ExperimentError naming the rank when a rank failed to run its graph."""
     if spec.network.simulated:
         raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
-    job, placement = graph_job(net.topo, spec, graph, dilation=dilation, timeout_s=timeout_s, payload=payload)
+    job, placement = graph_job(net.topo, spec, graph, dilation=dilation, timeout_s=timeout_s)
     bw_mbps = spec.network.bw_mbps
     assert bw_mbps is not None  # graph_job refused a spec without
     run_dir = run_dir.resolve()
@@ -403,7 +437,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     settings = RunSettings(net, host_spec, [job.job], placement, ranks_dir).__enter__()
     unsubscribe = subscribe_health(net, schedule)
     try:
-        with switch_jobs(net, job, job.job.credits):
+        with switch_jobs(net, job, job.job.credits, job_dir(ranks_dir, job.job.job_id)):
             try:
                 results = run_nodes(net, [job.job], run_dir, ranks_dir, Progress(1, graph.name, False), on_go=go,
                                     on_done=done, module="gradswitch.hosts.graph_main")[job.job.job_id]
@@ -434,8 +468,7 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
     lossless = not spec.faults.loss_pct and not spec.faults.faults
     report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent,
                        ideal, lossless)
-    training = TrainingOutcome.of(results) if payload == PayloadKind.DIGITS else None
-    report = replace(report, faults=faults, training=training)
+    report = replace(report, faults=faults)
     (run_dir / "graph-results.json").write_text(json.dumps(report.to_dict(), indent=1))
     return report
 

@@ -77,6 +77,7 @@ class _Job:
     workers: int
     run_dir: Path  # the job's run directory, shared with its workers
     timeout: float  # how long to wait for its workers' announcements (the job's iteration timeout)
+    falls_back: bool = True  # an all-reduce job (a graph's reduce-scatter or all-gather job has no fallback)
     epoch: int = 0
     lost: str | None = None  # the aggregation switch it fell back from
 
@@ -91,8 +92,8 @@ class NetReduceWatch:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
-    def add_job(self, job: int, workers: int, run_dir: Path, timeout: float) -> None:
-        self.jobs[job] = _Job(job, workers, run_dir, timeout)
+    def add_job(self, job: int, workers: int, run_dir: Path, timeout: float, falls_back: bool = True) -> None:
+        self.jobs[job] = _Job(job, workers, run_dir, timeout, falls_back)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="netreduce-watch", daemon=True)
@@ -154,6 +155,9 @@ class NetReduceWatch:
             if j.workers < MIN_WORKERS:
                 self._stop_job(j, switch, at, [], f"a job of {j.workers} workers has no ring to fall back to (it "
                                f"needs {MIN_WORKERS}: gradswitch/hosts/fallback.py)")
+                continue
+            if not j.falls_back:
+                self._stop_job(j, switch, at, [], "its reduce-scatter or all-gather has no fallback to ring")
                 continue
             if path_of_epoch(j.epoch) == ReductionPath.RING:
                 continue  # already on ring

@@ -436,6 +436,22 @@ def _partial_sums_lines(report: Results) -> list[str]:
     return [line]
 
 
+def _learning_lines(report: Results) -> list[str]:
+    """A job that trains a real model (train-digits): its accuracy from the first iteration to the last (the worst
+    worker's), and whether every worker of job 1 ended with one model (their parameter digests)."""
+    its = report["iterations"]
+    if not its or "accuracy" not in its[0]:
+        return []
+    digests = {str(who): str(node["model_digest"]) for who, node in report.get("extra", {}).items()
+               if isinstance(node, dict) and "model_digest" in node}
+    same = set(digests.values())
+    model = (f"model digest {same.pop()} on every worker" if len(same) == 1 else
+             "model digests DIFFER: " + ", ".join(f"node {who} {d}" for who, d in digests.items()) if digests else
+             "no model digest")
+    return [f"  {'learning':<22}accuracy {its[0]['accuracy']:.3f} -> {its[-1]['accuracy']:.3f} over {len(its)} "
+            f"iterations (the worst worker's); {model}"]
+
+
 def format_table(report: Results) -> str:
     s = report["summary"]
     spec = report["spec"]
@@ -474,6 +490,7 @@ def format_table(report: Results) -> str:
             lines.append(f"  {'ideal (link bounds)':<22}{t['ideal_samples_per_s_real']:.1f} samples/s; this run "
                          f"{_fmt(t.get('of_ideal'), '', 2)} of it")
     lines += _partial_sums_lines(report)
+    lines += _learning_lines(report)
     x = report.get("headline_extra", {})
     if x.get("background_goodput_mbps") is not None:
         lines.append(f"  {'background TCP':<22}{x['background_goodput_mbps']:.2f} Mb/s goodput over the jobs")

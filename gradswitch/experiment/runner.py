@@ -52,6 +52,7 @@ from gradswitch.experiment.timeline import write_timeline
 from gradswitch.hosts.graph_job import read_timing, timing_path
 from gradswitch.net.network import NetworkOptions
 from gradswitch.protocol.background_tcp import BACKGROUND_PORT
+from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.job import JobConfig, job_dir, job_file
 from gradswitch.workload.records import CheckKind
@@ -141,7 +142,8 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     in_network = contextlib.ExitStack()  # the graph jobs' NetReduce jobs, removed after whatever happens
     try:
         for tg in tgs:
-            in_network.enter_context(switch_jobs(net, tg.job, tg.job.job.credits))
+            in_network.enter_context(switch_jobs(net, tg.job, tg.job.job.credits,
+                                                 job_dir(run_dir, tg.job.job.job_id)))
         # DLCP's event counters count from the switch's start (several runs may share a network): this run's are
         # what they gained while its jobs ran (nothing of the jobs' runs before the go: their nodes only resolve
         # their peers, with ICMP).
@@ -168,6 +170,9 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
                                                 for event, n in counts.items()} for job, counts in now.items()}
         if settings.netreduce_jobs and not down:
             switches["netreduce"] = {str(job): asdict(status) for job, status in settings.netreduce_status().items()}
+        graph_jobs = [job for tg in tgs for job in sorted(tg.job.in_network.values())]
+        if graph_jobs and not down and net.control is not None:  # the graph's in-network jobs' switch counters
+            switches["netreduce"] = {str(job): asdict(net.control.netreduce.status(job)) for job in graph_jobs}
         rotations = settings.tensorlights_rotations()
     finally:
         in_network.close()
@@ -209,6 +214,8 @@ def graph_results(tg: TrainingGraphJob, ranks_dir: Path, results: dict[int, Node
     """The ranks' results of a training graph's run as the loop's workers report theirs: their node timings
     (graph-<rank>.json, emulated seconds from the go; a rank that stopped mid-graph, the nodes it ended) on the
     testbed's clock, a rank that left none with none (its iterations: none kept, as a killed loop worker's)."""
+    if tg.job.payload == PayloadKind.DIGITS:  # the ranks trained a real model: their records are the loop's already
+        return results
     go = float((ranks_dir / "go").read_text()) if (ranks_dir / "go").exists() else 0.0
     nodes: list[NodeTiming] = []
     for r in range(tg.graph.world_size):

@@ -5,6 +5,10 @@ The graph is gradswitch.workload.generators.training_graph of the job the spec d
 emulated cluster, sync, scheduling, buckets and partitions, as placement.training_config makes them);
 the spec that runs it keeps the fabric, links, transport and placement, and leaves the workload to the
 graph. Its times come back as the emulated cluster's (the graph engines divide by the dilation).
+
+workload = "train-digits" is a graph of its own (gradswitch.workload.generators.digits_graph: each iteration's
+all-reduce of the MLP's gradient, after its exponent codes' with block exponents), run with the spec as it is: the
+ranks compute the real gradients it carries (payload train-digits, gradswitch/hosts/graph_digits.py).
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
 from gradswitch.hosts.ideal import ideal
 from gradswitch.topology.model import Topology
-from gradswitch.workload.generators import training_graph, training_job
+from gradswitch.workload.generators import digits_graph, training_graph, training_job
 from gradswitch.workload.graph import JobGraph
-from gradswitch.workload.job import Scheduling, Sync
+from gradswitch.workload.job import DType, FloatMode, Scheduling, Sync
+
+DIGITS = "train-digits"  # the workload whose graph carries a real model's gradients
 
 
 def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[ExperimentSpec, JobGraph, float]:
@@ -37,6 +43,17 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
     plain = spec.but(workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO,
                      engine=Engine.LOOP)
     return plain, graph, training.dilation
+
+
+def spec_digits_graph(spec: ExperimentSpec) -> JobGraph:
+    """The spec's train-digits job as a graph: its workers, its iterations, block exponents where its float mode
+    has them, named as the run."""
+    if spec.workload.workload != DIGITS:
+        raise ExperimentError(f"{spec.label}: workload {spec.workload.workload!r}: the digits graph is workload "
+                              f"{DIGITS}'")
+    load = spec.workload
+    exponents = load.dtype == DType.FLOAT32 and load.float_mode == FloatMode.EXPONENT  # as encoding.uses_exponents
+    return digits_graph(spec.network.workers, spec.measurement.iterations, name=spec.label, exponents=exponents)
 
 
 def ideal_link_load(spec: ExperimentSpec, topo: Topology) -> float:

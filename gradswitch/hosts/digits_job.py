@@ -31,15 +31,29 @@ import numpy as np
 import numpy.typing as npt
 
 from gradswitch.hosts.comm import Comm
-from gradswitch.hosts.netreduce_quorum import PartialSums
+from gradswitch.hosts.netreduce_quorum import PartialSums, held_mask
 from gradswitch.hosts.slowdown import Slowdown, run_dir_of, stretch
-from gradswitch.protocol.netreduce import MESSAGE_ELEMENTS
 from gradswitch.workload.digits import BATCH, FloatArray, Minibatches, Model
 from gradswitch.workload.encoding import AllReduce, Encoder, IterationCheck, job_profile
 from gradswitch.workload.gradients import digits_profile
 from gradswitch.workload.records import CheckKind, IterationRecord, WrongResult, crash_if_asked
 
 SLOW_POLL_S = 0.01  # a slow worker's longest single wait for packets while it 'computes'
+
+
+def minibatch_s(batches: Minibatches, rank: int, model: Model, tries: int = 5) -> float:
+    """Rank `rank`'s minibatch gradient on `model`, timed warm (the fastest of a few, after one untimed: the first
+    call pays for numpy's first use, tens of ms, which stretched by a factor would be a stall, not a slow worker):
+    what a slow worker's factor stretches (the graph engine's run of the model too: gradswitch/hosts/graph_digits.py)"""
+    x, y = batches.shards[rank]
+    model = model.copy()
+    model.gradients(x[:BATCH], y[:BATCH])
+    best = float("inf")
+    for _ in range(tries):
+        t = time.perf_counter()
+        model.gradients(x[:BATCH], y[:BATCH])
+        best = min(best, time.perf_counter() - t)
+    return best
 
 
 class TrainLoop:
@@ -62,25 +76,12 @@ class TrainLoop:
         # every worker's shard and minibatch draws, so that this worker can compute their gradients too
         self.batches = Minibatches(self.cfg.seed, self.n)
         self.model = Model.initial(self.cfg.seed)
-        self.compute_s = self._minibatch_s()  # what a slow worker's factor stretches
+        self.compute_s = minibatch_s(self.batches, self.rank, self.model)  # what a slow worker's factor stretches
         self.largest_op = max(t.elements for t in self.profile.tensors)
         self.in_flight = 1
 
     def extra(self) -> dict[str, object]:
         return {"model_digest": self.model.digest()}
-
-    def _minibatch_s(self, tries: int = 5) -> float:
-        """One minibatch's gradient, timed warm (the fastest of a few, after one untimed: the first call pays for
-        numpy's first use, tens of ms, which stretched by a factor would be a stall, not a slow worker)."""
-        x, y = self.batches.shards[self.rank]
-        model = self.model.copy()
-        model.gradients(x[:BATCH], y[:BATCH])
-        best = float("inf")
-        for _ in range(tries):
-            t = time.perf_counter()
-            model.gradients(x[:BATCH], y[:BATCH])
-            best = min(best, time.perf_counter() - t)
-        return best
 
     def _slow(self, computed_s: float) -> None:
         """A slow worker's computation takes its factor x as long: the rest, waited with the transport running (cut
@@ -97,14 +98,8 @@ class TrainLoop:
     def _held(self, elements: int) -> npt.NDArray[np.bool_]:
         """Per rank and element: does the last reduction's sum hold that rank's value (k of N: the ranks each
         message's result named; else every rank)."""
-        held = np.ones((self.n, elements), dtype=bool)
-        if self.partial is None:  # (or a reduction the ring did, while the switch was lost: it names none)
-            return held
-        for i, ranks in enumerate(self.partial.last_contributors):
-            lo, hi = i * MESSAGE_ELEMENTS, min(elements, (i + 1) * MESSAGE_ELEMENTS)
-            held[:, lo:hi] = False
-            held[list(ranks), lo:hi] = True
-        return held
+        # (or a reduction the ring did, while the switch was lost: it names none)
+        return held_mask(None if self.partial is None else self.partial.last_contributors, self.n, elements)
 
     def _gradients(self, model: Model, r: int) -> tuple[list[FloatArray], float]:
         """Worker r's gradients of this iteration (its next minibatch) on `model`, flat, in

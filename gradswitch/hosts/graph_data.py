@@ -6,6 +6,11 @@ digits MLP's real gradients (gradswitch/hosts/graph_digits.py).
 
 The runtime calls `input` as an operation starts, `finished` as soon as it ends (before anything that depends on
 it starts), and `expected` when it checks the output, in the order the operations ended.
+
+A NetReduce job of k of N (or with a deadline, docs/faults.md "Stragglers: k of N") ends an all-reduce whose sums
+may hold fewer than all ranks: `finished` is then told, per message, which ranks each sum holds (`Contributors`),
+and the output it must have is the sum of exactly those ranks' inputs, element by element (as the loop checks it,
+gradswitch/hosts/digits_job.py).
 """
 
 from __future__ import annotations
@@ -13,9 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+
 from gradswitch.hosts.collectives.ops import Op
+from gradswitch.hosts.netreduce_quorum import held_mask
 from gradswitch.workload.gradients import Int32Array
+from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.worker_result import IterationEntry
+
+# per message of an in-network all-reduce (MESSAGE_ELEMENTS values each, in order): the ranks its sum holds
+Contributors = tuple[tuple[int, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -33,8 +45,9 @@ class DataSource(Protocol):
     def expected(self, op: Op) -> Int32Array:
         """What this rank's output of the operation must be (every element)."""
 
-    def finished(self, op: Op, output: Int32Array) -> None:
-        """The operation ended with this output (not yet checked)."""
+    def finished(self, op: Op, output: Int32Array, contributors: Contributors | None = None) -> None:
+        """The operation ended with this output (not yet checked); `contributors`: a k-of-N all-reduce's, the ranks
+        each message's sum holds (None: every rank)."""
 
     def report(self) -> SourceReport:
         """After the graph and its checks."""
@@ -46,15 +59,26 @@ class SyntheticData:
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
+        self.partial: dict[str, Contributors] = {}  # k of N: an all-reduce's contributors, by key, until checked
 
     def input(self, op: Op) -> Int32Array:
         return op.input(self.seed)
 
     def expected(self, op: Op) -> Int32Array:
-        return op.expected(self.seed)
+        contributors = self.partial.pop(op.key, None)
+        if contributors is None:
+            return op.expected(self.seed)
+        held = held_mask(contributors, len(op.members), op.elements)
+        out: Int32Array = np.zeros(op.elements, dtype=np.int32)
+        for q in range(len(op.members)):  # (ranks in group order: the world group's, a NetReduce job's workers)
+            out += np.where(held[q], op.input(self.seed, q), 0).astype(np.int32)
+        return out
 
-    def finished(self, op: Op, output: Int32Array) -> None:
-        pass
+    def finished(self, op: Op, output: Int32Array, contributors: Contributors | None = None) -> None:
+        if contributors is not None:
+            if op.collective != CollectiveKind.ALL_REDUCE:
+                raise ValueError(f"{op.key}: only an all-reduce's sum holds some ranks alone, not {op.collective}'s")
+            self.partial[op.key] = contributors
 
     def report(self) -> SourceReport:
         return SourceReport()

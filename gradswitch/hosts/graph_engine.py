@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gradswitch.hosts.comm import Wait
+from gradswitch.hosts.slowdown import stretch
 from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.graph import ComputeNode, Node, RankGraph, topological_order
 
@@ -73,6 +74,14 @@ class GraphScheduler:
     # a slow worker's factor (gradswitch/hosts/slowdown.py), read as each computation starts: it takes d x dilation x it
     slowdown: Callable[[], float] = lambda: 1.0
     on_end: Callable[[int], None] = lambda node_id: None  # each node's id once it ended (a rank's progress)
+    # the host's own computation each compute node stands for (clock seconds; the digits model's minibatch gradient,
+    # which the data source computes as the all-reduce after it starts): a slow worker waits (factor - 1) x it more,
+    # as the loop that computes for real does (gradswitch/hosts/slowdown.py stretch)
+    host_compute_s: float = 0.0
+    # k of N: the sum the rank's next operation would contribute to is here already (NetReduceWorker.overtaken): the
+    # computation on the GPU ends now, its contribution would be dropped anyway, as the loop's slow worker cuts its
+    # wait short (gradswitch/hosts/digits_job.py)
+    overtaken: Callable[[], bool] = lambda: False
 
     def run(self) -> dict[int, Span]:
         rt = self.runtime
@@ -121,8 +130,9 @@ class GraphScheduler:
                     n = ready_comm.pop(0)
                     running[n.id] = (rt.start(n), lambda: True, now)
                     progressed = True
-                if gpu is not None and now >= gpu[2]:
+                if gpu is not None and (now >= gpu[2] or (now >= gpu[1] and self.overtaken())):
                     node, s, e = gpu
+                    e = min(e, now)
                     self.spans[node.id] = Span(node.id, s, e)
                     gpu, gpu_free = None, e
                     finished(node, e)
@@ -130,7 +140,8 @@ class GraphScheduler:
                 if gpu is None and ready_compute:
                     c = ready_compute.pop(0)
                     s = max(ready_at[c.id], gpu_free)
-                    gpu = (c, s, s + c.duration_s * self.dilation * self.slowdown())
+                    factor = self.slowdown()
+                    gpu = (c, s, s + c.duration_s * self.dilation * factor + stretch(self.host_compute_s, factor))
                     progressed = True
                 for i, (gen, wait, began) in list(running.items()):
                     if not wait():

@@ -12,7 +12,12 @@ go, to graph-<rank>.json; its result holds what the source reports (per-iteratio
 
 A job whose switches run some collectives (GraphJob.in_network, gradswitch/hosts/collectives/in_network.py) gives the
 rank one more Comm per NetReduce job, on the same engine (each job its own QPs, with its own job id), and
-hears every job's packets; the runtime steps them all.
+hears every job's packets; the runtime steps them all. The all-reduce job's worker falls back to the hosts' ring
+when the control plane says its aggregation switch is lost (gradswitch/hosts/fallback.py): the rank runs its graph as
+ever, and before it leaves it stays for its peers until each has run every reduction (one may need this rank in a
+ring that redoes a reduction this rank had from the switch); its result carries the job's `fallback`. The
+all-reduce job takes the job's k of N and deadline (JobConfig.netreduce_k, netreduce_deadline_us): each of its sums
+names the ranks it holds, and the data source checks it against exactly those (gradswitch/hosts/graph_data.py).
 """
 
 from __future__ import annotations
@@ -21,18 +26,20 @@ import contextlib
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from gradswitch.hosts import graph_ps_server as ps_server
 from gradswitch.hosts.check_cost import CheckCost
-from gradswitch.hosts.collectives.data import wrong_elements
+from gradswitch.hosts.collectives.data import elements_of, wrong_elements
 from gradswitch.hosts.collectives.executor import execute
 from gradswitch.hosts.collectives.in_network import InNetworkJob, job_order, runs_in_network
 from gradswitch.hosts.collectives.ops import Op, ops_of
 from gradswitch.hosts.collectives.ps import PsLayout, layout, member_region_bytes, ps_all_reduce, runs_on_servers
 from gradswitch.hosts.comm import Comm
-from gradswitch.hosts.graph_data import DataSource, SourceReport
+from gradswitch.hosts.graph_data import Contributors, DataSource, SourceReport
+from gradswitch.hosts.graph_digits import DigitsData
 from gradswitch.hosts.graph_engine import GraphScheduler, OpRun, Span
 from gradswitch.hosts.graph_job import GraphJob, write_timing
 from gradswitch.hosts.graph_sources import data_source
@@ -43,7 +50,7 @@ from gradswitch.roce.engine import Engine, Link, RawSocketLink
 from gradswitch.roce.qp import MemoryRegion
 from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, Node, node_kind
-from gradswitch.workload.graph_iterations import IterationProgress
+from gradswitch.workload.graph_iterations import IterationProgress, iteration_of
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.worker_result import WorkerResult, worker_result, write
 
@@ -78,13 +85,17 @@ class HostRuntime:
         if node.id in self.switched:
             job, place = self.switched[node.id]
             assert op.collective is not None
-            return job.run(place, op.collective, self.source.input(op))
+            return job.run(place, op.collective, self.source.input(op), iteration_of(node.name) or 0)
         if node.id in self.served:
             return ps_all_reduce(self.comm, op, self.served[node.id], self.regions[node.id], self.source.input(op))
         return execute(self.comm, op, self.regions[node.id], self.source.input(op))
 
     def finish(self, node: Node, output: Int32Array) -> None:
-        self.source.finished(self.ops[node.id], output)
+        contributors: Contributors | None = None
+        if node.id in self.switched:  # k of N: the ranks each message's sum holds
+            job, place = self.switched[node.id]
+            contributors = job.contributors.pop(place, None)
+        self.source.finished(self.ops[node.id], output, contributors)
         self.pending.append((node.id, output))
 
     def background(self, budget_s: float = math.inf) -> bool:
@@ -131,11 +142,18 @@ def in_network(job: GraphJob, rank: int, comm: Comm) -> dict[int, tuple[InNetwor
     """The rank's nodes that the switches run, each with its NetReduce job's worker (a Comm of that job id on
     the rank's engine, its region and QPs made now) and its place in that job's start order."""
     workers: dict[CollectiveKind, InNetworkJob] = {}
+    nodes = [n for n in job.graph.ranks[rank].nodes if runs_in_network(job.graph, n, job.in_network)]
     for kind, job_id in job.in_network.items():
-        other = Comm(replace(job.job, job_id=job_id), comm.me, comm.engine)
+        cfg = replace(job.job, job_id=job_id)
+        if kind != CollectiveKind.ALL_REDUCE:  # k of N is the all-reduce job's (graph_run.switch_jobs)
+            cfg = replace(cfg, netreduce_k=None, netreduce_deadline_us=0)
+        other = Comm(cfg, comm.me, comm.engine)
         other.abort_file = comm.abort_file
+        # the largest of its operations: the all-reduce job's fallback ring sizes its slots by it
+        largest = max((elements_of(n.nbytes) for n in nodes if isinstance(n, CollectiveNode) and n.collective == kind),
+                      default=1)
         workers[kind] = InNetworkJob(NetReduceWorker(other, scatter=kind == CollectiveKind.REDUCE_SCATTER,
-                                                     gather=kind == CollectiveKind.ALL_GATHER))
+                                                     gather=kind == CollectiveKind.ALL_GATHER, largest_op=largest))
     order = job_order(job.graph, rank, job.in_network)
     out = {}
     for n in job.graph.ranks[rank].nodes:
@@ -143,6 +161,21 @@ def in_network(job: GraphJob, rank: int, comm: Comm) -> dict[int, tuple[InNetwor
             assert isinstance(n, CollectiveNode)
             out[n.id] = (workers[n.collective], order[n.id])
     return out
+
+
+def in_network_workers(switched: dict[int, tuple[InNetworkJob, int]]) -> list[NetReduceWorker]:
+    """The rank's NetReduce workers (one per switch job), in job order."""
+    workers = {j.worker.layout.job: j.worker for j, _ in switched.values()}
+    return [workers[k] for k in sorted(workers)]
+
+
+def overtaken(switched: dict[int, tuple[InNetworkJob, int]]) -> Callable[[], bool]:
+    """k of N: whether the sum of the rank's next all-reduce in the switches is here already (its k-of-N worker's
+    NetReduceWorker.overtaken; always False without one)."""
+    workers = {id(j.worker): j.worker for j, _ in switched.values() if j.worker.layout.k_of_n}
+    if not workers:
+        return lambda: False
+    return lambda: any(w.overtaken() for w in workers.values())
 
 
 def merged_stats(comms: list[Comm]) -> dict[str, object]:
@@ -234,8 +267,12 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
                 progress_file.write_text(str(progress.done))
 
         scheduler = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout,
-                                   slowdown=Slowdown(run_dir, rank).factor, on_end=ended)
+                                   slowdown=Slowdown(run_dir, rank).factor, on_end=ended,
+                                   host_compute_s=source.compute_s if isinstance(source, DigitsData) else 0.0,
+                                   overtaken=overtaken(switched))
         spans = scheduler.run()
+        for worker in in_network_workers(switched):  # stay until every peer ran its reductions (a fallback's)
+            worker.settle_fallback()
         nodes, wrong = timings(job, rank, spans, runtime, t0)
         write_timing(run_dir, rank, GraphRun(tuple(nodes)))
         if wrong:
@@ -251,7 +288,11 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         stats = merged_stats([comm, *{id(j.worker.comm): j.worker.comm for j, _ in switched.values()}.values()])
         engine.close()
     report = source.report() if source is not None else SourceReport()  # what it did, also of a failed run
-    result = worker_result(rank, me.host, str(me.role), ok, report.iterations, stats, report.extra, error, trace,
+    extra = dict(report.extra)
+    for worker in in_network_workers(switched):  # the all-reduce job's counters and its fallback, as the loop's
+        if worker.fallback is not None:
+            extra.update(worker.report())
+    result = worker_result(rank, me.host, str(me.role), ok, report.iterations, stats, extra, error, trace,
                            check_failed)
     write(run_dir, result)
     return result

@@ -69,7 +69,10 @@ class NetReduceWorker:
     trimmed by the switch, as the zeros of a drop notification (loss budget 1); an all-gather job's requester
     sends the messages other ranks own as placeholders (PlaceholderRequester)."""
 
-    def __init__(self, comm: Comm, scatter: bool = False, gather: bool = False) -> None:
+    def __init__(self, comm: Comm, scatter: bool = False, gather: bool = False, largest_op: int | None = None
+                 ) -> None:
+        """`largest_op`: the elements of the largest reduction the worker will run (its fallback ring's slots);
+        default: its job's loop's (a graph's rank gives its own largest all-reduce)."""
         self.comm = comm
         self.layout = layout_of_config(comm.cfg, scatter, gather)
         ranks = [w.node_id for w in comm.cfg.workers]
@@ -100,29 +103,37 @@ class NetReduceWorker:
         self.wr_of: dict[int, int] = {}  # message -> work request id, until acknowledged
         self.results: set[int] = set()  # messages whose result arrived, until their credit is used
         self.stats = {"messages": 0, "credit_waits": 0}
-        self.fallback = self._fallback(ranks)
+        self.fallback = self._fallback(ranks, self.loop.largest_op if largest_op is None else largest_op)
 
-    def _fallback(self, ranks: list[int]) -> Fallback | None:
+    def _fallback(self, ranks: list[int], largest_op: int) -> Fallback | None:
         """Ring all-reduce for the reductions the switch cannot finish (gradswitch/hosts/fallback.py): in a run (its
         directory carries the signal), for an all-reduce job of N of N (k of N runs on one switch) and at least
         MIN_WORKERS workers."""
         run_dir = self.comm.run_dir
         if run_dir is None or self.layout.owned or self.layout.k_of_n or len(ranks) < MIN_WORKERS:
             return None
-        ring = ReverseRing(self.comm, self.rank, ranks, self.loop.largest_op)
+        ring = ReverseRing(self.comm, self.rank, ranks, largest_op)
         fb = Fallback(self.comm, self, run_dir, self.layout.job, self.rank, len(ranks), ring)
         self.comm.pollers.append(fb.poll)
         last_drain = 1 if self.comm.cfg.training is not None else self.comm.cfg.iterations
 
         def settle(drains: int) -> None:
-            if drains != last_drain:
-                return
-            finished_file(run_dir, self.layout.job, self.rank).write_text("")
-            fb.settle(lambda: all(finished_file(run_dir, self.layout.job, r).exists() for r in range(len(ranks))),
-                      self.comm.cfg.iteration_timeout)
+            if drains == last_drain:
+                self.settle_fallback()
 
         self.comm.after_drain.append(settle)
         return fb
+
+    def settle_fallback(self, timeout: float | None = None) -> None:
+        """Once this worker has run all its reductions: say so, and stay (answering agreements, redoing reductions
+        by ring for the others) until every worker of the job has said so; nothing without a fallback."""
+        fb, run_dir = self.fallback, self.comm.run_dir
+        if fb is None or run_dir is None:
+            return
+        workers = len(self.comm.cfg.workers)
+        finished_file(run_dir, self.layout.job, self.rank).write_text("")
+        fb.settle(lambda: all(finished_file(run_dir, self.layout.job, r).exists() for r in range(workers)),
+                  self.comm.cfg.iteration_timeout if timeout is None else timeout)
 
     # ---- the fallback's view of the in-network path (gradswitch/hosts/fallback.py SwitchPath) ----
 

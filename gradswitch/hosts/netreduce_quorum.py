@@ -16,9 +16,13 @@ low bits (`JobLayout.imm_message`), so a worker finds a result by those (`tag_of
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from gradswitch.protocol.netreduce import JobLayout
+import numpy as np
+import numpy.typing as npt
+
+from gradswitch.protocol.netreduce import MESSAGE_ELEMENTS, JobLayout
 from gradswitch.roce.headers import AckType, Transport
 from gradswitch.roce.psn import psn_add, psn_diff
 from gradswitch.roce.qp import RecvCompletion, Requester, WorkRequest
@@ -78,3 +82,17 @@ class PartialSums(Protocol):
     def overtaken(self) -> bool:
         """The sum of this worker's next message is here already."""
         ...
+
+
+def held_mask(contributors: Sequence[tuple[int, ...]] | None, workers: int, elements: int) -> npt.NDArray[np.bool_]:
+    """Per rank and element of a reduction of `elements` values: does its sum hold that rank's value? `contributors`:
+    per message (MESSAGE_ELEMENTS values each, in order) the ranks its result named (None: every rank, every
+    element: an N-of-N sum, or one the ring did)."""
+    held = np.ones((workers, elements), dtype=bool)
+    if contributors is None:
+        return held
+    for i, ranks in enumerate(contributors):
+        lo, hi = i * MESSAGE_ELEMENTS, min(elements, (i + 1) * MESSAGE_ELEMENTS)
+        held[:, lo:hi] = False
+        held[list(ranks), lo:hi] = True
+    return held

@@ -179,15 +179,15 @@ def _record(fault: Fault, m: SimFault, nodes: dict[int, dict[int, WorkerResult]]
                    next(c.iterations for c in jobs if c.job_id == job_id))
         return FaultRecord(fault, m.injected_s, FaultOutcome.INTERRUPTED, m.detected_s, None, lost, None,
                            f"job {job_id} stopped: {why}", ended_s)
-    if m.stalled_qps == 0 and m.lost_packets == 0:
-        return FaultRecord(fault, m.injected_s, FaultOutcome.NO_EFFECT, m.detected_s, None, 0, None,
-                           "none of the jobs' packets crossed it while it was out")
-    if m.fallback is not None:
+    if m.fallback is not None:  # (its workers left the switch: an effect, whether a packet was lost or not)
         return FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, m.detected_s, m.ring_recovered_s, 0,
                            m.fallback, f"NetReduce fell back to {m.fallback} (workers agreed at "
                            f"{m.fallback_s:.3f} s, every worker's first {m.fallback} reduction done at "
                            f"{_seconds(m.ring_recovered_s)}){_return(m)}; {m.lost_packets} packets lost at "
                            "the switch")
+    if m.stalled_qps == 0 and m.lost_packets == 0:
+        return FaultRecord(fault, m.injected_s, FaultOutcome.NO_EFFECT, m.detected_s, None, 0, None,
+                           "none of the jobs' packets crossed it while it was out")
     how = "rerouted, " if m.detected_s is not None else ""
     return FaultRecord(fault, m.injected_s, FaultOutcome.RECOVERED, m.detected_s, m.recovered_s, 0, None,
                        f"{how}{m.lost_packets} packets lost, resent by {m.stalled_qps} queue pairs (RC "

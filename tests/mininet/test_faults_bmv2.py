@@ -5,18 +5,22 @@ behind (switch processes, veths, the management fence)."""
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
+from typing import Any
 
 import pytest
 
 from gradswitch.experiment.placement import job_config, place, topology_for
 from gradswitch.experiment.spec import spec_from_dict
 from gradswitch.experiment.supervisor import stop_deadline_s
+from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.fence import fence_tables, table_name
+from gradswitch.net.network import NetworkOptions
 from gradswitch.topology.faults import FaultKind
 from tests.mininet.test_network import leftovers
-from tests.results import read, run_experiment
+from tests.results import read, run_experiment, run_on
 
 pytestmark = pytest.mark.mininet
 
@@ -162,3 +166,37 @@ def test_a_slow_worker_stretches_a_training_graphs_iterations_from_the_fault_on(
     after = [it["time_s"] for it in its[-4:]]
     assert before and min(after) > 1.5 * max(before), (before, after)
 
+
+
+def test_a_netreduce_training_graph_falls_back_to_ring_when_its_spine_crashes_as_the_loop_does(tmp_path):
+    """A NetReduce training run (ResNet-50, 4 workers on a 2x2 leaf-spine) whose aggregation spine is killed
+    mid-run and restarted, on the graph engine and on the loop, on one network: on both the workers fall back to
+    ring (the control plane's signal, gradswitch/hosts/fallback.py), every iteration completes exact, and the
+    fault is recorded recovered with `fallback = "ring"`. The graph's all-reduces are NetReduce job 2 (the graph's
+    own job id + 1), which aggregates on spine2; the loop's job 1 on spine1: each run's fault hits its own."""
+    iterations = 12
+    base: dict[str, Any] = {"algo": "netreduce", "workers": 4, "topo": "leafspine", "workload": "resnet50",
+                            "scale": 0.008, "bw_mbps": 20.0, "iterations": iterations, "warmup": 1,
+                            "emulate": {"link_gbps": 10.0, "batch": 32}}
+    outcomes: dict[str, tuple[int, str, str | None]] = {}
+    first = spec_from_dict(base)
+    with Testbed(topology_for(first), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        for engine, spine in (("graph", "spine2"), ("loop", "spine1")):
+            spec = spec_from_dict({**base, "engine": engine, "faults": [f"switch-crash:{spine}@2,restart=3"]})
+            out = tmp_path / engine
+            report = run_on(net, spec, out, progress=False)
+            assert report["ok"], (engine, report["errors"])
+            its = report["iterations"]
+            assert len(its) == iterations, (engine, report["summary"])
+            assert all(it["correct"] and it["check"] == "exact" and it["wrong_elements"] == 0 for it in its), engine
+            (fault,) = report["faults"]
+            assert fault["injected"] is True and fault["outcome"] == "recovered", (engine, fault)
+            assert fault["fallback"] == "ring" and fault["iterations_lost"] == 0, (engine, fault)
+            workers = [json.loads(p.read_text()) for p in sorted((out / "run" / "job1").glob("result-*.json"))]
+            assert len(workers) == 4
+            changes = [w["fallback"]["changes"] for w in workers]
+            assert all(c and c[0]["path"] == "ring" and c[0]["switch"] == spine for c in changes), (engine, changes)
+            assert len({c[0]["from_reduction"] for c in changes}) == 1  # agreed: one first reduction by ring
+            assert all(w["fallback"]["by_ring"] + w["fallback"]["redone_for_others"] > 0 for w in workers)
+            outcomes[engine] = (len(its), fault["outcome"], fault["fallback"])
+    assert outcomes["graph"] == outcomes["loop"], outcomes

@@ -1,64 +1,196 @@
-"""train-digits on the hosts' graph engine through BMv2 (engine = graph, gradswitch/experiment/digits_graph.py):
-4 workers on a rack at 20 Mb/s, a few iterations, the graph's all-reduces on the hosts' ring and in the switches
-(NetReduce), each carrying the MLP's real gradients. Every sum exact on every rank, and the model at the end the
-iteration loop's (gradswitch/hosts/digits_job.py), digest for digest, with the same seed and settings: the same
-gradients, the same sums, the same SGD steps; the accuracy per iteration the loop's too."""
+"""train-digits on the hosts' graph engine through BMv2 (engine = graph: gradswitch/experiment/runner.py run_on with the
+ranks running the digits graph, gradswitch.hosts.graph_main, payload train-digits): the same spec on the iteration loop
+(gradswitch/hosts/digits_job.py) and on the graph engine, on one network, trains the same model: every worker's
+parameter digest at the end the loop's, the accuracy per iteration the loop's, every sum exact, and both write the
+loop's results.json. On a rack at 20 Mb/s, a few iterations: the graph's all-reduces on the hosts' ring and in the
+switches (NetReduce), fixed point and block exponents (float_mode = exponent: each iteration's exponent codes first);
+and two jobs at once whose parameter servers share one host (jobs = 2, algo = ps, colocate_servers = true), each job's
+model the loop's job's. NetReduce k of N (3 of 4, a deadline) and the straggler case on both engines: every sum exact
+against the workers it names, results.json's contributors and gradient error per iteration as the loop's."""
 
 from __future__ import annotations
 
+import itertools
+import json
+import statistics
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gradswitch.experiment.digits_graph import run_digits_graph_on
-from gradswitch.experiment.graph_run import GraphRunReport
+from gradswitch.experiment.placement import topology_for
+from gradswitch.experiment.report import format_table
 from gradswitch.experiment.spec import Engine, spec_from_dict
 from gradswitch.experiment.testbed import Testbed
-from gradswitch.hosts.collectives.in_network import NETREDUCE
 from gradswitch.net.network import NetworkOptions
-from gradswitch.topology.generators import rack
 from tests.results import run_on
 
 pytestmark = pytest.mark.mininet
 
-ITERATIONS = 5
+ITERATIONS = 4
 SPEC: dict[str, Any] = {"workers": 4, "topo": "rack", "workload": "train-digits", "dtype": "float32",
                         "iterations": ITERATIONS, "bw_mbps": 20.0, "seed": 7}
 
 
-def loop_digests(report: dict[str, Any]) -> set[str]:
-    return {node["model_digest"] for node in report["extra"].values() if "model_digest" in node}
+def digests(out: Path, job: int) -> dict[int, str]:
+    """Each worker's parameter digest at the end (its result-<id>.json), by node id."""
+    found = {}
+    for path in sorted((out / "run" / f"job{job}").glob("result-*.json")):
+        result = json.loads(path.read_text())
+        if result["role"] == "worker":
+            found[int(result["node_id"])] = result["model_digest"]
+    return found
 
 
-def assert_exact(report: GraphRunReport) -> None:
-    assert report.checked, report.errors
-    assert len(report.collectives) == ITERATIONS and all(c.checked is True for c in report.collectives)
-    assert all(n.checked is True for n in report.run.nodes if n.kind == "collective")
-    assert report.training is not None and len(report.training.accuracy) == ITERATIONS
+def assert_exact(report: dict[str, Any], jobs: int = 1) -> None:
+    assert report["ok"], report["errors"]
+    assert report["check"] == "exact" and len(report["iterations"]) == ITERATIONS
+    assert all(it["correct"] and it["wrong_elements"] == 0 for it in report["iterations"])
+    assert set(report["jobs"]) == {str(j) for j in range(1, jobs + 1)}
+    assert all(j["outcome"] == "ok" and j["iterations_done"] == ITERATIONS for j in report["jobs"].values())
 
 
 def test_the_graph_engine_trains_the_loops_model_through_bmv2(tmp_path: Path) -> None:
-    loop: dict[str, dict[str, Any]] = {}
-    graph: dict[str, GraphRunReport] = {}
-    with Testbed(rack(hosts=4, bw_mbps=SPEC["bw_mbps"]), NetworkOptions(run_dir=tmp_path / "net")) as net:
-        for algo in ("ring", "netreduce"):
-            spec = spec_from_dict({**SPEC, "algo": algo, "name": f"loop-{algo}"})
-            loop[algo] = run_on(net, spec, tmp_path / f"loop-{algo}")
-            graph[algo] = run_digits_graph_on(net, spec.but(engine=Engine.GRAPH, name=f"graph-{algo}"),
-                                              tmp_path / f"graph-{algo}")
-    for algo in ("ring", "netreduce"):
-        assert loop[algo]["ok"], loop[algo]["errors"]
-        assert all(it["wrong_elements"] == 0 for it in loop[algo]["iterations"])
-        assert_exact(graph[algo])
-    assert {c.algorithm for c in graph["netreduce"].collectives} == {NETREDUCE}  # the switches summed them
-    assert {c.algorithm for c in graph["ring"].collectives} == {"ring"}
-    (digest,) = loop_digests(loop["ring"])  # every worker's model the same
-    assert loop_digests(loop["netreduce"]) == {digest}
-    for algo in ("ring", "netreduce"):
-        training = graph[algo].training
-        assert training is not None
-        assert set(training.model_digests) == {0, 1, 2, 3} and training.model_digest == digest, (algo, training)
-        # the loop's accuracy per iteration (its report: the worst worker's), the same model after each step
-        assert list(training.accuracy) == [it["accuracy"] for it in loop[algo]["iterations"]]
-    assert training is not None and training.accuracy[-1] > training.accuracy[0]  # it learns
+    runs = {f"{algo}-{mode}": spec_from_dict({**SPEC, "algo": algo, "float_mode": mode})
+            for algo, mode in (("ring", "fixed"), ("netreduce", "fixed"), ("netreduce", "exponent"))}
+    reports: dict[tuple[str, str], dict[str, Any]] = {}
+    with Testbed(topology_for(runs["ring-fixed"]), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        for name, spec in runs.items():
+            for engine in ("loop", "graph"):
+                run = spec_from_dict({**SPEC, "algo": str(spec.algorithm.algo),
+                                      "float_mode": str(spec.workload.float_mode),
+                                      "engine": engine, "name": f"{name}-{engine}"})
+                reports[(name, engine)] = run_on(net, run, tmp_path / f"{name}-{engine}", progress=False)
+    for name in runs:
+        loop, graph = reports[(name, "loop")], reports[(name, "graph")]
+        for report in (loop, graph):
+            assert_exact(report)
+        # the graph's job file beside the spec's; the ranks' results hold the loop's records
+        assert (tmp_path / f"{name}-graph" / "graph" / "job1.json").exists()
+        assert not (tmp_path / f"{name}-graph" / "graph-results.json").exists()
+        (digest,) = set(digests(tmp_path / f"{name}-loop", 1).values())  # every worker's model the same
+        assert digests(tmp_path / f"{name}-graph", 1) == {r: digest for r in range(4)}, name
+        # the loop's accuracy and loss per iteration (the worst worker's model), its learning figures
+        for key in ("accuracy", "loss"):
+            assert [it[key] for it in graph["iterations"]] == [it[key] for it in loop["iterations"]], (name, key)
+        assert graph["headline_extra"]["final_accuracy"] == loop["headline_extra"]["final_accuracy"]
+        assert graph["iterations"][-1]["train_s"] > 0
+    assert reports[("ring-fixed", "loop")]["iterations"][-1]["accuracy"] > \
+        reports[("ring-fixed", "loop")]["iterations"][0]["accuracy"]  # it learns
+    # block exponents train another model than fixed point (the codes' all-reduce ran: not the fixed point's sums)
+    assert set(digests(tmp_path / "netreduce-exponent-graph", 1).values()) != \
+        set(digests(tmp_path / "netreduce-fixed-graph", 1).values())
+    graph_job = json.loads((tmp_path / "netreduce-exponent-graph" / "graph" / "job1.json").read_text())
+    names = [n["name"] for n in graph_job["graph"]["ranks"][0]["nodes"]]
+    assert names[:3] == ["it0.gradient", "it0.exponents", "it0.all_reduce"]
+
+
+def test_two_jobs_whose_servers_share_a_host_train_the_loops_models_on_the_graph_engine(tmp_path: Path) -> None:
+    base = {**SPEC, "workers": 3, "algo": "ps", "servers": 1, "jobs": 2, "colocate_servers": True}
+    specs = {engine: spec_from_dict({**base, "engine": engine, "name": engine}) for engine in ("loop", "graph")}
+    assert specs["graph"].problems() == []
+    reports = {}
+    with Testbed(topology_for(specs["loop"]), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        for engine, spec in specs.items():
+            reports[engine] = run_on(net, spec, tmp_path / engine, progress=False)
+    for report in reports.values():
+        assert_exact(report, jobs=2)
+    jobs = [json.loads((tmp_path / "graph" / "graph" / f"job{j}.json").read_text())["job"] for j in (1, 2)]
+    servers = {node["host"] for job in jobs for node in job["nodes"] if node["role"] == "server"}
+    workers = [{node["host"] for node in job["nodes"] if node["role"] == "worker"} for job in jobs]
+    assert len(servers) == 1 and not workers[0] & workers[1] and not servers & (workers[0] | workers[1])
+    for job in (1, 2):
+        (digest,) = set(digests(tmp_path / "loop", job).values())
+        assert digests(tmp_path / "graph", job) == {r: digest for r in range(3)}, job
+    assert [it["accuracy"] for it in reports["graph"]["iterations"]] == \
+        [it["accuracy"] for it in reports["loop"]["iterations"]]
+
+
+def late_packets(report: dict[str, Any]) -> int:
+    """The packets the switches left out of a sum that had left without them (k of N), over the run's NetReduce jobs
+    (the loop's job; the graph's in-network jobs)."""
+    return sum(part["events"].get("late", 0) + part["events"].get("late-answered", 0)
+               for job in report["switches"]["netreduce"].values() for part in job["switches"].values())
+
+
+def test_k_of_n_on_the_graph_engine_releases_sums_early_and_checks_them_as_the_loop(tmp_path: Path) -> None:
+    """NetReduce 3 of 4 (docs/faults.md, "Stragglers: k of N") on both engines through one BMv2 switch: the switch
+    emits each cell's sum once 3 workers are in, so the fourth's packet comes late (its receiver already holds the
+    sum) and every message's sum names 3 workers. Both engines' runs are ok: every sum checked exact against the
+    workers its message names, each element divided by them, every worker's model the same at the end; results.json
+    records per iteration the fewest contributors (3) and a gradient error against all 4 above the fixed point's
+    rounding, as the loop's; on both engines most iterations' sums left a worker out. A 20 ms deadline alone (N of
+    N) on the graph engine: every sum exact against the workers it names, one model on every worker."""
+    iterations = 8
+    base = {**SPEC, "algo": "netreduce", "iterations": iterations, "netreduce_k": 3}
+    deadline = {**base, "netreduce_deadline_ms": 20.0}
+    deadline.pop("netreduce_k")
+    runs = {"loop-k3": base, "graph-k3": {**base, "engine": "graph"},
+            "graph-deadline": {**deadline, "engine": "graph"}}
+    with Testbed(topology_for(spec_from_dict(base)), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        reports = {name: run_on(net, spec_from_dict({**raw, "name": name}), tmp_path / name, progress=False)
+                   for name, raw in runs.items()}
+    for name, report in reports.items():
+        assert report["ok"], (name, report["errors"])
+        its = report["iterations"]
+        assert len(its) == iterations and all(it["correct"] and it["wrong_elements"] == 0 for it in its), name
+        assert len(set(digests(tmp_path / name, 1).values())) == 1, name  # every worker's model the same
+        assert all("contributors" in it and "gradient_error" in it for it in its), name
+    for name in ("loop-k3", "graph-k3"):
+        its = reports[name]["iterations"]
+        held = [it["contributors"] for it in its]
+        assert min(held) == 3 and held.count(3) >= iterations // 2, (name, held)  # sums that left early
+        assert all(it["gradient_error"] > 0.01 for it in its if it["contributors"] < 4), name
+        assert late_packets(reports[name]) > 0, name
+    graph: Any = reports["graph-k3"]
+    assert (tmp_path / "graph-k3" / "graph" / "job1.json").exists()  # the graph engine ran it
+    assert graph["iterations"][-1]["accuracy"] > graph["iterations"][0]["accuracy"]  # it learns from 3 of 4
+    assert "partial sums" in format_table(graph)
+
+
+def iteration_s(out: Path, rank: int) -> float:
+    """A worker's median iteration in a run's results (its result-<rank>.json): from one all-reduce's end to the
+    next's (its computation, a slow worker's wait and the all-reduce), the first two left out (warming up), as the
+    loop's median is taken."""
+    result = json.loads((out / "run" / "job1" / f"result-{rank}.json").read_text())
+    ends = [float(it["end"]) for it in result["iterations"]]
+    return float(statistics.median(b - a for a, b in itertools.pairwise(ends[2:])))
+
+
+def test_a_slow_worker_left_out_by_k_of_n_on_the_graph_engine_as_by_the_loop(tmp_path: Path) -> None:
+    """The straggler case the docs use (docs/faults.md, "Stragglers: k of N"; bench/stragglers.py) on both engines:
+    worker 3's computation 3000x as long (slow-worker, its minibatch's gradient timed warm, then waited), NetReduce
+    3 of 4. On the graph engine the fast workers' iteration is near their own without a slow worker, far from N of
+    4's with it (every worker at the slow worker's pace), as tests/mininet/test_stragglers.py judges the loop, and no
+    slower than the loop's 3 of 4 (with slack: the machine sets both paces); the slow worker is left out of most sums
+    on both engines (it stops computing once its next sum is here, as the loop's does); every sum exact against the
+    workers it names, one model on every worker."""
+    from bench.stragglers import spec_for
+    from tests.mininet.test_stragglers import FACTOR, median_iteration_s
+
+    iterations = 12
+    specs = {c: spec_for(c, 1, iterations, FACTOR)
+             for c in ("netreduce 3 of N", "netreduce N of N", "netreduce N of N, no slow worker")}
+    k_of_n = specs["netreduce 3 of N"]
+    names = {c: f"graph-{i}" for i, c in enumerate(specs)}
+    with Testbed(topology_for(k_of_n), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        loop = run_on(net, k_of_n, tmp_path / "loop-k3", progress=False)
+        graph = {c: run_on(net, s.but(engine=Engine.GRAPH, name=names[c]), tmp_path / names[c], progress=False)
+                 for c, s in specs.items()}
+    assert loop["ok"], loop["errors"]
+    for c, report in graph.items():
+        assert report["ok"], (c, report["errors"])
+        assert all(it["correct"] and it["wrong_elements"] == 0 for it in report["iterations"]), c
+        assert len(set(digests(tmp_path / names[c], 1).values())) == 1, c
+    loop_s = median_iteration_s(loop)
+    out = {c: tmp_path / name for c, name in names.items()}
+    graph_s = statistics.median(iteration_s(out["netreduce 3 of N"], r) for r in range(3))  # the fast workers'
+    slow_s = iteration_s(out["netreduce N of N"], 0)  # every worker at the slow worker's pace
+    fast_s = iteration_s(out["netreduce N of N, no slow worker"], 0)
+    assert graph_s - fast_s < 0.3 * (slow_s - fast_s), (fast_s, graph_s, slow_s)
+    assert graph_s < 1.5 * loop_s + 0.02, (graph_s, loop_s)
+    for report in (graph["netreduce 3 of N"], loop):
+        held = [it["contributors"] for it in report["iterations"]]
+        assert held.count(3) >= iterations // 2, held
+    # N of N: every sum holds all 4
+    assert {it["contributors"] for it in graph["netreduce N of N"]["iterations"]} == {4.0}

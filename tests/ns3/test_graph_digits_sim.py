@@ -34,7 +34,7 @@ def test_the_digits_graph_runs_on_the_simulator_for_timing(tmp_path: Path, algo:
                       "100000", "--algo", algo, "--out", str(tmp_path / "run"))
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "run" / "graph-results.json").read_text())
-    assert report["checked"] and report["training"] is None
+    assert report["checked"] and "training" not in report  # no model: the graph alone, for timing
     assert [(c["collective"], c["nbytes"], c["checked"]) for c in report["collectives"]] == \
         [("all_reduce", digits_bytes(), True)] * 3
     assert {c["algorithm"] for c in report["collectives"]} == {algo}

@@ -192,7 +192,8 @@ def test_what_cannot_run_in_the_switches_is_refused_in_one_line(tmp_path):
         config(g, topo, SimSettings(), transport=GraphTransport(mtu=1024), netreduce_job=NR_JOB)
     with pytest.raises(SimError, match=r"the NetReduce job needs an id of its own, not the graph's job id 1$"):
         config(g, topo, SimSettings(), transport=NR, netreduce_job=1)
-    # gradswitch-sim itself: the section's keys, the graph's own id, and faults (a graph has no fallback to ring)
+    # gradswitch-sim itself: the section's keys, the graph's own id, and faults under a reduce-scatter or all-gather
+    # in the switches (they have no fallback to ring; the all-reduces do: test_netreduce_fallback_sim.py)
     doc, _ = config(g, topo, SimSettings(), transport=NR, netreduce_job=NR_JOB)
     for section, said in (({}, "jobs[0].graph.netreduce: names no switch job"),
                           ({"job_id": 2, "credits": 4}, 'jobs[0].graph.netreduce: unknown key "credits"'),
@@ -203,7 +204,8 @@ def test_what_cannot_run_in_the_switches_is_refused_in_one_line(tmp_path):
             simulate(doc, tmp_path / "own")
         assert said in str(refused.value)
     doc, _ = config(g, topo, SimSettings(faults=(parse_fault("switch-crash:spine1@0.001"),)), transport=NR,
-                    netreduce_job=NR_JOB)
+                    in_network={K.ALL_REDUCE: NR_JOB, K.REDUCE_SCATTER: NR_JOB + 1})
     with pytest.raises(SimError) as faults:
         simulate(doc, tmp_path / "faults")
-    assert "fault_schedule: job 1's in-network collectives (graph.netreduce) run no faults" in str(faults.value)
+    assert ("fault_schedule: job 1's in-network reduce-scatter and all-gather (graph.netreduce) run no faults"
+            in str(faults.value))

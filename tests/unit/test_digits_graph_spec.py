@@ -1,29 +1,29 @@
-"""Running train-digits on the graph engine from a spec (engine = graph, gradswitch/experiment/digits_graph.py):
-what it refuses in one line before anything starts (another workload, the simulator, a parameter server, block
-exponents, a compare), the job it makes (payload train-digits), and how the report carries and prints what the
-training learnt. The run itself: tests/unit/test_graph_digits.py (in memory), tests/mininet/test_graph_digits.py
-(BMv2)."""
+"""Running train-digits on the graph engine from a spec (engine = graph: gradswitch/experiment/graph_as_loop.py
+training_graph_jobs, run by runner.run_on as a model's training is): the graph it makes (block exponents' codes where
+the spec has them), the jobs it makes (payload train-digits; several jobs on hosts of their own, parameter servers
+sharing a host), what it still refuses in one line before anything starts, and that the ranks' results are kept as
+the loop's. The run itself: tests/unit/test_graph_digits.py (in memory), tests/mininet/test_graph_digits.py (BMv2)."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gradswitch.experiment.compare import load_spec
-from gradswitch.experiment.digits_graph import run_digits_graph, spec_digits_graph
-from gradswitch.experiment.graph_experiment import format_graph_table, run_graph_spec
-from gradswitch.experiment.graph_run import GraphRunReport, graph_job, summarize
+from gradswitch.experiment.graph_as_loop import training_graph_jobs
+from gradswitch.experiment.graph_run import graph_job
+from gradswitch.experiment.placement import topology_for
+from gradswitch.experiment.runner import graph_results
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec, SpecError, spec_from_dict
+from gradswitch.experiment.training_graph import spec_digits_graph
 from gradswitch.workload.generators import digits_graph
-from gradswitch.workload.generators.digits import digits_bytes
+from gradswitch.workload.generators.digits import digits_bytes, digits_codes
 from gradswitch.workload.graph import CollectiveKind
-from gradswitch.workload.graph_payload import PayloadKind, TrainingOutcome
-from gradswitch.workload.graph_timing import GraphRun, NodeTiming
-from gradswitch.workload.job import Algorithm, DType, FloatMode
+from gradswitch.workload.graph_payload import PayloadKind
+from gradswitch.workload.job import Algorithm, DType
+from tests.results import run_experiment
 
 DIGITS: dict[str, Any] = {"workload": "train-digits", "dtype": "float32", "engine": "graph", "workers": 4,
                           "iterations": 3, "bw_mbps": 20.0, "transport": "sr"}
@@ -33,28 +33,49 @@ def spec(**kw: Any) -> ExperimentSpec:
     return spec_from_dict({**DIGITS, **kw})
 
 
-def test_a_digits_spec_on_the_graph_engine_is_fine_and_makes_the_digits_graph() -> None:
+def test_a_digits_spec_on_the_graph_engine_makes_the_digits_graph_and_its_jobs() -> None:
     s = spec()
     assert s.algorithm.engine == Engine.GRAPH and s.problems() == []
-    assert spec(algo="netreduce").problems() == []
-    assert spec(algo="ps", servers=2).problems() == []  # on BMv2 the servers run the graph's world all-reduces
     graph = spec_digits_graph(s)
     assert graph.world_size == 4 and len(graph.ranks[0].nodes) == 2 * 3 and graph.name == s.label
-    job, _ = graph_job(s.topology(), s, graph, payload=PayloadKind.DIGITS)
-    assert job.payload == PayloadKind.DIGITS and job.job.dtype == DType.FLOAT32
     assert {n.nbytes for _, n in graph.collectives()} == {digits_bytes()}
-    ps = spec(algo="ps", servers=2)
-    ps_job, _ = graph_job(ps.topology(), ps, spec_digits_graph(ps), payload=PayloadKind.DIGITS)
-    assert [n.host for n in ps_job.job.servers] == ["h5", "h6"] and ps_job.payload == PayloadKind.DIGITS
+    [tg] = training_graph_jobs(s, topology_for(s))
+    assert tg.job.payload == PayloadKind.DIGITS and tg.job.job.dtype == DType.FLOAT32 and tg.dilation == 1.0
+    assert tg.job.job.workload == "train-digits" and tg.job.job.seed == s.measurement.seed
+    assert spec(algo="netreduce").problems() == []
+
+
+def test_block_exponents_make_the_codes_all_reduce_before_the_values() -> None:
+    s = spec(float_mode="exponent", algo="netreduce")
+    assert s.problems() == []
+    graph = spec_digits_graph(s)
+    assert [n.name for n in graph.ranks[0].nodes[:3]] == ["it0.gradient", "it0.exponents", "it0.all_reduce"]
+    assert [n.nbytes for _, n in graph.collectives()][:2] == [4 * digits_codes(), digits_bytes()]
+    [tg] = training_graph_jobs(s, topology_for(s))
+    assert set(tg.job.in_network) == {"all_reduce"}  # codes and values: one NetReduce job
+    assert len(spec_digits_graph(spec(float_mode="exponent", dtype="float32")).ranks[0].nodes) == 3 * 3
+
+
+def test_several_jobs_and_servers_sharing_a_host_are_the_loops_placement() -> None:
+    """jobs = 2 with their parameter servers on one host (colocate_servers, TensorLights' setting): each job's
+    ranks on hosts of their own, both jobs' servers on the one host, each job with its own seed, as the loop's."""
+    s = spec(algo="ps", servers=1, jobs=2, colocate_servers=True, workers=3)
+    assert s.problems() == []
+    jobs = training_graph_jobs(s, topology_for(s))
+    assert [tg.job.job.job_id for tg in jobs] == [1, 2]
+    servers = {n.host for tg in jobs for n in tg.job.job.servers}
+    workers = [{n.host for n in tg.job.job.workers} for tg in jobs]
+    assert len(servers) == 1 and not workers[0] & workers[1] and not servers & (workers[0] | workers[1])
+    assert len({tg.job.job.seed for tg in jobs}) == 2 and all(tg.job.payload == PayloadKind.DIGITS for tg in jobs)
+    assert spec(algo="ps", servers=2).problems() == []
+    assert spec(jobs=2).problems() == []
 
 
 @pytest.mark.parametrize(("kw", "says"), [
     ({"workload": "resnet50", "dtype": "int32"}, "not 'resnet50' without emulate"),
-    ({"algo": "ps", "colocate_servers": True}, "parameter servers on hosts of their own (colocate_servers = false)"),
-    ({"float_mode": "exponent"}, "fixed point (float_mode = fixed)"),
-    ({"jobs": 2}, "engine = graph: one job"),
     ({"fault": None, "faults": [{"kind": "worker-crash", "target": "1", "at_s": 1.0}]},
      "a worker's in a model's training on BMv2"),
+    ({"dlcp": {"drop": True}}, "no DLCP dropping"),
 ])
 def test_what_the_graph_engine_does_not_run_is_one_line(kw: dict[str, Any], says: str) -> None:
     raw = {**DIGITS, **kw}
@@ -66,17 +87,23 @@ def test_what_the_graph_engine_does_not_run_is_one_line(kw: dict[str, Any], says
     assert [p for p in problems if says in p], problems
 
 
+def test_a_models_training_graph_still_refuses_block_exponents() -> None:
+    """A model's training graph carries no exponent codes: float32 with float_mode = exponent is refused there (an
+    int32 job has no float mode to honour)."""
+    model = {"workload": "resnet50", "engine": "graph", "workers": 2, "bw_mbps": 20.0, "scale": 0.001,
+             "emulate": {"link_gbps": 10.0, "batch": 32}}
+    problems = spec_from_dict({**model, "dtype": "float32", "float_mode": "exponent"}).problems()
+    assert [p for p in problems if "a model's training graph carries no exponent codes" in p], problems
+    assert spec_from_dict({**model, "float_mode": "exponent"}).problems() == []
+
+
 def test_on_the_simulator_it_is_one_line_pointing_at_the_graph_for_timing() -> None:
     problems = spec(backend="ns3").problems()
     assert problems == ["workload = 'train-digits' computes its gradients in Python: it runs on BMv2 only (backend = "
                         "bmv2); on ns-3 its graph runs for timing only, synthetic data in its place (gradswitch "
                         "export-et --workload train-digits, then --workload-et)"]
-    s = spec().but(backend=spec(backend="ns3").network.backend)
-    graph = digits_graph(4, 2)
-    with pytest.raises(SpecError, match="BMv2 only"):
-        run_graph_spec(s, graph, Path("/nonexistent"), PayloadKind.DIGITS)
-    with pytest.raises(SpecError, match="BMv2 only"):
-        run_digits_graph(s, Path("/nonexistent"))
+    with pytest.raises(SpecError, match="BMv2 only"):  # before anything starts
+        run_experiment(spec(backend="ns3"), Path("/nonexistent"))
 
 
 def test_the_payload_is_refused_on_the_simulator_by_the_job_too() -> None:
@@ -91,51 +118,90 @@ def test_the_payload_is_refused_on_the_simulator_by_the_job_too() -> None:
 
 def test_the_job_refuses_settings_the_gradients_cannot_take() -> None:
     graph = digits_graph(4, 2)
-    s = ExperimentSpec.of(workers=4, bw_mbps=20.0, dtype=DType.FLOAT32, float_mode=FloatMode.EXPONENT)
-    with pytest.raises(ExperimentError, match="not block exponents"):
+    s = ExperimentSpec.of(workers=4, bw_mbps=20.0, dtype=DType.INT32)
+    with pytest.raises(ExperimentError, match="dtype = float32"):
         graph_job(s.topology(), s, graph, payload=PayloadKind.DIGITS)
 
 
-def test_a_compare_refuses_engine_graph_in_one_line(tmp_path: Path) -> None:
+def test_the_ranks_records_are_kept_as_the_loops(tmp_path: Path) -> None:
+    """A digits run's ranks report the loop's records themselves (accuracy, loss, digest): graph_results keeps them as
+    they are, where a model's training graph's are rebuilt from its node timings."""
+    s = spec()
+    [tg] = training_graph_jobs(s, topology_for(s))
+    results: Any = {0: {"role": "worker", "node_id": 0, "iterations": [{"index": 0, "extra": {"accuracy": 0.5}}],
+                        "model_digest": "ab"}}
+    assert graph_results(tg, tmp_path, results, tg.job.job) is results
+
+
+def test_a_compare_runs_train_digits_on_the_graph_engine(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text('[defaults]\nworkload = "train-digits"\ndtype = "float32"\nengine = "graph"\nbw_mbps = 20\n'
                     '[matrix]\nalgo = ["ring", "netreduce"]\n')
-    with pytest.raises(SpecError, match="train-digits on the graph engine runs with gradswitch experiment"):
-        load_spec(path)
-
-
-def test_the_outcome_from_the_ranks_results_and_in_the_report() -> None:
-    def result(acc: list[float], loss: list[float], digest: str) -> Any:
-        return {"iterations": [{"extra": {"accuracy": a, "loss": x}} for a, x in zip(acc, loss, strict=True)],
-                "model_digest": digest}
-
-    same = TrainingOutcome.of({0: result([0.2, 0.5], [2.0, 1.0], "ab"), 1: result([0.3, 0.4], [2.1, 0.9], "ab")})
-    assert same == TrainingOutcome((0.2, 0.4), (2.1, 1.0), {0: "ab", 1: "ab"}) and same.model_digest == "ab"
-    differ = TrainingOutcome.of({0: result([0.2], [2.0], "ab"), 1: result([0.3, 0.4], [2.1, 0.9], "cd")})
-    assert differ.accuracy == (0.2,) and differ.model_digest is None  # the iterations every rank recorded
-
-    s = spec(workers=2, iterations=1)
-    graph = spec_digits_graph(s)
-    job, _ = graph_job(s.topology(), s, graph, payload=PayloadKind.DIGITS)
-    AR = CollectiveKind.ALL_REDUCE
-    run = GraphRun(tuple(t for r in range(2) for t in (NodeTiming(r, 0, "compute", 0.0, 0.1, None, None, 0, None),
-                                                      NodeTiming(r, 1, "collective", 0.1, 0.2, AR, "world",
-                                                                 digits_bytes(), True))))
-    report = replace(summarize(job, run, ["h1", "h2"], 20.0, {}, 0.5, (), 1.0), training=same)
-    assert GraphRunReport.from_dict(json.loads(json.dumps(report.to_dict()))) == report
-    text = format_graph_table(report, "bmv2")
-    assert "training: accuracy 0.200 -> 0.400 over 2 iterations" in text and "model digest ab on every rank" in text
-    assert "model digests DIFFER: rank 0 ab, rank 1 cd" in format_graph_table(replace(report, training=differ), "bmv2")
-    plain = replace(report, training=None)
-    assert "training" not in format_graph_table(plain, "bmv2")
-    assert GraphRunReport.from_dict(json.loads(json.dumps(plain.to_dict()))).training is None
+    runs = load_spec(path).runs
+    assert [(r.algorithm.engine, r.algorithm.algo) for r in runs] == [(Engine.GRAPH, Algorithm.RING),
+                                                                      (Engine.GRAPH, Algorithm.NETREDUCE)]
 
 
 def test_the_command_line_takes_engine() -> None:
     from gradswitch.cli.main import build_parser, experiment_spec
 
     args = build_parser().parse_args(["experiment", "--workload", "train-digits", "--dtype", "float32", "--engine",
-                                      "graph", "--bw", "20", "--algo", "netreduce"])
+                                      "graph", "--bw", "20", "--algo", "netreduce", "--float-mode", "exponent"])
     s = experiment_spec(args)
-    assert (s.algorithm.engine, s.algorithm.algo, s.workload.workload) == (Engine.GRAPH, Algorithm.NETREDUCE,
-                                                                           "train-digits")
+    assert (s.algorithm.engine, s.algorithm.algo, s.workload.workload, str(s.workload.float_mode)) == (
+        Engine.GRAPH, Algorithm.NETREDUCE, "train-digits", "exponent")
+
+
+def test_the_results_table_says_what_the_model_learnt() -> None:
+    """format_table's learning line (either engine): the accuracy first to last, and one digest on every worker of job
+    1 or each worker's where they differ; nothing for a job that trains no model."""
+    from gradswitch.experiment.report import _learning_lines
+
+    report: Any = {"iterations": [{"accuracy": 0.25}, {"accuracy": 0.5}],
+                   "extra": {"0": {"model_digest": "ab"}, "1": {"model_digest": "ab"}, "2": {"keys_served": 3}}}
+    assert _learning_lines(report) == ["  learning              accuracy 0.250 -> 0.500 over 2 iterations (the worst "
+                                       "worker's); model digest ab on every worker"]
+    report["extra"]["1"]["model_digest"] = "cd"
+    assert _learning_lines(report)[0].endswith("model digests DIFFER: node 0 ab, node 1 cd")
+    report["iterations"] = [{"time_s": 1.0}]
+    assert _learning_lines(report) == []
+
+
+def test_k_of_n_on_the_graph_engine_is_the_all_reduce_switch_jobs() -> None:
+    """NetReduce k of N (and its deadline) on the graph engine: the spec is fine (fixed point, as the loop's), the job
+    carries k and the deadline as the loop's does, the all-reduce switch job takes them and the others none; k of N
+    stays on one switch; a slow worker runs with it, a crash does not."""
+    from gradswitch.experiment.graph_run import k_of_n
+
+    s = spec(algo="netreduce", netreduce_k=3, netreduce_deadline_ms=20.0)
+    assert s.problems() == []
+    [tg] = training_graph_jobs(s, topology_for(s))
+    assert (tg.job.job.netreduce_k, tg.job.job.netreduce_deadline_us) == (3, 20_000)
+    assert k_of_n(tg.job.job, CollectiveKind.ALL_REDUCE) == (3, 20_000)
+    assert k_of_n(tg.job.job, CollectiveKind.REDUCE_SCATTER) == (None, 0)
+    assert [p for p in spec(algo="netreduce", netreduce_k=3, topo="leafspine").problems() if "one switch" in p]
+    exponent = spec(algo="netreduce", netreduce_k=3, float_mode="exponent").problems()
+    assert [p for p in exponent if "train-digits' in fixed point" in p], exponent
+    slow = spec(algo="netreduce", netreduce_k=3, faults=["slow-worker:3@0,factor=1000"])
+    assert slow.problems() == []  # the straggler case on BMv2: a slow worker, its computation stretched
+    crash = spec(algo="netreduce", netreduce_k=3, faults=["worker-crash:3@1"]).problems()
+    assert [p for p in crash if "slow-worker in train-digits on BMv2" in p], crash
+
+
+def test_the_results_table_says_how_many_workers_the_sums_held() -> None:
+    """results.json's iterations take the workers' contributors and gradient error as the loop's (report._iteration:
+    the largest of each), and format_table's partial-sums line reads them (either engine)."""
+    from gradswitch.experiment.report import _iteration, _partial_sums_lines
+
+    def record(contributors: float, error: float) -> Any:
+        return {"index": 0, "time_s": 0.1, "start": 0.0, "end": 0.1, "check": "exact", "correct": True,
+                "wrong_elements": 0, "extra": {"contributors": contributors, "gradient_error": error}}
+
+    it = _iteration(0, [record(3.0, 0.3), record(3.0, 0.2)])
+    assert (it["contributors"], it["gradient_error"]) == (3.0, 0.3)
+    report: Any = {"spec": {"netreduce_k": 3, "netreduce_deadline_ms": None, "workers": 4},
+                   "iterations": [it, _iteration(1, [record(4.0, 0.0), record(4.0, 0.0)])]}
+    [line] = _partial_sums_lines(report)
+    assert "3 of 4: an iteration's fewest per sum 3-4 workers" in line, line
+    report["spec"]["netreduce_k"] = None
+    assert _partial_sums_lines(report) == []

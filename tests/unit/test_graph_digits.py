@@ -12,17 +12,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gradswitch.hosts.collectives.ops import ops_of
+from gradswitch.hosts.collectives.ops import Op, ops_of
 from gradswitch.hosts.graph_data import SyntheticData
 from gradswitch.hosts.graph_digits import DigitsData
 from gradswitch.hosts.graph_job import GraphJob
 from gradswitch.hosts.graph_sources import data_source
+from gradswitch.hosts.netreduce_quorum import held_mask
+from gradswitch.protocol.netreduce import MESSAGE_ELEMENTS
+from gradswitch.workload.encoding import uses_exponents
 from gradswitch.workload.generators import collective_graph, digits_graph
-from gradswitch.workload.generators.digits import digits_bytes
+from gradswitch.workload.generators.digits import digits_bytes, digits_codes
 from gradswitch.workload.gradients import digits_profile
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, ComputeNode
 from gradswitch.workload.graph_payload import PayloadKind
-from gradswitch.workload.job import DType, JobConfig
+from gradswitch.workload.job import DType, FloatMode, JobConfig
 from tests.inmemory import job, run_ok
 from tests.memlink import MemoryHub
 from tests.unit.test_graph_engine_hosts import run_graph_threads
@@ -36,7 +39,8 @@ def digits_job(workers: int, iterations: int, **kw: Any) -> JobConfig:
 
 
 def graph_job(cfg: JobConfig, payload: PayloadKind = PayloadKind.DIGITS) -> GraphJob:
-    return GraphJob(cfg, digits_graph(len(cfg.workers), cfg.iterations), payload=payload)
+    return GraphJob(cfg, digits_graph(len(cfg.workers), cfg.iterations, exponents=uses_exponents(cfg)),
+                    payload=payload)
 
 
 def test_the_graph_is_a_gradient_then_its_all_reduce_per_iteration() -> None:
@@ -56,6 +60,18 @@ def test_the_graph_is_a_gradient_then_its_all_reduce_per_iteration() -> None:
         digits_graph(2, 0)
 
 
+def test_with_block_exponents_each_iteration_reduces_its_codes_first() -> None:
+    """float_mode = exponent: per iteration the gradient, the all-reduce of every tensor's exponent codes (one per
+    block of 1024 values of each tensor: 1 + 2 + 1 + 8), then the values' after it."""
+    graph = digits_graph(2, 2, exponents=True)
+    assert digits_codes() == 12
+    nodes = list(graph.ranks[0].nodes)
+    assert [n.name for n in nodes] == ["it0.gradient", "it0.exponents", "it0.all_reduce", "it1.gradient",
+                                       "it1.exponents", "it1.all_reduce"]
+    assert [getattr(n, "nbytes", 0) for n in nodes[:3]] == [0, 4 * 12, digits_bytes()]
+    assert all(n.deps == ((i - 1,) if i else ()) for i, n in enumerate(nodes))
+
+
 def test_the_payload_travels_with_the_job_file() -> None:
     job_ = graph_job(digits_job(2, 2))
     assert GraphJob.from_json(job_.to_json()).payload == PayloadKind.DIGITS
@@ -72,6 +88,8 @@ def test_the_source_follows_the_payload() -> None:
         data_source(PayloadKind.DIGITS, cfg, 0, ops_of(collective_graph(CollectiveKind.ALL_GATHER, 2, 400), 0))
     with pytest.raises(ValueError, match="dtype = float32"):
         data_source(PayloadKind.DIGITS, replace(cfg, dtype=DType.INT32, workload="synthetic"), 0, ops)
+    with pytest.raises(ValueError, match="with block exponents has only all-reduces of the world group of 12 and"):
+        data_source(PayloadKind.DIGITS, replace(cfg, float_mode=FloatMode.EXPONENT), 0, ops)  # the codes' missing
 
 
 def test_a_rank_alone_trains_as_the_loop_computes(tmp_path: Path) -> None:
@@ -101,11 +119,13 @@ def test_checks_run_in_order() -> None:
         s.expected(ops[1])
 
 
-@pytest.mark.parametrize("workers,iterations", [(4, 5), (3, 3)])
-def test_the_graph_engine_trains_the_same_model_as_the_loop(tmp_path: Path, workers: int, iterations: int) -> None:
-    """Same seed and settings: the loop's four tensors and the graph's one vector add up the same fixed point, so
-    every rank of both runs ends with the same parameters; every sum exact, the accuracy per iteration equal."""
-    cfg = digits_job(workers, iterations)
+@pytest.mark.parametrize("workers,iterations,mode", [(4, 5, "fixed"), (3, 3, "fixed"), (3, 4, "exponent")])
+def test_the_graph_engine_trains_the_same_model_as_the_loop(tmp_path: Path, workers: int, iterations: int,
+                                                            mode: str) -> None:
+    """Same seed and settings: the loop's four tensors and the graph's one vector add up the same fixed point (with
+    block exponents: the same codes, then the same values scaled by each tensor's shared exponents), so every rank
+    of both runs ends with the same parameters; every sum exact, the accuracy and loss per iteration equal."""
+    cfg = digits_job(workers, iterations, float_mode=mode)
     (tmp_path / "loop").mkdir()
     (tmp_path / "graph").mkdir()
     loop = run_ok(cfg, tmp_path / "loop")
@@ -120,6 +140,10 @@ def test_the_graph_engine_trains_the_same_model_as_the_loop(tmp_path: Path, work
         assert all(it["check"] == "exact" and it["correct"] and it["wrong_elements"] == 0 for it in its)
         assert [it["extra"]["accuracy"] for it in its] == [it["extra"]["accuracy"] for it in loop[rank]["iterations"]]
         assert [it["extra"]["loss"] for it in its] == [it["extra"]["loss"] for it in loop[rank]["iterations"]]
+        assert [it["saturated"] for it in its] == [it["saturated"] for it in loop[rank]["iterations"]]
+        for key in ("contributors", "gradient_error"):  # N of N: every worker in every sum, as the loop's
+            assert [it["extra"][key] for it in its] == [it["extra"][key] for it in loop[rank]["iterations"]], key
+        assert all(0 < it["extra"]["comm_s"] <= it["time_s"] <= it["extra"]["train_s"] for it in its)
 
 
 def test_through_parameter_servers_the_graph_engine_trains_the_same_model(tmp_path: Path) -> None:
@@ -239,3 +263,74 @@ def test_on_a_simulated_clock_checks_run_while_the_gradient_computes_and_the_mod
     report = sources[0].report()
     assert [it["correct"] for it in report.iterations] == [True] * 4
     assert {s.report().extra["model_digest"] for s in sources} == {reference_digest(cfg)}
+
+
+def left_out(op: Op, message: int) -> int:
+    """The rank a k-of-N sum leaves out of a message (a different one per message and iteration)."""
+    return (op.number + message) % 4
+
+
+def partial_sum(sources: list[DigitsData], op: Op) -> tuple[Any, tuple[tuple[int, ...], ...]]:
+    """A 3-of-4 all-reduce's output as the switch makes it: per message, the sum of every rank but one."""
+    inputs = [s.input(op) for s in sources]
+    messages = -(-op.elements // MESSAGE_ELEMENTS)
+    contributors = tuple(tuple(r for r in range(4) if r != left_out(op, m)) for m in range(messages))
+    held = held_mask(contributors, 4, op.elements)
+    total = np.sum([np.where(held[r], x, 0).astype(np.int64) for r, x in enumerate(inputs)], axis=0)
+    return total.astype(np.int32), contributors
+
+
+def test_a_k_of_n_sum_is_checked_against_the_ranks_it_holds_and_divided_by_them() -> None:
+    """NetReduce 3 of 4: each message's sum holds the ranks it names; every rank divides each element by its
+    contributors (the same step everywhere: one model), checks the sum exactly against those ranks' gradients, and
+    records the fewest contributors and the gradient's error against the mean of all 4. A sum of all 4 that names 3
+    fails the check."""
+    cfg = digits_job(4, 3)
+    graph = digits_graph(4, 3)
+    sources = [DigitsData(cfg, r, ops_of(graph, r)) for r in range(4)]
+    ops = sorted(ops_of(graph, 0).values(), key=lambda o: o.number)
+    assert ops[0].elements > MESSAGE_ELEMENTS  # several messages: each sum leaves a different rank out
+    for op in ops:
+        total, contributors = partial_sum(sources, op)
+        for s in sources:
+            s.finished(op, total, contributors)
+            assert np.array_equal(s.expected(op), total)
+    reports = [s.report() for s in sources]
+    assert len({r.extra["model_digest"] for r in reports}) == 1  # every rank took the same step
+    for it in reports[0].iterations:
+        assert it["correct"] and it["wrong_elements"] == 0
+        assert it["extra"]["contributors"] == 3.0 and 0 < it["extra"]["gradient_error"] < 1
+
+    wrong = [DigitsData(cfg, r, ops_of(graph, r)) for r in range(4)]
+    op = ops[0]
+    full = np.sum([s.input(op).astype(np.int64) for s in wrong], axis=0).astype(np.int32)
+    _, contributors = partial_sum(sources, op)
+    wrong[0].finished(op, full, contributors)
+    wrong[0].expected(op)
+    assert not wrong[0].report().iterations[0]["correct"]
+
+    exponent = digits_job(4, 1, float_mode="exponent")  # block exponents' sums hold every rank (the spec says so too)
+    source = DigitsData(exponent, 0, ops_of(digits_graph(4, 1, exponents=True), 0))
+    codes = min(ops_of(digits_graph(4, 1, exponents=True), 0).values(), key=lambda o: o.sequence)
+    with pytest.raises(ValueError, match=r"k of N\) is for fixed point"):
+        source.finished(codes, source.input(codes), ((0, 1, 2),))
+
+
+def test_synthetic_data_checks_a_k_of_n_sum_against_its_contributors() -> None:
+    """A synthetic all-reduce's k-of-N output must be the sum of exactly the ranks each message names; an N-of-N
+    one every rank's, as before; only an all-reduce's sum may leave ranks out."""
+    graph = collective_graph(CollectiveKind.ALL_REDUCE, 4, 3 * MESSAGE_ELEMENTS * 4)
+    op = next(iter(ops_of(graph, 0).values()))
+    source = SyntheticData(5)
+    inputs = [op.input(5, q) for q in range(4)]
+    contributors = ((0, 1, 2), (1, 2, 3), (0, 1, 2, 3))
+    source.finished(op, inputs[0], contributors)
+    want = source.expected(op)
+    m = MESSAGE_ELEMENTS
+    assert np.array_equal(want[:m], inputs[0][:m] + inputs[1][:m] + inputs[2][:m])
+    assert np.array_equal(want[m : 2 * m], inputs[1][m : 2 * m] + inputs[2][m : 2 * m] + inputs[3][m : 2 * m])
+    assert np.array_equal(want[2 * m :], np.sum(inputs, axis=0)[2 * m :])
+    assert np.array_equal(source.expected(op), op.expected(5))  # told nothing: every rank
+    gather = next(iter(ops_of(collective_graph(CollectiveKind.ALL_GATHER, 4, 4096), 0).values()))
+    with pytest.raises(ValueError, match="only an all-reduce's sum holds some ranks alone, not all_gather's"):
+        source.finished(gather, inputs[0][:4], contributors)

@@ -319,3 +319,20 @@ def test_check_cost_is_learnt() -> None:
     assert cost.per_value_s == pytest.approx(FIRST_S_PER_VALUE / 4)
     cost.record(100, 0.001)  # a slow one (a loaded machine) counts at once
     assert cost.per_value_s == pytest.approx(1e-5)
+
+
+def test_a_slow_worker_stretches_the_hosts_computation_and_k_of_n_cuts_it_short() -> None:
+    """A computation of no emulated time standing for 0.1 s of the host's own (the digits model's gradient): a slow
+    worker of factor 5 waits 4 x 0.1 s more; once the sum its next operation would join is here (k of N, 0.15 s in),
+    the computation ends then, as the loop's slow worker stops waiting."""
+    coll = CollectiveNode(2, "B", CollectiveKind.ALL_REDUCE, "world", 4, (1,))
+    rank = RankGraph(0, (ComputeNode(1, "A", 0.0), coll))
+    normal = GraphScheduler(rank, Clock(comm_s=0.1), dilation=1.0, timeout=60, host_compute_s=0.1).run()
+    assert (normal[1].start, normal[1].end) == (100.0, 100.0)
+    slow = GraphScheduler(rank, Clock(comm_s=0.1), dilation=1.0, timeout=60, slowdown=lambda: 5.0,
+                          host_compute_s=0.1).run()
+    assert slow[1].start == 100.0 and slow[1].end == pytest.approx(100.4)
+    clock = Clock(comm_s=0.1)
+    cut = GraphScheduler(rank, clock, dilation=1.0, timeout=60, slowdown=lambda: 5.0, host_compute_s=0.1,
+                         overtaken=lambda: clock.t >= 100.15).run()
+    assert cut[1].end == pytest.approx(100.15, abs=0.011) and cut[2].start == pytest.approx(cut[1].end)

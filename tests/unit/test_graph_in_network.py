@@ -5,6 +5,7 @@ order a rank starts them, and how the job file and the report carry it; the runs
 from __future__ import annotations
 
 from collections.abc import Generator
+from types import SimpleNamespace
 from typing import cast
 
 import numpy as np
@@ -23,6 +24,7 @@ from gradswitch.hosts.collectives.in_network import (
 from gradswitch.hosts.comm import Wait
 from gradswitch.hosts.graph_job import GraphJob
 from gradswitch.hosts.netreduce import NetReduceWorker
+from gradswitch.protocol.netreduce import JobLayout
 from gradswitch.topology.generators import build_topology
 from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.graph import (
@@ -99,12 +101,25 @@ def test_start_order_per_job_is_topological_and_alike_on_every_rank() -> None:
     assert 7 not in orders[0] and 5 not in orders[0]
 
 
+class FakeRequester:
+    """A queue pair's sending half, idle or with writes unacknowledged."""
+
+    unacknowledged = True
+
+    def idle(self) -> bool:
+        return not self.unacknowledged
+
+
 class FakeWorker:
     """Stands for a NetReduceWorker: hands out message numbers as reduce_op starts, as messages_op does."""
 
-    def __init__(self) -> None:
+    def __init__(self, quorum: int | None = None) -> None:
         self.k = 0
         self.gate = False
+        self.layout = JobLayout(2, 4, 2, quorum=quorum)
+        self.last_contributors = [(0, 1, 2)]
+        self.requester = FakeRequester()
+        self.comm = SimpleNamespace(qps={1: SimpleNamespace(requester=self.requester)})
 
     def reduce_op(self, iteration: int, unit: int, seq: int, data: Int32Array, mark: int
                   ) -> Generator[Wait, None, Int32Array]:
@@ -201,3 +216,24 @@ def test_report_names_each_algorithm_and_bounds_netreduce_all_reduce_at_s_over_b
     assert on_sim[("world", "reduce_scatter")].algorithm == NETREDUCE
     assert on_sim[("world", "reduce_scatter")].bound_s == pytest.approx(4096 / rate)
     assert on_sim[("world", "all_gather")].algorithm == NETREDUCE
+
+
+def test_a_k_of_n_operation_ends_once_its_writes_are_acknowledged_as_the_loop_drains() -> None:
+    """k of N: the sums are in, but the operation ends only when every write its worker posted is acknowledged (or
+    settled), as the loop's worker drains after each iteration; N of N ends with its sums, as before."""
+    data = np.zeros(3, dtype=np.int32)
+    for quorum, waits in ((3, True), (None, False)):
+        fake = FakeWorker(quorum)
+        fake.gate = True
+        job = InNetworkJob(cast(NetReduceWorker, fake))
+        op = job.run(0, K.ALL_REDUCE, data)
+        assert next(op)()  # its sums are in
+        if waits:
+            drained = op.send(None)
+            assert not drained()
+            fake.requester.unacknowledged = False
+            assert drained()
+        with pytest.raises(StopIteration) as done:
+            op.send(None)
+        assert list(done.value.value) == [0] * 3
+        assert job.contributors == ({0: ((0, 1, 2),)} if waits else {})  # kept for the runtime, by place

@@ -124,3 +124,16 @@ def test_a_job_of_two_workers_stops_when_its_spine_dies(tmp_path):
         f"NetReduce job 1: switch {agg} is down and it aggregated the job: a job of 2 workers has no ring to fall "
         "back to (it needs 3: gradswitch/hosts/fallback.py); the job stops")
     assert read_signal(job_dir, 1) is None
+
+
+def test_a_graphs_reduce_scatter_or_all_gather_job_stops_when_its_spine_dies(tmp_path):
+    """A graph's switch job that has no fallback (falls_back = False: its reduce-scatter or all-gather,
+    gradswitch/experiment/graph_run.py switch_jobs) is stopped at once with the reason, never signalled."""
+    watch, jobs, job_dir = watch_of(leafspine(), tmp_path)
+    watch.add_job(1, 4, job_dir, timeout=5.0, falls_back=False)
+    agg = jobs.jobs[1].aggregation_switch
+    watch.switch_down(agg, at=1.0)
+    assert (job_dir / "abort").read_text() == (
+        f"NetReduce job 1: switch {agg} is down and it aggregated the job: its reduce-scatter or all-gather has no "
+        "fallback to ring; the job stops")
+    assert read_signal(job_dir, 1) is None and jobs.resets == []

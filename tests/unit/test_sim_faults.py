@@ -5,6 +5,7 @@ simulated runs themselves are tests/ns3/test_faults_sim.py's."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,12 @@ def test_what_the_simulator_measured_becomes_fault_records() -> None:
     assert r.time_to_detect_s == pytest.approx(0.05) and "10 packets lost" in r.detail
     [r] = fault_records((crash,), [measured(crash.label, stalled=0, lost=0, recovered=None)], nodes, cfgs, 12.0)
     assert r.outcome == FaultOutcome.NO_EFFECT
+    # a NetReduce job that fell back to ring was met by it, though nothing was lost (its crash between two
+    # reductions: a training job's workers computing)
+    fell_back = replace(measured(crash.label, stalled=0, lost=0, recovered=None), fallback="ring", fallback_s=2.06,
+                        ring_recovered_s=2.3)
+    [r] = fault_records((crash,), [fell_back], nodes, cfgs, 12.0)
+    assert (r.outcome, r.fallback, r.recovered_s) == (FaultOutcome.RECOVERED, "ring", 2.3)
     unrun = measured(crash.label, injected=None, detected=None, recovered=None)
     [r] = fault_records((crash,), [unrun], nodes, cfgs, 12.0)
     assert r.outcome == FaultOutcome.NO_EFFECT and r.detail == "not injected: the jobs had ended before its time"

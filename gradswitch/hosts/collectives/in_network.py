@@ -16,12 +16,22 @@ Every rank starts a job's operations in the same order (NetReduce gives message 
 starts, and message k must carry the same chunk everywhere): the order of the world group's collectives in
 the rank's topological order, the same on every rank (gradswitch.workload.graph.validate). An operation that becomes
 ready before an earlier one of its job has started waits for it.
+
+When the all-reduce job's aggregation switch is lost, its workers fall back to the hosts' ring as the training
+loop's do (gradswitch/hosts/fallback.py: the control plane's signal, the agreement on the first reduction not
+finished, every later one by ring until the switch is back): each all-reduce operation is one reduction of that
+job's fallback, numbered in the same start order on every rank. Reduce-scatter and all-gather jobs have none.
+
+On a job of k of N (or with a deadline: JobConfig.netreduce_k, netreduce_deadline_us; docs/faults.md "Stragglers:
+k of N") the all-reduce's sums may leave without this rank: its operation keeps which ranks each message's sum holds
+(`InNetworkJob.contributors`, by its place, for the rank's data source to check against) and ends, as the loop's
+iteration does, once its sums are in and every write it posted is acknowledged (or settled: QuorumRequester).
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gradswitch.hosts.comm import OpGen, Wait
 from gradswitch.hosts.netreduce import NetReduceWorker
@@ -82,17 +92,23 @@ class InNetworkJob:
 
     worker: NetReduceWorker
     started: int = 0
+    # k of N: per operation (its place) that ended, the ranks each of its messages' sums holds, until taken
+    contributors: dict[int, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
-    def run(self, place: int, kind: CollectiveKind, data: Int32Array) -> OpGen:
-        """Operation number `place` of this job on this rank: waits for the earlier ones to start, then runs."""
+    def run(self, place: int, kind: CollectiveKind, data: Int32Array, iteration: int = 0) -> OpGen:
+        """Operation number `place` of this job on this rank: waits for the earlier ones to start, then runs;
+        `iteration`: the training iteration it belongs to (an all-reduce's fallback to ring keeps each input
+        until no worker can need it: two iterations, gradswitch/hosts/fallback.py)."""
         if self.started != place:
             yield self._turn(place)
-        op = self._op(kind, data)
+        op = self._op(kind, data, iteration)
         try:
             wait = next(op)  # its message numbers are taken here
         except StopIteration as done:
             self.started += 1
             result: Int32Array = done.value
+            if self.worker.layout.k_of_n:
+                self.contributors[place] = tuple(self.worker.last_contributors)
             return result
         self.started += 1
         while True:
@@ -101,14 +117,27 @@ class InNetworkJob:
                 wait = op.send(None)
             except StopIteration as done:
                 result = done.value
-                return result
+                break
+        if self.worker.layout.k_of_n:
+            # (now: another operation of the job may end while this one waits for its acknowledgements)
+            self.contributors[place] = tuple(self.worker.last_contributors)
+            if not self._drained():
+                yield self._drained  # as the loop drains after each iteration (below)
+        return result
+
+    def _drained(self) -> bool:
+        """k of N: every write this job's worker posted is acknowledged, as the loop's worker waits after each
+        iteration (Comm.drain) before it computes the next: a worker whose sums left without it settles its
+        writes (QuorumRequester) before the next operation posts, so the ranks stay within a window of one
+        another."""
+        return all(q.requester.idle() for q in self.worker.comm.qps.values())
 
     def _turn(self, place: int) -> Wait:
         return lambda: self.started == place
 
-    def _op(self, kind: CollectiveKind, data: Int32Array) -> Generator[Wait, None, Int32Array]:
-        if kind == CollectiveKind.ALL_REDUCE:
-            return self.worker.reduce_op(0, 0, 0, data, 0)
+    def _op(self, kind: CollectiveKind, data: Int32Array, iteration: int) -> Generator[Wait, None, Int32Array]:
+        if kind == CollectiveKind.ALL_REDUCE:  # (by ring instead while the job's switch is lost)
+            return self.worker.reduce_op(iteration, 0, 0, data, 0)
         if kind == CollectiveKind.REDUCE_SCATTER:
             return reduce_scatter_op(self.worker, data)
         if kind == CollectiveKind.ALL_GATHER:

@@ -226,18 +226,18 @@ FaultSchedule::FallBack(size_t f)
         {
             continue; // nothing to redo, or no ring distinct from the job's connections
         }
-        Time delay = m_agreement.IsZero() ? Seconds(JobRtt(job.workers)) : m_agreement;
+        Time delay = m_agreement.IsZero() ? Seconds(JobRtt(job)) : m_agreement;
         Simulator::Schedule(delay, &FaultSchedule::FallBackNow, this, f, job.workers, *from);
     }
 }
 
 double
-FaultSchedule::JobRtt(const std::vector<JobNode*>& workers)
+FaultSchedule::JobRtt(const NetReduceJobOn& job)
 {
     double rtt = 0;
-    for (JobNode* n : workers)
+    for (JobNode* n : job.workers)
     {
-        RcQp* qp = n->Qp((n->NodeId() + 1) % n->Workers());
+        RcQp* qp = n->NetReduceQp(job.job, (n->NodeId() + 1) % n->Workers(), 0); // (made by its worker already)
         rtt = std::max(rtt, qp->Srtt().value_or(qp->Rto()));
     }
     return rtt;
@@ -253,7 +253,7 @@ FaultSchedule::Return(size_t f)
     const FaultSpec& spec = m_faults[f];
     for (const NetReduceJobOn& job : m_net.netReduceJobsOn(m_net.topo->Index(spec.sw)))
     {
-        Time delay = m_agreement.IsZero() ? Seconds(JobRtt(job.workers)) : m_agreement;
+        Time delay = m_agreement.IsZero() ? Seconds(JobRtt(job)) : m_agreement;
         Simulator::Schedule(delay, &FaultSchedule::ReturnNow, this, f, job);
     }
 }

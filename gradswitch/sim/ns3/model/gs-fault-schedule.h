@@ -40,6 +40,7 @@ class NrSwitchJob;
 /// that switch dies and returns to it once it is back.
 struct NetReduceJobOn
 {
+    uint32_t job = 0;                // the NetReduce job (a graph's all-reduce job, or the job itself)
     std::vector<JobNode*> workers;   // by rank (nullptr: on another MPI rank)
     std::vector<NrSwitchJob*> cells; // its aggregation on every switch of its tree (cleared for the return)
 };
@@ -123,7 +124,7 @@ class FaultSchedule : public Object, public StallObserver
     void Return(size_t f);
     void ReturnNow(size_t f, NetReduceJobOn job);
     /// The largest smoothed round trip (else RTO) of the job's queue pairs to their next rank.
-    static double JobRtt(const std::vector<JobNode*>& workers);
+    static double JobRtt(const NetReduceJobOn& job);
     /// The ports of a link fault's two ends.
     std::pair<GsDevice*, GsDevice*> LinkDevices(const FaultSpec& spec) const;
     GsDevice* DeviceTo(uint32_t node, uint32_t peer) const;

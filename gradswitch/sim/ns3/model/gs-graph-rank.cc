@@ -389,6 +389,49 @@ GraphRank::RunCollective(const GraphNode& n, Done done)
     }
 }
 
+Collective*
+GraphRank::AllReduceWorker() const
+{
+    if (!m_spec.netReduceJob)
+    {
+        return nullptr;
+    }
+    auto job = m_inNetwork.find(*m_spec.netReduceJob);
+    return job == m_inNetwork.end() ? nullptr : job->second.worker.get();
+}
+
+std::optional<uint64_t>
+GraphRank::FirstUnfinished() const
+{
+    Collective* w = AllReduceWorker();
+    return w ? w->FirstUnfinished() : std::nullopt;
+}
+
+void
+GraphRank::FallBackToRing(uint64_t from, std::function<void()> firstRingDone)
+{
+    if (Collective* w = AllReduceWorker())
+    {
+        w->FallBackToRing(from, std::move(firstRingDone));
+    }
+}
+
+std::optional<uint64_t>
+GraphRank::NextMessage() const
+{
+    Collective* w = AllReduceWorker();
+    return w ? w->NextMessage() : std::nullopt;
+}
+
+void
+GraphRank::ReturnToSwitch(uint64_t from, std::function<void()> firstSwitchDone)
+{
+    if (Collective* w = AllReduceWorker())
+    {
+        w->ReturnToSwitch(from, std::move(firstSwitchDone));
+    }
+}
+
 void
 GraphRank::RunNetReduce(uint32_t i, Done done)
 {

@@ -57,6 +57,13 @@ class GraphRank : public Collective
     /// computation, a send, a run without checks)].
     void Report(nlohmann::json& out) const override;
 
+    /// NetReduce's fallback to ring and return (gs-fault-schedule.h): those of the rank's worker of the graph's
+    /// all-reduce switch job (its reduce-scatter and all-gather have none); none without one.
+    std::optional<uint64_t> FirstUnfinished() const override;
+    void FallBackToRing(uint64_t from, std::function<void()> firstRingDone) override;
+    std::optional<uint64_t> NextMessage() const override;
+    void ReturnToSwitch(uint64_t from, std::function<void()> firstSwitchDone) override;
+
     /// The nodes of a rank whose output is checked: collectives and receives (what its iteration's check counts).
     static uint32_t CommunicationNodes(const GraphRankSpec& r);
 
@@ -71,6 +78,8 @@ class GraphRank : public Collective
         std::optional<bool> checked;
     };
 
+    /// The rank's worker of the graph's all-reduce switch job (nullptr: none).
+    Collective* AllReduceWorker() const;
     void StartNode(uint32_t i);
     /// The GPU is free and a computation is ready: start the first in the graph's order.
     void NextCompute();

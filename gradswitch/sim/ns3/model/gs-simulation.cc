@@ -106,11 +106,11 @@ Simulation::BuildFaults()
     }
     for (const JobSpec& job : m_c.jobs)
     {
-        if (job.algo == Algo::Graph && !job.NetReduceJobs().empty())
+        if (job.algo == Algo::Graph && job.graph && (job.graph->scatterJob || job.graph->gatherJob))
         {
-            throw ConfigError("fault_schedule: job " + std::to_string(job.jobId) + "'s in-network collectives "
-                              "(graph.netreduce) run no faults (a graph has no fallback to ring): leave the faults "
-                              "out, or run the graph on the hosts");
+            throw ConfigError("fault_schedule: job " + std::to_string(job.jobId) + "'s in-network reduce-scatter "
+                              "and all-gather (graph.netreduce) run no faults (they have no fallback to ring; its "
+                              "all-reduces do): leave the faults out, or run the graph on the hosts");
         }
     }
     FaultNetwork net;
@@ -138,12 +138,18 @@ Simulation::BuildFaults()
         std::vector<NetReduceJobOn> jobs;
         for (size_t j = 0; j < m_c.jobs.size(); j++)
         {
-            if (m_c.jobs[j].algo != Algo::NetReduce)
+            // the job's all-reduces in the switches: its own (algo netreduce) or its graph's all-reduce job
+            // (whose ranks' fallback is their NetReduce worker's: GraphRank forwards it)
+            const JobSpec& spec = m_c.jobs[j];
+            std::optional<uint32_t> nrJob = spec.algo == Algo::NetReduce ? std::optional<uint32_t>(spec.jobId)
+                                            : spec.algo == Algo::Graph && spec.graph ? spec.graph->netReduceJob
+                                                                                      : std::nullopt;
+            if (!nrJob)
             {
                 continue;
             }
             bool aggregates = false;
-            const AggregationTree& tree = m_trees[j].at(m_c.jobs[j].jobId);
+            const AggregationTree& tree = m_trees[j].at(*nrJob);
             for (const AggregationRole& role : tree.roles)
             {
                 aggregates |= role.sw == sw && role.localRanks.empty();
@@ -153,6 +159,7 @@ Simulation::BuildFaults()
                 continue;
             }
             NetReduceJobOn job;
+            job.job = *nrJob;
             job.workers.assign(m_c.jobs[j].nodes.size(), nullptr);
             for (auto& n : m_nodes[j])
             {
@@ -162,7 +169,7 @@ Simulation::BuildFaults()
             {
                 for (const auto& cells : m_switches[role.sw - m_topo->Hosts()]->NetReduceJobs())
                 {
-                    if (cells->Job() == m_c.jobs[j].jobId)
+                    if (cells->Job() == *nrJob)
                     {
                         job.cells.push_back(cells.get());
                     }
