@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from gradswitch.experiment import results_file
 from gradswitch.experiment.crossval import (
     IN_SWITCHES,
     ON_SERVERS,
@@ -33,7 +34,7 @@ from gradswitch.experiment.crossval import (
     time_range,
     usable,
 )
-from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
+from gradswitch.experiment.graph_run import RESULTS
 from gradswitch.experiment.spec import ExperimentSpec, Topo
 from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
 from gradswitch.formats import check_format
@@ -138,14 +139,20 @@ class Store:
     def _complete(out: Path, name: str, side: str, rep: Repetition) -> Repetition:
         """A repetition kept before its busiest link, idle CPU or the links' drops were: those from its run's own
         report, where it says."""
-        report = out / name / f"{side}-{rep.seed}" / GRAPH_RESULTS
-        if (rep.busiest_link is not None and rep.link_drops is not None) or not report.exists():
+        path = out / name / f"{side}-{rep.seed}" / RESULTS
+        if (rep.busiest_link is not None and rep.link_drops is not None) or not path.exists():
             return rep
-        d = json.loads(report.read_text())
+        try:
+            results = results_file.read(path)
+        except results_file.ResultsFileError:
+            return rep  # not a run's results this code reads: kept as it was
+        graph = results.get("graph")
+        if graph is None:
+            return rep
         if rep.busiest_link is None:
-            rep = replace(rep, busiest_link=d.get("busiest_link"), busiest_link_load=d.get("busiest_link_load"),
-                          cpu_idle=d.get("cpu_idle"))
-        return replace(rep, link_drops=d.get("link_drops"))
+            rep = replace(rep, busiest_link=graph["busiest_link"], busiest_link_load=graph["busiest_link_load"],
+                          cpu_idle=results["headline_extra"].get("cpu_idle"))
+        return replace(rep, link_drops=graph["link_drops"])
 
     def has(self, name: str, side: str, seed: int) -> bool:
         return any(r.seed == seed for r in self.runs.get(name, {}).get(side, []))
@@ -222,7 +229,7 @@ def network_runs(plan: Plan, spec: ExperimentSpec, patterns: list[str], graphs: 
                  todo: list[tuple[str, int]], store: Store, out: Path, log: Callable[[str], None],
                  short: Callable[[str], bool], simulate: Callable[[str, int], None]) -> None:
     """The BMv2 runs of these patterns still to do, on one network made for `spec` (its topology and hosts)."""
-    from gradswitch.experiment.graph_run import run_graph_on
+    from gradswitch.experiment.graph_experiment import run_workload_on
     from gradswitch.experiment.placement import topology_for
     from gradswitch.experiment.testbed import Testbed
     from gradswitch.net.network import NetworkOptions
@@ -232,8 +239,8 @@ def network_runs(plan: Plan, spec: ExperimentSpec, patterns: list[str], graphs: 
     with Testbed(topology_for(spec), NetworkOptions(run_dir=(out / f"net-{topo}-n{n}{suffix}").resolve())) as net:
         def once(pattern: str, seed: int) -> None:
             name = run_name(topo, n, pattern)
-            report = run_graph_on(net, spec.but(seed=seed, algo=pattern_algo(pattern)), graphs[pattern],
-                                  out / name / f"bmv2-{seed}")
+            report = run_workload_on(net, spec.but(seed=seed, algo=pattern_algo(pattern)), graphs[pattern],
+                                     out / name / f"bmv2-{seed}")
             store.add(name, "bmv2", Repetition.of(seed, report))
             log(f"[bmv2] {name} seed {seed}: {report.job_s:.3f} s, exact {report.checked}, "
                 f"machine-bound {report.machine_bound} ({report.machine_bound_reason})")

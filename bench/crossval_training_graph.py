@@ -53,8 +53,7 @@ def run_all(specs: Sequence[ExperimentSpec], simulated: Simulate, costs: dict[st
     """Every spec's training graph `repeat` times on BMv2 (one rack network, seeds outermost) and on ns-3 with
     the same seeds; a run with fewer than `min_repetitions` BMv2 repetitions that were not machine-bound runs
     again (seeds repeat + 1, ...), `extra` times at most. Resumes from out/repetitions.json."""
-    from gradswitch.experiment.graph_experiment import run_graph_spec
-    from gradswitch.experiment.graph_run import run_graph_on
+    from gradswitch.experiment.graph_experiment import run_graph_spec, run_workload_on
     from gradswitch.experiment.placement import topology_for
     from gradswitch.experiment.testbed import Testbed
     from gradswitch.net.network import NetworkOptions
@@ -84,8 +83,8 @@ def run_all(specs: Sequence[ExperimentSpec], simulated: Simulate, costs: dict[st
     with Testbed(topology_for(specs[0]), NetworkOptions(run_dir=(out / "net").resolve())) as net:
         def once(spec: ExperimentSpec, seed: int) -> None:
             run_spec, graph, dilation = plans[spec.label]
-            report = run_graph_on(net, run_spec.but(seed=seed), graph, out / spec.label / f"bmv2-{seed}",
-                                  dilation=dilation)
+            report = run_workload_on(net, run_spec.but(seed=seed), graph, out / spec.label / f"bmv2-{seed}",
+                                     dilation=dilation)
             rep = repetition(seed, report, graph, spec.measurement.warmup, ideal_link_load(spec, net.topo))
             store.add(spec.label, "bmv2", rep)
             log(f"[bmv2] {spec.label} seed {seed}: iteration {rep.job_s:.4f} s, exact {report.checked}, "

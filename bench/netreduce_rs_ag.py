@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Limits, MachineMeter, collective_args, save
-from gradswitch.experiment.graph_run import graph_spec, run_graph_experiment
+from gradswitch.experiment.graph_experiment import run_graph_spec
+from gradswitch.experiment.graph_run import graph_spec
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import Topo, spec_from_dict
@@ -95,7 +96,7 @@ def ring_times(work_dir: Path, topo_name: str, kind: CollectiveKind, workers: in
                   for r in range(workers))
     graph = JobGraph(f"ring-{kind.value}-n{workers}", ranks, (group,))
     spec = graph_spec(graph, bw_mbps=bw_mbps).but(topo=Topo(topo_name), spines=spines)
-    report = run_graph_experiment(spec, graph, work_dir)
+    report = run_graph_spec(spec, graph, work_dir)
     if not report.checked:
         raise RuntimeError(f"the ring's {kind.value} on {topo_name} failed its check: {report.errors}")
     return [c.time_s for c in report.collectives], report.cpu_idle

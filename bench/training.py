@@ -23,10 +23,12 @@ one topology share one network (the same switches and links). Full reports (repo
 summary.json, plots) land in --out; started again with the same --out, a run resumes where it
 stopped (every complete repetition is kept). The figures go to bench/results/training-speedup.json,
 training-dlcp.json or training-learning.json with --only, all three in training.json without.
+`--only learning --engine graph` runs the learning spec's runs the graph engine takes (engine = graph: the baselines;
+it refuses DLCP's dropping) on it instead of the loop, into training-learning-graph.json, to set beside the loop's.
 Needs root, BMv2, Mininet.
 
     python -m bench.training [--out runs/bench-training] [--only speedup|dlcp|learning] [--repeat N]
-                             [--models resnet50,vgg16,bert-base] [--topos rack,leafspine]
+                             [--models resnet50,vgg16,bert-base] [--topos rack,leafspine] [--engine loop|graph]
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from bench.common import RESULTS, bmv2_option, save, use_bmv2
 from gradswitch.experiment.compare import TRAINING_FIGURE, CompareSpec, best_baseline, load_spec, ratio_of, run_compare
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.shipped_specs import EXPERIMENTS
-from gradswitch.experiment.spec import ExperimentSpec
+from gradswitch.experiment.spec import Engine, ExperimentSpec
 from gradswitch.experiment.summary_file import Summary
 from gradswitch.net.bmv2 import one_switch_user_at_a_time
 
@@ -241,12 +243,25 @@ def dlcp(out: Path, repeat: int | None) -> dict[str, Any]:
     return figures
 
 
-def learning(out: Path, repeat: int | None) -> dict[str, Any]:
+def on_graph_engine(spec: CompareSpec) -> CompareSpec:
+    """The spec's runs the graph engine takes, on it (its baselines among them); the others left out, said."""
+    runs = [r.but(engine=Engine.GRAPH) for r in spec.runs]
+    kept = [r for r in runs if not r.engine_problems()]
+    for r in runs:
+        if r.engine_problems():
+            print(f"{r.label}: left out on the graph engine: {r.engine_problems()[0]}")
+    names = {r.label for r in kept}
+    return replace(spec, name=f"{spec.name}-graph", runs=kept, baselines=[b for b in spec.baselines if b in names])
+
+
+def learning(out: Path, repeat: int | None, engine: Engine = Engine.LOOP) -> dict[str, Any]:
     """gradswitch/specs/training.toml: a real model (train-digits) under bulk TCP, exact against DLCP's dropping by the
     switches: per run the training time and iterations to 90 % test accuracy, the final accuracy, the gradient's
     error, what the switches trimmed and the receivers zero-filled, the bulk streams' goodput; each run's median
-    time to accuracy over the best baseline's."""
+    time to accuracy over the best baseline's. `engine`: the engine every run runs on (graph: those it takes)."""
     spec = load_spec(SPECS / "training.toml")
+    if engine == Engine.GRAPH:
+        spec = on_graph_engine(spec)
     summary = run(spec, out, repeat)
     figure = "time_to_accuracy_s"
     best = best_baseline(spec, summary, figure)
@@ -270,9 +285,11 @@ def learning(out: Path, repeat: int | None) -> dict[str, Any]:
     for r in rows:
         span = f"{r['ratio']:.2f} [{r['ratio_min']:.2f}, {r['ratio_max']:.2f}]" if r["ratio"] is not None else "-"
         print(f"{r['what']:<60}{span:>20}  (median iteration {_f(r['median_ratio'], 0, 2)})")
+    suffix = "" if engine == Engine.LOOP else f"-{engine}"
     if (out / spec.name / "learning.png").exists():
-        shutil.copy(out / spec.name / "learning.png", RESULTS / "training-learning.png")
-    return {"runs": summary, "baselines": spec.baselines, "best_baseline": best, "figure": figure, "ratios": rows}
+        shutil.copy(out / spec.name / "learning.png", RESULTS / f"training-learning{suffix}.png")
+    return {"runs": summary, "baselines": spec.baselines, "best_baseline": best, "figure": figure, "ratios": rows,
+            "engine": str(engine)}
 
 
 def _print_ratios(rows: list[dict[str, Any]]) -> None:
@@ -334,10 +351,14 @@ def main() -> None:
     parser.add_argument("--models", default="resnet50,vgg16,bert-base")
     parser.add_argument("--topos", default="rack,leafspine")
     parser.add_argument("--repeat", type=int, help="repetitions of every run (default: each spec's `repeat`)")
+    parser.add_argument("--engine", type=Engine, choices=list(Engine), default=Engine.LOOP,
+                        help="what runs the learning spec's iterations (graph: with --only learning)")
     bmv2_option(parser)
     args = parser.parse_args()
     if args.repeat is not None and args.repeat < 1:
         parser.error(f"--repeat {args.repeat}: at least 1 repetition")
+    if args.engine != Engine.LOOP and args.only != "learning":
+        parser.error(f"--engine {args.engine}: the learning spec alone runs on another engine here (--only learning)")
     use_bmv2(args)
     figures: dict[str, Any] = {}
     started = time.monotonic()
@@ -346,9 +367,11 @@ def main() -> None:
     if args.only in (None, "dlcp"):
         figures["dlcp"] = dlcp(args.out, args.repeat)
     if args.only in (None, "learning"):
-        figures["learning"] = learning(args.out, args.repeat)
+        figures["learning"] = learning(args.out, args.repeat, args.engine)
     figures["wall_s"] = time.monotonic() - started
     name = f"training-{args.only}" if args.only else "training"
+    if args.engine != Engine.LOOP:
+        name += f"-{args.engine}"
     print(f"reports under {args.out}; written {save(name, figures)}")
 
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from bench.common import RESULTS, Limits, bmv2_option, save, use_bmv2
 from gradswitch.experiment.compare import headline, load_spec
-from gradswitch.experiment.graph_run import run_graph_on
+from gradswitch.experiment.graph_experiment import run_workload_on
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.runner import run_on
 from gradswitch.experiment.spec import ExperimentSpec
@@ -89,7 +89,7 @@ def result_name(specs: list[ExperimentSpec]) -> str:
 
 def repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict[str, Any]:
     run_spec, graph, dilation = spec_training_graph(spec.but(seed=seed), spec.measurement.iterations)
-    report = run_graph_on(net, run_spec, graph, out / f"{spec.label}-seed{seed}", dilation=dilation)
+    report = run_workload_on(net, run_spec, graph, out / f"{spec.label}-seed{seed}", dilation=dilation)
     assert spec.workload.emulate is not None
     times = iteration_times(graph, report.run)  # the emulated cluster's seconds
     iteration_s = statistics.median(times[spec.measurement.warmup:])

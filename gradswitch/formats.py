@@ -1,7 +1,7 @@
 """The `format` every JSON file gradswitch writes carries, and the one check its readers make.
 
 The convention: `format` is an integer, the version of that kind of file; each kind defines its constant once,
-beside its writer (results_file.FORMAT, graph_run.REPORT_FORMAT, sim.results.RESULTS_FORMAT,
+beside its writer (results_file.FORMAT, sim.results.RESULTS_FORMAT,
 goodput_study.GOODPUT_FORMAT, ...), and bumps it when a reader of the old one would misread the new. A reader
 calls `check_format`, which refuses a file of another format, or without one, in one line naming the file, the
 format found and the one expected. A kind that was written for a while without `format` says so with

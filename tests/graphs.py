@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 from gradswitch.workload.graph import (
     CollectiveKind,
     CollectiveNode,
@@ -13,6 +16,10 @@ from gradswitch.workload.graph import (
     SendNode,
     world_group,
 )
+
+if TYPE_CHECKING:
+    from gradswitch.experiment.graph_run import GraphRunReport
+    from gradswitch.experiment.spec import ExperimentSpec
 
 
 def one_collective(kind: CollectiveKind, ranks: int, nbytes: int, root: int = 0, compute_s: float = 0.0) -> JobGraph:
@@ -74,3 +81,28 @@ def in_network_and_hosts(ranks: int, nbytes: int) -> JobGraph:
         )
         out.append(RankGraph(r, nodes, f"test.{r}.et"))
     return JobGraph(f"in-network-and-hosts-{ranks}", tuple(out), (world_group(ranks), *pairs))
+
+
+def through_results(report: GraphRunReport, graph: JobGraph, spec: ExperimentSpec | None = None) -> GraphRunReport:
+    """The report as a trace run's results.json holds it (trace_results), written to JSON and read back."""
+    import json
+
+    from gradswitch.experiment import results_file
+    from gradswitch.experiment.graph_run import GraphRunReport, graph_spec
+    from gradswitch.experiment.trace_results import trace_results
+
+    written = results_file.dumps(trace_results(spec or graph_spec(graph, bw_mbps=report.bw_mbps), graph, report, 0.0,
+                                               []))
+    return GraphRunReport.from_results(results_file.parse(json.loads(written)))
+
+
+def trace_figures(path: Path) -> dict[str, Any]:
+    """A trace run's results.json (the one results.json type, its format and code version checked) as its tests
+    read it: its `graph` section, with the run's errors, faults and outcome."""
+    from gradswitch.experiment import results_file
+
+    results = results_file.read(path)
+    assert results["format"] == results_file.FORMAT and results["code_version"], path
+    assert "graph" in results, f"{path}: no graph section"
+    return {**results["graph"], "errors": results["errors"], "faults": results.get("faults", []),
+            "outcome": results["outcome"]}

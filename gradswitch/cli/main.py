@@ -361,7 +361,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def _experiment_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
-    from gradswitch.experiment.graph_experiment import GRAPH_RESULTS, format_graph_table, load_graph, run_graph_spec
+    from gradswitch.experiment.graph_experiment import format_graph_table, load_graph, run_graph_spec
+    from gradswitch.experiment.graph_run import RESULTS
     from gradswitch.experiment.graph_timeline import PLOT_FILE
     from gradswitch.experiment.spec import flat_spec, read_toml
 
@@ -372,7 +373,7 @@ def _experiment_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
     report = run_graph_spec(spec, graph, out)
     print(format_graph_table(report, str(spec.network.backend)))
     timeline = out / PLOT_FILE
-    print(f"results: {out / GRAPH_RESULTS}" + (f", timeline: {timeline}" if timeline.exists() else ""))
+    print(f"results: {out / RESULTS}" + (f", timeline: {timeline}" if timeline.exists() else ""))
     return 0 if report.checked else 1
 
 

@@ -40,7 +40,7 @@ Started again on the same DIR, a compare skips every repetition whose results.js
 A run may replay Chakra traces (`workload_et = "DIR/PREFIX"`, from the spec file's folder when relative):
 every run of the spec then does (a spec mixing them with ordinary runs is refused), the traces are read
 and checked as the spec loads, and each repetition runs the graph on its backend (compare_traces.py:
-what is refused, graph-results.json and the key that keeps a repetition, the figures). Its headline
+what is refused, results.json (its `graph`) and the key that keeps a repetition, the figures). Its headline
 figure is the job's time, `job_s`, unless `figures` names another first.
 
 Runs may differ in `backend` (bmv2: the testbed; ns3: the simulator): their rows sit in one table

@@ -5,7 +5,7 @@ and checked once, and each trace run gets workers = its traces' ranks; what a tr
 for (graph_experiment.trace_problems: a size, iterations, workers other than the ranks, ...) and what its job
 cannot be (graph_run.graph_job: NetReduce on the simulator, more ranks than hosts) is one line naming the run,
 before anything starts. Each repetition runs the graph on its backend (graph_experiment.run_graph_spec, as
-`gradswitch experiment --workload-et` does) into its own directory: graph-results.json, table.txt and the
+`gradswitch experiment --workload-et` does) into its own directory: results.json (with its `graph`), table.txt and the
 timeline, then graph-run-key.json, the run's spec and its trace files' SHA-256. Started again on the same DIR,
 a compare keeps a repetition whose key is the run's and whose report ran to its end (completed_graph_report),
 as it keeps an ordinary run's complete results.json.
@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gradswitch.experiment.graph_experiment import GRAPH_RESULTS, format_graph_table, trace_problems
-from gradswitch.experiment.graph_run import GraphReportError, GraphRunReport, graph_job, read_graph_report
+from gradswitch.experiment.graph_experiment import format_graph_table, trace_problems
+from gradswitch.experiment.graph_run import RESULTS, GraphReportError, GraphRunReport, graph_job, read_graph_report
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.results_file import Outcome, Payload
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, resolve_path, same_spec, spec_json
 from gradswitch.experiment.summary_file import Headline
+from gradswitch.experiment.trace_results import graph_outcome
 from gradswitch.topology.model import TopologyError
 from gradswitch.workload.chakra import read_traces, trace_files
 from gradswitch.workload.chakra.groups import groups_path
@@ -105,17 +106,6 @@ def load_trace_runs(runs: Sequence[ExperimentSpec], given: Sequence[Collection[s
 # ---- a repetition's figures ----
 
 
-def graph_outcome(report: GraphRunReport, graph: JobGraph) -> Outcome:
-    """failed where a rank did not run every node of its graph (or the run reported an error and no wrong output);
-    check_failed where an output was not exact; ok otherwise."""
-    finished = len(report.run.nodes) >= sum(len(r.nodes) for r in graph.ranks)
-    if not finished:
-        return Outcome.FAILED
-    if any(n.checked is False for n in report.run.nodes):
-        return Outcome.CHECK_FAILED
-    return Outcome.FAILED if report.errors else Outcome.OK
-
-
 def graph_headline(report: GraphRunReport, spec: ExperimentSpec, graph: JobGraph) -> Headline:
     """One repetition's headline figures (see the module's doc); a run that failed has `error`, its first error,
     and is left out of the medians."""
@@ -184,7 +174,7 @@ def completed_graph_report(directory: Path, spec: ExperimentSpec, graph: JobGrap
     its end (its outcome ok or check_failed, as a results.json with every iteration done); None: run it (again)."""
     try:
         saved = json.loads((directory / GRAPH_KEY).read_text())
-        report = read_graph_report(directory / GRAPH_RESULTS)
+        report = read_graph_report(directory / RESULTS)
         key = GraphRunKey.of(spec)
     except (OSError, ValueError, GraphError, GraphReportError):
         return None
@@ -197,7 +187,7 @@ def completed_graph_report(directory: Path, spec: ExperimentSpec, graph: JobGrap
 
 def run_graph_repetition(spec: ExperimentSpec, graph: JobGraph, directory: Path, runner: GraphRunner
                          ) -> GraphRunReport:
-    """Run the graph into `directory` (the runner writes graph-results.json), then write table.txt and, last, the
+    """Run the graph into `directory` (the runner writes results.json), then write table.txt and, last, the
     key that lets a compare started again keep it."""
     key = GraphRunKey.of(spec)
     (directory / GRAPH_KEY).unlink(missing_ok=True)  # a run cut short leaves no key: it runs again

@@ -1,8 +1,9 @@
-"""A training graph's run reported as the training loop's: what the graph engines measured
-of a spec's job run as its training graph (gradswitch/experiment/training_graph.py), turned into the loop's node
-results (result-<id>.json's content: iterations, timeline, plan; gradswitch/workload/graph_iterations.py), so the
-loop's report (gradswitch/experiment/report.py summarize) makes the same results.json of either engine, on either
-backend (gradswitch/experiment/simulated_graph.py on ns-3, gradswitch/experiment/runner.py run_on on BMv2)."""
+"""A spec's graph's run reported as the loop's: what the graph engines measured of a spec's job run as its
+graph (gradswitch/experiment/training_graph.py spec_graph: its training's, or its all-reduces in a row), turned
+into the loop's node results (result-<id>.json's content: iterations, and a training's timeline and plan;
+gradswitch/workload/graph_iterations.py), so the loop's report (gradswitch/experiment/report.py summarize) makes
+the same results.json of either engine, on either backend (gradswitch/experiment/simulated_graph.py on ns-3,
+gradswitch/experiment/runner.py run_on on BMv2)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import cast
 
-from gradswitch.experiment.graph_run import graph_job
+from gradswitch.experiment.graph_run import START_MARGIN_S, GraphWorkload, graph_job
 from gradswitch.experiment.placement import Placement
 from gradswitch.experiment.spec import ExperimentSpec
-from gradswitch.experiment.training_graph import DIGITS, spec_digits_graph, spec_training_graph
+from gradswitch.experiment.training_graph import DIGITS, spec_digits_graph, spec_graph
 from gradswitch.hosts.graph_job import GraphJob
 from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import JobGraph
@@ -28,9 +29,10 @@ from gradswitch.workload.worker_result import WorkerResult, iteration_entry
 
 @dataclass(frozen=True)
 class TrainingGraphJob:
-    """A spec's training job as the graph engine runs it: the spec to run its graph with (no workload of its own,
-    the hosts' algorithms: the graph's in-network all-reduces are NetReduce jobs of their own), the graph, the
-    job the ranks run (gradswitch/experiment/graph_run.py graph_job) and the dilation."""
+    """A spec's training job (or a workload of graphs: trace_graph_job) as the graph engine runs it: the spec to run
+    its graph with (no workload of its own, the hosts' algorithms: the graph's in-network all-reduces are NetReduce
+    jobs of their own), the graph, the job the ranks run (gradswitch/experiment/graph_run.py graph_job) and the
+    dilation."""
 
     run_spec: ExperimentSpec
     graph: JobGraph
@@ -47,19 +49,33 @@ class TrainingGraphJob:
 
 def training_graph_jobs(spec: ExperimentSpec, topology: Topology) -> list[TrainingGraphJob]:
     """The spec's training jobs (`jobs` of them, each `spec.measurement.iterations` iterations on hosts of its own,
-    as the loop places them, parameter servers too) as graph jobs on the topology: a model's training graph, or
-    train-digits' carrying its real gradients; one-line errors (GraphError, ExperimentError) before anything
-    starts."""
+    as the loop places them, parameter servers too) as graph jobs on the topology: a model's training graph, a job's
+    all-reduces in a row without training, or train-digits' carrying its real gradients; one-line errors
+    (GraphError, ExperimentError) before anything starts."""
     if spec.workload.workload == DIGITS:
         run_spec, graph, dilation, payload = spec, spec_digits_graph(spec), 1.0, PayloadKind.DIGITS
     else:
-        run_spec, graph, dilation = spec_training_graph(spec, spec.measurement.iterations)
+        run_spec, graph, dilation = spec_graph(spec, spec.measurement.iterations)
         payload = PayloadKind.SYNTHETIC
+    # unshaped links (a run without training may leave bw_mbps out): no rate to bound the graph by, so the loop's
+    # deadline, each iteration's
+    iterations = spec.measurement.iterations
+    timeout = None if spec.network.bw_mbps else START_MARGIN_S + iterations * JobConfig.iteration_timeout
     out = []
     for k in range(spec.workload.jobs):
-        job, placement = graph_job(topology, run_spec, graph, dilation=dilation, job_index=k, payload=payload)
+        job, placement = graph_job(topology, run_spec, graph, dilation=dilation, timeout_s=timeout, job_index=k,
+                                   payload=payload)
         out.append(TrainingGraphJob(run_spec, graph, job, placement, dilation))
     return out
+
+
+def trace_graph_job(spec: ExperimentSpec, topology: Topology, workload: GraphWorkload) -> TrainingGraphJob:
+    """A workload of graphs (a trace's) as the graph job its ranks run on the topology: the spec as it is (its
+    `workers` the graph's ranks), its dilation the workload's or the spec's; one-line errors (GraphError,
+    ExperimentError) before anything starts."""
+    job, placement = graph_job(topology, spec, workload.graph, dilation=workload.dilation,
+                               timeout_s=workload.timeout_s)
+    return TrainingGraphJob(spec, workload.graph, job, placement, job.dilation)
 
 
 def on_clock(run: GraphRun, go: float, dilation: float) -> GraphRun:
@@ -71,10 +87,14 @@ def on_clock(run: GraphRun, go: float, dilation: float) -> GraphRun:
 def loop_results(graph: JobGraph, run: GraphRun, ranks: dict[int, WorkerResult], training: JobConfig,
                  check: CheckKind) -> dict[int, WorkerResult]:
     """Each rank's result as the training loop's worker `training.nodes[rank]` reports it (its iterations, timeline
-    and plan; the transport's counters its own); a parameter server's as it is."""
+    and plan; the transport's counters its own); a parameter server's as it is. With DLCP dropping (the job's
+    `dlcp`), each iteration's zero-filled packets and relative error, judged against its max_relative_error."""
     in_flight = training.training.in_flight if training.training is not None else 1
-    p = plan(training)
-    figures = {"ops": len(p.ops), "layers": len(p.layers), "largest_op_elements": max(op.elements for op in p.ops)}
+    figures: dict[str, int] | None = None  # the training loop's plan; the loop without training reports none
+    if training.training is not None:
+        p = plan(training)
+        figures = {"ops": len(p.ops), "layers": len(p.layers),
+                   "largest_op_elements": max(op.elements for op in p.ops)}
     out: dict[int, WorkerResult] = {}
     by_rank: dict[int, list[NodeTiming]] = defaultdict(list)  # each rank's timings, split once (not per rank)
     for t in run.nodes:
@@ -85,11 +105,14 @@ def loop_results(graph: JobGraph, run: GraphRun, ranks: dict[int, WorkerResult],
             continue
         mine = GraphRun(tuple(by_rank[node_id]))
         iterations = []
-        for record in rank_iterations(graph, mine, node_id, check, in_flight):
+        for record in rank_iterations(graph, mine, node_id, check, in_flight, training.dlcp):
             entry = iteration_entry(record)
             if check != CheckKind.EXACT:
                 entry["max_abs_error"] = None  # a digest, or no check: the error is not known
             iterations.append(entry)
+        if figures is None:  # all-reduces in a row: the loop's worker keeps its iterations only
+            out[node_id] = cast(WorkerResult, {**node, "iterations": iterations})
+            continue
         timeline: list[dict[str, object]] = [
             {"iteration": e.iteration, "kind": str(e.kind), "name": e.name, "start": e.start, "end": e.end,
              "lane": e.lane} for e in rank_events(graph, mine, node_id, in_flight)]

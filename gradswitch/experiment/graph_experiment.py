@@ -4,43 +4,36 @@ either backend, reported alike.
 The traces are read and checked before anything starts (gradswitch.workload.chakra.read_traces: one line naming
 the file, node and problem). The job has as many workers as the traces have ranks; what a trace's run has
 no use for (a size, a workload, iterations, ...) is refused in one line (trace_problems: `gradswitch
-compare` refuses the same in a spec's trace runs, gradswitch/experiment/compare_traces.py). On BMv2 the hosts'
-graph engine runs it (graph_run.run_graph_experiment); on ns-3 the simulator's (gradswitch.sim.graph_run), with
-the same job (placement, transport, window shared among the groups a rank receives from; with algo =
-netreduce the all-reduce's NetReduce job) so that both backends run one job. Both give a GraphRunReport
-(graph_run.summarize), written as graph-results.json.
+compare` refuses the same in a spec's trace runs, gradswitch/experiment/compare_traces.py). It runs as every spec
+does (runner.run_experiment): on BMv2 the hosts' graph engine runs it (runner.run_on), on ns-3 the simulator's
+(gradswitch/experiment/simulated_graph.py), with the same job (placement, transport, window shared among the groups
+a rank receives from; with algo = netreduce the all-reduce's NetReduce job) so that both backends run one job. Both
+write the run's results.json, the one type every run writes, with the graphs' figures as its `graph` section
+(gradswitch/experiment/trace_results.py), read back as a GraphRunReport (graph_run.read_graph_report).
 """
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Collection
-from dataclasses import replace
 from pathlib import Path
 
 from gradswitch.experiment.graph_run import (
+    RESULTS,
     SEND_RECV,
     GraphRunReport,
-    graph_job,
-    resent_packets,
-    run_graph_experiment,
-    summarize,
+    GraphWorkload,
+    graph_spec,
+    read_graph_report,
 )
 from gradswitch.experiment.graph_timeline import write_graph_timeline
-from gradswitch.experiment.placement import topology_for
-from gradswitch.experiment.report import fault_line, interrupting
-from gradswitch.experiment.run_plan import sim_settings
-from gradswitch.experiment.simulated import link_usage
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, named
-from gradswitch.sim.faults import fault_records
-from gradswitch.sim.graph_run import run_graph as simulate_graph
+from gradswitch.experiment.report import fault_line
+from gradswitch.experiment.runner import run_experiment, run_on
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrder, SpecError, named
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.roce.qp import Mode
 from gradswitch.workload.chakra import read_traces
 from gradswitch.workload.graph import JobGraph
 from gradswitch.workload.job import Algorithm
-
-GRAPH_RESULTS = "graph-results.json"
-
 
 # What a trace's run has no use for: its traces give the sizes, the computation and how often each runs, and it
 # runs one job (spec.problems keeps the rest: a worker's fault on a trace, NetReduce k of N, ...).
@@ -85,46 +78,43 @@ def load_graph(spec: ExperimentSpec, given: Collection[str] = ()) -> tuple[Exper
 
 def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, sim_dilation: float = 1.0
                    ) -> GraphRunReport:
-    """Run the graph on the spec's backend, its communication carrying synthetic data; the report is also
-    out_dir/graph-results.json, its timeline out_dir/graph-timeline.{json,png} (compute and each collective per
-    rank). `sim_dilation`: on ns-3, the computation stretched by it on the simulated clock and the times reported
-    divided by it, as a BMv2 run dilated by it does (the twin of such a run)."""
+    """Run the graph on the spec's backend as the spec's workload (runner.run_experiment, the one way from a spec
+    to its result), its communication carrying synthetic data; the report is out_dir/results.json's (its `graph`),
+    its timeline out_dir/graph-timeline.{json,png} (compute and each collective per rank). `sim_dilation`: on ns-3,
+    the computation stretched by it on the simulated clock and the times reported divided by it, as a BMv2 run
+    dilated by it does (the twin of such a run)."""
+    if spec.network.simulated and sim_dilation <= 0:
+        raise ExperimentError(f"{graph.name}: a dilation of {sim_dilation:g}: give one above 0 (1: none)")
     out_dir = out_dir.resolve()
-    report = run_graph_experiment(spec, graph, out_dir) if not spec.network.simulated else \
-        _simulate(spec, graph, out_dir, sim_dilation)
+    run_experiment(spec, out_dir, progress=False,
+                   workload=GraphWorkload(graph, dilation=sim_dilation if spec.network.simulated else None))
+    return graph_report_of(spec, graph, out_dir)
+
+
+def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, seed: int = 1,
+              ring_order: RingOrder = RingOrder.LEAVES, transport: Mode = Mode.GBN, loss_pct: float = 0.0,
+              dilation: float | None = None, timeout_s: float | None = None, algo: Algorithm = Algorithm.RING,
+              servers: int = 1, ps_key_bytes: int = ExperimentSpec().algorithm.ps_key_bytes) -> GraphRunReport:
+    """Run `graph` on the running network `net` (runner.run_on) with an experiment's settings made for it
+    (graph_run.graph_spec); the report is run_dir/results.json's."""
+    spec = graph_spec(graph, bw_mbps=bw_mbps, seed=seed, ring_order=ring_order, transport=transport,
+                      loss_pct=loss_pct, algo=algo, servers=servers, ps_key_bytes=ps_key_bytes)
+    return run_workload_on(net, spec, graph, run_dir, dilation=dilation, timeout_s=timeout_s)
+
+
+def run_workload_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: Path, *,
+                    dilation: float | None = None, timeout_s: float | None = None) -> GraphRunReport:
+    """runner.run_on with `graph` as the spec's workload (GraphWorkload: `dilation` None, the spec's; `timeout_s`
+    None, sized from the graph) on the running network `net`; the report run_dir/results.json holds."""
+    run_on(net, spec, run_dir, False, GraphWorkload(graph, dilation, timeout_s))
+    return read_graph_report(run_dir.resolve() / RESULTS)
+
+
+def graph_report_of(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> GraphRunReport:
+    """The report of a graph's run in out_dir (its results.json), its timeline drawn beside it."""
+    report = read_graph_report(out_dir / RESULTS)
     write_graph_timeline(report.run, report.hosts, out_dir, f"{graph.name}: {placed(report)} on "
                          f"{spec.network.backend} at {report.bw_mbps:g} Mb/s")
-    return report
-
-
-def _simulate(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, dilation: float = 1.0) -> GraphRunReport:
-    if dilation <= 0:
-        raise ExperimentError(f"{graph.name}: a dilation of {dilation:g}: give one above 0 (1: none)")
-    topo = topology_for(spec)
-    # the simulator runs at the links' own rate; dilated, its computation is as long as a dilated BMv2 run's
-    job, placement = graph_job(topo, spec, graph, dilation=dilation)
-    settings = sim_settings(spec, [job.job], placement, progress=False)
-    started = time.monotonic()
-    result = simulate_graph(graph.dilated(dilation) if dilation != 1.0 else graph, topo, settings, out_dir / "sim",
-                            job=job.job, mpi_ranks=spec.network.ranks,
-                            hostfile=Path(spec.network.hostfile) if spec.network.hostfile else None,
-                            in_network=job.in_network)
-    run = result.run.undilated(dilation) if dilation != 1.0 else result.run
-    errors = () if result.ok() else tuple(
-        f"rank {n.rank} node {n.node_id}: output not what its {n.collective or n.kind} defines"
-        for n in run.nodes if n.checked is False) or ("a rank did not finish its graph",)
-    assert spec.network.bw_mbps is not None
-    faults = tuple(fault_records(spec.faults.faults, list(result.sim.faults), result.sim.nodes, [job.job],
-                                 result.sim.speed.sim_s))
-    errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
-    report = summarize(job, run, list(result.hosts), spec.network.bw_mbps, link_usage(topo, result.sim), None,
-                       errors, time.monotonic() - started,
-                       resent_packets(n for nodes in result.sim.nodes.values() for n in nodes.values()))
-    report = replace(report, faults=faults)
-    # A simulated run is never machine-bound: its clock is the model's, not the machine's.
-    report = replace(report, machine_bound=None, machine_bound_reason=None)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / GRAPH_RESULTS).write_text(json.dumps(report.to_dict(), indent=1))
     return report
 
 

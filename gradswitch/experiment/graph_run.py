@@ -1,7 +1,10 @@
-"""A job's execution graphs (gradswitch/workload/graph.py) run on a running BMv2 network: rank r a process
-(`python -m gradswitch.hosts.graph_main`) on the host today's placement gives worker r (topology-aware: ring
-neighbours share a leaf), with the transport's window and timeout sized for the links as an experiment's
-are; back, every node's timing (gradswitch.workload.graph_timing.GraphRun) and a report: per collective its time
+"""A job's execution graphs (gradswitch/workload/graph.py) as a run's job, and their report. graph_job makes what the
+ranks run and where: rank r a process (`python -m gradswitch.hosts.graph_main`, or the simulator's graph engine) on the
+host today's placement gives worker r (topology-aware: ring neighbours share a leaf), with the transport's window and
+timeout sized for the links as an experiment's are. A run goes the one way every spec's does (runner.run_on on
+BMv2, gradswitch/experiment/simulated_graph.py on ns-3; a workload of graphs given as GraphWorkload); back, every
+node's timing (gradswitch.workload.graph_timing.GraphRun) and a report (GraphRunReport, results.json's `graph`:
+gradswitch/experiment/trace_results.py writes it, read_graph_report reads it): per collective its time
 against its link-rate bound (gradswitch/workload/collective_bounds.py), per collective type, exposed communication
 per rank and per process group, every output's check, the busiest link, and whether the machine (not
 the links) set the times (bottleneck.judge).
@@ -22,37 +25,28 @@ testbed's link rate x D, so a time over its bound reads the same on either clock
 
 from __future__ import annotations
 
-import json
-import shutil
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from gradswitch.experiment import results_file
 from gradswitch.experiment.bottleneck import judge
-from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
-from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.netreduce_watch import NetReduceWatch
-from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placed_load import ideal_link_load
-from gradswitch.experiment.placement import Placement, rto_of, topology_for
+from gradswitch.experiment.placement import Placement, rto_of
 from gradswitch.experiment.report import interrupting
-from gradswitch.experiment.results_file import read_json
+from gradswitch.experiment.results_file import GraphFigures, Results
 from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, RingOrder
-from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.experiment.testbed import Testbed
-from gradswitch.experiment.testbed_run import cuts_patches, fault_schedule_for, subscribe_health, undo_settings
-from gradswitch.formats import FormatError, check_format
 from gradswitch.hosts.collectives.in_network import NETREDUCE, algorithm, in_network_jobs
 from gradswitch.hosts.collectives.ops import all_ops, ops_of
-from gradswitch.hosts.collectives.ps import PS, layout, runs_on_servers, servers_run
+from gradswitch.hosts.collectives.ps import PS, key_count, layout, runs_on_servers, servers_run
 from gradswitch.hosts.graph_digits import digits_problem
 from gradswitch.hosts.graph_job import GraphJob, read_timing, timing_path
-from gradswitch.net.network import NetworkOptions
 from gradswitch.protocol.netreduce import JobLayout
 from gradswitch.roce.qp import Mode
 from gradswitch.topology.model import Topology
@@ -62,12 +56,14 @@ from gradswitch.workload.fault_record import FaultRecord
 from gradswitch.workload.graph import IN_NETWORK, CollectiveKind, ComputeNode, JobGraph, RecvNode, SendNode, validate
 from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.graph_timing import GraphRun
-from gradswitch.workload.job import Algorithm, JobConfig, job_dir, job_file
+from gradswitch.workload.job import Algorithm, JobConfig
 from gradswitch.workload.plan import allreduce_bound_s
 from gradswitch.workload.worker_result import WorkerResult
 
-REPORT_FORMAT = 1
+RESULTS = "results.json"  # what a run writes (gradswitch/experiment/results_file.py), a trace run's too
 SEND_RECV = "send_recv"  # the per-type summary's name for point-to-point transfers
+# the simulator's graph engine numbers a key in 24 bits of its writes' immediate data (gs-graph-spec.cc CollectiveImm)
+SIM_PS_KEYS = 1 << 24
 START_MARGIN_S = 60.0  # a graph's deadline: this plus TIMEOUT_FACTOR x its serial estimate
 TIMEOUT_FACTOR = 10.0
 
@@ -156,56 +152,63 @@ class GraphRunReport:
     def job_s(self) -> float:
         return self.run.job_s
 
-    def to_dict(self) -> dict[str, Any]:
-        # every field as asdict gives it but the run, which is its own to_dict's (asdict would copy every node first)
-        d = asdict(replace(self, run=GraphRun(())))
-        d["format"] = REPORT_FORMAT
-        d["run"] = self.run.to_dict()
-        d["job_s"] = self.job_s
+    def section(self) -> GraphFigures:
+        """results.json's `graph`: what the report holds beyond the loop's figures (its errors, faults, CPU, machine
+        judgement and wall time are results.json's own: trace_results.trace_results puts them there)."""
+        d = asdict(replace(self, run=GraphRun(()), faults=()))
         for out in [*d["collectives"], *d["transfers"]]:
             out["time_s"] = out["end_s"] - out["start_s"]
-        d["exposed_s"] = {str(k): v for k, v in self.exposed_s.items()}
-        d["faults"] = [r.to_dict() for r in self.faults]
-        return d
+        section = {k: d[k] for k in GRAPH_SECTION if k not in ("run", "job_s", "exposed_s", "hosts")}
+        section.update(run=self.run.to_dict(), job_s=self.job_s, hosts=list(self.hosts),
+                       exposed_s={str(k): v for k, v in self.exposed_s.items()})
+        return cast(GraphFigures, section)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> GraphRunReport:
-        """The report graph-results.json holds (to_dict's); ValueError, KeyError or TypeError for one this code
-        cannot read (read_graph_report turns them into one line)."""
-        if d.get("format") != REPORT_FORMAT:
-            raise ValueError(f"format {d.get('format')!r}; this gradswitch reads format {REPORT_FORMAT}")
+    def from_results(cls, results: Results) -> GraphRunReport:
+        """The report a trace run's results.json holds (its `graph`, with the run's errors, faults, CPU and wall
+        time); ValueError, KeyError or TypeError for one this code cannot read (read_graph_report makes them one
+        line)."""
+        d = results["graph"]
+        extra = results["headline_extra"]
 
-        def own(kind: type[Any], raw: dict[str, Any]) -> Any:  # the dataclass's fields, not what to_dict adds
+        def own(kind: type[Any], raw: Any) -> Any:  # the dataclass's fields, not what section() adds
             return kind(**{f.name: raw[f.name] for f in fields(kind) if f.name in raw})
 
+        errors = tuple(f"{who}: {line}" for who, line in results["errors"].items())
         return cls(str(d["graph"]), tuple(d["hosts"]), float(d["bw_mbps"]), float(d["dilation"]),
                    GraphRun.from_dict(d["run"]), tuple(own(CollectiveResult, c) for c in d["collectives"]),
                    tuple(own(TransferResult, t) for t in d["transfers"]),
                    tuple(own(KindSummary, k) for k in d["by_kind"]),
                    {int(r): float(v) for r, v in d["exposed_s"].items()},
-                   {str(g): float(v) for g, v in d["exposed_by_group_s"].items()}, bool(d["checked"]),
-                   tuple(d["errors"]), d["busiest_link"], d["busiest_link_bytes"], d["busiest_link_load"],
-                   d["cpu_idle"], d["machine_bound"], d["machine_bound_reason"], float(d["wall_s"]),
-                   int(d.get("resent_packets", 0)), tuple(FaultRecord.from_dict(f) for f in d.get("faults", [])),
-                   str(d.get("code_version", "")), d.get("ideal_link_load"), d.get("link_drops"))
+                   {str(g): float(v) for g, v in d["exposed_by_group_s"].items()}, bool(d["checked"]), errors,
+                   d["busiest_link"], d["busiest_link_bytes"], d["busiest_link_load"], extra.get("cpu_idle"),
+                   extra.get("machine_bound"), extra.get("machine_bound_reason"), float(extra.get("wall_s", 0.0)),
+                   int(d["resent_packets"]), tuple(FaultRecord.from_dict(f) for f in results.get("faults", [])),
+                   str(results.get("code_version", "")), d["ideal_link_load"], d["link_drops"])
+
+
+# results.json's `graph` (results_file.GraphFigures): the report's own figures
+GRAPH_SECTION = tuple(GraphFigures.__annotations__)
 
 
 class GraphReportError(ValueError):
-    """A graph-results.json this code cannot read (one line naming it)."""
+    """A results.json this code cannot read as a trace run's (one line naming it)."""
 
 
 def read_graph_report(path: Path) -> GraphRunReport:
-    """The report a graph run wrote (graph-results.json); GraphReportError, one line, when it is missing or not
-    one this code reads."""
-    raw = read_json(path, GraphReportError)
+    """The report of a trace run (its results.json's `graph`, errors, faults and machine figures); GraphReportError,
+    one line, when the file is missing, of a format this code does not read, or no trace run's."""
     try:
-        check_format(raw, path, "graph run's report", REPORT_FORMAT)
-    except FormatError as e:
+        results = results_file.read(path)
+    except results_file.ResultsFileError as e:
         raise GraphReportError(str(e)) from None
+    if "graph" not in results:
+        raise GraphReportError(f"{path}: no `graph` in it: not a trace run's results (workload_et); run the traces "
+                               "with `gradswitch experiment --workload-et`")
     try:
-        return GraphRunReport.from_dict(raw)
+        return GraphRunReport.from_results(results)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise GraphReportError(f"{path}: not a graph run's report this gradswitch reads ({type(e).__name__}: "
+        raise GraphReportError(f"{path}: not a trace run's results this gradswitch reads ({type(e).__name__}: "
                                f"{e}); run it again") from None
 
 
@@ -242,7 +245,7 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     if spec.network.workers != graph.world_size:
         raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but workers = {spec.network.workers}; "
                               f"set workers = {graph.world_size}")
-    if not spec.network.bw_mbps:
+    if not spec.network.bw_mbps and timeout_s is None:
         raise ExperimentError(f"{graph.name}: bw_mbps is not set; a graph run needs shaped links (its bounds "
                               f"are at the link rate): give bw_mbps, e.g. 8")
     hosts, needed = len(topo.hosts), graph.world_size + spec.algorithm.servers_per_job
@@ -263,6 +266,12 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
         nodes = first.by_id()
         for nid, op in ops_of(graph, first.rank).items():
             if runs_on_servers(graph, nodes[nid], servers):
+                keys = key_count(op, cfg.ps_key_bytes)
+                if spec.network.simulated and keys > SIM_PS_KEYS:
+                    raise ExperimentError(f"{first.where()} node {nid} ({nodes[nid].name}): {op.key}: {keys} keys of "
+                                          f"ps_key_bytes = {cfg.ps_key_bytes}; the simulator numbers at most "
+                                          f"{SIM_PS_KEYS} an operation: raise ps_key_bytes to at least "
+                                          f"{-(-op.elements // SIM_PS_KEYS) * 4}")
                 try:
                     layout(op, servers, cfg.ps_key_bytes)
                 except ValueError as e:
@@ -270,8 +279,10 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     d = dilation if dilation is not None else (spec.dilation or 1.0)
     senders = {g.name: senders_per_group(graph, g.name) for g in graph.groups}  # each group's, once
     fan_in = max(1, max(sum(senders[g.name] for g in graph.groups if r in g.ranks) for r in range(graph.world_size)))
-    timeout = timeout_s if timeout_s is not None else START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(
-        graph, spec.network.bw_mbps, d, len(servers))
+    timeout = timeout_s
+    if timeout is None:
+        assert spec.network.bw_mbps, "refused above: a graph without a deadline of its own needs shaped links"
+        timeout = START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(graph, spec.network.bw_mbps, d, len(servers))
     # one job: its own id + 1 on (as ever); several: after every job's id, len(IN_NETWORK) a job
     first_id = None if len(plan.jobs) == 1 else len(plan.jobs) + 1 + job_index * len(IN_NETWORK)
     in_network = in_network_jobs(graph, cfg.job_id, first_id) if spec.algorithm.algo == Algorithm.NETREDUCE else {}
@@ -375,80 +386,30 @@ def serial_estimate_s(graph: JobGraph, bw_mbps: float, dilation: float, servers:
     return worst
 
 
-def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, dilation: float = 1.0, seed: int = 1,
-              ring_order: RingOrder = RingOrder.LEAVES, transport: Mode = Mode.GBN, loss_pct: float = 0.0,
-              timeout_s: float | None = None, algo: Algorithm = Algorithm.RING, servers: int = 1,
-              ps_key_bytes: int = ExperimentSpec().algorithm.ps_key_bytes) -> GraphRunReport:
-    """run_graph_on with an experiment's settings made for the graph (graph_spec)."""
-    spec = graph_spec(graph, bw_mbps=bw_mbps, seed=seed, ring_order=ring_order, transport=transport,
-                      loss_pct=loss_pct, algo=algo, servers=servers, ps_key_bytes=ps_key_bytes)
-    return run_graph_on(net, spec, graph, run_dir, dilation=dilation, timeout_s=timeout_s)
+@dataclass(frozen=True)
+class GraphWorkload:
+    """A run's workload given as execution graphs rather than by the spec's fields: a trace's (workload_et, read by
+    gradswitch.workload.chakra.read_traces) or any graph code makes. `dilation`: None, the spec's (1 without
+    emulation); on ns-3 the computation is stretched by it on the simulated clock and the times reported divided by
+    it, as a BMv2 run dilated by it does (the twin of such a run). `timeout_s`: None, sized from the graph
+    (graph_job)."""
+
+    graph: JobGraph
+    dilation: float | None = None
+    timeout_s: float | None = None
 
 
-def run_graph_experiment(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, *, dilation: float | None = None,
-                         timeout_s: float | None = None) -> GraphRunReport:
-    """Bring up the spec's network (its topology with `workers` hosts or more), run the graph, tear down."""
-    if spec.network.simulated:
-        raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
-    graph_job(topology_for(spec), spec, graph, dilation=dilation, timeout_s=timeout_s)  # refuse now
-    out_dir = out_dir.resolve()
-    with Testbed(topology_for(spec), NetworkOptions(run_dir=out_dir / "net", patch_links=cuts_patches(spec))) as net:
-        return run_graph_on(net, spec, graph, out_dir, dilation=dilation, timeout_s=timeout_s)
-
-
-def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: Path, *, dilation: float | None = None,
-                 timeout_s: float | None = None) -> GraphRunReport:
-    """Run `graph` on the running network `net` with the spec's settings (links at its bw_mbps, its loss
-    on every rank's link, placement, transport, seed; `workers` = the graph's ranks) and report; the job
-    file, the ranks' logs and results under run_dir, the report as run_dir/graph-results.json. GraphError
-    (one line) for a graph that cannot run and ExperimentError for settings or a network that cannot hold
-    it, before anything starts; ExperimentError naming the rank when a rank failed to run its graph."""
-    if spec.network.simulated:
-        raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
-    job, placement = graph_job(net.topo, spec, graph, dilation=dilation, timeout_s=timeout_s)
+def trace_report(spec: ExperimentSpec, job: GraphJob, ranks_job_dir: Path, results: dict[int, WorkerResult],
+                 hosts: list[str], carried: dict[str, dict[str, Any]], cpu_idle: float | None, wall_s: float,
+                 topo: Topology, faults: Callable[[list[tuple[int, float, float]]], tuple[FaultRecord, ...]]
+                 ) -> GraphRunReport:
+    """The report of a graph's run on BMv2 (gradswitch/experiment/runner.py run_on): every rank's node timings
+    (ranks_job_dir/graph-<rank>.json), the ranks' results, what the links carried; `faults` gives the run's fault
+    records from the iterations kept (the graph's one run, testbed seconds). ExperimentError naming the rank when a
+    rank left no timings."""
+    graph = job.graph
     bw_mbps = spec.network.bw_mbps
     assert bw_mbps is not None  # graph_job refused a spec without
-    run_dir = run_dir.resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    ranks_dir = run_dir / "run"
-    if ranks_dir.exists():
-        shutil.rmtree(ranks_dir)
-    ranks_dir.mkdir()
-    job.save(job_file(run_dir, job.job.job_id))
-    links = LinkMeter.of(net)
-    cpu: list[CpuSample] = []
-    carried: dict[str, dict[str, Any]] = {}
-    wall = time.monotonic()
-    # switch and link faults (spec.problems refuses a worker's on a graph run), in the testbed's seconds from the go
-    schedule = fault_schedule_for(net, spec, job.job, {}, ranks_dir)
-
-    def go() -> None:
-        links.start()
-        cpu.append(cpu_sample())
-        schedule.start()
-
-    def done() -> None:
-        schedule.stop()
-        cpu.append(cpu_sample())
-        carried.update(links.stop())
-
-    # the graph's own job id carries the hosts' algorithms: RunSettings must not make it a NetReduce job
-    host_spec = spec.but(algo=Algorithm.RING)
-    settings = RunSettings(net, host_spec, [job.job], placement, ranks_dir).__enter__()
-    unsubscribe = subscribe_health(net, schedule)
-    try:
-        with switch_jobs(net, job, job.job.credits, job_dir(ranks_dir, job.job.job_id)):
-            try:
-                results = run_nodes(net, [job.job], run_dir, ranks_dir, Progress(1, graph.name, False), on_go=go,
-                                    on_done=done, module="gradswitch.hosts.graph_main")[job.job.job_id]
-            finally:
-                schedule.stop()
-                schedule.restore()  # a switch due to restart, a link due to come up: back now
-    finally:
-        unsubscribe()
-        undo_settings(settings, schedule.down_switches())
-    wall_s = time.monotonic() - wall
-    ranks_job_dir = job_dir(ranks_dir, job.job.job_id)
     missing = [r for r in range(graph.world_size) if not timing_path(ranks_job_dir, r).exists()]
     errors = tuple(f"rank {r} on {res['host']}: {res.get('error', 'failed')}" for r, res in sorted(results.items())
                    if not res["ok"])
@@ -456,21 +417,14 @@ def run_graph_on(net: Testbed, spec: ExperimentSpec, graph: JobGraph, run_dir: P
         raise ExperimentError(f"{graph.name}: rank {missing[0]} did not run its graph: "
                               f"{results[missing[0]].get('error', 'no result')}")
     run = GraphRun(tuple(n for r in range(graph.world_size) for n in read_timing(ranks_job_dir, r).nodes))
-    cpu_idle = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
-    resent = resent_packets(results.values())
-    faults: tuple[FaultRecord, ...] = ()
-    if schedule.faults:  # the graph's run is the one iteration a fault may cut short
-        began = schedule.go or wall
-        kept = [(0, began, began + run.job_s * job.dilation)] if not errors else []
-        faults = tuple(schedule.records(kept, 1))
-        errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
-    ideal = ideal_link_load(job, net.topo, spec.network.load_balance, spec.network.ecmp_seed)
+    records = faults([(0, 0.0, run.job_s * job.dilation)] if not errors else [])
+    if records:
+        errors = tuple(f"{who}: {line}" for who, line in interrupting(records).items()) + errors  # the fault first
+    ideal = ideal_link_load(job, topo, spec.network.load_balance, spec.network.ecmp_seed)
     lossless = not spec.faults.loss_pct and not spec.faults.faults
-    report = summarize(job, run, [n.host for n in job.job.nodes], bw_mbps, carried, cpu_idle, errors, wall_s, resent,
+    report = summarize(job, run, hosts, bw_mbps, carried, cpu_idle, errors, wall_s, resent_packets(results.values()),
                        ideal, lossless)
-    report = replace(report, faults=faults)
-    (run_dir / "graph-results.json").write_text(json.dumps(report.to_dict(), indent=1))
-    return report
+    return replace(report, faults=records)
 
 
 def resent_packets(results: Iterable[WorkerResult]) -> int:

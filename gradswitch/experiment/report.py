@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
@@ -161,13 +161,6 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, WorkerResult]) -> dict
             break
         iterations.append(_iteration(i, recs, len(workers)))
     check = weakest([it["check"] for it in iterations])
-    stats = [r.get("stats", {}) for r in results.values()]
-    tx_bytes = sum(s.get("tx_bytes", 0) for s in stats)
-    tx_packets = sum(s.get("tx_packets", 0) for s in stats)
-    host_drops: dict[str, int] = {}
-    for s in stats:
-        for k, v in s.get("drops", {}).items():
-            host_drops[k] = host_drops.get(k, 0) + v
     times = np.array([it["time_s"] for it in iterations]) if iterations else np.array([])
     sbytes = step_bytes(spec)
     bound = lower_bound_s(spec.algorithm.algo, spec.network.workers, spec.algorithm.servers, sbytes,
@@ -198,6 +191,27 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, WorkerResult]) -> dict
         "errors": {f"{r['role']} {r['node_id']} ({r['host']})": r["error"] for r in results.values() if r.get("error")},
         "check": check,
         "iterations": iterations,
+        **wire_totals(results.values()),
+        "jct_s": iterations[-1]["end"] - iterations[0]["start"] if iterations else None,
+        "summary": summary,
+        "extra": {str(nid): {k: v for k, v in r.items() if k not in {"iterations", "stats", "traceback", "error",
+                                                                         "node_id", "host", "role", "ok", "timeline",
+                                                                         "check_failed"}}
+                  for nid, r in results.items()},
+    }
+
+
+def wire_totals(results: Iterable[WorkerResult]) -> dict[str, Any]:
+    """What a job's hosts sent and dropped, from their transports' counters: results.json's bytes_on_wire,
+    packets_on_wire, retransmissions, timeouts, duplicates and host_drops."""
+    stats = [r.get("stats", {}) for r in results]
+    tx_bytes = sum(s.get("tx_bytes", 0) for s in stats)
+    tx_packets = sum(s.get("tx_packets", 0) for s in stats)
+    host_drops: dict[str, int] = {}
+    for s in stats:
+        for k, v in s.get("drops", {}).items():
+            host_drops[k] = host_drops.get(k, 0) + v
+    return {
         "bytes_on_wire": tx_bytes + ETH_HEADER_LEN * tx_packets,  # the hosts count IP bytes
         "packets_on_wire": tx_packets,
         "retransmissions": sum(s.get("requester", {}).get("retransmitted", 0) for s in stats),
@@ -205,12 +219,6 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, WorkerResult]) -> dict
         # packets a receiver already had: a retransmission that was not needed (or whose ACK was lost)
         "duplicates": sum(s.get("responder", {}).get("duplicates", 0) for s in stats),
         "host_drops": host_drops,
-        "jct_s": iterations[-1]["end"] - iterations[0]["start"] if iterations else None,
-        "summary": summary,
-        "extra": {str(nid): {k: v for k, v in r.items() if k not in {"iterations", "stats", "traceback", "error",
-                                                                         "node_id", "host", "role", "ok", "timeline",
-                                                                         "check_failed"}}
-                  for nid, r in results.items()},
     }
 
 

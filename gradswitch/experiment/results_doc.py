@@ -81,7 +81,10 @@ def render() -> str:
         f"Every results.json has `format` ({results_file.FORMAT}) and `code_version` (the package version, and "
         "`git describe` where it ran from a checkout). A reader refuses a format it does not know, in one line; "
         "a file without `format` was written before it existed and reads as format 0 (no `code_version`, "
-        "its `outcome` taken from `ok` and `summary.correct`).",
+        "its `outcome` taken from `ok` and `summary.correct`). Format 1 is format 2 less `graph`: a run of "
+        "traces (workload_et) wrote its graphs' figures to a file of its own then, graph-results.json, which this "
+        "gradswitch no longer reads (run the traces again). Every run, on either backend and whatever its workload, "
+        "writes this one type.",
         "",
         "## Outcome: a run that failed its check, and one that could not run",
         "",

@@ -3,7 +3,9 @@
 Every results.json carries `format` (FORMAT: what a reader of this code understands) and `code_version`
 (gradswitch.version.code_version(): the package's version and, from a checkout, `git describe`). Files
 written before the format existed have neither: they read as format 0, whose fields are format 1's less
-those two and `outcome`. The fields, their types and meanings are FIELD_DOCS below; docs/results.md is
+those two and `outcome`. Format 2 added `graph`: what a run of execution graphs given as traces (workload_et)
+reports beyond the loop's figures (GraphFigures; such runs wrote a file of their own, graph-results.json, before).
+The fields, their types and meanings are FIELD_DOCS below; docs/results.md is
 generated from them (gradswitch/experiment/results_doc.py) and a test fails when the two differ.
 """
 
@@ -15,12 +17,13 @@ from typing import Any, TypedDict, cast
 
 from gradswitch.protocol.choice import Choice
 
-FORMAT = 1
+FORMAT = 2
 # Payloads results.json carries as they come (the spec's fields, BMv2's counters, a link's usage, a node's extras):
 # JSON objects whose keys are those of their own source, documented there, not figures of the run's.
 Payload = dict[str, Any]
 
-KNOWN_FORMATS = (0, 1)  # 0: written before `format` existed (no format, code_version or outcome)
+# 0: written before `format` existed (no format, code_version or outcome); 1: before `graph` (a trace run's section)
+KNOWN_FORMATS = (0, 1, 2)
 WRITTEN = frozenset({"format", "code_version"})  # what write() adds to every results.json
 
 
@@ -152,6 +155,72 @@ class SimulatorFigures(TypedDict):
     binary: str
 
 
+class CollectiveFigures(TypedDict):
+    """One collective of a trace run (results.json `graph.collectives`): the k-th of a process group, from its first
+    member's start to its last member's end."""
+
+    group: str
+    index: int
+    collective: str
+    members: int
+    nbytes: int
+    start_s: float
+    end_s: float
+    time_s: float
+    bound_s: float
+    checked: bool | None
+    algorithm: str
+
+
+class TransferFigures(TypedDict):
+    """One send and its receive of a trace run (results.json `graph.transfers`)."""
+
+    src: int
+    dst: int
+    tag: int
+    nbytes: int
+    start_s: float
+    end_s: float
+    time_s: float
+    bound_s: float
+    checked: bool | None
+
+
+class KindFigures(TypedDict):
+    """Every collective of one type of a trace run, or every transfer (results.json `graph.by_kind`)."""
+
+    kind: str
+    count: int
+    time_s: float
+    bound_s: float
+    worst_ratio: float
+
+
+class GraphFigures(TypedDict):
+    """A run of execution graphs given as traces (workload_et): what it reports beyond the loop's figures
+    (results.json `graph`; gradswitch/experiment/graph_run.py GraphRunReport reads and writes it). Times are the
+    emulated cluster's seconds from the go (the testbed's over the dilation; on ns-3 the simulated ones)."""
+
+    graph: str
+    hosts: list[str]
+    bw_mbps: float
+    dilation: float
+    job_s: float
+    checked: bool
+    collectives: list[CollectiveFigures]
+    transfers: list[TransferFigures]
+    by_kind: list[KindFigures]
+    exposed_s: dict[str, float]
+    exposed_by_group_s: dict[str, float]
+    busiest_link: str | None
+    busiest_link_bytes: int | None
+    busiest_link_load: float | None
+    ideal_link_load: float | None
+    link_drops: int | None
+    resent_packets: int
+    run: Payload
+
+
 class ResultsBody(TypedDict):
     """What summarize computes (every field but format and code_version)."""
 
@@ -193,6 +262,7 @@ class Results(ResultsBody, total=False):
     simulator: SimulatorFigures  # backend ns3 only
     faults: list[Payload]  # runs with faults only: gradswitch.workload.fault_record.FaultRecord.to_dict() each
     fault_outcome: str  # runs with faults only: the worst of theirs (gradswitch.workload.fault_record.FaultOutcome)
+    graph: GraphFigures  # trace runs (workload_et) only
 
 
 FIELD_DOCS: dict[str, str] = {
@@ -202,7 +272,8 @@ FIELD_DOCS: dict[str, str] = {
     "backend": "`bmv2` (the testbed) or `ns3` (the simulator)",
     "spec": "the experiment spec the run ran, every field (`gradswitch experiment --help`, docs/specs.md)",
     "started": "when the jobs started (ISO 8601, UTC)",
-    "step_bytes": "bytes one worker reduces per iteration",
+    "step_bytes": "bytes one worker reduces per iteration; a trace run: the bytes rank 0's collectives and sends "
+                  "carry",
     "ok": "every job complete, every node without error, and correct where a check ran",
     "outcome": "`ok`; `check_failed`: every node ran but a result was wrong or beyond its error bound; "
                "`failed`: the run could not run (a crash, a timeout, the simulator's time limit, iterations missing)",
@@ -234,6 +305,65 @@ FIELD_DOCS: dict[str, str] = {
               "throughput_it_s: iterations per second before, during (until recovered) and after",
     "fault_outcome": "runs with faults: the worst of their outcomes (`interrupted` over `recovered` over "
                      "`no-effect`); an interrupted run's errors name the fault first",
+    "graph": "trace runs (workload_et) only: what the graphs' run reports beyond the loop's figures (see "
+             "GraphFigures); such a run's `iterations` is one, the graphs' run, its time `graph.job_s`",
+}
+
+GRAPH_DOCS: dict[str, str] = {
+    "graph": "the graphs' name",
+    "hosts": "rank r ran on hosts[r] (parameter servers after the ranks)",
+    "bw_mbps": "the links' rate on the testbed (Mb/s)",
+    "dilation": "testbed seconds per emulated second (D; 1 on ns-3 but for a twin of a dilated run)",
+    "job_s": "the job's time: its last node's end (seconds from the go)",
+    "checked": "every collective's and receive's output exact on every rank",
+    "collectives": "every collective, the k-th of each group (see CollectiveFigures)",
+    "transfers": "every send matched with its receive (see TransferFigures)",
+    "by_kind": "per collective type, and `send_recv` for the transfers (see KindFigures)",
+    "exposed_s": "rank -> seconds it waited on the network with no computation running",
+    "exposed_by_group_s": "process group -> the most any member waited on that group's collectives",
+    "busiest_link": "the shaped link direction that carried the most bytes (null: none measured)",
+    "busiest_link_bytes": "the bytes it carried",
+    "busiest_link_load": "its load over the run",
+    "ideal_link_load": "the busiest link's load in a run its links pace, where the flows' paths make it under 1 "
+                       "(null: 1, a graph with computation, or ns-3)",
+    "link_drops": "packets every shaped link's queue dropped (null: no link measured)",
+    "resent_packets": "packets the ranks' transports sent again (loss, timeouts)",
+    "run": "every node's timing (its own `format`, the ranks' timings'): `nodes`, each with rank, node_id, kind, "
+           "start_s, end_s, collective, group, nbytes and checked (gradswitch/workload/graph_timing.py GraphRun)",
+}
+
+COLLECTIVE_DOCS: dict[str, str] = {
+    "group": "its process group",
+    "index": "which of the group's collectives (from 0)",
+    "collective": "all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, ...",
+    "members": "the group's ranks",
+    "nbytes": "bytes each member gives it",
+    "start_s": "its first member's start",
+    "end_s": "its last member's end",
+    "time_s": "end_s - start_s",
+    "bound_s": "the link-rate bound of the algorithm that ran it (NetReduce all-reduce: S/B)",
+    "checked": "every member's output exact (null: not checked)",
+    "algorithm": "what ran it: `netreduce` (the switches), `ps`, or the hosts' ring, pairwise or chain",
+}
+
+TRANSFER_DOCS: dict[str, str] = {
+    "src": "the sending rank",
+    "dst": "the receiving rank",
+    "tag": "the pair's tag",
+    "nbytes": "bytes sent",
+    "start_s": "the send's start",
+    "end_s": "the later of the send's and the receive's ends",
+    "time_s": "end_s - start_s",
+    "bound_s": "its link-rate bound",
+    "checked": "the receiver's check (null: not checked)",
+}
+
+KIND_DOCS: dict[str, str] = {
+    "kind": "the collective type, or `send_recv`",
+    "count": "how many ran",
+    "time_s": "their times added up",
+    "bound_s": "their bounds added up",
+    "worst_ratio": "the worst time over bound",
 }
 
 ITERATION_DOCS: dict[str, str] = {
@@ -347,6 +477,10 @@ DOCUMENTED: tuple[tuple[str, type, dict[str, str]], ...] = (
     ("HeadlineExtra", HeadlineExtra, HEADLINE_EXTRA_DOCS),
     ("Training", Training, TRAINING_DOCS),
     ("SimulatorFigures", SimulatorFigures, SIMULATOR_DOCS),
+    ("GraphFigures", GraphFigures, GRAPH_DOCS),
+    ("CollectiveFigures", CollectiveFigures, COLLECTIVE_DOCS),
+    ("TransferFigures", TransferFigures, TRANSFER_DOCS),
+    ("KindFigures", KindFigures, KIND_DOCS),
 )
 
 

@@ -30,12 +30,19 @@ from gradswitch.experiment.background import GoodputMeter
 from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.counters import Snapshot, delta, label_ports, snapshot
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample
-from gradswitch.experiment.graph_as_loop import TrainingGraphJob, loop_results, on_clock, training_graph_jobs
-from gradswitch.experiment.graph_run import switch_jobs
+from gradswitch.experiment.fault_schedule import FaultSchedule
+from gradswitch.experiment.graph_as_loop import (
+    TrainingGraphJob,
+    loop_results,
+    on_clock,
+    trace_graph_job,
+    training_graph_jobs,
+)
+from gradswitch.experiment.graph_run import GraphWorkload, switch_jobs, trace_report
 from gradswitch.experiment.links import LinkMeter
 from gradswitch.experiment.network_settings import RunSettings
 from gradswitch.experiment.placement import topology_for
-from gradswitch.experiment.report import summarize, with_faults, write_report
+from gradswitch.experiment.report import Usage, summarize, with_faults, write_report
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
@@ -49,9 +56,12 @@ from gradswitch.experiment.testbed_run import (
     undo_settings,
 )
 from gradswitch.experiment.timeline import write_timeline
+from gradswitch.experiment.trace_results import trace_results
 from gradswitch.hosts.graph_job import read_timing, timing_path
 from gradswitch.net.network import NetworkOptions
 from gradswitch.protocol.background_tcp import BACKGROUND_PORT
+from gradswitch.workload.chakra import read_traces
+from gradswitch.workload.fault_record import FaultRecord
 from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.job import JobConfig, job_dir, job_file
@@ -64,28 +74,44 @@ log = logging.getLogger(__name__)
 
 
 def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None,
-                   network_options: NetworkOptions | None = None) -> Results:
+                   network_options: NetworkOptions | None = None, workload: GraphWorkload | None = None) -> Results:
     """Run one experiment end to end on a network of its own (or on the simulator: backend = ns3); returns
-    (and writes) results.json's content."""
+    (and writes) results.json's content. `workload`: the job's graphs, given rather than made of the spec (a trace's:
+    the spec's workload_et read when not given)."""
     spec.validate()
     out_dir = out_dir.resolve()  # the workers run in other working directories: they get absolute paths
-    if spec.network.simulated and spec.algorithm.engine == Engine.GRAPH:
+    workload = workload or traces_of(spec)
+    if spec.network.simulated and (spec.algorithm.engine == Engine.GRAPH or workload is not None):
         from gradswitch.experiment.simulated_graph import run_simulated_graph
 
-        return run_simulated_graph(spec, out_dir, progress)
+        return run_simulated_graph(spec, out_dir, progress, workload)
     if spec.network.simulated:
         from gradswitch.experiment.simulated import run_simulated
 
         return run_simulated(spec, out_dir, progress)
     options = network_options or NetworkOptions(run_dir=out_dir / "net", patch_links=cuts_patches(spec))
+    if workload is not None:  # what the graph's job cannot be on this network, before it comes up
+        trace_graph_job(spec, topology_for(spec), workload)
     with Testbed(topology_for(spec), options) as net:
-        return run_on(net, spec, out_dir, progress)
+        return run_on(net, spec, out_dir, progress, workload)
 
 
-def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | None = None) -> Results:
+def traces_of(spec: ExperimentSpec) -> GraphWorkload | None:
+    """The spec's traces (workload_et) as its workload, read and checked (one line naming the file, node and problem);
+    None: the spec describes its own."""
+    traces = spec.workload.workload_et
+    return GraphWorkload(read_traces(Path(traces))) if traces is not None else None
+
+
+def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | None = None,
+           workload: GraphWorkload | None = None) -> Results:
     """Run the spec's jobs on a running network (whose topology fits the spec), then undo what the
-    run set on the switches (loss rules, DLCP features, NetReduce jobs); returns the report."""
+    run set on the switches (loss rules, DLCP features, NetReduce jobs); returns the report. `workload`: the job's
+    graphs, given rather than made of the spec (a trace's: the spec's workload_et read when not given): the ranks
+    run them (gradswitch.hosts.graph_main) and results.json holds the graphs' figures (`graph`,
+    gradswitch/experiment/trace_results.py)."""
     spec.validate()
+    workload = workload or traces_of(spec)
     if spec.network.simulated:
         raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
     out_dir = out_dir.resolve()  # the workers run in other working directories: they get absolute paths
@@ -97,8 +123,10 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     plan = plan_run(spec, net.topo)
     plan.save(out_dir)
     placement, cfgs = plan.placement, list(plan.jobs)
-    # engine = graph: the job's ranks run its training graph (gradswitch.hosts.graph_main), reported as the loop's
-    tgs = training_graph_jobs(spec, net.topo) if spec.algorithm.engine == Engine.GRAPH else []
+    # engine = graph: the job's ranks run its training graph (gradswitch.hosts.graph_main), reported as the loop's;
+    # a workload of graphs: the ranks run them, reported as graphs
+    tgs = [trace_graph_job(spec, net.topo, workload)] if workload is not None else \
+        training_graph_jobs(spec, net.topo) if spec.algorithm.engine == Engine.GRAPH else []
     nodes_cfgs, config_dir = (cfgs, out_dir) if not tgs else ([tg.job.job for tg in tgs], out_dir / GRAPH_JOB_DIR)
     if tgs:
         config_dir.mkdir(exist_ok=True)
@@ -178,6 +206,9 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         in_network.close()
         unsubscribe()
         undo_settings(settings, schedule.down_switches())
+    if workload is not None:
+        return _graph_results(net, spec, tgs[0], out_dir, results[tgs[0].job.job.job_id], carried, switches, cpu,
+                              wall, started, schedule)
     if tgs:
         results = {cfg.job_id: graph_results(tg, job_dir(run_dir, cfg.job_id), results[cfg.job_id], cfg)
                    for tg, cfg in zip(tgs, cfgs, strict=True)}
@@ -207,6 +238,31 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     report = results_file.write(out_dir / "results.json", report)
     write_report(report, out_dir)
     return report
+
+
+def _graph_results(net: Testbed, spec: ExperimentSpec, tg: TrainingGraphJob, out_dir: Path,
+                   results: dict[int, NodeResult], carried: Usage, switches: dict[str, Any], cpu: list[CpuSample],
+                   wall: float, started: float, schedule: FaultSchedule) -> Results:
+    """results.json of a run of a workload of graphs (trace_results: the loop's figures of its one run and the
+    graphs' own, `graph`), written in out_dir; the report it holds is graph_run.read_graph_report's."""
+    job = tg.job
+
+    def faults(kept: list[tuple[int, float, float]]) -> tuple[FaultRecord, ...]:  # the graph's one run, cut short?
+        if not schedule.faults:
+            return ()
+        for result in results.values():  # NetReduce: where the ranks left the switch, as a loop job's workers do
+            for change in result.get("fallback", {}).get("changes", []):
+                schedule.path_changed(change["switch"], change["path"], change["agreed_at"])
+        began = schedule.go or wall
+        return tuple(schedule.records([(i, began + a, began + b) for i, a, b in kept], 1))
+
+    report = trace_report(spec, job, job_dir(out_dir / "run", job.job.job_id), results,
+                          [n.host for n in job.job.nodes], carried,
+                          cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None, time.monotonic() - wall,
+                          net.topo, faults)
+    body = trace_results(spec, tg.graph, report, started, results.values(), carried, switches, job.job.job_id)
+    body["bmv2"] = net.bmv2.describe() if net.bmv2 is not None else None
+    return results_file.write(out_dir / "results.json", body)
 
 
 def graph_results(tg: TrainingGraphJob, ranks_dir: Path, results: dict[int, NodeResult], training: JobConfig

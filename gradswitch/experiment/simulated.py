@@ -51,7 +51,7 @@ def link_usage(topo: Topology, result: SimResult) -> Usage:
     return dict(sorted(out.items()))
 
 
-def _speed(result: SimResult, spec: ExperimentSpec) -> SimulatorFigures:
+def speed(result: SimResult, spec: ExperimentSpec) -> SimulatorFigures:
     s = result.speed
     return {"wall_s": s.wall_s, "sim_s": s.sim_s, "events": s.events, "events_per_s": s.events_per_s,
             "packet_hops": s.packet_hops, "packet_hops_per_s": s.packet_hops_per_s, "peak_rss_mb": s.peak_rss_mb,
@@ -110,7 +110,7 @@ def report_simulated(spec: ExperimentSpec, cfgs: list[JobConfig], topo: Topology
     """results.json, the table and the timeline of a simulated run."""
     goodput = result.background["goodput_mbps"] if result.background else None
     report = summarize(spec, cfgs, result.nodes, result.switches, started, link_usage(topo, result), goodput)
-    report["simulator"] = _speed(result, spec)
+    report["simulator"] = speed(result, spec)
     report["bmv2"] = None
     extra = report["headline_extra"]
     # A simulated run's figures are the model's, whatever the machine did: never machine-bound.

@@ -7,6 +7,10 @@ The graph is the spec's job (gradswitch/experiment/training_graph.py spec_traini
 emulated GPUs, sync, buckets), its computation stretched by the spec's dilation D as the loop's is on the
 simulator, so every time in results.json is the simulated run's and `training` divides by D, as for the loop.
 Where the graph engine does not yet run what the spec asks, spec.engine_problems refuses it before anything starts.
+
+A workload given as graphs (a trace's, workload_et; gradswitch/experiment/graph_run.py GraphWorkload) runs here too,
+placed as on BMv2 (graph_as_loop.trace_graph_job), and its results.json holds the graphs' figures (`graph`,
+gradswitch/experiment/trace_results.py), as a BMv2 run's does.
 """
 
 from __future__ import annotations
@@ -16,31 +20,41 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from gradswitch.experiment.graph_as_loop import loop_results, training_graph_jobs
-from gradswitch.experiment.results_file import Results
+from gradswitch.experiment import results_file
+from gradswitch.experiment.graph_as_loop import TrainingGraphJob, loop_results, trace_graph_job, training_graph_jobs
+from gradswitch.experiment.graph_run import GraphWorkload, resent_packets, summarize
+from gradswitch.experiment.report import interrupting
+from gradswitch.experiment.results_file import Outcome, Results
 from gradswitch.experiment.run_plan import sim_settings
-from gradswitch.experiment.simulated import planned, report_simulated
+from gradswitch.experiment.simulated import link_usage, planned, report_simulated, speed
 from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from gradswitch.experiment.trace_results import trace_results
 from gradswitch.sim import SimError
-from gradswitch.sim.graph_run import PlacedGraph, run_graphs
+from gradswitch.sim.faults import fault_records
+from gradswitch.sim.graph_run import GraphSimResult, PlacedGraph, run_graphs
 from gradswitch.sim.sim_config import check_mode
+from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import GraphError
 from gradswitch.workload.records import CheckKind
 
 
-def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None) -> Results:
-    """Run one spec's training job on the simulator's graph engine; returns (and writes) results.json's content."""
+def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None,
+                        workload: GraphWorkload | None = None) -> Results:
+    """Run one spec's training job (or `workload`, its graphs given: a trace's) on the simulator's graph engine;
+    returns (and writes) results.json's content."""
     run_plan = planned(spec, out_dir)
     trainings = list(run_plan.jobs)
     try:
-        tgs = training_graph_jobs(spec, run_plan.topology)
+        tgs = [trace_graph_job(spec, run_plan.topology, workload)] if workload is not None else \
+            training_graph_jobs(spec, run_plan.topology)
     except GraphError as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
     first = tgs[0]
     settings = sim_settings(first.run_spec, [tg.job.job for tg in tgs], first.placement,
                             sys.stderr.isatty() if progress is None else progress)
-    # the loop's check, per iteration's elements (the graph's AUTO counts every iteration's: a weaker check sooner)
-    settings = replace(settings, check=check_mode(trainings[0], settings))
+    if workload is None:
+        # the loop's check, per iteration's elements (the graph's AUTO counts every iteration's: a weaker check sooner)
+        settings = replace(settings, check=check_mode(trainings[0], settings))
     started = time.time()
     hostfile = Path(spec.network.hostfile) if spec.network.hostfile is not None else None
     placed = [PlacedGraph(tg.graph.dilated(tg.dilation) if tg.dilation != 1.0 else tg.graph, tg.job.job,
@@ -50,8 +64,39 @@ def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | No
                              hostfile=hostfile)
     except (SimError, GraphError) as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
+    if workload is not None:
+        return graph_results(spec, first, results[0], run_plan.topology, started, out_dir)
     nodes = {cfg.job_id: loop_results(tg.graph, result.run, result.sim.nodes[cfg.job_id], cfg,
                                       CheckKind(str(result.check)))
              for tg, cfg, result in zip(tgs, trainings, results, strict=True)}
     return report_simulated(spec, trainings, run_plan.topology, replace(results[0].sim, nodes=nodes), started,
                             out_dir)
+
+
+def graph_results(spec: ExperimentSpec, tg: TrainingGraphJob, result: GraphSimResult, topology: Topology,
+                  started: float, out_dir: Path) -> Results:
+    """results.json of a simulated run of a workload of graphs (trace_results: the loop's figures of its one run and
+    the graphs' own, `graph`; its times the emulated cluster's, the simulated ones over the dilation), written in
+    out_dir. A simulated run is never judged machine-bound (machine_bound null, as its report had it): its clock is the
+    model's, not the machine's."""
+    job, d = tg.job, tg.dilation
+    run = result.run.undilated(d) if d != 1.0 else result.run
+    errors = () if result.ok() else tuple(
+        f"rank {n.rank} node {n.node_id}: output not what its {n.collective or n.kind} defines"
+        for n in run.nodes if n.checked is False) or ("a rank did not finish its graph",)
+    faults = tuple(fault_records(spec.faults.faults, list(result.sim.faults), result.sim.nodes, [job.job],
+                                 result.sim.speed.sim_s))
+    errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
+    assert spec.network.bw_mbps is not None  # graph_job refused a spec without
+    nodes = result.sim.nodes[job.job.job_id]
+    usage = link_usage(topology, result.sim)
+    report = summarize(job, run, list(result.hosts), spec.network.bw_mbps, usage, None, errors, result.sim.speed.wall_s,
+                       resent_packets(nodes.values()))
+    report = replace(report, faults=faults, machine_bound=None, machine_bound_reason=None)
+    body = trace_results(spec, tg.graph, report, started, nodes.values(), usage, result.sim.switches,
+                         job.job.job_id)
+    body["simulator"] = speed(result.sim, spec)
+    if result.sim.time_limit_hit:
+        body["ok"], body["outcome"] = False, str(Outcome.FAILED)
+        body["errors"]["simulator"] = f"stopped at its simulated time limit ({result.sim.speed.sim_s:.3g} s)"
+    return results_file.write(out_dir / "results.json", body)

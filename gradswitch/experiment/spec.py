@@ -619,17 +619,11 @@ class ExperimentSpec:
             return []
         graph = "engine = graph"
         return _failing(
-            (load.workload == "train-digits" or load.emulate is not None,
-             f"{graph} runs a model's training (a model profile with emulate) and workload = 'train-digits' (its "
-             f"real gradients through the graph's all-reduces), not {load.workload!r} without emulate: give a model "
-             "and its emulated cluster (--workload resnet50 --emulate-link 10 --batch 32), or leave engine out; a "
-             "trace's graph runs with workload_et"),
             (load.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (load.float_mode == FloatMode.FIXED or load.dtype != DType.FLOAT32 or load.emulate is None,
-             f"{graph}: a model's training graph carries no exponent codes: float_mode = fixed (block exponents on "
-             "the graph engine: workload = 'train-digits')"),
-            (not self.transport.dlcp.lossy, f"{graph}: every sum is checked exact; no DLCP dropping"),
+            (not self.transport.dlcp.lossy or load.emulate is not None, f"{graph}: DLCP dropping in a model's "
+             "training (a model profile with emulate), not in train-digits' real gradients (its sums are checked "
+             "exact): leave engine out"),
             (faults.crash is None and (not any(f.kind in WORKER_FAULTS for f in faults.faults)
                                        or (load.emulate is not None and not self.network.simulated)
                                        or (load.workload == "train-digits" and not self.network.simulated
@@ -637,7 +631,7 @@ class ExperimentSpec:
                                                    if f.kind in WORKER_FAULTS))),
              f"{graph}: a graph run takes switch and link faults, and a worker's in a model's training on BMv2 "
              "(its faults: worker-crash, slow-worker) and slow-worker in train-digits on BMv2, not crash or a "
-             "worker's fault on the simulator"),
+             "worker's fault on the simulator, nor one in a run without emulate"),
         )
 
     def training_problems(self) -> list[str]:

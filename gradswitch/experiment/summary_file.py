@@ -43,7 +43,7 @@ EXIT_MEANINGS = {
 
 class Headline(HeadlineExtra, total=False):
     """One repetition's headline figures (compare.headline of its results.json; a trace run's:
-    compare_traces.graph_headline of its graph-results.json), or its failure."""
+    compare_traces.graph_headline of its results.json's `graph`), or its failure."""
 
     backend: str
     median_s: float | None
@@ -125,7 +125,7 @@ HEADLINE_DOCS: dict[str, str] = {
     "iteration_s": "training.iteration_s, or the median all-reduce iteration",
     "samples_per_s_real": "training.samples_per_s_real (null for an all-reduce)",
     "exposed_comm_s": "training.exposed_comm_s; a trace run: the most any rank waited on communication with no "
-                      "computation running (graph-results.json exposed_s)",
+                      "computation running (results.json graph.exposed_s)",
     "compute_s": "training.compute_s",
     "overlap": "training.overlap",
     "dilation": "training.dilation",
@@ -133,9 +133,9 @@ HEADLINE_DOCS: dict[str, str] = {
     "ideal_samples_per_s_real": "training.ideal_samples_per_s_real",
     "of_ideal": "training.of_ideal",
     "ideal_link_load": "training.ideal_link_load",
-    "job_s": "a trace run (workload_et): the job's time, its last node's end (graph-results.json job_s)",
+    "job_s": "a trace run (workload_et): the job's time, its last node's end (results.json graph.job_s)",
     "worst_ratio_to_bound": "a trace run: the worst collective's (or transfer's) time over its link-rate bound "
-                            "(graph-results.json by_kind worst_ratio)",
+                            "(results.json graph.by_kind worst_ratio)",
     "bmv2": "the BMv2 build: path, version, logging_macros",
     "error": "a repetition that could not run: why (it has no figures)",
     "repetition": "the repetition's number, from 1",

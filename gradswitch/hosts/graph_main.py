@@ -10,6 +10,14 @@ node's output is compared, element by element, with what the source says it must
 computes, or after the graph), and the rank writes its node timings, in seconds of the emulated cluster from the
 go, to graph-<rank>.json; its result holds what the source reports (per-iteration records, a model's digest).
 
+DLCP dropping (a training graph's job with `dlcp.drop`): before a training iteration's first operation starts the
+rank sets its magnitude thresholds from everything it contributes that iteration (the inputs of the iteration's
+operations, as the loop's worker from its gradient), so its droppable writes are marked as the loop's
+(collectives/ops.py Op.tag_at); a node's output may then differ where packets were trimmed and zero-filled: the
+check records its zero-filled packets and the squared error against the squared norm, and the run judges each
+iteration's relative error against the job's max_relative_error (gradswitch/workload/graph_iterations.py), as the
+loop does, instead of failing on the first wrong element.
+
 A job whose switches run some collectives (GraphJob.in_network, gradswitch/hosts/collectives/in_network.py) gives the
 rank one more Comm per NetReduce job, on the same engine (each job its own QPs, with its own job id), and
 hears every job's packets; the runtime steps them all. The all-reduce job's worker falls back to the hosts' ring
@@ -30,10 +38,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from gradswitch.hosts import graph_ps_server as ps_server
 from gradswitch.hosts.check_cost import CheckCost
 from gradswitch.hosts.collectives.data import elements_of, wrong_elements
-from gradswitch.hosts.collectives.executor import execute
+from gradswitch.hosts.collectives.executor import Received, execute
 from gradswitch.hosts.collectives.in_network import InNetworkJob, job_order, runs_in_network
 from gradswitch.hosts.collectives.ops import Op, ops_of
 from gradswitch.hosts.collectives.ps import PsLayout, layout, member_region_bytes, ps_all_reduce, runs_on_servers
@@ -58,8 +68,9 @@ from gradswitch.workload.worker_result import WorkerResult, worker_result, write
 class HostRuntime:
     """The scheduler's runtime on a host: the monotonic clock, the transport, the rank's operations, what they
     carry (`source`), and the checks of their outputs (`wrong`: per node checked, its wrong elements out of its
-    length). `switched`: the nodes the switches run, each with its NetReduce job and its place in that job's order;
-    `served`: the nodes the parameter servers run, each with its keys."""
+    length; `loss`: with DLCP dropping, its squared error and the squared norm of what it should be; `received`: its
+    packets zero-filled). `switched`: the nodes the switches run, each with its NetReduce job and its place in that
+    job's order; `served`: the nodes the parameter servers run, each with its keys."""
 
     def __init__(self, comm: Comm, ops: dict[int, Op], regions: dict[int, MemoryRegion], source: DataSource,
                  switched: dict[int, tuple[InNetworkJob, int]] | None = None,
@@ -71,6 +82,21 @@ class HostRuntime:
         self.pending: list[tuple[int, Int32Array]] = []
         self.cost = CheckCost()
         self.wrong: dict[int, tuple[int, int]] = {}
+        self.lossy = comm.dlcp is not None and comm.dlcp.drop  # trimmed packets are zero-filled within a budget
+        self.loss: dict[int, tuple[float, float]] = {}
+        self.received: dict[int, Received] = {}
+        self._classed: set[int] = set()  # training iterations whose magnitude thresholds are set
+
+    def classify(self, op: Op) -> None:
+        """DLCP: the rank's magnitude thresholds of the op's training iteration, once, before its first write: from
+        the inputs of every operation of that iteration (what the rank contributes, gradswitch/workload/dlcp.py
+        Magnitudes), as the training loop's worker sets them from its iteration's gradient."""
+        it = op.iteration
+        if self.comm.dlcp is None or it is None or it in self._classed:
+            return
+        self._classed.add(it)
+        self.comm.set_magnitudes(it, [self.source.input(o) for o in self.ops.values()
+                                      if o.iteration == it and o.kind == "collective"])
 
     def now(self) -> float:
         return time.monotonic()
@@ -82,13 +108,15 @@ class HostRuntime:
 
     def start(self, node: Node) -> OpRun:
         op = self.ops[node.id]
+        self.classify(op)
         if node.id in self.switched:
             job, place = self.switched[node.id]
             assert op.collective is not None
             return job.run(place, op.collective, self.source.input(op), iteration_of(node.name) or 0)
         if node.id in self.served:
             return ps_all_reduce(self.comm, op, self.served[node.id], self.regions[node.id], self.source.input(op))
-        return execute(self.comm, op, self.regions[node.id], self.source.input(op))
+        received = self.received.setdefault(node.id, Received())
+        return execute(self.comm, op, self.regions[node.id], self.source.input(op), received)
 
     def finish(self, node: Node, output: Int32Array) -> None:
         contributors: Contributors | None = None
@@ -109,7 +137,11 @@ class HostRuntime:
             return False
         self.pending.pop(0)
         began = time.monotonic()
-        self.wrong[nid] = (wrong_elements(output, self.source.expected(self.ops[nid])), len(output))
+        want = self.source.expected(self.ops[nid])
+        self.wrong[nid] = (wrong_elements(output, want), len(output))
+        if self.lossy and len(output) == len(want):
+            diff = output.astype(np.float64) - want.astype(np.float64)
+            self.loss[nid] = (float(np.dot(diff, diff)), float(np.dot(want.astype(np.float64), want)))
         self.cost.record(values, time.monotonic() - began)
         return True
 
@@ -206,16 +238,20 @@ def timings(job: GraphJob, rank: int, spans: dict[int, Span], runtime: HostRunti
             continue
         s = spans[n.id]
         checked: bool | None = None
+        error2, norm2 = runtime.loss.get(n.id, (0.0, 0.0))
         if n.id in runtime.wrong and runtime.ops[n.id].kind != "send":  # a send has no output: its receiver checks
             bad, length = runtime.wrong[n.id]
-            checked = bad == 0
-            if bad:
+            # DLCP dropping: zero-filled values are what the job allows; its iteration judges the error they left
+            checked = bad == 0 or (runtime.lossy and n.id in runtime.loss)
+            if not checked:
                 wrong.append(f"rank {rank} node {n.id} ({n.name}, {runtime.ops[n.id].key}): {bad} of {length} "
                              f"elements wrong")
         coll = n if isinstance(n, CollectiveNode) else None
+        received = runtime.received.get(n.id)
         out.append(NodeTiming(rank, n.id, node_kind(n), (s.start - t0) / d, (s.end - t0) / d,
                               coll.collective if coll else None, coll.group if coll else None,
-                              getattr(n, "nbytes", 0), checked))
+                              getattr(n, "nbytes", 0), checked, received.zero_filled if received else 0, error2,
+                              norm2))
     return out, wrong
 
 

@@ -186,8 +186,8 @@ def netreduce_problem(graph: JobGraph, cfg: JobConfig, hosts: Sequence[str], job
 
 
 def timings(graph: JobGraph, raw: dict[str, Any], index: int = 0) -> GraphRun:
-    """The simulator's per-node records of its `index`-th job (each rank's `graph`: [id, start, end, checked]) as a
-    GraphRun."""
+    """The simulator's per-node records of its `index`-th job (each rank's `graph`: [id, start, end, checked,
+    zero_filled, error2, norm2]) as a GraphRun."""
     job = raw["jobs"][index]
     out: list[NodeTiming] = []
     for result in job["nodes"]:
@@ -195,7 +195,9 @@ def timings(graph: JobGraph, raw: dict[str, Any], index: int = 0) -> GraphRun:
         if rank >= graph.world_size:
             continue  # a parameter server: no graph of its own
         by_id: dict[int, Node] = graph.ranks[rank].by_id()
-        for node_id, start, end, checked in result.get("graph", []):
+        for node_id, start, end, checked, *loss in result.get("graph", []):
+            # DLCP's loss per node: [zero_filled, error2, norm2] (a file written before it had none: no loss)
+            zero_filled, error2, norm2 = loss if len(loss) == 3 else (0, 0.0, 0.0)
             n = by_id[int(node_id)]
             if start < 0 or end < 0:
                 continue  # never started or never finished (the run failed: the rank's error says why)
@@ -203,7 +205,8 @@ def timings(graph: JobGraph, raw: dict[str, Any], index: int = 0) -> GraphRun:
             group = n.group if isinstance(n, CollectiveNode) else None
             nbytes = 0 if isinstance(n, ComputeNode) else n.nbytes
             out.append(NodeTiming(rank, n.id, node_kind(n), float(start), float(end), collective, group, nbytes,
-                                  None if checked is None else bool(checked)))
+                                  None if checked is None else bool(checked), int(zero_filled), float(error2),
+                                  float(norm2)))
     return GraphRun(tuple(out))
 
 

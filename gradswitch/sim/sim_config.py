@@ -250,7 +250,7 @@ def graph_json(graph: JobGraph, in_network: Mapping[CollectiveKind, int] | None 
             d["duration_s"] = n.duration_s
         elif isinstance(n, CollectiveNode):
             d["collective"], d["group"], d["nbytes"] = n.collective.value, index[n.group], n.nbytes
-            d["root"], d["layer_class"] = n.root, n.layer_class
+            d["root"], d["layer_class"], d["droppable"] = n.root, n.layer_class, n.droppable
         else:
             d["peer"], d["tag"], d["nbytes"] = n.peer, n.tag, n.nbytes
         return d

@@ -137,6 +137,7 @@ class CfgGraphNode(CfgGraphNodeKeys, total=False):
     nbytes: int
     root: int
     layer_class: int
+    droppable: bool
     peer: int
     tag: int
 

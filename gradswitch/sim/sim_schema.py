@@ -295,6 +295,7 @@ CONFIG = Document("cfg", "gradswitch-sim's configuration", CONFIG_FORMAT, (
         _k("nbytes", "uint", "bytes it moves", kinds=("collective", "send", "recv")),
         _k("root", "uint", "a broadcast's root rank", kinds=("collective",)),
         _k("layer_class", "uint", "its DLCP layer class", kinds=("collective",)),
+        _k("droppable", "bool", "DLCP may trim its packets", kinds=("collective",)),
         _k("peer", "uint", "the other rank", kinds=("send", "recv")),
         _k("tag", "uint", "its tag", kinds=("send", "recv")),
     )),
@@ -398,8 +399,9 @@ RESULTS = Document("res", "gradswitch-sim's results (sim-results.json)", RESULTS
            optional=True),
         _k("keys_served", "uint", "a parameter server's keys served", optional=True),
         _k("deliveries", "objects", "messages delivered to it (algo write)", "delivery", optional=True),
-        _k("graph", "list", "a graph rank's nodes as [id, start, end, checked] (-1: not started or not ended; "
-           "checked null: not checked)", optional=True),
+        _k("graph", "list", "a graph rank's nodes as [id, start, end, checked, zero_filled, error2, norm2] (-1: "
+           "not started or not ended; checked null: not checked; DLCP: packets zero-filled on receipt, the squared "
+           "error they left and the squared norm checked)", optional=True),
     )),
     Section("iteration", "jobs[].nodes[].iterations[]", "An iteration", (
         _k("index", "uint", "its index"),

@@ -84,6 +84,9 @@ class CollectiveNode:
     # DLCP (docs/dlcp.md): the layer class its packets carry, 0 (the front layers: the top priority) to
     # LAYER_CLASSES - 1; switches with DLCP priority on schedule by it
     layer_class: int = 0
+    # DLCP dropping: its packets may be marked droppable (the job's policy marks which: docs/dlcp.md); a training
+    # graph's all-reduces are, as the loop's writes (not exponent codes); a trace's are not (every output exact)
+    droppable: bool = False
 
 
 @dataclass(frozen=True)
@@ -306,7 +309,7 @@ def to_dict(graph: JobGraph) -> dict[str, Any]:
             d["duration_s"] = n.duration_s
         elif isinstance(n, CollectiveNode):
             d.update(collective=n.collective.value, group=n.group, nbytes=n.nbytes, root=n.root,
-                     layer_class=n.layer_class)
+                     layer_class=n.layer_class, droppable=n.droppable)
         else:
             d.update(peer=n.peer, tag=n.tag, nbytes=n.nbytes)
         return d
@@ -327,7 +330,8 @@ def from_dict(d: dict[str, Any]) -> JobGraph:
             return ComputeNode(int(x["id"]), str(x["name"]), float(x["duration_s"]), deps)
         if kind == "collective":
             return CollectiveNode(int(x["id"]), str(x["name"]), CollectiveKind(x["collective"]), str(x["group"]),
-                                  int(x["nbytes"]), deps, int(x["root"]), int(x.get("layer_class", 0)))
+                                  int(x["nbytes"]), deps, int(x["root"]), int(x.get("layer_class", 0)),
+                                  bool(x.get("droppable", False)))
         if kind in ("send", "recv"):
             cls = SendNode if kind == "send" else RecvNode
             return cls(int(x["id"]), str(x["name"]), int(x["peer"]), int(x["tag"]), int(x["nbytes"]), deps)

@@ -6,12 +6,20 @@ the loop's result-<id>.json and, through the same report, the loop's results.jso
 A rank's iteration i runs from its own first forward node of iteration i to its own first forward node of
 iteration i + 1, as each worker of the loop measures its own; the last one ends when this rank's nodes that a
 next iteration's first forward would wait for have ended (gradswitch/workload/generators/training.py
-`iteration_times` takes the same nodes over every rank). An iteration is correct when every all-reduce of it on
-the rank held exactly what it should (a node not checked counts as held; `check` says which check ran).
+`iteration_times` takes the same nodes over every rank). A graph without computation (a job's all-reduces in a
+row, gradswitch/workload/generators/plain.py) times an iteration from its first all-reduce's start to its last's
+end on the rank, as the loop without training does (gradswitch/hosts/loops.py). An iteration is correct when every
+all-reduce of it on the rank held exactly what it should (a node not checked counts as held; `check` says which
+check ran).
 """
 
 from __future__ import annotations
 
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from gradswitch.workload.dlcp import DlcpPolicy
 from gradswitch.workload.graph import CollectiveNode, GraphError, JobGraph, RankGraph
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.records import CheckKind, IterationRecord
@@ -60,6 +68,8 @@ def rank_events(graph: JobGraph, run: GraphRun, rank: int, in_flight: int = 1) -
 def rank_bounds(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[float, float]]:
     """Each finished iteration's (start, end) on the rank; an iteration that did not finish is left out."""
     timed = _rank_timings(graph, run, rank)
+    if not any(p is not None and p[1] == "fwd" for n in graph.ranks[rank].nodes if (p := _parts(n.name))):
+        return _plain_bounds(graph, timed, rank)
     starts: dict[int, float] = {}
     for t, (it, label, _what) in timed:
         if label == "fwd":
@@ -74,6 +84,27 @@ def rank_bounds(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[float, 
     if last_end is not None:
         bounds.append((starts[iterations - 1], last_end))
     return bounds
+
+
+def _plain_bounds(graph: JobGraph, timed: list[tuple[NodeTiming, tuple[int, str, str]]], rank: int
+                  ) -> list[tuple[float, float]]:
+    """A graph without computation (gradswitch/workload/generators/plain.py): an iteration runs from its first
+    all-reduce's start to its last one's end on the rank, as the loop times its reductions in a row; one whose
+    every node has not ended is left out."""
+    total: dict[int, int] = {}
+    for n in graph.ranks[rank].nodes:
+        if (p := _parts(n.name)) is not None:
+            total[p[0]] = total.get(p[0], 0) + 1
+    spans: dict[int, list[NodeTiming]] = {}
+    for t, (it, _label, _what) in timed:
+        spans.setdefault(it, []).append(t)
+    out = []
+    for it in sorted(total):
+        mine = spans.get(it, [])
+        if len(mine) != total[it]:
+            break
+        out.append((min(t.start_s for t in mine), max(t.end_s for t in mine)))
+    return out
 
 
 def _last_end(graph: JobGraph, timed: list[tuple[NodeTiming, tuple[int, str, str]]], rank: int, iterations: int
@@ -93,20 +124,48 @@ def _last_end(graph: JobGraph, timed: list[tuple[NodeTiming, tuple[int, str, str
     return max(ends) if len(ends) == len(waited) else None
 
 
-def rank_iterations(graph: JobGraph, run: GraphRun, rank: int, check: CheckKind, in_flight: int = 1
-                    ) -> list[IterationRecord]:
+@dataclass
+class _IterationCheck:
+    """One iteration's all-reduces on a rank: whether each held its sum (DLCP: but for zero-filled contributions),
+    the packets received zero-filled and the squared error they left against the squared norm checked."""
+
+    held: bool = True
+    zero_filled: int = 0
+    error2: float = 0.0
+    norm2: float = 0.0
+
+    @property
+    def relative_error(self) -> float:
+        return math.sqrt(self.error2 / self.norm2) if self.norm2 > 0 else 0.0
+
+
+def rank_iterations(graph: JobGraph, run: GraphRun, rank: int, check: CheckKind, in_flight: int = 1,
+                    dlcp: DlcpPolicy | None = None) -> list[IterationRecord]:
     """The rank's finished iterations as the training loop records them: times, computation, communication and
-    their overlap from its timeline, and whether every all-reduce of the iteration held its sum."""
-    held: dict[int, bool] = {}
+    their overlap from its timeline, and whether every all-reduce of the iteration held its sum. With DLCP dropping
+    (`dlcp.drop`) an iteration's zero-filled packets and the relative error they left are its own, and it is correct
+    while that error is at most `dlcp.max_relative_error`, as the loop judges it (gs-job-node.cc, docs/dlcp.md
+    "Trimmed packets and the loss budget")."""
+    checks: dict[int, _IterationCheck] = defaultdict(_IterationCheck)
     by_id = graph.ranks[rank].by_id()
     for t, (it, _label, _what) in _rank_timings(graph, run, rank):
         if isinstance(by_id[t.node_id], CollectiveNode):
-            held[it] = held.get(it, True) and t.checked is not False
+            c = checks[it]
+            c.held = c.held and t.checked is not False
+            c.zero_filled += t.zero_filled
+            c.error2 += t.error2
+            c.norm2 += t.norm2
+    bound = dlcp.max_relative_error if dlcp is not None and dlcp.drop else None
     out = []
+    trains = any(p is not None and p[1] == "fwd" for n in graph.ranks[rank].nodes if (p := _parts(n.name)))
     for timing in timings(rank_events(graph, run, rank, in_flight), rank_bounds(graph, run, rank)):
-        extra = {"compute_s": timing.compute_s, "comm_s": timing.comm_s, "exposed_comm_s": timing.exposed_comm_s,
-                 "overlap": timing.overlap, "zero_filled_packets": 0.0, "relative_error": 0.0}
-        correct = held.get(timing.index, True)
+        c = checks.get(timing.index, _IterationCheck())
+        rel = c.relative_error
+        extra: dict[str, float] = {"zero_filled_packets": float(c.zero_filled), "relative_error": rel}
+        if trains:  # the training loop's parts of an iteration (the loop without training records none)
+            extra = {"compute_s": timing.compute_s, "comm_s": timing.comm_s, "exposed_comm_s": timing.exposed_comm_s,
+                     "overlap": timing.overlap, **extra}
+        correct = c.held and (c.error2 == 0 or (bound is not None and rel <= bound))
         out.append(IterationRecord(timing.index, timing.start, timing.end, correct, 0, 0.0, 0, extra, check=check))
     return out
 

@@ -28,6 +28,12 @@ class NodeTiming:
     group: str | None = None
     nbytes: int = 0
     checked: bool | None = None  # communication: its output held exactly what it should (None: not checked)
+    # DLCP dropping: packets received zero-filled, and the squared error they left in its checked output against
+    # that output's squared norm (the simulator's digest check: elements of blocks lacking a contribution, and
+    # elements); a job without dropping: 0
+    zero_filled: int = 0
+    error2: float = 0.0
+    norm2: float = 0.0
 
     @property
     def duration_s(self) -> float:
@@ -103,7 +109,8 @@ class GraphRun:
         return {"format": TIMING_FORMAT, "nodes": [
             {"rank": n.rank, "node_id": n.node_id, "kind": n.kind, "start_s": n.start_s, "end_s": n.end_s,
              "collective": None if n.collective is None else n.collective.value, "group": n.group,
-             "nbytes": n.nbytes, "checked": n.checked} for n in self.nodes]}
+             "nbytes": n.nbytes, "checked": n.checked, "zero_filled": n.zero_filled, "error2": n.error2,
+             "norm2": n.norm2} for n in self.nodes]}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> GraphRun:
@@ -112,7 +119,8 @@ class GraphRun:
         return GraphRun(tuple(
             NodeTiming(int(x["rank"]), int(x["node_id"]), str(x["kind"]), float(x["start_s"]), float(x["end_s"]),
                        None if x["collective"] is None else CollectiveKind(x["collective"]), x["group"],
-                       int(x["nbytes"]), x["checked"]) for x in d["nodes"]))
+                       int(x["nbytes"]), x["checked"], int(x.get("zero_filled", 0)), float(x.get("error2", 0.0)),
+                       float(x.get("norm2", 0.0))) for x in d["nodes"]))
 
 
 def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:

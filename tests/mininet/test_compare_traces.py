@@ -5,13 +5,13 @@ simulator's graph engine cannot run; both exact, each with its job's time, NetRe
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
 
 from gradswitch.protocol.paths import REPO_ROOT
+from tests.graphs import trace_figures
 from tests.results import read_summary
 
 pytestmark = pytest.mark.mininet
@@ -38,7 +38,7 @@ def test_ring_against_netreduce_on_one_trace(tmp_path):
     for s in summary.values():
         assert s["backend"] == "bmv2" and s["outcome"] == "ok" and s["correct"] and s["check"] == "exact"
         assert s["job_s"] > 0 and s["worst_ratio_to_bound"] >= 1.0 and s["cpu_idle"] is not None
-    graph = json.loads((out / "netreduce" / "graph-results.json").read_text())
+    graph = trace_figures(out / "netreduce" / "results.json")
     assert {c["algorithm"] for c in graph["collectives"]} == {"netreduce"}
     report = (out / "report.md").read_text()
     assert "| netreduce | bmv2 | " in report and "- **netreduce**: trace `" in report

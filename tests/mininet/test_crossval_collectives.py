@@ -12,8 +12,8 @@ from bench.crossval import DEFAULT_BW_MBPS, simulated
 from bench.crossval_collectives import bmv2_spec, pattern_algo, pattern_graph
 from bench.testbed_costs import load_costs, measured_with
 from gradswitch.experiment.crossval import TOLERANCE
-from gradswitch.experiment.graph_experiment import run_graph_spec
-from gradswitch.experiment.graph_run import GraphRunReport, run_graph_on
+from gradswitch.experiment.graph_experiment import run_graph_spec, run_workload_on
+from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.bmv2 import BMV2_ENV
@@ -39,8 +39,8 @@ def test_collectives_on_bmv2_and_on_ns3_agree(tmp_path: Path, monkeypatch: pytes
             # compare a run the links limited, and fail only if none of a few was.
             reasons = []
             for attempt in range(BMV2_ATTEMPTS):
-                report = run_graph_on(net, spec.but(seed=1 + attempt, algo=pattern_algo(pattern)), graph,
-                                      tmp_path / f"{pattern}-{attempt}")
+                report = run_workload_on(net, spec.but(seed=1 + attempt, algo=pattern_algo(pattern)), graph,
+                                         tmp_path / f"{pattern}-{attempt}")
                 assert report.checked, report.errors
                 if not report.machine_bound:
                     measured[pattern] = report

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gradswitch.experiment.graph_run import GraphRunReport, run_graph
+from gradswitch.experiment.graph_experiment import run_graph
+from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.hosts.collectives.in_network import NETREDUCE
 from gradswitch.net.network import NetworkOptions

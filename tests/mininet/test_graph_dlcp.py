@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gradswitch.experiment.graph_run import graph_spec, run_graph_on
+from gradswitch.experiment.graph_experiment import run_workload_on
+from gradswitch.experiment.graph_run import graph_spec
 from gradswitch.experiment.spec import DlcpOptions
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.network import NetworkOptions
@@ -28,7 +29,7 @@ def test_the_top_layer_class_goes_first_through_a_shared_port(tmp_path: Path) ->
     with Testbed(rack(hosts=3, bw_mbps=BW_MBPS), NetworkOptions(run_dir=tmp_path / "net")) as net:
         for priority in (True, False):
             spec = graph_spec(graph, bw_mbps=BW_MBPS).but(dlcp=DlcpOptions(priority=priority))
-            report = run_graph_on(net, spec, graph, tmp_path / f"priority-{priority}")
+            report = run_workload_on(net, spec, graph, tmp_path / f"priority-{priority}")
             assert report.checked, report.errors
             got[priority] = received_s(report.run)
     front, back = got[True]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gradswitch.experiment.graph_run import GraphRunReport, run_graph
+from gradswitch.experiment.graph_experiment import run_graph
+from gradswitch.experiment.graph_run import GraphRunReport
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.hosts.collectives.ps import PS
 from gradswitch.net.network import NetworkOptions

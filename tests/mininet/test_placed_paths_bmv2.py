@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gradswitch.experiment.graph_run import GraphRunReport, graph_job, graph_spec, run_graph
+from gradswitch.experiment.graph_experiment import run_graph
+from gradswitch.experiment.graph_run import GraphRunReport, graph_job, graph_spec
 from gradswitch.experiment.placed_load import placed_traffic
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.network import NetworkOptions

@@ -23,8 +23,9 @@ from gradswitch.experiment.shipped_specs import EXPERIMENTS
 from gradswitch.experiment.spec import Engine, spec_from_dict
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.network import NetworkOptions
+from gradswitch.workload.job import DType, FloatMode
 from gradswitch.workload.plan import allreduce_bound_s
-from tests.results import run_on
+from tests.results import assert_same_wire, run_on
 
 pytestmark = pytest.mark.mininet
 
@@ -123,6 +124,31 @@ def test_the_graph_engine_trains_through_bmv2_and_reports_as_the_loop(tmp_path):
                 assert (out / "graph" / "job1.json").exists() == (engine == "graph") and (out / "job1.json").exists()
     for algo in ("ring", "netreduce"):
         assert samples[(algo, "graph")] == pytest.approx(samples[(algo, "loop")], rel=0.15), samples
+
+
+def test_block_exponents_train_on_the_graph_engine_through_bmv2_as_on_the_loop(tmp_path):
+    """float32 with block exponents (float_mode = exponent) on the graph engine: training-speedup's ResNet-50 rack
+    NetReduce run, 3 iterations, on both engines on one network. The graph carries the loop's exponent codes'
+    all-reduces (`it{i}.codes.{k}`, each before the values that wait for them): every iteration exact, the same
+    bytes on the wire (tests/results.py assert_same_wire: those resent apart)."""
+    spec = load_spec(EXPERIMENTS / "training-speedup.toml")
+    [run] = [r.but(iterations=3, bw_mbps=5, dtype=DType.FLOAT32, float_mode=FloatMode.EXPONENT)
+             for r in spec.runs if (r.workload.workload, str(r.network.topo), str(r.algorithm.scheduling),
+                                    str(r.algorithm.algo)) ==
+             ("resnet50", "rack", "priority", "netreduce")]
+    assert run.but(engine=Engine.GRAPH).problems() == []
+    reports = {}
+    with Testbed(topology_for(run), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        for engine in ("loop", "graph"):
+            reports[engine] = report = run_on(net, run.but(engine=Engine(engine)), tmp_path / engine,
+                                              progress=False)
+            assert report["ok"], report["errors"]
+            assert report["check"] == "exact" and len(report["iterations"]) == 3
+            assert all(it["correct"] and it["wrong_elements"] == 0 for it in report["iterations"])
+    names = [n["name"] for n in json.loads((tmp_path / "graph" / "graph" / "job1.json").read_text())
+             ["graph"]["ranks"][0]["nodes"]]
+    assert any(".codes." in n for n in names) and any(".allreduce." in n for n in names)
+    assert_same_wire(reports["loop"], reports["graph"], "resnet50 netreduce exponent", run.transport.mtu)
 
 
 def test_two_jobs_train_at_once_on_the_graph_engine_through_bmv2(tmp_path):

@@ -54,7 +54,7 @@ def test_two_sizes_of_a_trace_compared_and_kept_when_started_again(tmp_path):
     assert f"- ar-4MiB: {large['over_baseline']['ratio']:.3f}" in report
     assert f"trace `{tmp_path / 'et' / 'ar-4MiB'}` (ar-4MiB: 4 ranks" in report  # from the spec's folder
     rep = out / "ar-4MiB" / "rep2"
-    assert {"graph-results.json", "graph-run-key.json", "table.txt", "graph-timeline.png"} <= {
+    assert {"results.json", "graph-run-key.json", "table.txt", "graph-timeline.png"} <= {
         p.name for p in rep.iterdir()}
 
     again = gradswitch("compare", str(spec), "--out", str(out))

@@ -16,6 +16,7 @@ from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.shipped_specs import shipped_spec
 from gradswitch.experiment.spec import Backend, Engine, ExperimentSpec
+from gradswitch.workload.job import DType, FloatMode
 
 pytestmark = pytest.mark.ns3
 
@@ -50,6 +51,26 @@ def test_a_training_speedup_run_on_the_graph_engine_gives_the_loops_results(tmp_
     assert graph["retransmissions"] == loop["retransmissions"] == 0
     assert gt["timeline"] and all((tmp_path / "graph" / f).exists() for f in gt["timeline"])
     assert (tmp_path / "graph" / "sim" / "sim-results.json").exists()
+
+
+@pytest.mark.parametrize("label", ["resnet50-rack-ring-fifo", "bert-base-rack-ps-priority",
+                                   "vgg16-leafspine-netreduce-fifo"])
+def test_block_exponents_on_the_graph_engine_give_the_loops_results(tmp_path: Path, label: str) -> None:
+    """float32 with block exponents (float_mode = exponent): the graph carries the loop's exponent codes' all-reduces
+    (each before the values that wait for them), so the same bytes on the wire and the loop's training figures."""
+    spec = speedup_run(label).but(dtype=DType.FLOAT32, float_mode=FloatMode.EXPONENT)
+    assert spec.but(engine=Engine.GRAPH).problems() == []
+    loop, graph = both(spec, tmp_path)
+    assert loop["ok"] and graph["ok"] and graph["check"] == loop["check"] == "exact"
+    lt, gt = loop["training"], graph["training"]
+    assert lt is not None and gt is not None
+    assert gt["samples_per_s_real"] == pytest.approx(lt["samples_per_s_real"], rel=TOLERANCE)
+    assert graph["bytes_on_wire"] == loop["bytes_on_wire"]  # the codes' all-reduces too, packet for packet
+    fixed = run_experiment(spec.but(float_mode=FloatMode.FIXED, engine=Engine.GRAPH), tmp_path / "fixed",
+                           progress=False)
+    assert fixed["bytes_on_wire"] < graph["bytes_on_wire"]  # the codes are on the wire
+    print(f"{label} exponent: samples/s loop {lt['samples_per_s_real']:.4f} graph {gt['samples_per_s_real']:.4f}, "
+          f"bytes {loop['bytes_on_wire']} / {graph['bytes_on_wire']} (fixed point {fixed['bytes_on_wire']})")
 
 
 def test_a_scaling_point_on_the_graph_engine_gives_the_loops_iteration(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ synthetic data, every all-reduce exact (ring on the hosts, NetReduce in the swit
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from gradswitch.protocol.paths import REPO_ROOT
-from gradswitch.workload.generators.digits import digits_bytes
+from gradswitch.workload.generators.digits import digits_reductions
+from tests.graphs import trace_figures
 
 pytestmark = pytest.mark.ns3
 
@@ -33,10 +33,10 @@ def test_the_digits_graph_runs_on_the_simulator_for_timing(tmp_path: Path, algo:
     done = gradswitch("experiment", "--backend", "ns3", "--workload-et", str(prefix), "--topo", "rack", "--bw",
                       "100000", "--algo", algo, "--out", str(tmp_path / "run"))
     assert done.returncode == 0, done.stdout + done.stderr
-    report = json.loads((tmp_path / "run" / "graph-results.json").read_text())
+    report = trace_figures(tmp_path / "run" / "results.json")
     assert report["checked"] and "training" not in report  # no model: the graph alone, for timing
     assert [(c["collective"], c["nbytes"], c["checked"]) for c in report["collectives"]] == \
-        [("all_reduce", digits_bytes(), True)] * 3
+        [("all_reduce", 4 * r.elements, True) for r in digits_reductions()] * 3  # the loop's: one per tensor
     assert {c["algorithm"] for c in report["collectives"]} == {algo}
     assert report["job_s"] > 0
 

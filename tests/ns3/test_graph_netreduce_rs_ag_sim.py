@@ -37,6 +37,7 @@ from gradswitch.sim.sim_settings import CheckMode, SimSettings
 from gradswitch.topology.generators import fattree, leafspine, rack
 from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, world_group
+from tests.graphs import trace_figures
 
 pytestmark = pytest.mark.ns3
 
@@ -302,7 +303,7 @@ def test_an_experiment_hands_a_reduce_scatter_trace_to_the_switches(tmp_path):
                            "--algo", "netreduce"], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "checks: every output exact" in done.stdout
-    report = json.loads((tmp_path / "run" / "graph-results.json").read_text())
+    report = trace_figures(tmp_path / "run" / "results.json")
     (c,) = report["collectives"]
     assert c["algorithm"] == "netreduce" and c["collective"] == "reduce_scatter"
     assert c["bound_s"] == pytest.approx((1 << 20) / RATE)  # the in-network reduce-scatter's bound, S/B
@@ -315,7 +316,7 @@ def test_an_experiment_hands_a_reduce_scatter_trace_to_the_switches(tmp_path):
                            cwd=REPO_ROOT)
     assert lossy.returncode == 0, lossy.stdout + lossy.stderr
     assert "checks: every output exact" in lossy.stdout
-    report = json.loads((tmp_path / "lossy" / "graph-results.json").read_text())
+    report = trace_figures(tmp_path / "lossy" / "results.json")
     sim = json.loads((tmp_path / "lossy" / "sim" / "sim-results.json").read_text())
     resent = sum(n["stats"]["requester"].get("retransmitted", 0) for n in sim["jobs"][0]["nodes"])
     assert report["resent_packets"] == resent > 0

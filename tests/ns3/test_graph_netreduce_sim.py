@@ -38,6 +38,7 @@ from gradswitch.workload.graph import (
     RankGraph,
     world_group,
 )
+from tests.graphs import trace_figures
 
 pytestmark = pytest.mark.ns3
 
@@ -62,7 +63,7 @@ def experiment(out: Path, *args: str) -> str:
 
 @pytest.fixture(scope="module", params=["rack", "leafspine"])
 def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """On one fabric: the 4-rank world all-reduce trace with algo netreduce and with ring (graph-results.json,
+    """On one fabric: the 4-rank world all-reduce trace with algo netreduce and with ring (results.json,
     and the NetReduce run's sim-results.json), and the old engine's NetReduce all-reduce of the same size."""
     topo = request.param
     tmp = tmp_path_factory.mktemp(f"nr-{topo}")
@@ -74,7 +75,7 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     for algo in ("netreduce", "ring"):
         said = experiment(tmp / algo, "--workload-et", str(prefix), "--topo", topo, "--algo", algo)
         assert "checks: every output exact" in said, said
-        out[algo] = json.loads((tmp / algo / "graph-results.json").read_text())
+        out[algo] = trace_figures(tmp / algo / "results.json")
     out["sim"] = json.loads((tmp / "netreduce" / "sim" / "sim-results.json").read_text())
     experiment(tmp / "old", "--algo", "netreduce", "--workers", "4", "--size", "4MiB", "--iterations", "1",
                "--topo", topo)

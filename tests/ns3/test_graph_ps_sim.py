@@ -17,7 +17,7 @@ import pytest
 
 from gradswitch.protocol.paths import REPO_ROOT
 from gradswitch.workload.chakra import write_traces
-from tests.graphs import in_network_and_hosts
+from tests.graphs import in_network_and_hosts, trace_figures
 
 pytestmark = pytest.mark.ns3
 
@@ -50,7 +50,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         said = experiment(tmp / f"ps{servers}", "--workload-et", str(prefix), "--algo", "ps", "--servers",
                           str(servers))
         assert "checks: every output exact" in said, said
-        out[f"ps{servers}"] = json.loads((tmp / f"ps{servers}" / "graph-results.json").read_text())
+        out[f"ps{servers}"] = trace_figures(tmp / f"ps{servers}" / "results.json")
         out[f"sim{servers}"] = json.loads((tmp / f"ps{servers}" / "sim" / "sim-results.json").read_text())
     experiment(tmp / "old", "--algo", "ps", "--servers", "1", "--workers", "4", "--size", "4MiB", "--iterations", "1")
     out["old"] = json.loads((tmp / "old" / "results.json").read_text())
@@ -93,7 +93,7 @@ def test_servers_beside_the_hosts_collectives_under_loss_exact(tmp_path: Path):
     write_traces(graph, tmp_path / "et" / "mixed")
     experiment(tmp_path / "run", "--workload-et", str(tmp_path / "et" / "mixed"), "--algo", "ps", "--servers", "2",
                "--ps-key", "16KiB", "--loss", "2")
-    report = json.loads((tmp_path / "run" / "graph-results.json").read_text())
+    report = trace_figures(tmp_path / "run" / "results.json")
     assert report["checked"] and not report["errors"], report["errors"]
     algos = {(c["group"], c["collective"], c["index"]): c["algorithm"] for c in report["collectives"]}
     assert algos[("world", "all_reduce", 0)] == algos[("world", "all_reduce", 4)] == "ps"

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gradswitch.protocol.paths import REPO_ROOT
+from tests.graphs import trace_figures
 from tests.require import missing
 from tests.small_model import trace_small_model
 
@@ -32,7 +33,7 @@ def run_ns3(prefix: Path, out: Path, *extra: str) -> dict[str, Any]:
                       "--bw", "100000", "--out", str(out), *extra)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "checks: every output exact" in done.stdout, done.stdout
-    report: dict[str, Any] = json.loads((out / "graph-results.json").read_text())
+    report: dict[str, Any] = trace_figures(out / "results.json")
     return report
 
 
@@ -102,7 +103,7 @@ def test_a_broken_trace_is_refused_in_one_line_before_anything_starts(tmp_path):
 def test_switch_and_link_faults_on_a_trace_are_carried_out_recorded_and_exact(tmp_path):
     """A trace runs with faults on the simulator as a spec's own workload does: the spine crash is routed around
     after the control plane's delay, a link that goes down and comes back costs retransmissions, every output is
-    exact and graph-results.json holds each fault's record; a worker's fault on a trace is refused in one line."""
+    exact and results.json holds each fault's record; a worker's fault on a trace is refused in one line."""
     prefix = tmp_path / "et" / "ar"
     made = gradswitch("export-et", "--collective", "all_reduce", "--workers", "4", "--size", "4MiB", "--repeat", "10",
                       "--compute-us", "1000", "--out", str(prefix))
@@ -114,7 +115,7 @@ def test_switch_and_link_faults_on_a_trace_are_carried_out_recorded_and_exact(tm
     assert done.returncode == 0, done.stdout + done.stderr
     assert "fault switch-crash:spine1@0.1,restart=0.2: recovered: injected at 0.10 s, detected after 0.03 s" \
         in done.stdout and "checks: every output exact" in done.stdout, done.stdout
-    report = json.loads((out / "graph-results.json").read_text())
+    report = trace_figures(out / "results.json")
     crash, cut = report["faults"]
     assert (crash["outcome"], cut["outcome"]) == ("recovered", "recovered") and report["checked"]
     assert crash["time_to_detect_s"] == pytest.approx(0.03) and cut["time_to_detect_s"] == pytest.approx(0.04)

@@ -17,12 +17,12 @@ import pytest
 from gradswitch.experiment import summary_file
 from gradswitch.experiment.compare import exit_status, load_spec, run_compare
 from gradswitch.experiment.compare_traces import GRAPH_KEY, graph_headline
-from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
-from gradswitch.experiment.graph_run import GraphRunReport, graph_job, read_graph_report, summarize
+from gradswitch.experiment.graph_run import RESULTS, GraphRunReport, graph_job, read_graph_report, summarize
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.results_file import Outcome
 from gradswitch.experiment.spec import Backend, ExperimentError, ExperimentSpec, SpecError, load_experiment
 from gradswitch.experiment.summary_file import CompareExit
+from gradswitch.experiment.trace_results import write_trace_results
 from gradswitch.protocol.paths import REPO_ROOT
 from gradswitch.workload.chakra import write_traces
 from gradswitch.workload.generators import collective_graph
@@ -125,14 +125,20 @@ def test_a_trace_through_parameter_servers_is_taken(tmp_path, backend):
 
 
 def test_a_trace_through_parameter_servers_with_too_many_keys_is_refused_naming_the_node(tmp_path):
-    """An operation numbers at most 4,096 keys (its immediate data's steps): 1 MiB in keys of 4 bytes is 262,144,
-    refused when the spec loads, one line naming the trace file and node, with the smallest key that would do."""
-    traces(tmp_path / "et", "ar", 1 << 20)
+    """The hosts number an operation's keys past 4,096 in rounds (64 KiB in keys of 4 bytes, 16,384 keys, loads); the
+    simulator numbers at most 2^24 an operation: 128 MiB in keys of 4 bytes is refused when the spec loads, one
+    line naming the trace file and node, with the smallest key that would do."""
+    traces(tmp_path / "et", "ar", 64 << 10)
     path = spec_file(tmp_path, '[[runs]]\nname = "x"\nworkload_et = "et/ar"\nbw_mbps = 8\nalgo = "ps"\n'
                                'ps_key_bytes = 4\n')
-    assert refusal(path) == (f"{path}: run 'x': {tmp_path}/et/ar.0.et node 0 (all_reduce.0): c/world/0: 1048576 "
-                             "bytes make 262144 keys of ps_key_bytes = 4; an operation has at most 4096: raise "
-                             "ps_key_bytes to at least 256")
+    (run,) = load_spec(path).runs
+    assert run.algorithm.ps_key_bytes == 4
+    traces(tmp_path / "et", "big", 128 << 20)
+    path = spec_file(tmp_path, '[[runs]]\nname = "x"\nworkload_et = "et/big"\nbw_mbps = 8\nalgo = "ps"\n'
+                               'ps_key_bytes = 4\nbackend = "ns3"\n')
+    assert refusal(path) == (f"{path}: run 'x': {tmp_path}/et/big.0.et node 0 (all_reduce.0): c/world/0: 33554432 "
+                             "keys of ps_key_bytes = 4; the simulator numbers at most 16777216 an operation: raise "
+                             "ps_key_bytes to at least 8")
 
 
 def test_a_trace_without_a_link_rate_or_a_rank_is_refused(tmp_path):
@@ -211,7 +217,7 @@ class Engine:
         report = summarize(job, run, [n.host for n in job.job.nodes], spec.network.bw_mbps or 1.0, {}, None, errors,
                            0.5)
         out.mkdir(parents=True, exist_ok=True)
-        (out / GRAPH_RESULTS).write_text(json.dumps(report.to_dict(), indent=1))
+        write_trace_results(out / RESULTS, spec, graph, report, 0.0, [])
         return report
 
 
@@ -292,11 +298,11 @@ def test_a_wrong_output_is_check_failed_and_a_run_that_could_not_run_is_named(tm
 
 
 def test_a_headline_from_the_report_read_back(tmp_path):
-    """graph-results.json reads back into the report that wrote it (what a compare started again keeps)."""
+    """A trace run's results.json reads back into the report that wrote it (what a compare started again keeps)."""
     graph = collective_graph(AR, 4, 1 << 20, 2, name="ar")
     spec = ExperimentSpec.of(workers=4, bw_mbps=1000.0, backend=Backend.NS3, workload_et="ar")
     report = Engine()(spec, graph, tmp_path)
-    back = read_graph_report(tmp_path / GRAPH_RESULTS)
+    back = read_graph_report(tmp_path / RESULTS)
     assert back == report
     head = graph_headline(back, spec, graph)
     assert head["outcome"] == str(Outcome.OK) and head["job_s"] == report.job_s and head["correct"]

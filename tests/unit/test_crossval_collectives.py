@@ -155,7 +155,7 @@ def test_store_resumes(tmp_path: Path) -> None:
 def test_a_kept_repetition_gets_its_busiest_link_and_idle_cpu_from_its_runs_report(tmp_path: Path) -> None:
     import json
 
-    from gradswitch.experiment.graph_experiment import GRAPH_RESULTS
+    from gradswitch.experiment.graph_run import RESULTS
     from gradswitch.experiment.tables.crossval import crossval_collectives_table
 
     name = "leafspine-n8-all_to_all"
@@ -166,8 +166,9 @@ def test_a_kept_repetition_gets_its_busiest_link_and_idle_cpu_from_its_runs_repo
     (tmp_path / "repetitions.json").write_text(json.dumps(kept))
     for side, seed, load, idle in (("bmv2", 1, 0.73, 0.41), ("bmv2", 2, 0.71, 0.45), ("ns3", 1, 0.996, None)):
         (tmp_path / name / f"{side}-{seed}").mkdir(parents=True)
-        (tmp_path / name / f"{side}-{seed}" / GRAPH_RESULTS).write_text(json.dumps(
-            {"busiest_link": "leaf1->spine2", "busiest_link_load": load, "cpu_idle": idle}))
+        (tmp_path / name / f"{side}-{seed}" / RESULTS).write_text(json.dumps(  # a trace run's, what the store reads
+            {"format": 2, "name": name, "summary": {}, "headline_extra": {"cpu_idle": idle},
+             "graph": {"busiest_link": "leaf1->spine2", "busiest_link_load": load, "link_drops": 0}}))
     store = Store(tmp_path)
     bmv2 = store.runs[name]["bmv2"]
     assert [(r.busiest_link, r.busiest_link_load, r.cpu_idle) for r in bmv2] == [

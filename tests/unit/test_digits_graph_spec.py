@@ -19,7 +19,7 @@ from gradswitch.experiment.runner import graph_results
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec, SpecError, spec_from_dict
 from gradswitch.experiment.training_graph import spec_digits_graph
 from gradswitch.workload.generators import digits_graph
-from gradswitch.workload.generators.digits import digits_bytes, digits_codes
+from gradswitch.workload.generators.digits import digits_bytes, digits_codes, digits_reductions
 from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.job import Algorithm, DType
@@ -37,8 +37,9 @@ def test_a_digits_spec_on_the_graph_engine_makes_the_digits_graph_and_its_jobs()
     s = spec()
     assert s.algorithm.engine == Engine.GRAPH and s.problems() == []
     graph = spec_digits_graph(s)
-    assert graph.world_size == 4 and len(graph.ranks[0].nodes) == 2 * 3 and graph.name == s.label
-    assert {n.nbytes for _, n in graph.collectives()} == {digits_bytes()}
+    assert graph.world_size == 4 and len(graph.ranks[0].nodes) == 5 * 3 and graph.name == s.label
+    assert [n.nbytes for _, n in graph.collectives()][:4] == [4 * r.elements for r in digits_reductions()]
+    assert sum(n.nbytes for _, n in graph.collectives()) == 4 * 3 * digits_bytes()  # 4 ranks, 3 iterations
     [tg] = training_graph_jobs(s, topology_for(s))
     assert tg.job.payload == PayloadKind.DIGITS and tg.job.job.dtype == DType.FLOAT32 and tg.dilation == 1.0
     assert tg.job.job.workload == "train-digits" and tg.job.job.seed == s.measurement.seed
@@ -49,11 +50,12 @@ def test_block_exponents_make_the_codes_all_reduce_before_the_values() -> None:
     s = spec(float_mode="exponent", algo="netreduce")
     assert s.problems() == []
     graph = spec_digits_graph(s)
-    assert [n.name for n in graph.ranks[0].nodes[:3]] == ["it0.gradient", "it0.exponents", "it0.all_reduce"]
-    assert [n.nbytes for _, n in graph.collectives()][:2] == [4 * digits_codes(), digits_bytes()]
+    assert [n.name for n in graph.ranks[0].nodes[:3]] == ["it0.gradient", "it0.exponents.fc2.bias",
+                                                          "it0.all_reduce.fc2.bias"]
+    assert sum(n.nbytes for _, n in graph.collectives()) == 4 * 3 * (4 * digits_codes() + digits_bytes())
     [tg] = training_graph_jobs(s, topology_for(s))
     assert set(tg.job.in_network) == {"all_reduce"}  # codes and values: one NetReduce job
-    assert len(spec_digits_graph(spec(float_mode="exponent", dtype="float32")).ranks[0].nodes) == 3 * 3
+    assert len(spec_digits_graph(spec(float_mode="exponent", dtype="float32")).ranks[0].nodes) == 9 * 3
 
 
 def test_several_jobs_and_servers_sharing_a_host_are_the_loops_placement() -> None:
@@ -72,10 +74,9 @@ def test_several_jobs_and_servers_sharing_a_host_are_the_loops_placement() -> No
 
 
 @pytest.mark.parametrize(("kw", "says"), [
-    ({"workload": "resnet50", "dtype": "int32"}, "not 'resnet50' without emulate"),
     ({"fault": None, "faults": [{"kind": "worker-crash", "target": "1", "at_s": 1.0}]},
      "a worker's in a model's training on BMv2"),
-    ({"dlcp": {"drop": True}}, "no DLCP dropping"),
+    ({"dlcp": {"drop": True}}, "not in train-digits' real gradients"),
 ])
 def test_what_the_graph_engine_does_not_run_is_one_line(kw: dict[str, Any], says: str) -> None:
     raw = {**DIGITS, **kw}
@@ -85,16 +86,6 @@ def test_what_the_graph_engine_does_not_run_is_one_line(kw: dict[str, Any], says
     except SpecError as e:  # a value refused as it is read
         problems = str(e).splitlines()
     assert [p for p in problems if says in p], problems
-
-
-def test_a_models_training_graph_still_refuses_block_exponents() -> None:
-    """A model's training graph carries no exponent codes: float32 with float_mode = exponent is refused there (an
-    int32 job has no float mode to honour)."""
-    model = {"workload": "resnet50", "engine": "graph", "workers": 2, "bw_mbps": 20.0, "scale": 0.001,
-             "emulate": {"link_gbps": 10.0, "batch": 32}}
-    problems = spec_from_dict({**model, "dtype": "float32", "float_mode": "exponent"}).problems()
-    assert [p for p in problems if "a model's training graph carries no exponent codes" in p], problems
-    assert spec_from_dict({**model, "float_mode": "exponent"}).problems() == []
 
 
 def test_on_the_simulator_it_is_one_line_pointing_at_the_graph_for_timing() -> None:

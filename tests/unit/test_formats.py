@@ -294,15 +294,22 @@ def test_a_graph_runs_job_file_and_its_ranks_timings_carry_their_formats_and_are
         read_timing(tmp_path, 0)
 
 
-def test_a_graph_runs_report_of_another_format_is_refused_in_one_line(tmp_path):
-    from gradswitch.experiment.graph_run import REPORT_FORMAT, GraphReportError, read_graph_report
+def test_a_trace_runs_results_of_another_format_or_without_its_graph_is_refused_in_one_line(tmp_path):
+    """A trace run's report is its results.json (one type, one reader): a format this code does not know is refused
+    as every results.json's is, one that holds no `graph` (a training run's, or a format 1 file) names what is
+    missing."""
+    from gradswitch.experiment import results_file
+    from gradswitch.experiment.graph_run import GraphReportError, read_graph_report
 
-    path = tmp_path / "graph-results.json"
-    path.write_text(json.dumps({"format": REPORT_FORMAT + 1}))
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"format": results_file.FORMAT + 1, "name": "x", "summary": {}}))
     with pytest.raises(GraphReportError) as e:
         read_graph_report(path)
-    assert str(e.value) == (f"{path}: a graph run's report of format {REPORT_FORMAT + 1}; this gradswitch reads "
-                            f"format {REPORT_FORMAT} (read it with the gradswitch that wrote it, or write it again)")
+    assert str(e.value).startswith(f"{path}: format = {results_file.FORMAT + 1}: this gradswitch reads results.json "
+                                   "formats 0, 1, 2;")
+    path.write_text(json.dumps({"format": 1, "name": "x", "summary": {}}))
+    with pytest.raises(GraphReportError, match="no `graph` in it: not a trace run's results"):
+        read_graph_report(path)
 
 
 def test_the_model_profiles_carry_their_format_and_their_reader_checks_it(tmp_path):

@@ -204,7 +204,7 @@ def test_report_names_each_algorithm_and_bounds_netreduce_all_reduce_at_s_over_b
     assert by[("pair", "all_reduce")].bound_s == pytest.approx(4096 / rate)  # 2 (N-1)/N S/B at N = 2
     assert by[("world", "all_to_all")].algorithm == "pairwise"
     assert by[("world", "broadcast")].algorithm == "chain"
-    assert report.to_dict()["collectives"][0]["algorithm"] in (NETREDUCE, "ring", "pairwise", "chain")
+    assert report.section()["collectives"][0]["algorithm"] in (NETREDUCE, "ring", "pairwise", "chain")
     # on the simulator the same: the all-reduce and the reduce-scatter in the switches at S/B, the all-gather at
     # (N-1) s/B
     sim, _ = graph_job(topo, graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE).but(backend=Backend.NS3), g,

@@ -95,7 +95,11 @@ def test_a_generated_training_graph_gives_one_record_per_iteration() -> None:
 @pytest.mark.parametrize(("kw", "says"), [
     ({}, None),
     ({"backend": "bmv2"}, None),
-    ({"emulate": None}, "not 'resnet50' without emulate"),
+    ({"emulate": None}, None),  # a model's all-reduces in a row (gradswitch/workload/generators/plain.py)
+    ({"emulate": None, "backend": "bmv2"}, None),
+    ({"emulate": None, "float_mode": "exponent", "dtype": "float32"}, None),
+    ({"float_mode": "exponent", "dtype": "float32"}, None),  # the plan's codes' all-reduces too
+    ({"emulate": None, "backend": "bmv2", "faults": ["slow-worker:1@2,rate=2"]}, "in a run without emulate"),
     ({"jobs": 2}, None),
 ])
 def test_engine_graph_runs_a_models_training_on_either_backend(kw: dict[str, Any], says: str | None) -> None:
@@ -150,3 +154,38 @@ def test_progress_counts_an_iteration_once_every_node_of_it_and_before_it_ended(
     assert [progress.ended(n) for n in (0, 1, 3)] == [False, False, False] and progress.done == 0
     assert progress.ended(2) and progress.done == 1  # iteration 0's all-reduce: iteration 0 done
     assert not progress.ended(4) and progress.ended(5) and progress.done == 2
+
+
+def test_zero_filled_packets_are_judged_against_the_loss_bound_as_the_loop_judges_them() -> None:
+    """DLCP dropping: an iteration's nodes report their zero-filled packets and the squared error they left against
+    the squared norm checked; the iteration carries both (zero_filled_packets, relative_error) and is correct while
+    that error is at most max_relative_error, only where the job drops (as gs-job-node.cc and
+    gradswitch/workload/encoding.py IterationCheck.correct judge the loop's)."""
+    from dataclasses import replace
+
+    from gradswitch.workload.dlcp import DlcpPolicy
+
+    lossy = GraphRun(tuple(replace(t, zero_filled=3, error2=4.0, norm2=100.0) if (t.rank, t.node_id) == (0, 5) else t
+                           for t in run().nodes))
+    g = two_iterations()
+    within = DlcpPolicy(drop=True, max_relative_error=0.25)
+    [first, second] = rank_iterations(g, lossy, 0, CheckKind.DIGEST, dlcp=within)
+    assert first.correct and first.extra["zero_filled_packets"] == 0.0 and first.extra["relative_error"] == 0.0
+    assert second.extra["zero_filled_packets"] == 3.0 and second.extra["relative_error"] == pytest.approx(0.2)
+    assert second.correct  # 0.2 <= 0.25
+    [_, over] = rank_iterations(g, lossy, 0, CheckKind.DIGEST, dlcp=DlcpPolicy(drop=True, max_relative_error=0.1))
+    assert not over.correct and over.extra["relative_error"] == pytest.approx(0.2)
+    [_, exact] = rank_iterations(g, lossy, 0, CheckKind.DIGEST)  # no dropping: any error is wrong
+    assert not exact.correct
+
+
+@pytest.mark.parametrize("backend", ["ns3", "bmv2"])
+def test_engine_graph_takes_dlcp_dropping_in_a_models_training_not_in_train_digits(backend: str) -> None:
+    dlcp = {"drop": True, "loss_budget": 0.2}
+    model = spec_from_dict({"workload": "resnet50", "engine": "graph", "backend": backend, "workers": 4,
+                            "bw_mbps": 20.0, "transport": "sr", "emulate": {"link_gbps": 10, "batch": 32},
+                            "dlcp": dlcp})
+    assert model.problems() == []
+    digits = spec_from_dict({"workload": "train-digits", "engine": "graph", "backend": "bmv2", "workers": 4,
+                             "transport": "sr", "dtype": "float32", "dlcp": dlcp})
+    assert [p for p in digits.problems() if "DLCP dropping in a model's training" in p], digits.problems()

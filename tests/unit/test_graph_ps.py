@@ -47,18 +47,34 @@ def test_keys_are_dealt_round_robin_from_the_operations_k() -> None:
     assert plan.keys == (PsKey(0, 0, 3, first, 0), PsKey(1, 3, 6, other, 0), PsKey(2, 6, 9, first, 12),
                          PsKey(3, 9, 10, other, 12))
     assert plan.block == {first: 24, other: 16}
-    assert len(layout(replace(op, elements=4096), (7,), 4).keys) == 4096  # immediate data's steps: 12 bits
-    with pytest.raises(ValueError, match=r"^c/world/0: 16388 bytes make 4097 keys of ps_key_bytes = 4; an operation "
-                                         r"has at most 4096: raise ps_key_bytes to at least 8$"):
-        layout(replace(op, elements=4097), (7,), 4)
+
+
+def test_more_keys_than_a_numbers_steps_go_in_rounds_numbered_after_every_operation() -> None:
+    """Immediate data hold 12 bits of step: the first 4,096 keys under the operation's number (the wire of an
+    operation within that, as ever), the rest in rounds of 4,096, round r under r x numbers + number, after every
+    operation's own number; past what 20 bits of number hold, refused in one line with the smallest key that does."""
+    (op,) = ops_of(one_collective(AR, 3, 40), 0).values()
+    assert (op.number, op.numbers) == (1, 2)  # one operation: number 1; its rounds from 2 + 1 on
+    assert [op.imm(s) for s in (0, 4095)] == [1 << 12, 1 << 12 | 4095]
+    assert [op.imm(s) for s in (4096, 4097, 2 * 4096)] == [3 << 12, 3 << 12 | 1, 5 << 12]
+    assert len(layout(replace(op, elements=6273), (7,), 4).keys) == 6273
+    imms = {op.imm(k.index) for k in layout(replace(op, elements=3 * 4096 + 5), (7, 8), 4).keys}
+    assert len(imms) == 3 * 4096 + 5 and {i >> 12 for i in imms} == {1, 3, 5, 7}  # rounds 0-3: 1 + 2r
+    crowded = replace(op, number=1000, numbers=1 << 19)  # half a million operations: one round more fits
+    assert crowded.most_steps() == 2 * 4096
+    with pytest.raises(ValueError, match=r"^c/world/0: 32772 bytes make 8193 keys of ps_key_bytes = 4; this "
+                                         r"operation can number at most 8192 \(immediate data of 32 bits, beside the "
+                                         r"graph's 524287 operations\): raise ps_key_bytes to at least 8$"):
+        layout(replace(crowded, elements=8193), (7,), 4)
 
 
 @pytest.mark.parametrize(("ranks", "nbytes", "servers", "key_bytes"), [(3, 10, 1, 4), (4, 40_000, 2, 4096),
-                                                                         (4, 40_000, 3, 1 << 20)])
+                                                                         (4, 40_000, 3, 1 << 20), (2, 20_000, 2, 4)])
 def test_an_all_reduce_through_servers_is_exact(tmp_path: Path, ranks: int, nbytes: int, servers: int,
                                                  key_bytes: int) -> None:
-    """Uneven keys (10 bytes in keys of one value), many keys over two servers, and one key for three servers (two
-    idle): every rank's sum exact, every key served once."""
+    """Uneven keys (10 bytes in keys of one value), many keys over two servers, one key for three servers (two
+    idle), and 5,000 keys (past 4,096: the rest in a second round of immediate data): every rank's sum exact, every
+    key served once."""
     job = ps_job(one_collective(AR, ranks, nbytes), servers, key_bytes)
     results, run = run_graph_threads(job, tmp_path)
     assert_exact(results, run)

@@ -5,7 +5,6 @@ of it."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from fractions import Fraction
 from itertools import pairwise
@@ -26,7 +25,7 @@ from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, world_group
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
 from gradswitch.workload.job import Algorithm
-from tests.graphs import one_collective, send_recv
+from tests.graphs import one_collective, send_recv, through_results
 
 A2A = CollectiveKind.ALL_TO_ALL
 MIB = 1 << 20
@@ -169,7 +168,7 @@ def test_the_report_judges_against_it() -> None:
     plain = summarize(job, run, [n.host for n in job.job.nodes], 4.0, carried, 0.4, (), 4.0)
     assert judged.machine_bound is False and judged.ideal_link_load == pytest.approx(10 / 13)
     assert plain.machine_bound is True and "busiest link 73%" in (plain.machine_bound_reason or "")
-    again = GraphRunReport.from_dict(json.loads(json.dumps(judged.to_dict())))
+    again = through_results(judged, graph)
     assert again.ideal_link_load == judged.ideal_link_load and again.machine_bound is False
     slow = summarize(job, run, [n.host for n in job.job.nodes], 4.0,
                      {"leaf1->spine2": {"sent_bytes": 1_000_000, "load": 0.55}}, 0.4, (), 4.0, 0, ideal)
@@ -197,7 +196,7 @@ def test_resends_no_link_explains_are_the_machines() -> None:
     assert report(3, 150, True).machine_bound is False  # the links dropped: congestion, the network's
     assert report(0, 150, False).machine_bound is False  # loss injected
     assert report(0, 0, True).machine_bound is False
-    assert GraphRunReport.from_dict(json.loads(json.dumps(machine.to_dict()))).link_drops == 0
+    assert through_results(machine, graph).link_drops == 0
     from gradswitch.experiment.graph_experiment import format_graph_table
 
     assert "packets sent again: 150, 0 dropped by the links' queues" in format_graph_table(machine, "bmv2")

@@ -67,3 +67,26 @@ def test_netreduces_partitions_go_in_the_order_the_netreduce_loop_plans_them():
         orders[algo] = [op.elements * 4 for op in plan(replace(ring, algo=algo, training=training)).ops]
     assert orders[Algorithm.NETREDUCE] != orders[Algorithm.RING]
     assert [n.nbytes for n in graph.ranks[0].nodes if isinstance(n, CollectiveNode)] == orders[Algorithm.NETREDUCE]
+
+
+@pytest.mark.parametrize("algo", ["ring", "netreduce", "ps"])
+def test_block_exponents_put_the_loops_codes_ops_in_the_graph(algo):
+    """float32 with float_mode = exponent: the graph's all-reduces are the loop's plan's, exponent codes included
+    (each op of codes before the values that wait for them), sizes and order; the spec is no longer refused."""
+    spec = speedup_spec(dtype="float32", float_mode="exponent", algo=algo, engine="graph")
+    assert spec.problems() == []
+    run_spec, graph, _ = spec_training_graph(spec, 2)
+    run_spec.validate()
+    training = training_config(spec)
+    assert training is not None
+    cfg = replace(training_job("resnet50", 4, 2, spec.workload.emulate, scale=0.008, sync=Sync.LAYER,
+                               scheduling=Scheduling.PRIORITY, bucket_bytes=training.bucket_bytes,
+                               partition_bytes=training.partition_bytes),
+                  algo=Algorithm(algo), dtype=spec.workload.dtype, float_mode=spec.workload.float_mode)
+    ops = plan(cfg).ops
+    assert any(op.codes for op in ops) and any(not op.codes for op in ops)
+    nodes = [n for n in graph.ranks[0].nodes if isinstance(n, CollectiveNode)]
+    assert [(n.name.split(".")[1], n.nbytes) for n in nodes] == \
+        [("codes" if op.codes else "allreduce", op.elements * 4) for op in ops] * 2
+    fixed = spec_training_graph(speedup_spec(dtype="float32", algo=algo), 2)[1]
+    assert sum(isinstance(n, CollectiveNode) for n in fixed.ranks[0].nodes) == 2 * sum(not op.codes for op in ops)

@@ -20,6 +20,7 @@ from gradswitch.experiment.tables.goodput import (
     goodput_table,
 )
 from gradswitch.experiment.tables.simulator import (
+    engines_sim_dlcp_table,
     engines_sim_table,
     mpi_projection_table,
     mpi_scaling_table,
@@ -113,6 +114,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "sim-netreduce-rs-ag": ("sim-netreduce-rs-ag.json", sim_netreduce_rs_ag_table),
     "scaling-graph": ("scaling-graph.json", scaling_graph_table),
     "engines-sim": ("engines-sim.json", engines_sim_table),
+    "engines-sim-dlcp": ("engines-sim.json", engines_sim_dlcp_table),
     "training-graph": ("training-graph.json", training_graph_table),
     "training-graph-10mbps": (TRAINING_GRAPH_10, lambda results: training_graph_table(results, TRAINING_GRAPH_10)),
     "training-graph-ps": (TRAINING_GRAPH_PS, lambda results: training_graph_table(results, TRAINING_GRAPH_PS)),

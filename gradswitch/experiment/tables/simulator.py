@@ -178,17 +178,24 @@ def scaling_graph_table(results: Path) -> str:
 
 def engines_sim_table(results: Path) -> str:
     """bench/engines_sim.py: the same spec on the simulator's training loop and on its graph engine (engine = loop,
-    engine = graph), through the product's run: samples/s of each, their ratio, the bytes on the wire."""
+    engine = graph), through the product's run: samples/s of each (a run without emulate: its median iteration),
+    their ratio, the bytes on the wire."""
     doc = load(results, "engines-sim.json")
     tol = f"{100 * doc['summary']['tolerance']:g} %"
     def samples(run: dict[str, Any]) -> str:
-        return f"{run['samples_per_s_real']:,.1f}" if "samples_per_s_real" in run else f"failed: {run.get('error')}"
+        if "samples_per_s_real" not in run:
+            return f"failed: {run.get('error')}"
+        if run["samples_per_s_real"] is None:  # no emulated cluster: no samples
+            return f"{run['median_s']:.4f} s an iteration"
+        return f"{run['samples_per_s_real']:,.1f}"
 
     def wall(run: dict[str, Any]) -> str:
         return f"{run['simulator_wall_s']:.1f}" if "simulator_wall_s" in run else "-"
 
     rows = []
     for r in doc["rows"]:
+        if r["study"] == "dlcp-drop":
+            continue  # engines_sim_dlcp_table
         loop, graph = r["loop"], r["graph"]
         ratio = r["graph_over_loop"]
         rows.append([r["study"], r["run"], samples(loop), samples(graph), "-" if ratio is None else f"{ratio:.4f}",
@@ -196,3 +203,30 @@ def engines_sim_table(results: Path) -> str:
                      f"{wall(graph)} / {wall(loop)}"])
     return table(["study", "run (ns-3)", "loop: samples/s", "graph engine: samples/s", "graph / loop",
                   f"within {tol}", "same bytes", "simulator wall s: graph / loop (shared machine)"], rows)
+
+
+def engines_sim_dlcp_table(results: Path) -> str:
+    """bench/engines_sim.py --only dlcp-drop: DLCP dropping's training runs on the simulator's training loop and its
+    graph engine: samples/s, the outcome, the switches' trimmed packets, the zero-filled packets and the largest
+    relative error (job 1's), the retransmissions."""
+    doc = load(results, "engines-sim.json")
+    tol = f"{100 * doc['summary']['tolerance']:g} %"
+
+    def pair(r: dict[str, Any], key: str, fmt: str) -> str:
+        values = [r[e].get(key) for e in ("graph", "loop")]
+        return " / ".join("-" if v is None else format(v, fmt) for v in values)
+
+    rows = []
+    for r in doc["rows"]:
+        if r["study"] != "dlcp-drop":
+            continue
+        ratio = r["graph_over_loop"]
+        rows.append([r["run"], str(r["workers"]), pair(r, "samples_per_s_real", ",.1f"),
+                     "-" if ratio is None else f"{ratio:.4f}", pair(r, "outcome", "s"),
+                     "yes" if r["agrees"] else "**no**", pair(r, "dlcp_dropped", ",.0f"),
+                     pair(r, "zero_filled_packets", ",.0f"), pair(r, "max_relative_error", ".3f"),
+                     pair(r, "retransmissions", ",.0f")])
+    return table(["run (ns-3)", "workers per job", "samples/s: graph / loop", "graph / loop",
+                  "outcome: graph / loop", f"within {tol}, same outcome", "trimmed by switches: graph / loop",
+                  "zero-filled (job 1): graph / loop", "max relative error (job 1): graph / loop",
+                  "retransmissions: graph / loop"], rows)

@@ -5,11 +5,16 @@ Step i of operation o lands in o's memory region at the receiver (rkey ops.RKEY_
 i x the operation's slot, with immediate data o << STEP_BITS | i: operations in flight on one queue
 pair never mix, whatever their groups. The operation ends when every step's receive is in and every
 write it posted is acknowledged (its send buffer is free again).
+
+DLCP: each write carries its step's tag (Op.tag_at: a droppable operation's packets classed by the sender's
+magnitude thresholds of the iteration, as the training loop's writes); a receive's packets that a switch trimmed
+and the receiver took as zeros (within the loss budget) count in the operation's `Received`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -26,8 +31,16 @@ def _acked(comm: Comm, qpn: int, wr: WorkRequest) -> bool:
     return wr.wr_id in comm.acked[qpn]
 
 
-def execute(comm: Comm, op: Op, region: MemoryRegion, data: Int32Array) -> OpRun:
-    """Run this rank's part of `op` with input `data`; `region`: the op's region on this rank."""
+@dataclass
+class Received:
+    """What an operation's receives took as zeros: packets trimmed by a switch and zero-filled (DLCP)."""
+
+    zero_filled: int = 0
+
+
+def execute(comm: Comm, op: Op, region: MemoryRegion, data: Int32Array, received: Received | None = None) -> OpRun:
+    """Run this rank's part of `op` with input `data`; `region`: the op's region on this rank; `received` counts
+    its zero-filled packets."""
     sched = op.schedule()
     slot = op.slot_elements() * 4
     dst: Int32Array = np.zeros(sched.dst_elements, dtype=np.int32)
@@ -43,8 +56,9 @@ def execute(comm: Comm, op: Op, region: MemoryRegion, data: Int32Array) -> OpRun
 
     def send(i: int, to: int, lo: int, hi: int) -> None:
         qp = comm.qp(op.members[to])
+        tag = op.tag_at(i, comm.magnitudes.get(op.iteration) if op.iteration is not None else None)
         posted.append((qp.cfg.qpn, qp.requester.post_write(to_wire(src[lo:hi]), i * slot, op.rkey, imm=op.imm(i),
-                                                                 tag=op.tag)))
+                                                                 tag=tag)))
 
     for i, st in enumerate(sched.steps):
         if st.send_to is not None and not st.forward:
@@ -53,7 +67,9 @@ def execute(comm: Comm, op: Op, region: MemoryRegion, data: Int32Array) -> OpRun
             peer, imm = op.members[st.recv_from], op.imm(i)
             if not comm.arrived(peer, imm):
                 yield partial(comm.arrived, peer, imm)
-            comm.take(peer, imm)
+            completion = comm.take(peer, imm)
+            if received is not None:
+                received.zero_filled += completion.zero_filled
             lo, hi = st.recv
             got = from_wire(comm.read(region, i * slot, (hi - lo) * 4), hi - lo)
             if st.add:

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from gradswitch.hosts.collectives import chain, p2p, pairwise, ring
 from gradswitch.hosts.collectives.data import elements_of, expected, input_of
 from gradswitch.hosts.collectives.schedule import Schedule
-from gradswitch.workload.dlcp import Tag
+from gradswitch.workload.dlcp import Magnitudes, Tag
 from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RecvNode, SendNode, topological_order
+from gradswitch.workload.graph_iterations import iteration_of
 
 STEP_BITS = 12  # a write's immediate data: operation number << STEP_BITS | step
 MAX_OPS = 1 << (32 - STEP_BITS)
+STEPS = 1 << STEP_BITS  # the steps one number names; an operation of more runs them in rounds (Op.imm)
 RKEY_BASE = 0x47000000  # an operation's memory region: RKEY_BASE + its number
 
 
@@ -38,19 +40,51 @@ class Op:
     root: int = 0  # broadcast: the root's position
     sequence: int = 0  # the k of its key: its group's k-th collective (the k-th send with its tag)
     layer_class: int = 0  # DLCP: the layer class every packet of its writes carries (a collective node's)
+    droppable: bool = False  # DLCP dropping: its packets may be droppable (a training graph's all-reduces)
+    iteration: int | None = None  # a training graph's iteration (its node's name); None: another graph's
+    numbers: int = 0  # the graph's operations are numbered 1..numbers - 1 (an operation's rounds: Op.imm)
 
     @property
     def tag(self) -> Tag:
-        """Its writes' DLCP tag (marked only in a DLCP job): its layer class, every packet in the top magnitude
-        class (a graph's values are generated, not gradients) and none droppable (every output is checked)."""
+        """Its writes' DLCP tag without magnitudes (marked only in a DLCP job): its layer class, every packet in the
+        top magnitude class, none droppable (tag_at gives a droppable operation's)."""
         return Tag(self.layer_class, droppable=False)
+
+    def tag_at(self, step: int, magnitudes: Magnitudes | None) -> Tag:
+        """The DLCP tag of its step's write, as the training loop's writes carry theirs (gradswitch/hosts/comm.py
+        tag_for): its layer class, the sender's magnitude thresholds of the iteration (None: every packet in the top
+        class), how many members' inputs the values sum (a ring's reduce-scatter step s: s + 1; its all-gather's:
+        all; any other write: its sender's own), and whether its packets may be droppable."""
+        if not self.droppable or magnitudes is None:
+            return self.tag
+        n = len(self.members)
+        contributions = 1
+        if self.collective in (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER):
+            contributions = min(step + 1, n)
+        return Tag(self.layer_class, magnitudes, contributions, droppable=True)
 
     @property
     def rkey(self) -> int:
         return RKEY_BASE + self.number
 
     def imm(self, step: int) -> int:
-        return self.number << STEP_BITS | step
+        """Step `step`'s immediate data: number << STEP_BITS | step for the first STEPS steps (every operation's
+        wire as ever); an operation of more steps (a parameter server's keys) runs them in rounds of STEPS, round r
+        under the number r x `numbers` + number, after every operation's own, so no two operations' writes share
+        one (ValueError, one line, past what the immediate data can number: at most MAX_OPS - 1)."""
+        rounds, within = divmod(step, STEPS)
+        number = self.number + rounds * self.numbers
+        if rounds and (not self.numbers or number >= MAX_OPS):
+            raise ValueError(f"{self.key}: step {step} needs round {rounds} of its {STEPS}-step numbers, past the "
+                             f"{MAX_OPS - 1} numbers immediate data of {32 - STEP_BITS} bits hold for "
+                             f"{max(1, self.numbers) - 1} operations")
+        return number << STEP_BITS | within
+
+    def most_steps(self) -> int:
+        """The most steps this operation can number (in rounds of STEPS)."""
+        if not self.numbers:
+            return STEPS
+        return STEPS * (1 + (MAX_OPS - 1 - self.number) // self.numbers)
 
     def schedule(self, position: int | None = None) -> Schedule:
         """The schedule of the member at `position` (this rank's by default)."""
@@ -140,6 +174,7 @@ def _numbering(graph: JobGraph) -> _Numbering:
 
 def _ops_of(graph: JobGraph, rank: int, numbering: _Numbering) -> dict[int, Op]:
     keys, numbers = numbering
+    count = len(numbers) + 1  # numbers 1..len(numbers); an operation's later rounds after them (Op.imm)
     out: dict[int, Op] = {}
     for n in graph.ranks[rank].nodes:
         if (rank, n.id) not in keys:
@@ -150,9 +185,12 @@ def _ops_of(graph: JobGraph, rank: int, numbering: _Numbering) -> dict[int, Op]:
             members = graph.group(n.group).ranks
             root = members.index(n.root) if n.collective == CollectiveKind.BROADCAST else 0
             out[n.id] = Op(key, number, "collective", n.collective, members, members.index(rank),
-                           elements_of(n.nbytes), root, sequence, n.layer_class)
+                           elements_of(n.nbytes), root, sequence, n.layer_class, n.droppable, iteration_of(n.name),
+                           count)
         elif isinstance(n, SendNode):
-            out[n.id] = Op(key, number, "send", None, (rank, n.peer), 0, elements_of(n.nbytes), sequence=sequence)
+            out[n.id] = Op(key, number, "send", None, (rank, n.peer), 0, elements_of(n.nbytes), sequence=sequence,
+                           numbers=count)
         elif isinstance(n, RecvNode):
-            out[n.id] = Op(key, number, "recv", None, (n.peer, rank), 1, elements_of(n.nbytes), sequence=sequence)
+            out[n.id] = Op(key, number, "recv", None, (n.peer, rank), 1, elements_of(n.nbytes), sequence=sequence,
+                           numbers=count)
     return out

@@ -7,8 +7,9 @@ every member's push of a key sums them and writes the sum into every member's re
 member's operation ends when every key has come back and every push is acknowledged.
 
 Everything else (other collective types, smaller groups, send/recv) stays on the hosts' algorithms
-(gradswitch/hosts/collectives/ops.py). Immediate data are the operation's (ops.Op.imm) with the key's index as the step,
-so keys of operations in flight at once never mix; regions: the operation's own rkey at the members (as a ring
+(gradswitch/hosts/collectives/ops.py). Immediate data are the operation's (ops.Op.imm) with the key's index as the step
+(past ops.STEPS keys in rounds numbered after every operation's own), so keys of operations in flight at once never
+mix; regions: the operation's own rkey at the members (as a ring
 step's), PS_RKEY_BASE + its number at the servers.
 """
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from gradswitch.hosts.collectives.executor import OpRun
 from gradswitch.hosts.collectives.in_network import is_world
-from gradswitch.hosts.collectives.ops import STEP_BITS, Op
+from gradswitch.hosts.collectives.ops import Op
 from gradswitch.hosts.comm import Comm
 from gradswitch.roce.qp import MemoryRegion, WorkRequest
 from gradswitch.workload.gradients import Int32Array, from_wire, to_wire
@@ -30,7 +31,6 @@ from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, 
 
 PS = "ps"  # the algorithm's name in a report
 PS_RKEY_BASE = 0x50000000  # an operation's region at a server: PS_RKEY_BASE + its number
-MAX_KEYS = 1 << STEP_BITS  # an operation's keys are its immediate data's steps
 
 
 def servers_run(graph: JobGraph, group: str, kind: CollectiveKind, servers: Sequence[int]) -> bool:
@@ -73,14 +73,22 @@ class PsLayout:
         return tuple(k for k in self.keys if k.server == server)
 
 
+def key_count(op: Op, key_bytes: int) -> int:
+    """How many keys of `key_bytes` the operation's buffer makes (the last may be short)."""
+    return -(-op.elements // max(1, key_bytes // 4))
+
+
 def layout(op: Op, servers: Sequence[int], key_bytes: int) -> PsLayout:
-    """The keys of `op` over these servers (ValueError, one line, for more keys than immediate data can number)."""
+    """The keys of `op` over these servers (ValueError, one line, for more keys than immediate data can number: the
+    first ops.STEPS under the operation's number, the rest in rounds of as many, Op.imm)."""
     per_key = max(1, key_bytes // 4)
-    count = -(-op.elements // per_key)
-    if count > MAX_KEYS:
-        raise ValueError(f"{op.key}: {op.elements * 4} bytes make {count} keys of ps_key_bytes = {key_bytes}; an "
-                         f"operation has at most {MAX_KEYS}: raise ps_key_bytes to at least "
-                         f"{-(-op.elements // MAX_KEYS) * 4}")
+    count = key_count(op, key_bytes)
+    most = op.most_steps()
+    if count > most:
+        raise ValueError(f"{op.key}: {op.elements * 4} bytes make {count} keys of ps_key_bytes = {key_bytes}; this "
+                         f"operation can number at most {most} (immediate data of 32 bits, beside the graph's "
+                         f"{max(1, op.numbers) - 1} operations): raise ps_key_bytes to at least "
+                         f"{-(-op.elements // most) * 4}")
     keys, block = [], dict.fromkeys(servers, 0)
     for i in range(count):
         lo, hi = i * per_key, min(op.elements, (i + 1) * per_key)
@@ -108,11 +116,14 @@ def ps_all_reduce(comm: Comm, op: Op, plan: PsLayout, region: MemoryRegion, data
     """This member's all-reduce of `data` through the servers; `region`: the operation's region here."""
     posted: list[tuple[int, WorkRequest]] = []
     rkey = PS_RKEY_BASE + op.number
+    # DLCP: a push carries this member's own values (one contribution), classed as the loop's pushes; the servers'
+    # sums go unclassed (gradswitch/hosts/graph_ps_server.py: a server has no thresholds of its own here)
+    tag = op.tag_at(0, comm.magnitudes.get(op.iteration) if op.iteration is not None else None)
     for k in plan.keys:
         qp = comm.qp(k.server)
         va = op.position * plan.block[k.server] + k.offset
         posted.append((qp.cfg.qpn, qp.requester.post_write(to_wire(data[k.lo : k.hi]), va, rkey, imm=op.imm(k.index),
-                                                           tag=op.tag)))
+                                                           tag=tag)))
     out: Int32Array = np.empty_like(data)
     for k in plan.keys:
         imm = op.imm(k.index)

@@ -152,7 +152,10 @@ def _node(msg: Any, at: str, deps: tuple[int, ...], ctx: _Context) -> Node:
         if root is None:
             root = group.ranks[0] if kind == CollectiveKind.BROADCAST else 0
         layer = _int(attrs, "layer_class", at)  # gradswitch's own too: a DLCP layer class (validate checks it)
-        return CollectiveNode(node_id, name, kind, group.name, nbytes, deps, root, layer or 0)
+        droppable = attrs.get("droppable", False)  # and whether DLCP may drop its packets
+        if not isinstance(droppable, bool):
+            raise GraphError(f"{at}: attribute droppable is {droppable!r}; it must be a bool (bool_val)")
+        return CollectiveNode(node_id, name, kind, group.name, nbytes, deps, root, layer or 0, droppable)
     if ntype in (T["COMM_SEND_NODE"], T["COMM_RECV_NODE"]):
         send = ntype == T["COMM_SEND_NODE"]
         what = NODE_TYPE_NAMES[ntype]

@@ -40,6 +40,8 @@ def _message(node: Node, rank: int, graph: JobGraph) -> Any:
             msg.attr.append(_attr("root", node.root))
         if node.layer_class:
             msg.attr.append(_attr("layer_class", node.layer_class))
+        if node.droppable:
+            msg.attr.append(_attr("droppable", True))
     else:
         send = isinstance(node, SendNode)
         msg.type = T["COMM_SEND_NODE"] if send else T["COMM_RECV_NODE"]

@@ -1,16 +1,20 @@
 """Workload train-digits (gradswitch/workload/digits.py: an MLP learning scikit-learn's digits) as an execution graph.
 
-Per iteration and rank: a compute node, the minibatch's gradient (`it{i}.gradient`), then the all-reduce of the
-whole gradient vector on the world group (`it{i}.all_reduce`, digits_profile's elements x 4 bytes: the int32
-fixed point the workers send), and the next iteration's computation after it (the SGD step needs the sum). With block
-exponents (`exponents`: float_mode = exponent, gradswitch/workload/floats.py) the values' all-reduce waits for one of
-every tensor's exponent codes before it (`it{i}.exponents`, one int32 per block of every tensor): the loop's two
-reductions per tensor (gradswitch/workload/encoding.py), each kind in one vector.
-The graph carries sizes and order only; a host run with the real gradients (GraphJob's payload
-PayloadKind.DIGITS, gradswitch/hosts/graph_digits.py) computes them as each all-reduce's input.
+Per iteration and rank: a compute node, the minibatch's gradient (`it{i}.gradient`), then the loop's reductions
+(gradswitch/hosts/digits_job.py through gradswitch/workload/encoding.py Encoder.reduce), one all-reduce of the world
+group per tensor in back-propagation order (digits_profile's, output layer first), each its tensor's elements x 4
+bytes (the int32 fixed point the workers send: `it{i}.all_reduce.{tensor}`); with block exponents (`exponents`:
+float_mode = exponent, gradswitch/workload/floats.py) every tensor's values after the all-reduce of its exponent codes
+(`it{i}.exponents.{tensor}`, one int32 per block). Each waits for the one before, as the loop runs them one at a
+time, and the next iteration's computation for the last (the SGD step needs every sum): the loop's reductions in
+the loop's order and sizes, so the same bytes on the wire. The graph carries sizes and order only; a host run with
+the real gradients (GraphJob's payload PayloadKind.DIGITS, gradswitch/hosts/graph_digits.py) computes them as each
+all-reduce's input.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from gradswitch.workload.floats import BlockExponent
 from gradswitch.workload.gradients import digits_profile
@@ -33,7 +37,7 @@ EXPONENTS = "exponents"
 
 
 def digits_bytes() -> int:
-    """The bytes of one iteration's all-reduce: every gradient of the MLP, as int32."""
+    """The values' bytes of one iteration's all-reduces: every gradient of the MLP, as int32."""
     return digits_profile().elements * BYTES_PER_ELEMENT
 
 
@@ -44,11 +48,39 @@ def digits_codes() -> int:
     return sum(block.blocks(t.elements) for t in digits_profile().tensors)
 
 
+@dataclass(frozen=True)
+class DigitsReduction:
+    """One of an iteration's reductions: tensor `tensor` (its index in digits_profile), its exponent codes (`codes`)
+    or its values, of `elements` int32."""
+
+    tensor: int
+    name: str  # the tensor's
+    codes: bool
+    elements: int
+
+    @property
+    def label(self) -> str:
+        """Its node's name after the iteration's: `exponents.fc2.bias`, `all_reduce.fc2.bias`."""
+        return f"{EXPONENTS if self.codes else ALL_REDUCE}.{self.name}"
+
+
+def digits_reductions(exponents: bool = False) -> tuple[DigitsReduction, ...]:
+    """An iteration's reductions in order, as the loop's Encoder.reduce makes them tensor by tensor: each tensor's
+    values (fixed point), or its codes then its values (`exponents`)."""
+    block = BlockExponent(1)
+    out: list[DigitsReduction] = []
+    for j, t in enumerate(digits_profile().tensors):
+        if exponents:
+            out.append(DigitsReduction(j, t.name, True, block.blocks(t.elements)))
+        out.append(DigitsReduction(j, t.name, False, t.elements))
+    return tuple(out)
+
+
 def digits_graph(ranks: int, iterations: int, compute_s: float = 0.0, name: str = "", exponents: bool = False
                  ) -> JobGraph:
     """train-digits on `ranks` workers for `iterations` iterations; `compute_s`: each gradient's computation,
     in seconds of the emulated cluster (0: the graph times communication alone); `exponents`: block exponents, each
-    iteration's values after the all-reduce of its exponent codes."""
+    tensor's values after the all-reduce of its exponent codes (digits_reductions)."""
     if ranks < 1:
         raise GraphError(f"{ranks} ranks: train-digits needs at least 1")
     if iterations < 1:
@@ -56,16 +88,14 @@ def digits_graph(ranks: int, iterations: int, compute_s: float = 0.0, name: str 
     if not compute_s >= 0:
         raise GraphError(f"a gradient's computation of {compute_s} s: give 0 s or more")
     group = world_group(ranks)
-    nbytes = digits_bytes()
+    reductions = digits_reductions(exponents)
     nodes: list[Node] = []
     for it in range(iterations):
         deps = (nodes[-1].id,) if nodes else ()
         nodes.append(ComputeNode(len(nodes), f"it{it}.{GRADIENT}", compute_s, deps))
-        if exponents:
-            nodes.append(CollectiveNode(len(nodes), f"it{it}.{EXPONENTS}", CollectiveKind.ALL_REDUCE, group.name,
-                                        digits_codes() * BYTES_PER_ELEMENT, (nodes[-1].id,)))
-        nodes.append(CollectiveNode(len(nodes), f"it{it}.{ALL_REDUCE}", CollectiveKind.ALL_REDUCE, group.name, nbytes,
-                                    (nodes[-1].id,)))
+        for r in reductions:
+            nodes.append(CollectiveNode(len(nodes), f"it{it}.{r.label}", CollectiveKind.ALL_REDUCE, group.name,
+                                        r.elements * BYTES_PER_ELEMENT, (nodes[-1].id,)))
     graph = JobGraph(name or f"train-digits-n{ranks}", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)),
                      (group,))
     validate(graph)

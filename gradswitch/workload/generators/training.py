@@ -117,7 +117,7 @@ def training_graph(cfg: JobConfig, iterations: int | None = None, name: str = ""
             label = "codes" if op.codes else "allreduce"
             nodes.append(CollectiveNode(len(nodes), f"it{it}.{label}.{op.index}", CollectiveKind.ALL_REDUCE,
                                         group.name, op.elements * BYTES_PER_ELEMENT, (bwd[front], *before, *codes),
-                                        layer_class=classes[k]))
+                                        layer_class=classes[k], droppable=not op.codes))
     graph = JobGraph(name or f"{cfg.workload}-n{ranks}", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)),
                      (group,))
     validate(graph)

@@ -2,15 +2,18 @@
 
 #include "gs-config.h"
 
+#include <algorithm>
+
 namespace ns3
 {
 namespace gs
 {
 
-GraphData::GraphData(Generator gen, Check check, uint32_t mtu)
+GraphData::GraphData(Generator gen, Check check, uint32_t mtu, bool lossTolerant)
     : m_gen(gen),
       m_check(check),
-      m_mtu(mtu)
+      m_mtu(mtu),
+      m_lossTolerant(lossTolerant)
 {
 }
 
@@ -38,7 +41,7 @@ GraphData::Make(uint32_t origin, const Piece& piece) const
 }
 
 bool
-GraphData::Holds(const MsgData& got, const Piece& piece, const std::vector<uint32_t>& ranks) const
+GraphData::Holds(const MsgData& got, const Piece& piece, const std::vector<uint32_t>& ranks, Loss* loss) const
 {
     if (m_check == Check::None)
     {
@@ -48,36 +51,60 @@ GraphData::Holds(const MsgData& got, const Piece& piece, const std::vector<uint3
     {
         return false;
     }
+    bool exact = m_check == Check::Exact;
+    if (exact && got.values.size() != piece.count)
+    {
+        return false;
+    }
+    bool tolerant = m_lossTolerant && loss != nullptr;
     uint64_t rankSum = 0;
     for (uint32_t r : ranks)
     {
         rankSum += m_gen.RankFactor(r);
     }
+    uint32_t perPacket = m_mtu / 4;
     for (uint32_t p = 0; p < got.Packets(); p++)
     {
-        if (got.lossy[p] || got.digest[p] != m_gen.BlockFactor(piece.iteration, piece.op, piece.blockBase | p) * rankSum)
+        uint64_t lo = static_cast<uint64_t>(p) * perPacket;
+        uint64_t hi = std::min<uint64_t>(piece.count, lo + perPacket);
+        uint64_t n = hi > lo ? hi - lo : 0;
+        bool lossy = got.lossy[p] != 0;
+        if (lossy && !tolerant)
         {
             return false;
         }
-    }
-    if (m_check != Check::Exact)
-    {
-        return true;
-    }
-    if (got.values.size() != piece.count)
-    {
-        return false;
-    }
-    for (uint64_t i = 0; i < piece.count; i++)
-    {
-        uint32_t sum = 0;
-        for (uint32_t r : ranks)
+        bool held = got.digest[p] == m_gen.BlockFactor(piece.iteration, piece.op, piece.blockBase | p) * rankSum;
+        if (!held && !lossy)
         {
-            sum += static_cast<uint32_t>(m_gen.Value(r, piece.iteration, piece.op, piece.first + i));
+            return false; // a wrong sum: only a zero-filled contribution may be missing
         }
-        if (got.values[i] != static_cast<int32_t>(sum))
+        if (!exact)
         {
-            return false;
+            if (tolerant)
+            {
+                loss->error2 += held ? 0.0 : static_cast<double>(n);
+                loss->norm2 += static_cast<double>(n);
+            }
+            continue;
+        }
+        for (uint64_t i = lo; i < hi; i++)
+        {
+            uint32_t sum = 0;
+            for (uint32_t r : ranks)
+            {
+                sum += static_cast<uint32_t>(m_gen.Value(r, piece.iteration, piece.op, piece.first + i));
+            }
+            auto want = static_cast<int32_t>(sum);
+            if (got.values[i] != want && !lossy)
+            {
+                return false;
+            }
+            if (tolerant)
+            {
+                double d = static_cast<double>(got.values[i]) - static_cast<double>(want);
+                loss->error2 += d * d;
+                loss->norm2 += static_cast<double>(want) * static_cast<double>(want);
+            }
         }
     }
     return true;

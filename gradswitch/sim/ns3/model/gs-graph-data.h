@@ -31,16 +31,29 @@ struct Piece
     uint64_t count = 0;
 };
 
+/// What DLCP's zero-filled packets cost one node's output (gradswitch/sim/ns3/model/gs-job-node.h IterationCheck's
+/// loss part, per node): packets received as zeros, and the squared error they left against the squared norm of
+/// what was checked (digest mode: elements of blocks whose sum lacks a zero-filled contribution, over elements).
+struct Loss
+{
+    uint64_t zeroFilled = 0;
+    double error2 = 0;
+    double norm2 = 0;
+};
+
 class GraphData
 {
   public:
-    GraphData(Generator gen, Check check, uint32_t mtu);
+    /// `lossTolerant`: the job drops (DLCP): a block holding a zero-filled contribution may differ from its sum.
+    GraphData(Generator gen, Check check, uint32_t mtu, bool lossTolerant = false);
 
     /// Rank `origin`'s data of the piece: count * 4 bytes.
     MsgPtr Make(uint32_t origin, const Piece& piece) const;
     /// Whether `got` holds exactly the sum of the piece over `ranks` (one rank: that rank's own data).
-    /// Always true when the job checks nothing.
-    bool Holds(const MsgData& got, const Piece& piece, const std::vector<uint32_t>& ranks) const;
+    /// Always true when the job checks nothing. With `loss` and a loss-tolerant job, a block holding a
+    /// zero-filled contribution may differ: what it lost is added to `loss` (as the loop's check,
+    /// gs-job-node.cc CheckResult), and the run judges it against the job's max_relative_error.
+    bool Holds(const MsgData& got, const Piece& piece, const std::vector<uint32_t>& ranks, Loss* loss = nullptr) const;
     /// Add `got` into `sum`, element by element and block by block (a reduction step).
     static void Add(MsgData& sum, const MsgData& got);
 
@@ -48,6 +61,7 @@ class GraphData
     Generator m_gen;
     Check m_check;
     uint32_t m_mtu;
+    bool m_lossTolerant;
 };
 
 } // namespace gs

@@ -76,7 +76,8 @@ GraphRank::GraphRank(JobNode* node)
       m_spec(*node->Job().graph),
       m_rank(node->NodeId()),
       m_me(m_spec.ranks.at(m_rank)),
-      m_data(node->Gen(), node->Job().check, node->Job().transport.mtu),
+      m_data(node->Gen(), node->Job().check, node->Job().transport.mtu,
+             node->Job().dlcp && node->Job().dlcp->drop),
       m_mtu(node->Job().transport.mtu)
 {
     // Every queue pair is set up before the run (a WRITE to a queue pair that does not exist yet is lost).
@@ -286,18 +287,25 @@ GraphRank::NodeDone(uint32_t i, bool ok)
 }
 
 void
-GraphRank::Expect(uint32_t peer, uint64_t imm, std::function<void(MsgPtr)> f)
+GraphRank::Expect(uint32_t peer, uint64_t imm, Loss* loss, std::function<void(MsgPtr)> f)
 {
     auto key = std::make_pair(peer, imm);
     auto a = m_arrived.find(key);
     if (a != m_arrived.end())
     {
-        MsgPtr m = std::move(a->second);
+        Arrival got = std::move(a->second);
         m_arrived.erase(a);
-        f(std::move(m));
+        loss->zeroFilled += got.zeroFilled;
+        f(std::move(got.data));
         return;
     }
-    m_expected[key] = std::move(f);
+    m_expected[key] = Expectation{loss, std::move(f)};
+}
+
+Loss*
+GraphRank::LossOf(const GraphNode& n)
+{
+    return &m_records.at(static_cast<size_t>(&n - m_me.nodes.data())).loss;
 }
 
 void
@@ -317,12 +325,13 @@ GraphRank::OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled)
     auto e = m_expected.find(key);
     if (e == m_expected.end())
     {
-        m_arrived[key] = std::move(data);
+        m_arrived[key] = Arrival{std::move(data), zeroFilled};
         return;
     }
-    auto f = std::move(e->second);
+    Expectation x = std::move(e->second);
     m_expected.erase(e);
-    f(std::move(data));
+    x.loss->zeroFilled += zeroFilled;
+    x.f(std::move(data));
 }
 
 void
@@ -590,6 +599,7 @@ GraphRank::RunRing(const GraphNode& n, Done done)
         uint32_t steps = 0;
         uint32_t reduceSteps = 0; // the first steps that reduce
         Piece piece;              // which data (blockBase and bounds per chunk)
+        Loss* loss = nullptr;     // the node's (DLCP)
     };
     auto r = std::make_shared<Ring>();
     r->members = m_spec.groups[n.group].ranks;
@@ -598,6 +608,7 @@ GraphRank::RunRing(const GraphNode& n, Done done)
     r->group = n.group;
     r->k = n.sequence;
     r->end->tag = TagOf(n);
+    r->loss = LossOf(n);
     r->kind = n.collective;
     r->end->done = std::move(done);
     r->piece.iteration = n.group + 1;
@@ -649,18 +660,18 @@ GraphRank::RunRing(const GraphNode& n, Done done)
         {
             for (uint32_t c = 0; c < N; c++)
             {
-                ok = ok && m_data.Holds(*r->chunks[c], piece(c), r->members);
+                ok = ok && m_data.Holds(*r->chunks[c], piece(c), r->members, r->loss);
             }
         }
         else if (r->kind == CollectiveKind::ReduceScatter)
         {
-            ok = m_data.Holds(*r->chunks[r->pos], piece(r->pos), r->members);
+            ok = m_data.Holds(*r->chunks[r->pos], piece(r->pos), r->members, r->loss);
         }
         else
         {
             for (uint32_t c = 0; c < N; c++)
             {
-                ok = ok && r->chunks[c] != nullptr && m_data.Holds(*r->chunks[c], piece(c), {r->members[c]});
+                ok = ok && r->chunks[c] != nullptr && m_data.Holds(*r->chunks[c], piece(c), {r->members[c]}, r->loss);
             }
         }
         r->chunks.clear();
@@ -677,7 +688,7 @@ GraphRank::RunRing(const GraphNode& n, Done done)
         uint32_t recv = reduce ? (j + 2 * N - k - 2) % N : (j + 2 * N - k - 1) % N;
         uint64_t imm = CollectiveImm(r->group, r->k, s);
         PostCounted(r->end, r->members[(j + 1) % N], r->chunks[send], imm);
-        Expect(r->members[(j + N - 1) % N], imm, [this, r, step, finish, s, reduce, recv](MsgPtr got) {
+        Expect(r->members[(j + N - 1) % N], imm, r->loss, [this, r, step, finish, s, reduce, recv](MsgPtr got) {
             if (reduce)
             {
                 GraphData::Add(*r->chunks[recv], *got); // this rank's own chunk, not sent yet
@@ -715,6 +726,7 @@ GraphRank::RunPs(const GraphNode& n, Done done)
     std::vector<PsKey> keys = PsKeys(m_spec, n);
     auto left = std::make_shared<size_t>(keys.size());
     uint32_t group = n.group;
+    Loss* loss = LossOf(n);
     for (const PsKey& k : keys)
     {
         Piece p;
@@ -725,8 +737,8 @@ GraphRank::RunPs(const GraphNode& n, Done done)
         p.count = k.count;
         uint64_t imm = CollectiveImm(n.group, n.sequence, k.index);
         PostCounted(end, k.server, m_data.Make(m_rank, p), imm);
-        Expect(k.server, imm, [this, end, left, p, group](MsgPtr got) {
-            end->ok = end->ok && m_data.Holds(*got, p, m_spec.groups[group].ranks);
+        Expect(k.server, imm, loss, [this, end, left, p, group, loss](MsgPtr got) {
+            end->ok = end->ok && m_data.Holds(*got, p, m_spec.groups[group].ranks, loss);
             if (--*left == 0)
             {
                 end->received = true;
@@ -770,11 +782,12 @@ GraphRank::RunAllToAll(const GraphNode& n, Done done)
         PostCounted(end, members[dest], m_data.Make(m_rank, piece(dest)), imm);
     }
     Piece mine = piece(j);
+    Loss* loss = LossOf(n);
     for (uint32_t k = 1; k < N; k++)
     {
         uint32_t origin = members[(j + N - k) % N];
-        Expect(origin, imm, [this, end, left, mine, origin](MsgPtr got) {
-            end->ok = end->ok && m_data.Holds(*got, mine, {origin});
+        Expect(origin, imm, loss, [this, end, left, mine, origin, loss](MsgPtr got) {
+            end->ok = end->ok && m_data.Holds(*got, mine, {origin}, loss);
             if (--*left == 0)
             {
                 end->received = true;
@@ -825,16 +838,17 @@ GraphRank::RunBroadcast(const GraphNode& n, Done done)
     }
     auto left = std::make_shared<uint32_t>(chunks);
     uint32_t root = n.root;
+    Loss* loss = LossOf(n);
     for (uint32_t c = 0; c < chunks; c++)
     {
         uint64_t imm = CollectiveImm(n.group, n.sequence, c);
         Piece p = piece(c);
-        Expect(prev, imm, [this, end, left, p, root, last, next, imm](MsgPtr got) {
+        Expect(prev, imm, loss, [this, end, left, p, root, last, next, imm, loss](MsgPtr got) {
             if (!last)
             {
                 PostCounted(end, next, got, imm);
             }
-            end->ok = end->ok && m_data.Holds(*got, p, {root});
+            end->ok = end->ok && m_data.Holds(*got, p, {root}, loss);
             if (--*left == 0)
             {
                 end->received = true;
@@ -863,7 +877,9 @@ GraphRank::RunRecv(const GraphNode& n, Done done)
     p.blockBase = static_cast<uint64_t>(n.sequence) << 32;
     p.count = Elements(n.nbytes);
     uint32_t from = n.peer;
-    Expect(from, MessageImm(n.tag, n.sequence), [this, p, from, done](MsgPtr got) { done(m_data.Holds(*got, p, {from})); });
+    Loss* loss = LossOf(n);
+    Expect(from, MessageImm(n.tag, n.sequence), loss,
+           [this, p, from, done, loss](MsgPtr got) { done(m_data.Holds(*got, p, {from}, loss)); });
 }
 
 void
@@ -873,7 +889,8 @@ GraphRank::Report(nlohmann::json& out) const
     for (size_t i = 0; i < m_me.nodes.size(); i++)
     {
         const Record& r = m_records[i];
-        nodes.push_back({m_me.nodes[i].id, r.start, r.end, r.checked ? nlohmann::json(*r.checked) : nlohmann::json(nullptr)});
+        nodes.push_back({m_me.nodes[i].id, r.start, r.end, r.checked ? nlohmann::json(*r.checked) : nlohmann::json(nullptr),
+                         r.loss.zeroFilled, r.loss.error2, r.loss.norm2});
     }
     out[res::node::kGraph] = nodes;
     // `netreduce`: the all-reduce worker's messages and credit waits (else the only job's); `netreduce_jobs`: every

@@ -54,7 +54,8 @@ class GraphRank : public Collective
     void OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled) override;
     void OnSendComplete(RcQp* qp, uint64_t wrId) override;
     /// `graph`: per node (in the configuration's order) [id, start s, end s, checked (null: not checked: a
-    /// computation, a send, a run without checks)].
+    /// computation, a send, a run without checks), zero-filled packets received, squared error and squared norm
+    /// of its checked output (DLCP's loss: Loss)].
     void Report(nlohmann::json& out) const override;
 
     /// NetReduce's fallback to ring and return (gs-fault-schedule.h): those of the rank's worker of the graph's
@@ -76,6 +77,7 @@ class GraphRank : public Collective
         double start = -1;
         double end = -1;
         std::optional<bool> checked;
+        Loss loss; // DLCP: what zero-filled packets cost its output
     };
 
     /// The rank's worker of the graph's all-reduce switch job (nullptr: none).
@@ -97,8 +99,11 @@ class GraphRank : public Collective
     void RunSend(const GraphNode& n, Done done);
     void RunRecv(const GraphNode& n, Done done);
 
-    /// Call f with the message `imm` from rank `peer` once it is here (at once if it is).
-    void Expect(uint32_t peer, uint64_t imm, std::function<void(MsgPtr)> f);
+    /// Call f with the message `imm` from rank `peer` once it is here (at once if it is); its zero-filled packets
+    /// count in `loss` (the receiving node's).
+    void Expect(uint32_t peer, uint64_t imm, Loss* loss, std::function<void(MsgPtr)> f);
+    /// Node n's loss record (n is one of this rank's nodes).
+    Loss* LossOf(const GraphNode& n);
     /// Write m to rank `peer` with immediate `imm`; acked() once it is acknowledged.
     void Post(uint32_t peer, MsgPtr m, uint64_t imm, WriteTag tag, std::function<void()> acked = nullptr);
     /// Post a write of the operation `end` (which then also waits for its acknowledgement), with its tag.
@@ -120,8 +125,18 @@ class GraphRank : public Collective
     bool m_gpuBusy = false;
     bool m_faulted = false; // the spec's fault injection happened
     uint32_t m_finished = 0;
-    std::map<std::pair<uint32_t, uint64_t>, MsgPtr> m_arrived;                       // (peer, imm)
-    std::map<std::pair<uint32_t, uint64_t>, std::function<void(MsgPtr)>> m_expected; // (peer, imm)
+    struct Arrival
+    {
+        MsgPtr data;
+        uint32_t zeroFilled = 0; // of its packets, trimmed and taken as zeros here
+    };
+    struct Expectation
+    {
+        Loss* loss = nullptr;
+        std::function<void(MsgPtr)> f;
+    };
+    std::map<std::pair<uint32_t, uint64_t>, Arrival> m_arrived;      // (peer, imm)
+    std::map<std::pair<uint32_t, uint64_t>, Expectation> m_expected; // (peer, imm)
     std::map<std::pair<uint32_t, uint64_t>, std::function<void()>> m_acked;          // (peer, wrId)
     // algo = netreduce: per switch job (by id)
     struct InNetwork

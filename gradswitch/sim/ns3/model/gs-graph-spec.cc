@@ -98,7 +98,7 @@ CollectiveImm(uint32_t group, uint32_t k, uint32_t step)
 WriteTag
 TagOf(const GraphNode& n)
 {
-    return WriteTag{n.layerClass, false};
+    return WriteTag{n.layerClass, n.droppable};
 }
 
 std::vector<PsKey>
@@ -331,6 +331,7 @@ ParseCollective(ConfigObject& no, const std::string& at, uint32_t rank, const st
                           ": DLCP's layer classes are 0 (the front layers) to " + std::to_string(kLayerClasses - 1));
     }
     n.layerClass = static_cast<uint8_t>(layer);
+    n.droppable = no.Get<bool>(cfg::graph_node::kDroppable);
     if (n.group >= groups.size())
     {
         throw ConfigError(at + ": group " + std::to_string(n.group) + " does not exist (groups 0.." +

@@ -52,6 +52,7 @@ struct GraphNode
     uint64_t nbytes{};             // communication (gradswitch/workload/graph.py: the rank's input, all-gather its shard)
     uint32_t root{};               // broadcast: the root's global rank
     uint8_t layerClass{};          // collective: the DLCP layer class its writes carry (0: the top priority)
+    bool droppable{};              // collective: DLCP may trim its packets (the job's policy decides which)
     uint32_t peer{};               // send: the receiver, recv: the sender (global ranks)
     uint64_t tag{};                // send/recv
     uint32_t sequence{};           // collective: k, its group's k-th; send/recv: the k-th with (peer, tag)
@@ -137,8 +138,9 @@ std::vector<PsKey> PsKeys(const GraphSpec& g, const GraphNode& n);
 /// The immediate data of step `step` of group `group`'s k-th collective (a parameter server's key: its index).
 uint64_t CollectiveImm(uint32_t group, uint32_t k, uint32_t step);
 
-/// What a collective's writes carry for the marker (DLCP): its layer class, none droppable (every output is
-/// checked), as gradswitch/hosts/collectives/ops.py Op.tag.
+/// What a collective's writes carry for the marker (DLCP): its layer class, and whether its packets may be
+/// droppable (the node's `droppable`: a training graph's all-reduces as the loop's ops; the job's policy marks
+/// which), as gradswitch/hosts/collectives/ops.py Op.tag.
 WriteTag TagOf(const GraphNode& n);
 
 /// Parse and check a job's `graph` section for a job of `workers` workers (errors name the section's path).

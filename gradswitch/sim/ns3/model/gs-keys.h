@@ -273,6 +273,7 @@ inline constexpr char kGroup[] = "group"; ///< unsigned integer, kind collective
 inline constexpr char kNbytes[] = "nbytes"; ///< unsigned integer, kind collective or send or recv: bytes it moves
 inline constexpr char kRoot[] = "root"; ///< unsigned integer, kind collective: a broadcast's root rank
 inline constexpr char kLayerClass[] = "layer_class"; ///< unsigned integer, kind collective: its DLCP layer class
+inline constexpr char kDroppable[] = "droppable"; ///< bool, kind collective: DLCP may trim its packets
 inline constexpr char kPeer[] = "peer"; ///< unsigned integer, kind send or recv: the other rank
 inline constexpr char kTag[] = "tag"; ///< unsigned integer, kind send or recv: its tag
 } // namespace graph_node
@@ -406,7 +407,7 @@ inline constexpr char kNetreduce[] = "netreduce"; ///< object (netreduce), optio
 inline constexpr char kNetreduceJobs[] = "netreduce_jobs"; ///< map of netreduce, optional: a graph rank's NetReduce workers, by switch job id
 inline constexpr char kKeysServed[] = "keys_served"; ///< unsigned integer, optional: a parameter server's keys served
 inline constexpr char kDeliveries[] = "deliveries"; ///< list of objects (delivery), optional: messages delivered to it (algo write)
-inline constexpr char kGraph[] = "graph"; ///< list, optional: a graph rank's nodes as [id, start, end, checked] (-1: not started or not ended; checked null: not checked)
+inline constexpr char kGraph[] = "graph"; ///< list, optional: a graph rank's nodes as [id, start, end, checked, zero_filled, error2, norm2] (-1: not started or not ended; checked null: not checked; DLCP: packets zero-filled on receipt, the squared error they left and the squared norm checked)
 } // namespace node
 
 /// jobs[].nodes[].iterations[]: An iteration

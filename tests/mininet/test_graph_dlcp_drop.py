@@ -1,0 +1,54 @@
+"""DLCP dropping on the graph engine through BMv2: a model's training graph (ResNet-50, ring, 4 workers on a rack)
+with `dlcp = { drop = true }` and the switches' drop threshold at zero, as tests/mininet/test_dlcp.py runs the loop's:
+the ranks mark their all-reduces' packets droppable (gradswitch/hosts/collectives/ops.py Op.tag_at), the switch
+trims them, the receivers zero-fill within the loss budget and resend the rest, and each iteration is judged by the
+error the zero-filled packets left against max_relative_error (bounded loss, not exact). The loop's run of the same
+spec on the same network trims and judges alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gradswitch.experiment.compare import load_spec
+from gradswitch.experiment.placement import topology_for
+from gradswitch.experiment.shipped_specs import EXPERIMENTS
+from gradswitch.experiment.spec import DlcpOptions, Engine
+from gradswitch.experiment.testbed import Testbed
+from gradswitch.net.network import NetworkOptions
+from gradswitch.roce.qp import Mode
+from gradswitch.workload.dlcp import DlcpPolicy
+from tests.results import run_on
+
+pytestmark = pytest.mark.mininet
+
+# every packet droppable (any layer, any magnitude), a quarter of them may be zero-filled, any error accepted
+POLICY = DlcpPolicy(loss_budget=0.25, drop_min_layer_class=0, drop_max_magnitude_class=3, max_relative_error=1.0)
+
+
+def check_trimmed(report: dict[str, Any]) -> None:
+    assert report["ok"], report["errors"]
+    dropped, zero = report["headline_extra"]["dlcp_dropped"], report["headline_extra"]["zero_filled_packets"]
+    assert dropped > 0 and zero > 0  # the switch trimmed, the receivers zero-filled
+    refused = {k: v for k, v in report["host_drops"].items() if k in ("malformed", "truncated", "bad-icrc")}
+    assert not refused, refused  # every trimmed packet accepted
+    assert zero <= dropped and report["retransmissions"] >= dropped - zero  # over the budget: resent
+    its = report["iterations"]
+    assert len(its) == 3 and all(it["correct"] and it["relative_error"] <= POLICY.max_relative_error for it in its)
+    assert any(it["relative_error"] > 0 and it["zero_filled_packets"] > 0 for it in its)  # bounded loss, not exact
+
+
+def test_the_graph_engine_marks_trims_zero_fills_and_judges_bounded_loss_through_bmv2(tmp_path):
+    spec = load_spec(EXPERIMENTS / "training-speedup.toml")
+    [run] = [r.but(iterations=3, bw_mbps=5, transport=Mode.SR, mtu=1024, name="drop",
+                   dlcp=DlcpOptions(drop=True, threshold_bytes=0, hosts=POLICY))
+             for r in spec.runs if r.label == "resnet50-rack-ring-priority"]
+    assert run.problems() == [] and run.but(engine=Engine.GRAPH).problems() == []
+    reports = {}
+    with Testbed(topology_for(run), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        for engine in (Engine.GRAPH, Engine.LOOP):
+            reports[engine] = run_on(net, run.but(engine=engine), tmp_path / str(engine), progress=False)
+    for report in reports.values():
+        check_trimmed(report)
+    assert (tmp_path / "graph" / "graph" / "job1.json").exists()  # the graph engine ran it
