@@ -31,15 +31,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(x) for x in args.workers.split(",")):
             print(f"N = {n}", flush=True)
-            specs = [ExperimentSpec(algo=Algorithm(algo), workers=n, size_bytes=args.size, iterations=args.iterations,
-                                    topo=Topo.RACK, bw_mbps=args.bw, transport=Mode(args.transport),
-                                    name=f"{algo}-n{n}")
+            specs = [ExperimentSpec.of(algo=Algorithm(algo), workers=n, size_bytes=args.size,
+                                       iterations=args.iterations,
+                                       topo=Topo.RACK, bw_mbps=args.bw, transport=Mode(args.transport),
+                                       name=f"{algo}-n{n}")
                      for algo in ("ring", "ps")]
             reports = run_specs(specs, Path(tmp) / f"n{n}")
             for spec in specs:
                 s = reports[spec.label]["summary"]
                 limits = Limits.of_report(reports[spec.label])
-                rows.append({"algo": spec.algo, "workers": n, "median_s": s["median_s"],
+                rows.append({"algo": spec.algorithm.algo, "workers": n, "median_s": s["median_s"],
                              "lower_bound_s": s["lower_bound_s"], "ratio_to_bound": s["ratio_to_bound"],
                              "retransmissions": reports[spec.label]["retransmissions"], **limits.figures()})
     print(f"\n{'algo':<6}{'N':>3}{'median s':>11}{'bound s':>10}{'ratio':>8}  what limited it")

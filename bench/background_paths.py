@@ -126,17 +126,18 @@ def analyse(compare_dir: Path) -> list[RunPaths]:
             topo = spec.topology()
             job = JobConfig.load(rep_dir / "job1.json")
             routes = compute_routes(topo)
-            ring = ring_links(topo, routes, job, spec.ecmp_seed)
+            ring = ring_links(topo, routes, job, spec.network.ecmp_seed)
             local, server, written = iperf_streams(log.read_text())
             sender, receiver = host_of(topo, local), host_of(topo, server)
             goodput = results.get("headline_extra", {}).get("background_goodput_mbps")
             out.append(RunPaths(run_dir.name, int(rep_dir.name.removeprefix("rep")), goodput, uplinks(results),
-                                streams_of(topo, routes, sender, receiver, dict(written), ring, spec.ecmp_seed),
+                                streams_of(topo, routes, sender, receiver, dict(written), ring, spec.network.ecmp_seed),
                                 Limits.of_report(results).figures()))
             if log == reps[0]:  # the simulator's flows: the same paths in every repetition
                 sim_ports: dict[int, float | None] = {CLIENT_PORT_BASE + f: None for f in range(len(written))}
                 out.append(RunPaths(f"{run_dir.name} (ns-3's flows)", None, None, {},
-                                    streams_of(topo, routes, sender, receiver, sim_ports, ring, spec.ecmp_seed)))
+                                    streams_of(topo, routes, sender, receiver, sim_ports, ring,
+                                               spec.network.ecmp_seed)))
     return out
 
 

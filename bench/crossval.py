@@ -73,7 +73,7 @@ def simulated(spec: ExperimentSpec, costs: dict[str, float]) -> ExperimentSpec:
     bucket lets it go, where a wire would serialize it first: 4 ms per 4 KiB packet and hop at 8 Mb/s)."""
     sim = SimOptions(link_delay_us=0.0, switch_delay_us=costs["switch_delay_us"], host_delay_us=costs["host_delay_us"],
                      shaped_links=True)
-    return replace(spec, backend=Backend.NS3, sim=sim, name=f"{spec.name}-ns3")
+    return spec.but(backend=Backend.NS3, sim=sim, name=f"{spec.name}-ns3")
 
 
 def allreduce_specs(topos: list[str], workers: list[int], bw: float, size: int, iterations: int
@@ -82,8 +82,8 @@ def allreduce_specs(topos: list[str], workers: list[int], bw: float, size: int, 
     for topo in topos:
         for n in workers:
             for algo in ALGOS:
-                out.append(ExperimentSpec(name=f"{topo}-n{n}-{algo}", algo=algo, workers=n, topo=Topo(topo),
-                                          size_bytes=size, bw_mbps=bw, iterations=iterations))
+                out.append(ExperimentSpec.of(name=f"{topo}-n{n}-{algo}", algo=algo, workers=n, topo=Topo(topo),
+                                             size_bytes=size, bw_mbps=bw, iterations=iterations))
     return out
 
 
@@ -91,7 +91,7 @@ def training_specs() -> list[ExperimentSpec]:
     base = spec_from_dict({"workers": 4, "bw_mbps": 20, "scale": 0.008, "workload": "resnet50", "iterations": 4,
                            "warmup": 1, "sync": "layer", "scheduling": "fifo", "bucket_mb": 25,
                            "emulate": {"link_gbps": 10, "device": "v100", "precision": "fp32", "batch": 32}})
-    return [replace(base, name=f"training-{algo}", algo=algo) for algo in (Algorithm.RING, Algorithm.NETREDUCE)]
+    return [base.but(name=f"training-{algo}", algo=algo) for algo in (Algorithm.RING, Algorithm.NETREDUCE)]
 
 
 def dlcp_specs(bw_mbps: float = DLCP_BW_MBPS) -> list[ExperimentSpec]:
@@ -111,10 +111,10 @@ class Runner:
     def __init__(self, runs: list[ExperimentSpec], net_dir: Path) -> None:
         from bench.training import SharedNetworks
 
-        self.bmv2 = SharedNetworks([r for r in runs if not r.simulated], net_dir)
+        self.bmv2 = SharedNetworks([r for r in runs if not r.network.simulated], net_dir)
 
     def __call__(self, spec: ExperimentSpec, out_dir: Path) -> Results:
-        if spec.simulated:
+        if spec.network.simulated:
             from gradswitch.experiment.runner import run_experiment
 
             return run_experiment(spec, out_dir, progress=False)
@@ -125,7 +125,8 @@ class Runner:
 
 
 def group(spec: ExperimentSpec) -> tuple[Any, ...]:
-    return ("ns3",) if spec.simulated else ("bmv2", spec.topo, spec.leaves, spec.spines, spec.bw_mbps)
+    return ("ns3",) if spec.network.simulated else ("bmv2", spec.network.topo, spec.network.leaves, spec.network.spines,
+                                                    spec.network.bw_mbps)
 
 
 def run_pairs(name: str, bmv2_runs: list[ExperimentSpec], costs: dict[str, float], out: Path, repeat: int,

@@ -118,8 +118,8 @@ def judge(runs: dict[str, dict[str, list[Repetition]]], topos: Sequence[str], wo
 
 
 def bmv2_spec(topo: str, ranks: int, bw_mbps: float, seed: int) -> ExperimentSpec:
-    return ExperimentSpec(name=f"{topo}-n{ranks}", workers=ranks, topo=Topo(topo), bw_mbps=bw_mbps, seed=seed,
-                          iterations=1)
+    return ExperimentSpec.of(name=f"{topo}-n{ranks}", workers=ranks, topo=Topo(topo), bw_mbps=bw_mbps, seed=seed,
+                             iterations=1)
 
 
 class Store:
@@ -205,7 +205,7 @@ def run_fabric(plan: Plan, topo: str, n: int, store: Store, out: Path, log: Call
     def simulate(pattern: str, seed: int) -> None:
         name = run_name(topo, n, pattern)
         if not store.has(name, "ns3", seed):
-            spec = replace(base, seed=seed, algo=pattern_algo(pattern))
+            spec = base.but(seed=seed, algo=pattern_algo(pattern))
             report = run_graph_spec(plan.simulated(spec, plan.costs), graphs[pattern], out / name / f"ns3-{seed}")
             store.add(name, "ns3", Repetition.of(seed, report))
             log(f"[ns3] {name} seed {seed}: {report.job_s:.3f} s, exact {report.checked}")
@@ -221,7 +221,7 @@ def run_fabric(plan: Plan, topo: str, n: int, store: Store, out: Path, log: Call
     for network in ([p for p in patterns if pattern_algo(p) != Algorithm.PS],
                     [p for p in patterns if pattern_algo(p) == Algorithm.PS]):
         if any(p in network for p, _ in todo) or any(short(p) for p in network):
-            network_runs(plan, replace(base, algo=pattern_algo(network[0])), network, graphs, todo, store, out,
+            network_runs(plan, base.but(algo=pattern_algo(network[0])), network, graphs, todo, store, out,
                          log, short, simulate)
 
 
@@ -234,12 +234,12 @@ def network_runs(plan: Plan, spec: ExperimentSpec, patterns: list[str], graphs: 
     from gradswitch.experiment.testbed import Testbed
     from gradswitch.net.network import NetworkOptions
 
-    topo, n = str(spec.topo), spec.workers
-    suffix = "" if spec.algo != Algorithm.PS else "-ps"
+    topo, n = str(spec.network.topo), spec.network.workers
+    suffix = "" if spec.algorithm.algo != Algorithm.PS else "-ps"
     with Testbed(topology_for(spec), NetworkOptions(run_dir=(out / f"net-{topo}-n{n}{suffix}").resolve())) as net:
         def once(pattern: str, seed: int) -> None:
             name = run_name(topo, n, pattern)
-            report = run_workload_on(net, replace(spec, seed=seed, algo=pattern_algo(pattern)), graphs[pattern],
+            report = run_workload_on(net, spec.but(seed=seed, algo=pattern_algo(pattern)), graphs[pattern],
                                      out / name / f"bmv2-{seed}")
             store.add(name, "bmv2", Repetition.of(seed, report))
             log(f"[bmv2] {name} seed {seed}: {report.job_s:.3f} s, exact {report.checked}, "

@@ -59,15 +59,15 @@ def run_all(specs: Sequence[ExperimentSpec], simulated: Simulate, costs: dict[st
     from gradswitch.net.network import NetworkOptions
 
     store = Store(out)
-    plans = {s.label: spec_training_graph(s, s.iterations) for s in specs}
+    plans = {s.label: spec_training_graph(s, s.measurement.iterations) for s in specs}
     seeds = range(1, repeat + 1)
 
     def simulate(spec: ExperimentSpec, seed: int) -> None:
         run_spec, graph, dilation = plans[spec.label]
         if not store.has(spec.label, "ns3", seed):
-            report = run_graph_spec(simulated(replace(run_spec, seed=seed), costs), graph,
+            report = run_graph_spec(simulated(run_spec.but(seed=seed), costs), graph,
                                     out / spec.label / f"ns3-{seed}", sim_dilation=dilation)
-            store.add(spec.label, "ns3", repetition(seed, report, graph, spec.warmup))
+            store.add(spec.label, "ns3", repetition(seed, report, graph, spec.measurement.warmup))
             log(f"[ns3] {spec.label} seed {seed}: iteration {store.runs[spec.label]['ns3'][-1].job_s:.4f} s, "
                 f"exact {report.checked}")
 
@@ -83,9 +83,9 @@ def run_all(specs: Sequence[ExperimentSpec], simulated: Simulate, costs: dict[st
     with Testbed(topology_for(specs[0]), NetworkOptions(run_dir=(out / "net").resolve())) as net:
         def once(spec: ExperimentSpec, seed: int) -> None:
             run_spec, graph, dilation = plans[spec.label]
-            report = run_workload_on(net, replace(run_spec, seed=seed), graph, out / spec.label / f"bmv2-{seed}",
+            report = run_workload_on(net, run_spec.but(seed=seed), graph, out / spec.label / f"bmv2-{seed}",
                                      dilation=dilation)
-            rep = repetition(seed, report, graph, spec.warmup, ideal_link_load(spec, net.topo))
+            rep = repetition(seed, report, graph, spec.measurement.warmup, ideal_link_load(spec, net.topo))
             store.add(spec.label, "bmv2", rep)
             log(f"[bmv2] {spec.label} seed {seed}: iteration {rep.job_s:.4f} s, exact {report.checked}, "
                 f"machine-bound {rep.machine_bound} ({rep.reason})")

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +74,7 @@ def speedup_runs(models: tuple[str, ...]) -> list[ExperimentSpec]:
     path = shipped_spec("training-speedup")
     assert path is not None, "gradswitch/specs/training-speedup.toml is shipped"
     spec = load_spec(path)
-    return [replace(r, backend=Backend.NS3) for r in spec.runs if r.workload in models]
+    return [r.but(backend=Backend.NS3) for r in spec.runs if r.workload.workload in models]
 
 
 def dlcp_drop_runs(workers: tuple[int, ...]) -> list[ExperimentSpec]:
@@ -83,16 +82,16 @@ def dlcp_drop_runs(workers: tuple[int, ...]) -> list[ExperimentSpec]:
     runs with dropping at each of `workers`."""
     path = shipped_spec("dlcp-contention")
     assert path is not None, "gradswitch/specs/dlcp-contention.toml is shipped"
-    contention = [replace(r, backend=Backend.NS3, name=f"dlcp-contention-{r.name}") for r in load_spec(path).runs
-                  if r.dlcp.drop]
-    study = [replace(s, workers=n, name=f"scaling-{s.name}-n{n}") for n in workers for s in dlcp_runs()
-             if s.dlcp.drop]
+    contention = [r.but(backend=Backend.NS3, name=f"dlcp-contention-{r.name}") for r in load_spec(path).runs
+                  if r.transport.dlcp.drop]
+    study = [s.but(workers=n, name=f"scaling-{s.name}-n{n}") for n in workers for s in dlcp_runs()
+             if s.transport.dlcp.drop]
     return contention + study
 
 
 def scaling_runs(models: tuple[str, ...], workers: tuple[int, ...], algos: tuple[str, ...] = SCALING_ALGOS
                  ) -> list[ExperimentSpec]:
-    return [replace(scaling_spec(m, n, a), iterations=3) for m in models for n in workers for a in algos]
+    return [scaling_spec(m, n, a).but(iterations=3) for m in models for n in workers for a in algos]
 
 
 def fault_runs() -> list[tuple[ExperimentSpec, dict[str, Any]]]:
@@ -105,8 +104,8 @@ def fault_runs() -> list[tuple[ExperimentSpec, dict[str, Any]]]:
         if run["fabric"] != str(Fabric.LEAFSPINE) or run["case"] not in FAULT_CASES:
             continue
         base = fabric_spec(Fabric.LEAFSPINE, iterations, int(run["seed"]), float(published["scale"]))
-        spec = replace(base, faults=(parse_fault(run["fault"]),),
-                       name=f"sim-faults-{run['fabric']}-{run['case']}-seed{run['seed']}")
+        spec = base.but(faults=(parse_fault(run["fault"]),),
+                        name=f"sim-faults-{run['fabric']}-{run['case']}-seed{run['seed']}")
         out.append((spec, {k: run[k] for k in ("fault", "seed", "completed", "outcome", "iterations_lost",
                                                "detail")}))
     return out
@@ -116,14 +115,14 @@ def engine_figures(spec: ExperimentSpec, engine: Engine, out: Path) -> dict[str,
     """One engine's run of the spec: its figures, or the one line that stopped it."""
     started = time.monotonic()
     try:
-        r = run_experiment(replace(spec, engine=engine), out / f"{spec.label}-{engine}", progress=False)
+        r = run_experiment(spec.but(engine=engine), out / f"{spec.label}-{engine}", progress=False)
     except Exception as e:  # a run that cannot be is a row saying why, not the end of the benchmark
         return {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
     training = r["training"] or {}
     extra = r["headline_extra"]
     dlcp = {"dlcp_dropped": extra.get("dlcp_dropped"), "zero_filled_packets": extra.get("zero_filled_packets"),
             "max_relative_error": extra.get("max_relative_error"),
-            "retransmissions": r["retransmissions"]} if spec.dlcp.drop else {}
+            "retransmissions": r["retransmissions"]} if spec.transport.dlcp.drop else {}
     return {**dlcp, "outcome": r["outcome"], "ok": r["ok"], "check": r["check"], "median_s": r["summary"]["median_s"],
             "samples_per_s_real": training.get("samples_per_s_real"), "exposed_comm_s": training.get("exposed_comm_s"),
             "overlap": training.get("overlap"), "bytes_on_wire": r["bytes_on_wire"],
@@ -139,23 +138,24 @@ def row(spec: ExperimentSpec, study: str, out: Path, published: dict[str, Any] |
     ratio = None
     if loop.get("samples_per_s_real") and graph.get("samples_per_s_real"):
         ratio = graph["samples_per_s_real"] / loop["samples_per_s_real"]
-    elif spec.emulate is None and loop.get("median_s") and graph.get("median_s"):
+    elif spec.workload.emulate is None and loop.get("median_s") and graph.get("median_s"):
         ratio = loop["median_s"] / graph["median_s"]  # iterations per second: no samples without emulate
     within = ratio is not None and abs(ratio - 1) <= TOLERANCE
     if published is not None:  # a fault's run: ended alike on both engines (an interrupted run is not ok on either)
         ended = ("outcome", "check", "iterations_done", "fault_outcome", "faults")
         agrees = within and "outcome" in loop and all(loop.get(k) == graph.get(k) for k in ended)
-    elif spec.dlcp.drop:  # bounded loss: the same outcome on both (the loop's failed check fails the graph's too)
+    elif spec.transport.dlcp.drop:  # bounded loss: the same outcome on both (a failed check fails on both)
         agrees = within and "outcome" in loop and loop.get("outcome") == graph.get("outcome")
     else:
         agrees = within and loop.get("ok") is True and graph.get("ok") is True
     drops = (graph["dlcp_dropped"] / loop["dlcp_dropped"] if loop.get("dlcp_dropped") and
              graph.get("dlcp_dropped") is not None else None)
     extra = {} if published is None else {"published": published}
-    return {**extra, "study": study, "run": spec.label, "workload": spec.workload, "topo": str(spec.topo),
-            "algo": str(spec.algo), "scheduling": str(spec.scheduling), "workers": spec.workers,
+    return {**extra, "study": study, "run": spec.label, "workload": spec.workload.workload,
+            "topo": str(spec.network.topo), "algo": str(spec.algorithm.algo),
+            "scheduling": str(spec.algorithm.scheduling), "workers": spec.network.workers,
             "dilation": spec.dilation, "loop": loop, "graph": graph, "graph_over_loop": ratio, "agrees": agrees,
-            **({"drops_graph_over_loop": drops} if spec.dlcp.drop else {}),
+            **({"drops_graph_over_loop": drops} if spec.transport.dlcp.drop else {}),
             "same_bytes": loop.get("bytes_on_wire") == graph.get("bytes_on_wire") and "bytes_on_wire" in loop,
             "wall_graph_over_loop": graph["simulator_wall_s"] / loop["simulator_wall_s"]
             if loop.get("simulator_wall_s") and graph.get("simulator_wall_s") else None}

@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="name suffix of the results file (e.g. nolog)")
     args = parser.parse_args()
     use_bmv2(args)
-    mtu = ExperimentSpec().mtu  # ring's and the PS's packets
+    mtu = ExperimentSpec().transport.mtu  # ring's and the PS's packets
     rows: list[dict[str, Any]] = []
     # The PS pipelines over its keys (key k's results go down while key k+1's pushes come
     # up): with one key per tensor it would take twice its bound, so every tensor has 8 keys.
@@ -52,17 +52,17 @@ def main() -> None:
         for topo in args.topos.split(","):
             for n in (int(x) for x in args.workers.split(",")):
                 print(f"{topo}, N = {n}", flush=True)
-                specs = [ExperimentSpec(algo=Algorithm(algo), workers=n, size_bytes=args.size,
-                                        iterations=args.iterations, topo=Topo(topo), bw_mbps=args.bw,
-                                        transport=Mode(args.transport), name=f"{algo}-n{n}", ps_key_bytes=ps_key)
+                specs = [ExperimentSpec.of(algo=Algorithm(algo), workers=n, size_bytes=args.size,
+                                           iterations=args.iterations, topo=Topo(topo), bw_mbps=args.bw,
+                                           transport=Mode(args.transport), name=f"{algo}-n{n}", ps_key_bytes=ps_key)
                          for algo in ("netreduce", "ring", "ps")]
                 reports = run_specs(specs, Path(tmp) / f"{topo}-n{n}")
                 t: dict[str, float] = {}
                 for s in specs:
                     median = reports[s.label]["summary"].get("median_s")
                     assert median is not None, f"{s.label}: no iteration finished"  # run_specs refuses a failed run
-                    t[str(s.algo)] = median
-                limits = {str(s.algo): Limits.of_report(reports[s.label]).figures() for s in specs}
+                    t[str(s.algorithm.algo)] = median
+                limits = {str(s.algorithm.algo): Limits.of_report(reports[s.label]).figures() for s in specs}
                 ideal_ring, ideal_ps = 2 * (n - 1) / n, float(n)
                 rows.append({"topo": topo, "workers": n, "netreduce_s": t["netreduce"], "ring_s": t["ring"],
                              "ps_s": t["ps"], "ring_over_netreduce": t["ring"] / t["netreduce"],
@@ -70,7 +70,8 @@ def main() -> None:
                              "ideal_ps": ideal_ps, "ideal_ring_headers": ideal_ring * header_factor,
                              "ideal_ps_headers": ideal_ps * header_factor,
                              "netreduce_ratio_to_bound": reports[f"netreduce-n{n}"]["summary"]["ratio_to_bound"],
-                             "retransmissions": {str(s.algo): reports[s.label]["retransmissions"] for s in specs},
+                             "retransmissions": {str(s.algorithm.algo): reports[s.label]["retransmissions"]
+                                                 for s in specs},
                              "limits": limits})
     print(f"\n{'topology':<10}{'N':>3}{'NetReduce s':>13}{'ring s':>9}{'PS s':>9}"
           f"{'ring/NR':>9}{'ideal':>7}{'(hdr)':>7}{'PS/NR':>8}{'ideal':>7}{'(hdr)':>7}  resent NR/ring/PS")

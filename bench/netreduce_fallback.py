@@ -90,7 +90,7 @@ def measure(rounds: int, iterations: int, bw: float, at: float, restart: float) 
     return {"code_version": code_version(),
             "setup": {"topology": "leafspine 2x2, 2 hosts per leaf", "workers": 4, "algo": "netreduce",
                       "size_bytes": SIZE_BYTES, "bw_mbps": bw, "iterations": iterations,
-                      "fault": spec.faults[0].label},
+                      "fault": spec.faults.faults[0].label},
             "rounds": rounds, "all_exact": all(s["exact"] for s in samples),
             "summary": summary(samples), "samples": samples, **limits.figures()}
 

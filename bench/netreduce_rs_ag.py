@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +95,7 @@ def ring_times(work_dir: Path, topo_name: str, kind: CollectiveKind, workers: in
                                                      (i - 1,) if i else ()) for i in range(iterations)))
                   for r in range(workers))
     graph = JobGraph(f"ring-{kind.value}-n{workers}", ranks, (group,))
-    spec = replace(graph_spec(graph, bw_mbps=bw_mbps), topo=Topo(topo_name), spines=spines)
+    spec = graph_spec(graph, bw_mbps=bw_mbps).but(topo=Topo(topo_name), spines=spines)
     report = run_graph_spec(spec, graph, work_dir)
     if not report.checked:
         raise RuntimeError(f"the ring's {kind.value} on {topo_name} failed its check: {report.errors}")

@@ -79,7 +79,7 @@ def base_spec(rate_mbps: float = RATE_MBPS) -> ExperimentSpec:
 def scaling_spec(model: str, n: int, algo: str, rate_mbps: float = RATE_MBPS) -> ExperimentSpec:
     """One point of the study (at another link rate: the bandwidth sweep's, named for its rate)."""
     name = f"{model}-{algo}-n{n}" + ("" if rate_mbps == RATE_MBPS else f"-{rate_mbps / 1000:g}g")
-    base = replace(base_spec(rate_mbps), workload=model, workers=n, name=name)
+    base = base_spec(rate_mbps).but(workload=model, workers=n, name=name)
     if algo == "ring":
         return spec_from_dict({"algo": "ring", "topo": "fattree"}, base)
     if algo == "ps":
@@ -96,7 +96,7 @@ def scaling_spec(model: str, n: int, algo: str, rate_mbps: float = RATE_MBPS) ->
 def bandwidth_spec(model: str, algo: str, rate_mbps: float) -> ExperimentSpec:
     """One point of the bandwidth sweep (the study's own run at RATE_MBPS)."""
     spec = scaling_spec(model, BANDWIDTH_WORKERS, algo, rate_mbps)
-    assert spec.emulate is not None and spec.emulate.link_gbps * 1000 == rate_mbps  # dilation 1
+    assert spec.workload.emulate is not None and spec.workload.emulate.link_gbps * 1000 == rate_mbps  # dilation 1
     return spec
 
 
@@ -180,10 +180,10 @@ RTO_PROBE_QUEUES = 6  # a full queue's time per queue on the data path: the host
 def rto_runs() -> list[ExperimentSpec]:
     """The probe run again with a smallest RTO of RTO_PROBE_QUEUES full queues' time."""
     default = scaling_spec(*RTO_PROBE)
-    assert default.bw_mbps is not None
-    queue_ms = buffer_bytes(default.bw_mbps) / (default.bw_mbps * 1e6 / 8) * 1000
+    assert default.network.bw_mbps is not None
+    queue_ms = buffer_bytes(default.network.bw_mbps) / (default.network.bw_mbps * 1e6 / 8) * 1000
     ms = RTO_PROBE_QUEUES * queue_ms
-    return [replace(default, min_rto_ms=ms, name=f"{default.name}-rto{ms:g}ms")]
+    return [default.but(min_rto_ms=ms, name=f"{default.name}-rto{ms:g}ms")]
 
 
 def rto_figures(out: Path) -> dict[str, Any] | None:
@@ -202,9 +202,9 @@ def rto_figures(out: Path) -> dict[str, Any] | None:
                 "retransmissions": p["retransmissions"], "timeouts": p["timeouts"], "duplicates": p["duplicates"],
                 "exposed_comm_s": p["exposed_comm_s"], "correct": p["correct"]}
 
-    assert probe.min_rto_ms is not None
-    runs = [row(default, path_rto_s), row(probe, probe.min_rto_ms / 1000)]
-    return {"model": default.workload, "workers": default.workers, "algo": RTO_PROBE[2], "runs": runs,
+    assert probe.transport.min_rto_ms is not None
+    runs = [row(default, path_rto_s), row(probe, probe.transport.min_rto_ms / 1000)]
+    return {"model": default.workload.workload, "workers": default.network.workers, "algo": RTO_PROBE[2], "runs": runs,
             "samples_ratio": runs[1]["samples_per_s"] / runs[0]["samples_per_s"]}
 
 
@@ -230,12 +230,14 @@ def run(runs: list[ExperimentSpec], out: Path, shard: tuple[int, int]) -> None:
 def point(report: Mapping[str, Any], spec: ExperimentSpec) -> dict[str, Any]:
     t = report.get("training") or {}
     sim = report.get("simulator") or {}
-    return {"model": spec.workload, "workers": spec.workers, "ok": report["ok"], "check": report.get("check"),
+    emulate = spec.workload.emulate
+    return {"model": spec.workload.workload, "workers": spec.network.workers, "ok": report["ok"],
+            "check": report.get("check"),
             "correct": report.get("summary", {}).get("correct"),
             "samples_per_s": t.get("samples_per_s_real"), "iteration_s": t.get("iteration_s_real"),
             "ideal_samples_per_s": t.get("ideal_samples_per_s_real"),
-            "linear_samples_per_s": (spec.workers * spec.emulate.batch / t["single_gpu_iteration_s_real"]
-                                     if spec.emulate and t.get("single_gpu_iteration_s_real") else None),
+            "linear_samples_per_s": (spec.network.workers * emulate.batch / t["single_gpu_iteration_s_real"]
+                                     if emulate and t.get("single_gpu_iteration_s_real") else None),
             "scaling_efficiency": t.get("scaling_efficiency"), "exposed_comm_s": t.get("exposed_comm_s"),
             "of_ideal": t.get("of_ideal"), "retransmissions": report.get("retransmissions"),
             "timeouts": report.get("timeouts"), "duplicates": report.get("duplicates"),

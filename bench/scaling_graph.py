@@ -34,7 +34,6 @@ import resource
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -57,7 +56,7 @@ T = TypeVar("T")
 def point(model: str, workers: int, earlier: dict[str, Any], out: Path, algo: str = "ring") -> dict[str, Any]:
     """Run one of the study's points (ring, or NetReduce in the fat tree's switches) as a graph; its row."""
     spec = scaling_spec(model, workers, algo)
-    assert spec.emulate is not None
+    assert spec.workload.emulate is not None
     # The graph carries the workload: the spec keeps the study's fabric, rate, transport and checks.
     run_spec, graph, _dilation = spec_training_graph(spec, ITERATIONS)  # dilation 1 on the simulator
     started = time.monotonic()
@@ -68,7 +67,7 @@ def point(model: str, workers: int, earlier: dict[str, Any], out: Path, algo: st
     return {"model": model, "algo": algo, "workers": workers, "iterations": ITERATIONS, "iteration_s": iteration_s,
             "iteration_s_study": earlier["iteration_s"], "over_study": ratio,
             "within_tolerance": abs(ratio - 1) <= TOLERANCE,
-            "samples_per_s": workers * spec.emulate.batch / iteration_s,
+            "samples_per_s": workers * spec.workload.emulate.batch / iteration_s,
             "samples_per_s_study": earlier["samples_per_s"],
             "checked": report.checked, "errors": list(report.errors), "wall_s": wall_s,
             "sim_wall_s": sim_wall_s(out / spec.label / "sim"), "sim_cpu_s": cpu_s,
@@ -78,7 +77,7 @@ def point(model: str, workers: int, earlier: dict[str, Any], out: Path, algo: st
 def loop_point(model: str, workers: int, out: Path, algo: str = "ring") -> dict[str, Any]:
     """The study's point on the training loop for the graph's ITERATIONS iterations (the same job as the graph's):
     what the loop costs the simulator (`loop_*` figures of the row) and its iteration (the study's is of 2)."""
-    spec = replace(scaling_spec(model, workers, algo), iterations=ITERATIONS)
+    spec = scaling_spec(model, workers, algo).but(iterations=ITERATIONS)
     where = out / f"{spec.label}-loop{ITERATIONS}"
     started = time.monotonic()
     results, cpu_s = child_cpu(lambda: run_experiment(spec, where))

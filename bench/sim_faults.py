@@ -30,7 +30,7 @@ import math
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +89,8 @@ def fabric_spec(fabric: Fabric, iterations: int, seed: int, scale: float = SCALE
     """The job on the fabric: the scaling study's cluster, ring, `scale` of ResNet-50, `seed` the ECMP hash."""
     topo: dict[str, Any] = ({"topo": "leafspine", "leaves": 2, "spines": 2} if fabric == Fabric.LEAFSPINE
                             else {"topo": "fattree", "k": 8})
-    base = replace(base_spec(RATE_MBPS), workload=MODEL, workers=WORKERS[fabric], iterations=iterations, warmup=0,
-                   name=f"sim-faults-{fabric}")
+    base = base_spec(RATE_MBPS).but(workload=MODEL, workers=WORKERS[fabric], iterations=iterations, warmup=0,
+                                    name=f"sim-faults-{fabric}")
     return spec_from_dict({"algo": "ring", "scale": scale, "ecmp_seed": seed, "seed": seed, **topo}, base)
 
 
@@ -137,7 +137,7 @@ def measure(spec: ExperimentSpec, fabric: Fabric, case: str, fault: Fault | None
     """One run of `spec` with `fault` on the simulator (kept as out-DIGEST.json, DIGEST of the jobs and the
     simulator's settings: found there, not simulated again, while neither changed)."""
     faults = (fault,) if fault is not None else ()
-    spec = replace(spec, faults=faults)
+    spec = spec.but(faults=faults)
     spec.validate()
     plan = plan_run(spec)
     topo, cfgs = plan.topology, list(plan.jobs)
@@ -168,7 +168,8 @@ def measure(spec: ExperimentSpec, fabric: Fabric, case: str, fault: Fault | None
                    time_to_recover_s=record.time_to_recover_s, iterations_lost=record.iterations_lost,
                    throughput_before=phases.before, throughput_during=phases.during, throughput_after=phases.after,
                    lost_packets=m.lost_packets, stalled_qps=m.stalled_qps, detail=record.detail)
-    run = Run(fabric=str(fabric), case=case, fault=fault.label if fault is not None else "", seed=spec.ecmp_seed,
+    run = Run(fabric=str(fabric), case=case, fault=fault.label if fault is not None else "",
+              seed=spec.network.ecmp_seed,
                workers=len(cfg.workers), iterations=cfg.iterations, completed=len(spans), exact=exact,
                iteration_s=statistics.median(times) if times else float("nan"), rto_s=cfg.rto,
                busiest_link_load=load, sim_s=result.speed.sim_s, wall_s=wall, limits=limits, **row)

@@ -57,7 +57,7 @@ SPECS = EXPERIMENTS  # the shipped compare specs (gradswitch/specs/)
 
 
 def _network_key(spec: ExperimentSpec) -> tuple[Any, ...]:
-    return (spec.topo, spec.leaves, spec.spines, spec.bw_mbps)
+    return (spec.network.topo, spec.network.leaves, spec.network.spines, spec.network.bw_mbps)
 
 
 class SharedNetworks:
@@ -84,7 +84,7 @@ class SharedNetworks:
             biggest = max((r for r in self.runs if _network_key(r) == key), key=lambda r: r.hosts_needed())
             self._networks += 1
             self._net = self._stack.enter_context(Testbed(topology_for(biggest), NetworkOptions(
-                run_dir=self.net_dir / f"net{self._networks}-{spec.topo}")))
+                run_dir=self.net_dir / f"net{self._networks}-{spec.network.topo}")))
             self._key = key
         return run_on(self._net, spec, out_dir, progress=False)
 
@@ -133,7 +133,7 @@ def compared(what: str, a: Mapping[str, Any], b: Mapping[str, Any], **where: str
 
 def speedup(out: Path, models: list[str], topos: list[str], repeat: int | None) -> dict[str, Any]:
     spec = load_spec(SPECS / "training-speedup.toml")
-    spec = replace(spec, runs=[r for r in spec.runs if r.workload in models and str(r.topo) in topos])
+    spec = replace(spec, runs=[r for r in spec.runs if r.workload.workload in models and str(r.network.topo) in topos])
     summary = run(spec, out, repeat)
     runs = {r.label: r for r in spec.runs}
     rows = []
@@ -245,7 +245,7 @@ def dlcp(out: Path, repeat: int | None) -> dict[str, Any]:
 
 def on_graph_engine(spec: CompareSpec) -> CompareSpec:
     """The spec's runs the graph engine takes, on it (its baselines among them); the others left out, said."""
-    runs = [replace(r, engine=Engine.GRAPH) for r in spec.runs]
+    runs = [r.but(engine=Engine.GRAPH) for r in spec.runs]
     kept = [r for r in runs if not r.engine_problems()]
     for r in runs:
         if r.engine_problems():

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -70,18 +69,18 @@ def runs(models: list[str], bw_mbps: float | None = None, topos: tuple[str, ...]
     rate), if given."""
     by_label = {r.label: r for r in load_spec(SPEC).runs}
     specs = [by_label[f"{m}-{t}-{a}-{s}"] for t in topos for s in schedulings for m in models for a in algos]
-    return specs if bw_mbps is None else [replace(s, bw_mbps=bw_mbps) for s in specs]
+    return specs if bw_mbps is None else [s.but(bw_mbps=bw_mbps) for s in specs]
 
 
 def result_name(specs: list[ExperimentSpec]) -> str:
     """training-graph for the rack's FIFO ring and NetReduce runs at the spec's rate; the algorithms but ring, the
     topologies, the schedulings and the rate named otherwise (training-graph-ps, training-graph-10mbps,
     training-graph-leafspine-10mbps, training-graph-priority-10mbps)."""
-    default = load_spec(SPEC).runs[0].bw_mbps
-    rate = specs[0].bw_mbps
-    algos = [a for a in dict.fromkeys(str(s.algo) for s in specs) if a != "ring"]
-    topos = list(dict.fromkeys(s.topo for s in specs))
-    schedulings = list(dict.fromkeys(str(s.scheduling) for s in specs))
+    default = load_spec(SPEC).runs[0].network.bw_mbps
+    rate = specs[0].network.bw_mbps
+    algos = [a for a in dict.fromkeys(str(s.algorithm.algo) for s in specs) if a != "ring"]
+    topos = list(dict.fromkeys(s.network.topo for s in specs))
+    schedulings = list(dict.fromkeys(str(s.algorithm.scheduling) for s in specs))
     return ("training-graph" + ("" if algos == ["netreduce"] else "-" + "-".join(algos))
             + ("" if topos == ["rack"] else "-" + "-".join(topos))
             + ("" if schedulings == ["fifo"] else "-" + "-".join(schedulings))
@@ -89,21 +88,22 @@ def result_name(specs: list[ExperimentSpec]) -> str:
 
 
 def repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict[str, Any]:
-    run_spec, graph, dilation = spec_training_graph(replace(spec, seed=seed), spec.iterations)
+    run_spec, graph, dilation = spec_training_graph(spec.but(seed=seed), spec.measurement.iterations)
     report = run_workload_on(net, run_spec, graph, out / f"{spec.label}-seed{seed}", dilation=dilation)
-    assert spec.emulate is not None
+    assert spec.workload.emulate is not None
     times = iteration_times(graph, report.run)  # the emulated cluster's seconds
-    iteration_s = statistics.median(times[spec.warmup:])
+    iteration_s = statistics.median(times[spec.measurement.warmup:])
     # Judged as the loop's runs are: idle CPU, and the busiest link against the ideal iteration's load.
     limits = Limits(report.busiest_link_load, report.cpu_idle, ideal_link_load=ideal_link_load(spec, net.topo))
-    return {"seed": seed, "iteration_s_real": iteration_s, "samples_per_s_real": spec.workers * spec.emulate.batch /
+    return {"seed": seed, "iteration_s_real": iteration_s,
+            "samples_per_s_real": spec.network.workers * spec.workload.emulate.batch /
             iteration_s, "iterations_s_real": list(times), "resent_packets": report.resent_packets,
             "checked": report.checked, "errors": list(report.errors), **limits.figures()}
 
 
 def loop_repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict[str, Any]:
     """The same job on the training loop (gradswitch/hosts/iteration.py), as bench.training runs it."""
-    h = headline(run_on(net, replace(spec, seed=seed), out / f"{spec.label}-loop-seed{seed}", progress=False))
+    h = headline(run_on(net, spec.but(seed=seed), out / f"{spec.label}-loop-seed{seed}", progress=False))
     return {"seed": seed, "iteration_s_real": h["iteration_s"], "samples_per_s_real": h["samples_per_s_real"],
             "resent_packets": h["retransmissions"], "checked": bool(h.get("correct")) and h["ok"],
             "busiest_link_load": h.get("busiest_link_load"), "ideal_link_load": h.get("ideal_link_load"),
@@ -126,8 +126,9 @@ def summary(spec: ExperimentSpec, reps: list[dict[str, Any]], loop_reps: list[di
     graph, today = usable(reps), usable(loop_reps)
     loop_spread = table["runs"][spec.label]["spread"]["samples_per_s_real"]
     table_loop = {k: loop_spread[k] for k in ("min", "median", "max")}
-    row: dict[str, Any] = {"run": spec.label, "model": spec.workload, "topo": spec.topo, "algo": str(spec.algo),
-                           "scheduling": str(spec.scheduling),
+    row: dict[str, Any] = {"run": spec.label, "model": spec.workload.workload, "topo": spec.network.topo,
+                           "algo": str(spec.algorithm.algo),
+                           "scheduling": str(spec.algorithm.scheduling),
                            "repetitions": reps, "usable": len(graph),
                            "exact": all(r["checked"] for r in reps), "samples_per_s_real_loop": table_loop,
                            "loop_repetitions": loop_reps, "loop_usable": len(today),
@@ -189,18 +190,18 @@ def main() -> None:
     reps: dict[str, list[dict[str, Any]]] = {s.label: [] for s in specs}
     loop_reps: dict[str, list[dict[str, Any]]] = {s.label: [] for s in specs}
     for topo in topos:
-        measure([s for s in specs if s.topo == topo], args.repeat, out / topo, reps, loop_reps)
+        measure([s for s in specs if s.network.topo == topo], args.repeat, out / topo, reps, loop_reps)
     rows = [summary(s, reps[s.label], loop_reps[s.label], table) for s in specs]
     ratios = speedups(rows, table, algos)
     report(rows, ratios)
     spec = specs[0]
     path = save(result_name(specs), {
         "what": f"training-speedup.toml's {' and '.join(schedulings)} {', '.join(algos)} runs on {' and '.join(topos)} "
-                f"(4 emulated V100s, {spec.bw_mbps:g} Mb/s, D = {spec.dilation:g}) as execution graphs "
+                f"(4 emulated V100s, {spec.network.bw_mbps:g} Mb/s, D = {spec.dilation:g}) as execution graphs "
                 "on the hosts' graph engine, against the training loop's runs of the same jobs on the same network "
                 "right after each (today) and against the loop's figures in training-speedup.json (table)",
         "table_when": table_doc["when"],
-        "bw_mbps": spec.bw_mbps, "dilation": spec.dilation, "topos": list(topos),
+        "bw_mbps": spec.network.bw_mbps, "dilation": spec.dilation, "topos": list(topos),
         "schedulings": list(schedulings), "algos": list(algos),
         "bottleneck": "see each repetition's busiest_link_load (against its ideal_link_load) and cpu_idle, judged "
                       "alike on both engines; machine-bound ones are left out",

@@ -29,7 +29,7 @@ def main() -> None:
     ap.add_argument("--size", type=parse_size, default=64 << 20)
     ap.add_argument("--out", type=Path, default=Path("runs/bench-workload-et"))
     args = ap.parse_args()
-    base = ExperimentSpec(backend=Backend.NS3, topo=Topo.RACK, workers=args.workers, bw_mbps=BW_MBPS)
+    base = ExperimentSpec.of(backend=Backend.NS3, topo=Topo.RACK, workers=args.workers, bw_mbps=BW_MBPS)
     rows = []
     print(f"{'collective':<16}{'time ms':>10}{'bound ms':>10}{'ratio':>8}  checked")
     for kind in KINDS:

@@ -333,11 +333,9 @@ def experiment_spec(args: argparse.Namespace) -> ExperimentSpec:
 
 def options_given(args: argparse.Namespace) -> dict[str, Any]:
     """The spec's fields `gradswitch experiment`'s options gave (the emulate and sim tables' as tables)."""
-    from dataclasses import fields
+    from gradswitch.experiment.spec import CLI_OPTIONS, EMULATE_OPTIONS, RUN_KEYS, SECTION_OF, SIM_OPTIONS
 
-    from gradswitch.experiment.spec import CLI_OPTIONS, EMULATE_OPTIONS, SIM_OPTIONS, ExperimentSpec
-
-    options = {f.name: CLI_OPTIONS.get(f.name, f.name).replace("-", "_") for f in fields(ExperimentSpec)}
+    options = {key: CLI_OPTIONS.get(key, key).replace("-", "_") for key in (*RUN_KEYS, *SECTION_OF)}
     given = {field: value for field, option in options.items() if (value := getattr(args, option, None)) is not None}
     for table, names in (("emulate", EMULATE_OPTIONS), ("sim", SIM_OPTIONS)):
         values = {field: value for field, option in names.items()
@@ -352,7 +350,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from gradswitch.experiment.runner import run_experiment
 
     spec = experiment_spec(args)
-    if spec.workload_et is not None:
+    if spec.workload.workload_et is not None:
         return _experiment_graph(spec, args)
     _ready_for([spec])
     out = args.out or Path("runs") / spec.label
@@ -371,9 +369,9 @@ def _experiment_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
     given = set(options_given(args)) | (set(flat_spec(read_toml(args.spec))) if args.spec is not None else set())
     spec, graph = load_graph(spec, given)  # what a trace's run has no use for, refused
     _ready_for([spec])
-    out = args.out or Path("runs") / (spec.name or f"{graph.name}-n{graph.world_size}-{spec.topo}")
+    out = args.out or Path("runs") / (spec.name or f"{graph.name}-n{graph.world_size}-{spec.network.topo}")
     report = run_graph_spec(spec, graph, out)
-    print(format_graph_table(report, str(spec.backend)))
+    print(format_graph_table(report, str(spec.network.backend)))
     timeline = out / PLOT_FILE
     print(f"results: {out / RESULTS}" + (f", timeline: {timeline}" if timeline.exists() else ""))
     return 0 if report.checked else 1
@@ -382,17 +380,17 @@ def _experiment_graph(spec: ExperimentSpec, args: argparse.Namespace) -> int:
 def _ready_for(runs: Sequence[ExperimentSpec]) -> None:
     """What the specs' backends need, before anything starts: a machine that can bring up networks
     (BMv2 runs), the built simulator (ns3 runs)."""
-    if any(not s.simulated for s in runs):
+    if any(not s.network.simulated for s in runs):
         from gradswitch.net.network import preflight
 
         preflight()
-    if any(s.simulated for s in runs):
+    if any(s.network.simulated for s in runs):
         from gradswitch.sim.build import status
 
         missing = status().missing()
         if missing:
             raise UsageError(f"backend = ns3: {missing}")
-        if any(s.simulated and s.ranks > 1 for s in runs):
+        if any(s.network.simulated and s.network.ranks > 1 for s in runs):
             missing = status(mpi=True).missing()
             if missing:
                 raise UsageError(f"ranks > 1 (MPI): {missing}")
@@ -541,18 +539,21 @@ def build_parser() -> argparse.ArgumentParser:
     complete_paths(p.add_argument("--spec", type=Path, metavar="FILE.toml",
                                   help="the experiment's values from this TOML file (one compare run's keys); "
                                   "options given beside it override them"))
-    p.add_argument("--algo", choices=Algorithm.names(), help=f"{', '.join(Algorithm.names())} (default {D.algo})")
-    p.add_argument("--workers", type=int, help=f"workers per job (default {D.workers})")
-    p.add_argument("--servers", type=int, help=f"parameter servers (ps; default {D.servers})")
+    p.add_argument("--algo", choices=Algorithm.names(),
+                   help=f"{', '.join(Algorithm.names())} (default {D.algorithm.algo})")
+    p.add_argument("--workers", type=int, help=f"workers per job (default {D.network.workers})")
+    p.add_argument("--servers", type=int, help=f"parameter servers (ps; default {D.algorithm.servers})")
     p.add_argument("--ps-key", type=parse_size, help="parameter server: bytes per key (default "
-                   f"{size_text(D.ps_key_bytes)}; smaller keys pipeline more)")
-    p.add_argument("--size", type=parse_size, help=f"synthetic gradient size (default {size_text(D.size_bytes)})")
-    p.add_argument("--workload", help=f"default {D.workload}; one of {', '.join(workload_names())}")
+                   f"{size_text(D.algorithm.ps_key_bytes)}; smaller keys pipeline more)")
+    p.add_argument("--size", type=parse_size,
+                   help=f"synthetic gradient size (default {size_text(D.workload.size_bytes)})")
+    p.add_argument("--workload", help=f"default {D.workload.workload}; one of {', '.join(workload_names())}")
     complete_paths(p.add_argument("--workload-et", metavar="DIR/PREFIX",
                                   help="run Chakra execution traces (DIR/PREFIX.{rank}.et, e.g. from `gradswitch "
                                   "export-et` or the Chakra tools) instead of --algo/--size/--workload; workers = "
                                   "their ranks (docs/workloads.md)"))
-    p.add_argument("--engine", choices=Engine.names(), help=f"what runs the iterations (default {D.engine}): each "
+    p.add_argument("--engine", choices=Engine.names(),
+                   help=f"what runs the iterations (default {D.algorithm.engine}): each "
                    "algorithm's loop, or the job as an execution graph on the graph engine (a model's training, "
                    "reported as the loop's; --workload train-digits: its real gradients through the graph's "
                    "all-reduces, results.json as the loop's; docs/training.md)")
@@ -560,8 +561,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=DType.names())
     p.add_argument("--float-mode", choices=FloatMode.names(),
                    help="float32 as int32: a fixed scale, or a shared exponent per block (SwitchML-style)")
-    p.add_argument("--iterations", type=int, help=f"iterations to run (default {D.iterations})")
-    p.add_argument("--topo", choices=list(TOPOLOGIES), help=f"default {D.topo}; fattree and leafspine3 on the "
+    p.add_argument("--iterations", type=int, help=f"iterations to run (default {D.measurement.iterations})")
+    p.add_argument("--topo", choices=list(TOPOLOGIES), help=f"default {D.network.topo}; fattree and leafspine3 on the "
                    "simulator (--backend ns3)")
     p.add_argument("--bw", type=float, metavar="MBPS", help="shape every link to this rate")
     p.add_argument("--loss", type=float, metavar="PCT", help="drop this percentage of RoCE packets on every worker "
@@ -572,12 +573,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "link-flap:leaf1-spine1@2,down=0.5,flaps=3, worker-crash:2@4, "
                    "slow-worker:1@0,factor=3 (docs/faults.md)")
     p.add_argument("--transport", choices=Mode.names(), help=f"go-back-N (RoCE) or selective repeat (IRN); "
-                   f"default {D.transport}")
-    p.add_argument("--mtu", type=int, choices=VALID_MTUS, help=f"RoCE MTU of ring and PS (default {D.mtu}: "
+                   f"default {D.transport.transport}")
+    p.add_argument("--mtu", type=int, choices=VALID_MTUS, help=f"RoCE MTU of ring and PS (default {D.transport.mtu}: "
                    "NetReduce's packet size)")
-    p.add_argument("--window", type=int, help=f"packets in flight per QP (default {D.window}; the simulator raises it "
+    p.add_argument("--window", type=int,
+                   help=f"packets in flight per QP (default {D.transport.window}; the simulator raises it "
                    "to cover the path's bandwidth-delay product)")
-    p.add_argument("--credits", type=int, help=f"NetReduce: messages in flight per worker (default {D.credits})")
+    p.add_argument("--credits", type=int,
+                   help=f"NetReduce: messages in flight per worker (default {D.algorithm.credits})")
     p.add_argument("--netreduce-k", type=int, metavar="K", help="NetReduce k of N: a sum leaves the switch once K "
                    "workers are in (default: all N); BMv2, rack, --workload train-digits (docs/faults.md)")
     p.add_argument("--netreduce-deadline-ms", type=float, metavar="MS", help="NetReduce: a sum also leaves with the "
@@ -594,17 +597,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "above bulk traffic, as RoCE is deployed")
     g.add_argument("--load-balance", choices=LoadBalance.names(),
                    help=f"ECMP groups: per flow by the 5-tuple's hash, or per flowlet at random after an idle gap "
-                   f"(LetFlow); default {D.load_balance}")
+                   f"(LetFlow); default {D.network.load_balance}")
     g.add_argument("--flowlet-gap-us", type=int, metavar="US",
-                   help=f"flowlet: idle microseconds after which a flow may move (default {D.flowlet_gap_us})")
+                   help=f"flowlet: idle microseconds after which a flow may move (default {D.network.flowlet_gap_us})")
     g.add_argument("--ecmp-seed", type=int, metavar="N", help="seed of the ECMP hash (default 0: the plain hash)")
     g = p.add_argument_group("backend: BMv2 (the testbed) or the ns-3 simulator (docs/simulator.md)")
-    g.add_argument("--backend", choices=Backend.names(), help=f"what runs the jobs (default {D.backend}); ns3: fat "
+    g.add_argument("--backend", choices=Backend.names(),
+                   help=f"what runs the jobs (default {D.network.backend}); ns3: fat "
                    "trees, hundreds of workers, 100 Gb/s links, computation at real speed")
     g.add_argument("--k", type=int, help="fattree: k (default: the smallest even k with k^3/4 >= the hosts)")
     g.add_argument("--pods", type=int,
-                   help=f"leafspine3: pods of --leaves leaves and --spines spines (default {D.pods})")
-    g.add_argument("--superspines", type=int, help=f"leafspine3: super-spines (default {D.superspines})")
+                   help=f"leafspine3: pods of --leaves leaves and --spines spines (default {D.network.pods})")
+    g.add_argument("--superspines", type=int, help=f"leafspine3: super-spines (default {D.network.superspines})")
     g.add_argument("--ranks", type=int, help="ns3: MPI ranks the simulator runs on (default 1: one process, no MPI)")
     g.add_argument("--hostfile", help="ns3 with --ranks: mpirun's hostfile (a cluster's machines; default: this one)")
     g.add_argument("--check", choices=Check.names(), help="ns3: what packets carry and every sum is checked against: "
@@ -629,13 +633,17 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--batch", type=int, help=f"samples per GPU per iteration (default {E.batch})")
     g.add_argument("--compute-scale", type=float, help="fraction of the modelled computation (0: none)")
     g.add_argument("--sync", choices=Sync.names(), help="next forward after every gradient (iteration) or layer by "
-                   f"layer (layer); default {D.sync}")
+                   f"layer (layer); default {D.algorithm.sync}")
     g.add_argument("--scheduling", choices=Scheduling.names(),
-                   help=f"fifo buckets or priority partitions (default {D.scheduling})")
-    g.add_argument("--bucket-mb", type=float, help=f"fifo: real MiB per bucket (default {D.bucket_mb:g}, DDP's)")
-    g.add_argument("--partition-mb", type=float, help=f"priority: real MiB per partition (default {D.partition_mb:g})")
-    g.add_argument("--warmup", type=int, help=f"iterations left out of the steady state (default {D.warmup})")
-    g.add_argument("--in-flight", type=int, help=f"reductions in progress at once, at most (default {D.in_flight})")
+                   help=f"fifo buckets or priority partitions (default {D.algorithm.scheduling})")
+    g.add_argument("--bucket-mb", type=float,
+                   help=f"fifo: real MiB per bucket (default {D.algorithm.bucket_mb:g}, DDP's)")
+    g.add_argument("--partition-mb", type=float,
+                   help=f"priority: real MiB per partition (default {D.algorithm.partition_mb:g})")
+    g.add_argument("--warmup", type=int,
+                   help=f"iterations left out of the steady state (default {D.measurement.warmup})")
+    g.add_argument("--in-flight", type=int,
+                   help=f"reductions in progress at once, at most (default {D.algorithm.in_flight})")
     p.set_defaults(func=cmd_experiment)
 
     p = add_command(sub, "compare", "run a matrix of experiments from a spec file (gradswitch/specs/*.toml)",

@@ -53,7 +53,7 @@ import itertools
 import statistics
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -79,6 +79,7 @@ from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.shipped_specs import shipped_spec
 from gradswitch.experiment.spec import (
     COMPARE_ONLY,
+    RUN_KEYS,
     SECTION_OF,
     SECTIONS,
     ExperimentError,
@@ -125,21 +126,21 @@ class CompareSpec:
     @property
     def traces(self) -> bool:
         """Every run runs Chakra traces (workload_et): a compare of job times (compare_traces.py)."""
-        return bool(self.runs) and all(r.workload_et is not None for r in self.runs)
+        return bool(self.runs) and all(r.workload.workload_et is not None for r in self.runs)
 
     @property
     def headline_figure(self) -> str:
         """What a run is measured by: training throughput for training specs, else the spec's first figure
         (by default the median iteration, for traces the job's time)."""
-        if any(r.emulate is not None for r in self.runs):
+        if any(r.workload.emulate is not None for r in self.runs):
             return TRAINING_FIGURE
         return self.figures[0] if self.figures else HEADLINE_FIGURE if self.traces else "median_s"
 
     def graph_of(self, run: ExperimentSpec) -> JobGraph:
         """A trace run's graph: as the spec loaded it, else read now."""
-        assert run.workload_et is not None
-        graph = self.graphs.get(run.workload_et)
-        return graph if graph is not None else read_traces(Path(run.workload_et))
+        assert run.workload.workload_et is not None
+        graph = self.graphs.get(run.workload.workload_et)
+        return graph if graph is not None else read_traces(Path(run.workload.workload_et))
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ class Repetition:
     def spec(self) -> ExperimentSpec:
         """The run with this repetition's seed (seed + index: other payloads, other placements when random) and,
         where the compare says so, its other varied fields (ecmp_seed + index: another hash of the flows)."""
-        return replace(self.run, **{f: getattr(self.run, f) + self.index for f in self.varies})
+        return self.run.but(**{f: self.run.get(f) + self.index for f in self.varies})
 
     def directory(self, out_dir: Path) -> Path:
         return out_dir / self.label if self.repeat == 1 else out_dir / self.label / f"rep{self.index + 1}"
@@ -176,7 +177,7 @@ def repetitions(spec: CompareSpec) -> list[Repetition]:
 def _auto_name(spec: ExperimentSpec, varied: list[str]) -> str:
     parts = []
     for key in varied:
-        value = getattr(spec, key)
+        value = spec.get(key)
         if key == "size_bytes":
             parts.append(f"{value / 2**20:g}MiB")
         elif key == "workers":
@@ -185,7 +186,7 @@ def _auto_name(spec: ExperimentSpec, varied: list[str]) -> str:
             parts.append(Path(value).name)  # the trace's prefix: a run name is a directory's
         else:
             parts.append(f"{value}")
-    return "-".join(parts) or spec.algo
+    return "-".join(parts) or spec.algorithm.algo
 
 
 SPEC_KEYS = ("name", *COMPARE_ONLY)
@@ -245,9 +246,9 @@ def load_spec(path: Path) -> CompareSpec:
                 raise SpecError(_prefixed(f"run {run.get('name', i)!r}: ", e)) from None
     except SpecError as e:
         raise SpecError(_prefixed(f"{path}: ", e)) from None
-    traced = [r.label for r in runs if r.workload_et is not None]
+    traced = [r.label for r in runs if r.workload.workload_et is not None]
     if traced and len(traced) < len(runs):
-        plain = [r.label for r in runs if r.workload_et is None]
+        plain = [r.label for r in runs if r.workload.workload_et is None]
         raise SpecError(f"{path}: runs {', '.join(traced)} run traces (workload_et) and {', '.join(plain)} do not: a "
                         "compare's runs are all traces or none (a trace run's figures are its job's time against "
                         "its bounds, the others' their iterations'); put them in two specs")
@@ -285,14 +286,14 @@ def load_spec(path: Path) -> CompareSpec:
     if baselines and len(baselines) == len(names):
         problems.append(f"{path}: baselines name every run: leave at least one run to measure against them")
     within = raw.get("baselines_within", [])
-    spec_fields = {f.name for f in fields(ExperimentSpec)}
+    spec_fields = {*SECTION_OF, *RUN_KEYS}
     if not isinstance(within, list) or not all(isinstance(w, str) and w in spec_fields for w in within):
         problems.append(f"{path}: baselines_within = {within!r}: a list of experiment fields a run and its "
                         "baselines share, e.g. [\"ring_order\"]")
         within = []
     for run in runs:
         if baselines and run.label not in baselines and within and not any(
-                all(getattr(b, w) == getattr(run, w) for w in within) for b in runs if b.label in baselines):
+                all(b.get(w) == run.get(w) for w in within) for b in runs if b.label in baselines):
             problems.append(f"{path}: run {run.label!r}: no baseline shares its {', '.join(within)} "
                             "(baselines_within)")
     if problems:
@@ -390,7 +391,7 @@ def best_baseline(spec: CompareSpec, summary: Mapping[str, Mapping[str, Any]], f
     def comparable(b: str) -> bool:
         if run is None or run not in specs or b not in specs:
             return True
-        return all(getattr(specs[b], w) == getattr(specs[run], w) for w in spec.baselines_within)
+        return all(specs[b].get(w) == specs[run].get(w) for w in spec.baselines_within)
 
     usable = [b for b in spec.baselines if _number(summary.get(b, {}).get(figure))
               and not summary[b].get("machine_bound") and not check_failed(summary[b]) and comparable(b)]
@@ -443,7 +444,8 @@ def completed_report(directory: Path, spec: ExperimentSpec) -> Results | None:
         return None
     if not same_spec(report.get("spec"), spec):
         return None
-    if report.get("summary", {}).get("iterations_done") != spec.iterations or "headline_extra" not in report:
+    if report.get("summary",
+                  {}).get("iterations_done") != spec.measurement.iterations or "headline_extra" not in report:
         return None
     return report
 
@@ -480,13 +482,13 @@ def run_compare(spec: CompareSpec, out_dir: Path, runner: Runner | None = None,
     for k, rep in enumerate(plan, start=1):
         where = rep.directory(out_dir)
         prefix = f"[{k}/{len(plan)}] {rep}"
-        if rep.run.workload_et is not None:
+        if rep.run.workload.workload_et is not None:
             head = _graph_repetition(spec, rep, where, graph_runner or run_graph_spec, graph_reports, durations,
                                      prefix, log, len(plan) - k + 1)
         else:
             head = _repetition(rep, where, runner or run_experiment, reports, durations, prefix, log,
                                len(plan) - k + 1)
-        head.update(repetition=rep.index + 1, seed=rep.spec.seed)
+        head.update(repetition=rep.index + 1, seed=rep.spec.measurement.seed)
         heads[rep.label][rep.index] = head
         # partial results survive a crash
         summary_file.write(out_dir / "summary.json", summarize_runs(spec, heads))
@@ -526,7 +528,7 @@ def _repetition(rep: Repetition, where: Path, run: Runner, reports: dict[str, li
                           (ExperimentError,), format_table, durations, log, left)
     if isinstance(report, str):
         return {"median_s": None, "p99_s": None, "ok": False, "iteration_s": None, "samples_per_s_real": None,
-                "error": report, "outcome": str(Outcome.FAILED), "backend": str(rep.spec.backend)}
+                "error": report, "outcome": str(Outcome.FAILED), "backend": str(rep.spec.network.backend)}
     reports[rep.label].append(report)
     return headline(report)
 
@@ -539,7 +541,7 @@ def _graph_repetition(spec: CompareSpec, rep: Repetition, where: Path, run: Grap
     report = _kept_or_run(prefix, where, completed_graph_report(where, rep.spec, graph),
                           lambda: run_graph_repetition(rep.spec, graph, where, run),
                           (ExperimentError, GraphError, SimError),
-                          lambda r: format_graph_table(r, str(rep.spec.backend)), durations, log, left)
+                          lambda r: format_graph_table(r, str(rep.spec.network.backend)), durations, log, left)
     if isinstance(report, str):
         return cast(dict[str, Any], failed_headline(rep.spec, report))
     reports[rep.label].append(report)

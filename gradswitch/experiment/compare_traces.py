@@ -21,7 +21,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,11 +74,11 @@ def load_trace_runs(runs: Sequence[ExperimentSpec], given: Sequence[Collection[s
     out: list[ExperimentSpec] = []
     problems: list[str] = []
     for run, keys in zip(runs, given, strict=True):
-        if run.workload_et is None:
+        if run.workload.workload_et is None:
             out.append(run)
             continue
-        trace = resolve_path(run.workload_et, folder)
-        run = replace(run, workload_et=trace)
+        trace = resolve_path(run.workload.workload_et, folder)
+        run = run.but(workload_et=trace)
         if trace not in graphs and trace not in unreadable:
             try:
                 graphs[trace] = read_traces(Path(trace))
@@ -91,7 +91,7 @@ def load_trace_runs(runs: Sequence[ExperimentSpec], given: Sequence[Collection[s
         graph = graphs[trace]
         lines = trace_problems(run, graph, keys)
         if "workers" not in keys:
-            run = replace(run, workers=graph.world_size)
+            run = run.but(workers=graph.world_size)
         if not lines and not run.problems():
             try:  # what the job itself cannot be (NetReduce on the simulator, more ranks than hosts), before starting
                 graph_job(topology_for(run), run, graph)
@@ -112,7 +112,8 @@ def graph_headline(report: GraphRunReport, spec: ExperimentSpec, graph: JobGraph
     outcome = graph_outcome(report, graph)
     outputs = [n.checked for n in report.run.nodes if n.kind not in ("compute", "send")]
     head: Headline = {
-        "backend": str(spec.backend), "ok": outcome == Outcome.OK, "outcome": str(outcome), "job_s": report.job_s,
+        "backend": str(spec.network.backend), "ok": outcome == Outcome.OK, "outcome": str(outcome),
+                      "job_s": report.job_s,
         "worst_ratio_to_bound": max((k.worst_ratio for k in report.by_kind), default=None),
         "exposed_comm_s": max(report.exposed_s.values(), default=0.0), "busiest_link_load": report.busiest_link_load,
         "retransmissions": report.resent_packets, "cpu_idle": report.cpu_idle,
@@ -130,7 +131,8 @@ def graph_headline(report: GraphRunReport, spec: ExperimentSpec, graph: JobGraph
 
 def failed_headline(spec: ExperimentSpec, error: str) -> Headline:
     """A repetition that could not run."""
-    return {"job_s": None, "ok": False, "error": error, "outcome": str(Outcome.FAILED), "backend": str(spec.backend)}
+    return {"job_s": None, "ok": False, "error": error, "outcome": str(Outcome.FAILED),
+            "backend": str(spec.network.backend)}
 
 
 # ---- a repetition's directory: run, and kept ----
@@ -158,8 +160,8 @@ class GraphRunKey:
 
     @classmethod
     def of(cls, spec: ExperimentSpec) -> GraphRunKey:
-        assert spec.workload_et is not None
-        prefix = Path(spec.workload_et)
+        assert spec.workload.workload_et is not None
+        prefix = Path(spec.workload.workload_et)
         files = [*trace_files(prefix), *([groups_path(prefix)] if groups_path(prefix).exists() else [])]
         return cls(spec_json(spec), {p.name: file_digest(p) for p in files})
 
@@ -191,7 +193,7 @@ def run_graph_repetition(spec: ExperimentSpec, graph: JobGraph, directory: Path,
     (directory / GRAPH_KEY).unlink(missing_ok=True)  # a run cut short leaves no key: it runs again
     report = runner(spec, graph, directory)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / TABLE).write_text(format_graph_table(report, str(spec.backend)) + "\n")
+    (directory / TABLE).write_text(format_graph_table(report, str(spec.network.backend)) + "\n")
     (directory / GRAPH_KEY).write_text(json.dumps(key.to_dict(), indent=1))
     return report
 
@@ -199,6 +201,7 @@ def run_graph_repetition(spec: ExperimentSpec, graph: JobGraph, directory: Path,
 def details_line(name: str, spec: ExperimentSpec, graph: JobGraph, links: str) -> str:
     """report.md's line about a trace run."""
     nodes = sum(len(r.nodes) for r in graph.ranks)
-    return (f"- **{name}**: trace `{spec.workload_et}` ({graph.name}: {graph.world_size} ranks, {nodes} nodes in all), "
-            f"algo {spec.algo} on {spec.topo} ({spec.backend}), bw {spec.bw_mbps}, loss {spec.loss_pct}%, "
-            f"{spec.transport} ({links})")
+    net = spec.network
+    return (f"- **{name}**: trace `{spec.workload.workload_et}` ({graph.name}: {graph.world_size} ranks, {nodes} "
+            f"nodes in all), algo {spec.algorithm.algo} on {net.topo} ({net.backend}), bw {net.bw_mbps}, "
+            f"loss {spec.faults.loss_pct}%, {spec.transport.transport} ({links})")

@@ -207,7 +207,7 @@ def measure(workers: int, label: str, kind: ElementKind | None, element: str, ou
         return FabricRun.read(path)
     spec = job_spec(workers, f"goodput-{label}-n{workers}")
     spec.validate()
-    assert spec.emulate is not None and spec.emulate.batch == BATCH
+    assert spec.workload.emulate is not None and spec.workload.emulate.batch == BATCH
     plan = plan_run(spec)
     cfgs = list(plan.jobs)
     topo = without(plan.topology, kind, element)

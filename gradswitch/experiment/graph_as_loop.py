@@ -44,24 +44,25 @@ class TrainingGraphJob:
     def host_spec(self) -> ExperimentSpec:
         """The run's settings on the switches: the spec's, but the graph's own job id carries the hosts'
         algorithms (the in-network ones are the GraphJob's NetReduce jobs)."""
-        return replace(self.run_spec, algo=Algorithm.RING)
+        return self.run_spec.but(algo=Algorithm.RING)
 
 
 def training_graph_jobs(spec: ExperimentSpec, topology: Topology) -> list[TrainingGraphJob]:
-    """The spec's training jobs (`jobs` of them, each `spec.iterations` iterations on hosts of its own, as the loop
-    places them, parameter servers too) as graph jobs on the topology: a model's training graph, a job's all-reduces
-    in a row without training, or train-digits' carrying its real gradients; one-line errors (GraphError,
-    ExperimentError) before anything starts."""
-    if spec.workload == DIGITS:
+    """The spec's training jobs (`jobs` of them, each `spec.measurement.iterations` iterations on hosts of its own,
+    as the loop places them, parameter servers too) as graph jobs on the topology: a model's training graph, a job's
+    all-reduces in a row without training, or train-digits' carrying its real gradients; one-line errors
+    (GraphError, ExperimentError) before anything starts."""
+    if spec.workload.workload == DIGITS:
         run_spec, graph, dilation, payload = spec, spec_digits_graph(spec), 1.0, PayloadKind.DIGITS
     else:
-        run_spec, graph, dilation = spec_graph(spec, spec.iterations)
+        run_spec, graph, dilation = spec_graph(spec, spec.measurement.iterations)
         payload = PayloadKind.SYNTHETIC
     # unshaped links (a run without training may leave bw_mbps out): no rate to bound the graph by, so the loop's
     # deadline, each iteration's
-    timeout = None if spec.bw_mbps else START_MARGIN_S + spec.iterations * JobConfig.iteration_timeout
+    iterations = spec.measurement.iterations
+    timeout = None if spec.network.bw_mbps else START_MARGIN_S + iterations * JobConfig.iteration_timeout
     out = []
-    for k in range(spec.jobs):
+    for k in range(spec.workload.jobs):
         job, placement = graph_job(topology, run_spec, graph, dilation=dilation, timeout_s=timeout, job_index=k,
                                    payload=payload)
         out.append(TrainingGraphJob(run_spec, graph, job, placement, dilation))

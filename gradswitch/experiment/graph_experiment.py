@@ -15,7 +15,6 @@ write the run's results.json, the one type every run writes, with the graphs' fi
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import replace
 from pathlib import Path
 
 from gradswitch.experiment.graph_run import (
@@ -49,16 +48,16 @@ def trace_problems(spec: ExperimentSpec, graph: JobGraph, given: Collection[str]
     those `given` (a spec's keys, the options typed), a `workers` given that differs from the traces' ranks, no link
     rate."""
     out = []
-    used = PS_KEYS if spec.algo == Algorithm.PS else ()
+    used = PS_KEYS if spec.algorithm.algo == Algorithm.PS else ()
     ignored = [named(k) for k in TRACE_IGNORES if k in given and k not in used]
     if ignored:
         them = "it" if len(ignored) == 1 else "them"
         out.append(f"{', '.join(ignored)}: a trace's run (workload_et) has no use for {them}: the traces give the "
                    f"sizes, the computation and how often each runs; leave {them} out")
-    if "workers" in given and spec.workers != graph.world_size:
-        out.append(f"workers = {spec.workers}, but the traces {spec.workload_et} have {graph.world_size} ranks; "
-                   f"leave workers out (the traces set it) or give {graph.world_size}")
-    if not spec.bw_mbps:
+    if "workers" in given and spec.network.workers != graph.world_size:
+        out.append(f"workers = {spec.network.workers}, but the traces {spec.workload.workload_et} have "
+                   f"{graph.world_size} ranks; leave workers out (the traces set it) or give {graph.world_size}")
+    if not spec.network.bw_mbps:
         out.append(f"{named('bw_mbps')} is not set: a trace's run needs link rates (its bounds are at the link "
                    "rate): give it, e.g. 8 on BMv2 or 100000 on ns3")
     return out
@@ -67,12 +66,12 @@ def trace_problems(spec: ExperimentSpec, graph: JobGraph, given: Collection[str]
 def load_graph(spec: ExperimentSpec, given: Collection[str] = ()) -> tuple[ExperimentSpec, JobGraph]:
     """The spec's traces, read and checked, and the spec with workers = their ranks; SpecError listing what
     trace_problems refuses (`given`: the keys the spec file and the command line set)."""
-    assert spec.workload_et is not None
-    graph = read_traces(Path(spec.workload_et))
+    assert spec.workload.workload_et is not None
+    graph = read_traces(Path(spec.workload.workload_et))
     problems = trace_problems(spec, graph, given)
     if problems:
         raise SpecError("\n".join(problems))
-    spec = replace(spec, workers=graph.world_size)
+    spec = spec.but(workers=graph.world_size)
     spec.validate()
     return spec, graph
 
@@ -84,18 +83,18 @@ def run_graph_spec(spec: ExperimentSpec, graph: JobGraph, out_dir: Path, sim_dil
     its timeline out_dir/graph-timeline.{json,png} (compute and each collective per rank). `sim_dilation`: on ns-3,
     the computation stretched by it on the simulated clock and the times reported divided by it, as a BMv2 run
     dilated by it does (the twin of such a run)."""
-    if spec.simulated and sim_dilation <= 0:
+    if spec.network.simulated and sim_dilation <= 0:
         raise ExperimentError(f"{graph.name}: a dilation of {sim_dilation:g}: give one above 0 (1: none)")
     out_dir = out_dir.resolve()
     run_experiment(spec, out_dir, progress=False,
-                   workload=GraphWorkload(graph, dilation=sim_dilation if spec.simulated else None))
+                   workload=GraphWorkload(graph, dilation=sim_dilation if spec.network.simulated else None))
     return graph_report_of(spec, graph, out_dir)
 
 
 def run_graph(net: Testbed, graph: JobGraph, run_dir: Path, *, bw_mbps: float, seed: int = 1,
               ring_order: RingOrder = RingOrder.LEAVES, transport: Mode = Mode.GBN, loss_pct: float = 0.0,
               dilation: float | None = None, timeout_s: float | None = None, algo: Algorithm = Algorithm.RING,
-              servers: int = 1, ps_key_bytes: int = ExperimentSpec.ps_key_bytes) -> GraphRunReport:
+              servers: int = 1, ps_key_bytes: int = ExperimentSpec().algorithm.ps_key_bytes) -> GraphRunReport:
     """Run `graph` on the running network `net` (runner.run_on) with an experiment's settings made for it
     (graph_run.graph_spec); the report is run_dir/results.json's."""
     spec = graph_spec(graph, bw_mbps=bw_mbps, seed=seed, ring_order=ring_order, transport=transport,
@@ -115,7 +114,7 @@ def graph_report_of(spec: ExperimentSpec, graph: JobGraph, out_dir: Path) -> Gra
     """The report of a graph's run in out_dir (its results.json), its timeline drawn beside it."""
     report = read_graph_report(out_dir / RESULTS)
     write_graph_timeline(report.run, report.hosts, out_dir, f"{graph.name}: {placed(report)} on "
-                         f"{spec.backend} at {report.bw_mbps:g} Mb/s")
+                         f"{spec.network.backend} at {report.bw_mbps:g} Mb/s")
     return report
 
 

@@ -219,12 +219,12 @@ def rate_bytes_per_s(bw_mbps: float, dilation: float) -> float:
 
 def graph_spec(graph: JobGraph, *, bw_mbps: float, seed: int = 1, ring_order: RingOrder = RingOrder.LEAVES,
                transport: Mode = Mode.GBN, loss_pct: float = 0.0, algo: Algorithm = Algorithm.RING, servers: int = 1,
-               ps_key_bytes: int = ExperimentSpec.ps_key_bytes) -> ExperimentSpec:
+               ps_key_bytes: int = ExperimentSpec().algorithm.ps_key_bytes) -> ExperimentSpec:
     """An experiment's settings for running `graph` on a rack of its ranks (and, with algo = ps, `servers`
     parameter servers, keys of `ps_key_bytes`: what run_graph uses)."""
-    return ExperimentSpec(workers=graph.world_size, bw_mbps=bw_mbps, ring_order=ring_order, seed=seed,
-                          transport=transport, loss_pct=loss_pct, iterations=1, algo=algo, servers=servers,
-                          ps_key_bytes=ps_key_bytes)
+    return ExperimentSpec.of(workers=graph.world_size, bw_mbps=bw_mbps, ring_order=ring_order, seed=seed,
+                             transport=transport, loss_pct=loss_pct, iterations=1, algo=algo, servers=servers,
+                             ps_key_bytes=ps_key_bytes)
 
 
 def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation: float | None = None,
@@ -238,19 +238,20 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     hosts of its own; its in-network collectives' NetReduce jobs numbered after every job's id)."""
     validate(graph)
     spec.validate()
-    if payload != PayloadKind.SYNTHETIC and spec.simulated:
+    if payload != PayloadKind.SYNTHETIC and spec.network.simulated:
         raise ExperimentError(f"{graph.name}: payload {payload} computes its gradients on the hosts; the simulator "
                               "carries synthetic data only (checked by digest): run it on BMv2 (backend = bmv2), or "
                               "give the graph alone for timing")
-    if spec.workers != graph.world_size:
-        raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but workers = {spec.workers}; "
+    if spec.network.workers != graph.world_size:
+        raise ExperimentError(f"{graph.name}: {graph.world_size} ranks, but workers = {spec.network.workers}; "
                               f"set workers = {graph.world_size}")
-    if not spec.bw_mbps and timeout_s is None:
+    if not spec.network.bw_mbps and timeout_s is None:
         raise ExperimentError(f"{graph.name}: bw_mbps is not set; a graph run needs shaped links (its bounds "
                               f"are at the link rate): give bw_mbps, e.g. 8")
-    hosts, needed = len(topo.hosts), graph.world_size + spec.servers_per_job
+    hosts, needed = len(topo.hosts), graph.world_size + spec.algorithm.servers_per_job
     if needed > hosts:
-        with_servers = f" and {spec.servers_per_job} parameter server(s)" if spec.servers_per_job else ""
+        per_job = spec.algorithm.servers_per_job
+        with_servers = f" and {per_job} parameter server(s)" if per_job else ""
         raise ExperimentError(f"{graph.name}: {graph.world_size} ranks{with_servers}, but the network has {hosts} "
                               f"hosts; run it on a topology with at least {needed}")
     plan = plan_run(spec, topo)
@@ -266,7 +267,7 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
         for nid, op in ops_of(graph, first.rank).items():
             if runs_on_servers(graph, nodes[nid], servers):
                 keys = key_count(op, cfg.ps_key_bytes)
-                if spec.simulated and keys > SIM_PS_KEYS:
+                if spec.network.simulated and keys > SIM_PS_KEYS:
                     raise ExperimentError(f"{first.where()} node {nid} ({nodes[nid].name}): {op.key}: {keys} keys of "
                                           f"ps_key_bytes = {cfg.ps_key_bytes}; the simulator numbers at most "
                                           f"{SIM_PS_KEYS} an operation: raise ps_key_bytes to at least "
@@ -280,12 +281,12 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
     fan_in = max(1, max(sum(senders[g.name] for g in graph.groups if r in g.ranks) for r in range(graph.world_size)))
     timeout = timeout_s
     if timeout is None:
-        assert spec.bw_mbps, "refused above: a graph without a deadline of its own needs shaped links"
-        timeout = START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(graph, spec.bw_mbps, d, len(servers))
+        assert spec.network.bw_mbps, "refused above: a graph without a deadline of its own needs shaped links"
+        timeout = START_MARGIN_S + TIMEOUT_FACTOR * serial_estimate_s(graph, spec.network.bw_mbps, d, len(servers))
     # one job: its own id + 1 on (as ever); several: after every job's id, len(IN_NETWORK) a job
     first_id = None if len(plan.jobs) == 1 else len(plan.jobs) + 1 + job_index * len(IN_NETWORK)
-    in_network = in_network_jobs(graph, cfg.job_id, first_id) if spec.algo == Algorithm.NETREDUCE else {}
-    if not spec.simulated:  # the P4 switches' limits (the simulator's run every IN_NETWORK type, any number of
+    in_network = in_network_jobs(graph, cfg.job_id, first_id) if spec.algorithm.algo == Algorithm.NETREDUCE else {}
+    if not spec.network.simulated:  # the P4 switches' limits (the simulator's run every IN_NETWORK type, any number of
         # members; gradswitch.sim.graph_run refuses what they cannot)
         check_switch_jobs(graph, cfg, in_network)
     if payload == PayloadKind.DIGITS and (problem := digits_problem(cfg)) is not None:
@@ -407,7 +408,7 @@ def trace_report(spec: ExperimentSpec, job: GraphJob, ranks_job_dir: Path, resul
     records from the iterations kept (the graph's one run, testbed seconds). ExperimentError naming the rank when a
     rank left no timings."""
     graph = job.graph
-    bw_mbps = spec.bw_mbps
+    bw_mbps = spec.network.bw_mbps
     assert bw_mbps is not None  # graph_job refused a spec without
     missing = [r for r in range(graph.world_size) if not timing_path(ranks_job_dir, r).exists()]
     errors = tuple(f"rank {r} on {res['host']}: {res.get('error', 'failed')}" for r, res in sorted(results.items())
@@ -419,8 +420,8 @@ def trace_report(spec: ExperimentSpec, job: GraphJob, ranks_job_dir: Path, resul
     records = faults([(0, 0.0, run.job_s * job.dilation)] if not errors else [])
     if records:
         errors = tuple(f"{who}: {line}" for who, line in interrupting(records).items()) + errors  # the fault first
-    ideal = ideal_link_load(job, topo, spec.load_balance, spec.ecmp_seed)
-    lossless = not spec.loss_pct and not spec.faults
+    ideal = ideal_link_load(job, topo, spec.network.load_balance, spec.network.ecmp_seed)
+    lossless = not spec.faults.loss_pct and not spec.faults.faults
     report = summarize(job, run, hosts, bw_mbps, carried, cpu_idle, errors, wall_s, resent_packets(results.values()),
                        ideal, lossless)
     return replace(report, faults=records)

@@ -62,25 +62,28 @@ class RunSettings:
 
     def _apply(self) -> None:
         spec, control, topo = self.spec, self.control, self.net.topo
-        if spec.loss_pct > 0:
+        if spec.faults.loss_pct > 0:
             for cfg in self.cfgs:
                 for node in cfg.workers:
                     switch, port = topo.attachment(node.host)
                     self.lossy.append((switch, port))
-                    control.fabric.set_port_loss(switch, port, spec.loss_pct / 100.0, "both", CONFIG.IP_PROTO_UDP,
+                    control.fabric.set_port_loss(switch, port, spec.faults.loss_pct / 100.0, "both",
+                                                 CONFIG.IP_PROTO_UDP,
                                                  CONFIG.ROCE_V2_UDP_PORT)
-        if spec.dlcp.threshold_bytes is not None:
-            control.dlcp.set_thresholds({p: spec.dlcp.threshold_bytes for p in range(CONFIG.PRIORITY_QUEUES)})
-        if spec.roce_class:
+        if spec.transport.dlcp.threshold_bytes is not None:
+            control.dlcp.set_thresholds({p: spec.transport.dlcp.threshold_bytes for p in range(CONFIG.PRIORITY_QUEUES)})
+        if spec.transport.roce_class:
             control.dlcp.set_roce_class(True)
-        if spec.balancing != Balancing():
-            control.balancing.set(spec.load_balance, spec.flowlet_gap_us, spec.ecmp_seed)
+        if spec.network.balancing != Balancing():
+            control.balancing.set(spec.network.load_balance, spec.network.flowlet_gap_us, spec.network.ecmp_seed)
         for cfg in self.cfgs:
-            if spec.dlcp.enabled:
-                control.dlcp.set(cfg.job_id, spec.dlcp.priority, spec.dlcp.drop, spec.dlcp.spray)
-            if spec.algo == Algorithm.NETREDUCE:
-                control.netreduce.create(cfg.job_id, [n.host for n in cfg.workers], spec.credits,
-                                         quorum=spec.netreduce_k, deadline_us=spec.netreduce_deadline_us)
+            if spec.transport.dlcp.enabled:
+                control.dlcp.set(cfg.job_id, spec.transport.dlcp.priority, spec.transport.dlcp.drop,
+                                 spec.transport.dlcp.spray)
+            if spec.algorithm.algo == Algorithm.NETREDUCE:
+                control.netreduce.create(cfg.job_id, [n.host for n in cfg.workers], spec.algorithm.credits,
+                                         quorum=spec.algorithm.netreduce_k,
+                                         deadline_us=spec.algorithm.netreduce_deadline_us)
                 self.netreduce_jobs.append(cfg.job_id)
         if self.netreduce_jobs:
             self._watch_netreduce()
@@ -109,7 +112,7 @@ class RunSettings:
             proc.wait(timeout=10)
         self.background = []
         if self.lights is not None:
-            self.lights.remove(self.spec.bw_mbps)
+            self.lights.remove(self.spec.network.bw_mbps)
             self.lights = None
         for job in self.netreduce_jobs:
             control.netreduce.teardown(job)
@@ -117,14 +120,14 @@ class RunSettings:
         for switch, port in self.lossy:
             control.fabric.set_port_loss(switch, port, 0.0, "both", CONFIG.IP_PROTO_UDP, CONFIG.ROCE_V2_UDP_PORT)
         self.lossy = []
-        if self.spec.dlcp.enabled:
+        if self.spec.transport.dlcp.enabled:
             for cfg in self.cfgs:
                 control.dlcp.set(cfg.job_id)  # nothing given: all off
-        if self.spec.dlcp.threshold_bytes is not None:
+        if self.spec.transport.dlcp.threshold_bytes is not None:
             control.dlcp.set_thresholds()  # the defaults again
-        if self.spec.roce_class:
+        if self.spec.transport.roce_class:
             control.dlcp.set_roce_class(False)
-        if self.spec.balancing != Balancing():
+        if self.spec.network.balancing != Balancing():
             control.balancing.reset()  # ECMP with the plain hash, as the network started
 
     # ---- what the switches counted, read before undoing ----
@@ -141,15 +144,15 @@ class RunSettings:
     # ---- hosts ----
 
     def _start_tensorlights(self) -> None:
-        if not self.spec.tensorlights or self.placement.server_host is None:
+        if not self.spec.algorithm.tensorlights or self.placement.server_host is None:
             return
         host = self.net.host(self.placement.server_host)
-        rate = self.spec.bw_mbps or 1000.0
+        rate = self.spec.network.bw_mbps or 1000.0
         servers = [ServerClass(s.node_id, cfg.job_id) for cfg in self.cfgs for s in cfg.servers]
         self.lights = TensorLights(host, "eth0", rate, servers)
         self.lights.install()
-        if self.spec.tensorlights_rotate_s > 0:
-            self.lights.start_rotation(self.spec.tensorlights_rotate_s)
+        if self.spec.algorithm.tensorlights_rotate_s > 0:
+            self.lights.start_rotation(self.spec.algorithm.tensorlights_rotate_s)
 
     def _start_background(self) -> None:
         if self.placement.background is None:
@@ -162,8 +165,9 @@ class RunSettings:
         wait_until(lambda: port in self.net.host(receiver).cmd("ss -ltn"), 10, what="the background iperf3 server")
         # --forceflush: every interval's lines reach the log (a run's end kills iperf3); --cport: stream k from
         # CLIENT_PORT_BASE + k, the simulator's ports, where the spec asks for them
-        cport = ["--cport", str(CLIENT_PORT_BASE)] if self.spec.background_fixed_ports else []
+        cport = ["--cport", str(CLIENT_PORT_BASE)] if self.spec.workload.background_fixed_ports else []
         with (self.run_dir / "background.log").open("wb") as log:
             self.background.append(self.net.host(sender).popen(
-                ["iperf3", "-c", dst, "-p", port, "-t", "86400", "-M", str(self.spec.mtu), "-P",
-                 str(self.spec.background_flows), "--forceflush", *cport], stdout=log, stderr=subprocess.STDOUT))
+                ["iperf3", "-c", dst, "-p", port, "-t", "86400", "-M", str(self.spec.transport.mtu), "-P",
+                 str(self.spec.workload.background_flows), "--forceflush", *cport], stdout=log,
+                                                               stderr=subprocess.STDOUT))

@@ -12,7 +12,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from gradswitch.experiment.spec import ExperimentSpec, RingOrder
+from gradswitch.experiment.spec import ExperimentSpec, NetworkSpec, RingOrder
 from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
 from gradswitch.protocol.netreduce import PACKETS as NETREDUCE_PACKETS
 from gradswitch.protocol.queues import buffer_bytes
@@ -56,7 +56,7 @@ def place(spec: ExperimentSpec, topo: Topology) -> Placement:
     order = [h.name for rnd in range(max(len(e) for e in by_edge)) for e in by_edge if rnd < len(e) for h in [e[rnd]]]
     edge_of = {h.name: i for i, e in enumerate(by_edge) for h in e}
     free = list(order)
-    draw = random.Random(spec.seed)
+    draw = random.Random(spec.measurement.seed)
 
     def take() -> str:
         return free.pop(0)
@@ -64,20 +64,20 @@ def place(spec: ExperimentSpec, topo: Topology) -> Placement:
     def take_at_random() -> str:
         return free.pop(draw.randrange(len(free)))
 
-    server_host = take() if spec.servers_per_job and spec.colocate_servers else None
+    server_host = take() if spec.algorithm.servers_per_job and spec.network.colocate_servers else None
     jobs = []
-    for _ in range(spec.jobs):
-        pick = take_at_random if spec.ring_order == RingOrder.RANDOM else take
-        hosts = [pick() for _ in range(spec.workers)]
-        if spec.algo == Algorithm.RING and spec.ring_order == RingOrder.LEAVES:
+    for _ in range(spec.workload.jobs):
+        pick = take_at_random if spec.network.ring_order == RingOrder.RANDOM else take
+        hosts = [pick() for _ in range(spec.network.workers)]
+        if spec.algorithm.algo == Algorithm.RING and spec.network.ring_order == RingOrder.LEAVES:
             hosts.sort(key=lambda h: (edge_of[h], order.index(h)))
         nodes = [Node(i, Role.WORKER, h, topo.host(h).ip) for i, h in enumerate(hosts)]
-        for j in range(spec.servers_per_job):
+        for j in range(spec.algorithm.servers_per_job):
             host = server_host or take()
-            nodes.append(Node(spec.workers + j, Role.SERVER, host, topo.host(host).ip))
+            nodes.append(Node(spec.network.workers + j, Role.SERVER, host, topo.host(host).ip))
         jobs.append(nodes)
     background = None
-    if spec.background_flows:
+    if spec.workload.background_flows:
         sender = take()
         edge = topo.attachment(sender)[0]
         receiver = next((h for h in free if topo.attachment(h)[0] != edge), free[0])
@@ -88,16 +88,16 @@ def place(spec: ExperimentSpec, topo: Topology) -> Placement:
 def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node], topo: Topology) -> JobConfig:
     """What job `job_id`'s processes run, placed at `nodes` of `topo` (the network they run on: a
     bigger one than the spec's own when several specs share a network)."""
-    mtu = NETREDUCE_MTU if spec.algo == Algorithm.NETREDUCE else spec.mtu
-    window, credits = spec.window, spec.credits
-    if spec.simulated:  # at the simulator's rates a window must cover the path's bandwidth-delay product
-        needed = bdp_packets(spec, topo, mtu)
+    mtu = NETREDUCE_MTU if spec.algorithm.algo == Algorithm.NETREDUCE else spec.transport.mtu
+    window, credits = spec.transport.window, spec.algorithm.credits
+    if spec.network.simulated:  # at the simulator's rates a window must cover the path's bandwidth-delay product
+        needed = bdp_packets(spec.network, topo, mtu)
         window = max(window, needed)
         credits = max(credits, math.ceil(needed / NETREDUCE_PACKETS))
     window = incast_window(spec, mtu, window)
     levels = 0
     in_flight = window
-    if spec.algo == Algorithm.NETREDUCE:
+    if spec.algorithm.algo == Algorithm.NETREDUCE:
         # Credits bound what a worker has in flight; a job whose workers sit on several edge switches
         # is aggregated in two levels (leaves, then a spine).
         in_flight = min(window, credits * NETREDUCE_PACKETS)
@@ -106,40 +106,43 @@ def job_config(spec: ExperimentSpec, job_id: int, nodes: list[Node], topo: Topol
     timeout = JobConfig.iteration_timeout
     if training is not None:  # the emulated computation, stretched, comes on top of the communication
         timeout += 3 * modelled_compute_s(spec) * training.dilation
-    return JobConfig(algo=spec.algo, nodes=tuple(nodes), iterations=spec.iterations, workload=spec.workload,
-                     size_bytes=spec.size_bytes, scale=spec.scale, dtype=spec.dtype,
-                     float_mode=spec.float_mode, transport=spec.transport, ps_key_bytes=spec.ps_key_bytes,
+    return JobConfig(algo=spec.algorithm.algo, nodes=tuple(nodes), iterations=spec.measurement.iterations,
+                     workload=spec.workload.workload,
+                     size_bytes=spec.workload.size_bytes, scale=spec.workload.scale, dtype=spec.workload.dtype,
+                     float_mode=spec.workload.float_mode, transport=spec.transport.transport,
+                     ps_key_bytes=spec.algorithm.ps_key_bytes,
                      mtu=mtu, window=window, rto=rto_of(spec, in_flight, mtu, levels),
-                     reorder_window=reorder_window(spec.bw_mbps, queue_of(spec)), credits=credits,
-                     netreduce_k=spec.netreduce_k, netreduce_deadline_us=spec.netreduce_deadline_us,
-                     dlcp=spec.dlcp.host_policy(), crash=spec.crash, training=training, iteration_timeout=timeout,
-                     seed=spec.seed + job_id - 1, job_id=job_id)
+                     reorder_window=reorder_window(spec.network.bw_mbps, queue_of(spec.network)), credits=credits,
+                     netreduce_k=spec.algorithm.netreduce_k, netreduce_deadline_us=spec.algorithm.netreduce_deadline_us,
+                     dlcp=spec.transport.dlcp.host_policy(), crash=spec.faults.crash, training=training,
+                     iteration_timeout=timeout,
+                     seed=spec.measurement.seed + job_id - 1, job_id=job_id)
 
 
 def training_config(spec: ExperimentSpec) -> Training | None:
     """What the workers of a training spec run (None: the all-reduce loop)."""
-    if spec.emulate is None or spec.dilation is None:
+    if spec.workload.emulate is None or spec.dilation is None:
         return None
-    return Training(spec.emulate, spec.dilation, spec.sync, spec.scheduling,
-                    bucket_bytes=max(4, round(spec.bucket_mb * MIB * spec.scale)),
-                    partition_bytes=max(4, round(spec.partition_mb * MIB * spec.scale)),
-                    warmup=spec.warmup, in_flight=spec.in_flight)
+    return Training(spec.workload.emulate, spec.dilation, spec.algorithm.sync, spec.algorithm.scheduling,
+                    bucket_bytes=max(4, round(spec.algorithm.bucket_mb * MIB * spec.workload.scale)),
+                    partition_bytes=max(4, round(spec.algorithm.partition_mb * MIB * spec.workload.scale)),
+                    warmup=spec.measurement.warmup, in_flight=spec.algorithm.in_flight)
 
 
 def modelled_compute_s(spec: ExperimentSpec) -> float:
     """One GPU's modelled iteration (forward and backward), real seconds; 0 without emulation."""
-    compute = compute_profile(spec.workload)
-    if spec.emulate is None or compute is None:
+    compute = compute_profile(spec.workload.workload)
+    if spec.workload.emulate is None or compute is None:
         return 0.0
-    e = spec.emulate
+    e = spec.workload.emulate
     return iteration_s(compute, e.device, e.precision, e.batch) * e.compute_scale
 
 
 def fan_in(spec: ExperimentSpec) -> int:
     """QPs that send into one host at once: a parameter server's workers (every colocated job's),
     one neighbour for ring, the switch's one result stream for NetReduce."""
-    if spec.algo == Algorithm.PS:
-        return spec.workers * (spec.jobs if spec.colocate_servers else 1)
+    if spec.algorithm.algo == Algorithm.PS:
+        return spec.network.workers * (spec.workload.jobs if spec.network.colocate_servers else 1)
     return 1
 
 
@@ -157,10 +160,10 @@ def incast_window(spec: ExperimentSpec, mtu: int, window: int | None = None) -> 
     With peers resolved before the first packet, gradswitch/roce/resolve.py, 10 of 10 resent nothing with
     windows filling the whole queue; the share stays as a margin.) At least one packet: a floor
     above that overflowed the queue with 4 KiB packets (8 windows of 4 into 64 KiB)."""
-    window = spec.window if window is None else window
-    if not spec.bw_mbps:
+    window = spec.transport.window if window is None else window
+    if not spec.network.bw_mbps:
         return window
-    room = int((queue_of(spec) or buffer_bytes(spec.bw_mbps)) * QUEUE_SHARE)
+    room = int((queue_of(spec.network) or buffer_bytes(spec.network.bw_mbps)) * QUEUE_SHARE)
     return max(1, min(window, room // (fan_in(spec) * (mtu + PACKET_OVERHEAD))))
 
 
@@ -174,24 +177,24 @@ def widest_hops(topo: Topology) -> int:
 BDP_MARGIN = 2.0  # windows of twice the path's delays: an ACK comes every window / 4 packets, and queues vary
 
 
-def bdp_packets(spec: ExperimentSpec, topo: Topology, mtu: int) -> int:
+def bdp_packets(network: NetworkSpec, topo: Topology, mtu: int) -> int:
     """Packets a QP needs in flight to keep its link busy across the topology's widest path on the simulator:
     the packets each store-and-forward link holds while it serializes one (both ways: NetReduce's results come
     back as whole packets), plus BDP_MARGIN times the path's delays (propagation and a switch's per-packet
     delay, both ways) over one packet's time. At the testbed's tens of Mb/s this is a few packets (the spec's
     window rules); at 100 Gb/s across a fat tree about a hundred (docs/simulator.md: a window of 32 limits a
     hop to about 66 Gb/s there)."""
-    rate = (spec.bw_mbps or 10_000.0) * 1e6 / 8
+    rate = (network.bw_mbps or 10_000.0) * 1e6 / 8
     packet_s = (mtu + PACKET_OVERHEAD) / rate
     hops = widest_hops(topo)
-    delays = 2 * hops * (spec.sim.link_delay_us + spec.sim.switch_delay_us) * 1e-6
+    delays = 2 * hops * (network.sim.link_delay_us + network.sim.switch_delay_us) * 1e-6
     return 2 * hops + math.ceil(BDP_MARGIN * delays / packet_s)
 
 
-def queue_of(spec: ExperimentSpec) -> int | None:
-    """Bytes of a port's priority queue when the spec gives them (the simulator's `sim.queue_bytes`); None: the
+def queue_of(network: NetworkSpec) -> int | None:
+    """Bytes of a port's priority queue when the network gives them (the simulator's `sim.queue_bytes`); None: the
     testbed's shaped buffer for the rate (gradswitch/net/shaping.py buffer_bytes)."""
-    return spec.sim.queue_bytes if spec.simulated else None
+    return network.sim.queue_bytes if network.simulated else None
 
 
 def reorder_window(bw_mbps: float | None, queue_bytes: int | None = None) -> float | None:
@@ -205,9 +208,9 @@ def reorder_window(bw_mbps: float | None, queue_bytes: int | None = None) -> flo
 def rto_of(spec: ExperimentSpec, window: int, mtu: int, levels: int, queues: int = 1) -> float:
     """A job's smallest retransmission timeout, s: the spec's `min_rto_ms`, else min_rto's from the path (`queues`
     full queues: 2 for a graph run's parameter servers, gradswitch/experiment/graph_run.py graph_job)."""
-    if spec.min_rto_ms is not None:
-        return spec.min_rto_ms / 1000
-    return min_rto(window, mtu, spec.bw_mbps, levels, queue_of(spec), queues)
+    if spec.transport.min_rto_ms is not None:
+        return spec.transport.min_rto_ms / 1000
+    return min_rto(window, mtu, spec.network.bw_mbps, levels, queue_of(spec.network), queues)
 
 
 def min_rto(window: int, mtu: int, bw_mbps: float | None, levels: int = 0, queue_bytes: int | None = None,

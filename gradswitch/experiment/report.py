@@ -15,7 +15,7 @@ import numpy as np
 from gradswitch.experiment.placement import modelled_compute_s
 from gradswitch.experiment.plots import plot_iterations
 from gradswitch.experiment.results_file import Outcome, Results
-from gradswitch.experiment.spec import ExperimentSpec, step_bytes
+from gradswitch.experiment.spec import ExperimentSpec, spec_dict, step_bytes
 from gradswitch.hosts.ideal import ideal
 from gradswitch.roce.wire import ETH_HEADER_LEN
 from gradswitch.workload.fault_record import FaultOutcome, FaultRecord
@@ -39,12 +39,12 @@ def training_summary(spec: ExperimentSpec, iterations: list[dict[str, Any]], cfg
     iteration, and (given the job's configuration) the ideal: the same iteration with every
     reduction at its link-rate bound (gradswitch/hosts/ideal.py). Per iteration the job's figure is its
     slowest worker's."""
-    if spec.emulate is None or spec.dilation is None:
+    if spec.workload.emulate is None or spec.dilation is None:
         return None
     d = spec.dilation
-    steady = [it for it in iterations if it["index"] >= spec.warmup]
+    steady = [it for it in iterations if it["index"] >= spec.measurement.warmup]
     if not steady:
-        return {"dilation": d, "warmup": spec.warmup, "steady_iterations": 0, "iteration_s": None,
+        return {"dilation": d, "warmup": spec.measurement.warmup, "steady_iterations": 0, "iteration_s": None,
                 "compute_s": None, "exposed_comm_s": None, "samples_per_s_real": None}
 
     def med(key: str) -> float:
@@ -53,13 +53,14 @@ def training_summary(spec: ExperimentSpec, iterations: list[dict[str, Any]], cfg
     times = np.array([it["time_s"] for it in steady])
     iteration = float(np.median(times))
     real = iteration / d
-    e = spec.emulate
-    samples = spec.workers * e.batch / real if real > 0 else None
+    e = spec.workload.emulate
+    samples = spec.network.workers * e.batch / real if real > 0 else None
     one_gpu = modelled_compute_s(spec)
     single = e.batch / one_gpu if one_gpu > 0 else None
     return {
-        "emulate": asdict(e), "sync": str(spec.sync), "scheduling": str(spec.scheduling),
-        "dilation": d, "warmup": spec.warmup, "warmup_iteration_s": [it["time_s"] for it in iterations[: spec.warmup]],
+        "emulate": asdict(e), "sync": str(spec.algorithm.sync), "scheduling": str(spec.algorithm.scheduling),
+        "dilation": d, "warmup": spec.measurement.warmup,
+            "warmup_iteration_s": [it["time_s"] for it in iterations[: spec.measurement.warmup]],
         "steady_iterations": len(steady),
         "iteration_s": iteration, "iteration_p99_s": float(np.percentile(times, 99)),
         "compute_s": med("compute_s"), "comm_s": med("comm_s"), "exposed_comm_s": med("exposed_comm_s"),
@@ -67,7 +68,7 @@ def training_summary(spec: ExperimentSpec, iterations: list[dict[str, Any]], cfg
         "iteration_s_real": real, "iteration_p99_s_real": float(np.percentile(times, 99)) / d,
         "samples_per_s_real": samples,
         "single_gpu_iteration_s_real": one_gpu or None,
-        "scaling_efficiency": samples / (spec.workers * single) if samples and single else None,
+        "scaling_efficiency": samples / (spec.network.workers * single) if samples and single else None,
         "timeline_iteration": median_iteration(steady),
         **ideal_figures(spec, cfg, real),
     }
@@ -76,11 +77,11 @@ def training_summary(spec: ExperimentSpec, iterations: list[dict[str, Any]], cfg
 def ideal_figures(spec: ExperimentSpec, cfg: JobConfig | None, real: float) -> dict[str, Any]:
     """The ideal iteration (every reduction at its link-rate bound on the emulated cluster), its
     samples/s, and the measured run's share of it (1: the testbed added nothing)."""
-    if cfg is None or cfg.training is None or spec.emulate is None:
+    if cfg is None or cfg.training is None or spec.workload.emulate is None:
         return {}
     best = ideal(cfg)
     return {"ideal_iteration_s_real": best.iteration_s,
-            "ideal_samples_per_s_real": spec.workers * spec.emulate.batch / best.iteration_s,
+            "ideal_samples_per_s_real": spec.network.workers * spec.workload.emulate.batch / best.iteration_s,
             "of_ideal": best.iteration_s / real if real > 0 else None, "ideal_link_load": best.link_load}
 
 
@@ -162,9 +163,10 @@ def _job_summary(spec: ExperimentSpec, results: dict[int, WorkerResult]) -> dict
     check = weakest([it["check"] for it in iterations])
     times = np.array([it["time_s"] for it in iterations]) if iterations else np.array([])
     sbytes = step_bytes(spec)
-    bound = lower_bound_s(spec.algo, spec.workers, spec.servers, sbytes, spec.bw_mbps)
+    bound = lower_bound_s(spec.algorithm.algo, spec.network.workers, spec.algorithm.servers, sbytes,
+                          spec.network.bw_mbps)
     median = float(np.median(times)) if len(times) else None
-    complete = bool(iterations) and len(iterations) == spec.iterations
+    complete = bool(iterations) and len(iterations) == spec.measurement.iterations
     checked = check != "none"
     # correct: every iteration the job kept held its check (a job cut short by a crash keeps what it completed)
     correct = bool(iterations) and all(it["correct"] for it in iterations) if checked else None
@@ -297,25 +299,25 @@ def summarize(spec: ExperimentSpec, cfgs: list[JobConfig], results: dict[int, di
     if its and checked and all("relative_error" in it for it in its):  # the error the check measured
         headline_extra["max_relative_error"] = max(it["relative_error"] for it in its)
     link_loads: dict[str, float] = {}
-    if spec.bw_mbps:
+    if spec.network.bw_mbps:
         headline_extra["busiest_link_load"] = busiest_link_load(links)
-        headline_extra["busiest_offered_load"] = busiest_offered_load(switches, spec.bw_mbps)
+        headline_extra["busiest_offered_load"] = busiest_offered_load(switches, spec.network.bw_mbps)
         link_loads = fabric_link_loads(links)
         imbalance = uplink_imbalance(links)
         if imbalance is not None:
             headline_extra["uplink_imbalance"] = imbalance
-    if spec.background_flows:
+    if spec.workload.background_flows:
         headline_extra["background_goodput_mbps"] = background_goodput_mbps
-    if its and checked and spec.dtype == DType.FLOAT32 and all("max_abs_error" in it for it in its):
+    if its and checked and spec.workload.dtype == DType.FLOAT32 and all("max_abs_error" in it for it in its):
         headline_extra["max_abs_error"] = max(it["max_abs_error"] for it in its)
     dlcp_drops = sum(events.get("dropped", 0) for sw in switches.values() if isinstance(sw, dict)
                      for events in sw.get("dlcp", {}).values())
-    if spec.dlcp.enabled:
+    if spec.transport.dlcp.enabled:
         headline_extra["dlcp_dropped"] = dlcp_drops
     return cast(Results, {
         "name": spec.label,
-        "backend": str(spec.backend),  # bmv2 (the testbed) or ns3 (the simulator)
-        "spec": asdict(spec),
+        "backend": str(spec.network.backend),  # bmv2 (the testbed) or ns3 (the simulator)
+        "spec": spec_dict(spec),
         "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
         "step_bytes": step_bytes(spec),
         **main,

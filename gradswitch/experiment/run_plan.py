@@ -25,21 +25,24 @@ def sim_settings(spec: ExperimentSpec, cfgs: list[JobConfig], placement: Placeme
     background = None
     if placement.background is not None:
         sender, receiver = placement.background
-        background = Background(sender, receiver, spec.background_flows, spec.mtu)  # iperf3 -P flows -M mtu
+        background = Background(sender, receiver, spec.workload.background_flows,
+                                spec.transport.mtu)  # iperf3 -P flows -M mtu
     lights = None
-    if spec.tensorlights and placement.server_host is not None:
+    if spec.algorithm.tensorlights and placement.server_host is not None:
         servers = tuple((cfg.job_id, s.node_id) for cfg in cfgs for s in cfg.servers)
-        lights = TensorLightsSetting(placement.server_host, servers, spec.tensorlights_rotate_s)
-    d = spec.dlcp
+        lights = TensorLightsSetting(placement.server_host, servers, spec.algorithm.tensorlights_rotate_s)
+    d = spec.transport.dlcp
     dlcp = DlcpSwitch(d.priority, d.drop, d.spray, d.threshold_bytes) if d.enabled else DlcpSwitch()
-    s = spec.sim
+    s = spec.network.sim
     return SimSettings(link_delay_s=s.link_delay_us * 1e-6, switch_delay_s=s.switch_delay_us * 1e-6,
                        host_message_delay_s=s.host_delay_us * 1e-6, queue_bytes=s.queue_bytes,
                        shaped_links=s.shaped_links,
-                       check=CheckMode(str(s.check)), ecmp_seed=spec.ecmp_seed, load_balance=spec.load_balance,
-                       flowlet_gap_us=spec.flowlet_gap_us, roce_class=spec.roce_class, dlcp=dlcp,
-                       loss_pct=spec.loss_pct, background=background, tensorlights=lights, seed=spec.seed,
-                       progress_s=PROGRESS_S if progress else 0.0, faults=spec.faults)
+                       check=CheckMode(str(s.check)), ecmp_seed=spec.network.ecmp_seed,
+                       load_balance=spec.network.load_balance,
+                       flowlet_gap_us=spec.network.flowlet_gap_us, roce_class=spec.transport.roce_class, dlcp=dlcp,
+                       loss_pct=spec.faults.loss_pct, background=background, tensorlights=lights,
+                       seed=spec.measurement.seed,
+                       progress_s=PROGRESS_S if progress else 0.0, faults=spec.faults.faults)
 
 
 @dataclass(frozen=True)

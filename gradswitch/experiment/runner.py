@@ -81,11 +81,11 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = 
     spec.validate()
     out_dir = out_dir.resolve()  # the workers run in other working directories: they get absolute paths
     workload = workload or traces_of(spec)
-    if spec.simulated and (spec.engine == Engine.GRAPH or workload is not None):
+    if spec.network.simulated and (spec.algorithm.engine == Engine.GRAPH or workload is not None):
         from gradswitch.experiment.simulated_graph import run_simulated_graph
 
         return run_simulated_graph(spec, out_dir, progress, workload)
-    if spec.simulated:
+    if spec.network.simulated:
         from gradswitch.experiment.simulated import run_simulated
 
         return run_simulated(spec, out_dir, progress)
@@ -99,7 +99,8 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, progress: bool | None = 
 def traces_of(spec: ExperimentSpec) -> GraphWorkload | None:
     """The spec's traces (workload_et) as its workload, read and checked (one line naming the file, node and problem);
     None: the spec describes its own."""
-    return GraphWorkload(read_traces(Path(spec.workload_et))) if spec.workload_et is not None else None
+    traces = spec.workload.workload_et
+    return GraphWorkload(read_traces(Path(traces))) if traces is not None else None
 
 
 def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | None = None,
@@ -111,7 +112,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     gradswitch/experiment/trace_results.py)."""
     spec.validate()
     workload = workload or traces_of(spec)
-    if spec.simulated:
+    if spec.network.simulated:
         raise ExperimentError(f"{spec.label}: backend = ns3 runs on the simulator, not on a BMv2 network")
     out_dir = out_dir.resolve()  # the workers run in other working directories: they get absolute paths
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -125,7 +126,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     # engine = graph: the job's ranks run its training graph (gradswitch.hosts.graph_main), reported as the loop's;
     # a workload of graphs: the ranks run them, reported as graphs
     tgs = [trace_graph_job(spec, net.topo, workload)] if workload is not None else \
-        training_graph_jobs(spec, net.topo) if spec.engine == Engine.GRAPH else []
+        training_graph_jobs(spec, net.topo) if spec.algorithm.engine == Engine.GRAPH else []
     nodes_cfgs, config_dir = (cfgs, out_dir) if not tgs else ([tg.job.job for tg in tgs], out_dir / GRAPH_JOB_DIR)
     if tgs:
         config_dir.mkdir(exist_ok=True)
@@ -174,10 +175,11 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         # DLCP's event counters count from the switch's start (several runs may share a network): this run's are
         # what they gained while its jobs ran (nothing of the jobs' runs before the go: their nodes only resolve
         # their peers, with ICMP).
-        dlcp_before = {name: settings.dlcp_events(name) for name in fabric.switch_names()} if spec.dlcp.enabled else {}
+        dlcp_before = ({name: settings.dlcp_events(name) for name in fabric.switch_names()}
+                       if spec.transport.dlcp.enabled else {})
         try:
             results = run_nodes(net, nodes_cfgs, config_dir, run_dir,
-                                Progress(1 if tgs else spec.iterations, spec.label, progress),
+                                Progress(1 if tgs else spec.measurement.iterations, spec.label, progress),
                                 on_go=go, on_done=done, on_started=procs.update, on_exit=exited,
                                 module="gradswitch.hosts.graph_main" if tgs else "gradswitch.hosts.main")
         finally:
@@ -187,7 +189,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         carried, goodput = after.get("links", {}), after.get("goodput")
         switches = delta(after.get("switches") or live_snapshot(fabric, down), before)
         label_ports(switches, net.topo)
-        if spec.dlcp.enabled:
+        if spec.transport.dlcp.enabled:
             for name in fabric.switch_names():
                 if name in down:
                     continue
@@ -216,7 +218,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
             for change in result.get("fallback", {}).get("changes", []):
                 schedule.path_changed(change["switch"], change["path"], change["agreed_at"])
         kept = [(it["index"], it["start"], it["end"]) for it in report["iterations"]]
-        report = with_faults(report, schedule.records(kept, spec.iterations), schedule.go or wall)
+        report = with_faults(report, schedule.records(kept, spec.measurement.iterations), schedule.go or wall)
     # What limited the run: the links (busiest_link_load, when shaped) or the machine (cpu_idle near 0).
     extra = report["headline_extra"]
     extra["cpu_idle"] = cpu[0].idle_share_until(cpu[-1]) if len(cpu) == 2 else None
@@ -226,7 +228,7 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
     report["bmv2"] = net.bmv2.describe() if net.bmv2 is not None else None  # the build the switches ran
     extra["wall_s"] = time.monotonic() - wall
     if rotations is not None:
-        report["tensorlights"] = {"rotations": rotations, "interval_s": spec.tensorlights_rotate_s}
+        report["tensorlights"] = {"rotations": rotations, "interval_s": spec.algorithm.tensorlights_rotate_s}
     training = report.get("training")
     if training and training.get("timeline_iteration") is not None:
         training["timeline"] = write_timeline(

@@ -55,7 +55,7 @@ def speed(result: SimResult, spec: ExperimentSpec) -> SimulatorFigures:
     s = result.speed
     return {"wall_s": s.wall_s, "sim_s": s.sim_s, "events": s.events, "events_per_s": s.events_per_s,
             "packet_hops": s.packet_hops, "packet_hops_per_s": s.packet_hops_per_s, "peak_rss_mb": s.peak_rss_mb,
-            "ranks": spec.ranks, "time_limit_hit": result.time_limit_hit, "binary": str(status().binary)}
+            "ranks": spec.network.ranks, "time_limit_hit": result.time_limit_hit, "binary": str(status().binary)}
 
 
 def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None) -> Results:
@@ -64,9 +64,9 @@ def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = N
     topo, cfgs = plan.topology, list(plan.jobs)
     settings = plan.sim_settings(sys.stderr.isatty() if progress is None else progress)
     started = time.time()
-    hostfile = Path(spec.hostfile) if spec.hostfile is not None else None
+    hostfile = Path(spec.network.hostfile) if spec.network.hostfile is not None else None
     try:
-        result = simulate(topo, cfgs, settings, out_dir / "sim", ranks=spec.ranks, hostfile=hostfile)
+        result = simulate(topo, cfgs, settings, out_dir / "sim", ranks=spec.network.ranks, hostfile=hostfile)
     except SimError as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
     return report_simulated(spec, cfgs, topo, result, started, out_dir)
@@ -120,9 +120,9 @@ def report_simulated(spec: ExperimentSpec, cfgs: list[JobConfig], topo: Topology
     if result.time_limit_hit:
         report["ok"] = False
         report["errors"]["simulator"] = f"stopped at its simulated time limit ({result.speed.sim_s:.3g} s)"
-    if spec.faults:
+    if spec.faults.faults:
         # simulated time starts at the jobs' go: the iterations' clock is the faults' clock
-        records = fault_records(spec.faults, list(result.faults), result.nodes, cfgs, result.speed.sim_s)
+        records = fault_records(spec.faults.faults, list(result.faults), result.nodes, cfgs, result.speed.sim_s)
         report = with_faults(report, records, 0.0)
         spans = [(it["start"], it["end"]) for it in report["iterations"]]
         for entry, record in zip(report["faults"], records, strict=True):

@@ -56,11 +56,11 @@ def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | No
         # the loop's check, per iteration's elements (the graph's AUTO counts every iteration's: a weaker check sooner)
         settings = replace(settings, check=check_mode(trainings[0], settings))
     started = time.time()
-    hostfile = Path(spec.hostfile) if spec.hostfile is not None else None
+    hostfile = Path(spec.network.hostfile) if spec.network.hostfile is not None else None
     placed = [PlacedGraph(tg.graph.dilated(tg.dilation) if tg.dilation != 1.0 else tg.graph, tg.job.job,
                           tg.job.in_network) for tg in tgs]
     try:
-        results = run_graphs(placed, run_plan.topology, settings, out_dir / "sim", mpi_ranks=spec.ranks,
+        results = run_graphs(placed, run_plan.topology, settings, out_dir / "sim", mpi_ranks=spec.network.ranks,
                              hostfile=hostfile)
     except (SimError, GraphError) as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
@@ -84,13 +84,13 @@ def graph_results(spec: ExperimentSpec, tg: TrainingGraphJob, result: GraphSimRe
     errors = () if result.ok() else tuple(
         f"rank {n.rank} node {n.node_id}: output not what its {n.collective or n.kind} defines"
         for n in run.nodes if n.checked is False) or ("a rank did not finish its graph",)
-    faults = tuple(fault_records(spec.faults, list(result.sim.faults), result.sim.nodes, [job.job],
+    faults = tuple(fault_records(spec.faults.faults, list(result.sim.faults), result.sim.nodes, [job.job],
                                  result.sim.speed.sim_s))
     errors = tuple(f"{who}: {line}" for who, line in interrupting(faults).items()) + errors  # the fault first
-    assert spec.bw_mbps is not None  # graph_job refused a spec without
+    assert spec.network.bw_mbps is not None  # graph_job refused a spec without
     nodes = result.sim.nodes[job.job.job_id]
     usage = link_usage(topology, result.sim)
-    report = summarize(job, run, list(result.hosts), spec.bw_mbps, usage, None, errors, result.sim.speed.wall_s,
+    report = summarize(job, run, list(result.hosts), spec.network.bw_mbps, usage, None, errors, result.sim.speed.wall_s,
                        resent_packets(nodes.values()))
     report = replace(report, faults=faults, machine_bound=None, machine_bound_reason=None)
     body = trace_results(spec, tg.graph, report, started, nodes.values(), usage, result.sim.switches,

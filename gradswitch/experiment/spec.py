@@ -4,9 +4,16 @@
 one run's keys, `--spec`: `load_experiment`) and what every run of `gradswitch compare` builds
 from its TOML file (`spec_from_dict`). `problems()` lists every value that cannot run, one line
 each naming the value, what is allowed and what to do; the command line and the compare loader
-stop on them before any switch starts. A spec file gives a run's keys in sections ([network], [workload],
-[algorithm], [transport], [faults], [measurement]: SECTIONS, the one definition of which key goes where) or flat,
-as before sections; flat_spec reads both and says where a misplaced key belongs.
+stop on them before any switch starts.
+
+A spec is its name and six sections, one frozen dataclass each, as a spec file groups its keys: NetworkSpec
+([network]), WorkloadSpec, AlgorithmSpec, TransportSpec, FaultsSpec, MeasurementSpec; code reads
+`spec.network.workers`, `spec.algorithm.algo`. Their fields are the one definition of which key goes where
+(SECTIONS lists them); a section checks its own values (its `problems()`), ExperimentSpec what concerns several.
+A key's name is unique across the sections, so code builds and changes a spec by the keys' flat names as well:
+`ExperimentSpec.of(algo=..., workers=8)`, `spec.but(workers=8)`. A spec file gives a run's keys in their sections
+or flat, as before sections; flat_spec reads both and says where a misplaced key belongs. Files keep a spec flat
+(spec_dict: every key at its top, the layout from before sections).
 
 A spec runs on BMv2 and Mininet (`backend = "bmv2"`, the testbed) or on the ns-3 simulator
 (`backend = "ns3"`, docs/simulator.md): the same fields mean the same on both. The limits of the
@@ -195,90 +202,153 @@ class DlcpOptions:
         return replace(self.hosts, drop=self.lossy, reorder=self.reorders)
 
 
+def _failing(*checks: tuple[bool, str]) -> list[str]:
+    """The lines of the checks that fail (`(ok, what)` each), in order."""
+    return [what for ok, what in checks if not ok]
+
+
+# ---- a run's sections: one class each ([network], [workload], ...); their fields are the section's keys ----
+
+
 @dataclass(frozen=True)
-class ExperimentSpec:
-    algo: Algorithm = Algorithm.RING
-    workers: int = 4
-    size_bytes: int = 8 << 20  # synthetic workload: bytes of the gradient tensor
-    iterations: int = 10
-    topo: Topo = Topo.RACK
-    bw_mbps: float | None = None  # every link shaped to this rate (None: unshaped)
-    loss_pct: float = 0.0  # RoCE packets dropped by the switches on every worker link, both ways
-    transport: Mode = Mode.GBN
-    servers: int = 1  # parameter servers per job (ps only)
-    ps_key_bytes: int = 64 << 10  # ps: bytes per key; a step of K keys overlaps key k's pull with k+1's push
-    workload: str = "synthetic"
-    scale: float = 1.0  # model profiles: fraction of every layer's size kept
-    dtype: DType = DType.INT32
-    float_mode: FloatMode = FloatMode.FIXED  # float32 on the wire: a fixed scale or a shared exponent per block
-    # RoCE MTU of ring and PS; by default NetReduce's packet size (it uses nothing else), so that the
-    # algorithms are compared on equal terms: the same headers per byte, the same packets per byte for
-    # the switches and the Python hosts to handle.
-    mtu: int = NETREDUCE_MTU
-    window: int = 32  # packets in flight per QP
-    # the smallest retransmission timeout, ms (the RTT estimate may raise it); None: from the path
-    # (placement.min_rto: a full queue's time and the windows on the link, at least 50 ms)
-    min_rto_ms: float | None = None
-    leaves: int = 2  # leafspine
-    spines: int = 2
-    seed: int = 1
-    name: str = ""
-    jobs: int = 1  # identical jobs run at once, ids 1..jobs, on their own hosts
-    colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
-    background_flows: int = 0  # bulk TCP streams between two extra hosts on two switches
-    # the testbed's streams leave from the simulator's client ports (gradswitch.protocol.background_tcp, + k), so ECMP
-    # puts them on the same paths every run and on both backends; false: iperf3's ephemeral ports, new paths every run
-    background_fixed_ports: bool = False
-    ring_order: RingOrder = RingOrder.LEAVES  # ranks: neighbours on one leaf, every hop across the fabric, or random
-    credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
-    # NetReduce k of N: a sum leaves the switch once k workers are in (None: all N; docs/faults.md, "Stragglers")
-    netreduce_k: int | None = None
-    # ... or once this long has passed since a cell's first contribution, on a member's next packet (None: no deadline)
-    netreduce_deadline_ms: float | None = None
-    dlcp: DlcpOptions = field(default_factory=DlcpOptions)
-    tensorlights: bool = False  # HTB priorities among the colocated servers at their host's NIC
-    tensorlights_rotate_s: float = 0.0  # rotate the favoured server this often (0: fixed)
-    crash: Crash | None = None  # fault injection: a node dies after an iteration
-    # Training (docs/training.md): the emulated cluster (None: all-reduce every tensor in a row, no computation)
-    emulate: Emulation | None = None
-    sync: Sync = Sync.ITERATION  # the next forward waits for every gradient, or layer by layer
-    scheduling: Scheduling = Scheduling.FIFO  # buckets in backward's order, or front layers first
-    bucket_mb: float = 25.0  # fifo: real MiB per bucket (DDP's bucket_cap_mb), times `scale` on the testbed
-    partition_mb: float = 4.0  # priority: real MiB per partition, times `scale` on the testbed
-    warmup: int = 1  # iterations left out of the steady-state figures
-    in_flight: int = 4  # reductions a worker has started and not finished, at most
-    # The switches (docs/dlcp.md): every RoCE v2 packet in one strict-priority class above bulk traffic (how RoCE
-    # is deployed: the baseline-class run); how ECMP groups pick a member (per flow by a seeded hash, or per
-    # flowlet at random after an idle gap: LetFlow); DLCP spraying overrides both for a spraying job.
-    roce_class: bool = False
-    load_balance: LoadBalance = LoadBalance.ECMP
-    flowlet_gap_us: int = DEFAULT_FLOWLET_GAP_US
-    ecmp_seed: int = 0  # 0: the plain hash of the 5-tuple
+class NetworkSpec:
+    """[network]: the fabric, its hosts and what runs it."""
+
     # What runs it: the testbed (BMv2, Mininet) or the ns-3 simulator; the simulator's own settings
     backend: Backend = Backend.BMV2
-    sim: SimOptions = field(default_factory=SimOptions)
-    ranks: int = 1  # ns3: MPI ranks the simulator runs on
-    hostfile: str | None = None  # ns3 on more than one rank: mpirun's --hostfile (a cluster's machines)
+    topo: Topo = Topo.RACK
+    workers: int = 4
+    leaves: int = 2  # leafspine
+    spines: int = 2
     k: int | None = None  # fattree: its k (None: the smallest even k with k^3/4 >= the hosts)
     pods: int = 2  # leafspine3: pods (leaves and spines per pod: `leaves`, `spines`)
     superspines: int = 2  # leafspine3: super-spines, each linked to every spine
-    # A workload given as Chakra execution traces (DIR/PREFIX: files PREFIX.{rank}.et, docs/workloads.md): its
-    # graphs run instead of algo/size/workload; workers = its ranks
-    workload_et: str | None = None
-    # What runs the iterations: each algorithm's loop, or the graph engine (the job as an execution graph; for now
-    # workload train-digits, its real gradients through the graph's all-reduces: docs/training.md)
-    engine: Engine = Engine.LOOP
-    # Failures during the run (gradswitch/topology/faults.py, docs/faults.md): a switch, a link or a worker, at a time
-    faults: tuple[Fault, ...] = ()
+    bw_mbps: float | None = None  # every link shaped to this rate (None: unshaped)
+    ring_order: RingOrder = RingOrder.LEAVES  # ranks: neighbours on one leaf, every hop across the fabric, or random
+    colocate_servers: bool = False  # every job's parameter servers on one host (TensorLights' setting)
+    # How ECMP groups pick a member (per flow by a seeded hash, or per flowlet at random after an idle gap: LetFlow);
+    # DLCP spraying overrides both for a spraying job.
+    load_balance: LoadBalance = LoadBalance.ECMP
+    flowlet_gap_us: int = DEFAULT_FLOWLET_GAP_US
+    ecmp_seed: int = 0  # 0: the plain hash of the 5-tuple
+    sim: SimOptions = field(default_factory=SimOptions)
+    ranks: int = 1  # ns3: MPI ranks the simulator runs on
+    hostfile: str | None = None  # ns3 on more than one rank: mpirun's --hostfile (a cluster's machines)
 
     @property
-    def label(self) -> str:
-        return self.name or f"{self.algo}-n{self.workers}-{self.topo}"
+    def simulated(self) -> bool:
+        return self.backend == Backend.NS3
 
     @property
     def balancing(self) -> Balancing:
         """How the switches' ECMP groups balance during the run."""
         return Balancing(self.load_balance, self.flowlet_gap_us, self.ecmp_seed)
+
+    def topology(self, hosts: int) -> Topology:
+        """The topology of this kind with at least `hosts` hosts (TopologyError names a value that cannot build
+        one)."""
+        if self.topo == Topo.RACK:
+            return build_topology("rack", hosts=hosts, bw_mbps=self.bw_mbps)
+        if self.topo == Topo.LEAFSPINE:
+            return build_topology("leafspine", leaves=self.leaves, spines=self.spines,
+                                  hosts_per_leaf=math.ceil(hosts / self.leaves), bw_mbps=self.bw_mbps)
+        if self.topo == Topo.FATTREE:
+            return build_topology("fattree", hosts=hosts, k=self.k, bw_mbps=self.bw_mbps)
+        if self.topo == Topo.LEAFSPINE3:
+            return build_topology("leafspine3", pods=self.pods, leaves_per_pod=self.leaves,
+                                  spines_per_pod=self.spines, superspines=self.superspines,
+                                  hosts_per_leaf=math.ceil(hosts / (self.pods * self.leaves)), bw_mbps=self.bw_mbps)
+        return build_topology("dumbbell", hosts_per_side=math.ceil(hosts / 2), bw_mbps=self.bw_mbps)
+
+    def problems(self) -> list[str]:
+        """This section's values that cannot run, one line each."""
+        sim = self.simulated
+        out = _failing(
+            (self.workers >= 1, f"workers = {self.workers}: give at least 1 worker"),
+            (self.bw_mbps is None or (math.isfinite(self.bw_mbps) and 0 < self.bw_mbps <= 100_000),
+             f"{named('bw_mbps')} = {self.bw_mbps} Mb/s: a link rate is above 0 and at most 100000 Mb/s "
+             "(leave it out: unshaped)"),
+            (self.leaves >= 1 and self.spines >= 1,
+             f"leaves = {self.leaves}, spines = {self.spines}: a leaf-spine needs at least 1 of each"),
+        )
+        out += self.balancing.problems()
+        out += _failing(
+            (sim or self.topo not in SIMULATED_TOPOS,
+             f"topo = {self.topo}: too many switches for BMv2 on one machine; run it on the simulator "
+             "(backend = ns3, --backend ns3) or use rack, leafspine or dumbbell"),
+            (self.k is None or self.topo == Topo.FATTREE, f"k = {self.k}: only a fat tree has a k (topo = fattree)"),
+        )
+        out += self.sim.problems()
+        out += _failing(
+            (self.ranks >= 1, f"ranks = {self.ranks}: at least 1 (one process)"),
+            (self.ranks <= 1 or sim, f"ranks = {self.ranks}: MPI ranks are the simulator's (backend = ns3)"),
+            (self.hostfile is None or self.ranks > 1,
+             f"hostfile = {self.hostfile}: only for a run on more than one MPI rank (give ranks)"),
+        )
+        return out
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """[workload]: what the jobs exchange or train, how many jobs, and the traffic beside them."""
+
+    workload: str = "synthetic"
+    size_bytes: int = 8 << 20  # synthetic workload: bytes of the gradient tensor
+    scale: float = 1.0  # model profiles: fraction of every layer's size kept
+    dtype: DType = DType.INT32
+    float_mode: FloatMode = FloatMode.FIXED  # float32 on the wire: a fixed scale or a shared exponent per block
+    # A workload given as Chakra execution traces (DIR/PREFIX: files PREFIX.{rank}.et, docs/workloads.md): its
+    # graphs run instead of algo/size/workload; workers = its ranks
+    workload_et: str | None = None
+    jobs: int = 1  # identical jobs run at once, ids 1..jobs, on their own hosts
+    # Training (docs/training.md): the emulated cluster (None: all-reduce every tensor in a row, no computation)
+    emulate: Emulation | None = None
+    background_flows: int = 0  # bulk TCP streams between two extra hosts on two switches
+    # the testbed's streams leave from the simulator's client ports (gradswitch.protocol.background_tcp, + k), so ECMP
+    # puts them on the same paths every run and on both backends; false: iperf3's ephemeral ports, new paths every run
+    background_fixed_ports: bool = False
+
+    def problems(self) -> list[str]:
+        """This section's values that cannot run, one line each."""
+        out = _failing(
+            (self.size_bytes >= 4,
+             f"{named('size_bytes')} = {self.size_bytes} bytes: give at least 4 bytes (one int32), e.g. 8MiB"),
+            (self.workload in workload_names(),
+             f"workload = {self.workload!r}: not one of {', '.join(workload_names())}"),
+            (0.0 < self.scale <= 1.0, f"scale = {self.scale}: a layer-size fraction is 0 < scale <= 1"),
+            (self.background_flows >= 0, f"background_flows = {self.background_flows}: 0 or more TCP streams"),
+            (not (self.workload == "train-digits" and self.dtype != DType.FLOAT32),
+             "workload = 'train-digits' trains a float model: set dtype = float32"),
+        )
+        if self.workload == "train-digits":
+            from gradswitch.workload.digits import DIGITS_EXTRA, digits_available
+
+            out += _failing((digits_available(), f"workload = 'train-digits': {DIGITS_EXTRA}"))
+        return out
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """[algorithm]: how a job reduces its gradients and schedules them."""
+
+    algo: Algorithm = Algorithm.RING
+    # What runs the iterations: each algorithm's loop, or the graph engine (the job as an execution graph; for now
+    # workload train-digits, its real gradients through the graph's all-reduces: docs/training.md)
+    engine: Engine = Engine.LOOP
+    servers: int = 1  # parameter servers per job (ps only)
+    ps_key_bytes: int = 64 << 10  # ps: bytes per key; a step of K keys overlaps key k's pull with k+1's push
+    credits: int = DEFAULT_CREDITS  # NetReduce: messages in flight per worker
+    # NetReduce k of N: a sum leaves the switch once k workers are in (None: all N; docs/faults.md, "Stragglers")
+    netreduce_k: int | None = None
+    # ... or once this long has passed since a cell's first contribution, on a member's next packet (None: no deadline)
+    netreduce_deadline_ms: float | None = None
+    sync: Sync = Sync.ITERATION  # the next forward waits for every gradient, or layer by layer
+    scheduling: Scheduling = Scheduling.FIFO  # buckets in backward's order, or front layers first
+    bucket_mb: float = 25.0  # fifo: real MiB per bucket (DDP's bucket_cap_mb), times `scale` on the testbed
+    partition_mb: float = 4.0  # priority: real MiB per partition, times `scale` on the testbed
+    in_flight: int = 4  # reductions a worker has started and not finished, at most
+    tensorlights: bool = False  # HTB priorities among the colocated servers at their host's NIC
+    tensorlights_rotate_s: float = 0.0  # rotate the favoured server this often (0: fixed)
 
     @property
     def netreduce_deadline_us(self) -> int:
@@ -289,244 +359,327 @@ class ExperimentSpec:
     def servers_per_job(self) -> int:
         return self.servers if self.algo == Algorithm.PS else 0
 
-    def hosts_needed(self) -> int:
-        server_hosts = (1 if self.colocate_servers else self.jobs * self.servers_per_job) if self.servers_per_job else 0
-        return self.jobs * self.workers + server_hosts + (2 if self.background_flows else 0)
+    @property
+    def k_of_n(self) -> str | None:
+        """How a message names the k-of-N setting (None: every sum waits for all N)."""
+        if self.netreduce_deadline_ms is not None:
+            return f"netreduce_deadline_ms = {self.netreduce_deadline_ms}"
+        return None if self.netreduce_k is None else f"netreduce_k = {self.netreduce_k}"
+
+    def problems(self) -> list[str]:
+        """This section's values that cannot run, one line each."""
+        out = _failing(
+            (self.servers >= 1, f"servers = {self.servers}: a parameter-server job needs at least 1 server"),
+            (self.ps_key_bytes >= 4 and self.ps_key_bytes % 4 == 0,
+             f"{named('ps_key_bytes')} = {self.ps_key_bytes}: a key is a positive multiple of 4 bytes (int32 values)"),
+        )
+        if self.netreduce_deadline_ms is not None:
+            out += _failing((0 < self.netreduce_deadline_ms * 1000 <= MAX_DEADLINE_US,
+                             f"netreduce_deadline_ms = {self.netreduce_deadline_ms}: a deadline above 0 and at most "
+                             f"{MAX_DEADLINE_US / 1000:g} ms"))
+        if self.k_of_n is not None:
+            out += _failing((self.algo == Algorithm.NETREDUCE,
+                             f"{self.k_of_n}: k of N is NetReduce's (set algo = netreduce)"))
+        out += _failing((self.tensorlights_rotate_s >= 0,
+                         f"tensorlights_rotate_s = {self.tensorlights_rotate_s}: 0 (fixed) or more seconds"))
+        return out
+
+    def training_problems(self) -> list[str]:
+        """The training fields' own problems (checked when a run emulates a cluster), one line each."""
+        return _failing(
+            (math.isfinite(self.bucket_mb) and self.bucket_mb > 0,
+             f"{named('bucket_mb')} = {self.bucket_mb}: a bucket of more than 0 MiB (DDP's default is 25)"),
+            (math.isfinite(self.partition_mb) and self.partition_mb > 0,
+             f"{named('partition_mb')} = {self.partition_mb}: a partition of more than 0 MiB"),
+            (1 <= self.in_flight <= MAX_IN_FLIGHT,
+             f"{named('in_flight')} = {self.in_flight}: 1 to {MAX_IN_FLIGHT} reductions at once"),
+        )
+
+
+@dataclass(frozen=True)
+class TransportSpec:
+    """[transport]: how the packets go: RoCE's recovery, packets and windows, their traffic class, DLCP."""
+
+    transport: Mode = Mode.GBN
+    # RoCE MTU of ring and PS; by default NetReduce's packet size (it uses nothing else), so that the
+    # algorithms are compared on equal terms: the same headers per byte, the same packets per byte for
+    # the switches and the Python hosts to handle.
+    mtu: int = NETREDUCE_MTU
+    window: int = 32  # packets in flight per QP
+    # the smallest retransmission timeout, ms (the RTT estimate may raise it); None: from the path
+    # (placement.min_rto: a full queue's time and the windows on the link, at least 50 ms)
+    min_rto_ms: float | None = None
+    # The switches (docs/dlcp.md): every RoCE v2 packet in one strict-priority class above bulk traffic (how RoCE
+    # is deployed: the baseline-class run)
+    roce_class: bool = False
+    dlcp: DlcpOptions = field(default_factory=DlcpOptions)
+
+    def problems(self) -> list[str]:
+        """This section's values that cannot run, one line each."""
+        rto_max_ms = QpConfig.rto_max * 1000
+        return _failing(
+            (self.mtu in VALID_MTUS, f"mtu = {self.mtu}: RoCE MTUs are {', '.join(map(str, VALID_MTUS))}"),
+            (self.window >= 1, f"window = {self.window}: at least 1 packet in flight"),
+            (self.min_rto_ms is None or 0 < self.min_rto_ms <= rto_max_ms,
+             f"{named('min_rto_ms')} = {self.min_rto_ms}: a timeout above 0 and at most {rto_max_ms:g} ms (where "
+             "timeouts stop doubling); leave it out to have it from the path's queues and windows"),
+            (not (self.dlcp.lossy or self.dlcp.spray) or self.transport == Mode.SR,
+             "dlcp drop and spray need packets accepted in any order: set transport = sr"),
+            (0.0 <= self.dlcp.hosts.loss_budget < 1.0,
+             f"dlcp loss_budget = {self.dlcp.hosts.loss_budget}: a fraction 0 <= x < 1"),
+            (self.dlcp.threshold_bytes is None or self.dlcp.threshold_bytes >= 0,
+             f"dlcp threshold_bytes = {self.dlcp.threshold_bytes}: 0 or more bytes"),
+        )
+
+
+@dataclass(frozen=True)
+class FaultsSpec:
+    """[faults]: what goes wrong on purpose."""
+
+    # Failures during the run (gradswitch/topology/faults.py, docs/faults.md): a switch, a link or a worker, at a time
+    faults: tuple[Fault, ...] = ()
+    crash: Crash | None = None  # fault injection: a node dies after an iteration
+    loss_pct: float = 0.0  # RoCE packets dropped by the switches on every worker link, both ways
+
+    def problems(self) -> list[str]:
+        """This section's values that cannot run, one line each."""
+        return _failing((0.0 <= self.loss_pct < 100.0,
+                         f"{named('loss_pct')} = {self.loss_pct}: a loss rate is 0 <= percent < 100"))
+
+
+@dataclass(frozen=True)
+class MeasurementSpec:
+    """[measurement]: what is measured, and the seed a repetition draws anew."""
+
+    iterations: int = 10
+    warmup: int = 1  # iterations left out of the steady-state figures
+    seed: int = 1
+
+    def problems(self) -> list[str]:
+        """This section's values that cannot run, one line each."""
+        return _failing((self.iterations >= 1, f"iterations = {self.iterations}: run at least 1 iteration"))
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """One run: its name and its six sections (SECTIONS: their keys). `ExperimentSpec.of(workers=8, algo=...)` and
+    `spec.but(workers=8)` build and change one by its keys' flat names, each placed in its section."""
+
+    name: str = ""
+    network: NetworkSpec = field(default_factory=NetworkSpec)
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    algorithm: AlgorithmSpec = field(default_factory=AlgorithmSpec)
+    transport: TransportSpec = field(default_factory=TransportSpec)
+    faults: FaultsSpec = field(default_factory=FaultsSpec)
+    measurement: MeasurementSpec = field(default_factory=MeasurementSpec)
+
+    @classmethod
+    def of(cls, **keys: Any) -> ExperimentSpec:
+        """A spec from keys by their flat names (`ExperimentSpec.of(algo=Algorithm.PS, workers=8)`), the defaults
+        for the rest; TypeError names an unknown key and the nearest known one. The values are taken as given
+        (a TOML table's are read and checked by spec_from_dict)."""
+        return cls().but(**keys)
+
+    def but(self, **keys: Any) -> ExperimentSpec:
+        """This spec with keys by their flat names replaced (`spec.but(workers=8, bw_mbps=20)`), each in its
+        section (SECTION_OF); a section's class replaces the section (`spec.but(network=NetworkSpec(...))`).
+        TypeError names an unknown key and the nearest known one."""
+        own: dict[str, Any] = {}
+        by_section: dict[str, dict[str, Any]] = {}
+        for key, value in keys.items():
+            if key in SECTIONS and isinstance(value, SECTION_CLASSES[key]):
+                own[key] = value
+            elif key in SECTION_OF:
+                by_section.setdefault(SECTION_OF[key], {})[key] = value
+            elif key in RUN_KEYS:
+                own[key] = value
+            else:
+                close = nearest_key(key, [*SECTION_OF, *RUN_KEYS], CLI_OPTIONS)
+                raise TypeError(f"ExperimentSpec: {key}: no such key" + (f"; did you mean {close}?" if close else ""))
+        for section, values in by_section.items():
+            own[section] = replace(own.get(section, getattr(self, section)), **values)
+        return replace(self, **own)
+
+    def get(self, key: str) -> Any:
+        """A key's value by its flat name (a compare spec names keys so: matrix, repeat_varies, baselines_within)."""
+        if key in RUN_KEYS:
+            return getattr(self, key)
+        if key not in SECTION_OF:
+            close = nearest_key(key, [*SECTION_OF, *RUN_KEYS], CLI_OPTIONS)
+            raise TypeError(f"ExperimentSpec: {key}: no such key" + (f"; did you mean {close}?" if close else ""))
+        return getattr(getattr(self, SECTION_OF[key]), key)
 
     @property
-    def simulated(self) -> bool:
-        return self.backend == Backend.NS3
+    def label(self) -> str:
+        return self.name or f"{self.algorithm.algo}-n{self.network.workers}-{self.network.topo}"
+
+    def hosts_needed(self) -> int:
+        net, algorithm, load = self.network, self.algorithm, self.workload
+        per_job = algorithm.servers_per_job
+        server_hosts = (1 if net.colocate_servers else load.jobs * per_job) if per_job else 0
+        return load.jobs * net.workers + server_hosts + (2 if load.background_flows else 0)
 
     def topology(self) -> Topology:
         """The topology of the spec's kind with enough hosts for everything it runs (TopologyError names a
         value that cannot build one)."""
-        n = self.hosts_needed()
-        if self.topo == Topo.RACK:
-            return build_topology("rack", hosts=n, bw_mbps=self.bw_mbps)
-        if self.topo == Topo.LEAFSPINE:
-            return build_topology("leafspine", leaves=self.leaves, spines=self.spines,
-                                  hosts_per_leaf=math.ceil(n / self.leaves), bw_mbps=self.bw_mbps)
-        if self.topo == Topo.FATTREE:
-            return build_topology("fattree", hosts=n, k=self.k, bw_mbps=self.bw_mbps)
-        if self.topo == Topo.LEAFSPINE3:
-            return build_topology("leafspine3", pods=self.pods, leaves_per_pod=self.leaves,
-                                  spines_per_pod=self.spines, superspines=self.superspines,
-                                  hosts_per_leaf=math.ceil(n / (self.pods * self.leaves)), bw_mbps=self.bw_mbps)
-        return build_topology("dumbbell", hosts_per_side=math.ceil(n / 2), bw_mbps=self.bw_mbps)
+        return self.network.topology(self.hosts_needed())
 
     def problems(self) -> list[str]:
-        """Every value this spec cannot run with, one line each (empty: it can run)."""
-        out: list[str] = []
-
-        def need(ok: bool, what: str) -> None:
-            if not ok:
-                out.append(what)
-
-        sim = self.simulated
+        """Every value this spec cannot run with, one line each (empty: it can run): each section's own, then
+        what concerns several."""
+        net, load, algorithm = self.network, self.workload, self.algorithm
+        sim = net.simulated
         on_ns3 = " (the simulator has no such limit: backend = ns3)"
-        need(self.workers >= 1, f"workers = {self.workers}: give at least 1 worker")
-        need(sim or self.workers <= MAX_NODES - self.servers_per_job,
-             f"workers = {self.workers}: at most {MAX_NODES - self.servers_per_job} nodes fit a job's QP numbers"
-             + on_ns3)
-        need(sim or self.algo != Algorithm.RING or self.workers <= RING_MAX_WORKERS,
-             f"workers = {self.workers}: a ring has at most {RING_MAX_WORKERS} workers (its step tags)" + on_ns3)
-        need(self.algo != Algorithm.NETREDUCE or self.workers >= 2,
-             f"workers = {self.workers}: NetReduce needs at least 2 workers")
-        need(sim or self.algo != Algorithm.NETREDUCE or self.workers <= CONFIG.AGG_MAX_MEMBERS,
-             f"workers = {self.workers}: NetReduce on BMv2 has at most {CONFIG.AGG_MAX_MEMBERS} workers "
-             "(AGG_MAX_MEMBERS)" + on_ns3)
-        need(self.size_bytes >= 4,
-             f"{named('size_bytes')} = {self.size_bytes} bytes: give at least 4 bytes (one int32), e.g. 8MiB")
-        need(self.iterations >= 1, f"iterations = {self.iterations}: run at least 1 iteration")
-        need(self.bw_mbps is None or (math.isfinite(self.bw_mbps) and 0 < self.bw_mbps <= 100_000),
-             f"{named('bw_mbps')} = {self.bw_mbps} Mb/s: a link rate is above 0 and at most 100000 Mb/s "
-             "(leave it out: unshaped)")
-        need(0.0 <= self.loss_pct < 100.0, f"{named('loss_pct')} = {self.loss_pct}: a loss rate is 0 <= percent < 100")
-        need(self.servers >= 1, f"servers = {self.servers}: a parameter-server job needs at least 1 server")
-        need(self.ps_key_bytes >= 4 and self.ps_key_bytes % 4 == 0,
-             f"{named('ps_key_bytes')} = {self.ps_key_bytes}: a key is a positive multiple of 4 bytes (int32 values)")
-        need(self.workload in workload_names(),
-             f"workload = {self.workload!r}: not one of {', '.join(workload_names())}")
-        need(0.0 < self.scale <= 1.0, f"scale = {self.scale}: a layer-size fraction is 0 < scale <= 1")
-        need(self.mtu in VALID_MTUS, f"mtu = {self.mtu}: RoCE MTUs are {', '.join(map(str, VALID_MTUS))}")
-        need(self.window >= 1, f"window = {self.window}: at least 1 packet in flight")
-        rto_max_ms = QpConfig.rto_max * 1000
-        need(self.min_rto_ms is None or 0 < self.min_rto_ms <= rto_max_ms,
-             f"{named('min_rto_ms')} = {self.min_rto_ms}: a timeout above 0 and at most {rto_max_ms:g} ms (where "
-             "timeouts stop doubling); leave it out to have it from the path's queues and windows")
-        need(self.leaves >= 1 and self.spines >= 1,
-             f"leaves = {self.leaves}, spines = {self.spines}: a leaf-spine needs at least 1 of each")
-        need(self.name == "" or ("/" not in self.name and self.name not in (".", "..")),
-             f"name = {self.name!r}: a run name is a directory name (no '/')")
-        last_job = CONFIG.AGG_MAX_JOBS - 1 if self.algo == Algorithm.NETREDUCE else CONFIG.DLCP_MAX_JOBS - 1
+        out = net.problems() + load.problems() + algorithm.problems() + self.transport.problems()
+        out += self.faults.problems() + self.measurement.problems()
+        per_job = algorithm.servers_per_job
+        algo, workers = algorithm.algo, net.workers
+        last_job = CONFIG.AGG_MAX_JOBS - 1 if algo == Algorithm.NETREDUCE else CONFIG.DLCP_MAX_JOBS - 1
         if sim:
             last_job = MAX_SIM_JOBS
-        need(1 <= self.jobs <= last_job, f"jobs = {self.jobs}: give 1..{last_job} jobs"
-             + ("" if sim else " (the switch's job tables; the simulator runs more: backend = ns3)"))
-        need(self.background_flows >= 0, f"background_flows = {self.background_flows}: 0 or more TCP streams")
         most_credits = MAX_SIM_CREDITS if sim else CONFIG.AGG_MAX_CREDITS
-        need(1 <= self.credits <= most_credits,
-             f"credits = {self.credits}: NetReduce credits are 1..{most_credits}"
-             + ("" if sim else " (AGG_MAX_CREDITS; the simulator takes more: backend = ns3)"))
-        if self.netreduce_k is not None:
-            need(1 <= self.netreduce_k <= self.workers,
-                 f"netreduce_k = {self.netreduce_k}: k is 1..{self.workers} (the workers)")
-        if self.netreduce_deadline_ms is not None:
-            need(0 < self.netreduce_deadline_ms * 1000 <= MAX_DEADLINE_US,
-                 f"netreduce_deadline_ms = {self.netreduce_deadline_ms}: a deadline above 0 and at most "
-                 f"{MAX_DEADLINE_US / 1000:g} ms")
-        if self.netreduce_k is not None or self.netreduce_deadline_ms is not None:
-            k_of_n = (f"netreduce_k = {self.netreduce_k}" if self.netreduce_deadline_ms is None else
-                      f"netreduce_deadline_ms = {self.netreduce_deadline_ms}")
-            need(self.algo == Algorithm.NETREDUCE, f"{k_of_n}: k of N is NetReduce's (set algo = netreduce)")
-            need(self.workers <= MAX_K_OF_N_WORKERS, f"{k_of_n}: a k-of-N job has at most {MAX_K_OF_N_WORKERS} "
-                 f"workers (its results name their contributors in 16 bits), not {self.workers}")
-            need(not sim and self.topo == Topo.RACK, f"{k_of_n}: k of N runs on BMv2 with every worker on one switch "
-                 "(backend = bmv2, topo = rack): a leaf cannot tell which k of the job's N are in")
-            need(self.workload == "train-digits" and self.float_mode == FloatMode.FIXED,
+        out += _failing(
+            (sim or workers <= MAX_NODES - per_job,
+             f"workers = {workers}: at most {MAX_NODES - per_job} nodes fit a job's QP numbers" + on_ns3),
+            (sim or algo != Algorithm.RING or workers <= RING_MAX_WORKERS,
+             f"workers = {workers}: a ring has at most {RING_MAX_WORKERS} workers (its step tags)" + on_ns3),
+            (algo != Algorithm.NETREDUCE or workers >= 2, f"workers = {workers}: NetReduce needs at least 2 workers"),
+            (sim or algo != Algorithm.NETREDUCE or workers <= CONFIG.AGG_MAX_MEMBERS,
+             f"workers = {workers}: NetReduce on BMv2 has at most {CONFIG.AGG_MAX_MEMBERS} workers "
+             "(AGG_MAX_MEMBERS)" + on_ns3),
+            (self.name == "" or ("/" not in self.name and self.name not in (".", "..")),
+             f"name = {self.name!r}: a run name is a directory name (no '/')"),
+            (1 <= load.jobs <= last_job, f"jobs = {load.jobs}: give 1..{last_job} jobs"
+             + ("" if sim else " (the switch's job tables; the simulator runs more: backend = ns3)")),
+            (1 <= algorithm.credits <= most_credits,
+             f"credits = {algorithm.credits}: NetReduce credits are 1..{most_credits}"
+             + ("" if sim else " (AGG_MAX_CREDITS; the simulator takes more: backend = ns3)")),
+        )
+        if algorithm.netreduce_k is not None:
+            out += _failing((1 <= algorithm.netreduce_k <= workers,
+                             f"netreduce_k = {algorithm.netreduce_k}: k is 1..{workers} (the workers)"))
+        if (k_of_n := algorithm.k_of_n) is not None:
+            out += _failing(
+                (workers <= MAX_K_OF_N_WORKERS, f"{k_of_n}: a k-of-N job has at most {MAX_K_OF_N_WORKERS} "
+                 f"workers (its results name their contributors in 16 bits), not {workers}"),
+                (not sim and net.topo == Topo.RACK, f"{k_of_n}: k of N runs on BMv2 with every worker on one switch "
+                 "(backend = bmv2, topo = rack): a leaf cannot tell which k of the job's N are in"),
+                (load.workload == "train-digits" and load.float_mode == FloatMode.FIXED,
                  f"{k_of_n}: k of N is for workload = 'train-digits' in fixed point (its loop divides each sum by "
-                 "the workers it holds and checks it against exactly those; other loops check against all N)")
-        need(self.tensorlights_rotate_s >= 0,
-             f"tensorlights_rotate_s = {self.tensorlights_rotate_s}: 0 (fixed) or more seconds")
-        need(not self.tensorlights or (self.algo == Algorithm.PS and self.colocate_servers),
-             "tensorlights = true: TensorLights applies to parameter servers colocated on one host "
-             "(set algo = ps and colocate_servers = true)")
-        need(not (self.workload == "train-digits" and self.dtype != DType.FLOAT32),
-             "workload = 'train-digits' trains a float model: set dtype = float32")
-        if self.workload == "train-digits":
-            from gradswitch.workload.digits import DIGITS_EXTRA, digits_available
-
-            need(digits_available(), f"workload = 'train-digits': {DIGITS_EXTRA}")
-        need(not (self.dlcp.lossy or self.dlcp.spray) or self.transport == Mode.SR,
-             "dlcp drop and spray need packets accepted in any order: set transport = sr")
-        policy = self.dlcp.hosts
-        need(0.0 <= policy.loss_budget < 1.0, f"dlcp loss_budget = {policy.loss_budget}: a fraction 0 <= x < 1")
-        need(self.dlcp.threshold_bytes is None or self.dlcp.threshold_bytes >= 0,
-             f"dlcp threshold_bytes = {self.dlcp.threshold_bytes}: 0 or more bytes")
-        out += self.balancing.problems()
+                 "the workers it holds and checks it against exactly those; other loops check against all N)"),
+            )
+        out += _failing((not algorithm.tensorlights or (algo == Algorithm.PS and net.colocate_servers),
+                         "tensorlights = true: TensorLights applies to parameter servers colocated on one host "
+                         "(set algo = ps and colocate_servers = true)"))
         out += self.training_problems()
         out += self.engine_problems()
-        need(self.crash is None or self.crash.node < self.workers + self.servers_per_job,
-             f"crash node {self.crash.node if self.crash else ''}: no such node in a job")
+        crash = self.faults.crash
+        out += _failing((crash is None or crash.node < workers + per_job,
+                         f"crash node {crash.node if crash else ''}: no such node in a job"))
         out += self.backend_problems()
         return out
 
     def backend_problems(self) -> list[str]:
-        """What one backend runs and the other does not, and the topology's own limits, one line each."""
-        out: list[str] = []
-
-        def need(ok: bool, what: str) -> None:
-            if not ok:
-                out.append(what)
-
-        sim = self.simulated
-        need(sim or self.topo not in SIMULATED_TOPOS,
-             f"topo = {self.topo}: too many switches for BMv2 on one machine; run it on the simulator "
-             "(backend = ns3, --backend ns3) or use rack, leafspine or dumbbell")
-        need(not sim or self.workload != "train-digits",
-             "workload = 'train-digits' computes its gradients in Python: it runs on BMv2 only (backend = bmv2); "
-             "on ns-3 its graph runs for timing only, synthetic data in its place (gradswitch export-et --workload "
-             "train-digits, then --workload-et)")
-        need(self.k is None or self.topo == Topo.FATTREE, f"k = {self.k}: only a fat tree has a k (topo = fattree)")
-        out.extend(self.sim.problems())
-        need(self.ranks >= 1, f"ranks = {self.ranks}: at least 1 (one process)")
-        if self.ranks > 1:
-            need(sim, f"ranks = {self.ranks}: MPI ranks are the simulator's (backend = ns3)")
-        need(self.hostfile is None or self.ranks > 1,
-             f"hostfile = {self.hostfile}: only for a run on more than one MPI rank (give ranks)")
-        if not out and (sim or self.topo in SIMULATED_TOPOS):
+        """What one backend runs and the other does not, and the topology's own limits, one line each (the
+        network section's own: NetworkSpec.problems)."""
+        net, load, faults = self.network, self.workload, self.faults.faults
+        sim = net.simulated
+        out = _failing((not sim or load.workload != "train-digits",
+                        "workload = 'train-digits' computes its gradients in Python: it runs on BMv2 only (backend = "
+                        "bmv2); on ns-3 its graph runs for timing only, synthetic data in its place (gradswitch "
+                        "export-et --workload train-digits, then --workload-et)"))
+        if not out and not net.problems() and (sim or net.topo in SIMULATED_TOPOS):
             try:
                 self.topology()
             except TopologyError as e:
-                out.append(f"topo = {self.topo} for {self.hosts_needed()} hosts: {e}")
-        if self.faults and not out:
-            out += fault_problems(self.faults, self.topology(), self.workers)
-        if self.faults and sim:
+                out.append(f"topo = {net.topo} for {self.hosts_needed()} hosts: {e}")
+        if faults and not out and not net.problems():
+            out += fault_problems(faults, self.topology(), net.workers)
+        netreduce = self.algorithm.algo == Algorithm.NETREDUCE
+        if faults and sim:
             from gradswitch.sim.faults import sim_fault_problems
 
-            out += sim_fault_problems(self.faults, self.algo == Algorithm.NETREDUCE, self.ranks,
-                                      self.workload_et is not None)
-        if self.workload_et is not None and not sim:
-            for f in self.faults:
-                need(f.kind not in WORKER_FAULTS,
+            out += sim_fault_problems(faults, netreduce, net.ranks, load.workload_et is not None)
+        if load.workload_et is not None and not sim:
+            for f in faults:
+                out += _failing(
+                    (f.kind not in WORKER_FAULTS,
                      f"fault {f.label}: an execution-graph run (workload_et) on BMv2 runs switch and link faults, "
-                     "not a worker's: leave it out, or run it with the loop or a training workload")
-                need(self.algo != Algorithm.NETREDUCE,
+                     "not a worker's: leave it out, or run it with the loop or a training workload"),
+                    (not netreduce,
                      f"fault {f.label}: an execution-graph run's in-network collectives (algo = netreduce) on BMv2 "
-                     "run no faults yet: leave it out, or run the trace with algo = ring")
+                     "run no faults yet: leave it out, or run the trace with algo = ring"),
+                )
         return out
 
     def engine_problems(self) -> list[str]:
         """What the graph engine (engine = graph) does not run, one line each."""
-        if self.engine == Engine.LOOP:
+        load, algorithm, faults = self.workload, self.algorithm, self.faults
+        if algorithm.engine == Engine.LOOP:
             return []
         graph = "engine = graph"
-        limits = [
-            (self.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
+        return _failing(
+            (load.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (not self.dlcp.lossy or self.emulate is not None, f"{graph}: DLCP dropping in a model's training (a "
-             "model profile with emulate), not in train-digits' real gradients (its sums are checked exact): leave "
-             "engine out"),
-            (self.crash is None or (self.simulated and self.emulate is not None),
+            (not self.transport.dlcp.lossy or load.emulate is not None, f"{graph}: DLCP dropping in a model's "
+             "training (a model profile with emulate), not in train-digits' real gradients (its sums are checked "
+             "exact): leave engine out"),
+            (faults.crash is None or (self.network.simulated and load.emulate is not None),
              f"{graph}: crash (a node dies after an iteration) runs on the simulator's graph engine in a model's "
              "training (emulate), not yet on BMv2's nor in a run without emulate: run it with backend = ns3, give a "
              "worker-crash fault instead, or leave engine out"),
-            (not any(f.kind in WORKER_FAULTS for f in self.faults) or self.emulate is not None
-             or (self.workload == "train-digits" and not self.simulated
-                 and all(f.kind == FaultKind.SLOW_WORKER for f in self.faults if f.kind in WORKER_FAULTS)),
+            (not any(f.kind in WORKER_FAULTS for f in faults.faults) or load.emulate is not None
+             or (load.workload == "train-digits" and not self.network.simulated
+                 and all(f.kind == FaultKind.SLOW_WORKER for f in faults.faults if f.kind in WORKER_FAULTS)),
              f"{graph}: a worker's fault (worker-crash, slow-worker) runs in a model's training (emulate) on either "
              "backend and slow-worker in train-digits on BMv2, not another worker's fault in train-digits' graph "
              "nor one in a run without emulate: leave it out, or leave engine out"),
-        ]
-        return [line for ok, line in limits if not ok]
+        )
 
     def training_problems(self) -> list[str]:
         """The training fields' problems, one line each."""
-        out: list[str] = []
-
-        def need(ok: bool, what: str) -> None:
-            if not ok:
-                out.append(what)
-
-        e = self.emulate
+        load, algorithm, measured = self.workload, self.algorithm, self.measurement
+        e = load.emulate
         if e is None:
-            need(self.sync == Sync.ITERATION and self.scheduling == Scheduling.FIFO,
-                 f"sync = {self.sync}, scheduling = {self.scheduling}: these shape a training iteration; give "
-                 "emulate = { link_gbps = 25, device = \"v100\", batch = 64 } (--emulate-link 25 ...) as well")
-            return out
-        compute = compute_profile(self.workload)
+            return _failing((algorithm.sync == Sync.ITERATION and algorithm.scheduling == Scheduling.FIFO,
+                             f"sync = {algorithm.sync}, scheduling = {algorithm.scheduling}: these shape a training "
+                             "iteration; give emulate = { link_gbps = 25, device = \"v100\", batch = 64 } "
+                             "(--emulate-link 25 ...) as well"))
+        out: list[str] = []
+        compute = compute_profile(load.workload)
         emulated = [m for m in workload_names() if (c := compute_profile(m)) is not None and c.calibrations]
-        need(compute is not None and bool(compute.calibrations),
-             f"workload = {self.workload!r}: no compute model to emulate; use one of {', '.join(emulated)}")
+        out += _failing((compute is not None and bool(compute.calibrations),
+                         f"workload = {load.workload!r}: no compute model to emulate; use one of "
+                         f"{', '.join(emulated)}"))
         if compute is not None and compute.calibrations:
             have = ", ".join(f"{c.device} {c.precision}" for c in compute.calibrations)
-            need(compute.calibration(e.device, e.precision) is not None,
-                 f"emulate device = {e.device}, precision = {e.precision}: {self.workload} is calibrated for {have}")
-        need(self.bw_mbps is not None, f"{named('bw_mbps')} = unshaped: emulating a cluster needs shaped testbed "
-             "links (the dilation is scale x link_gbps / bw); give bw_mbps")
-        need(math.isfinite(e.link_gbps) and 0 < e.link_gbps <= 10_000,
-             f"emulate link_gbps = {e.link_gbps} (--emulate-link): a link rate in Gb/s, above 0 and at most 10000")
-        need(1 <= e.batch <= 1 << 16, f"emulate batch = {e.batch} (--batch): samples per GPU, 1 to 65536")
-        need(math.isfinite(e.compute_scale) and e.compute_scale >= 0,
-             f"emulate compute_scale = {e.compute_scale}: 0 (communication only) or more, 1 = the model")
-        need(0 <= self.warmup < self.iterations,
-             f"warmup = {self.warmup}: 0 to iterations - 1 = {self.iterations - 1} (some iteration must be measured)")
-        need(math.isfinite(self.bucket_mb) and self.bucket_mb > 0,
-             f"{named('bucket_mb')} = {self.bucket_mb}: a bucket of more than 0 MiB (DDP's default is 25)")
-        need(math.isfinite(self.partition_mb) and self.partition_mb > 0,
-             f"{named('partition_mb')} = {self.partition_mb}: a partition of more than 0 MiB")
-        need(1 <= self.in_flight <= MAX_IN_FLIGHT,
-             f"{named('in_flight')} = {self.in_flight}: 1 to {MAX_IN_FLIGHT} reductions at once")
-        need(self.workload != "train-digits", "workload = 'train-digits' trains a real model: emulate applies to "
-             "model profiles")
+            out += _failing((compute.calibration(e.device, e.precision) is not None,
+                             f"emulate device = {e.device}, precision = {e.precision}: {load.workload} is calibrated "
+                             f"for {have}"))
+        out += _failing(
+            (self.network.bw_mbps is not None, f"{named('bw_mbps')} = unshaped: emulating a cluster needs shaped "
+             "testbed links (the dilation is scale x link_gbps / bw); give bw_mbps"),
+            (math.isfinite(e.link_gbps) and 0 < e.link_gbps <= 10_000,
+             f"emulate link_gbps = {e.link_gbps} (--emulate-link): a link rate in Gb/s, above 0 and at most 10000"),
+            (1 <= e.batch <= 1 << 16, f"emulate batch = {e.batch} (--batch): samples per GPU, 1 to 65536"),
+            (math.isfinite(e.compute_scale) and e.compute_scale >= 0,
+             f"emulate compute_scale = {e.compute_scale}: 0 (communication only) or more, 1 = the model"),
+            (0 <= measured.warmup < measured.iterations,
+             f"warmup = {measured.warmup}: 0 to iterations - 1 = {measured.iterations - 1} (some iteration must be "
+             "measured)"),
+        )
+        out += algorithm.training_problems()
+        out += _failing((load.workload != "train-digits", "workload = 'train-digits' trains a real model: emulate "
+                         "applies to model profiles"))
         return out
 
     @property
     def dilation(self) -> float | None:
         """D of an emulated cluster (gradswitch.workload.job.dilation), None without one."""
-        if self.emulate is None or not self.bw_mbps:
+        emulate, bw_mbps = self.workload.emulate, self.network.bw_mbps
+        if emulate is None or not bw_mbps:
             return None
-        return dilation(self.scale, self.emulate.link_gbps, self.bw_mbps)
+        return dilation(self.workload.scale, emulate.link_gbps, bw_mbps)
 
     def validate(self) -> None:
         """Raise SpecError listing every problem (see `problems`)."""
@@ -537,7 +690,8 @@ class ExperimentSpec:
 
 def step_bytes(spec: ExperimentSpec) -> int:
     """Bytes of gradients one iteration all-reduces."""
-    return 4 * workload(spec.workload, spec.size_bytes, spec.scale).elements
+    load = spec.workload
+    return 4 * workload(load.workload, load.size_bytes, load.scale).elements
 
 
 # ---- from TOML / dicts ----
@@ -616,8 +770,8 @@ def dataclass_from_dict(cls: Any, raw: dict[str, Any], where: str = "", base: An
             lines.append(f"{where}{u}: no such key; " + (f"did you mean {close}?" if close else
                                                           f"{where.rstrip('.') or 'a run'} has {', '.join(known)}"))
         raise SpecError("\n".join(lines))
-    values = {k: v if k == "hosts" and cls is DlcpOptions else _convert(v, hints[k], f"{where}{k}")
-              for k, v in raw.items()}
+    values = {k: _convert(v, DlcpPolicy, f"{where}{k}") if k == "hosts" and cls is DlcpOptions
+              else _convert(v, hints[k], f"{where}{k}") for k, v in raw.items()}  # hosts: a saved spec's (spec_dict)
     if base is not None:
         return replace(base, **values)
     missing = [f.name for f in fields(cls) if f.name not in values and f.default is MISSING
@@ -639,28 +793,16 @@ def table_keys(cls: Any) -> list[str]:
 
 # A run's keys, section by section: a spec file gives them under [network], [workload], ... (a compare spec under
 # [defaults.network], [[runs]] `network.workers = 8`, ...) or flat, at the top of the run, as before sections (the
-# same names). The one definition of which key goes where: the parser, its error lines and docs/specs.md's tables
-# follow it (tests/unit/test_specs_doc.py). A key is ExperimentSpec's field of that name; a table's keys (sim,
+# same names). The one definition of which key goes where is ExperimentSpec's: each of its sections is a field
+# (NetworkSpec, WorkloadSpec, ...) whose class's fields are that section's keys; the parser, its error lines,
+# ExperimentSpec.of/but and docs/specs.md's tables follow it (tests/unit/test_specs_doc.py). A table's keys (sim,
 # dlcp, emulate, crash) stay in their table, inside its section.
-SECTIONS: dict[str, tuple[str, ...]] = {
-    # the fabric, its hosts and what runs it
-    "network": ("backend", "topo", "workers", "leaves", "spines", "k", "pods", "superspines", "bw_mbps", "ring_order",
-                "colocate_servers", "load_balance", "flowlet_gap_us", "ecmp_seed", "sim", "ranks", "hostfile"),
-    # what the jobs exchange or train, how many jobs, and the traffic beside them
-    "workload": ("workload", "size_bytes", "scale", "dtype", "float_mode", "workload_et", "jobs", "emulate",
-                 "background_flows", "background_fixed_ports"),
-    # how a job reduces its gradients and schedules them
-    "algorithm": ("algo", "engine", "servers", "ps_key_bytes", "credits", "netreduce_k", "netreduce_deadline_ms",
-                  "sync", "scheduling", "bucket_mb", "partition_mb", "in_flight", "tensorlights",
-                  "tensorlights_rotate_s"),
-    # how the packets go: RoCE's recovery, packets and windows, their traffic class, DLCP
-    "transport": ("transport", "mtu", "window", "min_rto_ms", "roce_class", "dlcp"),
-    # what goes wrong on purpose
-    "faults": ("faults", "crash", "loss_pct"),
-    # what is measured, and the seed a repetition draws anew
-    "measurement": ("iterations", "warmup", "seed"),
-}
-RUN_KEYS = ("name",)  # a run's own keys, at its top, in no section
+_RUN_HINTS = typing.get_type_hints(ExperimentSpec)
+SECTION_CLASSES: dict[str, type[Any]] = {f.name: _RUN_HINTS[f.name] for f in fields(ExperimentSpec)
+                                         if is_dataclass(_RUN_HINTS[f.name])}
+SECTIONS: dict[str, tuple[str, ...]] = {name: tuple(f.name for f in fields(cls))
+                                        for name, cls in SECTION_CLASSES.items()}
+RUN_KEYS = tuple(f.name for f in fields(ExperimentSpec) if f.name not in SECTIONS)  # a run's own: at its top
 SECTION_OF = {key: section for section, keys in SECTIONS.items() for key in keys}
 # The tables a run's key may hold, and their classes (their keys: table_keys)
 TABLES: dict[str, Any] = {"sim": SimOptions, "dlcp": DlcpOptions, "emulate": Emulation, "crash": Crash}
@@ -777,22 +919,32 @@ def spec_from_dict(raw: dict[str, Any], base: ExperimentSpec | None = None, tabl
     (link_gbps = bw_mbps / 1000: dilation `scale`, 1 at full size): ns-3 runs computation at real speed."""
     base = base or ExperimentSpec()
     raw = flat_spec(raw, table)
-    spec: ExperimentSpec = dataclass_from_dict(ExperimentSpec, raw, "", base)
-    emulate = raw.get("emulate")
-    if (spec.simulated and spec.emulate is not None and spec.bw_mbps and isinstance(emulate, dict)
+    own = {k: _convert(v, str, k) for k, v in raw.items() if k in RUN_KEYS}
+    for section, cls in SECTION_CLASSES.items():
+        given = {k: v for k, v in raw.items() if SECTION_OF.get(k) == section}
+        if given:
+            own[section] = dataclass_from_dict(cls, given, "", getattr(base, section))
+    spec = replace(base, **own)
+    emulate, load, bw_mbps = raw.get("emulate"), spec.workload, spec.network.bw_mbps
+    if (spec.network.simulated and load.emulate is not None and bw_mbps and isinstance(emulate, dict)
             and "link_gbps" not in emulate):
-        spec = replace(spec, emulate=replace(spec.emulate, link_gbps=spec.bw_mbps / 1000.0))
+        spec = spec.but(emulate=replace(load.emulate, link_gbps=bw_mbps / 1000.0))
     return spec
 
 
 def spec_dict(spec: ExperimentSpec) -> dict[str, Any]:
-    """The spec as plain JSON values (results.json)."""
-    return asdict(spec)
+    """The spec as a file keeps it (results.json, summary.json, a trace run's record): flat, every key by its
+    name at the top (the layout before sections; a reader takes both alike, and spec_from_dict reads it back),
+    its tables as tables."""
+    flat = {key: getattr(spec, key) for key in RUN_KEYS}
+    for section in SECTIONS:
+        flat.update(asdict(getattr(spec, section)))
+    return flat
 
 
 def spec_json(spec: ExperimentSpec) -> Any:
-    """The spec as a file keeps it (JSON values: choices as strings, tuples as lists)."""
-    return json.loads(json.dumps(asdict(spec)))
+    """The spec as a file keeps it (spec_dict's, as JSON values: choices as strings, tuples as lists)."""
+    return json.loads(json.dumps(spec_dict(spec)))
 
 
 def _with_defaults(saved: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ def cuts_patches(spec: ExperimentSpec) -> bool:
     """The spec's network needs patched links: a link fault between switches cuts a patch
     (gradswitch/net/patch_links.py), not a BMv2 port."""
     topo = topology_for(spec)
-    return any(f.kind in LINK_FAULTS and all(topo.is_switch(end) for end in f.link_ends()) for f in spec.faults)
+    return any(f.kind in LINK_FAULTS and all(topo.is_switch(end) for end in f.link_ends()) for f in spec.faults.faults)
 
 
 def rank_of(cfg: JobConfig, node_id: int) -> int:
@@ -41,7 +41,7 @@ def fault_schedule_for(net: Testbed, spec: ExperimentSpec, cfg: JobConfig, procs
     supervisor's processes (`procs`, filled once they start) for a worker crash, the slow-down file a worker
     reads and its link's rate for a slow worker."""
     hosts = [w.host for w in cfg.workers]
-    ranks = {i: rank for i, f in enumerate(spec.faults) if f.kind in WORKER_FAULTS
+    ranks = {i: rank for i, f in enumerate(spec.faults.faults) if f.kind in WORKER_FAULTS
              and (rank := worker_rank(f, net.topo, hosts)) is not None}
     one_job_dir = job_dir(run_dir, cfg.job_id)
 
@@ -67,7 +67,7 @@ def fault_schedule_for(net: Testbed, spec: ExperimentSpec, cfg: JobConfig, procs
             log.warning("fault %s: %s's link was unshaped; it stays at %g Mb/s until the network stops", fault.label,
                         host, fault.rate_mbps)
 
-    return FaultSchedule(spec.faults, Mechanisms(
+    return FaultSchedule(spec.faults.faults, Mechanisms(
         crash_switch=net.crash_switch, restart_switch=net.restart_switch, hang_switch=net.hang_switch,
         release_switch=net.release_switch, set_link=net.set_link,
         kill_worker=kill_worker, slow_worker=slow_worker, unslow_worker=unslow_worker), ranks)

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from gradswitch.experiment import results_file
 from gradswitch.experiment.report import Usage, busiest_link_load, fabric_link_loads, wire_totals, with_faults
 from gradswitch.experiment.results_file import Iteration, Outcome, Results, Summary
-from gradswitch.experiment.spec import ExperimentSpec
+from gradswitch.experiment.spec import ExperimentSpec, spec_dict
 from gradswitch.workload.graph import JobGraph
 from gradswitch.workload.worker_result import WorkerResult
 
@@ -78,7 +77,7 @@ def trace_results(spec: ExperimentSpec, graph: JobGraph, report: GraphRunReport,
     ok = outcome == Outcome.OK
     jct = job_s if done else None
     body = {
-        "name": spec.label, "backend": str(spec.backend), "spec": asdict(spec),
+        "name": spec.label, "backend": str(spec.network.backend), "spec": spec_dict(spec),
         "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(), "step_bytes": carried,
         "ok": ok, "outcome": str(outcome), "errors": error_map(e for e in report.errors if not e.startswith("fault ")),
         "check": check, "iterations": iterations, **wire_totals(nodes), "jct_s": jct, "summary": summary, "extra": {},

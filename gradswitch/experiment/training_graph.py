@@ -36,14 +36,15 @@ def spec_graph(spec: ExperimentSpec, iterations: int) -> tuple[ExperimentSpec, J
     training), the spec to run it with and the dilation (1 without training); train-digits' is spec_digits_graph."""
     if training_config(spec) is not None:
         return spec_training_graph(spec, iterations)
-    if spec.workload == DIGITS:
+    if spec.workload.workload == DIGITS:
         raise ExperimentError(f"{spec.label}: workload 'train-digits': its graph carries real gradients "
                               "(spec_digits_graph)")
-    hosts = tuple(Host(i, Role.WORKER, f"h{i + 1}", f"10.0.0.{i + 1}") for i in range(spec.workers))
-    cfg = JobConfig(Algorithm.RING, hosts, iterations, spec.workload, size_bytes=spec.size_bytes, scale=spec.scale,
-                    dtype=spec.dtype, float_mode=spec.float_mode)
+    hosts = tuple(Host(i, Role.WORKER, f"h{i + 1}", f"10.0.0.{i + 1}") for i in range(spec.network.workers))
+    cfg = JobConfig(Algorithm.RING, hosts, iterations, spec.workload.workload, size_bytes=spec.workload.size_bytes,
+                    scale=spec.workload.scale,
+                    dtype=spec.workload.dtype, float_mode=spec.workload.float_mode)
     # the spec's workload is the graph's now; the spec that runs it keeps its network, transport and placement
-    return replace(spec, engine=Engine.LOOP), plain_graph(cfg, name=spec.label), 1.0
+    return spec.but(engine=Engine.LOOP), plain_graph(cfg, name=spec.label), 1.0
 
 
 def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[ExperimentSpec, JobGraph, float]:
@@ -51,27 +52,30 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
     of its own); the dilation D the graph's computation runs under."""
     training = training_config(spec)
     if training is None:
-        raise ExperimentError(f"{spec.label}: workload {spec.workload!r} without an emulated cluster: a training "
-                              f"graph needs a model profile and `emulate`")
+        raise ExperimentError(f"{spec.label}: workload {spec.workload.workload!r} without an emulated cluster: a "
+                              "training graph needs a model profile and `emulate`")
     # the spec's algorithm: priority partitions go in the order its link-rate bound gives (gradswitch/workload/plan.py);
     # its dtype and float mode: float32 with block exponents puts each op's exponent codes on the wire before it, as
     # the loop's plan does (gradswitch/workload/plan.py with_codes; the graph's `it{i}.codes.{k}` ops)
-    cfg = replace(training_job(spec.workload, spec.workers, iterations, scale=spec.scale), algo=spec.algo,
-                  training=training, dtype=spec.dtype, float_mode=spec.float_mode)
+    cfg = replace(training_job(spec.workload.workload, spec.network.workers, iterations, scale=spec.workload.scale),
+                  algo=spec.algorithm.algo,
+                  training=training, dtype=spec.workload.dtype, float_mode=spec.workload.float_mode)
     graph = training_graph(cfg, name=spec.label)
     # The spec's training fields are the graph's now; the spec that runs it has the defaults.
-    plain = replace(spec, workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO,
-                    engine=Engine.LOOP)
+    plain = spec.but(workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO,
+                     engine=Engine.LOOP)
     return plain, graph, training.dilation
 
 
 def spec_digits_graph(spec: ExperimentSpec) -> JobGraph:
     """The spec's train-digits job as a graph: its workers, its iterations, block exponents where its float mode
     has them, named as the run."""
-    if spec.workload != DIGITS:
-        raise ExperimentError(f"{spec.label}: workload {spec.workload!r}: the digits graph is workload {DIGITS}'")
-    exponents = spec.dtype == DType.FLOAT32 and spec.float_mode == FloatMode.EXPONENT  # as encoding.uses_exponents
-    return digits_graph(spec.workers, spec.iterations, name=spec.label, exponents=exponents)
+    if spec.workload.workload != DIGITS:
+        raise ExperimentError(f"{spec.label}: workload {spec.workload.workload!r}: the digits graph is workload "
+                              f"{DIGITS}'")
+    dtype, float_mode = spec.workload.dtype, spec.workload.float_mode
+    exponents = dtype == DType.FLOAT32 and float_mode == FloatMode.EXPONENT  # as encoding.uses_exponents
+    return digits_graph(spec.network.workers, spec.measurement.iterations, name=spec.label, exponents=exponents)
 
 
 def ideal_link_load(spec: ExperimentSpec, topo: Topology) -> float:

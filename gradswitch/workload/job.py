@@ -100,7 +100,7 @@ def dilation(scale: float, link_gbps: float, testbed_mbps: float) -> float:
 
 
 JOB_FORMAT = 1  # job<id>.json's format (gradswitch/formats.py; one written before it had one reads as 1)
-MAX_IN_FLIGHT = 64  # a training job's reductions at once, at most (spec.in_flight, export-et --in-flight)
+MAX_IN_FLIGHT = 64  # a training job's reductions at once, at most (spec.algorithm.in_flight, export-et --in-flight)
 
 
 @dataclass(frozen=True)

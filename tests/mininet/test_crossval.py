@@ -23,12 +23,14 @@ pytestmark = [pytest.mark.mininet, pytest.mark.ns3]
 def test_a_ring_on_bmv2_and_on_ns3_agree(tmp_path, monkeypatch):
     # bench.crossval's own rate (8 Mb/s), where it judges every pair: at 20 Mb/s this ring on the 2-core machine
     # was machine-bound in every attempt of two suite runs (busiest link 75 % loaded).
-    (ring,) = [s for s in allreduce_specs(["rack"], [4], DEFAULT_BW_MBPS, 256 << 10, 3) if str(s.algo) == "ring"]
+    (ring,) = [s for s in allreduce_specs(["rack"], [4], DEFAULT_BW_MBPS, 256 << 10,
+                                          3) if str(s.algorithm.algo) == "ring"]
     build = measured_with()
     if build is not None and Path(build).exists():
         monkeypatch.setenv(BMV2_ENV, build)  # the BMv2 build the costs were measured with
     twin = simulated(ring, load_costs())
-    assert twin.sim.switch_delay_us > 0 and twin.sim.host_delay_us > 0 and twin.sim.link_delay_us == 0
+    sim = twin.network.sim
+    assert sim.switch_delay_us > 0 and sim.host_delay_us > 0 and sim.link_delay_us == 0
     # As bench.crossval: the BMv2 figure is the median of the runs the links limited (a machine-bound run, another
     # process having taken a core, says nothing about the model); the test fails if none of BMV2_RUNS was.
     usable, seen = [], []

@@ -67,7 +67,7 @@ def test_switches_trim_droppable_packets_and_receivers_zero_fill_them(tmp_path):
     spec = spec_from_dict({**TRAIN, "iterations": 8, "name": "trimmed",
                            "dlcp": {**LOSSY, "priority": True, "threshold_bytes": 0}})
     # Then a run on the same network with priority only: its report counts its own events, not the first run's.
-    after = replace(spec, name="after", iterations=2, dlcp=replace(spec.dlcp, drop=False, threshold_bytes=None))
+    after = spec.but(name="after", iterations=2, dlcp=replace(spec.transport.dlcp, drop=False, threshold_bytes=None))
     with Testbed(topology_for(spec), NetworkOptions(run_dir=tmp_path / "net")) as net:
         trimmed = run_on(net, spec, tmp_path / "trimmed")
         thresholds = net.fabric.session("leaf1").read_table("dlcp_drop_thresholds")
@@ -93,11 +93,11 @@ def test_spraying_evens_out_colliding_uplinks_and_order_tolerant_receivers_resen
     previous receivers, which judge a hole a reorder delay after the first packet past it. Links at 1 Mb/s (the
     spec's 2 Mb/s left spraying machine-bound in CI: 5 % of the CPU idle, spraying no faster than ECMP)."""
     spec = load_spec(EXPERIMENTS / "dlcp-spray.toml")
-    runs = {r.label: replace(r, iterations=3, scale=0.00025, bw_mbps=1)
+    runs = {r.label: r.but(iterations=3, scale=0.00025, bw_mbps=1)
             for r in spec.runs if r.label.startswith("alternate-")}
     runs = {"ecmp": runs["alternate-ecmp"], "spray": runs["alternate-spray"]}
-    sprayed = runs["spray"].dlcp
-    runs["spray-reorder-delay"] = replace(runs["spray"], name="spray-reorder-delay", dlcp=replace(
+    sprayed = runs["spray"].transport.dlcp
+    runs["spray-reorder-delay"] = runs["spray"].but(name="spray-reorder-delay", dlcp=replace(
         sprayed, hosts=replace(sprayed.hosts, order_tolerant=False)))
     reports = {}
     with Testbed(topology_for(runs["ecmp"]), NetworkOptions(run_dir=tmp_path / "net")) as net:
@@ -161,7 +161,7 @@ def test_load_balancing_settings_move_a_real_flow_over_the_expected_uplinks(tmp_
             return lambda: net.host("h1").cmd(f"{sys.executable} -c '{script}'")
 
         def settings(**fields: Any) -> RunSettings:
-            return RunSettings(net, ExperimentSpec(**fields), [], placement, tmp_path)
+            return RunSettings(net, ExperimentSpec.of(**fields), [], placement, tmp_path)
 
         def on_one(counts: dict[int, int], uplink: int) -> bool:  # (a few of the 200 may be lost on the way in)
             return counts[uplink] >= 180 and sum(counts.values()) - counts[uplink] < 5

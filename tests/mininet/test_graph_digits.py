@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import json
 import statistics
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +62,8 @@ def test_the_graph_engine_trains_the_loops_model_through_bmv2(tmp_path: Path) ->
     with Testbed(topology_for(runs["ring-fixed"]), NetworkOptions(run_dir=tmp_path / "net")) as net:
         for name, spec in runs.items():
             for engine in ("loop", "graph"):
-                run = spec_from_dict({**SPEC, "algo": str(spec.algo), "float_mode": str(spec.float_mode),
+                run = spec_from_dict({**SPEC, "algo": str(spec.algorithm.algo),
+                                      "float_mode": str(spec.workload.float_mode),
                                       "engine": engine, "name": f"{name}-{engine}"})
                 reports[(name, engine)] = run_on(net, run, tmp_path / f"{name}-{engine}", progress=False)
     for name in runs:
@@ -183,7 +183,7 @@ def test_a_slow_worker_left_out_by_k_of_n_on_the_graph_engine_as_by_the_loop(tmp
     names = {c: f"graph-{i}" for i, c in enumerate(specs)}
     with Testbed(topology_for(k_of_n), NetworkOptions(run_dir=tmp_path / "net")) as net:
         loop = run_on(net, k_of_n, tmp_path / "loop-k3", progress=False)
-        graph = {c: run_on(net, replace(s, engine=Engine.GRAPH, name=names[c]), tmp_path / names[c], progress=False)
+        graph = {c: run_on(net, s.but(engine=Engine.GRAPH, name=names[c]), tmp_path / names[c], progress=False)
                  for c, s in specs.items()}
     assert loop["ok"], loop["errors"]
     for c, report in graph.items():

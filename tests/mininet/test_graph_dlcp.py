@@ -4,7 +4,6 @@ get at a switch with DLCP priority on (tests/graph_fan_in.py: two broadcasts int
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,7 @@ def test_the_top_layer_class_goes_first_through_a_shared_port(tmp_path: Path) ->
     got = {}
     with Testbed(rack(hosts=3, bw_mbps=BW_MBPS), NetworkOptions(run_dir=tmp_path / "net")) as net:
         for priority in (True, False):
-            spec = replace(graph_spec(graph, bw_mbps=BW_MBPS), dlcp=DlcpOptions(priority=priority))
+            spec = graph_spec(graph, bw_mbps=BW_MBPS).but(dlcp=DlcpOptions(priority=priority))
             report = run_workload_on(net, spec, graph, tmp_path / f"priority-{priority}")
             assert report.checked, report.errors
             got[priority] = received_s(report.run)

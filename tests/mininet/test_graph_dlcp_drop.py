@@ -7,7 +7,6 @@ spec on the same network trims and judges alike."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -42,14 +41,14 @@ def check_trimmed(report: dict[str, Any]) -> None:
 
 def test_the_graph_engine_marks_trims_zero_fills_and_judges_bounded_loss_through_bmv2(tmp_path):
     spec = load_spec(EXPERIMENTS / "training-speedup.toml")
-    [run] = [replace(r, iterations=3, bw_mbps=5, transport=Mode.SR, mtu=1024, name="drop",
-                     dlcp=DlcpOptions(drop=True, threshold_bytes=0, hosts=POLICY))
+    [run] = [r.but(iterations=3, bw_mbps=5, transport=Mode.SR, mtu=1024, name="drop",
+                   dlcp=DlcpOptions(drop=True, threshold_bytes=0, hosts=POLICY))
              for r in spec.runs if r.label == "resnet50-rack-ring-priority"]
-    assert run.problems() == [] and replace(run, engine=Engine.GRAPH).problems() == []
+    assert run.problems() == [] and run.but(engine=Engine.GRAPH).problems() == []
     reports = {}
     with Testbed(topology_for(run), NetworkOptions(run_dir=tmp_path / "net")) as net:
         for engine in (Engine.GRAPH, Engine.LOOP):
-            reports[engine] = run_on(net, replace(run, engine=engine), tmp_path / str(engine), progress=False)
+            reports[engine] = run_on(net, run.but(engine=engine), tmp_path / str(engine), progress=False)
     for report in reports.values():
         check_trimmed(report)
     assert (tmp_path / "graph" / "graph" / "job1.json").exists()  # the graph engine ran it

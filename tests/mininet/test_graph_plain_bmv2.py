@@ -5,7 +5,6 @@ iteration completes exact, and results.json has the loop's fields (at the top, p
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,20 +22,20 @@ pytestmark = pytest.mark.mininet
 
 def test_a_synthetic_all_reduce_runs_on_the_graph_engine_through_bmv2_as_the_loop_reports_it(tmp_path: Path) -> None:
     base = spec_from_dict({"workers": 4, "size_bytes": 256 << 10, "iterations": 3, "bw_mbps": 8.0})
-    runs = [replace(base, algo=algo) for algo in (base.algo, spec_from_dict({"algo": "netreduce"}).algo)]
+    runs = [base.but(algo=algo) for algo in (base.algorithm.algo, spec_from_dict({"algo": "netreduce"}).algorithm.algo)]
     reports = {}
     with Testbed(topology_for(base), NetworkOptions(run_dir=tmp_path / "net")) as net:
         for run in runs:
             for engine in (Engine.LOOP, Engine.GRAPH):
-                out = tmp_path / f"{run.algo}-{engine}"
-                report = run_on(net, replace(run, engine=engine), out, progress=False)
+                out = tmp_path / f"{run.algorithm.algo}-{engine}"
+                report = run_on(net, run.but(engine=engine), out, progress=False)
                 assert report["ok"] and report["outcome"] == "ok", report["errors"]
                 assert report["check"] == "exact" and len(report["iterations"]) == 3
                 assert all(it["correct"] and it["wrong_elements"] == 0 and it["time_s"] > 0
                            for it in report["iterations"])
                 saved = read(out / "results.json")  # written, its format checked
                 assert saved["ok"] and saved["iterations"] == report["iterations"]
-                reports[(str(run.algo), engine)] = report
+                reports[(str(run.algorithm.algo), engine)] = report
                 # the ranks' graph job beside the spec's job
                 assert (out / "graph" / "job1.json").exists() == (engine == Engine.GRAPH)
     for algo in ("ring", "netreduce"):

@@ -267,7 +267,7 @@ def test_ring_allreduce_rides_through_a_spine_crash(fabric_net: Testbed, tmp_pat
     assert carried[0] > 100, "no ring traffic went through spine1 before it was killed"
     assert report["ok"], report["errors"]
     assert all(it["correct"] and it["wrong_elements"] == 0 for it in report["iterations"])
-    assert len(report["iterations"]) == spec.iterations
+    assert len(report["iterations"]) == spec.measurement.iterations
     assert not net.fabric.is_up("spine1")
     print(f"ring run with spine1 killed after iteration 2 ({carried[0]} packets through it by then): "
           f"{report['retransmissions']} packets resent")

@@ -77,7 +77,7 @@ def test_a_hung_spine_is_named_hung_routed_around_and_taken_back_when_let_go_on(
 def hang_run(net: Testbed, spec: ExperimentSpec, out: Path) -> tuple[dict[str, Any], float, float]:
     """Run the spec (its one fault hangs a switch); its results.json, how long after the SIGSTOP the run ended, and
     the bound it had (hang_end_bound_s)."""
-    (hang,) = spec.faults
+    (hang,) = spec.faults.faults
     switch = hang.target
     pid = net._switch_node(switch).bmv2.pid
     stopped: list[float] = []
@@ -101,8 +101,9 @@ def hang_run(net: Testbed, spec: ExperimentSpec, out: Path) -> tuple[dict[str, A
     bound = hang_end_bound_s(cfg.rto, cfg.retry_limit, stop_deadline_s([cfg]))
     saved = read(out / "results.json")
     (fault,) = saved["faults"]
-    print(f"{spec.algo}: {switch} hung mid-run: {fault['outcome']} after {len(saved['iterations'])} iterations, run "
-          f"ended {ended - stopped[0]:.2f} s after the SIGSTOP (bound {bound:.2f} s): {fault['detail']}")
+    print(f"{spec.algorithm.algo}: {switch} hung mid-run: {fault['outcome']} after {len(saved['iterations'])} "
+          f"iterations, run ended {ended - stopped[0]:.2f} s after the SIGSTOP (bound {bound:.2f} s): "
+          f"{fault['detail']}")
     assert fault["injected"] is True and fault["fault"]["kind"] == "switch-hang"
     assert f"{switch} named hung by the control plane" in fault["detail"], fault
     assert fault["time_to_detect_s"] is not None and fault["time_to_detect_s"] <= HUNG_DETECT_BOUND_S + SLACK_S

@@ -13,7 +13,6 @@ are on one network, every result element checked; the runner also writes the tim
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -40,7 +39,7 @@ BASE: dict[str, Any] = {"algo": "ring", "workers": 2, "topo": "rack", "workload"
 def emulated_link_gbps() -> float:
     """The emulated rate at which backward takes about 80 % of one iteration's reduction on the testbed."""
     probe = spec_from_dict({**BASE, "emulate": {"link_gbps": 1.0, "batch": 16}})
-    comm = allreduce_bound_s(probe.algo, 2, 0, 4 * 138_357_544 * SCALE, BW_MBPS * 1e6 / 8)
+    comm = allreduce_bound_s(probe.algorithm.algo, 2, 0, 4 * 138_357_544 * SCALE, BW_MBPS * 1e6 / 8)
     backward_real = modelled_compute_s(probe) * 2 / 3
     dilation_per_gbps = SCALE * 1000 / BW_MBPS
     return 0.8 * comm / backward_real / dilation_per_gbps
@@ -80,9 +79,10 @@ def test_ring_ps_and_netreduce_train_through_bmv2_in_the_order_their_bounds_give
     and still at 10 Mb/s in a CI run and on a quiet machine (busiest link 59-72 % loaded where the ideal keeps
     76-99 %); at 5 Mb/s all three kept their links busy (74-88 %) and the order held."""
     spec = load_spec(EXPERIMENTS / "training-speedup.toml")
-    runs = [replace(r, iterations=3, bw_mbps=5) for r in spec.runs
-            if (r.workload, str(r.topo), str(r.scheduling)) == ("resnet50", "rack", "priority")]
-    assert [str(r.algo) for r in runs] == ["ring", "ps", "netreduce"]
+    runs = [r.but(iterations=3, bw_mbps=5) for r in spec.runs
+            if (r.workload.workload, str(r.network.topo), str(r.algorithm.scheduling)) == ("resnet50", "rack",
+                                                                                           "priority")]
+    assert [str(r.algorithm.algo) for r in runs] == ["ring", "ps", "netreduce"]
     biggest = max(runs, key=lambda r: r.hosts_needed())
     samples, bound = {}, {}
     with Testbed(topology_for(biggest), NetworkOptions(run_dir=tmp_path / "net")) as net:
@@ -90,8 +90,8 @@ def test_ring_ps_and_netreduce_train_through_bmv2_in_the_order_their_bounds_give
             report = run_on(net, run, tmp_path / run.label, progress=False)
             assert report["ok"], report["errors"]
             assert all(it["wrong_elements"] == 0 for it in report["iterations"])
-            samples[str(run.algo)] = report["training"]["samples_per_s_real"]
-            bound[str(run.algo)] = report["headline_extra"]["machine_bound"]
+            samples[str(run.algorithm.algo)] = report["training"]["samples_per_s_real"]
+            bound[str(run.algorithm.algo)] = report["headline_extra"]["machine_bound"]
     assert not bound["netreduce"], bound  # the switch kept up: the order below is the links', not the machine's
     assert samples["netreduce"] > samples["ring"] > samples["ps"], samples
 
@@ -103,8 +103,8 @@ def test_the_graph_engine_trains_through_bmv2_and_reports_as_the_loop(tmp_path):
     figures, the timeline; the graph's samples/s within 15 % of the loop's (the same emulated GPUs and links; a
     wrong clock or dilation in the conversion is a factor of 4 here)."""
     spec = load_spec(EXPERIMENTS / "training-speedup.toml")
-    runs = [replace(r, iterations=3, bw_mbps=5) for r in spec.runs
-            if (r.workload, str(r.topo), str(r.scheduling), str(r.algo)) in
+    runs = [r.but(iterations=3, bw_mbps=5) for r in spec.runs
+            if (r.workload.workload, str(r.network.topo), str(r.algorithm.scheduling), str(r.algorithm.algo)) in
             {("resnet50", "rack", "priority", "ring"), ("resnet50", "rack", "priority", "netreduce")}]
     assert len(runs) == 2
     samples: dict[tuple[str, str], float] = {}
@@ -112,14 +112,14 @@ def test_the_graph_engine_trains_through_bmv2_and_reports_as_the_loop(tmp_path):
         for run in runs:
             for engine in ("loop", "graph"):
                 out = tmp_path / f"{run.label}-{engine}"
-                report = run_on(net, replace(run, engine=Engine(engine)), out, progress=False)
+                report = run_on(net, run.but(engine=Engine(engine)), out, progress=False)
                 assert report["ok"], report["errors"]
                 assert report["check"] == "exact" and len(report["iterations"]) == 3
                 assert all(it["correct"] and it["wrong_elements"] == 0 for it in report["iterations"])
                 training = report["training"]
                 assert training is not None and training["dilation"] == run.dilation
                 assert training["timeline"] and (out / "timeline.json").exists()
-                samples[(str(run.algo), engine)] = training["samples_per_s_real"]
+                samples[(str(run.algorithm.algo), engine)] = training["samples_per_s_real"]
                 # the ranks' graph job beside the spec's job (what a later run's resummary reads)
                 assert (out / "graph" / "job1.json").exists() == (engine == "graph") and (out / "job1.json").exists()
     for algo in ("ring", "netreduce"):
@@ -132,14 +132,15 @@ def test_block_exponents_train_on_the_graph_engine_through_bmv2_as_on_the_loop(t
     all-reduces (`it{i}.codes.{k}`, each before the values that wait for them): every iteration exact, the same
     bytes on the wire (tests/results.py assert_same_wire: those resent apart)."""
     spec = load_spec(EXPERIMENTS / "training-speedup.toml")
-    [run] = [replace(r, iterations=3, bw_mbps=5, dtype=DType.FLOAT32, float_mode=FloatMode.EXPONENT)
-             for r in spec.runs if (r.workload, str(r.topo), str(r.scheduling), str(r.algo)) ==
+    [run] = [r.but(iterations=3, bw_mbps=5, dtype=DType.FLOAT32, float_mode=FloatMode.EXPONENT)
+             for r in spec.runs if (r.workload.workload, str(r.network.topo), str(r.algorithm.scheduling),
+                                    str(r.algorithm.algo)) ==
              ("resnet50", "rack", "priority", "netreduce")]
-    assert replace(run, engine=Engine.GRAPH).problems() == []
+    assert run.but(engine=Engine.GRAPH).problems() == []
     reports = {}
     with Testbed(topology_for(run), NetworkOptions(run_dir=tmp_path / "net")) as net:
         for engine in ("loop", "graph"):
-            reports[engine] = report = run_on(net, replace(run, engine=Engine(engine)), tmp_path / engine,
+            reports[engine] = report = run_on(net, run.but(engine=Engine(engine)), tmp_path / engine,
                                               progress=False)
             assert report["ok"], report["errors"]
             assert report["check"] == "exact" and len(report["iterations"]) == 3
@@ -147,14 +148,14 @@ def test_block_exponents_train_on_the_graph_engine_through_bmv2_as_on_the_loop(t
     names = [n["name"] for n in json.loads((tmp_path / "graph" / "graph" / "job1.json").read_text())
              ["graph"]["ranks"][0]["nodes"]]
     assert any(".codes." in n for n in names) and any(".allreduce." in n for n in names)
-    assert_same_wire(reports["loop"], reports["graph"], "resnet50 netreduce exponent", run.mtu)
+    assert_same_wire(reports["loop"], reports["graph"], "resnet50 netreduce exponent", run.transport.mtu)
 
 
 def test_two_jobs_train_at_once_on_the_graph_engine_through_bmv2(tmp_path):
     """jobs = 2 on the graph engine: each job's ranks on hosts of their own, NetReduce jobs of their own in the
     switch (ids after both jobs'), both jobs' results as the loop reports them, every iteration exact."""
     spec = load_spec(EXPERIMENTS / "training-speedup.toml")
-    [run] = [replace(r, iterations=3, bw_mbps=5, jobs=2, engine=Engine.GRAPH) for r in spec.runs
+    [run] = [r.but(iterations=3, bw_mbps=5, jobs=2, engine=Engine.GRAPH) for r in spec.runs
              if r.label == "resnet50-rack-netreduce-fifo"]
     with Testbed(topology_for(run), NetworkOptions(run_dir=tmp_path / "net")) as net:
         report = run_on(net, run, tmp_path / "run", progress=False)
@@ -171,8 +172,8 @@ def test_tensorlights_parameter_servers_on_one_host_run_on_the_graph_engine(tmp_
     servers' queue pairs are the loop's (gradswitch/hosts/comm.py, the same UDP source ports TensorLights classifies),
     both jobs train, every iteration exact, and the run records the TensorLights setting it ran with."""
     spec = load_spec(EXPERIMENTS / "training-speedup.toml")
-    [run] = [replace(r, iterations=3, bw_mbps=5, jobs=2, colocate_servers=True, tensorlights=True,
-                     engine=Engine.GRAPH) for r in spec.runs if r.label == "resnet50-rack-ps-fifo"]
+    [run] = [r.but(iterations=3, bw_mbps=5, jobs=2, colocate_servers=True, tensorlights=True,
+                   engine=Engine.GRAPH) for r in spec.runs if r.label == "resnet50-rack-ps-fifo"]
     assert run.problems() == []
     with Testbed(topology_for(run), NetworkOptions(run_dir=tmp_path / "net")) as net:
         report = run_on(net, run, tmp_path / "run", progress=False)
@@ -181,4 +182,4 @@ def test_tensorlights_parameter_servers_on_one_host_run_on_the_graph_engine(tmp_
                for j in report["jobs"].values()), report["jobs"]
     jobs = [json.loads((tmp_path / "run" / "graph" / f"job{j}.json").read_text())["job"] for j in (1, 2)]
     servers = {node["host"] for job in jobs for node in job["nodes"] if node["role"] == "server"}
-    assert len(servers) == 1 and report["tensorlights"]["interval_s"] == run.tensorlights_rotate_s
+    assert len(servers) == 1 and report["tensorlights"]["interval_s"] == run.algorithm.tensorlights_rotate_s

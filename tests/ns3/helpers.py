@@ -44,7 +44,7 @@ def background_of(spec: ExperimentSpec) -> Background | None:
     if placement.background is None:
         return None
     sender, receiver = placement.background
-    return Background(sender, receiver, spec.background_flows, spec.mtu)
+    return Background(sender, receiver, spec.workload.background_flows, spec.transport.mtu)
 
 
 def write_job(job_id: int, sender: str, receiver: str, sizes: list[int], *, mtu: int = 4096, window: int = 64,

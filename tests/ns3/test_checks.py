@@ -17,8 +17,8 @@ pytestmark = pytest.mark.ns3
 
 
 def _run(tmp_path, check: CheckMode, double_adds: int, topo: Topo = Topo.RACK):
-    spec = ExperimentSpec(algo=Algorithm.NETREDUCE, workers=4, size_bytes=256 << 10, bw_mbps=20, iterations=2,
-                          topo=topo)
+    spec = ExperimentSpec.of(algo=Algorithm.NETREDUCE, workers=4, size_bytes=256 << 10, bw_mbps=20, iterations=2,
+                             topo=topo)
     net, cfgs = spec_jobs(spec)
     config = run_config(net, cfgs, SimSettings(check=check))
     config["switch"]["faults"] = {"netreduce_double_add": double_adds}
@@ -59,7 +59,7 @@ def test_no_check_is_reported_as_none(tmp_path):
 def test_auto_is_exact_small_and_digest_large():
     from gradswitch.sim.sim_config import check_mode
 
-    _, small = spec_jobs(ExperimentSpec(algo=Algorithm.RING, workers=4, size_bytes=1 << 20))
-    _, large = spec_jobs(ExperimentSpec(algo=Algorithm.RING, workers=64, size_bytes=64 << 20))
+    _, small = spec_jobs(ExperimentSpec.of(algo=Algorithm.RING, workers=4, size_bytes=1 << 20))
+    _, large = spec_jobs(ExperimentSpec.of(algo=Algorithm.RING, workers=64, size_bytes=64 << 20))
     assert check_mode(small[0], SimSettings()) == CheckMode.EXACT
     assert check_mode(large[0], SimSettings()) == CheckMode.DIGEST

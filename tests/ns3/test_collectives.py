@@ -33,7 +33,7 @@ def test_ring_of_four_takes_its_steps_plus_latency(tmp_path):
     """Each of the 2(N-1) = 6 steps moves a chunk of S/N (64 packets) from every worker to the next through s1:
     its bytes over the rate, one packet's store and forward and two delays, while every host also sends the
     ACKs of the chunk it receives (AckReq every window/4 = 8 packets) ahead of its data; then the last ACK."""
-    cfgs, result = run_spec(ExperimentSpec(algo=Algorithm.RING, workers=4, size_bytes=S, bw_mbps=MBPS, iterations=3),
+    cfgs, result = run_spec(ExperimentSpec.of(algo=Algorithm.RING, workers=4, size_bytes=S, bw_mbps=MBPS, iterations=3),
                             tmp_path)
     assert all_correct(result) and result.checks[1] == CheckMode.EXACT
     wires = message_wires(S // 4, cfgs[0].mtu)
@@ -53,8 +53,8 @@ def test_netreduce_of_four_takes_s_over_b_plus_latency(tmp_path):
     """Every worker sends S up and gets S down (the sum): 64 messages of 4 packets on each link, pipelined
     under credits, plus one packet's store and forward, two delays, and the ACK of every message sharing the
     links with the data."""
-    _, result = run_spec(ExperimentSpec(algo=Algorithm.NETREDUCE, workers=4, size_bytes=S, bw_mbps=MBPS,
-                                        iterations=3), tmp_path)
+    _, result = run_spec(ExperimentSpec.of(algo=Algorithm.NETREDUCE, workers=4, size_bytes=S, bw_mbps=MBPS,
+                                           iterations=3), tmp_path)
     assert all_correct(result) and result.checks[1] == CheckMode.EXACT
     messages = S // 16384
     wires = [w for _ in range(messages) for w in message_wires(16384, 4096)]
@@ -72,7 +72,7 @@ def test_netreduce_of_four_takes_s_over_b_plus_latency(tmp_path):
 def test_ring_over_netreduce_is_two_n_minus_one_over_n(tmp_path):
     times = {}
     for algo in (Algorithm.RING, Algorithm.NETREDUCE):
-        _, result = run_spec(ExperimentSpec(algo=algo, workers=4, size_bytes=S, bw_mbps=MBPS, iterations=2),
+        _, result = run_spec(ExperimentSpec.of(algo=algo, workers=4, size_bytes=S, bw_mbps=MBPS, iterations=2),
                              tmp_path / str(algo))
         times[algo] = max(max(t) for t in worker_times(result))
     assert times[Algorithm.RING] / times[Algorithm.NETREDUCE] == pytest.approx(1.5, rel=0.02)
@@ -80,8 +80,8 @@ def test_ring_over_netreduce_is_two_n_minus_one_over_n(tmp_path):
 
 @pytest.mark.parametrize("topo", [Topo.RACK, Topo.LEAFSPINE])
 def test_parameter_server_sums_are_exact_and_near_n_s_over_b(tmp_path, topo):
-    _, result = run_spec(ExperimentSpec(algo=Algorithm.PS, workers=4, size_bytes=S, bw_mbps=MBPS, iterations=2,
-                                        topo=topo), tmp_path)
+    _, result = run_spec(ExperimentSpec.of(algo=Algorithm.PS, workers=4, size_bytes=S, bw_mbps=MBPS, iterations=2,
+                                           topo=topo), tmp_path)
     assert all_correct(result)
     bound = allreduce_bound_s(Algorithm.PS, 4, 1, S, RATE / 8)
     for times in worker_times(result):
@@ -94,7 +94,8 @@ def test_parameter_server_sums_are_exact_and_near_n_s_over_b(tmp_path, topo):
 @pytest.mark.parametrize("algo", [Algorithm.RING, Algorithm.NETREDUCE, Algorithm.PS])
 def test_exact_and_digest_checks_time_alike(tmp_path, algo):
     """What the packets carry (values, or digests only) changes no timing; both checks pass."""
-    spec = ExperimentSpec(algo=algo, workers=4, size_bytes=256 << 10, bw_mbps=MBPS, iterations=2, topo=Topo.LEAFSPINE)
+    spec = ExperimentSpec.of(algo=algo, workers=4, size_bytes=256 << 10, bw_mbps=MBPS, iterations=2,
+                             topo=Topo.LEAFSPINE)
     runs = {}
     for mode in (CheckMode.EXACT, CheckMode.DIGEST):
         _, result = run_spec(spec, tmp_path / str(mode), SimSettings(check=mode))
@@ -107,9 +108,9 @@ def test_exact_and_digest_checks_time_alike(tmp_path, algo):
     (Algorithm.RING, Mode.GBN), (Algorithm.RING, Mode.SR), (Algorithm.NETREDUCE, Mode.GBN),
     (Algorithm.NETREDUCE, Mode.SR), (Algorithm.PS, Mode.GBN)])
 def test_loss_is_recovered_and_every_sum_stays_exact(tmp_path, algo, transport):
-    spec = ExperimentSpec(algo=algo, workers=4, size_bytes=256 << 10, bw_mbps=MBPS, iterations=3, loss_pct=2.0,
-                          transport=transport, topo=Topo.LEAFSPINE)
-    _, result = run_spec(spec, tmp_path, SimSettings(loss_pct=spec.loss_pct))
+    spec = ExperimentSpec.of(algo=algo, workers=4, size_bytes=256 << 10, bw_mbps=MBPS, iterations=3, loss_pct=2.0,
+                             transport=transport, topo=Topo.LEAFSPINE)
+    _, result = run_spec(spec, tmp_path, SimSettings(loss_pct=spec.faults.loss_pct))
     assert all_correct(result)
     resent = sum(n["stats"]["requester"].get("retransmitted", 0) for n in result.nodes[1].values())
     dropped = sum(sw["drops"].get("fault-injected", 0) for sw in result.switches.values())
@@ -120,8 +121,8 @@ def test_loss_is_recovered_and_every_sum_stays_exact(tmp_path, algo, transport):
 def test_a_crashed_worker_stops_its_job_and_hangs_nothing(tmp_path, algo):
     from gradswitch.workload.job import Crash
 
-    spec = ExperimentSpec(algo=algo, workers=4, size_bytes=256 << 10, bw_mbps=MBPS, iterations=4,
-                          crash=Crash(node=2, after=1))
+    spec = ExperimentSpec.of(algo=algo, workers=4, size_bytes=256 << 10, bw_mbps=MBPS, iterations=4,
+                             crash=Crash(node=2, after=1))
     _, result = run_spec(spec, tmp_path)
     assert not result.ok() and not result.time_limit_hit
     crashed = result.nodes[1][2]

@@ -114,7 +114,7 @@ def test_flowlets_share_a_slot_as_the_p4_registers_do(tmp_path):
 
 def test_the_flowlet_gap_default_is_the_p4_controllers():
     assert SimSettings().flowlet_gap_us == DEFAULT_FLOWLET_GAP_US == Balancing().flowlet_gap_us
-    assert ExperimentSpec().flowlet_gap_us == DEFAULT_FLOWLET_GAP_US
+    assert ExperimentSpec().network.flowlet_gap_us == DEFAULT_FLOWLET_GAP_US
     topo = leafspine(2, 2, 2)
     nodes = tuple(Node(i, Role.WORKER, h.name, h.ip) for i, h in enumerate(topo.hosts[:2]))
     config = run_config(topo, [JobConfig(algo=Algorithm.RING, nodes=nodes, iterations=1, size_bytes=4096)],

@@ -7,7 +7,6 @@ emulated V100 per worker at 10 Gb/s) on a 2x2 leaf-spine of 4 workers: a few sec
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +30,8 @@ def training() -> ExperimentSpec:
 
 
 def both(spec: ExperimentSpec, out: Path) -> tuple[Report, Report]:
-    loop = run_experiment(replace(spec, engine=Engine.LOOP), out / "loop", progress=False)
-    graph = run_experiment(replace(spec, engine=Engine.GRAPH), out / "graph", progress=False)
+    loop = run_experiment(spec.but(engine=Engine.LOOP), out / "loop", progress=False)
+    graph = run_experiment(spec.but(engine=Engine.GRAPH), out / "graph", progress=False)
     return loop, graph
 
 
@@ -69,7 +68,7 @@ def mid_iteration(clean: Report, k: int) -> float:
 
 def test_a_slow_worker_on_the_graph_engine_runs_at_the_loops_pace(tmp_path: Path, clean: Report) -> None:
     at = mid_iteration(clean, 3)
-    spec = replace(training(), faults=(parse_fault(f"slow-worker:2@{at:g},factor=2"),))
+    spec = training().but(faults=(parse_fault(f"slow-worker:2@{at:g},factor=2"),))
     loop, graph = both(spec, tmp_path)
     agree(loop, graph)
     assert graph["ok"] and len(graph["iterations"]) == ITERATIONS
@@ -87,7 +86,7 @@ def test_a_slow_worker_on_the_graph_engine_runs_at_the_loops_pace(tmp_path: Path
 
 def test_a_worker_crash_on_the_graph_engine_stops_the_job_as_the_loop_does(tmp_path: Path, clean: Report) -> None:
     at = mid_iteration(clean, 5)
-    spec = replace(training(), faults=(parse_fault(f"worker-crash:1@{at:g}"),))
+    spec = training().but(faults=(parse_fault(f"worker-crash:1@{at:g}"),))
     loop, graph = both(spec, tmp_path)
     agree(loop, graph)
     assert graph["fault_outcome"] == "interrupted" and not graph["ok"]
@@ -102,7 +101,7 @@ def test_a_crash_after_an_iteration_on_the_graph_engine_keeps_what_the_loop_keep
     end). Which rank gets there first is the engines' microseconds: the graph's ranks 0 and 2 start an iteration
     4 us before 1 and 3, the loop's 1 and 3 10 us before 0 and 2, so a crash of node 2 or 3 keeps one iteration
     more on one engine than on the other (measured: node 2 loop 7 / graph 6, node 3 loop 6 / graph 7)."""
-    spec = replace(training(), crash=Crash(node=1, after=6))
+    spec = training().but(crash=Crash(node=1, after=6))
     loop, graph = both(spec, tmp_path)
     agree(loop, graph)
     assert graph["outcome"] == loop["outcome"] == "failed" and not graph["ok"]
@@ -115,7 +114,7 @@ def test_a_crash_after_an_iteration_on_the_graph_engine_keeps_what_the_loop_keep
 def test_a_crash_after_the_last_iteration_never_happens_on_either_engine(tmp_path: Path) -> None:
     """The loop's worker crashes as its next iteration starts: after the last there is none, and the graph's rank
     has no next first forward to die at."""
-    loop, graph = both(replace(training(), iterations=3, crash=Crash(node=1, after=2)), tmp_path)
+    loop, graph = both(training().but(iterations=3, crash=Crash(node=1, after=2)), tmp_path)
     agree(loop, graph)
     assert graph["ok"] and len(graph["iterations"]) == 3
 
@@ -125,10 +124,10 @@ def test_a_crash_after_the_last_iteration_never_happens_on_either_engine(tmp_pat
 def test_a_workers_fault_on_the_graph_engine_over_two_mpi_ranks_is_one_ranks_run(tmp_path: Path, fault: str) -> None:
     """The topology cut over 2 MPI ranks (as gradswitch/sim/ranks.py cuts it): the graph engine's run is one
     process's to the tick, and the loop's on 2 ranks agrees with it."""
-    spec = replace(training(), faults=(parse_fault(fault),))
-    one = run_experiment(replace(spec, engine=Engine.GRAPH), tmp_path / "one", progress=False)
-    two = run_experiment(replace(spec, engine=Engine.GRAPH, ranks=2), tmp_path / "two", progress=False)
+    spec = training().but(faults=(parse_fault(fault),))
+    one = run_experiment(spec.but(engine=Engine.GRAPH), tmp_path / "one", progress=False)
+    two = run_experiment(spec.but(engine=Engine.GRAPH, ranks=2), tmp_path / "two", progress=False)
     assert [it["time_s"] for it in two["iterations"]] == [it["time_s"] for it in one["iterations"]]
     assert (two["fault_outcome"], two["faults"][0]["detail"]) == (one["fault_outcome"], one["faults"][0]["detail"])
-    loop = run_experiment(replace(spec, engine=Engine.LOOP, ranks=2), tmp_path / "loop", progress=False)
+    loop = run_experiment(spec.but(engine=Engine.LOOP, ranks=2), tmp_path / "loop", progress=False)
     agree(loop, two)

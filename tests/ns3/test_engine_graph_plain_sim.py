@@ -5,7 +5,6 @@ wire, every sum checked."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,12 @@ TOLERANCE = 0.01
 
 def plain(**kw: Any) -> ExperimentSpec:
     return spec_from_dict({"workers": 4, "size_bytes": 2 << 20, "iterations": 3, "bw_mbps": 10_000, **kw},
-                          ExperimentSpec(backend=Backend.NS3))
+                          ExperimentSpec.of(backend=Backend.NS3))
 
 
 def both(spec: ExperimentSpec, out: Path) -> tuple[Results, Results]:
-    return (run_experiment(replace(spec, engine=Engine.LOOP), out / "loop", progress=False),
-            run_experiment(replace(spec, engine=Engine.GRAPH), out / "graph", progress=False))
+    return (run_experiment(spec.but(engine=Engine.LOOP), out / "loop", progress=False),
+            run_experiment(spec.but(engine=Engine.GRAPH), out / "graph", progress=False))
 
 
 def agree(loop: Results, graph: Results) -> None:

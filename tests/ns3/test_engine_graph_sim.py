@@ -5,7 +5,6 @@ dilated as the loop's is) and a point of the scaling study (8 workers on the fat
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,12 +27,12 @@ def speedup_run(label: str) -> ExperimentSpec:
     path = shipped_spec("training-speedup")
     assert path is not None
     [run] = [r for r in load_spec(path).runs if r.label == label]
-    return replace(run, backend=Backend.NS3)
+    return run.but(backend=Backend.NS3)
 
 
 def both(spec: ExperimentSpec, out: Path) -> tuple[Results, Results]:
-    return (run_experiment(replace(spec, engine=Engine.LOOP), out / "loop", progress=False),
-            run_experiment(replace(spec, engine=Engine.GRAPH), out / "graph", progress=False))
+    return (run_experiment(spec.but(engine=Engine.LOOP), out / "loop", progress=False),
+            run_experiment(spec.but(engine=Engine.GRAPH), out / "graph", progress=False))
 
 
 @pytest.mark.parametrize("label", ["resnet50-rack-ring-fifo", "bert-base-rack-ps-priority",
@@ -59,15 +58,15 @@ def test_a_training_speedup_run_on_the_graph_engine_gives_the_loops_results(tmp_
 def test_block_exponents_on_the_graph_engine_give_the_loops_results(tmp_path: Path, label: str) -> None:
     """float32 with block exponents (float_mode = exponent): the graph carries the loop's exponent codes' all-reduces
     (each before the values that wait for them), so the same bytes on the wire and the loop's training figures."""
-    spec = replace(speedup_run(label), dtype=DType.FLOAT32, float_mode=FloatMode.EXPONENT)
-    assert replace(spec, engine=Engine.GRAPH).problems() == []
+    spec = speedup_run(label).but(dtype=DType.FLOAT32, float_mode=FloatMode.EXPONENT)
+    assert spec.but(engine=Engine.GRAPH).problems() == []
     loop, graph = both(spec, tmp_path)
     assert loop["ok"] and graph["ok"] and graph["check"] == loop["check"] == "exact"
     lt, gt = loop["training"], graph["training"]
     assert lt is not None and gt is not None
     assert gt["samples_per_s_real"] == pytest.approx(lt["samples_per_s_real"], rel=TOLERANCE)
     assert graph["bytes_on_wire"] == loop["bytes_on_wire"]  # the codes' all-reduces too, packet for packet
-    fixed = run_experiment(replace(spec, float_mode=FloatMode.FIXED, engine=Engine.GRAPH), tmp_path / "fixed",
+    fixed = run_experiment(spec.but(float_mode=FloatMode.FIXED, engine=Engine.GRAPH), tmp_path / "fixed",
                            progress=False)
     assert fixed["bytes_on_wire"] < graph["bytes_on_wire"]  # the codes are on the wire
     print(f"{label} exponent: samples/s loop {lt['samples_per_s_real']:.4f} graph {gt['samples_per_s_real']:.4f}, "
@@ -75,7 +74,7 @@ def test_block_exponents_on_the_graph_engine_give_the_loops_results(tmp_path: Pa
 
 
 def test_a_scaling_point_on_the_graph_engine_gives_the_loops_iteration(tmp_path: Path) -> None:
-    loop, graph = both(replace(scaling_spec("resnet50", 8, "netreduce-hier"), iterations=3), tmp_path)
+    loop, graph = both(scaling_spec("resnet50", 8, "netreduce-hier").but(iterations=3), tmp_path)
     assert loop["ok"] and graph["ok"] and graph["check"] == "digest"
     assert graph["summary"]["median_s"] == pytest.approx(loop["summary"]["median_s"], rel=TOLERANCE)
     assert graph["simulator"]["packet_hops"] > 0 and not graph["simulator"]["time_limit_hit"]
@@ -87,7 +86,7 @@ def test_a_scaling_point_on_the_graph_engine_gives_the_loops_iteration(tmp_path:
 def test_two_jobs_at_once_on_the_graph_engine_give_the_loops_results(tmp_path: Path, label: str) -> None:
     """jobs = 2: both jobs' graphs in one simulation, on hosts of their own, sharing the fabric (NetReduce: each its
     own switch job), as the loop runs them."""
-    loop, graph = both(replace(speedup_run(label), jobs=2, iterations=3), tmp_path)
+    loop, graph = both(speedup_run(label).but(jobs=2, iterations=3), tmp_path)
     assert loop["ok"] and graph["ok"] and set(graph["jobs"]) == {"1", "2"} == set(loop["jobs"])
     assert all(j["outcome"] == "ok" and j["check"] == "exact" for j in graph["jobs"].values())
     # which job a shared link serves first may differ; the pair's median iterations agree
@@ -100,7 +99,7 @@ def test_two_jobs_at_once_on_the_graph_engine_give_the_loops_results(tmp_path: P
 def test_two_jobs_parameter_servers_on_one_host_on_the_graph_engine_give_the_loops_results(tmp_path: Path) -> None:
     """colocate_servers (TensorLights' setting): both jobs' parameter servers on one host, as the loop places them;
     the graph engine gives the loop's iterations, job by job."""
-    loop, graph = both(replace(speedup_run("resnet50-rack-ps-fifo"), jobs=2, colocate_servers=True, iterations=3),
+    loop, graph = both(speedup_run("resnet50-rack-ps-fifo").but(jobs=2, colocate_servers=True, iterations=3),
                        tmp_path)
     assert loop["ok"] and graph["ok"]
     for job in ("1", "2"):

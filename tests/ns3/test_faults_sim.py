@@ -34,7 +34,7 @@ CRASH_AT_S = 2.0
 def ring(**kw: Any) -> ExperimentSpec:
     fields: dict[str, Any] = {"algo": Algorithm.RING, "workers": 4, "topo": Topo.LEAFSPINE, "size_bytes": 1 << 20,
                               "bw_mbps": 20, "iterations": 12, "backend": Backend.NS3}
-    return ExperimentSpec(**{**fields, **kw})
+    return ExperimentSpec.of(**{**fields, **kw})
 
 
 def simulate(spec: ExperimentSpec, out: Path, faults: tuple[Fault, ...], ranks: int = 1,
@@ -67,8 +67,8 @@ def test_a_spine_crash_is_routed_around_after_the_detection_delay_and_the_ring_s
     cfgs, fast, [early] = simulate(spec, tmp_path / "fast", (crash,), switch_detect_s=0.01)
     cfg = cfgs[0]
     rto = cfg.rto
-    assert spec.bw_mbps is not None
-    round_trip_s = 2 * cfg.window * cfg.mtu * 8 / (spec.bw_mbps * 1e6)  # at most a window queued each way
+    assert spec.network.bw_mbps is not None
+    round_trip_s = 2 * cfg.window * cfg.mtu * 8 / (spec.network.bw_mbps * 1e6)  # at most a window queued each way
     assert final_rtos(fast, cfg) == {round(rto, 9)}  # every QP's RTO at its floor: the stalled one's too
     assert all_exact(fast, cfg)
     assert early.outcome == FaultOutcome.RECOVERED and early.fault == crash
@@ -96,7 +96,7 @@ def test_a_spine_crash_through_the_orchestration_names_it_in_results_json(tmp_pa
     report = run_experiment(spec, tmp_path / "run", progress=False)
     saved = results_file.read(tmp_path / "run" / "results.json")
     assert saved["fault_outcome"] == "recovered" and report["summary"]["correct"]
-    assert len(saved["iterations"]) == spec.iterations
+    assert len(saved["iterations"]) == spec.measurement.iterations
     [f] = saved["faults"]
     assert (f["label"], f["outcome"], f["injected_s"]) == ("switch-crash:spine1@2", "recovered", CRASH_AT_S)
     assert f["time_to_detect_s"] == pytest.approx(SimSettings().switch_detect_s, abs=1e-9)
@@ -112,18 +112,18 @@ def test_a_worker_crash_stops_the_job_interrupted_with_the_completed_iterations_
     at = 3.1
     clean = run_experiment(spec, tmp_path / "clean", progress=False)
     before = [it for it in clean["iterations"] if it["end"] <= at]
-    crashed = replace(spec, faults=(parse_fault(f"worker-crash:1@{at}"),))
+    crashed = spec.but(faults=(parse_fault(f"worker-crash:1@{at}"),))
     run_experiment(crashed, tmp_path / "crash", progress=False)
     saved = results_file.read(tmp_path / "crash" / "results.json")
     assert saved["fault_outcome"] == "interrupted" and not saved["ok"]
-    assert 0 < len(saved["iterations"]) == len(before) < spec.iterations
+    assert 0 < len(saved["iterations"]) == len(before) < spec.measurement.iterations
     assert all(it["correct"] for it in saved["iterations"])
     assert [it["end"] for it in saved["iterations"]] == pytest.approx([it["end"] for it in before])
     [f] = saved["faults"]
     host = spec_jobs(spec)[1][0].workers[1].host
     assert (f["outcome"], f["injected_s"], f["time_to_detect_s"], f["iterations_lost"]) == ("interrupted", at, 0.0, 1)
-    assert f["detail"] == f"worker 1 on {host} crashed: job 1 stopped after {len(before)} of {spec.iterations} " \
-                          "iterations, kept"
+    assert f["detail"] == (f"worker 1 on {host} crashed: job 1 stopped after {len(before)} of "
+                           f"{spec.measurement.iterations} iterations, kept")
     assert next(iter(saved["errors"])) == f"fault worker-crash:1@{at:g}"  # the fault first, then what followed
 
 
@@ -136,7 +136,7 @@ def test_a_worker_crash_in_a_training_job_keeps_the_iterations_completed_before(
     clean = run_experiment(spec, tmp_path / "clean", progress=False)
     at = clean["iterations"][len(clean["iterations"]) // 2]["end"] + 1e-4  # just after an iteration ended
     before = [it for it in clean["iterations"] if it["end"] <= at]
-    run_experiment(replace(spec, faults=(parse_fault(f"worker-crash:2@{at}"),)), tmp_path / "crash", progress=False)
+    run_experiment(spec.but(faults=(parse_fault(f"worker-crash:2@{at}"),)), tmp_path / "crash", progress=False)
     saved = results_file.read(tmp_path / "crash" / "results.json")
     assert saved["fault_outcome"] == "interrupted"
     kept = saved["iterations"]
@@ -188,7 +188,7 @@ def training(**kw: Any) -> ExperimentSpec:
     fields: dict[str, Any] = {"algo": Algorithm.RING, "workers": 4, "topo": Topo.RACK, "workload": "resnet50",
                               "scale": 0.002, "bw_mbps": 100_000, "iterations": 4, "backend": Backend.NS3,
                               "emulate": Emulation(link_gbps=100, device=Device.V100, batch=32)}
-    return ExperimentSpec(**{**fields, **kw})
+    return ExperimentSpec.of(**{**fields, **kw})
 
 
 def test_a_slow_worker_stretches_a_compute_bound_iteration_by_its_factor(tmp_path: Path) -> None:

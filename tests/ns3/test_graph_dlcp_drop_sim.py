@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,8 +27,8 @@ COMPARABLE = 0.1  # trimmed and zero-filled packets, retransmissions, the error:
 
 
 def both(spec: ExperimentSpec, out: Path) -> tuple[Results, Results]:
-    return (run_experiment(replace(spec, engine=Engine.LOOP), out / "loop", progress=False),
-            run_experiment(replace(spec, engine=Engine.GRAPH), out / "graph", progress=False))
+    return (run_experiment(spec.but(engine=Engine.LOOP), out / "loop", progress=False),
+            run_experiment(spec.but(engine=Engine.GRAPH), out / "graph", progress=False))
 
 
 def receivers(out: Path) -> Counter[str]:
@@ -68,7 +67,7 @@ def test_trimming_at_threshold_zero_under_bulk_tcp_gives_the_loops_results(tmp_p
                            "dlcp": {"priority": True, "drop": True, "threshold_bytes": 0, "loss_budget": 0.2,
                                     "max_relative_error": 1.0},
                            "emulate": {"link_gbps": 10, "batch": 32}})
-    assert replace(spec, engine=Engine.GRAPH).problems() == []
+    assert spec.but(engine=Engine.GRAPH).problems() == []
     loop, graph = both(spec, tmp_path)
     assert loop["ok"] and graph["ok"], graph["errors"]
     comparable(loop, graph, tmp_path)
@@ -85,7 +84,7 @@ def test_the_scaling_studys_dlcp_drop_fails_its_error_bound_on_both_engines(tmp_
     """The scaling study's DLCP contention with dropping (bench/scaling.py dlcp_runs), 8 workers per job as
     tests/ns3/test_orchestration.py runs it: the switches trim past a quarter of the queue, and the error the
     zero-filled packets leave is over the job's max_relative_error (0.2) on both engines: the same failed check."""
-    runs = {s.name: replace(s, workers=8, iterations=2) for s in dlcp_runs()}
+    runs = {s.name: s.but(workers=8, iterations=2) for s in dlcp_runs()}
     loop, graph = both(runs["dlcp-priority+drop"], tmp_path)
     assert loop["outcome"] == "check_failed"  # what the loop reports: its error over the bound
     comparable(loop, graph, tmp_path)

@@ -30,7 +30,7 @@ def spans(report: GraphRunReport, kind: str) -> list[float]:
 
 
 def test_the_computation_runs_d_times_as_long_and_reads_back_as_the_emulated_clusters(tmp_path: Path) -> None:
-    spec = ExperimentSpec(name="dilated", workers=4, topo=Topo.RACK, bw_mbps=20, backend=Backend.NS3)
+    spec = ExperimentSpec.of(name="dilated", workers=4, topo=Topo.RACK, bw_mbps=20, backend=Backend.NS3)
     plain = run_graph_spec(spec, graph(), tmp_path / "plain")
     dilated = run_graph_spec(spec, graph(), tmp_path / "dilated", sim_dilation=4.0)
     assert plain.checked and dilated.checked

@@ -188,7 +188,7 @@ def test_the_issues_run_gives_the_same_answer_on_two_ranks(tmp_path):
     netreduce --size 64MiB --iterations 3` against `--ranks 1`, as the orchestration makes the job (placement.py)
     and calls gradswitch.sim.run: the same iteration times (here identical) and every sum checked, by digest at this
     size."""
-    spec = ExperimentSpec(algo=Algorithm.NETREDUCE, workers=64, bw_mbps=100_000, size_bytes=64 << 20, iterations=3)
+    spec = ExperimentSpec.of(algo=Algorithm.NETREDUCE, workers=64, bw_mbps=100_000, size_bytes=64 << 20, iterations=3)
     topo = fattree(64, bw_mbps=100_000)
     cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
     one, two = both(tmp_path, topo, [cfg], 2)

@@ -41,7 +41,7 @@ ITERATIONS = 12
 def netreduce(**kw: Any) -> ExperimentSpec:
     fields: dict[str, Any] = {"algo": Algorithm.NETREDUCE, "workers": 4, "topo": Topo.LEAFSPINE,
                               "size_bytes": 1 << 20, "bw_mbps": 20, "iterations": ITERATIONS, "backend": Backend.NS3}
-    return ExperimentSpec(**{**fields, **kw})
+    return ExperimentSpec.of(**{**fields, **kw})
 
 
 def simulate(spec: ExperimentSpec, out: Path, faults: tuple[Fault, ...],
@@ -156,7 +156,7 @@ def test_the_fallback_through_the_orchestration_names_it_in_results_json(tmp_pat
     report = run_experiment(spec, tmp_path / "run", progress=False)
     saved = results_file.read(tmp_path / "run" / "results.json")
     assert report["summary"]["correct"] and saved["fault_outcome"] == "recovered"
-    assert len(saved["iterations"]) == spec.iterations
+    assert len(saved["iterations"]) == spec.measurement.iterations
     [f] = saved["faults"]
     assert (f["label"], f["outcome"], f["fallback"]) == (f"switch-crash:spine1@{CRASH_AT_S:g}", "recovered", "ring")
     assert f["time_to_detect_s"] == pytest.approx(SimSettings().switch_detect_s, abs=1e-9)

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +62,8 @@ def test_the_issues_first_command_as_written(tmp_path):
 @pytest.mark.parametrize("algo", [Algorithm.RING, Algorithm.NETREDUCE, Algorithm.PS])
 @pytest.mark.parametrize("topo", [Topo.RACK, Topo.LEAFSPINE])
 def test_every_algorithm_on_both_testbed_topologies(tmp_path, algo, topo):
-    spec = ExperimentSpec(backend=NS3, algo=algo, topo=topo, workers=4, size_bytes=256 << 10, bw_mbps=20,
-                          iterations=2)
+    spec = ExperimentSpec.of(backend=NS3, algo=algo, topo=topo, workers=4, size_bytes=256 << 10, bw_mbps=20,
+                             iterations=2)
     report = _run(spec, tmp_path)
     s = report["summary"]
     assert report["ok"] and s["correct"] and s["iterations_done"] == 2
@@ -78,14 +77,14 @@ def ring_latency_s(spec: ExperimentSpec) -> float:
     propagation delay of every link on the path after the first (whose serialization is in S/B)."""
     topo = topology_for(spec)
     nodes = place(spec, topo).jobs[0]
-    assert spec.bw_mbps is not None
-    packet_s = (spec.mtu + PACKET_OVERHEAD) / (spec.bw_mbps * 1e6 / 8)
+    assert spec.network.bw_mbps is not None
+    packet_s = (spec.transport.mtu + PACKET_OVERHEAD) / (spec.network.bw_mbps * 1e6 / 8)
     edge = {node.host: topo.attachment(node.host)[0] for node in nodes}
     around = 0.0
     for a, b in zip(nodes, nodes[1:] + nodes[:1], strict=True):
         links = topo.distances_to(edge[b.host])[edge[a.host]] + 2
-        around += links * spec.sim.link_delay_us * 1e-6 + (links - 1) * packet_s
-    return 2 * (spec.workers - 1) / spec.workers * around
+        around += links * spec.network.sim.link_delay_us * 1e-6 + (links - 1) * packet_s
+    return 2 * (spec.network.workers - 1) / spec.network.workers * around
 
 
 def test_beyond_bmv2s_limits_on_a_fat_tree(tmp_path):
@@ -93,10 +92,10 @@ def test_beyond_bmv2s_limits_on_a_fat_tree(tmp_path):
     fat tree: checked by digest, at or above the link-rate bound. A ring of 160 moving 4 MiB sends chunks of
     26 KiB (2 us at 100 Gb/s) over 318 steps: its time is mostly the ring's latency (about 1.1 ms against a
     link-rate bound of 0.67 ms), so the ring is held to the bound plus that latency, computed by hand."""
-    ring = ExperimentSpec(backend=NS3, algo=Algorithm.RING, topo=Topo.FATTREE, workers=160, size_bytes=4 << 20,
-                          bw_mbps=100_000, iterations=1)
-    nr = ExperimentSpec(backend=NS3, algo=Algorithm.NETREDUCE, topo=Topo.FATTREE, workers=40, credits=12,
-                        size_bytes=4 << 20, bw_mbps=100_000, iterations=1, k=8)
+    ring = ExperimentSpec.of(backend=NS3, algo=Algorithm.RING, topo=Topo.FATTREE, workers=160, size_bytes=4 << 20,
+                             bw_mbps=100_000, iterations=1)
+    nr = ExperimentSpec.of(backend=NS3, algo=Algorithm.NETREDUCE, topo=Topo.FATTREE, workers=40, credits=12,
+                           size_bytes=4 << 20, bw_mbps=100_000, iterations=1, k=8)
     for spec in (ring, nr):
         assert spec.problems() == []
         report = _run(spec, tmp_path)
@@ -130,7 +129,7 @@ def test_features_of_a_spec_reach_the_simulator():
     assert (s.switch_delay_s, s.host_message_delay_s, s.link_delay_s) == pytest.approx((20e-6, 30e-6, 2e-6))
     assert str(s.check) == "exact" and s.queue_bytes == 100_000 and s.seed == 5 and s.progress_s > 0
     assert s.background is not None and (s.background.sender, s.background.receiver) == placement.background
-    assert s.background.flows == 3 and s.background.mss == spec.mtu
+    assert s.background.flows == 3 and s.background.mss == spec.transport.mtu
     assert s.tensorlights is not None and s.tensorlights.host == placement.server_host
     assert s.tensorlights.servers == ((1, 2), (2, 2)) and s.tensorlights.rotate_s == 0.5
     assert plan.sim_settings(progress=False).progress_s == 0
@@ -214,7 +213,7 @@ def test_trimming_at_scale_costs_no_timer(tmp_path):
     received when resent, and waited for the 50 ms timer: 27x slower than priority alone."""
     from bench.scaling import dlcp_runs
 
-    runs = {s.name: replace(s, workers=8, iterations=2) for s in dlcp_runs()}
+    runs = {s.name: s.but(workers=8, iterations=2) for s in dlcp_runs()}
     drop = _run(runs["dlcp-priority+drop"], tmp_path)
     alone = _run(runs["dlcp-priority"], tmp_path)
     assert drop["headline_extra"]["dlcp_dropped"] > 0 and drop["headline_extra"]["zero_filled_packets"] > 0
@@ -227,8 +226,8 @@ def test_a_finished_run_is_summarized_again_without_simulating(tmp_path):
     the run wrote (the same document, to the byte), and only reads: the simulator's files are not touched."""
     from gradswitch.experiment.simulated import resummarize
 
-    spec = ExperimentSpec(algo=Algorithm.PS, workers=4, size_bytes=256 << 10, bw_mbps=20, iterations=2, backend=NS3,
-                          loss_pct=1.0)
+    spec = ExperimentSpec.of(algo=Algorithm.PS, workers=4, size_bytes=256 << 10, bw_mbps=20, iterations=2, backend=NS3,
+                             loss_pct=1.0)
     out = tmp_path / spec.label
     _run(spec, tmp_path)
     written = (out / "results.json").read_text()

@@ -26,8 +26,8 @@ MIB = 1 << 20
 
 def test_simulated_links_carry_what_the_paths_say(tmp_path: Path) -> None:
     graph = one_collective(CollectiveKind.ALL_TO_ALL, 8, MIB)
-    spec = ExperimentSpec(workers=8, topo=Topo.LEAFSPINE, bw_mbps=100.0, iterations=1, backend=Backend.NS3,
-                          sim=SimOptions(queue_bytes=4 * MIB))
+    spec = ExperimentSpec.of(workers=8, topo=Topo.LEAFSPINE, bw_mbps=100.0, iterations=1, backend=Backend.NS3,
+                             sim=SimOptions(queue_bytes=4 * MIB))
     report = run_graph_spec(spec, graph, tmp_path)
     assert report.checked and report.resent_packets == 0
     topo = topology_for(spec)

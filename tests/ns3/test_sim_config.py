@@ -38,9 +38,9 @@ def full_config() -> dict[str, Any]:
     """A configuration with every section ns3sim writes: PS jobs that train, colocated servers under TensorLights,
     DLCP with a crash on job 1, background TCP, loss, an MPI partition, faults of every kind, the test fault and an
     ECMP probe."""
-    spec = ExperimentSpec(algo=Algorithm.PS, workers=2, workload="resnet50", scale=0.002, bw_mbps=20, iterations=2,
-                          emulate=Emulation(link_gbps=10, device=Device.V100, batch=32), jobs=2,
-                          colocate_servers=True, tensorlights=True, background_flows=2)
+    spec = ExperimentSpec.of(algo=Algorithm.PS, workers=2, workload="resnet50", scale=0.002, bw_mbps=20, iterations=2,
+                             emulate=Emulation(link_gbps=10, device=Device.V100, batch=32), jobs=2,
+                             colocate_servers=True, tensorlights=True, background_flows=2)
     topo, cfgs = spec_jobs(spec)
     cfgs[0] = replace(cfgs[0], dlcp=DlcpPolicy(drop=True), crash=Crash(1, 0))
     servers = tuple((cfg.job_id, s.node_id) for cfg in cfgs for s in cfg.servers)

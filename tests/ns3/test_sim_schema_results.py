@@ -30,16 +30,16 @@ from tests.ns3.helpers import run_writes, write_job
 pytestmark = pytest.mark.ns3
 
 SPECS = {
-    "ring-dlcp-loss-background": ExperimentSpec(
+    "ring-dlcp-loss-background": ExperimentSpec.of(
         algo=Algorithm.RING, workers=4, topo=Topo.LEAFSPINE, workload="resnet50", scale=0.002, iterations=2,
         bw_mbps=100, loss_pct=1.0, background_flows=2, dlcp=DlcpOptions(priority=True, drop=True)),
-    "ps-training": ExperimentSpec(algo=Algorithm.PS, workers=2, workload="resnet50", scale=0.002, bw_mbps=100,
-                                  iterations=2, emulate=Emulation(link_gbps=10, device=Device.V100, batch=32)),
-    "netreduce-switch-crash": ExperimentSpec(
+    "ps-training": ExperimentSpec.of(algo=Algorithm.PS, workers=2, workload="resnet50", scale=0.002, bw_mbps=100,
+                                     iterations=2, emulate=Emulation(link_gbps=10, device=Device.V100, batch=32)),
+    "netreduce-switch-crash": ExperimentSpec.of(
         algo=Algorithm.NETREDUCE, workers=4, topo=Topo.LEAFSPINE, size_bytes=1 << 20, bw_mbps=100, iterations=6,
         faults=(parse_fault("switch-crash:spine1@0.1,restart=0.2"),)),
-    "ring-worker-crash": ExperimentSpec(algo=Algorithm.RING, workers=4, size_bytes=1 << 18, bw_mbps=100,
-                                        iterations=3, crash=Crash(1, 0)),
+    "ring-worker-crash": ExperimentSpec.of(algo=Algorithm.RING, workers=4, size_bytes=1 << 18, bw_mbps=100,
+                                           iterations=3, crash=Crash(1, 0)),
 }
 
 
@@ -123,8 +123,8 @@ def test_the_tables_and_constants_outputs_are_the_schema(tmp_path):
 def test_a_distributed_runs_results_are_the_schema(tmp_path, sync):
     """Over 2 MPI ranks, with background TCP and a switch crash (Simulation::Merge sums them over the ranks): the
     schema's, `mpi` and its `per_rank` included, and the same results as one process but for the figures of cost."""
-    spec = ExperimentSpec(algo=Algorithm.RING, workers=8, topo=Topo.FATTREE, size_bytes=1 << 18, bw_mbps=1000,
-                          iterations=2, background_flows=1, faults=(parse_fault("switch-crash:core0_0@0.001"),))
+    spec = ExperimentSpec.of(algo=Algorithm.RING, workers=8, topo=Topo.FATTREE, size_bytes=1 << 18, bw_mbps=1000,
+                             iterations=2, background_flows=1, faults=(parse_fault("switch-crash:core0_0@0.001"),))
     plan = plan_run(spec)
     settings = plan.sim_settings(False)
     many = run(plan.topology, list(plan.jobs), settings, tmp_path / "many", ranks=2, sync=sync).raw

@@ -19,8 +19,8 @@ def _dlcp_run(tmp_path, threshold: int, check: CheckMode = CheckMode.EXACT, spra
               algo: Algorithm = Algorithm.RING):
     hosts = DlcpPolicy(drop_min_layer_class=0, loss_budget=0.05, max_relative_error=1.0)
     opts = DlcpOptions(priority=True, drop=True, spray=spray, threshold_bytes=threshold, hosts=hosts)
-    spec = ExperimentSpec(algo=algo, workers=4, size_bytes=256 << 10, bw_mbps=20, iterations=2, transport=Mode.SR,
-                          dlcp=opts, topo=Topo.LEAFSPINE)
+    spec = ExperimentSpec.of(algo=algo, workers=4, size_bytes=256 << 10, bw_mbps=20, iterations=2, transport=Mode.SR,
+                             dlcp=opts, topo=Topo.LEAFSPINE)
     settings = SimSettings(dlcp=DlcpSwitch(opts.priority, opts.drop, opts.spray, threshold), check=check)
     return run_spec(spec, tmp_path, settings)
 
@@ -80,8 +80,8 @@ def test_spraying_spreads_one_flow_over_both_spines(tmp_path):
 
 
 def _ring_leafspine(tmp_path, settings: SimSettings):
-    spec = ExperimentSpec(algo=Algorithm.RING, workers=4, size_bytes=256 << 10, bw_mbps=20, iterations=2,
-                          topo=Topo.LEAFSPINE)
+    spec = ExperimentSpec.of(algo=Algorithm.RING, workers=4, size_bytes=256 << 10, bw_mbps=20, iterations=2,
+                             topo=Topo.LEAFSPINE)
     return run_spec(spec, tmp_path, settings)[1]
 
 
@@ -110,8 +110,8 @@ def test_the_ecmp_seed_draws_other_paths(tmp_path):
 
 
 def _with_background(tmp_path, roce_class: bool, flows: int = 4):
-    spec = ExperimentSpec(algo=Algorithm.RING, workers=4, size_bytes=512 << 10, bw_mbps=20, iterations=2,
-                          topo=Topo.LEAFSPINE, background_flows=flows)
+    spec = ExperimentSpec.of(algo=Algorithm.RING, workers=4, size_bytes=512 << 10, bw_mbps=20, iterations=2,
+                             topo=Topo.LEAFSPINE, background_flows=flows)
     return run_spec(spec, tmp_path, SimSettings(background=background_of(spec), roce_class=roce_class))[1]
 
 
@@ -132,8 +132,8 @@ def test_background_tcp_shares_the_fabric_and_the_roce_class_puts_rdma_first(tmp
 
 
 def test_background_tcp_alone_fills_its_path(tmp_path):
-    spec = ExperimentSpec(algo=Algorithm.RING, workers=2, size_bytes=4 << 10, bw_mbps=20, iterations=30,
-                          topo=Topo.LEAFSPINE, background_flows=2)
+    spec = ExperimentSpec.of(algo=Algorithm.RING, workers=2, size_bytes=4 << 10, bw_mbps=20, iterations=30,
+                             topo=Topo.LEAFSPINE, background_flows=2)
     _, r = run_spec(spec, tmp_path, SimSettings(background=background_of(spec)))
     assert r.background is not None
     # a TCP segment of the MTU carries mtu / (mtu + 66) of the link
@@ -141,8 +141,8 @@ def test_background_tcp_alone_fills_its_path(tmp_path):
 
 
 def test_tensorlights_favours_one_colocated_servers_pulls(tmp_path):
-    spec = ExperimentSpec(algo=Algorithm.PS, workers=2, size_bytes=512 << 10, bw_mbps=20, iterations=3, jobs=2,
-                          colocate_servers=True, tensorlights=True)
+    spec = ExperimentSpec.of(algo=Algorithm.PS, workers=2, size_bytes=512 << 10, bw_mbps=20, iterations=3, jobs=2,
+                             colocate_servers=True, tensorlights=True)
     from tests.ns3.helpers import spec_jobs
 
     _, cfgs = spec_jobs(spec)

@@ -40,8 +40,8 @@ def test_a_spine_hung_for_good_is_routed_around_once_named_hung_and_the_ring_rid
     assert r.outcome == FaultOutcome.RECOVERED and r.injected and r.injected_s == AT_S
     assert r.time_to_detect_s == pytest.approx(HUNG_DETECT_BOUND_S, abs=1e-9)
     assert r.recovered_s is not None and r.detected_s is not None
-    assert spec.bw_mbps is not None
-    round_trip_s = 2 * cfg.window * cfg.mtu * 8 / (spec.bw_mbps * 1e6)
+    assert spec.network.bw_mbps is not None
+    round_trip_s = 2 * cfg.window * cfg.mtu * 8 / (spec.network.bw_mbps * 1e6)
     assert r.detected_s < r.recovered_s <= r.detected_s + 1.0 + round_trip_s  # 1.0: QpConfig.rto_max
     assert r.detail.startswith(f"spine1 hung (forwarded and answered nothing) at {AT_S:.3f} s, named hung by the "
                                f"control plane {HUNG_DETECT_BOUND_S:.3f} s after it stopped; rerouted")
@@ -87,7 +87,7 @@ def test_a_spine_hang_through_the_orchestration_names_it_hung_in_results_json(tm
     report = run_experiment(spec, tmp_path / "run", progress=False)
     saved = results_file.read(tmp_path / "run" / "results.json")
     assert saved["fault_outcome"] == "recovered" and report["summary"]["correct"]
-    assert len(saved["iterations"]) == spec.iterations
+    assert len(saved["iterations"]) == spec.measurement.iterations
     [f] = saved["faults"]
     assert (f["label"], f["outcome"], f["injected"], f["not_injected"]) == ("switch-hang:spine1@2", "recovered", True,
                                                                             None)

@@ -27,9 +27,9 @@ pytestmark = pytest.mark.ns3
 
 def _spec(algo: Algorithm, sync: Sync, scheduling: Scheduling, iterations: int = 3) -> ExperimentSpec:
     # dilation D = scale x link_gbps x 1000 / bw_mbps = 0.002 x 10 x 1000 / 20 = 1
-    return ExperimentSpec(algo=algo, workers=4, workload="resnet50", scale=0.002, bw_mbps=20, iterations=iterations,
-                          emulate=Emulation(link_gbps=10, device=Device.V100, batch=32), sync=sync,
-                          scheduling=scheduling, warmup=1, in_flight=2)
+    return ExperimentSpec.of(algo=algo, workers=4, workload="resnet50", scale=0.002, bw_mbps=20, iterations=iterations,
+                             emulate=Emulation(link_gbps=10, device=Device.V100, batch=32), sync=sync,
+                             scheduling=scheduling, warmup=1, in_flight=2)
 
 
 def _simulate(tmp_path, spec: ExperimentSpec, instant: bool):

@@ -38,5 +38,5 @@ def test_priority_partitions_iterate_as_the_training_loop_does(tmp_path: Path, a
     assert collectives > 20  # partitions that queue behind each other: the start rule matters
     report = run_graph_spec(run_spec, graph, tmp_path / "graph")
     assert report.checked and not report.errors
-    iteration_s = statistics.median(iteration_times(graph, report.run)[spec.warmup:])
+    iteration_s = statistics.median(iteration_times(graph, report.run)[spec.measurement.warmup:])
     assert iteration_s == pytest.approx(training["iteration_s_real"], rel=TOLERANCE)

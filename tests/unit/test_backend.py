@@ -31,11 +31,11 @@ NS3 = Backend.NS3
 
 
 @pytest.mark.parametrize(("spec", "says"), [
-    (ExperimentSpec(algo=Algorithm.RING, workers=RING_MAX_WORKERS + 1), "a ring has at most"),
-    (ExperimentSpec(algo=Algorithm.NETREDUCE, workers=CONFIG.AGG_MAX_MEMBERS + 1), "AGG_MAX_MEMBERS"),
-    (ExperimentSpec(algo=Algorithm.PS, workers=MAX_NODES), "nodes fit a job's QP numbers"),
-    (ExperimentSpec(algo=Algorithm.NETREDUCE, workers=4, credits=CONFIG.AGG_MAX_CREDITS + 1), "AGG_MAX_CREDITS"),
-    (ExperimentSpec(algo=Algorithm.NETREDUCE, workers=2, jobs=CONFIG.AGG_MAX_JOBS), "jobs ="),
+    (ExperimentSpec.of(algo=Algorithm.RING, workers=RING_MAX_WORKERS + 1), "a ring has at most"),
+    (ExperimentSpec.of(algo=Algorithm.NETREDUCE, workers=CONFIG.AGG_MAX_MEMBERS + 1), "AGG_MAX_MEMBERS"),
+    (ExperimentSpec.of(algo=Algorithm.PS, workers=MAX_NODES), "nodes fit a job's QP numbers"),
+    (ExperimentSpec.of(algo=Algorithm.NETREDUCE, workers=4, credits=CONFIG.AGG_MAX_CREDITS + 1), "AGG_MAX_CREDITS"),
+    (ExperimentSpec.of(algo=Algorithm.NETREDUCE, workers=2, jobs=CONFIG.AGG_MAX_JOBS), "jobs ="),
 ])
 def test_bmv2_limits_are_lifted_on_the_simulator(spec, says):
     problems = spec.problems()
@@ -45,56 +45,57 @@ def test_bmv2_limits_are_lifted_on_the_simulator(spec, says):
 
 
 def test_the_simulator_still_refuses_what_it_cannot_run():
-    digits = ExperimentSpec(backend=NS3, workload="train-digits", dtype=spec_from_dict({"dtype": "float32"}).dtype)
+    digits = ExperimentSpec.of(backend=NS3, workload="train-digits",
+                               dtype=spec_from_dict({"dtype": "float32"}).workload.dtype)
     assert any("runs on BMv2 only" in p for p in digits.problems())
-    assert ExperimentSpec(backend=NS3, algo=Algorithm.NETREDUCE, workers=1).problems() == [
+    assert ExperimentSpec.of(backend=NS3, algo=Algorithm.NETREDUCE, workers=1).problems() == [
         "workers = 1: NetReduce needs at least 2 workers"]
-    assert ExperimentSpec(backend=NS3, credits=MAX_SIM_CREDITS + 1, algo=Algorithm.NETREDUCE).problems()
-    (rack_line,) = ExperimentSpec(backend=NS3, workers=300).problems()
+    assert ExperimentSpec.of(backend=NS3, credits=MAX_SIM_CREDITS + 1, algo=Algorithm.NETREDUCE).problems()
+    (rack_line,) = ExperimentSpec.of(backend=NS3, workers=300).problems()
     assert rack_line.startswith("topo = rack for 300 hosts:") and "1..253" in rack_line
-    (k_line,) = ExperimentSpec(backend=NS3, topo=Topo.FATTREE, workers=100, k=4).problems()
+    (k_line,) = ExperimentSpec.of(backend=NS3, topo=Topo.FATTREE, workers=100, k=4).problems()
     assert "a 4-ary fat tree holds 16 hosts" in k_line
-    assert ExperimentSpec(backend=NS3, k=4).problems() == ["k = 4: only a fat tree has a k (topo = fattree)"]
-    bad_delay = ExperimentSpec(backend=NS3, sim=SimOptions(link_delay_us=-1))
+    assert ExperimentSpec.of(backend=NS3, k=4).problems() == ["k = 4: only a fat tree has a k (topo = fattree)"]
+    bad_delay = ExperimentSpec.of(backend=NS3, sim=SimOptions(link_delay_us=-1))
     assert any("sim link_delay_us" in p for p in bad_delay.problems())
 
 
 def test_fat_trees_and_three_tiers_are_the_simulators():
-    (line,) = ExperimentSpec(topo=Topo.FATTREE).problems()
+    (line,) = ExperimentSpec.of(topo=Topo.FATTREE).problems()
     assert line.startswith("topo = fattree: too many switches for BMv2") and "--backend ns3" in line
-    assert ExperimentSpec(topo=Topo.LEAFSPINE3, backend=NS3).problems() == []
+    assert ExperimentSpec.of(topo=Topo.LEAFSPINE3, backend=NS3).problems() == []
 
 
 def test_ranks_are_the_simulators():
-    assert ExperimentSpec(ranks=2).problems() == ["ranks = 2: MPI ranks are the simulator's (backend = ns3)"]
-    assert ExperimentSpec(ranks=2, backend=NS3).problems() == []
-    assert ExperimentSpec(ranks=0, backend=NS3).problems() == ["ranks = 0: at least 1 (one process)"]
-    assert ExperimentSpec(backend=NS3, hostfile="hosts").problems() == [
+    assert ExperimentSpec.of(ranks=2).problems() == ["ranks = 2: MPI ranks are the simulator's (backend = ns3)"]
+    assert ExperimentSpec.of(ranks=2, backend=NS3).problems() == []
+    assert ExperimentSpec.of(ranks=0, backend=NS3).problems() == ["ranks = 0: at least 1 (one process)"]
+    assert ExperimentSpec.of(backend=NS3, hostfile="hosts").problems() == [
         "hostfile = hosts: only for a run on more than one MPI rank (give ranks)"]
-    assert ExperimentSpec(backend=NS3, ranks=2, hostfile="hosts").problems() == []
+    assert ExperimentSpec.of(backend=NS3, ranks=2, hostfile="hosts").problems() == []
 
 
 def test_topologies_of_a_spec():
-    topo = ExperimentSpec(backend=NS3, topo=Topo.FATTREE, workers=256).topology()
+    topo = ExperimentSpec.of(backend=NS3, topo=Topo.FATTREE, workers=256).topology()
     assert topo == fattree(256)
     assert topo.params["k"] == 12  # 12^3 / 4 = 432 hosts; k = 10 holds 250
-    assert ExperimentSpec(backend=NS3, topo=Topo.FATTREE, workers=16, k=8).topology() == fattree(16, k=8)
-    spec = ExperimentSpec(backend=NS3, topo=Topo.LEAFSPINE3, workers=1024, pods=4, leaves=8, spines=4, superspines=8,
-                          algo=Algorithm.NETREDUCE)
+    assert ExperimentSpec.of(backend=NS3, topo=Topo.FATTREE, workers=16, k=8).topology() == fattree(16, k=8)
+    spec = ExperimentSpec.of(backend=NS3, topo=Topo.LEAFSPINE3, workers=1024, pods=4, leaves=8, spines=4, superspines=8,
+                             algo=Algorithm.NETREDUCE)
     assert spec.problems() == []
     assert spec.topology() == leafspine3(4, 8, 4, 8, 32)
     assert len(spec.topology().hosts) == 1024
-    assert ExperimentSpec(workers=4).topology() == rack(4)
+    assert ExperimentSpec.of(workers=4).topology() == rack(4)
 
 
 def test_on_the_simulator_an_emulated_cluster_runs_at_its_links_rate():
     raw = {"backend": "ns3", "bw_mbps": 100_000, "workload": "resnet50", "emulate": {"device": "v100", "batch": 32}}
     spec = spec_from_dict(raw)
-    assert spec.emulate is not None and spec.emulate.link_gbps == 100.0 and spec.dilation == 1.0
+    assert spec.workload.emulate is not None and spec.workload.emulate.link_gbps == 100.0 and spec.dilation == 1.0
     kept = spec_from_dict({**raw, "emulate": {"link_gbps": 10, "batch": 32}, "bw_mbps": 20, "scale": 0.008})
     assert kept.dilation == pytest.approx(4.0)  # a cross-validation spec keeps the BMv2 run's dilation
     bmv2 = spec_from_dict({**raw, "backend": "bmv2", "bw_mbps": 20, "scale": 0.008})
-    assert bmv2.emulate is not None and bmv2.emulate.link_gbps == 25.0
+    assert bmv2.workload.emulate is not None and bmv2.workload.emulate.link_gbps == 25.0
 
 
 def test_widest_paths():
@@ -105,25 +106,25 @@ def test_widest_paths():
 
 
 def test_windows_and_credits_cover_the_bandwidth_delay_product_only_where_needed():
-    fast = ExperimentSpec(backend=NS3, topo=Topo.FATTREE, workers=128, bw_mbps=100_000, algo=Algorithm.NETREDUCE)
+    fast = ExperimentSpec.of(backend=NS3, topo=Topo.FATTREE, workers=128, bw_mbps=100_000, algo=Algorithm.NETREDUCE)
     topo = topology_for(fast)
-    needed = bdp_packets(fast, topo, 4096)
+    needed = bdp_packets(fast.network, topo, 4096)
     assert needed > 64  # a window of 32 cannot fill a 100 Gb/s path across the tree (docs/simulator.md)
     cfg = job_config(fast, 1, place(fast, topo).jobs[0], topo)
     assert cfg.window >= needed and cfg.credits * CONFIG.AGG_PACKETS_PER_MESSAGE >= needed
     for backend in Backend:  # at the testbed's rates a window of 32 covers it: the simulator's job is BMv2's
-        slow = ExperimentSpec(backend=backend, topo=Topo.LEAFSPINE, workers=4, bw_mbps=20, algo=Algorithm.NETREDUCE)
+        slow = ExperimentSpec.of(backend=backend, topo=Topo.LEAFSPINE, workers=4, bw_mbps=20, algo=Algorithm.NETREDUCE)
         slow_topo = topology_for(slow)
-        assert bdp_packets(slow, slow_topo, 4096) < slow.window
+        assert bdp_packets(slow.network, slow_topo, 4096) < slow.transport.window
         cfg = job_config(slow, 1, place(slow, slow_topo).jobs[0], slow_topo)
-        bmv2 = job_config(ExperimentSpec(**{**slow.__dict__, "backend": Backend.BMV2}), 1,
+        bmv2 = job_config(slow.but(backend=Backend.BMV2), 1,
                           place(slow, slow_topo).jobs[0], slow_topo)
         assert cfg == bmv2
 
 
 def test_sim_options_come_from_a_toml_table():
     spec = spec_from_dict({"backend": "ns3", "sim": {"switch_delay_us": 30, "check": "digest", "queue_bytes": 65536}})
-    assert spec.sim == SimOptions(check=Check.DIGEST, switch_delay_us=30.0, queue_bytes=65536)
+    assert spec.network.sim == SimOptions(check=Check.DIGEST, switch_delay_us=30.0, queue_bytes=65536)
     assert spec_from_dict({"sim": {"switch_delay_us": 30}}).problems() == []  # a spec run on both: BMv2 ignores it
 
 
@@ -141,7 +142,7 @@ def test_compare_rows_say_their_backend(tmp_path):
     heads: dict[str, list[dict[str, Any] | None]] = {"bmv2": [bmv2], "ns3": [ns3]}
     summary = {name: combine(h) for name, h in heads.items()}
     assert summary["ns3"]["backend"] == "ns3" and summary["ns3"]["events_per_s"] == 1e6
-    runs = [ExperimentSpec(name="bmv2"), ExperimentSpec(name="ns3", backend=NS3)]
+    runs = [ExperimentSpec(name="bmv2"), ExperimentSpec.of(name="ns3", backend=NS3)]
     write_markdown(CompareSpec("mixed", runs), summary, {"bmv2": [], "ns3": []}, tmp_path)
     table = (tmp_path / "report.md").read_text().splitlines()
     header = next(line for line in table if line.startswith("| run"))

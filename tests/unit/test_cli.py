@@ -193,7 +193,8 @@ def test_a_spec_file_runs_what_the_same_options_run(tmp_path):
     from_file = spec_of("--spec", str(path))
     assert from_file == spec_of(*SAME_OPTIONS)
     assert from_file != ExperimentSpec()
-    assert (from_file.sim.check, from_file.sim.link_delay_us, from_file.size_bytes) == ("digest", 2.5, 1 << 20)
+    assert (from_file.network.sim.check, from_file.network.sim.link_delay_us,
+            from_file.workload.size_bytes) == ("digest", 2.5, 1 << 20)
 
 
 def test_options_beside_a_spec_file_override_its_values_key_by_key(tmp_path):
@@ -202,7 +203,8 @@ def test_options_beside_a_spec_file_override_its_values_key_by_key(tmp_path):
     spec = spec_of("--spec", str(path), "--workers", "8", "--backend", "ns3", "--link-delay-us", "7")
     expected = spec_of(*SAME_OPTIONS, "--workers", "8", "--backend", "ns3", "--link-delay-us", "7")
     assert spec == expected
-    assert (spec.workers, spec.sim.link_delay_us, spec.sim.check) == (8, 7.0, "digest")  # the file's check kept
+    net = spec.network
+    assert (net.workers, net.sim.link_delay_us, net.sim.check) == (8, 7.0, "digest")  # the file's check kept
 
 
 @pytest.mark.parametrize(("text", "says"), [
@@ -233,15 +235,15 @@ def test_the_file_is_named_only_for_its_own_bad_values(tmp_path):
     result = run("experiment", "--spec", str(path), "--loss", "150", "--scale", "2", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"error: {path}: workers = 0: give at least 1 worker",
-        "error: loss_pct (--loss) = 150.0: a loss rate is 0 <= percent < 100",
-        "error: scale = 2.0: a layer-size fraction is 0 < scale <= 1"]
+        f"error: {path}: workers = 0: give at least 1 worker",  # section by section: [network], [workload], ...
+        "error: scale = 2.0: a layer-size fraction is 0 < scale <= 1",
+        "error: loss_pct (--loss) = 150.0: a loss rate is 0 <= percent < 100"]
 
 
 def test_an_option_may_mend_a_value_of_the_file(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text("workers = 0\n")
-    assert spec_of("--spec", str(path), "--workers", "2").workers == 2
+    assert spec_of("--spec", str(path), "--workers", "2").network.workers == 2
 
 
 def test_a_missing_spec_file_is_one_line(tmp_path):

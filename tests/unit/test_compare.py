@@ -4,7 +4,6 @@ run in tests/mininet)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
@@ -48,19 +47,22 @@ def test_matrix_and_named_runs():
     dlcp = load_spec(EXPERIMENTS / "dlcp-contention")  # without .toml, as the README's command table writes it
     assert [r.label for r in dlcp.runs] == ["baseline-fifo", "baseline-class", "drop", "priority", "priority+drop",
                                             "priority+drop+spray", "alone"]
-    assert not dlcp.runs[0].roce_class and all(r.roce_class for r in dlcp.runs[1:] if r.label != "drop")
-    assert dlcp.runs[5].dlcp == DlcpOptions(priority=True, drop=True, spray=True, hosts=DlcpPolicy(loss_budget=0.2))
-    assert all(r.emulate is not None and r.sync == Sync.LAYER and r.scheduling == Scheduling.PRIORITY
-               for r in dlcp.runs)  # training throughput, with the best host-side scheduling in every run
+    assert not dlcp.runs[0].transport.roce_class
+    assert all(r.transport.roce_class for r in dlcp.runs[1:] if r.label != "drop")
+    assert dlcp.runs[5].transport.dlcp == DlcpOptions(priority=True, drop=True, spray=True,
+                                                      hosts=DlcpPolicy(loss_budget=0.2))
+    # training throughput, with the best host-side scheduling in every run
+    assert all(r.workload.emulate is not None and r.algorithm.sync == Sync.LAYER
+               and r.algorithm.scheduling == Scheduling.PRIORITY for r in dlcp.runs)
     spray = load_spec(EXPERIMENTS / "dlcp-spray")
     assert spray.repeat_varies == ("seed", "ecmp_seed") and spray.baselines_within == ("ring_order",)
-    assert {r.label: r.dlcp.spray for r in spray.runs}["random-spray"]
+    assert {r.label: r.transport.dlcp.spray for r in spray.runs}["random-spray"]
     speedup = load_spec(EXPERIMENTS / "training-speedup")
     assert len(speedup.runs) == 36 and "vgg16-leafspine-netreduce-priority" in {r.label for r in speedup.runs}
     assert {r.dilation for r in speedup.runs} == {4.0}
     base = load_spec(EXPERIMENTS / "baselines.toml")
     assert [r.label for r in base.runs] == ["ring-n2", "ring-n4", "ps-n2", "ps-n4"]
-    assert {r.size_bytes for r in base.runs} == {1 << 20}
+    assert {r.workload.size_bytes for r in base.runs} == {1 << 20}
     tl = load_spec(EXPERIMENTS / "tensorlights.toml")
     assert {r.label for r in tl.runs} >= {"baseline", "tensorlights"}
 
@@ -83,11 +85,11 @@ def test_bad_specs_say_what_is_wrong(tmp_path):
     with pytest.raises(SpecError, match="figurez: no such key; did you mean figures\\?"):
         load_spec(bad)
     with pytest.raises(SpecError, match="set transport = sr"):
-        ExperimentSpec(dlcp=DlcpOptions(drop=True)).validate()
+        ExperimentSpec.of(dlcp=DlcpOptions(drop=True)).validate()
 
 
 def test_placement_spreads_jobs_and_colocates_servers():
-    spec = ExperimentSpec(algo=PS, workers=2, jobs=3, colocate_servers=True, topo=Topo.LEAFSPINE, background_flows=2)
+    spec = ExperimentSpec.of(algo=PS, workers=2, jobs=3, colocate_servers=True, topo=Topo.LEAFSPINE, background_flows=2)
     topo = topology_for(spec)
     p = place(spec, topo)
     servers = {n.host for nodes in p.jobs for n in nodes if n.role == Role.SERVER}
@@ -102,14 +104,16 @@ def test_placement_spreads_jobs_and_colocates_servers():
 
 
 def fake_report(spec: ExperimentSpec, out: Path) -> Results:
-    times = [0.5 + 0.1 * i for i in range(spec.iterations)]
+    times = [0.5 + 0.1 * i for i in range(spec.measurement.iterations)]
     return cast(Results, {"name": spec.label,
-            "spec": {"algo": spec.algo, "workers": spec.workers, "topo": spec.topo, "iterations": spec.iterations,
-                     "bw_mbps": spec.bw_mbps, "loss_pct": 0, "transport": "gbn"},
-            "step_bytes": spec.size_bytes, "ok": True, "retransmissions": 0, "bytes_on_wire": 10, "packets_on_wire": 1,
+            "spec": {"algo": spec.algorithm.algo, "workers": spec.network.workers, "topo": spec.network.topo,
+                     "iterations": spec.measurement.iterations,
+                     "bw_mbps": spec.network.bw_mbps, "loss_pct": 0, "transport": "gbn"},
+            "step_bytes": spec.workload.size_bytes, "ok": True, "retransmissions": 0, "bytes_on_wire": 10,
+                          "packets_on_wire": 1,
             "summary": {"median_s": sorted(times)[len(times) // 2], "p99_s": max(times), "correct": True,
                         "algbw_mbps": 1.0, "lower_bound_s": 0.4, "ratio_to_bound": 1.5,
-                        "iterations_done": spec.iterations},
+                        "iterations_done": spec.measurement.iterations},
             "iterations": [], "errors": {}, "headline_extra": {"avg_jct_s": sum(times), "cpu_idle": 0.25},
             "bmv2": {"path": "/opt/p4/bmv2-nolog/bin/simple_switch_grpc", "version": "1.15.5-x",
                      "logging_macros": False, "lib_dir": None, "chosen_by": "GRADSWITCH_BMV2"}})
@@ -146,20 +150,20 @@ def test_a_spec_may_set_the_smallest_rto_for_both_backends():
     simulator's queue pairs start from); out of range it is refused naming the field and what is allowed."""
     from gradswitch.sim.sim_config import transport_json
 
-    spec = ExperimentSpec(algo=PS, workers=4, bw_mbps=20.0)
+    spec = ExperimentSpec.of(algo=PS, workers=4, bw_mbps=20.0)
     topo = topology_for(spec)
     nodes = place(spec, topo).jobs[0]
     default = job_config(spec, 1, nodes, topo).rto
-    assert default >= min_rto(1, spec.mtu, 20.0) > 0.1  # a full shaped queue's time at least
-    given = job_config(replace(spec, min_rto_ms=600.0), 1, nodes, topo)
+    assert default >= min_rto(1, spec.transport.mtu, 20.0) > 0.1  # a full shaped queue's time at least
+    given = job_config(spec.but(min_rto_ms=600.0), 1, nodes, topo)
     assert given.rto == 0.6 and transport_json(given)["rto_s"] == 0.6
     for bad in (0.0, -5.0, 1500.0):
         with pytest.raises(SpecError, match=rf"min_rto_ms = {bad}: a timeout above 0 and at most 1000 ms"):
-            replace(spec, min_rto_ms=bad).validate()
+            spec.but(min_rto_ms=bad).validate()
 
 
 def test_incast_windows_fit_the_shaped_queue():
-    ps = ExperimentSpec(algo=PS, workers=8, bw_mbps=5.0)
+    ps = ExperimentSpec.of(algo=PS, workers=8, bw_mbps=5.0)
     assert fan_in(ps) == 8
     window = incast_window(ps, 1024)
     room = buffer_bytes(5.0) * QUEUE_SHARE  # the rest of the queue is for ACKs and resends sharing the link
@@ -167,25 +171,25 @@ def test_incast_windows_fit_the_shaped_queue():
     # 4 KiB packets: 8 windows of one packet fit a 64 KiB queue where 8 of four (a floor of 4) did not.
     assert incast_window(ps, 4096) * 8 * (4096 + PACKET_OVERHEAD) <= buffer_bytes(5.0)
     # One sender of 4 KiB packets: 11 of them, not the 15 that filled the queue (a go-back-N burst).
-    assert incast_window(ExperimentSpec(algo=NETREDUCE, workers=8, bw_mbps=5.0), 4096) == 11
-    colocated = ExperimentSpec(algo=PS, workers=2, jobs=4, colocate_servers=True, bw_mbps=5.0)
+    assert incast_window(ExperimentSpec.of(algo=NETREDUCE, workers=8, bw_mbps=5.0), 4096) == 11
+    colocated = ExperimentSpec.of(algo=PS, workers=2, jobs=4, colocate_servers=True, bw_mbps=5.0)
     assert fan_in(colocated) == 8 and incast_window(colocated, 1024) == window
-    assert incast_window(ExperimentSpec(algo=RING, workers=8, bw_mbps=5.0), 1024) == 32  # one sender each
-    assert incast_window(ExperimentSpec(algo=PS, workers=8), 1024) == 32  # unshaped: the spec's window
+    assert incast_window(ExperimentSpec.of(algo=RING, workers=8, bw_mbps=5.0), 1024) == 32  # one sender each
+    assert incast_window(ExperimentSpec.of(algo=PS, workers=8), 1024) == 32  # unshaped: the spec's window
 
 
 def test_ps_key_size_reaches_the_workers_and_is_checked():
-    spec = ExperimentSpec(algo=PS, workers=2, size_bytes=64 << 10, ps_key_bytes=8 << 10)
+    spec = ExperimentSpec.of(algo=PS, workers=2, size_bytes=64 << 10, ps_key_bytes=8 << 10)
     topo = topology_for(spec)
     cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
     assert cfg.ps_key_bytes == 8 << 10
     with pytest.raises(SpecError, match=r"ps_key_bytes \(--ps-key\) = 1002: a key is a positive multiple of 4"):
-        ExperimentSpec(algo=PS, ps_key_bytes=1002).validate()
+        ExperimentSpec.of(algo=PS, ps_key_bytes=1002).validate()
 
 
 @pytest.mark.parametrize("workers", [4, 8])
 def test_ring_ranks_follow_the_leaves(workers):
-    spec = ExperimentSpec(algo=RING, workers=workers, topo=Topo.LEAFSPINE)
+    spec = ExperimentSpec.of(algo=RING, workers=workers, topo=Topo.LEAFSPINE)
     topo = topology_for(spec)
     leaves = [topo.attachment(n.host)[0] for n in place(spec, topo).jobs[0]]
     crossing = sum(leaves[i] != leaves[(i + 1) % workers] for i in range(workers))
@@ -194,7 +198,7 @@ def test_ring_ranks_follow_the_leaves(workers):
 
 
 def test_alternate_ring_order_crosses_the_fabric_at_every_hop():
-    spec = ExperimentSpec(algo=RING, workers=8, topo=Topo.LEAFSPINE, spines=4, ring_order=RingOrder.ALTERNATE)
+    spec = ExperimentSpec.of(algo=RING, workers=8, topo=Topo.LEAFSPINE, spines=4, ring_order=RingOrder.ALTERNATE)
     topo = topology_for(spec)
     leaves = [topo.attachment(n.host)[0] for n in place(spec, topo).jobs[0]]
     assert all(leaves[i] != leaves[(i + 1) % 8] for i in range(8)), leaves  # 4 flows up from each leaf
@@ -204,7 +208,7 @@ def test_alternate_ring_order_crosses_the_fabric_at_every_hop():
 def test_fabric_link_loads_name_each_spine_and_measure_the_uplinks_imbalance():
     """Loads come from what each direction's shaper sent (gradswitch/experiment/links.py): the
     uplinks a collision loads, the idle ones, every fabric direction named by its ends."""
-    topo = topology_for(ExperimentSpec(topo=Topo.LEAFSPINE, spines=4, bw_mbps=5.0))
+    topo = topology_for(ExperimentSpec.of(topo=Topo.LEAFSPINE, spines=4, bw_mbps=5.0))
     directions = shaped_directions(topo)
     assert {d.kind for d in directions} == {"uplink", "downlink", "from-host", "to-host"}
     sent = {"leaf1->spine1": 1_250_000, "leaf1->spine2": 1_250_000}  # 10 Mb in 2 s at 5 Mb/s: two spines full
@@ -223,12 +227,12 @@ def test_fabric_link_loads_name_each_spine_and_measure_the_uplinks_imbalance():
 def test_random_placement_draws_other_hosts_with_every_seed(workers, jobs):
     """ring_order = random: ranks on hosts drawn at random, the draw seeded by the spec's seed (a
     compare's repetitions use seed + index): the same seed gives the same placement, others differ."""
-    base = ExperimentSpec(algo=RING, workers=workers, jobs=jobs, topo=Topo.LEAFSPINE, ring_order=RingOrder.RANDOM,
-                          background_flows=2)
+    base = ExperimentSpec.of(algo=RING, workers=workers, jobs=jobs, topo=Topo.LEAFSPINE, ring_order=RingOrder.RANDOM,
+                             background_flows=2)
     topo = topology_for(base)
 
     def ranks(seed: int) -> list[list[str]]:
-        return [[n.host for n in nodes] for nodes in place(replace(base, seed=seed), topo).jobs]
+        return [[n.host for n in nodes] for nodes in place(base.but(seed=seed), topo).jobs]
 
     assert ranks(1) == ranks(1)
     drawn = {tuple(map(tuple, ranks(seed))) for seed in range(1, 11)}
@@ -239,7 +243,7 @@ def test_random_placement_draws_other_hosts_with_every_seed(workers, jobs):
     crossings = {sum(topo.attachment(job[i])[0] != topo.attachment(job[(i + 1) % workers])[0]
                      for i in range(workers)) for placement in drawn for job in placement}
     assert len(crossings) > 1, crossings  # some rings cross the fabric more often than others
-    aware = place(replace(base, ring_order=RingOrder.LEAVES), topo).jobs
+    aware = place(base.but(ring_order=RingOrder.LEAVES), topo).jobs
     assert ranks(1) != [[n.host for n in nodes] for nodes in aware]
     with pytest.raises(SpecError, match="ring_order = 'spiral': one of leaves, alternate, random"):
         spec_from_dict({"ring_order": "spiral"})
@@ -274,18 +278,18 @@ def test_netreduce_rto_allows_for_the_slowest_worker_and_the_hierarchy():
     def rto_over_window_time(spec: ExperimentSpec) -> float:
         topo = topology_for(spec)
         cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
-        assert spec.bw_mbps is not None
-        in_flight = min(cfg.window, spec.credits * PACKETS)  # credits, or the shaped queue's room
-        window_s = in_flight * (cfg.mtu + PACKET_OVERHEAD) / (spec.bw_mbps * 1e6 / 8)
+        assert spec.network.bw_mbps is not None
+        in_flight = min(cfg.window, spec.algorithm.credits * PACKETS)  # credits, or the shaped queue's room
+        window_s = in_flight * (cfg.mtu + PACKET_OVERHEAD) / (spec.network.bw_mbps * 1e6 / 8)
         return cfg.rto / window_s
 
-    flat = ExperimentSpec(algo=NETREDUCE, workers=4, bw_mbps=20.0, credits=8)
-    fabric = ExperimentSpec(algo=NETREDUCE, workers=8, bw_mbps=20.0, credits=8, topo=Topo.LEAFSPINE)
+    flat = ExperimentSpec.of(algo=NETREDUCE, workers=4, bw_mbps=20.0, credits=8)
+    fabric = ExperimentSpec.of(algo=NETREDUCE, workers=8, bw_mbps=20.0, credits=8, topo=Topo.LEAFSPINE)
     assert rto_over_window_time(flat) == pytest.approx(3)
     assert rto_over_window_time(fabric) == pytest.approx(5)
     # Fewer credits, smaller windows: the queue term (a full shaped buffer plus a window) holds the floor.
     topo = topology_for(fabric)
-    one_credit = job_config(replace(fabric, credits=1), 1, place(fabric, topo).jobs[0], topo)
+    one_credit = job_config(fabric.but(credits=1), 1, place(fabric, topo).jobs[0], topo)
     assert one_credit.rto >= buffer_bytes(20.0) / 2.5e6
 
 
@@ -293,8 +297,8 @@ def test_a_job_is_configured_on_the_network_it_runs_on():
     """Specs sharing one network (bench.netreduce, compare) run on the biggest one's topology: a
     NetReduce job of 8 on the network a PS of 8 workers and a server needs is placed on its hosts
     and still aggregated in two levels (the RTO allows for them)."""
-    netreduce = ExperimentSpec(algo=NETREDUCE, workers=8, bw_mbps=5.0, topo=Topo.LEAFSPINE)
-    shared = topology_for(replace(netreduce, algo=PS))
+    netreduce = ExperimentSpec.of(algo=NETREDUCE, workers=8, bw_mbps=5.0, topo=Topo.LEAFSPINE)
+    shared = topology_for(netreduce.but(algo=PS))
     on_shared = job_config(netreduce, 1, place(netreduce, shared).jobs[0], shared)
     own = topology_for(netreduce)
     on_own = job_config(netreduce, 1, place(netreduce, own).jobs[0], own)

@@ -62,8 +62,8 @@ def test_a_matrix_over_two_traces_from_the_specs_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path.parent)  # elsewhere: the paths are the spec's
     spec = load_spec(path)
     assert [r.label for r in spec.runs] == ["ar1", "ar4"]  # named after the traces' prefixes
-    assert [r.workload_et for r in spec.runs] == [str(tmp_path / "et" / "ar1"), str(tmp_path / "et" / "ar4")]
-    assert [r.workers for r in spec.runs] == [4, 6]  # the traces' ranks
+    assert [r.workload.workload_et for r in spec.runs] == [str(tmp_path / "et" / "ar1"), str(tmp_path / "et" / "ar4")]
+    assert [r.network.workers for r in spec.runs] == [4, 6]  # the traces' ranks
     assert spec.traces and spec.headline_figure == "job_s"
     assert {g.world_size for g in spec.graphs.values()} == {4, 6}
     assert load_spec(path.with_suffix("")).runs == spec.runs  # `gradswitch compare DIR/spec`, as other specs
@@ -75,11 +75,12 @@ def test_a_matrix_over_the_algorithm_on_bmv2_and_an_absolute_path(tmp_path):
     path = spec_file(tmp_path / "specs", f'[defaults]\nworkload_et = "{prefix}"\ntopo = "rack"\nbw_mbps = 8\n'
                                          'workers = 4\n[matrix]\nalgo = ["ring", "netreduce"]\n')
     spec = load_spec(path)
-    assert [(r.label, r.algo, r.workers) for r in spec.runs] == [("ring", Algorithm.RING, 4),
+    assert [(r.label, r.algorithm.algo, r.network.workers) for r in spec.runs] == [("ring", Algorithm.RING, 4),
                                                                   ("netreduce", Algorithm.NETREDUCE, 4)]
-    assert {r.workload_et for r in spec.runs} == {str(prefix)}
+    assert {r.workload.workload_et for r in spec.runs} == {str(prefix)}
     path.write_text(path.read_text().replace('algo = ["ring", "netreduce"]', 'backend = ["bmv2", "ns3"]'))
-    assert [(r.label, r.backend, r.workers) for r in load_spec(path).runs] == [("bmv2", Backend.BMV2, 4),
+    assert [(r.label, r.network.backend, r.network.workers) for r in load_spec(path).runs] == [("bmv2", Backend.BMV2,
+                                                                                                4),
                                                                                ("ns3", Backend.NS3, 4)]
 
 
@@ -119,7 +120,7 @@ def test_a_trace_through_parameter_servers_is_taken(tmp_path, backend):
     path = spec_file(tmp_path, f'[[runs]]\nname = "x"\nworkload_et = "et/ar"\nbw_mbps = 8\nalgo = "ps"\n'
                                f'servers = 2\nps_key_bytes = 16384\nbackend = "{backend}"\n')
     (run,) = load_spec(path).runs
-    assert (run.servers, run.ps_key_bytes, run.workers) == (2, 16384, 4)
+    assert (run.algorithm.servers, run.algorithm.ps_key_bytes, run.network.workers) == (2, 16384, 4)
     assert len(topology_for(run).hosts) >= 6
 
 
@@ -131,7 +132,7 @@ def test_a_trace_through_parameter_servers_with_too_many_keys_is_refused_naming_
     path = spec_file(tmp_path, '[[runs]]\nname = "x"\nworkload_et = "et/ar"\nbw_mbps = 8\nalgo = "ps"\n'
                                'ps_key_bytes = 4\n')
     (run,) = load_spec(path).runs
-    assert run.ps_key_bytes == 4
+    assert run.algorithm.ps_key_bytes == 4
     traces(tmp_path / "et", "big", 128 << 20)
     path = spec_file(tmp_path, '[[runs]]\nname = "x"\nworkload_et = "et/big"\nbw_mbps = 8\nalgo = "ps"\n'
                                'ps_key_bytes = 4\nbackend = "ns3"\n')
@@ -174,8 +175,9 @@ def test_gradswitch_experiment_refuses_the_same_keys_and_takes_a_files_trace_fro
         "computation and how often each runs; leave it out"], done.stderr
     run = tmp_path / "run.toml"
     run.write_text('workload_et = "et/ar"\nbw_mbps = 8\n')
-    assert load_experiment(run).workload_et == str(prefix)  # from the file's folder
-    assert load_experiment(run, {"workload_et": "elsewhere/ar"}).workload_et == "elsewhere/ar"  # an option as typed
+    assert load_experiment(run).workload.workload_et == str(prefix)  # from the file's folder
+    assert load_experiment(run,
+                           {"workload_et": "elsewhere/ar"}).workload.workload_et == "elsewhere/ar"  # an option as typed
 
 
 # ---- running, summarizing, resuming ----
@@ -183,8 +185,8 @@ def test_gradswitch_experiment_refuses_the_same_keys_and_takes_a_files_trace_fro
 
 def fake_run(graph: JobGraph, spec: ExperimentSpec, *, wrong: bool = False, unfinished: bool = False) -> GraphRun:
     """Every node of every rank one after another, each taking its bytes at the link rate x (1 + seed / 10)."""
-    assert spec.bw_mbps is not None
-    rate = spec.bw_mbps * 1e6 / 8 / (1 + spec.seed / 10)
+    assert spec.network.bw_mbps is not None
+    rate = spec.network.bw_mbps * 1e6 / 8 / (1 + spec.measurement.seed / 10)
     nodes = []
     for r in graph.ranks:
         t = 0.0
@@ -205,14 +207,15 @@ class Engine:
         self.ran: list[str] = []
 
     def __call__(self, spec: ExperimentSpec, graph: JobGraph, out: Path) -> GraphRunReport:
-        self.ran.append(f"{spec.label}/{spec.seed}")
+        self.ran.append(f"{spec.label}/{spec.measurement.seed}")
         if spec.label == self.fails:
             raise ExperimentError(f"{graph.name}: rank 2 did not run its graph: no result")
         job, _ = graph_job(topology_for(spec), spec, graph)
         run = fake_run(graph, spec, wrong=spec.label == self.wrong, unfinished=spec.label == self.unfinished)
         errors = ("rank 1 node 1: output not what its all_reduce defines",) if spec.label == self.wrong else (
             ("a rank did not finish its graph",) if spec.label == self.unfinished else ())
-        report = summarize(job, run, [n.host for n in job.job.nodes], spec.bw_mbps or 1.0, {}, None, errors, 0.5)
+        report = summarize(job, run, [n.host for n in job.job.nodes], spec.network.bw_mbps or 1.0, {}, None, errors,
+                           0.5)
         out.mkdir(parents=True, exist_ok=True)
         write_trace_results(out / RESULTS, spec, graph, report, 0.0, [])
         return report
@@ -297,7 +300,7 @@ def test_a_wrong_output_is_check_failed_and_a_run_that_could_not_run_is_named(tm
 def test_a_headline_from_the_report_read_back(tmp_path):
     """A trace run's results.json reads back into the report that wrote it (what a compare started again keeps)."""
     graph = collective_graph(AR, 4, 1 << 20, 2, name="ar")
-    spec = ExperimentSpec(workers=4, bw_mbps=1000.0, backend=Backend.NS3, workload_et="ar")
+    spec = ExperimentSpec.of(workers=4, bw_mbps=1000.0, backend=Backend.NS3, workload_et="ar")
     report = Engine()(spec, graph, tmp_path)
     back = read_graph_report(tmp_path / RESULTS)
     assert back == report

@@ -151,7 +151,7 @@ def test_the_job_mtu_is_what_experiments_give_netreduce_workers():
     from gradswitch.protocol import netreduce
     from gradswitch.workload.job import Algorithm, Node, Role
 
-    spec = ExperimentSpec(algo=Algorithm.NETREDUCE, workers=2)
+    spec = ExperimentSpec.of(algo=Algorithm.NETREDUCE, workers=2)
     cfg = job_config(spec, 1, [Node(0, Role.WORKER, "h1", "10.0.1.1"), Node(1, Role.WORKER, "h2", "10.0.1.2")],
                      topology_for(spec))
     assert cfg.mtu == netreduce.MTU

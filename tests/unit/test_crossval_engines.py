@@ -55,8 +55,8 @@ def test_too_few_unbound_repetitions_on_either_engine_is_not_judged(tmp_path: Pa
 def test_the_dlcp_pair_at_another_rate_names_its_results(capsys: pytest.CaptureFixture[str]) -> None:
     from bench.crossval import DLCP_BW_MBPS, dlcp_specs, parse_args
 
-    assert {s.bw_mbps for s in dlcp_specs()} == {DLCP_BW_MBPS}
-    assert {s.bw_mbps for s in dlcp_specs(2.5)} == {2.5}
+    assert {s.network.bw_mbps for s in dlcp_specs()} == {DLCP_BW_MBPS}
+    assert {s.network.bw_mbps for s in dlcp_specs(2.5)} == {2.5}
     assert parse_args(["--only", "dlcp,dlcp-graph", "--dlcp-bw", "2.5"]).dlcp_bw == 2.5
     with pytest.raises(SystemExit):
         parse_args(["--dlcp-bw", "0"])

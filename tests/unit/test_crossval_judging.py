@@ -51,7 +51,8 @@ def test_a_pair_whose_simulator_run_failed_is_not_judged():
 def test_a_training_pair_with_bulk_tcp_judges_its_goodput_too():
     from bench.crossval import dlcp_specs
 
-    assert all(s.background_flows and s.background_fixed_ports for s in dlcp_specs())  # the same paths on both
+    # the same paths on both
+    assert all(s.workload.background_flows and s.workload.background_fixed_ports for s in dlcp_specs())
     run = {"iteration_s": 5.8, "samples_per_s_real": 100.0, "headline_repetitions": 3}
     summary = {"base": {**run, "background_goodput_mbps": 2.25}, "base-ns3": {**run, "background_goodput_mbps": 2.30},
                "prio": {**run, "background_goodput_mbps": 1.2}, "prio-ns3": {**run, "background_goodput_mbps": 2.30},

@@ -148,7 +148,7 @@ def test_digits_without_its_extra_is_one_line_before_anything_starts(monkeypatch
     from gradswitch.experiment.spec import ExperimentSpec
     from gradswitch.workload.job import DType
 
-    spec = ExperimentSpec(workload="train-digits", dtype=DType.FLOAT32)
+    spec = ExperimentSpec.of(workload="train-digits", dtype=DType.FLOAT32)
     assert not [p for p in spec.problems() if "digits" in p]
     monkeypatch.setattr(gradswitch.workload.digits, "digits_available", lambda: False)
     assert [p for p in spec.problems() if "scikit-learn" in p] == [

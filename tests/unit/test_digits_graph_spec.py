@@ -35,14 +35,14 @@ def spec(**kw: Any) -> ExperimentSpec:
 
 def test_a_digits_spec_on_the_graph_engine_makes_the_digits_graph_and_its_jobs() -> None:
     s = spec()
-    assert s.engine == Engine.GRAPH and s.problems() == []
+    assert s.algorithm.engine == Engine.GRAPH and s.problems() == []
     graph = spec_digits_graph(s)
     assert graph.world_size == 4 and len(graph.ranks[0].nodes) == 5 * 3 and graph.name == s.label
     assert [n.nbytes for _, n in graph.collectives()][:4] == [4 * r.elements for r in digits_reductions()]
     assert sum(n.nbytes for _, n in graph.collectives()) == 4 * 3 * digits_bytes()  # 4 ranks, 3 iterations
     [tg] = training_graph_jobs(s, topology_for(s))
     assert tg.job.payload == PayloadKind.DIGITS and tg.job.job.dtype == DType.FLOAT32 and tg.dilation == 1.0
-    assert tg.job.job.workload == "train-digits" and tg.job.job.seed == s.seed
+    assert tg.job.job.workload == "train-digits" and tg.job.job.seed == s.measurement.seed
     assert spec(algo="netreduce").problems() == []
 
 
@@ -100,7 +100,7 @@ def test_on_the_simulator_it_is_one_line_pointing_at_the_graph_for_timing() -> N
 def test_the_payload_is_refused_on_the_simulator_by_the_job_too() -> None:
     """graph_job, whatever the spec's workload: real gradients never go to the simulator."""
     graph = digits_graph(4, 2)
-    s = ExperimentSpec(workers=4, bw_mbps=20.0, backend=spec(backend="ns3").backend)
+    s = ExperimentSpec.of(workers=4, bw_mbps=20.0, backend=spec(backend="ns3").network.backend)
     assert s.problems() == []
     with pytest.raises(ExperimentError, match="the simulator carries synthetic data only"):
         graph_job(s.topology(), s, graph, payload=PayloadKind.DIGITS)
@@ -109,7 +109,7 @@ def test_the_payload_is_refused_on_the_simulator_by_the_job_too() -> None:
 
 def test_the_job_refuses_settings_the_gradients_cannot_take() -> None:
     graph = digits_graph(4, 2)
-    s = ExperimentSpec(workers=4, bw_mbps=20.0, dtype=DType.INT32)
+    s = ExperimentSpec.of(workers=4, bw_mbps=20.0, dtype=DType.INT32)
     with pytest.raises(ExperimentError, match="dtype = float32"):
         graph_job(s.topology(), s, graph, payload=PayloadKind.DIGITS)
 
@@ -129,7 +129,8 @@ def test_a_compare_runs_train_digits_on_the_graph_engine(tmp_path: Path) -> None
     path.write_text('[defaults]\nworkload = "train-digits"\ndtype = "float32"\nengine = "graph"\nbw_mbps = 20\n'
                     '[matrix]\nalgo = ["ring", "netreduce"]\n')
     runs = load_spec(path).runs
-    assert [(r.engine, r.algo) for r in runs] == [(Engine.GRAPH, Algorithm.RING), (Engine.GRAPH, Algorithm.NETREDUCE)]
+    assert [(r.algorithm.engine, r.algorithm.algo) for r in runs] == [(Engine.GRAPH, Algorithm.RING),
+                                                                      (Engine.GRAPH, Algorithm.NETREDUCE)]
 
 
 def test_the_command_line_takes_engine() -> None:
@@ -138,8 +139,8 @@ def test_the_command_line_takes_engine() -> None:
     args = build_parser().parse_args(["experiment", "--workload", "train-digits", "--dtype", "float32", "--engine",
                                       "graph", "--bw", "20", "--algo", "netreduce", "--float-mode", "exponent"])
     s = experiment_spec(args)
-    assert (s.engine, s.algo, s.workload, str(s.float_mode)) == (Engine.GRAPH, Algorithm.NETREDUCE, "train-digits",
-                                                                 "exponent")
+    assert (s.algorithm.engine, s.algorithm.algo, s.workload.workload, str(s.workload.float_mode)) == (
+        Engine.GRAPH, Algorithm.NETREDUCE, "train-digits", "exponent")
 
 
 def test_the_results_table_says_what_the_model_learnt() -> None:

@@ -73,7 +73,7 @@ def test_windows_say_when_the_target_is_out():
 def test_a_spec_takes_faults_as_tables_or_as_the_command_lines_strings_and_refuses_bad_ones_in_one_line():
     spec = spec_from_dict({"topo": "leafspine", "faults": [{"kind": "switch-crash", "target": "spine1", "at_s": 3},
                                                           "worker-crash:1@2"]})
-    assert spec.faults == (Fault(FaultKind.SWITCH_CRASH, "spine1", 3.0), Fault(FaultKind.WORKER_CRASH, "1", 2.0))
+    assert spec.faults.faults == (Fault(FaultKind.SWITCH_CRASH, "spine1", 3.0), Fault(FaultKind.WORKER_CRASH, "1", 2.0))
     with pytest.raises(SpecError, match=r"faults\[0\]\.kind = 'meteor': one of switch-crash"):
         spec_from_dict({"faults": [{"kind": "meteor", "target": "s1", "at_s": 1}]})
     with pytest.raises(SpecError, match=r"faults\[0\]: give at_s"):
@@ -110,7 +110,7 @@ def test_a_switch_hang_reads_from_every_form_with_its_release_and_prints_back_th
     assert fault_from_dict(hang.to_dict()) == hang
     assert fault_from_dict({"kind": "switch-hang", "target": "spine1", "at_s": 3, "release_s": 5}) == hang
     spec = spec_from_dict({"topo": "leafspine", "faults": ["switch-hang:spine1@3"]})
-    assert spec.faults == (Fault(FaultKind.SWITCH_HANG, "spine1", 3.0),) and spec.problems() == []
+    assert spec.faults.faults == (Fault(FaultKind.SWITCH_HANG, "spine1", 3.0),) and spec.problems() == []
     assert hang.windows() == [(3.0, 8.0)] and parse_fault("switch-hang:spine1@3").windows() == [(3.0, None)]
     assert fault_problems((hang,), LEAFSPINE, workers=4) == []
 

@@ -53,9 +53,9 @@ def test_job_refused_before_anything_starts() -> None:
         job_on(topo, one_collective(AR, 4, 1000))
     g = one_collective(AR, 2, 1000)
     with pytest.raises(ExperimentError, match="2 ranks, but workers = 3; set workers = 2"):
-        graph_job(topo, replace(graph_spec(g, bw_mbps=8.0), workers=3), g)
+        graph_job(topo, graph_spec(g, bw_mbps=8.0).but(workers=3), g)
     with pytest.raises(ExperimentError, match="bw_mbps is not set"):
-        graph_job(topo, replace(graph_spec(g, bw_mbps=8.0), bw_mbps=None), g)
+        graph_job(topo, graph_spec(g, bw_mbps=8.0).but(bw_mbps=None), g)
     bad = one_collective(AR, 2, 1000)
     bad = type(bad)(bad.name, bad.ranks, ())
     with pytest.raises(GraphError, match="process group 'world' is not defined"):

@@ -5,7 +5,6 @@ order a rank starts them, and how the job file and the report carry it; the runs
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import replace
 from types import SimpleNamespace
 from typing import cast
 
@@ -161,7 +160,7 @@ def test_job_file_carries_the_switch_jobs_and_the_spec_sets_them() -> None:
     legacy = ring.to_json().replace(',\n "in_network": {}', "")
     assert "in_network" not in legacy and GraphJob.from_json(legacy) == ring  # a job file from before
     # the simulator's switches run the same three, as the same switch jobs
-    sim, _ = graph_job(topo, replace(spec, backend=Backend.NS3), g)
+    sim, _ = graph_job(topo, spec.but(backend=Backend.NS3), g)
     assert sim.in_network == {K.ALL_REDUCE: 2, K.REDUCE_SCATTER: 3, K.ALL_GATHER: 4}
 
 
@@ -173,13 +172,13 @@ def test_too_many_ranks_for_an_in_network_reduce_scatter_refused() -> None:
     with pytest.raises(ExperimentError, match=r"the switches cannot run its reduce_scatter: .*algo = ring"):
         graph_job(topo, graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), g)
     # the simulator's switch model takes any number of members, owners too
-    sim = replace(graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), backend=Backend.NS3)
+    sim = graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE).but(backend=Backend.NS3)
     assert graph_job(topo, sim, g)[0].in_network == {K.REDUCE_SCATTER: 3}
     ranks = 40
     g = JobGraph("big", tuple(RankGraph(r, (CollectiveNode(1, "ar", K.ALL_REDUCE, "world", 4096),), "x")
                               for r in range(ranks)), (world_group(ranks),))
     topo = build_topology("rack", hosts=ranks, bw_mbps=8.0)
-    assert graph_job(topo, replace(sim, workers=ranks), g)[0].in_network == {K.ALL_REDUCE: 2}  # BMv2: 32 at most
+    assert graph_job(topo, sim.but(workers=ranks), g)[0].in_network == {K.ALL_REDUCE: 2}  # BMv2: 32 at most
 
 
 def test_report_names_each_algorithm_and_bounds_netreduce_all_reduce_at_s_over_b() -> None:
@@ -208,7 +207,7 @@ def test_report_names_each_algorithm_and_bounds_netreduce_all_reduce_at_s_over_b
     assert report.section()["collectives"][0]["algorithm"] in (NETREDUCE, "ring", "pairwise", "chain")
     # on the simulator the same: the all-reduce and the reduce-scatter in the switches at S/B, the all-gather at
     # (N-1) s/B
-    sim, _ = graph_job(topo, replace(graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), backend=Backend.NS3), g,
+    sim, _ = graph_job(topo, graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE).but(backend=Backend.NS3), g,
                        dilation=1.0)
     on_sim = {(c.group, c.collective): c for c in summarize(sim, GraphRun(tuple(nodes)), ["h1", "h2", "h3", "h4"], 8.0,
                                                             {}, None, (), 1.0).collectives}

@@ -82,8 +82,9 @@ def test_route_entries_carry_the_mode_gap_and_seed():
 
 def test_spec_fields_options_and_their_problems():
     spec = spec_from_dict({"roce_class": True, "load_balance": "flowlet", "flowlet_gap_us": 20_000, "ecmp_seed": 3})
-    assert spec.balancing == Balancing(LoadBalance.FLOWLET, 20_000, 3) and spec.roce_class
-    assert ExperimentSpec().balancing == Balancing() and ExperimentSpec().flowlet_gap_us == DEFAULT_FLOWLET_GAP_US
+    assert spec.network.balancing == Balancing(LoadBalance.FLOWLET, 20_000, 3) and spec.transport.roce_class
+    default = ExperimentSpec().network
+    assert default.balancing == Balancing() and default.flowlet_gap_us == DEFAULT_FLOWLET_GAP_US
     problems = spec_from_dict({"ecmp_seed": -2, "flowlet_gap_us": 0}).problems()
     assert any(p.startswith("ecmp_seed = -2: a seed is 0..") for p in problems), problems
     assert any(p.startswith("flowlet_gap_us = 0: an idle gap of 1..") for p in problems), problems

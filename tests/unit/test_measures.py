@@ -111,7 +111,7 @@ def test_results_json_says_which_check_ran_and_claims_nothing_unchecked():
     from gradswitch.experiment.report import summarize
     from gradswitch.experiment.spec import ExperimentSpec
 
-    spec = ExperimentSpec(workers=2, iterations=2, bw_mbps=5.0)
+    spec = ExperimentSpec.of(workers=2, iterations=2, bw_mbps=5.0)
     topo = topology_for(spec)
     cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
 
@@ -137,7 +137,7 @@ def test_results_json_says_why_packets_were_sent_again():
     from gradswitch.experiment.report import format_table, summarize
     from gradswitch.experiment.spec import ExperimentSpec
 
-    spec = ExperimentSpec(workers=2, iterations=1, bw_mbps=5.0)
+    spec = ExperimentSpec.of(workers=2, iterations=1, bw_mbps=5.0)
     topo = topology_for(spec)
     cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
     counted = {0: ({"retransmitted": 7, "timeouts": 2, "sent": 90}, {"duplicates": 3, "accepted": 80}),

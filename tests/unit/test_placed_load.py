@@ -32,7 +32,7 @@ MIB = 1 << 20
 
 
 def job_on(topo: Topology, graph: JobGraph, algo: Algorithm = Algorithm.RING) -> GraphJob:
-    return graph_job(topo, ExperimentSpec(workers=graph.world_size, bw_mbps=8.0, iterations=1, algo=algo), graph)[0]
+    return graph_job(topo, ExperimentSpec.of(workers=graph.world_size, bw_mbps=8.0, iterations=1, algo=algo), graph)[0]
 
 
 def uplink_by_hand(topo: Topology, job: GraphJob, src: int, dst: int, seed: int) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from dataclasses import asdict
 from pathlib import Path
 from typing import cast
 
@@ -26,7 +25,7 @@ from gradswitch.experiment.compare import (
     run_compare,
 )
 from gradswitch.experiment.results_file import Results
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, SpecError, spec_dict
 
 SPEC = """
 name = "rep"
@@ -59,16 +58,17 @@ class Runner:
         self.calls: list[tuple[str, int, Path]] = []
 
     def __call__(self, spec: ExperimentSpec, out: Path) -> Results:
-        k = spec.seed - 10
-        self.calls.append((spec.label, spec.seed, out))
+        k = spec.measurement.seed - 10
+        self.calls.append((spec.label, spec.measurement.seed, out))
         if (spec.label, k) in self.fail:
             raise ExperimentError(f"{spec.label}: h3 exited with status 3")
         t = self.times[spec.label][k]
         bound = (spec.label, k) in self.machine_bound
-        report = {"name": spec.label, "spec": asdict(spec), "step_bytes": spec.size_bytes, "ok": True,
+        report = {"name": spec.label, "spec": spec_dict(spec), "step_bytes": spec.workload.size_bytes, "ok": True,
                   "check": "exact", "retransmissions": 10 * k, "bytes_on_wire": 10, "packets_on_wire": 1,
                   "summary": {"median_s": t, "p99_s": t * 1.5, "correct": True, "algbw_mbps": 1.0 / t,
-                              "lower_bound_s": 0.4, "ratio_to_bound": t / 0.4, "iterations_done": spec.iterations},
+                              "lower_bound_s": 0.4, "ratio_to_bound": t / 0.4,
+                              "iterations_done": spec.measurement.iterations},
                   "iterations": [], "errors": {},
                   "headline_extra": {"check": "exact", "cpu_idle": 0.05 if bound else 0.5, "machine_bound": bound,
                                      "machine_bound_reason": "CPU 5% idle during the jobs (under 10%)" if bound
@@ -207,8 +207,9 @@ def test_repetitions_may_draw_another_ecmp_hash_too(tmp_path):
     run_compare(spec, tmp_path / "out", runner, log=lambda line: None)
     assert sorted({(label, seed) for label, seed, _ in runner.calls if label == "new"}) == [
         ("new", 10), ("new", 11), ("new", 12)]
-    assert [r.spec.ecmp_seed for r in repetitions(spec) if r.label == "new"] == [0, 1, 2]
-    assert [r.spec.ecmp_seed for r in repetitions(CompareSpec("plain", spec.runs, repeat=3)) if r.label == "new"] \
+    assert [r.spec.network.ecmp_seed for r in repetitions(spec) if r.label == "new"] == [0, 1, 2]
+    assert [r.spec.network.ecmp_seed for r in repetitions(CompareSpec("plain", spec.runs,
+                                                                      repeat=3)) if r.label == "new"] \
         == [0, 0, 0]
 
 

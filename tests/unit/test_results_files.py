@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from gradswitch.experiment import results_doc, results_file, summary_file
 from gradswitch.experiment.results_file import Outcome, Results, ResultsFileError
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, spec_dict
 from gradswitch.version import code_version
 from gradswitch.workload import worker_result
 from gradswitch.workload.records import CheckKind, IterationRecord
@@ -32,7 +31,7 @@ def test_every_field_summarize_writes_is_a_field_of_the_type():
     from gradswitch.experiment.placement import job_config, place, topology_for
     from gradswitch.experiment.report import summarize
 
-    spec = ExperimentSpec(workers=2, iterations=2, bw_mbps=5.0)
+    spec = ExperimentSpec.of(workers=2, iterations=2, bw_mbps=5.0)
     topo = topology_for(spec)
     cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
     report = summarize(spec, [cfg], {1: nodes(cfg, correct=True)}, {}, 0.0)
@@ -62,7 +61,7 @@ def test_a_broken_check_and_a_crash_are_different_outcomes(tmp_path):
     from gradswitch.experiment.placement import job_config, place, topology_for
     from gradswitch.experiment.report import format_table, summarize
 
-    spec = ExperimentSpec(workers=2, iterations=2, bw_mbps=5.0)
+    spec = ExperimentSpec.of(workers=2, iterations=2, bw_mbps=5.0)
     topo = topology_for(spec)
     cfg = job_config(spec, 1, place(spec, topo).jobs[0], topo)
     first = cfg.workers[0].node_id
@@ -134,16 +133,17 @@ class Runner:
         self.wrong, self.crash = wrong, crash
 
     def __call__(self, spec: ExperimentSpec, out: Path) -> Results:
-        k = spec.seed - 10
+        k = spec.measurement.seed - 10
         if (spec.label, k) in self.crash:
             raise ExperimentError(f"{spec.label}: h3 exited with status 3")
         correct = (spec.label, k) not in self.wrong
         t = 1.0 if spec.label == "base" else 0.5
-        report = {"name": spec.label, "backend": "bmv2", "spec": asdict(spec), "step_bytes": spec.size_bytes,
+        report = {"name": spec.label, "backend": "bmv2", "spec": spec_dict(spec),
+                  "step_bytes": spec.workload.size_bytes,
                   "ok": correct, "outcome": "ok" if correct else "check_failed", "check": "exact",
                   "retransmissions": 0, "bytes_on_wire": 10, "packets_on_wire": 1, "iterations": [], "errors": {},
                   "summary": {"median_s": t, "p99_s": t, "correct": correct, "algbw_mbps": 1 / t, "lower_bound_s": 0.4,
-                              "ratio_to_bound": t / 0.4, "iterations_done": spec.iterations},
+                              "ratio_to_bound": t / 0.4, "iterations_done": spec.measurement.iterations},
                   "headline_extra": {"check": "exact", "cpu_idle": 0.5, "machine_bound": False,
                                      "max_relative_error": 0.01 if correct else 0.3}}
         out.mkdir(parents=True, exist_ok=True)

@@ -31,14 +31,14 @@ def test_a_selection_runs_its_points_and_reports_the_whole_study(tmp_path: Path,
 
 
 def test_the_rto_probe_is_the_study_run_with_only_its_smallest_rto_raised(tmp_path: Path) -> None:
-    from dataclasses import replace
 
     from gradswitch.experiment.placement import job_config, place, topology_for
 
     (probe,) = scaling.rto_runs()
     default = scaling.scaling_spec(*scaling.RTO_PROBE)
-    assert probe.min_rto_ms == 600.0  # six 100 ms queues at 100 Gb/s (gradswitch/net/shaping.py: 0.1 s of the rate)
-    assert replace(probe, min_rto_ms=None, name=default.name) == default
+    # six 100 ms queues at 100 Gb/s (gradswitch/net/shaping.py: 0.1 s of the rate)
+    assert probe.transport.min_rto_ms == 600.0
+    assert probe.but(min_rto_ms=None, name=default.name) == default
     topo = topology_for(default)
     nodes = place(default, topo).jobs[0]
     assert job_config(default, 1, nodes, topo).rto < 0.2 < job_config(probe, 1, nodes, topo).rto == 0.6

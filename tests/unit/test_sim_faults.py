@@ -35,7 +35,7 @@ SWITCH_FAULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "swi
 def leafspine(**kw: Any) -> ExperimentSpec:
     fields: dict[str, Any] = {"algo": Algorithm.RING, "workers": 4, "topo": Topo.LEAFSPINE, "size_bytes": 1 << 20,
                               "bw_mbps": 20, "iterations": 10, "backend": Backend.NS3}
-    return ExperimentSpec(**{**fields, **kw})
+    return ExperimentSpec.of(**{**fields, **kw})
 
 
 def test_detection_delays_are_the_bmv2_controllers_measured_medians() -> None:

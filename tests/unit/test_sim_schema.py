@@ -206,21 +206,21 @@ def _spec_config(spec: ExperimentSpec, settings: SimSettings | None = None, **jo
 
 
 RUNS = {
-    "ring": ExperimentSpec(algo=Algorithm.RING, workers=4, size_bytes=1 << 20, iterations=2),
-    "ps-training-tensorlights-background": ExperimentSpec(
+    "ring": ExperimentSpec.of(algo=Algorithm.RING, workers=4, size_bytes=1 << 20, iterations=2),
+    "ps-training-tensorlights-background": ExperimentSpec.of(
         algo=Algorithm.PS, workers=2, workload="resnet50", scale=0.002, bw_mbps=20, iterations=2,
         emulate=Emulation(link_gbps=10, device=Device.V100, batch=32), jobs=2, colocate_servers=True,
         tensorlights=True, tensorlights_rotate_s=0.01, background_flows=2, loss_pct=1.0),
-    "netreduce-leafspine": ExperimentSpec(algo=Algorithm.NETREDUCE, workers=4, topo=Topo.LEAFSPINE, iterations=2,
-                                          size_bytes=1 << 20),
-    "dlcp": ExperimentSpec(algo=Algorithm.RING, workers=4, workload="resnet50", scale=0.002, iterations=2,
-                           dlcp=DlcpOptions(priority=True, drop=True, spray=True)),
-    "faults": ExperimentSpec(algo=Algorithm.NETREDUCE, workers=4, topo=Topo.LEAFSPINE, iterations=4,
-                             faults=tuple(parse_fault(f) for f in (
+    "netreduce-leafspine": ExperimentSpec.of(algo=Algorithm.NETREDUCE, workers=4, topo=Topo.LEAFSPINE, iterations=2,
+                                             size_bytes=1 << 20),
+    "dlcp": ExperimentSpec.of(algo=Algorithm.RING, workers=4, workload="resnet50", scale=0.002, iterations=2,
+                              dlcp=DlcpOptions(priority=True, drop=True, spray=True)),
+    "faults": ExperimentSpec.of(algo=Algorithm.NETREDUCE, workers=4, topo=Topo.LEAFSPINE, iterations=4,
+                                faults=tuple(parse_fault(f) for f in (
                                  "switch-crash:spine1@0.5,restart=1", "switch-hang:spine2@0.2",
                                  "link-flap:leaf1-spine1@0.1", "worker-crash:1@0.2",
                                  "slow-worker:0@0,factor=2,rate=5", "slow-worker:2@0,factor=3")),
-                             size_bytes=1 << 20),
+                                size_bytes=1 << 20),
 }
 
 
@@ -241,7 +241,7 @@ def test_every_optional_section_of_a_job_and_the_run_is_the_schema():
 
 
 def test_an_mpi_partition_is_the_schema():
-    spec = ExperimentSpec(algo=Algorithm.RING, workers=8, topo=Topo.FATTREE, iterations=2, size_bytes=1 << 20)
+    spec = ExperimentSpec.of(algo=Algorithm.RING, workers=8, topo=Topo.FATTREE, iterations=2, size_bytes=1 << 20)
     plan = plan_run(spec)
     doc = _spec_config(spec)
     for sync in MpiSync:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -14,16 +15,28 @@ import pytest
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.shipped_specs import EXPERIMENTS
 from gradswitch.experiment.spec import (
+    RUN_KEYS,
+    SECTION_CLASSES,
     SECTION_OF,
     SECTIONS,
+    AlgorithmSpec,
+    Check,
     ExperimentSpec,
+    MeasurementSpec,
+    NetworkSpec,
+    SimOptions,
     SpecError,
+    TransportSpec,
     flat_spec,
     load_experiment,
     read_toml,
+    same_spec,
     spec_from_dict,
+    spec_json,
 )
 from gradswitch.protocol.paths import REPO_ROOT
+from gradswitch.roce.qp import Mode
+from gradswitch.workload.job import Algorithm
 
 FLAT = """\
 name = "sr-spray"
@@ -82,8 +95,9 @@ def test_a_sectioned_file_is_the_flat_file_it_spells_out(tmp_path):
     sectioned.write_text(SECTIONED)
     spec = load_experiment(sectioned)
     assert spec == load_experiment(flat) != ExperimentSpec()
-    assert (spec.workers, spec.transport, spec.sim.check, spec.dlcp.spray, spec.dlcp.hosts.loss_budget,
-            len(spec.faults), spec.loss_pct) == (8, "sr", "digest", True, 0.2, 1, 1.0)
+    assert (spec.network.workers, spec.transport.transport, spec.network.sim.check, spec.transport.dlcp.spray,
+            spec.transport.dlcp.hosts.loss_budget,
+            len(spec.faults.faults), spec.faults.loss_pct) == (8, "sr", "digest", True, 0.2, 1, 1.0)
     # a key, a value: `transport = "sr"` is the key, a table named transport the section
     assert flat_spec({"transport": "sr", "faults": [], "workload": "vgg16"}) == {
         "transport": "sr", "faults": [], "workload": "vgg16"}
@@ -94,7 +108,7 @@ def test_forms_mix_and_options_beside_a_sectioned_file_win_key_by_key(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text('workers = 4\n[network.sim]\ncheck = "digest"\nlink_delay_us = 2.5\n')
     spec = load_experiment(path, {"sim": {"link_delay_us": 7.0}, "workers": 6})
-    assert (spec.workers, spec.sim.check, spec.sim.link_delay_us) == (6, "digest", 7.0)
+    assert (spec.network.workers, spec.network.sim.check, spec.network.sim.link_delay_us) == (6, "digest", 7.0)
 
 
 @pytest.mark.parametrize(("raw", "table", "says"), [
@@ -216,3 +230,45 @@ def _write(folder: Path, text: str) -> Path:
     path = folder / "run.toml"
     path.write_text(text)
     return path
+
+
+def test_code_reads_a_spec_by_its_sections_and_builds_one_by_the_keys_flat_names():
+    """ExperimentSpec holds its name and one object per section (SECTION_CLASSES, whose fields are SECTIONS); .of
+    and .but place each key, by its flat name, in its section; an unknown key is refused with the nearest one."""
+    spec = ExperimentSpec.of(algo=Algorithm.PS, workers=8, bw_mbps=20.0, transport=Mode.SR, workload="vgg16",
+                             faults=(), iterations=3, name="x")
+    assert (spec.name, spec.algorithm.algo, spec.network.workers, spec.network.bw_mbps, spec.transport.transport,
+            spec.workload.workload, spec.measurement.iterations) == ("x", "ps", 8, 20.0, "sr", "vgg16", 3)
+    assert spec == spec_from_dict({"algo": "ps", "workers": 8, "bw_mbps": 20, "transport": "sr",
+                                   "workload": "vgg16", "iterations": 3, "name": "x"})
+    changed = spec.but(workers=4, seed=9)
+    assert (changed.network.workers, changed.measurement.seed, changed.algorithm) == (4, 9, spec.algorithm)
+    assert spec.but(network=NetworkSpec(workers=2)).network == NetworkSpec(workers=2)  # a whole section
+    assert [spec.get(k) for k in ("workers", "transport", "name")] == [8, "sr", "x"]
+    for bad in (lambda: ExperimentSpec.of(bww=20), lambda: spec.but(bww=20), lambda: spec.get("bww")):
+        with pytest.raises(TypeError, match="bww: no such key; did you mean bw_mbps"):
+            bad()
+    assert set(SECTIONS) == set(SECTION_CLASSES) == {"network", "workload", "algorithm", "transport", "faults",
+                                                     "measurement"}
+    assert all(SECTIONS[name] == tuple(f.name for f in fields(cls)) for name, cls in SECTION_CLASSES.items())
+
+
+def test_a_section_checks_its_own_values_and_the_spec_what_concerns_several():
+    assert NetworkSpec(workers=0).problems() == ["workers = 0: give at least 1 worker"]
+    assert TransportSpec(window=0).problems() == ["window = 0: at least 1 packet in flight"]
+    assert MeasurementSpec(iterations=0).problems() == ["iterations = 0: run at least 1 iteration"]
+    assert AlgorithmSpec(netreduce_k=2).problems() == ["netreduce_k = 2: k of N is NetReduce's (set algo = netreduce)"]
+    assert NetworkSpec(workers=200).problems() == []  # how many a ring holds depends on the algorithm: the spec's
+    assert "a ring has at most 128 workers" in "\n".join(ExperimentSpec.of(workers=200).problems())
+
+
+def test_files_keep_the_spec_flat_and_read_it_back():
+    """results.json, summary.json and a trace run's record keep `spec` flat (every key at its top, the layout before
+    sections): no format changes, and a saved spec reads back as the spec it was."""
+    spec = spec_from_dict({"algo": "netreduce", "workers": 6, "sim": {"check": "digest"}, "topo": "leafspine",
+                           "faults": ["link-down:leaf1-spine1@2"], "dlcp": {"priority": True, "loss_budget": 0.2},
+                           "name": "saved"}, ExperimentSpec.of(sim=SimOptions(check=Check.EXACT)))
+    saved = spec_json(spec)
+    assert set(saved) == {*RUN_KEYS, *SECTION_OF} and saved["workers"] == 6 and saved["sim"]["check"] == "digest"
+    assert "network" not in saved and same_spec(saved, spec) and not same_spec(saved, spec.but(workers=4))
+    assert spec_from_dict(saved) == spec and spec_json(spec_from_dict(saved)) == saved

@@ -5,11 +5,12 @@ it, and the spec's dilation."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from gradswitch.experiment.placement import training_config
-from gradswitch.experiment.spec import ExperimentError, spec_from_dict
+from gradswitch.experiment.spec import ExperimentError, ExperimentSpec, spec_from_dict
 from gradswitch.experiment.training_graph import spec_training_graph
 from gradswitch.workload.generators import training_graph, training_job
 from gradswitch.workload.graph import CollectiveNode
@@ -17,7 +18,7 @@ from gradswitch.workload.job import Algorithm, Scheduling, Sync
 from gradswitch.workload.plan import plan
 
 
-def speedup_spec(**more):
+def speedup_spec(**more: Any) -> ExperimentSpec:
     return spec_from_dict({"workload": "resnet50", "workers": 4, "bw_mbps": 20, "scale": 0.008, "sync": "layer",
                            "scheduling": "priority", "bucket_mb": 25, "partition_mb": 16, "iterations": 4,
                            "emulate": {"link_gbps": 10, "device": "v100", "batch": 32}, **more})
@@ -29,7 +30,8 @@ def test_the_graph_is_the_generators_of_the_job_the_spec_trains():
     assert dilation == pytest.approx(0.008 * 10_000 / 20) == spec.dilation
     training = training_config(spec)
     assert training is not None and training.sync == Sync.LAYER and training.scheduling == Scheduling.PRIORITY
-    cfg = training_job("resnet50", 4, 3, spec.emulate, scale=0.008, sync=Sync.LAYER, scheduling=Scheduling.PRIORITY,
+    cfg = training_job("resnet50", 4, 3, spec.workload.emulate, scale=0.008, sync=Sync.LAYER,
+                       scheduling=Scheduling.PRIORITY,
                        bucket_bytes=training.bucket_bytes, partition_bytes=training.partition_bytes)
     assert graph.ranks == training_graph(cfg).ranks
     # Scaled: each iteration's all-reduces carry the plan's testbed bytes, in partitions of 16 MB x scale.
@@ -38,9 +40,9 @@ def test_the_graph_is_the_generators_of_the_job_the_spec_trains():
     assert sizes == [op.elements * 4 for op in ops] * 3
     assert max(sizes) <= training.partition_bytes + 4
     # The spec that runs it leaves the workload to the graph and keeps the fabric and links.
-    assert (run_spec.workload, run_spec.emulate, run_spec.sync, run_spec.scheduling) == \
-        ("synthetic", None, Sync.ITERATION, Scheduling.FIFO)
-    assert (run_spec.topo, run_spec.bw_mbps, run_spec.workers) == (spec.topo, spec.bw_mbps, spec.workers)
+    assert (run_spec.workload.workload, run_spec.workload.emulate, run_spec.algorithm.sync,
+            run_spec.algorithm.scheduling) == ("synthetic", None, Sync.ITERATION, Scheduling.FIFO)
+    assert run_spec.network == spec.network
     run_spec.validate()
 
 
@@ -77,10 +79,10 @@ def test_block_exponents_put_the_loops_codes_ops_in_the_graph(algo):
     run_spec.validate()
     training = training_config(spec)
     assert training is not None
-    cfg = replace(training_job("resnet50", 4, 2, spec.emulate, scale=0.008, sync=Sync.LAYER,
+    cfg = replace(training_job("resnet50", 4, 2, spec.workload.emulate, scale=0.008, sync=Sync.LAYER,
                                scheduling=Scheduling.PRIORITY, bucket_bytes=training.bucket_bytes,
                                partition_bytes=training.partition_bytes),
-                  algo=Algorithm(algo), dtype=spec.dtype, float_mode=spec.float_mode)
+                  algo=Algorithm(algo), dtype=spec.workload.dtype, float_mode=spec.workload.float_mode)
     ops = plan(cfg).ops
     assert any(op.codes for op in ops) and any(not op.codes for op in ops)
     nodes = [n for n in graph.ranks[0].nodes if isinstance(n, CollectiveNode)]

@@ -18,6 +18,7 @@ from gradswitch.experiment.spec import (
     CLI_OPTIONS,
     EMULATE_OPTIONS,
     RUN_KEYS,
+    SECTION_CLASSES,
     SECTION_OF,
     SECTIONS,
     SIM_OPTIONS,
@@ -94,6 +95,8 @@ TABLES: list[tuple[str, Any, dict[str, str], set[str]]] = [
 def test_every_field_is_in_the_document_with_its_default_and_option(heading, cls, options, skip):
     documented = rows(heading)
     own = [f for f in fields(cls) if f.name not in skip]
+    if cls is ExperimentSpec:  # a run's keys: its own (name) and each section's, flat (SECTIONS)
+        own = [f for f in own if f.name in RUN_KEYS] + [f for c in SECTION_CLASSES.values() for f in fields(c)]
     if cls is DlcpOptions:  # DlcpPolicy's host fields sit flat beside DlcpOptions' own (spec.dataclass_from_dict)
         own += [f for f in fields(DlcpPolicy) if f.name not in ("drop", "reorder")]
     names = [f.name for f in own]
@@ -136,13 +139,14 @@ def subsection_rows(heading: str) -> dict[str, list[str]]:
 
 
 def test_every_run_key_is_in_one_section_and_the_document_says_which():
-    """SECTIONS is the one definition of where a run's keys go: every field of ExperimentSpec in exactly one
-    section (or at the run's top, RUN_KEYS), and docs/specs.md's table of each section lists exactly its keys."""
+    """SECTIONS (from ExperimentSpec's section classes) is the one definition of where a run's keys go: every field
+    of ExperimentSpec a section or a key at the run's top (RUN_KEYS), no key in two sections (a key's flat name
+    names one value: ExperimentSpec.of/but, the flat form of a spec file), and docs/specs.md's table of each section
+    lists exactly its keys."""
     placed = [k for keys in SECTIONS.values() for k in keys] + list(RUN_KEYS)
-    assert sorted(placed) == sorted(f.name for f in fields(ExperimentSpec)), (
-        f"spec.SECTIONS: not placed {sorted({f.name for f in fields(ExperimentSpec)} - set(placed))}, "
-        f"placed twice {sorted({k for k in placed if placed.count(k) > 1})}, "
-        f"not fields {sorted(set(placed) - {f.name for f in fields(ExperimentSpec)})}")
+    assert not {k for k in placed if placed.count(k) > 1}, f"keys in two places: {placed}"
+    assert [f.name for f in fields(ExperimentSpec)] == [*RUN_KEYS, *SECTIONS]
+    assert all(SECTION_OF[k] == name for name, keys in SECTIONS.items() for k in keys)
     assert set(RUN_TABLES) <= set(SECTION_OF)
     headings = re.findall(r"^### `\[(\w+)\]`", section("A run"), re.M)
     assert headings == list(SECTIONS), f"docs/specs.md's sections of a run: {headings}, the code's {list(SECTIONS)}"
@@ -159,5 +163,6 @@ def test_the_documents_example_of_a_sectioned_experiment_file_runs(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text(example)
     spec = load_experiment(path)
-    assert (spec.name, spec.topo, spec.workers, spec.bw_mbps, spec.sim.check, spec.transport, spec.dlcp.spray,
-            spec.iterations) == ("ring-sr", "leafspine", 8, 20.0, "digest", "sr", True, 5)
+    assert (spec.name, spec.network.topo, spec.network.workers, spec.network.bw_mbps, spec.network.sim.check,
+            spec.transport.transport, spec.transport.dlcp.spray,
+            spec.measurement.iterations) == ("ring-sr", "leafspine", 8, 20.0, "digest", "sr", True, 5)

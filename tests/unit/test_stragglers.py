@@ -152,7 +152,7 @@ def test_a_spec_takes_k_of_n_for_netreduce_digits_on_one_switch():
 
     ok = spec_from_dict({"algo": "netreduce", "workers": 4, "netreduce_k": 3, "workload": "train-digits",
                          "dtype": "float32"})
-    assert ok.netreduce_k == 3 and ok.problems() == []
+    assert ok.algorithm.netreduce_k == 3 and ok.problems() == []
 
 
 @pytest.mark.parametrize(("changes", "match"), [
@@ -178,8 +178,8 @@ def test_k_of_n_from_the_command_line() -> None:
 
     base = ["experiment", "--algo", "netreduce", "--workers", "4", "--workload", "train-digits", "--dtype", "float32",
             "--float-mode", "fixed"]
-    assert experiment_spec(build_parser().parse_args([*base, "--netreduce-k", "3"])).netreduce_k == 3
-    assert experiment_spec(build_parser().parse_args(base)).netreduce_k is None
+    assert experiment_spec(build_parser().parse_args([*base, "--netreduce-k", "3"])).algorithm.netreduce_k == 3
+    assert experiment_spec(build_parser().parse_args(base)).algorithm.netreduce_k is None
     with pytest.raises(SpecError, match=r"netreduce_k = 5: k is 1\.\.4 \(the workers\)"):
         experiment_spec(build_parser().parse_args([*base, "--netreduce-k", "5"]))
 
@@ -220,7 +220,9 @@ def test_a_deadline_from_the_command_line_and_a_bad_one_in_one_line() -> None:
     base = ["experiment", "--algo", "netreduce", "--workers", "4", "--workload", "train-digits", "--dtype", "float32",
             "--float-mode", "fixed"]
     spec = experiment_spec(build_parser().parse_args([*base, "--netreduce-deadline-ms", "20"]))
-    assert spec.netreduce_deadline_ms == 20 and spec.netreduce_deadline_us == 20_000 and spec.netreduce_k is None
+    algorithm = spec.algorithm
+    assert algorithm.netreduce_deadline_ms == 20 and algorithm.netreduce_deadline_us == 20_000
+    assert algorithm.netreduce_k is None
     with pytest.raises(SpecError, match=r"netreduce_deadline_ms = 0\.0: a deadline above 0 and at most 60000 ms"):
         experiment_spec(build_parser().parse_args([*base, "--netreduce-deadline-ms", "0"]))
     ring = [*base[:2], "ring", *base[3:], "--netreduce-deadline-ms", "20"]

@@ -27,7 +27,7 @@ def test_the_runs_are_the_speedup_specs_rack_fifo_pairs() -> None:
     specs = runs(["resnet50", "bert-base"])
     assert [s.label for s in specs] == ["resnet50-rack-ring-fifo", "resnet50-rack-netreduce-fifo",
                                         "bert-base-rack-ring-fifo", "bert-base-rack-netreduce-fifo"]
-    assert SPEC.exists() and all(s.emulate is not None and s.dilation == pytest.approx(4.0) for s in specs)
+    assert SPEC.exists() and all(s.workload.emulate is not None and s.dilation == pytest.approx(4.0) for s in specs)
 
 
 def test_machine_bound_and_wrong_repetitions_are_left_out_and_the_ranges_compared() -> None:
@@ -61,7 +61,7 @@ def test_graph_runs_are_judged_against_the_ideal_link_load_the_loops_report_give
 
 def test_another_rate_keeps_the_emulated_cluster_and_writes_its_own_file() -> None:
     at_20, at_10 = runs(["vgg16"]), runs(["vgg16"], 10.0)
-    assert [s.bw_mbps for s in at_10] == [10.0, 10.0]
+    assert [s.network.bw_mbps for s in at_10] == [10.0, 10.0]
     assert at_10[0].dilation == pytest.approx(8.0) and at_20[0].dilation == pytest.approx(4.0)
     assert result_name(at_20) == "training-graph" and result_name(at_10) == "training-graph-10mbps"
 
@@ -94,7 +94,7 @@ def test_priority_runs_are_paired_with_the_tables_priority_ratio() -> None:
     specs = runs(["bert-base"], 10.0, ("rack",), ("fifo", "priority"))
     assert [s.label for s in specs] == ["bert-base-rack-ring-fifo", "bert-base-rack-netreduce-fifo",
                                         "bert-base-rack-ring-priority", "bert-base-rack-netreduce-priority"]
-    assert all(str(s.scheduling) == s.label.rsplit("-", 1)[1] for s in specs)
+    assert all(str(s.algorithm.scheduling) == s.label.rsplit("-", 1)[1] for s in specs)
     assert result_name(specs) == "training-graph-fifo-priority-10mbps"
     assert result_name(runs(["bert-base"], 10.0, ("rack",), ("priority",))) == "training-graph-priority-10mbps"
     table = {"runs": {s.label: loop_table(s.label, 99.0, 100.0, 101.0)["runs"][s.label] for s in specs},
