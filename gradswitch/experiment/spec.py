@@ -125,7 +125,7 @@ MAX_SIM_CREDITS = 4096  # NetReduce credits on the simulator (the P4 program's A
 
 
 class Check(Choice):
-    """What a simulated run's packets carry and how every result is checked (ns3sim CheckMode)."""
+    """What a simulated run's packets carry and how every result is checked (gradswitch.sim CheckMode)."""
 
     AUTO = "auto"  # exact while the values fit (gradswitch.sim.sim_settings.EXACT_LIMIT), else digest
     EXACT = "exact"
