@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -60,8 +61,9 @@ from gradswitch.roce.engine import Engine, Link, RawSocketLink
 from gradswitch.roce.qp import MemoryRegion
 from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, Node, node_kind
-from gradswitch.workload.graph_iterations import IterationProgress, iteration_of
+from gradswitch.workload.graph_iterations import IterationProgress, iteration_of, trains
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.records import CRASH_STATUS
 from gradswitch.workload.worker_result import WorkerResult, worker_result, write
 
 
@@ -267,6 +269,24 @@ def keep_partial(job: GraphJob, rank: int, spans: dict[int, Span], runtime: Host
         print(f"rank {rank}: what ran before the failure could not be kept: {type(e).__name__}: {e}", flush=True)
 
 
+@dataclass(frozen=True)
+class Crashing:
+    """The job's `crash` on this rank (JobConfig.crash): it dies abruptly (no clean-up, no result, exit status
+    CRASH_STATUS) once iteration `after` has ended, as the loop's worker does (gradswitch/workload/records.py
+    crash_if_asked): a training loop's once it reported the iteration in its progress file
+    (gradswitch/hosts/iteration.py), the loop without training's and train-digits' before it did
+    (gradswitch/hosts/loops.py, digits_job.py), so its peers keep what they keep of the loop's."""
+
+    after: int
+    reports_first: bool  # a training graph's rank: it reports iteration `after` done, then dies
+
+    def before_report(self, done: int) -> bool:
+        return not self.reports_first and done > self.after
+
+    def after_report(self, done: int) -> bool:
+        return self.reports_first and done > self.after
+
+
 def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) -> WorkerResult:
     cfg = job.job
     me = cfg.node(rank)
@@ -297,10 +317,16 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         runtime = HostRuntime(comm, ops, regions, source, switched, served)
         progress = IterationProgress(job.graph.ranks[rank])
         progress_file = run_dir / f"progress-{rank}"  # what it completed, kept should it be killed (as the loop's)
+        crash = Crashing(cfg.crash.after, trains(job.graph.ranks[rank])) \
+            if cfg.crash is not None and cfg.crash.node == rank else None
 
         def ended(node_id: int) -> None:
             if progress.ended(node_id):
+                if crash is not None and crash.before_report(progress.done):
+                    os._exit(CRASH_STATUS)
                 progress_file.write_text(str(progress.done))
+                if crash is not None and crash.after_report(progress.done):
+                    os._exit(CRASH_STATUS)
 
         scheduler = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout,
                                    slowdown=Slowdown(run_dir, rank).factor, on_end=ended,

@@ -148,10 +148,11 @@ GraphRank::GraphRank(JobNode* node)
         {
             m_crashAt = m_me.nodes[i].id == *job.crashGraphNode ? i : m_crashAt;
         }
-        if (m_crashAt == kNoCrash || m_me.nodes[m_crashAt].kind != GraphNodeKind::Compute)
+        if (m_crashAt == kNoCrash || (m_me.nodes[m_crashAt].kind != GraphNodeKind::Compute &&
+                                      m_me.nodes[m_crashAt].kind != GraphNodeKind::Collective))
         {
             throw ConfigError("jobs[].crash.graph_node = " + std::to_string(*job.crashGraphNode) +
-                              ": no computation of rank " + std::to_string(m_rank) + "'s graph");
+                              ": no computation or collective of rank " + std::to_string(m_rank) + "'s graph");
         }
     }
     m_waiting.assign(count, 0);
@@ -218,6 +219,10 @@ GraphRank::StartNode(uint32_t i)
     const GraphNode& n = m_me.nodes[i];
     m_records[i].start = m_node->Now();
     Done done = [this, i](bool ok) { NodeDone(i, ok); };
+    if (i == m_crashAt && n.kind == GraphNodeKind::Collective && m_node->CrashIfAsked(m_node->Job().crash->second))
+    {
+        return; // a graph without computation: it died as its next iteration's first collective would start
+    }
     switch (n.kind)
     {
     case GraphNodeKind::Compute:

@@ -131,7 +131,8 @@ class GraphRank : public Collective
     bool m_gpuBusy = false;
     bool m_faulted = false; // the spec's fault injection happened
     static constexpr uint32_t kNoCrash = UINT32_MAX;
-    uint32_t m_crashAt = kNoCrash; // the node whose computation's start ends the crash's iteration on this rank
+    uint32_t m_crashAt = kNoCrash; // the node whose start (a computation's, or a collective's in a graph without
+                                   // computation) ends the crash's iteration on this rank
     uint32_t m_finished = 0;
     struct Arrival
     {
