@@ -52,13 +52,20 @@ def trains(rank: RankGraph) -> bool:
 
 def iteration_start(rank: RankGraph, iteration: int) -> int | None:
     """The id of the rank's first forward node of a training iteration (whose start ends the iteration before it,
-    where a loop's worker that crashes after that one dies); in a graph without computation (its all-reduces in a
-    row, gradswitch/workload/generators/plain.py) the iteration's first node, which starts as the one before ends;
-    None: the graph has no such iteration."""
-    named = [(n.id, p) for n in rank.nodes if (p := _parts(n.name)) is not None]
-    if any(p[1] == "fwd" for _, p in named):
-        return next((nid for nid, p in named if p[:2] == (iteration, "fwd")), None)
-    return next((nid for nid, p in named if p[0] == iteration), None)
+    where a loop's worker that crashes after that one dies); None: the graph has no such iteration."""
+    return next((n.id for n in rank.nodes if (p := _parts(n.name)) is not None and p[:2] == (iteration, "fwd")),
+                None)
+
+
+def crash_node(rank: RankGraph, after: int) -> int | None:
+    """Where the rank dies for a crash after iteration `after`, as the loop's worker does: a training graph's next
+    iteration's first forward, as it would start (iteration_start: none after the last iteration, as the training
+    loop's worker, which dies as its next iteration starts); a graph without computation's (its all-reduces in a row,
+    gradswitch/workload/generators/plain.py) iteration `after`'s last node, as it ends (the loop without training
+    dies once its iteration's writes are acknowledged, the last one's too); None: no such node."""
+    if trains(rank):
+        return iteration_start(rank, after + 1)
+    return next((n.id for n in reversed(rank.nodes) if (p := _parts(n.name)) is not None and p[0] == after), None)
 
 
 def _rank_timings(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[NodeTiming, tuple[int, str, str]]]:

@@ -159,7 +159,8 @@ def test_crash_on_the_graph_engine_runs_on_either_backend() -> None:
                 {"engine": "graph", "workers": 4, "bw_mbps": 20.0, "iterations": 4, "crash": {"node": 1, "after": 1}}):
         assert spec_from_dict({**raw, "backend": "ns3"}).problems() == []
         assert spec_from_dict(raw).problems() == []
-    digits = {"workload": "train-digits", "engine": "graph", "workers": 4, "crash": {"node": 1, "after": 1}}
+    digits = {"workload": "train-digits", "dtype": "float32", "engine": "graph", "workers": 4,
+              "crash": {"node": 1, "after": 1}}
     assert spec_from_dict(digits).problems() == []
     # where the loop refuses it, so does the graph: the crashing node must be one of the job's
     assert [p for p in spec_from_dict({**digits, "crash": {"node": 9, "after": 1}}).problems()

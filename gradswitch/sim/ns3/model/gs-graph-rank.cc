@@ -219,10 +219,6 @@ GraphRank::StartNode(uint32_t i)
     const GraphNode& n = m_me.nodes[i];
     m_records[i].start = m_node->Now();
     Done done = [this, i](bool ok) { NodeDone(i, ok); };
-    if (i == m_crashAt && n.kind == GraphNodeKind::Collective && m_node->CrashIfAsked(m_node->Job().crash->second))
-    {
-        return; // a graph without computation: it died as its next iteration's first collective would start
-    }
     switch (n.kind)
     {
     case GraphNodeKind::Compute:
@@ -305,6 +301,10 @@ GraphRank::NodeDone(uint32_t i, bool ok)
         }
     }
     m_finished++;
+    if (i == m_crashAt && kind == GraphNodeKind::Collective && m_node->CrashIfAsked(m_node->Job().crash->second))
+    {
+        return; // a graph without computation: it died as its iteration's last collective ended (the loop's moment)
+    }
     for (uint32_t u : m_users[i])
     {
         if (--m_waiting[u] == 0)
