@@ -224,7 +224,8 @@ def test_a_crash_and_a_killed_worker_on_the_graph_engine_keep_what_the_loop_keep
     the accuracy of every iteration kept is the loop's), a job without training (its all-reduces in a row) and a
     model's training with emulated computation. A crash after iteration k keeps the same iterations on both engines
     (every one whose every worker completed it) and names the same node; a killed worker's run stops interrupted on
-    both, its iterations (as many as the wall clock let run) in order and exact."""
+    both, its iterations (as many as the wall clock let run) in order and exact; a slow worker's link (a job without
+    training has no computation to stretch) slows the ring from the fault on, on both."""
     digits: dict[str, Any] = {"workers": 4, "topo": "rack", "workload": "train-digits", "dtype": "float32",
                               "bw_mbps": 20.0, "seed": 7, "algo": "ring"}
     plain: dict[str, Any] = {"workers": 4, "topo": "rack", "size_bytes": 64 << 10, "bw_mbps": 20.0, "algo": "ring"}
@@ -236,6 +237,7 @@ def test_a_crash_and_a_killed_worker_on_the_graph_engine_keep_what_the_loop_keep
         "training-crash": {**training, "iterations": 5, "crash": {"node": 1, "after": 2}},
         "digits-killed": {**digits, "iterations": 40, "faults": ["worker-crash:1@1.5"]},
         "plain-killed": {**plain, "iterations": 100, "faults": ["worker-crash:3@1.5"]},
+        "plain-slow": {**plain, "iterations": 24, "faults": ["slow-worker:2@0.8,rate=4"]},  # its link put back after
     }
     reports: dict[tuple[str, str], dict[str, Any]] = {}
     with Testbed(topology_for(spec_from_dict(plain)), NetworkOptions(run_dir=tmp_path / "net")) as net:
@@ -249,6 +251,15 @@ def test_a_crash_and_a_killed_worker_on_the_graph_engine_keep_what_the_loop_keep
         print(f"{name}: kept loop {len(loop['iterations'])} graph {len(graph['iterations'])}; errors "
               f"{sorted(loop['errors'])} / {sorted(graph['errors'])}")
         assert_same_stop(loop, graph, name)
+        if name == "plain-slow":  # a ring at its slowest link from the fault on, on both engines
+            for report in (loop, graph):
+                assert report["ok"] and len(report["iterations"]) == raw["iterations"], (name, report["errors"])
+                (fault,) = report["faults"]
+                assert fault["outcome"] == "recovered" and "ran with the slow worker" in fault["detail"], fault
+                before = [it["time_s"] for it in report["iterations"] if not it.get("faults")]
+                during = [it["time_s"] for it in report["iterations"] if it.get("faults")]
+                assert before and len(during) >= 2 and statistics.median(during) > 1.5 * statistics.median(before)
+            continue
         assert not graph["ok"] and graph["outcome"] == "failed", name
         if "crash" in raw:  # a crash after iteration k: what every worker completed, on both engines
             node = raw["crash"]["node"]
