@@ -265,11 +265,13 @@ def test_a_crash_and_a_killed_worker_on_the_graph_engine_keep_what_the_loop_keep
             node = raw["crash"]["node"]
             assert len(graph["iterations"]) == len(loop["iterations"]), name
             assert 0 < len(graph["iterations"]) <= raw["crash"]["after"] + 1, name
-            [crashed] = [k for k in graph["errors"] if k.startswith(f"worker {node} ")]
-            assert "exited with status 3" in graph["errors"][crashed], graph["errors"]
+            for report in (loop, graph):
+                [crashed] = [k for k in report["errors"] if k.startswith(f"worker {node} ")]
+                assert "exited with status 3" in report["errors"][crashed], report["errors"]
         else:
             (fault,) = graph["faults"]
             assert fault["outcome"] == "interrupted" and 0 < len(graph["iterations"]) < raw["iterations"], fault
+            assert all(f["detail"].startswith("killed worker") for r in (loop, graph) for f in r["faults"])
             assert fault["iterations_lost"] == raw["iterations"] - len(graph["iterations"])
             assert all(it["reported_by"] == 3 for it in graph["iterations"])
         if raw.get("workload") == "train-digits":  # the same model, iteration by iteration

@@ -172,13 +172,13 @@ def test_a_crash_after_an_iteration_in_a_job_without_training_keeps_what_the_loo
     loop, graph = both(spec, tmp_path)
     agree(loop, graph)
     assert graph["outcome"] == loop["outcome"] == "failed" and not graph["ok"]
-    assert 0 < len(graph["iterations"]) <= 7
+    assert len(graph["iterations"]) == 7  # iterations 0..6: every worker completed them before node 1 died
     errors: dict[str, Any] = graph["errors"]
     assert any("crashed after iteration 6" in e for e in errors.values()), errors
-    assert set(errors) == set(loop["errors"])
+    assert errors == loop["errors"]  # the same lines: the crashed node, its peers stopped because of it
     # after the last iteration too (the loop without training's node dies once its writes are acknowledged, as
     # after any other; a training loop's only as a next iteration starts, above)
     loop, graph = both(plain().but(iterations=3, crash=Crash(node=1, after=2)), tmp_path / "last")
     agree(loop, graph)
     assert graph["outcome"] == loop["outcome"] == "failed" and not graph["ok"]
-    assert set(graph["errors"]) == set(loop["errors"])
+    assert len(graph["iterations"]) == 3 and graph["errors"] == loop["errors"]
