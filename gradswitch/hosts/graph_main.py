@@ -9,6 +9,8 @@ peer's first write never finds a region missing. What the operations carry comes
 node's output is compared, element by element, with what the source says it must be (while the emulated GPU
 computes, or after the graph), and the rank writes its node timings, in seconds of the emulated cluster from the
 go, to graph-<rank>.json; its result holds what the source reports (per-iteration records, a model's digest).
+After every iteration it completes it says so in RUN_DIR/progress-<rank>, as the loop's workers do (what a killed
+rank completed); the job's `crash` ends the rank's process where the loop's worker ends its own (`Crashing`).
 
 DLCP dropping (a training graph's job with `dlcp.drop`): before a training iteration's first operation starts the
 rank sets its magnitude thresholds from everything it contributes that iteration (the inputs of the iteration's
