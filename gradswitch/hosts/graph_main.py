@@ -9,6 +9,8 @@ peer's first write never finds a region missing. What the operations carry comes
 node's output is compared, element by element, with what the source says it must be (while the emulated GPU
 computes, or after the graph), and the rank writes its node timings, in seconds of the emulated cluster from the
 go, to graph-<rank>.json; its result holds what the source reports (per-iteration records, a model's digest).
+After every iteration it completes it says so in RUN_DIR/progress-<rank>, as the loop's workers do (what a killed
+rank completed); the job's `crash` ends the rank's process where the loop's worker ends its own (`Crashing`).
 
 DLCP dropping (a training graph's job with `dlcp.drop`): before a training iteration's first operation starts the
 rank sets its magnitude thresholds from everything it contributes that iteration (the inputs of the iteration's
@@ -32,10 +34,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -60,8 +63,9 @@ from gradswitch.roce.engine import Engine, Link, RawSocketLink
 from gradswitch.roce.qp import MemoryRegion
 from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, Node, node_kind
-from gradswitch.workload.graph_iterations import IterationProgress, iteration_of
+from gradswitch.workload.graph_iterations import IterationProgress, iteration_of, trains
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.records import CRASH_STATUS
 from gradswitch.workload.worker_result import WorkerResult, worker_result, write
 
 
@@ -267,6 +271,24 @@ def keep_partial(job: GraphJob, rank: int, spans: dict[int, Span], runtime: Host
         print(f"rank {rank}: what ran before the failure could not be kept: {type(e).__name__}: {e}", flush=True)
 
 
+@dataclass(frozen=True)
+class Crashing:
+    """The job's `crash` on this rank (JobConfig.crash): it dies abruptly (no clean-up, no result, exit status
+    CRASH_STATUS) once iteration `after` has ended, as the loop's worker does (gradswitch/workload/records.py
+    crash_if_asked): a training loop's once it reported the iteration in its progress file
+    (gradswitch/hosts/iteration.py), the loop without training's and train-digits' before it did
+    (gradswitch/hosts/loops.py, digits_job.py), so its peers keep what they keep of the loop's."""
+
+    after: int
+    reports_first: bool  # a training graph's rank: it reports iteration `after` done, then dies
+
+    def before_report(self, done: int) -> bool:
+        return not self.reports_first and done > self.after
+
+    def after_report(self, done: int) -> bool:
+        return self.reports_first and done > self.after
+
+
 def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) -> WorkerResult:
     cfg = job.job
     me = cfg.node(rank)
@@ -297,10 +319,16 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         runtime = HostRuntime(comm, ops, regions, source, switched, served)
         progress = IterationProgress(job.graph.ranks[rank])
         progress_file = run_dir / f"progress-{rank}"  # what it completed, kept should it be killed (as the loop's)
+        crash = Crashing(cfg.crash.after, trains(job.graph.ranks[rank])) \
+            if cfg.crash is not None and cfg.crash.node == rank else None
 
         def ended(node_id: int) -> None:
             if progress.ended(node_id):
+                if crash is not None and crash.before_report(progress.done):
+                    os._exit(CRASH_STATUS)
                 progress_file.write_text(str(progress.done))
+                if crash is not None and crash.after_report(progress.done):
+                    os._exit(CRASH_STATUS)
 
         scheduler = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout,
                                    slowdown=Slowdown(run_dir, rank).factor, on_end=ended,

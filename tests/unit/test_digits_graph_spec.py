@@ -74,8 +74,6 @@ def test_several_jobs_and_servers_sharing_a_host_are_the_loops_placement() -> No
 
 
 @pytest.mark.parametrize(("kw", "says"), [
-    ({"fault": None, "faults": [{"kind": "worker-crash", "target": "1", "at_s": 1.0}]},
-     "not another worker's fault in train-digits' graph"),
     ({"dlcp": {"drop": True}}, "not in train-digits' real gradients"),
 ])
 def test_what_the_graph_engine_does_not_run_is_one_line(kw: dict[str, Any], says: str) -> None:
@@ -161,7 +159,7 @@ def test_the_results_table_says_what_the_model_learnt() -> None:
 def test_k_of_n_on_the_graph_engine_is_the_all_reduce_switch_jobs() -> None:
     """NetReduce k of N (and its deadline) on the graph engine: the spec is fine (fixed point, as the loop's), the job
     carries k and the deadline as the loop's does, the all-reduce switch job takes them and the others none; k of N
-    stays on one switch; a slow worker runs with it, a crash does not. For now the spec refuses k of N on the graph
+    stays on one switch. For now the spec refuses k of N on the graph
     engine in one line (its only problem here; tests/mininet/test_graph_digits.py says why)."""
     from gradswitch.experiment.graph_run import k_of_n
 
@@ -178,7 +176,7 @@ def test_k_of_n_on_the_graph_engine_is_the_all_reduce_switch_jobs() -> None:
     slow = spec(algo="netreduce", netreduce_k=3, faults=["slow-worker:3@0,factor=1000"])
     assert [refused in p for p in slow.problems()] == [True]  # the straggler case on BMv2 refused for k of N alone
     crash = spec(algo="netreduce", netreduce_k=3, faults=["worker-crash:3@1"]).problems()
-    assert [p for p in crash if "slow-worker in train-digits on BMv2" in p], crash
+    assert [refused in p for p in crash] == [True], crash  # a worker's crash: k of N alone refused too
 
 
 def test_the_results_table_says_how_many_workers_the_sums_held() -> None:
