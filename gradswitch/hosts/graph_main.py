@@ -95,8 +95,8 @@ class HostRuntime:
         if self.comm.dlcp is None or it is None or it in self._classed:
             return
         self._classed.add(it)
-        self.comm.set_magnitudes(it, [self.source.input(o) for o in self.ops.values()
-                                      if o.iteration == it and o.kind == "collective"])
+        self.comm.set_magnitudes(it, self.source.contributed([o for o in self.ops.values()
+                                                              if o.iteration == it and o.kind == "collective"]))
 
     def now(self) -> float:
         return time.monotonic()
@@ -123,7 +123,8 @@ class HostRuntime:
         if node.id in self.switched:  # k of N: the ranks each message's sum holds
             job, place = self.switched[node.id]
             contributors = job.contributors.pop(place, None)
-        self.source.finished(self.ops[node.id], output, contributors)
+        received = self.received.get(node.id)
+        self.source.finished(self.ops[node.id], output, contributors, received.zero_filled if received else 0)
         self.pending.append((node.id, output))
 
     def background(self, budget_s: float = math.inf) -> bool:

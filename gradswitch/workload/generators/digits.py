@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gradswitch.workload.dlcp import layer_class
 from gradswitch.workload.floats import BlockExponent
 from gradswitch.workload.gradients import digits_profile
 from gradswitch.workload.graph import (
@@ -93,9 +94,10 @@ def digits_graph(ranks: int, iterations: int, compute_s: float = 0.0, name: str 
     for it in range(iterations):
         deps = (nodes[-1].id,) if nodes else ()
         nodes.append(ComputeNode(len(nodes), f"it{it}.{GRADIENT}", compute_s, deps))
-        for r in reductions:
+        for k, r in enumerate(reductions):
             nodes.append(CollectiveNode(len(nodes), f"it{it}.{r.label}", CollectiveKind.ALL_REDUCE, group.name,
-                                        r.elements * BYTES_PER_ELEMENT, (nodes[-1].id,)))
+                                        r.elements * BYTES_PER_ELEMENT, (nodes[-1].id,),
+                                        layer_class=layer_class(k, len(reductions)), droppable=not r.codes))
     graph = JobGraph(name or f"train-digits-n{ranks}", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)),
                      (group,))
     validate(graph)
