@@ -77,6 +77,15 @@ def digits_reductions(exponents: bool = False) -> tuple[DigitsReduction, ...]:
     return tuple(out)
 
 
+def digits_iteration(name: str) -> int | None:
+    """The iteration a digits graph's node belongs to (`it3.all_reduce.fc2.bias`: 3); None for another's."""
+    head, _, rest = name.partition(".")
+    label = rest.partition(".")[0]
+    if not head.startswith("it") or not head[2:].isdigit() or label not in (GRADIENT, ALL_REDUCE, EXPONENTS):
+        return None
+    return int(head[2:])
+
+
 def digits_graph(ranks: int, iterations: int, compute_s: float = 0.0, name: str = "", exponents: bool = False
                  ) -> JobGraph:
     """train-digits on `ranks` workers for `iterations` iterations; `compute_s`: each gradient's computation,
