@@ -22,8 +22,8 @@ from gradswitch.workload.dlcp import layer_class
 from gradswitch.workload.encoding import job_profile
 from gradswitch.workload.generators import digits_graph
 from gradswitch.workload.generators.digits import digits_bytes, digits_codes, digits_reductions
-from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.gradients import digits_profile
+from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.job import Algorithm, DType
 from tests.results import run_experiment
