@@ -10,9 +10,10 @@ node's output is compared, element by element, with what the source says it must
 computes, or after the graph), and the rank writes its node timings, in seconds of the emulated cluster from the
 go, to graph-<rank>.json; its result holds what the source reports (per-iteration records, a model's digest).
 
-DLCP dropping (a training graph's job with `dlcp.drop`): before a training iteration's first operation starts the
-rank sets its magnitude thresholds from everything it contributes that iteration (the inputs of the iteration's
-operations, as the loop's worker from its gradient), so its droppable writes are marked as the loop's
+DLCP dropping (a training graph's or train-digits' job with `dlcp.drop`): before a training iteration's first
+operation starts the rank sets its magnitude thresholds from everything it contributes that iteration (the data
+source's `contributed`: the inputs of the iteration's operations, or train-digits' gradient as the loop's worker
+encodes it), so its droppable writes are marked as the loop's
 (collectives/ops.py Op.tag_at); a node's output may then differ where packets were trimmed and zero-filled: the
 check records its zero-filled packets and the squared error against the squared norm, and the run judges each
 iteration's relative error against the job's max_relative_error (gradswitch/workload/graph_iterations.py), as the
@@ -89,8 +90,9 @@ class HostRuntime:
 
     def classify(self, op: Op) -> None:
         """DLCP: the rank's magnitude thresholds of the op's training iteration, once, before its first write: from
-        the inputs of every operation of that iteration (what the rank contributes, gradswitch/workload/dlcp.py
-        Magnitudes), as the training loop's worker sets them from its iteration's gradient."""
+        what the rank contributes in that iteration (its data source's `contributed` of every operation of it,
+        gradswitch/workload/dlcp.py Magnitudes), as the training loop's worker sets them from its iteration's
+        gradient."""
         it = op.iteration
         if self.comm.dlcp is None or it is None or it in self._classed:
             return
