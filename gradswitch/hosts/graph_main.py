@@ -115,9 +115,10 @@ class HostRuntime:
             job, place = self.switched[node.id]
             assert op.collective is not None
             return job.run(place, op.collective, self.source.input(op), iteration_of(node.name) or 0)
-        if node.id in self.served:
-            return ps_all_reduce(self.comm, op, self.served[node.id], self.regions[node.id], self.source.input(op))
         received = self.received.setdefault(node.id, Received())
+        if node.id in self.served:
+            return ps_all_reduce(self.comm, op, self.served[node.id], self.regions[node.id], self.source.input(op),
+                                 received)
         return execute(self.comm, op, self.regions[node.id], self.source.input(op), received)
 
     def finish(self, node: Node, output: Int32Array) -> None:

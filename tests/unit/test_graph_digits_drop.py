@@ -3,7 +3,9 @@ loop's (gradswitch/hosts/digits_job.py), ranks as threads on the in-memory netwo
 that trims every droppable packet: the same magnitude thresholds from the same gradients (the rank's first
 iteration's, to the bit), packets marked droppable by the same rule on the same layer classes (exponent codes never),
 trimmed packets zero-filled within the loss budget, and each iteration judged by the error the zero-filled packets
-left against max_relative_error, with the loop's record fields."""
+left against max_relative_error, with the loop's record fields. Through a parameter server the server classes its
+sums as the loop's does (thresholds of the pushes of the iteration before), so both engines mark, trim and
+zero-fill the same packets and record the same errors."""
 
 from __future__ import annotations
 
@@ -20,9 +22,9 @@ from gradswitch.protocol.p4_constants import CONFIG
 from gradswitch.roce.wire import parse_ipv4
 from gradswitch.workload.dlcp import DlcpPolicy
 from gradswitch.workload.gradients import Int32Array
-from tests.inmemory import run_job
+from tests.inmemory import job, run_job
 from tests.memlink import MemoryHub
-from tests.unit.test_graph_digits import digits_job, graph_job
+from tests.unit.test_graph_digits import DIGITS, digits_job, graph_job
 from tests.unit.test_graph_engine_hosts import run_graph_threads
 
 # droppable from layer class 2 on (fixed point: fc2.bias 6, fc2.weight 4, fc1.bias 2; fc1.weight, class 0, never) and
@@ -35,9 +37,9 @@ Marks = Counter[tuple[int, int, bool]]  # (layer class, magnitude class, droppab
 Thresholds = dict[tuple[int, int], tuple[float, ...]]  # (node id, iteration) -> its magnitude thresholds
 
 
-def trimming_hub(marks: Marks) -> MemoryHub:
+def trimming_hub(marks: Marks, servers: Marks | None = None) -> MemoryHub:
     """A network whose switch trims every droppable packet; the first copy of every data packet counted by its
-    marks."""
+    marks (and in `servers` too, those a parameter server sent: tests/inmemory.py's 10.0.2.x)."""
     sent: set[tuple[str, int, int]] = set()
     lock = threading.Lock()
 
@@ -49,8 +51,11 @@ def trimming_hub(marks: Marks) -> MemoryHub:
                 if (d.src, t.bth.dest_qp, t.bth.psn) not in sent:
                     sent.add((d.src, t.bth.dest_qp, t.bth.psn))
                     r = t.bth.resv7
-                    marks[((r & LAYER_MASK) >> CONFIG.DLCP_LAYER_SHIFT,
-                           (r & MAGNITUDE_MASK) >> CONFIG.DLCP_MAGNITUDE_SHIFT, bool(r & DROPPABLE))] += 1
+                    mark = ((r & LAYER_MASK) >> CONFIG.DLCP_LAYER_SHIFT,
+                            (r & MAGNITUDE_MASK) >> CONFIG.DLCP_MAGNITUDE_SHIFT, bool(r & DROPPABLE))
+                    marks[mark] += 1
+                    if servers is not None and d.src.startswith("10.0.2."):
+                        servers[mark] += 1
         return 0.0
 
     return MemoryHub(seed=3, delay=observe, trim=lambda datagram: True)
@@ -112,6 +117,31 @@ def test_the_graph_marks_trims_zero_fills_and_judges_as_the_loop(tmp_path: Path,
     keys = {k for r in results["loop"].values() for it in r["iterations"] for k in it["extra"]}
     # the loop's record fields (but a slow worker's `overtaken`, which the graph's train-digits does not record)
     assert keys - {"overtaken"} <= {k for r in results["graph"].values() for it in r["iterations"] for k in it["extra"]}
+
+
+def test_through_a_parameter_server_both_engines_drop_the_same_packets(tmp_path: Path) -> None:
+    """algo = ps, one server: the workers' pushes classed by their own thresholds, the server's sums (the pulls) by
+    the thresholds of the pushes it received the iteration before (in the first, of the first keys it summed), per
+    contribution, on both engines: the same packets (first copies), marked by the same rule, the server's sums among
+    the droppable ones, the workers zero-filling trimmed sums within the budget. (Run here, both engines marked,
+    zero-filled and erred identically, packet for packet; which keys the server sums first in the first iteration
+    depends on the timing, so that is not asserted.)"""
+    cfg = job("ps", WORKERS, servers=1, iterations=2, ps_key_bytes=1024, dlcp=POLICY, **DIGITS)
+    marks: dict[str, Marks] = {"loop": Counter(), "graph": Counter()}
+    sums: dict[str, Marks] = {"loop": Counter(), "graph": Counter()}
+    results: dict[str, dict[int, dict[str, Any]]] = {}
+    for engine in marks:
+        (tmp_path / engine).mkdir()
+    results["loop"] = run_job(cfg, tmp_path / "loop", trimming_hub(marks["loop"], sums["loop"]))
+    results["graph"], _ = run_graph_threads(graph_job(cfg), tmp_path / "graph",
+                                            trimming_hub(marks["graph"], sums["graph"]))
+    assert marks["graph"].total() == marks["loop"].total() and sums["graph"].total() == sums["loop"].total()
+    for engine in marks:
+        assert all(drop == (layer >= POLICY.drop_min_layer_class and magnitude <= POLICY.drop_max_magnitude_class)
+                   for layer, magnitude, drop in marks[engine]), (engine, marks[engine])
+        assert sum(n for (_, _, drop), n in sums[engine].items() if drop) > 0, (engine, sums[engine])  # pulls too
+        its = judged({r: x for r, x in results[engine].items() if x["role"] == "worker"}, 2)
+        assert sum(it["extra"]["zero_filled_packets"] for it in its) > 0, engine
 
 
 def test_an_iteration_over_the_error_bound_is_not_correct(tmp_path: Path) -> None:

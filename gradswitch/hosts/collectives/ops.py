@@ -64,6 +64,13 @@ class Op:
             contributions = min(step + 1, n)
         return Tag(self.layer_class, magnitudes, contributions, droppable=True)
 
+    def sum_tag(self, magnitudes: Magnitudes | None) -> Tag:
+        """The DLCP tag of a write of the whole sum (a parameter server's, to every member), as the loop's server
+        marks its pulls: the sum of every member's input, classed per contribution (over N)."""
+        if not self.droppable or magnitudes is None:
+            return self.tag
+        return Tag(self.layer_class, magnitudes, len(self.members), droppable=True)
+
     @property
     def rkey(self) -> int:
         return RKEY_BASE + self.number
