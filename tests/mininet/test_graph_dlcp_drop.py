@@ -34,13 +34,16 @@ pytestmark = pytest.mark.mininet
 POLICY = DlcpPolicy(loss_budget=0.25, drop_min_layer_class=0, drop_max_magnitude_class=3, max_relative_error=1.0)
 
 
-def check_trimmed(report: dict[str, Any], iterations: int = 3) -> None:
+def check_trimmed(report: dict[str, Any], iterations: int = 3, servers: bool = False) -> None:
+    """`servers`: parameter servers zero-fill trimmed pushes too, which no worker's record counts."""
     assert report["ok"], report["errors"]
     dropped, zero = report["headline_extra"]["dlcp_dropped"], report["headline_extra"]["zero_filled_packets"]
     assert dropped > 0 and zero > 0  # the switch trimmed, the receivers zero-filled
     refused = {k: v for k, v in report["host_drops"].items() if k in ("malformed", "truncated", "bad-icrc")}
     assert not refused, refused  # every trimmed packet accepted
-    assert zero <= dropped and report["retransmissions"] >= dropped - zero  # over the budget: resent
+    assert zero <= dropped and report["retransmissions"] > 0  # over the budget: resent
+    if not servers:  # every trimmed packet zero-filled by a worker or resent
+        assert report["retransmissions"] >= dropped - zero
     its = report["iterations"]
     assert len(its) == iterations
     assert all(it["correct"] and it["relative_error"] <= POLICY.max_relative_error for it in its)
@@ -87,13 +90,14 @@ def test_train_digits_drops_on_the_graph_engine_as_on_the_loop_through_bmv2(tmp_
               f"{report['headline_extra']['zero_filled_packets']}, resent {report['retransmissions']}, relative "
               f"error per iteration {[round(it['relative_error'], 4) for it in report['iterations']]}, accuracy "
               f"{[round(it['accuracy'], 3) for it in report['iterations']]}")
-        check_trimmed(report, DIGITS["iterations"])
+        check_trimmed(report, DIGITS["iterations"], servers=algo == "ps")
         assert report["check"] == "exact"  # checked against the exact sums, judged within the bound
     for algo in algos:
         graph, loop = reports[(algo, "graph")], reports[(algo, "loop")]
-        # ring measured: 1,152 trimmed, 288 zero-filled, 864 resent on each engine
-        for key in ("dlcp_dropped", "zero_filled_packets"):
-            assert graph["headline_extra"][key] == loop["headline_extra"][key], (algo, key)
+        # every first copy trimmed: the same packets (ring measured: 1,152 on each engine; ps: 1,247 on the graph)
+        assert graph["headline_extra"]["dlcp_dropped"] == loop["headline_extra"]["dlcp_dropped"], algo
+        if algo == "ring":  # a quarter of every message zero-filled, the rest resent (measured: 288 and 864 on each)
+            assert graph["headline_extra"]["zero_filled_packets"] == loop["headline_extra"]["zero_filled_packets"]
         for report in (graph, loop):  # it learns through the zero-filled packets (ring measured: 0.17 to 0.46 in 4)
             assert report["iterations"][-1]["accuracy"] > report["iterations"][0]["accuracy"] + 0.1, algo
         # the loop's record fields, iteration by iteration (but a slow worker's `overtaken`, the graph's not recorded)
