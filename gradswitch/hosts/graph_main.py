@@ -12,9 +12,10 @@ go, to graph-<rank>.json; its result holds what the source reports (per-iteratio
 After every iteration it completes it says so in RUN_DIR/progress-<rank>, as the loop's workers do (what a killed
 rank completed); the job's `crash` ends the rank's process where the loop's worker ends its own (`Crashing`).
 
-DLCP dropping (a training graph's job with `dlcp.drop`): before a training iteration's first operation starts the
-rank sets its magnitude thresholds from everything it contributes that iteration (the inputs of the iteration's
-operations, as the loop's worker from its gradient), so its droppable writes are marked as the loop's
+DLCP dropping (a training graph's or train-digits' job with `dlcp.drop`): before a training iteration's first
+operation starts the rank sets its magnitude thresholds from everything it contributes that iteration (the data
+source's `contributed`: the inputs of the iteration's operations, or train-digits' gradient as the loop's worker
+encodes it), so its droppable writes are marked as the loop's
 (collectives/ops.py Op.tag_at); a node's output may then differ where packets were trimmed and zero-filled: the
 check records its zero-filled packets and the squared error against the squared norm, and the run judges each
 iteration's relative error against the job's max_relative_error (gradswitch/workload/graph_iterations.py), as the
@@ -93,14 +94,15 @@ class HostRuntime:
 
     def classify(self, op: Op) -> None:
         """DLCP: the rank's magnitude thresholds of the op's training iteration, once, before its first write: from
-        the inputs of every operation of that iteration (what the rank contributes, gradswitch/workload/dlcp.py
-        Magnitudes), as the training loop's worker sets them from its iteration's gradient."""
+        what the rank contributes in that iteration (its data source's `contributed` of every operation of it,
+        gradswitch/workload/dlcp.py Magnitudes), as the training loop's worker sets them from its iteration's
+        gradient."""
         it = op.iteration
         if self.comm.dlcp is None or it is None or it in self._classed:
             return
         self._classed.add(it)
-        self.comm.set_magnitudes(it, [self.source.input(o) for o in self.ops.values()
-                                      if o.iteration == it and o.kind == "collective"])
+        self.comm.set_magnitudes(it, self.source.contributed([o for o in self.ops.values()
+                                                              if o.iteration == it and o.kind == "collective"]))
 
     def now(self) -> float:
         return time.monotonic()
@@ -117,9 +119,10 @@ class HostRuntime:
             job, place = self.switched[node.id]
             assert op.collective is not None
             return job.run(place, op.collective, self.source.input(op), iteration_of(node.name) or 0)
-        if node.id in self.served:
-            return ps_all_reduce(self.comm, op, self.served[node.id], self.regions[node.id], self.source.input(op))
         received = self.received.setdefault(node.id, Received())
+        if node.id in self.served:
+            return ps_all_reduce(self.comm, op, self.served[node.id], self.regions[node.id], self.source.input(op),
+                                 received)
         return execute(self.comm, op, self.regions[node.id], self.source.input(op), received)
 
     def finish(self, node: Node, output: Int32Array) -> None:
@@ -127,7 +130,8 @@ class HostRuntime:
         if node.id in self.switched:  # k of N: the ranks each message's sum holds
             job, place = self.switched[node.id]
             contributors = job.contributors.pop(place, None)
-        self.source.finished(self.ops[node.id], output, contributors)
+        received = self.received.get(node.id)
+        self.source.finished(self.ops[node.id], output, contributors, received.zero_filled if received else 0)
         self.pending.append((node.id, output))
 
     def background(self, budget_s: float = math.inf) -> bool:
