@@ -50,8 +50,9 @@ class Drained:
     quiet: bool
 
     def describe(self) -> str:
-        how = "" if self.quiet else f", not quiet after {self.seconds:.1f} s (it is still being sent packets)"
-        return f"{self.packets} packets it held gone through first ({self.probes} probes{how})"
+        how = f"in {self.seconds:.2f} s" if self.quiet else (f"not quiet after {self.seconds:.1f} s (it is still "
+                                                              "being sent packets)")
+        return f"{self.packets} packets it held gone through first ({self.probes} probes, {how})"
 
 
 def probe_frame(number: int, nonce: bytes) -> bytes:
