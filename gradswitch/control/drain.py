@@ -12,10 +12,12 @@ get no acknowledgement until they give up (gradswitch/hosts/fallback.py, docs/fa
 So before the push the old pipeline (whose registers the push throws away) goes through the backlog: the controller
 sends the switch probes, packet-outs to its own CPU port that come back as packet-ins. BMv2 takes a packet-out into
 the same input queue as its ports' packets, so a probe comes back once everything queued before it went through.
-Probes follow one another until one went there and back while the switch counted no packet in on any port (its
-rx counters, gradswitch/control/controls/port_counters.py): nothing of the backlog is left, not even in the
-kernel's rings. A switch that keeps being sent packets (a leaf whose hosts go on sending) is never quiet: after
-DRAIN_LIMIT_S the drain stops with the probes that came back, which went through everything queued before them.
+Probes follow one another until, for QUIET_S in a row, they went there and back while the switch counted no packet
+in on any port (its rx counters, gradswitch/control/controls/port_counters.py): nothing of the backlog is left, not
+even in the kernel's rings (the switch's reader moves what they hold into its input queue as soon as it goes on;
+QUIET_S covers a reader a loaded machine left waiting for a round trip or two). A switch that keeps being sent
+packets (a leaf whose hosts go on sending) is never quiet: after DRAIN_LIMIT_S the drain stops with the probes that
+came back, which went through everything queued before them.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ PROBE_ETHERTYPE = 0x88B5  # IEEE 802 local experimental: a frame no table of the
 PROBE_MAC = bytes.fromhex("020000000000")  # locally administered: no host's
 PROBE_TAG = b"gradswitch drain probe "
 PROBE_WAIT_S = 1.0  # a probe not back within this is sent again (a full input queue drops a packet-out too)
+QUIET_S = 0.05  # quiet: probes there and back with no packet in, in a row, for this long
 DRAIN_LIMIT_S = 5.0  # the longest a drain goes on for a switch that is never quiet
 
 
@@ -76,20 +79,23 @@ def _came_back(session: SwitchSession, frame: bytes, wait_s: float, clock: Calla
 
 def drain(session: SwitchSession, limit_s: float = DRAIN_LIMIT_S, clock: Callable[[], float] = time.monotonic
           ) -> Drained:
-    """Probe the switch until one probe came back with no packet in meanwhile, or limit_s passed (the module's
-    docstring). The session must be the primary one, on the switch's pipeline of before its hang."""
+    """Probe the switch until probes came back with no packet in meanwhile for QUIET_S in a row, or limit_s passed
+    (the module's docstring). The session must be the primary one, on the switch's pipeline of before its hang."""
     nonce = os.urandom(8)
     start = clock()
     first = last = packets_in(session)
     probes = 0
+    quiet_since: float | None = None  # the start of the round trips in a row that saw no packet in
     while True:
         probes += 1
         frame = probe_frame(probes, nonce)
+        sent = clock()
         session.send_packet_out(frame, egress_port=CONFIG.CPU_PORT)
         back = _came_back(session, frame, PROBE_WAIT_S, clock)
         now = packets_in(session)
         took = clock() - start
-        if back and now == last:
+        quiet_since = (sent if quiet_since is None else quiet_since) if back and now == last else None
+        if quiet_since is not None and clock() - quiet_since >= QUIET_S:
             return Drained(now - first, now, probes, took, True)
         if took >= limit_s:
             done = Drained(now - first, now, probes, took, False)
