@@ -18,8 +18,9 @@ pipeline's cookie with a deadline of HEARTBEAT_DEADLINE_S, asks again at once af
 that missed HEARTBEAT_MISSES in a row hung (`switch-hung`): its session abandoned (every call in flight to it
 ended, every later one refused at once), the switch out as a dead one is, routed around. So a switch is named
 hung at most HUNG_DETECT_BOUND_S after it stopped answering (docs/faults.md, "A switch that hangs"; the constants:
-gradswitch/protocol/heartbeat.py). `released` takes it back once its process goes on: its pipeline pushed again
-and every entry the controller holds.
+gradswitch/protocol/heartbeat.py). `released` takes it back once its process goes on: once it has gone through
+what it was sent while it was stopped (gradswitch/control/drain.py), its pipeline pushed again and every entry the
+controller holds.
 What the fabric notices is published on `health` (HealthEvents).
 """
 
@@ -38,6 +39,8 @@ import grpc
 
 from gradswitch.control.controls import all_base_entries, fault_injection, l3_forwarding, port_counters
 from gradswitch.control.controls.port_counters import PortStats
+from gradswitch.control.drain import Drained
+from gradswitch.control.drain import drain as drain_backlog
 from gradswitch.control.health import Health, HealthKind, LinkWatch, WatchedLink, link_name
 from gradswitch.control.p4rt import (
     CONTROLLER_ELECTION_ID,
@@ -109,6 +112,7 @@ class Fabric:
         self._heartbeat: threading.Thread | None = None
         self._heartbeat_stop = threading.Event()
         self._released_at: dict[str, float] = {}  # a hung switch let go on: when (time.monotonic())
+        self.drained: dict[str, Drained | None] = {}  # a switch's last restore: what it went through first (drain)
         self.missed: dict[str, int] = {}  # per switch: heartbeats missed in a row now
         self._balancing = l3_forwarding.PLAIN  # the last setting seen on the routes (for when none is ECMP)
 
@@ -382,7 +386,7 @@ class Fabric:
                 return None
         for attempt in range(RELEASE_RETRIES):
             try:
-                return self.restore(switch, timeout, force=True)
+                return self.restore(switch, timeout, force=True, drain=True)
             except SwitchUnavailable as e:
                 if attempt == RELEASE_RETRIES - 1:
                     raise
@@ -441,11 +445,13 @@ class Fabric:
             count += len(stale)
         return count
 
-    def restore(self, switch: str, timeout: float = 10.0, force: bool = False) -> float:
+    def restore(self, switch: str, timeout: float = 10.0, force: bool = False, drain: bool = False) -> float:
         """A restarted switch (same ports and device id) taken back: a new session, its pipeline, every entry the
         controller held for it, then the routes of every switch through it again. Returns the seconds it took.
         force: the pipeline pushed even where the switch has it (a hung switch let go on: what it held is
-        replaced)."""
+        replaced). drain: before that, its pipeline of before goes through every packet it was sent while it was
+        stopped (gradswitch/control/drain.py: a packet of before its hang is never taken as new by the pipeline
+        pushed now)."""
         if switch not in self.addresses:
             raise SwitchError(switch, f"no such switch in this network ({', '.join(self.addresses)})")
         if self.is_up(switch):
@@ -456,12 +462,15 @@ class Fabric:
             old.close()
         session = self._open(switch, timeout)
         self.sessions[switch] = session
+        drained = drain_backlog(session) if drain else None
         session.push_pipeline(force=force)
         session.write(self.written[switch].replay())
         if session.dead:
             raise SwitchUnavailable(switch, "died again while it was restored")
+        self.drained[switch] = drained
         with self._failover:
             self.outage = self.outage.with_switch(switch, False)
-            self.health.publish(HealthKind.SWITCH_UP, switch, f"{len(self.written[switch])} entries pushed again")
+            self.health.publish(HealthKind.SWITCH_UP, switch, f"{len(self.written[switch])} entries pushed again"
+                                + ("" if drained is None else f"; {drained.describe()}"))
             self.reroute(switch)
         return time.monotonic() - start

@@ -5,7 +5,8 @@ controller's health events, gradswitch/control/health.py).
   all-reduce (gradswitch/hosts/fallback.py: the signal file of the job's run directory, next odd epoch); once every
   worker has announced (they stopped sending to the switches), the job's cells on the switches still up are
   cleared, so no reduction is left half summed in them.
-- It is back (the controller pushed its pipeline and every entry again, its registers start empty): once every
+- It is back (the controller pushed its pipeline and every entry again, its registers start empty; a hung one
+  let go on once it had gone through what it was sent while stopped, gradswitch/control/drain.py): once every
   worker has agreed on the fallback, the job's cells on every switch of its tree are cleared again and the
   workers are told to return (next even epoch).
 - A switch a worker is attached to (a rack's only switch, a leaf) is down: ring cannot reach that worker either,
