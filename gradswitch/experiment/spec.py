@@ -621,9 +621,6 @@ class ExperimentSpec:
         return _failing(
             (load.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (algorithm.k_of_n is None, f"{graph}: NetReduce k of N (netreduce_k, netreduce_deadline_ms) is the "
-             "loop's for now: on the graph engine a 3-of-4 train-digits run on BMv2 ended with one rank's sums wrong "
-             "from its third iteration on (its contributors and its sums disagree; cause not found): leave engine out"),
             (not self.transport.dlcp.lossy or load.emulate is not None, f"{graph}: DLCP dropping in a model's "
              "training (a model profile with emulate), not in train-digits' real gradients (its sums are checked "
              "exact): leave engine out"),

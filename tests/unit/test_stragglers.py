@@ -144,6 +144,56 @@ def test_an_ack_past_what_was_sent_settles_what_is_posted_only_on_a_k_of_n_qp(cl
     assert req.idle() and req.counters["invalid_acks"] == 0
 
 
+# ---- k of N: the receiver ----
+
+
+def test_a_late_worker_reads_each_sum_as_it_came_though_a_later_sum_took_its_place_since():
+    """k of N, the others' credits alone pace them: while rank 0 computes, the three others finish messages 0, 1
+    and 2 without it (credits 1: a window of 2 messages, so message 2's sum lands where message 0's did), and its
+    peer acknowledges all three. Rank 0 then runs its all-reduce: each message's result is the sum that came for
+    that message (not message 2's for message 0), each naming its own contributors, its late writes settled unsent."""
+    from dataclasses import replace as replaced
+
+    import numpy as np
+
+    from gradswitch.hosts.comm import Comm
+    from gradswitch.hosts.netreduce import NetReduceWorker, message_packet
+    from gradswitch.protocol.netreduce import ELEMENTS, MESSAGE_ELEMENTS, MTU, PACKETS
+    from gradswitch.protocol.qpn import qpn, udp_source_port
+    from gradswitch.roce.engine import Engine
+    from gradswitch.roce.wire import build_ipv4
+    from tests.inmemory import job
+    from tests.memlink import MemoryHub
+
+    cfg = job("netreduce", 4, mtu=MTU, job_id=3, credits=1, netreduce_k=3)
+    hub = MemoryHub()
+    links = [hub.link(n.ip) for n in cfg.nodes]
+    comm = Comm(cfg, cfg.workers[0], Engine(links[0], cfg.workers[0].ip))
+    worker = NetReduceWorker(comm)
+    lay = worker.layout
+    assert lay.k_of_n and lay.window(0) == lay.window(2)
+    held = {0: 0b1110, 1: 0b0111, 2: 0b1110}  # message -> the ranks its sum holds
+    sums = {k: np.arange(MESSAGE_ELEMENTS, dtype=np.int32) * (k + 1) + 1000 * k for k in held}
+    for k, bitmap in held.items():  # the switch's results on rank 3's connection to rank 0
+        wire = sums[k].astype(">i4").tobytes()
+        for i in range(PACKETS):
+            t = message_packet(lay, 3, k, i, wire[i * ELEMENTS * 4 : (i + 1) * ELEMENTS * 4])
+            if t.imm is not None:
+                t = replaced(t, imm=lay.imm(k) | bitmap << IMM_MEMBERS_SHIFT)
+            hub.deliver(build_ipv4(t, cfg.workers[3].ip, cfg.workers[0].ip,
+                                   src_port=udp_source_port(qpn(3, 0, lay.job))), cfg.workers[0].ip)
+    # rank 1 (rank 0's peer) holds all three sums on rank 0's connection: it acknowledges through message 2
+    done = Transport(Bth(Opcode.ACKNOWLEDGE, qpn(0, 1, lay.job), lay.psn(2, PACKETS - 1)), aeth=Aeth.ack(3))
+    hub.deliver(build_ipv4(done, cfg.workers[1].ip, cfg.workers[0].ip, src_port=udp_source_port(qpn(1, 0, lay.job))),
+                cfg.workers[0].ip)
+    got = worker.allreduce(0, 0, np.ones(3 * MESSAGE_ELEMENTS, dtype=np.int32))
+    for k in held:
+        assert np.array_equal(got[k * MESSAGE_ELEMENTS : (k + 1) * MESSAGE_ELEMENTS], sums[k]), f"message {k}"
+    assert worker.last_contributors == [(1, 2, 3), (0, 1, 2), (1, 2, 3)]
+    assert worker.stats["overwritten"] == 1  # message 0's place held message 2's sum when rank 0 read it
+    assert worker.send_qp.requester.idle() and worker.send_qp.requester.counters["settled_unsent"] > 0
+
+
 # ---- k of N in a spec ----
 
 
