@@ -213,7 +213,8 @@ class NetReduceWorker:
 
         The messages get the next message numbers when this starts (every worker starts operations in the
         same order, so message k carries the same chunk everywhere) and go on the QP in number order: a later
-        operation posts only after every earlier message is posted."""
+        operation posts only after every earlier message is posted. It ends once every result is here and every
+        message posted (k of N: the results may all be here first)."""
         count = len(chunks)
         out: list[Int32Array | None] = [None] * count
         first = self.k
@@ -228,7 +229,7 @@ class NetReduceWorker:
             owner = owners[i]
             return self.layout.va(first + i) if owner is None else self.layout.owner_va(first + i, owner)
 
-        while done < count:
+        while done < count or sent < count:
             while sent < count and self.posted == first + sent and self._credit(first + sent):
                 k = first + sent
                 self._release(k)
@@ -240,6 +241,11 @@ class NetReduceWorker:
                 sent += 1
                 self.posted += 1
                 self.stats["messages"] += 1
+            if done == count:  # k of N: every sum is here, some without this worker, which still posts each message
+                # (settled unsent where its sum was delivered): else no later message of its would ever be posted
+                self.stats["credit_waits"] += 1
+                yield partial(self._postable, first + sent)
+                continue
             k = first + done
             key = tag_of(self.layout, tags, k)
             if key is None:
@@ -272,11 +278,14 @@ class NetReduceWorker:
             self.stats["overwritten"] += 1
         return from_wire(completion.data, MESSAGE_ELEMENTS)
 
+    def _postable(self, k: int) -> bool:
+        """May message k be posted now (every earlier one is, and its credit is free)?"""
+        return self.posted == k and self._credit(k)
+
     def _progress(self, awaited: int, next_send: int | None) -> bool:
         """The awaited result is here, or the next message may now be posted."""
         tags = self.comm.tags[self.recv_qp.cfg.qpn]
-        return tag_of(self.layout, tags, awaited) is not None or (
-            next_send is not None and self.posted == next_send and self._credit(next_send))
+        return tag_of(self.layout, tags, awaited) is not None or (next_send is not None and self._postable(next_send))
 
     def overtaken(self) -> bool:
         """k of N: the sum of this worker's next message is here already (its contribution would be late)."""
