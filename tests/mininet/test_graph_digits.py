@@ -121,6 +121,15 @@ def late_packets(report: dict[str, Any]) -> int:
                for job in report["switches"]["netreduce"].values() for part in job["switches"].values())
 
 
+def posted(out: Path) -> dict[int, int]:
+    """The messages each worker posted on its NetReduce job (its result's `netreduce` counters), by node id."""
+    found = {}
+    for path in sorted((out / "run" / "job1").glob("result-*.json")):
+        result = json.loads(path.read_text())
+        found[int(result["node_id"])] = int(result["netreduce"]["messages"])
+    return found
+
+
 def test_k_of_n_on_the_graph_engine_releases_sums_early_and_checks_them_as_the_loop(tmp_path: Path) -> None:
     """NetReduce 3 of 4 (docs/faults.md, "Stragglers: k of N") on both engines through one BMv2 switch: the switch
     emits each cell's sum once 3 workers are in, so the fourth's packet comes late (its receiver already holds the
@@ -150,10 +159,33 @@ def test_k_of_n_on_the_graph_engine_releases_sums_early_and_checks_them_as_the_l
         assert min(held) == 3 and held.count(3) >= iterations // 2, (name, held)  # sums that left early
         assert all(it["gradient_error"] > 0.01 for it in its if it["contributors"] < 4), name
         assert late_packets(reports[name]) > 0, name
+        assert len(set(posted(tmp_path / name).values())) == 1, (name, posted(tmp_path / name))  # every message
     graph: Any = reports["graph-k3"]
     assert (tmp_path / "graph-k3" / "graph" / "job1.json").exists()  # the graph engine ran it
     assert graph["iterations"][-1]["accuracy"] > graph["iterations"][0]["accuracy"]  # it learns from 3 of 4
     assert "partial sums" in format_table(graph)
+
+
+def test_k_of_n_with_one_credit_leaves_no_message_unposted_nor_a_sum_misread_on_both_engines(tmp_path: Path) -> None:
+    """NetReduce 3 of 4 with credits = 1 (a window of 2 messages) on both engines: a worker left out may find every
+    sum of a reduction here while its next message still waits for its credit, and a later message's sum may land
+    in the window place of one it has not read (docs/faults.md, "Stragglers: k of N", a late worker's results).
+    Every worker posts every message (it would otherwise never post again, left out of every later sum), every sum
+    exact against the workers it names, one model on every worker. Each worker's counters printed (pytest -s)."""
+    iterations = 12
+    base = {**SPEC, "algo": "netreduce", "iterations": iterations, "netreduce_k": 3, "credits": 1}
+    runs = {"loop-c1": base, "graph-c1": {**base, "engine": "graph"}}
+    with Testbed(topology_for(spec_from_dict(base)), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        reports = {name: run_on(net, spec_from_dict({**raw, "name": name}), tmp_path / name, progress=False)
+                   for name, raw in runs.items()}
+    for name, report in reports.items():
+        assert report["ok"], (name, report["errors"])
+        its = report["iterations"]
+        assert len(its) == iterations and all(it["correct"] and it["wrong_elements"] == 0 for it in its), name
+        assert len(set(digests(tmp_path / name, 1).values())) == 1, name
+        counts = posted(tmp_path / name)
+        print(name, "messages posted per worker:", counts, "contributors:", [it["contributors"] for it in its])
+        assert len(counts) == 4 and len(set(counts.values())) == 1, (name, counts)
 
 
 def iteration_s(out: Path, rank: int) -> float:
