@@ -2,7 +2,7 @@
 
 The spec is placed on its topology exactly as for BMv2 (placement.py: the same hosts, ranks and job
 configurations), what the run sets on the switches becomes the simulator's settings (`sim_settings`:
-loss, the RoCE class, load balancing, DLCP, background TCP, TensorLights), ns3sim runs the binary,
+loss, the RoCE class, load balancing, DLCP, background TCP, TensorLights), gradswitch.sim runs the binary,
 and its per-node results go through the same report.summarize as the workers' result files: the
 same results.json (with `backend` and the simulator's speed), table, plots and timeline.
 """

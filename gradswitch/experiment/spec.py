@@ -46,7 +46,6 @@ from gradswitch.topology.faults import (
     WORKER_FAULTS,
     Fault,
     FaultError,
-    FaultKind,
     fault_from_dict,
     fault_problems,
     parse_fault,
@@ -125,7 +124,7 @@ MAX_SIM_CREDITS = 4096  # NetReduce credits on the simulator (the P4 program's A
 
 
 class Check(Choice):
-    """What a simulated run's packets carry and how every result is checked (ns3sim CheckMode)."""
+    """What a simulated run's packets carry and how every result is checked (gradswitch.sim CheckMode)."""
 
     AUTO = "auto"  # exact while the values fit (gradswitch.sim.sim_settings.EXACT_LIMIT), else digest
     EXACT = "exact"
@@ -614,26 +613,16 @@ class ExperimentSpec:
 
     def engine_problems(self) -> list[str]:
         """What the graph engine (engine = graph) does not run, one line each."""
-        load, algorithm, faults = self.workload, self.algorithm, self.faults
+        load, algorithm = self.workload, self.algorithm
         if algorithm.engine == Engine.LOOP:
             return []
         graph = "engine = graph"
         return _failing(
             (load.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (not self.transport.dlcp.lossy or load.emulate is not None, f"{graph}: DLCP dropping in a model's "
-             "training (a model profile with emulate), not in train-digits' real gradients (its sums are checked "
-             "exact): leave engine out"),
-            (faults.crash is None or (self.network.simulated and load.emulate is not None),
-             f"{graph}: crash (a node dies after an iteration) runs on the simulator's graph engine in a model's "
-             "training (emulate), not yet on BMv2's nor in a run without emulate: run it with backend = ns3, give a "
-             "worker-crash fault instead, or leave engine out"),
-            (not any(f.kind in WORKER_FAULTS for f in faults.faults) or load.emulate is not None
-             or (load.workload == "train-digits" and not self.network.simulated
-                 and all(f.kind == FaultKind.SLOW_WORKER for f in faults.faults if f.kind in WORKER_FAULTS)),
-             f"{graph}: a worker's fault (worker-crash, slow-worker) runs in a model's training (emulate) on either "
-             "backend and slow-worker in train-digits on BMv2, not another worker's fault in train-digits' graph "
-             "nor one in a run without emulate: leave it out, or leave engine out"),
+            (not self.transport.dlcp.lossy or load.emulate is not None or load.workload == "train-digits",
+             f"{graph}: DLCP dropping runs in a model's training (a model profile with emulate) and in "
+             "train-digits, not in a run without training (its all-reduces in a row): leave engine out"),
         )
 
     def training_problems(self) -> list[str]:

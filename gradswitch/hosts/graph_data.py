@@ -5,7 +5,11 @@ report (per-iteration records and a worker result's extra fields). The job's pay
 digits MLP's real gradients (gradswitch/hosts/graph_digits.py).
 
 The runtime calls `input` as an operation starts, `finished` as soon as it ends (before anything that depends on
-it starts), and `expected` when it checks the output, in the order the operations ended.
+it starts), and `expected` when it checks the output, in the order the operations ended. In a DLCP job, before a
+training iteration's first operation starts, `contributed` gives the int32 values the rank contributes in that
+iteration, from which it sets its magnitude thresholds (gradswitch/workload/dlcp.py Magnitudes), as the loop's
+worker sets them from its iteration's gradient; `finished` is told the packets the operation's receives took as
+zeros (DLCP dropping: trimmed by a switch, zero-filled within the loss budget).
 
 A NetReduce job of k of N (or with a deadline, docs/faults.md "Stragglers: k of N") ends an all-reduce whose sums
 may hold fewer than all ranks: `finished` is then told, per message, which ranks each sum holds (`Contributors`),
@@ -45,9 +49,14 @@ class DataSource(Protocol):
     def expected(self, op: Op) -> Int32Array:
         """What this rank's output of the operation must be (every element)."""
 
-    def finished(self, op: Op, output: Int32Array, contributors: Contributors | None = None) -> None:
+    def contributed(self, ops: list[Op]) -> list[Int32Array]:
+        """The int32 values this rank contributes in a training iteration whose operations are `ops` (in the
+        order they start), before the first starts: DLCP's magnitude thresholds come from them."""
+
+    def finished(self, op: Op, output: Int32Array, contributors: Contributors | None = None,
+                 zero_filled: int = 0) -> None:
         """The operation ended with this output (not yet checked); `contributors`: a k-of-N all-reduce's, the ranks
-        each message's sum holds (None: every rank)."""
+        each message's sum holds (None: every rank); `zero_filled`: packets its receives took as zeros."""
 
     def report(self) -> SourceReport:
         """After the graph and its checks."""
@@ -74,7 +83,11 @@ class SyntheticData:
             out += np.where(held[q], op.input(self.seed, q), 0).astype(np.int32)
         return out
 
-    def finished(self, op: Op, output: Int32Array, contributors: Contributors | None = None) -> None:
+    def contributed(self, ops: list[Op]) -> list[Int32Array]:
+        return [self.input(op) for op in ops]
+
+    def finished(self, op: Op, output: Int32Array, contributors: Contributors | None = None,
+                 zero_filled: int = 0) -> None:
         if contributors is not None:
             if op.collective != CollectiveKind.ALL_REDUCE:
                 raise ValueError(f"{op.key}: only an all-reduce's sum holds some ranks alone, not {op.collective}'s")

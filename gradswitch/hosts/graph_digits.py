@@ -20,6 +20,15 @@ without k of N) and `gradient_error` (the averaged gradient's relative error aga
 tensors). A slow worker (slow-worker's factor) stretches each gradient's computation as the loop does, by
 (factor - 1) x a minibatch's gradient timed warm (`compute_s`: the graph's computation nodes wait it,
 gradswitch/hosts/graph_engine.py), cut short on a k-of-N job once the sum it would join is here.
+
+DLCP dropping (`dlcp = { drop = true }`, docs/dlcp.md), as the loop's: the graph's all-reduces carry the loop's
+layer classes and are droppable but for exponent codes (digits_graph); before the iteration's first all-reduce the
+rank's magnitude thresholds come from its gradient as it goes on the wire (`contributed`: Encoder.magnitude_values of
+each tensor, the loop's set_magnitudes), the switches trim, the receivers zero-fill within the loss budget, and the
+iteration records its packets zero-filled (`zero_filled_packets`, over its all-reduces' receives) and is correct while
+the relative error of its sums against the exact ones is at most max_relative_error (IterationCheck.correct, the
+loop's judgement). A zero-filled chunk of a ring's all-gather reaches some ranks only, so the models may drift apart,
+as the loop's: each rank checks against every worker's gradient on its own parameters.
 """
 
 from __future__ import annotations
@@ -62,6 +71,7 @@ class _Iteration:
     tensors: int
     comm_start: float = 0.0
     saturated: int = 0
+    zero_filled: int = 0  # packets its all-reduces' receives took as zeros (DLCP dropping)
     codes: list[Int32Array | None] = field(default_factory=list)  # block exponents: each tensor's codes' sum
     exponents: list[ExponentArray | None] = field(default_factory=list)  # ... and its shared exponents
     totals: list[Int32Array | None] = field(default_factory=list)  # each tensor's sum
@@ -86,8 +96,6 @@ def digits_problem(cfg: JobConfig) -> str | None:
     """Why a job's settings cannot carry the digits MLP's gradients on the graph engine (None: they can)."""
     if cfg.dtype != DType.FLOAT32:
         return "train-digits trains a float model: dtype = float32"
-    if cfg.dlcp is not None and cfg.dlcp.drop:
-        return "train-digits on the graph engine checks every sum exact: no DLCP dropping"
     return None
 
 
@@ -102,6 +110,7 @@ class DigitsData:
         self.rank = rank
         self.tensors = len(digits_profile().tensors)
         self.exponent = uses_exponents(cfg)
+        self.dlcp = cfg.dlcp
         self.encoder = Encoder(cfg)
         self.reductions = digits_reductions(self.exponent)  # an iteration's, in order
         for op in ops.values():
@@ -131,15 +140,31 @@ class DigitsData:
         """Is the operation its iteration's last reduction?"""
         return op.sequence % len(self.reductions) == len(self.reductions) - 1
 
-    def input(self, op: Op) -> Int32Array:
-        r = self._reduction(op)
-        if op.sequence % len(self.reductions) == 0:  # the iteration's first: its gradient
+    def _begin(self, op: Op) -> _Iteration:
+        """The operation's iteration, begun (its gradient computed on the model as it is) if this is its first."""
+        index = op.sequence // len(self.reductions)
+        if index == len(self.iterations):  # the iteration's first: its gradient
             start = time.monotonic()
             before = self.model.copy()  # the parameters this iteration's gradients come from
             mine, loss = self.batches.gradients(before, self.rank)
-            self.iterations.append(_Iteration(len(self.iterations), start, before, mine, loss, self.tensors,
+            self.iterations.append(_Iteration(index, start, before, mine, loss, self.tensors,
                                               comm_start=time.monotonic()))
-        it = self._iteration(op)
+        return self.iterations[index]
+
+    def contributed(self, ops: list[Op]) -> list[Int32Array]:
+        """The iteration's gradient as this rank contributes it, tensor by tensor, for DLCP's magnitude thresholds:
+        the loop's (Encoder.magnitude_values: fixed point as sent; block exponents, scaled by its own)."""
+        if not ops:
+            return []
+        it = self._begin(min(ops, key=lambda o: o.sequence))
+        assert it.mine is not None
+        return [self.encoder.magnitude_values(g) for g in it.mine]
+
+    def input(self, op: Op) -> Int32Array:
+        r = self._reduction(op)
+        it = self._begin(op)
+        if op.sequence % len(self.reductions) == 0:  # the iteration's first: its communication starts
+            it.comm_start = time.monotonic()
         assert it.mine is not None
         x = it.mine[r.tensor]
         if r.codes:
@@ -162,8 +187,10 @@ class DigitsData:
             out.append(Reduced(total, codes, exponents))
         return out
 
-    def finished(self, op: Op, output: Int32Array, contributors: Contributors | None = None) -> None:
+    def finished(self, op: Op, output: Int32Array, contributors: Contributors | None = None,
+                 zero_filled: int = 0) -> None:
         it, r = self._iteration(op), self._reduction(op)
+        it.zero_filled += zero_filled
         if contributors is not None:
             if self.exponent:
                 raise ValueError(f"{op.key}: a sum of some ranks alone (k of N) is for fixed point; block exponents' "
@@ -231,9 +258,11 @@ class DigitsData:
         error = float(np.sqrt(sum(np.sum((m - f) ** 2) for m, f in zip(it.means, full, strict=True))
                               / max(sum(np.sum(f**2) for f in full), 1e-300)))
         held = min(self.n if h is None else int(h.sum(axis=0).min()) for h in it.held)
+        # exact; with DLCP dropping, within max_relative_error (the loop's judgement)
         self.records.append(IterationRecord(
-            it.index, it.start, it.end, check.wrong == 0, check.wrong, check.err, check.saturated,
-            {"accuracy": it.accuracy, "loss": it.loss, "relative_error": check.relative_error,
+            it.index, it.start, it.end, check.correct(self.dlcp), check.wrong, check.err, check.saturated,
+            {"accuracy": it.accuracy, "loss": it.loss, "zero_filled_packets": float(it.zero_filled),
+             "relative_error": check.relative_error,
              "comm_s": it.end - it.comm_start, "train_s": it.train_s, "gradient_error": error,
              "contributors": float(held)},
             check=CheckKind.EXACT))

@@ -9,10 +9,13 @@ peer's first write never finds a region missing. What the operations carry comes
 node's output is compared, element by element, with what the source says it must be (while the emulated GPU
 computes, or after the graph), and the rank writes its node timings, in seconds of the emulated cluster from the
 go, to graph-<rank>.json; its result holds what the source reports (per-iteration records, a model's digest).
+After every iteration it completes it says so in RUN_DIR/progress-<rank>, as the loop's workers do (what a killed
+rank completed); the job's `crash` ends the rank's process where the loop's worker ends its own (`Crashing`).
 
-DLCP dropping (a training graph's job with `dlcp.drop`): before a training iteration's first operation starts the
-rank sets its magnitude thresholds from everything it contributes that iteration (the inputs of the iteration's
-operations, as the loop's worker from its gradient), so its droppable writes are marked as the loop's
+DLCP dropping (a training graph's or train-digits' job with `dlcp.drop`): before a training iteration's first
+operation starts the rank sets its magnitude thresholds from everything it contributes that iteration (the data
+source's `contributed`: the inputs of the iteration's operations, or train-digits' gradient as the loop's worker
+encodes it), so its droppable writes are marked as the loop's
 (collectives/ops.py Op.tag_at); a node's output may then differ where packets were trimmed and zero-filled: the
 check records its zero-filled packets and the squared error against the squared norm, and the run judges each
 iteration's relative error against the job's max_relative_error (gradswitch/workload/graph_iterations.py), as the
@@ -32,10 +35,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -60,8 +64,9 @@ from gradswitch.roce.engine import Engine, Link, RawSocketLink
 from gradswitch.roce.qp import MemoryRegion
 from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, Node, node_kind
-from gradswitch.workload.graph_iterations import IterationProgress, iteration_of
+from gradswitch.workload.graph_iterations import IterationProgress, iteration_of, trains
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.records import CRASH_STATUS
 from gradswitch.workload.worker_result import WorkerResult, worker_result, write
 
 
@@ -89,14 +94,15 @@ class HostRuntime:
 
     def classify(self, op: Op) -> None:
         """DLCP: the rank's magnitude thresholds of the op's training iteration, once, before its first write: from
-        the inputs of every operation of that iteration (what the rank contributes, gradswitch/workload/dlcp.py
-        Magnitudes), as the training loop's worker sets them from its iteration's gradient."""
+        what the rank contributes in that iteration (its data source's `contributed` of every operation of it,
+        gradswitch/workload/dlcp.py Magnitudes), as the training loop's worker sets them from its iteration's
+        gradient."""
         it = op.iteration
         if self.comm.dlcp is None or it is None or it in self._classed:
             return
         self._classed.add(it)
-        self.comm.set_magnitudes(it, [self.source.input(o) for o in self.ops.values()
-                                      if o.iteration == it and o.kind == "collective"])
+        self.comm.set_magnitudes(it, self.source.contributed([o for o in self.ops.values()
+                                                              if o.iteration == it and o.kind == "collective"]))
 
     def now(self) -> float:
         return time.monotonic()
@@ -113,9 +119,10 @@ class HostRuntime:
             job, place = self.switched[node.id]
             assert op.collective is not None
             return job.run(place, op.collective, self.source.input(op), iteration_of(node.name) or 0)
-        if node.id in self.served:
-            return ps_all_reduce(self.comm, op, self.served[node.id], self.regions[node.id], self.source.input(op))
         received = self.received.setdefault(node.id, Received())
+        if node.id in self.served:
+            return ps_all_reduce(self.comm, op, self.served[node.id], self.regions[node.id], self.source.input(op),
+                                 received)
         return execute(self.comm, op, self.regions[node.id], self.source.input(op), received)
 
     def finish(self, node: Node, output: Int32Array) -> None:
@@ -123,7 +130,8 @@ class HostRuntime:
         if node.id in self.switched:  # k of N: the ranks each message's sum holds
             job, place = self.switched[node.id]
             contributors = job.contributors.pop(place, None)
-        self.source.finished(self.ops[node.id], output, contributors)
+        received = self.received.get(node.id)
+        self.source.finished(self.ops[node.id], output, contributors, received.zero_filled if received else 0)
         self.pending.append((node.id, output))
 
     def background(self, budget_s: float = math.inf) -> bool:
@@ -267,6 +275,24 @@ def keep_partial(job: GraphJob, rank: int, spans: dict[int, Span], runtime: Host
         print(f"rank {rank}: what ran before the failure could not be kept: {type(e).__name__}: {e}", flush=True)
 
 
+@dataclass(frozen=True)
+class Crashing:
+    """The job's `crash` on this rank (JobConfig.crash): it dies abruptly (no clean-up, no result, exit status
+    CRASH_STATUS) once iteration `after` has ended, as the loop's worker does (gradswitch/workload/records.py
+    crash_if_asked): a training loop's once it reported the iteration in its progress file
+    (gradswitch/hosts/iteration.py), the loop without training's and train-digits' before it did
+    (gradswitch/hosts/loops.py, digits_job.py), so its peers keep what they keep of the loop's."""
+
+    after: int
+    reports_first: bool  # a training graph's rank: it reports iteration `after` done, then dies
+
+    def before_report(self, done: int) -> bool:
+        return not self.reports_first and done > self.after
+
+    def after_report(self, done: int) -> bool:
+        return self.reports_first and done > self.after
+
+
 def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) -> WorkerResult:
     cfg = job.job
     me = cfg.node(rank)
@@ -297,10 +323,16 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         runtime = HostRuntime(comm, ops, regions, source, switched, served)
         progress = IterationProgress(job.graph.ranks[rank])
         progress_file = run_dir / f"progress-{rank}"  # what it completed, kept should it be killed (as the loop's)
+        crash = Crashing(cfg.crash.after, trains(job.graph.ranks[rank])) \
+            if cfg.crash is not None and cfg.crash.node == rank else None
 
         def ended(node_id: int) -> None:
             if progress.ended(node_id):
+                if crash is not None and crash.before_report(progress.done):
+                    os._exit(CRASH_STATUS)
                 progress_file.write_text(str(progress.done))
+                if crash is not None and crash.after_report(progress.done):
+                    os._exit(CRASH_STATUS)
 
         scheduler = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout,
                                    slowdown=Slowdown(run_dir, rank).factor, on_end=ended,

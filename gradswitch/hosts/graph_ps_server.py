@@ -2,6 +2,10 @@
 (gradswitch/hosts/collectives/ps.py), in whatever order their pushes complete, since the members may run several
 at once. `prepare` makes every region and queue pair before the server says ready; `serve` sums a key once
 every member's push of it is in and writes the sum to every member; returns the number of keys served.
+
+DLCP (a training graph's or train-digits' droppable all-reduces): the server classes its sums as the loop's server
+does (gradswitch/hosts/ps.py PsServer.serve), against magnitude thresholds of the pushes it received in the
+iteration before (in the first, of those received before its first sum of it), each sum per contribution (over N).
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from gradswitch.hosts.collectives.ops import Op, all_ops
 from gradswitch.hosts.collectives.ps import PS_RKEY_BASE, PsKey, PsLayout, layout, op_on_servers, server_region_bytes
 from gradswitch.hosts.comm import Comm
 from gradswitch.roce.qp import MemoryRegion
-from gradswitch.workload.gradients import from_wire, to_wire
+from gradswitch.workload.dlcp import packet_means
+from gradswitch.workload.gradients import FloatArray, from_wire, to_wire
 from gradswitch.workload.graph import JobGraph
 
 
@@ -62,17 +67,25 @@ def serve(comm: Comm, keys: list[ServedKey]) -> int:
 
     served = 0
     me = comm.me.node_id
+    pushed: dict[int, list[FloatArray]] = {}  # DLCP: per training iteration, its pushes' per-packet mean |v|
     while pending:
         comm.wait_any(lambda: any(complete(s) for s in pending), f"pushes of {len(pending)} keys")
         for s in [s for s in pending if complete(s)]:
             imm, n = s.op.imm(s.key.index), s.key.hi - s.key.lo
             total = np.zeros(n, dtype=np.int32)
+            it = s.op.iteration
             for position, m in enumerate(s.op.members):
                 comm.take(m, imm)
-                total += from_wire(comm.read(s.region, position * s.plan.block[me] + s.key.offset, s.key.nbytes), n)
+                push = from_wire(comm.read(s.region, position * s.plan.block[me] + s.key.offset, s.key.nbytes), n)
+                total += push
+                if comm.dlcp is not None and it is not None:
+                    pushed.setdefault(it, []).append(packet_means(push, comm.values_per_packet))
+            if comm.dlcp is not None and it is not None and it not in comm.magnitudes:
+                comm.set_magnitude_means(it, pushed.pop(it - 1, []) or pushed[it])
+            tag = s.op.sum_tag(comm.magnitudes.get(it) if it is not None else None)
             wire = to_wire(total)
             for m in s.op.members:
-                comm.write(m, wire, s.key.lo * 4, s.op.rkey, imm, s.op.tag)
+                comm.write(m, wire, s.key.lo * 4, s.op.rkey, imm, tag)
             pending.remove(s)
             served += 1
     comm.drain()

@@ -9,8 +9,15 @@ does not see it.
 
 So a network reserves its switches' ports (net.ipv4.ip_local_reserved_ports of the root namespace,
 where the switches listen) before they start, and gives back the ones it added when it stops;
-`gradswitch clean` gives them back after a run killed outright (the state file records them). A
-reserved port is never handed out for a connection again, but a socket from before the reservation
+`gradswitch clean` gives them back after a run killed outright (the state file records them).
+A run killed where no `gradswitch clean` of its own directory follows (a test's temporary folder, a machine that
+went on with another run directory) would leave its ports reserved for good: so the ports gradswitch reserved and
+has not given back are also kept in a ledger beside the machine lock (LEDGER, in the kernel's own notation), and
+the next network, which holds the machine lock and so is the only gradswitch network running, takes those still
+reserved over as its own and gives them back when it stops. A port someone else reserved is never in the ledger,
+and never given back.
+
+A reserved port is never handed out for a connection again, but a socket from before the reservation
 may still hold it: `wait_port_free` waits for one in TIME-WAIT (the kernel frees it within 60 s) and
 refuses one in any other state at once, naming it.
 
@@ -38,6 +45,7 @@ log = logging.getLogger(__name__)
 
 RESERVED_PORTS = Path("/proc/sys/net/ipv4/ip_local_reserved_ports")  # of the namespace that reads it
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LEDGER = Path("/tmp/gradswitch-reserved-ports")  # beside the machine lock (gradswitch/net/bmv2.py MACHINE_LOCK)
 UNASSIGNED_FLOOR = 20000  # free_ports chooses at or above this, above the networks' fixed ports (9090 + id)
 TIME_WAIT_S = 60.0  # Linux's TCP_TIMEWAIT_LEN: how long a closed connection keeps its local port
 ANY_ADDRESS = "0.0.0.0"  # Thrift listens on every address; gRPC on 127.0.0.1
@@ -70,12 +78,36 @@ def _write(path: Path, ports: set[int]) -> None:
     path.write_text(format_ports(ports) + "\n")  # a newline: the kernel ignores an empty write (none left)
 
 
+def ledger_of(path: Path) -> Path:
+    """The ledger of gradswitch's reservations in the setting `path`: LEDGER for the machine's, a file beside any
+    other (a test's)."""
+    return LEDGER if path == RESERVED_PORTS else path.with_name(path.name + ".gradswitch")
+
+
+def _ledger(path: Path) -> set[int]:
+    try:
+        return parse_ports(ledger_of(path).read_text())
+    except (OSError, ValueError):
+        return set()  # none yet, or unreadable: nothing is taken over
+
+
+def _write_ledger(path: Path, ports: set[int]) -> None:
+    try:
+        ledger_of(path).write_text(format_ports(ports) + "\n")
+    except OSError as e:
+        log.warning("could not record the switches' reserved ports in %s (%s); a run killed outright may leave "
+                    "them reserved until `gradswitch clean`", ledger_of(path), e.strerror or e)
+
+
 def release_ports(ports: Iterable[int], path: Path = RESERVED_PORTS) -> list[int]:
     """Give back `ports` to the ephemeral range; returns those that were reserved."""
     current = parse_ports(path.read_text())
     released = sorted(current & set(ports))
     if released:
         _write(path, current - set(released))
+    ledger = _ledger(path)
+    if ledger & set(ports):
+        _write_ledger(path, ledger - set(ports))
     return released
 
 
@@ -99,7 +131,13 @@ class EphemeralReservation:
             log.warning("could not keep the switches' ports out of the ephemeral range (%s: %s); a connection may "
                         "still be given one as its local port", self.path, e.strerror or e)
             return
-        self.added = tuple(sorted(set(self.added) | new))
+        # The caller holds the machine lock: what the ledger names and is still reserved, a run killed outright left.
+        left = (_ledger(self.path) & current) - set(self.added)
+        if left:
+            log.info("took over the reserved ports %s an earlier run killed outright left; given back when this "
+                     "network stops", format_ports(left))
+        _write_ledger(self.path, (_ledger(self.path) & current) | new)
+        self.added = tuple(sorted(set(self.added) | new | left))
 
     def release(self) -> None:
         if self.added:

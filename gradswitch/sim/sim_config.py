@@ -45,7 +45,7 @@ from gradswitch.workload import broadcast_chain
 from gradswitch.workload.dlcp import DlcpPolicy, layer_class
 from gradswitch.workload.encoding import job_profile
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, ComputeNode, JobGraph, Node, node_kind
-from gradswitch.workload.graph_iterations import iteration_start
+from gradswitch.workload.graph_iterations import crash_node
 from gradswitch.workload.job import Algorithm, JobConfig, Role
 from gradswitch.workload.plan import Plan, op_mark, plan
 
@@ -302,12 +302,11 @@ def graph_job_json(graph: JobGraph, cfg: JobConfig, settings: SimSettings,
                    "iterations": 1, "transport": transport_json(cfg), "ps_key_bytes": cfg.ps_key_bytes,
                    "credits": cfg.credits, "iteration_timeout_s": cfg.iteration_timeout,
                    "graph": graph_json(graph, in_network, settings.gather_placeholders, settings.grow_placeholders)}
-    if cfg.crash is not None:  # its rank dies as its next iteration's first forward would start (the loop's moment)
+    if cfg.crash is not None:  # its rank dies where the loop's worker dies (graph_iterations.crash_node)
         crash: CfgCrash = {"node": cfg.crash.node, "after": cfg.crash.after}
-        first = iteration_start(graph.ranks[cfg.crash.node], cfg.crash.after + 1) \
-            if cfg.crash.node < graph.world_size else None
-        if first is not None:  # (none: the last iteration, or a server's: as the loop, it never crashes)
-            crash["graph_node"] = first
+        at = crash_node(graph.ranks[cfg.crash.node], cfg.crash.after) if cfg.crash.node < graph.world_size else None
+        if at is not None:  # (none: a training's last iteration, or a server's: as the loop, it never crashes)
+            crash["graph_node"] = at
         out["crash"] = crash
     if cfg.dlcp is not None:  # the switches' DLCP for the graph's job (its collectives' layer classes)
         out["dlcp"] = dlcp_json(settings.dlcp, cfg.dlcp)

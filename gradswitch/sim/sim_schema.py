@@ -258,7 +258,8 @@ CONFIG = Document("cfg", "gradswitch-sim's configuration", CONFIG_FORMAT, (
         _k("node", "uint", "its node id"),
         _k("after", "uint", "the iteration after which it crashes"),
         _k("graph_node", "uint", "a graph job: the id of the crashing rank's node whose computation's start ends "
-           "iteration `after` (its next iteration's first forward); it dies as that computation would start "
+           "iteration `after` (its next iteration's first forward), where it dies as that computation would start; "
+           "in a graph without computation iteration `after`'s last collective, where it dies as that one ends "
            "(absent: it never does)", optional=True),
     )),
     Section("graph", "jobs[].graph", "A job's execution graphs (gradswitch/sim/sim_config.py graph_json)", (

@@ -44,11 +44,28 @@ def _parts(name: str) -> tuple[int, str, str] | None:
     return int(head[2:]), label, what
 
 
+def trains(rank: RankGraph) -> bool:
+    """Whether the rank's graph is a training graph's (forward nodes; not a graph without computation's nor
+    train-digits')."""
+    return any(p is not None and p[1] == "fwd" for n in rank.nodes if (p := _parts(n.name)))
+
+
 def iteration_start(rank: RankGraph, iteration: int) -> int | None:
     """The id of the rank's first forward node of a training iteration (whose start ends the iteration before it,
     where a loop's worker that crashes after that one dies); None: the graph has no such iteration."""
     return next((n.id for n in rank.nodes if (p := _parts(n.name)) is not None and p[:2] == (iteration, "fwd")),
                 None)
+
+
+def crash_node(rank: RankGraph, after: int) -> int | None:
+    """Where the rank dies for a crash after iteration `after`, as the loop's worker does: a training graph's next
+    iteration's first forward, as it would start (iteration_start: none after the last iteration, as the training
+    loop's worker, which dies as its next iteration starts); a graph without computation's (its all-reduces in a row,
+    gradswitch/workload/generators/plain.py) iteration `after`'s last node, as it ends (the loop without training
+    dies once its iteration's writes are acknowledged, the last one's too); None: no such node."""
+    if trains(rank):
+        return iteration_start(rank, after + 1)
+    return next((n.id for n in reversed(rank.nodes) if (p := _parts(n.name)) is not None and p[0] == after), None)
 
 
 def _rank_timings(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[NodeTiming, tuple[int, str, str]]]:
@@ -76,7 +93,7 @@ def rank_events(graph: JobGraph, run: GraphRun, rank: int, in_flight: int = 1) -
 def rank_bounds(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[float, float]]:
     """Each finished iteration's (start, end) on the rank; an iteration that did not finish is left out."""
     timed = _rank_timings(graph, run, rank)
-    if not any(p is not None and p[1] == "fwd" for n in graph.ranks[rank].nodes if (p := _parts(n.name))):
+    if not trains(graph.ranks[rank]):
         return _plain_bounds(graph, timed, rank)
     names = {n.id: n.name for n in graph.ranks[rank].nodes}
     begun = [(s.start_s, parts) for s in run.started
@@ -168,12 +185,12 @@ def rank_iterations(graph: JobGraph, run: GraphRun, rank: int, check: CheckKind,
             c.norm2 += t.norm2
     bound = dlcp.max_relative_error if dlcp is not None and dlcp.drop else None
     out = []
-    trains = any(p is not None and p[1] == "fwd" for n in graph.ranks[rank].nodes if (p := _parts(n.name)))
+    training = trains(graph.ranks[rank])
     for timing in timings(rank_events(graph, run, rank, in_flight), rank_bounds(graph, run, rank)):
         c = checks.get(timing.index, _IterationCheck())
         rel = c.relative_error
         extra: dict[str, float] = {"zero_filled_packets": float(c.zero_filled), "relative_error": rel}
-        if trains:  # the training loop's parts of an iteration (the loop without training records none)
+        if training:  # the training loop's parts of an iteration (the loop without training records none)
             extra = {"compute_s": timing.compute_s, "comm_s": timing.comm_s, "exposed_comm_s": timing.exposed_comm_s,
                      "overlap": timing.overlap, **extra}
         correct = c.held and (c.error2 == 0 or (bound is not None and rel <= bound))
@@ -181,13 +198,21 @@ def rank_iterations(graph: JobGraph, run: GraphRun, rank: int, check: CheckKind,
     return out
 
 
+def iteration_prefix(name: str) -> int | None:
+    """The iteration a node of any of the generators' graphs belongs to, by its name's `it<I>.` (a training graph's
+    `it3.fwd.conv1`, a graph without computation's `it3.allreduce.0`, train-digits' `it3.gradient`): 3; None for a
+    name without it."""
+    head, dot, _rest = name.partition(".")
+    return int(head[2:]) if dot and head.startswith("it") and head[2:].isdigit() else None
+
+
 class IterationProgress:
-    """How many of a rank's training iterations have ended, node by node (`ended`), for the rank's progress file:
-    iteration i is done once every node of iterations 0..i has ended, as a training loop's worker counts it. A
-    graph of no training iterations counts none."""
+    """How many of a rank's iterations have ended, node by node (`ended`), for the rank's progress file: iteration i
+    is done once every node of iterations 0..i has ended, as a loop's worker counts it (a training graph's, a graph
+    without computation's, train-digits': iteration_prefix). A graph of no iterations counts none."""
 
     def __init__(self, rank: RankGraph) -> None:
-        self._iteration = {n.id: it for n in rank.nodes if (it := iteration_of(n.name)) is not None}
+        self._iteration = {n.id: it for n in rank.nodes if (it := iteration_prefix(n.name)) is not None}
         self._left: dict[int, int] = {}
         for it in self._iteration.values():
             self._left[it] = self._left.get(it, 0) + 1

@@ -46,7 +46,10 @@ class WrongResult(RuntimeError):
         self.records = records
 
 
+CRASH_STATUS = 3  # the exit status of a node that crashed as its job's `crash` asked
+
+
 def crash_if_asked(cfg: JobConfig, node_id: int, iteration: int) -> None:
     """The job's fault injection (JobConfig.crash): this node dies abruptly after this iteration."""
     if cfg.crash is not None and cfg.crash.node == node_id and cfg.crash.after == iteration:
-        os._exit(3)
+        os._exit(CRASH_STATUS)

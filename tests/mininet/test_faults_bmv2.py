@@ -200,3 +200,82 @@ def test_a_netreduce_training_graph_falls_back_to_ring_when_its_spine_crashes_as
             assert all(w["fallback"]["by_ring"] + w["fallback"]["redone_for_others"] > 0 for w in workers)
             outcomes[engine] = (len(its), fault["outcome"], fault["fallback"])
     assert outcomes["graph"] == outcomes["loop"], outcomes
+
+
+def assert_same_stop(loop: dict[str, Any], graph: dict[str, Any], name: str) -> None:
+    """One fault's run on both engines: the same outcome, the same nodes named in the errors, the iterations kept in
+    order, each exact; the fault's record (if any) with the same outcome."""
+    assert (graph["ok"], graph["outcome"]) == (loop["ok"], loop["outcome"]), (name, loop["errors"], graph["errors"])
+    assert set(graph["errors"]) == set(loop["errors"]), (name, loop["errors"], graph["errors"])
+    for report in (loop, graph):
+        kept = report["iterations"]
+        assert [it["index"] for it in kept] == list(range(len(kept))), name
+        assert all(it["correct"] and it["check"] == "exact" and it["wrong_elements"] == 0 for it in kept), name
+        assert report["summary"]["iterations_done"] == len(kept), name
+    assert [f["outcome"] for f in graph.get("faults", [])] == [f["outcome"] for f in loop.get("faults", [])], name
+    assert graph.get("fault_outcome") == loop.get("fault_outcome"), name
+
+
+def test_a_crash_and_a_killed_worker_on_the_graph_engine_keep_what_the_loop_keeps(tmp_path):
+    """`crash` (a node exits after an iteration) and `worker-crash` (a worker's process killed at a time) on the graph
+    engine (gradswitch/hosts/graph_main.py: the rank exits with the loop's status once iteration `after` has ended,
+    before or after its progress file says so as the loop's worker of that workload does; a killed rank's progress
+    file) against the loop, on one rack at 20 Mb/s: train-digits (real gradients, every sum exact, the same model:
+    the accuracy of every iteration kept is the loop's), a job without training (its all-reduces in a row) and a
+    model's training with emulated computation. A crash after iteration k keeps the same iterations on both engines
+    (every one whose every worker completed it) and names the same node; a killed worker's run stops interrupted on
+    both, its iterations (as many as the wall clock let run) in order and exact; a slow worker's link (a job without
+    training has no computation to stretch) slows the ring from the fault on, on both."""
+    digits: dict[str, Any] = {"workers": 4, "topo": "rack", "workload": "train-digits", "dtype": "float32",
+                              "bw_mbps": 20.0, "seed": 7, "algo": "ring"}
+    plain: dict[str, Any] = {"workers": 4, "topo": "rack", "size_bytes": 64 << 10, "bw_mbps": 20.0, "algo": "ring"}
+    training: dict[str, Any] = {"algo": "ring", "workers": 4, "topo": "rack", "workload": "resnet50", "scale": 0.008,
+                                "bw_mbps": 20.0, "warmup": 1, "emulate": {"link_gbps": 10.0, "batch": 32}}
+    runs: dict[str, dict[str, Any]] = {
+        "digits-crash": {**digits, "iterations": 5, "crash": {"node": 1, "after": 2}},
+        "plain-crash": {**plain, "iterations": 6, "crash": {"node": 2, "after": 3}},
+        "training-crash": {**training, "iterations": 5, "crash": {"node": 1, "after": 2}},
+        "digits-killed": {**digits, "iterations": 40, "faults": ["worker-crash:1@1.5"]},
+        "plain-killed": {**plain, "iterations": 100, "faults": ["worker-crash:3@1.5"]},
+        "plain-slow": {**plain, "iterations": 24, "faults": ["slow-worker:2@0.8,rate=4"]},  # its link put back after
+    }
+    reports: dict[tuple[str, str], dict[str, Any]] = {}
+    with Testbed(topology_for(spec_from_dict(plain)), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        for name, raw in runs.items():
+            for engine in ("loop", "graph"):
+                spec = spec_from_dict({**raw, "engine": engine, "name": f"{name}-{engine}"})
+                assert spec.problems() == [], (name, engine)
+                reports[(name, engine)] = run_on(net, spec, tmp_path / f"{name}-{engine}", progress=False)
+    for name, raw in runs.items():
+        loop, graph = reports[(name, "loop")], reports[(name, "graph")]
+        print(f"{name}: kept loop {len(loop['iterations'])} graph {len(graph['iterations'])}; errors "
+              f"{sorted(loop['errors'])} / {sorted(graph['errors'])}")
+        assert_same_stop(loop, graph, name)
+        if name == "plain-slow":  # a ring at its slowest link from the fault on, on both engines
+            for report in (loop, graph):
+                assert report["ok"] and len(report["iterations"]) == raw["iterations"], (name, report["errors"])
+                (fault,) = report["faults"]
+                assert fault["outcome"] == "recovered" and "ran with the slow worker" in fault["detail"], fault
+                before = [it["time_s"] for it in report["iterations"] if not it.get("faults")]
+                during = [it["time_s"] for it in report["iterations"] if it.get("faults")]
+                assert before and len(during) >= 2 and statistics.median(during) > 1.5 * statistics.median(before)
+            continue
+        assert not graph["ok"] and graph["outcome"] == "failed", name
+        if "crash" in raw:  # a crash after iteration k: what every worker completed, on both engines
+            node = raw["crash"]["node"]
+            assert len(graph["iterations"]) == len(loop["iterations"]), name
+            assert 0 < len(graph["iterations"]) <= raw["crash"]["after"] + 1, name
+            for report in (loop, graph):
+                [crashed] = [k for k in report["errors"] if k.startswith(f"worker {node} ")]
+                assert "exited with status 3" in report["errors"][crashed], report["errors"]
+        else:
+            (fault,) = graph["faults"]
+            assert fault["outcome"] == "interrupted" and 0 < len(graph["iterations"]) < raw["iterations"], fault
+            assert all(f["detail"].startswith("killed worker") for r in (loop, graph) for f in r["faults"])
+            assert fault["iterations_lost"] == raw["iterations"] - len(graph["iterations"])
+            assert all(it["reported_by"] == 3 for it in graph["iterations"])
+        if raw.get("workload") == "train-digits":  # the same model, iteration by iteration
+            common = min(len(loop["iterations"]), len(graph["iterations"]))
+            assert common > 0
+            assert [it["accuracy"] for it in graph["iterations"][:common]] == \
+                [it["accuracy"] for it in loop["iterations"][:common]], name

@@ -206,7 +206,7 @@ def test_pingall_command_exits_zero_on_full_reachability(tmp_path):
     out, _ = proc.communicate(timeout=240)
     assert proc.returncode == 0, out
     assert "12/12 host pairs reachable" in out
-    assert _reserved_ports() == reserved  # given back
+    assert parse_ports(_reserved_ports()) <= parse_ports(reserved)  # given back (and any an earlier run left)
     assert leftovers(tmp_path / "leafspine", ["leaf1", "leaf2", "spine1", "spine2", "h1", "h2", "h3", "h4"]) == []
 
 
@@ -260,7 +260,7 @@ def test_a_switch_port_held_by_an_open_connection_is_named_and_nothing_is_left(t
            "127.0.0.1:" in out, out
     assert "timed out" not in out  # at once, not after the switch's 30 s
     assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) == []
-    assert _reserved_ports() == reserved
+    assert parse_ports(_reserved_ports()) <= parse_ports(reserved)  # given back
 
 
 def test_a_switch_port_in_time_wait_is_waited_for(tmp_path):
@@ -273,7 +273,7 @@ def test_a_switch_port_in_time_wait_is_waited_for(tmp_path):
     assert f"s1: port {GRPC_BASE_PORT} is held by a closed connection in TIME-WAIT" in out
     assert "2/2 host pairs reachable" in out
     assert leftovers(tmp_path / "rack", ["s1", "h1", "h2"]) == []
-    assert _reserved_ports() == reserved
+    assert parse_ports(_reserved_ports()) <= parse_ports(reserved)  # given back
 
 
 def test_ctrl_c_during_bring_up_leaves_nothing_behind(tmp_path):

@@ -131,3 +131,54 @@ def test_a_workers_fault_on_the_graph_engine_over_two_mpi_ranks_is_one_ranks_run
     assert (two["fault_outcome"], two["faults"][0]["detail"]) == (one["fault_outcome"], one["faults"][0]["detail"])
     loop = run_experiment(spec.but(engine=Engine.LOOP, ranks=2), tmp_path / "loop", progress=False)
     agree(loop, two)
+
+
+def plain() -> ExperimentSpec:
+    """A job without training: its all-reduces in a row (the loop's gs-training.cc without `training`, the graph's
+    gradswitch/workload/generators/plain.py), 1 MiB a step."""
+    return spec_from_dict({"backend": "ns3", "algo": "ring", "workers": 4, "topo": "leafspine", "bw_mbps": 10_000,
+                           "size_bytes": 1 << 20, "iterations": ITERATIONS})
+
+
+@pytest.fixture(scope="module")
+def clean_plain(tmp_path_factory: pytest.TempPathFactory) -> Report:
+    return run_experiment(plain(), tmp_path_factory.mktemp("clean-plain"), progress=False)
+
+
+@pytest.mark.parametrize("fault", ["worker-crash:1@{at:g}", "slow-worker:2@{at:g},rate=2000"])
+def test_a_workers_fault_in_a_job_without_training_on_the_graph_engine_is_the_loops(tmp_path: Path, fault: str,
+                                                                                    clean_plain: Report) -> None:
+    """Without computation a slow worker is its link's rate (`factor` has nothing to stretch, on either engine); a
+    killed worker stops the job interrupted, the iterations every worker completed before kept."""
+    at = mid_iteration(clean_plain, 5)
+    spec = plain().but(faults=(parse_fault(fault.format(at=at)),))
+    loop, graph = both(spec, tmp_path)
+    agree(loop, graph)
+    [f] = graph["faults"]
+    if fault.startswith("worker-crash"):
+        assert graph["fault_outcome"] == "interrupted" and not graph["ok"]
+        assert len(graph["iterations"]) == len([it for it in clean_plain["iterations"] if it["end"] <= at]) == 5
+    else:
+        assert graph["ok"] and len(graph["iterations"]) == ITERATIONS and f["outcome"] == "recovered"
+        late = [it["time_s"] / c["time_s"] for it, c in zip(graph["iterations"], clean_plain["iterations"],
+                                                            strict=True) if it["start"] > at]
+        assert late and min(late) > 1.5  # a ring runs at its slowest link
+
+
+def test_a_crash_after_an_iteration_in_a_job_without_training_keeps_what_the_loop_keeps(tmp_path: Path) -> None:
+    """The graph's rank dies as its iteration's last all-reduce ends (gs-graph-rank.cc), the loop's node once its
+    iteration's writes are acknowledged (gs-job-node.cc): the same iterations kept, the same node named."""
+    spec = plain().but(crash=Crash(node=1, after=6))
+    loop, graph = both(spec, tmp_path)
+    agree(loop, graph)
+    assert graph["outcome"] == loop["outcome"] == "failed" and not graph["ok"]
+    assert len(graph["iterations"]) == 7  # iterations 0..6: every worker completed them before node 1 died
+    errors: dict[str, Any] = graph["errors"]
+    assert any("crashed after iteration 6" in e for e in errors.values()), errors
+    assert errors == loop["errors"]  # the same lines: the crashed node, its peers stopped because of it
+    # after the last iteration too (the loop without training's node dies once its writes are acknowledged, as
+    # after any other; a training loop's only as a next iteration starts, above)
+    loop, graph = both(plain().but(iterations=3, crash=Crash(node=1, after=2)), tmp_path / "last")
+    agree(loop, graph)
+    assert graph["outcome"] == loop["outcome"] == "failed" and not graph["ok"]
+    assert len(graph["iterations"]) == 3 and graph["errors"] == loop["errors"]

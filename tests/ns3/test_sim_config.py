@@ -35,7 +35,7 @@ MAPS = {"switch.dlcp_thresholds", "mpi.rank_of"}
 
 
 def full_config() -> dict[str, Any]:
-    """A configuration with every section ns3sim writes: PS jobs that train, colocated servers under TensorLights,
+    """A configuration with every section gradswitch.sim writes: PS jobs that train, colocated servers under TensorLights,
     DLCP with a crash on job 1, background TCP, loss, an MPI partition, faults of every kind, the test fault and an
     ECMP probe."""
     spec = ExperimentSpec.of(algo=Algorithm.PS, workers=2, workload="resnet50", scale=0.002, bw_mbps=20, iterations=2,
@@ -97,7 +97,7 @@ def test_another_format_is_refused_naming_the_file_the_value_and_the_format_read
     status, stderr, path = check(config, tmp_path)
     assert status == 2
     assert stderr == (f"error: {path}: format = {FORMAT + 1}: this gradswitch-sim reads format {FORMAT} "
-                      "(write the configuration with the ns3sim of its checkout)")
+                      "(write the configuration with the gradswitch.sim of its checkout)")
     del config["format"]
     assert check(config, tmp_path)[1] == f"error: {path}: format is missing"
 
@@ -110,7 +110,7 @@ def test_an_unknown_key_at_the_top_is_refused_with_the_keys_known(tmp_path):
     prefix = f'error: {path}: unknown key "seeed" (known: '
     assert stderr.startswith(prefix) and stderr.endswith(")")
     known = stderr[len(prefix):-1].split(", ")
-    assert set(known) == set(full_config())  # the known keys are the ones ns3sim writes, and only those
+    assert set(known) == set(full_config())  # the known keys are the ones gradswitch.sim writes, and only those
 
 
 def test_an_unknown_key_in_a_job_is_refused_naming_where_it_was(tmp_path):

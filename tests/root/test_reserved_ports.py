@@ -23,7 +23,10 @@ pytestmark = pytest.mark.root
 SCRIPT = textwrap.dedent("""
     import errno, json, socket, subprocess
     from pathlib import Path
+    import tempfile
+    from gradswitch.net import local_ports
     from gradswitch.net.local_ports import EphemeralReservation, RESERVED_PORTS
+    local_ports.LEDGER = Path(tempfile.mkdtemp()) / "ledger"  # this namespace's, not the machine's
 
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     Path("/proc/sys/net/ipv4/ip_local_port_range").write_text("40000 40003")

@@ -20,6 +20,7 @@ from gradswitch.net.local_ports import (
     ephemeral_range,
     format_ports,
     free_ports,
+    ledger_of,
     parse_ports,
     port_free,
     release_ports,
@@ -50,6 +51,28 @@ def test_a_reservation_gives_back_only_the_ports_it_added(tmp_path: Path) -> Non
     assert parse_ports(path.read_text()) == {50052, 60000, 60001}
     assert release_ports([60001, 7], path) == [60001]  # `gradswitch clean`, from a state file
     assert path.read_text() == "50052,60000\n"
+
+
+def test_ports_a_killed_run_left_reserved_are_taken_over_by_the_next_network_and_given_back(tmp_path: Path) -> None:
+    """A run killed outright in a folder no `gradswitch clean` visits left 9090 and 50051 reserved; the ledger names
+    them (and not 50052, someone else's), so the next network gives them back when it stops."""
+    path = tmp_path / "ip_local_reserved_ports"
+    path.write_text("")
+    killed = EphemeralReservation((9090, 50051), path)
+    killed.reserve()  # ... and never released
+    assert parse_ports(ledger_of(path).read_text()) == {9090, 50051}
+    path.write_text(format_ports(parse_ports(path.read_text()) | {50052}) + "\n")  # someone else's
+    nxt = EphemeralReservation((9090, 9091, 50051), path)
+    nxt.reserve()
+    assert nxt.added == (9090, 9091, 50051)
+    assert parse_ports(ledger_of(path).read_text()) == {9090, 9091, 50051}
+    nxt.release()
+    assert path.read_text() == "50052\n"
+    assert parse_ports(ledger_of(path).read_text()) == set()
+    # `gradswitch clean` gives back what a state file names, and the ledger forgets it too
+    again = EphemeralReservation((9090,), path)
+    again.reserve()
+    assert release_ports([9090], path) == [9090] and parse_ports(ledger_of(path).read_text()) == set()
 
 
 def test_a_setting_that_cannot_be_written_is_one_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

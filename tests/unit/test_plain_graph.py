@@ -91,3 +91,33 @@ def test_the_loops_iterations_come_from_the_first_all_reduces_start_to_the_lasts
     assert len(rank_bounds(g, GraphRun(run.nodes[:-1]), 1)) == 2
     progress = IterationProgress(g.ranks[1])
     assert sum(progress.ended(n.id) for n in g.ranks[1].nodes) == 3 and progress.done == 3
+
+
+def test_a_crash_dies_where_each_loop_dies_and_train_digits_counts_its_progress():
+    """crash_node (gradswitch/sim/sim_config.py's jobs[].crash.graph_node): a graph without computation's rank dies
+    as its iteration's last all-reduce ends (the last iteration's too, as the loop without training's node), a
+    training graph's as its next iteration's first forward would start (none after the last). train-digits' graph
+    (`it0.gradient`, `it0.all_reduce.fc2.bias`) counts its iterations in the progress file as the others do."""
+    from gradswitch.hosts.graph_main import Crashing
+    from gradswitch.workload.generators import digits_graph, training_graph
+    from gradswitch.workload.graph_iterations import crash_node, iteration_prefix, iteration_start
+
+    g = plain_graph(job("resnet50"))  # its tensors in a row, several an iteration
+    nodes = g.ranks[2].nodes
+    for after in range(3):
+        last = crash_node(g.ranks[2], after)
+        assert last is not None and nodes[last].name.startswith(f"it{after}.")
+        assert last + 1 == len(nodes) or nodes[last + 1].name.startswith(f"it{after + 1}.")
+    assert crash_node(g.ranks[2], 3) is None
+    trained = training_graph(training_job("resnet50", 2, iterations=3))
+    assert crash_node(trained.ranks[1], 0) == iteration_start(trained.ranks[1], 1) is not None
+    assert crash_node(trained.ranks[1], 2) is None
+    digits = digits_graph(4, 3)
+    assert [iteration_prefix(n.name) for n in digits.ranks[0].nodes[:2]] == [0, 0]
+    assert iteration_prefix("allreduce.0") is None and iteration_prefix("itx.a") is None
+    progress = IterationProgress(digits.ranks[0])
+    assert sum(progress.ended(n.id) for n in digits.ranks[0].nodes) == 3 and progress.done == 3
+    # the loop without training and train-digits' die before they report the iteration, a training loop's after
+    assert Crashing(1, reports_first=False).before_report(2) and not Crashing(1, False).after_report(2)
+    assert Crashing(1, reports_first=True).after_report(2) and not Crashing(1, True).before_report(2)
+    assert not Crashing(1, True).after_report(1) and not Crashing(1, False).before_report(1)

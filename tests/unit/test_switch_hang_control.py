@@ -147,7 +147,9 @@ def test_the_heartbeat_names_a_hung_switch_within_its_bound_and_the_fabric_refus
         assert named, f"not named hung within {deadline_at - hung_at:.1f} s"
         (event,) = named
         assert event.target == "spine1" and "no answer to 2 heartbeats in a row" in event.detail
-        assert misses * deadline <= event.at - hung_at <= interval + misses * deadline + 1.0
+        # From below: a heartbeat already on its way when the servicer hung is the first one missed, its deadline
+        # counted from its sending, up to one interval before hung_at (seen once: 0.588 s for 0.6).
+        assert misses * deadline - interval <= event.at - hung_at <= interval + misses * deadline + 1.0
         assert [e.kind for e in events] == [HealthKind.SWITCH_HUNG, HealthKind.REROUTED]
         assert not fabric.is_up("spine1") and fabric.switch_names() == []
         entry = ENTRY

@@ -16,6 +16,7 @@ from gradswitch.hosts.collectives import chain, p2p, pairwise, ring
 from gradswitch.hosts.collectives.data import elements_of, expected, input_of
 from gradswitch.hosts.collectives.schedule import Schedule
 from gradswitch.workload.dlcp import Magnitudes, Tag
+from gradswitch.workload.generators.digits import digits_iteration
 from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RecvNode, SendNode, topological_order
 from gradswitch.workload.graph_iterations import iteration_of
@@ -41,7 +42,7 @@ class Op:
     sequence: int = 0  # the k of its key: its group's k-th collective (the k-th send with its tag)
     layer_class: int = 0  # DLCP: the layer class every packet of its writes carries (a collective node's)
     droppable: bool = False  # DLCP dropping: its packets may be droppable (a training graph's all-reduces)
-    iteration: int | None = None  # a training graph's iteration (its node's name); None: another graph's
+    iteration: int | None = None  # a training graph's (or train-digits') iteration (its node's name); None: another's
     numbers: int = 0  # the graph's operations are numbered 1..numbers - 1 (an operation's rounds: Op.imm)
 
     @property
@@ -62,6 +63,13 @@ class Op:
         if self.collective in (CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER):
             contributions = min(step + 1, n)
         return Tag(self.layer_class, magnitudes, contributions, droppable=True)
+
+    def sum_tag(self, magnitudes: Magnitudes | None) -> Tag:
+        """The DLCP tag of a write of the whole sum (a parameter server's, to every member), as the loop's server
+        marks its pulls: the sum of every member's input, classed per contribution (over N)."""
+        if not self.droppable or magnitudes is None:
+            return self.tag
+        return Tag(self.layer_class, magnitudes, len(self.members), droppable=True)
 
     @property
     def rkey(self) -> int:
@@ -133,6 +141,13 @@ class Op:
         return expected(self.collective, inputs, self.position, self.root)
 
 
+def op_iteration(name: str) -> int | None:
+    """The training iteration of a node by its name: a model's training graph's, or train-digits' (DLCP marks each
+    iteration's writes with the rank's thresholds of that iteration); None for another graph's."""
+    it = iteration_of(name)
+    return it if it is not None else digits_iteration(name)
+
+
 def ops_of(graph: JobGraph, rank: int) -> dict[int, Op]:
     """Rank `rank`'s communication nodes by node id, as operations numbered alike on every rank."""
     return _ops_of(graph, rank, _numbering(graph))
@@ -185,7 +200,7 @@ def _ops_of(graph: JobGraph, rank: int, numbering: _Numbering) -> dict[int, Op]:
             members = graph.group(n.group).ranks
             root = members.index(n.root) if n.collective == CollectiveKind.BROADCAST else 0
             out[n.id] = Op(key, number, "collective", n.collective, members, members.index(rank),
-                           elements_of(n.nbytes), root, sequence, n.layer_class, n.droppable, iteration_of(n.name),
+                           elements_of(n.nbytes), root, sequence, n.layer_class, n.droppable, op_iteration(n.name),
                            count)
         elif isinstance(n, SendNode):
             out[n.id] = Op(key, number, "send", None, (rank, n.peer), 0, elements_of(n.nbytes), sequence=sequence,

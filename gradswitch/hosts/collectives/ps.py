@@ -21,7 +21,7 @@ from functools import partial
 
 import numpy as np
 
-from gradswitch.hosts.collectives.executor import OpRun
+from gradswitch.hosts.collectives.executor import OpRun, Received
 from gradswitch.hosts.collectives.in_network import is_world
 from gradswitch.hosts.collectives.ops import Op
 from gradswitch.hosts.comm import Comm
@@ -112,12 +112,14 @@ def _acked(comm: Comm, qpn: int, wr: WorkRequest) -> bool:
     return wr.wr_id in comm.acked[qpn]
 
 
-def ps_all_reduce(comm: Comm, op: Op, plan: PsLayout, region: MemoryRegion, data: Int32Array) -> OpRun:
-    """This member's all-reduce of `data` through the servers; `region`: the operation's region here."""
+def ps_all_reduce(comm: Comm, op: Op, plan: PsLayout, region: MemoryRegion, data: Int32Array,
+                  received: Received | None = None) -> OpRun:
+    """This member's all-reduce of `data` through the servers; `region`: the operation's region here; `received`
+    counts the packets of its pulls taken as zeros (DLCP)."""
     posted: list[tuple[int, WorkRequest]] = []
     rkey = PS_RKEY_BASE + op.number
     # DLCP: a push carries this member's own values (one contribution), classed as the loop's pushes; the servers'
-    # sums go unclassed (gradswitch/hosts/graph_ps_server.py: a server has no thresholds of its own here)
+    # sums as the loop's pulls (gradswitch/hosts/graph_ps_server.py)
     tag = op.tag_at(0, comm.magnitudes.get(op.iteration) if op.iteration is not None else None)
     for k in plan.keys:
         qp = comm.qp(k.server)
@@ -129,7 +131,9 @@ def ps_all_reduce(comm: Comm, op: Op, plan: PsLayout, region: MemoryRegion, data
         imm = op.imm(k.index)
         if not comm.arrived(k.server, imm):
             yield partial(comm.arrived, k.server, imm)
-        comm.take(k.server, imm)
+        completion = comm.take(k.server, imm)
+        if received is not None:
+            received.zero_filled += completion.zero_filled
         out[k.lo : k.hi] = from_wire(comm.read(region, k.lo * 4, k.nbytes), k.hi - k.lo)
     for qpn, wr in posted:
         if not _acked(comm, qpn, wr):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gradswitch.workload.dlcp import layer_class
 from gradswitch.workload.floats import BlockExponent
 from gradswitch.workload.gradients import digits_profile
 from gradswitch.workload.graph import (
@@ -76,6 +77,15 @@ def digits_reductions(exponents: bool = False) -> tuple[DigitsReduction, ...]:
     return tuple(out)
 
 
+def digits_iteration(name: str) -> int | None:
+    """The iteration a digits graph's node belongs to (`it3.all_reduce.fc2.bias`: 3); None for another's."""
+    head, _, rest = name.partition(".")
+    label = rest.partition(".")[0]
+    if not head.startswith("it") or not head[2:].isdigit() or label not in (GRADIENT, ALL_REDUCE, EXPONENTS):
+        return None
+    return int(head[2:])
+
+
 def digits_graph(ranks: int, iterations: int, compute_s: float = 0.0, name: str = "", exponents: bool = False
                  ) -> JobGraph:
     """train-digits on `ranks` workers for `iterations` iterations; `compute_s`: each gradient's computation,
@@ -93,9 +103,10 @@ def digits_graph(ranks: int, iterations: int, compute_s: float = 0.0, name: str 
     for it in range(iterations):
         deps = (nodes[-1].id,) if nodes else ()
         nodes.append(ComputeNode(len(nodes), f"it{it}.{GRADIENT}", compute_s, deps))
-        for r in reductions:
+        for k, r in enumerate(reductions):
             nodes.append(CollectiveNode(len(nodes), f"it{it}.{r.label}", CollectiveKind.ALL_REDUCE, group.name,
-                                        r.elements * BYTES_PER_ELEMENT, (nodes[-1].id,)))
+                                        r.elements * BYTES_PER_ELEMENT, (nodes[-1].id,),
+                                        layer_class=layer_class(k, len(reductions)), droppable=not r.codes))
     graph = JobGraph(name or f"train-digits-n{ranks}", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)),
                      (group,))
     validate(graph)

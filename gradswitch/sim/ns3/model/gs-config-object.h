@@ -1,5 +1,5 @@
 // Reading a configuration document strictly: every value a program reads is required (no default on this side:
-// the writer, ns3sim, writes every value), and a key nobody reads is refused. A ConfigObject is one JSON object
+// the writer, gradswitch.sim, writes every value), and a key nobody reads is refused. A ConfigObject is one JSON object
 // of the document with its path ("jobs[0].transport"); it records every key asked for, and Finish() refuses any
 // other key with one line naming it, where it was and the keys that object takes. An optional section is a key
 // that may be absent or null (the feature off: `dlcp`, `background`, `mpi`, ...); inside it, every key is

@@ -491,7 +491,7 @@ ParseConfig(const std::string& text)
     if (format != json(CONFIG_FORMAT))
     {
         throw ConfigError("format = " + Shown(format) + ": this gradswitch-sim reads format " +
-                          std::to_string(CONFIG_FORMAT) + " (write the configuration with the ns3sim of its checkout)");
+                          std::to_string(CONFIG_FORMAT) + " (write the configuration with the gradswitch.sim of its checkout)");
     }
     RunConfig c;
     c.seed = j.Get<uint64_t>(cfg::run::kSeed);

@@ -1,4 +1,4 @@
-// One run's configuration, as ns3sim (Python) writes it: the topology, the switches' and hosts' settings,
+// One run's configuration, as gradswitch.sim (Python) writes it: the topology, the switches' and hosts' settings,
 // the jobs with their transport, reductions or training plan, background traffic. The format is
 // docs/simulator.md's "Configuration"; a bad value is a ConfigError naming it. Every value is read from the
 // document, which must give it (gradswitch/sim/sim_config.py writes every one): the members below have no defaults of
@@ -80,10 +80,10 @@ struct SwitchSettings
 {
     double processingDelayS{}; // per packet, before it joins its egress queue (BMv2's per-packet cost)
     // ECMP: member = ((CRC-16 of the flow key x multiplier) mod 2^32 >> 16) mod the group's size, as the P4
-    // program's ECMP_MEMBER; ns3sim writes gradswitch/protocol/ecmp.py hash_multiplier(ecmp_seed)
+    // program's ECMP_MEMBER; gradswitch.sim writes gradswitch/protocol/ecmp.py hash_multiplier(ecmp_seed)
     uint32_t ecmpMultiplier{};
     LoadBalance loadBalance{};
-    double flowletGapS{}; // ns3sim writes its SimSettings.flowlet_gap_us (gradswitch/protocol/ecmp.py DEFAULT_FLOWLET_GAP_US)
+    double flowletGapS{}; // gradswitch.sim writes its SimSettings.flowlet_gap_us (gradswitch/protocol/ecmp.py DEFAULT_FLOWLET_GAP_US)
     bool roceClass{};
     // Fault injection for tests: the first this many NetReduce contributions a switch accepts are added twice
     // (a switch that loses track of its bitmap): the results' check must catch it. 0 without `faults`.
@@ -298,7 +298,7 @@ enum class FaultKind
     SlowWorker,  // from at_s on, its computation takes `factor` times as long and/or its link runs at rate_bps
 };
 
-/// One fault of the run (gradswitch/topology/faults.py Fault, resolved by ns3sim: its windows, the worker's node).
+/// One fault of the run (gradswitch/topology/faults.py Fault, resolved by gradswitch.sim: its windows, the worker's node).
 struct FaultSpec
 {
     FaultKind kind{};

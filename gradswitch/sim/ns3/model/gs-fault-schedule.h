@@ -1,4 +1,4 @@
-// The run's faults (gradswitch/topology/faults.py, written by ns3sim as `fault_schedule`), carried out in simulated time
+// The run's faults (gradswitch/topology/faults.py, written by gradswitch.sim as `fault_schedule`), carried out in simulated time
 // after the jobs' start, and what each did: a switch crash (it drops everything and loses its queues; back
 // with its tables after the window), a switch hang (its process stopped: it forwards and answers nothing from
 // the window's start until its release, if any; the control plane names it hung after SwitchHangDetectDelay,

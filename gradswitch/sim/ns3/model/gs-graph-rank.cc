@@ -148,10 +148,11 @@ GraphRank::GraphRank(JobNode* node)
         {
             m_crashAt = m_me.nodes[i].id == *job.crashGraphNode ? i : m_crashAt;
         }
-        if (m_crashAt == kNoCrash || m_me.nodes[m_crashAt].kind != GraphNodeKind::Compute)
+        if (m_crashAt == kNoCrash || (m_me.nodes[m_crashAt].kind != GraphNodeKind::Compute &&
+                                      m_me.nodes[m_crashAt].kind != GraphNodeKind::Collective))
         {
             throw ConfigError("jobs[].crash.graph_node = " + std::to_string(*job.crashGraphNode) +
-                              ": no computation of rank " + std::to_string(m_rank) + "'s graph");
+                              ": no computation or collective of rank " + std::to_string(m_rank) + "'s graph");
         }
     }
     m_waiting.assign(count, 0);
@@ -300,6 +301,10 @@ GraphRank::NodeDone(uint32_t i, bool ok)
         }
     }
     m_finished++;
+    if (i == m_crashAt && kind == GraphNodeKind::Collective && m_node->CrashIfAsked(m_node->Job().crash->second))
+    {
+        return; // a graph without computation: it died as its iteration's last collective ended (the loop's moment)
+    }
     for (uint32_t u : m_users[i])
     {
         if (--m_waiting[u] == 0)

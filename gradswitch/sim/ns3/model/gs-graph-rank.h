@@ -131,7 +131,9 @@ class GraphRank : public Collective
     bool m_gpuBusy = false;
     bool m_faulted = false; // the spec's fault injection happened
     static constexpr uint32_t kNoCrash = UINT32_MAX;
-    uint32_t m_crashAt = kNoCrash; // the node whose computation's start ends the crash's iteration on this rank
+    // the node at which the crash's rank dies: a computation as it would start (it ends the iteration before),
+    // or in a graph without computation its iteration's last collective as it ends
+    uint32_t m_crashAt = kNoCrash;
     uint32_t m_finished = 0;
     struct Arrival
     {

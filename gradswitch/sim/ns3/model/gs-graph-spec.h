@@ -72,7 +72,7 @@ struct GraphRankSpec
 struct GraphSpec
 {
     // a broadcast's chain cuts the buffer into ceil(bytes / chunk) chunks, at least 1 and at most maxChunks
-    // (gradswitch/hosts/collectives/chain.py's rule, written by ns3sim)
+    // (gradswitch/hosts/collectives/chain.py's rule, written by gradswitch.sim)
     uint64_t broadcastChunkBytes{};
     uint32_t broadcastMaxChunks{};
     // Fault injection for tests (`faults`, absent: none): this rank adds the first chunk it receives in a

@@ -220,7 +220,7 @@ namespace crash
 {
 inline constexpr char kNode[] = "node"; ///< unsigned integer: its node id
 inline constexpr char kAfter[] = "after"; ///< unsigned integer: the iteration after which it crashes
-inline constexpr char kGraphNode[] = "graph_node"; ///< unsigned integer, optional: a graph job: the id of the crashing rank's node whose computation's start ends iteration `after` (its next iteration's first forward); it dies as that computation would start (absent: it never does)
+inline constexpr char kGraphNode[] = "graph_node"; ///< unsigned integer, optional: a graph job: the id of the crashing rank's node whose computation's start ends iteration `after` (its next iteration's first forward), where it dies as that computation would start; in a graph without computation iteration `after`'s last collective, where it dies as that one ends (absent: it never does)
 } // namespace crash
 
 /// jobs[].graph: A job's execution graphs (gradswitch/sim/sim_config.py graph_json)

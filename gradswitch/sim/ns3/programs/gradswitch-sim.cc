@@ -1,4 +1,4 @@
-// gradswitch's ns-3 simulator: reads one run's configuration (JSON, written by ns3sim), builds the network
+// gradswitch's ns-3 simulator: reads one run's configuration (JSON, written by gradswitch.sim), builds the network
 // and the jobs, runs, writes the results (JSON). docs/simulator.md describes both formats.
 //
 //   gradswitch-sim --config run.json --out results.json     run

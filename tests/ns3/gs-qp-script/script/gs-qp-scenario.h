@@ -57,7 +57,7 @@ struct QpScenario
 {
     std::string name;
     TransportSpec transport;
-    WireSizes wire;             // header sizes (gradswitch/roce/wire.py's, as ns3sim writes them)
+    WireSizes wire;             // header sizes (gradswitch/roce/wire.py's, as gradswitch.sim writes them)
     uint32_t initialPsn{};      // the requester's first PSN (the responder's expected one)
     double delayS{};            // one way
     std::optional<double> rateBps; // serialization at this rate (none: packets take no time on the link)
