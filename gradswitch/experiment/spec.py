@@ -620,9 +620,6 @@ class ExperimentSpec:
         return _failing(
             (load.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (algorithm.k_of_n is None, f"{graph}: NetReduce k of N (netreduce_k, netreduce_deadline_ms) is the "
-             "loop's for now: on the graph engine a 3-of-4 train-digits run on BMv2 ended with one rank's sums wrong "
-             "from its third iteration on (its contributors and its sums disagree; cause not found): leave engine out"),
             (not self.transport.dlcp.lossy or load.emulate is not None or load.workload == "train-digits",
              f"{graph}: DLCP dropping runs in a model's training (a model profile with emulate) and in "
              "train-digits, not in a run without training (its all-reduces in a row): leave engine out"),

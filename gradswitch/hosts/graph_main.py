@@ -357,8 +357,8 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         engine.close()
     report = source.report() if source is not None else SourceReport()  # what it did, also of a failed run
     extra = dict(report.extra)
-    for worker in in_network_workers(switched):  # the all-reduce job's counters and its fallback, as the loop's
-        if worker.fallback is not None:
+    for worker in in_network_workers(switched):  # the all-reduce job's counters and its fallback (or k of N), as
+        if worker.fallback is not None or worker.layout.k_of_n:  # the loop's
             extra.update(worker.report())
     result = worker_result(rank, me.host, str(me.role), ok, report.iterations, stats, extra, error, trace,
                            check_failed)

@@ -24,7 +24,7 @@ from gradswitch.protocol.netreduce import MESSAGE_BYTES, MESSAGE_ELEMENTS, MTU, 
 from gradswitch.protocol.qpn import qpn
 from gradswitch.roce.headers import Bth, Opcode, Reth, Transport
 from gradswitch.roce.order_tolerant import make_responder
-from gradswitch.roce.qp import Requester
+from gradswitch.roce.qp import RecvCompletion, Requester
 from gradswitch.workload.gradients import Int32Array, from_wire, to_wire
 from gradswitch.workload.job import JobConfig
 
@@ -94,6 +94,10 @@ class NetReduceWorker:
         if self.layout.k_of_n:  # k of N: its sums are delivered on this connection with or without this worker
             old = self.send_qp.requester
             self.send_qp.requester = QuorumRequester(old.cfg, old.marker)
+            # ... so the others' credits alone pace them: the sum of message k + 2C may land in message k's place
+            # of the window before this worker read k's (it computed, or was not scheduled): each result is read
+            # as it was when it completed
+            self.recv_qp.responder.cfg = replace(self.recv_qp.responder.cfg, keep_writes=True)
         self.last_contributors: list[tuple[int, ...]] = []  # the ranks each message of the last reduction holds
         self.region = comm.register(self.layout.rkey, self.layout.region_bytes)
         self.loop = make_loop(comm, self)
@@ -103,6 +107,8 @@ class NetReduceWorker:
         self.wr_of: dict[int, int] = {}  # message -> work request id, until acknowledged
         self.results: set[int] = set()  # messages whose result arrived, until their credit is used
         self.stats = {"messages": 0, "credit_waits": 0}
+        if self.layout.k_of_n:  # results whose place a later sum had written again before this worker read them
+            self.stats["overwritten"] = 0
         self.fallback = self._fallback(ranks, self.loop.largest_op if largest_op is None else largest_op)
 
     def _fallback(self, ranks: list[int], largest_op: int) -> Fallback | None:
@@ -207,7 +213,8 @@ class NetReduceWorker:
 
         The messages get the next message numbers when this starts (every worker starts operations in the
         same order, so message k carries the same chunk everywhere) and go on the QP in number order: a later
-        operation posts only after every earlier message is posted."""
+        operation posts only after every earlier message is posted. It ends once every result is here and every
+        message posted (k of N: the results may all be here first)."""
         count = len(chunks)
         out: list[Int32Array | None] = [None] * count
         first = self.k
@@ -222,7 +229,7 @@ class NetReduceWorker:
             owner = owners[i]
             return self.layout.va(first + i) if owner is None else self.layout.owner_va(first + i, owner)
 
-        while done < count:
+        while done < count or sent < count:
             while sent < count and self.posted == first + sent and self._credit(first + sent):
                 k = first + sent
                 self._release(k)
@@ -234,6 +241,11 @@ class NetReduceWorker:
                 sent += 1
                 self.posted += 1
                 self.stats["messages"] += 1
+            if done == count:  # k of N: every sum is here, some without this worker, which still posts each message
+                # (settled unsent where its sum was delivered): else no later message of its would ever be posted
+                self.stats["credit_waits"] += 1
+                yield partial(self._postable, first + sent)
+                continue
             k = first + done
             key = tag_of(self.layout, tags, k)
             if key is None:
@@ -248,7 +260,7 @@ class NetReduceWorker:
                 if owner is not None and completion.zero_filled:
                     raise RuntimeError(f"rank {self.rank}: message {k} (rank {owner}'s shard) came trimmed "
                                        f"({completion.zero_filled} packets): the switch must send it whole here")
-                out[done] = from_wire(view[va(done) : va(done) + MESSAGE_BYTES], MESSAGE_ELEMENTS)
+                out[done] = self._result(completion, view[va(done) : va(done) + MESSAGE_BYTES])
             elif completion.zero_filled != PACKETS:
                 raise RuntimeError(f"rank {self.rank}: message {k} (rank {owner}'s shard) came with "
                                    f"{PACKETS - completion.zero_filled} whole packets: the switch must trim them all")
@@ -257,11 +269,23 @@ class NetReduceWorker:
         self.last_contributors = contributors
         return out
 
+    def _result(self, completion: RecvCompletion, placed: memoryview) -> Int32Array:
+        """A message's result: as its write completed (k of N: kept by the receiver, its place in the window may
+        hold a later sum by now), else where it was placed."""
+        if not completion.data:
+            return from_wire(placed, MESSAGE_ELEMENTS)
+        if completion.data != placed:
+            self.stats["overwritten"] += 1
+        return from_wire(completion.data, MESSAGE_ELEMENTS)
+
+    def _postable(self, k: int) -> bool:
+        """May message k be posted now (every earlier one is, and its credit is free)?"""
+        return self.posted == k and self._credit(k)
+
     def _progress(self, awaited: int, next_send: int | None) -> bool:
         """The awaited result is here, or the next message may now be posted."""
         tags = self.comm.tags[self.recv_qp.cfg.qpn]
-        return tag_of(self.layout, tags, awaited) is not None or (
-            next_send is not None and self.posted == next_send and self._credit(next_send))
+        return tag_of(self.layout, tags, awaited) is not None or (next_send is not None and self._postable(next_send))
 
     def overtaken(self) -> bool:
         """k of N: the sum of this worker's next message is here already (its contribution would be late)."""

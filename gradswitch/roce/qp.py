@@ -64,6 +64,10 @@ class QpConfig:
     # SR only: DLCP's order-tolerant receive (gradswitch/roce/order_tolerant.py): packets placed as they arrive, a hole
     # judged only once its message's last packet is here and reorder_delay has passed since
     order_tolerant: bool = False
+    # A WRITE's completion carries a copy of the bytes it wrote, as they were when its last packet was applied
+    # (RecvCompletion.data): for a receiver whose region its sender may write again, at the same place, before the
+    # receiver reads it (a NetReduce k-of-N job's sums leave without this worker: gradswitch/hosts/netreduce.py)
+    keep_writes: bool = False
 
     def __post_init__(self) -> None:
         if self.mtu not in VALID_MTUS:
@@ -105,7 +109,7 @@ class RecvCompletion:
     imm: int | None = None
     va: int = 0
     rkey: int = 0
-    data: bytes = b""  # SEND payload (a WRITE's data is in the memory region)
+    data: bytes = b""  # SEND payload; a WRITE's data is in the memory region (and here too with keep_writes)
     zero_filled: int = 0  # packets of the message completed as zeros (trimmed by a DLCP switch, within the budget)
 
 
@@ -578,8 +582,10 @@ class Responder:
             if name.endswith(("LAST", "LAST_IMM", "ONLY", "ONLY_IMM")):
                 if self._offset != self._reth.dma_length:
                     return NakCode.INVALID_REQUEST
-                self.completions.append(RecvCompletion("write", self._offset, t.imm, self._reth.virtual_addr,
-                                                       self._reth.rkey, zero_filled=self._zero_filled_msg))
+                va = self._reth.virtual_addr
+                kept = bytes(region.buffer[va : va + self._offset]) if self.cfg.keep_writes else b""
+                self.completions.append(RecvCompletion("write", self._offset, t.imm, va, self._reth.rkey, kept,
+                                                       zero_filled=self._zero_filled_msg))
                 self._kind, self._reth = None, None
                 self.msn = (self.msn + 1) & 0xFFFFFF
             return None

@@ -35,9 +35,9 @@ MAPS = {"switch.dlcp_thresholds", "mpi.rank_of"}
 
 
 def full_config() -> dict[str, Any]:
-    """A configuration with every section gradswitch.sim writes: PS jobs that train, colocated servers under TensorLights,
-    DLCP with a crash on job 1, background TCP, loss, an MPI partition, faults of every kind, the test fault and an
-    ECMP probe."""
+    """A configuration with every section gradswitch.sim writes: PS jobs that train, colocated servers under
+    TensorLights, DLCP with a crash on job 1, background TCP, loss, an MPI partition, faults of every kind, the test
+    fault and an ECMP probe."""
     spec = ExperimentSpec.of(algo=Algorithm.PS, workers=2, workload="resnet50", scale=0.002, bw_mbps=20, iterations=2,
                              emulate=Emulation(link_gbps=10, device=Device.V100, batch=32), jobs=2,
                              colocate_servers=True, tensorlights=True, background_flows=2)

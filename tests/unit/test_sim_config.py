@@ -1,6 +1,6 @@
-"""The simulator's configuration as gradswitch.sim writes it, without the simulator: the format gradswitch.sim writes is the one
-gradswitch-sim reads, and the values come from the Python settings (the only defaults: tests/ns3/test_sim_config.py
-shows that gradswitch-sim has none of its own)."""
+"""The simulator's configuration as gradswitch.sim writes it, without the simulator: the format gradswitch.sim writes
+is the one gradswitch-sim reads, and the values come from the Python settings (the only defaults:
+tests/ns3/test_sim_config.py shows that gradswitch-sim has none of its own)."""
 
 from __future__ import annotations
 

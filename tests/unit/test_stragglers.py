@@ -1,23 +1,44 @@
 """Stragglers (docs/faults.md, "Stragglers: k of N"): the slow-worker factor a worker reads from its run
 directory, the link-rate change a slow-worker fault makes, a k-of-N job's layout (its results' ImmDt names the
-contributors) and the requester that takes an ACK for PSNs the switch delivered on its behalf."""
+contributors), the requester that takes an ACK for PSNs the switch delivered on its behalf, and the receiver that
+reads each sum as it came, though a later one took its place in the window since."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 
+from gradswitch.hosts.collectives.in_network import InNetworkJob
+from gradswitch.hosts.comm import Comm, OpGen, Wait
 from gradswitch.hosts.iteration import Scheduler
+from gradswitch.hosts.netreduce import NetReduceWorker, message_packet
 from gradswitch.hosts.netreduce_quorum import QuorumRequester, tag_of
 from gradswitch.hosts.slowdown import Slowdown, SlowdownError, read_slowdown, slowdown_path, stretch, write_slowdown
-from gradswitch.protocol.netreduce import IMM_MEMBERS_SHIFT, MAX_K_OF_N_WORKERS, JobLayout
+from gradswitch.protocol.netreduce import (
+    ELEMENTS,
+    IMM_MEMBERS_SHIFT,
+    MAX_K_OF_N_WORKERS,
+    MESSAGE_ELEMENTS,
+    MTU,
+    PACKETS,
+    JobLayout,
+)
 from gradswitch.protocol.p4_constants import CONFIG
+from gradswitch.protocol.qpn import qpn, udp_source_port
+from gradswitch.roce.engine import Engine
 from gradswitch.roce.headers import Aeth, Bth, Opcode, Transport
 from gradswitch.roce.qp import QpConfig, Requester
+from gradswitch.roce.wire import build_ipv4
+from gradswitch.workload.gradients import Int32Array
+from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.plan import Plan
-from tests.inmemory import training
+from tests.inmemory import job, training
+from tests.memlink import MemoryHub
 from tests.unit.test_training import layers3, one_op_per_layer
 
 # ---- the factor ----
@@ -142,6 +163,107 @@ def test_an_ack_past_what_was_sent_settles_what_is_posted_only_on_a_k_of_n_qp(cl
     assert len(req.transmit(0.03)) == 4 and not req.idle()
     req.on_ack(ack(11), 0.04)  # within what was sent: RC's own acknowledgement
     assert req.idle() and req.counters["invalid_acks"] == 0
+
+
+# ---- k of N: the receiver ----
+
+
+def late_rank0(held: dict[int, int], acknowledged: bool = True
+               ) -> tuple[NetReduceWorker, dict[int, Int32Array], Callable[[], None]]:
+    """Rank 0's NetReduce worker of a 3-of-4 job with credits 1 (a window of 2 messages: message k + 2 lands where
+    message k did), on an in-memory network where the other three ranks have finished messages 0.. without it:
+    their sums (message -> the bitmap of the ranks each holds, `held`) are on rank 3's connection to rank 0, and
+    rank 1 (rank 0's peer, which holds those sums on rank 0's connection) has acknowledged them all, none of it
+    taken yet. Rank 0's receiver acknowledges whatever comes whenever it polls (the others' credits), also while no
+    operation of its reads (an operation waiting for its writes' acknowledgements, the graph's computation, the
+    loop's drain), so the others may run that far ahead. The worker, each message's sum, and what delivers rank 1's
+    acknowledgement (`acknowledged`: delivered already)."""
+    cfg = job("netreduce", 4, mtu=MTU, job_id=3, credits=1, netreduce_k=3)
+    hub = MemoryHub()
+    ips = [n.ip for n in cfg.workers]
+    for ip in ips:
+        hub.link(ip)
+    worker = NetReduceWorker(Comm(cfg, cfg.workers[0], Engine(hub.link(ips[0]), ips[0])))
+    lay = worker.layout
+    assert lay.k_of_n and lay.window(0) == lay.window(2) != lay.window(1)
+    sums: dict[int, Int32Array] = {k: np.arange(MESSAGE_ELEMENTS, dtype=np.int32) * (k + 1) + 1000 * k for k in held}
+    for k, bitmap in held.items():  # the switch's results on rank 3's connection to rank 0
+        wire = sums[k].astype(">i4").tobytes()
+        for i in range(PACKETS):
+            t = message_packet(lay, 3, k, i, wire[i * ELEMENTS * 4 : (i + 1) * ELEMENTS * 4])
+            if t.imm is not None:
+                t = replace(t, imm=lay.imm(k) | bitmap << IMM_MEMBERS_SHIFT)
+            hub.deliver(build_ipv4(t, ips[3], ips[0], src_port=udp_source_port(qpn(3, 0, lay.job))), ips[0])
+    last = max(held)
+    ack = Transport(Bth(Opcode.ACKNOWLEDGE, qpn(0, 1, lay.job), lay.psn(last, PACKETS - 1)), aeth=Aeth.ack(last + 1))
+
+    def acknowledge() -> None:
+        hub.deliver(build_ipv4(ack, ips[1], ips[0], src_port=udp_source_port(qpn(1, 0, lay.job))), ips[0])
+
+    if acknowledged:
+        acknowledge()
+    return worker, sums, acknowledge
+
+
+def advance(worker: NetReduceWorker, op: OpGen, wait: Wait, turns: int = 20) -> tuple[Wait, Int32Array | None]:
+    """Run a reduction for some turns of the transport (what is queued for rank 0 is taken at the first): what it
+    waits for then, and its output if it ended."""
+    for _ in range(turns):
+        worker.comm.step(0.01, "the reduction")
+        while wait():
+            try:
+                wait = op.send(None)
+            except StopIteration as end:
+                return wait, end.value
+    return wait, None
+
+
+def test_a_late_worker_reads_each_sum_as_it_came_though_a_later_sum_took_its_place_since():
+    """Rank 0 all-reduces 3 messages whose sums (message 2's where message 0's was) are all here before it reads
+    any: each message's result is the sum that came for it, naming its own contributors (message 2's sum read for
+    message 0 made rank 0's sums and its contributors disagree); its writes, late, settled unsent."""
+    worker, sums, _ = late_rank0({0: 0b1110, 1: 0b0111, 2: 0b1110})
+    got = worker.allreduce(0, 0, np.ones(3 * MESSAGE_ELEMENTS, dtype=np.int32))
+    for k, want in sums.items():
+        assert np.array_equal(got[k * MESSAGE_ELEMENTS : (k + 1) * MESSAGE_ELEMENTS], want), f"message {k}"
+    assert worker.last_contributors == [(1, 2, 3), (0, 1, 2), (1, 2, 3)]
+    assert worker.stats["overwritten"] == 1  # message 0's place held message 2's sum when rank 0 read it
+    assert worker.send_qp.requester.idle() and worker.send_qp.requester.counters["settled_unsent"] > 0
+
+
+def test_back_to_back_operations_of_a_graph_job_each_keep_their_own_sums_and_contributors():
+    """The graph engine's all-reduces of one NetReduce job (train-digits: one per tensor), k of N: operation 0 (message
+    0) and operation 1 (messages 1 and 2), every sum here before either reads: each operation's output is its own
+    messages' sums and the contributors it hands over (InNetworkJob.contributors, by place) are its own."""
+    worker, sums, _ = late_rank0({0: 0b1110, 1: 0b1101, 2: 0b1011})
+    switch_job = InNetworkJob(worker)
+    outs = []
+    for place, messages in ((0, 1), (1, 2)):
+        op = switch_job.run(place, CollectiveKind.ALL_REDUCE, np.ones(messages * MESSAGE_ELEMENTS, dtype=np.int32))
+        outs.append(worker.comm.drive(op, f"operation {place}"))
+    assert np.array_equal(outs[0], sums[0])
+    assert np.array_equal(outs[1], np.concatenate([sums[1], sums[2]]))
+    assert switch_job.contributors == {0: ((1, 2, 3),), 1: ((0, 2, 3), (0, 1, 3))}
+
+
+def test_a_late_worker_posts_every_message_before_its_reduction_ends_and_contributes_to_the_next():
+    """Rank 0's three sums are here before rank 1's acknowledgement: message 0 goes out, message 1 waits for its
+    credit (message 0's write acknowledged). The reduction does not end with messages 1 and 2 unposted (a worker that
+    ended so would never post again: every later message waits for them, posted in order, and it would be left out
+    of every later sum); once rank 1's acknowledgement through message 2 is here they are posted and settled unsent,
+    the reduction ends with its sums, and the next reduction's message goes on the wire."""
+    worker, sums, acknowledge = late_rank0({0: 0b1110, 1: 0b1110, 2: 0b1110}, acknowledged=False)
+    requester = worker.send_qp.requester
+    op = worker.reduce_op(0, 0, 0, np.ones(3 * MESSAGE_ELEMENTS, dtype=np.int32), 0)
+    wait, out = advance(worker, op, next(op))
+    assert out is None and worker.posted == 1 and requester.counters["sent"] == PACKETS  # waits to post message 1
+    acknowledge()
+    wait, out = advance(worker, op, wait)
+    assert out is not None and np.array_equal(out, np.concatenate([sums[k] for k in range(3)]))
+    assert worker.posted == worker.k == 3 and requester.counters["settled_unsent"] == 2 * PACKETS
+    following = worker.reduce_op(0, 1, 0, np.ones(MESSAGE_ELEMENTS, dtype=np.int32), 0)
+    advance(worker, following, next(following), turns=2)  # (its sum never comes here)
+    assert worker.posted == 4 and requester.counters["sent"] == 2 * PACKETS  # message 3 went out
 
 
 # ---- k of N in a spec ----
