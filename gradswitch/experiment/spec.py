@@ -620,9 +620,6 @@ class ExperimentSpec:
         return _failing(
             (load.workload_et is None, f"{graph} with workload_et: a trace always runs on the graph engine; leave "
              "engine out"),
-            (not self.transport.dlcp.lossy or load.emulate is not None or load.workload == "train-digits",
-             f"{graph}: DLCP dropping runs in a model's training (a model profile with emulate) and in "
-             "train-digits, not in a run without training (its all-reduces in a row): leave engine out"),
         )
 
     def training_problems(self) -> list[str]:

@@ -43,6 +43,7 @@ def test_a_model_profile_is_its_tensors_in_the_loops_order_and_sizes():
     assert [n.nbytes for n in nodes] == [4 * t.elements for t in tensors] * 2
     assert [n.layer_class for n in nodes[:len(tensors)]] == [layer_class(j, len(tensors)) for j in range(len(tensors))]
     assert all(n.deps == (n.id - 1,) for n in nodes[1:])
+    assert all(n.droppable for n in nodes)  # DLCP dropping: every tensor's values, as the loop marks its writes
 
 
 def test_block_exponents_reduce_each_tensors_codes_before_it():
@@ -50,6 +51,11 @@ def test_block_exponents_reduce_each_tensors_codes_before_it():
     g = plain_graph(cfg, iterations=1)
     names = [n.name for n in g.ranks[0].nodes]
     assert names == ["it0.codes.0", "it0.allreduce.1"]
+    # the loop's marks (gradswitch/hosts/comm.py tag_for): its classes, the codes never droppable, the values so
+    nodes = [n for n in g.ranks[0].nodes if isinstance(n, CollectiveNode)]
+    assert [(n.layer_class, n.droppable) for n in nodes] == [(layer_class(j, 2), t.kind != "exponents")
+                                                              for j, t in enumerate(job_profile(cfg).tensors)]
+    assert [n.droppable for n in nodes] == [False, True]
     assert [n.nbytes for n in g.ranks[0].nodes if isinstance(n, CollectiveNode)] == [
         4 * t.elements for t in job_profile(cfg).tensors]
 

@@ -5,7 +5,8 @@ each tensor of a model profile; with block exponents each tensor's exponent code
 Node `itI.allreduce.J` (`itI.codes.J` for exponent codes) is iteration I's all-reduce of profile tensor J, its size
 the tensor's 4 bytes an element (the loop's int32 on the wire), waiting for the one before it (the last of the
 iteration before, for J = 0): the loop reduces one tensor at a time. Each carries the DLCP layer class the loop's
-writes of that tensor carry (gradswitch/hosts/comm.py: the profile index's class)."""
+writes of that tensor carry (gradswitch/hosts/comm.py: the profile index's class) and, as the loop marks them, is
+droppable but for exponent codes (DLCP dropping: docs/dlcp.md; the job's policy says which packets are)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def plain_graph(cfg: JobConfig, iterations: int | None = None, name: str = "") -
             deps = (len(nodes) - 1,) if nodes else ()
             nodes.append(CollectiveNode(len(nodes), f"it{it}.{label}.{j}", CollectiveKind.ALL_REDUCE, group.name,
                                         t.elements * BYTES_PER_ELEMENT, deps,
-                                        layer_class=layer_class(j, len(tensors))))
+                                        layer_class=layer_class(j, len(tensors)), droppable=t.kind != CODES_KIND))
     graph = JobGraph(name or f"{cfg.workload}-n{ranks}", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)),
                      (group,))
     validate(graph)
