@@ -108,3 +108,37 @@ def test_train_digits_drops_on_the_graph_engine_as_on_the_loop_through_bmv2(tmp_
     job = json.loads((tmp_path / "ring-graph" / "graph" / "job1.json").read_text())  # the graph engine ran it
     values = [n for n in job["graph"]["ranks"][0]["nodes"] if n["kind"] == "collective"][:4]
     assert [(n["layer_class"], n["droppable"]) for n in values] == [(6, True), (4, True), (2, True), (0, True)]
+
+
+PLAIN: dict[str, Any] = {"algo": "ring", "workers": 4, "topo": "rack", "workload": "synthetic", "size_bytes": 64 << 10,
+                         "iterations": 3, "transport": "sr", "bw_mbps": 20.0, "mtu": 1024, "seed": 7}
+
+
+def test_a_run_without_training_drops_on_the_graph_engine_as_on_the_loop_through_bmv2(tmp_path: Path) -> None:
+    """A synthetic all-reduce in a row (gradswitch/workload/generators/plain.py, its data SyntheticData) with every
+    packet droppable and the threshold 0, on both engines: the switch trims every first copy of a data packet, the
+    receivers zero-fill within the budget and resend the rest, every iteration judged within max_relative_error: the
+    same counts on both engines, within 1 %."""
+    dlcp = {"drop": True, "priority": True, "threshold_bytes": 0, "loss_budget": POLICY.loss_budget,
+            "drop_min_layer_class": 0, "drop_max_magnitude_class": 3,
+            "max_relative_error": POLICY.max_relative_error}
+    specs = {engine: spec_from_dict({**PLAIN, "dlcp": dlcp, "engine": engine, "name": f"plain-{engine}"})
+             for engine in ("graph", "loop")}
+    assert all(s.problems() == [] for s in specs.values())
+    reports = {}
+    with Testbed(topology_for(specs["loop"]), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        for engine, spec in specs.items():
+            reports[engine] = run_on(net, spec, tmp_path / f"plain-{engine}", progress=False)
+    for engine, report in reports.items():
+        print(f"{engine}: trimmed {report['headline_extra']['dlcp_dropped']}, zero-filled "
+              f"{report['headline_extra']['zero_filled_packets']}, resent {report['retransmissions']}, relative "
+              f"error per iteration {[round(it['relative_error'], 4) for it in report['iterations']]}")
+        check_trimmed(report, PLAIN["iterations"])
+        assert report["check"] == "exact"  # checked against the exact sums, judged within the bound
+    graph, loop = reports["graph"], reports["loop"]
+    for key in ("dlcp_dropped", "zero_filled_packets"):
+        want = loop["headline_extra"][key]
+        assert abs(graph["headline_extra"][key] - want) <= max(2, 0.01 * want), key
+    assert set(loop["iterations"][0]) <= set(graph["iterations"][0])  # the loop's record fields
+    job = json.loads((tmp_path / "plain-graph" / "graph" / "job1.json").read_text())  # the graph engine ran it
+    assert [n["droppable"] for n in job["graph"]["ranks"][0]["nodes"] if n["kind"] == "collective"] == [True] * 3
