@@ -19,14 +19,18 @@ from tests.ns3.test_graph_dlcp_drop_sim import COMPARABLE, TOLERANCE, both, rece
 pytestmark = pytest.mark.ns3
 
 
+# a synthetic all-reduce is one tensor, layer class 0: every layer and magnitude droppable (drop_min_layer_class 0)
+DROP: dict[str, Any] = {"priority": True, "drop": True, "threshold_bytes": 0, "loss_budget": 0.2,
+                        "drop_min_layer_class": 0, "drop_max_magnitude_class": 3}
+
+
 def plain(**kw: Any) -> ExperimentSpec:
     """Two ring jobs of a synthetic all-reduce behind 2 bulk TCP streams on a leaf-spine, every droppable packet
-    behind another trimmed (threshold 0), a fifth of each message may be zero-filled, any error accepted."""
+    behind another trimmed (threshold 0, any layer and magnitude), a fifth of each message may be zero-filled, any error accepted."""
     return spec_from_dict({"backend": "ns3", "algo": "ring", "workers": 4, "jobs": 2, "background_flows": 2,
                            "topo": "leafspine", "bw_mbps": 10, "size_bytes": 256 << 10, "iterations": 3,
                            "transport": "sr", "roce_class": True, "mtu": 1024,
-                           "dlcp": {"priority": True, "drop": True, "threshold_bytes": 0, "loss_budget": 0.2,
-                                    "max_relative_error": 1.0}, **kw})
+                           "dlcp": {**DROP, "max_relative_error": 1.0}, **kw})
 
 
 def test_a_run_without_training_drops_on_the_graph_engine_as_on_the_loop(tmp_path: Path) -> None:
@@ -53,8 +57,7 @@ def test_a_run_without_training_drops_on_the_graph_engine_as_on_the_loop(tmp_pat
 def test_an_error_over_the_bound_fails_the_check_on_both_engines(tmp_path: Path) -> None:
     """The same run judged against a bound under the error its zero-filled packets leave: the loop's failed check,
     on both engines."""
-    spec = plain(jobs=1, iterations=2, dlcp={"priority": True, "drop": True, "threshold_bytes": 0,
-                                             "loss_budget": 0.2, "max_relative_error": 1e-6})
+    spec = plain(jobs=1, iterations=2, dlcp={**DROP, "max_relative_error": 1e-6})
     loop, graph = both(spec, tmp_path)
     assert loop["outcome"] == graph["outcome"] == "check_failed"
     assert graph["headline_extra"]["max_relative_error"] > 1e-6
