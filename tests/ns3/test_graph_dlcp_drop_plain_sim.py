@@ -26,7 +26,8 @@ DROP: dict[str, Any] = {"priority": True, "drop": True, "threshold_bytes": 0, "l
 
 def plain(**kw: Any) -> ExperimentSpec:
     """Two ring jobs of a synthetic all-reduce behind 2 bulk TCP streams on a leaf-spine, every droppable packet
-    behind another trimmed (threshold 0, any layer and magnitude), a fifth of each message may be zero-filled, any error accepted."""
+    behind another trimmed (threshold 0, any layer and magnitude), a fifth of each message may be zero-filled, any
+    error accepted."""
     return spec_from_dict({"backend": "ns3", "algo": "ring", "workers": 4, "jobs": 2, "background_flows": 2,
                            "topo": "leafspine", "bw_mbps": 10, "size_bytes": 256 << 10, "iterations": 3,
                            "transport": "sr", "roce_class": True, "mtu": 1024,
