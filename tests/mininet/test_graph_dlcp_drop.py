@@ -8,7 +8,7 @@ spec on the same network trims and judges alike.
 train-digits (the MLP's real gradients, gradswitch/hosts/graph_digits.py) with the same dropping, as
 tests/mininet/test_dlcp.py runs the loop's: both engines on one rack, every iteration judged within
 max_relative_error, the switch's trims zero-filled within the loss budget (the rest resent), the loop's record
-fields per iteration."""
+fields per iteration. A run without training (a synthetic all-reduce in a row, SyntheticData) alike."""
 
 from __future__ import annotations
 
