@@ -177,9 +177,10 @@ def run_on(net: Testbed, spec: ExperimentSpec, out_dir: Path, progress: bool | N
         # their peers, with ICMP).
         dlcp_before = ({name: settings.dlcp_events(name) for name in fabric.switch_names()}
                        if spec.transport.dlcp.enabled else {})
+        # A trace's graph has no iterations: its bar is the whole run; a spec's graph counts iterations as the loop.
+        bar = Progress(1 if workload is not None else spec.measurement.iterations, spec.label, progress)
         try:
-            results = run_nodes(net, nodes_cfgs, config_dir, run_dir,
-                                Progress(1 if tgs else spec.measurement.iterations, spec.label, progress),
+            results = run_nodes(net, nodes_cfgs, config_dir, run_dir, bar,
                                 on_go=go, on_done=done, on_started=procs.update, on_exit=exited,
                                 module="gradswitch.hosts.graph_main" if tgs else "gradswitch.hosts.main")
         finally:
