@@ -8,16 +8,18 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradswitch.formats import check_format
-from gradswitch.sim.build import BuildError, Status, ensure_built
 from gradswitch.sim.ranks import MpiLaunch, MpiSync, PartitionError, partition
 from gradswitch.sim.results import RESULTS_FORMAT, SimResult, parse
 from gradswitch.sim.sim_config import run_config
 from gradswitch.sim.sim_settings import SimSettings
 from gradswitch.topology.model import Topology
 from gradswitch.workload.job import JobConfig
+
+if TYPE_CHECKING:
+    from gradswitch.sim.build import Status
 
 
 class SimError(RuntimeError):
@@ -26,6 +28,9 @@ class SimError(RuntimeError):
 
 def built(mpi: bool = False) -> Status:
     """The simulator, ready to run (an installed package builds it into the user's cache on first use)."""
+    # Imported here: `python -m gradswitch.sim.build` would otherwise find itself imported already by the package.
+    from gradswitch.sim.build import BuildError, ensure_built
+
     try:
         s = ensure_built(mpi)
     except BuildError as e:
