@@ -113,15 +113,20 @@ def perf_count(path: Path) -> InstructionCount:
 
 
 def callgrind_count(path: Path) -> InstructionCount:
-    """callgrind's total of executed instructions (`summary:` or `totals:` line of its profile)."""
-    try:
-        text = path.read_text()
-    except OSError as e:
-        return InstructionCount(Counter.CALLGRIND, None, f"callgrind wrote no {path.name} ({e.strerror})")
-    found = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
-    if found is None:
-        return InstructionCount(Counter.CALLGRIND, None, f"no summary line in {path.name}")
-    return InstructionCount(Counter.CALLGRIND, int(found.group(1)))
+    """callgrind's total of executed instructions: the `summary:` line of its profile, summed over the parts a
+    dump during the run (`callgrind_control -d`) split it into (path.1, path.2, ...; the last part is path)."""
+    parts = [path, *(p for p in path.parent.glob(f"{path.name}.*") if p.suffix[1:].isdigit())]
+    total = 0
+    for part in parts:
+        try:
+            text = part.read_text()
+        except OSError as e:
+            return InstructionCount(Counter.CALLGRIND, None, f"callgrind wrote no {part.name} ({e.strerror})")
+        found = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+        if found is None:
+            return InstructionCount(Counter.CALLGRIND, None, f"no summary line in {part.name}")
+        total += int(found.group(1))
+    return InstructionCount(Counter.CALLGRIND, total)
 
 
 def write(out_dir: Path, count: InstructionCount) -> None:

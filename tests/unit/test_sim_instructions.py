@@ -40,6 +40,8 @@ def test_callgrinds_total(tmp_path: Path) -> None:
     path.write_text("# callgrind format\nversion: 1\nevents: Ir\nfn=(1) main\n5 100\nsummary: 987654321\n"
                     "totals: 987654321\n")
     assert instructions.callgrind_count(path) == InstructionCount(Counter.CALLGRIND, 987654321)
+    (tmp_path / f"{instructions.CALLGRIND_FILE}.1").write_text("part: 1\nsummary: 1000\ntotals: 1000\n")
+    assert instructions.callgrind_count(path).instructions == 987655321  # a dump during the run split it in two
     path.write_text("events: Ir\n")
     assert instructions.callgrind_count(path).instructions is None
 
