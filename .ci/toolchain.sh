@@ -148,14 +148,17 @@ ensure_torch() {
     fi
 }
 
-# ensure_perf: perf (Debian's linux-perf, which .ci/run installs with the other system tools) for
-# tests/ns3/test_profile.py; once it is on PATH, that test must run (GRADSWITCH_REQUIRE_PERF=1: a `perf record`
-# that cannot sample fails it, naming why).
+# ensure_perf: perf (Debian's linux-perf) and valgrind, which .ci/run installs with the other system tools, for
+# tests/ns3/test_profile.py and tests/ns3/test_sim_instructions.py; once both are on PATH, those tests must run
+# (GRADSWITCH_REQUIRE_PERF=1: a `perf record` that cannot sample fails, naming why).
 ensure_perf() {
-    if command -v perf >/dev/null 2>&1; then
-        export GRADSWITCH_REQUIRE_PERF=1
-    else
-        ci_strict && ci_fail "perf is not on PATH (apt install linux-perf did not install it)"
-        echo "ci: perf is not on PATH; tests/ns3/test_profile.py will skip"
-    fi
+    local tool
+    for tool in perf valgrind; do
+        if ! command -v "$tool" >/dev/null 2>&1; then
+            ci_strict && ci_fail "$tool is not on PATH (apt install linux-perf valgrind did not install it)"
+            echo "ci: $tool is not on PATH; tests/ns3/test_profile.py and test_sim_instructions.py will skip"
+            return 0
+        fi
+    done
+    export GRADSWITCH_REQUIRE_PERF=1
 }

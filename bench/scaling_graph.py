@@ -19,17 +19,27 @@ after the graph, on the same machine state: per engine the simulator's run wall 
 loop, set-up aside) and the CPU seconds of the gradswitch-sim process (set-up and output included: on a machine
 shared with other work wall time is disturbed, CPU time much less), and the graph's whole run through its
 driver (`wall_s`: configuration, simulator, report and timeline). `--no-loop` leaves the loop out. A rerun
-point keeps the figures of the row it replaces under `before`. Writes bench/results/scaling-graph.json (table
-`scaling-graph` in docs/performance.md); a run of some points keeps the file's other rows.
+point keeps the figures of the row it replaces under `before`.
+
+The figure the machine's load does not move: per engine the simulator's user-space instructions
+(`sim_instructions`, `loop_sim_instructions`; gradswitch/sim/instructions.py), counted by `--instructions perf`
+(the default: `perf stat -e instructions:u` on the same run, free; a machine without hardware counters gives
+null and says why in `sim_instructions_why`) or `--instructions callgrind` (valgrind counts them in software,
+anywhere, in a second run of each engine at 20-100x its time: the CPU and wall figures stay the plain run's),
+or `none`. graph / loop is then judged by instructions (`instructions_over_loop`).
+Writes bench/results/scaling-graph.json (table `scaling-graph` in docs/performance.md); a run of some points
+keeps the file's other rows.
 
     python -m bench.scaling_graph [--models resnet50,vgg16,bert-base] [--workers 8,16,32,64]
                                   [--algos ring,netreduce-hier] [--out runs/bench-scaling-graph] [--no-loop]
+                                  [--instructions perf|callgrind|none]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import time
@@ -43,6 +53,8 @@ from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.tables.reading import load
 from gradswitch.experiment.training_graph import spec_training_graph
+from gradswitch.sim import instructions
+from gradswitch.sim.instructions import Counter
 from gradswitch.workload.generators import iteration_times
 
 WORKERS = (8, 16, 32, 64)
@@ -53,15 +65,21 @@ TOLERANCE = 0.01  # the study's points are single runs that do not vary with the
 T = TypeVar("T")
 
 
-def point(model: str, workers: int, earlier: dict[str, Any], out: Path, algo: str = "ring") -> dict[str, Any]:
+def point(model: str, workers: int, earlier: dict[str, Any], out: Path, algo: str = "ring",
+          counter: Counter | None = Counter.PERF) -> dict[str, Any]:
     """Run one of the study's points (ring, or NetReduce in the fat tree's switches) as a graph; its row."""
     spec = scaling_spec(model, workers, algo)
     assert spec.workload.emulate is not None
     # The graph carries the workload: the spec keeps the study's fabric, rate, transport and checks.
     run_spec, graph, _dilation = spec_training_graph(spec, ITERATIONS)  # dilation 1 on the simulator
     started = time.monotonic()
-    report, cpu_s = child_cpu(lambda: run_graph_spec(run_spec, graph, out / spec.label))
+    report, cpu_s = child_cpu(lambda: counting(counter is Counter.PERF,
+                                               lambda: run_graph_spec(run_spec, graph, out / spec.label)))
     wall_s = time.monotonic() - started
+    count = instructions.read(out / spec.label / "sim")
+    if counter is Counter.CALLGRIND:
+        counting(True, lambda: run_graph_spec(run_spec, graph, out / f"{spec.label}-callgrind"), counter)
+        count = instructions.read(out / f"{spec.label}-callgrind" / "sim")
     iteration_s = statistics.median(iteration_times(graph, report.run)[WARMUP:])
     ratio = iteration_s / earlier["iteration_s"]
     return {"model": model, "algo": algo, "workers": workers, "iterations": ITERATIONS, "iteration_s": iteration_s,
@@ -71,21 +89,55 @@ def point(model: str, workers: int, earlier: dict[str, Any], out: Path, algo: st
             "samples_per_s_study": earlier["samples_per_s"],
             "checked": report.checked, "errors": list(report.errors), "wall_s": wall_s,
             "sim_wall_s": sim_wall_s(out / spec.label / "sim"), "sim_cpu_s": cpu_s,
-            "wall_s_study": earlier["wall_s"], **Limits.simulated_figures(report.busiest_link_load)}
+            "wall_s_study": earlier["wall_s"], **instruction_fields("sim", counter, count),
+            **Limits.simulated_figures(report.busiest_link_load)}
 
 
-def loop_point(model: str, workers: int, out: Path, algo: str = "ring") -> dict[str, Any]:
+def loop_point(model: str, workers: int, out: Path, algo: str = "ring",
+               counter: Counter | None = Counter.PERF) -> dict[str, Any]:
     """The study's point on the training loop for the graph's ITERATIONS iterations (the same job as the graph's):
     what the loop costs the simulator (`loop_*` figures of the row) and its iteration (the study's is of 2)."""
     spec = scaling_spec(model, workers, algo).but(iterations=ITERATIONS)
     where = out / f"{spec.label}-loop{ITERATIONS}"
     started = time.monotonic()
-    results, cpu_s = child_cpu(lambda: run_experiment(spec, where))
+    results, cpu_s = child_cpu(lambda: counting(counter is Counter.PERF, lambda: run_experiment(spec, where)))
     wall_s = time.monotonic() - started
+    count = instructions.read(where / "sim")
+    if counter is Counter.CALLGRIND:
+        counted_at = out / f"{spec.label}-loop{ITERATIONS}-callgrind"
+        counting(True, lambda: run_experiment(spec, counted_at), counter)
+        count = instructions.read(counted_at / "sim")
     training = results.get("training") or {}
     return {"loop_iterations": ITERATIONS, "loop_ok": bool(results.get("ok")),
             "loop_iteration_s": training.get("iteration_s_real"), "loop_wall_s": wall_s,
-            "loop_sim_wall_s": sim_wall_s(where / "sim"), "loop_sim_cpu_s": cpu_s}
+            "loop_sim_wall_s": sim_wall_s(where / "sim"), "loop_sim_cpu_s": cpu_s,
+            **instruction_fields("loop_sim", counter, count)}
+
+
+def counting(on: bool, run: Callable[[], T], counter: Counter = Counter.PERF) -> T:
+    """run()'s value, its simulator counted by `counter` when `on` (GRADSWITCH_SIM_INSTRUCTIONS for the run)."""
+    if not on:
+        return run()
+    was = os.environ.get(instructions.ENV)
+    os.environ[instructions.ENV] = counter.value
+    try:
+        return run()
+    finally:
+        if was is None:
+            del os.environ[instructions.ENV]
+        else:
+            os.environ[instructions.ENV] = was
+
+
+def instruction_fields(prefix: str, counter: Counter | None, count: instructions.InstructionCount | None
+                       ) -> dict[str, Any]:
+    """`<prefix>_instructions` (None when not counted) and `<prefix>_instructions_why` (why not)."""
+    if counter is None:
+        return {f"{prefix}_instructions": None, f"{prefix}_instructions_why": "not counted (--instructions none)"}
+    if count is None:
+        return {f"{prefix}_instructions": None, f"{prefix}_instructions_why": "the run left no sim-instructions.json"}
+    return {f"{prefix}_instructions": count.instructions, f"{prefix}_instructions_why": count.why,
+            "instructions_counter": count.counter.value}
 
 
 def child_cpu(run: Callable[[], T]) -> tuple[T, float]:
@@ -108,7 +160,13 @@ def main() -> None:
     ap.add_argument("--algos", default=",".join(ALGOS), help=f"of {', '.join(ALGOS)}")
     ap.add_argument("--out", type=Path, default=Path("runs/bench-scaling-graph"))
     ap.add_argument("--no-loop", action="store_true", help="do not run the training loop on the same job beside it")
+    ap.add_argument("--instructions", choices=[*(c.value for c in Counter), "none"], default=Counter.PERF.value,
+                    help="count each engine's simulator instructions: perf (hardware counters, same run), callgrind "
+                         "(valgrind, a second run at 20-100x its time) or none")
     args = ap.parse_args()
+    counter = None if args.instructions == "none" else Counter(args.instructions)
+    if counter is not None and (why := instructions.missing_tool(counter)) is not None:
+        raise SystemExit(f"error: --instructions {counter.value}: {why}; or give --instructions none")
     models = [m for m in args.models.split(",") if m]
     workers = [int(n) for n in args.workers.split(",") if n]
     algos = [a for a in args.algos.split(",") if a]
@@ -126,16 +184,20 @@ def main() -> None:
     print(f"{'model':<10}{'algorithm':<16}{'N':>5}{'graph ms':>11}{'study ms':>11}{'ratio':>8}  checked  "
           f"sim wall s, CPU s: graph / loop ({ITERATIONS} iterations each)", flush=True)
     for (m, a, n), name in names.items():
-        row = point(m, n, study[name], args.out, a)
+        row = point(m, n, study[name], args.out, a, counter)
         if not args.no_loop:
-            row.update(loop_point(m, n, args.out, a))
+            row.update(loop_point(m, n, args.out, a, counter))
+            if row.get("sim_instructions") and row.get("loop_sim_instructions"):
+                row["instructions_over_loop"] = row["sim_instructions"] / row["loop_sim_instructions"]
         if (old := kept.get((m, a, n))) is not None:
             row["before"] = old.get("before") or {"wall_s": old["wall_s"], "wall_s_study": old["wall_s_study"]}
         kept[(m, a, n)] = row
         loop = (f"{row['loop_sim_wall_s']:.1f}, {row['loop_sim_cpu_s']:.1f}" if "loop_sim_wall_s" in row else "-")
+        by_count = (f"; instructions graph / loop {row['instructions_over_loop']:.4f}"
+                    if "instructions_over_loop" in row else f"; instructions: {row['sim_instructions_why']}")
         print(f"{m:<10}{a:<16}{n:>5}{row['iteration_s'] * 1e3:>11.3f}{row['iteration_s_study'] * 1e3:>11.3f}"
               f"{row['over_study']:>8.4f}  {row['checked']!s:<7}  {row['sim_wall_s']:.1f}, {row['sim_cpu_s']:.1f} / "
-              f"{loop}", flush=True)
+              f"{loop}{by_count}", flush=True)
     order = {m: i for i, m in enumerate(MODELS)}
     rows = [kept[k] for k in sorted(kept, key=lambda k: (ALGOS.index(k[1]), order.get(k[0], 99), k[2]))]
     for r in rows:

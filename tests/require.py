@@ -8,7 +8,7 @@ requires that thing (.ci/run sets them once it installed or built it; tests/conf
     GRADSWITCH_REQUIRE_NS3_MPI    ns-3 with MPI and the simulator's MPI build
     GRADSWITCH_REQUIRE_CHAKRA     mlc-chakra
     GRADSWITCH_REQUIRE_TORCH      PyTorch
-    GRADSWITCH_REQUIRE_PERF       a `perf record` that samples (linux-perf)
+    GRADSWITCH_REQUIRE_PERF       a `perf record` that samples (linux-perf), and valgrind
 """
 
 from __future__ import annotations

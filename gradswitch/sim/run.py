@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gradswitch.formats import check_format
+from gradswitch.sim import instructions
 from gradswitch.sim.ranks import MpiLaunch, MpiSync, PartitionError, partition
 from gradswitch.sim.results import RESULTS_FORMAT, SimResult, parse
 from gradswitch.sim.sim_config import run_config
@@ -72,10 +73,21 @@ def simulate(config: dict[str, Any], out_dir: Path, settings: SimSettings | None
              mpi: bool = False, launch: MpiLaunch | None = None) -> dict[str, Any]:
     """Run the simulator on a configuration document; its results document. Writes out_dir/sim-config.json,
     sim-results.json and sim.log (the simulator's stderr). `launch`: under mpirun on that many ranks (the
-    configuration's `mpi` section says which node is on which); `mpi`: the MPI build as one process."""
+    configuration's `mpi` section says which node is on which); `mpi`: the MPI build as one process. With
+    GRADSWITCH_SIM_INSTRUCTIONS set (gradswitch/sim/instructions.py) the simulator's user-space instructions are
+    counted, into out_dir/sim-instructions.json."""
+    try:
+        counter = instructions.counter_from_env()
+    except instructions.CounterError as e:
+        raise SimError(str(e)) from None
     s = built(mpi or launch is not None)
     command = [str(s.binary)] if launch is None else mpirun_command(launch, s.binary)
     out_dir.mkdir(parents=True, exist_ok=True)
+    uncounted = None if counter is None else (
+        "not counted under mpirun (one rank's process is counted, not several)" if launch is not None
+        else instructions.missing_tool(counter))
+    if counter is not None and uncounted is None:
+        command = [*instructions.launcher(counter, out_dir), *command]
     cfg_path = out_dir / "sim-config.json"
     res_path = out_dir / "sim-results.json"
     log_path = out_dir / "sim.log"
@@ -95,6 +107,9 @@ def simulate(config: dict[str, Any], out_dir: Path, settings: SimSettings | None
         except subprocess.TimeoutExpired:
             stop(proc)
             raise SimError(f"the simulator ran past its wall-clock limit ({timeout} s); see {log_path}") from None
+    if counter is not None:
+        instructions.write(out_dir, instructions.InstructionCount(counter, None, uncounted) if uncounted is not None
+                           else instructions.counted(counter, out_dir))
     if proc.returncode != 0:
         lines = log_path.read_text().strip().splitlines()
         # the simulator's own error line (under mpirun, before MPI's report of the abort), else the last lines

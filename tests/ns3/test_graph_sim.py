@@ -271,6 +271,10 @@ def check(doc: dict, tmp_path: Path) -> tuple[int, str]:
      "jobs[0].graph.ranks: 2 ranks' graphs for a job of 3 workers"),
     (lambda g: g["ranks"][2]["nodes"][1].update(layer_class=8),
      "jobs[0].graph.ranks[2].nodes[1].layer_class = 8: DLCP's layer classes are 0 (the front layers) to 7"),
+    (lambda g: g["ranks"][1]["nodes"][1].update(nbytes=0),
+     "jobs[0].graph.ranks[1].nodes[1] (node 1): nbytes = 0: communication moves at least 1 byte"),
+    (lambda g: g["ranks"][0]["nodes"][0].update(duration_s=-1),
+     "jobs[0].graph.ranks[0].nodes[0] (node 0): duration_s = -1.000000: a computation takes 0 s or more"),
 ])
 def test_a_bad_graph_section_is_refused_in_one_line(tmp_path, change, said):
     """What gradswitch.workload.graph.validate refuses in Python, gradswitch-sim refuses too, before it builds anything,

@@ -177,14 +177,22 @@ def test_the_cxx_reads_each_key_of_the_configuration_as_the_schema_types_it():
 
 
 CHOICE = re.compile(r"\.Choice<[^()]*?>\(\s*cfg::(\w+)::(k\w+)\s*,\s*\{(.*?)\}\s*\);", re.S)
+# a choice whose names are a table built once (a reader called per graph node): the table is the nearest before it
+CHOICE_OF_TABLE = re.compile(r"\.Choice<[^()]*?>\(\s*cfg::(\w+)::(k\w+)\s*,\s*(\w+)\s*\);")
+TABLE = re.compile(r"static const std::map<std::string, \w+> (\w+) = \{(.*?)\};", re.S)
 
 
 def test_the_cxx_takes_each_choice_the_schema_lists():
     seen = 0
     for text in cxx_sources().values():
-        for m in CHOICE.finditer(text):
-            key = _key("cfg", m.group(1), m.group(2))
-            values = re.findall(r'\{\s*"([^"]+)"\s*,', m.group(3))
+        found = [(m.group(1), m.group(2), m.group(3)) for m in CHOICE.finditer(text)]
+        for m in CHOICE_OF_TABLE.finditer(text):
+            tables = [t for t in TABLE.finditer(text) if t.group(1) == m.group(3) and t.end() < m.start()]
+            assert tables, f"Choice of cfg::{m.group(1)}::{m.group(2)} names {m.group(3)}: no such table before it"
+            found.append((m.group(1), m.group(2), tables[-1].group(2)))
+        for section, name, table in found:
+            key = _key("cfg", section, name)
+            values = re.findall(r'\{\s*"([^"]+)"\s*,', table)
             assert sorted(values) == sorted(key.choices), (key.name, values, key.choices)
             seen += 1
     assert seen == sum(1 for _, k in sim_schema.walk(CONFIG) if k.type == "choice")

@@ -162,15 +162,23 @@ def scaling_graph_table(results: Path) -> str:
         kept: dict[str, Any] = r.get("before", {} if "sim_cpu_s" in r else r)
         return kept
 
+    def instructions(r: dict[str, Any]) -> str:
+        # user-space instructions (counted: bench/scaling_graph.py --instructions), the figure load does not move
+        graph, loop = r.get("sim_instructions"), r.get("loop_sim_instructions")
+        if graph is None or loop is None:
+            return "-"
+        return f"{graph / 1e9:.2f} / {loop / 1e9:.2f} ({graph / loop:.3f})"
+
     rows = [[MODELS.get(r["model"], r["model"]), algos[r["algo"]], str(r["workers"]),
              num(r["iteration_s_study"] * 1000, 3), num(r["iteration_s"] * 1000, 3), f"{r['over_study']:.4f}",
              "yes" if r["within_tolerance"] else "**no**", "yes" if r["checked"] else "**no**",
-             pair(r, "sim_cpu_s", "loop_sim_cpu_s"), pair(r, "sim_wall_s", "loop_sim_wall_s"),
+             instructions(r), pair(r, "sim_cpu_s", "loop_sim_cpu_s"), pair(r, "sim_wall_s", "loop_sim_wall_s"),
              f"{r['wall_s']:.1f}" if "sim_cpu_s" in r else "-",
              pair(before(r), "wall_s", "wall_s_study")]
             for r in doc["rows"]]
     return table(["model (fat tree, 100 Gb/s)", "all-reduce", "workers", "training loop: iteration ms",
                   "graph engine: iteration ms", "graph / loop", f"within {tol}", "exact (digest)",
+                  "simulator instructions, 10^9, 3 iterations each: graph / loop (graph / loop)",
                   "simulator CPU s, 3 iterations each: graph / loop", "simulator run wall s: graph / loop",
                   "graph's whole run wall s", "before: wall s graph (whole run, 3 iterations) / loop (study, 2)"],
                  rows)

@@ -291,14 +291,14 @@ NodeAt(const ConfigObject& no, uint64_t id)
 
 /// A computation's duration, or a communication's bytes.
 void
-ParseCost(ConfigObject& no, const std::string& at, GraphNode& n)
+ParseCost(ConfigObject& no, GraphNode& n)
 {
     if (n.kind == GraphNodeKind::Compute)
     {
         n.durationS = no.Get<double>(cfg::graph_node::kDurationS);
         if (!(n.durationS >= 0) || !std::isfinite(n.durationS))
         {
-            throw ConfigError(at + ": duration_s = " + std::to_string(n.durationS) +
+            throw ConfigError(NodeAt(no, n.id) + ": duration_s = " + std::to_string(n.durationS) +
                               ": a computation takes 0 s or more");
         }
     }
@@ -307,21 +307,22 @@ ParseCost(ConfigObject& no, const std::string& at, GraphNode& n)
         n.nbytes = no.Get<uint64_t>(cfg::graph_node::kNbytes);
         if (n.nbytes == 0)
         {
-            throw ConfigError(at + ": nbytes = 0: communication moves at least 1 byte");
+            throw ConfigError(NodeAt(no, n.id) + ": nbytes = 0: communication moves at least 1 byte");
         }
     }
 }
 
 /// A collective's type, group, root and layer class; rank `rank` must be in its group (and a broadcast's root).
 void
-ParseCollective(ConfigObject& no, const std::string& at, uint32_t rank, const std::vector<GraphGroup>& groups,
+ParseCollective(ConfigObject& no, uint32_t rank, const std::vector<GraphGroup>& groups,
                 GraphNode& n)
 {
-    n.collective = no.Choice<CollectiveKind>(cfg::graph_node::kCollective, {{"all_reduce", CollectiveKind::AllReduce},
-                                                            {"reduce_scatter", CollectiveKind::ReduceScatter},
-                                                            {"all_gather", CollectiveKind::AllGather},
-                                                            {"all_to_all", CollectiveKind::AllToAll},
-                                                            {"broadcast", CollectiveKind::Broadcast}});
+    static const std::map<std::string, CollectiveKind> kinds = {{"all_reduce", CollectiveKind::AllReduce},
+                                                                {"reduce_scatter", CollectiveKind::ReduceScatter},
+                                                                {"all_gather", CollectiveKind::AllGather},
+                                                                {"all_to_all", CollectiveKind::AllToAll},
+                                                                {"broadcast", CollectiveKind::Broadcast}};
+    n.collective = no.Choice<CollectiveKind>(cfg::graph_node::kCollective, kinds);
     n.group = no.Get<uint32_t>(cfg::graph_node::kGroup);
     n.root = no.Get<uint32_t>(cfg::graph_node::kRoot);
     auto layer = no.Get<uint32_t>(cfg::graph_node::kLayerClass);
@@ -334,31 +335,31 @@ ParseCollective(ConfigObject& no, const std::string& at, uint32_t rank, const st
     n.droppable = no.Get<bool>(cfg::graph_node::kDroppable);
     if (n.group >= groups.size())
     {
-        throw ConfigError(at + ": group " + std::to_string(n.group) + " does not exist (groups 0.." +
+        throw ConfigError(NodeAt(no, n.id) + ": group " + std::to_string(n.group) + " does not exist (groups 0.." +
                           std::to_string(groups.size()) + " - 1)");
     }
     const auto& members = groups[n.group].ranks;
     if (std::find(members.begin(), members.end(), rank) == members.end())
     {
-        throw ConfigError(at + ": rank " + std::to_string(rank) + " runs a collective of group " +
+        throw ConfigError(NodeAt(no, n.id) + ": rank " + std::to_string(rank) + " runs a collective of group " +
                           std::to_string(n.group) + ", which does not hold it");
     }
     if (n.collective == CollectiveKind::Broadcast && std::find(members.begin(), members.end(), n.root) == members.end())
     {
-        throw ConfigError(at + ": broadcast root " + std::to_string(n.root) + " is not in group " +
+        throw ConfigError(NodeAt(no, n.id) + ": broadcast root " + std::to_string(n.root) + " is not in group " +
                           std::to_string(n.group));
     }
 }
 
 /// A send's or receive's peer and tag; the peer is another rank of the job.
 void
-ParsePeer(ConfigObject& no, const std::string& at, uint32_t rank, uint32_t workers, GraphNode& n)
+ParsePeer(ConfigObject& no, uint32_t rank, uint32_t workers, GraphNode& n)
 {
     n.peer = no.Get<uint32_t>(cfg::graph_node::kPeer);
     n.tag = no.Get<uint64_t>(cfg::graph_node::kTag);
     if (n.peer >= workers || n.peer == rank)
     {
-        throw ConfigError(at + ": peer rank " + std::to_string(n.peer) + " (the job has ranks 0.." +
+        throw ConfigError(NodeAt(no, n.id) + ": peer rank " + std::to_string(n.peer) + " (the job has ranks 0.." +
                           std::to_string(workers - 1) + ", and a rank does not send to itself)");
     }
 }
@@ -370,20 +371,21 @@ ParseNode(ConfigObject& no, uint32_t rank, uint32_t workers, const std::vector<G
 {
     GraphNode n;
     n.id = no.Get<uint64_t>(cfg::graph_node::kId);
-    std::string at = NodeAt(no, n.id);
-    n.kind = no.Choice<GraphNodeKind>(cfg::graph_node::kKind, {{"compute", GraphNodeKind::Compute},
-                                               {"collective", GraphNodeKind::Collective},
-                                               {"send", GraphNodeKind::Send},
-                                               {"recv", GraphNodeKind::Recv}});
+    // (built once: a graph has thousands of nodes per rank; a node's place in errors only when there is one)
+    static const std::map<std::string, GraphNodeKind> kinds = {{"compute", GraphNodeKind::Compute},
+                                                               {"collective", GraphNodeKind::Collective},
+                                                               {"send", GraphNodeKind::Send},
+                                                               {"recv", GraphNodeKind::Recv}};
+    n.kind = no.Choice<GraphNodeKind>(cfg::graph_node::kKind, kinds);
     depIds = no.Get<std::vector<uint64_t>>(cfg::graph_node::kDeps);
-    ParseCost(no, at, n);
+    ParseCost(no, n);
     if (n.kind == GraphNodeKind::Collective)
     {
-        ParseCollective(no, at, rank, groups, n);
+        ParseCollective(no, rank, groups, n);
     }
     if (n.kind == GraphNodeKind::Send || n.kind == GraphNodeKind::Recv)
     {
-        ParsePeer(no, at, rank, workers, n);
+        ParsePeer(no, rank, workers, n);
     }
     no.Finish();
     return n;
@@ -396,17 +398,17 @@ ResolveDeps(GraphRankSpec& r, const std::vector<std::vector<uint64_t>>& depIds,
 {
     for (size_t i = 0; i < r.nodes.size(); i++)
     {
-        std::string at = NodeAt(where, i, r.nodes[i].id);
         for (uint64_t d : depIds[i])
         {
             auto p = position.find(d);
             if (p == position.end())
             {
-                throw ConfigError(at + ": depends on node " + std::to_string(d) + ", which does not exist");
+                throw ConfigError(NodeAt(where, i, r.nodes[i].id) + ": depends on node " + std::to_string(d) +
+                                  ", which does not exist");
             }
             if (p->second == i)
             {
-                throw ConfigError(at + ": depends on itself");
+                throw ConfigError(NodeAt(where, i, r.nodes[i].id) + ": depends on itself");
             }
             r.nodes[i].deps.push_back(p->second);
         }
@@ -463,22 +465,22 @@ NumberRank(GraphRankSpec& r, uint32_t rank, const std::string& where, Agreement&
     std::map<std::pair<uint32_t, uint64_t>, uint32_t> received;
     for (uint32_t i : r.order)
     {
-        GraphNode& n = r.nodes[i];
-        std::string at = NodeAt(where, i, n.id);
+        GraphNode& n = r.nodes[i]; // (a computation, most of a graph's nodes, has no place to keep)
         if (n.kind == GraphNodeKind::Collective)
         {
             n.sequence = groupCount[n.group]++;
-            agreement.sequences[n.group][rank].emplace_back(Agreement::Sig{n.collective, n.nbytes, n.root}, at);
+            agreement.sequences[n.group][rank].emplace_back(Agreement::Sig{n.collective, n.nbytes, n.root},
+                                                             NodeAt(where, i, n.id));
         }
         else if (n.kind == GraphNodeKind::Send)
         {
             n.sequence = sent[{n.peer, n.tag}]++;
-            agreement.sends[{rank, n.peer, n.tag}].emplace_back(n.nbytes, at);
+            agreement.sends[{rank, n.peer, n.tag}].emplace_back(n.nbytes, NodeAt(where, i, n.id));
         }
         else if (n.kind == GraphNodeKind::Recv)
         {
             n.sequence = received[{n.peer, n.tag}]++;
-            agreement.recvs[{n.peer, rank, n.tag}].emplace_back(n.nbytes, at);
+            agreement.recvs[{n.peer, rank, n.tag}].emplace_back(n.nbytes, NodeAt(where, i, n.id));
         }
     }
 }
