@@ -279,10 +279,13 @@ def test_torch_that_imports_is_required_and_without_the_shared_toolchain_its_abs
     assert not required and "will skip" in proc.stdout
 
 
-def test_a_clone_without_perf_exits_non_zero_before_the_tests(tmp_path):
+def test_a_clone_without_perf_or_valgrind_exits_non_zero_before_the_tests(tmp_path):
     proc, required = _ensure(tmp_path, "ensure_perf", shared=True)
     _stopped(proc, "perf is not on PATH")
     proc, required = _ensure(tmp_path / "perf", "ensure_perf", shared=True, tools={"perf": "exit 0"})
+    _stopped(proc, "valgrind is not on PATH")  # the instruction counts' (tests/ns3/test_sim_instructions.py)
+    proc, required = _ensure(tmp_path / "both", "ensure_perf", shared=True,
+                             tools={"perf": "exit 0", "valgrind": "exit 0"})
     _went_on(proc)
     assert required == {"PERF"}
     proc, required = _ensure(tmp_path / "lenient", "ensure_perf", shared=False)
