@@ -130,6 +130,21 @@ def posted(out: Path) -> dict[int, int]:
     return found
 
 
+def run_exact(tmp_path: Path, base: dict[str, Any], runs: dict[str, dict[str, Any]], iterations: int
+              ) -> dict[str, Any]:
+    """Each of `runs` on one network of `base`'s topology, in order: every one ok, every iteration exact against the
+    workers its sums name, every worker's model the same at the end; their reports by name."""
+    with Testbed(topology_for(spec_from_dict(base)), NetworkOptions(run_dir=tmp_path / "net")) as net:
+        reports = {name: run_on(net, spec_from_dict({**raw, "name": name}), tmp_path / name, progress=False)
+                   for name, raw in runs.items()}
+    for name, report in reports.items():
+        assert report["ok"], (name, report["errors"])
+        its = report["iterations"]
+        assert len(its) == iterations and all(it["correct"] and it["wrong_elements"] == 0 for it in its), name
+        assert len(set(digests(tmp_path / name, 1).values())) == 1, name  # every worker's model the same
+    return reports
+
+
 def test_k_of_n_on_the_graph_engine_releases_sums_early_and_checks_them_as_the_loop(tmp_path: Path) -> None:
     """NetReduce 3 of 4 (docs/faults.md, "Stragglers: k of N") on both engines through one BMv2 switch: the switch
     emits each cell's sum once 3 workers are in, so the fourth's packet comes late (its receiver already holds the
@@ -144,15 +159,9 @@ def test_k_of_n_on_the_graph_engine_releases_sums_early_and_checks_them_as_the_l
     deadline.pop("netreduce_k")
     runs = {"loop-k3": base, "graph-k3": {**base, "engine": "graph"},
             "graph-deadline": {**deadline, "engine": "graph"}}
-    with Testbed(topology_for(spec_from_dict(base)), NetworkOptions(run_dir=tmp_path / "net")) as net:
-        reports = {name: run_on(net, spec_from_dict({**raw, "name": name}), tmp_path / name, progress=False)
-                   for name, raw in runs.items()}
+    reports = run_exact(tmp_path, base, runs, iterations)
     for name, report in reports.items():
-        assert report["ok"], (name, report["errors"])
-        its = report["iterations"]
-        assert len(its) == iterations and all(it["correct"] and it["wrong_elements"] == 0 for it in its), name
-        assert len(set(digests(tmp_path / name, 1).values())) == 1, name  # every worker's model the same
-        assert all("contributors" in it and "gradient_error" in it for it in its), name
+        assert all("contributors" in it and "gradient_error" in it for it in report["iterations"]), name
     for name in ("loop-k3", "graph-k3"):
         its = reports[name]["iterations"]
         held = [it["contributors"] for it in its]
@@ -175,14 +184,9 @@ def test_k_of_n_with_one_credit_leaves_no_message_unposted_nor_a_sum_misread_on_
     iterations = 12
     base = {**SPEC, "algo": "netreduce", "iterations": iterations, "netreduce_k": 3, "credits": 1}
     runs = {"loop-c1": base, "graph-c1": {**base, "engine": "graph"}}
-    with Testbed(topology_for(spec_from_dict(base)), NetworkOptions(run_dir=tmp_path / "net")) as net:
-        reports = {name: run_on(net, spec_from_dict({**raw, "name": name}), tmp_path / name, progress=False)
-                   for name, raw in runs.items()}
+    reports = run_exact(tmp_path, base, runs, iterations)
     for name, report in reports.items():
-        assert report["ok"], (name, report["errors"])
         its = report["iterations"]
-        assert len(its) == iterations and all(it["correct"] and it["wrong_elements"] == 0 for it in its), name
-        assert len(set(digests(tmp_path / name, 1).values())) == 1, name
         counts = posted(tmp_path / name)
         print(name, "messages posted per worker:", counts, "contributors:", [it["contributors"] for it in its])
         assert len(counts) == 4 and len(set(counts.values())) == 1, (name, counts)
