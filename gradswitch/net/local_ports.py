@@ -132,11 +132,12 @@ class EphemeralReservation:
                         "still be given one as its local port", self.path, e.strerror or e)
             return
         # The caller holds the machine lock: what the ledger names and is still reserved, a run killed outright left.
-        left = (_ledger(self.path) & current) - set(self.added)
+        still = _ledger(self.path) & current
+        left = still - set(self.added)
         if left:
             log.info("took over the reserved ports %s an earlier run killed outright left; given back when this "
                      "network stops", format_ports(left))
-        _write_ledger(self.path, (_ledger(self.path) & current) | new)
+        _write_ledger(self.path, still | new)
         self.added = tuple(sorted(set(self.added) | new | left))
 
     def release(self) -> None:
