@@ -23,37 +23,38 @@ from dataclasses import dataclass
 from gradswitch.workload.dlcp import DlcpPolicy
 from gradswitch.workload.graph import CollectiveNode, GraphError, JobGraph, RankGraph
 from gradswitch.workload.graph_timing import GraphRun, NodeTiming
+from gradswitch.workload.node_names import NodeLabel, NodeName, iteration_head, iteration_prefix, parse_node_name
 from gradswitch.workload.records import CheckKind, IterationRecord
 from gradswitch.workload.timeline import Event, EventKind, timings
 
-_KINDS = {"fwd": EventKind.FORWARD, "bwd": EventKind.BACKWARD, "allreduce": EventKind.OP, "codes": EventKind.OP}
+_KINDS = {NodeLabel.FORWARD: EventKind.FORWARD, NodeLabel.BACKWARD: EventKind.BACKWARD,
+          NodeLabel.ALL_REDUCE: EventKind.OP, NodeLabel.CODES: EventKind.OP}
 
 
 def iteration_of(name: str) -> int | None:
     """The training iteration a training graph's node belongs to (`it3.fwd.conv1`: 3); None for another graph's."""
     parts = _parts(name)
-    return parts[0] if parts is not None else None
+    return parts.iteration if parts is not None else None
 
 
-def _parts(name: str) -> tuple[int, str, str] | None:
-    """`it3.fwd.conv1` -> (3, "fwd", "conv1"); None for a name the training generator does not give."""
-    head, _, rest = name.partition(".")
-    label, _, what = rest.partition(".")
-    if not head.startswith("it") or not head[2:].isdigit() or label not in _KINDS or not what:
-        return None
-    return int(head[2:]), label, what
+def _parts(name: str) -> NodeName | None:
+    """`it3.fwd.conv1` parsed; None for a name the training generator (or the one without computation) does not
+    give."""
+    parsed = parse_node_name(name)
+    return parsed if parsed is not None and parsed.label in _KINDS and parsed.what else None
 
 
 def trains(rank: RankGraph) -> bool:
     """Whether the rank's graph is a training graph's (forward nodes; not a graph without computation's nor
     train-digits')."""
-    return any(p is not None and p[1] == "fwd" for n in rank.nodes if (p := _parts(n.name)))
+    return any(p is not None and p.label == NodeLabel.FORWARD for n in rank.nodes if (p := _parts(n.name)))
 
 
 def iteration_start(rank: RankGraph, iteration: int) -> int | None:
     """The id of the rank's first forward node of a training iteration (whose start ends the iteration before it,
     where a loop's worker that crashes after that one dies); None: the graph has no such iteration."""
-    return next((n.id for n in rank.nodes if (p := _parts(n.name)) is not None and p[:2] == (iteration, "fwd")),
+    return next((n.id for n in rank.nodes
+                 if (p := _parts(n.name)) is not None and (p.iteration, p.label) == (iteration, NodeLabel.FORWARD)),
                 None)
 
 
@@ -65,10 +66,11 @@ def crash_node(rank: RankGraph, after: int) -> int | None:
     dies once its iteration's writes are acknowledged, the last one's too); None: no such node."""
     if trains(rank):
         return iteration_start(rank, after + 1)
-    return next((n.id for n in reversed(rank.nodes) if (p := _parts(n.name)) is not None and p[0] == after), None)
+    return next((n.id for n in reversed(rank.nodes) if (p := _parts(n.name)) is not None and p.iteration == after),
+                None)
 
 
-def _rank_timings(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[NodeTiming, tuple[int, str, str]]]:
+def _rank_timings(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[NodeTiming, NodeName]]:
     names = {n.id: n.name for n in graph.ranks[rank].nodes}
     out = []
     for t in run.nodes:
@@ -81,12 +83,12 @@ def rank_events(graph: JobGraph, run: GraphRun, rank: int, in_flight: int = 1) -
     """The rank's timeline as the loop records it: a layer's forward and backward passes by the layer's name, an
     all-reduce as `op K` on lane K mod `in_flight` (the loop's slot; the graph does not record which it took)."""
     events = []
-    for t, (it, label, what) in _rank_timings(graph, run, rank):
-        kind = _KINDS[label]
+    for t, p in _rank_timings(graph, run, rank):
+        kind = _KINDS[p.label]
         if kind == EventKind.OP:
-            events.append(Event(it, kind, f"op {what}", t.start_s, t.end_s, int(what) % max(1, in_flight)))
+            events.append(Event(p.iteration, kind, f"op {p.what}", t.start_s, t.end_s, int(p.what) % max(1, in_flight)))
         else:
-            events.append(Event(it, kind, what, t.start_s, t.end_s))
+            events.append(Event(p.iteration, kind, p.what, t.start_s, t.end_s))
     return sorted(events, key=lambda e: (e.start, e.end))
 
 
@@ -99,9 +101,9 @@ def rank_bounds(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[float, 
     begun = [(s.start_s, parts) for s in run.started
              if s.rank == rank and (parts := _parts(names.get(s.node_id, ""))) is not None]
     starts: dict[int, float] = {}
-    for start_s, (it, label, _what) in [(t.start_s, parts) for t, parts in timed] + begun:
-        if label == "fwd":
-            starts[it] = min(starts.get(it, start_s), start_s)
+    for start_s, p in [(t.start_s, parts) for t, parts in timed] + begun:
+        if p.label == NodeLabel.FORWARD:
+            starts[p.iteration] = min(starts.get(p.iteration, start_s), start_s)
     if not starts:
         return []
     iterations = max(starts) + 1
@@ -114,7 +116,7 @@ def rank_bounds(graph: JobGraph, run: GraphRun, rank: int) -> list[tuple[float, 
     return bounds
 
 
-def _plain_bounds(graph: JobGraph, timed: list[tuple[NodeTiming, tuple[int, str, str]]], rank: int
+def _plain_bounds(graph: JobGraph, timed: list[tuple[NodeTiming, NodeName]], rank: int
                   ) -> list[tuple[float, float]]:
     """A graph without computation (gradswitch/workload/generators/plain.py): an iteration runs from its first
     all-reduce's start to its last one's end on the rank, as the loop times its reductions in a row; one whose
@@ -122,10 +124,10 @@ def _plain_bounds(graph: JobGraph, timed: list[tuple[NodeTiming, tuple[int, str,
     total: dict[int, int] = {}
     for n in graph.ranks[rank].nodes:
         if (p := _parts(n.name)) is not None:
-            total[p[0]] = total.get(p[0], 0) + 1
+            total[p.iteration] = total.get(p.iteration, 0) + 1
     spans: dict[int, list[NodeTiming]] = {}
-    for t, (it, _label, _what) in timed:
-        spans.setdefault(it, []).append(t)
+    for t, p in timed:
+        spans.setdefault(p.iteration, []).append(t)
     out = []
     for it in sorted(total):
         mine = spans.get(it, [])
@@ -135,19 +137,21 @@ def _plain_bounds(graph: JobGraph, timed: list[tuple[NodeTiming, tuple[int, str,
     return out
 
 
-def _last_end(graph: JobGraph, timed: list[tuple[NodeTiming, tuple[int, str, str]]], rank: int, iterations: int
+def _last_end(graph: JobGraph, timed: list[tuple[NodeTiming, NodeName]], rank: int, iterations: int
               ) -> float | None:
     """When the rank's last iteration ended: its nodes that a next iteration's first forward would wait for (what
     iteration 1's first forward waits for in iteration 0, taken one iteration on), all ended; None: some did not.
     One iteration: its every node ended."""
     last = iterations - 1
-    mine = [t for t, parts in timed if parts[0] == last]
+    mine = [t for t, parts in timed if parts.iteration == last]
     if iterations < 2:
-        total = sum(1 for n in graph.ranks[rank].nodes if (p := _parts(n.name)) is not None and p[0] == last)
+        total = sum(1 for n in graph.ranks[rank].nodes if (p := _parts(n.name)) is not None and p.iteration == last)
         return max(t.end_s for t in mine) if mine and len(mine) == total else None
     by_id = graph.ranks[rank].by_id()
-    first = next(n for n in graph.ranks[rank].nodes if n.name.startswith("it1.fwd."))
-    waited = {by_id[d].name.replace("it0.", f"it{last}.", 1) for d in first.deps if by_id[d].name.startswith("it0.")}
+    first = iteration_start(graph.ranks[rank], 1)
+    assert first is not None  # a training graph of two iterations or more (trains: it has forward nodes)
+    zero, head = iteration_head(0), iteration_head(last)
+    waited = {head + by_id[d].name[len(zero):] for d in by_id[first].deps if by_id[d].name.startswith(zero)}
     ends = [t.end_s for t, _parts_ in timed if by_id[t.node_id].name in waited]
     return max(ends) if len(ends) == len(waited) else None
 
@@ -176,9 +180,9 @@ def rank_iterations(graph: JobGraph, run: GraphRun, rank: int, check: CheckKind,
     "Trimmed packets and the loss budget")."""
     checks: dict[int, _IterationCheck] = defaultdict(_IterationCheck)
     by_id = graph.ranks[rank].by_id()
-    for t, (it, _label, _what) in _rank_timings(graph, run, rank):
+    for t, p in _rank_timings(graph, run, rank):
         if isinstance(by_id[t.node_id], CollectiveNode):
-            c = checks[it]
+            c = checks[p.iteration]
             c.held = c.held and t.checked is not False
             c.zero_filled += t.zero_filled
             c.error2 += t.error2
@@ -196,14 +200,6 @@ def rank_iterations(graph: JobGraph, run: GraphRun, rank: int, check: CheckKind,
         correct = c.held and (c.error2 == 0 or (bound is not None and rel <= bound))
         out.append(IterationRecord(timing.index, timing.start, timing.end, correct, 0, 0.0, 0, extra, check=check))
     return out
-
-
-def iteration_prefix(name: str) -> int | None:
-    """The iteration a node of any of the generators' graphs belongs to, by its name's `it<I>.` (a training graph's
-    `it3.fwd.conv1`, a graph without computation's `it3.allreduce.0`, train-digits' `it3.gradient`): 3; None for a
-    name without it."""
-    head, dot, _rest = name.partition(".")
-    return int(head[2:]) if dot and head.startswith("it") and head[2:].isdigit() else None
 
 
 class IterationProgress:

@@ -16,10 +16,9 @@ from gradswitch.hosts.collectives import chain, p2p, pairwise, ring
 from gradswitch.hosts.collectives.data import elements_of, expected, input_of
 from gradswitch.hosts.collectives.schedule import Schedule
 from gradswitch.workload.dlcp import Magnitudes, Tag
-from gradswitch.workload.generators.digits import digits_iteration
 from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RecvNode, SendNode, topological_order
-from gradswitch.workload.graph_iterations import iteration_of
+from gradswitch.workload.node_names import iteration_prefix
 
 STEP_BITS = 12  # a write's immediate data: operation number << STEP_BITS | step
 MAX_OPS = 1 << (32 - STEP_BITS)
@@ -142,10 +141,10 @@ class Op:
 
 
 def op_iteration(name: str) -> int | None:
-    """The training iteration of a node by its name: a model's training graph's, or train-digits' (DLCP marks each
-    iteration's writes with the rank's thresholds of that iteration); None for another graph's."""
-    it = iteration_of(name)
-    return it if it is not None else digits_iteration(name)
+    """The training iteration of a node by its name: a model's training graph's, a graph without computation's or
+    train-digits' (DLCP marks each iteration's writes with the rank's thresholds of that iteration); None for a
+    trace's."""
+    return iteration_prefix(name)
 
 
 def ops_of(graph: JobGraph, rank: int) -> dict[int, Op]:

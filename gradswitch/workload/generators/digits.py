@@ -30,11 +30,9 @@ from gradswitch.workload.graph import (
     validate,
     world_group,
 )
+from gradswitch.workload.node_names import DIGITS_LABELS, NodeLabel, node_name, parse_node_name
 
 BYTES_PER_ELEMENT = 4  # int32 fixed point on the wire
-GRADIENT = "gradient"
-ALL_REDUCE = "all_reduce"
-EXPONENTS = "exponents"
 
 
 def digits_bytes() -> int:
@@ -60,9 +58,9 @@ class DigitsReduction:
     elements: int
 
     @property
-    def label(self) -> str:
-        """Its node's name after the iteration's: `exponents.fc2.bias`, `all_reduce.fc2.bias`."""
-        return f"{EXPONENTS if self.codes else ALL_REDUCE}.{self.name}"
+    def kind(self) -> NodeLabel:
+        """Its node's label: `exponents` or `all_reduce` (its name: `it3.all_reduce.fc2.bias`)."""
+        return NodeLabel.DIGITS_EXPONENTS if self.codes else NodeLabel.DIGITS_ALL_REDUCE
 
 
 def digits_reductions(exponents: bool = False) -> tuple[DigitsReduction, ...]:
@@ -79,11 +77,8 @@ def digits_reductions(exponents: bool = False) -> tuple[DigitsReduction, ...]:
 
 def digits_iteration(name: str) -> int | None:
     """The iteration a digits graph's node belongs to (`it3.all_reduce.fc2.bias`: 3); None for another's."""
-    head, _, rest = name.partition(".")
-    label = rest.partition(".")[0]
-    if not head.startswith("it") or not head[2:].isdigit() or label not in (GRADIENT, ALL_REDUCE, EXPONENTS):
-        return None
-    return int(head[2:])
+    p = parse_node_name(name)
+    return p.iteration if p is not None and p.label in DIGITS_LABELS else None
 
 
 def digits_graph(ranks: int, iterations: int, compute_s: float = 0.0, name: str = "", exponents: bool = False
@@ -102,10 +97,10 @@ def digits_graph(ranks: int, iterations: int, compute_s: float = 0.0, name: str 
     nodes: list[Node] = []
     for it in range(iterations):
         deps = (nodes[-1].id,) if nodes else ()
-        nodes.append(ComputeNode(len(nodes), f"it{it}.{GRADIENT}", compute_s, deps))
+        nodes.append(ComputeNode(len(nodes), node_name(it, NodeLabel.GRADIENT), compute_s, deps))
         for k, r in enumerate(reductions):
-            nodes.append(CollectiveNode(len(nodes), f"it{it}.{r.label}", CollectiveKind.ALL_REDUCE, group.name,
-                                        r.elements * BYTES_PER_ELEMENT, (nodes[-1].id,),
+            nodes.append(CollectiveNode(len(nodes), node_name(it, r.kind, r.name), CollectiveKind.ALL_REDUCE,
+                                        group.name, r.elements * BYTES_PER_ELEMENT, (nodes[-1].id,),
                                         layer_class=layer_class(k, len(reductions)), droppable=not r.codes))
     graph = JobGraph(name or f"train-digits-n{ranks}", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)),
                      (group,))

@@ -24,6 +24,7 @@ from gradswitch.workload.graph import (
     world_group,
 )
 from gradswitch.workload.job import JobConfig
+from gradswitch.workload.node_names import NodeLabel, node_name
 
 CODES_KIND = "exponents"  # a profile tensor of exponent codes (gradswitch/workload/encoding.py with_exponents)
 
@@ -47,9 +48,9 @@ def plain_graph(cfg: JobConfig, iterations: int | None = None, name: str = "") -
     nodes: list[Node] = []
     for it in range(n_iter):
         for j, t in enumerate(tensors):
-            label = "codes" if t.kind == CODES_KIND else "allreduce"
+            label = NodeLabel.CODES if t.kind == CODES_KIND else NodeLabel.ALL_REDUCE
             deps = (len(nodes) - 1,) if nodes else ()
-            nodes.append(CollectiveNode(len(nodes), f"it{it}.{label}.{j}", CollectiveKind.ALL_REDUCE, group.name,
+            nodes.append(CollectiveNode(len(nodes), node_name(it, label, j), CollectiveKind.ALL_REDUCE, group.name,
                                         t.elements * BYTES_PER_ELEMENT, deps,
                                         layer_class=layer_class(j, len(tensors)), droppable=t.kind != CODES_KIND))
     graph = JobGraph(name or f"{cfg.workload}-n{ranks}", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)),

@@ -34,6 +34,7 @@ from gradswitch.workload.graph import (
 from gradswitch.workload.graph_timing import GraphRun
 from gradswitch.workload.job import MAX_IN_FLIGHT, Algorithm, Emulation, JobConfig, Role, Scheduling, Sync, Training
 from gradswitch.workload.job import Node as Host
+from gradswitch.workload.node_names import NodeLabel, iteration_head, node_name, parse_node_name
 from gradswitch.workload.plan import op_mark, plan
 
 BYTES_PER_ELEMENT = 4  # int32 on the wire, float32 converted (gradswitch/workload/floats.py)
@@ -97,7 +98,8 @@ def training_graph(cfg: JobConfig, iterations: int | None = None, name: str = ""
         above = fwd[layers[-1].index]
         for layer in reversed(layers):
             bwd[layer.index] = len(nodes)
-            nodes.append(ComputeNode(len(nodes), f"it{it}.bwd.{layer.name}", layer.backward_s, (above,)))
+            name = node_name(it, NodeLabel.BACKWARD, layer.name)
+            nodes.append(ComputeNode(len(nodes), name, layer.backward_s, (above,)))
             above = bwd[layer.index]
         prev_last_backward = above
         prev_ops = []
@@ -114,8 +116,8 @@ def training_graph(cfg: JobConfig, iterations: int | None = None, name: str = ""
             needed = {j for j in needed if j > k - window}  # ops 0..k-W are complete (the window's dependencies)
             codes = [prev_ops[j] for j in sorted(needed)]
             prev_ops.append(len(nodes))
-            label = "codes" if op.codes else "allreduce"
-            nodes.append(CollectiveNode(len(nodes), f"it{it}.{label}.{op.index}", CollectiveKind.ALL_REDUCE,
+            label = NodeLabel.CODES if op.codes else NodeLabel.ALL_REDUCE
+            nodes.append(CollectiveNode(len(nodes), node_name(it, label, op.index), CollectiveKind.ALL_REDUCE,
                                         group.name, op.elements * BYTES_PER_ELEMENT, (bwd[front], *before, *codes),
                                         layer_class=classes[k], droppable=not op.codes))
     graph = JobGraph(name or f"{cfg.workload}-n{ranks}", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)),
@@ -125,7 +127,7 @@ def training_graph(cfg: JobConfig, iterations: int | None = None, name: str = ""
 
 
 def _forward_name(iteration: int, layer: str) -> str:
-    return f"it{iteration}.fwd.{layer}"
+    return node_name(iteration, NodeLabel.FORWARD, layer)
 
 
 def iteration_starts(graph: JobGraph, run: GraphRun) -> tuple[float, ...]:
@@ -133,9 +135,9 @@ def iteration_starts(graph: JobGraph, run: GraphRun) -> tuple[float, ...]:
     ranks (the gaps between them are the iteration times a training run reports)."""
     first: dict[int, int] = {}  # each iteration's first forward node: its id -> the iteration
     for node in graph.ranks[0].nodes:
-        head, sep, _layer = node.name.partition(".fwd.")
-        if sep and head.startswith("it") and int(head[2:]) not in first.values():
-            first[node.id] = int(head[2:])
+        p = parse_node_name(node.name)
+        if p is not None and p.label == NodeLabel.FORWARD and p.iteration not in first.values():
+            first[node.id] = p.iteration
     starts: dict[int, float] = {}
     for timing in run.nodes:
         k = first.get(timing.node_id)
@@ -162,9 +164,9 @@ def _last_end(graph: JobGraph, run: GraphRun, iterations: int) -> float:
         return run.job_s
     rank = graph.ranks[0]
     by_id = rank.by_id()
-    before, last = f"it{iterations - 2}.", f"it{iterations - 1}."
-    first = next(n for n in rank.nodes if n.name.startswith(f"{last}fwd."))
-    waited = {by_id[d].name.replace(before, last, 1) for d in first.deps if by_id[d].name.startswith(before)}
+    before, last = iteration_head(iterations - 2), iteration_head(iterations - 1)
+    first = next(n for n in rank.nodes if n.name.startswith(f"{last}{NodeLabel.FORWARD}."))
+    waited = {last + by_id[d].name[len(before):] for d in first.deps if by_id[d].name.startswith(before)}
     ids = {n.id for n in rank.nodes if n.name in waited}
     if len(ids) != len(waited):
         raise GraphError(f"{graph.name}: iteration {iterations - 1} has no node for {len(waited) - len(ids)} of what "

@@ -19,6 +19,7 @@ from gradswitch.workload.graph import (
     RankGraph,
     world_group,
 )
+from gradswitch.workload.node_names import NodeLabel, node_name
 from gradswitch.workload.pytorch.profile import ModelProfile, ProfileError
 
 
@@ -45,13 +46,15 @@ def _rank_nodes(profile: ModelProfile, iterations: int, group: str) -> list[Node
     after: tuple[int, ...] = ()  # what the next iteration's first forward waits for
     for k in range(iterations):
         for layer in profile.layers:
-            after = (add(ComputeNode(len(nodes), f"it{k}.fwd.{layer.name}", layer.forward_s, after)),)
+            after = (add(ComputeNode(len(nodes), node_name(k, NodeLabel.FORWARD, layer.name), layer.forward_s, after)),)
         backward: dict[str, int] = {}
         for layer in reversed(profile.layers):
-            backward[layer.name] = add(ComputeNode(len(nodes), f"it{k}.bwd.{layer.name}", layer.backward_s, after))
+            name = node_name(k, NodeLabel.BACKWARD, layer.name)
+            backward[layer.name] = add(ComputeNode(len(nodes), name, layer.backward_s, after))
             after = (backward[layer.name],)
-        reductions = tuple(add(CollectiveNode(len(nodes), f"it{k}.allreduce.{b.index}", CollectiveKind.ALL_REDUCE,
-                                              group, b.nbytes, (backward[b.ready_after],)))
+        reductions = tuple(add(CollectiveNode(len(nodes), node_name(k, NodeLabel.ALL_REDUCE, b.index),
+                                              CollectiveKind.ALL_REDUCE, group, b.nbytes, (backward[b.ready_after],)))
                            for b in profile.buckets)
-        after = (add(ComputeNode(len(nodes), f"it{k}.optimizer", profile.optimizer_s, after + reductions)),)
+        optimizer = ComputeNode(len(nodes), node_name(k, NodeLabel.OPTIMIZER), profile.optimizer_s, after + reductions)
+        after = (add(optimizer),)
     return nodes
