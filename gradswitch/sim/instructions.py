@@ -23,10 +23,10 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from gradswitch.formats import check_format
+from gradswitch.protocol.choice import Choice
 
 ENV = "GRADSWITCH_SIM_INSTRUCTIONS"
 FILE = "sim-instructions.json"
@@ -36,7 +36,7 @@ CALLGRIND_FILE = "callgrind.out"
 VALGRIND_LOG = "valgrind.log"
 
 
-class Counter(Enum):
+class Counter(Choice):
     """How the simulator's user-space instructions are counted."""
 
     PERF = "perf"  # the processor's counter (perf stat): free, needs hardware counters
@@ -67,7 +67,7 @@ def counter_from_env() -> Counter | None:
     try:
         return Counter(value)
     except ValueError:
-        raise CounterError(f"{ENV}={value!r}: give one of {', '.join(c.value for c in Counter)} "
+        raise CounterError(f"{ENV}={value!r}: give one of {', '.join(Counter.names())} "
                            "(or leave it unset to count nothing)") from None
 
 
