@@ -46,13 +46,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS
+from bench.common import RESULTS, spec_engines
 from gradswitch.experiment.compare import CompareSpec, completed_report, run_compare
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
-from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, engines_field
 from gradswitch.protocol.queues import buffer_bytes
 
 RATE_MBPS = 100_000.0
@@ -374,7 +374,8 @@ def report(models: list[str], workers: list[int], algos: list[str], out: Path) -
     plot_speedup(rows, models, RESULTS / "scaling-speedup.png")
     if bandwidth:
         plot_bandwidth(bandwidth, RESULTS / "scaling-bandwidth.png")
-    figures = {"format": BENCHMARK_FORMAT, "when": time.strftime("%Y-%m-%d %H:%M:%S"), "rate_mbps": RATE_MBPS,
+    figures = {"format": BENCHMARK_FORMAT, "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+               **engines_field(spec_engines([*runs, *dlcp])), "rate_mbps": RATE_MBPS,
                "models": models,
                "workers": workers, "algos": algos, "runs_expected": len(runs), "runs_found": len(points),
                "points": points, "speedups": rows, "paper_speedup": PAPER_SPEEDUP,
