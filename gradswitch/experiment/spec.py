@@ -942,11 +942,16 @@ def _with_defaults(saved: dict[str, Any], defaults: dict[str, Any]) -> dict[str,
     return out
 
 
+# The engine a saved spec without `engine` ran on: the loop, the default until the graph engine became it
+SAVED_WITHOUT_ENGINE = Engine.LOOP
+
+
 def same_spec(saved: object, spec: ExperimentSpec) -> bool:
     """Whether a spec a run saved (spec_json's, e.g. results.json's `spec`) is `spec`. A field the saved spec lacks
-    is newer than its run, which ran with the field's default (e.g. `backend`, or `sim.shaped_links` inside a
-    table)."""
-    return isinstance(saved, dict) and _with_defaults(saved, spec_json(ExperimentSpec())) == spec_json(spec)
+    is newer than its run, which ran with the field's default then (e.g. `backend`, or `sim.shaped_links` inside a
+    table): today's default, but for `engine` (SAVED_WITHOUT_ENGINE)."""
+    then = spec_json(ExperimentSpec().but(engine=SAVED_WITHOUT_ENGINE))
+    return isinstance(saved, dict) and _with_defaults(saved, then) == spec_json(spec)
 
 
 def resolve_path(value: str, folder: Path) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench import common
-from gradswitch.experiment.spec import Engine, ExperimentSpec, load_experiment, spec_from_dict
+from gradswitch.experiment.spec import Engine, ExperimentSpec, load_experiment, same_spec, spec_from_dict, spec_json
 from gradswitch.experiment.tables.reading import ENGINES_BEFORE, engines_of, load
 from gradswitch.formats import FormatError
 from gradswitch.protocol.paths import REPO_ROOT
@@ -84,3 +84,13 @@ def test_every_published_results_json_reads() -> None:
     results = REPO_ROOT / "bench" / "results"
     for path in sorted(results.glob("*.json")):
         engines_of(load(results, path.name), path)
+
+
+def test_a_saved_spec_without_an_engine_ran_on_the_loop() -> None:
+    """A compare resumes a run whose saved spec is the spec's; one saved before `engine` existed ran on the loop,
+    so it is the loop's spec, not today's default's (which runs it again on the graph engine)."""
+    spec = ExperimentSpec.of(workers=4, name="old")
+    saved = {k: v for k, v in spec_json(spec.but(engine=Engine.LOOP)).items() if k != "engine"}
+    assert not same_spec(saved, spec)
+    assert same_spec(saved, spec.but(engine=Engine.LOOP))
+    assert same_spec(spec_json(spec), spec)
