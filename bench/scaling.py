@@ -51,7 +51,7 @@ from gradswitch.experiment.compare import CompareSpec, completed_report, run_com
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.run_plan import plan_run
-from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from gradswitch.experiment.spec import Engine, ExperimentSpec, spec_from_dict
 from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, engines_field
 from gradswitch.protocol.queues import buffer_bytes
 
@@ -398,11 +398,13 @@ def report(models: list[str], workers: list[int], algos: list[str], out: Path) -
 
 
 def resummarize_all(out: Path) -> None:
-    """Every finished run of the study: its results.json written again from what the simulator left."""
+    """Every finished run of the study on the simulator's loops (engine = loop: the runs measured before the graph
+    engine became the default): its results.json written again from what the simulator left."""
     from gradswitch.experiment.simulated import resummarize
 
-    runs = [s for s in scaling_runs(list(MODELS), list(WORKERS), list(ALGOS)) + dlcp_runs()
-            + bandwidth_runs(list(MODELS)) + rto_runs() if completed_report(out / "runs" / s.label, s) is not None]
+    study = [s.but(engine=Engine.LOOP) for s in scaling_runs(list(MODELS), list(WORKERS), list(ALGOS)) + dlcp_runs()
+             + bandwidth_runs(list(MODELS)) + rto_runs()]
+    runs = [s for s in study if completed_report(out / "runs" / s.label, s) is not None]
     for i, spec in enumerate(runs, 1):
         print(f"[{i}/{len(runs)}] {spec.label}: results.json from its simulator output", flush=True)
         resummarize(spec, out / "runs" / spec.label)
