@@ -115,8 +115,8 @@ def test_a_smaller_job_after_a_larger_one_on_one_network(tmp_path):
 def test_float32_fixed_scale_and_shared_exponent(tmp_path):
     """The same float32 gradients summed by the switch in both float modes: both exact on the wire,
     the per-packet exponent far closer to the float64 sum. On the loop (engine = loop): the graph engine's ranks check
-    the sums on the wire but report no float error against the float64 sum (their max_abs_error is 0,
-    gradswitch/workload/graph_iterations.py rank_iterations), the figure this test compares."""
+    the sums on the wire but compute no float error against the float64 sum (results.json leaves max_abs_error out,
+    gradswitch/experiment/graph_as_loop.py), the figure this test compares."""
     errors = {}
     with Testbed(rack(hosts=4, bw_mbps=4.0), NetworkOptions(run_dir=tmp_path / "net")) as net:
         for mode in ("fixed", "exponent"):
