@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import Limits, bmv2_option, collective_args, save, use_bmv2
+from bench.common import Limits, bmv2_option, collective_args, save, spec_engines, use_bmv2
 from gradswitch.experiment.shared_network import run_specs
 from gradswitch.experiment.spec import ExperimentSpec, Topo
 from gradswitch.net.bmv2 import one_switch_user_at_a_time
@@ -28,6 +28,7 @@ def main() -> None:
     args = parser.parse_args()
     use_bmv2(args)
     rows: list[dict[str, Any]] = []
+    ran: list[ExperimentSpec] = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(x) for x in args.workers.split(",")):
             print(f"N = {n}", flush=True)
@@ -37,6 +38,7 @@ def main() -> None:
                                        name=f"{algo}-n{n}")
                      for algo in ("ring", "ps")]
             reports = run_specs(specs, Path(tmp) / f"n{n}")
+            ran += specs
             for spec in specs:
                 s = reports[spec.label]["summary"]
                 limits = Limits.of_report(reports[spec.label])
@@ -51,7 +53,7 @@ def main() -> None:
     print(f"rack, links {args.bw:g} Mb/s, {args.size / 2**10:.0f} KiB per all-reduce, {args.transport}, "
           f"{args.iterations} iterations each, one run")
     figures = {'bw_mbps': args.bw, 'size_bytes': args.size, 'rows': rows}
-    print(f"written {save(f'allreduce-{args.bw:g}mbps', figures)}")
+    print(f"written {save(f'allreduce-{args.bw:g}mbps', figures, engines=spec_engines(ran))}")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import Limits, save
+from bench.common import NO_ENGINE, Limits, save
 from gradswitch.control.routing import Route, compute_routes
 from gradswitch.experiment import results_file
 from gradswitch.experiment.placed_load import five_tuple_path, flow_path
@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> None:
         print(line(r))
     name = "background-paths" + (f"-{args.tag}" if args.tag else "")
     path = save(name, {"compare_dir": str(args.compare_dir),
-                       "runs": [{**asdict(r), "clear_streams": r.clear_streams} for r in runs]})
+                       "runs": [{**asdict(r), "clear_streams": r.clear_streams} for r in runs]},
+                engines=NO_ENGINE)  # it reads a compare's runs; their results name their engine
     print(f"written {path}")
 
 

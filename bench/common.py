@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ from gradswitch.cli.doctor import tool_version
 from gradswitch.experiment.cpu_load import CpuSample, cpu_sample, process_cpu_seconds
 from gradswitch.experiment.limits import SIMULATED as SIMULATED
 from gradswitch.experiment.limits import Limits as Limits
-from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
+from gradswitch.experiment.spec import Engine, ExperimentSpec
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, engines_field
 from gradswitch.roce.qp import Mode
 
 RESULTS = Path(__file__).parent / "results"
@@ -91,15 +93,29 @@ class MachineMeter:
             self.process_cores = self.process_seconds / (t1 - t0)
 
 
-def save(name: str, figures: dict[str, Any], bmv2_log_level: str = "info") -> Path:
+def save(name: str, figures: dict[str, Any], *, engines: Iterable[Engine], bmv2_log_level: str = "info") -> Path:
     """bench/results/NAME.json: its `format` (BENCHMARK_FORMAT, unless the figures carry their own: a study's
-    document), when, the toolchain, the figures (the tables read it: gradswitch/experiment/tables/)."""
+    document), when, the toolchain, the engines that ran its jobs (`engines`: spec_engines of its specs; both where
+    it compares them; none where it runs no job: gradswitch/experiment/tables/reading.py), the figures (the tables
+    read it: gradswitch/experiment/tables/)."""
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"
     document = {"format": BENCHMARK_FORMAT, "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-                "toolchain": toolchain(bmv2_log_level), **figures}
+                "toolchain": toolchain(bmv2_log_level), **engines_field(engines), **figures}
     path.write_text(json.dumps(document, indent=1) + "\n")
     return path
+
+
+def spec_engines(specs: Iterable[ExperimentSpec]) -> list[Engine]:
+    """The engines the specs' runs ran on (each spec's `engine`: the default, graph, unless it names the loop)."""
+    return [s.algorithm.engine for s in specs]
+
+
+# What a benchmark that runs no job through either engine records (a switch's, the transport's or the
+# simulator's own figures); DIRECT_SIM_LOOP: what one records that hands job configurations to the simulator
+# (gradswitch.sim.run) rather than a spec, whose jobs the simulator's training loops run
+NO_ENGINE: tuple[Engine, ...] = ()
+DIRECT_SIM_LOOP: tuple[Engine, ...] = (Engine.LOOP,)
 
 
 def collective_args(doc: str, workers: str, bw: float, size: str, iterations: int) -> argparse.ArgumentParser:

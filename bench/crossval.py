@@ -21,8 +21,11 @@ delay, a Python host's per-message delay; never fitted to these runs) and no pro
   as execution graphs on both graph engines, each partition's all-reduce in its DLCP layer class. `--dlcp-bw`
   runs the DLCP pair (loop and graph) at another link rate (results named ...-dlcpRATEmbps).
 
-A loop part run with its graph part (`--only dlcp,dlcp-graph`, `--only training,training-graph`) also sets each
-run's graph beside its loop on each backend (bench/crossval_engines.py; `runs.graph_vs_loop` in the JSON).
+The allreduce, training and dlcp parts run their specs on the default engine (the graph engine; --engine loop: on
+each algorithm's training loop, as their published figures were measured). A loop part run on the loop with its
+graph part (`--only dlcp,dlcp-graph --engine loop`, `--only training,training-graph --engine loop`) also sets each
+run's graph beside its loop on each backend (bench/crossval_engines.py; `runs.graph_vs_loop` in the JSON). The JSON
+records the engines that ran its parts (`engines`).
 
 Each BMv2 run is repeated (--repeat, default 3: seed, seed + 1, ...) and its figure is the median over the
 repetitions that were not machine-bound (gradswitch/experiment/bottleneck.py; a pair without 3 such is not
@@ -37,7 +40,7 @@ same --out it resumes). Needs root, BMv2, Mininet and the built simulator. BMv2 
                              [--topos rack,leafspine]
                              [--workers 2,4,8]
                              [--dlcp-bw 5] [--repeat 3] [--out runs/bench-crossval] [--bmv2 PATH] [--quiet]
-                             [--tag TAG]
+                             [--tag TAG] [--engine graph|loop]
 """
 
 from __future__ import annotations
@@ -48,13 +51,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, bmv2_option, save, use_bmv2
+from bench.common import RESULTS, bmv2_option, save, spec_engines, use_bmv2
 from bench.crossval_engines import EngineAgreement, compare_engines
 from bench.testbed_costs import COSTS, load_costs, quiet_machine
 from gradswitch.experiment.compare import CompareSpec, run_compare
 from gradswitch.experiment.crossval import ALGOS, MIN_REPETITIONS, TOLERANCE, Figure, judge_allreduce, judge_pair
 from gradswitch.experiment.results_file import Results
-from gradswitch.experiment.spec import Backend, ExperimentSpec, SimOptions, Topo, spec_from_dict
+from gradswitch.experiment.spec import Backend, Engine, ExperimentSpec, SimOptions, Topo, spec_from_dict
 from gradswitch.experiment.summary_file import Summary
 from gradswitch.workload.job import Algorithm
 
@@ -221,6 +224,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quiet", action="store_true", help="hold /tmp/gradswitch-quiet while BMv2 runs")
     parser.add_argument("--tag", default="", help="ends the results' name (crossval-PARTS[-RATEmbps][-TAG].json): "
                         "keeps a measurement of other workers or fabrics beside the default one")
+    parser.add_argument("--engine", type=Engine, choices=list(Engine),
+                        help="what runs the allreduce, training and dlcp parts (default: each spec's, the graph "
+                        "engine)")
     bmv2_option(parser)
     args = parser.parse_args(argv)
     if args.tag and not args.tag.replace("-", "").isalnum():
@@ -245,18 +251,28 @@ def main(args: argparse.Namespace) -> None:
     figures: list[Figure] = []
     rankings: list[dict[str, Any]] = []
     summaries: dict[str, Any] = {}
+    ran: list[ExperimentSpec] = []
+
+    def on_engine(specs: list[ExperimentSpec]) -> list[ExperimentSpec]:
+        """A spec part's runs on --engine (each spec's own without it), noted as run."""
+        chosen = [s.but(engine=args.engine) for s in specs] if args.engine is not None else specs
+        ran.extend(chosen)
+        return chosen
+
     if "allreduce" in parts:
-        runs = allreduce_specs(topos, workers, args.bw, args.size, args.iterations)
+        runs = on_engine(allreduce_specs(topos, workers, args.bw, args.size, args.iterations))
         summaries["allreduce"] = run_pairs("allreduce", runs, costs, args.out, args.repeat, args.quiet)
         f, r = judge_allreduce(summaries["allreduce"], topos, workers)
         figures += f
         rankings += r
     if "training" in parts:
-        summaries["training"] = run_pairs("training", training_specs(), costs, args.out, args.repeat, args.quiet)
+        summaries["training"] = run_pairs("training", on_engine(training_specs()), costs, args.out, args.repeat,
+                                          args.quiet)
         figures += judge_pair(summaries["training"], "training speed-up: NetReduce / ring (samples/s)",
                               "training-netreduce", "training-ring")
     if "dlcp" in parts:
-        summaries["dlcp"] = run_pairs("dlcp", dlcp_specs(args.dlcp_bw), costs, args.out, args.repeat, args.quiet)
+        summaries["dlcp"] = run_pairs("dlcp", on_engine(dlcp_specs(args.dlcp_bw)), costs, args.out, args.repeat,
+                                      args.quiet)
         figures += judge_pair(summaries["dlcp"], "DLCP priority / baseline-class (samples/s)", "dlcp-priority",
                               "dlcp-baseline-class")
     if "collectives" in parts:
@@ -283,7 +299,8 @@ def main(args: argparse.Namespace) -> None:
                                args.out / f"crossval-{part}")
         figures += tg.judge(store, specs[0].label, specs[1].label, MIN_REPETITIONS, ratio)
         summaries[part] = {"runs": tg.rows(store, [s.label for s in specs])}
-        if loop_part in summaries:  # both engines measured here: the graph's iteration beside the loop's
+        ran_on_loop = all(s.algorithm.engine == Engine.LOOP for s in ran if s.label in {x.label for x in specs})
+        if loop_part in summaries and ran_on_loop:  # both engines measured here: the graph's beside the loop's
             engines += compare_engines(summaries[loop_part], store, [s.label for s in specs], MIN_REPETITIONS)
     print(table(figures, rankings))
     judged = [f for f in figures if f.within is not None] + [r for r in rankings if r["same"] is not None]
@@ -305,7 +322,8 @@ def main(args: argparse.Namespace) -> None:
     path = save(name, {"tolerance": TOLERANCE, "min_repetitions": MIN_REPETITIONS, "repeat": args.repeat,
                        "costs": costs, "costs_file": str(args.costs), "figures": [f.row() for f in figures],
                        "rankings": rankings, "agree": passed, "judged": len(judged),
-                       "wall_s": time.monotonic() - started, "runs": summaries})
+                       "wall_s": time.monotonic() - started, "runs": summaries},
+                engines=spec_engines(ran) + ([Engine.GRAPH] if {"collectives", *graph_pairs} & set(parts) else []))
     print(f"written {path} and {RESULTS / f'{name}.png'}; reports under {args.out}")
 
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import Limits, bmv2_option, save, use_bmv2
+from bench.common import Limits, bmv2_option, save, spec_engines, use_bmv2
 from gradswitch.experiment.compare import CompareSpec, best_baseline, load_spec, ratio_of, run_compare
 from gradswitch.experiment.shipped_specs import EXPERIMENTS
 from gradswitch.net.bmv2 import one_switch_user_at_a_time
@@ -134,7 +134,10 @@ def main() -> None:
     if args.only in (None, "tensorlights"):
         figures["tensorlights"] = tensorlights(args.out, args.repeat)
     print("* every repetition of one of the two runs was machine-bound: not a headline")
-    print(f"reports under {args.out}; written {save(f'dlcp-{args.only}' if args.only else 'dlcp', figures)}")
+    ran = [r for name in ("dlcp-contention", "tensorlights") if args.only in (None, name.split("-")[0])
+           for r in _spec(name, None).runs]
+    path = save(f"dlcp-{args.only}" if args.only else "dlcp", figures, engines=spec_engines(ran))
+    print(f"reports under {args.out}; written {path}")
 
 
 if __name__ == "__main__":

@@ -207,7 +207,7 @@ def main() -> None:
                              "the machine does not set it)"}
     print(f"{summary['agree']} of {summary['runs']} runs agree within {TOLERANCE:.0%}; graph / loop samples/s "
           f"{summary['graph_over_loop_min']} to {summary['graph_over_loop_max']}; bottleneck: {summary['bottleneck']}")
-    save(NAME, {"summary": summary, "rows": rows})
+    save(NAME, {"summary": summary, "rows": rows}, engines=[Engine.LOOP, Engine.GRAPH])
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import Limits, MachineMeter, bmv2_option, save, use_bmv2
+from bench.common import NO_ENGINE, Limits, MachineMeter, bmv2_option, save, use_bmv2
 from bench.programs import Program, compiled_option, gradswitch, one_table, plain_udp
 from gradswitch.control.bmv2_thrift import Bmv2Thrift
 from gradswitch.control.p4rt import P4Info
@@ -85,7 +85,8 @@ def main() -> None:
     print(f"ratio:          {ratio:9.2f} (gradswitch / one-table, {args.packets} packets, same build, "
           f"median of {args.runs} run(s): {each})")
     path = save(args.name, {"packets": args.packets, "window": WINDOW, "warmup": WARMUP,
-                            "gradswitch": {"json": str(args.compiled[0])}, "ratio": ratio, "runs": runs})
+                            "gradswitch": {"json": str(args.compiled[0])}, "ratio": ratio, "runs": runs},
+                engines=NO_ENGINE)
     print(f"written {path}")
 
 

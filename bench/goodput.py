@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench.common import RESULTS, save
+from bench.common import DIRECT_SIM_LOOP, RESULTS, save
 from gradswitch.cli.goodput import add_arguments, options_of
 from gradswitch.experiment.goodput_study import GoodputError, plot, report_lines, run_study
 
@@ -31,7 +31,7 @@ def main() -> None:
         raise SystemExit(f"error: {e}") from None
     for line in report_lines(document):
         print(line)
-    path = save(args.name, document)
+    path = save(args.name, document, engines=DIRECT_SIM_LOOP)  # the study hands the simulator job configurations
     plot(document, RESULTS / f"{args.name}.png")
     print(f"wrote {path} and {RESULTS / (args.name + '.png')}")
 

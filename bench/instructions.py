@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bench.common import Limits, MachineMeter, bmv2_option, save, use_bmv2
+from bench.common import NO_ENGINE, Limits, MachineMeter, bmv2_option, save, use_bmv2
 from bench.programs import Program, compiled_option, gradswitch, one_table, plain_udp
 from gradswitch.control.bmv2_thrift import Bmv2Thrift
 from gradswitch.control.p4rt import P4Info
@@ -97,7 +97,8 @@ def main() -> None:
         print(f"{name:<24}" + "".join(f"{f[p]:>16,.0f}" for p in ("total", *PARTS)))
     print("receive includes reset_metadata; the switch's rate follows its busiest thread")
     program = {"json": str(args.compiled[0]), "p4info": str(args.compiled[1])}
-    print(f"written {save(args.name, {'packets': [n1, n2], 'gradswitch': program, 'per_packet': figures, **limits})}")
+    figures_doc = {'packets': [n1, n2], 'gradswitch': program, 'per_packet': figures, **limits}
+    print(f"written {save(args.name, figures_doc, engines=NO_ENGINE)}")
 
 
 if __name__ == "__main__":

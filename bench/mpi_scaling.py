@@ -38,8 +38,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.common import DIRECT_SIM_LOOP
 from bench.ns3_speed import CREDITS, RATE_MBPS, WINDOW, ring_order
-from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, engines_field
 from gradswitch.sim import SimResult, SimSettings, run
 from gradswitch.sim.build import status
 from gradswitch.sim.ranks import MpiSync, partition
@@ -226,7 +227,8 @@ def main() -> None:
         "projected": [asdict(p) for p in projected],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"format": BENCHMARK_FORMAT, **document}, indent=1) + "\n")
+    args.out.write_text(json.dumps({"format": BENCHMARK_FORMAT, **engines_field(DIRECT_SIM_LOOP),
+                                          **document}, indent=1) + "\n")
     print(f"wrote {args.out}")
 
 

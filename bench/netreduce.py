@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import Limits, bmv2_option, collective_args, save, use_bmv2
+from bench.common import Limits, bmv2_option, collective_args, save, spec_engines, use_bmv2
 from gradswitch.experiment.shared_network import run_specs
 from gradswitch.experiment.spec import ExperimentSpec, Topo
 from gradswitch.net.bmv2 import one_switch_user_at_a_time
@@ -44,6 +44,7 @@ def main() -> None:
     use_bmv2(args)
     mtu = ExperimentSpec().transport.mtu  # ring's and the PS's packets
     rows: list[dict[str, Any]] = []
+    ran: list[ExperimentSpec] = []
     # The PS pipelines over its keys (key k's results go down while key k+1's pushes come
     # up): with one key per tensor it would take twice its bound, so every tensor has 8 keys.
     ps_key = max(4096, args.size // 8 // 4 * 4)
@@ -57,6 +58,7 @@ def main() -> None:
                                            transport=Mode(args.transport), name=f"{algo}-n{n}", ps_key_bytes=ps_key)
                          for algo in ("netreduce", "ring", "ps")]
                 reports = run_specs(specs, Path(tmp) / f"{topo}-n{n}")
+                ran += specs
                 t: dict[str, float] = {}
                 for s in specs:
                     median = reports[s.label]["summary"].get("median_s")
@@ -92,7 +94,7 @@ def main() -> None:
     figures = {"bw_mbps": args.bw, "size_bytes": args.size, "ps_key_bytes": ps_key, "transport": args.transport,
                "iterations": args.iterations, "netreduce_payload_bytes": PACKET_BYTES, "mtu": mtu, "rows": rows}
     name = "-".join(x for x in (f"netreduce-{args.bw:g}mbps", args.tag) if x)
-    print(f"written {save(name, figures)}")
+    print(f"written {save(name, figures, engines=spec_engines(ran))}")
 
 
 def _pct(x: float | None) -> str:

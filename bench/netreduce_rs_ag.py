@@ -29,7 +29,7 @@ from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.graph_run import graph_spec
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.run_plan import plan_run
-from gradswitch.experiment.spec import Topo, spec_from_dict
+from gradswitch.experiment.spec import Engine, Topo, spec_from_dict
 from gradswitch.experiment.supervisor import Progress, run_nodes
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.network import NetworkOptions
@@ -156,7 +156,8 @@ def main() -> None:
                           f"{idle}; the ring's median {ring_median:.3f} s [{ring_low:.3f}-{ring_high:.3f}] "
                           f"(idle CPU {ring_idle}); {limits.line()}", flush=True)
     name = "netreduce-rs-ag" + (f"-{args.tag}" if args.tag else "")
-    path = save(name, {"code_version": code_version(), "rows": rows})
+    # the in-network collectives: the graph engine's operations in a host program of their own; the ring's: a graph
+    path = save(name, {"code_version": code_version(), "rows": rows}, engines=[Engine.GRAPH])
     print(f"wrote {path}")
 
 

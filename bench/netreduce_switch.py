@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import Limits, bmv2_option, save, use_bmv2
+from bench.common import NO_ENGINE, Limits, bmv2_option, save, use_bmv2
 from gradswitch.control.controls import all_base_entries
 from gradswitch.control.netreduce_jobs import place_job
 from gradswitch.control.p4rt import P4Info, SwitchAddress, SwitchSession
@@ -213,7 +213,7 @@ def main() -> None:
     figures = {"workers": args.workers, "credits": args.credits, "window": args.window,
                "elements_per_packet": ELEMENTS, "payload_bytes": PACKET_BYTES, "log_level": args.log_level, **r}
     name = "-".join(x for x in ("netreduce-switch", args.tag) if x)
-    print(f"written {save(name, figures, bmv2_log_level=args.log_level)}")
+    print(f"written {save(name, figures, engines=NO_ENGINE, bmv2_log_level=args.log_level)}")
 
 
 if __name__ == "__main__":

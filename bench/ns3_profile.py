@@ -27,8 +27,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.common import DIRECT_SIM_LOOP
 from bench.ns3_speed import RESULTS, SCENARIOS, scenario_job, scenario_names
-from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, engines_field
 from gradswitch.sim import SimSettings
 from gradswitch.sim.build import status
 from gradswitch.sim.sim_config import run_config
@@ -166,7 +167,8 @@ def main() -> None:
             print(f"scheduler {scheduler:<15} speed scenario {schedulers[scheduler]:.2f} s wall", flush=True)
     perf_version = subprocess.run(["perf", "--version"], capture_output=True, text=True).stdout.strip()
     document: dict[str, Any] = {
-        "format": BENCHMARK_FORMAT, "when": time.strftime("%Y-%m-%d %H:%M:%S"), "simulator": str(binary),
+        "format": BENCHMARK_FORMAT, **engines_field(DIRECT_SIM_LOOP),
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"), "simulator": str(binary),
         "perf": perf_version,
         "frequency_hz": args.frequency, "categories": [name for name, _ in CATEGORIES] + ["other"],
         "profiles": [asdict(p) for p in profiles], "scheduler_wall_s": schedulers,

@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
+from bench.common import DIRECT_SIM_LOOP
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, engines_field
 from gradswitch.sim import SimSettings, run
 from gradswitch.sim.build import status
 from gradswitch.topology.generators import fattree
@@ -145,7 +146,7 @@ def main() -> None:
             print(runs[-1].line(), f"(total {time.monotonic() - started:.1f} s with set-up)", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     document: dict[str, Any] = {
-        "format": BENCHMARK_FORMAT, "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "format": BENCHMARK_FORMAT, **engines_field(DIRECT_SIM_LOOP), "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",
         "simulator": str(status().binary), "rate_mbps": RATE_MBPS, "window": WINDOW, "credits": CREDITS,
         "runs": [asdict(r) for r in runs],

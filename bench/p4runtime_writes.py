@@ -38,10 +38,10 @@ from typing import Any
 
 from google.protobuf.internal import api_implementation
 
-from bench.common import RESULTS, MachineMeter, bmv2_option, toolchain, use_bmv2
+from bench.common import NO_ENGINE, RESULTS, MachineMeter, bmv2_option, toolchain, use_bmv2
 from gradswitch.control.p4rt import P4Info, SwitchAddress, SwitchSession, TableEntry
 from gradswitch.control.p4rt.entities import encode_entity
-from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, engines_field
 from gradswitch.formats import check_format
 from gradswitch.net.bmv2 import Bmv2Config, Bmv2Process
 from gradswitch.net.local_ports import free_ports
@@ -198,7 +198,8 @@ def store(tag: str, figures: dict[str, Any], path: Path = RESULTS / f"{NAME}.jso
     runs[tag] = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "toolchain": toolchain("off"), **figures,
                  "bottleneck": {kind: bottleneck(figures[kind], figures["encode_us_per_entry"])
                                 for kind in ("batched", "one_per_write")}}
-    doc = {"format": BENCHMARK_FORMAT, "what": __doc__.splitlines()[0] if __doc__ else NAME, "runs": runs}
+    doc = {"format": BENCHMARK_FORMAT, **engines_field(NO_ENGINE),
+           "what": __doc__.splitlines()[0] if __doc__ else NAME, "runs": runs}
     if "before" in runs and "after" in runs:
         doc["ratio_after_before"] = ratios(runs["before"], runs["after"])
     path.write_text(json.dumps(doc, indent=1) + "\n")

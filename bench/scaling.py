@@ -46,13 +46,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS
+from bench.common import RESULTS, spec_engines
 from gradswitch.experiment.compare import CompareSpec, completed_report, run_compare
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.run_plan import plan_run
-from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
-from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
+from gradswitch.experiment.spec import Engine, ExperimentSpec, spec_from_dict
+from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, engines_field
 from gradswitch.protocol.queues import buffer_bytes
 
 RATE_MBPS = 100_000.0
@@ -374,7 +374,8 @@ def report(models: list[str], workers: list[int], algos: list[str], out: Path) -
     plot_speedup(rows, models, RESULTS / "scaling-speedup.png")
     if bandwidth:
         plot_bandwidth(bandwidth, RESULTS / "scaling-bandwidth.png")
-    figures = {"format": BENCHMARK_FORMAT, "when": time.strftime("%Y-%m-%d %H:%M:%S"), "rate_mbps": RATE_MBPS,
+    figures = {"format": BENCHMARK_FORMAT, "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+               **engines_field(spec_engines([*runs, *dlcp])), "rate_mbps": RATE_MBPS,
                "models": models,
                "workers": workers, "algos": algos, "runs_expected": len(runs), "runs_found": len(points),
                "points": points, "speedups": rows, "paper_speedup": PAPER_SPEEDUP,
@@ -397,11 +398,13 @@ def report(models: list[str], workers: list[int], algos: list[str], out: Path) -
 
 
 def resummarize_all(out: Path) -> None:
-    """Every finished run of the study: its results.json written again from what the simulator left."""
+    """Every finished run of the study on the simulator's loops (engine = loop: the runs measured before the graph
+    engine became the default): its results.json written again from what the simulator left."""
     from gradswitch.experiment.simulated import resummarize
 
-    runs = [s for s in scaling_runs(list(MODELS), list(WORKERS), list(ALGOS)) + dlcp_runs()
-            + bandwidth_runs(list(MODELS)) + rto_runs() if completed_report(out / "runs" / s.label, s) is not None]
+    study = [s.but(engine=Engine.LOOP) for s in scaling_runs(list(MODELS), list(WORKERS), list(ALGOS)) + dlcp_runs()
+             + bandwidth_runs(list(MODELS)) + rto_runs()]
+    runs = [s for s in study if completed_report(out / "runs" / s.label, s) is not None]
     for i, spec in enumerate(runs, 1):
         print(f"[{i}/{len(runs)}] {spec.label}: results.json from its simulator output", flush=True)
         resummarize(spec, out / "runs" / spec.label)

@@ -51,6 +51,7 @@ from bench.common import RESULTS, Limits, save
 from bench.scaling import MODELS, scaling_spec
 from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.runner import run_experiment
+from gradswitch.experiment.spec import Engine
 from gradswitch.experiment.tables.reading import load
 from gradswitch.experiment.training_graph import spec_training_graph
 from gradswitch.sim import instructions
@@ -97,7 +98,7 @@ def loop_point(model: str, workers: int, out: Path, algo: str = "ring",
                counter: Counter | None = Counter.PERF) -> dict[str, Any]:
     """The study's point on the training loop for the graph's ITERATIONS iterations (the same job as the graph's):
     what the loop costs the simulator (`loop_*` figures of the row) and its iteration (the study's is of 2)."""
-    spec = scaling_spec(model, workers, algo).but(iterations=ITERATIONS)
+    spec = scaling_spec(model, workers, algo).but(iterations=ITERATIONS, engine=Engine.LOOP)
     where = out / f"{spec.label}-loop{ITERATIONS}"
     started = time.monotonic()
     results, cpu_s = child_cpu(lambda: counting(counter is Counter.PERF, lambda: run_experiment(spec, where)))
@@ -210,7 +211,7 @@ def main() -> None:
         "bottleneck": "the links (simulated: never machine-bound)", "tolerance": TOLERANCE,
         "rows": rows, "over_study": {"min": min(ratios), "median": statistics.median(ratios), "max": max(ratios)},
         "all_within_tolerance": all(r["within_tolerance"] for r in rows),
-        "all_checked": all(r["checked"] for r in rows)})
+        "all_checked": all(r["checked"] for r in rows)}, engines=[Engine.LOOP, Engine.GRAPH])
     print(f"graph / study iteration: {min(ratios):.4f}-{max(ratios):.4f}; wrote {path}")
 
 

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import Limits, save
+from bench.common import DIRECT_SIM_LOOP, Limits, save
 from bench.scaling import base_spec
 from gradswitch.experiment.report import busiest_link_load
 from gradswitch.experiment.run_plan import plan_run
@@ -312,7 +312,7 @@ def main() -> None:
     args = parser.parse_args()
     fabrics = [Fabric(f) for f in args.fabric] if args.fabric else list(Fabric)
     data = study(fabrics, range(args.seeds), args.iterations, args.out)
-    path = save("sim-faults", data)
+    path = save("sim-faults", data, engines=DIRECT_SIM_LOOP)
     plot(data, path.with_suffix(".png"))
     print(f"{path}: {ASSUMPTION}")
 

@@ -23,7 +23,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, Limits, save
+from bench.common import DIRECT_SIM_LOOP, RESULTS, Limits, save
 from gradswitch.experiment.report import busiest_link_load
 from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.simulated import link_usage
@@ -101,7 +101,8 @@ def main() -> None:
     loads = [r["busiest_link_load"] for c in cases.values() for r in c["runs"]]
     figures = Limits.simulated_figures(max(loads))
     path = save("sim-netreduce-fallback", {"code_version": code_version(), "seeds": args.seeds,
-                                           "cases": cases, **figures})
+                                           "cases": cases, **figures},
+                engines=DIRECT_SIM_LOOP)
     print(f"wrote {path}")
 
 

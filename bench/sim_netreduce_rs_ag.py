@@ -32,6 +32,7 @@ from typing import Any
 from bench.common import Limits, save
 from gradswitch.experiment.report import busiest_link_load
 from gradswitch.experiment.simulated import link_usage
+from gradswitch.experiment.spec import Engine
 from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
 from gradswitch.sim.graph_run import GraphSimResult, GraphTransport, job_config, placement, run_graph
 from gradswitch.sim.sim_settings import SimSettings
@@ -128,7 +129,8 @@ def main() -> None:
                   + ("" if row["all_exact"] else "  NOT EXACT"))
     figures = Limits.simulated_figures(max(r["busiest_link_load"] for r in runs))
     path = save("sim-netreduce-rs-ag", {"code_version": code_version(), "ratios": ratios, "runs": runs,
-                                        "all_exact": all(r["all_exact"] for r in ratios), **figures})
+                                        "all_exact": all(r["all_exact"] for r in ratios), **figures},
+                engines=[Engine.GRAPH])
     print(f"wrote {path}")
 
 

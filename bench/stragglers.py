@@ -31,7 +31,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, Limits, bmv2_option, save, use_bmv2
+from bench.common import RESULTS, Limits, bmv2_option, save, spec_engines, use_bmv2
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
 from gradswitch.experiment.stats import spread_known
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                             "factor": args.factor, "bw_mbps": BW_MBPS, "iterations": args.iterations, "seeds": seeds,
                             "accuracy_target": ACCURACY_TARGET, "rows": rows}
     data["summary"] = summary(rows)
-    path = save("stragglers", data)
+    path = save("stragglers", data, engines=spec_engines(spec for _, _, spec in specs))
     plot(load(RESULTS, path.name), RESULTS / "stragglers.png")
     print(table(data))
     print(f"wrote {path} and {RESULTS / 'stragglers.png'}")

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import Limits, MachineMeter, bmv2_option, save, use_bmv2
+from bench.common import NO_ENGINE, Limits, MachineMeter, bmv2_option, save, use_bmv2
 from gradswitch.control.health import HealthEvent, HealthKind
 from gradswitch.control.routing import ecmp_member
 from gradswitch.experiment.testbed import Testbed
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     figures = measure(args.rounds, args.rate)
     for key, s in figures["summary"].items():
         print(f"{key:18} median {s['median'] * 1000:7.1f} ms  [{s['min'] * 1000:.1f}-{s['max'] * 1000:.1f}]")
-    print(save("switch-faults", figures))
+    print(save("switch-faults", figures, engines=NO_ENGINE))  # a UDP flow: no job
     return 0
 
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, MachineMeter, bmv2_option, save, use_bmv2
+from bench.common import NO_ENGINE, RESULTS, MachineMeter, bmv2_option, save, use_bmv2
 from gradswitch.experiment.tables.reading import load
 from gradswitch.protocol.paths import REPO_ROOT
 
@@ -251,7 +251,7 @@ def main() -> None:
     print(f"switch_delay_us {c['switch_delay_us']:.1f}, host_delay_us {c['host_delay_us']:.1f}; switched RoCE "
           f"round trip measured / predicted {figures['check']['ratio']:.2f}; CPU idle {figures['direct_cpu_idle']:.0%}"
           f" (direct), {figures['switched_cpu_idle']:.0%} (switched)")
-    print(f"written {save('testbed-costs', figures)}")
+    print(f"written {save('testbed-costs', figures, engines=NO_ENGINE)}")
 
 
 if __name__ == "__main__":

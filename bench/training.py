@@ -22,9 +22,10 @@ out of the medians; a ratio whose runs had no other is marked and is not a headl
 one topology share one network (the same switches and links). Full reports (report.md,
 summary.json, plots) land in --out; started again with the same --out, a run resumes where it
 stopped (every complete repetition is kept). The figures go to bench/results/training-speedup.json,
-training-dlcp.json or training-learning.json with --only, all three in training.json without.
-`--only learning --engine graph` runs the learning spec's runs the graph engine takes (engine = graph: the baselines;
-it refuses DLCP's dropping) on it instead of the loop, into training-learning-graph.json, to set beside the loop's.
+training-dlcp.json or training-learning.json with --only, all three in training.json without. Every run runs on
+its spec's engine (the default: the graph engine); `--engine loop|graph` runs them all on that one instead (their
+reports under --out in SPEC-ENGINE/) and names the results ...-ENGINE.json (`--only learning --engine graph`:
+training-learning-graph.json), to set beside the default's. The JSON records the engines (`engines`).
 Needs root, BMv2, Mininet.
 
     python -m bench.training [--out runs/bench-training] [--only speedup|dlcp|learning] [--repeat N]
@@ -42,7 +43,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, bmv2_option, save, use_bmv2
+from bench.common import RESULTS, bmv2_option, save, spec_engines, use_bmv2
 from gradswitch.experiment.compare import TRAINING_FIGURE, CompareSpec, best_baseline, load_spec, ratio_of, run_compare
 from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.shipped_specs import EXPERIMENTS
@@ -94,7 +95,7 @@ class SharedNetworks:
 
 def run(spec: CompareSpec, out: Path, repeat: int | None = None) -> Summary:
     """The compare spec's runs (every repetition, the complete ones left from an earlier start
-    skipped), runs of one topology kind on one network, one after another."""
+    skipped), runs of one topology kind on one network, one after another; their reports in out/SPEC-NAME/."""
     if repeat is not None:
         spec = replace(spec, repeat=repeat)
     runner = SharedNetworks(spec.runs, out / spec.name)
@@ -131,8 +132,9 @@ def compared(what: str, a: Mapping[str, Any], b: Mapping[str, Any], **where: str
             "repetitions": [a.get("headline_repetitions"), b.get("headline_repetitions")], **limits(a, b)}
 
 
-def speedup(out: Path, models: list[str], topos: list[str], repeat: int | None) -> dict[str, Any]:
-    spec = load_spec(SPECS / "training-speedup.toml")
+def speedup(out: Path, models: list[str], topos: list[str], repeat: int | None, engine: Engine | None = None
+            ) -> dict[str, Any]:
+    spec = on_engine(load_spec(SPECS / "training-speedup.toml"), engine)
     spec = replace(spec, runs=[r for r in spec.runs if r.workload.workload in models and str(r.network.topo) in topos])
     summary = run(spec, out, repeat)
     runs = {r.label: r for r in spec.runs}
@@ -204,12 +206,12 @@ def plot_speedup(summary: Mapping[str, Mapping[str, Any]], models: list[str], to
     plt.close(fig)
 
 
-def dlcp(out: Path, repeat: int | None) -> dict[str, Any]:
+def dlcp(out: Path, repeat: int | None, engine: Engine | None = None) -> dict[str, Any]:
     """dlcp-contention (DLCP's runs against the best of its baselines) and dlcp-spray (spraying
     against ECMP): every run's median throughput over the best baseline's, min and max beside."""
     figures: dict[str, Any] = {}
     for spec_name in ("dlcp-contention", "dlcp-spray"):
-        spec = load_spec(SPECS / f"{spec_name}.toml")
+        spec = on_engine(load_spec(SPECS / f"{spec_name}.toml"), engine)
         if not spec.baselines:
             raise SystemExit(f"error: gradswitch/specs/{spec_name}.toml names no baselines: give "
                              "baselines = [\"run\", ...] (the runs DLCP is measured against)")
@@ -237,31 +239,33 @@ def dlcp(out: Path, repeat: int | None) -> dict[str, Any]:
                   f"{_pct(s.get('cpu_idle'), 6)}  {_used(s)}")
         _print_ratios(rows)
         for plot in ("figures.png", "links.png"):
-            if (out / spec_name / plot).exists():
-                shutil.copy(out / spec_name / plot, RESULTS / f"{spec_name}-{plot}")
+            if (out / spec.name / plot).exists():
+                shutil.copy(out / spec.name / plot, RESULTS / f"{spec.name}-{plot}")
         figures[spec_name] = {"runs": summary, "baselines": spec.baselines, "best_baseline": best, "ratios": rows}
     return figures
 
 
-def on_graph_engine(spec: CompareSpec) -> CompareSpec:
-    """The spec's runs the graph engine takes, on it (its baselines among them); the others left out, said."""
-    runs = [r.but(engine=Engine.GRAPH) for r in spec.runs]
+def on_engine(spec: CompareSpec, engine: Engine | None) -> CompareSpec:
+    """The spec's runs on `engine` (None: the spec as it is, each run on its own engine), named SPEC-ENGINE so that
+    their reports stay apart from the default's; the runs the engine does not take left out, said."""
+    if engine is None:
+        return spec
+    runs = [r.but(engine=engine) for r in spec.runs]
     kept = [r for r in runs if not r.engine_problems()]
     for r in runs:
         if r.engine_problems():
-            print(f"{r.label}: left out on the graph engine: {r.engine_problems()[0]}")
+            print(f"{r.label}: left out on engine {engine}: {r.engine_problems()[0]}")
     names = {r.label for r in kept}
-    return replace(spec, name=f"{spec.name}-graph", runs=kept, baselines=[b for b in spec.baselines if b in names])
+    return replace(spec, name=f"{spec.name}-{engine}", runs=kept,
+                   baselines=[b for b in spec.baselines if b in names])
 
 
-def learning(out: Path, repeat: int | None, engine: Engine = Engine.LOOP) -> dict[str, Any]:
+def learning(out: Path, repeat: int | None, engine: Engine | None = None) -> dict[str, Any]:
     """gradswitch/specs/training.toml: a real model (train-digits) under bulk TCP, exact against DLCP's dropping by the
     switches: per run the training time and iterations to 90 % test accuracy, the final accuracy, the gradient's
     error, what the switches trimmed and the receivers zero-filled, the bulk streams' goodput; each run's median
-    time to accuracy over the best baseline's. `engine`: the engine every run runs on (graph: those it takes)."""
-    spec = load_spec(SPECS / "training.toml")
-    if engine == Engine.GRAPH:
-        spec = on_graph_engine(spec)
+    time to accuracy over the best baseline's. `engine`: the engine every run runs on (None: each run's own)."""
+    spec = on_engine(load_spec(SPECS / "training.toml"), engine)
     summary = run(spec, out, repeat)
     figure = "time_to_accuracy_s"
     best = best_baseline(spec, summary, figure)
@@ -285,11 +289,10 @@ def learning(out: Path, repeat: int | None, engine: Engine = Engine.LOOP) -> dic
     for r in rows:
         span = f"{r['ratio']:.2f} [{r['ratio_min']:.2f}, {r['ratio_max']:.2f}]" if r["ratio"] is not None else "-"
         print(f"{r['what']:<60}{span:>20}  (median iteration {_f(r['median_ratio'], 0, 2)})")
-    suffix = "" if engine == Engine.LOOP else f"-{engine}"
+    suffix = "" if engine is None else f"-{engine}"
     if (out / spec.name / "learning.png").exists():
         shutil.copy(out / spec.name / "learning.png", RESULTS / f"training-learning{suffix}.png")
-    return {"runs": summary, "baselines": spec.baselines, "best_baseline": best, "figure": figure, "ratios": rows,
-            "engine": str(engine)}
+    return {"runs": summary, "baselines": spec.baselines, "best_baseline": best, "figure": figure, "ratios": rows}
 
 
 def _print_ratios(rows: list[dict[str, Any]]) -> None:
@@ -351,28 +354,32 @@ def main() -> None:
     parser.add_argument("--models", default="resnet50,vgg16,bert-base")
     parser.add_argument("--topos", default="rack,leafspine")
     parser.add_argument("--repeat", type=int, help="repetitions of every run (default: each spec's `repeat`)")
-    parser.add_argument("--engine", type=Engine, choices=list(Engine), default=Engine.LOOP,
-                        help="what runs the learning spec's iterations (graph: with --only learning)")
+    parser.add_argument("--engine", type=Engine, choices=list(Engine),
+                        help="what runs every run's iterations (default: each spec's own, the graph engine unless it "
+                        "names the loop); names the results ...-ENGINE.json")
     bmv2_option(parser)
     args = parser.parse_args()
     if args.repeat is not None and args.repeat < 1:
         parser.error(f"--repeat {args.repeat}: at least 1 repetition")
-    if args.engine != Engine.LOOP and args.only != "learning":
-        parser.error(f"--engine {args.engine}: the learning spec alone runs on another engine here (--only learning)")
     use_bmv2(args)
     figures: dict[str, Any] = {}
     started = time.monotonic()
     if args.only in (None, "speedup"):
-        figures["speedup"] = speedup(args.out, args.models.split(","), args.topos.split(","), args.repeat)
+        figures["speedup"] = speedup(args.out, args.models.split(","), args.topos.split(","), args.repeat,
+                                     args.engine)
     if args.only in (None, "dlcp"):
-        figures["dlcp"] = dlcp(args.out, args.repeat)
+        figures["dlcp"] = dlcp(args.out, args.repeat, args.engine)
     if args.only in (None, "learning"):
         figures["learning"] = learning(args.out, args.repeat, args.engine)
     figures["wall_s"] = time.monotonic() - started
     name = f"training-{args.only}" if args.only else "training"
-    if args.engine != Engine.LOOP:
+    if args.engine is not None:
         name += f"-{args.engine}"
-    print(f"reports under {args.out}; written {save(name, figures)}")
+    parts = {"speedup": ("training-speedup",), "dlcp": ("dlcp-contention", "dlcp-spray"), "learning": ("training",)}
+    ran = [on_engine(load_spec(SPECS / f"{s}.toml"), args.engine) for part, names in parts.items()
+           if args.only in (None, part) for s in names]
+    path = save(name, figures, engines=spec_engines(r for spec in ran for r in spec.runs))
+    print(f"reports under {args.out}; written {path}")
 
 
 if __name__ == "__main__":

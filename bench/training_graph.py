@@ -44,7 +44,7 @@ from gradswitch.experiment.compare import headline, load_spec
 from gradswitch.experiment.graph_experiment import run_workload_on
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.runner import run_on
-from gradswitch.experiment.spec import ExperimentSpec
+from gradswitch.experiment.spec import Engine, ExperimentSpec
 from gradswitch.experiment.stats import spread
 from gradswitch.experiment.tables.reading import load
 from gradswitch.experiment.testbed import Testbed
@@ -103,7 +103,8 @@ def repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict
 
 def loop_repetition(net: Testbed, spec: ExperimentSpec, seed: int, out: Path) -> dict[str, Any]:
     """The same job on the training loop (gradswitch/hosts/iteration.py), as bench.training runs it."""
-    h = headline(run_on(net, spec.but(seed=seed), out / f"{spec.label}-loop-seed{seed}", progress=False))
+    h = headline(run_on(net, spec.but(seed=seed, engine=Engine.LOOP), out / f"{spec.label}-loop-seed{seed}",
+                        progress=False))
     return {"seed": seed, "iteration_s_real": h["iteration_s"], "samples_per_s_real": h["samples_per_s_real"],
             "resent_packets": h["retransmissions"], "checked": bool(h.get("correct")) and h["ok"],
             "busiest_link_load": h.get("busiest_link_load"), "ideal_link_load": h.get("ideal_link_load"),
@@ -205,7 +206,8 @@ def main() -> None:
         "schedulings": list(schedulings), "algos": list(algos),
         "bottleneck": "see each repetition's busiest_link_load (against its ideal_link_load) and cpu_idle, judged "
                       "alike on both engines; machine-bound ones are left out",
-        "repeat": args.repeat, "runs": rows, "ratios": ratios}, bmv2_log_level="info")
+        "repeat": args.repeat, "runs": rows, "ratios": ratios}, engines=[Engine.LOOP, Engine.GRAPH],
+        bmv2_log_level="info")
     print(f"wrote {path}")
 
 

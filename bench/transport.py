@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import Limits, MachineMeter, bmv2_option, save, use_bmv2
+from bench.common import NO_ENGINE, Limits, MachineMeter, bmv2_option, save, use_bmv2
 from gradswitch.cli.main import parse_size
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.bmv2 import one_switch_user_at_a_time
@@ -116,7 +116,7 @@ def main() -> None:
             print(f"  {path}: {_limits(result).line()}")
     links = f"links at {args.bw:g} Mb/s" if args.bw else "unshaped"
     print(f"{args.bytes / 2**20:.0f} MiB per transfer, MTU {args.mtu}, {links}, same machine, one run")
-    print(f"written {save('transport', figures)}")
+    print(f"written {save('transport', figures, engines=NO_ENGINE)}")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from pathlib import Path
 from bench.common import Limits, save
 from gradswitch.cli.main import parse_size
 from gradswitch.experiment.graph_experiment import run_graph_spec
-from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo
+from gradswitch.experiment.spec import Backend, Engine, ExperimentSpec, Topo
 from gradswitch.workload.generators import collective_graph, send_recv_graph
 from gradswitch.workload.graph import CollectiveKind
 
@@ -44,7 +44,8 @@ def main() -> None:
         print(f"{kind:<16}{k.time_s * 1e3:>10.3f}{k.bound_s * 1e3:>10.3f}{k.worst_ratio:>8.2f}  {report.checked}  "
               f"{limits.line()}")
     path = save("workload-et-ns3", {"what": "each collective as an exported Chakra trace on ns-3, rack, "
-                                            f"{BW_MBPS:g} Mb/s", "bottleneck": "the links (simulated)", "rows": rows})
+                                            f"{BW_MBPS:g} Mb/s", "bottleneck": "the links (simulated)", "rows": rows},
+                engines=[Engine.GRAPH])
     print(f"wrote {path}")
 
 

@@ -553,10 +553,11 @@ def build_parser() -> argparse.ArgumentParser:
                                   "export-et` or the Chakra tools) instead of --algo/--size/--workload; workers = "
                                   "their ranks (docs/workloads.md)"))
     p.add_argument("--engine", choices=Engine.names(),
-                   help=f"what runs the iterations (default {D.algorithm.engine}): each "
-                   "algorithm's loop, or the job as an execution graph on the graph engine (a model's training, "
-                   "reported as the loop's; --workload train-digits: its real gradients through the graph's "
-                   "all-reduces, results.json as the loop's; docs/training.md)")
+                   help=f"what runs the iterations (default {D.algorithm.engine}): the job as an execution "
+                   "graph on the graph engine (a model's training, or its all-reduces in a row; --workload "
+                   "train-digits: its real gradients through the graph's all-reduces; results.json and report as the "
+                   "loop's; docs/training.md), or each algorithm's loop (loop; kept until every published figure is "
+                   "re-measured on the graph)")
     p.add_argument("--scale", type=float, help="fraction of a model profile's layer sizes, 0 < scale <= 1")
     p.add_argument("--dtype", choices=DType.names())
     p.add_argument("--float-mode", choices=FloatMode.names(),

@@ -21,7 +21,7 @@ from gradswitch.workload.graph import JobGraph
 from gradswitch.workload.graph_iterations import rank_events, rank_iterations
 from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.graph_timing import GraphRun, NodeStart, NodeTiming
-from gradswitch.workload.job import Algorithm, JobConfig
+from gradswitch.workload.job import Algorithm, DType, JobConfig
 from gradswitch.workload.plan import plan
 from gradswitch.workload.records import CheckKind
 from gradswitch.workload.worker_result import WorkerResult, iteration_entry
@@ -111,8 +111,10 @@ def loop_results(graph: JobGraph, run: GraphRun, ranks: dict[int, WorkerResult],
         iterations = []
         for record in rank_iterations(graph, mine, node_id, check, in_flight, training.dlcp):
             entry = iteration_entry(record)
-            if check != CheckKind.EXACT:
-                entry["max_abs_error"] = None  # a digest, or no check: the error is not known
+            if check != CheckKind.EXACT or training.dtype == DType.FLOAT32:
+                # a digest, or no check: the error is not known; float32: the ranks check the sums on the wire, not
+                # their error against the float64 sum (the loop's max_abs_error), so it is not known either
+                entry["max_abs_error"] = None
             iterations.append(entry)
         if figures is None:  # all-reduces in a row: the loop's worker keeps its iterations only
             out[node_id] = cast(WorkerResult, {**node, "iterations": iterations})

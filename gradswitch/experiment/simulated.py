@@ -20,7 +20,7 @@ from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import Usage, summarize, with_faults, write_report
 from gradswitch.experiment.results_file import Results, SimulatorFigures
 from gradswitch.experiment.run_plan import RunPlan, plan_run
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
 from gradswitch.experiment.timeline import write_timeline
 from gradswitch.sim import SimError, SimResult
 from gradswitch.sim import read as read_result
@@ -88,7 +88,11 @@ def planned(spec: ExperimentSpec, out_dir: Path) -> RunPlan:
 def resummarize(spec: ExperimentSpec, out_dir: Path) -> Results | None:
     """Write a finished run's results.json again from what the simulator left in out_dir/sim, with today's
     report code (a figure added since), without simulating again; None: no finished run of the spec there.
-    The placement and jobs are the run's own (out_dir/job*.json)."""
+    The placement and jobs are the run's own (out_dir/job*.json). A run of the simulator's loops only (engine = loop):
+    ExperimentError for a spec on the graph engine (run it again)."""
+    if spec.algorithm.engine != Engine.LOOP:
+        raise ExperimentError(f"{spec.label}: engine = {spec.algorithm.engine}: only a run of the simulator's loops "
+                              "(engine = loop) is summarized again from its output; run it again instead")
     try:
         previous = results_file.read(out_dir / "results.json")
     except results_file.ResultsFileError:

@@ -44,7 +44,7 @@ def spec_graph(spec: ExperimentSpec, iterations: int) -> tuple[ExperimentSpec, J
                     scale=spec.workload.scale,
                     dtype=spec.workload.dtype, float_mode=spec.workload.float_mode)
     # the spec's workload is the graph's now; the spec that runs it keeps its network, transport and placement
-    return spec.but(engine=Engine.LOOP), plain_graph(cfg, name=spec.label), 1.0
+    return spec.but(engine=Engine.GRAPH), plain_graph(cfg, name=spec.label), 1.0
 
 
 def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[ExperimentSpec, JobGraph, float]:
@@ -63,7 +63,7 @@ def spec_training_graph(spec: ExperimentSpec, iterations: int) -> tuple[Experime
     graph = training_graph(cfg, name=spec.label)
     # The spec's training fields are the graph's now; the spec that runs it has the defaults.
     plain = spec.but(workload="synthetic", emulate=None, sync=Sync.ITERATION, scheduling=Scheduling.FIFO,
-                     engine=Engine.LOOP)
+                     engine=Engine.GRAPH)
     return plain, graph, training.dilation
 
 

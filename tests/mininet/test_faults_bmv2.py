@@ -97,8 +97,10 @@ def test_a_leafspine_ring_rides_through_a_spine_link_going_down(tmp_path):
 
 
 def test_a_spine_crash_in_a_leafspine_netreduce_run_falls_back_to_ring_with_exact_sums(tmp_path):
+    """On the default engine, the graph's: its all-reduces are NetReduce job 2, aggregated on spine2 (the loop's job 1
+    on spine1, `(job - 1)` mod the spines)."""
     spec = spec_from_dict({**BASE, "algo": "netreduce", "topo": "leafspine", "iterations": 20,
-                           "faults": ["switch-crash:spine1@3"]})
+                           "faults": ["switch-crash:spine2@3"]})
     out = tmp_path / "run"
     report = run_experiment(spec, out, progress=False)
     assert report["ok"], report["errors"]
@@ -107,8 +109,8 @@ def test_a_spine_crash_in_a_leafspine_netreduce_run_falls_back_to_ring_with_exac
     (fault,) = report["faults"]
     assert fault["outcome"] == "recovered" and fault["fallback"] == "ring", fault
     assert 0 <= fault["time_to_detect_s"] <= fault["time_to_recover_s"] < 2.0, fault
-    assert "never returned to it" in fault["detail"]  # spine1 stayed down
-    assert "spine1" not in report["switches"]  # a dead switch is not read
+    assert "never returned to it" in fault["detail"]  # spine2 stayed down
+    assert "spine2" not in report["switches"]  # a dead switch is not read
     table = (out / "table.txt").read_text().splitlines()
     assert "fell back to ring" in table[1]
     assert_nothing_left(out, "leafspine")

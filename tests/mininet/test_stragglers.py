@@ -23,6 +23,12 @@ ITERATIONS = 12
 FACTOR = 3000.0  # the slow worker's minibatch (0.1-0.3 ms warm) takes 0.3-1 s: under the QPs' give-up time
 
 
+def switch_events(report: dict[str, Any]) -> dict[str, int]:
+    """s1's events of the run's one NetReduce job (the loop's job 1; the graph engine's all-reduces: job 2)."""
+    (job,) = report["switches"]["netreduce"].values()
+    return dict(job["switches"]["s1"]["events"])
+
+
 def median_iteration_s(report: dict[str, Any]) -> float:
     """The median iteration time, the first two (warming up) left out."""
     return float(statistics.median(it["end"] - it["start"] for it in report["iterations"][2:]))
@@ -49,9 +55,9 @@ def test_k_of_n_iterates_at_the_fast_workers_pace_with_every_sum_exact_against_i
     # N of N: the mean of all 4, off by the fixed point's rounding alone
     assert all(it["contributors"] == 4 and it["gradient_error"] < 1e-4
                for it in reports["netreduce N of N"]["iterations"])
-    events = reports["netreduce 3 of N"]["switches"]["netreduce"]["1"]["switches"]["s1"]["events"]
+    events = switch_events(reports["netreduce 3 of N"])
     assert events["completion"] > 0 and events["late"] + events["late-answered"] > 0
-    n_events = reports["netreduce N of N"]["switches"]["netreduce"]["1"]["switches"]["s1"]["events"]
+    n_events = switch_events(reports["netreduce N of N"])
     assert n_events["late"] == n_events["late-answered"] == 0
     # N of N with a deadline: the sums close without the slow worker on the others' retransmissions after it, so
     # its pace is the fast workers' plus about a retransmission timeout, far from the slow worker's
@@ -62,7 +68,7 @@ def test_k_of_n_iterates_at_the_fast_workers_pace_with_every_sum_exact_against_i
     held = [it["contributors"] for it in its]
     assert min(held) >= 1 and sum(c < 4 for c in held) >= ITERATIONS // 2, held
     assert all(it["gradient_error"] > 0.01 for it in its if it["contributors"] < 4)
-    d_events = reports[deadline]["switches"]["netreduce"]["1"]["switches"]["s1"]["events"]
+    d_events = switch_events(reports[deadline])
     assert d_events["deadline"] > 0 and d_events["late"] + d_events["late-answered"] > 0
 
 

@@ -66,6 +66,9 @@ def test_block_exponents_on_the_graph_engine_give_the_loops_results(tmp_path: Pa
     assert lt is not None and gt is not None
     assert gt["samples_per_s_real"] == pytest.approx(lt["samples_per_s_real"], rel=TOLERANCE)
     assert graph["bytes_on_wire"] == loop["bytes_on_wire"]  # the codes' all-reduces too, packet for packet
+    # float32: the graph's ranks check the sums on the wire, not their error against the float64 sum: left out
+    assert "max_abs_error" not in graph["headline_extra"] and all("max_abs_error" not in it
+                                                                   for it in graph["iterations"])
     fixed = run_experiment(spec.but(float_mode=FloatMode.FIXED, engine=Engine.GRAPH), tmp_path / "fixed",
                            progress=False)
     assert fixed["bytes_on_wire"] < graph["bytes_on_wire"]  # the codes are on the wire

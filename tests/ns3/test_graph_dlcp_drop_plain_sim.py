@@ -36,7 +36,7 @@ def plain(**kw: Any) -> ExperimentSpec:
 
 def test_a_run_without_training_drops_on_the_graph_engine_as_on_the_loop(tmp_path: Path) -> None:
     spec = plain()
-    assert spec.problems() == [] and spec.but(engine=Engine.GRAPH).problems() == []
+    assert spec.but(engine=Engine.LOOP).problems() == [] and spec.but(engine=Engine.GRAPH).problems() == []
     loop, graph = both(spec, tmp_path)
     assert loop["ok"] and graph["ok"], graph["errors"]
     assert graph["outcome"] == loop["outcome"] == "ok" and graph["check"] == loop["check"] == "exact"

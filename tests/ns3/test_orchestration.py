@@ -17,7 +17,7 @@ from gradswitch.experiment import results_file
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.placement import PACKET_OVERHEAD, place, topology_for
 from gradswitch.experiment.run_plan import plan_run
-from gradswitch.experiment.spec import Backend, ExperimentSpec, Topo, spec_from_dict
+from gradswitch.experiment.spec import Backend, Engine, ExperimentError, ExperimentSpec, Topo, spec_from_dict
 from gradswitch.protocol.paths import REPO_ROOT
 from gradswitch.version import code_version
 from gradswitch.workload.job import Algorithm
@@ -223,11 +223,12 @@ def test_trimming_at_scale_costs_no_timer(tmp_path):
 
 def test_a_finished_run_is_summarized_again_without_simulating(tmp_path):
     """resummarize: results.json written again from the simulator's output with today's report code gives what
-    the run wrote (the same document, to the byte), and only reads: the simulator's files are not touched."""
+    the run wrote (the same document, to the byte), and only reads: the simulator's files are not touched. A run of
+    the simulator's loops (engine = loop); a spec on the graph engine is refused in one line."""
     from gradswitch.experiment.simulated import resummarize
 
     spec = ExperimentSpec.of(algo=Algorithm.PS, workers=4, size_bytes=256 << 10, bw_mbps=20, iterations=2, backend=NS3,
-                             loss_pct=1.0)
+                             loss_pct=1.0, engine=Engine.LOOP)
     out = tmp_path / spec.label
     _run(spec, tmp_path)
     written = (out / "results.json").read_text()
@@ -238,4 +239,6 @@ def test_a_finished_run_is_summarized_again_without_simulating(tmp_path):
     assert again is not None and (out / "results.json").read_text() == written
     assert again["retransmissions"] > 0 and again["duplicates"] is not None and again["timeouts"] is not None
     assert {p.name: p.stat().st_mtime_ns for p in (out / "sim").iterdir()} == sim_files
+    with pytest.raises(ExperimentError, match=r"engine = graph: only a run of the simulator's loops \(engine = loop\)"):
+        resummarize(spec.but(engine=Engine.GRAPH), out)
     assert resummarize(spec, tmp_path / "nothing-here") is None

@@ -72,7 +72,7 @@ def test_spec_graph_gives_a_plain_spec_its_all_reduces_and_keeps_the_rest():
                            "bw_mbps": 20})
     assert spec.problems() == []  # engine = graph runs a workload without emulate
     run_spec, graph, dilation = spec_graph(spec, spec.measurement.iterations)
-    assert dilation == 1.0 and run_spec.algorithm.engine == Engine.LOOP and run_spec.algorithm.algo == Algorithm.PS
+    assert dilation == 1.0 and run_spec.algorithm.engine == Engine.GRAPH and run_spec.algorithm.algo == Algorithm.PS
     assert graph.world_size == 4 and len(graph.ranks[0].nodes) == 5 and graph.name == spec.label
     with pytest.raises(ExperimentError, match="real gradients"):
         spec_graph(spec_from_dict({"workload": "train-digits", "dtype": "float32"}), 2)
