@@ -30,7 +30,9 @@ import math
 import statistics
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -196,10 +198,14 @@ def run_length(iteration_s: float, rto_s: float, iterations: int) -> int:
 
 
 def study(fabrics: Sequence[Fabric], seeds: Sequence[int], iterations: int, out: Path, scale: float = SCALE,
-          cases: Sequence[Case] = CASES) -> dict[str, Any]:
+          cases: Sequence[Case] = CASES, jobs: int = 1) -> dict[str, Any]:
     """Every case on every fabric for every seed, with the clean run each fault is timed from; the figures'
     medians and spreads per fabric and case. A short clean probe gives the iteration the run's length is set from
-    (run_length)."""
+    (run_length). jobs: how many of a seed's fault runs are simulated at once (each is one simulator process; the
+    simulated figures are the same, only each run's wall_s counts a shared machine: the published study runs one
+    at a time)."""
+    if jobs < 1:
+        raise ValueError(f"jobs = {jobs}: give 1 (one run at a time) or more")
     runs: list[Run] = []
     lengths: dict[str, int] = {}
     for fabric in fabrics:
@@ -213,19 +219,24 @@ def study(fabrics: Sequence[Fabric], seeds: Sequence[int], iterations: int, out:
                   f"RTO {clean.rto_s * 1e3:.0f} ms, {'exact' if clean.exact else 'NOT EXACT'}, "
                   f"wall {clean.wall_s:.0f} s", flush=True)
             runs.append(clean)
-            for case in cases:
-                fault = case_fault(case, fabric, clean.iteration_s, n, clean.rto_s)
-                r = measure(spec, fabric, case.name, fault, out / f"{fabric}-{case.name}-s{seed}")
-                runs.append(r)
-                print(f"  {fault.label}: {r.outcome}, detect {_ms(r.time_to_detect_s)}, recover "
-                      f"{_ms(r.time_to_recover_s)}, lost {r.iterations_lost}, it/s {_f(r.throughput_before)} / "
-                      f"{_f(r.throughput_during)} / {_f(r.throughput_after)}, {r.completed}/{r.iterations} "
-                      f"{'exact' if r.exact else 'NOT EXACT'}, wall {r.wall_s:.0f} s", flush=True)
+            with ThreadPoolExecutor(max_workers=jobs) as pool:  # each run waits on its own simulator process
+                runs.extend(pool.map(partial(faulted, spec, fabric, seed, clean, out), cases))
     return {"model": MODEL, "scale": scale, "algo": "ring", "rate_mbps": RATE_MBPS,
             "iterations": lengths, "seeds": list(seeds), "slow_factor": SLOW_FACTOR,
             "switch_detect_s": SWITCH_DETECT_S, "link_detect_s": LINK_DETECT_S, "assumption": ASSUMPTION,
             "code_version": code_version(), "limits": runs[0].limits if runs else {},
             "runs": [asdict(r) for r in runs], "summary": summarize(runs)}
+
+
+def faulted(spec: ExperimentSpec, fabric: Fabric, seed: int, clean: Run, out: Path, case: Case) -> Run:
+    """The case's fault on the clean run's job (`spec`, its `clean` run), measured and kept in `out`."""
+    fault = case_fault(case, fabric, clean.iteration_s, clean.iterations, clean.rto_s)
+    r = measure(spec, fabric, case.name, fault, out / f"{fabric}-{case.name}-s{seed}")
+    print(f"  {fault.label}: {r.outcome}, detect {_ms(r.time_to_detect_s)}, recover "
+          f"{_ms(r.time_to_recover_s)}, lost {r.iterations_lost}, it/s {_f(r.throughput_before)} / "
+          f"{_f(r.throughput_during)} / {_f(r.throughput_after)}, {r.completed}/{r.iterations} "
+          f"{'exact' if r.exact else 'NOT EXACT'}, wall {r.wall_s:.0f} s", flush=True)
+    return r
 
 
 def summarize(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:

@@ -3,11 +3,14 @@ documents written by hand (algo `write`: one sender, one receiver) where a test 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from gradswitch.experiment.placement import job_config, place, topology_for
-from gradswitch.experiment.spec import ExperimentSpec
+from gradswitch.experiment.results_file import Results
+from gradswitch.experiment.runner import run_experiment
+from gradswitch.experiment.spec import Engine, ExperimentSpec
 from gradswitch.roce.headers import IMM_LEN, RETH_LEN
 from gradswitch.roce.qp import Mode
 from gradswitch.roce.wire import ROCE_OVERHEAD
@@ -28,6 +31,16 @@ def spec_jobs(spec: ExperimentSpec) -> tuple[Topology, list[JobConfig]]:
     topo = topology_for(spec)
     placement = place(spec, topo)
     return topo, [job_config(spec, j + 1, nodes, topo) for j, nodes in enumerate(placement.jobs)]
+
+
+def both_engines(spec: ExperimentSpec, out: Path) -> tuple[Results, Results]:
+    """The spec's run on the training loop (out/loop) and on the graph engine (out/graph), their results.json. The two
+    are simulated at once: each is one simulator process and the suite runs one test at a time, so the machine's
+    second core is idle otherwise; a simulated figure does not depend on the machine's load."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        loop = pool.submit(run_experiment, spec.but(engine=Engine.LOOP), out / "loop", progress=False)
+        graph = pool.submit(run_experiment, spec.but(engine=Engine.GRAPH), out / "graph", progress=False)
+        return loop.result(), graph.result()
 
 
 def run_spec(spec: ExperimentSpec, out: Path, settings: SimSettings | None = None) -> tuple[list[JobConfig], SimResult]:

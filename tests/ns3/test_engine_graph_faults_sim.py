@@ -15,6 +15,7 @@ import pytest
 from gradswitch.experiment.spec import Engine, ExperimentSpec, spec_from_dict
 from gradswitch.topology.faults import parse_fault
 from gradswitch.workload.job import Crash
+from tests.ns3.helpers import both_engines
 from tests.results import Report, run_experiment
 
 pytestmark = pytest.mark.ns3
@@ -30,9 +31,8 @@ def training() -> ExperimentSpec:
 
 
 def both(spec: ExperimentSpec, out: Path) -> tuple[Report, Report]:
-    loop = run_experiment(spec.but(engine=Engine.LOOP), out / "loop", progress=False)
-    graph = run_experiment(spec.but(engine=Engine.GRAPH), out / "graph", progress=False)
-    return loop, graph
+    loop, graph = both_engines(spec, out)  # simulated at once
+    return dict(loop), dict(graph)
 
 
 def agree(loop: Report, graph: Report) -> None:

@@ -12,8 +12,8 @@ import pytest
 
 from gradswitch.experiment.report import format_table
 from gradswitch.experiment.results_file import Results
-from gradswitch.experiment.runner import run_experiment
-from gradswitch.experiment.spec import Backend, Engine, ExperimentSpec, spec_from_dict
+from gradswitch.experiment.spec import Backend, ExperimentSpec, spec_from_dict
+from tests.ns3.helpers import both_engines
 
 pytestmark = pytest.mark.ns3
 
@@ -23,11 +23,6 @@ TOLERANCE = 0.01
 def plain(**kw: Any) -> ExperimentSpec:
     return spec_from_dict({"workers": 4, "size_bytes": 2 << 20, "iterations": 3, "bw_mbps": 10_000, **kw},
                           ExperimentSpec.of(backend=Backend.NS3))
-
-
-def both(spec: ExperimentSpec, out: Path) -> tuple[Results, Results]:
-    return (run_experiment(spec.but(engine=Engine.LOOP), out / "loop", progress=False),
-            run_experiment(spec.but(engine=Engine.GRAPH), out / "graph", progress=False))
 
 
 def agree(loop: Results, graph: Results) -> None:
@@ -49,7 +44,7 @@ def agree(loop: Results, graph: Results) -> None:
 
 @pytest.mark.parametrize("algo", ["ring", "ps", "netreduce"])
 def test_a_synthetic_all_reduce_on_the_graph_engine_gives_the_loops_results(tmp_path: Path, algo: str) -> None:
-    loop, graph = both(plain(algo=algo), tmp_path)
+    loop, graph = both_engines(plain(algo=algo), tmp_path)
     agree(loop, graph)
     assert graph["check"] == "exact"
     assert "on the ns-3 simulator, graph engine" in format_table(graph)
@@ -57,7 +52,7 @@ def test_a_synthetic_all_reduce_on_the_graph_engine_gives_the_loops_results(tmp_
 
 def test_a_model_profile_without_emulate_on_the_graph_engine_gives_the_loops_results(tmp_path: Path) -> None:
     """ResNet-50's 161 tensors one after another, at full size (the loop checks it by digest)."""
-    loop, graph = both(plain(workload="resnet50"), tmp_path)
+    loop, graph = both_engines(plain(workload="resnet50"), tmp_path)
     agree(loop, graph)
     assert graph["step_bytes"] == loop["step_bytes"] > 90e6
 
@@ -65,12 +60,12 @@ def test_a_model_profile_without_emulate_on_the_graph_engine_gives_the_loops_res
 def test_two_jobs_and_block_exponents_on_the_graph_engine_give_the_loops_results(tmp_path: Path) -> None:
     """jobs = 2 of PS (each on hosts of its own), and float32 as block exponents (each tensor's codes reduced
     before it: two all-reduces an iteration)."""
-    loop, graph = both(plain(algo="ps", jobs=2, size_bytes=1 << 20), tmp_path / "jobs")
+    loop, graph = both_engines(plain(algo="ps", jobs=2, size_bytes=1 << 20), tmp_path / "jobs")
     agree(loop, graph)
     assert set(graph["jobs"]) == {"1", "2"} and all(j["check"] == "exact" for j in graph["jobs"].values())
     for job in ("1", "2"):
         assert graph["jobs"][job]["median_s"] == pytest.approx(loop["jobs"][job]["median_s"], rel=TOLERANCE)
-    loop, graph = both(plain(dtype="float32", float_mode="exponent", size_bytes=1 << 20), tmp_path / "exponent")
+    loop, graph = both_engines(plain(dtype="float32", float_mode="exponent", size_bytes=1 << 20), tmp_path / "exponent")
     agree(loop, graph)
 
 
@@ -78,6 +73,6 @@ def test_more_than_4096_keys_an_operation_on_the_graph_engine_give_the_loops_res
     """PS with 1 MiB in keys of 128 bytes over two servers: 8,192 keys an all-reduce, past the 4,096 one
     operation number's steps hold on the hosts (gradswitch/hosts/collectives/ops.py Op.imm: rounds), run on the
     simulator's graph engine (24-bit steps) as the loop runs them."""
-    loop, graph = both(plain(algo="ps", servers=2, size_bytes=1 << 20, ps_key_bytes=128), tmp_path)
+    loop, graph = both_engines(plain(algo="ps", servers=2, size_bytes=1 << 20, ps_key_bytes=128), tmp_path)
     agree(loop, graph)
     assert graph["check"] == "exact"

@@ -12,11 +12,11 @@ import pytest
 from bench.scaling import scaling_spec
 from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.report import format_table
-from gradswitch.experiment.results_file import Results
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.shipped_specs import shipped_spec
 from gradswitch.experiment.spec import Backend, Engine, ExperimentSpec
 from gradswitch.workload.job import DType, FloatMode
+from tests.ns3.helpers import both_engines
 
 pytestmark = pytest.mark.ns3
 
@@ -30,15 +30,10 @@ def speedup_run(label: str) -> ExperimentSpec:
     return run.but(backend=Backend.NS3)
 
 
-def both(spec: ExperimentSpec, out: Path) -> tuple[Results, Results]:
-    return (run_experiment(spec.but(engine=Engine.LOOP), out / "loop", progress=False),
-            run_experiment(spec.but(engine=Engine.GRAPH), out / "graph", progress=False))
-
-
 @pytest.mark.parametrize("label", ["resnet50-rack-ring-fifo", "bert-base-rack-ps-priority",
                                    "vgg16-leafspine-netreduce-fifo"])
 def test_a_training_speedup_run_on_the_graph_engine_gives_the_loops_results(tmp_path: Path, label: str) -> None:
-    loop, graph = both(speedup_run(label), tmp_path)
+    loop, graph = both_engines(speedup_run(label), tmp_path)
     assert loop["ok"] and graph["ok"] and graph["outcome"] == "ok" and graph["check"] == loop["check"] == "exact"
     assert len(graph["iterations"]) == len(loop["iterations"]) == 4
     lt, gt = loop["training"], graph["training"]
@@ -60,7 +55,7 @@ def test_block_exponents_on_the_graph_engine_give_the_loops_results(tmp_path: Pa
     (each before the values that wait for them), so the same bytes on the wire and the loop's training figures."""
     spec = speedup_run(label).but(dtype=DType.FLOAT32, float_mode=FloatMode.EXPONENT)
     assert spec.but(engine=Engine.GRAPH).problems() == []
-    loop, graph = both(spec, tmp_path)
+    loop, graph = both_engines(spec, tmp_path)
     assert loop["ok"] and graph["ok"] and graph["check"] == loop["check"] == "exact"
     lt, gt = loop["training"], graph["training"]
     assert lt is not None and gt is not None
@@ -77,7 +72,7 @@ def test_block_exponents_on_the_graph_engine_give_the_loops_results(tmp_path: Pa
 
 
 def test_a_scaling_point_on_the_graph_engine_gives_the_loops_iteration(tmp_path: Path) -> None:
-    loop, graph = both(scaling_spec("resnet50", 8, "netreduce-hier").but(iterations=3), tmp_path)
+    loop, graph = both_engines(scaling_spec("resnet50", 8, "netreduce-hier").but(iterations=3), tmp_path)
     assert loop["ok"] and graph["ok"] and graph["check"] == "digest"
     assert graph["summary"]["median_s"] == pytest.approx(loop["summary"]["median_s"], rel=TOLERANCE)
     assert graph["simulator"]["packet_hops"] > 0 and not graph["simulator"]["time_limit_hit"]
@@ -89,7 +84,7 @@ def test_a_scaling_point_on_the_graph_engine_gives_the_loops_iteration(tmp_path:
 def test_two_jobs_at_once_on_the_graph_engine_give_the_loops_results(tmp_path: Path, label: str) -> None:
     """jobs = 2: both jobs' graphs in one simulation, on hosts of their own, sharing the fabric (NetReduce: each its
     own switch job), as the loop runs them."""
-    loop, graph = both(speedup_run(label).but(jobs=2, iterations=3), tmp_path)
+    loop, graph = both_engines(speedup_run(label).but(jobs=2, iterations=3), tmp_path)
     assert loop["ok"] and graph["ok"] and set(graph["jobs"]) == {"1", "2"} == set(loop["jobs"])
     assert all(j["outcome"] == "ok" and j["check"] == "exact" for j in graph["jobs"].values())
     # which job a shared link serves first may differ; the pair's median iterations agree
@@ -102,7 +97,7 @@ def test_two_jobs_at_once_on_the_graph_engine_give_the_loops_results(tmp_path: P
 def test_two_jobs_parameter_servers_on_one_host_on_the_graph_engine_give_the_loops_results(tmp_path: Path) -> None:
     """colocate_servers (TensorLights' setting): both jobs' parameter servers on one host, as the loop places them;
     the graph engine gives the loop's iterations, job by job."""
-    loop, graph = both(speedup_run("resnet50-rack-ps-fifo").but(jobs=2, colocate_servers=True, iterations=3),
+    loop, graph = both_engines(speedup_run("resnet50-rack-ps-fifo").but(jobs=2, colocate_servers=True, iterations=3),
                        tmp_path)
     assert loop["ok"] and graph["ok"]
     for job in ("1", "2"):

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from gradswitch.experiment.spec import Engine, ExperimentSpec, spec_from_dict
-from tests.ns3.test_graph_dlcp_drop_sim import COMPARABLE, TOLERANCE, both, receivers
+from tests.ns3.helpers import both_engines
+from tests.ns3.test_graph_dlcp_drop_sim import COMPARABLE, TOLERANCE, receivers
 
 pytestmark = pytest.mark.ns3
 
@@ -37,7 +38,7 @@ def plain(**kw: Any) -> ExperimentSpec:
 def test_a_run_without_training_drops_on_the_graph_engine_as_on_the_loop(tmp_path: Path) -> None:
     spec = plain()
     assert spec.but(engine=Engine.LOOP).problems() == [] and spec.but(engine=Engine.GRAPH).problems() == []
-    loop, graph = both(spec, tmp_path)
+    loop, graph = both_engines(spec, tmp_path)
     assert loop["ok"] and graph["ok"], graph["errors"]
     assert graph["outcome"] == loop["outcome"] == "ok" and graph["check"] == loop["check"] == "exact"
     assert graph["training"] is None and loop["training"] is None
@@ -59,6 +60,6 @@ def test_an_error_over_the_bound_fails_the_check_on_both_engines(tmp_path: Path)
     """The same run judged against a bound under the error its zero-filled packets leave: the loop's failed check,
     on both engines."""
     spec = plain(jobs=1, iterations=2, dlcp={**DROP, "max_relative_error": 1e-6})
-    loop, graph = both(spec, tmp_path)
+    loop, graph = both_engines(spec, tmp_path)
     assert loop["outcome"] == graph["outcome"] == "check_failed"
     assert graph["headline_extra"]["max_relative_error"] > 1e-6

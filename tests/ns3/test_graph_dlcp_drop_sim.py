@@ -17,18 +17,13 @@ import pytest
 
 from bench.scaling import dlcp_runs
 from gradswitch.experiment.results_file import Results
-from gradswitch.experiment.runner import run_experiment
-from gradswitch.experiment.spec import Engine, ExperimentSpec, spec_from_dict
+from gradswitch.experiment.spec import Engine, spec_from_dict
+from tests.ns3.helpers import both_engines
 
 pytestmark = pytest.mark.ns3
 
 TOLERANCE = 0.01  # the engines' training speed on ns-3
 COMPARABLE = 0.1  # trimmed and zero-filled packets, retransmissions, the error: the same within 10 %
-
-
-def both(spec: ExperimentSpec, out: Path) -> tuple[Results, Results]:
-    return (run_experiment(spec.but(engine=Engine.LOOP), out / "loop", progress=False),
-            run_experiment(spec.but(engine=Engine.GRAPH), out / "graph", progress=False))
 
 
 def receivers(out: Path) -> Counter[str]:
@@ -68,7 +63,7 @@ def test_trimming_at_threshold_zero_under_bulk_tcp_gives_the_loops_results(tmp_p
                                     "max_relative_error": 1.0},
                            "emulate": {"link_gbps": 10, "batch": 32}})
     assert spec.but(engine=Engine.GRAPH).problems() == []
-    loop, graph = both(spec, tmp_path)
+    loop, graph = both_engines(spec, tmp_path)
     assert loop["ok"] and graph["ok"], graph["errors"]
     comparable(loop, graph, tmp_path)
     assert graph["retransmissions"] > 0  # over the budget: NAKed and resent
@@ -85,7 +80,7 @@ def test_the_scaling_studys_dlcp_drop_fails_its_error_bound_on_both_engines(tmp_
     tests/ns3/test_orchestration.py runs it: the switches trim past a quarter of the queue, and the error the
     zero-filled packets leave is over the job's max_relative_error (0.2) on both engines: the same failed check."""
     runs = {s.name: s.but(workers=8, iterations=2) for s in dlcp_runs()}
-    loop, graph = both(runs["dlcp-priority+drop"], tmp_path)
+    loop, graph = both_engines(runs["dlcp-priority+drop"], tmp_path)
     assert loop["outcome"] == "check_failed"  # what the loop reports: its error over the bound
     comparable(loop, graph, tmp_path)
     assert graph["headline_extra"]["max_relative_error"] > 0.2

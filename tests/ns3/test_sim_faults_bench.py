@@ -16,10 +16,11 @@ from gradswitch.sim.faults import SWITCH_DETECT_S
 pytestmark = pytest.mark.ns3
 
 ITERATIONS = 12
+JOBS = 2  # the fault runs two at a time: the suite runs one test at a time, and each simulator is one process
 
 
 def test_the_fault_study_measures_every_fault_and_its_table_shows_them(tmp_path: Path) -> None:
-    data = study([Fabric.LEAFSPINE], [0], ITERATIONS, tmp_path / "runs")
+    data = study([Fabric.LEAFSPINE], [0], ITERATIONS, tmp_path / "runs", jobs=JOBS)
     assert data["code_version"] and data["limits"]["limited_by"] == SIMULATED
     assert data["limits"]["machine_bound"] is False
     runs = {r["case"]: r for r in data["runs"]}

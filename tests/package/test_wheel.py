@@ -79,12 +79,19 @@ def dependencies_key() -> str:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel `pip wheel` builds from a copy of the checkout: built once for this module's tests, which only read
+    it (its file list) or install it (into venvs of their own)."""
     source = checkout_copy(tmp_path_factory.mktemp("clone"))
     wheels = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(source)],
                    check=True, timeout=600)
-    (wheel,) = wheels.glob("gradswitch-*.whl")
+    (built,) = wheels.glob("gradswitch-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator[Installed]:
     cache = user_cache_dir() / "test-venvs"
     cache.mkdir(parents=True, exist_ok=True)
     env_dir = cache / f"venv-{dependencies_key()}"
@@ -181,13 +188,9 @@ def test_experiment_on_bmv2_with_the_shipped_program(installed, tmp_path):
     assert (tmp_path / "run" / "results.json").is_file()
 
 
-def test_the_wheel_holds_one_top_level_package(tmp_path):
+def test_the_wheel_holds_one_top_level_package(wheel):
     """Everything the product ships is under `gradswitch`: the wheel's files have no other first folder, and its
     package data are real files (no links), the test harnesses stay out."""
-    source = checkout_copy(tmp_path / "clone")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path / "w"),
-                    str(source)], check=True, timeout=600)
-    (wheel,) = (tmp_path / "w").glob("gradswitch-*.whl")
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
@@ -198,15 +201,11 @@ def test_the_wheel_holds_one_top_level_package(tmp_path):
     assert not [n for n in names if "qp_script" in n or "gs-qp-script" in n or n.endswith("/fuzz.py")]
 
 
-def test_installs_beside_pypis_topology_and_workers_and_uninstalls_leaving_them_whole(tmp_path):
+def test_installs_beside_pypis_topology_and_workers_and_uninstalls_leaving_them_whole(wheel, tmp_path):
     """Two of the names the project's folders once had at the top level belong to other PyPI packages (`topology`,
     a network-topology framework, and `workers`). gradswitch's wheel installs beside them, each still imports as it
     did (PyPI's `workers` 0.1 is Python 2 code: it fails to import on any Python 3, alone as beside gradswitch,
     and that failure is the same), and uninstalling gradswitch leaves both whole, file for file."""
-    source = checkout_copy(tmp_path / "clone")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path / "w"),
-                    str(source)], check=True, timeout=600)
-    (wheel,) = (tmp_path / "w").glob("gradswitch-*.whl")
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
     py = str(env_dir / "bin" / "python")
