@@ -53,6 +53,8 @@ def test_vgg16_ring_with_priority_partitions_on_the_leaf_spine_iterates_as_the_l
     loop = run_experiment(spec.but(engine=Engine.LOOP), tmp_path / "loop", progress=False)
     graph = run_experiment(spec.but(engine=Engine.GRAPH), tmp_path / "graph", progress=False)
     assert loop["ok"] and graph["ok"] and loop["training"] and graph["training"]
-    ratio = graph["training"]["samples_per_s_real"] / loop["training"]["samples_per_s_real"]
+    on_graph, on_loop = graph["training"]["samples_per_s_real"], loop["training"]["samples_per_s_real"]
+    assert on_graph and on_loop
+    ratio = on_graph / on_loop
     assert ratio == pytest.approx(1.0, abs=0.001), ratio
     assert graph["bytes_on_wire"] == loop["bytes_on_wire"]

@@ -14,7 +14,15 @@ import pytest
 
 from gradswitch.hosts.collectives.ops import STEP_BITS, ops_of
 from gradswitch.roce.wire import parse_ipv4
-from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, RecvNode, SendNode, world_group
+from gradswitch.workload.graph import (
+    CollectiveKind,
+    CollectiveNode,
+    JobGraph,
+    RankGraph,
+    RecvNode,
+    SendNode,
+    world_group,
+)
 from tests.memlink import MemoryHub
 from tests.unit.test_graph_engine_hosts import assert_exact, job_of, run_graph_threads
 
