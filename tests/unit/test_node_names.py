@@ -55,7 +55,8 @@ def _graphs() -> dict[str, JobGraph]:
 def test_every_generators_names_parse_to_its_iterations_in_order(kind: str) -> None:
     graph = _graphs()[kind]
     parsed = [parse_node_name(n.name) for n in graph.ranks[0].nodes]
-    assert all(p is not None for p in parsed), [n.name for n, p in zip(graph.ranks[0].nodes, parsed) if p is None]
+    unparsed = [n.name for n, p in zip(graph.ranks[0].nodes, parsed, strict=True) if p is None]
+    assert not unparsed
     iterations = [p.iteration for p in parsed if p is not None]
     assert iterations == sorted(iterations) and set(iterations) == {0, 1, 2}
     labels = {p.label for p in parsed if p is not None}

@@ -106,7 +106,8 @@ def test_a_crash_dies_where_each_loop_dies_and_train_digits_counts_its_progress(
     (`it0.gradient`, `it0.all_reduce.fc2.bias`) counts its iterations in the progress file as the others do."""
     from gradswitch.hosts.graph_main import Crashing
     from gradswitch.workload.generators import digits_graph, training_graph
-    from gradswitch.workload.graph_iterations import crash_node, iteration_prefix, iteration_start
+    from gradswitch.workload.graph_iterations import crash_node, iteration_start
+    from gradswitch.workload.node_names import iteration_prefix
 
     g = plain_graph(job("resnet50"))  # its tensors in a row, several an iteration
     nodes = g.ranks[2].nodes
