@@ -3,9 +3,10 @@
 For tests and simulation without Mininet: every engine gets a `MemoryLink` on a shared
 `MemoryHub`; the hub can drop a fraction of the datagrams (seeded) to exercise loss recovery,
 hold datagrams back by a scripted delay (`delay(datagram) -> seconds`) to reorder them the
-way strict priorities or per-packet spraying over paths of different delay would, and trim
+way strict priorities or per-packet spraying over paths of different delay would, trim
 the droppable RoCE packets a rule selects (`trim(datagram) -> bool`) as a DLCP switch over its
-drop threshold does (gradswitch/roce/wire.py trim_ipv4).
+drop threshold does (gradswitch/roce/wire.py trim_ipv4), and lose the datagrams a rule selects
+(`drop(datagram) -> bool`: a chosen packet, seen every time it passes, resends included).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from gradswitch.roce.wire import IPV4_HEADER_LEN, UDP_HEADER_LEN, trim_ipv4
 
 Delay = Callable[[bytes], float]  # seconds a datagram is held before it is delivered (0: at once)
 Trim = Callable[[bytes], bool]  # which droppable datagrams a DLCP switch would drop: trimmed instead
+Drop = Callable[[bytes], bool]  # which datagrams the hub loses (called for every datagram, under the hub's lock)
 RESV7_BYTE = IPV4_HEADER_LEN + UDP_HEADER_LEN + 8  # BTH byte 8: AckReq and resv7
 TRIMMED_TOS = 7 << 5  # the class a trimming switch gives its notification (DSCP CS7, DLCP_ACK_PRIORITY)
 
@@ -34,10 +36,12 @@ def droppable(datagram: bytes) -> bool:
 
 
 class MemoryHub:
-    def __init__(self, loss: float = 0.0, seed: int = 0, delay: Delay | None = None, trim: Trim | None = None) -> None:
+    def __init__(self, loss: float = 0.0, seed: int = 0, delay: Delay | None = None, trim: Trim | None = None,
+                 drop: Drop | None = None) -> None:
         self.loss = loss
         self.delay = delay
         self.trim = trim
+        self.drop = drop
         self._rnd = random.Random(seed)
         self._queues: dict[str, queue.Queue[bytes]] = {}
         self._held: dict[str, list[tuple[float, int, bytes]]] = {}  # ip -> heap of (due, seq, datagram)
@@ -57,6 +61,7 @@ class MemoryHub:
     def deliver(self, datagram: bytes, dst_ip: str) -> None:
         with self._lock:
             lost = self.loss > 0 and self._rnd.random() < self.loss
+            lost = (self.drop is not None and self.drop(datagram)) or lost
             q = self._queues.get(dst_ip)
             if lost or q is None:
                 self.dropped += 1

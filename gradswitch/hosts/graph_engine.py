@@ -7,7 +7,8 @@ stream, as ASTRA-sim runs a Chakra trace's compute nodes); ready computations ta
 graph's order. A computation's start and end are the GPU's modelled timeline: it starts when its last
 dependency ended or the GPU was free, whichever is later, and ends D x duration_s after, even if this
 loop notices a little later. Communication nodes start when noticed ready and end when their operation
-(gradswitch/hosts/collectives) has received everything and had every write acknowledged; any number run at once.
+(gradswitch/hosts/collectives) has its output complete (everything received, its own last step done), not waiting
+for its writes' acknowledgements (gradswitch/hosts/collectives/executor.py); any number run at once.
 
 A finished operation's output goes to the runtime, which checks it when the host has nothing better to
 do: while the emulated GPU computes and no communication is in progress, as the training path checks its

@@ -329,6 +329,9 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
         def ended(node_id: int) -> None:
             if progress.ended(node_id):
                 if crash is not None and crash.before_report(progress.done):
+                    # as the loop's worker dies after its iteration's drain: its operations ended with their outputs,
+                    # its last writes may still be on their way to the peers that need them
+                    comm.drain()
                     os._exit(CRASH_STATUS)
                 progress_file.write_text(str(progress.done))
                 if crash is not None and crash.after_report(progress.done):
@@ -339,6 +342,10 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
                                    host_compute_s=source.compute_s if isinstance(source, DigitsData) else 0.0,
                                    overtaken=overtaken(switched))
         spans = scheduler.run()
+        # the graph's operations ended with their outputs, not their writes' acknowledgements (executor.py): the rank
+        # stays until every write it posted is acknowledged, resending what a peer still lacks (a transport failure
+        # is its error), as the training loop drains at its end
+        comm.drain()
         for worker in in_network_workers(switched):  # stay until every peer ran its reductions (a fallback's)
             worker.settle_fallback()
         nodes, wrong = timings(job, rank, spans, runtime, t0)

@@ -61,8 +61,9 @@ def crash_node(rank: RankGraph, after: int) -> int | None:
     """Where the rank dies for a crash after iteration `after`, as the loop's worker does: a training graph's next
     iteration's first forward, as it would start (iteration_start: none after the last iteration, as the training
     loop's worker, which dies as its next iteration starts); a graph without computation's (its all-reduces in a row,
-    gradswitch/workload/generators/plain.py) iteration `after`'s last node, as it ends (the loop without training
-    dies once its iteration's writes are acknowledged, the last one's too); None: no such node."""
+    gradswitch/workload/generators/plain.py) iteration `after`'s last node, once it ended and the rank's writes are
+    acknowledged (as the loop without training dies after its iteration's drain, the last one's too); None: no such
+    node."""
     if trains(rank):
         return iteration_start(rank, after + 1)
     return next((n.id for n in reversed(rank.nodes) if (p := _parts(n.name)) is not None and p[0] == after), None)

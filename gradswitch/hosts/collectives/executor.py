@@ -3,8 +3,15 @@ yields what it waits for, so a rank runs many at once (gradswitch/hosts/graph_en
 
 Step i of operation o lands in o's memory region at the receiver (rkey ops.RKEY_BASE + o), at
 i x the operation's slot, with immediate data o << STEP_BITS | i: operations in flight on one queue
-pair never mix, whatever their groups. The operation ends when every step's receive is in and every
-write it posted is acknowledged (its send buffer is free again).
+pair never mix, whatever their groups. The operation ends when its output is complete: every step's receive is in
+and its own last step done (a send's: its write posted), as a collective library's kernel ends once its steps are
+done; it does not wait for its writes' acknowledgements. A write's data stay the transport's until acknowledged: the
+requester keeps its own copy of the bytes from the post on (gradswitch/roce/qp.py WorkRequest) and resends from it,
+so a later operation, which reads and writes its own buffers and lands in its own region at the receiver, cannot
+change what a retransmission sends; a later write to the same peer queues behind it on the queue pair; the rank
+waits for every acknowledgement once its whole graph is done (gradswitch/hosts/graph_main.py run_rank,
+Comm.drain). A step marked `settle` (all-to-all's pairwise exchange) still waits for its write's acknowledgement
+before the next step, which paces the members; the last step's would pace nothing and is not waited for.
 
 DLCP: each write carries its step's tag (Op.tag_at: a droppable operation's packets classed by the sender's
 magnitude thresholds of the iteration, as the training loop's writes); a receive's packets that a switch trimmed
@@ -78,12 +85,9 @@ def execute(comm: Comm, op: Op, region: MemoryRegion, data: Int32Array, received
                 dst[lo:hi] = got
         if st.send_to is not None and st.forward:
             send(i, st.send_to, *st.send)
-        if st.settle and st.send_to is not None:
+        if st.settle and st.send_to is not None and i + 1 < len(sched.steps):
             qpn, wr = posted[-1]
             if not _acked(comm, qpn, wr):
                 yield partial(_acked, comm, qpn, wr)
-    for qpn, wr in posted:
-        if not _acked(comm, qpn, wr):
-            yield partial(_acked, comm, qpn, wr)
     lo, hi = sched.output
     return dst[lo:hi]

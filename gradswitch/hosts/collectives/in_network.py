@@ -25,7 +25,10 @@ job's fallback, numbered in the same start order on every rank. Reduce-scatter a
 On a job of k of N (or with a deadline: JobConfig.netreduce_k, netreduce_deadline_us; docs/faults.md "Stragglers:
 k of N") the all-reduce's sums may leave without this rank: its operation keeps which ranks each message's sum holds
 (`InNetworkJob.contributors`, by its place, for the rank's data source to check against) and ends, as the loop's
-iteration does, once its sums are in and every write it posted is acknowledged (or settled: QuorumRequester).
+iteration does, once its sums are in and every write it posted is acknowledged (or settled: QuorumRequester). That is
+the one end of a graph operation that still waits for acknowledgements (the others end with their output,
+gradswitch/hosts/collectives/executor.py): it is the pace of k of N, a rank whose sums left without it settles its
+writes before its next operation posts, so the ranks stay within a window of one another (the loop's drain).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 member p keeps its own chunk p and at step k (1..N-1) sends chunk p+k to member p+k and receives from
 member p-k that member's chunk p. The output holds N blocks of chunk p's size, block q from member q.
 A step ends when its send is acknowledged and its receive is in (MPI_Sendrecv): without that, members drift
-apart and several write into one at once, overflowing its link's queue (at N = 8 on BMv2, 3x the bound)."""
+apart and several write into one at once, overflowing its link's queue (at N = 8 on BMv2, 3x the bound). The
+last step ends with its receive (the operation ends with its output, gradswitch/hosts/collectives/executor.py)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ servers (from the operation's k on, the world group's k-th collective, so one-ke
 simulator's graph engine deals them alike, gradswitch/sim/ns3/model/gs-graph-spec.cc PsKeys). A member pushes every key
 to its server (an RDMA WRITE with immediate into the member's block of the operation's region there); a server that has
 every member's push of a key sums them and writes the sum into every member's region of the operation (the pull). A
-member's operation ends when every key has come back and every push is acknowledged.
+member's operation ends when every key's sum has come back (its output complete; it does not wait for its pushes'
+acknowledgements, as gradswitch/hosts/collectives/executor.py); a server waits for its pulls' at its end.
 
 Everything else (other collective types, smaller groups, send/recv) stays on the hosts' algorithms
 (gradswitch/hosts/collectives/ops.py). Immediate data are the operation's (ops.Op.imm) with the key's index as the step
@@ -25,7 +26,7 @@ from gradswitch.hosts.collectives.executor import OpRun, Received
 from gradswitch.hosts.collectives.in_network import is_world
 from gradswitch.hosts.collectives.ops import Op
 from gradswitch.hosts.comm import Comm
-from gradswitch.roce.qp import MemoryRegion, WorkRequest
+from gradswitch.roce.qp import MemoryRegion
 from gradswitch.workload.gradients import Int32Array, from_wire, to_wire
 from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, Node
 
@@ -108,15 +109,10 @@ def server_region_bytes(op: Op, plan: PsLayout, server: int) -> int:
     return max(4, len(op.members) * plan.block[server])
 
 
-def _acked(comm: Comm, qpn: int, wr: WorkRequest) -> bool:
-    return wr.wr_id in comm.acked[qpn]
-
-
 def ps_all_reduce(comm: Comm, op: Op, plan: PsLayout, region: MemoryRegion, data: Int32Array,
                   received: Received | None = None) -> OpRun:
     """This member's all-reduce of `data` through the servers; `region`: the operation's region here; `received`
     counts the packets of its pulls taken as zeros (DLCP)."""
-    posted: list[tuple[int, WorkRequest]] = []
     rkey = PS_RKEY_BASE + op.number
     # DLCP: a push carries this member's own values (one contribution), classed as the loop's pushes; the servers'
     # sums as the loop's pulls (gradswitch/hosts/graph_ps_server.py)
@@ -124,8 +120,7 @@ def ps_all_reduce(comm: Comm, op: Op, plan: PsLayout, region: MemoryRegion, data
     for k in plan.keys:
         qp = comm.qp(k.server)
         va = op.position * plan.block[k.server] + k.offset
-        posted.append((qp.cfg.qpn, qp.requester.post_write(to_wire(data[k.lo : k.hi]), va, rkey, imm=op.imm(k.index),
-                                                           tag=tag)))
+        qp.requester.post_write(to_wire(data[k.lo : k.hi]), va, rkey, imm=op.imm(k.index), tag=tag)
     out: Int32Array = np.empty_like(data)
     for k in plan.keys:
         imm = op.imm(k.index)
@@ -135,7 +130,4 @@ def ps_all_reduce(comm: Comm, op: Op, plan: PsLayout, region: MemoryRegion, data
         if received is not None:
             received.zero_filled += completion.zero_filled
         out[k.lo : k.hi] = from_wire(comm.read(region, k.lo * 4, k.nbytes), k.hi - k.lo)
-    for qpn, wr in posted:
-        if not _acked(comm, qpn, wr):
-            yield partial(_acked, comm, qpn, wr)
     return out

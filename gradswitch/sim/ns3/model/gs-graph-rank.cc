@@ -51,11 +51,14 @@ Position(const std::vector<uint32_t>& members, uint32_t rank)
 
 } // namespace
 
-/// An operation ends once everything it receives is here and every write it posted is acknowledged (its send
-/// buffers free again), as the hosts' executor ends one (gradswitch/hosts/collectives/executor.py).
+/// An operation ends once its output is complete: everything it receives is here (and its own last step done), as
+/// a collective library's kernel ends once its steps are done and as the hosts' executor ends one
+/// (gradswitch/hosts/collectives/executor.py). It does not wait for its writes' acknowledgements: the queue pair
+/// keeps a posted write's data (RcQp's work request holds its MsgPtr) until it is acknowledged and resends from it,
+/// a later operation's writes queue behind it on the same queue pair, and the rank's job drains every queue pair
+/// at its end (JobNode::Drain).
 struct GraphRank::Completion
 {
-    uint64_t unacked = 0;
     bool received = false;
     bool ok = true;
     WriteTag tag{0, false}; // what the operation's writes carry (TagOf its node)
@@ -63,7 +66,7 @@ struct GraphRank::Completion
 
     void Check()
     {
-        if (received && unacked == 0 && done)
+        if (received && done)
         {
             auto f = std::move(done);
             done = nullptr;
@@ -281,9 +284,9 @@ GraphRank::NextCompute()
 void
 GraphRank::NodeDone(uint32_t i, bool ok)
 {
-    if (m_node->Done())
+    if (m_node->Done() || m_dying)
     {
-        return; // the rank stopped (it died, or its job failed): it ends nothing more
+        return; // the rank stopped (it died, or its job failed; or it dies once its writes are acknowledged)
     }
     Record& r = m_records[i];
     r.end = m_node->Now();
@@ -301,9 +304,14 @@ GraphRank::NodeDone(uint32_t i, bool ok)
         }
     }
     m_finished++;
-    if (i == m_crashAt && kind == GraphNodeKind::Collective && m_node->CrashIfAsked(m_node->Job().crash->second))
+    if (i == m_crashAt && kind == GraphNodeKind::Collective)
     {
-        return; // a graph without computation: it died as its iteration's last collective ended (the loop's moment)
+        // a graph without computation: it dies once its iteration's last collective ended and its writes are
+        // acknowledged, as the loop's node dies after its iteration's drain (the collective ended with its output,
+        // Completion: its last writes may still be on their way to the peers that need them)
+        m_dying = true;
+        m_node->Drain([this]() { m_node->CrashIfAsked(m_node->Job().crash->second); });
+        return;
     }
     for (uint32_t u : m_users[i])
     {
@@ -370,43 +378,26 @@ GraphRank::OnRecv(RcQp* qp, uint64_t imm, MsgPtr data, uint32_t zeroFilled)
 }
 
 void
-GraphRank::Post(uint32_t peer, MsgPtr m, uint64_t imm, WriteTag tag, std::function<void()> acked)
+GraphRank::Post(uint32_t peer, MsgPtr m, uint64_t imm, WriteTag tag)
 {
-    RcQp* qp = m_node->Qp(peer);
-    uint64_t wr = qp->PostWrite(std::move(m), 0, kGraphRkey, imm, tag);
-    if (acked)
-    {
-        m_acked[{peer, wr}] = std::move(acked);
-    }
+    m_node->Qp(peer)->PostWrite(std::move(m), 0, kGraphRkey, imm, tag);
 }
 
 void
-GraphRank::PostCounted(const std::shared_ptr<Completion>& end, uint32_t peer, MsgPtr m, uint64_t imm)
+GraphRank::PostOf(const std::shared_ptr<Completion>& end, uint32_t peer, MsgPtr m, uint64_t imm)
 {
-    end->unacked++;
-    Post(peer, std::move(m), imm, end->tag, [end]() {
-        end->unacked--;
-        end->Check();
-    });
+    Post(peer, std::move(m), imm, end->tag);
 }
 
 void
 GraphRank::OnSendComplete(RcQp* qp, uint64_t wrId)
 {
+    // the rank's own operations wait for no acknowledgement (Completion); a NetReduce worker's credits do
     auto nr = m_inNetwork.find(qp->Config().params->job);
     if (nr != m_inNetwork.end())
     {
         nr->second.worker->OnSendComplete(qp, wrId); // a contribution acknowledged
-        return;
     }
-    auto a = m_acked.find({qp->Config().remoteNode, wrId});
-    if (a == m_acked.end())
-    {
-        return;
-    }
-    auto f = std::move(a->second);
-    m_acked.erase(a);
-    f();
 }
 
 void
@@ -722,7 +713,7 @@ GraphRank::RunRing(const GraphNode& n, Done done)
         uint32_t send = reduce ? (j + 2 * N - k - 1) % N : (j + N - k) % N;
         uint32_t recv = reduce ? (j + 2 * N - k - 2) % N : (j + 2 * N - k - 1) % N;
         uint64_t imm = CollectiveImm(r->group, r->k, s);
-        PostCounted(r->end, r->members[(j + 1) % N], r->chunks[send], imm);
+        PostOf(r->end, r->members[(j + 1) % N], r->chunks[send], imm);
         Expect(r->members[(j + N - 1) % N], imm, r->loss, [this, r, step, finish, s, reduce, recv](MsgPtr got) {
             if (reduce)
             {
@@ -771,7 +762,7 @@ GraphRank::RunPs(const GraphNode& n, Done done)
         p.first = k.first;
         p.count = k.count;
         uint64_t imm = CollectiveImm(n.group, n.sequence, k.index);
-        PostCounted(end, k.server, m_data.Make(m_rank, p), imm);
+        PostOf(end, k.server, m_data.Make(m_rank, p), imm);
         Expect(k.server, imm, loss, [this, end, left, p, group, loss](MsgPtr got) {
             end->ok = end->ok && m_data.Holds(*got, p, m_spec.groups[group].ranks, loss);
             if (--*left == 0)
@@ -814,7 +805,7 @@ GraphRank::RunAllToAll(const GraphNode& n, Done done)
     for (uint32_t k = 1; k < N; k++)
     {
         uint32_t dest = (j + k) % N;
-        PostCounted(end, members[dest], m_data.Make(m_rank, piece(dest)), imm);
+        PostOf(end, members[dest], m_data.Make(m_rank, piece(dest)), imm);
     }
     Piece mine = piece(j);
     Loss* loss = LossOf(n);
@@ -863,12 +854,13 @@ GraphRank::RunBroadcast(const GraphNode& n, Done done)
     end->done = std::move(done);
     if (chain == 0)
     {
-        // the root receives nothing: it is done once its chunks are acknowledged
-        end->received = true;
+        // the root receives nothing: its output is complete once its last chunk is posted
         for (uint32_t c = 0; c < chunks; c++)
         {
-            PostCounted(end, next, m_data.Make(m_rank, piece(c)), CollectiveImm(n.group, n.sequence, c));
+            PostOf(end, next, m_data.Make(m_rank, piece(c)), CollectiveImm(n.group, n.sequence, c));
         }
+        end->received = true;
+        end->Check();
         return;
     }
     auto left = std::make_shared<uint32_t>(chunks);
@@ -881,7 +873,7 @@ GraphRank::RunBroadcast(const GraphNode& n, Done done)
         Expect(prev, imm, loss, [this, end, left, p, root, last, next, imm, loss](MsgPtr got) {
             if (!last)
             {
-                PostCounted(end, next, got, imm);
+                PostOf(end, next, got, imm);
             }
             end->ok = end->ok && m_data.Holds(*got, p, {root}, loss);
             if (--*left == 0)
@@ -900,8 +892,9 @@ GraphRank::RunSend(const GraphNode& n, Done done)
     p.op = static_cast<uint32_t>(Mix(static_cast<uint64_t>(m_rank) << 32 | n.peer, n.tag));
     p.blockBase = static_cast<uint64_t>(n.sequence) << 32;
     p.count = Elements(n.nbytes);
-    // done once the receiver has it all (acknowledged)
-    Post(n.peer, m_data.Make(m_rank, p), MessageImm(n.tag, n.sequence), TagOf(n), [done]() { done(true); });
+    // done once posted (its own last step), as a collective's end: the queue pair keeps the data until acknowledged
+    Post(n.peer, m_data.Make(m_rank, p), MessageImm(n.tag, n.sequence), TagOf(n));
+    done(true);
 }
 
 void

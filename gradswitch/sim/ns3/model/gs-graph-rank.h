@@ -3,7 +3,9 @@
 // computation at a time, ready ones in the graph's order, as gradswitch/hosts/graph_engine.py); a collective runs on its
 // process group's members with the algorithm a practitioner's library uses (ring all-reduce as reduce-scatter
 // then all-gather, ring reduce-scatter, ring all-gather, all-to-all by pairwise exchange, broadcast as a
-// pipelined chain from the root); send/recv is one RDMA WRITE. Several collectives may be in flight at once:
+// pipelined chain from the root); send/recv is one RDMA WRITE. An operation ends when its output is complete (its
+// last receive in; a send, or a broadcast's root, once its last write is posted), not when its writes are
+// acknowledged (GraphRank::Completion), as a collective library's kernel. Several collectives may be in flight at once:
 // every message's immediate names its operation (group, k-th collective, step; or tag and k-th message), so
 // messages of different operations between the same two ranks share their queue pair without mixing.
 // Every communication node's output is checked (gs-graph-data.h) and reported with its start and end.
@@ -18,7 +20,7 @@
 // has started waits for it (gradswitch/hosts/collectives/in_network.py InNetworkJob).
 // With algo = ps (GraphSpec::servers) every all-reduce of a world group runs through the job's parameter servers
 // instead (gradswitch/hosts/collectives/ps.py): the rank pushes each key (PsKeys) to its server and the node ends once
-// every key's sum is back, checked, and every push acknowledged; the servers are GraphPsServer nodes.
+// every key's sum is back and checked; the servers are GraphPsServer nodes.
 // The other collectives, and those of smaller groups, stay on the hosts' algorithms.
 // A worker's faults act on the rank as on the training loop's worker (gs-training.h): a slow worker's
 // computations started from the fault on take its factor times as long (JobNode::Slowdown, StretchedTicks); a
@@ -110,10 +112,10 @@ class GraphRank : public Collective
     void Expect(uint32_t peer, uint64_t imm, Loss* loss, std::function<void(MsgPtr)> f);
     /// Node n's loss record (n is one of this rank's nodes).
     Loss* LossOf(const GraphNode& n);
-    /// Write m to rank `peer` with immediate `imm`; acked() once it is acknowledged.
-    void Post(uint32_t peer, MsgPtr m, uint64_t imm, WriteTag tag, std::function<void()> acked = nullptr);
-    /// Post a write of the operation `end` (which then also waits for its acknowledgement), with its tag.
-    void PostCounted(const std::shared_ptr<Completion>& end, uint32_t peer, MsgPtr m, uint64_t imm);
+    /// Write m to rank `peer` with immediate `imm` (the queue pair keeps m until the write is acknowledged).
+    void Post(uint32_t peer, MsgPtr m, uint64_t imm, WriteTag tag);
+    /// Post a write of the operation `end`, with its tag (the operation's end does not wait for its acknowledgement).
+    void PostOf(const std::shared_ptr<Completion>& end, uint32_t peer, MsgPtr m, uint64_t imm);
 
     static uint64_t MessageImm(uint64_t tag, uint32_t k);
 
@@ -134,6 +136,7 @@ class GraphRank : public Collective
     // the node at which the crash's rank dies: a computation as it would start (it ends the iteration before),
     // or in a graph without computation its iteration's last collective as it ends
     uint32_t m_crashAt = kNoCrash;
+    bool m_dying = false; // it crashes once its writes are acknowledged: it ends nothing more meanwhile
     uint32_t m_finished = 0;
     struct Arrival
     {
@@ -147,7 +150,6 @@ class GraphRank : public Collective
     };
     std::map<std::pair<uint32_t, uint64_t>, Arrival> m_arrived;      // (peer, imm)
     std::map<std::pair<uint32_t, uint64_t>, Expectation> m_expected; // (peer, imm)
-    std::map<std::pair<uint32_t, uint64_t>, std::function<void()>> m_acked;          // (peer, wrId)
     // algo = netreduce: per switch job (by id)
     struct InNetwork
     {

@@ -148,6 +148,8 @@ class JobNode : public QpUser
     void Fail(const std::string& error);
     /// A server has served everything: done once its writes are acknowledged.
     void ServeDone();
+    /// then() once every write the node posted is acknowledged (every queue pair idle); one at a time.
+    void Drain(std::function<void()> then);
     IterationCheck& CheckOf(uint32_t it);
 
     // ---- results ----
@@ -183,7 +185,6 @@ class JobNode : public QpUser
     void DispatchSent(RcQp* qp, uint64_t wrId);
     void LoopIteration();
     void LoopNext();
-    void Drain(std::function<void()> then);
     void CheckDrain();
     void Finish();
     /// The process is gone: its QPs neither send nor answer, and it reports no result of its own.
