@@ -91,7 +91,7 @@ def simulate(config: dict[str, Any], out_dir: Path, settings: SimSettings | None
     cfg_path = out_dir / "sim-config.json"
     res_path = out_dir / "sim-results.json"
     log_path = out_dir / "sim.log"
-    cfg_path.write_text(json.dumps(config, indent=1))
+    cfg_path.write_text(json.dumps(config, separators=(",", ":")))  # a machine file: compact
     timeout = settings.wall_limit_s if settings is not None else None
     progress = settings is not None and settings.progress_s > 0
     with log_path.open("w") as log:
@@ -161,7 +161,7 @@ def tables(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out
     s = built()
     out_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = out_dir / "sim-config.json"
-    cfg_path.write_text(json.dumps(run_config(topology, jobs, settings), indent=1))
+    cfg_path.write_text(json.dumps(run_config(topology, jobs, settings), separators=(",", ":")))
     proc = subprocess.run([str(s.binary), "--config", str(cfg_path), "--tables"], capture_output=True, text=True,
                           check=False)
     if proc.returncode != 0:

@@ -275,6 +275,16 @@ def check(doc: dict, tmp_path: Path) -> tuple[int, str]:
      "jobs[0].graph.ranks[1].nodes[1] (node 1): nbytes = 0: communication moves at least 1 byte"),
     (lambda g: g["ranks"][0]["nodes"][0].update(duration_s=-1),
      "jobs[0].graph.ranks[0].nodes[0] (node 0): duration_s = -1.000000: a computation takes 0 s or more"),
+    # a key nobody reads, named with the keys its object takes: in a node (an element of a list), beside keys
+    # that were asked for and are absent (`faults`, `netreduce`), and beside a key asked for twice (`job_id`)
+    (lambda g: g["ranks"][1]["nodes"][0].update(flops=1),
+     'jobs[0].graph.ranks[1].nodes[0]: unknown key "flops" (known: deps, duration_s, id, kind)'),
+    (lambda g: g.update(fault=None),
+     'jobs[0].graph: unknown key "fault" (known: broadcast_chunk_bytes, broadcast_max_chunks, faults, groups, '
+     'netreduce, ranks)'),
+    (lambda g: g.update(netreduce={"job_id": 5, "bogus": 1}),
+     'jobs[0].graph.netreduce: unknown key "bogus" (known: all_gather_job_id, grow_placeholders, job_id, '
+     'placeholders, reduce_scatter_job_id)'),
 ])
 def test_a_bad_graph_section_is_refused_in_one_line(tmp_path, change, said):
     """What gradswitch.workload.graph.validate refuses in Python, gradswitch-sim refuses too, before it builds anything,

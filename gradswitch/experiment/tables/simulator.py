@@ -167,7 +167,7 @@ def scaling_graph_table(results: Path) -> str:
         graph, loop = r.get("sim_instructions"), r.get("loop_sim_instructions")
         if graph is None or loop is None:
             return "-"
-        return f"{graph / 1e9:.2f} / {loop / 1e9:.2f} ({graph / loop:.3f})"
+        return f"{graph / 1e9:.2f} / {loop / 1e9:.2f} ({graph / loop:.4f})"
 
     rows = [[MODELS.get(r["model"], r["model"]), algos[r["algo"]], str(r["workers"]),
              num(r["iteration_s_study"] * 1000, 3), num(r["iteration_s"] * 1000, 3), f"{r['over_study']:.4f}",

@@ -1,5 +1,8 @@
 #include "gs-config-object.h"
 
+#include <cstring>
+#include <set>
+
 namespace ns3
 {
 namespace gs
@@ -16,73 +19,111 @@ Shown(const json& v)
 
 ConfigObject::ConfigObject(const json& j, std::string path)
     : m_j(j),
-      m_path(std::move(path))
+      m_path(std::make_shared<const std::string>(std::move(path)))
 {
     if (!m_j.is_object())
     {
-        throw ConfigError((m_path.empty() ? std::string("the document") : m_path) + " = " + Shown(m_j) +
+        throw ConfigError((m_path->empty() ? std::string("the document") : *m_path) + " = " + Shown(m_j) +
                           ": an object ({...})");
     }
+    m_asked.reserve(8);
+}
+
+ConfigObject::ConfigObject(const json& j, std::shared_ptr<const std::string> list, size_t index)
+    : m_j(j),
+      m_path(std::move(list)),
+      m_index(index)
+{
+    if (!m_j.is_object())
+    {
+        throw ConfigError(Path() + " = " + Shown(m_j) + ": an object ({...})");
+    }
+    m_asked.reserve(8);
 }
 
 std::string
-ConfigObject::Where(const std::string& key) const
+ConfigObject::Path() const
 {
-    return m_path.empty() ? key : m_path + "." + key;
+    return m_index ? *m_path + "[" + std::to_string(*m_index) + "]" : *m_path;
+}
+
+std::string
+ConfigObject::Where(std::string_view key) const
+{
+    std::string path = Path();
+    return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+void
+ConfigObject::Asked(const char* key, bool present)
+{
+    for (const char* k : m_asked)
+    {
+        if (k == key || std::strcmp(k, key) == 0)
+        {
+            return;
+        }
+    }
+    m_asked.push_back(key);
+    m_present += present ? 1 : 0;
 }
 
 const json&
-ConfigObject::Need(const std::string& key)
+ConfigObject::Need(const char* key)
 {
-    m_known.insert(key);
-    if (!m_j.contains(key))
+    auto it = m_j.find(key);
+    Asked(key, it != m_j.end());
+    if (it == m_j.end())
     {
         throw ConfigError(Where(key) + " is missing");
     }
-    return m_j.at(key);
+    return *it;
 }
 
 bool
-ConfigObject::Has(const std::string& key)
+ConfigObject::Has(const char* key)
 {
-    m_known.insert(key);
-    return m_j.contains(key) && !m_j.at(key).is_null();
+    auto it = m_j.find(key);
+    Asked(key, it != m_j.end());
+    return it != m_j.end() && !it->is_null();
 }
 
 ConfigObject
-ConfigObject::Object(const std::string& key)
+ConfigObject::Object(const char* key)
 {
     return ConfigObject(Need(key), Where(key));
 }
 
 std::optional<ConfigObject>
-ConfigObject::Section(const std::string& key)
+ConfigObject::Section(const char* key)
 {
     if (!Has(key))
     {
         return std::nullopt;
     }
-    return ConfigObject(m_j.at(key), Where(key));
+    return ConfigObject(*m_j.find(key), Where(key));
 }
 
 std::vector<ConfigObject>
-ConfigObject::Objects(const std::string& key)
+ConfigObject::Objects(const char* key)
 {
     const json& list = Need(key);
     if (!list.is_array())
     {
         throw ConfigError(Where(key) + " = " + Shown(list) + ": a list ([...])");
     }
+    auto path = std::make_shared<const std::string>(Where(key)); // the elements' paths: "key[i]"
     std::vector<ConfigObject> out;
+    out.reserve(list.size());
     for (size_t i = 0; i < list.size(); i++)
     {
-        out.emplace_back(list[i], Where(key) + "[" + std::to_string(i) + "]");
+        out.push_back(ConfigObject(list[i], path, i));
     }
     return out;
 }
 
 std::vector<ConfigObject>
-ConfigObject::OptionalObjects(const std::string& key)
+ConfigObject::OptionalObjects(const char* key)
 {
     if (!Has(key))
     {
@@ -92,7 +133,7 @@ ConfigObject::OptionalObjects(const std::string& key)
 }
 
 const json&
-ConfigObject::Map(const std::string& key)
+ConfigObject::Map(const char* key)
 {
     const json& m = Need(key);
     if (!m.is_object())
@@ -105,16 +146,22 @@ ConfigObject::Map(const std::string& key)
 void
 ConfigObject::Finish() const
 {
+    if (m_present == m_j.size())
+    {
+        return; // every key it holds was asked for
+    }
+    std::set<std::string> known(m_asked.begin(), m_asked.end());
     for (const auto& [key, _] : m_j.items())
     {
-        if (m_known.count(key) == 0)
+        if (known.count(key) == 0)
         {
-            std::string known;
-            for (const std::string& k : m_known)
+            std::string names;
+            for (const std::string& k : known)
             {
-                known += (known.empty() ? "" : ", ") + k;
+                names += (names.empty() ? "" : ", ") + k;
             }
-            throw ConfigError((m_path.empty() ? "" : m_path + ": ") + "unknown key \"" + key + "\" (known: " + known +
+            std::string path = Path();
+            throw ConfigError((path.empty() ? "" : path + ": ") + "unknown key \"" + key + "\" (known: " + names +
                               ")");
         }
     }

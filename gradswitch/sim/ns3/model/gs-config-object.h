@@ -4,16 +4,24 @@
 // other key with one line naming it, where it was and the keys that object takes. An optional section is a key
 // that may be absent or null (the feature off: `dlcp`, `background`, `mpi`, ...); inside it, every key is
 // required again.
+//
+// A graph's configuration holds thousands of objects (one per node), so an object's bookkeeping is kept cheap: its
+// path is built only for an error line (the elements of a list share their list's path and keep their index), and
+// the keys asked for are kept as the key constants themselves (gs-keys.h: static storage, no copy) in a small list;
+// Finish() compares how many of them the object holds with its size, and looks for the unknown key only when they
+// differ.
 #ifndef GS_CONFIG_OBJECT_H
 #define GS_CONFIG_OBJECT_H
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
-#include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -32,21 +40,25 @@ class ConfigError : public std::runtime_error
 /// A value as an error line shows it: its JSON, cut short.
 std::string Shown(const nlohmann::json& v);
 
+/// Every `key` below is one of gs-keys.h's constants (the object keeps the pointer until Finish()).
 class ConfigObject
 {
   public:
     /// `j` must be an object; `path` names it in errors ("" for the document itself).
     ConfigObject(const nlohmann::json& j, std::string path);
 
+    /// Its path in errors: "jobs[0].transport" ("" for the document itself).
+    std::string Path() const;
+
     /// Where a key of this object is: "path.key" (or "key" at the top).
-    std::string Where(const std::string& key) const;
+    std::string Where(std::string_view key) const;
 
     /// A required value.
-    const nlohmann::json& Need(const std::string& key);
+    const nlohmann::json& Need(const char* key);
 
     /// A required value of type T.
     template <typename T>
-    T Get(const std::string& key)
+    T Get(const char* key)
     {
         const nlohmann::json& v = Need(key);
         try
@@ -61,7 +73,7 @@ class ConfigObject
 
     /// A required key whose value may be null (none).
     template <typename T>
-    std::optional<T> Nullable(const std::string& key)
+    std::optional<T> Nullable(const char* key)
     {
         if (Need(key).is_null())
         {
@@ -72,9 +84,14 @@ class ConfigObject
 
     /// A required value, one of `names`; the error lists them.
     template <typename E>
-    E Choice(const std::string& key, const std::map<std::string, E>& names)
+    E Choice(const char* key, const std::map<std::string, E>& names)
     {
-        auto value = Get<std::string>(key);
+        const nlohmann::json& v = Need(key);
+        if (!v.is_string())
+        {
+            throw ConfigError(Where(key) + " = " + Shown(v) + ": " + Expected<std::string>());
+        }
+        const auto& value = v.get_ref<const std::string&>(); // (no copy: a graph has a kind per node)
         auto it = names.find(value);
         if (it == names.end())
         {
@@ -89,27 +106,33 @@ class ConfigObject
     }
 
     /// An optional section: whether the key is present and not null.
-    bool Has(const std::string& key);
+    bool Has(const char* key);
 
     /// A required object.
-    ConfigObject Object(const std::string& key);
+    ConfigObject Object(const char* key);
 
     /// An optional section, when present and not null.
-    std::optional<ConfigObject> Section(const std::string& key);
+    std::optional<ConfigObject> Section(const char* key);
 
     /// A required list of objects, each with its path ("key[i]").
-    std::vector<ConfigObject> Objects(const std::string& key);
+    std::vector<ConfigObject> Objects(const char* key);
 
     /// The same for a list that is an optional section (absent or null: none).
-    std::vector<ConfigObject> OptionalObjects(const std::string& key);
+    std::vector<ConfigObject> OptionalObjects(const char* key);
 
     /// A required object used as a map (names of the writer's choosing, not keys of this format): its entries.
-    const nlohmann::json& Map(const std::string& key);
+    const nlohmann::json& Map(const char* key);
 
     /// Refuse every key of the object that was not asked for. Call once everything it may hold was read.
     void Finish() const;
 
   private:
+    /// The element `index` of the list at `list` (whose path the list's elements share).
+    ConfigObject(const nlohmann::json& j, std::shared_ptr<const std::string> list, size_t index);
+
+    /// Record a key asked for (once); `present`: the object holds it.
+    void Asked(const char* key, bool present);
+
     template <typename T>
     static std::string Expected()
     {
@@ -144,8 +167,10 @@ class ConfigObject
     }
 
     const nlohmann::json& m_j;
-    std::string m_path;
-    std::set<std::string> m_known;
+    std::shared_ptr<const std::string> m_path; // this object's, or its list's (then m_index)
+    std::optional<size_t> m_index;             // an element of a list: its position
+    std::vector<const char*> m_asked;          // the keys asked for, each once
+    size_t m_present = 0;                      // how many of them the object holds
 };
 
 } // namespace gs

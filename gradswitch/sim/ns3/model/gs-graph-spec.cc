@@ -129,7 +129,9 @@ Order(const GraphRankSpec& r, const std::string& where)
     std::vector<std::vector<uint32_t>> users(n);
     for (uint32_t i = 0; i < n; i++)
     {
-        std::set<uint32_t> deps(r.nodes[i].deps.begin(), r.nodes[i].deps.end());
+        std::vector<uint32_t> deps = r.nodes[i].deps; // each once (a node may name one twice)
+        std::sort(deps.begin(), deps.end());
+        deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
         waiting[i] = static_cast<uint32_t>(deps.size());
         for (uint32_t d : deps)
         {
@@ -281,12 +283,11 @@ NodeAt(const std::string& where, size_t i, uint64_t id)
     return where + ".nodes[" + std::to_string(i) + "] (node " + std::to_string(id) + ")";
 }
 
-/// The same from the node's object (its path, less ".id").
+/// The same from the node's object.
 std::string
 NodeAt(const ConfigObject& no, uint64_t id)
 {
-    std::string at = no.Where(cfg::graph_node::kId);
-    return at.substr(0, at.size() - 3) + " (node " + std::to_string(id) + ")";
+    return no.Path() + " (node " + std::to_string(id) + ")";
 }
 
 /// A computation's duration, or a communication's bytes.
@@ -424,6 +425,8 @@ ParseRank(ConfigObject& ro, const std::string& where, uint32_t rank, uint32_t wo
     std::vector<ConfigObject> nodes = ro.Objects(cfg::rank_graph::kNodes);
     ro.Finish();
     std::unordered_map<uint64_t, uint32_t> position;
+    position.reserve(nodes.size());
+    r.nodes.reserve(nodes.size());
     std::vector<std::vector<uint64_t>> depIds(nodes.size());
     for (ConfigObject& no : nodes)
     {
@@ -432,7 +435,7 @@ ParseRank(ConfigObject& ro, const std::string& where, uint32_t rank, uint32_t wo
         {
             throw ConfigError(NodeAt(no, n.id) + ": the id appears twice");
         }
-        r.nodes.push_back(n);
+        r.nodes.push_back(std::move(n));
     }
     ResolveDeps(r, depIds, position, where);
     r.order = Order(r, where);

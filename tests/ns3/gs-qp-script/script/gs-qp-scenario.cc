@@ -16,7 +16,7 @@ namespace
 {
 
 std::vector<WireRule>
-ParseRules(ConfigObject& scenario, const std::string& key)
+ParseRules(ConfigObject& scenario, const char* key)
 {
     std::vector<WireRule> rules;
     for (ConfigObject r : scenario.Objects(key))
