@@ -33,6 +33,9 @@ from gradswitch.workload.job import JobConfig
 from tests.results import read, run_on
 
 pytestmark = pytest.mark.mininet
+# The default engine's NetReduce switch job (the graph's in-network all-reduces, job 2) aggregates on spine2 of the
+# 2x2 leaf-spine (the loop's job 1 on spine1: docs/performance.md, "What is left before the loops go").
+AGGREGATION_SPINE = "spine2"
 
 SLACK_S = 1.0  # the loaded machine's: a heartbeat round's own time, the event's thread
 
@@ -163,12 +166,12 @@ def test_a_ring_run_whose_leaf_hangs_ends_within_its_bound_with_its_iterations_k
 
 def test_a_netreduce_run_whose_aggregation_spine_hangs_falls_back_or_ends_within_its_bound(fabric_net: Testbed,
                                                                                            tmp_path: Path) -> None:
-    """spine1 is job 1's aggregation switch: named hung, the job falls back to ring (gradswitch/hosts/fallback.py)
-    if its workers' queue pairs to the switch have not given up yet, and goes on exact; else it stops, interrupted,
-    within the bound, its iterations kept."""
+    """The aggregation spine (AGGREGATION_SPINE) named hung, the job falls back to ring
+    (gradswitch/hosts/fallback.py) if its workers' queue pairs to the switch have not given up yet, and goes on
+    exact; else it stops, interrupted, within the bound, its iterations kept."""
     iterations = 120
     spec = spec_from_dict({"algo": "netreduce", "workers": 4, "topo": "leafspine", "size_bytes": 256 << 10,
-                           "bw_mbps": 20.0, "iterations": iterations, "faults": ["switch-hang:spine1@3"]})
+                           "bw_mbps": 20.0, "iterations": iterations, "faults": [f"switch-hang:{AGGREGATION_SPINE}@3"]})
     saved, took, bound = hang_run(fabric_net, spec, tmp_path / "run")
     (fault,) = saved["faults"]
     if fault["outcome"] == "interrupted":
@@ -180,32 +183,34 @@ def test_a_netreduce_run_whose_aggregation_spine_hangs_falls_back_or_ends_within
 
 def test_a_netreduce_run_whose_aggregation_spine_hangs_and_is_let_go_on_falls_back_and_returns(
         fabric_net: Testbed, tmp_path: Path) -> None:
-    """spine1 hung at 3 s and let go on at 9 s (after it was named hung): the job falls back to ring once it is
-    named hung, the controller takes spine1 back when its process goes on (once it has gone through the partials
+    """The aggregation spine hung at 3 s and let go on at 9 s (after it was named hung): the job falls back to ring
+    once it is named hung, the controller takes it back when its process goes on (once it has gone through the partials
     it was sent while stopped, its pipeline and entries pushed again), and the job returns to it; every iteration
     exact. (Without that drain a partial of before the fallback could take a cell cleared for the return, and the
     job's queue pairs gave up on the message it held up: seen on a loaded 2-core machine.)"""
     iterations = 120
     spec = spec_from_dict({"algo": "netreduce", "workers": 4, "topo": "leafspine", "size_bytes": 256 << 10,
-                           "bw_mbps": 20.0, "iterations": iterations, "faults": ["switch-hang:spine1@3,release=6"]})
+                           "bw_mbps": 20.0, "iterations": iterations,
+                           "faults": [f"switch-hang:{AGGREGATION_SPINE}@3,release=6"]})
     out = tmp_path / "run"
     events = watch_health(fabric_net)
     report = run_on(fabric_net, spec, out, progress=False)
     saved = read(out / "results.json")
     (fault,) = saved["faults"]
-    print(f"netreduce: spine1 hung 6 s: {fault['outcome']}: {fault['detail']}")
+    print(f"netreduce: {AGGREGATION_SPINE} hung 6 s: {fault['outcome']}: {fault['detail']}")
     assert saved["ok"] and len(saved["iterations"]) == iterations, report["errors"]
     assert all(it["correct"] and it["wrong_elements"] == 0 for it in saved["iterations"])
     assert fault["outcome"] == "recovered" and fault["fallback"] == "ring", fault
-    assert "spine1 named hung by the control plane" in fault["detail"] and "let go on (SIGCONT)" in fault["detail"]
+    assert f"{AGGREGATION_SPINE} named hung by the control plane" in fault["detail"]
+    assert "let go on (SIGCONT)" in fault["detail"]
     assert "returned to the switch at" in fault["detail"], fault
-    hung = events.first(HealthKind.SWITCH_HUNG, "spine1")
-    up = events.first(HealthKind.SWITCH_UP, "spine1", hung.at)
-    assert fabric_net.fabric.is_up("spine1")
+    hung = events.first(HealthKind.SWITCH_HUNG, AGGREGATION_SPINE)
+    up = events.first(HealthKind.SWITCH_UP, AGGREGATION_SPINE, hung.at)
+    assert fabric_net.fabric.is_up(AGGREGATION_SPINE)
     # taken back once it had gone through the partials it held (none of them left to take a cell cleared for the
     # return: gradswitch/control/drain.py)
-    drained = fabric_net.fabric.drained["spine1"]
-    print(f"spine1 taken back: {up.detail}")
+    drained = fabric_net.fabric.drained[AGGREGATION_SPINE]
+    print(f"{AGGREGATION_SPINE} taken back: {up.detail}")
     assert drained is not None and drained.quiet and drained.describe() in up.detail
 
 
