@@ -10,12 +10,13 @@ and `it3.exponents.fc2.bias`. A trace's nodes (Chakra) have names of their own: 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+
+from gradswitch.protocol.choice import Choice
 
 PREFIX = "it"
 
 
-class NodeLabel(str, Enum):
+class NodeLabel(Choice):
     """What a generated node does: its name's second part."""
 
     FORWARD = "fwd"
@@ -26,9 +27,6 @@ class NodeLabel(str, Enum):
     GRADIENT = "gradient"
     DIGITS_ALL_REDUCE = "all_reduce"
     DIGITS_EXPONENTS = "exponents"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 TRAINING_LABELS = frozenset({NodeLabel.FORWARD, NodeLabel.BACKWARD, NodeLabel.ALL_REDUCE, NodeLabel.CODES})
