@@ -140,13 +140,6 @@ class Op:
         return expected(self.collective, inputs, self.position, self.root)
 
 
-def op_iteration(name: str) -> int | None:
-    """The training iteration of a node by its name: a model's training graph's, a graph without computation's or
-    train-digits' (DLCP marks each iteration's writes with the rank's thresholds of that iteration); None for a
-    trace's."""
-    return iteration_prefix(name)
-
-
 def ops_of(graph: JobGraph, rank: int) -> dict[int, Op]:
     """Rank `rank`'s communication nodes by node id, as operations numbered alike on every rank."""
     return _ops_of(graph, rank, _numbering(graph))
@@ -199,7 +192,7 @@ def _ops_of(graph: JobGraph, rank: int, numbering: _Numbering) -> dict[int, Op]:
             members = graph.group(n.group).ranks
             root = members.index(n.root) if n.collective == CollectiveKind.BROADCAST else 0
             out[n.id] = Op(key, number, "collective", n.collective, members, members.index(rank),
-                           elements_of(n.nbytes), root, sequence, n.layer_class, n.droppable, op_iteration(n.name),
+                           elements_of(n.nbytes), root, sequence, n.layer_class, n.droppable, iteration_prefix(n.name),
                            count)
         elif isinstance(n, SendNode):
             out[n.id] = Op(key, number, "send", None, (rank, n.peer), 0, elements_of(n.nbytes), sequence=sequence,

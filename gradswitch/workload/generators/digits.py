@@ -30,7 +30,7 @@ from gradswitch.workload.graph import (
     validate,
     world_group,
 )
-from gradswitch.workload.node_names import DIGITS_LABELS, NodeLabel, node_name, parse_node_name
+from gradswitch.workload.node_names import NodeLabel, node_name
 
 BYTES_PER_ELEMENT = 4  # int32 fixed point on the wire
 
@@ -73,12 +73,6 @@ def digits_reductions(exponents: bool = False) -> tuple[DigitsReduction, ...]:
             out.append(DigitsReduction(j, t.name, True, block.blocks(t.elements)))
         out.append(DigitsReduction(j, t.name, False, t.elements))
     return tuple(out)
-
-
-def digits_iteration(name: str) -> int | None:
-    """The iteration a digits graph's node belongs to (`it3.all_reduce.fc2.bias`: 3); None for another's."""
-    p = parse_node_name(name)
-    return p.iteration if p is not None and p.label in DIGITS_LABELS else None
 
 
 def digits_graph(ranks: int, iterations: int, compute_s: float = 0.0, name: str = "", exponents: bool = False
