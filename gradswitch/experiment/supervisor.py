@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gradswitch.experiment.spec import ExperimentError
+from gradswitch.hosts.whole_file import progress_path
 from gradswitch.net.network import GradNetwork
 from gradswitch.protocol.paths import REPO_ROOT
 from gradswitch.protocol.polling import wait_until
@@ -148,7 +149,7 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
         # The paths finished() looks at, as strings, made once: it runs every DONE_POLL_S on the machine the
         # measured runs share (pathlib objects built each time cost several % of a core).
         done_files = [str(dirs[job] / f"done-{nid}") for job, nid in procs]
-        progress_files = [str(dirs[first.job_id] / f"progress-{w.node_id}") for w in first.workers]
+        progress_files = [str(progress_path(dirs[first.job_id], w.node_id)) for w in first.workers]
         abort_files = {job: str(jd / "abort") for job, jd in dirs.items()}
 
         def progress_of(path: str) -> int | None:
@@ -212,8 +213,8 @@ def run_nodes(net: GradNetwork, cfgs: list[JobConfig], config_dir: Path, run_dir
             code = proc.returncode or 0
             why = late.get((job, nid)) or f"no result (exit status {code}): it {exit_words(code)}"
             # What it said it completed before it went (its progress file): kept, as the iterations its peers hold.
-            progress = dirs[job] / f"progress-{nid}"
-            done = int(progress.read_text() or 0) if progress.exists() else 0
+            progress = progress_path(dirs[job], nid)  # written whole (whole_file.py): never empty
+            done = int(progress.read_text()) if progress.exists() else 0
             results[job][nid] = worker_result.worker_result(
                 nid, node.host, str(node.role), False, [], extra={"progress": done},
                 error=f"{why}\n{log_tail(logs[(job, nid)])}")

@@ -33,7 +33,6 @@ NetReduce's own connection).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ import numpy as np
 from gradswitch.formats import check_format
 from gradswitch.hosts.comm import Comm, OpGen, Wait
 from gradswitch.hosts.ring import ring_steps
+from gradswitch.hosts.whole_file import write_whole
 from gradswitch.protocol.choice import Choice
 from gradswitch.workload.gradients import Int32Array
 from gradswitch.workload.worker_result import FallbackEntry, PathChangeEntry
@@ -95,14 +95,8 @@ def finished_file(run_dir: Path, job: int, rank: int) -> Path:
     return run_dir / f"netreduce-finished-{job}-{rank}"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)  # a reader sees the old file or the new one, never half of one
-
-
 def write_signal(run_dir: Path, job: int, signal: PathSignal) -> None:
-    _write_atomic(signal_file(run_dir, job), json.dumps({"format": SIGNAL_FORMAT, **signal.to_dict()}))
+    write_whole(signal_file(run_dir, job), json.dumps({"format": SIGNAL_FORMAT, **signal.to_dict()}))
 
 
 def read_signal(run_dir: Path, job: int) -> PathSignal | None:
@@ -125,7 +119,7 @@ class Announcement:
 
 
 def announce(run_dir: Path, job: int, epoch: int, rank: int, a: Announcement) -> None:
-    _write_atomic(agree_file(run_dir, job, epoch, rank), f"{a.reduction} {a.message}")
+    write_whole(agree_file(run_dir, job, epoch, rank), f"{a.reduction} {a.message}")
 
 
 def announcements(run_dir: Path, job: int, epoch: int, workers: int) -> list[Announcement] | None:

@@ -60,6 +60,7 @@ from gradswitch.hosts.graph_sources import data_source
 from gradswitch.hosts.main import failed, linger, ready_then_go
 from gradswitch.hosts.netreduce import NetReduceWorker
 from gradswitch.hosts.slowdown import Slowdown
+from gradswitch.hosts.whole_file import write_progress
 from gradswitch.roce.engine import Engine, Link, RawSocketLink
 from gradswitch.roce.qp import MemoryRegion
 from gradswitch.workload.gradients import Int32Array
@@ -322,7 +323,6 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
             t0 = min(t0, float(go.read_text()))
         runtime = HostRuntime(comm, ops, regions, source, switched, served)
         progress = IterationProgress(job.graph.ranks[rank])
-        progress_file = run_dir / f"progress-{rank}"  # what it completed, kept should it be killed (as the loop's)
         crash = Crashing(cfg.crash.after, trains(job.graph.ranks[rank])) \
             if cfg.crash is not None and cfg.crash.node == rank else None
 
@@ -333,7 +333,7 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
                     # its last writes may still be on their way to the peers that need them
                     comm.drain()
                     os._exit(CRASH_STATUS)
-                progress_file.write_text(str(progress.done))
+                write_progress(run_dir, rank, progress.done)  # kept should it be killed (as the loop's)
                 if crash is not None and crash.after_report(progress.done):
                     os._exit(CRASH_STATUS)
 

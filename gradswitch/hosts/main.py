@@ -21,6 +21,7 @@ from gradswitch.hosts.comm import Comm
 from gradswitch.hosts.digits_job import TrainLoop
 from gradswitch.hosts.iteration import TrainingLoop
 from gradswitch.hosts.loops import Loop, WorkerLoop
+from gradswitch.hosts.whole_file import write_progress
 from gradswitch.protocol.polling import wait_until
 from gradswitch.roce.engine import Engine, Link, RawSocketLink
 from gradswitch.roce.qp import TransportError
@@ -106,10 +107,9 @@ def run_node(cfg: JobConfig, node_id: int, run_dir: Path, link: Link | None = No
         # leaves out of order: gradswitch/roce/resolve.py); a third of the start time, so the runner hears why.
         engine.resolve_peers(cfg.start_timeout / 3)
         ready_then_go(cfg, run_dir, node_id)
-        progress_file = run_dir / f"progress-{node_id}"
 
         def progress(iteration: int) -> None:
-            progress_file.write_text(str(iteration + 1))
+            write_progress(run_dir, node_id, iteration + 1)
 
         records, extra = run(progress)
         ok = True

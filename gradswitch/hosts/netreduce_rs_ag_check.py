@@ -25,6 +25,7 @@ from gradswitch.hosts.main import failed, linger, ready_then_go
 from gradswitch.hosts.netreduce import NetReduceWorker
 from gradswitch.hosts.netreduce_gather import all_gather_op
 from gradswitch.hosts.netreduce_scatter import reduce_scatter_op
+from gradswitch.hosts.whole_file import write_progress
 from gradswitch.roce.engine import Engine, RawSocketLink
 from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.job import JobConfig
@@ -79,7 +80,7 @@ def run(config: Path, run_dir: Path, node_id: int) -> bool:
             entries.append({"index": it, "start": start, "end": end, "time_s": end - start, "correct": wrong == 0,
                             "wrong_elements": wrong, "max_abs_error": None, "saturated": 0, "extra": {},
                             "check": str(CheckKind.EXACT)})
-            (run_dir / f"progress-{node_id}").write_text(str(it + 1))
+            write_progress(run_dir, node_id, it + 1)
         comm.drain()
         ok = all(e["correct"] for e in entries)
         if not ok:

@@ -11,10 +11,11 @@ gradswitch/hosts/digits_job.py) waits (factor - 1) x what the computation took, 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from gradswitch.hosts.whole_file import write_whole
 
 if TYPE_CHECKING:
     from gradswitch.hosts.comm import Comm
@@ -45,9 +46,7 @@ def write_slowdown(run_dir: Path, node_id: int, factor: float) -> None:
     Written whole (a temporary file renamed over it), so a worker never reads half a number."""
     check_factor(factor)
     path = slowdown_path(run_dir, node_id)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(f"{factor!r}\n")
-    os.replace(tmp, path)
+    write_whole(path, f"{factor!r}\n")
 
 
 def read_slowdown(run_dir: Path, node_id: int) -> float:
