@@ -282,7 +282,9 @@ class Crashing:
     CRASH_STATUS) once iteration `after` has ended, as the loop's worker does (gradswitch/workload/records.py
     crash_if_asked): a training loop's once it reported the iteration in its progress file
     (gradswitch/hosts/iteration.py), the loop without training's and train-digits' before it did
-    (gradswitch/hosts/loops.py, digits_job.py), so its peers keep what they keep of the loop's."""
+    (gradswitch/hosts/loops.py, digits_job.py), so its peers keep what they keep of the loop's. Either way it drains
+    first: its writes of the iteration delivered, every peer completes the iteration it ended (its operations ended
+    with their outputs, not their writes' acknowledgements, and a peer lacking its last writes lost the iteration)."""
 
     after: int
     reports_first: bool  # a training graph's rank: it reports iteration `after` done, then dies
@@ -335,6 +337,7 @@ def run_rank(job: GraphJob, rank: int, run_dir: Path, link: Link | None = None) 
                     os._exit(CRASH_STATUS)
                 write_progress(run_dir, rank, progress.done)  # kept should it be killed (as the loop's)
                 if crash is not None and crash.after_report(progress.done):
+                    comm.drain()  # its last writes delivered, so that every peer completes the iteration it reported
                     os._exit(CRASH_STATUS)
 
         scheduler = GraphScheduler(job.graph.ranks[rank], runtime, job.dilation, cfg.iteration_timeout,

@@ -38,7 +38,7 @@ from gradswitch.workload.floats import ExponentArray, FloatArray
 from gradswitch.workload.gradients import Int32Array, Profile
 from gradswitch.workload.job import Sync, Training
 from gradswitch.workload.plan import Layer, Op, Plan, op_mark, plan
-from gradswitch.workload.records import CheckKind, IterationRecord, WrongResult, crash_if_asked
+from gradswitch.workload.records import CheckKind, IterationRecord, WrongResult, crash_if_asked, crashes_after
 from gradswitch.workload.timeline import Event, EventKind, IterationTiming, timings
 
 POLL_S = 0.01  # longest single wait for packets
@@ -349,6 +349,10 @@ class TrainingLoop:
             self.zero_filled[i] = self.comm.zero_filled - self._zero_at_start
             self._zero_at_start = self.comm.zero_filled
             progress(i)
+            if crashes_after(self.cfg, self.comm.me.node_id, i):
+                # its iteration ended with its outputs; what it wrote its peers is delivered before it dies (as the
+                # loops that drain every iteration): else a peer may lack its last writes and lose the iteration
+                self.comm.drain()
             crash_if_asked(self.cfg, self.comm.me.node_id, i)
 
         self.scheduler.run(self.cfg.iterations, finished)

@@ -49,7 +49,8 @@ class Node:
 @dataclass(frozen=True)
 class Crash:
     """Fault injection for experiments and tests: node `node` dies abruptly (no clean-up, no
-    result) after iteration `after`, like a crashed worker."""
+    result) after iteration `after`, like a crashed worker; its writes of that iteration delivered first, so
+    that every peer completes the iteration it ended (the iterations kept are then `after` + 1 on either engine)."""
 
     node: int
     after: int

@@ -49,7 +49,12 @@ class WrongResult(RuntimeError):
 CRASH_STATUS = 3  # the exit status of a node that crashed as its job's `crash` asked
 
 
+def crashes_after(cfg: JobConfig, node_id: int, iteration: int) -> bool:
+    """Whether the job's fault injection (JobConfig.crash) has this node die after this iteration."""
+    return cfg.crash is not None and cfg.crash.node == node_id and cfg.crash.after == iteration
+
+
 def crash_if_asked(cfg: JobConfig, node_id: int, iteration: int) -> None:
     """The job's fault injection (JobConfig.crash): this node dies abruptly after this iteration."""
-    if cfg.crash is not None and cfg.crash.node == node_id and cfg.crash.after == iteration:
+    if crashes_after(cfg, node_id, iteration):
         os._exit(CRASH_STATUS)
