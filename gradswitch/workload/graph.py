@@ -21,13 +21,13 @@ import heapq
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from typing import Any
 
+from gradswitch.protocol.choice import Choice
 from gradswitch.protocol.dlcp import LAYER_CLASSES
 
 
-class CollectiveKind(str, Enum):
+class CollectiveKind(Choice):
     """The collectives a graph may hold (Chakra's CollectiveCommType names, lower case)."""
 
     ALL_REDUCE = "all_reduce"
@@ -35,9 +35,6 @@ class CollectiveKind(str, Enum):
     ALL_GATHER = "all_gather"
     ALL_TO_ALL = "all_to_all"
     BROADCAST = "broadcast"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # What NetReduce runs in the switches of a graph (each type on its own switch job): the world group's all-reduce,

@@ -10,12 +10,9 @@ loop's (gradswitch/experiment/runner.py: results.json with its accuracy per iter
 
 from __future__ import annotations
 
-from enum import Enum
+from gradswitch.protocol.choice import Choice
 
 
-class PayloadKind(str, Enum):
+class PayloadKind(Choice):
     SYNTHETIC = "synthetic"
     DIGITS = "train-digits"
-
-    def __str__(self) -> str:
-        return self.value
