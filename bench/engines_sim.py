@@ -20,8 +20,12 @@ Per run: both engines' median iteration (simulated seconds), samples/s of the em
 bytes on the wire, outcome and check, and the simulator's wall seconds (the machine is shared while it runs:
 bench.scaling_graph and docs/performance.md judge the engines' speed). A run agrees when its samples/s (without
 emulate: iterations per second, 1 / median iteration) are within 1 % (the judgement for the simulator, whose runs do
-not vary) and both are checked and ok; bytes on the wire are reported, equal or not. The simulator's runs do not vary
-with the seed here, so each is run once.
+not vary) and both are checked and ok; bytes on the wire are reported, equal or not. The simulator's runs are
+deterministic, so each is run once; but for the runs in SWEPT, whose figure their loss events set (which packets
+overflow a queue, which timeout fires): a change of the link rate by 0.1-0.2 %, which the dilation undoes, moves such
+a run on either engine by more than the judgement, so each runs on both engines at every rate of its Sweep and is
+judged by the graph engine's median within the loop's [min, max] over them (and the same outcome at every rate), its
+row keeping every rate's figures (`sweep`).
 
 Faults (`--only faults`): the worker's faults docs/faults.md publishes from the loop on ns-3 (bench/sim_faults.py's
 leaf-spine rows of bench/results/sim-faults.json: a worker crash and a slow worker, each at its published time, per
@@ -33,6 +37,8 @@ Writes bench/results/engines-sim.json; a run of some points keeps the file's oth
 
     python -m bench.engines_sim [--only speedup|scaling|dlcp-drop|allreduce|faults] [--workers 8,16]
                                 [--models resnet50,vgg16,bert-base] [--algos ring,ps,netreduce-hier,netreduce-flat]
+                                [--runs RUN,...] [--name NAME]
+    python -m bench.engines_sim --merge NAME   # NAME.json's rows into engines-sim.json
 """
 
 from __future__ import annotations
@@ -192,7 +198,7 @@ def swept_row(spec: ExperimentSpec, study: str, out: Path, sweep: Sweep) -> dict
               f"{'-' if ratio is None else format(ratio, '.4f')}", flush=True)
     judged = judge_sweep([p["loop"] for p in per_value], [p["graph"] for p in per_value])
     own = per_value[0]
-    return {**base_row(spec, study, own["loop"], own["graph"]),
+    return {**base_row(spec, study, own["loop"], own["graph"]), "code_version": code_version(),
             "graph_over_loop": judged.get("graph_median_over_loop_median"), "agrees": judged["agrees"],
             "sweep": {"key": "bw_mbps", "factors": list(sweep.factors), "why": sweep.why, **judged,
                       "per_value": per_value}}
@@ -243,9 +249,16 @@ def main() -> None:
                         help=f"the scaling study's algorithms (default: {','.join(SCALING_ALGOS)})")
     parser.add_argument("--runs", help="only these runs of the chosen studies, comma-separated (their `run`)")
     parser.add_argument("--name", default=NAME, help=f"bench/results/NAME.json to write (default {NAME}): a new "
-                        "name keeps the published file as it is; its rows are then merged by hand")
+                        "name keeps the published file as it is; its rows then go into it with --merge")
+    parser.add_argument("--merge", metavar="SOURCE", help=f"run nothing: put the rows of bench/results/SOURCE.json "
+                        f"into {NAME}.json (each replacing its study's run), stamped with SOURCE's code version")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-engines-sim"))
     args = parser.parse_args()
+    if args.merge:
+        if not (RESULTS / f"{args.merge}.json").exists():
+            parser.error(f"--merge {args.merge}: no bench/results/{args.merge}.json; give the --name of an earlier run")
+        merge(args.merge)
+        return
     models = tuple(m for m in args.models.split(",") if m)
     todo: list[tuple[str, ExperimentSpec, dict[str, Any] | None]] = []
     if args.only in (None, "speedup"):
@@ -278,18 +291,35 @@ def main() -> None:
         print(f"[{i}/{len(todo)}] {study} {spec.label}: graph / loop samples/s {ratio}, agrees {r['agrees']}, "
               f"bytes equal {r['same_bytes']}, simulator wall s graph / loop {walls[0]:.2f} / {walls[1]:.2f}",
               flush=True)
-    rows = sorted(kept.values(), key=lambda r: (r["study"], r["run"]))
+    write(args.name, list(kept.values()))
+
+
+def write(name: str, rows: list[dict[str, Any]]) -> None:
+    """bench/results/NAME.json: the rows, sorted, and their summary (what agrees, graph / loop's range)."""
+    rows = sorted(rows, key=lambda r: (r["study"], r["run"]))
     ratios = [r["graph_over_loop"] for r in rows if r["graph_over_loop"] is not None]
     summary = {"runs": len(rows), "agree": sum(r["agrees"] for r in rows),
                "same_bytes": sum(r["same_bytes"] for r in rows),
                "graph_over_loop_min": min(ratios, default=None), "graph_over_loop_max": max(ratios, default=None),
                "tolerance": TOLERANCE, "code_version": code_version(),
+               "swept": {r["run"]: r["sweep"]["factors"] for r in rows if "sweep" in r},
                "bottleneck": "the simulated links and emulated GPUs (each row's limited_by: simulated time, "
                              "the machine does not set it)"}
-    print(f"{summary['agree']} of {summary['runs']} runs agree within {TOLERANCE:.0%}; graph / loop samples/s "
-          f"{summary['graph_over_loop_min']} to {summary['graph_over_loop_max']}; bottleneck: {summary['bottleneck']}")
-    save(args.name, {"summary": summary, "rows": rows}, engines=[Engine.LOOP, Engine.GRAPH])
+    print(f"{summary['agree']} of {summary['runs']} runs agree within {TOLERANCE:.0%} (swept runs: the graph's "
+          f"median within the loop's range); graph / loop samples/s {summary['graph_over_loop_min']} to "
+          f"{summary['graph_over_loop_max']}; bottleneck: {summary['bottleneck']}")
+    save(name, {"summary": summary, "rows": rows}, engines=[Engine.LOOP, Engine.GRAPH])
 
+
+def merge(source: str) -> None:
+    """The rows of bench/results/SOURCE.json (a run of some rows under --name SOURCE) into engines-sim.json, each
+    replacing the row of its study and run, stamped with the code version it was measured at (SOURCE's)."""
+    got = load(RESULTS, f"{source}.json")
+    version = got["summary"]["code_version"]
+    kept = {(r["study"], r["run"]): r for r in load(RESULTS, f"{NAME}.json")["rows"]}
+    for r in got["rows"]:
+        kept[(r["study"], r["run"])] = {**r, "code_version": r.get("code_version", version)}
+    write(NAME, list(kept.values()))
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,51 @@
+"""bench/engines_sim.py's judgement of a run whose figure its loss events set (a Sweep): the graph engine's median
+samples/s within the loop's [min, max] over the sweep, the same outcome at every rate; within 1 % of the loop's
+median is reported beside it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.engines_sim import SWEPT, judge_sweep
+
+
+def runs(*rates: float, outcome: str = "ok") -> list[dict[str, Any]]:
+    return [{"samples_per_s_real": r, "outcome": outcome} for r in rates]
+
+
+def test_a_graph_median_inside_the_loops_range_agrees() -> None:
+    j = judge_sweep(runs(93.66, 93.66, 93.66, 94.42, 93.0), runs(92.11, 93.11, 94.18, 93.11, 93.7))
+    assert j["agrees"] and j["graph_median_in_loop_range"] and j["same_outcomes"]
+    assert j["graph_samples_per_s"]["median"] == 93.11
+    assert j["loop_samples_per_s"] == {"min": 93.0, "median": 93.66, "max": 94.42, "n": 5}
+    assert j["graph_median_over_loop_median"] == pytest.approx(93.11 / 93.66)
+    assert j["within_1pct_of_loop_median"]
+
+
+def test_a_graph_median_outside_the_loops_range_misses_even_within_1pct() -> None:
+    j = judge_sweep(runs(93.66, 93.66, 93.66), runs(93.11, 93.11, 92.11))
+    assert not j["agrees"] and not j["graph_median_in_loop_range"]
+    assert j["within_1pct_of_loop_median"]  # reported, not what decides
+
+
+def test_another_outcome_at_one_rate_misses() -> None:
+    loop = runs(90.0, 91.0, 92.0, outcome="check_failed")
+    graph = runs(90.0, 91.0, 92.0, outcome="check_failed")
+    assert judge_sweep(loop, graph)["agrees"]
+    graph[1]["outcome"] = "ok"
+    j = judge_sweep(loop, graph)
+    assert not j["agrees"] and not j["same_outcomes"]
+
+
+def test_a_failed_run_misses_and_unequal_sweeps_are_refused() -> None:
+    assert judge_sweep(runs(1.0, 2.0), [{"error": "RunError: x"}, *runs(2.0)]) == {
+        "agrees": False, "why": "a run without samples/s (failed)"}
+    with pytest.raises(ValueError, match="1 loop and 2 graph runs"):
+        judge_sweep(runs(1.0), runs(1.0, 2.0))
+
+
+def test_every_sweep_starts_at_the_specs_own_rate() -> None:
+    for sweep in SWEPT.values():
+        assert sweep.factors[0] == 1.0 and len(set(sweep.factors)) == len(sweep.factors) >= 3
