@@ -49,3 +49,17 @@ def test_a_failed_run_misses_and_unequal_sweeps_are_refused() -> None:
 def test_every_sweep_starts_at_the_specs_own_rate() -> None:
     for sweep in SWEPT.values():
         assert sweep.factors[0] == 1.0 and len(set(sweep.factors)) == len(sweep.factors) >= 3
+
+
+def test_every_swept_run_is_a_valid_spec_at_every_rate() -> None:
+    from bench.engines_sim import dlcp_drop_runs
+
+    specs = {s.label: s for s in dlcp_drop_runs((8, 16))}
+    assert set(SWEPT) <= set(specs)  # a sweep names a run the benchmark has
+    for label, sweep in SWEPT.items():
+        spec = specs[label]
+        assert spec.network.bw_mbps is not None
+        for factor in sweep.factors:
+            at = spec.but(bw_mbps=spec.network.bw_mbps * factor)
+            assert at.problems() == [], (label, factor)
+            assert at.dilation == pytest.approx(spec.dilation / factor)  # the dilation undoes the rate
