@@ -294,14 +294,15 @@ def main() -> None:
     write(args.name, list(kept.values()))
 
 
-def write(name: str, rows: list[dict[str, Any]]) -> None:
-    """bench/results/NAME.json: the rows, sorted, and their summary (what agrees, graph / loop's range)."""
+def write(name: str, rows: list[dict[str, Any]], version: str | None = None) -> None:
+    """bench/results/NAME.json: the rows, sorted, and their summary (what agrees, graph / loop's range); `version`:
+    the code version it names (default this code's: the one that ran its last rows)."""
     rows = sorted(rows, key=lambda r: (r["study"], r["run"]))
     ratios = [r["graph_over_loop"] for r in rows if r["graph_over_loop"] is not None]
     summary = {"runs": len(rows), "agree": sum(r["agrees"] for r in rows),
                "same_bytes": sum(r["same_bytes"] for r in rows),
                "graph_over_loop_min": min(ratios, default=None), "graph_over_loop_max": max(ratios, default=None),
-               "tolerance": TOLERANCE, "code_version": code_version(),
+               "tolerance": TOLERANCE, "code_version": version or code_version(),
                "swept": {r["run"]: r["sweep"]["factors"] for r in rows if "sweep" in r},
                "bottleneck": "the simulated links and emulated GPUs (each row's limited_by: simulated time, "
                              "the machine does not set it)"}
@@ -313,13 +314,15 @@ def write(name: str, rows: list[dict[str, Any]]) -> None:
 
 def merge(source: str) -> None:
     """The rows of bench/results/SOURCE.json (a run of some rows under --name SOURCE) into engines-sim.json, each
-    replacing the row of its study and run, stamped with the code version it was measured at (SOURCE's)."""
+    replacing the row of its study and run, stamped with the code version it was measured at (SOURCE's); the file's
+    own code version stays (a merge measures nothing)."""
     got = load(RESULTS, f"{source}.json")
     version = got["summary"]["code_version"]
-    kept = {(r["study"], r["run"]): r for r in load(RESULTS, f"{NAME}.json")["rows"]}
+    target = load(RESULTS, f"{NAME}.json")
+    kept = {(r["study"], r["run"]): r for r in target["rows"]}
     for r in got["rows"]:
         kept[(r["study"], r["run"])] = {**r, "code_version": r.get("code_version", version)}
-    write(NAME, list(kept.values()))
+    write(NAME, list(kept.values()), target["summary"]["code_version"])
 
 if __name__ == "__main__":
     main()
