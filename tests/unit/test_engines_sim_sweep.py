@@ -4,6 +4,8 @@ median is reported beside it."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,8 +60,33 @@ def test_every_swept_run_is_a_valid_spec_at_every_rate() -> None:
     assert set(SWEPT) <= set(specs)  # a sweep names a run the benchmark has
     for label, sweep in SWEPT.items():
         spec = specs[label]
-        assert spec.network.bw_mbps is not None
+        assert spec.network.bw_mbps is not None and spec.dilation is not None
         for factor in sweep.factors:
             at = spec.but(bw_mbps=spec.network.bw_mbps * factor)
             assert at.problems() == [], (label, factor)
             assert at.dilation == pytest.approx(spec.dilation / factor)  # the dilation undoes the rate
+
+
+def test_a_merge_replaces_its_rows_stamped_and_keeps_the_files_own_version(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import common, engines_sim
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setattr(engines_sim, "RESULTS", tmp_path)
+    monkeypatch.setattr(common, "toolchain", lambda level="info": {"bmv2": {"logging_macros": False}})
+
+    def row(run: str, ratio: float, agrees: bool) -> dict[str, Any]:
+        return {"study": "dlcp-drop", "run": run, "graph_over_loop": ratio, "agrees": agrees, "same_bytes": False}
+
+    monkeypatch.setattr(engines_sim, "code_version", lambda: "0.1.0+old")
+    engines_sim.write(engines_sim.NAME, [row("a", 0.98, False), row("b", 1.0, True)])
+    monkeypatch.setattr(engines_sim, "code_version", lambda: "0.1.0+new")
+    engines_sim.write("partial", [row("a", 0.995, True)])
+    monkeypatch.setattr(engines_sim, "code_version", lambda: "0.1.0+merging")
+    engines_sim.merge("partial")
+    doc = json.loads((tmp_path / f"{engines_sim.NAME}.json").read_text())
+    assert doc["summary"]["code_version"] == "0.1.0+old"  # a merge measures nothing
+    assert doc["summary"]["agree"] == 2 and doc["summary"]["graph_over_loop_min"] == 0.995
+    merged = {r["run"]: r for r in doc["rows"]}
+    assert merged["a"]["code_version"] == "0.1.0+new" and merged["a"]["graph_over_loop"] == 0.995
+    assert "code_version" not in merged["b"]  # untouched
