@@ -20,8 +20,12 @@ Per run: both engines' median iteration (simulated seconds), samples/s of the em
 bytes on the wire, outcome and check, and the simulator's wall seconds (the machine is shared while it runs:
 bench.scaling_graph and docs/performance.md judge the engines' speed). A run agrees when its samples/s (without
 emulate: iterations per second, 1 / median iteration) are within 1 % (the judgement for the simulator, whose runs do
-not vary) and both are checked and ok; bytes on the wire are reported, equal or not. The simulator's runs do not vary
-with the seed here, so each is run once.
+not vary) and both are checked and ok; bytes on the wire are reported, equal or not. The simulator's runs are
+deterministic, so each is run once; but for the runs in SWEPT, whose figure their loss events set (which packets
+overflow a queue, which timeout fires): a change of the link rate by 0.1-0.2 %, which the dilation undoes, moves such
+a run on either engine by more than the judgement, so each runs on both engines at every rate of its Sweep and is
+judged by the graph engine's median within the loop's [min, max] over them (and the same outcome at every rate), its
+row keeping every rate's figures (`sweep`).
 
 Faults (`--only faults`): the worker's faults docs/faults.md publishes from the loop on ns-3 (bench/sim_faults.py's
 leaf-spine rows of bench/results/sim-faults.json: a worker crash and a slow worker, each at its published time, per
@@ -33,12 +37,15 @@ Writes bench/results/engines-sim.json; a run of some points keeps the file's oth
 
     python -m bench.engines_sim [--only speedup|scaling|dlcp-drop|allreduce|faults] [--workers 8,16]
                                 [--models resnet50,vgg16,bert-base] [--algos ring,ps,netreduce-hier,netreduce-flat]
+                                [--runs RUN,...] [--name NAME]
+    python -m bench.engines_sim --merge NAME   # NAME.json's rows into engines-sim.json
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +58,7 @@ from gradswitch.experiment.compare import load_spec
 from gradswitch.experiment.runner import run_experiment
 from gradswitch.experiment.shipped_specs import shipped_spec
 from gradswitch.experiment.spec import Backend, Engine, ExperimentSpec
+from gradswitch.experiment.stats import spread
 from gradswitch.experiment.tables.reading import load
 from gradswitch.topology.faults import parse_fault
 from gradswitch.version import code_version
@@ -61,6 +69,29 @@ SCALING_ALGOS = ("ring", "ps", "netreduce-hier", "netreduce-flat")
 MODELS = ("resnet50", "vgg16", "bert-base")
 FAULT_CASES = ("worker-crash", "slow-worker")  # bench/sim_faults.py's cases of a worker's fault
 FAULT_FIGURES = ("fault", "outcome", "injected_s", "time_to_detect_s", "iterations_lost", "job_stopped_s", "detail")
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A run whose figure its loss events set, which the engines' small differences in timing move: it is run on
+    both engines with its link rate (`bw_mbps`) times each of `factors` (the first 1: the spec's own), a change the
+    dilation undoes (the emulated cluster's real time is the same; the simulated events move by nanoseconds to
+    microseconds, enough to change which packets overflow a queue), and judged by the spread (judge_sweep)."""
+
+    factors: tuple[float, ...]
+    why: str
+
+
+# The runs judged over a Sweep, and why (measured: their rows' `sweep`, and docs/performance.md)
+SWEPT = {
+    "dlcp-contention-drop": Sweep(
+        (1.0, 1.001, 0.999, 1.002, 0.998),
+        "two rings and 4 bulk TCP streams overflow FIFO queues; each loss waits for a 220 ms timeout"),
+    "scaling-dlcp-priority+drop-n16": Sweep(
+        (1.0, 0.999, 0.998),  # its 100 Gb/s is the most a link may be
+        "about 120,000 packets trimmed and 33,000 resent per run; which ones differs between the engines (each "
+        "generates its own data) and with the moments the queues fill"),
+}
 
 
 def allreduce_runs() -> list[ExperimentSpec]:
@@ -133,7 +164,63 @@ def engine_figures(spec: ExperimentSpec, engine: Engine, out: Path) -> dict[str,
             "run_wall_s": time.monotonic() - started}
 
 
+def judge_sweep(loop: list[dict[str, Any]], graph: list[dict[str, Any]]) -> dict[str, Any]:
+    """Both engines' figures at each value of a Sweep (in the same order): the spread of each engine's samples/s,
+    whether the graph engine's median lies within the loop's [min, max], whether the medians are within TOLERANCE,
+    whether every value ended alike on both engines (the same outcome), and `agrees`: all of those but the
+    TOLERANCE of the medians."""
+    if not loop or len(loop) != len(graph):
+        raise ValueError(f"a sweep's figures: {len(loop)} loop and {len(graph)} graph runs; give one per value")
+    if any(f.get("samples_per_s_real") is None for f in [*loop, *graph]):
+        return {"agrees": False, "why": "a run without samples/s (failed)"}
+    lo, gr = (spread(float(f["samples_per_s_real"]) for f in runs) for runs in (loop, graph))
+    in_range = lo["min"] <= gr["median"] <= lo["max"]
+    ratio = gr["median"] / lo["median"]
+    same_outcomes = all(a.get("outcome") == b.get("outcome") for a, b in zip(loop, graph, strict=True))
+    return {"loop_samples_per_s": lo, "graph_samples_per_s": gr, "graph_median_over_loop_median": ratio,
+            "graph_median_in_loop_range": in_range, "within_1pct_of_loop_median": abs(ratio - 1) <= TOLERANCE,
+            "same_outcomes": same_outcomes, "agrees": in_range and same_outcomes}
+
+
+def swept_row(spec: ExperimentSpec, study: str, out: Path, sweep: Sweep) -> dict[str, Any]:
+    """A Sweep's run: both engines at each factor; the row's `loop` and `graph` are the spec's own rate's."""
+    assert spec.network.bw_mbps is not None, f"{spec.label}: a sweep scales the link rate; the spec sets none"
+    per_value: list[dict[str, Any]] = []
+    for factor in sweep.factors:
+        v = spec.network.bw_mbps * factor
+        at = spec.but(bw_mbps=v, name=f"{spec.label}-bw{factor:g}")
+        loop, graph = engine_figures(at, Engine.LOOP, out), engine_figures(at, Engine.GRAPH, out)
+        ratio = (graph["samples_per_s_real"] / loop["samples_per_s_real"]
+                 if loop.get("samples_per_s_real") and graph.get("samples_per_s_real") else None)
+        per_value.append({"factor": factor, "bw_mbps": v, "dilation": at.dilation, "loop": loop, "graph": graph,
+                          "graph_over_loop": ratio})
+        print(f"  {spec.label} bw_mbps x {factor:g}: graph / loop samples/s "
+              f"{'-' if ratio is None else format(ratio, '.4f')}", flush=True)
+    judged = judge_sweep([p["loop"] for p in per_value], [p["graph"] for p in per_value])
+    own = per_value[0]
+    return {**base_row(spec, study, own["loop"], own["graph"]), "code_version": code_version(),
+            "graph_over_loop": judged.get("graph_median_over_loop_median"), "agrees": judged["agrees"],
+            "sweep": {"key": "bw_mbps", "factors": list(sweep.factors), "why": sweep.why, **judged,
+                      "per_value": per_value}}
+
+
+def base_row(spec: ExperimentSpec, study: str, loop: dict[str, Any], graph: dict[str, Any]) -> dict[str, Any]:
+    """A row's figures that do not judge: the run, both engines' figures, the trimmed packets' ratio, the bytes."""
+    drops = (graph["dlcp_dropped"] / loop["dlcp_dropped"] if loop.get("dlcp_dropped") and
+             graph.get("dlcp_dropped") is not None else None)
+    return {"study": study, "run": spec.label, "workload": spec.workload.workload,
+            "topo": str(spec.network.topo), "algo": str(spec.algorithm.algo),
+            "scheduling": str(spec.algorithm.scheduling), "workers": spec.network.workers,
+            "dilation": spec.dilation, "loop": loop, "graph": graph,
+            **({"drops_graph_over_loop": drops} if spec.transport.dlcp.drop else {}),
+            "same_bytes": loop.get("bytes_on_wire") == graph.get("bytes_on_wire") and "bytes_on_wire" in loop,
+            "wall_graph_over_loop": graph["simulator_wall_s"] / loop["simulator_wall_s"]
+            if loop.get("simulator_wall_s") and graph.get("simulator_wall_s") else None}
+
+
 def row(spec: ExperimentSpec, study: str, out: Path, published: dict[str, Any] | None = None) -> dict[str, Any]:
+    if (sweep := SWEPT.get(spec.label)) is not None and published is None:
+        return swept_row(spec, study, out, sweep)
     loop, graph = engine_figures(spec, Engine.LOOP, out), engine_figures(spec, Engine.GRAPH, out)
     ratio = None
     if loop.get("samples_per_s_real") and graph.get("samples_per_s_real"):
@@ -148,17 +235,8 @@ def row(spec: ExperimentSpec, study: str, out: Path, published: dict[str, Any] |
         agrees = within and "outcome" in loop and loop.get("outcome") == graph.get("outcome")
     else:
         agrees = within and loop.get("ok") is True and graph.get("ok") is True
-    drops = (graph["dlcp_dropped"] / loop["dlcp_dropped"] if loop.get("dlcp_dropped") and
-             graph.get("dlcp_dropped") is not None else None)
     extra = {} if published is None else {"published": published}
-    return {**extra, "study": study, "run": spec.label, "workload": spec.workload.workload,
-            "topo": str(spec.network.topo), "algo": str(spec.algorithm.algo),
-            "scheduling": str(spec.algorithm.scheduling), "workers": spec.network.workers,
-            "dilation": spec.dilation, "loop": loop, "graph": graph, "graph_over_loop": ratio, "agrees": agrees,
-            **({"drops_graph_over_loop": drops} if spec.transport.dlcp.drop else {}),
-            "same_bytes": loop.get("bytes_on_wire") == graph.get("bytes_on_wire") and "bytes_on_wire" in loop,
-            "wall_graph_over_loop": graph["simulator_wall_s"] / loop["simulator_wall_s"]
-            if loop.get("simulator_wall_s") and graph.get("simulator_wall_s") else None}
+    return {**extra, **base_row(spec, study, loop, graph), "graph_over_loop": ratio, "agrees": agrees}
 
 
 def main() -> None:
@@ -169,8 +247,18 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS), help="models (default: all three)")
     parser.add_argument("--algos", default=",".join(SCALING_ALGOS),
                         help=f"the scaling study's algorithms (default: {','.join(SCALING_ALGOS)})")
+    parser.add_argument("--runs", help="only these runs of the chosen studies, comma-separated (their `run`)")
+    parser.add_argument("--name", default=NAME, help=f"bench/results/NAME.json to write (default {NAME}): a new "
+                        "name keeps the published file as it is; its rows then go into it with --merge")
+    parser.add_argument("--merge", metavar="SOURCE", help=f"run nothing: put the rows of bench/results/SOURCE.json "
+                        f"into {NAME}.json (each replacing its study's run), stamped with SOURCE's code version")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-engines-sim"))
     args = parser.parse_args()
+    if args.merge:
+        if not (RESULTS / f"{args.merge}.json").exists():
+            parser.error(f"--merge {args.merge}: no bench/results/{args.merge}.json; give the --name of an earlier run")
+        merge(args.merge)
+        return
     models = tuple(m for m in args.models.split(",") if m)
     todo: list[tuple[str, ExperimentSpec, dict[str, Any] | None]] = []
     if args.only in (None, "speedup"):
@@ -187,8 +275,14 @@ def main() -> None:
         todo += [("dlcp-drop", s, None) for s in dlcp_drop_runs(tuple(int(w) for w in args.workers.split(",")))]
     if args.only in (None, "faults"):
         todo += [("faults", s, published) for s, published in fault_runs()]
-    path = RESULTS / f"{NAME}.json"
-    kept = {(r["study"], r["run"]): r for r in load(RESULTS, f"{NAME}.json")["rows"]} if path.exists() else {}
+    if args.runs:
+        wanted = set(args.runs.split(","))
+        if unknown := sorted(wanted - {spec.label for _, spec, _ in todo}):
+            parser.error(f"--runs {args.runs}: no run {unknown[0]!r} in the chosen studies; give some of "
+                         f"{', '.join(spec.label for _, spec, _ in todo)}")
+        todo = [t for t in todo if t[1].label in wanted]
+    path = RESULTS / f"{args.name}.json"
+    kept = {(r["study"], r["run"]): r for r in load(RESULTS, path.name)["rows"]} if path.exists() else {}
     for i, (study, spec, published) in enumerate(todo, start=1):
         r = row(spec, study, args.out, published)
         kept[(study, spec.label)] = r
@@ -197,18 +291,38 @@ def main() -> None:
         print(f"[{i}/{len(todo)}] {study} {spec.label}: graph / loop samples/s {ratio}, agrees {r['agrees']}, "
               f"bytes equal {r['same_bytes']}, simulator wall s graph / loop {walls[0]:.2f} / {walls[1]:.2f}",
               flush=True)
-    rows = sorted(kept.values(), key=lambda r: (r["study"], r["run"]))
+    write(args.name, list(kept.values()))
+
+
+def write(name: str, rows: list[dict[str, Any]], version: str | None = None) -> None:
+    """bench/results/NAME.json: the rows, sorted, and their summary (what agrees, graph / loop's range); `version`:
+    the code version it names (default this code's: the one that ran its last rows)."""
+    rows = sorted(rows, key=lambda r: (r["study"], r["run"]))
     ratios = [r["graph_over_loop"] for r in rows if r["graph_over_loop"] is not None]
     summary = {"runs": len(rows), "agree": sum(r["agrees"] for r in rows),
                "same_bytes": sum(r["same_bytes"] for r in rows),
                "graph_over_loop_min": min(ratios, default=None), "graph_over_loop_max": max(ratios, default=None),
-               "tolerance": TOLERANCE, "code_version": code_version(),
+               "tolerance": TOLERANCE, "code_version": version or code_version(),
+               "swept": {r["run"]: r["sweep"]["factors"] for r in rows if "sweep" in r},
                "bottleneck": "the simulated links and emulated GPUs (each row's limited_by: simulated time, "
                              "the machine does not set it)"}
-    print(f"{summary['agree']} of {summary['runs']} runs agree within {TOLERANCE:.0%}; graph / loop samples/s "
-          f"{summary['graph_over_loop_min']} to {summary['graph_over_loop_max']}; bottleneck: {summary['bottleneck']}")
-    save(NAME, {"summary": summary, "rows": rows}, engines=[Engine.LOOP, Engine.GRAPH])
+    print(f"{summary['agree']} of {summary['runs']} runs agree within {TOLERANCE:.0%} (swept runs: the graph's "
+          f"median within the loop's range); graph / loop samples/s {summary['graph_over_loop_min']} to "
+          f"{summary['graph_over_loop_max']}; bottleneck: {summary['bottleneck']}")
+    save(name, {"summary": summary, "rows": rows}, engines=[Engine.LOOP, Engine.GRAPH])
 
+
+def merge(source: str) -> None:
+    """The rows of bench/results/SOURCE.json (a run of some rows under --name SOURCE) into engines-sim.json, each
+    replacing the row of its study and run, stamped with the code version it was measured at (SOURCE's); the file's
+    own code version stays (a merge measures nothing)."""
+    got = load(RESULTS, f"{source}.json")
+    version = got["summary"]["code_version"]
+    target = load(RESULTS, f"{NAME}.json")
+    kept = {(r["study"], r["run"]): r for r in target["rows"]}
+    for r in got["rows"]:
+        kept[(r["study"], r["run"])] = {**r, "code_version": r.get("code_version", version)}
+    write(NAME, list(kept.values()), target["summary"]["code_version"])
 
 if __name__ == "__main__":
     main()
