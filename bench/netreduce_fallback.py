@@ -2,7 +2,8 @@
 to ring").
 
 A 2x2 leaf-spine fabric, 4 NetReduce workers (one reduction an iteration), links shaped to --bw; each round is one
-run with `--fault switch-crash:spine1@AT,restart=R` (spine1 aggregates job 1), on one network for every round.
+run with `--fault switch-crash:spine1@AT,restart=R` (spine1 aggregates job 1's all-reduces, on either engine), on one
+network for every round.
 Per round, from the run's results.json, the watch's records (gradswitch/experiment/netreduce_watch.py) and the
 workers' results (gradswitch/hosts/fallback.py):
 
@@ -42,11 +43,11 @@ SIZE_BYTES = 256 << 10
 
 
 def spec_of(iterations: int, bw: float, at: float, restart: float) -> ExperimentSpec:
-    """The scenario on the loop (engine = loop): spine1 aggregates the loop's NetReduce job 1, as
-    bench.sim_netreduce_fallback simulates it; the graph engine's all-reduces are job 2, aggregated on spine2, so on
-    the graph this fault would miss them (re-measuring on the graph needs its spine: not done yet)."""
+    """The scenario on the default engine: spine1 aggregates job 1's NetReduce all-reduces (the loop's job 1; the
+    graph engine's all-reduce switch job aggregates on its job's spine, the same), as bench.sim_netreduce_fallback
+    simulates it."""
     return spec_from_dict({"algo": "netreduce", "workers": 4, "topo": "leafspine", "size_bytes": SIZE_BYTES,
-                           "bw_mbps": bw, "iterations": iterations, "engine": "loop",
+                           "bw_mbps": bw, "iterations": iterations,
                            "faults": [f"switch-crash:spine1@{at:g},restart={restart:g}"]})
 
 

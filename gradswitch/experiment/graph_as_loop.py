@@ -12,13 +12,13 @@ from dataclasses import dataclass, replace
 from typing import cast
 
 from gradswitch.experiment.graph_run import START_MARGIN_S, GraphWorkload, graph_job
-from gradswitch.experiment.placement import Placement
+from gradswitch.experiment.placement import Placement, training_config
 from gradswitch.experiment.spec import ExperimentSpec
 from gradswitch.experiment.training_graph import DIGITS, spec_digits_graph, spec_graph
 from gradswitch.hosts.graph_job import GraphJob
 from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import JobGraph
-from gradswitch.workload.graph_iterations import rank_events, rank_iterations
+from gradswitch.workload.graph_iterations import iteration_float_errors, rank_events, rank_iterations
 from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.graph_timing import GraphRun, NodeStart, NodeTiming
 from gradswitch.workload.job import Algorithm, DType, JobConfig
@@ -56,7 +56,11 @@ def training_graph_jobs(spec: ExperimentSpec, topology: Topology) -> list[Traini
         run_spec, graph, dilation, payload = spec, spec_digits_graph(spec), 1.0, PayloadKind.DIGITS
     else:
         run_spec, graph, dilation = spec_graph(spec, spec.measurement.iterations)
-        payload = PayloadKind.SYNTHETIC
+        # a float32 job's all-reduces in a row carry the loop's float32 gradients on the hosts, so that its sums'
+        # error is known as the loop's (the simulator adds integers; a training graph's all-reduces, buckets and
+        # partitions of its tensors, carry synthetic int32 data: their error is not known)
+        floats = spec.workload.dtype == DType.FLOAT32 and training_config(spec) is None
+        payload = PayloadKind.GRADIENTS if floats and not spec.network.simulated else PayloadKind.SYNTHETIC
     # unshaped links (a run without training may leave bw_mbps out): no rate to bound the graph by, so the loop's
     # deadline, each iteration's
     iterations = spec.measurement.iterations
@@ -86,10 +90,14 @@ def on_clock(run: GraphRun, go: float, dilation: float) -> GraphRun:
 
 
 def loop_results(graph: JobGraph, run: GraphRun, ranks: dict[int, WorkerResult], training: JobConfig,
-                 check: CheckKind) -> dict[int, WorkerResult]:
+                 check: CheckKind, simulated: bool = False) -> dict[int, WorkerResult]:
     """Each rank's result as the training loop's worker `training.nodes[rank]` reports it (its iterations, timeline
     and plan; the transport's counters its own); a parameter server's as it is. With DLCP dropping (the job's
-    `dlcp`), each iteration's zero-filled packets and relative error, judged against its max_relative_error."""
+    `dlcp`), each iteration's zero-filled packets and relative error, judged against its max_relative_error. A
+    float32 job's max_abs_error: on the hosts, the largest error of the iteration's sums against the float64 sums
+    where its ranks carried float32 gradients (payload `gradients`: iteration_float_errors), else not known; on the
+    simulator (`simulated`), 0 for an exact check, as its loop reports it (it adds integers: sim/results.py
+    node_result)."""
     in_flight = training.training.in_flight if training.training is not None else 1
     figures: dict[str, int] | None = None  # the training loop's plan; the loop without training reports none
     if training.training is not None:
@@ -108,13 +116,16 @@ def loop_results(graph: JobGraph, run: GraphRun, ranks: dict[int, WorkerResult],
             out[node_id] = node
             continue
         mine = GraphRun(tuple(by_rank[node_id]), tuple(begun[node_id]))
+        float_errors = iteration_float_errors(graph, mine, node_id)
         iterations = []
         for record in rank_iterations(graph, mine, node_id, check, in_flight, training.dlcp):
             entry = iteration_entry(record)
-            if check != CheckKind.EXACT or training.dtype == DType.FLOAT32:
-                # a digest, or no check: the error is not known; float32: the ranks check the sums on the wire, not
-                # their error against the float64 sum (the loop's max_abs_error), so it is not known either
+            if check != CheckKind.EXACT:  # a digest, or no check: the error is not known
                 entry["max_abs_error"] = None
+            elif training.dtype == DType.FLOAT32 and not simulated:
+                # the ranks' decoded sums against the float64 sums where they carried float32 gradients; else (int32
+                # data standing in for a training's float32) the sums on the wire are checked, their error not known
+                entry["max_abs_error"] = float_errors.get(record.index)
             iterations.append(entry)
         if figures is None:  # all-reduces in a row: the loop's worker keeps its iterations only
             out[node_id] = cast(WorkerResult, {**node, "iterations": iterations})

@@ -11,7 +11,8 @@ the links) set the times (bottleneck.judge).
 
 With algo = netreduce the switches run the world group's all-reduce, reduce-scatter and all-gather, one
 NetReduce switch job per collective type (gradswitch/hosts/collectives/in_network.py), created for the run and removed
-after it; the report names the algorithm of each collective. The simulator's switches run the same three
+after it, the all-reduce job aggregating on the spine of the graph's own job id (the loop's NetReduce job's:
+aggregation_spine_of); the report names the algorithm of each collective. The simulator's switches run the same three
 (gradswitch/workload/graph.py IN_NETWORK), as the same NetReduce jobs (graph_job: GraphJob.in_network).
 
 A job's communication carries synthetic data here (any graph); graph_job also makes the job of payload train-digits
@@ -32,6 +33,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, cast
 
+from gradswitch.control.controls.netreduce import aggregation_spine
 from gradswitch.experiment import results_file
 from gradswitch.experiment.bottleneck import judge
 from gradswitch.experiment.netreduce_watch import NetReduceWatch
@@ -46,6 +48,7 @@ from gradswitch.hosts.collectives.in_network import NETREDUCE, algorithm, in_net
 from gradswitch.hosts.collectives.ops import all_ops, ops_of
 from gradswitch.hosts.collectives.ps import PS, key_count, layout, runs_on_servers, servers_run
 from gradswitch.hosts.graph_digits import digits_problem
+from gradswitch.hosts.graph_gradients import gradients_problem
 from gradswitch.hosts.graph_job import GraphJob, read_timing, timing_path
 from gradswitch.protocol.netreduce import JobLayout
 from gradswitch.roce.qp import Mode
@@ -291,6 +294,8 @@ def graph_job(topo: Topology, spec: ExperimentSpec, graph: JobGraph, *, dilation
         check_switch_jobs(graph, cfg, in_network)
     if payload == PayloadKind.DIGITS and (problem := digits_problem(cfg)) is not None:
         raise ExperimentError(f"{graph.name}: {problem}")
+    if payload == PayloadKind.GRADIENTS and (problem := gradients_problem(cfg)) is not None:
+        raise ExperimentError(f"{graph.name}: {problem}")
     job = GraphJob(replace(cfg, window=max(1, cfg.window // fan_in), iteration_timeout=timeout), graph, d, in_network,
                    payload)
     return job, placement
@@ -322,6 +327,16 @@ def k_of_n(cfg: JobConfig, kind: CollectiveKind) -> tuple[int | None, int]:
     return cfg.netreduce_k, cfg.netreduce_deadline_us
 
 
+def aggregation_spine_of(topo: Topology, job: GraphJob, kind: CollectiveKind) -> str | None:
+    """Where the graph's switch job of this collective type aggregates when its ranks sit on several leaves: the
+    all-reduces on the spine of the graph's own job id, the one the loop's NetReduce job of that id aggregates on
+    (so a fault aimed at the loop's aggregation spine hits the graph's too, and the same links carry them); a
+    reduce-scatter or all-gather job, which the loop has not, on its own id's (None: plan_job's default)."""
+    if kind != CollectiveKind.ALL_REDUCE:
+        return None
+    return aggregation_spine(topo, job.job.job_id, tuple(n.host for n in job.job.workers))
+
+
 @contextmanager
 def switch_jobs(net: Testbed, job: GraphJob, credits: int, ranks_dir: Path | None = None) -> Iterator[list[int]]:
     """The NetReduce switch jobs of the graph's in-network collectives (GraphJob.in_network), for the run:
@@ -339,7 +354,8 @@ def switch_jobs(net: Testbed, job: GraphJob, credits: int, ranks_dir: Path | Non
     try:
         for kind, job_id in sorted(job.in_network.items(), key=lambda kv: kv[1]):
             quorum, deadline_us = k_of_n(job.job, kind)
-            control.netreduce.create(job_id, hosts, credits, scatter=kind == CollectiveKind.REDUCE_SCATTER,
+            control.netreduce.create(job_id, hosts, credits, spine=aggregation_spine_of(net.topo, job, kind),
+                                     scatter=kind == CollectiveKind.REDUCE_SCATTER,
                                      gather=kind == CollectiveKind.ALL_GATHER, quorum=quorum, deadline_us=deadline_us)
             made.append(job_id)
         if ranks_dir is not None and made:

@@ -67,7 +67,7 @@ def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | No
     if workload is not None:
         return graph_results(spec, first, results[0], run_plan.topology, started, out_dir)
     nodes = {cfg.job_id: loop_results(tg.graph, result.run, result.sim.nodes[cfg.job_id], cfg,
-                                      CheckKind(str(result.check)))
+                                      CheckKind(str(result.check)), simulated=True)
              for tg, cfg, result in zip(tgs, trainings, results, strict=True)}
     return report_simulated(spec, trainings, run_plan.topology, replace(results[0].sim, nodes=nodes), started,
                             out_dir)

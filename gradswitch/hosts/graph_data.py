@@ -1,8 +1,9 @@
 """What a rank's communication nodes carry on the hosts' graph engine (gradswitch/hosts/graph_main.py): a `DataSource`
 gives each operation's input, the output it must have, and what happens when an operation ends; after the graph, its
 report (per-iteration records and a worker result's extra fields). The job's payload (GraphJob.payload) picks it
-(gradswitch/hosts/graph_sources.py): synthetic data from the seed (gradswitch/hosts/collectives/data.py, here) or the
-digits MLP's real gradients (gradswitch/hosts/graph_digits.py).
+(gradswitch/hosts/graph_sources.py): synthetic data from the seed (gradswitch/hosts/collectives/data.py, here), the
+digits MLP's real gradients (gradswitch/hosts/graph_digits.py) or the loop's float32 gradients
+(gradswitch/hosts/graph_gradients.py, whose checks also give each sum's error against the float64 sum).
 
 The runtime calls `input` as an operation starts, `finished` as soon as it ends (before anything that depends on
 it starts), and `expected` when it checks the output, in the order the operations ended. In a DLCP job, before a
@@ -58,6 +59,11 @@ class DataSource(Protocol):
         """The operation ended with this output (not yet checked); `contributors`: a k-of-N all-reduce's, the ranks
         each message's sum holds (None: every rank); `zero_filled`: packets its receives took as zeros."""
 
+    def float_error(self, op: Op, output: Int32Array) -> float | None:
+        """After `expected` (the operation's check): the largest absolute error of its output as numbers against the
+        float64 sum of its inputs' (float32 gradients: the loop's max_abs_error); None where its data are no
+        floats or the source does not say."""
+
     def report(self) -> SourceReport:
         """After the graph and its checks."""
 
@@ -92,6 +98,9 @@ class SyntheticData:
             if op.collective != CollectiveKind.ALL_REDUCE:
                 raise ValueError(f"{op.key}: only an all-reduce's sum holds some ranks alone, not {op.collective}'s")
             self.partial[op.key] = contributors
+
+    def float_error(self, op: Op, output: Int32Array) -> float | None:
+        return None  # int32 data
 
     def report(self) -> SourceReport:
         return SourceReport()

@@ -211,6 +211,9 @@ class DigitsData:
         it.train_s = self.train_s
         it.accuracy = self.batches.accuracy(self.model)
 
+    def float_error(self, op: Op, output: Int32Array) -> float | None:
+        return None  # the iteration's records carry it (report)
+
     def _grads(self, it: _Iteration) -> list[list[FloatArray]]:
         """Every worker's gradient on the iteration's parameters (their draws advance: computed once per iteration,
         in order)."""

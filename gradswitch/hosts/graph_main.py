@@ -90,6 +90,7 @@ class HostRuntime:
         self.wrong: dict[int, tuple[int, int]] = {}
         self.lossy = comm.dlcp is not None and comm.dlcp.drop  # trimmed packets are zero-filled within a budget
         self.loss: dict[int, tuple[float, float]] = {}
+        self.float_errors: dict[int, float] = {}  # float32 gradients: per node checked, its sum's error (known ones)
         self.received: dict[int, Received] = {}
         self._classed: set[int] = set()  # training iterations whose magnitude thresholds are set
 
@@ -148,6 +149,8 @@ class HostRuntime:
         began = time.monotonic()
         want = self.source.expected(self.ops[nid])
         self.wrong[nid] = (wrong_elements(output, want), len(output))
+        if (error := self.source.float_error(self.ops[nid], output)) is not None:
+            self.float_errors[nid] = error
         if self.lossy and len(output) == len(want):
             diff = output.astype(np.float64) - want.astype(np.float64)
             self.loss[nid] = (float(np.dot(diff, diff)), float(np.dot(want.astype(np.float64), want)))
@@ -260,7 +263,7 @@ def timings(job: GraphJob, rank: int, spans: dict[int, Span], runtime: HostRunti
         out.append(NodeTiming(rank, n.id, node_kind(n), (s.start - t0) / d, (s.end - t0) / d,
                               coll.collective if coll else None, coll.group if coll else None,
                               getattr(n, "nbytes", 0), checked, received.zero_filled if received else 0, error2,
-                              norm2))
+                              norm2, runtime.float_errors.get(n.id)))
     return out, wrong
 
 

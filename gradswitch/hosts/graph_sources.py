@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from gradswitch.hosts.collectives.ops import Op
 from gradswitch.hosts.graph_data import DataSource, SyntheticData
 from gradswitch.hosts.graph_digits import DigitsData
+from gradswitch.hosts.graph_gradients import GradientData
 from gradswitch.workload.graph_payload import PayloadKind
 from gradswitch.workload.job import JobConfig
 
@@ -18,4 +19,6 @@ def data_source(payload: PayloadKind, cfg: JobConfig, rank: int, ops: Mapping[in
         return SyntheticData(cfg.seed)
     if payload == PayloadKind.DIGITS:
         return DigitsData(cfg, rank, ops)
+    if payload == PayloadKind.GRADIENTS:
+        return GradientData(cfg, rank, ops)
     raise ValueError(f"payload {payload!r}: the hosts carry {', '.join(str(k) for k in PayloadKind)}")

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -158,10 +159,16 @@ def read(out_dir: Path, jobs: list[JobConfig]) -> SimResult:
 
 def tables(topology: Topology, jobs: list[JobConfig], settings: SimSettings, out_dir: Path) -> dict[str, Any]:
     """The simulator's forwarding tables and NetReduce aggregation trees for a run (for tests)."""
+    return config_tables(run_config(topology, jobs, settings), out_dir)
+
+
+def config_tables(config: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
+    """The simulator's forwarding tables and NetReduce aggregation trees for a configuration it would run (a graph
+    run's too: gradswitch.sim.graph_run.config; for tests)."""
     s = built()
     out_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = out_dir / "sim-config.json"
-    cfg_path.write_text(json.dumps(run_config(topology, jobs, settings), separators=(",", ":")))
+    cfg_path.write_text(json.dumps(config, separators=(",", ":")))
     proc = subprocess.run([str(s.binary), "--config", str(cfg_path), "--tables"], capture_output=True, text=True,
                           check=False)
     if proc.returncode != 0:

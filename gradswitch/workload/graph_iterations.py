@@ -157,6 +157,17 @@ def _last_end(graph: JobGraph, timed: list[tuple[NodeTiming, NodeName]], rank: i
     return max(ends) if len(ends) == len(waited) else None
 
 
+def iteration_float_errors(graph: JobGraph, run: GraphRun, rank: int) -> dict[int, float]:
+    """Per iteration of the rank whose sums carried float32 gradients (NodeTiming.float_error: the hosts' payload
+    `gradients`), the largest absolute error of its sums against the float64 sums, the loop's max_abs_error; an
+    iteration of which no node says is left out (not known)."""
+    out: dict[int, float] = {}
+    for t, p in _rank_timings(graph, run, rank):
+        if t.float_error is not None:
+            out[p.iteration] = max(out.get(p.iteration, 0.0), t.float_error)
+    return out
+
+
 @dataclass
 class _IterationCheck:
     """One iteration's all-reduces on a rank: whether each held its sum (DLCP: but for zero-filled contributions),

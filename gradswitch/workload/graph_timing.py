@@ -34,6 +34,10 @@ class NodeTiming:
     zero_filled: int = 0
     error2: float = 0.0
     norm2: float = 0.0
+    # float32 gradients (the hosts' payload `gradients`): its output decoded, its largest absolute error against the
+    # float64 sum of the ranks' gradients (the loop's max_abs_error); None: not known (integers, exponent codes, or
+    # a payload without floats)
+    float_error: float | None = None
 
     @property
     def duration_s(self) -> float:
@@ -123,7 +127,8 @@ class GraphRun:
             {"rank": n.rank, "node_id": n.node_id, "kind": n.kind, "start_s": n.start_s, "end_s": n.end_s,
              "collective": None if n.collective is None else n.collective.value, "group": n.group,
              "nbytes": n.nbytes, "checked": n.checked, "zero_filled": n.zero_filled, "error2": n.error2,
-             "norm2": n.norm2} for n in self.nodes]}
+             "norm2": n.norm2, **({} if n.float_error is None else {"float_error": n.float_error})}
+            for n in self.nodes]}
         if self.started:  # (absent: none, as a run that did not stop)
             out["started"] = [{"rank": n.rank, "node_id": n.node_id, "start_s": n.start_s} for n in self.started]
         return out
@@ -136,7 +141,8 @@ class GraphRun:
             NodeTiming(int(x["rank"]), int(x["node_id"]), str(x["kind"]), float(x["start_s"]), float(x["end_s"]),
                        None if x["collective"] is None else CollectiveKind(x["collective"]), x["group"],
                        int(x["nbytes"]), x["checked"], int(x.get("zero_filled", 0)), float(x.get("error2", 0.0)),
-                       float(x.get("norm2", 0.0))) for x in d["nodes"]),
+                       float(x.get("norm2", 0.0)),
+                       None if x.get("float_error") is None else float(x["float_error"])) for x in d["nodes"]),
             tuple(NodeStart(int(x["rank"]), int(x["node_id"]), float(x["start_s"])) for x in d.get("started", [])))
 
 

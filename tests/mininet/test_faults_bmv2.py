@@ -97,10 +97,10 @@ def test_a_leafspine_ring_rides_through_a_spine_link_going_down(tmp_path):
 
 
 def test_a_spine_crash_in_a_leafspine_netreduce_run_falls_back_to_ring_with_exact_sums(tmp_path):
-    """On the default engine, the graph's: its all-reduces are NetReduce job 2, aggregated on spine2 (the loop's job 1
-    on spine1, `(job - 1)` mod the spines)."""
+    """On the default engine, the graph's: its all-reduces are NetReduce job 2, aggregated on spine1, the spine of the
+    graph's job 1 (as the loop's job 1, `(job - 1)` mod the spines)."""
     spec = spec_from_dict({**BASE, "algo": "netreduce", "topo": "leafspine", "iterations": 20,
-                           "faults": ["switch-crash:spine2@3"]})
+                           "faults": ["switch-crash:spine1@3"]})
     out = tmp_path / "run"
     report = run_experiment(spec, out, progress=False)
     assert report["ok"], report["errors"]
@@ -109,8 +109,8 @@ def test_a_spine_crash_in_a_leafspine_netreduce_run_falls_back_to_ring_with_exac
     (fault,) = report["faults"]
     assert fault["outcome"] == "recovered" and fault["fallback"] == "ring", fault
     assert 0 <= fault["time_to_detect_s"] <= fault["time_to_recover_s"] < 2.0, fault
-    assert "never returned to it" in fault["detail"]  # spine2 stayed down
-    assert "spine2" not in report["switches"]  # a dead switch is not read
+    assert "never returned to it" in fault["detail"]  # spine1 stayed down
+    assert "spine1" not in report["switches"]  # a dead switch is not read
     table = (out / "table.txt").read_text().splitlines()
     assert "fell back to ring" in table[1]
     assert_nothing_left(out, "leafspine")
@@ -175,7 +175,7 @@ def test_a_netreduce_training_graph_falls_back_to_ring_when_its_spine_crashes_as
     mid-run and restarted, on the graph engine and on the loop, on one network: on both the workers fall back to
     ring (the control plane's signal, gradswitch/hosts/fallback.py), every iteration completes exact, and the
     fault is recorded recovered with `fallback = "ring"`. The graph's all-reduces are NetReduce job 2 (the graph's
-    own job id + 1), which aggregates on spine2; the loop's job 1 on spine1: each run's fault hits its own."""
+    own job id + 1), which aggregates on spine1, its graph's job 1's spine, as the loop's job 1: one fault for both."""
     iterations = 12
     base: dict[str, Any] = {"algo": "netreduce", "workers": 4, "topo": "leafspine", "workload": "resnet50",
                             "scale": 0.008, "bw_mbps": 20.0, "iterations": iterations, "warmup": 1,
@@ -183,7 +183,7 @@ def test_a_netreduce_training_graph_falls_back_to_ring_when_its_spine_crashes_as
     outcomes: dict[str, tuple[int, str, str | None]] = {}
     first = spec_from_dict(base)
     with Testbed(topology_for(first), NetworkOptions(run_dir=tmp_path / "net")) as net:
-        for engine, spine in (("graph", "spine2"), ("loop", "spine1")):
+        for engine, spine in (("graph", "spine1"), ("loop", "spine1")):
             spec = spec_from_dict({**base, "engine": engine, "faults": [f"switch-crash:{spine}@2,restart=3"]})
             out = tmp_path / engine
             report = run_on(net, spec, out, progress=False)

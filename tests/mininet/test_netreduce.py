@@ -113,19 +113,26 @@ def test_a_smaller_job_after_a_larger_one_on_one_network(tmp_path):
 
 
 def test_float32_fixed_scale_and_shared_exponent(tmp_path):
-    """The same float32 gradients summed by the switch in both float modes: both exact on the wire,
-    the per-packet exponent far closer to the float64 sum. On the loop (engine = loop): the graph engine's ranks check
-    the sums on the wire but compute no float error against the float64 sum (results.json leaves max_abs_error out,
-    gradswitch/experiment/graph_as_loop.py), the figure this test compares."""
-    errors = {}
+    """The same float32 gradients summed by the switch in both float modes, on both engines: exact on the wire, the
+    per-packet exponent far closer to the float64 sum. The graph engine (the default) carries the loop's float32
+    gradients (payload `gradients`, gradswitch/hosts/graph_gradients.py): each iteration's error the loop's, to the
+    bit (the same gradients from the job's seed, the same integer sums)."""
+    errors: dict[tuple[str, str], list[float]] = {}
     with Testbed(rack(hosts=4, bw_mbps=4.0), NetworkOptions(run_dir=tmp_path / "net")) as net:
-        for mode in ("fixed", "exponent"):
-            spec = spec_from_dict({**BASE, "dtype": "float32", "float_mode": mode, "engine": "loop"})
-            report = run_on(net, spec, tmp_path / mode)
-            assert exact(report), report["errors"]
-            errors[mode] = report["headline_extra"]["max_abs_error"]
-    assert 0 < errors["fixed"] <= 4 * 2.0**-21  # N * 2**-(bits+1), bits = 20
-    assert 0 < errors["exponent"] < errors["fixed"] / 100
+        for engine in ("graph", "loop"):
+            for mode in ("fixed", "exponent"):
+                spec = spec_from_dict({**BASE, "dtype": "float32", "float_mode": mode, "engine": engine})
+                report = run_on(net, spec, tmp_path / f"{engine}-{mode}")
+                assert exact(report), (engine, report["errors"])
+                assert report["spec"]["engine"] == engine
+                its = [it["max_abs_error"] for it in report["iterations"]]
+                assert report["headline_extra"]["max_abs_error"] == max(its), engine
+                errors[(engine, mode)] = its
+    for engine in ("graph", "loop"):
+        assert all(0 < e <= 4 * 2.0**-21 for e in errors[(engine, "fixed")])  # N * 2**-(bits+1), bits = 20
+        assert max(errors[(engine, "exponent")]) < max(errors[(engine, "fixed")]) / 100
+    assert errors[("graph", "fixed")] == errors[("loop", "fixed")], errors
+    assert errors[("graph", "exponent")] == errors[("loop", "exponent")], errors
 
 
 def test_two_jobs_at_once(tmp_path):

@@ -4,9 +4,9 @@ BMv2 (gradswitch/hosts/fallback.py, gradswitch/experiment/netreduce_watch.py): a
 not; every iteration exact, the reductions between the two agreements by ring, the later ones by the switch again. On a
 rack the only switch cannot be replaced by ring: the job stops at once, naming the switch.
 
-The leaf-spine tests run the loop (engine = loop): the fault's target, spine1, is the aggregation switch of the loop's
-NetReduce job 1; the graph engine's all-reduces are NetReduce job 2, aggregated on spine2, and its fallback and return
-are tests/mininet/test_faults_bmv2.py's (the same run on both engines, each engine's own spine killed)."""
+The tests run the default engine, the graph's: the fault's target, spine1, aggregates its all-reduce switch job as it
+does the loop's NetReduce job 1 (the switch job aggregates on its graph's job id's spine);
+tests/mininet/test_faults_bmv2.py runs a training's fallback and return on both engines, the same spine killed."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ pytestmark = pytest.mark.mininet
 
 BASE: dict[str, Any] = {"algo": "netreduce", "workers": 4, "topo": "leafspine", "size_bytes": 256 << 10,
                         "bw_mbps": 20.0}
-LOOP_SPINE1 = {"engine": "loop"}  # spine1 aggregates the loop's job 1 (the graph's job 2: spine2)
 
 
 def worker_results(out: Path) -> list[dict[str, Any]]:
@@ -43,7 +42,7 @@ def exact(report: dict[str, Any], iterations: int) -> bool:
 
 def test_spine_killed_and_restarted_falls_back_to_ring_and_returns(tmp_path):
     iterations = 50
-    spec = spec_from_dict({**BASE, **LOOP_SPINE1, "iterations": iterations,
+    spec = spec_from_dict({**BASE, "iterations": iterations,
                            "faults": ["switch-crash:spine1@3,restart=4"]})
     report = run_experiment(spec, tmp_path, progress=False)
     assert report["ok"] and exact(report, iterations), report["errors"]
@@ -75,7 +74,7 @@ def test_spine_killed_and_restarted_falls_back_to_ring_and_returns(tmp_path):
 
 def test_spine_killed_for_good_leaves_the_rest_of_the_run_to_ring(tmp_path):
     iterations = 20
-    spec = spec_from_dict({**BASE, **LOOP_SPINE1, "iterations": iterations, "faults": ["switch-crash:spine1@2"]})
+    spec = spec_from_dict({**BASE, "iterations": iterations, "faults": ["switch-crash:spine1@2"]})
     report = run_experiment(spec, tmp_path, progress=False)
     assert report["ok"] and exact(report, iterations), report["errors"]
     for w in worker_results(tmp_path):

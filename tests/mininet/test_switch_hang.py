@@ -33,9 +33,9 @@ from gradswitch.workload.job import JobConfig
 from tests.results import read, run_on
 
 pytestmark = pytest.mark.mininet
-# The default engine's NetReduce switch job (the graph's in-network all-reduces, job 2) aggregates on spine2 of the
-# 2x2 leaf-spine (the loop's job 1 on spine1: docs/performance.md, "What is left before the loops go").
-AGGREGATION_SPINE = "spine2"
+# The default engine's NetReduce switch job (the graph's in-network all-reduces, job 2) aggregates on spine1 of the
+# 2x2 leaf-spine, the spine of its graph's job 1, as the loop's job 1 does.
+AGGREGATION_SPINE = "spine1"
 
 SLACK_S = 1.0  # the loaded machine's: a heartbeat round's own time, the event's thread
 

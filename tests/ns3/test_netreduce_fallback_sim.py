@@ -152,15 +152,15 @@ def test_the_fallback_and_return_agree_with_bmv2(tmp_path: Path) -> None:
 
 
 def test_the_fallback_through_the_orchestration_names_it_in_results_json(tmp_path: Path) -> None:
-    # the default engine's: the graph's in-network all-reduces are switch job 2, aggregated on spine2 (the loop's
-    # job 1 on spine1: docs/performance.md, "What is left before the loops go")
-    spec = netreduce(faults=(parse_fault(f"switch-crash:spine2@{CRASH_AT_S}"),))
+    # the default engine's: the graph's in-network all-reduces are switch job 2, aggregated on spine1, the spine of the
+    # graph's job 1 (as the loop's job 1)
+    spec = netreduce(faults=(parse_fault(f"switch-crash:spine1@{CRASH_AT_S}"),))
     report = run_experiment(spec, tmp_path / "run", progress=False)
     saved = results_file.read(tmp_path / "run" / "results.json")
     assert report["summary"]["correct"] and saved["fault_outcome"] == "recovered"
     assert len(saved["iterations"]) == spec.measurement.iterations
     [f] = saved["faults"]
-    assert (f["label"], f["outcome"], f["fallback"]) == (f"switch-crash:spine2@{CRASH_AT_S:g}", "recovered", "ring")
+    assert (f["label"], f["outcome"], f["fallback"]) == (f"switch-crash:spine1@{CRASH_AT_S:g}", "recovered", "ring")
     assert f["time_to_detect_s"] == pytest.approx(SimSettings().switch_detect_s, abs=1e-9)
     assert f["time_to_recover_s"] > f["time_to_detect_s"]
     through = f["throughput_it_s"]
@@ -173,9 +173,10 @@ def test_a_netreduce_training_graph_falls_back_and_returns_as_the_loop_does(tmp_
     """engine = graph on the simulator: a ResNet-50 NetReduce training job (4 workers, 2x2 leaf-spine) whose
     aggregation spine crashes mid-run and is restarted falls back to ring and returns as the training loop's does
     (the fault schedule drives the graph ranks' NetReduce worker of the graph's all-reduce switch job, job 2, which
-    aggregates on spine2; the loop's job 1 on spine1): every iteration exact on both engines, the fault recovered
-    with `fallback = "ring"`, the same agreed first message on every rank, back on the switch, and the iterations
-    before the crash, wholly on ring (before the return's agreement) and after the return within 1 % of the loop's.
+    aggregates on spine1, its graph's job 1's spine, as the loop's job 1 does): every iteration exact on both engines,
+    the fault recovered with `fallback = "ring"`, the same agreed first message on every rank, back on the switch, and
+    the iterations before the crash, wholly on ring (before the return's agreement) and after the return within 1 % of
+    the loop's.
     The iteration the return falls in is left out: how much ring and switch traffic meet on a link then follows from
     how ECMP hashes the job's queue pairs, whose numbers hold the job id (tried with ECMP seeds 1-4: either engine
     met retransmissions there, or neither)."""
@@ -183,7 +184,7 @@ def test_a_netreduce_training_graph_falls_back_and_returns_as_the_loop_does(tmp_
                             "scale": 0.008, "bw_mbps": 20.0, "iterations": ITERATIONS, "warmup": 1, "backend": "ns3",
                             "emulate": {"link_gbps": 10.0, "batch": 32}}
     phases: dict[str, tuple[float, float, float]] = {}
-    for engine, spine in (("graph", "spine2"), ("loop", "spine1")):
+    for engine, spine in (("graph", "spine1"), ("loop", "spine1")):
         spec = spec_from_dict({**base, "engine": engine, "faults": [f"switch-crash:{spine}@1.5,restart=3"]})
         out = tmp_path / engine
         run_experiment(spec, out, progress=False)

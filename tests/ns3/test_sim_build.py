@@ -7,14 +7,19 @@ import pytest
 
 from gradswitch.control.controls.netreduce import plan_job
 from gradswitch.control.routing import compute_routes
+from gradswitch.protocol.netreduce import MTU as NETREDUCE_MTU
 from gradswitch.protocol.netreduce import JobLayout
 from gradswitch.protocol.p4_constants import CONFIG
 from gradswitch.sim.build import status
-from gradswitch.sim.run import constants, tables
+from gradswitch.sim.graph_run import config, document
+from gradswitch.sim.run import config_tables, constants, tables
 from gradswitch.sim.sim_settings import SimSettings
 from gradswitch.topology.generators import build_topology, fattree, leafspine, rack
 from gradswitch.topology.model import Topology
+from gradswitch.workload.graph import CollectiveKind, CollectiveNode, JobGraph, RankGraph, world_group
 from gradswitch.workload.job import Algorithm, JobConfig, Node, Role
+
+K = CollectiveKind
 
 pytestmark = pytest.mark.ns3
 
@@ -89,6 +94,37 @@ def test_leafspine_aggregation_spine_is_plan_jobs(tmp_path, job_id):
     for leaf in ("leaf1", "leaf2", "leaf3"):
         assert roles[leaf]["parent"] == plan.aggregation_switch
         assert roles[leaf]["ranks"] == [r for r, h in enumerate(hosts) if topo.attachment(h)[0] == leaf]
+
+
+def test_a_graphs_all_reduce_switch_job_aggregates_on_its_graph_jobs_spine(tmp_path):
+    """A graph's world all-reduce switch job aggregates on the spine of the graph's own job id, where the loop's
+    NetReduce job of that id does and where the control plane installs it on BMv2 (graph_run.aggregation_spine_of);
+    its reduce-scatter and all-gather jobs on their own ids' spines; two graph jobs at once each on its own job's."""
+    topo = leafspine(2, 2, 4)
+    kinds = (K.ALL_REDUCE, K.REDUCE_SCATTER, K.ALL_GATHER)
+
+    def graph(name: str) -> JobGraph:
+        ranks = tuple(RankGraph(r, tuple(CollectiveNode(i, str(k), k, "world", 1 << 16, (i - 1,) if i else ())
+                                         for i, k in enumerate(kinds))) for r in range(4))
+        return JobGraph(name, ranks, (world_group(4),))
+
+    def job(job_id: int, hosts: list[str]) -> JobConfig:
+        nodes = tuple(Node(i, Role.WORKER, h, topo.host(h).ip) for i, h in enumerate(hosts))
+        return JobConfig(algo=Algorithm.RING, nodes=nodes, iterations=1, mtu=NETREDUCE_MTU, job_id=job_id)
+
+    one, two = ["h1", "h5", "h2", "h6"], ["h3", "h7", "h4", "h8"]  # each job's ranks on both leaves
+    # ids chosen so that each all-reduce job's own id would pick the other spine: (4 - 1) mod 2 = 1, (3 - 1) mod 2 = 0
+    first = {K.ALL_REDUCE: 4, K.REDUCE_SCATTER: 5, K.ALL_GATHER: 6}
+    second = {K.ALL_REDUCE: 3}
+    g1, g2 = graph("one"), graph("two")
+    doc = document(topo, SimSettings(), [(g1, job(1, one), first), (g2, job(2, two), second)], one + two)
+    trees = config_tables(doc, tmp_path)["netreduce_trees"]
+    assert trees["4"]["root"] == plan_job(topo, JobLayout(1, 4, 4), tuple(one)).aggregation_switch == "spine1"
+    assert trees["3"]["root"] == plan_job(topo, JobLayout(2, 4, 4), tuple(two)).aggregation_switch == "spine2"
+    assert trees["5"]["root"] == "spine1" and trees["6"]["root"] == "spine2"  # (5 - 1), (6 - 1) mod 2
+    # one graph alone, as an experiment numbers it (graph_job: the job's id + 1 on): job 2 on job 1's spine
+    alone, _ = config(g1, topo, SimSettings(), job=job(1, one), in_network={K.ALL_REDUCE: 2})
+    assert config_tables(alone, tmp_path / "alone")["netreduce_trees"]["2"]["root"] == "spine1"
 
 
 def test_fattree_aggregates_at_every_level(tmp_path):

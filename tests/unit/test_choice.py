@@ -36,4 +36,4 @@ def test_a_choice_prints_and_compares_as_its_value() -> None:
         assert isinstance(kind, Choice) and isinstance(kind, Enum)
         assert str(kind) == kind.value and f"{kind}" == kind.value and kind == kind.value
     assert CollectiveKind("all_gather") is CollectiveKind.ALL_GATHER
-    assert PayloadKind.names() == ["synthetic", "train-digits"]
+    assert PayloadKind.names() == ["synthetic", "train-digits", "gradients"]

@@ -5,13 +5,15 @@ order a rank starts them, and how the job file and the report carry it; the runs
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import cast
 
 import numpy as np
 import pytest
 
-from gradswitch.experiment.graph_run import graph_job, graph_spec, summarize
+from gradswitch.control.netreduce_jobs import place_job
+from gradswitch.experiment.graph_run import aggregation_spine_of, graph_job, graph_spec, summarize
 from gradswitch.experiment.spec import Backend, ExperimentError
 from gradswitch.hosts.collectives.in_network import (
     HOST_ALGORITHM,
@@ -162,6 +164,32 @@ def test_job_file_carries_the_switch_jobs_and_the_spec_sets_them() -> None:
     # the simulator's switches run the same three, as the same switch jobs
     sim, _ = graph_job(topo, spec.but(backend=Backend.NS3), g)
     assert sim.in_network == {K.ALL_REDUCE: 2, K.REDUCE_SCATTER: 3, K.ALL_GATHER: 4}
+
+
+def test_the_all_reduce_switch_job_aggregates_on_its_graph_jobs_spine_as_the_loops_job() -> None:
+    """On the 2x2 leaf-spine, a graph's all-reduce switch job (2) aggregates where the loop's NetReduce job 1 does
+    (spine1: `(job - 1)` mod the spines), not where its own id would (spine2); its reduce-scatter and all-gather jobs
+    on their own ids' spines; a second graph job's all-reduce on that job's spine (spine2), whatever its id."""
+    topo = build_topology("leafspine", leaves=2, spines=2, hosts_per_leaf=4, bw_mbps=8.0)
+    g = mixed()
+    job, _ = graph_job(topo, graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), g)
+    hosts = tuple(n.host for n in job.job.workers)
+    assert len({topo.attachment(h)[0] for h in hosts}) == 2  # its ranks on both leaves: a spine aggregates
+    assert job.job.job_id == 1 and job.in_network[K.ALL_REDUCE] == 2
+    loop = place_job(topo, 1, hosts, 4, []).aggregation_switch
+    assert loop == "spine1" and place_job(topo, 2, hosts, 4, []).aggregation_switch == "spine2"
+    assert aggregation_spine_of(topo, job, K.ALL_REDUCE) == loop
+    assert aggregation_spine_of(topo, job, K.REDUCE_SCATTER) is None  # plan_job's default: its own id's
+    assert aggregation_spine_of(topo, job, K.ALL_GATHER) is None
+    # as the control plane installs it (the spine it is given)
+    placed = place_job(topo, 2, hosts, 4, [], aggregation_spine_of(topo, job, K.ALL_REDUCE))
+    assert placed.aggregation_switch == "spine1"
+    second = replace(job, job=replace(job.job, job_id=2), in_network={K.ALL_REDUCE: 6})
+    assert aggregation_spine_of(topo, second, K.ALL_REDUCE) == "spine2"
+    # one switch under every rank: it aggregates them alone, no spine to choose
+    rack = build_topology("rack", hosts=4, bw_mbps=8.0)
+    on_rack, _ = graph_job(rack, graph_spec(g, bw_mbps=8.0, algo=Algorithm.NETREDUCE), g)
+    assert aggregation_spine_of(rack, on_rack, K.ALL_REDUCE) is None
 
 
 def test_too_many_ranks_for_an_in_network_reduce_scatter_refused() -> None:

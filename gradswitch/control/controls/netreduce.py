@@ -129,8 +129,24 @@ class JobPlan:
     aggregation_switch: str  # the flat switch, or the aggregation spine
 
 
+def _spines_of(topo: Topology, edges: list[str]) -> list[str]:
+    """The switches, in switch order, linked to every one of these edge switches (a job's candidate aggregators)."""
+    return [s.name for s in topo.switches if s.name not in edges
+            and all(any(lk.other(s.name)[0] == e for lk in topo.links_of(s.name)) for e in edges)]
+
+
+def aggregation_spine(topo: Topology, job: int, workers: tuple[str, ...]) -> str | None:
+    """The spine that aggregates job `job` on these worker hosts by default (the (job - 1)-th, in switch order, of
+    those linked to every leaf of the job, as `plan_job` chooses it and the simulator's Topology::Tree); None when
+    the workers share one switch (it aggregates them alone) or no switch links their leaves (`plan_job` refuses)."""
+    edges = sorted({topo.attachment(w)[0] for w in workers})
+    candidates = _spines_of(topo, edges) if len(edges) > 1 else []
+    return candidates[(job - 1) % len(candidates)] if candidates else None
+
+
 def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine: str | None = None) -> JobPlan:
-    """Entries (without region base or member ids: see `bind`) for every switch of the job."""
+    """Entries (without region base or member ids: see `bind`) for every switch of the job; `spine`: the switch that
+    aggregates it when its workers sit on several (default: `aggregation_spine` of its job number)."""
     if len(workers) != layout.workers:
         raise TopologyError(f"job {layout.job}: {len(workers)} hosts for {layout.workers} workers")
     if len(set(workers)) != len(workers):
@@ -182,8 +198,7 @@ def plan_job(topo: Topology, layout: JobLayout, workers: tuple[str, ...], spine:
         raise TopologyError(f"job {job}: k = {layout.need} of {n} needs every worker on one switch (its hosts "
                             f"{', '.join(workers)} are on {', '.join(edges)}): a leaf cannot tell which k of the job's "
                             "N are in; use a rack topology or k = N")
-    candidates = [s.name for s in topo.switches if s.name not in edges
-                  and all(any(lk.other(s.name)[0] == e for lk in topo.links_of(s.name)) for e in edges)]
+    candidates = _spines_of(topo, edges)
     if spine is not None:
         if spine not in candidates:
             raise TopologyError(f"job {job}: {spine} is not linked to every leaf of the job ({edges})")

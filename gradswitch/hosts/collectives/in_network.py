@@ -10,7 +10,10 @@ group) stays on the hosts' algorithms (gradswitch/hosts/collectives/ops.py).
 One switch job per collective type, each with its own job id, queue pairs and message numbers: a switch job
 reads a message's owner one way (reduce-scatter or all-gather, gradswitch.protocol.netreduce.JobLayout), and the hosts'
 own algorithms use the graph's job id, whose packets the switches must not aggregate. The ids follow the
-graph's: job + 1, + 2, + 3 for all-reduce, reduce-scatter, all-gather (only those the graph has).
+graph's: job + 1, + 2, + 3 for all-reduce, reduce-scatter, all-gather (only those the graph has). Where the ranks sit
+on several leaves, the all-reduce job aggregates on the spine of the graph's own job id, where the loop's NetReduce
+job of that id aggregates (gradswitch/experiment/graph_run.py aggregation_spine_of; the simulator's Topology::Tree
+the same); the others on their own ids' spines.
 
 Every rank starts a job's operations in the same order (NetReduce gives message numbers as an operation
 starts, and message k must carry the same chunk everywhere): the order of the world group's collectives in

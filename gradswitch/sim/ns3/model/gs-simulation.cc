@@ -472,7 +472,10 @@ Simulation::BuildNetReduceJob(size_t j, const NetReduceJobRef& nrRef, const std:
                           " credits, but a reduce-scatter's or all-gather's switch job takes at most " +
                           std::to_string(kMaxCredits) + " (its owner field sits above the window index)");
     }
-    const AggregationTree& tree = m_trees[j][nrJob] = m_topo->Tree(nrJob, workerHosts);
+    // the aggregation switch: an all-reduce switch job's is its job's (a graph's all-reduces aggregate where the
+    // loop's job of the graph's id does), a graph's reduce-scatter or all-gather job's its own id's
+    uint32_t treeJob = nrRef.owners == NrOwners::None ? job.jobId : nrJob;
+    const AggregationTree& tree = m_trees[j][nrJob] = m_topo->Tree(treeJob, workerHosts);
     std::vector<uint32_t> ranks;
     for (uint32_t r = 0; r < workerHosts.size(); r++)
     {

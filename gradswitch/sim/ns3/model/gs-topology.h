@@ -141,7 +141,8 @@ class Topology
     /// is up; an edge switch it cannot reach gets no route (-1), which drops its packets.
     ForwardingTable Forwarding(uint32_t sw, const Outage& out) const;
 
-    /// The aggregation tree of a NetReduce job whose workers (rank order) sit on these hosts.
+    /// The aggregation tree of a NetReduce job whose workers (rank order) sit on these hosts; `job` picks its root
+    /// among equals (the (job - 1)-th), the id of the job whose switch job it is for an all-reduce (gs-simulation.cc).
     AggregationTree Tree(uint32_t job, const std::vector<uint32_t>& workerHosts) const;
 
   private:
