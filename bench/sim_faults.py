@@ -223,6 +223,7 @@ def study(fabrics: Sequence[Fabric], seeds: Sequence[int], iterations: int, out:
     and the run's length are in RTOs, so a smaller one shortens the runs in proportion (its test's)."""
     if jobs < 1:
         raise ValueError(f"jobs = {jobs}: give 1 (one run at a time) or more")
+    version = code_version()  # the code the runs start from (an edit while they run does not change them)
     runs: list[Run] = []
     lengths: dict[str, int] = {}
     for fabric in fabrics:
@@ -242,7 +243,7 @@ def study(fabrics: Sequence[Fabric], seeds: Sequence[int], iterations: int, out:
     return {"model": MODEL, "scale": scale, "algo": "ring", "rate_mbps": RATE_MBPS, "min_rto_ms": min_rto_ms,
             "iterations": lengths, "seeds": list(seeds), "slow_factor": SLOW_FACTOR,
             "switch_detect_s": SWITCH_DETECT_S, "link_detect_s": LINK_DETECT_S, "assumption": ASSUMPTION,
-            "code_version": code_version(), "limits": runs[0].limits if runs else {},
+            "code_version": version, "limits": runs[0].limits if runs else {},
             "runs": [asdict(r) for r in runs], "summary": summarize(runs)}
 
 

@@ -123,6 +123,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/gradswitch-sim-netreduce-fallback"))
     parser.add_argument("--name", default="sim-netreduce-fallback", help="bench/results/NAME.json")
     args = parser.parse_args()
+    version = code_version()  # the code the runs start from (an edit while they run does not change them)
     cases = {}
     for name in BMV2_RESULTS:
         bmv2 = load(RESULTS, name)
@@ -134,7 +135,7 @@ def main() -> None:
               + (" [BMv2 machine-bound: not a cross-validation]" if case["bmv2_machine_bound"] else ""))
     loads = [r["busiest_link_load"] for c in cases.values() for r in c["runs"]]
     figures = Limits.simulated_figures(max(loads))
-    path = save(args.name, {"code_version": code_version(), "seeds": args.seeds, "cases": cases, **figures},
+    path = save(args.name, {"code_version": version, "seeds": args.seeds, "cases": cases, **figures},
                 engines=(Engine.GRAPH,))  # every run went through simulate_spec: the graph engine
     print(f"wrote {path}")
 
