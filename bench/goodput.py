@@ -7,7 +7,9 @@ by checkpoint restart or by recovery in place, its fabric's iteration measured o
                             [--sweep-days 365] [--measured-only] [--name goodput]
 
 The options are `gradswitch goodput`'s, and --name. Writes bench/results/NAME.json (the study's document, with
-the toolchain, as every benchmark's) and NAME.png. The ns-3 runs are kept under --out (resumable).
+the toolchain, as every benchmark's) and NAME.png. The ns-3 runs are kept under --out (resumable): each is the job's
+spec on the simulator's graph engine (a run kept there from before, by the simulator's loop, is read as it is and
+named so: `engine` of each run, `engines` of the file).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench.common import DIRECT_SIM_LOOP, RESULTS, save
+from bench.common import RESULTS, save
 from gradswitch.cli.goodput import add_arguments, options_of
-from gradswitch.experiment.goodput_study import GoodputError, plot, report_lines, run_study
+from gradswitch.experiment.goodput_study import GoodputError, plot, report_lines, run_study, study_engines
 
 
 def main() -> None:
@@ -31,7 +33,7 @@ def main() -> None:
         raise SystemExit(f"error: {e}") from None
     for line in report_lines(document):
         print(line)
-    path = save(args.name, document, engines=DIRECT_SIM_LOOP)  # the study hands the simulator job configurations
+    path = save(args.name, document, engines=study_engines(document))  # its ns-3 runs' (kept runs name theirs)
     plot(document, RESULTS / f"{args.name}.png")
     print(f"wrote {path} and {RESULTS / (args.name + '.png')}")
 

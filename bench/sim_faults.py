@@ -18,7 +18,13 @@ bench/results/switch-faults.json): "time to detect" on the simulator is that del
 recover IS measured: from the fault until the last queue pair it stalled made progress again (RC retransmission,
 its timer doubling from the job's RTO). A simulated figure does not depend on this machine's load.
 
-    python -m bench.sim_faults [--seeds 3] [--iterations 40] [--fabric leafspine --fabric fattree]
+Every run is the job's spec run on the simulator's graph engine through the package's pipeline
+(gradswitch/experiment/simulated_graph.py simulate_spec: the spec's run plan, its training as an execution graph,
+the graph's ranks' iterations and the faults' records as `gradswitch run` reports them); a run's wall_s is that
+whole call (the plan, the graph, the simulator and the reading of its output).
+
+    python -m bench.sim_faults [--seeds 3] [--iterations 40] [--fabric leafspine --fabric fattree] [--jobs 1]
+                               [--name sim-faults]
 """
 
 from __future__ import annotations
@@ -36,17 +42,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.common import DIRECT_SIM_LOOP, Limits, save
+from bench.common import Limits, save, spec_engines
 from bench.scaling import base_spec
 from gradswitch.experiment.report import busiest_link_load
-from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.simulated import link_usage
-from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from gradswitch.experiment.simulated_graph import simulate_spec
+from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec, spec_from_dict, spec_json
 from gradswitch.experiment.stats import spread_known as spread
 from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT
 from gradswitch.formats import check_format
 from gradswitch.protocol.choice import Choice
-from gradswitch.sim import run as simulate
 from gradswitch.sim.faults import LINK_DETECT_S, SWITCH_DETECT_S, fault_records, phase_throughput
 from gradswitch.topology.faults import Fault, parse_fault
 from gradswitch.version import code_version
@@ -87,13 +92,16 @@ TARGETS = {Fabric.LEAFSPINE: {"switch": "spine1", "link": "leaf1-spine1"},
            Fabric.FATTREE: {"switch": "core0_0", "link": "agg0_0-core0_0"}}
 
 
-def fabric_spec(fabric: Fabric, iterations: int, seed: int, scale: float = SCALE) -> ExperimentSpec:
-    """The job on the fabric: the scaling study's cluster, ring, `scale` of ResNet-50, `seed` the ECMP hash."""
+def fabric_spec(fabric: Fabric, iterations: int, seed: int, scale: float = SCALE, min_rto_ms: float | None = None
+                ) -> ExperimentSpec:
+    """The job on the fabric: the scaling study's cluster, ring, `scale` of ResNet-50, `seed` the ECMP hash;
+    `min_rto_ms` the queue pairs' timeout (None: the path's, placement.min_rto)."""
     topo: dict[str, Any] = ({"topo": "leafspine", "leaves": 2, "spines": 2} if fabric == Fabric.LEAFSPINE
                             else {"topo": "fattree", "k": 8})
     base = base_spec(RATE_MBPS).but(workload=MODEL, workers=WORKERS[fabric], iterations=iterations, warmup=0,
                                     name=f"sim-faults-{fabric}")
-    return spec_from_dict({"algo": "ring", "scale": scale, "ecmp_seed": seed, "seed": seed, **topo}, base)
+    rto = {} if min_rto_ms is None else {"min_rto_ms": min_rto_ms}
+    return spec_from_dict({"algo": "ring", "scale": scale, "ecmp_seed": seed, "seed": seed, **topo, **rto}, base)
 
 
 @dataclass(frozen=True)
@@ -135,23 +143,31 @@ def _spans(nodes: dict[int, Any]) -> list[tuple[float, float]]:
     return [(min(w[i]["start"] for w in its), max(w[i]["end"] for w in its)) for i in range(count)]
 
 
+def kept_path(spec: ExperimentSpec, out: Path) -> Path:
+    """Where the run of `spec` is kept: out-DIGEST.json, DIGEST of the spec as a file keeps it and the engine (the
+    graph's: a run kept by the simulator's loops, keyed otherwise, is never read as one)."""
+    digest = hashlib.sha256(json.dumps([str(Engine.GRAPH), spec_json(spec)], sort_keys=True).encode()).hexdigest()
+    return out.with_name(f"{out.name}-{digest[:12]}.json")
+
+
 def measure(spec: ExperimentSpec, fabric: Fabric, case: str, fault: Fault | None, out: Path) -> Run:
-    """One run of `spec` with `fault` on the simulator (kept as out-DIGEST.json, DIGEST of the jobs and the
-    simulator's settings: found there, not simulated again, while neither changed)."""
+    """One run of `spec` with `fault` on the simulator's graph engine (the package's pipeline: simulate_spec, the
+    run's plan and output under `out`; kept as out-DIGEST.json: found there, not simulated again, while the spec
+    did not change)."""
     faults = (fault,) if fault is not None else ()
     spec = spec.but(faults=faults)
     spec.validate()
-    plan = plan_run(spec)
-    topo, cfgs = plan.topology, list(plan.jobs)
-    settings = plan.sim_settings(False)
-    digest = hashlib.sha256(repr((cfgs, settings)).encode()).hexdigest()[:12]
-    kept = out.with_name(f"{out.name}-{digest}.json")
+    kept = kept_path(spec, out)
     if kept.exists():
         raw = check_format(json.loads(kept.read_text()), kept, "kept simulator run", BENCHMARK_FORMAT, missing_is=1)
         return Run(**{k: v for k, v in raw.items() if k != "format"})
     started = time.monotonic()
-    result = simulate(topo, cfgs, settings, out)
+    try:
+        simulated = simulate_spec(spec, out, progress=False)
+    except ExperimentError as e:
+        raise SystemExit(f"error: {e}") from None
     wall = time.monotonic() - started
+    topo, cfgs, result = simulated.network, simulated.jobs, simulated.result
     cfg = cfgs[0]
     nodes = result.nodes[cfg.job_id]
     spans = _spans(nodes)
@@ -172,9 +188,9 @@ def measure(spec: ExperimentSpec, fabric: Fabric, case: str, fault: Fault | None
                    lost_packets=m.lost_packets, stalled_qps=m.stalled_qps, detail=record.detail)
     run = Run(fabric=str(fabric), case=case, fault=fault.label if fault is not None else "",
               seed=spec.network.ecmp_seed,
-               workers=len(cfg.workers), iterations=cfg.iterations, completed=len(spans), exact=exact,
-               iteration_s=statistics.median(times) if times else float("nan"), rto_s=cfg.rto,
-               busiest_link_load=load, sim_s=result.speed.sim_s, wall_s=wall, limits=limits, **row)
+              workers=len(cfg.workers), iterations=cfg.iterations, completed=len(spans), exact=exact,
+              iteration_s=statistics.median(times) if times else float("nan"), rto_s=cfg.rto,
+              busiest_link_load=load, sim_s=result.speed.sim_s, wall_s=wall, limits=limits, **row)
     kept.write_text(json.dumps({"format": BENCHMARK_FORMAT, **asdict(run)}, indent=1) + "\n")
     return run
 
@@ -198,22 +214,25 @@ def run_length(iteration_s: float, rto_s: float, iterations: int) -> int:
 
 
 def study(fabrics: Sequence[Fabric], seeds: Sequence[int], iterations: int, out: Path, scale: float = SCALE,
-          cases: Sequence[Case] = CASES, jobs: int = 1) -> dict[str, Any]:
+          cases: Sequence[Case] = CASES, jobs: int = 1, min_rto_ms: float | None = None) -> dict[str, Any]:
     """Every case on every fabric for every seed, with the clean run each fault is timed from; the figures'
     medians and spreads per fabric and case. A short clean probe gives the iteration the run's length is set from
     (run_length). jobs: how many of a seed's fault runs are simulated at once (each is one simulator process; the
     simulated figures are the same, only each run's wall_s counts a shared machine: the published study runs one
-    at a time)."""
+    at a time). min_rto_ms: the queue pairs' timeout (None, the published study: the path's); every fault's times
+    and the run's length are in RTOs, so a smaller one shortens the runs in proportion (its test's)."""
     if jobs < 1:
         raise ValueError(f"jobs = {jobs}: give 1 (one run at a time) or more")
+    version = code_version()  # the code the runs start from (an edit while they run does not change them)
     runs: list[Run] = []
     lengths: dict[str, int] = {}
     for fabric in fabrics:
-        probe = measure(fabric_spec(fabric, 3, seeds[0], scale), fabric, "probe", None, out / f"{fabric}-probe")
+        probe = measure(fabric_spec(fabric, 3, seeds[0], scale, min_rto_ms), fabric, "probe", None,
+                        out / f"{fabric}-probe")
         n = run_length(probe.iteration_s, probe.rto_s, iterations)
         lengths[str(fabric)] = n
         for seed in seeds:
-            spec = fabric_spec(fabric, n, seed, scale)
+            spec = fabric_spec(fabric, n, seed, scale, min_rto_ms)
             clean = measure(spec, fabric, "clean", None, out / f"{fabric}-clean-s{seed}")
             print(f"ns-3 {fabric} seed {seed}: {n} iterations, clean iteration {clean.iteration_s * 1e3:.2f} ms, "
                   f"RTO {clean.rto_s * 1e3:.0f} ms, {'exact' if clean.exact else 'NOT EXACT'}, "
@@ -221,10 +240,10 @@ def study(fabrics: Sequence[Fabric], seeds: Sequence[int], iterations: int, out:
             runs.append(clean)
             with ThreadPoolExecutor(max_workers=jobs) as pool:  # each run waits on its own simulator process
                 runs.extend(pool.map(partial(faulted, spec, fabric, seed, clean, out), cases))
-    return {"model": MODEL, "scale": scale, "algo": "ring", "rate_mbps": RATE_MBPS,
+    return {"model": MODEL, "scale": scale, "algo": "ring", "rate_mbps": RATE_MBPS, "min_rto_ms": min_rto_ms,
             "iterations": lengths, "seeds": list(seeds), "slow_factor": SLOW_FACTOR,
             "switch_detect_s": SWITCH_DETECT_S, "link_detect_s": LINK_DETECT_S, "assumption": ASSUMPTION,
-            "code_version": code_version(), "limits": runs[0].limits if runs else {},
+            "code_version": version, "limits": runs[0].limits if runs else {},
             "runs": [asdict(r) for r in runs], "summary": summarize(runs)}
 
 
@@ -320,10 +339,16 @@ def main() -> None:
                         help="leafspine, fattree (default both)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/gradswitch-sim-faults"),
                         help="where the simulator's runs are kept")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="a seed's fault runs simulated at once (default 1: each run's wall_s its own)")
+    parser.add_argument("--name", default="sim-faults", help="bench/results/NAME.json and NAME.png")
     args = parser.parse_args()
     fabrics = [Fabric(f) for f in args.fabric] if args.fabric else list(Fabric)
-    data = study(fabrics, range(args.seeds), args.iterations, args.out)
-    path = save("sim-faults", data, engines=DIRECT_SIM_LOOP)
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: give 1 (one run at a time) or more")
+    data = study(fabrics, range(args.seeds), args.iterations, args.out, jobs=args.jobs)
+    # every run went through simulate_spec: the graph engine (the spec's default)
+    path = save(args.name, data, engines=spec_engines([fabric_spec(fabrics[0], args.iterations, 0)]))
     plot(data, path.with_suffix(".png"))
     print(f"{path}: {ASSUMPTION}")
 

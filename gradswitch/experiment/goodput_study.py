@@ -9,7 +9,9 @@ runs it (bench/goodput.py too, writing bench/results/goodput.json); docs/faults.
    in place runs at until the element is repaired. A degraded fabric is the same topology without the element:
    the simulator computes its routes and ECMP groups from the topology it is given, i.e. the routes a controller
    pushes once it has rerouted around the failure. Only elements whose loss leaves every worker connected are
-   measured (a host's link or its edge switch takes workers out: a spare replaces them). Each run is ONE
+   measured (a host's link or its edge switch takes workers out: a spare replaces them). Every run is the job's
+   spec on the simulator's graph engine through `gradswitch run`'s pipeline (simulated_graph.simulate_spec: the
+   run's plan, the training as an execution graph), placed on the intact fabric. Each run is ONE
    iteration (both iterations of the scaling study's runs take the same time to a microsecond) and is kept under
    the output directory as <label>-n<workers>.json (resumable: a run found there is not simulated again).
 2. Failures (gradswitch/workload/failure_schedule.py): drawn per seed from the Llama 3 paper's rates (per
@@ -50,9 +52,9 @@ from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.report import busiest_link_load
 from gradswitch.experiment.run_plan import plan_run
 from gradswitch.experiment.simulated import link_usage
-from gradswitch.experiment.spec import ExperimentSpec, spec_from_dict
+from gradswitch.experiment.simulated_graph import simulate_spec
+from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec, spec_from_dict
 from gradswitch.formats import check_format
-from gradswitch.sim import run as simulate
 from gradswitch.topology.faults import Fault, FaultKind
 from gradswitch.topology.model import Topology
 from gradswitch.version import code_version
@@ -159,10 +161,14 @@ class FabricRun:
     wall_s: float  # wall seconds the simulation took on this machine
     limits: dict[str, Any]
     code_version: str = ""  # the code (and so the simulator's sources) the run was made with
+    engine: Engine = Engine.LOOP  # what ran the job (a run kept before the field: the simulator's loop)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> FabricRun:
-        return cls(**{k: v for k, v in raw.items() if k != "format"})
+        fields = {k: v for k, v in raw.items() if k != "format"}
+        if "engine" in fields:
+            fields["engine"] = Engine(fields["engine"])
+        return cls(**fields)
 
     @classmethod
     def read(cls, path: Path) -> FabricRun:
@@ -201,26 +207,29 @@ def run_path(out: Path, label: str, workers: int) -> Path:
 def measure(workers: int, label: str, kind: ElementKind | None, element: str, out: Path, progress: bool = False
             ) -> FabricRun:
     """One iteration on the fabric without `element` (kept in out/<label>-n<workers>.json; found there: not run
-    again)."""
+    again): the job's spec run on the simulator's graph engine (simulated_graph.simulate_spec, `gradswitch run`'s
+    pipeline), placed on the intact fabric and simulated on the fabric without the element."""
     path = run_path(out, label, workers)
     if path.exists():
         return FabricRun.read(path)
     spec = job_spec(workers, f"goodput-{label}-n{workers}")
     spec.validate()
     assert spec.workload.emulate is not None and spec.workload.emulate.batch == BATCH
-    plan = plan_run(spec)
-    cfgs = list(plan.jobs)
-    topo = without(plan.topology, kind, element)
+    topo = without(topology_for(spec), kind, element)
     started = time.monotonic()
-    result = simulate(topo, cfgs, plan.sim_settings(progress), out / f"sim-{label}-n{workers}")
+    try:
+        simulated = simulate_spec(spec, out / f"sim-{label}-n{workers}", progress, network=topo)
+    except ExperimentError as e:
+        raise GoodputError(str(e)) from None
     wall = time.monotonic() - started
-    nodes = result.nodes[cfgs[0].job_id].values()
+    result = simulated.result
+    nodes = result.nodes[simulated.jobs[0].job_id].values()
     times = [it["time_s"] for node in nodes for it in node["iterations"]]
     correct = all(it["correct"] for node in nodes for it in node["iterations"])
     load = busiest_link_load(link_usage(topo, result))
     run = FabricRun(label, element, str(kind) if kind is not None else "intact", workers, MODEL, ALGO,
                     result.ok() and correct and bool(times), max(times) if times else float("nan"), load, wall,
-                    Limits.simulated_figures(load), code_version())
+                    Limits.simulated_figures(load), code_version(), Engine.GRAPH)
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(run.to_dict(), indent=1) + "\n")
     return run
@@ -384,6 +393,11 @@ def save_study(document: dict[str, Any], out: Path, name: str = "goodput") -> tu
     path.write_text(json.dumps(document, indent=1) + "\n")
     plot(document, png)
     return path, png
+
+
+def study_engines(document: dict[str, Any]) -> list[Engine]:
+    """The engines that ran the document's ns-3 runs (a run kept before runs named theirs: the simulator's loop)."""
+    return sorted({Engine(r.get("engine", Engine.LOOP)) for r in document["fabric"]["runs"]})
 
 
 def read_study(path: Path) -> dict[str, Any]:

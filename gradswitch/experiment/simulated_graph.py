@@ -1,7 +1,10 @@
 """`engine = graph` on the simulator: a spec's training job run as an execution graph by the simulator's graph
 engine (gs-graph-rank.cc), reported as the training loop's run is: the same results.json, table, plots and
 timeline (gradswitch/experiment/simulated.py), from each rank's node timings
-(gradswitch/workload/graph_iterations.py gives the loop's iterations and timeline from them).
+(gradswitch/workload/graph_iterations.py gives the loop's iterations and timeline from them). `simulate_spec` is the
+run before its report (the plan, the network simulated and the simulated run with the loop's node results): the
+studies that read their own figures of a simulated run (bench.sim_faults, bench.sim_netreduce_fallback, the goodput
+study) run their specs through it.
 
 The graph is the spec's job (gradswitch/experiment/training_graph.py spec_training_graph: its model, scale,
 emulated GPUs, sync, buckets), its computation stretched by the spec's dilation D as the loop's is on the
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gradswitch.experiment import results_file
@@ -25,52 +28,101 @@ from gradswitch.experiment.graph_as_loop import TrainingGraphJob, loop_results, 
 from gradswitch.experiment.graph_run import GraphWorkload, resent_packets, summarize
 from gradswitch.experiment.report import interrupting
 from gradswitch.experiment.results_file import Outcome, Results
-from gradswitch.experiment.run_plan import sim_settings
+from gradswitch.experiment.run_plan import RunPlan, sim_settings
 from gradswitch.experiment.simulated import link_usage, planned, report_simulated, speed
-from gradswitch.experiment.spec import ExperimentError, ExperimentSpec
+from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
 from gradswitch.experiment.trace_results import trace_results
-from gradswitch.sim import SimError
+from gradswitch.sim import SimError, SimResult
 from gradswitch.sim.faults import fault_records
 from gradswitch.sim.graph_run import GraphSimResult, PlacedGraph, run_graphs
 from gradswitch.sim.sim_config import check_mode
 from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import GraphError
+from gradswitch.workload.job import JobConfig
 from gradswitch.workload.records import CheckKind
+
+
+@dataclass(frozen=True)
+class SimulatedRun:
+    """A spec's jobs run as graphs on the simulator, before their report: the run's plan, the network simulated and
+    the simulated run, each job's nodes reported as the training loop's workers report theirs (loop_results: their
+    iterations with start, end and check; a crashed rank's error), its faults' measurements as the simulator made
+    them. What `gradswitch run` reports from (report_simulated), and what a study reads its own figures from."""
+
+    plan: RunPlan
+    network: Topology  # the plan's topology, or the one the run was given (the same hosts, an element gone)
+    result: SimResult
+    started: float  # the wall clock (time.time()) when the simulation began
+
+    @property
+    def jobs(self) -> list[JobConfig]:
+        """The spec's jobs (the loop's configurations: each job's nodes in `result.nodes` are theirs)."""
+        return list(self.plan.jobs)
+
+
+def simulate_spec(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None,
+                  network: Topology | None = None) -> SimulatedRun:
+    """Run one spec's jobs on the simulator's graph engine (the plan computed once, saved in out_dir, the simulator's
+    output under out_dir/sim). `network`: the topology to simulate instead of the plan's, with the same hosts (the
+    plan's without a failed element: the jobs are placed on the plan's, and the simulator routes around what is
+    gone). ExperimentError (one line) when the run cannot be, or when the spec names the loop."""
+    if spec.algorithm.engine != Engine.GRAPH:
+        raise ExperimentError(f"{spec.label}: engine = {spec.algorithm.engine}: simulate_spec runs the graph engine; "
+                              "leave `engine` out (or give graph)")
+    run_plan = planned(spec, out_dir)
+    trainings = list(run_plan.jobs)
+    try:
+        tgs = training_graph_jobs(spec, run_plan.topology)
+    except GraphError as e:
+        raise ExperimentError(f"{spec.label}: {e}") from None
+    first = tgs[0]
+    settings = sim_settings(first.run_spec, [tg.job.job for tg in tgs], first.placement,
+                            sys.stderr.isatty() if progress is None else progress)
+    # the loop's check, per iteration's elements (the graph's AUTO counts every iteration's: a weaker check sooner)
+    settings = replace(settings, check=check_mode(trainings[0], settings))
+    topology = network if network is not None else run_plan.topology
+    if {h.name for h in topology.hosts} != {h.name for h in run_plan.topology.hosts}:
+        raise ExperimentError(f"{spec.label}: the network to simulate ({topology.name}) has other hosts than the "
+                              f"plan's ({run_plan.topology.name}): give one with the same hosts")
+    started = time.time()
+    hostfile = Path(spec.network.hostfile) if spec.network.hostfile is not None else None
+    placed = [PlacedGraph(tg.graph.dilated(tg.dilation) if tg.dilation != 1.0 else tg.graph, tg.job.job,
+                          tg.job.in_network) for tg in tgs]
+    try:
+        results = run_graphs(placed, topology, settings, out_dir / "sim", mpi_ranks=spec.network.ranks,
+                             hostfile=hostfile)
+    except (SimError, GraphError) as e:
+        raise ExperimentError(f"{spec.label}: {e}") from None
+    nodes = {cfg.job_id: loop_results(tg.graph, result.run, result.sim.nodes[cfg.job_id], cfg,
+                                      CheckKind(str(result.check)), simulated=True)
+             for tg, cfg, result in zip(tgs, trainings, results, strict=True)}
+    return SimulatedRun(run_plan, topology, replace(results[0].sim, nodes=nodes), started)
 
 
 def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None,
                         workload: GraphWorkload | None = None) -> Results:
     """Run one spec's training job (or `workload`, its graphs given: a trace's) on the simulator's graph engine;
     returns (and writes) results.json's content."""
+    if workload is None:
+        run = simulate_spec(spec, out_dir, progress)
+        return report_simulated(spec, run.jobs, run.plan.topology, run.result, run.started, out_dir)
     run_plan = planned(spec, out_dir)
-    trainings = list(run_plan.jobs)
     try:
-        tgs = [trace_graph_job(spec, run_plan.topology, workload)] if workload is not None else \
-            training_graph_jobs(spec, run_plan.topology)
+        tg = trace_graph_job(spec, run_plan.topology, workload)
     except GraphError as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
-    first = tgs[0]
-    settings = sim_settings(first.run_spec, [tg.job.job for tg in tgs], first.placement,
+    settings = sim_settings(tg.run_spec, [tg.job.job], tg.placement,
                             sys.stderr.isatty() if progress is None else progress)
-    if workload is None:
-        # the loop's check, per iteration's elements (the graph's AUTO counts every iteration's: a weaker check sooner)
-        settings = replace(settings, check=check_mode(trainings[0], settings))
     started = time.time()
     hostfile = Path(spec.network.hostfile) if spec.network.hostfile is not None else None
     placed = [PlacedGraph(tg.graph.dilated(tg.dilation) if tg.dilation != 1.0 else tg.graph, tg.job.job,
-                          tg.job.in_network) for tg in tgs]
+                          tg.job.in_network)]
     try:
         results = run_graphs(placed, run_plan.topology, settings, out_dir / "sim", mpi_ranks=spec.network.ranks,
                              hostfile=hostfile)
     except (SimError, GraphError) as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
-    if workload is not None:
-        return graph_results(spec, first, results[0], run_plan.topology, started, out_dir)
-    nodes = {cfg.job_id: loop_results(tg.graph, result.run, result.sim.nodes[cfg.job_id], cfg,
-                                      CheckKind(str(result.check)), simulated=True)
-             for tg, cfg, result in zip(tgs, trainings, results, strict=True)}
-    return report_simulated(spec, trainings, run_plan.topology, replace(results[0].sim, nodes=nodes), started,
-                            out_dir)
+    return graph_results(spec, tg, results[0], run_plan.topology, started, out_dir)
 
 
 def graph_results(spec: ExperimentSpec, tg: TrainingGraphJob, result: GraphSimResult, topology: Topology,

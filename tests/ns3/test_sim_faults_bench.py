@@ -1,5 +1,13 @@
 """bench/sim_faults.py, small and fast: the study's faults on the leaf-spine for one seed, each run's figures as the
-bench stores them (code version, limits, the clean run each fault is timed from), and the docs' table from them."""
+bench stores them (code version, limits, the clean run each fault is timed from), and the docs' table from them.
+Every run on the simulator's graph engine (the study runs its specs through simulated_graph.simulate_spec).
+
+Shorter than the study's runs (179 iterations of 9 ms): every fault's times and the run's length are in RTOs
+(run_length: 16 of them), so an RTO of 50 ms (the floor of placement.min_rto) instead of the path's 100 ms halves
+the simulated time, and twice the study's slice of ResNet-50 (x0.1: an 18 ms iteration) halves the iterations
+again (what the graph engine's driver spends its time on): 45 iterations. What the runs test is kept: the RTO above
+both detection delays (30 and 40 ms: rerouted before the first timeout), each flap's window (1.5 RTOs, 75 ms) longer
+than the link's detection, the restart (3 RTOs) and both flaps (6 RTOs) over before the run's last third."""
 
 from __future__ import annotations
 
@@ -16,18 +24,21 @@ from gradswitch.sim.faults import SWITCH_DETECT_S
 pytestmark = pytest.mark.ns3
 
 ITERATIONS = 12
+MIN_RTO_MS = 50.0
+SCALE = 0.1
 JOBS = 2  # the fault runs two at a time: the suite runs one test at a time, and each simulator is one process
 
 
 def test_the_fault_study_measures_every_fault_and_its_table_shows_them(tmp_path: Path) -> None:
-    data = study([Fabric.LEAFSPINE], [0], ITERATIONS, tmp_path / "runs", jobs=JOBS)
+    data = study([Fabric.LEAFSPINE], [0], ITERATIONS, tmp_path / "runs", scale=SCALE, jobs=JOBS, min_rto_ms=MIN_RTO_MS)
     assert data["code_version"] and data["limits"]["limited_by"] == SIMULATED
     assert data["limits"]["machine_bound"] is False
     runs = {r["case"]: r for r in data["runs"]}
     assert set(runs) == {"clean"} | {c.name for c in CASES}
     clean = runs["clean"]
     n = clean["iterations"]
-    assert n == data["iterations"]["leafspine"] >= ITERATIONS  # long enough for 30 RTOs (run_length)
+    assert n == data["iterations"]["leafspine"] >= ITERATIONS  # long enough for 16 RTOs (run_length)
+    assert clean["rto_s"] == pytest.approx(MIN_RTO_MS / 1000) and n * clean["iteration_s"] >= 0.95 * 16 * clean["rto_s"]
     assert clean["exact"] and clean["completed"] == n and clean["outcome"] is None
     for name in ("spine-crash", "spine-crash-restart", "link-down", "link-flap"):
         r = runs[name]
