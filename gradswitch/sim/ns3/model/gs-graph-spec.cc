@@ -491,7 +491,7 @@ RankOf(ConfigObject& ro, const GraphSpec& spec, const std::string& where, uint32
     }
     if (own)
     {
-        std::vector<ConfigObject> nodes = ro.Objects(cfg::rank_graph::kNodes);
+        std::vector<ConfigObject> nodes = ro.OptionalObjects(cfg::rank_graph::kNodes);
         ro.Finish();
         return ParseRank(nodes, where, rank, workers, spec.groups);
     }
