@@ -11,7 +11,7 @@ alone (SimSettings, JobConfig, DlcpPolicy, roce's header sizes). A job of execut
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, cast
 
 from gradswitch.protocol.dlcp import default_thresholds
@@ -32,6 +32,7 @@ from gradswitch.sim.sim_keys import (
     CfgLink,
     CfgLoss,
     CfgOp,
+    CfgRankGraph,
     CfgRun,
     CfgTopology,
     CfgTraining,
@@ -261,13 +262,28 @@ def graph_json(graph: JobGraph, in_network: Mapping[CollectiveKind, int] | None 
     out: CfgGraph = {"broadcast_chunk_bytes": broadcast_chain.CHUNK_BYTES,
                      "broadcast_max_chunks": broadcast_chain.MAX_CHUNKS,
                      "groups": [{"ranks": list(g.ranks)} for g in graph.groups],
-                     "ranks": [{"nodes": [node(n) for n in r.nodes]} for r in graph.ranks]}
+                     "ranks": shared_ranks([node(n) for n in r.nodes] for r in graph.ranks)}
     if in_network:
         section: CfgGraphNetreduce = {}
         for k, j in in_network.items():
             section[NETREDUCE_KEYS[k]] = j
         section["placeholders"], section["grow_placeholders"] = placeholders, grow_placeholders
         out["netreduce"] = section
+    return out
+
+
+def shared_ranks(ranks: Iterable[list[CfgGraphNode]]) -> list[CfgRankGraph]:
+    """The ranks' graphs, each rank whose nodes are an earlier rank's as `same_as` that rank (the first with them):
+    a data-parallel job's ranks run the same nodes, which the simulator then reads once."""
+    out: list[CfgRankGraph] = []
+    first: dict[int, list[int]] = {}  # by node count: the ranks that give their nodes
+    for r, nodes in enumerate(ranks):
+        same = next((k for k in first.get(len(nodes), ()) if out[k].get("nodes") == nodes), None)
+        if same is None:
+            out.append({"nodes": nodes})
+            first.setdefault(len(nodes), []).append(r)
+        else:
+            out.append({"same_as": same})
     return out
 
 

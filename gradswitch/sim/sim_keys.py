@@ -145,11 +145,14 @@ class CfgGraphNode(CfgGraphNodeKeys, total=False):
 class CfgRankGraphKeys(TypedDict):
     """CfgRankGraph's required keys."""
 
-    nodes: list[CfgGraphNode]
+    pass
 
 
 class CfgRankGraph(CfgRankGraphKeys, total=False):
-    """jobs[].graph.ranks[]: A rank's graph."""
+    """jobs[].graph.ranks[]: A rank's graph: its nodes, or the earlier rank whose nodes it runs (one of the two)."""
+
+    nodes: list[CfgGraphNode]
+    same_as: int
 
 
 class CfgGroupKeys(TypedDict):

@@ -285,8 +285,11 @@ CONFIG = Document("cfg", "gradswitch-sim's configuration", CONFIG_FORMAT, (
     Section("group", "jobs[].graph.groups[]", "A process group", (
         _k("ranks", "uints", "its ranks, distinct"),
     )),
-    Section("rank_graph", "jobs[].graph.ranks[]", "A rank's graph", (
-        _k("nodes", "objects", "its nodes", "graph_node"),
+    Section("rank_graph", "jobs[].graph.ranks[]", "A rank's graph: its nodes, or the earlier rank whose nodes it runs "
+            "(one of the two)", (
+        _k("nodes", "objects", "its nodes", "graph_node", optional=True),
+        _k("same_as", "uint", "an earlier rank whose nodes are the same as its own (a data-parallel job's ranks: "
+           "read once, checked for this rank)", optional=True),
     )),
     Section("graph_node", "jobs[].graph.ranks[].nodes[]", "A node of a rank's graph (gradswitch/workload/graph.py)", (
         _k("id", "uint", "its id in the trace"),

@@ -247,6 +247,15 @@ def test_a_contribution_added_twice_is_caught(tmp_path, mode):
     assert [n.checked for n in timings(graph, simulate(doc, tmp_path)).nodes] == [True] * 4
 
 
+def own_nodes(g: dict) -> dict:
+    """The graph section with every rank's nodes written out (no rank `same_as` another): the form before ranks
+    shared their nodes, which the simulator still reads."""
+    for r in g["ranks"]:
+        if "same_as" in r:
+            r["nodes"] = json.loads(json.dumps(g["ranks"][r.pop("same_as")]["nodes"]))
+    return g
+
+
 def check(doc: dict, tmp_path: Path) -> tuple[int, str]:
     path = tmp_path / "run.json"
     path.write_text(json.dumps(doc))
@@ -295,6 +304,71 @@ def test_a_bad_graph_section_is_refused_in_one_line(tmp_path, change, said):
     doc, _ = config(JobGraph("ok", ranks, (world_group(3),)), rack(3, 1000), SimSettings())
     rc, err = check(doc, tmp_path)
     assert (rc, err) == (0, "")
+    change(own_nodes(doc["jobs"][0]["graph"]))
+    rc, err = check(doc, tmp_path)
+    assert rc == 2 and len(err.splitlines()) == 1 and said in err, err
+
+
+def data_parallel(ranks: int, steps: int = 2) -> JobGraph:
+    """Every rank computes, all-reduces, computes again: the same nodes on every rank."""
+    nodes: list[Node] = []
+    for k in range(steps):
+        nodes += [ComputeNode(2 * k, f"fwd{k}", 1e-4 * (k + 1), (2 * k - 1,) if k else ()),
+                  CollectiveNode(2 * k + 1, f"ar{k}", CollectiveKind.ALL_REDUCE, "world", (k + 1) << 14, (2 * k,))]
+    return JobGraph("dp", tuple(RankGraph(r, tuple(nodes)) for r in range(ranks)), (world_group(ranks),))
+
+
+def test_ranks_with_the_same_nodes_are_written_once_and_simulate_as_written_out(tmp_path):
+    """A data-parallel job's ranks run the same nodes: the configuration gives them once (each later rank `same_as`
+    rank 0), and the simulator runs it exactly as the same graphs written out rank by rank: the same results, to
+    the tick, every check and digest the same."""
+    doc, _ = config(data_parallel(4), rack(4, 1000), SimSettings(check=CheckMode.DIGEST))
+    g = doc["jobs"][0]["graph"]
+    assert [r.get("same_as") for r in g["ranks"]] == [None, 0, 0, 0] and len(g["ranks"][0]["nodes"]) == 4
+    shared = simulate(doc, tmp_path / "shared")
+    own_nodes(g)
+    assert all("nodes" in r for r in g["ranks"])
+    written_out = simulate(doc, tmp_path / "own")
+    for raw in (shared, written_out):  # what this machine's speed and memory give, not the simulation
+        for key in ("wall_s", "packet_hops_per_s", "events_per_s", "peak_rss_mb", "setup_rss_mb"):
+            raw.pop(key)
+    assert shared["jobs"][0]["nodes"] and shared == written_out
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (lambda g: g["ranks"][1].update(nodes=[]),
+     "jobs[0].graph.ranks[1]: give its nodes or same_as (an earlier rank whose nodes it runs), not both"),
+    (lambda g: g["ranks"][1].pop("same_as"),
+     "jobs[0].graph.ranks[1]: give its nodes or same_as (an earlier rank whose nodes it runs), one of the two"),
+    (lambda g: g["ranks"][1].update(same_as=1),
+     "jobs[0].graph.ranks[1].same_as = 1: the rank whose nodes this rank runs comes before it (below 1)"),
+    (lambda g: g["ranks"][2].update(same_as="0"),
+     'jobs[0].graph.ranks[2].same_as = "0": an integer of at least 0'),
+])
+def test_a_bad_same_as_is_refused_in_one_line(tmp_path, change, said):
+    doc, _ = config(data_parallel(3, 1), rack(3, 1000), SimSettings())
+    assert check(doc, tmp_path) == (0, "")
     change(doc["jobs"][0]["graph"])
     rc, err = check(doc, tmp_path)
     assert rc == 2 and len(err.splitlines()) == 1 and said in err, err
+
+
+def test_a_rank_running_another_ranks_nodes_is_checked_as_itself(tmp_path):
+    """What depends on the rank is checked for the rank that runs the nodes, not only for the one that gives them:
+    a collective of a group without it, a message to itself."""
+    pair_group = ProcessGroup("pair", (0, 1))
+    ranks = (RankGraph(0, (CollectiveNode(0, "ar", CollectiveKind.ALL_REDUCE, "pair", 4096),)),
+             RankGraph(1, (CollectiveNode(0, "ar", CollectiveKind.ALL_REDUCE, "pair", 4096),)), RankGraph(2, ()))
+    doc, _ = config(JobGraph("pair", ranks, (world_group(3), pair_group)), rack(3, 1000), SimSettings())
+    g = doc["jobs"][0]["graph"]
+    assert check(doc, tmp_path) == (0, "") and g["ranks"][1] == {"same_as": 0}
+    g["ranks"][2] = {"same_as": 0}
+    rc, err = check(doc, tmp_path)
+    assert rc == 2 and err.endswith("jobs[0].graph.ranks[2] (same_as 0).nodes[0] (node 0): rank 2 runs a collective "
+                                    "of group 1, which does not hold it"), err
+    sends = (RankGraph(0, (SendNode(0, "s", 1, 7, 4096),)), RankGraph(1, (RecvNode(0, "r", 0, 7, 4096),)))
+    doc, _ = config(JobGraph("p2p", sends, ()), rack(2, 1000), SimSettings())
+    doc["jobs"][0]["graph"]["ranks"][1] = {"same_as": 0}
+    rc, err = check(doc, tmp_path)
+    assert rc == 2 and err.endswith("jobs[0].graph.ranks[1] (same_as 0).nodes[0] (node 0): peer rank 1 (the job has "
+                                    "ranks 0..1, and a rank does not send to itself)"), err

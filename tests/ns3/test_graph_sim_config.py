@@ -56,6 +56,22 @@ def test_the_graph_section_is_the_plain_form_with_groups_by_index():
     assert from_dict(plain) == g
 
 
+def test_a_rank_with_an_earlier_ranks_nodes_names_the_first_rank_with_them():
+    """Ranks whose nodes are the same (a data-parallel job's) are given once: each later one is `same_as` the first
+    rank with those nodes; the node names, which the section leaves out, do not make two ranks differ."""
+    a = (ComputeNode(0, "fwd", 0.25), CollectiveNode(1, "ar", CollectiveKind.ALL_REDUCE, "world", 4096, (0,)))
+    b = (ComputeNode(0, "fwd", 0.5), CollectiveNode(1, "ar", CollectiveKind.ALL_REDUCE, "world", 4096, (0,)))
+    renamed = (ComputeNode(0, "forward", 0.25), CollectiveNode(1, "all-reduce", CollectiveKind.ALL_REDUCE, "world",
+                                                                4096, (0,)))
+    c = a[:1] + (CollectiveNode(1, "ar", CollectiveKind.ALL_REDUCE, "world", 4096, (0,), layer_class=1),)
+    g = JobGraph("dp", tuple(RankGraph(r, nodes) for r, nodes in enumerate((a, b, renamed, b, c))), (world_group(5),))
+    section = graph_json(g)
+    assert [r.get("same_as") for r in section["ranks"]] == [None, None, 0, 1, None]
+    assert [len(r.get("nodes", ())) for r in section["ranks"]] == [2, 2, 0, 0, 2]
+    assert all(len(r) == 1 for r in section["ranks"])
+    assert section["ranks"][4]["nodes"][1]["layer_class"] == 1 and section["ranks"][0]["nodes"][1]["layer_class"] == 0
+
+
 def test_auto_check_is_exact_while_small_and_digest_at_scale():
     assert graph_check_mode(graph(4096), SimSettings()) == CheckMode.EXACT
     assert graph_check_mode(graph(64 << 20), SimSettings()) == CheckMode.DIGEST

@@ -313,6 +313,31 @@ ParseCost(ConfigObject& no, GraphNode& n)
     }
 }
 
+/// What depends on the rank that runs node n (a rank given `same_as` another runs that one's nodes): a collective's
+/// group holds the rank; a send's or receive's peer is another rank. `place()`: the node's place in errors.
+template <typename Place>
+void
+CheckMember(uint32_t rank, const std::vector<GraphGroup>& groups, const GraphNode& n, const Place& place)
+{
+    const auto& members = groups[n.group].ranks;
+    if (std::find(members.begin(), members.end(), rank) == members.end())
+    {
+        throw ConfigError(place() + ": rank " + std::to_string(rank) + " runs a collective of group " +
+                          std::to_string(n.group) + ", which does not hold it");
+    }
+}
+
+template <typename Place>
+void
+CheckPeer(uint32_t rank, uint32_t workers, const GraphNode& n, const Place& place)
+{
+    if (n.peer >= workers || n.peer == rank)
+    {
+        throw ConfigError(place() + ": peer rank " + std::to_string(n.peer) + " (the job has ranks 0.." +
+                          std::to_string(workers - 1) + ", and a rank does not send to itself)");
+    }
+}
+
 /// A collective's type, group, root and layer class; rank `rank` must be in its group (and a broadcast's root).
 void
 ParseCollective(ConfigObject& no, uint32_t rank, const std::vector<GraphGroup>& groups,
@@ -339,12 +364,8 @@ ParseCollective(ConfigObject& no, uint32_t rank, const std::vector<GraphGroup>& 
         throw ConfigError(NodeAt(no, n.id) + ": group " + std::to_string(n.group) + " does not exist (groups 0.." +
                           std::to_string(groups.size()) + " - 1)");
     }
+    CheckMember(rank, groups, n, [&no, &n] { return NodeAt(no, n.id); });
     const auto& members = groups[n.group].ranks;
-    if (std::find(members.begin(), members.end(), rank) == members.end())
-    {
-        throw ConfigError(NodeAt(no, n.id) + ": rank " + std::to_string(rank) + " runs a collective of group " +
-                          std::to_string(n.group) + ", which does not hold it");
-    }
     if (n.collective == CollectiveKind::Broadcast && std::find(members.begin(), members.end(), n.root) == members.end())
     {
         throw ConfigError(NodeAt(no, n.id) + ": broadcast root " + std::to_string(n.root) + " is not in group " +
@@ -358,11 +379,7 @@ ParsePeer(ConfigObject& no, uint32_t rank, uint32_t workers, GraphNode& n)
 {
     n.peer = no.Get<uint32_t>(cfg::graph_node::kPeer);
     n.tag = no.Get<uint64_t>(cfg::graph_node::kTag);
-    if (n.peer >= workers || n.peer == rank)
-    {
-        throw ConfigError(NodeAt(no, n.id) + ": peer rank " + std::to_string(n.peer) + " (the job has ranks 0.." +
-                          std::to_string(workers - 1) + ", and a rank does not send to itself)");
-    }
+    CheckPeer(rank, workers, n, [&no, &n] { return NodeAt(no, n.id); });
 }
 
 /// One node of rank `rank`; its dependencies as the trace's ids go to `depIds`.
@@ -416,14 +433,12 @@ ResolveDeps(GraphRankSpec& r, const std::vector<std::vector<uint64_t>>& depIds,
     }
 }
 
-/// Rank `rank`'s graph (`ranks[rank]`, at `where`): its nodes, their dependencies as positions, and its order.
+/// Rank `rank`'s graph from its `nodes` (at `where`): its nodes, their dependencies as positions, and its order.
 GraphRankSpec
-ParseRank(ConfigObject& ro, const std::string& where, uint32_t rank, uint32_t workers,
+ParseRank(std::vector<ConfigObject>& nodes, const std::string& where, uint32_t rank, uint32_t workers,
           const std::vector<GraphGroup>& groups)
 {
     GraphRankSpec r;
-    std::vector<ConfigObject> nodes = ro.Objects(cfg::rank_graph::kNodes);
-    ro.Finish();
     std::unordered_map<uint64_t, uint32_t> position;
     position.reserve(nodes.size());
     r.nodes.reserve(nodes.size());
@@ -440,6 +455,55 @@ ParseRank(ConfigObject& ro, const std::string& where, uint32_t rank, uint32_t wo
     ResolveDeps(r, depIds, position, where);
     r.order = Order(r, where);
     return r;
+}
+
+/// Rank `rank`'s graph as rank `same`'s (`same_as`, an earlier rank: its nodes and their order), checked for this
+/// rank (CheckMember, CheckPeer: their errors name the nodes at `where`, this rank's place).
+GraphRankSpec
+SameRank(const GraphSpec& spec, uint32_t same, const std::string& where, uint32_t rank, uint32_t workers)
+{
+    GraphRankSpec r = spec.ranks[same];
+    for (size_t i = 0; i < r.nodes.size(); i++)
+    {
+        const GraphNode& n = r.nodes[i];
+        auto place = [&where, i, &n] { return NodeAt(where, i, n.id); };
+        if (n.kind == GraphNodeKind::Collective)
+        {
+            CheckMember(rank, spec.groups, n, place);
+        }
+        else if (n.kind == GraphNodeKind::Send || n.kind == GraphNodeKind::Recv)
+        {
+            CheckPeer(rank, workers, n, place);
+        }
+    }
+    return r;
+}
+
+/// Rank `rank`'s graph (`ranks[rank]`, at `where`): its own `nodes`, or `same_as` an earlier rank's (one of the two).
+GraphRankSpec
+RankOf(ConfigObject& ro, const GraphSpec& spec, const std::string& where, uint32_t rank, uint32_t workers)
+{
+    bool own = ro.Has(cfg::rank_graph::kNodes);
+    if (own == ro.Has(cfg::rank_graph::kSameAs))
+    {
+        throw ConfigError(where + ": give its nodes or same_as (an earlier rank whose nodes it runs), " +
+                          (own ? "not both" : "one of the two"));
+    }
+    if (own)
+    {
+        std::vector<ConfigObject> nodes = ro.OptionalObjects(cfg::rank_graph::kNodes);
+        ro.Finish();
+        return ParseRank(nodes, where, rank, workers, spec.groups);
+    }
+    auto same = ro.Get<uint32_t>(cfg::rank_graph::kSameAs);
+    ro.Finish();
+    if (same >= rank)
+    {
+        throw ConfigError(ro.Where(cfg::rank_graph::kSameAs) + " = " + std::to_string(same) +
+                          ": the rank whose nodes this rank runs comes before it (below " + std::to_string(rank) +
+                          ")");
+    }
+    return SameRank(spec, same, where + " (same_as " + std::to_string(same) + ")", rank, workers);
 }
 
 /// What every member must agree on: per group its collectives (kind, bytes, root) in order; per (src, dst, tag)
@@ -593,7 +657,7 @@ ParseGraph(ConfigObject g, uint32_t workers)
     for (uint32_t rank = 0; rank < workers; rank++)
     {
         std::string where = g.Where(cfg::graph::kRanks) + "[" + std::to_string(rank) + "]";
-        GraphRankSpec r = ParseRank(ranks[rank], where, rank, workers, spec.groups);
+        GraphRankSpec r = RankOf(ranks[rank], spec, where, rank, workers);
         NumberRank(r, rank, where, agreement);
         spec.ranks.push_back(std::move(r));
     }

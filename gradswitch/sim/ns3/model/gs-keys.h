@@ -256,10 +256,11 @@ namespace group
 inline constexpr char kRanks[] = "ranks"; ///< list of unsigned integers: its ranks, distinct
 } // namespace group
 
-/// jobs[].graph.ranks[]: A rank's graph
+/// jobs[].graph.ranks[]: A rank's graph: its nodes, or the earlier rank whose nodes it runs (one of the two)
 namespace rank_graph
 {
-inline constexpr char kNodes[] = "nodes"; ///< list of objects (graph_node): its nodes
+inline constexpr char kNodes[] = "nodes"; ///< list of objects (graph_node), optional: its nodes
+inline constexpr char kSameAs[] = "same_as"; ///< unsigned integer, optional: an earlier rank whose nodes are the same as its own (a data-parallel job's ranks: read once, checked for this rank)
 } // namespace rank_graph
 
 /// jobs[].graph.ranks[].nodes[]: A node of a rank's graph (gradswitch/workload/graph.py)
