@@ -344,6 +344,11 @@ def test_ranks_with_the_same_nodes_are_written_once_and_simulate_as_written_out(
      "jobs[0].graph.ranks[1].same_as = 1: the rank whose nodes this rank runs comes before it (below 1)"),
     (lambda g: g["ranks"][2].update(same_as="0"),
      'jobs[0].graph.ranks[2].same_as = "0": an integer of at least 0'),
+    # a negative number for an unsigned key, read once as 4294967295 (the JSON library wraps it)
+    (lambda g: g["ranks"][2].update(same_as=-1),
+     "jobs[0].graph.ranks[2].same_as = -1: an integer of at least 0"),
+    (lambda g: g["ranks"][2].update(same_as=1 << 40),
+     "jobs[0].graph.ranks[2].same_as = 1099511627776: an integer of at least 0"),
 ])
 def test_a_bad_same_as_is_refused_in_one_line(tmp_path, change, said):
     doc, _ = config(data_parallel(3, 1), rack(3, 1000), SimSettings())

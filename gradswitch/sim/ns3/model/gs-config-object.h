@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -61,6 +63,15 @@ class ConfigObject
     T Get(const char* key)
     {
         const nlohmann::json& v = Need(key);
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+        {
+            // nlohmann converts any number to any integer, wrapping what does not fit: -1 would read as
+            // 4294967295 for an unsigned key; a value out of the type's range is refused instead
+            if (v.is_number() && !InRange<T>(v))
+            {
+                throw ConfigError(Where(key) + " = " + Shown(v) + ": " + Expected<T>());
+            }
+        }
         try
         {
             return v.get<T>();
@@ -132,6 +143,32 @@ class ConfigObject
 
     /// Record a key asked for (once); `present`: the object holds it.
     void Asked(const char* key, bool present);
+
+    /// Whether the number `v` fits integer type T (a fraction is cut as before: only the range is checked).
+    template <typename T>
+    static bool InRange(const nlohmann::json& v)
+    {
+        if (v.is_number_unsigned())
+        {
+            return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+        }
+        if (v.is_number_integer())
+        {
+            const auto i = v.get<std::int64_t>();
+            if constexpr (std::is_unsigned_v<T>)
+            {
+                return i >= 0 && static_cast<std::uint64_t>(i) <= std::numeric_limits<T>::max();
+            }
+            else
+            {
+                return i >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+                       i <= static_cast<std::int64_t>(std::numeric_limits<T>::max());
+            }
+        }
+        const double d = v.get<double>();
+        return d > static_cast<double>(std::numeric_limits<T>::min()) - 1.0 &&
+               d < static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
+    }
 
     template <typename T>
     static std::string Expected()
