@@ -17,11 +17,13 @@ Per run, the figures the study publishes against the loop's: samples/s and the i
 study's one measured iteration after its warm-up), judged within 1 % (the simulator's runs do not vary with the seed:
 the engines' judgement, bench.engines_sim), and its outputs checked (digest) and correct as the loop's were. DLCP's
 runs also keep each engine's throughput over its baseline, the bandwidth sweep NetReduce / ring per model and rate.
-Only the runs found complete under --out are compared; the parts not run are listed as not re-measured. Writes
-bench/results/scaling-graph-rest.json.
+Only the runs found complete under --out are compared; the parts not run are listed as not re-measured.
+`--loop RUN,...` also runs those runs on today's loop (under --out/loop): a run that misses the published figure is
+then compared with the loop at today's code as well (`samples_over_loop_today`), which tells the engines' difference
+from a change since the study. Writes bench/results/scaling-graph-rest.json.
 
     python -m bench.scaling_graph_rest [--parts dlcp,points,bandwidth,n128] [--out runs/bench-scaling-graph-rest]
-                                       [--shard K/N] [--compare-only]
+                                       [--shard K/N] [--compare-only] [--loop RUN,...]
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class Published:
     iteration_s: float | None  # the bandwidth sweep keeps ring's alone
     correct: bool | None
     wall_s: float | None
+    job2_jct_s: float | None = None  # DLCP's runs: the second job's completion
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,11 @@ class Row:
     sim_wall_s: float | None
     sim_wall_s_loop: float | None
     busiest_link_load: float | None
+    job2_jct_s: float | None  # a DLCP run's second job's completion (the study's job2_jct_s); None elsewhere
+    job2_jct_s_loop: float | None
+    samples_per_s_loop_today: float | None = None  # the same spec on today's loop (--loop), where it was run
+    samples_over_loop_today: float | None = None
+    correct_loop_today: bool | None = None
 
 
 def published(part: Part, spec: ExperimentSpec, study: Mapping[str, Any]) -> Published | None:
@@ -110,7 +118,7 @@ def published(part: Part, spec: ExperimentSpec, study: Mapping[str, Any]) -> Pub
         p = study["points"].get(spec.label)
     if p is None or not p.get("samples_per_s"):
         return None
-    return Published(p["samples_per_s"], p.get("iteration_s"), p.get("correct"), p.get("wall_s"))
+    return Published(p["samples_per_s"], p.get("iteration_s"), p.get("correct"), p.get("wall_s"), p.get("job2_jct_s"))
 
 
 def _bandwidth_published(spec: ExperimentSpec, study: Mapping[str, Any]) -> Published | None:
@@ -122,9 +130,12 @@ def _bandwidth_published(spec: ExperimentSpec, study: Mapping[str, Any]) -> Publ
     return None
 
 
-def row(part: Part, spec: ExperimentSpec, report: Mapping[str, Any], loop: Published) -> Row:
-    """The graph's run of the spec (its results.json) against the loop's figures."""
+def row(part: Part, spec: ExperimentSpec, report: Mapping[str, Any], loop: Published,
+        loop_today: Mapping[str, Any] | None = None) -> Row:
+    """The graph's run of the spec (its results.json) against the loop's figures (and today's loop's report)."""
     p = scaling.point(report, spec)
+    today = scaling.point(loop_today, spec) if loop_today is not None else None
+    job2 = (report.get("jobs") or {}).get("2") if part is Part.DLCP else None
     samples, iteration = float(p["samples_per_s"]), float(p["iteration_s"])
     ratio = samples / loop.samples_per_s
     iteration_ratio = iteration / loop.iteration_s if loop.iteration_s else None
@@ -136,7 +147,11 @@ def row(part: Part, spec: ExperimentSpec, report: Mapping[str, Any], loop: Publi
                iteration_over_loop=iteration_ratio, within_tolerance=within, check=p["check"], correct=correct,
                correct_loop=loop.correct, agrees=within and correct is True and loop.correct is True,
                sim_wall_s=p["wall_s"], sim_wall_s_loop=loop.wall_s,
-               busiest_link_load=(report.get("headline_extra") or {}).get("busiest_link_load"))
+               busiest_link_load=(report.get("headline_extra") or {}).get("busiest_link_load"),
+               job2_jct_s=job2.get("jct_s") if job2 else None, job2_jct_s_loop=loop.job2_jct_s,
+               samples_per_s_loop_today=today["samples_per_s"] if today else None,
+               samples_over_loop_today=samples / today["samples_per_s"] if today else None,
+               correct_loop_today=today["correct"] if today else None)
 
 
 def dlcp_over_baseline(rows: list[Row]) -> dict[str, dict[str, float]]:
@@ -175,7 +190,8 @@ def compare(parts: list[Part], out: Path, study: Mapping[str, Any]) -> dict[str,
             if report is None or loop is None:
                 missing.setdefault(str(part), []).append(spec.label + ("" if loop else " (not in scaling.json)"))
                 continue
-            rows.append(row(part, spec, report, loop))
+            today = completed_report(out / "loop" / "runs" / spec.label, spec.but(engine=Engine.LOOP))
+            rows.append(row(part, spec, report, loop, today))
     ratios = [r.samples_over_loop for r in rows]
     return {"rows": [{**asdict(r), **Limits.simulated_figures(r.busiest_link_load)} for r in rows],
             "not_remeasured": missing, "dlcp_over_baseline": dlcp_over_baseline(rows),
@@ -184,7 +200,9 @@ def compare(parts: list[Part], out: Path, study: Mapping[str, Any]) -> dict[str,
                         "within_tolerance": sum(r.within_tolerance for r in rows),
                         "samples_over_loop_min": min(ratios, default=None),
                         "samples_over_loop_max": max(ratios, default=None), "tolerance": TOLERANCE,
-                        "misses": [r.run for r in rows if not r.agrees]}}
+                        "misses": [r.run for r in rows if not r.agrees],
+                        "misses_over_loop_today": {r.run: r.samples_over_loop_today for r in rows
+                                                   if not r.agrees and r.samples_over_loop_today is not None}}}
 
 
 def main() -> None:
@@ -193,6 +211,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/bench-scaling-graph-rest"))
     parser.add_argument("--shard", default="0/1", help="K/N: run every N-th run from the K-th (default 0/1: all)")
     parser.add_argument("--compare-only", action="store_true", help="run nothing: compare the runs found under --out")
+    parser.add_argument("--loop", default="", help="runs (by name) to run on today's loop too, under --out/loop")
     args = parser.parse_args()
     names = [p for p in args.parts.split(",") if p]
     if unknown := [p for p in names if p not in Part.names()]:
@@ -201,15 +220,23 @@ def main() -> None:
     k, n = (int(x) for x in args.shard.split("/"))
     if not 0 <= k < n:
         parser.error(f"--shard {args.shard}: K/N with 0 <= K < N")
+    every_run = {s.label: s for p in Part for s in part_runs(p)}
+    loop = [r for r in args.loop.split(",") if r]
+    if unknown_runs := [r for r in loop if r not in every_run]:
+        parser.error(f"--loop {args.loop}: no run {unknown_runs[0]!r}; give runs of the parts (e.g. dlcp-priority)")
     if not args.compare_only:
         scaling.run([s for p in parts for s in part_runs(p)], args.out, (k, n))
+        if loop:
+            scaling.run([every_run[r].but(engine=Engine.LOOP) for r in loop], args.out / "loop", (k, n))
     study = load(RESULTS, "scaling.json")
     every = list(Part)  # the file is the whole comparison, from every run found (a part run alone keeps the others)
     figures = compare(every, args.out, study)
     for r in figures["rows"]:
         print(f"{r['run']:<34}{r['samples_per_s']:>12.1f}{r['samples_per_s_loop']:>12.1f}"
               f"{r['samples_over_loop']:>9.4f}  {r['check']} {'correct' if r['correct'] else 'NOT CORRECT'}"
-              f"{'' if r['agrees'] else '  MISS'}")
+              f"{'' if r['agrees'] else '  MISS'}"
+              + (f"; today's loop {r['samples_per_s_loop_today']:.1f}, {r['samples_over_loop_today']:.4f}"
+                 if r["samples_over_loop_today"] is not None else ""))
     s = figures["summary"]
     print(f"{s['agree']} of {s['runs']} runs agree with the loop's within {TOLERANCE:.0%}")
     print(f"wrote {save(NAME, figures, engines=[Engine.LOOP, Engine.GRAPH])}")

@@ -60,6 +60,18 @@ def test_a_run_agrees_within_the_tolerance_and_correct_as_the_loops() -> None:
     assert not slow.agrees and not slow.within_tolerance
     wrong = row(Part.POINTS, spec, graph_report(1000.0, 1.0, False), loop)
     assert wrong.within_tolerance and not wrong.agrees
+    assert same.job2_jct_s is None and same.samples_over_loop_today is None
+
+
+def test_a_dlcp_run_keeps_the_second_jobs_completion_and_todays_loop() -> None:
+    (spec, _) = part_runs(Part.DLCP)
+    loop = Published(samples_per_s=1000.0, iteration_s=1.0, correct=True, wall_s=10.0, job2_jct_s=4.5)
+    graph = {**graph_report(1230.0, 1 / 1.23, True), "jobs": {"1": {"jct_s": 2.7}, "2": {"jct_s": 4.47}}}
+    today = graph_report(1200.0, 1 / 1.2, True)
+    r = row(Part.DLCP, spec, graph, loop, today)
+    assert not r.agrees and r.job2_jct_s == 4.47 and r.job2_jct_s_loop == 4.5
+    assert r.samples_per_s_loop_today == 1200.0 and r.samples_over_loop_today == 1230.0 / 1200.0
+    assert r.correct_loop_today is True
 
 
 def test_the_published_comparison_is_judged_by_its_rule() -> None:
