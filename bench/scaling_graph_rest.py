@@ -106,6 +106,8 @@ class Row:
     samples_per_s_loop_today: float | None = None  # the same spec on today's loop (--loop), where it was run
     samples_over_loop_today: float | None = None
     correct_loop_today: bool | None = None
+    jct_s_by_job: dict[str, float] | None = None  # a DLCP run's jobs' completions, on the graph and on today's loop
+    jct_s_by_job_loop_today: dict[str, float] | None = None
 
 
 def published(part: Part, spec: ExperimentSpec, study: Mapping[str, Any]) -> Published | None:
@@ -151,7 +153,14 @@ def row(part: Part, spec: ExperimentSpec, report: Mapping[str, Any], loop: Publi
                job2_jct_s=job2.get("jct_s") if job2 else None, job2_jct_s_loop=loop.job2_jct_s,
                samples_per_s_loop_today=today["samples_per_s"] if today else None,
                samples_over_loop_today=samples / today["samples_per_s"] if today else None,
-               correct_loop_today=today["correct"] if today else None)
+               correct_loop_today=today["correct"] if today else None,
+               jct_s_by_job=jcts(report) if part is Part.DLCP else None,
+               jct_s_by_job_loop_today=jcts(loop_today) if part is Part.DLCP and loop_today is not None else None)
+
+
+def jcts(report: Mapping[str, Any]) -> dict[str, float]:
+    """Each job's completion time (simulated seconds), by job id."""
+    return {job: float(j["jct_s"]) for job, j in (report.get("jobs") or {}).items() if j.get("jct_s") is not None}
 
 
 def dlcp_over_baseline(rows: list[Row]) -> dict[str, dict[str, float]]:

@@ -72,6 +72,7 @@ def test_a_dlcp_run_keeps_the_second_jobs_completion_and_todays_loop() -> None:
     assert not r.agrees and r.job2_jct_s == 4.47 and r.job2_jct_s_loop == 4.5
     assert r.samples_per_s_loop_today == 1200.0 and r.samples_over_loop_today == 1230.0 / 1200.0
     assert r.correct_loop_today is True
+    assert r.jct_s_by_job == {"1": 2.7, "2": 4.47} and r.jct_s_by_job_loop_today == {}
 
 
 def test_the_published_comparison_is_judged_by_its_rule() -> None:
