@@ -377,7 +377,7 @@ def fault_line(r: FaultRecord) -> str:
     if r.time_to_recover_s is not None:
         parts.append(f"recovered after {r.time_to_recover_s:.2f} s")
     if r.iterations_lost:
-        parts.append(f"{r.iterations_lost} iterations lost")
+        parts.append(f"{r.iterations_lost} iteration{'' if r.iterations_lost == 1 else 's'} lost")
     if r.fallback:
         parts.append(f"fell back to {r.fallback}")
     return ", ".join(parts) + (f": {r.detail}" if r.detail else "")
