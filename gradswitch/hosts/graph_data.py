@@ -20,6 +20,7 @@ gradswitch/hosts/digits_job.py).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -33,6 +34,27 @@ from gradswitch.workload.worker_result import IterationEntry
 
 # per message of an in-network all-reduce (MESSAGE_ELEMENTS values each, in order): the ranks its sum holds
 Contributors = tuple[tuple[int, ...], ...]
+
+
+def check_all_reduces_in_turn(ops: Mapping[int, Op], ranks: int, sizes: Sequence[int], graph: str,
+                              generator: str) -> None:
+    """A data source that carries its own tensors (a float32 job's gradients, train-digits') takes only a graph of
+    the world group's all-reduces of `sizes` elements in turn (operation k the (k mod len(sizes)))-th);
+    ValueError naming the first operation that is not, the graph (`graph`: what it is) and its `generator`."""
+    world = tuple(range(ranks))
+    for op in ops.values():
+        want = sizes[op.sequence % len(sizes)]
+        if op.collective != CollectiveKind.ALL_REDUCE or op.members != world or op.elements != want:
+            raise ValueError(f"{op.key}: {graph} has only all-reduces of the world group of "
+                             f"{', '.join(str(n) for n in sizes)} elements in turn ({generator}), not this "
+                             f"{op.collective or op.kind} of {op.elements} on ranks {list(op.members)}")
+
+
+def refuse_some_ranks_with_exponents(op: Op, exponent: bool, contributors: Contributors | None) -> None:
+    """A sum of some ranks alone (k of N) is for fixed point: block exponents' codes and values hold every rank's."""
+    if contributors is not None and exponent:
+        raise ValueError(f"{op.key}: a sum of some ranks alone (k of N) is for fixed point; block exponents' "
+                         "codes and values hold every rank's")
 
 
 @dataclass(frozen=True)

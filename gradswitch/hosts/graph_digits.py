@@ -42,14 +42,18 @@ import numpy.typing as npt
 
 from gradswitch.hosts.collectives.ops import Op
 from gradswitch.hosts.digits_job import minibatch_s
-from gradswitch.hosts.graph_data import Contributors, SourceReport
+from gradswitch.hosts.graph_data import (
+    Contributors,
+    SourceReport,
+    check_all_reduces_in_turn,
+    refuse_some_ranks_with_exponents,
+)
 from gradswitch.hosts.netreduce_quorum import held_mask
 from gradswitch.workload.digits import FloatArray, Minibatches, Model
 from gradswitch.workload.encoding import Encoder, IterationCheck, Reduced, uses_exponents
 from gradswitch.workload.floats import ExponentArray
 from gradswitch.workload.generators.digits import DigitsReduction, digits_reductions
 from gradswitch.workload.gradients import Int32Array, digits_profile
-from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.job import DType, JobConfig
 from gradswitch.workload.records import CheckKind, IterationRecord
 from gradswitch.workload.worker_result import iteration_entry
@@ -113,15 +117,9 @@ class DigitsData:
         self.dlcp = cfg.dlcp
         self.encoder = Encoder(cfg)
         self.reductions = digits_reductions(self.exponent)  # an iteration's, in order
-        for op in ops.values():
-            want = self.reductions[op.sequence % len(self.reductions)]
-            if op.collective != CollectiveKind.ALL_REDUCE or op.members != tuple(range(self.n)) \
-                    or op.elements != want.elements:
-                sizes = ", ".join(str(r.elements) for r in self.reductions)
-                raise ValueError(f"{op.key}: a train-digits graph{' with block exponents' if self.exponent else ''} "
-                                 f"has only all-reduces of the world group of {sizes} elements in turn "
-                                 f"(gradswitch.workload.generators.digits_graph), not this "
-                                 f"{op.collective or op.kind} of {op.elements} on ranks {list(op.members)}")
+        check_all_reduces_in_turn(ops, self.n, [r.elements for r in self.reductions],
+                                  f"a train-digits graph{' with block exponents' if self.exponent else ''}",
+                                  "gradswitch.workload.generators.digits_graph")
         self.batches = Minibatches(cfg.seed, self.n)
         self.model = Model.initial(cfg.seed)
         self.compute_s = minibatch_s(self.batches, rank, self.model)  # what a slow worker's factor stretches
@@ -191,10 +189,8 @@ class DigitsData:
                  zero_filled: int = 0) -> None:
         it, r = self._iteration(op), self._reduction(op)
         it.zero_filled += zero_filled
+        refuse_some_ranks_with_exponents(op, self.exponent, contributors)
         if contributors is not None:
-            if self.exponent:
-                raise ValueError(f"{op.key}: a sum of some ranks alone (k of N) is for fixed point; block exponents' "
-                                 "codes and values hold every rank's")
             it.held[r.tensor] = held_mask(contributors, self.n, len(output))  # this tensor's own sum's
         if r.codes:
             it.codes[r.tensor] = output

@@ -25,13 +25,17 @@ import numpy as np
 import numpy.typing as npt
 
 from gradswitch.hosts.collectives.ops import Op
-from gradswitch.hosts.graph_data import Contributors, SourceReport
+from gradswitch.hosts.graph_data import (
+    Contributors,
+    SourceReport,
+    check_all_reduces_in_turn,
+    refuse_some_ranks_with_exponents,
+)
 from gradswitch.hosts.netreduce_quorum import held_mask
 from gradswitch.workload.encoding import Encoder, Reduced, job_profile, uses_exponents
 from gradswitch.workload.floats import ExponentArray, FloatArray
 from gradswitch.workload.generators.plain import CODES_KIND
 from gradswitch.workload.gradients import Int32Array, Tensor
-from gradswitch.workload.graph import CollectiveKind
 from gradswitch.workload.job import DType, JobConfig
 
 
@@ -68,15 +72,8 @@ class GradientData:
         self.exponent = uses_exponents(cfg)
         self.encoder = Encoder(cfg)
         self.tensors: tuple[Tensor, ...] = job_profile(cfg).tensors  # an iteration's all-reduces, in order
-        for op in ops.values():
-            want = self.tensors[op.sequence % len(self.tensors)]
-            if op.collective != CollectiveKind.ALL_REDUCE or op.members != tuple(range(self.n)) \
-                    or op.elements != want.elements:
-                sizes = ", ".join(str(t.elements) for t in self.tensors)
-                raise ValueError(f"{op.key}: a float32 job's graph of all-reduces in a row has only all-reduces of "
-                                 f"the world group of {sizes} elements in turn (gradswitch.workload.generators."
-                                 f"plain_graph), not this {op.collective or op.kind} of {op.elements} on ranks "
-                                 f"{list(op.members)}")
+        check_all_reduces_in_turn(ops, self.n, [t.elements for t in self.tensors], "a float32 job's graph of "
+                                  "all-reduces in a row", "gradswitch.workload.generators.plain_graph")
         self.state: dict[tuple[int, int], _Tensor] = {}  # (iteration, logical tensor) -> its state, until checked
 
     def _place(self, op: Op) -> tuple[int, int, bool]:
@@ -140,10 +137,8 @@ class GradientData:
                  zero_filled: int = 0) -> None:
         iteration, j, codes = self._place(op)
         t = self._tensor(iteration, j)
+        refuse_some_ranks_with_exponents(op, self.exponent, contributors)
         if contributors is not None:
-            if self.exponent:
-                raise ValueError(f"{op.key}: a sum of some ranks alone (k of N) is for fixed point; block exponents' "
-                                 "codes and values hold every rank's")
             t.held = held_mask(contributors, self.n, len(output))
         if codes:
             t.exponents = self.encoder.block.exponents(output)
