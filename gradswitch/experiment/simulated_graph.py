@@ -36,6 +36,7 @@ from gradswitch.sim import SimError, SimResult
 from gradswitch.sim.faults import fault_records
 from gradswitch.sim.graph_run import GraphSimResult, PlacedGraph, run_graphs
 from gradswitch.sim.sim_config import check_mode
+from gradswitch.sim.sim_settings import SimSettings
 from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import GraphError
 from gradswitch.workload.job import JobConfig
@@ -85,18 +86,25 @@ def simulate_spec(spec: ExperimentSpec, out_dir: Path, progress: bool | None = N
         raise ExperimentError(f"{spec.label}: the network to simulate ({topology.name}) has other hosts than the "
                               f"plan's ({run_plan.topology.name}): give one with the same hosts")
     started = time.time()
-    hostfile = Path(spec.network.hostfile) if spec.network.hostfile is not None else None
-    placed = [PlacedGraph(tg.graph.dilated(tg.dilation) if tg.dilation != 1.0 else tg.graph, tg.job.job,
-                          tg.job.in_network) for tg in tgs]
-    try:
-        results = run_graphs(placed, topology, settings, out_dir / "sim", mpi_ranks=spec.network.ranks,
-                             hostfile=hostfile)
-    except (SimError, GraphError) as e:
-        raise ExperimentError(f"{spec.label}: {e}") from None
+    results = _simulate(spec, tgs, topology, settings, out_dir)
     nodes = {cfg.job_id: loop_results(tg.graph, result.run, result.sim.nodes[cfg.job_id], cfg,
                                       CheckKind(str(result.check)), simulated=True)
              for tg, cfg, result in zip(tgs, trainings, results, strict=True)}
     return SimulatedRun(run_plan, topology, replace(results[0].sim, nodes=nodes), started)
+
+
+def _simulate(spec: ExperimentSpec, tgs: list[TrainingGraphJob], topology: Topology, settings: SimSettings,
+              out_dir: Path) -> list[GraphSimResult]:
+    """The jobs' graphs (each stretched by its dilation) run on the simulator, its output under out_dir/sim, on the
+    spec's MPI ranks; ExperimentError (one line) when the simulator or a graph refuses."""
+    hostfile = Path(spec.network.hostfile) if spec.network.hostfile is not None else None
+    placed = [PlacedGraph(tg.graph.dilated(tg.dilation) if tg.dilation != 1.0 else tg.graph, tg.job.job,
+                          tg.job.in_network) for tg in tgs]
+    try:
+        return run_graphs(placed, topology, settings, out_dir / "sim", mpi_ranks=spec.network.ranks,
+                          hostfile=hostfile)
+    except (SimError, GraphError) as e:
+        raise ExperimentError(f"{spec.label}: {e}") from None
 
 
 def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None,
@@ -114,14 +122,7 @@ def run_simulated_graph(spec: ExperimentSpec, out_dir: Path, progress: bool | No
     settings = sim_settings(tg.run_spec, [tg.job.job], tg.placement,
                             sys.stderr.isatty() if progress is None else progress)
     started = time.time()
-    hostfile = Path(spec.network.hostfile) if spec.network.hostfile is not None else None
-    placed = [PlacedGraph(tg.graph.dilated(tg.dilation) if tg.dilation != 1.0 else tg.graph, tg.job.job,
-                          tg.job.in_network)]
-    try:
-        results = run_graphs(placed, run_plan.topology, settings, out_dir / "sim", mpi_ranks=spec.network.ranks,
-                             hostfile=hostfile)
-    except (SimError, GraphError) as e:
-        raise ExperimentError(f"{spec.label}: {e}") from None
+    results = _simulate(spec, [tg], run_plan.topology, settings, out_dir)
     return graph_results(spec, tg, results[0], run_plan.topology, started, out_dir)
 
 
