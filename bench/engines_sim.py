@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, Limits, save
+from bench.common import ENGINES_TOLERANCE, RESULTS, Limits, save
 from bench.crossval import DEFAULT_BW_MBPS, allreduce_specs, simulated
 from bench.scaling import dlcp_runs, scaling_spec
 from bench.sim_faults import Fabric, fabric_spec
@@ -64,7 +64,7 @@ from gradswitch.topology.faults import parse_fault
 from gradswitch.version import code_version
 
 NAME = "engines-sim"
-TOLERANCE = 0.01  # the graph engine reproduces the loop's figures on ns-3 within 1 %
+TOLERANCE = ENGINES_TOLERANCE  # bench/common.py
 SCALING_ALGOS = ("ring", "ps", "netreduce-hier", "netreduce-flat")
 MODELS = ("resnet50", "vgg16", "bert-base")
 FAULT_CASES = ("worker-crash", "slow-worker")  # bench/sim_faults.py's cases of a worker's fault

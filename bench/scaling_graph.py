@@ -47,7 +47,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench.common import RESULTS, Limits, save
+from bench.common import ENGINES_TOLERANCE, RESULTS, Limits, save
 from bench.scaling import MODELS, scaling_spec
 from gradswitch.experiment.graph_experiment import run_graph_spec
 from gradswitch.experiment.runner import run_experiment
@@ -62,7 +62,7 @@ WORKERS = (8, 16, 32, 64)
 ITERATIONS = 3  # 2 measured after one warm-up (the study's runs are 2 iterations, 1 measured)
 WARMUP = 1
 ALGOS = ("ring", "netreduce-hier")  # of the study's: the graph engines have no parameter server
-TOLERANCE = 0.01  # the study's points are single runs that do not vary with the seed
+TOLERANCE = ENGINES_TOLERANCE  # bench/common.py
 T = TypeVar("T")
 
 

@@ -35,14 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from bench import scaling
-from bench.common import RESULTS, Limits, save
+from bench.common import ENGINES_TOLERANCE, RESULTS, Limits, save
 from gradswitch.experiment.compare import completed_report
 from gradswitch.experiment.spec import Engine, ExperimentSpec
 from gradswitch.experiment.tables.reading import load
 from gradswitch.protocol.choice import Choice
 
 NAME = "scaling-graph-rest"
-TOLERANCE = 0.01  # the simulator's runs do not vary with the seed: the engines agree within 1 % (bench.engines_sim)
+TOLERANCE = ENGINES_TOLERANCE  # bench/common.py
 POINTS_WORKERS = (32, 64)
 POINTS_ALGOS = ("ps", "netreduce-flat")
 LARGE_WORKERS = 128
