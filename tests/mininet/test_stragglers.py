@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench.stragglers import DEADLINE_MS, spec_for
+from bench.stragglers import DEADLINE_MS, DEADLINE_RTO_MS, spec_for
 from gradswitch.experiment.placement import topology_for
 from gradswitch.experiment.testbed import Testbed
 from gradswitch.net.network import NetworkOptions
@@ -35,7 +35,10 @@ def median_iteration_s(report: dict[str, Any]) -> float:
 
 
 def test_k_of_n_iterates_at_the_fast_workers_pace_with_every_sum_exact_against_its_contributors(tmp_path):
-    deadline = f"netreduce N of N, {DEADLINE_MS:g} ms deadline"
+    # the deadline with the smallest retransmission timeout just above it: with the job's default (0.13 s at 20 Mb/s)
+    # the deadline's pace is the fast workers' plus about 0.1 s, and the slow worker's lead over them (its minibatch is
+    # timed warm on the machine at hand) is not always twice that: CI saw 0.103 s against a lead of 0.178 s
+    deadline = f"netreduce N of N, {DEADLINE_MS:g} ms deadline, RTO {DEADLINE_RTO_MS:g} ms"
     configs = ["netreduce N of N, no slow worker", "netreduce 3 of N", "netreduce N of N", deadline]
     specs = {c: spec_for(c, 1, ITERATIONS, FACTOR) for c in configs}
     reports = {}
@@ -60,7 +63,7 @@ def test_k_of_n_iterates_at_the_fast_workers_pace_with_every_sum_exact_against_i
     n_events = switch_events(reports["netreduce N of N"])
     assert n_events["late"] == n_events["late-answered"] == 0
     # N of N with a deadline: the sums close without the slow worker on the others' retransmissions after it, so
-    # its pace is the fast workers' plus about a retransmission timeout, far from the slow worker's
+    # its pace is the fast workers' plus about a retransmission timeout (40 ms), far from the slow worker's
     assert closed - fast < 0.5 * (n_of_n - fast), (fast, closed, n_of_n)
     # the slow worker left out of most sums; under load a fast worker's packet may miss the 20 ms deadline too (a
     # sum of 2, exact against the 2 it names: the report's ok), as CI saw
