@@ -18,16 +18,31 @@ def package_version() -> str:
         return "0+unknown"
 
 
-@cache
-def git_describe(where: Path | None = None) -> str | None:
-    """`git describe --always --dirty --tags` of the checkout holding this code; None outside a checkout."""
-    here = where or Path(__file__).resolve().parent
+# What a checkout's results do not count as uncommitted code: the results the benchmarks write into it (a benchmark
+# run after another would otherwise record the first one's JSON as a change to the code, "-dirty")
+NOT_CODE = ("bench/results",)
+
+
+def _git(here: Path, *args: str) -> str | None:
+    """A git command's output in the checkout holding `here`; None where git or the checkout is not there."""
     try:
-        out = subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty", "--tags"],
-                             capture_output=True, text=True, timeout=10, check=False)
+        out = subprocess.run(["git", "-C", str(here), *args], capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+@cache
+def git_describe(where: Path | None = None) -> str | None:
+    """`git describe --always --tags` of the checkout holding this code, with `-dirty` where a tracked file other than
+    the benchmarks' results (NOT_CODE) has uncommitted changes; None outside a checkout."""
+    here = where or Path(__file__).resolve().parent
+    described = _git(here, "describe", "--always", "--tags")
+    if not described:
+        return None
+    changed = _git(here, "status", "--porcelain", "--untracked-files=no", "--", ":(top)",
+                   *(f":(top,exclude){p}" for p in NOT_CODE))
+    return f"{described}-dirty" if changed is None or changed else described
 
 
 def code_version() -> str:
