@@ -57,6 +57,8 @@ TRAINING_GRAPH_10 = "training-graph-10mbps.json"  # the same jobs at 10 Mb/s (D 
 TRAINING_GRAPH_LEAFSPINE_5 = "training-graph-leafspine-5mbps.json"  # the 2x2 leaf-spine's, at 5 Mb/s (D = 16)
 TRAINING_GRAPH_PRIORITY_10 = "training-graph-priority-10mbps.json"  # ByteScheduler's partitions, at 10 Mb/s (D = 8)
 TRAINING_GRAPH_PS = "training-graph-ps.json"  # the table's parameter-server rows (--algos ring,ps), at 20 Mb/s
+# its priority parameter-server rows on the rack (--algos ring,ps --scheduling priority), at 20 Mb/s
+TRAINING_GRAPH_PS_PRIORITY = "training-graph-ps-priority.json"
 TRAINING_GRAPH_LEAFSPINE_PRIORITY_5 = "training-graph-leafspine-priority-5mbps.json"  # theirs on the leaf-spine
 CROSSVAL_COLLECTIVES_4 = "crossval-collectives-4mbps.json"  # N = 8 at 4 Mb/s, where 8 Python hosts keep up
 CROSSVAL_COLLECTIVES_N2 = "crossval-collectives-n2.json"  # N = 2 at 8 Mb/s (--workers 2 --tag n2)
@@ -118,6 +120,8 @@ OPTIONAL_TABLES: dict[str, tuple[str, Callable[[Path], str]]] = {
     "training-graph": ("training-graph.json", training_graph_table),
     "training-graph-10mbps": (TRAINING_GRAPH_10, lambda results: training_graph_table(results, TRAINING_GRAPH_10)),
     "training-graph-ps": (TRAINING_GRAPH_PS, lambda results: training_graph_table(results, TRAINING_GRAPH_PS)),
+    "training-graph-ps-priority": (TRAINING_GRAPH_PS_PRIORITY,
+                                   lambda results: training_graph_table(results, TRAINING_GRAPH_PS_PRIORITY)),
     "training-graph-leafspine-5mbps": (TRAINING_GRAPH_LEAFSPINE_5,
                                         lambda results: training_graph_table(results, TRAINING_GRAPH_LEAFSPINE_5)),
     "training-graph-priority-10mbps": (TRAINING_GRAPH_PRIORITY_10,
