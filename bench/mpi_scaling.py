@@ -26,7 +26,7 @@ share of the traffic while it runs: peak(R) = set-up(2) + (peak(2) - set-up(2)) 
 `total_s` is the whole run through the pipeline: the plan and graph, the configuration, mpirun, the simulator's
 set-up and run, its results read back as the workers' iterations.
 
-    python -m bench.mpi_scaling [--algo netreduce|ring] [--workers 1024] [--out FILE.json]
+    python -m bench.mpi_scaling [--algo netreduce|ring] [--workers 1024] [--size 64MiB] [--out FILE.json]
 
 Needs both builds (`make sim`, `python -m gradswitch.sim.build --mpi`) and mpirun. Writes
 bench/results/mpi-scaling.json.
@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.ns3_speed import CREDITS, MIN_RTO_MS, MTU, RATE_MBPS, WINDOW, scenario_spec
+from gradswitch.cli.main import parse_size
 from gradswitch.experiment.simulated_graph import SimulatedRun, simulate_spec
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
 from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, engines_field
@@ -92,9 +93,9 @@ class Projected:
     peak_rss_mb_per_rank: float
 
 
-def run_spec(algo: Algorithm, workers: int) -> ExperimentSpec:
-    """The run's spec on one rank (bench.ns3_speed's large-1024 scenario's, at `workers`)."""
-    return scenario_spec("mpi-scaling", algo, workers, "synthetic", SIZE, 1)
+def run_spec(algo: Algorithm, workers: int, size: int = SIZE) -> ExperimentSpec:
+    """The run's spec on one rank (bench.ns3_speed's large-1024 scenario's, at `workers` and `size` bytes)."""
+    return scenario_spec("mpi-scaling", algo, workers, "synthetic", size, 1)
 
 
 def measure(spec: ExperimentSpec, ranks: int, sync: MpiSync) -> tuple[Measured, SimulatedRun]:
@@ -198,13 +199,14 @@ def main() -> None:
     parser.add_argument("--algo", type=Algorithm, choices=[Algorithm.NETREDUCE, Algorithm.RING],
                         default=Algorithm.NETREDUCE)
     parser.add_argument("--workers", type=int, default=1024)
+    parser.add_argument("--size", type=parse_size, default=SIZE, help="bytes of the all-reduce (default 64MiB)")
     parser.add_argument("--out", type=Path, default=RESULTS / "mpi-scaling.json", help="where the JSON goes")
     args = parser.parse_args()
     for mpi in (False, True):
         missing = status(mpi).missing()
         if missing:
             raise SystemExit(f"error: {missing}")
-    spec = run_spec(args.algo, args.workers)
+    spec = run_spec(args.algo, args.workers, args.size)
     link_delay_s = spec.network.sim.link_delay_us * 1e-6
     runs: list[Measured] = []
     simulated: list[SimulatedRun] = []
@@ -235,7 +237,7 @@ def main() -> None:
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",
         "run": {"algo": str(args.algo), "workers": args.workers, "topology": f"fattree k={topo.params['k']}",
-                "rate_mbps": RATE_MBPS, "size_bytes": SIZE, "iterations": 1, "mtu": MTU,
+                "rate_mbps": RATE_MBPS, "size_bytes": args.size, "iterations": 1, "mtu": MTU,
                 "window": cfg.window, "credits": cfg.credits, "window_asked": WINDOW, "credits_asked": CREDITS,
                 "min_rto_ms": MIN_RTO_MS, "link_delay_s": link_delay_s},
         "measured": [asdict(r) for r in runs],
