@@ -102,7 +102,7 @@ def measure(spec: ExperimentSpec, ranks: int, sync: MpiSync) -> tuple[Measured, 
     """The spec run on `ranks` MPI ranks kept in step by `sync`; ExperimentError (one line) when it cannot run."""
     with tempfile.TemporaryDirectory() as tmp:
         started = time.monotonic()
-        run = simulate_spec(spec.but(ranks=ranks), Path(tmp), sync=sync)
+        run = simulate_spec(spec.but(ranks=ranks), Path(tmp), progress=True, sync=sync)
         total = time.monotonic() - started
     result, cfg = run.result, run.jobs[0]
     nodes = result.nodes[cfg.job_id].values()

@@ -97,7 +97,7 @@ def simulate(scenario: str, algo: Algorithm, n: int, workload: str, size: int, i
     """One run of a scenario on the simulator's graph engine; ExperimentError (one line) when it cannot run."""
     spec = scenario_spec(scenario, algo, n, workload, size, iterations)
     with tempfile.TemporaryDirectory() as tmp:
-        run = simulate_spec(spec, Path(tmp))
+        run = simulate_spec(spec, Path(tmp), progress=True)  # progress lines on stderr for long runs
     result, job = run.result, run.jobs[0]
     nodes = list(result.nodes[job.job_id].values())
     per_iteration = [max(t) for t in zip(*[[it["time_s"] for it in node["iterations"]] for node in nodes],
