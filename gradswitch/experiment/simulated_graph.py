@@ -85,8 +85,9 @@ def simulate_spec(spec: ExperimentSpec, out_dir: Path, progress: bool | None = N
 def spec_sim_config(spec: ExperimentSpec, out_dir: Path, scheduler: EventList | None = None) -> dict[str, Any]:
     """The simulator's configuration of simulate_spec's run of the spec, on one process (the plan saved in out_dir),
     for a tool that runs gradswitch-sim itself (bench.ns3_profile: under `perf record`); `scheduler`: ns-3's event
-    list instead of the default. ExperimentError (one line) as simulate_spec."""
-    prepared = _prepare(spec, out_dir, False, None)
+    list instead of the default. ExperimentError (one line) as simulate_spec; the simulator need not be built here
+    (the tool may run a build of its own)."""
+    prepared = _prepare(spec, out_dir, False, None, simulator=False)
     settings = prepared.settings if scheduler is None else replace(prepared.settings, scheduler=scheduler)
     try:
         config, _jobs = graphs_config(_placed(prepared.tgs), prepared.topology, settings)
@@ -106,11 +107,14 @@ class _Prepared:
     settings: SimSettings
 
 
-def _prepare(spec: ExperimentSpec, out_dir: Path, progress: bool | None, network: Topology | None) -> _Prepared:
+def _prepare(spec: ExperimentSpec, out_dir: Path, progress: bool | None, network: Topology | None,
+             simulator: bool = True) -> _Prepared:
+    """The spec's run up to the simulator (its plan saved in out_dir; the simulator checked there when `simulator`);
+    ExperimentError (one line) when it cannot be."""
     if spec.algorithm.engine != Engine.GRAPH:
         raise ExperimentError(f"{spec.label}: engine = {spec.algorithm.engine}: simulate_spec runs the graph engine; "
                               "leave `engine` out (or give graph)")
-    run_plan = planned(spec, out_dir)
+    run_plan = planned(spec, out_dir, simulator)
     try:
         tgs = training_graph_jobs(spec, run_plan.topology)
     except GraphError as e:
