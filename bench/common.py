@@ -115,10 +115,8 @@ def spec_engines(specs: Iterable[ExperimentSpec]) -> list[Engine]:
 
 
 # What a benchmark that runs no job through either engine records (a switch's, the transport's or the
-# simulator's own figures); DIRECT_SIM_LOOP: what one records that hands job configurations to the simulator
-# (gradswitch.sim.run) rather than a spec, whose jobs the simulator's training loops run
+# simulator's own figures)
 NO_ENGINE: tuple[Engine, ...] = ()
-DIRECT_SIM_LOOP: tuple[Engine, ...] = (Engine.LOOP,)
 
 
 def collective_args(doc: str, workers: str, bw: float, size: str, iterations: int) -> argparse.ArgumentParser:

@@ -3,7 +3,11 @@ and 2 ranks of this machine (2 ranks with the barrier and with null messages), w
 answer, and the scaling projected from the partition sizes and the lookahead.
 
 The run: NetReduce (or ring) over 1024 workers on a k=16 fat tree at 100 Gb/s, 64 MiB, one iteration, every
-sum checked by digest (bench.ns3_speed's large-1024). On R ranks the fat tree is cut by pod (gradswitch.sim.ranks).
+sum checked by digest (bench.ns3_speed's large-1024: its spec, scenario_spec, with `ranks`), on the simulator's graph
+engine through the package's pipeline (gradswitch/experiment/simulated_graph.py simulate_spec: the plan, the job as
+an execution graph, the simulator over the spec's MPI ranks). On R ranks the fat tree is cut by pod
+(gradswitch.sim.ranks). Every rank count must give the same answer: the same iteration, and every worker's
+iteration (start, end, check) the one-rank run's (`same_answer`; the benchmark says so and exits 1 when not).
 
 Projection (a model, not a measurement; the JSON says so). ns-3's barrier synchronisation runs window after
 window of one lookahead (the cut links' delay) of simulated time; a rank simulates the events of its own nodes
@@ -19,7 +23,10 @@ rank's share and its windows, per packet it sent or received over a cut link. Me
 whole topology and its own nodes (set-up, measured per rank on 2 ranks, taken as is for more) and holds its
 share of the traffic while it runs: peak(R) = set-up(2) + (peak(2) - set-up(2)) x share(R) / share(2).
 
-    python -m bench.mpi_scaling [--algo netreduce|ring] [--workers 1024] [--out FILE.json]
+`total_s` is the whole run through the pipeline: the plan and graph, the configuration, mpirun, the simulator's
+set-up and run, its results read back as the workers' iterations.
+
+    python -m bench.mpi_scaling [--algo netreduce|ring] [--workers 1024] [--size 64MiB] [--out FILE.json]
 
 Needs both builds (`make sim`, `python -m gradswitch.sim.build --mpi`) and mpirun. Writes
 bench/results/mpi-scaling.json.
@@ -38,15 +45,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import DIRECT_SIM_LOOP
-from bench.ns3_speed import CREDITS, RATE_MBPS, WINDOW, ring_order
+from bench.ns3_speed import CREDITS, MIN_RTO_MS, MTU, RATE_MBPS, WINDOW, scenario_spec
+from gradswitch.cli.main import parse_size
+from gradswitch.experiment.simulated_graph import SimulatedRun, simulate_spec
+from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
 from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, engines_field
-from gradswitch.sim import SimResult, SimSettings, run
+from gradswitch.sim import SimResult
 from gradswitch.sim.build import status
 from gradswitch.sim.ranks import MpiSync, partition
-from gradswitch.topology.generators import fattree
 from gradswitch.topology.model import Topology
-from gradswitch.workload.job import Algorithm, JobConfig, Node, Role
+from gradswitch.workload.job import Algorithm, JobConfig
 
 RESULTS = Path(__file__).parent / "results"
 SIZE = 64 << 20
@@ -85,17 +93,18 @@ class Projected:
     peak_rss_mb_per_rank: float
 
 
-def job(topo: Topology, algo: Algorithm, workers: int) -> JobConfig:
-    nodes = tuple(Node(i, Role.WORKER, h, topo.host(h).ip) for i, h in enumerate(ring_order(topo, workers, algo)))
-    return JobConfig(algo=algo, nodes=nodes, iterations=1, size_bytes=SIZE, mtu=4096, window=WINDOW, rto=0.05,
-                     credits=CREDITS)
+def run_spec(algo: Algorithm, workers: int, size: int = SIZE) -> ExperimentSpec:
+    """The run's spec on one rank (bench.ns3_speed's large-1024 scenario's, at `workers` and `size` bytes)."""
+    return scenario_spec("mpi-scaling", algo, workers, "synthetic", size, 1)
 
 
-def measure(topo: Topology, cfg: JobConfig, ranks: int, sync: MpiSync) -> tuple[Measured, SimResult]:
+def measure(spec: ExperimentSpec, ranks: int, sync: MpiSync) -> tuple[Measured, SimulatedRun]:
+    """The spec run on `ranks` MPI ranks kept in step by `sync`; ExperimentError (one line) when it cannot run."""
     with tempfile.TemporaryDirectory() as tmp:
         started = time.monotonic()
-        result = run(topo, [cfg], SimSettings(progress_s=30.0), Path(tmp), ranks=ranks, sync=sync)
+        run = simulate_spec(spec.but(ranks=ranks), Path(tmp), progress=True, sync=sync)
         total = time.monotonic() - started
+    result, cfg = run.result, run.jobs[0]
     nodes = result.nodes[cfg.job_id].values()
     per_iteration = [max(t) for t in zip(*[[it["time_s"] for it in n["iterations"]] for n in nodes], strict=True)]
     correct = result.ok() and all(it["correct"] for n in nodes for it in n["iterations"])
@@ -109,7 +118,14 @@ def measure(topo: Topology, cfg: JobConfig, ranks: int, sync: MpiSync) -> tuple[
                     [r.wall_s for r in m.per_rank] if m else [s.wall_s],
                     [r.events for r in m.per_rank] if m else [s.events],
                     m.cut_links if m else 0, sum(r.cut_tx_packets for r in m.per_rank) if m else 0,
-                    m.lookahead_s if m else None), result
+                    m.lookahead_s if m else None), run
+
+
+def iterations_of(run: SimulatedRun) -> dict[int, list[tuple[float, float, float, bool]]]:
+    """Every worker's iterations as the run reports them: (start, end, time, correct) each."""
+    job = run.jobs[0].job_id
+    return {node_id: [(it["start"], it["end"], it["time_s"], it["correct"]) for it in node["iterations"]]
+            for node_id, node in run.result.nodes[job].items()}
 
 
 def deliveries(result: SimResult) -> dict[str, int]:
@@ -156,9 +172,9 @@ def load(topo: Topology, cfg: JobConfig, result: SimResult, ranks: int) -> Load:
 
 
 def project(topo: Topology, cfg: JobConfig, one: Measured, two: Measured, two_result: SimResult,
-            one_result: SimResult) -> tuple[list[Projected], dict[str, float]]:
+            one_result: SimResult, link_delay_s: float) -> tuple[list[Projected], dict[str, float]]:
     assert two_result.mpi is not None
-    windows = one.sim_s / (two.lookahead_s or SimSettings().link_delay_s)
+    windows = one.sim_s / (two.lookahead_s or link_delay_s)
     allgather_s = sum(r.allgather_us for r in two_result.mpi.per_rank) / 2 * 1e-6
     load2 = load(topo, cfg, one_result, 2)
     measured_cut = max(r.cut_tx_packets + r.cut_rx_packets for r in two_result.mpi.per_rank)
@@ -183,29 +199,36 @@ def main() -> None:
     parser.add_argument("--algo", type=Algorithm, choices=[Algorithm.NETREDUCE, Algorithm.RING],
                         default=Algorithm.NETREDUCE)
     parser.add_argument("--workers", type=int, default=1024)
+    parser.add_argument("--size", type=parse_size, default=SIZE, help="bytes of the all-reduce (default 64MiB)")
     parser.add_argument("--out", type=Path, default=RESULTS / "mpi-scaling.json", help="where the JSON goes")
     args = parser.parse_args()
     for mpi in (False, True):
         missing = status(mpi).missing()
         if missing:
             raise SystemExit(f"error: {missing}")
-    topo = fattree(args.workers, bw_mbps=RATE_MBPS)
-    cfg = job(topo, args.algo, args.workers)
+    spec = run_spec(args.algo, args.workers, args.size)
+    link_delay_s = spec.network.sim.link_delay_us * 1e-6
     runs: list[Measured] = []
-    results: list[SimResult] = []
+    simulated: list[SimulatedRun] = []
     for ranks, sync in ((1, MpiSync.BARRIER), (2, MpiSync.BARRIER), (2, MpiSync.NULL_MESSAGE)):
         print(f"{args.algo} on {args.workers} workers, {ranks} rank(s){f' ({sync})' if ranks > 1 else ''} ...",
               flush=True)
-        measured, result = measure(topo, cfg, ranks, sync)
+        try:
+            measured, run = measure(spec, ranks, sync)
+        except ExperimentError as e:
+            raise SystemExit(f"error: {e}") from None
         runs.append(measured)
-        results.append(result)
+        simulated.append(run)
         print(f"  wall {measured.wall_s:.1f} s (total {measured.total_s:.1f} s), peak memory per rank "
               f"{', '.join(f'{m:.0f}' for m in measured.peak_rss_mb_per_rank)} MB, iteration "
               f"{measured.iteration_s[0] * 1e3:.4f} ms, {measured.check} {'ok' if measured.correct else 'WRONG'}",
               flush=True)
     one, two = runs[0], runs[1]
+    topo, cfg = simulated[0].network, simulated[0].jobs[0]
+    results = [r.result for r in simulated]
     same = [[abs(b - a) / a for a, b in zip(one.iteration_s, r.iteration_s, strict=True)] for r in runs[1:]]
-    projected, fitted = project(topo, cfg, one, two, results[1], results[0])
+    identical_iterations = [iterations_of(simulated[0]) == iterations_of(r) for r in simulated[1:]]
+    projected, fitted = project(topo, cfg, one, two, results[1], results[0], link_delay_s)
     for p in projected:
         print(f"  projected {p.ranks:>2} ranks: busiest rank {p.busiest_share:.1%} of the deliveries and "
               f"{p.cut_packets} cut-link packets ({p.cut_links} cut links), wall {p.wall_s:.1f} s "
@@ -214,11 +237,13 @@ def main() -> None:
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",
         "run": {"algo": str(args.algo), "workers": args.workers, "topology": f"fattree k={topo.params['k']}",
-                "rate_mbps": RATE_MBPS, "size_bytes": SIZE, "iterations": 1, "window": WINDOW, "credits": CREDITS,
-                "link_delay_s": SimSettings().link_delay_s},
+                "rate_mbps": RATE_MBPS, "size_bytes": args.size, "iterations": 1, "mtu": MTU,
+                "window": cfg.window, "credits": cfg.credits, "window_asked": WINDOW, "credits_asked": CREDITS,
+                "min_rto_ms": MIN_RTO_MS, "link_delay_s": link_delay_s},
         "measured": [asdict(r) for r in runs],
         "same_answer": {"iteration_relative_difference": same, "all_correct": all(r.correct for r in runs),
-                        "identical_results": [results[0].raw["jobs"] == r.raw["jobs"] for r in results[1:]]},
+                        "identical_results": [results[0].raw["jobs"] == r.raw["jobs"] for r in results[1:]],
+                        "identical_iterations": identical_iterations},
         "projection_model": ("wall(R) = wall(1) x share(R) + (sim_s / lookahead) x allgather(2) x log2(R) + "
                              "cut(R) x per_message; peak memory per rank = set-up(2) + (peak(2) - set-up(2)) x "
                              "share(R) / share(2); share and cut from the one-rank run's port counters, allgather, "
@@ -227,10 +252,15 @@ def main() -> None:
         "projected": [asdict(p) for p in projected],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"format": BENCHMARK_FORMAT, **engines_field(DIRECT_SIM_LOOP),
+    args.out.write_text(json.dumps({"format": BENCHMARK_FORMAT, **engines_field([Engine.GRAPH]),
                                           **document}, indent=1) + "\n")
     print(f"wrote {args.out}")
-
+    problems = [f"{r.ranks} ranks ({r.sync}): the workers' iterations differ from one rank's"
+                for r, same_run in zip(runs[1:], identical_iterations, strict=True) if not same_run]
+    problems += [f"{r.ranks} rank(s) ({r.sync}): a sum not what it should be" for r in runs if not r.correct]
+    if problems:
+        raise SystemExit(f"error: not the same answer on every rank count: {'; '.join(problems)} (`same_answer` "
+                         f"in {args.out})")
 
 if __name__ == "__main__":
     main()

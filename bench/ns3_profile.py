@@ -3,6 +3,10 @@
 `perf record` on bench.ns3_speed's scenarios, each function's own time grouped by what it
 does, and the wall time of each of ns-3's event lists (schedulers).
 
+Each run is the scenario's spec (bench.ns3_speed scenario_spec) on the simulator's graph engine: the configuration
+simulate_spec would hand the simulator (gradswitch/experiment/simulated_graph.py spec_sim_config: the plan, the job
+as an execution graph), run here by gradswitch-sim itself under perf; the graph built by the driver is not profiled.
+
 For every run of the chosen scenarios (bench.ns3_speed's, default `speed` and `synthetic-256`) the simulator
 runs once under `perf record -F FREQUENCY` (a timer-driven sample of the instruction pointer: this machine's
 VM has no hardware counters) and `perf report` gives each function's samples. Functions are grouped by
@@ -27,12 +31,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import DIRECT_SIM_LOOP
-from bench.ns3_speed import RESULTS, SCENARIOS, scenario_job, scenario_names
+from bench.ns3_speed import RESULTS, SCENARIOS, scenario_names, scenario_spec
+from gradswitch.experiment.simulated_graph import spec_sim_config
+from gradswitch.experiment.spec import Engine, ExperimentError
 from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, engines_field
-from gradswitch.sim import SimSettings
 from gradswitch.sim.build import status
-from gradswitch.sim.sim_config import run_config
+from gradswitch.sim.sim_settings import EventList
 
 # (category, pattern on "dso<TAB>symbol"), in order: the first that matches a function names its category.
 GS = r"ns3::gs::(?:\(anonymous namespace\)::)?"  # the models' namespace (some classes are file-local)
@@ -49,11 +53,12 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     ("links and ports: queues, transmission", GS + r"(GsDevice|GsChannel|GsRemoteChannel|PacketEvent)\b"),
     ("hosts: NIC and RC transport", GS + r"(GsHost|RcQp|QpHost|QpUser|SendTimes|RingBuffer|HostEndpoint)\b"),
     ("algorithms and training", GS + r"(Ring|PsWorker|PsServer|KeyPlan|NetReduceWorker|Write|Collective|"
-                                r"TrainingScheduler|JobNode|Generator|IterationCheck|MsgData)\b"),
+                                r"TrainingScheduler|JobNode|Generator|IterationCheck|MsgData|"
+                                r"Graph\w*|RingPart|KeySums|Owned\w*|Piece)\b"),
     ("background TCP", r"ns3::gs::TcpBackground\b"),
     ("ns-3's other code", r"^libns3"),
 )
-SCHEDULERS = ("priority-queue", "map", "heap", "calendar")
+SCHEDULERS = (EventList.PRIORITY_QUEUE, EventList.MAP, EventList.HEAP, EventList.CALENDAR)
 TOP = 15  # functions listed one by one
 
 
@@ -100,13 +105,17 @@ class Profile:
     top: list[Function]
 
 
-def config_file(directory: Path, scenario: str, index: int, scheduler: str | None = None) -> Path:
+def config_file(directory: Path, scenario: str, index: int, scheduler: EventList | None = None) -> Path:
+    """The simulator's configuration of one run of a scenario on the graph engine (on `scheduler`'s event list),
+    written in directory; SystemExit (one line) when the spec cannot run."""
     algo, n, workload, size, iterations = SCENARIOS[scenario][index]
-    topo, cfg = scenario_job(algo, n, workload, size, iterations)
-    config = run_config(topo, [cfg], SimSettings())
-    if scheduler is not None:
-        config["scheduler"] = scheduler
-    path = directory / f"{scenario}-{index}-{scheduler or 'default'}.json"
+    name = f"{scenario}-{index}-{scheduler or 'default'}"
+    try:
+        config = spec_sim_config(scenario_spec(scenario, algo, n, workload, size, iterations), directory / name,
+                                 scheduler)
+    except ExperimentError as e:
+        raise SystemExit(f"error: {e}") from None
+    path = directory / f"{name}.json"
     path.write_text(json.dumps(config))
     return path
 
@@ -151,7 +160,7 @@ def main() -> None:
     if not binary.is_file():
         raise SystemExit(f"error: --binary {binary}: no such file; give a built gradswitch-sim")
     profiles: list[Profile] = []
-    schedulers: dict[str, float] = {}
+    schedulers: dict[str, float] = {}  # by EventList's name
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         for name in names:
@@ -163,11 +172,12 @@ def main() -> None:
                       ", ".join(f"{c} {s:.0%}" for c, s in list(p.categories.items())[:5]), flush=True)
         for scheduler in SCHEDULERS:
             cfg = config_file(directory, "speed", 0, scheduler)
-            schedulers[scheduler] = timed([str(binary), "--config", str(cfg), "--out", str(directory / "out.json")])
-            print(f"scheduler {scheduler:<15} speed scenario {schedulers[scheduler]:.2f} s wall", flush=True)
+            wall = timed([str(binary), "--config", str(cfg), "--out", str(directory / "out.json")])
+            schedulers[str(scheduler)] = wall
+            print(f"scheduler {scheduler!s:<15} speed scenario {wall:.2f} s wall", flush=True)
     perf_version = subprocess.run(["perf", "--version"], capture_output=True, text=True).stdout.strip()
     document: dict[str, Any] = {
-        "format": BENCHMARK_FORMAT, **engines_field(DIRECT_SIM_LOOP),
+        "format": BENCHMARK_FORMAT, **engines_field([Engine.GRAPH]),
         "when": time.strftime("%Y-%m-%d %H:%M:%S"), "simulator": str(binary),
         "perf": perf_version,
         "frequency_hz": args.frequency, "categories": [name for name, _ in CATEGORIES] + ["other"],

@@ -72,11 +72,11 @@ def run_simulated(spec: ExperimentSpec, out_dir: Path, progress: bool | None = N
     return report_simulated(spec, cfgs, topo, result, started, out_dir)
 
 
-def planned(spec: ExperimentSpec, out_dir: Path) -> RunPlan:
-    """Before a simulated run (either engine): the spec checked, the simulator there, the run's plan computed and
-    saved in out_dir (job<N>.json)."""
+def planned(spec: ExperimentSpec, out_dir: Path, simulator: bool = True) -> RunPlan:
+    """Before a simulated run (either engine): the spec checked, the simulator there (unless `simulator` is false:
+    only its configuration is wanted), the run's plan computed and saved in out_dir (job<N>.json)."""
     spec.validate()
-    missing = status().missing()
+    missing = status().missing() if simulator else None
     if missing:
         raise ExperimentError(f"the ns-3 simulator cannot run: {missing}")
     out_dir.mkdir(parents=True, exist_ok=True)

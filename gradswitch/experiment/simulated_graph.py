@@ -4,7 +4,9 @@ timeline (gradswitch/experiment/simulated.py), from each rank's node timings
 (gradswitch/workload/graph_iterations.py gives the loop's iterations and timeline from them). `simulate_spec` is the
 run before its report (the plan, the network simulated and the simulated run with the loop's node results): the
 studies that read their own figures of a simulated run (bench.sim_faults, bench.sim_netreduce_fallback, the goodput
-study) run their specs through it.
+study, the simulator's own speed and MPI benchmarks bench.ns3_speed and bench.mpi_scaling) run their specs through it;
+`spec_sim_config` is the configuration it hands the simulator, for a tool that runs the simulator itself
+(bench.ns3_profile, under `perf record`).
 
 The graph is the spec's job (gradswitch/experiment/training_graph.py spec_training_graph: its model, scale,
 emulated GPUs, sync, buckets), its computation stretched by the spec's dilation D as the loop's is on the
@@ -22,6 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from gradswitch.experiment import results_file
 from gradswitch.experiment.graph_as_loop import TrainingGraphJob, loop_results, trace_graph_job, training_graph_jobs
@@ -34,9 +37,10 @@ from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
 from gradswitch.experiment.trace_results import trace_results
 from gradswitch.sim import SimError, SimResult
 from gradswitch.sim.faults import fault_records
-from gradswitch.sim.graph_run import GraphSimResult, PlacedGraph, run_graphs
+from gradswitch.sim.graph_run import GraphSimResult, PlacedGraph, graphs_config, run_graphs
+from gradswitch.sim.ranks import MpiSync
 from gradswitch.sim.sim_config import check_mode
-from gradswitch.sim.sim_settings import SimSettings
+from gradswitch.sim.sim_settings import EventList, SimSettings
 from gradswitch.topology.model import Topology
 from gradswitch.workload.graph import GraphError
 from gradswitch.workload.job import JobConfig
@@ -62,16 +66,55 @@ class SimulatedRun:
 
 
 def simulate_spec(spec: ExperimentSpec, out_dir: Path, progress: bool | None = None,
-                  network: Topology | None = None) -> SimulatedRun:
+                  network: Topology | None = None, sync: MpiSync = MpiSync.BARRIER) -> SimulatedRun:
     """Run one spec's jobs on the simulator's graph engine (the plan computed once, saved in out_dir, the simulator's
     output under out_dir/sim). `network`: the topology to simulate instead of the plan's, with the same hosts (the
     plan's without a failed element: the jobs are placed on the plan's, and the simulator routes around what is
-    gone). ExperimentError (one line) when the run cannot be, or when the spec names the loop."""
+    gone). `sync`: how the spec's MPI ranks (`ranks` > 1) keep in step. ExperimentError (one line) when the run
+    cannot be, or when the spec names the loop."""
+    prepared = _prepare(spec, out_dir, progress, network)
+    started = time.time()
+    results = _simulate(spec, prepared.tgs, prepared.topology, prepared.settings, out_dir, sync)
+    trainings = list(prepared.plan.jobs)
+    nodes = {cfg.job_id: loop_results(tg.graph, result.run, result.sim.nodes[cfg.job_id], cfg,
+                                      CheckKind(str(result.check)), simulated=True)
+             for tg, cfg, result in zip(prepared.tgs, trainings, results, strict=True)}
+    return SimulatedRun(prepared.plan, prepared.topology, replace(results[0].sim, nodes=nodes), started)
+
+
+def spec_sim_config(spec: ExperimentSpec, out_dir: Path, scheduler: EventList | None = None) -> dict[str, Any]:
+    """The simulator's configuration of simulate_spec's run of the spec, on one process (the plan saved in out_dir),
+    for a tool that runs gradswitch-sim itself (bench.ns3_profile: under `perf record`); `scheduler`: ns-3's event
+    list instead of the default. ExperimentError (one line) as simulate_spec; the simulator need not be built here
+    (the tool may run a build of its own)."""
+    prepared = _prepare(spec, out_dir, False, None, simulator=False)
+    settings = prepared.settings if scheduler is None else replace(prepared.settings, scheduler=scheduler)
+    try:
+        config, _jobs = graphs_config(_placed(prepared.tgs), prepared.topology, settings)
+    except (SimError, GraphError) as e:
+        raise ExperimentError(f"{spec.label}: {e}") from None
+    return config
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What a spec's graph run needs before the simulator starts: its plan, its jobs as graphs, the network to
+    simulate and the simulator's settings."""
+
+    plan: RunPlan
+    tgs: list[TrainingGraphJob]
+    topology: Topology
+    settings: SimSettings
+
+
+def _prepare(spec: ExperimentSpec, out_dir: Path, progress: bool | None, network: Topology | None,
+             simulator: bool = True) -> _Prepared:
+    """The spec's run up to the simulator (its plan saved in out_dir; the simulator checked there when `simulator`);
+    ExperimentError (one line) when it cannot be."""
     if spec.algorithm.engine != Engine.GRAPH:
         raise ExperimentError(f"{spec.label}: engine = {spec.algorithm.engine}: simulate_spec runs the graph engine; "
                               "leave `engine` out (or give graph)")
-    run_plan = planned(spec, out_dir)
-    trainings = list(run_plan.jobs)
+    run_plan = planned(spec, out_dir, simulator)
     try:
         tgs = training_graph_jobs(spec, run_plan.topology)
     except GraphError as e:
@@ -80,29 +123,28 @@ def simulate_spec(spec: ExperimentSpec, out_dir: Path, progress: bool | None = N
     settings = sim_settings(first.run_spec, [tg.job.job for tg in tgs], first.placement,
                             sys.stderr.isatty() if progress is None else progress)
     # the loop's check, per iteration's elements (the graph's AUTO counts every iteration's: a weaker check sooner)
-    settings = replace(settings, check=check_mode(trainings[0], settings))
+    settings = replace(settings, check=check_mode(run_plan.jobs[0], settings))
     topology = network if network is not None else run_plan.topology
     if {h.name for h in topology.hosts} != {h.name for h in run_plan.topology.hosts}:
         raise ExperimentError(f"{spec.label}: the network to simulate ({topology.name}) has other hosts than the "
                               f"plan's ({run_plan.topology.name}): give one with the same hosts")
-    started = time.time()
-    results = _simulate(spec, tgs, topology, settings, out_dir)
-    nodes = {cfg.job_id: loop_results(tg.graph, result.run, result.sim.nodes[cfg.job_id], cfg,
-                                      CheckKind(str(result.check)), simulated=True)
-             for tg, cfg, result in zip(tgs, trainings, results, strict=True)}
-    return SimulatedRun(run_plan, topology, replace(results[0].sim, nodes=nodes), started)
+    return _Prepared(run_plan, tgs, topology, settings)
+
+
+def _placed(tgs: list[TrainingGraphJob]) -> list[PlacedGraph]:
+    """The jobs' graphs as the simulator runs them: each stretched by its dilation."""
+    return [PlacedGraph(tg.graph.dilated(tg.dilation) if tg.dilation != 1.0 else tg.graph, tg.job.job,
+                        tg.job.in_network) for tg in tgs]
 
 
 def _simulate(spec: ExperimentSpec, tgs: list[TrainingGraphJob], topology: Topology, settings: SimSettings,
-              out_dir: Path) -> list[GraphSimResult]:
+              out_dir: Path, sync: MpiSync = MpiSync.BARRIER) -> list[GraphSimResult]:
     """The jobs' graphs (each stretched by its dilation) run on the simulator, its output under out_dir/sim, on the
-    spec's MPI ranks; ExperimentError (one line) when the simulator or a graph refuses."""
+    spec's MPI ranks (kept in step by `sync`); ExperimentError (one line) when the simulator or a graph refuses."""
     hostfile = Path(spec.network.hostfile) if spec.network.hostfile is not None else None
-    placed = [PlacedGraph(tg.graph.dilated(tg.dilation) if tg.dilation != 1.0 else tg.graph, tg.job.job,
-                          tg.job.in_network) for tg in tgs]
     try:
-        return run_graphs(placed, topology, settings, out_dir / "sim", mpi_ranks=spec.network.ranks,
-                          hostfile=hostfile)
+        return run_graphs(_placed(tgs), topology, settings, out_dir / "sim", mpi_ranks=spec.network.ranks,
+                          hostfile=hostfile, sync=sync)
     except (SimError, GraphError) as e:
         raise ExperimentError(f"{spec.label}: {e}") from None
 

@@ -280,9 +280,19 @@ def run_graphs(jobs: Sequence[PlacedGraph], topology: Topology, settings: SimSet
     """Simulate several jobs' graphs at once on the topology (each on its job's hosts, as run_graph runs one given
     `job`), in one simulation: their packets share the fabric. One result per job, in their order, each with the
     run's SimResult. The same one-line errors as run_graph, and SimError for jobs that share a host or an id."""
+    cfg_doc, cfgs = graphs_config(jobs, topology, settings)
+    check_ranks(mpi_ranks)
+    raw, sim = launch(cfg_doc, cfgs, topology, settings, out_dir, mpi_ranks, hostfile, sync)
+    return [GraphSimResult(timings(p.graph, raw, k), sim, tuple(n.host for n in cfg.nodes), sim.checks[cfg.job_id])
+            for k, (p, cfg) in enumerate(zip(jobs, cfgs, strict=True))]
+
+
+def graphs_config(jobs: Sequence[PlacedGraph], topology: Topology, settings: SimSettings
+                  ) -> tuple[dict[str, Any], list[JobConfig]]:
+    """gradswitch-sim's configuration (one process) of several jobs' graphs run at once, and the jobs it describes,
+    in their order: what run_graphs runs (and a profiler may run by hand); its one-line errors."""
     if not jobs:
         raise SimError("no graph to run: give at least one job")
-    check_ranks(mpi_ranks)
     parts = []
     for p in jobs:
         cfg, switched, _placed = resolve(p.graph, topology, None, None, p.job, None, p.in_network)
@@ -295,7 +305,4 @@ def run_graphs(jobs: Sequence[PlacedGraph], topology: Topology, settings: SimSet
     if len(set(ids)) != len(ids):
         raise SimError(f"graphs {', '.join(p.graph.name for p in jobs)}: job ids {sorted(ids)} meet; give each job "
                        "and each NetReduce job an id of its own")
-    raw, sim = launch(document(topology, settings, parts, ranks), cfgs, topology, settings, out_dir, mpi_ranks,
-                      hostfile, sync)
-    return [GraphSimResult(timings(p.graph, raw, k), sim, tuple(n.host for n in cfg.nodes), sim.checks[cfg.job_id])
-            for k, (p, cfg) in enumerate(zip(jobs, cfgs, strict=True))]
+    return document(topology, settings, parts, ranks), cfgs

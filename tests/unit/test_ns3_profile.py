@@ -49,6 +49,13 @@ def test_samples_and_shares_come_from_the_report():
     ("gradswitch-sim", "ns3::gs::GsHost::FindQp", "hosts: NIC and RC transport"),
     ("gradswitch-sim", "ns3::gs::(anonymous namespace)::Ring::Advance", "algorithms and training"),
     ("gradswitch-sim", "ns3::gs::TrainingScheduler::Pump", "algorithms and training"),
+    # the graph engine's ranks (the benchmark's runs are execution graphs: gs-graph-rank.cc and its parts)
+    ("gradswitch-sim", "ns3::gs::GraphRank::OnRecv", "algorithms and training"),
+    ("gradswitch-sim", "std::_Function_handler<void (unsigned int), ns3::gs::GraphRank::RunRing(ns3::gs::GraphNode "
+     "const&, std::function<void (bool)>)::{lambda(unsigned int)#1}>::_M_invoke", "algorithms and training"),
+    ("gradswitch-sim", "ns3::gs::GraphData::Holds", "algorithms and training"),
+    ("gradswitch-sim", "ns3::gs::(anonymous namespace)::GraphPsServer::OnRecv", "algorithms and training"),
+    ("gradswitch-sim", "ns3::gs::KeySums::Add", "algorithms and training"),
     ("gradswitch-sim", "ns3::gs::TcpBackground::SenderEndpoint::Send", "background TCP"),
     ("libns3.44-core.so", "ns3::TypeId::LookupByName", "ns-3's other code"),
     ("libm.so.6", "__llround", "other"),
