@@ -147,8 +147,14 @@ def test_the_fallback_and_return_agree_with_bmv2(tmp_path: Path) -> None:
     on_ring = ring_iterations(times, m)
     after = [e - s for s, e in times if s >= m.switch_recovered_s - 1e-9]
     summary = bmv2["summary"]
-    for key, ours in (("before_s", before), ("during_s", on_ring), ("after_s", after)):
-        assert statistics.median(ours) == pytest.approx(summary[key]["median"], rel=0.1), key
+    # BMv2's iteration on ring from the rounds whose outage spans the most reductions on ring: where the crash and
+    # the restart fall inside a reduction, that reduction's time holds the fallback or the return, and over 3 rounds
+    # the median is bimodal (docs/faults.md, "NetReduce falls back to ring"); the simulator's are its steady ones
+    most = max(r["ring_iterations"] for r in bmv2["samples"])
+    steady_ring = statistics.median(r["during_s"] for r in bmv2["samples"] if r["ring_iterations"] == most)
+    for key, ours, theirs in (("before_s", before, summary["before_s"]["median"]), ("during_s", on_ring, steady_ring),
+                              ("after_s", after, summary["after_s"]["median"])):
+        assert statistics.median(ours) == pytest.approx(theirs, rel=0.1), key
 
 
 def test_the_fallback_through_the_orchestration_names_it_in_results_json(tmp_path: Path) -> None:
