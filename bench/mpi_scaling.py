@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.ns3_speed import CREDITS, MIN_RTO_MS, MTU, RATE_MBPS, WINDOW, scenario_spec
+from bench.ns3_speed import CREDITS, MIN_RTO_MS, MTU, RATE_MBPS, WINDOW, all_correct, scenario_spec, slowest_iterations
 from gradswitch.cli.main import parse_size
 from gradswitch.experiment.simulated_graph import SimulatedRun, simulate_spec
 from gradswitch.experiment.spec import Engine, ExperimentError, ExperimentSpec
@@ -105,9 +105,7 @@ def measure(spec: ExperimentSpec, ranks: int, sync: MpiSync) -> tuple[Measured, 
         run = simulate_spec(spec.but(ranks=ranks), Path(tmp), progress=True, sync=sync)
         total = time.monotonic() - started
     result, cfg = run.result, run.jobs[0]
-    nodes = result.nodes[cfg.job_id].values()
-    per_iteration = [max(t) for t in zip(*[[it["time_s"] for it in n["iterations"]] for n in nodes], strict=True)]
-    correct = result.ok() and all(it["correct"] for n in nodes for it in n["iterations"])
+    per_iteration, correct = slowest_iterations(run), all_correct(run)
     s = result.speed
     m = result.mpi
     return Measured(ranks, str(sync) if ranks > 1 else "none", s.wall_s, total, s.sim_s, per_iteration,
@@ -261,6 +259,7 @@ def main() -> None:
     if problems:
         raise SystemExit(f"error: not the same answer on every rank count: {'; '.join(problems)} (`same_answer` "
                          f"in {args.out})")
+
 
 if __name__ == "__main__":
     main()

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from gradswitch.experiment.simulated_graph import simulate_spec
+from gradswitch.experiment.simulated_graph import SimulatedRun, simulate_spec
 from gradswitch.experiment.spec import Backend, Engine, ExperimentError, ExperimentSpec, Topo
 from gradswitch.experiment.tables.reading import BENCHMARK_FORMAT, engines_field
 from gradswitch.sim.build import status
@@ -93,20 +93,29 @@ def scenario_spec(scenario: str, algo: Algorithm, n: int, workload: str, size: i
     return spec.but(emulate=Emulation(link_gbps=RATE_MBPS / 1000, device=Device.V100, batch=32))
 
 
+def slowest_iterations(run: SimulatedRun) -> list[float]:
+    """The run's one job, per iteration: its slowest worker's time (s)."""
+    nodes = run.result.nodes[run.jobs[0].job_id].values()
+    return [max(t) for t in zip(*[[it["time_s"] for it in node["iterations"]] for node in nodes], strict=True)]
+
+
+def all_correct(run: SimulatedRun) -> bool:
+    """The simulator ran to its end and every worker's every iteration of the run's one job was correct."""
+    nodes = run.result.nodes[run.jobs[0].job_id].values()
+    return run.result.ok() and all(it["correct"] for node in nodes for it in node["iterations"])
+
+
 def simulate(scenario: str, algo: Algorithm, n: int, workload: str, size: int, iterations: int) -> Run:
     """One run of a scenario on the simulator's graph engine; ExperimentError (one line) when it cannot run."""
     spec = scenario_spec(scenario, algo, n, workload, size, iterations)
     with tempfile.TemporaryDirectory() as tmp:
         run = simulate_spec(spec, Path(tmp), progress=True)  # progress lines on stderr for long runs
     result, job = run.result, run.jobs[0]
-    nodes = list(result.nodes[job.job_id].values())
-    per_iteration = [max(t) for t in zip(*[[it["time_s"] for it in node["iterations"]] for node in nodes],
-                                         strict=True)] if nodes else []
     bound = allreduce_bound_s(algo, n, 0, size, RATE_MBPS * 1e6 / 8) if workload == "synthetic" else None
     s = result.speed
     return Run(scenario, str(algo), n, workload, size, iterations,
-               result.ok() and all(it["correct"] for node in nodes for it in node["iterations"]),
-               str(result.checks[job.job_id]), per_iteration, bound, s.wall_s, s.sim_s, s.events, s.events_per_s,
+               all_correct(run), str(result.checks[job.job_id]), slowest_iterations(run), bound, s.wall_s, s.sim_s,
+               s.events, s.events_per_s,
                s.packet_hops, s.packet_hops_per_s, s.peak_rss_mb, job.window, job.credits)
 
 
